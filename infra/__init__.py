@@ -1,0 +1,1 @@
+"""nemo-rl-gke infrastructure: one ComponentResource per concern, driven by `infra.config`."""

@@ -1,0 +1,484 @@
+"""The stack configuration: one validated pydantic model, read once from the Pulumi config.
+
+Every key lives under the project namespace (`nemo-rl-gke:<key>`) in `Pulumi.<stack>.yaml`, in
+camelCase, structured keys as YAML maps. Secrets (`hfToken`, `wandbApiKey`) never enter the model:
+they are read as Pulumi secret Outputs by `load()` and refused when stored in plaintext.
+
+Validation runs before any resource is registered; `ConfigError` carries one line per problem,
+each naming the key and what is allowed.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import itertools
+import json
+import re
+from dataclasses import dataclass
+from enum import Enum
+from typing import Annotated, Any, Literal, Optional
+
+import pulumi
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
+
+from infra.flavours import FLAVOURS, Flavour, parse_gke_version
+from workloads.recipes import RECIPES, Recipe
+
+PROJECT = "nemo-rl-gke"
+"""The Pulumi project name; also the config namespace."""
+
+SECRET_KEYS = ("hfToken", "wandbApiKey")
+"""Config keys that must be Pulumi secrets (`pulumi config set --secret`)."""
+
+# Managed Lustre performance tiers (FACTS.md "Managed Lustre"): tier -> (min GiB, step GiB, max GiB).
+LUSTRE_TIERS: dict[int, tuple[int, int, int]] = {
+    1000: (9000, 9000, 1_530_000),
+    500: (18000, 18000, 3_060_000),
+    250: (36000, 36000, 6_120_000),
+    125: (72000, 72000, 7_632_000),
+}
+
+# From this GKE version the Lustre CSI driver talks to port 988 and the legacy port is not needed.
+LUSTRE_PORT_988_MIN_GKE = "1.33.2-gke.4780000"
+
+# Values that end up on a command line or in a cloud name: no shell metacharacters, no newlines.
+_SAFE_TOKEN = r"^[A-Za-z0-9._/:=+~@%,\-\[\]]+$"
+LOWER_NAME = r"^[a-z]([a-z0-9-]*[a-z0-9])?$"
+GCP_LABEL_KEY = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
+GCP_LABEL_VALUE = re.compile(r"^[a-z0-9_-]{0,63}$")
+
+
+class ConfigError(pulumi.RunError):
+    """Bad stack configuration. `RunError` makes the Pulumi CLI print it without a traceback."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        frozen=True,
+        use_attribute_docstrings=False,
+    )
+
+
+class Provisioning(str, Enum):
+    """How the GPU nodes are obtained."""
+
+    SPOT = "spot"
+    RESERVATION = "reservation"
+    FLEX_START = "flexStart"
+    ON_DEMAND = "onDemand"
+
+
+class GpuPoolConfig(_Model):
+    """The GPU node pool."""
+
+    node_count: int = Field(1, ge=1, le=64, description="GPU nodes in the pool; the Ray worker replicas and the job's `cluster.num_nodes`.")
+    provisioning: Provisioning = Field(
+        Provisioning.SPOT,
+        description="`spot` (default, cheapest, preemptible), `reservation` (needs `reservationName`), "
+        "`flexStart` (DWS queued provisioning) or `onDemand`.",
+    )
+    reservation_name: Optional[str] = Field(
+        None, pattern=LOWER_NAME, max_length=63, description="Compute Engine reservation to consume when `provisioning` is `reservation`."
+    )
+    compact_placement: bool = Field(False, description="Ask for a COMPACT placement policy (lower latency between nodes).")
+    gpu_driver_version: Literal["DEFAULT", "LATEST"] = Field(
+        "LATEST", description="GPU driver GKE installs on the nodes."
+    )
+
+    @model_validator(mode="after")
+    def _reservation_needs_name(self) -> "GpuPoolConfig":
+        if self.provisioning is Provisioning.RESERVATION and not self.reservation_name:
+            raise ValueError("gpuPool.reservationName is required when gpuPool.provisioning is 'reservation'")
+        if self.provisioning is not Provisioning.RESERVATION and self.reservation_name:
+            raise ValueError("gpuPool.reservationName is only allowed when gpuPool.provisioning is 'reservation'")
+        if self.provisioning is Provisioning.FLEX_START and self.compact_placement:
+            raise ValueError("gpuPool.compactPlacement is not allowed with gpuPool.provisioning 'flexStart'")
+        return self
+
+
+class SystemPoolConfig(_Model):
+    """The CPU system pool that hosts the Ray head and cluster add-ons."""
+
+    machine_type: str = Field("n2-standard-16", pattern=r"^[a-z0-9]+-[a-z0-9-]+$", description="Machine type of the CPU pool; must fit the Ray head.")
+    node_count: int = Field(1, ge=1, le=10, description="Nodes in the CPU pool.")
+    disk_size_gb: int = Field(100, ge=10, le=65536, description="Boot disk size of CPU nodes.")
+
+
+class AuthorizedNetwork(_Model):
+    """A CIDR allowed to reach the GKE control plane."""
+
+    cidr_block: str = Field(description="IPv4 CIDR, e.g. 203.0.113.0/24.")
+    display_name: str = Field("", max_length=64, description="Label shown in the console.")
+
+    @field_validator("cidr_block")
+    @classmethod
+    def _cidr(cls, v: str) -> str:
+        return str(ipaddress.IPv4Network(v, strict=True))
+
+
+class ClusterConfig(_Model):
+    """The GKE Standard cluster."""
+
+    release_channel: Literal["RAPID", "REGULAR", "STABLE", "EXTENDED"] = Field(
+        "RAPID", description="GKE release channel."
+    )
+    min_master_version: str = Field(
+        "1.34",
+        pattern=r"^\d+\.\d+(\.\d+(-gke\.\d+)?)?$",
+        description="Minimum control-plane version; must be at least the flavour's minimum GKE version.",
+    )
+    deletion_protection: bool = Field(True, description="Refuse `pulumi destroy` of the cluster until set to false.")
+    maintenance_start_time: str = Field(
+        "03:00", pattern=r"^([01]\d|2[0-3]):[0-5]\d$", description="Daily maintenance window start (UTC, HH:MM)."
+    )
+    master_authorized_networks: tuple[AuthorizedNetwork, ...] = Field(
+        (), description="CIDRs allowed to reach the control plane; empty leaves it open to any address with credentials."
+    )
+    system_pool: SystemPoolConfig = Field(default_factory=SystemPoolConfig, description="CPU system pool.")
+
+
+class NetworkConfig(_Model):
+    """VPCs, subnets and address ranges."""
+
+    use_default_network: bool = Field(False, description="Put the cluster on the project's `default` VPC instead of a new one.")
+    primary_cidr: str = Field("10.0.0.0/20", description="Primary subnet of the cluster's VPC (nodes).")
+    pods_cidr: str = Field("10.4.0.0/14", description="Secondary range for pods.")
+    services_cidr: str = Field("10.8.0.0/20", description="Secondary range for services.")
+    gvnic_cidr: str = Field("192.168.0.0/24", description="Subnet of the gVNIC VPC (the second NIC of each GPU node).")
+    rdma_cidrs: tuple[str, ...] = Field(
+        tuple(f"192.168.{n}.0/24" for n in range(1, 9)),
+        description="One subnet per RDMA NIC, in NIC order (rdma-0 first); as many as the flavour has RDMA NICs.",
+    )
+    psa_cidr: str = Field("10.16.0.0/22", description="Private Service Access range for Managed Lustre (/23 or larger).")
+    rdma_mtu: int = Field(8896, ge=1300, le=8896, description="MTU of the RDMA VPC (RoCE default 8896).")
+    gvnic_mtu: int = Field(8896, ge=1300, le=8896, description="MTU of the gVNIC VPC.")
+
+    @field_validator("primary_cidr", "pods_cidr", "services_cidr", "gvnic_cidr", "psa_cidr")
+    @classmethod
+    def _cidr(cls, v: str) -> str:
+        return str(ipaddress.IPv4Network(v, strict=True))
+
+    @field_validator("rdma_cidrs")
+    @classmethod
+    def _cidrs(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(str(ipaddress.IPv4Network(c, strict=True)) for c in v)
+
+    @field_validator("psa_cidr")
+    @classmethod
+    def _psa_prefix(cls, v: str) -> str:
+        if ipaddress.IPv4Network(v).prefixlen > 23:
+            raise ValueError("must be a /23 or larger range (Managed Lustre needs at least /23)")
+        return v
+
+    def named_ranges(self) -> dict[str, ipaddress.IPv4Network]:
+        """Every range the stack allocates, keyed by its config key."""
+        ranges = {
+            "network.gvnicCidr": self.gvnic_cidr,
+            "network.psaCidr": self.psa_cidr,
+            "network.podsCidr": self.pods_cidr,
+            "network.servicesCidr": self.services_cidr,
+        }
+        if not self.use_default_network:
+            ranges["network.primaryCidr"] = self.primary_cidr
+        ranges |= {f"network.rdmaCidrs[{i}]": c for i, c in enumerate(self.rdma_cidrs)}
+        return {k: ipaddress.IPv4Network(v) for k, v in ranges.items()}
+
+    @model_validator(mode="after")
+    def _no_overlaps(self) -> "NetworkConfig":
+        for (ka, a), (kb, b) in itertools.combinations(self.named_ranges().items(), 2):
+            if a.overlaps(b):
+                raise ValueError(f"{ka} ({a}) overlaps {kb} ({b}); every range must be disjoint")
+        return self
+
+
+class LustreConfig(_Model):
+    """The Managed Lustre instance (checkpoints, HF cache)."""
+
+    capacity_gib: int = Field(18000, description="Capacity in GiB; at least the tier's minimum and a multiple of its step.")
+    per_unit_storage_throughput: int = Field(
+        500, description="Throughput tier in MB/s per TiB: 125, 250, 500 or 1000. Cannot change after creation."
+    )
+    filesystem: str = Field("lustrefs", description="Lustre filesystem name: 1-8 letters or digits.")
+    instance_id: Optional[str] = Field(
+        None, description="Instance id (lowercase letters, digits, hyphens; 1-63; starts with a letter). Default `<prefix>-lustre`."
+    )
+    legacy_port: bool = Field(
+        False,
+        description="Use the legacy Lustre port 6988 (gkeSupportEnabled instances on GKE older than "
+        f"{LUSTRE_PORT_988_MIN_GKE}).",
+    )
+
+    @field_validator("per_unit_storage_throughput")
+    @classmethod
+    def _tier(cls, v: int) -> int:
+        if v not in LUSTRE_TIERS:
+            raise ValueError(f"must be one of {', '.join(map(str, sorted(LUSTRE_TIERS)))}")
+        return v
+
+    @field_validator("filesystem")
+    @classmethod
+    def _filesystem(cls, v: str) -> str:
+        if not re.fullmatch(r"[A-Za-z0-9]{1,8}", v):
+            raise ValueError("must be 1-8 letters or digits")
+        return v
+
+    @field_validator("instance_id")
+    @classmethod
+    def _instance_id(cls, v: Optional[str]) -> Optional[str]:
+        if v is not None and not (len(v) <= 63 and re.fullmatch(LOWER_NAME, v)):
+            raise ValueError(
+                "must be 1-63 lowercase letters, digits or hyphens, start with a letter and end with a letter or digit"
+            )
+        return v
+
+    @model_validator(mode="after")
+    def _capacity(self) -> "LustreConfig":
+        low, step, high = LUSTRE_TIERS[self.per_unit_storage_throughput]
+        if not (low <= self.capacity_gib <= high) or self.capacity_gib % step:
+            raise ValueError(
+                f"lustre.capacityGib {self.capacity_gib} is not valid for perUnitStorageThroughput "
+                f"{self.per_unit_storage_throughput}: allowed {low} to {high} GiB in steps of {step}"
+            )
+        return self
+
+    @property
+    def aggregate_throughput_mbps(self) -> float:
+        """Capacity in TiB x per-unit throughput."""
+        return self.capacity_gib / 1024 * self.per_unit_storage_throughput
+
+
+class RayConfig(_Model):
+    """In-cluster objects: namespace, KubeRay chart, NCCL installer, Lustre mount."""
+
+    namespace: str = Field("nemo-rl", pattern=LOWER_NAME, max_length=63, description="Namespace of the Ray cluster and its secrets.")
+    service_account: str = Field("ray", pattern=LOWER_NAME, max_length=63, description="Kubernetes service account of the Ray pods (Workload Identity).")
+    chart_version: str = Field("1.7.0", pattern=r"^\d+\.\d+\.\d+$", description="Version of the upstream KubeRay `ray-cluster` Helm chart.")
+    nccl_installer_image: str = Field(
+        "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.1.1",
+        pattern=r"^[a-z0-9.\-/]+:[A-Za-z0-9._\-]+$",
+        description="NCCL gIB RDMA plugin installer image, pinned to a tag (upstream `master` moves).",
+    )
+    mount_path: str = Field("/lustre", pattern=r"^/[A-Za-z0-9._/\-]*$", description="Where Lustre is mounted in the Ray head and workers.")
+    head_cpu: int = Field(8, ge=1, le=64, description="CPUs requested by the Ray head.")
+    head_memory_gib: int = Field(32, ge=4, le=512, description="Memory requested by the Ray head.")
+
+
+Override = Annotated[str, StringConstraints(pattern=_SAFE_TOKEN, max_length=512)]
+
+
+class JobConfig(_Model):
+    """The NeMo-RL GRPO job submitted after deploy."""
+
+    recipe: str = Field("qwen2.5-1.5b-gsm8k", description=f"Recipe name: one of {', '.join(RECIPES)}.")
+    overrides: tuple[Override, ...] = Field(
+        (), description="Extra NeMo-RL overrides (`a.b=v`, `+a.b=v`, `++a.b=v`, `~a.b`), applied last."
+    )
+    submit: bool = Field(True, description="Submit the job on `pulumi up`; false deploys the Ray cluster only.")
+    max_num_steps: Optional[int] = Field(None, ge=1, description="Override the recipe's `grpo.max_num_steps`.")
+    wandb_project: Optional[str] = Field(None, pattern=r"^[A-Za-z0-9._\-]{1,128}$", description="W&B project; enables W&B logging (needs the `wandbApiKey` secret).")
+
+    @field_validator("recipe")
+    @classmethod
+    def _recipe(cls, v: str) -> str:
+        if v not in RECIPES:
+            raise ValueError(f"unknown recipe {v!r}; allowed: {', '.join(RECIPES)}")
+        return v
+
+    @property
+    def recipe_spec(self) -> Recipe:
+        return RECIPES[self.recipe]
+
+
+class StackConfig(_Model):
+    """Everything a stack is built from."""
+
+    project: str = Field(pattern=r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$", description="Google Cloud project id.")
+    region: str = Field("us-east1", pattern=r"^[a-z]+-[a-z]+\d+$", description="Region of the networks, cluster and bucket.")
+    zone: str = Field("us-east1-b", pattern=r"^[a-z]+-[a-z]+\d+-[a-z]$", description="Zone of the GPU nodes, the RDMA VPC and Lustre; must be in `region`.")
+    name_prefix: str = Field(
+        "", pattern=r"^([a-z][a-z0-9-]{0,19})?$", description="Prefix of every cloud name (1-20 chars); default: the stack name."
+    )
+    labels: dict[str, str] = Field(default_factory=dict, description="Extra labels on every labelled resource.")
+    flavour: str = Field("b200", description=f"GPU flavour: one of {', '.join(FLAVOURS)}.")
+    gpu_pool: GpuPoolConfig = Field(default_factory=GpuPoolConfig, description="GPU node pool.")
+    cluster: ClusterConfig = Field(default_factory=ClusterConfig, description="GKE cluster.")
+    network: NetworkConfig = Field(default_factory=NetworkConfig, description="Networks and ranges.")
+    lustre: LustreConfig = Field(default_factory=LustreConfig, description="Managed Lustre.")
+    ray: RayConfig = Field(default_factory=RayConfig, description="Kubernetes and Ray.")
+    job: JobConfig = Field(default_factory=JobConfig, description="The training job.")
+
+    @field_validator("flavour")
+    @classmethod
+    def _flavour(cls, v: str) -> str:
+        if v not in FLAVOURS:
+            raise ValueError(f"unknown flavour {v!r}; allowed: {', '.join(FLAVOURS)}")
+        return v
+
+    @field_validator("labels")
+    @classmethod
+    def _labels(cls, v: dict[str, str]) -> dict[str, str]:
+        for key, value in v.items():
+            if not GCP_LABEL_KEY.match(key):
+                raise ValueError(f"label key {key!r} must be lowercase letters, digits, '_' or '-', starting with a letter (max 63)")
+            if not GCP_LABEL_VALUE.match(value):
+                raise ValueError(f"label value {value!r} must be lowercase letters, digits, '_' or '-' (max 63)")
+        return v
+
+    @model_validator(mode="after")
+    def _cross_checks(self) -> "StackConfig":
+        if not self.zone.startswith(self.region + "-"):
+            raise ValueError(f"zone {self.zone!r} is not in region {self.region!r}; pick a zone named {self.region}-<letter>")
+        flavour = self.flavour_spec
+        if len(self.network.rdma_cidrs) != flavour.rdma_nics:
+            raise ValueError(
+                f"network.rdmaCidrs has {len(self.network.rdma_cidrs)} entries; flavour {flavour.name} has "
+                f"{flavour.rdma_nics} RDMA NICs and needs exactly that many subnets"
+            )
+        if parse_gke_version(self.cluster.min_master_version) < parse_gke_version(flavour.min_gke_version):
+            raise ValueError(
+                f"cluster.minMasterVersion {self.cluster.min_master_version} is below {flavour.min_gke_version}, "
+                f"the minimum GKE version for flavour {flavour.name}"
+            )
+        self._check_job_fits(flavour)
+        return self
+
+    def _check_job_fits(self, flavour: Flavour) -> None:
+        par = self.job.recipe_spec.parallelism
+        nodes, gpus = self.gpu_pool.node_count, flavour.gpus_per_node
+        recipe = self.job.recipe
+        if par.train_tensor_parallel > gpus:
+            raise ValueError(
+                f"job.recipe {recipe!r} uses tensor parallel {par.train_tensor_parallel}, more than the "
+                f"{gpus} GPUs per node of flavour {flavour.name}"
+            )
+        if par.generation_tensor_parallel > gpus:
+            raise ValueError(
+                f"job.recipe {recipe!r} uses vLLM tensor parallel {par.generation_tensor_parallel}, more than "
+                f"the {gpus} GPUs per node of flavour {flavour.name}"
+            )
+        if nodes < par.min_nodes:
+            raise ValueError(
+                f"gpuPool.nodeCount {nodes} is too small for job.recipe {recipe!r}: it needs at least {par.min_nodes} nodes"
+            )
+        if not par.colocated and nodes - par.generation_nodes < 1:
+            raise ValueError(
+                f"gpuPool.nodeCount {nodes} leaves no node for training: job.recipe {recipe!r} is not colocated "
+                f"and reserves {par.generation_nodes} node(s) for generation"
+            )
+
+    @property
+    def flavour_spec(self) -> Flavour:
+        return FLAVOURS[self.flavour]
+
+    @property
+    def recipe(self) -> Recipe:
+        return self.job.recipe_spec
+
+    @property
+    def lustre_instance_id(self) -> str:
+        return self.lustre.instance_id or f"{self.name_prefix}-lustre"
+
+    @property
+    def lustre_needs_legacy_port(self) -> bool:
+        return self.lustre.legacy_port
+
+
+@dataclass(frozen=True)
+class StackSecrets:
+    """Secret values as Pulumi secret Outputs; None when not configured."""
+
+    hf_token: Optional[pulumi.Output[str]]
+    wandb_api_key: Optional[pulumi.Output[str]]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What `load()` returns: the validated config, the stack name and the secrets."""
+
+    stack: str
+    config: StackConfig
+    secrets: StackSecrets
+
+
+def _namespaced_config() -> dict[str, Any]:
+    """All config values of this project's namespace, structured values decoded."""
+    from pulumi.runtime import config as runtime_config
+
+    merged = {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
+    out: dict[str, Any] = {}
+    prefix = f"{PROJECT}:"
+    for key, raw in merged.items():
+        if not key.startswith(prefix):
+            continue
+        name = key[len(prefix):]
+        value = raw
+        if isinstance(raw, str) and raw[:1] in "{[":
+            try:
+                value = json.loads(raw)
+            except json.JSONDecodeError:
+                pass
+        out[name] = value
+    return out
+
+
+def format_validation_error(err: ValidationError) -> str:
+    """One line per problem: `nemo-rl-gke:<key.path>: <message>`."""
+    lines = []
+    for e in err.errors(include_url=False):
+        path = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in e["loc"]).replace(".[", "[")
+        msg = e["msg"]
+        for pfx in ("Value error, ", "Assertion failed, "):
+            msg = msg.removeprefix(pfx)
+        if e["type"] == "extra_forbidden":
+            msg = "unknown key; see the config reference in README.md"
+        elif e["type"] == "missing":
+            msg = "required key is not set"
+        elif e["type"] == "string_pattern_mismatch":
+            msg = f"{e['input']!r} does not match {e['ctx']['pattern']}"
+        key = f"{PROJECT}:{path}" if path else PROJECT
+        lines.append(f"{key}: {msg}")
+    return "\n".join(lines)
+
+
+def parse(raw: dict[str, Any], stack: str) -> StackConfig:
+    """Validate a raw config mapping (camelCase keys, no namespace) into a `StackConfig`."""
+    data = {k: v for k, v in raw.items() if k not in SECRET_KEYS}
+    data.setdefault("namePrefix", stack)
+    try:
+        return StackConfig.model_validate(data)
+    except ValidationError as err:
+        raise ConfigError(format_validation_error(err)) from None
+
+
+def load() -> Settings:
+    """Read and validate the stack config once; call before creating any resource."""
+    from pulumi.runtime import config as runtime_config
+
+    stack = pulumi.get_stack()
+    raw = _namespaced_config()
+    secret_keys = set(runtime_config.get_config_secret_keys_env()) | set(runtime_config._SECRET_KEYS.get())
+    plaintext = [k for k in SECRET_KEYS if k in raw and f"{PROJECT}:{k}" not in secret_keys]
+    if plaintext:
+        raise ConfigError(
+            "\n".join(
+                f"{PROJECT}:{k}: stored in plaintext; remove it from Pulumi.{stack}.yaml and run "
+                f"`pulumi config set --secret {k}`"
+                for k in plaintext
+            )
+        )
+    config = parse(raw, stack)
+    cfg = pulumi.Config(PROJECT)
+    secrets = StackSecrets(hf_token=cfg.get_secret("hfToken"), wandb_api_key=cfg.get_secret("wandbApiKey"))
+    return Settings(stack=stack, config=config, secrets=secrets)

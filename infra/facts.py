@@ -1,0 +1,76 @@
+"""Facts the infrastructure publishes and the workloads consume.
+
+Everything here is decided by the program (names it chooses, counts from config and flavour),
+so it is plain data known at plan time. Cloud-computed values (endpoints, IPs) travel as Outputs
+on the components instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from infra.config import StackConfig
+from infra.naming import Limit, cloud_name, labels
+
+
+@dataclass(frozen=True)
+class StackContext:
+    """Where and under which names a stack builds."""
+
+    stack: str
+    project: str
+    region: str
+    zone: str
+    prefix: str
+    user_labels: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_config(cls, stack: str, cfg: StackConfig) -> "StackContext":
+        return cls(stack=stack, project=cfg.project, region=cfg.region, zone=cfg.zone,
+                   prefix=cfg.name_prefix or stack, user_labels=dict(cfg.labels))
+
+    def name(self, role: str, limit: Limit | int = Limit.COMPUTE) -> str:
+        """The cloud name of a role in this stack (see `infra.naming.cloud_name`)."""
+        return cloud_name(self.prefix, role, limit)
+
+    def labels(self, component: str) -> dict[str, str]:
+        return labels(self.stack, component, self.user_labels)
+
+
+@dataclass(frozen=True)
+class NicAttachment:
+    """One extra NIC of a GPU node: pod interface name -> GKE Network object -> VPC/subnet."""
+
+    interface: str
+    """Interface name inside the pod (eth1, eth2, ...)."""
+    network_object: str
+    """Name of the GKE `Network` object (gvnic-1, rdma-0, ...)."""
+    vpc: str
+    subnet: str
+    device_mode: str
+    """GKENetworkParamSet deviceMode: NetDevice for gVNIC, RDMA for MRDMA."""
+
+
+@dataclass(frozen=True)
+class GpuPoolFacts:
+    """What a workload needs to know about the GPU pool."""
+
+    pool_name: str
+    node_count: int
+    gpus_per_node: int
+    accelerator_type: str
+    machine_type: str
+    vcpus: int
+    memory_gib: int
+    nccl_tuner_config: str
+    taints: tuple[dict[str, str], ...]
+    nics: tuple[NicAttachment, ...]
+    """Extra NICs in NIC order: gVNIC first, then rdma-0..N."""
+
+    @property
+    def node_selector(self) -> dict[str, str]:
+        return {"cloud.google.com/gke-nodepool": self.pool_name}
+
+    @property
+    def total_gpus(self) -> int:
+        return self.node_count * self.gpus_per_node

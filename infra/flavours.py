@@ -1,0 +1,83 @@
+"""GPU flavour catalogue: everything that differs between the GPU machine families.
+
+Adding a flavour is adding one `Flavour` entry to `FLAVOURS`; nothing else in the program
+names a machine type, accelerator, tuner file or NIC count.
+
+Sources (see ../shared/reference/FACTS.md): Compute Engine accelerator-optimized machine docs
+and the GKE AI Hypercompute docs for A4 and A3 Ultra.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Flavour:
+    """One GPU machine family as GKE sees it."""
+
+    name: str
+    machine_type: str
+    accelerator_type: str
+    gpus_per_node: int
+    vcpus: int
+    memory_gib: int
+    rdma_nics: int
+    """MRDMA NICs on the machine; each gets its own RDMA subnet, in NIC order."""
+    gvnic_extra_nics: int
+    """gVNIC NICs besides the primary one (eth0), attached to the gVNIC VPC."""
+    nccl_tuner_config: str
+    min_gke_version: str
+    boot_disk_type: str
+    boot_disk_size_gb: int
+    image_type: str = "COS_CONTAINERD"
+
+    @property
+    def gpu_taint(self) -> dict[str, str]:
+        """The taint GKE puts on every GPU node; workers must tolerate it."""
+        return {"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}
+
+
+FLAVOURS: dict[str, Flavour] = {
+    # A4: 8 x B200, 2 gVNIC + 8 MRDMA NICs (FACTS.md "GPU flavours").
+    "b200": Flavour(
+        name="b200",
+        machine_type="a4-highgpu-8g",
+        accelerator_type="nvidia-b200",
+        gpus_per_node=8,
+        vcpus=224,
+        memory_gib=3968,
+        rdma_nics=8,
+        gvnic_extra_nics=1,
+        nccl_tuner_config="/usr/local/gib/configs/tuner_config_a4.txtpb",
+        min_gke_version="1.32.2-gke.1475000",
+        boot_disk_type="hyperdisk-balanced",
+        boot_disk_size_gb=500,
+    ),
+    # A3 Ultra: 8 x H200 141 GB; the docs ask for a hyperdisk-balanced boot disk.
+    "h200": Flavour(
+        name="h200",
+        machine_type="a3-ultragpu-8g",
+        accelerator_type="nvidia-h200-141gb",
+        gpus_per_node=8,
+        vcpus=224,
+        memory_gib=2952,
+        rdma_nics=8,
+        gvnic_extra_nics=1,
+        nccl_tuner_config="/usr/local/gib/configs/tuner_config_a3u.txtpb",
+        min_gke_version="1.31.4-gke.1183000",
+        boot_disk_type="hyperdisk-balanced",
+        boot_disk_size_gb=500,
+    ),
+}
+
+
+def parse_gke_version(version: str) -> tuple[int, ...]:
+    """Turn '1.32.2-gke.1475000' (or a prefix such as '1.33') into a comparable tuple.
+
+    A prefix compares as its lowest patch, so '1.33' < '1.33.2-gke.4780000'.
+    """
+    base, _, gke = version.partition("-gke.")
+    parts = [int(p) for p in base.split(".")]
+    parts += [0] * (3 - len(parts))
+    return (*parts, int(gke) if gke else 0)

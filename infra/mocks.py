@@ -1,0 +1,204 @@
+"""Offline stand-ins for the Pulumi engine and the cloud providers.
+
+`PlanMocks` answers resource registrations with the inputs plus the computed outputs that
+later resources read (self links, the cluster endpoint, the Lustre mount point, ...), shaped like
+the real provider's outputs. `RecordingMonitor` keeps every registration request exactly as the
+engine would receive it (camelCase inputs after Pulumi's translation, secrets still marked), so
+the plan and the tests see what a real `pulumi up` would send.
+"""
+
+from __future__ import annotations
+
+import base64
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from google.protobuf import json_format
+from pulumi.runtime import mocks as pulumi_mocks
+
+SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
+RESOURCE_SIG = "5cf8f73096256a8f31e491e813e4eb8e"
+SIG_KEY = "4dabf18193072939515e22adb298388d"
+UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+
+SECRET_PLACEHOLDER = "[secret]"
+FAKE_PROJECT_NUMBER = "123456789012"
+# Documentation ranges (RFC 5737) so nobody mistakes a planned address for a real one.
+FAKE_ENDPOINT = "203.0.113.10"
+FAKE_LUSTRE_IP = "10.16.0.2"
+FAKE_CA = base64.b64encode(b"-----BEGIN CERTIFICATE-----\noffline-plan\n-----END CERTIFICATE-----\n").decode()
+
+
+def plain(value: Any, *, reveal_secrets: bool = False) -> Any:
+    """Turn a deserialised-from-struct value into plain JSON: secrets hidden, integral floats as ints."""
+    if isinstance(value, dict):
+        sig = value.get(SIG_KEY)
+        if sig == SECRET_SIG:
+            return plain(value.get("value"), reveal_secrets=True) if reveal_secrets else SECRET_PLACEHOLDER
+        if sig == RESOURCE_SIG:
+            return value.get("urn")
+        return {k: plain(v, reveal_secrets=reveal_secrets) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v, reveal_secrets=reveal_secrets) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if value == UNKNOWN:
+        return "[unknown]"
+    return value
+
+
+@dataclass
+class Registration:
+    """One resource registration as the engine receives it."""
+
+    urn: str
+    type: str
+    name: str
+    parent: str
+    custom: bool
+    provider: str
+    inputs: dict[str, Any]
+    dependencies: list[str]
+    options: dict[str, Any] = field(default_factory=dict)
+    raw_inputs: dict[str, Any] = field(default_factory=dict, repr=False)
+    """Inputs with secret markers kept (for secret-handling tests)."""
+
+
+class RecordingMonitor(pulumi_mocks.MockMonitor):
+    """A MockMonitor that records every registration request."""
+
+    def __init__(self, mocks: pulumi_mocks.Mocks):
+        super().__init__(mocks)
+        self.registrations: list[Registration] = []
+        self.component_outputs: dict[str, dict[str, Any]] = {}
+        self._lock = threading.Lock()
+
+    def RegisterResource(self, request):
+        response = super().RegisterResource(request)
+        if request.type == "pulumi:pulumi:Stack":
+            return response
+        raw = json_format.MessageToDict(request.object)
+        deps = set(request.dependencies)
+        for prop_deps in request.propertyDependencies.values():
+            deps.update(prop_deps.urns)
+        deps.discard("")
+        options: dict[str, Any] = {}
+        if request.protect:
+            options["protect"] = True
+        if request.retainOnDelete:
+            options["retainOnDelete"] = True
+        if request.deleteBeforeReplace:
+            options["deleteBeforeReplace"] = True
+        if request.ignoreChanges:
+            options["ignoreChanges"] = list(request.ignoreChanges)
+        if request.replaceOnChanges:
+            options["replaceOnChanges"] = list(request.replaceOnChanges)
+        if request.HasField("customTimeouts"):
+            ct = request.customTimeouts
+            options["customTimeouts"] = {k: v for k, v in (("create", ct.create), ("update", ct.update), ("delete", ct.delete)) if v}
+        if request.HasField("hooks"):
+            hooks = json_format.MessageToDict(request.hooks)
+            if hooks:
+                options["hooks"] = hooks
+        with self._lock:
+            self.registrations.append(
+                Registration(
+                    urn=response.urn,
+                    type=request.type,
+                    name=request.name,
+                    parent=request.parent,
+                    custom=bool(request.custom),
+                    # A provider reference is "<urn>::<id>".
+                    provider=request.provider.rsplit("::", 1)[0] if request.provider else "",
+                    inputs=plain(raw),
+                    dependencies=sorted(deps),
+                    options=options,
+                    raw_inputs=raw,
+                )
+            )
+        return response
+
+    def RegisterResourceOutputs(self, request):
+        outputs = plain(json_format.MessageToDict(request.outputs)) if request.HasField("outputs") else {}
+        with self._lock:
+            self.component_outputs[request.urn] = outputs
+        return super().RegisterResourceOutputs(request)
+
+
+def _gcp_outputs(typ: str, name: str, inputs: dict[str, Any], project: str) -> dict[str, Any]:
+    """Computed outputs of the gcp resources, shaped like the provider's."""
+    out: dict[str, Any] = {}
+    cname = inputs.get("name", name)
+    proj = inputs.get("project", project)
+    base = f"https://www.googleapis.com/compute/v1/projects/{proj}"
+    if typ == "gcp:compute/network:Network":
+        out = {"name": cname, "selfLink": f"{base}/global/networks/{cname}", "networkId": "4242"}
+    elif typ == "gcp:compute/subnetwork:Subnetwork":
+        out = {"name": cname, "selfLink": f"{base}/regions/{inputs.get('region')}/subnetworks/{cname}", "gatewayAddress": "192.0.2.1"}
+    elif typ in ("gcp:compute/firewall:Firewall", "gcp:compute/router:Router", "gcp:compute/globalAddress:GlobalAddress"):
+        out = {"name": cname, "selfLink": f"{base}/global/{typ.rsplit(':', 1)[-1].lower()}s/{cname}"}
+    elif typ == "gcp:container/cluster:Cluster":
+        out = {
+            "name": cname,
+            "endpoint": FAKE_ENDPOINT,
+            "masterAuth": {"clusterCaCertificate": FAKE_CA},
+            "selfLink": f"https://container.googleapis.com/v1/projects/{proj}/locations/{inputs.get('location')}/clusters/{cname}",
+            "masterVersion": inputs.get("minMasterVersion", "1.34.1-gke.1000000"),
+        }
+    elif typ == "gcp:container/nodePool:NodePool":
+        out = {"name": cname}
+    elif typ == "gcp:lustre/instance:Instance":
+        out = {
+            "name": f"projects/{proj}/locations/{inputs.get('location')}/instances/{inputs.get('instanceId')}",
+            "mountPoint": f"{FAKE_LUSTRE_IP}@tcp:/{inputs.get('filesystem')}",
+            "state": "ACTIVE",
+        }
+    elif typ == "gcp:storage/bucket:Bucket":
+        out = {"name": cname, "url": f"gs://{cname}", "selfLink": f"https://www.googleapis.com/storage/v1/b/{cname}"}
+    elif typ == "gcp:serviceaccount/account:Account":
+        account_id = inputs.get("accountId", name)
+        out = {
+            "email": f"{account_id}@{proj}.iam.gserviceaccount.com",
+            "name": f"projects/{proj}/serviceAccounts/{account_id}@{proj}.iam.gserviceaccount.com",
+            "member": f"serviceAccount:{account_id}@{proj}.iam.gserviceaccount.com",
+        }
+    elif typ == "gcp:servicenetworking/connection:Connection":
+        out = {"peering": "servicenetworking-googleapis-com"}
+    elif typ == "gcp:monitoring/dashboard:Dashboard":
+        out = {}
+    return out
+
+
+class PlanMocks(pulumi_mocks.Mocks):
+    """Answers registrations and invokes offline."""
+
+    def __init__(self, project_id: str = "offline-project"):
+        self.project_id = project_id
+
+    def new_resource(self, args: pulumi_mocks.MockResourceArgs) -> tuple[Optional[str], dict]:
+        inputs = dict(args.inputs)
+        state = dict(inputs)
+        if args.typ.startswith("gcp:"):
+            state |= _gcp_outputs(args.typ, args.name, inputs, self.project_id)
+        elif args.typ == "kubernetes:helm.sh/v3:Release":
+            state["status"] = {
+                "name": inputs.get("name", args.name),
+                "namespace": inputs.get("namespace", "default"),
+                "status": "deployed",
+                "revision": 1,
+                "chart": inputs.get("chart"),
+                "version": inputs.get("version"),
+            }
+        elif args.typ.startswith("kubernetes:") and "metadata" in inputs:
+            meta = dict(inputs.get("metadata") or {})
+            meta.setdefault("name", args.name)
+            state["metadata"] = meta
+        resource_id = state.get("name") if isinstance(state.get("name"), str) else f"{args.name}-id"
+        return resource_id, state
+
+    def call(self, args: pulumi_mocks.MockCallArgs) -> tuple[dict, Optional[list[tuple[str, str]]]]:
+        if args.token == "gcp:organizations/getProject:getProject":
+            project = args.args.get("projectId") or self.project_id
+            return {"projectId": project, "number": FAKE_PROJECT_NUMBER, "name": project, "id": f"projects/{project}"}, None
+        return {}, None

@@ -1,0 +1,49 @@
+"""Cloud names and labels: the one place that builds them.
+
+Every cloud-side name is `<prefix>-<role>`, truncated to the API's limit. A truncated name keeps
+a short hash of the full name so two long roles never collide.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from enum import IntEnum
+
+from infra.config import PROJECT
+
+
+class Limit(IntEnum):
+    """Name length limits of the APIs we create names for."""
+
+    COMPUTE = 63  # networks, subnets, firewalls, addresses, routers (RFC 1035)
+    GKE_CLUSTER = 40
+    GKE_NODE_POOL = 40
+    LUSTRE_INSTANCE = 63
+    BUCKET = 63
+    SERVICE_ACCOUNT_ID = 30
+    KUBERNETES = 63  # DNS-1123 label: namespaces, services, Network objects
+    HELM_RELEASE = 53
+    LABEL_VALUE = 63
+
+
+def cloud_name(prefix: str, role: str, limit: Limit | int = Limit.COMPUTE) -> str:
+    """`<prefix>-<role>` in lowercase, at most `limit` characters, ending with a letter or digit."""
+    full = f"{prefix}-{role}" if role else prefix
+    full = full.lower()
+    if len(full) <= limit:
+        return full
+    digest = hashlib.sha256(full.encode()).hexdigest()[:6]
+    head = full[: int(limit) - len(digest) - 1].rstrip("-")
+    return f"{head}-{digest}"
+
+
+def labels(stack: str, component: str, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The labels every labelled resource carries; user labels cannot override ours."""
+    merged = dict(extra or {})
+    merged |= {
+        "managed-by": "pulumi",
+        "app": PROJECT,
+        "stack": cloud_name(stack, "", Limit.LABEL_VALUE),
+        "component": component,
+    }
+    return merged

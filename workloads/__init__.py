@@ -1,0 +1,1 @@
+"""NeMo-RL workloads: recipes as typed data, job building and Ray job submission."""
