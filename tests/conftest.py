@@ -1,0 +1,71 @@
+"""Test setup: Pulumi mocks are installed before anything from `infra` is imported.
+
+Whole-program tests run `__main__.py` through `infra.plan.run_program`, which installs its own
+mocks in a fresh thread per run; the module-level mocks here serve tests that build a single
+component directly.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from infra.mocks import PlanMocks, RecordingMonitor  # noqa: E402
+
+_MOCKS = PlanMocks(project_id="test-project")
+pulumi.runtime.set_mocks(_MOCKS, project="nemo-rl-gke", stack="test", preview=False, monitor=RecordingMonitor(_MOCKS))
+
+from infra import plan as plan_mod  # noqa: E402
+
+STACKS = ("dev", "b200", "h200")
+
+
+def stack_config(stack: str, **overrides: Any) -> tuple[dict[str, str], list[str]]:
+    """The stack file's config with `key=value` overrides (camelCase key, Python value)."""
+    config, secret_keys = plan_mod.read_stack_file(ROOT / f"Pulumi.{stack}.yaml")
+    config = dict(config)
+    for key, value in overrides.items():
+        full = key if ":" in key else f"nemo-rl-gke:{key}"
+        if value is None:
+            config.pop(full, None)
+        else:
+            config[full] = value if isinstance(value, str) else json.dumps(value)
+    return config, list(secret_keys)
+
+
+def merged(stack: str, key: str, patch: dict[str, Any]) -> dict[str, Any]:
+    """The stack file's structured value at `key` with `patch` merged in (one level deep)."""
+    config, _ = plan_mod.read_stack_file(ROOT / f"Pulumi.{stack}.yaml")
+    current = json.loads(config.get(f"nemo-rl-gke:{key}", "{}"))
+    for k, v in patch.items():
+        if isinstance(v, dict) and isinstance(current.get(k), dict):
+            current[k] = {**current[k], **v}
+        else:
+            current[k] = v
+    return current
+
+
+def run_plan(stack: str = "dev", secret_keys: list[str] | None = None, **overrides: Any) -> plan_mod.Plan:
+    config, keys = stack_config(stack, **overrides)
+    return plan_mod.run_program(stack, config, keys + list(secret_keys or []))
+
+
+@lru_cache(maxsize=None)
+def stack_plan(stack: str) -> plan_mod.Plan:
+    """The plan of a stack file as committed; computed once per test session."""
+    return plan_mod.run_program(stack)
+
+
+@pytest.fixture(params=STACKS)
+def any_stack_plan(request) -> plan_mod.Plan:
+    return stack_plan(request.param)
