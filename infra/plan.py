@@ -184,6 +184,10 @@ def _run_in_thread(stack: str, config: dict[str, str], secret_keys: list[str], p
     gcp_project = config.get(f"{project}:project", "offline-project")
     plan_mocks = PlanMocks(project_id=gcp_project)
     monitor = RecordingMonitor(plan_mocks)
+    # MockSettings leaves `outputs` and `lock` unset, and Pulumi's context properties fall back to
+    # the values first set in any thread: give this run its own, or it waits on another loop's tasks.
+    settings.SETTINGS.outputs = set()
+    settings.SETTINGS.lock = threading.Lock()
     mocks.set_mocks(plan_mocks, project=project, stack=stack, preview=preview, monitor=monitor)
     settings.SETTINGS.root_directory = str(program.parent)
 
