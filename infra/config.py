@@ -10,6 +10,7 @@ each naming the key and what is allowed.
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import itertools
 import json
@@ -31,7 +32,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from infra.flavours import FLAVOURS, Flavour, parse_gke_version
-from workloads.recipes import RECIPES, Recipe
+from workloads.recipes import RECIPES, Parallelism, Recipe
 
 PROJECT = "nemo-rl-gke"
 """The Pulumi project name; also the config namespace."""
@@ -53,12 +54,34 @@ LUSTRE_PORT_988_MIN_GKE = "1.33.2-gke.4780000"
 # Values that end up on a command line or in a cloud name: no shell metacharacters, no newlines.
 _SAFE_TOKEN = r"^[A-Za-z0-9._/:=+~@%,\-\[\]]+$"
 LOWER_NAME = r"^[a-z]([a-z0-9-]*[a-z0-9])?$"
+PATTERN_HELP = {
+    _SAFE_TOKEN: "letters, digits and . _ / : = + ~ @ % , - [ ] (no spaces, quotes, shell metacharacters or newlines)",
+    LOWER_NAME: "lowercase letters, digits and hyphens, starting with a letter and not ending with a hyphen",
+}
 GCP_LABEL_KEY = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
 GCP_LABEL_VALUE = re.compile(r"^[a-z0-9_-]{0,63}$")
 
 
 class ConfigError(pulumi.RunError):
     """Bad stack configuration. `RunError` makes the Pulumi CLI print it without a traceback."""
+
+
+class KeyedValueError(ValueError):
+    """A cross-field problem that belongs to a specific key (camelCase path below the namespace)."""
+
+    def __init__(self, key: str, message: str):
+        super().__init__(message)
+        self.key = key
+
+
+# NeMo-RL override keys that change how a job lays out over GPUs (FACTS.md "NeMo-RL" keys).
+_PARALLELISM_KEYS = {
+    "policy.dtensor_cfg.tensor_parallel_size": "train_tensor_parallel",
+    "policy.megatron_cfg.tensor_model_parallel_size": "train_tensor_parallel",
+    "policy.generation.vllm_cfg.tensor_parallel_size": "generation_tensor_parallel",
+    "policy.generation.colocated.enabled": "colocated",
+    "policy.generation.colocated.resources.num_nodes": "generation_nodes",
+}
 
 
 class _Model(BaseModel):
@@ -100,11 +123,11 @@ class GpuPoolConfig(_Model):
     @model_validator(mode="after")
     def _reservation_needs_name(self) -> "GpuPoolConfig":
         if self.provisioning is Provisioning.RESERVATION and not self.reservation_name:
-            raise ValueError("gpuPool.reservationName is required when gpuPool.provisioning is 'reservation'")
+            raise KeyedValueError("reservationName", "required when gpuPool.provisioning is 'reservation'")
         if self.provisioning is not Provisioning.RESERVATION and self.reservation_name:
-            raise ValueError("gpuPool.reservationName is only allowed when gpuPool.provisioning is 'reservation'")
+            raise KeyedValueError("reservationName", "only allowed when gpuPool.provisioning is 'reservation'")
         if self.provisioning is Provisioning.FLEX_START and self.compact_placement:
-            raise ValueError("gpuPool.compactPlacement is not allowed with gpuPool.provisioning 'flexStart'")
+            raise KeyedValueError("compactPlacement", "not allowed with gpuPool.provisioning 'flexStart'; allowed: false")
         return self
 
 
@@ -185,21 +208,21 @@ class NetworkConfig(_Model):
     def named_ranges(self) -> dict[str, ipaddress.IPv4Network]:
         """Every range the stack allocates, keyed by its config key."""
         ranges = {
-            "network.gvnicCidr": self.gvnic_cidr,
-            "network.psaCidr": self.psa_cidr,
-            "network.podsCidr": self.pods_cidr,
-            "network.servicesCidr": self.services_cidr,
+            "gvnicCidr": self.gvnic_cidr,
+            "psaCidr": self.psa_cidr,
+            "podsCidr": self.pods_cidr,
+            "servicesCidr": self.services_cidr,
         }
         if not self.use_default_network:
-            ranges["network.primaryCidr"] = self.primary_cidr
-        ranges |= {f"network.rdmaCidrs[{i}]": c for i, c in enumerate(self.rdma_cidrs)}
+            ranges["primaryCidr"] = self.primary_cidr
+        ranges |= {f"rdmaCidrs[{i}]": c for i, c in enumerate(self.rdma_cidrs)}
         return {k: ipaddress.IPv4Network(v) for k, v in ranges.items()}
 
     @model_validator(mode="after")
     def _no_overlaps(self) -> "NetworkConfig":
         for (ka, a), (kb, b) in itertools.combinations(self.named_ranges().items(), 2):
             if a.overlaps(b):
-                raise ValueError(f"{ka} ({a}) overlaps {kb} ({b}); every range must be disjoint")
+                raise KeyedValueError(kb, f"{b} overlaps network.{ka} ({a}); allowed: ranges disjoint from every other range")
         return self
 
 
@@ -247,9 +270,10 @@ class LustreConfig(_Model):
     def _capacity(self) -> "LustreConfig":
         low, step, high = LUSTRE_TIERS[self.per_unit_storage_throughput]
         if not (low <= self.capacity_gib <= high) or self.capacity_gib % step:
-            raise ValueError(
-                f"lustre.capacityGib {self.capacity_gib} is not valid for perUnitStorageThroughput "
-                f"{self.per_unit_storage_throughput}: allowed {low} to {high} GiB in steps of {step}"
+            raise KeyedValueError(
+                "capacityGib",
+                f"{self.capacity_gib} is not valid for perUnitStorageThroughput {self.per_unit_storage_throughput}; "
+                f"allowed: {low} to {high} GiB in steps of {step}",
             )
         return self
 
@@ -300,6 +324,21 @@ class JobConfig(_Model):
     def recipe_spec(self) -> Recipe:
         return RECIPES[self.recipe]
 
+    @property
+    def parallelism(self) -> Parallelism:
+        """The recipe's parallelism with the user's overrides of the parallelism keys applied."""
+        changes: dict[str, Any] = {}
+        for override in self.overrides:
+            key, sep, value = override.lstrip("+").partition("=")
+            field_name = _PARALLELISM_KEYS.get(key)
+            if not sep or field_name is None:
+                continue
+            if field_name == "colocated":
+                changes[field_name] = value.strip().lower() == "true"
+            elif value.strip().isdigit():
+                changes[field_name] = int(value)
+        return dataclasses.replace(self.recipe_spec.parallelism, **changes)
+
 
 class StackConfig(_Model):
     """Everything a stack is built from."""
@@ -339,43 +378,50 @@ class StackConfig(_Model):
     @model_validator(mode="after")
     def _cross_checks(self) -> "StackConfig":
         if not self.zone.startswith(self.region + "-"):
-            raise ValueError(f"zone {self.zone!r} is not in region {self.region!r}; pick a zone named {self.region}-<letter>")
+            raise KeyedValueError("zone", f"{self.zone!r} is not in region {self.region!r}; allowed: a zone named {self.region}-<letter>")
         flavour = self.flavour_spec
         if len(self.network.rdma_cidrs) != flavour.rdma_nics:
-            raise ValueError(
-                f"network.rdmaCidrs has {len(self.network.rdma_cidrs)} entries; flavour {flavour.name} has "
-                f"{flavour.rdma_nics} RDMA NICs and needs exactly that many subnets"
+            raise KeyedValueError(
+                "network.rdmaCidrs",
+                f"has {len(self.network.rdma_cidrs)} entries; flavour {flavour.name} has "
+                f"{flavour.rdma_nics} RDMA NICs and needs exactly that many subnets",
             )
         if parse_gke_version(self.cluster.min_master_version) < parse_gke_version(flavour.min_gke_version):
-            raise ValueError(
-                f"cluster.minMasterVersion {self.cluster.min_master_version} is below {flavour.min_gke_version}, "
-                f"the minimum GKE version for flavour {flavour.name}"
+            raise KeyedValueError(
+                "cluster.minMasterVersion",
+                f"{self.cluster.min_master_version} is below {flavour.min_gke_version}, the minimum GKE "
+                f"version for flavour {flavour.name}; allowed: {flavour.min_gke_version} or later",
             )
         self._check_job_fits(flavour)
         return self
 
     def _check_job_fits(self, flavour: Flavour) -> None:
-        par = self.job.recipe_spec.parallelism
+        par = self.job.parallelism
         nodes, gpus = self.gpu_pool.node_count, flavour.gpus_per_node
         recipe = self.job.recipe
         if par.train_tensor_parallel > gpus:
-            raise ValueError(
-                f"job.recipe {recipe!r} uses tensor parallel {par.train_tensor_parallel}, more than the "
-                f"{gpus} GPUs per node of flavour {flavour.name}"
+            raise KeyedValueError(
+                "job.overrides",
+                f"recipe {recipe!r} with these overrides uses tensor parallel {par.train_tensor_parallel}, "
+                f"more than the {gpus} GPUs per node of flavour {flavour.name}; allowed: 1 to {gpus}",
             )
         if par.generation_tensor_parallel > gpus:
-            raise ValueError(
-                f"job.recipe {recipe!r} uses vLLM tensor parallel {par.generation_tensor_parallel}, more than "
-                f"the {gpus} GPUs per node of flavour {flavour.name}"
-            )
-        if nodes < par.min_nodes:
-            raise ValueError(
-                f"gpuPool.nodeCount {nodes} is too small for job.recipe {recipe!r}: it needs at least {par.min_nodes} nodes"
+            raise KeyedValueError(
+                "job.overrides",
+                f"recipe {recipe!r} with these overrides uses vLLM tensor parallel "
+                f"{par.generation_tensor_parallel}, more than the {gpus} GPUs per node of flavour "
+                f"{flavour.name}; allowed: 1 to {gpus}",
             )
         if not par.colocated and nodes - par.generation_nodes < 1:
-            raise ValueError(
-                f"gpuPool.nodeCount {nodes} leaves no node for training: job.recipe {recipe!r} is not colocated "
-                f"and reserves {par.generation_nodes} node(s) for generation"
+            raise KeyedValueError(
+                "gpuPool.nodeCount",
+                f"{nodes} leaves no node for training: job.recipe {recipe!r} is not colocated and reserves "
+                f"{par.generation_nodes} node(s) for generation; allowed: at least {par.generation_nodes + 1}",
+            )
+        if nodes < par.min_nodes:
+            raise KeyedValueError(
+                "gpuPool.nodeCount",
+                f"{nodes} is too small for job.recipe {recipe!r}; allowed: at least {par.min_nodes}",
             )
 
     @property
@@ -438,6 +484,9 @@ def format_validation_error(err: ValidationError) -> str:
     lines = []
     for e in err.errors(include_url=False):
         path = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in e["loc"]).replace(".[", "[")
+        error = (e.get("ctx") or {}).get("error")
+        if isinstance(error, KeyedValueError):
+            path = f"{path}.{error.key}" if path else error.key
         msg = e["msg"]
         for pfx in ("Value error, ", "Assertion failed, "):
             msg = msg.removeprefix(pfx)
@@ -446,7 +495,8 @@ def format_validation_error(err: ValidationError) -> str:
         elif e["type"] == "missing":
             msg = "required key is not set"
         elif e["type"] == "string_pattern_mismatch":
-            msg = f"{e['input']!r} does not match {e['ctx']['pattern']}"
+            pattern = e["ctx"]["pattern"]
+            msg = f"{e['input']!r} is not allowed; allowed: {PATTERN_HELP.get(pattern, 'values matching ' + pattern)}"
         key = f"{PROJECT}:{path}" if path else PROJECT
         lines.append(f"{key}: {msg}")
     return "\n".join(lines)

@@ -1,0 +1,141 @@
+"""Generated README sections: the config reference (from the pydantic models) and what a stack
+builds (from the offline plans). `tests/test_docs.py` fails when README.md is stale.
+
+    python -m infra.docs --write     # regenerate the sections in README.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import enum
+import json
+import re
+import sys
+import typing
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic_core import PydanticUndefined
+
+from infra.config import PROJECT, SECRET_KEYS, StackConfig
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+STACKS = ("dev", "b200", "h200")
+
+
+def _type_name(ann: Any) -> str:
+    origin = typing.get_origin(ann)
+    args = [a for a in typing.get_args(ann) if a is not type(None)]
+    if origin is typing.Union:
+        return " or ".join(_type_name(a) for a in args) if len(args) > 1 else _type_name(args[0])
+    if origin is typing.Literal:
+        return " \\| ".join(f"`{a}`" for a in typing.get_args(ann))
+    if origin in (tuple, list):
+        return f"list of {_type_name(args[0])}"
+    if origin is dict:
+        return "map"
+    if typing.get_origin(ann) is typing.Annotated:
+        return _type_name(args[0])
+    if isinstance(ann, type) and issubclass(ann, enum.Enum):
+        return " \\| ".join(f"`{m.value}`" for m in ann)
+    if isinstance(ann, type) and issubclass(ann, BaseModel):
+        return "map" if ann is not StackConfig else "map"
+    return {"str": "string", "int": "integer", "bool": "boolean", "float": "number"}.get(
+        getattr(ann, "__name__", ""), getattr(ann, "__name__", str(ann))
+    )
+
+
+def _default(field) -> str:
+    if field.default is PydanticUndefined and field.default_factory is None:
+        return "**required**"
+    value = field.default_factory() if field.default_factory is not None else field.default
+    if isinstance(value, BaseModel):
+        return "see below"
+    if isinstance(value, enum.Enum):
+        value = value.value
+    if value is None or value == "" or value == () or value == {}:
+        return "—"
+    if isinstance(value, tuple):
+        value = list(value)
+    return f"`{json.dumps(value) if not isinstance(value, str) else value}`"
+
+
+def _rows(model: type[BaseModel], prefix: str) -> list[str]:
+    rows, nested = [], []
+    for name, field in model.model_fields.items():
+        key = f"{prefix}{field.alias or name}"
+        ann = field.annotation
+        inner = typing.get_args(ann)[0] if typing.get_origin(ann) is tuple else ann
+        desc = (field.description or "").replace("|", "\\|").replace("\n", " ")
+        rows.append(f"| `{key}` | {_type_name(ann)} | {_default(field)} | {desc} |")
+        if isinstance(inner, type) and issubclass(inner, BaseModel):
+            nested.append((inner, f"{key}[]." if inner is not ann else f"{key}."))
+    for sub, sub_prefix in nested:
+        rows += _rows(sub, sub_prefix)
+    return rows
+
+
+def config_reference() -> str:
+    lines = [
+        f"Keys live under the `{PROJECT}:` namespace in `Pulumi.<stack>.yaml`; maps are YAML maps.",
+        "",
+        "| key | type | default | description |",
+        "|---|---|---|---|",
+        *_rows(StackConfig, ""),
+    ]
+    lines += [f"| `{k}` | secret string | — | Set with `pulumi config set --secret {k}`; refused in plaintext. |" for k in SECRET_KEYS]
+    return "\n".join(lines)
+
+
+def stack_resources(plan_of: typing.Callable[[str], Any] | None = None) -> str:
+    """Resource counts by type for each committed stack, from the offline plan."""
+    from infra.plan import run_program, summary
+
+    plan_of = plan_of or run_program
+    counts: dict[str, dict[str, int]] = collections.defaultdict(dict)
+    totals, gpus = {}, {}
+    for stack in STACKS:
+        s = summary(plan_of(stack))
+        totals[stack], gpus[stack] = s["resources"], f"{s['gpuNodes']} nodes / {s['gpus']} GPUs"
+        for typ, n in s["byType"].items():
+            counts[typ][stack] = n
+    lines = ["| resource type | " + " | ".join(STACKS) + " |", "|---|" + "---:|" * len(STACKS)]
+    for typ in sorted(counts):
+        lines.append(f"| `{typ}` | " + " | ".join(str(counts[typ].get(s, 0)) for s in STACKS) + " |")
+    lines.append("| **total** | " + " | ".join(f"**{totals[s]}**" for s in STACKS) + " |")
+    lines.append("| GPU capacity | " + " | ".join(gpus[s] for s in STACKS) + " |")
+    return "\n".join(lines)
+
+
+SECTIONS = {"config-reference": config_reference, "stack-resources": stack_resources}
+
+
+def render(readme: str, sections: dict[str, typing.Callable[[], str]] | None = None) -> str:
+    """README text with every generated section replaced by its current content."""
+    for name, make in (sections or SECTIONS).items():
+        pattern = re.compile(rf"(<!-- {name}:start -->\n).*?(<!-- {name}:end -->)", re.S)
+        if not pattern.search(readme):
+            raise SystemExit(f"README.md has no <!-- {name}:start --> ... <!-- {name}:end --> section")
+        body = make()
+        readme = pattern.sub(lambda m: m.group(1) + body + "\n" + m.group(2), readme)
+    return readme
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m infra.docs", description=__doc__.splitlines()[0])
+    parser.add_argument("--write", action="store_true", help="update README.md in place")
+    args = parser.parse_args(argv)
+    text = README.read_text()
+    new = render(text)
+    if args.write:
+        README.write_text(new)
+        print("README.md updated" if new != text else "README.md already current")
+        return 0
+    sys.stdout.write(new)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,200 @@
+"""Stack configuration: defaults, the committed stacks, and one rejection test per class of bad input.
+
+Each rejection must name the key (`nemo-rl-gke:<path>`) and what is allowed, on one line per
+problem, before any resource is registered.
+"""
+
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT, run_plan
+from infra.config import ConfigError, StackConfig, parse
+
+BASE = {"project": "my-gcp-project"}
+
+
+def rejection(**raw) -> str:
+    with pytest.raises(ConfigError) as info:
+        parse({**BASE, **raw}, "dev")
+    return str(info.value)
+
+
+def test_defaults_give_a_valid_stack_with_the_stack_name_as_prefix():
+    cfg = parse(dict(BASE), "dev")
+    assert cfg.name_prefix == "dev"
+    assert cfg.flavour == "b200" and cfg.gpu_pool.node_count == 1
+    assert cfg.lustre_instance_id == "dev-lustre"
+
+
+def test_every_field_of_every_model_has_a_description():
+    missing = []
+
+    def walk(model, path):
+        for name, field in model.model_fields.items():
+            if not field.description:
+                missing.append(f"{path}{field.alias or name}")
+            ann = field.annotation
+            if isinstance(ann, type) and issubclass(ann, StackConfig.__mro__[1]):
+                walk(ann, f"{path}{field.alias or name}.")
+
+    walk(StackConfig, "")
+    assert not missing, f"fields without description: {missing}"
+
+
+@pytest.mark.parametrize(
+    "stack,flavour,nodes,recipe",
+    [("dev", "b200", 1, "qwen2.5-1.5b-gsm8k"), ("b200", "b200", 8, "qwen2.5-72b-deepscaler"), ("h200", "h200", 2, "gemma3-27b-gsm8k")],
+)
+def test_committed_stacks_mirror_their_reference_workflows(stack, flavour, nodes, recipe):
+    from conftest import stack_config
+    from infra.plan import read_stack_file
+
+    config, secret_keys = read_stack_file(ROOT / f"Pulumi.{stack}.yaml")
+    raw = {k.split(":", 1)[1]: v for k, v in config.items()}
+    import json
+
+    cfg = parse({k: (json.loads(v) if v[:1] in "{[" else v) for k, v in raw.items()}, stack)
+    assert (cfg.flavour, cfg.gpu_pool.node_count, cfg.job.recipe) == (flavour, nodes, recipe)
+    assert cfg.gpu_pool.provisioning.value == "spot"
+    assert secret_keys == [], f"Pulumi.{stack}.yaml must not carry secrets"
+
+
+def test_unknown_flavour_is_rejected_with_the_allowed_flavours():
+    assert rejection(flavour="a100") == "nemo-rl-gke:flavour: unknown flavour 'a100'; allowed: b200, h200"
+
+
+def test_zone_outside_the_region_is_rejected():
+    assert rejection(zone="us-west1-a") == (
+        "nemo-rl-gke:zone: 'us-west1-a' is not in region 'us-east1'; allowed: a zone named us-east1-<letter>"
+    )
+
+
+def test_lustre_capacity_below_the_tier_minimum_is_rejected():
+    msg = rejection(lustre={"capacityGib": 9000, "perUnitStorageThroughput": 500})
+    assert msg == (
+        "nemo-rl-gke:lustre.capacityGib: 9000 is not valid for perUnitStorageThroughput 500; "
+        "allowed: 18000 to 3060000 GiB in steps of 18000"
+    )
+
+
+def test_lustre_capacity_off_the_tier_step_is_rejected():
+    assert rejection(lustre={"capacityGib": 45000, "perUnitStorageThroughput": 250}).startswith(
+        "nemo-rl-gke:lustre.capacityGib: 45000 is not valid for perUnitStorageThroughput 250; allowed: 36000"
+    )
+
+
+def test_lustre_tier_outside_the_four_tiers_is_rejected():
+    assert rejection(lustre={"perUnitStorageThroughput": 300}) == (
+        "nemo-rl-gke:lustre.perUnitStorageThroughput: must be one of 125, 250, 500, 1000"
+    )
+
+
+@pytest.mark.parametrize("name", ["lustrefs1", "lustre-1", "fs_1", ""])
+def test_lustre_filesystem_over_eight_chars_or_not_alphanumeric_is_rejected(name):
+    assert rejection(lustre={"filesystem": name}) == "nemo-rl-gke:lustre.filesystem: must be 1-8 letters or digits"
+
+
+@pytest.mark.parametrize("instance_id", ["1lustre", "Lustre", "lustre-", "a" * 64, "lus_tre"])
+def test_bad_lustre_instance_id_is_rejected(instance_id):
+    assert rejection(lustre={"instanceId": instance_id}).startswith("nemo-rl-gke:lustre.instanceId: must be 1-63 lowercase")
+
+
+@pytest.mark.parametrize(
+    "network,key,other",
+    [
+        ({"gvnicCidr": "192.168.1.0/24"}, "rdmaCidrs[0]", "gvnicCidr"),
+        ({"rdmaCidrs": [f"192.168.{n}.0/24" for n in (1, 2, 3, 4, 5, 6, 7, 7)]}, "rdmaCidrs[7]", "rdmaCidrs[6]"),
+        ({"psaCidr": "10.4.0.0/22"}, "podsCidr", "psaCidr"),
+        ({"servicesCidr": "10.0.8.0/24"}, "primaryCidr", "servicesCidr"),
+        ({"psaCidr": "192.168.0.0/22"}, "podsCidr", "gvnicCidr"),
+    ],
+)
+def test_overlapping_ranges_are_rejected_naming_both_keys(network, key, other):
+    msg = rejection(network=network)
+    assert msg.startswith(f"nemo-rl-gke:network.") and "overlaps" in msg, msg
+    assert len(msg.splitlines()) == 1
+    assert f"network.{other}" in msg or f"network.{key}" in msg, msg
+
+
+def test_psa_range_smaller_than_a_23_is_rejected():
+    assert rejection(network={"psaCidr": "10.16.0.0/24"}) == (
+        "nemo-rl-gke:network.psaCidr: must be a /23 or larger range (Managed Lustre needs at least /23)"
+    )
+
+
+def test_rdma_subnet_count_must_match_the_flavour_nics():
+    assert rejection(network={"rdmaCidrs": ["192.168.1.0/24"]}).startswith(
+        "nemo-rl-gke:network.rdmaCidrs: has 1 entries; flavour b200 has 8 RDMA NICs"
+    )
+
+
+@pytest.mark.parametrize("count", [0, -1])
+def test_node_count_below_one_is_rejected(count):
+    assert rejection(gpuPool={"nodeCount": count}) == "nemo-rl-gke:gpuPool.nodeCount: Input should be greater than or equal to 1"
+
+
+def test_tensor_parallel_larger_than_the_gpus_per_node_is_rejected():
+    msg = rejection(job={"overrides": ["policy.dtensor_cfg.tensor_parallel_size=16"]})
+    assert msg == (
+        "nemo-rl-gke:job.overrides: recipe 'qwen2.5-1.5b-gsm8k' with these overrides uses tensor parallel 16, "
+        "more than the 8 GPUs per node of flavour b200; allowed: 1 to 8"
+    )
+
+
+def test_non_colocated_recipe_with_no_node_left_for_training_is_rejected():
+    msg = rejection(flavour="h200", job={"recipe": "gemma3-27b-gsm8k"}, gpuPool={"nodeCount": 1})
+    assert msg.startswith("nemo-rl-gke:gpuPool.nodeCount: 1 leaves no node for training"), msg
+    assert msg.endswith("allowed: at least 2")
+
+
+def test_colocation_turned_off_by_an_override_is_checked_too():
+    msg = rejection(job={"overrides": ["policy.generation.colocated.enabled=false", "policy.generation.colocated.resources.num_nodes=1"]})
+    assert msg.startswith("nemo-rl-gke:gpuPool.nodeCount: 1 leaves no node for training")
+
+
+def test_unknown_keys_are_rejected_instead_of_ignored():
+    assert rejection(flavor="b200") == "nemo-rl-gke:flavor: unknown key; see the config reference in README.md"
+    assert rejection(lustre={"capacity": 9000}) == "nemo-rl-gke:lustre.capacity: unknown key; see the config reference in README.md"
+
+
+def test_unknown_recipe_is_rejected_with_the_recipe_names():
+    assert rejection(job={"recipe": "llama"}).startswith("nemo-rl-gke:job.recipe: unknown recipe 'llama'; allowed: ")
+
+
+def test_several_problems_are_reported_one_per_line():
+    msg = rejection(flavour="a100", lustre={"filesystem": "bad_name!"})
+    assert msg.splitlines() == [
+        "nemo-rl-gke:flavour: unknown flavour 'a100'; allowed: b200, h200",
+        "nemo-rl-gke:lustre.filesystem: must be 1-8 letters or digits",
+    ]
+
+
+@pytest.mark.parametrize("key", ["hfToken", "wandbApiKey"])
+def test_a_plaintext_secret_in_the_stack_file_is_rejected_before_any_resource(key):
+    with pytest.raises(ConfigError) as info:
+        run_plan("dev", **{key: "hf_plaintext_value"})
+    assert str(info.value) == (
+        f"nemo-rl-gke:{key}: stored in plaintext; remove it from Pulumi.dev.yaml and run "
+        f"`pulumi config set --secret {key}`"
+    )
+    assert "hf_plaintext_value" not in str(info.value)
+
+
+def test_a_secret_set_with_pulumi_config_set_secret_is_accepted():
+    plan = run_plan("dev", secret_keys=["nemo-rl-gke:hfToken"], hfToken="hf_value_set_as_secret")
+    assert plan.resources
+
+
+def test_bad_config_makes_the_plan_exit_2_with_the_key_and_no_traceback(tmp_path):
+    stack_file = ROOT / "Pulumi.badtest.yaml"
+    stack_file.write_text("config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gke:flavour: a100\n")
+    try:
+        proc = subprocess.run([sys.executable, "-m", "infra.plan", "--stack", "badtest"], cwd=ROOT,
+                              capture_output=True, text=True, timeout=120)
+    finally:
+        stack_file.unlink()
+    assert proc.returncode == 2
+    assert proc.stderr == "error: nemo-rl-gke:flavour: unknown flavour 'a100'; allowed: b200, h200\n"
+    assert proc.stdout == ""
