@@ -3,7 +3,92 @@
 import pulumi
 
 from infra import config as stack_config
+from infra.cluster import GkeCluster
+from infra.facts import StackContext
+from infra.gke_networks import GkeNetworkObjects
+from infra.kube_provider import KubernetesAccess
+from infra.nccl import NcclRdmaInstaller
+from infra.network import Networking
+from infra.ray_cluster import RAY_CLUSTER_NAME, RayCluster
+from infra.storage import ArtifactBucket, Lustre, LustreDataGuard, lustre_port
+from infra.workload_env import LustreVolume, WorkloadEnvironment
+from workloads.job import results_dirs
 
 settings = stack_config.load()
 cfg = settings.config
+ctx = StackContext.from_config(settings.stack, cfg)
+flavour = cfg.flavour_spec
 pulumi.export("flavour", cfg.flavour)
+
+# ---------------------------------------------------------------- Google Cloud
+# Lustre and the cluster share only the network: they are created in parallel.
+network = Networking("network", ctx, cfg.network, flavour, lustre_port(cfg.lustre_needs_legacy_port))
+lustre = Lustre("lustre", ctx, cfg.lustre, cfg.lustre_instance_id, network.primary_network, network.psa_connection)
+cluster = GkeCluster("gke", ctx, cfg.cluster, cfg.gpu_pool, flavour, network, cfg.lustre_needs_legacy_port)
+# `pulumi destroy` keeps the bucket (and what was exported into it) unless storage.deleteBucketOnDestroy.
+artifacts = ArtifactBucket(
+    "artifacts",
+    ctx,
+    cfg.ray.namespace,
+    cfg.ray.service_account,
+    delete_on_destroy=cfg.storage.delete_bucket_on_destroy,
+    adopt_existing=cfg.storage.adopt_existing_bucket,
+)
+# Deleted before Lustre and the bucket: exports checkpoints/ and logs/ first (lustre.exportOnDestroy),
+# and imports lustre.importFrom into a new instance.
+lustre_data = LustreDataGuard("lustre-data", ctx, cfg.lustre, lustre, artifacts, results_dirs())
+
+pulumi.export("cluster_name", cluster.name)
+pulumi.export("cluster_endpoint", cluster.endpoint)
+pulumi.export("cluster_location", cluster.location)
+pulumi.export("kubectl_credentials_command", cluster.credentials_command)
+pulumi.export("lustre_instance_id", lustre.instance_id)
+pulumi.export("lustre_mount_ip", lustre.mount_ip)
+pulumi.export("bucket_name", artifacts.bucket_name)
+pulumi.export("lustre_export_uri", lustre_data.export_uri)
+pulumi.export("node_service_account", cluster.node_service_account.email)
+pulumi.export("network_name", network.primary_network_name)
+pulumi.export("gvnic_network_name", network.gvnic_network_name)
+pulumi.export("rdma_network_name", network.rdma_network_name)
+
+# ---------------------------------------------------------------- Kubernetes
+# Every in-cluster object goes through one provider that authenticates with gke-gcloud-auth-plugin.
+# Objects that run on (or hold pods of) the nodes are created after, and deleted before, the node
+# pools; the GKE Network objects are not (see infra/gke_networks.py), and the provider waits for the
+# cluster through its endpoint. So `pulumi destroy` removes the Ray release first, then the
+# in-cluster objects, then the node pools and the cluster.
+kube = KubernetesAccess("kube", ctx, cluster.name, cluster.endpoint, cluster.ca_certificate, location=cluster.location)
+gpu_pool = cluster.gpu_pool_facts
+in_cluster = pulumi.ResourceOptions(provider=kube.provider)
+on_nodes = pulumi.ResourceOptions(provider=kube.provider, depends_on=list(cluster.node_pools))
+gke_networks = GkeNetworkObjects("gke-networks", gpu_pool.nics, opts=in_cluster)
+nccl = NcclRdmaInstaller(
+    "nccl", cfg.ray.nccl_installer_image, [gpu_pool.accelerator_type], opts=on_nodes, taints=gpu_pool.taints
+)
+workload = WorkloadEnvironment(
+    "workload",
+    cfg.ray.namespace,
+    cfg.ray.service_account,
+    settings.secrets.hf_token,
+    settings.secrets.wandb_api_key,
+    LustreVolume.from_lustre(lustre, ctx.project),
+    opts=on_nodes,
+)
+ray = RayCluster(
+    "ray",
+    cluster_name=RAY_CLUSTER_NAME,
+    ray=cfg.ray,
+    image=cfg.recipe.image,
+    environment=workload,
+    networks=gke_networks,
+    gpu_pool=gpu_pool,
+    system_pool_name=cluster.system_pool.name,
+    opts=pulumi.ResourceOptions(provider=kube.provider, depends_on=[*cluster.node_pools, nccl]),
+)
+
+pulumi.export("ray_cluster_name", ray.cluster_name)
+pulumi.export("ray_namespace", ray.namespace)
+pulumi.export("ray_head_service", ray.head_service)
+pulumi.export("ray_dashboard_port", ray.dashboard_port)
+pulumi.export("ray_dashboard_proxy_path", ray.dashboard_proxy_path)
+pulumi.export("ray_worker_group", ray.worker_group)

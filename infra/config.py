@@ -167,9 +167,28 @@ class ClusterConfig(_Model):
         "03:00", pattern=r"^([01]\d|2[0-3]):[0-5]\d$", description="Daily maintenance window start (UTC, HH:MM)."
     )
     master_authorized_networks: tuple[AuthorizedNetwork, ...] = Field(
-        (), description="CIDRs allowed to reach the control plane; empty leaves it open to any address with credentials."
+        (),
+        description="CIDRs allowed to reach the control plane's public endpoint; must include where `pulumi up` "
+        "and kubectl run. Empty is refused unless `allowPublicControlPlane` is true.",
+    )
+    allow_public_control_plane: bool = Field(
+        False,
+        description="Open the control plane to any address (Google credentials and RBAC still required) when "
+        "`masterAuthorizedNetworks` is empty. Only allowed with an empty `masterAuthorizedNetworks`.",
     )
     system_pool: SystemPoolConfig = Field(default_factory=SystemPoolConfig, description="CPU system pool.")
+
+    @model_validator(mode="after")
+    def _control_plane_access(self) -> "ClusterConfig":
+        # An empty list without the opt-in is refused by StackConfig, so that it is also refused when
+        # the whole `cluster` section is missing.
+        if self.master_authorized_networks and self.allow_public_control_plane:
+            raise KeyedValueError(
+                "allowPublicControlPlane",
+                "true contradicts the configured cluster.masterAuthorizedNetworks; allowed: false (or remove "
+                "masterAuthorizedNetworks to open the control plane)",
+            )
+        return self
 
 
 class NetworkConfig(_Model):
@@ -242,6 +261,17 @@ class LustreConfig(_Model):
         description="Use the legacy Lustre port 6988 (gkeSupportEnabled instances on GKE older than "
         f"{LUSTRE_PORT_988_MIN_GKE}).",
     )
+    export_on_destroy: bool = Field(
+        True,
+        description="Before `pulumi destroy` deletes the instance, export its `checkpoints/` and `logs/` to "
+        "`gs://<bucket>/lustre-export/` and wait; a failed export stops the destroy. false for scratch stacks.",
+    )
+    import_from: Optional[str] = Field(
+        None,
+        pattern=r"^gs://[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]/([A-Za-z0-9._=@+-][A-Za-z0-9._=@+/-]*/)?$",
+        description="When the instance is created, import this Cloud Storage folder (`gs://bucket/path/`, ending in "
+        "`/`; e.g. an earlier stack's `gs://<bucket>/lustre-export/`) into the filesystem root, and wait.",
+    )
 
     @field_validator("per_unit_storage_throughput")
     @classmethod
@@ -281,6 +311,21 @@ class LustreConfig(_Model):
     def aggregate_throughput_mbps(self) -> float:
         """Capacity in TiB x per-unit throughput."""
         return self.capacity_gib / 1024 * self.per_unit_storage_throughput
+
+
+class StorageConfig(_Model):
+    """The artifacts bucket, and what `pulumi destroy` does with it."""
+
+    delete_bucket_on_destroy: bool = Field(
+        False,
+        description="Let `pulumi destroy` delete the artifacts bucket with every object in it (exported checkpoints "
+        "too). Default: the bucket and its objects are kept and only removed from the stack.",
+    )
+    adopt_existing_bucket: bool = Field(
+        False,
+        description="Take over the bucket an earlier `pulumi destroy` of a stack with this name kept, instead of "
+        "failing to create it (Pulumi import; the bucket's settings must match).",
+    )
 
 
 class RayConfig(_Model):
@@ -340,6 +385,36 @@ class JobConfig(_Model):
         return dataclasses.replace(self.recipe_spec.parallelism, **changes)
 
 
+class CostConfig(_Model):
+    """Inputs of the estimates the offline plan prints (cost, checkpoint sizing); nothing is deployed from them."""
+
+    price_overrides: dict[str, float] = Field(
+        default_factory=dict,
+        description="Replace prices of data/prices.yaml, keyed by price-table key (e.g. `gpu.a4-highgpu-8g.spot` in "
+        "USD per node-hour, `lustre.500.gibMonth` in USD per GiB-month); applies to the stack's region.",
+    )
+    bucket_gib: Optional[float] = Field(
+        None, ge=0, description="Average GiB kept in the artifacts bucket; default: one bf16 export of the recipe's model."
+    )
+    checkpoint_write_target_seconds: int = Field(
+        300, ge=1, le=86400, description="Warn when writing one checkpoint to Lustre is estimated to take longer than this."
+    )
+
+    @field_validator("price_overrides")
+    @classmethod
+    def _known_prices(cls, v: dict[str, float]) -> dict[str, float]:
+        from infra.cost import PriceError, PriceTable
+
+        for key, value in v.items():
+            if not value >= 0:
+                raise ValueError(f"price {key!r} must be a number >= 0")
+        try:
+            PriceTable.load(v)
+        except PriceError as err:
+            raise ValueError(str(err)) from None
+        return v
+
+
 class StackConfig(_Model):
     """Everything a stack is built from."""
 
@@ -355,8 +430,13 @@ class StackConfig(_Model):
     cluster: ClusterConfig = Field(default_factory=ClusterConfig, description="GKE cluster.")
     network: NetworkConfig = Field(default_factory=NetworkConfig, description="Networks and ranges.")
     lustre: LustreConfig = Field(default_factory=LustreConfig, description="Managed Lustre.")
+    storage: StorageConfig = Field(default_factory=StorageConfig, description="The artifacts bucket.")
     ray: RayConfig = Field(default_factory=RayConfig, description="Kubernetes and Ray.")
     job: JobConfig = Field(default_factory=JobConfig, description="The training job.")
+    cost: CostConfig = Field(
+        default_factory=CostConfig,
+        description="Estimates shown by the offline plan: price overrides, bucket size, checkpoint write-time target.",
+    )
 
     @field_validator("flavour")
     @classmethod
@@ -391,6 +471,19 @@ class StackConfig(_Model):
                 "cluster.minMasterVersion",
                 f"{self.cluster.min_master_version} is below {flavour.min_gke_version}, the minimum GKE "
                 f"version for flavour {flavour.name}; allowed: {flavour.min_gke_version} or later",
+            )
+        if not self.cluster.master_authorized_networks and not self.cluster.allow_public_control_plane:
+            raise KeyedValueError(
+                "cluster.masterAuthorizedNetworks",
+                "is empty, which would open the control plane to every address; allowed: the CIDRs `pulumi up` and "
+                "kubectl connect from, e.g. `masterAuthorizedNetworks: [{cidrBlock: <your egress IP>/32}]`, or "
+                "cluster.allowPublicControlPlane: true to open it on purpose",
+            )
+        if self.lustre.export_on_destroy and self.storage.delete_bucket_on_destroy:
+            raise KeyedValueError(
+                "storage.deleteBucketOnDestroy",
+                "true would delete the bucket right after lustre.exportOnDestroy exported the checkpoints into it; "
+                "allowed: false, or set lustre.exportOnDestroy: false as well",
             )
         self._check_job_fits(flavour)
         return self
@@ -458,25 +551,28 @@ class Settings:
     secrets: StackSecrets
 
 
-def _namespaced_config() -> dict[str, Any]:
-    """All config values of this project's namespace, structured values decoded."""
-    from pulumi.runtime import config as runtime_config
-
-    merged = {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
+def namespaced(flat: dict[str, Any]) -> dict[str, Any]:
+    """This project's keys of a flat engine config map (`nemo-rl-gke:<key>` -> value), without the
+    namespace, structured values (passed by the engine as JSON strings) decoded."""
     out: dict[str, Any] = {}
     prefix = f"{PROJECT}:"
-    for key, raw in merged.items():
+    for key, value in flat.items():
         if not key.startswith(prefix):
             continue
-        name = key[len(prefix):]
-        value = raw
-        if isinstance(raw, str) and raw[:1] in "{[":
+        if isinstance(value, str) and value[:1] in "{[":
             try:
-                value = json.loads(raw)
+                value = json.loads(value)
             except json.JSONDecodeError:
                 pass
-        out[name] = value
+        out[key[len(prefix):]] = value
     return out
+
+
+def _namespaced_config() -> dict[str, Any]:
+    """All config values of this project's namespace, as the engine passed them to the program."""
+    from pulumi.runtime import config as runtime_config
+
+    return namespaced({**runtime_config.get_config_env(), **runtime_config.CONFIG.get()})
 
 
 def format_validation_error(err: ValidationError) -> str:

@@ -1,5 +1,5 @@
-"""Generated README sections: the config reference (from the pydantic models) and what a stack
-builds (from the offline plans). `tests/test_docs.py` fails when README.md is stale.
+"""Generated README sections: the config reference (from the pydantic models), what a stack
+builds and the dev stack's resource graph (from the offline plans). `tests/test_docs.py` fails when README.md is stale.
 
     python -m infra.docs --write     # regenerate the sections in README.md
 """
@@ -109,7 +109,16 @@ def stack_resources(plan_of: typing.Callable[[str], Any] | None = None) -> str:
     return "\n".join(lines)
 
 
-SECTIONS = {"config-reference": config_reference, "stack-resources": stack_resources}
+def resource_graph(plan_of: typing.Callable[[str], Any] | None = None, stack: str = "dev") -> str:
+    """The Mermaid resource graph of one stack (infra/graph.py), as a fenced code block."""
+    from infra.graph import build, mermaid
+    from infra.plan import run_program
+
+    plan_of = plan_of or run_program
+    return "```mermaid\n" + mermaid(build(plan_of(stack))) + "```"
+
+
+SECTIONS = {"config-reference": config_reference, "stack-resources": stack_resources, "resource-graph": resource_graph}
 
 
 def render(readme: str, sections: dict[str, typing.Callable[[], str]] | None = None) -> str:

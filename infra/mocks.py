@@ -94,6 +94,10 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
             options["ignoreChanges"] = list(request.ignoreChanges)
         if request.replaceOnChanges:
             options["replaceOnChanges"] = list(request.replaceOnChanges)
+        if request.importId:
+            options["import"] = request.importId
+        if request.replace_with:
+            options["replaceWith"] = list(request.replace_with)
         if request.HasField("customTimeouts"):
             ct = request.customTimeouts
             options["customTimeouts"] = {k: v for k, v in (("create", ct.create), ("update", ct.update), ("delete", ct.delete)) if v}
@@ -163,6 +167,12 @@ def _gcp_outputs(typ: str, name: str, inputs: dict[str, Any], project: str) -> d
             "name": f"projects/{proj}/serviceAccounts/{account_id}@{proj}.iam.gserviceaccount.com",
             "member": f"serviceAccount:{account_id}@{proj}.iam.gserviceaccount.com",
         }
+    elif typ == "gcp:projects/serviceIdentity:ServiceIdentity":
+        agent = str(inputs.get("service", "")).split(".", 1)[0]
+        email = f"service-{FAKE_PROJECT_NUMBER}@gcp-sa-{agent}.iam.gserviceaccount.com"
+        out = {"email": email, "member": f"serviceAccount:{email}"}
+    elif typ == "gcp:compute/routerNat:RouterNat":
+        out = {"name": cname}
     elif typ == "gcp:servicenetworking/connection:Connection":
         out = {"peering": "servicenetworking-googleapis-com"}
     elif typ == "gcp:monitoring/dashboard:Dashboard":
@@ -197,8 +207,9 @@ class PlanMocks(pulumi_mocks.Mocks):
         resource_id = state.get("name") if isinstance(state.get("name"), str) else f"{args.name}-id"
         return resource_id, state
 
-    def call(self, args: pulumi_mocks.MockCallArgs) -> tuple[dict, Optional[list[tuple[str, str]]]]:
+    def call(self, args: pulumi_mocks.MockCallArgs) -> tuple[dict, list[tuple[str, str]]]:
         if args.token == "gcp:organizations/getProject:getProject":
             project = args.args.get("projectId") or self.project_id
-            return {"projectId": project, "number": FAKE_PROJECT_NUMBER, "name": project, "id": f"projects/{project}"}, None
-        return {}, None
+            # An empty failure list, not None: pulumi's MockMonitor.Invoke iterates it.
+            return {"projectId": project, "number": FAKE_PROJECT_NUMBER, "name": project, "id": f"projects/{project}"}, []
+        return {}, []

@@ -1,6 +1,6 @@
 """The offline plan: run the real Pulumi program under mocks and show what it would build.
 
-    python -m infra.plan [--stack NAME] [--json] [--out DIR]
+    python -m infra.plan [--stack NAME] [--json] [--out DIR] [--graph [DIR]]
 
 No credentials, no `pulumi` CLI, no provider plugins, no network. The program (`__main__.py`)
 runs exactly as under `pulumi up`, with the config of `Pulumi.<NAME>.yaml` (default `dev`);
@@ -11,16 +11,21 @@ every registration the engine would receive is recorded.
     {"project": str, "stack": str,
      "resources": [{"urn", "type", "name", "parent", "custom", "provider",
                     "inputs", "dependencies", "options"}],
-     "outputs": {name: value}}
+     "outputs": {name: value},
+     "estimates": {"cost", "checkpoints", "deployTime"}}
 
 `inputs` are what the provider would receive (camelCase, after Pulumi's translation; integral
 numbers as integers); `dependencies` are the URNs the resource waits for (explicit and implied by
 inputs); `options` holds the resource options that change behaviour (protect, retainOnDelete,
-customTimeouts, ignoreChanges, replaceOnChanges, deleteBeforeReplace, hooks). Every secret value
+customTimeouts, ignoreChanges, replaceOnChanges, replaceWith, deleteBeforeReplace, import, hooks). Every secret value
 is replaced by "[secret]"; secrets of the stack file (`secure:` values) are never decrypted.
 
 `--out DIR` writes each Kubernetes object as `<kind>-<name>.yaml` and each Helm release's values
 as `helm-values-<release>.yaml`.
+
+After the summary, the text output shows the estimates of infra/estimates.py (cost, checkpoint
+sizing, deploy time); `--json` carries them under "estimates". `--graph [DIR]` writes the
+resource graph as `graph.mmd` (Mermaid) and `graph.dot` (Graphviz) to DIR (default `.`).
 """
 
 from __future__ import annotations
@@ -60,6 +65,8 @@ class Plan:
     outputs: dict[str, Any]
     secret_outputs: set[str] = field(default_factory=set)
     component_outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    config: dict[str, str] = field(default_factory=dict)
+    """The flat config map the program ran with (`namespace:key` -> string/JSON), secrets as placeholders."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -231,6 +238,7 @@ def _run_in_thread(stack: str, config: dict[str, str], secret_keys: list[str], p
         outputs=outputs,
         secret_outputs=secret_outputs,
         component_outputs=dict(monitor.component_outputs),
+        config=dict(config),
     )
 
 
@@ -280,6 +288,9 @@ def render_tree(plan: Plan) -> str:
     lines += ["", f"Resources: {s['resources']}"]
     lines += [f"  {n:4d}  {t}" for t, n in s["byType"].items()]
     lines += [f"GPU nodes: {s['gpuNodes']}   GPUs: {s['gpus']}"]
+    from infra.estimates import render_for_plan
+
+    lines += ["", *render_for_plan(plan)]
     if plan.outputs:
         lines += ["", "Outputs:"]
         lines += [f"  {k}: {json.dumps(v) if not isinstance(v, str) else v}" for k, v in plan.outputs.items()]
@@ -317,6 +328,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--stack", default=DEFAULT_STACK, help=f"stack name (Pulumi.<stack>.yaml); default {DEFAULT_STACK}")
     parser.add_argument("--json", action="store_true", help="print the plan as one JSON document")
     parser.add_argument("--out", type=Path, help="write Kubernetes manifests and Helm values to this directory")
+    parser.add_argument(
+        "--graph", type=Path, nargs="?", const=Path("."), metavar="DIR", help="write graph.mmd and graph.dot to DIR (default .)"
+    )
     args = parser.parse_args(argv)
 
     from infra.config import ConfigError
@@ -330,8 +344,17 @@ def main(argv: Optional[list[str]] = None) -> int:
     if args.out:
         written = write_manifests(plan, args.out)
         print(f"wrote {len(written)} files to {args.out}", file=sys.stderr)
+    if args.graph:
+        from infra.graph import write_graph
+
+        paths = write_graph(plan, args.graph)
+        print(f"wrote {', '.join(str(p) for p in paths)}", file=sys.stderr)
     if args.json:
-        json.dump(plan.to_json(), sys.stdout, indent=2, sort_keys=False)
+        from infra import estimates
+
+        doc = plan.to_json()
+        doc["estimates"] = estimates.to_json(estimates.compute(plan))
+        json.dump(doc, sys.stdout, indent=2, sort_keys=False)
         sys.stdout.write("\n")
     else:
         print(render_tree(plan))

@@ -12,7 +12,8 @@ import pytest
 from conftest import ROOT, run_plan
 from infra.config import ConfigError, StackConfig, parse
 
-BASE = {"project": "my-gcp-project"}
+# A stack must open the control plane on purpose or name the CIDRs that may reach it.
+BASE = {"project": "my-gcp-project", "cluster": {"allowPublicControlPlane": True}}
 
 
 def rejection(**raw) -> str:

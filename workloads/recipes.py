@@ -3,7 +3,26 @@
 A recipe pins its NeMo-RL image and knows which generation of the NeMo-RL config layout the
 image uses (the GRPO script name and the data keys changed at v0.6, FACTS.md "NeMo-RL").
 Stack-dependent values (node counts, checkpoint paths, logger names) are NOT here: the job
-builder derives them from the stack and the infra facts.
+builder (`workloads.job.build_job`) derives them from the stack and the infra facts.
+
+What was checked against upstream (NVIDIA-NeMo/RL, read through the code index):
+- examples/configs/grpo_math_70B_megatron.yaml (defaults: grpo_math_1B_megatron.yaml): Megatron
+  backend, `policy.megatron_cfg.tensor_model_parallel_size: 4`, `pipeline_model_parallel_size: 4`,
+  `policy.generation.vllm_cfg.tensor_parallel_size: 4`, `cluster: {gpus_per_node: 8, num_nodes: 8}`.
+  The codelab overrides only the model, converter, data and batch sizes, so those values stand.
+- examples/configs/recipes/llm/grpo-gemma3-27b-it-8n4g-fsdp2tp4-actckpt-long.yaml inherits
+  grpo-gemma3-27b-it-8n8g-fsdp2tp8-actckpt-long.yaml (DTensor, colocated by default); the GKE
+  tutorial (and pmotgi/nemo-rl-on-gke gemma3-27b-gsm8k.sh) overrides dtensor TP 8, vLLM TP 8,
+  gpu_memory_utilization 0.9 and moves vLLM to its own node.
+- examples/configs/grpo_math_1B.yaml: DTensor TP 1, vLLM TP 1, colocated; every key the job
+  builder sets (cluster.*, checkpointing.*, logger.log_dir, logger.wandb*, grpo.max_num_steps,
+  policy.generation.colocated.*) exists in it, so plain `key=value` overrides are used for them.
+- nemo_rl/algorithms/grpo.py `setup()`: with generation not colocated on more than one node,
+  NeMo-RL itself computes `train_nodes = cluster.num_nodes - colocated.resources.num_nodes` and
+  requires `colocated.resources.gpus_per_node == cluster.gpus_per_node`; so `cluster.num_nodes`
+  is the WHOLE pool, not the training share.
+- docker/Dockerfile: WORKDIR /opt/nemo-rl, the venv /opt/nemo_rl_venv/bin is on PATH, UV_NO_SYNC=1;
+  config files and `data.prompt_file` are relative to /opt/nemo-rl, hence `NemoRLImage.workdir`.
 """
 
 from __future__ import annotations
@@ -21,6 +40,15 @@ class ConfigGeneration(str, Enum):
     """>= v0.6: examples/run_grpo.py, data.train.* / data.validation.*."""
 
 
+class TrainingBackend(str, Enum):
+    """Which NeMo-RL policy backend a recipe trains with; decides the parallelism keys."""
+
+    DTENSOR = "dtensor"
+    """`policy.dtensor_cfg.*` (FSDP2 + tensor parallel)."""
+    MEGATRON = "megatron"
+    """`policy.megatron_cfg.*` (tensor + pipeline parallel)."""
+
+
 @dataclass(frozen=True)
 class NemoRLImage:
     """A NeMo-RL container image and the Ray version inside it (must equal the RayCluster's)."""
@@ -29,6 +57,8 @@ class NemoRLImage:
     ray_version: str
     generation: ConfigGeneration
     repository: str = "nvcr.io/nvidia/nemo-rl"
+    workdir: str = "/opt/nemo-rl"
+    """The checkout inside the image; scripts, configs and prompt files are relative to it."""
 
     @property
     def ref(self) -> str:
@@ -54,7 +84,7 @@ class Parallelism:
     """How a recipe lays its work over GPUs; checked against the pool before anything is built."""
 
     train_tensor_parallel: int
-    """dtensor or megatron tensor-parallel size of the policy."""
+    """DTensor or Megatron tensor-parallel size of the policy."""
     colocated: bool = True
     """Generation (vLLM) shares the training GPUs."""
     generation_nodes: int = 0
@@ -63,6 +93,25 @@ class Parallelism:
     """vLLM tensor-parallel size."""
     min_nodes: int = 1
     """The fewest GPU nodes the recipe can run on."""
+    backend: TrainingBackend = TrainingBackend.DTENSOR
+    """Decides whether the tensor-parallel size goes to dtensor_cfg or megatron_cfg."""
+    train_pipeline_parallel: int = 1
+    """Megatron pipeline-parallel size (DTensor recipes keep 1)."""
+
+    def __post_init__(self) -> None:
+        # generation_nodes is ignored while colocated, so a user may switch colocation on and off.
+        if not self.colocated and self.generation_nodes < 1:
+            raise ValueError(
+                "generation not colocated needs at least one generation node "
+                "(policy.generation.colocated.resources.num_nodes >= 1)"
+            )
+        if self.backend is TrainingBackend.DTENSOR and self.train_pipeline_parallel != 1:
+            raise ValueError("pipeline parallelism needs the Megatron backend")
+
+    @property
+    def model_parallel_gpus(self) -> int:
+        """GPUs one model replica spans during training (TP x PP)."""
+        return self.train_tensor_parallel * self.train_pipeline_parallel
 
 
 @dataclass(frozen=True)
@@ -87,8 +136,24 @@ class Recipe:
         return self.image.grpo_script
 
 
+# GSM8K through NeMo-RL's generic ResponseDataset, as the GKE tutorial runs it (FACTS.md). These
+# keys are absent from the flat v0.4/v0.5 configs (only commented there), hence `++` (add or set).
+GSM8K_DATA: tuple[str, ...] = (
+    "data.dataset_name=ResponseDataset",
+    "++data.train_data_path=openai/gsm8k",
+    "++data.val_data_path=openai/gsm8k",
+    "++data.subset=main",
+    "++data.input_key=question",
+    "++data.output_key=answer",
+    "++data.train_split=train",
+    "++data.val_split=test",
+)
+
+
 RECIPES: dict[str, Recipe] = {
     # The codelab run (FACTS.md): Qwen2.5-72B-Instruct, DeepScaler, Megatron, 8 x B200 nodes.
+    # Parallelism is the config file's own (TP 4 x PP 4, vLLM TP 4): the codelab keeps it, and one
+    # replica spans 16 GPUs, so two 8-GPU nodes is the least it can run on.
     "qwen2.5-72b-deepscaler": Recipe(
         name="qwen2.5-72b-deepscaler",
         description="Codelab: Qwen2.5-72B-Instruct GRPO on DeepScaler with Megatron (8 nodes)",
@@ -97,7 +162,12 @@ RECIPES: dict[str, Recipe] = {
         model="Qwen/Qwen2.5-72B-Instruct",
         model_params_billion=72.7,
         parallelism=Parallelism(
-            train_tensor_parallel=8, colocated=True, generation_tensor_parallel=8, min_nodes=2
+            train_tensor_parallel=4,
+            train_pipeline_parallel=4,
+            backend=TrainingBackend.MEGATRON,
+            colocated=True,
+            generation_tensor_parallel=4,
+            min_nodes=2,
         ),
         overrides=(
             "policy.model_name=Qwen/Qwen2.5-72B-Instruct",
@@ -114,7 +184,8 @@ RECIPES: dict[str, Recipe] = {
         max_num_steps=20,
         expected_hours=6.0,
     ),
-    # The GKE tutorial run (FACTS.md): Gemma3-27B-it on GSM8K, generation on its own node.
+    # The GKE tutorial run (FACTS.md): Gemma3-27B-it on GSM8K, generation on its own node
+    # (2 nodes: 1 trains with dtensor TP 8, 1 serves vLLM with TP 8).
     "gemma3-27b-gsm8k": Recipe(
         name="gemma3-27b-gsm8k",
         description="GKE tutorial: Gemma3-27B-it GRPO on GSM8K, vLLM on a dedicated node (2 nodes)",
@@ -133,28 +204,25 @@ RECIPES: dict[str, Recipe] = {
             "grpo.num_prompts_per_step=16",
             "grpo.num_generations_per_prompt=64",
             "policy.generation.vllm_cfg.gpu_memory_utilization=0.9",
-            "data.dataset_name=ResponseDataset",
-            "++data.train_data_path=openai/gsm8k",
-            "++data.val_data_path=openai/gsm8k",
-            "++data.subset=main",
-            "++data.input_key=question",
-            "++data.output_key=answer",
-            "++data.train_split=train",
-            "++data.val_split=test",
+            *GSM8K_DATA,
         ),
         max_num_steps=20,
         expected_hours=4.0,
     ),
-    # The cheapest run that still exercises every part: one GPU node, a 1.5B model.
+    # The cheapest run that still exercises every part: one GPU node, a 1.5B model, GSM8K.
     "qwen2.5-1.5b-gsm8k": Recipe(
         name="qwen2.5-1.5b-gsm8k",
-        description="Dev: Qwen2.5-1.5B-Instruct GRPO on math, one node, colocated",
+        description="Dev: Qwen2.5-1.5B-Instruct GRPO on GSM8K, one node, colocated",
         image=IMAGES["v0.5.0"],
         config_file="examples/configs/grpo_math_1B.yaml",
         model="Qwen/Qwen2.5-1.5B-Instruct",
         model_params_billion=1.5,
         parallelism=Parallelism(train_tensor_parallel=1, colocated=True, generation_tensor_parallel=1),
-        overrides=("policy.model_name=Qwen/Qwen2.5-1.5B-Instruct",),
+        overrides=(
+            # The config's tokenizer.name is ${policy.model_name}, so it follows.
+            "policy.model_name=Qwen/Qwen2.5-1.5B-Instruct",
+            *GSM8K_DATA,
+        ),
         max_num_steps=10,
         expected_hours=0.5,
     ),

@@ -1,0 +1,408 @@
+"""The GKE Standard cluster and its two node pools.
+
+The cluster is zonal (in the zone of the RoCE VPC and of Lustre) because the GPU nodes' RDMA NICs can
+only attach to subnets of a RoCE network pinned to that zone (FACTS.md "GPU flavours"). It runs
+Dataplane V2 with multi-networking so pods can take the nodes' extra NICs, the GKE Ray operator addon
+(so no KubeRay operator is installed by us, FACTS.md "KubeRay"), and the Lustre CSI driver.
+
+Two pools:
+- `system`: CPU nodes for the Ray head and cluster add-ons, so they never hold a GPU node;
+- `gpu`: the flavour's GPU machines with the gVNIC and RDMA subnets as additional node networks.
+  The additional networks cannot change after creation (FACTS.md), so the pool is replaced when
+  the network layout changes.
+
+The cluster does not wait for Lustre nor Lustre for the cluster: they share only the VPC, and
+creating them in parallel saves the longer of the two (tens of minutes each).
+
+Security posture:
+- private nodes (no external IPs; outbound through the Cloud NAT of `Networking`), the control
+  plane's public endpoint limited to `cluster.masterAuthorizedNetworks`, or deliberately open with
+  `cluster.allowPublicControlPlane` (config validation refuses an empty list otherwise);
+- Shielded GKE nodes with Secure Boot and integrity monitoring on every pool;
+- a dedicated node service account holding only the roles nodes need (`NODE_SERVICE_ACCOUNT_ROLES`)
+  instead of the Compute Engine default account (Editor on the project in many projects). No key is
+  ever created for it; pods do not use it (Workload Identity gives them their KSA's principal).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import pulumi
+import pulumi_gcp as gcp
+
+from infra.config import ClusterConfig, GpuPoolConfig, Provisioning
+from infra.facts import GpuPoolFacts, StackContext
+from infra.flavours import Flavour
+from infra.naming import Limit
+from infra.network import Networking
+
+COMPONENT = "gke"
+
+CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
+"""Node VM scope: access is governed by IAM on the node service account, not by legacy scopes."""
+
+NODE_SERVICE_ACCOUNT_ROLES = (
+    "roles/logging.logWriter",
+    "roles/monitoring.metricWriter",
+    "roles/monitoring.viewer",
+    "roles/stackdriver.resourceMetadata.writer",
+    "roles/artifactregistry.reader",
+)
+"""Everything the node VMs need: write logs and metrics, read metadata for them, pull images from
+Artifact Registry (GKE hardening guide, "Use least privilege Google service accounts")."""
+
+SHIELDED_INSTANCE_CONFIG = {"enable_secure_boot": True, "enable_integrity_monitoring": True}
+"""Secure Boot (only signed boot components and kernel modules: the GKE-installed NVIDIA drivers on COS
+are signed) and integrity monitoring of the boot sequence."""
+
+RESERVATION_KEY = "compute.googleapis.com/reservation-name"
+SYSTEM_DISK_TYPE = "pd-balanced"
+
+# GKE spells taint effects as the API enum, Kubernetes as the core/v1 string.
+_K8S_TAINT_EFFECT = {"NO_SCHEDULE": "NoSchedule", "PREFER_NO_SCHEDULE": "PreferNoSchedule", "NO_EXECUTE": "NoExecute"}
+
+# Node pool operations queue behind each other on one cluster, and a GPU pool waits for capacity:
+# an hour-plus create is normal for A4/A3 Ultra (FACTS.md "pulumi-gcp property names").
+NODE_POOL_TIMEOUTS = pulumi.CustomTimeouts(create="120m", update="120m", delete="60m")
+CLUSTER_TIMEOUTS = pulumi.CustomTimeouts(create="60m", update="90m", delete="60m")
+
+
+def kubernetes_taint(gke_taint: dict[str, str]) -> dict[str, str]:
+    """A GKE node pool taint ({key, value, effect: NO_SCHEDULE}) in the form pods tolerate."""
+    return {"key": gke_taint["key"], "value": gke_taint["value"], "effect": _K8S_TAINT_EFFECT[gke_taint["effect"]]}
+
+
+def credentials_command(cluster_name: pulumi.Input[str], zone: str, project: str) -> pulumi.Output[str]:
+    """The gcloud command that writes a kubeconfig entry for the cluster."""
+    return pulumi.Output.concat(
+        "gcloud container clusters get-credentials ", cluster_name, " --zone ", zone, " --project ", project
+    )
+
+
+def provisioning_settings(pool_cfg: GpuPoolConfig) -> dict[str, Any]:
+    """Node pool arguments (snake_case) that follow from how GPU capacity is obtained.
+
+    - spot: `nodeConfig.spot`; preemptible and cheapest, the codelab's and tutorial's choice.
+    - reservation: consume exactly the named reservation (SPECIFIC_RESERVATION with the
+      reservation-name key), so the pool never silently falls back to on-demand capacity.
+    - flexStart: Dynamic Workload Scheduler with queued provisioning, as the GKE guide "flex-start
+      with queued provisioning" configures it: `--flex-start --enable-queued-provisioning
+      --enable-autoscaling --num-nodes=0 --total-max-nodes N --location-policy=ANY
+      --reservation-affinity=none --no-enable-autorepair`. The pool starts empty; nodes come only
+      through a ProvisioningRequest (or Kueue), all at once, for at most seven days. Whoever
+      deploys the Ray workers must create that request, or the workers stay Pending.
+    - onDemand: nothing special; GKE may use a matching automatic reservation.
+    """
+    node_config: dict[str, Any] = {}
+    pool: dict[str, Any] = {"management": {"auto_repair": True, "auto_upgrade": True}}
+    mode = pool_cfg.provisioning
+    if mode is Provisioning.SPOT:
+        node_config["spot"] = True
+        pool["node_count"] = pool_cfg.node_count
+    elif mode is Provisioning.RESERVATION:
+        node_config["reservation_affinity"] = {
+            "consume_reservation_type": "SPECIFIC_RESERVATION",
+            "key": RESERVATION_KEY,
+            "values": [pool_cfg.reservation_name],
+        }
+        pool["node_count"] = pool_cfg.node_count
+    elif mode is Provisioning.FLEX_START:
+        node_config["flex_start"] = True
+        node_config["reservation_affinity"] = {"consume_reservation_type": "NO_RESERVATION"}
+        pool["queued_provisioning"] = {"enabled": True}
+        pool["initial_node_count"] = 0
+        pool["autoscaling"] = {
+            "total_min_node_count": 0,
+            "total_max_node_count": pool_cfg.node_count,
+            "location_policy": "ANY",
+        }
+        # Queued-provisioning nodes are not repaired (the guide's --no-enable-autorepair): a repair
+        # would recreate a node outside the request that obtained it.
+        pool["management"] = {"auto_repair": False, "auto_upgrade": True}
+    else:
+        pool["node_count"] = pool_cfg.node_count
+    return {"node_config": node_config, "pool": pool}
+
+
+class GkeCluster(pulumi.ComponentResource):
+    """A zonal GKE Standard cluster with a CPU system pool and a multi-NIC GPU pool."""
+
+    cluster: gcp.container.Cluster
+    name: pulumi.Output[str]
+    endpoint: pulumi.Output[str]
+    ca_certificate: pulumi.Output[str]
+    """Base64 PEM of the cluster CA (`masterAuth.clusterCaCertificate`), as a kubeconfig wants it."""
+    location: str
+    """The zone of the control plane and of every node."""
+    project: str
+    node_service_account: gcp.serviceaccount.Account
+    """The identity of every node VM (not of the pods)."""
+    node_service_account_grants: list[gcp.projects.IAMMember]
+    system_pool: gcp.container.NodePool
+    gpu_pool: gcp.container.NodePool
+    node_pools: list[gcp.container.NodePool]
+    """Every node pool; Kubernetes objects that need nodes should depend on these."""
+    gpu_pool_facts: GpuPoolFacts
+    """What workloads need to target and configure the GPU nodes (plan-time data)."""
+    credentials_command: pulumi.Output[str]
+
+    def __init__(
+        self,
+        name: str,
+        ctx: StackContext,
+        cfg: ClusterConfig,
+        pool_cfg: GpuPoolConfig,
+        flavour: Flavour,
+        networking: Networking,
+        legacy_lustre_port: bool,
+        opts: Optional[pulumi.ResourceOptions] = None,
+    ) -> None:
+        super().__init__("nemo-rl-gke:infra:GkeCluster", name, None, opts)
+        self.location = ctx.zone
+        self.project = ctx.project
+        labels = ctx.labels(COMPONENT)
+        child = pulumi.ResourceOptions(parent=self)
+
+        self.node_service_account = gcp.serviceaccount.Account(
+            f"{name}-node-sa",
+            account_id=ctx.name("nodes", Limit.SERVICE_ACCOUNT_ID),
+            project=ctx.project,
+            display_name=f"nemo-rl-gke nodes ({ctx.stack})",
+            description="Identity of the GKE node VMs: logs, metrics, image pulls. No keys.",
+            opts=child,
+        )
+        self.node_service_account_grants = [
+            gcp.projects.IAMMember(
+                f"{name}-node-sa-{role.removeprefix('roles/').replace('.', '-')}",
+                project=ctx.project,
+                role=role,
+                member=self.node_service_account.member,
+                opts=child,
+            )
+            for role in NODE_SERVICE_ACCOUNT_ROLES
+        ]
+        node_identity = {
+            "service_account": self.node_service_account.email,
+            "oauth_scopes": [CLOUD_PLATFORM_SCOPE],
+            "shielded_instance_config": dict(SHIELDED_INSTANCE_CONFIG),
+        }
+
+        self.cluster = gcp.container.Cluster(
+            f"{name}-cluster",
+            name=ctx.name("gke", Limit.GKE_CLUSTER),
+            project=ctx.project,
+            location=ctx.zone,
+            description="nemo-rl-gke: GRPO training with NeMo-RL on Ray",
+            network=networking.primary_network,
+            subnetwork=networking.primary_subnet,
+            networking_mode="VPC_NATIVE",
+            ip_allocation_policy=_ip_allocation_policy(networking),
+            # Multi-networking (the extra NICs in pods) requires Dataplane V2 (FACTS.md).
+            datapath_provider="ADVANCED_DATAPATH",
+            enable_multi_networking=True,
+            workload_identity_config={"workload_pool": f"{ctx.project}.svc.id.goog"},
+            addons_config={
+                "ray_operator_configs": [
+                    {
+                        "enabled": True,
+                        "ray_cluster_logging_config": {"enabled": True},
+                        "ray_cluster_monitoring_config": {"enabled": True},
+                    }
+                ],
+                "lustre_csi_driver_config": {
+                    "enabled": True,
+                    "enable_legacy_lustre_port": legacy_lustre_port,
+                    # From GKE 1.35.2-gke.1842000 the driver spreads Lustre TCP over every standard NIC,
+                    # which the Lustre docs allow only when all of them are on one VPC. The GPU nodes'
+                    # eth1 is on the gVNIC VPC, which has no peering to Lustre: keep Lustre on eth0.
+                    # Only on the real cloud: whether the driver would have skipped eth1 by itself.
+                    "disable_multi_nic": True,
+                },
+                # Lets pods mount the artifact bucket as a volume; free when unused.
+                "gcs_fuse_csi_driver_config": {"enabled": True},
+            },
+            release_channel={"channel": cfg.release_channel},
+            min_master_version=cfg.min_master_version,
+            maintenance_policy={"daily_maintenance_window": {"start_time": cfg.maintenance_start_time}},
+            # Nodes get internal IPs only. Without `masterIpv4CidrBlock` GKE (1.29+) connects them to the
+            # control plane over Private Service Connect; the public endpoint stays for `pulumi up` and
+            # kubectl, restricted by the authorized networks below.
+            private_cluster_config={"enable_private_nodes": True, "enable_private_endpoint": False},
+            master_authorized_networks_config=_authorized_networks(cfg),
+            enable_shielded_nodes=True,
+            deletion_protection=cfg.deletion_protection,
+            resource_labels=labels,
+            # The default pool cannot have the GPU pool's settings; the API needs one node to create
+            # the cluster, and the provider deletes that pool right after. Even that node runs as the
+            # dedicated account (projects whose policy disables the default account need this).
+            remove_default_node_pool=True,
+            initial_node_count=1,
+            node_config=dict(node_identity),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                depends_on=self.node_service_account_grants,
+                custom_timeouts=CLUSTER_TIMEOUTS,
+                # `nodeConfig` only shapes the removed default pool; once it is gone the API may report
+                # another pool's config there, and a diff on it would replace the whole cluster.
+                ignore_changes=["nodeConfig"],
+            ),
+        )
+
+        def pool_opts() -> pulumi.ResourceOptions:
+            # The grants first: a node that cannot write logs or pull images comes up broken.
+            return pulumi.ResourceOptions(
+                parent=self,
+                depends_on=[self.cluster, *self.node_service_account_grants],
+                custom_timeouts=NODE_POOL_TIMEOUTS,
+            )
+
+        system = cfg.system_pool
+        self.system_pool = gcp.container.NodePool(
+            f"{name}-system-pool",
+            name=ctx.name("system", Limit.GKE_NODE_POOL),
+            project=ctx.project,
+            cluster=self.cluster.name,
+            location=ctx.zone,
+            node_locations=[ctx.zone],
+            node_count=system.node_count,
+            node_config={
+                "machine_type": system.machine_type,
+                "disk_type": SYSTEM_DISK_TYPE,
+                "disk_size_gb": system.disk_size_gb,
+                "image_type": "COS_CONTAINERD",
+                **node_identity,
+                # Pods authenticate as their Kubernetes service account (Workload Identity).
+                "workload_metadata_config": {"mode": "GKE_METADATA"},
+                "resource_labels": labels,
+            },
+            management={"auto_repair": True, "auto_upgrade": True},
+            opts=pool_opts(),
+        )
+
+        gpu_pool_name = ctx.name("gpu", Limit.GKE_NODE_POOL)
+        provisioning = provisioning_settings(pool_cfg)
+        gpu_node_config: dict[str, Any] = {
+            "machine_type": flavour.machine_type,
+            "guest_accelerators": [
+                {
+                    "type": flavour.accelerator_type,
+                    "count": flavour.gpus_per_node,
+                    "gpu_driver_installation_config": {"gpu_driver_version": pool_cfg.gpu_driver_version},
+                }
+            ],
+            "image_type": flavour.image_type,
+            # A3 Ultra and A4 boot only from Hyperdisk (FACTS.md); the flavour names the type.
+            "disk_type": flavour.boot_disk_type,
+            "disk_size_gb": flavour.boot_disk_size_gb,
+            # The second NIC (eth1) is a gVNIC; GKE only attaches it when gVNIC is enabled.
+            "gvnic": {"enabled": True},
+            # Keeps CPU-only pods (add-ons, the Ray head) off the GPU nodes.
+            "taints": [dict(flavour.gpu_taint)],
+            **node_identity,
+            "workload_metadata_config": {"mode": "GKE_METADATA"},
+            "resource_labels": labels,
+            **provisioning["node_config"],
+        }
+        gpu_args: dict[str, Any] = {
+            "node_config": gpu_node_config,
+            # eth1 = gVNIC, eth2.. = rdma-0..; GKE numbers interfaces in this order, and the pods'
+            # interface annotation and the GKE Network objects (from `nics`) assume the same order.
+            "network_config": {
+                "additional_node_network_configs": [
+                    {"network": networking.gvnic_network_name, "subnetwork": networking.gvnic_subnet_name},
+                    *(
+                        {"network": networking.rdma_network_name, "subnetwork": subnet}
+                        for subnet in networking.rdma_subnet_names
+                    ),
+                ]
+            },
+            # No spare GPU capacity to surge into: upgrade one node at a time in place.
+            "upgrade_settings": {"strategy": "SURGE", "max_surge": 0, "max_unavailable": 1},
+            **provisioning["pool"],
+        }
+        if pool_cfg.compact_placement:
+            # Nodes on nearby hosts: lower latency for the RDMA all-reduce.
+            gpu_args["placement_policy"] = {"type": "COMPACT"}
+        self.gpu_pool = gcp.container.NodePool(
+            f"{name}-gpu-pool",
+            name=gpu_pool_name,
+            project=ctx.project,
+            cluster=self.cluster.name,
+            location=ctx.zone,
+            # The RoCE subnets exist only for this zone.
+            node_locations=[ctx.zone],
+            opts=pool_opts(),
+            **gpu_args,
+        )
+        self.node_pools = [self.system_pool, self.gpu_pool]
+
+        self.name = self.cluster.name
+        self.endpoint = self.cluster.endpoint
+        self.ca_certificate = self.cluster.master_auth.apply(lambda auth: auth.cluster_ca_certificate)
+        self.credentials_command = credentials_command(self.cluster.name, ctx.zone, ctx.project)
+        self.gpu_pool_facts = GpuPoolFacts(
+            pool_name=gpu_pool_name,
+            node_count=pool_cfg.node_count,
+            gpus_per_node=flavour.gpus_per_node,
+            accelerator_type=flavour.accelerator_type,
+            machine_type=flavour.machine_type,
+            vcpus=flavour.vcpus,
+            memory_gib=flavour.memory_gib,
+            nccl_tuner_config=flavour.nccl_tuner_config,
+            taints=(kubernetes_taint(flavour.gpu_taint),),
+            nics=networking.nics,
+        )
+        self.register_outputs(
+            {
+                "name": self.name,
+                "endpoint": self.endpoint,
+                "location": self.location,
+                "credentialsCommand": self.credentials_command,
+                "systemPool": self.system_pool.name,
+                "nodeServiceAccount": self.node_service_account.email,
+                "gpuPool": self.gpu_pool.name,
+                "gpuPoolFacts": {
+                    "poolName": gpu_pool_name,
+                    "nodeCount": pool_cfg.node_count,
+                    "gpusPerNode": flavour.gpus_per_node,
+                    "acceleratorType": flavour.accelerator_type,
+                    "taints": list(self.gpu_pool_facts.taints),
+                    "nics": [n.interface for n in networking.nics],
+                },
+            }
+        )
+
+
+def _ip_allocation_policy(networking: Networking) -> dict[str, Any]:
+    """Pods and services from the subnet's named ranges, or GKE-made ranges on the default network."""
+    if networking.pods_range_name and networking.services_range_name:
+        return {
+            "cluster_secondary_range_name": networking.pods_range_name,
+            "services_secondary_range_name": networking.services_range_name,
+        }
+    # The default subnet is not ours to add ranges to: GKE creates them from these CIDRs.
+    return {
+        "cluster_ipv4_cidr_block": networking.pods_cidr,
+        "services_ipv4_cidr_block": networking.services_cidr,
+    }
+
+
+def _authorized_networks(cfg: ClusterConfig) -> Optional[dict[str, Any]]:
+    """The configured CIDRs, and nothing else (not even Google Cloud's public ranges).
+
+    None only when the user opened the control plane on purpose (`cluster.allowPublicControlPlane`;
+    config validation refuses an empty list otherwise): an empty block would lock everyone out,
+    `pulumi up` included.
+    """
+    if not cfg.master_authorized_networks:
+        if not cfg.allow_public_control_plane:
+            raise ValueError("cluster.masterAuthorizedNetworks is empty and cluster.allowPublicControlPlane is false")
+        return None
+    return {
+        "cidr_blocks": [
+            {"cidr_block": n.cidr_block, "display_name": n.display_name or n.cidr_block}
+            for n in cfg.master_authorized_networks
+        ],
+        "gcp_public_cidrs_access_enabled": False,
+    }

@@ -1,0 +1,397 @@
+"""What a stack costs to keep up, from the offline plan and the dated price table data/prices.yaml.
+
+Line items, each per hour (and per day = 24 h):
+- GPU nodes: every node pool with guest accelerators, node count x the machine type's node-hour
+  price, shown at BOTH spot and on-demand prices; the one the pool uses (`nodeConfig.spot`)
+  counts in the "applies" total. Reservation/flex-start pools are billed on their own terms and
+  shown at on-demand list price.
+- CPU pool: every other node pool, node count x (vCPUs x vCPU rate + GiB x memory rate) of the
+  series (N2: standard 4 GiB/vCPU, highmem 8, highcpu 1).
+- Lustre: every Managed Lustre instance, capacity x the tier's GiB-month price / 730 h.
+- GKE fee: clusters x the per-cluster-hour management fee (free tier not subtracted).
+- Bucket: buckets x `cost.bucketGib` (default: one bf16 export of the recipe's model) x the
+  Standard GiB-month price / 730 h.
+Not included: boot disks, network egress, Cloud Logging/Monitoring, GCS operations, taxes,
+committed-use or negotiated discounts.
+
+The job total is the per-hour cost x the recipe's `expected_hours` (scaled by
+`job.maxNumSteps / recipe.max_num_steps` when the step count is overridden). Prices are looked up
+for the stack's region; a region the table does not list uses the table's fallback rule, and
+every line item that rests on an estimated price says so.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping, Optional
+
+import yaml
+
+if TYPE_CHECKING:
+    from infra.config import StackConfig
+
+PRICES_FILE = Path(__file__).resolve().parent.parent / "data" / "prices.yaml"
+HOURS_PER_DAY = 24
+NODE_POOL = "gcp:container/nodePool:NodePool"
+CLUSTER = "gcp:container/cluster:Cluster"
+LUSTRE = "gcp:lustre/instance:Instance"
+BUCKET = "gcp:storage/bucket:Bucket"
+# GiB of memory per vCPU of the predefined shapes (vm-instance-pricing; N2/N2D/E2 share these).
+SHAPE_GIB_PER_VCPU = {"standard": 4, "highmem": 8, "highcpu": 1}
+
+
+class PriceError(KeyError):
+    """A price the table does not have."""
+
+    def __str__(self) -> str:  # KeyError quotes its message otherwise
+        return str(self.args[0])
+
+
+@dataclass(frozen=True)
+class Price:
+    key: str
+    region: str
+    value: float
+    unit: str
+    section: str
+    as_of: str
+    estimate: Optional[str] = None
+    """Why the number is an estimate; None when it was read from the cited source."""
+    overridden: bool = False
+
+
+@lru_cache(maxsize=4)
+def _load(path: str) -> dict[str, Any]:
+    return yaml.safe_load(Path(path).read_text())
+
+
+class PriceTable:
+    """data/prices.yaml with `cost.priceOverrides` applied."""
+
+    def __init__(self, doc: Mapping[str, Any], overrides: Optional[Mapping[str, float]] = None):
+        self.doc = doc
+        self.hours_per_month = float(doc.get("hours_per_month", 730))
+        self.currency = doc.get("currency", "USD")
+        self._keys: dict[str, str] = {}
+        for name, section in (doc.get("sections") or {}).items():
+            for key in section.get("prices") or {}:
+                self._keys[key] = name
+        self.overrides = dict(overrides or {})
+        unknown = sorted(set(self.overrides) - set(self._keys))
+        if unknown:
+            raise PriceError(f"unknown price key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(self._keys))}")
+
+    @classmethod
+    def load(cls, overrides: Optional[Mapping[str, float]] = None, path: Path = PRICES_FILE) -> "PriceTable":
+        return cls(_load(str(path)), overrides)
+
+    def keys(self) -> list[str]:
+        return sorted(self._keys)
+
+    def section(self, name: str) -> dict[str, Any]:
+        return self.doc["sections"][name]
+
+    def has(self, key: str) -> bool:
+        return key in self._keys
+
+    def get(self, key: str, region: str) -> Price:
+        if key not in self._keys:
+            raise PriceError(f"no price {key!r} in {PRICES_FILE.name}")
+        name = self._keys[key]
+        section = self.section(name)
+        unit, as_of = section.get("unit", ""), str(section.get("as_of", ""))
+        if key in self.overrides:
+            return Price(key, region, float(self.overrides[key]), unit, name, as_of, overridden=True)
+        by_region = section["prices"][key]
+        if region in by_region:
+            value, estimate = _entry(by_region[region])
+            return Price(key, region, value, unit, name, as_of, estimate)
+        fallback = self.doc.get("fallback") or {}
+        base = fallback.get("base_region", "us-central1")
+        if base not in by_region:
+            raise PriceError(f"no price {key!r} for region {region!r} nor the fallback base {base!r}")
+        value, _ = _entry(by_region[base])
+        multiplier = float(fallback.get("default_multiplier", 1.0))
+        for prefix, m in (fallback.get("prefix_multipliers") or {}).items():
+            if region.startswith(prefix):
+                multiplier = float(m)
+                break
+        return Price(key, region, value * multiplier, unit, name, as_of, f"{base} price x {multiplier:g} (fallback rule for {region})")
+
+
+def _entry(raw: Any) -> tuple[float, Optional[str]]:
+    if isinstance(raw, Mapping):
+        return float(raw["value"]), str(raw.get("estimate") or "") or None
+    return float(raw), None
+
+
+@dataclass
+class LineItem:
+    name: str
+    detail: str
+    spot_per_hour: float
+    on_demand_per_hour: float
+    applies: str = "list"
+    """`spot`, `onDemand` or `list` (no spot/on-demand distinction)."""
+    prices: list[Price] = field(default_factory=list)
+
+    @property
+    def per_hour(self) -> float:
+        return self.spot_per_hour if self.applies == "spot" else self.on_demand_per_hour
+
+    @property
+    def estimate(self) -> bool:
+        return any(p.estimate for p in self.prices)
+
+    @property
+    def overridden(self) -> bool:
+        return any(p.overridden for p in self.prices)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "detail": self.detail,
+            "applies": self.applies,
+            "perHour": {"spot": round(self.spot_per_hour, 4), "onDemand": round(self.on_demand_per_hour, 4), "applies": round(self.per_hour, 4)},
+            "perDay": {"spot": round(self.spot_per_hour * HOURS_PER_DAY, 2), "onDemand": round(self.on_demand_per_hour * HOURS_PER_DAY, 2)},
+            "estimate": self.estimate,
+            "overridden": self.overridden,
+            "prices": [
+                {"key": p.key, "value": p.value, "unit": p.unit, "asOf": p.as_of, **({"estimate": p.estimate} if p.estimate else {}), **({"overridden": True} if p.overridden else {})}
+                for p in self.prices
+            ],
+        }
+
+
+@dataclass
+class CostEstimate:
+    region: str
+    currency: str
+    items: list[LineItem]
+    job_hours: Optional[float]
+    job_hours_basis: str
+    warnings: list[str] = field(default_factory=list)
+    sources: dict[str, dict[str, str]] = field(default_factory=dict)
+    hours_per_month: float = 730.0
+
+    @property
+    def spot_per_hour(self) -> float:
+        return sum(i.spot_per_hour for i in self.items)
+
+    @property
+    def on_demand_per_hour(self) -> float:
+        return sum(i.on_demand_per_hour for i in self.items)
+
+    @property
+    def per_hour(self) -> float:
+        """At the prices the stack's pools actually use."""
+        return sum(i.per_hour for i in self.items)
+
+    @property
+    def estimated_items(self) -> list[str]:
+        return [i.name for i in self.items if i.estimate]
+
+    def job_total(self, per_hour: float) -> Optional[float]:
+        return None if self.job_hours is None else per_hour * self.job_hours
+
+    def to_json(self) -> dict[str, Any]:
+        def money(v: Optional[float]) -> Optional[float]:
+            return None if v is None else round(v, 2)
+
+        return {
+            "currency": self.currency,
+            "region": self.region,
+            "items": [i.to_json() for i in self.items],
+            "perHour": {"spot": money(self.spot_per_hour), "onDemand": money(self.on_demand_per_hour), "applies": money(self.per_hour)},
+            "perDay": {
+                "spot": money(self.spot_per_hour * HOURS_PER_DAY),
+                "onDemand": money(self.on_demand_per_hour * HOURS_PER_DAY),
+                "applies": money(self.per_hour * HOURS_PER_DAY),
+            },
+            "job": {
+                "hours": self.job_hours,
+                "basis": self.job_hours_basis,
+                "spot": money(self.job_total(self.spot_per_hour)),
+                "onDemand": money(self.job_total(self.on_demand_per_hour)),
+                "applies": money(self.job_total(self.per_hour)),
+            },
+            "estimatedItems": self.estimated_items,
+            "sources": self.sources,
+            "warnings": list(self.warnings),
+        }
+
+
+def machine_shape(machine_type: str) -> Optional[tuple[str, int, int]]:
+    """(series, vCPUs, GiB) of a predefined `<series>-<shape>-<vcpus>` machine type, else None."""
+    m = re.fullmatch(r"([a-z0-9]+)-(standard|highmem|highcpu)-(\d+)", machine_type)
+    if not m:
+        return None
+    vcpus = int(m.group(3))
+    return m.group(1), vcpus, vcpus * SHAPE_GIB_PER_VCPU[m.group(2)]
+
+
+def _node_count(pool: Any) -> int:
+    inputs = pool.inputs
+    return int(inputs.get("nodeCount") or inputs.get("initialNodeCount") or 0)
+
+
+def job_hours(cfg: "StackConfig") -> tuple[Optional[float], str]:
+    recipe = cfg.recipe
+    if recipe.expected_hours is None:
+        return None, f"recipe {recipe.name} has no expected_hours"
+    steps = cfg.job.max_num_steps
+    if steps and steps != recipe.max_num_steps:
+        hours = recipe.expected_hours * steps / recipe.max_num_steps
+        return hours, f"recipe {recipe.name}: {recipe.expected_hours:g} h for {recipe.max_num_steps} steps, scaled to {steps} steps"
+    return recipe.expected_hours, f"recipe {recipe.name}: expected_hours {recipe.expected_hours:g} ({recipe.max_num_steps} steps)"
+
+
+def estimate(plan: Any, cfg: "StackConfig", table: Optional[PriceTable] = None, bucket_gib: Optional[float] = None) -> CostEstimate:
+    """Cost of `plan` in `cfg.region`. `bucket_gib` is used when `cfg.cost.bucketGib` is unset."""
+    table = table or PriceTable.load(cfg.cost.price_overrides)
+    region = cfg.region
+    per_month = table.hours_per_month
+    items: list[LineItem] = []
+    warnings: list[str] = []
+
+    for pool in plan.by_type(NODE_POOL):
+        node_config = pool.inputs.get("nodeConfig") or {}
+        machine = node_config.get("machineType", "?")
+        nodes = _node_count(pool)
+        accelerators = node_config.get("guestAccelerators") or []
+        if accelerators:
+            try:
+                spot = table.get(f"gpu.{machine}.spot", region)
+                on_demand = table.get(f"gpu.{machine}.onDemand", region)
+            except PriceError as err:
+                warnings.append(f"{pool.name}: {err}; GPU nodes not priced")
+                continue
+            applies = "spot" if node_config.get("spot") else "onDemand"
+            if not node_config.get("spot") and (pool.inputs.get("queuedProvisioning") or node_config.get("reservationAffinity")):
+                warnings.append(f"{pool.name}: reserved/flex-start capacity is billed on its own terms; shown at the on-demand list price")
+            items.append(
+                LineItem(
+                    f"GPU nodes ({pool.name})",
+                    f"{nodes} x {machine}",
+                    nodes * spot.value,
+                    nodes * on_demand.value,
+                    applies,
+                    [spot, on_demand],
+                )
+            )
+            continue
+        shape = machine_shape(machine)
+        if shape is None:
+            warnings.append(f"{pool.name}: machine type {machine!r} is not a predefined <series>-<shape>-<vcpus> type; not priced")
+            continue
+        series, vcpus, gib = shape
+        try:
+            vcpu_rate = table.get(f"cpu.{series}.vcpuHour", region)
+            gib_rate = table.get(f"cpu.{series}.gibHour", region)
+        except PriceError as err:
+            warnings.append(f"{pool.name}: {err}; add cpu.{series}.vcpuHour/gibHour to {PRICES_FILE.name}")
+            continue
+        hourly = nodes * (vcpus * vcpu_rate.value + gib * gib_rate.value)
+        spot_flag = bool(node_config.get("spot"))
+        if spot_flag:
+            warnings.append(f"{pool.name}: spot CPU nodes shown at the on-demand price")
+        items.append(LineItem(f"CPU pool ({pool.name})", f"{nodes} x {machine} ({vcpus} vCPU, {gib} GiB)", hourly, hourly, "list", [vcpu_rate, gib_rate]))
+
+    for instance in plan.by_type(LUSTRE):
+        capacity = int(float(instance.inputs.get("capacityGib", 0)))
+        tier = int(float(instance.inputs.get("perUnitStorageThroughput", 0)))
+        try:
+            price = table.get(f"lustre.{tier}.gibMonth", region)
+        except PriceError as err:
+            warnings.append(f"{instance.name}: {err}")
+            continue
+        hourly = capacity * price.value / per_month
+        items.append(LineItem("Managed Lustre", f"{capacity} GiB at {tier} MB/s/TiB", hourly, hourly, "list", [price]))
+
+    clusters = len(plan.by_type(CLUSTER))
+    if clusters:
+        fee = table.get("gke.clusterHour", region)
+        items.append(LineItem("GKE management fee", f"{clusters} cluster{'s' if clusters != 1 else ''}", clusters * fee.value, clusters * fee.value, "list", [fee]))
+
+    buckets = len(plan.by_type(BUCKET))
+    if buckets:
+        gib = cfg.cost.bucket_gib if cfg.cost.bucket_gib is not None else (bucket_gib or 0.0)
+        basis = "cost.bucketGib" if cfg.cost.bucket_gib is not None else "one bf16 export of the model"
+        price = table.get("gcs.standard.gibMonth", region)
+        hourly = buckets * gib * price.value / per_month
+        items.append(LineItem("GCS bucket", f"{buckets} x {gib:,.0f} GiB ({basis})", hourly, hourly, "list", [price]))
+
+    items.sort(key=_rank)
+    hours, basis = job_hours(cfg)
+    used = {p.section for i in items for p in i.prices}
+    sources = {
+        name: {"asOf": str(table.section(name).get("as_of", "")), "source": " ".join(str(table.section(name).get("source", "")).split())}
+        for name in sorted(used)
+    }
+    return CostEstimate(region, table.currency, items, hours, basis, warnings, sources, table.hours_per_month)
+
+
+def lustre_monthly_price(table: PriceTable, region: str):
+    """tier -> USD per GiB-month in `region` (None when the table has no price)."""
+
+    def price(tier: int) -> Optional[float]:
+        key = f"lustre.{tier}.gibMonth"
+        return table.get(key, region).value if table.has(key) else None
+
+    return price
+
+
+def money(value: Optional[float]) -> str:
+    if value is None:
+        return "—"
+    if value >= 1000:
+        return f"${value:,.0f}"
+    if value >= 1:
+        return f"${value:,.2f}"
+    return f"${value:.3f}"
+
+
+_ORDER = ("GPU nodes", "CPU pool", "Managed Lustre", "GKE", "GCS")
+
+
+def _rank(item: LineItem) -> int:
+    return next((i for i, prefix in enumerate(_ORDER) if item.name.startswith(prefix)), len(_ORDER))
+
+
+def render(est: CostEstimate) -> list[str]:
+    lines = [f"Cost ({est.currency}, {est.region}; list prices of {PRICES_FILE.relative_to(PRICES_FILE.parent.parent)}):"]
+    items = sorted(est.items, key=_rank)
+    width = max([len(i.name) for i in items] + [10])
+    detail = max([len(i.detail) for i in items] + [14])
+    for item in items:
+        mark = " *" if item.estimate else ""
+        mark += " (override)" if item.overridden else ""
+        if item.applies == "list":
+            price = f"{money(item.per_hour)}/h"
+        else:
+            spot_mark, od_mark = (" (applies)", "") if item.applies == "spot" else ("", " (applies)")
+            price = f"{money(item.spot_per_hour)}/h spot{spot_mark}, {money(item.on_demand_per_hour)}/h on-demand{od_mark}"
+        lines.append(f"  {item.name:<{width}}  {item.detail:<{detail}}  {price}{mark}")
+    rows = [
+        ("per hour", est.spot_per_hour, est.on_demand_per_hour, ""),
+        ("per day", est.spot_per_hour * HOURS_PER_DAY, est.on_demand_per_hour * HOURS_PER_DAY, ""),
+    ]
+    if est.job_hours is not None:
+        rows.append(
+            (f"job, {est.job_hours:g} h", est.job_total(est.spot_per_hour), est.job_total(est.on_demand_per_hour), f" ({est.job_hours_basis})")
+        )
+    for i, (label, spot, on_demand, note) in enumerate(rows):
+        name = "total" if i == 0 else ""
+        lines.append(f"  {name:<{width}}  {label:<{detail}}  {money(spot)} with spot GPUs, {money(on_demand)} on-demand{note}")
+    if est.job_hours is None:
+        lines.append(f"  job total: unknown ({est.job_hours_basis})")
+    if est.estimated_items:
+        lines.append("  * rests on an estimated price (see data/prices.yaml); override with cost.priceOverrides")
+    dates = ", ".join(f"{name} {src['asOf']}" for name, src in est.sources.items())
+    if dates:
+        lines.append(f"  prices as of: {dates}")
+    lines += [f"  warning: {w}" for w in est.warnings]
+    return lines

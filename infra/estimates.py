@@ -1,0 +1,120 @@
+"""The estimates the offline plan shows after its summary: cost (infra/cost.py), checkpoint sizing
+(infra/sizing.py) and deploy time (infra/deploy_time.py), all computed from a `Plan` and the stack
+config it ran with. `python -m infra.plan` prints `render()`; `--json` adds `to_json()` under the
+top-level key "estimates".
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from infra import cost, deploy_time, sizing
+from infra.config import ConfigError, StackConfig, namespaced, parse
+
+LUSTRE = "gcp:lustre/instance:Instance"
+
+
+@dataclass
+class Estimates:
+    cost: cost.CostEstimate
+    checkpoints: Optional[sizing.CheckpointEstimate]
+    deploy: deploy_time.DeployEstimate
+
+
+def stack_config(plan: Any) -> StackConfig:
+    """The validated config `plan` ran with (its flat `namespace:key` map, structured values as JSON)."""
+    raw = namespaced(getattr(plan, "config", None) or {})
+    return parse(raw, plan.stack)
+
+
+def checkpoint_estimate(plan: Any, cfg: StackConfig, table: cost.PriceTable) -> Optional[sizing.CheckpointEstimate]:
+    instances = plan.by_type(LUSTRE)
+    if not instances:
+        return None
+    inputs = instances[0].inputs
+    recipe = cfg.recipe
+    steps = cfg.job.max_num_steps or recipe.max_num_steps
+    policy = sizing.CheckpointPolicy.from_overrides([*recipe.overrides, *cfg.job.overrides], steps)
+    return sizing.estimate(
+        model=recipe.model,
+        params_billion=recipe.model_params_billion,
+        policy=policy,
+        capacity_gib=int(float(inputs.get("capacityGib", 0))),
+        tier=int(float(inputs.get("perUnitStorageThroughput", 0))),
+        target_seconds=cfg.cost.checkpoint_write_target_seconds,
+        monthly_price=cost.lustre_monthly_price(table, cfg.region),
+    )
+
+
+def compute(plan: Any, cfg: Optional[StackConfig] = None) -> Estimates:
+    cfg = cfg or stack_config(plan)
+    table = cost.PriceTable.load(cfg.cost.price_overrides)
+    checkpoints = checkpoint_estimate(plan, cfg, table)
+    bucket_gib = sizing.bf16_bytes(cfg.recipe.model_params_billion * 1e9) / sizing.GIB
+    return Estimates(
+        cost=cost.estimate(plan, cfg, table, bucket_gib=bucket_gib),
+        checkpoints=checkpoints,
+        deploy=deploy_time.estimate(plan),
+    )
+
+
+def to_json(est: Estimates) -> dict[str, Any]:
+    return {
+        "cost": est.cost.to_json(),
+        "checkpoints": None if est.checkpoints is None else est.checkpoints.to_json(),
+        "deployTime": est.deploy.to_json(),
+    }
+
+
+def render_checkpoints(est: Optional[sizing.CheckpointEstimate], current_monthly: Optional[float] = None) -> list[str]:
+    if est is None:
+        return ["Checkpoints: no Managed Lustre instance in the plan"]
+    policy = est.policy
+    keep = "null: all" if policy.keep_top_k is None else str(policy.keep_top_k)
+    saves = math.ceil(policy.max_num_steps / max(1, policy.save_period))
+    lines = [
+        f"Checkpoints ({est.model}, {est.params / 1e9:g}B parameters, Adam mixed precision "
+        f"{sizing.BYTES_PER_PARAM_CHECKPOINT} B/param):",
+        f"  one checkpoint        {sizing.format_bytes(est.checkpoint_bytes)}  (bf16 HF export {sizing.format_bytes(est.hf_export_bytes)})",
+        f"  write to Lustre       {est.write_seconds:.1f} s at {est.throughput_mb_s:,.0f} MB/s "
+        f"({est.capacity_gib} GiB x {est.tier} MB/s/TiB; target {est.target_seconds} s)",
+        f"  capacity needed       {est.required_gib:,} GiB for {policy.kept_checkpoints + 1} checkpoints on disk + HF cache "
+        f"{sizing.format_bytes(est.hf_cache_bytes)}, +{round((sizing.HEADROOM - 1) * 100)}% headroom; "
+        f"the instance has {est.capacity_gib:,} GiB",
+        f"                        = {policy.kept_checkpoints} kept (keep_top_k {keep}, {policy.keep_top_k_source}; "
+        f"{saves} save(s) in {policy.max_num_steps} steps at save_period {policy.save_period}) + 1 being written",
+    ]
+    if est.suggestion is not None:
+        s = est.suggestion
+        same = s.capacity_gib == est.capacity_gib and s.tier == est.tier
+        price = "" if s.monthly_usd is None else f", {cost.money(s.monthly_usd)}/month"
+        if same:
+            verdict = "the stack's instance is already it"
+        else:
+            current = "" if current_monthly is None else f"the stack's costs {cost.money(current_monthly)}/month; "
+            verdict = f"{current}the tier cannot change after creation"
+        lines.append(
+            f"  smallest valid Lustre {s.capacity_gib:,} GiB at {s.tier} MB/s/TiB, the cheapest that holds it and writes "
+            f"within the target ({sizing.checkpoint_write_seconds(est.checkpoint_bytes, s.capacity_gib, s.tier):.1f} s per "
+            f"checkpoint{price}; {verdict})"
+        )
+    else:
+        lines.append("  no single Managed Lustre tier meets both the capacity and the write-time target")
+    lines += [f"  warning: {w}" for w in est.warnings]
+    return lines
+
+
+def render(est: Estimates) -> list[str]:
+    lustre = [i for i in est.cost.items if i.name == "Managed Lustre"]
+    monthly = lustre[0].per_hour * est.cost.hours_per_month if lustre else None
+    return [*cost.render(est.cost), "", *render_checkpoints(est.checkpoints, monthly), "", *deploy_time.render(est.deploy)]
+
+
+def render_for_plan(plan: Any) -> list[str]:
+    """The estimate block of the plan's text output; one line of explanation if it cannot be computed."""
+    try:
+        return render(compute(plan))
+    except (ConfigError, cost.PriceError) as err:
+        return [f"Estimates unavailable: {str(err).splitlines()[0]}"]

@@ -1,0 +1,138 @@
+"""The training job as part of the stack: submitted to the Ray cluster on `pulumi up`.
+
+`TrainingJob` wraps a dynamic resource whose provider (`workloads.hook.JobSubmissionProvider`)
+talks to the Ray dashboard through the GKE API server's service proxy. Replacing the spec stops
+the old job and submits the new one; `pulumi destroy` stops the job before the Ray cluster goes.
+
+The lead wires it from `__main__.py`:
+
+    job = build_training_job(settings.stack, cfg, endpoint=cluster.endpoint,
+                             ca_certificate=cluster.master_auth.cluster_ca_certificate,
+                             head_service=ray.head_service, wandb_key_set=...,
+                             opts=pulumi.ResourceOptions(depends_on=[ray_release]))
+
+`build_training_job` returns None when `job.submit` is false.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import TYPE_CHECKING, Optional
+
+import pulumi
+import pulumi.dynamic
+
+from workloads.hook import JobSubmissionProvider
+from workloads.job import JobSpec, PoolShape, spec_for_stack
+
+if TYPE_CHECKING:
+    from infra.config import StackConfig
+
+COMPONENT_TYPE = "nemo-rl-gke:infra:TrainingJob"
+DASHBOARD_LOCAL_PORT = 8265
+
+
+class JobSubmission(pulumi.dynamic.Resource, module="nemo-rl-gke", name="JobSubmission"):
+    """One Ray job submission (type `pulumi-python:dynamic/nemo-rl-gke:JobSubmission`)."""
+
+    submission_id: pulumi.Output[str]
+    status: pulumi.Output[Optional[str]]
+
+    def __init__(self, name: str, props: dict, opts: Optional[pulumi.ResourceOptions] = None):
+        # `status` is an output only; declaring it as None makes Pulumi expose it.
+        super().__init__(JobSubmissionProvider(), name, {**props, "status": None}, opts)
+
+
+class TrainingJob(pulumi.ComponentResource):
+    """The NeMo-RL job of a stack.
+
+    Outputs: `submission_id` (the Ray submission id), `status` (at submit time / last refresh),
+    `dashboard_command` (how to open the Ray dashboard) and `logs_command` (how to follow the log
+    with `python -m workloads`).
+    """
+
+    submission_id: pulumi.Output[str]
+    status: pulumi.Output[Optional[str]]
+    dashboard_command: pulumi.Output[str]
+    logs_command: pulumi.Output[str]
+
+    def __init__(
+        self,
+        name: str,
+        spec: JobSpec,
+        *,
+        endpoint: pulumi.Input[str],
+        ca_certificate: pulumi.Input[str],
+        namespace: str,
+        head_service: pulumi.Input[str],
+        opts: Optional[pulumi.ResourceOptions] = None,
+    ):
+        super().__init__(COMPONENT_TYPE, name, None, opts)
+        # The endpoint and the CA are what every client of the API server is shown; the provider
+        # may mark them secret (GKE's masterAuth), but they authorise nothing, and keeping them
+        # plain keeps the submission's inputs free of secrets (a secret here would also make
+        # Pulumi treat the whole job as secret in diffs).
+        props = {
+            **spec.to_dict(),
+            "gke_endpoint": pulumi.Output.unsecret(pulumi.Output.from_input(endpoint)),
+            "ca_cert_b64": pulumi.Output.unsecret(pulumi.Output.from_input(ca_certificate)),
+            "namespace": namespace,
+            "head_service": head_service,
+        }
+        self.submission = JobSubmission(f"{name}-submission", props, pulumi.ResourceOptions(parent=self))
+        stack = shlex.quote(spec.stack)
+        self.submission_id = self.submission.submission_id
+        self.status = self.submission.status
+        self.dashboard_command = pulumi.Output.from_input(head_service).apply(
+            lambda svc: f"kubectl -n {shlex.quote(namespace)} port-forward svc/{shlex.quote(svc)} "
+            f"{DASHBOARD_LOCAL_PORT}:8265  # then open http://127.0.0.1:{DASHBOARD_LOCAL_PORT}"
+        )
+        self.logs_command = self.submission_id.apply(
+            lambda sid: f"python -m workloads logs --stack {stack} --job {shlex.quote(sid)} --follow"
+        )
+        self.register_outputs(
+            {
+                "submissionId": self.submission_id,
+                "status": self.status,
+                "dashboardCommand": self.dashboard_command,
+                "logsCommand": self.logs_command,
+            }
+        )
+
+
+def build_training_job(
+    stack: str,
+    cfg: "StackConfig",
+    *,
+    endpoint: pulumi.Input[str],
+    ca_certificate: pulumi.Input[str],
+    head_service: pulumi.Input[str],
+    wandb_key_set: bool,
+    pool: Optional[PoolShape] = None,
+    opts: Optional[pulumi.ResourceOptions] = None,
+) -> Optional[TrainingJob]:
+    """The stack's `TrainingJob`, or None when `job.submit` is false.
+
+    Args:
+        stack: the stack name (`pulumi.get_stack()`).
+        cfg: the validated stack config.
+        endpoint: the GKE cluster endpoint (`Cluster.endpoint`).
+        ca_certificate: base64 cluster CA (`Cluster.master_auth.cluster_ca_certificate`).
+        head_service: the KubeRay head service name (`<raycluster>-head-svc`).
+        wandb_key_set: whether the `wandbApiKey` secret is configured.
+        pool: the GPU pool facts; default: node count and GPUs per node from `cfg`.
+        opts: pass `depends_on=[ray_release]` so the job is submitted after the Ray cluster
+            exists and stopped before it is destroyed.
+    """
+    if not cfg.job.submit:
+        return None
+    spec = spec_for_stack(stack, cfg, wandb_key_set=wandb_key_set, pool=pool)
+    return TrainingJob(
+        "training-job",
+        spec,
+        endpoint=endpoint,
+        ca_certificate=ca_certificate,
+        namespace=cfg.ray.namespace,
+        head_service=head_service,
+        opts=opts,
+    )

@@ -1,0 +1,158 @@
+"""Access to the GKE cluster's Kubernetes API for every in-cluster object of the stack.
+
+Why a kubeconfig with an exec plugin and no token: a token taken at deploy time (e.g. from
+`gcp.organizations.get_client_config`) expires after about an hour, and a long `pulumi up` (node
+pools, image pulls) or any later `pulumi destroy` would then fail half way. `gke-gcloud-auth-plugin`
+mints a fresh token from the caller's gcloud credentials on every connection (FACTS.md "Pulumi on
+GKE"). Nothing secret is in the kubeconfig: it holds only the public endpoint and CA.
+
+Also here: `child_options`, the options every component of the Kubernetes half gives its children so
+that the ordering the caller asked for (e.g. "after the node pools") holds for each object and not only
+for the component as a whole.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any, Optional
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from infra.facts import StackContext
+
+AUTH_PLUGIN = "gke-gcloud-auth-plugin"
+AUTH_API_VERSION = "client.authentication.k8s.io/v1beta1"
+AUTH_INSTALL_HINT = (
+    "Install gke-gcloud-auth-plugin to reach the GKE cluster: `gcloud components install gke-gcloud-auth-plugin` "
+    "(or `apt-get install google-cloud-cli-gke-gcloud-auth-plugin`), then run `gcloud auth login`."
+)
+
+# Kubernetes labels on every object this program creates directly (Helm labels its own objects).
+MANAGED_LABELS = {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of": "nemo-rl-gke"}
+
+
+def context_name(project: str, location: str, cluster_name: str) -> str:
+    """The kubeconfig context name gcloud itself would write (`gke_<project>_<location>_<cluster>`).
+
+    Using gcloud's convention means the identifier matches what users see in `kubectl config get-contexts`.
+    """
+    return f"gke_{project}_{location}_{cluster_name}"
+
+
+def build_kubeconfig(context: str, endpoint: str, ca_certificate: str) -> str:
+    """A one-cluster kubeconfig (JSON, which the provider accepts as well as YAML).
+
+    `provideClusterInfo` hands the plugin the cluster's endpoint and CA, which it uses to pick the
+    right credentials; `installHint` is what kubectl/Pulumi print when the plugin is missing.
+    """
+    server = endpoint if endpoint.startswith("https://") else f"https://{endpoint}"
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": context, "cluster": {"server": server, "certificate-authority-data": ca_certificate}}],
+        "contexts": [{"name": context, "context": {"cluster": context, "user": context}}],
+        "current-context": context,
+        "preferences": {},
+        "users": [
+            {
+                "name": context,
+                "user": {
+                    "exec": {
+                        "apiVersion": AUTH_API_VERSION,
+                        "command": AUTH_PLUGIN,
+                        "installHint": AUTH_INSTALL_HINT,
+                        "provideClusterInfo": True,
+                    }
+                },
+            }
+        ],
+    }
+    return json.dumps(doc, sort_keys=True)
+
+
+def _as_resources(depends_on: Any) -> list[pulumi.Resource]:
+    if depends_on is None:
+        return []
+    if isinstance(depends_on, pulumi.Resource):
+        return [depends_on]
+    if isinstance(depends_on, Sequence) and not isinstance(depends_on, str):
+        if all(isinstance(d, pulumi.Resource) for d in depends_on):
+            return list(depends_on)
+    raise TypeError(
+        "the Kubernetes components propagate `depends_on` to each child and need it as a resource or a list of "
+        f"resources, not {type(depends_on).__name__}"
+    )
+
+
+def child_options(
+    parent: pulumi.Resource,
+    opts: Optional[pulumi.ResourceOptions],
+    *,
+    depends_on: Sequence[pulumi.Resource] = (),
+    **extra: Any,
+) -> pulumi.ResourceOptions:
+    """Options for a child of a Kubernetes-half component.
+
+    Pulumi does not copy a component's `depends_on` to its children (checked under mocks: a child of
+    a component that depends on X registers no dependency on X), so a DaemonSet inside a component
+    that "depends on the node pools" could still be created before them. Copying the caller's list to
+    each child makes the ordering hold per object, and shows it in the plan.
+    The provider is not copied: children inherit it from their parent.
+    """
+    inherited = _as_resources(opts.depends_on) if opts is not None else []
+    return pulumi.ResourceOptions(parent=parent, depends_on=[*inherited, *depends_on], **extra)
+
+
+class KubernetesAccess(pulumi.ComponentResource):
+    """The `pulumi_kubernetes.Provider` every in-cluster object of the stack is created with.
+
+    - `clusterIdentifier`: without it the provider is replaced whenever its kubeconfig changes (a new
+      endpoint IP after a control-plane migration, a rotated CA), and a provider replacement replaces
+      every Kubernetes object created with it. With a stable identifier (`gke_<project>_<location>_<name>`)
+      such changes become in-place provider updates. The flip side, only observable on a real cloud:
+      if the cluster itself is deleted and recreated under the same name, Pulumi will not know the
+      in-cluster objects are gone; `pulumi refresh` after such a recreation brings the state back.
+    - `deleteUnreachable` is deliberately left unset (not False): the destroy order (Kubernetes
+      objects before node pools, provider before cluster) keeps the API reachable while objects are
+      deleted, and a blanket True would silently drop objects from the state after any transient
+      outage (e.g. an authorized-networks change). Leaving it unset keeps the provider's escape hatch:
+      after a cluster was deleted out of band, `PULUMI_K8S_DELETE_UNREACHABLE=true pulumi destroy`
+      drops the unreachable objects instead of failing.
+    - Server-side apply stays on (the 4.x default) so fields set by controllers (KubeRay, GKE webhooks)
+      are not fought over.
+    """
+
+    provider: k8s.Provider
+    cluster_identifier: pulumi.Output[str]
+    kubeconfig: pulumi.Output[str]
+
+    def __init__(
+        self,
+        name: str,
+        ctx: StackContext,
+        cluster_name: pulumi.Input[str],
+        endpoint: pulumi.Input[str],
+        ca_certificate: pulumi.Input[str],
+        opts: Optional[pulumi.ResourceOptions] = None,
+        *,
+        location: Optional[str] = None,
+    ) -> None:
+        """`location` defaults to the stack's zone (the cluster is zonal, see infra/cluster.py)."""
+        super().__init__("nemo-rl-gke:infra:KubernetesAccess", name, None, opts)
+        where = location or ctx.zone
+        context = pulumi.Output.from_input(cluster_name).apply(lambda n: context_name(ctx.project, where, n))
+        self.cluster_identifier = context
+        self.kubeconfig = pulumi.Output.all(context, endpoint, ca_certificate).apply(
+            lambda args: build_kubeconfig(args[0], args[1], args[2])
+        )
+        # The endpoint and CA are outputs of the cluster, so the provider already waits for it; the
+        # caller's depends_on (if any) is kept on the component and copied here.
+        self.provider = k8s.Provider(
+            f"{name}-provider",
+            kubeconfig=self.kubeconfig,
+            cluster_identifier=self.cluster_identifier,
+            opts=child_options(self, opts),
+        )
+        self.register_outputs({"clusterIdentifier": self.cluster_identifier})

@@ -1,0 +1,430 @@
+"""The Ray cluster: the upstream KubeRay `ray-cluster` Helm chart, with values built here.
+
+Why the upstream chart and a Helm release: the GKE Ray operator add-on already runs KubeRay and serves
+the ray.io CRDs (FACTS.md "KubeRay"), so all that is needed is one RayCluster object, and the upstream
+chart renders pod-template annotations and labels (the sample chart drops them, losing the RDMA NICs).
+`helm.v3.Release` also shows its values to the offline plan, so tests can render and validate them.
+
+Chart facts used below, checked in ray-project/kuberay helm-chart/ray-cluster (templates and the chart's
+helm-unittest suite):
+- `head.rayVersion` becomes `spec.rayVersion` (unit test "Should set Ray version when `head.rayVersion`
+  is set"); it is not in the README's value table but is a real value;
+- `fullnameOverride` is the RayCluster's name (otherwise `<release>-kuberay`), `service.type` the head
+  service type, `image.{repository,tag,pullPolicy}` the Ray container image;
+- `head.*` / `worker.*` take rayStartParams, containerEnv, envFrom, resources, nodeSelector, tolerations,
+  affinity, annotations, labels, securityContext, volumes, volumeMounts, initContainers, command,
+  serviceAccountName; `worker.*` adds groupName, replicas, minReplicas, maxReplicas;
+- lists given here REPLACE the chart's default lists (Helm merges maps, not lists), so the chart's
+  default `/tmp/ray` log volume is dropped on purpose; maps are merged, so every map we care about is
+  set in full.
+
+Start command: KubeRay runs `/bin/bash -lc -- "<container command + args> && ulimit -n 65536; ray start ..."`
+unless the RayCluster carries `ray.io/overwrite-container-cmd: "true"` (KubeRay docs "Specify container
+commands for Ray head/worker Pods"; FACTS.md). We use that prepend behaviour rather than the overwrite
+annotation: the generated `ray start` line stays KubeRay's own, and the worker's command only sources
+the gIB NCCL environment into the same shell. Because `a && b; c` runs `c` even when `a` fails, the
+command exits the shell itself when the script is missing, so a worker never starts Ray without the
+gIB settings.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Optional, Union
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from infra.config import RayConfig
+from infra.facts import GpuPoolFacts
+from infra.kube_provider import MANAGED_LABELS, child_options
+from infra.nccl import toleration_for
+from workloads.recipes import NemoRLImage
+
+CHART = "ray-cluster"
+CHART_REPO = "https://ray-project.github.io/kuberay-helm/"
+DASHBOARD_PORT = 8265
+"""KubeRay's default head port named `dashboard` (the Ray job API is served on it)."""
+WORKER_GROUP = "gpu"
+RAY_CLUSTER_NAME = "nemo-rl"
+"""The RayCluster (and Helm release) name: one Ray cluster per GKE cluster, so a fixed name is unique."""
+HEAD_SERVICE_SUFFIX = "-head-svc"
+MAX_CLUSTER_NAME = 40
+"""Leaves room for KubeRay's suffixes (`-head-svc`, `-<group>-worker-<hash>`) within 63 characters."""
+NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"
+GPU_RESOURCE = "nvidia.com/gpu"
+IMPENDING_TERMINATION_TAINT = "cloud.google.com/impending-node-termination"
+CHART_LABEL_KEYS = frozenset(
+    {"app.kubernetes.io/name", "helm.sh/chart", "app.kubernetes.io/instance", "app.kubernetes.io/version", "app.kubernetes.io/managed-by"}
+)
+"""The chart's common labels (`ray-cluster.labels` in templates/_helpers.tpl), added to every pod template."""
+
+# Host paths the NCCL installer fills (infra/nccl.py) and where the workers see them.
+HOST_NVIDIA_DIR, POD_NVIDIA_DIR = "/home/kubernetes/bin/nvidia", "/usr/local/nvidia"
+HOST_GIB_DIR, POD_GIB_DIR = "/home/kubernetes/bin/gib", "/usr/local/gib"
+NCCL_ENV_SCRIPT = f"{POD_GIB_DIR}/scripts/set_nccl_env.sh"
+
+# ---------------------------------------------------------------- sizing
+# GKE Standard node reservations ("Plan GKE node sizes": memory and CPU reservations), applied to
+# machine memory and vCPUs; the eviction threshold is 100 MiB.
+_GKE_MEMORY_TIERS = ((4, 0.25), (4, 0.20), (8, 0.10), (112, 0.06), (math.inf, 0.02))  # (GiB in tier, share)
+_GKE_CPU_TIERS = ((1, 0.06), (1, 0.01), (2, 0.005), (math.inf, 0.0025))  # (cores in tier, share)
+GKE_EVICTION_GIB = 100 / 1024
+KERNEL_MEMORY_FRACTION = 0.02
+"""Memory the guest kernel keeps before the kubelet sees it (page tables for ~3-4 TiB are ~1.6%, plus
+firmware and crash-kernel areas). An estimate: the exact node capacity of an A4 / A3 Ultra node can only
+be read on a real node (`kubectl get node -o jsonpath='{.status.allocatable}'`)."""
+DAEMONSET_CPU = 2
+DAEMONSET_MEMORY_GIB = 16
+"""Left for GKE's own DaemonSets on a GPU node (anetd, fluentbit, gke-metadata-server, device plugin,
+Lustre/PD CSI nodes, the NCCL installer, monitoring agents): together well under 2 CPUs and a few GiB."""
+
+
+def _tiered(amount: float, tiers: Sequence[tuple[float, float]]) -> float:
+    reserved, left = 0.0, amount
+    for size, share in tiers:
+        step = min(left, size)
+        reserved += step * share
+        left -= step
+        if left <= 0:
+            break
+    return reserved
+
+
+def gke_reserved_cpu(vcpus: float) -> float:
+    """CPU cores GKE reserves for the kubelet and system daemons on a node of `vcpus`."""
+    return _tiered(vcpus, _GKE_CPU_TIERS)
+
+
+def gke_reserved_memory_gib(memory_gib: float) -> float:
+    """GiB GKE reserves for the kubelet and system daemons (eviction threshold not included)."""
+    if memory_gib < 1:
+        return 255 / 1024
+    return _tiered(memory_gib, _GKE_MEMORY_TIERS)
+
+
+@dataclass(frozen=True)
+class WorkerSize:
+    """What one Ray worker pod requests (and is limited to) on one GPU node."""
+
+    cpu: int
+    memory_gib: int
+    gpus: int
+    allocatable_cpu: float
+    allocatable_memory_gib: float
+
+
+def worker_size(pool: GpuPoolFacts) -> WorkerSize:
+    """One worker per node, taking the node's GPUs and all CPU/memory GKE lets pods have, minus room
+    for the node's DaemonSets; rounded down to whole CPUs and GiB."""
+    alloc_cpu = pool.vcpus - gke_reserved_cpu(pool.vcpus)
+    capacity_gib = pool.memory_gib * (1 - KERNEL_MEMORY_FRACTION)
+    alloc_mem = capacity_gib - gke_reserved_memory_gib(pool.memory_gib) - GKE_EVICTION_GIB
+    size = WorkerSize(
+        cpu=math.floor(alloc_cpu - DAEMONSET_CPU),
+        memory_gib=math.floor(alloc_mem - DAEMONSET_MEMORY_GIB),
+        gpus=pool.gpus_per_node,
+        allocatable_cpu=alloc_cpu,
+        allocatable_memory_gib=alloc_mem,
+    )
+    if size.cpu < 1 or size.memory_gib < 1:
+        raise ValueError(f"GPU machine {pool.machine_type} is too small for a Ray worker after GKE's reservations")
+    return size
+
+
+# ---------------------------------------------------------------- values
+
+
+def _resources(cpu: Union[int, str], memory_gib: int, gpus: int = 0) -> dict[str, Any]:
+    # Requests == limits (Guaranteed QoS): the workers own their nodes, and Ray sizes itself from the
+    # limits (num-cpus, memory); quantities as strings so Helm never prints a float.
+    amounts: dict[str, Any] = {"cpu": str(cpu), "memory": f"{memory_gib}Gi"}
+    if gpus:
+        amounts[GPU_RESOURCE] = str(gpus)
+    return {"requests": dict(amounts), "limits": dict(amounts)}
+
+
+def _env(pairs: Mapping[str, str]) -> list[dict[str, str]]:
+    return [{"name": k, "value": v} for k, v in pairs.items()]
+
+
+def worker_tolerations(taints: Sequence[Mapping[str, str]]) -> list[dict[str, str]]:
+    """Every GPU pool taint, the GPU taint even if the pool facts omit it, and the spot-preemption taint."""
+    tolerations = [toleration_for(t) for t in taints]
+    if not any(t["key"] == GPU_RESOURCE for t in taints):
+        tolerations.append({"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"})
+    # GKE taints a spot node about to be preempted; tolerating it keeps a restarting worker from
+    # being refused by the node it is bound to during the shutdown window (FACTS.md worker settings).
+    tolerations.append({"key": IMPENDING_TERMINATION_TAINT, "operator": "Exists"})
+    return tolerations
+
+
+def worker_nccl_env(pool: GpuPoolFacts) -> dict[str, str]:
+    """GPUDirect RDMA over the gIB plugin (FACTS.md "Worker pod settings"); bootstrap over eth0."""
+    return {
+        "NCCL_NET": "gIB",
+        "NCCL_IB_GID_INDEX": "3",
+        "NCCL_CROSS_NIC": "0",
+        "NCCL_NET_GDR_LEVEL": "PIX",
+        "NCCL_SOCKET_IFNAME": "eth0",
+        "GLOO_SOCKET_IFNAME": "eth0",
+        "TP_SOCKET_IFNAME": "eth0",
+        "NCCL_TUNER_CONFIG_PATH": pool.nccl_tuner_config,
+        "LD_LIBRARY_PATH": f"{POD_NVIDIA_DIR}/lib64:{POD_GIB_DIR}/lib64",
+    }
+
+
+def worker_start_command() -> list[str]:
+    """Prepended by KubeRay to its `ray start` line: load the gIB NCCL settings into the same shell."""
+    return [
+        f"source {NCCL_ENV_SCRIPT} || {{ echo 'missing {NCCL_ENV_SCRIPT}: is the nccl-rdma-installer "
+        "DaemonSet running on this node?' >&2; exit 1; }"
+    ]
+
+
+def pod_labels(component: str) -> dict[str, str]:
+    """Our pod labels. The chart appends its own common labels to the same map in YAML, so reusing one
+    of its keys (CHART_LABEL_KEYS) would make Helm fail on a duplicate key: no managed-by here."""
+    labels = {"app.kubernetes.io/part-of": MANAGED_LABELS["app.kubernetes.io/part-of"], "app.kubernetes.io/component": component}
+    assert not set(labels) & CHART_LABEL_KEYS
+    return labels
+
+
+def check_cluster_name(cluster_name: str) -> None:
+    if len(cluster_name) > MAX_CLUSTER_NAME or not re.fullmatch(r"[a-z]([-a-z0-9]*[a-z0-9])?", cluster_name):
+        raise ValueError(
+            f"Ray cluster name {cluster_name!r} must be a DNS-1035 label of at most {MAX_CLUSTER_NAME} characters "
+            "(it names the head Service and the pods)"
+        )
+
+
+def ray_values(
+    *,
+    cluster_name: str,
+    image: NemoRLImage,
+    service_account: str,
+    secret_name: str,
+    pvc_name: str,
+    mount_path: str,
+    head_cpu: int,
+    head_memory_gib: int,
+    system_pool_name: str,
+    gpu_pool: GpuPoolFacts,
+    interfaces_annotation: str,
+    worker_group: str = WORKER_GROUP,
+) -> dict[str, Any]:
+    """The `ray-cluster` chart values for one CPU head and one GPU worker group. Pure: no Outputs."""
+    check_cluster_name(cluster_name)
+    size = worker_size(gpu_pool)
+    lustre_volume = {"name": "lustre", "persistentVolumeClaim": {"claimName": pvc_name}}
+    lustre_mount = {"name": "lustre", "mountPath": mount_path}
+    common_env = {"HF_HOME": f"{mount_path.rstrip('/')}/hf-cache"}
+    # Secrets reach the pods only by reference: the release values (kept in the state and in a Helm
+    # release Secret) never hold a token.
+    env_from = [{"secretRef": {"name": secret_name}}]
+    return {
+        "fullnameOverride": cluster_name,
+        "image": {"repository": image.repository, "tag": image.tag, "pullPolicy": "IfNotPresent"},
+        # Dashboard and job API reachable inside the cluster (or through the API server proxy) only.
+        "service": {"type": "ClusterIP"},
+        "head": {
+            # Must equal the Ray inside the image (FACTS.md "NeMo-RL").
+            "rayVersion": image.ray_version,
+            "serviceAccountName": service_account,
+            "rayStartParams": {
+                "dashboard-host": "0.0.0.0",
+                # No Ray tasks on the small CPU head: a stray CPU actor there could OOM the GCS.
+                "num-cpus": "0",
+            },
+            "containerEnv": _env(common_env),
+            "envFrom": env_from,
+            "resources": _resources(head_cpu, head_memory_gib),
+            # The head never takes a GPU node: it lives on the CPU system pool.
+            "nodeSelector": {NODE_POOL_LABEL: system_pool_name},
+            "tolerations": [],
+            "affinity": {},
+            "annotations": {},
+            "labels": pod_labels("ray-head"),
+            "volumes": [lustre_volume],
+            "volumeMounts": [lustre_mount],
+        },
+        "worker": {
+            "groupName": worker_group,
+            # A fixed-size group, one worker per GPU node: the training job is laid out on all of them.
+            "replicas": gpu_pool.node_count,
+            "minReplicas": gpu_pool.node_count,
+            "maxReplicas": gpu_pool.node_count,
+            "serviceAccountName": service_account,
+            "rayStartParams": {},
+            "initContainers": [
+                {
+                    # The NCCL installer may still be copying the plugin onto a fresh node.
+                    "name": "wait-for-gib",
+                    "image": image.ref,
+                    "imagePullPolicy": "IfNotPresent",
+                    "command": [
+                        "/bin/bash",
+                        "-c",
+                        f"until [ -f {NCCL_ENV_SCRIPT} ]; do echo waiting for the gIB NCCL plugin; sleep 10; done",
+                    ],
+                    "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},
+                    "volumeMounts": [{"name": "gib", "mountPath": POD_GIB_DIR, "readOnly": True}],
+                }
+            ],
+            "containerEnv": _env({**worker_nccl_env(gpu_pool), **common_env}),
+            "envFrom": env_from,
+            "resources": _resources(size.cpu, size.memory_gib, size.gpus),
+            "nodeSelector": dict(gpu_pool.node_selector),
+            "tolerations": worker_tolerations(gpu_pool.taints),
+            "affinity": {},
+            "annotations": {
+                "networking.gke.io/default-interface": "eth0",
+                "networking.gke.io/interfaces": interfaces_annotation,
+            },
+            "labels": pod_labels("ray-worker"),
+            # RDMA device access and pinned memory for GPUDirect (FACTS.md).
+            "securityContext": {"privileged": True},
+            "command": worker_start_command(),
+            "volumes": [
+                lustre_volume,
+                {"name": "nvidia", "hostPath": {"path": HOST_NVIDIA_DIR}},
+                {"name": "gib", "hostPath": {"path": HOST_GIB_DIR}},
+                # NCCL and the Ray object store use /dev/shm; a container's default is 64 MiB. Memory-backed
+                # and without sizeLimit it is bounded by the pod's memory limit.
+                {"name": "dshm", "emptyDir": {"medium": "Memory"}},
+            ],
+            "volumeMounts": [
+                lustre_mount,
+                {"name": "nvidia", "mountPath": POD_NVIDIA_DIR},
+                {"name": "gib", "mountPath": POD_GIB_DIR},
+                {"name": "dshm", "mountPath": "/dev/shm"},
+            ],
+        },
+        # The chart's example extra group is disabled by default; say so explicitly.
+        "additionalWorkerGroups": {"smallGroup": {"disabled": True}},
+    }
+
+
+# ---------------------------------------------------------------- component
+
+
+class RayCluster(pulumi.ComponentResource):
+    """A fixed-size RayCluster (CPU head + one GPU worker group) from the upstream `ray-cluster` chart.
+
+    Release behaviour:
+    - `skipAwait: false` with a long timeout. Helm's wait knows built-in kinds only; for a RayCluster
+      custom resource it has nothing to wait on, so the release is "deployed" when the object is
+      accepted, not when the pods are Ready. Whoever submits the job must wait for the RayCluster's
+      `HeadPodReady` / `RayClusterProvisioned` conditions (FACTS.md). How Helm's wait treats the CR can
+      only be confirmed on a real cluster; the timeout is sized for the case where it does wait on pods
+      (NeMo-RL images are tens of GB).
+    - No `atomic`: a failed install would be uninstalled and reinstalled on the next `up`, throwing
+      away the pods' events; `cleanupOnFail` still removes what a failed upgrade created.
+    - Replaced (uninstall, then install) whenever values, chart or version change: KubeRay does not
+      roll existing Ray pods when the pod template changes, so an in-place upgrade would leave old
+      pods running with old settings. Deleting first is required because the release name is fixed.
+      A running job dies with the old cluster; NeMo-RL resumes from its last checkpoint on Lustre.
+    """
+
+    release: k8s.helm.v3.Release
+    cluster_name: str
+    namespace: str
+    head_service: str
+    dashboard_port: int
+    worker_group: str
+    dashboard_proxy_path: str
+    """API-server service-proxy path to the dashboard (FACTS.md "Ray Job Submission API")."""
+    values: pulumi.Output[dict[str, Any]]
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        cluster_name: str,
+        ray: RayConfig,
+        image: NemoRLImage,
+        environment: Any,
+        networks: Any,
+        gpu_pool: GpuPoolFacts,
+        system_pool_name: pulumi.Input[str],
+        timeout_seconds: int = 3600,
+        opts: Optional[pulumi.ResourceOptions] = None,
+    ) -> None:
+        """`environment`: a `WorkloadEnvironment` (namespace, service_account, secret_name, pvc_name);
+        `networks`: a `GkeNetworkObjects` (interfaces_annotation). When they are resources, the release
+        waits for them and is deleted before them."""
+        super().__init__("nemo-rl-gke:infra:RayCluster", name, None, opts)
+        check_cluster_name(cluster_name)
+        self.cluster_name = cluster_name
+        self.namespace = environment.namespace
+        self.head_service = f"{cluster_name}{HEAD_SERVICE_SUFFIX}"
+        self.dashboard_port = DASHBOARD_PORT
+        self.worker_group = WORKER_GROUP
+        self.dashboard_proxy_path = (
+            f"/api/v1/namespaces/{self.namespace}/services/{self.head_service}:dashboard/proxy"
+        )
+
+        def build(pool_name: str) -> dict[str, Any]:
+            return ray_values(
+                cluster_name=cluster_name,
+                image=image,
+                service_account=environment.service_account,
+                secret_name=environment.secret_name,
+                pvc_name=environment.pvc_name,
+                mount_path=ray.mount_path,
+                head_cpu=ray.head_cpu,
+                head_memory_gib=ray.head_memory_gib,
+                system_pool_name=pool_name,
+                gpu_pool=gpu_pool,
+                interfaces_annotation=networks.interfaces_annotation,
+            )
+
+        # Validate now (a bad name or machine fails the plan, not the deploy), build again once the
+        # system pool name is known.
+        build("validation")
+        self.values = pulumi.Output.from_input(system_pool_name).apply(build)
+        waits_for = [r for r in (environment, networks) if isinstance(r, pulumi.Resource)]
+        self.release = k8s.helm.v3.Release(
+            f"{name}-release",
+            name=cluster_name,
+            chart=CHART,
+            version=ray.chart_version,
+            repository_opts={"repo": CHART_REPO},
+            namespace=self.namespace,
+            create_namespace=False,
+            values=self.values,
+            description=f"NeMo-RL Ray cluster ({image.ref}, Ray {image.ray_version})",
+            skip_await=False,
+            timeout=timeout_seconds,
+            atomic=False,
+            cleanup_on_fail=True,
+            max_history=10,
+            opts=child_options(
+                self,
+                opts,
+                depends_on=waits_for,
+                replace_on_changes=["values", "version", "chart", "repositoryOpts"],
+                delete_before_replace=True,
+                custom_timeouts=pulumi.CustomTimeouts(
+                    create=f"{timeout_seconds // 60 + 10}m",
+                    update=f"{timeout_seconds // 60 + 10}m",
+                    delete="20m",
+                ),
+            ),
+        )
+        self.register_outputs(
+            {
+                "clusterName": self.cluster_name,
+                "namespace": self.namespace,
+                "headService": self.head_service,
+                "dashboardPort": self.dashboard_port,
+                "workerGroup": self.worker_group,
+                "rayVersion": image.ray_version,
+                "image": image.ref,
+                "chartVersion": ray.chart_version,
+                "releaseStatus": self.release.status.apply(lambda s: s.status if s else None),
+            }
+        )

@@ -1,0 +1,192 @@
+"""The namespace the Ray cluster lives in, and what its pods need from it.
+
+- Namespace and Kubernetes service account (KSA). Workload Identity access to the artifact bucket is
+  granted directly to the KSA's principal (`principal://.../subject/ns/<ns>/sa/<ksa>`, see
+  infra/storage.py), so the KSA needs no `iam.gke.io/gcp-service-account` annotation and no Google
+  service account exists to impersonate.
+- A Secret with HF_TOKEN / WANDB_API_KEY. The values arrive as Pulumi secret Outputs and are wrapped
+  again with `Output.secret` (the pulumi-kubernetes Secret also marks `data`/`stringData` as secret
+  outputs), so the state and the plan hold only ciphertext / "[secret]". Pods read them through
+  `envFrom.secretRef`, never as literal env values.
+- The Managed Lustre instance as a static CSI PersistentVolume plus a PVC bound to it by name.
+  Static (storageClassName "") because the instance is created by Pulumi, not by a provisioner;
+  `Retain` because deleting the PV must never touch the filesystem (the instance has its own
+  lifecycle in infra/storage.py). Fields per the GKE "access existing Managed Lustre instances"
+  guide (FACTS.md "Lustre CSI PV").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from infra.kube_provider import MANAGED_LABELS, child_options
+
+LUSTRE_CSI_DRIVER = "lustre.csi.storage.gke.io"
+SECRET_NAME = "nemo-rl-secrets"
+PVC_NAME = "lustre"
+SECRET_KEYS = ("HF_TOKEN", "WANDB_API_KEY")
+"""Environment variable names NeMo-RL reads (FACTS.md "NeMo-RL")."""
+
+# A namespace is gone only when everything in it is; a bound keeps `pulumi destroy` from waiting
+# forever on an object someone created by hand (e.g. a stuck RayJob). How long a real namespace
+# teardown takes can only be measured on the cloud.
+NAMESPACE_TIMEOUTS = pulumi.CustomTimeouts(delete="20m")
+# The PVC keeps its `kubernetes.io/pvc-protection` finalizer until the last pod using it is gone;
+# the Ray pods are deleted first (the release depends on this component), this covers their grace period.
+VOLUME_TIMEOUTS = pulumi.CustomTimeouts(create="10m", delete="15m")
+
+
+@dataclass(frozen=True)
+class LustreVolume:
+    """What the CSI PersistentVolume needs to know about the Managed Lustre instance."""
+
+    project: str
+    zone: str
+    instance_id: pulumi.Input[str]
+    mount_ip: pulumi.Input[str]
+    filesystem: pulumi.Input[str]
+    capacity_gib: int
+
+    @classmethod
+    def from_lustre(cls, lustre: Any, project: str) -> "LustreVolume":
+        """From the `infra.storage.Lustre` component (instance_id, mount_ip, filesystem, capacity_gib, location)."""
+        return cls(
+            project=project,
+            zone=lustre.location,
+            instance_id=lustre.instance_id,
+            mount_ip=lustre.mount_ip,
+            filesystem=lustre.filesystem,
+            capacity_gib=lustre.capacity_gib,
+        )
+
+    @property
+    def volume_handle(self) -> pulumi.Output[str]:
+        """`<project>/<zone>/<instanceId>`: how the Lustre CSI driver finds the instance."""
+        # A full resource name (projects/../instances/<id>) would also be accepted here: only its
+        # last segment is the instance id.
+        instance = pulumi.Output.from_input(self.instance_id).apply(lambda s: str(s).rsplit("/", 1)[-1])
+        return pulumi.Output.concat(self.project, "/", self.zone, "/", instance)
+
+    @property
+    def ip(self) -> pulumi.Output[str]:
+        """The mount IP; a whole mount point (`IP@tcp:/fs`) is cut down to its IP."""
+        return pulumi.Output.from_input(self.mount_ip).apply(lambda s: str(s).partition("@")[0])
+
+    @property
+    def capacity(self) -> str:
+        return f"{self.capacity_gib}Gi"
+
+
+def secret_string_data(values: dict[str, Optional[pulumi.Input[str]]]) -> dict[str, pulumi.Output[str]]:
+    """Only the configured keys, each forced secret even if a caller passed a plain Output."""
+    return {key: pulumi.Output.secret(value) for key, value in values.items() if value is not None}
+
+
+class WorkloadEnvironment(pulumi.ComponentResource):
+    """Namespace, service account, secrets and the Lustre volume claim of the Ray cluster."""
+
+    namespace: str
+    service_account: str
+    secret_name: str
+    pvc_name: str
+    pv_name: str
+    namespace_resource: k8s.core.v1.Namespace
+    service_account_resource: k8s.core.v1.ServiceAccount
+    secret: k8s.core.v1.Secret
+    persistent_volume: k8s.core.v1.PersistentVolume
+    claim: k8s.core.v1.PersistentVolumeClaim
+
+    def __init__(
+        self,
+        name: str,
+        namespace: str,
+        ksa_name: str,
+        hf_token: Optional[pulumi.Input[str]],
+        wandb_api_key: Optional[pulumi.Input[str]],
+        lustre: LustreVolume,
+        opts: Optional[pulumi.ResourceOptions] = None,
+    ) -> None:
+        super().__init__("nemo-rl-gke:infra:WorkloadEnvironment", name, None, opts)
+        self.namespace = namespace
+        self.service_account = ksa_name
+        self.secret_name = SECRET_NAME
+        self.pvc_name = PVC_NAME
+        # PersistentVolumes are cluster-scoped: the namespace in the name keeps two namespaces apart.
+        self.pv_name = f"{namespace}-lustre"
+        labels = dict(MANAGED_LABELS)
+
+        self.namespace_resource = k8s.core.v1.Namespace(
+            f"{name}-namespace",
+            metadata={"name": namespace, "labels": labels},
+            opts=child_options(self, opts, custom_timeouts=NAMESPACE_TIMEOUTS),
+        )
+        in_namespace = [self.namespace_resource]
+
+        self.service_account_resource = k8s.core.v1.ServiceAccount(
+            f"{name}-service-account",
+            # No iam.gke.io/gcp-service-account annotation: IAM is granted to this KSA's own principal.
+            metadata={"name": ksa_name, "namespace": namespace, "labels": labels},
+            opts=child_options(self, opts, depends_on=in_namespace),
+        )
+
+        string_data = secret_string_data({"HF_TOKEN": hf_token, "WANDB_API_KEY": wandb_api_key})
+        secret_args: dict[str, Any] = {"metadata": {"name": SECRET_NAME, "namespace": namespace, "labels": labels}, "type": "Opaque"}
+        if string_data:
+            secret_args["string_data"] = string_data
+        self.secret = k8s.core.v1.Secret(
+            f"{name}-secret",
+            **secret_args,
+            opts=child_options(
+                self, opts, depends_on=in_namespace, additional_secret_outputs=["data", "stringData"]
+            ),
+        )
+
+        self.persistent_volume = k8s.core.v1.PersistentVolume(
+            f"{name}-lustre-pv",
+            metadata={"name": self.pv_name, "labels": labels},
+            spec={
+                "capacity": {"storage": lustre.capacity},
+                "accessModes": ["ReadWriteMany"],
+                "persistentVolumeReclaimPolicy": "Retain",
+                "storageClassName": "",
+                "volumeMode": "Filesystem",
+                # Reserves the PV for our claim: no other PVC in the cluster can bind it first.
+                "claimRef": {"namespace": namespace, "name": PVC_NAME},
+                "csi": {
+                    "driver": LUSTRE_CSI_DRIVER,
+                    "volumeHandle": lustre.volume_handle,
+                    "volumeAttributes": {"ip": lustre.ip, "filesystem": lustre.filesystem},
+                },
+            },
+            opts=child_options(self, opts, depends_on=in_namespace, custom_timeouts=VOLUME_TIMEOUTS),
+        )
+
+        self.claim = k8s.core.v1.PersistentVolumeClaim(
+            f"{name}-lustre-pvc",
+            metadata={"name": PVC_NAME, "namespace": namespace, "labels": labels},
+            spec={
+                "accessModes": ["ReadWriteMany"],
+                "storageClassName": "",
+                "volumeName": self.pv_name,
+                "resources": {"requests": {"storage": lustre.capacity}},
+            },
+            opts=child_options(
+                self, opts, depends_on=[*in_namespace, self.persistent_volume], custom_timeouts=VOLUME_TIMEOUTS
+            ),
+        )
+
+        self.register_outputs(
+            {
+                "namespace": self.namespace,
+                "serviceAccount": self.service_account,
+                "secretName": self.secret_name,
+                "secretKeys": sorted(k for k in SECRET_KEYS if k in string_data),
+                "pvcName": self.pvc_name,
+                "pvName": self.pv_name,
+                "volumeHandle": lustre.volume_handle,
+            }
+        )

@@ -1,0 +1,177 @@
+"""A real, private Ray head for the job-submission tests.
+
+One head per test session, shared by every module that asks (`shared_head(config)`): started
+with `ray start --head` from this venv, every port chosen free and bound to 127.0.0.1, its own
+temp dir, and its own process group. Teardown kills that process group (and anything else still
+holding the temp dir), never `ray stop`, which would stop every Ray process of the user,
+including other sessions' heads. A watchdog does the same if the test process dies without
+cleaning up (a killed or timed-out pytest), so no head outlives its session.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+RAY = str(Path(sys.executable).with_name("ray"))
+START_TIMEOUT = 60.0
+_STASH_KEY = pytest.StashKey["LocalRayHead"]()
+
+
+def free_ports(count: int) -> list[int]:
+    """Distinct free TCP ports on 127.0.0.1 (held open together so they cannot repeat)."""
+    socks = [socket.socket() for _ in range(count)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+@dataclass
+class LocalRayHead:
+    address: str
+    """Dashboard URL, http://127.0.0.1:<port>."""
+    temp_dir: str
+    pgid: int
+    watchdog: subprocess.Popen | None = None
+
+    @classmethod
+    def start(cls) -> "LocalRayHead":
+        # Short path: Ray puts unix sockets under it and socket paths are limited to ~107 bytes.
+        temp_dir = tempfile.mkdtemp(prefix="rt", dir="/tmp")
+        gcs, dash, client, agent_http, agent_grpc, metrics, env_agent, node_mgr, obj_mgr = free_ports(9)
+        env = dict(os.environ)
+        env.pop("RAY_ADDRESS", None)
+        env.update(
+            RAY_USAGE_STATS_ENABLED="0",
+            # Ray replaces 127.0.0.1 by the host's outward IP unless it believes it runs a
+            # single-machine cluster; this keeps every component on loopback.
+            RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0",
+        )
+        cmd = [
+            RAY, "start", "--head", "--node-ip-address=127.0.0.1",
+            f"--port={gcs}", "--dashboard-host=127.0.0.1", f"--dashboard-port={dash}",
+            "--num-cpus=2", f"--temp-dir={temp_dir}", "--include-dashboard=true",
+            f"--ray-client-server-port={client}", f"--dashboard-agent-listen-port={agent_http}",
+            f"--dashboard-agent-grpc-port={agent_grpc}", f"--metrics-export-port={metrics}",
+            f"--runtime-env-agent-port={env_agent}", f"--node-manager-port={node_mgr}",
+            f"--object-manager-port={obj_mgr}", "--disable-usage-stats",
+        ]
+        # A new session: every daemon `ray start` leaves behind shares this process group.
+        proc = subprocess.Popen(cmd, env=env, start_new_session=True, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)
+        head = cls(address=f"http://127.0.0.1:{dash}", temp_dir=temp_dir, pgid=proc.pid)
+        try:
+            output, _ = proc.communicate(timeout=START_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            head.stop()
+            pytest.fail(f"`ray start` did not return within {START_TIMEOUT:g}s")
+        if proc.returncode != 0:
+            head.stop()
+            pytest.fail(f"`ray start` failed ({proc.returncode}):\n{output[-2000:]}")
+        head._start_watchdog()
+        head._wait_ready()
+        return head
+
+    def _start_watchdog(self) -> None:
+        """Kill the head's process group once this (test) process is gone, however it ended."""
+        script = (
+            f"while kill -0 {os.getpid()} 2>/dev/null; do sleep 1; done; "
+            f"kill -TERM -{self.pgid} 2>/dev/null; sleep 3; kill -KILL -{self.pgid} 2>/dev/null; "
+            f"rm -rf {shlex.quote(self.temp_dir)}"
+        )
+        self.watchdog = subprocess.Popen(["/bin/sh", "-c", script], start_new_session=True,
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            try:
+                for path in ("/api/version", "/api/jobs/"):
+                    with urllib.request.urlopen(self.address + path, timeout=2) as resp:
+                        resp.read()
+                return
+            except OSError:
+                time.sleep(0.2)
+        self.stop()
+        pytest.fail(f"the Ray dashboard at {self.address} did not come up")
+
+    def _pids_using_temp_dir(self) -> list[int]:
+        found = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                cmdline = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if self.temp_dir.encode() in cmdline:
+                found.append(int(entry.name))
+        return found
+
+    def stop(self) -> None:
+        """Terminate this head's processes only, then remove its temp dir."""
+        for sig, grace in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 2.0)):
+            try:
+                os.killpg(self.pgid, sig)
+            except ProcessLookupError:
+                pass
+            for pid in self._pids_using_temp_dir():
+                try:
+                    os.kill(pid, sig)
+                except ProcessLookupError:
+                    pass
+            deadline = time.monotonic() + grace
+            while time.monotonic() < deadline and (self._group_alive() or self._pids_using_temp_dir()):
+                time.sleep(0.1)
+            if not self._group_alive() and not self._pids_using_temp_dir():
+                break
+        shutil.rmtree(self.temp_dir, ignore_errors=True)
+        if self.watchdog is not None:
+            self.watchdog.kill()
+            self.watchdog.wait()
+
+    def _group_alive(self) -> bool:
+        try:
+            os.killpg(self.pgid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        # Zombies keep the group "alive" until reaped; count only live members.
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            state, pgrp = fields[0], int(fields[2])
+            if pgrp == self.pgid and state != "Z":
+                return True
+        return False
+
+
+def shared_head(config: pytest.Config) -> LocalRayHead:
+    """The session's head, started on first use and stopped when the session ends."""
+    head = config.stash.get(_STASH_KEY, None)
+    if head is None:
+        head = LocalRayHead.start()
+        config.stash[_STASH_KEY] = head
+        config.add_cleanup(head.stop)
+    return head

@@ -1,0 +1,261 @@
+"""The GKE cluster, its CPU system pool and its multi-NIC GPU pool."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import STACKS, merged, run_plan, stack_plan
+from infra.cluster import kubernetes_taint
+
+CLUSTER = "gcp:container/cluster:Cluster"
+POOL = "gcp:container/nodePool:NodePool"
+SUBNET = "gcp:compute/subnetwork:Subnetwork"
+NETWORK = "gcp:compute/network:Network"
+COMPONENT = "nemo-rl-gke:infra:GkeCluster"
+
+# Pulumi.<stack>.yaml and flavours.py: what the GPU pool of each committed stack must be.
+EXPECTED = {
+    "dev": {"zone": "us-east1-b", "machine": "a4-highgpu-8g", "gpu": "nvidia-b200", "nodes": 1, "compact": False,
+            "deletion_protection": False, "system_machine": "n2-standard-8"},
+    "b200": {"zone": "us-east1-b", "machine": "a4-highgpu-8g", "gpu": "nvidia-b200", "nodes": 8, "compact": True,
+             "deletion_protection": True, "system_machine": "n2-standard-16"},
+    "h200": {"zone": "europe-west1-b", "machine": "a3-ultragpu-8g", "gpu": "nvidia-h200-141gb", "nodes": 2,
+             "compact": False, "deletion_protection": True, "system_machine": "n2-standard-16"},
+}
+
+
+def gpu_pool(plan):
+    return plan.one(POOL, "-gpu-pool")
+
+
+def system_pool(plan):
+    return plan.one(POOL, "-system-pool")
+
+
+def gpu_plan(**gpu_pool_patch):
+    """The dev stack with its `gpuPool` changed."""
+    return run_plan("dev", gpuPool=merged("dev", "gpuPool", gpu_pool_patch))
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_cluster_is_zonal_vpc_native_with_dataplane_v2_and_multi_networking(stack):
+    plan, want = stack_plan(stack), EXPECTED[stack]
+    cluster = plan.one(CLUSTER)
+    i = cluster.inputs
+    assert i["location"] == want["zone"], cluster.name
+    assert i["name"] == f"{stack}-gke", cluster.name
+    assert i["datapathProvider"] == "ADVANCED_DATAPATH", cluster.name
+    assert i["enableMultiNetworking"] is True, cluster.name
+    assert i["networkingMode"] == "VPC_NATIVE", cluster.name
+    assert i["workloadIdentityConfig"] == {"workloadPool": "my-gcp-project.svc.id.goog"}, cluster.name
+    assert i["removeDefaultNodePool"] is True and i["initialNodeCount"] == 1, cluster.name
+    assert i["deletionProtection"] is want["deletion_protection"], cluster.name
+    assert i["releaseChannel"] == {"channel": "RAPID"} and i["minMasterVersion"] == "1.34", cluster.name
+    assert i["maintenancePolicy"] == {"dailyMaintenanceWindow": {"startTime": "03:00"}}, cluster.name
+    assert "masterAuthorizedNetworksConfig" not in i, f"{cluster.name}: no authorized networks are configured"
+    assert i["resourceLabels"]["component"] == "gke" and i["resourceLabels"]["stack"] == stack, cluster.name
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_cluster_uses_the_primary_subnet_and_the_secondary_ranges_the_plan_creates(stack):
+    plan = stack_plan(stack)
+    cluster = plan.one(CLUSTER)
+    subnet = plan.one(SUBNET, "network-subnet")
+    vpc = plan.one(NETWORK, "network-vpc")
+    assert cluster.inputs["network"] == f"projects/my-gcp-project/global/networks/{vpc.inputs['name']}", cluster.name
+    assert cluster.inputs["subnetwork"] == (
+        f"projects/my-gcp-project/regions/{subnet.inputs['region']}/subnetworks/{subnet.inputs['name']}"
+    ), cluster.name
+    ranges = [r["rangeName"] for r in subnet.inputs["secondaryIpRanges"]]
+    assert cluster.inputs["ipAllocationPolicy"] == {
+        "clusterSecondaryRangeName": ranges[0],
+        "servicesSecondaryRangeName": ranges[1],
+    }, cluster.name
+    assert {vpc.urn, subnet.urn} <= set(cluster.dependencies), f"{cluster.name} does not wait for its network"
+
+
+def test_on_the_default_network_gke_creates_the_pod_and_service_ranges_from_the_config():
+    plan = run_plan("dev", network=merged("dev", "network", {"useDefaultNetwork": True}))
+    cluster = plan.one(CLUSTER)
+    assert cluster.inputs["network"] == "projects/my-gcp-project/global/networks/default", cluster.name
+    assert cluster.inputs["subnetwork"] == "projects/my-gcp-project/regions/us-east1/subnetworks/default", cluster.name
+    assert cluster.inputs["ipAllocationPolicy"] == {
+        "clusterIpv4CidrBlock": "10.4.0.0/14",
+        "servicesIpv4CidrBlock": "10.8.0.0/20",
+    }, cluster.name
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_ray_operator_lustre_csi_and_gcs_fuse_addons_are_enabled(stack):
+    cluster = stack_plan(stack).one(CLUSTER)
+    addons = cluster.inputs["addonsConfig"]
+    assert addons["rayOperatorConfigs"] == [
+        {"enabled": True, "rayClusterLoggingConfig": {"enabled": True}, "rayClusterMonitoringConfig": {"enabled": True}}
+    ], cluster.name
+    assert addons["lustreCsiDriverConfig"] == {
+        "enabled": True, "enableLegacyLustrePort": False, "disableMultiNic": True}, cluster.name
+    assert addons["gcsFuseCsiDriverConfig"] == {"enabled": True}, cluster.name
+
+
+def test_configured_authorized_networks_restrict_the_control_plane():
+    cluster_cfg = merged("dev", "cluster", {"allowPublicControlPlane": False, "masterAuthorizedNetworks": [
+        {"cidrBlock": "203.0.113.0/24", "displayName": "office"}, {"cidrBlock": "198.51.100.7/32"}]})
+    cluster = run_plan("dev", cluster=cluster_cfg).one(CLUSTER)
+    assert cluster.inputs["masterAuthorizedNetworksConfig"] == {"cidrBlocks": [
+        {"cidrBlock": "203.0.113.0/24", "displayName": "office"},
+        {"cidrBlock": "198.51.100.7/32", "displayName": "198.51.100.7/32"},
+    ], "gcpPublicCidrsAccessEnabled": False}, cluster.name
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_gpu_pool_runs_the_flavour_machines_on_spot_with_the_gpu_taint(stack):
+    plan, want = stack_plan(stack), EXPECTED[stack]
+    pool = gpu_pool(plan)
+    node = pool.inputs["nodeConfig"]
+    assert pool.inputs["name"] == f"{stack}-gpu", pool.name
+    assert node["machineType"] == want["machine"], pool.name
+    assert node["guestAccelerators"] == [
+        {"type": want["gpu"], "count": 8, "gpuDriverInstallationConfig": {"gpuDriverVersion": "LATEST"}}
+    ], pool.name
+    assert node["spot"] is True, pool.name
+    assert "reservationAffinity" not in node and "flexStart" not in node, pool.name
+    assert pool.inputs["nodeCount"] == want["nodes"], pool.name
+    assert node["taints"] == [{"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}], pool.name
+    assert node["gvnic"] == {"enabled": True}, pool.name
+    assert node["imageType"] == "COS_CONTAINERD", pool.name
+    assert (node["diskType"], node["diskSizeGb"]) == ("hyperdisk-balanced", 500), pool.name
+    assert node["workloadMetadataConfig"] == {"mode": "GKE_METADATA"}, pool.name
+    assert pool.inputs["location"] == want["zone"] and pool.inputs["nodeLocations"] == [want["zone"]], pool.name
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_compact_placement_is_requested_only_where_the_stack_asks(stack):
+    pool = gpu_pool(stack_plan(stack))
+    if EXPECTED[stack]["compact"]:
+        assert pool.inputs["placementPolicy"] == {"type": "COMPACT"}, pool.name
+    else:
+        assert "placementPolicy" not in pool.inputs, pool.name
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_gpu_pool_attaches_the_gvnic_then_eight_distinct_rdma_subnets_the_plan_creates(stack):
+    plan = stack_plan(stack)
+    pool = gpu_pool(plan)
+    extra = pool.inputs["networkConfig"]["additionalNodeNetworkConfigs"]
+    assert len(extra) == 9, pool.name
+    subnets = {s.inputs["name"]: s for s in plan.by_type(SUBNET)}
+    networks = {n.inputs["name"]: n for n in plan.by_type(NETWORK)}
+    for entry in extra:
+        assert entry["subnetwork"] in subnets, f"{pool.name} names subnet {entry['subnetwork']} the plan does not create"
+        subnet = subnets[entry["subnetwork"]]
+        assert subnet.inputs["network"] == entry["network"], f"{pool.name}: {subnet.name} is not in {entry['network']}"
+        assert subnet.urn in pool.dependencies, f"{pool.name} does not wait for {subnet.name}"
+    gvnic, rdma = extra[0], extra[1:]
+    assert gvnic == {"network": f"{stack}-gvnic-vpc", "subnetwork": f"{stack}-gvnic-subnet"}, pool.name
+    assert "networkProfile" not in networks[gvnic["network"]].inputs, pool.name
+    assert len({e["subnetwork"] for e in rdma}) == 8, pool.name
+    assert {e["network"] for e in rdma} == {f"{stack}-rdma-vpc"}, pool.name
+    assert networks[f"{stack}-rdma-vpc"].inputs["networkProfile"].endswith("-vpc-roce"), pool.name
+    assert [subnets[e["subnetwork"]].inputs["ipCidrRange"] for e in rdma] == [f"192.168.{n}.0/24" for n in range(1, 9)]
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_system_pool_hosts_the_ray_head_on_cpu_nodes(stack):
+    plan, want = stack_plan(stack), EXPECTED[stack]
+    pool = system_pool(plan)
+    node = pool.inputs["nodeConfig"]
+    assert node["machineType"] == want["system_machine"], pool.name
+    assert "guestAccelerators" not in node and "taints" not in node, pool.name
+    assert pool.inputs["nodeCount"] == 1, pool.name
+    assert node["workloadMetadataConfig"] == {"mode": "GKE_METADATA"}, pool.name
+    assert "networkConfig" not in pool.inputs, pool.name
+
+
+def test_reservation_provisioning_consumes_exactly_the_named_reservation():
+    pool = gpu_pool(gpu_plan(provisioning="reservation", reservationName="my-a4-block"))
+    node = pool.inputs["nodeConfig"]
+    assert node["reservationAffinity"] == {
+        "consumeReservationType": "SPECIFIC_RESERVATION",
+        "key": "compute.googleapis.com/reservation-name",
+        "values": ["my-a4-block"],
+    }, pool.name
+    assert "spot" not in node and pool.inputs["nodeCount"] == 1, pool.name
+
+
+def test_flex_start_provisioning_queues_for_all_nodes_from_an_empty_autoscaled_pool():
+    pool = gpu_pool(gpu_plan(provisioning="flexStart", nodeCount=2))
+    node = pool.inputs["nodeConfig"]
+    assert node["flexStart"] is True, pool.name
+    assert node["reservationAffinity"] == {"consumeReservationType": "NO_RESERVATION"}, pool.name
+    assert "spot" not in node, pool.name
+    assert pool.inputs["queuedProvisioning"] == {"enabled": True}, pool.name
+    assert pool.inputs["autoscaling"] == {"totalMinNodeCount": 0, "totalMaxNodeCount": 2, "locationPolicy": "ANY"}, pool.name
+    assert pool.inputs["initialNodeCount"] == 0 and "nodeCount" not in pool.inputs, pool.name
+    assert pool.inputs["management"] == {"autoRepair": False, "autoUpgrade": True}, pool.name
+
+
+def test_on_demand_provisioning_sets_neither_spot_nor_a_reservation():
+    pool = gpu_pool(gpu_plan(provisioning="onDemand"))
+    node = pool.inputs["nodeConfig"]
+    assert not {"spot", "flexStart", "reservationAffinity"} & set(node), pool.name
+    assert "queuedProvisioning" not in pool.inputs and pool.inputs["nodeCount"] == 1, pool.name
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_cluster_and_pools_have_long_custom_timeouts(stack):
+    plan = stack_plan(stack)
+    cluster = plan.one(CLUSTER)
+    assert cluster.options["customTimeouts"] == {"create": "60m", "update": "90m", "delete": "60m"}, cluster.name
+    for pool in plan.by_type(POOL):
+        assert pool.options["customTimeouts"] == {"create": "120m", "update": "120m", "delete": "60m"}, pool.name
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_node_pools_belong_to_and_wait_for_the_cluster(stack):
+    plan = stack_plan(stack)
+    cluster = plan.one(CLUSTER)
+    for pool in plan.by_type(POOL):
+        assert pool.inputs["cluster"] == cluster.inputs["name"], pool.name
+        assert pool.inputs["location"] == cluster.inputs["location"], pool.name
+        assert cluster.urn in pool.dependencies, f"{pool.name} does not wait for {cluster.name}"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_cluster_resources_are_children_of_the_cluster_component(stack):
+    plan = stack_plan(stack)
+    component = plan.one(COMPONENT)
+    for r in [plan.one(CLUSTER), *plan.by_type(POOL)]:
+        assert r.parent == component.urn, f"{r.name} is not parented by {component.name}"
+        assert r.name.startswith(f"{component.name}-"), r.name
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_gpu_pool_facts_describe_the_pool_for_workloads(stack):
+    plan, want = stack_plan(stack), EXPECTED[stack]
+    facts = plan.component_outputs[plan.one(COMPONENT).urn]["gpuPoolFacts"]
+    assert facts == {
+        "poolName": f"{stack}-gpu",
+        "nodeCount": want["nodes"],
+        "gpusPerNode": 8,
+        "acceleratorType": want["gpu"],
+        "taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}],
+        "nics": [f"eth{n}" for n in range(1, 10)],
+    }
+
+
+def test_gke_taint_effects_become_kubernetes_effects():
+    assert kubernetes_taint({"key": "k", "value": "v", "effect": "NO_EXECUTE"}) == {"key": "k", "value": "v", "effect": "NoExecute"}
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_exports_tell_the_user_how_to_reach_the_cluster(stack):
+    outputs = stack_plan(stack).outputs
+    zone = EXPECTED[stack]["zone"]
+    assert outputs["cluster_name"] == f"{stack}-gke"
+    assert outputs["cluster_endpoint"] == "203.0.113.10"
+    assert outputs["kubectl_credentials_command"] == (
+        f"gcloud container clusters get-credentials {stack}-gke --zone {zone} --project my-gcp-project"
+    )
+    assert outputs["network_name"] == f"{stack}-vpc"
+    assert outputs["gvnic_network_name"] == f"{stack}-gvnic-vpc"
+    assert outputs["rdma_network_name"] == f"{stack}-rdma-vpc"

@@ -1,0 +1,154 @@
+"""The cost estimate: the dated price table, the line items priced from the plan, and the totals."""
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT, stack_plan
+from infra import cost, estimates
+from infra.config import ConfigError, parse
+from infra.plan import render_tree
+
+REQUIRED_REGIONS = ("us-east1", "us-central1", "europe-west1")
+HOURS = 730
+
+
+def cost_of(stack: str, overrides: dict[str, float] | None = None) -> cost.CostEstimate:
+    plan = stack_plan(stack)
+    if overrides is None:
+        return estimates.compute(plan).cost
+    return cost.estimate(plan, estimates.stack_config(plan), cost.PriceTable.load(overrides), bucket_gib=0)
+
+
+def item(est: cost.CostEstimate, prefix: str) -> cost.LineItem:
+    (found,) = [i for i in est.items if i.name.startswith(prefix)]
+    return found
+
+
+def test_every_price_section_names_its_source_and_the_date_its_numbers_are_valid_for():
+    doc = cost.PriceTable.load().doc
+    for name, section in doc["sections"].items():
+        assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", str(section["as_of"])), name
+        assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", str(section["retrieved"])), name
+        assert "http" in section["source"], name
+        assert section["unit"], name
+
+
+def test_every_price_is_given_for_us_east1_us_central1_and_europe_west1():
+    doc = cost.PriceTable.load().doc
+    for section in doc["sections"].values():
+        for key, by_region in section["prices"].items():
+            assert set(REQUIRED_REGIONS) <= set(by_region), key
+
+
+def test_the_table_prices_the_gpu_cpu_lustre_gke_and_bucket_keys_the_stacks_use():
+    keys = set(cost.PriceTable.load().keys())
+    for machine in ("a4-highgpu-8g", "a3-ultragpu-8g"):
+        assert {f"gpu.{machine}.spot", f"gpu.{machine}.onDemand"} <= keys
+    assert {f"lustre.{tier}.gibMonth" for tier in (125, 250, 500, 1000)} <= keys
+    assert {"cpu.n2.vcpuHour", "cpu.n2.gibHour", "gke.clusterHour", "gcs.standard.gibMonth"} <= keys
+
+
+def test_sourced_prices_are_read_as_is_and_estimates_say_how_they_were_derived():
+    table = cost.PriceTable.load()
+    h200 = table.get("gpu.a3-ultragpu-8g.onDemand", "europe-west1")
+    assert (h200.value, h200.estimate, h200.as_of) == (91.9472, None, "2026-10-13")
+    b200 = table.get("gpu.a4-highgpu-8g.spot", "us-east1")
+    assert b200.value == 57.6095 and b200.estimate.startswith("0.60 x the estimated on-demand price")
+
+
+def test_a_region_the_table_lacks_uses_the_base_price_times_its_prefix_multiplier_and_is_an_estimate():
+    table = cost.PriceTable.load()
+    price = table.get("cpu.n2.vcpuHour", "asia-southeast1")
+    assert price.value == pytest.approx(0.031611 * 1.15)
+    assert "fallback" in price.estimate
+    assert table.get("gke.clusterHour", "mars-north1").value == pytest.approx(0.10 * 1.20)
+
+
+def test_the_b200_stack_costs_eight_a4_nodes_at_both_spot_and_on_demand_prices():
+    est = cost_of("b200")
+    gpu = item(est, "GPU nodes")
+    assert (gpu.detail, gpu.applies) == ("8 x a4-highgpu-8g", "spot")
+    assert gpu.spot_per_hour == pytest.approx(8 * 57.6095)
+    assert gpu.on_demand_per_hour == pytest.approx(8 * 96.0158)
+    assert gpu.estimate
+    assert item(est, "CPU pool").per_hour == pytest.approx(16 * 0.031611 + 64 * 0.004237)
+    assert item(est, "Managed Lustre").per_hour == pytest.approx(36000 * 0.34 / HOURS)
+    assert item(est, "GKE").per_hour == pytest.approx(0.10)
+    bucket_gib = 72.7e9 * 2 / 1024**3
+    assert item(est, "GCS").per_hour == pytest.approx(bucket_gib * 0.020 / HOURS)
+    fixed = 16 * 0.031611 + 64 * 0.004237 + 36000 * 0.34 / HOURS + 0.10 + bucket_gib * 0.020 / HOURS
+    assert est.spot_per_hour == pytest.approx(8 * 57.6095 + fixed)
+    assert est.on_demand_per_hour == pytest.approx(8 * 96.0158 + fixed)
+
+
+def test_the_h200_stack_is_priced_in_europe_west1_with_sourced_a3_ultra_prices():
+    est = cost_of("h200")
+    assert est.region == "europe-west1"
+    gpu = item(est, "GPU nodes")
+    assert gpu.spot_per_hour == pytest.approx(2 * 55.1552)
+    assert gpu.on_demand_per_hour == pytest.approx(2 * 91.9472)
+    assert not gpu.estimate
+    assert item(est, "CPU pool").per_hour == pytest.approx(16 * 0.034773 + 64 * 0.004661)
+    assert item(est, "Managed Lustre").per_hour == pytest.approx(18000 * 0.374 / HOURS)
+
+
+def test_the_job_total_is_the_hourly_cost_times_the_recipes_expected_hours():
+    est = cost_of("b200")
+    assert est.job_hours == 6.0
+    assert est.job_total(est.spot_per_hour) == pytest.approx(6 * est.spot_per_hour)
+    doc = est.to_json()
+    assert doc["job"]["onDemand"] == pytest.approx(round(6 * est.on_demand_per_hour, 2))
+    assert doc["perDay"]["spot"] == pytest.approx(round(24 * est.spot_per_hour, 2))
+
+
+def test_overriding_max_num_steps_scales_the_expected_hours():
+    plan = stack_plan("b200")
+    cfg = estimates.stack_config(plan).model_copy(
+        update={"job": estimates.stack_config(plan).job.model_copy(update={"max_num_steps": 40})}
+    )
+    hours, basis = cost.job_hours(cfg)
+    assert hours == 12.0 and "scaled to 40 steps" in basis
+
+
+def test_a_price_override_replaces_the_table_price_and_is_flagged():
+    est = cost_of("b200", overrides={"gpu.a4-highgpu-8g.spot": 40.0})
+    gpu = item(est, "GPU nodes")
+    assert gpu.spot_per_hour == pytest.approx(8 * 40.0) and gpu.overridden
+    assert gpu.on_demand_per_hour == pytest.approx(8 * 96.0158)
+
+
+def test_an_override_of_a_price_the_table_does_not_have_is_a_config_error():
+    with pytest.raises(ConfigError) as err:
+        parse({"project": "my-gcp-project", "cost": {"priceOverrides": {"gpu.a4.spot": 40}}}, "dev")
+    assert str(err.value).startswith("nemo-rl-gke:cost.priceOverrides: unknown price key(s) gpu.a4.spot; allowed: ")
+
+
+def test_cost_config_defaults_leave_the_estimates_to_the_table():
+    cfg = parse({"project": "my-gcp-project", "cluster": {"allowPublicControlPlane": True}}, "dev")
+    assert cfg.cost.price_overrides == {} and cfg.cost.bucket_gib is None
+    assert cfg.cost.checkpoint_write_target_seconds == 300
+
+
+@pytest.mark.parametrize("stack", ["b200", "h200"])
+def test_the_plan_text_prints_the_cost_block_after_the_summary(stack):
+    text = render_tree(stack_plan(stack))
+    summary_at, cost_at, outputs_at = text.index("GPU nodes:"), text.index("\nCost ("), text.index("\nOutputs:")
+    assert summary_at < cost_at < outputs_at
+    block = text[cost_at:outputs_at]
+    assert "spot (applies)" in block and "on-demand" in block and "per day" in block and "job, " in block
+    assert "prices as of:" in block
+
+
+def test_plan_json_adds_the_estimates_under_their_own_key_and_keeps_the_others():
+    proc = subprocess.run(
+        [sys.executable, "-m", "infra.plan", "--stack", "dev", "--json"], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert list(doc) == ["project", "stack", "resources", "outputs", "estimates"]
+    assert set(doc["estimates"]) == {"cost", "checkpoints", "deployTime"}
+    assert doc["estimates"]["cost"]["perHour"]["spot"] < doc["estimates"]["cost"]["perHour"]["onDemand"]

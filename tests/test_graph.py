@@ -1,0 +1,88 @@
+"""The resource graph: collapsed siblings, components as subgraphs, faithful edges, files, README."""
+
+import subprocess
+import sys
+from collections import defaultdict
+
+from conftest import ROOT, stack_plan
+from infra import deploy_time, docs, graph
+
+
+def dev_graph() -> graph.Graph:
+    return graph.build(stack_plan("dev"))
+
+
+def reachable(edges, start):
+    succ = defaultdict(set)
+    for a, b, _ in edges:
+        succ[a].add(b)
+    seen, stack = set(), [start]
+    while stack:
+        for n in succ[stack.pop()]:
+            if n not in seen:
+                seen.add(n)
+                stack.append(n)
+    return seen
+
+
+def test_the_eight_rdma_subnets_and_the_nine_gke_network_objects_collapse_into_one_node_each():
+    labels = {n.label for n in dev_graph().nodes.values()}
+    assert {"network-rdma-subnet ×8", "gke-networks-params ×9", "gke-networks-network ×9"} <= labels
+    # Distinct resources of one type stay distinct.
+    assert {"network-vpc", "network-gvnic-vpc", "network-rdma-vpc", "network-subnet", "network-gvnic-subnet"} <= labels
+
+
+def test_every_custom_resource_is_in_exactly_one_node():
+    g = dev_graph()
+    covered = [u for n in g.nodes.values() for u in n.urns]
+    assert sorted(covered) == sorted(r.urn for r in stack_plan("dev").resources if r.custom)
+
+
+def test_every_wait_of_the_plan_survives_as_a_path_in_the_graph():
+    plan, g = stack_plan("dev"), dev_graph()
+    node_of = {u: n.id for n in g.nodes.values() for u in n.urns}
+    for urn, deps in deploy_time.waits(plan).items():
+        for dep in deps:
+            a, b = node_of[dep], node_of[urn]
+            assert a == b or b in reachable(g.edges, a), (dep, urn)
+
+
+def test_implied_edges_are_left_out():
+    g = dev_graph()
+    edges = {(a, b) for a, b, _ in g.edges}
+    # ray-release waits for the GPU pool, but through the NCCL installer: no direct arrow.
+    assert ("n_gke_gpu_pool", "n_nccl_daemonset") in edges and ("n_nccl_daemonset", "n_ray_release") in edges
+    assert ("n_gke_gpu_pool", "n_ray_release") not in edges
+
+
+def test_components_are_mermaid_subgraphs_and_dot_clusters():
+    g = dev_graph()
+    text, dot = graph.mermaid(g), graph.dot(g)
+    assert text.startswith("flowchart LR\n")
+    assert 'subgraph c_network["network · Networking"]' in text
+    assert 'n_network_rdma["network-rdma-subnet ×8<br/>Subnetwork"]' in text
+    assert 'n_lustre_instance[("lustre-instance<br/>Instance")]' in text
+    assert "n_kube_provider -.-> n_gke_networks_params" in text
+    assert "subgraph cluster_c_gke {" in dot and 'label="gke · GkeCluster";' in dot
+    assert 'n_gke_gpu_pool [label="gke-gpu-pool\\nNodePool"];' in dot
+    assert "n_kube_provider -> n_gke_networks_params [style=dashed];" in dot
+    assert text.count("subgraph ") == text.count("\n  end") + text.count("\n    end")
+
+
+def test_plan_graph_option_writes_mermaid_and_dot_files(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "infra.plan", "--stack", "h200", "--graph", str(tmp_path)],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    g = graph.build(stack_plan("h200"))
+    assert (tmp_path / "graph.mmd").read_text() == graph.mermaid(g)
+    assert (tmp_path / "graph.dot").read_text() == graph.dot(g)
+    assert proc.stdout.startswith("nemo-rl-gke / h200")
+
+
+def test_readme_resource_graph_matches_the_dev_plan():
+    text = (ROOT / "README.md").read_text()
+    fresh = docs.render(text, {"resource-graph": lambda: docs.resource_graph(stack_plan)})
+    assert fresh == text, "README resource graph is stale: run `make docs`"
+    assert "```mermaid\nflowchart LR\n" in text

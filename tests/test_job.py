@@ -1,0 +1,292 @@
+"""The job builder: the seed workflows' commands, quoting, secrets and the deterministic id."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import shlex
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+from infra.config import JobConfig
+from infra.facts import GpuPoolFacts, NicAttachment
+from infra.flavours import FLAVOURS
+from workloads import __main__ as cli
+from workloads.job import (
+    SECRET_ENV_NAMES,
+    JobBuildError,
+    JobSpec,
+    build_job,
+    override_key,
+    spec_for_stack,
+)
+from workloads.recipes import IMAGES, RECIPES, ConfigGeneration, Parallelism, TrainingBackend
+
+
+def pool(flavour: str, nodes: int) -> GpuPoolFacts:
+    """Pool facts as the infrastructure publishes them (only the counts matter to the job)."""
+    f = FLAVOURS[flavour]
+    nics = tuple(NicAttachment(f"eth{i + 2}", f"rdma-{i}", "vpc", "subnet", "RDMA") for i in range(f.rdma_nics))
+    return GpuPoolFacts(
+        pool_name=f"test-{flavour}", node_count=nodes, gpus_per_node=f.gpus_per_node,
+        accelerator_type=f.accelerator_type, machine_type=f.machine_type, vcpus=f.vcpus,
+        memory_gib=f.memory_gib, nccl_tuner_config=f.nccl_tuner_config, taints=(f.gpu_taint,), nics=nics,
+    )
+
+
+def argv(spec: JobSpec) -> list[str]:
+    """The entrypoint as the shell will split it: `cd <dir> && python <script> ...`."""
+    tokens = shlex.split(spec.entrypoint)
+    assert tokens[2] == "&&", tokens[:4]
+    return tokens
+
+
+def overrides(spec: JobSpec) -> list[str]:
+    tokens = argv(spec)
+    assert tokens[3] == "python" and tokens[5] == "--config"
+    return tokens[7:]
+
+
+def stack_spec(stack: str) -> JobSpec:
+    return cli.build_spec(cli.load_stack(stack))
+
+
+def test_the_b200_stack_reproduces_the_codelab_command():
+    spec = stack_spec("b200")
+    tokens = argv(spec)
+    assert tokens[:7] == ["cd", "/opt/nemo-rl", "&&", "python", "examples/run_grpo_math.py",
+                          "--config", "examples/configs/grpo_math_70B_megatron.yaml"]
+    codelab = {
+        "policy.model_name=Qwen/Qwen2.5-72B-Instruct",
+        "policy.megatron_cfg.converter_type=Qwen2ForCausalLM",
+        "cluster.num_nodes=8",
+        "cluster.gpus_per_node=8",
+        "grpo.max_num_steps=20",
+        "grpo.num_generations_per_prompt=8",
+        "grpo.num_prompts_per_step=32",
+        "policy.train_global_batch_size=256",
+        "checkpointing.enabled=true",
+        "checkpointing.save_period=2",
+        "checkpointing.keep_top_k=2",
+        "checkpointing.metric_name=null",
+        "checkpointing.checkpoint_dir=/lustre/checkpoints/b200/qwen2.5-72b-deepscaler",
+        "data.dataset_name=DeepScaler",
+        "logger.wandb_enabled=false",
+        # The config file's parallelism, now explicit and checked against the pool.
+        "policy.megatron_cfg.tensor_model_parallel_size=4",
+        "policy.megatron_cfg.pipeline_model_parallel_size=4",
+        "policy.generation.vllm_cfg.tensor_parallel_size=4",
+    }
+    assert codelab <= set(overrides(spec))
+    env = spec.runtime_env["env_vars"]
+    assert env["HF_HOME"] == "/lustre/hf-cache" and env["RAY_OVERRIDE_JOB_RUNTIME_ENV"] == "1"
+    assert RECIPES["qwen2.5-72b-deepscaler"].image.ref == "nvcr.io/nvidia/nemo-rl:v0.4.0"
+
+
+def test_the_h200_stack_reproduces_the_tutorial_command_with_generation_on_its_own_node():
+    spec = stack_spec("h200")
+    tokens = argv(spec)
+    assert tokens[4:7] == ["examples/run_grpo_math.py", "--config",
+                           "examples/configs/recipes/llm/grpo-gemma3-27b-it-8n4g-fsdp2tp4-actckpt-long.yaml"]
+    tutorial = {
+        # NeMo-RL takes the whole pool here and gives the generation node(s) to vLLM itself.
+        "cluster.num_nodes=2",
+        "cluster.gpus_per_node=8",
+        "policy.generation.colocated.enabled=false",
+        "policy.generation.colocated.resources.num_nodes=1",
+        "policy.generation.colocated.resources.gpus_per_node=8",
+        "policy.generation.vllm_cfg.tensor_parallel_size=8",
+        "policy.generation.vllm_cfg.gpu_memory_utilization=0.9",
+        "policy.dtensor_cfg.tensor_parallel_size=8",
+        "grpo.num_prompts_per_step=16",
+        "grpo.num_generations_per_prompt=64",
+        "data.dataset_name=ResponseDataset",
+        "++data.train_data_path=openai/gsm8k",
+        "++data.val_data_path=openai/gsm8k",
+        "++data.subset=main",
+        "++data.input_key=question",
+        "++data.output_key=answer",
+        "++data.train_split=train",
+        "++data.val_split=test",
+        "checkpointing.checkpoint_dir=/lustre/checkpoints/h200/gemma3-27b-gsm8k",
+        "logger.log_dir=/lustre/logs/h200/gemma3-27b-gsm8k",
+    }
+    assert tutorial <= set(overrides(spec))
+    assert RECIPES["gemma3-27b-gsm8k"].image.ref == "nvcr.io/nvidia/nemo-rl:v0.5.0"
+
+
+@pytest.mark.parametrize("stack", ["dev", "b200", "h200"])
+def test_every_key_is_set_once_and_stack_values_come_before_recipe_and_user_values(stack):
+    keys = [override_key(o) for o in overrides(stack_spec(stack))]
+    assert len(keys) == len(set(keys))
+    assert keys[:2] == ["cluster.num_nodes", "cluster.gpus_per_node"]
+
+
+@pytest.mark.parametrize(("stack", "flavour", "nodes"), [("dev", "b200", 1), ("b200", "b200", 8), ("h200", "h200", 2)])
+def test_the_stack_spec_is_the_one_built_from_the_pools_facts(stack, flavour, nodes):
+    loaded = cli.load_stack(stack)
+    cfg = loaded.config
+    from_facts = build_job(cfg.recipe, cfg.job, pool(flavour, nodes), cfg.ray.mount_path, stack, False)
+    assert from_facts == spec_for_stack(stack, cfg, wandb_key_set=False) == cli.build_spec(loaded)
+
+
+def test_hostile_values_stay_single_shell_words():
+    hostile_stack = "x; rm -rf ~ $(reboot)"
+    mount = "/mnt/it's `id`"
+    user = ("grpo.num_prompts_per_step=$(curl evil)", "++logger.wandb.project=a b'c")
+    job = JobConfig.model_construct(recipe="qwen2.5-1.5b-gsm8k", overrides=user, submit=True,
+                                    max_num_steps=None, wandb_project=None)
+    spec = build_job("qwen2.5-1.5b-gsm8k", job, pool("b200", 1), mount, hostile_stack, False)
+    tokens = argv(spec)
+    assert tokens[:2] == ["cd", "/opt/nemo-rl"]
+    assert f"checkpointing.checkpoint_dir=/mnt/it's `id`/checkpoints/{hostile_stack}/qwen2.5-1.5b-gsm8k" in tokens
+    assert tokens[-2:] == list(user)  # the user's, last, verbatim
+    assert "grpo.num_prompts_per_step=$(curl evil)" in tokens
+    assert spec.runtime_env["env_vars"]["HF_HOME"] == "/mnt/it's `id`/hf-cache"
+    assert re.fullmatch(r"[A-Za-z0-9_-]+", spec.submission_id)
+    assert spec.submission_id.endswith("-" + spec.spec_hash[:8])
+
+
+def test_no_secret_reaches_the_runtime_env_or_the_command():
+    for stack in ("dev", "b200", "h200"):
+        spec = stack_spec(stack)
+        assert not SECRET_ENV_NAMES & set(spec.runtime_env["env_vars"])
+    with pytest.raises(JobBuildError, match="HF_TOKEN"):
+        JobSpec.create(stack="s", recipe="r", entrypoint="true", runtime_env={"env_vars": {"HF_TOKEN": "hf_x"}})
+    # A stack with the W&B key configured: logging is switched on, the key itself appears nowhere.
+    loaded = cli.load_stack("dev")
+    cfg = loaded.config.model_copy(update={"job": loaded.config.job.model_copy(update={"wandb_project": "grpo"})})
+    spec = spec_for_stack("dev", cfg, wandb_key_set=True)
+    assert {"logger.wandb_enabled=true", "logger.wandb.project=grpo", "logger.wandb.name=dev-qwen2.5-1.5b-gsm8k"} <= set(overrides(spec))
+    assert not SECRET_ENV_NAMES & set(spec.runtime_env["env_vars"])
+    assert not any(name in json.dumps(spec.to_dict()) for name in SECRET_ENV_NAMES)
+    assert spec_for_stack("dev", cfg, wandb_key_set=False).entrypoint.count("wandb_enabled=false") == 1
+
+
+def test_the_id_is_deterministic_and_changes_exactly_when_the_spec_does():
+    cfg = cli.load_stack("dev").config
+    spec = spec_for_stack("dev", cfg, wandb_key_set=False)
+    assert spec == spec_for_stack("dev", cfg, wandb_key_set=False)
+    assert spec.submission_id == f"dev-qwen2-5-1-5b-gsm8k-{spec.spec_hash[:8]}"
+    # Not part of the job: same id.
+    unrelated = cfg.model_copy(update={"job": cfg.job.model_copy(update={"submit": False}),
+                                       "lustre": cfg.lustre.model_copy(update={"capacity_gib": 18000})})
+    assert spec_for_stack("dev", unrelated, wandb_key_set=False).submission_id == spec.submission_id
+    # Part of the job: new id.
+    changes = [
+        cfg.model_copy(update={"job": cfg.job.model_copy(update={"max_num_steps": 11})}),
+        cfg.model_copy(update={"job": cfg.job.model_copy(update={"overrides": ("grpo.num_prompts_per_step=8",)})}),
+        cfg.model_copy(update={"ray": cfg.ray.model_copy(update={"mount_path": "/data"})}),
+        cfg.model_copy(update={"gpu_pool": cfg.gpu_pool.model_copy(update={"node_count": 2})}),
+    ]
+    ids = {spec_for_stack("dev", c, wandb_key_set=False).submission_id for c in changes}
+    assert len(ids) == len(changes) and spec.submission_id not in ids
+    assert spec_for_stack("other", cfg, wandb_key_set=False).submission_id.startswith("other-")
+    assert JobSpec.from_dict(spec.to_dict()) == spec
+    with pytest.raises(JobBuildError, match="spec_hash does not match"):
+        JobSpec.from_dict({**spec.to_dict(), "entrypoint": spec.entrypoint + " x=1"})
+
+
+def test_user_overrides_win_over_the_recipe_but_may_not_touch_what_the_stack_derives():
+    cfg = cli.load_stack("h200").config
+    job = cfg.job.model_copy(update={"overrides": ("grpo.num_prompts_per_step=8", "~loss_fn.ratio_clip_c")})
+    spec = build_job(cfg.recipe, job, pool("h200", 2), "/lustre", "h200", False)
+    ovs = overrides(spec)
+    assert ovs[-2:] == ["grpo.num_prompts_per_step=8", "~loss_fn.ratio_clip_c"]
+    assert "grpo.num_prompts_per_step=16" not in ovs
+    for bad, owner in [("cluster.num_nodes=3", "gpuPool.nodeCount"), ("++grpo.max_num_steps=5", "job.maxNumSteps"),
+                       ("checkpointing.checkpoint_dir=/tmp", "ray.mountPath"), ("~checkpointing.enabled", "nothing"),
+                       ("policy.megatron_cfg.pipeline_model_parallel_size=2", "job.recipe")]:
+        job = cfg.job.model_copy(update={"overrides": (bad,)})
+        with pytest.raises(JobBuildError, match=re.escape(owner)):
+            build_job(cfg.recipe, job, pool("h200", 2), "/lustre", "h200", False)
+
+
+def test_parallelism_overrides_the_config_accepted_shape_the_derived_values_once():
+    # The stack config folds TP and colocation overrides into the layout it validates
+    # (JobConfig.parallelism); the job then derives every related key from that layout.
+    cfg = cli.load_stack("h200").config
+    job = cfg.job.model_copy(update={"overrides": ("policy.dtensor_cfg.tensor_parallel_size=4",
+                                                   "policy.generation.colocated.enabled=True")})
+    ovs = overrides(build_job(cfg.recipe, job, pool("h200", 2), "/lustre", "h200", False))
+    assert "policy.dtensor_cfg.tensor_parallel_size=4" in ovs
+    assert not any(o.startswith("policy.generation.colocated.") for o in ovs)  # colocated is the default
+    keys = [override_key(o) for o in ovs]
+    assert len(keys) == len(set(keys))
+    assert [override_key(o) for o in ("a.b=1", "+a.b=1", "++a.b=x=y", "~a.b")] == ["a.b"] * 4
+
+
+def test_layouts_the_pool_cannot_hold_are_refused_before_submission():
+    b200 = cli.load_stack("b200").config
+    with pytest.raises(JobBuildError, match="not a multiple of TP x PP = 16"):
+        build_job(b200.recipe, b200.job, pool("b200", 3), "/lustre", "b200", False)
+    h200 = cli.load_stack("h200").config
+    with pytest.raises(JobBuildError, match="none is left for training"):
+        build_job(h200.recipe, h200.job, pool("h200", 1), "/lustre", "h200", False)
+    with pytest.raises(JobBuildError, match="is not the one job.recipe names"):
+        build_job("gemma3-27b-gsm8k", b200.job, pool("b200", 8), "/lustre", "b200", False)
+
+
+def test_recipes_pin_their_image_and_know_their_config_generation():
+    for recipe in RECIPES.values():
+        assert recipe.image in IMAGES.values()
+        assert recipe.script == ("examples/run_grpo_math.py" if recipe.image.generation is ConfigGeneration.FLAT
+                                 else "examples/run_grpo.py")
+        assert recipe.config_file.startswith("examples/configs/")
+        for o in recipe.overrides:
+            assert shlex.quote(o) == o, o  # plain tokens: nothing for a shell to interpret
+    assert IMAGES["v0.4.0"].ray_version == "2.46.0" and IMAGES["v0.5.0"].ray_version == "2.49.2"
+    assert RECIPES["qwen2.5-72b-deepscaler"].parallelism.backend is TrainingBackend.MEGATRON
+    with pytest.raises(ValueError, match="colocated.resources.num_nodes >= 1"):
+        Parallelism(train_tensor_parallel=1, colocated=False)
+    assert Parallelism(train_tensor_parallel=1, colocated=True, generation_nodes=1).colocated  # ignored while colocated
+    with pytest.raises(ValueError):
+        Parallelism(train_tensor_parallel=1, train_pipeline_parallel=2)
+
+
+def test_dry_run_prints_the_exact_job_without_network_or_ray():
+    proc = subprocess.run(
+        [sys.executable, "-c", "import sys, workloads.__main__ as m; rc = m.main(['submit', '--stack', 'h200', '--dry-run']);"
+         " assert 'ray' not in sys.modules, 'dry run imported ray'; sys.exit(rc)"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    spec = stack_spec("h200")
+    assert proc.stdout.splitlines() == [
+        f"submission id: {spec.submission_id}",
+        f"entrypoint: {spec.entrypoint}",
+        f"runtime env: {json.dumps(spec.runtime_env, sort_keys=True)}",
+    ]
+
+
+def test_cli_configuration_errors_are_one_line_with_exit_code_2():
+    out, err = io.StringIO(), io.StringIO()
+    assert cli.main(["submit", "--stack", "nope", "--dry-run"], out=out, err=err) == 2
+    assert err.getvalue() == "error: stack file Pulumi.nope.yaml not found (stacks here: b200, dev, h200)\n"
+    err = io.StringIO()
+    assert cli.main(["status", "--stack", "dev"], out=out, err=err) == 2  # no address, no pulumi CLI
+    assert err.getvalue().startswith("error: no dashboard address: pass --address") and err.getvalue().count("\n") == 1
+
+
+class _Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_live_status_line_rewrites_itself_on_a_tty_and_prints_changes_otherwise():
+    tty = _Tty()
+    line = cli.StatusLine("job-1", tty)
+    for status, t in [("PENDING", 0.4), ("RUNNING", 1.2), ("RUNNING", 65.0), ("SUCCEEDED", 66.0)]:
+        line(status, t)
+    line.close()
+    assert tty.getvalue() == "\rjob-1  PENDING  0:00\rjob-1  RUNNING  0:01\rjob-1  RUNNING  1:05\rjob-1  SUCCEEDED  1:06\n"
+    plain = io.StringIO()
+    line = cli.StatusLine("job-1", plain)
+    for status, t in [("PENDING", 0.4), ("RUNNING", 1.2), ("RUNNING", 65.0), ("FAILED", 66.0)]:
+        line(status, t)
+    line.close()
+    assert plain.getvalue().splitlines() == ["job-1  PENDING  0:00", "job-1  RUNNING  0:01", "job-1  FAILED  1:06"]

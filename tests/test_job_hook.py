@@ -1,0 +1,146 @@
+"""The Pulumi hook: the dynamic provider against a real local head, the component under mocks."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import shlex
+import sys
+import textwrap
+import uuid
+
+import dill
+import pytest
+from pulumi.dynamic import DiffResult
+from ray.job_submission import JobStatus
+
+from conftest import stack_config
+from infra import plan as plan_mod
+from infra.job import COMPONENT_TYPE
+from infra.mocks import SIG_KEY
+from ray_head import shared_head
+from workloads import submit as jobs
+from workloads.hook import JobSubmissionProvider
+from workloads.job import JobSpec
+
+DYNAMIC_TYPE = "pulumi-python:dynamic/nemo-rl-gke:JobSubmission"
+
+
+@pytest.fixture(scope="session")
+def head(request):
+    return shared_head(request.config)
+
+
+def props(head, code: str, stack: str = "t-hook") -> dict:
+    spec = JobSpec.create(
+        stack=stack, recipe="r",
+        entrypoint=f"{shlex.quote(sys.executable)} -c {shlex.quote(code)}",
+        runtime_env={"env_vars": {"RAY_OVERRIDE_JOB_RUNTIME_ENV": "1", "RUN": uuid.uuid4().hex[:8]}},
+    )
+    return {**spec.to_dict(), "address": head.address, "__provider": "serialized"}
+
+
+def test_create_update_read_delete_drive_the_job_on_the_cluster(head):
+    provider = JobSubmissionProvider()
+    client = jobs.connect(head.address)
+    first = props(head, "import time; time.sleep(120)")
+    created = provider.create(first)
+    assert created.id == first["submission_id"] == created.outs["submission_id"]
+    assert created.outs["status"] in ("PENDING", "RUNNING") and "__provider" not in created.outs
+    jobs.wait(client, created.id, until={JobStatus.RUNNING}, timeout=60, poll_interval=0.2)
+    # Creating again (e.g. after a lost state file) adopts the job instead of duplicating it.
+    assert provider.create(first).id == created.id and len(jobs.list_jobs(client, "t-hook")) == 1
+
+    olds = {**created.outs, "__provider": "serialized"}
+    assert provider.diff(created.id, olds, first).changes is False
+    second = props(head, "import time; time.sleep(120)  # v2")
+    diff = provider.diff(created.id, olds, second)
+    assert (diff.changes, diff.replaces, diff.delete_before_replace) == (True, ["spec_hash"], True)
+    moved = {**first, "address": head.address + "/"}
+    assert provider.diff(created.id, olds, moved).changes is True and not provider.diff(created.id, olds, moved).replaces
+
+    updated = provider.update(created.id, olds, second)
+    assert updated.outs["submission_id"] == second["submission_id"] != created.id
+    assert jobs.wait(client, created.id, timeout=60, poll_interval=0.2) == JobStatus.STOPPED
+
+    read = provider.read(second["submission_id"], {**updated.outs, "status": "PENDING"})
+    assert read.id == second["submission_id"] and read.outs["status"] in ("PENDING", "RUNNING")
+    assert provider.read("no-such-job", updated.outs).id == ""  # gone from the cluster: gone from the state
+
+    provider.delete(second["submission_id"], updated.outs)
+    assert jobs.wait(client, second["submission_id"], timeout=60, poll_interval=0.2) == JobStatus.STOPPED
+    provider.delete("no-such-job", {**updated.outs, "submission_id": "no-such-job"})  # not an error
+
+
+def test_the_provider_pickles_by_reference_and_carries_no_state():
+    blob = dill.dumps(JobSubmissionProvider(), protocol=pickle.DEFAULT_PROTOCOL, recurse=True)
+    assert b"workloads.hook" in blob and b"JobSubmissionProvider" in blob
+    assert len(blob) < 200  # the class by name, not its code or any captured value
+    assert isinstance(dill.loads(blob), JobSubmissionProvider)
+    assert JobSubmissionProvider.serialize_as_secret_always is False
+    assert isinstance(JobSubmissionProvider().diff("x", {"spec_hash": "a"}, {"spec_hash": "a"}), DiffResult)
+
+
+PROGRAM = textwrap.dedent(
+    """
+    import pulumi
+    from infra import config as stack_config
+    from infra.job import build_training_job
+
+    settings = stack_config.load()
+    job = build_training_job(
+        settings.stack,
+        settings.config,
+        # GKE's endpoint and CA arrive as secrets from the provider; the job must not carry them so.
+        endpoint=pulumi.Output.secret("203.0.113.10"),
+        ca_certificate=pulumi.Output.secret("Q0EK"),
+        head_service="dev-ray-head-svc",
+        wandb_key_set=settings.secrets.wandb_api_key is not None,
+    )
+    if job is not None:
+        pulumi.export("jobId", job.submission_id)
+        pulumi.export("logsCommand", job.logs_command)
+        pulumi.export("dashboardCommand", job.dashboard_command)
+    """
+)
+
+
+def _secret_markers(value) -> list:
+    if isinstance(value, dict):
+        return ([value] if SIG_KEY in value else []) + [m for v in value.values() for m in _secret_markers(v)]
+    if isinstance(value, list):
+        return [m for v in value for m in _secret_markers(v)]
+    return []
+
+
+def test_the_component_registers_the_submission_without_any_secret_input(tmp_path):
+    program = tmp_path / "__main__.py"
+    program.write_text(PROGRAM)
+    token = "hf_offline_test_token_value"
+    config, secret_keys = stack_config("dev", hfToken=token)
+    plan = plan_mod.run_program("dev", config, secret_keys + ["nemo-rl-gke:hfToken"], program=program)
+
+    component = plan.one(COMPONENT_TYPE)
+    submission = plan.one(DYNAMIC_TYPE)
+    assert submission.parent == component.urn and submission.custom
+    from workloads import __main__ as cli
+
+    spec = cli.build_spec(cli.load_stack("dev"))
+    inputs = submission.inputs
+    assert {k: inputs[k] for k in ("entrypoint", "runtime_env", "submission_id", "metadata", "spec_hash")} == spec.to_dict()
+    assert (inputs["gke_endpoint"], inputs["ca_cert_b64"], inputs["namespace"], inputs["head_service"]) == (
+        "203.0.113.10", "Q0EK", "nemo-rl", "dev-ray-head-svc")
+    assert _secret_markers(submission.raw_inputs) == []  # not even the pickled provider
+    assert token not in json.dumps(submission.raw_inputs)
+    assert plan.outputs["jobId"] == spec.submission_id
+    assert plan.outputs["logsCommand"] == f"python -m workloads logs --stack dev --job {spec.submission_id} --follow"
+    assert plan.outputs["dashboardCommand"].startswith("kubectl -n nemo-rl port-forward svc/dev-ray-head-svc 8265:8265")
+
+
+def test_job_submit_false_builds_no_training_job(tmp_path):
+    program = tmp_path / "__main__.py"
+    program.write_text(PROGRAM)
+    config, secret_keys = stack_config("dev", job={"recipe": "qwen2.5-1.5b-gsm8k", "submit": False})
+    plan = plan_mod.run_program("dev", config, secret_keys, program=program)
+    assert plan.by_type(COMPONENT_TYPE) == [] and plan.by_type(DYNAMIC_TYPE) == []
+

@@ -1,0 +1,252 @@
+"""KubernetesAccess: the provider's kubeconfig, its identity, and the ordering helpers of the Kubernetes half.
+
+Also home of the small helpers the other Kubernetes-half test modules import (`record`, `k8s_doc`,
+`schema_problems`): each component is built under fresh mocks in its own thread, exactly as
+`infra.plan.run_program` runs the whole program, so registrations of different tests never mix.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from typing import Any, Callable
+
+import kubernetes_validate
+import pulumi
+import pytest
+
+from conftest import stack_plan
+from infra.facts import GpuPoolFacts, NicAttachment, StackContext
+from infra.kube_provider import AUTH_API_VERSION, AUTH_PLUGIN, KubernetesAccess, child_options
+from infra.mocks import PlanMocks, Registration, RecordingMonitor, plain
+
+K8S_VERSION = "1.33"
+"""Kubernetes schema version objects are validated against (GKE 1.33/1.34 clusters; kubernetes_validate ships it)."""
+
+CTX = StackContext(stack="t", project="test-project", region="us-east1", zone="us-east1-b", prefix="t")
+ENDPOINT = "203.0.113.10"
+CA = "Q0EtQ0VSVA=="
+
+
+def test_nics() -> tuple[NicAttachment, ...]:
+    """The NIC layout infra/network.py publishes: gVNIC as eth1, then rdma-0..7 as eth2..eth9."""
+    gvnic = NicAttachment("eth1", "gvnic-1", "t-gvnic-vpc", "t-gvnic-subnet", "NetDevice")
+    rdma = tuple(NicAttachment(f"eth{i + 2}", f"rdma-{i}", "t-rdma-vpc", f"t-rdma-subnet-{i}", "RDMA") for i in range(8))
+    return (gvnic, *rdma)
+
+
+test_nics.__test__ = False  # a fixture builder, not a test
+
+
+def gpu_pool(flavour: str = "h200", nodes: int = 2, taints: tuple[dict[str, str], ...] | None = None) -> GpuPoolFacts:
+    from infra.flavours import FLAVOURS
+
+    f = FLAVOURS[flavour]
+    return GpuPoolFacts(
+        pool_name=f"t-gpu-{flavour}",
+        node_count=nodes,
+        gpus_per_node=f.gpus_per_node,
+        accelerator_type=f.accelerator_type,
+        machine_type=f.machine_type,
+        vcpus=f.vcpus,
+        memory_gib=f.memory_gib,
+        nccl_tuner_config=f.nccl_tuner_config,
+        taints=taints if taints is not None else ({"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"},),
+        nics=test_nics(),
+    )
+
+
+class Recorded:
+    """What one `record` run registered."""
+
+    def __init__(self, result: Any, registrations: list[Registration], component_outputs: dict[str, dict], resolved: dict):
+        self.result = result
+        self.resources = registrations
+        self.component_outputs = component_outputs
+        self.resolved = resolved
+
+    def by_type(self, typ: str) -> list[Registration]:
+        return [r for r in self.resources if r.type == typ]
+
+    def one(self, typ: str) -> Registration:
+        found = self.by_type(typ)
+        assert len(found) == 1, f"expected one {typ}, found {[r.name for r in found]}"
+        return found[0]
+
+    def outputs_of(self, typ: str) -> dict:
+        urns = [r.urn for r in self.resources if r.type == typ]
+        assert len(urns) == 1, f"expected one {typ} component, found {len(urns)}"
+        return self.component_outputs[urns[0]]
+
+
+def record(build: Callable[[], Any], resolve: Callable[[Any], dict] | None = None) -> Recorded:
+    """Run `build()` under fresh mocks in a new thread; `resolve(result)` may name Outputs to await."""
+    out: dict[str, Any] = {}
+
+    def target() -> None:
+        from pulumi.runtime import mocks
+        from pulumi.runtime.stack import wait_for_rpcs
+
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        plan_mocks = PlanMocks(project_id=CTX.project)
+        monitor = RecordingMonitor(plan_mocks)
+        mocks.set_mocks(plan_mocks, project="nemo-rl-gke", stack="test", preview=False, monitor=monitor)
+        try:
+            result = build()
+            loop.run_until_complete(wait_for_rpcs())
+            resolved = {}
+            for key, value in (resolve(result) if resolve else {}).items():
+                resolved[key] = loop.run_until_complete(pulumi.Output.from_input(value).future())
+            loop.run_until_complete(wait_for_rpcs())
+            out["recorded"] = Recorded(result, list(monitor.registrations), dict(monitor.component_outputs), resolved)
+        except BaseException as exc:  # noqa: BLE001 re-raised in the test's thread
+            out["error"] = exc
+        finally:
+            loop.close()
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join()
+    if "error" in out:
+        raise out["error"]
+    return out["recorded"]
+
+
+def k8s_doc(reg: Registration) -> dict[str, Any]:
+    """A registered Kubernetes object as the API server would receive it (secrets revealed, engine keys dropped)."""
+    doc = plain(reg.raw_inputs, reveal_secrets=True)
+    return {k: v for k, v in doc.items() if not k.startswith("__")}
+
+
+def schema_problems(doc: dict[str, Any], what: str) -> list[str]:
+    """Problems of a core/apps object against the Kubernetes OpenAPI schema (strict: unknown fields fail)."""
+    try:
+        kubernetes_validate.validate(doc, K8S_VERSION, strict=True)
+    except kubernetes_validate.ValidationError as err:
+        path = "/".join(str(p) for p in err.path)
+        return [f"{what}: {err.message} at {path or '(root)'}"]
+    return []
+
+
+def access(**kwargs: Any) -> Recorded:
+    args = {"cluster_name": "t-gke", "endpoint": ENDPOINT, "ca_certificate": CA, **kwargs}
+    return record(lambda: KubernetesAccess("kube", CTX, **args))
+
+
+def kubeconfig_of(rec: Recorded) -> dict[str, Any]:
+    return json.loads(rec.one("pulumi:providers:kubernetes").inputs["kubeconfig"])
+
+
+# ---------------------------------------------------------------- the provider
+
+
+def test_the_kubeconfig_authenticates_through_the_gke_auth_plugin_and_holds_no_credential():
+    config = kubeconfig_of(access())
+    (user,) = config["users"]
+    assert set(user["user"]) == {"exec"}, f"kubeconfig user has more than an exec plugin: {sorted(user['user'])}"
+    plugin = user["user"]["exec"]
+    assert plugin["command"] == AUTH_PLUGIN == "gke-gcloud-auth-plugin"
+    assert plugin["apiVersion"] == AUTH_API_VERSION == "client.authentication.k8s.io/v1beta1"
+    assert plugin["provideClusterInfo"] is True
+    assert "gke-gcloud-auth-plugin" in plugin["installHint"]
+    text = json.dumps(config)
+    for credential in ("token", "password", "client-key-data", "client-certificate-data", "auth-provider"):
+        assert f'"{credential}"' not in text, f"kubeconfig carries a {credential}"
+
+
+def test_the_kubeconfig_points_at_the_cluster_endpoint_over_https_with_the_cluster_ca():
+    config = kubeconfig_of(access())
+    (cluster,) = config["clusters"]
+    assert cluster["cluster"] == {"server": f"https://{ENDPOINT}", "certificate-authority-data": CA}
+    (context,) = config["contexts"]
+    assert config["current-context"] == context["name"] == cluster["name"]
+    assert context["context"] == {"cluster": cluster["name"], "user": config["users"][0]["name"]}
+
+
+def test_an_endpoint_given_as_a_url_is_not_prefixed_twice():
+    config = kubeconfig_of(access(endpoint="https://198.51.100.7"))
+    assert config["clusters"][0]["cluster"]["server"] == "https://198.51.100.7"
+
+
+def test_the_cluster_identifier_is_project_location_and_cluster_name_and_ignores_endpoint_and_ca():
+    first = access().one("pulumi:providers:kubernetes").inputs
+    moved = access(endpoint="198.51.100.99", ca_certificate="T1RIRVI=").one("pulumi:providers:kubernetes").inputs
+    assert first["clusterIdentifier"] == "gke_test-project_us-east1-b_t-gke"
+    assert moved["clusterIdentifier"] == first["clusterIdentifier"], "identifier must not follow endpoint/CA changes"
+    assert moved["kubeconfig"] != first["kubeconfig"]
+
+
+def test_an_explicit_location_names_the_identifier():
+    inputs = access(location="europe-west1-b").one("pulumi:providers:kubernetes").inputs
+    assert inputs["clusterIdentifier"] == "gke_test-project_europe-west1-b_t-gke"
+
+
+def test_delete_unreachable_is_left_unset_so_the_environment_variable_can_still_enable_it(monkeypatch):
+    monkeypatch.delenv("PULUMI_K8S_DELETE_UNREACHABLE", raising=False)
+    inputs = access().one("pulumi:providers:kubernetes").inputs
+    assert "deleteUnreachable" not in inputs, inputs
+
+
+def test_the_component_publishes_its_identifier_and_is_a_component_of_the_project_type():
+    rec = access()
+    assert rec.outputs_of("nemo-rl-gke:infra:KubernetesAccess") == {"clusterIdentifier": "gke_test-project_us-east1-b_t-gke"}
+    provider = rec.one("pulumi:providers:kubernetes")
+    assert provider.name == "kube-provider"
+    assert provider.parent == rec.one("nemo-rl-gke:infra:KubernetesAccess").urn
+
+
+# ---------------------------------------------------------------- child_options
+
+
+def test_child_options_copies_the_callers_depends_on_to_every_child():
+    import pulumi_kubernetes as k8s
+
+    def build():
+        first = k8s.core.v1.Namespace("first", metadata={"name": "first"})
+
+        class Parent(pulumi.ComponentResource):
+            def __init__(self, opts):
+                super().__init__("test:x:Parent", "parent", None, opts)
+                k8s.core.v1.ServiceAccount("parent-child", metadata={"name": "c"}, opts=child_options(self, opts))
+                self.register_outputs({"ok": True})
+
+        Parent(pulumi.ResourceOptions(depends_on=[first]))
+
+    rec = record(build)
+    child = rec.one("kubernetes:core/v1:ServiceAccount")
+    first = rec.one("kubernetes:core/v1:Namespace")
+    assert first.urn in child.dependencies, f"{child.name} lost the parent's depends_on: {child.dependencies}"
+
+
+def test_child_options_refuses_a_depends_on_it_cannot_copy():
+    opts = pulumi.ResourceOptions(depends_on="not-a-resource")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="depends_on"):
+        child_options(None, opts)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------- whole program
+
+
+def kubernetes_objects(plan) -> list[Registration]:
+    return [r for r in plan.resources if r.custom and r.type.startswith("kubernetes:")]
+
+
+def test_every_kubernetes_object_of_the_stack_goes_through_the_gke_provider():
+    plan = stack_plan("h200")
+    (provider,) = plan.by_type("pulumi:providers:kubernetes")
+    objects = kubernetes_objects(plan)
+    assert len(objects) >= 20
+    stray = [r.name for r in objects if r.provider != provider.urn]
+    assert not stray, f"Kubernetes objects on another provider (e.g. a default kubeconfig): {stray}"
+
+
+def test_the_provider_waits_for_the_cluster_and_is_named_after_it():
+    plan = stack_plan("h200")
+    (provider,) = plan.by_type("pulumi:providers:kubernetes")
+    (cluster,) = plan.by_type("gcp:container/cluster:Cluster")
+    assert cluster.urn in provider.dependencies, f"{provider.name} does not wait for {cluster.name}"
+    assert provider.inputs["clusterIdentifier"] == (
+        f"gke_{cluster.inputs['project']}_{cluster.inputs['location']}_{cluster.inputs['name']}"
+    )

@@ -1,0 +1,215 @@
+"""Least privilege and private by default, on every committed stack.
+
+- the nodes run as a dedicated service account holding exactly the roles nodes need, never the
+  Compute Engine default account, and no key is ever created;
+- the nodes have no public IP and reach the internet through Cloud NAT; the control plane is
+  reachable only from configured CIDRs, or from anywhere only when a stack says so explicitly;
+- every node is a Shielded VM with Secure Boot and integrity monitoring;
+- the Ray dashboard (job API) and GCS ports stay inside the cluster;
+- the artifacts bucket survives `pulumi destroy` unless the stack opts in.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+import pytest
+
+from conftest import STACKS, merged, run_plan, stack_plan
+from infra.config import ConfigError
+
+CLUSTER = "gcp:container/cluster:Cluster"
+POOL = "gcp:container/nodePool:NodePool"
+ACCOUNT = "gcp:serviceaccount/account:Account"
+PROJECT_IAM = "gcp:projects/iAMMember:IAMMember"
+BUCKET_IAM = "gcp:storage/bucketIAMMember:BucketIAMMember"
+BUCKET = "gcp:storage/bucket:Bucket"
+ROUTER = "gcp:compute/router:Router"
+NAT = "gcp:compute/routerNat:RouterNat"
+SUBNET = "gcp:compute/subnetwork:Subnetwork"
+RELEASE = "kubernetes:helm.sh/v3:Release"
+
+NODE_ROLES = {
+    "roles/logging.logWriter",
+    "roles/monitoring.metricWriter",
+    "roles/monitoring.viewer",
+    "roles/stackdriver.resourceMetadata.writer",
+    "roles/artifactregistry.reader",
+}
+REGIONS = {"dev": "us-east1", "b200": "us-east1", "h200": "europe-west1"}
+KEY_TYPES = ("gcp:serviceaccount/key:Key", "gcp:storage/hmacKey:HmacKey", "gcp:projects/apiKey:ApiKey")
+
+
+def walk(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
+    """Every (path, value) pair of a nested structure."""
+    yield path, value
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from walk(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from walk(v, f"{path}[{i}]")
+
+
+def node_account(plan):
+    account = plan.one(ACCOUNT)
+    email = f"{account.inputs['accountId']}@my-gcp-project.iam.gserviceaccount.com"
+    return account, email
+
+
+# ---------------------------------------------------------------- least privilege
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_node_service_account_holds_exactly_the_roles_nodes_need(stack):
+    plan = stack_plan(stack)
+    account, email = node_account(plan)
+    assert account.inputs["accountId"] == f"{stack}-nodes", account.name
+    grants = plan.by_type(PROJECT_IAM)
+    assert {g.inputs["role"] for g in grants} == NODE_ROLES, [g.name for g in grants]
+    assert len(grants) == len(NODE_ROLES), [g.name for g in grants]
+    for grant in grants:
+        assert grant.inputs["member"] == f"serviceAccount:{email}", grant.name
+        assert grant.inputs["project"] == "my-gcp-project", grant.name
+        assert account.urn in grant.dependencies, f"{grant.name} does not wait for {account.name}"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_node_pool_and_the_initial_pool_run_as_the_dedicated_account(stack):
+    plan = stack_plan(stack)
+    _, email = node_account(plan)
+    grants = {g.urn for g in plan.by_type(PROJECT_IAM)}
+    cluster = plan.one(CLUSTER)
+    assert cluster.inputs["nodeConfig"]["serviceAccount"] == email, cluster.name
+    # The removed default pool's config must never force a cluster replacement later.
+    assert cluster.options["ignoreChanges"] == ["nodeConfig"], cluster.name
+    for pool in plan.by_type(POOL):
+        assert pool.inputs["nodeConfig"]["serviceAccount"] == email, pool.name
+        assert "compute@developer" not in pool.inputs["nodeConfig"]["serviceAccount"], pool.name
+        missing = grants - set(pool.dependencies)
+        assert not missing, f"{pool.name} may start before its account's roles: {sorted(missing)}"
+    assert stack_plan(stack).outputs["node_service_account"] == email
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_no_service_account_key_or_other_long_lived_credential_exists(stack):
+    plan = stack_plan(stack)
+    keys = [r.name for r in plan.resources if r.type in KEY_TYPES]
+    assert not keys, f"long-lived credentials: {keys}"
+    for r in plan.resources:
+        for path, value in walk(r.inputs):
+            assert value != "GOOGLE_APPLICATION_CREDENTIALS", f"{r.name}: {path} points pods at a key file"
+            assert not (isinstance(path, str) and path.endswith(("privateKey", "private_key"))), f"{r.name}: {path}"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_workload_identity_only_uses_objects_of_its_own_bucket(stack):
+    plan = stack_plan(stack)
+    bucket = plan.one(BUCKET)
+    principal_grants = [
+        r for r in plan.resources
+        if r.type in (BUCKET_IAM, PROJECT_IAM) and str(r.inputs.get("member", "")).startswith("principal://")
+    ]
+    assert [(g.type, g.inputs["role"], g.inputs["bucket"]) for g in principal_grants] == [
+        (BUCKET_IAM, "roles/storage.objectUser", bucket.inputs["name"])
+    ], [g.name for g in principal_grants]
+
+
+# ---------------------------------------------------------------- private by default
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_nodes_have_no_public_ip_and_the_public_endpoint_stays_for_pulumi(stack):
+    cluster = stack_plan(stack).one(CLUSTER)
+    assert cluster.inputs["privateClusterConfig"] == {"enablePrivateNodes": True, "enablePrivateEndpoint": False}, cluster.name
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_cloud_nat_gives_the_cluster_subnet_a_way_out_in_the_cluster_region(stack):
+    plan = stack_plan(stack)
+    router, nat, subnet = plan.one(ROUTER), plan.one(NAT), plan.one(SUBNET, "network-subnet")
+    assert router.inputs["region"] == nat.inputs["region"] == REGIONS[stack] == subnet.inputs["region"], nat.name
+    assert router.inputs["network"] == f"{stack}-vpc", router.name
+    assert nat.inputs["router"] == router.inputs["name"] and router.urn in nat.dependencies, nat.name
+    assert nat.inputs["sourceSubnetworkIpRangesToNat"] == "LIST_OF_SUBNETWORKS", nat.name
+    assert nat.inputs["subnetworks"] == [{
+        "name": f"projects/my-gcp-project/regions/{REGIONS[stack]}/subnetworks/{subnet.inputs['name']}",
+        "sourceIpRangesToNats": ["ALL_IP_RANGES"],
+    }], nat.name
+    assert nat.inputs["natIpAllocateOption"] == "AUTO_ONLY", nat.name
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_committed_stacks_open_the_control_plane_only_by_saying_so(stack):
+    plan = stack_plan(stack)
+    cluster = plan.one(CLUSTER)
+    assert '"allowPublicControlPlane": true' in plan.config["nemo-rl-gke:cluster"], stack
+    assert "masterAuthorizedNetworksConfig" not in cluster.inputs, cluster.name
+
+
+def test_configured_cidrs_are_the_only_way_to_the_control_plane():
+    cluster_cfg = merged("b200", "cluster", {"allowPublicControlPlane": False,
+                                             "masterAuthorizedNetworks": [{"cidrBlock": "198.51.100.7/32", "displayName": "ci"}]})
+    cluster = run_plan("b200", cluster=cluster_cfg).one(CLUSTER)
+    assert cluster.inputs["masterAuthorizedNetworksConfig"] == {
+        "cidrBlocks": [{"cidrBlock": "198.51.100.7/32", "displayName": "ci"}],
+        "gcpPublicCidrsAccessEnabled": False,
+    }, cluster.name
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_an_empty_authorized_network_list_is_refused_unless_the_stack_opens_the_control_plane(stack):
+    cluster_cfg = merged(stack, "cluster", {"allowPublicControlPlane": False})
+    with pytest.raises(ConfigError) as info:
+        run_plan(stack, cluster=cluster_cfg)
+    message = str(info.value)
+    assert message.startswith("nemo-rl-gke:cluster.masterAuthorizedNetworks: is empty"), message
+    assert "masterAuthorizedNetworks: [{cidrBlock: <your egress IP>/32}]" in message
+    assert "cluster.allowPublicControlPlane: true" in message
+    assert "\n" not in message
+
+
+def test_authorized_networks_and_an_open_control_plane_together_are_refused():
+    cluster_cfg = merged("dev", "cluster", {"masterAuthorizedNetworks": [{"cidrBlock": "198.51.100.7/32"}]})
+    with pytest.raises(ConfigError, match=r"^nemo-rl-gke:cluster\.allowPublicControlPlane: true contradicts "
+                                          r"the configured cluster\.masterAuthorizedNetworks; allowed: false"):
+        run_plan("dev", cluster=cluster_cfg)
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_node_is_a_shielded_vm_with_secure_boot_and_integrity_monitoring(stack):
+    plan = stack_plan(stack)
+    cluster = plan.one(CLUSTER)
+    shielded = {"enableSecureBoot": True, "enableIntegrityMonitoring": True}
+    assert cluster.inputs["enableShieldedNodes"] is True, cluster.name
+    assert cluster.inputs["nodeConfig"]["shieldedInstanceConfig"] == shielded, cluster.name
+    pools = plan.by_type(POOL)
+    assert len(pools) == 2
+    for pool in pools:
+        assert pool.inputs["nodeConfig"]["shieldedInstanceConfig"] == shielded, pool.name
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_ray_dashboard_and_gcs_ports_are_never_exposed_outside_the_cluster(stack):
+    plan = stack_plan(stack)
+    release = plan.one(RELEASE)
+    values = release.inputs["values"]
+    assert values["service"] == {"type": "ClusterIP"}, release.name
+    for path, value in walk(values):
+        assert value not in ("LoadBalancer", "NodePort"), f"{release.name}: {path} = {value}"
+        assert not path.endswith(("hostPort", "serviceType", "headService")), f"{release.name}: {path}"
+    assert not values["head"].get("hostNetwork"), f"{release.name}: the head shares the node's network"
+    exposed = [
+        r.name for r in plan.resources
+        if r.type.endswith((":Ingress", ":Gateway", ":HTTPRoute"))
+        or (r.type == "kubernetes:core/v1:Service" and (r.inputs.get("spec") or {}).get("type") in ("LoadBalancer", "NodePort"))
+    ]
+    assert not exposed, f"exposed outside the cluster: {exposed}"
+
+
+@pytest.mark.parametrize("stack, kept", [("dev", False), ("b200", True), ("h200", True)])
+def test_the_bucket_is_retained_on_destroy_unless_the_stack_opts_in(stack, kept):
+    bucket = stack_plan(stack).one(BUCKET)
+    assert bucket.options.get("retainOnDelete", False) is kept, f"{bucket.name}: {bucket.options}"
+    assert bucket.inputs["forceDestroy"] is (not kept), bucket.name
+    assert bucket.inputs["publicAccessPrevention"] == "enforced", bucket.name

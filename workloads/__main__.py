@@ -1,0 +1,345 @@
+"""Command line for a stack's training job.
+
+    python -m workloads submit [--stack NAME] [--dry-run] [--wait [--timeout S]]
+    python -m workloads status [--stack NAME] [--job ID] [--wait [--timeout S]]
+    python -m workloads logs   [--stack NAME] [--job ID] [--follow]
+    python -m workloads stop   [--stack NAME] [--job ID]
+    python -m workloads list   [--stack NAME]
+
+The job comes from the stack file (`Pulumi.<stack>.yaml`, default `dev`), built exactly as
+`pulumi up` builds it, so both agree on its submission id. Without `--job`, status/logs/stop act
+on the stack's newest job.
+
+Where the dashboard is, first match wins:
+  --address URL          e.g. http://127.0.0.1:8265 behind `kubectl port-forward`;
+  --endpoint HOST        the GKE endpoint, with --ca-file and --head-service, through the API
+                         server's service proxy with your Google credentials;
+  pulumi stack output    when the `pulumi` CLI is installed: clusterEndpoint,
+                         clusterCaCertificate and rayHeadService of the stack.
+
+`submit --dry-run` prints the submission id, entrypoint and runtime env and touches no network.
+
+Exit codes: 0 ok; 1 the job ended FAILED or STOPPED (with --wait); 2 bad config, unknown job or
+usage; 3 the dashboard is unreachable or refused the credentials; 4 --timeout passed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Optional, TextIO
+
+from infra.config import PROJECT
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_STACK = "dev"
+
+# Stack outputs the CLI reads when no address is given (the program exports these names).
+OUTPUT_ENDPOINT = "clusterEndpoint"
+OUTPUT_CA = "clusterCaCertificate"
+OUTPUT_HEAD_SERVICE = "rayHeadService"
+
+EXIT_OK, EXIT_JOB_FAILED, EXIT_USAGE, EXIT_UNREACHABLE, EXIT_TIMEOUT = 0, 1, 2, 3, 4
+
+
+class CliError(Exception):
+    """A one-line error with its exit code."""
+
+    def __init__(self, message: str, code: int = EXIT_USAGE):
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(frozen=True)
+class Stack:
+    name: str
+    config: Any  # infra.config.StackConfig
+    secret_keys: frozenset[str]
+
+    @property
+    def wandb_key_set(self) -> bool:
+        return f"{PROJECT}:wandbApiKey" in self.secret_keys
+
+
+def load_stack(name: str) -> Stack:
+    """Read and validate `Pulumi.<name>.yaml` the way the Pulumi program does."""
+    from infra.config import ConfigError, namespaced, parse
+    from infra.plan import PlanError, read_stack_file
+
+    try:
+        flat, secret_keys = read_stack_file(ROOT / f"Pulumi.{name}.yaml")
+    except PlanError as err:
+        raise CliError(str(err)) from None
+    raw = namespaced(flat)
+    try:
+        config = parse(raw, name)
+    except ConfigError as err:
+        raise CliError(str(err).replace("\n", "; ")) from None
+    return Stack(name, config, frozenset(secret_keys))
+
+
+def build_spec(stack: Stack):
+    from workloads.job import JobBuildError, spec_for_stack
+
+    try:
+        return spec_for_stack(stack.name, stack.config, wandb_key_set=stack.wandb_key_set)
+    except JobBuildError as err:
+        raise CliError(str(err)) from None
+
+
+def _stack_outputs(stack: str) -> dict[str, Any]:
+    """`pulumi stack output --json` of the stack, or {} when the CLI is missing or fails."""
+    if shutil.which("pulumi") is None:
+        return {}
+    try:
+        proc = subprocess.run(
+            ["pulumi", "stack", "output", "--json", "--stack", stack],
+            cwd=ROOT, capture_output=True, text=True, timeout=60,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    if proc.returncode != 0:
+        return {}
+    try:
+        outputs = json.loads(proc.stdout or "{}")
+    except json.JSONDecodeError:
+        return {}
+    return outputs if isinstance(outputs, dict) else {}
+
+
+def connect(args: argparse.Namespace, stack: Stack):
+    from workloads import submit
+
+    if args.address:
+        return submit.connect(args.address)
+    endpoint, ca_file, head_service = args.endpoint, args.ca_file, args.head_service
+    ca_b64: Optional[str] = None
+    if not endpoint:
+        outputs = _stack_outputs(stack.name)
+        endpoint = outputs.get(OUTPUT_ENDPOINT)
+        head_service = head_service or outputs.get(OUTPUT_HEAD_SERVICE)
+        ca = outputs.get(OUTPUT_CA)
+        if not ca_file and isinstance(ca, str) and ca != "[secret]":
+            ca_b64 = ca
+    if not endpoint:
+        raise CliError(
+            "no dashboard address: pass --address http://127.0.0.1:8265 (with `kubectl port-forward`), "
+            "or --endpoint/--ca-file/--head-service, or install the pulumi CLI so the stack outputs can be read"
+        )
+    if not head_service:
+        raise CliError(f"the Ray head service is unknown: pass --head-service (stack output {OUTPUT_HEAD_SERVICE})")
+    if "://" not in endpoint and not (ca_file or ca_b64):
+        raise CliError(f"the cluster CA is unknown: pass --ca-file (stack output {OUTPUT_CA})")
+    if ca_file and not Path(ca_file).is_file():
+        raise CliError(f"--ca-file {ca_file}: no such file")
+    return submit.connect(
+        gke_endpoint=endpoint,
+        ca_file=ca_file,
+        ca_cert_b64=ca_b64,
+        namespace=args.namespace or stack.config.ray.namespace,
+        service=head_service,
+    )
+
+
+class StatusLine:
+    """The live status while waiting: one rewritten line on a TTY, a line per change otherwise."""
+
+    def __init__(self, job_id: str, out: TextIO):
+        self.job_id, self.out = job_id, out
+        self.tty = out.isatty()
+        self.last: Optional[str] = None
+        self.width = 0
+
+    def __call__(self, status: Any, elapsed: float) -> None:
+        text = f"{self.job_id}  {status}  {int(elapsed) // 60:d}:{int(elapsed) % 60:02d}"
+        if self.tty:
+            pad = max(self.width - len(text), 0)
+            self.out.write("\r" + text + " " * pad)
+            self.width = len(text)
+            self.out.flush()
+        elif str(status) != self.last:
+            self.out.write(text + "\n")
+            self.out.flush()
+        self.last = str(status)
+
+    def close(self) -> None:
+        if self.tty and self.width:
+            self.out.write("\n")
+            self.out.flush()
+
+
+def _wait(client, job_id: str, timeout: Optional[float], out: TextIO) -> int:
+    from workloads import submit
+
+    line = StatusLine(job_id, out)
+    try:
+        final = submit.wait(client, job_id, timeout=timeout, on_status=line)
+    finally:
+        line.close()
+    return EXIT_OK if str(final) == "SUCCEEDED" else EXIT_JOB_FAILED
+
+
+def _job_id(args: argparse.Namespace, client, stack: Stack) -> str:
+    from workloads import submit
+
+    if args.job:
+        return args.job
+    latest = submit.latest_job(client, stack.name)
+    if latest is None:
+        raise CliError(f"no job of stack {stack.name} on {client.get_address()}; `submit` one, or pass --job")
+    return latest.submission_id
+
+
+def cmd_submit(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
+    spec = build_spec(stack)
+    if args.dry_run:
+        out.write(f"submission id: {spec.submission_id}\n")
+        out.write(f"entrypoint: {spec.entrypoint}\n")
+        out.write(f"runtime env: {json.dumps(spec.runtime_env, sort_keys=True)}\n")
+        return EXIT_OK
+    from workloads import submit
+
+    client = connect(args, stack)
+    result = submit.submit(client, spec)
+    for old in result.stopped:
+        out.write(f"stopped {old} (another spec of stack {stack.name})\n")
+    verb = "submitted" if result.created else "already on the cluster:"
+    out.write(f"{verb} {result.submission_id} ({result.status})\n")
+    out.flush()
+    if args.wait:
+        return _wait(client, result.submission_id, args.timeout, out)
+    return EXIT_OK
+
+
+def cmd_status(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
+    from workloads import submit
+
+    client = connect(args, stack)
+    job_id = _job_id(args, client, stack)
+    if args.wait:
+        return _wait(client, job_id, args.timeout, out)
+    details = submit.info(client, job_id)
+    message = f"  {details.message}" if details.message else ""
+    out.write(f"{job_id}  {details.status}{message}\n")
+    return EXIT_OK
+
+
+def cmd_logs(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
+    from workloads import submit
+
+    client = connect(args, stack)
+    job_id = _job_id(args, client, stack)
+    for chunk in submit.logs(client, job_id, follow=args.follow):
+        out.write(chunk)
+        out.flush()
+    return EXIT_OK
+
+
+def cmd_stop(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
+    from workloads import submit
+
+    client = connect(args, stack)
+    job_id = _job_id(args, client, stack)
+    was_running = submit.stop(client, job_id)
+    out.write(f"{job_id}: {'stop requested' if was_running else 'not running'}\n")
+    return EXIT_OK
+
+
+def cmd_list(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
+    from workloads import submit
+    from workloads.job import META_RECIPE
+
+    client = connect(args, stack)
+    jobs = submit.list_jobs(client, stack.name)
+    if not jobs:
+        out.write(f"no jobs of stack {stack.name}\n")
+        return EXIT_OK
+    width = max(len(j.submission_id) for j in jobs)
+    for j in jobs:
+        out.write(f"{j.submission_id:<{width}}  {str(j.status):<9}  {j.metadata.get(META_RECIPE, '')}\n")
+    return EXIT_OK
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace, Stack, TextIO], int]] = {
+    "submit": cmd_submit,
+    "status": cmd_status,
+    "logs": cmd_logs,
+    "stop": cmd_stop,
+    "list": cmd_list,
+}
+
+
+def parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--stack", default=DEFAULT_STACK, help=f"stack name (Pulumi.<stack>.yaml); default {DEFAULT_STACK}")
+    common.add_argument("--address", help="Ray dashboard URL, e.g. http://127.0.0.1:8265")
+    common.add_argument("--endpoint", help="GKE cluster endpoint, to go through the API server's service proxy")
+    common.add_argument("--ca-file", help="PEM file of the cluster CA (with --endpoint)")
+    common.add_argument("--head-service", help="Ray head service name (with --endpoint)")
+    common.add_argument("--namespace", help="namespace of the Ray cluster; default ray.namespace of the stack")
+    p = argparse.ArgumentParser(prog="python -m workloads", description="Submit and watch the stack's NeMo-RL job.")
+    sub = p.add_subparsers(dest="command", required=True, metavar="{submit,status,logs,stop,list}")
+    s = sub.add_parser("submit", parents=[common], help="submit the stack's job (idempotent)")
+    s.add_argument("--dry-run", action="store_true", help="print entrypoint and runtime env; no network")
+    s.add_argument("--wait", action="store_true", help="wait until the job ends, showing its status")
+    s.add_argument("--timeout", type=float, help="with --wait: give up after this many seconds (exit 4)")
+    s = sub.add_parser("status", parents=[common], help="show a job's status")
+    s.add_argument("--job", help="submission id; default the stack's newest job")
+    s.add_argument("--wait", action="store_true", help="wait until the job ends, showing its status")
+    s.add_argument("--timeout", type=float, help="with --wait: give up after this many seconds (exit 4)")
+    s = sub.add_parser("logs", parents=[common], help="print a job's log")
+    s.add_argument("--job", help="submission id; default the stack's newest job")
+    s.add_argument("--follow", action="store_true", help="keep streaming until the job ends")
+    s = sub.add_parser("stop", parents=[common], help="stop a job")
+    s.add_argument("--job", help="submission id; default the stack's newest job")
+    sub.add_parser("list", parents=[common], help="list the stack's jobs")
+    return p
+
+
+def _exit_code(exc: BaseException) -> Optional[int]:
+    """The exit code of an error the user can act on, or None for a bug (left to raise)."""
+    if isinstance(exc, CliError):
+        return exc.code
+    from workloads.job import JobBuildError
+
+    if isinstance(exc, JobBuildError):
+        return EXIT_USAGE
+    submit = sys.modules.get("workloads.submit")  # imported lazily: --dry-run never loads Ray
+    if submit is None or not isinstance(exc, submit.JobError):
+        return None
+    if isinstance(exc, (submit.DashboardUnreachable, submit.DashboardAuthError)):
+        return EXIT_UNREACHABLE
+    if isinstance(exc, submit.WaitTimeout):
+        return EXIT_TIMEOUT
+    if isinstance(exc, submit.UnknownJob):
+        return EXIT_USAGE
+    return EXIT_JOB_FAILED
+
+
+def main(argv: Optional[list[str]] = None, out: Optional[TextIO] = None, err: Optional[TextIO] = None) -> int:
+    """Run one command; returns the exit code. Errors a user can act on print one line."""
+    out = out or sys.stdout
+    err = err or sys.stderr
+    args = parser().parse_args(argv)
+    # Ray's job SDK logs every websocket close at INFO; the CLI prints what matters itself.
+    logging.getLogger("ray.dashboard.modules.job.sdk").setLevel(logging.WARNING)
+    try:
+        return COMMANDS[args.command](args, load_stack(args.stack), out)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:
+        code = _exit_code(exc)
+        if code is None:
+            raise
+        err.write(f"error: {exc}\n")
+        return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

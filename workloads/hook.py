@@ -1,0 +1,133 @@
+"""The Pulumi dynamic provider that submits the training job on `pulumi up`.
+
+Pulumi pickles the provider object into the stack state and unpickles it in a separate provider
+process, so the class lives here (an importable module, pickled by reference) and every piece of
+logic is in `workloads.submit`; the provider holds no state of its own.
+
+Props (the dynamic resource's inputs, snake_case as given):
+    entrypoint, runtime_env, submission_id, metadata, spec_hash   the `JobSpec` (`JobSpec.to_dict`)
+    address                                                       explicit dashboard URL, or
+    gke_endpoint, ca_cert_b64, namespace, head_service            the API-server service proxy
+    ready_timeout                                                 optional, seconds create/update
+                                                                  wait for the dashboard (READY_TIMEOUT)
+
+No secret is among them: the provider fetches a Google token itself at run time
+(Application Default Credentials, as `kubectl` on GKE does) and the job's secrets come from the
+pod environment. Outputs add `submission_id` (the actual id, `-r<N>` for a retried attempt) and
+`status` (as seen right after submitting, or at the last refresh).
+
+Lifecycle:
+    create  submit (idempotent: an identical job already on the cluster is adopted)
+    diff    a new spec_hash replaces the resource, old deleted first (its job stopped, GPUs freed);
+            a changed connection only updates
+    update  submit again through the new connection; a changed spec stops the old job first
+    delete  stop the job; a job or dashboard that is already gone is not an error, because the
+            job cannot outlive its RayCluster, which `pulumi destroy` removes next
+    read    the job's current status; a job the cluster no longer knows reads as deleted
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from pulumi.dynamic import CreateResult, DiffResult, ReadResult, ResourceProvider, UpdateResult
+
+from workloads.job import JobSpec
+
+SPEC_KEYS = ("entrypoint", "runtime_env", "submission_id", "metadata", "spec_hash")
+CONNECTION_KEYS = ("address", "gke_endpoint", "ca_cert_b64", "namespace", "head_service")
+
+
+def _spec(props: dict[str, Any]) -> JobSpec:
+    return JobSpec.from_dict({k: props[k] for k in SPEC_KEYS})
+
+
+READY_TIMEOUT = 1800.0
+"""How long create/update wait for the dashboard: the RayCluster is applied before its head pod
+runs, and the first pull of a NeMo-RL image (tens of GB) takes minutes."""
+READY_POLL = 10.0
+
+
+def _connect_once(props: dict[str, Any]):
+    from workloads import submit
+
+    if props.get("address"):
+        return submit.connect(props["address"])
+    return submit.connect(
+        gke_endpoint=props["gke_endpoint"],
+        ca_cert_b64=props.get("ca_cert_b64") or None,
+        namespace=props["namespace"],
+        service=props["head_service"],
+    )
+
+
+def _client(props: dict[str, Any], *, wait_ready: bool = False):
+    """A connected client; with `wait_ready`, retry an unreachable dashboard until the deadline."""
+    from workloads import submit
+
+    deadline = time.monotonic() + float(props.get("ready_timeout") or READY_TIMEOUT)
+    while True:
+        try:
+            return _connect_once(props)
+        except submit.DashboardUnreachable:
+            if not wait_ready or time.monotonic() + READY_POLL > deadline:
+                raise
+            time.sleep(READY_POLL)
+
+
+def _inputs(props: dict[str, Any]) -> dict[str, Any]:
+    """The props without Pulumi's own keys (`__provider`) and without earlier outputs."""
+    return {k: v for k, v in props.items() if not k.startswith("__") and k != "status"}
+
+
+class JobSubmissionProvider(ResourceProvider):
+    """Create = submit, update = resubmit, delete = stop, read = status (see the module doc)."""
+
+    # The pickled provider carries no secret, so it need not be stored as one (keeps the state
+    # and previews readable; Pulumi still marks it secret if a secret were ever captured).
+    serialize_as_secret_always = False
+
+    def create(self, props: dict[str, Any]) -> CreateResult:
+        from workloads import submit
+
+        result = submit.submit(_client(props, wait_ready=True), _spec(props))
+        outs = {**_inputs(props), "submission_id": result.submission_id, "status": str(result.status)}
+        return CreateResult(id_=result.submission_id, outs=outs)
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+        if olds.get("spec_hash") != news.get("spec_hash"):
+            return DiffResult(changes=True, replaces=["spec_hash"], delete_before_replace=True)
+        changed = any(olds.get(k) != news.get(k) for k in CONNECTION_KEYS)
+        return DiffResult(changes=changed, replaces=[], delete_before_replace=False)
+
+    def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        from workloads import submit
+
+        client = _client(news, wait_ready=True)
+        spec = _spec(news)
+        old_id = olds.get("submission_id")
+        if old_id and olds.get("spec_hash") != spec.spec_hash:
+            try:
+                submit.stop(client, old_id)
+            except submit.UnknownJob:
+                pass
+        result = submit.submit(client, spec)
+        return UpdateResult(outs={**_inputs(news), "submission_id": result.submission_id, "status": str(result.status)})
+
+    def delete(self, id_: str, props: dict[str, Any]) -> None:
+        from workloads import submit
+
+        try:
+            submit.stop(_client(props), props.get("submission_id") or id_)
+        except (submit.UnknownJob, submit.DashboardUnreachable):
+            pass
+
+    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
+        from workloads import submit
+
+        try:
+            current = submit.status(_client(props), id_)
+        except submit.UnknownJob:
+            return ReadResult(id_="", outs={})
+        return ReadResult(id_=id_, outs={**_inputs(props), "submission_id": id_, "status": str(current)})

@@ -1,0 +1,380 @@
+"""Build the Ray job that runs a recipe on a stack.
+
+`build_job` turns a recipe, the stack's job config, the GPU pool and the Lustre mount into a
+`JobSpec`: the exact entrypoint (a shell command, every token quoted with `shlex`), the Ray
+runtime env, and a deterministic submission id. Nothing here talks to a cluster or imports Ray,
+so the CLI's `--dry-run`, the Pulumi program and the tests all build the identical spec.
+
+Override order on the command line (NeMo-RL applies them left to right):
+
+1. stack-derived: cluster size, generation placement, parallelism, checkpoint and log dirs on
+   Lustre, `grpo.max_num_steps`, W&B switch. These are never retyped by hand: they come from the
+   pool, the recipe's `Parallelism` (with the user's TP/colocation overrides folded in and checked
+   by the stack config, `JobConfig.parallelism`) and the stack config. Any other user override of
+   one of these keys is refused, naming the config key to change instead;
+2. the recipe's own overrides;
+3. the user's `job.overrides`, last; one that sets a recipe key replaces the recipe's value.
+
+Secrets (HF_TOKEN, WANDB_API_KEY) never appear here: the Ray pods get them from a Kubernetes
+Secret, the job driver inherits the pod environment, and NeMo-RL forwards `os.environ` to its
+actors. A runtime env naming a secret variable is rejected.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import posixpath
+import re
+import shlex
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Mapping, Protocol, Union
+
+from workloads.recipes import RECIPES, Parallelism, Recipe, TrainingBackend
+
+if TYPE_CHECKING:  # infra imports pulumi; keep this module light for the CLI and the provider
+    from infra.config import JobConfig, StackConfig
+
+SECRET_ENV_NAMES = frozenset({"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "WANDB_API_KEY"})
+"""Environment variables that carry credentials: they come from the pod, never the runtime env."""
+
+META_STACK = "nemo-rl-gke/stack"
+META_RECIPE = "nemo-rl-gke/recipe"
+META_SPEC_HASH = "nemo-rl-gke/spec-hash"
+META_ATTEMPT = "nemo-rl-gke/attempt"
+"""Ray job metadata keys; `workloads.submit` finds a stack's jobs by them."""
+
+_ID_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
+_ID_SLUG_MAX = 80
+"""Submission ids appear in URL paths, actor names and log file names: keep them short and plain."""
+
+
+class JobBuildError(ValueError):
+    """The job cannot be built for this stack; the message names what to change."""
+
+
+class PoolShape(Protocol):
+    """What the job needs from the GPU pool (`infra.facts.GpuPoolFacts` satisfies it)."""
+
+    @property
+    def node_count(self) -> int: ...
+
+    @property
+    def gpus_per_node(self) -> int: ...
+
+
+@dataclass(frozen=True)
+class _Pool:
+    node_count: int
+    gpus_per_node: int
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """Everything a submission sends to Ray. Build it with `build_job` or `JobSpec.create`.
+
+    `spec_hash` is the SHA-256 of the entrypoint and runtime env; `submission_id` is
+    `<stack>-<recipe>-<first 8 hex of spec_hash>` with anything outside `[A-Za-z0-9_-]` turned
+    into `-`, so the same spec always gets the same id and any change gets a new one.
+    """
+
+    entrypoint: str
+    runtime_env: dict[str, Any]
+    submission_id: str
+    metadata: dict[str, str]
+    spec_hash: str
+
+    @classmethod
+    def create(cls, *, stack: str, recipe: str, entrypoint: str, runtime_env: Mapping[str, Any]) -> "JobSpec":
+        """A spec for any entrypoint (tests use short commands); computes hash, id and metadata."""
+        env = copy.deepcopy(dict(runtime_env))
+        leaked = sorted(SECRET_ENV_NAMES & set((env.get("env_vars") or {})))
+        if leaked:
+            raise JobBuildError(
+                f"runtime env sets {', '.join(leaked)}: secrets reach the job from the pod's Kubernetes "
+                "Secret, never through the Ray runtime env (it is stored and shown by the dashboard)"
+            )
+        digest = spec_hash(entrypoint, env)
+        return cls(
+            entrypoint=entrypoint,
+            runtime_env=env,
+            submission_id=submission_id_for(stack, recipe, digest),
+            metadata={META_STACK: stack, META_RECIPE: recipe, META_SPEC_HASH: digest},
+            spec_hash=digest,
+        )
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "JobSpec":
+        """Rebuild a spec from `to_dict()` output (e.g. dynamic-provider props), checking its hash."""
+        spec = cls(
+            entrypoint=str(data["entrypoint"]),
+            runtime_env=copy.deepcopy(dict(data["runtime_env"])),
+            submission_id=str(data["submission_id"]),
+            metadata={str(k): str(v) for k, v in dict(data["metadata"]).items()},
+            spec_hash=str(data["spec_hash"]),
+        )
+        if spec_hash(spec.entrypoint, spec.runtime_env) != spec.spec_hash:
+            raise JobBuildError(f"job spec {spec.submission_id}: spec_hash does not match its entrypoint and runtime env")
+        return spec
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "entrypoint": self.entrypoint,
+            "runtime_env": copy.deepcopy(self.runtime_env),
+            "submission_id": self.submission_id,
+            "metadata": dict(self.metadata),
+            "spec_hash": self.spec_hash,
+        }
+
+    @property
+    def stack(self) -> str:
+        return self.metadata[META_STACK]
+
+    @property
+    def recipe(self) -> str:
+        return self.metadata[META_RECIPE]
+
+
+def spec_hash(entrypoint: str, runtime_env: Mapping[str, Any]) -> str:
+    """SHA-256 (hex) over the entrypoint and the runtime env in canonical JSON."""
+    doc = json.dumps({"entrypoint": entrypoint, "runtime_env": runtime_env}, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(doc.encode()).hexdigest()
+
+
+def submission_id_for(stack: str, recipe: str, digest: str) -> str:
+    slug = _ID_UNSAFE.sub("-", f"{stack}-{recipe}").strip("-")[:_ID_SLUG_MAX].rstrip("-") or "job"
+    return f"{slug}-{digest[:8]}"
+
+
+def override_key(override: str) -> str:
+    """The config key an override touches: `++a.b=1`, `+a.b=1`, `a.b=1` and `~a.b` all give `a.b`."""
+    body = override.lstrip("~+")
+    return body.split("=", 1)[0].strip()
+
+
+CHECKPOINTS_DIR = "checkpoints"
+LOGS_DIR = "logs"
+
+
+def results_dirs() -> tuple[str, ...]:
+    """The top-level directories on Lustre (relative to the mount path, i.e. to the filesystem root)
+    that hold what a run produces: checkpoints and logs. `infra.lustre_guard` exports exactly these to
+    the bucket before `pulumi destroy` deletes Lustre; the HF cache is not among them (re-downloadable).
+    """
+    return (CHECKPOINTS_DIR, LOGS_DIR)
+
+
+def checkpoint_dir(mount_path: str, stack: str, recipe: str) -> str:
+    """Checkpoints on Lustre, per stack and recipe: resubmitting the same job resumes from here."""
+    return posixpath.join(_mount(mount_path), CHECKPOINTS_DIR, stack, recipe)
+
+
+def log_dir(mount_path: str, stack: str, recipe: str) -> str:
+    """NeMo-RL's `logger.log_dir` (it adds exp_<N> per run; TensorBoard and W&B files go below)."""
+    return posixpath.join(_mount(mount_path), LOGS_DIR, stack, recipe)
+
+
+def hf_home(mount_path: str) -> str:
+    """The Hugging Face cache on Lustre, shared by every node and kept across runs."""
+    return posixpath.join(_mount(mount_path), "hf-cache")
+
+
+def _mount(mount_path: str) -> str:
+    if not mount_path.startswith("/"):
+        raise JobBuildError(f"mount path {mount_path!r} must be absolute")
+    return posixpath.normpath(mount_path)
+
+
+def _fmt(value: Any) -> str:
+    """OmegaConf literals: booleans lowercase, everything else as str()."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+# Stack-owned keys -> the config key a user changes instead (for the refusal message).
+_OWNER = {
+    "cluster.num_nodes": "gpuPool.nodeCount",
+    "cluster.gpus_per_node": "flavour",
+    "policy.generation.colocated.enabled": "job.recipe (its parallelism)",
+    "policy.generation.colocated.resources.num_nodes": "job.recipe (its parallelism)",
+    "policy.generation.colocated.resources.gpus_per_node": "flavour",
+    "policy.generation.vllm_cfg.tensor_parallel_size": "job.recipe (its parallelism)",
+    "policy.dtensor_cfg.tensor_parallel_size": "job.recipe (its parallelism)",
+    "policy.megatron_cfg.tensor_model_parallel_size": "job.recipe (its parallelism)",
+    "policy.megatron_cfg.pipeline_model_parallel_size": "job.recipe (its parallelism)",
+    "checkpointing.enabled": "nothing (checkpoints are how a preempted run resumes)",
+    "checkpointing.checkpoint_dir": "ray.mountPath",
+    "logger.log_dir": "ray.mountPath",
+    "grpo.max_num_steps": "job.maxNumSteps",
+    "logger.wandb_enabled": "job.wandbProject (and the wandbApiKey secret)",
+    "logger.wandb.project": "job.wandbProject",
+    "logger.wandb.name": "nothing (it is <stack>-<recipe>)",
+}
+
+
+def _check_fit(recipe: Recipe, par: Parallelism, pool: PoolShape) -> None:
+    """Refuse layouts NeMo-RL would only reject (or hang on) after the job started.
+
+    The stack config already refuses a TP wider than a node and a pool too small for the recipe
+    (`StackConfig._check_job_fits`); what it cannot see is whether the GPUs divide evenly.
+    """
+    nodes, gpus = pool.node_count, pool.gpus_per_node
+    where = f"recipe {recipe.name!r} on {nodes} node(s) x {gpus} GPU(s)"
+    train_nodes = nodes if par.colocated else nodes - par.generation_nodes
+    if train_nodes < 1:
+        raise JobBuildError(
+            f"{where}: generation takes {par.generation_nodes} node(s), none is left for training; "
+            "raise gpuPool.nodeCount"
+        )
+    train_gpus = train_nodes * gpus
+    if train_gpus % par.model_parallel_gpus:
+        raise JobBuildError(
+            f"{where}: {train_gpus} training GPUs are not a multiple of TP x PP = {par.model_parallel_gpus}; "
+            "pick a gpuPool.nodeCount that is"
+        )
+    gen_gpus = train_gpus if par.colocated else par.generation_nodes * gpus
+    if gen_gpus % par.generation_tensor_parallel:
+        raise JobBuildError(
+            f"{where}: {gen_gpus} generation GPUs are not a multiple of vLLM TP {par.generation_tensor_parallel}"
+        )
+
+
+_COLOCATED = "policy.generation.colocated.enabled"
+
+
+def _derived(
+    recipe: Recipe, par: Parallelism, job_cfg: "JobConfig", pool: PoolShape, mount_path: str, stack: str, wandb_enabled: bool
+) -> dict[str, Any]:
+    """Every stack-owned key with the value this run gives it."""
+    out: dict[str, Any] = {
+        # NeMo-RL takes the whole cluster here and subtracts the generation nodes itself.
+        "cluster.num_nodes": pool.node_count,
+        "cluster.gpus_per_node": pool.gpus_per_node,
+        _COLOCATED: par.colocated,
+    }
+    if not par.colocated:
+        out["policy.generation.colocated.resources.num_nodes"] = par.generation_nodes
+        # Required to equal cluster.gpus_per_node when cluster.num_nodes > 1 (grpo.py setup()).
+        out["policy.generation.colocated.resources.gpus_per_node"] = pool.gpus_per_node
+    out["policy.generation.vllm_cfg.tensor_parallel_size"] = par.generation_tensor_parallel
+    if par.backend is TrainingBackend.MEGATRON:
+        out["policy.megatron_cfg.tensor_model_parallel_size"] = par.train_tensor_parallel
+        out["policy.megatron_cfg.pipeline_model_parallel_size"] = par.train_pipeline_parallel
+    else:
+        out["policy.dtensor_cfg.tensor_parallel_size"] = par.train_tensor_parallel
+    out["checkpointing.enabled"] = True
+    out["checkpointing.checkpoint_dir"] = checkpoint_dir(mount_path, stack, recipe.name)
+    out["logger.log_dir"] = log_dir(mount_path, stack, recipe.name)
+    out["grpo.max_num_steps"] = job_cfg.max_num_steps or recipe.max_num_steps
+    out["logger.wandb_enabled"] = wandb_enabled
+    if wandb_enabled:
+        if not job_cfg.wandb_project:
+            raise JobBuildError("W&B logging is enabled but job.wandbProject is not set")
+        out["logger.wandb.project"] = job_cfg.wandb_project
+        out["logger.wandb.name"] = f"{stack}-{recipe.name}"
+    return out
+
+
+def _stack_part(derived: Mapping[str, Any]) -> list[str]:
+    """The stack-derived overrides (step 1 of the module docstring), as `key=value`.
+
+    Every key written exists in the recipes' config files (see workloads/recipes.py for what was
+    checked), so the strict `key=value` form is used: a key NeMo-RL renamed fails loudly at start
+    instead of being silently added. `colocated.enabled` is written only when it leaves the
+    default (true), as the GKE tutorial does on v0.5.0: older Megatron configs did not all carry
+    the colocated block.
+    """
+    return [f"{key}={_fmt(value)}" for key, value in derived.items() if not (key == _COLOCATED and value is True)]
+
+
+def _merge(derived: Mapping[str, Any], recipe_part: tuple[str, ...], user_part: tuple[str, ...], recipe: Recipe) -> list[str]:
+    stack_part = _stack_part(derived)
+    owned = set(derived) | (set(_OWNER) - {"logger.wandb.project", "logger.wandb.name"})
+    for o in recipe_part:
+        if override_key(o) in owned:
+            raise JobBuildError(f"recipe {recipe.name!r} override {o!r} sets a key the stack derives")
+    users = []
+    for o in user_part:
+        key = override_key(o)
+        if key not in owned:
+            users.append(o)
+            continue
+        # The stack config folds the user's parallelism overrides (TP sizes, colocation) into the
+        # recipe's layout and checks it against the pool; the derived value is then the user's.
+        value = o.split("=", 1)[1].strip() if "=" in o and not o.startswith("~") else None
+        if key in derived and value is not None and value.lower() == _fmt(derived[key]).lower():
+            continue
+        raise JobBuildError(
+            f"job.overrides {o!r}: {key} is derived from the stack; change {_OWNER.get(key, 'the stack config')} instead"
+        )
+    # One value per key: a user override replaces the recipe's (Hydra would reject a duplicate).
+    user_keys = {override_key(o) for o in users}
+    return [*stack_part, *(o for o in recipe_part if override_key(o) not in user_keys), *users]
+
+
+def build_job(
+    recipe: Union[Recipe, str],
+    job_cfg: "JobConfig",
+    pool: PoolShape,
+    mount_path: str,
+    stack: str,
+    wandb_enabled: bool,
+) -> JobSpec:
+    """The job that runs `recipe` on this stack.
+
+    Args:
+        recipe: the `Recipe` (or its name); must be the one `job_cfg.recipe` names.
+        job_cfg: the stack's `job` config (overrides, max_num_steps, wandb_project).
+        pool: the GPU pool (`GpuPoolFacts`); `node_count` and `gpus_per_node` are used.
+        mount_path: where Lustre is mounted in the Ray pods (`ray.mountPath`).
+        stack: the Pulumi stack name; part of paths, W&B run name and submission id.
+        wandb_enabled: log to W&B (the caller knows whether the wandbApiKey secret is set).
+
+    Raises:
+        JobBuildError: the layout does not fit the pool, or an override fights the stack.
+    """
+    if isinstance(recipe, str):
+        if recipe not in RECIPES:
+            raise JobBuildError(f"unknown recipe {recipe!r}; known: {', '.join(RECIPES)}")
+        recipe = RECIPES[recipe]
+    if recipe.name != job_cfg.recipe:
+        raise JobBuildError(f"recipe {recipe.name!r} is not the one job.recipe names ({job_cfg.recipe!r})")
+    # The recipe's layout with the user's parallelism overrides applied (validated by the config).
+    par = job_cfg.parallelism
+    _check_fit(recipe, par, pool)
+    derived = _derived(recipe, par, job_cfg, pool, mount_path, stack, wandb_enabled)
+    overrides = _merge(derived, recipe.overrides, tuple(job_cfg.overrides), recipe)
+    argv = ["python", recipe.script, "--config", recipe.config_file, *overrides]
+    # The image's scripts, configs and data.prompt_file are relative to its checkout; a Ray job
+    # starts wherever the raylet runs, so change there first (as the codelab's script does).
+    entrypoint = f"cd {shlex.quote(recipe.image.workdir)} && {shlex.join(argv)}"
+    home = hf_home(mount_path)
+    runtime_env = {
+        "env_vars": {
+            "HF_HOME": home,
+            "HF_DATASETS_CACHE": posixpath.join(home, "datasets"),
+            # NeMo-RL calls ray.init(runtime_env={"env_vars": dict(os.environ)}); without this the
+            # job's runtime env and that one conflict on these very keys and ray.init fails.
+            "RAY_OVERRIDE_JOB_RUNTIME_ENV": "1",
+        }
+    }
+    return JobSpec.create(stack=stack, recipe=recipe.name, entrypoint=entrypoint, runtime_env=runtime_env)
+
+
+def wandb_wanted(job_cfg: "JobConfig", wandb_key_set: bool) -> bool:
+    """W&B logs only when a project is configured AND the wandbApiKey secret exists."""
+    return bool(job_cfg.wandb_project) and wandb_key_set
+
+
+def spec_for_stack(stack: str, cfg: "StackConfig", *, wandb_key_set: bool, pool: PoolShape | None = None) -> JobSpec:
+    """`build_job` with everything taken from a validated stack config.
+
+    The Pulumi program and `python -m workloads` both call this, so they agree on the spec (and
+    therefore on the submission id) for the same stack file. `pool` defaults to the config's
+    node count and the flavour's GPUs per node, which is what `GpuPoolFacts` holds.
+    """
+    if pool is None:
+        pool = _Pool(node_count=cfg.gpu_pool.node_count, gpus_per_node=cfg.flavour_spec.gpus_per_node)
+    return build_job(cfg.recipe, cfg.job, pool, cfg.ray.mount_path, stack, wandb_wanted(cfg.job, wandb_key_set))

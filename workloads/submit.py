@@ -1,0 +1,437 @@
+"""Submit, watch and stop NeMo-RL jobs on the Ray dashboard's Job Submission API.
+
+Everything goes through `ray.job_submission.JobSubmissionClient`. The dashboard is reached
+either at an explicit address (a `kubectl port-forward`, or a test head) or through the GKE API
+server's service proxy:
+
+    https://<endpoint>/api/v1/namespaces/<ns>/services/<head-svc>:dashboard/proxy
+
+with a Google OAuth bearer token (the same identity `kubectl` uses on GKE) and the cluster CA.
+Nothing is exposed outside the cluster and no port-forward has to stay open.
+
+Submission is idempotent: a `JobSpec` has a deterministic id, and `submit` finds the stack's
+jobs by their metadata. The same spec already pending/running/succeeded is returned as is; after
+a failure or a stop the same spec is submitted again as `<id>-r<N>` (Ray never reuses an id),
+which resumes from the checkpoint dir; a job of the same stack with another spec that is still
+running is stopped first, because a stack's GPU pool holds one training job.
+
+Errors a user can act on are `JobError`s with a one-line message: `DashboardUnreachable`,
+`DashboardAuthError`, `UnknownJob`, `WaitTimeout`, `DashboardError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import base64
+import binascii
+import contextlib
+import os
+import socket
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import Any, AsyncIterator, Callable, Collection, Iterator, Optional
+from urllib.parse import quote, urlsplit
+
+import requests
+from ray.exceptions import AuthenticationError
+from ray.job_submission import JobDetails, JobStatus, JobSubmissionClient
+
+from workloads.job import META_ATTEMPT, META_RECIPE, META_SPEC_HASH, META_STACK, JobSpec
+
+CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
+DASHBOARD_PORT_NAME = "dashboard"
+"""The name KubeRay gives the head service's dashboard port (8265)."""
+TERMINAL = frozenset({JobStatus.STOPPED, JobStatus.SUCCEEDED, JobStatus.FAILED})
+RETRYABLE = frozenset({JobStatus.STOPPED, JobStatus.FAILED})
+"""A same-spec job that ended like this is submitted again (as a new attempt) by `submit`."""
+CONNECT_TIMEOUT = 10.0
+
+TokenProvider = Callable[[], str]
+
+
+class JobError(Exception):
+    """A job operation failed for a reason the user can act on; `str()` is one line."""
+
+
+class DashboardUnreachable(JobError):
+    """No Ray dashboard answered at the address."""
+
+    def __init__(self, address: str, detail: str = ""):
+        self.address = address
+        hint = (
+            "check that the cluster is up and the Ray head pod is running "
+            "(`kubectl -n <namespace> get pods -l ray.io/node-type=head`), "
+            "and that the address/port (or port-forward) is right"
+        )
+        super().__init__(f"Ray dashboard unreachable at {address}{f' ({detail})' if detail else ''}: {hint}")
+
+
+class DashboardAuthError(JobError):
+    """The dashboard (or the API server in front of it) refused our credentials."""
+
+    def __init__(self, address: str, detail: str = ""):
+        self.address = address
+        super().__init__(
+            f"not authorized at {address}{f' ({detail})' if detail else ''}: run "
+            "`gcloud auth application-default login` and make sure your identity may proxy to "
+            "services in the namespace (RBAC services/proxy, e.g. roles/container.developer)"
+        )
+
+
+class UnknownJob(JobError):
+    """No job with this id on the cluster."""
+
+    def __init__(self, job_id: str, address: str = ""):
+        self.job_id = job_id
+        where = f" on {address}" if address else ""
+        super().__init__(f"no job {job_id!r}{where}; `python -m workloads list --stack <stack>` shows the stack's jobs")
+
+
+class WaitTimeout(JobError):
+    """`wait` gave up before the job reached the wanted status."""
+
+    def __init__(self, job_id: str, last: JobStatus, timeout: float):
+        self.job_id, self.last = job_id, last
+        super().__init__(f"job {job_id} still {last} after {timeout:g}s")
+
+
+class DashboardError(JobError):
+    """Any other failed request to the Job API (HTTP error from the dashboard)."""
+
+
+@dataclass(frozen=True)
+class SubmitResult:
+    """What `submit` did."""
+
+    submission_id: str
+    status: JobStatus
+    created: bool
+    """False when the same spec was already on the cluster and nothing was submitted."""
+    stopped: tuple[str, ...] = ()
+    """Jobs of the same stack (other specs) stopped to make room."""
+
+
+# ------------------------------------------------------------------------------------ connecting
+
+
+def dashboard_proxy_url(endpoint: str, namespace: str, service: str) -> str:
+    """The API server service-proxy URL of the head service's dashboard port.
+
+    `endpoint` is the cluster endpoint (an IP or host, as GKE reports it); a value that already
+    carries a scheme is used as is (tests put a plain-http proxy there).
+    """
+    base = endpoint if "://" in endpoint else f"https://{endpoint}"
+    ns, svc = quote(namespace, safe=""), quote(service, safe="")
+    return f"{base.rstrip('/')}/api/v1/namespaces/{ns}/services/{svc}:{DASHBOARD_PORT_NAME}/proxy"
+
+
+def google_token_provider(scopes: Collection[str] = (CLOUD_PLATFORM_SCOPE,)) -> TokenProvider:
+    """Application Default Credentials as a callable returning a valid access token.
+
+    The credentials are loaded once and refreshed only when expired (tokens last about an hour;
+    a long `wait` or `logs --follow` outlives one).
+    """
+    import google.auth
+    import google.auth.exceptions
+    import google.auth.transport.requests
+
+    try:
+        credentials, _ = google.auth.default(scopes=list(scopes))
+    except google.auth.exceptions.DefaultCredentialsError as err:
+        raise DashboardAuthError("the GKE API server", f"no Google credentials: {str(err).splitlines()[0]}") from None
+
+    def token() -> str:
+        if not credentials.valid:
+            try:
+                credentials.refresh(google.auth.transport.requests.Request())
+            except google.auth.exceptions.GoogleAuthError as err:
+                raise DashboardAuthError("the GKE API server", f"token refresh failed: {err}") from None
+        return credentials.token
+
+    return token
+
+
+def write_ca_file(ca_cert_b64: str) -> str:
+    """Write GKE's base64 `clusterCaCertificate` as a PEM file for `verify`; removed at exit."""
+    try:
+        pem = base64.b64decode(ca_cert_b64, validate=True)
+    except (binascii.Error, ValueError):
+        raise JobError("the cluster CA certificate is not valid base64 (expected GKE's masterAuth.clusterCaCertificate)") from None
+    fd, path = tempfile.mkstemp(prefix="nemo-rl-gke-ca-", suffix=".pem")
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(pem)
+    atexit.register(_remove_quietly, path)
+    return path
+
+
+def _remove_quietly(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.remove(path)
+
+
+class _BearerClient(JobSubmissionClient):
+    """A JobSubmissionClient that puts a fresh bearer token on every request.
+
+    Ray's client keeps its headers in `_headers` and sends every REST call through `_do_request`
+    (and the log websocket with the same headers); refreshing there keeps long waits working
+    after the first token expires.
+    """
+
+    def __init__(self, address: str, *, token_provider: TokenProvider, verify: bool | str = True):
+        self._token_provider = token_provider
+        super().__init__(address, headers={"Authorization": f"Bearer {token_provider()}"}, verify=verify)
+
+    def _do_request(self, *args: Any, **kwargs: Any) -> requests.Response:
+        self._headers["Authorization"] = f"Bearer {self._token_provider()}"
+        return super()._do_request(*args, **kwargs)
+
+
+def connect(
+    address: Optional[str] = None,
+    *,
+    gke_endpoint: Optional[str] = None,
+    ca_cert_b64: Optional[str] = None,
+    ca_file: Optional[str] = None,
+    namespace: str = "nemo-rl",
+    service: Optional[str] = None,
+    token_provider: Optional[TokenProvider] = None,
+    timeout: float = CONNECT_TIMEOUT,
+) -> JobSubmissionClient:
+    """A connected `JobSubmissionClient` (it checks the dashboard's version on creation).
+
+    Either `address` (e.g. ``http://127.0.0.1:8265``), or `gke_endpoint` + `service` (+ the CA as
+    `ca_cert_b64` or `ca_file`) to go through the API server's service proxy with a Google
+    bearer token (`token_provider`, default Application Default Credentials).
+
+    Raises:
+        DashboardUnreachable: nothing answers, or the proxy has no such service.
+        DashboardAuthError: the credentials were refused.
+    """
+    if (address is None) == (gke_endpoint is None):
+        raise ValueError("pass exactly one of address or gke_endpoint")
+    if address is not None:
+        url = address.rstrip("/")
+        if "://" not in url:
+            url = f"http://{url}"
+        _probe(url, timeout)
+        return _guard(url, lambda: JobSubmissionClient(url))
+    if not service:
+        raise ValueError("gke_endpoint needs the Ray head service name (service=...)")
+    url = dashboard_proxy_url(gke_endpoint, namespace, service)
+    verify: bool | str = True
+    if ca_file:
+        verify = ca_file
+    elif ca_cert_b64:
+        verify = write_ca_file(ca_cert_b64)
+    _probe(url, timeout)
+    provider = token_provider or google_token_provider()
+    return _guard(url, lambda: _BearerClient(url, token_provider=provider, verify=verify))
+
+
+def _probe(url: str, timeout: float) -> None:
+    """Fail fast on an address nothing listens on; requests would wait for the OS TCP timeout."""
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        with socket.create_connection((parts.hostname or "", port), timeout=timeout):
+            pass
+    except OSError as err:
+        raise DashboardUnreachable(url, err.strerror or str(err)) from None
+
+
+def _guard(address: str, fn: Callable[[], Any], job_id: Optional[str] = None) -> Any:
+    """Run one Job API call, turning transport and HTTP failures into `JobError`s."""
+    try:
+        return fn()
+    except requests.exceptions.SSLError:  # before ConnectionError: it is a subclass of it
+        raise DashboardUnreachable(address, "TLS verification failed; is the cluster CA right?") from None
+    except (requests.exceptions.ConnectionError, requests.exceptions.Timeout, ConnectionError) as err:
+        raise DashboardUnreachable(address, type(err).__name__) from None
+    except AuthenticationError:
+        raise DashboardAuthError(address, "HTTP 401/403") from None
+    except requests.exceptions.HTTPError as err:
+        code = err.response.status_code if err.response is not None else 0
+        if code in (401, 403):
+            raise DashboardAuthError(address, f"HTTP {code}") from None
+        raise DashboardUnreachable(address, f"HTTP {code} from the version check") from None
+    except RuntimeError as err:
+        text = str(err)
+        if job_id is not None and "404" in text and "does not exist" in text:
+            raise UnknownJob(job_id, address) from None
+        if "Version check returned 404" in text:
+            raise DashboardUnreachable(address, "no Ray dashboard at this path (wrong service or namespace?)") from None
+        raise DashboardError(f"Ray Job API request to {address} failed: {text.splitlines()[0][:300]}") from None
+
+
+# ------------------------------------------------------------------------------------ operations
+
+
+def status(client: JobSubmissionClient, job_id: str) -> JobStatus:
+    """The job's current status. Raises `UnknownJob`."""
+    return info(client, job_id).status
+
+
+def info(client: JobSubmissionClient, job_id: str) -> JobDetails:
+    """The job's details (status, message, times, metadata). Raises `UnknownJob`."""
+    return _guard(client.get_address(), lambda: client.get_job_info(job_id), job_id)
+
+
+def stop(client: JobSubmissionClient, job_id: str) -> bool:
+    """Ask the job to stop; True if it was still running. Raises `UnknownJob`."""
+    return bool(_guard(client.get_address(), lambda: client.stop_job(job_id), job_id))
+
+
+def list_jobs(client: JobSubmissionClient, stack: Optional[str] = None, recipe: Optional[str] = None) -> list[JobDetails]:
+    """Submitted jobs this program made, oldest first; filtered by stack and recipe when given."""
+    jobs = _guard(client.get_address(), client.list_jobs)
+    mine = [
+        j
+        for j in jobs
+        if j.submission_id
+        and META_STACK in (j.metadata or {})
+        and (stack is None or j.metadata[META_STACK] == stack)
+        and (recipe is None or j.metadata.get(META_RECIPE) == recipe)
+    ]
+    return sorted(mine, key=lambda j: (j.start_time or 0, j.submission_id))
+
+
+def latest_job(client: JobSubmissionClient, stack: str, recipe: Optional[str] = None) -> Optional[JobDetails]:
+    """The stack's most recently started job, or None."""
+    jobs = list_jobs(client, stack, recipe)
+    return jobs[-1] if jobs else None
+
+
+def _attempt(job: JobDetails) -> int:
+    try:
+        return int((job.metadata or {}).get(META_ATTEMPT, "1"))
+    except ValueError:
+        return 1
+
+
+def attempt_id(submission_id: str, attempt: int) -> str:
+    """The submission id of the N-th attempt of a spec (the first keeps the plain id)."""
+    return submission_id if attempt <= 1 else f"{submission_id}-r{attempt}"
+
+
+def submit(client: JobSubmissionClient, spec: JobSpec, *, stop_timeout: float = 60.0) -> SubmitResult:
+    """Make sure `spec` runs on the cluster, without duplicates.
+
+    1. Any job of the same stack with another spec that has not ended is stopped, and given up
+       to `stop_timeout` seconds to release its GPUs.
+    2. If the newest attempt of this spec is pending, running or succeeded, it is returned.
+    3. Otherwise (never submitted, or it failed / was stopped) a new attempt is submitted.
+    """
+    address = client.get_address()
+    jobs = list_jobs(client, spec.stack)
+    stale = [j for j in jobs if j.metadata.get(META_SPEC_HASH) != spec.spec_hash and j.status not in TERMINAL]
+    stopped = []
+    for job in stale:
+        with contextlib.suppress(UnknownJob):
+            stop(client, job.submission_id)
+            stopped.append(job.submission_id)
+    for job_id in stopped:
+        with contextlib.suppress(WaitTimeout, UnknownJob):
+            wait(client, job_id, timeout=stop_timeout, poll_interval=0.5)
+    same = [j for j in jobs if j.metadata.get(META_SPEC_HASH) == spec.spec_hash]
+    attempt = 1
+    if same:
+        newest = max(same, key=_attempt)
+        if newest.status not in RETRYABLE:
+            return SubmitResult(newest.submission_id, newest.status, created=False, stopped=tuple(stopped))
+        attempt = _attempt(newest) + 1
+    job_id = attempt_id(spec.submission_id, attempt)
+    try:
+        _guard(
+            address,
+            lambda: client.submit_job(
+                entrypoint=spec.entrypoint,
+                submission_id=job_id,
+                runtime_env=spec.runtime_env,
+                metadata={**spec.metadata, META_ATTEMPT: str(attempt)},
+            ),
+        )
+    except DashboardError as err:
+        if "already exists" not in str(err):
+            raise
+        # Someone submitted the same attempt between our listing and our submit: that is the job.
+        return SubmitResult(job_id, status(client, job_id), created=False, stopped=tuple(stopped))
+    return SubmitResult(job_id, status(client, job_id), created=True, stopped=tuple(stopped))
+
+
+def wait(
+    client: JobSubmissionClient,
+    job_id: str,
+    *,
+    until: Collection[JobStatus] = TERMINAL,
+    timeout: Optional[float] = None,
+    on_status: Optional[Callable[[JobStatus, float], None]] = None,
+    poll_interval: float = 1.0,
+) -> JobStatus:
+    """Poll until the job's status is in `until` (default: ended); returns that status.
+
+    `on_status(status, elapsed_seconds)` is called after every poll (the CLI draws its live line
+    with it). A job that ends in a status outside `until` ends the wait too (it cannot change
+    any more). Raises `WaitTimeout` after `timeout` seconds, `UnknownJob`.
+    """
+    start = time.monotonic()
+    while True:
+        current = status(client, job_id)
+        elapsed = time.monotonic() - start
+        if on_status is not None:
+            on_status(current, elapsed)
+        if current in until or current in TERMINAL:
+            return current
+        if timeout is not None and elapsed >= timeout:
+            raise WaitTimeout(job_id, current, timeout)
+        time.sleep(poll_interval)
+
+
+def logs(client: JobSubmissionClient, job_id: str, *, follow: bool = False, poll_interval: float = 1.0) -> Iterator[str]:
+    """The job's log as text chunks.
+
+    Without `follow` it yields the whole log once. With `follow` it streams new output until the
+    job ends, over Ray's log websocket (`tail_job_logs`); if the websocket cannot be opened (a
+    proxy that does not pass upgrades), it falls back to polling the full log.
+    """
+    address = client.get_address()
+    status(client, job_id)  # UnknownJob before anything is yielded
+    if not follow:
+        yield _guard(address, lambda: client.get_job_logs(job_id), job_id)
+        return
+    import aiohttp
+
+    sent = 0
+    try:
+        for chunk in _sync_iter(client.tail_job_logs(job_id)):
+            sent += len(chunk)
+            yield chunk
+        return
+    except (aiohttp.WSServerHandshakeError, aiohttp.ClientError, RuntimeError):
+        # Streaming failed (or was never possible); continue from what was already shown.
+        pass
+    while True:
+        done = status(client, job_id) in TERMINAL
+        text = _guard(address, lambda: client.get_job_logs(job_id), job_id)
+        if len(text) > sent:
+            yield text[sent:]
+            sent = len(text)
+        if done:
+            return
+        time.sleep(poll_interval)
+
+
+def _sync_iter(agen: AsyncIterator[str]) -> Iterator[str]:
+    """Drive an async iterator from synchronous code on a private event loop."""
+    loop = asyncio.new_event_loop()
+    try:
+        while True:
+            try:
+                yield loop.run_until_complete(agen.__anext__())
+            except StopAsyncIteration:
+                return
+    finally:
+        with contextlib.suppress(Exception):
+            loop.run_until_complete(agen.aclose())  # type: ignore[attr-defined]
+        loop.close()
