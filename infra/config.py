@@ -57,6 +57,11 @@ LOWER_NAME = r"^[a-z]([a-z0-9-]*[a-z0-9])?$"
 PATTERN_HELP = {
     _SAFE_TOKEN: "letters, digits and . _ / : = + ~ @ % , - [ ] (no spaces, quotes, shell metacharacters or newlines)",
     LOWER_NAME: "lowercase letters, digits and hyphens, starting with a letter and not ending with a hyphen",
+    r"^([a-z][a-z0-9-]{0,19})?$": "1-20 lowercase letters, digits or hyphens, starting with a letter",
+    r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$": "a Google Cloud project id: 6-30 lowercase letters, digits or hyphens, starting with a letter",
+    r"^/[A-Za-z0-9._/\-]*$": "an absolute path of letters, digits and . _ / -",
+    r"^[a-z]+-[a-z]+\d+$": "a region name such as us-east1",
+    r"^[a-z]+-[a-z]+\d+-[a-z]$": "a zone name such as us-east1-b",
 }
 GCP_LABEL_KEY = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
 GCP_LABEL_VALUE = re.compile(r"^[a-z0-9_-]{0,63}$")
@@ -590,6 +595,8 @@ def format_validation_error(err: ValidationError) -> str:
             msg = "unknown key; see the config reference in README.md"
         elif e["type"] == "missing":
             msg = "required key is not set"
+        elif e["type"] == "string_too_long":
+            msg = f"{len(e['input'])} characters; allowed: at most {e['ctx']['max_length']}"
         elif e["type"] == "string_pattern_mismatch":
             pattern = e["ctx"]["pattern"]
             msg = f"{e['input']!r} is not allowed; allowed: {PATTERN_HELP.get(pattern, 'values matching ' + pattern)}"

@@ -87,9 +87,9 @@ class GkeNetworkObjects(pulumi.ComponentResource):
         nics: tuple[NicAttachment, ...],
         opts: Optional[pulumi.ResourceOptions] = None,
     ) -> None:
-        super().__init__("nemo-rl-gke:infra:GkeNetworkObjects", name, None, opts)
         nics = tuple(nics)
-        check_nics(nics)
+        check_nics(nics)  # before registering anything: a refused list leaves no half-made component
+        super().__init__("nemo-rl-gke:infra:GkeNetworkObjects", name, None, opts)
         self.param_sets = []
         self.networks = []
         for nic in nics:

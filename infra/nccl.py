@@ -172,10 +172,10 @@ class NcclRdmaInstaller(pulumi.ComponentResource):
         taints: Sequence[Mapping[str, str]] = (),
     ) -> None:
         """`taints`: the GPU pool's node taints (Kubernetes or GKE spelling) beyond nvidia.com/gpu."""
-        super().__init__("nemo-rl-gke:infra:NcclRdmaInstaller", name, None, opts)
         if ":" not in image.rsplit("/", 1)[-1] and "@" not in image:
             raise ValueError(f"NcclRdmaInstaller: image {image!r} has no tag or digest; pin a version")
         manifest = daemonset_manifest(image, accelerator_types, taints)
+        super().__init__("nemo-rl-gke:infra:NcclRdmaInstaller", name, None, opts)
         self.name, self.namespace, self.image = NAME, NAMESPACE, image
         self.daemonset = k8s.apps.v1.DaemonSet(
             f"{name}-daemonset",

@@ -356,7 +356,6 @@ class RayCluster(pulumi.ComponentResource):
         """`environment`: a `WorkloadEnvironment` (namespace, service_account, secret_name, pvc_name);
         `networks`: a `GkeNetworkObjects` (interfaces_annotation). When they are resources, the release
         waits for them and is deleted before them."""
-        super().__init__("nemo-rl-gke:infra:RayCluster", name, None, opts)
         check_cluster_name(cluster_name)
         self.cluster_name = cluster_name
         self.namespace = environment.namespace
@@ -382,9 +381,10 @@ class RayCluster(pulumi.ComponentResource):
                 interfaces_annotation=networks.interfaces_annotation,
             )
 
-        # Validate now (a bad name or machine fails the plan, not the deploy), build again once the
-        # system pool name is known.
+        # Validate before registering anything (a bad name or machine fails the plan, not the
+        # deploy); build again once the system pool name is known.
         build("validation")
+        super().__init__("nemo-rl-gke:infra:RayCluster", name, None, opts)
         self.values = pulumi.Output.from_input(system_pool_name).apply(build)
         waits_for = [r for r in (environment, networks) if isinstance(r, pulumi.Resource)]
         self.release = k8s.helm.v3.Release(

@@ -17,9 +17,8 @@ from __future__ import annotations
 from typing import Optional
 
 import pulumi
-import pulumi_gcp as gcp
-
 import pulumi.dynamic
+import pulumi_gcp as gcp
 
 from infra.config import LustreConfig
 from infra.facts import StackContext
@@ -162,6 +161,8 @@ class ArtifactBucket(pulumi.ComponentResource):
     bucket_name: pulumi.Output[str]
     bucket_url: pulumi.Output[str]
     """`gs://<name>`."""
+    bucket_cloud_name: str
+    """The bucket name, known at plan time (it is chosen here, not by the cloud)."""
     member: pulumi.Output[str]
     """The Workload Identity principal granted `roles/storage.objectUser`."""
 

@@ -85,13 +85,17 @@ def record(build: Callable[[], Any], resolve: Callable[[Any], dict] | None = Non
     out: dict[str, Any] = {}
 
     def target() -> None:
-        from pulumi.runtime import mocks
+        from pulumi.runtime import mocks, settings
         from pulumi.runtime.stack import wait_for_rpcs
 
         loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
         plan_mocks = PlanMocks(project_id=CTX.project)
         monitor = RecordingMonitor(plan_mocks)
+        # As infra.plan does: Pulumi's context properties otherwise fall back to the first thread's
+        # values, and this run would wait on another event loop's tasks.
+        settings.SETTINGS.outputs = set()
+        settings.SETTINGS.lock = threading.Lock()
         mocks.set_mocks(plan_mocks, project="nemo-rl-gke", stack="test", preview=False, monitor=monitor)
         try:
             result = build()
@@ -103,6 +107,10 @@ def record(build: Callable[[], Any], resolve: Callable[[Any], dict] | None = Non
             out["recorded"] = Recorded(result, list(monitor.registrations), dict(monitor.component_outputs), resolved)
         except BaseException as exc:  # noqa: BLE001 re-raised in the test's thread
             out["error"] = exc
+            try:  # let the registrations made before the error settle, as infra.plan does
+                loop.run_until_complete(wait_for_rpcs())
+            except BaseException:  # noqa: BLE001 the first error is the one to report
+                pass
         finally:
             loop.close()
 
@@ -221,7 +229,10 @@ def test_child_options_copies_the_callers_depends_on_to_every_child():
 
 
 def test_child_options_refuses_a_depends_on_it_cannot_copy():
-    opts = pulumi.ResourceOptions(depends_on="not-a-resource")  # type: ignore[arg-type]
+    opts = pulumi.ResourceOptions()
+    # Set after construction: ResourceOptions itself refuses a non-resource at construction, but an
+    # Output of resources (which it accepts) cannot be copied child by child either.
+    opts.depends_on = "not-a-resource"  # type: ignore[assignment]
     with pytest.raises(TypeError, match="depends_on"):
         child_options(None, opts)  # type: ignore[arg-type]
 

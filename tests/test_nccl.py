@@ -1,0 +1,131 @@
+"""NcclRdmaInstaller: the gIB plugin installer DaemonSet, validated as a Kubernetes apps/v1 object."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import STACKS, stack_plan
+from infra.config import RayConfig
+from infra.flavours import FLAVOURS
+from infra.nccl import HOST_GIB_DIR, HOST_NVIDIA_LIB_DIR, NcclRdmaInstaller, installer_tolerations
+from test_kube_provider import k8s_doc, record, schema_problems
+
+IMAGE = RayConfig().nccl_installer_image
+DAEMONSET = "kubernetes:apps/v1:DaemonSet"
+ALL_ACCELERATORS = sorted(f.accelerator_type for f in FLAVOURS.values())
+
+
+def installer(image=IMAGE, accelerators=None, taints=()):
+    accelerators = ALL_ACCELERATORS if accelerators is None else accelerators
+    rec = record(lambda: NcclRdmaInstaller("nccl", image, accelerators, taints=taints))
+    return rec, k8s_doc(rec.one(DAEMONSET))
+
+
+def tolerates(tolerations, taint) -> bool:
+    """Kubernetes' matching rule for one taint against a list of tolerations."""
+    for tol in tolerations:
+        if tol.get("key") not in (None, taint["key"]):
+            continue
+        if tol.get("effect") not in (None, "", taint["effect"]):
+            continue
+        if tol.get("operator", "Equal") == "Exists" or tol.get("value", "") == taint.get("value", ""):
+            return True
+    return False
+
+
+def test_the_daemonset_is_a_valid_apps_v1_object():
+    rec, doc = installer()
+    reg = rec.one(DAEMONSET)
+    assert not schema_problems(doc, reg.name)
+
+
+def test_it_is_the_nccl_rdma_installer_in_kube_system_with_the_pinned_image():
+    _, doc = installer()
+    assert (doc["metadata"]["name"], doc["metadata"]["namespace"]) == ("nccl-rdma-installer", "kube-system")
+    spec = doc["spec"]["template"]["spec"]
+    images = {c["name"]: c["image"] for c in spec["initContainers"]}
+    assert images["nccl-rdma-installer"] == IMAGE == "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.1.1"
+    assert all(":" in c["image"] or "@" in c["image"] for c in spec["initContainers"] + spec["containers"])
+    assert [c["name"] for c in spec["containers"]] == ["pause"], "after installing, only a pause container runs"
+
+
+def test_it_runs_only_on_nodes_with_the_given_accelerators():
+    _, doc = installer(accelerators=["nvidia-h200-141gb"])
+    terms = doc["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert terms["nodeSelectorTerms"] == [
+        {"matchExpressions": [{"key": "cloud.google.com/gke-accelerator", "operator": "In", "values": ["nvidia-h200-141gb"]}]}
+    ]
+
+
+def test_the_installer_writes_the_plugin_into_the_host_directories_the_workers_mount():
+    _, doc = installer()
+    spec = doc["spec"]["template"]["spec"]
+    host = {v["name"]: v["hostPath"]["path"] for v in spec["volumes"]}
+    assert set(host.values()) == {HOST_GIB_DIR, HOST_NVIDIA_LIB_DIR} == {"/home/kubernetes/bin/gib", "/home/kubernetes/bin/nvidia/lib64"}
+    (install,) = [c for c in spec["initContainers"] if c["name"] == "nccl-rdma-installer"]
+    mounted = {host[m["name"]]: m["mountPath"] for m in install["volumeMounts"]}
+    script = install["command"][-1]
+    assert "/scripts/container_entry.sh install --install-nccl" in script
+    assert f"cp -r /var/lib/gib/. {mounted[HOST_GIB_DIR]}" in script
+    assert f"cp -r /var/lib/gib/lib64/. {mounted[HOST_NVIDIA_LIB_DIR]}" in script
+    assert install["securityContext"] == {"privileged": True}
+
+
+def test_the_gpu_taint_and_every_extra_pool_taint_are_tolerated_and_nothing_more():
+    extra = {"key": "dedicated", "value": "training", "effect": "NO_SCHEDULE"}
+    _, doc = installer(taints=[{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}, extra])
+    tolerations = doc["spec"]["template"]["spec"]["tolerations"]
+    assert tolerates(tolerations, {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"})
+    assert tolerates(tolerations, {"key": "dedicated", "value": "training", "effect": "NoSchedule"})
+    assert not tolerates(tolerations, {"key": "other", "value": "x", "effect": "NoSchedule"}), "must not tolerate every taint"
+
+
+def test_an_image_without_a_tag_or_digest_is_refused():
+    with pytest.raises(ValueError, match="pin a version"):
+        installer(image="us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib")
+
+
+def test_an_empty_accelerator_list_is_refused():
+    with pytest.raises(ValueError, match="accelerator"):
+        installer(accelerators=[])
+
+
+def test_the_component_publishes_name_namespace_and_image():
+    rec, _ = installer()
+    assert rec.outputs_of("nemo-rl-gke:infra:NcclRdmaInstaller") == {
+        "name": "nccl-rdma-installer",
+        "namespace": "kube-system",
+        "image": IMAGE,
+    }
+
+
+def test_installer_tolerations_accept_gke_spelled_effects():
+    assert installer_tolerations([{"key": "a", "value": "b", "effect": "NO_EXECUTE"}])[1] == {
+        "key": "a", "operator": "Equal", "value": "b", "effect": "NoExecute"
+    }
+
+
+# ---------------------------------------------------------------- whole program
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_each_stack_installs_for_its_flavour_and_tolerates_its_gpu_pool(stack):
+    plan = stack_plan(stack)
+    (ds,) = plan.by_type(DAEMONSET)
+    (gke,) = plan.by_type("nemo-rl-gke:infra:GkeCluster")
+    facts = plan.component_outputs[gke.urn]["gpuPoolFacts"]
+    spec = ds.inputs["spec"]["template"]["spec"]
+    values = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0][
+        "matchExpressions"
+    ][0]["values"]
+    assert values == [facts["acceleratorType"]], f"{ds.name} targets {values}"
+    for taint in facts["taints"]:
+        assert tolerates(spec["tolerations"], taint), f"{ds.name} does not tolerate {taint}"
+    assert not schema_problems({k: v for k, v in ds.inputs.items() if not k.startswith("__")}, ds.name)
+
+
+def test_the_installer_is_created_after_and_deleted_before_the_node_pools():
+    plan = stack_plan("h200")
+    (ds,) = plan.by_type(DAEMONSET)
+    pools = [p.urn for p in plan.by_type("gcp:container/nodePool:NodePool")]
+    assert pools and all(p in ds.dependencies for p in pools), f"{ds.name} dependencies: {ds.dependencies}"
