@@ -74,7 +74,7 @@ workload = WorkloadEnvironment(
     LustreVolume.from_lustre(lustre, ctx.project),
     opts=on_nodes,
 )
-ray = RayCluster(
+ray_cluster = RayCluster(
     "ray",
     cluster_name=RAY_CLUSTER_NAME,
     ray=cfg.ray,
@@ -86,9 +86,9 @@ ray = RayCluster(
     opts=pulumi.ResourceOptions(provider=kube.provider, depends_on=[*cluster.node_pools, nccl]),
 )
 
-pulumi.export("ray_cluster_name", ray.cluster_name)
-pulumi.export("ray_namespace", ray.namespace)
-pulumi.export("ray_head_service", ray.head_service)
-pulumi.export("ray_dashboard_port", ray.dashboard_port)
-pulumi.export("ray_dashboard_proxy_path", ray.dashboard_proxy_path)
-pulumi.export("ray_worker_group", ray.worker_group)
+pulumi.export("ray_cluster_name", ray_cluster.cluster_name)
+pulumi.export("ray_namespace", ray_cluster.namespace)
+pulumi.export("ray_head_service", ray_cluster.head_service)
+pulumi.export("ray_dashboard_port", ray_cluster.dashboard_port)
+pulumi.export("ray_dashboard_proxy_path", ray_cluster.dashboard_proxy_path)
+pulumi.export("ray_worker_group", ray_cluster.worker_group)

@@ -1,0 +1,669 @@
+"""RayCluster: the chart values, the RayCluster they render to, sizing, and the Helm release.
+
+How the rendered object is checked (the chart ships no values schema, FACTS.md "KubeRay"):
+`render_raycluster` below re-does, in Python, what helm-chart/ray-cluster/templates/raycluster-cluster.yaml
+does with our values: Helm's merge over the chart defaults (maps merged, lists replaced), then the
+RayCluster with the head group and the `worker` group (additional groups only when not disabled),
+each pod template built field by field as the template builds it, nulls dropped as the API server
+prunes them. It is an approximation: it reproduces the template as read, it does not execute Helm,
+and chart defaults we override entirely are only sketched.
+The result is then checked three ways:
+- against the KubeRay CRD (kuberay-crds/ray.io_rayclusters.yaml, v1 openAPIV3Schema) with jsonschema;
+- for fields the CRD does not know: the API server would silently prune them, so a misspelt key
+  would pass jsonschema and be lost on the cluster;
+- each pod template against the Kubernetes OpenAPI schema as a core/v1 PodTemplate (strict).
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pulumi
+import pytest
+import yaml
+
+from conftest import STACKS, stack_plan
+from infra.config import RayConfig
+from infra.flavours import FLAVOURS
+from infra.ray_cluster import (
+    CHART_LABEL_KEYS,
+    GKE_EVICTION_GIB,
+    NCCL_ENV_SCRIPT,
+    RayCluster,
+    gke_reserved_cpu,
+    gke_reserved_memory_gib,
+    ray_values,
+    worker_size,
+    worker_start_command,
+)
+from infra.gke_networks import interfaces_annotation
+from test_kube_provider import gpu_pool, record, schema_problems, test_nics
+from workloads.recipes import IMAGES, RECIPES
+
+CRD_PATH = Path(__file__).resolve().parents[2] / "shared" / "reference" / "kuberay-crds" / "ray.io_rayclusters.yaml"
+RELEASE = "kubernetes:helm.sh/v3:Release"
+IMAGE = IMAGES["v0.5.0"]
+
+
+# ---------------------------------------------------------------- rendering like the chart
+
+
+# The chart defaults that matter when a value is NOT given (ray-cluster README/values, 1.6-1.7).
+CHART_DEFAULTS: dict[str, Any] = {
+    "image": {"repository": "rayproject/ray", "tag": "2.52.0", "pullPolicy": "IfNotPresent"},
+    "nameOverride": "kuberay",
+    "fullnameOverride": "",
+    "imagePullSecrets": [],
+    "common": {"containerEnv": []},
+    "head": {
+        "labels": {},
+        "serviceAccountName": "",
+        "containerEnv": [],
+        "envFrom": [],
+        "resources": {"limits": {"cpu": "1", "memory": "2G"}, "requests": {"cpu": "1", "memory": "2G"}},
+        "annotations": {},
+        "nodeSelector": {},
+        "tolerations": [],
+        "affinity": {},
+        "podSecurityContext": {},
+        "securityContext": {},
+        "volumes": [{"name": "log-volume", "emptyDir": {}}],
+        "volumeMounts": [{"mountPath": "/tmp/ray", "name": "log-volume"}],
+        "sidecarContainers": [],
+        "command": [],
+        "args": [],
+        "headService": {},
+        "rayStartParams": {},
+    },
+    "worker": {
+        "groupName": "workergroup",
+        "replicas": 1,
+        "minReplicas": 1,
+        "maxReplicas": 3,
+        "labels": {},
+        "serviceAccountName": "",
+        "initContainers": [],
+        "containerEnv": [],
+        "envFrom": [],
+        "resources": {"limits": {"cpu": "1", "memory": "1G"}, "requests": {"cpu": "1", "memory": "1G"}},
+        "annotations": {},
+        "nodeSelector": {},
+        "tolerations": [],
+        "affinity": {},
+        "podSecurityContext": {},
+        "securityContext": {},
+        "volumes": [{"name": "log-volume", "emptyDir": {}}],
+        "volumeMounts": [{"mountPath": "/tmp/ray", "name": "log-volume"}],
+        "sidecarContainers": [],
+        "command": [],
+        "args": [],
+        "rayStartParams": {},
+    },
+    "additionalWorkerGroups": {"smallGroup": {"disabled": True, "replicas": 0, "minReplicas": 0, "maxReplicas": 3}},
+    "service": {"type": "ClusterIP"},
+}
+
+
+def helm_merge(base: Any, override: Any) -> Any:
+    """Helm's values coalescing: maps merge key by key, anything else (lists included) replaces."""
+    if isinstance(base, dict) and isinstance(override, dict):
+        merged = dict(base)
+        for key, value in override.items():
+            merged[key] = helm_merge(base.get(key), value) if key in base else copy.deepcopy(value)
+        return merged
+    return copy.deepcopy(override)
+
+
+def prune_nulls(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: prune_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [prune_nulls(v) for v in value]
+    return value
+
+
+def chart_labels(values: dict, release: str) -> dict[str, str]:
+    return {
+        "app.kubernetes.io/name": values.get("nameOverride") or "ray-cluster",
+        "helm.sh/chart": "ray-cluster-1.7.0",
+        "app.kubernetes.io/instance": release,
+        "app.kubernetes.io/managed-by": "Helm",
+    }
+
+
+def pod_template(group: dict, values: dict, container: str, release: str, head: bool) -> dict[str, Any]:
+    image = group.get("image") or values["image"]
+    ray = {
+        "name": container,
+        "image": f"{image['repository']}:{image['tag']}",
+        "imagePullPolicy": image["pullPolicy"],
+        "resources": group.get("resources"),
+        "securityContext": group.get("securityContext"),
+        "env": (values["common"]["containerEnv"] + group.get("containerEnv", [])) or None,
+        "envFrom": group.get("envFrom") or None,
+        "volumeMounts": group.get("volumeMounts") or None,
+        "command": group.get("command") or None,
+        "args": group.get("args") or None,
+        "ports": group.get("ports") or None,
+    }
+    labels = group.get("labels") or {}
+    overlap = set(labels) & set(chart_labels(values, release))
+    assert not overlap, f"duplicate YAML keys in the rendered pod labels (Helm would fail): {overlap}"
+    spec = {
+        "imagePullSecrets": values["imagePullSecrets"],
+        "serviceAccountName": group.get("serviceAccountName") or None,
+        "initContainers": group.get("initContainers") or None,
+        "containers": [ray, *group.get("sidecarContainers", [])],
+        "volumes": group.get("volumes") or None,
+        "affinity": group.get("affinity"),
+        "tolerations": group.get("tolerations"),
+        "nodeSelector": group.get("nodeSelector"),
+        "securityContext": group.get("podSecurityContext") or None,
+    }
+    return {"metadata": {"annotations": group.get("annotations"), "labels": {**labels, **chart_labels(values, release)}}, "spec": spec}
+
+
+def worker_spec(group: dict, name: str, values: dict, release: str) -> dict[str, Any]:
+    return {
+        "rayStartParams": {k: str(v) for k, v in (group.get("rayStartParams") or {}).items()},
+        "replicas": group.get("replicas"),
+        "minReplicas": group.get("minReplicas") or 0,
+        "maxReplicas": group.get("maxReplicas") or 2147483647,
+        "numOfHosts": group.get("numOfHosts") or 1,
+        "groupName": name,
+        "template": pod_template(group, values, "ray-worker", release, head=False),
+    }
+
+
+def render_raycluster(user_values: dict, release: str = "nemo-rl", namespace: str = "nemo-rl") -> dict[str, Any]:
+    values = helm_merge(CHART_DEFAULTS, user_values)
+    head = values["head"]
+    fullname = values["fullnameOverride"] or f"{release}-{values['nameOverride']}"
+    groups = [
+        worker_spec(g, name, values, release)
+        for name, g in values["additionalWorkerGroups"].items()
+        if g.get("disabled") is not True
+    ]
+    if values["worker"].get("disabled") is not True:
+        groups.append(worker_spec(values["worker"], values["worker"]["groupName"], values, release))
+    doc = {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayCluster",
+        "metadata": {
+            "name": fullname,
+            "namespace": namespace,
+            "labels": chart_labels(values, release),
+            "annotations": values.get("annotations") or None,
+        },
+        "spec": {
+            "rayVersion": head.get("rayVersion"),
+            "enableInTreeAutoscaling": head.get("enableInTreeAutoscaling") or None,
+            "headGroupSpec": {
+                "headService": head.get("headService") or None,
+                "serviceType": values["service"]["type"],
+                "rayStartParams": {k: str(v) for k, v in (head.get("rayStartParams") or {}).items()},
+                "template": pod_template(head, values, "ray-head", release, head=True),
+            },
+            "workerGroupSpecs": groups,
+        },
+    }
+    return prune_nulls(doc)
+
+
+@functools.cache
+def crd_schema() -> dict[str, Any]:
+    docs = [d for d in yaml.safe_load_all(CRD_PATH.read_text()) if d]
+    (crd,) = [d for d in docs if d["kind"] == "CustomResourceDefinition"]
+    (v1,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1"]
+    return v1["schema"]["openAPIV3Schema"]
+
+
+def unknown_fields(value: Any, schema: dict[str, Any], path: str) -> list[str]:
+    """Keys the structural schema does not declare (the API server would prune them silently)."""
+    found: list[str] = []
+    if schema.get("x-kubernetes-preserve-unknown-fields"):
+        return found
+    if isinstance(value, dict):
+        props = schema.get("properties")
+        extra = schema.get("additionalProperties")
+        for key, sub in value.items():
+            where = f"{path}.{key}"
+            if props is not None and key in props:
+                found += unknown_fields(sub, props[key], where)
+            elif isinstance(extra, dict):
+                found += unknown_fields(sub, extra, where)
+            elif props is not None and extra is not True:
+                found.append(where)
+    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for i, item in enumerate(value):
+            found += unknown_fields(item, schema["items"], f"{path}[{i}]")
+    return found
+
+
+def crd_problems(doc: dict[str, Any]) -> list[str]:
+    validator = jsonschema.Draft7Validator(crd_schema())
+    problems = [f"{'/'.join(map(str, e.path))}: {e.message[:200]}" for e in validator.iter_errors(doc)]
+    body = {k: v for k, v in doc.items() if k != "metadata"}  # metadata is ObjectMeta, not in the CRD
+    problems += [f"{p}: not in the RayCluster CRD (would be pruned)" for p in unknown_fields(body, crd_schema(), "")]
+    return problems
+
+
+def pod_template_problems(cluster: dict[str, Any]) -> list[str]:
+    templates = {"head": cluster["spec"]["headGroupSpec"]["template"]}
+    templates |= {f"worker group {g['groupName']}": g["template"] for g in cluster["spec"]["workerGroupSpecs"]}
+    problems = []
+    for label, template in templates.items():
+        doc = {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": f"{cluster['metadata']['name']}-x"}, "template": template}
+        problems += schema_problems(doc, f"{cluster['metadata']['name']} {label} pod template")
+    return problems
+
+
+# ---------------------------------------------------------------- values fixtures
+
+
+def values_for(flavour: str = "h200", nodes: int = 2, image=IMAGE, **overrides) -> dict[str, Any]:
+    args = dict(
+        cluster_name="nemo-rl",
+        image=image,
+        service_account="ray",
+        secret_name="nemo-rl-secrets",
+        pvc_name="lustre",
+        mount_path="/lustre",
+        head_cpu=8,
+        head_memory_gib=32,
+        system_pool_name="t-system",
+        gpu_pool=gpu_pool(flavour, nodes),
+        interfaces_annotation=interfaces_annotation(test_nics()),
+    )
+    args.update(overrides)
+    return ray_values(**args)
+
+
+def env_of(container: dict) -> dict[str, str]:
+    return {e["name"]: e["value"] for e in container.get("env", []) if "value" in e}
+
+
+def ray_container(template: dict) -> dict:
+    return template["spec"]["containers"][0]
+
+
+def worker_template(cluster: dict) -> dict:
+    (group,) = cluster["spec"]["workerGroupSpecs"]
+    return group["template"]
+
+
+# ---------------------------------------------------------------- the rendered RayCluster
+
+
+@pytest.mark.parametrize("flavour", sorted(FLAVOURS))
+def test_the_rendered_raycluster_validates_against_the_kuberay_crd_with_no_unknown_field(flavour):
+    cluster = render_raycluster(values_for(flavour))
+    assert not crd_problems(cluster), "\n".join(crd_problems(cluster))
+
+
+@pytest.mark.parametrize("flavour", sorted(FLAVOURS))
+def test_head_and_worker_pod_templates_are_valid_kubernetes_pod_templates(flavour):
+    problems = pod_template_problems(render_raycluster(values_for(flavour)))
+    assert not problems, "\n".join(problems)
+
+
+def test_the_crd_check_catches_a_misspelt_field():
+    cluster = render_raycluster(values_for())
+    cluster["spec"]["headGroupSpec"]["serviceTyp"] = "ClusterIP"
+    assert any("serviceTyp" in p for p in crd_problems(cluster))
+
+
+@pytest.mark.parametrize("recipe", sorted(RECIPES))
+def test_ray_version_equals_the_ray_inside_each_recipes_image(recipe):
+    image = RECIPES[recipe].image
+    cluster = render_raycluster(values_for(image=image))
+    assert cluster["spec"]["rayVersion"] == image.ray_version
+    for template in (cluster["spec"]["headGroupSpec"]["template"], worker_template(cluster)):
+        assert ray_container(template)["image"] == image.ref
+
+
+def test_the_name_is_stable_and_names_the_head_service():
+    cluster = render_raycluster(values_for(), release="nemo-rl")
+    assert cluster["metadata"]["name"] == "nemo-rl", "fullnameOverride must name the RayCluster (not <release>-kuberay)"
+
+
+def test_exactly_one_worker_group_sized_to_the_pool():
+    (group,) = render_raycluster(values_for(nodes=5))["spec"]["workerGroupSpecs"]
+    assert group["groupName"] == "gpu"
+    assert group["replicas"] == group["minReplicas"] == group["maxReplicas"] == 5
+
+
+def test_the_head_runs_on_the_system_pool_without_a_gpu_with_the_configured_resources():
+    cluster = render_raycluster(values_for(head_cpu=6, head_memory_gib=24))
+    head = cluster["spec"]["headGroupSpec"]
+    spec = head["template"]["spec"]
+    assert spec["nodeSelector"] == {"cloud.google.com/gke-nodepool": "t-system"}
+    resources = ray_container(head["template"])["resources"]
+    assert resources["requests"] == resources["limits"] == {"cpu": "6", "memory": "24Gi"}
+    assert "nvidia.com/gpu" not in json.dumps(resources)
+    assert head["serviceType"] == "ClusterIP", "the dashboard must not be exposed outside the cluster"
+    assert head["rayStartParams"]["num-cpus"] == "0"
+
+
+def test_workers_take_all_gpus_and_run_on_the_gpu_pool():
+    template = worker_template(render_raycluster(values_for()))
+    resources = ray_container(template)["resources"]
+    assert resources["limits"]["nvidia.com/gpu"] == resources["requests"]["nvidia.com/gpu"] == "8"
+    assert template["spec"]["nodeSelector"] == {"cloud.google.com/gke-nodepool": "t-gpu-h200"}
+
+
+def test_workers_tolerate_every_pool_taint_and_imminent_spot_termination():
+    taints = ({"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}, {"key": "team", "value": "rl", "effect": "NoExecute"})
+    template = worker_template(render_raycluster(values_for(gpu_pool=gpu_pool(taints=taints))))
+    tolerations = template["spec"]["tolerations"]
+    for taint in taints:
+        assert {"key": taint["key"], "operator": "Equal", "value": taint["value"], "effect": taint["effect"]} in tolerations, taint
+    assert {"key": "cloud.google.com/impending-node-termination", "operator": "Exists"} in tolerations
+
+
+def test_worker_pods_ask_for_every_network_object_in_nic_order():
+    template = worker_template(render_raycluster(values_for()))
+    annotations = template["metadata"]["annotations"]
+    assert annotations["networking.gke.io/default-interface"] == "eth0"
+    entries = json.loads(annotations["networking.gke.io/interfaces"])
+    assert [e["network"] for e in entries] == ["default", *(n.network_object for n in test_nics())]
+    assert [e["interfaceName"] for e in entries] == ["eth0", *(n.interface for n in test_nics())]
+
+
+@pytest.mark.parametrize("flavour", sorted(FLAVOURS))
+def test_workers_get_the_gib_nccl_environment_with_the_flavours_tuner_file(flavour):
+    env = env_of(ray_container(worker_template(render_raycluster(values_for(flavour)))))
+    assert env == {
+        "NCCL_NET": "gIB",
+        "NCCL_IB_GID_INDEX": "3",
+        "NCCL_CROSS_NIC": "0",
+        "NCCL_NET_GDR_LEVEL": "PIX",
+        "NCCL_SOCKET_IFNAME": "eth0",
+        "GLOO_SOCKET_IFNAME": "eth0",
+        "TP_SOCKET_IFNAME": "eth0",
+        "NCCL_TUNER_CONFIG_PATH": FLAVOURS[flavour].nccl_tuner_config,
+        "LD_LIBRARY_PATH": "/usr/local/nvidia/lib64:/usr/local/gib/lib64",
+        "HF_HOME": "/lustre/hf-cache",
+    }
+
+
+def test_workers_mount_the_host_driver_and_gib_dirs_shared_memory_and_lustre():
+    template = worker_template(render_raycluster(values_for()))
+    volumes = {v["name"]: v for v in template["spec"]["volumes"]}
+    mounts = {m["mountPath"]: volumes[m["name"]] for m in ray_container(template)["volumeMounts"]}
+    assert mounts["/usr/local/nvidia"]["hostPath"]["path"] == "/home/kubernetes/bin/nvidia"
+    assert mounts["/usr/local/gib"]["hostPath"]["path"] == "/home/kubernetes/bin/gib"
+    assert mounts["/dev/shm"]["emptyDir"] == {"medium": "Memory"}
+    assert mounts["/lustre"]["persistentVolumeClaim"] == {"claimName": "lustre"}
+    assert ray_container(template)["securityContext"] == {"privileged": True}
+
+
+def test_head_and_workers_mount_lustre_at_the_configured_path_and_use_the_service_account():
+    cluster = render_raycluster(values_for(mount_path="/data"))
+    for template in (cluster["spec"]["headGroupSpec"]["template"], worker_template(cluster)):
+        mounts = {m["name"]: m["mountPath"] for m in ray_container(template)["volumeMounts"]}
+        assert mounts["lustre"] == "/data"
+        assert env_of(ray_container(template))["HF_HOME"] == "/data/hf-cache"
+        assert template["spec"]["serviceAccountName"] == "ray"
+
+
+def test_secrets_reach_the_pods_only_by_reference():
+    cluster = render_raycluster(values_for())
+    for template in (cluster["spec"]["headGroupSpec"]["template"], worker_template(cluster)):
+        container = ray_container(template)
+        assert container["envFrom"] == [{"secretRef": {"name": "nemo-rl-secrets"}}]
+        names = {e["name"] for e in container.get("env", [])}
+        assert not names & {"HF_TOKEN", "WANDB_API_KEY"}, "secret keys must not be literal env entries"
+
+
+def test_our_pod_labels_never_collide_with_the_charts_own_labels():
+    values = values_for()
+    for group in ("head", "worker"):
+        assert not set(values[group]["labels"]) & CHART_LABEL_KEYS, group
+
+
+def test_the_worker_waits_for_the_installer_output_before_ray_starts():
+    (init,) = worker_template(render_raycluster(values_for()))["spec"]["initContainers"]
+    assert NCCL_ENV_SCRIPT in init["command"][-1] and init["image"] == IMAGE.ref
+    assert init["volumeMounts"] == [{"name": "gib", "mountPath": "/usr/local/gib", "readOnly": True}]
+
+
+# ---------------------------------------------------------------- the start command
+
+
+def kuberay_line(command: list[str], script: Path) -> str:
+    """The worker's shell line as KubeRay composes it: `<command> <args> && ulimit ...; ray start ...`.
+    `ulimit -n 65536` is replaced by a no-op (the sandbox's hard limit may be lower) and `ray start` by
+    an echo of a variable the script exports: what matters is how the operators chain."""
+    user = " ".join(command).replace(NCCL_ENV_SCRIPT, str(script))
+    return f'{user} && :; echo "RAY START with NCCL_FROM_SCRIPT=${{NCCL_FROM_SCRIPT:-unset}}"'
+
+
+def test_the_start_command_loads_the_nccl_script_into_the_shell_that_runs_ray(tmp_path):
+    script = tmp_path / "set_nccl_env.sh"
+    script.write_text("export NCCL_FROM_SCRIPT=loaded\n")
+    proc = subprocess.run(["/bin/bash", "-c", "--", kuberay_line(worker_start_command(), script)], capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "RAY START with NCCL_FROM_SCRIPT=loaded"
+
+
+def test_without_the_nccl_script_the_worker_exits_instead_of_starting_ray(tmp_path):
+    missing = tmp_path / "absent" / "set_nccl_env.sh"
+    proc = subprocess.run(["/bin/bash", "-c", "--", kuberay_line(worker_start_command(), missing)], capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 1
+    assert "RAY START" not in proc.stdout, "ray must not start without the gIB settings"
+    assert "nccl-rdma-installer" in proc.stderr
+
+
+def test_the_head_keeps_kuberays_own_start_command():
+    values = values_for()
+    assert "command" not in values["head"] and "args" not in values["head"]
+    assert "annotations" not in values, "no ray.io/overwrite-container-cmd: the prepend behaviour is relied on"
+
+
+# ---------------------------------------------------------------- sizing
+
+
+def test_gke_reservations_follow_the_documented_tiers():
+    # 150 GiB: 25% of 4 + 20% of 4 + 10% of 8 + 6% of 112 + 2% of 22 = 9.76 GiB (+ 100 MiB eviction = 9.8577).
+    assert gke_reserved_memory_gib(150) == pytest.approx(9.76)
+    assert gke_reserved_memory_gib(150) + GKE_EVICTION_GIB == pytest.approx(9.8577, abs=1e-4)
+    # 4 vCPUs: 6% + 1% + 2 x 0.5% = 80 millicores (allocatable 3920m on a 4-vCPU node).
+    assert gke_reserved_cpu(4) == pytest.approx(0.08)
+    assert gke_reserved_cpu(224) == pytest.approx(0.08 + 220 * 0.0025)
+
+
+@pytest.mark.parametrize(
+    "flavour, cpu, memory_gib",
+    [
+        # 224 vCPUs - 0.63 reserved - 2 for DaemonSets -> 221.
+        ("b200", 221, 3786),  # 3968 x 0.98 - 86.12 - 0.10 - 16 = 3786.5
+        ("h200", 221, 2811),  # 2952 x 0.98 - 65.80 - 0.10 - 16 = 2811.1
+    ],
+)
+def test_worker_requests_fit_the_machine_after_gke_reservations(flavour, cpu, memory_gib):
+    pool = gpu_pool(flavour)
+    size = worker_size(pool)
+    assert (size.cpu, size.memory_gib, size.gpus) == (cpu, memory_gib, 8)
+    assert size.cpu <= pool.vcpus - gke_reserved_cpu(pool.vcpus), f"{pool.machine_type}: CPU request exceeds allocatable"
+    assert size.memory_gib <= pool.memory_gib - gke_reserved_memory_gib(pool.memory_gib) - GKE_EVICTION_GIB
+    assert size.cpu >= 0.95 * pool.vcpus and size.memory_gib >= 0.9 * pool.memory_gib, "the worker should own its node"
+    resources = values_for(flavour)["worker"]["resources"]
+    assert resources["requests"] == resources["limits"] == {"cpu": str(cpu), "memory": f"{memory_gib}Gi", "nvidia.com/gpu": "8"}
+
+
+# ---------------------------------------------------------------- the component and the release
+
+
+def component(**overrides):
+    from infra.gke_networks import GkeNetworkObjects
+    from infra.workload_env import LustreVolume, WorkloadEnvironment
+
+    def build():
+        env = WorkloadEnvironment(
+            "workload", "nemo-rl", "ray", None, None,
+            LustreVolume("test-project", "us-east1-b", "t-lustre", "10.16.0.2", "lustrefs", 18000),
+        )
+        networks = GkeNetworkObjects("gke-networks", test_nics())
+        args = dict(
+            cluster_name="nemo-rl", ray=RayConfig(), image=IMAGE, environment=env, networks=networks,
+            gpu_pool=gpu_pool(), system_pool_name=pulumi.Output.from_input("t-system"),
+        )
+        args.update(overrides)
+        return RayCluster("ray", **args)
+
+    return record(build)
+
+
+def test_the_release_installs_the_pinned_upstream_chart_under_the_stable_name():
+    rec = component()
+    release = rec.one(RELEASE)
+    inputs = release.inputs
+    assert inputs["chart"] == "ray-cluster" and inputs["version"] == RayConfig().chart_version == "1.7.0"
+    assert inputs["repositoryOpts"] == {"repo": "https://ray-project.github.io/kuberay-helm/"}
+    assert inputs["name"] == inputs["values"]["fullnameOverride"] == "nemo-rl", release.name
+    assert inputs["namespace"] == "nemo-rl" and inputs.get("createNamespace") is False
+
+
+def test_the_release_waits_long_enough_and_is_replaced_cleanly_when_values_change():
+    release = component().one(RELEASE)
+    inputs, options = release.inputs, release.options
+    assert inputs["skipAwait"] is False and inputs["timeout"] >= 1800, release.name
+    assert inputs.get("atomic") is False and inputs["cleanupOnFail"] is True
+    assert {"values", "version"} <= set(options["replaceOnChanges"]), options
+    assert options["deleteBeforeReplace"] is True, "a fixed release name cannot be created before the old one is gone"
+    assert int(options["customTimeouts"]["create"].rstrip("m")) * 60 > inputs["timeout"]
+
+
+def test_the_release_values_are_exactly_what_ray_values_builds():
+    rec = component()
+    assert rec.one(RELEASE).inputs["values"] == json.loads(json.dumps(values_for(flavour="h200")))
+
+
+def test_the_release_waits_for_the_environment_and_the_network_objects():
+    rec = component()
+    release = rec.one(RELEASE)
+    needed = [r for r in rec.resources if r.custom and r is not release]
+    missing = [r.name for r in needed if r.urn not in release.dependencies]
+    assert not missing, f"{release.name} does not wait for {missing}"
+
+
+def test_the_component_publishes_how_to_reach_the_dashboard():
+    rec = component()
+    published = rec.outputs_of("nemo-rl-gke:infra:RayCluster")
+    assert published["clusterName"] == "nemo-rl" and published["namespace"] == "nemo-rl"
+    assert published["headService"] == "nemo-rl-head-svc" and published["dashboardPort"] == 8265
+    assert published["workerGroup"] == "gpu" and published["rayVersion"] == IMAGE.ray_version
+    ray = rec.result
+    assert ray.dashboard_proxy_path == "/api/v1/namespaces/nemo-rl/services/nemo-rl-head-svc:dashboard/proxy"
+
+
+@pytest.mark.parametrize("bad", ["Nemo", "1ray", "x" * 41, "ray_cluster"])
+def test_a_cluster_name_kuberay_could_not_use_is_refused(bad):
+    with pytest.raises(ValueError, match="DNS-1035"):
+        values_for(cluster_name=bad)
+
+
+# ---------------------------------------------------------------- whole program
+
+
+def stack_release(stack: str):
+    plan = stack_plan(stack)
+    (release,) = plan.by_type(RELEASE)
+    return plan, release
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_each_stacks_raycluster_renders_valid_against_the_crd_and_the_pod_schema(stack):
+    _, release = stack_release(stack)
+    cluster = render_raycluster(release.inputs["values"], release=release.inputs["name"], namespace=release.inputs["namespace"])
+    problems = crd_problems(cluster) + pod_template_problems(cluster)
+    assert not problems, f"{release.name}:\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_each_stack_sizes_its_workers_to_its_gpu_pool_and_flavour(stack):
+    plan, release = stack_release(stack)
+    (gke,) = plan.by_type("nemo-rl-gke:infra:GkeCluster")
+    facts = plan.component_outputs[gke.urn]["gpuPoolFacts"]
+    pools = {p.inputs["name"]: p for p in plan.by_type("gcp:container/nodePool:NodePool")}
+    worker = release.inputs["values"]["worker"]
+    assert worker["replicas"] == worker["minReplicas"] == worker["maxReplicas"] == facts["nodeCount"], release.name
+    assert worker["nodeSelector"] == {"cloud.google.com/gke-nodepool": facts["poolName"]} and facts["poolName"] in pools
+    head_pool = release.inputs["values"]["head"]["nodeSelector"]["cloud.google.com/gke-nodepool"]
+    assert head_pool in pools and head_pool != facts["poolName"], f"{release.name}: head must be on the CPU pool"
+    flavour = next(f for f in FLAVOURS.values() if f.accelerator_type == facts["acceleratorType"])
+    env = {e["name"]: e["value"] for e in worker["containerEnv"]}
+    assert env["NCCL_TUNER_CONFIG_PATH"] == flavour.nccl_tuner_config
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_each_stack_runs_its_recipes_image_with_the_matching_ray_version(stack):
+    from conftest import plan_mod
+
+    _, release = stack_release(stack)
+    recipe = json.loads(plan_mod.read_stack_file(plan_mod.ROOT / f"Pulumi.{stack}.yaml")[0]["nemo-rl-gke:job"])["recipe"]
+    image = RECIPES[recipe].image
+    values = release.inputs["values"]
+    assert (values["image"]["repository"], values["image"]["tag"]) == (image.repository, image.tag), release.name
+    assert values["head"]["rayVersion"] == image.ray_version
+
+
+def test_the_stack_wires_secret_claim_and_service_account_by_their_object_names():
+    plan, release = stack_release("h200")
+    values = release.inputs["values"]
+    (secret,) = plan.by_type("kubernetes:core/v1:Secret")
+    (pvc,) = plan.by_type("kubernetes:core/v1:PersistentVolumeClaim")
+    (sa,) = plan.by_type("kubernetes:core/v1:ServiceAccount")
+    for group in ("head", "worker"):
+        assert values[group]["envFrom"] == [{"secretRef": {"name": secret.inputs["metadata"]["name"]}}]
+        assert {"name": "lustre", "persistentVolumeClaim": {"claimName": pvc.inputs["metadata"]["name"]}} in values[group]["volumes"]
+        assert values[group]["serviceAccountName"] == sa.inputs["metadata"]["name"]
+    assert release.inputs["namespace"] == pvc.inputs["metadata"]["namespace"] == secret.inputs["metadata"]["namespace"]
+
+
+def test_the_stack_annotation_names_exactly_the_network_objects_it_creates():
+    plan, release = stack_release("h200")
+    annotated = [e["network"] for e in json.loads(release.inputs["values"]["worker"]["annotations"]["networking.gke.io/interfaces"])]
+    created = {r.inputs["metadata"]["name"] for r in plan.by_type("kubernetes:networking.gke.io/v1:Network")}
+    assert annotated[0] == "default"
+    assert sorted(annotated[1:]) == sorted(created) and len(annotated[1:]) == len(created)
+
+
+def transitive_dependencies(plan, urn: str) -> set[str]:
+    by_urn = plan.by_urn()
+    seen, todo = set(), [urn]
+    while todo:
+        for dep in by_urn[todo.pop()].dependencies:
+            if dep not in seen:
+                seen.add(dep)
+                todo.append(dep)
+    return seen
+
+
+def test_destroy_removes_the_release_before_every_in_cluster_object_and_those_before_the_pools_and_cluster():
+    plan, release = stack_release("h200")
+    pools = {p.urn for p in plan.by_type("gcp:container/nodePool:NodePool")}
+    (cluster,) = plan.by_type("gcp:container/cluster:Cluster")
+    (provider,) = plan.by_type("pulumi:providers:kubernetes")
+    in_cluster = [r for r in plan.resources if r.custom and r.type.startswith("kubernetes:") and r is not release]
+    release_deps = set(release.dependencies)
+    assert not [r.name for r in in_cluster if r.urn not in release_deps], "the release must go first"
+    assert pools <= release_deps
+    on_nodes = [r for r in in_cluster if "networking.gke.io" not in r.type]
+    late = [r.name for r in on_nodes if not pools <= set(r.dependencies)]
+    assert not late, f"deleted after the node pools: {late}"
+    assert cluster.urn in transitive_dependencies(plan, provider.urn)
+    assert all(r.provider == provider.urn for r in in_cluster + [release])
+
+
+def test_no_plaintext_secret_is_in_the_release_values():
+    plan, release = stack_release("h200")
+    text = json.dumps(release.inputs["values"])
+    assert "[secret]" not in text and "HF_TOKEN" not in text and "WANDB_API_KEY" not in text
