@@ -5,6 +5,7 @@ import pulumi
 from infra import config as stack_config
 from infra.cluster import GkeCluster
 from infra.facts import StackContext
+from infra.job import build_training_job
 from infra.gke_networks import GkeNetworkObjects
 from infra.kube_provider import KubernetesAccess
 from infra.nccl import NcclRdmaInstaller
@@ -38,18 +39,20 @@ artifacts = ArtifactBucket(
 # and imports lustre.importFrom into a new instance.
 lustre_data = LustreDataGuard("lustre-data", ctx, cfg.lustre, lustre, artifacts, results_dirs())
 
-pulumi.export("cluster_name", cluster.name)
-pulumi.export("cluster_endpoint", cluster.endpoint)
-pulumi.export("cluster_location", cluster.location)
-pulumi.export("kubectl_credentials_command", cluster.credentials_command)
-pulumi.export("lustre_instance_id", lustre.instance_id)
-pulumi.export("lustre_mount_ip", lustre.mount_ip)
-pulumi.export("bucket_name", artifacts.bucket_name)
-pulumi.export("lustre_export_uri", lustre_data.export_uri)
-pulumi.export("node_service_account", cluster.node_service_account.email)
-pulumi.export("network_name", network.primary_network_name)
-pulumi.export("gvnic_network_name", network.gvnic_network_name)
-pulumi.export("rdma_network_name", network.rdma_network_name)
+pulumi.export("clusterName", cluster.name)
+pulumi.export("clusterEndpoint", cluster.endpoint)
+# Public by nature (every API client is shown it); `python -m workloads` reads it to verify the proxy.
+pulumi.export("clusterCaCertificate", pulumi.Output.unsecret(cluster.ca_certificate))
+pulumi.export("clusterLocation", cluster.location)
+pulumi.export("kubectlCredentialsCommand", cluster.credentials_command)
+pulumi.export("lustreInstanceId", lustre.instance_id)
+pulumi.export("lustreMountIp", lustre.mount_ip)
+pulumi.export("bucketName", artifacts.bucket_name)
+pulumi.export("lustreExportUri", lustre_data.export_uri)
+pulumi.export("nodeServiceAccount", cluster.node_service_account.email)
+pulumi.export("networkName", network.primary_network_name)
+pulumi.export("gvnicNetworkName", network.gvnic_network_name)
+pulumi.export("rdmaNetworkName", network.rdma_network_name)
 
 # ---------------------------------------------------------------- Kubernetes
 # Every in-cluster object goes through one provider that authenticates with gke-gcloud-auth-plugin.
@@ -86,9 +89,27 @@ ray_cluster = RayCluster(
     opts=pulumi.ResourceOptions(provider=kube.provider, depends_on=[*cluster.node_pools, nccl]),
 )
 
-pulumi.export("ray_cluster_name", ray_cluster.cluster_name)
-pulumi.export("ray_namespace", ray_cluster.namespace)
-pulumi.export("ray_head_service", ray_cluster.head_service)
-pulumi.export("ray_dashboard_port", ray_cluster.dashboard_port)
-pulumi.export("ray_dashboard_proxy_path", ray_cluster.dashboard_proxy_path)
-pulumi.export("ray_worker_group", ray_cluster.worker_group)
+pulumi.export("rayClusterName", ray_cluster.cluster_name)
+pulumi.export("rayNamespace", ray_cluster.namespace)
+pulumi.export("rayHeadService", ray_cluster.head_service)
+pulumi.export("rayDashboardPort", ray_cluster.dashboard_port)
+pulumi.export("rayDashboardProxyPath", ray_cluster.dashboard_proxy_path)
+pulumi.export("rayWorkerGroup", ray_cluster.worker_group)
+
+# ---------------------------------------------------------------- The job
+# Submitted once the Ray release is up, stopped before it goes; job.submit=false deploys Ray only.
+job = build_training_job(
+    settings.stack,
+    cfg,
+    endpoint=cluster.endpoint,
+    ca_certificate=cluster.ca_certificate,
+    head_service=ray_cluster.head_service,
+    wandb_key_set=settings.secrets.wandb_api_key is not None,
+    pool=gpu_pool,
+    opts=pulumi.ResourceOptions(depends_on=[ray_cluster.release]),
+)
+if job is not None:
+    pulumi.export("jobId", job.submission_id)
+    pulumi.export("jobStatus", job.status)
+    pulumi.export("jobLogsCommand", job.logs_command)
+    pulumi.export("rayDashboardCommand", job.dashboard_command)

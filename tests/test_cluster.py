@@ -251,11 +251,11 @@ def test_gke_taint_effects_become_kubernetes_effects():
 def test_exports_tell_the_user_how_to_reach_the_cluster(stack):
     outputs = stack_plan(stack).outputs
     zone = EXPECTED[stack]["zone"]
-    assert outputs["cluster_name"] == f"{stack}-gke"
-    assert outputs["cluster_endpoint"] == "203.0.113.10"
-    assert outputs["kubectl_credentials_command"] == (
+    assert outputs["clusterName"] == f"{stack}-gke"
+    assert outputs["clusterEndpoint"] == "203.0.113.10"
+    assert outputs["kubectlCredentialsCommand"] == (
         f"gcloud container clusters get-credentials {stack}-gke --zone {zone} --project my-gcp-project"
     )
-    assert outputs["network_name"] == f"{stack}-vpc"
-    assert outputs["gvnic_network_name"] == f"{stack}-gvnic-vpc"
-    assert outputs["rdma_network_name"] == f"{stack}-rdma-vpc"
+    assert outputs["networkName"] == f"{stack}-vpc"
+    assert outputs["gvnicNetworkName"] == f"{stack}-gvnic-vpc"
+    assert outputs["rdmaNetworkName"] == f"{stack}-rdma-vpc"

@@ -308,7 +308,7 @@ def test_the_guard_carries_the_stack_instance_bucket_directories_and_switch(stac
     assert guard.inputs["bucket"] == bucket.inputs["name"], guard.name
     assert guard.inputs["dirs"] == list(results_dirs()), guard.name
     assert guard.inputs["export_on_destroy"] is export and guard.inputs["import_from"] == "", guard.name
-    assert plan.outputs["lustre_export_uri"] == f"gs://{bucket.inputs['name']}/lustre-export/"
+    assert plan.outputs["lustreExportUri"] == f"gs://{bucket.inputs['name']}/lustre-export/"
 
 
 @pytest.mark.parametrize("stack", STACKS)

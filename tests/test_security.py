@@ -88,7 +88,7 @@ def test_every_node_pool_and_the_initial_pool_run_as_the_dedicated_account(stack
         assert "compute@developer" not in pool.inputs["nodeConfig"]["serviceAccount"], pool.name
         missing = grants - set(pool.dependencies)
         assert not missing, f"{pool.name} may start before its account's roles: {sorted(missing)}"
-    assert stack_plan(stack).outputs["node_service_account"] == email
+    assert stack_plan(stack).outputs["nodeServiceAccount"] == email
 
 
 @pytest.mark.parametrize("stack", STACKS)

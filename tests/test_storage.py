@@ -106,8 +106,8 @@ def test_lustre_has_generous_timeouts_and_is_a_child_of_its_component(stack):
 @pytest.mark.parametrize("stack", STACKS)
 def test_lustre_mount_ip_is_exported_from_the_mount_point(stack):
     outputs = stack_plan(stack).outputs
-    assert outputs["lustre_mount_ip"] == "10.16.0.2"
-    assert outputs["lustre_instance_id"] == f"{stack}-lustre"
+    assert outputs["lustreMountIp"] == "10.16.0.2"
+    assert outputs["lustreInstanceId"] == f"{stack}-lustre"
 
 
 def test_mount_point_parsing_takes_the_address_before_the_lnet_suffix():
@@ -125,7 +125,7 @@ def test_artifact_bucket_is_regional_hierarchical_uniform_and_never_public(stack
     assert bucket.inputs["uniformBucketLevelAccess"] is True, bucket.name
     assert bucket.inputs["publicAccessPrevention"] == "enforced", bucket.name
     assert bucket.inputs["labels"]["component"] == "artifacts" and bucket.inputs["labels"]["stack"] == stack, bucket.name
-    assert plan.outputs["bucket_name"] == bucket.inputs["name"] == f"my-gcp-project-{stack}-artifacts"
+    assert plan.outputs["bucketName"] == bucket.inputs["name"] == f"my-gcp-project-{stack}-artifacts"
 
 
 @pytest.mark.parametrize("stack, delete", [("dev", True), ("b200", False), ("h200", False)])
