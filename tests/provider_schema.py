@@ -23,6 +23,7 @@ from typing import Any
 
 from pulumi import _types
 
+# shared/ sits beside the checkout (on a developer's machine and in CI alike).
 SUBSET_PATH = Path(__file__).resolve().parents[2] / "shared" / "reference" / "pulumi-schema-subset.json"
 ANY: dict[str, Any] = {"$ref": "pulumi.json#/Any"}
 
@@ -32,10 +33,9 @@ UNCHECKED_PREFIXES = ("pulumi:providers:", "pulumi-python:dynamic:", "nemo-rl-gk
 
 @functools.cache
 def subset() -> dict[str, Any]:
-    path = SUBSET_PATH
-    if not path.is_file():  # CI keeps shared/ beside the clone; a developer may have it one level up
-        path = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / SUBSET_PATH.name
-    return json.loads(path.read_text())
+    if not SUBSET_PATH.is_file():
+        raise FileNotFoundError(f"{SUBSET_PATH} is missing: shared/ must sit beside the checkout")
+    return json.loads(SUBSET_PATH.read_text())
 
 
 def _sdk_class(type_token: str) -> type:

@@ -5,6 +5,8 @@
     python -m workloads logs   [--stack NAME] [--job ID] [--follow]
     python -m workloads stop   [--stack NAME] [--job ID]
     python -m workloads list   [--stack NAME]
+    python -m workloads watch  [--stack NAME | --spec-file PATH] [--once] [--check-interval S]
+                               [--max-restarts N] [--backoff S] [--max-backoff S]
 
 The job comes from the stack file (`Pulumi.<stack>.yaml`, default `dev`), built exactly as
 `pulumi up` builds it, so both agree on its submission id. Without `--job`, status/logs/stop act
@@ -18,6 +20,11 @@ Where the dashboard is, first match wins:
                          clusterCaCertificate and rayHeadService of the stack.
 
 `submit --dry-run` prints the submission id, entrypoint and runtime env and touches no network.
+
+`watch` resubmits the job after a spot preemption (`workloads/recovery.py`); the policy comes from
+the stack's `recovery` section, each flag overrides one value. With `--spec-file` (the in-cluster
+watcher) the spec is read from that JSON instead of a stack file, `--address` is required, and
+nothing outside the `workloads` package is imported (no Pulumi in the Ray image).
 
 Exit codes: 0 ok; 1 the job ended FAILED or STOPPED (with --wait); 2 bad config, unknown job or
 usage; 3 the dashboard is unreachable or refused the credentials; 4 --timeout passed.
@@ -34,8 +41,6 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional, TextIO
-
-from infra.config import PROJECT
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_STACK = "dev"
@@ -64,6 +69,8 @@ class Stack:
 
     @property
     def wandb_key_set(self) -> bool:
+        from infra.config import PROJECT  # lazily: `watch --spec-file` runs where Pulumi is not installed
+
         return f"{PROJECT}:wandbApiKey" in self.secret_keys
 
 
@@ -266,12 +273,74 @@ def cmd_list(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
     return EXIT_OK
 
 
+def cmd_watch(args: argparse.Namespace, stack: Optional[Stack], out: TextIO) -> int:
+    import dataclasses
+
+    from workloads import recovery, submit
+
+    if stack is None:  # --spec-file: the in-cluster watcher
+        if not args.address:
+            raise CliError("watch --spec-file needs --address (the Ray dashboard URL)")
+        try:
+            spec = recovery.load_spec_file(args.spec_file)
+        except (OSError, ValueError, KeyError) as err:
+            raise CliError(f"--spec-file {args.spec_file}: {err}") from None
+        policy = recovery.RecoveryPolicy()
+    else:
+        spec = build_spec(stack)
+        policy = recovery.RecoveryPolicy.from_config(stack.config.recovery)
+    changes = {
+        "check_interval_seconds": args.check_interval,
+        "max_restarts": args.max_restarts,
+        "backoff_seconds": args.backoff,
+        "max_backoff_seconds": args.max_backoff,
+    }
+    try:
+        policy = dataclasses.replace(policy, **{k: v for k, v in changes.items() if v is not None})
+    except ValueError as err:
+        raise CliError(f"watch: {err}") from None
+    heartbeat = Path(args.heartbeat_file) if args.heartbeat_file else None
+    if args.once:
+        client = connect(args, stack) if stack is not None else submit.connect(args.address)
+    else:
+        client = _connect_until_reachable(args, stack, policy, heartbeat, out)
+    out.write(
+        f"watching {spec.submission_id} on {client.get_address()}: every {policy.check_interval_seconds:g}s, "
+        f"at most {policy.max_restarts} restart(s), backoff {policy.backoff_seconds:g}s doubling to "
+        f"{policy.max_backoff_seconds:g}s\n"
+    )
+    out.flush()
+    recovery.watch(client, spec, policy, once=args.once, out=out, heartbeat=heartbeat)
+    return EXIT_OK
+
+
+def _connect_until_reachable(args: argparse.Namespace, stack: Optional[Stack], policy, heartbeat, out: TextIO):
+    """The watcher may start before the Ray head (or outlive a head restart): keep trying."""
+    import time
+
+    from workloads import recovery, submit
+
+    reported = False
+    while True:
+        if heartbeat is not None:
+            recovery._touch(heartbeat)
+        try:
+            return connect(args, stack) if stack is not None else submit.connect(args.address)
+        except (submit.DashboardUnreachable, submit.DashboardError) as err:
+            if not reported:
+                out.write(f"waiting for the Ray dashboard: {err}\n")
+                out.flush()
+                reported = True
+            time.sleep(policy.check_interval_seconds)
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace, Stack, TextIO], int]] = {
     "submit": cmd_submit,
     "status": cmd_status,
     "logs": cmd_logs,
     "stop": cmd_stop,
     "list": cmd_list,
+    "watch": cmd_watch,
 }
 
 
@@ -284,7 +353,7 @@ def parser() -> argparse.ArgumentParser:
     common.add_argument("--head-service", help="Ray head service name (with --endpoint)")
     common.add_argument("--namespace", help="namespace of the Ray cluster; default ray.namespace of the stack")
     p = argparse.ArgumentParser(prog="python -m workloads", description="Submit and watch the stack's NeMo-RL job.")
-    sub = p.add_subparsers(dest="command", required=True, metavar="{submit,status,logs,stop,list}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="{submit,status,logs,stop,list,watch}")
     s = sub.add_parser("submit", parents=[common], help="submit the stack's job (idempotent)")
     s.add_argument("--dry-run", action="store_true", help="print entrypoint and runtime env; no network")
     s.add_argument("--wait", action="store_true", help="wait until the job ends, showing its status")
@@ -299,6 +368,14 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("stop", parents=[common], help="stop a job")
     s.add_argument("--job", help="submission id; default the stack's newest job")
     sub.add_parser("list", parents=[common], help="list the stack's jobs")
+    s = sub.add_parser("watch", parents=[common], help="resubmit the stack's job after a spot preemption")
+    s.add_argument("--spec-file", help="JobSpec JSON to watch instead of the stack's (the in-cluster watcher); needs --address")
+    s.add_argument("--once", action="store_true", help="look once, act if needed, print the decision and exit")
+    s.add_argument("--check-interval", type=float, help="seconds between looks; default recovery.checkIntervalSeconds")
+    s.add_argument("--max-restarts", type=int, help="consecutive automatic restarts; default recovery.maxRestarts")
+    s.add_argument("--backoff", type=float, help="seconds before the first restart, doubling; default recovery.backoffSeconds")
+    s.add_argument("--max-backoff", type=float, help="cap of the doubled wait; default recovery.maxBackoffSeconds")
+    s.add_argument("--heartbeat-file", help="file touched after every look (for a liveness probe)")
     return p
 
 
@@ -330,7 +407,8 @@ def main(argv: Optional[list[str]] = None, out: Optional[TextIO] = None, err: Op
     # Ray's job SDK logs every websocket close at INFO; the CLI prints what matters itself.
     logging.getLogger("ray.dashboard.modules.job.sdk").setLevel(logging.WARNING)
     try:
-        return COMMANDS[args.command](args, load_stack(args.stack), out)
+        stack = None if getattr(args, "spec_file", None) else load_stack(args.stack)
+        return COMMANDS[args.command](args, stack, out)
     except KeyboardInterrupt:
         return 130
     except Exception as exc:

@@ -35,8 +35,15 @@ from typing import Any, AsyncIterator, Callable, Collection, Iterator, Optional
 from urllib.parse import quote, urlsplit
 
 import requests
-from ray.exceptions import AuthenticationError
 from ray.job_submission import JobDetails, JobStatus, JobSubmissionClient
+
+try:
+    from ray.exceptions import AuthenticationError
+except ImportError:  # added with token auth in Ray 2.52 (ray-project/ray#58737); the NeMo-RL v0.4/v0.5
+    # images the watcher pod runs ship Ray 2.46/2.49
+
+    class AuthenticationError(Exception):  # type: ignore[no-redef]
+        """Never raised by an older Ray's client; keeps `_guard`'s except clause valid."""
 
 from workloads.job import META_ATTEMPT, META_RECIPE, META_SPEC_HASH, META_STACK, JobSpec
 

@@ -1,0 +1,326 @@
+"""The preemption watcher, in the cluster: a Deployment running `python -m workloads watch`.
+
+What runs: `workloads/recovery.py` (its module docstring has the classifier and the restart policy),
+pointed at the Ray dashboard inside the cluster (`http://<head-svc>.<namespace>.svc:8265`), with the
+stack's `JobSpec` as JSON. A RayJob cannot do this itself (with `clusterSelector` it refuses
+`backoffLimit > 0`, FACTS.md "KubeRay"), and a watcher on a laptop stops when the laptop sleeps.
+
+How the code reaches the pod: a ConfigMap holds the `workloads` package files, read from this
+repository when the program runs (so the pod runs exactly the code of the deploy), and `spec.json`. It
+is mounted read-only at /config, which is on PYTHONPATH. Only the modules the watcher imports are
+shipped (`WATCHER_MODULES`); none imports Pulumi. The ConfigMap is auto-named: pulumi-kubernetes
+replaces a ConfigMap whose data changed, the new name lands in the pod template, and the pod rolls
+(the data hash is a pod annotation too, to make the reason visible).
+
+Image: the recipe's NeMo-RL image, not a small Python image with `pip install ray`:
+- it carries the Ray whose job SDK matches the cluster's Ray exactly (the RayCluster's rayVersion is
+  that image's Ray, FACTS.md "NeMo-RL"), and `requests`, which the SDK needs;
+- nothing is downloaded at start (a pip install on every restart needs PyPI egress through Cloud NAT,
+  unpinned transitive versions, and a minute or more), and a preferred pod affinity to the Ray head
+  puts the watcher on the node that already pulled the image for the head;
+- the cost: the image runs as root. NeMo-RL's Dockerfile (NVIDIA-NeMo/RL docker/Dockerfile) installs
+  Python with `uv python install` under /root and builds the venv with `--link-mode symlink` into the
+  root-only uv cache, so a non-root user cannot start its `python`. The container is hardened
+  otherwise: no privilege escalation, every capability dropped, read-only root filesystem (a small
+  emptyDir at /tmp), RuntimeDefault seccomp, no service-account token (the watcher talks only to the
+  Ray dashboard, never to the Kubernetes API).
+
+No secret: the spec carries none (`JobSpec` refuses HF_TOKEN/WANDB_API_KEY in the runtime env; the job
+driver gets them from the Ray head pod's environment), and the pod mounts none.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Optional
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from infra.kube_provider import MANAGED_LABELS, child_options
+from infra.ray_cluster import DASHBOARD_PORT, NODE_POOL_LABEL
+from workloads.job import JobSpec, PoolShape, spec_for_stack
+from workloads.recipes import NemoRLImage
+from workloads.recovery import RecoveryPolicy
+
+if TYPE_CHECKING:
+    from infra.config import StackConfig
+
+COMPONENT_TYPE = "nemo-rl-gke:infra:PreemptionWatcher"
+NAME = "preemption-watcher"
+CONFIG_DIR = "/config"
+SPEC_KEY = "spec.json"
+HEARTBEAT = "/tmp/heartbeat"
+WORKLOADS_DIR = Path(__file__).resolve().parent.parent / "workloads"
+WATCHER_MODULES = ("__init__.py", "__main__.py", "job.py", "recipes.py", "recovery.py", "submit.py")
+"""What `python -m workloads watch --spec-file` imports (checked by a test that runs exactly these
+files with Pulumi and `infra` made unimportable)."""
+RESOURCES = {"requests": {"cpu": "50m", "memory": "384Mi"}, "limits": {"memory": "1Gi"}}
+"""Measured locally: the watcher (Python + Ray's job SDK) holds about 150-200 MiB. No CPU limit: it
+idles between looks, and a throttled import at start only slows it down."""
+
+
+def watcher_files() -> dict[str, str]:
+    """The package files the pod needs, keyed by file name (ConfigMap keys cannot hold `/`)."""
+    return {name: (WORKLOADS_DIR / name).read_text() for name in WATCHER_MODULES}
+
+
+def config_map_data(spec: JobSpec) -> dict[str, str]:
+    return {**watcher_files(), SPEC_KEY: json.dumps(spec.to_dict(), indent=2, sort_keys=True) + "\n"}
+
+
+def data_hash(data: dict[str, str]) -> str:
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def dashboard_address(head_service: str, namespace: str) -> str:
+    """The dashboard's in-cluster URL: the head Service's DNS name and KubeRay's dashboard port."""
+    return f"http://{head_service}.{namespace}.svc:{DASHBOARD_PORT}"
+
+
+def watcher_command(address: str, policy: RecoveryPolicy) -> list[str]:
+    return [
+        "python", "-m", "workloads", "watch",
+        "--address", address,
+        "--spec-file", f"{CONFIG_DIR}/{SPEC_KEY}",
+        *policy.cli_args(),
+        "--heartbeat-file", HEARTBEAT,
+    ]
+
+
+def heartbeat_limit(policy: RecoveryPolicy) -> int:
+    """Seconds without a look after which the pod is considered hung (a request that never returns)."""
+    return int(max(3 * policy.check_interval_seconds, 300))
+
+
+def labels() -> dict[str, str]:
+    return {**MANAGED_LABELS, "app.kubernetes.io/name": NAME, "app.kubernetes.io/component": "preemption-watcher"}
+
+
+def selector() -> dict[str, str]:
+    return {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": MANAGED_LABELS["app.kubernetes.io/part-of"]}
+
+
+def deployment_manifest(
+    *,
+    namespace: str,
+    image: str,
+    service_account: str,
+    system_pool_name: str,
+    ray_cluster_name: str,
+    head_service: str,
+    policy: RecoveryPolicy,
+    config_map_name: str,
+    config_hash: str,
+) -> dict[str, Any]:
+    """The watcher Deployment (metadata and spec). Pure: no Outputs."""
+    probe_script = (
+        f"import os,sys,time; sys.exit(time.time() - os.path.getmtime({HEARTBEAT!r}) > {heartbeat_limit(policy)})"
+    )
+    return {
+        "metadata": {"name": NAME, "namespace": namespace, "labels": labels()},
+        "spec": {
+            "replicas": 1,
+            # Never two watchers at once (both would resubmit; the deterministic id makes the second
+            # a no-op, but one at a time keeps the log readable).
+            "strategy": {"type": "Recreate"},
+            "revisionHistoryLimit": 3,
+            "selector": {"matchLabels": selector()},
+            "template": {
+                "metadata": {
+                    "labels": labels(),
+                    "annotations": {"nemo-rl-gke/config-hash": config_hash},
+                },
+                "spec": {
+                    "serviceAccountName": service_account,
+                    "automountServiceAccountToken": False,
+                    # The CPU system pool: on-demand nodes, so a preemption never takes the watcher along.
+                    "nodeSelector": {NODE_POOL_LABEL: system_pool_name},
+                    "affinity": {
+                        "podAffinity": {
+                            "preferredDuringSchedulingIgnoredDuringExecution": [
+                                {
+                                    # The head's node already holds the (large) image.
+                                    "weight": 100,
+                                    "podAffinityTerm": {
+                                        "labelSelector": {
+                                            "matchLabels": {"ray.io/cluster": ray_cluster_name, "ray.io/node-type": "head"}
+                                        },
+                                        "topologyKey": "kubernetes.io/hostname",
+                                    },
+                                }
+                            ]
+                        }
+                    },
+                    "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
+                    "terminationGracePeriodSeconds": 10,
+                    "containers": [
+                        {
+                            "name": "watcher",
+                            "image": image,
+                            "imagePullPolicy": "IfNotPresent",
+                            "command": watcher_command(dashboard_address(head_service, namespace), policy),
+                            "workingDir": CONFIG_DIR,
+                            "env": [
+                                {"name": "PYTHONPATH", "value": CONFIG_DIR},
+                                {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},
+                                {"name": "PYTHONUNBUFFERED", "value": "1"},
+                                {"name": "HOME", "value": "/tmp"},
+                                {"name": "RAY_USAGE_STATS_ENABLED", "value": "0"},
+                            ],
+                            "resources": RESOURCES,
+                            "securityContext": {
+                                "allowPrivilegeEscalation": False,
+                                "privileged": False,
+                                "readOnlyRootFilesystem": True,
+                                "capabilities": {"drop": ["ALL"]},
+                            },
+                            "livenessProbe": {
+                                "exec": {"command": ["python", "-S", "-c", probe_script]},
+                                "initialDelaySeconds": heartbeat_limit(policy),
+                                "periodSeconds": 60,
+                                "timeoutSeconds": 10,
+                                "failureThreshold": 2,
+                            },
+                            "volumeMounts": [
+                                {"name": "code", "mountPath": CONFIG_DIR, "readOnly": True},
+                                {"name": "tmp", "mountPath": "/tmp"},
+                            ],
+                        }
+                    ],
+                    "volumes": [
+                        {
+                            "name": "code",
+                            "configMap": {
+                                "name": config_map_name,
+                                "items": [
+                                    *({"key": f, "path": f"workloads/{f}"} for f in WATCHER_MODULES),
+                                    {"key": SPEC_KEY, "path": SPEC_KEY},
+                                ],
+                            },
+                        },
+                        {"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}},
+                    ],
+                },
+            },
+        },
+    }
+
+
+class PreemptionWatcher(pulumi.ComponentResource):
+    """ConfigMap (code + spec) and a one-replica Deployment that resubmits the job after a preemption.
+
+    Outputs: `deployment_name`, `namespace`, `logs_command` (how to read what it decided).
+    """
+
+    config_map: k8s.core.v1.ConfigMap
+    deployment: k8s.apps.v1.Deployment
+    deployment_name: str
+    namespace: str
+    logs_command: str
+
+    def __init__(
+        self,
+        name: str,
+        spec: JobSpec,
+        policy: RecoveryPolicy,
+        *,
+        namespace: str,
+        service_account: str,
+        image: NemoRLImage,
+        ray_cluster_name: str,
+        head_service: pulumi.Input[str],
+        system_pool_name: pulumi.Input[str],
+        opts: Optional[pulumi.ResourceOptions] = None,
+    ) -> None:
+        data = config_map_data(spec)
+        config_hash = data_hash(data)
+        super().__init__(COMPONENT_TYPE, name, None, opts)
+        self.namespace = namespace
+        self.deployment_name = NAME
+        self.logs_command = f"kubectl -n {namespace} logs deploy/{NAME} --follow"
+        self.config_map = k8s.core.v1.ConfigMap(
+            f"{name}-code",
+            # No name: auto-named, so changed data means a new ConfigMap and a rolled pod (module doc).
+            metadata={"namespace": namespace, "labels": labels()},
+            data=data,
+            opts=child_options(self, opts),
+        )
+
+        def build(args: list[str]) -> dict[str, Any]:
+            svc, pool, config_map_name = args
+            return deployment_manifest(
+                namespace=namespace,
+                image=image.ref,
+                service_account=service_account,
+                system_pool_name=pool,
+                ray_cluster_name=ray_cluster_name,
+                head_service=svc,
+                policy=policy,
+                config_map_name=config_map_name,
+                config_hash=config_hash,
+            )
+
+        config_map_name = self.config_map.metadata.apply(lambda m: m.name)
+        manifest = pulumi.Output.all(head_service, system_pool_name, config_map_name).apply(build)
+        self.deployment = k8s.apps.v1.Deployment(
+            f"{name}-deployment",
+            metadata=manifest.apply(lambda m: m["metadata"]),
+            spec=manifest.apply(lambda m: m["spec"]),
+            opts=child_options(self, opts, depends_on=[self.config_map]),
+        )
+        self.register_outputs(
+            {
+                "deploymentName": self.deployment_name,
+                "namespace": self.namespace,
+                "submissionId": spec.submission_id,
+                "logsCommand": self.logs_command,
+                "maxRestarts": policy.max_restarts,
+            }
+        )
+
+
+def build_preemption_watcher(
+    stack: str,
+    cfg: "StackConfig",
+    *,
+    ray: Any,
+    service_account: str,
+    system_pool_name: pulumi.Input[str],
+    wandb_key_set: bool,
+    pool: Optional[PoolShape] = None,
+    opts: Optional[pulumi.ResourceOptions] = None,
+) -> Optional[PreemptionWatcher]:
+    """The stack's `PreemptionWatcher`, or None when `recovery.enabled` is false.
+
+    It is deployed whether or not `job.submit` is on: it only ever resubmits a job of the stack's spec
+    that someone (the deploy, or `python -m workloads submit`) submitted, so with nothing submitted it idles.
+
+    Args:
+        stack: the stack name.
+        cfg: the validated stack config (`recovery`, `ray.namespace`, the recipe's image).
+        ray: the `RayCluster` component (`cluster_name`, `head_service`, `namespace`).
+        service_account: the workload KSA (`WorkloadEnvironment.service_account`).
+        system_pool_name: the CPU pool's name (`GkeCluster.system_pool.name`).
+        wandb_key_set: as for `build_training_job`, so both build the same spec (same submission id).
+        pool: the GPU pool facts; default: node count and GPUs per node from `cfg`.
+        opts: the Kubernetes provider, and `depends_on` the Ray release (the watcher is pointless before
+            the head exists and is deleted before it).
+    """
+    if not cfg.recovery.enabled:
+        return None
+    spec = spec_for_stack(stack, cfg, wandb_key_set=wandb_key_set, pool=pool)
+    return PreemptionWatcher(
+        NAME,
+        spec,
+        RecoveryPolicy.from_config(cfg.recovery),
+        namespace=ray.namespace,
+        service_account=service_account,
+        image=cfg.recipe.image,
+        ray_cluster_name=ray.cluster_name,
+        head_service=ray.head_service,
+        system_pool_name=system_pool_name,
+        opts=opts,
+    )
