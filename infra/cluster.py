@@ -57,6 +57,7 @@ SHIELDED_INSTANCE_CONFIG = {"enable_secure_boot": True, "enable_integrity_monito
 are signed) and integrity monitoring of the boot sequence."""
 
 RESERVATION_KEY = "compute.googleapis.com/reservation-name"
+UPGRADE_EXCLUSION_START = "2026-01-01T00:00:00Z"
 SYSTEM_DISK_TYPE = "pd-balanced"
 
 # GKE spells taint effects as the API enum, Kubernetes as the core/v1 string.
@@ -71,6 +72,27 @@ CLUSTER_TIMEOUTS = pulumi.CustomTimeouts(create="60m", update="90m", delete="60m
 def kubernetes_taint(gke_taint: dict[str, str]) -> dict[str, str]:
     """A GKE node pool taint ({key, value, effect: NO_SCHEDULE}) in the form pods tolerate."""
     return {"key": gke_taint["key"], "value": gke_taint["value"], "effect": _K8S_TAINT_EFFECT[gke_taint["effect"]]}
+
+
+def maintenance_policy(cfg: ClusterConfig) -> dict[str, Any]:
+    """The daily window, and (by default) an exclusion that keeps GKE from upgrading nodes mid-run.
+
+    Node upgrades recreate GPU nodes and kill the Ray workers of a running job; the exclusion blocks
+    minor and node upgrades until the version's end of support while control-plane patches continue
+    (the scope Google's A4 and Managed Lustre Cluster Toolkit blueprints use). Upgrade the pools by
+    hand between runs. The start time is fixed, not "now", so the cluster does not diff on every run;
+    a start in the past is accepted (those blueprints use one).
+    """
+    policy: dict[str, Any] = {"daily_maintenance_window": {"start_time": cfg.maintenance_start_time}}
+    if cfg.block_node_upgrades:
+        policy["maintenance_exclusions"] = [
+            {
+                "exclusion_name": "no-minor-or-node-upgrades",
+                "start_time": UPGRADE_EXCLUSION_START,
+                "exclusion_options": {"scope": "NO_MINOR_OR_NODE_UPGRADES", "end_time_behavior": "UNTIL_END_OF_SUPPORT"},
+            }
+        ]
+    return policy
 
 
 def credentials_command(cluster_name: pulumi.Input[str], zone: str, project: str) -> pulumi.Output[str]:
@@ -223,8 +245,10 @@ class GkeCluster(pulumi.ComponentResource):
                 "gcs_fuse_csi_driver_config": {"enabled": True},
             },
             release_channel={"channel": cfg.release_channel},
+            # Unset: the channel's default version, which GKE keeps available; a pinned minimum is refused
+            # once it leaves the channel.
             min_master_version=cfg.min_master_version,
-            maintenance_policy={"daily_maintenance_window": {"start_time": cfg.maintenance_start_time}},
+            maintenance_policy=maintenance_policy(cfg),
             # Nodes get internal IPs only. Without `masterIpv4CidrBlock` GKE (1.29+) connects them to the
             # control plane over Private Service Connect; the public endpoint stays for `pulumi up` and
             # kubectl, restricted by the authorized networks below.
@@ -295,6 +319,14 @@ class GkeCluster(pulumi.ComponentResource):
             # A3 Ultra and A4 boot only from Hyperdisk (FACTS.md); the flavour names the type.
             "disk_type": flavour.boot_disk_type,
             "disk_size_gb": flavour.boot_disk_size_gb,
+            # The bundled NVMe local SSDs back ephemeral storage (image layers, emptyDirs, Ray spill)
+            # instead of the boot disk, and declaring them keeps the pool from diffing against what GKE
+            # reports (terraform-provider-google#17068: replaced on every update otherwise).
+            **(
+                {"ephemeral_storage_local_ssd_config": {"local_ssd_count": flavour.local_ssd_count}}
+                if flavour.local_ssd_count
+                else {}
+            ),
             # The second NIC (eth1) is a gVNIC; GKE only attaches it when gVNIC is enabled.
             "gvnic": {"enabled": True},
             # Keeps CPU-only pods (add-ons, the Ray head) off the GPU nodes.

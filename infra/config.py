@@ -160,12 +160,18 @@ class ClusterConfig(_Model):
     """The GKE Standard cluster."""
 
     release_channel: Literal["RAPID", "REGULAR", "STABLE", "EXTENDED"] = Field(
-        "RAPID", description="GKE release channel."
+        "REGULAR", description="GKE release channel (Google's A4 blueprint uses REGULAR)."
     )
-    min_master_version: str = Field(
-        "1.34",
+    min_master_version: Optional[str] = Field(
+        None,
         pattern=r"^\d+\.\d+(\.\d+(-gke\.\d+)?)?$",
-        description="Minimum control-plane version; must be at least the flavour's minimum GKE version.",
+        description="Minimum control-plane version; unset takes the channel's default. When set, at least the "
+        f"flavour's minimum GKE version, and {LUSTRE_PORT_988_MIN_GKE} unless `lustre.legacyPort`.",
+    )
+    block_node_upgrades: bool = Field(
+        True,
+        description="Add a maintenance exclusion that blocks minor and node auto-upgrades (they recreate GPU "
+        "nodes mid-run); control-plane patches continue. Upgrade between runs.",
     )
     deletion_protection: bool = Field(True, description="Refuse `pulumi destroy` of the cluster until set to false.")
     maintenance_start_time: str = Field(
@@ -513,11 +519,24 @@ class StackConfig(_Model):
                 f"has {len(self.network.rdma_cidrs)} entries; flavour {flavour.name} has "
                 f"{flavour.rdma_nics} RDMA NICs and needs exactly that many subnets",
             )
-        if parse_gke_version(self.cluster.min_master_version) < parse_gke_version(flavour.min_gke_version):
+        version = self.cluster.min_master_version
+        # Unset means the channel default; in every channel today that is past both minimums below
+        # (only checkable on the real cloud: `gcloud container get-server-config`).
+        if version and parse_gke_version(version) < parse_gke_version(flavour.min_gke_version):
             raise KeyedValueError(
                 "cluster.minMasterVersion",
-                f"{self.cluster.min_master_version} is below {flavour.min_gke_version}, the minimum GKE "
+                f"{version} is below {flavour.min_gke_version}, the minimum GKE "
                 f"version for flavour {flavour.name}; allowed: {flavour.min_gke_version} or later",
+            )
+        if (
+            version
+            and not self.lustre.legacy_port
+            and parse_gke_version(version) < parse_gke_version(LUSTRE_PORT_988_MIN_GKE)
+        ):
+            raise KeyedValueError(
+                "cluster.minMasterVersion",
+                f"{version} predates {LUSTRE_PORT_988_MIN_GKE}, from which the Lustre CSI driver uses port 988; "
+                f"allowed: {LUSTRE_PORT_988_MIN_GKE} or later, or lustre.legacyPort: true",
             )
         if not self.cluster.master_authorized_networks and not self.cluster.allow_public_control_plane:
             raise KeyedValueError(

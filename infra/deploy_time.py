@@ -64,6 +64,14 @@ CREATION_MINUTES: dict[str, Typical] = {
     "kubernetes:apps/v1:DaemonSet": Typical(
         2.0, "Pulumi waits for the rollout: the gIB plugin image pull and copy on every GPU node"
     ),
+    "gcp:logging/metric:Metric": Typical(0.1, "log-based metric create, seconds (infra/observability.py)"),
+    "gcp:monitoring/dashboard:Dashboard": Typical(0.1, "dashboard create, seconds"),
+    "kubernetes:core/v1:ConfigMap": Typical(0.05, "API call"),
+    "kubernetes:apps/v1:Deployment": Typical(
+        0.25,
+        "Pulumi waits for the rollout: the preemption watcher starts in seconds, on the Ray head's node whose "
+        "image it shares (infra/recovery.py)",
+    ),
     "kubernetes:helm.sh/v3:Release": Typical(
         12.0,
         "Ray head and worker pods pull the ~20 GB NeMo-RL image (~5-10 min at 50-100 MB/s incl. "

@@ -57,9 +57,10 @@ WORKLOADS_DIR = Path(__file__).resolve().parent.parent / "workloads"
 WATCHER_MODULES = ("__init__.py", "__main__.py", "job.py", "recipes.py", "recovery.py", "submit.py")
 """What `python -m workloads watch --spec-file` imports (checked by a test that runs exactly these
 files with Pulumi and `infra` made unimportable)."""
-RESOURCES = {"requests": {"cpu": "50m", "memory": "384Mi"}, "limits": {"memory": "1Gi"}}
-"""Measured locally: the watcher (Python + Ray's job SDK) holds about 150-200 MiB. No CPU limit: it
-idles between looks, and a throttled import at start only slows it down."""
+RESOURCES = {"requests": {"cpu": "50m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}}
+"""`watch --once` from the ConfigMap files peaked at about 110 MiB RSS here (Python 3.11, Ray 2.60's job
+SDK); the limit leaves room for an older Ray's imports. No CPU limit: it idles between looks, and a
+throttled import at start would only slow it down."""
 
 
 def watcher_files() -> dict[str, str]:

@@ -50,8 +50,18 @@ def test_cluster_is_zonal_vpc_native_with_dataplane_v2_and_multi_networking(stac
     assert i["workloadIdentityConfig"] == {"workloadPool": "my-gcp-project.svc.id.goog"}, cluster.name
     assert i["removeDefaultNodePool"] is True and i["initialNodeCount"] == 1, cluster.name
     assert i["deletionProtection"] is want["deletion_protection"], cluster.name
-    assert i["releaseChannel"] == {"channel": "RAPID"} and i["minMasterVersion"] == "1.34", cluster.name
-    assert i["maintenancePolicy"] == {"dailyMaintenanceWindow": {"startTime": "03:00"}}, cluster.name
+    assert i["releaseChannel"] == {"channel": "REGULAR"}, cluster.name
+    assert "minMasterVersion" not in i, f"{cluster.name}: unset, so the channel's default version is used"
+    assert i["maintenancePolicy"] == {
+        "dailyMaintenanceWindow": {"startTime": "03:00"},
+        "maintenanceExclusions": [
+            {
+                "exclusionName": "no-minor-or-node-upgrades",
+                "startTime": "2026-01-01T00:00:00Z",
+                "exclusionOptions": {"scope": "NO_MINOR_OR_NODE_UPGRADES", "endTimeBehavior": "UNTIL_END_OF_SUPPORT"},
+            }
+        ],
+    }, cluster.name
     assert "masterAuthorizedNetworksConfig" not in i, f"{cluster.name}: no authorized networks are configured"
     assert i["resourceLabels"]["component"] == "gke" and i["resourceLabels"]["stack"] == stack, cluster.name
 
@@ -259,3 +269,17 @@ def test_exports_tell_the_user_how_to_reach_the_cluster(stack):
     assert outputs["networkName"] == f"{stack}-vpc"
     assert outputs["gvnicNetworkName"] == f"{stack}-gvnic-vpc"
     assert outputs["rdmaNetworkName"] == f"{stack}-rdma-vpc"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_gpu_pool_declares_the_bundled_local_ssds_as_ephemeral_storage(stack):
+    plan = stack_plan(stack)
+    pool = plan.one("gcp:container/nodePool:NodePool", "gpu-pool")
+    ssd = pool.inputs["nodeConfig"].get("ephemeralStorageLocalSsdConfig")
+    assert ssd == {"localSsdCount": 32}, f"{pool.name}: an undeclared bundled SSD makes the pool diff and be replaced"
+
+
+def test_node_upgrades_are_allowed_when_the_exclusion_is_switched_off():
+    plan = run_plan("dev", cluster=merged("dev", "cluster", {"blockNodeUpgrades": False}))
+    cluster = plan.one("gcp:container/cluster:Cluster")
+    assert cluster.inputs["maintenancePolicy"] == {"dailyMaintenanceWindow": {"startTime": "03:00"}}, cluster.name

@@ -199,3 +199,17 @@ def test_bad_config_makes_the_plan_exit_2_with_the_key_and_no_traceback(tmp_path
     assert proc.returncode == 2
     assert proc.stderr == "error: nemo-rl-gke:flavour: unknown flavour 'a100'; allowed: b200, h200\n"
     assert proc.stdout == ""
+
+
+def test_a_pinned_version_below_the_flavour_minimum_is_rejected():
+    assert rejection(cluster={"minMasterVersion": "1.31", "allowPublicControlPlane": True}) == (
+        "nemo-rl-gke:cluster.minMasterVersion: 1.31 is below 1.32.2-gke.1475000, the minimum GKE version for "
+        "flavour b200; allowed: 1.32.2-gke.1475000 or later"
+    )
+
+
+def test_a_pinned_version_before_lustre_port_988_needs_the_legacy_port():
+    msg = rejection(cluster={"minMasterVersion": "1.33.1", "allowPublicControlPlane": True})
+    assert msg.startswith("nemo-rl-gke:cluster.minMasterVersion: 1.33.1 predates 1.33.2-gke.4780000"), msg
+    assert msg.endswith("or lustre.legacyPort: true")
+    assert parse({**BASE, "cluster": {"minMasterVersion": "1.33.1", "allowPublicControlPlane": True}, "lustre": {"legacyPort": True}}, "dev")

@@ -46,6 +46,9 @@ restart, the watcher gives up whatever the cause. Between restarts it waits
 `backoff_seconds * 2**restarts_so_far` (at most `max_backoff_seconds`) after the failed attempt ended,
 which also gives GKE time to bring a replacement spot node.
 
+Not covered: a job that hangs instead of failing (NeMo-RL's surviving workers blocked in a collective
+on a vanished peer until NCCL's timeout) is RUNNING to Ray, so it is only restarted once it fails.
+
 This module imports only `workloads.job` and `workloads.submit` (Ray's job SDK, no Pulumi), so it runs
 in the Ray image: the watcher pod ships the `workloads` package in a ConfigMap.
 """
@@ -232,23 +235,25 @@ def decide(info: Any, attempt: int, policy: RecoveryPolicy, now: float, *, resta
     if done >= policy.max_restarts:
         return Decision(
             Action.GIVE_UP,
-            f"attempt {attempt} failed ({verdict.evidence}) after {done} automatic restart(s); "
+            f"attempt {attempt} failed, {verdict.cause.value} ({verdict.evidence}), after {done} automatic restart(s); "
             f"the maximum is {policy.max_restarts}",
             verdict.cause,
         )
-    ended = (info.end_time / 1000.0) if getattr(info, "end_time", None) else now
-    due = ended + policy.backoff(done)
+    # When the attempt ended (ms); without an end time (older Ray), when it started: never "now",
+    # which would push the resubmission back on every look.
+    ended_ms = getattr(info, "end_time", None) or getattr(info, "start_time", None) or 0
+    due = ended_ms / 1000.0 + policy.backoff(done)
     if now < due:
         return Decision(
             Action.WAIT,
-            f"attempt {attempt} failed ({verdict.evidence}); restart {done + 1} of {policy.max_restarts} "
-            f"in {due - now:.0f}s",
+            f"attempt {attempt} failed, {verdict.cause.value} ({verdict.evidence}); restart {done + 1} of "
+            f"{policy.max_restarts} in {due - now:.0f}s",
             verdict.cause,
             not_before=due,
         )
     return Decision(
         Action.RESUBMIT,
-        f"attempt {attempt} failed ({verdict.evidence}); restart {done + 1} of {policy.max_restarts}",
+        f"attempt {attempt} failed, {verdict.cause.value} ({verdict.evidence}); restart {done + 1} of {policy.max_restarts}",
         verdict.cause,
         next_attempt=attempt + 1,
     )

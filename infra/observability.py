@@ -1,0 +1,333 @@
+"""A Cloud Monitoring dashboard for one stack: GPUs, the GPU pool, Lustre, spot preemptions.
+
+Every chart is filtered to this stack's objects, with names taken from the components (the cluster's
+name and zone, the Lustre instance id, the GPU pool's facts, the Ray namespace), never retyped.
+
+Metric types are only those of `METRICS` (an allow-list; a test checks the dashboard against it),
+each with the page that documents it (the lists were read as generated on 2026-04-10; the resource
+labels are from `RESOURCES_URL`):
+
+- Managed Lustre, `lustre.googleapis.com/instance/*` on the `lustre.googleapis.com/Instance` resource
+  (labels `resource_container`, `location`, `instance_id`; metric labels `component`, `target`):
+  `read_bytes_total` / `write_bytes_total` (DELTA bytes per Object Storage Target) and
+  `capacity_bytes` / `free_bytes` (GAUGE per target; "the total ... space for an instance can be
+  obtained by adding the capacity of all targets for a given type of Lustre target"). BETA metrics.
+- GKE system metrics on `k8s_node` / `k8s_container` (labels `cluster_name`, `location`, `node_name`,
+  `namespace_name`, `pod_name`): `kubernetes.io/node/accelerator/duty_cycle` (percent of the last 10 s
+  the GPU was busy, per GPU) and `kubernetes.io/container/accelerator/duty_cycle`. Only GPU nodes report
+  them, and in this cluster only the GPU pool has GPUs, so "nodes reporting a GPU duty cycle" is the
+  GPU pool's live node count.
+- Spot preemptions: Compute Engine records each one as a system-event audit log entry with
+  `protoPayload.methodName="compute.instances.preempted"` (`resource.type="gce_instance"`, labels
+  `instance_id`, `zone`). There is no built-in metric for it, so this component creates a log-based
+  counter metric (`logging.googleapis.com/user/<prefix>-gpu-preemptions`) over those entries and charts it.
+  The entry does not name the GKE cluster (thought-machine/spot-interruption-exporter documents the same
+  limitation); the filter keeps preemptions in the stack's zone of VMs named `gke-<cluster name>...`.
+  NOT VERIFIED on a real cloud: that GKE keeps the first 20 characters of the cluster name in node VM
+  names (inferred from kubernetes/ingress-gce#1623, "instance names created by gke truncated up to 24
+  characters" for the `gke-<cluster>` prefix); cluster names here are `<prefix>-gke`, at most 24 long.
+  The system pool is on-demand, so every preemption the filter keeps is one of the GPU pool's nodes.
+
+Also not verified on a real cloud: the `component` label values of the Lustre metrics (the charts group
+by it instead of filtering on a guessed value), and that the dashboard JSON renders as intended (it is
+checked against the documented structure: mosaicLayout, tiles, xyChart dataSets with timeSeriesFilter).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import pulumi
+import pulumi_gcp as gcp
+
+from infra.facts import GpuPoolFacts, StackContext
+from infra.recovery import NAME as WATCHER_NAME
+
+COMPONENT_TYPE = "nemo-rl-gke:infra:MonitoringDashboard"
+
+METRICS_LUSTRE_URL = "https://cloud.google.com/monitoring/api/metrics_gcp_i_o"
+METRICS_GKE_URL = "https://cloud.google.com/monitoring/api/metrics_kubernetes"
+LOG_METRICS_URL = "https://cloud.google.com/logging/docs/logs-based-metrics"
+SPOT_PREEMPTION_URL = "https://cloud.google.com/compute/docs/instances/create-use-spot"
+RESOURCES_URL = "https://cloud.google.com/logging/docs/api/v2/resource-list"
+"""Labels of the monitored resources the filters use (k8s_node, k8s_container, lustre.googleapis.com/Instance)."""
+
+
+@dataclass(frozen=True)
+class MetricSource:
+    resource_type: str
+    kind: str
+    url: str
+
+
+METRICS: dict[str, MetricSource] = {
+    "lustre.googleapis.com/instance/read_bytes_total": MetricSource("lustre.googleapis.com/Instance", "DELTA", METRICS_LUSTRE_URL),
+    "lustre.googleapis.com/instance/write_bytes_total": MetricSource("lustre.googleapis.com/Instance", "DELTA", METRICS_LUSTRE_URL),
+    "lustre.googleapis.com/instance/capacity_bytes": MetricSource("lustre.googleapis.com/Instance", "GAUGE", METRICS_LUSTRE_URL),
+    "lustre.googleapis.com/instance/free_bytes": MetricSource("lustre.googleapis.com/Instance", "GAUGE", METRICS_LUSTRE_URL),
+    "kubernetes.io/node/accelerator/duty_cycle": MetricSource("k8s_node", "GAUGE", METRICS_GKE_URL),
+    "kubernetes.io/container/accelerator/duty_cycle": MetricSource("k8s_container", "GAUGE", METRICS_GKE_URL),
+}
+"""Built-in metric types the dashboard may use, with the Cloud Monitoring reference page of each."""
+
+PREEMPTION_METRIC_SOURCE = MetricSource("gce_instance", "DELTA", f"{LOG_METRICS_URL} (entries: {SPOT_PREEMPTION_URL})")
+"""The one user-defined metric: the log-based preemption counter this component creates."""
+USER_METRIC_PREFIX = "logging.googleapis.com/user/"
+GKE_NODE_NAME_CLUSTER_CHARS = 20
+"""How much of the cluster name GKE keeps in node VM names (unverified, see the module doc)."""
+
+
+def display_name(stack: str) -> str:
+    return f"nemo-rl-gke {stack}: GPUs, Lustre, preemptions"
+
+
+def _q(value: str) -> str:
+    """A quoted string literal for a Monitoring/Logging filter."""
+    return json.dumps(value)
+
+
+def preemption_log_filter(project: str, zone: str, cluster_name: str) -> str:
+    """The audit log entries of this cluster's node VMs being preempted."""
+    prefix = f"gke-{cluster_name[:GKE_NODE_NAME_CLUSTER_CHARS]}"
+    return " AND ".join(
+        [
+            f"logName={_q(f'projects/{project}/logs/cloudaudit.googleapis.com%2Fsystem_event')}",
+            'resource.type="gce_instance"',
+            'protoPayload.methodName="compute.instances.preempted"',
+            f"resource.labels.zone={_q(zone)}",
+            f"protoPayload.resourceName:{_q(f'/instances/{prefix}')}",
+        ]
+    )
+
+
+def _series(metric_type: str, resource_filter: str, aggregation: dict[str, Any], secondary: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+    filt: dict[str, Any] = {"filter": f"metric.type={_q(metric_type)} {resource_filter}", "aggregation": aggregation}
+    if secondary:
+        filt["secondaryAggregation"] = secondary
+    return {"timeSeriesFilter": filt}
+
+
+def _chart(title: str, datasets: list[tuple[dict[str, Any], str, str]], y_label: str, thresholds: Optional[list[dict[str, Any]]] = None) -> dict[str, Any]:
+    chart: dict[str, Any] = {
+        "dataSets": [
+            {"timeSeriesQuery": query, "plotType": plot, "legendTemplate": legend, "targetAxis": "Y1"}
+            for query, plot, legend in datasets
+        ],
+        "yAxis": {"label": y_label, "scale": "LINEAR"},
+    }
+    if thresholds:
+        chart["thresholds"] = thresholds
+    return {"title": title, "xyChart": chart}
+
+
+def dashboard_document(
+    *,
+    stack: str,
+    project: str,
+    zone: str,
+    cluster_name: str,
+    gpu_pool: GpuPoolFacts,
+    lustre_instance_id: str,
+    ray_namespace: str,
+    preemption_metric: str,
+) -> dict[str, Any]:
+    """The dashboard as the Monitoring API's `Dashboard` JSON (`mosaicLayout`, 48 columns). Pure."""
+    node = (
+        f'resource.type="k8s_node" resource.label."cluster_name"={_q(cluster_name)} '
+        f'resource.label."location"={_q(zone)}'
+    )
+    container = (
+        f'resource.type="k8s_container" resource.label."cluster_name"={_q(cluster_name)} '
+        f'resource.label."location"={_q(zone)} resource.label."namespace_name"={_q(ray_namespace)}'
+    )
+    lustre = (
+        f'resource.type="lustre.googleapis.com/Instance" resource.label."instance_id"={_q(lustre_instance_id)} '
+        f'resource.label."location"={_q(zone)}'
+    )
+    preempted = f'resource.type="gce_instance" resource.label."zone"={_q(zone)}'
+
+    def mean(period: str = "60s", group: Optional[list[str]] = None, aligner: str = "ALIGN_MEAN", reducer: str = "REDUCE_MEAN") -> dict[str, Any]:
+        agg: dict[str, Any] = {"alignmentPeriod": period, "perSeriesAligner": aligner, "crossSeriesReducer": reducer}
+        if group:
+            agg["groupByFields"] = group
+        return agg
+
+    tiles = [
+        _chart(
+            f"GPU utilisation per node of pool {gpu_pool.pool_name} (duty cycle, mean of its {gpu_pool.gpus_per_node} GPUs)",
+            [(_series("kubernetes.io/node/accelerator/duty_cycle", node, mean(group=['resource.label."node_name"'])), "LINE", "${resource.labels.node_name}")],
+            "% busy",
+        ),
+        _chart(
+            f"GPU utilisation per Ray pod in namespace {ray_namespace}",
+            [(_series("kubernetes.io/container/accelerator/duty_cycle", container, mean(group=['resource.label."pod_name"'])), "LINE", "${resource.labels.pod_name}")],
+            "% busy",
+        ),
+        _chart(
+            f"Nodes of GPU pool {gpu_pool.pool_name} (nodes reporting a GPU duty cycle; configured: {gpu_pool.node_count})",
+            [
+                (
+                    _series(
+                        "kubernetes.io/node/accelerator/duty_cycle",
+                        node,
+                        mean(group=['resource.label."node_name"']),
+                        {"alignmentPeriod": "60s", "perSeriesAligner": "ALIGN_MEAN", "crossSeriesReducer": "REDUCE_COUNT"},
+                    ),
+                    "LINE",
+                    "GPU nodes",
+                )
+            ],
+            "nodes",
+            thresholds=[{"label": "gpuPool.nodeCount", "value": gpu_pool.node_count, "color": "YELLOW", "direction": "BELOW", "targetAxis": "Y1"}],
+        ),
+        _chart(
+            f"Spot preemptions of {cluster_name} nodes in {zone} (per hour)",
+            [
+                (
+                    _series(
+                        f"{USER_METRIC_PREFIX}{preemption_metric}",
+                        preempted,
+                        mean("3600s", ['metric.label."instance"'], "ALIGN_SUM", "REDUCE_SUM"),
+                    ),
+                    "STACKED_BAR",
+                    "${metric.labels.instance}",
+                )
+            ],
+            "preemptions",
+        ),
+        _chart(
+            f"Lustre {lustre_instance_id}: read and write throughput",
+            [
+                (_series("lustre.googleapis.com/instance/read_bytes_total", lustre, mean(aligner="ALIGN_RATE", reducer="REDUCE_SUM")), "LINE", "read"),
+                (_series("lustre.googleapis.com/instance/write_bytes_total", lustre, mean(aligner="ALIGN_RATE", reducer="REDUCE_SUM")), "LINE", "write"),
+            ],
+            "bytes/s",
+        ),
+        _chart(
+            f"Lustre {lustre_instance_id}: capacity and free space per target type (used = the gap)",
+            [
+                (_series("lustre.googleapis.com/instance/capacity_bytes", lustre, mean(reducer="REDUCE_SUM", group=['metric.label."component"'])), "LINE", "capacity ${metric.labels.component}"),
+                (_series("lustre.googleapis.com/instance/free_bytes", lustre, mean(reducer="REDUCE_SUM", group=['metric.label."component"'])), "LINE", "free ${metric.labels.component}"),
+            ],
+            "bytes",
+        ),
+    ]
+    note = {
+        "title": "How to read this dashboard",
+        "text": {
+            "format": "MARKDOWN",
+            "content": (
+                f"Stack **{stack}**: cluster `{cluster_name}` in `{zone}`, GPU pool `{gpu_pool.pool_name}` "
+                f"({gpu_pool.node_count} x {gpu_pool.machine_type}), Lustre `{lustre_instance_id}`, Ray namespace "
+                f"`{ray_namespace}`.\n\nA preemption shows as a bar in *Spot preemptions*, a dip in *Nodes of GPU pool* "
+                "and GPU utilisation falling to zero; the preemption watcher resubmits the job "
+                f"(`kubectl -n {ray_namespace} logs deploy/{WATCHER_NAME}`) and utilisation returns once the "
+                "replacement node has joined and the job has loaded its last checkpoint (a read burst on Lustre). "
+                "Checkpoint saves show as write bursts."
+            ),
+        },
+    }
+    width, height = 24, 16
+    mosaic = [{"xPos": 0, "yPos": 0, "width": 48, "height": 8, "widget": note}]
+    for i, widget in enumerate(tiles):
+        mosaic.append({"xPos": (i % 2) * width, "yPos": 8 + (i // 2) * height, "width": width, "height": height, "widget": widget})
+    return {
+        "displayName": display_name(stack),
+        "mosaicLayout": {"columns": 48, "tiles": mosaic},
+    }
+
+
+class MonitoringDashboard(pulumi.ComponentResource):
+    """The stack's Cloud Monitoring dashboard and the log-based metric that counts its spot preemptions.
+
+    Outputs: `dashboard_id` (the dashboard's resource id), `display_name`, and `console_url` (the
+    project's dashboard list, where it appears under `display_name`).
+    """
+
+    dashboard: gcp.monitoring.Dashboard
+    preemption_metric: gcp.logging.Metric
+    preemption_metric_name: str
+    dashboard_json: pulumi.Output[str]
+    dashboard_id: pulumi.Output[str]
+    display_name: str
+    console_url: str
+
+    def __init__(
+        self,
+        name: str,
+        ctx: StackContext,
+        *,
+        cluster_name: pulumi.Input[str],
+        zone: str,
+        gpu_pool: GpuPoolFacts,
+        lustre_instance_id: pulumi.Input[str],
+        ray_namespace: str,
+        opts: Optional[pulumi.ResourceOptions] = None,
+    ) -> None:
+        super().__init__(COMPONENT_TYPE, name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        self.preemption_metric_name = ctx.name("gpu-preemptions")
+        names = pulumi.Output.all(pulumi.Output.from_input(cluster_name), pulumi.Output.from_input(lustre_instance_id))
+        self.preemption_metric = gcp.logging.Metric(
+            f"{name}-preemptions",
+            name=self.preemption_metric_name,
+            project=ctx.project,
+            description=f"Spot preemptions of the GKE nodes of stack {ctx.stack} (Compute Engine system-event audit log).",
+            filter=names.apply(lambda a: preemption_log_filter(ctx.project, zone, a[0])),
+            metric_descriptor={"metric_kind": "DELTA", "value_type": "INT64", "unit": "1",
+                               "labels": [{"key": "instance", "value_type": "STRING", "description": "Preempted VM"}]},
+            label_extractors={"instance": 'REGEXP_EXTRACT(protoPayload.resourceName, "instances/([^/]+)$")'},
+            opts=child,
+        )
+
+        def document(args: list[Any]) -> str:
+            cluster, instance, metric = args
+            doc = dashboard_document(
+                stack=ctx.stack,
+                project=ctx.project,
+                zone=zone,
+                cluster_name=cluster,
+                gpu_pool=gpu_pool,
+                # The instance's full resource name ends in the id the metric's label holds.
+                lustre_instance_id=str(instance).rsplit("/", 1)[-1],
+                ray_namespace=ray_namespace,
+                preemption_metric=metric,
+            )
+            return json.dumps(doc, sort_keys=True)
+
+        self.dashboard_json = pulumi.Output.all(cluster_name, lustre_instance_id, self.preemption_metric.name).apply(document)
+        self.dashboard = gcp.monitoring.Dashboard(
+            f"{name}-dashboard",
+            project=ctx.project,
+            dashboard_json=self.dashboard_json,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.preemption_metric]),
+        )
+        self.dashboard_id = self.dashboard.id
+        self.display_name = display_name(ctx.stack)
+        self.console_url = f"https://console.cloud.google.com/monitoring/dashboards?project={ctx.project}"
+        self.register_outputs({"dashboardId": self.dashboard_id, "displayName": self.display_name, "consoleUrl": self.console_url,
+                               "preemptionMetric": f"{USER_METRIC_PREFIX}{self.preemption_metric_name}"})
+
+
+def build_dashboard(ctx: StackContext, *, cluster: Any, lustre: Any, ray: Any, opts: Optional[pulumi.ResourceOptions] = None) -> MonitoringDashboard:
+    """The stack's `MonitoringDashboard`, named from the components.
+
+    Args:
+        ctx: the stack context (project, stack name, name prefix).
+        cluster: the `GkeCluster` (`name`, `location`, `gpu_pool_facts`).
+        lustre: the `Lustre` component (`instance_id`).
+        ray: the `RayCluster` (`namespace`).
+        opts: resource options (no provider needed: the default gcp provider).
+    """
+    return MonitoringDashboard(
+        "monitoring",
+        ctx,
+        cluster_name=cluster.name,
+        zone=cluster.location,
+        gpu_pool=cluster.gpu_pool_facts,
+        lustre_instance_id=lustre.instance_id,
+        ray_namespace=ray.namespace,
+        opts=opts,
+    )

@@ -1,0 +1,377 @@
+"""Preemption recovery: the classifier and decision on synthetic JobInfo, the watch loop on the local
+Ray head (a job that SIGKILLs itself stands in for a preempted one), the pod's command run from the
+ConfigMap's files, and the PreemptionWatcher's Kubernetes objects under mocks.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+import uuid
+from types import SimpleNamespace
+
+import pytest
+from ray.job_submission import JobDetails, JobStatus
+
+from conftest import ROOT
+from infra.recovery import (
+    COMPONENT_TYPE,
+    HEARTBEAT,
+    SPEC_KEY,
+    WATCHER_MODULES,
+    build_preemption_watcher,
+    config_map_data,
+)
+from infra.mocks import SIG_KEY
+from ray_head import shared_head
+from test_kube_provider import k8s_doc, record, schema_problems
+from workloads import __main__ as cli
+from workloads import submit as jobs
+from workloads.job import META_ATTEMPT, SECRET_ENV_NAMES, JobSpec, spec_for_stack
+from workloads.recovery import (
+    META_AUTO_RESTARTS,
+    Action,
+    Cause,
+    RecoveryPolicy,
+    Watcher,
+    classify,
+    decide,
+    watch,
+)
+
+pytestmark = pytest.mark.filterwarnings("ignore:ssl=None is deprecated:DeprecationWarning")
+
+FAST = RecoveryPolicy(check_interval_seconds=0.2, max_restarts=2, backoff_seconds=0, max_backoff_seconds=0)
+TRACEBACK = 'Traceback (most recent call last):\n  File "run_grpo.py", line 3, in <module>\n'
+
+
+def info(status="FAILED", *, message="", error_type="JOB_ENTRYPOINT_COMMAND_ERROR", exit_code=1, end_ms=1_000_000, sid="j", meta=None):
+    return JobDetails(
+        type="SUBMISSION", entrypoint="python run_grpo.py", status=status, message=message,
+        error_type=error_type if status == "FAILED" else None, driver_exit_code=exit_code if status == "FAILED" else None,
+        start_time=end_ms - 5000, end_time=end_ms if status in ("FAILED", "STOPPED", "SUCCEEDED") else None,
+        submission_id=sid, metadata=meta or {},
+    )
+
+
+# ------------------------------------------------------------------------------ classifier
+
+@pytest.mark.parametrize(
+    "kwargs,cause",
+    [
+        (dict(exit_code=137, message="Killed\n"), Cause.PREEMPTION),
+        (dict(exit_code=143), Cause.PREEMPTION),
+        (dict(exit_code=-9), Cause.PREEMPTION),
+        (dict(error_type="JOB_SUPERVISOR_ACTOR_DIED", exit_code=None, message="Job supervisor actor died: ..."), Cause.PREEMPTION),
+        (dict(error_type="JOB_SUPERVISOR_ACTOR_UNSCHEDULABLE", exit_code=None), Cause.PREEMPTION),
+        (dict(message=TRACEBACK + "ray.exceptions.ActorDiedError: The actor died because its node has died. Node Id: 3f2a"), Cause.PREEMPTION),
+        (dict(message=TRACEBACK + "ray.exceptions.NodeDiedError: node 10.0.0.5 is dead"), Cause.PREEMPTION),
+        (dict(message="(raylet) The node with node id: 8a was marked dead because the detector missed too many heartbeats"), Cause.PREEMPTION),
+        (dict(message=TRACEBACK + "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task."), Cause.PREEMPTION),
+        (dict(message=TRACEBACK + "torch.distributed.DistBackendError: NCCL error: remote process exited or there was a network error"), Cause.PREEMPTION),
+        (dict(message=TRACEBACK + "RuntimeError: bad override policy.foo"), Cause.APPLICATION),
+        (dict(message=TRACEBACK + "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"), Cause.APPLICATION),
+        (dict(message=TRACEBACK + "ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory."), Cause.APPLICATION),
+        (dict(message=TRACEBACK + "ray.exceptions.ActorDiedError: The actor died because of an error raised in its creation task"), Cause.APPLICATION),
+        (dict(error_type="RUNTIME_ENV_SETUP_FAILURE", exit_code=None, message="runtime_env setup failed"), Cause.APPLICATION),
+        (dict(error_type=None, exit_code=None, message="Job failed."), Cause.APPLICATION),
+    ],
+)
+def test_the_classifier_tells_lost_infrastructure_from_the_jobs_own_errors(kwargs, cause):
+    verdict = classify(info(**kwargs))
+    assert verdict.cause is cause, verdict
+
+
+def test_decisions_for_each_status_backoff_and_the_cap():
+    policy = RecoveryPolicy(check_interval_seconds=60, max_restarts=3, backoff_seconds=10, max_backoff_seconds=25)
+    now = 2000.0  # seconds; the failures below ended at 1000 s
+    assert decide(None, 0, policy, now).action is Action.WAIT
+    assert decide(info("RUNNING"), 1, policy, now).action is Action.WAIT
+    assert decide(info("PENDING"), 1, policy, now).action is Action.WAIT
+    assert decide(info("SUCCEEDED"), 1, policy, now).action is Action.DONE
+    stopped = decide(info("STOPPED"), 1, policy, now)
+    assert stopped.action is Action.DONE and "not restarted" in stopped.reason
+    app = decide(info(message=TRACEBACK + "ValueError: x"), 1, policy, now)
+    assert (app.action, app.cause) == (Action.GIVE_UP, Cause.APPLICATION)
+
+    killed = info(exit_code=137)
+    waiting = decide(killed, 1, policy, 1005.0)
+    assert (waiting.action, waiting.not_before) == (Action.WAIT, 1010.0)
+    go = decide(killed, 1, policy, 1010.0)
+    assert (go.action, go.next_attempt, go.cause) == (Action.RESUBMIT, 2, Cause.PREEMPTION)
+    # The wait doubles per consecutive restart and stops at the maximum.
+    assert policy.backoff(0) == 10 and policy.backoff(1) == 20 and policy.backoff(2) == 25
+    assert decide(killed, 3, policy, 1019.0, restarts=1).action is Action.WAIT
+    assert decide(killed, 3, policy, 1020.0, restarts=1).action is Action.RESUBMIT
+    # The cap holds whatever the cause; counted from the attempt when the metadata has no count.
+    capped = decide(killed, 4, policy, now)
+    assert capped.action is Action.GIVE_UP and "maximum is 3" in capped.reason
+    assert decide(killed, 9, policy, now, restarts=0).action is Action.RESUBMIT  # a hand submission resets it
+
+
+class FakeClient:
+    """Just enough of JobSubmissionClient for `Watcher`: list, submit, address."""
+
+    def __init__(self, jobs_: list[JobDetails]):
+        self.jobs = jobs_
+        self.submitted: list[dict] = []
+
+    def get_address(self) -> str:
+        return "http://fake"
+
+    def list_jobs(self) -> list[JobDetails]:
+        return list(self.jobs)
+
+    def submit_job(self, **kwargs) -> str:
+        self.submitted.append(kwargs)
+        return kwargs["submission_id"]
+
+
+def spec_of(stack: str, code: str) -> JobSpec:
+    return JobSpec.create(
+        stack=stack, recipe="t",
+        entrypoint=f"{shlex.quote(sys.executable)} -c {shlex.quote(code)}",
+        runtime_env={"env_vars": {"RAY_OVERRIDE_JOB_RUNTIME_ENV": "1", "RUN": uuid.uuid4().hex[:8]}},
+    )
+
+
+def test_a_job_the_cluster_forgot_is_resubmitted_after_the_backoff_with_its_attempt_counted_on():
+    spec = spec_of("t-lost", "pass")
+    running = info("RUNNING", sid=f"{spec.submission_id}-r3",
+                   meta={**spec.metadata, META_ATTEMPT: "3", META_AUTO_RESTARTS: "2"})
+    client = FakeClient([running])
+    now = [100.0]
+    watcher = Watcher(client, spec, RecoveryPolicy(60, 5, 30, 30), clock=lambda: now[0])
+    assert watcher.step().action is Action.WAIT
+    client.jobs = []  # the head restarted without its job table
+    lost = watcher.step()
+    assert lost.action is Action.WAIT and lost.cause is Cause.PREEMPTION and lost.not_before == 130.0
+    now[0] = 131.0
+    assert watcher.step().action is Action.RESUBMIT
+    (sub,) = client.submitted
+    assert sub["submission_id"] == f"{spec.submission_id}-r4"
+    assert sub["metadata"][META_ATTEMPT] == "4" and sub["metadata"][META_AUTO_RESTARTS] == "3"
+    assert (sub["entrypoint"], sub["runtime_env"]) == (spec.entrypoint, spec.runtime_env)
+
+
+def test_a_newer_job_of_another_spec_supersedes_the_watched_one():
+    spec = spec_of("t-super", "pass")
+    old = info(exit_code=137, sid=spec.submission_id, meta=dict(spec.metadata), end_ms=1_000_000)
+    other = spec_of("t-super", "pass  # v2")
+    new = info("RUNNING", sid=other.submission_id, meta=dict(other.metadata), end_ms=2_000_000)
+    client = FakeClient([old, new])
+    decision = Watcher(client, spec, FAST).step()
+    assert decision.action is Action.DONE and other.submission_id in decision.reason and not client.submitted
+
+
+# ------------------------------------------------------------------------------ on the local Ray head
+
+@pytest.fixture(scope="session")
+def head(request):
+    return shared_head(request.config)
+
+
+@pytest.fixture(scope="module")
+def client(head):
+    return jobs.connect(head.address)
+
+
+def run_watch(client, spec, policy=FAST, timeout=60.0):
+    out = io.StringIO()
+    deadline = time.monotonic() + timeout
+
+    def sleep(seconds: float) -> None:
+        assert time.monotonic() < deadline, f"watch did not settle:\n{out.getvalue()}"
+        time.sleep(seconds)
+
+    final = watch(client, spec, policy, sleep=sleep, out=out, until=lambda d: d.action in (Action.DONE, Action.GIVE_UP))
+    return final, out.getvalue()
+
+
+def preempted_once(ckpt_dir: str) -> str:
+    """First run: writes step_1 then dies of SIGKILL; a rerun finds step_1 and finishes."""
+    return (
+        "import os, signal, sys\n"
+        f"d = {ckpt_dir!r}\n"
+        "steps = sorted(os.listdir(d))\n"
+        "if steps:\n"
+        "    print('resuming from', steps[-1], flush=True); sys.exit(0)\n"
+        "os.makedirs(os.path.join(d, 'step_1'))\n"
+        "print('saved step_1, now the node goes away', flush=True)\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+
+
+def test_a_preempted_job_is_resubmitted_with_the_same_checkpoint_dir_and_resumes(client, tmp_path):
+    spec = spec_of("t-preempt", preempted_once(str(tmp_path)))
+    jobs.submit(client, spec)
+    final, log = run_watch(client, spec)
+    assert final.action is Action.DONE and "succeeded" in final.reason, log
+    listed = jobs.list_jobs(client, "t-preempt")
+    assert [j.submission_id for j in listed] == [spec.submission_id, f"{spec.submission_id}-r2"]
+    first, second = listed
+    assert (first.status, first.driver_exit_code) == (JobStatus.FAILED, 137)
+    assert second.status == JobStatus.SUCCEEDED
+    assert second.entrypoint == first.entrypoint and second.runtime_env == first.runtime_env
+    assert (second.metadata[META_ATTEMPT], second.metadata[META_AUTO_RESTARTS]) == ("2", "1")
+    assert "resuming from step_1" in "".join(jobs.logs(client, second.submission_id))
+    assert (
+        "attempt 1 failed, preemption-like (the driver was killed by SIGKILL (exit code 137)); restart 1 of 2: "
+        f"resubmitted as {spec.submission_id}-r2"
+    ) in log
+
+
+def test_an_application_error_is_not_restarted(client):
+    spec = spec_of("t-apperr", "raise RuntimeError('bad config value')")
+    jobs.submit(client, spec)
+    final, log = run_watch(client, spec)
+    assert (final.action, final.cause) == (Action.GIVE_UP, Cause.APPLICATION), log
+    assert "exit code 1" in final.reason
+    assert [j.submission_id for j in jobs.list_jobs(client, "t-apperr")] == [spec.submission_id]
+
+
+def test_restarts_stop_at_the_maximum(client):
+    spec = spec_of("t-cap", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)")
+    jobs.submit(client, spec)
+    final, log = run_watch(client, spec)
+    assert final.action is Action.GIVE_UP and "maximum is 2" in final.reason, log
+    listed = jobs.list_jobs(client, "t-cap")
+    assert [j.submission_id for j in listed] == [spec.submission_id, f"{spec.submission_id}-r2", f"{spec.submission_id}-r3"]
+    assert all(j.status == JobStatus.FAILED and j.driver_exit_code == 137 for j in listed)
+
+
+def test_a_job_stopped_by_a_user_is_not_restarted(client):
+    spec = spec_of("t-userstop", "import time; time.sleep(60)")
+    jobs.submit(client, spec)
+    jobs.wait(client, spec.submission_id, until={JobStatus.RUNNING}, timeout=60, poll_interval=0.2)
+    jobs.stop(client, spec.submission_id)
+    final, log = run_watch(client, spec)
+    assert final.action is Action.DONE and "stopped on purpose" in final.reason, log
+    assert [j.submission_id for j in jobs.list_jobs(client, "t-userstop")] == [spec.submission_id]
+
+
+BLOCK_PULUMI = """
+import importlib.abc, runpy, sys
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split('.')[0] in ('pulumi', 'pulumi_gcp', 'pulumi_kubernetes', 'infra'):
+            raise ImportError(f'{name} is not in the watcher image')
+sys.meta_path.insert(0, Block())
+sys.argv = ['workloads'] + sys.argv[1:]
+runpy.run_module('workloads', run_name='__main__', alter_sys=True)
+"""
+
+
+def test_the_pod_command_runs_from_the_configmap_files_without_pulumi(client, head, tmp_path):
+    spec = spec_of("t-pod", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)")
+    data = config_map_data(spec)
+    (tmp_path / "workloads").mkdir()
+    for name in WATCHER_MODULES:
+        (tmp_path / "workloads" / name).write_text(data[name])
+    (tmp_path / SPEC_KEY).write_text(data[SPEC_KEY])
+    jobs.submit(client, spec)
+    jobs.wait(client, spec.submission_id, timeout=60, poll_interval=0.2)
+    heartbeat = tmp_path / "heartbeat"
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "RAY_ADDRESS")}
+    env.update(PYTHONPATH=str(tmp_path), PYTHONDONTWRITEBYTECODE="1")
+    proc = subprocess.run(
+        [sys.executable, "-c", BLOCK_PULUMI, "watch", "--address", head.address, "--spec-file", str(tmp_path / SPEC_KEY),
+         "--once", *FAST.cli_args(), "--heartbeat-file", str(heartbeat)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert f"resubmitted as {spec.submission_id}-r2" in proc.stdout, proc.stdout
+    assert heartbeat.exists()
+    assert [j.submission_id for j in jobs.list_jobs(client, "t-pod")][-1] == f"{spec.submission_id}-r2"
+
+
+def test_the_cli_refuses_a_spec_file_without_an_address(tmp_path):
+    out, err = io.StringIO(), io.StringIO()
+    assert cli.main(["watch", "--spec-file", str(tmp_path / "x.json")], out=out, err=err) == 2
+    assert err.getvalue() == "error: watch --spec-file needs --address (the Ray dashboard URL)\n"
+
+
+# ------------------------------------------------------------------------------ the component under mocks
+
+def watcher_of(stack: str = "dev", **recovery):
+    from workloads.__main__ import load_stack
+
+    cfg = load_stack(stack).config
+    if recovery:
+        cfg = cfg.model_copy(update={"recovery": cfg.recovery.model_copy(update=recovery)})
+    ray = SimpleNamespace(namespace=cfg.ray.namespace, cluster_name="nemo-rl", head_service="nemo-rl-head-svc")
+
+    def build():
+        import pulumi
+
+        return build_preemption_watcher(
+            stack, cfg, ray=ray, service_account=cfg.ray.service_account,
+            system_pool_name=pulumi.Output.from_input(f"{stack}-system"), wandb_key_set=False,
+        )
+
+    return cfg, record(build)
+
+
+def test_the_watcher_objects_are_valid_kubernetes_objects_holding_no_secret():
+    cfg, rec = watcher_of()
+    (component,) = rec.by_type(COMPONENT_TYPE)
+    cm, dep = rec.one("kubernetes:core/v1:ConfigMap"), rec.one("kubernetes:apps/v1:Deployment")
+    for reg in (cm, dep):
+        assert not schema_problems(k8s_doc(reg), reg.name)
+        assert reg.parent == component.urn
+        assert SIG_KEY not in json.dumps(reg.raw_inputs), f"{reg.name} carries a secret"
+    # No secret reaches the pod: no Secret volume or env reference, and a spec without secret variables.
+    deployment_text = json.dumps(k8s_doc(dep))
+    for word in ("secretRef", "secretKeyRef", '"secret"', "envFrom", *SECRET_ENV_NAMES):
+        assert word not in deployment_text, word
+    spec_env = json.loads(k8s_doc(cm)["data"][SPEC_KEY])["runtime_env"].get("env_vars", {})
+    assert not SECRET_ENV_NAMES & set(spec_env)
+
+    spec = spec_for_stack("dev", cfg, wandb_key_set=False)
+    data = k8s_doc(cm)["data"]
+    assert json.loads(data[SPEC_KEY]) == spec.to_dict()  # the same job the deploy submits
+    assert set(data) == {*WATCHER_MODULES, SPEC_KEY}
+    assert data["recovery.py"] == (ROOT / "workloads" / "recovery.py").read_text()
+
+    pod = k8s_doc(dep)["spec"]["template"]["spec"]
+    assert k8s_doc(dep)["spec"]["replicas"] == 1
+    assert pod["nodeSelector"] == {"cloud.google.com/gke-nodepool": "dev-system"}
+    assert pod["serviceAccountName"] == cfg.ray.service_account and pod["automountServiceAccountToken"] is False
+    (c,) = pod["containers"]
+    assert c["image"] == cfg.recipe.image.ref
+    assert c["command"][:4] == ["python", "-m", "workloads", "watch"]
+    assert c["command"][c["command"].index("--address") + 1] == "http://nemo-rl-head-svc.nemo-rl.svc:8265"
+    assert c["command"][c["command"].index("--spec-file") + 1] == f"/config/{SPEC_KEY}"
+    assert c["command"][c["command"].index("--max-restarts") + 1] == str(cfg.recovery.max_restarts)
+    assert c["securityContext"]["allowPrivilegeEscalation"] is False and c["securityContext"]["readOnlyRootFilesystem"] is True
+    assert c["resources"]["requests"] == {"cpu": "50m", "memory": "256Mi"}
+    assert HEARTBEAT in json.dumps(c["livenessProbe"])
+    (code,) = [v for v in pod["volumes"] if v["name"] == "code"]
+    assert code["configMap"]["name"] == cm.inputs["metadata"].get("name", cm.name)
+    assert {i["path"] for i in code["configMap"]["items"]} == {*(f"workloads/{m}" for m in WATCHER_MODULES), SPEC_KEY}
+
+
+def test_recovery_can_be_switched_off_and_changes_reach_the_command():
+    _, rec = watcher_of(enabled=False)
+    assert rec.result is None and not rec.resources
+    _, rec = watcher_of(max_restarts=3, check_interval_seconds=30)
+    (c,) = k8s_doc(rec.one("kubernetes:apps/v1:Deployment"))["spec"]["template"]["spec"]["containers"]
+    cmd = c["command"]
+    assert cmd[cmd.index("--max-restarts") + 1] == "3" and cmd[cmd.index("--check-interval") + 1] == "30"
+
+
+def test_the_recovery_config_is_validated():
+    from infra.config import ConfigError, parse
+
+    base = {"project": "my-gcp-project", "cluster": {"allowPublicControlPlane": True}}
+    cfg = parse(dict(base), "dev").recovery
+    assert (cfg.enabled, cfg.check_interval_seconds, cfg.max_restarts) == (True, 60, 10)
+    with pytest.raises(ConfigError, match=r"nemo-rl-gke:recovery\.maxBackoffSeconds: 60 is below recovery\.backoffSeconds"):
+        parse({**base, "recovery": {"backoffSeconds": 600, "maxBackoffSeconds": 60}}, "dev")
+    with pytest.raises(ConfigError, match=r"nemo-rl-gke:recovery\.checkIntervalSeconds"):
+        parse({**base, "recovery": {"checkIntervalSeconds": 1}}, "dev")
