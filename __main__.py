@@ -10,7 +10,9 @@ from infra.gke_networks import GkeNetworkObjects
 from infra.kube_provider import KubernetesAccess
 from infra.nccl import NcclRdmaInstaller
 from infra.network import Networking
+from infra.observability import build_dashboard
 from infra.ray_cluster import RAY_CLUSTER_NAME, RayCluster
+from infra.recovery import build_preemption_watcher
 from infra.storage import ArtifactBucket, Lustre, LustreDataGuard, lustre_port
 from infra.workload_env import LustreVolume, WorkloadEnvironment
 from workloads.job import results_dirs
@@ -113,3 +115,21 @@ if job is not None:
     pulumi.export("jobStatus", job.status)
     pulumi.export("jobLogsCommand", job.logs_command)
     pulumi.export("rayDashboardCommand", job.dashboard_command)
+
+# ---------------------------------------------------------------- Day 2
+# Resubmits the job after a spot preemption (recovery.enabled); deleted before the Ray release.
+watcher = build_preemption_watcher(
+    settings.stack,
+    cfg,
+    ray=ray_cluster,
+    service_account=workload.service_account,
+    system_pool_name=cluster.system_pool.name,
+    wandb_key_set=settings.secrets.wandb_api_key is not None,
+    pool=gpu_pool,
+    opts=pulumi.ResourceOptions(provider=kube.provider, depends_on=[ray_cluster.release]),
+)
+if watcher is not None:
+    pulumi.export("preemptionWatcherLogsCommand", watcher.logs_command)
+monitoring = build_dashboard(ctx, cluster=cluster, lustre=lustre, ray=ray_cluster)
+pulumi.export("monitoringDashboard", monitoring.display_name)
+pulumi.export("monitoringConsoleUrl", monitoring.console_url)

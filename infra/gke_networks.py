@@ -21,7 +21,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from infra.facts import NicAttachment
-from infra.kube_provider import MANAGED_LABELS, child_options
+from infra.kube_provider import MANAGED_LABELS
+from infra.options import child_options
 
 API_VERSION = "networking.gke.io/v1"
 DEVICE_MODES = ("NetDevice", "RDMA")

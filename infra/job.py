@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Optional
 import pulumi
 import pulumi.dynamic
 
+from infra.options import child_options
 from workloads.hook import JobSubmissionProvider
 from workloads.job import JobSpec, PoolShape, spec_for_stack
 
@@ -79,7 +80,8 @@ class TrainingJob(pulumi.ComponentResource):
             "namespace": namespace,
             "head_service": head_service,
         }
-        self.submission = JobSubmission(f"{name}-submission", props, pulumi.ResourceOptions(parent=self))
+        # The component's depends_on (the Ray release) must hold for the submission itself.
+        self.submission = JobSubmission(f"{name}-submission", props, child_options(self, opts))
         stack = shlex.quote(spec.stack)
         self.submission_id = self.submission.submission_id
         self.status = self.submission.status

@@ -6,21 +6,18 @@ pools, image pulls) or any later `pulumi destroy` would then fail half way. `gke
 mints a fresh token from the caller's gcloud credentials on every connection (FACTS.md "Pulumi on
 GKE"). Nothing secret is in the kubeconfig: it holds only the public endpoint and CA.
 
-Also here: `child_options`, the options every component of the Kubernetes half gives its children so
-that the ordering the caller asked for (e.g. "after the node pools") holds for each object and not only
-for the component as a whole.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import Any, Optional
+from typing import Optional
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from infra.facts import StackContext
+from infra.options import child_options
 
 AUTH_PLUGIN = "gke-gcloud-auth-plugin"
 AUTH_API_VERSION = "client.authentication.k8s.io/v1beta1"
@@ -70,39 +67,6 @@ def build_kubeconfig(context: str, endpoint: str, ca_certificate: str) -> str:
         ],
     }
     return json.dumps(doc, sort_keys=True)
-
-
-def _as_resources(depends_on: Any) -> list[pulumi.Resource]:
-    if depends_on is None:
-        return []
-    if isinstance(depends_on, pulumi.Resource):
-        return [depends_on]
-    if isinstance(depends_on, Sequence) and not isinstance(depends_on, str):
-        if all(isinstance(d, pulumi.Resource) for d in depends_on):
-            return list(depends_on)
-    raise TypeError(
-        "the Kubernetes components propagate `depends_on` to each child and need it as a resource or a list of "
-        f"resources, not {type(depends_on).__name__}"
-    )
-
-
-def child_options(
-    parent: pulumi.Resource,
-    opts: Optional[pulumi.ResourceOptions],
-    *,
-    depends_on: Sequence[pulumi.Resource] = (),
-    **extra: Any,
-) -> pulumi.ResourceOptions:
-    """Options for a child of a Kubernetes-half component.
-
-    Pulumi does not copy a component's `depends_on` to its children (checked under mocks: a child of
-    a component that depends on X registers no dependency on X), so a DaemonSet inside a component
-    that "depends on the node pools" could still be created before them. Copying the caller's list to
-    each child makes the ordering hold per object, and shows it in the plan.
-    The provider is not copied: children inherit it from their parent.
-    """
-    inherited = _as_resources(opts.depends_on) if opts is not None else []
-    return pulumi.ResourceOptions(parent=parent, depends_on=[*inherited, *depends_on], **extra)
 
 
 class KubernetesAccess(pulumi.ComponentResource):

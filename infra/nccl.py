@@ -25,7 +25,8 @@ from typing import Any, Optional
 import pulumi
 import pulumi_kubernetes as k8s
 
-from infra.kube_provider import MANAGED_LABELS, child_options
+from infra.kube_provider import MANAGED_LABELS
+from infra.options import child_options
 
 NAME = "nccl-rdma-installer"
 NAMESPACE = "kube-system"

@@ -40,7 +40,8 @@ import pulumi_kubernetes as k8s
 
 from infra.config import RayConfig
 from infra.facts import GpuPoolFacts
-from infra.kube_provider import MANAGED_LABELS, child_options
+from infra.kube_provider import MANAGED_LABELS
+from infra.options import child_options
 from infra.nccl import toleration_for
 from workloads.recipes import NemoRLImage
 

@@ -39,7 +39,8 @@ from typing import TYPE_CHECKING, Any, Optional
 import pulumi
 import pulumi_kubernetes as k8s
 
-from infra.kube_provider import MANAGED_LABELS, child_options
+from infra.kube_provider import MANAGED_LABELS
+from infra.options import child_options
 from infra.ray_cluster import DASHBOARD_PORT, NODE_POOL_LABEL
 from workloads.job import JobSpec, PoolShape, spec_for_stack
 from workloads.recipes import NemoRLImage

@@ -23,7 +23,8 @@ from typing import Any, Optional
 import pulumi
 import pulumi_kubernetes as k8s
 
-from infra.kube_provider import MANAGED_LABELS, child_options
+from infra.kube_provider import MANAGED_LABELS
+from infra.options import child_options
 
 LUSTRE_CSI_DRIVER = "lustre.csi.storage.gke.io"
 SECRET_NAME = "nemo-rl-secrets"

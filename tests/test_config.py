@@ -49,14 +49,11 @@ def test_every_field_of_every_model_has_a_description():
     [("dev", "b200", 1, "qwen2.5-1.5b-gsm8k"), ("b200", "b200", 8, "qwen2.5-72b-deepscaler"), ("h200", "h200", 2, "gemma3-27b-gsm8k")],
 )
 def test_committed_stacks_mirror_their_reference_workflows(stack, flavour, nodes, recipe):
-    from conftest import stack_config
+    from infra.config import namespaced
     from infra.plan import read_stack_file
 
     config, secret_keys = read_stack_file(ROOT / f"Pulumi.{stack}.yaml")
-    raw = {k.split(":", 1)[1]: v for k, v in config.items()}
-    import json
-
-    cfg = parse({k: (json.loads(v) if v[:1] in "{[" else v) for k, v in raw.items()}, stack)
+    cfg = parse(namespaced(config), stack)
     assert (cfg.flavour, cfg.gpu_pool.node_count, cfg.job.recipe) == (flavour, nodes, recipe)
     assert cfg.gpu_pool.provisioning.value == "spot"
     assert secret_keys == [], f"Pulumi.{stack}.yaml must not carry secrets"
@@ -114,7 +111,7 @@ def test_bad_lustre_instance_id_is_rejected(instance_id):
 )
 def test_overlapping_ranges_are_rejected_naming_both_keys(network, key, other):
     msg = rejection(network=network)
-    assert msg.startswith(f"nemo-rl-gke:network.") and "overlaps" in msg, msg
+    assert msg.startswith("nemo-rl-gke:network.") and "overlaps" in msg, msg
     assert len(msg.splitlines()) == 1
     assert f"network.{other}" in msg or f"network.{key}" in msg, msg
 

@@ -9,6 +9,7 @@ from infra.plan import Plan, render_tree
 
 # network-vpc -> psa-range -> psa -> lustre-instance -> lustre PV -> PVC -> ray-release
 LUSTRE_PATH_MINUTES = 0.5 + 0.25 + 2.0 + 25.0 + 0.05 + 0.2 + 12.0
+JOB_SUBMIT_MINUTES = 1.0  # the job is submitted once the Ray release is ready
 
 
 def reg(name, typ, parent="", custom=True, deps=(), provider="", inputs=None):
@@ -69,14 +70,14 @@ def test_kubernetes_objects_wait_for_their_provider_and_so_for_the_cluster():
 
 
 @pytest.mark.parametrize("stack", STACKS)
-def test_the_critical_path_of_the_committed_stacks_runs_through_lustre_in_about_40_minutes(stack):
+def test_the_critical_path_of_the_committed_stacks_runs_through_lustre_to_the_job_in_about_41_minutes(stack):
     est = deploy_time.estimate(stack_plan(stack))
     names = [s.name for s in est.critical_path]
     assert names == [
         "network-vpc", "network-psa-range", "network-psa", "lustre-instance",
-        "workload-lustre-pv", "workload-lustre-pvc", "ray-release",
+        "workload-lustre-pv", "workload-lustre-pvc", "ray-release", "training-job-submission",
     ]
-    assert est.total_minutes == pytest.approx(LUSTRE_PATH_MINUTES)
+    assert est.total_minutes == pytest.approx(LUSTRE_PATH_MINUTES + JOB_SUBMIT_MINUTES)
     # The cluster path (vpc, subnet, cluster, GPU pool) is ready well before Lustre.
     assert est.milestones["gke-gpu-pool"] == pytest.approx(0.5 + 0.5 + 8.0 + 15.0)
 
@@ -85,13 +86,16 @@ def test_the_critical_path_of_the_committed_stacks_runs_through_lustre_in_about_
 def test_the_plan_text_prints_the_critical_path_and_the_expected_duration(stack):
     text = render_tree(stack_plan(stack))
     block = text[text.index("\nDeploy time"):text.index("\nOutputs:")]
-    assert "~40 min along the critical path" in block
+    assert "~41 min along the critical path" in block
     assert "lustre-instance" in block and "+25 min" in block
     assert "off the path, ready at: gke-cluster 9.0 min" in block
 
 
 def test_deploy_time_json_lists_the_path_with_start_and_finish_minutes():
     doc = deploy_time.estimate(stack_plan("dev")).to_json()
-    assert doc["expectedMinutes"] == 40.0
-    last = doc["criticalPath"][-1]
-    assert (last["name"], last["startMinute"], last["finishMinute"]) == ("ray-release", 28.0, 40.0)
+    assert doc["expectedMinutes"] == 41.0
+    release, submission = doc["criticalPath"][-2:]
+    assert (release["name"], release["startMinute"], release["finishMinute"]) == ("ray-release", 28.0, 40.0)
+    assert (submission["name"], submission["startMinute"], submission["finishMinute"]) == (
+        "training-job-submission", 40.0, 41.0,
+    )

@@ -18,7 +18,8 @@ import pytest
 
 from conftest import stack_plan
 from infra.facts import GpuPoolFacts, NicAttachment, StackContext
-from infra.kube_provider import AUTH_API_VERSION, AUTH_PLUGIN, KubernetesAccess, child_options
+from infra.kube_provider import AUTH_API_VERSION, AUTH_PLUGIN, KubernetesAccess
+from infra.options import child_options
 from infra.mocks import PlanMocks, Registration, RecordingMonitor, plain
 
 K8S_VERSION = "1.33"

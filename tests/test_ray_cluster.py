@@ -654,9 +654,13 @@ def test_destroy_removes_the_release_before_every_in_cluster_object_and_those_be
     (provider,) = plan.by_type("pulumi:providers:kubernetes")
     in_cluster = [r for r in plan.resources if r.custom and r.type.startswith("kubernetes:") and r is not release]
     release_deps = set(release.dependencies)
-    assert not [r.name for r in in_cluster if r.urn not in release_deps], "the release must go first"
+    # Objects that use the Ray cluster (the preemption watcher) wait for the release and so go before it.
+    users = sorted(r.name for r in in_cluster if release.urn in r.dependencies)
+    assert users == ["preemption-watcher-code", "preemption-watcher-deployment"], users
+    below = [r for r in in_cluster if release.urn not in r.dependencies]
+    assert not [r.name for r in below if r.urn not in release_deps], "the release must go first"
     assert pools <= release_deps
-    on_nodes = [r for r in in_cluster if "networking.gke.io" not in r.type]
+    on_nodes = [r for r in below if "networking.gke.io" not in r.type]
     late = [r.name for r in on_nodes if not pools <= set(r.dependencies)]
     assert not late, f"deleted after the node pools: {late}"
     assert cluster.urn in transitive_dependencies(plan, provider.urn)
