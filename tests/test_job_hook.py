@@ -14,14 +14,15 @@ import pytest
 from pulumi.dynamic import DiffResult
 from ray.job_submission import JobStatus
 
-from conftest import stack_config
+from conftest import stack_config, stack_plan
 from infra import plan as plan_mod
+from infra.config import namespaced, parse
 from infra.job import COMPONENT_TYPE
 from infra.mocks import SIG_KEY
 from ray_head import shared_head
 from workloads import submit as jobs
 from workloads.hook import JobSubmissionProvider
-from workloads.job import JobSpec
+from workloads.job import JobSpec, spec_for_stack
 
 DYNAMIC_TYPE = "pulumi-python:dynamic/nemo-rl-gke:JobSubmission"
 
@@ -144,3 +145,16 @@ def test_job_submit_false_builds_no_training_job(tmp_path):
     plan = plan_mod.run_program("dev", config, secret_keys, program=program)
     assert plan.by_type(COMPONENT_TYPE) == [] and plan.by_type(DYNAMIC_TYPE) == []
 
+
+
+@pytest.mark.parametrize("stack", ["dev", "b200", "h200"])
+def test_the_submission_in_the_stack_waits_for_the_ray_release_and_carries_its_spec(stack):
+    plan = stack_plan(stack)
+    (release,) = plan.by_type("kubernetes:helm.sh/v3:Release")
+    submission = plan.one("pulumi-python:dynamic/nemo-rl-gke:JobSubmission", "training-job-submission")
+    assert release.urn in submission.dependencies, f"{submission.name} must be created after {release.name}"
+    cfg = parse(namespaced(plan_mod.read_stack_file(plan_mod.ROOT / f"Pulumi.{stack}.yaml")[0]), stack)
+    spec = spec_for_stack(stack, cfg, wandb_key_set=False)
+    assert submission.inputs["submission_id"] == spec.submission_id, submission.name
+    assert submission.inputs["entrypoint"] == spec.entrypoint, submission.name
+    assert f"cluster.num_nodes={cfg.gpu_pool.node_count}" in spec.entrypoint.split()
