@@ -23,6 +23,7 @@ import pulumi
 import pulumi.dynamic
 
 from infra.options import child_options
+from infra.ray_cluster import DASHBOARD_PORT
 from workloads.hook import JobSubmissionProvider
 from workloads.job import JobSpec, PoolShape, spec_for_stack
 
@@ -30,7 +31,8 @@ if TYPE_CHECKING:
     from infra.config import StackConfig
 
 COMPONENT_TYPE = "nemo-rl-gke:infra:TrainingJob"
-DASHBOARD_LOCAL_PORT = 8265
+DASHBOARD_LOCAL_PORT = DASHBOARD_PORT
+"""The local end of the dashboard port-forward: the same port, so the dashboard's usual URL works."""
 
 
 class JobSubmission(pulumi.dynamic.Resource, module="nemo-rl-gke", name="JobSubmission"):
@@ -87,7 +89,7 @@ class TrainingJob(pulumi.ComponentResource):
         self.status = self.submission.status
         self.dashboard_command = pulumi.Output.from_input(head_service).apply(
             lambda svc: f"kubectl -n {shlex.quote(namespace)} port-forward svc/{shlex.quote(svc)} "
-            f"{DASHBOARD_LOCAL_PORT}:8265  # then open http://127.0.0.1:{DASHBOARD_LOCAL_PORT}"
+            f"{DASHBOARD_LOCAL_PORT}:{DASHBOARD_PORT}  # then open http://127.0.0.1:{DASHBOARD_LOCAL_PORT}"
         )
         self.logs_command = self.submission_id.apply(
             lambda sid: f"python -m workloads logs --stack {stack} --job {shlex.quote(sid)} --follow"

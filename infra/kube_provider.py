@@ -16,6 +16,7 @@ from typing import Optional
 import pulumi
 import pulumi_kubernetes as k8s
 
+from infra.config import PROJECT
 from infra.facts import StackContext
 from infra.options import child_options
 
@@ -27,7 +28,7 @@ AUTH_INSTALL_HINT = (
 )
 
 # Kubernetes labels on every object this program creates directly (Helm labels its own objects).
-MANAGED_LABELS = {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of": "nemo-rl-gke"}
+MANAGED_LABELS = {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of": PROJECT}
 
 
 def context_name(project: str, location: str, cluster_name: str) -> str:

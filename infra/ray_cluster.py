@@ -43,6 +43,7 @@ from infra.facts import GpuPoolFacts
 from infra.kube_provider import MANAGED_LABELS
 from infra.options import child_options
 from infra.nccl import toleration_for
+from workloads.job import hf_home
 from workloads.recipes import NemoRLImage
 
 CHART = "ray-cluster"
@@ -222,7 +223,8 @@ def ray_values(
     size = worker_size(gpu_pool)
     lustre_volume = {"name": "lustre", "persistentVolumeClaim": {"claimName": pvc_name}}
     lustre_mount = {"name": "lustre", "mountPath": mount_path}
-    common_env = {"HF_HOME": f"{mount_path.rstrip('/')}/hf-cache"}
+    # The same Hugging Face cache on Lustre as the job's runtime env (workloads.job.build_job).
+    common_env = {"HF_HOME": hf_home(mount_path)}
     # Secrets reach the pods only by reference: the release values (kept in the state and in a Helm
     # release Secret) never hold a token.
     env_from = [{"secretRef": {"name": secret_name}}]

@@ -14,20 +14,20 @@ import pytest
 
 from conftest import STACKS, stack_plan
 from infra.gke_networks import GkeNetworkObjects, interfaces_annotation
-from test_kube_provider import k8s_doc, record, test_nics
+from k8s_support import k8s_doc, record, sample_nics
 
 PARAMS = "kubernetes:networking.gke.io/v1:GKENetworkParamSet"
 NETWORK = "kubernetes:networking.gke.io/v1:Network"
 
 
 def build(nics=None):
-    nics = nics if nics is not None else test_nics()
+    nics = nics if nics is not None else sample_nics()
     return record(lambda: GkeNetworkObjects("gke-networks", nics), resolve=lambda c: {})
 
 
 def by_object_name(regs):
     """Name -> registration, in NIC order (registrations arrive in whatever order the RPCs finish)."""
-    order = [n.network_object for n in test_nics()]
+    order = [n.network_object for n in sample_nics()]
     named = {r.inputs["metadata"]["name"]: r for r in regs}
     return dict(sorted(named.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order)))
 
@@ -35,8 +35,8 @@ def by_object_name(regs):
 def test_every_nic_gets_a_parameter_set_naming_its_own_vpc_subnet_and_device_mode():
     rec = build()
     params = by_object_name(rec.by_type(PARAMS))
-    assert list(params) == [n.network_object for n in test_nics()], "one GKENetworkParamSet per NIC, in NIC order"
-    for nic in test_nics():
+    assert list(params) == [n.network_object for n in sample_nics()], "one GKENetworkParamSet per NIC, in NIC order"
+    for nic in sample_nics():
         doc = k8s_doc(params[nic.network_object])
         assert doc["apiVersion"] == "networking.gke.io/v1" and doc["kind"] == "GKENetworkParamSet", nic.network_object
         assert "namespace" not in doc["metadata"], f"{nic.network_object}: GKENetworkParamSet is cluster-scoped"
@@ -47,7 +47,7 @@ def test_every_nic_gets_a_device_network_pointing_at_its_parameter_set():
     rec = build()
     params = by_object_name(rec.by_type(PARAMS))
     networks = by_object_name(rec.by_type(NETWORK))
-    assert list(networks) == [n.network_object for n in test_nics()]
+    assert list(networks) == [n.network_object for n in sample_nics()]
     for name, reg in networks.items():
         doc = k8s_doc(reg)
         assert doc["kind"] == "Network" and "namespace" not in doc["metadata"], name
@@ -65,7 +65,7 @@ def test_gvnic_is_a_netdevice_and_every_rdma_nic_is_rdma():
 
 
 def test_the_interface_annotation_starts_with_the_default_network_then_follows_nic_order():
-    entries = json.loads(interfaces_annotation(test_nics()))
+    entries = json.loads(interfaces_annotation(sample_nics()))
     assert entries[0] == {"interfaceName": "eth0", "network": "default"}
     assert entries[1:] == [{"interfaceName": f"eth{i + 1}", "network": n} for i, n in enumerate(["gvnic-1", *(f"rdma-{i}" for i in range(8))])]
 
@@ -98,7 +98,7 @@ def test_objects_are_named_after_their_role_under_the_component():
 )
 def test_a_nic_list_that_would_clash_is_refused_before_anything_is_registered(change, message):
     with pytest.raises(ValueError, match=message):
-        build(change(test_nics()))
+        build(change(sample_nics()))
 
 
 # ---------------------------------------------------------------- whole program

@@ -8,7 +8,7 @@ from conftest import STACKS, stack_plan
 from infra.config import RayConfig
 from infra.flavours import FLAVOURS
 from infra.nccl import HOST_GIB_DIR, HOST_NVIDIA_LIB_DIR, NcclRdmaInstaller, installer_tolerations
-from test_kube_provider import k8s_doc, record, schema_problems
+from k8s_support import k8s_doc, record, schema_problems
 
 IMAGE = RayConfig().nccl_installer_image
 DAEMONSET = "kubernetes:apps/v1:DaemonSet"

@@ -18,8 +18,8 @@ from infra.observability import (
     build_dashboard,
     display_name,
 )
+from k8s_support import CTX, gpu_pool, record
 from provider_schema import check_inputs
-from test_kube_provider import CTX, gpu_pool, record
 
 CLUSTER = "zz-stack-gke"
 LUSTRE_ID = "zz-stack-lustre"

@@ -43,7 +43,7 @@ from infra.ray_cluster import (
     worker_start_command,
 )
 from infra.gke_networks import interfaces_annotation
-from test_kube_provider import gpu_pool, record, schema_problems, test_nics
+from k8s_support import gpu_pool, record, sample_nics, schema_problems
 from workloads.recipes import IMAGES, RECIPES
 
 CRD_PATH = Path(__file__).resolve().parents[2] / "shared" / "reference" / "kuberay-crds" / "ray.io_rayclusters.yaml"
@@ -279,7 +279,7 @@ def values_for(flavour: str = "h200", nodes: int = 2, image=IMAGE, **overrides) 
         head_memory_gib=32,
         system_pool_name="t-system",
         gpu_pool=gpu_pool(flavour, nodes),
-        interfaces_annotation=interfaces_annotation(test_nics()),
+        interfaces_annotation=interfaces_annotation(sample_nics()),
     )
     args.update(overrides)
     return ray_values(**args)
@@ -372,8 +372,8 @@ def test_worker_pods_ask_for_every_network_object_in_nic_order():
     annotations = template["metadata"]["annotations"]
     assert annotations["networking.gke.io/default-interface"] == "eth0"
     entries = json.loads(annotations["networking.gke.io/interfaces"])
-    assert [e["network"] for e in entries] == ["default", *(n.network_object for n in test_nics())]
-    assert [e["interfaceName"] for e in entries] == ["eth0", *(n.interface for n in test_nics())]
+    assert [e["network"] for e in entries] == ["default", *(n.network_object for n in sample_nics())]
+    assert [e["interfaceName"] for e in entries] == ["eth0", *(n.interface for n in sample_nics())]
 
 
 @pytest.mark.parametrize("flavour", sorted(FLAVOURS))
@@ -510,7 +510,7 @@ def component(**overrides):
             "workload", "nemo-rl", "ray", None, None,
             LustreVolume("test-project", "us-east1-b", "t-lustre", "10.16.0.2", "lustrefs", 18000),
         )
-        networks = GkeNetworkObjects("gke-networks", test_nics())
+        networks = GkeNetworkObjects("gke-networks", sample_nics())
         args = dict(
             cluster_name="nemo-rl", ray=RayConfig(), image=IMAGE, environment=env, networks=networks,
             gpu_pool=gpu_pool(), system_pool_name=pulumi.Output.from_input("t-system"),

@@ -28,8 +28,8 @@ from infra.recovery import (
     config_map_data,
 )
 from infra.mocks import SIG_KEY
+from k8s_support import k8s_doc, record, schema_problems
 from ray_head import shared_head
-from test_kube_provider import k8s_doc, record, schema_problems
 from workloads import __main__ as cli
 from workloads import submit as jobs
 from workloads.job import META_ATTEMPT, SECRET_ENV_NAMES, JobSpec, spec_for_stack

@@ -10,7 +10,7 @@ import pytest
 from conftest import run_plan, stack_plan
 from infra.mocks import SECRET_SIG, SIG_KEY
 from infra.workload_env import LustreVolume, WorkloadEnvironment
-from test_kube_provider import CTX, k8s_doc, record, schema_problems
+from k8s_support import CTX, k8s_doc, record, schema_problems
 
 PLANTED_HF = "hf_PLANTED-4d1c9e0b-secret-never-in-plaintext"
 PLANTED_WANDB = "wandb-PLANTED-77f2a3-secret"

@@ -120,7 +120,9 @@ def _stack_outputs(stack: str) -> dict[str, Any]:
     return outputs if isinstance(outputs, dict) else {}
 
 
-def connect(args: argparse.Namespace, stack: Stack):
+def connect(args: argparse.Namespace, stack: Optional[Stack]):
+    """The dashboard client. `stack` gives the stack outputs and the namespace; with `--address` it is
+    not used and may be None (`watch --spec-file`)."""
     from workloads import submit
 
     if args.address:
@@ -276,7 +278,7 @@ def cmd_list(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
 def cmd_watch(args: argparse.Namespace, stack: Optional[Stack], out: TextIO) -> int:
     import dataclasses
 
-    from workloads import recovery, submit
+    from workloads import recovery
 
     if stack is None:  # --spec-file: the in-cluster watcher
         if not args.address:
@@ -301,7 +303,7 @@ def cmd_watch(args: argparse.Namespace, stack: Optional[Stack], out: TextIO) -> 
         raise CliError(f"watch: {err}") from None
     heartbeat = Path(args.heartbeat_file) if args.heartbeat_file else None
     if args.once:
-        client = connect(args, stack) if stack is not None else submit.connect(args.address)
+        client = connect(args, stack)
     else:
         client = _connect_until_reachable(args, stack, policy, heartbeat, out)
     out.write(
@@ -325,7 +327,7 @@ def _connect_until_reachable(args: argparse.Namespace, stack: Optional[Stack], p
         if heartbeat is not None:
             recovery._touch(heartbeat)
         try:
-            return connect(args, stack) if stack is not None else submit.connect(args.address)
+            return connect(args, stack)
         except (submit.DashboardUnreachable, submit.DashboardError) as err:
             if not reported:
                 out.write(f"waiting for the Ray dashboard: {err}\n")

@@ -66,7 +66,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, TextIO
 
-from workloads.job import META_ATTEMPT, META_SPEC_HASH, JobSpec
+from workloads.job import META_SPEC_HASH, JobSpec
 
 META_AUTO_RESTARTS = "nemo-rl-gke/auto-restarts"
 """Consecutive automatic restarts up to and including this attempt (absent = a submission by hand)."""
@@ -277,13 +277,6 @@ class LostJob:
         return f"the cluster no longer knows job {self.submission_id} (the Ray head restarted?)"
 
 
-def _int_meta(job: Any, key: str, default: int) -> int:
-    try:
-        return int((getattr(job, "metadata", None) or {}).get(key, default))
-    except (TypeError, ValueError):
-        return default
-
-
 @dataclass
 class _Seen:
     submission_id: str
@@ -307,12 +300,12 @@ class Watcher:
         jobs = submit.list_jobs(self.client, self.spec.stack)
         mine = [j for j in jobs if (j.metadata or {}).get(META_SPEC_HASH) == self.spec.spec_hash]
         if mine:
-            newest = max(mine, key=lambda j: (_int_meta(j, META_ATTEMPT, 1), j.start_time or 0))
+            newest = max(mine, key=lambda j: (submit.attempt_of(j), j.start_time or 0))
             newer = [j for j in jobs if j not in mine and (j.start_time or 0) > (newest.start_time or 0)]
             if newer:
                 return Decision(Action.DONE, f"superseded by {newer[-1].submission_id} (another spec of stack {self.spec.stack})")
-            attempt = _int_meta(newest, META_ATTEMPT, 1)
-            restarts = _int_meta(newest, META_AUTO_RESTARTS, 0)
+            attempt = submit.attempt_of(newest)
+            restarts = submit.metadata_int(newest, META_AUTO_RESTARTS, 0)
             self.seen = _Seen(newest.submission_id, attempt, restarts)
             info: Any = newest
         elif self.seen is not None:
@@ -332,22 +325,8 @@ class Watcher:
         """Submit attempt `attempt` of the spec (same entrypoint, runtime env and checkpoint dir)."""
         from workloads import submit
 
-        job_id = submit.attempt_id(self.spec.submission_id, attempt)
-        metadata = {**self.spec.metadata, META_ATTEMPT: str(attempt), META_AUTO_RESTARTS: str(restarts)}
-        try:
-            submit._guard(
-                self.client.get_address(),
-                lambda: self.client.submit_job(
-                    entrypoint=self.spec.entrypoint,
-                    submission_id=job_id,
-                    runtime_env=self.spec.runtime_env,
-                    metadata=metadata,
-                ),
-            )
-        except submit.DashboardError as err:
-            if "already exists" not in str(err):
-                raise
-            # Someone (a user, another watcher) submitted this very attempt first: that is the job.
+        # Not created when someone (a user, another watcher) submitted this very attempt first: that is the job.
+        job_id, _ = submit.submit_attempt(self.client, self.spec, attempt, {META_AUTO_RESTARTS: str(restarts)})
         self.resubmitted.append(job_id)
         self.seen = _Seen(job_id, attempt, restarts)
         return job_id

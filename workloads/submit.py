@@ -310,16 +310,46 @@ def latest_job(client: JobSubmissionClient, stack: str, recipe: Optional[str] = 
     return jobs[-1] if jobs else None
 
 
-def _attempt(job: JobDetails) -> int:
+def metadata_int(job: Any, key: str, default: int) -> int:
+    """A number this program stored in a job's metadata (`META_ATTEMPT`, ...); `default` when absent or not a number."""
     try:
-        return int((job.metadata or {}).get(META_ATTEMPT, "1"))
-    except ValueError:
-        return 1
+        return int((getattr(job, "metadata", None) or {}).get(key, default))
+    except (TypeError, ValueError):
+        return default
+
+
+def attempt_of(job: Any) -> int:
+    """The attempt number of a job of a spec (1: the first submission)."""
+    return metadata_int(job, META_ATTEMPT, 1)
 
 
 def attempt_id(submission_id: str, attempt: int) -> str:
     """The submission id of the N-th attempt of a spec (the first keeps the plain id)."""
     return submission_id if attempt <= 1 else f"{submission_id}-r{attempt}"
+
+
+def submit_attempt(
+    client: JobSubmissionClient, spec: JobSpec, attempt: int, metadata: Optional[dict[str, str]] = None
+) -> tuple[str, bool]:
+    """Submit attempt `attempt` of `spec` (its entrypoint and runtime env, id `attempt_id`), with `metadata`
+    added to the spec's. Returns the job id and whether this call created the job: False when someone
+    submitted this very attempt between the caller's listing and this submission (that is the job)."""
+    job_id = attempt_id(spec.submission_id, attempt)
+    try:
+        _guard(
+            client.get_address(),
+            lambda: client.submit_job(
+                entrypoint=spec.entrypoint,
+                submission_id=job_id,
+                runtime_env=spec.runtime_env,
+                metadata={**spec.metadata, META_ATTEMPT: str(attempt), **(metadata or {})},
+            ),
+        )
+    except DashboardError as err:
+        if "already exists" not in str(err):
+            raise
+        return job_id, False
+    return job_id, True
 
 
 def submit(client: JobSubmissionClient, spec: JobSpec, *, stop_timeout: float = 60.0) -> SubmitResult:
@@ -330,7 +360,6 @@ def submit(client: JobSubmissionClient, spec: JobSpec, *, stop_timeout: float = 
     2. If the newest attempt of this spec is pending, running or succeeded, it is returned.
     3. Otherwise (never submitted, or it failed / was stopped) a new attempt is submitted.
     """
-    address = client.get_address()
     jobs = list_jobs(client, spec.stack)
     stale = [j for j in jobs if j.metadata.get(META_SPEC_HASH) != spec.spec_hash and j.status not in TERMINAL]
     stopped = []
@@ -344,27 +373,12 @@ def submit(client: JobSubmissionClient, spec: JobSpec, *, stop_timeout: float = 
     same = [j for j in jobs if j.metadata.get(META_SPEC_HASH) == spec.spec_hash]
     attempt = 1
     if same:
-        newest = max(same, key=_attempt)
+        newest = max(same, key=attempt_of)
         if newest.status not in RETRYABLE:
             return SubmitResult(newest.submission_id, newest.status, created=False, stopped=tuple(stopped))
-        attempt = _attempt(newest) + 1
-    job_id = attempt_id(spec.submission_id, attempt)
-    try:
-        _guard(
-            address,
-            lambda: client.submit_job(
-                entrypoint=spec.entrypoint,
-                submission_id=job_id,
-                runtime_env=spec.runtime_env,
-                metadata={**spec.metadata, META_ATTEMPT: str(attempt)},
-            ),
-        )
-    except DashboardError as err:
-        if "already exists" not in str(err):
-            raise
-        # Someone submitted the same attempt between our listing and our submit: that is the job.
-        return SubmitResult(job_id, status(client, job_id), created=False, stopped=tuple(stopped))
-    return SubmitResult(job_id, status(client, job_id), created=True, stopped=tuple(stopped))
+        attempt = attempt_of(newest) + 1
+    job_id, created = submit_attempt(client, spec, attempt)
+    return SubmitResult(job_id, status(client, job_id), created=created, stopped=tuple(stopped))
 
 
 def wait(
