@@ -15,12 +15,12 @@ COMPONENT = "nemo-rl-gke:infra:GkeCluster"
 
 # Pulumi.<stack>.yaml and flavours.py: what the GPU pool of each committed stack must be.
 EXPECTED = {
-    "dev": {"zone": "us-east1-b", "machine": "a4-highgpu-8g", "gpu": "nvidia-b200", "nodes": 1, "compact": False,
+    "dev": {"zone": "us-east1-b", "machine": "a4-highgpu-8g", "gpu": "nvidia-b200", "nodes": 1,
             "deletion_protection": False, "system_machine": "n2-standard-8"},
-    "b200": {"zone": "us-east1-b", "machine": "a4-highgpu-8g", "gpu": "nvidia-b200", "nodes": 8, "compact": True,
+    "b200": {"zone": "us-east1-b", "machine": "a4-highgpu-8g", "gpu": "nvidia-b200", "nodes": 8,
              "deletion_protection": True, "system_machine": "n2-standard-16"},
     "h200": {"zone": "europe-west1-b", "machine": "a3-ultragpu-8g", "gpu": "nvidia-h200-141gb", "nodes": 2,
-             "compact": False, "deletion_protection": True, "system_machine": "n2-standard-16"},
+             "deletion_protection": True, "system_machine": "n2-standard-16"},
 }
 
 
@@ -139,12 +139,14 @@ def test_gpu_pool_runs_the_flavour_machines_on_spot_with_the_gpu_taint(stack):
 
 
 @pytest.mark.parametrize("stack", STACKS)
-def test_compact_placement_is_requested_only_where_the_stack_asks(stack):
+def test_compact_placement_is_not_requested_by_the_committed_stacks(stack):
     pool = gpu_pool(stack_plan(stack))
-    if EXPECTED[stack]["compact"]:
-        assert pool.inputs["placementPolicy"] == {"type": "COMPACT"}, pool.name
-    else:
-        assert "placementPolicy" not in pool.inputs, pool.name
+    assert "placementPolicy" not in pool.inputs, pool.name
+
+
+def test_compact_placement_is_requested_when_the_stack_asks():
+    pool = gpu_pool(run_plan("b200", gpuPool=merged("b200", "gpuPool", {"compactPlacement": True})))
+    assert pool.inputs["placementPolicy"] == {"type": "COMPACT"}, pool.name
 
 
 @pytest.mark.parametrize("stack", STACKS)
