@@ -106,6 +106,7 @@ job = build_training_job(
     endpoint=cluster.endpoint,
     ca_certificate=cluster.ca_certificate,
     head_service=ray_cluster.head_service,
+    ray_cluster_name=ray_cluster.cluster_name,
     wandb_key_set=settings.secrets.wandb_api_key is not None,
     pool=gpu_pool,
     opts=pulumi.ResourceOptions(depends_on=[ray_cluster.release]),

@@ -8,10 +8,13 @@ The lead wires it from `__main__.py`:
 
     job = build_training_job(settings.stack, cfg, endpoint=cluster.endpoint,
                              ca_certificate=cluster.master_auth.cluster_ca_certificate,
-                             head_service=ray.head_service, wandb_key_set=...,
+                             head_service=ray.head_service, ray_cluster_name=ray.cluster_name,
+                             wandb_key_set=...,
                              opts=pulumi.ResourceOptions(depends_on=[ray_release]))
 
-`build_training_job` returns None when `job.submit` is false.
+`build_training_job` returns None when `job.submit` is false. The release's `depends_on` only orders
+the submission after the Helm release, which Helm reports deployed before the RayCluster's pods run;
+the provider itself waits for the RayCluster named `ray_cluster_name` to be provisioned.
 """
 
 from __future__ import annotations
@@ -68,6 +71,7 @@ class TrainingJob(pulumi.ComponentResource):
         ca_certificate: pulumi.Input[str],
         namespace: str,
         head_service: pulumi.Input[str],
+        ray_cluster_name: pulumi.Input[str],
         opts: Optional[pulumi.ResourceOptions] = None,
     ):
         super().__init__(COMPONENT_TYPE, name, None, opts)
@@ -81,6 +85,8 @@ class TrainingJob(pulumi.ComponentResource):
             "ca_cert_b64": pulumi.Output.unsecret(pulumi.Output.from_input(ca_certificate)),
             "namespace": namespace,
             "head_service": head_service,
+            # The provider waits for this RayCluster to be provisioned before submitting.
+            "ray_cluster_name": ray_cluster_name,
         }
         # The component's depends_on (the Ray release) must hold for the submission itself.
         self.submission = JobSubmission(f"{name}-submission", props, child_options(self, opts))
@@ -111,6 +117,7 @@ def build_training_job(
     endpoint: pulumi.Input[str],
     ca_certificate: pulumi.Input[str],
     head_service: pulumi.Input[str],
+    ray_cluster_name: pulumi.Input[str],
     wandb_key_set: bool,
     pool: Optional[PoolShape] = None,
     opts: Optional[pulumi.ResourceOptions] = None,
@@ -123,6 +130,8 @@ def build_training_job(
         endpoint: the GKE cluster endpoint (`Cluster.endpoint`).
         ca_certificate: base64 cluster CA (`Cluster.master_auth.cluster_ca_certificate`).
         head_service: the KubeRay head service name (`<raycluster>-head-svc`).
+        ray_cluster_name: the RayCluster's name (`RayCluster.cluster_name`, the release's
+            fullnameOverride); the job is submitted only once it is provisioned.
         wandb_key_set: whether the `wandbApiKey` secret is configured.
         pool: the GPU pool facts; default: node count and GPUs per node from `cfg`.
         opts: pass `depends_on=[ray_release]` so the job is submitted after the Ray cluster
@@ -138,5 +147,6 @@ def build_training_job(
         ca_certificate=ca_certificate,
         namespace=cfg.ray.namespace,
         head_service=head_service,
+        ray_cluster_name=ray_cluster_name,
         opts=opts,
     )

@@ -5,6 +5,10 @@ the ray.io CRDs (FACTS.md "KubeRay"), so all that is needed is one RayCluster ob
 chart renders pod-template annotations and labels (the sample chart drops them, losing the RDMA NICs).
 `helm.v3.Release` also shows its values to the offline plan, so tests can render and validate them.
 
+Readiness: Helm's wait does not understand the RayCluster custom resource, so the release reports
+deployed before the head and GPU workers are up; the training job's provider (`workloads.hook`) enforces
+readiness instead, waiting for the RayCluster's `RayClusterProvisioned`/`HeadPodReady` conditions.
+
 Chart facts used below, checked in ray-project/kuberay helm-chart/ray-cluster (templates and the chart's
 helm-unittest suite):
 - `head.rayVersion` becomes `spec.rayVersion` (unit test "Should set Ray version when `head.rayVersion`
@@ -320,8 +324,9 @@ class RayCluster(pulumi.ComponentResource):
     Release behaviour:
     - `skipAwait: false` with a long timeout. Helm's wait knows built-in kinds only; for a RayCluster
       custom resource it has nothing to wait on, so the release is "deployed" when the object is
-      accepted, not when the pods are Ready. Whoever submits the job must wait for the RayCluster's
-      `HeadPodReady` / `RayClusterProvisioned` conditions (FACTS.md). How Helm's wait treats the CR can
+      accepted, not when the pods are Ready. The job hook (`workloads.hook`, via `workloads.readiness`)
+      waits for the RayCluster's `HeadPodReady` / `RayClusterProvisioned` conditions (FACTS.md)
+      before it submits. How Helm's wait treats the CR can
       only be confirmed on a real cluster; the timeout is sized for the case where it does wait on pods
       (NeMo-RL images are tens of GB).
     - No `atomic`: a failed install would be uninstalled and reinstalled on the next `up`, throwing

@@ -96,6 +96,7 @@ PROGRAM = textwrap.dedent(
         endpoint=pulumi.Output.secret("203.0.113.10"),
         ca_certificate=pulumi.Output.secret("Q0EK"),
         head_service="dev-ray-head-svc",
+        ray_cluster_name="dev-ray",
         wandb_key_set=settings.secrets.wandb_api_key is not None,
     )
     if job is not None:
@@ -131,6 +132,7 @@ def test_the_component_registers_the_submission_without_any_secret_input(tmp_pat
     assert {k: inputs[k] for k in ("entrypoint", "runtime_env", "submission_id", "metadata", "spec_hash")} == spec.to_dict()
     assert (inputs["gke_endpoint"], inputs["ca_cert_b64"], inputs["namespace"], inputs["head_service"]) == (
         "203.0.113.10", "Q0EK", "nemo-rl", "dev-ray-head-svc")
+    assert inputs["ray_cluster_name"] == "dev-ray"  # the provider waits for this RayCluster
     assert _secret_markers(submission.raw_inputs) == []  # not even the pickled provider
     assert token not in json.dumps(submission.raw_inputs)
     assert plan.outputs["jobId"] == spec.submission_id
@@ -158,3 +160,17 @@ def test_the_submission_in_the_stack_waits_for_the_ray_release_and_carries_its_s
     assert submission.inputs["submission_id"] == spec.submission_id, submission.name
     assert submission.inputs["entrypoint"] == spec.entrypoint, submission.name
     assert f"cluster.num_nodes={cfg.gpu_pool.node_count}" in spec.entrypoint.split()
+
+
+@pytest.mark.parametrize("stack", ["dev", "b200", "h200"])
+def test_the_stack_submission_waits_for_the_raycluster_the_helm_release_names(stack):
+    """The hook skips its readiness wait when `ray_cluster_name` is empty (local test heads): the
+    stack must always pass it, equal to the RayCluster's name (the release's fullnameOverride)."""
+    plan = stack_plan(stack)
+    (release,) = plan.by_type("kubernetes:helm.sh/v3:Release")
+    submission = plan.one(DYNAMIC_TYPE, "training-job-submission")
+    name = release.inputs["values"]["fullnameOverride"]
+    assert name and submission.inputs["ray_cluster_name"] == name, submission.name
+    assert submission.inputs["namespace"] == release.inputs["namespace"]
+    assert submission.inputs["head_service"] == f"{name}-head-svc"
+    assert submission.inputs["gke_endpoint"] and "address" not in submission.inputs

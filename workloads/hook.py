@@ -8,8 +8,19 @@ Props (the dynamic resource's inputs, snake_case as given):
     entrypoint, runtime_env, submission_id, metadata, spec_hash   the `JobSpec` (`JobSpec.to_dict`)
     address                                                       explicit dashboard URL, or
     gke_endpoint, ca_cert_b64, namespace, head_service            the API-server service proxy
+    ray_cluster_name                                              the RayCluster CR to wait for
+                                                                  (the Helm release's fullnameOverride);
+                                                                  empty: no readiness wait (local heads)
     ready_timeout                                                 optional, seconds create/update
                                                                   wait for the dashboard (READY_TIMEOUT)
+    ray_cluster_timeout                                           optional, seconds create/update wait
+                                                                  for the RayCluster (RAY_CLUSTER_TIMEOUT)
+
+Readiness is enforced here, not by Helm: Helm's wait does not understand the RayCluster custom
+resource, so the release reports deployed before the head and the GPU workers run. Create and
+update therefore first wait (`workloads.readiness`, through the API server at `gke_endpoint`)
+until the RayCluster's `RayClusterProvisioned` and `HeadPodReady` conditions are true, and only
+then wait for the dashboard and submit.
 
 No secret is among them: the provider fetches a Google token itself at run time
 (Application Default Credentials, as `kubectl` on GKE does) and the job's secrets come from the
@@ -17,10 +28,12 @@ pod environment. Outputs add `submission_id` (the actual id, `-r<N>` for a retri
 `status` (as seen right after submitting, or at the last refresh).
 
 Lifecycle:
-    create  submit (idempotent: an identical job already on the cluster is adopted)
+    create  wait for the RayCluster, then submit (idempotent: an identical job already on the
+            cluster is adopted)
     diff    a new spec_hash replaces the resource, old deleted first (its job stopped, GPUs freed);
             a changed connection only updates
-    update  submit again through the new connection; a changed spec stops the old job first
+    update  wait for the RayCluster (an update means its name or the connection changed), then
+            submit again through the new connection; a changed spec stops the old job first
     delete  stop the job; a job or dashboard that is already gone is not an error, because the
             job cannot outlive its RayCluster, which `pulumi destroy` removes next
     read    the job's current status; a job the cluster no longer knows reads as deleted
@@ -28,6 +41,7 @@ Lifecycle:
 
 from __future__ import annotations
 
+import sys
 import time
 from typing import Any
 
@@ -36,7 +50,7 @@ from pulumi.dynamic import CreateResult, DiffResult, ReadResult, ResourceProvide
 from workloads.job import JobSpec
 
 SPEC_KEYS = ("entrypoint", "runtime_env", "submission_id", "metadata", "spec_hash")
-CONNECTION_KEYS = ("address", "gke_endpoint", "ca_cert_b64", "namespace", "head_service")
+CONNECTION_KEYS = ("address", "gke_endpoint", "ca_cert_b64", "namespace", "head_service", "ray_cluster_name")
 
 
 def _spec(props: dict[str, Any]) -> JobSpec:
@@ -47,6 +61,39 @@ READY_TIMEOUT = 1800.0
 """How long create/update wait for the dashboard: the RayCluster is applied before its head pod
 runs, and the first pull of a NeMo-RL image (tens of GB) takes minutes."""
 READY_POLL = 10.0
+RAY_CLUSTER_TIMEOUT = 3600.0
+"""How long create/update wait for the RayCluster to be provisioned: spot GPU capacity can take long."""
+RAY_CLUSTER_POLL = 10.0
+
+
+def _wait_for_ray_cluster(props: dict[str, Any]) -> None:
+    """Block until the RayCluster `ray_cluster_name` is provisioned; a no-op without a name.
+
+    Raises `readiness.RayClusterNotReady` (timeout) or `readiness.RayClusterAuthError`."""
+    name = props.get("ray_cluster_name")
+    if not name:
+        return
+    if not props.get("gke_endpoint"):
+        raise ValueError(f"waiting for RayCluster {name!r} needs gke_endpoint (the Kubernetes API server)")
+    from workloads import readiness
+
+    shown: list[str] = []
+
+    def report(progress: "readiness.RayClusterProgress") -> None:
+        line = progress.describe()
+        if not shown or shown[-1] != line:  # only changes: the provider's stderr goes to Pulumi's log
+            shown.append(line)
+            print(f"RayCluster {props['namespace']}/{name} after {progress.elapsed_s:.0f}s: {line}", file=sys.stderr, flush=True)
+
+    readiness.wait_for_raycluster_on_gke(
+        props["gke_endpoint"],
+        props["namespace"],
+        name,
+        ca_cert_b64=props.get("ca_cert_b64") or None,
+        timeout_s=float(props.get("ray_cluster_timeout") or RAY_CLUSTER_TIMEOUT),
+        poll_s=RAY_CLUSTER_POLL,
+        on_status=report,
+    )
 
 
 def _connect_once(props: dict[str, Any]):
@@ -91,6 +138,7 @@ class JobSubmissionProvider(ResourceProvider):
     def create(self, props: dict[str, Any]) -> CreateResult:
         from workloads import submit
 
+        _wait_for_ray_cluster(props)
         result = submit.submit(_client(props, wait_ready=True), _spec(props))
         outs = {**_inputs(props), "submission_id": result.submission_id, "status": str(result.status)}
         return CreateResult(id_=result.submission_id, outs=outs)
@@ -104,6 +152,7 @@ class JobSubmissionProvider(ResourceProvider):
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         from workloads import submit
 
+        _wait_for_ray_cluster(news)
         client = _client(news, wait_ready=True)
         spec = _spec(news)
         old_id = olds.get("submission_id")

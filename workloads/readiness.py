@@ -1,0 +1,232 @@
+"""Wait until a KubeRay RayCluster is provisioned (head and every worker replica ready).
+
+Helm's wait does not understand the RayCluster custom resource, so the `ray-cluster` release
+reports deployed as soon as the CR exists. Before a job is submitted, this module polls the CR
+through the Kubernetes API server:
+
+    GET <api>/apis/ray.io/v1/namespaces/<ns>/rayclusters/<name>
+
+and returns once `status.conditions` has `RayClusterProvisioned` and `HeadPodReady` with status
+"True" (FACTS.md "KubeRay"; `status.state` is deprecated and only used when an older operator
+reports no conditions at all). A 404 keeps waiting (the CR may not exist yet), as do transient
+transport errors and 5xx answers; 401/403 and a TLS failure end the wait at once.
+
+No pulumi import here: the dynamic provider (`workloads.hook`) and tests import this directly.
+`wait_for_raycluster_on_gke` reaches a GKE API server with the same Google bearer token and
+cluster-CA handling as `workloads.submit.connect`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Optional, Union
+from urllib.parse import quote
+
+import requests
+
+PROVISIONED = "RayClusterProvisioned"
+HEAD_READY = "HeadPodReady"
+REQUIRED_CONDITIONS = (PROVISIONED, HEAD_READY)
+DEFAULT_TIMEOUT_S = 3600.0
+"""Spot GPU capacity, node-pool scale-up and the first pull of a NeMo-RL image (tens of GB) can take long."""
+DEFAULT_POLL_S = 10.0
+REQUEST_TIMEOUT_S = 30.0
+
+Headers = Union[Mapping[str, str], Callable[[], Mapping[str, str]]]
+"""Static headers, or a callable returning fresh ones on every poll (a bearer token lasts about an hour)."""
+
+
+class ReadinessError(Exception):
+    """The RayCluster readiness wait failed; `str()` is one line."""
+
+
+class RayClusterNotReady(ReadinessError):
+    """The RayCluster was not provisioned within the timeout."""
+
+    def __init__(self, namespace: str, name: str, timeout_s: float, last: Optional["RayClusterProgress"]):
+        self.namespace, self.name, self.timeout_s, self.last = namespace, name, timeout_s, last
+        seen = last.describe() if last is not None else "no answer from the API server"
+        super().__init__(
+            f"RayCluster {namespace}/{name} not provisioned after {timeout_s:g}s; last seen: {seen}. "
+            f"Check `kubectl -n {namespace} describe raycluster {name}` and "
+            f"`kubectl -n {namespace} get pods -l ray.io/cluster={name}` (spot GPU capacity, image pulls)"
+        )
+
+
+class RayClusterAuthError(ReadinessError):
+    """The API server refused our credentials (or TLS to it failed)."""
+
+    def __init__(self, url: str, detail: str):
+        self.url = url
+        super().__init__(
+            f"cannot read the RayCluster at {url} ({detail}): run `gcloud auth application-default login` "
+            "and make sure your identity may get rayclusters.ray.io in the namespace (e.g. roles/container.developer)"
+        )
+
+
+@dataclass(frozen=True)
+class RayClusterProgress:
+    """One poll's view of the RayCluster."""
+
+    found: bool
+    elapsed_s: float
+    conditions: tuple[dict[str, Any], ...] = ()
+    ready_workers: Optional[int] = None
+    desired_workers: Optional[int] = None
+    state: Optional[str] = None
+    """Deprecated `status.state`; informative only (or the readiness signal without any conditions)."""
+    error: Optional[str] = None
+    """A transient failure of this poll (transport error, HTTP 5xx), when there was one."""
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def condition(self, kind: str) -> Optional[dict[str, Any]]:
+        return next((c for c in self.conditions if c.get("type") == kind), None)
+
+    @property
+    def ready(self) -> bool:
+        if self.conditions:
+            return all((self.condition(kind) or {}).get("status") == "True" for kind in REQUIRED_CONDITIONS)
+        # An operator older than KubeRay's status conditions (no `conditions` at all): fall back to
+        # the deprecated state, and still require every worker replica.
+        return (
+            self.found
+            and self.state == "ready"
+            and self.desired_workers is not None
+            and (self.ready_workers or 0) >= self.desired_workers
+        )
+
+    def describe(self) -> str:
+        """One line: workers ready, then each condition's status and reason."""
+        if self.error is not None:
+            return f"request failed ({self.error})"
+        if not self.found:
+            return "RayCluster not found (not created yet)"
+        workers = f"workers {self.ready_workers if self.ready_workers is not None else '?'}/"
+        workers += f"{self.desired_workers if self.desired_workers is not None else '?'} ready"
+        parts = [workers]
+        for cond in self.conditions:
+            text = f"{cond.get('type')}={cond.get('status')}"
+            detail = cond.get("reason") or ""
+            if cond.get("message"):
+                detail = f"{detail}: {cond['message']}" if detail else str(cond["message"])
+            parts.append(f"{text} ({detail[:200]})" if detail else text)
+        if not self.conditions:
+            parts.append(f"no conditions, state={self.state or '?'}")
+        return "; ".join(parts)
+
+
+def raycluster_url(api_base_url: str, namespace: str, name: str) -> str:
+    base = api_base_url if "://" in api_base_url else f"https://{api_base_url}"
+    return f"{base.rstrip('/')}/apis/ray.io/v1/namespaces/{quote(namespace, safe='')}/rayclusters/{quote(name, safe='')}"
+
+
+def progress_of(obj: Mapping[str, Any], elapsed_s: float) -> RayClusterProgress:
+    status = obj.get("status") or {}
+
+    def as_int(key: str) -> Optional[int]:
+        value = status.get(key)
+        return int(value) if isinstance(value, (int, float)) else None
+
+    return RayClusterProgress(
+        found=True,
+        elapsed_s=elapsed_s,
+        conditions=tuple(c for c in status.get("conditions") or () if isinstance(c, dict)),
+        ready_workers=as_int("readyWorkerReplicas"),
+        desired_workers=as_int("desiredWorkerReplicas"),
+        state=status.get("state"),
+        raw=dict(obj),
+    )
+
+
+def wait_for_raycluster(
+    api_base_url: str,
+    namespace: str,
+    name: str,
+    *,
+    headers: Optional[Headers] = None,
+    verify: Union[bool, str] = True,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    poll_s: float = DEFAULT_POLL_S,
+    on_status: Optional[Callable[[RayClusterProgress], None]] = None,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+    session: Optional[requests.Session] = None,
+) -> dict[str, Any]:
+    """Poll the RayCluster until it is provisioned; returns the RayCluster object (JSON as a dict).
+
+    `on_status(progress)` is called after every poll. Raises `RayClusterNotReady` after
+    `timeout_s` (naming the cluster and the last conditions and reasons) and
+    `RayClusterAuthError` at once on HTTP 401/403 or a TLS verification failure.
+    """
+    url = raycluster_url(api_base_url, namespace, name)
+    http = session or requests.Session()
+    try:
+        return _poll(http, url, namespace, name, headers, verify, timeout_s, poll_s, on_status, clock, sleep)
+    finally:
+        if session is None:
+            http.close()
+
+
+def _poll(http, url, namespace, name, headers, verify, timeout_s, poll_s, on_status, clock, sleep) -> dict[str, Any]:
+    start = clock()
+    last: Optional[RayClusterProgress] = None
+    while True:
+        elapsed = clock() - start
+        current = dict(headers() if callable(headers) else (headers or {}))
+        current.setdefault("Accept", "application/json")
+        try:
+            resp = http.get(url, headers=current, verify=verify, timeout=REQUEST_TIMEOUT_S)
+        except requests.exceptions.SSLError:  # before ConnectionError: it is a subclass of it
+            raise RayClusterAuthError(url, "TLS verification failed; is the cluster CA right?") from None
+        except requests.exceptions.RequestException as err:
+            progress = RayClusterProgress(found=last.found if last else False, elapsed_s=elapsed, error=type(err).__name__)
+        else:
+            if resp.status_code in (401, 403):
+                raise RayClusterAuthError(url, f"HTTP {resp.status_code}")
+            if resp.status_code == 404:
+                progress = RayClusterProgress(found=False, elapsed_s=elapsed)
+            elif resp.ok:
+                try:
+                    progress = progress_of(resp.json(), elapsed)
+                except ValueError:
+                    progress = RayClusterProgress(found=False, elapsed_s=elapsed, error="response is not JSON")
+            else:
+                progress = RayClusterProgress(found=False, elapsed_s=elapsed, error=f"HTTP {resp.status_code}")
+        # Keep the last real view of the cluster for the timeout message when a poll only failed.
+        if progress.error is None or last is None or last.error is not None:
+            last = progress
+        if on_status is not None:
+            on_status(progress)
+        if progress.ready:
+            return progress.raw
+        if clock() - start + poll_s > timeout_s:
+            raise RayClusterNotReady(namespace, name, timeout_s, last)
+        sleep(poll_s)
+
+
+def wait_for_raycluster_on_gke(
+    gke_endpoint: str,
+    namespace: str,
+    name: str,
+    *,
+    ca_cert_b64: Optional[str] = None,
+    ca_file: Optional[str] = None,
+    token_provider: Optional[Callable[[], str]] = None,
+    **kwargs: Any,
+) -> dict[str, Any]:
+    """`wait_for_raycluster` against a GKE API server, authenticated like `workloads.submit.connect`:
+    a Google bearer token (default Application Default Credentials, refreshed on every poll) and
+    the cluster CA (GKE's base64 `clusterCaCertificate`, or a PEM file). `gke_endpoint` is an IP or
+    host; a value with a scheme is used as is (tests use a plain-http fake)."""
+    from workloads import submit  # the shared token provider and CA-file handling
+
+    verify: Union[bool, str] = True
+    if ca_file:
+        verify = ca_file
+    elif ca_cert_b64:
+        verify = submit.write_ca_file(ca_cert_b64)
+    provider = token_provider or submit.google_token_provider()
+    return wait_for_raycluster(
+        gke_endpoint, namespace, name, headers=lambda: {"Authorization": f"Bearer {provider()}"}, verify=verify, **kwargs
+    )
