@@ -26,6 +26,7 @@ _MOCKS = PlanMocks(project_id="test-project")
 pulumi.runtime.set_mocks(_MOCKS, project="nemo-rl-gke", stack="test", preview=False, monitor=RecordingMonitor(_MOCKS))
 
 from infra import plan as plan_mod  # noqa: E402
+from ray_head import shared_head  # noqa: E402
 
 STACKS = ("dev", "b200", "h200")
 
@@ -69,3 +70,17 @@ def stack_plan(stack: str) -> plan_mod.Plan:
 @pytest.fixture(params=STACKS)
 def any_stack_plan(request) -> plan_mod.Plan:
     return stack_plan(request.param)
+
+
+@pytest.fixture(scope="session")
+def head(request):
+    """The session's private local Ray head (see tests/ray_head.py), started on first use."""
+    return shared_head(request.config)
+
+
+@pytest.fixture(scope="module")
+def client(head):
+    """A JobSubmissionClient on the local head, through the same `connect` users run."""
+    from workloads import submit as jobs
+
+    return jobs.connect(head.address)

@@ -19,17 +19,11 @@ from infra import plan as plan_mod
 from infra.config import namespaced, parse
 from infra.job import COMPONENT_TYPE
 from infra.mocks import SIG_KEY
-from ray_head import shared_head
 from workloads import submit as jobs
 from workloads.hook import JobSubmissionProvider
 from workloads.job import JobSpec, spec_for_stack
 
 DYNAMIC_TYPE = "pulumi-python:dynamic/nemo-rl-gke:JobSubmission"
-
-
-@pytest.fixture(scope="session")
-def head(request):
-    return shared_head(request.config)
 
 
 def props(head, code: str, stack: str = "t-hook") -> dict:

@@ -14,7 +14,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from ray_head import shared_head
 from workloads import hook, readiness
 from workloads import submit as jobs
 from workloads.hook import JobSubmissionProvider
@@ -194,11 +193,6 @@ def test_the_gke_variant_sends_the_google_token(api, monkeypatch):
 
 
 # ------------------------------------------------------------------ the hook
-
-
-@pytest.fixture(scope="session")
-def head(request):
-    return shared_head(request.config)
 
 
 def hook_props(head, api, **extra) -> dict:

@@ -29,7 +29,6 @@ from infra.recovery import (
 )
 from infra.mocks import SIG_KEY
 from k8s_support import k8s_doc, record, schema_problems
-from ray_head import shared_head
 from workloads import __main__ as cli
 from workloads import submit as jobs
 from workloads.job import META_ATTEMPT, SECRET_ENV_NAMES, JobSpec, spec_for_stack
@@ -170,16 +169,6 @@ def test_a_newer_job_of_another_spec_supersedes_the_watched_one():
 
 
 # ------------------------------------------------------------------------------ on the local Ray head
-
-@pytest.fixture(scope="session")
-def head(request):
-    return shared_head(request.config)
-
-
-@pytest.fixture(scope="module")
-def client(head):
-    return jobs.connect(head.address)
-
 
 def run_watch(client, spec, policy=FAST, timeout=60.0):
     out = io.StringIO()

@@ -17,7 +17,7 @@ from ray.job_submission import JobStatus
 
 from conftest import ROOT
 from dashboard_proxy import AuthProxy
-from ray_head import free_ports, shared_head
+from ray_head import free_ports
 from workloads import __main__ as cli
 from workloads import submit as jobs
 from workloads.job import META_STACK, JobSpec
@@ -26,16 +26,6 @@ PREFIX = "/api/v1/namespaces/ns/services/head:dashboard/proxy"
 
 # Ray's own log-tail call trips a deprecation in the installed aiohttp; not ours to fix.
 pytestmark = pytest.mark.filterwarnings("ignore:ssl=None is deprecated:DeprecationWarning")
-
-
-@pytest.fixture(scope="session")
-def head(request):
-    return shared_head(request.config)
-
-
-@pytest.fixture(scope="module")
-def client(head):
-    return jobs.connect(head.address)
 
 
 def python_job(stack: str, code: str, recipe: str = "t") -> JobSpec:
