@@ -65,6 +65,30 @@ class Registration:
     """Inputs with secret markers kept (for secret-handling tests)."""
 
 
+def canonical_order(registrations: list[Registration]) -> list[Registration]:
+    """The registrations as a parent-before-children walk with siblings sorted by name.
+
+    RPCs finish in whatever order the event loop runs apply callbacks, so the arrival order
+    differs from run to run; a plan that users diff (and a README generated from it) needs
+    one order that depends only on what was registered.
+    """
+    urns = {r.urn for r in registrations}
+    children: dict[str, list[Registration]] = {}
+    for r in registrations:
+        children.setdefault(r.parent if r.parent in urns else "", []).append(r)
+    ordered: list[Registration] = []
+    stack = sorted(children.get("", []), key=_sibling_key, reverse=True)
+    while stack:
+        r = stack.pop()
+        ordered.append(r)
+        stack.extend(sorted(children.get(r.urn, []), key=_sibling_key, reverse=True))
+    return ordered
+
+
+def _sibling_key(r: Registration) -> tuple[str, str]:
+    return (r.name, r.type)
+
+
 class RecordingMonitor(pulumi_mocks.MockMonitor):
     """A MockMonitor that records every registration request."""
 

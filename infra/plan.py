@@ -182,7 +182,7 @@ def _run_in_thread(stack: str, config: dict[str, str], secret_keys: list[str], p
     from pulumi.runtime import mocks, settings
     from pulumi.runtime.stack import wait_for_rpcs
 
-    from infra.mocks import PlanMocks, RecordingMonitor
+    from infra.mocks import PlanMocks, RecordingMonitor, canonical_order
 
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
@@ -234,7 +234,7 @@ def _run_in_thread(stack: str, config: dict[str, str], secret_keys: list[str], p
     return Plan(
         project=project,
         stack=stack,
-        resources=list(monitor.registrations),
+        resources=canonical_order(monitor.registrations),
         outputs=outputs,
         secret_outputs=secret_outputs,
         component_outputs=dict(monitor.component_outputs),

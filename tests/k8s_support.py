@@ -15,7 +15,7 @@ import kubernetes_validate
 import pulumi
 
 from infra.facts import GpuPoolFacts, NicAttachment, StackContext
-from infra.mocks import PlanMocks, Registration, RecordingMonitor, plain
+from infra.mocks import PlanMocks, Registration, RecordingMonitor, canonical_order, plain
 
 K8S_VERSION = "1.33"
 """Kubernetes schema version objects are validated against (GKE 1.33/1.34 clusters; kubernetes_validate ships it)."""
@@ -95,7 +95,7 @@ def record(build: Callable[[], Any], resolve: Callable[[Any], dict] | None = Non
             for key, value in (resolve(result) if resolve else {}).items():
                 resolved[key] = loop.run_until_complete(pulumi.Output.from_input(value).future())
             loop.run_until_complete(wait_for_rpcs())
-            out["recorded"] = Recorded(result, list(monitor.registrations), dict(monitor.component_outputs), resolved)
+            out["recorded"] = Recorded(result, canonical_order(monitor.registrations), dict(monitor.component_outputs), resolved)
         except BaseException as exc:  # noqa: BLE001 re-raised in the test's thread
             out["error"] = exc
             try:  # let the registrations made before the error settle, as infra.plan does

@@ -354,7 +354,7 @@ def test_import_from_another_bucket_lets_the_agent_read_that_bucket_only():
 def test_import_from_the_stack_own_bucket_needs_no_extra_grant():
     source = "gs://my-gcp-project-b200-artifacts/lustre-export/"
     plan = run_plan("b200", lustre=merged("b200", "lustre", {"importFrom": source}))
-    assert [m.name for m in plan.by_type(IAM_MEMBER)] == ["artifacts-object-user", "lustre-data-agent-bucket-access"]
+    assert sorted(m.name for m in plan.by_type(IAM_MEMBER)) == ["artifacts-object-user", "lustre-data-agent-bucket-access"]
 
 
 @pytest.mark.parametrize("uri", ["gs://bucket/path", "s3://bucket/path/", "gs://B/", "gs://bucket/a b/"])

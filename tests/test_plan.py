@@ -39,3 +39,26 @@ def test_plan_of_an_unknown_stack_fails_with_a_one_line_error():
     assert proc.returncode == 2
     assert proc.stderr.strip() == "error: stack file Pulumi.nope.yaml not found (stacks here: b200, dev, h200)"
     assert "Traceback" not in proc.stderr
+
+
+def test_the_same_stack_plans_to_the_same_document_every_time():
+    # Apply callbacks finish in a different order on every run; the plan must not.
+    from infra.plan import run_program
+
+    first, *others = (json.dumps(run_program("h200").to_json()) for _ in range(3))
+    assert all(o == first for o in others), "two runs of the h200 plan listed resources differently"
+
+
+def test_the_plan_lists_every_parent_before_its_children_and_siblings_by_name():
+    from conftest import stack_plan
+
+    plan = stack_plan("b200")
+    position = {r.urn: i for i, r in enumerate(plan.resources)}
+    for r in plan.resources:
+        if r.parent in position:
+            assert position[r.parent] < position[r.urn], f"{r.name} is listed before its parent"
+    siblings: dict[str, list[str]] = {}
+    for r in plan.resources:
+        siblings.setdefault(r.parent, []).append(r.name)
+    for parent, names in siblings.items():
+        assert names == sorted(names), f"children of {parent} are not in name order: {names}"
