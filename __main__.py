@@ -123,7 +123,6 @@ watcher = build_preemption_watcher(
     settings.stack,
     cfg,
     ray=ray_cluster,
-    service_account=workload.service_account,
     system_pool_name=cluster.system_pool.name,
     wandb_key_set=settings.secrets.wandb_api_key is not None,
     pool=gpu_pool,

@@ -23,7 +23,8 @@ Image: the recipe's NeMo-RL image, not a small Python image with `pip install ra
   root-only uv cache, so a non-root user cannot start its `python`. The container is hardened
   otherwise: no privilege escalation, every capability dropped, read-only root filesystem (a small
   emptyDir at /tmp), RuntimeDefault seccomp, no service-account token (the watcher talks only to the
-  Ray dashboard, never to the Kubernetes API).
+  Ray dashboard, never to the Kubernetes API), and a KSA of its own that no IAM grant names, so the
+  GKE metadata server hands it no Google credentials that could reach the bucket.
 
 No secret: the spec carries none (`JobSpec` refuses HF_TOKEN/WANDB_API_KEY in the runtime env; the job
 driver gets them from the Ray head pod's environment), and the pod mounts none.
@@ -212,12 +213,19 @@ def deployment_manifest(
 
 
 class PreemptionWatcher(pulumi.ComponentResource):
-    """ConfigMap (code + spec) and a one-replica Deployment that resubmits the job after a preemption.
+    """ConfigMap (code + spec), a ServiceAccount and a one-replica Deployment that resubmits the job
+    after a preemption.
 
-    Outputs: `deployment_name`, `namespace`, `logs_command` (how to read what it decided).
+    The watcher only talks to the Ray dashboard inside the cluster, so it runs as a KSA of its own:
+    no Workload Identity grant names it (the workload KSA may write the bucket) and no API token is
+    mounted (it needs no Kubernetes RBAC).
+
+    Outputs: `deployment_name`, `service_account`, `namespace`, `logs_command` (how to read what it decided).
     """
 
     config_map: k8s.core.v1.ConfigMap
+    service_account_resource: k8s.core.v1.ServiceAccount
+    service_account: str
     deployment: k8s.apps.v1.Deployment
     deployment_name: str
     namespace: str
@@ -230,7 +238,6 @@ class PreemptionWatcher(pulumi.ComponentResource):
         policy: RecoveryPolicy,
         *,
         namespace: str,
-        service_account: str,
         image: NemoRLImage,
         ray_cluster_name: str,
         head_service: pulumi.Input[str],
@@ -243,6 +250,13 @@ class PreemptionWatcher(pulumi.ComponentResource):
         self.namespace = namespace
         self.deployment_name = NAME
         self.logs_command = f"kubectl -n {namespace} logs deploy/{NAME} --follow"
+        self.service_account = NAME
+        self.service_account_resource = k8s.core.v1.ServiceAccount(
+            f"{name}-sa",
+            metadata={"name": self.service_account, "namespace": namespace, "labels": labels()},
+            automount_service_account_token=False,
+            opts=child_options(self, opts),
+        )
         self.config_map = k8s.core.v1.ConfigMap(
             f"{name}-code",
             # No name: auto-named, so changed data means a new ConfigMap and a rolled pod (module doc).
@@ -256,7 +270,7 @@ class PreemptionWatcher(pulumi.ComponentResource):
             return deployment_manifest(
                 namespace=namespace,
                 image=image.ref,
-                service_account=service_account,
+                service_account=self.service_account,
                 system_pool_name=pool,
                 ray_cluster_name=ray_cluster_name,
                 head_service=svc,
@@ -271,11 +285,12 @@ class PreemptionWatcher(pulumi.ComponentResource):
             f"{name}-deployment",
             metadata=manifest.apply(lambda m: m["metadata"]),
             spec=manifest.apply(lambda m: m["spec"]),
-            opts=child_options(self, opts, depends_on=[self.config_map]),
+            opts=child_options(self, opts, depends_on=[self.config_map, self.service_account_resource]),
         )
         self.register_outputs(
             {
                 "deploymentName": self.deployment_name,
+                "serviceAccount": self.service_account,
                 "namespace": self.namespace,
                 "submissionId": spec.submission_id,
                 "logsCommand": self.logs_command,
@@ -289,7 +304,6 @@ def build_preemption_watcher(
     cfg: "StackConfig",
     *,
     ray: Any,
-    service_account: str,
     system_pool_name: pulumi.Input[str],
     wandb_key_set: bool,
     pool: Optional[PoolShape] = None,
@@ -304,7 +318,6 @@ def build_preemption_watcher(
         stack: the stack name.
         cfg: the validated stack config (`recovery`, `ray.namespace`, the recipe's image).
         ray: the `RayCluster` component (`cluster_name`, `head_service`, `namespace`).
-        service_account: the workload KSA (`WorkloadEnvironment.service_account`).
         system_pool_name: the CPU pool's name (`GkeCluster.system_pool.name`).
         wandb_key_set: as for `build_training_job`, so both build the same spec (same submission id).
         pool: the GPU pool facts; default: node count and GPUs per node from `cfg`.
@@ -319,7 +332,6 @@ def build_preemption_watcher(
         spec,
         RecoveryPolicy.from_config(cfg.recovery),
         namespace=ray.namespace,
-        service_account=service_account,
         image=cfg.recipe.image,
         ray_cluster_name=ray.cluster_name,
         head_service=ray.head_service,

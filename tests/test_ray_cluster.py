@@ -620,7 +620,7 @@ def test_the_stack_wires_secret_claim_and_service_account_by_their_object_names(
     values = release.inputs["values"]
     (secret,) = plan.by_type("kubernetes:core/v1:Secret")
     (pvc,) = plan.by_type("kubernetes:core/v1:PersistentVolumeClaim")
-    (sa,) = plan.by_type("kubernetes:core/v1:ServiceAccount")
+    sa = plan.one("kubernetes:core/v1:ServiceAccount", "workload-service-account")
     for group in ("head", "worker"):
         assert values[group]["envFrom"] == [{"secretRef": {"name": secret.inputs["metadata"]["name"]}}]
         assert {"name": "lustre", "persistentVolumeClaim": {"claimName": pvc.inputs["metadata"]["name"]}} in values[group]["volumes"]
@@ -656,7 +656,7 @@ def test_destroy_removes_the_release_before_every_in_cluster_object_and_those_be
     release_deps = set(release.dependencies)
     # Objects that use the Ray cluster (the preemption watcher) wait for the release and so go before it.
     users = sorted(r.name for r in in_cluster if release.urn in r.dependencies)
-    assert users == ["preemption-watcher-code", "preemption-watcher-deployment"], users
+    assert users == ["preemption-watcher-code", "preemption-watcher-deployment", "preemption-watcher-sa"], users
     below = [r for r in in_cluster if release.urn not in r.dependencies]
     assert not [r.name for r in below if r.urn not in release_deps], "the release must go first"
     assert pools <= release_deps

@@ -299,7 +299,7 @@ def watcher_of(stack: str = "dev", **recovery):
         import pulumi
 
         return build_preemption_watcher(
-            stack, cfg, ray=ray, service_account=cfg.ray.service_account,
+            stack, cfg, ray=ray,
             system_pool_name=pulumi.Output.from_input(f"{stack}-system"), wandb_key_set=False,
         )
 
@@ -310,7 +310,8 @@ def test_the_watcher_objects_are_valid_kubernetes_objects_holding_no_secret():
     cfg, rec = watcher_of()
     (component,) = rec.by_type(COMPONENT_TYPE)
     cm, dep = rec.one("kubernetes:core/v1:ConfigMap"), rec.one("kubernetes:apps/v1:Deployment")
-    for reg in (cm, dep):
+    sa = rec.one("kubernetes:core/v1:ServiceAccount")
+    for reg in (cm, dep, sa):
         assert not schema_problems(k8s_doc(reg), reg.name)
         assert reg.parent == component.urn
         assert SIG_KEY not in json.dumps(reg.raw_inputs), f"{reg.name} carries a secret"
@@ -330,7 +331,11 @@ def test_the_watcher_objects_are_valid_kubernetes_objects_holding_no_secret():
     pod = k8s_doc(dep)["spec"]["template"]["spec"]
     assert k8s_doc(dep)["spec"]["replicas"] == 1
     assert pod["nodeSelector"] == {"cloud.google.com/gke-nodepool": "dev-system"}
-    assert pod["serviceAccountName"] == cfg.ray.service_account and pod["automountServiceAccountToken"] is False
+    # Its own KSA, not the workload's (which Workload Identity lets write the bucket).
+    assert pod["serviceAccountName"] == k8s_doc(sa)["metadata"]["name"] != cfg.ray.service_account, dep.name
+    assert pod["automountServiceAccountToken"] is False and k8s_doc(sa)["automountServiceAccountToken"] is False, sa.name
+    assert k8s_doc(sa)["metadata"]["namespace"] == cfg.ray.namespace, sa.name
+    assert sa.urn in dep.dependencies, f"{dep.name} does not wait for {sa.name}"
     (c,) = pod["containers"]
     assert c["image"] == cfg.recipe.image.ref
     assert c["command"][:4] == ["python", "-m", "workloads", "watch"]

@@ -115,6 +115,22 @@ def test_the_workload_identity_only_uses_objects_of_its_own_bucket(stack):
     ], [g.name for g in principal_grants]
 
 
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_preemption_watcher_runs_as_a_service_account_no_iam_grant_names(stack):
+    plan = stack_plan(stack)
+    (watcher,) = [d for d in plan.by_type("kubernetes:apps/v1:Deployment") if d.name.endswith("watcher-deployment")]
+    pod = watcher.inputs["spec"]["template"]["spec"]
+    account = pod["serviceAccountName"]
+    namespace = watcher.inputs["metadata"]["namespace"]
+    accounts = {(a.inputs["metadata"]["namespace"], a.inputs["metadata"]["name"]) for a in plan.by_type("kubernetes:core/v1:ServiceAccount")}
+    assert (namespace, account) in accounts, f"{watcher.name} runs as {account}, which the stack does not create"
+    members = [str(r.inputs.get("member", "")) for r in plan.resources if r.type in (BUCKET_IAM, PROJECT_IAM)]
+    workload_subject = [m for m in members if m.startswith("principal://")]
+    assert workload_subject and not any(m.endswith(f"/ns/{namespace}/sa/{account}") for m in members), (
+        f"{watcher.name}: an IAM grant names its KSA {account}: {workload_subject}"
+    )
+
+
 # ---------------------------------------------------------------- private by default
 
 

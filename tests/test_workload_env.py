@@ -150,7 +150,7 @@ def test_the_stack_pv_mounts_the_stacks_lustre_instance_at_its_configured_size()
 
 def test_the_namespace_and_service_account_are_the_ones_the_bucket_grants_access_to():
     plan = stack_plan("h200")
-    (sa,) = plan.by_type("kubernetes:core/v1:ServiceAccount")
+    sa = plan.one("kubernetes:core/v1:ServiceAccount", "workload-service-account")
     meta = sa.inputs["metadata"]
     members = [m.inputs["member"] for m in plan.by_type("gcp:storage/bucketIAMMember:BucketIAMMember")]
     principals = [m for m in members if m.startswith("principal://")]
@@ -183,6 +183,6 @@ def test_the_environment_is_created_after_and_deleted_before_the_node_pools():
     plan = stack_plan("h200")
     pools = [p.urn for p in plan.by_type("gcp:container/nodePool:NodePool")]
     for kind in KINDS:
-        (reg,) = plan.by_type(f"kubernetes:core/v1:{kind}")
+        (reg,) = [r for r in plan.by_type(f"kubernetes:core/v1:{kind}") if r.name.startswith("workload-")]
         missing = [p for p in pools if p not in reg.dependencies]
         assert not missing, f"{reg.name} does not depend on {missing}"
