@@ -42,9 +42,12 @@ artifacts = ArtifactBucket(
 lustre_data = LustreDataGuard("lustre-data", ctx, cfg.lustre, lustre, artifacts, results_dirs())
 
 pulumi.export("clusterName", cluster.name)
+# Where API clients connect (the DNS endpoint's host name by default) and, for the IP endpoint,
+# the CA `python -m workloads` verifies it with. Public by nature: every API client is shown both.
 pulumi.export("clusterEndpoint", cluster.endpoint)
-# Public by nature (every API client is shown it); `python -m workloads` reads it to verify the proxy.
-pulumi.export("clusterCaCertificate", pulumi.Output.unsecret(cluster.ca_certificate))
+pulumi.export("controlPlaneAccess", cluster.control_plane_access)
+if cluster.ca_certificate is not None:
+    pulumi.export("clusterCaCertificate", pulumi.Output.unsecret(cluster.ca_certificate))
 pulumi.export("clusterLocation", cluster.location)
 pulumi.export("kubectlCredentialsCommand", cluster.credentials_command)
 pulumi.export("lustreInstanceId", lustre.instance_id)

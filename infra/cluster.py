@@ -15,9 +15,13 @@ The cluster does not wait for Lustre nor Lustre for the cluster: they share only
 creating them in parallel saves the longer of the two (tens of minutes each).
 
 Security posture:
-- private nodes (no external IPs; outbound through the Cloud NAT of `Networking`), the control
-  plane's public endpoint limited to `cluster.masterAuthorizedNetworks`, or deliberately open with
-  `cluster.allowPublicControlPlane` (config validation refuses an empty list otherwise);
+- private nodes (no external IPs; outbound through the Cloud NAT of `Networking`);
+- the control plane reached through its DNS endpoint only (`cluster.controlPlaneAccess: dns`, the
+  default): Google IAM checks `container.clusters.connect` before a request reaches the API server,
+  and the IP endpoints are off, so there is no address to scan and no allow-list to keep current
+  (CIS GKE benchmark 2.0, 5.6.4, prefers this). With `ip`, the public endpoint is limited to
+  `cluster.masterAuthorizedNetworks`, or deliberately open with `cluster.allowPublicControlPlane`
+  (config validation refuses an empty list otherwise);
 - Shielded GKE nodes with Secure Boot and integrity monitoring on every pool;
 - a dedicated node service account holding only the roles nodes need (`NODE_SERVICE_ACCOUNT_ROLES`)
   instead of the Compute Engine default account (Editor on the project in many projects). No key is
@@ -95,11 +99,41 @@ def maintenance_policy(cfg: ClusterConfig) -> dict[str, Any]:
     return policy
 
 
-def credentials_command(cluster_name: pulumi.Input[str], zone: str, project: str) -> pulumi.Output[str]:
-    """The gcloud command that writes a kubeconfig entry for the cluster."""
+def credentials_command(cluster_name: pulumi.Input[str], zone: str, project: str, *, dns: bool) -> pulumi.Output[str]:
+    """The gcloud command that writes a kubeconfig entry for the cluster (at its DNS endpoint when `dns`)."""
     return pulumi.Output.concat(
-        "gcloud container clusters get-credentials ", cluster_name, " --zone ", zone, " --project ", project
+        "gcloud container clusters get-credentials ",
+        cluster_name,
+        " --zone ",
+        zone,
+        " --project ",
+        project,
+        " --dns-endpoint" if dns else "",
     )
+
+
+def control_plane_settings(cfg: ClusterConfig) -> dict[str, Any]:
+    """Cluster arguments (snake_case) for how clients reach the control plane (`cluster.controlPlaneAccess`).
+
+    Nodes get internal IPs only either way. Without `masterIpv4CidrBlock` GKE (1.29+) connects them to
+    the control plane over Private Service Connect, which does not use the endpoints set here.
+    """
+    if cfg.control_plane_access == "dns":
+        return {
+            "private_cluster_config": {"enable_private_nodes": True},
+            # Only on the real cloud: that turning the IP endpoints off at creation leaves nothing
+            # (add-ons, the Lustre CSI driver, the Ray operator) needing them; GKE documents the DNS
+            # endpoint as serving every Kubernetes API request, service proxy included.
+            "control_plane_endpoints_config": {
+                "dns_endpoint_config": {"allow_external_traffic": True},
+                "ip_endpoints_config": {"enabled": False},
+            },
+        }
+    return {
+        # The public endpoint stays for `pulumi up` and kubectl, restricted by the authorized networks.
+        "private_cluster_config": {"enable_private_nodes": True, "enable_private_endpoint": False},
+        "master_authorized_networks_config": _authorized_networks(cfg),
+    }
 
 
 def provisioning_settings(pool_cfg: GpuPoolConfig) -> dict[str, Any]:
@@ -153,8 +187,12 @@ class GkeCluster(pulumi.ComponentResource):
     cluster: gcp.container.Cluster
     name: pulumi.Output[str]
     endpoint: pulumi.Output[str]
-    ca_certificate: pulumi.Output[str]
-    """Base64 PEM of the cluster CA (`masterAuth.clusterCaCertificate`), as a kubeconfig wants it."""
+    """Where API clients connect: the DNS endpoint's host name (`controlPlaneAccess: dns`) or the IP."""
+    ca_certificate: Optional[pulumi.Output[str]]
+    """Base64 PEM of the CA that signs `endpoint`'s certificate, as a kubeconfig wants it: the cluster CA
+    (`masterAuth.clusterCaCertificate`) for the IP endpoint; None for the DNS endpoint, whose
+    certificate is publicly trusted (clients use the system roots)."""
+    control_plane_access: str
     location: str
     """The zone of the control plane and of every node."""
     project: str
@@ -249,11 +287,7 @@ class GkeCluster(pulumi.ComponentResource):
             # once it leaves the channel.
             min_master_version=cfg.min_master_version,
             maintenance_policy=maintenance_policy(cfg),
-            # Nodes get internal IPs only. Without `masterIpv4CidrBlock` GKE (1.29+) connects them to the
-            # control plane over Private Service Connect; the public endpoint stays for `pulumi up` and
-            # kubectl, restricted by the authorized networks below.
-            private_cluster_config={"enable_private_nodes": True, "enable_private_endpoint": False},
-            master_authorized_networks_config=_authorized_networks(cfg),
+            **control_plane_settings(cfg),
             enable_shielded_nodes=True,
             deletion_protection=cfg.deletion_protection,
             resource_labels=labels,
@@ -370,9 +404,16 @@ class GkeCluster(pulumi.ComponentResource):
         self.node_pools = [self.system_pool, self.gpu_pool]
 
         self.name = self.cluster.name
-        self.endpoint = self.cluster.endpoint
-        self.ca_certificate = self.cluster.master_auth.apply(lambda auth: auth.cluster_ca_certificate)
-        self.credentials_command = credentials_command(self.cluster.name, ctx.zone, ctx.project)
+        self.control_plane_access = cfg.control_plane_access
+        if cfg.control_plane_access == "dns":
+            self.endpoint = self.cluster.control_plane_endpoints_config.apply(_dns_endpoint)
+            self.ca_certificate = None
+        else:
+            self.endpoint = self.cluster.endpoint
+            self.ca_certificate = self.cluster.master_auth.apply(lambda auth: auth.cluster_ca_certificate)
+        self.credentials_command = credentials_command(
+            self.cluster.name, ctx.zone, ctx.project, dns=cfg.control_plane_access == "dns"
+        )
         self.gpu_pool_facts = GpuPoolFacts(
             pool_name=gpu_pool_name,
             node_count=pool_cfg.node_count,
@@ -389,6 +430,7 @@ class GkeCluster(pulumi.ComponentResource):
             {
                 "name": self.name,
                 "endpoint": self.endpoint,
+                "controlPlaneAccess": self.control_plane_access,
                 "location": self.location,
                 "credentialsCommand": self.credentials_command,
                 "systemPool": self.system_pool.name,
@@ -404,6 +446,18 @@ class GkeCluster(pulumi.ComponentResource):
                 },
             }
         )
+
+
+def _dns_endpoint(config: Any) -> str:
+    """The host name of the DNS endpoint (`controlPlaneEndpointsConfig.dnsEndpointConfig.endpoint`)."""
+    dns = getattr(config, "dns_endpoint_config", None) if config is not None else None
+    endpoint = getattr(dns, "endpoint", None) if dns is not None else None
+    if not endpoint:
+        # GKE documents the field as always present; a provider that did not read it back would
+        # otherwise leave the Kubernetes provider with an empty server address.
+        raise ValueError("the cluster reports no controlPlaneEndpointsConfig.dnsEndpointConfig.endpoint; "
+                         "set cluster.controlPlaneAccess: ip to use the IP endpoint")
+    return endpoint
 
 
 def _ip_allocation_policy(networking: Networking) -> dict[str, Any]:

@@ -177,15 +177,24 @@ class ClusterConfig(_Model):
     maintenance_start_time: str = Field(
         "03:00", pattern=r"^([01]\d|2[0-3]):[0-5]\d$", description="Daily maintenance window start (UTC, HH:MM)."
     )
+    control_plane_access: Literal["dns", "ip"] = Field(
+        "dns",
+        description="How `pulumi up`, kubectl and `python -m workloads` reach the API server. `dns`: only the "
+        "cluster's DNS endpoint (`gke-<id>.<region>.gke.goog`), where Google IAM (`container.clusters.connect`) "
+        "checks every request before Kubernetes RBAC; the IP endpoints are turned off, so there is no address to "
+        "allow-list. `ip`: the public IP endpoint, limited to `masterAuthorizedNetworks` (or opened with "
+        "`allowPublicControlPlane`).",
+    )
     master_authorized_networks: tuple[AuthorizedNetwork, ...] = Field(
         (),
-        description="CIDRs allowed to reach the control plane's public endpoint; must include where `pulumi up` "
-        "and kubectl run. Empty is refused unless `allowPublicControlPlane` is true.",
+        description="With `controlPlaneAccess: ip`: the CIDRs allowed to reach the control plane's public endpoint; "
+        "must include where `pulumi up` and kubectl run. Empty is refused unless `allowPublicControlPlane` is true. "
+        "Must stay empty with `controlPlaneAccess: dns`.",
     )
     allow_public_control_plane: bool = Field(
         False,
-        description="Open the control plane to any address (Google credentials and RBAC still required) when "
-        "`masterAuthorizedNetworks` is empty. Only allowed with an empty `masterAuthorizedNetworks`.",
+        description="With `controlPlaneAccess: ip`: open the control plane to any address (Google credentials and "
+        "RBAC still required) when `masterAuthorizedNetworks` is empty.",
     )
     system_pool: SystemPoolConfig = Field(default_factory=SystemPoolConfig, description="CPU system pool.")
 
@@ -193,6 +202,22 @@ class ClusterConfig(_Model):
     def _control_plane_access(self) -> "ClusterConfig":
         # An empty list without the opt-in is refused by StackConfig, so that it is also refused when
         # the whole `cluster` section is missing.
+        if self.control_plane_access == "dns":
+            # Both settings govern the IP endpoint, which DNS access turns off: refuse rather than
+            # let a user believe an allow-list protects the cluster.
+            if self.master_authorized_networks:
+                raise KeyedValueError(
+                    "masterAuthorizedNetworks",
+                    "limits the IP endpoint, which cluster.controlPlaneAccess: dns turns off (IAM guards the DNS "
+                    "endpoint); allowed: [] with dns, or cluster.controlPlaneAccess: ip",
+                )
+            if self.allow_public_control_plane:
+                raise KeyedValueError(
+                    "allowPublicControlPlane",
+                    "true opens the IP endpoint, which cluster.controlPlaneAccess: dns turns off; allowed: false "
+                    "with dns, or cluster.controlPlaneAccess: ip",
+                )
+            return self
         if self.master_authorized_networks and self.allow_public_control_plane:
             raise KeyedValueError(
                 "allowPublicControlPlane",
@@ -538,7 +563,11 @@ class StackConfig(_Model):
                 f"{version} predates {LUSTRE_PORT_988_MIN_GKE}, from which the Lustre CSI driver uses port 988; "
                 f"allowed: {LUSTRE_PORT_988_MIN_GKE} or later, or lustre.legacyPort: true",
             )
-        if not self.cluster.master_authorized_networks and not self.cluster.allow_public_control_plane:
+        if (
+            self.cluster.control_plane_access == "ip"
+            and not self.cluster.master_authorized_networks
+            and not self.cluster.allow_public_control_plane
+        ):
             raise KeyedValueError(
                 "cluster.masterAuthorizedNetworks",
                 "is empty, which would open the control plane to every address; allowed: the CIDRs `pulumi up` and "

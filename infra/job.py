@@ -4,10 +4,10 @@
 talks to the Ray dashboard through the GKE API server's service proxy. Replacing the spec stops
 the old job and submits the new one; `pulumi destroy` stops the job before the Ray cluster goes.
 
-The lead wires it from `__main__.py`:
+`__main__.py` wires it:
 
     job = build_training_job(settings.stack, cfg, endpoint=cluster.endpoint,
-                             ca_certificate=cluster.master_auth.cluster_ca_certificate,
+                             ca_certificate=cluster.ca_certificate,
                              head_service=ray.head_service, ray_cluster_name=ray.cluster_name,
                              wandb_key_set=...,
                              opts=pulumi.ResourceOptions(depends_on=[ray_release]))
@@ -68,7 +68,7 @@ class TrainingJob(pulumi.ComponentResource):
         spec: JobSpec,
         *,
         endpoint: pulumi.Input[str],
-        ca_certificate: pulumi.Input[str],
+        ca_certificate: Optional[pulumi.Input[str]],
         namespace: str,
         head_service: pulumi.Input[str],
         ray_cluster_name: pulumi.Input[str],
@@ -82,7 +82,8 @@ class TrainingJob(pulumi.ComponentResource):
         props = {
             **spec.to_dict(),
             "gke_endpoint": pulumi.Output.unsecret(pulumi.Output.from_input(endpoint)),
-            "ca_cert_b64": pulumi.Output.unsecret(pulumi.Output.from_input(ca_certificate)),
+            # Empty for the DNS endpoint: its certificate is publicly trusted (system roots).
+            "ca_cert_b64": pulumi.Output.unsecret(pulumi.Output.from_input(ca_certificate or "")),
             "namespace": namespace,
             "head_service": head_service,
             # The provider waits for this RayCluster to be provisioned before submitting.
@@ -115,7 +116,7 @@ def build_training_job(
     cfg: "StackConfig",
     *,
     endpoint: pulumi.Input[str],
-    ca_certificate: pulumi.Input[str],
+    ca_certificate: Optional[pulumi.Input[str]],
     head_service: pulumi.Input[str],
     ray_cluster_name: pulumi.Input[str],
     wandb_key_set: bool,
@@ -128,7 +129,8 @@ def build_training_job(
         stack: the stack name (`pulumi.get_stack()`).
         cfg: the validated stack config.
         endpoint: the GKE cluster endpoint (`Cluster.endpoint`).
-        ca_certificate: base64 cluster CA (`Cluster.master_auth.cluster_ca_certificate`).
+        ca_certificate: base64 CA of the endpoint's certificate (`GkeCluster.ca_certificate`); None for
+            the DNS endpoint, whose certificate the system roots verify.
         head_service: the KubeRay head service name (`<raycluster>-head-svc`).
         ray_cluster_name: the RayCluster's name (`RayCluster.cluster_name`, the release's
             fullnameOverride); the job is submitted only once it is provisioned.

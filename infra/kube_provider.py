@@ -4,7 +4,10 @@ Why a kubeconfig with an exec plugin and no token: a token taken at deploy time 
 `gcp.organizations.get_client_config`) expires after about an hour, and a long `pulumi up` (node
 pools, image pulls) or any later `pulumi destroy` would then fail half way. `gke-gcloud-auth-plugin`
 mints a fresh token from the caller's gcloud credentials on every connection (FACTS.md "Pulumi on
-GKE"). Nothing secret is in the kubeconfig: it holds only the public endpoint and CA.
+GKE"). Nothing secret is in the kubeconfig: it holds only the endpoint and, for the IP endpoint,
+the cluster CA. The DNS endpoint (`cluster.controlPlaneAccess: dns`) serves a publicly trusted
+certificate, so its kubeconfig carries no CA and clients verify against the system roots, as the
+kubeconfig `gcloud container clusters get-credentials --dns-endpoint` writes does.
 
 """
 
@@ -39,17 +42,18 @@ def context_name(project: str, location: str, cluster_name: str) -> str:
     return f"gke_{project}_{location}_{cluster_name}"
 
 
-def build_kubeconfig(context: str, endpoint: str, ca_certificate: str) -> str:
+def build_kubeconfig(context: str, endpoint: str, ca_certificate: Optional[str]) -> str:
     """A one-cluster kubeconfig (JSON, which the provider accepts as well as YAML).
 
     `provideClusterInfo` hands the plugin the cluster's endpoint and CA, which it uses to pick the
     right credentials; `installHint` is what kubectl/Pulumi print when the plugin is missing.
     """
     server = endpoint if endpoint.startswith("https://") else f"https://{endpoint}"
+    cluster = {"server": server, **({"certificate-authority-data": ca_certificate} if ca_certificate else {})}
     doc = {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": context, "cluster": {"server": server, "certificate-authority-data": ca_certificate}}],
+        "clusters": [{"name": context, "cluster": cluster}],
         "contexts": [{"name": context, "context": {"cluster": context, "user": context}}],
         "current-context": context,
         "preferences": {},
@@ -99,18 +103,19 @@ class KubernetesAccess(pulumi.ComponentResource):
         ctx: StackContext,
         cluster_name: pulumi.Input[str],
         endpoint: pulumi.Input[str],
-        ca_certificate: pulumi.Input[str],
+        ca_certificate: Optional[pulumi.Input[str]],
         opts: Optional[pulumi.ResourceOptions] = None,
         *,
         location: Optional[str] = None,
     ) -> None:
-        """`location` defaults to the stack's zone (the cluster is zonal, see infra/cluster.py)."""
+        """`location` defaults to the stack's zone (the cluster is zonal, see infra/cluster.py);
+        `ca_certificate` is None for an endpoint with a publicly trusted certificate (the DNS endpoint)."""
         super().__init__("nemo-rl-gke:infra:KubernetesAccess", name, None, opts)
         where = location or ctx.zone
         context = pulumi.Output.from_input(cluster_name).apply(lambda n: context_name(ctx.project, where, n))
         self.cluster_identifier = context
-        self.kubeconfig = pulumi.Output.all(context, endpoint, ca_certificate).apply(
-            lambda args: build_kubeconfig(args[0], args[1], args[2])
+        self.kubeconfig = pulumi.Output.all(context, endpoint, ca_certificate or "").apply(
+            lambda args: build_kubeconfig(args[0], args[1], args[2] or None)
         )
         # The endpoint and CA are outputs of the cluster, so the provider already waits for it; the
         # caller's depends_on (if any) is kept on the component and copied here.

@@ -26,6 +26,8 @@ SECRET_PLACEHOLDER = "[secret]"
 FAKE_PROJECT_NUMBER = "123456789012"
 # Documentation ranges (RFC 5737) so nobody mistakes a planned address for a real one.
 FAKE_ENDPOINT = "203.0.113.10"
+# The DNS endpoint's form, gke-<id>.<region>.gke.goog (GKE ControlPlaneEndpointsConfig.DNSEndpointConfig).
+FAKE_DNS_ENDPOINT_ID = "gke-0123456789abcdef0123456789abcdef-123456789012"
 FAKE_LUSTRE_IP = "10.16.0.2"
 FAKE_CA = base64.b64encode(b"-----BEGIN CERTIFICATE-----\noffline-plan\n-----END CERTIFICATE-----\n").decode()
 
@@ -174,6 +176,13 @@ def _gcp_outputs(typ: str, name: str, inputs: dict[str, Any], project: str) -> d
             "selfLink": f"https://container.googleapis.com/v1/projects/{proj}/locations/{inputs.get('location')}/clusters/{cname}",
             "masterVersion": inputs.get("minMasterVersion", "1.34.1-gke.1000000"),
         }
+        endpoints = inputs.get("controlPlaneEndpointsConfig")
+        if isinstance(endpoints, dict) and isinstance(endpoints.get("dnsEndpointConfig"), dict):
+            region = str(inputs.get("location", "")).rsplit("-", 1)[0]
+            out["controlPlaneEndpointsConfig"] = {
+                **endpoints,
+                "dnsEndpointConfig": {**endpoints["dnsEndpointConfig"], "endpoint": f"{FAKE_DNS_ENDPOINT_ID}.{region}.gke.goog"},
+            }
     elif typ == "gcp:container/nodePool:NodePool":
         out = {"name": cname}
     elif typ == "gcp:lustre/instance:Instance":

@@ -6,6 +6,7 @@ import pytest
 
 from conftest import STACKS, merged, run_plan, stack_plan
 from infra.cluster import kubernetes_taint
+from infra.mocks import FAKE_CA
 
 CLUSTER = "gcp:container/cluster:Cluster"
 POOL = "gcp:container/nodePool:NodePool"
@@ -108,7 +109,7 @@ def test_ray_operator_lustre_csi_and_gcs_fuse_addons_are_enabled(stack):
 
 
 def test_configured_authorized_networks_restrict_the_control_plane():
-    cluster_cfg = merged("dev", "cluster", {"allowPublicControlPlane": False, "masterAuthorizedNetworks": [
+    cluster_cfg = merged("dev", "cluster", {"controlPlaneAccess": "ip", "masterAuthorizedNetworks": [
         {"cidrBlock": "203.0.113.0/24", "displayName": "office"}, {"cidrBlock": "198.51.100.7/32"}]})
     cluster = run_plan("dev", cluster=cluster_cfg).one(CLUSTER)
     assert cluster.inputs["masterAuthorizedNetworksConfig"] == {"cidrBlocks": [
@@ -264,13 +265,25 @@ def test_exports_tell_the_user_how_to_reach_the_cluster(stack):
     outputs = stack_plan(stack).outputs
     zone = EXPECTED[stack]["zone"]
     assert outputs["clusterName"] == f"{stack}-gke"
-    assert outputs["clusterEndpoint"] == "203.0.113.10"
+    region = zone.rsplit("-", 1)[0]
+    # The DNS endpoint's host name, read back from the cluster; its certificate needs no cluster CA.
+    assert outputs["clusterEndpoint"] == f"gke-0123456789abcdef0123456789abcdef-123456789012.{region}.gke.goog"
+    assert "clusterCaCertificate" not in outputs, stack
     assert outputs["kubectlCredentialsCommand"] == (
-        f"gcloud container clusters get-credentials {stack}-gke --zone {zone} --project my-gcp-project"
+        f"gcloud container clusters get-credentials {stack}-gke --zone {zone} --project my-gcp-project --dns-endpoint"
     )
     assert outputs["networkName"] == f"{stack}-vpc"
     assert outputs["gvnicNetworkName"] == f"{stack}-gvnic-vpc"
     assert outputs["rdmaNetworkName"] == f"{stack}-rdma-vpc"
+
+
+def test_with_ip_access_the_exports_are_the_ip_endpoint_and_the_cluster_ca():
+    plan = run_plan("h200", cluster=merged("h200", "cluster", {"controlPlaneAccess": "ip", "allowPublicControlPlane": True}))
+    outputs = plan.outputs
+    assert outputs["controlPlaneAccess"] == "ip"
+    assert outputs["clusterEndpoint"] == "203.0.113.10"
+    assert outputs["clusterCaCertificate"] == FAKE_CA
+    assert not outputs["kubectlCredentialsCommand"].endswith("--dns-endpoint"), outputs["kubectlCredentialsCommand"]
 
 
 @pytest.mark.parametrize("stack", STACKS)

@@ -13,7 +13,7 @@ from conftest import ROOT, run_plan
 from infra.config import ConfigError, StackConfig, parse
 
 # A stack must open the control plane on purpose or name the CIDRs that may reach it.
-BASE = {"project": "my-gcp-project", "cluster": {"allowPublicControlPlane": True}}
+BASE = {"project": "my-gcp-project"}
 
 
 def rejection(**raw) -> str:
@@ -199,14 +199,14 @@ def test_bad_config_makes_the_plan_exit_2_with_the_key_and_no_traceback(tmp_path
 
 
 def test_a_pinned_version_below_the_flavour_minimum_is_rejected():
-    assert rejection(cluster={"minMasterVersion": "1.31", "allowPublicControlPlane": True}) == (
+    assert rejection(cluster={"minMasterVersion": "1.31"}) == (
         "nemo-rl-gke:cluster.minMasterVersion: 1.31 is below 1.32.2-gke.1475000, the minimum GKE version for "
         "flavour b200; allowed: 1.32.2-gke.1475000 or later"
     )
 
 
 def test_a_pinned_version_before_lustre_port_988_needs_the_legacy_port():
-    msg = rejection(cluster={"minMasterVersion": "1.33.1", "allowPublicControlPlane": True})
+    msg = rejection(cluster={"minMasterVersion": "1.33.1"})
     assert msg.startswith("nemo-rl-gke:cluster.minMasterVersion: 1.33.1 predates 1.33.2-gke.4780000"), msg
     assert msg.endswith("or lustre.legacyPort: true")
-    assert parse({**BASE, "cluster": {"minMasterVersion": "1.33.1", "allowPublicControlPlane": True}, "lustre": {"legacyPort": True}}, "dev")
+    assert parse({**BASE, "cluster": {"minMasterVersion": "1.33.1"}, "lustre": {"legacyPort": True}}, "dev")

@@ -128,7 +128,7 @@ def test_an_override_of_a_price_the_table_does_not_have_is_a_config_error():
 
 
 def test_cost_config_defaults_leave_the_estimates_to_the_table():
-    cfg = parse({"project": "my-gcp-project", "cluster": {"allowPublicControlPlane": True}}, "dev")
+    cfg = parse({"project": "my-gcp-project"}, "dev")
     assert cfg.cost.price_overrides == {} and cfg.cost.bucket_gib is None
     assert cfg.cost.checkpoint_write_target_seconds == 300
 

@@ -7,7 +7,7 @@ from infra.config import ConfigError, parse
 from infra.naming import Limit, cloud_name
 from infra.plan import MAX_STACK_FILE_BYTES, PlanError, read_stack_file
 
-BASE = {"project": "my-gcp-project", "cluster": {"allowPublicControlPlane": True}}
+BASE = {"project": "my-gcp-project"}
 
 
 def rejection(**raw) -> str:

@@ -167,4 +167,6 @@ def test_the_stack_submission_waits_for_the_raycluster_the_helm_release_names(st
     assert name and submission.inputs["ray_cluster_name"] == name, submission.name
     assert submission.inputs["namespace"] == release.inputs["namespace"]
     assert submission.inputs["head_service"] == f"{name}-head-svc"
-    assert submission.inputs["gke_endpoint"] and "address" not in submission.inputs
+    # The DNS endpoint, verified with the system roots: no cluster CA travels with the submission.
+    assert submission.inputs["gke_endpoint"] == plan.outputs["clusterEndpoint"] and "address" not in submission.inputs
+    assert submission.inputs["ca_cert_b64"] == "", submission.name

@@ -57,6 +57,21 @@ def test_the_kubeconfig_points_at_the_cluster_endpoint_over_https_with_the_clust
     assert context["context"] == {"cluster": cluster["name"], "user": config["users"][0]["name"]}
 
 
+def test_a_dns_endpoint_kubeconfig_carries_no_ca_so_the_system_roots_verify_it():
+    host = "gke-0123456789abcdef-123456789012.us-east1.gke.goog"
+    (cluster,) = kubeconfig_of(access(endpoint=host, ca_certificate=None))["clusters"]
+    assert cluster["cluster"] == {"server": f"https://{host}"}
+
+
+@pytest.mark.parametrize("stack", ["dev", "b200", "h200"])
+def test_the_stack_provider_talks_to_the_cluster_dns_endpoint_without_the_cluster_ca(stack):
+    plan = stack_plan(stack)
+    (provider,) = plan.by_type("pulumi:providers:kubernetes")
+    (cluster,) = json.loads(provider.inputs["kubeconfig"])["clusters"]
+    assert cluster["cluster"] == {"server": f"https://{plan.outputs['clusterEndpoint']}"}, provider.name
+    assert plan.outputs["clusterEndpoint"].endswith(".gke.goog"), provider.name
+
+
 def test_an_endpoint_given_as_a_url_is_not_prefixed_twice():
     config = kubeconfig_of(access(endpoint="https://198.51.100.7"))
     assert config["clusters"][0]["cluster"]["server"] == "https://198.51.100.7"

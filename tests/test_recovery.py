@@ -362,7 +362,7 @@ def test_recovery_can_be_switched_off_and_changes_reach_the_command():
 def test_the_recovery_config_is_validated():
     from infra.config import ConfigError, parse
 
-    base = {"project": "my-gcp-project", "cluster": {"allowPublicControlPlane": True}}
+    base = {"project": "my-gcp-project"}
     cfg = parse(dict(base), "dev").recovery
     assert (cfg.enabled, cfg.check_interval_seconds, cfg.max_restarts) == (True, 60, 10)
     with pytest.raises(ConfigError, match=r"nemo-rl-gke:recovery\.maxBackoffSeconds: 60 is below recovery\.backoffSeconds"):

@@ -135,9 +135,13 @@ def test_the_preemption_watcher_runs_as_a_service_account_no_iam_grant_names(sta
 
 
 @pytest.mark.parametrize("stack", STACKS)
-def test_nodes_have_no_public_ip_and_the_public_endpoint_stays_for_pulumi(stack):
+def test_nodes_have_no_public_ip_and_the_control_plane_has_no_ip_endpoint(stack):
     cluster = stack_plan(stack).one(CLUSTER)
-    assert cluster.inputs["privateClusterConfig"] == {"enablePrivateNodes": True, "enablePrivateEndpoint": False}, cluster.name
+    assert cluster.inputs["privateClusterConfig"] == {"enablePrivateNodes": True}, cluster.name
+    assert cluster.inputs["controlPlaneEndpointsConfig"] == {
+        "dnsEndpointConfig": {"allowExternalTraffic": True},
+        "ipEndpointsConfig": {"enabled": False},
+    }, cluster.name
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -156,28 +160,38 @@ def test_cloud_nat_gives_the_cluster_subnet_a_way_out_in_the_cluster_region(stac
 
 
 @pytest.mark.parametrize("stack", STACKS)
-def test_committed_stacks_open_the_control_plane_only_by_saying_so(stack):
+def test_committed_stacks_reach_the_control_plane_through_the_iam_guarded_dns_endpoint_only(stack):
     plan = stack_plan(stack)
     cluster = plan.one(CLUSTER)
-    assert '"allowPublicControlPlane": true' in plan.config["nemo-rl-gke:cluster"], stack
+    assert "allowPublicControlPlane" not in plan.config["nemo-rl-gke:cluster"], stack
     assert "masterAuthorizedNetworksConfig" not in cluster.inputs, cluster.name
+    assert plan.outputs["controlPlaneAccess"] == "dns", stack
+    assert plan.outputs["clusterEndpoint"].endswith(".gke.goog"), plan.outputs["clusterEndpoint"]
 
 
-def test_configured_cidrs_are_the_only_way_to_the_control_plane():
-    cluster_cfg = merged("b200", "cluster", {"allowPublicControlPlane": False,
-                                             "masterAuthorizedNetworks": [{"cidrBlock": "198.51.100.7/32", "displayName": "ci"}]})
+IP_ACCESS = {"controlPlaneAccess": "ip"}
+
+
+def test_with_ip_access_the_configured_cidrs_are_the_only_way_to_the_control_plane():
+    cluster_cfg = merged("b200", "cluster", {**IP_ACCESS, "masterAuthorizedNetworks": [{"cidrBlock": "198.51.100.7/32", "displayName": "ci"}]})
     cluster = run_plan("b200", cluster=cluster_cfg).one(CLUSTER)
     assert cluster.inputs["masterAuthorizedNetworksConfig"] == {
         "cidrBlocks": [{"cidrBlock": "198.51.100.7/32", "displayName": "ci"}],
         "gcpPublicCidrsAccessEnabled": False,
     }, cluster.name
+    assert cluster.inputs["privateClusterConfig"] == {"enablePrivateNodes": True, "enablePrivateEndpoint": False}, cluster.name
+    assert "controlPlaneEndpointsConfig" not in cluster.inputs, cluster.name
+
+
+def test_with_ip_access_an_open_control_plane_has_no_authorized_networks_block():
+    cluster = run_plan("dev", cluster=merged("dev", "cluster", {**IP_ACCESS, "allowPublicControlPlane": True})).one(CLUSTER)
+    assert "masterAuthorizedNetworksConfig" not in cluster.inputs, cluster.name
 
 
 @pytest.mark.parametrize("stack", STACKS)
-def test_an_empty_authorized_network_list_is_refused_unless_the_stack_opens_the_control_plane(stack):
-    cluster_cfg = merged(stack, "cluster", {"allowPublicControlPlane": False})
+def test_with_ip_access_an_empty_authorized_network_list_is_refused_unless_the_stack_opens_the_control_plane(stack):
     with pytest.raises(ConfigError) as info:
-        run_plan(stack, cluster=cluster_cfg)
+        run_plan(stack, cluster=merged(stack, "cluster", IP_ACCESS))
     message = str(info.value)
     assert message.startswith("nemo-rl-gke:cluster.masterAuthorizedNetworks: is empty"), message
     assert "masterAuthorizedNetworks: [{cidrBlock: <your egress IP>/32}]" in message
@@ -185,11 +199,24 @@ def test_an_empty_authorized_network_list_is_refused_unless_the_stack_opens_the_
     assert "\n" not in message
 
 
-def test_authorized_networks_and_an_open_control_plane_together_are_refused():
-    cluster_cfg = merged("dev", "cluster", {"masterAuthorizedNetworks": [{"cidrBlock": "198.51.100.7/32"}]})
+def test_with_ip_access_authorized_networks_and_an_open_control_plane_together_are_refused():
+    cluster_cfg = merged("dev", "cluster", {**IP_ACCESS, "allowPublicControlPlane": True,
+                                            "masterAuthorizedNetworks": [{"cidrBlock": "198.51.100.7/32"}]})
     with pytest.raises(ConfigError, match=r"^nemo-rl-gke:cluster\.allowPublicControlPlane: true contradicts "
                                           r"the configured cluster\.masterAuthorizedNetworks; allowed: false"):
         run_plan("dev", cluster=cluster_cfg)
+
+
+@pytest.mark.parametrize(("setting", "key"), [
+    ({"masterAuthorizedNetworks": [{"cidrBlock": "198.51.100.7/32"}]}, "masterAuthorizedNetworks"),
+    ({"allowPublicControlPlane": True}, "allowPublicControlPlane"),
+])
+def test_ip_endpoint_settings_are_refused_with_dns_access_rather_than_silently_ignored(setting, key):
+    with pytest.raises(ConfigError) as info:
+        run_plan("dev", cluster=merged("dev", "cluster", setting))
+    message = str(info.value)
+    assert message.startswith(f"nemo-rl-gke:cluster.{key}: "), message
+    assert "cluster.controlPlaneAccess: dns turns off" in message and "cluster.controlPlaneAccess: ip" in message, message
 
 
 @pytest.mark.parametrize("stack", STACKS)

@@ -177,3 +177,20 @@ def test_the_proxy_path_reports_bad_credentials_and_a_wrong_service_clearly(prox
         jobs.connect(gke_endpoint=proxy.base, namespace="ns", service="head", token_provider=lambda: "wrong")
     with pytest.raises(jobs.DashboardUnreachable, match="wrong service or namespace"):
         jobs.connect(gke_endpoint=proxy.base, namespace="ns", service="other", token_provider=lambda: "tok-1")
+
+
+@pytest.mark.parametrize(("endpoint", "needed"), [
+    ("203.0.113.10", True),
+    ("203.0.113.10:443", True),
+    ("2001:db8::1", True),
+    ("gke-0123456789abcdef-123456789012.us-east1.gke.goog", False),
+    ("http://127.0.0.1:8001", False),
+])
+def test_only_an_ip_endpoint_needs_the_cluster_ca(endpoint, needed):
+    assert jobs.needs_cluster_ca(endpoint) is needed, endpoint
+
+
+def test_the_cli_asks_for_the_cluster_ca_of_an_ip_endpoint_in_one_line():
+    code, out, err = run_cli("list", "--endpoint", "203.0.113.10", "--head-service", "nemo-rl-head-svc")
+    assert (code, out) == (2, "")
+    assert err == "error: the cluster CA of the IP endpoint 203.0.113.10 is unknown: pass --ca-file (stack output clusterCaCertificate)\n"

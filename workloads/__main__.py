@@ -14,10 +14,11 @@ on the stack's newest job.
 
 Where the dashboard is, first match wins:
   --address URL          e.g. http://127.0.0.1:8265 behind `kubectl port-forward`;
-  --endpoint HOST        the GKE endpoint, with --ca-file and --head-service, through the API
-                         server's service proxy with your Google credentials;
-  pulumi stack output    when the `pulumi` CLI is installed: clusterEndpoint,
-                         clusterCaCertificate and rayHeadService of the stack.
+  --endpoint HOST        the GKE endpoint and --head-service, through the API server's service
+                         proxy with your Google credentials; an IP endpoint also needs --ca-file
+                         (the DNS endpoint's certificate is publicly trusted);
+  pulumi stack output    when the `pulumi` CLI is installed: clusterEndpoint, rayHeadService
+                         and (IP endpoint only) clusterCaCertificate of the stack.
 
 `submit --dry-run` prints the submission id, entrypoint and runtime env and touches no network.
 
@@ -143,8 +144,8 @@ def connect(args: argparse.Namespace, stack: Optional[Stack]):
         )
     if not head_service:
         raise CliError(f"the Ray head service is unknown: pass --head-service (stack output {OUTPUT_HEAD_SERVICE})")
-    if "://" not in endpoint and not (ca_file or ca_b64):
-        raise CliError(f"the cluster CA is unknown: pass --ca-file (stack output {OUTPUT_CA})")
+    if submit.needs_cluster_ca(endpoint) and not (ca_file or ca_b64):
+        raise CliError(f"the cluster CA of the IP endpoint {endpoint} is unknown: pass --ca-file (stack output {OUTPUT_CA})")
     if ca_file and not Path(ca_file).is_file():
         raise CliError(f"--ca-file {ca_file}: no such file")
     return submit.connect(
@@ -351,7 +352,7 @@ def parser() -> argparse.ArgumentParser:
     common.add_argument("--stack", default=DEFAULT_STACK, help=f"stack name (Pulumi.<stack>.yaml); default {DEFAULT_STACK}")
     common.add_argument("--address", help="Ray dashboard URL, e.g. http://127.0.0.1:8265")
     common.add_argument("--endpoint", help="GKE cluster endpoint, to go through the API server's service proxy")
-    common.add_argument("--ca-file", help="PEM file of the cluster CA (with --endpoint)")
+    common.add_argument("--ca-file", help="PEM file of the cluster CA (with an IP --endpoint)")
     common.add_argument("--head-service", help="Ray head service name (with --endpoint)")
     common.add_argument("--namespace", help="namespace of the Ray cluster; default ray.namespace of the stack")
     p = argparse.ArgumentParser(prog="python -m workloads", description="Submit and watch the stack's NeMo-RL job.")

@@ -26,6 +26,7 @@ import atexit
 import base64
 import binascii
 import contextlib
+import ipaddress
 import os
 import socket
 import tempfile
@@ -132,6 +133,23 @@ def dashboard_proxy_url(endpoint: str, namespace: str, service: str) -> str:
     base = endpoint if "://" in endpoint else f"https://{endpoint}"
     ns, svc = quote(namespace, safe=""), quote(service, safe="")
     return f"{base.rstrip('/')}/api/v1/namespaces/{ns}/services/{svc}:{DASHBOARD_PORT_NAME}/proxy"
+
+
+def needs_cluster_ca(endpoint: str) -> bool:
+    """Whether `endpoint`'s certificate is signed by the cluster's own CA.
+
+    GKE's IP endpoint serves a certificate of the cluster CA (`masterAuth.clusterCaCertificate`);
+    the DNS endpoint (`gke-<id>.<region>.gke.goog`) serves a publicly trusted one, which the system
+    roots verify. A URL with a scheme is taken as given (a local proxy, `http://` in tests).
+    """
+    if "://" in endpoint:
+        return False
+    host = endpoint.rsplit(":", 1)[0] if endpoint.count(":") == 1 else endpoint
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return False
+    return True
 
 
 def google_token_provider(scopes: Collection[str] = (CLOUD_PLATFORM_SCOPE,)) -> TokenProvider:
