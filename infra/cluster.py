@@ -117,10 +117,16 @@ def control_plane_settings(cfg: ClusterConfig) -> dict[str, Any]:
 
     Nodes get internal IPs only either way. Without `masterIpv4CidrBlock` GKE (1.29+) connects them to
     the control plane over Private Service Connect, which does not use the endpoints set here.
+
+    Both endpoint blocks are always spelled out: the provider fills an omitted block from the cloud
+    (optional + computed), so leaving one out on a switch between `dns` and `ip` would change nothing.
     """
     if cfg.control_plane_access == "dns":
         return {
-            "private_cluster_config": {"enable_private_nodes": True},
+            # With the IP endpoints off the provider reads `enablePrivateEndpoint` back as true
+            # (terraform-provider-google's flattening of ipEndpointsConfig); saying so avoids a diff on
+            # every preview. Only on the real cloud: that the read-back matches.
+            "private_cluster_config": {"enable_private_nodes": True, "enable_private_endpoint": True},
             # Only on the real cloud: that turning the IP endpoints off at creation leaves nothing
             # (add-ons, the Lustre CSI driver, the Ray operator) needing them; GKE documents the DNS
             # endpoint as serving every Kubernetes API request, service proxy included.
@@ -130,8 +136,13 @@ def control_plane_settings(cfg: ClusterConfig) -> dict[str, Any]:
             },
         }
     return {
-        # The public endpoint stays for `pulumi up` and kubectl, restricted by the authorized networks.
+        # The public endpoint stays for `pulumi up` and kubectl, restricted by the authorized networks;
+        # the DNS endpoint is closed to user traffic so the allow-list is the only way in.
         "private_cluster_config": {"enable_private_nodes": True, "enable_private_endpoint": False},
+        "control_plane_endpoints_config": {
+            "dns_endpoint_config": {"allow_external_traffic": False},
+            "ip_endpoints_config": {"enabled": True},
+        },
         "master_authorized_networks_config": _authorized_networks(cfg),
     }
 

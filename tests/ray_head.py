@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 RAY = str(Path(sys.executable).with_name("ray"))
-START_TIMEOUT = 60.0
+START_TIMEOUT = 120.0
 _STASH_KEY = pytest.StashKey["LocalRayHead"]()
 
 
@@ -42,6 +42,10 @@ def free_ports(count: int) -> list[int]:
             s.close()
 
 
+class _StartFailed(Exception):
+    """One attempt at starting a head failed (its processes are already stopped)."""
+
+
 @dataclass
 class LocalRayHead:
     address: str
@@ -51,7 +55,18 @@ class LocalRayHead:
     watchdog: subprocess.Popen | None = None
 
     @classmethod
-    def start(cls) -> "LocalRayHead":
+    def start(cls, attempts: int = 3) -> "LocalRayHead":
+        """Start a head; retried with fresh ports, since a port found free can be taken before Ray binds it."""
+        problems = []
+        for _ in range(attempts):
+            try:
+                return cls._start_once()
+            except _StartFailed as err:
+                problems.append(str(err))
+        pytest.fail("a local Ray head did not start:\n" + "\n---\n".join(problems))
+
+    @classmethod
+    def _start_once(cls) -> "LocalRayHead":
         # Short path: Ray puts unix sockets under it and socket paths are limited to ~107 bytes.
         temp_dir = tempfile.mkdtemp(prefix="rt", dir="/tmp")
         gcs, dash, client, agent_http, agent_grpc, metrics, env_agent, node_mgr, obj_mgr = free_ports(9)
@@ -80,10 +95,10 @@ class LocalRayHead:
             output, _ = proc.communicate(timeout=START_TIMEOUT)
         except subprocess.TimeoutExpired:
             head.stop()
-            pytest.fail(f"`ray start` did not return within {START_TIMEOUT:g}s")
+            raise _StartFailed(f"`ray start` did not return within {START_TIMEOUT:g}s") from None
         if proc.returncode != 0:
             head.stop()
-            pytest.fail(f"`ray start` failed ({proc.returncode}):\n{output[-2000:]}")
+            raise _StartFailed(f"`ray start` failed ({proc.returncode}):\n{output[-2000:]}")
         head._start_watchdog()
         head._wait_ready()
         return head
@@ -109,7 +124,7 @@ class LocalRayHead:
             except OSError:
                 time.sleep(0.2)
         self.stop()
-        pytest.fail(f"the Ray dashboard at {self.address} did not come up")
+        raise _StartFailed(f"the Ray dashboard at {self.address} did not come up within {START_TIMEOUT:g}s")
 
     def _pids_using_temp_dir(self) -> list[int]:
         found = []

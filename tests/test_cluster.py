@@ -277,6 +277,19 @@ def test_exports_tell_the_user_how_to_reach_the_cluster(stack):
     assert outputs["rdmaNetworkName"] == f"{stack}-rdma-vpc"
 
 
+def test_a_cluster_that_reports_no_dns_endpoint_fails_with_a_message_naming_the_way_out():
+    from types import SimpleNamespace
+
+    from infra.cluster import _dns_endpoint
+
+    host = "gke-0123456789abcdef-123456789012.us-east1.gke.goog"
+    assert _dns_endpoint(SimpleNamespace(dns_endpoint_config=SimpleNamespace(endpoint=host))) == host
+    for reported in (None, SimpleNamespace(dns_endpoint_config=None), SimpleNamespace(dns_endpoint_config=SimpleNamespace(endpoint=""))):
+        with pytest.raises(ValueError, match=r"reports no controlPlaneEndpointsConfig\.dnsEndpointConfig\.endpoint; "
+                                             r"set cluster\.controlPlaneAccess: ip"):
+            _dns_endpoint(reported)
+
+
 def test_with_ip_access_the_exports_are_the_ip_endpoint_and_the_cluster_ca():
     plan = run_plan("h200", cluster=merged("h200", "cluster", {"controlPlaneAccess": "ip", "allowPublicControlPlane": True}))
     outputs = plan.outputs

@@ -163,7 +163,7 @@ def test_an_auth_failure_ends_the_wait_at_once(api, token):
     with pytest.raises(readiness.RayClusterAuthError, match="HTTP 401") as err:
         readiness.wait_for_raycluster(api.base, NS, NAME, headers={"Authorization": f"Bearer {token}"} if token else None,
                                       timeout_s=3600, poll_s=10, clock=clock, sleep=clock.sleep)
-    assert clock.slept == [] and len(api.seen) == 1 and time.monotonic() - started < 2
+    assert clock.slept == [] and len(api.seen) == 1 and time.monotonic() - started < 30
     assert "rayclusters.ray.io" in str(err.value)
 
 
@@ -229,7 +229,7 @@ def test_create_waits_for_the_raycluster_before_submitting(head, api, fast_hook,
     props = hook_props(head, api)
     started = time.monotonic()
     created = JobSubmissionProvider().create(props)
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 30, "the readiness polls did not use the fast poll interval"
     assert created.id == props["submission_id"] and fast_hook == [props["submission_id"]]
     assert seen_at_submit == [3], "submitted before the RayCluster was provisioned"
     assert created.outs["ray_cluster_name"] == NAME
@@ -238,7 +238,7 @@ def test_create_waits_for_the_raycluster_before_submitting(head, api, fast_hook,
 
 def test_create_does_not_submit_when_the_raycluster_never_gets_ready(head, api, fast_hook):
     api.script = [NOT_FOUND, PROVISIONING]
-    props = hook_props(head, api, ray_cluster_timeout=0.2)
+    props = hook_props(head, api, ray_cluster_timeout=2)
     with pytest.raises(readiness.RayClusterNotReady, match=f"{NS}/{NAME}.*RayClusterPodsProvisioning"):
         JobSubmissionProvider().create(props)
     assert fast_hook == [] and jobs.list_jobs(jobs.connect(head.address), props["metadata"][META_STACK]) == []

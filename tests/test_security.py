@@ -124,11 +124,17 @@ def test_the_preemption_watcher_runs_as_a_service_account_no_iam_grant_names(sta
     namespace = watcher.inputs["metadata"]["namespace"]
     accounts = {(a.inputs["metadata"]["namespace"], a.inputs["metadata"]["name"]) for a in plan.by_type("kubernetes:core/v1:ServiceAccount")}
     assert (namespace, account) in accounts, f"{watcher.name} runs as {account}, which the stack does not create"
-    members = [str(r.inputs.get("member", "")) for r in plan.resources if r.type in (BUCKET_IAM, PROJECT_IAM)]
-    workload_subject = [m for m in members if m.startswith("principal://")]
-    assert workload_subject and not any(m.endswith(f"/ns/{namespace}/sa/{account}") for m in members), (
-        f"{watcher.name}: an IAM grant names its KSA {account}: {workload_subject}"
-    )
+    # Every IAM resource of any kind, every member form that can reach a KSA: its own principal, the
+    # legacy `serviceAccount:<pool>[ns/ksa]`, and a namespace-wide principalSet.
+    iam = [r for r in plan.resources if "iam" in r.type.lower()]
+    members = [str(m) for r in iam for m in [r.inputs.get("member"), *(r.inputs.get("members") or [])] if m]
+    workload_subjects = [m for m in members if m.startswith("principal://")]
+    reaching = [
+        m for m in members
+        if m.endswith(f"/ns/{namespace}/sa/{account}") or m.endswith(f".svc.id.goog[{namespace}/{account}]")
+        or (m.startswith("principalSet://") and f"/namespace/{namespace}" in m)
+    ]
+    assert workload_subjects and not reaching, f"{watcher.name}: IAM grants reach its KSA {account}: {reaching}"
 
 
 # ---------------------------------------------------------------- private by default
@@ -137,7 +143,7 @@ def test_the_preemption_watcher_runs_as_a_service_account_no_iam_grant_names(sta
 @pytest.mark.parametrize("stack", STACKS)
 def test_nodes_have_no_public_ip_and_the_control_plane_has_no_ip_endpoint(stack):
     cluster = stack_plan(stack).one(CLUSTER)
-    assert cluster.inputs["privateClusterConfig"] == {"enablePrivateNodes": True}, cluster.name
+    assert cluster.inputs["privateClusterConfig"] == {"enablePrivateNodes": True, "enablePrivateEndpoint": True}, cluster.name
     assert cluster.inputs["controlPlaneEndpointsConfig"] == {
         "dnsEndpointConfig": {"allowExternalTraffic": True},
         "ipEndpointsConfig": {"enabled": False},
@@ -180,7 +186,11 @@ def test_with_ip_access_the_configured_cidrs_are_the_only_way_to_the_control_pla
         "gcpPublicCidrsAccessEnabled": False,
     }, cluster.name
     assert cluster.inputs["privateClusterConfig"] == {"enablePrivateNodes": True, "enablePrivateEndpoint": False}, cluster.name
-    assert "controlPlaneEndpointsConfig" not in cluster.inputs, cluster.name
+    # Spelled out, so a stack switching from dns turns the IP endpoint back on and the DNS one off.
+    assert cluster.inputs["controlPlaneEndpointsConfig"] == {
+        "dnsEndpointConfig": {"allowExternalTraffic": False},
+        "ipEndpointsConfig": {"enabled": True},
+    }, cluster.name
 
 
 def test_with_ip_access_an_open_control_plane_has_no_authorized_networks_block():

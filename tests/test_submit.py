@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import shlex
+import socket
 import subprocess
 import sys
 import uuid
@@ -17,7 +18,6 @@ from ray.job_submission import JobStatus
 
 from conftest import ROOT
 from dashboard_proxy import AuthProxy
-from ray_head import free_ports
 from workloads import __main__ as cli
 from workloads import submit as jobs
 from workloads.job import META_STACK, JobSpec
@@ -45,13 +45,17 @@ def run_cli(*argv: str) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-def test_a_job_runs_then_succeeds_and_resubmitting_it_adds_nothing(client):
-    spec = python_job("t-ok", "import time; print('hello from the job', flush=True); time.sleep(1)")
+def test_a_job_runs_then_succeeds_and_resubmitting_it_adds_nothing(client, tmp_path):
+    # The job runs until the test has seen it RUNNING (a fixed sleep could end before a slow poll).
+    go = tmp_path / "go"
+    spec = python_job("t-ok", "import os, time; print('hello from the job', flush=True)\n"
+                              f"while not os.path.exists({str(go)!r}): time.sleep(0.05)")
     first = jobs.submit(client, spec)
     assert first.created and first.submission_id == spec.submission_id and first.stopped == ()
     seen: list[JobStatus] = []
     assert jobs.wait(client, spec.submission_id, until={JobStatus.RUNNING}, timeout=60,
                      on_status=lambda s, _t: seen.append(s), poll_interval=0.2) == JobStatus.RUNNING
+    go.touch()
     assert jobs.wait(client, spec.submission_id, timeout=60, on_status=lambda s, _t: seen.append(s),
                      poll_interval=0.3) == JobStatus.SUCCEEDED
     assert JobStatus.RUNNING in seen and seen[-1] == JobStatus.SUCCEEDED
@@ -100,12 +104,14 @@ def test_an_unknown_job_id_raises_unknown_job(client, head):
 
 
 def test_an_unreachable_address_raises_dashboard_unreachable_and_the_cli_says_so_in_one_line():
-    (port,) = free_ports(1)
-    address = f"http://127.0.0.1:{port}"
-    with pytest.raises(jobs.DashboardUnreachable, match=f"unreachable at {address}.*check that the cluster is up"):
-        jobs.connect(address)
-    proc = subprocess.run([sys.executable, "-m", "workloads", "list", "--address", address],
-                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    # A bound socket that never listens: connections are refused and nothing else can take the port.
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        address = f"http://127.0.0.1:{closed.getsockname()[1]}"
+        with pytest.raises(jobs.DashboardUnreachable, match=f"unreachable at {address}.*check that the cluster is up"):
+            jobs.connect(address)
+        proc = subprocess.run([sys.executable, "-m", "workloads", "list", "--address", address],
+                              cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 3 and proc.stdout == ""
     assert proc.stderr.count("\n") == 1 and proc.stderr.startswith(f"error: Ray dashboard unreachable at {address}")
 
@@ -183,7 +189,11 @@ def test_the_proxy_path_reports_bad_credentials_and_a_wrong_service_clearly(prox
     ("203.0.113.10", True),
     ("203.0.113.10:443", True),
     ("2001:db8::1", True),
+    ("[2001:db8::1]:443", True),
+    ("https://203.0.113.10", True),
     ("gke-0123456789abcdef-123456789012.us-east1.gke.goog", False),
+    ("gke-0123456789abcdef-123456789012.us-east1.gke.goog:443", False),
+    ("https://gke-0123456789abcdef-123456789012.us-east1.gke.goog", False),
     ("http://127.0.0.1:8001", False),
 ])
 def test_only_an_ip_endpoint_needs_the_cluster_ca(endpoint, needed):

@@ -140,7 +140,8 @@ def connect(args: argparse.Namespace, stack: Optional[Stack]):
     if not endpoint:
         raise CliError(
             "no dashboard address: pass --address http://127.0.0.1:8265 (with `kubectl port-forward`), "
-            "or --endpoint/--ca-file/--head-service, or install the pulumi CLI so the stack outputs can be read"
+            "or --endpoint/--head-service (and --ca-file for an IP endpoint), or install the pulumi CLI so the stack "
+            "outputs can be read"
         )
     if not head_service:
         raise CliError(f"the Ray head service is unknown: pass --head-service (stack output {OUTPUT_HEAD_SERVICE})")

@@ -216,9 +216,10 @@ def wait_for_raycluster_on_gke(
     **kwargs: Any,
 ) -> dict[str, Any]:
     """`wait_for_raycluster` against a GKE API server, authenticated like `workloads.submit.connect`:
-    a Google bearer token (default Application Default Credentials, refreshed on every poll) and
-    the cluster CA (GKE's base64 `clusterCaCertificate`, or a PEM file). `gke_endpoint` is an IP or
-    host; a value with a scheme is used as is (tests use a plain-http fake)."""
+    a Google bearer token (default Application Default Credentials, refreshed on every poll) and,
+    for an IP endpoint, the cluster CA (GKE's base64 `clusterCaCertificate`, or a PEM file); without
+    a CA the system roots verify the DNS endpoint's certificate. `gke_endpoint` is an IP or host; a
+    value with a scheme is used as is (tests use a plain-http fake)."""
     from workloads import submit  # the shared token provider and CA-file handling
 
     verify: Union[bool, str] = True

@@ -140,13 +140,22 @@ def needs_cluster_ca(endpoint: str) -> bool:
 
     GKE's IP endpoint serves a certificate of the cluster CA (`masterAuth.clusterCaCertificate`);
     the DNS endpoint (`gke-<id>.<region>.gke.goog`) serves a publicly trusted one, which the system
-    roots verify. A URL with a scheme is taken as given (a local proxy, `http://` in tests).
+    roots verify. `endpoint` is a host, `host:port`, `[v6]:port` or a URL; a plain-http URL (a local
+    proxy, as in tests) needs none.
     """
     if "://" in endpoint:
-        return False
-    host = endpoint.rsplit(":", 1)[0] if endpoint.count(":") == 1 else endpoint
+        parts = urlsplit(endpoint)
+        if parts.scheme != "https":
+            return False
+        host = parts.hostname or ""
+    elif endpoint.startswith("["):
+        host = endpoint[1:].split("]", 1)[0]
+    elif endpoint.count(":") == 1:
+        host = endpoint.split(":", 1)[0]
+    else:
+        host = endpoint
     try:
-        ipaddress.ip_address(host.strip("[]"))
+        ipaddress.ip_address(host)
     except ValueError:
         return False
     return True
@@ -226,9 +235,10 @@ def connect(
 ) -> JobSubmissionClient:
     """A connected `JobSubmissionClient` (it checks the dashboard's version on creation).
 
-    Either `address` (e.g. ``http://127.0.0.1:8265``), or `gke_endpoint` + `service` (+ the CA as
-    `ca_cert_b64` or `ca_file`) to go through the API server's service proxy with a Google
-    bearer token (`token_provider`, default Application Default Credentials).
+    Either `address` (e.g. ``http://127.0.0.1:8265``), or `gke_endpoint` + `service` to go through
+    the API server's service proxy with a Google bearer token (`token_provider`, default Application
+    Default Credentials). An IP endpoint also needs the cluster CA (`ca_cert_b64` or `ca_file`); the
+    DNS endpoint's certificate is verified with the system roots (`needs_cluster_ca`).
 
     Raises:
         DashboardUnreachable: nothing answers, or the proxy has no such service.
