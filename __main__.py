@@ -91,7 +91,9 @@ ray_cluster = RayCluster(
     networks=gke_networks,
     gpu_pool=gpu_pool,
     system_pool_name=cluster.system_pool.name,
-    opts=pulumi.ResourceOptions(provider=kube.provider, depends_on=[*cluster.node_pools, nccl]),
+    # After the data guard: an import (lustre.importFrom) lands before a job can start at step 0 and
+    # overwrite it, and on destroy the export runs only once the Ray pods stopped writing.
+    opts=pulumi.ResourceOptions(provider=kube.provider, depends_on=[*cluster.node_pools, nccl, lustre_data]),
 )
 
 pulumi.export("rayClusterName", ray_cluster.cluster_name)

@@ -584,7 +584,10 @@ class StackConfig(_Model):
         return self
 
     def _check_job_fits(self, flavour: Flavour) -> None:
-        par = self.job.parallelism
+        try:
+            par = self.job.parallelism
+        except ValueError as err:  # the recipe's layout refuses the overridden values
+            raise KeyedValueError("job.overrides", str(err)) from None
         nodes, gpus = self.gpu_pool.node_count, flavour.gpus_per_node
         recipe = self.job.recipe
         if par.train_tensor_parallel > gpus:
@@ -724,4 +727,17 @@ def load() -> Settings:
     config = parse(raw, stack)
     cfg = pulumi.Config(PROJECT)
     secrets = StackSecrets(hf_token=cfg.get_secret("hfToken"), wandb_api_key=cfg.get_secret("wandbApiKey"))
+    check_job(stack, config, wandb_key_set=secrets.wandb_api_key is not None)
     return Settings(stack=stack, config=config, secrets=secrets)
+
+
+def check_job(stack: str, config: StackConfig, *, wandb_key_set: bool) -> None:
+    """Build the stack's job once, so what only the job builder sees (GPUs that do not divide by the
+    parallel sizes, an override of a key the stack derives, W&B without a project) is a config error
+    before any resource exists, not a failure half way through `pulumi up`."""
+    from workloads.job import JobBuildError, spec_for_stack
+
+    try:
+        spec_for_stack(stack, config, wandb_key_set=wandb_key_set)
+    except JobBuildError as err:
+        raise ConfigError(f"{PROJECT}:{err.key}: {err}") from None

@@ -34,6 +34,7 @@ gIB settings.
 from __future__ import annotations
 
 import math
+import posixpath
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -47,7 +48,8 @@ from infra.facts import GpuPoolFacts
 from infra.kube_provider import MANAGED_LABELS
 from infra.options import child_options
 from infra.nccl import toleration_for
-from workloads.job import hf_home
+from infra.workload_env import SECRET_MOUNT_PATH
+from workloads.job import hf_home, results_dirs
 from workloads.recipes import NemoRLImage
 
 CHART = "ray-cluster"
@@ -213,6 +215,7 @@ def ray_values(
     image: NemoRLImage,
     service_account: str,
     secret_name: str,
+    secret_env: Mapping[str, str],
     pvc_name: str,
     mount_path: str,
     head_cpu: int,
@@ -227,11 +230,13 @@ def ray_values(
     size = worker_size(gpu_pool)
     lustre_volume = {"name": "lustre", "persistentVolumeClaim": {"claimName": pvc_name}}
     lustre_mount = {"name": "lustre", "mountPath": mount_path}
-    # The same Hugging Face cache on Lustre as the job's runtime env (workloads.job.build_job).
-    common_env = {"HF_HOME": hf_home(mount_path)}
-    # Secrets reach the pods only by reference: the release values (kept in the state and in a Helm
-    # release Secret) never hold a token.
-    env_from = [{"secretRef": {"name": secret_name}}]
+    # The same Hugging Face cache on Lustre as the job's runtime env (workloads.job.build_job), and
+    # where the secret files are (infra/workload_env.py: files, so no token is in the environment
+    # NeMo-RL copies into the Ray runtime env). The release values (kept in the state and in a Helm
+    # release Secret) hold only the Secret's name and these paths.
+    common_env = {"HF_HOME": hf_home(mount_path), **secret_env}
+    secrets_volume = {"name": "secrets", "secret": {"secretName": secret_name, "defaultMode": 0o400}}
+    secrets_mount = {"name": "secrets", "mountPath": SECRET_MOUNT_PATH, "readOnly": True}
     return {
         "fullnameOverride": cluster_name,
         "image": {"repository": image.repository, "tag": image.tag, "pullPolicy": "IfNotPresent"},
@@ -247,7 +252,6 @@ def ray_values(
                 "num-cpus": "0",
             },
             "containerEnv": _env(common_env),
-            "envFrom": env_from,
             "resources": _resources(head_cpu, head_memory_gib),
             # The head never takes a GPU node: it lives on the CPU system pool.
             "nodeSelector": {NODE_POOL_LABEL: system_pool_name},
@@ -255,8 +259,20 @@ def ray_values(
             "affinity": {},
             "annotations": {},
             "labels": pod_labels("ray-head"),
-            "volumes": [lustre_volume],
-            "volumeMounts": [lustre_mount],
+            "initContainers": [
+                {
+                    # The directories `pulumi destroy` exports (infra/lustre_guard.py) exist from the
+                    # first deploy on, so destroying a stack that never ran a job needs no workaround.
+                    "name": "make-results-dirs",
+                    "image": image.ref,
+                    "imagePullPolicy": "IfNotPresent",
+                    "command": ["mkdir", "-p", *(posixpath.join(mount_path, d) for d in results_dirs())],
+                    "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
+                    "volumeMounts": [lustre_mount],
+                }
+            ],
+            "volumes": [lustre_volume, secrets_volume],
+            "volumeMounts": [lustre_mount, secrets_mount],
         },
         "worker": {
             "groupName": worker_group,
@@ -282,7 +298,6 @@ def ray_values(
                 }
             ],
             "containerEnv": _env({**worker_nccl_env(gpu_pool), **common_env}),
-            "envFrom": env_from,
             "resources": _resources(size.cpu, size.memory_gib, size.gpus),
             "nodeSelector": dict(gpu_pool.node_selector),
             "tolerations": worker_tolerations(gpu_pool.taints),
@@ -297,6 +312,7 @@ def ray_values(
             "command": worker_start_command(),
             "volumes": [
                 lustre_volume,
+                secrets_volume,
                 {"name": "nvidia", "hostPath": {"path": HOST_NVIDIA_DIR}},
                 {"name": "gib", "hostPath": {"path": HOST_GIB_DIR}},
                 # NCCL and the Ray object store use /dev/shm; a container's default is 64 MiB. Memory-backed
@@ -305,6 +321,7 @@ def ray_values(
             ],
             "volumeMounts": [
                 lustre_mount,
+                secrets_mount,
                 {"name": "nvidia", "mountPath": POD_NVIDIA_DIR},
                 {"name": "gib", "mountPath": POD_GIB_DIR},
                 {"name": "dshm", "mountPath": "/dev/shm"},
@@ -361,7 +378,7 @@ class RayCluster(pulumi.ComponentResource):
         timeout_seconds: int = 3600,
         opts: Optional[pulumi.ResourceOptions] = None,
     ) -> None:
-        """`environment`: a `WorkloadEnvironment` (namespace, service_account, secret_name, pvc_name);
+        """`environment`: a `WorkloadEnvironment` (namespace, service_account, secret_name, secret_env, pvc_name);
         `networks`: a `GkeNetworkObjects` (interfaces_annotation). When they are resources, the release
         waits for them and is deleted before them."""
         check_cluster_name(cluster_name)
@@ -380,6 +397,7 @@ class RayCluster(pulumi.ComponentResource):
                 image=image,
                 service_account=environment.service_account,
                 secret_name=environment.secret_name,
+                secret_env=environment.secret_env,
                 pvc_name=environment.pvc_name,
                 mount_path=ray.mount_path,
                 head_cpu=ray.head_cpu,

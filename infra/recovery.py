@@ -27,7 +27,7 @@ Image: the recipe's NeMo-RL image, not a small Python image with `pip install ra
   GKE metadata server hands it no Google credentials that could reach the bucket.
 
 No secret: the spec carries none (`JobSpec` refuses HF_TOKEN/WANDB_API_KEY in the runtime env; the job
-driver gets them from the Ray head pod's environment), and the pod mounts none.
+reads them from files the Ray pods mount), and the watcher pod mounts none.
 """
 
 from __future__ import annotations

@@ -4,10 +4,16 @@
   granted directly to the KSA's principal (`principal://.../subject/ns/<ns>/sa/<ksa>`, see
   infra/storage.py), so the KSA needs no `iam.gke.io/gcp-service-account` annotation and no Google
   service account exists to impersonate.
-- A Secret with HF_TOKEN / WANDB_API_KEY. The values arrive as Pulumi secret Outputs and are wrapped
-  again with `Output.secret` (the pulumi-kubernetes Secret also marks `data`/`stringData` as secret
-  outputs), so the state and the plan hold only ciphertext / "[secret]". Pods read them through
-  `envFrom.secretRef`, never as literal env values.
+- A Secret with the Hugging Face token and the W&B key. The values arrive as Pulumi secret Outputs and
+  are wrapped again with `Output.secret` (the pulumi-kubernetes Secret also marks `data`/`stringData`
+  as secret outputs), so the state and the plan hold only ciphertext / "[secret]".
+  Pods get them as files, not environment variables: NeMo-RL starts Ray with
+  `runtime_env={"env_vars": dict(os.environ)}` (FACTS.md "NeMo-RL"), which would copy a token in the
+  environment into the job's runtime env, where Ray stores it and its dashboard shows it. The
+  environment carries only where the files are, in the variables the libraries already read:
+  `HF_TOKEN_PATH` (huggingface_hub, which vLLM and transformers use) and `NETRC` (the wandb SDK's
+  netrc lookup, for host api.wandb.ai). Only on the real cloud: that NeMo-RL's W&B logger logs in
+  through that netrc as the wandb SDK does.
 - The Managed Lustre instance as a static CSI PersistentVolume plus a PVC bound to it by name.
   Static (storageClassName "") because the instance is created by Pulumi, not by a provisioner;
   `Retain` because deleting the PV must never touch the filesystem (the instance has its own
@@ -29,8 +35,12 @@ from infra.options import child_options
 LUSTRE_CSI_DRIVER = "lustre.csi.storage.gke.io"
 SECRET_NAME = "nemo-rl-secrets"
 PVC_NAME = "lustre"
-SECRET_KEYS = ("HF_TOKEN", "WANDB_API_KEY")
-"""Environment variable names NeMo-RL reads (FACTS.md "NeMo-RL")."""
+SECRET_MOUNT_PATH = "/var/run/secrets/nemo-rl"
+HF_TOKEN_FILE = "hf-token"
+NETRC_FILE = "netrc"
+SECRET_FILE_ENV = {HF_TOKEN_FILE: "HF_TOKEN_PATH", NETRC_FILE: "NETRC"}
+"""Secret key (a file under SECRET_MOUNT_PATH) -> the variable that points its reader at it."""
+WANDB_HOST = "api.wandb.ai"
 
 # A namespace is gone only when everything in it is; a bound keeps `pulumi destroy` from waiting
 # forever on an object someone created by hand (e.g. a stuck RayJob). How long a real namespace
@@ -87,12 +97,32 @@ def secret_string_data(values: dict[str, Optional[pulumi.Input[str]]]) -> dict[s
     return {key: pulumi.Output.secret(value) for key, value in values.items() if value is not None}
 
 
+def wandb_netrc(api_key: pulumi.Input[str]) -> pulumi.Output[str]:
+    """The netrc entry the wandb SDK reads its key from (the form `wandb login` writes); stays secret."""
+
+    def entry(key: str) -> str:
+        key = key.strip()
+        if not key or any(c.isspace() for c in key):
+            # A space or newline would end the netrc token early or add entries of its own.
+            raise ValueError("wandbApiKey must be one word without whitespace")
+        return f"machine {WANDB_HOST}\n  login user\n  password {key}\n"
+
+    return pulumi.Output.secret(pulumi.Output.from_input(api_key).apply(entry))
+
+
+def secret_files_env(keys: "list[str] | tuple[str, ...]") -> dict[str, str]:
+    """The environment that points each library at its file, for the configured secret keys."""
+    return {SECRET_FILE_ENV[k]: f"{SECRET_MOUNT_PATH}/{k}" for k in sorted(keys)}
+
+
 class WorkloadEnvironment(pulumi.ComponentResource):
     """Namespace, service account, secrets and the Lustre volume claim of the Ray cluster."""
 
     namespace: str
     service_account: str
     secret_name: str
+    secret_env: dict[str, str]
+    """Variables naming the secret files (HF_TOKEN_PATH, NETRC) for the secrets configured; no values."""
     pvc_name: str
     pv_name: str
     namespace_resource: k8s.core.v1.Namespace
@@ -134,7 +164,10 @@ class WorkloadEnvironment(pulumi.ComponentResource):
             opts=child_options(self, opts, depends_on=in_namespace),
         )
 
-        string_data = secret_string_data({"HF_TOKEN": hf_token, "WANDB_API_KEY": wandb_api_key})
+        string_data = secret_string_data(
+            {HF_TOKEN_FILE: hf_token, NETRC_FILE: wandb_netrc(wandb_api_key) if wandb_api_key is not None else None}
+        )
+        self.secret_env = secret_files_env(list(string_data))
         secret_args: dict[str, Any] = {"metadata": {"name": SECRET_NAME, "namespace": namespace, "labels": labels}, "type": "Opaque"}
         if string_data:
             secret_args["string_data"] = string_data
@@ -185,7 +218,8 @@ class WorkloadEnvironment(pulumi.ComponentResource):
                 "namespace": self.namespace,
                 "serviceAccount": self.service_account,
                 "secretName": self.secret_name,
-                "secretKeys": sorted(k for k in SECRET_KEYS if k in string_data),
+                "secretKeys": sorted(string_data),
+                "secretEnv": self.secret_env,
                 "pvcName": self.pvc_name,
                 "pvName": self.pv_name,
                 "volumeHandle": lustre.volume_handle,

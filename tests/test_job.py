@@ -290,3 +290,33 @@ def test_the_live_status_line_rewrites_itself_on_a_tty_and_prints_changes_otherw
         line(status, t)
     line.close()
     assert plain.getvalue().splitlines() == ["job-1  PENDING  0:00", "job-1  RUNNING  0:01", "job-1  FAILED  1:06"]
+
+
+# ---------------------------------------------------------------- a job that cannot be built is a config error
+
+
+def _plan_error(stack: str, **job_patch) -> str:
+    from conftest import merged, run_plan
+    from infra.config import ConfigError
+
+    with pytest.raises(ConfigError) as info:
+        run_plan(stack, job=merged(stack, "job", job_patch))
+    return str(info.value)
+
+
+@pytest.mark.parametrize(("stack", "overrides", "key", "says"), [
+    ("h200", ["policy.generation.vllm_cfg.tensor_parallel_size=3"], "job.overrides", "not a multiple of vLLM TP 3"),
+    ("dev", ["policy.dtensor_cfg.tensor_parallel_size=3"], "job.overrides", "not a multiple of TP x PP = 3"),
+    ("h200", ["cluster.num_nodes=4"], "job.overrides", "cluster.num_nodes is derived from the stack"),
+    ("h200", ["++checkpointing.checkpoint_dir=/tmp/x"], "job.overrides", "checkpoint_dir is derived from the stack"),
+])
+def test_an_override_the_job_cannot_run_with_is_refused_in_one_keyed_line_before_any_resource(stack, overrides, key, says):
+    message = _plan_error(stack, overrides=overrides)
+    assert message.startswith(f"nemo-rl-gke:{key}: "), message
+    assert says in message and "\n" not in message, message
+
+
+def test_switching_colocation_off_without_generation_nodes_names_the_overrides_key():
+    message = _plan_error("dev", overrides=["policy.generation.colocated.enabled=false"])
+    assert message.startswith("nemo-rl-gke:job.overrides: generation not colocated"), message
+

@@ -273,6 +273,7 @@ def values_for(flavour: str = "h200", nodes: int = 2, image=IMAGE, **overrides) 
         image=image,
         service_account="ray",
         secret_name="nemo-rl-secrets",
+        secret_env={"HF_TOKEN_PATH": "/var/run/secrets/nemo-rl/hf-token", "NETRC": "/var/run/secrets/nemo-rl/netrc"},
         pvc_name="lustre",
         mount_path="/lustre",
         head_cpu=8,
@@ -390,6 +391,8 @@ def test_workers_get_the_gib_nccl_environment_with_the_flavours_tuner_file(flavo
         "NCCL_TUNER_CONFIG_PATH": FLAVOURS[flavour].nccl_tuner_config,
         "LD_LIBRARY_PATH": "/usr/local/nvidia/lib64:/usr/local/gib/lib64",
         "HF_HOME": "/lustre/hf-cache",
+        "HF_TOKEN_PATH": "/var/run/secrets/nemo-rl/hf-token",
+        "NETRC": "/var/run/secrets/nemo-rl/netrc",
     }
 
 
@@ -413,13 +416,28 @@ def test_head_and_workers_mount_lustre_at_the_configured_path_and_use_the_servic
         assert template["spec"]["serviceAccountName"] == "ray"
 
 
-def test_secrets_reach_the_pods_only_by_reference():
+def test_secrets_reach_the_pods_as_read_only_files_and_the_environment_only_says_where():
+    # NeMo-RL copies os.environ into the Ray runtime env, which Ray stores and shows: no token may be
+    # in the environment, not even through envFrom or secretKeyRef.
     cluster = render_raycluster(values_for())
     for template in (cluster["spec"]["headGroupSpec"]["template"], worker_template(cluster)):
         container = ray_container(template)
-        assert container["envFrom"] == [{"secretRef": {"name": "nemo-rl-secrets"}}]
-        names = {e["name"] for e in container.get("env", [])}
-        assert not names & {"HF_TOKEN", "WANDB_API_KEY"}, "secret keys must not be literal env entries"
+        assert not container.get("envFrom"), "a Secret as envFrom puts the tokens into the Ray runtime env"
+        assert not [e for e in container.get("env", []) if "valueFrom" in e], container.get("env")
+        env = env_of(container)
+        assert not set(env) & {"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "WANDB_API_KEY"}
+        assert (env["HF_TOKEN_PATH"], env["NETRC"]) == ("/var/run/secrets/nemo-rl/hf-token", "/var/run/secrets/nemo-rl/netrc")
+        (volume,) = [v for v in template["spec"]["volumes"] if "secret" in v]
+        assert volume["secret"] == {"secretName": "nemo-rl-secrets", "defaultMode": 0o400}
+        (mount,) = [m for m in container["volumeMounts"] if m["name"] == volume["name"]]
+        assert mount == {"name": volume["name"], "mountPath": "/var/run/secrets/nemo-rl", "readOnly": True}
+
+
+def test_the_head_creates_the_directories_destroy_exports_before_ray_starts():
+    head = render_raycluster(values_for(mount_path="/lustre"))["spec"]["headGroupSpec"]["template"]
+    (init,) = head["spec"]["initContainers"]
+    assert init["command"] == ["mkdir", "-p", "/lustre/checkpoints", "/lustre/logs"], init["command"]
+    assert init["volumeMounts"] == [{"name": "lustre", "mountPath": "/lustre"}] and init["image"] == IMAGE.ref
 
 
 def test_our_pod_labels_never_collide_with_the_charts_own_labels():
@@ -541,9 +559,17 @@ def test_the_release_waits_long_enough_and_is_replaced_cleanly_when_values_chang
     assert int(options["customTimeouts"]["create"].rstrip("m")) * 60 > inputs["timeout"]
 
 
-def test_the_release_values_are_exactly_what_ray_values_builds():
+def test_the_release_values_carry_the_environment_objects_and_only_the_configured_secret_paths():
     rec = component()
-    assert rec.one(RELEASE).inputs["values"] == json.loads(json.dumps(values_for(flavour="h200")))
+    values = rec.one(RELEASE).inputs["values"]
+    for group in ("head", "worker"):
+        env = {e["name"]: e["value"] for e in values[group]["containerEnv"]}
+        # The component's environment has no secret configured: no path to a file that is not there.
+        assert "HF_TOKEN_PATH" not in env and "NETRC" not in env, group
+        assert values[group]["serviceAccountName"] == "ray", group
+        assert {"name": "secrets", "secret": {"secretName": "nemo-rl-secrets", "defaultMode": 0o400}} in values[group]["volumes"]
+        assert {"name": "lustre", "persistentVolumeClaim": {"claimName": "lustre"}} in values[group]["volumes"]
+    assert values["head"]["nodeSelector"] == {"cloud.google.com/gke-nodepool": "t-system"}
 
 
 def test_the_release_waits_for_the_environment_and_the_network_objects():
@@ -622,7 +648,7 @@ def test_the_stack_wires_secret_claim_and_service_account_by_their_object_names(
     (pvc,) = plan.by_type("kubernetes:core/v1:PersistentVolumeClaim")
     sa = plan.one("kubernetes:core/v1:ServiceAccount", "workload-service-account")
     for group in ("head", "worker"):
-        assert values[group]["envFrom"] == [{"secretRef": {"name": secret.inputs["metadata"]["name"]}}]
+        assert {"name": "secrets", "secret": {"secretName": secret.inputs["metadata"]["name"], "defaultMode": 0o400}} in values[group]["volumes"]
         assert {"name": "lustre", "persistentVolumeClaim": {"claimName": pvc.inputs["metadata"]["name"]}} in values[group]["volumes"]
         assert values[group]["serviceAccountName"] == sa.inputs["metadata"]["name"]
     assert release.inputs["namespace"] == pvc.inputs["metadata"]["namespace"] == secret.inputs["metadata"]["namespace"]

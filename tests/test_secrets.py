@@ -109,10 +109,30 @@ def test_the_job_runtime_env_and_entrypoint_hold_no_secret(planted_plan):
     assert "logger.wandb_enabled=true" in inputs["entrypoint"]
 
 
-def test_the_cli_dry_run_prints_no_secret_and_needs_none():
+def test_the_cli_dry_run_prints_no_secret_even_with_the_tokens_in_the_users_environment(monkeypatch):
+    # The CLI never decrypts the stack's secrets; the way a token could still reach its output (and
+    # the runtime env it submits) is the user's own shell exporting it.
     from workloads.__main__ import main
 
+    monkeypatch.setenv("HF_TOKEN", HF)
+    monkeypatch.setenv("WANDB_API_KEY", WANDB)
     out, err = io.StringIO(), io.StringIO()
     assert main(["submit", "--stack", "h200", "--dry-run"], out=out, err=err) == 0
+    assert "runtime env" in out.getvalue().lower() or "runtime_env" in out.getvalue(), out.getvalue()[:500]
     assert not leaks(out.getvalue() + err.getvalue())
     assert "HF_TOKEN" not in out.getvalue()
+
+
+def test_the_ray_pods_environment_holds_no_secret_so_nemo_rl_cannot_copy_one_into_the_runtime_env(planted_plan):
+    # NeMo-RL starts Ray with runtime_env={"env_vars": dict(os.environ)} (FACTS.md): whatever is in
+    # the pod environment ends up stored in Ray and shown by its dashboard.
+    plan, _ = planted_plan
+    (release,) = plan.by_type("kubernetes:helm.sh/v3:Release")
+    for group in ("head", "worker"):
+        values = release.inputs["values"][group]
+        assert not values.get("envFrom"), f"{release.name}: {group} takes a Secret as environment"
+        env = values["containerEnv"]
+        assert not [e for e in env if "valueFrom" in e], f"{release.name}: {group} env reads a Secret"
+        names = {e["name"] for e in env}
+        assert not names & {"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "WANDB_API_KEY"}, (release.name, group)
+        assert {"HF_TOKEN_PATH", "NETRC"} <= names, f"{release.name}: {group} is not told where the token files are"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tempfile
 
 import pulumi
 import pytest
@@ -14,6 +15,7 @@ from k8s_support import CTX, k8s_doc, record, schema_problems
 
 PLANTED_HF = "hf_PLANTED-4d1c9e0b-secret-never-in-plaintext"
 PLANTED_WANDB = "wandb-PLANTED-77f2a3-secret"
+WANDB_NETRC = f"machine api.wandb.ai\n  login user\n  password {PLANTED_WANDB}\n"
 KINDS = ("Namespace", "ServiceAccount", "Secret", "PersistentVolume", "PersistentVolumeClaim")
 
 
@@ -100,13 +102,24 @@ def test_the_secret_holds_both_keys_and_reaches_the_engine_only_as_a_secret():
     assert reg.inputs["stringData"] == "[secret]"
     raw = reg.raw_inputs["stringData"]
     assert raw[SIG_KEY] == SECRET_SIG, f"{reg.name}: stringData is not marked secret"
-    assert raw["value"] == {"HF_TOKEN": PLANTED_HF, "WANDB_API_KEY": PLANTED_WANDB}
+    assert raw["value"] == {"hf-token": PLANTED_HF, "netrc": WANDB_NETRC}
 
 
-def test_only_configured_secrets_become_keys():
+def test_the_wandb_key_becomes_the_netrc_entry_the_wandb_sdk_reads():
+    import netrc
+
+    with tempfile.NamedTemporaryFile("w", suffix="netrc", delete=False) as fh:
+        fh.write(environment().one("kubernetes:core/v1:Secret").raw_inputs["stringData"]["value"]["netrc"])
+    login, _account, password = netrc.netrc(fh.name).authenticators("api.wandb.ai")
+    assert (login, password) == ("user", PLANTED_WANDB)
+
+
+def test_only_configured_secrets_become_files_and_only_their_paths_reach_the_environment():
     rec = environment(wandb=None)
-    assert rec.one("kubernetes:core/v1:Secret").raw_inputs["stringData"]["value"] == {"HF_TOKEN": PLANTED_HF}
-    assert rec.outputs_of("nemo-rl-gke:infra:WorkloadEnvironment")["secretKeys"] == ["HF_TOKEN"]
+    assert rec.one("kubernetes:core/v1:Secret").raw_inputs["stringData"]["value"] == {"hf-token": PLANTED_HF}
+    outputs = rec.outputs_of("nemo-rl-gke:infra:WorkloadEnvironment")
+    assert outputs["secretKeys"] == ["hf-token"]
+    assert outputs["secretEnv"] == {"HF_TOKEN_PATH": "/var/run/secrets/nemo-rl/hf-token"}
     assert "stringData" not in environment(hf=None, wandb=None).one("kubernetes:core/v1:Secret").inputs
 
 
@@ -169,7 +182,7 @@ def test_a_stacks_secrets_never_appear_in_plaintext_anywhere_in_the_plan():
         assert not leaking, f"plaintext secret in {leaking}"
     (secret,) = plan.by_type("kubernetes:core/v1:Secret")
     raw = secret.raw_inputs["stringData"]
-    assert raw[SIG_KEY] == SECRET_SIG and raw["value"] == {"HF_TOKEN": PLANTED_HF, "WANDB_API_KEY": PLANTED_WANDB}
+    assert raw[SIG_KEY] == SECRET_SIG and raw["value"] == {"hf-token": PLANTED_HF, "netrc": WANDB_NETRC}
     # The only place the value travels is that secret-marked field.
     others = [r.name for r in plan.resources if r is not secret and planted_in_raw(r.raw_inputs)]
     assert not others, f"secret values sent to {others}"

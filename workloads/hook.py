@@ -23,8 +23,8 @@ until the RayCluster's `RayClusterProvisioned` and `HeadPodReady` conditions are
 then wait for the dashboard and submit.
 
 No secret is among them: the provider fetches a Google token itself at run time
-(Application Default Credentials, as `kubectl` on GKE does) and the job's secrets come from the
-pod environment. Outputs add `submission_id` (the actual id, `-r<N>` for a retried attempt) and
+(Application Default Credentials, as `kubectl` on GKE does) and the job's secrets come from files
+the Ray pods mount. Outputs add `submission_id` (the actual id, `-r<N>` for a retried attempt) and
 `status` (as seen right after submitting, or at the last refresh).
 
 Lifecycle:

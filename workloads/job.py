@@ -15,9 +15,10 @@ Override order on the command line (NeMo-RL applies them left to right):
 2. the recipe's own overrides;
 3. the user's `job.overrides`, last; one that sets a recipe key replaces the recipe's value.
 
-Secrets (HF_TOKEN, WANDB_API_KEY) never appear here: the Ray pods get them from a Kubernetes
-Secret, the job driver inherits the pod environment, and NeMo-RL forwards `os.environ` to its
-actors. A runtime env naming a secret variable is rejected.
+Secrets (HF_TOKEN, WANDB_API_KEY) never appear here: the Ray pods get them as files from a Kubernetes
+Secret, and their environment holds only the paths (HF_TOKEN_PATH, NETRC), which is all the job
+driver inherits and NeMo-RL forwards (`os.environ`) to its actors. A runtime env naming a secret
+variable is rejected.
 """
 
 from __future__ import annotations
@@ -51,7 +52,15 @@ _ID_SLUG_MAX = 80
 
 
 class JobBuildError(ValueError):
-    """The job cannot be built for this stack; the message names what to change."""
+    """The job cannot be built for this stack; the message names what to change.
+
+    `key` is the stack config key (camelCase path below the namespace) the user has to change, so the
+    Pulumi program can report it like any other config error before creating a resource.
+    """
+
+    def __init__(self, message: str, key: str = "job.overrides"):
+        super().__init__(message)
+        self.key = key
 
 
 class PoolShape(Protocol):
@@ -182,7 +191,7 @@ def hf_home(mount_path: str) -> str:
 
 def _mount(mount_path: str) -> str:
     if not mount_path.startswith("/"):
-        raise JobBuildError(f"mount path {mount_path!r} must be absolute")
+        raise JobBuildError(f"mount path {mount_path!r} must be absolute", key="ray.mountPath")
     return posixpath.normpath(mount_path)
 
 
@@ -226,13 +235,14 @@ def _check_fit(recipe: Recipe, par: Parallelism, pool: PoolShape) -> None:
     if train_nodes < 1:
         raise JobBuildError(
             f"{where}: generation takes {par.generation_nodes} node(s), none is left for training; "
-            "raise gpuPool.nodeCount"
+            "raise gpuPool.nodeCount",
+            key="gpuPool.nodeCount",
         )
     train_gpus = train_nodes * gpus
     if train_gpus % par.model_parallel_gpus:
         raise JobBuildError(
             f"{where}: {train_gpus} training GPUs are not a multiple of TP x PP = {par.model_parallel_gpus}; "
-            "pick a gpuPool.nodeCount that is"
+            "pick a gpuPool.nodeCount (or tensor/pipeline parallel sizes in job.overrides) that is"
         )
     gen_gpus = train_gpus if par.colocated else par.generation_nodes * gpus
     if gen_gpus % par.generation_tensor_parallel:
@@ -271,7 +281,7 @@ def _derived(
     out["logger.wandb_enabled"] = wandb_enabled
     if wandb_enabled:
         if not job_cfg.wandb_project:
-            raise JobBuildError("W&B logging is enabled but job.wandbProject is not set")
+            raise JobBuildError("W&B logging is enabled but job.wandbProject is not set", key="job.wandbProject")
         out["logger.wandb.project"] = job_cfg.wandb_project
         out["logger.wandb.name"] = f"{stack}-{recipe.name}"
     return out
@@ -337,7 +347,7 @@ def build_job(
     """
     if isinstance(recipe, str):
         if recipe not in RECIPES:
-            raise JobBuildError(f"unknown recipe {recipe!r}; known: {', '.join(RECIPES)}")
+            raise JobBuildError(f"unknown recipe {recipe!r}; known: {', '.join(RECIPES)}", key="job.recipe")
         recipe = RECIPES[recipe]
     if recipe.name != job_cfg.recipe:
         raise JobBuildError(f"recipe {recipe.name!r} is not the one job.recipe names ({job_cfg.recipe!r})")
