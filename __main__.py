@@ -67,9 +67,11 @@ pulumi.export("rdmaNetworkName", network.rdma_network_name)
 # in-cluster objects, then the node pools and the cluster.
 kube = KubernetesAccess("kube", ctx, cluster.name, cluster.endpoint, cluster.ca_certificate, location=cluster.location)
 gpu_pool = cluster.gpu_pool_facts
-in_cluster = pulumi.ResourceOptions(provider=kube.provider)
 on_nodes = pulumi.ResourceOptions(provider=kube.provider, depends_on=list(cluster.node_pools))
-gke_networks = GkeNetworkObjects("gke-networks", gpu_pool.nics, opts=in_cluster)
+# The parameter sets name the NIC subnets: created after them, deleted before them.
+gke_networks = GkeNetworkObjects(
+    "gke-networks", gpu_pool.nics, opts=pulumi.ResourceOptions(provider=kube.provider, depends_on=network.nic_subnets)
+)
 nccl = NcclRdmaInstaller(
     "nccl", cfg.ray.nccl_installer_image, [gpu_pool.accelerator_type], opts=on_nodes, taints=gpu_pool.taints
 )

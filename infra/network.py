@@ -97,6 +97,9 @@ class Networking(pulumi.ComponentResource):
     gvnic_subnet_name: pulumi.Output[str]
     rdma_network_name: pulumi.Output[str]
     rdma_subnet_names: list[pulumi.Output[str]]
+    nic_subnets: list[gcp.compute.Subnetwork]
+    """The subnets of the GPU nodes' extra NICs in NIC order (gVNIC, rdma-0..): what the GKE Network
+    objects name, so they can wait for them."""
     """One subnet per RDMA NIC, in NIC order (rdma-0 first)."""
     nics: tuple[NicAttachment, ...]
     """The GPU nodes' extra NICs in NIC order: the gVNIC (eth1) first, then rdma-0..N (eth2..)."""
@@ -296,6 +299,7 @@ class Networking(pulumi.ComponentResource):
         )
         self.gvnic_network_name = vpc.name
         self.gvnic_subnet_name = subnet.name
+        self.nic_subnets = [subnet]
 
     # ------------------------------------------------------------------ RDMA VPC
 
@@ -328,6 +332,7 @@ class Networking(pulumi.ComponentResource):
                 opts=child,
             )
             self.rdma_subnet_names.append(subnet.name)
+            self.nic_subnets.append(subnet)
         # No firewall rule: the tutorial creates none for the RoCE VPC, whose NICs carry only RDMA
         # (not IP) traffic between GPUs. Only on the real cloud: that the zone offers the profile and
         # that the project has quota for it.

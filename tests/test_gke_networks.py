@@ -122,6 +122,15 @@ def test_vpc_and_subnet_names_are_the_ones_the_network_component_creates(stack):
 
 
 @pytest.mark.parametrize("stack", STACKS)
+def test_each_parameter_set_waits_for_the_subnet_it_names(stack):
+    plan = stack_plan(stack)
+    subnets = {r.inputs["name"]: r for r in plan.by_type("gcp:compute/subnetwork:Subnetwork")}
+    for reg in plan.by_type(PARAMS):
+        subnet = subnets[reg.inputs["spec"]["vpcSubnet"]]
+        assert subnet.urn in reg.dependencies, f"{reg.name} does not wait for {subnet.name}"
+
+
+@pytest.mark.parametrize("stack", STACKS)
 def test_each_annotated_interface_is_the_node_network_the_gpu_pool_attaches_at_that_position(stack):
     plan = stack_plan(stack)
     pool = next(p for p in plan.by_type("gcp:container/nodePool:NodePool") if p.inputs.get("networkConfig"))

@@ -153,7 +153,13 @@ def test_the_submission_in_the_stack_waits_for_the_ray_release_and_carries_its_s
     spec = spec_for_stack(stack, cfg, wandb_key_set=False)
     assert submission.inputs["submission_id"] == spec.submission_id, submission.name
     assert submission.inputs["entrypoint"] == spec.entrypoint, submission.name
-    assert f"cluster.num_nodes={cfg.gpu_pool.node_count}" in spec.entrypoint.split()
+    # The job's layout is the plan's GPU pool and Ray worker group, not a number typed twice.
+    pool = plan.one("gcp:container/nodePool:NodePool", "gpu-pool")
+    (accelerator,) = pool.inputs["nodeConfig"]["guestAccelerators"]
+    words = shlex.split(submission.inputs["entrypoint"])
+    assert f"cluster.num_nodes={pool.inputs['nodeCount']}" in words, f"{submission.name} vs {pool.name}"
+    assert f"cluster.gpus_per_node={accelerator['count']}" in words, f"{submission.name} vs {pool.name}"
+    assert release.inputs["values"]["worker"]["replicas"] == pool.inputs["nodeCount"], release.name
 
 
 @pytest.mark.parametrize("stack", ["dev", "b200", "h200"])

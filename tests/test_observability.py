@@ -112,12 +112,29 @@ def test_every_key_of_the_dashboard_json_is_a_field_of_the_dashboards_api():
     assert unknown_fields(doc, "Dashboard") == [".mosaicLayout.tiles[1].widget.xyChart.dataSets[0].legendTemplat: not a field of DataSet"]
 
 
+# Written down from the reference pages, independently of infra/observability.py, so a typo in the
+# code's allow-list fails here: metric type -> (monitored resource, metric kind).
+# https://cloud.google.com/monitoring/api/metrics_gcp_i_o (lustre), .../metrics_kubernetes (kubernetes.io).
+DOCUMENTED_METRICS = {
+    "lustre.googleapis.com/instance/read_bytes_total": ("lustre.googleapis.com/Instance", "DELTA"),
+    "lustre.googleapis.com/instance/write_bytes_total": ("lustre.googleapis.com/Instance", "DELTA"),
+    "lustre.googleapis.com/instance/capacity_bytes": ("lustre.googleapis.com/Instance", "GAUGE"),
+    "lustre.googleapis.com/instance/free_bytes": ("lustre.googleapis.com/Instance", "GAUGE"),
+    "kubernetes.io/node/accelerator/duty_cycle": ("k8s_node", "GAUGE"),
+    "kubernetes.io/container/accelerator/duty_cycle": ("k8s_container", "GAUGE"),
+}
+
+
+def test_the_allow_list_matches_the_metric_reference_pages():
+    assert {m: (src.resource_type, src.kind) for m, src in METRICS.items()} == DOCUMENTED_METRICS
+
+
 def test_every_metric_type_is_in_the_documented_allow_list():
     rec, _, doc = dashboard()
     metric_reg = rec.one("gcp:logging/metric:Metric")
     own = f"{USER_METRIC_PREFIX}{metric_reg.inputs['name']}"
     used = {METRIC_TYPE.search(f["filter"]).group(1) for _, f in chart_filters(doc)}
-    assert used - set(METRICS) == {own}
+    assert used - set(DOCUMENTED_METRICS) == {own}
     for metric, source in {**METRICS, own: PREEMPTION_METRIC_SOURCE}.items():
         assert source.url.startswith("https://cloud.google.com/"), metric
     # Each filter names the monitored resource its metric is written against.

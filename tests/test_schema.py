@@ -52,9 +52,8 @@ def test_resources_missing_from_the_subset_are_checked_against_the_installed_sdk
 
 def test_a_plan_resource_with_a_planted_misspelling_fails_the_check():
     plan = stack_plan("b200")
-    pools = [r for r in plan.resources if r.type == "gcp:container/nodePool:NodePool"]
-    if not pools:
-        pytest.skip("no node pool in the plan yet")
-    inputs = copy.deepcopy(pools[-1].inputs)
-    inputs["nodeConfig"]["spott"] = inputs["nodeConfig"].pop("spot", True)
-    assert any(p.startswith("nodeConfig.spott: no such property") for p in check_inputs(pools[-1].type, inputs))
+    pool = plan.one("gcp:container/nodePool:NodePool", "gpu-pool")
+    assert check_inputs(pool.type, pool.inputs) == [], pool.name
+    inputs = copy.deepcopy(pool.inputs)
+    inputs["nodeConfig"]["spott"] = inputs["nodeConfig"].pop("spot")
+    assert any(p.startswith("nodeConfig.spott: no such property") for p in check_inputs(pool.type, inputs)), pool.name

@@ -10,7 +10,7 @@ import logging
 import pytest
 import yaml
 
-from conftest import run_plan
+from conftest import STACKS, merged, run_plan
 from infra.mocks import SECRET_SIG, SIG_KEY
 from infra.plan import kubernetes_manifests, render_tree
 
@@ -19,8 +19,8 @@ WANDB = "wandb-PLANTED-key-9f8e7d6c5b4a"
 PLANTED = (HF, WANDB)
 
 
-@pytest.fixture(scope="module")
-def planted_plan():
+@pytest.fixture(scope="module", params=STACKS)
+def planted_plan(request):
     records: list[str] = []
 
     class Capture(logging.Handler):
@@ -32,11 +32,11 @@ def planted_plan():
     root.addHandler(handler)
     try:
         plan = run_plan(
-            "h200",
+            request.param,
             secret_keys=["nemo-rl-gke:hfToken", "nemo-rl-gke:wandbApiKey"],
             hfToken=HF,
             wandbApiKey=WANDB,
-            job={"recipe": "gemma3-27b-gsm8k", "wandbProject": "nemo-rl-gke"},
+            job=merged(request.param, "job", {"wandbProject": "nemo-rl-gke"}),
         )
     finally:
         root.removeHandler(handler)
