@@ -32,7 +32,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from infra.flavours import FLAVOURS, Flavour, parse_gke_version
-from workloads.recipes import RECIPES, Parallelism, Recipe
+from workloads.recipes import RECIPES, Parallelism, Recipe, data_key_problem
 
 PROJECT = "nemo-rl-gke"
 """The Pulumi project name; also the config namespace."""
@@ -400,6 +400,14 @@ class JobConfig(_Model):
         if v not in RECIPES:
             raise ValueError(f"unknown recipe {v!r}; allowed: {', '.join(RECIPES)}")
         return v
+
+    @model_validator(mode="after")
+    def _data_keys_of_the_recipes_generation(self) -> "JobConfig":
+        image = RECIPES[self.recipe].image
+        problems = [p for o in self.overrides if (p := data_key_problem(image.generation, o))]
+        if problems:
+            raise KeyedValueError("overrides", f"recipe {self.recipe!r} runs {image.ref}: " + "; ".join(problems))
+        return self
 
     @property
     def recipe_spec(self) -> Recipe:

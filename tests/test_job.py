@@ -320,3 +320,29 @@ def test_switching_colocation_off_without_generation_nodes_names_the_overrides_k
     message = _plan_error("dev", overrides=["policy.generation.colocated.enabled=false"])
     assert message.startswith("nemo-rl-gke:job.overrides: generation not colocated"), message
 
+
+
+# ---------------------------------------------------------------- data keys follow the config generation
+
+
+def test_a_recipe_with_data_keys_of_the_other_config_generation_is_refused():
+    from dataclasses import replace as dc_replace
+
+    gsm8k = RECIPES["gemma3-27b-gsm8k"]
+    assert gsm8k.image.generation is ConfigGeneration.FLAT
+    with pytest.raises(ValueError, match=r"on nvcr.io/nvidia/nemo-rl:v0.6.0: 'data.dataset_name=ResponseDataset': "
+                                         r"NeMo-RL v0.6 and later moved data.dataset_name under data.train"):
+        dc_replace(gsm8k, image=IMAGES["v0.6.0"])
+
+
+def test_a_user_override_of_a_data_key_the_recipes_image_lacks_names_the_key():
+    from conftest import merged, run_plan
+    from infra.config import ConfigError
+
+    with pytest.raises(ConfigError) as info:
+        run_plan("h200", job=merged("h200", "job", {"overrides": ["++data.train.dataset_name=OpenMathInstruct-2"]}))
+    assert str(info.value) == (
+        "nemo-rl-gke:job.overrides: recipe 'gemma3-27b-gsm8k' runs nvcr.io/nvidia/nemo-rl:v0.5.0: "
+        "'++data.train.dataset_name=OpenMathInstruct-2': data.train/validation/default keys exist from NeMo-RL "
+        "v0.6 on; this image takes flat data.* keys"
+    )

@@ -114,6 +114,25 @@ class Parallelism:
         return self.train_tensor_parallel * self.train_pipeline_parallel
 
 
+# Where the dataset is named, per config generation (FACTS.md "NeMo-RL" table): v0.6 moved the flat
+# keys under data.train / data.validation / data.default. An override of the other generation's keys
+# would be rejected by Hydra (`a.b=v` of a missing key) or, with `++`, silently ignored by NeMo-RL.
+_FLAT_DATA_KEYS = frozenset(
+    {"data.dataset_name", "data.train_data_path", "data.val_data_path", "data.subset", "data.train_split", "data.val_split"}
+)
+_SPLIT_DATA_PREFIXES = ("data.train.", "data.validation.", "data.default.")
+
+
+def data_key_problem(generation: ConfigGeneration, override: str) -> str | None:
+    """Why `override` names a data key that `generation`'s configs do not have, or None."""
+    key = override.lstrip("~+").split("=", 1)[0].strip()
+    if generation is ConfigGeneration.FLAT and key.startswith(_SPLIT_DATA_PREFIXES):
+        return f"{override!r}: data.train/validation/default keys exist from NeMo-RL v0.6 on; this image takes flat data.* keys"
+    if generation is ConfigGeneration.SPLIT and key in _FLAT_DATA_KEYS:
+        return f"{override!r}: NeMo-RL v0.6 and later moved {key} under data.train / data.validation"
+    return None
+
+
 @dataclass(frozen=True)
 class Recipe:
     """One GRPO run: model, data, NeMo-RL config file and fixed overrides."""
@@ -130,6 +149,11 @@ class Recipe:
     max_num_steps: int = 20
     expected_hours: float | None = None
     """Rough wall-clock duration on the recipe's reference pool; used for cost totals."""
+
+    def __post_init__(self) -> None:
+        problems = [p for o in self.overrides if (p := data_key_problem(self.image.generation, o))]
+        if problems:
+            raise ValueError(f"recipe {self.name!r} on {self.image.ref}: " + "; ".join(problems))
 
     @property
     def script(self) -> str:
