@@ -723,6 +723,18 @@ def load() -> Settings:
     stack = pulumi.get_stack()
     raw = _namespaced_config()
     secret_keys = set(runtime_config.get_config_secret_keys_env()) | set(runtime_config._SECRET_KEYS.get())
+    refuse_plaintext_secrets(raw, secret_keys, stack)
+    config = parse(raw, stack)
+    cfg = pulumi.Config(PROJECT)
+    secrets = StackSecrets(hf_token=cfg.get_secret("hfToken"), wandb_api_key=cfg.get_secret("wandbApiKey"))
+    check_job(stack, config, wandb_key_set=secrets.wandb_api_key is not None)
+    return Settings(stack=stack, config=config, secrets=secrets)
+
+
+def refuse_plaintext_secrets(raw: dict[str, Any], secret_keys: "set[str] | frozenset[str] | list[str]", stack: str) -> None:
+    """Raise `ConfigError` for each secret key (`hfToken`, `wandbApiKey`) present in `raw` but not
+    marked secret (`secret_keys` holds `namespace:key` names): a plaintext token would sit in the stack
+    file and in every copy of the repository."""
     plaintext = [k for k in SECRET_KEYS if k in raw and f"{PROJECT}:{k}" not in secret_keys]
     if plaintext:
         raise ConfigError(
@@ -732,11 +744,6 @@ def load() -> Settings:
                 for k in plaintext
             )
         )
-    config = parse(raw, stack)
-    cfg = pulumi.Config(PROJECT)
-    secrets = StackSecrets(hf_token=cfg.get_secret("hfToken"), wandb_api_key=cfg.get_secret("wandbApiKey"))
-    check_job(stack, config, wandb_key_set=secrets.wandb_api_key is not None)
-    return Settings(stack=stack, config=config, secrets=secrets)
 
 
 def check_job(stack: str, config: StackConfig, *, wandb_key_set: bool) -> None:

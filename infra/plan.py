@@ -323,6 +323,11 @@ def write_manifests(plan: Plan, out: Path) -> list[Path]:
     return written
 
 
+def _write_failed(flag: str, path: Path, err: OSError) -> int:
+    print(f"error: {flag} {path}: {err.strerror or err}", file=sys.stderr)
+    return 2
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m infra.plan", description="Show what a stack would build, offline.")
     parser.add_argument("--stack", default=DEFAULT_STACK, help=f"stack name (Pulumi.<stack>.yaml); default {DEFAULT_STACK}")
@@ -342,12 +347,18 @@ def main(argv: Optional[list[str]] = None) -> int:
             print(f"error: {line}", file=sys.stderr)
         return 2
     if args.out:
-        written = write_manifests(plan, args.out)
+        try:
+            written = write_manifests(plan, args.out)
+        except OSError as err:
+            return _write_failed("--out", args.out, err)
         print(f"wrote {len(written)} files to {args.out}", file=sys.stderr)
     if args.graph:
         from infra.graph import write_graph
 
-        paths = write_graph(plan, args.graph)
+        try:
+            paths = write_graph(plan, args.graph)
+        except OSError as err:
+            return _write_failed("--graph", args.graph, err)
         print(f"wrote {', '.join(str(p) for p in paths)}", file=sys.stderr)
     if args.json:
         from infra import estimates

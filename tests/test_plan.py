@@ -62,3 +62,38 @@ def test_the_plan_lists_every_parent_before_its_children_and_siblings_by_name():
         siblings.setdefault(r.parent, []).append(r.name)
     for parent, names in siblings.items():
         assert names == sorted(names), f"children of {parent} are not in name order: {names}"
+
+
+@pytest.mark.parametrize(("flag", "target", "reason"), [
+    ("--out", "taken", "File exists"),  # a regular file where the manifest directory should go
+    ("--graph", "taken/graphs", "Not a directory"),
+    ("--graph", "/proc/nonexistent/dir", "No such file or directory"),
+])
+def test_plan_output_that_cannot_be_written_fails_with_a_one_line_error_naming_the_flag(flag, target, reason, tmp_path):
+    (tmp_path / "taken").write_text("")
+    path = tmp_path / target  # an absolute target stays as it is
+    proc = run_cli(flag, str(path))
+    assert (proc.returncode, proc.stdout, proc.stderr) == (2, "", f"error: {flag} {path}: {reason}\n")
+
+
+def test_out_writes_one_manifest_per_kubernetes_object_and_the_helm_values(tmp_path):
+    import yaml
+
+    from conftest import stack_plan
+
+    proc = run_cli("--stack", "h200", "--out", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    plan = stack_plan("h200")
+    objects = [r for r in plan.resources if r.custom and r.type.startswith("kubernetes:") and "helm.sh" not in r.type]
+    files = sorted(p.name for p in tmp_path.iterdir())
+    assert len(files) == len(objects) + 1, files
+    assert proc.stderr.strip() == f"wrote {len(files)} files to {tmp_path}"
+    values = yaml.safe_load((tmp_path / "helm-values-nemo-rl.yaml").read_text())
+    (release,) = plan.by_type("kubernetes:helm.sh/v3:Release")
+    assert values == release.inputs["values"], "the written values are not the release's"
+    for name in files:
+        doc = yaml.safe_load((tmp_path / name).read_text())
+        if name.startswith("helm-values-"):
+            continue
+        # Named after the object (auto-named ones, like the watcher's ConfigMap, after the resource).
+        assert name.startswith(f"{doc['kind'].lower()}-") and doc["apiVersion"], name

@@ -14,6 +14,7 @@ import sys
 import uuid
 
 import pytest
+import yaml
 from ray.job_submission import JobStatus
 
 from conftest import ROOT
@@ -204,3 +205,75 @@ def test_the_cli_asks_for_the_cluster_ca_of_an_ip_endpoint_in_one_line():
     code, out, err = run_cli("list", "--endpoint", "203.0.113.10", "--head-service", "nemo-rl-head-svc")
     assert (code, out) == (2, "")
     assert err == "error: the cluster CA of the IP endpoint 203.0.113.10 is unknown: pass --ca-file (stack output clusterCaCertificate)\n"
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (("--address", "http://127.0.0.1:notaport"),
+     "--address http://127.0.0.1:notaport: port 'notaport' is not a number; allowed: 1-65535"),
+    (("--address", "http://[::1"), "--address http://[::1: not a valid URL (Invalid IPv6 URL)"),
+    (("--address", "127.0.0.1:99999"), "--address 127.0.0.1:99999: port 99999 is out of range; allowed: 1-65535"),
+    (("--address", "ftp://127.0.0.1:8265"), "--address ftp://127.0.0.1:8265: scheme 'ftp' is not allowed; allowed: http, https"),
+    (("--endpoint", "https://1.2.3.4:bad", "--head-service", "x", "--ca-file", "{ca}"),
+     "--endpoint https://1.2.3.4:bad: port 'bad' is not a number; allowed: 1-65535"),
+    (("--endpoint", "https://[::1", "--head-service", "x"), "--endpoint https://[::1: not a valid URL (Invalid IPv6 URL)"),
+])
+def test_a_malformed_address_or_endpoint_is_refused_in_one_line_naming_the_flag(flags, message, tmp_path):
+    ca = tmp_path / "ca.pem"
+    ca.write_text("not used: the endpoint is refused first\n")
+    code, out, err = run_cli("list", *(f.format(ca=ca) for f in flags))
+    assert (code, out, err) == (2, "", f"error: {message}\n")
+
+
+def test_connect_raises_invalid_address_before_touching_the_network():
+    with pytest.raises(jobs.InvalidAddress) as bad:
+        jobs.connect("127.0.0.1:0")
+    assert (bad.value.address, bad.value.reason) == ("127.0.0.1:0", "port 0 is out of range; allowed: 1-65535")
+    with pytest.raises(jobs.InvalidAddress, match=r"^203\.0\.113\.10:https: port 'https' is not a number"):
+        jobs.connect(gke_endpoint="203.0.113.10:https", service="head", ca_file="unused.pem", token_provider=lambda: "t")
+
+
+def test_logs_tail_prints_only_the_last_lines_of_the_job_log_also_when_following(client, head):
+    spec = python_job("t-tail", "for i in range(1, 6): print('line', i)")
+    jobs.submit(client, spec)
+    assert jobs.wait(client, spec.submission_id, timeout=60, poll_interval=0.3) == JobStatus.SUCCEEDED
+    assert "line 1\n" in "".join(jobs.logs(client, spec.submission_id))  # the whole log has all five
+    args = ("logs", "--stack", "dev", "--address", head.address, "--job", spec.submission_id, "--tail", "2")
+    assert run_cli(*args) == (0, "line 4\nline 5\n", "")
+    # Following replays the log from its start over the websocket; none of the skipped part may reappear.
+    assert run_cli(*args, "--follow") == (0, "line 4\nline 5\n", "")
+    assert run_cli(*args[:-1], "99") == (0, "".join(jobs.logs(client, spec.submission_id)), "")
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "two"])
+def test_logs_tail_takes_only_a_positive_line_count(value, capsys):
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["logs", "--tail", value])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"python -m workloads logs: error: argument --tail: {value!r} is not allowed; allowed: a positive whole number"
+    )
+
+
+@pytest.mark.parametrize("keys", [("hfToken",), ("wandbApiKey",), ("hfToken", "wandbApiKey")])
+def test_the_cli_refuses_a_plaintext_secret_in_the_stack_file_as_pulumi_up_does(keys, tmp_path, monkeypatch):
+    from infra.config import ConfigError
+    from infra.plan import read_stack_file, run_program
+
+    doc = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())
+    doc["config"].update({f"nemo-rl-gke:{k}": "plain-text-value" for k in keys})
+    (tmp_path / "Pulumi.leaky.yaml").write_text(yaml.safe_dump(doc))
+    monkeypatch.setattr(cli, "ROOT", tmp_path)
+    code, out, err = run_cli("submit", "--stack", "leaky", "--dry-run")
+    assert (code, out) == (2, "")
+    assert err == "error: " + "; ".join(
+        f"nemo-rl-gke:{k}: stored in plaintext; remove it from Pulumi.leaky.yaml and run `pulumi config set --secret {k}`"
+        for k in keys
+    ) + "\n"
+    with pytest.raises(ConfigError) as program_refusal:  # the very words the Pulumi program uses
+        run_program("leaky", *read_stack_file(tmp_path / "Pulumi.leaky.yaml"))
+    assert err == f"error: {str(program_refusal.value).replace(chr(10), '; ')}\n"
+
+    doc["config"].update({f"nemo-rl-gke:{k}": {"secure": "v1:AAAA"} for k in keys})
+    (tmp_path / "Pulumi.leaky.yaml").write_text(yaml.safe_dump(doc))
+    code, out, err = run_cli("submit", "--stack", "leaky", "--dry-run")
+    assert (code, err) == (0, "") and out.startswith("submission id: ")

@@ -2,7 +2,7 @@
 
     python -m workloads submit [--stack NAME] [--dry-run] [--wait [--timeout S]]
     python -m workloads status [--stack NAME] [--job ID] [--wait [--timeout S]]
-    python -m workloads logs   [--stack NAME] [--job ID] [--follow]
+    python -m workloads logs   [--stack NAME] [--job ID] [--follow] [--tail N]
     python -m workloads stop   [--stack NAME] [--job ID]
     python -m workloads list   [--stack NAME]
     python -m workloads watch  [--stack NAME | --spec-file PATH] [--once] [--check-interval S]
@@ -21,6 +21,9 @@ Where the dashboard is, first match wins:
                          and (IP endpoint only) clusterCaCertificate of the stack.
 
 `submit --dry-run` prints the submission id, entrypoint and runtime env and touches no network.
+
+`logs --tail N` prints only the last N lines of the log (with --follow: the last N lines, then
+the new output as it comes).
 
 `watch` resubmits the job after a spot preemption (`workloads/recovery.py`); the policy comes from
 the stack's `recovery` section, each flag overrides one value. With `--spec-file` (the in-cluster
@@ -77,7 +80,7 @@ class Stack:
 
 def load_stack(name: str) -> Stack:
     """Read and validate `Pulumi.<name>.yaml` the way the Pulumi program does."""
-    from infra.config import ConfigError, namespaced, parse
+    from infra.config import ConfigError, namespaced, parse, refuse_plaintext_secrets
     from infra.plan import PlanError, read_stack_file
 
     try:
@@ -86,6 +89,8 @@ def load_stack(name: str) -> Stack:
         raise CliError(str(err)) from None
     raw = namespaced(flat)
     try:
+        # `pulumi up` would stop here (infra.config.load), so the job must not run either.
+        refuse_plaintext_secrets(raw, set(secret_keys), name)
         config = parse(raw, name)
     except ConfigError as err:
         raise CliError(str(err).replace("\n", "; ")) from None
@@ -127,10 +132,15 @@ def connect(args: argparse.Namespace, stack: Optional[Stack]):
     from workloads import submit
 
     if args.address:
-        return submit.connect(args.address)
+        try:
+            return submit.connect(args.address)
+        except submit.InvalidAddress as err:
+            raise CliError(f"--address {args.address}: {err.reason}") from None
     endpoint, ca_file, head_service = args.endpoint, args.ca_file, args.head_service
+    endpoint_source = "--endpoint"
     ca_b64: Optional[str] = None
     if not endpoint:
+        endpoint_source = f"stack output {OUTPUT_ENDPOINT}"
         outputs = _stack_outputs(stack.name)
         endpoint = outputs.get(OUTPUT_ENDPOINT)
         head_service = head_service or outputs.get(OUTPUT_HEAD_SERVICE)
@@ -143,6 +153,10 @@ def connect(args: argparse.Namespace, stack: Optional[Stack]):
             "or --endpoint/--head-service (and --ca-file for an IP endpoint), or install the pulumi CLI so the stack "
             "outputs can be read"
         )
+    try:
+        submit.check_endpoint(endpoint)  # before needs_cluster_ca, which cannot parse a malformed URL either
+    except submit.InvalidAddress as err:
+        raise CliError(f"{endpoint_source} {endpoint}: {err.reason}") from None
     if not head_service:
         raise CliError(f"the Ray head service is unknown: pass --head-service (stack output {OUTPUT_HEAD_SERVICE})")
     if submit.needs_cluster_ca(endpoint) and not (ca_file or ca_b64):
@@ -246,7 +260,7 @@ def cmd_logs(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
 
     client = connect(args, stack)
     job_id = _job_id(args, client, stack)
-    for chunk in submit.logs(client, job_id, follow=args.follow):
+    for chunk in submit.logs(client, job_id, follow=args.follow, tail=args.tail):
         out.write(chunk)
         out.flush()
     return EXIT_OK
@@ -348,6 +362,16 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Stack, TextIO], int]] = {
 }
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not allowed; allowed: a positive whole number")
+    return value
+
+
 def parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--stack", default=DEFAULT_STACK, help=f"stack name (Pulumi.<stack>.yaml); default {DEFAULT_STACK}")
@@ -369,6 +393,7 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("logs", parents=[common], help="print a job's log")
     s.add_argument("--job", help="submission id; default the stack's newest job")
     s.add_argument("--follow", action="store_true", help="keep streaming until the job ends")
+    s.add_argument("--tail", type=_positive_int, metavar="N", help="only the last N lines (with --follow: then the new ones)")
     s = sub.add_parser("stop", parents=[common], help="stop a job")
     s.add_argument("--job", help="submission id; default the stack's newest job")
     sub.add_parser("list", parents=[common], help="list the stack's jobs")
@@ -398,7 +423,7 @@ def _exit_code(exc: BaseException) -> Optional[int]:
         return EXIT_UNREACHABLE
     if isinstance(exc, submit.WaitTimeout):
         return EXIT_TIMEOUT
-    if isinstance(exc, submit.UnknownJob):
+    if isinstance(exc, (submit.UnknownJob, submit.InvalidAddress)):
         return EXIT_USAGE
     return EXIT_JOB_FAILED
 

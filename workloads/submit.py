@@ -15,8 +15,8 @@ a failure or a stop the same spec is submitted again as `<id>-r<N>` (Ray never r
 which resumes from the checkpoint dir; a job of the same stack with another spec that is still
 running is stopped first, because a stack's GPU pool holds one training job.
 
-Errors a user can act on are `JobError`s with a one-line message: `DashboardUnreachable`,
-`DashboardAuthError`, `UnknownJob`, `WaitTimeout`, `DashboardError`.
+Errors a user can act on are `JobError`s with a one-line message: `InvalidAddress`,
+`DashboardUnreachable`, `DashboardAuthError`, `UnknownJob`, `WaitTimeout`, `DashboardError`.
 """
 
 from __future__ import annotations
@@ -61,6 +61,14 @@ TokenProvider = Callable[[], str]
 
 class JobError(Exception):
     """A job operation failed for a reason the user can act on; `str()` is one line."""
+
+
+class InvalidAddress(JobError):
+    """A dashboard address or cluster endpoint that cannot be a URL to connect to; raised before any network use."""
+
+    def __init__(self, address: str, reason: str):
+        self.address, self.reason = address, reason
+        super().__init__(f"{address}: {reason}")
 
 
 class DashboardUnreachable(JobError):
@@ -130,7 +138,7 @@ def dashboard_proxy_url(endpoint: str, namespace: str, service: str) -> str:
     `endpoint` is the cluster endpoint (an IP or host, as GKE reports it); a value that already
     carries a scheme is used as is (tests put a plain-http proxy there).
     """
-    base = endpoint if "://" in endpoint else f"https://{endpoint}"
+    base = _endpoint_url(endpoint)
     ns, svc = quote(namespace, safe=""), quote(service, safe="")
     return f"{base.rstrip('/')}/api/v1/namespaces/{ns}/services/{svc}:{DASHBOARD_PORT_NAME}/proxy"
 
@@ -241,6 +249,7 @@ def connect(
     DNS endpoint's certificate is verified with the system roots (`needs_cluster_ca`).
 
     Raises:
+        InvalidAddress: the address or endpoint is not a usable http(s) URL (bad port, no host, ...).
         DashboardUnreachable: nothing answers, or the proxy has no such service.
         DashboardAuthError: the credentials were refused.
     """
@@ -250,10 +259,12 @@ def connect(
         url = address.rstrip("/")
         if "://" not in url:
             url = f"http://{url}"
+        _host_port(url, address)
         _probe(url, timeout)
         return _guard(url, lambda: JobSubmissionClient(url))
     if not service:
         raise ValueError("gke_endpoint needs the Ray head service name (service=...)")
+    check_endpoint(gke_endpoint)
     url = dashboard_proxy_url(gke_endpoint, namespace, service)
     verify: bool | str = True
     if ca_file:
@@ -265,12 +276,51 @@ def connect(
     return _guard(url, lambda: _BearerClient(url, token_provider=provider, verify=verify))
 
 
+def check_endpoint(endpoint: str) -> None:
+    """Raise `InvalidAddress` unless the GKE endpoint (host, host:port, [v6]:port or URL) gives a usable URL."""
+    _host_port(_endpoint_url(endpoint), endpoint)
+
+
+def _endpoint_url(endpoint: str) -> str:
+    if "://" in endpoint:
+        return endpoint
+    with contextlib.suppress(ValueError):
+        if ipaddress.ip_address(endpoint).version == 6:
+            return f"https://[{endpoint}]"  # a bare v6 address's colons would read as a port
+    return f"https://{endpoint}"
+
+
+def _host_port(url: str, given: Optional[str] = None) -> tuple[str, int]:
+    """Host and port of an http(s) URL; `InvalidAddress` (naming `given`, the value as the user wrote
+    it) where urllib would raise a bare ValueError later, or Ray would fail with a confusing one."""
+    given = url if given is None else given
+    try:
+        parts = urlsplit(url)
+    except ValueError as err:  # e.g. an unclosed "[" of an IPv6 literal
+        raise InvalidAddress(given, f"not a valid URL ({err})") from None
+    if parts.scheme not in ("http", "https"):
+        raise InvalidAddress(given, f"scheme {parts.scheme!r} is not allowed; allowed: http, https")
+    if not parts.hostname:
+        raise InvalidAddress(given, "no host name; expected e.g. http://127.0.0.1:8265")
+    # Read the port text ourselves: `SplitResult.port` raises without saying what was wrong in a
+    # form we could show, and accepts 0, which nothing can listen on.
+    tail = parts.netloc.rpartition("@")[2].rpartition("]")[2]
+    port_text = tail.partition(":")[2]
+    if not port_text:
+        return parts.hostname, 443 if parts.scheme == "https" else 80
+    if not (port_text.isascii() and port_text.isdigit()):
+        raise InvalidAddress(given, f"port {port_text!r} is not a number; allowed: 1-65535")
+    port = int(port_text)
+    if not 1 <= port <= 65535:
+        raise InvalidAddress(given, f"port {port} is out of range; allowed: 1-65535")
+    return parts.hostname, port
+
+
 def _probe(url: str, timeout: float) -> None:
     """Fail fast on an address nothing listens on; requests would wait for the OS TCP timeout."""
-    parts = urlsplit(url)
-    port = parts.port or (443 if parts.scheme == "https" else 80)
+    host, port = _host_port(url)
     try:
-        with socket.create_connection((parts.hostname or "", port), timeout=timeout):
+        with socket.create_connection((host, port), timeout=timeout):
             pass
     except OSError as err:
         raise DashboardUnreachable(url, err.strerror or str(err)) from None
@@ -437,25 +487,46 @@ def wait(
         time.sleep(poll_interval)
 
 
-def logs(client: JobSubmissionClient, job_id: str, *, follow: bool = False, poll_interval: float = 1.0) -> Iterator[str]:
+def logs(
+    client: JobSubmissionClient,
+    job_id: str,
+    *,
+    follow: bool = False,
+    tail: Optional[int] = None,
+    poll_interval: float = 1.0,
+) -> Iterator[str]:
     """The job's log as text chunks.
 
-    Without `follow` it yields the whole log once. With `follow` it streams new output until the
-    job ends, over Ray's log websocket (`tail_job_logs`); if the websocket cannot be opened (a
-    proxy that does not pass upgrades), it falls back to polling the full log.
+    Without `follow` it yields the whole log once, or only its last `tail` lines. With `follow` it
+    streams new output until the job ends, over Ray's log websocket (`tail_job_logs`), starting with
+    the whole log or its last `tail` lines; if the websocket cannot be opened (a proxy that does not
+    pass upgrades), it falls back to polling the full log.
     """
+    if tail is not None and tail < 1:
+        raise ValueError(f"tail must be a positive number of lines, got {tail}")
     address = client.get_address()
     status(client, job_id)  # UnknownJob before anything is yielded
     if not follow:
-        yield _guard(address, lambda: client.get_job_logs(job_id), job_id)
+        text = _guard(address, lambda: client.get_job_logs(job_id), job_id)
+        yield text if tail is None else last_lines(text, tail)
         return
     import aiohttp
 
-    sent = 0
+    shown = 0  # characters from the start of the log already yielded or deliberately skipped
+    if tail is not None:
+        # Ray's websocket always replays the log from its first line; take the tail from a snapshot
+        # and drop that much of the replay below.
+        text = _guard(address, lambda: client.get_job_logs(job_id), job_id)
+        yield last_lines(text, tail)
+        shown = len(text)
+    streamed = 0
     try:
         for chunk in _sync_iter(client.tail_job_logs(job_id)):
-            sent += len(chunk)
-            yield chunk
+            new = chunk[max(shown - streamed, 0):]
+            streamed += len(chunk)
+            shown = max(shown, streamed)
+            if new:
+                yield new
         return
     except (aiohttp.WSServerHandshakeError, aiohttp.ClientError, RuntimeError):
         # Streaming failed (or was never possible); continue from what was already shown.
@@ -463,12 +534,23 @@ def logs(client: JobSubmissionClient, job_id: str, *, follow: bool = False, poll
     while True:
         done = status(client, job_id) in TERMINAL
         text = _guard(address, lambda: client.get_job_logs(job_id), job_id)
-        if len(text) > sent:
-            yield text[sent:]
-            sent = len(text)
+        if len(text) > shown:
+            yield text[shown:]
+            shown = len(text)
         if done:
             return
         time.sleep(poll_interval)
+
+
+def last_lines(text: str, count: int) -> str:
+    """The last `count` lines of `text` (all of it when it has fewer), split at "\n" only, as `tail -n`
+    does: a progress bar redrawing itself with "\r" stays one line."""
+    end = len(text) - 1 if text.endswith("\n") else len(text)
+    for _ in range(count):
+        end = text.rfind("\n", 0, end)
+        if end < 0:
+            return text
+    return text[end + 1:]
 
 
 def _sync_iter(agen: AsyncIterator[str]) -> Iterator[str]:
