@@ -14,6 +14,7 @@ import dataclasses
 import ipaddress
 import itertools
 import json
+import math
 import re
 from dataclasses import dataclass
 from enum import Enum
@@ -32,6 +33,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from infra.flavours import FLAVOURS, Flavour, parse_gke_version
+from infra.machines import system_node_room
 from workloads.recipes import RECIPES, Parallelism, Recipe, data_key_problem
 
 PROJECT = "nemo-rl-gke"
@@ -582,6 +584,7 @@ class StackConfig(_Model):
                 "kubectl connect from, e.g. `masterAuthorizedNetworks: [{cidrBlock: <your egress IP>/32}]`, or "
                 "cluster.allowPublicControlPlane: true to open it on purpose",
             )
+        self._check_head_fits()
         if self.lustre.export_on_destroy and self.storage.delete_bucket_on_destroy:
             raise KeyedValueError(
                 "storage.deleteBucketOnDestroy",
@@ -590,6 +593,26 @@ class StackConfig(_Model):
             )
         self._check_job_fits(flavour)
         return self
+
+    def _check_head_fits(self) -> None:
+        # A head that fits no system node stays Pending, and the deploy waits on it for an hour.
+        machine = self.cluster.system_pool.machine_type
+        room = system_node_room(machine)
+        if room is None:  # a machine type whose shape infra/machines.py does not know: not checked
+            return
+        cpu, memory = math.floor(room[0]), math.floor(room[1])
+        if self.ray.head_cpu > cpu:
+            raise KeyedValueError(
+                "ray.headCpu",
+                f"{self.ray.head_cpu} does not fit a {machine} system node (room for {cpu} after GKE's reservations "
+                f"and system pods); allowed: at most {cpu}, or a larger cluster.systemPool.machineType",
+            )
+        if self.ray.head_memory_gib > memory:
+            raise KeyedValueError(
+                "ray.headMemoryGib",
+                f"{self.ray.head_memory_gib} does not fit a {machine} system node (room for {memory} GiB after GKE's "
+                f"reservations and system pods); allowed: at most {memory}, or a larger cluster.systemPool.machineType",
+            )
 
     def _check_job_fits(self, flavour: Flavour) -> None:
         try:

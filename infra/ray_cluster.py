@@ -46,6 +46,7 @@ import pulumi_kubernetes as k8s
 from infra.config import RayConfig
 from infra.facts import GpuPoolFacts
 from infra.kube_provider import MANAGED_LABELS
+from infra.machines import GKE_EVICTION_GIB, gke_reserved_cpu, gke_reserved_memory_gib
 from infra.options import child_options
 from infra.nccl import toleration_for
 from infra.workload_env import SECRET_MOUNT_PATH
@@ -76,11 +77,7 @@ HOST_GIB_DIR, POD_GIB_DIR = "/home/kubernetes/bin/gib", "/usr/local/gib"
 NCCL_ENV_SCRIPT = f"{POD_GIB_DIR}/scripts/set_nccl_env.sh"
 
 # ---------------------------------------------------------------- sizing
-# GKE Standard node reservations ("Plan GKE node sizes": memory and CPU reservations), applied to
-# machine memory and vCPUs; the eviction threshold is 100 MiB.
-_GKE_MEMORY_TIERS = ((4, 0.25), (4, 0.20), (8, 0.10), (112, 0.06), (math.inf, 0.02))  # (GiB in tier, share)
-_GKE_CPU_TIERS = ((1, 0.06), (1, 0.01), (2, 0.005), (math.inf, 0.0025))  # (cores in tier, share)
-GKE_EVICTION_GIB = 100 / 1024
+# GKE's node reservations are in infra/machines.py.
 KERNEL_MEMORY_FRACTION = 0.02
 """Memory the guest kernel keeps before the kubelet sees it (page tables for ~3-4 TiB are ~1.6%, plus
 firmware and crash-kernel areas). An estimate: the exact node capacity of an A4 / A3 Ultra node can only
@@ -89,29 +86,6 @@ DAEMONSET_CPU = 2
 DAEMONSET_MEMORY_GIB = 16
 """Left for GKE's own DaemonSets on a GPU node (anetd, fluentbit, gke-metadata-server, device plugin,
 Lustre/PD CSI nodes, the NCCL installer, monitoring agents): together well under 2 CPUs and a few GiB."""
-
-
-def _tiered(amount: float, tiers: Sequence[tuple[float, float]]) -> float:
-    reserved, left = 0.0, amount
-    for size, share in tiers:
-        step = min(left, size)
-        reserved += step * share
-        left -= step
-        if left <= 0:
-            break
-    return reserved
-
-
-def gke_reserved_cpu(vcpus: float) -> float:
-    """CPU cores GKE reserves for the kubelet and system daemons on a node of `vcpus`."""
-    return _tiered(vcpus, _GKE_CPU_TIERS)
-
-
-def gke_reserved_memory_gib(memory_gib: float) -> float:
-    """GiB GKE reserves for the kubelet and system daemons (eviction threshold not included)."""
-    if memory_gib < 1:
-        return 255 / 1024
-    return _tiered(memory_gib, _GKE_MEMORY_TIERS)
 
 
 @dataclass(frozen=True)

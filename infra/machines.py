@@ -1,0 +1,77 @@
+"""Node sizes: what GKE leaves for pods on a machine, and the shape of the CPU machine types.
+
+Reservations are GKE Standard's ("Plan GKE node sizes", memory and CPU reservations): a tiered share
+of the machine's memory and vCPUs for the kubelet and system daemons, plus a 100 MiB eviction
+threshold. The real allocatable of a node can only be read on the cloud
+(`kubectl get node -o jsonpath='{.status.allocatable}'`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from typing import Optional
+
+_GKE_MEMORY_TIERS = ((4, 0.25), (4, 0.20), (8, 0.10), (112, 0.06), (math.inf, 0.02))  # (GiB in tier, share)
+_GKE_CPU_TIERS = ((1, 0.06), (1, 0.01), (2, 0.005), (math.inf, 0.0025))  # (cores in tier, share)
+GKE_EVICTION_GIB = 100 / 1024
+
+SYSTEM_POOL_OVERHEAD_CPU = 1.0
+SYSTEM_POOL_OVERHEAD_MEMORY_GIB = 2.0
+"""Left on a CPU system node for what else runs there (kube-dns, konnectivity, metrics-server, the
+CSI and networking DaemonSets, the preemption watcher): together about a core and a couple of GiB."""
+
+# GiB per vCPU of the predefined types of the families whose ratios are uniform (Compute Engine
+# machine families guide: N1 3.75/6.5/0.9; N2, N2D and E2 4/8/1). Other families (C3, C4, N4, ...)
+# have ratios that differ per type; for them `machine_shape` returns None and nothing is checked.
+_GIB_PER_VCPU = {
+    "n1": {"standard": 3.75, "highmem": 6.5, "highcpu": 0.9},
+    "n2": {"standard": 4.0, "highmem": 8.0, "highcpu": 1.0},
+    "n2d": {"standard": 4.0, "highmem": 8.0, "highcpu": 1.0},
+    "e2": {"standard": 4.0, "highmem": 8.0, "highcpu": 1.0},
+}
+_PREDEFINED = re.compile(r"^(?P<family>[a-z0-9]+)-(?P<kind>standard|highmem|highcpu)-(?P<vcpus>\d+)$")
+
+
+def _tiered(amount: float, tiers: Sequence[tuple[float, float]]) -> float:
+    reserved, left = 0.0, amount
+    for size, share in tiers:
+        step = min(left, size)
+        reserved += step * share
+        left -= step
+        if left <= 0:
+            break
+    return reserved
+
+
+def gke_reserved_cpu(vcpus: float) -> float:
+    """CPU cores GKE reserves for the kubelet and system daemons on a node of `vcpus`."""
+    return _tiered(vcpus, _GKE_CPU_TIERS)
+
+
+def gke_reserved_memory_gib(memory_gib: float) -> float:
+    """GiB GKE reserves for the kubelet and system daemons (eviction threshold not included)."""
+    if memory_gib < 1:
+        return 255 / 1024
+    return _tiered(memory_gib, _GKE_MEMORY_TIERS)
+
+
+def machine_shape(machine_type: str) -> Optional[tuple[int, float]]:
+    """(vCPUs, GiB) of a predefined N1/N2/N2D/E2 machine type, or None when not known here."""
+    m = _PREDEFINED.match(machine_type)
+    if not m or m["family"] not in _GIB_PER_VCPU:
+        return None
+    vcpus = int(m["vcpus"])
+    return vcpus, vcpus * _GIB_PER_VCPU[m["family"]][m["kind"]]
+
+
+def system_node_room(machine_type: str) -> Optional[tuple[float, float]]:
+    """(CPU, GiB) a pod can request on one CPU system node of `machine_type`, or None when unknown."""
+    shape = machine_shape(machine_type)
+    if shape is None:
+        return None
+    vcpus, memory_gib = shape
+    cpu = vcpus - gke_reserved_cpu(vcpus) - SYSTEM_POOL_OVERHEAD_CPU
+    memory = memory_gib - gke_reserved_memory_gib(memory_gib) - GKE_EVICTION_GIB - SYSTEM_POOL_OVERHEAD_MEMORY_GIB
+    return cpu, memory
