@@ -34,8 +34,6 @@ if TYPE_CHECKING:
     from infra.config import StackConfig
 
 COMPONENT_TYPE = "nemo-rl-gke:infra:TrainingJob"
-DASHBOARD_LOCAL_PORT = DASHBOARD_PORT
-"""The local end of the dashboard port-forward: the same port, so the dashboard's usual URL works."""
 
 
 class JobSubmission(pulumi.dynamic.Resource, module="nemo-rl-gke", name="JobSubmission"):
@@ -94,9 +92,9 @@ class TrainingJob(pulumi.ComponentResource):
         stack = shlex.quote(spec.stack)
         self.submission_id = self.submission.submission_id
         self.status = self.submission.status
-        self.dashboard_command = pulumi.Output.from_input(head_service).apply(
-            lambda svc: f"kubectl -n {shlex.quote(namespace)} port-forward svc/{shlex.quote(svc)} "
-            f"{DASHBOARD_LOCAL_PORT}:{DASHBOARD_PORT}  # then open http://127.0.0.1:{DASHBOARD_LOCAL_PORT}"
+        # The local proxy of `workloads/dashboard.py`: no kubectl, works through the DNS endpoint.
+        self.dashboard_command = pulumi.Output.from_input(
+            f"python -m workloads dashboard --stack {stack}  # then open http://127.0.0.1:{DASHBOARD_PORT}/"
         )
         self.logs_command = self.submission_id.apply(
             lambda sid: f"python -m workloads logs --stack {stack} --job {shlex.quote(sid)} --follow"

@@ -131,7 +131,7 @@ def test_the_component_registers_the_submission_without_any_secret_input(tmp_pat
     assert token not in json.dumps(submission.raw_inputs)
     assert plan.outputs["jobId"] == spec.submission_id
     assert plan.outputs["logsCommand"] == f"python -m workloads logs --stack dev --job {spec.submission_id} --follow"
-    assert plan.outputs["dashboardCommand"].startswith("kubectl -n nemo-rl port-forward svc/dev-ray-head-svc 8265:8265")
+    assert plan.outputs["dashboardCommand"].startswith("python -m workloads dashboard --stack dev  # then open http://127.0.0.1:8265/")
 
 
 def test_job_submit_false_builds_no_training_job(tmp_path):

@@ -10,6 +10,20 @@ from conftest import ROOT, STACKS
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
+    """`python -m infra.plan ARGS` in this process (a fresh interpreter per call costs ~2 s of imports);
+    `test_plan_without_a_stack_runs_the_dev_stack` runs the real command once."""
+    import contextlib
+    import io
+
+    from infra import plan
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = plan.main(list(args))
+    return subprocess.CompletedProcess(["python", "-m", "infra.plan", *args], code, out.getvalue(), err.getvalue())
+
+
+def run_command(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "infra.plan", *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
 
 
@@ -28,7 +42,7 @@ def test_plan_json_follows_the_documented_contract(stack):
 
 
 def test_plan_without_a_stack_runs_the_dev_stack():
-    proc = run_cli()
+    proc = run_command()
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[0] == "nemo-rl-gke / dev"
     assert "Resources:" in proc.stdout and "GPU nodes:" in proc.stdout

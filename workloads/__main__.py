@@ -7,6 +7,7 @@
     python -m workloads list   [--stack NAME]
     python -m workloads watch  [--stack NAME | --spec-file PATH] [--once] [--check-interval S]
                                [--max-restarts N] [--backoff S] [--max-backoff S]
+    python -m workloads dashboard [--stack NAME] [--port P]   (the Ray dashboard on 127.0.0.1)
 
 The job comes from the stack file (`Pulumi.<stack>.yaml`, default `dev`), built exactly as
 `pulumi up` builds it, so both agree on its submission id. Without `--job`, status/logs/stop act
@@ -126,16 +127,21 @@ def _stack_outputs(stack: str) -> dict[str, Any]:
     return outputs if isinstance(outputs, dict) else {}
 
 
-def connect(args: argparse.Namespace, stack: Optional[Stack]):
-    """The dashboard client. `stack` gives the stack outputs and the namespace; with `--address` it is
-    not used and may be None (`watch --spec-file`)."""
+@dataclass(frozen=True)
+class GkeTarget:
+    """Where the Ray dashboard is behind the GKE API server's service proxy."""
+
+    endpoint: str
+    service: str
+    namespace: str
+    ca_file: Optional[str]
+    ca_b64: Optional[str]
+
+
+def gke_target(args: argparse.Namespace, stack: Stack) -> GkeTarget:
+    """The endpoint, head service and CA from the flags, else from the stack outputs; checked."""
     from workloads import submit
 
-    if args.address:
-        try:
-            return submit.connect(args.address)
-        except submit.InvalidAddress as err:
-            raise CliError(f"--address {args.address}: {err.reason}") from None
     endpoint, ca_file, head_service = args.endpoint, args.ca_file, args.head_service
     endpoint_source = "--endpoint"
     ca_b64: Optional[str] = None
@@ -163,12 +169,26 @@ def connect(args: argparse.Namespace, stack: Optional[Stack]):
         raise CliError(f"the cluster CA of the IP endpoint {endpoint} is unknown: pass --ca-file (stack output {OUTPUT_CA})")
     if ca_file and not Path(ca_file).is_file():
         raise CliError(f"--ca-file {ca_file}: no such file")
+    return GkeTarget(endpoint, head_service, args.namespace or stack.config.ray.namespace, ca_file, ca_b64)
+
+
+def connect(args: argparse.Namespace, stack: Optional[Stack]):
+    """The dashboard client. `stack` gives the stack outputs and the namespace; with `--address` it is
+    not used and may be None (`watch --spec-file`)."""
+    from workloads import submit
+
+    if args.address:
+        try:
+            return submit.connect(args.address)
+        except submit.InvalidAddress as err:
+            raise CliError(f"--address {args.address}: {err.reason}") from None
+    target = gke_target(args, stack)
     return submit.connect(
-        gke_endpoint=endpoint,
-        ca_file=ca_file,
-        ca_cert_b64=ca_b64,
-        namespace=args.namespace or stack.config.ray.namespace,
-        service=head_service,
+        gke_endpoint=target.endpoint,
+        ca_file=target.ca_file,
+        ca_cert_b64=target.ca_b64,
+        namespace=target.namespace,
+        service=target.service,
     )
 
 
@@ -352,6 +372,25 @@ def _connect_until_reachable(args: argparse.Namespace, stack: Optional[Stack], p
             time.sleep(policy.check_interval_seconds)
 
 
+def cmd_dashboard(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
+    """Serve the Ray dashboard on 127.0.0.1 through the API server, with the user's Google token."""
+    from workloads import dashboard
+
+    if args.address:
+        raise CliError(f"--address {args.address} is a dashboard already: open it in a browser")
+    target = gke_target(args, stack)
+    dashboard.serve_cluster(
+        target.endpoint,
+        target.namespace,
+        target.service,
+        ca_file=target.ca_file,
+        ca_cert_b64=target.ca_b64,
+        port=args.port,
+        on_ready=lambda url: print(f"Ray dashboard of stack {stack.name}: {url}/  (Ctrl-C stops)", file=out, flush=True),
+    )
+    return EXIT_OK
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace, Stack, TextIO], int]] = {
     "submit": cmd_submit,
     "status": cmd_status,
@@ -359,6 +398,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Stack, TextIO], int]] = {
     "stop": cmd_stop,
     "list": cmd_list,
     "watch": cmd_watch,
+    "dashboard": cmd_dashboard,
 }
 
 
@@ -381,7 +421,7 @@ def parser() -> argparse.ArgumentParser:
     common.add_argument("--head-service", help="Ray head service name (with --endpoint)")
     common.add_argument("--namespace", help="namespace of the Ray cluster; default ray.namespace of the stack")
     p = argparse.ArgumentParser(prog="python -m workloads", description="Submit and watch the stack's NeMo-RL job.")
-    sub = p.add_subparsers(dest="command", required=True, metavar="{submit,status,logs,stop,list,watch}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="{submit,status,logs,stop,list,watch,dashboard}")
     s = sub.add_parser("submit", parents=[common], help="submit the stack's job (idempotent)")
     s.add_argument("--dry-run", action="store_true", help="print entrypoint and runtime env; no network")
     s.add_argument("--wait", action="store_true", help="wait until the job ends, showing its status")
@@ -405,6 +445,8 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--backoff", type=float, help="seconds before the first restart, doubling; default recovery.backoffSeconds")
     s.add_argument("--max-backoff", type=float, help="cap of the doubled wait; default recovery.maxBackoffSeconds")
     s.add_argument("--heartbeat-file", help="file touched after every look (for a liveness probe)")
+    s = sub.add_parser("dashboard", parents=[common], help="serve the Ray dashboard on 127.0.0.1 (no kubectl)")
+    s.add_argument("--port", type=int, default=8265, help="local port; 0 picks a free one (default 8265)")
     return p
 
 
@@ -424,6 +466,9 @@ def _exit_code(exc: BaseException) -> Optional[int]:
     if isinstance(exc, submit.WaitTimeout):
         return EXIT_TIMEOUT
     if isinstance(exc, (submit.UnknownJob, submit.InvalidAddress)):
+        return EXIT_USAGE
+    dashboard = sys.modules.get("workloads.dashboard")
+    if dashboard is not None and isinstance(exc, dashboard.ProxyError):  # e.g. the local port is taken
         return EXIT_USAGE
     return EXIT_JOB_FAILED
 

@@ -1,0 +1,412 @@
+"""The local dashboard proxy (`workloads.dashboard`), in front of an API-server-style proxy.
+
+The chain under test is the one a user's browser goes through:
+
+    client -> DashboardProxy (127.0.0.1:<free port>) -> AuthProxy (bearer token + PREFIX) -> local Ray head
+
+plus a scripted upstream for what a Ray head cannot show (headers, redirects, streaming, TLS).
+Only 127.0.0.1 is contacted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import http.client
+import ipaddress
+import json
+import logging
+import shlex
+import ssl
+import socket
+import sys
+import threading
+import urllib.error
+import urllib.request
+import uuid
+from urllib.parse import urlsplit
+
+import pytest
+import ray
+from aiohttp import web
+
+from dashboard_proxy import AuthProxy
+from workloads import dashboard
+from workloads import submit as jobs
+from workloads.job import JobSpec
+
+PREFIX = "/api/v1/namespaces/ns/services/head:dashboard/proxy"
+TOKENS = ("tok-1", "tok-2")
+
+# Ray's own log-tail call trips a deprecation in the installed aiohttp; not ours to fix.
+pytestmark = pytest.mark.filterwarnings("ignore:ssl=None is deprecated:DeprecationWarning")
+
+
+class CountingTokens:
+    """A token provider that rotates between valid tokens, as refreshed Google tokens would."""
+
+    def __init__(self, tokens=TOKENS):
+        self.tokens = tokens
+        self.calls = 0
+        self._lock = threading.Lock()
+
+    def __call__(self) -> str:
+        with self._lock:
+            self.calls += 1
+            return self.tokens[self.calls % len(self.tokens)]
+
+
+def get(url: str, timeout: float = 10) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:
+            return resp.status, resp.read()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read()
+
+
+@pytest.fixture
+def api_server(head):
+    proxy = AuthProxy(upstream=head.address, prefix=PREFIX, tokens=set(TOKENS)).start()
+    yield proxy
+    proxy.stop()
+
+
+@pytest.fixture
+def tokens():
+    return CountingTokens()
+
+
+@pytest.fixture
+def local(api_server, tokens):
+    with dashboard.DashboardProxy(api_server.base + PREFIX, token_provider=tokens, port=0) as proxy:
+        yield proxy
+
+
+# ------------------------------------------------------------------------------------ against Ray
+
+
+def test_the_ray_version_is_served_at_the_local_root_with_a_fresh_token_per_request(local, api_server, tokens, caplog):
+    caplog.set_level(logging.DEBUG)
+    assert urlsplit(local.url).hostname == "127.0.0.1" and urlsplit(local.url).port not in (None, 0), local.url
+    for _ in range(3):
+        status, body = get(local.url + "/api/version")
+        assert status == 200, f"GET /api/version through the local proxy: HTTP {status}: {body[:300]!r}"
+        assert json.loads(body)["ray_version"] == ray.__version__, body
+    assert tokens.calls == 3, f"the token provider was called {tokens.calls} times for 3 requests"
+    assert [(s.method, s.path, s.authorized) for s in api_server.seen] == [("GET", PREFIX + "/api/version", True)] * 3
+    assert not any(t in caplog.text for t in TOKENS), "a token was logged"
+
+
+def test_a_link_that_already_carries_the_prefix_is_not_prefixed_twice(local, api_server):
+    status, body = get(local.url + PREFIX + "/api/version")
+    assert status == 200 and json.loads(body)["ray_version"] == ray.__version__, (status, body[:300])
+    assert api_server.seen[-1].path == PREFIX + "/api/version"
+
+
+def test_a_job_client_on_the_local_proxy_lists_submits_and_follows_jobs(local, api_server, tokens):
+    client = jobs.connect(local.url)
+    assert isinstance(client.list_jobs(), list)
+    stack = f"t-dash-{uuid.uuid4().hex[:6]}"
+    code = "print('through the local proxy')"
+    spec = JobSpec.create(
+        stack=stack, recipe="t",
+        entrypoint=f"{shlex.quote(sys.executable)} -c {shlex.quote(code)}",
+        runtime_env={"env_vars": {"RAY_OVERRIDE_JOB_RUNTIME_ENV": "1"}},
+    )
+    assert jobs.submit(client, spec).created
+    assert "through the local proxy" in "".join(jobs.logs(client, spec.submission_id, follow=True))
+    assert [j.submission_id for j in jobs.list_jobs(client, stack)] == [spec.submission_id]
+    assert any(s.websocket and s.path == f"{PREFIX}/api/jobs/{spec.submission_id}/logs/tail" for s in api_server.seen), \
+        "the log follow did not go over a proxied websocket: " + repr(api_server.seen[-5:])
+    assert all(s.authorized for s in api_server.seen), [s for s in api_server.seen if not s.authorized]
+    assert tokens.calls == len(api_server.seen), f"{tokens.calls} tokens for {len(api_server.seen)} upstream requests"
+
+
+def test_a_refused_token_gets_the_api_servers_401_passed_through(api_server):
+    with dashboard.DashboardProxy(api_server.base + PREFIX, token_provider=lambda: "wrong", port=0) as local:
+        status, body = get(local.url + "/api/version")
+    assert status == 401, f"expected the upstream's 401, got HTTP {status}: {body[:300]!r}"
+    assert json.loads(body)["reason"] == "Unauthorized"
+    assert [s.authorized for s in api_server.seen] == [False]
+
+
+def test_serve_cluster_checks_the_dashboard_first_then_serves_it(api_server, tokens):
+    with pytest.raises(jobs.DashboardUnreachable, match="wrong service or namespace"):
+        dashboard.serve_cluster(api_server.base, "ns", "other", port=0, token_provider=tokens)
+    stop, ready = threading.Event(), []
+    thread = threading.Thread(target=dashboard.serve_cluster, args=(api_server.base, "ns", "head"),
+                              kwargs=dict(port=0, token_provider=tokens, on_ready=ready.append, stop_event=stop))
+    thread.start()
+    try:
+        for _ in range(100):
+            if ready:
+                break
+            thread.join(0.1)
+        assert ready, "serve_cluster did not report its local URL"
+        status, body = get(ready[0] + "/api/version")
+        assert status == 200 and json.loads(body)["ray_version"] == ray.__version__, (status, body[:300])
+    finally:
+        stop.set()
+        thread.join(10)
+    assert not thread.is_alive(), "serve_cluster did not return after the stop event"
+
+
+def test_a_taken_port_is_reported_in_one_line(api_server, tokens):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(dashboard.ProxyError, match=f"cannot listen on 127.0.0.1:{port}: already in use"):
+            dashboard.DashboardProxy(api_server.base + PREFIX, token_provider=tokens, port=port).start()
+
+
+# ------------------------------------------------------------------------------------ scripted upstream
+
+
+class Upstream:
+    """A scripted upstream on 127.0.0.1 (https with `ssl_context`) that records what reaches it."""
+
+    def __init__(self, ssl_context: ssl.SSLContext | None = None):
+        self.ssl_context = ssl_context
+        self.requests: list[dict] = []
+        self.release = threading.Event()
+        self.base = ""
+
+    def start(self) -> "Upstream":
+        ready = threading.Event()
+        self._loop = asyncio.new_event_loop()
+
+        async def listen() -> None:
+            self._runner = web.ServerRunner(web.Server(self._handle), access_log=None, shutdown_timeout=0.5)
+            await self._runner.setup()
+            await web.TCPSite(self._runner, "127.0.0.1", 0, ssl_context=self.ssl_context).start()
+
+        def run() -> None:
+            asyncio.set_event_loop(self._loop)
+            self._loop.run_until_complete(listen())
+            scheme = "https" if self.ssl_context else "http"
+            self.base = f"{scheme}://127.0.0.1:{self._runner.addresses[0][1]}"
+            ready.set()
+            self._loop.run_forever()
+
+        self._thread = threading.Thread(target=run, daemon=True)
+        self._thread.start()
+        assert ready.wait(10), "the scripted upstream did not start"
+        return self
+
+    def stop(self) -> None:
+        self.release.set()
+        asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+        self._loop.close()
+
+    async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
+        self.requests.append({"method": request.method, "path": request.raw_path,
+                              "headers": dict(request.headers), "body": await request.read()})
+        tail = request.path[len(PREFIX):]
+        if tail == "/redirect-absolute":
+            raise web.HTTPFound(f"{self.base}{PREFIX}/next?x=1")
+        if tail == "/redirect-path":
+            raise web.HTTPFound(f"{PREFIX}/next")
+        if tail == "/redirect-away":
+            raise web.HTTPFound("https://accounts.google.com/")
+        if tail == "/stream":
+            resp = web.StreamResponse(headers={"Content-Type": "text/plain"})
+            await resp.prepare(request)
+            await resp.write(b"first\n")
+            for _ in range(200):  # the second chunk waits until the client has the first
+                if self.release.is_set():
+                    break
+                await asyncio.sleep(0.05)
+            await resp.write(b"second\n")
+            await resp.write_eof()
+            return resp
+        return web.json_response({"ok": True}, headers={"Keep-Alive": "timeout=5", "X-Upstream": "yes"})
+
+
+@pytest.fixture
+def upstream():
+    up = Upstream().start()
+    yield up
+    up.stop()
+
+
+@pytest.fixture
+def scripted(upstream):
+    with dashboard.DashboardProxy(upstream.base + PREFIX, token_provider=lambda: "tok-s", port=0) as proxy:
+        yield proxy
+
+
+def local_connection(proxy: dashboard.DashboardProxy) -> http.client.HTTPConnection:
+    return http.client.HTTPConnection("127.0.0.1", urlsplit(proxy.url).port, timeout=10)
+
+
+def test_method_path_query_and_body_arrive_whole_with_the_bearer_token_and_no_hop_by_hop_headers(scripted, upstream):
+    conn = local_connection(scripted)
+    conn.request("PUT", "/api/x%2Fy?a=1&b=%2F&a=2", body=b'{"k": "v"}', headers={
+        "Content-Type": "application/json", "X-Custom": "kept", "Authorization": "Basic bG9jYWw6c2VjcmV0",
+        "Connection": "keep-alive, X-Listed", "X-Listed": "dropped", "Keep-Alive": "timeout=5", "TE": "trailers",
+        "Proxy-Authorization": "Basic eDp5",
+    })
+    resp = conn.getresponse()
+    body = resp.read()
+    assert resp.status == 200 and json.loads(body) == {"ok": True}, (resp.status, body)
+    assert resp.getheader("X-Upstream") == "yes" and resp.getheader("Keep-Alive") is None, resp.getheaders()
+    seen = upstream.requests[-1]
+    assert (seen["method"], seen["path"], seen["body"]) == ("PUT", PREFIX + "/api/x%2Fy?a=1&b=%2F&a=2", b'{"k": "v"}')
+    headers = {k.lower(): v for k, v in seen["headers"].items()}
+    assert headers["authorization"] == "Bearer tok-s", "the client's Authorization must be replaced by the token"
+    assert headers["x-custom"] == "kept" and headers["content-type"] == "application/json"
+    leaked = {"x-listed", "keep-alive", "te", "proxy-authorization"} & set(headers)
+    assert not leaked, f"hop-by-hop headers were forwarded: {sorted(leaked)}"
+
+
+
+def test_a_request_for_another_host_name_is_refused_so_a_rebound_web_page_cannot_use_the_token(scripted, upstream):
+    conn = local_connection(scripted)
+    conn.request("GET", "/api/version", headers={"Host": f"attacker.example:{urlsplit(scripted.url).port}"})
+    resp = conn.getresponse()
+    assert (resp.status, upstream.requests) == (403, []), resp.read()
+    conn = http.client.HTTPConnection("localhost", urlsplit(scripted.url).port, timeout=10)
+    conn.request("GET", "/api/version")
+    assert conn.getresponse().status == 200, "localhost:<port> is the proxy's own address too"
+
+@pytest.mark.parametrize(("path", "location"), [
+    ("/redirect-absolute", "{local}/next?x=1"),
+    ("/redirect-path", "/next"),
+    ("/redirect-away", "https://accounts.google.com/"),
+])
+def test_redirects_under_the_prefix_point_back_at_the_local_proxy(scripted, path, location):
+    conn = local_connection(scripted)
+    conn.request("GET", path)
+    resp = conn.getresponse()
+    resp.read()
+    assert resp.status == 302
+    assert resp.getheader("Location") == location.format(local=scripted.url)
+
+
+@pytest.mark.parametrize(("location", "rewritten"), [
+    ("https://gke.example:443/p/x", "https://gke.example:443/p/x"),  # another origin (port spelled out)
+    ("https://gke.example/p/x/y?q=1#f", "http://127.0.0.1:8265/x/y?q=1#f"),
+    ("https://gke.example/p", "http://127.0.0.1:8265/"),
+    ("/p/", "/"),
+    ("/px", "/px"),  # shares the prefix's characters, not its path
+    ("static/app.js", "static/app.js"),
+])
+def test_rewrite_location_moves_only_targets_under_the_prefix(location, rewritten):
+    assert dashboard.rewrite_location(location, "https://gke.example/p", "http://127.0.0.1:8265") == rewritten
+
+
+def test_a_streamed_response_arrives_chunk_by_chunk(scripted, upstream):
+    conn = local_connection(scripted)
+    conn.request("GET", "/stream")
+    resp = conn.getresponse()
+    assert resp.status == 200
+    try:
+        first = resp.readline()
+    except TimeoutError:
+        pytest.fail("the first chunk did not arrive before the upstream finished: the proxy buffers responses")
+    assert first == b"first\n"
+    upstream.release.set()
+    assert resp.read() == b"second\n"
+
+
+def test_an_unreachable_upstream_is_a_502_that_says_so(tokens):
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        base = f"http://127.0.0.1:{closed.getsockname()[1]}{PREFIX}"
+        with dashboard.DashboardProxy(base, token_provider=tokens, port=0) as local:
+            status, body = get(local.url + "/api/version")
+    assert status == 502 and b"unreachable" in body, (status, body)
+
+
+# ------------------------------------------------------------------------------------ TLS
+
+
+def _certificates(tmp_path):
+    """A CA and a certificate it signed for IP 127.0.0.1, as PEM files (ca, cert, key)."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    now = datetime.datetime.now(datetime.timezone.utc)
+    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "test cluster CA")])
+    ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
+          .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
+          .not_valid_after(now + datetime.timedelta(hours=1))
+          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+          .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True, content_commitment=False,
+                                       key_encipherment=False, data_encipherment=False, key_agreement=False,
+                                       encipher_only=False, decipher_only=False), critical=True)
+          .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
+          .sign(ca_key, hashes.SHA256()))
+    cert = (x509.CertificateBuilder().subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]))
+            .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(hours=1))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+            .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
+            .sign(ca_key, hashes.SHA256()))
+    paths = tmp_path / "ca.pem", tmp_path / "cert.pem", tmp_path / "key.pem"
+    paths[0].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    paths[1].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    paths[2].write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return tuple(str(p) for p in paths)
+
+
+def test_tls_is_verified_with_the_cluster_ca_file_and_an_untrusted_certificate_is_a_502(tmp_path):
+    ca, cert, key = _certificates(tmp_path)
+    server_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_ctx.load_cert_chain(cert, key)
+    up = Upstream(server_ctx).start()
+    try:
+        with dashboard.DashboardProxy(up.base + PREFIX, token_provider=lambda: "tok-s", verify=ca, port=0) as local:
+            status, body = get(local.url + "/api/version")
+            assert status == 200 and json.loads(body) == {"ok": True}, (status, body)
+        with dashboard.DashboardProxy(up.base + PREFIX, token_provider=lambda: "tok-s", port=0) as local:  # public roots
+            status, body = get(local.url + "/api/version")
+            assert status == 502 and b"TLS verification" in body and b"cluster CA" in body, (status, body)
+    finally:
+        up.stop()
+    assert len(up.requests) == 1 and up.requests[0]["headers"]["Authorization"] == "Bearer tok-s"
+
+
+# ---------------------------------------------------------------- the CLI command
+
+
+def run_cli(*argv: str) -> tuple[int, str, str]:
+    import io
+
+    from workloads import __main__ as cli
+
+    out, err = io.StringIO(), io.StringIO()
+    code = cli.main(list(argv), out=out, err=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_the_dashboard_command_serves_the_stacks_head_service_through_the_endpoint(monkeypatch):
+    seen = {}
+
+    def fake_serve_cluster(endpoint, namespace, service, **kwargs):
+        seen.update(endpoint=endpoint, namespace=namespace, service=service, **kwargs)
+        kwargs["on_ready"]("http://127.0.0.1:8265")
+
+    monkeypatch.setattr(dashboard, "serve_cluster", fake_serve_cluster)
+    host = "gke-0123456789abcdef-123456789012.us-east1.gke.goog"
+    code, out, err = run_cli("dashboard", "--stack", "h200", "--endpoint", host, "--head-service", "nemo-rl-head-svc")
+    assert (code, err) == (0, ""), err
+    assert out == "Ray dashboard of stack h200: http://127.0.0.1:8265/  (Ctrl-C stops)\n"
+    assert (seen["endpoint"], seen["namespace"], seen["service"], seen["port"]) == (host, "nemo-rl", "nemo-rl-head-svc", 8265)
+    assert seen["ca_file"] is None and seen["ca_cert_b64"] is None, "the DNS endpoint needs no cluster CA"
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (("--address", "http://127.0.0.1:8265"), "error: --address http://127.0.0.1:8265 is a dashboard already: open it in a browser\n"),
+    (("--endpoint", "203.0.113.10", "--head-service", "h"),
+     "error: the cluster CA of the IP endpoint 203.0.113.10 is unknown: pass --ca-file (stack output clusterCaCertificate)\n"),
+])
+def test_the_dashboard_command_refuses_what_it_cannot_serve_in_one_line(argv, message):
+    assert run_cli("dashboard", "--stack", "dev", *argv) == (2, "", message)
