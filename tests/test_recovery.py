@@ -9,6 +9,7 @@ import io
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -213,6 +214,36 @@ def test_a_preempted_job_is_resubmitted_with_the_same_checkpoint_dir_and_resumes
         "attempt 1 failed, preemption-like (the driver was killed by SIGKILL (exit code 137)); restart 1 of 2: "
         f"resubmitted as {spec.submission_id}-r2"
     ) in log
+
+
+def test_a_running_job_killed_from_outside_is_resubmitted_and_resumes(client, tmp_path):
+    # As a spot preemption does it: the job is RUNNING, mid-step, and something else kills its process.
+    ckpt, pid_file = tmp_path / "ckpt", tmp_path / "driver.pid"
+    code = (
+        "import os, sys, time\n"
+        f"d, p = {str(ckpt)!r}, {str(pid_file)!r}\n"
+        "os.makedirs(d, exist_ok=True)\n"
+        "if os.listdir(d):\n"
+        "    print('resuming from', sorted(os.listdir(d))[-1], flush=True); sys.exit(0)\n"
+        "os.makedirs(os.path.join(d, 'step_1'))\n"
+        "open(p + '.tmp', 'w').write(str(os.getpid())); os.rename(p + '.tmp', p)\n"
+        "time.sleep(120)\n"
+    )
+    spec = spec_of("t-outside", code)
+    jobs.submit(client, spec)
+    assert jobs.wait(client, spec.submission_id, until={JobStatus.RUNNING}, timeout=60, poll_interval=0.2) == JobStatus.RUNNING
+    deadline = time.monotonic() + 60
+    while not pid_file.exists():
+        assert time.monotonic() < deadline, "the job never wrote its pid"
+        time.sleep(0.1)
+    os.kill(int(pid_file.read_text()), signal.SIGKILL)
+    final, log = run_watch(client, spec)
+    assert final.action is Action.DONE and "succeeded" in final.reason, log
+    first, second = jobs.list_jobs(client, "t-outside")
+    assert (first.status, second.status) == (JobStatus.FAILED, JobStatus.SUCCEEDED), log
+    assert second.submission_id == f"{spec.submission_id}-r2" and second.entrypoint == first.entrypoint
+    assert second.metadata[META_ATTEMPT] == "2"
+    assert "resuming from step_1" in "".join(jobs.logs(client, second.submission_id))
 
 
 def test_an_application_error_is_not_restarted(client):
