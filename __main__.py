@@ -94,7 +94,9 @@ ray_cluster = RayCluster(
     gpu_pool=gpu_pool,
     system_pool_name=cluster.system_pool.name,
     # After the data guard: an import (lustre.importFrom) lands before a job can start at step 0 and
-    # overwrite it, and on destroy the export runs only once the Ray pods stopped writing.
+    # overwrite it, and on destroy the export starts after the job has ended (the submission's delete
+    # waits for it) and the release is uninstalled. Helm does not wait for the pods to terminate; with
+    # the job over, nothing of the run is still being written.
     opts=pulumi.ResourceOptions(provider=kube.provider, depends_on=[*cluster.node_pools, nccl, lustre_data]),
 )
 

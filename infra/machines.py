@@ -16,6 +16,9 @@ from typing import Optional
 _GKE_MEMORY_TIERS = ((4, 0.25), (4, 0.20), (8, 0.10), (112, 0.06), (math.inf, 0.02))  # (GiB in tier, share)
 _GKE_CPU_TIERS = ((1, 0.06), (1, 0.01), (2, 0.005), (math.inf, 0.0025))  # (cores in tier, share)
 GKE_EVICTION_GIB = 100 / 1024
+KERNEL_MEMORY_FRACTION = 0.02
+"""Memory the guest kernel keeps before the kubelet sees it (page tables, firmware and crash-kernel
+areas): an estimate, the exact node capacity can only be read on a real node."""
 
 SYSTEM_POOL_OVERHEAD_CPU = 1.0
 SYSTEM_POOL_OVERHEAD_MEMORY_GIB = 2.0
@@ -73,5 +76,6 @@ def system_node_room(machine_type: str) -> Optional[tuple[float, float]]:
         return None
     vcpus, memory_gib = shape
     cpu = vcpus - gke_reserved_cpu(vcpus) - SYSTEM_POOL_OVERHEAD_CPU
-    memory = memory_gib - gke_reserved_memory_gib(memory_gib) - GKE_EVICTION_GIB - SYSTEM_POOL_OVERHEAD_MEMORY_GIB
+    capacity = memory_gib * (1 - KERNEL_MEMORY_FRACTION)
+    memory = capacity - gke_reserved_memory_gib(memory_gib) - GKE_EVICTION_GIB - SYSTEM_POOL_OVERHEAD_MEMORY_GIB
     return cpu, memory

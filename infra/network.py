@@ -97,10 +97,10 @@ class Networking(pulumi.ComponentResource):
     gvnic_subnet_name: pulumi.Output[str]
     rdma_network_name: pulumi.Output[str]
     rdma_subnet_names: list[pulumi.Output[str]]
+    """One subnet per RDMA NIC, in NIC order (rdma-0 first)."""
     nic_subnets: list[gcp.compute.Subnetwork]
     """The subnets of the GPU nodes' extra NICs in NIC order (gVNIC, rdma-0..): what the GKE Network
     objects name, so they can wait for them."""
-    """One subnet per RDMA NIC, in NIC order (rdma-0 first)."""
     nics: tuple[NicAttachment, ...]
     """The GPU nodes' extra NICs in NIC order: the gVNIC (eth1) first, then rdma-0..N (eth2..)."""
     psa_connection: gcp.servicenetworking.Connection

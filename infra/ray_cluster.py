@@ -46,7 +46,7 @@ import pulumi_kubernetes as k8s
 from infra.config import RayConfig
 from infra.facts import GpuPoolFacts
 from infra.kube_provider import MANAGED_LABELS
-from infra.machines import GKE_EVICTION_GIB, gke_reserved_cpu, gke_reserved_memory_gib
+from infra.machines import GKE_EVICTION_GIB, KERNEL_MEMORY_FRACTION, gke_reserved_cpu, gke_reserved_memory_gib
 from infra.options import child_options
 from infra.nccl import toleration_for
 from infra.workload_env import SECRET_MOUNT_PATH
@@ -78,10 +78,6 @@ NCCL_ENV_SCRIPT = f"{POD_GIB_DIR}/scripts/set_nccl_env.sh"
 
 # ---------------------------------------------------------------- sizing
 # GKE's node reservations are in infra/machines.py.
-KERNEL_MEMORY_FRACTION = 0.02
-"""Memory the guest kernel keeps before the kubelet sees it (page tables for ~3-4 TiB are ~1.6%, plus
-firmware and crash-kernel areas). An estimate: the exact node capacity of an A4 / A3 Ultra node can only
-be read on a real node (`kubectl get node -o jsonpath='{.status.allocatable}'`)."""
 DAEMONSET_CPU = 2
 DAEMONSET_MEMORY_GIB = 16
 """Left for GKE's own DaemonSets on a GPU node (anetd, fluentbit, gke-metadata-server, device plugin,

@@ -410,3 +410,19 @@ def test_the_dashboard_command_serves_the_stacks_head_service_through_the_endpoi
 ])
 def test_the_dashboard_command_refuses_what_it_cannot_serve_in_one_line(argv, message):
     assert run_cli("dashboard", "--stack", "dev", *argv) == (2, "", message)
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "192.0.2.10", "example.com"])
+def test_the_proxy_refuses_to_listen_anywhere_but_loopback(host):
+    with pytest.raises(dashboard.ProxyError, match=f"loopback only; {host!r} is not a loopback address"):
+        dashboard.serve("http://127.0.0.1:9/", port=0, token_provider=lambda: "t", host=host)
+
+
+@pytest.mark.parametrize("port", ["70000", "-1", "x"])
+def test_the_dashboard_command_takes_only_a_port_number(port, capsys):
+    from workloads import __main__ as cli
+
+    with pytest.raises(SystemExit) as info:
+        cli.main(["dashboard", "--stack", "dev", "--port", port])
+    assert info.value.code == 2
+    assert f"argument --port: {port!r} is not allowed; allowed: 0 (any free port) to 65535" in capsys.readouterr().err

@@ -375,7 +375,7 @@ def test_deleting_the_bucket_the_export_goes_to_is_refused():
 @pytest.mark.parametrize("stack", STACKS)
 def test_the_ray_release_waits_for_the_guard_so_no_job_races_an_import_or_an_export(stack):
     # Created after the guard (an import lands before a job could start at step 0); deleted before
-    # it (the export runs once the Ray pods stopped writing).
+    # it (the export starts once the job has ended and the release is gone).
     plan = stack_plan(stack)
     guard = plan.one(GUARD)
     release = plan.one("kubernetes:helm.sh/v3:Release")

@@ -27,4 +27,4 @@ def test_a_system_node_keeps_gkes_reservations_and_room_for_system_pods():
     assert gke_reserved_cpu(16) == pytest.approx(0.11)
     assert gke_reserved_memory_gib(64) == pytest.approx(1 + 0.8 + 0.8 + 48 * 0.06)
     assert cpu == pytest.approx(16 - 0.11 - 1.0)
-    assert memory == pytest.approx(64 - 5.48 - 100 / 1024 - 2.0)
+    assert memory == pytest.approx(64 * 0.98 - 5.48 - 100 / 1024 - 2.0)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import tempfile
 
 import pulumi
 import pytest
@@ -105,12 +104,12 @@ def test_the_secret_holds_both_keys_and_reaches_the_engine_only_as_a_secret():
     assert raw["value"] == {"hf-token": PLANTED_HF, "netrc": WANDB_NETRC}
 
 
-def test_the_wandb_key_becomes_the_netrc_entry_the_wandb_sdk_reads():
+def test_the_wandb_key_becomes_the_netrc_entry_the_wandb_sdk_reads(tmp_path):
     import netrc
 
-    with tempfile.NamedTemporaryFile("w", suffix="netrc", delete=False) as fh:
-        fh.write(environment().one("kubernetes:core/v1:Secret").raw_inputs["stringData"]["value"]["netrc"])
-    login, _account, password = netrc.netrc(fh.name).authenticators("api.wandb.ai")
+    path = tmp_path / "netrc"
+    path.write_text(environment().one("kubernetes:core/v1:Secret").raw_inputs["stringData"]["value"]["netrc"])
+    login, _account, password = netrc.netrc(str(path)).authenticators("api.wandb.ai")
     assert (login, password) == ("user", PLANTED_WANDB)
 
 

@@ -14,7 +14,7 @@ The job comes from the stack file (`Pulumi.<stack>.yaml`, default `dev`), built 
 on the stack's newest job.
 
 Where the dashboard is, first match wins:
-  --address URL          e.g. http://127.0.0.1:8265 behind `kubectl port-forward`;
+  --address URL          a dashboard URL, e.g. the one `python -m workloads dashboard` serves;
   --endpoint HOST        the GKE endpoint and --head-service, through the API server's service
                          proxy with your Google credentials; an IP endpoint also needs --ca-file
                          (the DNS endpoint's certificate is publicly trusted);
@@ -155,7 +155,7 @@ def gke_target(args: argparse.Namespace, stack: Stack) -> GkeTarget:
             ca_b64 = ca
     if not endpoint:
         raise CliError(
-            "no dashboard address: pass --address http://127.0.0.1:8265 (with `kubectl port-forward`), "
+            "no dashboard address: pass --address http://127.0.0.1:8265 (e.g. from `python -m workloads dashboard`), "
             "or --endpoint/--head-service (and --ca-file for an IP endpoint), or install the pulumi CLI so the stack "
             "outputs can be read"
         )
@@ -412,6 +412,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not allowed; allowed: 0 (any free port) to 65535")
+    return value
+
+
 def parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--stack", default=DEFAULT_STACK, help=f"stack name (Pulumi.<stack>.yaml); default {DEFAULT_STACK}")
@@ -446,7 +456,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--max-backoff", type=float, help="cap of the doubled wait; default recovery.maxBackoffSeconds")
     s.add_argument("--heartbeat-file", help="file touched after every look (for a liveness probe)")
     s = sub.add_parser("dashboard", parents=[common], help="serve the Ray dashboard on 127.0.0.1 (no kubectl)")
-    s.add_argument("--port", type=int, default=8265, help="local port; 0 picks a free one (default 8265)")
+    s.add_argument("--port", type=_port, default=8265, help="local port; 0 picks a free one (default 8265)")
     return p
 
 

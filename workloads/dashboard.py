@@ -24,8 +24,9 @@ upstream sends under the proxy prefix are rewritten to the local address, and a 
 path already carries the prefix (a link the API server rewrote in an HTML page) is forwarded
 without adding it again. Requests whose Host is not the proxy's own address are refused (a web
 page could otherwise reach it by DNS rebinding and act with the user's token). Hop-by-hop headers (RFC 9110 7.6.1) are not forwarded; the client's own
-`Authorization` is replaced. The token is never logged or printed, and nothing but 127.0.0.1
-listens.
+`Authorization` is replaced. The token is never logged or printed, and only a loopback address
+listens (`serve` refuses any other). As with `kubectl port-forward`, other processes of this machine
+can reach that port while the proxy runs, and act with the user's identity.
 
 `serve` blocks (the CLI), `DashboardProxy` runs it in a thread (tests, notebooks), and
 `serve_cluster` resolves endpoint/namespace/service/CA into `serve`'s arguments and checks the
@@ -36,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import ipaddress
 import logging
 import ssl
 import threading
@@ -306,6 +308,15 @@ async def _serve(
         await forwarder.close()
 
 
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def serve(
     upstream_base: str,
     *,
@@ -324,8 +335,11 @@ def serve(
     picks a free port; `on_ready(local_url)` is called once it listens (e.g. to print or open it).
 
     Raises:
-        ProxyError: the port cannot be bound.
+        ProxyError: the port cannot be bound, or `host` is not a loopback address (the proxy acts with
+            the user's Google identity: it must never be reachable from another machine).
     """
+    if not _is_loopback(host):
+        raise ProxyError(f"the dashboard proxy listens on loopback only; {host!r} is not a loopback address")
     try:
         asyncio.run(_serve(upstream_base, port, token_provider, verify, on_ready, stop_event, host))
     except KeyboardInterrupt:

@@ -64,6 +64,8 @@ READY_POLL = 10.0
 RAY_CLUSTER_TIMEOUT = 3600.0
 """How long create/update wait for the RayCluster to be provisioned: spot GPU capacity can take long."""
 RAY_CLUSTER_POLL = 10.0
+STOP_TIMEOUT_S = 120.0
+"""How long delete waits for a stopped job to end (Ray sends SIGTERM, then SIGKILL after its own grace)."""
 
 
 def _wait_for_ray_cluster(props: dict[str, Any]) -> None:
@@ -167,9 +169,15 @@ class JobSubmissionProvider(ResourceProvider):
     def delete(self, id_: str, props: dict[str, Any]) -> None:
         from workloads import submit
 
+        client = None
+        job_id = props.get("submission_id") or id_
         try:
-            submit.stop(_client(props), props.get("submission_id") or id_)
-        except (submit.UnknownJob, submit.DashboardUnreachable):
+            client = _client(props)
+            submit.stop(client, job_id)
+            # Ended before the Ray release goes and, after it, the Lustre export: the driver gets to
+            # finish writing (NeMo-RL saves to tmp_step_N and renames it whole) instead of dying with its pod.
+            submit.wait(client, job_id, timeout=STOP_TIMEOUT_S, poll_interval=2.0)
+        except (submit.UnknownJob, submit.DashboardUnreachable, submit.WaitTimeout):
             pass
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
