@@ -160,3 +160,18 @@ def test_the_provider_waits_for_the_cluster_and_is_named_after_it():
     assert provider.inputs["clusterIdentifier"] == (
         f"gke_{cluster.inputs['project']}_{cluster.inputs['location']}_{cluster.inputs['name']}"
     )
+
+
+@pytest.mark.parametrize("stack", ["dev", "b200", "h200"])
+def test_every_built_in_kubernetes_object_of_every_stack_passes_the_kubernetes_schema(stack):
+    from k8s_support import k8s_doc, schema_problems
+
+    plan = stack_plan(stack)
+    # The GKE network kinds have no published schema (test_gke_networks checks their fields) and the
+    # Helm release's RayCluster is rendered and checked against the KubeRay CRD in test_ray_cluster.
+    built_in = [r for r in kubernetes_objects(plan) if r.type.split(":")[1].split("/")[0] in ("core", "apps", "batch", "rbac.authorization.k8s.io")]
+    assert {r.type.rsplit(":", 1)[1] for r in built_in} == {
+        "Namespace", "ServiceAccount", "Secret", "PersistentVolume", "PersistentVolumeClaim", "ConfigMap", "DaemonSet", "Deployment",
+    }, [r.type for r in built_in]
+    problems = [p for r in built_in for p in schema_problems(k8s_doc(r), f"{r.name} ({r.type})")]
+    assert problems == []
