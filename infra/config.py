@@ -117,7 +117,8 @@ class GpuPoolConfig(_Model):
     provisioning: Provisioning = Field(
         Provisioning.SPOT,
         description="`spot` (default, cheapest, preemptible), `reservation` (needs `reservationName`), "
-        "`flexStart` (DWS queued provisioning) or `onDemand`.",
+        "`flexStart` (DWS queued provisioning: the pool starts empty and gets nodes only for a ProvisioningRequest, "
+        "which this program does not create; needs `job.submit: false`) or `onDemand`.",
     )
     reservation_name: Optional[str] = Field(
         None, pattern=LOWER_NAME, max_length=63, description="Compute Engine reservation to consume when `provisioning` is `reservation`."
@@ -585,6 +586,14 @@ class StackConfig(_Model):
                 "cluster.allowPublicControlPlane: true to open it on purpose",
             )
         self._check_head_fits()
+        if self.gpu_pool.provisioning is Provisioning.FLEX_START and self.job.submit:
+            # The job would wait an hour for workers that never come, then fail the deploy.
+            raise KeyedValueError(
+                "job.submit",
+                "true with gpuPool.provisioning 'flexStart': that pool gets nodes only for a ProvisioningRequest "
+                "(or Kueue), which this program does not create, so the job would never start; allowed: false "
+                "(create the request yourself, then `python -m workloads submit`), or another gpuPool.provisioning",
+            )
         if self.lustre.export_on_destroy and self.storage.delete_bucket_on_destroy:
             raise KeyedValueError(
                 "storage.deleteBucketOnDestroy",

@@ -196,7 +196,9 @@ def test_reservation_provisioning_consumes_exactly_the_named_reservation():
 
 
 def test_flex_start_provisioning_queues_for_all_nodes_from_an_empty_autoscaled_pool():
-    pool = gpu_pool(gpu_plan(provisioning="flexStart", nodeCount=2))
+    plan = run_plan("dev", gpuPool=merged("dev", "gpuPool", {"provisioning": "flexStart", "nodeCount": 2}),
+                    job=merged("dev", "job", {"submit": False}))
+    pool = gpu_pool(plan)
     node = pool.inputs["nodeConfig"]
     assert node["flexStart"] is True, pool.name
     assert node["reservationAffinity"] == {"consumeReservationType": "NO_RESERVATION"}, pool.name
