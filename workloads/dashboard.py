@@ -56,7 +56,7 @@ from workloads.submit import (
     dashboard_proxy_url,
     google_token_provider,
     needs_cluster_ca,
-    write_ca_file,
+    tls_verify,
 )
 
 DEFAULT_PORT = 8265
@@ -369,7 +369,7 @@ def serve_cluster(
     """
     if needs_cluster_ca(endpoint) and not (ca_file or ca_cert_b64):
         raise ProxyError(f"the IP endpoint {endpoint} needs the cluster CA (ca_file or ca_cert_b64)")
-    verify: Verify = ca_file or (write_ca_file(ca_cert_b64) if ca_cert_b64 else True)
+    verify: Verify = tls_verify(ca_file, ca_cert_b64)
     provider = token_provider or google_token_provider()
     if check:
         connect(gke_endpoint=endpoint, namespace=namespace, service=service,

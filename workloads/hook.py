@@ -169,7 +169,6 @@ class JobSubmissionProvider(ResourceProvider):
     def delete(self, id_: str, props: dict[str, Any]) -> None:
         from workloads import submit
 
-        client = None
         job_id = props.get("submission_id") or id_
         try:
             client = _client(props)

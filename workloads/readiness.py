@@ -222,11 +222,7 @@ def wait_for_raycluster_on_gke(
     value with a scheme is used as is (tests use a plain-http fake)."""
     from workloads import submit  # the shared token provider and CA-file handling
 
-    verify: Union[bool, str] = True
-    if ca_file:
-        verify = ca_file
-    elif ca_cert_b64:
-        verify = submit.write_ca_file(ca_cert_b64)
+    verify = submit.tls_verify(ca_file, ca_cert_b64)
     provider = token_provider or submit.google_token_provider()
     return wait_for_raycluster(
         gke_endpoint, namespace, name, headers=lambda: {"Authorization": f"Bearer {provider()}"}, verify=verify, **kwargs

@@ -151,19 +151,11 @@ def needs_cluster_ca(endpoint: str) -> bool:
     roots verify. `endpoint` is a host, `host:port`, `[v6]:port` or a URL; a plain-http URL (a local
     proxy, as in tests) needs none.
     """
-    if "://" in endpoint:
-        parts = urlsplit(endpoint)
-        if parts.scheme != "https":
-            return False
-        host = parts.hostname or ""
-    elif endpoint.startswith("["):
-        host = endpoint[1:].split("]", 1)[0]
-    elif endpoint.count(":") == 1:
-        host = endpoint.split(":", 1)[0]
-    else:
-        host = endpoint
+    parts = urlsplit(_endpoint_url(endpoint))
+    if parts.scheme != "https" or not parts.hostname:
+        return False
     try:
-        ipaddress.ip_address(host)
+        ipaddress.ip_address(parts.hostname)
     except ValueError:
         return False
     return True
@@ -206,6 +198,13 @@ def write_ca_file(ca_cert_b64: str) -> str:
         fh.write(pem)
     atexit.register(_remove_quietly, path)
     return path
+
+
+def tls_verify(ca_file: Optional[str] = None, ca_cert_b64: Optional[str] = None) -> bool | str:
+    """`verify` for requests/aiohttp: the CA file, GKE's base64 CA written to one, or True (system roots)."""
+    if ca_file:
+        return ca_file
+    return write_ca_file(ca_cert_b64) if ca_cert_b64 else True
 
 
 def _remove_quietly(path: str) -> None:
@@ -266,11 +265,7 @@ def connect(
         raise ValueError("gke_endpoint needs the Ray head service name (service=...)")
     check_endpoint(gke_endpoint)
     url = dashboard_proxy_url(gke_endpoint, namespace, service)
-    verify: bool | str = True
-    if ca_file:
-        verify = ca_file
-    elif ca_cert_b64:
-        verify = write_ca_file(ca_cert_b64)
+    verify = tls_verify(ca_file, ca_cert_b64)
     _probe(url, timeout)
     provider = token_provider or google_token_provider()
     return _guard(url, lambda: _BearerClient(url, token_provider=provider, verify=verify))
