@@ -1,24 +1,33 @@
 # Quick start: `make plan` (offline plan of the default stack) and `make test`.
+# `make docs` and `make golden` regenerate the generated reference and the golden plans.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STACK ?= dev
 
-.PHONY: plan test docs clean
+.PHONY: plan test docs golden clean
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	touch $@
 
+# Test-only packages on top of the runtime ones.
+$(VENV)/.installed-test: $(VENV)/.installed requirements-test.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-test.txt
+	touch $@
+
 plan: $(VENV)/.installed
 	$(PY) -m infra.plan --stack $(STACK)
 
-test: $(VENV)/.installed
+test: $(VENV)/.installed-test
 	$(PY) -m pytest -q
 
 docs: $(VENV)/.installed
-	$(PY) -m infra.docs --write
+	$(PY) -m tools.reference_docs --write
+
+golden: $(VENV)/.installed
+	$(PY) -m tools.golden_plans
 
 clean:
 	rm -rf $(VENV)

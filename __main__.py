@@ -3,19 +3,19 @@
 import pulumi
 
 from infra import config as stack_config
-from infra.cluster import GkeCluster
-from infra.facts import StackContext
-from infra.job import build_training_job
+from infra.cluster import GkeCluster, gpu_pool_facts, system_pool_name
 from infra.gke_networks import GkeNetworkObjects
 from infra.kube_provider import KubernetesAccess
 from infra.nccl import NcclRdmaInstaller
 from infra.network import Networking
 from infra.observability import build_dashboard
 from infra.ray_cluster import RAY_CLUSTER_NAME, RayCluster
-from infra.recovery import build_preemption_watcher
+from infra.stack_context import StackContext
 from infra.storage import ArtifactBucket, Lustre, LustreDataGuard, lustre_port
+from infra.training_job import build_training_job, job_spec_for_stack
+from infra.watcher_deployment import build_preemption_watcher
 from infra.workload_env import LustreVolume, WorkloadEnvironment
-from workloads.job import results_dirs
+from workloads.job_spec import results_dirs
 
 settings = stack_config.load()
 cfg = settings.config
@@ -23,11 +23,29 @@ ctx = StackContext.from_config(settings.stack, cfg)
 flavour = cfg.flavour_spec
 pulumi.export("flavour", cfg.flavour)
 
+# ---------------------------------------------------------------- Plan-time facts
+# Decided here once and handed to every component that needs them. The job is built before any
+# resource: one that cannot be built (GPUs that do not divide, an override of a derived key) is a
+# config error naming the key, and the deploy and the preemption watcher get the very same spec.
+gpu_pool = gpu_pool_facts(ctx, cfg)
+system_pool = system_pool_name(ctx)
+job_spec = job_spec_for_stack(settings.stack, cfg, wandb_key_set=settings.wandb_key_set, pool=gpu_pool)
+
 # ---------------------------------------------------------------- Google Cloud
 # Lustre and the cluster share only the network: they are created in parallel.
 network = Networking("network", ctx, cfg.network, flavour, lustre_port(cfg.lustre_needs_legacy_port))
 lustre = Lustre("lustre", ctx, cfg.lustre, cfg.lustre_instance_id, network.primary_network, network.psa_connection)
-cluster = GkeCluster("gke", ctx, cfg.cluster, cfg.gpu_pool, flavour, network, cfg.lustre_needs_legacy_port)
+cluster = GkeCluster(
+    "gke",
+    ctx,
+    cfg.cluster,
+    cfg.gpu_pool,
+    flavour,
+    network,
+    cfg.lustre_needs_legacy_port,
+    gpu_pool=gpu_pool,
+    system_pool_name=system_pool,
+)
 # `pulumi destroy` keeps the bucket (and what was exported into it) unless storage.deleteBucketOnDestroy.
 artifacts = ArtifactBucket(
     "artifacts",
@@ -66,7 +84,6 @@ pulumi.export("rdmaNetworkName", network.rdma_network_name)
 # cluster through its endpoint. So `pulumi destroy` removes the Ray release first, then the
 # in-cluster objects, then the node pools and the cluster.
 kube = KubernetesAccess("kube", ctx, cluster.name, cluster.endpoint, cluster.ca_certificate, location=cluster.location)
-gpu_pool = cluster.gpu_pool_facts
 on_nodes = pulumi.ResourceOptions(provider=kube.provider, depends_on=list(cluster.node_pools))
 # The parameter sets name the NIC subnets: created after them, deleted before them.
 gke_networks = GkeNetworkObjects(
@@ -92,7 +109,7 @@ ray_cluster = RayCluster(
     environment=workload,
     networks=gke_networks,
     gpu_pool=gpu_pool,
-    system_pool_name=cluster.system_pool.name,
+    system_pool_name=system_pool,
     # After the data guard: an import (lustre.importFrom) lands before a job can start at step 0 and
     # overwrite it, and on destroy the export starts after the job has ended (the submission's delete
     # waits for it) and the release is uninstalled. Helm does not wait for the pods to terminate; with
@@ -110,14 +127,12 @@ pulumi.export("rayWorkerGroup", ray_cluster.worker_group)
 # ---------------------------------------------------------------- The job
 # Submitted once the Ray release is up, stopped before it goes; job.submit=false deploys Ray only.
 job = build_training_job(
-    settings.stack,
+    job_spec,
     cfg,
     endpoint=cluster.endpoint,
     ca_certificate=cluster.ca_certificate,
     head_service=ray_cluster.head_service,
     ray_cluster_name=ray_cluster.cluster_name,
-    wandb_key_set=settings.secrets.wandb_api_key is not None,
-    pool=gpu_pool,
     opts=pulumi.ResourceOptions(depends_on=[ray_cluster.release]),
 )
 if job is not None:
@@ -129,12 +144,10 @@ if job is not None:
 # ---------------------------------------------------------------- Day 2
 # Resubmits the job after a spot preemption (recovery.enabled); deleted before the Ray release.
 watcher = build_preemption_watcher(
-    settings.stack,
+    job_spec,
     cfg,
     ray=ray_cluster,
-    system_pool_name=cluster.system_pool.name,
-    wandb_key_set=settings.secrets.wandb_api_key is not None,
-    pool=gpu_pool,
+    system_pool_name=system_pool,
     opts=pulumi.ResourceOptions(provider=kube.provider, depends_on=[ray_cluster.release]),
 )
 if watcher is not None:

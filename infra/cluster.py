@@ -35,11 +35,11 @@ from typing import Any, Optional
 import pulumi
 import pulumi_gcp as gcp
 
-from infra.config import ClusterConfig, GpuPoolConfig, Provisioning
-from infra.facts import GpuPoolFacts, StackContext
+from infra.config import ClusterConfig, GpuPoolConfig, Provisioning, StackConfig
+from infra.stack_context import GpuPoolFacts, StackContext
 from infra.flavours import Flavour
 from infra.naming import Limit
-from infra.network import Networking
+from infra.network import Networking, nic_attachments
 
 COMPONENT = "gke"
 
@@ -227,14 +227,51 @@ class GkeCluster(pulumi.ComponentResource):
         flavour: Flavour,
         networking: Networking,
         legacy_lustre_port: bool,
+        *,
+        gpu_pool: GpuPoolFacts,
+        system_pool_name: str,
         opts: Optional[pulumi.ResourceOptions] = None,
     ) -> None:
+        """`gpu_pool` and `system_pool_name` are the plan-time facts of `gpu_pool_facts` and
+        `system_pool_name`: the pools are created under those names, and workloads read the same values."""
         super().__init__("nemo-rl-gke:infra:GkeCluster", name, None, opts)
         self.location = ctx.zone
         self.project = ctx.project
+        self.gpu_pool_facts = gpu_pool
         labels = ctx.labels(COMPONENT)
-        child = pulumi.ResourceOptions(parent=self)
 
+        node_identity = self._node_identity(name, ctx)
+        self._cluster(name, ctx, cfg, networking, legacy_lustre_port, node_identity, labels)
+        self._system_pool(name, ctx, cfg, system_pool_name, node_identity, labels)
+        self._gpu_pool(name, ctx, pool_cfg, flavour, networking, node_identity, labels)
+        self.node_pools = [self.system_pool, self.gpu_pool]
+        self._endpoints(ctx, cfg)
+        self.register_outputs(
+            {
+                "name": self.name,
+                "endpoint": self.endpoint,
+                "controlPlaneAccess": self.control_plane_access,
+                "location": self.location,
+                "credentialsCommand": self.credentials_command,
+                "systemPool": self.system_pool.name,
+                "nodeServiceAccount": self.node_service_account.email,
+                "gpuPool": self.gpu_pool.name,
+                "gpuPoolFacts": {
+                    "poolName": gpu_pool.pool_name,
+                    "nodeCount": gpu_pool.node_count,
+                    "gpusPerNode": gpu_pool.gpus_per_node,
+                    "acceleratorType": gpu_pool.accelerator_type,
+                    "taints": list(gpu_pool.taints),
+                    "nics": [n.interface for n in gpu_pool.nics],
+                },
+            }
+        )
+
+    # ------------------------------------------------------------------ node identity
+
+    def _node_identity(self, name: str, ctx: StackContext) -> dict[str, Any]:
+        """The node VMs' service account and its grants; returns the node config every pool shares."""
+        child = pulumi.ResourceOptions(parent=self)
         self.node_service_account = gcp.serviceaccount.Account(
             f"{name}-node-sa",
             account_id=ctx.name("nodes", Limit.SERVICE_ACCOUNT_ID),
@@ -253,12 +290,24 @@ class GkeCluster(pulumi.ComponentResource):
             )
             for role in NODE_SERVICE_ACCOUNT_ROLES
         ]
-        node_identity = {
+        return {
             "service_account": self.node_service_account.email,
             "oauth_scopes": [CLOUD_PLATFORM_SCOPE],
             "shielded_instance_config": dict(SHIELDED_INSTANCE_CONFIG),
         }
 
+    # ------------------------------------------------------------------ the cluster
+
+    def _cluster(
+        self,
+        name: str,
+        ctx: StackContext,
+        cfg: ClusterConfig,
+        networking: Networking,
+        legacy_lustre_port: bool,
+        node_identity: dict[str, Any],
+        labels: dict[str, str],
+    ) -> None:
         self.cluster = gcp.container.Cluster(
             f"{name}-cluster",
             name=ctx.name("gke", Limit.GKE_CLUSTER),
@@ -273,26 +322,7 @@ class GkeCluster(pulumi.ComponentResource):
             datapath_provider="ADVANCED_DATAPATH",
             enable_multi_networking=True,
             workload_identity_config={"workload_pool": f"{ctx.project}.svc.id.goog"},
-            addons_config={
-                "ray_operator_configs": [
-                    {
-                        "enabled": True,
-                        "ray_cluster_logging_config": {"enabled": True},
-                        "ray_cluster_monitoring_config": {"enabled": True},
-                    }
-                ],
-                "lustre_csi_driver_config": {
-                    "enabled": True,
-                    "enable_legacy_lustre_port": legacy_lustre_port,
-                    # From GKE 1.35.2-gke.1842000 the driver spreads Lustre TCP over every standard NIC,
-                    # which the Lustre docs allow only when all of them are on one VPC. The GPU nodes'
-                    # eth1 is on the gVNIC VPC, which has no peering to Lustre: keep Lustre on eth0.
-                    # Only on the real cloud: whether the driver would have skipped eth1 by itself.
-                    "disable_multi_nic": True,
-                },
-                # Lets pods mount the artifact bucket as a volume; free when unused.
-                "gcs_fuse_csi_driver_config": {"enabled": True},
-            },
+            addons_config=addons_config(legacy_lustre_port),
             release_channel={"channel": cfg.release_channel},
             # Unset: the channel's default version, which GKE keeps available; a pinned minimum is refused
             # once it leaves the channel.
@@ -317,19 +347,31 @@ class GkeCluster(pulumi.ComponentResource):
                 ignore_changes=["nodeConfig"],
             ),
         )
+        self.name = self.cluster.name
 
-        def pool_opts() -> pulumi.ResourceOptions:
-            # The grants first: a node that cannot write logs or pull images comes up broken.
-            return pulumi.ResourceOptions(
-                parent=self,
-                depends_on=[self.cluster, *self.node_service_account_grants],
-                custom_timeouts=NODE_POOL_TIMEOUTS,
-            )
+    def _pool_opts(self) -> pulumi.ResourceOptions:
+        # The grants first: a node that cannot write logs or pull images comes up broken.
+        return pulumi.ResourceOptions(
+            parent=self,
+            depends_on=[self.cluster, *self.node_service_account_grants],
+            custom_timeouts=NODE_POOL_TIMEOUTS,
+        )
 
+    # ------------------------------------------------------------------ node pools
+
+    def _system_pool(
+        self,
+        name: str,
+        ctx: StackContext,
+        cfg: ClusterConfig,
+        pool_name: str,
+        node_identity: dict[str, Any],
+        labels: dict[str, str],
+    ) -> None:
         system = cfg.system_pool
         self.system_pool = gcp.container.NodePool(
             f"{name}-system-pool",
-            name=ctx.name("system", Limit.GKE_NODE_POOL),
+            name=pool_name,
             project=ctx.project,
             cluster=self.cluster.name,
             location=ctx.zone,
@@ -346,10 +388,19 @@ class GkeCluster(pulumi.ComponentResource):
                 "resource_labels": labels,
             },
             management={"auto_repair": True, "auto_upgrade": True},
-            opts=pool_opts(),
+            opts=self._pool_opts(),
         )
 
-        gpu_pool_name = ctx.name("gpu", Limit.GKE_NODE_POOL)
+    def _gpu_pool(
+        self,
+        name: str,
+        ctx: StackContext,
+        pool_cfg: GpuPoolConfig,
+        flavour: Flavour,
+        networking: Networking,
+        node_identity: dict[str, Any],
+        labels: dict[str, str],
+    ) -> None:
         provisioning = provisioning_settings(pool_cfg)
         gpu_node_config: dict[str, Any] = {
             "machine_type": flavour.machine_type,
@@ -403,18 +454,19 @@ class GkeCluster(pulumi.ComponentResource):
             gpu_args["placement_policy"] = {"type": "COMPACT"}
         self.gpu_pool = gcp.container.NodePool(
             f"{name}-gpu-pool",
-            name=gpu_pool_name,
+            name=self.gpu_pool_facts.pool_name,
             project=ctx.project,
             cluster=self.cluster.name,
             location=ctx.zone,
             # The RoCE subnets exist only for this zone.
             node_locations=[ctx.zone],
-            opts=pool_opts(),
+            opts=self._pool_opts(),
             **gpu_args,
         )
-        self.node_pools = [self.system_pool, self.gpu_pool]
 
-        self.name = self.cluster.name
+    # ------------------------------------------------------------------ how clients connect
+
+    def _endpoints(self, ctx: StackContext, cfg: ClusterConfig) -> None:
         self.control_plane_access = cfg.control_plane_access
         if cfg.control_plane_access == "dns":
             self.endpoint = self.cluster.control_plane_endpoints_config.apply(_dns_endpoint)
@@ -425,38 +477,55 @@ class GkeCluster(pulumi.ComponentResource):
         self.credentials_command = credentials_command(
             self.cluster.name, ctx.zone, ctx.project, dns=cfg.control_plane_access == "dns"
         )
-        self.gpu_pool_facts = GpuPoolFacts(
-            pool_name=gpu_pool_name,
-            node_count=pool_cfg.node_count,
-            gpus_per_node=flavour.gpus_per_node,
-            accelerator_type=flavour.accelerator_type,
-            machine_type=flavour.machine_type,
-            vcpus=flavour.vcpus,
-            memory_gib=flavour.memory_gib,
-            nccl_tuner_config=flavour.nccl_tuner_config,
-            taints=(kubernetes_taint(flavour.gpu_taint),),
-            nics=networking.nics,
-        )
-        self.register_outputs(
+
+
+def system_pool_name(ctx: StackContext) -> str:
+    """The CPU pool's name: the Ray head and the watcher select it by this (plan-time) value."""
+    return ctx.name("system", Limit.GKE_NODE_POOL)
+
+
+def gpu_pool_facts(ctx: StackContext, cfg: StackConfig) -> GpuPoolFacts:
+    """What workloads need to know about the GPU pool, decided before any resource exists.
+
+    The program and `python -m workloads` both take the pool from here, so they build the same job.
+    """
+    flavour = cfg.flavour_spec
+    return GpuPoolFacts(
+        pool_name=ctx.name("gpu", Limit.GKE_NODE_POOL),
+        node_count=cfg.gpu_pool.node_count,
+        gpus_per_node=flavour.gpus_per_node,
+        accelerator_type=flavour.accelerator_type,
+        machine_type=flavour.machine_type,
+        vcpus=flavour.vcpus,
+        memory_gib=flavour.memory_gib,
+        nccl_tuner_config=flavour.nccl_tuner_config,
+        taints=(kubernetes_taint(flavour.gpu_taint),),
+        nics=nic_attachments(ctx, flavour),
+    )
+
+
+def addons_config(legacy_lustre_port: bool) -> dict[str, Any]:
+    """The cluster add-ons (snake_case): Ray operator, Lustre CSI, GCS FUSE CSI."""
+    return {
+        "ray_operator_configs": [
             {
-                "name": self.name,
-                "endpoint": self.endpoint,
-                "controlPlaneAccess": self.control_plane_access,
-                "location": self.location,
-                "credentialsCommand": self.credentials_command,
-                "systemPool": self.system_pool.name,
-                "nodeServiceAccount": self.node_service_account.email,
-                "gpuPool": self.gpu_pool.name,
-                "gpuPoolFacts": {
-                    "poolName": gpu_pool_name,
-                    "nodeCount": pool_cfg.node_count,
-                    "gpusPerNode": flavour.gpus_per_node,
-                    "acceleratorType": flavour.accelerator_type,
-                    "taints": list(self.gpu_pool_facts.taints),
-                    "nics": [n.interface for n in networking.nics],
-                },
+                "enabled": True,
+                "ray_cluster_logging_config": {"enabled": True},
+                "ray_cluster_monitoring_config": {"enabled": True},
             }
-        )
+        ],
+        "lustre_csi_driver_config": {
+            "enabled": True,
+            "enable_legacy_lustre_port": legacy_lustre_port,
+            # From GKE 1.35.2-gke.1842000 the driver spreads Lustre TCP over every standard NIC,
+            # which the Lustre docs allow only when all of them are on one VPC. The GPU nodes'
+            # eth1 is on the gVNIC VPC, which has no peering to Lustre: keep Lustre on eth0.
+            # Only on the real cloud: whether the driver would have skipped eth1 by itself.
+            "disable_multi_nic": True,
+        },
+        # Lets pods mount the artifact bucket as a volume; free when unused.
+        "gcs_fuse_csi_driver_config": {"enabled": True},
+    }
 
 
 def _dns_endpoint(config: Any) -> str:

@@ -20,7 +20,7 @@ from typing import Optional
 import pulumi
 import pulumi_kubernetes as k8s
 
-from infra.facts import NicAttachment
+from infra.stack_context import NicAttachment
 from infra.kube_provider import MANAGED_LABELS
 from infra.options import child_options
 

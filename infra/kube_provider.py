@@ -20,7 +20,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from infra.config import PROJECT
-from infra.facts import StackContext
+from infra.stack_context import StackContext
 from infra.options import child_options
 
 AUTH_PLUGIN = "gke-gcloud-auth-plugin"

@@ -3,7 +3,7 @@
 The Pulumi dynamic provider of `infra.storage.LustreDataGuard`, a resource that exists only in the
 Pulumi state. It depends on the Lustre instance and on the artifacts bucket, so Pulumi deletes it
 *before* either of them; its `delete` exports the directories that hold what a run produced
-(`workloads.job.results_dirs()`: `checkpoints/` and `logs/`, relative to the filesystem root, which
+(`workloads.job_spec.results_dirs()`: `checkpoints/` and `logs/`, relative to the filesystem root, which
 the Ray pods mount at `ray.mountPath`) with the Managed Lustre export API and waits for every
 transfer to finish. If an export fails, `delete` raises: Pulumi records the failure, keeps this
 resource in the state and does not delete the instance or the bucket, which still depend on it.

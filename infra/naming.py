@@ -18,11 +18,8 @@ class Limit(IntEnum):
     COMPUTE = 63  # networks, subnets, firewalls, addresses, routers (RFC 1035)
     GKE_CLUSTER = 40
     GKE_NODE_POOL = 40
-    LUSTRE_INSTANCE = 63
     BUCKET = 63
     SERVICE_ACCOUNT_ID = 30
-    KUBERNETES = 63  # DNS-1123 label: namespaces, services, Network objects
-    HELM_RELEASE = 53
     LABEL_VALUE = 63
 
 

@@ -33,7 +33,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from infra.config import NetworkConfig
-from infra.facts import NicAttachment, StackContext
+from infra.stack_context import NicAttachment, StackContext
 from infra.flavours import Flavour
 from infra.naming import Limit
 
@@ -72,6 +72,33 @@ def network_id(project: str, network: pulumi.Input[str]) -> pulumi.Output[str]:
 def subnet_id(project: str, region: str, subnet: pulumi.Input[str]) -> pulumi.Output[str]:
     """`projects/<p>/regions/<r>/subnetworks/<name>`, the relative form GKE accepts for `subnetwork`."""
     return pulumi.Output.concat("projects/", project, "/regions/", region, "/subnetworks/", subnet)
+
+
+def nic_attachments(ctx: StackContext, flavour: Flavour) -> tuple[NicAttachment, ...]:
+    """The GPU nodes' extra NICs in GKE's interface order: the gVNIC (eth1), then rdma-0.. (eth2..).
+
+    Plain data known at plan time: `Networking` names its VPCs and subnets from it, and the GPU pool,
+    the GKE Network objects and the Ray pods' interface annotation read the same tuple.
+    """
+    gvnic = NicAttachment(
+        interface="eth1",
+        network_object=GVNIC_NETWORK_OBJECT,
+        vpc=ctx.name("gvnic-vpc", Limit.COMPUTE),
+        subnet=ctx.name("gvnic-subnet", Limit.COMPUTE),
+        device_mode="NetDevice",
+    )
+    rdma_vpc = ctx.name("rdma-vpc", Limit.COMPUTE)
+    rdma = tuple(
+        NicAttachment(
+            interface=f"eth{i + 2}",
+            network_object=RDMA_NETWORK_OBJECT.format(index=i),
+            vpc=rdma_vpc,
+            subnet=ctx.name(f"rdma-subnet-{i}", Limit.COMPUTE),
+            device_mode="RDMA",
+        )
+        for i in range(flavour.rdma_nics)
+    )
+    return (gvnic, *rdma)
 
 
 class Networking(pulumi.ComponentResource):
@@ -131,6 +158,8 @@ class Networking(pulumi.ComponentResource):
         project, region = ctx.project, ctx.region
         self.lustre_port = lustre_port
         self.pods_cidr, self.services_cidr = cfg.pods_cidr, cfg.services_cidr
+        # The NICs' VPC and subnet names are decided here, once, and the VPCs below take them.
+        self.nics = nic_attachments(ctx, flavour)
 
         self._primary(name, ctx, cfg, child)
         self._cloud_nat(name, ctx, child)
@@ -138,24 +167,6 @@ class Networking(pulumi.ComponentResource):
         self._rdma(name, ctx, cfg, child)
         self._private_service_access(name, ctx, cfg, lustre_port, child)
 
-        gvnic = NicAttachment(
-            interface="eth1",
-            network_object=GVNIC_NETWORK_OBJECT,
-            vpc=self._gvnic_vpc_cloud_name,
-            subnet=self._gvnic_subnet_cloud_name,
-            device_mode="NetDevice",
-        )
-        rdma = tuple(
-            NicAttachment(
-                interface=f"eth{i + 2}",
-                network_object=RDMA_NETWORK_OBJECT.format(index=i),
-                vpc=self._rdma_vpc_cloud_name,
-                subnet=subnet,
-                device_mode="RDMA",
-            )
-            for i, subnet in enumerate(self._rdma_subnet_cloud_names)
-        )
-        self.nics = (gvnic, *rdma)
 
         self.register_outputs(
             {
@@ -263,11 +274,10 @@ class Networking(pulumi.ComponentResource):
     # ------------------------------------------------------------------ gVNIC VPC
 
     def _gvnic(self, name: str, ctx: StackContext, cfg: NetworkConfig, child: pulumi.ResourceOptions) -> None:
-        self._gvnic_vpc_cloud_name = ctx.name("gvnic-vpc", Limit.COMPUTE)
-        self._gvnic_subnet_cloud_name = ctx.name("gvnic-subnet", Limit.COMPUTE)
+        gvnic = self.nics[0]
         vpc = gcp.compute.Network(
             f"{name}-gvnic-vpc",
-            name=self._gvnic_vpc_cloud_name,
+            name=gvnic.vpc,
             project=ctx.project,
             description="nemo-rl-gke second gVNIC of the GPU nodes (eth1): host-to-host TCP",
             auto_create_subnetworks=False,
@@ -276,7 +286,7 @@ class Networking(pulumi.ComponentResource):
         )
         subnet = gcp.compute.Subnetwork(
             f"{name}-gvnic-subnet",
-            name=self._gvnic_subnet_cloud_name,
+            name=gvnic.subnet,
             project=ctx.project,
             region=ctx.region,
             network=vpc.name,
@@ -304,10 +314,10 @@ class Networking(pulumi.ComponentResource):
     # ------------------------------------------------------------------ RDMA VPC
 
     def _rdma(self, name: str, ctx: StackContext, cfg: NetworkConfig, child: pulumi.ResourceOptions) -> None:
-        self._rdma_vpc_cloud_name = ctx.name("rdma-vpc", Limit.COMPUTE)
+        rdma = self.nics[1:]
         vpc = gcp.compute.Network(
             f"{name}-rdma-vpc",
-            name=self._rdma_vpc_cloud_name,
+            name=rdma[0].vpc,
             project=ctx.project,
             description="nemo-rl-gke RoCE VPC for the MRDMA NICs of the GPU nodes (eth2..)",
             auto_create_subnetworks=False,
@@ -316,11 +326,8 @@ class Networking(pulumi.ComponentResource):
             mtu=cfg.rdma_mtu,
             opts=child,
         )
-        self._rdma_subnet_cloud_names = [
-            ctx.name(f"rdma-subnet-{i}", Limit.COMPUTE) for i in range(len(cfg.rdma_cidrs))
-        ]
         self.rdma_subnet_names = []
-        for i, (cloud_name, cidr) in enumerate(zip(self._rdma_subnet_cloud_names, cfg.rdma_cidrs)):
+        for i, (cloud_name, cidr) in enumerate(zip((nic.subnet for nic in rdma), cfg.rdma_cidrs)):
             subnet = gcp.compute.Subnetwork(
                 f"{name}-rdma-subnet-{i}",
                 name=cloud_name,

@@ -42,8 +42,8 @@ from typing import Any, Optional
 import pulumi
 import pulumi_gcp as gcp
 
-from infra.facts import GpuPoolFacts, StackContext
-from infra.recovery import NAME as WATCHER_NAME
+from infra.stack_context import GpuPoolFacts, StackContext
+from infra.watcher_deployment import NAME as WATCHER_NAME
 
 COMPONENT_TYPE = "nemo-rl-gke:infra:MonitoringDashboard"
 

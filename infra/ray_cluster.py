@@ -44,13 +44,13 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from infra.config import RayConfig
-from infra.facts import GpuPoolFacts
+from infra.stack_context import GpuPoolFacts
 from infra.kube_provider import MANAGED_LABELS
 from infra.machines import GKE_EVICTION_GIB, KERNEL_MEMORY_FRACTION, gke_reserved_cpu, gke_reserved_memory_gib
 from infra.options import child_options
 from infra.nccl import toleration_for
 from infra.workload_env import SECRET_MOUNT_PATH
-from workloads.job import hf_home, results_dirs
+from workloads.job_spec import hf_home, results_dirs
 from workloads.recipes import NemoRLImage
 
 CHART = "ray-cluster"
@@ -91,8 +91,6 @@ class WorkerSize:
     cpu: int
     memory_gib: int
     gpus: int
-    allocatable_cpu: float
-    allocatable_memory_gib: float
 
 
 def worker_size(pool: GpuPoolFacts) -> WorkerSize:
@@ -105,8 +103,6 @@ def worker_size(pool: GpuPoolFacts) -> WorkerSize:
         cpu=math.floor(alloc_cpu - DAEMONSET_CPU),
         memory_gib=math.floor(alloc_mem - DAEMONSET_MEMORY_GIB),
         gpus=pool.gpus_per_node,
-        allocatable_cpu=alloc_cpu,
-        allocatable_memory_gib=alloc_mem,
     )
     if size.cpu < 1 or size.memory_gib < 1:
         raise ValueError(f"GPU machine {pool.machine_type} is too small for a Ray worker after GKE's reservations")
@@ -200,7 +196,7 @@ def ray_values(
     size = worker_size(gpu_pool)
     lustre_volume = {"name": "lustre", "persistentVolumeClaim": {"claimName": pvc_name}}
     lustre_mount = {"name": "lustre", "mountPath": mount_path}
-    # The same Hugging Face cache on Lustre as the job's runtime env (workloads.job.build_job), and
+    # The same Hugging Face cache on Lustre as the job's runtime env (workloads.job_spec.build_job), and
     # where the secret files are (infra/workload_env.py: files, so no token is in the environment
     # NeMo-RL copies into the Ray runtime env). The release values (kept in the state and in a Helm
     # release Secret) hold only the Secret's name and these paths.
@@ -332,7 +328,8 @@ class RayCluster(pulumi.ComponentResource):
     worker_group: str
     dashboard_proxy_path: str
     """API-server service-proxy path to the dashboard (FACTS.md "Ray Job Submission API")."""
-    values: pulumi.Output[dict[str, Any]]
+    values: dict[str, Any]
+    """The Helm values (plain data, built once at plan time)."""
 
     def __init__(
         self,
@@ -344,7 +341,7 @@ class RayCluster(pulumi.ComponentResource):
         environment: Any,
         networks: Any,
         gpu_pool: GpuPoolFacts,
-        system_pool_name: pulumi.Input[str],
+        system_pool_name: str,
         timeout_seconds: int = 3600,
         opts: Optional[pulumi.ResourceOptions] = None,
     ) -> None:
@@ -361,27 +358,24 @@ class RayCluster(pulumi.ComponentResource):
             f"/api/v1/namespaces/{self.namespace}/services/{self.head_service}:dashboard/proxy"
         )
 
-        def build(pool_name: str) -> dict[str, Any]:
-            return ray_values(
-                cluster_name=cluster_name,
-                image=image,
-                service_account=environment.service_account,
-                secret_name=environment.secret_name,
-                secret_env=environment.secret_env,
-                pvc_name=environment.pvc_name,
-                mount_path=ray.mount_path,
-                head_cpu=ray.head_cpu,
-                head_memory_gib=ray.head_memory_gib,
-                system_pool_name=pool_name,
-                gpu_pool=gpu_pool,
-                interfaces_annotation=networks.interfaces_annotation,
-            )
-
-        # Validate before registering anything (a bad name or machine fails the plan, not the
-        # deploy); build again once the system pool name is known.
-        build("validation")
+        # Pure and plan-time: a bad name or a head that fits no system node fails before any
+        # resource is registered.
+        values = ray_values(
+            cluster_name=cluster_name,
+            image=image,
+            service_account=environment.service_account,
+            secret_name=environment.secret_name,
+            secret_env=environment.secret_env,
+            pvc_name=environment.pvc_name,
+            mount_path=ray.mount_path,
+            head_cpu=ray.head_cpu,
+            head_memory_gib=ray.head_memory_gib,
+            system_pool_name=system_pool_name,
+            gpu_pool=gpu_pool,
+            interfaces_annotation=networks.interfaces_annotation,
+        )
         super().__init__("nemo-rl-gke:infra:RayCluster", name, None, opts)
-        self.values = pulumi.Output.from_input(system_pool_name).apply(build)
+        self.values = values
         waits_for = [r for r in (environment, networks) if isinstance(r, pulumi.Resource)]
         self.release = k8s.helm.v3.Release(
             f"{name}-release",

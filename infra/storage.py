@@ -21,7 +21,7 @@ import pulumi.dynamic
 import pulumi_gcp as gcp
 
 from infra.config import LustreConfig
-from infra.facts import StackContext
+from infra.stack_context import StackContext
 from infra.lustre_guard import LustreGuardProvider, export_root, guard_props
 from infra.naming import Limit, cloud_name
 

@@ -1,6 +1,6 @@
 """Test setup: Pulumi mocks are installed before anything from `infra` is imported.
 
-Whole-program tests run `__main__.py` through `infra.plan.run_program`, which installs its own
+Whole-program tests run `__main__.py` through `tools.offline_plan.run_program`, which installs its own
 mocks in a fresh thread per run; the module-level mocks here serve tests that build a single
 component directly.
 """
@@ -20,12 +20,13 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from infra.mocks import PlanMocks, RecordingMonitor  # noqa: E402
+from tools.mocks import PlanMocks, RecordingMonitor  # noqa: E402
 
 _MOCKS = PlanMocks(project_id="test-project")
 pulumi.runtime.set_mocks(_MOCKS, project="nemo-rl-gke", stack="test", preview=False, monitor=RecordingMonitor(_MOCKS))
 
-from infra import plan as plan_mod  # noqa: E402
+from infra.stack_file import read_stack_file  # noqa: E402
+from tools import offline_plan as plan_mod  # noqa: E402
 from ray_head import shared_head  # noqa: E402
 
 STACKS = ("dev", "b200", "h200")
@@ -33,7 +34,7 @@ STACKS = ("dev", "b200", "h200")
 
 def stack_config(stack: str, **overrides: Any) -> tuple[dict[str, str], list[str]]:
     """The stack file's config with `key=value` overrides (camelCase key, Python value)."""
-    config, secret_keys = plan_mod.read_stack_file(ROOT / f"Pulumi.{stack}.yaml")
+    config, secret_keys = read_stack_file(ROOT / f"Pulumi.{stack}.yaml")
     config = dict(config)
     for key, value in overrides.items():
         full = key if ":" in key else f"nemo-rl-gke:{key}"
@@ -46,7 +47,7 @@ def stack_config(stack: str, **overrides: Any) -> tuple[dict[str, str], list[str
 
 def merged(stack: str, key: str, patch: dict[str, Any]) -> dict[str, Any]:
     """The stack file's structured value at `key` with `patch` merged in (one level deep)."""
-    config, _ = plan_mod.read_stack_file(ROOT / f"Pulumi.{stack}.yaml")
+    config, _ = read_stack_file(ROOT / f"Pulumi.{stack}.yaml")
     current = json.loads(config.get(f"nemo-rl-gke:{key}", "{}"))
     for k, v in patch.items():
         if isinstance(v, dict) and isinstance(current.get(k), dict):
@@ -84,3 +85,13 @@ def client(head):
     from workloads import submit as jobs
 
     return jobs.connect(head.address)
+
+
+def spec_of(stack: str, cfg: Any, *, wandb_key_set: bool):
+    """The job `__main__.py` builds for `cfg` (same pool facts, same builder), for tests that need it."""
+    from infra.cluster import gpu_pool_facts
+    from infra.stack_context import StackContext
+    from infra.training_job import job_spec_for_stack
+
+    pool = gpu_pool_facts(StackContext.from_config(stack, cfg), cfg)
+    return job_spec_for_stack(stack, cfg, wandb_key_set=wandb_key_set, pool=pool)

@@ -1,6 +1,6 @@
 """Helpers shared by the Kubernetes-half test modules.
 
-`record` builds a component under fresh mocks in its own thread, exactly as `infra.plan.run_program`
+`record` builds a component under fresh mocks in its own thread, exactly as `tools.offline_plan.run_program`
 runs the whole program, so registrations of different tests never mix; `k8s_doc` and
 `schema_problems` check what it registered against the Kubernetes OpenAPI schema.
 """
@@ -14,8 +14,8 @@ from typing import Any, Callable
 import kubernetes_validate
 import pulumi
 
-from infra.facts import GpuPoolFacts, NicAttachment, StackContext
-from infra.mocks import PlanMocks, Registration, RecordingMonitor, canonical_order, plain
+from infra.stack_context import GpuPoolFacts, NicAttachment, StackContext
+from tools.mocks import PlanMocks, Registration, RecordingMonitor, canonical_order, plain
 
 K8S_VERSION = "1.33"
 """Kubernetes schema version objects are validated against (GKE 1.33/1.34 clusters; kubernetes_validate ships it)."""
@@ -83,7 +83,7 @@ def record(build: Callable[[], Any], resolve: Callable[[Any], dict] | None = Non
         asyncio.set_event_loop(loop)
         plan_mocks = PlanMocks(project_id=CTX.project)
         monitor = RecordingMonitor(plan_mocks)
-        # As infra.plan does: Pulumi's context properties otherwise fall back to the first thread's
+        # As tools.offline_plan does: Pulumi's context properties otherwise fall back to the first thread's
         # values, and this run would wait on another event loop's tasks.
         settings.SETTINGS.outputs = set()
         settings.SETTINGS.lock = threading.Lock()
@@ -98,7 +98,7 @@ def record(build: Callable[[], Any], resolve: Callable[[Any], dict] | None = Non
             out["recorded"] = Recorded(result, canonical_order(monitor.registrations), dict(monitor.component_outputs), resolved)
         except BaseException as exc:  # noqa: BLE001 re-raised in the test's thread
             out["error"] = exc
-            try:  # let the registrations made before the error settle, as infra.plan does
+            try:  # let the registrations made before the error settle, as tools.offline_plan does
                 loop.run_until_complete(wait_for_rpcs())
             except BaseException:  # noqa: BLE001 the first error is the one to report
                 pass

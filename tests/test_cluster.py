@@ -6,7 +6,7 @@ import pytest
 
 from conftest import STACKS, merged, run_plan, stack_plan
 from infra.cluster import kubernetes_taint
-from infra.mocks import FAKE_CA
+from tools.mocks import FAKE_CA
 
 CLUSTER = "gcp:container/cluster:Cluster"
 POOL = "gcp:container/nodePool:NodePool"

@@ -50,7 +50,7 @@ def test_every_field_of_every_model_has_a_description():
 )
 def test_committed_stacks_mirror_their_reference_workflows(stack, flavour, nodes, recipe):
     from infra.config import namespaced
-    from infra.plan import read_stack_file
+    from infra.stack_file import read_stack_file
 
     config, secret_keys = read_stack_file(ROOT / f"Pulumi.{stack}.yaml")
     cfg = parse(namespaced(config), stack)
@@ -189,7 +189,7 @@ def test_bad_config_makes_the_plan_exit_2_with_the_key_and_no_traceback(tmp_path
     stack_file = ROOT / "Pulumi.badtest.yaml"
     stack_file.write_text("config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gke:flavour: a100\n")
     try:
-        proc = subprocess.run([sys.executable, "-m", "infra.plan", "--stack", "badtest"], cwd=ROOT,
+        proc = subprocess.run([sys.executable, "-m", "tools.offline_plan", "--stack", "badtest"], cwd=ROOT,
                               capture_output=True, text=True, timeout=120)
     finally:
         stack_file.unlink()

@@ -8,9 +8,11 @@ import sys
 import pytest
 
 from conftest import ROOT, stack_plan
-from infra import cost, estimates
+from tools import cost
+from tools import estimates
+from tools.estimates import price_table
 from infra.config import ConfigError, parse
-from infra.plan import render_tree
+from tools.offline_plan import render_tree
 
 REQUIRED_REGIONS = ("us-east1", "us-central1", "europe-west1")
 HOURS = 730
@@ -122,9 +124,25 @@ def test_a_price_override_replaces_the_table_price_and_is_flagged():
 
 
 def test_an_override_of_a_price_the_table_does_not_have_is_a_config_error():
+    cfg = parse({"project": "my-gcp-project", "cost": {"priceOverrides": {"gpu.a4.spot": 40}}}, "dev")
     with pytest.raises(ConfigError) as err:
-        parse({"project": "my-gcp-project", "cost": {"priceOverrides": {"gpu.a4.spot": 40}}}, "dev")
+        price_table(cfg)
     assert str(err.value).startswith("nemo-rl-gke:cost.priceOverrides: unknown price key(s) gpu.a4.spot; allowed: ")
+
+
+def test_the_plan_refuses_an_unknown_price_key_in_one_line_before_printing(tmp_path, capsys, monkeypatch):
+    import shutil
+
+    from tools import offline_plan
+
+    shutil.copy(offline_plan.ROOT / "Pulumi.dev.yaml", tmp_path / "Pulumi.dev.yaml")
+    with open(tmp_path / "Pulumi.dev.yaml", "a") as f:
+        f.write("  nemo-rl-gke:cost:\n    priceOverrides:\n      gpu.a4.spot: 40\n")
+    monkeypatch.setattr(offline_plan, "stack_path", lambda stack, root: tmp_path / f"Pulumi.{stack}.yaml")
+    assert offline_plan.main(["--stack", "dev", "--json"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1
+    assert err.startswith("error: nemo-rl-gke:cost.priceOverrides: unknown price key(s) gpu.a4.spot")
 
 
 def test_cost_config_defaults_leave_the_estimates_to_the_table():
@@ -145,7 +163,7 @@ def test_the_plan_text_prints_the_cost_block_after_the_summary(stack):
 
 def test_plan_json_adds_the_estimates_under_their_own_key_and_keeps_the_others():
     proc = subprocess.run(
-        [sys.executable, "-m", "infra.plan", "--stack", "dev", "--json"], cwd=ROOT, capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "tools.offline_plan", "--stack", "dev", "--json"], cwd=ROOT, capture_output=True, text=True, timeout=120
     )
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)

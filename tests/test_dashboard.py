@@ -33,7 +33,7 @@ from aiohttp import web
 from dashboard_proxy import AuthProxy
 from workloads import dashboard
 from workloads import submit as jobs
-from workloads.job import JobSpec
+from workloads.job_spec import JobSpec
 
 PREFIX = "/api/v1/namespaces/ns/services/head:dashboard/proxy"
 TOKENS = ("tok-1", "tok-2")

@@ -3,9 +3,9 @@
 import pytest
 
 from conftest import STACKS, stack_plan
-from infra import deploy_time
-from infra.mocks import Registration
-from infra.plan import Plan, render_tree
+from tools import deploy_time
+from tools.mocks import Registration
+from tools.offline_plan import Plan, render_tree
 
 # network-vpc -> psa-range -> psa -> lustre-instance -> lustre PV -> PVC -> ray-release
 LUSTRE_PATH_MINUTES = 0.5 + 0.25 + 2.0 + 25.0 + 0.05 + 0.2 + 12.0

@@ -5,7 +5,7 @@ import pytest
 from conftest import ROOT
 from infra.config import ConfigError, parse
 from infra.naming import Limit, cloud_name
-from infra.plan import MAX_STACK_FILE_BYTES, PlanError, read_stack_file
+from infra.stack_file import MAX_STACK_FILE_BYTES, StackFileError, read_stack_file
 
 BASE = {"project": "my-gcp-project"}
 
@@ -76,7 +76,7 @@ def test_derived_cloud_names_never_exceed_the_api_limit_and_stay_distinct(limit)
 def test_a_stack_file_that_is_not_utf8_is_refused(tmp_path):
     path = tmp_path / "Pulumi.bad.yaml"
     path.write_bytes(b"config:\n  nemo-rl-gke:project: caf\xe9\n")
-    with pytest.raises(PlanError) as info:
+    with pytest.raises(StackFileError) as info:
         read_stack_file(path)
     assert str(info.value) == "Pulumi.bad.yaml: not valid UTF-8 (byte 34)"
 
@@ -84,7 +84,7 @@ def test_a_stack_file_that_is_not_utf8_is_refused(tmp_path):
 def test_a_huge_stack_file_is_refused_before_it_is_parsed(tmp_path):
     path = tmp_path / "Pulumi.huge.yaml"
     path.write_bytes(b"config:\n" + b"  # padding\n" * (MAX_STACK_FILE_BYTES // 12 + 1))
-    with pytest.raises(PlanError) as info:
+    with pytest.raises(StackFileError) as info:
         read_stack_file(path)
     assert str(info.value).startswith("Pulumi.huge.yaml: ") and f"at most {MAX_STACK_FILE_BYTES} bytes" in str(info.value)
 
@@ -92,7 +92,7 @@ def test_a_huge_stack_file_is_refused_before_it_is_parsed(tmp_path):
 def test_a_stack_file_that_is_not_yaml_is_refused(tmp_path):
     path = tmp_path / "Pulumi.broken.yaml"
     path.write_text("config: [unclosed\n")
-    with pytest.raises(PlanError) as info:
+    with pytest.raises(StackFileError) as info:
         read_stack_file(path)
     assert str(info.value).startswith("Pulumi.broken.yaml: not valid YAML: ")
 
@@ -100,7 +100,7 @@ def test_a_stack_file_that_is_not_yaml_is_refused(tmp_path):
 def test_a_stack_file_without_a_config_map_is_refused(tmp_path):
     path = tmp_path / "Pulumi.list.yaml"
     path.write_text("config:\n  - a\n")
-    with pytest.raises(PlanError) as info:
+    with pytest.raises(StackFileError) as info:
         read_stack_file(path)
     assert str(info.value) == "Pulumi.list.yaml: expected a map with a 'config' map"
 

@@ -14,14 +14,15 @@ import pytest
 from pulumi.dynamic import DiffResult
 from ray.job_submission import JobStatus
 
-from conftest import stack_config, stack_plan
-from infra import plan as plan_mod
+from conftest import spec_of, stack_config, stack_plan
+from infra.stack_file import read_stack_file
+from tools import offline_plan as plan_mod
 from infra.config import namespaced, parse
-from infra.job import COMPONENT_TYPE
-from infra.mocks import SIG_KEY
+from infra.training_job import COMPONENT_TYPE
+from tools.mocks import SIG_KEY
 from workloads import submit as jobs
 from workloads.hook import JobSubmissionProvider
-from workloads.job import JobSpec, spec_for_stack
+from workloads.job_spec import JobSpec
 
 DYNAMIC_TYPE = "pulumi-python:dynamic/nemo-rl-gke:JobSubmission"
 
@@ -82,18 +83,20 @@ PROGRAM = textwrap.dedent(
     """
     import pulumi
     from infra import config as stack_config
-    from infra.job import build_training_job
+    from infra.cluster import gpu_pool_facts
+    from infra.stack_context import StackContext
+    from infra.training_job import build_training_job, job_spec_for_stack
 
     settings = stack_config.load()
+    pool = gpu_pool_facts(StackContext.from_config(settings.stack, settings.config), settings.config)
     job = build_training_job(
-        settings.stack,
+        job_spec_for_stack(settings.stack, settings.config, wandb_key_set=settings.wandb_key_set, pool=pool),
         settings.config,
         # GKE's endpoint and CA arrive as secrets from the provider; the job must not carry them so.
         endpoint=pulumi.Output.secret("203.0.113.10"),
         ca_certificate=pulumi.Output.secret("Q0EK"),
         head_service="dev-ray-head-svc",
         ray_cluster_name="dev-ray",
-        wandb_key_set=settings.secrets.wandb_api_key is not None,
     )
     if job is not None:
         pulumi.export("jobId", job.submission_id)
@@ -151,8 +154,8 @@ def test_the_submission_in_the_stack_waits_for_the_ray_release_and_carries_its_s
     (release,) = plan.by_type("kubernetes:helm.sh/v3:Release")
     submission = plan.one("pulumi-python:dynamic/nemo-rl-gke:JobSubmission", "training-job-submission")
     assert release.urn in submission.dependencies, f"{submission.name} must be created after {release.name}"
-    cfg = parse(namespaced(plan_mod.read_stack_file(plan_mod.ROOT / f"Pulumi.{stack}.yaml")[0]), stack)
-    spec = spec_for_stack(stack, cfg, wandb_key_set=False)
+    cfg = parse(namespaced(read_stack_file(plan_mod.ROOT / f"Pulumi.{stack}.yaml")[0]), stack)
+    spec = spec_of(stack, cfg, wandb_key_set=False)
     assert submission.inputs["submission_id"] == spec.submission_id, submission.name
     assert submission.inputs["entrypoint"] == spec.entrypoint, submission.name
     # The job's layout is the plan's GPU pool and Ray worker group, not a number typed twice.

@@ -15,7 +15,7 @@ import pytest
 from conftest import stack_plan
 from infra.kube_provider import AUTH_API_VERSION, AUTH_PLUGIN, KubernetesAccess
 from infra.options import child_options
-from infra.mocks import Registration
+from tools.mocks import Registration
 from k8s_support import CTX, Recorded, record
 
 ENDPOINT = "203.0.113.10"

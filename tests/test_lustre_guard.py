@@ -21,7 +21,7 @@ from conftest import STACKS, merged, run_plan, stack_plan
 from infra import lustre_guard
 from infra.config import ConfigError
 from infra.lustre_guard import LustreGuardProvider, TransferError
-from workloads.job import checkpoint_dir, log_dir, results_dirs
+from workloads.job_spec import checkpoint_dir, log_dir, results_dirs
 
 GUARD = "pulumi-python:dynamic/nemo-rl-gke:LustreGuard"
 LUSTRE = "gcp:lustre/instance:Instance"

@@ -531,7 +531,7 @@ def component(**overrides):
         networks = GkeNetworkObjects("gke-networks", sample_nics())
         args = dict(
             cluster_name="nemo-rl", ray=RayConfig(), image=IMAGE, environment=env, networks=networks,
-            gpu_pool=gpu_pool(), system_pool_name=pulumi.Output.from_input("t-system"),
+            gpu_pool=gpu_pool(), system_pool_name="t-system",
         )
         args.update(overrides)
         return RayCluster("ray", **args)
@@ -631,10 +631,10 @@ def test_each_stack_sizes_its_workers_to_its_gpu_pool_and_flavour(stack):
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_each_stack_runs_its_recipes_image_with_the_matching_ray_version(stack):
-    from conftest import plan_mod
+    from conftest import plan_mod, read_stack_file
 
     _, release = stack_release(stack)
-    recipe = json.loads(plan_mod.read_stack_file(plan_mod.ROOT / f"Pulumi.{stack}.yaml")[0]["nemo-rl-gke:job"])["recipe"]
+    recipe = json.loads(read_stack_file(plan_mod.ROOT / f"Pulumi.{stack}.yaml")[0]["nemo-rl-gke:job"])["recipe"]
     image = RECIPES[recipe].image
     values = release.inputs["values"]
     assert (values["image"]["repository"], values["image"]["tag"]) == (image.repository, image.tag), release.name

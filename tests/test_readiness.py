@@ -17,7 +17,7 @@ import pytest
 from workloads import hook, readiness
 from workloads import submit as jobs
 from workloads.hook import JobSubmissionProvider
-from workloads.job import META_STACK, JobSpec
+from workloads.job_spec import META_STACK, JobSpec
 
 TOKEN = "ya29.fake-token"
 NS, NAME = "nemo-rl", "test-ray"

@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from conftest import STACKS, merged, run_plan
-from infra.mocks import SECRET_SIG, SIG_KEY
-from infra.plan import kubernetes_manifests, render_tree
+from tools.mocks import SECRET_SIG, SIG_KEY
+from tools.offline_plan import kubernetes_manifests, render_tree
 
 HF = "hf_PLANTEDtokenValue0123456789abcdef"
 WANDB = "wandb-PLANTED-key-9f8e7d6c5b4a"

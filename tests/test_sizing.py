@@ -5,9 +5,10 @@ import math
 import pytest
 
 from conftest import stack_plan
-from infra import estimates, sizing
+from tools import estimates
+from tools import sizing
 from infra.config import LUSTRE_TIERS
-from infra.plan import render_tree
+from tools.offline_plan import render_tree
 
 GIB = 1024**3
 

@@ -21,7 +21,7 @@ from conftest import ROOT
 from dashboard_proxy import AuthProxy
 from workloads import __main__ as cli
 from workloads import submit as jobs
-from workloads.job import META_STACK, JobSpec
+from workloads.job_spec import META_STACK, JobSpec
 
 PREFIX = "/api/v1/namespaces/ns/services/head:dashboard/proxy"
 
@@ -67,6 +67,37 @@ def test_a_job_runs_then_succeeds_and_resubmitting_it_adds_nothing(client, tmp_p
     listed = jobs.list_jobs(client, "t-ok")
     assert [j.submission_id for j in listed] == [spec.submission_id]
     assert listed[0].metadata[META_STACK] == "t-ok"
+
+
+def test_the_same_spec_running_is_not_resubmitted(client, tmp_path):
+    go = tmp_path / "go"
+    spec = python_job("t-running", f"import os, time\nwhile not os.path.exists({str(go)!r}): time.sleep(0.05)")
+    first = jobs.submit(client, spec)
+    jobs.wait(client, spec.submission_id, until={JobStatus.RUNNING}, timeout=60, poll_interval=0.2)
+    again = jobs.submit(client, spec)
+    go.touch()
+    assert (again.submission_id, again.created, again.status) == (first.submission_id, False, JobStatus.RUNNING)
+    assert [j.submission_id for j in jobs.list_jobs(client, "t-running")] == [spec.submission_id]
+
+
+def test_the_same_spec_pending_is_not_resubmitted(client):
+    spec = python_job("t-pending", "print('never runs')")
+    # The first attempt as `submit_attempt` makes it, but asking for a resource no node has: Ray keeps
+    # it PENDING for as long as the test needs (a real cluster: a job waiting for its GPU nodes).
+    client.submit_job(
+        entrypoint=spec.entrypoint,
+        submission_id=spec.submission_id,
+        runtime_env=spec.runtime_env,
+        metadata={**spec.metadata, jobs.META_ATTEMPT: "1"},
+        entrypoint_resources={"t-pending-never": 1},
+    )
+    try:
+        assert jobs.status(client, spec.submission_id) == JobStatus.PENDING
+        again = jobs.submit(client, spec)
+        assert (again.submission_id, again.created, again.status) == (spec.submission_id, False, JobStatus.PENDING)
+        assert [j.submission_id for j in jobs.list_jobs(client, "t-pending")] == [spec.submission_id]
+    finally:
+        jobs.stop(client, spec.submission_id)
 
 
 def test_a_failing_job_reaches_failed_and_the_same_spec_is_retried_as_a_new_attempt(client):
@@ -257,7 +288,8 @@ def test_logs_tail_takes_only_a_positive_line_count(value, capsys):
 @pytest.mark.parametrize("keys", [("hfToken",), ("wandbApiKey",), ("hfToken", "wandbApiKey")])
 def test_the_cli_refuses_a_plaintext_secret_in_the_stack_file_as_pulumi_up_does(keys, tmp_path, monkeypatch):
     from infra.config import ConfigError
-    from infra.plan import read_stack_file, run_program
+    from infra.stack_file import read_stack_file
+    from tools.offline_plan import run_program
 
     doc = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())
     doc["config"].update({f"nemo-rl-gke:{k}": "plain-text-value" for k in keys})

@@ -8,7 +8,7 @@ import pulumi
 import pytest
 
 from conftest import run_plan, stack_plan
-from infra.mocks import SECRET_SIG, SIG_KEY
+from tools.mocks import SECRET_SIG, SIG_KEY
 from infra.workload_env import LustreVolume, WorkloadEnvironment
 from k8s_support import CTX, k8s_doc, record, schema_problems
 

@@ -26,7 +26,7 @@ Where the dashboard is, first match wins:
 `logs --tail N` prints only the last N lines of the log (with --follow: the last N lines, then
 the new output as it comes).
 
-`watch` resubmits the job after a spot preemption (`workloads/recovery.py`); the policy comes from
+`watch` resubmits the job after a spot preemption (`workloads/preemption.py`); the policy comes from
 the stack's `recovery` section, each flag overrides one value. With `--spec-file` (the in-cluster
 watcher) the spec is read from that JSON instead of a stack file, `--address` is required, and
 nothing outside the `workloads` package is imported (no Pulumi in the Ray image).
@@ -74,36 +74,38 @@ class Stack:
 
     @property
     def wandb_key_set(self) -> bool:
-        from infra.config import PROJECT  # lazily: `watch --spec-file` runs where Pulumi is not installed
+        from infra.config import wandb_key_set  # lazily: `watch --spec-file` runs where Pulumi is not installed
 
-        return f"{PROJECT}:wandbApiKey" in self.secret_keys
+        return wandb_key_set(self.secret_keys)
 
 
 def load_stack(name: str) -> Stack:
     """Read and validate `Pulumi.<name>.yaml` the way the Pulumi program does."""
-    from infra.config import ConfigError, namespaced, parse, refuse_plaintext_secrets
-    from infra.plan import PlanError, read_stack_file
+    from infra.config import ConfigError
+    from infra.stack_file import StackFileError
+    from infra.stack_file import load_stack as load_stack_file
 
     try:
-        flat, secret_keys = read_stack_file(ROOT / f"Pulumi.{name}.yaml")
-    except PlanError as err:
-        raise CliError(str(err)) from None
-    raw = namespaced(flat)
-    try:
         # `pulumi up` would stop here (infra.config.load), so the job must not run either.
-        refuse_plaintext_secrets(raw, set(secret_keys), name)
-        config = parse(raw, name)
+        loaded = load_stack_file(name, ROOT)
+    except StackFileError as err:
+        raise CliError(str(err)) from None
     except ConfigError as err:
         raise CliError(str(err).replace("\n", "; ")) from None
-    return Stack(name, config, frozenset(secret_keys))
+    return Stack(name, loaded.config, loaded.secret_keys)
 
 
 def build_spec(stack: Stack):
-    from workloads.job import JobBuildError, spec_for_stack
+    """The stack's job exactly as `pulumi up` builds it (same pool facts, same spec, same id)."""
+    from infra.cluster import gpu_pool_facts
+    from infra.config import ConfigError
+    from infra.stack_context import StackContext
+    from infra.training_job import job_spec_for_stack
 
+    pool = gpu_pool_facts(StackContext.from_config(stack.name, stack.config), stack.config)
     try:
-        return spec_for_stack(stack.name, stack.config, wandb_key_set=stack.wandb_key_set)
-    except JobBuildError as err:
+        return job_spec_for_stack(stack.name, stack.config, wandb_key_set=stack.wandb_key_set, pool=pool)
+    except ConfigError as err:
         raise CliError(str(err)) from None
 
 
@@ -298,7 +300,7 @@ def cmd_stop(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
 
 def cmd_list(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
     from workloads import submit
-    from workloads.job import META_RECIPE
+    from workloads.job_spec import META_RECIPE
 
     client = connect(args, stack)
     jobs = submit.list_jobs(client, stack.name)
@@ -314,19 +316,19 @@ def cmd_list(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
 def cmd_watch(args: argparse.Namespace, stack: Optional[Stack], out: TextIO) -> int:
     import dataclasses
 
-    from workloads import recovery
+    from workloads import preemption
 
     if stack is None:  # --spec-file: the in-cluster watcher
         if not args.address:
             raise CliError("watch --spec-file needs --address (the Ray dashboard URL)")
         try:
-            spec = recovery.load_spec_file(args.spec_file)
+            spec = preemption.load_spec_file(args.spec_file)
         except (OSError, ValueError, KeyError) as err:
             raise CliError(f"--spec-file {args.spec_file}: {err}") from None
-        policy = recovery.RecoveryPolicy()
+        policy = preemption.RecoveryPolicy()
     else:
         spec = build_spec(stack)
-        policy = recovery.RecoveryPolicy.from_config(stack.config.recovery)
+        policy = preemption.RecoveryPolicy.from_config(stack.config.recovery)
     changes = {
         "check_interval_seconds": args.check_interval,
         "max_restarts": args.max_restarts,
@@ -348,7 +350,7 @@ def cmd_watch(args: argparse.Namespace, stack: Optional[Stack], out: TextIO) -> 
         f"{policy.max_backoff_seconds:g}s\n"
     )
     out.flush()
-    recovery.watch(client, spec, policy, once=args.once, out=out, heartbeat=heartbeat)
+    preemption.watch(client, spec, policy, once=args.once, out=out, heartbeat=heartbeat)
     return EXIT_OK
 
 
@@ -356,12 +358,13 @@ def _connect_until_reachable(args: argparse.Namespace, stack: Optional[Stack], p
     """The watcher may start before the Ray head (or outlive a head restart): keep trying."""
     import time
 
-    from workloads import recovery, submit
+    from workloads import submit
+    from workloads import preemption
 
     reported = False
     while True:
         if heartbeat is not None:
-            recovery._touch(heartbeat)
+            preemption._touch(heartbeat)
         try:
             return connect(args, stack)
         except (submit.DashboardUnreachable, submit.DashboardError) as err:
@@ -464,7 +467,7 @@ def _exit_code(exc: BaseException) -> Optional[int]:
     """The exit code of an error the user can act on, or None for a bug (left to raise)."""
     if isinstance(exc, CliError):
         return exc.code
-    from workloads.job import JobBuildError
+    from workloads.job_spec import JobBuildError
 
     if isinstance(exc, JobBuildError):
         return EXIT_USAGE

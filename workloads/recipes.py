@@ -3,7 +3,7 @@
 A recipe pins its NeMo-RL image and knows which generation of the NeMo-RL config layout the
 image uses (the GRPO script name and the data keys changed at v0.6, FACTS.md "NeMo-RL").
 Stack-dependent values (node counts, checkpoint paths, logger names) are NOT here: the job
-builder (`workloads.job.build_job`) derives them from the stack and the infra facts.
+builder (`workloads.job_spec.build_job`) derives them from the stack and the infra facts.
 
 What was checked against upstream (NVIDIA-NeMo/RL, read through the code index):
 - examples/configs/grpo_math_70B_megatron.yaml (defaults: grpo_math_1B_megatron.yaml): Megatron

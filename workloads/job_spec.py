@@ -30,12 +30,29 @@ import posixpath
 import re
 import shlex
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping, Protocol, Union
+from typing import Any, Mapping, Protocol, Union
 
 from workloads.recipes import RECIPES, Parallelism, Recipe, TrainingBackend
 
-if TYPE_CHECKING:  # infra imports pulumi; keep this module light for the CLI and the provider
-    from infra.config import JobConfig, StackConfig
+
+class JobSettings(Protocol):
+    """What the job builder reads of the stack's `job` config (`infra.config.JobConfig` satisfies it);
+    a protocol, so this module, shipped to the cluster, imports nothing from `infra`."""
+
+    @property
+    def recipe(self) -> str: ...
+
+    @property
+    def overrides(self) -> "tuple[str, ...] | list[str]": ...
+
+    @property
+    def parallelism(self) -> Parallelism: ...
+
+    @property
+    def max_num_steps(self) -> "int | None": ...
+
+    @property
+    def wandb_project(self) -> "str | None": ...
 
 SECRET_ENV_NAMES = frozenset({"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "WANDB_API_KEY"})
 """Environment variables that carry credentials: they come from the pod, never the runtime env."""
@@ -64,19 +81,13 @@ class JobBuildError(ValueError):
 
 
 class PoolShape(Protocol):
-    """What the job needs from the GPU pool (`infra.facts.GpuPoolFacts` satisfies it)."""
+    """What the job needs from the GPU pool (`infra.stack_context.GpuPoolFacts` satisfies it)."""
 
     @property
     def node_count(self) -> int: ...
 
     @property
     def gpus_per_node(self) -> int: ...
-
-
-@dataclass(frozen=True)
-class _Pool:
-    node_count: int
-    gpus_per_node: int
 
 
 @dataclass(frozen=True)
@@ -255,7 +266,7 @@ _COLOCATED = "policy.generation.colocated.enabled"
 
 
 def _derived(
-    recipe: Recipe, par: Parallelism, job_cfg: "JobConfig", pool: PoolShape, mount_path: str, stack: str, wandb_enabled: bool
+    recipe: Recipe, par: Parallelism, job_cfg: JobSettings, pool: PoolShape, mount_path: str, stack: str, wandb_enabled: bool
 ) -> dict[str, Any]:
     """Every stack-owned key with the value this run gives it."""
     out: dict[str, Any] = {
@@ -326,7 +337,7 @@ def _merge(derived: Mapping[str, Any], recipe_part: tuple[str, ...], user_part: 
 
 def build_job(
     recipe: Union[Recipe, str],
-    job_cfg: "JobConfig",
+    job_cfg: JobSettings,
     pool: PoolShape,
     mount_path: str,
     stack: str,
@@ -373,18 +384,6 @@ def build_job(
     return JobSpec.create(stack=stack, recipe=recipe.name, entrypoint=entrypoint, runtime_env=runtime_env)
 
 
-def wandb_wanted(job_cfg: "JobConfig", wandb_key_set: bool) -> bool:
+def wandb_wanted(job_cfg: JobSettings, wandb_key_set: bool) -> bool:
     """W&B logs only when a project is configured AND the wandbApiKey secret exists."""
     return bool(job_cfg.wandb_project) and wandb_key_set
-
-
-def spec_for_stack(stack: str, cfg: "StackConfig", *, wandb_key_set: bool, pool: PoolShape | None = None) -> JobSpec:
-    """`build_job` with everything taken from a validated stack config.
-
-    The Pulumi program and `python -m workloads` both call this, so they agree on the spec (and
-    therefore on the submission id) for the same stack file. `pool` defaults to the config's
-    node count and the flavour's GPUs per node, which is what `GpuPoolFacts` holds.
-    """
-    if pool is None:
-        pool = _Pool(node_count=cfg.gpu_pool.node_count, gpus_per_node=cfg.flavour_spec.gpus_per_node)
-    return build_job(cfg.recipe, cfg.job, pool, cfg.ray.mount_path, stack, wandb_wanted(cfg.job, wandb_key_set))

@@ -70,7 +70,7 @@ CREATION_MINUTES: dict[str, Typical] = {
     "kubernetes:apps/v1:Deployment": Typical(
         0.25,
         "Pulumi waits for the rollout: the preemption watcher starts in seconds, on the Ray head's node whose "
-        "image it shares (infra/recovery.py)",
+        "image it shares (infra/watcher_deployment.py)",
     ),
     "kubernetes:helm.sh/v3:Release": Typical(
         12.0,
@@ -129,7 +129,7 @@ class DeployEstimate:
             ],
             "milestones": {k: round(v, 1) for k, v in self.milestones.items()},
             "unknownTypes": list(self.unknown_types),
-            "assumptions": "typical creation times (infra/deploy_time.py), unbounded parallelism, capacity and quota available",
+            "assumptions": "typical creation times (tools/deploy_time.py), unbounded parallelism, capacity and quota available",
         }
 
 

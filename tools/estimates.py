@@ -1,6 +1,6 @@
-"""The estimates the offline plan shows after its summary: cost (infra/cost.py), checkpoint sizing
-(infra/sizing.py) and deploy time (infra/deploy_time.py), all computed from a `Plan` and the stack
-config it ran with. `python -m infra.plan` prints `render()`; `--json` adds `to_json()` under the
+"""The estimates the offline plan shows after its summary: cost (tools/cost.py), checkpoint sizing
+(tools/sizing.py) and deploy time (tools/deploy_time.py), all computed from a `Plan` and the stack
+config it ran with. `python -m tools.offline_plan` prints `render()`; `--json` adds `to_json()` under the
 top-level key "estimates".
 """
 
@@ -10,8 +10,10 @@ import math
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from infra import cost, deploy_time, sizing
-from infra.config import ConfigError, StackConfig, namespaced, parse
+from tools import cost
+from tools import deploy_time
+from tools import sizing
+from infra.config import PROJECT, ConfigError, StackConfig, namespaced, parse
 
 LUSTRE = "gcp:lustre/instance:Instance"
 
@@ -27,6 +29,14 @@ def stack_config(plan: Any) -> StackConfig:
     """The validated config `plan` ran with (its flat `namespace:key` map, structured values as JSON)."""
     raw = namespaced(getattr(plan, "config", None) or {})
     return parse(raw, plan.stack)
+
+
+def price_table(cfg: StackConfig) -> cost.PriceTable:
+    """The price table with the stack's `cost.priceOverrides`; an unknown key is a config error."""
+    try:
+        return cost.PriceTable.load(cfg.cost.price_overrides)
+    except cost.PriceError as err:
+        raise ConfigError(f"{PROJECT}:cost.priceOverrides: {err}") from None
 
 
 def checkpoint_estimate(plan: Any, cfg: StackConfig, table: cost.PriceTable) -> Optional[sizing.CheckpointEstimate]:
@@ -50,7 +60,7 @@ def checkpoint_estimate(plan: Any, cfg: StackConfig, table: cost.PriceTable) -> 
 
 def compute(plan: Any, cfg: Optional[StackConfig] = None) -> Estimates:
     cfg = cfg or stack_config(plan)
-    table = cost.PriceTable.load(cfg.cost.price_overrides)
+    table = price_table(cfg)
     checkpoints = checkpoint_estimate(plan, cfg, table)
     bucket_gib = sizing.bf16_bytes(cfg.recipe.model_params_billion * 1e9) / sizing.GIB
     return Estimates(

@@ -20,7 +20,8 @@ import pytest
 from ray.job_submission import JobDetails, JobStatus
 
 from conftest import ROOT
-from infra.recovery import (
+from conftest import spec_of as stack_job_spec
+from infra.watcher_deployment import (
     COMPONENT_TYPE,
     HEARTBEAT,
     SPEC_KEY,
@@ -28,12 +29,12 @@ from infra.recovery import (
     build_preemption_watcher,
     config_map_data,
 )
-from infra.mocks import SIG_KEY
+from tools.mocks import SIG_KEY
 from k8s_support import k8s_doc, record, schema_problems
 from workloads import __main__ as cli
 from workloads import submit as jobs
-from workloads.job import META_ATTEMPT, SECRET_ENV_NAMES, JobSpec, spec_for_stack
-from workloads.recovery import (
+from workloads.job_spec import META_ATTEMPT, SECRET_ENV_NAMES, JobSpec
+from workloads.preemption import (
     META_AUTO_RESTARTS,
     Action,
     Cause,
@@ -330,8 +331,7 @@ def watcher_of(stack: str = "dev", **recovery):
         import pulumi
 
         return build_preemption_watcher(
-            stack, cfg, ray=ray,
-            system_pool_name=pulumi.Output.from_input(f"{stack}-system"), wandb_key_set=False,
+            stack_job_spec(stack, cfg, wandb_key_set=False), cfg, ray=ray, system_pool_name=f"{stack}-system"
         )
 
     return cfg, record(build)
@@ -353,11 +353,11 @@ def test_the_watcher_objects_are_valid_kubernetes_objects_holding_no_secret():
     spec_env = json.loads(k8s_doc(cm)["data"][SPEC_KEY])["runtime_env"].get("env_vars", {})
     assert not SECRET_ENV_NAMES & set(spec_env)
 
-    spec = spec_for_stack("dev", cfg, wandb_key_set=False)
+    spec = stack_job_spec("dev", cfg, wandb_key_set=False)
     data = k8s_doc(cm)["data"]
     assert json.loads(data[SPEC_KEY]) == spec.to_dict()  # the same job the deploy submits
     assert set(data) == {*WATCHER_MODULES, SPEC_KEY}
-    assert data["recovery.py"] == (ROOT / "workloads" / "recovery.py").read_text()
+    assert data["preemption.py"] == (ROOT / "workloads" / "preemption.py").read_text()
 
     pod = k8s_doc(dep)["spec"]["template"]["spec"]
     assert k8s_doc(dep)["spec"]["replicas"] == 1

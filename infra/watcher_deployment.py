@@ -1,6 +1,6 @@
 """The preemption watcher, in the cluster: a Deployment running `python -m workloads watch`.
 
-What runs: `workloads/recovery.py` (its module docstring has the classifier and the restart policy),
+What runs: `workloads/preemption.py` (its module docstring has the classifier and the restart policy),
 pointed at the Ray dashboard inside the cluster (`http://<head-svc>.<namespace>.svc:8265`), with the
 stack's `JobSpec` as JSON. A RayJob cannot do this itself (with `clusterSelector` it refuses
 `backoffLimit > 0`, FACTS.md "KubeRay"), and a watcher on a laptop stops when the laptop sleeps.
@@ -43,9 +43,9 @@ import pulumi_kubernetes as k8s
 from infra.kube_provider import MANAGED_LABELS
 from infra.options import child_options
 from infra.ray_cluster import DASHBOARD_PORT, NODE_POOL_LABEL
-from workloads.job import JobSpec, PoolShape, spec_for_stack
+from workloads.job_spec import JobSpec
 from workloads.recipes import NemoRLImage
-from workloads.recovery import RecoveryPolicy
+from workloads.preemption import RecoveryPolicy
 
 if TYPE_CHECKING:
     from infra.config import StackConfig
@@ -56,7 +56,7 @@ CONFIG_DIR = "/config"
 SPEC_KEY = "spec.json"
 HEARTBEAT = "/tmp/heartbeat"
 WORKLOADS_DIR = Path(__file__).resolve().parent.parent / "workloads"
-WATCHER_MODULES = ("__init__.py", "__main__.py", "job.py", "recipes.py", "recovery.py", "submit.py")
+WATCHER_MODULES = ("__init__.py", "__main__.py", "job_spec.py", "preemption.py", "recipes.py", "submit.py")
 """What `python -m workloads watch --spec-file` imports (checked by a test that runs exactly these
 files with Pulumi and `infra` made unimportable)."""
 RESOURCES = {"requests": {"cpu": "50m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}}
@@ -241,7 +241,7 @@ class PreemptionWatcher(pulumi.ComponentResource):
         image: NemoRLImage,
         ray_cluster_name: str,
         head_service: pulumi.Input[str],
-        system_pool_name: pulumi.Input[str],
+        system_pool_name: str,
         opts: Optional[pulumi.ResourceOptions] = None,
     ) -> None:
         data = config_map_data(spec)
@@ -266,12 +266,12 @@ class PreemptionWatcher(pulumi.ComponentResource):
         )
 
         def build(args: list[str]) -> dict[str, Any]:
-            svc, pool, config_map_name = args
+            svc, config_map_name = args
             return deployment_manifest(
                 namespace=namespace,
                 image=image.ref,
                 service_account=self.service_account,
-                system_pool_name=pool,
+                system_pool_name=system_pool_name,
                 ray_cluster_name=ray_cluster_name,
                 head_service=svc,
                 policy=policy,
@@ -280,7 +280,7 @@ class PreemptionWatcher(pulumi.ComponentResource):
             )
 
         config_map_name = self.config_map.metadata.apply(lambda m: m.name)
-        manifest = pulumi.Output.all(head_service, system_pool_name, config_map_name).apply(build)
+        manifest = pulumi.Output.all(head_service, config_map_name).apply(build)
         self.deployment = k8s.apps.v1.Deployment(
             f"{name}-deployment",
             metadata=manifest.apply(lambda m: m["metadata"]),
@@ -300,13 +300,11 @@ class PreemptionWatcher(pulumi.ComponentResource):
 
 
 def build_preemption_watcher(
-    stack: str,
+    spec: JobSpec,
     cfg: "StackConfig",
     *,
     ray: Any,
-    system_pool_name: pulumi.Input[str],
-    wandb_key_set: bool,
-    pool: Optional[PoolShape] = None,
+    system_pool_name: str,
     opts: Optional[pulumi.ResourceOptions] = None,
 ) -> Optional[PreemptionWatcher]:
     """The stack's `PreemptionWatcher`, or None when `recovery.enabled` is false.
@@ -315,18 +313,15 @@ def build_preemption_watcher(
     that someone (the deploy, or `python -m workloads submit`) submitted, so with nothing submitted it idles.
 
     Args:
-        stack: the stack name.
+        spec: the stack's job (`infra.training_job.job_spec_for_stack`), the one the deploy submits.
         cfg: the validated stack config (`recovery`, `ray.namespace`, the recipe's image).
         ray: the `RayCluster` component (`cluster_name`, `head_service`, `namespace`).
-        system_pool_name: the CPU pool's name (`GkeCluster.system_pool.name`).
-        wandb_key_set: as for `build_training_job`, so both build the same spec (same submission id).
-        pool: the GPU pool facts; default: node count and GPUs per node from `cfg`.
+        system_pool_name: the CPU pool's name (`infra.cluster.system_pool_name`).
         opts: the Kubernetes provider, and `depends_on` the Ray release (the watcher is pointless before
             the head exists and is deleted before it).
     """
     if not cfg.recovery.enabled:
         return None
-    spec = spec_for_stack(stack, cfg, wandb_key_set=wandb_key_set, pool=pool)
     return PreemptionWatcher(
         NAME,
         spec,

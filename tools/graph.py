@@ -1,6 +1,6 @@
 """The stack's resource graph as Mermaid and Graphviz DOT, from the offline plan.
 
-    python -m infra.plan --stack dev --graph [DIR]     # writes DIR/graph.mmd and DIR/graph.dot
+    python -m tools.offline_plan --stack dev --graph [DIR]     # writes DIR/graph.mmd and DIR/graph.dot
 
 - Components are subgraphs (Mermaid) / clusters (DOT); custom resources are nodes inside them.
 - An arrow A --> B means B waits for A (its `dependencies`, or A is the provider B is created
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from infra.deploy_time import waits
+from tools.deploy_time import waits
 
 STORAGE_TYPES = {"gcp:lustre/instance:Instance", "gcp:storage/bucket:Bucket"}
 DOT_NEWLINE = "\\n"

@@ -10,21 +10,21 @@ from conftest import ROOT, STACKS
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
-    """`python -m infra.plan ARGS` in this process (a fresh interpreter per call costs ~2 s of imports);
+    """`python -m tools.offline_plan ARGS` in this process (a fresh interpreter per call costs ~2 s of imports);
     `test_plan_without_a_stack_runs_the_dev_stack` runs the real command once."""
     import contextlib
     import io
 
-    from infra import plan
+    from tools import offline_plan as plan
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = plan.main(list(args))
-    return subprocess.CompletedProcess(["python", "-m", "infra.plan", *args], code, out.getvalue(), err.getvalue())
+    return subprocess.CompletedProcess(["python", "-m", "tools.offline_plan", *args], code, out.getvalue(), err.getvalue())
 
 
 def run_command(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "infra.plan", *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-m", "tools.offline_plan", *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -57,7 +57,7 @@ def test_plan_of_an_unknown_stack_fails_with_a_one_line_error():
 
 def test_the_same_stack_plans_to_the_same_document_every_time():
     # Apply callbacks finish in a different order on every run; the plan must not.
-    from infra.plan import run_program
+    from tools.offline_plan import run_program
 
     first, *others = (json.dumps(run_program("h200").to_json()) for _ in range(3))
     assert all(o == first for o in others), "two runs of the h200 plan listed resources differently"

@@ -1,7 +1,7 @@
 """The README's generated sections are current."""
 
 from conftest import ROOT, stack_plan
-from infra import docs
+from tools import reference_docs as docs
 
 
 def test_readme_config_reference_matches_the_pydantic_models():

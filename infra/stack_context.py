@@ -1,4 +1,4 @@
-"""Facts the infrastructure publishes and the workloads consume.
+"""Where a stack builds, and the plan-time facts the infrastructure hands to the workloads.
 
 Everything here is decided by the program (names it chooses, counts from config and flavour),
 so it is plain data known at plan time. Cloud-computed values (endpoints, IPs) travel as Outputs
@@ -70,7 +70,3 @@ class GpuPoolFacts:
     @property
     def node_selector(self) -> dict[str, str]:
         return {"cloud.google.com/gke-nodepool": self.pool_name}
-
-    @property
-    def total_gpus(self) -> int:
-        return self.node_count * self.gpus_per_node

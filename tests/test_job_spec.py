@@ -11,18 +11,17 @@ import sys
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, spec_of
 from infra.config import JobConfig
-from infra.facts import GpuPoolFacts, NicAttachment
+from infra.stack_context import GpuPoolFacts, NicAttachment
 from infra.flavours import FLAVOURS
 from workloads import __main__ as cli
-from workloads.job import (
+from workloads.job_spec import (
     SECRET_ENV_NAMES,
     JobBuildError,
     JobSpec,
     build_job,
     override_key,
-    spec_for_stack,
 )
 from workloads.recipes import IMAGES, RECIPES, ConfigGeneration, Parallelism, TrainingBackend
 
@@ -131,7 +130,7 @@ def test_the_stack_spec_is_the_one_built_from_the_pools_facts(stack, flavour, no
     loaded = cli.load_stack(stack)
     cfg = loaded.config
     from_facts = build_job(cfg.recipe, cfg.job, pool(flavour, nodes), cfg.ray.mount_path, stack, False)
-    assert from_facts == spec_for_stack(stack, cfg, wandb_key_set=False) == cli.build_spec(loaded)
+    assert from_facts == spec_of(stack, cfg, wandb_key_set=False) == cli.build_spec(loaded)
 
 
 def test_hostile_values_stay_single_shell_words():
@@ -160,22 +159,22 @@ def test_no_secret_reaches_the_runtime_env_or_the_command():
     # A stack with the W&B key configured: logging is switched on, the key itself appears nowhere.
     loaded = cli.load_stack("dev")
     cfg = loaded.config.model_copy(update={"job": loaded.config.job.model_copy(update={"wandb_project": "grpo"})})
-    spec = spec_for_stack("dev", cfg, wandb_key_set=True)
+    spec = spec_of("dev", cfg, wandb_key_set=True)
     assert {"logger.wandb_enabled=true", "logger.wandb.project=grpo", "logger.wandb.name=dev-qwen2.5-1.5b-gsm8k"} <= set(overrides(spec))
     assert not SECRET_ENV_NAMES & set(spec.runtime_env["env_vars"])
     assert not any(name in json.dumps(spec.to_dict()) for name in SECRET_ENV_NAMES)
-    assert spec_for_stack("dev", cfg, wandb_key_set=False).entrypoint.count("wandb_enabled=false") == 1
+    assert spec_of("dev", cfg, wandb_key_set=False).entrypoint.count("wandb_enabled=false") == 1
 
 
 def test_the_id_is_deterministic_and_changes_exactly_when_the_spec_does():
     cfg = cli.load_stack("dev").config
-    spec = spec_for_stack("dev", cfg, wandb_key_set=False)
-    assert spec == spec_for_stack("dev", cfg, wandb_key_set=False)
+    spec = spec_of("dev", cfg, wandb_key_set=False)
+    assert spec == spec_of("dev", cfg, wandb_key_set=False)
     assert spec.submission_id == f"dev-qwen2-5-1-5b-gsm8k-{spec.spec_hash[:8]}"
     # Not part of the job: same id.
     unrelated = cfg.model_copy(update={"job": cfg.job.model_copy(update={"submit": False}),
                                        "lustre": cfg.lustre.model_copy(update={"capacity_gib": 18000})})
-    assert spec_for_stack("dev", unrelated, wandb_key_set=False).submission_id == spec.submission_id
+    assert spec_of("dev", unrelated, wandb_key_set=False).submission_id == spec.submission_id
     # Part of the job: new id.
     changes = [
         cfg.model_copy(update={"job": cfg.job.model_copy(update={"max_num_steps": 11})}),
@@ -183,9 +182,9 @@ def test_the_id_is_deterministic_and_changes_exactly_when_the_spec_does():
         cfg.model_copy(update={"ray": cfg.ray.model_copy(update={"mount_path": "/data"})}),
         cfg.model_copy(update={"gpu_pool": cfg.gpu_pool.model_copy(update={"node_count": 2})}),
     ]
-    ids = {spec_for_stack("dev", c, wandb_key_set=False).submission_id for c in changes}
+    ids = {spec_of("dev", c, wandb_key_set=False).submission_id for c in changes}
     assert len(ids) == len(changes) and spec.submission_id not in ids
-    assert spec_for_stack("other", cfg, wandb_key_set=False).submission_id.startswith("other-")
+    assert spec_of("other", cfg, wandb_key_set=False).submission_id.startswith("other-")
     assert JobSpec.from_dict(spec.to_dict()) == spec
     with pytest.raises(JobBuildError, match="spec_hash does not match"):
         JobSpec.from_dict({**spec.to_dict(), "entrypoint": spec.entrypoint + " x=1"})

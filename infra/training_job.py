@@ -4,12 +4,13 @@
 talks to the Ray dashboard through the GKE API server's service proxy. Replacing the spec stops
 the old job and submits the new one; `pulumi destroy` stops the job before the Ray cluster goes.
 
-`__main__.py` wires it:
+`__main__.py` builds the stack's `JobSpec` once (`job_spec_for_stack`, before any resource, so a job
+that cannot be built is a config error) and hands the same spec to this component and to the
+preemption watcher:
 
-    job = build_training_job(settings.stack, cfg, endpoint=cluster.endpoint,
+    job = build_training_job(spec, cfg, endpoint=cluster.endpoint,
                              ca_certificate=cluster.ca_certificate,
                              head_service=ray.head_service, ray_cluster_name=ray.cluster_name,
-                             wandb_key_set=...,
                              opts=pulumi.ResourceOptions(depends_on=[ray_release]))
 
 `build_training_job` returns None when `job.submit` is false. The release's `depends_on` only orders
@@ -20,18 +21,16 @@ the provider itself waits for the RayCluster named `ray_cluster_name` to be prov
 from __future__ import annotations
 
 import shlex
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
 import pulumi
 import pulumi.dynamic
 
+from infra.config import PROJECT, ConfigError, StackConfig
 from infra.options import child_options
 from infra.ray_cluster import DASHBOARD_PORT
 from workloads.hook import JobSubmissionProvider
-from workloads.job import JobSpec, PoolShape, spec_for_stack
-
-if TYPE_CHECKING:
-    from infra.config import StackConfig
+from workloads.job_spec import JobBuildError, JobSpec, PoolShape, build_job, wandb_wanted
 
 COMPONENT_TYPE = "nemo-rl-gke:infra:TrainingJob"
 
@@ -109,37 +108,46 @@ class TrainingJob(pulumi.ComponentResource):
         )
 
 
+def job_spec_for_stack(stack: str, cfg: StackConfig, *, wandb_key_set: bool, pool: PoolShape) -> JobSpec:
+    """The stack's job, built from the validated config and the GPU pool facts.
+
+    The Pulumi program and `python -m workloads` both call this, so they agree on the spec (and
+    therefore on the submission id) for the same stack file. What only the job builder sees (GPUs
+    that do not divide by the parallel sizes, an override of a key the stack derives, W&B without a
+    project) becomes a `ConfigError` naming the key, raised before any resource exists.
+    """
+    try:
+        return build_job(cfg.recipe, cfg.job, pool, cfg.ray.mount_path, stack, wandb_wanted(cfg.job, wandb_key_set))
+    except JobBuildError as err:
+        raise ConfigError(f"{PROJECT}:{err.key}: {err}") from None
+
+
 def build_training_job(
-    stack: str,
-    cfg: "StackConfig",
+    spec: JobSpec,
+    cfg: StackConfig,
     *,
     endpoint: pulumi.Input[str],
     ca_certificate: Optional[pulumi.Input[str]],
     head_service: pulumi.Input[str],
     ray_cluster_name: pulumi.Input[str],
-    wandb_key_set: bool,
-    pool: Optional[PoolShape] = None,
     opts: Optional[pulumi.ResourceOptions] = None,
 ) -> Optional[TrainingJob]:
     """The stack's `TrainingJob`, or None when `job.submit` is false.
 
     Args:
-        stack: the stack name (`pulumi.get_stack()`).
-        cfg: the validated stack config.
+        spec: the stack's job (`job_spec_for_stack`), the same one the preemption watcher resubmits.
+        cfg: the validated stack config (`job.submit`, `ray.namespace`).
         endpoint: the GKE cluster endpoint (`Cluster.endpoint`).
         ca_certificate: base64 CA of the endpoint's certificate (`GkeCluster.ca_certificate`); None for
             the DNS endpoint, whose certificate the system roots verify.
         head_service: the KubeRay head service name (`<raycluster>-head-svc`).
         ray_cluster_name: the RayCluster's name (`RayCluster.cluster_name`, the release's
             fullnameOverride); the job is submitted only once it is provisioned.
-        wandb_key_set: whether the `wandbApiKey` secret is configured.
-        pool: the GPU pool facts; default: node count and GPUs per node from `cfg`.
         opts: pass `depends_on=[ray_release]` so the job is submitted after the Ray cluster
             exists and stopped before it is destroyed.
     """
     if not cfg.job.submit:
         return None
-    spec = spec_for_stack(stack, cfg, wandb_key_set=wandb_key_set, pool=pool)
     return TrainingJob(
         "training-job",
         spec,

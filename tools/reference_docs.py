@@ -1,7 +1,7 @@
 """Generated README sections: the config reference (from the pydantic models), what a stack
 builds and the dev stack's resource graph (from the offline plans). `tests/test_docs.py` fails when README.md is stale.
 
-    python -m infra.docs --write     # regenerate the sections in README.md
+    python -m tools.reference_docs --write     # regenerate the sections in README.md
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ def config_reference() -> str:
 
 def stack_resources(plan_of: typing.Callable[[str], Any] | None = None) -> str:
     """Resource counts by type for each committed stack, from the offline plan."""
-    from infra.plan import run_program, summary
+    from tools.offline_plan import run_program, summary
 
     plan_of = plan_of or run_program
     counts: dict[str, dict[str, int]] = collections.defaultdict(dict)
@@ -110,9 +110,9 @@ def stack_resources(plan_of: typing.Callable[[str], Any] | None = None) -> str:
 
 
 def resource_graph(plan_of: typing.Callable[[str], Any] | None = None, stack: str = "dev") -> str:
-    """The Mermaid resource graph of one stack (infra/graph.py), as a fenced code block."""
-    from infra.graph import build, mermaid
-    from infra.plan import run_program
+    """The Mermaid resource graph of one stack (tools/graph.py), as a fenced code block."""
+    from tools.graph import build, mermaid
+    from tools.offline_plan import run_program
 
     plan_of = plan_of or run_program
     return "```mermaid\n" + mermaid(build(plan_of(stack))) + "```"
@@ -133,7 +133,7 @@ def render(readme: str, sections: dict[str, typing.Callable[[], str]] | None = N
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m infra.docs", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m tools.reference_docs", description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help="update README.md in place")
     args = parser.parse_args(argv)
     text = README.read_text()

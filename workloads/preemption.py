@@ -2,7 +2,7 @@
 
 A RayJob with `clusterSelector` refuses `backoffLimit > 0` (FACTS.md "KubeRay"), so resubmission
 has to come from outside KubeRay. `watch` is that outside loop; it runs in the cluster (the
-`PreemptionWatcher` Deployment of `infra/recovery.py`) and from a laptop (`python -m workloads watch`).
+`PreemptionWatcher` Deployment of `infra/watcher_deployment.py`) and from a laptop (`python -m workloads watch`).
 
 Resubmitting is safe because a resubmission is the *same* `JobSpec`: same entrypoint, same
 `checkpointing.checkpoint_dir` on Lustre, so NeMo-RL loads the highest `step_N` there and resumes
@@ -49,7 +49,7 @@ which also gives GKE time to bring a replacement spot node.
 Not covered: a job that hangs instead of failing (NeMo-RL's surviving workers blocked in a collective
 on a vanished peer until NCCL's timeout) is RUNNING to Ray, so it is only restarted once it fails.
 
-This module imports only `workloads.job` and `workloads.submit` (Ray's job SDK, no Pulumi), so it runs
+This module imports only `workloads.job_spec` and `workloads.submit` (Ray's job SDK, no Pulumi), so it runs
 in the Ray image: the watcher pod ships the `workloads` package in a ConfigMap.
 """
 
@@ -66,7 +66,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, TextIO
 
-from workloads.job import META_SPEC_HASH, JobSpec
+from workloads.job_spec import META_SPEC_HASH, JobSpec
 
 META_AUTO_RESTARTS = "nemo-rl-gke/auto-restarts"
 """Consecutive automatic restarts up to and including this attempt (absent = a submission by hand)."""

@@ -1,0 +1,344 @@
+"""The offline plan: run the real Pulumi program under mocks and show what it would build.
+
+    python -m tools.offline_plan [--stack NAME] [--json] [--out DIR] [--graph [DIR]]
+
+No credentials, no `pulumi` CLI, no provider plugins, no network. The program (`__main__.py`)
+runs exactly as under `pulumi up`, with the config of `Pulumi.<NAME>.yaml` (default `dev`);
+every registration the engine would receive is recorded.
+
+`--json` prints one document (the contract later tooling and the tests rely on):
+
+    {"project": str, "stack": str,
+     "resources": [{"urn", "type", "name", "parent", "custom", "provider",
+                    "inputs", "dependencies", "options"}],
+     "outputs": {name: value},
+     "estimates": {"cost", "checkpoints", "deployTime"}}
+
+`inputs` are what the provider would receive (camelCase, after Pulumi's translation; integral
+numbers as integers); `dependencies` are the URNs the resource waits for (explicit and implied by
+inputs); `options` holds the resource options that change behaviour (protect, retainOnDelete,
+customTimeouts, ignoreChanges, replaceOnChanges, replaceWith, deleteBeforeReplace, import, hooks). Every secret value
+is replaced by "[secret]"; secrets of the stack file (`secure:` values) are never decrypted.
+
+`--out DIR` writes each Kubernetes object as `<kind>-<name>.yaml` and each Helm release's values
+as `helm-values-<release>.yaml`.
+
+After the summary, the text output shows the estimates of tools/estimates.py (cost, checkpoint
+sizing, deploy time); `--json` carries them under "estimates". `--graph [DIR]` writes the
+resource graph as `graph.mmd` (Mermaid) and `graph.dot` (Graphviz) to DIR (default `.`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import json
+import os
+import runpy
+import sys
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+import yaml
+
+from infra.stack_file import StackFileError, read_stack_file, stack_path
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_STACK = "dev"
+
+
+class PlanError(StackFileError):
+    """The plan could not run; the message is for the user (a stack file that cannot be read is one)."""
+
+
+@dataclass
+class Plan:
+    """Everything one program run registered."""
+
+    project: str
+    stack: str
+    resources: list[Any]  # list[tools.mocks.Registration]
+    outputs: dict[str, Any]
+    secret_outputs: set[str] = field(default_factory=set)
+    component_outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    config: dict[str, str] = field(default_factory=dict)
+    """The flat config map the program ran with (`namespace:key` -> string/JSON), secrets as placeholders."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "project": self.project,
+            "stack": self.stack,
+            "resources": [
+                {
+                    "urn": r.urn,
+                    "type": r.type,
+                    "name": r.name,
+                    "parent": r.parent,
+                    "custom": r.custom,
+                    "provider": r.provider,
+                    "inputs": r.inputs,
+                    "dependencies": r.dependencies,
+                    "options": r.options,
+                }
+                for r in self.resources
+            ],
+            "outputs": self.outputs,
+        }
+
+    def by_type(self, typ: str) -> list[Any]:
+        return [r for r in self.resources if r.type == typ]
+
+    def one(self, typ: str, name_suffix: str = "") -> Any:
+        found = [r for r in self.by_type(typ) if r.name.endswith(name_suffix)]
+        if len(found) != 1:
+            raise AssertionError(f"expected one {typ} named *{name_suffix}, found {[r.name for r in found]}")
+        return found[0]
+
+    def by_urn(self) -> dict[str, Any]:
+        return {r.urn: r for r in self.resources}
+
+
+def project_name() -> str:
+    return yaml.safe_load((ROOT / "Pulumi.yaml").read_text())["name"]
+
+
+def run_program(
+    stack: str = DEFAULT_STACK,
+    config: Optional[dict[str, str]] = None,
+    secret_keys: Optional[list[str]] = None,
+    *,
+    preview: bool = False,
+    program: Optional[Path] = None,
+) -> Plan:
+    """Run `__main__.py` under mocks; `config` defaults to the stack file's.
+
+    Runs in a fresh thread so Pulumi's context-local runtime state starts empty every time.
+    Raises the program's own exception (e.g. `ConfigError`) unchanged.
+    """
+    if config is None:
+        config, secret_keys = read_stack_file(stack_path(stack, ROOT))
+    result: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            result["plan"] = _run_in_thread(stack, config, secret_keys or [], preview, program or ROOT / "__main__.py")
+        except BaseException as exc:  # noqa: BLE001 re-raised in the caller's thread
+            result["error"] = exc
+
+    thread = threading.Thread(target=target, name=f"plan-{stack}")
+    thread.start()
+    thread.join()
+    if "error" in result:
+        raise result["error"]
+    return result["plan"]
+
+
+def _run_in_thread(stack: str, config: dict[str, str], secret_keys: list[str], preview: bool, program: Path) -> Plan:
+    import pulumi
+    from pulumi.runtime import config as runtime_config
+    from pulumi.runtime import mocks, settings
+    from pulumi.runtime.stack import wait_for_rpcs
+
+    from tools.mocks import PlanMocks, RecordingMonitor, canonical_order
+
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    project = project_name()
+    runtime_config.set_all_config(dict(config), list(secret_keys))
+    gcp_project = config.get(f"{project}:project", "offline-project")
+    plan_mocks = PlanMocks(project_id=gcp_project)
+    monitor = RecordingMonitor(plan_mocks)
+    # MockSettings leaves `outputs` and `lock` unset, and Pulumi's context properties fall back to
+    # the values first set in any thread: give this run its own, or it waits on another loop's tasks.
+    settings.SETTINGS.outputs = set()
+    settings.SETTINGS.lock = threading.Lock()
+    mocks.set_mocks(plan_mocks, project=project, stack=stack, preview=preview, monitor=monitor)
+    settings.SETTINGS.root_directory = str(program.parent)
+
+    error: Optional[BaseException] = None
+    cwd = os.getcwd()
+    try:
+        os.chdir(program.parent)
+        runpy.run_path(str(program), run_name="__main__")
+    except BaseException as exc:  # noqa: BLE001 reported after outstanding RPCs settle
+        error = exc
+    finally:
+        os.chdir(cwd)
+    loop.run_until_complete(wait_for_rpcs())
+    if error is not None:
+        loop.close()
+        raise error
+
+    root = settings.get_root_resource()
+    outputs: dict[str, Any] = {}
+    secret_outputs: set[str] = set()
+
+    async def resolve() -> None:
+        from tools.mocks import SECRET_PLACEHOLDER, plain
+
+        for key, value in root.outputs.items():
+            out = pulumi.Output.from_input(value)
+            resolved = await out.future(with_unknowns=True)
+            if await out.is_secret():
+                secret_outputs.add(key)
+                outputs[key] = SECRET_PLACEHOLDER
+            else:
+                outputs[key] = plain(_jsonable(resolved))
+
+    loop.run_until_complete(resolve())
+    loop.run_until_complete(wait_for_rpcs())
+    loop.close()
+    return Plan(
+        project=project,
+        stack=stack,
+        resources=canonical_order(monitor.registrations),
+        outputs=outputs,
+        secret_outputs=secret_outputs,
+        component_outputs=dict(monitor.component_outputs),
+        config=dict(config),
+    )
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)
+
+
+# ---------------------------------------------------------------- rendering
+
+
+def summary(plan: Plan) -> dict[str, Any]:
+    """Resource counts by type and the GPU capacity, derived from the registered node pools."""
+    counts = collections.Counter(r.type for r in plan.resources)
+    gpu_nodes = gpus = 0
+    for pool in plan.by_type("gcp:container/nodePool:NodePool"):
+        accelerators = (pool.inputs.get("nodeConfig") or {}).get("guestAccelerators") or []
+        per_node = sum(int(a.get("count", 0)) for a in accelerators)
+        if per_node:
+            nodes = int(pool.inputs.get("nodeCount") or pool.inputs.get("initialNodeCount") or 0)
+            gpu_nodes += nodes
+            gpus += nodes * per_node
+    return {"resources": len(plan.resources), "byType": dict(sorted(counts.items())), "gpuNodes": gpu_nodes, "gpus": gpus}
+
+
+def render_tree(plan: Plan) -> str:
+    children: dict[str, list[Any]] = collections.defaultdict(list)
+    urns = plan.by_urn()
+    for r in plan.resources:
+        children[r.parent if r.parent in urns else ""].append(r)
+    lines = [f"{plan.project} / {plan.stack}"]
+
+    def walk(parent: str, indent: str) -> None:
+        items = children.get(parent, [])
+        for i, r in enumerate(items):
+            last = i == len(items) - 1
+            lines.append(f"{indent}{'└─ ' if last else '├─ '}{r.name}  [{r.type}]")
+            walk(r.urn, indent + ("   " if last else "│  "))
+
+    walk("", "")
+    s = summary(plan)
+    lines += ["", f"Resources: {s['resources']}"]
+    lines += [f"  {n:4d}  {t}" for t, n in s["byType"].items()]
+    lines += [f"GPU nodes: {s['gpuNodes']}   GPUs: {s['gpus']}"]
+    from tools.estimates import render_for_plan
+
+    lines += ["", *render_for_plan(plan)]
+    if plan.outputs:
+        lines += ["", "Outputs:"]
+        lines += [f"  {k}: {json.dumps(v) if not isinstance(v, str) else v}" for k, v in plan.outputs.items()]
+    return "\n".join(lines)
+
+
+def plan_document(plan: Plan) -> dict[str, Any]:
+    """The `--json` document (module docstring): the plan with its estimates."""
+    from tools import estimates
+
+    doc = plan.to_json()
+    doc["estimates"] = estimates.to_json(estimates.compute(plan))
+    return doc
+
+
+def kubernetes_manifests(plan: Plan) -> dict[str, Any]:
+    """File name -> document for every Kubernetes object and Helm release values."""
+    files: dict[str, Any] = {}
+    for r in plan.resources:
+        if not r.custom or not r.type.startswith("kubernetes:") or r.type.startswith("pulumi:providers:"):
+            continue
+        if r.type == "kubernetes:helm.sh/v3:Release":
+            files[f"helm-values-{r.inputs.get('name', r.name)}.yaml"] = r.inputs.get("values", {})
+            continue
+        doc = {k: v for k, v in r.inputs.items() if not k.startswith("__")}
+        kind = str(doc.get("kind", r.type.rsplit(":", 1)[-1]))
+        name = (doc.get("metadata") or {}).get("name", r.name)
+        files[f"{kind.lower()}-{name}.yaml"] = doc
+    return files
+
+
+def write_manifests(plan: Plan, out: Path) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for fname, doc in kubernetes_manifests(plan).items():
+        path = out / fname
+        path.write_text(yaml.safe_dump(doc, sort_keys=False))
+        written.append(path)
+    return written
+
+
+def _write_failed(flag: str, path: Path, err: OSError) -> int:
+    print(f"error: {flag} {path}: {err.strerror or err}", file=sys.stderr)
+    return 2
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m infra.plan", description="Show what a stack would build, offline.")
+    parser.add_argument("--stack", default=DEFAULT_STACK, help=f"stack name (Pulumi.<stack>.yaml); default {DEFAULT_STACK}")
+    parser.add_argument("--json", action="store_true", help="print the plan as one JSON document")
+    parser.add_argument("--out", type=Path, help="write Kubernetes manifests and Helm values to this directory")
+    parser.add_argument(
+        "--graph", type=Path, nargs="?", const=Path("."), metavar="DIR", help="write graph.mmd and graph.dot to DIR (default .)"
+    )
+    args = parser.parse_args(argv)
+
+    from infra.config import ConfigError
+    from tools import estimates
+
+    try:
+        plan = run_program(args.stack)
+        # The estimates' own inputs (cost.priceOverrides) are checked before anything is printed.
+        estimates.price_table(estimates.stack_config(plan))
+    except (ConfigError, StackFileError) as err:
+        for line in str(err).splitlines():
+            print(f"error: {line}", file=sys.stderr)
+        return 2
+    if args.out:
+        try:
+            written = write_manifests(plan, args.out)
+        except OSError as err:
+            return _write_failed("--out", args.out, err)
+        print(f"wrote {len(written)} files to {args.out}", file=sys.stderr)
+    if args.graph:
+        from tools.graph import write_graph
+
+        try:
+            paths = write_graph(plan, args.graph)
+        except OSError as err:
+            return _write_failed("--graph", args.graph, err)
+        print(f"wrote {', '.join(str(p) for p in paths)}", file=sys.stderr)
+    if args.json:
+        json.dump(plan_document(plan), sys.stdout, indent=2, sort_keys=False)
+        sys.stdout.write("\n")
+    else:
+        print(render_tree(plan))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
