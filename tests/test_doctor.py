@@ -654,3 +654,11 @@ def test_an_unknown_stack_is_one_line_and_exit_2(project):
     out, err = io.StringIO(), io.StringIO()
     code = doctor.main(["--stack", "nope"], out=out, err=err, connect=lambda p: pytest.fail("no stack, no cloud"))
     assert code == doctor.EXIT_USAGE and err.getvalue().count("\n") == 1 and "Pulumi.nope.yaml" in err.getvalue()
+
+
+def test_the_doc_describes_every_check():
+    from pathlib import Path
+
+    doc = (Path(doctor.__file__).resolve().parent.parent / "docs" / "doctor.md").read_text()
+    for name in ("project", "apis", *(name for name, _, _ in doctor.CHECKS)):
+        assert f"\n| {name} |" in doc, f"docs/doctor.md has no row for the {name} check"
