@@ -418,6 +418,15 @@ def test_a_reservation_without_room_fails_with_the_resize_command(project):
     assert "gcloud compute reservations update r --zone us-east1-b --vm-count 5" in result.fix
 
 
+def test_a_reservation_of_an_instance_template_warns_that_its_machine_type_is_unknown(project):
+    project.reservations["r"] = compute_v1.Reservation(
+        name="r", zone=f"projects/{PROJECT}/zones/us-east1-b", status="READY",
+        specific_reservation=compute_v1.AllocationSpecificSKUReservation(
+            count=2, source_instance_template=f"projects/{PROJECT}/global/instanceTemplates/a4-template"))
+    result = only(project, "reservation", config(**RESERVED))
+    assert result.status == doctor.WARN and "a4-template" in result.summary
+
+
 def test_a_reservation_that_is_not_ready_warns(project):
     project.reservations["r"] = reservation(status="CREATING")
     assert only(project, "reservation", config(**RESERVED)).status == doctor.WARN

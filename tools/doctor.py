@@ -31,9 +31,11 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Callable, Optional, TextIO, Union
 
+from google.api_core import exceptions as gexc
+
 from infra.config import LUSTRE_PORT_988_MIN_GKE, ConfigError, Provisioning, StackConfig
 from infra.flavours import parse_gke_version
-from infra.network import DEFAULT_NETWORK, SERVICE_NETWORKING
+from infra.network import DEFAULT_NETWORK, SERVICE_NETWORKING, roce_network_profile
 from infra.project_apis import REQUIRED_APIS
 from infra.stack_context import StackContext
 from infra.stack_file import StackFileError, load_stack
@@ -176,22 +178,20 @@ def check_apis(ctx: Context) -> tuple[Result, set[str]]:
 
 def check_zone(ctx: Context) -> Result:
     """The zone sells the flavour's machine type and has the RoCE network profile the RDMA VPC needs."""
-    from google.api_core.exceptions import NotFound
-
     flavour = ctx.cfg.flavour_spec
     zone = ctx.cfg.zone
     system = ctx.cfg.cluster.system_pool.machine_type
     for machine, role in ((flavour.machine_type, f"flavour {flavour.name}"), (system, "cluster.systemPool.machineType")):
         try:
             ctx.clients.machine_types.get(project=ctx.project, zone=zone, machine_type=machine, timeout=ctx.timeout)
-        except NotFound:
+        except gexc.NotFound:
             return Result("zone", FAIL, f"{zone} does not offer {machine} ({role})",
                           f"gcloud compute machine-types list --filter=name={machine} --project {ctx.project}"
                           "  # then: pulumi config set region <region> && pulumi config set zone <a zone listed>")
-    profile = f"{zone}-vpc-roce"
+    profile = roce_network_profile(ctx.project, zone).rsplit("/", 1)[-1]
     try:
         ctx.clients.network_profiles.get(project=ctx.project, network_profile=profile, timeout=ctx.timeout)
-    except NotFound:
+    except gexc.NotFound:
         return Result("zone", FAIL, f"{zone} has no RoCE network profile {profile} for the RDMA VPC",
                       f"gcloud compute network-profiles list --project {ctx.project}"
                       " # then pulumi config set zone <a zone with a -vpc-roce profile>")
@@ -243,15 +243,18 @@ def check_reservation(ctx: Context) -> Result:
     pool = cfg.gpu_pool
     if pool.provisioning is not Provisioning.RESERVATION:
         return Result("reservation", PASS, f"none used (gpuPool.provisioning: {pool.provisioning.value})")
-    from google.api_core.exceptions import NotFound
-
     name, zone = pool.reservation_name, cfg.zone
     try:
         reservation = ctx.clients.reservations.get(project=ctx.project, zone=zone, reservation=name, timeout=ctx.timeout)
-    except NotFound:
+    except gexc.NotFound:
         return Result("reservation", FAIL, f"no reservation {name!r} in {zone}",
                       f"gcloud compute reservations list --project {ctx.project}  # then set gpuPool.reservationName and zone to one listed")
     machine = reservation.specific_reservation.instance_properties.machine_type
+    template = reservation.specific_reservation.source_instance_template
+    if not machine and template:
+        return Result("reservation", WARN, f"{name} reserves VMs of instance template {template.rsplit('/', 1)[-1]}: make "
+                      f"sure it is {cfg.flavour_spec.machine_type}; {reservation.specific_reservation.count} reserved, "
+                      f"{reservation.specific_reservation.in_use_count} in use, the pool needs {pool.node_count}")
     if machine.rsplit("/", 1)[-1] != cfg.flavour_spec.machine_type:
         return Result("reservation", FAIL, f"{name} reserves {machine or 'no specific machine type'}, not "
                       f"{cfg.flavour_spec.machine_type} (flavour {cfg.flavour_spec.name})",
@@ -288,7 +291,7 @@ def check_lustre(ctx: Context) -> Result:
                       "pulumi config set --path lustre.instanceId <another id>")
     if len(instances) >= LUSTRE_MAX_INSTANCES:
         return Result("lustre", FAIL, f"the project already has {len(instances)} Managed Lustre instances "
-                      f"(limit {LUSTRE_MAX_INSTANCES})", f"gcloud lustre instances list --project {ctx.project} --location -  # delete one")
+                      f"(limit {LUSTRE_MAX_INSTANCES})", f"gcloud lustre instances list --location=- --project {ctx.project}  # delete one")
     # Only on the real cloud: the capacity quota of the region (the Quotas page, service lustre.googleapis.com).
     return Result("lustre", PASS, f"offered in {zone}; {len(instances)} of {LUSTRE_MAX_INSTANCES} instances in use")
 
@@ -360,13 +363,11 @@ def _channel_fix(channels: dict[str, Any], floor: str) -> str:
 
 def check_bucket(ctx: Context) -> Result:
     """The artifacts bucket's global name is free, or is this project's bucket the stack may adopt."""
-    from google.api_core.exceptions import Forbidden
-
     name = artifact_bucket_name(ctx.project, ctx.names.prefix)
     rename = "pulumi config set namePrefix <another prefix>  # the bucket is <project>-<namePrefix>-artifacts"
     try:
         bucket = ctx.clients.storage.lookup_bucket(name, timeout=ctx.timeout)
-    except Forbidden:
+    except gexc.Forbidden:
         return Result("bucket", FAIL, f"gs://{name} exists and belongs to someone else", rename)
     if bucket is None:
         return Result("bucket", PASS, f"gs://{name} is free")
@@ -380,21 +381,19 @@ def check_bucket(ctx: Context) -> Result:
 
 def check_psa(ctx: Context) -> Result:
     """The Private Service Access range conflicts with nothing already on the cluster's network."""
-    from google.api_core.exceptions import NotFound
-
     cfg = ctx.cfg
     psa = ipaddress.IPv4Network(cfg.network.psa_cidr)
     if not cfg.network.use_default_network:
         vpc = ctx.names.name("vpc")
         try:
             ctx.clients.networks.get(project=ctx.project, network=vpc, timeout=ctx.timeout)
-        except NotFound:
+        except gexc.NotFound:
             return Result("psa", PASS, f"the stack creates VPC {vpc}: no peering or range there yet ({psa} is free)")
         return Result("psa", WARN, f"VPC {vpc} already exists: fine if this stack created it, otherwise `pulumi up` "
                       "fails to create it", "pulumi config set namePrefix <another prefix>")
     try:
         network = ctx.clients.networks.get(project=ctx.project, network=DEFAULT_NETWORK, timeout=ctx.timeout)
-    except NotFound:
+    except gexc.NotFound:
         return Result("psa", FAIL, f"network.useDefaultNetwork is true but the project has no {DEFAULT_NETWORK!r} VPC",
                       "pulumi config set --path network.useDefaultNetwork false")
     own = "pulumi config set --path network.useDefaultNetwork false  # a VPC of the stack's own"
@@ -509,8 +508,6 @@ CHECKS: tuple[tuple[str, Check, tuple[str, ...]], ...] = (
 
 def _as_warning(name: str, exc: BaseException, timeout: float) -> Result:
     """A check that could not ask: say why, never a traceback."""
-    from google.api_core import exceptions as gexc
-
     if isinstance(exc, (gexc.Forbidden, gexc.PermissionDenied)):
         return Result(name, WARN, f"not checked: permission denied ({_first_line(exc)})")
     if isinstance(exc, (gexc.DeadlineExceeded, TimeoutError)):
@@ -532,7 +529,6 @@ def _project_number(cfg: StackConfig, clients: Clients, timeout: float) -> str:
 
 def run_checks(stack: str, cfg: StackConfig, clients: Clients, timeout: float = DEFAULT_TIMEOUT) -> list[Result]:
     """Every check, concurrently; the project first (nothing else can be asked without it)."""
-    from google.api_core import exceptions as gexc
     from google.auth.exceptions import RefreshError
 
     try:
