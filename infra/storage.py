@@ -45,18 +45,18 @@ def lustre_port(legacy: bool) -> int:
     return LUSTRE_LEGACY_PORT if legacy else LUSTRE_PORT
 
 
+def artifact_bucket_name(project: str, prefix: str) -> str:
+    """The artifacts bucket's global name; the project id keeps it apart from other projects' stacks.
+    The preflight doctor (tools/doctor.py) checks that this name is free."""
+    return cloud_name(f"{project}-{prefix}", "artifacts", Limit.BUCKET)
+
+
 def parse_mount_point(mount_point: str) -> str:
     """The server IP of a Lustre mount point `IP@tcp:/fs`; the CSI volume's `ip` attribute."""
     ip, sep, _ = mount_point.partition("@")
     if not sep or not ip:
         raise ValueError(f"unexpected Lustre mount point {mount_point!r}; expected IP@tcp:/filesystem")
     return ip
-
-
-def artifact_bucket_name(project: str, prefix: str) -> str:
-    """The artifacts bucket's global name; the project id keeps it apart from other projects' stacks.
-    The preflight doctor (tools/doctor.py) checks that this name is free."""
-    return cloud_name(f"{project}-{prefix}", "artifacts", Limit.BUCKET)
 
 
 def workload_identity_principal(project_number: str, project: str, namespace: str, ksa: str) -> str:
