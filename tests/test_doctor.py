@@ -671,3 +671,11 @@ def test_the_doc_describes_every_check():
     doc = (Path(doctor.__file__).resolve().parent.parent / "docs" / "doctor.md").read_text()
     for name in ("project", "apis", *(name for name, _, _ in doctor.CHECKS)):
         assert f"\n| {name} |" in doc, f"docs/doctor.md has no row for the {name} check"
+
+
+@pytest.mark.parametrize("flag", [["--timeout", "0"], ["--timeout", "soon"], ["--bogus"]])
+def test_a_bad_flag_is_one_line_and_exit_2(flag, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        doctor.main(flag, connect=lambda p: pytest.fail("bad flags, no cloud"))
+    err = capsys.readouterr().err
+    assert exit_.value.code == doctor.EXIT_USAGE and err.count("\n") == 1 and err.startswith("error: ")

@@ -606,8 +606,15 @@ def render_json(stack: str, cfg: StackConfig, results: list[Result]) -> str:
     )
 
 
+class _Parser(argparse.ArgumentParser):
+    """Bad flags are one line and exit 2, like every other bad input."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(EXIT_USAGE, f"error: {message}\n")
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m tools.doctor",
+    p = _Parser(prog="python -m tools.doctor",
                                 description="Check the stack's Google Cloud project before `pulumi up` (read-only).")
     p.add_argument("--stack", default=DEFAULT_STACK, help=f"stack name (Pulumi.<stack>.yaml); default {DEFAULT_STACK}")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
