@@ -14,7 +14,7 @@ import json
 import pytest
 from google.api_core import exceptions as gexc
 from google.auth.exceptions import RefreshError
-from google.cloud import compute_v1, container_v1, lustre_v1, orgpolicy_v2, resourcemanager_v3, service_usage_v1, storage
+from google.cloud import cloudquotas_v1, compute_v1, container_v1, lustre_v1, orgpolicy_v2, resourcemanager_v3, service_usage_v1, storage
 from google.cloud.location import locations_pb2
 from google.iam.v1 import iam_policy_pb2
 
@@ -65,6 +65,7 @@ class FakeProject:
         self.denied: set[str] = set()
         self.buckets: dict[str, object] = {}
         self.policies: dict[str, orgpolicy_v2.Policy] = {}
+        self.quota_infos: dict[str, cloudquotas_v1.QuotaInfo] = {}
 
     def record(self, client: str, method: str, **kwargs):
         self.calls.append((client, method, kwargs))
@@ -197,17 +198,28 @@ class OrgPolicy(_Fake):
         return self.p.policies.get(name.rsplit("/", 1)[-1], orgpolicy_v2.Policy(name=name))
 
 
+class Quotas(_Fake):
+    def get_quota_info(self, request=None, *, name=None, timeout=None):
+        self.p.record("quotas", "get_quota_info", name=name, timeout=timeout)
+        assert name.startswith(f"projects/{PROJECT}/locations/global/services/compute.googleapis.com/quotaInfos/")
+        info = self.p.quota_infos.get(name.rsplit("/", 1)[-1])
+        if info is None:
+            raise gexc.NotFound("no such quota")
+        return info
+
+
 FAKES = {"projects": Projects, "service_usage": ServiceUsage, "regions": Regions, "machine_types": MachineTypes,
          "network_profiles": NetworkProfiles, "reservations": Reservations, "networks": Networks,
          "global_addresses": GlobalAddresses, "subnetworks": Subnetworks, "clusters": Clusters, "lustre": Lustre,
-         "storage": Storage, "org_policy": OrgPolicy}
+         "storage": Storage, "org_policy": OrgPolicy, "quotas": Quotas}
 
 REAL = {"projects": resourcemanager_v3.ProjectsClient, "service_usage": service_usage_v1.ServiceUsageClient,
         "regions": compute_v1.RegionsClient, "machine_types": compute_v1.MachineTypesClient,
         "network_profiles": compute_v1.NetworkProfilesClient, "reservations": compute_v1.ReservationsClient,
         "networks": compute_v1.NetworksClient, "global_addresses": compute_v1.GlobalAddressesClient,
         "subnetworks": compute_v1.SubnetworksClient, "clusters": container_v1.ClusterManagerClient,
-        "lustre": lustre_v1.LustreClient, "storage": storage.Client, "org_policy": orgpolicy_v2.OrgPolicyClient}
+        "lustre": lustre_v1.LustreClient, "storage": storage.Client, "org_policy": orgpolicy_v2.OrgPolicyClient,
+        "quotas": cloudquotas_v1.CloudQuotasClient}
 
 
 @pytest.fixture
@@ -245,6 +257,7 @@ def test_every_call_is_one_the_real_client_accepts(project):
                  network={"useDefaultNetwork": True})
     project.networks["default"] = compute_v1.Network(name="default")
     doctor.run_checks("dev", cfg, project.clients(), timeout=5)
+    del project.quotas["PREEMPTIBLE_NVIDIA_B200_GPUS"]  # asks Cloud Quotas
     doctor.run_checks("dev", config(), project.clients(), timeout=5)
     called = {(client, method) for client, method, _ in project.calls}
     assert {c for c, _ in called} == set(FAKES), "every client is exercised"
@@ -362,10 +375,45 @@ def test_h200_reads_the_h200_metric(project):
     assert result.status == doctor.FAIL and "PREEMPTIBLE_NVIDIA_H200_GPUS" in result.summary
 
 
-def test_a_region_that_lists_no_gpu_metric_warns(project):
+def test_a_gpu_quota_neither_the_region_nor_cloud_quotas_knows_warns(project):
     del project.quotas["PREEMPTIBLE_NVIDIA_B200_GPUS"]
     result = only(project, "gpu-quota")
-    assert result.status == doctor.WARN and "gpu_family=NVIDIA_B200" in result.summary
+    assert result.status == doctor.WARN and "gpu_family NVIDIA_B200" in result.summary
+
+
+def family_quota(quota_id, *entries):
+    return cloudquotas_v1.QuotaInfo(quota_id=quota_id, dimensions=["region", "gpu_family"], dimensions_infos=[
+        cloudquotas_v1.DimensionsInfo(dimensions=dims, details=cloudquotas_v1.QuotaDetails(value=value),
+                                      applicable_locations=[dims.get("region", "us-east1")])
+        for dims, value in entries])
+
+
+def test_an_on_demand_family_quota_is_read_from_cloud_quotas_when_the_region_lists_none(project):
+    del project.quotas["NVIDIA_B200_GPUS"]
+    cfg = config(gpuPool={"nodeCount": 2, "provisioning": "onDemand"})
+    project.quota_infos[doctor.GPU_FAMILY_QUOTA] = family_quota(
+        doctor.GPU_FAMILY_QUOTA,
+        ({"region": "us-east1", "gpu_family": "NVIDIA_H100"}, 64),  # another family: ignored
+        ({"region": "us-central1", "gpu_family": "NVIDIA_B200"}, 64),  # another region: ignored
+        ({"region": "us-east1", "gpu_family": "NVIDIA_B200"}, 8))
+    result = only(project, "gpu-quota", cfg)
+    assert result.status == doctor.FAIL and "limit 8" in result.summary and "need 16" in result.summary
+    assert (f"--quota-id={doctor.GPU_FAMILY_QUOTA} --preferred-value=16 --dimensions=gpu_family=NVIDIA_B200,region=us-east1"
+            in result.fix)
+    project.quota_infos[doctor.GPU_FAMILY_QUOTA] = family_quota(
+        doctor.GPU_FAMILY_QUOTA, ({"region": "us-east1", "gpu_family": "NVIDIA_B200"}, 16))
+    assert only(project, "gpu-quota", cfg).status == doctor.PASS
+
+
+def test_a_spot_quota_is_read_from_cloud_quotas_by_its_preemptible_id(project):
+    del project.quotas["PREEMPTIBLE_NVIDIA_B200_GPUS"]
+    project.quota_infos["PREEMPTIBLE-NVIDIA-B200-GPUS-per-project-region"] = cloudquotas_v1.QuotaInfo(
+        quota_id="PREEMPTIBLE-NVIDIA-B200-GPUS-per-project-region", dimensions=["region"], dimensions_infos=[
+            cloudquotas_v1.DimensionsInfo(dimensions={}, details=cloudquotas_v1.QuotaDetails(value=0),
+                                          applicable_locations=["us-east1", "us-central1"])])
+    result = only(project, "gpu-quota")
+    assert result.status == doctor.FAIL and "limit 0" in result.summary
+    assert "--dimensions=region=us-east1 " in result.fix
 
 
 def test_a_reservation_needs_no_gpu_quota(project):

@@ -50,6 +50,13 @@ DEFAULT_TIMEOUT = 20.0
 ORG_POLICY_API = "orgpolicy.googleapis.com"
 """Not needed by `pulumi up`; without it the doctor cannot read the organisation policies."""
 
+CLOUD_QUOTAS_API = "cloudquotas.googleapis.com"
+"""Not needed by `pulumi up`; the doctor reads GPU family quotas the region does not list through it."""
+
+GPU_FAMILY_QUOTA = "GPUS-PER-GPU-FAMILY-per-project-region"
+"""The Cloud Quotas quota of newer GPU families, one value per `gpu_family` and region (Cloud Quotas docs'
+QuotaPreference example; projects report NVIDIA_H100 / NVIDIA_B200 under it)."""
+
 LUSTRE_MAX_INSTANCES = 20
 """Managed Lustre system limit: instances per project (managed-lustre/docs/quotas, "System limits")."""
 
@@ -96,6 +103,7 @@ class Clients:
     lustre: Any  # lustre_v1.LustreClient
     storage: Any  # storage.Client
     org_policy: Any  # orgpolicy_v2.OrgPolicyClient
+    quotas: Any  # cloudquotas_v1.CloudQuotasClient
 
 
 def connect(project: str) -> Clients:
@@ -108,7 +116,16 @@ def connect(project: str) -> Clients:
     except DefaultCredentialsError as err:
         raise NoCredentials(NO_CREDENTIALS.format(reason=_first_line(err))) from None
 
-    from google.cloud import compute_v1, container_v1, lustre_v1, orgpolicy_v2, resourcemanager_v3, service_usage_v1, storage
+    from google.cloud import (
+        cloudquotas_v1,
+        compute_v1,
+        container_v1,
+        lustre_v1,
+        orgpolicy_v2,
+        resourcemanager_v3,
+        service_usage_v1,
+        storage,
+    )
 
     c = {"credentials": credentials}
     return Clients(
@@ -125,6 +142,7 @@ def connect(project: str) -> Clients:
         lustre=lustre_v1.LustreClient(**c),
         storage=storage.Client(project=project, credentials=credentials),
         org_policy=orgpolicy_v2.OrgPolicyClient(**c),
+        quotas=cloudquotas_v1.CloudQuotasClient(**c),
     )
 
 
@@ -155,7 +173,7 @@ def manages_apis(cfg: StackConfig) -> bool:
 def check_apis(ctx: Context) -> tuple[Result, set[str]]:
     """Every API the stack uses is on (or `pulumi up` turns it on). Also returns the APIs that are off,
     so checks that need them say so instead of failing on an error message."""
-    wanted = [*REQUIRED_APIS, ORG_POLICY_API]
+    wanted = [*REQUIRED_APIS, ORG_POLICY_API, CLOUD_QUOTAS_API]
     parent = f"projects/{ctx.project_number}"
     states: dict[str, bool] = {}
     for i in range(0, len(wanted), SERVICE_USAGE_BATCH):
@@ -215,26 +233,77 @@ def check_gpu_quota(ctx: Context) -> Result:
         return Result("gpu-quota", PASS, "a reservation brings its own quota (see the reservation check)")
     need = cfg.gpu_pool.node_count * flavour.gpus_per_node
     metric = gpu_quota_metric(flavour.gpu_quota_metric, provisioning)
+    pool = f"{cfg.gpu_pool.node_count} x {flavour.machine_type} need {need}"
     region = ctx.clients.regions.get(project=ctx.project, region=cfg.region, timeout=ctx.timeout)
     quota = next((q for q in region.quotas if q.metric == metric), None)
     if quota is None:
-        # Only on the real cloud: newer GPU families may be granted through the Cloud Quotas family quota
-        # (GPUS-PER-GPU-FAMILY-per-project-region, gpu_family=<family>) and not listed here.
-        family = flavour.gpu_quota_metric.removesuffix("_GPUS")
-        return Result("gpu-quota", WARN, f"{cfg.region} lists no {metric} quota; the pool needs {need} GPUs "
-                      f"(look for GPUS-PER-GPU-FAMILY-per-project-region, gpu_family={family}, on the Quotas page)",
-                      f"gcloud compute regions describe {cfg.region} --project {ctx.project} --format='table(quotas.metric,quotas.limit,quotas.usage)'")
+        return _gpu_family_quota(ctx, metric, need, pool)
     free = quota.limit - quota.usage
-    what = f"{metric} in {cfg.region}: {free:g} free of {quota.limit:g}; {cfg.gpu_pool.node_count} x {flavour.machine_type} need {need}"
+    what = f"{metric} in {cfg.region}: {free:g} free of {quota.limit:g}; {pool}"
     if free >= need:
         return Result("gpu-quota", PASS, what)
-    # The Cloud Quotas id spells the metric with hyphens (e.g. PREEMPTIBLE-NVIDIA-H100-GPUS-per-project-region);
-    # only on the real cloud: that B200/H200 ids follow it (docs/doctor.md says what to do if not).
-    quota_id = metric.replace("_", "-") + "-per-project-region"
-    request = (f"gcloud beta quotas preferences create --service=compute.googleapis.com --quota-id={quota_id} "
-               f"--preferred-value={int(quota.usage) + need} --dimensions=region={cfg.region} --project={ctx.project} "
-               "--email=<you>")
-    return Result("gpu-quota", FAIL, what, request)
+    return Result("gpu-quota", FAIL, what, _quota_request(ctx, _quota_id(metric), {"region": cfg.region}, int(quota.usage) + need))
+
+
+def _quota_id(metric: str) -> str:
+    """The Cloud Quotas id of a regional Compute Engine metric: PREEMPTIBLE_NVIDIA_H100_GPUS is
+    PREEMPTIBLE-NVIDIA-H100-GPUS-per-project-region. Only on the real cloud: that B200/H200 follow it."""
+    return metric.replace("_", "-") + "-per-project-region"
+
+
+def _quota_request(ctx: Context, quota_id: str, dimensions: dict[str, str], value: int) -> str:
+    dims = ",".join(f"{k}={v}" for k, v in sorted(dimensions.items()))
+    return (f"gcloud beta quotas preferences create --service=compute.googleapis.com --quota-id={quota_id} "
+            f"--preferred-value={value} --dimensions={dims} --project={ctx.project} --email=<you>")
+
+
+def _gpu_family_quota(ctx: Context, metric: str, need: int, pool: str) -> Result:
+    """When the region lists no per-model metric: newer GPU families may be granted only as a Cloud
+    Quotas quota with a `gpu_family` dimension. Read the limit there (Cloud Quotas has no usage)."""
+    cfg = ctx.cfg
+    family = cfg.flavour_spec.gpu_quota_metric.removesuffix("_GPUS")
+    preemptible = metric.startswith("PREEMPTIBLE_")
+    candidates = [_quota_id(metric), ("PREEMPTIBLE-" if preemptible else "") + GPU_FAMILY_QUOTA]
+    parent = f"projects/{ctx.project}/locations/global/services/compute.googleapis.com/quotaInfos"
+    unseen = Result("gpu-quota", WARN, f"{cfg.region} lists no {metric} quota and Cloud Quotas has none of "
+                    f"{', '.join(candidates)} for gpu_family {family}; {pool}",
+                    f"gcloud compute regions describe {cfg.region} --project {ctx.project} "
+                    "--format='table(quotas.metric,quotas.limit,quotas.usage)'")
+    for quota_id in candidates:
+        try:
+            info = ctx.clients.quotas.get_quota_info(name=f"{parent}/{quota_id}", timeout=ctx.timeout)
+        except gexc.NotFound:
+            continue
+        except gexc.GoogleAPICallError as exc:
+            return replace(unseen, summary=f"{cfg.region} lists no {metric} quota, and Cloud Quotas could not be read "
+                           f"({_first_line(exc)}); {pool}")
+        value = _family_value(info, cfg.region, family)
+        if value is None:
+            continue
+        dims = {"region": cfg.region, **({"gpu_family": family} if "gpu_family" in info.dimensions else {})}
+        what = f"{quota_id} ({', '.join(f'{k}={v}' for k, v in dims.items())}): limit {value}; {pool} (usage not shown here)"
+        if value >= need:
+            return Result("gpu-quota", PASS, what)
+        return Result("gpu-quota", FAIL, what, _quota_request(ctx, quota_id, dims, need))
+    return unseen
+
+
+def _family_value(info: Any, region: str, family: str) -> Optional[int]:
+    """The quota value that applies to the region and GPU family, the most specific entry winning."""
+    best: Optional[tuple[int, int]] = None
+    for entry in info.dimensions_infos:
+        dims = dict(entry.dimensions)
+        if dims.get("gpu_family", family) != family:
+            continue
+        if "region" in dims:
+            if dims["region"] != region:
+                continue
+        elif entry.applicable_locations and region not in entry.applicable_locations and "global" not in entry.applicable_locations:
+            continue
+        specificity = len(dims)
+        if best is None or specificity > best[0]:
+            best = (specificity, int(entry.details.value))
+    return None if best is None else best[1]
 
 
 def check_reservation(ctx: Context) -> Result:
