@@ -512,7 +512,9 @@ def check_org_policies(ctx: Context) -> list[Result]:
 
     reset = "gcloud org-policies reset {} --project {}  # needs roles/orgpolicy.policyAdmin"
     pool = f"workloadIdentityPools/{ctx.project}.svc.id.goog"
-    principal = workload_identity_principal(ctx.project_number, ctx.project, cfg.ray.namespace, cfg.ray.service_account)
+    principal = workload_identity_principal(
+        project_number=ctx.project_number, project=ctx.project, namespace=cfg.ray.namespace, ksa=cfg.ray.service_account
+    )
     results = []
 
     name = "iam.allowedPolicyMemberDomains"
