@@ -1,11 +1,11 @@
-# Quick start: `make plan` (offline plan of the default stack) and `make test`.
+# Quick start: `make plan` (offline plan of the default stack) and `make test`; `make doctor STACK=NAME` before `pulumi up`.
 # `make docs` and `make golden` regenerate the generated reference and the golden plans.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STACK ?= dev
 
-.PHONY: plan test docs golden clean
+.PHONY: plan doctor test docs golden clean
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -19,6 +19,10 @@ $(VENV)/.installed-test: $(VENV)/.installed requirements-test.txt
 
 plan: $(VENV)/.installed
 	$(PY) -m infra.plan --stack $(STACK)
+
+# Read-only preflight of the stack's project (Application Default Credentials): docs/doctor.md.
+doctor: $(VENV)/.installed
+	$(PY) -m tools.doctor --stack $(STACK)
 
 test: $(VENV)/.installed-test
 	$(PY) -m pytest -q

@@ -30,6 +30,9 @@ class Flavour:
     min_gke_version: str
     boot_disk_type: str
     boot_disk_size_gb: int
+    gpu_quota_metric: str
+    """Compute Engine's regional quota metric of the GPU, on-demand; spot and flex-start VMs count against
+    `PREEMPTIBLE_<metric>` (`gcloud compute regions describe`). Read by the preflight doctor."""
     local_ssd_count: int = 0
     """Local SSDs bundled with the machine type. They must be declared on the node pool (as ephemeral
     storage): GKE reports them back, and a pool that omits them diffs and is replaced on every update."""
@@ -56,6 +59,7 @@ FLAVOURS: dict[str, Flavour] = {
         min_gke_version="1.32.2-gke.1475000",
         boot_disk_type="hyperdisk-balanced",
         boot_disk_size_gb=500,
+        gpu_quota_metric="NVIDIA_B200_GPUS",
         # 12,000 GiB of bundled local SSD = 32 x 375 GiB (Compute Engine A4 machine table).
         # Only on the real cloud: `gcloud compute machine-types describe a4-highgpu-8g` confirms the count.
         local_ssd_count=32,
@@ -74,6 +78,7 @@ FLAVOURS: dict[str, Flavour] = {
         min_gke_version="1.31.4-gke.1183000",
         boot_disk_type="hyperdisk-balanced",
         boot_disk_size_gb=500,
+        gpu_quota_metric="NVIDIA_H200_GPUS",
         # 32 x 375 GiB bundled local SSD (Cluster Toolkit gke-node-pool disk_definitions for a3-ultragpu-8g).
         local_ssd_count=32,
     ),

@@ -45,6 +45,12 @@ def lustre_port(legacy: bool) -> int:
     return LUSTRE_LEGACY_PORT if legacy else LUSTRE_PORT
 
 
+def artifact_bucket_name(project: str, prefix: str) -> str:
+    """The artifacts bucket's global name; the project id keeps it apart from other projects' stacks.
+    The preflight doctor (tools/doctor.py) checks that this name is free."""
+    return cloud_name(f"{project}-{prefix}", "artifacts", Limit.BUCKET)
+
+
 def parse_mount_point(mount_point: str) -> str:
     """The server IP of a Lustre mount point `IP@tcp:/fs`; the CSI volume's `ip` attribute."""
     ip, sep, _ = mount_point.partition("@")
@@ -188,7 +194,7 @@ class ArtifactBucket(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         # Bucket names are global across all of GCS: the project id makes collisions with other
         # projects unlikely, the stack prefix separates stacks of one project.
-        bucket_cloud_name = cloud_name(f"{ctx.project}-{ctx.prefix}", "artifacts", Limit.BUCKET)
+        bucket_cloud_name = artifact_bucket_name(ctx.project, ctx.prefix)
         self.bucket = gcp.storage.Bucket(
             f"{name}-bucket",
             name=bucket_cloud_name,

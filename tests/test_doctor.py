@@ -1,0 +1,729 @@
+"""The preflight doctor against faked Google Cloud answers (no network).
+
+The fakes answer with the client libraries' own message types (compute_v1.Region, container_v1.ServerConfig,
+...), so a misspelt field fails here, and every call the doctor makes is bound against the real client
+method's signature (`test_every_call_is_one_the_real_client_accepts`).
+"""
+
+from __future__ import annotations
+
+import inspect
+import io
+import json
+
+import pytest
+from google.api_core import exceptions as gexc
+from google.auth.exceptions import RefreshError
+from google.cloud import cloudquotas_v1, compute_v1, container_v1, lustre_v1, orgpolicy_v2, resourcemanager_v3, service_usage_v1, storage
+from google.cloud.location import locations_pb2
+from google.iam.v1 import iam_policy_pb2
+
+from infra.config import parse
+from infra.project_apis import REQUIRED_APIS
+from infra.storage import artifact_bucket_name
+from tools import doctor
+from tools.deployer_permissions import required_permissions
+
+PROJECT = "my-gcp-project"
+NUMBER = "123456789012"
+PRINCIPAL = (f"principal://iam.googleapis.com/projects/{NUMBER}/locations/global/workloadIdentityPools/"
+             f"{PROJECT}.svc.id.goog/subject/ns/nemo-rl/sa/ray")
+Rule = orgpolicy_v2.PolicySpec.PolicyRule
+
+
+def config(**overrides):
+    raw = {"project": PROJECT, "region": "us-east1", "zone": "us-east1-b", "flavour": "b200",
+           "gpuPool": {"nodeCount": 2, "provisioning": "spot"}}
+    raw.update(overrides)
+    return parse(raw, "dev")
+
+
+def policy(*rules):
+    return orgpolicy_v2.Policy(spec=orgpolicy_v2.PolicySpec(rules=list(rules)))
+
+
+class FakeProject:
+    """One Google Cloud project as the doctor's clients see it; healthy until a test changes it."""
+
+    def __init__(self):
+        self.calls: list[tuple[str, str, dict]] = []
+        self.errors: dict[str, BaseException] = {}
+        self.number = NUMBER
+        self.enabled = set(REQUIRED_APIS) | {doctor.ORG_POLICY_API}
+        self.quotas = {"PREEMPTIBLE_NVIDIA_B200_GPUS": (64.0, 0.0), "NVIDIA_B200_GPUS": (64.0, 0.0),
+                       "PREEMPTIBLE_NVIDIA_H200_GPUS": (64.0, 0.0), "NVIDIA_H200_GPUS": (64.0, 0.0), "CPUS": (24.0, 2.0)}
+        self.machine_types = {"a4-highgpu-8g", "a3-ultragpu-8g", "n2-standard-16", "n2-standard-8"}
+        self.profiles = {"us-east1-b-vpc-roce"}
+        self.reservations: dict[str, compute_v1.Reservation] = {}
+        self.networks: dict[str, compute_v1.Network] = {}
+        self.addresses: list[compute_v1.Address] = []
+        self.subnetworks: list[compute_v1.Subnetwork] = []
+        self.channels = {"REGULAR": ("1.33.5-gke.1162000", ["1.33.5-gke.1162000", "1.34.1-gke.1829001"]),
+                         "RAPID": ("1.34.1-gke.1829001", ["1.34.1-gke.1829001"])}
+        self.lustre_zones = ["us-east1-b", "us-east1-c", "us-central1-a"]
+        self.lustre_instances: list[str] = []
+        self.denied: set[str] = set()
+        self.buckets: dict[str, object] = {}
+        self.policies: dict[str, orgpolicy_v2.Policy] = {}
+        self.quota_infos: dict[str, cloudquotas_v1.QuotaInfo] = {}
+
+    def record(self, client: str, method: str, **kwargs):
+        self.calls.append((client, method, kwargs))
+        if method in self.errors:
+            raise self.errors[method]
+
+    def clients(self) -> doctor.Clients:
+        return doctor.Clients(**{name: cls(self) for name, cls in FAKES.items()})
+
+
+class _Fake:
+    def __init__(self, project: FakeProject):
+        self.p = project
+
+
+class Projects(_Fake):
+    def get_project(self, request=None, *, name=None, timeout=None):
+        self.p.record("projects", "get_project", name=name, timeout=timeout)
+        if name != f"projects/{PROJECT}":
+            raise gexc.Forbidden("no")
+        return resourcemanager_v3.Project(name=f"projects/{self.p.number}", project_id=PROJECT)
+
+    def test_iam_permissions(self, request=None, *, timeout=None):
+        self.p.record("projects", "test_iam_permissions", request=request, timeout=timeout)
+        assert len(request["permissions"]) <= doctor.TEST_IAM_BATCH
+        return iam_policy_pb2.TestIamPermissionsResponse(
+            permissions=[p for p in request["permissions"] if p not in self.p.denied])
+
+
+class ServiceUsage(_Fake):
+    def batch_get_services(self, request=None, *, timeout=None):
+        self.p.record("service_usage", "batch_get_services", request=request, timeout=timeout)
+        assert len(request["names"]) <= doctor.SERVICE_USAGE_BATCH
+        state = service_usage_v1.State
+        return service_usage_v1.BatchGetServicesResponse(services=[
+            service_usage_v1.Service(name=n, state=state.ENABLED if n.rsplit("/", 1)[-1] in self.p.enabled else state.DISABLED)
+            for n in request["names"]])
+
+
+class Regions(_Fake):
+    def get(self, request=None, *, project=None, region=None, timeout=None):
+        self.p.record("regions", "get", project=project, region=region, timeout=timeout)
+        return compute_v1.Region(name=region, quotas=[compute_v1.Quota(metric=m, limit=lim, usage=use)
+                                                     for m, (lim, use) in self.p.quotas.items()])
+
+
+class MachineTypes(_Fake):
+    def get(self, request=None, *, project=None, zone=None, machine_type=None, timeout=None):
+        self.p.record("machine_types", "get", project=project, zone=zone, machine_type=machine_type, timeout=timeout)
+        if machine_type not in self.p.machine_types:
+            raise gexc.NotFound("no such machine type")
+        return compute_v1.MachineType(name=machine_type, zone=zone)
+
+
+class NetworkProfiles(_Fake):
+    def get(self, request=None, *, project=None, network_profile=None, timeout=None):
+        self.p.record("network_profiles", "get", project=project, network_profile=network_profile, timeout=timeout)
+        if network_profile not in self.p.profiles:
+            raise gexc.NotFound("no such profile")
+        return compute_v1.NetworkProfile(name=network_profile)
+
+
+class Reservations(_Fake):
+    def get(self, request=None, *, project=None, zone=None, reservation=None, timeout=None):
+        self.p.record("reservations", "get", project=project, zone=zone, reservation=reservation, timeout=timeout)
+        found = self.p.reservations.get(reservation)
+        if found is None or not found.zone.endswith(zone):
+            raise gexc.NotFound("no such reservation")
+        return found
+
+
+class Networks(_Fake):
+    def get(self, request=None, *, project=None, network=None, timeout=None):
+        self.p.record("networks", "get", project=project, network=network, timeout=timeout)
+        if network not in self.p.networks:
+            raise gexc.NotFound("no such network")
+        return self.p.networks[network]
+
+
+class GlobalAddresses(_Fake):
+    def list(self, request=None, *, project=None, timeout=None):
+        self.p.record("global_addresses", "list", project=project, timeout=timeout)
+        return iter(self.p.addresses)
+
+
+class Subnetworks(_Fake):
+    def aggregated_list(self, request=None, *, project=None, timeout=None):
+        self.p.record("subnetworks", "aggregated_list", project=project, timeout=timeout)
+        by_region: dict[str, list] = {}
+        for s in self.p.subnetworks:
+            by_region.setdefault(f"regions/{s.region}", []).append(s)
+        return iter([(k, compute_v1.SubnetworksScopedList(subnetworks=v)) for k, v in by_region.items()])
+
+
+class Clusters(_Fake):
+    def get_server_config(self, request=None, *, name=None, timeout=None):
+        self.p.record("clusters", "get_server_config", name=name, timeout=timeout)
+        Channel = container_v1.ReleaseChannel.Channel
+        return container_v1.ServerConfig(channels=[
+            container_v1.ServerConfig.ReleaseChannelConfig(channel=Channel[c], default_version=d, valid_versions=v)
+            for c, (d, v) in self.p.channels.items()])
+
+
+class Lustre(_Fake):
+    def list_locations(self, request=None, *, timeout=None):
+        self.p.record("lustre", "list_locations", request=request, timeout=timeout)
+        return locations_pb2.ListLocationsResponse(locations=[locations_pb2.Location(location_id=z) for z in self.p.lustre_zones])
+
+    def list_instances(self, request=None, *, parent=None, timeout=None):
+        self.p.record("lustre", "list_instances", parent=parent, timeout=timeout)
+        return iter(lustre_v1.Instance(name=n) for n in self.p.lustre_instances)
+
+
+class Storage(_Fake):
+    def lookup_bucket(self, bucket_name, timeout=None):
+        self.p.record("storage", "lookup_bucket", bucket_name=bucket_name, timeout=timeout)
+        owner = self.p.buckets.get(bucket_name)
+        if owner is None:
+            return None
+        if owner == "forbidden":
+            raise gexc.Forbidden("caller does not have storage.buckets.get access")
+        bucket = storage.Bucket(client=None, name=bucket_name)
+        bucket._set_properties({"name": bucket_name, "projectNumber": owner})
+        return bucket
+
+
+class OrgPolicy(_Fake):
+    def get_effective_policy(self, request=None, *, name=None, timeout=None):
+        self.p.record("org_policy", "get_effective_policy", name=name, timeout=timeout)
+        return self.p.policies.get(name.rsplit("/", 1)[-1], orgpolicy_v2.Policy(name=name))
+
+
+class Quotas(_Fake):
+    def get_quota_info(self, request=None, *, name=None, timeout=None):
+        self.p.record("quotas", "get_quota_info", name=name, timeout=timeout)
+        assert name.startswith(f"projects/{PROJECT}/locations/global/services/compute.googleapis.com/quotaInfos/")
+        info = self.p.quota_infos.get(name.rsplit("/", 1)[-1])
+        if info is None:
+            raise gexc.NotFound("no such quota")
+        return info
+
+
+FAKES = {"projects": Projects, "service_usage": ServiceUsage, "regions": Regions, "machine_types": MachineTypes,
+         "network_profiles": NetworkProfiles, "reservations": Reservations, "networks": Networks,
+         "global_addresses": GlobalAddresses, "subnetworks": Subnetworks, "clusters": Clusters, "lustre": Lustre,
+         "storage": Storage, "org_policy": OrgPolicy, "quotas": Quotas}
+
+REAL = {"projects": resourcemanager_v3.ProjectsClient, "service_usage": service_usage_v1.ServiceUsageClient,
+        "regions": compute_v1.RegionsClient, "machine_types": compute_v1.MachineTypesClient,
+        "network_profiles": compute_v1.NetworkProfilesClient, "reservations": compute_v1.ReservationsClient,
+        "networks": compute_v1.NetworksClient, "global_addresses": compute_v1.GlobalAddressesClient,
+        "subnetworks": compute_v1.SubnetworksClient, "clusters": container_v1.ClusterManagerClient,
+        "lustre": lustre_v1.LustreClient, "storage": storage.Client, "org_policy": orgpolicy_v2.OrgPolicyClient,
+        "quotas": cloudquotas_v1.CloudQuotasClient}
+
+
+@pytest.fixture
+def project():
+    return FakeProject()
+
+
+def run(project: FakeProject, cfg=None) -> dict[str, list[doctor.Result]]:
+    results = doctor.run_checks("dev", cfg or config(), project.clients(), timeout=5)
+    by_check: dict[str, list[doctor.Result]] = {}
+    for r in results:
+        by_check.setdefault(r.check, []).append(r)
+    return by_check
+
+
+def only(project, check, cfg=None) -> doctor.Result:
+    found = run(project, cfg)[check]
+    assert len(found) == 1, found
+    return found[0]
+
+
+# ----------------------------------------------------------------------------- the whole report
+
+
+def test_a_healthy_project_passes_every_check(project):
+    results = doctor.run_checks("dev", config(), project.clients(), timeout=5)
+    assert [r.check for r in results][:2] == ["project", "apis"]
+    assert {r.check for r in results} == {"project", "apis", *(name for name, _, _ in doctor.CHECKS)}
+    bad = [r for r in results if r.status != doctor.PASS]
+    assert not bad, bad
+
+
+def test_every_call_is_one_the_real_client_accepts(project):
+    cfg = config(gpuPool={"nodeCount": 1, "provisioning": "reservation", "reservationName": "b200-res"},
+                 network={"useDefaultNetwork": True})
+    project.networks["default"] = compute_v1.Network(name="default")
+    doctor.run_checks("dev", cfg, project.clients(), timeout=5)
+    del project.quotas["PREEMPTIBLE_NVIDIA_B200_GPUS"]  # asks Cloud Quotas
+    doctor.run_checks("dev", config(), project.clients(), timeout=5)
+    called = {(client, method) for client, method, _ in project.calls}
+    assert {c for c, _ in called} == set(FAKES), "every client is exercised"
+    for client, method, kwargs in project.calls:
+        real = getattr(REAL[client], method)
+        try:
+            inspect.signature(real).bind(None, **kwargs)
+        except TypeError as err:
+            pytest.fail(f"{client}.{method}({', '.join(kwargs)}) does not fit {REAL[client].__name__}.{method}: {err}")
+
+
+def test_no_route_to_google_fails_instead_of_passing_nothing(project):
+    project.errors["get_project"] = gexc.ServiceUnavailable("failed to connect to all addresses")
+    results = doctor.run_checks("dev", config(), project.clients(), timeout=5)
+    assert [(r.check, r.status) for r in results] == [("project", doctor.FAIL)]
+    assert "ServiceUnavailable" in results[0].summary
+
+
+def test_the_project_that_cannot_be_seen_fails_alone(project):
+    results = doctor.run_checks("dev", config(project="other-project"), project.clients(), timeout=5)
+    assert [(r.check, r.status) for r in results] == [("project", doctor.FAIL)]
+    assert "gcloud projects describe other-project" in results[0].fix
+
+
+def test_refused_credentials_are_a_credentials_error(project):
+    project.errors["get_project"] = RefreshError("invalid_grant: Token has been expired or revoked.")
+    with pytest.raises(doctor.NoCredentials, match="gcloud auth application-default login"):
+        doctor.run_checks("dev", config(), project.clients(), timeout=5)
+
+
+def test_a_check_whose_call_is_denied_warns_instead_of_crashing(project):
+    project.errors["get_server_config"] = gexc.PermissionDenied("container.clusters.getServerConfig denied")
+    result = only(project, "gke-versions")
+    assert result.status == doctor.WARN and "permission denied" in result.summary
+
+
+def test_a_check_that_does_not_answer_in_time_warns(project, monkeypatch):
+    project.errors["lookup_bucket"] = gexc.DeadlineExceeded("deadline")
+    result = only(project, "bucket")
+    assert result.status == doctor.WARN and "no answer within 5s" in result.summary
+
+
+# ----------------------------------------------------------------------------- apis
+
+
+def test_an_api_that_is_off_fails_with_the_enable_command_and_skips_its_checks(project):
+    project.enabled -= {"lustre.googleapis.com", "container.googleapis.com"}
+    checks = run(project)
+    apis = checks["apis"][0]
+    assert apis.status == doctor.FAIL
+    assert "container.googleapis.com" in apis.summary and "lustre.googleapis.com" in apis.summary
+    assert apis.fix == f"gcloud services enable container.googleapis.com lustre.googleapis.com --project {PROJECT}"
+    for check, api in (("lustre", "lustre.googleapis.com"), ("gke-versions", "container.googleapis.com")):
+        (result,) = checks[check]
+        assert result.status == doctor.WARN and api in result.summary
+    assert not any(m in ("list_locations", "get_server_config") for _, m, _ in project.calls)
+
+
+def test_apis_off_only_warn_when_pulumi_up_enables_them(project, monkeypatch):
+    monkeypatch.setattr(doctor, "manages_apis", lambda cfg: True)
+    project.enabled.discard("lustre.googleapis.com")
+    assert only(project, "apis").status == doctor.WARN
+
+
+def test_the_org_policy_api_off_skips_only_the_policy_checks(project):
+    project.enabled.discard(doctor.ORG_POLICY_API)
+    checks = run(project)
+    assert checks["apis"][0].status == doctor.PASS
+    assert checks["org-policy"][0].status == doctor.WARN
+
+
+# ----------------------------------------------------------------------------- zone
+
+
+def test_a_zone_without_the_machine_type_fails(project):
+    project.machine_types.discard("a4-highgpu-8g")
+    result = only(project, "zone")
+    assert result.status == doctor.FAIL and "a4-highgpu-8g" in result.summary
+
+
+def test_a_zone_without_the_system_pools_machine_type_fails(project):
+    project.machine_types.discard("n2-standard-16")
+    result = only(project, "zone")
+    assert result.status == doctor.FAIL and "cluster.systemPool.machineType" in result.summary
+
+
+def test_a_zone_without_the_roce_profile_fails(project):
+    project.profiles.clear()
+    result = only(project, "zone")
+    assert result.status == doctor.FAIL and "us-east1-b-vpc-roce" in result.summary
+
+
+# ----------------------------------------------------------------------------- gpu quota
+
+
+@pytest.mark.parametrize(
+    "provisioning, metric",
+    [("spot", "PREEMPTIBLE_NVIDIA_B200_GPUS"), ("flexStart", "PREEMPTIBLE_NVIDIA_B200_GPUS"), ("onDemand", "NVIDIA_B200_GPUS")],
+)
+def test_gpu_quota_is_read_from_the_provisioning_models_metric(project, provisioning, metric):
+    extra = {"job": {"submit": False}} if provisioning == "flexStart" else {}
+    cfg = config(gpuPool={"nodeCount": 2, "provisioning": provisioning}, **extra)
+    project.quotas[metric] = (16.0, 8.0)  # 8 free, 2 nodes need 16
+    result = only(project, "gpu-quota", cfg)
+    assert result.status == doctor.FAIL
+    assert metric in result.summary and "8 free of 16" in result.summary and "need 16" in result.summary
+    assert f"--quota-id={metric.replace('_', '-')}-per-project-region --preferred-value=24 " in result.fix
+    project.quotas[metric] = (24.0, 8.0)
+    assert only(project, "gpu-quota", cfg).status == doctor.PASS
+
+
+def test_h200_reads_the_h200_metric(project):
+    project.quotas["PREEMPTIBLE_NVIDIA_H200_GPUS"] = (8.0, 0.0)
+    result = only(project, "gpu-quota", config(flavour="h200"))
+    assert result.status == doctor.FAIL and "PREEMPTIBLE_NVIDIA_H200_GPUS" in result.summary
+
+
+def test_a_gpu_quota_neither_the_region_nor_cloud_quotas_knows_warns(project):
+    del project.quotas["PREEMPTIBLE_NVIDIA_B200_GPUS"]
+    result = only(project, "gpu-quota")
+    assert result.status == doctor.WARN and "gpu_family NVIDIA_B200" in result.summary
+
+
+def family_quota(quota_id, *entries):
+    return cloudquotas_v1.QuotaInfo(quota_id=quota_id, dimensions=["region", "gpu_family"], dimensions_infos=[
+        cloudquotas_v1.DimensionsInfo(dimensions=dims, details=cloudquotas_v1.QuotaDetails(value=value),
+                                      applicable_locations=[dims.get("region", "us-east1")])
+        for dims, value in entries])
+
+
+def test_an_on_demand_family_quota_is_read_from_cloud_quotas_when_the_region_lists_none(project):
+    del project.quotas["NVIDIA_B200_GPUS"]
+    cfg = config(gpuPool={"nodeCount": 2, "provisioning": "onDemand"})
+    project.quota_infos[doctor.GPU_FAMILY_QUOTA] = family_quota(
+        doctor.GPU_FAMILY_QUOTA,
+        ({"region": "us-east1", "gpu_family": "NVIDIA_H100"}, 64),  # another family: ignored
+        ({"region": "us-central1", "gpu_family": "NVIDIA_B200"}, 64),  # another region: ignored
+        ({"region": "us-east1", "gpu_family": "NVIDIA_B200"}, 8))
+    result = only(project, "gpu-quota", cfg)
+    assert result.status == doctor.FAIL and "limit 8" in result.summary and "need 16" in result.summary
+    assert (f"--quota-id={doctor.GPU_FAMILY_QUOTA} --preferred-value=16 --dimensions=gpu_family=NVIDIA_B200,region=us-east1"
+            in result.fix)
+    project.quota_infos[doctor.GPU_FAMILY_QUOTA] = family_quota(
+        doctor.GPU_FAMILY_QUOTA, ({"region": "us-east1", "gpu_family": "NVIDIA_B200"}, 16))
+    assert only(project, "gpu-quota", cfg).status == doctor.PASS
+
+
+def test_a_spot_quota_is_read_from_cloud_quotas_by_its_preemptible_id(project):
+    del project.quotas["PREEMPTIBLE_NVIDIA_B200_GPUS"]
+    project.quota_infos["PREEMPTIBLE-NVIDIA-B200-GPUS-per-project-region"] = cloudquotas_v1.QuotaInfo(
+        quota_id="PREEMPTIBLE-NVIDIA-B200-GPUS-per-project-region", dimensions=["region"], dimensions_infos=[
+            cloudquotas_v1.DimensionsInfo(dimensions={}, details=cloudquotas_v1.QuotaDetails(value=0),
+                                          applicable_locations=["us-east1", "us-central1"])])
+    result = only(project, "gpu-quota")
+    assert result.status == doctor.FAIL and "limit 0" in result.summary
+    assert "--dimensions=region=us-east1 " in result.fix
+
+
+def test_a_reservation_needs_no_gpu_quota(project):
+    project.quotas.clear()
+    project.reservations["r"] = reservation(count=2)
+    cfg = config(gpuPool={"nodeCount": 2, "provisioning": "reservation", "reservationName": "r"})
+    assert only(project, "gpu-quota", cfg).status == doctor.PASS
+
+
+# ----------------------------------------------------------------------------- reservation
+
+
+def reservation(count=4, in_use=0, machine="a4-highgpu-8g", zone="us-east1-b", status="READY"):
+    return compute_v1.Reservation(
+        name="r", zone=f"https://www.googleapis.com/compute/v1/projects/{PROJECT}/zones/{zone}", status=status,
+        specific_reservation=compute_v1.AllocationSpecificSKUReservation(
+            count=count, in_use_count=in_use,
+            instance_properties=compute_v1.AllocationSpecificSKUAllocationReservedInstanceProperties(machine_type=machine)))
+
+
+RESERVED = {"gpuPool": {"nodeCount": 2, "provisioning": "reservation", "reservationName": "r"}}
+
+
+def test_a_reservation_with_room_for_the_pool_passes(project):
+    project.reservations["r"] = reservation(count=4, in_use=2)
+    result = only(project, "reservation", config(**RESERVED))
+    assert result.status == doctor.PASS and "2 of 4" in result.summary
+
+
+def test_a_missing_reservation_fails(project):
+    result = only(project, "reservation", config(**RESERVED))
+    assert result.status == doctor.FAIL and "no reservation 'r' in us-east1-b" in result.summary
+
+
+def test_a_reservation_in_another_zone_fails(project):
+    project.reservations["r"] = reservation(zone="us-east1-c")
+    assert only(project, "reservation", config(**RESERVED)).status == doctor.FAIL
+
+
+def test_a_reservation_of_another_machine_type_fails(project):
+    project.reservations["r"] = reservation(machine="a3-ultragpu-8g")
+    result = only(project, "reservation", config(**RESERVED))
+    assert result.status == doctor.FAIL and "a3-ultragpu-8g" in result.summary
+
+
+def test_a_reservation_without_room_fails_with_the_resize_command(project):
+    project.reservations["r"] = reservation(count=4, in_use=3)
+    result = only(project, "reservation", config(**RESERVED))
+    assert result.status == doctor.FAIL and "1 of 4" in result.summary
+    assert "gcloud compute reservations update r --zone us-east1-b --vm-count 5" in result.fix
+
+
+def test_a_reservation_of_an_instance_template_warns_that_its_machine_type_is_unknown(project):
+    project.reservations["r"] = compute_v1.Reservation(
+        name="r", zone=f"projects/{PROJECT}/zones/us-east1-b", status="READY",
+        specific_reservation=compute_v1.AllocationSpecificSKUReservation(
+            count=2, source_instance_template=f"projects/{PROJECT}/global/instanceTemplates/a4-template"))
+    result = only(project, "reservation", config(**RESERVED))
+    assert result.status == doctor.WARN and "a4-template" in result.summary
+
+
+def test_a_reservation_that_is_not_ready_warns(project):
+    project.reservations["r"] = reservation(status="CREATING")
+    assert only(project, "reservation", config(**RESERVED)).status == doctor.WARN
+
+
+def test_no_reservation_is_asked_for_without_one(project):
+    assert only(project, "reservation").status == doctor.PASS
+    assert not any(c == "reservations" for c, _, _ in project.calls)
+
+
+# ----------------------------------------------------------------------------- lustre
+
+
+def test_lustre_not_offered_in_the_zone_fails_and_names_a_zone_that_is(project):
+    project.lustre_zones = ["us-east1-c", "us-central1-a"]
+    result = only(project, "lustre")
+    assert result.status == doctor.FAIL and result.fix == "pulumi config set --stack dev zone us-east1-c"
+
+
+def test_lustre_at_its_instance_limit_fails(project):
+    project.lustre_instances = [f"projects/{PROJECT}/locations/us-east1-c/instances/i{n}" for n in range(20)]
+    assert only(project, "lustre").status == doctor.FAIL
+
+
+def test_an_existing_lustre_instance_of_the_same_id_warns(project):
+    project.lustre_instances = [f"projects/{PROJECT}/locations/us-east1-b/instances/dev-lustre"]
+    assert only(project, "lustre").status == doctor.WARN
+
+
+# ----------------------------------------------------------------------------- iam
+
+
+def test_missing_permissions_fail_with_the_roles_that_grant_them(project):
+    project.denied = {"lustre.instances.create", "servicenetworking.services.addPeering"}
+    result = only(project, "iam")
+    assert result.status == doctor.FAIL
+    assert "lustre.instances.create" in result.summary and "servicenetworking.services.addPeering" in result.summary
+    assert "--role=roles/lustre.admin" in result.fix and "--role=roles/servicenetworking.networksAdmin" in result.fix
+
+
+def test_every_permission_of_the_stack_is_asked_for(project):
+    cfg = config()
+    only(project, "iam", cfg)
+    asked = {p for c, m, kw in project.calls if m == "test_iam_permissions" for p in kw["request"]["permissions"]}
+    assert asked == set(required_permissions(cfg))
+
+
+# ----------------------------------------------------------------------------- gke versions
+
+
+def test_a_channel_default_below_the_flavours_minimum_fails_and_names_a_version_that_fits(project):
+    project.channels["REGULAR"] = ("1.32.1-gke.100", ["1.32.1-gke.100", "1.33.3-gke.1000"])
+    result = only(project, "gke-versions")
+    assert result.status == doctor.FAIL and "1.32.1-gke.100" in result.summary
+    assert result.fix == "pulumi config set --stack dev --path cluster.minMasterVersion 1.33.3-gke.1000"
+
+
+def test_a_channel_with_nothing_new_enough_points_to_a_channel_that_has_it(project):
+    project.channels["REGULAR"] = ("1.32.1-gke.100", ["1.32.1-gke.100"])
+    result = only(project, "gke-versions")
+    assert result.status == doctor.FAIL and result.fix == "pulumi config set --stack dev --path cluster.releaseChannel RAPID"
+
+
+def test_the_legacy_lustre_port_lowers_the_minimum_to_the_flavours(project):
+    # 1.32.3 is past B200's minimum (1.32.2-gke.1475000) but before Lustre's port-988 cut-off.
+    project.channels["REGULAR"] = ("1.32.3-gke.100", ["1.32.3-gke.100"])
+    assert only(project, "gke-versions").status == doctor.FAIL
+    assert only(project, "gke-versions", config(lustre={"legacyPort": True})).status == doctor.PASS
+
+
+def test_a_min_master_version_the_channel_does_not_offer_fails(project):
+    cfg = config(cluster={"minMasterVersion": "1.35.0"})
+    result = only(project, "gke-versions", cfg)
+    assert result.status == doctor.FAIL and "1.35.0" in result.summary
+    assert only(project, "gke-versions", config(cluster={"minMasterVersion": "1.34"})).status == doctor.PASS
+
+
+# ----------------------------------------------------------------------------- bucket
+
+
+BUCKET = artifact_bucket_name(PROJECT, "dev")
+
+
+def test_a_bucket_name_someone_else_owns_fails(project):
+    project.buckets[BUCKET] = "forbidden"
+    result = only(project, "bucket")
+    assert result.status == doctor.FAIL and BUCKET in result.summary and "namePrefix" in result.fix
+
+
+def test_a_bucket_in_another_readable_project_fails(project):
+    project.buckets[BUCKET] = "999"
+    assert only(project, "bucket").status == doctor.FAIL
+
+
+def test_a_bucket_kept_by_an_earlier_destroy_fails_unless_adopted(project):
+    project.buckets[BUCKET] = NUMBER
+    result = only(project, "bucket")
+    assert result.status == doctor.FAIL and result.fix == "pulumi config set --stack dev --path storage.adoptExistingBucket true"
+    assert only(project, "bucket", config(storage={"adoptExistingBucket": True})).status == doctor.PASS
+
+
+# ----------------------------------------------------------------------------- psa
+
+
+DEFAULT_NET = {"network": {"useDefaultNetwork": True}}
+
+
+def test_a_leftover_vpc_of_the_stacks_name_warns(project):
+    project.networks["dev-vpc"] = compute_v1.Network(name="dev-vpc")
+    assert only(project, "psa").status == doctor.WARN
+
+
+def test_the_default_vpc_missing_fails(project):
+    assert only(project, "psa", config(**DEFAULT_NET)).status == doctor.FAIL
+
+
+def test_an_existing_service_networking_peering_on_the_default_vpc_fails(project):
+    project.networks["default"] = compute_v1.Network(
+        name="default", peerings=[compute_v1.NetworkPeering(name="servicenetworking-googleapis-com", network="x")])
+    result = only(project, "psa", config(**DEFAULT_NET))
+    assert result.status == doctor.FAIL and "useDefaultNetwork false" in result.fix
+
+
+def test_a_psa_range_overlapping_a_peering_range_fails(project):
+    project.networks["default"] = compute_v1.Network(name="default")
+    project.addresses = [compute_v1.Address(name="google-managed", purpose="VPC_PEERING", address="10.16.2.0",
+                                            prefix_length=24, network=f"projects/{PROJECT}/global/networks/default")]
+    result = only(project, "psa", config(**DEFAULT_NET))
+    assert result.status == doctor.FAIL and "google-managed" in result.summary
+
+
+def test_a_psa_range_overlapping_a_subnet_fails_and_a_free_one_passes(project):
+    project.networks["default"] = compute_v1.Network(name="default")
+    project.subnetworks = [compute_v1.Subnetwork(
+        name="default", region="europe-west4", ip_cidr_range="10.164.0.0/20",
+        network=f"https://www.googleapis.com/compute/v1/projects/{PROJECT}/global/networks/default",
+        secondary_ip_ranges=[compute_v1.SubnetworkSecondaryRange(range_name="x", ip_cidr_range="10.16.0.0/16")])]
+    result = only(project, "psa", config(**DEFAULT_NET))
+    assert result.status == doctor.FAIL and "10.16.0.0/16" in result.summary
+    free = config(network={"useDefaultNetwork": True, "psaCidr": "10.20.0.0/22"})
+    assert only(project, "psa", free).status == doctor.PASS
+
+
+# ----------------------------------------------------------------------------- org policy
+
+
+def by_constraint(project, cfg=None) -> dict[str, doctor.Result]:
+    return {r.summary.split(":", 1)[0]: r for r in run(project, cfg)["org-policy"]}
+
+
+def test_domain_restricted_sharing_that_omits_the_pool_fails(project):
+    project.policies["iam.allowedPolicyMemberDomains"] = policy(Rule(values=Rule.StringValues(allowed_values=["C01abc"])))
+    result = by_constraint(project)["iam.allowedPolicyMemberDomains"]
+    assert result.status == doctor.FAIL and PRINCIPAL in result.summary
+    assert "gcloud org-policies reset iam.allowedPolicyMemberDomains" in result.fix
+
+
+def test_domain_restricted_sharing_that_allows_the_pool_passes(project):
+    project.policies["iam.allowedPolicyMemberDomains"] = policy(Rule(values=Rule.StringValues(allowed_values=[
+        "C01abc", f"principalSet://iam.googleapis.com/projects/{NUMBER}/locations/global/workloadIdentityPools/{PROJECT}.svc.id.goog/*"])))
+    assert by_constraint(project)["iam.allowedPolicyMemberDomains"].status == doctor.PASS
+
+
+def test_the_managed_member_constraint_is_read_from_its_parameters(project):
+    project.policies["iam.managed.allowedPolicyMembers"] = policy(Rule(enforce=True, parameters={
+        "allowedMemberSubjects": ["user:a@example.com"], "allowedPrincipalSets": []}))
+    assert by_constraint(project)["iam.managed.allowedPolicyMembers"].status == doctor.FAIL
+    project.policies["iam.managed.allowedPolicyMembers"] = policy(Rule(enforce=True, parameters={
+        "allowedMemberSubjects": [PRINCIPAL]}))
+    assert by_constraint(project)["iam.managed.allowedPolicyMembers"].status == doctor.PASS
+
+
+def test_service_account_creation_disabled_fails(project):
+    project.policies["iam.disableServiceAccountCreation"] = policy(Rule(enforce=True))
+    assert by_constraint(project)["iam.disableServiceAccountCreation"].status == doctor.FAIL
+
+
+@pytest.mark.parametrize("allowed, status", [
+    (["in:us-east1-locations"], doctor.PASS), (["in:us-locations"], doctor.WARN), (["in:europe-west4-locations"], doctor.WARN),
+    (["europe-west4"], doctor.FAIL)])
+def test_resource_locations(project, allowed, status):
+    project.policies["gcp.resourceLocations"] = policy(Rule(values=Rule.StringValues(allowed_values=allowed)))
+    assert by_constraint(project)["gcp.resourceLocations"].status == status
+
+
+# ----------------------------------------------------------------------------- the command
+
+
+def cli(project, *argv):
+    out, err = io.StringIO(), io.StringIO()
+    code = doctor.main(["--stack", "dev", *argv], out=out, err=err, connect=lambda p: project.clients())
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_the_command_prints_one_line_per_check_and_exits_0_when_nothing_fails(project):
+    project.quotas.pop("PREEMPTIBLE_NVIDIA_B200_GPUS")  # a warning does not fail the run
+    code, out, err = cli(project)
+    assert code == doctor.EXIT_OK and err == ""
+    lines = out.splitlines()
+    assert lines[0].startswith("doctor: stack dev, project my-gcp-project")
+    assert any(line.split()[:2] == ["warn", "gpu-quota"] for line in lines)
+    assert lines[-1] == "0 failed, 1 warning(s), 13 passed"
+
+
+def test_a_failure_prints_its_fix_and_exits_1(project):
+    project.enabled.discard("lustre.googleapis.com")
+    code, out, _ = cli(project)
+    assert code == doctor.EXIT_FAILED
+    assert f"fix: gcloud services enable lustre.googleapis.com --project {PROJECT}" in out
+
+
+def test_json_output(project):
+    project.enabled.discard("lustre.googleapis.com")
+    code, out, _ = cli(project, "--json")
+    doc = json.loads(out)
+    assert code == doctor.EXIT_FAILED and doc["ok"] is False and doc["stack"] == "dev"
+    apis = next(c for c in doc["checks"] if c["check"] == "apis")
+    assert apis == {"check": "apis", "status": "fail", "summary": "off: lustre.googleapis.com",
+                    "fix": f"gcloud services enable lustre.googleapis.com --project {PROJECT}"}
+
+
+def test_missing_credentials_are_one_line_and_exit_3(monkeypatch, tmp_path):
+    # A named credentials file that does not exist stops google.auth.default before any metadata-server probe.
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "none.json"))
+    out, err = io.StringIO(), io.StringIO()
+    code = doctor.main(["--stack", "dev"], out=out, err=err)
+    assert code == doctor.EXIT_NO_CREDENTIALS and out.getvalue() == ""
+    message = err.getvalue()
+    assert message.startswith("error: no usable Application Default Credentials (File ") and "none.json" in message
+    assert "gcloud auth application-default login" in message and message.count("\n") == 1
+
+
+def test_an_unknown_stack_is_one_line_and_exit_2(project):
+    out, err = io.StringIO(), io.StringIO()
+    code = doctor.main(["--stack", "nope"], out=out, err=err, connect=lambda p: pytest.fail("no stack, no cloud"))
+    assert code == doctor.EXIT_USAGE and err.getvalue().count("\n") == 1 and "Pulumi.nope.yaml" in err.getvalue()
+
+
+def test_the_doc_describes_every_check():
+    from pathlib import Path
+
+    doc = (Path(doctor.__file__).resolve().parent.parent / "docs" / "doctor.md").read_text()
+    for name in ("project", "apis", *(name for name, _, _ in doctor.CHECKS)):
+        assert f"\n| {name} |" in doc, f"docs/doctor.md has no row for the {name} check"
+
+
+@pytest.mark.parametrize("flag", [["--timeout", "0"], ["--timeout", "soon"], ["--bogus"]])
+def test_a_bad_flag_is_one_line_and_exit_2(flag, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        doctor.main(flag, connect=lambda p: pytest.fail("bad flags, no cloud"))
+    err = capsys.readouterr().err
+    assert exit_.value.code == doctor.EXIT_USAGE and err.count("\n") == 1 and err.startswith("error: ")

@@ -1,0 +1,119 @@
+"""What the identity that runs `pulumi up` must be allowed to do in the project: the one list.
+
+Keyed by the Pulumi resource type the program registers, so a new resource type without an entry
+fails a test (tests/test_deployer_permissions.py walks every stack's plan). Each permission names
+a predefined role that grants it, which is what the doctor's fix command proposes
+(`python -m tools.doctor`, `gcloud projects add-iam-policy-binding`).
+
+Permission and role names: Google Cloud IAM "permissions reference" and "predefined roles" pages
+(e.g. roles/lustre.admin grants lustre.instances.create/get/exportData/importData, lustre.operations.get;
+roles/servicenetworking.networksAdmin grants servicenetworking.services.addPeering). Only on the real
+cloud: whether an organisation's custom roles grant the same; the doctor asks IAM
+(`projects.testIamPermissions`), so any role that grants the permission passes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from infra.config import StackConfig
+
+
+@dataclass(frozen=True)
+class Grant:
+    """Permissions a resource type needs, and a predefined role that holds them."""
+
+    role: str
+    permissions: tuple[str, ...]
+
+
+# Reading the project (its number for the Workload Identity principal) happens for every stack.
+PROJECT_READ = Grant("roles/browser", ("resourcemanager.projects.get",))
+
+BY_RESOURCE_TYPE: dict[str, tuple[Grant, ...]] = {
+    "gcp:compute/network:Network": (
+        Grant("roles/compute.networkAdmin", ("compute.networks.create", "compute.networks.get")),
+    ),
+    "gcp:compute/subnetwork:Subnetwork": (
+        Grant("roles/compute.networkAdmin", ("compute.subnetworks.create", "compute.subnetworks.get")),
+    ),
+    "gcp:compute/firewall:Firewall": (
+        Grant("roles/compute.securityAdmin", ("compute.firewalls.create", "compute.firewalls.get", "compute.networks.updatePolicy")),
+    ),
+    "gcp:compute/router:Router": (
+        Grant("roles/compute.networkAdmin", ("compute.routers.create", "compute.routers.get")),
+    ),
+    "gcp:compute/routerNat:RouterNat": (Grant("roles/compute.networkAdmin", ("compute.routers.update",)),),
+    "gcp:compute/globalAddress:GlobalAddress": (
+        Grant("roles/compute.networkAdmin", ("compute.globalAddresses.create", "compute.globalAddresses.get")),
+    ),
+    "gcp:servicenetworking/connection:Connection": (
+        Grant("roles/servicenetworking.networksAdmin", ("servicenetworking.services.addPeering",)),
+    ),
+    "gcp:container/cluster:Cluster": (
+        Grant("roles/container.admin", ("container.clusters.create", "container.clusters.get", "container.clusters.update", "container.operations.get")),
+    ),
+    "gcp:container/nodePool:NodePool": (
+        Grant("roles/container.admin", ("container.clusters.update",)),
+        # Node pools run as the stack's node service account.
+        Grant("roles/iam.serviceAccountUser", ("iam.serviceAccounts.actAs",)),
+    ),
+    "gcp:serviceaccount/account:Account": (
+        Grant("roles/iam.serviceAccountAdmin", ("iam.serviceAccounts.create", "iam.serviceAccounts.get")),
+    ),
+    "gcp:projects/iAMMember:IAMMember": (
+        Grant("roles/resourcemanager.projectIamAdmin", ("resourcemanager.projects.getIamPolicy", "resourcemanager.projects.setIamPolicy")),
+    ),
+    "gcp:projects/serviceIdentity:ServiceIdentity": (
+        Grant("roles/serviceusage.serviceUsageAdmin", ("serviceusage.services.get",)),
+    ),
+    "gcp:projects/service:Service": (
+        Grant("roles/serviceusage.serviceUsageAdmin", ("serviceusage.services.enable", "serviceusage.services.get")),
+    ),
+    "gcp:lustre/instance:Instance": (
+        Grant("roles/lustre.admin", ("lustre.instances.create", "lustre.instances.get", "lustre.operations.get")),
+    ),
+    "gcp:storage/bucket:Bucket": (Grant("roles/storage.admin", ("storage.buckets.create", "storage.buckets.get")),),
+    "gcp:storage/bucketIAMMember:BucketIAMMember": (
+        Grant("roles/storage.admin", ("storage.buckets.getIamPolicy", "storage.buckets.setIamPolicy")),
+    ),
+    "gcp:logging/metric:Metric": (Grant("roles/logging.configWriter", ("logging.logMetrics.create", "logging.logMetrics.get")),),
+    "gcp:monitoring/dashboard:Dashboard": (
+        Grant("roles/monitoring.dashboardEditor", ("monitoring.dashboards.create", "monitoring.dashboards.get")),
+    ),
+}
+
+
+# Registered by every stack; the rest only under the conditions in `resource_types`.
+_CONDITIONAL = frozenset({"gcp:projects/serviceIdentity:ServiceIdentity", "gcp:projects/service:Service"})
+
+# What the Lustre data guard (infra/lustre_guard.py) calls with the deployer's credentials.
+LUSTRE_EXPORT = Grant("roles/lustre.admin", ("lustre.instances.exportData",))
+LUSTRE_IMPORT = Grant("roles/lustre.admin", ("lustre.instances.importData",))
+
+
+def resource_types(cfg: StackConfig) -> frozenset[str]:
+    """The Google Cloud resource types a stack with this config registers (a test holds this
+    against every stack's offline plan)."""
+    types = set(BY_RESOURCE_TYPE) - _CONDITIONAL
+    if cfg.lustre.export_on_destroy or cfg.lustre.import_from:
+        types.add("gcp:projects/serviceIdentity:ServiceIdentity")  # the Lustre service agent
+    if getattr(cfg, "manage_apis", False):  # project.manageApis (issue 11)
+        types.add("gcp:projects/service:Service")
+    return frozenset(types)
+
+
+def required_permissions(cfg: StackConfig) -> dict[str, str]:
+    """`permission -> role` the deployer needs for this stack."""
+    grants = [PROJECT_READ]
+    for typ in sorted(resource_types(cfg)):
+        grants.extend(BY_RESOURCE_TYPE[typ])
+    if cfg.lustre.export_on_destroy:
+        grants.append(LUSTRE_EXPORT)
+    if cfg.lustre.import_from:
+        grants.append(LUSTRE_IMPORT)
+    needed: dict[str, str] = {}
+    for grant in grants:
+        for permission in grant.permissions:
+            needed.setdefault(permission, grant.role)
+    return needed
