@@ -726,7 +726,7 @@ def format_validation_error(err: ValidationError) -> str:
         for pfx in ("Value error, ", "Assertion failed, "):
             msg = msg.removeprefix(pfx)
         if e["type"] == "extra_forbidden":
-            msg = "unknown key; see the config reference in README.md"
+            msg = "unknown key; see the config reference in docs/configuration.md"
         elif e["type"] == "missing":
             msg = "required key is not set"
         elif e["type"] == "string_too_long":

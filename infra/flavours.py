@@ -3,8 +3,9 @@
 Adding a flavour is adding one `Flavour` entry to `FLAVOURS`; nothing else in the program
 names a machine type, accelerator, tuner file or NIC count.
 
-Sources (see ../shared/reference/FACTS.md): Compute Engine accelerator-optimized machine docs
-and the GKE AI Hypercompute docs for A4 and A3 Ultra.
+Sources: Compute Engine accelerator-optimized machine docs
+(https://cloud.google.com/compute/docs/accelerator-optimized-machines) and the GKE AI Hypercompute
+docs for A4 and A3 Ultra.
 """
 
 from __future__ import annotations

@@ -1,162 +1,234 @@
-"""Provider input schemas, and a checker of recorded resource inputs against them.
+"""Resource inputs checked against the INSTALLED provider SDKs (pulumi-gcp, pulumi-kubernetes).
 
-Two sources, one format (a JSON-schema-like node: type / items / properties / additionalProperties / $ref):
-- ../shared/reference/pulumi-schema-subset.json: the pulumi-gcp 10.2.0 and pulumi-kubernetes 4.34
-  schema of the resources it covers;
-- for any other resource, the installed SDK: the `@pulumi.input_type` Args classes, whose
-  `@pulumi.getter(name=...)` names are the wire names and whose return hints are the types (the SDK
-  is generated 1:1 from the provider schema).
+Mocks accept any misspelt key, any wrong type and a missing required input; `check_inputs` does not.
+The SDKs are generated 1:1 from their provider's schema, so checking against them follows whatever
+version requirements.txt pins; nothing here is kept by hand.
 
-Mocks accept any misspelt key and any wrong type; `check_inputs` does not.
+Where each fact comes from (all the SDK's own tables, as the engine-bound serializer uses them):
+- type token -> resource class: the resource-module registry each SDK fills at import
+  (`_utilities.register` -> `pulumi.runtime.get_resource_module`), e.g. `gcp:compute/router:Router` ->
+  `pulumi_gcp.compute.Router`; its inputs are the type of the `args` parameter of its `__init__`
+  overload (`RouterArgs`; pulumi-kubernetes names them `<Kind>InitArgs`).
+- wire names: each `@pulumi.input_type` getter carries the camelCase name the engine receives
+  (`@pulumi.getter(name="nodeConfig")`); `pulumi._types.input_type_py_to_pulumi_names` and
+  `input_type_types` are the translation tables (Python name -> wire name, wire name -> type hint).
+- types: the getters' return hints (`Input[int]`, `Sequence[Input['XArgs']]`, `Mapping[str, str]`, ...).
+- required: a parameter of `<X>Args.__init__` without a default (the constructor demands it). For
+  nested types the `<X>ArgsDict` TypedDict's required keys say the same; `sdk_disagreements` checks
+  that both faces of the SDK agree for every type a plan reaches.
+
+A Kubernetes kind with no SDK class (a CRD kind, e.g. networking.gke.io/v1 Network) is checked as the
+SDK's CustomResource: apiVersion and kind required, metadata as ObjectMeta; its spec is checked
+against its CRD by the module that builds it.
 """
 
 from __future__ import annotations
 
 import collections.abc
+import difflib
 import enum
 import functools
 import importlib
-import json
+import inspect
+import sys
 import typing
-from pathlib import Path
 from typing import Any
 
+import pulumi
+import pulumi_gcp  # noqa: F401  (import fills the resource-module registry)
+import pulumi_kubernetes  # noqa: F401
 from pulumi import _types
+from pulumi.runtime import rpc
 
-# shared/ sits beside the checkout (on a developer's machine and in CI alike).
-SUBSET_PATH = Path(__file__).resolve().parents[2] / "shared" / "reference" / "pulumi-schema-subset.json"
-ANY: dict[str, Any] = {"$ref": "pulumi.json#/Any"}
+# Types we register whose inputs are checked elsewhere (the KubeRay chart values, the dynamic providers).
+UNCHECKED_PREFIXES = ("pulumi:providers:", "pulumi-python:dynamic", "nemo-rl-gke:")
 
-# Types we register whose inputs are checked elsewhere (the KubeRay CRD, the dynamic provider).
-UNCHECKED_PREFIXES = ("pulumi:providers:", "pulumi-python:dynamic:", "nemo-rl-gke:")
-
-
-@functools.cache
-def subset() -> dict[str, Any]:
-    if not SUBSET_PATH.is_file():
-        raise FileNotFoundError(f"{SUBSET_PATH} is missing: shared/ must sit beside the checkout")
-    return json.loads(SUBSET_PATH.read_text())
+# Values the plan writes in place of what it cannot or must not show; any type accepts them.
+PLACEHOLDERS = ("[secret]", "[unknown]")
 
 
-def _sdk_class(type_token: str) -> type:
-    """`gcp:compute/router:Router` -> pulumi_gcp.compute.RouterArgs; `kubernetes:apps/v1:DaemonSet` -> ...DaemonSetArgs."""
-    pkg, module, name = type_token.split(":")
-    if pkg == "gcp":
-        mod = importlib.import_module(f"pulumi_gcp.{module.split('/')[0]}")
-    elif pkg == "kubernetes":
-        group, _, version = module.rpartition("/")
-        group = {"": "core"}.get(group, group.split(".")[0])
-        mod = importlib.import_module(f"pulumi_kubernetes.{group.replace('-', '_')}.{version}")
-    else:
-        raise KeyError(type_token)
-    return getattr(mod, f"{name}Args")
+class CustomResourceArgs:
+    """Stand-in for a CRD kind's inputs: what pulumi_kubernetes.apiextensions.CustomResource takes."""
+
+
+def _resource_class(type_token: str) -> type:
+    pkg, mod, _ = type_token.split(":")
+    module = rpc.get_resource_module(pkg, mod, "")
+    if module is None:
+        raise LookupError(f"{type_token}: no resource module registered by the installed {pkg} SDK")
+    class_name = module.mod_info["classes"].get(type_token)
+    if class_name is None:
+        raise LookupError(f"{type_token}: the installed {pkg} SDK has no such resource")
+    return getattr(importlib.import_module(module.mod_info["fqn"]), class_name)
 
 
 @functools.cache
-def _sdk_node(typ: Any) -> dict[str, Any]:
-    typ = _types.unwrap_type(typ)
-    origin = typing.get_origin(typ)
-    if typ is typing.Any or typ is object:
-        return ANY
-    if isinstance(typ, type) and issubclass(typ, enum.Enum):
-        return {"type": "string"}
-    if typ is bool:
-        return {"type": "boolean"}
-    if typ is int:
-        return {"type": "integer"}
-    if typ is float:
-        return {"type": "number"}
-    if typ is str:
-        return {"type": "string"}
-    if origin in (list, collections.abc.Sequence, typing.Sequence):
-        return {"type": "array", "items": _sdk_node(typing.get_args(typ)[0])}
-    if origin in (dict, collections.abc.Mapping, typing.Mapping):
-        args = typing.get_args(typ)
-        return {"type": "object", "additionalProperties": _sdk_node(args[1]) if len(args) == 2 else ANY}
-    if isinstance(typ, type) and _types.is_input_type(typ):
-        return {"type": "object", "x-sdk": typ}
-    if origin is typing.Union:
-        members = [a for a in typing.get_args(typ) if a is not type(None)]
-        for m in members:  # prefer the input type of Union[Args, ArgsDict]
-            if isinstance(m, type) and _types.is_input_type(m):
-                return _sdk_node(m)
-        return {"anyOf": [_sdk_node(m) for m in members]}
-    return ANY
-
-
-def _sdk_properties(cls: type) -> dict[str, dict[str, Any]]:
-    return {name: _sdk_node(t) for name, t in _types.input_type_types(cls).items()}
-
-
-def resource_schema(type_token: str) -> dict[str, Any]:
-    """The object node of a resource's inputs."""
-    sub = subset()
-    if type_token in sub:
-        return {"type": "object", "properties": sub[type_token]["inputProperties"]}
+def args_class(type_token: str) -> type:
+    """The `*Args` input type of a resource type token (CustomResourceArgs for a CRD kind)."""
     try:
-        return {"type": "object", "x-sdk": _sdk_class(type_token)}
-    except (ImportError, AttributeError):
-        if not type_token.startswith("kubernetes:"):
-            raise
-    # A custom resource (CRD kind, no SDK class): apiVersion/kind/metadata checked here, spec by its CRD.
-    base = sub["kubernetes:apiextensions.k8s.io:CustomResource"]["inputProperties"]
-    return {"type": "object", "properties": {**{k: base[k] for k in ("apiVersion", "kind", "metadata")}, "spec": ANY}}
+        cls = _resource_class(type_token)
+    except LookupError:
+        if type_token.startswith("kubernetes:"):
+            return CustomResourceArgs
+        raise
+    for overload in typing.get_overloads(cls.__init__):
+        param = inspect.signature(overload).parameters.get("args")
+        if param is not None:
+            hint = param.annotation
+            if isinstance(hint, str):
+                hint = eval(hint, vars(sys.modules[cls.__module__]))  # noqa: S307 (the SDK's own annotation)
+            return _types.unwrap_optional_type(hint)
+    raise LookupError(f"{type_token}: {cls.__qualname__}.__init__ declares no `args` input type")
 
 
-def _resolve(node: dict[str, Any]) -> dict[str, Any]:
-    ref = node.get("$ref", "")
-    if ref.startswith("#/types/"):
-        return {"type": "object", **subset()["types"][ref[len("#/types/"):]]}
-    return node
+@functools.cache
+def properties(cls: type) -> dict[str, Any]:
+    """Wire (camelCase) name -> type hint (Input/Output/Optional unwrapped) of an input type."""
+    if cls is CustomResourceArgs:
+        from pulumi_kubernetes.meta.v1 import ObjectMetaArgs
+
+        return {"apiVersion": str, "kind": str, "metadata": ObjectMetaArgs, "spec": typing.Any}
+    return dict(_types.input_type_types(cls))
 
 
-def check_value(value: Any, node: dict[str, Any], path: str) -> list[str]:
-    """Problems with `value` against `node`; empty when it conforms."""
-    node = _resolve(node)
-    if node.get("$ref", "").startswith("pulumi.json#/"):
+@functools.cache
+def required(cls: type) -> frozenset[str]:
+    """Wire names of the inputs `cls.__init__` demands (a keyword parameter with no default)."""
+    if cls is CustomResourceArgs:
+        return frozenset({"apiVersion", "kind"})
+    names = _types.input_type_py_to_pulumi_names(cls)
+    params = inspect.signature(cls.__init__).parameters.values()
+    demanded = [p.name for p in params if p.kind is p.KEYWORD_ONLY and p.default is inspect.Parameter.empty]
+    unknown = [p for p in demanded if p not in names]
+    if unknown:  # the SDK changed shape: fail loudly rather than check less
+        raise TypeError(f"{cls.__qualname__}: required parameters {unknown} have no wire name")
+    return frozenset(names[p] for p in demanded)
+
+
+def _input_type_of(hint: Any) -> type | None:
+    """The `*Args` input type a hint names, else None."""
+    return hint if isinstance(hint, type) and _types.is_input_type(hint) else None
+
+
+def _kind(value: Any) -> str:
+    return f"{type(value).__name__} {value!r}" if not isinstance(value, (dict, list)) else type(value).__name__
+
+
+def check_value(value: Any, hint: Any, path: str) -> list[str]:
+    """Problems with `value` (as the engine receives it) against an SDK type hint; empty when it conforms."""
+    if isinstance(value, str) and value in PLACEHOLDERS:
         return []
-    if value in ("[secret]", "[unknown]"):
+    hint = _types.unwrap_type(hint)
+    if hint is typing.Any or hint is object:
         return []
-    if "anyOf" in node:
-        options = [check_value(value, n, path) for n in node["anyOf"]]
+    input_type = _input_type_of(hint)
+    if input_type is not None:
+        return _check_object(value, input_type, path)
+    origin = typing.get_origin(hint)
+    if origin is typing.Union:
+        members = [m for m in typing.get_args(hint) if m is not type(None)]
+        options = [check_value(value, m, path) for m in members]
         return [] if any(not o for o in options) else options[0]
-    typ = node.get("type")
-    if typ == "string":
-        return [] if isinstance(value, str) else [f"{path}: expected string, got {type(value).__name__} {value!r}"]
-    if typ == "boolean":
-        return [] if isinstance(value, bool) else [f"{path}: expected boolean, got {type(value).__name__} {value!r}"]
-    if typ == "integer":
+    if origin is typing.Literal:  # Kubernetes apiVersion/kind: the one value the SDK class is for
+        allowed = typing.get_args(hint)
+        return [] if value in allowed else [f"{path}: expected one of {list(allowed)}, got {_kind(value)}"]
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        hint = str
+    if hint is bool:
+        return [] if isinstance(value, bool) else [f"{path}: expected boolean, got {_kind(value)}"]
+    if hint is int:
         ok = isinstance(value, int) and not isinstance(value, bool)
-        return [] if ok else [f"{path}: expected integer, got {type(value).__name__} {value!r}"]
-    if typ == "number":
+        return [] if ok else [f"{path}: expected integer, got {_kind(value)}"]
+    if hint is float:
         ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-        return [] if ok else [f"{path}: expected number, got {type(value).__name__} {value!r}"]
-    if typ == "array":
+        return [] if ok else [f"{path}: expected number, got {_kind(value)}"]
+    if hint is str:
+        return [] if isinstance(value, str) else [f"{path}: expected string, got {_kind(value)}"]
+    if origin in (list, collections.abc.Sequence):
         if not isinstance(value, list):
-            return [f"{path}: expected array, got {type(value).__name__}"]
-        return [p for i, v in enumerate(value) for p in check_value(v, node.get("items", ANY), f"{path}[{i}]")]
-    if typ == "object" or "properties" in node or "x-sdk" in node:
+            return [f"{path}: expected array, got {_kind(value)}"]
+        (item,) = typing.get_args(hint) or (typing.Any,)
+        return [p for i, v in enumerate(value) for p in check_value(v, item, f"{path}[{i}]")]
+    if origin in (dict, collections.abc.Mapping):
         if not isinstance(value, dict):
-            return [f"{path}: expected object, got {type(value).__name__} {value!r}"]
-        props = _sdk_properties(node["x-sdk"]) if "x-sdk" in node else node.get("properties")
-        problems = []
-        for key, v in value.items():
-            sub_path = f"{path}.{key}" if path else key
-            if props is not None and key in props:
-                problems += check_value(v, props[key], sub_path)
-            elif "additionalProperties" in node:
-                problems += check_value(v, node["additionalProperties"], sub_path)
-            elif props is not None:
-                problems.append(f"{sub_path}: no such property (known: {', '.join(sorted(props)[:12])}...)")
-        return problems
-    return []
+            return [f"{path}: expected object, got {_kind(value)}"]
+        args = typing.get_args(hint)
+        item = args[1] if len(args) == 2 else typing.Any
+        return [p for k, v in value.items() for p in check_value(v, item, f"{path}.{k}" if path else k)]
+    if isinstance(hint, type) and issubclass(hint, (pulumi.Asset, pulumi.Archive)):
+        return []
+    raise TypeError(f"{path}: no rule for the SDK type hint {hint!r}")  # a new hint form: teach the checker
+
+
+def _check_object(value: Any, cls: type, path: str) -> list[str]:
+    if not isinstance(value, dict):
+        return [f"{path}: expected object ({cls.__name__}), got {_kind(value)}"]
+    props = properties(cls)
+    problems = []
+    for key, v in value.items():
+        sub = f"{path}.{key}" if path else key
+        if key in props:
+            problems += check_value(v, props[key], sub)
+        else:
+            close = difflib.get_close_matches(key, props, n=3)
+            hint = f"did you mean {' or '.join(close)}?" if close else f"it has {', '.join(sorted(props))}"
+            problems.append(f"{sub}: no such input in {cls.__name__} ({hint})")
+    for key in sorted(required(cls) - value.keys()):
+        problems.append(f"{path + '.' if path else ''}{key}: required input missing ({cls.__name__})")
+    return problems
 
 
 def check_inputs(type_token: str, inputs: dict[str, Any]) -> list[str]:
-    """Problems with a resource's recorded inputs; `__`-prefixed engine keys are ignored."""
+    """Problems with a resource's recorded inputs, each starting with its path; `__` engine keys ignored."""
     clean = {k: v for k, v in inputs.items() if not k.startswith("__")}
-    return check_value(clean, resource_schema(type_token), "")
+    return _check_object(clean, args_class(type_token), "")
+
+
+def resource_problems(resource: Any) -> list[str]:
+    """`check_inputs` of a plan resource, each problem naming the resource: `name (type): path: ...`."""
+    return [f"{resource.name} ({resource.type}): {p}" for p in check_inputs(resource.type, resource.inputs)]
 
 
 def is_checked(type_token: str) -> bool:
     return type_token.startswith(("gcp:", "kubernetes:")) and not type_token.startswith(UNCHECKED_PREFIXES)
+
+
+# ---------------------------------------------------------------- the SDK's two faces agree
+
+
+def reachable_input_types(root: type) -> set[type]:
+    """Every `*Args` input type reachable from `root` through its properties' hints."""
+    seen: set[type] = set()
+    todo = [root]
+    while todo:
+        cls = todo.pop()
+        if cls in seen or cls is CustomResourceArgs:
+            continue
+        seen.add(cls)
+        for hint in properties(cls).values():
+            todo += _input_types_in(hint)
+    return seen
+
+
+def _input_types_in(hint: Any) -> list[type]:
+    hint = _types.unwrap_type(hint)
+    found = _input_type_of(hint)
+    if found is not None:
+        return [found]
+    return [t for arg in typing.get_args(hint) for t in _input_types_in(arg)]
+
+
+def sdk_disagreements(cls: type) -> list[str]:
+    """Where `<X>Args` and its `<X>ArgsDict` TypedDict disagree on names or required inputs."""
+    typed_dict = getattr(sys.modules[cls.__module__], f"{cls.__name__}Dict", None)
+    if typed_dict is None:  # resource-level Args have no TypedDict twin
+        return []
+    names = _types.input_type_py_to_pulumi_names(cls)
+    dict_keys = {names.get(k, f"?{k}") for k in typed_dict.__annotations__}
+    dict_required = {names.get(k, f"?{k}") for k in typed_dict.__required_keys__}
+    problems = []
+    if dict_keys != set(properties(cls)):
+        problems.append(f"{cls.__name__}: names differ: {sorted(dict_keys ^ set(properties(cls)))}")
+    if dict_required != required(cls):
+        problems.append(f"{cls.__name__}: required differ: {sorted(dict_required ^ required(cls))}")
+    return problems

@@ -1,4 +1,7 @@
-"""The resource graph: collapsed siblings, components as subgraphs, faithful edges, files, README."""
+"""The resource graph: collapsed siblings, components as subgraphs, faithful edges, files.
+
+docs/resources.md embeds the dev graph; tests/test_reference_docs.py checks it is current.
+"""
 
 import subprocess
 import sys
@@ -6,7 +9,6 @@ from collections import defaultdict
 
 from conftest import ROOT, stack_plan
 from tools import deploy_time
-from tools import reference_docs as docs
 from tools import graph
 
 
@@ -81,10 +83,3 @@ def test_plan_graph_option_writes_mermaid_and_dot_files(tmp_path):
     assert (tmp_path / "graph.mmd").read_text() == graph.mermaid(g)
     assert (tmp_path / "graph.dot").read_text() == graph.dot(g)
     assert proc.stdout.startswith("nemo-rl-gke / h200")
-
-
-def test_readme_resource_graph_matches_the_dev_plan():
-    text = (ROOT / "README.md").read_text()
-    fresh = docs.render(text, {"resource-graph": lambda: docs.resource_graph(stack_plan)})
-    assert fresh == text, "README resource graph is stale: run `make docs`"
-    assert "```mermaid\nflowchart LR\n" in text

@@ -8,7 +8,8 @@ each pod template built field by field as the template builds it, nulls dropped 
 prunes them. It is an approximation: it reproduces the template as read, it does not execute Helm,
 and chart defaults we override entirely are only sketched.
 The result is then checked three ways:
-- against the KubeRay CRD (kuberay-crds/ray.io_rayclusters.yaml, v1 openAPIV3Schema) with jsonschema;
+- against the KubeRay CRD of the chart version the release pins (tests/reference/kuberay-v<version>/
+  ray.io_rayclusters.yaml, v1 openAPIV3Schema; source in tests/reference/README.md) with jsonschema;
 - for fields the CRD does not know: the API server would silently prune them, so a misspelt key
   would pass jsonschema and be lost on the cluster;
 - each pod template against the Kubernetes OpenAPI schema as a core/v1 PodTemplate (strict).
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import hashlib
 import json
 import subprocess
 from pathlib import Path
@@ -46,7 +48,8 @@ from infra.gke_networks import interfaces_annotation
 from k8s_support import gpu_pool, record, sample_nics, schema_problems
 from workloads.recipes import IMAGES, RECIPES
 
-CRD_PATH = Path(__file__).resolve().parents[2] / "shared" / "reference" / "kuberay-crds" / "ray.io_rayclusters.yaml"
+REFERENCE = Path(__file__).resolve().parent / "reference"
+CHART_VERSION = RayConfig.model_fields["chart_version"].default
 RELEASE = "kubernetes:helm.sh/v3:Release"
 IMAGE = IMAGES["v0.5.0"]
 
@@ -216,9 +219,16 @@ def render_raycluster(user_values: dict, release: str = "nemo-rl", namespace: st
     return prune_nulls(doc)
 
 
+def crd_path(chart_version: str) -> Path:
+    """The RayCluster CRD kept for a `ray-cluster` chart version (KubeRay tags chart and CRDs together)."""
+    return REFERENCE / f"kuberay-v{chart_version}" / "ray.io_rayclusters.yaml"
+
+
 @functools.cache
-def crd_schema() -> dict[str, Any]:
-    docs = [d for d in yaml.safe_load_all(CRD_PATH.read_text()) if d]
+def crd_schema(chart_version: str = CHART_VERSION) -> dict[str, Any]:
+    path = crd_path(chart_version)
+    assert path.is_file(), f"no RayCluster CRD for chart {chart_version}: add {path} (see tests/reference/README.md)"
+    docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
     (crd,) = [d for d in docs if d["kind"] == "CustomResourceDefinition"]
     (v1,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1"]
     return v1["schema"]["openAPIV3Schema"]
@@ -246,11 +256,12 @@ def unknown_fields(value: Any, schema: dict[str, Any], path: str) -> list[str]:
     return found
 
 
-def crd_problems(doc: dict[str, Any]) -> list[str]:
-    validator = jsonschema.Draft7Validator(crd_schema())
+def crd_problems(doc: dict[str, Any], chart_version: str = CHART_VERSION) -> list[str]:
+    schema = crd_schema(chart_version)
+    validator = jsonschema.Draft7Validator(schema)
     problems = [f"{'/'.join(map(str, e.path))}: {e.message[:200]}" for e in validator.iter_errors(doc)]
     body = {k: v for k, v in doc.items() if k != "metadata"}  # metadata is ObjectMeta, not in the CRD
-    problems += [f"{p}: not in the RayCluster CRD (would be pruned)" for p in unknown_fields(body, crd_schema(), "")]
+    problems += [f"{p}: not in the RayCluster CRD (would be pruned)" for p in unknown_fields(body, schema, "")]
     return problems
 
 
@@ -312,6 +323,20 @@ def test_the_rendered_raycluster_validates_against_the_kuberay_crd_with_no_unkno
 def test_head_and_worker_pod_templates_are_valid_kubernetes_pod_templates(flavour):
     problems = pod_template_problems(render_raycluster(values_for(flavour)))
     assert not problems, "\n".join(problems)
+
+
+def test_the_kept_crd_is_the_upstream_file_of_the_pinned_chart_version_named_in_the_reference_readme():
+    path = crd_path(CHART_VERSION)
+    rows = [line.split("|") for line in (REFERENCE / "README.md").read_text().splitlines() if line.startswith("| `")]
+    recorded = {cells[1].strip(" `"): cells[4].strip() for cells in rows}
+    assert recorded[str(path.relative_to(REFERENCE))] == hashlib.sha256(path.read_bytes()).hexdigest()
+    crd = next(d for d in yaml.safe_load_all(path.read_text()) if d)
+    assert crd["spec"]["names"]["kind"] == "RayCluster" and crd["spec"]["group"] == "ray.io"
+
+
+def test_a_chart_version_with_no_kept_crd_fails_naming_the_file_to_add():
+    with pytest.raises(AssertionError, match=r"kuberay-v9\.9\.9/ray.io_rayclusters.yaml"):
+        crd_schema("9.9.9")
 
 
 def test_the_crd_check_catches_a_misspelt_field():
@@ -609,7 +634,7 @@ def stack_release(stack: str):
 def test_each_stacks_raycluster_renders_valid_against_the_crd_and_the_pod_schema(stack):
     _, release = stack_release(stack)
     cluster = render_raycluster(release.inputs["values"], release=release.inputs["name"], namespace=release.inputs["namespace"])
-    problems = crd_problems(cluster) + pod_template_problems(cluster)
+    problems = crd_problems(cluster, release.inputs["version"]) + pod_template_problems(cluster)
     assert not problems, f"{release.name}:\n" + "\n".join(problems)
 
 

@@ -8,7 +8,7 @@
 - Readable, not exhaustive: numbered siblings of one type under one parent collapse into one node
   (`network-rdma-subnet-0..7` -> "network-rdma-subnet ×8", the nine GKENetworkParamSets ->
   "gke-networks-params ×9"), and arrows implied by longer paths are left out (transitive reduction).
-- Output is sorted, so the same plan always renders the same text (the README embeds the dev one).
+- Output is sorted, so the same plan always renders the same text (docs/resources.md embeds the dev one).
 """
 
 from __future__ import annotations

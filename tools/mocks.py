@@ -71,7 +71,7 @@ def canonical_order(registrations: list[Registration]) -> list[Registration]:
     """The registrations as a parent-before-children walk with siblings sorted by name.
 
     RPCs finish in whatever order the event loop runs apply callbacks, so the arrival order
-    differs from run to run; a plan that users diff (and a README generated from it) needs
+    differs from run to run; a plan that users diff (and the docs generated from it) needs
     one order that depends only on what was registered.
     """
     urns = {r.urn for r in registrations}

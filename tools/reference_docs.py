@@ -1,7 +1,12 @@
-"""Generated README sections: the config reference (from the pydantic models), what a stack
-builds and the dev stack's resource graph (from the offline plans). `tests/test_docs.py` fails when README.md is stale.
+"""Generated reference pages under docs/: the config reference (from the pydantic models), the
+resources each stack builds and the dev stack's resource graph (from the offline plans).
+`tests/test_reference_docs.py` fails when a page is stale.
 
-    python -m tools.reference_docs --write     # regenerate the sections in README.md
+    python -m tools.reference_docs --write     # regenerate the sections (`make docs`)
+    python -m tools.reference_docs             # list stale pages; exit 1 if any
+
+Only the text between `<!-- NAME:start -->` and `<!-- NAME:end -->` is generated; the prose around
+it is written by hand.
 """
 
 from __future__ import annotations
@@ -21,7 +26,8 @@ from pydantic_core import PydanticUndefined
 
 from infra.config import PROJECT, SECRET_KEYS, StackConfig
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
 STACKS = ("dev", "b200", "h200")
 
 
@@ -120,30 +126,48 @@ def resource_graph(plan_of: typing.Callable[[str], Any] | None = None, stack: st
 
 SECTIONS = {"config-reference": config_reference, "stack-resources": stack_resources, "resource-graph": resource_graph}
 
+PAGES: dict[str, tuple[str, ...]] = {
+    "configuration.md": ("config-reference",),
+    "resources.md": ("stack-resources", "resource-graph"),
+}
+"""Each generated page under docs/ and the sections it holds."""
 
-def render(readme: str, sections: dict[str, typing.Callable[[], str]] | None = None) -> str:
-    """README text with every generated section replaced by its current content."""
-    for name, make in (sections or SECTIONS).items():
+
+def render(text: str, sections: dict[str, typing.Callable[[], str]], page: str = "the page") -> str:
+    """`text` with each named generated section replaced by its current content."""
+    for name, make in sections.items():
         pattern = re.compile(rf"(<!-- {name}:start -->\n).*?(<!-- {name}:end -->)", re.S)
-        if not pattern.search(readme):
-            raise SystemExit(f"README.md has no <!-- {name}:start --> ... <!-- {name}:end --> section")
+        if not pattern.search(text):
+            raise SystemExit(f"{page} has no <!-- {name}:start --> ... <!-- {name}:end --> section")
         body = make()
-        readme = pattern.sub(lambda m: m.group(1) + body + "\n" + m.group(2), readme)
-    return readme
+        text = pattern.sub(lambda m: m.group(1) + body + "\n" + m.group(2), text)
+    return text
+
+
+def render_page(page: str, sections: dict[str, typing.Callable[[], str]] | None = None) -> tuple[str, str]:
+    """(current text, regenerated text) of one page of PAGES."""
+    sections = sections or SECTIONS
+    text = (DOCS / page).read_text()
+    return text, render(text, {name: sections[name] for name in PAGES[page]}, f"docs/{page}")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.reference_docs", description=__doc__.splitlines()[0])
-    parser.add_argument("--write", action="store_true", help="update README.md in place")
+    parser.add_argument("--write", action="store_true", help="rewrite the stale pages in docs/")
     args = parser.parse_args(argv)
-    text = README.read_text()
-    new = render(text)
+    stale = []
+    for page in PAGES:
+        text, new = render_page(page)
+        if new != text:
+            stale.append(page)
+            if args.write:
+                (DOCS / page).write_text(new)
     if args.write:
-        README.write_text(new)
-        print("README.md updated" if new != text else "README.md already current")
+        print(f"updated: {', '.join(f'docs/{p}' for p in stale)}" if stale else "docs/ already current")
         return 0
-    sys.stdout.write(new)
-    return 0
+    for page in stale:
+        print(f"docs/{page} is stale: run `make docs`")
+    return 1 if stale else 0
 
 
 if __name__ == "__main__":
