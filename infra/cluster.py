@@ -1,4 +1,5 @@
-"""The GKE Standard cluster and its two node pools.
+"""The GKE Standard cluster and its two node pools (`cluster.mode: standard`, the default; Autopilot is
+infra/autopilot_cluster.py, which shares the helpers here).
 
 The cluster is zonal (in the zone of the RoCE VPC and of Lustre) because the GPU nodes' RDMA NICs can
 only attach to subnets of a RoCE network pinned to that zone (FACTS.md "GPU flavours"). It runs

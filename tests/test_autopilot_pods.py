@@ -227,3 +227,21 @@ def test_the_ray_pod_templates_are_valid_kubernetes_with_the_new_quantities():
 def test_the_installer_daemonset_is_a_valid_kubernetes_object():
     ds = plan().one(DAEMONSET)
     assert schema_problems(k8s_doc(ds), ds.name) == []
+
+
+@pytest.mark.parametrize("flavour", sorted(FLAVOURS))
+def test_each_flavours_autopilot_pod_size_fits_its_machine_after_gkes_node_reservations(flavour):
+    from infra.machines import GKE_EVICTION_GIB, KERNEL_MEMORY_FRACTION, gke_reserved_cpu, gke_reserved_memory_gib
+
+    f = FLAVOURS[flavour]
+    size = f.autopilot_pod
+    assert size is not None, f"{flavour}: no Autopilot pod size"
+    assert size.cpu <= f.vcpus - gke_reserved_cpu(f.vcpus) - 2, flavour
+    room = f.memory_gib * (1 - KERNEL_MEMORY_FRACTION) - gke_reserved_memory_gib(f.memory_gib) - GKE_EVICTION_GIB
+    assert size.memory_gib <= room - 16, flavour
+
+
+def test_the_ray_container_is_the_workers_first_container_where_gke_attaches_the_rdma_devices():
+    spec = rendered()["spec"]["workerGroupSpecs"][0]["template"]["spec"]
+    assert spec["containers"][0]["name"] == "ray-worker"
+    assert spec["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "8"
