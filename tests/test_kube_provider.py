@@ -63,7 +63,7 @@ def test_a_dns_endpoint_kubeconfig_carries_no_ca_so_the_system_roots_verify_it()
     assert cluster["cluster"] == {"server": f"https://{host}"}
 
 
-@pytest.mark.parametrize("stack", ["dev", "b200", "h200"])
+@pytest.mark.parametrize("stack", ALL_STACKS)
 def test_the_stack_provider_talks_to_the_cluster_dns_endpoint_without_the_cluster_ca(stack):
     plan = stack_plan(stack)
     (provider,) = plan.by_type("pulumi:providers:kubernetes")
