@@ -25,11 +25,13 @@ Autopilot gives a container that requests no ephemeral storage 1 GiB and evicts 
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any, Optional
 
 from infra.config import Provisioning
 from infra.flavours import AutopilotPodLimits
+from infra.machines import AUTOPILOT_GENERAL_PURPOSE_GIB_PER_CPU
 
 ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
 ACCELERATOR_COUNT_LABEL = "cloud.google.com/gke-accelerator-count"
@@ -130,9 +132,10 @@ def ray_values_for_autopilot(values: Mapping[str, Any], worker: AutopilotPodLimi
       limits of CPU and memory no larger than the flavour's Autopilot pod size (and never more than the
       Standard sizing found room for), with ephemeral storage; the node selector already comes from the
       pool facts (`gpu_node_labels`);
-    - head: ephemeral storage added to its requests; no node selector, so it runs on Autopilot's
-      default general-purpose compute class (what the "autopilot" ComputeClass is; naming that class
-      explicitly needs GKE 1.34.1-gke.1829001, leaving it out works on every version).
+    - head: on Autopilot's default general-purpose compute class (`infra.ray_cluster.ray_values` gives
+      it no node selector without a system pool; naming the "autopilot" ComputeClass explicitly needs
+      GKE 1.34.1-gke.1829001, leaving it out works on every version), with the requests Autopilot
+      would bill (`general_purpose_resources`).
 
     Raises ValueError when something Autopilot refuses is left (a privileged or host-namespace setting a
     later change adds), so such a plan fails offline instead of at admission.
@@ -158,14 +161,24 @@ def ray_values_for_autopilot(values: Mapping[str, Any], worker: AutopilotPodLimi
     }
     group["resources"] = {"requests": dict(amounts), "limits": dict(amounts)}
 
-    head["nodeSelector"] = {}
-    for part in ("requests", "limits"):
-        head["resources"][part]["ephemeral-storage"] = f"{HEAD_EPHEMERAL_STORAGE_GIB}Gi"
+    head["resources"] = general_purpose_resources(head["resources"]["requests"])
 
     problems = [f"Ray {name}: {p}" for name, spec in (("head", head), ("worker", group)) for p in admission_problems(spec)]
     if problems:
         raise ValueError("Autopilot would refuse the Ray pods: " + "; ".join(problems))
     return out
+
+
+def general_purpose_resources(requests: Mapping[str, str]) -> dict[str, Any]:
+    """Requests = limits of a pod on the general-purpose class, as Autopilot would set them: the CPU
+    raised to the class's GiB-per-CPU ratio when the memory asks for more (Autopilot raises the smaller
+    request rather than refuse; stating it shows the plan and its cost what runs), and ephemeral storage."""
+    low, high = AUTOPILOT_GENERAL_PURPOSE_GIB_PER_CPU
+    cpu, memory = int(requests["cpu"]), _gib(requests["memory"])
+    cpu = max(cpu, math.ceil(memory / high))
+    memory = max(memory, math.ceil(cpu * low))
+    amounts = {"cpu": str(cpu), "memory": f"{memory}Gi", "ephemeral-storage": f"{HEAD_EPHEMERAL_STORAGE_GIB}Gi"}
+    return {"requests": dict(amounts), "limits": dict(amounts)}
 
 
 def _gib(quantity: str) -> int:

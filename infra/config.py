@@ -34,7 +34,6 @@ from pydantic.alias_generators import to_camel
 
 from infra.flavours import FLAVOURS, Flavour, parse_gke_version
 from infra.machines import (
-    AUTOPILOT_GENERAL_PURPOSE_GIB_PER_CPU,
     AUTOPILOT_GENERAL_PURPOSE_MAX_CPU,
     AUTOPILOT_GENERAL_PURPOSE_MAX_MEMORY_GIB,
     system_node_room,
@@ -653,14 +652,6 @@ class StackConfig(_Model):
                 "ray.headMemoryGib",
                 f"{memory} is more than an Autopilot general-purpose pod may request; allowed: at most "
                 f"{AUTOPILOT_GENERAL_PURPOSE_MAX_MEMORY_GIB}",
-            )
-        low, high = AUTOPILOT_GENERAL_PURPOSE_GIB_PER_CPU
-        if not low * cpu <= memory <= high * cpu:
-            raise KeyedValueError(
-                "ray.headMemoryGib",
-                f"{memory} GiB for {cpu} CPUs is outside Autopilot's general-purpose ratio of {low:g} to {high:g} GiB "
-                f"per CPU (Autopilot would resize the head); allowed: {math.ceil(low * cpu)} to "
-                f"{min(math.floor(high * cpu), AUTOPILOT_GENERAL_PURPOSE_MAX_MEMORY_GIB)}",
             )
 
     def _check_head_fits(self) -> None:

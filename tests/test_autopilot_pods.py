@@ -260,3 +260,16 @@ def test_the_job_is_laid_out_on_the_gpu_pods_and_the_cli_builds_the_same_submiss
     assert f"cluster.gpus_per_node={worker['resources']['limits']['nvidia.com/gpu']}" in words
     assert submission.inputs["ray_cluster_name"] == values()["fullnameOverride"]
     assert cli.build_spec(cli.load_stack("autopilot")).submission_id == submission.inputs["submission_id"]
+
+
+@pytest.mark.parametrize(
+    "cpu,memory,expected",
+    [("8", "32Gi", ("8", "32Gi")), ("8", "64Gi", ("10", "64Gi")), ("16", "8Gi", ("16", "16Gi")), ("30", "110Gi", ("30", "110Gi"))],
+)
+def test_a_head_outside_the_general_purpose_ratio_gets_the_requests_autopilot_would_set(cpu, memory, expected):
+    from infra.autopilot_pods import general_purpose_resources
+
+    resources = general_purpose_resources({"cpu": cpu, "memory": memory})
+    assert resources["requests"] == resources["limits"]
+    assert (resources["requests"]["cpu"], resources["requests"]["memory"]) == expected
+    assert resources["requests"]["ephemeral-storage"] == "10Gi"
