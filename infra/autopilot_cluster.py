@@ -47,6 +47,7 @@ from infra.cluster import (
 from infra.config import ClusterConfig
 from infra.naming import Limit
 from infra.network import Networking
+from infra.options import child_options
 from infra.stack_context import GpuPoolFacts, StackContext
 
 COMPONENT = "gke"
@@ -92,8 +93,11 @@ class AutopilotCluster(pulumi.ComponentResource):
         self.project = ctx.project
         self.gpu_pool_facts = gpu_pool
         self.node_pools = []
-        self.node_service_account, self.node_service_account_grants = node_service_account(self, name, ctx)
-        self._cluster(name, ctx, cfg, networking, legacy_lustre_port)
+        # The caller's depends_on (e.g. the project APIs) reaches every child (infra/options.py).
+        self.node_service_account, self.node_service_account_grants = node_service_account(
+            self, name, ctx, child_options(self, opts)
+        )
+        self._cluster(name, ctx, cfg, networking, legacy_lustre_port, opts)
         self.control_plane_access = cfg.control_plane_access
         self.endpoint, self.ca_certificate = client_endpoint(self.cluster, cfg)
         self.credentials_command = credentials_command(
@@ -122,7 +126,13 @@ class AutopilotCluster(pulumi.ComponentResource):
         )
 
     def _cluster(
-        self, name: str, ctx: StackContext, cfg: ClusterConfig, networking: Networking, legacy_lustre_port: bool
+        self,
+        name: str,
+        ctx: StackContext,
+        cfg: ClusterConfig,
+        networking: Networking,
+        legacy_lustre_port: bool,
+        opts: Optional[pulumi.ResourceOptions],
     ) -> None:
         self.cluster = gcp.container.Cluster(
             f"{name}-cluster",
@@ -146,8 +156,9 @@ class AutopilotCluster(pulumi.ComponentResource):
             **control_plane_settings(cfg),
             deletion_protection=cfg.deletion_protection,
             resource_labels=ctx.labels(COMPONENT),
-            opts=pulumi.ResourceOptions(
-                parent=self,
+            opts=child_options(
+                self,
+                opts,
                 # Nodes GKE creates run as the account from the start: it must hold its roles first.
                 depends_on=self.node_service_account_grants,
                 custom_timeouts=CLUSTER_TIMEOUTS,

@@ -464,10 +464,11 @@ class GkeCluster(pulumi.ComponentResource):
 
 
 def node_service_account(
-    parent: pulumi.Resource, name: str, ctx: StackContext
+    parent: pulumi.Resource, name: str, ctx: StackContext, child: Optional[pulumi.ResourceOptions] = None
 ) -> tuple[gcp.serviceaccount.Account, list[gcp.projects.IAMMember]]:
-    """The node VMs' dedicated service account (no keys) and its grants of `NODE_SERVICE_ACCOUNT_ROLES`."""
-    child = pulumi.ResourceOptions(parent=parent)
+    """The node VMs' dedicated service account (no keys) and its grants of `NODE_SERVICE_ACCOUNT_ROLES`;
+    `child`: their resource options (default: children of `parent`)."""
+    child = child or pulumi.ResourceOptions(parent=parent)
     account = gcp.serviceaccount.Account(
         f"{name}-node-sa",
         account_id=ctx.name("nodes", Limit.SERVICE_ACCOUNT_ID),

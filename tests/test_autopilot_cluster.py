@@ -141,3 +141,30 @@ def test_the_dashboard_reads_the_regional_cluster_and_the_zonal_lustre_and_gpu_v
 def test_the_plan_counts_the_gpu_nodes_autopilot_will_create_for_the_workers():
     text = render_tree(autopilot_plan())
     assert "GPU nodes: 2   GPUs: 16" in text
+
+
+def test_a_callers_depends_on_reaches_every_child_of_the_autopilot_cluster():
+    from types import SimpleNamespace
+
+    import pulumi
+    import pulumi_gcp as gcp
+
+    from infra.autopilot_cluster import AutopilotCluster
+    from infra.config import ClusterConfig
+    from k8s_support import CTX, gpu_pool, record
+
+    network = SimpleNamespace(primary_network="vpc", primary_subnet="subnet", pods_range_name="pods",
+                              services_range_name="services", pods_cidr=None, services_cidr=None)
+
+    def build():
+        api = gcp.projects.Service("container-api", service="container.googleapis.com", project=CTX.project)
+        AutopilotCluster("gke", CTX, ClusterConfig(mode="autopilot"), network, False, gpu_pool=gpu_pool(),
+                         opts=pulumi.ResourceOptions(depends_on=[api]))
+        return api
+
+    rec = record(build)
+    (api,) = rec.by_type("gcp:projects/service:Service")
+    children = [r for r in rec.resources if r.custom and r.type != api.type]
+    assert {r.type for r in children} == {CLUSTER, ACCOUNT, PROJECT_IAM}
+    late = [r.name for r in children if api.urn not in r.dependencies]
+    assert not late, f"created before the API they need: {late}"
