@@ -3,10 +3,13 @@
 import pulumi
 
 from infra import config as stack_config
+from infra.autopilot_cluster import AutopilotCluster
+from infra.autopilot_pods import ray_values_for_autopilot
 from infra.cluster import GkeCluster, gpu_pool_facts, system_pool_name
 from infra.gke_networks import GkeNetworkObjects
 from infra.kube_provider import KubernetesAccess
 from infra.nccl import NcclRdmaInstaller
+from infra.nccl_autopilot import NcclRdmaInstallerAutopilot
 from infra.network import Networking
 from infra.observability import build_dashboard
 from infra.ray_cluster import RAY_CLUSTER_NAME, RayCluster
@@ -21,6 +24,8 @@ settings = stack_config.load()
 cfg = settings.config
 ctx = StackContext.from_config(settings.stack, cfg)
 flavour = cfg.flavour_spec
+# `standard`: node pools this program creates; `autopilot`: GKE makes nodes for the pods (docs/autopilot.md).
+autopilot = cfg.cluster.mode == "autopilot"
 pulumi.export("flavour", cfg.flavour)
 
 # ---------------------------------------------------------------- Plan-time facts
@@ -28,24 +33,28 @@ pulumi.export("flavour", cfg.flavour)
 # resource: one that cannot be built (GPUs that do not divide, an override of a derived key) is a
 # config error naming the key, and the deploy and the preemption watcher get the very same spec.
 gpu_pool = gpu_pool_facts(ctx, cfg)
-system_pool = system_pool_name(ctx)
+system_pool = system_pool_name(ctx, cfg)
 job_spec = job_spec_for_stack(settings.stack, cfg, wandb_key_set=settings.wandb_key_set, pool=gpu_pool)
 
 # ---------------------------------------------------------------- Google Cloud
 # Lustre and the cluster share only the network: they are created in parallel.
 network = Networking("network", ctx, cfg.network, flavour, lustre_port(cfg.lustre_needs_legacy_port))
 lustre = Lustre("lustre", ctx, cfg.lustre, cfg.lustre_instance_id, network.primary_network, network.psa_connection)
-cluster = GkeCluster(
-    "gke",
-    ctx,
-    cfg.cluster,
-    cfg.gpu_pool,
-    flavour,
-    network,
-    cfg.lustre_needs_legacy_port,
-    gpu_pool=gpu_pool,
-    system_pool_name=system_pool,
-)
+cluster: GkeCluster | AutopilotCluster
+if autopilot:
+    cluster = AutopilotCluster("gke", ctx, cfg.cluster, network, cfg.lustre_needs_legacy_port, gpu_pool=gpu_pool)
+else:
+    cluster = GkeCluster(
+        "gke",
+        ctx,
+        cfg.cluster,
+        cfg.gpu_pool,
+        flavour,
+        network,
+        cfg.lustre_needs_legacy_port,
+        gpu_pool=gpu_pool,
+        system_pool_name=system_pool,
+    )
 # `pulumi destroy` keeps the bucket (and what was exported into it) unless storage.deleteBucketOnDestroy.
 artifacts = ArtifactBucket(
     "artifacts",
@@ -89,9 +98,14 @@ on_nodes = pulumi.ResourceOptions(provider=kube.provider, depends_on=list(cluste
 gke_networks = GkeNetworkObjects(
     "gke-networks", gpu_pool.nics, opts=pulumi.ResourceOptions(provider=kube.provider, depends_on=network.nic_subnets)
 )
-nccl = NcclRdmaInstaller(
-    "nccl", cfg.ray.nccl_installer_image, [gpu_pool.accelerator_type], opts=on_nodes, taints=gpu_pool.taints
-)
+nccl: NcclRdmaInstaller | NcclRdmaInstallerAutopilot
+if autopilot:
+    # Upstream's Autopilot installer in its own namespace: GKE admits it by an allowlist of that exact spec.
+    nccl = NcclRdmaInstallerAutopilot("nccl", cfg.ray.nccl_installer_image, [gpu_pool.accelerator_type], opts=on_nodes)
+else:
+    nccl = NcclRdmaInstaller(
+        "nccl", cfg.ray.nccl_installer_image, [gpu_pool.accelerator_type], opts=on_nodes, taints=gpu_pool.taints
+    )
 workload = WorkloadEnvironment(
     "workload",
     cfg.ray.namespace,
@@ -110,6 +124,8 @@ ray_cluster = RayCluster(
     networks=gke_networks,
     gpu_pool=gpu_pool,
     system_pool_name=system_pool,
+    # Autopilot admits no privileged worker and needs explicit ephemeral storage (infra/autopilot_pods.py).
+    adapt_values=(lambda values: ray_values_for_autopilot(values, flavour.autopilot_pod)) if autopilot else None,
     # After the data guard: an import (lustre.importFrom) lands before a job can start at step 0 and
     # overwrite it, and on destroy the export starts after the job has ended (the submission's delete
     # waits for it) and the release is uninstalled. Helm does not wait for the pods to terminate; with

@@ -1,4 +1,5 @@
-"""The GKE Standard cluster and its two node pools.
+"""The GKE Standard cluster and its two node pools (`cluster.mode: standard`, the default; Autopilot is
+infra/autopilot_cluster.py, which shares the helpers here).
 
 The cluster is zonal (in the zone of the RoCE VPC and of Lustre) because the GPU nodes' RDMA NICs can
 only attach to subnets of a RoCE network pinned to that zone (FACTS.md "GPU flavours"). It runs
@@ -39,6 +40,7 @@ from infra.config import ClusterConfig, GpuPoolConfig, Provisioning, StackConfig
 from infra.stack_context import GpuPoolFacts, StackContext
 from infra.flavours import Flavour
 from infra.naming import Limit
+from infra.autopilot_pods import gpu_node_labels
 from infra.network import Networking, nic_attachments
 
 COMPONENT = "gke"
@@ -99,13 +101,16 @@ def maintenance_policy(cfg: ClusterConfig) -> dict[str, Any]:
     return policy
 
 
-def credentials_command(cluster_name: pulumi.Input[str], zone: str, project: str, *, dns: bool) -> pulumi.Output[str]:
-    """The gcloud command that writes a kubeconfig entry for the cluster (at its DNS endpoint when `dns`)."""
+def credentials_command(
+    cluster_name: pulumi.Input[str], location: str, project: str, *, dns: bool, location_flag: str = "--zone"
+) -> pulumi.Output[str]:
+    """The gcloud command that writes a kubeconfig entry for the cluster (at its DNS endpoint when `dns`);
+    `location_flag` is `--region` for a regional cluster."""
     return pulumi.Output.concat(
         "gcloud container clusters get-credentials ",
         cluster_name,
-        " --zone ",
-        zone,
+        f" {location_flag} ",
+        location,
         " --project ",
         project,
         " --dns-endpoint" if dns else "",
@@ -217,6 +222,8 @@ class GkeCluster(pulumi.ComponentResource):
     gpu_pool_facts: GpuPoolFacts
     """What workloads need to target and configure the GPU nodes (plan-time data)."""
     credentials_command: pulumi.Output[str]
+    node_name_prefix = "gke"
+    """How GKE starts the names of this cluster's node VMs (`gke-<cluster>-<pool>-...`)."""
 
     def __init__(
         self,
@@ -271,25 +278,7 @@ class GkeCluster(pulumi.ComponentResource):
 
     def _node_identity(self, name: str, ctx: StackContext) -> dict[str, Any]:
         """The node VMs' service account and its grants; returns the node config every pool shares."""
-        child = pulumi.ResourceOptions(parent=self)
-        self.node_service_account = gcp.serviceaccount.Account(
-            f"{name}-node-sa",
-            account_id=ctx.name("nodes", Limit.SERVICE_ACCOUNT_ID),
-            project=ctx.project,
-            display_name=f"nemo-rl-gke nodes ({ctx.stack})",
-            description="Identity of the GKE node VMs: logs, metrics, image pulls. No keys.",
-            opts=child,
-        )
-        self.node_service_account_grants = [
-            gcp.projects.IAMMember(
-                f"{name}-node-sa-{role.removeprefix('roles/').replace('.', '-')}",
-                project=ctx.project,
-                role=role,
-                member=self.node_service_account.member,
-                opts=child,
-            )
-            for role in NODE_SERVICE_ACCOUNT_ROLES
-        ]
+        self.node_service_account, self.node_service_account_grants = node_service_account(self, name, ctx)
         return {
             "service_account": self.node_service_account.email,
             "oauth_scopes": [CLOUD_PLATFORM_SCOPE],
@@ -317,7 +306,7 @@ class GkeCluster(pulumi.ComponentResource):
             network=networking.primary_network,
             subnetwork=networking.primary_subnet,
             networking_mode="VPC_NATIVE",
-            ip_allocation_policy=_ip_allocation_policy(networking),
+            ip_allocation_policy=ip_allocation_policy(networking),
             # Multi-networking (the extra NICs in pods) requires Dataplane V2 (FACTS.md).
             datapath_provider="ADVANCED_DATAPATH",
             enable_multi_networking=True,
@@ -468,19 +457,53 @@ class GkeCluster(pulumi.ComponentResource):
 
     def _endpoints(self, ctx: StackContext, cfg: ClusterConfig) -> None:
         self.control_plane_access = cfg.control_plane_access
-        if cfg.control_plane_access == "dns":
-            self.endpoint = self.cluster.control_plane_endpoints_config.apply(_dns_endpoint)
-            self.ca_certificate = None
-        else:
-            self.endpoint = self.cluster.endpoint
-            self.ca_certificate = self.cluster.master_auth.apply(lambda auth: auth.cluster_ca_certificate)
+        self.endpoint, self.ca_certificate = client_endpoint(self.cluster, cfg)
         self.credentials_command = credentials_command(
             self.cluster.name, ctx.zone, ctx.project, dns=cfg.control_plane_access == "dns"
         )
 
 
-def system_pool_name(ctx: StackContext) -> str:
-    """The CPU pool's name: the Ray head and the watcher select it by this (plan-time) value."""
+def node_service_account(
+    parent: pulumi.Resource, name: str, ctx: StackContext, child: Optional[pulumi.ResourceOptions] = None
+) -> tuple[gcp.serviceaccount.Account, list[gcp.projects.IAMMember]]:
+    """The node VMs' dedicated service account (no keys) and its grants of `NODE_SERVICE_ACCOUNT_ROLES`;
+    `child`: their resource options (default: children of `parent`)."""
+    child = child or pulumi.ResourceOptions(parent=parent)
+    account = gcp.serviceaccount.Account(
+        f"{name}-node-sa",
+        account_id=ctx.name("nodes", Limit.SERVICE_ACCOUNT_ID),
+        project=ctx.project,
+        display_name=f"nemo-rl-gke nodes ({ctx.stack})",
+        description="Identity of the GKE node VMs: logs, metrics, image pulls. No keys.",
+        opts=child,
+    )
+    grants = [
+        gcp.projects.IAMMember(
+            f"{name}-node-sa-{role.removeprefix('roles/').replace('.', '-')}",
+            project=ctx.project,
+            role=role,
+            member=account.member,
+            opts=child,
+        )
+        for role in NODE_SERVICE_ACCOUNT_ROLES
+    ]
+    return account, grants
+
+
+def client_endpoint(
+    cluster: gcp.container.Cluster, cfg: ClusterConfig
+) -> tuple[pulumi.Output[str], Optional[pulumi.Output[str]]]:
+    """Where API clients connect and the CA to verify it with (None for the publicly trusted DNS endpoint)."""
+    if cfg.control_plane_access == "dns":
+        return cluster.control_plane_endpoints_config.apply(_dns_endpoint), None
+    return cluster.endpoint, cluster.master_auth.apply(lambda auth: auth.cluster_ca_certificate)
+
+
+def system_pool_name(ctx: StackContext, cfg: StackConfig) -> Optional[str]:
+    """The CPU pool's name: the Ray head and the watcher select it by this (plan-time) value. None on
+    Autopilot, which has no pools: they run on its default general-purpose compute class."""
+    if cfg.cluster.mode == "autopilot":
+        return None
     return ctx.name("system", Limit.GKE_NODE_POOL)
 
 
@@ -490,8 +513,20 @@ def gpu_pool_facts(ctx: StackContext, cfg: StackConfig) -> GpuPoolFacts:
     The program and `python -m workloads` both take the pool from here, so they build the same job.
     """
     flavour = cfg.flavour_spec
+    if cfg.cluster.mode == "autopilot":
+        # No pool: the workers select the GPU nodes GKE makes for them by label (infra/autopilot_pods.py).
+        pool_name = f"autopilot-{flavour.accelerator_type}"
+        node_labels = gpu_node_labels(
+            zone=ctx.zone,
+            accelerator_type=flavour.accelerator_type,
+            gpus_per_node=flavour.gpus_per_node,
+            provisioning=cfg.gpu_pool.provisioning,
+            reservation_name=cfg.gpu_pool.reservation_name,
+        )
+    else:
+        pool_name, node_labels = ctx.name("gpu", Limit.GKE_NODE_POOL), ()
     return GpuPoolFacts(
-        pool_name=ctx.name("gpu", Limit.GKE_NODE_POOL),
+        pool_name=pool_name,
         node_count=cfg.gpu_pool.node_count,
         gpus_per_node=flavour.gpus_per_node,
         accelerator_type=flavour.accelerator_type,
@@ -501,6 +536,7 @@ def gpu_pool_facts(ctx: StackContext, cfg: StackConfig) -> GpuPoolFacts:
         nccl_tuner_config=flavour.nccl_tuner_config,
         taints=(kubernetes_taint(flavour.gpu_taint),),
         nics=nic_attachments(ctx, flavour),
+        node_labels=node_labels,
     )
 
 
@@ -540,7 +576,7 @@ def _dns_endpoint(config: Any) -> str:
     return endpoint
 
 
-def _ip_allocation_policy(networking: Networking) -> dict[str, Any]:
+def ip_allocation_policy(networking: Networking) -> dict[str, Any]:
     """Pods and services from the subnet's named ranges, or GKE-made ranges on the default network."""
     if networking.pods_range_name and networking.services_range_name:
         return {

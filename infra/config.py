@@ -33,7 +33,11 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from infra.flavours import FLAVOURS, Flavour, parse_gke_version
-from infra.machines import system_node_room
+from infra.machines import (
+    AUTOPILOT_GENERAL_PURPOSE_MAX_CPU,
+    AUTOPILOT_GENERAL_PURPOSE_MAX_MEMORY_GIB,
+    system_node_room,
+)
 from workloads.recipes import RECIPES, Parallelism, Recipe, data_key_problem
 
 PROJECT = "nemo-rl-gke"
@@ -160,8 +164,14 @@ class AuthorizedNetwork(_Model):
 
 
 class ClusterConfig(_Model):
-    """The GKE Standard cluster."""
+    """The GKE cluster."""
 
+    mode: Literal["standard", "autopilot"] = Field(
+        "standard",
+        description="`standard`: a zonal GKE Standard cluster with a CPU system pool and a GPU node pool. `autopilot`: a "
+        "regional GKE Autopilot cluster without node pools; GKE makes the GPU nodes for the Ray worker pods, which "
+        "select the accelerator and Spot capacity themselves (see docs/autopilot.md). Cannot change after creation.",
+    )
     release_channel: Literal["RAPID", "REGULAR", "STABLE", "EXTENDED"] = Field(
         "REGULAR", description="GKE release channel (Google's A4 blueprint uses REGULAR)."
     )
@@ -576,7 +586,10 @@ class StackConfig(_Model):
                 "kubectl connect from, e.g. `masterAuthorizedNetworks: [{cidrBlock: <your egress IP>/32}]`, or "
                 "cluster.allowPublicControlPlane: true to open it on purpose",
             )
-        self._check_head_fits()
+        if self.cluster.mode == "autopilot":
+            self._check_autopilot(flavour)
+        else:
+            self._check_head_fits()
         if self.gpu_pool.provisioning is Provisioning.FLEX_START and self.job.submit:
             # The job would wait an hour for workers that never come, then fail the deploy.
             raise KeyedValueError(
@@ -593,6 +606,53 @@ class StackConfig(_Model):
             )
         self._check_job_fits(flavour)
         return self
+
+    def _check_autopilot(self, flavour: Flavour) -> None:
+        """What an Autopilot cluster cannot do: it has no node pools to configure, and GKE admits pods
+        only within its compute classes' limits (docs/autopilot.md)."""
+        why = "cluster.mode: autopilot has no node pools"
+        if "system_pool" in self.cluster.model_fields_set:
+            raise KeyedValueError(
+                "cluster.systemPool",
+                f"is set, but {why}: the Ray head runs on Autopilot's general-purpose compute class, sized by "
+                "ray.headCpu/ray.headMemoryGib; allowed: no cluster.systemPool, or cluster.mode: standard",
+            )
+        if "gpu_driver_version" in self.gpu_pool.model_fields_set:
+            raise KeyedValueError(
+                "gpuPool.gpuDriverVersion",
+                f"is set, but {why}: Autopilot installs the GPU driver of the node's GKE version; allowed: no "
+                "gpuPool.gpuDriverVersion, or cluster.mode: standard",
+            )
+        if self.gpu_pool.compact_placement:
+            raise KeyedValueError(
+                "gpuPool.compactPlacement",
+                f"true, but {why} to give a placement policy; allowed: false, or cluster.mode: standard",
+            )
+        if self.gpu_pool.provisioning is Provisioning.FLEX_START:
+            raise KeyedValueError(
+                "gpuPool.provisioning",
+                "'flexStart' is not built for cluster.mode: autopilot; allowed: spot, reservation, onDemand, or "
+                "cluster.mode: standard",
+            )
+        if flavour.autopilot_pod is None:
+            raise KeyedValueError(
+                "flavour",
+                f"{flavour.name} has no Autopilot pod size in the flavour catalogue; allowed: "
+                f"{', '.join(n for n, f in FLAVOURS.items() if f.autopilot_pod)}, or cluster.mode: standard",
+            )
+        cpu, memory = self.ray.head_cpu, self.ray.head_memory_gib
+        if cpu > AUTOPILOT_GENERAL_PURPOSE_MAX_CPU:
+            raise KeyedValueError(
+                "ray.headCpu",
+                f"{cpu} is more than an Autopilot general-purpose pod may request; allowed: at most "
+                f"{AUTOPILOT_GENERAL_PURPOSE_MAX_CPU}",
+            )
+        if memory > AUTOPILOT_GENERAL_PURPOSE_MAX_MEMORY_GIB:
+            raise KeyedValueError(
+                "ray.headMemoryGib",
+                f"{memory} is more than an Autopilot general-purpose pod may request; allowed: at most "
+                f"{AUTOPILOT_GENERAL_PURPOSE_MAX_MEMORY_GIB}",
+            )
 
     def _check_head_fits(self) -> None:
         # A head that fits no system node stays Pending, and the deploy waits on it for an hour.

@@ -14,6 +14,31 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
+class AutopilotPodLimits:
+    """The requests a whole-node GPU pod makes on Autopilot (`cluster.mode: autopilot`).
+
+    Autopilot rejects a pod whose requests exceed the maximum for its accelerator and raises requests
+    below the minimum; a GPU pod is billed for the whole node whatever it requests, so the worker asks
+    for as much as is safely below that maximum.
+    """
+
+    cpu: int
+    memory_gib: int
+    ephemeral_storage_gib: int
+    """Autopilot gives a container without an ephemeral-storage request 1 GiB, and evicts it beyond that;
+    Ray's logs and object spilling under /tmp/ray need far more."""
+
+
+# The published per-accelerator maxima (GKE "Resource requests in Autopilot", accelerator table) could
+# not be read back here. These sizes are ones GKE's own NeMo-RL sample asks of these machines (206 CPU /
+# 2400 GiB for 8 x B200, kubernetes-engine-samples ai-ml/nemo-rl-on-gke/nemoRL/gemma3-27b-it/values.yaml
+# @2b503651) and its H200 vLLM sample's ephemeral storage (850Gi, ai-ml/llm-serving-llama/vllm
+# @2b503651): all well inside both machines after GKE's node reservations (infra/machines.py).
+# Only on the real cloud: that Autopilot admits them (`kubectl describe pod` shows a rejection at once).
+_AUTOPILOT_WHOLE_NODE = AutopilotPodLimits(cpu=206, memory_gib=2400, ephemeral_storage_gib=500)
+
+
+@dataclass(frozen=True)
 class Flavour:
     """One GPU machine family as GKE sees it."""
 
@@ -38,6 +63,8 @@ class Flavour:
     """Local SSDs bundled with the machine type. They must be declared on the node pool (as ephemeral
     storage): GKE reports them back, and a pool that omits them diffs and is replaced on every update."""
     image_type: str = "COS_CONTAINERD"
+    autopilot_pod: "AutopilotPodLimits | None" = None
+    """What one GPU pod may request on this machine in a GKE Autopilot cluster (None: not offered there)."""
 
     @property
     def gpu_taint(self) -> dict[str, str]:
@@ -64,6 +91,7 @@ FLAVOURS: dict[str, Flavour] = {
         # 12,000 GiB of bundled local SSD = 32 x 375 GiB (Compute Engine A4 machine table).
         # Only on the real cloud: `gcloud compute machine-types describe a4-highgpu-8g` confirms the count.
         local_ssd_count=32,
+        autopilot_pod=_AUTOPILOT_WHOLE_NODE,
     ),
     # A3 Ultra: 8 x H200 141 GB; the docs ask for a hyperdisk-balanced boot disk.
     "h200": Flavour(
@@ -82,6 +110,7 @@ FLAVOURS: dict[str, Flavour] = {
         gpu_quota_metric="NVIDIA_H200_GPUS",
         # 32 x 375 GiB bundled local SSD (Cluster Toolkit gke-node-pool disk_definitions for a3-ultragpu-8g).
         local_ssd_count=32,
+        autopilot_pod=_AUTOPILOT_WHOLE_NODE,
     ),
 }
 

@@ -79,3 +79,15 @@ def system_node_room(machine_type: str) -> Optional[tuple[float, float]]:
     capacity = memory_gib * (1 - KERNEL_MEMORY_FRACTION)
     memory = capacity - gke_reserved_memory_gib(memory_gib) - GKE_EVICTION_GIB - SYSTEM_POOL_OVERHEAD_MEMORY_GIB
     return cpu, memory
+
+
+# GKE Autopilot's general-purpose compute class (the default class, where the Ray head and the preemption
+# watcher run): the most one pod may request, and the GiB of memory per vCPU it must ask for (GKE
+# "Resource requests in Autopilot", minimum and maximum per compute class; recalled, as the table could
+# not be read back here: 30 vCPU, 110 GiB, 1:1 to 1:6.5). Autopilot rejects a pod above the maximum, so
+# the config refuses a head beyond it before any resource; a request outside the ratio Autopilot raises,
+# and so does infra/autopilot_pods.py, so the plan shows what runs.
+# Only on the real cloud: newer GKE versions may allow more (then the check is merely conservative).
+AUTOPILOT_GENERAL_PURPOSE_MAX_CPU = 30
+AUTOPILOT_GENERAL_PURPOSE_MAX_MEMORY_GIB = 110
+AUTOPILOT_GENERAL_PURPOSE_GIB_PER_CPU = (1.0, 6.5)

@@ -88,9 +88,10 @@ def _q(value: str) -> str:
     return json.dumps(value)
 
 
-def preemption_log_filter(project: str, zone: str, cluster_name: str) -> str:
-    """The audit log entries of this cluster's node VMs being preempted."""
-    prefix = f"gke-{cluster_name[:GKE_NODE_NAME_CLUSTER_CHARS]}"
+def preemption_log_filter(project: str, zone: str, cluster_name: str, node_prefix: str = "gke") -> str:
+    """The audit log entries of this cluster's node VMs being preempted. `node_prefix`: how GKE starts
+    the node VM names, `gke` (Standard) or `gk3` (Autopilot). Only on the real cloud: the `gk3-` names."""
+    prefix = f"{node_prefix}-{cluster_name[:GKE_NODE_NAME_CLUSTER_CHARS]}"
     return " AND ".join(
         [
             f"logName={_q(f'projects/{project}/logs/cloudaudit.googleapis.com%2Fsystem_event')}",
@@ -132,15 +133,21 @@ def dashboard_document(
     lustre_instance_id: str,
     ray_namespace: str,
     preemption_metric: str,
+    cluster_location: Optional[str] = None,
 ) -> dict[str, Any]:
-    """The dashboard as the Monitoring API's `Dashboard` JSON (`mosaicLayout`, 48 columns). Pure."""
+    """The dashboard as the Monitoring API's `Dashboard` JSON (`mosaicLayout`, 48 columns). Pure.
+
+    `cluster_location`: where the cluster is, when not `zone` (a regional Autopilot cluster); the `k8s_*`
+    resources carry the cluster's location, Lustre and the GPU VMs the zone. Only on the real cloud: that
+    GKE labels a regional cluster's `k8s_node` series with the region."""
+    where = cluster_location or zone
     node = (
         f'resource.type="k8s_node" resource.label."cluster_name"={_q(cluster_name)} '
-        f'resource.label."location"={_q(zone)}'
+        f'resource.label."location"={_q(where)}'
     )
     container = (
         f'resource.type="k8s_container" resource.label."cluster_name"={_q(cluster_name)} '
-        f'resource.label."location"={_q(zone)} resource.label."namespace_name"={_q(ray_namespace)}'
+        f'resource.label."location"={_q(where)} resource.label."namespace_name"={_q(ray_namespace)}'
     )
     lustre = (
         f'resource.type="lustre.googleapis.com/Instance" resource.label."instance_id"={_q(lustre_instance_id)} '
@@ -264,6 +271,8 @@ class MonitoringDashboard(pulumi.ComponentResource):
         gpu_pool: GpuPoolFacts,
         lustre_instance_id: pulumi.Input[str],
         ray_namespace: str,
+        cluster_location: Optional[str] = None,
+        node_prefix: str = "gke",
         opts: Optional[pulumi.ResourceOptions] = None,
     ) -> None:
         super().__init__(COMPONENT_TYPE, name, None, opts)
@@ -275,7 +284,7 @@ class MonitoringDashboard(pulumi.ComponentResource):
             name=self.preemption_metric_name,
             project=ctx.project,
             description=f"Spot preemptions of the GKE nodes of stack {ctx.stack} (Compute Engine system-event audit log).",
-            filter=names.apply(lambda a: preemption_log_filter(ctx.project, zone, a[0])),
+            filter=names.apply(lambda a: preemption_log_filter(ctx.project, zone, a[0], node_prefix)),
             metric_descriptor={"metric_kind": "DELTA", "value_type": "INT64", "unit": "1",
                                "labels": [{"key": "instance", "value_type": "STRING", "description": "Preempted VM"}]},
             label_extractors={"instance": 'REGEXP_EXTRACT(protoPayload.resourceName, "instances/([^/]+)$")'},
@@ -294,6 +303,7 @@ class MonitoringDashboard(pulumi.ComponentResource):
                 lustre_instance_id=str(instance).rsplit("/", 1)[-1],
                 ray_namespace=ray_namespace,
                 preemption_metric=metric,
+                cluster_location=cluster_location,
             )
             return json.dumps(doc, sort_keys=True)
 
@@ -316,7 +326,8 @@ def build_dashboard(ctx: StackContext, *, cluster: Any, lustre: Any, ray: Any, o
 
     Args:
         ctx: the stack context (project, stack name, name prefix).
-        cluster: the `GkeCluster` (`name`, `location`, `gpu_pool_facts`).
+        cluster: the `GkeCluster` or `AutopilotCluster` (`name`, `location`, `gpu_pool_facts`); the GPU VMs
+            and Lustre are in the stack's zone, a regional cluster's location is its region.
         lustre: the `Lustre` component (`instance_id`).
         ray: the `RayCluster` (`namespace`).
         opts: resource options (no provider needed: the default gcp provider).
@@ -325,7 +336,9 @@ def build_dashboard(ctx: StackContext, *, cluster: Any, lustre: Any, ray: Any, o
         "monitoring",
         ctx,
         cluster_name=cluster.name,
-        zone=cluster.location,
+        zone=ctx.zone,
+        cluster_location=None if cluster.location == ctx.zone else cluster.location,
+        node_prefix=cluster.node_name_prefix,
         gpu_pool=cluster.gpu_pool_facts,
         lustre_instance_id=lustre.instance_id,
         ray_namespace=ray.namespace,

@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 import posixpath
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional, Union
 
@@ -186,7 +186,7 @@ def ray_values(
     mount_path: str,
     head_cpu: int,
     head_memory_gib: int,
-    system_pool_name: str,
+    system_pool_name: Optional[str],
     gpu_pool: GpuPoolFacts,
     interfaces_annotation: str,
     worker_group: str = WORKER_GROUP,
@@ -219,8 +219,9 @@ def ray_values(
             },
             "containerEnv": _env(common_env),
             "resources": _resources(head_cpu, head_memory_gib),
-            # The head never takes a GPU node: it lives on the CPU system pool.
-            "nodeSelector": {NODE_POOL_LABEL: system_pool_name},
+            # The head never takes a GPU node: it lives on the CPU system pool (on Autopilot, None: GKE's
+            # default general-purpose class, whose nodes have no GPUs).
+            "nodeSelector": {NODE_POOL_LABEL: system_pool_name} if system_pool_name else {},
             "tolerations": [],
             "affinity": {},
             "annotations": {},
@@ -341,13 +342,16 @@ class RayCluster(pulumi.ComponentResource):
         environment: Any,
         networks: Any,
         gpu_pool: GpuPoolFacts,
-        system_pool_name: str,
+        system_pool_name: Optional[str],
         timeout_seconds: int = 3600,
+        adapt_values: Optional[Callable[[dict[str, Any]], dict[str, Any]]] = None,
         opts: Optional[pulumi.ResourceOptions] = None,
     ) -> None:
         """`environment`: a `WorkloadEnvironment` (namespace, service_account, secret_name, secret_env, pvc_name);
         `networks`: a `GkeNetworkObjects` (interfaces_annotation). When they are resources, the release
-        waits for them and is deleted before them."""
+        waits for them and is deleted before them. `system_pool_name`: None where there are no node pools
+        (Autopilot). `adapt_values`: a pure rewrite of the values for the cluster mode
+        (`infra.autopilot_pods.ray_values_for_autopilot`)."""
         check_cluster_name(cluster_name)
         self.cluster_name = cluster_name
         self.namespace = environment.namespace
@@ -374,6 +378,8 @@ class RayCluster(pulumi.ComponentResource):
             gpu_pool=gpu_pool,
             interfaces_annotation=networks.interfaces_annotation,
         )
+        if adapt_values is not None:
+            values = adapt_values(values)
         super().__init__("nemo-rl-gke:infra:RayCluster", name, None, opts)
         self.values = values
         waits_for = [r for r in (environment, networks) if isinstance(r, pulumi.Resource)]

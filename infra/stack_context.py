@@ -66,7 +66,12 @@ class GpuPoolFacts:
     taints: tuple[dict[str, str], ...]
     nics: tuple[NicAttachment, ...]
     """Extra NICs in NIC order: gVNIC first, then rdma-0..N."""
+    node_labels: tuple[tuple[str, str], ...] = ()
+    """The node labels GPU pods select when there is no pool to name (Autopilot: accelerator, count, zone,
+    capacity; see infra/autopilot_pods.py). Empty: the pods select the node pool."""
 
     @property
     def node_selector(self) -> dict[str, str]:
+        if self.node_labels:
+            return dict(self.node_labels)
         return {"cloud.google.com/gke-nodepool": self.pool_name}

@@ -111,7 +111,7 @@ def deployment_manifest(
     namespace: str,
     image: str,
     service_account: str,
-    system_pool_name: str,
+    system_pool_name: Optional[str],
     ray_cluster_name: str,
     head_service: str,
     policy: RecoveryPolicy,
@@ -139,8 +139,9 @@ def deployment_manifest(
                 "spec": {
                     "serviceAccountName": service_account,
                     "automountServiceAccountToken": False,
-                    # The CPU system pool: on-demand nodes, so a preemption never takes the watcher along.
-                    "nodeSelector": {NODE_POOL_LABEL: system_pool_name},
+                    # The CPU system pool: on-demand nodes, so a preemption never takes the watcher along
+                    # (on Autopilot, None: GKE's default general-purpose class, also on-demand).
+                    "nodeSelector": {NODE_POOL_LABEL: system_pool_name} if system_pool_name else {},
                     "affinity": {
                         "podAffinity": {
                             "preferredDuringSchedulingIgnoredDuringExecution": [
@@ -241,7 +242,7 @@ class PreemptionWatcher(pulumi.ComponentResource):
         image: NemoRLImage,
         ray_cluster_name: str,
         head_service: pulumi.Input[str],
-        system_pool_name: str,
+        system_pool_name: Optional[str],
         opts: Optional[pulumi.ResourceOptions] = None,
     ) -> None:
         data = config_map_data(spec)
@@ -304,7 +305,7 @@ def build_preemption_watcher(
     cfg: "StackConfig",
     *,
     ray: Any,
-    system_pool_name: str,
+    system_pool_name: Optional[str],
     opts: Optional[pulumi.ResourceOptions] = None,
 ) -> Optional[PreemptionWatcher]:
     """The stack's `PreemptionWatcher`, or None when `recovery.enabled` is false.
@@ -316,7 +317,7 @@ def build_preemption_watcher(
         spec: the stack's job (`infra.training_job.job_spec_for_stack`), the one the deploy submits.
         cfg: the validated stack config (`recovery`, `ray.namespace`, the recipe's image).
         ray: the `RayCluster` component (`cluster_name`, `head_service`, `namespace`).
-        system_pool_name: the CPU pool's name (`infra.cluster.system_pool_name`).
+        system_pool_name: the CPU pool's name (`infra.cluster.system_pool_name`); None on Autopilot.
         opts: the Kubernetes provider, and `depends_on` the Ray release (the watcher is pointless before
             the head exists and is deleted before it).
     """

@@ -30,6 +30,11 @@ from tools import offline_plan as plan_mod  # noqa: E402
 from ray_head import shared_head  # noqa: E402
 
 STACKS = ("dev", "b200", "h200")
+"""The GKE Standard stacks (node pools)."""
+AUTOPILOT_STACKS = ("autopilot",)
+"""The GKE Autopilot stacks (`cluster.mode: autopilot`, no node pools)."""
+ALL_STACKS = STACKS + AUTOPILOT_STACKS
+"""Every committed stack: for what must hold whatever the cluster mode."""
 
 
 def stack_config(stack: str, **overrides: Any) -> tuple[dict[str, str], list[str]]:

@@ -234,3 +234,57 @@ def test_flex_start_with_a_job_to_submit_is_refused_because_its_nodes_need_a_pro
     assert message.startswith("nemo-rl-gke:job.submit: true with gpuPool.provisioning 'flexStart'"), message
     assert "allowed: false" in message and "\n" not in message
     assert parse({**BASE, "gpuPool": {"provisioning": "flexStart"}, "job": {"submit": False}}, "dev").gpu_pool.provisioning.value == "flexStart"
+
+
+# ---------------------------------------------------------------- cluster.mode: autopilot
+
+AUTOPILOT = {"cluster": {"mode": "autopilot"}}
+
+
+def test_the_autopilot_stack_mirrors_the_tutorials_recommended_mode_on_h200():
+    from infra.config import namespaced
+    from infra.stack_file import read_stack_file
+
+    config, secret_keys = read_stack_file(ROOT / "Pulumi.autopilot.yaml")
+    cfg = parse(namespaced(config), "autopilot")
+    assert cfg.cluster.mode == "autopilot" and parse(dict(BASE), "dev").cluster.mode == "standard"
+    assert (cfg.flavour, cfg.gpu_pool.node_count, cfg.job.recipe, cfg.gpu_pool.provisioning.value) == ("h200", 2, "gemma3-27b-gsm8k", "spot")
+    assert secret_keys == []
+
+
+def test_an_unknown_cluster_mode_is_rejected_with_the_allowed_modes():
+    message = rejection(cluster={"mode": "serverless"})
+    assert message.startswith("nemo-rl-gke:cluster.mode: ") and "'standard'" in message and "'autopilot'" in message, message
+    assert len(message.splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "raw,key,says",
+    [
+        ({"cluster": {"mode": "autopilot", "systemPool": {"machineType": "n2-standard-32"}}}, "cluster.systemPool", "no node pools"),
+        ({"cluster": {"mode": "autopilot", "systemPool": {}}}, "cluster.systemPool", "no node pools"),
+        ({**AUTOPILOT, "gpuPool": {"compactPlacement": True}}, "gpuPool.compactPlacement", "placement policy"),
+        ({**AUTOPILOT, "gpuPool": {"gpuDriverVersion": "LATEST"}}, "gpuPool.gpuDriverVersion", "installs the GPU driver"),
+        ({**AUTOPILOT, "gpuPool": {"provisioning": "flexStart"}, "job": {"submit": False}}, "gpuPool.provisioning", "allowed: spot, reservation, onDemand"),
+        ({**AUTOPILOT, "ray": {"headCpu": 31, "headMemoryGib": 64}}, "ray.headCpu", "at most 30"),
+        ({**AUTOPILOT, "ray": {"headCpu": 30, "headMemoryGib": 128}}, "ray.headMemoryGib", "at most 110"),
+    ],
+)
+def test_what_autopilot_cannot_do_is_refused_naming_the_key(raw, key, says):
+    message = rejection(**raw)
+    assert message.startswith(f"nemo-rl-gke:{key}: ") and says in message, message
+    assert len(message.splitlines()) == 1, message
+
+
+def test_the_same_settings_stay_valid_on_standard_and_the_autopilot_defaults_pass():
+    parse({**BASE, "gpuPool": {"compactPlacement": True, "gpuDriverVersion": "LATEST"}, "cluster": {"systemPool": {}}}, "dev")
+    cfg = parse({**BASE, **AUTOPILOT, "ray": {"headCpu": 30, "headMemoryGib": 110}}, "dev")
+    assert cfg.ray.head_cpu == 30
+    # On Autopilot the head is not held to a system node's room (there is none): 30 CPUs exceed an
+    # n2-standard-16 node and still pass.
+    assert "ray.headCpu" in rejection(ray={"headCpu": 30, "headMemoryGib": 110})
+
+
+def test_a_bad_autopilot_setting_stops_the_plan_before_any_resource():
+    with pytest.raises(ConfigError, match="nemo-rl-gke:gpuPool.compactPlacement"):
+        run_plan("autopilot", gpuPool={"nodeCount": 2, "provisioning": "spot", "compactPlacement": True})

@@ -170,3 +170,42 @@ def test_plan_json_adds_the_estimates_under_their_own_key_and_keeps_the_others()
     assert list(doc) == ["project", "stack", "resources", "outputs", "estimates"]
     assert set(doc["estimates"]) == {"cost", "checkpoints", "deployTime"}
     assert doc["estimates"]["cost"]["perHour"]["spot"] < doc["estimates"]["cost"]["perHour"]["onDemand"]
+
+
+# ---------------------------------------------------------------- Autopilot
+
+
+def test_autopilot_gpu_pods_are_priced_as_whole_nodes_plus_the_autopilot_premium_at_spot_prices():
+    est = cost_of("autopilot")
+    table = cost.PriceTable.load()
+    gpu = item(est, "GPU nodes")
+    price = {key: table.get(key, "europe-west1").value for key in (
+        "gpu.a3-ultragpu-8g.spot", "autopilot.a3-ultragpu-8g.premium.spot",
+        "gpu.a3-ultragpu-8g.onDemand", "autopilot.a3-ultragpu-8g.premium.onDemand",
+    )}
+    assert gpu.detail == "2 x a3-ultragpu-8g + Autopilot premium" and gpu.applies == "spot"
+    assert gpu.spot_per_hour == pytest.approx(2 * (price["gpu.a3-ultragpu-8g.spot"] + price["autopilot.a3-ultragpu-8g.premium.spot"]))
+    assert gpu.on_demand_per_hour == pytest.approx(2 * (price["gpu.a3-ultragpu-8g.onDemand"] + price["autopilot.a3-ultragpu-8g.premium.onDemand"]))
+    assert gpu.spot_per_hour > 2 * price["gpu.a3-ultragpu-8g.spot"], "the premium must be on top of the node price"
+    assert est.sources["autopilot_gpu_premium"]["asOf"] == "2026-12-02"
+    assert not [i for i in est.items if i.name.startswith("CPU pool")], "Autopilot has no CPU pool to price"
+
+
+def test_the_autopilot_head_is_priced_per_requested_vcpu_and_gib_of_the_general_purpose_class():
+    est = cost_of("autopilot")
+    table = cost.PriceTable.load()
+    head = item(est, "CPU pods: Ray head")
+    vcpu, gib = (table.get(k, "europe-west1").value for k in ("autopilot.generalPurpose.vcpuHour", "autopilot.generalPurpose.gibHour"))
+    assert head.per_hour == pytest.approx(8 * vcpu + 32 * gib)
+
+
+def test_the_autopilot_premium_can_be_overridden_like_any_price():
+    base = item(cost_of("autopilot"), "GPU nodes").spot_per_hour
+    table_price = cost.PriceTable.load().get("autopilot.a3-ultragpu-8g.premium.spot", "europe-west1").value
+    overridden = item(cost_of("autopilot", {"autopilot.a3-ultragpu-8g.premium.spot": 0.0}), "GPU nodes")
+    assert overridden.spot_per_hour == pytest.approx(base - 2 * table_price) and overridden.overridden
+
+
+def test_standard_stacks_use_no_autopilot_price():
+    for stack in ("dev", "b200", "h200"):
+        assert not [s for s in cost_of(stack).sources if s.startswith("autopilot")], stack

@@ -2,7 +2,7 @@
 
 import pytest
 
-from conftest import STACKS, stack_plan
+from conftest import ALL_STACKS, STACKS, stack_plan
 from tools import deploy_time
 from tools.mocks import Registration
 from tools.offline_plan import Plan, render_tree
@@ -20,7 +20,7 @@ def synthetic(*resources) -> Plan:
     return Plan(project="p", stack="s", resources=list(resources), outputs={})
 
 
-@pytest.mark.parametrize("stack", STACKS)
+@pytest.mark.parametrize("stack", ALL_STACKS)
 def test_every_resource_type_of_the_committed_stacks_has_a_typical_creation_time(stack):
     est = deploy_time.estimate(stack_plan(stack))
     assert est.unknown_types == []
@@ -99,3 +99,15 @@ def test_deploy_time_json_lists_the_path_with_start_and_finish_minutes():
     assert (submission["name"], submission["startMinute"], submission["finishMinute"]) == (
         "training-job-submission", 40.0, 41.0,
     )
+
+
+def test_on_autopilot_the_gpu_nodes_are_made_for_the_ray_workers_so_their_time_is_on_the_release():
+    from tools.autopilot_plan import is_autopilot
+
+    plan = stack_plan("autopilot")
+    assert is_autopilot(plan) and not is_autopilot(stack_plan("h200"))
+    est = deploy_time.estimate(plan)
+    (release,) = [s for s in est.critical_path if s.name == "ray-release"]
+    assert release.minutes == deploy_time.CREATION_MINUTES["kubernetes:helm.sh/v3:Release"].minutes + deploy_time.GPU_NODE_POOL.minutes
+    assert est.total_minutes == pytest.approx(LUSTRE_PATH_MINUTES + JOB_SUBMIT_MINUTES + deploy_time.GPU_NODE_POOL.minutes)
+    assert "gke-gpu-pool" not in est.milestones

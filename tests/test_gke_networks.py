@@ -12,7 +12,7 @@ from dataclasses import replace
 
 import pytest
 
-from conftest import STACKS, stack_plan
+from conftest import ALL_STACKS, STACKS, stack_plan
 from infra.gke_networks import GkeNetworkObjects, interfaces_annotation
 from k8s_support import k8s_doc, record, sample_nics
 
@@ -104,7 +104,7 @@ def test_a_nic_list_that_would_clash_is_refused_before_anything_is_registered(ch
 # ---------------------------------------------------------------- whole program
 
 
-@pytest.mark.parametrize("stack", STACKS)
+@pytest.mark.parametrize("stack", ALL_STACKS)
 def test_vpc_and_subnet_names_are_the_ones_the_network_component_creates(stack):
     plan = stack_plan(stack)
     vpcs = {r.inputs["name"] for r in plan.by_type("gcp:compute/network:Network")}
@@ -121,7 +121,7 @@ def test_vpc_and_subnet_names_are_the_ones_the_network_component_creates(stack):
         )
 
 
-@pytest.mark.parametrize("stack", STACKS)
+@pytest.mark.parametrize("stack", ALL_STACKS)
 def test_each_parameter_set_waits_for_the_subnet_it_names(stack):
     plan = stack_plan(stack)
     subnets = {r.inputs["name"]: r for r in plan.by_type("gcp:compute/subnetwork:Subnetwork")}

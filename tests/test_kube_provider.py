@@ -12,7 +12,7 @@ from typing import Any
 import pulumi
 import pytest
 
-from conftest import stack_plan
+from conftest import ALL_STACKS, stack_plan
 from infra.kube_provider import AUTH_API_VERSION, AUTH_PLUGIN, KubernetesAccess
 from infra.options import child_options
 from tools.mocks import Registration
@@ -63,7 +63,7 @@ def test_a_dns_endpoint_kubeconfig_carries_no_ca_so_the_system_roots_verify_it()
     assert cluster["cluster"] == {"server": f"https://{host}"}
 
 
-@pytest.mark.parametrize("stack", ["dev", "b200", "h200"])
+@pytest.mark.parametrize("stack", ALL_STACKS)
 def test_the_stack_provider_talks_to_the_cluster_dns_endpoint_without_the_cluster_ca(stack):
     plan = stack_plan(stack)
     (provider,) = plan.by_type("pulumi:providers:kubernetes")
@@ -162,7 +162,7 @@ def test_the_provider_waits_for_the_cluster_and_is_named_after_it():
     )
 
 
-@pytest.mark.parametrize("stack", ["dev", "b200", "h200"])
+@pytest.mark.parametrize("stack", ALL_STACKS)
 def test_every_built_in_kubernetes_object_of_every_stack_passes_the_kubernetes_schema(stack):
     from k8s_support import k8s_doc, schema_problems
 

@@ -30,7 +30,7 @@ METRIC_TYPE = re.compile(r'metric\.type="([^"]+)"')
 
 def dashboard():
     # Stand-ins with the attributes build_dashboard reads from GkeCluster, Lustre and RayCluster.
-    cluster = SimpleNamespace(name=pulumi.Output.from_input(CLUSTER), location=CTX.zone, gpu_pool_facts=POOL)
+    cluster = SimpleNamespace(name=pulumi.Output.from_input(CLUSTER), location=CTX.zone, gpu_pool_facts=POOL, node_name_prefix="gke")
     lustre = SimpleNamespace(instance_id=pulumi.Output.from_input(LUSTRE_ID))
     ray = SimpleNamespace(namespace=NAMESPACE)
     rec = record(lambda: build_dashboard(CTX, cluster=cluster, lustre=lustre, ray=ray))

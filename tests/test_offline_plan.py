@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT, STACKS
+from conftest import ALL_STACKS, ROOT
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
@@ -27,7 +27,7 @@ def run_command(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "tools.offline_plan", *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
 
 
-@pytest.mark.parametrize("stack", STACKS)
+@pytest.mark.parametrize("stack", ALL_STACKS)
 def test_plan_json_follows_the_documented_contract(stack):
     proc = run_cli("--stack", stack, "--json")
     assert proc.returncode == 0, proc.stderr
@@ -51,7 +51,7 @@ def test_plan_without_a_stack_runs_the_dev_stack():
 def test_plan_of_an_unknown_stack_fails_with_a_one_line_error():
     proc = run_cli("--stack", "nope")
     assert proc.returncode == 2
-    assert proc.stderr.strip() == "error: stack file Pulumi.nope.yaml not found (stacks here: b200, dev, h200)"
+    assert proc.stderr.strip() == "error: stack file Pulumi.nope.yaml not found (stacks here: autopilot, b200, dev, h200)"
     assert "Traceback" not in proc.stderr
 
 

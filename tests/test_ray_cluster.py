@@ -30,7 +30,7 @@ import pulumi
 import pytest
 import yaml
 
-from conftest import STACKS, stack_plan
+from conftest import ALL_STACKS, STACKS, stack_plan
 from infra.config import RayConfig
 from infra.flavours import FLAVOURS
 from infra.ray_cluster import (
@@ -630,7 +630,7 @@ def stack_release(stack: str):
     return plan, release
 
 
-@pytest.mark.parametrize("stack", STACKS)
+@pytest.mark.parametrize("stack", ALL_STACKS)
 def test_each_stacks_raycluster_renders_valid_against_the_crd_and_the_pod_schema(stack):
     _, release = stack_release(stack)
     cluster = render_raycluster(release.inputs["values"], release=release.inputs["name"], namespace=release.inputs["namespace"])
@@ -654,7 +654,7 @@ def test_each_stack_sizes_its_workers_to_its_gpu_pool_and_flavour(stack):
     assert env["NCCL_TUNER_CONFIG_PATH"] == flavour.nccl_tuner_config
 
 
-@pytest.mark.parametrize("stack", STACKS)
+@pytest.mark.parametrize("stack", ALL_STACKS)
 def test_each_stack_runs_its_recipes_image_with_the_matching_ray_version(stack):
     from conftest import plan_mod, read_stack_file
 

@@ -7,7 +7,7 @@ import dataclasses
 import pulumi_gcp
 import pytest
 
-from conftest import STACKS, stack_plan
+from conftest import ALL_STACKS, stack_plan
 from provider_schema import (
     args_class,
     check_inputs,
@@ -30,7 +30,7 @@ def problems_with(pool, inputs):
     return resource_problems(dataclasses.replace(pool, inputs=inputs))
 
 
-@pytest.mark.parametrize("stack", STACKS)
+@pytest.mark.parametrize("stack", ALL_STACKS)
 def test_every_resource_input_of_every_stack_exists_in_the_installed_sdk_with_its_type(stack):
     plan = stack_plan(stack)
     checked = [r for r in plan.resources if r.custom and is_checked(r.type)]
@@ -38,7 +38,7 @@ def test_every_resource_input_of_every_stack_exists_in_the_installed_sdk_with_it
     assert not problems, "\n".join(problems)
 
 
-@pytest.mark.parametrize("stack", STACKS)
+@pytest.mark.parametrize("stack", ALL_STACKS)
 def test_only_providers_and_dynamic_resources_escape_the_sdk_check(stack):
     skipped = {r.type for r in stack_plan(stack).resources if r.custom and not is_checked(r.type)}
     assert skipped == {
@@ -133,7 +133,7 @@ def test_placeholders_for_secrets_and_unknowns_pass_any_type():
 
 
 def test_the_sdk_args_classes_and_their_typed_dicts_agree_for_every_type_the_plans_reach():
-    roots = {args_class(r.type) for s in STACKS for r in stack_plan(s).resources if r.custom and is_checked(r.type)}
+    roots = {args_class(r.type) for s in ALL_STACKS for r in stack_plan(s).resources if r.custom and is_checked(r.type)}
     reached = set().union(*(reachable_input_types(c) for c in roots))
     assert len(reached) > 500  # the Cluster alone reaches hundreds; a walk that stops early fails here
     problems = [p for cls in reached for p in sdk_disagreements(cls)]

@@ -10,7 +10,7 @@ import logging
 import pytest
 import yaml
 
-from conftest import STACKS, merged, run_plan
+from conftest import ALL_STACKS, merged, run_plan
 from tools.mocks import SECRET_SIG, SIG_KEY
 from tools.offline_plan import kubernetes_manifests, render_tree
 
@@ -19,7 +19,7 @@ WANDB = "wandb-PLANTED-key-9f8e7d6c5b4a"
 PLANTED = (HF, WANDB)
 
 
-@pytest.fixture(scope="module", params=STACKS)
+@pytest.fixture(scope="module", params=ALL_STACKS)
 def planted_plan(request):
     records: list[str] = []
 

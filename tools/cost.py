@@ -8,6 +8,11 @@ Line items, each per hour (and per day = 24 h):
 - CPU pool: every other node pool, node count x (vCPUs x vCPU rate + GiB x memory rate) of the
   series (N2: standard 4 GiB/vCPU, highmem 8, highcpu 1).
 - Lustre: every Managed Lustre instance, capacity x the tier's GiB-month price / 730 h.
+- Autopilot (no node pools; tools/autopilot_plan.py): every GPU pod of the Ray release, billed as the
+  whole node it occupies at the node's price plus the Autopilot premium (spot and on-demand, the pods'
+  `cloud.google.com/gke-spot` selector says which applies), and the Ray head at Autopilot's
+  general-purpose per-vCPU and per-GiB pod rates. The watcher and installer pods (a fraction of a CPU)
+  are not priced.
 - GKE fee: clusters x the per-cluster-hour management fee (free tier not subtracted).
 - Bucket: buckets x `cost.bucketGib` (default: one bf16 export of the recipe's model) x the
   Standard GiB-month price / 730 h.
@@ -300,6 +305,8 @@ def estimate(plan: Any, cfg: "StackConfig", table: Optional[PriceTable] = None, 
             warnings.append(f"{pool.name}: spot CPU nodes shown at the on-demand price")
         items.append(LineItem(f"CPU pool ({pool.name})", f"{nodes} x {machine} ({vcpus} vCPU, {gib} GiB)", hourly, hourly, "list", [vcpu_rate, gib_rate]))
 
+    items += _autopilot_items(plan, table, region, warnings)
+
     for instance in plan.by_type(LUSTRE):
         capacity = int(float(instance.inputs.get("capacityGib", 0)))
         tier = int(float(instance.inputs.get("perUnitStorageThroughput", 0)))
@@ -334,6 +341,59 @@ def estimate(plan: Any, cfg: "StackConfig", table: Optional[PriceTable] = None, 
     return CostEstimate(region, table.currency, items, hours, basis, warnings, sources, table.hours_per_month)
 
 
+def _autopilot_items(plan: Any, table: PriceTable, region: str, warnings: list[str]) -> list[LineItem]:
+    """An Autopilot plan's pods (tools/autopilot_plan.py). GPU pods are billed by the node they occupy
+    (GKE "Deploy GPU workloads in Autopilot", from 1.29.4-gke.1427000): the node's Compute Engine
+    price plus the Autopilot premium, at Spot prices for Spot Pods. General-purpose pods are billed per
+    requested vCPU and GiB (pod-based). Empty for a Standard plan."""
+    from tools import autopilot_plan
+
+    items: list[LineItem] = []
+    for group in autopilot_plan.gpu_pods(plan):
+        machine = group.machine_type
+        try:
+            prices = [table.get(key, region) for key in (
+                f"gpu.{machine}.spot", f"autopilot.{machine}.premium.spot",
+                f"gpu.{machine}.onDemand", f"autopilot.{machine}.premium.onDemand",
+            )]
+        except PriceError as err:
+            warnings.append(f"{group.release}: {err}; Autopilot GPU pods not priced")
+            continue
+        spot = prices[0].value + prices[1].value
+        on_demand = prices[2].value + prices[3].value
+        if group.capacity == "reservation":
+            warnings.append(f"{group.release}: reserved capacity is billed on its own terms; shown at the on-demand list price")
+        items.append(
+            LineItem(
+                f"GPU nodes (Autopilot pods of {group.release})",
+                f"{group.pods} x {machine} + Autopilot premium",
+                group.pods * spot,
+                group.pods * on_demand,
+                "spot" if group.capacity == "spot" else "onDemand",
+                prices,
+            )
+        )
+    for pod in autopilot_plan.general_purpose_pods(plan):
+        try:
+            vcpu_rate = table.get("autopilot.generalPurpose.vcpuHour", region)
+            gib_rate = table.get("autopilot.generalPurpose.gibHour", region)
+        except PriceError as err:
+            warnings.append(f"{pod.name}: {err}; not priced")
+            continue
+        hourly = pod.cpu * vcpu_rate.value + pod.memory_gib * gib_rate.value
+        items.append(
+            LineItem(
+                f"CPU pods: {pod.name}",
+                f"{pod.cpu:g} vCPU, {pod.memory_gib:g} GiB on Autopilot general-purpose",
+                hourly,
+                hourly,
+                "list",
+                [vcpu_rate, gib_rate],
+            )
+        )
+    return items
+
+
 def lustre_monthly_price(table: PriceTable, region: str):
     """tier -> USD per GiB-month in `region` (None when the table has no price)."""
 
@@ -354,7 +414,7 @@ def money(value: Optional[float]) -> str:
     return f"${value:.3f}"
 
 
-_ORDER = ("GPU nodes", "CPU pool", "Managed Lustre", "GKE", "GCS")
+_ORDER = ("GPU nodes", "CPU pool", "CPU pods", "Managed Lustre", "GKE", "GCS")
 
 
 def _rank(item: LineItem) -> int:

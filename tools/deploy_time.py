@@ -90,9 +90,20 @@ UNKNOWN = Typical(0.5, "type not in the table: assumed")
 COMPONENT = Typical(0.0, "a component creates nothing")
 
 
-def typical(resource: Any) -> Typical:
+RAY_RELEASE = "kubernetes:helm.sh/v3:Release"
+AUTOPILOT_RAY_RELEASE = Typical(
+    CREATION_MINUTES[RAY_RELEASE].minutes + GPU_NODE_POOL.minutes,
+    "on Autopilot no node pool exists beforehand: GKE creates the GPU nodes only once the Ray worker pods "
+    f"ask for them ({GPU_NODE_POOL.basis}), then the pods pull the image ({CREATION_MINUTES[RAY_RELEASE].basis})",
+)
+
+
+def typical(resource: Any, autopilot: bool = False) -> Typical:
+    """The typical creation time of a plan resource; `autopilot`: the plan's cluster is Autopilot."""
     if not resource.custom:
         return COMPONENT
+    if autopilot and resource.type == RAY_RELEASE:
+        return AUTOPILOT_RAY_RELEASE
     if resource.type == NODE_POOL:
         accelerators = (resource.inputs.get("nodeConfig") or {}).get("guestAccelerators") or []
         return GPU_NODE_POOL if accelerators else CPU_NODE_POOL
@@ -166,6 +177,9 @@ def waits(plan: Any) -> dict[str, set[str]]:
 
 
 def estimate(plan: Any) -> DeployEstimate:
+    from tools.autopilot_plan import is_autopilot
+
+    autopilot = is_autopilot(plan)
     urns = plan.by_urn()
     graph = waits(plan)
     finish: dict[str, float] = {}
@@ -184,7 +198,7 @@ def estimate(plan: Any) -> DeployEstimate:
             if f > start:
                 start, prev = f, dep
         visiting.discard(urn)
-        finish[urn] = start + typical(urns[urn]).minutes
+        finish[urn] = start + typical(urns[urn], autopilot).minutes
         came_from[urn] = prev
         return finish[urn]
 
@@ -197,11 +211,11 @@ def estimate(plan: Any) -> DeployEstimate:
     cur: Optional[str] = last
     while cur is not None:
         r = urns[cur]
-        t = typical(r)
+        t = typical(r, autopilot)
         path.append(Step(r.name, r.type, t.minutes, finish[cur] - t.minutes, finish[cur], t.basis))
         cur = came_from[cur]
     path.reverse()
-    unknown = sorted({urns[u].type for u in graph if typical(urns[u]) is UNKNOWN})
+    unknown = sorted({urns[u].type for u in graph if typical(urns[u], autopilot) is UNKNOWN})
     milestones = {urns[u].name: f for u, f in finish.items() if urns[u].type in MILESTONE_TYPES}
     return DeployEstimate(finish[last], path, {urns[u].name: f for u, f in finish.items()}, unknown, milestones)
 

@@ -226,6 +226,11 @@ def summary(plan: Plan) -> dict[str, Any]:
             nodes = int(pool.inputs.get("nodeCount") or pool.inputs.get("initialNodeCount") or 0)
             gpu_nodes += nodes
             gpus += nodes * per_node
+    from tools.autopilot_plan import summary_counts
+
+    autopilot = summary_counts(plan)  # Autopilot: no pools; the GPU pods each take a whole node
+    if autopilot is not None:
+        gpu_nodes, gpus = autopilot
     return {"resources": len(plan.resources), "byType": dict(sorted(counts.items())), "gpuNodes": gpu_nodes, "gpus": gpus}
 
 

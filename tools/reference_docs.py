@@ -28,7 +28,7 @@ from infra.config import PROJECT, SECRET_KEYS, StackConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
-STACKS = ("dev", "b200", "h200")
+STACKS = ("dev", "b200", "h200", "autopilot")
 
 
 def _type_name(ann: Any) -> str:

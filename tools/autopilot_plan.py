@@ -1,0 +1,118 @@
+"""What an Autopilot plan will run, read from the plan itself: the GPU pods (each on a whole GPU node
+GKE creates for it) and the general-purpose pods of the Ray cluster.
+
+A Standard plan states its capacity as node pools; an Autopilot plan has none (`enableAutopilot` on the
+cluster), and the capacity is whatever the Ray release's worker pods ask for: `worker.replicas` pods,
+each selecting `cloud.google.com/gke-accelerator` (+ `cloud.google.com/gke-spot` for Spot Pods) and
+taking every GPU of the machine (infra/autopilot_pods.py). The cost estimate (tools/cost.py), the deploy
+time (tools/deploy_time.py) and the plan summary read it from here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from infra.autopilot_pods import ACCELERATOR_LABEL, GPU_RESOURCE, RESERVATION_NAME_LABEL, SPOT_LABEL
+from infra.flavours import FLAVOURS
+
+CLUSTER = "gcp:container/cluster:Cluster"
+RELEASE = "kubernetes:helm.sh/v3:Release"
+
+
+@dataclass(frozen=True)
+class GpuPods:
+    """One group of whole-node GPU pods of an Autopilot plan."""
+
+    release: str
+    """The Helm release (plan resource name) the pods come from."""
+    pods: int
+    machine_type: str
+    accelerator_type: str
+    gpus_per_pod: int
+    capacity: str
+    """`spot`, `reservation` or `onDemand`, from the pods' node selector."""
+
+
+@dataclass(frozen=True)
+class GeneralPurposePod:
+    """A CPU pod on Autopilot's general-purpose class, billed per requested vCPU and GiB."""
+
+    name: str
+    cpu: float
+    memory_gib: float
+
+
+def is_autopilot(plan: Any) -> bool:
+    return any(bool(c.inputs.get("enableAutopilot")) for c in plan.by_type(CLUSTER))
+
+
+def gpu_pods(plan: Any) -> list[GpuPods]:
+    """The GPU worker groups of every Ray release of an Autopilot plan (empty for a Standard plan)."""
+    if not is_autopilot(plan):
+        return []
+    machines = {f.accelerator_type: f.machine_type for f in FLAVOURS.values()}
+    found = []
+    for release in plan.by_type(RELEASE):
+        values = release.inputs.get("values") or {}
+        for group in _worker_groups(values):
+            selector = group.get("nodeSelector") or {}
+            accelerator = selector.get(ACCELERATOR_LABEL)
+            if not accelerator:
+                continue
+            gpus = int(((group.get("resources") or {}).get("limits") or {}).get(GPU_RESOURCE, 0))
+            capacity = "spot" if selector.get(SPOT_LABEL) == "true" else "reservation" if selector.get(RESERVATION_NAME_LABEL) else "onDemand"
+            found.append(
+                GpuPods(
+                    release=release.name,
+                    pods=int(group.get("replicas") or 0),
+                    machine_type=machines.get(accelerator, f"<{accelerator}>"),
+                    accelerator_type=accelerator,
+                    gpus_per_pod=gpus,
+                    capacity=capacity,
+                )
+            )
+    return found
+
+
+def general_purpose_pods(plan: Any) -> list[GeneralPurposePod]:
+    """The Ray heads of an Autopilot plan (the other small pods, the preemption watcher and the NCCL
+    installer's pause container, are left out: a fraction of a CPU together)."""
+    if not is_autopilot(plan):
+        return []
+    pods = []
+    for release in plan.by_type(RELEASE):
+        head = (release.inputs.get("values") or {}).get("head") or {}
+        requests = (head.get("resources") or {}).get("requests") or {}
+        if requests:
+            pods.append(GeneralPurposePod(f"Ray head ({release.name})", _cpu(requests.get("cpu", "0")), _gib(requests.get("memory", "0Gi"))))
+    return pods
+
+
+def _worker_groups(values: dict[str, Any]) -> list[dict[str, Any]]:
+    groups = [g for g in (values.get("additionalWorkerGroups") or {}).values() if isinstance(g, dict) and not g.get("disabled")]
+    worker = values.get("worker") or {}
+    if worker and not worker.get("disabled"):
+        groups.append(worker)
+    return groups
+
+
+def _cpu(quantity: Any) -> float:
+    text = str(quantity)
+    return int(text[:-1]) / 1000 if text.endswith("m") else float(text)
+
+
+def _gib(quantity: Any) -> float:
+    text = str(quantity)
+    for suffix, factor in (("Gi", 1.0), ("Mi", 1 / 1024), ("G", 1e9 / 2**30), ("M", 1e6 / 2**30)):
+        if text.endswith(suffix):
+            return float(text[: -len(suffix)]) * factor
+    return float(text) / 2**30
+
+
+def summary_counts(plan: Any) -> Optional[tuple[int, int]]:
+    """(GPU nodes, GPUs) of an Autopilot plan's GPU pods; None for a Standard plan."""
+    if not is_autopilot(plan):
+        return None
+    groups = gpu_pods(plan)
+    return sum(g.pods for g in groups), sum(g.pods * g.gpus_per_pod for g in groups)
