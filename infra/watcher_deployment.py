@@ -56,7 +56,7 @@ CONFIG_DIR = "/config"
 SPEC_KEY = "spec.json"
 HEARTBEAT = "/tmp/heartbeat"
 WORKLOADS_DIR = Path(__file__).resolve().parent.parent / "workloads"
-WATCHER_MODULES = ("__init__.py", "__main__.py", "job_spec.py", "preemption.py", "recipes.py", "submit.py")
+WATCHER_MODULES = ("__init__.py", "__main__.py", "job_spec.py", "overrides.py", "preemption.py", "recipes.py", "submit.py")
 """What `python -m workloads watch --spec-file` imports (checked by a test that runs exactly these
 files with Pulumi and `infra` made unimportable)."""
 RESOURCES = {"requests": {"cpu": "50m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}}

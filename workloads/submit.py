@@ -40,8 +40,8 @@ from ray.job_submission import JobDetails, JobStatus, JobSubmissionClient
 
 try:
     from ray.exceptions import AuthenticationError
-except ImportError:  # added with token auth in Ray 2.52 (ray-project/ray#58737); the NeMo-RL v0.4/v0.5
-    # images the watcher pod runs ship Ray 2.46/2.49
+except ImportError:  # added with token auth in Ray 2.52 (ray-project/ray#58737); the NeMo-RL v0.4.0
+    # image the watcher pod runs on the b200 stack ships Ray 2.46
 
     class AuthenticationError(Exception):  # type: ignore[no-redef]
         """Never raised by an older Ray's client; keeps `_guard`'s except clause valid."""
