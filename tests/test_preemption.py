@@ -393,6 +393,11 @@ def test_what_the_state_file_says_decides_after_a_restart_with_an_empty_job_tabl
     decision = Watcher(client, spec, policy, state=state).step()
     assert decision.action is Action.RESUBMIT and client.submitted[0]["submission_id"] == spec.submission_id
     assert StateFile(state.path).load(spec.spec_hash).attempt == 1
+    # Another spec's job running on the stack (a submission by hand): ours is not added beside it.
+    other = spec_of("t-state", "pass  # v2")
+    busy = FakeClient([info("RUNNING", sid=other.submission_id, meta=dict(other.metadata))])
+    decision = Watcher(busy, spec, policy).step()
+    assert decision.action is Action.WAIT and other.submission_id in decision.reason and not busy.submitted
     # A torn or foreign file is no record (and no crash).
     state.path.write_text("{not json")
     assert state.load(spec.spec_hash) is None

@@ -64,7 +64,8 @@ node drained, same eviction) forgets what it saw too, unless it kept it: with a 
 ended, and a job that was running is then found lost and resubmitted. With `resubmit_missing`
 (`job.submit` on: the deploy submits the job, so it should exist) a watcher that finds no job of its
 spec at all and nothing recorded submits it too, once the GPUs are alive (the id is deterministic:
-if the deploy's own submission wins the race, that is the job).
+if the deploy's own submission wins the race, that is the job). Neither happens while another spec's
+job of the stack is pending or running (a submission by hand): two jobs would fight for the GPUs.
 
 Not covered: a job that hangs instead of failing (NeMo-RL's surviving workers blocked in a collective
 on a vanished peer until NCCL's timeout) is RUNNING to Ray, so it is only restarted once it fails.
@@ -516,6 +517,11 @@ class Watcher:
                 Seen(self.spec.spec_hash, newest.submission_id, attempt, restarts, capacity_waits,
                      status=str(_value(newest.status)), final=decision.action in _FINAL)
             )
+        elif any(_value(j.status) in ("PENDING", "RUNNING") for j in jobs):
+            # No job of this spec, but the stack runs another one (a `submit` by hand, a deploy in
+            # progress): submitting ours too would fight it for the GPUs.
+            running = next(j for j in jobs if _value(j.status) in ("PENDING", "RUNNING"))
+            return Decision(Action.WAIT, f"no job of this spec; {running.submission_id} (another spec of stack {self.spec.stack}) runs")
         elif self.seen is not None and self.seen.final:
             return Decision(
                 Action.DONE,
