@@ -15,6 +15,10 @@ Override order on the command line (NeMo-RL applies them left to right):
 2. the recipe's own overrides;
 3. the user's `job.overrides`, last; one that sets a recipe key replaces the recipe's value.
 
+All three are then applied, in that order, to the recipe's config at its pinned NeMo-RL version with
+NeMo-RL's own override parser (`workloads.overrides`): what NeMo-RL would reject at start, a leading
+`-`, and deleting or replacing a section the stack sets are refused here, naming `job.overrides`.
+
 Secrets (HF_TOKEN, WANDB_API_KEY) never appear here: the Ray pods get them as files from a Kubernetes
 Secret, and their environment holds only the paths (HF_TOKEN_PATH, NETRC), which is all the job
 driver inherits and NeMo-RL forwards (`os.environ`) to its actors. A runtime env naming a secret
