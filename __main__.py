@@ -164,6 +164,8 @@ watcher = build_preemption_watcher(
     cfg,
     ray=ray_cluster,
     system_pool_name=system_pool,
+    gpu_pool=gpu_pool,
+    lustre_claim=workload.pvc_name,
     opts=pulumi.ResourceOptions(provider=kube.provider, depends_on=[ray_cluster.release]),
 )
 if watcher is not None:

@@ -38,7 +38,8 @@ from infra.machines import (
     AUTOPILOT_GENERAL_PURPOSE_MAX_MEMORY_GIB,
     system_node_room,
 )
-from workloads.recipes import RECIPES, Parallelism, Recipe, data_key_problem
+from workloads.overrides import data_key_problem
+from workloads.recipes import RECIPES, Parallelism, Recipe
 
 PROJECT = "nemo-rl-gke"
 """The Pulumi project name; also the config namespace."""
@@ -396,7 +397,11 @@ class JobConfig(_Model):
 
     recipe: str = Field("qwen2.5-1.5b-gsm8k", description=f"Recipe name: one of {', '.join(RECIPES)}.")
     overrides: tuple[Override, ...] = Field(
-        (), description="Extra NeMo-RL overrides (`a.b=v`, `+a.b=v`, `++a.b=v`, `~a.b`), applied last."
+        (),
+        description="Extra NeMo-RL overrides, applied last: `a.b=v` sets a key of the recipe's config, `+a.b=v` adds "
+        "a new one, `++a.b=v` adds or sets, `~a.b` deletes. Checked before any resource with NeMo-RL's own parser "
+        "against the recipe's config at its pinned NeMo-RL version; refused: a leading `-`, a key the config lacks "
+        "(without `+`), deleting or replacing what the stack sets (e.g. `~checkpointing`).",
     )
     submit: bool = Field(True, description="Submit the job on `pulumi up`; false deploys the Ray cluster only.")
     max_num_steps: Optional[int] = Field(None, ge=1, description="Override the recipe's `grpo.max_num_steps`.")
@@ -410,9 +415,9 @@ class JobConfig(_Model):
         return v
 
     @model_validator(mode="after")
-    def _data_keys_of_the_recipes_generation(self) -> "JobConfig":
+    def _data_keys_the_images_loader_reads(self) -> "JobConfig":
         image = RECIPES[self.recipe].image
-        problems = [p for o in self.overrides if (p := data_key_problem(image.generation, o))]
+        problems = [p for o in self.overrides if (p := data_key_problem(image.tag, o))]
         if problems:
             raise KeyedValueError("overrides", f"recipe {self.recipe!r} runs {image.ref}: " + "; ".join(problems))
         return self

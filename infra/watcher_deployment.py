@@ -43,7 +43,7 @@ import pulumi_kubernetes as k8s
 from infra.kube_provider import MANAGED_LABELS
 from infra.options import child_options
 from infra.ray_cluster import DASHBOARD_PORT, NODE_POOL_LABEL
-from workloads.job_spec import JobSpec
+from workloads.job_spec import JobSpec, PoolShape
 from workloads.recipes import NemoRLImage
 from workloads.preemption import RecoveryPolicy
 
@@ -55,8 +55,12 @@ NAME = "preemption-watcher"
 CONFIG_DIR = "/config"
 SPEC_KEY = "spec.json"
 HEARTBEAT = "/tmp/heartbeat"
+STATE_DIR = "/state"
+STATE_SUBPATH = ".nemo-rl-gke/watcher"
+"""Where on Lustre the watcher keeps what it saw (`workloads.preemption.StateFile`): mounted alone
+(a subPath of the claim, which the kubelet creates), so the watcher sees none of the checkpoints."""
 WORKLOADS_DIR = Path(__file__).resolve().parent.parent / "workloads"
-WATCHER_MODULES = ("__init__.py", "__main__.py", "job_spec.py", "preemption.py", "recipes.py", "submit.py")
+WATCHER_MODULES = ("__init__.py", "__main__.py", "job_spec.py", "overrides.py", "preemption.py", "recipes.py", "submit.py")
 """What `python -m workloads watch --spec-file` imports (checked by a test that runs exactly these
 files with Pulumi and `infra` made unimportable)."""
 RESOURCES = {"requests": {"cpu": "50m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}}
@@ -83,13 +87,19 @@ def dashboard_address(head_service: str, namespace: str) -> str:
     return f"http://{head_service}.{namespace}.svc:{DASHBOARD_PORT}"
 
 
-def watcher_command(address: str, policy: RecoveryPolicy) -> list[str]:
+def state_file(stack: str) -> str:
+    """The watcher's state file in its pod (one per stack; a new spec's watcher ignores an old spec's)."""
+    return f"{STATE_DIR}/{stack}.json"
+
+
+def watcher_command(address: str, policy: RecoveryPolicy, stack: str) -> list[str]:
     return [
         "python", "-m", "workloads", "watch",
         "--address", address,
         "--spec-file", f"{CONFIG_DIR}/{SPEC_KEY}",
         *policy.cli_args(),
         "--heartbeat-file", HEARTBEAT,
+        "--state-file", state_file(stack),
     ]
 
 
@@ -117,6 +127,8 @@ def deployment_manifest(
     policy: RecoveryPolicy,
     config_map_name: str,
     config_hash: str,
+    stack: str,
+    lustre_claim: str,
 ) -> dict[str, Any]:
     """The watcher Deployment (metadata and spec). Pure: no Outputs."""
     probe_script = (
@@ -165,7 +177,7 @@ def deployment_manifest(
                             "name": "watcher",
                             "image": image,
                             "imagePullPolicy": "IfNotPresent",
-                            "command": watcher_command(dashboard_address(head_service, namespace), policy),
+                            "command": watcher_command(dashboard_address(head_service, namespace), policy, stack),
                             "workingDir": CONFIG_DIR,
                             "env": [
                                 {"name": "PYTHONPATH", "value": CONFIG_DIR},
@@ -191,6 +203,7 @@ def deployment_manifest(
                             "volumeMounts": [
                                 {"name": "code", "mountPath": CONFIG_DIR, "readOnly": True},
                                 {"name": "tmp", "mountPath": "/tmp"},
+                                {"name": "state", "mountPath": STATE_DIR, "subPath": STATE_SUBPATH},
                             ],
                         }
                     ],
@@ -206,6 +219,11 @@ def deployment_manifest(
                             },
                         },
                         {"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}},
+                        # What the watcher saw must outlive a Ray head restarted together with it (the
+                        # head forgets its jobs): Lustre keeps it as long as the checkpoints a
+                        # resubmission resumes from, and needs no Kubernetes API token (a ConfigMap
+                        # would: the watcher has none by design).
+                        {"name": "state", "persistentVolumeClaim": {"claimName": lustre_claim}},
                     ],
                 },
             },
@@ -243,6 +261,7 @@ class PreemptionWatcher(pulumi.ComponentResource):
         ray_cluster_name: str,
         head_service: pulumi.Input[str],
         system_pool_name: Optional[str],
+        lustre_claim: str,
         opts: Optional[pulumi.ResourceOptions] = None,
     ) -> None:
         data = config_map_data(spec)
@@ -278,6 +297,8 @@ class PreemptionWatcher(pulumi.ComponentResource):
                 policy=policy,
                 config_map_name=config_map_name,
                 config_hash=config_hash,
+                stack=spec.stack,
+                lustre_claim=lustre_claim,
             )
 
         config_map_name = self.config_map.metadata.apply(lambda m: m.name)
@@ -306,6 +327,8 @@ def build_preemption_watcher(
     *,
     ray: Any,
     system_pool_name: Optional[str],
+    gpu_pool: PoolShape,
+    lustre_claim: str,
     opts: Optional[pulumi.ResourceOptions] = None,
 ) -> Optional[PreemptionWatcher]:
     """The stack's `PreemptionWatcher`, or None when `recovery.enabled` is false.
@@ -318,6 +341,8 @@ def build_preemption_watcher(
         cfg: the validated stack config (`recovery`, `ray.namespace`, the recipe's image).
         ray: the `RayCluster` component (`cluster_name`, `head_service`, `namespace`).
         system_pool_name: the CPU pool's name (`infra.cluster.system_pool_name`); None on Autopilot.
+        gpu_pool: the GPU pool's facts: the watcher resubmits only once Ray has all its GPUs alive.
+        lustre_claim: the Lustre PVC (`WorkloadEnvironment.pvc_name`) that holds the watcher's state.
         opts: the Kubernetes provider, and `depends_on` the Ray release (the watcher is pointless before
             the head exists and is deleted before it).
     """
@@ -326,11 +351,15 @@ def build_preemption_watcher(
     return PreemptionWatcher(
         NAME,
         spec,
-        RecoveryPolicy.from_config(cfg.recovery),
+        # With job.submit on the deploy submits the job, so a spec without a job on the cluster is resubmitted.
+        RecoveryPolicy.from_config(
+            cfg.recovery, pool_gpus=gpu_pool.node_count * gpu_pool.gpus_per_node, resubmit_missing=cfg.job.submit
+        ),
         namespace=ray.namespace,
         image=cfg.recipe.image,
         ray_cluster_name=ray.cluster_name,
         head_service=ray.head_service,
         system_pool_name=system_pool_name,
+        lustre_claim=lustre_claim,
         opts=opts,
     )

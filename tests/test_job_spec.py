@@ -16,6 +16,7 @@ from infra.config import JobConfig
 from infra.stack_context import GpuPoolFacts, NicAttachment
 from infra.flavours import FLAVOURS
 from workloads import __main__ as cli
+from workloads import job_spec as job_spec_module
 from workloads.job_spec import (
     SECRET_ENV_NAMES,
     JobBuildError,
@@ -23,6 +24,7 @@ from workloads.job_spec import (
     build_job,
     override_key,
 )
+from workloads.overrides import data_key_problem, reference
 from workloads.recipes import IMAGES, RECIPES, ConfigGeneration, Parallelism, TrainingBackend
 
 
@@ -75,21 +77,24 @@ def test_the_b200_stack_reproduces_the_codelab_command():
         "checkpointing.checkpoint_dir=/lustre/checkpoints/b200/qwen2.5-72b-deepscaler",
         "data.dataset_name=DeepScaler",
         "logger.wandb_enabled=false",
-        # The config file's parallelism, now explicit and checked against the pool.
+        # The config file's parallelism (vLLM TP 8 in grpo_math_70B_megatron.yaml v0.4.0 ... v0.7.0, which
+        # the codelab keeps), now explicit and checked against the pool.
         "policy.megatron_cfg.tensor_model_parallel_size=4",
         "policy.megatron_cfg.pipeline_model_parallel_size=4",
-        "policy.generation.vllm_cfg.tensor_parallel_size=4",
+        "policy.generation.vllm_cfg.tensor_parallel_size=8",
     }
     assert codelab <= set(overrides(spec))
     env = spec.runtime_env["env_vars"]
     assert env["HF_HOME"] == "/lustre/hf-cache" and env["RAY_OVERRIDE_JOB_RUNTIME_ENV"] == "1"
+    # NeMo-RL waits about 17 min (2**10 - 1 s), not 63 s, for GPUs a replacement spot node brings back.
+    assert env["NRL_VIRTUAL_CLUSTER_MAX_RETRIES"] == "10"
     assert RECIPES["qwen2.5-72b-deepscaler"].image.ref == "nvcr.io/nvidia/nemo-rl:v0.4.0"
 
 
 def test_the_h200_stack_reproduces_the_tutorial_command_with_generation_on_its_own_node():
     spec = stack_spec("h200")
     tokens = argv(spec)
-    assert tokens[4:7] == ["examples/run_grpo_math.py", "--config",
+    assert tokens[4:7] == ["examples/run_grpo.py", "--config",
                            "examples/configs/recipes/llm/grpo-gemma3-27b-it-8n4g-fsdp2tp4-actckpt-long.yaml"]
     tutorial = {
         # NeMo-RL takes the whole pool here and gives the generation node(s) to vLLM itself.
@@ -103,19 +108,15 @@ def test_the_h200_stack_reproduces_the_tutorial_command_with_generation_on_its_o
         "policy.dtensor_cfg.tensor_parallel_size=8",
         "grpo.num_prompts_per_step=16",
         "grpo.num_generations_per_prompt=64",
-        "data.dataset_name=ResponseDataset",
-        "++data.train_data_path=openai/gsm8k",
-        "++data.val_data_path=openai/gsm8k",
-        "++data.subset=main",
-        "++data.input_key=question",
-        "++data.output_key=answer",
-        "++data.train_split=train",
-        "++data.val_split=test",
+        # GSM8K (openai/gsm8k, config main) train / test splits, on the v0.6 data layout.
+        "data.train.dataset_name=gsm8k",
+        "++data.validation.dataset_name=gsm8k",
+        "++data.validation.split=test",
         "checkpointing.checkpoint_dir=/lustre/checkpoints/h200/gemma3-27b-gsm8k",
         "logger.log_dir=/lustre/logs/h200/gemma3-27b-gsm8k",
     }
     assert tutorial <= set(overrides(spec))
-    assert RECIPES["gemma3-27b-gsm8k"].image.ref == "nvcr.io/nvidia/nemo-rl:v0.5.0"
+    assert RECIPES["gemma3-27b-gsm8k"].image.ref == "nvcr.io/nvidia/nemo-rl:v0.6.0"
 
 
 @pytest.mark.parametrize("stack", ["dev", "b200", "h200"])
@@ -133,12 +134,17 @@ def test_the_stack_spec_is_the_one_built_from_the_pools_facts(stack, flavour, no
     assert from_facts == spec_of(stack, cfg, wandb_key_set=False) == cli.build_spec(loaded)
 
 
-def test_hostile_values_stay_single_shell_words():
+def test_hostile_values_stay_single_shell_words(monkeypatch):
     hostile_stack = "x; rm -rf ~ $(reboot)"
     mount = "/mnt/it's `id`"
     user = ("grpo.num_prompts_per_step=$(curl evil)", "++logger.wandb.project=a b'c")
     job = JobConfig.model_construct(recipe="qwen2.5-1.5b-gsm8k", overrides=user, submit=True,
                                     max_num_steps=None, wandb_project=None)
+    # NeMo-RL's override parser refuses such values (and the stack config never lets them in); the
+    # quoting must hold without that check too.
+    with pytest.raises(JobBuildError, match="is not a Hydra override"):
+        build_job("qwen2.5-1.5b-gsm8k", job, pool("b200", 1), mount, hostile_stack, False)
+    monkeypatch.setattr(job_spec_module.OverrideChecker, "check", lambda self, overrides: None)
     spec = build_job("qwen2.5-1.5b-gsm8k", job, pool("b200", 1), mount, hostile_stack, False)
     tokens = argv(spec)
     assert tokens[:2] == ["cd", "/opt/nemo-rl"]
@@ -192,10 +198,10 @@ def test_the_id_is_deterministic_and_changes_exactly_when_the_spec_does():
 
 def test_user_overrides_win_over_the_recipe_but_may_not_touch_what_the_stack_derives():
     cfg = cli.load_stack("h200").config
-    job = cfg.job.model_copy(update={"overrides": ("grpo.num_prompts_per_step=8", "~loss_fn.ratio_clip_c")})
+    job = cfg.job.model_copy(update={"overrides": ("grpo.num_prompts_per_step=8", "~loss_fn.use_on_policy_kl_approximation")})
     spec = build_job(cfg.recipe, job, pool("h200", 2), "/lustre", "h200", False)
     ovs = overrides(spec)
-    assert ovs[-2:] == ["grpo.num_prompts_per_step=8", "~loss_fn.ratio_clip_c"]
+    assert ovs[-2:] == ["grpo.num_prompts_per_step=8", "~loss_fn.use_on_policy_kl_approximation"]
     assert "grpo.num_prompts_per_step=16" not in ovs
     for bad, owner in [("cluster.num_nodes=3", "gpuPool.nodeCount"), ("++grpo.max_num_steps=5", "job.maxNumSteps"),
                        ("checkpointing.checkpoint_dir=/tmp", "ray.mountPath"), ("~checkpointing.enabled", "nothing"),
@@ -238,7 +244,8 @@ def test_recipes_pin_their_image_and_know_their_config_generation():
         assert recipe.config_file.startswith("examples/configs/")
         for o in recipe.overrides:
             assert shlex.quote(o) == o, o  # plain tokens: nothing for a shell to interpret
-    assert IMAGES["v0.4.0"].ray_version == "2.46.0" and IMAGES["v0.5.0"].ray_version == "2.49.2"
+    # uv.lock of NVIDIA-NeMo/RL at each tag.
+    assert [IMAGES[t].ray_version for t in ("v0.4.0", "v0.5.0", "v0.6.0")] == ["2.46.0", "2.49.2", "2.54.0"]
     assert RECIPES["qwen2.5-72b-deepscaler"].parallelism.backend is TrainingBackend.MEGATRON
     with pytest.raises(ValueError, match="colocated.resources.num_nodes >= 1"):
         Parallelism(train_tensor_parallel=1, colocated=False)
@@ -321,27 +328,42 @@ def test_switching_colocation_off_without_generation_nodes_names_the_overrides_k
 
 
 
-# ---------------------------------------------------------------- data keys follow the config generation
+# ---------------------------------------------------------------- data keys the image's loader reads
 
 
-def test_a_recipe_with_data_keys_of_the_other_config_generation_is_refused():
-    from dataclasses import replace as dc_replace
+@pytest.mark.parametrize("name", list(RECIPES))
+def test_each_recipes_data_keys_are_ones_its_images_data_loader_reads(name):
+    recipe = RECIPES[name]
+    loader = reference(recipe.image.tag)["loader"]
+    data = [o for o in recipe.overrides if override_key(o).startswith("data.")]
+    assert data, f"recipe {name} names no dataset"
+    for o in data:
+        assert override_key(o) in loader["data_keys"], f"recipe {name}: {o} is not read by NeMo-RL {recipe.image.tag}"
+        if override_key(o).endswith("dataset_name"):
+            assert o.split("=", 1)[1] in loader["dataset_names"], f"recipe {name}: {o} names no dataset of {recipe.image.tag}"
 
-    gsm8k = RECIPES["gemma3-27b-gsm8k"]
-    assert gsm8k.image.generation is ConfigGeneration.FLAT
-    with pytest.raises(ValueError, match=r"on nvcr.io/nvidia/nemo-rl:v0.6.0: 'data.dataset_name=ResponseDataset': "
-                                         r"NeMo-RL v0.6 and later moved data.dataset_name under data.train"):
-        dc_replace(gsm8k, image=IMAGES["v0.6.0"])
+
+def test_the_tutorials_gsm8k_keys_are_not_read_by_the_v0_5_image_and_the_check_says_so():
+    # What the GKE tutorial passed on nemo-rl:v0.5.0: that image's loader has no subset, so openai/gsm8k
+    # (configs main/socratic) cannot load without patching the code in the pod.
+    assert data_key_problem("v0.5.0", "++data.subset=main") == (
+        "'++data.subset=main': NeMo-RL v0.5.0's data loader does not read data.subset; allowed: the flat data.* "
+        "keys it reads (data.train/validation/default came with v0.6)"
+    )
+    assert data_key_problem("v0.5.0", "++data.train_data_path=openai/gsm8k") is None
+    assert data_key_problem("v0.6.0", "data.train.subset=main") is None
+    assert "data.dataset_name" in data_key_problem("v0.6.0", "data.dataset_name=ResponseDataset")
 
 
-def test_a_user_override_of_a_data_key_the_recipes_image_lacks_names_the_key():
+def test_a_user_override_of_a_data_key_the_recipes_image_does_not_read_names_the_key():
     from conftest import merged, run_plan
     from infra.config import ConfigError
 
     with pytest.raises(ConfigError) as info:
-        run_plan("h200", job=merged("h200", "job", {"overrides": ["++data.train.dataset_name=OpenMathInstruct-2"]}))
+        run_plan("h200", job=merged("h200", "job", {"overrides": ["++data.train_data_path=openai/gsm8k"]}))
     assert str(info.value) == (
-        "nemo-rl-gke:job.overrides: recipe 'gemma3-27b-gsm8k' runs nvcr.io/nvidia/nemo-rl:v0.5.0: "
-        "'++data.train.dataset_name=OpenMathInstruct-2': data.train/validation/default keys exist from NeMo-RL "
-        "v0.6 on; this image takes flat data.* keys"
+        "nemo-rl-gke:job.overrides: recipe 'gemma3-27b-gsm8k' runs nvcr.io/nvidia/nemo-rl:v0.6.0: "
+        "'++data.train_data_path=openai/gsm8k': NeMo-RL v0.6.0's data loader does not read data.train_data_path; "
+        "allowed: data.train.*, data.validation.*, data.default.* and the other keys it reads (the flat ones went "
+        "with v0.6)"
     )

@@ -5,6 +5,7 @@ ConfigMap's files, and the PreemptionWatcher's Kubernetes objects under mocks.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
@@ -35,7 +36,12 @@ from workloads import __main__ as cli
 from workloads import submit as jobs
 from workloads.job_spec import META_ATTEMPT, SECRET_ENV_NAMES, JobSpec
 from workloads.preemption import (
+    CAPACITY_WAIT_LIMIT,
     META_AUTO_RESTARTS,
+    META_CAPACITY_WAITS,
+    RayNode,
+    Seen,
+    StateFile,
     Action,
     Cause,
     RecoveryPolicy,
@@ -76,6 +82,15 @@ def info(status="FAILED", *, message="", error_type="JOB_ENTRYPOINT_COMMAND_ERRO
         (dict(message=TRACEBACK + "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task."), Cause.PREEMPTION),
         (dict(message=TRACEBACK + "torch.distributed.DistBackendError: NCCL error: remote process exited or there was a network error"), Cause.PREEMPTION),
         (dict(message=TRACEBACK + "RuntimeError: bad override policy.foo"), Cause.APPLICATION),
+        # "preempt" in a log is no evidence of a preemption (a config dump, a user's print).
+        (dict(message="grpo: {'preemption_grace': 30}\n" + TRACEBACK + "ValueError: the spot VM was preempted? no: bad value"), Cause.APPLICATION),
+        # NeMo-RL's own capacity wait ran out (nemo_rl/distributed/virtual_cluster.py).
+        (dict(message="Not enough GPUs available. Requested 16 GPUs, but only 8 are available in the cluster.\n"
+              "Retrying placement group creation... 10/10. Next retry in 512 seconds.\n" + TRACEBACK
+              + "nemo_rl.distributed.virtual_cluster.ResourceInsufficientError: Maximum number of retries reached (10)."),
+         Cause.CAPACITY),
+        (dict(message=TRACEBACK + "TimeoutError: Timed out waiting for placement groups to be ready. The cluster may not "
+              "have enough resources"), Cause.CAPACITY),
         (dict(message=TRACEBACK + "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"), Cause.APPLICATION),
         (dict(message=TRACEBACK + "ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory."), Cause.APPLICATION),
         (dict(message=TRACEBACK + "ray.exceptions.ActorDiedError: The actor died because of an error raised in its creation task"), Cause.APPLICATION),
@@ -86,6 +101,36 @@ def info(status="FAILED", *, message="", error_type="JOB_ENTRYPOINT_COMMAND_ERRO
 def test_the_classifier_tells_lost_infrastructure_from_the_jobs_own_errors(kwargs, cause):
     verdict = classify(info(**kwargs))
     assert verdict.cause is cause, verdict
+
+
+def gpu_node(state="DEAD", end_ms=999_000, gpus=8.0, message="health check failed due to missing too many heartbeats"):
+    return RayNode(node_id="ab" * 28, ip="10.0.3.7", alive=state == "ALIVE", gpus=gpus, end_ms=end_ms, message=message)
+
+
+def test_node_evidence_from_ray_makes_a_plain_failure_a_preemption_and_only_for_this_attempt():
+    failed = info(message=TRACEBACK + "RuntimeError: collective timed out")  # ran from 995 s to 1000 s
+    assert classify(failed).cause is Cause.APPLICATION
+    verdict = classify(failed, [gpu_node()])
+    assert verdict.cause is Cause.PREEMPTION, verdict
+    assert verdict.evidence == "Ray lost GPU node 10.0.3.7 during the attempt: health check failed due to missing too many heartbeats"
+    # A node that died before the attempt started, a CPU node, or one still alive is no evidence.
+    for other in (gpu_node(end_ms=900_000), gpu_node(gpus=0), gpu_node(state="ALIVE", end_ms=None)):
+        assert classify(failed, [other]).cause is Cause.APPLICATION, other
+
+
+def test_a_capacity_wait_is_resubmitted_without_counting_a_restart_until_its_own_limit():
+    policy = RecoveryPolicy(check_interval_seconds=60, max_restarts=2, backoff_seconds=10, max_backoff_seconds=40)
+    waited = info(message=TRACEBACK + "nemo_rl.distributed.virtual_cluster.ResourceInsufficientError: Maximum number of retries reached (10).")
+    # Already at the restart cap: a capacity wait still goes on, and carries the count unchanged.
+    early = decide(waited, 3, policy, 1005.0, restarts=2)
+    assert (early.action, early.cause, early.not_before) == (Action.WAIT, Cause.CAPACITY, 1010.0)
+    go = decide(waited, 3, policy, 1010.0, restarts=2, capacity_waits=1)
+    assert (go.action, go.next_attempt, go.restarts, go.capacity_waits) == (Action.RESUBMIT, 4, 2, 2)
+    assert "not counted as a restart" in go.reason
+    stop = decide(waited, 9, policy, 2000.0, restarts=0, capacity_waits=CAPACITY_WAIT_LIMIT)
+    assert (stop.action, stop.cause) == (Action.GIVE_UP, Cause.CAPACITY)
+    # A preemption right after counts as usual (and the cap applies).
+    assert decide(info(exit_code=137), 3, policy, 2000.0, restarts=2).action is Action.GIVE_UP
 
 
 def test_decisions_for_each_status_backoff_and_the_cap():
@@ -247,12 +292,16 @@ def test_a_running_job_killed_from_outside_is_resubmitted_and_resumes(client, tm
     assert "resuming from step_1" in "".join(jobs.logs(client, second.submission_id))
 
 
-def test_an_application_error_is_not_restarted(client):
-    spec = spec_of("t-apperr", "raise RuntimeError('bad config value')")
+def test_an_application_error_is_not_restarted_even_with_preempt_in_its_log(client):
+    # "preempt" anywhere in a log (a config dump, a user's print) is no preemption: Ray's node table
+    # (real, on this head) shows no GPU node lost, so the watcher gives up instead of restarting.
+    spec = spec_of("t-apperr", "print('policy: {preemption_grace_s: 30}, the last run was preempted', flush=True)\n"
+                               "raise RuntimeError('bad config value')")
     jobs.submit(client, spec)
     final, log = run_watch(client, spec)
     assert (final.action, final.cause) == (Action.GIVE_UP, Cause.APPLICATION), log
     assert "exit code 1" in final.reason
+    assert "preempted" in jobs.info(client, spec.submission_id).message
     assert [j.submission_id for j in jobs.list_jobs(client, "t-apperr")] == [spec.submission_id]
 
 
@@ -274,6 +323,84 @@ def test_a_job_stopped_by_a_user_is_not_restarted(client):
     final, log = run_watch(client, spec)
     assert final.action is Action.DONE and "stopped on purpose" in final.reason, log
     assert [j.submission_id for j in jobs.list_jobs(client, "t-userstop")] == [spec.submission_id]
+
+
+# NeMo-RL's placement wait running out (nemo_rl/distributed/virtual_cluster.py at v0.4.0 ... v0.7.0): what
+# a job resubmitted before the replacement spot node is back ends with.
+CAPACITY_FAILURE = (
+    "class ResourceInsufficientError(Exception): pass\n"
+    "print('Not enough GPUs available. Requested 8 GPUs, but only 0 are available in the cluster.')\n"
+    "print('Retrying placement group creation... 10/10. Next retry in 512 seconds.', flush=True)\n"
+    "raise ResourceInsufficientError('Maximum number of retries reached (10). Cluster resources may be insufficient')\n"
+)
+
+
+def test_a_capacity_wait_on_the_head_waits_for_the_gpus_then_resubmits_without_counting_a_restart(client):
+    spec = spec_of("t-capacity", CAPACITY_FAILURE)
+    # The third attempt, after two restarts: the cap (FAST: 2) would end a preemption-like failure here.
+    job_id, _ = jobs.submit_attempt(client, spec, 3, {META_AUTO_RESTARTS: "2"})
+    assert jobs.wait(client, job_id, timeout=60, poll_interval=0.2) == JobStatus.FAILED
+    # The local head has no GPUs: with the pool's GPUs not alive in Ray, nothing is submitted.
+    waiting = Watcher(client, spec, dataclasses.replace(FAST, pool_gpus=8)).step()
+    assert (waiting.action, waiting.cause) == (Action.WAIT, Cause.CAPACITY), waiting
+    assert waiting.reason.endswith("waiting for the GPU pool, 0 of 8 GPUs alive in Ray"), waiting.reason
+    assert [j.submission_id for j in jobs.list_jobs(client, "t-capacity")] == [job_id]
+    # Once they are (a pool of 0 GPUs stands in), the same spec is resubmitted, the restart count unchanged.
+    go = Watcher(client, spec, FAST).step()
+    assert (go.action, go.cause) == (Action.RESUBMIT, Cause.CAPACITY), go
+    newest = jobs.list_jobs(client, "t-capacity")[-1]
+    assert newest.submission_id == f"{spec.submission_id}-r4"
+    assert (newest.metadata[META_AUTO_RESTARTS], newest.metadata[META_CAPACITY_WAITS]) == ("2", "1")
+
+
+def test_a_watcher_restarted_with_the_head_finds_the_job_lost_from_its_state_file_and_resubmits(client, tmp_path):
+    policy = dataclasses.replace(FAST, resubmit_missing=True)
+    state = StateFile(tmp_path / "lustre" / ".nemo-rl-gke" / "watcher" / "t-restart.json")
+    spec = spec_of("t-restart", "import time; time.sleep(60)")
+    jobs.submit(client, spec)
+    assert jobs.wait(client, spec.submission_id, until={JobStatus.RUNNING}, timeout=60, poll_interval=0.2) == JobStatus.RUNNING
+    assert Watcher(client, spec, policy, state=state).step().action is Action.WAIT  # sees it running, records it
+    assert json.loads(state.path.read_text())["submission_id"] == spec.submission_id
+    # The head restarts without GCS fault tolerance: its job table is empty (stop + delete stand in for it).
+    jobs.stop(client, spec.submission_id)
+    jobs.wait(client, spec.submission_id, timeout=60, poll_interval=0.2)
+    client.delete_job(spec.submission_id)
+    assert jobs.list_jobs(client, "t-restart") == []
+    # A watcher with nothing recorded and job.submit off has nothing to go on.
+    assert Watcher(client, spec, FAST).step().action is Action.WAIT
+    # The restarted watcher reads what it saw: the running attempt 1 is lost, attempt 2 is submitted.
+    decision = Watcher(client, spec, policy, state=state).step()
+    assert (decision.action, decision.cause) == (Action.RESUBMIT, Cause.PREEMPTION), decision
+    (again,) = jobs.list_jobs(client, "t-restart")
+    try:
+        assert again.submission_id == f"{spec.submission_id}-r2" and again.entrypoint == spec.entrypoint
+        assert (again.metadata[META_ATTEMPT], again.metadata[META_AUTO_RESTARTS]) == ("2", "1")
+        assert json.loads(state.path.read_text())["submission_id"] == again.submission_id
+    finally:
+        jobs.stop(client, again.submission_id)
+
+
+def test_what_the_state_file_says_decides_after_a_restart_with_an_empty_job_table(tmp_path):
+    spec = spec_of("t-state", "pass")
+    state = StateFile(tmp_path / "t-state.json")
+    policy = dataclasses.replace(FAST, resubmit_missing=True)
+    # Stopped on purpose before the head restarted: not brought back.
+    state.save(Seen(spec.spec_hash, spec.submission_id, 1, 0, status="STOPPED", final=True))
+    client = FakeClient([])
+    assert Watcher(client, spec, policy, state=state).step().action is Action.DONE and not client.submitted
+    # Another spec's record is ignored; with job.submit on, the missing job is submitted as attempt 1.
+    state.save(Seen("0" * 64, "other", 5, 3))
+    decision = Watcher(client, spec, policy, state=state).step()
+    assert decision.action is Action.RESUBMIT and client.submitted[0]["submission_id"] == spec.submission_id
+    assert StateFile(state.path).load(spec.spec_hash).attempt == 1
+    # Another spec's job running on the stack (a submission by hand): ours is not added beside it.
+    other = spec_of("t-state", "pass  # v2")
+    busy = FakeClient([info("RUNNING", sid=other.submission_id, meta=dict(other.metadata))])
+    decision = Watcher(busy, spec, policy).step()
+    assert decision.action is Action.WAIT and other.submission_id in decision.reason and not busy.submitted
+    # A torn or foreign file is no record (and no crash).
+    state.path.write_text("{not json")
+    assert state.load(spec.spec_hash) is None
 
 
 BLOCK_PULUMI = """
@@ -331,7 +458,8 @@ def watcher_of(stack: str = "dev", **recovery):
         import pulumi
 
         return build_preemption_watcher(
-            stack_job_spec(stack, cfg, wandb_key_set=False), cfg, ray=ray, system_pool_name=f"{stack}-system"
+            stack_job_spec(stack, cfg, wandb_key_set=False), cfg, ray=ray, system_pool_name=f"{stack}-system",
+            gpu_pool=SimpleNamespace(node_count=cfg.gpu_pool.node_count, gpus_per_node=8), lustre_claim="lustre",
         )
 
     return cfg, record(build)
@@ -376,6 +504,15 @@ def test_the_watcher_objects_are_valid_kubernetes_objects_holding_no_secret():
     assert c["securityContext"]["allowPrivilegeEscalation"] is False and c["securityContext"]["readOnlyRootFilesystem"] is True
     assert c["resources"]["requests"] == {"cpu": "50m", "memory": "256Mi"}
     assert HEARTBEAT in json.dumps(c["livenessProbe"])
+    # It resubmits only once the pool's GPUs are alive in Ray, and (job.submit) brings back a missing job.
+    assert c["command"][c["command"].index("--pool-gpus") + 1] == str(cfg.gpu_pool.node_count * 8)
+    assert ("--resubmit-missing" in c["command"]) is cfg.job.submit
+    # What it saw lives on Lustre (it outlives a head restart), and only its own directory is mounted.
+    assert c["command"][c["command"].index("--state-file") + 1] == "/state/dev.json"
+    (state,) = [v for v in pod["volumes"] if v["name"] == "state"]
+    assert state == {"name": "state", "persistentVolumeClaim": {"claimName": "lustre"}}
+    (mount,) = [m for m in c["volumeMounts"] if m["name"] == "state"]
+    assert mount == {"name": "state", "mountPath": "/state", "subPath": ".nemo-rl-gke/watcher"}
     (code,) = [v for v in pod["volumes"] if v["name"] == "code"]
     assert code["configMap"]["name"] == cm.inputs["metadata"].get("name", cm.name)
     assert {i["path"] for i in code["configMap"]["items"]} == {*(f"workloads/{m}" for m in WATCHER_MODULES), SPEC_KEY}

@@ -6,7 +6,8 @@
     python -m workloads stop   [--stack NAME] [--job ID]
     python -m workloads list   [--stack NAME]
     python -m workloads watch  [--stack NAME | --spec-file PATH] [--once] [--check-interval S]
-                               [--max-restarts N] [--backoff S] [--max-backoff S]
+                               [--max-restarts N] [--backoff S] [--max-backoff S] [--pool-gpus N]
+                               [--resubmit-missing] [--state-file PATH]
     python -m workloads dashboard [--stack NAME] [--port P]   (the Ray dashboard on 127.0.0.1)
 
 The job comes from the stack file (`Pulumi.<stack>.yaml`, default `dev`), built exactly as
@@ -27,7 +28,8 @@ Where the dashboard is, first match wins:
 the new output as it comes).
 
 `watch` resubmits the job after a spot preemption (`workloads/preemption.py`); the policy comes from
-the stack's `recovery` section, each flag overrides one value. With `--spec-file` (the in-cluster
+the stack's `recovery` section (the GPUs to wait for from `gpuPool`, `--resubmit-missing` from
+`job.submit`), each flag overrides one value; `--state-file` keeps what it saw across restarts. With `--spec-file` (the in-cluster
 watcher) the spec is read from that JSON instead of a stack file, `--address` is required, and
 nothing outside the `workloads` package is imported (no Pulumi in the Ray image).
 
@@ -328,12 +330,19 @@ def cmd_watch(args: argparse.Namespace, stack: Optional[Stack], out: TextIO) -> 
         policy = preemption.RecoveryPolicy()
     else:
         spec = build_spec(stack)
-        policy = preemption.RecoveryPolicy.from_config(stack.config.recovery)
+        cfg = stack.config
+        policy = preemption.RecoveryPolicy.from_config(
+            cfg.recovery,
+            pool_gpus=cfg.gpu_pool.node_count * cfg.flavour_spec.gpus_per_node,
+            resubmit_missing=cfg.job.submit,
+        )
     changes = {
         "check_interval_seconds": args.check_interval,
         "max_restarts": args.max_restarts,
         "backoff_seconds": args.backoff,
         "max_backoff_seconds": args.max_backoff,
+        "pool_gpus": args.pool_gpus,
+        "resubmit_missing": True if args.resubmit_missing else None,
     }
     try:
         policy = dataclasses.replace(policy, **{k: v for k, v in changes.items() if v is not None})
@@ -350,7 +359,8 @@ def cmd_watch(args: argparse.Namespace, stack: Optional[Stack], out: TextIO) -> 
         f"{policy.max_backoff_seconds:g}s\n"
     )
     out.flush()
-    preemption.watch(client, spec, policy, once=args.once, out=out, heartbeat=heartbeat)
+    state = Path(args.state_file) if args.state_file else None
+    preemption.watch(client, spec, policy, once=args.once, out=out, heartbeat=heartbeat, state=state)
     return EXIT_OK
 
 
@@ -415,6 +425,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not allowed; allowed: a whole number, 0 or more")
+    return value
+
+
 def _port(text: str) -> int:
     try:
         value = int(text)
@@ -458,6 +478,11 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--backoff", type=float, help="seconds before the first restart, doubling; default recovery.backoffSeconds")
     s.add_argument("--max-backoff", type=float, help="cap of the doubled wait; default recovery.maxBackoffSeconds")
     s.add_argument("--heartbeat-file", help="file touched after every look (for a liveness probe)")
+    s.add_argument("--pool-gpus", type=_non_negative_int, metavar="N",
+                   help="resubmit only when Ray has N GPUs alive; default the stack's pool (0: do not wait)")
+    s.add_argument("--resubmit-missing", action="store_true",
+                   help="submit the spec when the cluster has no job of it (job.submit on; default from the stack)")
+    s.add_argument("--state-file", help="where the watcher keeps what it saw, to survive its own and the head's restarts")
     s = sub.add_parser("dashboard", parents=[common], help="serve the Ray dashboard on 127.0.0.1 (no kubectl)")
     s.add_argument("--port", type=_port, default=8265, help="local port; 0 picks a free one (default 8265)")
     return p

@@ -15,6 +15,10 @@ Override order on the command line (NeMo-RL applies them left to right):
 2. the recipe's own overrides;
 3. the user's `job.overrides`, last; one that sets a recipe key replaces the recipe's value.
 
+All three are then applied, in that order, to the recipe's config at its pinned NeMo-RL version with
+NeMo-RL's own override parser (`workloads.overrides`): what NeMo-RL would reject at start, a leading
+`-`, and deleting or replacing a section the stack sets are refused here, naming `job.overrides`.
+
 Secrets (HF_TOKEN, WANDB_API_KEY) never appear here: the Ray pods get them as files from a Kubernetes
 Secret, and their environment holds only the paths (HF_TOKEN_PATH, NETRC), which is all the job
 driver inherits and NeMo-RL forwards (`os.environ`) to its actors. A runtime env naming a secret
@@ -32,6 +36,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any, Mapping, Protocol, Union
 
+from workloads.overrides import OverrideChecker, OverrideError, override_key
 from workloads.recipes import RECIPES, Parallelism, Recipe, TrainingBackend
 
 
@@ -167,11 +172,14 @@ def submission_id_for(stack: str, recipe: str, digest: str) -> str:
     return f"{slug}-{digest[:8]}"
 
 
-def override_key(override: str) -> str:
-    """The config key an override touches: `++a.b=1`, `+a.b=1`, `a.b=1` and `~a.b` all give `a.b`."""
-    body = override.lstrip("~+")
-    return body.split("=", 1)[0].strip()
-
+NRL_VIRTUAL_CLUSTER_MAX_RETRIES = 10
+"""NeMo-RL's placement wait (nemo_rl/distributed/virtual_cluster.py, v0.4.0 to v0.7.0): it checks
+`ray.cluster_resources()` for the GPUs it needs up to this many times, sleeping 2**i s after try i, then
+raises ResourceInsufficientError. The default, 6, gives up after 63 s, well before GKE brings back a
+spot node (minutes); 10 waits 2**10 - 1 = 1023 s, about 17 min. The driver reads it from its own
+environment, which the job's runtime env sets. The watcher also waits for the GPUs before it
+resubmits (`workloads.preemption`), so this covers the first submission and a node lost again in
+between; a wait that runs out is a capacity wait, not counted as a restart."""
 
 CHECKPOINTS_DIR = "checkpoints"
 LOGS_DIR = "logs"
@@ -332,7 +340,24 @@ def _merge(derived: Mapping[str, Any], recipe_part: tuple[str, ...], user_part: 
         )
     # One value per key: a user override replaces the recipe's (Hydra would reject a duplicate).
     user_keys = {override_key(o) for o in users}
-    return [*stack_part, *(o for o in recipe_part if override_key(o) not in user_keys), *users]
+    recipe_kept = [o for o in recipe_part if override_key(o) not in user_keys]
+    _check_against_the_pinned_config(recipe, owned, [*stack_part, *recipe_kept], users)
+    return [*stack_part, *recipe_kept, *users]
+
+
+def _check_against_the_pinned_config(recipe: Recipe, owned: set[str], ours: list[str], users: list[str]) -> None:
+    """Apply every override, in NeMo-RL's order, to the pinned config with NeMo-RL's own parser
+    (`workloads.overrides`): the stack's and the recipe's must pass (a failure is this program's
+    bug, named as such), then the user's; a refusal names `job.overrides` and what is allowed."""
+    checker = OverrideChecker(recipe.image.tag, recipe.config_file, owned)
+    try:
+        checker.check(ours)
+    except OverrideError as err:
+        raise JobBuildError(f"recipe {recipe.name!r} does not fit {recipe.config_file} of NeMo-RL {recipe.image.tag}: {err}", key="job.recipe") from None
+    try:
+        checker.check(users)
+    except OverrideError as err:
+        raise JobBuildError(f"job.overrides {err}") from None
 
 
 def build_job(
@@ -379,6 +404,8 @@ def build_job(
             # NeMo-RL calls ray.init(runtime_env={"env_vars": dict(os.environ)}); without this the
             # job's runtime env and that one conflict on these very keys and ray.init fails.
             "RAY_OVERRIDE_JOB_RUNTIME_ENV": "1",
+            # How long NeMo-RL itself waits for the cluster's GPUs before it gives up (see below).
+            "NRL_VIRTUAL_CLUSTER_MAX_RETRIES": str(NRL_VIRTUAL_CLUSTER_MAX_RETRIES),
         }
     }
     return JobSpec.create(stack=stack, recipe=recipe.name, entrypoint=entrypoint, runtime_env=runtime_env)

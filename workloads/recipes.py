@@ -8,8 +8,9 @@ builder (`workloads.job_spec.build_job`) derives them from the stack and the inf
 What was checked against upstream (NVIDIA-NeMo/RL, read through the code index):
 - examples/configs/grpo_math_70B_megatron.yaml (defaults: grpo_math_1B_megatron.yaml): Megatron
   backend, `policy.megatron_cfg.tensor_model_parallel_size: 4`, `pipeline_model_parallel_size: 4`,
-  `policy.generation.vllm_cfg.tensor_parallel_size: 4`, `cluster: {gpus_per_node: 8, num_nodes: 8}`.
-  The codelab overrides only the model, converter, data and batch sizes, so those values stand.
+  `policy.generation.vllm_cfg.tensor_parallel_size: 8` (the same at v0.4.0 ... v0.7.0),
+  `cluster: {gpus_per_node: 8, num_nodes: 8}`. The codelab overrides only the model, converter, data
+  and batch sizes, so those values stand.
 - examples/configs/recipes/llm/grpo-gemma3-27b-it-8n4g-fsdp2tp4-actckpt-long.yaml inherits
   grpo-gemma3-27b-it-8n8g-fsdp2tp8-actckpt-long.yaml (DTensor, colocated by default); the GKE
   tutorial (and pmotgi/nemo-rl-on-gke gemma3-27b-gsm8k.sh) overrides dtensor TP 8, vLLM TP 8,
@@ -71,7 +72,8 @@ class NemoRLImage:
         return "examples/run_grpo.py"
 
 
-# FACTS.md "NeMo-RL" table: the Ray version each image ships.
+# The Ray each image ships: NVIDIA-NeMo/RL uv.lock at the tag (`name = "ray"`): v0.4.0 2.46.0,
+# v0.5.0 2.49.2, v0.6.0 2.54.0. The RayCluster's rayVersion is taken from here.
 IMAGES: dict[str, NemoRLImage] = {
     "v0.4.0": NemoRLImage("v0.4.0", "2.46.0", ConfigGeneration.FLAT),
     "v0.5.0": NemoRLImage("v0.5.0", "2.49.2", ConfigGeneration.FLAT),
@@ -114,25 +116,6 @@ class Parallelism:
         return self.train_tensor_parallel * self.train_pipeline_parallel
 
 
-# Where the dataset is named, per config generation (FACTS.md "NeMo-RL" table): v0.6 moved the flat
-# keys under data.train / data.validation / data.default. An override of the other generation's keys
-# would be rejected by Hydra (`a.b=v` of a missing key) or, with `++`, silently ignored by NeMo-RL.
-_FLAT_DATA_KEYS = frozenset(
-    {"data.dataset_name", "data.train_data_path", "data.val_data_path", "data.subset", "data.train_split", "data.val_split"}
-)
-_SPLIT_DATA_PREFIXES = ("data.train.", "data.validation.", "data.default.")
-
-
-def data_key_problem(generation: ConfigGeneration, override: str) -> str | None:
-    """Why `override` names a data key that `generation`'s configs do not have, or None."""
-    key = override.lstrip("~+").split("=", 1)[0].strip()
-    if generation is ConfigGeneration.FLAT and key.startswith(_SPLIT_DATA_PREFIXES):
-        return f"{override!r}: data.train/validation/default keys exist from NeMo-RL v0.6 on; this image takes flat data.* keys"
-    if generation is ConfigGeneration.SPLIT and key in _FLAT_DATA_KEYS:
-        return f"{override!r}: NeMo-RL v0.6 and later moved {key} under data.train / data.validation"
-    return None
-
-
 @dataclass(frozen=True)
 class Recipe:
     """One GRPO run: model, data, NeMo-RL config file and fixed overrides."""
@@ -150,33 +133,29 @@ class Recipe:
     expected_hours: float | None = None
     """Rough wall-clock duration on the recipe's reference pool; used for cost totals."""
 
-    def __post_init__(self) -> None:
-        problems = [p for o in self.overrides if (p := data_key_problem(self.image.generation, o))]
-        if problems:
-            raise ValueError(f"recipe {self.name!r} on {self.image.ref}: " + "; ".join(problems))
-
     @property
     def script(self) -> str:
         return self.image.grpo_script
 
 
-# GSM8K through NeMo-RL's generic ResponseDataset, as the GKE tutorial runs it (FACTS.md). These
-# keys are absent from the flat v0.4/v0.5 configs (only commented there), hence `++` (add or set).
+# GSM8K on the v0.6 data layout, as upstream's own GSM8K configs do (examples/configs/gdpo_math_1B.yaml
+# at v0.6.0, grpo_smoke.yaml at v0.7.0): the built-in `gsm8k` dataset (nemo_rl/data/datasets/
+# response_datasets/gsm8k.py) loads openai/gsm8k's `main` config and keeps only the number after
+# "####" as the answer, which the math environment checks. The v0.5.0 image cannot load GSM8K without
+# patching code: its ResponseDataset has no `subset`, and openai/gsm8k needs one (main/socratic).
+# grpo_math_1B.yaml has `data.validation: null` and validates every 10 steps (grpo.py setup() asserts
+# a validation set), so GSM8K's test split is added there; data.default supplies the prompt file,
+# processor and environment (math) to both. Checked with NeMo-RL v0.6.0's own loader and parser.
 GSM8K_DATA: tuple[str, ...] = (
-    "data.dataset_name=ResponseDataset",
-    "++data.train_data_path=openai/gsm8k",
-    "++data.val_data_path=openai/gsm8k",
-    "++data.subset=main",
-    "++data.input_key=question",
-    "++data.output_key=answer",
-    "++data.train_split=train",
-    "++data.val_split=test",
+    "data.train.dataset_name=gsm8k",
+    "++data.validation.dataset_name=gsm8k",
+    "++data.validation.split=test",
 )
 
 
 RECIPES: dict[str, Recipe] = {
     # The codelab run (FACTS.md): Qwen2.5-72B-Instruct, DeepScaler, Megatron, 8 x B200 nodes.
-    # Parallelism is the config file's own (TP 4 x PP 4, vLLM TP 4): the codelab keeps it, and one
+    # Parallelism is the config file's own (TP 4 x PP 4, vLLM TP 8): the codelab keeps it, and one
     # replica spans 16 GPUs, so two 8-GPU nodes is the least it can run on.
     "qwen2.5-72b-deepscaler": Recipe(
         name="qwen2.5-72b-deepscaler",
@@ -190,7 +169,7 @@ RECIPES: dict[str, Recipe] = {
             train_pipeline_parallel=4,
             backend=TrainingBackend.MEGATRON,
             colocated=True,
-            generation_tensor_parallel=4,
+            generation_tensor_parallel=8,
             min_nodes=2,
         ),
         overrides=(
@@ -209,11 +188,13 @@ RECIPES: dict[str, Recipe] = {
         expected_hours=6.0,
     ),
     # The GKE tutorial run (FACTS.md): Gemma3-27B-it on GSM8K, generation on its own node
-    # (2 nodes: 1 trains with dtensor TP 8, 1 serves vLLM with TP 8).
+    # (2 nodes: 1 trains with dtensor TP 8, 1 serves vLLM with TP 8). The tutorial ran the v0.5.0
+    # image with ResponseDataset keys that image cannot load GSM8K with; v0.6.0 has the recipe
+    # file too (and a Ray of its own, which the RayCluster follows) and loads GSM8K as it is.
     "gemma3-27b-gsm8k": Recipe(
         name="gemma3-27b-gsm8k",
         description="GKE tutorial: Gemma3-27B-it GRPO on GSM8K, vLLM on a dedicated node (2 nodes)",
-        image=IMAGES["v0.5.0"],
+        image=IMAGES["v0.6.0"],
         config_file="examples/configs/recipes/llm/grpo-gemma3-27b-it-8n4g-fsdp2tp4-actckpt-long.yaml",
         model="google/gemma-3-27b-it",
         model_params_billion=27.4,
@@ -237,7 +218,7 @@ RECIPES: dict[str, Recipe] = {
     "qwen2.5-1.5b-gsm8k": Recipe(
         name="qwen2.5-1.5b-gsm8k",
         description="Dev: Qwen2.5-1.5B-Instruct GRPO on GSM8K, one node, colocated",
-        image=IMAGES["v0.5.0"],
+        image=IMAGES["v0.6.0"],
         config_file="examples/configs/grpo_math_1B.yaml",
         model="Qwen/Qwen2.5-1.5B-Instruct",
         model_params_billion=1.5,

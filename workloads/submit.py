@@ -40,8 +40,8 @@ from ray.job_submission import JobDetails, JobStatus, JobSubmissionClient
 
 try:
     from ray.exceptions import AuthenticationError
-except ImportError:  # added with token auth in Ray 2.52 (ray-project/ray#58737); the NeMo-RL v0.4/v0.5
-    # images the watcher pod runs ship Ray 2.46/2.49
+except ImportError:  # added with token auth in Ray 2.52 (ray-project/ray#58737); the NeMo-RL v0.4.0
+    # image the watcher pod runs on the b200 stack ships Ray 2.46
 
     class AuthenticationError(Exception):  # type: ignore[no-redef]
         """Never raised by an older Ray's client; keeps `_guard`'s except clause valid."""
@@ -381,6 +381,27 @@ def latest_job(client: JobSubmissionClient, stack: str, recipe: Optional[str] = 
     """The stack's most recently started job, or None."""
     jobs = list_jobs(client, stack, recipe)
     return jobs[-1] if jobs else None
+
+
+def ray_nodes(client: JobSubmissionClient) -> list[dict[str, Any]]:
+    """Ray's node table, dead nodes included (the dashboard's state API, `GET /api/v0/nodes`, served
+    since Ray 2.0 by dashboard/modules/state/state_head.py): rows with `node_id`, `node_ip`, `state`
+    (ALIVE/DEAD), `resources_total`, `end_time_ms` and `state_message` (why a node died). Sent through
+    the client's own `_do_request`, so the proxy's bearer token and TLS settings apply as for the Job API."""
+    address = client.get_address()
+
+    response = _guard(
+        address, lambda: client._do_request("GET", "/api/v0/nodes?limit=10000&detail=true", timeout=CONNECT_TIMEOUT * 3)
+    )
+    if response.status_code in (401, 403):
+        raise DashboardAuthError(address, f"HTTP {response.status_code}")
+    if response.status_code != 200:
+        raise DashboardError(f"Ray state API at {address}/api/v0/nodes answered HTTP {response.status_code}")
+    try:
+        rows = response.json()["data"]["result"]["result"]
+    except (KeyError, TypeError, ValueError):
+        raise DashboardError(f"Ray state API at {address}/api/v0/nodes answered in an unknown shape") from None
+    return [row for row in rows if isinstance(row, dict)]
 
 
 def metadata_int(job: Any, key: str, default: int) -> int:
