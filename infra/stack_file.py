@@ -33,7 +33,16 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from infra.config import PROJECT, ConfigError, StackConfig, namespaced, parse, refuse_plaintext_secrets
+from infra.config import (
+    PROJECT,
+    ConfigError,
+    StackConfig,
+    namespaced,
+    parse,
+    refuse_missing_secrets,
+    refuse_plaintext_secrets,
+    required_secrets,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 MAX_STACK_FILE_BYTES = 1 << 20
@@ -329,6 +338,36 @@ def load_stack(name: str, root: Path = ROOT) -> StackFile:
     raw = namespaced(flat)
     refuse_plaintext_secrets(raw, set(secret_keys), name)
     return StackFile(name, parse(raw, name), frozenset(secret_keys))
+
+
+def validate_flat(stack: str, config: dict[str, str], secret_keys: "list[str] | frozenset[str]") -> StackConfig:
+    """What `infra.config.load` checks at the start of `pulumi up`, on a flat map: plaintext secrets,
+    the config model, the secrets the job needs. Raises `ConfigError`."""
+    raw = namespaced(config)
+    refuse_plaintext_secrets(raw, set(secret_keys), stack)
+    parsed = parse(raw, stack)
+    refuse_missing_secrets(parsed, present_secrets(secret_keys))
+    return parsed
+
+
+def present_secrets(secret_keys: "list[str] | frozenset[str] | set[str]") -> set[str]:
+    """This project's secret keys (without namespace) among `namespace:key` names."""
+    return {k.partition(":")[2] for k in secret_keys if k.startswith(f"{PROJECT}:")}
+
+
+def with_required_secrets(
+    stack: str, config: dict[str, str], secret_keys: list[str]
+) -> tuple[dict[str, str], list[str]]:
+    """The flat map as after `pulumi config set --secret` of every secret the stack's job needs
+    (placeholders, as for `secure:` values): what the golden plans and `--assume-secrets` show."""
+    needed = required_secrets(parse(namespaced(config), stack))
+    config, secret_keys = dict(config), list(secret_keys)
+    for key in needed:
+        full = f"{PROJECT}:{key}"
+        if full not in secret_keys:
+            config[full] = OFFLINE_SECRET
+            secret_keys.append(full)
+    return config, secret_keys
 
 
 __all__ = ["ConfigError", "StackFile", "StackFileError", "available_stacks", "load_stack", "read_stack_file"]

@@ -130,7 +130,7 @@ def test_rdma_subnet_count_must_match_the_flavour_nics():
 
 @pytest.mark.parametrize("count", [0, -1])
 def test_node_count_below_one_is_rejected(count):
-    assert rejection(gpuPool={"nodeCount": count}) == "nemo-rl-gke:gpuPool.nodeCount: Input should be greater than or equal to 1"
+    assert rejection(gpuPool={"nodeCount": count}) == f"nemo-rl-gke:gpuPool.nodeCount: {count} is not allowed; allowed: at least 1"
 
 
 def test_tensor_parallel_larger_than_the_gpus_per_node_is_rejected():
@@ -142,7 +142,9 @@ def test_tensor_parallel_larger_than_the_gpus_per_node_is_rejected():
 
 
 def test_non_colocated_recipe_with_no_node_left_for_training_is_rejected():
-    msg = rejection(flavour="h200", job={"recipe": "gemma3-27b-gsm8k"}, gpuPool={"nodeCount": 1})
+    msg = rejection(
+        flavour="h200", region="europe-west1", zone="europe-west1-b", job={"recipe": "gemma3-27b-gsm8k"}, gpuPool={"nodeCount": 1}
+    )
     assert msg.startswith("nemo-rl-gke:gpuPool.nodeCount: 1 leaves no node for training"), msg
     assert msg.endswith("allowed: at least 2")
 
@@ -153,7 +155,7 @@ def test_colocation_turned_off_by_an_override_is_checked_too():
 
 
 def test_unknown_keys_are_rejected_instead_of_ignored():
-    assert rejection(flavor="b200") == "nemo-rl-gke:flavor: unknown key; see the config reference in docs/configuration.md"
+    assert rejection(flavor="b200") == "nemo-rl-gke:flavor: unknown key; did you mean flavour? see the config reference in docs/configuration.md"
     assert rejection(lustre={"capacity": 9000}) == "nemo-rl-gke:lustre.capacity: unknown key; see the config reference in docs/configuration.md"
 
 
