@@ -211,6 +211,13 @@ class SystemPoolConfig(_Model):
     disk_size_gb: int = Field(100, ge=10, le=65536, description="Boot disk size of CPU nodes.")
 
 
+def _ipv4_network(text: str) -> str:
+    try:
+        return str(ipaddress.IPv4Network(text, strict=True))
+    except ValueError as err:
+        raise ValueError(f"{_shown(text)} is not allowed ({err}); allowed: an IPv4 range such as 10.0.0.0/20") from None
+
+
 class AuthorizedNetwork(_Model):
     """A CIDR allowed to reach the GKE control plane."""
 
@@ -332,12 +339,12 @@ class NetworkConfig(_Model):
     @field_validator("primary_cidr", "pods_cidr", "services_cidr", "gvnic_cidr", "psa_cidr")
     @classmethod
     def _cidr(cls, v: str) -> str:
-        return str(ipaddress.IPv4Network(v, strict=True))
+        return _ipv4_network(v)
 
     @field_validator("rdma_cidrs")
     @classmethod
     def _cidrs(cls, v: tuple[str, ...]) -> tuple[str, ...]:
-        return tuple(str(ipaddress.IPv4Network(c, strict=True)) for c in v)
+        return tuple(_ipv4_network(c) for c in v)
 
     @field_validator("primary_cidr", "pods_cidr", "services_cidr", "gvnic_cidr", "psa_cidr", "rdma_cidrs")
     @classmethod
@@ -855,13 +862,13 @@ class StackConfig(_Model):
         if self.region not in {region_of(z) for z in zones}:
             raise KeyedValueError(
                 "region",
-                f"{self.region!r} has no zone with {what} in the zone catalogue; nearest: "
+                f"{self.region!r} has no zone with {what} in the zone catalogue; allowed (nearest first): "
                 f"{', '.join(nearest(self.region + '-x', zones))}; {hint}",
             )
         if self.zone not in zones:
             raise KeyedValueError(
                 "zone",
-                f"{self.zone!r} does not offer {what} in the zone catalogue; allowed: "
+                f"{self.zone!r} does not offer {what} in the zone catalogue; allowed (nearest first): "
                 f"{', '.join(nearest(self.zone, zones))}; {hint}",
             )
 
@@ -1093,13 +1100,13 @@ def _unknown_key_message(loc: tuple[Any, ...]) -> str:
         model = annotation
     if len(loc) == 1 and "." in name:
         return (
-            f"unknown key; `pulumi config set {name}` writes a flat key with a dot: run `pulumi config rm {name}`, "
-            f"then `pulumi config set --path {name} <value>`"
+            f"unknown key (`pulumi config set {name}` writes a flat key with a dot); allowed: the nested key, "
+            f"set with `pulumi config rm {name}` and `pulumi config set --path {name} <value>`"
         )
     known = [f.alias or n for n, f in model.model_fields.items()] if model else []
     close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
     hint = f"did you mean {close[0]}? " if close else ""
-    return f"unknown key; {hint}see the config reference in docs/configuration.md"
+    return f"unknown key; {hint}allowed: the keys of the config reference in docs/configuration.md"
 
 
 def prefix_for_stack(stack: str) -> str:
@@ -1153,8 +1160,8 @@ def refuse_plaintext_secrets(raw: dict[str, Any], secret_keys: "set[str] | froze
     if plaintext:
         raise ConfigError(
             "\n".join(
-                f"{PROJECT}:{k}: stored in plaintext; remove it from Pulumi.{stack}.yaml and run "
-                f"`pulumi config set --secret {k}`"
+                f"{PROJECT}:{k}: stored in plaintext; allowed: a secret (remove it from Pulumi.{stack}.yaml and run "
+                f"`pulumi config set --secret {k}`)"
                 for k in plaintext
             )
         )

@@ -31,6 +31,7 @@ from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.events import MappingEndEvent, MappingStartEvent, SequenceEndEvent, SequenceStartEvent
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from infra.config import (
@@ -49,6 +50,7 @@ MAX_STACK_FILE_BYTES = 1 << 20
 MAX_VALUES = 10_000
 """Values a stack file may expand to, aliases counted at every use (a real one has about a hundred)."""
 MAX_DEPTH = 32
+_MAX_FLOW_BRACKETS = 2 * MAX_DEPTH  # counted without regard to quotes: brackets inside strings count too
 OFFLINE_SECRET = "offline-plan-secret-placeholder"
 """What a `secure:` value becomes offline: it cannot be decrypted without the stack's key."""
 
@@ -78,7 +80,7 @@ def read_stack_file(path: Path, project: str = PROJECT) -> tuple[dict[str, str],
         )
     data = path.read_bytes()
     if len(data) > MAX_STACK_FILE_BYTES:
-        raise StackFileError(f"{path.name}: {len(data)} bytes; a stack file may be at most {MAX_STACK_FILE_BYTES} bytes")
+        raise StackFileError(f"{path.name}: {len(data)} bytes; allowed: at most {MAX_STACK_FILE_BYTES} bytes")
     data = data.removeprefix(_BOM)  # as the CLI does (loaders.go readFileStripUTF8BOM)
     try:
         text = data.decode("utf-8")
@@ -93,12 +95,12 @@ def parse_stack_text(text: str, name: str, project: str = PROJECT) -> tuple[dict
     if doc is None:  # an empty file: no config (loaders.go)
         return {}, []
     if not isinstance(doc, dict):
-        raise StackFileError(f"{name}: expected a map with a 'config' map at the top")
+        raise StackFileError(f"{name}: the file is not a map; allowed: a map with a 'config' map at the top")
     raw = doc.get("config")
     if raw is None:
         return {}, []
     if not isinstance(raw, dict):
-        raise StackFileError(f"{name}: 'config' must be a map of `<namespace>:<key>: value`")
+        raise StackFileError(f"{name}: 'config' is not a map; allowed: a map of `<namespace>:<key>: value` lines")
     config: dict[str, str] = {}
     spelled: dict[str, str] = {}
     secret_keys: list[str] = []
@@ -187,6 +189,7 @@ class _Document:
     def load(self, text: str) -> Any:
         yaml = YAML(typ="safe", pure=True)  # YAML 1.2 resolver; pure: the same on every platform
         try:
+            self.check_depth(yaml, text)
             node = yaml.compose(text)
         except MarkedYAMLError as err:
             mark = err.problem_mark or err.context_mark
@@ -203,7 +206,30 @@ class _Document:
             return None
         return self.value(node, (), frozenset())
 
-    def fail(self, node: Node, message: str) -> StackFileError:
+    def check_depth(self, yaml: YAML, text: str) -> None:
+        """Refuse deep nesting from the event stream, which the parser produces without recursion:
+        the composer recurses per level and would take seconds to hit Python's limit."""
+        # Flow brackets first, on the raw text: ruamel's scanner looks ahead over pending simple keys,
+        # which costs about a second for a thousand open brackets before the first event arrives.
+        depth = deepest = 0
+        for char in text:
+            if char in "[{":
+                depth += 1
+                deepest = max(deepest, depth)
+            elif char in "]}" and depth:
+                depth -= 1
+        if deepest > _MAX_FLOW_BRACKETS:
+            raise StackFileError(f"{self.name}: nested too deeply ({deepest} open brackets); allowed: at most {MAX_DEPTH} levels")
+        depth = 0
+        for event in yaml.parse(text):
+            if isinstance(event, (SequenceStartEvent, MappingStartEvent)):
+                depth += 1
+                if depth > MAX_DEPTH + 2:  # the document map and `config` are two of the levels
+                    raise self.fail(event, f"nested too deeply; allowed: at most {MAX_DEPTH} levels")
+            elif isinstance(event, (SequenceEndEvent, MappingEndEvent)):
+                depth -= 1
+
+    def fail(self, node: Any, message: str) -> StackFileError:
         return StackFileError(f"{self.name}: line {node.start_mark.line + 1}: {message}")
 
     def value(self, node: Node, path: tuple[str, ...], active: frozenset[int]) -> Any:
@@ -213,7 +239,7 @@ class _Document:
         if len(path) > MAX_DEPTH:
             raise self.fail(node, f"nested too deeply; allowed: at most {MAX_DEPTH} levels")
         if id(node) in active:
-            raise self.fail(node, "an anchor contains itself (an alias refers to its own anchor)")
+            raise self.fail(node, "an anchor contains itself; allowed: aliases of anchors outside them")
         if isinstance(node, ScalarNode):
             return self.scalar(node, path)
         active = active | {id(node)}
@@ -223,7 +249,7 @@ class _Document:
         if isinstance(node, MappingNode):
             self.check_tag(node, "map", path)
             return self.mapping(node, path, active)
-        raise self.fail(node, f"unsupported YAML node {type(node).__name__}")
+        raise self.fail(node, f"unsupported YAML node {type(node).__name__}; allowed: plain values, lists and maps")
 
     def mapping(self, node: MappingNode, path: tuple[str, ...], active: frozenset[int]) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -251,16 +277,16 @@ class _Document:
         for item in items:
             value = self.value(item, path, active)
             if not isinstance(value, dict):
-                raise self.fail(item, "a merge key (<<) takes a map or a list of maps")
+                raise self.fail(item, "a merge key (<<) with something else; allowed: a map or a list of maps")
             sources.append(value)
         return sources
 
     def key(self, node: Node, path: tuple[str, ...]) -> str:
         if not isinstance(node, ScalarNode):
-            raise self.fail(node, "a map key must be a plain value, not a list or map")
+            raise self.fail(node, "a map key is a list or map; allowed: a plain value")
         value = self.scalar(node, path)
         if value is None:
-            raise self.fail(node, "a map key must not be empty or null")
+            raise self.fail(node, "a map key is empty or null; allowed: a plain, non-empty key")
         if isinstance(value, bool):
             return "true" if value else "false"
         return str(value)
@@ -329,12 +355,13 @@ class StackFile:
     """`namespace:key` names of the `secure:` values."""
 
 
-def load_stack(name: str, root: Path = ROOT) -> StackFile:
-    """Read and validate `Pulumi.<name>.yaml` the way `pulumi up` would (`infra.config.load`).
+def load_stack(name: str, root: Path = ROOT, path: Path | None = None) -> StackFile:
+    """Read and validate `Pulumi.<name>.yaml` (or `path`, as `pulumi up --config-file`) the way
+    `pulumi up` would (`infra.config.load`); the secrets a job needs are the job's commands' to check.
 
     Raises `StackFileError` for an unreadable file and `ConfigError` for a config the program refuses.
     """
-    flat, secret_keys = read_stack_file(stack_path(name, root))
+    flat, secret_keys = read_stack_file(path or stack_path(name, root))
     raw = namespaced(flat)
     refuse_plaintext_secrets(raw, set(secret_keys), name)
     return StackFile(name, parse(raw, name), frozenset(secret_keys))

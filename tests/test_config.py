@@ -156,7 +156,9 @@ def test_colocation_turned_off_by_an_override_is_checked_too():
 
 def test_unknown_keys_are_rejected_instead_of_ignored():
     assert rejection(flavor="b200") == "nemo-rl-gke:flavor: unknown key; did you mean flavour? see the config reference in docs/configuration.md"
-    assert rejection(lustre={"capacity": 9000}) == "nemo-rl-gke:lustre.capacity: unknown key; see the config reference in docs/configuration.md"
+    assert rejection(lustre={"capacity": 9000}) == (
+        "nemo-rl-gke:lustre.capacity: unknown key; did you mean capacityGib? see the config reference in docs/configuration.md"
+    )
 
 
 def test_unknown_recipe_is_rejected_with_the_recipe_names():

@@ -310,11 +310,13 @@ def _write_failed(flag: str, path: Path, err: OSError) -> int:
     return 2
 
 
-class _Parser(argparse.ArgumentParser):
-    """Usage errors as one line on stderr (exit 2), like every other refusal of this command."""
+class UsageError(Exception):
+    """A bad command line; main() prints it as one line (exit 2), like every other refusal."""
 
+
+class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> "typing.NoReturn":
-        self.exit(2, f"error: {message}\n")
+        raise UsageError(message)
 
 
 def _stack_name(text: str) -> str:
@@ -355,7 +357,11 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument(
         "--graph", type=Path, nargs="?", const=Path("."), metavar="DIR", help="write graph.mmd and graph.dot to DIR (default .)"
     )
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except UsageError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     for flag, path in (("--out", args.out), ("--graph", args.graph)):
         problem = path is not None and _output_dir_problem(path)
         if problem:
