@@ -76,7 +76,7 @@ def run_plan(stack: str = "dev", secret_keys: list[str] | None = None, **overrid
 @lru_cache(maxsize=None)
 def stack_plan(stack: str) -> plan_mod.Plan:
     """The plan of a stack file as committed; computed once per test session."""
-    return plan_mod.run_program(stack, *committed_stack(stack))
+    return plan_mod.committed_plan(stack)
 
 
 @pytest.fixture(params=STACKS)

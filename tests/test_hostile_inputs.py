@@ -55,7 +55,8 @@ def stack_config(tmp_path: Path, **config: Any) -> Path:
 # Each stack-file case goes through both entry points: the plan and the CLI refuse it alike.
 ENTRY_POINTS: dict[str, Callable[[Path, Any], tuple[int, str, str]]] = {
     "plan": lambda path, capsys: run_plan(["--stack", STACK, "--config-file", str(path)], capsys),
-    "workloads": lambda path, capsys: run_workloads(["submit", "--dry-run", "--stack", STACK, "--config-file", str(path)]),
+    # A real submit: it validates everything `pulumi up` does before it looks for a dashboard.
+    "workloads": lambda path, capsys: run_workloads(["submit", "--stack", STACK, "--config-file", str(path)]),
 }
 
 

@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
-from infra.stack_file import available_stacks, read_stack_file, stack_path, with_required_secrets
-from tools.offline_plan import ROOT, plan_document, run_program
+from infra.stack_file import available_stacks
+from tools.offline_plan import ROOT, committed_plan, plan_document
 
 GOLDEN_DIR = ROOT / "tests" / "golden"
 
@@ -31,9 +31,7 @@ def render(doc: dict[str, Any]) -> str:
 
 def current(stack: str) -> dict[str, Any]:
     """The plan document of a committed stack, as it would be written to its golden file."""
-    # As after the README's `pulumi config set --secret` steps: the h200 recipe's model is gated.
-    config, secret_keys = with_required_secrets(stack, *read_stack_file(stack_path(stack, ROOT)))
-    return json.loads(render(plan_document(run_program(stack, config, secret_keys))))
+    return json.loads(render(plan_document(committed_plan(stack))))
 
 
 def differences(want: Any, got: Any, path: str = "") -> Iterator[str]:

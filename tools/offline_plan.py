@@ -144,6 +144,12 @@ def run_program(
     return result["plan"]
 
 
+def committed_plan(stack: str) -> Plan:
+    """The plan of a committed stack file as after the README's setup, the secrets its job needs set
+    (placeholders): what the golden plans and the generated docs show."""
+    return run_program(stack, *with_required_secrets(stack, *read_stack_file(stack_path(stack, ROOT))))
+
+
 def _run_in_thread(stack: str, config: dict[str, str], secret_keys: list[str], preview: bool, program: Path) -> Plan:
     import pulumi
     from pulumi.runtime import config as runtime_config

@@ -252,11 +252,12 @@ def cmd_submit(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
     from infra.config import ConfigError, refuse_missing_secrets
     from infra.stack_file import present_secrets
 
-    try:  # the job would fail on the cluster without them, as `pulumi up` refuses to start it
-        refuse_missing_secrets(stack.config, present_secrets(stack.secret_keys))
-    except ConfigError as err:
-        raise CliError(str(err).replace("\n", "; ")) from None
     spec = build_spec(stack)
+    if not args.dry_run:  # the job would fail on the cluster without them; `pulumi up` refuses too
+        try:
+            refuse_missing_secrets(stack.config, present_secrets(stack.secret_keys))
+        except ConfigError as err:
+            raise CliError(str(err).replace("\n", "; ")) from None
     if args.dry_run:
         out.write(f"submission id: {spec.submission_id}\n")
         out.write(f"entrypoint: {spec.entrypoint}\n")
