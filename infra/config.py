@@ -368,7 +368,7 @@ class NetworkConfig(_Model):
     @classmethod
     def _psa_prefix(cls, v: str) -> str:
         if ipaddress.IPv4Network(v).prefixlen > 23:
-            raise ValueError("must be a /23 or larger range (Managed Lustre needs at least /23)")
+            raise ValueError(f"{v} is smaller than Managed Lustre needs; allowed: a /23 or larger range")
         return v
 
     def named_ranges(self) -> dict[str, ipaddress.IPv4Network]:
@@ -434,14 +434,14 @@ class LustreConfig(_Model):
     @classmethod
     def _tier(cls, v: int) -> int:
         if v not in LUSTRE_TIERS:
-            raise ValueError(f"must be one of {', '.join(map(str, sorted(LUSTRE_TIERS)))}")
+            raise ValueError(f"{_shown(v)} is not allowed; allowed: {', '.join(map(str, sorted(LUSTRE_TIERS)))}")
         return v
 
     @field_validator("filesystem")
     @classmethod
     def _filesystem(cls, v: str) -> str:
         if not re.fullmatch(r"[A-Za-z0-9]{1,8}", v):
-            raise ValueError("must be 1-8 letters or digits")
+            raise ValueError(f"{_shown(v)} is not allowed; allowed: 1-8 letters or digits")
         return v
 
     @field_validator("instance_id")
@@ -449,7 +449,8 @@ class LustreConfig(_Model):
     def _instance_id(cls, v: Optional[str]) -> Optional[str]:
         if v is not None and not (len(v) <= 63 and re.fullmatch(LOWER_NAME, v)):
             raise ValueError(
-                "must be 1-63 lowercase letters, digits or hyphens, start with a letter and end with a letter or digit"
+                f"{_shown(v)} is not allowed; allowed: 1-63 lowercase letters, digits or hyphens, starting with a letter "
+                "and ending with a letter or digit"
             )
         return v
 
@@ -664,7 +665,7 @@ class CostConfig(_Model):
         # plan estimates); the program deploys nothing from these numbers.
         for key, value in v.items():
             if not value >= 0:
-                raise ValueError(f"price {key!r} must be a number >= 0")
+                raise ValueError(f"price {key!r}: {_shown(value)} is not allowed; allowed: a number, 0 or more")
         return v
 
 

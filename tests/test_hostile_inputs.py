@@ -101,7 +101,11 @@ CONFIG_CASES = {
     "a name prefix with g00gle": ({"namePrefix": "my-g00gle"}, "nemo-rl-gke:namePrefix"),
     "a project starting with goog": ({"project": "goog-research"}, "nemo-rl-gke:project"),
     # places that do not exist
-    "an unknown region": ({"region": "us-centrall1", "zone": "us-centrall1-b"}, "nemo-rl-gke:region: 'us-centrall1'"),
+    "an unknown region": (
+        {"region": "us-centrall1", "zone": "us-centrall1-b"},
+        "nemo-rl-gke:region: 'us-centrall1' has no zone with a4-highgpu-8g (flavour b200) and Managed Lustre in the zone "
+        "catalogue; allowed (nearest first): us-central1-b,",
+    ),
     "a zone without the flavour": ({"region": "us-east1", "zone": "us-east1-c"}, "nemo-rl-gke:zone: 'us-east1-c'"),
     "a zone of another region": ({"region": "us-east1", "zone": "us-central1-b"}, "nemo-rl-gke:zone"),
     "h200 where only b200 is": ({"flavour": "h200"}, "nemo-rl-gke:region: 'us-east1'"),
@@ -118,6 +122,11 @@ CONFIG_CASES = {
         {"network": {"rdmaCidrs": ["192.168.1.0/30"] + [f"192.168.{n}.0/24" for n in range(2, 9)]}},
         "nemo-rl-gke:network.rdmaCidrs",
     ),
+    "a range in 0.0.0.0/8": ({"network": {"psaCidr": "0.0.0.0/22"}}, "nemo-rl-gke:network.psaCidr: 0.0.0.0/22"),
+    "a node subnet too small for the nodes": (
+        {"network": {"primaryCidr": "10.0.0.0/29"}, "gpuPool": {"nodeCount": 8}},
+        "nemo-rl-gke:network.primaryCidr: 10.0.0.0/29 has 4 usable addresses",
+    ),
     "a link-local node range": ({"network": {"primaryCidr": "169.254.0.0/20"}}, "nemo-rl-gke:network.primaryCidr: 169.254.0.0/20"),
     "a loopback pod range": ({"network": {"podsCidr": "127.0.0.0/14"}}, "nemo-rl-gke:network.podsCidr"),
     "a multicast service range": ({"network": {"servicesCidr": "224.0.0.0/20"}}, "nemo-rl-gke:network.servicesCidr"),
@@ -132,6 +141,7 @@ CONFIG_CASES = {
     "the kube-system namespace": ({"ray": {"namespace": "kube-system"}}, "nemo-rl-gke:ray.namespace: 'kube-system'"),
     "the default namespace": ({"ray": {"namespace": "default"}}, "nemo-rl-gke:ray.namespace: 'default'"),
     "a GKE system namespace": ({"ray": {"namespace": "gke-managed-system"}}, "nemo-rl-gke:ray.namespace"),
+    "the managed Prometheus namespace": ({"ray": {"namespace": "gmp-system"}}, "nemo-rl-gke:ray.namespace"),
     "the default service account": ({"ray": {"serviceAccount": "default"}}, "nemo-rl-gke:ray.serviceAccount"),
     "a mount path with ..": ({"ray": {"mountPath": "/lustre/../etc"}}, "nemo-rl-gke:ray.mountPath"),
     "a mount path over /etc": ({"ray": {"mountPath": "/etc"}}, "nemo-rl-gke:ray.mountPath: '/etc'"),
@@ -183,6 +193,7 @@ FILE_CASES = {
     ),
     "an anchor inside itself": ("config:\n  nemo-rl-gke:project: my-gcp-project\n  x:y: &a [*a]\n", "an anchor contains itself"),
     "nesting ten thousand levels deep": ("config:\n  x:y: " + "[" * 10000 + "]" * 10000 + "\n", "nested too deeply"),
+    "yes is a string in YAML 1.2": ("config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gke:cluster:\n    deletionProtection: yes\n", "nemo-rl-gke:cluster.deletionProtection: 'yes' is not allowed; allowed: true or false"),
     "an integer with a leading zero": ("config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gke:gpuPool:\n    nodeCount: 010\n", "nemo-rl-gke:gpuPool.nodeCount: 010 is ambiguous"),
     "a .inf number": ("config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gke:cost:\n    bucketGib: .inf\n", "nemo-rl-gke:cost.bucketGib: .inf is not allowed"),
     "a .nan number": ("config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gke:cost:\n    priceOverrides: {gpu.a4-highgpu-8g.spot: .NaN}\n", "nemo-rl-gke:cost.priceOverrides.gpu.a4-highgpu-8g.spot: .NaN"),
@@ -334,6 +345,45 @@ def test_the_plan_of_an_unusual_stack_is_valid_json(tmp_path, capsys):
     bucket = next(r for r in doc["resources"] if r["type"] == "gcp:storage/bucket:Bucket")
     assert bucket["inputs"]["labels"]["équipe"] == "données"
     assert bucket["inputs"]["labels"]["stack"] == "odd-stack"
+
+
+@pytest.mark.parametrize(
+    "override",
+    ["a=$(id)", "a=`id`", "a=b; rm -rf /", "a=b && curl x", "a=b|sh", "a=b\nc=d", "a='b'", 'a="b"', "a=b c", "a=${HOME}", "a=b>f"],
+)
+def test_shell_metacharacters_and_newlines_in_an_override_are_one_line(override, tmp_path):
+    result = run_workloads(["submit", "--stack", STACK, "--config-file", str(stack_config(tmp_path, job={"overrides": [override]}))])
+    line = assert_refused(result, "nemo-rl-gke:job.overrides[0]: ")
+    assert "no spaces, quotes, shell metacharacters or newlines" in line
+
+
+@pytest.mark.parametrize(
+    "config,key",
+    [
+        ({"namePrefix": "dev\nrm"}, "namePrefix"),
+        ({"namePrefix": "dev;id"}, "namePrefix"),
+        ({"ray": {"namespace": "ns$(id)"}}, "ray.namespace"),
+        ({"ray": {"serviceAccount": "ray\n"}}, "ray.serviceAccount"),
+        ({"ray": {"mountPath": "/lustre && id"}}, "ray.mountPath"),
+        ({"lustre": {"instanceId": "x;id"}}, "lustre.instanceId"),
+        ({"gpuPool": {"provisioning": "reservation", "reservationName": "r`id`"}}, "gpuPool.reservationName"),
+        ({"job": {"wandbProject": "p $(id)"}}, "job.wandbProject"),
+        ({"labels": {"team": "a;b"}}, "labels"),
+        ({"ray": {"namespace": "n" * 64}}, "ray.namespace"),
+        ({"lustre": {"filesystem": "f" * 9}}, "lustre.filesystem"),
+        ({"job": {"overrides": ["a=" + "b" * 600]}}, "job.overrides[0]"),
+    ],
+)
+def test_metacharacters_and_overlong_names_are_one_line_naming_the_key(config, key, tmp_path):
+    result = run_workloads(["submit", "--stack", STACK, "--config-file", str(stack_config(tmp_path, **config))])
+    assert_refused(result, f"error: nemo-rl-gke:{key}: ")
+
+
+def test_the_program_sets_exactly_the_label_keys_the_config_reserves():
+    from infra.config import RESERVED_LABEL_KEYS
+    from infra.naming import labels
+
+    assert set(labels("dev", "x", {"team": "ml"})) - {"team"} == set(RESERVED_LABEL_KEYS)
 
 
 @pytest.mark.parametrize("limit", list(Limit))
