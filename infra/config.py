@@ -1070,7 +1070,8 @@ def format_validation_error(err: ValidationError) -> str:
         if kind == "extra_forbidden":
             msg = _unknown_key_message(loc)
         elif kind == "missing":
-            msg = "required key is not set"
+            field = _field_at(loc)
+            msg = "required key is not set" + (f"; allowed: {field.description.rstrip('.')}" if field and field.description else "")
         elif kind == "string_too_long":
             msg = f"{len(e['input'])} characters; allowed: at most {ctx['max_length']}"
         elif kind == "string_pattern_mismatch":
@@ -1087,6 +1088,20 @@ def format_validation_error(err: ValidationError) -> str:
         key = f"{PROJECT}:{path}" if path else PROJECT
         lines.append(f"{key}: {msg}".replace("\n", " "))
     return "\n".join(lines)
+
+
+def _field_at(loc: tuple[Any, ...]) -> Any:
+    """The pydantic field a `loc` of `StackConfig` points at (by name or camelCase alias), or None."""
+    model: Any = StackConfig
+    field = None
+    for part in loc:
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            return None
+        field = next((f for n, f in model.model_fields.items() if part in (n, f.alias)), None)
+        if field is None:
+            return None
+        model = field.annotation
+    return field
 
 
 def _unknown_key_message(loc: tuple[Any, ...]) -> str:

@@ -200,6 +200,7 @@ FILE_CASES = {
     "a binary tag": ("config:\n  nemo-rl-gke:project: !!binary bXktZ2NwLXByb2plY3Q=\n", "tag !!binary is not supported"),
     "a custom tag": ("config:\n  nemo-rl-gke:project: !env GCP_PROJECT\n", "tag !env is not supported"),
     "two documents": ("config:\n  nemo-rl-gke:project: my-gcp-project\n---\nconfig: {}\n", "holds one YAML document"),
+    "no project at all": ("config:\n  nemo-rl-gke:flavour: b200\n", "nemo-rl-gke:project: required key is not set; allowed: Google Cloud project id"),
     "a config that is a list": ("config:\n  - nemo-rl-gke:project\n", "'config' is not a map"),
     "a file that is a list": ("- config\n", "the file is not a map; allowed: a map with a 'config' map"),
     "a null map key": ("config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gke:labels: {~: x}\n", "a map key is empty or null"),
