@@ -11,11 +11,16 @@ each naming the key and what is allowed.
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import hashlib
 import ipaddress
 import itertools
 import json
 import math
+import posixpath
 import re
+import typing
+import unicodedata
 from dataclasses import dataclass
 from enum import Enum
 from typing import Annotated, Any, Literal, Optional
@@ -27,6 +32,7 @@ from pydantic import (
     Field,
     StringConstraints,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -39,7 +45,7 @@ from infra.machines import (
     system_node_room,
 )
 from workloads.overrides import data_key_problem
-from workloads.recipes import RECIPES, Parallelism, Recipe
+from workloads.recipes import GATED_MODELS, RECIPES, Parallelism, Recipe
 
 PROJECT = "nemo-rl-gke"
 """The Pulumi project name; also the config namespace."""
@@ -70,8 +76,11 @@ PATTERN_HELP = {
     r"^[a-z]+-[a-z]+\d+$": "a region name such as us-east1",
     r"^[a-z]+-[a-z]+\d+-[a-z]$": "a zone name such as us-east1-b",
 }
-GCP_LABEL_KEY = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
-GCP_LABEL_VALUE = re.compile(r"^[a-z0-9_-]{0,63}$")
+# GCP labels (Resource Manager "requirements for labels"; the API field docs give the patterns
+# key \p{Ll}\p{Lo}[\p{Ll}\p{Lo}\p{N}_-]{0,62}, value [\p{Ll}\p{Lo}\p{N}_-]{0,63}, each under 128 bytes,
+# at most 64 labels on a resource). Every labelled resource also carries ours (infra/naming.labels).
+GCP_MAX_LABELS = 64
+RESERVED_LABEL_KEYS = ("managed-by", "app", "stack", "component")
 
 
 class ConfigError(pulumi.RunError):
@@ -103,7 +112,57 @@ class _Model(BaseModel):
         extra="forbid",
         frozen=True,
         use_attribute_docstrings=False,
+        # inf/nan would pass `ge=0` and reach the plan as `$inf/h` and as `Infinity`, which is not JSON.
+        allow_inf_nan=False,
     )
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _plain_input(cls, value: Any, info: ValidationInfo) -> Any:
+        """What pydantic's lax mode would get wrong for a stack file: an empty section (`gpuPool:` with
+        every key commented out) means its defaults; `true` is not the number 1, and neither `1` nor
+        `yes` is a boolean (`pulumi config set --path` writes "true"/"false" strings, which are)."""
+        field = cls.model_fields[info.field_name]
+        annotation = field.annotation
+        if value is None or value == "":
+            if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+                return field.get_default(call_default_factory=True)
+            return value
+        if annotation is bool:
+            if isinstance(value, str) and value.lower() in ("true", "false"):
+                return value.lower() == "true"
+            if not isinstance(value, bool):
+                raise ValueError(f"{_shown(value)} is not allowed; allowed: true or false")
+            return value
+        kind = _number_kind(annotation)
+        if kind and isinstance(value, bool):
+            raise ValueError(f"{str(value).lower()} is not allowed; allowed: {kind}")
+        if kind and typing.get_origin(annotation) is dict and isinstance(value, dict):
+            for k, v in value.items():
+                if isinstance(v, bool):
+                    raise ValueError(f"{k!r}: {str(v).lower()} is not allowed; allowed: {kind}")
+        return value
+
+
+def _number_kind(annotation: Any) -> Optional[str]:
+    """'a whole number' / 'a number' when the field (or its map's values) holds numbers."""
+    args = typing.get_args(annotation)
+    if typing.get_origin(annotation) is dict:
+        args = args[1:]
+    types = {annotation, *args}
+    if bool in types:
+        return None
+    if int in types:
+        return "a whole number"
+    if float in types:
+        return "a number"
+    return None
+
+
+def _shown(value: Any, limit: int = 60) -> str:
+    """A value as it appears in a one-line message: repr (newlines escaped), cut to `limit` characters."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 class Provisioning(str, Enum):
@@ -150,6 +209,13 @@ class SystemPoolConfig(_Model):
     machine_type: str = Field("n2-standard-16", pattern=r"^[a-z0-9]+-[a-z0-9-]+$", description="Machine type of the CPU pool; must fit the Ray head.")
     node_count: int = Field(1, ge=1, le=10, description="Nodes in the CPU pool.")
     disk_size_gb: int = Field(100, ge=10, le=65536, description="Boot disk size of CPU nodes.")
+
+
+def _ipv4_network(text: str) -> str:
+    try:
+        return str(ipaddress.IPv4Network(text, strict=True))
+    except ValueError as err:
+        raise ValueError(f"{_shown(text)} is not allowed ({err}); allowed: an IPv4 range such as 10.0.0.0/20") from None
 
 
 class AuthorizedNetwork(_Model):
@@ -241,6 +307,19 @@ class ClusterConfig(_Model):
         return self
 
 
+# Ranges a VPC subnet or secondary range cannot use (VPC docs "prohibited IPv4 ranges"; RFC 6890).
+_RESERVED_RANGES = (
+    (ipaddress.IPv4Network("0.0.0.0/8"), "\"this\" network"),
+    (ipaddress.IPv4Network("127.0.0.0/8"), "loopback"),
+    (ipaddress.IPv4Network("169.254.0.0/16"), "link-local, where the metadata server lives"),
+    (ipaddress.IPv4Network("224.0.0.0/4"), "multicast"),
+    (ipaddress.IPv4Network("255.255.255.255/32"), "broadcast"),
+)
+_SMALLEST_SUBNET = 29  # VPC docs: a subnet's primary IPv4 range is at least a /29
+_SUBNETS = ("primary_cidr", "gvnic_cidr", "rdma_cidrs")
+_DEFAULT_VPC_RANGE = ipaddress.IPv4Network("10.128.0.0/9")
+
+
 class NetworkConfig(_Model):
     """VPCs, subnets and address ranges."""
 
@@ -260,18 +339,36 @@ class NetworkConfig(_Model):
     @field_validator("primary_cidr", "pods_cidr", "services_cidr", "gvnic_cidr", "psa_cidr")
     @classmethod
     def _cidr(cls, v: str) -> str:
-        return str(ipaddress.IPv4Network(v, strict=True))
+        return _ipv4_network(v)
 
     @field_validator("rdma_cidrs")
     @classmethod
     def _cidrs(cls, v: tuple[str, ...]) -> tuple[str, ...]:
-        return tuple(str(ipaddress.IPv4Network(c, strict=True)) for c in v)
+        return tuple(_ipv4_network(c) for c in v)
+
+    @field_validator("primary_cidr", "pods_cidr", "services_cidr", "gvnic_cidr", "psa_cidr", "rdma_cidrs")
+    @classmethod
+    def _usable_in_a_vpc(cls, v: Any, info: ValidationInfo) -> Any:
+        for cidr in v if isinstance(v, tuple) else (v,):
+            net = ipaddress.IPv4Network(cidr)
+            for reserved, what in _RESERVED_RANGES:
+                if net.overlaps(reserved):
+                    raise ValueError(
+                        f"{cidr} overlaps {reserved} ({what}), which a VPC cannot use; allowed: private ranges "
+                        "such as 10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16"
+                    )
+            if info.field_name in _SUBNETS and net.prefixlen > _SMALLEST_SUBNET:
+                raise ValueError(
+                    f"{cidr} is smaller than a /{_SMALLEST_SUBNET}, the smallest subnet Google Cloud creates; "
+                    f"allowed: /{_SMALLEST_SUBNET} or larger"
+                )
+        return v
 
     @field_validator("psa_cidr")
     @classmethod
     def _psa_prefix(cls, v: str) -> str:
         if ipaddress.IPv4Network(v).prefixlen > 23:
-            raise ValueError("must be a /23 or larger range (Managed Lustre needs at least /23)")
+            raise ValueError(f"{v} is smaller than Managed Lustre needs; allowed: a /23 or larger range")
         return v
 
     def named_ranges(self) -> dict[str, ipaddress.IPv4Network]:
@@ -292,6 +389,16 @@ class NetworkConfig(_Model):
         for (ka, a), (kb, b) in itertools.combinations(self.named_ranges().items(), 2):
             if a.overlaps(b):
                 raise KeyedValueError(kb, f"{b} overlaps network.{ka} ({a}); allowed: ranges disjoint from every other range")
+        if self.use_default_network:
+            # The cluster joins the project's `default` VPC, whose auto-mode subnets take 10.128.0.0/9
+            # (VPC docs, auto mode IPv4 ranges); a custom-mode `default` VPC is not known here.
+            for key, net in self.named_ranges().items():
+                if net.overlaps(_DEFAULT_VPC_RANGE):
+                    raise KeyedValueError(
+                        key,
+                        f"{net} overlaps {_DEFAULT_VPC_RANGE}, the subnets of the `default` VPC the cluster joins with "
+                        "network.useDefaultNetwork; allowed: a range outside 10.128.0.0/9",
+                    )
         return self
 
 
@@ -327,14 +434,14 @@ class LustreConfig(_Model):
     @classmethod
     def _tier(cls, v: int) -> int:
         if v not in LUSTRE_TIERS:
-            raise ValueError(f"must be one of {', '.join(map(str, sorted(LUSTRE_TIERS)))}")
+            raise ValueError(f"{_shown(v)} is not allowed; allowed: {', '.join(map(str, sorted(LUSTRE_TIERS)))}")
         return v
 
     @field_validator("filesystem")
     @classmethod
     def _filesystem(cls, v: str) -> str:
         if not re.fullmatch(r"[A-Za-z0-9]{1,8}", v):
-            raise ValueError("must be 1-8 letters or digits")
+            raise ValueError(f"{_shown(v)} is not allowed; allowed: 1-8 letters or digits")
         return v
 
     @field_validator("instance_id")
@@ -342,7 +449,8 @@ class LustreConfig(_Model):
     def _instance_id(cls, v: Optional[str]) -> Optional[str]:
         if v is not None and not (len(v) <= 63 and re.fullmatch(LOWER_NAME, v)):
             raise ValueError(
-                "must be 1-63 lowercase letters, digits or hyphens, start with a letter and end with a letter or digit"
+                f"{_shown(v)} is not allowed; allowed: 1-63 lowercase letters, digits or hyphens, starting with a letter "
+                "and ending with a letter or digit"
             )
         return v
 
@@ -373,6 +481,13 @@ class StorageConfig(_Model):
     )
 
 
+_SYSTEM_NAMESPACE_PREFIXES = ("kube-", "gke-", "gmp-")
+_SYSTEM_DIRS = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/proc", "/root", "/run", "/sbin", "/sys", "/usr", "/var")
+# Directories the Ray containers need: the images' NeMo-RL checkouts, and Ray's session directory
+# (ray.init's default temp dir /tmp/ray). Mounting at or above one of them hides it.
+_CONTAINER_DIRS = tuple(sorted({r.image.workdir for r in RECIPES.values()} | {"/tmp/ray"}))
+
+
 class RayConfig(_Model):
     """In-cluster objects: namespace, KubeRay chart, NCCL installer, Lustre mount."""
 
@@ -387,6 +502,40 @@ class RayConfig(_Model):
     mount_path: str = Field("/lustre", pattern=r"^/[A-Za-z0-9._/\-]*$", description="Where Lustre is mounted in the Ray head and workers.")
     head_cpu: int = Field(8, ge=1, le=64, description="CPUs requested by the Ray head.")
     head_memory_gib: int = Field(32, ge=4, le=512, description="Memory requested by the Ray head.")
+
+    @field_validator("namespace")
+    @classmethod
+    def _not_a_system_namespace(cls, v: str) -> str:
+        # Kubernetes' own namespaces and GKE's (kube-*, gke-*, gmp-*): the stack would put its objects
+        # among the cluster's, and `pulumi destroy` would delete a namespace it never owned.
+        if v == "default" or v.startswith(_SYSTEM_NAMESPACE_PREFIXES):
+            raise ValueError(
+                f"{v!r} is a system namespace; allowed: a namespace of its own, not default or "
+                f"{', '.join(p + '*' for p in _SYSTEM_NAMESPACE_PREFIXES)}"
+            )
+        return v
+
+    @field_validator("service_account")
+    @classmethod
+    def _not_the_default_account(cls, v: str) -> str:
+        # Every pod of the namespace without its own account runs as `default`: binding the bucket's
+        # Workload Identity grant to it would hand the bucket to all of them.
+        if v == "default":
+            raise ValueError("'default' is the account of every pod in the namespace; allowed: a dedicated name such as ray")
+        return v
+
+    @field_validator("mount_path")
+    @classmethod
+    def _safe_mount_path(cls, v: str) -> str:
+        if posixpath.normpath(v) != v or "/." in v:
+            raise ValueError(f"{v!r} is not allowed; allowed: a normalized absolute path (no '.', '..', '//' or trailing '/')")
+        for system in _SYSTEM_DIRS:
+            if v == system or v.startswith(system + "/"):
+                raise ValueError(f"{v!r} would mount Lustre over the system directory {system}; allowed: a path such as /lustre")
+        for needed in _CONTAINER_DIRS:
+            if needed == v or needed.startswith(v.rstrip("/") + "/"):
+                raise ValueError(f"{v!r} would hide {needed} in the Ray containers; allowed: a path such as /lustre")
+        return v
 
 
 Override = Annotated[str, StringConstraints(pattern=_SAFE_TOKEN, max_length=512)]
@@ -412,6 +561,19 @@ class JobConfig(_Model):
     def _recipe(cls, v: str) -> str:
         if v not in RECIPES:
             raise ValueError(f"unknown recipe {v!r}; allowed: {', '.join(RECIPES)}")
+        return v
+
+    @field_validator("overrides")
+    @classmethod
+    def _override_syntax(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        # Only the shape here; which keys may be set is the job builder's (workloads/job_spec.py).
+        for i, override in enumerate(v):
+            deletion = override.startswith("~")
+            key, sep, _ = override.lstrip("~+").partition("=")
+            if not key:
+                raise KeyedValueError(f"[{i}]", f"{_shown(override)} has no key; allowed: key=value, +key=value, ++key=value or ~key")
+            if not sep and not deletion:
+                raise KeyedValueError(f"[{i}]", f"{_shown(override)} has no '='; allowed: key=value, +key=value, ++key=value or ~key")
         return v
 
     @model_validator(mode="after")
@@ -503,7 +665,7 @@ class CostConfig(_Model):
         # plan estimates); the program deploys nothing from these numbers.
         for key, value in v.items():
             if not value >= 0:
-                raise ValueError(f"price {key!r} must be a number >= 0")
+                raise ValueError(f"price {key!r}: {_shown(value)} is not allowed; allowed: a number, 0 or more")
         return v
 
 
@@ -516,7 +678,16 @@ class StackConfig(_Model):
     name_prefix: str = Field(
         "", pattern=r"^([a-z][a-z0-9-]{0,19})?$", description="Prefix of every cloud name (1-20 chars); default: the stack name."
     )
-    labels: dict[str, str] = Field(default_factory=dict, description="Extra labels on every labelled resource.")
+    labels: dict[str, str] = Field(
+        default_factory=dict,
+        description=f"Extra labels on every labelled resource: at most {GCP_MAX_LABELS - len(RESERVED_LABEL_KEYS)} "
+        f"(Google Cloud's {GCP_MAX_LABELS} less the program's own: {', '.join(RESERVED_LABEL_KEYS)}).",
+    )
+    allow_uncatalogued_zone: bool = Field(
+        False,
+        description="Accept a `zone` that the zone catalogue (data/zones.yaml) does not list for the flavour and "
+        "Managed Lustre: for a zone Google added after the catalogue was checked.",
+    )
     flavour: str = Field("b200", description=f"GPU flavour: one of {', '.join(FLAVOURS)}.")
     gpu_pool: GpuPoolConfig = Field(default_factory=GpuPoolConfig, description="GPU node pool.")
     cluster: ClusterConfig = Field(default_factory=ClusterConfig, description="GKE cluster.")
@@ -543,11 +714,31 @@ class StackConfig(_Model):
     @field_validator("labels")
     @classmethod
     def _labels(cls, v: dict[str, str]) -> dict[str, str]:
+        room = GCP_MAX_LABELS - len(RESERVED_LABEL_KEYS)
+        if len(v) > room:
+            raise ValueError(f"{len(v)} labels; allowed: at most {room} (Google Cloud allows {GCP_MAX_LABELS}, the program sets {len(RESERVED_LABEL_KEYS)})")
         for key, value in v.items():
-            if not GCP_LABEL_KEY.match(key):
-                raise ValueError(f"label key {key!r} must be lowercase letters, digits, '_' or '-', starting with a letter (max 63)")
-            if not GCP_LABEL_VALUE.match(value):
-                raise ValueError(f"label value {value!r} must be lowercase letters, digits, '_' or '-' (max 63)")
+            if key in RESERVED_LABEL_KEYS:
+                raise ValueError(f"label key {key!r} is the program's own; allowed: any key but {', '.join(RESERVED_LABEL_KEYS)}")
+            if not (_label_text(key, 63) and unicodedata.category(key[0]) in ("Ll", "Lo")):
+                raise ValueError(
+                    f"label key {_shown(key)} is not allowed; allowed: 1-63 lowercase letters, digits, '_' or '-', "
+                    "starting with a lowercase letter (under 128 bytes)"
+                )
+            if value and not _label_text(value, 63):
+                raise ValueError(
+                    f"label value {_shown(value)} of {key!r} is not allowed; allowed: at most 63 lowercase letters, "
+                    "digits, '_' or '-' (under 128 bytes)"
+                )
+        return v
+
+    @field_validator("project", "name_prefix")
+    @classmethod
+    def _no_google_in_bucket_name(cls, v: str, info: ValidationInfo) -> str:
+        # Both are part of the bucket name (<project>-<prefix>-artifacts); Cloud Storage refuses names
+        # with "google" or a close misspelling, or starting with "goog" (storage docs, bucket naming).
+        if _looks_like_google(v) or (info.field_name == "project" and v.startswith("goog")):
+            raise ValueError(f"{v!r} would put 'google' into the bucket name, which Cloud Storage refuses; allowed: a name without it")
         return v
 
     @model_validator(mode="after")
@@ -555,6 +746,9 @@ class StackConfig(_Model):
         if not self.zone.startswith(self.region + "-"):
             raise KeyedValueError("zone", f"{self.zone!r} is not in region {self.region!r}; allowed: a zone named {self.region}-<letter>")
         flavour = self.flavour_spec
+        if not self.allow_uncatalogued_zone:
+            self._check_zone_catalogue(flavour)
+        self._check_address_room()
         if len(self.network.rdma_cidrs) != flavour.rdma_nics:
             raise KeyedValueError(
                 "network.rdmaCidrs",
@@ -659,6 +853,45 @@ class StackConfig(_Model):
                 f"{AUTOPILOT_GENERAL_PURPOSE_MAX_MEMORY_GIB}",
             )
 
+    def _check_zone_catalogue(self, flavour: Flavour) -> None:
+        from infra.zones import catalogue, nearest, region_of
+
+        cat = catalogue()
+        zones = cat.zones_for(flavour.machine_type)
+        what = f"{flavour.machine_type} (flavour {flavour.name}) and Managed Lustre"
+        hint = f"or set {PROJECT}:allowUncataloguedZone: true for a zone Google added since {cat.checked} (data/zones.yaml)"
+        if self.region not in {region_of(z) for z in zones}:
+            raise KeyedValueError(
+                "region",
+                f"{self.region!r} has no zone with {what} in the zone catalogue; allowed (nearest first): "
+                f"{', '.join(nearest(self.region + '-x', zones))}; {hint}",
+            )
+        if self.zone not in zones:
+            raise KeyedValueError(
+                "zone",
+                f"{self.zone!r} does not offer {what} in the zone catalogue; allowed (nearest first): "
+                f"{', '.join(nearest(self.zone, zones))}; {hint}",
+            )
+
+    def _check_address_room(self) -> None:
+        # Every node takes a /24 of the pod range (GKE's default of 110 pods per node, which the node
+        # pools keep) and one address of the primary subnet; the system pool surges one node on upgrade.
+        nodes = self.gpu_pool.node_count + self.cluster.system_pool.node_count + 1
+        pods = ipaddress.IPv4Network(self.network.pods_cidr)
+        if pods.prefixlen > 24 or 2 ** (24 - pods.prefixlen) < nodes:
+            need = 24 - max(nodes - 1, 1).bit_length()
+            raise KeyedValueError(
+                "network.podsCidr",
+                f"{pods} holds pod addresses for {2 ** max(24 - pods.prefixlen, 0)} node(s), the stack runs up to {nodes} "
+                f"(a /24 each); allowed: a /{need} or larger",
+            )
+        primary = ipaddress.IPv4Network(self.network.primary_cidr)
+        if not self.network.use_default_network and primary.num_addresses - 4 < nodes:
+            raise KeyedValueError(
+                "network.primaryCidr",
+                f"{primary} has {primary.num_addresses - 4} usable addresses, the stack runs up to {nodes} nodes; allowed: a larger range",
+            )
+
     def _check_head_fits(self) -> None:
         # A head that fits no system node stays Pending, and the deploy waits on it for an hour.
         machine = self.cluster.system_pool.machine_type
@@ -728,6 +961,20 @@ class StackConfig(_Model):
         return self.lustre.legacy_port
 
 
+def _label_text(text: str, limit: int) -> bool:
+    """Lowercase letters (any script), digits, '_' and '-' only, at most `limit` characters and under
+    128 bytes: every character is checked, so a trailing newline cannot slip past a `$`."""
+    return (
+        len(text) <= limit
+        and len(text.encode()) < 128
+        and all(c in "_-" or unicodedata.category(c) in ("Ll", "Lo", "Nd", "Nl", "No") for c in text)
+    )
+
+
+def _looks_like_google(text: str) -> bool:
+    return "google" in text.lower().replace("0", "o")
+
+
 @dataclass(frozen=True)
 class StackSecrets:
     """Secret values as Pulumi secret Outputs; None when not configured."""
@@ -757,11 +1004,20 @@ def wandb_key_set(secret_keys: "set[str] | frozenset[str]") -> bool:
 
 def namespaced(flat: dict[str, Any]) -> dict[str, Any]:
     """This project's keys of a flat engine config map (`nemo-rl-gke:<key>` -> value), without the
-    namespace, structured values (passed by the engine as JSON strings) decoded."""
+    namespace, structured values (passed by the engine as JSON strings) decoded.
+
+    Other namespaces (provider keys such as `gcp:project`) are left to their owners, but one that is
+    a near miss of this project's (`nemo-rl-gk:flavour`) is refused: the CLI would pass it on and the
+    program would silently run without it."""
     out: dict[str, Any] = {}
     prefix = f"{PROJECT}:"
     for key, value in flat.items():
         if not key.startswith(prefix):
+            namespace, _, name = key.partition(":")
+            if namespace.lower() == PROJECT or difflib.get_close_matches(namespace.lower(), [PROJECT], cutoff=0.8):
+                raise ConfigError(
+                    f"{key}: unknown namespace {namespace!r}; allowed: {PROJECT}:<key> (did you mean {PROJECT}:{name}?)"
+                )
             continue
         if isinstance(value, str) and value[:1] in "{[":
             try:
@@ -779,35 +1035,118 @@ def _namespaced_config() -> dict[str, Any]:
     return namespaced({**runtime_config.get_config_env(), **runtime_config.CONFIG.get()})
 
 
+# pydantic error types -> what is allowed, in the words of a stack file (never a class name).
+_ALLOWED_BY_TYPE = {
+    "model_type": "a map of keys (key: value lines)",
+    "model_attributes_type": "a map of keys (key: value lines)",
+    "dict_type": "a map (key: value lines)",
+    "tuple_type": "a list",
+    "list_type": "a list",
+    "int_type": "a whole number",
+    "int_parsing": "a whole number",
+    "int_from_float": "a whole number",
+    "float_type": "a number",
+    "float_parsing": "a number",
+    "finite_number": "a finite number",
+    "bool_type": "true or false",
+    "bool_parsing": "true or false",
+    "string_type": "a string",
+}
+
+
 def format_validation_error(err: ValidationError) -> str:
-    """One line per problem: `nemo-rl-gke:<key.path>: <message>`."""
+    """One line per problem: `nemo-rl-gke:<key.path>: <message>`, in stack-file words."""
     lines = []
     for e in err.errors(include_url=False):
-        path = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in e["loc"]).replace(".[", "[")
+        loc = tuple(e["loc"])
+        path = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in loc)
         error = (e.get("ctx") or {}).get("error")
         if isinstance(error, KeyedValueError):
             path = f"{path}.{error.key}" if path else error.key
-        msg = e["msg"]
+        path = path.replace(".[", "[")
+        msg, kind, ctx = e["msg"], e["type"], e.get("ctx") or {}
         for pfx in ("Value error, ", "Assertion failed, "):
             msg = msg.removeprefix(pfx)
-        if e["type"] == "extra_forbidden":
-            msg = "unknown key; see the config reference in docs/configuration.md"
-        elif e["type"] == "missing":
-            msg = "required key is not set"
-        elif e["type"] == "string_too_long":
-            msg = f"{len(e['input'])} characters; allowed: at most {e['ctx']['max_length']}"
-        elif e["type"] == "string_pattern_mismatch":
-            pattern = e["ctx"]["pattern"]
-            msg = f"{e['input']!r} is not allowed; allowed: {PATTERN_HELP.get(pattern, 'values matching ' + pattern)}"
+        if kind == "extra_forbidden":
+            msg = _unknown_key_message(loc)
+        elif kind == "missing":
+            field = _field_at(loc)
+            msg = "required key is not set" + (f"; allowed: {field.description.rstrip('.')}" if field and field.description else "")
+        elif kind == "string_too_long":
+            msg = f"{len(e['input'])} characters; allowed: at most {ctx['max_length']}"
+        elif kind == "string_pattern_mismatch":
+            pattern = ctx["pattern"]
+            msg = f"{_shown(e['input'])} is not allowed; allowed: {PATTERN_HELP.get(pattern, 'values matching ' + pattern)}"
+        elif kind in _ALLOWED_BY_TYPE:
+            msg = f"{_shown(e['input'])} is not allowed; allowed: {_ALLOWED_BY_TYPE[kind]}"
+        elif kind in ("literal_error", "enum"):
+            msg = f"{_shown(e['input'])} is not allowed; allowed: {ctx.get('expected', '')}"
+        elif kind in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
+            bound = {"greater_than_equal": "at least", "greater_than": "more than", "less_than_equal": "at most", "less_than": "less than"}[kind]
+            limit = next(v for k, v in ctx.items() if k in ("ge", "gt", "le", "lt"))
+            msg = f"{_shown(e['input'])} is not allowed; allowed: {bound} {limit}"
         key = f"{PROJECT}:{path}" if path else PROJECT
-        lines.append(f"{key}: {msg}")
+        lines.append(f"{key}: {msg}".replace("\n", " "))
     return "\n".join(lines)
+
+
+def _field_at(loc: tuple[Any, ...]) -> Any:
+    """The pydantic field a `loc` of `StackConfig` points at (by name or camelCase alias), or None."""
+    model: Any = StackConfig
+    field = None
+    for part in loc:
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            return None
+        field = next((f for n, f in model.model_fields.items() if part in (n, f.alias)), None)
+        if field is None:
+            return None
+        model = field.annotation
+    return field
+
+
+def _unknown_key_message(loc: tuple[Any, ...]) -> str:
+    name = str(loc[-1])
+    model: Any = StackConfig
+    for part in loc[:-1]:
+        field = next((f for n, f in model.model_fields.items() if part in (n, f.alias)), None)
+        annotation = field.annotation if field else None
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            model = None
+            break
+        model = annotation
+    if len(loc) == 1 and "." in name:
+        return (
+            f"unknown key (`pulumi config set {name}` writes a flat key with a dot); allowed: the nested key, "
+            f"set with `pulumi config rm {name}` and `pulumi config set --path {name} <value>`"
+        )
+    known = [f.alias or n for n, f in model.model_fields.items()] if model else []
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    hint = f"did you mean {close[0]}? " if close else ""
+    return f"unknown key; {hint}allowed: the keys of the config reference in docs/configuration.md"
+
+
+def prefix_for_stack(stack: str) -> str:
+    """The default `namePrefix`: the stack name when it is one already; else its lowercase form with
+    `_` and `.` as `-`, cut to fit and told apart by a short hash of the stack name (so `Dev` and `dev`
+    never share cloud names). Raises `ConfigError` naming the stack when no prefix can be made."""
+    if re.fullmatch(r"[a-z]([a-z0-9-]{0,18}[a-z0-9])?", stack) and not _looks_like_google(stack):
+        return stack
+    base = re.sub(r"-+", "-", re.sub(r"[_.]", "-", stack.lower())).strip("-")
+    if not base[:1].isalpha() or not base.isascii() or _looks_like_google(base):
+        why = "does not start with a letter" if not base[:1].isalpha() else "would put 'google' into the bucket name"
+        raise ConfigError(
+            f"{PROJECT}:namePrefix: not set, and the stack name {_shown(stack)} {why}; allowed: set {PROJECT}:namePrefix "
+            f"to {PATTERN_HELP[r'^([a-z][a-z0-9-]{0,19})?$']}"
+        )
+    digest = hashlib.sha256(stack.encode()).hexdigest()[:4]
+    return f"{base[:15].rstrip('-')}-{digest}"
 
 
 def parse(raw: dict[str, Any], stack: str) -> StackConfig:
     """Validate a raw config mapping (camelCase keys, no namespace) into a `StackConfig`."""
     data = {k: v for k, v in raw.items() if k not in SECRET_KEYS}
-    data.setdefault("namePrefix", stack)
+    if data.get("namePrefix") in (None, ""):
+        data["namePrefix"] = prefix_for_stack(stack)
     try:
         return StackConfig.model_validate(data)
     except ValidationError as err:
@@ -823,6 +1162,7 @@ def load() -> Settings:
     secret_keys = set(runtime_config.get_config_secret_keys_env()) | set(runtime_config._SECRET_KEYS.get())
     refuse_plaintext_secrets(raw, secret_keys, stack)
     config = parse(raw, stack)
+    refuse_missing_secrets(config, {k for k in SECRET_KEYS if f"{PROJECT}:{k}" in secret_keys})
     cfg = pulumi.Config(PROJECT)
     secrets = StackSecrets(hf_token=cfg.get_secret("hfToken"), wandb_api_key=cfg.get_secret("wandbApiKey"))
     return Settings(stack=stack, config=config, secrets=secrets)
@@ -836,8 +1176,34 @@ def refuse_plaintext_secrets(raw: dict[str, Any], secret_keys: "set[str] | froze
     if plaintext:
         raise ConfigError(
             "\n".join(
-                f"{PROJECT}:{k}: stored in plaintext; remove it from Pulumi.{stack}.yaml and run "
-                f"`pulumi config set --secret {k}`"
+                f"{PROJECT}:{k}: stored in plaintext; allowed: a secret (remove it from Pulumi.{stack}.yaml and run "
+                f"`pulumi config set --secret {k}`)"
                 for k in plaintext
             )
         )
+
+
+
+def required_secrets(config: StackConfig) -> dict[str, str]:
+    """The secrets the stack's job cannot run without (key without namespace -> why)."""
+    needed = {}
+    model = config.recipe.model
+    if model in GATED_MODELS:
+        needed["hfToken"] = (
+            f"job.recipe {config.job.recipe!r} downloads {model}, which Hugging Face serves only to accounts that "
+            "accepted its licence; allowed: `pulumi config set --secret hfToken <token>` with a token of such an account"
+        )
+    if config.job.wandb_project:
+        needed["wandbApiKey"] = (
+            f"job.wandbProject {config.job.wandb_project!r} asks for W&B logging; allowed: "
+            "`pulumi config set --secret wandbApiKey <key>`, or remove job.wandbProject"
+        )
+    return needed
+
+
+def refuse_missing_secrets(config: StackConfig, present: "set[str] | frozenset[str]") -> None:
+    """Raise `ConfigError` when the stack's job needs a secret that is not set (`present` holds the
+    secret keys that are, without namespace): found now, not hours later on the cluster."""
+    missing = {k: why for k, why in required_secrets(config).items() if k not in present}
+    if missing:
+        raise ConfigError("\n".join(f"{PROJECT}:{k}: not set, and {why}" for k, why in missing.items()))

@@ -7,6 +7,7 @@ a short hash of the full name so two long roles never collide.
 from __future__ import annotations
 
 import hashlib
+import re
 from enum import IntEnum
 
 from infra.config import PROJECT
@@ -40,7 +41,8 @@ def labels(stack: str, component: str, extra: dict[str, str] | None = None) -> d
     merged |= {
         "managed-by": "pulumi",
         "app": PROJECT,
-        "stack": cloud_name(stack, "", Limit.LABEL_VALUE),
+        # Pulumi allows upper case and dots in stack names; label values allow neither.
+        "stack": cloud_name(re.sub(r"[^a-z0-9_-]", "-", stack.lower()), "", Limit.LABEL_VALUE),
         "component": component,
     }
     return merged

@@ -4,6 +4,22 @@
 map (structured values as JSON strings). `read_stack_file` produces that same map offline, so the
 plan runs the program on exactly what the engine would pass; `load_stack` adds the validation the
 program does at start (`infra.config.load`), so the CLI refuses what `pulumi up` would refuse.
+
+What the Pulumi CLI does, and this reader with it (pulumi/pulumi sdk/go/common/workspace/loaders.go
+and resource/config, tag v3.259.0; gopkg.in/yaml.v3 v3.0.1, the CLI's YAML parser):
+- a UTF-8 byte-order mark is skipped; the text is YAML 1.2: `12:30` and `yes` are strings, `True`
+  is a boolean, a duplicate key is an error;
+- a key without a namespace (`flavour:`) belongs to the project (`nemo-rl-gke:flavour`), and
+  `<ns>:config:<name>` is the old spelling of `<ns>:<name>`; any other key is an error;
+- an empty top-level value is passed as ""; scalars reach the program as JSON text (`true`, `5`),
+  structured values as JSON; `.inf` and `.nan` cannot be written as JSON, so the CLI fails on them.
+
+What it refuses on top, before anything is parsed further (yaml.v3 has limits of its own, ruamel.yaml
+has none): files over `MAX_STACK_FILE_BYTES`, aliases that expand to more than `MAX_VALUES` values,
+an anchor inside itself, nesting deeper than `MAX_DEPTH`, tags other than YAML's core types, and
+integers with a leading zero (`010`: octal 8 to yaml.v3, decimal 10 to YAML 1.2; write 10 or 0o10).
+
+Every error is one line that names the file and line, or the config key.
 """
 
 from __future__ import annotations
@@ -11,19 +27,39 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-import yaml
+from ruamel.yaml import YAML
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.events import MappingEndEvent, MappingStartEvent, SequenceEndEvent, SequenceStartEvent
+from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from infra.config import ConfigError, StackConfig, namespaced, parse, refuse_plaintext_secrets
+from infra.config import (
+    PROJECT,
+    ConfigError,
+    StackConfig,
+    namespaced,
+    parse,
+    refuse_missing_secrets,
+    refuse_plaintext_secrets,
+    required_secrets,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 MAX_STACK_FILE_BYTES = 1 << 20
+MAX_VALUES = 10_000
+"""Values a stack file may expand to, aliases counted at every use (a real one has about a hundred)."""
+MAX_DEPTH = 32
+_MAX_FLOW_BRACKETS = 2 * MAX_DEPTH  # counted without regard to quotes: brackets inside strings count too
 OFFLINE_SECRET = "offline-plan-secret-placeholder"
-"""What a `secure:` value of a stack file becomes offline: it cannot be decrypted without the stack's key."""
+"""What a `secure:` value becomes offline: it cannot be decrypted without the stack's key."""
+
+_CORE = "tag:yaml.org,2002:"
+_BOM = b"\xef\xbb\xbf"
 
 
 class StackFileError(Exception):
-    """The stack file cannot be read; the message is one line for the user."""
+    """The stack file cannot be read as the Pulumi CLI would; the message is one line for the user."""
 
 
 def stack_path(stack: str, root: Path = ROOT) -> Path:
@@ -34,41 +70,279 @@ def available_stacks(root: Path = ROOT) -> list[str]:
     return sorted(p.name[len("Pulumi."):-len(".yaml")] for p in root.glob("Pulumi.*.yaml"))
 
 
-def read_stack_file(path: Path) -> tuple[dict[str, str], list[str]]:
-    """Read `Pulumi.<stack>.yaml` into the flat config map the Pulumi engine hands a program.
-
-    Structured values become JSON strings and scalars strings, as the engine passes them;
-    `secure:` values become an offline placeholder and are listed as secret keys.
-    """
+def read_stack_file(path: Path, project: str = PROJECT) -> tuple[dict[str, str], list[str]]:
+    """Read `Pulumi.<stack>.yaml` into the flat config map the Pulumi engine hands a program:
+    `namespace:key` -> string (JSON for structured values); `secure:` values become an offline
+    placeholder and their keys are returned as the secret keys."""
     if not path.is_file():
         raise StackFileError(
             f"stack file {path.name} not found (stacks here: {', '.join(available_stacks(path.parent))})"
         )
     data = path.read_bytes()
     if len(data) > MAX_STACK_FILE_BYTES:
-        raise StackFileError(f"{path.name}: {len(data)} bytes; a stack file may be at most {MAX_STACK_FILE_BYTES} bytes")
+        raise StackFileError(f"{path.name}: {len(data)} bytes; allowed: at most {MAX_STACK_FILE_BYTES} bytes")
+    data = data.removeprefix(_BOM)  # as the CLI does (loaders.go readFileStripUTF8BOM)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
         raise StackFileError(f"{path.name}: not valid UTF-8 (byte {err.start})") from None
-    try:
-        doc = yaml.safe_load(text) or {}
-    except yaml.YAMLError as err:
-        raise StackFileError(f"{path.name}: not valid YAML: {str(err).splitlines()[0]}") from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("config", {}), dict):
-        raise StackFileError(f"{path.name}: expected a map with a 'config' map")
+    return parse_stack_text(text, path.name, project)
+
+
+def parse_stack_text(text: str, name: str, project: str = PROJECT) -> tuple[dict[str, str], list[str]]:
+    """`read_stack_file` for text already read; `name` is the file name used in messages."""
+    doc = _Document(name).load(text)
+    if doc is None:  # an empty file: no config (loaders.go)
+        return {}, []
+    if not isinstance(doc, dict):
+        raise StackFileError(f"{name}: the file is not a map; allowed: a map with a 'config' map at the top")
+    raw = doc.get("config")
+    if raw is None:
+        return {}, []
+    if not isinstance(raw, dict):
+        raise StackFileError(f"{name}: 'config' is not a map; allowed: a map of `<namespace>:<key>: value` lines")
     config: dict[str, str] = {}
+    spelled: dict[str, str] = {}
     secret_keys: list[str] = []
-    for key, value in (doc.get("config") or {}).items():
-        key = str(key)
-        if isinstance(value, dict) and set(value) == {"secure"}:
-            config[key] = OFFLINE_SECRET
+    for written, value in raw.items():
+        key = _config_key(written, project, name)
+        if key in spelled:
+            raise StackFileError(
+                f"{name}: {key} is given twice (as {spelled[key]!r} and {written!r}); allowed: each key once"
+            )
+        spelled[key] = written
+        config[key], secret = _engine_value(value)
+        if secret:
             secret_keys.append(key)
-        elif isinstance(value, str):
-            config[key] = value
-        else:
-            config[key] = json.dumps(value)
     return config, secret_keys
+
+
+def _config_key(written: str, project: str, name: str) -> str:
+    """pulumi resource/config key.go ParseKey, after loaders.go has namespaced bare keys."""
+    parts = written.split(":")
+    if len(parts) == 1:
+        return f"{project}:{written}"
+    if len(parts) == 2:
+        return written
+    if len(parts) == 3 and parts[1] == "config":
+        return f"{parts[0]}:{parts[2]}"
+    raise StackFileError(
+        f"{name}: {written!r} is not a configuration key; allowed: `<namespace>:<name>` such as {project}:zone"
+    )
+
+
+def _engine_value(value: Any) -> tuple[str, bool]:
+    """The string the engine hands the program, and whether it is secret."""
+    if _is_secure(value):
+        return OFFLINE_SECRET, True
+    if value is None:  # the CLI warns and passes "" (loaders.go checkForEmptyConfig)
+        return "", False
+    if isinstance(value, str):
+        return value, False
+    secret = _has_secure(value)
+    plain = _strip_secure(value)
+    if isinstance(plain, (dict, list)):
+        return json.dumps(plain, sort_keys=True, separators=(",", ":"), ensure_ascii=False), secret
+    return _json_scalar(plain), secret
+
+
+def _is_secure(value: Any) -> bool:
+    return isinstance(value, dict) and set(value) == {"secure"} and isinstance(value["secure"], str)
+
+
+def _has_secure(value: Any) -> bool:
+    if _is_secure(value):
+        return True
+    if isinstance(value, dict):
+        return any(_has_secure(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_secure(v) for v in value)
+    return False
+
+
+def _strip_secure(value: Any) -> Any:
+    if _is_secure(value):
+        return OFFLINE_SECRET
+    if isinstance(value, dict):
+        return {k: _strip_secure(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_strip_secure(v) for v in value]
+    return value
+
+
+def _json_scalar(value: Any) -> str:
+    """Go's json.Marshal of a bool, int or float64 (integral floats without a fraction)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
+        return str(int(value))
+    return json.dumps(value)
+
+
+class _Document:
+    """YAML 1.2 text -> plain Python values (dict, list, str, int, float, bool, None), with limits."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.values = 0
+
+    def load(self, text: str) -> Any:
+        yaml = YAML(typ="safe", pure=True)  # YAML 1.2 resolver; pure: the same on every platform
+        try:
+            self.check_depth(yaml, text)
+            node = yaml.compose(text)
+        except MarkedYAMLError as err:
+            mark = err.problem_mark or err.context_mark
+            where = f"line {mark.line + 1}: " if mark is not None else ""
+            problem = err.problem or err.context or "syntax error"
+            if "another document" in problem:
+                problem = "a stack file holds one YAML document; allowed: no second '---' document"
+            raise StackFileError(f"{self.name}: not valid YAML: {where}{problem}") from None
+        except YAMLError as err:
+            raise StackFileError(f"{self.name}: not valid YAML: {str(err).splitlines()[0]}") from None
+        except RecursionError:
+            raise StackFileError(f"{self.name}: nested too deeply; allowed: at most {MAX_DEPTH} levels") from None
+        if node is None:
+            return None
+        return self.value(node, (), frozenset())
+
+    def check_depth(self, yaml: YAML, text: str) -> None:
+        """Refuse deep nesting from the event stream, which the parser produces without recursion:
+        the composer recurses per level and would take seconds to hit Python's limit."""
+        # Flow brackets first, on the raw text: ruamel's scanner looks ahead over pending simple keys,
+        # which costs about a second for a thousand open brackets before the first event arrives.
+        depth = deepest = 0
+        for char in text:
+            if char in "[{":
+                depth += 1
+                deepest = max(deepest, depth)
+            elif char in "]}" and depth:
+                depth -= 1
+        if deepest > _MAX_FLOW_BRACKETS:
+            raise StackFileError(f"{self.name}: nested too deeply ({deepest} open brackets); allowed: at most {MAX_DEPTH} levels")
+        depth = 0
+        for event in yaml.parse(text):
+            if isinstance(event, (SequenceStartEvent, MappingStartEvent)):
+                depth += 1
+                if depth > MAX_DEPTH + 2:  # the document map and `config` are two of the levels
+                    raise self.fail(event, f"nested too deeply; allowed: at most {MAX_DEPTH} levels")
+            elif isinstance(event, (SequenceEndEvent, MappingEndEvent)):
+                depth -= 1
+
+    def fail(self, node: Any, message: str) -> StackFileError:
+        return StackFileError(f"{self.name}: line {node.start_mark.line + 1}: {message}")
+
+    def value(self, node: Node, path: tuple[str, ...], active: frozenset[int]) -> Any:
+        self.values += 1
+        if self.values > MAX_VALUES:
+            raise self.fail(node, f"expands to more than {MAX_VALUES} values (aliases count at every use); allowed: at most {MAX_VALUES}")
+        if len(path) > MAX_DEPTH:
+            raise self.fail(node, f"nested too deeply; allowed: at most {MAX_DEPTH} levels")
+        if id(node) in active:
+            raise self.fail(node, "an anchor contains itself; allowed: aliases of anchors outside them")
+        if isinstance(node, ScalarNode):
+            return self.scalar(node, path)
+        active = active | {id(node)}
+        if isinstance(node, SequenceNode):
+            self.check_tag(node, "seq", path)
+            return [self.value(item, (*path, f"[{i}]"), active) for i, item in enumerate(node.value)]
+        if isinstance(node, MappingNode):
+            self.check_tag(node, "map", path)
+            return self.mapping(node, path, active)
+        raise self.fail(node, f"unsupported YAML node {type(node).__name__}; allowed: plain values, lists and maps")
+
+    def mapping(self, node: MappingNode, path: tuple[str, ...], active: frozenset[int]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        lines: dict[str, int] = {}
+        merged: list[dict[str, Any]] = []
+        for key_node, value_node in node.value:
+            if isinstance(key_node, ScalarNode) and key_node.tag == _CORE + "merge":
+                merged.extend(self.merge_sources(value_node, path, active))
+                continue
+            key = self.key(key_node, path)
+            if key in out:
+                raise self.fail(
+                    key_node, f"duplicate key {key!r} (first at line {lines[key]}); allowed: each key once"
+                )
+            lines[key] = key_node.start_mark.line + 1
+            out[key] = self.value(value_node, (*path, key), active)
+        for source in merged:  # YAML merge keys: explicit keys win, earlier sources win
+            for key, value in source.items():
+                out.setdefault(key, value)
+        return out
+
+    def merge_sources(self, node: Node, path: tuple[str, ...], active: frozenset[int]) -> list[dict[str, Any]]:
+        items = node.value if isinstance(node, SequenceNode) else [node]
+        sources = []
+        for item in items:
+            value = self.value(item, path, active)
+            if not isinstance(value, dict):
+                raise self.fail(item, "a merge key (<<) with something else; allowed: a map or a list of maps")
+            sources.append(value)
+        return sources
+
+    def key(self, node: Node, path: tuple[str, ...]) -> str:
+        if not isinstance(node, ScalarNode):
+            raise self.fail(node, "a map key is a list or map; allowed: a plain value")
+        value = self.scalar(node, path)
+        if value is None:
+            raise self.fail(node, "a map key is empty or null; allowed: a plain, non-empty key")
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        return str(value)
+
+    def check_tag(self, node: Node, kind: str, path: tuple[str, ...]) -> None:
+        if node.tag != _CORE + kind:
+            raise self.fail(node, f"tag {_short(node.tag)} is not supported; allowed: plain values, lists and maps")
+
+    def scalar(self, node: ScalarNode, path: tuple[str, ...]) -> Any:
+        tag, text = node.tag, node.value
+        kind = tag[len(_CORE):] if tag.startswith(_CORE) else None
+        where = _where(path)
+        if kind == "str":
+            return text
+        if kind == "timestamp":  # yaml.v3 decodes timestamps into `any` as their text
+            return text
+        if kind == "null":
+            return None
+        if kind == "bool":
+            return text.lower() == "true"
+        if kind == "int":
+            return self.integer(node, text, where)
+        if kind == "float":
+            if text.lower().lstrip("+-") in (".inf", ".nan"):
+                raise self.fail(
+                    node, f"{where}: {text} is not allowed; allowed: a finite number (the Pulumi CLI cannot pass inf or nan)"
+                )
+            return float(text.replace("_", ""))
+        raise self.fail(node, f"tag {_short(tag)} is not supported; allowed: plain values, lists and maps")
+
+    def integer(self, node: ScalarNode, text: str, where: str) -> int:
+        plain = text.replace("_", "")
+        sign = -1 if plain.startswith("-") else 1
+        digits = plain.lstrip("+-")
+        lower = digits.lower()
+        for prefix, base in (("0x", 16), ("0o", 8), ("0b", 2)):
+            if lower.startswith(prefix):
+                return sign * int(digits[2:], base)
+        if len(digits) > 1 and digits.startswith("0"):
+            raise self.fail(
+                node,
+                f"{where}: {text} is ambiguous (octal to the Pulumi CLI's YAML parser, decimal in YAML 1.2); "
+                f"allowed: {int(digits)} without the leading zero, or 0o{digits.lstrip('0') or '0'} for octal",
+            )
+        return sign * int(digits)
+
+
+def _short(tag: str) -> str:
+    return "!!" + tag[len(_CORE):] if tag.startswith(_CORE) else tag
+
+
+def _where(path: tuple[str, ...]) -> str:
+    """`config`, `nemo-rl-gke:cost`, `bucketGib` -> `nemo-rl-gke:cost.bucketGib` (the key as users spell it)."""
+    if len(path) >= 2 and path[0] == "config":
+        return ".".join(path[1:]).replace(".[", "[")
+    return ".".join(path).replace(".[", "[") or "the document"
 
 
 @dataclass(frozen=True)
@@ -81,15 +355,46 @@ class StackFile:
     """`namespace:key` names of the `secure:` values."""
 
 
-def load_stack(name: str, root: Path = ROOT) -> StackFile:
-    """Read and validate `Pulumi.<name>.yaml` the way `pulumi up` would (`infra.config.load`).
+def load_stack(name: str, root: Path = ROOT, path: Path | None = None) -> StackFile:
+    """Read and validate `Pulumi.<name>.yaml` (or `path`, as `pulumi up --config-file`) the way
+    `pulumi up` would (`infra.config.load`); the secrets a job needs are the job's commands' to check.
 
     Raises `StackFileError` for an unreadable file and `ConfigError` for a config the program refuses.
     """
-    flat, secret_keys = read_stack_file(stack_path(name, root))
+    flat, secret_keys = read_stack_file(path or stack_path(name, root))
     raw = namespaced(flat)
     refuse_plaintext_secrets(raw, set(secret_keys), name)
     return StackFile(name, parse(raw, name), frozenset(secret_keys))
+
+
+def validate_flat(stack: str, config: dict[str, str], secret_keys: "list[str] | frozenset[str]") -> StackConfig:
+    """What `infra.config.load` checks at the start of `pulumi up`, on a flat map: plaintext secrets,
+    the config model, the secrets the job needs. Raises `ConfigError`."""
+    raw = namespaced(config)
+    refuse_plaintext_secrets(raw, set(secret_keys), stack)
+    parsed = parse(raw, stack)
+    refuse_missing_secrets(parsed, present_secrets(secret_keys))
+    return parsed
+
+
+def present_secrets(secret_keys: "list[str] | frozenset[str] | set[str]") -> set[str]:
+    """This project's secret keys (without namespace) among `namespace:key` names."""
+    return {k.partition(":")[2] for k in secret_keys if k.startswith(f"{PROJECT}:")}
+
+
+def with_required_secrets(
+    stack: str, config: dict[str, str], secret_keys: list[str]
+) -> tuple[dict[str, str], list[str]]:
+    """The flat map as after `pulumi config set --secret` of every secret the stack's job needs
+    (placeholders, as for `secure:` values): what the golden plans and `--assume-secrets` show."""
+    needed = required_secrets(parse(namespaced(config), stack))
+    config, secret_keys = dict(config), list(secret_keys)
+    for key in needed:
+        full = f"{PROJECT}:{key}"
+        if full not in secret_keys:
+            config[full] = OFFLINE_SECRET
+            secret_keys.append(full)
+    return config, secret_keys
 
 
 __all__ = ["ConfigError", "StackFile", "StackFileError", "available_stacks", "load_stack", "read_stack_file"]

@@ -25,7 +25,7 @@ from tools.mocks import PlanMocks, RecordingMonitor  # noqa: E402
 _MOCKS = PlanMocks(project_id="test-project")
 pulumi.runtime.set_mocks(_MOCKS, project="nemo-rl-gke", stack="test", preview=False, monitor=RecordingMonitor(_MOCKS))
 
-from infra.stack_file import read_stack_file  # noqa: E402
+from infra.stack_file import read_stack_file, with_required_secrets  # noqa: E402
 from tools import offline_plan as plan_mod  # noqa: E402
 from ray_head import shared_head  # noqa: E402
 
@@ -37,9 +37,15 @@ ALL_STACKS = STACKS + AUTOPILOT_STACKS
 """Every committed stack: for what must hold whatever the cluster mode."""
 
 
+def committed_stack(stack: str) -> tuple[dict[str, str], list[str]]:
+    """A committed stack file's flat config as after the README's setup: the secrets its job needs
+    (`hfToken` for the h200 recipe's gated model) set, as placeholders."""
+    return with_required_secrets(stack, *read_stack_file(ROOT / f"Pulumi.{stack}.yaml"))
+
+
 def stack_config(stack: str, **overrides: Any) -> tuple[dict[str, str], list[str]]:
     """The stack file's config with `key=value` overrides (camelCase key, Python value)."""
-    config, secret_keys = read_stack_file(ROOT / f"Pulumi.{stack}.yaml")
+    config, secret_keys = committed_stack(stack)
     config = dict(config)
     for key, value in overrides.items():
         full = key if ":" in key else f"nemo-rl-gke:{key}"
@@ -70,7 +76,7 @@ def run_plan(stack: str = "dev", secret_keys: list[str] | None = None, **overrid
 @lru_cache(maxsize=None)
 def stack_plan(stack: str) -> plan_mod.Plan:
     """The plan of a stack file as committed; computed once per test session."""
-    return plan_mod.run_program(stack)
+    return plan_mod.committed_plan(stack)
 
 
 @pytest.fixture(params=STACKS)

@@ -85,18 +85,18 @@ def test_lustre_capacity_off_the_tier_step_is_rejected():
 
 def test_lustre_tier_outside_the_four_tiers_is_rejected():
     assert rejection(lustre={"perUnitStorageThroughput": 300}) == (
-        "nemo-rl-gke:lustre.perUnitStorageThroughput: must be one of 125, 250, 500, 1000"
+        "nemo-rl-gke:lustre.perUnitStorageThroughput: 300 is not allowed; allowed: 125, 250, 500, 1000"
     )
 
 
 @pytest.mark.parametrize("name", ["lustrefs1", "lustre-1", "fs_1", ""])
 def test_lustre_filesystem_over_eight_chars_or_not_alphanumeric_is_rejected(name):
-    assert rejection(lustre={"filesystem": name}) == "nemo-rl-gke:lustre.filesystem: must be 1-8 letters or digits"
+    assert rejection(lustre={"filesystem": name}) == f"nemo-rl-gke:lustre.filesystem: {name!r} is not allowed; allowed: 1-8 letters or digits"
 
 
 @pytest.mark.parametrize("instance_id", ["1lustre", "Lustre", "lustre-", "a" * 64, "lus_tre"])
 def test_bad_lustre_instance_id_is_rejected(instance_id):
-    assert rejection(lustre={"instanceId": instance_id}).startswith("nemo-rl-gke:lustre.instanceId: must be 1-63 lowercase")
+    assert rejection(lustre={"instanceId": instance_id}).startswith("nemo-rl-gke:lustre.instanceId: ") and "allowed: 1-63 lowercase" in rejection(lustre={"instanceId": instance_id})
 
 
 @pytest.mark.parametrize(
@@ -118,7 +118,7 @@ def test_overlapping_ranges_are_rejected_naming_both_keys(network, key, other):
 
 def test_psa_range_smaller_than_a_23_is_rejected():
     assert rejection(network={"psaCidr": "10.16.0.0/24"}) == (
-        "nemo-rl-gke:network.psaCidr: must be a /23 or larger range (Managed Lustre needs at least /23)"
+        "nemo-rl-gke:network.psaCidr: 10.16.0.0/24 is smaller than Managed Lustre needs; allowed: a /23 or larger range"
     )
 
 
@@ -130,7 +130,7 @@ def test_rdma_subnet_count_must_match_the_flavour_nics():
 
 @pytest.mark.parametrize("count", [0, -1])
 def test_node_count_below_one_is_rejected(count):
-    assert rejection(gpuPool={"nodeCount": count}) == "nemo-rl-gke:gpuPool.nodeCount: Input should be greater than or equal to 1"
+    assert rejection(gpuPool={"nodeCount": count}) == f"nemo-rl-gke:gpuPool.nodeCount: {count} is not allowed; allowed: at least 1"
 
 
 def test_tensor_parallel_larger_than_the_gpus_per_node_is_rejected():
@@ -142,7 +142,9 @@ def test_tensor_parallel_larger_than_the_gpus_per_node_is_rejected():
 
 
 def test_non_colocated_recipe_with_no_node_left_for_training_is_rejected():
-    msg = rejection(flavour="h200", job={"recipe": "gemma3-27b-gsm8k"}, gpuPool={"nodeCount": 1})
+    msg = rejection(
+        flavour="h200", region="europe-west1", zone="europe-west1-b", job={"recipe": "gemma3-27b-gsm8k"}, gpuPool={"nodeCount": 1}
+    )
     assert msg.startswith("nemo-rl-gke:gpuPool.nodeCount: 1 leaves no node for training"), msg
     assert msg.endswith("allowed: at least 2")
 
@@ -153,8 +155,10 @@ def test_colocation_turned_off_by_an_override_is_checked_too():
 
 
 def test_unknown_keys_are_rejected_instead_of_ignored():
-    assert rejection(flavor="b200") == "nemo-rl-gke:flavor: unknown key; see the config reference in docs/configuration.md"
-    assert rejection(lustre={"capacity": 9000}) == "nemo-rl-gke:lustre.capacity: unknown key; see the config reference in docs/configuration.md"
+    assert rejection(flavor="b200") == "nemo-rl-gke:flavor: unknown key; did you mean flavour? allowed: the keys of the config reference in docs/configuration.md"
+    assert rejection(lustre={"capacity": 9000}) == (
+        "nemo-rl-gke:lustre.capacity: unknown key; did you mean capacityGib? allowed: the keys of the config reference in docs/configuration.md"
+    )
 
 
 def test_unknown_recipe_is_rejected_with_the_recipe_names():
@@ -165,7 +169,7 @@ def test_several_problems_are_reported_one_per_line():
     msg = rejection(flavour="a100", lustre={"filesystem": "bad_name!"})
     assert msg.splitlines() == [
         "nemo-rl-gke:flavour: unknown flavour 'a100'; allowed: b200, h200",
-        "nemo-rl-gke:lustre.filesystem: must be 1-8 letters or digits",
+        "nemo-rl-gke:lustre.filesystem: 'bad_name!' is not allowed; allowed: 1-8 letters or digits",
     ]
 
 
@@ -174,8 +178,8 @@ def test_a_plaintext_secret_in_the_stack_file_is_rejected_before_any_resource(ke
     with pytest.raises(ConfigError) as info:
         run_plan("dev", **{key: "hf_plaintext_value"})
     assert str(info.value) == (
-        f"nemo-rl-gke:{key}: stored in plaintext; remove it from Pulumi.dev.yaml and run "
-        f"`pulumi config set --secret {key}`"
+        f"nemo-rl-gke:{key}: stored in plaintext; allowed: a secret (remove it from Pulumi.dev.yaml and run "
+        f"`pulumi config set --secret {key}`)"
     )
     assert "hf_plaintext_value" not in str(info.value)
 

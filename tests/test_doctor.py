@@ -371,7 +371,7 @@ def test_gpu_quota_is_read_from_the_provisioning_models_metric(project, provisio
 
 def test_h200_reads_the_h200_metric(project):
     project.quotas["PREEMPTIBLE_NVIDIA_H200_GPUS"] = (8.0, 0.0)
-    result = only(project, "gpu-quota", config(flavour="h200"))
+    result = only(project, "gpu-quota", config(flavour="h200", region="europe-west1", zone="europe-west1-b"))
     assert result.status == doctor.FAIL and "PREEMPTIBLE_NVIDIA_H200_GPUS" in result.summary
 
 

@@ -75,7 +75,7 @@ def test_components_are_mermaid_subgraphs_and_dot_clusters():
 
 def test_plan_graph_option_writes_mermaid_and_dot_files(tmp_path):
     proc = subprocess.run(
-        [sys.executable, "-m", "tools.offline_plan", "--stack", "h200", "--graph", str(tmp_path)],
+        [sys.executable, "-m", "tools.offline_plan", "--stack", "h200", "--assume-secrets", "--graph", str(tmp_path)],
         cwd=ROOT, capture_output=True, text=True, timeout=120,
     )
     assert proc.returncode == 0, proc.stderr

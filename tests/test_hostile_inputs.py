@@ -1,34 +1,365 @@
-"""Hostile and malformed inputs are refused with a clear message, one test per class."""
+"""The hostile-input catalogue: stack files and command lines a mistaken user or an attacker can
+type, each run through the real entry points (`python -m infra.plan` = `tools.offline_plan.main`,
+`python -m workloads` = `workloads.__main__.main`), in process.
+
+A refused input must give exit code 2, exactly one line on stderr that names the key (or flag)
+and says what is allowed, and nothing on stdout; nothing is written. Unusual but valid input
+(CRLF, a byte-order mark, unicode where Google Cloud allows it, YAML 1.2 spellings) keeps working.
+Validation fails before the program runs, so the whole catalogue takes a few seconds.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any, Callable
 
 import pytest
 
-from conftest import ROOT
-from infra.config import ConfigError, parse
 from infra.naming import Limit, cloud_name
-from infra.stack_file import MAX_STACK_FILE_BYTES, StackFileError, read_stack_file
+from infra.stack_file import MAX_STACK_FILE_BYTES, MAX_VALUES
+from tools import offline_plan
+from workloads import __main__ as workloads_cli
 
-BASE = {"project": "my-gcp-project"}
+BASE = {"nemo-rl-gke:project": "my-gcp-project"}
+STACK = "hostile"
 
 
-def rejection(**raw) -> str:
-    with pytest.raises(ConfigError) as info:
-        parse({**BASE, **raw}, "dev")
-    return str(info.value)
+def run_plan(argv: list[str], capsys) -> tuple[int, str, str]:
+    code = offline_plan.main(argv)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def run_workloads(argv: list[str], capsys=None) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = workloads_cli.main(argv, out, err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def stack_text(tmp_path: Path, text: "str | bytes") -> Path:
+    path = tmp_path / f"Pulumi.{STACK}.yaml"
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    return path
+
+
+def stack_config(tmp_path: Path, **config: Any) -> Path:
+    """A stack file (JSON is YAML 1.2) with BASE plus `config` (keys without namespace get it)."""
+    full = dict(BASE)
+    for key, value in config.items():
+        full[key if ":" in key else f"nemo-rl-gke:{key}"] = value
+    return stack_text(tmp_path, json.dumps({"config": full}))
+
+
+# Each stack-file case goes through both entry points: the plan and the CLI refuse it alike.
+ENTRY_POINTS: dict[str, Callable[[Path, Any], tuple[int, str, str]]] = {
+    "plan": lambda path, capsys: run_plan(["--stack", STACK, "--config-file", str(path)], capsys),
+    # A real submit: it validates everything `pulumi up` does before it looks for a dashboard.
+    "workloads": lambda path, capsys: run_workloads(["submit", "--stack", STACK, "--config-file", str(path)]),
+}
+
+
+def assert_refused(result: tuple[int, str, str], names: str, *, allowed: bool = True) -> str:
+    code, out, err = result
+    lines = err.splitlines()
+    assert code == 2, f"exit {code}, stderr {err!r}"
+    assert out == "", f"stdout must stay empty, got {out[:200]!r}"
+    assert len(lines) == 1, f"expected one line on stderr, got {lines}"
+    line = lines[0]
+    assert names in line, f"{names!r} not named in {line!r}"
+    if allowed:
+        assert "allowed" in line, f"the line does not say what is allowed: {line!r}"
+    for internal in ("pydantic", "instance of", "valid tuple", "Traceback", "Input should"):
+        assert internal not in line, f"internal wording {internal!r} in {line!r}"
+    return line
+
+
+@pytest.fixture(params=list(ENTRY_POINTS))
+def entry(request, capsys):
+    return lambda path: ENTRY_POINTS[request.param](path, capsys)
+
+
+# ---------------------------------------------------------------- stack files: config values
+
+CONFIG_CASES = {
+    # types
+    "true is not a number": ({"gpuPool": {"nodeCount": True}}, "nemo-rl-gke:gpuPool.nodeCount: true"),
+    "a word is not a number": ({"gpuPool": {"nodeCount": "two"}}, "nemo-rl-gke:gpuPool.nodeCount: 'two'"),
+    "1 is not a boolean": ({"cluster": {"deletionProtection": 1}}, "nemo-rl-gke:cluster.deletionProtection"),
+    "yes is not a boolean": ({"storage": {"deleteBucketOnDestroy": "yes"}}, "nemo-rl-gke:storage.deleteBucketOnDestroy"),
+    "inf as text": ({"cost": {"bucketGib": "inf"}}, "nemo-rl-gke:cost.bucketGib: 'inf'"),
+    "nan price": ({"cost": {"priceOverrides": {"gpu.a4-highgpu-8g.spot": "nan"}}}, "nemo-rl-gke:cost.priceOverrides"),
+    "boolean price": ({"cost": {"priceOverrides": {"gpu.a4-highgpu-8g.spot": True}}}, "nemo-rl-gke:cost.priceOverrides"),
+    "a section that is a number": ({"gpuPool": 3}, "nemo-rl-gke:gpuPool: '3' is not allowed; allowed: a map"),
+    "a list that is a string": ({"network": {"rdmaCidrs": "192.168.1.0/24"}}, "nemo-rl-gke:network.rdmaCidrs"),
+    "a value outside a choice": ({"cluster": {"releaseChannel": "NIGHTLY"}}, "nemo-rl-gke:cluster.releaseChannel: 'NIGHTLY'"),
+    "a key with a typo": ({"gpuPool": {"nodecount": 2}}, "nemo-rl-gke:gpuPool.nodecount: unknown key; did you mean nodeCount?"),
+    # stack names Pulumi allows, as the name prefix
+    "a name prefix that is too long": ({"namePrefix": "a" * 21}, "nemo-rl-gke:namePrefix"),
+    "a name prefix with google": ({"namePrefix": "google-ml"}, "nemo-rl-gke:namePrefix: 'google-ml'"),
+    "a name prefix with g00gle": ({"namePrefix": "my-g00gle"}, "nemo-rl-gke:namePrefix"),
+    "a project starting with goog": ({"project": "goog-research"}, "nemo-rl-gke:project"),
+    # places that do not exist
+    "an unknown region": (
+        {"region": "us-centrall1", "zone": "us-centrall1-b"},
+        "nemo-rl-gke:region: 'us-centrall1' has no zone with a4-highgpu-8g (flavour b200) and Managed Lustre in the zone "
+        "catalogue; allowed (nearest first): us-central1-b,",
+    ),
+    "a zone without the flavour": ({"region": "us-east1", "zone": "us-east1-c"}, "nemo-rl-gke:zone: 'us-east1-c'"),
+    "a zone of another region": ({"region": "us-east1", "zone": "us-central1-b"}, "nemo-rl-gke:zone"),
+    "h200 where only b200 is": ({"flavour": "h200"}, "nemo-rl-gke:region: 'us-east1'"),
+    "a b200 zone without Managed Lustre": ({"region": "europe-north1", "zone": "europe-north1-b"}, "nemo-rl-gke:region"),
+    "a zone that is not a zone name": ({"zone": "us-east1-b; id"}, "nemo-rl-gke:zone"),
+    # cloud naming and address rules
+    "a label value with a newline": ({"labels": {"team": "ml\n"}}, "nemo-rl-gke:labels"),
+    "an upper-case label key": ({"labels": {"Team": "ml"}}, "nemo-rl-gke:labels"),
+    "a label over 128 bytes": ({"labels": {"team": "研" * 43}}, "nemo-rl-gke:labels"),
+    "more labels than GCP allows": ({"labels": {f"k{i}": "v" for i in range(61)}}, "nemo-rl-gke:labels: 61 labels"),
+    "a label the program sets": ({"labels": {"stack": "other"}}, "nemo-rl-gke:labels: label key 'stack'"),
+    "a subnet smaller than /29": ({"network": {"gvnicCidr": "192.168.0.0/30"}}, "nemo-rl-gke:network.gvnicCidr"),
+    "an RDMA subnet smaller than /29": (
+        {"network": {"rdmaCidrs": ["192.168.1.0/30"] + [f"192.168.{n}.0/24" for n in range(2, 9)]}},
+        "nemo-rl-gke:network.rdmaCidrs",
+    ),
+    "a range in 0.0.0.0/8": ({"network": {"psaCidr": "0.0.0.0/22"}}, "nemo-rl-gke:network.psaCidr: 0.0.0.0/22"),
+    "a node subnet too small for the nodes": (
+        {"network": {"primaryCidr": "10.0.0.0/29"}, "gpuPool": {"nodeCount": 8}},
+        "nemo-rl-gke:network.primaryCidr: 10.0.0.0/29 has 4 usable addresses",
+    ),
+    "a link-local node range": ({"network": {"primaryCidr": "169.254.0.0/20"}}, "nemo-rl-gke:network.primaryCidr: 169.254.0.0/20"),
+    "a loopback pod range": ({"network": {"podsCidr": "127.0.0.0/14"}}, "nemo-rl-gke:network.podsCidr"),
+    "a multicast service range": ({"network": {"servicesCidr": "224.0.0.0/20"}}, "nemo-rl-gke:network.servicesCidr"),
+    "a pod range too small for the nodes": ({"network": {"podsCidr": "10.4.0.0/24"}}, "nemo-rl-gke:network.podsCidr"),
+    "a pod range inside the default VPC": (
+        {"network": {"useDefaultNetwork": True, "podsCidr": "10.128.0.0/14"}},
+        "nemo-rl-gke:network.podsCidr",
+    ),
+    "a pod range over the RDMA subnets": ({"network": {"podsCidr": "192.168.0.0/14"}}, "nemo-rl-gke:network"),
+    "a host address instead of a range": ({"network": {"primaryCidr": "10.0.0.1/20"}}, "nemo-rl-gke:network.primaryCidr"),
+    # Kubernetes rules
+    "the kube-system namespace": ({"ray": {"namespace": "kube-system"}}, "nemo-rl-gke:ray.namespace: 'kube-system'"),
+    "the default namespace": ({"ray": {"namespace": "default"}}, "nemo-rl-gke:ray.namespace: 'default'"),
+    "a GKE system namespace": ({"ray": {"namespace": "gke-managed-system"}}, "nemo-rl-gke:ray.namespace"),
+    "the managed Prometheus namespace": ({"ray": {"namespace": "gmp-system"}}, "nemo-rl-gke:ray.namespace"),
+    "the default service account": ({"ray": {"serviceAccount": "default"}}, "nemo-rl-gke:ray.serviceAccount"),
+    "a mount path with ..": ({"ray": {"mountPath": "/lustre/../etc"}}, "nemo-rl-gke:ray.mountPath"),
+    "a mount path over /etc": ({"ray": {"mountPath": "/etc"}}, "nemo-rl-gke:ray.mountPath: '/etc'"),
+    "a mount path under /usr": ({"ray": {"mountPath": "/usr/local/lustre"}}, "nemo-rl-gke:ray.mountPath"),
+    "a mount path of /": ({"ray": {"mountPath": "/"}}, "nemo-rl-gke:ray.mountPath"),
+    "a mount path over the NeMo-RL checkout": ({"ray": {"mountPath": "/opt"}}, "nemo-rl-gke:ray.mountPath: '/opt'"),
+    "a mount path over Ray's session dir": ({"ray": {"mountPath": "/tmp"}}, "nemo-rl-gke:ray.mountPath"),
+    # job overrides
+    "an override without =": ({"job": {"overrides": ["grpo.max_num_steps"]}}, "nemo-rl-gke:job.overrides[0]: 'grpo.max_num_steps' has no '='"),
+    "an override with an empty key": ({"job": {"overrides": ["=5"]}}, "nemo-rl-gke:job.overrides[0]: '=5' has no key"),
+    "an append override with an empty key": ({"job": {"overrides": ["++=5"]}}, "nemo-rl-gke:job.overrides[0]"),
+    "a deletion without a key": ({"job": {"overrides": ["~"]}}, "nemo-rl-gke:job.overrides[0]"),
+    "an override with a shell command": ({"job": {"overrides": ["a=$(id)"]}}, "nemo-rl-gke:job.overrides[0]"),
+    # secrets a recipe needs
+    "a gated model without hfToken": (
+        {"flavour": "h200", "region": "europe-west1", "zone": "europe-west1-b", "gpuPool": {"nodeCount": 2},
+         "job": {"recipe": "gemma3-27b-gsm8k"}},
+        "nemo-rl-gke:hfToken: not set",
+    ),
+    "wandbProject without wandbApiKey": ({"job": {"wandbProject": "grpo"}}, "nemo-rl-gke:wandbApiKey: not set"),
+    "a token in plaintext": ({"hfToken": "hf_abc"}, "nemo-rl-gke:hfToken: stored in plaintext"),
+}
+
+
+@pytest.mark.parametrize("config,names", CONFIG_CASES.values(), ids=CONFIG_CASES.keys())
+def test_a_bad_config_value_is_one_line_naming_the_key(config, names, tmp_path, entry):
+    line = assert_refused(entry(stack_config(tmp_path, **config)), names)
+    assert line.startswith("error: "), line
+
+
+# ---------------------------------------------------------------- stack files: how they are read
+
+FILE_CASES = {
+    "a duplicate key": ("config:\n  nemo-rl-gke:project: a-project\n  nemo-rl-gke:project: my-gcp-project\n", "line 3: duplicate key 'nemo-rl-gke:project' (first at line 2)"),
+    "a duplicate nested key": (
+        "config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gke:gpuPool:\n    nodeCount: 1\n    nodeCount: 8\n",
+        "duplicate key 'nodeCount'",
+    ),
+    "a key both bare and namespaced": ("config:\n  project: a-project\n  nemo-rl-gke:project: my-gcp-project\n", "nemo-rl-gke:project is given twice"),
+    "a typo in the namespace": ("config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gk:flavour: h200\n", "nemo-rl-gk:flavour: unknown namespace 'nemo-rl-gk'"),
+    "a namespace in capitals": ("config:\n  nemo-rl-gke:project: my-gcp-project\n  NeMo-RL-GKE:flavour: h200\n", "NeMo-RL-GKE:flavour: unknown namespace"),
+    "a dotted key set without --path": ("config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gke:gpuPool.nodeCount: 2\n", "pulumi config set --path gpuPool.nodeCount"),
+    "a key with three parts": ("config:\n  nemo-rl-gke:project: my-gcp-project\n  a:b:c: 1\n", "'a:b:c' is not a configuration key"),
+    "an alias bomb": (
+        "config:\n  nemo-rl-gke:project: my-gcp-project\n  x:a: &a [1,1,1,1,1,1,1,1,1,1]\n  x:b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\n"
+        "  x:c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\n  x:d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\n"
+        "  x:e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d,*d]\n  x:f: [*e,*e,*e,*e,*e,*e,*e,*e,*e,*e]\n",
+        f"expands to more than {MAX_VALUES} values",
+    ),
+    "an anchor inside itself": ("config:\n  nemo-rl-gke:project: my-gcp-project\n  x:y: &a [*a]\n", "an anchor contains itself"),
+    "nesting ten thousand levels deep": ("config:\n  x:y: " + "[" * 10000 + "]" * 10000 + "\n", "nested too deeply"),
+    "yes is a string in YAML 1.2": ("config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gke:cluster:\n    deletionProtection: yes\n", "nemo-rl-gke:cluster.deletionProtection: 'yes' is not allowed; allowed: true or false"),
+    "an integer with a leading zero": ("config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gke:gpuPool:\n    nodeCount: 010\n", "nemo-rl-gke:gpuPool.nodeCount: 010 is ambiguous"),
+    "a .inf number": ("config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gke:cost:\n    bucketGib: .inf\n", "nemo-rl-gke:cost.bucketGib: .inf is not allowed"),
+    "a .nan number": ("config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gke:cost:\n    priceOverrides: {gpu.a4-highgpu-8g.spot: .NaN}\n", "nemo-rl-gke:cost.priceOverrides.gpu.a4-highgpu-8g.spot: .NaN"),
+    "a binary tag": ("config:\n  nemo-rl-gke:project: !!binary bXktZ2NwLXByb2plY3Q=\n", "tag !!binary is not supported"),
+    "a custom tag": ("config:\n  nemo-rl-gke:project: !env GCP_PROJECT\n", "tag !env is not supported"),
+    "two documents": ("config:\n  nemo-rl-gke:project: my-gcp-project\n---\nconfig: {}\n", "holds one YAML document"),
+    "no project at all": ("config:\n  nemo-rl-gke:flavour: b200\n", "nemo-rl-gke:project: required key is not set; allowed: Google Cloud project id"),
+    "a config that is a list": ("config:\n  - nemo-rl-gke:project\n", "'config' is not a map"),
+    "a file that is a list": ("- config\n", "the file is not a map; allowed: a map with a 'config' map"),
+    "a null map key": ("config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gke:labels: {~: x}\n", "a map key is empty or null"),
+}
+
+
+@pytest.mark.parametrize("text,names", FILE_CASES.values(), ids=FILE_CASES.keys())
+def test_a_stack_file_the_pulumi_cli_would_not_read_is_one_line(text, names, tmp_path, entry):
+    assert_refused(entry(stack_text(tmp_path, text)), names)
+
+
+def test_broken_yaml_is_one_line_with_the_line_number(tmp_path, entry):
+    assert_refused(entry(stack_text(tmp_path, "config:\n  nemo-rl-gke:project: [unclosed\n")), "Pulumi.hostile.yaml: not valid YAML: line 3", allowed=False)
+
+
+def test_a_file_that_is_not_utf8_names_the_byte(tmp_path, entry):
+    assert_refused(entry(stack_text(tmp_path, b"config:\n  nemo-rl-gke:project: caf\xe9\n")), "not valid UTF-8 (byte 34)", allowed=False)
+
+
+def test_a_huge_file_is_refused_before_it_is_parsed(tmp_path, entry):
+    text = b"config:\n" + b"  # padding\n" * (MAX_STACK_FILE_BYTES // 12 + 1)
+    assert_refused(entry(stack_text(tmp_path, text)), f"at most {MAX_STACK_FILE_BYTES} bytes")
+
+
+def test_a_missing_stack_file_names_the_stacks_there(capsys):
+    assert_refused(run_plan(["--stack", "no-such-stack"], capsys), "stack file Pulumi.no-such-stack.yaml not found", allowed=False)
+
+
+# ---------------------------------------------------------------- stack names Pulumi allows
+
+
+@pytest.mark.parametrize("stack", ["2024", "-9", "google-ml", "9lives.v2"])
+def test_a_stack_name_that_cannot_be_a_name_prefix_is_named(stack, tmp_path, capsys):
+    path = stack_config(tmp_path)
+    line = assert_refused(run_plan([f"--stack={stack}", "--config-file", str(path)], capsys), f"the stack name {stack!r}")
+    assert "nemo-rl-gke:namePrefix" in line
+
+
+@pytest.mark.parametrize(
+    "argv,flag",
+    [
+        (["--stack", "x" * 5000], "--stack"),
+        (["--stack", "../../etc/passwd"], "--stack"),
+        (["--stack", "dev stack"], "--stack"),
+        (["--stack", ""], "--stack"),
+        (["--stack", "stäck"], "--stack"),
+        (["--bogus"], "--bogus"),
+        (["--out"], "--out"),
+    ],
+)
+def test_a_bad_plan_flag_is_one_line_naming_it(argv, flag, capsys):
+    assert_refused(run_plan(argv, capsys), flag, allowed=flag not in ("--bogus", "--out"))
+
+
+def test_out_pointing_at_a_file_is_refused_before_the_plan_runs(tmp_path, capsys, monkeypatch):
+    target = tmp_path / "manifests"
+    target.write_text("not a directory")
+    ran = []
+    monkeypatch.setattr(offline_plan, "run_program", lambda *a, **k: ran.append(a))
+    assert_refused(run_plan(["--out", str(target)], capsys), "--out")
+    assert ran == [], "the plan ran before --out was checked"
+    assert target.read_text() == "not a directory"
+
+
+def test_out_under_a_file_and_graph_at_a_file_are_refused(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    assert_refused(run_plan(["--out", str(blocker / "sub" / "dir")], capsys), "--out")
+    assert_refused(run_plan(["--graph", str(blocker)], capsys), "--graph")
+    assert not (blocker.parent / "sub").exists()
+
+
+@pytest.mark.parametrize(
+    "argv,flag",
+    [
+        (["status", "--wait", "--timeout", "-1"], "--timeout"),
+        (["submit", "--wait", "--timeout", "nan"], "--timeout"),
+        (["status", "--wait", "--timeout", "0"], "--timeout"),
+        (["logs", "--tail", "0"], "--tail"),
+        (["logs", "--tail", "ten"], "--tail"),
+        (["dashboard", "--port", "70000"], "--port"),
+        (["watch", "--check-interval", "0"], "--check-interval"),
+        (["watch", "--check-interval", "inf"], "--check-interval"),
+        (["watch", "--max-restarts", "-1"], "--max-restarts"),
+        (["watch", "--backoff", "-5"], "--backoff"),
+        (["watch", "--max-backoff", "1e999"], "--max-backoff"),
+        (["list", "--namespace", "Kube System"], "--namespace"),
+        (["list", "--stack", "y" * 101], "--stack"),
+        (["submit", "--stack", "a/b"], "--stack"),
+        (["explode"], "invalid choice: 'explode'"),
+        ([], "the following arguments are required"),
+    ],
+)
+def test_a_bad_cli_flag_is_one_line_naming_it(argv, flag):
+    assert_refused(run_workloads(argv), flag, allowed=flag.startswith("--"))
+
+
+# ---------------------------------------------------------------- valid, if unusual
+
+VALID_CASES = {
+    "CRLF line ends and a byte-order mark": b"\xef\xbb\xbfconfig:\r\n  nemo-rl-gke:project: my-gcp-project\r\n  nemo-rl-gke:zone: us-east1-b\r\n",
+    "12:30 is a time, not 750": "config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gke:cluster:\n    maintenanceStartTime: 12:30\n",
+    "bare keys belong to the project": "config:\n  project: my-gcp-project\n  flavour: b200\n",
+    "the old ns:config:key spelling": "config:\n  nemo-rl-gke:config:project: my-gcp-project\n",
+    "an empty section means its defaults": "config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gke:gpuPool:\n  nemo-rl-gke:cluster:\n    systemPool:\n",
+    "unicode label values and keys": "config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gke:labels:\n    équipe: données\n    班: 研究\n",
+    "strings pulumi config set --path writes": (
+        "config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gke:gpuPool:\n    nodeCount: \"1\"\n"
+        "  nemo-rl-gke:lustre:\n    exportOnDestroy: \"False\"\n"
+    ),
+    "provider keys of other namespaces": "config:\n  nemo-rl-gke:project: my-gcp-project\n  gcp:project: my-gcp-project\n  kubernetes:enableServerSideApply: true\n",
+    "anchors and merge keys within limits": "config:\n  nemo-rl-gke:project: my-gcp-project\n  x:base: &base {nodeCount: 1}\n  nemo-rl-gke:gpuPool:\n    <<: *base\n    provisioning: spot\n",
+    "a zone outside the catalogue with the opt-in": "config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gke:region: us-east1\n  nemo-rl-gke:zone: us-east1-c\n  nemo-rl-gke:allowUncataloguedZone: true\n",
+}
+
+
+@pytest.mark.parametrize("text", VALID_CASES.values(), ids=VALID_CASES.keys())
+def test_unusual_but_valid_stack_files_keep_working(text, tmp_path):
+    code, out, err = run_workloads(["submit", "--dry-run", "--stack", STACK, "--config-file", str(stack_text(tmp_path, text))])
+    assert (code, err) == (0, ""), err
+    assert out.startswith("submission id: hostile-"), out
+
+
+@pytest.mark.parametrize("stack", ["My_Stack.v2", "Dev", "a" * 100])
+def test_every_stack_name_pulumi_allows_gets_a_valid_prefix_and_label(stack, tmp_path):
+    from infra.config import parse
+    from infra.naming import labels
+
+    cfg = parse({"project": "my-gcp-project"}, stack)
+    assert 1 <= len(cfg.name_prefix) <= 20 and cfg.name_prefix[0].isalpha() and cfg.name_prefix.islower()
+    assert cfg.name_prefix != parse({"project": "my-gcp-project"}, stack.lower()).name_prefix or stack == stack.lower()
+    value = labels(stack, "x")["stack"]
+    assert len(value) <= 63 and all(c.islower() or c.isdigit() or c in "_-" for c in value), value
+    code, out, err = run_workloads(["submit", "--dry-run", "--stack", stack, "--config-file", str(stack_config(tmp_path))])
+    assert (code, err) == (0, ""), err
+
+
+def test_the_plan_of_an_unusual_stack_is_valid_json(tmp_path, capsys):
+    text = VALID_CASES["unicode label values and keys"] + "  nemo-rl-gke:cost:\n    bucketGib: 1e3\n"
+    code, out, err = run_plan(["--stack", "Odd.Stack", "--config-file", str(stack_text(tmp_path, text)), "--json"], capsys)
+    assert code == 0, err
+    doc = json.loads(out, parse_constant=lambda c: pytest.fail(f"{c} in the plan JSON"))
+    bucket = next(r for r in doc["resources"] if r["type"] == "gcp:storage/bucket:Bucket")
+    assert bucket["inputs"]["labels"]["équipe"] == "données"
+    assert bucket["inputs"]["labels"]["stack"] == "odd-stack"
 
 
 @pytest.mark.parametrize(
     "override",
     ["a=$(id)", "a=`id`", "a=b; rm -rf /", "a=b && curl x", "a=b|sh", "a=b\nc=d", "a='b'", 'a="b"', "a=b c", "a=${HOME}", "a=b>f"],
 )
-def test_shell_metacharacters_and_newlines_in_job_overrides_are_refused(override):
-    msg = rejection(job={"overrides": [override]})
-    assert msg.startswith("nemo-rl-gke:job.overrides[0]: "), msg
-    assert "no spaces, quotes, shell metacharacters or newlines" in msg
-    assert len(msg.splitlines()) == 1, "a newline in the value must not split the error"
+def test_shell_metacharacters_and_newlines_in_an_override_are_one_line(override, tmp_path):
+    result = run_workloads(["submit", "--stack", STACK, "--config-file", str(stack_config(tmp_path, job={"overrides": [override]}))])
+    line = assert_refused(result, "nemo-rl-gke:job.overrides[0]: ")
+    assert "no spaces, quotes, shell metacharacters or newlines" in line
 
 
 @pytest.mark.parametrize(
-    "raw,key",
+    "config,key",
     [
         ({"namePrefix": "dev\nrm"}, "namePrefix"),
         ({"namePrefix": "dev;id"}, "namePrefix"),
@@ -39,29 +370,21 @@ def test_shell_metacharacters_and_newlines_in_job_overrides_are_refused(override
         ({"gpuPool": {"provisioning": "reservation", "reservationName": "r`id`"}}, "gpuPool.reservationName"),
         ({"job": {"wandbProject": "p $(id)"}}, "job.wandbProject"),
         ({"labels": {"team": "a;b"}}, "labels"),
+        ({"ray": {"namespace": "n" * 64}}, "ray.namespace"),
+        ({"lustre": {"filesystem": "f" * 9}}, "lustre.filesystem"),
+        ({"job": {"overrides": ["a=" + "b" * 600]}}, "job.overrides[0]"),
     ],
 )
-def test_metacharacters_in_names_are_refused_naming_the_key(raw, key):
-    msg = rejection(**raw)
-    assert msg.startswith(f"nemo-rl-gke:{key}: "), msg
-    assert len(msg.splitlines()) == 1
+def test_metacharacters_and_overlong_names_are_one_line_naming_the_key(config, key, tmp_path):
+    result = run_workloads(["submit", "--stack", STACK, "--config-file", str(stack_config(tmp_path, **config))])
+    assert_refused(result, f"error: nemo-rl-gke:{key}: ")
 
 
-@pytest.mark.parametrize(
-    "raw,key,limit",
-    [
-        ({"namePrefix": "a" * 21}, "namePrefix", "1-20"),
-        ({"ray": {"namespace": "n" * 64}}, "ray.namespace", "at most 63"),
-        ({"ray": {"serviceAccount": "s" * 64}}, "ray.serviceAccount", "at most 63"),
-        ({"lustre": {"instanceId": "l" * 64}}, "lustre.instanceId", "1-63"),
-        ({"lustre": {"filesystem": "f" * 9}}, "lustre.filesystem", "1-8"),
-        ({"labels": {"k" * 64: "v"}}, "labels", "max 63"),
-        ({"job": {"overrides": ["a=" + "b" * 600]}}, "job.overrides[0]", "at most 512"),
-    ],
-)
-def test_overlong_names_are_refused_with_the_limit(raw, key, limit):
-    msg = rejection(**raw)
-    assert msg.startswith(f"nemo-rl-gke:{key}: ") and limit in msg, msg
+def test_the_program_sets_exactly_the_label_keys_the_config_reserves():
+    from infra.config import RESERVED_LABEL_KEYS
+    from infra.naming import labels
+
+    assert set(labels("dev", "x", {"team": "ml"})) - {"team"} == set(RESERVED_LABEL_KEYS)
 
 
 @pytest.mark.parametrize("limit", list(Limit))
@@ -71,41 +394,3 @@ def test_derived_cloud_names_never_exceed_the_api_limit_and_stay_distinct(limit)
     assert all(len(n) <= limit for n in names), names
     assert len(names) == 3, f"truncation to {limit} made names collide: {names}"
     assert all(not n.endswith("-") for n in names)
-
-
-def test_a_stack_file_that_is_not_utf8_is_refused(tmp_path):
-    path = tmp_path / "Pulumi.bad.yaml"
-    path.write_bytes(b"config:\n  nemo-rl-gke:project: caf\xe9\n")
-    with pytest.raises(StackFileError) as info:
-        read_stack_file(path)
-    assert str(info.value) == "Pulumi.bad.yaml: not valid UTF-8 (byte 34)"
-
-
-def test_a_huge_stack_file_is_refused_before_it_is_parsed(tmp_path):
-    path = tmp_path / "Pulumi.huge.yaml"
-    path.write_bytes(b"config:\n" + b"  # padding\n" * (MAX_STACK_FILE_BYTES // 12 + 1))
-    with pytest.raises(StackFileError) as info:
-        read_stack_file(path)
-    assert str(info.value).startswith("Pulumi.huge.yaml: ") and f"at most {MAX_STACK_FILE_BYTES} bytes" in str(info.value)
-
-
-def test_a_stack_file_that_is_not_yaml_is_refused(tmp_path):
-    path = tmp_path / "Pulumi.broken.yaml"
-    path.write_text("config: [unclosed\n")
-    with pytest.raises(StackFileError) as info:
-        read_stack_file(path)
-    assert str(info.value).startswith("Pulumi.broken.yaml: not valid YAML: ")
-
-
-def test_a_stack_file_without_a_config_map_is_refused(tmp_path):
-    path = tmp_path / "Pulumi.list.yaml"
-    path.write_text("config:\n  - a\n")
-    with pytest.raises(StackFileError) as info:
-        read_stack_file(path)
-    assert str(info.value) == "Pulumi.list.yaml: expected a map with a 'config' map"
-
-
-def test_the_committed_stack_files_are_small_utf8_maps():
-    for path in ROOT.glob("Pulumi.*.yaml"):
-        config, _ = read_stack_file(path)
-        assert config, path.name

@@ -29,7 +29,7 @@ def run_command(*args: str) -> subprocess.CompletedProcess:
 
 @pytest.mark.parametrize("stack", ALL_STACKS)
 def test_plan_json_follows_the_documented_contract(stack):
-    proc = run_cli("--stack", stack, "--json")
+    proc = run_cli("--stack", stack, "--assume-secrets", "--json")
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert set(doc) == {"project", "stack", "resources", "outputs", "estimates"}
@@ -57,9 +57,9 @@ def test_plan_of_an_unknown_stack_fails_with_a_one_line_error():
 
 def test_the_same_stack_plans_to_the_same_document_every_time():
     # Apply callbacks finish in a different order on every run; the plan must not.
-    from tools.offline_plan import run_program
+    from tools.offline_plan import committed_plan
 
-    first, *others = (json.dumps(run_program("h200").to_json()) for _ in range(3))
+    first, *others = (json.dumps(committed_plan("h200").to_json()) for _ in range(3))
     assert all(o == first for o in others), "two runs of the h200 plan listed resources differently"
 
 
@@ -79,13 +79,15 @@ def test_the_plan_lists_every_parent_before_its_children_and_siblings_by_name():
 
 
 @pytest.mark.parametrize(("flag", "target", "reason"), [
-    ("--out", "taken", "File exists"),  # a regular file where the manifest directory should go
-    ("--graph", "taken/graphs", "Not a directory"),
+    # Found before the plan runs: a regular file where the directory should go, or on its path.
+    ("--out", "taken", "exists and is not a directory; allowed: a writable directory (created if missing)"),
+    ("--graph", "taken/graphs", "{tmp_path}/taken is not a directory; allowed: a writable directory (created if missing)"),
     ("--graph", "/proc/nonexistent/dir", "No such file or directory"),
 ])
 def test_plan_output_that_cannot_be_written_fails_with_a_one_line_error_naming_the_flag(flag, target, reason, tmp_path):
     (tmp_path / "taken").write_text("")
     path = tmp_path / target  # an absolute target stays as it is
+    reason = reason.format(tmp_path=tmp_path)
     proc = run_cli(flag, str(path))
     assert (proc.returncode, proc.stdout, proc.stderr) == (2, "", f"error: {flag} {path}: {reason}\n")
 
@@ -95,7 +97,7 @@ def test_out_writes_one_manifest_per_kubernetes_object_and_the_helm_values(tmp_p
 
     from conftest import stack_plan
 
-    proc = run_cli("--stack", "h200", "--out", str(tmp_path))
+    proc = run_cli("--stack", "h200", "--assume-secrets", "--out", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
     plan = stack_plan("h200")
     objects = [r for r in plan.resources if r.custom and r.type.startswith("kubernetes:") and "helm.sh" not in r.type]

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Iterator, Optional
 
 from infra.stack_file import available_stacks
-from tools.offline_plan import ROOT, plan_document, run_program
+from tools.offline_plan import ROOT, committed_plan, plan_document
 
 GOLDEN_DIR = ROOT / "tests" / "golden"
 
@@ -31,7 +31,7 @@ def render(doc: dict[str, Any]) -> str:
 
 def current(stack: str) -> dict[str, Any]:
     """The plan document of a committed stack, as it would be written to its golden file."""
-    return json.loads(render(plan_document(run_program(stack))))
+    return json.loads(render(plan_document(committed_plan(stack))))
 
 
 def differences(want: Any, got: Any, path: str = "") -> Iterator[str]:

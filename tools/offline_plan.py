@@ -1,6 +1,7 @@
 """The offline plan: run the real Pulumi program under mocks and show what it would build.
 
-    python -m tools.offline_plan [--stack NAME] [--json] [--out DIR] [--graph [DIR]]
+    python -m tools.offline_plan [--stack NAME] [--config-file PATH] [--assume-secrets]
+                                 [--json] [--out DIR] [--graph [DIR]]
 
 No credentials, no `pulumi` CLI, no provider plugins, no network. The program (`__main__.py`)
 runs exactly as under `pulumi up`, with the config of `Pulumi.<NAME>.yaml` (default `dev`);
@@ -20,6 +21,12 @@ inputs); `options` holds the resource options that change behaviour (protect, re
 customTimeouts, ignoreChanges, replaceOnChanges, replaceWith, deleteBeforeReplace, import, hooks). Every secret value
 is replaced by "[secret]"; secrets of the stack file (`secure:` values) are never decrypted.
 
+`--config-file PATH` reads the stack's config from PATH instead of `Pulumi.<NAME>.yaml`, as
+`pulumi up --config-file` does. `--assume-secrets` plans as if the secrets the stack's job needs
+(`hfToken` for a gated model, `wandbApiKey` with `job.wandbProject`) had been set with
+`pulumi config set --secret`; without it such a stack is refused, as `pulumi up` refuses it.
+Every bad flag or config is one line on stderr and exit code 2, before anything is written.
+
 `--out DIR` writes each Kubernetes object as `<kind>-<name>.yaml` and each Helm release's values
 as `helm-values-<release>.yaml`.
 
@@ -38,13 +45,14 @@ import os
 import runpy
 import sys
 import threading
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
 import yaml
 
-from infra.stack_file import StackFileError, read_stack_file, stack_path
+from infra.stack_file import StackFileError, read_stack_file, stack_path, validate_flat, with_required_secrets
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_STACK = "dev"
@@ -134,6 +142,12 @@ def run_program(
     if "error" in result:
         raise result["error"]
     return result["plan"]
+
+
+def committed_plan(stack: str) -> Plan:
+    """The plan of a committed stack file as after the README's setup, the secrets its job needs set
+    (placeholders): what the golden plans and the generated docs show."""
+    return run_program(stack, *with_required_secrets(stack, *read_stack_file(stack_path(stack, ROOT))))
 
 
 def _run_in_thread(stack: str, config: dict[str, str], secret_keys: list[str], preview: bool, program: Path) -> Plan:
@@ -302,21 +316,74 @@ def _write_failed(flag: str, path: Path, err: OSError) -> int:
     return 2
 
 
+class UsageError(Exception):
+    """A bad command line; main() prints it as one line (exit 2), like every other refusal."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> "typing.NoReturn":
+        raise UsageError(message)
+
+
+def _stack_name(text: str) -> str:
+    # Pulumi's rule (pulumi/pulumi sdk/go/common/tokens/stack_name.go ParseStackName).
+    if not 1 <= len(text) <= 100 or not all(c.isascii() and (c.isalnum() or c in "_.-") for c in text):
+        shown = text if len(text) <= 40 else text[:37] + "..."
+        raise argparse.ArgumentTypeError(
+            f"{shown!r} ({len(text)} characters) is not a Pulumi stack name; allowed: 1-100 letters, digits, '-', '_' or '.'"
+        )
+    return text
+
+
+def _output_dir_problem(path: Path) -> Optional[str]:
+    """Why `path` cannot be (or become) a directory to write to; None when it can. Creates nothing."""
+    if path.exists():
+        if not path.is_dir():
+            return "exists and is not a directory"
+        return None if os.access(path, os.W_OK | os.X_OK) else "is not writable"
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        return f"{parent} is not a directory"
+    return None if os.access(parent, os.W_OK | os.X_OK) else f"{parent} is not writable"
+
+
 def main(argv: Optional[list[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m infra.plan", description="Show what a stack would build, offline.")
-    parser.add_argument("--stack", default=DEFAULT_STACK, help=f"stack name (Pulumi.<stack>.yaml); default {DEFAULT_STACK}")
+    parser = _Parser(prog="python -m infra.plan", description="Show what a stack would build, offline.")
+    parser.add_argument(
+        "--stack", type=_stack_name, default=DEFAULT_STACK, help=f"stack name (Pulumi.<stack>.yaml); default {DEFAULT_STACK}"
+    )
+    parser.add_argument("--config-file", type=Path, metavar="PATH", help="read the stack config from PATH (as `pulumi up --config-file`)")
+    parser.add_argument(
+        "--assume-secrets", action="store_true", help="plan as if the secrets the stack's job needs were set (placeholders)"
+    )
     parser.add_argument("--json", action="store_true", help="print the plan as one JSON document")
     parser.add_argument("--out", type=Path, help="write Kubernetes manifests and Helm values to this directory")
     parser.add_argument(
         "--graph", type=Path, nargs="?", const=Path("."), metavar="DIR", help="write graph.mmd and graph.dot to DIR (default .)"
     )
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except UsageError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    for flag, path in (("--out", args.out), ("--graph", args.graph)):
+        problem = path is not None and _output_dir_problem(path)
+        if problem:
+            print(f"error: {flag} {path}: {problem}; allowed: a writable directory (created if missing)", file=sys.stderr)
+            return 2
 
     from infra.config import ConfigError
     from tools import estimates
 
     try:
-        plan = run_program(args.stack)
+        config, secret_keys = read_stack_file(args.config_file or stack_path(args.stack, ROOT))
+        if args.assume_secrets:
+            config, secret_keys = with_required_secrets(args.stack, config, secret_keys)
+        # Everything the program checks first, checked here before it runs: a refusal costs no mock run.
+        validate_flat(args.stack, config, secret_keys)
+        plan = run_program(args.stack, config, secret_keys)
         # The estimates' own inputs (cost.priceOverrides) are checked before anything is printed.
         estimates.price_table(estimates.stack_config(plan))
     except (ConfigError, StackFileError) as err:
@@ -338,7 +405,8 @@ def main(argv: Optional[list[str]] = None) -> int:
             return _write_failed("--graph", args.graph, err)
         print(f"wrote {', '.join(str(p) for p in paths)}", file=sys.stderr)
     if args.json:
-        json.dump(plan_document(plan), sys.stdout, indent=2, sort_keys=False)
+        # allow_nan=False: the document is JSON or nothing (the config refuses inf and nan up front).
+        json.dump(plan_document(plan), sys.stdout, indent=2, sort_keys=False, allow_nan=False)
         sys.stdout.write("\n")
     else:
         print(render_tree(plan))

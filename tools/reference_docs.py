@@ -97,9 +97,9 @@ def config_reference() -> str:
 
 def stack_resources(plan_of: typing.Callable[[str], Any] | None = None) -> str:
     """Resource counts by type for each committed stack, from the offline plan."""
-    from tools.offline_plan import run_program, summary
+    from tools.offline_plan import committed_plan, summary
 
-    plan_of = plan_of or run_program
+    plan_of = plan_of or committed_plan
     counts: dict[str, dict[str, int]] = collections.defaultdict(dict)
     totals, gpus = {}, {}
     for stack in STACKS:
@@ -118,9 +118,9 @@ def stack_resources(plan_of: typing.Callable[[str], Any] | None = None) -> str:
 def resource_graph(plan_of: typing.Callable[[str], Any] | None = None, stack: str = "dev") -> str:
     """The Mermaid resource graph of one stack (tools/graph.py), as a fenced code block."""
     from tools.graph import build, mermaid
-    from tools.offline_plan import run_program
+    from tools.offline_plan import committed_plan
 
-    plan_of = plan_of or run_program
+    plan_of = plan_of or committed_plan
     return "```mermaid\n" + mermaid(build(plan_of(stack))) + "```"
 
 

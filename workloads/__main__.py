@@ -42,9 +42,12 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
+import re
 import shutil
 import subprocess
 import sys
+import typing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional, TextIO
@@ -81,15 +84,15 @@ class Stack:
         return wandb_key_set(self.secret_keys)
 
 
-def load_stack(name: str) -> Stack:
-    """Read and validate `Pulumi.<name>.yaml` the way the Pulumi program does."""
+def load_stack(name: str, config_file: Optional[str] = None) -> Stack:
+    """Read and validate `Pulumi.<name>.yaml` (or `config_file`) the way the Pulumi program does."""
     from infra.config import ConfigError
     from infra.stack_file import StackFileError
     from infra.stack_file import load_stack as load_stack_file
 
     try:
         # `pulumi up` would stop here (infra.config.load), so the job must not run either.
-        loaded = load_stack_file(name, ROOT)
+        loaded = load_stack_file(name, ROOT, Path(config_file) if config_file else None)
     except StackFileError as err:
         raise CliError(str(err)) from None
     except ConfigError as err:
@@ -246,7 +249,15 @@ def _job_id(args: argparse.Namespace, client, stack: Stack) -> str:
 
 
 def cmd_submit(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
+    from infra.config import ConfigError, refuse_missing_secrets
+    from infra.stack_file import present_secrets
+
     spec = build_spec(stack)
+    if not args.dry_run:  # the job would fail on the cluster without them; `pulumi up` refuses too
+        try:
+            refuse_missing_secrets(stack.config, present_secrets(stack.secret_keys))
+        except ConfigError as err:
+            raise CliError(str(err).replace("\n", "; ")) from None
     if args.dry_run:
         out.write(f"submission id: {spec.submission_id}\n")
         out.write(f"entrypoint: {spec.entrypoint}\n")
@@ -445,24 +456,81 @@ def _port(text: str) -> int:
     return value
 
 
+def _seconds(positive: bool) -> Callable[[str], float]:
+    """A finite number of seconds, above 0 (`positive`) or at least 0; nan, inf and negatives are refused."""
+    what = "a number of seconds above 0" if positive else "a number of seconds, 0 or more"
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value) or value < 0 or (positive and value == 0):
+            raise argparse.ArgumentTypeError(f"{text!r} is not allowed; allowed: {what}")
+        return value
+
+    return parse
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not allowed; allowed: a whole number, 0 or more")
+    return value
+
+
+def _stack_name(text: str) -> str:
+    # Pulumi's rule (pulumi/pulumi sdk/go/common/tokens/stack_name.go ParseStackName).
+    if not 1 <= len(text) <= 100 or not all(c.isascii() and (c.isalnum() or c in "_.-") for c in text):
+        shown = text if len(text) <= 40 else text[:37] + "..."
+        raise argparse.ArgumentTypeError(
+            f"{shown!r} ({len(text)} characters) is not a Pulumi stack name; allowed: 1-100 letters, digits, '-', '_' or '.'"
+        )
+    return text
+
+
+def _namespace(text: str) -> str:
+    if not (len(text) <= 63 and re.fullmatch(r"[a-z]([a-z0-9-]*[a-z0-9])?", text)):
+        shown = text if len(text) <= 40 else text[:37] + "..."
+        raise argparse.ArgumentTypeError(
+            f"{shown!r} is not a namespace; allowed: 1-63 lowercase letters, digits and hyphens, starting with a letter"
+        )
+    return text
+
+
+class UsageError(Exception):
+    """A bad command line; main() prints it as one line (exit 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> "typing.NoReturn":
+        raise UsageError(message)
+
+
 def parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--stack", default=DEFAULT_STACK, help=f"stack name (Pulumi.<stack>.yaml); default {DEFAULT_STACK}")
+    common = _Parser(add_help=False)
+    common.add_argument(
+        "--stack", type=_stack_name, default=DEFAULT_STACK, help=f"stack name (Pulumi.<stack>.yaml); default {DEFAULT_STACK}"
+    )
+    common.add_argument("--config-file", metavar="PATH", help="read the stack config from PATH (as `pulumi up --config-file`)")
     common.add_argument("--address", help="Ray dashboard URL, e.g. http://127.0.0.1:8265")
     common.add_argument("--endpoint", help="GKE cluster endpoint, to go through the API server's service proxy")
     common.add_argument("--ca-file", help="PEM file of the cluster CA (with an IP --endpoint)")
     common.add_argument("--head-service", help="Ray head service name (with --endpoint)")
-    common.add_argument("--namespace", help="namespace of the Ray cluster; default ray.namespace of the stack")
-    p = argparse.ArgumentParser(prog="python -m workloads", description="Submit and watch the stack's NeMo-RL job.")
+    common.add_argument("--namespace", type=_namespace, help="namespace of the Ray cluster; default ray.namespace of the stack")
+    p = _Parser(prog="python -m workloads", description="Submit and watch the stack's NeMo-RL job.")
     sub = p.add_subparsers(dest="command", required=True, metavar="{submit,status,logs,stop,list,watch,dashboard}")
     s = sub.add_parser("submit", parents=[common], help="submit the stack's job (idempotent)")
     s.add_argument("--dry-run", action="store_true", help="print entrypoint and runtime env; no network")
     s.add_argument("--wait", action="store_true", help="wait until the job ends, showing its status")
-    s.add_argument("--timeout", type=float, help="with --wait: give up after this many seconds (exit 4)")
+    s.add_argument("--timeout", type=_seconds(positive=True), help="with --wait: give up after this many seconds (exit 4)")
     s = sub.add_parser("status", parents=[common], help="show a job's status")
     s.add_argument("--job", help="submission id; default the stack's newest job")
     s.add_argument("--wait", action="store_true", help="wait until the job ends, showing its status")
-    s.add_argument("--timeout", type=float, help="with --wait: give up after this many seconds (exit 4)")
+    s.add_argument("--timeout", type=_seconds(positive=True), help="with --wait: give up after this many seconds (exit 4)")
     s = sub.add_parser("logs", parents=[common], help="print a job's log")
     s.add_argument("--job", help="submission id; default the stack's newest job")
     s.add_argument("--follow", action="store_true", help="keep streaming until the job ends")
@@ -473,10 +541,10 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("watch", parents=[common], help="resubmit the stack's job after a spot preemption")
     s.add_argument("--spec-file", help="JobSpec JSON to watch instead of the stack's (the in-cluster watcher); needs --address")
     s.add_argument("--once", action="store_true", help="look once, act if needed, print the decision and exit")
-    s.add_argument("--check-interval", type=float, help="seconds between looks; default recovery.checkIntervalSeconds")
-    s.add_argument("--max-restarts", type=int, help="consecutive automatic restarts; default recovery.maxRestarts")
-    s.add_argument("--backoff", type=float, help="seconds before the first restart, doubling; default recovery.backoffSeconds")
-    s.add_argument("--max-backoff", type=float, help="cap of the doubled wait; default recovery.maxBackoffSeconds")
+    s.add_argument("--check-interval", type=_seconds(positive=True), help="seconds between looks; default recovery.checkIntervalSeconds")
+    s.add_argument("--max-restarts", type=_count, help="consecutive automatic restarts; default recovery.maxRestarts")
+    s.add_argument("--backoff", type=_seconds(positive=False), help="seconds before the first restart, doubling; default recovery.backoffSeconds")
+    s.add_argument("--max-backoff", type=_seconds(positive=False), help="cap of the doubled wait; default recovery.maxBackoffSeconds")
     s.add_argument("--heartbeat-file", help="file touched after every look (for a liveness probe)")
     s.add_argument("--pool-gpus", type=_non_negative_int, metavar="N",
                    help="resubmit only when Ray has N GPUs alive; default the stack's pool (0: do not wait)")
@@ -515,11 +583,15 @@ def main(argv: Optional[list[str]] = None, out: Optional[TextIO] = None, err: Op
     """Run one command; returns the exit code. Errors a user can act on print one line."""
     out = out or sys.stdout
     err = err or sys.stderr
-    args = parser().parse_args(argv)
+    try:
+        args = parser().parse_args(argv)
+    except UsageError as exc:
+        err.write(f"error: {exc}\n")
+        return EXIT_USAGE
     # Ray's job SDK logs every websocket close at INFO; the CLI prints what matters itself.
     logging.getLogger("ray.dashboard.modules.job.sdk").setLevel(logging.WARNING)
     try:
-        stack = None if getattr(args, "spec_file", None) else load_stack(args.stack)
+        stack = None if getattr(args, "spec_file", None) else load_stack(args.stack, args.config_file)
         return COMMANDS[args.command](args, stack, out)
     except KeyboardInterrupt:
         return 130

@@ -153,6 +153,11 @@ GSM8K_DATA: tuple[str, ...] = (
 )
 
 
+# Models that Hugging Face serves only to accounts that accepted their licence: a recipe using one
+# needs the `hfToken` secret, or the job fails at its first download (huggingface.co/google/gemma-3-27b-it
+# asks to accept Google's usage licence before the files can be accessed).
+GATED_MODELS = frozenset({"google/gemma-3-27b-it"})
+
 RECIPES: dict[str, Recipe] = {
     # The codelab run (FACTS.md): Qwen2.5-72B-Instruct, DeepScaler, Megatron, 8 x B200 nodes.
     # Parallelism is the config file's own (TP 4 x PP 4, vLLM TP 8): the codelab keeps it, and one
