@@ -117,12 +117,6 @@ def test_every_typical_time_cites_its_source():
     assert lustre.source != deploy_time.ASSUMED and 40 <= lustre.minutes <= 80
 
 
-def test_the_lustre_create_timeout_is_the_providers_own_120_minutes():
-    plan = stack_plan("b200")
-    (lustre,) = plan.by_type("gcp:lustre/instance:Instance")
-    assert lustre.options["customTimeouts"]["create"] == "120m"
-
-
 @pytest.mark.parametrize("stack", ["b200", "h200"])
 def test_the_plan_text_prints_the_critical_path_its_sources_and_the_pull(stack):
     text = render_tree(stack_plan(stack))
