@@ -497,7 +497,9 @@ def kuberay_args(container: dict) -> str:
     return f"{user} && {generated}" if user.strip() else generated
 
 
-def run_rendered_worker_start(tmp_path: Path, *, with_script: bool = True) -> tuple[subprocess.CompletedProcess, list[str]]:
+def run_rendered_worker_start(
+    tmp_path: Path, *, with_script: bool = True, script_status: int = 0, ldconfig_status: int = 0
+) -> tuple[subprocess.CompletedProcess, list[str]]:
     """Runs the RENDERED worker container's start line in bash with stand-ins: the pod's /usr/local/nvidia
     and /usr/local/gib become temp dirs, `ldconfig` and `ray` are scripts on PATH that log their calls,
     set_nccl_env.sh logs that it was sourced and exports a variable the `ray` stub records."""
@@ -506,13 +508,16 @@ def run_rendered_worker_start(tmp_path: Path, *, with_script: bool = True) -> tu
     for d in (nvidia / "lib64", gib / "lib64", gib / "scripts", bin_dir):
         d.mkdir(parents=True)
     if with_script:
-        (gib / "scripts" / "set_nccl_env.sh").write_text(f'echo "source set_nccl_env.sh" >> {log}\nexport NCCL_FROM_SCRIPT=loaded\n')
+        (gib / "scripts" / "set_nccl_env.sh").write_text(
+            f'echo "source set_nccl_env.sh" >> {log}\nexport NCCL_FROM_SCRIPT=loaded\n(exit {script_status})\n'
+        )
     for tool, line in {
         "ldconfig": 'echo "ldconfig $*"',
         "ray": 'echo "ray $1 NCCL_FROM_SCRIPT=${NCCL_FROM_SCRIPT:-unset}"',
     }.items():
         stub = bin_dir / tool
-        stub.write_text(f"#!/bin/bash\n{line} >> {log}\n")
+        status = ldconfig_status if tool == "ldconfig" else 0
+        stub.write_text(f"#!/bin/bash\n{line} >> {log}\nexit {status}\n")
         stub.chmod(0o755)
     line = kuberay_args(container).replace("/usr/local/nvidia", str(nvidia)).replace("/usr/local/gib", str(gib))
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "RAY_START_ULIMIT_OPEN_FILES": subprocess.run(
@@ -537,6 +542,18 @@ def test_without_the_nccl_script_the_worker_exits_instead_of_starting_ray(tmp_pa
     assert proc.returncode == 1
     assert not any(c.startswith("ray ") for c in calls), "ray must not start without the gIB settings"
     assert "nccl-rdma-installer" in proc.stderr
+
+
+def test_a_failed_ldconfig_ends_the_worker_before_ray(tmp_path):
+    proc, calls = run_rendered_worker_start(tmp_path, ldconfig_status=1)
+    assert proc.returncode == 1 and calls == ["ldconfig /usr/local/nvidia/lib64 /usr/local/gib/lib64"]
+
+
+def test_a_script_whose_last_command_fails_still_loads_its_settings_and_ray_starts(tmp_path):
+    proc, calls = run_rendered_worker_start(tmp_path, script_status=3)
+    assert proc.returncode == 0, proc.stderr
+    assert calls[-1] == "ray start NCCL_FROM_SCRIPT=loaded"
+    assert "returned 3" in proc.stderr
 
 
 def test_the_worker_command_never_names_ray_start_so_kuberay_keeps_prepending():
