@@ -16,8 +16,10 @@ Not adopted, after Google's docs:
 - image streaming (kubernetes-engine/docs/how-to/image-streaming): the image must be in Artifact
   Registry (or Docker Hub), and the first pull gains nothing; the NeMo-RL image is on nvcr.io;
 - secondary boot disks (kubernetes-engine/docs/how-to/data-container-image-preloading): a disk image
-  must be built from the container image beforehand (a separate build per image tag). It would cut
-  the pull on replacement spot nodes; a possible later option.
+  must be built from the container image beforehand (a separate build per image tag), and a new disk
+  image needs a new node pool (updating it on existing nodes is not supported), so every recipe image
+  change would replace the GPU pool. It would cut the pull on replacement spot nodes; a possible later
+  option.
 """
 
 from __future__ import annotations
