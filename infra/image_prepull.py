@@ -74,6 +74,8 @@ def daemonset_manifest(
                     # The GPU pool's taints (the system pool has none), as the Ray workers tolerate them.
                     "tolerations": worker_tolerations(gpu_taints),
                     "terminationGracePeriodSeconds": 5,
+                    # It talks to nothing: no Kubernetes API token in the pod.
+                    "automountServiceAccountToken": False,
                     "initContainers": [
                         {
                             "name": "pull",

@@ -34,6 +34,7 @@ def test_it_pulls_the_recipes_image_in_an_init_container_and_then_only_pauses():
     assert pull["image"] == IMAGE.ref and pull["imagePullPolicy"] == "IfNotPresent"
     assert pull["command"] == ["/bin/sh", "-c", "exit 0"]
     assert [c["name"] for c in spec["containers"]] == ["pause"] and "@sha256:" in spec["containers"][0]["image"]
+    assert spec["automountServiceAccountToken"] is False and "securityContext" not in pull, "unprivileged, no API token"
 
 
 def test_it_runs_on_the_system_and_gpu_pools_and_tolerates_the_gpu_taint():
