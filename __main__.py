@@ -7,6 +7,7 @@ from infra.autopilot_cluster import AutopilotCluster
 from infra.autopilot_pods import ray_values_for_autopilot
 from infra.cluster import GkeCluster, gpu_pool_facts, system_pool_name
 from infra.gke_networks import GkeNetworkObjects
+from infra.image_prepull import ImagePrePull
 from infra.kube_provider import KubernetesAccess
 from infra.nccl import NcclRdmaInstaller
 from infra.nccl_autopilot import NcclRdmaInstallerAutopilot
@@ -34,6 +35,7 @@ pulumi.export("flavour", cfg.flavour)
 # config error naming the key, and the deploy and the preemption watcher get the very same spec.
 gpu_pool = gpu_pool_facts(ctx, cfg)
 system_pool = system_pool_name(ctx, cfg)
+worker_fit = cfg.worker_fit
 job_spec = job_spec_for_stack(settings.stack, cfg, wandb_key_set=settings.wandb_key_set, pool=gpu_pool)
 
 # ---------------------------------------------------------------- Google Cloud
@@ -103,9 +105,7 @@ if autopilot:
     # Upstream's Autopilot installer in its own namespace: GKE admits it by an allowlist of that exact spec.
     nccl = NcclRdmaInstallerAutopilot("nccl", cfg.ray.nccl_installer_image, [gpu_pool.accelerator_type], opts=on_nodes)
 else:
-    nccl = NcclRdmaInstaller(
-        "nccl", cfg.ray.nccl_installer_image, [gpu_pool.accelerator_type], opts=on_nodes, taints=gpu_pool.taints
-    )
+    nccl = NcclRdmaInstaller("nccl", cfg.ray.nccl_installer_image, [gpu_pool.accelerator_type], opts=on_nodes)
 workload = WorkloadEnvironment(
     "workload",
     cfg.ray.namespace,
@@ -115,6 +115,19 @@ workload = WorkloadEnvironment(
     LustreVolume.from_lustre(lustre, ctx.project),
     opts=on_nodes,
 )
+# The NeMo-RL image lands on every node while Lustre is still being created: waits for the pools and
+# the namespace only (not for the Lustre volume under the same component). Not on Autopilot: there are
+# no nodes before the Ray pods ask for them, so those pods pull it themselves.
+prepull: ImagePrePull | None = None
+if not autopilot:
+    prepull = ImagePrePull(
+        "image-prepull",
+        cfg.recipe.image,
+        cfg.ray.namespace,
+        [system_pool, gpu_pool.pool_name],
+        gpu_pool.taints,
+        opts=pulumi.ResourceOptions(provider=kube.provider, depends_on=[*cluster.node_pools, workload.namespace_resource]),
+    )
 ray_cluster = RayCluster(
     "ray",
     cluster_name=RAY_CLUSTER_NAME,
@@ -123,14 +136,17 @@ ray_cluster = RayCluster(
     environment=workload,
     networks=gke_networks,
     gpu_pool=gpu_pool,
+    worker=worker_fit,
     system_pool_name=system_pool,
     # Autopilot admits no privileged worker and needs explicit ephemeral storage (infra/autopilot_pods.py).
     adapt_values=(lambda values: ray_values_for_autopilot(values, flavour.autopilot_pod)) if autopilot else None,
     # After the data guard: an import (lustre.importFrom) lands before a job can start at step 0 and
     # overwrite it, and on destroy the export starts after the job has ended (the submission's delete
     # waits for it) and the release is uninstalled. Helm does not wait for the pods to terminate; with
-    # the job over, nothing of the run is still being written.
-    opts=pulumi.ResourceOptions(provider=kube.provider, depends_on=[*cluster.node_pools, nccl, lustre_data]),
+    # the job over, nothing of the run is still being written. After the image pre-pull: the pods start warm.
+    opts=pulumi.ResourceOptions(
+        provider=kube.provider, depends_on=[*cluster.node_pools, nccl, lustre_data, *([prepull] if prepull else [])]
+    ),
 )
 
 pulumi.export("rayClusterName", ray_cluster.cluster_name)

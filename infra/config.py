@@ -42,6 +42,9 @@ from infra.flavours import FLAVOURS, Flavour, parse_gke_version
 from infra.machines import (
     AUTOPILOT_GENERAL_PURPOSE_MAX_CPU,
     AUTOPILOT_GENERAL_PURPOSE_MAX_MEMORY_GIB,
+    NodeFit,
+    gpu_node_allocatable,
+    gpu_node_room,
     system_node_room,
 )
 from workloads.overrides import data_key_problem
@@ -63,6 +66,13 @@ LUSTRE_TIERS: dict[int, tuple[int, int, int]] = {
 
 # From this GKE version the Lustre CSI driver talks to port 988 and the legacy port is not needed.
 LUSTRE_PORT_988_MIN_GKE = "1.33.2-gke.4780000"
+LUSTRE_CSI_MIN_GKE = "1.33.2-gke.1111000"
+"""The oldest node version the GKE Managed Lustre CSI add-on supports (GKE "About the Managed Lustre CSI
+driver", limitations). Older guidance (managed-lustre "Connect from GKE", nodes from 1.31.5) allowed
+Secure Boot only on GPU machine types; the current page has no such limit, and Google's Cluster Toolkit
+daily test (examples/gke-managed-lustre.yaml, version_prefix 1.33) mounts Lustre on an n2-standard-16
+pool with Secure Boot on. The system pool (Secure Boot on) mounts Lustre for the Ray head, so older
+versions are refused."""
 
 # Values that end up on a command line or in a cloud name: no shell metacharacters, no newlines.
 _SAFE_TOKEN = r"^[A-Za-z0-9._/:=+~@%,\-\[\]]+$"
@@ -206,9 +216,19 @@ class GpuPoolConfig(_Model):
 class SystemPoolConfig(_Model):
     """The CPU system pool that hosts the Ray head and cluster add-ons."""
 
-    machine_type: str = Field("n2-standard-16", pattern=r"^[a-z0-9]+-[a-z0-9-]+$", description="Machine type of the CPU pool; must fit the Ray head.")
+    machine_type: str = Field(
+        "n2-highmem-16",
+        pattern=r"^[a-z0-9]+-[a-z0-9-]+$",
+        description="Machine type of the CPU pool; must fit the Ray head (16 vCPU / 128 GB by default).",
+    )
     node_count: int = Field(1, ge=1, le=10, description="Nodes in the CPU pool.")
-    disk_size_gb: int = Field(100, ge=10, le=65536, description="Boot disk size of CPU nodes.")
+    disk_size_gb: int = Field(
+        200,
+        ge=10,
+        le=65536,
+        description="Boot disk size of CPU nodes (GB); holds the NeMo-RL image of the Ray head. Default as in "
+        "Google's A4 and A3 Ultra Cluster Toolkit blueprints.",
+    )
 
 
 def _ipv4_network(text: str) -> str:
@@ -501,7 +521,32 @@ class RayConfig(_Model):
     )
     mount_path: str = Field("/lustre", pattern=r"^/[A-Za-z0-9._/\-]*$", description="Where Lustre is mounted in the Ray head and workers.")
     head_cpu: int = Field(8, ge=1, le=64, description="CPUs requested by the Ray head.")
-    head_memory_gib: int = Field(32, ge=4, le=512, description="Memory requested by the Ray head.")
+    head_memory_gib: int = Field(
+        64,
+        ge=4,
+        le=512,
+        description="Memory requested by the Ray head (GiB); the NeMo-RL driver runs there. The default is the "
+        "request of Google's codelab for the 72B recipe (8 CPU / 64 GiB).",
+    )
+    worker_cpu: Optional[int] = Field(
+        None,
+        ge=1,
+        description="CPUs requested (and limited to) by each Ray worker, one per GPU node. Default: the flavour's "
+        "reference (206 on A4 and A3 Ultra, from Google's NeMo-RL on GKE sample); at most what GKE leaves for pods "
+        "on the node minus 2 CPUs for its DaemonSets.",
+    )
+    worker_memory_gib: Optional[int] = Field(
+        None,
+        ge=1,
+        description="Memory (GiB) requested (and limited to) by each Ray worker. Default: the flavour's reference "
+        "(2400 on A4 and A3 Ultra); at most the node's allocatable memory minus 16 GiB for its DaemonSets.",
+    )
+    worker_shm_gib: int = Field(
+        240,
+        ge=1,
+        description="Size limit of each worker's memory-backed /dev/shm (GiB; NCCL and the Ray object store use it); "
+        "counts against the worker's memory. Default from Google's NeMo-RL on GKE sample.",
+    )
 
     @field_validator("namespace")
     @classmethod
@@ -774,6 +819,13 @@ class StackConfig(_Model):
                 f"{version} predates {LUSTRE_PORT_988_MIN_GKE}, from which the Lustre CSI driver uses port 988; "
                 f"allowed: {LUSTRE_PORT_988_MIN_GKE} or later, or lustre.legacyPort: true",
             )
+        if version and parse_gke_version(version) < parse_gke_version(LUSTRE_CSI_MIN_GKE):
+            raise KeyedValueError(
+                "cluster.minMasterVersion",
+                f"{version} predates {LUSTRE_CSI_MIN_GKE}, the oldest node version of the Managed Lustre CSI "
+                "add-on (before it, Lustre did not mount on non-GPU nodes with Secure Boot, such as the Ray "
+                f"head's system pool); allowed: {LUSTRE_CSI_MIN_GKE} or later",
+            )
         if (
             self.cluster.control_plane_access == "ip"
             and not self.cluster.master_authorized_networks
@@ -789,6 +841,7 @@ class StackConfig(_Model):
             self._check_autopilot(flavour)
         else:
             self._check_head_fits()
+        self._check_worker_fits(flavour)
         if self.gpu_pool.provisioning is Provisioning.FLEX_START and self.job.submit:
             # The job would wait an hour for workers that never come, then fail the deploy.
             raise KeyedValueError(
@@ -911,6 +964,43 @@ class StackConfig(_Model):
                 f"{self.ray.head_memory_gib} does not fit a {machine} system node (room for {memory} GiB after GKE's "
                 f"reservations and system pods); allowed: at most {memory}, or a larger cluster.systemPool.machineType",
             )
+
+    def _check_worker_fits(self, flavour: Flavour) -> None:
+        # A worker that fits no GPU node stays Pending, and the deploy waits on it for an hour.
+        fit = self.worker_fit
+        room_cpu, room_memory = gpu_node_room(flavour.vcpus, flavour.memory_gib)
+        if fit.cpu > room_cpu:
+            raise KeyedValueError(
+                "ray.workerCpu",
+                f"{fit.cpu} does not fit a {flavour.machine_type} node (room for {room_cpu} after GKE's reservations "
+                f"and its DaemonSets); allowed: 1 to {room_cpu}",
+            )
+        if fit.memory_gib > room_memory:
+            raise KeyedValueError(
+                "ray.workerMemoryGib",
+                f"{fit.memory_gib} does not fit a {flavour.machine_type} node (room for {room_memory} GiB after GKE's "
+                f"reservations and its DaemonSets); allowed: 1 to {room_memory}",
+            )
+        if fit.shm_gib >= fit.memory_gib:
+            raise KeyedValueError(
+                "ray.workerShmGib",
+                f"{fit.shm_gib} leaves nothing of the worker's {fit.memory_gib} GiB (/dev/shm counts against it); "
+                f"allowed: 1 to {fit.memory_gib - 1}",
+            )
+
+    @property
+    def worker_fit(self) -> NodeFit:
+        """The Ray worker's requests on one GPU node (config or the flavour's reference) and the node's room."""
+        flavour = self.flavour_spec
+        cpu, memory = gpu_node_allocatable(flavour.vcpus, flavour.memory_gib)
+        return NodeFit(
+            machine_type=flavour.machine_type,
+            cpu=self.ray.worker_cpu or flavour.worker_cpu,
+            memory_gib=self.ray.worker_memory_gib or flavour.worker_memory_gib,
+            shm_gib=self.ray.worker_shm_gib,
+            allocatable_cpu=cpu,
+            allocatable_memory_gib=memory,
+        )
 
     def _check_job_fits(self, flavour: Flavour) -> None:
         try:

@@ -59,6 +59,12 @@ class Flavour:
     gpu_quota_metric: str
     """Compute Engine's regional quota metric of the GPU, on-demand; spot and flex-start VMs count against
     `PREEMPTIBLE_<metric>` (`gcloud compute regions describe`). Read by the preflight doctor."""
+    worker_cpu: int = 206
+    worker_memory_gib: int = 2400
+    """Default request (= limit) of the one Ray worker per node: the values of Google's NeMo-RL on GKE
+    sample, known to schedule on A4 and A3 Ultra nodes (GoogleCloudPlatform/kubernetes-engine-samples
+    ai-ml/nemo-rl-on-gke/nemoRL/values.yaml: 206 CPU, 2400Gi). They leave room for GKE's DaemonSets,
+    whose real share can only be read on a node; `ray.workerCpu` / `ray.workerMemoryGib` change them."""
     local_ssd_count: int = 0
     """Local SSDs bundled with the machine type. They must be declared on the node pool (as ephemeral
     storage): GKE reports them back, and a pool that omits them diffs and is replaced on every update."""

@@ -11,7 +11,8 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from typing import Optional
+from dataclasses import dataclass
+from typing import Any, Optional
 
 _GKE_MEMORY_TIERS = ((4, 0.25), (4, 0.20), (8, 0.10), (112, 0.06), (math.inf, 0.02))  # (GiB in tier, share)
 _GKE_CPU_TIERS = ((1, 0.06), (1, 0.01), (2, 0.005), (math.inf, 0.0025))  # (cores in tier, share)
@@ -91,3 +92,59 @@ def system_node_room(machine_type: str) -> Optional[tuple[float, float]]:
 AUTOPILOT_GENERAL_PURPOSE_MAX_CPU = 30
 AUTOPILOT_GENERAL_PURPOSE_MAX_MEMORY_GIB = 110
 AUTOPILOT_GENERAL_PURPOSE_GIB_PER_CPU = (1.0, 6.5)
+
+
+# ---------------------------------------------------------------- GPU nodes
+
+GPU_NODE_DAEMONSET_CPU = 2.0
+GPU_NODE_DAEMONSET_MEMORY_GIB = 16.0
+"""The least a Ray worker must leave on a GPU node for what else runs there (anetd, fluentbit,
+gke-metadata-server, the device plugin, Lustre/PD CSI nodes, the NCCL installer, the image pre-pull
+pause pod, monitoring agents). GKE does not publish their sum: a request that leaves less is refused.
+Only on a real node: `kubectl describe node` shows what they take."""
+
+
+@dataclass(frozen=True)
+class NodeFit:
+    """What one Ray worker requests on a GPU node, against what GKE leaves for pods there."""
+
+    machine_type: str
+    cpu: int
+    memory_gib: int
+    shm_gib: int
+    allocatable_cpu: float
+    allocatable_memory_gib: float
+
+    @property
+    def headroom_cpu(self) -> float:
+        """Allocatable CPU the worker leaves to the node's DaemonSets and GKE's own pods."""
+        return self.allocatable_cpu - self.cpu
+
+    @property
+    def headroom_memory_gib(self) -> float:
+        return self.allocatable_memory_gib - self.memory_gib
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "machineType": self.machine_type,
+            "cpu": self.cpu,
+            "memoryGib": self.memory_gib,
+            "shmGib": self.shm_gib,
+            "allocatableCpu": round(self.allocatable_cpu, 2),
+            "allocatableMemoryGib": round(self.allocatable_memory_gib, 1),
+            "headroomCpu": round(self.headroom_cpu, 2),
+            "headroomMemoryGib": round(self.headroom_memory_gib, 1),
+        }
+
+
+def gpu_node_allocatable(vcpus: float, memory_gib: float) -> tuple[float, float]:
+    """(CPU, GiB) GKE leaves for pods on a GPU node: capacity minus its reservations and eviction threshold."""
+    cpu = vcpus - gke_reserved_cpu(vcpus)
+    memory = memory_gib * (1 - KERNEL_MEMORY_FRACTION) - gke_reserved_memory_gib(memory_gib) - GKE_EVICTION_GIB
+    return cpu, memory
+
+
+def gpu_node_room(vcpus: float, memory_gib: float) -> tuple[int, int]:
+    """The largest whole (CPU, GiB) a worker may request: allocatable minus the DaemonSet budget."""
+    cpu, memory = gpu_node_allocatable(vcpus, memory_gib)
+    return math.floor(cpu - GPU_NODE_DAEMONSET_CPU), math.floor(memory - GPU_NODE_DAEMONSET_MEMORY_GIB)

@@ -1,25 +1,26 @@
 """The NCCL gIB (GPUDirect RDMA) plugin installer DaemonSet.
 
 NCCL on A4 / A3 Ultra reaches the MRDMA NICs only through Google's gIB network plugin, which is not in
-the NeMo-RL image: a DaemonSet copies it onto every GPU node under /home/kubernetes/bin/gib (plugin,
-`scripts/set_nccl_env.sh`, tuner configs) and its NCCL build into /home/kubernetes/bin/nvidia/lib64,
-which the Ray workers mount as /usr/local/gib and /usr/local/nvidia (FACTS.md "Worker pod settings").
+the NeMo-RL image: a DaemonSet copies it onto every GPU node, the plugin libraries into
+/home/kubernetes/bin/nvidia/lib64 and the whole gIB tree (`lib64/`, `scripts/set_nccl_env.sh`, tuner
+configs) into /home/kubernetes/bin/gib, which the Ray workers mount as /usr/local/nvidia and
+/usr/local/gib (FACTS.md "Worker pod settings"). NCCL itself stays the image's own.
 
-Layout checked against the upstream installer (GoogleCloudPlatform/container-engine-accelerators,
-gpudirect-rdma/nccl-rdma-installer.yaml): kube-system, node affinity on
-`cloud.google.com/gke-accelerator`, hostNetwork + hostPID, privileged init containers that do the work,
-then a pause container so the pod stays Running (a DaemonSet pod may not exit). Differences, on purpose:
-- the image is pinned from config (upstream's manifest on `master` moves);
-- upstream's extra `alpine:latest` init container that turns off martian-packet logging on the RDMA
-  interfaces (gpu<N>rdma0, which otherwise flood the kernel log) is done here with the installer
-  image's own shell, writing /proc/sys directly; that saves an unpinned image, and a missing
-  interface does not fail the pod;
-- tolerations name the GPU pool's taints instead of tolerating every taint.
+The manifest is upstream's as it runs today (GoogleCloudPlatform/container-engine-accelerators
+gpudirect-rdma/nccl-rdma-installer.yaml at 992db812): kube-system, node affinity on
+`cloud.google.com/gke-accelerator`, every taint tolerated, hostNetwork + hostPID, a privileged init
+container that runs `/scripts/container_entry.sh install` and the two copies, then a pause container so
+the pod stays Running (a DaemonSet pod may not exit). Upstream history this follows:
+- 2da1c92f (2026-05-06) dropped `--install-nccl`, which also copied gIB's own NCCL build into the
+  nvidia lib dir, ahead of the image's NCCL on the library path;
+- bdd28b0f (2025-07-15) deleted the init container that turned off martian-packet logging.
+The one difference: the image comes from config, pinned to a tag (upstream `master` moves; no digest
+is published for it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, Optional
 
 import pulumi
@@ -35,26 +36,16 @@ HOST_NVIDIA_LIB_DIR = "/home/kubernetes/bin/nvidia/lib64"
 PAUSE_IMAGE = "gke.gcr.io/pause:3.8@sha256:880e63f94b145e46f1b1082bb71b85e21f16b99b180b9996407d61240ceb9830"
 """Pinned by digest, as upstream does: it only keeps the pod alive."""
 ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
-GPU_TAINT_KEY = "nvidia.com/gpu"
-
-# GKE node-pool taints spell effects as the API enum; pods tolerate the core/v1 spelling.
-_EFFECTS = {"NO_SCHEDULE": "NoSchedule", "PREFER_NO_SCHEDULE": "PreferNoSchedule", "NO_EXECUTE": "NoExecute"}
 
 # Where the installer container sees the host directories (upstream's mount points; the install
 # script copies out of the image's /var/lib/gib).
 _MNT_NVIDIA = "/usr/local/home/kubernetes/bin/nvidia/lib64"
 _MNT_GIB = "/usr/local/home/kubernetes/bin/gib"
 
-_QUIET_MARTIANS = (
-    "for f in /proc/sys/net/ipv4/conf/gpu*rdma*/log_martians; do "
-    '[ -e "$f" ] && echo 0 > "$f" || true; '
-    "done"
-)
-
 _INSTALL = "\n".join(
     [
         "set -ex",
-        "/scripts/container_entry.sh install --install-nccl",
+        "/scripts/container_entry.sh install",
         f"cp -r /var/lib/gib/lib64/. {_MNT_NVIDIA}",
         f"cp -r /var/lib/gib/. {_MNT_GIB}",
         'echo "gIB NCCL plugin installed"',
@@ -62,23 +53,7 @@ _INSTALL = "\n".join(
 )
 
 
-def toleration_for(taint: Mapping[str, str]) -> dict[str, str]:
-    """The toleration matching one node taint exactly (key, value, effect)."""
-    effect = _EFFECTS.get(taint["effect"], taint["effect"])
-    tol = {"key": taint["key"], "operator": "Equal", "value": taint.get("value", ""), "effect": effect}
-    if not tol["value"]:
-        tol = {"key": taint["key"], "operator": "Exists", "effect": effect}
-    return tol
-
-
-def installer_tolerations(taints: Sequence[Mapping[str, str]]) -> list[dict[str, str]]:
-    """The GPU taint (any value, any effect: GKE's own and ours) plus every extra taint of the pool."""
-    tolerations = [{"key": GPU_TAINT_KEY, "operator": "Exists"}]
-    tolerations += [toleration_for(t) for t in taints if t["key"] != GPU_TAINT_KEY]
-    return tolerations
-
-
-def daemonset_manifest(image: str, accelerator_types: Sequence[str], taints: Sequence[Mapping[str, str]] = ()) -> dict[str, Any]:
+def daemonset_manifest(image: str, accelerator_types: Sequence[str]) -> dict[str, Any]:
     """The DaemonSet as a Kubernetes object (camelCase), so it can be validated as such."""
     if not accelerator_types:
         raise ValueError("NcclRdmaInstaller: at least one accelerator type is needed, or the DaemonSet runs nowhere")
@@ -109,8 +84,10 @@ def daemonset_manifest(image: str, accelerator_types: Sequence[str], taints: Seq
                             }
                         }
                     },
-                    "tolerations": installer_tolerations(taints),
-                    # The host's network namespace, to reach the RDMA interfaces' sysctls.
+                    # Every taint, as upstream: the plugin must be on a GPU node before any worker can
+                    # use it, whatever taints the pool (or GKE, e.g. on a node about to be preempted) adds.
+                    "tolerations": [{"operator": "Exists"}],
+                    # As upstream: the installer works in the host's namespaces.
                     "hostNetwork": True,
                     "hostPID": True,
                     "volumes": [
@@ -118,13 +95,6 @@ def daemonset_manifest(image: str, accelerator_types: Sequence[str], taints: Seq
                         {"name": "gib", "hostPath": {"path": HOST_GIB_DIR, "type": "DirectoryOrCreate"}},
                     ],
                     "initContainers": [
-                        {
-                            "name": "quiet-martian-logs",
-                            "image": image,
-                            "command": ["/bin/sh", "-c", _QUIET_MARTIANS],
-                            "securityContext": privileged,
-                            "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}},
-                        },
                         {
                             "name": NAME,
                             "image": image,
@@ -169,13 +139,10 @@ class NcclRdmaInstaller(pulumi.ComponentResource):
         image: str,
         accelerator_types: list[str],
         opts: Optional[pulumi.ResourceOptions] = None,
-        *,
-        taints: Sequence[Mapping[str, str]] = (),
     ) -> None:
-        """`taints`: the GPU pool's node taints (Kubernetes or GKE spelling) beyond nvidia.com/gpu."""
         if ":" not in image.rsplit("/", 1)[-1] and "@" not in image:
             raise ValueError(f"NcclRdmaInstaller: image {image!r} has no tag or digest; pin a version")
-        manifest = daemonset_manifest(image, accelerator_types, taints)
+        manifest = daemonset_manifest(image, accelerator_types)
         super().__init__("nemo-rl-gke:infra:NcclRdmaInstaller", name, None, opts)
         self.name, self.namespace, self.image = NAME, NAMESPACE, image
         self.daemonset = k8s.apps.v1.DaemonSet(

@@ -22,22 +22,21 @@ helm-unittest suite):
   default `/tmp/ray` log volume is dropped on purpose; maps are merged, so every map we care about is
   set in full.
 
-Start command: KubeRay runs `/bin/bash -lc -- "<container command + args> && ulimit -n 65536; ray start ..."`
-unless the RayCluster carries `ray.io/overwrite-container-cmd: "true"` (KubeRay docs "Specify container
-commands for Ray head/worker Pods"; FACTS.md). We use that prepend behaviour rather than the overwrite
-annotation: the generated `ray start` line stays KubeRay's own, and the worker's command only sources
-the gIB NCCL environment into the same shell. Because `a && b; c` runs `c` even when `a` fails, the
-command exits the shell itself when the script is missing, so a worker never starts Ray without the
-gIB settings.
+Start command: KubeRay (ray-operator/controllers/ray/common/pod.go BuildPod, v1.1 to v1.7) runs
+`/bin/bash -c -- "<container command + args> && ulimit -n ...; ray start ..."` unless the RayCluster carries
+`ray.io/overwrite-container-cmd: "true"` or the command already contains `ray start` (KubeRay docs
+"Specify container commands for Ray head/worker Pods"; FACTS.md). We use that prepend behaviour rather
+than the overwrite annotation: the generated `ray start` line stays KubeRay's own, and the worker's
+command registers the GPU libraries with `ldconfig` and sources the gIB NCCL environment into the same
+shell. Because `a && b; c` runs `c` even when `a` fails, the command exits the shell itself when a step
+fails, so a worker never starts Ray without them.
 """
 
 from __future__ import annotations
 
-import math
 import posixpath
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Optional, Union
 
 import pulumi
@@ -46,9 +45,8 @@ import pulumi_kubernetes as k8s
 from infra.config import RayConfig
 from infra.stack_context import GpuPoolFacts
 from infra.kube_provider import MANAGED_LABELS
-from infra.machines import GKE_EVICTION_GIB, KERNEL_MEMORY_FRACTION, gke_reserved_cpu, gke_reserved_memory_gib
+from infra.machines import NodeFit
 from infra.options import child_options
-from infra.nccl import toleration_for
 from infra.workload_env import SECRET_MOUNT_PATH
 from workloads.job_spec import hf_home, results_dirs
 from workloads.recipes import NemoRLImage
@@ -76,40 +74,11 @@ HOST_NVIDIA_DIR, POD_NVIDIA_DIR = "/home/kubernetes/bin/nvidia", "/usr/local/nvi
 HOST_GIB_DIR, POD_GIB_DIR = "/home/kubernetes/bin/gib", "/usr/local/gib"
 NCCL_ENV_SCRIPT = f"{POD_GIB_DIR}/scripts/set_nccl_env.sh"
 
-# ---------------------------------------------------------------- sizing
-# GKE's node reservations are in infra/machines.py.
-DAEMONSET_CPU = 2
-DAEMONSET_MEMORY_GIB = 16
-"""Left for GKE's own DaemonSets on a GPU node (anetd, fluentbit, gke-metadata-server, device plugin,
-Lustre/PD CSI nodes, the NCCL installer, monitoring agents): together well under 2 CPUs and a few GiB."""
-
-
-@dataclass(frozen=True)
-class WorkerSize:
-    """What one Ray worker pod requests (and is limited to) on one GPU node."""
-
-    cpu: int
-    memory_gib: int
-    gpus: int
-
-
-def worker_size(pool: GpuPoolFacts) -> WorkerSize:
-    """One worker per node, taking the node's GPUs and all CPU/memory GKE lets pods have, minus room
-    for the node's DaemonSets; rounded down to whole CPUs and GiB."""
-    alloc_cpu = pool.vcpus - gke_reserved_cpu(pool.vcpus)
-    capacity_gib = pool.memory_gib * (1 - KERNEL_MEMORY_FRACTION)
-    alloc_mem = capacity_gib - gke_reserved_memory_gib(pool.memory_gib) - GKE_EVICTION_GIB
-    size = WorkerSize(
-        cpu=math.floor(alloc_cpu - DAEMONSET_CPU),
-        memory_gib=math.floor(alloc_mem - DAEMONSET_MEMORY_GIB),
-        gpus=pool.gpus_per_node,
-    )
-    if size.cpu < 1 or size.memory_gib < 1:
-        raise ValueError(f"GPU machine {pool.machine_type} is too small for a Ray worker after GKE's reservations")
-    return size
-
-
 # ---------------------------------------------------------------- values
+
+
+# GKE node-pool taints spell effects as the API enum; pods tolerate the core/v1 spelling.
+_EFFECTS = {"NO_SCHEDULE": "NoSchedule", "PREFER_NO_SCHEDULE": "PreferNoSchedule", "NO_EXECUTE": "NoExecute"}
 
 
 def _resources(cpu: Union[int, str], memory_gib: int, gpus: int = 0) -> dict[str, Any]:
@@ -125,6 +94,14 @@ def _env(pairs: Mapping[str, str]) -> list[dict[str, str]]:
     return [{"name": k, "value": v} for k, v in pairs.items()]
 
 
+def toleration_for(taint: Mapping[str, str]) -> dict[str, str]:
+    """The toleration matching one node taint exactly (key, value, effect)."""
+    effect = _EFFECTS.get(taint["effect"], taint["effect"])
+    if not taint.get("value", ""):
+        return {"key": taint["key"], "operator": "Exists", "effect": effect}
+    return {"key": taint["key"], "operator": "Equal", "value": taint["value"], "effect": effect}
+
+
 def worker_tolerations(taints: Sequence[Mapping[str, str]]) -> list[dict[str, str]]:
     """Every GPU pool taint, the GPU taint even if the pool facts omit it, and the spot-preemption taint."""
     tolerations = [toleration_for(t) for t in taints]
@@ -134,6 +111,13 @@ def worker_tolerations(taints: Sequence[Mapping[str, str]]) -> list[dict[str, st
     # being refused by the node it is bound to during the shutdown window (FACTS.md worker settings).
     tolerations.append({"key": IMPENDING_TERMINATION_TAINT, "operator": "Exists"})
     return tolerations
+
+
+GPU_LIBRARY_PATH = f"{POD_NVIDIA_DIR}/lib64:{POD_GIB_DIR}/lib64"
+"""The GPU driver and gIB plugin libraries, as upstream's test pods and Google's NeMo-RL sample set
+`LD_LIBRARY_PATH`. Given to the head as well: NeMo-RL's driver runs on the head and copies the head's
+environment into every actor's runtime env (FACTS.md "Worker pod settings"), so the actors that run
+NCCL get this path whichever way the environment flows."""
 
 
 def worker_nccl_env(pool: GpuPoolFacts) -> dict[str, str]:
@@ -147,15 +131,24 @@ def worker_nccl_env(pool: GpuPoolFacts) -> dict[str, str]:
         "GLOO_SOCKET_IFNAME": "eth0",
         "TP_SOCKET_IFNAME": "eth0",
         "NCCL_TUNER_CONFIG_PATH": pool.nccl_tuner_config,
-        "LD_LIBRARY_PATH": f"{POD_NVIDIA_DIR}/lib64:{POD_GIB_DIR}/lib64",
+        "LD_LIBRARY_PATH": GPU_LIBRARY_PATH,
     }
 
 
 def worker_start_command() -> list[str]:
-    """Prepended by KubeRay to its `ray start` line: load the gIB NCCL settings into the same shell."""
+    """Prepended by KubeRay to its `ray start` line (module docstring). Registers the driver and gIB
+    libraries with the dynamic loader (`ldconfig`, as Google's NeMo-RL sample does), so every process
+    on the worker finds them whatever `LD_LIBRARY_PATH` its runtime env carries, then loads the gIB NCCL
+    settings into the shell that runs Ray. A failed `ldconfig` or a missing script ends the container
+    instead of starting Ray without them. The script's own exit status is only reported: it is a list
+    of exports whose last command may well return non-zero (upstream's test pods do not check it
+    either), and KubeRay's `&& ulimit` must still run. The command must never contain the words KubeRay
+    looks for to stop prepending (`ray` + ` start`, ray-operator/controllers/ray/common/pod.go BuildPod)."""
     return [
-        f"source {NCCL_ENV_SCRIPT} || {{ echo 'missing {NCCL_ENV_SCRIPT}: is the nccl-rdma-installer "
-        "DaemonSet running on this node?' >&2; exit 1; }"
+        f"{{ ldconfig {POD_NVIDIA_DIR}/lib64 {POD_GIB_DIR}/lib64 && [ -f {NCCL_ENV_SCRIPT} ]; }} || "
+        f"{{ echo 'worker setup failed: ldconfig of the GPU libraries, or no {NCCL_ENV_SCRIPT} (is the "
+        "nccl-rdma-installer DaemonSet running on this node?)' >&2; exit 1; }; "
+        f"source {NCCL_ENV_SCRIPT} || echo \"warning: {NCCL_ENV_SCRIPT} returned $?\" >&2"
     ]
 
 
@@ -188,12 +181,12 @@ def ray_values(
     head_memory_gib: int,
     system_pool_name: Optional[str],
     gpu_pool: GpuPoolFacts,
+    worker: NodeFit,
     interfaces_annotation: str,
     worker_group: str = WORKER_GROUP,
 ) -> dict[str, Any]:
     """The `ray-cluster` chart values for one CPU head and one GPU worker group. Pure: no Outputs."""
     check_cluster_name(cluster_name)
-    size = worker_size(gpu_pool)
     lustre_volume = {"name": "lustre", "persistentVolumeClaim": {"claimName": pvc_name}}
     lustre_mount = {"name": "lustre", "mountPath": mount_path}
     # The same Hugging Face cache on Lustre as the job's runtime env (workloads.job_spec.build_job), and
@@ -217,7 +210,7 @@ def ray_values(
                 # No Ray tasks on the small CPU head: a stray CPU actor there could OOM the GCS.
                 "num-cpus": "0",
             },
-            "containerEnv": _env(common_env),
+            "containerEnv": _env({"LD_LIBRARY_PATH": GPU_LIBRARY_PATH, **common_env}),
             "resources": _resources(head_cpu, head_memory_gib),
             # The head never takes a GPU node: it lives on the CPU system pool (on Autopilot, None: GKE's
             # default general-purpose class, whose nodes have no GPUs).
@@ -265,7 +258,9 @@ def ray_values(
                 }
             ],
             "containerEnv": _env({**worker_nccl_env(gpu_pool), **common_env}),
-            "resources": _resources(size.cpu, size.memory_gib, size.gpus),
+            # The flavour's reference size or ray.workerCpu/workerMemoryGib, checked against the node's room
+            # by the config (infra/machines.py); requests == limits.
+            "resources": _resources(worker.cpu, worker.memory_gib, gpu_pool.gpus_per_node),
             "nodeSelector": dict(gpu_pool.node_selector),
             "tolerations": worker_tolerations(gpu_pool.taints),
             "affinity": {},
@@ -282,9 +277,9 @@ def ray_values(
                 secrets_volume,
                 {"name": "nvidia", "hostPath": {"path": HOST_NVIDIA_DIR}},
                 {"name": "gib", "hostPath": {"path": HOST_GIB_DIR}},
-                # NCCL and the Ray object store use /dev/shm; a container's default is 64 MiB. Memory-backed
-                # and without sizeLimit it is bounded by the pod's memory limit.
-                {"name": "dshm", "emptyDir": {"medium": "Memory"}},
+                # NCCL and the Ray object store use /dev/shm; a container's default is 64 MiB. Memory-backed,
+                # it counts against the worker's memory: bounded as in Google's NeMo-RL sample (240Gi).
+                {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{worker.shm_gib}Gi"}},
             ],
             "volumeMounts": [
                 lustre_mount,
@@ -342,6 +337,7 @@ class RayCluster(pulumi.ComponentResource):
         environment: Any,
         networks: Any,
         gpu_pool: GpuPoolFacts,
+        worker: NodeFit,
         system_pool_name: Optional[str],
         timeout_seconds: int = 3600,
         adapt_values: Optional[Callable[[dict[str, Any]], dict[str, Any]]] = None,
@@ -349,9 +345,9 @@ class RayCluster(pulumi.ComponentResource):
     ) -> None:
         """`environment`: a `WorkloadEnvironment` (namespace, service_account, secret_name, secret_env, pvc_name);
         `networks`: a `GkeNetworkObjects` (interfaces_annotation). When they are resources, the release
-        waits for them and is deleted before them. `system_pool_name`: None where there are no node pools
-        (Autopilot). `adapt_values`: a pure rewrite of the values for the cluster mode
-        (`infra.autopilot_pods.ray_values_for_autopilot`)."""
+        waits for them and is deleted before them. `worker`: each worker's requests (`StackConfig.worker_fit`).
+        `system_pool_name`: None where there are no node pools (Autopilot). `adapt_values`: a pure rewrite of
+        the values for the cluster mode (`infra.autopilot_pods.ray_values_for_autopilot`)."""
         check_cluster_name(cluster_name)
         self.cluster_name = cluster_name
         self.namespace = environment.namespace
@@ -376,6 +372,7 @@ class RayCluster(pulumi.ComponentResource):
             head_memory_gib=ray.head_memory_gib,
             system_pool_name=system_pool_name,
             gpu_pool=gpu_pool,
+            worker=worker,
             interfaces_annotation=networks.interfaces_annotation,
         )
         if adapt_values is not None:
@@ -421,6 +418,9 @@ class RayCluster(pulumi.ComponentResource):
                 "rayVersion": image.ray_version,
                 "image": image.ref,
                 "chartVersion": ray.chart_version,
+                # What each worker requests and what that leaves on its node (estimates: GKE's published
+                # reservations; the real allocatable is only known on a node).
+                "workerFit": worker.to_json(),
                 "releaseStatus": self.release.status.apply(lambda s: s.status if s else None),
             }
         )

@@ -36,6 +36,11 @@ BUCKET_ROLE = "roles/storage.objectUser"
 LUSTRE_SERVICE = "lustre.googleapis.com"
 LUSTRE_AGENT_EXPORT_ROLE = "roles/storage.objectUser"
 LUSTRE_AGENT_IMPORT_ROLE = "roles/storage.objectViewer"
+LUSTRE_TIMEOUTS = pulumi.CustomTimeouts(create="120m", update="90m", delete="60m")
+"""Create as the provider's own default for google_lustre_instance (magic-modules
+mmv1/products/lustre/Instance.yaml: insert 120 minutes), raised in magic-modules PR #14878 because the
+service's P99 creation time is 40-80 minutes (its maintainers, 2025-08); update above the provider's 60
+for capacity growth of large instances; delete as the provider's."""
 """What the Managed Lustre service agent needs on a bucket to transfer to and from it, or only from it
 (managed-lustre docs, "Transfer data to or from Cloud Storage")."""
 
@@ -132,7 +137,7 @@ class Lustre(pulumi.ComponentResource):
                 depends_on=[psa_connection],
                 # Only measurable on the real cloud: creation and growth of large instances take
                 # tens of minutes; these bounds leave room without hiding a stuck operation for hours.
-                custom_timeouts=pulumi.CustomTimeouts(create="90m", update="90m", delete="60m"),
+                custom_timeouts=LUSTRE_TIMEOUTS,
                 # The instance id is fixed, so a replacement can only delete first; that also makes
                 # Pulumi delete the `LustreDataGuard` (which exports) before the old instance goes.
                 delete_before_replace=True,

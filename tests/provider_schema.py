@@ -126,7 +126,10 @@ def check_value(value: Any, hint: Any, path: str) -> list[str]:
         return _check_object(value, input_type, path)
     origin = typing.get_origin(hint)
     if origin is typing.Union:
-        members = [m for m in typing.get_args(hint) if m is not type(None)]
+        # An Input of a union (Kubernetes IntOrString) stays Union[int, str, None, Awaitable[...], Output[...]]
+        # after unwrapping: the Awaitable/Output members are the Input wrapper, not types of the value.
+        wrappers = (collections.abc.Awaitable, pulumi.Output)
+        members = [m for m in typing.get_args(hint) if m is not type(None) and typing.get_origin(m) not in wrappers]
         options = [check_value(value, m, path) for m in members]
         return [] if any(not o for o in options) else options[0]
     if origin is typing.Literal:  # Kubernetes apiVersion/kind: the one value the SDK class is for

@@ -19,9 +19,9 @@ EXPECTED = {
     "dev": {"zone": "us-east1-b", "machine": "a4-highgpu-8g", "gpu": "nvidia-b200", "nodes": 1,
             "deletion_protection": False, "system_machine": "n2-standard-8"},
     "b200": {"zone": "us-east1-b", "machine": "a4-highgpu-8g", "gpu": "nvidia-b200", "nodes": 8,
-             "deletion_protection": True, "system_machine": "n2-standard-16"},
+             "deletion_protection": True, "system_machine": "n2-highmem-16"},
     "h200": {"zone": "europe-west1-b", "machine": "a3-ultragpu-8g", "gpu": "nvidia-h200-141gb", "nodes": 2,
-             "deletion_protection": True, "system_machine": "n2-standard-16"},
+             "deletion_protection": True, "system_machine": "n2-highmem-16"},
 }
 
 
@@ -313,3 +313,11 @@ def test_node_upgrades_are_allowed_when_the_exclusion_is_switched_off():
     plan = run_plan("dev", cluster=merged("dev", "cluster", {"blockNodeUpgrades": False}))
     cluster = plan.one("gcp:container/cluster:Cluster")
     assert cluster.inputs["maintenancePolicy"] == {"dailyMaintenanceWindow": {"startTime": "03:00"}}, cluster.name
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_system_pool_boot_disk_holds_the_nemo_rl_image(stack):
+    # Cluster Toolkit's A4 and A3 Ultra blueprints: system_node_pool_disk_size_gb 200.
+    plan = stack_plan(stack)
+    (system,) = [p for p in plan.by_type("gcp:container/nodePool:NodePool") if not p.inputs["nodeConfig"].get("guestAccelerators")]
+    assert system.inputs["nodeConfig"]["diskSizeGb"] >= 200, system.name

@@ -210,10 +210,51 @@ def test_a_pinned_version_below_the_flavour_minimum_is_rejected():
 
 
 def test_a_pinned_version_before_lustre_port_988_needs_the_legacy_port():
-    msg = rejection(cluster={"minMasterVersion": "1.33.1"})
-    assert msg.startswith("nemo-rl-gke:cluster.minMasterVersion: 1.33.1 predates 1.33.2-gke.4780000"), msg
+    msg = rejection(cluster={"minMasterVersion": "1.33.2-gke.2000000"})
+    assert msg.startswith("nemo-rl-gke:cluster.minMasterVersion: 1.33.2-gke.2000000 predates 1.33.2-gke.4780000"), msg
     assert msg.endswith("or lustre.legacyPort: true")
-    assert parse({**BASE, "cluster": {"minMasterVersion": "1.33.1"}, "lustre": {"legacyPort": True}}, "dev")
+    assert parse({**BASE, "cluster": {"minMasterVersion": "1.33.2-gke.2000000"}, "lustre": {"legacyPort": True}}, "dev")
+
+
+def test_a_pinned_version_older_than_the_managed_lustre_driver_is_refused_even_with_the_legacy_port():
+    # Before 1.33.2-gke.1111000 Lustre mounted only on GPU machine types with Secure Boot on; the Ray head's
+    # system pool is a CPU pool with Secure Boot.
+    msg = rejection(cluster={"minMasterVersion": "1.33.1"}, lustre={"legacyPort": True})
+    assert msg == (
+        "nemo-rl-gke:cluster.minMasterVersion: 1.33.1 predates 1.33.2-gke.1111000, the oldest node version of the "
+        "Managed Lustre CSI add-on (before it, Lustre did not mount on non-GPU nodes with Secure Boot, such as the "
+        "Ray head's system pool); allowed: 1.33.2-gke.1111000 or later"
+    )
+
+
+def test_workers_default_to_the_reference_size_of_googles_sample():
+    fit = parse(BASE, "dev").worker_fit
+    assert (fit.cpu, fit.memory_gib, fit.shm_gib) == (206, 2400, 240)
+    # a4-highgpu-8g: 224 vCPU - 0.63 reserved; 3968 x 0.98 - 86.12 - 0.10 GiB.
+    assert fit.headroom_cpu == pytest.approx(224 - 0.63 - 206)
+    assert fit.headroom_memory_gib == pytest.approx(3968 * 0.98 - 86.12 - 100 / 1024 - 2400, abs=0.01)
+
+
+@pytest.mark.parametrize(("ray", "key", "allowed"), [
+    ({"workerCpu": 222}, "ray.workerCpu", "allowed: 1 to 221"),
+    ({"workerMemoryGib": 3787}, "ray.workerMemoryGib", "allowed: 1 to 3786"),
+    ({"workerMemoryGib": 200}, "ray.workerShmGib", "allowed: 1 to 199"),
+])
+def test_a_worker_larger_than_a_gpu_node_or_its_shared_memory_is_refused(ray, key, allowed):
+    message = rejection(ray=ray)
+    assert message.startswith(f"nemo-rl-gke:{key}: ") and message.endswith(allowed), message
+
+
+def test_a_worker_size_within_the_node_is_accepted():
+    fit = parse({**BASE, "ray": {"workerCpu": 221, "workerMemoryGib": 3786, "workerShmGib": 100}}, "dev").worker_fit
+    assert (fit.cpu, fit.memory_gib, fit.shm_gib) == (221, 3786, 100)
+
+
+def test_the_system_pool_disk_and_the_head_default_to_the_references():
+    cfg = parse(BASE, "dev")
+    # Cluster Toolkit gke-a4 / gke-a3-ultragpu: system_node_pool_disk_size_gb 200; codelab head: 8 CPU / 64Gi.
+    assert cfg.cluster.system_pool.disk_size_gb == 200
+    assert (cfg.ray.head_cpu, cfg.ray.head_memory_gib) == (8, 64)
 
 
 @pytest.mark.parametrize(("ray", "key", "room"), [

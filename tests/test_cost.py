@@ -77,12 +77,13 @@ def test_the_b200_stack_costs_eight_a4_nodes_at_both_spot_and_on_demand_prices()
     assert gpu.spot_per_hour == pytest.approx(8 * 57.6095)
     assert gpu.on_demand_per_hour == pytest.approx(8 * 96.0158)
     assert gpu.estimate
-    assert item(est, "CPU pool").per_hour == pytest.approx(16 * 0.031611 + 64 * 0.004237)
+    # n2-highmem-16 (16 vCPU, 128 GiB): room for the codelab's 64 GiB head.
+    assert item(est, "CPU pool").per_hour == pytest.approx(16 * 0.031611 + 128 * 0.004237)
     assert item(est, "Managed Lustre").per_hour == pytest.approx(36000 * 0.34 / HOURS)
     assert item(est, "GKE").per_hour == pytest.approx(0.10)
     bucket_gib = 72.7e9 * 2 / 1024**3
     assert item(est, "GCS").per_hour == pytest.approx(bucket_gib * 0.020 / HOURS)
-    fixed = 16 * 0.031611 + 64 * 0.004237 + 36000 * 0.34 / HOURS + 0.10 + bucket_gib * 0.020 / HOURS
+    fixed = 16 * 0.031611 + 128 * 0.004237 + 36000 * 0.34 / HOURS + 0.10 + bucket_gib * 0.020 / HOURS
     assert est.spot_per_hour == pytest.approx(8 * 57.6095 + fixed)
     assert est.on_demand_per_hour == pytest.approx(8 * 96.0158 + fixed)
 
@@ -94,7 +95,7 @@ def test_the_h200_stack_is_priced_in_europe_west1_with_sourced_a3_ultra_prices()
     assert gpu.spot_per_hour == pytest.approx(2 * 55.1552)
     assert gpu.on_demand_per_hour == pytest.approx(2 * 91.9472)
     assert not gpu.estimate
-    assert item(est, "CPU pool").per_hour == pytest.approx(16 * 0.034773 + 64 * 0.004661)
+    assert item(est, "CPU pool").per_hour == pytest.approx(16 * 0.034773 + 128 * 0.004661)
     assert item(est, "Managed Lustre").per_hour == pytest.approx(18000 * 0.374 / HOURS)
 
 
@@ -168,7 +169,7 @@ def test_plan_json_adds_the_estimates_under_their_own_key_and_keeps_the_others()
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert list(doc) == ["project", "stack", "resources", "outputs", "estimates"]
-    assert set(doc["estimates"]) == {"cost", "checkpoints", "deployTime"}
+    assert set(doc["estimates"]) == {"cost", "checkpoints", "deployTime", "workerFit"}
     assert doc["estimates"]["cost"]["perHour"]["spot"] < doc["estimates"]["cost"]["perHour"]["onDemand"]
 
 
@@ -196,7 +197,8 @@ def test_the_autopilot_head_is_priced_per_requested_vcpu_and_gib_of_the_general_
     table = cost.PriceTable.load()
     head = item(est, "CPU pods: Ray head")
     vcpu, gib = (table.get(k, "europe-west1").value for k in ("autopilot.generalPurpose.vcpuHour", "autopilot.generalPurpose.gibHour"))
-    assert head.per_hour == pytest.approx(8 * vcpu + 32 * gib)
+    # The default head asks 8 CPU / 64 GiB (the codelab's); Autopilot raises the CPU to the class's 1:6.5 ratio: 10.
+    assert head.per_hour == pytest.approx(10 * vcpu + 64 * gib)
 
 
 def test_the_autopilot_premium_can_be_overridden_like_any_price():

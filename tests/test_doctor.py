@@ -52,7 +52,7 @@ class FakeProject:
         self.enabled = set(REQUIRED_APIS) | {doctor.ORG_POLICY_API}
         self.quotas = {"PREEMPTIBLE_NVIDIA_B200_GPUS": (64.0, 0.0), "NVIDIA_B200_GPUS": (64.0, 0.0),
                        "PREEMPTIBLE_NVIDIA_H200_GPUS": (64.0, 0.0), "NVIDIA_H200_GPUS": (64.0, 0.0), "CPUS": (24.0, 2.0)}
-        self.machine_types = {"a4-highgpu-8g", "a3-ultragpu-8g", "n2-standard-16", "n2-standard-8"}
+        self.machine_types = {"a4-highgpu-8g", "a3-ultragpu-8g", "n2-highmem-16", "n2-standard-8"}
         self.profiles = {"us-east1-b-vpc-roce"}
         self.reservations: dict[str, compute_v1.Reservation] = {}
         self.networks: dict[str, compute_v1.Network] = {}
@@ -339,7 +339,7 @@ def test_a_zone_without_the_machine_type_fails(project):
 
 
 def test_a_zone_without_the_system_pools_machine_type_fails(project):
-    project.machine_types.discard("n2-standard-16")
+    project.machine_types.discard("n2-highmem-16")
     result = only(project, "zone")
     assert result.status == doctor.FAIL and "cluster.systemPool.machineType" in result.summary
 

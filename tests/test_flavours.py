@@ -45,5 +45,5 @@ def test_a_new_flavour_entry_is_all_the_program_needs(monkeypatch):
     release = plan.one("kubernetes:helm.sh/v3:Release")
     values = json.dumps(release.inputs["values"])
     assert "tuner_config_b300.txtpb" in values, release.name
-    (installer,) = plan.by_type("kubernetes:apps/v1:DaemonSet")
+    (installer,) = [d for d in plan.by_type("kubernetes:apps/v1:DaemonSet") if d.inputs["metadata"]["name"] == "nccl-rdma-installer"]
     assert "nvidia-b300" in json.dumps(installer.inputs["spec"]), installer.name

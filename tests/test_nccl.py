@@ -7,7 +7,7 @@ import pytest
 from conftest import STACKS, stack_plan
 from infra.config import RayConfig
 from infra.flavours import FLAVOURS
-from infra.nccl import HOST_GIB_DIR, HOST_NVIDIA_LIB_DIR, NcclRdmaInstaller, installer_tolerations
+from infra.nccl import HOST_GIB_DIR, HOST_NVIDIA_LIB_DIR, NcclRdmaInstaller
 from k8s_support import k8s_doc, record, schema_problems
 
 IMAGE = RayConfig().nccl_installer_image
@@ -15,9 +15,9 @@ DAEMONSET = "kubernetes:apps/v1:DaemonSet"
 ALL_ACCELERATORS = sorted(f.accelerator_type for f in FLAVOURS.values())
 
 
-def installer(image=IMAGE, accelerators=None, taints=()):
+def installer(image=IMAGE, accelerators=None):
     accelerators = ALL_ACCELERATORS if accelerators is None else accelerators
-    rec = record(lambda: NcclRdmaInstaller("nccl", image, accelerators, taints=taints))
+    rec = record(lambda: NcclRdmaInstaller("nccl", image, accelerators))
     return rec, k8s_doc(rec.one(DAEMONSET))
 
 
@@ -44,7 +44,8 @@ def test_it_is_the_nccl_rdma_installer_in_kube_system_with_the_pinned_image():
     assert (doc["metadata"]["name"], doc["metadata"]["namespace"]) == ("nccl-rdma-installer", "kube-system")
     spec = doc["spec"]["template"]["spec"]
     images = {c["name"]: c["image"] for c in spec["initContainers"]}
-    assert images["nccl-rdma-installer"] == IMAGE == "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.1.1"
+    assert images == {"nccl-rdma-installer": IMAGE}, "one init container, as upstream since bdd28b0f (no martian-log one)"
+    assert IMAGE == "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.1.1"
     assert all(":" in c["image"] or "@" in c["image"] for c in spec["initContainers"] + spec["containers"])
     assert [c["name"] for c in spec["containers"]] == ["pause"], "after installing, only a pause container runs"
 
@@ -65,19 +66,33 @@ def test_the_installer_writes_the_plugin_into_the_host_directories_the_workers_m
     (install,) = [c for c in spec["initContainers"] if c["name"] == "nccl-rdma-installer"]
     mounted = {host[m["name"]]: m["mountPath"] for m in install["volumeMounts"]}
     script = install["command"][-1]
-    assert "/scripts/container_entry.sh install --install-nccl" in script
-    assert f"cp -r /var/lib/gib/. {mounted[HOST_GIB_DIR]}" in script
-    assert f"cp -r /var/lib/gib/lib64/. {mounted[HOST_NVIDIA_LIB_DIR]}" in script
+    # Upstream's script since 2da1c92f (2026-05-06), line for line: no `--install-nccl`, which would put
+    # gIB's own NCCL ahead of the image's on the library path.
+    assert script.splitlines() == [
+        "set -ex",
+        "/scripts/container_entry.sh install",
+        f"cp -r /var/lib/gib/lib64/. {mounted[HOST_NVIDIA_LIB_DIR]}",
+        f"cp -r /var/lib/gib/. {mounted[HOST_GIB_DIR]}",
+        'echo "gIB NCCL plugin installed"',
+    ]
+    assert "--install-nccl" not in script
     assert install["securityContext"] == {"privileged": True}
 
 
-def test_the_gpu_taint_and_every_extra_pool_taint_are_tolerated_and_nothing_more():
-    extra = {"key": "dedicated", "value": "training", "effect": "NO_SCHEDULE"}
-    _, doc = installer(taints=[{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}, extra])
+@pytest.mark.parametrize(
+    "taint",
+    [
+        {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"},
+        {"key": "cloud.google.com/impending-node-termination", "value": "", "effect": "NoSchedule"},
+        {"key": "user-workload", "value": "true", "effect": "NoExecute"},
+        {"key": "dedicated", "value": "training", "effect": "PreferNoSchedule"},
+    ],
+)
+def test_every_taint_is_tolerated_as_upstream(taint):
+    _, doc = installer()
     tolerations = doc["spec"]["template"]["spec"]["tolerations"]
-    assert tolerates(tolerations, {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"})
-    assert tolerates(tolerations, {"key": "dedicated", "value": "training", "effect": "NoSchedule"})
-    assert not tolerates(tolerations, {"key": "other", "value": "x", "effect": "NoSchedule"}), "must not tolerate every taint"
+    assert tolerations == [{"operator": "Exists"}]
+    assert tolerates(tolerations, taint)
 
 
 def test_an_image_without_a_tag_or_digest_is_refused():
@@ -99,19 +114,18 @@ def test_the_component_publishes_name_namespace_and_image():
     }
 
 
-def test_installer_tolerations_accept_gke_spelled_effects():
-    assert installer_tolerations([{"key": "a", "value": "b", "effect": "NO_EXECUTE"}])[1] == {
-        "key": "a", "operator": "Equal", "value": "b", "effect": "NoExecute"
-    }
-
-
 # ---------------------------------------------------------------- whole program
+
+
+def installer_of(plan):
+    (ds,) = [d for d in plan.by_type(DAEMONSET) if d.inputs["metadata"]["name"] == "nccl-rdma-installer"]
+    return ds
 
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_each_stack_installs_for_its_flavour_and_tolerates_its_gpu_pool(stack):
     plan = stack_plan(stack)
-    (ds,) = plan.by_type(DAEMONSET)
+    ds = installer_of(plan)
     (gke,) = plan.by_type("nemo-rl-gke:infra:GkeCluster")
     facts = plan.component_outputs[gke.urn]["gpuPoolFacts"]
     spec = ds.inputs["spec"]["template"]["spec"]
@@ -126,6 +140,6 @@ def test_each_stack_installs_for_its_flavour_and_tolerates_its_gpu_pool(stack):
 
 def test_the_installer_is_created_after_and_deleted_before_the_node_pools():
     plan = stack_plan("h200")
-    (ds,) = plan.by_type(DAEMONSET)
+    ds = installer_of(plan)
     pools = [p.urn for p in plan.by_type("gcp:container/nodePool:NodePool")]
     assert pools and all(p in ds.dependencies for p in pools), f"{ds.name} dependencies: {ds.dependencies}"

@@ -34,15 +34,13 @@ import yaml
 from conftest import ALL_STACKS, STACKS, stack_plan
 from infra.config import RayConfig
 from infra.flavours import FLAVOURS
+from infra.machines import GKE_EVICTION_GIB, NodeFit, gke_reserved_cpu, gke_reserved_memory_gib, gpu_node_allocatable
 from infra.ray_cluster import (
     CHART_LABEL_KEYS,
-    GKE_EVICTION_GIB,
+    GPU_LIBRARY_PATH,
     NCCL_ENV_SCRIPT,
     RayCluster,
-    gke_reserved_cpu,
-    gke_reserved_memory_gib,
     ray_values,
-    worker_size,
     worker_start_command,
 )
 from infra.gke_networks import interfaces_annotation
@@ -279,6 +277,12 @@ def pod_template_problems(cluster: dict[str, Any]) -> list[str]:
 # ---------------------------------------------------------------- values fixtures
 
 
+def fit_for(flavour: str = "h200", cpu=None, memory_gib=None, shm_gib=240) -> NodeFit:
+    f = FLAVOURS[flavour]
+    alloc_cpu, alloc_mem = gpu_node_allocatable(f.vcpus, f.memory_gib)
+    return NodeFit(f.machine_type, cpu or f.worker_cpu, memory_gib or f.worker_memory_gib, shm_gib, alloc_cpu, alloc_mem)
+
+
 def values_for(flavour: str = "h200", nodes: int = 2, image=IMAGE, **overrides) -> dict[str, Any]:
     args = dict(
         cluster_name="nemo-rl",
@@ -292,6 +296,7 @@ def values_for(flavour: str = "h200", nodes: int = 2, image=IMAGE, **overrides) 
         head_memory_gib=32,
         system_pool_name="t-system",
         gpu_pool=gpu_pool(flavour, nodes),
+        worker=fit_for(flavour),
         interfaces_annotation=interfaces_annotation(sample_nics()),
     )
     args.update(overrides)
@@ -428,7 +433,7 @@ def test_workers_mount_the_host_driver_and_gib_dirs_shared_memory_and_lustre():
     mounts = {m["mountPath"]: volumes[m["name"]] for m in ray_container(template)["volumeMounts"]}
     assert mounts["/usr/local/nvidia"]["hostPath"]["path"] == "/home/kubernetes/bin/nvidia"
     assert mounts["/usr/local/gib"]["hostPath"]["path"] == "/home/kubernetes/bin/gib"
-    assert mounts["/dev/shm"]["emptyDir"] == {"medium": "Memory"}
+    assert mounts["/dev/shm"]["emptyDir"] == {"medium": "Memory", "sizeLimit": "240Gi"}
     assert mounts["/lustre"]["persistentVolumeClaim"] == {"claimName": "lustre"}
     assert ray_container(template)["securityContext"] == {"privileged": True}
 
@@ -481,28 +486,87 @@ def test_the_worker_waits_for_the_installer_output_before_ray_starts():
 # ---------------------------------------------------------------- the start command
 
 
-def kuberay_line(command: list[str], script: Path) -> str:
-    """The worker's shell line as KubeRay composes it: `<command> <args> && ulimit ...; ray start ...`.
-    `ulimit -n 65536` is replaced by a no-op (the sandbox's hard limit may be lower) and `ray start` by
-    an echo of a variable the script exports: what matters is how the operators chain."""
-    user = " ".join(command).replace(NCCL_ENV_SCRIPT, str(script))
-    return f'{user} && :; echo "RAY START with NCCL_FROM_SCRIPT=${{NCCL_FROM_SCRIPT:-unset}}"'
+def kuberay_args(container: dict) -> str:
+    """The shell line KubeRay v1.7.0 gives the Ray container (ray-operator/controllers/ray/common/pod.go
+    BuildPod, convertCmdToString, generateRayStartCommand): every command and args element wrapped in
+    spaces, then `&& ulimit -n ${RAY_START_ULIMIT_OPEN_FILES:-65536}; ray start ...`, run by
+    `/bin/bash -c --`. Only when the command does not already contain `ray start`."""
+    user = "".join(f" {part} " for part in [*container.get("command", []), *container.get("args", [])])
+    assert "ray start" not in user, "KubeRay would stop prepending and never start Ray"
+    start = "ray start --address=nemo-rl-head-svc:6379 --block --num-cpus=206"
+    generated = f"ulimit -n ${{RAY_START_ULIMIT_OPEN_FILES:-65536}}; {start}"
+    return f"{user} && {generated}" if user.strip() else generated
 
 
-def test_the_start_command_loads_the_nccl_script_into_the_shell_that_runs_ray(tmp_path):
-    script = tmp_path / "set_nccl_env.sh"
-    script.write_text("export NCCL_FROM_SCRIPT=loaded\n")
-    proc = subprocess.run(["/bin/bash", "-c", "--", kuberay_line(worker_start_command(), script)], capture_output=True, text=True, timeout=30)
+def run_rendered_worker_start(
+    tmp_path: Path, *, with_script: bool = True, script_status: int = 0, ldconfig_status: int = 0
+) -> tuple[subprocess.CompletedProcess, list[str]]:
+    """Runs the RENDERED worker container's start line in bash with stand-ins: the pod's /usr/local/nvidia
+    and /usr/local/gib become temp dirs, `ldconfig` and `ray` are scripts on PATH that log their calls,
+    set_nccl_env.sh logs that it was sourced and exports a variable the `ray` stub records."""
+    container = ray_container(worker_template(render_raycluster(values_for("b200"))))
+    nvidia, gib, bin_dir, log = tmp_path / "nvidia", tmp_path / "gib", tmp_path / "bin", tmp_path / "calls.log"
+    for d in (nvidia / "lib64", gib / "lib64", gib / "scripts", bin_dir):
+        d.mkdir(parents=True)
+    if with_script:
+        (gib / "scripts" / "set_nccl_env.sh").write_text(
+            f'echo "source set_nccl_env.sh" >> {log}\nexport NCCL_FROM_SCRIPT=loaded\n(exit {script_status})\n'
+        )
+    for tool, line in {
+        "ldconfig": 'echo "ldconfig $*"',
+        "ray": 'echo "ray $1 NCCL_FROM_SCRIPT=${NCCL_FROM_SCRIPT:-unset}"',
+    }.items():
+        stub = bin_dir / tool
+        status = ldconfig_status if tool == "ldconfig" else 0
+        stub.write_text(f"#!/bin/bash\n{line} >> {log}\nexit {status}\n")
+        stub.chmod(0o755)
+    line = kuberay_args(container).replace("/usr/local/nvidia", str(nvidia)).replace("/usr/local/gib", str(gib))
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "RAY_START_ULIMIT_OPEN_FILES": subprocess.run(
+        ["/bin/bash", "-c", "ulimit -n"], capture_output=True, text=True).stdout.strip()}
+    proc = subprocess.run(["/bin/bash", "-c", "--", line], capture_output=True, text=True, timeout=30, env=env)
+    calls = log.read_text().splitlines() if log.exists() else []
+    return proc, [c.replace(str(nvidia), "/usr/local/nvidia").replace(str(gib), "/usr/local/gib") for c in calls]
+
+
+def test_the_rendered_worker_registers_the_gpu_libraries_then_loads_the_nccl_settings_then_starts_ray(tmp_path):
+    proc, calls = run_rendered_worker_start(tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "RAY START with NCCL_FROM_SCRIPT=loaded"
+    assert calls == [
+        "ldconfig /usr/local/nvidia/lib64 /usr/local/gib/lib64",
+        "source set_nccl_env.sh",
+        "ray start NCCL_FROM_SCRIPT=loaded",
+    ]
 
 
 def test_without_the_nccl_script_the_worker_exits_instead_of_starting_ray(tmp_path):
-    missing = tmp_path / "absent" / "set_nccl_env.sh"
-    proc = subprocess.run(["/bin/bash", "-c", "--", kuberay_line(worker_start_command(), missing)], capture_output=True, text=True, timeout=30)
+    proc, calls = run_rendered_worker_start(tmp_path, with_script=False)
     assert proc.returncode == 1
-    assert "RAY START" not in proc.stdout, "ray must not start without the gIB settings"
+    assert not any(c.startswith("ray ") for c in calls), "ray must not start without the gIB settings"
     assert "nccl-rdma-installer" in proc.stderr
+
+
+def test_a_failed_ldconfig_ends_the_worker_before_ray(tmp_path):
+    proc, calls = run_rendered_worker_start(tmp_path, ldconfig_status=1)
+    assert proc.returncode == 1 and calls == ["ldconfig /usr/local/nvidia/lib64 /usr/local/gib/lib64"]
+
+
+def test_a_script_whose_last_command_fails_still_loads_its_settings_and_ray_starts(tmp_path):
+    proc, calls = run_rendered_worker_start(tmp_path, script_status=3)
+    assert proc.returncode == 0, proc.stderr
+    assert calls[-1] == "ray start NCCL_FROM_SCRIPT=loaded"
+    assert "returned 3" in proc.stderr
+
+
+def test_the_worker_command_never_names_ray_start_so_kuberay_keeps_prepending():
+    command = " ".join(worker_start_command())
+    assert "ray start" not in command and "ldconfig" in command
+
+
+def test_the_head_gets_the_same_gpu_library_path_as_the_workers():
+    cluster = render_raycluster(values_for("b200"))
+    head = env_of(ray_container(cluster["spec"]["headGroupSpec"]["template"]))
+    worker = env_of(ray_container(worker_template(cluster)))
+    assert head["LD_LIBRARY_PATH"] == worker["LD_LIBRARY_PATH"] == GPU_LIBRARY_PATH == "/usr/local/nvidia/lib64:/usr/local/gib/lib64"
 
 
 def test_the_head_keeps_kuberays_own_start_command():
@@ -523,23 +587,27 @@ def test_gke_reservations_follow_the_documented_tiers():
     assert gke_reserved_cpu(224) == pytest.approx(0.08 + 220 * 0.0025)
 
 
-@pytest.mark.parametrize(
-    "flavour, cpu, memory_gib",
-    [
-        # 224 vCPUs - 0.63 reserved - 2 for DaemonSets -> 221.
-        ("b200", 221, 3786),  # 3968 x 0.98 - 86.12 - 0.10 - 16 = 3786.5
-        ("h200", 221, 2811),  # 2952 x 0.98 - 65.80 - 0.10 - 16 = 2811.1
-    ],
-)
-def test_worker_requests_fit_the_machine_after_gke_reservations(flavour, cpu, memory_gib):
-    pool = gpu_pool(flavour)
-    size = worker_size(pool)
-    assert (size.cpu, size.memory_gib, size.gpus) == (cpu, memory_gib, 8)
-    assert size.cpu <= pool.vcpus - gke_reserved_cpu(pool.vcpus), f"{pool.machine_type}: CPU request exceeds allocatable"
-    assert size.memory_gib <= pool.memory_gib - gke_reserved_memory_gib(pool.memory_gib) - GKE_EVICTION_GIB
-    assert size.cpu >= 0.95 * pool.vcpus and size.memory_gib >= 0.9 * pool.memory_gib, "the worker should own its node"
+@pytest.mark.parametrize("flavour", sorted(FLAVOURS))
+def test_workers_request_the_reference_size_by_default_and_leave_headroom(flavour):
+    # Google's NeMo-RL on GKE sample: 206 CPU / 2400Gi on A4 and A3 Ultra (the old default took 221 / 3786).
     resources = values_for(flavour)["worker"]["resources"]
-    assert resources["requests"] == resources["limits"] == {"cpu": str(cpu), "memory": f"{memory_gib}Gi", "nvidia.com/gpu": "8"}
+    assert resources["requests"] == resources["limits"] == {"cpu": "206", "memory": "2400Gi", "nvidia.com/gpu": "8"}
+    fit = fit_for(flavour)
+    assert fit.headroom_cpu >= 17 and fit.headroom_memory_gib >= 300, f"{flavour}: {fit.to_json()}"
+
+
+def test_a_configured_worker_size_and_shm_limit_are_used():
+    template = worker_template(render_raycluster(values_for("b200", worker=fit_for("b200", cpu=200, memory_gib=3000, shm_gib=100))))
+    container = ray_container(template)
+    assert container["resources"]["limits"] == {"cpu": "200", "memory": "3000Gi", "nvidia.com/gpu": "8"}
+    (shm,) = [v for v in template["spec"]["volumes"] if v["name"] == "dshm"]
+    assert shm["emptyDir"] == {"medium": "Memory", "sizeLimit": "100Gi"}
+
+
+def test_shared_memory_is_bounded_as_in_googles_sample():
+    template = worker_template(render_raycluster(values_for("b200")))
+    (shm,) = [v for v in template["spec"]["volumes"] if v["name"] == "dshm"]
+    assert shm["emptyDir"] == {"medium": "Memory", "sizeLimit": "240Gi"}
 
 
 # ---------------------------------------------------------------- the component and the release
@@ -557,7 +625,7 @@ def component(**overrides):
         networks = GkeNetworkObjects("gke-networks", sample_nics())
         args = dict(
             cluster_name="nemo-rl", ray=RayConfig(), image=IMAGE, environment=env, networks=networks,
-            gpu_pool=gpu_pool(), system_pool_name="t-system",
+            gpu_pool=gpu_pool(), worker=fit_for(), system_pool_name="t-system",
         )
         args.update(overrides)
         return RayCluster("ray", **args)
@@ -724,3 +792,28 @@ def test_no_plaintext_secret_is_in_the_release_values():
     text = json.dumps(release.inputs["values"])
     # With the token set the pods get HF_TOKEN_PATH (a file path), never a variable holding a token.
     assert "[secret]" not in text and not re.search(r'"(HF_TOKEN|HUGGING_FACE_HUB_TOKEN|WANDB_API_KEY)"', text), text[:300]
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_head_of_a_big_recipes_stack_is_no_smaller_than_the_codelabs(stack):
+    from conftest import plan_mod
+
+    _, release = stack_release(stack)
+    recipe = RECIPES[json.loads(plan_mod.read_stack_file(plan_mod.ROOT / f"Pulumi.{stack}.yaml")[0]["nemo-rl-gke:job"])["recipe"]]
+    requests = release.inputs["values"]["head"]["resources"]["requests"]
+    cpu, memory_gib = int(requests["cpu"]), int(requests["memory"].removesuffix("Gi"))
+    if recipe.model_params_billion >= 20:
+        # Codelab "Scale RL with GKE and Managed Lustre" (72B): head requests 8 CPU / 64Gi.
+        assert (cpu, memory_gib) >= (8, 64) and cpu >= 8 and memory_gib >= 64, f"{release.name}: {requests}"
+    (fit,) = [o["workerFit"] for o in stack_plan(stack).component_outputs.values() if "workerFit" in o]
+    assert fit["headroomCpu"] > 0 and fit["headroomMemoryGib"] > 0
+
+
+def test_the_plan_text_shows_the_worker_requests_and_the_headroom_they_leave():
+    from tools.offline_plan import render_tree
+
+    text = render_tree(stack_plan("b200"))
+    block = text[text.index("Ray worker pod on each a4-highgpu-8g node"):text.index("\nDeploy time")]
+    assert "requests  206 CPU / 2,400 GiB (/dev/shm up to 240 GiB" in block
+    # 224 - 0.63 = 223.37 CPU; 3968 x 0.98 - 86.12 - 0.1 = 3802.4 GiB allocatable.
+    assert "headroom  17.37 CPU / 1,402.4 GiB" in block

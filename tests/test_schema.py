@@ -119,6 +119,17 @@ def test_kubernetes_objects_are_checked_down_to_container_fields_and_their_api_v
     assert missing == f"{mount_path}.mountPath: required input missing (VolumeMountArgs)"
 
 
+@pytest.mark.parametrize(("value", "ok"), [("100%", True), (1, True), ([1], False), (True, False)])
+def test_an_int_or_string_input_takes_either_and_nothing_else(value, ok):
+    ds = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "x"},
+          "spec": {"selector": {}, "template": {"spec": {"containers": [{"name": "c", "image": "i"}]}},
+                   "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": value}}}}
+    problems = check_inputs("kubernetes:apps/v1:DaemonSet", ds)
+    assert (problems == []) is ok, problems
+    if not ok:
+        assert problems[0].startswith("spec.updateStrategy.rollingUpdate.maxUnavailable: expected integer")
+
+
 def test_a_crd_kind_needs_api_version_and_kind_and_standard_metadata():
     problems = check_inputs("kubernetes:networking.gke.io/v1:Network", {"metadata": {"nam": "x"}, "spec": {"type": "Device"}})
     assert problems[0].startswith("metadata.nam: no such input in ObjectMetaArgs")

@@ -1,5 +1,5 @@
-"""How long a first `pulumi up` of a stack takes: typical creation times per resource type, and the
-critical path through the plan's dependency graph.
+"""How long a first `pulumi up` of a stack takes until the training job is submitted: typical
+creation times per resource type, and the critical path through the plan's dependency graph.
 
 A resource starts when everything it waits for is created: its `dependencies` (explicit
 `depends_on` and those implied by inputs) and the provider it is created through (the Kubernetes
@@ -8,9 +8,15 @@ under it. Components themselves create nothing: parenthood is not a wait, and a 
 no time. With Pulumi's default unbounded parallelism the expected `pulumi up` duration is the
 longest chain of creation times, the critical path.
 
-The times are typical values for a quiet project with quota in place, not guarantees. A spot GPU
-pool can wait for capacity far longer (the program allows 120 minutes, FACTS.md); the first image
-pull dominates the Ray pods.
+Concurrency the model assumes, checked against the services: GKE creates node pools of one cluster
+concurrently ("Add and manage node pools": a node pool can be created while another is being created),
+and the provider does not serialize them (terraform-provider-google-beta resource_container_node_pool.go
+takes a read lock on the cluster and a write lock on the pool's own name), so both pools start when the
+cluster is ready.
+
+Every typical time says where it comes from (`Typical.source`): a published figure, or `ASSUMED` where
+none is published. They are values for a quiet project with quota in place, not guarantees. A spot GPU
+pool can wait for capacity far longer (the program allows 120 minutes).
 """
 
 from __future__ import annotations
@@ -18,83 +24,131 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from infra.image_prepull import COMPONENT_LABEL as PREPULL_COMPONENT
+
 NODE_POOL = "gcp:container/nodePool:NodePool"
+DAEMONSET = "kubernetes:apps/v1:DaemonSet"
 MILESTONE_TYPES = (NODE_POOL, "gcp:container/cluster:Cluster", "gcp:lustre/instance:Instance")
+
+ASSUMED = "assumed: no published figure; `pulumi up` shows each resource's duration, which replaces it"
+LUSTRE_P99 = (
+    "GoogleCloudPlatform/magic-modules PR #14878 (2025-08): the Managed Lustre maintainers put the create "
+    "P99 at 40-80 minutes and raised google_lustre_instance's create timeout to 120 minutes"
+)
+GKE_CONCURRENT_POOLS = "https://cloud.google.com/kubernetes-engine/docs/how-to/node-pools (node pools created concurrently)"
+
+# The NeMo-RL image pull, a step of its own (infra/image_prepull.py). Both figures are assumptions,
+# stated so they can be checked: the image size is the sum of its compressed layers (`crane manifest
+# nvcr.io/nvidia/nemo-rl:<tag>`), the rate is what one node achieves from nvcr.io through Cloud NAT while
+# containerd downloads and unpacks one huge layer (`kubectl describe pod`: the Pulled event gives the time).
+IMAGE_COMPRESSED_GB = 20.0
+PULL_RATE_MB_PER_S = 30.0
 
 
 @dataclass(frozen=True)
 class Typical:
     minutes: float
     basis: str
+    source: str
+    """Where the figure comes from: a published reference, or ASSUMED."""
+
+
+def image_pull(size_gb: float = IMAGE_COMPRESSED_GB, rate_mb_s: float = PULL_RATE_MB_PER_S) -> Typical:
+    """The pre-pull DaemonSet's rollout: every node pulls the image in parallel, so one node's pull."""
+    minutes = size_gb * 1000 / rate_mb_s / 60
+    return Typical(
+        round(minutes, 1),
+        f"every node pulls the NeMo-RL image in parallel: ~{size_gb:g} GB compressed at ~{rate_mb_s:g} MB/s "
+        "(download and unpack of one huge layer)",
+        f"{ASSUMED}; image size and pull rate are stated assumptions (IMAGE_COMPRESSED_GB, PULL_RATE_MB_PER_S)",
+    )
 
 
 # Typical creation time per resource type, and why.
 CREATION_MINUTES: dict[str, Typical] = {
-    "gcp:compute/network:Network": Typical(0.5, "VPC insert is a global operation of ~20-40 s"),
-    "gcp:compute/subnetwork:Subnetwork": Typical(0.5, "regional subnet insert, ~20-30 s"),
-    "gcp:compute/firewall:Firewall": Typical(0.25, "firewall rule insert, ~10-15 s"),
-    "gcp:compute/globalAddress:GlobalAddress": Typical(0.25, "reserving the PSA range, ~10 s"),
+    "gcp:compute/network:Network": Typical(0.5, "VPC insert is a global operation of ~20-40 s", ASSUMED),
+    "gcp:compute/subnetwork:Subnetwork": Typical(0.5, "regional subnet insert, ~20-30 s", ASSUMED),
+    "gcp:compute/firewall:Firewall": Typical(0.25, "firewall rule insert, ~10-15 s", ASSUMED),
+    "gcp:compute/globalAddress:GlobalAddress": Typical(0.25, "reserving the PSA range, ~10 s", ASSUMED),
     "gcp:servicenetworking/connection:Connection": Typical(
-        2.0, "private services access peering: the servicenetworking operation takes 1-3 minutes"
+        2.0, "private services access peering: the servicenetworking operation takes 1-3 minutes", ASSUMED
     ),
     "gcp:lustre/instance:Instance": Typical(
-        25.0, "Managed Lustre create is a long-running operation of tens of minutes (the program allows 90)"
+        60.0,
+        "Managed Lustre create: P99 40-80 minutes per the provider's maintainers; 60 is that band's middle "
+        "(no median is published). The program allows 120 (infra/storage.py LUSTRE_TIMEOUTS)",
+        LUSTRE_P99,
     ),
     "gcp:container/cluster:Cluster": Typical(
-        8.0, "GKE Standard control plane with the default pool removed: typically 6-10 minutes"
+        8.0, "GKE Standard control plane with the default pool removed: typically 6-10 minutes", ASSUMED
     ),
-    "gcp:storage/bucket:Bucket": Typical(0.1, "bucket insert, seconds"),
-    "gcp:storage/bucketIAMMember:BucketIAMMember": Typical(0.5, "IAM policy read-modify-write plus propagation"),
-    "gcp:compute/router:Router": Typical(0.25, "Cloud Router insert, ~10-20 s"),
-    "gcp:compute/routerNat:RouterNat": Typical(0.5, "Cloud NAT is a patch of the router, ~20-40 s"),
-    "gcp:serviceaccount/account:Account": Typical(0.1, "service account insert, seconds"),
-    "gcp:projects/iAMMember:IAMMember": Typical(0.5, "project IAM policy read-modify-write plus propagation"),
-    "gcp:projects/serviceIdentity:ServiceIdentity": Typical(0.1, "generateServiceIdentity returns the existing agent"),
+    "gcp:storage/bucket:Bucket": Typical(0.1, "bucket insert, seconds", ASSUMED),
+    "gcp:storage/bucketIAMMember:BucketIAMMember": Typical(0.5, "IAM policy read-modify-write plus propagation", ASSUMED),
+    "gcp:compute/router:Router": Typical(0.25, "Cloud Router insert, ~10-20 s", ASSUMED),
+    "gcp:compute/routerNat:RouterNat": Typical(0.5, "Cloud NAT is a patch of the router, ~20-40 s", ASSUMED),
+    "gcp:serviceaccount/account:Account": Typical(0.1, "service account insert, seconds", ASSUMED),
+    "gcp:projects/iAMMember:IAMMember": Typical(0.5, "project IAM policy read-modify-write plus propagation", ASSUMED),
+    "gcp:projects/serviceIdentity:ServiceIdentity": Typical(
+        0.1, "generateServiceIdentity returns the existing agent", ASSUMED
+    ),
     "pulumi-python:dynamic/nemo-rl-gke:LustreGuard": Typical(
-        0.0, "no API call unless lustre.importFrom is set (then as long as the import: infra/lustre_guard.py)"
+        0.0,
+        "no API call unless lustre.importFrom is set (then as long as the import: infra/lustre_guard.py)",
+        "infra/lustre_guard.py (no call without lustre.importFrom)",
     ),
-    "pulumi:providers:kubernetes": Typical(0.0, "a provider is configured, not created"),
-    "kubernetes:core/v1:Namespace": Typical(0.1, "API call"),
-    "kubernetes:core/v1:ServiceAccount": Typical(0.05, "API call"),
-    "kubernetes:core/v1:Secret": Typical(0.05, "API call"),
-    "kubernetes:core/v1:PersistentVolume": Typical(0.05, "API call (static PV)"),
-    "kubernetes:core/v1:PersistentVolumeClaim": Typical(0.2, "Pulumi waits for the claim to bind to the static PV"),
-    "kubernetes:networking.gke.io/v1:GKENetworkParamSet": Typical(0.1, "API call; GKE reconciles it in seconds"),
-    "kubernetes:networking.gke.io/v1:Network": Typical(0.1, "API call; GKE reconciles it in seconds"),
-    "kubernetes:apps/v1:DaemonSet": Typical(
-        2.0, "Pulumi waits for the rollout: the gIB plugin image pull and copy on every GPU node"
+    "pulumi:providers:kubernetes": Typical(0.0, "a provider is configured, not created", "Pulumi: providers create nothing"),
+    "kubernetes:core/v1:Namespace": Typical(0.1, "API call", ASSUMED),
+    "kubernetes:core/v1:ServiceAccount": Typical(0.05, "API call", ASSUMED),
+    "kubernetes:core/v1:Secret": Typical(0.05, "API call", ASSUMED),
+    "kubernetes:core/v1:PersistentVolume": Typical(0.05, "API call (static PV)", ASSUMED),
+    "kubernetes:core/v1:PersistentVolumeClaim": Typical(0.2, "Pulumi waits for the claim to bind to the static PV", ASSUMED),
+    "kubernetes:networking.gke.io/v1:GKENetworkParamSet": Typical(0.1, "API call; GKE reconciles it in seconds", ASSUMED),
+    "kubernetes:networking.gke.io/v1:Network": Typical(0.1, "API call; GKE reconciles it in seconds", ASSUMED),
+    DAEMONSET: Typical(
+        2.0, "Pulumi waits for the rollout: the gIB plugin image pull and copy on every GPU node", ASSUMED
     ),
-    "gcp:logging/metric:Metric": Typical(0.1, "log-based metric create, seconds (infra/observability.py)"),
-    "gcp:monitoring/dashboard:Dashboard": Typical(0.1, "dashboard create, seconds"),
-    "kubernetes:core/v1:ConfigMap": Typical(0.05, "API call"),
+    "gcp:logging/metric:Metric": Typical(0.1, "log-based metric create, seconds (infra/observability.py)", ASSUMED),
+    "gcp:monitoring/dashboard:Dashboard": Typical(0.1, "dashboard create, seconds", ASSUMED),
+    "kubernetes:core/v1:ConfigMap": Typical(0.05, "API call", ASSUMED),
     "kubernetes:apps/v1:Deployment": Typical(
         0.25,
         "Pulumi waits for the rollout: the preemption watcher starts in seconds, on the Ray head's node whose "
         "image it shares (infra/watcher_deployment.py)",
+        ASSUMED,
     ),
     "kubernetes:helm.sh/v3:Release": Typical(
-        12.0,
-        "Ray head and worker pods pull the ~20 GB NeMo-RL image (~5-10 min at 50-100 MB/s incl. "
-        "extraction) and start; if Helm does not wait on the RayCluster CR (infra/ray_cluster.py), "
-        "the same wait moves to the job submission, still on the path",
+        1.5,
+        "Helm installs one RayCluster; the head and worker pods start warm from the pre-pulled image "
+        "(infra/image_prepull.py), run `ray start` and register (if Helm does not wait on the custom "
+        "resource, the same wait moves to the job submission, still on the path)",
+        ASSUMED,
     ),
 }
+IMAGE_PULL = image_pull()
 GPU_NODE_POOL = Typical(
     15.0,
     "A4/A3 Ultra nodes boot COS, install the GPU driver and attach 9 extra NICs: ~10-15 min when "
     "capacity is there; waiting for spot capacity can take far longer (the program allows 120 min)",
+    ASSUMED,
 )
-CPU_NODE_POOL = Typical(4.0, "a small CPU node pool: 3-5 minutes")
-DYNAMIC_RESOURCE = Typical(1.0, "the job submission: one Ray Job API call once the head answers")
-UNKNOWN = Typical(0.5, "type not in the table: assumed")
-COMPONENT = Typical(0.0, "a component creates nothing")
+CPU_NODE_POOL = Typical(4.0, "a small CPU node pool: 3-5 minutes", ASSUMED)
+DYNAMIC_RESOURCE = Typical(1.0, "the job submission: one Ray Job API call once the head answers", ASSUMED)
+UNKNOWN = Typical(0.5, "type not in the table: assumed", ASSUMED)
+COMPONENT = Typical(0.0, "a component creates nothing", "Pulumi: components create nothing")
+
+
+def is_image_prepull(resource: Any) -> bool:
+    labels = ((resource.inputs.get("metadata") or {}).get("labels") or {})
+    return resource.type == DAEMONSET and labels.get("app.kubernetes.io/component") == PREPULL_COMPONENT
 
 
 RAY_RELEASE = "kubernetes:helm.sh/v3:Release"
 AUTOPILOT_RAY_RELEASE = Typical(
-    CREATION_MINUTES[RAY_RELEASE].minutes + GPU_NODE_POOL.minutes,
-    "on Autopilot no node pool exists beforehand: GKE creates the GPU nodes only once the Ray worker pods "
-    f"ask for them ({GPU_NODE_POOL.basis}), then the pods pull the image ({CREATION_MINUTES[RAY_RELEASE].basis})",
+    CREATION_MINUTES[RAY_RELEASE].minutes + GPU_NODE_POOL.minutes + IMAGE_PULL.minutes,
+    "on Autopilot no node exists beforehand: GKE creates the GPU nodes only once the Ray worker pods ask for "
+    f"them ({GPU_NODE_POOL.basis}), the pods then pull the image ({IMAGE_PULL.basis}; no pre-pull: there "
+    "are no nodes to pull onto before the pods) and start",
+    f"{ASSUMED}; the pull as IMAGE_PULL",
 )
 
 
@@ -107,6 +161,8 @@ def typical(resource: Any, autopilot: bool = False) -> Typical:
     if resource.type == NODE_POOL:
         accelerators = (resource.inputs.get("nodeConfig") or {}).get("guestAccelerators") or []
         return GPU_NODE_POOL if accelerators else CPU_NODE_POOL
+    if is_image_prepull(resource):
+        return IMAGE_PULL
     if resource.type.startswith("pulumi-python:dynamic") and resource.type not in CREATION_MINUTES:
         return DYNAMIC_RESOURCE
     return CREATION_MINUTES.get(resource.type, UNKNOWN)
@@ -120,6 +176,7 @@ class Step:
     start: float
     finish: float
     basis: str
+    source: str
 
 
 @dataclass
@@ -135,12 +192,27 @@ class DeployEstimate:
         return {
             "expectedMinutes": round(self.total_minutes, 1),
             "criticalPath": [
-                {"name": s.name, "type": s.type, "minutes": s.minutes, "startMinute": round(s.start, 2), "finishMinute": round(s.finish, 2)}
+                {
+                    "name": s.name,
+                    "type": s.type,
+                    "minutes": s.minutes,
+                    "startMinute": round(s.start, 2),
+                    "finishMinute": round(s.finish, 2),
+                    "basis": s.basis,
+                    "source": s.source,
+                }
                 for s in self.critical_path
             ],
             "milestones": {k: round(v, 1) for k, v in self.milestones.items()},
             "unknownTypes": list(self.unknown_types),
-            "assumptions": "typical creation times (tools/deploy_time.py), unbounded parallelism, capacity and quota available",
+            "imagePull": {
+                "minutes": IMAGE_PULL.minutes,
+                "imageCompressedGb": IMAGE_COMPRESSED_GB,
+                "pullRateMbPerS": PULL_RATE_MB_PER_S,
+                "basis": IMAGE_PULL.basis,
+            },
+            "assumptions": "typical creation times (tools/deploy_time.py, each with its source), unbounded "
+            "parallelism, node pools created concurrently, capacity and quota available",
         }
 
 
@@ -212,24 +284,31 @@ def estimate(plan: Any) -> DeployEstimate:
     while cur is not None:
         r = urns[cur]
         t = typical(r, autopilot)
-        path.append(Step(r.name, r.type, t.minutes, finish[cur] - t.minutes, finish[cur], t.basis))
+        path.append(Step(r.name, r.type, t.minutes, finish[cur] - t.minutes, finish[cur], t.basis, t.source))
         cur = came_from[cur]
     path.reverse()
     unknown = sorted({urns[u].type for u in graph if typical(urns[u], autopilot) is UNKNOWN})
-    milestones = {urns[u].name: f for u, f in finish.items() if urns[u].type in MILESTONE_TYPES}
+    milestones = {
+        urns[u].name: f for u, f in finish.items() if urns[u].type in MILESTONE_TYPES or is_image_prepull(urns[u])
+    }
     return DeployEstimate(finish[last], path, {urns[u].name: f for u, f in finish.items()}, unknown, milestones)
 
 
 def render(est: DeployEstimate) -> list[str]:
-    lines = [f"Deploy time (first `pulumi up`, typical creation times): ~{est.total_minutes:.0f} min along the critical path"]
+    lines = [f"Deploy time (first `pulumi up` to the job's submission, typical times): ~{est.total_minutes:.0f} min along the critical path"]
     for step in est.critical_path:
         if step.minutes == 0:
             continue
-        lines.append(f"  {step.finish:6.1f} min  {step.name:<28} {'+' + format(step.minutes, 'g'):>6} min  {step.type.rsplit(':', 1)[-1]}")
+        source = "assumed" if step.source == ASSUMED else step.source.split(" (")[0]
+        lines.append(
+            f"  {step.finish:6.1f} min  {step.name:<28} {'+' + format(step.minutes, 'g'):>6} min  "
+            f"{step.type.rsplit(':', 1)[-1]:<22} [{source}]"
+        )
     off_path = {name: t for name, t in est.milestones.items() if name not in {s.name for s in est.critical_path}}
     if off_path:
         lines.append("  off the path, ready at: " + ", ".join(f"{name} {t:.1f} min" for name, t in sorted(off_path.items(), key=lambda kv: kv[1])))
+    lines.append(f"  image pull: +{IMAGE_PULL.minutes:g} min on every node at once, {IMAGE_PULL.basis} (assumptions)")
     if est.unknown_types:
         lines.append(f"  assumed {UNKNOWN.minutes:g} min each for types not in the table: {', '.join(est.unknown_types)}")
-    lines.append("  a spot GPU pool can wait far longer for capacity; the program allows 120 min")
+    lines.append("  [assumed]: no published figure; a spot GPU pool can wait far longer for capacity (the program allows 120 min)")
     return lines

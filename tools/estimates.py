@@ -23,6 +23,8 @@ class Estimates:
     cost: cost.CostEstimate
     checkpoints: Optional[sizing.CheckpointEstimate]
     deploy: deploy_time.DeployEstimate
+    worker_fit: Optional[dict[str, Any]] = None
+    """The RayCluster component's `workerFit` output: worker requests and the node's headroom."""
 
 
 def stack_config(plan: Any) -> StackConfig:
@@ -67,7 +69,27 @@ def compute(plan: Any, cfg: Optional[StackConfig] = None) -> Estimates:
         cost=cost.estimate(plan, cfg, table, bucket_gib=bucket_gib),
         checkpoints=checkpoints,
         deploy=deploy_time.estimate(plan),
+        worker_fit=worker_fit(plan),
     )
+
+
+def worker_fit(plan: Any) -> Optional[dict[str, Any]]:
+    """What infra/ray_cluster.py published for the workers (one route: not recomputed here)."""
+    fits = [o["workerFit"] for o in getattr(plan, "component_outputs", {}).values() if "workerFit" in o]
+    return fits[0] if fits else None
+
+
+def render_worker_fit(fit: Optional[dict[str, Any]]) -> list[str]:
+    if fit is None:
+        return []
+    return [
+        f"Ray worker pod on each {fit['machineType']} node (requests = limits, GKE's published reservations):",
+        f"  requests  {fit['cpu']} CPU / {fit['memoryGib']:,} GiB (/dev/shm up to {fit['shmGib']} GiB counts within it)",
+        f"  of        ~{fit['allocatableCpu']:g} CPU / ~{fit['allocatableMemoryGib']:,.1f} GiB allocatable",
+        f"  headroom  {fit['headroomCpu']:g} CPU / {fit['headroomMemoryGib']:,.1f} GiB for GKE's DaemonSets and system pods "
+        "(their real share shows on a node: `kubectl describe node`); ray.workerCpu / ray.workerMemoryGib change it",
+        "",
+    ]
 
 
 def to_json(est: Estimates) -> dict[str, Any]:
@@ -75,6 +97,7 @@ def to_json(est: Estimates) -> dict[str, Any]:
         "cost": est.cost.to_json(),
         "checkpoints": None if est.checkpoints is None else est.checkpoints.to_json(),
         "deployTime": est.deploy.to_json(),
+        "workerFit": est.worker_fit,
     }
 
 
@@ -119,7 +142,14 @@ def render_checkpoints(est: Optional[sizing.CheckpointEstimate], current_monthly
 def render(est: Estimates) -> list[str]:
     lustre = [i for i in est.cost.items if i.name == "Managed Lustre"]
     monthly = lustre[0].per_hour * est.cost.hours_per_month if lustre else None
-    return [*cost.render(est.cost), "", *render_checkpoints(est.checkpoints, monthly), "", *deploy_time.render(est.deploy)]
+    return [
+        *cost.render(est.cost),
+        "",
+        *render_checkpoints(est.checkpoints, monthly),
+        "",
+        *render_worker_fit(est.worker_fit),
+        *deploy_time.render(est.deploy),
+    ]
 
 
 def render_for_plan(plan: Any) -> list[str]:
