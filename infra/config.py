@@ -97,6 +97,10 @@ class ConfigError(pulumi.RunError):
     """Bad stack configuration. `RunError` makes the Pulumi CLI print it without a traceback."""
 
 
+class MissingSecretError(ConfigError):
+    """A secret the stack's job needs is not set (`refuse_missing_secrets`)."""
+
+
 class KeyedValueError(ValueError):
     """A cross-field problem that belongs to a specific key (camelCase path below the namespace)."""
 
@@ -1296,4 +1300,4 @@ def refuse_missing_secrets(config: StackConfig, present: "set[str] | frozenset[s
     secret keys that are, without namespace): found now, not hours later on the cluster."""
     missing = {k: why for k, why in required_secrets(config).items() if k not in present}
     if missing:
-        raise ConfigError("\n".join(f"{PROJECT}:{k}: not set, and {why}" for k, why in missing.items()))
+        raise MissingSecretError("\n".join(f"{PROJECT}:{k}: not set, and {why}" for k, why in missing.items()))

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from conftest import ALL_STACKS, ROOT
+from conftest import ALL_STACKS, ROOT, plan_mod
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
@@ -113,3 +113,13 @@ def test_out_writes_one_manifest_per_kubernetes_object_and_the_helm_values(tmp_p
             continue
         # Named after the object (auto-named ones, like the watcher's ConfigMap, after the resource).
         assert name.startswith(f"{doc['kind'].lower()}-") and doc["apiVersion"], name
+
+
+def test_a_stack_whose_job_needs_an_unset_secret_is_refused_with_the_offline_way_to_plan_it(capsys):
+    assert plan_mod.main(["--stack", "h200", "--json"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1
+    assert err.startswith("error: nemo-rl-gke:hfToken: not set, and job.recipe 'gemma3-27b-gsm8k'")
+    assert err.rstrip().endswith("; or plan offline as if it were set: --assume-secrets")
+    assert plan_mod.main(["--stack", "h200", "--assume-secrets", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["stack"] == "h200"

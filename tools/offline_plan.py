@@ -1,7 +1,7 @@
 """The offline plan: run the real Pulumi program under mocks and show what it would build.
 
-    python -m tools.offline_plan [--stack NAME] [--config-file PATH] [--assume-secrets]
-                                 [--json] [--out DIR] [--graph [DIR]]
+    python -m infra.plan [--stack NAME] [--config-file PATH] [--assume-secrets]
+                         [--json] [--out DIR] [--graph [DIR]]
 
 No credentials, no `pulumi` CLI, no provider plugins, no network. The program (`__main__.py`)
 runs exactly as under `pulumi up`, with the config of `Pulumi.<NAME>.yaml` (default `dev`);
@@ -374,7 +374,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             print(f"error: {flag} {path}: {problem}; allowed: a writable directory (created if missing)", file=sys.stderr)
             return 2
 
-    from infra.config import ConfigError
+    from infra.config import ConfigError, MissingSecretError
     from tools import estimates
 
     try:
@@ -387,8 +387,10 @@ def main(argv: Optional[list[str]] = None) -> int:
         # The estimates' own inputs (cost.priceOverrides) are checked before anything is printed.
         estimates.price_table(estimates.stack_config(plan))
     except (ConfigError, StackFileError) as err:
+        # Offline there is nothing to decrypt: say how to see the plan anyway.
+        hint = "; or plan offline as if it were set: --assume-secrets" if isinstance(err, MissingSecretError) else ""
         for line in str(err).splitlines():
-            print(f"error: {line}", file=sys.stderr)
+            print(f"error: {line}{hint}", file=sys.stderr)
         return 2
     if args.out:
         try:
