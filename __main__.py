@@ -63,6 +63,7 @@ artifacts = ArtifactBucket(
     ctx,
     cfg.ray.namespace,
     cfg.ray.service_account,
+    workload_pool=cluster.workload_pool,
     delete_on_destroy=cfg.storage.delete_bucket_on_destroy,
     adopt_existing=cfg.storage.adopt_existing_bucket,
 )

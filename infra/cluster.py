@@ -226,6 +226,9 @@ class GkeCluster(pulumi.ComponentResource):
     credentials_command: pulumi.Output[str]
     node_name_prefix = "gke"
     """How GKE starts the names of this cluster's node VMs (`gke-<cluster>-<pool>-...`)."""
+    workload_pool: pulumi.Output[str]
+    """The Workload Identity pool as the cluster reports it: grants to Kubernetes service accounts take it
+    from here, so they wait for the cluster that creates the pool."""
 
     def __init__(
         self,
@@ -262,6 +265,7 @@ class GkeCluster(pulumi.ComponentResource):
                 "controlPlaneAccess": self.control_plane_access,
                 "location": self.location,
                 "credentialsCommand": self.credentials_command,
+                "workloadPool": self.workload_pool,
                 "systemPool": self.system_pool.name,
                 "nodeServiceAccount": self.node_service_account.email,
                 "gpuPool": self.gpu_pool.name,
@@ -339,6 +343,7 @@ class GkeCluster(pulumi.ComponentResource):
             ),
         )
         self.name = self.cluster.name
+        self.workload_pool = self.cluster.workload_identity_config.apply(workload_pool_of)
 
     def _pool_opts(self) -> pulumi.ResourceOptions:
         # The grants first: a node that cannot write logs or pull images comes up broken.
@@ -564,6 +569,14 @@ def addons_config(legacy_lustre_port: bool) -> dict[str, Any]:
         # Lets pods mount the artifact bucket as a volume; free when unused.
         "gcs_fuse_csi_driver_config": {"enabled": True},
     }
+
+
+def workload_pool_of(config: Any) -> str:
+    """`workloadIdentityConfig.workloadPool` as the cluster reports it (`<project>.svc.id.goog`)."""
+    pool = getattr(config, "workload_pool", None) if config is not None else None
+    if not pool:
+        raise ValueError("the cluster reports no workloadIdentityConfig.workloadPool; Workload Identity is off")
+    return pool
 
 
 def _dns_endpoint(config: Any) -> str:

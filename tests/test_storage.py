@@ -171,6 +171,17 @@ def test_ray_service_account_may_use_objects_of_the_bucket_through_workload_iden
     assert bucket.urn in member.dependencies, f"{member.name} does not wait for {bucket.name}"
 
 
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_workload_identity_grant_waits_for_the_cluster_whose_pool_it_names(stack):
+    # The pool exists only once a Workload Identity cluster does; the principal is built from the
+    # cluster's reported pool, so the grant depends on the cluster through its data.
+    plan = stack_plan(stack)
+    member, cluster = plan.one(IAM_MEMBER, "-object-user"), plan.one("gcp:container/cluster:Cluster")
+    assert cluster.urn in member.dependencies, f"{member.name} does not wait for {cluster.name}"
+    pool = cluster.inputs["workloadIdentityConfig"]["workloadPool"]
+    assert f"/workloadIdentityPools/{pool}/subject/" in member.inputs["member"], member.name
+
+
 def test_principal_follows_the_configured_namespace_and_service_account():
     plan = run_plan("dev", ray=merged("dev", "ray", {"namespace": "rl", "serviceAccount": "trainer"}))
     assert plan.one(IAM_MEMBER, "-object-user").inputs["member"].endswith("/subject/ns/rl/sa/trainer")
