@@ -42,6 +42,7 @@ from infra.flavours import Flavour
 from infra.naming import Limit
 from infra.autopilot_pods import gpu_node_labels
 from infra.network import Networking, nic_attachments
+from infra.options import child_options
 
 COMPONENT = "gke"
 
@@ -247,6 +248,7 @@ class GkeCluster(pulumi.ComponentResource):
         """`gpu_pool` and `system_pool_name` are the plan-time facts of `gpu_pool_facts` and
         `system_pool_name`: the pools are created under those names, and workloads read the same values."""
         super().__init__("nemo-rl-gke:infra:GkeCluster", name, None, opts)
+        self._opts = opts
         self.location = ctx.zone
         self.project = ctx.project
         self.gpu_pool_facts = gpu_pool
@@ -284,7 +286,10 @@ class GkeCluster(pulumi.ComponentResource):
 
     def _node_identity(self, name: str, ctx: StackContext) -> dict[str, Any]:
         """The node VMs' service account and its grants; returns the node config every pool shares."""
-        self.node_service_account, self.node_service_account_grants = node_service_account(self, name, ctx)
+        # The caller's depends_on (the APIs these resources call) holds for each child.
+        self.node_service_account, self.node_service_account_grants = node_service_account(
+            self, name, ctx, child_options(self, self._opts)
+        )
         return {
             "service_account": self.node_service_account.email,
             "oauth_scopes": [CLOUD_PLATFORM_SCOPE],
@@ -333,8 +338,9 @@ class GkeCluster(pulumi.ComponentResource):
             remove_default_node_pool=True,
             initial_node_count=1,
             node_config=dict(node_identity),
-            opts=pulumi.ResourceOptions(
-                parent=self,
+            opts=child_options(
+                self,
+                self._opts,
                 depends_on=self.node_service_account_grants,
                 custom_timeouts=CLUSTER_TIMEOUTS,
                 # `nodeConfig` only shapes the removed default pool; once it is gone the API may report
@@ -347,8 +353,9 @@ class GkeCluster(pulumi.ComponentResource):
 
     def _pool_opts(self) -> pulumi.ResourceOptions:
         # The grants first: a node that cannot write logs or pull images comes up broken.
-        return pulumi.ResourceOptions(
-            parent=self,
+        return child_options(
+            self,
+            self._opts,
             depends_on=[self.cluster, *self.node_service_account_grants],
             custom_timeouts=NODE_POOL_TIMEOUTS,
         )

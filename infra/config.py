@@ -737,6 +737,12 @@ class StackConfig(_Model):
         description="Accept a `zone` that the zone catalogue (data/zones.yaml) does not list for the flavour and "
         "Managed Lustre: for a zone Google added after the catalogue was checked.",
     )
+    manage_apis: bool = Field(
+        True,
+        description="Enable every Google Cloud API the stack uses (Service Usage; left on by `pulumi destroy`) and make "
+        "each resource wait for its API. false where the deployer may not enable services: the APIs listed in "
+        "docs/deploy.md must then be on already.",
+    )
     flavour: str = Field("b200", description=f"GPU flavour: one of {', '.join(FLAVOURS)}.")
     gpu_pool: GpuPoolConfig = Field(default_factory=GpuPoolConfig, description="GPU node pool.")
     cluster: ClusterConfig = Field(default_factory=ClusterConfig, description="GKE cluster.")

@@ -42,6 +42,7 @@ from typing import Any, Optional
 import pulumi
 import pulumi_gcp as gcp
 
+from infra.options import child_options
 from infra.stack_context import GpuPoolFacts, StackContext
 from infra.watcher_deployment import NAME as WATCHER_NAME
 
@@ -276,7 +277,7 @@ class MonitoringDashboard(pulumi.ComponentResource):
         opts: Optional[pulumi.ResourceOptions] = None,
     ) -> None:
         super().__init__(COMPONENT_TYPE, name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
+        child = child_options(self, opts)
         self.preemption_metric_name = ctx.name("gpu-preemptions")
         names = pulumi.Output.all(pulumi.Output.from_input(cluster_name), pulumi.Output.from_input(lustre_instance_id))
         self.preemption_metric = gcp.logging.Metric(
@@ -312,7 +313,7 @@ class MonitoringDashboard(pulumi.ComponentResource):
             f"{name}-dashboard",
             project=ctx.project,
             dashboard_json=self.dashboard_json,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.preemption_metric]),
+            opts=child_options(self, opts, depends_on=[self.preemption_metric]),
         )
         self.dashboard_id = self.dashboard.id
         self.display_name = display_name(ctx.stack)

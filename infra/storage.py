@@ -24,6 +24,7 @@ from infra.config import LustreConfig
 from infra.stack_context import StackContext
 from infra.lustre_guard import LustreGuardProvider, export_root, guard_props
 from infra.naming import Limit, cloud_name
+from infra.options import child_options
 
 LUSTRE_PORT = 988
 """LNet port of Managed Lustre instances created without GKE support (GKE 1.33.2-gke.4655000+ nodes)."""
@@ -131,8 +132,9 @@ class Lustre(pulumi.ComponentResource):
             gke_support_enabled=cfg.legacy_port,
             description="nemo-rl-gke checkpoints and model cache",
             labels=ctx.labels("lustre"),
-            opts=pulumi.ResourceOptions(
-                parent=self,
+            opts=child_options(
+                self,
+                opts,
                 # Nothing in the inputs refers to the peering, yet creation fails without it.
                 depends_on=[psa_connection],
                 # Only measurable on the real cloud: creation and growth of large instances take
@@ -203,7 +205,7 @@ class ArtifactBucket(pulumi.ComponentResource):
         for a stack re-created under the same name: its name is fixed, so creating it again would fail.
         """
         super().__init__("nemo-rl-gke:infra:ArtifactBucket", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
+        child = child_options(self, opts)
         # Bucket names are global across all of GCS: the project id makes collisions with other
         # projects unlikely, the stack prefix separates stacks of one project.
         bucket_cloud_name = artifact_bucket_name(ctx.project, ctx.prefix)
@@ -220,15 +222,19 @@ class ArtifactBucket(pulumi.ComponentResource):
             # Deleting a bucket that holds objects needs forceDestroy: only when the user opted in.
             force_destroy=delete_on_destroy,
             labels=ctx.labels("artifacts"),
-            opts=pulumi.ResourceOptions(
-                parent=self,
+            opts=child_options(
+                self,
+                opts,
                 retain_on_delete=not delete_on_destroy,
                 import_=bucket_cloud_name if adopt_existing else None,
             ),
         )
         self.bucket_cloud_name = bucket_cloud_name
         # The project number is only known to the cloud; the principal is built from it at deploy time.
-        number = gcp.organizations.get_project_output(project_id=ctx.project).number
+        # The lookup calls Resource Manager: it waits for what the bucket waits for (its APIs).
+        number = gcp.organizations.get_project_output(
+            project_id=ctx.project, opts=pulumi.InvokeOutputOptions(depends_on=child.depends_on)
+        ).number
         self.member = pulumi.Output.all(number, workload_pool).apply(
             lambda args: workload_identity_principal(str(args[0]), args[1], namespace, ksa)
         )
@@ -292,7 +298,7 @@ class LustreDataGuard(pulumi.ComponentResource):
         opts: Optional[pulumi.ResourceOptions] = None,
     ) -> None:
         super().__init__("nemo-rl-gke:infra:LustreDataGuard", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
+        child = child_options(self, opts)
         grants: list[pulumi.Resource] = []
         if cfg.export_on_destroy or cfg.import_from:
             agent = gcp.projects.ServiceIdentity(
@@ -331,8 +337,9 @@ class LustreDataGuard(pulumi.ComponentResource):
         self.guard = LustreGuard(
             f"{name}-guard",
             props,
-            pulumi.ResourceOptions(
-                parent=self,
+            child_options(
+                self,
+                opts,
                 # The instance and the bucket are implied by the props; explicit here because the
                 # whole design rests on this order (delete: guard first; create: instance first).
                 depends_on=[lustre.instance, bucket.bucket, *grants],
