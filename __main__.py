@@ -178,7 +178,8 @@ pulumi.export("rayDashboardProxyPath", ray_cluster.dashboard_proxy_path)
 pulumi.export("rayWorkerGroup", ray_cluster.worker_group)
 
 # ---------------------------------------------------------------- The job
-# Submitted once the Ray release is up, stopped before it goes; job.submit=false deploys Ray only.
+# Submitted once the Ray release is up, stopped before it goes, resubmitted when it is replaced;
+# job.submit=false deploys Ray only.
 job = build_training_job(
     job_spec,
     cfg,
@@ -186,7 +187,8 @@ job = build_training_job(
     ca_certificate=cluster.ca_certificate,
     head_service=ray_cluster.head_service,
     ray_cluster_name=ray_cluster.cluster_name,
-    opts=pulumi.ResourceOptions(depends_on=[ray_cluster.release]),
+    # Submitted after the release, stopped before it goes, and replaced with it (infra/training_job.py).
+    ray_release=ray_cluster.release,
 )
 if job is not None:
     pulumi.export("jobId", job.submission_id)
