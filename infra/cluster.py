@@ -343,6 +343,15 @@ class GkeCluster(pulumi.ComponentResource):
                 self._opts,
                 depends_on=self.node_service_account_grants,
                 custom_timeouts=CLUSTER_TIMEOUTS,
+                # GKE's deletionProtection only refuses the cluster's own delete, which `pulumi destroy`
+                # reaches last: Lustre (exported), the node pools and every in-cluster object would go
+                # first. Pulumi's `protect` refuses in the preview instead: DeleteStep.Apply checks it
+                # before its dry-run branch, so the preview of `pulumi destroy` fails ("cannot be deleted
+                # because it is protected") and nothing is executed (pulumi/pulumi
+                # pkg/resource/deploy/step.go, pkg/backend/apply.go PreviewThenPromptThenExecute). Only a
+                # destroy that skips the preview (`--skip-preview`, the Automation API) still deletes the
+                # rest first; docs/deploy.md says so. Both flags follow `cluster.deletionProtection`.
+                protect=cfg.deletion_protection,
                 # `nodeConfig` only shapes the removed default pool; once it is gone the API may report
                 # another pool's config there, and a diff on it would replace the whole cluster.
                 ignore_changes=["nodeConfig"],

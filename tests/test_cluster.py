@@ -321,3 +321,22 @@ def test_the_system_pool_boot_disk_holds_the_nemo_rl_image(stack):
     plan = stack_plan(stack)
     (system,) = [p for p in plan.by_type("gcp:container/nodePool:NodePool") if not p.inputs["nodeConfig"].get("guestAccelerators")]
     assert system.inputs["nodeConfig"]["diskSizeGb"] >= 200, system.name
+
+
+@pytest.mark.parametrize("stack", ["dev", "b200", "h200"])
+def test_deletion_protection_also_protects_the_cluster_in_pulumi_so_destroy_refuses_in_its_preview(stack):
+    # GKE's flag alone fails only the cluster's own delete, after everything that depends on it is gone.
+    plan = stack_plan(stack)
+    cluster = plan.one("gcp:container/cluster:Cluster")
+    protected = cluster.inputs["deletionProtection"]
+    assert bool(cluster.options.get("protect")) is protected, cluster.name
+    # Only the cluster: a protected parent would protect its children too.
+    others = [r.name for r in plan.resources if r.options.get("protect") and r.urn != cluster.urn]
+    assert others == [], others
+
+
+def test_deletion_protection_true_protects_the_cluster_and_false_does_not():
+    on = run_plan("dev", cluster={"deletionProtection": True, "systemPool": {"machineType": "n2-standard-8"}})
+    off = run_plan("dev", cluster={"deletionProtection": False, "systemPool": {"machineType": "n2-standard-8"}})
+    assert on.one("gcp:container/cluster:Cluster").options.get("protect") is True
+    assert "protect" not in off.one("gcp:container/cluster:Cluster").options
