@@ -27,7 +27,8 @@ from infra.naming import Limit, cloud_name
 from infra.options import child_options
 
 LUSTRE_PORT = 988
-"""LNet port of Managed Lustre instances created without GKE support (GKE 1.33.2-gke.4655000+ nodes)."""
+"""LNet port of Managed Lustre instances created without GKE support (nodes from
+`infra.config.LUSTRE_PORT_988_MIN_GKE` on)."""
 LUSTRE_LEGACY_PORT = 6988
 """LNet port of `gkeSupportEnabled` instances, which the CSI driver reaches only with its legacy flag."""
 
