@@ -1,8 +1,13 @@
 """The GKE Standard cluster and its two node pools (`cluster.mode: standard`, the default; Autopilot is
 infra/autopilot_cluster.py, which shares the helpers here).
 
-The cluster is zonal (in the zone of the RoCE VPC and of Lustre) because the GPU nodes' RDMA NICs can
-only attach to subnets of a RoCE network pinned to that zone (FACTS.md "GPU flavours"). It runs
+Every node is in one zone (that of the RoCE VPC and of Lustre), because the GPU nodes' RDMA NICs can
+only attach to subnets of a RoCE network pinned to that zone (FACTS.md "GPU flavours"). The control
+plane is regional by default, as in both seeds and Google's A4/A3 Ultra blueprints (cluster-toolkit
+modules/scheduler/gke-cluster: `cluster_availability_type` REGIONAL, the GPU pool's `zones: [zone]`):
+replicas in several zones keep the API up during control-plane upgrades, when the preemption watcher,
+`pulumi` and `python -m workloads` need it. `cluster.controlPlaneLocation: zonal` keeps one control
+plane in the zone (docs/deploy.md, "Regional or zonal control plane"). The cluster runs
 Dataplane V2 with multi-networking so pods can take the nodes' extra NICs, the GKE Ray operator addon
 (so no KubeRay operator is installed by us, FACTS.md "KubeRay"), and the Lustre CSI driver.
 
@@ -104,11 +109,16 @@ def maintenance_policy(cfg: ClusterConfig) -> dict[str, Any]:
     return policy
 
 
+def cluster_location(ctx: StackContext, cfg: ClusterConfig) -> str:
+    """Where the control plane lives (`cluster.controlPlaneLocation`): the region, or the zone."""
+    return ctx.region if cfg.control_plane_location == "regional" else ctx.zone
+
+
 def credentials_command(
-    cluster_name: pulumi.Input[str], location: str, project: str, *, dns: bool, location_flag: str = "--zone"
+    cluster_name: pulumi.Input[str], location: str, project: str, *, dns: bool, location_flag: str = "--location"
 ) -> pulumi.Output[str]:
     """The gcloud command that writes a kubeconfig entry for the cluster (at its DNS endpoint when `dns`);
-    `location_flag` is `--region` for a regional cluster."""
+    `--location` takes a region or a zone."""
     return pulumi.Output.concat(
         "gcloud container clusters get-credentials ",
         cluster_name,
@@ -201,7 +211,8 @@ def provisioning_settings(pool_cfg: GpuPoolConfig) -> dict[str, Any]:
 
 
 class GkeCluster(pulumi.ComponentResource):
-    """A zonal GKE Standard cluster with a CPU system pool and a multi-NIC GPU pool."""
+    """A GKE Standard cluster (regional control plane by default) with a CPU system pool and a multi-NIC
+    GPU pool, both in the stack's zone."""
 
     cluster: gcp.container.Cluster
     name: pulumi.Output[str]
@@ -213,7 +224,8 @@ class GkeCluster(pulumi.ComponentResource):
     certificate is publicly trusted (clients use the system roots)."""
     control_plane_access: str
     location: str
-    """The zone of the control plane and of every node."""
+    """The location of the control plane: the region (`cluster.controlPlaneLocation: regional`) or the zone.
+    Every node is in the stack's zone either way."""
     project: str
     node_service_account: gcp.serviceaccount.Account
     """The identity of every node VM (not of the pods)."""
@@ -249,7 +261,7 @@ class GkeCluster(pulumi.ComponentResource):
         `system_pool_name`: the pools are created under those names, and workloads read the same values."""
         super().__init__("nemo-rl-gke:infra:GkeCluster", name, None, opts)
         self._opts = opts
-        self.location = ctx.zone
+        self.location = cluster_location(ctx, cfg)
         self.project = ctx.project
         self.gpu_pool_facts = gpu_pool
         labels = ctx.labels(COMPONENT)
@@ -312,7 +324,11 @@ class GkeCluster(pulumi.ComponentResource):
             f"{name}-cluster",
             name=ctx.name("gke", Limit.GKE_CLUSTER),
             project=ctx.project,
-            location=ctx.zone,
+            location=self.location,
+            # A regional cluster would spread its (removed) default pool over three zones; every node of
+            # this cluster belongs in `zone`, next to the RoCE VPC and Lustre. A zonal cluster's own zone
+            # must not be listed (it is implied).
+            node_locations=[ctx.zone] if self.location != ctx.zone else None,
             description="nemo-rl-gke: GRPO training with NeMo-RL on Ray",
             network=networking.primary_network,
             subnetwork=networking.primary_subnet,
@@ -386,7 +402,8 @@ class GkeCluster(pulumi.ComponentResource):
             name=pool_name,
             project=ctx.project,
             cluster=self.cluster.name,
-            location=ctx.zone,
+            location=self.location,
+            # In the GPU pool's zone: the Ray head talks to the workers and to Lustre without crossing zones.
             node_locations=[ctx.zone],
             node_count=system.node_count,
             node_config={
@@ -469,7 +486,7 @@ class GkeCluster(pulumi.ComponentResource):
             name=self.gpu_pool_facts.pool_name,
             project=ctx.project,
             cluster=self.cluster.name,
-            location=ctx.zone,
+            location=self.location,
             # The RoCE subnets exist only for this zone.
             node_locations=[ctx.zone],
             opts=self._pool_opts(),
@@ -482,7 +499,7 @@ class GkeCluster(pulumi.ComponentResource):
         self.control_plane_access = cfg.control_plane_access
         self.endpoint, self.ca_certificate = client_endpoint(self.cluster, cfg)
         self.credentials_command = credentials_command(
-            self.cluster.name, ctx.zone, ctx.project, dns=cfg.control_plane_access == "dns"
+            self.cluster.name, self.location, ctx.project, dns=cfg.control_plane_access == "dns"
         )
 
 

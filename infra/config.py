@@ -321,6 +321,14 @@ class ClusterConfig(_Model):
     maintenance_start_time: str = Field(
         "03:00", pattern=r"^([01]\d|2[0-3]):[0-5]\d$", description="Daily maintenance window start (UTC, HH:MM)."
     )
+    control_plane_location: Literal["regional", "zonal"] = Field(
+        "regional",
+        description="`regional` (default, as both seeds and Google's A4/A3 Ultra blueprints): control-plane replicas in "
+        "several zones of `region`, so the API stays up during control-plane upgrades and a zone outage, when the "
+        "preemption watcher, `pulumi` and `python -m workloads` need it; both node pools stay in `zone`. `zonal`: one "
+        "control plane in `zone`, unreachable for minutes during its upgrades; it is the one cluster the GKE free tier "
+        "credits. Changing it replaces the cluster.",
+    )
     control_plane_access: Literal["dns", "ip"] = Field(
         "dns",
         description="How `pulumi up`, kubectl and `python -m workloads` reach the API server. `dns`: only the "
