@@ -369,3 +369,15 @@ def test_a_zonal_control_plane_is_an_option_in_the_zone_with_its_zone_left_impli
 def test_the_kubeconfig_context_names_the_regional_location():
     kubeconfig = json.loads(stack_plan("dev").one("pulumi:providers:kubernetes").inputs["kubeconfig"])
     assert kubeconfig["current-context"] == "gke_my-gcp-project_us-east1_dev-gke"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_cluster_sends_dcgm_gpu_metrics_to_managed_prometheus_as_the_blueprints_do(stack):
+    config = stack_plan(stack).one(CLUSTER).inputs["monitoringConfig"]
+    assert config["managedPrometheus"] == {"enabled": True}
+    assert "DCGM" in config["enableComponents"] and "SYSTEM_COMPONENTS" in config["enableComponents"]
+    # Values GKE accepts (pulumi-gcp ClusterMonitoringConfig.enable_components).
+    assert set(config["enableComponents"]) <= {
+        "SYSTEM_COMPONENTS", "APISERVER", "SCHEDULER", "CONTROLLER_MANAGER", "STORAGE", "HPA", "POD",
+        "DAEMONSET", "DEPLOYMENT", "STATEFULSET", "KUBELET", "CADVISOR", "DCGM", "JOBSET",
+    }
