@@ -6,6 +6,7 @@ jobs never mix. Only 127.0.0.1 is contacted.
 
 from __future__ import annotations
 
+import asyncio
 import io
 import shlex
 import socket
@@ -179,6 +180,19 @@ def test_the_cli_and_the_watcher_give_up_on_a_stalled_dashboard_in_one_line(monk
         assert time.monotonic() - started < 10
     assert code == 3 and err.getvalue().count("\n") == 1, err.getvalue()
     assert err.getvalue().startswith(f"error: Ray dashboard unreachable at {address}"), err.getvalue()
+
+
+def test_a_silent_log_stream_gives_up_after_its_idle_timeout_instead_of_hanging():
+    # What `logs --follow` drives Ray's log websocket with; a stream that never sends stands in for a
+    # stalled connection, and the caller then falls back to polling over HTTP (with timeouts).
+    async def silent():
+        await asyncio.sleep(3600)
+        yield "never"
+
+    started = time.monotonic()
+    with pytest.raises(asyncio.TimeoutError):
+        next(jobs._sync_iter(silent(), 0.2))
+    assert time.monotonic() - started < 5
 
 
 def test_the_cli_submits_the_stack_job_waits_and_retries_after_a_failure(head):

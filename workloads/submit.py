@@ -55,6 +55,10 @@ TERMINAL = frozenset({JobStatus.STOPPED, JobStatus.SUCCEEDED, JobStatus.FAILED})
 RETRYABLE = frozenset({JobStatus.STOPPED, JobStatus.FAILED})
 """A same-spec job that ended like this is submitted again (as a new attempt) by `submit`."""
 CONNECT_TIMEOUT = 10.0
+LOG_IDLE_TIMEOUT = 120.0
+"""Seconds `logs --follow` waits on Ray's log websocket without a chunk before it switches to polling
+the log over HTTP (which has `READ_TIMEOUT`, and notices a job that ended): a quiet job costs a switch,
+a stalled websocket no longer hangs the CLI."""
 READ_TIMEOUT = 60.0
 """Seconds a Job API request may wait for the next bytes of an answer. Ray's client sends every
 request without a timeout (ray/dashboard/modules/dashboard_sdk.py `_do_request`), so one stalled
@@ -580,14 +584,14 @@ def logs(
         shown = len(text)
     streamed = 0
     try:
-        for chunk in _sync_iter(client.tail_job_logs(job_id)):
+        for chunk in _sync_iter(client.tail_job_logs(job_id), LOG_IDLE_TIMEOUT):
             new = chunk[max(shown - streamed, 0):]
             streamed += len(chunk)
             shown = max(shown, streamed)
             if new:
                 yield new
         return
-    except (aiohttp.WSServerHandshakeError, aiohttp.ClientError, RuntimeError):
+    except (aiohttp.WSServerHandshakeError, aiohttp.ClientError, RuntimeError, asyncio.TimeoutError):
         # Streaming failed (or was never possible); continue from what was already shown.
         pass
     while True:
@@ -612,13 +616,14 @@ def last_lines(text: str, count: int) -> str:
     return text[end + 1:]
 
 
-def _sync_iter(agen: AsyncIterator[str]) -> Iterator[str]:
-    """Drive an async iterator from synchronous code on a private event loop."""
+def _sync_iter(agen: AsyncIterator[str], idle_timeout: Optional[float] = None) -> Iterator[str]:
+    """Drive an async iterator from synchronous code on a private event loop; `asyncio.TimeoutError`
+    when no item arrives within `idle_timeout` seconds."""
     loop = asyncio.new_event_loop()
     try:
         while True:
             try:
-                yield loop.run_until_complete(agen.__anext__())
+                yield loop.run_until_complete(asyncio.wait_for(agen.__anext__(), idle_timeout))
             except StopAsyncIteration:
                 return
     finally:
