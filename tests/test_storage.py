@@ -49,7 +49,9 @@ def test_lustre_capacity_and_throughput_are_sent_as_strings(stack):
 def test_lustre_lives_in_the_stack_zone_on_the_cluster_vpc(stack):
     plan = stack_plan(stack)
     instance, cluster = plan.one(LUSTRE), plan.one(CLUSTER)
-    assert instance.inputs["location"] == ZONES[stack] == cluster.inputs["location"], instance.name
+    # Lustre is in the zone of the nodes (the cluster's control plane is regional, its nodes are there).
+    assert instance.inputs["location"] == ZONES[stack], instance.name
+    assert cluster.inputs["nodeLocations"] == [ZONES[stack]], cluster.name
     assert instance.inputs["network"] == f"projects/my-gcp-project/global/networks/{stack}-vpc", instance.name
     assert instance.inputs["network"] == cluster.inputs["network"] == plan.one(CONNECTION).inputs["network"], instance.name
     assert instance.inputs["instanceId"] == f"{stack}-lustre", instance.name
