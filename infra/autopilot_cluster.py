@@ -165,6 +165,8 @@ class AutopilotCluster(pulumi.ComponentResource):
                 # Nodes GKE creates run as the account from the start: it must hold its roles first.
                 depends_on=self.node_service_account_grants,
                 custom_timeouts=CLUSTER_TIMEOUTS,
+                # Refused in the preview of `pulumi destroy`, before anything is deleted (see GkeCluster).
+                protect=cfg.deletion_protection,
             ),
         )
         self.name = self.cluster.name
