@@ -13,6 +13,10 @@ from infra.nccl import NcclRdmaInstaller
 from infra.nccl_autopilot import NcclRdmaInstallerAutopilot
 from infra.network import Networking
 from infra.observability import build_dashboard
+from infra.project_apis import (
+    COMPUTE, CONTAINER, IAM, LOGGING, LUSTRE, MONITORING, RESOURCE_MANAGER, SERVICE_NETWORKING, SERVICE_USAGE, STORAGE,
+    ProjectApis,
+)
 from infra.ray_cluster import RAY_CLUSTER_NAME, RayCluster
 from infra.stack_context import StackContext
 from infra.storage import ArtifactBucket, Lustre, LustreDataGuard, lustre_port
@@ -39,12 +43,24 @@ worker_fit = cfg.worker_fit
 job_spec = job_spec_for_stack(settings.stack, cfg, wandb_key_set=settings.wandb_key_set, pool=gpu_pool)
 
 # ---------------------------------------------------------------- Google Cloud
+# A new project has most of these APIs off: each component waits for the ones its resources call
+# (manageApis: false leaves them to the project's owner).
+apis = ProjectApis("apis", ctx, manage=cfg.manage_apis)
 # Lustre and the cluster share only the network: they are created in parallel.
-network = Networking("network", ctx, cfg.network, flavour, lustre_port(cfg.lustre_needs_legacy_port))
-lustre = Lustre("lustre", ctx, cfg.lustre, cfg.lustre_instance_id, network.primary_network, network.psa_connection)
+network = Networking(
+    "network", ctx, cfg.network, flavour, lustre_port(cfg.lustre_needs_legacy_port),
+    opts=apis.wait_for(COMPUTE, SERVICE_NETWORKING),
+)
+lustre = Lustre(
+    "lustre", ctx, cfg.lustre, cfg.lustre_instance_id, network.primary_network, network.psa_connection,
+    opts=apis.wait_for(LUSTRE),
+)
 cluster: GkeCluster | AutopilotCluster
 if autopilot:
-    cluster = AutopilotCluster("gke", ctx, cfg.cluster, network, cfg.lustre_needs_legacy_port, gpu_pool=gpu_pool)
+    cluster = AutopilotCluster(
+        "gke", ctx, cfg.cluster, network, cfg.lustre_needs_legacy_port, gpu_pool=gpu_pool,
+        opts=apis.wait_for(CONTAINER, IAM, RESOURCE_MANAGER),
+    )
 else:
     cluster = GkeCluster(
         "gke",
@@ -56,6 +72,7 @@ else:
         cfg.lustre_needs_legacy_port,
         gpu_pool=gpu_pool,
         system_pool_name=system_pool,
+        opts=apis.wait_for(CONTAINER, IAM, RESOURCE_MANAGER),
     )
 # `pulumi destroy` keeps the bucket (and what was exported into it) unless storage.deleteBucketOnDestroy.
 artifacts = ArtifactBucket(
@@ -63,12 +80,16 @@ artifacts = ArtifactBucket(
     ctx,
     cfg.ray.namespace,
     cfg.ray.service_account,
+    workload_pool=cluster.workload_pool,
     delete_on_destroy=cfg.storage.delete_bucket_on_destroy,
     adopt_existing=cfg.storage.adopt_existing_bucket,
+    opts=apis.wait_for(STORAGE, RESOURCE_MANAGER),
 )
 # Deleted before Lustre and the bucket: exports checkpoints/ and logs/ first (lustre.exportOnDestroy),
 # and imports lustre.importFrom into a new instance.
-lustre_data = LustreDataGuard("lustre-data", ctx, cfg.lustre, lustre, artifacts, results_dirs())
+lustre_data = LustreDataGuard(
+    "lustre-data", ctx, cfg.lustre, lustre, artifacts, results_dirs(), opts=apis.wait_for(LUSTRE, STORAGE, SERVICE_USAGE)
+)
 
 pulumi.export("clusterName", cluster.name)
 # Where API clients connect (the DNS endpoint's host name by default) and, for the IP endpoint,
@@ -157,7 +178,8 @@ pulumi.export("rayDashboardProxyPath", ray_cluster.dashboard_proxy_path)
 pulumi.export("rayWorkerGroup", ray_cluster.worker_group)
 
 # ---------------------------------------------------------------- The job
-# Submitted once the Ray release is up, stopped before it goes; job.submit=false deploys Ray only.
+# Submitted once the Ray release is up, stopped before it goes, resubmitted when it is replaced;
+# job.submit=false deploys Ray only.
 job = build_training_job(
     job_spec,
     cfg,
@@ -165,7 +187,8 @@ job = build_training_job(
     ca_certificate=cluster.ca_certificate,
     head_service=ray_cluster.head_service,
     ray_cluster_name=ray_cluster.cluster_name,
-    opts=pulumi.ResourceOptions(depends_on=[ray_cluster.release]),
+    # Submitted after the release, stopped before it goes, and replaced with it (infra/training_job.py).
+    ray_release=ray_cluster.release,
 )
 if job is not None:
     pulumi.export("jobId", job.submission_id)
@@ -186,6 +209,6 @@ watcher = build_preemption_watcher(
 )
 if watcher is not None:
     pulumi.export("preemptionWatcherLogsCommand", watcher.logs_command)
-monitoring = build_dashboard(ctx, cluster=cluster, lustre=lustre, ray=ray_cluster)
+monitoring = build_dashboard(ctx, cluster=cluster, lustre=lustre, ray=ray_cluster, opts=apis.wait_for(MONITORING, LOGGING))
 pulumi.export("monitoringDashboard", monitoring.display_name)
 pulumi.export("monitoringConsoleUrl", monitoring.console_url)

@@ -43,6 +43,7 @@ from infra.cluster import (
     ip_allocation_policy,
     maintenance_policy,
     node_service_account,
+    workload_pool_of,
 )
 from infra.config import ClusterConfig
 from infra.naming import Limit
@@ -73,6 +74,8 @@ class AutopilotCluster(pulumi.ComponentResource):
     """Always empty: Autopilot has no node pools to wait for."""
     gpu_pool_facts: GpuPoolFacts
     """What workloads need to select and configure the GPU nodes (plan-time data, node labels)."""
+    workload_pool: pulumi.Output[str]
+    """The Workload Identity pool as the cluster reports it (see `GkeCluster.workload_pool`)."""
     credentials_command: pulumi.Output[str]
     node_name_prefix = "gk3"
     """How GKE starts the names of Autopilot node VMs (`gk3-<cluster>-...`)."""
@@ -162,9 +165,13 @@ class AutopilotCluster(pulumi.ComponentResource):
                 # Nodes GKE creates run as the account from the start: it must hold its roles first.
                 depends_on=self.node_service_account_grants,
                 custom_timeouts=CLUSTER_TIMEOUTS,
+                # Refused in the preview of `pulumi destroy`, before anything is deleted (see GkeCluster).
+                protect=cfg.deletion_protection,
             ),
         )
         self.name = self.cluster.name
+        # Grants to Kubernetes service accounts take the pool from here: they wait for the cluster.
+        self.workload_pool = self.cluster.workload_identity_config.apply(workload_pool_of)
 
 
 def autopilot_node_defaults(service_account: pulumi.Input[str]) -> dict[str, Any]:

@@ -1,8 +1,13 @@
 """The GKE Standard cluster and its two node pools (`cluster.mode: standard`, the default; Autopilot is
 infra/autopilot_cluster.py, which shares the helpers here).
 
-The cluster is zonal (in the zone of the RoCE VPC and of Lustre) because the GPU nodes' RDMA NICs can
-only attach to subnets of a RoCE network pinned to that zone (FACTS.md "GPU flavours"). It runs
+Every node is in one zone (that of the RoCE VPC and of Lustre), because the GPU nodes' RDMA NICs can
+only attach to subnets of a RoCE network pinned to that zone (FACTS.md "GPU flavours"). The control
+plane is regional by default, as in both seeds and Google's A4/A3 Ultra blueprints (cluster-toolkit
+modules/scheduler/gke-cluster: `cluster_availability_type` REGIONAL, the GPU pool's `zones: [zone]`):
+replicas in several zones keep the API up during control-plane upgrades, when the preemption watcher,
+`pulumi` and `python -m workloads` need it. `cluster.controlPlaneLocation: zonal` keeps one control
+plane in the zone (docs/deploy.md, "Regional or zonal control plane"). The cluster runs
 Dataplane V2 with multi-networking so pods can take the nodes' extra NICs, the GKE Ray operator addon
 (so no KubeRay operator is installed by us, FACTS.md "KubeRay"), and the Lustre CSI driver.
 
@@ -42,6 +47,7 @@ from infra.flavours import Flavour
 from infra.naming import Limit
 from infra.autopilot_pods import gpu_node_labels
 from infra.network import Networking, nic_attachments
+from infra.options import child_options
 
 COMPONENT = "gke"
 
@@ -49,14 +55,33 @@ CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 """Node VM scope: access is governed by IAM on the node service account, not by legacy scopes."""
 
 NODE_SERVICE_ACCOUNT_ROLES = (
-    "roles/logging.logWriter",
-    "roles/monitoring.metricWriter",
-    "roles/monitoring.viewer",
-    "roles/stackdriver.resourceMetadata.writer",
+    "roles/container.defaultNodeServiceAccount",
     "roles/artifactregistry.reader",
 )
-"""Everything the node VMs need: write logs and metrics, read metadata for them, pull images from
-Artifact Registry (GKE hardening guide, "Use least privilege Google service accounts")."""
+"""What the node VMs need: GKE's least-privilege role for node service accounts (logs, metrics,
+resource metadata, autoscaling metrics) and image pulls from Artifact Registry (GKE "Configure GKE node
+service accounts", docs.cloud.google.com/kubernetes-engine/security/configure-node-service-accounts;
+CIS GKE Benchmark 2.0 5.2.1). Replaces the older list of logWriter, metricWriter, monitoring.viewer
+and resourceMetadata.writer that the role bundles."""
+
+MONITORING_COMPONENTS = (
+    "SYSTEM_COMPONENTS",
+    "POD",
+    "DAEMONSET",
+    "DEPLOYMENT",
+    "STATEFULSET",
+    "STORAGE",
+    "HPA",
+    "CADVISOR",
+    "KUBELET",
+    "DCGM",
+)
+"""GKE metric packages, as Google's A4/A3 Ultra blueprints turn them on (cluster-toolkit
+modules/scheduler/gke-cluster `monitoring_components` + DCGM with `enable_dcgm_monitoring`, with
+Managed Service for Prometheus). DCGM makes GKE run DCGM-Exporter on the GPU nodes and scrape it into
+Managed Prometheus (`prometheus.googleapis.com/DCGM_FI_*`, the dashboard's GPU charts; GKE "Collect
+and view DCGM metrics"). JOBSET, in the blueprints' list too, is left out: nothing here runs JobSets and
+GKE accepts it only from 1.32.1-gke.1357001, above the H200 flavour's minimum version."""
 
 SHIELDED_INSTANCE_CONFIG = {"enable_secure_boot": True, "enable_integrity_monitoring": True}
 """Secure Boot (only signed boot components and kernel modules: the GKE-installed NVIDIA drivers on COS
@@ -103,11 +128,16 @@ def maintenance_policy(cfg: ClusterConfig) -> dict[str, Any]:
     return policy
 
 
+def cluster_location(ctx: StackContext, cfg: ClusterConfig) -> str:
+    """Where the control plane lives (`cluster.controlPlaneLocation`): the region, or the zone."""
+    return ctx.region if cfg.control_plane_location == "regional" else ctx.zone
+
+
 def credentials_command(
-    cluster_name: pulumi.Input[str], location: str, project: str, *, dns: bool, location_flag: str = "--zone"
+    cluster_name: pulumi.Input[str], location: str, project: str, *, dns: bool, location_flag: str = "--location"
 ) -> pulumi.Output[str]:
     """The gcloud command that writes a kubeconfig entry for the cluster (at its DNS endpoint when `dns`);
-    `location_flag` is `--region` for a regional cluster."""
+    `--location` takes a region or a zone."""
     return pulumi.Output.concat(
         "gcloud container clusters get-credentials ",
         cluster_name,
@@ -200,7 +230,8 @@ def provisioning_settings(pool_cfg: GpuPoolConfig) -> dict[str, Any]:
 
 
 class GkeCluster(pulumi.ComponentResource):
-    """A zonal GKE Standard cluster with a CPU system pool and a multi-NIC GPU pool."""
+    """A GKE Standard cluster (regional control plane by default) with a CPU system pool and a multi-NIC
+    GPU pool, both in the stack's zone."""
 
     cluster: gcp.container.Cluster
     name: pulumi.Output[str]
@@ -212,7 +243,8 @@ class GkeCluster(pulumi.ComponentResource):
     certificate is publicly trusted (clients use the system roots)."""
     control_plane_access: str
     location: str
-    """The zone of the control plane and of every node."""
+    """The location of the control plane: the region (`cluster.controlPlaneLocation: regional`) or the zone.
+    Every node is in the stack's zone either way."""
     project: str
     node_service_account: gcp.serviceaccount.Account
     """The identity of every node VM (not of the pods)."""
@@ -226,6 +258,9 @@ class GkeCluster(pulumi.ComponentResource):
     credentials_command: pulumi.Output[str]
     node_name_prefix = "gke"
     """How GKE starts the names of this cluster's node VMs (`gke-<cluster>-<pool>-...`)."""
+    workload_pool: pulumi.Output[str]
+    """The Workload Identity pool as the cluster reports it: grants to Kubernetes service accounts take it
+    from here, so they wait for the cluster that creates the pool."""
 
     def __init__(
         self,
@@ -244,7 +279,8 @@ class GkeCluster(pulumi.ComponentResource):
         """`gpu_pool` and `system_pool_name` are the plan-time facts of `gpu_pool_facts` and
         `system_pool_name`: the pools are created under those names, and workloads read the same values."""
         super().__init__("nemo-rl-gke:infra:GkeCluster", name, None, opts)
-        self.location = ctx.zone
+        self._opts = opts
+        self.location = cluster_location(ctx, cfg)
         self.project = ctx.project
         self.gpu_pool_facts = gpu_pool
         labels = ctx.labels(COMPONENT)
@@ -262,6 +298,7 @@ class GkeCluster(pulumi.ComponentResource):
                 "controlPlaneAccess": self.control_plane_access,
                 "location": self.location,
                 "credentialsCommand": self.credentials_command,
+                "workloadPool": self.workload_pool,
                 "systemPool": self.system_pool.name,
                 "nodeServiceAccount": self.node_service_account.email,
                 "gpuPool": self.gpu_pool.name,
@@ -280,7 +317,10 @@ class GkeCluster(pulumi.ComponentResource):
 
     def _node_identity(self, name: str, ctx: StackContext) -> dict[str, Any]:
         """The node VMs' service account and its grants; returns the node config every pool shares."""
-        self.node_service_account, self.node_service_account_grants = node_service_account(self, name, ctx)
+        # The caller's depends_on (the APIs these resources call) holds for each child.
+        self.node_service_account, self.node_service_account_grants = node_service_account(
+            self, name, ctx, child_options(self, self._opts)
+        )
         return {
             "service_account": self.node_service_account.email,
             "oauth_scopes": [CLOUD_PLATFORM_SCOPE],
@@ -303,7 +343,11 @@ class GkeCluster(pulumi.ComponentResource):
             f"{name}-cluster",
             name=ctx.name("gke", Limit.GKE_CLUSTER),
             project=ctx.project,
-            location=ctx.zone,
+            location=self.location,
+            # A regional cluster would spread its (removed) default pool over three zones; every node of
+            # this cluster belongs in `zone`, next to the RoCE VPC and Lustre. A zonal cluster's own zone
+            # must not be listed (it is implied).
+            node_locations=[ctx.zone] if self.location != ctx.zone else None,
             description="nemo-rl-gke: GRPO training with NeMo-RL on Ray",
             network=networking.primary_network,
             subnetwork=networking.primary_subnet,
@@ -314,6 +358,10 @@ class GkeCluster(pulumi.ComponentResource):
             enable_multi_networking=True,
             workload_identity_config={"workload_pool": f"{ctx.project}.svc.id.goog"},
             addons_config=addons_config(legacy_lustre_port),
+            monitoring_config={
+                "enable_components": list(MONITORING_COMPONENTS),
+                "managed_prometheus": {"enabled": True},
+            },
             release_channel={"channel": cfg.release_channel},
             # Unset: the channel's default version, which GKE keeps available; a pinned minimum is refused
             # once it leaves the channel.
@@ -329,21 +377,33 @@ class GkeCluster(pulumi.ComponentResource):
             remove_default_node_pool=True,
             initial_node_count=1,
             node_config=dict(node_identity),
-            opts=pulumi.ResourceOptions(
-                parent=self,
+            opts=child_options(
+                self,
+                self._opts,
                 depends_on=self.node_service_account_grants,
                 custom_timeouts=CLUSTER_TIMEOUTS,
+                # GKE's deletionProtection only refuses the cluster's own delete, which `pulumi destroy`
+                # reaches last: Lustre (exported), the node pools and every in-cluster object would go
+                # first. Pulumi's `protect` refuses in the preview instead: DeleteStep.Apply checks it
+                # before its dry-run branch, so the preview of `pulumi destroy` fails ("cannot be deleted
+                # because it is protected") and nothing is executed (pulumi/pulumi
+                # pkg/resource/deploy/step.go, pkg/backend/apply.go PreviewThenPromptThenExecute). Only a
+                # destroy that skips the preview (`--skip-preview`, the Automation API) still deletes the
+                # rest first; docs/deploy.md says so. Both flags follow `cluster.deletionProtection`.
+                protect=cfg.deletion_protection,
                 # `nodeConfig` only shapes the removed default pool; once it is gone the API may report
                 # another pool's config there, and a diff on it would replace the whole cluster.
                 ignore_changes=["nodeConfig"],
             ),
         )
         self.name = self.cluster.name
+        self.workload_pool = self.cluster.workload_identity_config.apply(workload_pool_of)
 
     def _pool_opts(self) -> pulumi.ResourceOptions:
         # The grants first: a node that cannot write logs or pull images comes up broken.
-        return pulumi.ResourceOptions(
-            parent=self,
+        return child_options(
+            self,
+            self._opts,
             depends_on=[self.cluster, *self.node_service_account_grants],
             custom_timeouts=NODE_POOL_TIMEOUTS,
         )
@@ -365,7 +425,8 @@ class GkeCluster(pulumi.ComponentResource):
             name=pool_name,
             project=ctx.project,
             cluster=self.cluster.name,
-            location=ctx.zone,
+            location=self.location,
+            # In the GPU pool's zone: the Ray head talks to the workers and to Lustre without crossing zones.
             node_locations=[ctx.zone],
             node_count=system.node_count,
             node_config={
@@ -448,7 +509,7 @@ class GkeCluster(pulumi.ComponentResource):
             name=self.gpu_pool_facts.pool_name,
             project=ctx.project,
             cluster=self.cluster.name,
-            location=ctx.zone,
+            location=self.location,
             # The RoCE subnets exist only for this zone.
             node_locations=[ctx.zone],
             opts=self._pool_opts(),
@@ -461,7 +522,7 @@ class GkeCluster(pulumi.ComponentResource):
         self.control_plane_access = cfg.control_plane_access
         self.endpoint, self.ca_certificate = client_endpoint(self.cluster, cfg)
         self.credentials_command = credentials_command(
-            self.cluster.name, ctx.zone, ctx.project, dns=cfg.control_plane_access == "dns"
+            self.cluster.name, self.location, ctx.project, dns=cfg.control_plane_access == "dns"
         )
 
 
@@ -564,6 +625,14 @@ def addons_config(legacy_lustre_port: bool) -> dict[str, Any]:
         # Lets pods mount the artifact bucket as a volume; free when unused.
         "gcs_fuse_csi_driver_config": {"enabled": True},
     }
+
+
+def workload_pool_of(config: Any) -> str:
+    """`workloadIdentityConfig.workloadPool` as the cluster reports it (`<project>.svc.id.goog`)."""
+    pool = getattr(config, "workload_pool", None) if config is not None else None
+    if not pool:
+        raise ValueError("the cluster reports no workloadIdentityConfig.workloadPool; Workload Identity is off")
+    return pool
 
 
 def _dns_endpoint(config: Any) -> str:

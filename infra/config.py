@@ -56,16 +56,56 @@ PROJECT = "nemo-rl-gke"
 SECRET_KEYS = ("hfToken", "wandbApiKey")
 """Config keys that must be Pulumi secrets (`pulumi config set --secret`)."""
 
-# Managed Lustre performance tiers (FACTS.md "Managed Lustre"): tier -> (min GiB, step GiB, max GiB).
-LUSTRE_TIERS: dict[int, tuple[int, int, int]] = {
-    1000: (9000, 9000, 1_530_000),
-    500: (18000, 18000, 3_060_000),
-    250: (36000, 36000, 6_120_000),
-    125: (72000, 72000, 7_632_000),
+@dataclass(frozen=True)
+class LustreTier:
+    """The capacities one Managed Lustre performance tier accepts.
+
+    From `min_gib`, in steps of `step_gib` up to `threshold_gib`; above it, multiples of the larger
+    `large_step_gib` up to `max_gib` (every tier's maximum is 139 of those). An instance created at or
+    below the threshold can later grow only up to it (managed-lustre docs, "Increase capacity").
+    """
+
+    min_gib: int
+    step_gib: int
+    threshold_gib: int
+    large_step_gib: int
+    max_gib: int
+
+    def accepts(self, capacity_gib: int) -> bool:
+        if not self.min_gib <= capacity_gib <= self.max_gib:
+            return False
+        step = self.step_gib if capacity_gib <= self.threshold_gib else self.large_step_gib
+        return capacity_gib % step == 0
+
+    def round_up(self, need_gib: float) -> Optional[int]:
+        """The smallest accepted capacity of at least `need_gib`, or None when the tier cannot hold it."""
+        capacity = max(self.min_gib, math.ceil(need_gib / self.step_gib) * self.step_gib)
+        if capacity > self.threshold_gib:
+            capacity = math.ceil(need_gib / self.large_step_gib) * self.large_step_gib
+        return capacity if capacity <= self.max_gib else None
+
+    def allowed(self) -> str:
+        text = f"{self.min_gib} to {self.threshold_gib} GiB in steps of {self.step_gib}"
+        if self.threshold_gib < self.max_gib:
+            text += f", or up to {self.max_gib} GiB in multiples of {self.large_step_gib}"
+        return text
+
+
+# Managed Lustre performance tiers, MB/s per TiB -> capacities (FACTS.md "Managed Lustre"; checked
+# against docs.cloud.google.com/managed-lustre/docs/performance-tiers and .../increase-capacity, 2026-12).
+LUSTRE_TIERS: dict[int, LustreTier] = {
+    1000: LustreTier(9_000, 9_000, 1_530_000, 72_000, 10_008_000),
+    500: LustreTier(18_000, 18_000, 3_060_000, 144_000, 20_016_000),
+    250: LustreTier(36_000, 36_000, 6_120_000, 288_000, 40_032_000),
+    125: LustreTier(72_000, 72_000, 12_240_000, 72_000, 12_240_000),
 }
 
-# From this GKE version the Lustre CSI driver talks to port 988 and the legacy port is not needed.
-LUSTRE_PORT_988_MIN_GKE = "1.33.2-gke.4780000"
+LUSTRE_PORT_988_MIN_GKE = "1.33.2-gke.4655000"
+"""The one cut-off of the Lustre port, used everywhere: from this GKE node version the Lustre CSI driver
+reaches plain instances on port 988 and the legacy flag (6988, `gkeSupportEnabled` instances) is not
+needed (container.v1 API reference rev 20261027, LustreCsiDriverConfig.enableLegacyLustrePort; FACTS.md
+"Managed Lustre"). The GKE Managed Lustre page names 1.33.2-gke.4780000 for the default port change;
+the earlier of the two is the API's own statement about the flag."""
 LUSTRE_CSI_MIN_GKE = "1.33.2-gke.1111000"
 """The oldest node version the GKE Managed Lustre CSI add-on supports (GKE "About the Managed Lustre CSI
 driver", limitations). Older guidance (managed-lustre "Connect from GKE", nodes from 1.31.5) allowed
@@ -281,6 +321,14 @@ class ClusterConfig(_Model):
     maintenance_start_time: str = Field(
         "03:00", pattern=r"^([01]\d|2[0-3]):[0-5]\d$", description="Daily maintenance window start (UTC, HH:MM)."
     )
+    control_plane_location: Literal["regional", "zonal"] = Field(
+        "regional",
+        description="`regional` (default, as both seeds and Google's A4/A3 Ultra blueprints): control-plane replicas in "
+        "several zones of `region`, so the API stays up during control-plane upgrades and a zone outage, when the "
+        "preemption watcher, `pulumi` and `python -m workloads` need it; both node pools stay in `zone`. `zonal`: one "
+        "control plane in `zone`, unreachable for minutes during its upgrades; it is the one cluster the GKE free tier "
+        "credits. Changing it replaces the cluster.",
+    )
     control_plane_access: Literal["dns", "ip"] = Field(
         "dns",
         description="How `pulumi up`, kubectl and `python -m workloads` reach the API server. `dns`: only the "
@@ -480,12 +528,12 @@ class LustreConfig(_Model):
 
     @model_validator(mode="after")
     def _capacity(self) -> "LustreConfig":
-        low, step, high = LUSTRE_TIERS[self.per_unit_storage_throughput]
-        if not (low <= self.capacity_gib <= high) or self.capacity_gib % step:
+        tier = LUSTRE_TIERS[self.per_unit_storage_throughput]
+        if not tier.accepts(self.capacity_gib):
             raise KeyedValueError(
                 "capacityGib",
                 f"{self.capacity_gib} is not valid for perUnitStorageThroughput {self.per_unit_storage_throughput}; "
-                f"allowed: {low} to {high} GiB in steps of {step}",
+                f"allowed: {tier.allowed()}",
             )
         return self
 
@@ -736,6 +784,12 @@ class StackConfig(_Model):
         False,
         description="Accept a `zone` that the zone catalogue (data/zones.yaml) does not list for the flavour and "
         "Managed Lustre: for a zone Google added after the catalogue was checked.",
+    )
+    manage_apis: bool = Field(
+        True,
+        description="Enable every Google Cloud API the stack uses (Service Usage; left on by `pulumi destroy`) and make "
+        "each resource wait for its API. false where the deployer may not enable services: the APIs listed in "
+        "docs/deploy.md must then be on already.",
     )
     flavour: str = Field("b200", description=f"GPU flavour: one of {', '.join(FLAVOURS)}.")
     gpu_pool: GpuPoolConfig = Field(default_factory=GpuPoolConfig, description="GPU node pool.")

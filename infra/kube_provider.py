@@ -3,8 +3,18 @@
 Why a kubeconfig with an exec plugin and no token: a token taken at deploy time (e.g. from
 `gcp.organizations.get_client_config`) expires after about an hour, and a long `pulumi up` (node
 pools, image pulls) or any later `pulumi destroy` would then fail half way. `gke-gcloud-auth-plugin`
-mints a fresh token from the caller's gcloud credentials on every connection (FACTS.md "Pulumi on
-GKE"). Nothing secret is in the kubeconfig: it holds only the endpoint and, for the IP endpoint,
+mints a fresh token on every connection (FACTS.md "Pulumi on GKE").
+
+One identity: with no arguments the plugin mints tokens for gcloud's own account (`gcloud auth
+login`, through `gcloud config config-helper`), which need not be the identity pulumi-gcp, the
+dynamic providers and `python -m workloads` use: Application Default Credentials. The plugin's
+`--use_application_default_credentials` flag (kubernetes/cloud-provider-gcp
+cmd/gke-gcloud-auth-plugin; gcloud writes the same argument when `container/use_application_default_credentials`
+is set) makes it mint them from ADC too, so one `gcloud auth application-default login` is all a
+deploy needs (FACTS.md "Verified on a second look"). Only on the real cloud: gcloud refuses to
+*write* that flag together with `--dns-endpoint` in its own kubeconfigs (googlecloudsdk
+api_lib/container/kubeconfig.py); the plugin itself does not know which endpoint it serves, and the
+DNS endpoint takes any Google OAuth token of an identity with `container.clusters.connect`. Nothing secret is in the kubeconfig: it holds only the endpoint and, for the IP endpoint,
 the cluster CA. The DNS endpoint (`cluster.controlPlaneAccess: dns`) serves a publicly trusted
 certificate, so its kubeconfig carries no CA and clients verify against the system roots, as the
 kubeconfig `gcloud container clusters get-credentials --dns-endpoint` writes does.
@@ -25,9 +35,11 @@ from infra.options import child_options
 
 AUTH_PLUGIN = "gke-gcloud-auth-plugin"
 AUTH_API_VERSION = "client.authentication.k8s.io/v1beta1"
+AUTH_ARGS = ("--use_application_default_credentials",)
+"""Tokens from Application Default Credentials, the identity every other part of a deploy uses."""
 AUTH_INSTALL_HINT = (
     "Install gke-gcloud-auth-plugin to reach the GKE cluster: `gcloud components install gke-gcloud-auth-plugin` "
-    "(or `apt-get install google-cloud-cli-gke-gcloud-auth-plugin`), then run `gcloud auth login`."
+    "(or `apt-get install google-cloud-cli-gke-gcloud-auth-plugin`), then run `gcloud auth application-default login`."
 )
 
 # Kubernetes labels on every object this program creates directly (Helm labels its own objects).
@@ -64,6 +76,7 @@ def build_kubeconfig(context: str, endpoint: str, ca_certificate: Optional[str])
                     "exec": {
                         "apiVersion": AUTH_API_VERSION,
                         "command": AUTH_PLUGIN,
+                        "args": list(AUTH_ARGS),
                         "installHint": AUTH_INSTALL_HINT,
                         "provideClusterInfo": True,
                     }

@@ -109,6 +109,22 @@ def _api_errors() -> Any:
     return exceptions
 
 
+def _auth_errors() -> tuple[type[BaseException], ...]:
+    """Credential failures: none found (DefaultCredentialsError), a refresh refused (RefreshError), ..."""
+    from google.auth import exceptions
+
+    return (exceptions.GoogleAuthError,)
+
+
+def _credentials_problem(err: BaseException) -> str:
+    """One line: what went wrong with the credentials and the command that fixes it."""
+    first = (str(err).splitlines() or [""])[0][:200]
+    return (
+        f"no usable Google credentials ({type(err).__name__}: {first}); run `gcloud auth application-default login` "
+        "(Application Default Credentials, the identity `pulumi` uses)"
+    )
+
+
 def _failed_objects(operation: Any) -> tuple[int, list[str]]:
     """Objects the finished transfer could not copy, and up to five sample errors from its metadata."""
     meta = getattr(getattr(operation, "metadata", None), "operation_metadata", None)
@@ -250,7 +266,14 @@ class LustreGuardProvider(ResourceProvider):
         inputs = _inputs(props)
         imported = ""
         if inputs["import_from"]:
-            imported = import_results(make_client(inputs["project"]), inputs)
+            try:
+                imported = import_results(make_client(inputs["project"]), inputs)
+            except _auth_errors() as err:
+                raise TransferError(
+                    f"importing {inputs['import_from']} into Lustre instance "
+                    f"{instance_name(inputs['project'], inputs['zone'], inputs['instance_id'])}: {_credentials_problem(err)}. "
+                    "The instance exists; run `pulumi up` again once credentials work, or remove lustre.importFrom."
+                ) from None
         outs = _outputs(inputs, imported)
         return CreateResult(id_=outs["instance_name"], outs=outs)
 
@@ -269,7 +292,12 @@ class LustreGuardProvider(ResourceProvider):
         inputs = _inputs(props)
         if not inputs["export_on_destroy"]:
             return
-        export_results(make_client(inputs["project"]), inputs)
+        try:
+            export_results(make_client(inputs["project"]), inputs)
+        except _auth_errors() as err:
+            # Without credentials nothing was exported: refuse, so the instance and the bucket stay.
+            name = instance_name(inputs["project"], inputs["zone"], inputs["instance_id"])
+            raise TransferError(_refusal(name, inputs, _credentials_problem(err), [])) from None
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         return ReadResult(id_=id_, outs=props)

@@ -36,6 +36,7 @@ from infra.config import NetworkConfig
 from infra.stack_context import NicAttachment, StackContext
 from infra.flavours import Flavour
 from infra.naming import Limit
+from infra.options import child_options
 
 COMPONENT = "network"
 
@@ -154,7 +155,8 @@ class Networking(pulumi.ComponentResource):
             raise ValueError(f"flavour {flavour.name}: {flavour.gvnic_extra_nics} extra gVNIC NICs; only 1 is supported")
         if len(cfg.rdma_cidrs) != flavour.rdma_nics:
             raise ValueError(f"{len(cfg.rdma_cidrs)} RDMA subnets for the {flavour.rdma_nics} RDMA NICs of flavour {flavour.name}")
-        child = pulumi.ResourceOptions(parent=self)
+        # The caller's depends_on (the APIs these resources call) holds for each child.
+        child = child_options(self, opts)
         project, region = ctx.project, ctx.region
         self.lustre_port = lustre_port
         self.pods_cidr, self.services_cidr = cfg.pods_cidr, cfg.services_cidr

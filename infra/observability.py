@@ -42,6 +42,7 @@ from typing import Any, Optional
 import pulumi
 import pulumi_gcp as gcp
 
+from infra.options import child_options
 from infra.stack_context import GpuPoolFacts, StackContext
 from infra.watcher_deployment import NAME as WATCHER_NAME
 
@@ -52,6 +53,10 @@ METRICS_GKE_URL = "https://cloud.google.com/monitoring/api/metrics_kubernetes"
 LOG_METRICS_URL = "https://cloud.google.com/logging/docs/logs-based-metrics"
 SPOT_PREEMPTION_URL = "https://cloud.google.com/compute/docs/instances/create-use-spot"
 RESOURCES_URL = "https://cloud.google.com/logging/docs/api/v2/resource-list"
+DCGM_METRICS_URL = "https://cloud.google.com/kubernetes-engine/docs/how-to/dcgm-metrics"
+"""GKE's managed DCGM metrics (monitoringConfig component DCGM, infra/cluster.py): DCGM-Exporter fields
+scraped into Managed Service for Prometheus as `prometheus.googleapis.com/<field>/gauge` on the
+`prometheus_target` resource (labels project_id, location, cluster, namespace, job, instance)."""
 """Labels of the monitored resources the filters use (k8s_node, k8s_container, lustre.googleapis.com/Instance)."""
 
 
@@ -69,6 +74,9 @@ METRICS: dict[str, MetricSource] = {
     "lustre.googleapis.com/instance/free_bytes": MetricSource("lustre.googleapis.com/Instance", "GAUGE", METRICS_LUSTRE_URL),
     "kubernetes.io/node/accelerator/duty_cycle": MetricSource("k8s_node", "GAUGE", METRICS_GKE_URL),
     "kubernetes.io/container/accelerator/duty_cycle": MetricSource("k8s_container", "GAUGE", METRICS_GKE_URL),
+    "prometheus.googleapis.com/DCGM_FI_DEV_GPU_UTIL/gauge": MetricSource("prometheus_target", "GAUGE", DCGM_METRICS_URL),
+    "prometheus.googleapis.com/DCGM_FI_PROF_PIPE_TENSOR_ACTIVE/gauge": MetricSource("prometheus_target", "GAUGE", DCGM_METRICS_URL),
+    "prometheus.googleapis.com/DCGM_FI_DEV_FB_USED/gauge": MetricSource("prometheus_target", "GAUGE", DCGM_METRICS_URL),
 }
 """Built-in metric types the dashboard may use, with the Cloud Monitoring reference page of each."""
 
@@ -154,6 +162,11 @@ def dashboard_document(
         f'resource.label."location"={_q(zone)}'
     )
     preempted = f'resource.type="gce_instance" resource.label."zone"={_q(zone)}'
+    # One DCGM-Exporter target per GPU node; its `instance` label tells the nodes apart. Only on the real
+    # cloud: the target's other labels (which namespace GKE runs the exporter in), so the filter names
+    # the cluster only.
+    dcgm = f'resource.type="prometheus_target" resource.label."cluster"={_q(cluster_name)}'
+    per_target = ['resource.label."instance"']
 
     def mean(period: str = "60s", group: Optional[list[str]] = None, aligner: str = "ALIGN_MEAN", reducer: str = "REDUCE_MEAN") -> dict[str, Any]:
         agg: dict[str, Any] = {"alignmentPeriod": period, "perSeriesAligner": aligner, "crossSeriesReducer": reducer}
@@ -163,9 +176,19 @@ def dashboard_document(
 
     tiles = [
         _chart(
-            f"GPU utilisation per node of pool {gpu_pool.pool_name} (duty cycle, mean of its {gpu_pool.gpus_per_node} GPUs)",
-            [(_series("kubernetes.io/node/accelerator/duty_cycle", node, mean(group=['resource.label."node_name"'])), "LINE", "${resource.labels.node_name}")],
+            f"GPU utilisation per node of pool {gpu_pool.pool_name} (DCGM, mean of its {gpu_pool.gpus_per_node} GPUs)",
+            [(_series("prometheus.googleapis.com/DCGM_FI_DEV_GPU_UTIL/gauge", dcgm, mean(group=per_target)), "LINE", "${resource.labels.instance}")],
             "% busy",
+        ),
+        _chart(
+            "Tensor-core activity per GPU node (DCGM, fraction of cycles; how much of the time is real math)",
+            [(_series("prometheus.googleapis.com/DCGM_FI_PROF_PIPE_TENSOR_ACTIVE/gauge", dcgm, mean(group=per_target)), "LINE", "${resource.labels.instance}")],
+            "fraction",
+        ),
+        _chart(
+            "GPU memory in use per GPU node (DCGM, sum of its GPUs)",
+            [(_series("prometheus.googleapis.com/DCGM_FI_DEV_FB_USED/gauge", dcgm, mean(reducer="REDUCE_SUM", group=per_target)), "LINE", "${resource.labels.instance}")],
+            "MiB",
         ),
         _chart(
             f"GPU utilisation per Ray pod in namespace {ray_namespace}",
@@ -226,10 +249,10 @@ def dashboard_document(
         "text": {
             "format": "MARKDOWN",
             "content": (
-                f"Stack **{stack}**: cluster `{cluster_name}` in `{zone}`, GPU pool `{gpu_pool.pool_name}` "
+                f"Stack **{stack}**: cluster `{cluster_name}` ({cluster_location}), nodes in `{zone}`, GPU pool `{gpu_pool.pool_name}` "
                 f"({gpu_pool.node_count} x {gpu_pool.machine_type}), Lustre `{lustre_instance_id}`, Ray namespace "
                 f"`{ray_namespace}`.\n\nA preemption shows as a bar in *Spot preemptions*, a dip in *Nodes of GPU pool* "
-                "and GPU utilisation falling to zero; the preemption watcher resubmits the job "
+                "and GPU utilisation (DCGM, from GKE's managed DCGM-Exporter) falling to zero; the preemption watcher resubmits the job "
                 f"(`kubectl -n {ray_namespace} logs deploy/{WATCHER_NAME}`) and utilisation returns once the "
                 "replacement node has joined and the job has loaded its last checkpoint (a read burst on Lustre). "
                 "Checkpoint saves show as write bursts."
@@ -276,7 +299,7 @@ class MonitoringDashboard(pulumi.ComponentResource):
         opts: Optional[pulumi.ResourceOptions] = None,
     ) -> None:
         super().__init__(COMPONENT_TYPE, name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
+        child = child_options(self, opts)
         self.preemption_metric_name = ctx.name("gpu-preemptions")
         names = pulumi.Output.all(pulumi.Output.from_input(cluster_name), pulumi.Output.from_input(lustre_instance_id))
         self.preemption_metric = gcp.logging.Metric(
@@ -312,7 +335,7 @@ class MonitoringDashboard(pulumi.ComponentResource):
             f"{name}-dashboard",
             project=ctx.project,
             dashboard_json=self.dashboard_json,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.preemption_metric]),
+            opts=child_options(self, opts, depends_on=[self.preemption_metric]),
         )
         self.dashboard_id = self.dashboard.id
         self.display_name = display_name(ctx.stack)

@@ -24,9 +24,11 @@ from infra.config import LustreConfig
 from infra.stack_context import StackContext
 from infra.lustre_guard import LustreGuardProvider, export_root, guard_props
 from infra.naming import Limit, cloud_name
+from infra.options import child_options
 
 LUSTRE_PORT = 988
-"""LNet port of Managed Lustre instances created without GKE support (GKE 1.33.2-gke.4655000+ nodes)."""
+"""LNet port of Managed Lustre instances created without GKE support (nodes from
+`infra.config.LUSTRE_PORT_988_MIN_GKE` on)."""
 LUSTRE_LEGACY_PORT = 6988
 """LNet port of `gkeSupportEnabled` instances, which the CSI driver reaches only with its legacy flag."""
 
@@ -64,15 +66,15 @@ def parse_mount_point(mount_point: str) -> str:
     return ip
 
 
-def workload_identity_principal(project_number: str, project: str, namespace: str, ksa: str) -> str:
+def workload_identity_principal(project_number: str, workload_pool: str, namespace: str, ksa: str) -> str:
     """The IAM principal of a Kubernetes service account under Workload Identity Federation for GKE.
 
     Granting roles to it directly needs no Google service account and no annotation on the KSA
-    (FACTS.md, GKE tutorial).
+    (FACTS.md, GKE tutorial). `workload_pool` is `<project>.svc.id.goog`, as the cluster reports it.
     """
     return (
         f"principal://iam.googleapis.com/projects/{project_number}/locations/global/"
-        f"workloadIdentityPools/{project}.svc.id.goog/subject/ns/{namespace}/sa/{ksa}"
+        f"workloadIdentityPools/{workload_pool}/subject/ns/{namespace}/sa/{ksa}"
     )
 
 
@@ -131,8 +133,9 @@ class Lustre(pulumi.ComponentResource):
             gke_support_enabled=cfg.legacy_port,
             description="nemo-rl-gke checkpoints and model cache",
             labels=ctx.labels("lustre"),
-            opts=pulumi.ResourceOptions(
-                parent=self,
+            opts=child_options(
+                self,
+                opts,
                 # Nothing in the inputs refers to the peering, yet creation fails without it.
                 depends_on=[psa_connection],
                 # Only measurable on the real cloud: creation and growth of large instances take
@@ -185,10 +188,17 @@ class ArtifactBucket(pulumi.ComponentResource):
         ksa: str,
         opts: Optional[pulumi.ResourceOptions] = None,
         *,
+        workload_pool: pulumi.Input[str],
         delete_on_destroy: bool = False,
         adopt_existing: bool = False,
     ) -> None:
-        """Without `delete_on_destroy` (`storage.deleteBucketOnDestroy`), `pulumi destroy` keeps the bucket
+        """`workload_pool` is the cluster's Workload Identity pool (`GkeCluster.workload_pool`): the pool
+        `<project>.svc.id.goog` exists only once a cluster with Workload Identity was created in the
+        project, and a grant to one of its principals made before that fails with "Identity Pool does
+        not exist" (FACTS.md "Verified on a second look"; terraform-google-kubernetes-engine #916).
+        Taking the pool from the cluster's output makes the grant wait for the cluster through its data.
+
+        Without `delete_on_destroy` (`storage.deleteBucketOnDestroy`), `pulumi destroy` keeps the bucket
         and its objects (retainOnDelete: Pulumi only forgets it) and Pulumi never deletes a bucket that
         still holds objects; with it, the bucket goes with everything in it.
 
@@ -196,7 +206,7 @@ class ArtifactBucket(pulumi.ComponentResource):
         for a stack re-created under the same name: its name is fixed, so creating it again would fail.
         """
         super().__init__("nemo-rl-gke:infra:ArtifactBucket", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
+        child = child_options(self, opts)
         # Bucket names are global across all of GCS: the project id makes collisions with other
         # projects unlikely, the stack prefix separates stacks of one project.
         bucket_cloud_name = artifact_bucket_name(ctx.project, ctx.prefix)
@@ -213,16 +223,22 @@ class ArtifactBucket(pulumi.ComponentResource):
             # Deleting a bucket that holds objects needs forceDestroy: only when the user opted in.
             force_destroy=delete_on_destroy,
             labels=ctx.labels("artifacts"),
-            opts=pulumi.ResourceOptions(
-                parent=self,
+            opts=child_options(
+                self,
+                opts,
                 retain_on_delete=not delete_on_destroy,
                 import_=bucket_cloud_name if adopt_existing else None,
             ),
         )
         self.bucket_cloud_name = bucket_cloud_name
         # The project number is only known to the cloud; the principal is built from it at deploy time.
-        number = gcp.organizations.get_project_output(project_id=ctx.project).number
-        self.member = number.apply(lambda n: workload_identity_principal(str(n), ctx.project, namespace, ksa))
+        # The lookup calls Resource Manager: it waits for what the bucket waits for (its APIs).
+        number = gcp.organizations.get_project_output(
+            project_id=ctx.project, opts=pulumi.InvokeOutputOptions(depends_on=child.depends_on)
+        ).number
+        self.member = pulumi.Output.all(number, workload_pool).apply(
+            lambda args: workload_identity_principal(str(args[0]), args[1], namespace, ksa)
+        )
         gcp.storage.BucketIAMMember(
             f"{name}-object-user",
             bucket=self.bucket.name,
@@ -283,7 +299,7 @@ class LustreDataGuard(pulumi.ComponentResource):
         opts: Optional[pulumi.ResourceOptions] = None,
     ) -> None:
         super().__init__("nemo-rl-gke:infra:LustreDataGuard", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
+        child = child_options(self, opts)
         grants: list[pulumi.Resource] = []
         if cfg.export_on_destroy or cfg.import_from:
             agent = gcp.projects.ServiceIdentity(
@@ -322,8 +338,9 @@ class LustreDataGuard(pulumi.ComponentResource):
         self.guard = LustreGuard(
             f"{name}-guard",
             props,
-            pulumi.ResourceOptions(
-                parent=self,
+            child_options(
+                self,
+                opts,
                 # The instance and the bucket are implied by the props; explicit here because the
                 # whole design rests on this order (delete: guard first; create: instance first).
                 depends_on=[lustre.instance, bucket.bucket, *grants],

@@ -11,11 +11,12 @@ preemption watcher:
     job = build_training_job(spec, cfg, endpoint=cluster.endpoint,
                              ca_certificate=cluster.ca_certificate,
                              head_service=ray.head_service, ray_cluster_name=ray.cluster_name,
-                             opts=pulumi.ResourceOptions(depends_on=[ray_release]))
+                             ray_release=ray.release)
 
-`build_training_job` returns None when `job.submit` is false. The release's `depends_on` only orders
-the submission after the Helm release, which Helm reports deployed before the RayCluster's pods run;
-the provider itself waits for the RayCluster named `ray_cluster_name` to be provisioned.
+`build_training_job` returns None when `job.submit` is false. The release orders the submission after
+the Helm release, which Helm reports deployed before the RayCluster's pods run (the provider itself
+waits for the RayCluster named `ray_cluster_name` to be provisioned), and replaces the submission
+whenever the release is replaced.
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ class TrainingJob(pulumi.ComponentResource):
         namespace: str,
         head_service: pulumi.Input[str],
         ray_cluster_name: pulumi.Input[str],
+        ray_release: pulumi.Resource,
         opts: Optional[pulumi.ResourceOptions] = None,
     ):
         super().__init__(COMPONENT_TYPE, name, None, opts)
@@ -86,8 +88,18 @@ class TrainingJob(pulumi.ComponentResource):
             # The provider waits for this RayCluster to be provisioned before submitting.
             "ray_cluster_name": ray_cluster_name,
         }
-        # The component's depends_on (the Ray release) must hold for the submission itself.
-        self.submission = JobSubmission(f"{name}-submission", props, child_options(self, opts))
+        # Submitted after the Ray release, stopped before it goes, and replaced with it: a changed Ray
+        # value replaces the release (delete first, infra/ray_cluster.py), which takes the RayCluster and
+        # the running job with it. The submission's inputs do not come from the release, and the engine
+        # replaces a dependent only through such a data link or `replaceWith`, never through
+        # `dependsOn` alone (pulumi/pulumi pkg/resource/deploy/step_generator.go:
+        # calculateDependentReplacements, findDependentCascadeReplacements). With `replaceWith` the
+        # engine stops the job before uninstalling the release and submits it again to the new one.
+        self.submission = JobSubmission(
+            f"{name}-submission",
+            props,
+            child_options(self, opts, depends_on=[ray_release], replace_with=[ray_release]),
+        )
         stack = shlex.quote(spec.stack)
         self.submission_id = self.submission.submission_id
         self.status = self.submission.status
@@ -130,6 +142,7 @@ def build_training_job(
     ca_certificate: Optional[pulumi.Input[str]],
     head_service: pulumi.Input[str],
     ray_cluster_name: pulumi.Input[str],
+    ray_release: pulumi.Resource,
     opts: Optional[pulumi.ResourceOptions] = None,
 ) -> Optional[TrainingJob]:
     """The stack's `TrainingJob`, or None when `job.submit` is false.
@@ -143,8 +156,9 @@ def build_training_job(
         head_service: the KubeRay head service name (`<raycluster>-head-svc`).
         ray_cluster_name: the RayCluster's name (`RayCluster.cluster_name`, the release's
             fullnameOverride); the job is submitted only once it is provisioned.
-        opts: pass `depends_on=[ray_release]` so the job is submitted after the Ray cluster
-            exists and stopped before it is destroyed.
+        ray_release: the Ray Helm release (`RayCluster.release`): the job is submitted after it,
+            stopped before it is destroyed, and replaced whenever it is replaced.
+        opts: further resource options of the component.
     """
     if not cfg.job.submit:
         return None
@@ -156,5 +170,6 @@ def build_training_job(
         namespace=cfg.ray.namespace,
         head_service=head_service,
         ray_cluster_name=ray_cluster_name,
+        ray_release=ray_release,
         opts=opts,
     )

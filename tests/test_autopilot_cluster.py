@@ -11,6 +11,7 @@ import pytest
 
 from conftest import STACKS, stack_plan
 from tools.offline_plan import render_tree
+from infra.cluster import NODE_SERVICE_ACCOUNT_ROLES
 
 CLUSTER = "gcp:container/cluster:Cluster"
 POOL = "gcp:container/nodePool:NodePool"
@@ -108,7 +109,7 @@ def test_nodes_gke_creates_run_as_the_dedicated_account_which_holds_its_roles_fi
         "autoProvisioningDefaults": {"serviceAccount": email, "oauthScopes": ["https://www.googleapis.com/auth/cloud-platform"]}
     }
     grants = {g.urn for g in plan.by_type(PROJECT_IAM)}
-    assert len(grants) == 5 and grants <= set(cluster.dependencies), f"{cluster.name} may start before its nodes' roles"
+    assert len(grants) == len(NODE_SERVICE_ACCOUNT_ROLES) and grants <= set(cluster.dependencies), f"{cluster.name} may start before its nodes' roles"
 
 
 def test_clients_get_credentials_for_the_region_and_the_provider_is_named_after_it():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from conftest import STACKS, merged, run_plan, stack_plan
@@ -39,11 +41,13 @@ def gpu_plan(**gpu_pool_patch):
 
 
 @pytest.mark.parametrize("stack", STACKS)
-def test_cluster_is_zonal_vpc_native_with_dataplane_v2_and_multi_networking(stack):
+def test_cluster_is_regional_vpc_native_with_dataplane_v2_and_multi_networking(stack):
     plan, want = stack_plan(stack), EXPECTED[stack]
     cluster = plan.one(CLUSTER)
     i = cluster.inputs
-    assert i["location"] == want["zone"], cluster.name
+    # A regional control plane, every node in the zone (the removed default pool included).
+    assert i["location"] == want["zone"].rsplit("-", 1)[0], cluster.name
+    assert i["nodeLocations"] == [want["zone"]], cluster.name
     assert i["name"] == f"{stack}-gke", cluster.name
     assert i["datapathProvider"] == "ADVANCED_DATAPATH", cluster.name
     assert i["enableMultiNetworking"] is True, cluster.name
@@ -136,7 +140,8 @@ def test_gpu_pool_runs_the_flavour_machines_on_spot_with_the_gpu_taint(stack):
     assert node["imageType"] == "COS_CONTAINERD", pool.name
     assert (node["diskType"], node["diskSizeGb"]) == ("hyperdisk-balanced", 500), pool.name
     assert node["workloadMetadataConfig"] == {"mode": "GKE_METADATA"}, pool.name
-    assert pool.inputs["location"] == want["zone"] and pool.inputs["nodeLocations"] == [want["zone"]], pool.name
+    region = want["zone"].rsplit("-", 1)[0]
+    assert pool.inputs["location"] == region and pool.inputs["nodeLocations"] == [want["zone"]], pool.name
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -272,8 +277,9 @@ def test_exports_tell_the_user_how_to_reach_the_cluster(stack):
     assert outputs["clusterEndpoint"] == f"gke-0123456789abcdef0123456789abcdef-123456789012.{region}.gke.goog"
     assert "clusterCaCertificate" not in outputs, stack
     assert outputs["kubectlCredentialsCommand"] == (
-        f"gcloud container clusters get-credentials {stack}-gke --zone {zone} --project my-gcp-project --dns-endpoint"
+        f"gcloud container clusters get-credentials {stack}-gke --location {region} --project my-gcp-project --dns-endpoint"
     )
+    assert outputs["clusterLocation"] == region
     assert outputs["networkName"] == f"{stack}-vpc"
     assert outputs["gvnicNetworkName"] == f"{stack}-gvnic-vpc"
     assert outputs["rdmaNetworkName"] == f"{stack}-rdma-vpc"
@@ -321,3 +327,57 @@ def test_the_system_pool_boot_disk_holds_the_nemo_rl_image(stack):
     plan = stack_plan(stack)
     (system,) = [p for p in plan.by_type("gcp:container/nodePool:NodePool") if not p.inputs["nodeConfig"].get("guestAccelerators")]
     assert system.inputs["nodeConfig"]["diskSizeGb"] >= 200, system.name
+
+
+@pytest.mark.parametrize("stack", ["dev", "b200", "h200"])
+def test_deletion_protection_also_protects_the_cluster_in_pulumi_so_destroy_refuses_in_its_preview(stack):
+    # GKE's flag alone fails only the cluster's own delete, after everything that depends on it is gone.
+    plan = stack_plan(stack)
+    cluster = plan.one("gcp:container/cluster:Cluster")
+    protected = cluster.inputs["deletionProtection"]
+    assert bool(cluster.options.get("protect")) is protected, cluster.name
+    # Only the cluster: a protected parent would protect its children too.
+    others = [r.name for r in plan.resources if r.options.get("protect") and r.urn != cluster.urn]
+    assert others == [], others
+
+
+def test_deletion_protection_true_protects_the_cluster_and_false_does_not():
+    on = run_plan("dev", cluster={"deletionProtection": True, "systemPool": {"machineType": "n2-standard-8"}})
+    off = run_plan("dev", cluster={"deletionProtection": False, "systemPool": {"machineType": "n2-standard-8"}})
+    assert on.one("gcp:container/cluster:Cluster").options.get("protect") is True
+    assert "protect" not in off.one("gcp:container/cluster:Cluster").options
+
+
+def test_both_pools_are_pinned_to_the_zone_of_the_roce_vpc_and_lustre():
+    plan = stack_plan("b200")
+    for pool in plan.by_type(POOL):
+        assert pool.inputs["nodeLocations"] == ["us-east1-b"], pool.name
+    assert plan.one("gcp:lustre/instance:Instance").inputs["location"] == "us-east1-b"
+
+
+def test_a_zonal_control_plane_is_an_option_in_the_zone_with_its_zone_left_implied():
+    plan = run_plan("dev", cluster=merged("dev", "cluster", {"controlPlaneLocation": "zonal"}))
+    cluster = plan.one(CLUSTER)
+    assert cluster.inputs["location"] == "us-east1-b" and "nodeLocations" not in cluster.inputs, cluster.inputs
+    for pool in plan.by_type(POOL):
+        assert pool.inputs["location"] == "us-east1-b" and pool.inputs["nodeLocations"] == ["us-east1-b"], pool.name
+    assert plan.outputs["kubectlCredentialsCommand"].startswith("gcloud container clusters get-credentials dev-gke --location us-east1-b ")
+    kubeconfig = json.loads(plan.one("pulumi:providers:kubernetes").inputs["kubeconfig"])
+    assert kubeconfig["current-context"] == "gke_my-gcp-project_us-east1-b_dev-gke"
+
+
+def test_the_kubeconfig_context_names_the_regional_location():
+    kubeconfig = json.loads(stack_plan("dev").one("pulumi:providers:kubernetes").inputs["kubeconfig"])
+    assert kubeconfig["current-context"] == "gke_my-gcp-project_us-east1_dev-gke"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_cluster_sends_dcgm_gpu_metrics_to_managed_prometheus_as_the_blueprints_do(stack):
+    config = stack_plan(stack).one(CLUSTER).inputs["monitoringConfig"]
+    assert config["managedPrometheus"] == {"enabled": True}
+    assert "DCGM" in config["enableComponents"] and "SYSTEM_COMPONENTS" in config["enableComponents"]
+    # Values GKE accepts (pulumi-gcp ClusterMonitoringConfig.enable_components).
+    assert set(config["enableComponents"]) <= {
+        "SYSTEM_COMPONENTS", "APISERVER", "SCHEDULER", "CONTROLLER_MANAGER", "STORAGE", "HPA", "POD",
+        "DAEMONSET", "DEPLOYMENT", "STATEFULSET", "KUBELET", "CADVISOR", "DCGM", "JOBSET",
+    }

@@ -73,8 +73,33 @@ def test_lustre_capacity_below_the_tier_minimum_is_rejected():
     msg = rejection(lustre={"capacityGib": 9000, "perUnitStorageThroughput": 500})
     assert msg == (
         "nemo-rl-gke:lustre.capacityGib: 9000 is not valid for perUnitStorageThroughput 500; "
-        "allowed: 18000 to 3060000 GiB in steps of 18000"
+        "allowed: 18000 to 3060000 GiB in steps of 18000, or up to 20016000 GiB in multiples of 144000"
     )
+
+
+# FACTS.md "Managed Lustre" (managed-lustre docs "Performance tiers", "Increase capacity"):
+# tier -> (min, small step, up to, large step, max).
+LUSTRE_TABLE = {
+    1000: (9000, 9000, 1_530_000, 72_000, 10_008_000),
+    500: (18000, 18000, 3_060_000, 144_000, 20_016_000),
+    250: (36000, 36000, 6_120_000, 288_000, 40_032_000),
+    125: (72000, 72000, 12_240_000, 72_000, 12_240_000),
+}
+
+
+@pytest.mark.parametrize("tier", sorted(LUSTRE_TABLE))
+def test_lustre_capacities_follow_the_managed_lustre_tier_table(tier):
+    low, step, threshold, large, high = LUSTRE_TABLE[tier]
+    ok = lambda gib: parse({**BASE, "lustre": {"capacityGib": gib, "perUnitStorageThroughput": tier,  # noqa: E731
+                                              "exportOnDestroy": False}}, "dev")
+    for good in (low, low + step, threshold, high, high - large):
+        assert ok(good).lustre.capacity_gib == good
+    bad = [low - step, high + large, low + step // 2]
+    if large != step:
+        bad.append(threshold + step)  # the small step no longer applies above the threshold
+    for gib in bad:
+        with pytest.raises(ConfigError, match=f"capacityGib: {gib} is not valid"):
+            ok(gib)
 
 
 def test_lustre_capacity_off_the_tier_step_is_rejected():
@@ -211,7 +236,7 @@ def test_a_pinned_version_below_the_flavour_minimum_is_rejected():
 
 def test_a_pinned_version_before_lustre_port_988_needs_the_legacy_port():
     msg = rejection(cluster={"minMasterVersion": "1.33.2-gke.2000000"})
-    assert msg.startswith("nemo-rl-gke:cluster.minMasterVersion: 1.33.2-gke.2000000 predates 1.33.2-gke.4780000"), msg
+    assert msg.startswith("nemo-rl-gke:cluster.minMasterVersion: 1.33.2-gke.2000000 predates 1.33.2-gke.4655000"), msg
     assert msg.endswith("or lustre.legacyPort: true")
     assert parse({**BASE, "cluster": {"minMasterVersion": "1.33.2-gke.2000000"}, "lustre": {"legacyPort": True}}, "dev")
 

@@ -7,8 +7,10 @@ from tools import deploy_time
 from tools.mocks import Registration
 from tools.offline_plan import Plan, render_tree
 
-# network-vpc -> psa-range -> psa -> lustre-instance: the Lustre path.
-LUSTRE_READY_MINUTES = 0.5 + 0.25 + 2.0 + 60.0
+# The first thing on every path: enabling the API a resource calls (infra/project_apis.py).
+API_ENABLE_MINUTES = 1.0
+# apis-compute -> network-vpc -> psa-range -> psa -> lustre-instance: the Lustre path.
+LUSTRE_READY_MINUTES = API_ENABLE_MINUTES + 0.5 + 0.25 + 2.0 + 60.0
 # lustre PV -> PVC -> ray-release (warm start from the pre-pulled image) -> the job's submission.
 AFTER_LUSTRE_MINUTES = 0.05 + 0.2 + 1.5 + 1.0
 
@@ -67,7 +69,7 @@ def test_kubernetes_objects_wait_for_their_provider_and_so_for_the_cluster():
     params = by_name["gke-networks-params-rdma-0"]
     assert by_name["kube-provider"].urn in graph[params.urn]
     est = deploy_time.estimate(plan)
-    assert est.finish_by_name["gke-networks-params-rdma-0"] == pytest.approx(0.5 + 0.5 + 8.0 + 0.0 + 0.1)
+    assert est.finish_by_name["gke-networks-params-rdma-0"] == pytest.approx(API_ENABLE_MINUTES + 0.5 + 0.5 + 8.0 + 0.0 + 0.1)
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -75,7 +77,7 @@ def test_the_critical_path_is_the_lustre_path_plus_at_most_three_minutes(stack):
     est = deploy_time.estimate(stack_plan(stack))
     names = [s.name for s in est.critical_path]
     assert names == [
-        "network-vpc", "network-psa-range", "network-psa", "lustre-instance",
+        "apis-compute", "network-vpc", "network-psa-range", "network-psa", "lustre-instance",
         "workload-lustre-pv", "workload-lustre-pvc", "ray-release", "training-job-submission",
     ]
     assert est.milestones["lustre-instance"] == pytest.approx(LUSTRE_READY_MINUTES)
@@ -123,17 +125,17 @@ def test_the_plan_text_prints_the_critical_path_its_sources_and_the_pull(stack):
     block = text[text.index("\nDeploy time"):text.index("\nOutputs:")]
     assert "~66 min along the critical path" in block
     assert "lustre-instance" in block and "+60 min" in block and "magic-modules PR #14878" in block
-    assert "image-prepull-daemonset 35.2 min" in block
+    assert "image-prepull-daemonset 36.2 min" in block
     assert "image pull: +11.1 min on every node at once" in block
 
 
 def test_deploy_time_json_lists_the_path_with_start_and_finish_minutes_and_sources():
     doc = deploy_time.estimate(stack_plan("dev")).to_json()
-    assert doc["expectedMinutes"] == 65.5
+    assert doc["expectedMinutes"] == 66.5
     release, submission = doc["criticalPath"][-2:]
-    assert (release["name"], release["startMinute"], release["finishMinute"]) == ("ray-release", 63.0, 64.5)
+    assert (release["name"], release["startMinute"], release["finishMinute"]) == ("ray-release", 64.0, 65.5)
     assert (submission["name"], submission["startMinute"], submission["finishMinute"]) == (
-        "training-job-submission", 64.5, 65.5,
+        "training-job-submission", 65.5, 66.5,
     )
     assert all(step["source"] for step in doc["criticalPath"])
     assert doc["imagePull"]["imageCompressedGb"] == 20.0 and doc["imagePull"]["pullRateMbPerS"] == 30.0

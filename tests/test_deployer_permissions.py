@@ -29,3 +29,36 @@ def test_lustre_transfers_ask_for_their_permissions_only_when_configured():
     assert "lustre.instances.exportData" in required_permissions(export)
     assert "lustre.instances.exportData" not in required_permissions(scratch)
     assert "lustre.instances.importData" not in required_permissions(export)
+
+
+# ----------------------------------------------------------------------------- every type of the plan
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_custom_resource_type_of_the_plan_has_what_it_needs_listed(stack):
+    from tools.deployer_permissions import grants_of
+
+    missing = []
+    for typ in sorted({r.type for r in stack_plan(stack).resources if r.custom}):
+        try:
+            grants_of(typ)
+        except KeyError:
+            missing.append(typ)
+    assert missing == [], f"resource types with no entry in tools/deployer_permissions.py: {missing}"
+
+
+def test_a_new_resource_type_without_an_entry_is_refused():
+    from tools.deployer_permissions import grants_of
+
+    with pytest.raises(KeyError):
+        grants_of("gcp:compute/instance:Instance")
+
+
+def test_the_deploy_page_names_the_roles_the_issue_lists():
+    from tools.deployer_permissions import roles_table
+
+    table = roles_table()
+    for role in ("roles/serviceusage.serviceUsageAdmin", "roles/compute.networkAdmin", "roles/servicenetworking.networksAdmin",
+                 "roles/iam.serviceAccountAdmin", "roles/resourcemanager.projectIamAdmin", "roles/iam.serviceAccountUser",
+                 "roles/lustre.admin", "roles/container.admin", "roles/storage.admin", "roles/monitoring.dashboardEditor",
+                 "roles/logging.configWriter"):
+        assert f"--role={role}" in table, role

@@ -303,7 +303,8 @@ def test_a_check_that_does_not_answer_in_time_warns(project, monkeypatch):
 # ----------------------------------------------------------------------------- apis
 
 
-def test_an_api_that_is_off_fails_with_the_enable_command_and_skips_its_checks(project):
+def test_an_api_that_is_off_fails_with_the_enable_command_and_skips_its_checks(project, monkeypatch):
+    monkeypatch.setattr(doctor, "manages_apis", lambda cfg: False)  # manageApis: false
     project.enabled -= {"lustre.googleapis.com", "container.googleapis.com"}
     checks = run(project)
     apis = checks["apis"][0]
@@ -679,14 +680,16 @@ def test_the_command_prints_one_line_per_check_and_exits_0_when_nothing_fails(pr
     assert lines[-1] == "0 failed, 1 warning(s), 13 passed"
 
 
-def test_a_failure_prints_its_fix_and_exits_1(project):
+def test_a_failure_prints_its_fix_and_exits_1(project, monkeypatch):
+    monkeypatch.setattr(doctor, "manages_apis", lambda cfg: False)  # manageApis: false: an API off fails
     project.enabled.discard("lustre.googleapis.com")
     code, out, _ = cli(project)
     assert code == doctor.EXIT_FAILED
     assert f"fix: gcloud services enable lustre.googleapis.com --project {PROJECT}" in out
 
 
-def test_json_output(project):
+def test_json_output(project, monkeypatch):
+    monkeypatch.setattr(doctor, "manages_apis", lambda cfg: False)  # manageApis: false: an API off fails
     project.enabled.discard("lustre.googleapis.com")
     code, out, _ = cli(project, "--json")
     doc = json.loads(out)

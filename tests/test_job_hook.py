@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import pickle
+import socket
 import shlex
 import sys
 import textwrap
+import time
 import uuid
 
 import dill
@@ -15,6 +17,7 @@ from pulumi.dynamic import DiffResult
 from ray.job_submission import JobStatus
 
 from conftest import spec_of, stack_config, stack_plan
+from stalled_http import StalledServer
 from infra.stack_file import read_stack_file
 from tools import offline_plan as plan_mod
 from infra.config import namespaced, parse
@@ -70,6 +73,47 @@ def test_create_update_read_delete_drive_the_job_on_the_cluster(head):
     provider.delete("no-such-job", {**updated.outs, "submission_id": "no-such-job"})  # not an error
 
 
+RECORDED = {"status": "RUNNING", "submission_id": "dev-job-1", "namespace": "nemo-rl", "head_service": "nemo-rl-head-svc"}
+
+
+def _refresh_kept(provider, props, capsys, reason):
+    read = provider.read("dev-job-1", {**props, "__provider": "serialized"})
+    assert read.id == "dev-job-1", "the resource must stay in the state"
+    assert read.outs == {k: v for k, v in props.items()}, "the recorded outputs must be kept as they were"
+    said = capsys.readouterr().err.strip().splitlines()
+    assert len(said) == 1 and said[0].startswith("job dev-job-1: refresh kept the recorded state (status RUNNING)"), said
+    assert reason in said[0], said
+
+
+def test_refresh_keeps_the_recorded_state_when_the_dashboard_is_unreachable(capsys):
+    with socket.socket() as closed:  # bound, never listening: connections are refused
+        closed.bind(("127.0.0.1", 0))
+        props = {**RECORDED, "address": f"http://127.0.0.1:{closed.getsockname()[1]}"}
+        _refresh_kept(JobSubmissionProvider(), props, capsys, "Ray dashboard unreachable")
+
+
+def test_refresh_keeps_the_recorded_state_when_the_dashboard_stalls(capsys):
+    with StalledServer(answer_version=False) as address:
+        props = {**RECORDED, "address": address, "http_timeout": 0.5}
+        _refresh_kept(JobSubmissionProvider(), props, capsys, "ReadTimeout")
+
+
+def test_refresh_keeps_the_recorded_state_without_google_credentials(capsys, monkeypatch, tmp_path):
+    # The credentials boundary is faked, nothing else: no ADC file, no key file, no metadata server.
+    monkeypatch.delenv("GOOGLE_APPLICATION_CREDENTIALS", raising=False)
+    monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path))
+    with StalledServer(answer_version=True) as endpoint:  # an API server that is up
+        props = {**RECORDED, "gke_endpoint": endpoint, "ca_cert_b64": "", "ray_cluster_name": "nemo-rl"}
+        _refresh_kept(JobSubmissionProvider(), props, capsys, "no Google credentials")
+
+
+def test_delete_of_a_job_behind_a_stalled_dashboard_returns_instead_of_hanging():
+    with StalledServer(answer_version=True) as address:
+        started = time.monotonic()
+        JobSubmissionProvider().delete("dev-job-1", {**RECORDED, "address": address, "http_timeout": 0.5})
+        assert time.monotonic() - started < 10
+
+
 def test_the_provider_pickles_by_reference_and_carries_no_state():
     blob = dill.dumps(JobSubmissionProvider(), protocol=pickle.DEFAULT_PROTOCOL, recurse=True)
     assert b"workloads.hook" in blob and b"JobSubmissionProvider" in blob
@@ -97,6 +141,7 @@ PROGRAM = textwrap.dedent(
         ca_certificate=pulumi.Output.secret("Q0EK"),
         head_service="dev-ray-head-svc",
         ray_cluster_name="dev-ray",
+        ray_release=pulumi.CustomResource("kubernetes:helm.sh/v3:Release", "ray-release", {}),
     )
     if job is not None:
         pulumi.export("jobId", job.submission_id)
@@ -165,6 +210,39 @@ def test_the_submission_in_the_stack_waits_for_the_ray_release_and_carries_its_s
     assert f"cluster.num_nodes={pool.inputs['nodeCount']}" in words, f"{submission.name} vs {pool.name}"
     assert f"cluster.gpus_per_node={accelerator['count']}" in words, f"{submission.name} vs {pool.name}"
     assert release.inputs["values"]["worker"]["replicas"] == pool.inputs["nodeCount"], release.name
+
+
+@pytest.mark.parametrize("stack", ["dev", "b200", "h200"])
+def test_the_submission_is_replaced_whenever_the_ray_release_is_replaced(stack):
+    # The release is replaced (delete first) on any Ray value change, and the job dies with its
+    # RayCluster. The submission takes no input from the release, and the engine replaces a dependent
+    # only through such a data link or `replaceWith` (pulumi/pulumi step_generator.go), so the
+    # submission must name the release in `replaceWith` to be stopped and submitted again.
+    plan = stack_plan(stack)
+    (release,) = plan.by_type("kubernetes:helm.sh/v3:Release")
+    assert release.options.get("deleteBeforeReplace") and "values" in release.options["replaceOnChanges"]
+    submission = plan.one(DYNAMIC_TYPE, "training-job-submission")
+    assert submission.options.get("replaceWith") == [release.urn], submission.name
+
+
+def test_a_replaced_release_stops_the_job_then_submits_it_to_the_new_ray_cluster(head):
+    # What the engine runs for a `replaceWith` cascade of a delete-before-replace release: the
+    # submission's delete before the release goes, its create after the new release is up. Both are
+    # the real provider against a real head (standing in for the old and the new Ray cluster).
+    provider = JobSubmissionProvider()
+    client = jobs.connect(head.address)
+    job = props(head, "import time; time.sleep(120)", stack="t-replace")
+    created = provider.create(job)
+    jobs.wait(client, created.id, until={JobStatus.RUNNING}, timeout=60, poll_interval=0.2)
+
+    provider.delete(created.id, {**created.outs, "__provider": "serialized"})
+    assert jobs.status(client, created.id) == JobStatus.STOPPED  # ended before the release goes
+    recreated = provider.create(job)
+    assert recreated.outs["status"] in ("PENDING", "RUNNING"), recreated.outs
+    # The same spec, running again (a new attempt on this head; attempt 1 on a fresh RayCluster).
+    assert recreated.id == jobs.attempt_id(job["submission_id"], 2)
+    assert jobs.wait(client, recreated.id, until={JobStatus.RUNNING}, timeout=60, poll_interval=0.2) == JobStatus.RUNNING
+    provider.delete(recreated.id, recreated.outs)
 
 
 @pytest.mark.parametrize("stack", ["dev", "b200", "h200"])

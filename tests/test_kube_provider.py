@@ -42,6 +42,9 @@ def test_the_kubeconfig_authenticates_through_the_gke_auth_plugin_and_holds_no_c
     assert plugin["command"] == AUTH_PLUGIN == "gke-gcloud-auth-plugin"
     assert plugin["apiVersion"] == AUTH_API_VERSION == "client.authentication.k8s.io/v1beta1"
     assert plugin["provideClusterInfo"] is True
+    # The identity pulumi-gcp, the dynamic providers and the CLI use (ADC), not gcloud's own account.
+    assert plugin["args"] == ["--use_application_default_credentials"], plugin
+    assert "gcloud auth application-default login" in plugin["installHint"]
     assert "gke-gcloud-auth-plugin" in plugin["installHint"]
     text = json.dumps(config)
     for credential in ("token", "password", "client-key-data", "client-certificate-data", "auth-provider"):

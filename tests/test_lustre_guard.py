@@ -161,6 +161,32 @@ def test_delete_refuses_with_a_clear_message_when_an_export_fails(fake):
     assert len(client.transfers()) == 1, "the next directory was exported after a failure"
 
 
+@pytest.fixture
+def no_credentials(monkeypatch, tmp_path):
+    """The credentials boundary, and nothing else: no key file, no ADC file, no gcloud config."""
+    monkeypatch.delenv("GOOGLE_APPLICATION_CREDENTIALS", raising=False)
+    monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path))
+
+
+def test_export_without_credentials_refuses_in_one_actionable_line_and_keeps_the_instance(no_credentials):
+    # The real client factory and provider: the google-cloud-lustre client finds no credentials.
+    with pytest.raises(TransferError) as info:
+        LustreGuardProvider().delete(INSTANCE, dict(PROPS))
+    msg = str(info.value)
+    assert "\n" not in msg, msg
+    assert msg.startswith(f"Lustre instance {INSTANCE} was NOT deleted"), msg  # the guard stays, so does the instance
+    assert "DefaultCredentialsError" in msg and "run `gcloud auth application-default login`" in msg, msg
+    assert "pulumi config set --path lustre.exportOnDestroy false" in msg, msg
+    assert info.value.__cause__ is None and info.value.__suppress_context__, "no chained google-auth traceback"
+
+
+def test_import_without_credentials_fails_the_create_in_one_line(no_credentials):
+    with pytest.raises(TransferError) as info:
+        LustreGuardProvider().create({**PROPS, "import_from": "gs://old-bucket/lustre-export/"})
+    msg = str(info.value)
+    assert "\n" not in msg and "gs://old-bucket/lustre-export/" in msg and "application-default login" in msg, msg
+
+
 def test_a_failure_after_the_first_directory_says_what_was_already_exported(fake):
     fake(FakeLustreClient(FakeOperation(), FakeOperation(error=exceptions.InternalServerError("boom"))))
     with pytest.raises(TransferError, match=r"Already exported: gs://my-gcp-project-b200-artifacts/lustre-export/checkpoints/\."):

@@ -122,6 +122,11 @@ DOCUMENTED_METRICS = {
     "lustre.googleapis.com/instance/free_bytes": ("lustre.googleapis.com/Instance", "GAUGE"),
     "kubernetes.io/node/accelerator/duty_cycle": ("k8s_node", "GAUGE"),
     "kubernetes.io/container/accelerator/duty_cycle": ("k8s_container", "GAUGE"),
+    # GKE "Collect and view DCGM metrics" (kubernetes-engine/docs/how-to/dcgm-metrics): DCGM fields in
+    # Managed Prometheus, `prometheus.googleapis.com/<field>/gauge` on prometheus_target.
+    "prometheus.googleapis.com/DCGM_FI_DEV_GPU_UTIL/gauge": ("prometheus_target", "GAUGE"),
+    "prometheus.googleapis.com/DCGM_FI_PROF_PIPE_TENSOR_ACTIVE/gauge": ("prometheus_target", "GAUGE"),
+    "prometheus.googleapis.com/DCGM_FI_DEV_FB_USED/gauge": ("prometheus_target", "GAUGE"),
 }
 
 
@@ -143,7 +148,8 @@ def test_every_metric_type_is_in_the_documented_allow_list():
         resource = (METRICS.get(metric) or PREEMPTION_METRIC_SOURCE).resource_type
         assert f'resource.type="{resource}"' in f["filter"]
     # The tiles the issue asks for are all there.
-    for wanted in ("read_bytes_total", "write_bytes_total", "capacity_bytes", "accelerator/duty_cycle", own):
+    for wanted in ("read_bytes_total", "write_bytes_total", "capacity_bytes", "accelerator/duty_cycle", "DCGM_FI_DEV_GPU_UTIL",
+                   "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "DCGM_FI_DEV_FB_USED", own):
         assert any(wanted in m for m in used), wanted
 
 
@@ -155,6 +161,8 @@ def test_every_chart_is_filtered_to_this_stacks_names():
             assert f'resource.label."instance_id"="{LUSTRE_ID}"' in text and CTX.zone in text, title
         elif "kubernetes.io/container" in text:
             assert f'"cluster_name"="{CLUSTER}"' in text and f'"namespace_name"="{NAMESPACE}"' in text, title
+        elif "prometheus_target" in text:
+            assert f'resource.label."cluster"="{CLUSTER}"' in text and "/DCGM_FI_" in text, title
         elif "kubernetes.io/node" in text:
             assert f'"cluster_name"="{CLUSTER}"' in text and f'"location"="{CTX.zone}"' in text, title
         else:

@@ -29,11 +29,9 @@ NAT = "gcp:compute/routerNat:RouterNat"
 SUBNET = "gcp:compute/subnetwork:Subnetwork"
 RELEASE = "kubernetes:helm.sh/v3:Release"
 
+# GKE "Configure GKE node service accounts": the least-privilege role made for nodes, plus image pulls.
 NODE_ROLES = {
-    "roles/logging.logWriter",
-    "roles/monitoring.metricWriter",
-    "roles/monitoring.viewer",
-    "roles/stackdriver.resourceMetadata.writer",
+    "roles/container.defaultNodeServiceAccount",
     "roles/artifactregistry.reader",
 }
 REGIONS = {"dev": "us-east1", "b200": "us-east1", "h200": "europe-west1"}

@@ -81,8 +81,7 @@ def test_the_suggestion_is_a_valid_lustre_shape_that_meets_both_needs(params_bil
     nbytes = sizing.checkpoint_bytes(params_billion * 1e9)
     required = sizing.required_capacity_gib(nbytes, 3, sizing.bf16_bytes(params_billion * 1e9))
     s = sizing.suggest_lustre(required, nbytes, target)
-    low, step, high = LUSTRE_TIERS[s.tier]
-    assert low <= s.capacity_gib <= high and s.capacity_gib % step == 0
+    assert LUSTRE_TIERS[s.tier].accepts(s.capacity_gib), s
     assert s.capacity_gib >= required
     assert sizing.checkpoint_write_seconds(nbytes, s.capacity_gib, s.tier) <= target + 1e-9
 

@@ -49,7 +49,9 @@ def test_lustre_capacity_and_throughput_are_sent_as_strings(stack):
 def test_lustre_lives_in_the_stack_zone_on_the_cluster_vpc(stack):
     plan = stack_plan(stack)
     instance, cluster = plan.one(LUSTRE), plan.one(CLUSTER)
-    assert instance.inputs["location"] == ZONES[stack] == cluster.inputs["location"], instance.name
+    # Lustre is in the zone of the nodes (the cluster's control plane is regional, its nodes are there).
+    assert instance.inputs["location"] == ZONES[stack], instance.name
+    assert cluster.inputs["nodeLocations"] == [ZONES[stack]], cluster.name
     assert instance.inputs["network"] == f"projects/my-gcp-project/global/networks/{stack}-vpc", instance.name
     assert instance.inputs["network"] == cluster.inputs["network"] == plan.one(CONNECTION).inputs["network"], instance.name
     assert instance.inputs["instanceId"] == f"{stack}-lustre", instance.name
@@ -169,6 +171,17 @@ def test_ray_service_account_may_use_objects_of_the_bucket_through_workload_iden
     ), member.name
     assert member.inputs["bucket"] == bucket.inputs["name"], member.name
     assert bucket.urn in member.dependencies, f"{member.name} does not wait for {bucket.name}"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_workload_identity_grant_waits_for_the_cluster_whose_pool_it_names(stack):
+    # The pool exists only once a Workload Identity cluster does; the principal is built from the
+    # cluster's reported pool, so the grant depends on the cluster through its data.
+    plan = stack_plan(stack)
+    member, cluster = plan.one(IAM_MEMBER, "-object-user"), plan.one("gcp:container/cluster:Cluster")
+    assert cluster.urn in member.dependencies, f"{member.name} does not wait for {cluster.name}"
+    pool = cluster.inputs["workloadIdentityConfig"]["workloadPool"]
+    assert f"/workloadIdentityPools/{pool}/subject/" in member.inputs["member"], member.name
 
 
 def test_principal_follows_the_configured_namespace_and_service_account():

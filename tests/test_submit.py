@@ -6,11 +6,13 @@ jobs never mix. Only 127.0.0.1 is contacted.
 
 from __future__ import annotations
 
+import asyncio
 import io
 import shlex
 import socket
 import subprocess
 import sys
+import time
 import uuid
 
 import pytest
@@ -19,6 +21,7 @@ from ray.job_submission import JobStatus
 
 from conftest import ROOT
 from dashboard_proxy import AuthProxy
+from stalled_http import StalledServer
 from workloads import __main__ as cli
 from workloads import submit as jobs
 from workloads.job_spec import META_STACK, JobSpec
@@ -146,6 +149,50 @@ def test_an_unreachable_address_raises_dashboard_unreachable_and_the_cli_says_so
                               cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 3 and proc.stdout == ""
     assert proc.stderr.count("\n") == 1 and proc.stderr.startswith(f"error: Ray dashboard unreachable at {address}")
+
+
+def test_a_stalled_dashboard_ends_in_a_timeout_error_not_a_hang():
+    # Accepted connections, no answer: Ray's client sends every request without a timeout.
+    with StalledServer(answer_version=False) as address:
+        started = time.monotonic()
+        with pytest.raises(jobs.DashboardUnreachable, match="ReadTimeout: the request got no answer in time"):
+            jobs.connect(address, read_timeout=0.5)
+        assert time.monotonic() - started < 10
+
+
+def test_every_job_api_call_after_connecting_has_a_timeout_too():
+    with StalledServer(answer_version=True) as address:
+        client = jobs.connect(address, read_timeout=0.5)  # the version check is answered
+        for call in (lambda: jobs.status(client, "x"), lambda: jobs.list_jobs(client), lambda: jobs.stop(client, "x")):
+            started = time.monotonic()
+            with pytest.raises(jobs.DashboardUnreachable, match="ReadTimeout"):
+                call()
+            assert time.monotonic() - started < 10
+
+
+def test_the_cli_and_the_watcher_give_up_on_a_stalled_dashboard_in_one_line(monkeypatch):
+    # `python -m workloads ... --address` is what the in-cluster watcher runs too.
+    monkeypatch.setattr(jobs, "READ_TIMEOUT", 0.5)
+    with StalledServer(answer_version=True) as address:
+        out, err = io.StringIO(), io.StringIO()
+        started = time.monotonic()
+        code = cli.main(["status", "--address", address, "--job", "x"], out=out, err=err)
+        assert time.monotonic() - started < 10
+    assert code == 3 and err.getvalue().count("\n") == 1, err.getvalue()
+    assert err.getvalue().startswith(f"error: Ray dashboard unreachable at {address}"), err.getvalue()
+
+
+def test_a_silent_log_stream_gives_up_after_its_idle_timeout_instead_of_hanging():
+    # What `logs --follow` drives Ray's log websocket with; a stream that never sends stands in for a
+    # stalled connection, and the caller then falls back to polling over HTTP (with timeouts).
+    async def silent():
+        await asyncio.sleep(3600)
+        yield "never"
+
+    started = time.monotonic()
+    with pytest.raises(asyncio.TimeoutError):
+        next(jobs._sync_iter(silent(), 0.2))
+    assert time.monotonic() - started < 5
 
 
 def test_the_cli_submits_the_stack_job_waits_and_retries_after_a_failure(head):

@@ -66,6 +66,9 @@ def image_pull(size_gb: float = IMAGE_COMPRESSED_GB, rate_mb_s: float = PULL_RAT
 
 # Typical creation time per resource type, and why.
 CREATION_MINUTES: dict[str, Typical] = {
+    "gcp:projects/service:Service": Typical(
+        1.0, "enabling an API is a Service Usage operation of seconds to a minute or two (instant when already on)", ASSUMED
+    ),
     "gcp:compute/network:Network": Typical(0.5, "VPC insert is a global operation of ~20-40 s", ASSUMED),
     "gcp:compute/subnetwork:Subnetwork": Typical(0.5, "regional subnet insert, ~20-30 s", ASSUMED),
     "gcp:compute/firewall:Firewall": Typical(0.25, "firewall rule insert, ~10-15 s", ASSUMED),

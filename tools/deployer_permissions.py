@@ -52,6 +52,8 @@ BY_RESOURCE_TYPE: dict[str, tuple[Grant, ...]] = {
     ),
     "gcp:container/cluster:Cluster": (
         Grant("roles/container.admin", ("container.clusters.create", "container.clusters.get", "container.clusters.update", "container.operations.get")),
+        # The cluster's initial (removed) default pool runs as the node service account too.
+        Grant("roles/iam.serviceAccountUser", ("iam.serviceAccounts.actAs",)),
     ),
     "gcp:container/nodePool:NodePool": (
         Grant("roles/container.admin", ("container.clusters.update",)),
@@ -90,6 +92,48 @@ _CONDITIONAL = frozenset({"gcp:projects/serviceIdentity:ServiceIdentity", "gcp:p
 # What the Lustre data guard (infra/lustre_guard.py) calls with the deployer's credentials.
 LUSTRE_EXPORT = Grant("roles/lustre.admin", ("lustre.instances.exportData",))
 LUSTRE_IMPORT = Grant("roles/lustre.admin", ("lustre.instances.importData",))
+
+
+IN_CLUSTER: dict[str, tuple[Grant, ...]] = {
+    # Every in-cluster object (the Helm release included) goes through the Kubernetes API of the DNS
+    # endpoint, where IAM checks container.clusters.connect first; cluster-scoped objects (Namespace,
+    # PersistentVolume, the GKE Network objects) need the cluster-wide rights of roles/container.admin.
+    "kubernetes:*": (Grant("roles/container.admin", ("container.clusters.connect",)),),
+    # The job submission reads the RayCluster and proxies to the Ray dashboard (services/proxy).
+    "pulumi-python:dynamic/nemo-rl-gke:JobSubmission": (Grant("roles/container.developer", ("container.clusters.connect",)),),
+    # Export before Lustre is deleted, import when created (infra/lustre_guard.py).
+    "pulumi-python:dynamic/nemo-rl-gke:LustreGuard": (LUSTRE_EXPORT, LUSTRE_IMPORT),
+}
+"""What the in-cluster objects and the dynamic providers need, beyond the Google Cloud resources (the
+doctor checks the Google Cloud part; these are listed for docs/deploy.md and held against the plans)."""
+
+NOTHING: frozenset[str] = frozenset({"pulumi:providers:kubernetes"})
+"""Custom resource types that call no API when created (the Kubernetes provider is only configured)."""
+
+
+def grants_of(resource_type: str) -> tuple[Grant, ...]:
+    """What a custom resource type of a plan needs; KeyError for a type no list knows."""
+    if resource_type in NOTHING:
+        return ()
+    if resource_type.startswith("kubernetes:"):
+        return IN_CLUSTER["kubernetes:*"]
+    if resource_type in IN_CLUSTER:
+        return IN_CLUSTER[resource_type]
+    return BY_RESOURCE_TYPE[resource_type]
+
+
+def roles_table() -> str:
+    """The deployer's roles per resource type, as docs/deploy.md shows them (`make docs`)."""
+    rows = [*BY_RESOURCE_TYPE.items(), *IN_CLUSTER.items(), ("gcp:organizations/getProject (function)", (PROJECT_READ,))]
+    lines = ["| resource type | role | permissions it grants that the stack uses |", "|---|---|---|"]
+    for typ, grants in rows:
+        for grant in grants:
+            lines.append(f"| `{typ}` | `{grant.role}` | {', '.join(f'`{p}`' for p in grant.permissions)} |")
+    roles = sorted({g.role for _, grants in rows for g in grants})
+    lines += ["", "All of them at once (project owners hold them already):", "", "```sh"]
+    lines += [f"gcloud projects add-iam-policy-binding MY-PROJECT --member=user:YOU@EXAMPLE.COM --role={r}" for r in roles]
+    lines.append("```")
+    return "\n".join(lines)
 
 
 def resource_types(cfg: StackConfig) -> frozenset[str]:

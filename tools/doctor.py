@@ -512,8 +512,10 @@ def check_org_policies(ctx: Context) -> list[Result]:
 
     reset = "gcloud org-policies reset {} --project {}  # needs roles/orgpolicy.policyAdmin"
     pool = f"workloadIdentityPools/{ctx.project}.svc.id.goog"
+    # Before `pulumi up` no cluster reports its pool yet; it will be `<project>.svc.id.goog`.
     principal = workload_identity_principal(
-        project_number=ctx.project_number, project=ctx.project, namespace=cfg.ray.namespace, ksa=cfg.ray.service_account
+        project_number=ctx.project_number, workload_pool=f"{ctx.project}.svc.id.goog", namespace=cfg.ray.namespace,
+        ksa=cfg.ray.service_account,
     )
     results = []
 

@@ -178,7 +178,9 @@ def _gcp_outputs(typ: str, name: str, inputs: dict[str, Any], project: str) -> d
         }
         endpoints = inputs.get("controlPlaneEndpointsConfig")
         if isinstance(endpoints, dict) and isinstance(endpoints.get("dnsEndpointConfig"), dict):
-            region = str(inputs.get("location", "")).rsplit("-", 1)[0]
+            location = str(inputs.get("location", ""))
+            # A zone (us-east1-b) ends in a letter, a region (us-east1) in a digit.
+            region = location.rsplit("-", 1)[0] if location[-1:].isalpha() else location
             out["controlPlaneEndpointsConfig"] = {
                 **endpoints,
                 "dnsEndpointConfig": {**endpoints["dnsEndpointConfig"], "endpoint": f"{FAKE_DNS_ENDPOINT_ID}.{region}.gke.goog"},

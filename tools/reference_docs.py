@@ -124,11 +124,32 @@ def resource_graph(plan_of: typing.Callable[[str], Any] | None = None, stack: st
     return "```mermaid\n" + mermaid(build(plan_of(stack))) + "```"
 
 
-SECTIONS = {"config-reference": config_reference, "stack-resources": stack_resources, "resource-graph": resource_graph}
+def required_apis() -> str:
+    """The APIs the stack enables (infra/project_apis.py), as the command for `manageApis: false`."""
+    from infra.project_apis import REQUIRED_APIS
+
+    return "```sh\ngcloud services enable --project MY-PROJECT \\\n    " + " \\\n    ".join(REQUIRED_APIS) + "\n```"
+
+
+def deployer_roles() -> str:
+    """The deploying identity's roles per resource type (tools/deployer_permissions.py)."""
+    from tools.deployer_permissions import roles_table
+
+    return roles_table()
+
+
+SECTIONS = {
+    "config-reference": config_reference,
+    "stack-resources": stack_resources,
+    "resource-graph": resource_graph,
+    "required-apis": required_apis,
+    "deployer-roles": deployer_roles,
+}
 
 PAGES: dict[str, tuple[str, ...]] = {
     "configuration.md": ("config-reference",),
     "resources.md": ("stack-resources", "resource-graph"),
+    "deploy.md": ("required-apis", "deployer-roles"),
 }
 """Each generated page under docs/ and the sections it holds."""
 

@@ -227,11 +227,10 @@ def suggest_lustre(
     """The cheapest valid (capacity, tier) that holds `required_gib` and writes `nbytes` within
     `target_seconds`; without prices, the smallest capacity (ties: the faster tier)."""
     options: list[LustreOption] = []
-    for tier, (low, step, high) in LUSTRE_TIERS.items():
+    for tier, shape in LUSTRE_TIERS.items():
         for_throughput = nbytes / target_seconds / MB / tier * 1024  # GiB of capacity for that rate
-        need = max(low, required_gib, for_throughput)
-        capacity = math.ceil(need / step) * step
-        if capacity > high:
+        capacity = shape.round_up(max(required_gib, for_throughput))
+        if capacity is None:
             continue
         per_gib = monthly_price(tier) if monthly_price else None
         options.append(LustreOption(capacity, tier, None if per_gib is None else capacity * per_gib))

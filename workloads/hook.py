@@ -15,6 +15,8 @@ Props (the dynamic resource's inputs, snake_case as given):
                                                                   wait for the dashboard (READY_TIMEOUT)
     ray_cluster_timeout                                           optional, seconds create/update wait
                                                                   for the RayCluster (RAY_CLUSTER_TIMEOUT)
+    http_timeout                                                  optional, seconds one Job API request
+                                                                  may wait for an answer (submit.READ_TIMEOUT)
 
 Readiness is enforced here, not by Helm: Helm's wait does not understand the RayCluster custom
 resource, so the release reports deployed before the head and the GPU workers run. Create and
@@ -36,7 +38,10 @@ Lifecycle:
             submit again through the new connection; a changed spec stops the old job first
     delete  stop the job; a job or dashboard that is already gone is not an error, because the
             job cannot outlive its RayCluster, which `pulumi destroy` removes next
-    read    the job's current status; a job the cluster no longer knows reads as deleted
+    read    the job's current status; a job the cluster no longer knows reads as deleted. When the
+            dashboard cannot be asked (unreachable, stalled, no or refused credentials) `pulumi refresh`
+            keeps the recorded state and says so on one line, instead of failing the whole refresh:
+            a refresh must not need the Ray head up (it may be scaled down, or the cluster gone).
 """
 
 from __future__ import annotations
@@ -101,13 +106,15 @@ def _wait_for_ray_cluster(props: dict[str, Any]) -> None:
 def _connect_once(props: dict[str, Any]):
     from workloads import submit
 
+    read_timeout = float(props["http_timeout"]) if props.get("http_timeout") else None
     if props.get("address"):
-        return submit.connect(props["address"])
+        return submit.connect(props["address"], read_timeout=read_timeout)
     return submit.connect(
         gke_endpoint=props["gke_endpoint"],
         ca_cert_b64=props.get("ca_cert_b64") or None,
         namespace=props["namespace"],
         service=props["head_service"],
+        read_timeout=read_timeout,
     )
 
 
@@ -186,4 +193,14 @@ class JobSubmissionProvider(ResourceProvider):
             current = submit.status(_client(props), id_)
         except submit.UnknownJob:
             return ReadResult(id_="", outs={})
+        except submit.JobError as err:
+            # The provider's stderr reaches the user as an info line (pulumi/pulumi
+            # sdk/go/common/resource/plugin/plugin.go: dynamic provider output is not hidden).
+            recorded = {k: v for k, v in props.items() if not k.startswith("__")}
+            print(
+                f"job {id_}: refresh kept the recorded state (status {recorded.get('status')}), because {err}",
+                file=sys.stderr,
+                flush=True,
+            )
+            return ReadResult(id_=id_, outs=recorded)
         return ReadResult(id_=id_, outs={**_inputs(props), "submission_id": id_, "status": str(current)})

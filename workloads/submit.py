@@ -55,6 +55,14 @@ TERMINAL = frozenset({JobStatus.STOPPED, JobStatus.SUCCEEDED, JobStatus.FAILED})
 RETRYABLE = frozenset({JobStatus.STOPPED, JobStatus.FAILED})
 """A same-spec job that ended like this is submitted again (as a new attempt) by `submit`."""
 CONNECT_TIMEOUT = 10.0
+LOG_IDLE_TIMEOUT = 120.0
+"""Seconds `logs --follow` waits on Ray's log websocket without a chunk before it switches to polling
+the log over HTTP (which has `READ_TIMEOUT`, and notices a job that ended): a quiet job costs a switch,
+a stalled websocket no longer hangs the CLI."""
+READ_TIMEOUT = 60.0
+"""Seconds a Job API request may wait for the next bytes of an answer. Ray's client sends every
+request without a timeout (ray/dashboard/modules/dashboard_sdk.py `_do_request`), so one stalled
+answer (a hung proxy, a head under memory pressure) would hang the CLI, the deploy or the watcher."""
 
 TokenProvider = Callable[[], str]
 
@@ -212,7 +220,26 @@ def _remove_quietly(path: str) -> None:
         os.remove(path)
 
 
-class _BearerClient(JobSubmissionClient):
+class _TimeoutClient(JobSubmissionClient):
+    """A JobSubmissionClient whose every REST call has a timeout.
+
+    Ray's client sends every REST call (the version check in its constructor included) through
+    `_do_request`, which passes extra keyword arguments on to `requests.request`; a `timeout` there
+    turns a stalled answer into `requests.exceptions.Timeout`, which `_guard` reports as
+    `DashboardUnreachable`. The signature is taken as `*args, **kwargs` so the older Ray of the
+    NeMo-RL images the watcher runs in (2.46, 2.49) works the same.
+    """
+
+    def __init__(self, address: str, *, request_timeout: float | tuple[float, float], **kwargs: Any):
+        self._request_timeout = request_timeout
+        super().__init__(address, **kwargs)
+
+    def _do_request(self, *args: Any, **kwargs: Any) -> requests.Response:
+        kwargs.setdefault("timeout", self._request_timeout)
+        return super()._do_request(*args, **kwargs)
+
+
+class _BearerClient(_TimeoutClient):
     """A JobSubmissionClient that puts a fresh bearer token on every request.
 
     Ray's client keeps its headers in `_headers` and sends every REST call through `_do_request`
@@ -220,9 +247,21 @@ class _BearerClient(JobSubmissionClient):
     after the first token expires.
     """
 
-    def __init__(self, address: str, *, token_provider: TokenProvider, verify: bool | str = True):
+    def __init__(
+        self,
+        address: str,
+        *,
+        token_provider: TokenProvider,
+        verify: bool | str = True,
+        request_timeout: float | tuple[float, float],
+    ):
         self._token_provider = token_provider
-        super().__init__(address, headers={"Authorization": f"Bearer {token_provider()}"}, verify=verify)
+        super().__init__(
+            address,
+            request_timeout=request_timeout,
+            headers={"Authorization": f"Bearer {token_provider()}"},
+            verify=verify,
+        )
 
     def _do_request(self, *args: Any, **kwargs: Any) -> requests.Response:
         self._headers["Authorization"] = f"Bearer {self._token_provider()}"
@@ -239,6 +278,7 @@ def connect(
     service: Optional[str] = None,
     token_provider: Optional[TokenProvider] = None,
     timeout: float = CONNECT_TIMEOUT,
+    read_timeout: Optional[float] = None,
 ) -> JobSubmissionClient:
     """A connected `JobSubmissionClient` (it checks the dashboard's version on creation).
 
@@ -246,6 +286,8 @@ def connect(
     the API server's service proxy with a Google bearer token (`token_provider`, default Application
     Default Credentials). An IP endpoint also needs the cluster CA (`ca_cert_b64` or `ca_file`); the
     DNS endpoint's certificate is verified with the system roots (`needs_cluster_ca`).
+    Every request of the returned client gives up after `timeout` seconds to connect and `read_timeout`
+    (default `READ_TIMEOUT`) seconds without an answer (`DashboardUnreachable`): nothing waits forever on a stalled dashboard.
 
     Raises:
         InvalidAddress: the address or endpoint is not a usable http(s) URL (bad port, no host, ...).
@@ -254,13 +296,14 @@ def connect(
     """
     if (address is None) == (gke_endpoint is None):
         raise ValueError("pass exactly one of address or gke_endpoint")
+    read_timeout = READ_TIMEOUT if read_timeout is None else read_timeout
     if address is not None:
         url = address.rstrip("/")
         if "://" not in url:
             url = f"http://{url}"
         _host_port(url, address)
         _probe(url, timeout)
-        return _guard(url, lambda: JobSubmissionClient(url))
+        return _guard(url, lambda: _TimeoutClient(url, request_timeout=(timeout, read_timeout)))
     if not service:
         raise ValueError("gke_endpoint needs the Ray head service name (service=...)")
     check_endpoint(gke_endpoint)
@@ -268,7 +311,9 @@ def connect(
     verify = tls_verify(ca_file, ca_cert_b64)
     _probe(url, timeout)
     provider = token_provider or google_token_provider()
-    return _guard(url, lambda: _BearerClient(url, token_provider=provider, verify=verify))
+    return _guard(
+        url, lambda: _BearerClient(url, token_provider=provider, verify=verify, request_timeout=(timeout, read_timeout))
+    )
 
 
 def check_endpoint(endpoint: str) -> None:
@@ -327,6 +372,8 @@ def _guard(address: str, fn: Callable[[], Any], job_id: Optional[str] = None) ->
         return fn()
     except requests.exceptions.SSLError:  # before ConnectionError: it is a subclass of it
         raise DashboardUnreachable(address, "TLS verification failed; is the cluster CA right?") from None
+    except requests.exceptions.ReadTimeout:
+        raise DashboardUnreachable(address, "ReadTimeout: the request got no answer in time") from None
     except (requests.exceptions.ConnectionError, requests.exceptions.Timeout, ConnectionError) as err:
         raise DashboardUnreachable(address, type(err).__name__) from None
     except AuthenticationError:
@@ -537,14 +584,14 @@ def logs(
         shown = len(text)
     streamed = 0
     try:
-        for chunk in _sync_iter(client.tail_job_logs(job_id)):
+        for chunk in _sync_iter(client.tail_job_logs(job_id), LOG_IDLE_TIMEOUT):
             new = chunk[max(shown - streamed, 0):]
             streamed += len(chunk)
             shown = max(shown, streamed)
             if new:
                 yield new
         return
-    except (aiohttp.WSServerHandshakeError, aiohttp.ClientError, RuntimeError):
+    except (aiohttp.WSServerHandshakeError, aiohttp.ClientError, RuntimeError, asyncio.TimeoutError):
         # Streaming failed (or was never possible); continue from what was already shown.
         pass
     while True:
@@ -569,13 +616,14 @@ def last_lines(text: str, count: int) -> str:
     return text[end + 1:]
 
 
-def _sync_iter(agen: AsyncIterator[str]) -> Iterator[str]:
-    """Drive an async iterator from synchronous code on a private event loop."""
+def _sync_iter(agen: AsyncIterator[str], idle_timeout: Optional[float] = None) -> Iterator[str]:
+    """Drive an async iterator from synchronous code on a private event loop; `asyncio.TimeoutError`
+    when no item arrives within `idle_timeout` seconds."""
     loop = asyncio.new_event_loop()
     try:
         while True:
             try:
-                yield loop.run_until_complete(agen.__anext__())
+                yield loop.run_until_complete(asyncio.wait_for(agen.__anext__(), idle_timeout))
             except StopAsyncIteration:
                 return
     finally:
