@@ -130,8 +130,6 @@ class GatePlan:
     """Ray resource that marks a worker node (the head has none of it)."""
     timeout_s: float = 600.0
     """Upper bound of the whole run; each phase gets a share (`_deadline`)."""
-    node_hour_usd: Optional[float] = None
-    """Price of one worker node-hour, for the cost line; None prints node-hours only."""
     python: str = "python"
     """The interpreter the gate job's entrypoint runs (the image's; tests give this venv's)."""
 
@@ -305,7 +303,6 @@ class GateReport:
     checks: tuple[Check, ...]
     seconds: float
     node_count: int
-    node_hour_usd: Optional[float] = None
     error: str = ""
     """The gate itself could not run (set instead of checks)."""
 
@@ -325,10 +322,9 @@ class GateReport:
         return self.node_count * self.seconds / 3600
 
     def cost_line(self) -> str:
-        line = f"gate cost: {self.node_count} GPU node(s) x {self.seconds:.0f} s = {self.node_hours:.3f} node-hours"
-        if self.node_hour_usd is not None:
-            line += f" (~${self.node_hours * self.node_hour_usd:.2f} at ${self.node_hour_usd:g}/node-hour)"
-        return line
+        """What the gate held: the whole GPU pool for its duration. The offline plan prices a typical
+        run in dollars (tools/estimates.py); the cluster side knows no prices."""
+        return f"gate cost: {self.node_count} GPU node(s) x {self.seconds:.0f} s = {self.node_hours:.3f} node-hours"
 
     def summary(self) -> str:
         """One line: pass, or what failed and the numbers."""
@@ -368,7 +364,6 @@ class GateReport:
             "checks": [dataclasses.asdict(c) for c in self.checks],
             "seconds": self.seconds,
             "node_count": self.node_count,
-            "node_hour_usd": self.node_hour_usd,
             "error": self.error,
         }
 
@@ -378,7 +373,6 @@ class GateReport:
             checks=tuple(Check(**c) for c in data.get("checks", ())),
             seconds=float(data.get("seconds", 0.0)),
             node_count=int(data.get("node_count", 0)),
-            node_hour_usd=data.get("node_hour_usd"),
             error=str(data.get("error", "")),
         )
 
@@ -689,7 +683,7 @@ def run(plan: GatePlan) -> GateReport:
         ray.init(address="auto", logging_level="WARNING", log_to_driver=False)
     nodes = worker_nodes(plan, ray.nodes())[: plan.node_count]
     if not nodes:
-        return GateReport((check_gpus(plan, [], 0),), time.monotonic() - start, 0, plan.node_hour_usd)
+        return GateReport((check_gpus(plan, [], 0),), time.monotonic() - start, 0)
     actor_cls = ray.remote(NodeProbe)
     resources = {"num_gpus": plan.gpus_per_node} if plan.worker_resource == "GPU" else {"num_cpus": 0}
     probes = [
@@ -708,14 +702,17 @@ def run(plan: GatePlan) -> GateReport:
         except ray.exceptions.GetTimeoutError:
             return GateReport(
                 (Check("gpus", False, f"the probes did not get {plan.gpus_per_node} GPUs on each of {len(nodes)} node(s) in time (GPUs held by another job?)"),),
-                time.monotonic() - start, len(nodes), plan.node_hour_usd,
+                time.monotonic() - start, len(nodes),
             )
         master = where[0]
         budget = left(0.5)
-        results = ray.get(
-            [p.ranks.remote(plan.to_dict(), i, master["ip"], master["port"], budget) for i, p in enumerate(probes)],
-            timeout=budget + 60,
-        )
+        try:
+            results = ray.get(
+                [p.ranks.remote(plan.to_dict(), i, master["ip"], master["port"], budget) for i, p in enumerate(probes)],
+                timeout=budget + 60,
+            )
+        except ray.exceptions.GetTimeoutError:  # the probes kill their processes at `budget`; this is a lost probe
+            results = [{"ranks": [], "nccl_log": "", "timed_out": True}]
         ranks = [r for res in results for r in res["ranks"]]
         checks.append(check_gpus(plan, ranks, len(nodes)))
         checks.append(_fabric_from(plan, results, ranks, nodes_found=len(nodes)))
@@ -728,7 +725,7 @@ def run(plan: GatePlan) -> GateReport:
             pass
         for p in probes:
             ray.kill(p)
-    return GateReport(tuple(checks), time.monotonic() - start, len(nodes), plan.node_hour_usd)
+    return GateReport(tuple(checks), time.monotonic() - start, len(nodes))
 
 
 def _fabric_from(plan: GatePlan, results: Sequence[Mapping[str, Any]], ranks: Sequence[Mapping[str, Any]], nodes_found: int) -> Check:
@@ -807,12 +804,12 @@ def run_on_cluster(client: Any, plan: GatePlan, *, label: str, on_line: Callable
         final = submit.wait(client, job_id, timeout=plan.timeout_s + 120, poll_interval=poll_interval)
     except submit.WaitTimeout:
         submit.stop(client, job_id)
-        return GateReport((), plan.timeout_s, plan.node_count, plan.node_hour_usd, error=f"gate job {job_id} did not finish in {plan.timeout_s + 120:.0f} s")
+        return GateReport((), plan.timeout_s, plan.node_count, error=f"gate job {job_id} did not finish in {plan.timeout_s + 120:.0f} s")
     text = "".join(submit.logs(client, job_id))
     report = parse_result(text)
     if report is None:
         tail = [l for l in text.splitlines() if l.strip()][-1:] or ["no log"]
-        return GateReport((), 0.0, plan.node_count, plan.node_hour_usd, error=f"gate job {job_id} ended {final} without a report: {tail[0][:300]}")
+        return GateReport((), 0.0, plan.node_count, error=f"gate job {job_id} ended {final} without a report: {tail[0][:300]}")
     return report
 
 
@@ -826,7 +823,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         try:
             report = run(plan)
         except Exception as err:  # the client sees this line instead of a traceback
-            report = GateReport((), 0.0, plan.node_count, plan.node_hour_usd, error=f"{type(err).__name__}: {err}".splitlines()[0][:400])
+            report = GateReport((), 0.0, plan.node_count, error=f"{type(err).__name__}: {err}".splitlines()[0][:400])
         for line in report.lines():
             print(line, flush=True)
         print(RESULT_MARKER + json.dumps(report.to_dict()), flush=True)
