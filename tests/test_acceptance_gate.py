@@ -120,6 +120,19 @@ def test_missing_nodes_wrong_gpus_and_broken_gpus_are_each_named():
     assert gate.check_gpus(cluster_plan(), healthy[:8], 1).summary.startswith("1 of 2 worker nodes in the Ray cluster")
 
 
+def test_the_slowest_rank_and_every_failure_of_the_per_gpu_processes_reach_the_fabric_verdict():
+    plan = cluster_plan(node_count=1, gpus_per_node=2, busbw_floor_gbps=0.0)
+    ok = [{"node_rank": 0, "rank": r, "busbw_gbps": bw, "wrong": 0} for r, bw in ((0, 310.2), (1, 305.9))]
+    assert gate._fabric_from(plan, [{"ranks": ok, "nccl_log": GIB_LOG}], ok, 1).numbers["busbwGBps"] == 305.9
+    crashed = [ok[0], {"node_rank": 0, "rank": 1, "collective_error": "DistBackendError: NCCL error: remote process exited"}]
+    check = gate._fabric_from(plan, [{"ranks": crashed, "nccl_log": GIB_LOG}], crashed, 1)
+    assert not check.ok and "1 distinct collective error(s), e.g. DistBackendError: NCCL error" in check.summary
+    corrupt = [ok[0], {**ok[1], "wrong": 12}]
+    assert "12 wrong elements in the gathered data" in gate._fabric_from(plan, [{"ranks": corrupt, "nccl_log": GIB_LOG}], corrupt, 1).summary
+    lost = gate._fabric_from(plan, [{"ranks": [], "nccl_log": "", "timed_out": True}], [], 1)
+    assert not lost.ok and "0 of 2 ranks finished the collective (timed out)" in lost.summary
+
+
 def test_storage_below_its_floor_fails_naming_what_was_slow():
     check = gate.check_storage(cluster_plan(), 6.2, 1.1)
     assert not check.ok
