@@ -29,6 +29,20 @@ Everything device- and fabric-specific is a value of the `GatePlan`: the cluster
 head with `backend="gloo", device="cpu"` and a temporary directory for the mount, and check the NCCL
 log parser on recorded logs.
 
+Why one process per GPU, started by the node's actor: that is how NCCL is measured (nccl-tests and
+Google's published numbers run one rank per GPU, 8 per node), the processes inherit the worker pod's
+environment exactly as Ray's workers do (NCCL_NET=gIB and the gIB library path, sourced by the worker's
+start command before `ray start`), and a process that dies of a broken GPU cannot take the actor along.
+
+Known only on the real cloud (tests cannot show it): the bus bandwidth torch.distributed reaches on
+these machines (the floor leaves half of Google's published figure as margin), the Lustre throughput a
+handful of clients reach, the NCCL version the image and the gIB installer bring (the parser reads the
+lines NCCL 2.21 to 2.30 print), and whether the API-server proxy passes the `py_modules` upload (a PUT
+to the dashboard's /api/packages, through the same `_do_request` as every Job API call). The training
+actors of NeMo-RL get the driver's (the head's) environment on top of the worker's (FACTS.md): the gate
+proves the workers' NCCL setup, so the head must not override it (issue 12a aligns the head's library
+path with the workers').
+
 Imports: the standard library and Ray at module level; torch only inside the per-GPU processes (the
 NeMo-RL image's torch); of the project only `workloads.submit` (client side, lazily).
 """
@@ -706,9 +720,12 @@ def run(plan: GatePlan) -> GateReport:
             )
         master = where[0]
         budget = left(0.5)
+        # With a node missing, the nodes that are there still form their own group: their GPUs are
+        # checked and their bandwidth shown, and the fabric check fails for the missing node.
+        present = dataclasses.replace(plan, node_count=len(nodes)).to_dict()
         try:
             results = ray.get(
-                [p.ranks.remote(plan.to_dict(), i, master["ip"], master["port"], budget) for i, p in enumerate(probes)],
+                [p.ranks.remote(present, i, master["ip"], master["port"], budget) for i, p in enumerate(probes)],
                 timeout=budget + 60,
             )
         except ray.exceptions.GetTimeoutError:  # the probes kill their processes at `budget`; this is a lost probe
