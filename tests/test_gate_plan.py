@@ -9,7 +9,7 @@ from conftest import merged, stack_config
 from infra.cluster import gpu_pool_facts
 from infra.config import namespaced, parse
 from infra.flavours import FLAVOURS
-from infra.gate_plan import gate_plan_for_stack, load_thresholds, published_value
+from infra.gate_plan import gate_plan_for_stack, gpu_name, load_thresholds, published_value
 from infra.stack_context import StackContext
 from infra.stack_file import load_stack
 
@@ -20,13 +20,28 @@ def plan_of(stack: str, **overrides):
     return cfg, gate_plan_for_stack(cfg, gpu_pool_facts(StackContext.from_config(stack, cfg), cfg))
 
 
-def test_every_flavour_of_the_catalogue_has_a_floor_with_a_source_and_a_gpu_name():
+def test_every_flavour_of_the_catalogue_has_a_floor_with_a_source():
     fabric = load_thresholds()["fabric"]
     assert set(fabric["flavours"]) == set(FLAVOURS)
     for name, entry in fabric["flavours"].items():
         value, estimate = published_value(entry["published_busbw_gbps"])
-        assert value > 0 and entry["source"].strip() and entry["gpu_name"], name
+        assert value > 0 and entry["source"].strip(), name
         assert estimate is None or len(estimate) > 40, f"{name}: an estimate says how it was made"
+
+
+def test_the_gpu_name_comes_from_the_flavours_accelerator_type():
+    assert {f.name: gpu_name(f.accelerator_type) for f in FLAVOURS.values()} == {"b200": "B200", "h200": "H200"}
+
+
+def test_a_flavour_without_a_published_figure_is_measured_not_enforced(monkeypatch):
+    import dataclasses
+
+    from infra import flavours
+
+    b300 = dataclasses.replace(FLAVOURS["b200"], name="b300", accelerator_type="nvidia-b300")
+    monkeypatch.setitem(flavours.FLAVOURS, "b300", b300)
+    _, plan = plan_of("h200", flavour="b300")
+    assert plan.busbw_floor_gbps == 0.0 and plan.gpu_name == "B300" and "measured, not enforced" in plan.busbw_source
 
 
 def test_a_multi_node_stack_gets_half_of_googles_published_bus_bandwidth_and_enforce():
