@@ -40,7 +40,7 @@ def test_a_flavour_without_a_published_figure_is_measured_not_enforced(monkeypat
 
     b300 = dataclasses.replace(FLAVOURS["b200"], name="b300", accelerator_type="nvidia-b300")
     monkeypatch.setitem(flavours.FLAVOURS, "b300", b300)
-    _, plan = plan_of("h200", flavour="b300")
+    _, plan = plan_of("b200", flavour="b300")  # a multi-node stack: a listed flavour would get a floor
     assert plan.busbw_floor_gbps == 0.0 and plan.gpu_name == "B300" and "measured, not enforced" in plan.busbw_source
 
 
