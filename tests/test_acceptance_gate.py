@@ -256,8 +256,8 @@ def jobs_spec(stack: str):
 
 
 def test_gate_on_demand_and_submit_under_enforce_report_the_stacks_gate_in_one_line(head, client, monkeypatch):
-    """The CLI builds the two-node H200 stack's real plan; the local head has no GPU node, so the
-    gate fails at once, and `submit` under the stack's default policy (enforce) submits nothing."""
+    """The CLI builds the stacks' real plans; the local head has no GPU node, so the gate fails at
+    once, and `submit` under the stack's default policy (enforce) submits nothing."""
     real = cli.gate_plan
     # The head's `python` is not this venv's; everything else is the stack's own plan.
     monkeypatch.setattr(cli, "gate_plan", lambda stack: dataclasses.replace(real(stack), python=sys.executable, timeout_s=60))
@@ -267,7 +267,8 @@ def test_gate_on_demand_and_submit_under_enforce_report_the_stacks_gate_in_one_l
     assert "acceptance gate: 2 node(s) x 8 GPUs" in text
     assert "acceptance gate FAILED: gpus: 0 of 2 worker nodes in the Ray cluster" in text and err.getvalue() == ""
 
+    # b200: eight nodes, enforce by default, and a recipe that needs no Hugging Face token to build.
     out, err = io.StringIO(), io.StringIO()
-    assert cli.main(["submit", "--stack", "h200", "--address", head.address], out=out, err=err) == cli.EXIT_GATE_FAILED
-    assert err.getvalue().startswith("error: acceptance gate FAILED: gpus: 0 of 2 worker nodes") and err.getvalue().count("\n") == 1
-    assert jobs.list_jobs(client, "h200") == []
+    assert cli.main(["submit", "--stack", "b200", "--address", head.address], out=out, err=err) == cli.EXIT_GATE_FAILED
+    assert err.getvalue().startswith("error: acceptance gate FAILED: gpus: 0 of 8 worker nodes") and err.getvalue().count("\n") == 1
+    assert jobs.list_jobs(client, "b200") == []
