@@ -6,6 +6,7 @@ from infra import config as stack_config
 from infra.autopilot_cluster import AutopilotCluster
 from infra.autopilot_pods import ray_values_for_autopilot
 from infra.cluster import GkeCluster, gpu_pool_facts, system_pool_name
+from infra.gate_plan import gate_plan_for_stack
 from infra.gke_networks import GkeNetworkObjects
 from infra.image_prepull import ImagePrePull
 from infra.kube_provider import KubernetesAccess
@@ -41,6 +42,7 @@ gpu_pool = gpu_pool_facts(ctx, cfg)
 system_pool = system_pool_name(ctx, cfg)
 worker_fit = cfg.worker_fit
 job_spec = job_spec_for_stack(settings.stack, cfg, wandb_key_set=settings.wandb_key_set, pool=gpu_pool)
+gate_plan = gate_plan_for_stack(cfg, gpu_pool)
 
 # ---------------------------------------------------------------- Google Cloud
 # A new project has most of these APIs off: each component waits for the ones its resources call
@@ -189,10 +191,13 @@ job = build_training_job(
     ray_cluster_name=ray_cluster.cluster_name,
     # Submitted after the release, stopped before it goes, and replaced with it (infra/training_job.py).
     ray_release=ray_cluster.release,
+    gate_plan=gate_plan,
 )
 if job is not None:
     pulumi.export("jobId", job.submission_id)
     pulumi.export("jobStatus", job.status)
+    # busbw GB/s, Lustre GB/s, seconds of the acceptance gate run before the submission (job.gate).
+    pulumi.export("acceptanceGate", job.gate_result)
     pulumi.export("jobLogsCommand", job.logs_command)
     pulumi.export("rayDashboardCommand", job.dashboard_command)
 

@@ -106,6 +106,15 @@ reaches plain instances on port 988 and the legacy flag (6988, `gkeSupportEnable
 needed (container.v1 API reference rev 20261027, LustreCsiDriverConfig.enableLegacyLustrePort; FACTS.md
 "Managed Lustre"). The GKE Managed Lustre page names 1.33.2-gke.4780000 for the default port change;
 the earlier of the two is the API's own statement about the flag."""
+
+
+def lustre_aggregate_mb_s(capacity_gib: float, tier: int) -> float:
+    """A Managed Lustre instance's aggregate throughput in MB/s: capacity in TiB x the tier's MB/s per TiB
+    (FACTS.md "Managed Lustre"). The checkpoint sizing (tools/sizing.py) and the acceptance gate's
+    storage floor (infra/gate_plan.py) both use it."""
+    return capacity_gib / 1024 * tier
+
+
 LUSTRE_CSI_MIN_GKE = "1.33.2-gke.1111000"
 """The oldest node version the GKE Managed Lustre CSI add-on supports (GKE "About the Managed Lustre CSI
 driver", limitations). Older guidance (managed-lustre "Connect from GKE", nodes from 1.31.5) allowed
@@ -652,6 +661,12 @@ class JobConfig(_Model):
     submit: bool = Field(True, description="Submit the job on `pulumi up`; false deploys the Ray cluster only.")
     max_num_steps: Optional[int] = Field(None, ge=1, description="Override the recipe's `grpo.max_num_steps`.")
     wandb_project: Optional[str] = Field(None, pattern=r"^[A-Za-z0-9._\-]{1,128}$", description="W&B project; enables W&B logging (needs the `wandbApiKey` secret).")
+    gate: Optional[Literal["enforce", "warn", "off"]] = Field(
+        None,
+        description="The acceptance gate before the job is submitted (GPUs, gIB fabric bandwidth, Lustre throughput; "
+        "docs/acceptance-gate.md): `enforce` does not submit after a failed gate, `warn` reports and submits, `off` "
+        "skips it. Default: `enforce` when `gpuPool.nodeCount` > 1, else `warn`.",
+    )
 
     @field_validator("recipe")
     @classmethod
@@ -1091,6 +1106,12 @@ class StackConfig(_Model):
                 "gpuPool.nodeCount",
                 f"{nodes} is too small for job.recipe {recipe!r}; allowed: at least {par.min_nodes}",
             )
+
+    @property
+    def gate_policy(self) -> str:
+        """`job.gate`, or its default: enforce on a multi-node pool (the fabric is what a lone node cannot
+        show broken), warn on one node."""
+        return self.job.gate or ("enforce" if self.gpu_pool.node_count > 1 else "warn")
 
     @property
     def flavour_spec(self) -> Flavour:

@@ -30,6 +30,7 @@ import pulumi.dynamic
 from infra.config import PROJECT, ConfigError, StackConfig
 from infra.options import child_options
 from infra.ray_cluster import DASHBOARD_PORT
+from workloads.acceptance_gate import GatePlan
 from workloads.hook import JobSubmissionProvider
 from workloads.job_spec import JobBuildError, JobSpec, PoolShape, build_job, wandb_wanted
 
@@ -41,22 +42,24 @@ class JobSubmission(pulumi.dynamic.Resource, module="nemo-rl-gke", name="JobSubm
 
     submission_id: pulumi.Output[str]
     status: pulumi.Output[Optional[str]]
+    gate_result: pulumi.Output[Optional[dict]]
 
     def __init__(self, name: str, props: dict, opts: Optional[pulumi.ResourceOptions] = None):
-        # `status` is an output only; declaring it as None makes Pulumi expose it.
-        super().__init__(JobSubmissionProvider(), name, {**props, "status": None}, opts)
+        # `status` and `gate_result` are outputs only; declaring them as None makes Pulumi expose them.
+        super().__init__(JobSubmissionProvider(), name, {**props, "status": None, "gate_result": None}, opts)
 
 
 class TrainingJob(pulumi.ComponentResource):
     """The NeMo-RL job of a stack.
 
     Outputs: `submission_id` (the Ray submission id), `status` (at submit time / last refresh),
-    `dashboard_command` (how to open the Ray dashboard) and `logs_command` (how to follow the log
-    with `python -m workloads`).
+    `gate_result` (the acceptance gate's numbers, `GateReport.outputs`), `dashboard_command` (how to
+    open the Ray dashboard) and `logs_command` (how to follow the log with `python -m workloads`).
     """
 
     submission_id: pulumi.Output[str]
     status: pulumi.Output[Optional[str]]
+    gate_result: pulumi.Output[Optional[dict]]
     dashboard_command: pulumi.Output[str]
     logs_command: pulumi.Output[str]
 
@@ -71,6 +74,8 @@ class TrainingJob(pulumi.ComponentResource):
         head_service: pulumi.Input[str],
         ray_cluster_name: pulumi.Input[str],
         ray_release: pulumi.Resource,
+        gate_policy: str = "off",
+        gate_plan: Optional[GatePlan] = None,
         opts: Optional[pulumi.ResourceOptions] = None,
     ):
         super().__init__(COMPONENT_TYPE, name, None, opts)
@@ -87,6 +92,9 @@ class TrainingJob(pulumi.ComponentResource):
             "head_service": head_service,
             # The provider waits for this RayCluster to be provisioned before submitting.
             "ray_cluster_name": ray_cluster_name,
+            # ... and runs the acceptance gate right before it submits (workloads/acceptance_gate.py).
+            "gate_policy": gate_policy,
+            "gate_plan": gate_plan.to_dict() if gate_plan is not None and gate_policy != "off" else None,
         }
         # Submitted after the Ray release, stopped before it goes, and replaced with it: a changed Ray
         # value replaces the release (delete first, infra/ray_cluster.py), which takes the RayCluster and
@@ -103,6 +111,7 @@ class TrainingJob(pulumi.ComponentResource):
         stack = shlex.quote(spec.stack)
         self.submission_id = self.submission.submission_id
         self.status = self.submission.status
+        self.gate_result = self.submission.gate_result
         # The local proxy of `workloads/dashboard.py`: no kubectl, works through the DNS endpoint.
         self.dashboard_command = pulumi.Output.from_input(
             f"python -m workloads dashboard --stack {stack}  # then open http://127.0.0.1:{DASHBOARD_PORT}/"
@@ -114,6 +123,7 @@ class TrainingJob(pulumi.ComponentResource):
             {
                 "submissionId": self.submission_id,
                 "status": self.status,
+                "gateResult": self.gate_result,
                 "dashboardCommand": self.dashboard_command,
                 "logsCommand": self.logs_command,
             }
@@ -143,6 +153,7 @@ def build_training_job(
     head_service: pulumi.Input[str],
     ray_cluster_name: pulumi.Input[str],
     ray_release: pulumi.Resource,
+    gate_plan: Optional[GatePlan] = None,
     opts: Optional[pulumi.ResourceOptions] = None,
 ) -> Optional[TrainingJob]:
     """The stack's `TrainingJob`, or None when `job.submit` is false.
@@ -158,6 +169,8 @@ def build_training_job(
             fullnameOverride); the job is submitted only once it is provisioned.
         ray_release: the Ray Helm release (`RayCluster.release`): the job is submitted after it,
             stopped before it is destroyed, and replaced whenever it is replaced.
+        gate_plan: the acceptance gate (`infra.gate_plan.gate_plan_for_stack`), run right before the
+            job is submitted under the policy `cfg.gate_policy`; None runs none.
         opts: further resource options of the component.
     """
     if not cfg.job.submit:
@@ -171,5 +184,7 @@ def build_training_job(
         head_service=head_service,
         ray_cluster_name=ray_cluster_name,
         ray_release=ray_release,
+        gate_policy=cfg.gate_policy if gate_plan is not None else "off",
+        gate_plan=gate_plan,
         opts=opts,
     )

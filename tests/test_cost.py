@@ -169,7 +169,7 @@ def test_plan_json_adds_the_estimates_under_their_own_key_and_keeps_the_others()
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert list(doc) == ["project", "stack", "resources", "outputs", "estimates"]
-    assert set(doc["estimates"]) == {"cost", "checkpoints", "deployTime", "workerFit"}
+    assert set(doc["estimates"]) == {"cost", "checkpoints", "deployTime", "workerFit", "acceptanceGate"}
     assert doc["estimates"]["cost"]["perHour"]["spot"] < doc["estimates"]["cost"]["perHour"]["onDemand"]
 
 

@@ -6,6 +6,7 @@ from conftest import ALL_STACKS, STACKS, stack_plan
 from tools import deploy_time
 from tools.mocks import Registration
 from tools.offline_plan import Plan, render_tree
+from workloads.acceptance_gate import GatePlan, estimated_seconds
 
 # The first thing on every path: enabling the API a resource calls (infra/project_apis.py).
 API_ENABLE_MINUTES = 1.0
@@ -72,17 +73,27 @@ def test_kubernetes_objects_wait_for_their_provider_and_so_for_the_cluster():
     assert est.finish_by_name["gke-networks-params-rdma-0"] == pytest.approx(API_ENABLE_MINUTES + 0.5 + 0.5 + 8.0 + 0.0 + 0.1)
 
 
+def gate_minutes_of(stack: str) -> float:
+    """The acceptance gate's typical minutes, from the submission's own gate plan."""
+    submission = stack_plan(stack).one(deploy_time.JOB_SUBMISSION, "training-job-submission")
+    return round(estimated_seconds(GatePlan.from_dict(submission.inputs["gate_plan"])) / 60, 1)
+
+
 @pytest.mark.parametrize("stack", STACKS)
-def test_the_critical_path_is_the_lustre_path_plus_at_most_three_minutes(stack):
+def test_the_critical_path_is_the_lustre_path_plus_the_gate_plus_at_most_three_minutes(stack):
     est = deploy_time.estimate(stack_plan(stack))
     names = [s.name for s in est.critical_path]
     assert names == [
         "apis-compute", "network-vpc", "network-psa-range", "network-psa", "lustre-instance",
-        "workload-lustre-pv", "workload-lustre-pvc", "ray-release", "training-job-submission",
+        "workload-lustre-pv", "workload-lustre-pvc", "ray-release", "acceptance-gate", "training-job-submission",
     ]
+    gate = est.critical_path[-2]
+    # Minutes, not tens of minutes (the issue's bound); the step starts when the Ray release is up.
+    assert 0.5 <= gate.minutes == gate_minutes_of(stack) <= 5 and gate.source == deploy_time.GATE_SOURCE
+    assert gate.start == pytest.approx(est.finish_by_name["ray-release"])
     assert est.milestones["lustre-instance"] == pytest.approx(LUSTRE_READY_MINUTES)
-    assert est.total_minutes == pytest.approx(LUSTRE_READY_MINUTES + AFTER_LUSTRE_MINUTES)
-    assert est.total_minutes - est.milestones["lustre-instance"] <= 3.0
+    assert est.total_minutes == pytest.approx(LUSTRE_READY_MINUTES + AFTER_LUSTRE_MINUTES + gate.minutes)
+    assert est.total_minutes - est.milestones["lustre-instance"] - gate.minutes <= 3.0
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -123,7 +134,9 @@ def test_every_typical_time_cites_its_source():
 def test_the_plan_text_prints_the_critical_path_its_sources_and_the_pull(stack):
     text = render_tree(stack_plan(stack))
     block = text[text.index("\nDeploy time"):text.index("\nOutputs:")]
-    assert "~66 min along the critical path" in block
+    total = LUSTRE_READY_MINUTES + AFTER_LUSTRE_MINUTES + gate_minutes_of(stack)
+    assert f"~{total:.0f} min along the critical path" in block
+    assert f"+{gate_minutes_of(stack):g} min  AcceptanceGate" in block
     assert "lustre-instance" in block and "+60 min" in block and "magic-modules PR #14878" in block
     assert "image-prepull-daemonset 36.2 min" in block
     assert "image pull: +11.1 min on every node at once" in block
@@ -131,11 +144,15 @@ def test_the_plan_text_prints_the_critical_path_its_sources_and_the_pull(stack):
 
 def test_deploy_time_json_lists_the_path_with_start_and_finish_minutes_and_sources():
     doc = deploy_time.estimate(stack_plan("dev")).to_json()
-    assert doc["expectedMinutes"] == 66.5
-    release, submission = doc["criticalPath"][-2:]
+    gate = gate_minutes_of("dev")
+    assert doc["expectedMinutes"] == round(66.5 + gate, 1)
+    release, gate_step, submission = doc["criticalPath"][-3:]
     assert (release["name"], release["startMinute"], release["finishMinute"]) == ("ray-release", 64.0, 65.5)
+    assert (gate_step["name"], gate_step["startMinute"], gate_step["finishMinute"]) == (
+        "acceptance-gate", 65.5, round(65.5 + gate, 2),
+    )
     assert (submission["name"], submission["startMinute"], submission["finishMinute"]) == (
-        "training-job-submission", 65.5, 66.5,
+        "training-job-submission", round(65.5 + gate, 2), round(66.5 + gate, 2),
     )
     assert all(step["source"] for step in doc["criticalPath"])
     assert doc["imagePull"]["imageCompressedGb"] == 20.0 and doc["imagePull"]["pullRateMbPerS"] == 30.0
@@ -150,5 +167,26 @@ def test_on_autopilot_the_gpu_nodes_and_the_pull_come_with_the_ray_workers_so_th
     (release,) = [s for s in est.critical_path if s.name == "ray-release"]
     cold = deploy_time.GPU_NODE_POOL.minutes + deploy_time.IMAGE_PULL.minutes
     assert release.minutes == pytest.approx(deploy_time.CREATION_MINUTES["kubernetes:helm.sh/v3:Release"].minutes + cold)
-    assert est.total_minutes == pytest.approx(LUSTRE_READY_MINUTES + AFTER_LUSTRE_MINUTES + cold)
+    assert est.total_minutes == pytest.approx(LUSTRE_READY_MINUTES + AFTER_LUSTRE_MINUTES + cold + gate_minutes_of("autopilot"))
     assert "gke-gpu-pool" not in est.milestones and "image-prepull-daemonset" not in est.finish_by_name
+
+
+def test_a_submission_without_a_gate_is_one_step_of_one_minute():
+    inputs = {"gate_policy": "off", "gate_plan": {"node_count": 2}}
+    release = reg("release", "kubernetes:helm.sh/v3:Release")
+    submission = reg("job", deploy_time.JOB_SUBMISSION, deps=["urn:release"], inputs=inputs)
+    est = deploy_time.estimate(synthetic(release, submission))
+    assert [s.name for s in est.critical_path] == ["release", "job"]
+    assert est.total_minutes == deploy_time.CREATION_MINUTES["kubernetes:helm.sh/v3:Release"].minutes + 1.0
+
+
+def test_the_plan_prices_one_gate_run_at_the_stacks_hourly_cost():
+    from tools import estimates
+
+    est = estimates.compute(stack_plan("b200"))
+    gate = estimates.gate_cost(est)
+    assert gate["minutes"] == gate_minutes_of("b200")
+    # Eight spot B200 nodes plus the rest of the stack for ~1.3 minutes: dollars, not hundreds.
+    assert gate["perRun"] == round(est.cost.per_hour * gate["minutes"] / 60, 2) and 1 < gate["perRun"] < 50
+    assert estimates.to_json(est)["acceptanceGate"] == gate
+    assert any(line.startswith("  acceptance gate before each submission: ~") for line in estimates.render(est))

@@ -16,7 +16,7 @@ import pytest
 from pulumi.dynamic import DiffResult
 from ray.job_submission import JobStatus
 
-from conftest import spec_of, stack_config, stack_plan
+from conftest import merged, spec_of, stack_config, stack_plan
 from stalled_http import StalledServer
 from infra.stack_file import read_stack_file
 from tools import offline_plan as plan_mod
@@ -259,3 +259,62 @@ def test_the_stack_submission_waits_for_the_raycluster_the_helm_release_names(st
     # The DNS endpoint, verified with the system roots: no cluster CA travels with the submission.
     assert submission.inputs["gke_endpoint"] == plan.outputs["clusterEndpoint"] and "address" not in submission.inputs
     assert submission.inputs["ca_cert_b64"] == "", submission.name
+
+
+# ------------------------------------------------------------------------------------ the acceptance gate
+
+
+def quick_failing_gate(**changes) -> dict:
+    """A real gate plan that the local head fails at once: it has no GPU node (2 expected)."""
+    from workloads.acceptance_gate import GatePlan
+
+    plan = GatePlan(
+        node_count=2, gpus_per_node=8, gpu_name="H200", busbw_floor_gbps=162.06, busbw_source="test",
+        mount_path="/lustre", storage_expected_gbps=8.8, storage_floor_gbps=4.4, storage_source="test",
+        storage_bytes_per_node=1 << 30, timeout_s=60, python=sys.executable, **changes,
+    )
+    return plan.to_dict()
+
+
+def test_a_failed_gate_under_enforce_stops_the_hook_before_anything_is_submitted(head):
+    from workloads.acceptance_gate import GateFailed
+
+    client = jobs.connect(head.address)
+    gated = {**props(head, "print('never')", stack="t-hook-gate"), "gate_policy": "enforce", "gate_plan": quick_failing_gate()}
+    with pytest.raises(GateFailed, match=r"^acceptance gate FAILED: gpus: 0 of 2 worker nodes in the Ray cluster$"):
+        JobSubmissionProvider().create(gated)
+    assert jobs.list_jobs(client, "t-hook-gate") == []
+
+
+def test_under_warn_a_failed_gate_is_reported_and_the_job_submitted_and_a_running_job_is_not_gated_again(head):
+    client = jobs.connect(head.address)
+    gated = {**props(head, "import time; time.sleep(120)", stack="t-hook-warn"), "gate_policy": "warn", "gate_plan": quick_failing_gate()}
+    created = JobSubmissionProvider().create(gated)
+    gate = created.outs["gate_result"]
+    assert gate["ran"] is True and gate["passed"] is False and gate["policy"] == "warn"
+    assert gate["summary"] == "acceptance gate FAILED: gpus: 0 of 2 worker nodes in the Ray cluster"
+    assert gate["healthyGpus"] == 0 and gate["seconds"] >= 0 and "__provider" not in created.outs
+    assert [j.submission_id for j in jobs.list_jobs(client, "t-hook-warn")] == [created.id]
+    # The same job already runs: no gate (it would wait for the job's GPUs), nothing resubmitted.
+    again = JobSubmissionProvider().create({**gated, "gate_policy": "enforce"})
+    assert again.id == created.id and again.outs["gate_result"]["ran"] is False
+    assert again.outs["gate_result"]["summary"] == "job already on the cluster"
+    read = JobSubmissionProvider().read(created.id, created.outs)
+    assert read.outs["gate_result"] == gate  # refresh keeps the numbers of the gate that ran
+    jobs.stop(client, created.id)
+
+
+@pytest.mark.parametrize(("stack", "policy", "nodes", "floor"), [("dev", "warn", 1, 0.0), ("h200", "enforce", 2, 162.06)])
+def test_the_stack_submission_carries_the_stacks_gate_policy_and_plan(stack, policy, nodes, floor):
+    submission = stack_plan(stack).one(DYNAMIC_TYPE, "training-job-submission")
+    plan = submission.inputs["gate_plan"]
+    assert submission.inputs["gate_policy"] == policy, submission.name
+    assert (plan["node_count"], plan["gpus_per_node"], plan["busbw_floor_gbps"], plan["expect_net"]) == (nodes, 8, floor, "gIB")
+    assert plan["backend"] == "nccl" and plan["device"] == "cuda" and plan["mount_path"] == "/lustre"
+
+
+def test_job_gate_off_registers_no_gate_plan():
+    config, secret_keys = stack_config("h200", job=merged("h200", "job", {"gate": "off"}))
+    plan = plan_mod.run_program("h200", config, secret_keys)
+    submission = plan.one(DYNAMIC_TYPE, "training-job-submission")
+    assert submission.inputs["gate_policy"] == "off" and submission.inputs.get("gate_plan") is None  # None is not sent

@@ -199,7 +199,8 @@ def test_the_cli_submits_the_stack_job_waits_and_retries_after_a_failure(head):
     # The dev stack's real entrypoint: here it fails at once (no /opt/nemo-rl on this machine),
     # which is enough to see submit -> wait -> FAILED -> resubmit as attempt 2.
     spec = cli.build_spec(cli.load_stack("dev"))
-    code, out, err = run_cli("submit", "--stack", "dev", "--address", head.address, "--wait", "--timeout", "60")
+    # No acceptance gate here (tests/test_acceptance_gate.py covers it): this is about submit and wait.
+    code, out, err = run_cli("submit", "--stack", "dev", "--address", head.address, "--gate", "off", "--wait", "--timeout", "60")
     assert (code, err) == (1, ""), err
     lines = out.splitlines()
     assert lines[0] in (f"submitted {spec.submission_id} (PENDING)", f"submitted {spec.submission_id} (RUNNING)")
@@ -209,7 +210,7 @@ def test_the_cli_submits_the_stack_job_waits_and_retries_after_a_failure(head):
     assert code == 0 and spec.submission_id in out and "FAILED" in out
     code, out, _ = run_cli("logs", "--stack", "dev", "--address", head.address)  # newest job of the stack
     assert code == 0 and "Running entrypoint" in out and "/opt/nemo-rl" in out
-    code, out, _ = run_cli("submit", "--stack", "dev", "--address", head.address)
+    code, out, _ = run_cli("submit", "--stack", "dev", "--address", head.address, "--gate", "off")
     assert code == 0 and out.startswith(f"submitted {spec.submission_id}-r2 ")
     code, out, _ = run_cli("status", "--stack", "dev", "--address", head.address, "--wait", "--timeout", "60")
     assert code == 1 and f"{spec.submission_id}-r2  FAILED" in out

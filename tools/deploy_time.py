@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from infra.image_prepull import COMPONENT_LABEL as PREPULL_COMPONENT
+from workloads.acceptance_gate import GatePlan, estimated_seconds
 
 NODE_POOL = "gcp:container/nodePool:NodePool"
 DAEMONSET = "kubernetes:apps/v1:DaemonSet"
@@ -155,6 +156,24 @@ AUTOPILOT_RAY_RELEASE = Typical(
 )
 
 
+JOB_SUBMISSION = "pulumi-python:dynamic/nemo-rl-gke:JobSubmission"
+GATE_STEP = "acceptance-gate"
+GATE_TYPE = "nemo-rl-gke:workloads:AcceptanceGate"
+GATE_SOURCE = (
+    "workloads/acceptance_gate.estimated_seconds: 60 s to start the job, actors and per-GPU processes "
+    f"({ASSUMED}), plus the collective and the Lustre write and read moved at the rates of data/acceptance_gate.yaml"
+)
+
+
+def gate_minutes(resource: Any) -> float:
+    """Minutes of the acceptance gate the job submission runs before it submits (its `gate_plan`
+    input, `workloads.acceptance_gate.estimated_seconds`); 0 when the policy is off."""
+    plan = resource.inputs.get("gate_plan") if resource.type == JOB_SUBMISSION else None
+    if not plan or resource.inputs.get("gate_policy") in (None, "off"):
+        return 0.0
+    return round(estimated_seconds(GatePlan.from_dict(plan)) / 60, 1)
+
+
 def typical(resource: Any, autopilot: bool = False) -> Typical:
     """The typical creation time of a plan resource; `autopilot`: the plan's cluster is Autopilot."""
     if not resource.custom:
@@ -167,6 +186,9 @@ def typical(resource: Any, autopilot: bool = False) -> Typical:
     if is_image_prepull(resource):
         return IMAGE_PULL
     if resource.type.startswith("pulumi-python:dynamic") and resource.type not in CREATION_MINUTES:
+        gate = gate_minutes(resource)
+        if gate:
+            return Typical(DYNAMIC_RESOURCE.minutes + gate, f"the acceptance gate (~{gate:g} min), then {DYNAMIC_RESOURCE.basis}", GATE_SOURCE)
         return DYNAMIC_RESOURCE
     return CREATION_MINUTES.get(resource.type, UNKNOWN)
 
@@ -287,7 +309,13 @@ def estimate(plan: Any) -> DeployEstimate:
     while cur is not None:
         r = urns[cur]
         t = typical(r, autopilot)
-        path.append(Step(r.name, r.type, t.minutes, finish[cur] - t.minutes, finish[cur], t.basis, t.source))
+        gate = gate_minutes(r)
+        if gate:  # the gate is a step of its own, at the start of the submission's time
+            start = finish[cur] - t.minutes
+            path.append(Step(r.name, r.type, DYNAMIC_RESOURCE.minutes, start + gate, finish[cur], DYNAMIC_RESOURCE.basis, DYNAMIC_RESOURCE.source))
+            path.append(Step(GATE_STEP, GATE_TYPE, gate, start, start + gate, "GPUs, fabric busbw and Lustre throughput on every worker node (workloads/acceptance_gate.py)", GATE_SOURCE))
+        else:
+            path.append(Step(r.name, r.type, t.minutes, finish[cur] - t.minutes, finish[cur], t.basis, t.source))
         cur = came_from[cur]
     path.reverse()
     unknown = sorted({urns[u].type for u in graph if typical(urns[u], autopilot) is UNKNOWN})

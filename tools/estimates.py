@@ -98,6 +98,7 @@ def to_json(est: Estimates) -> dict[str, Any]:
         "checkpoints": None if est.checkpoints is None else est.checkpoints.to_json(),
         "deployTime": est.deploy.to_json(),
         "workerFit": est.worker_fit,
+        "acceptanceGate": gate_cost(est),
     }
 
 
@@ -139,10 +140,20 @@ def render_checkpoints(est: Optional[sizing.CheckpointEstimate], current_monthly
     return lines
 
 
+def gate_cost(est: Estimates) -> Optional[dict[str, float]]:
+    """The acceptance gate's typical run: its minutes on the deploy-time path, priced at the whole
+    stack's hourly cost (the gate holds every GPU node while it runs); None when the stack has no gate."""
+    steps = [s for s in est.deploy.critical_path if s.name == deploy_time.GATE_STEP]
+    if not steps:
+        return None
+    minutes = steps[0].minutes
+    return {"minutes": minutes, "perRun": round(est.cost.per_hour * minutes / 60, 2)}
+
+
 def render(est: Estimates) -> list[str]:
     lustre = [i for i in est.cost.items if i.name == "Managed Lustre"]
     monthly = lustre[0].per_hour * est.cost.hours_per_month if lustre else None
-    return [
+    lines = [
         *cost.render(est.cost),
         "",
         *render_checkpoints(est.checkpoints, monthly),
@@ -150,6 +161,13 @@ def render(est: Estimates) -> list[str]:
         *render_worker_fit(est.worker_fit),
         *deploy_time.render(est.deploy),
     ]
+    gate = gate_cost(est)
+    if gate:
+        lines.append(
+            f"  acceptance gate before each submission: ~{gate['minutes']:g} min, ~{est.cost.currency} "
+            f"{gate['perRun']:.2f} per run at the stack's hourly cost (docs/acceptance-gate.md)"
+        )
+    return lines
 
 
 def render_for_plan(plan: Any) -> list[str]:

@@ -39,7 +39,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional
 
-from infra.config import LUSTRE_TIERS
+from infra.config import LUSTRE_TIERS, lustre_aggregate_mb_s
 
 BYTES_PER_PARAM_CHECKPOINT = 16
 """Mixed-precision Adam: bf16 weights 2 + bf16 grads 2 + fp32 master 4 + Adam m 4 + Adam v 4."""
@@ -206,7 +206,7 @@ def bf16_bytes(params: float) -> float:
 
 def aggregate_throughput_mb_s(capacity_gib: float, tier: int) -> float:
     """Capacity in TiB x per-unit throughput (MB/s per TiB)."""
-    return capacity_gib / 1024 * tier
+    return lustre_aggregate_mb_s(capacity_gib, tier)
 
 
 def checkpoint_write_seconds(nbytes: float, capacity_gib: float, tier: int) -> float:

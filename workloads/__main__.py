@@ -1,6 +1,7 @@
 """Command line for a stack's training job.
 
-    python -m workloads submit [--stack NAME] [--dry-run] [--wait [--timeout S]]
+    python -m workloads submit [--stack NAME] [--dry-run] [--gate POLICY] [--wait [--timeout S]]
+    python -m workloads gate   [--stack NAME]   (the acceptance gate on demand: GPUs, fabric, Lustre)
     python -m workloads status [--stack NAME] [--job ID] [--wait [--timeout S]]
     python -m workloads logs   [--stack NAME] [--job ID] [--follow] [--tail N]
     python -m workloads stop   [--stack NAME] [--job ID]
@@ -24,6 +25,11 @@ Where the dashboard is, first match wins:
 
 `submit --dry-run` prints the submission id, entrypoint and runtime env and touches no network.
 
+`submit` runs the acceptance gate first (`workloads/acceptance_gate.py`, docs/acceptance-gate.md)
+when a job is really going to be submitted, under the stack's `job.gate` policy (`--gate` overrides
+it once): on `enforce` a failed gate prints one line naming what failed and the numbers, and nothing
+is submitted. `gate` runs it on demand and prints its lines, numbers and cost.
+
 `logs --tail N` prints only the last N lines of the log (with --follow: the last N lines, then
 the new output as it comes).
 
@@ -34,7 +40,8 @@ watcher) the spec is read from that JSON instead of a stack file, `--address` is
 nothing outside the `workloads` package is imported (no Pulumi in the Ray image).
 
 Exit codes: 0 ok; 1 the job ended FAILED or STOPPED (with --wait); 2 bad config, unknown job or
-usage; 3 the dashboard is unreachable or refused the credentials; 4 --timeout passed.
+usage; 3 the dashboard is unreachable or refused the credentials; 4 --timeout passed; 5 the
+acceptance gate failed (`gate`, or `submit` under enforce).
 """
 
 from __future__ import annotations
@@ -60,7 +67,7 @@ OUTPUT_ENDPOINT = "clusterEndpoint"
 OUTPUT_CA = "clusterCaCertificate"
 OUTPUT_HEAD_SERVICE = "rayHeadService"
 
-EXIT_OK, EXIT_JOB_FAILED, EXIT_USAGE, EXIT_UNREACHABLE, EXIT_TIMEOUT = 0, 1, 2, 3, 4
+EXIT_OK, EXIT_JOB_FAILED, EXIT_USAGE, EXIT_UNREACHABLE, EXIT_TIMEOUT, EXIT_GATE_FAILED = 0, 1, 2, 3, 4, 5
 
 
 class CliError(Exception):
@@ -112,6 +119,29 @@ def build_spec(stack: Stack):
         return job_spec_for_stack(stack.name, stack.config, wandb_key_set=stack.wandb_key_set, pool=pool)
     except ConfigError as err:
         raise CliError(str(err)) from None
+
+
+def gate_plan(stack: Stack):
+    """The stack's acceptance gate exactly as `pulumi up` hands it to the job submission."""
+    from infra.cluster import gpu_pool_facts
+    from infra.gate_plan import gate_plan_for_stack
+    from infra.stack_context import StackContext
+
+    return gate_plan_for_stack(stack.config, gpu_pool_facts(StackContext.from_config(stack.name, stack.config), stack.config))
+
+
+def run_gate(client, stack: Stack, out: TextIO):
+    """Run the stack's acceptance gate on the cluster, printing its lines; returns the `GateReport`."""
+    from workloads import acceptance_gate
+
+    def show(line: str) -> None:
+        out.write(line + "\n")
+        out.flush()
+
+    report = acceptance_gate.run_on_cluster(client, gate_plan(stack), label=stack.name, on_line=show)
+    for line in report.lines():
+        show(line)
+    return report
 
 
 def _stack_outputs(stack: str) -> dict[str, Any]:
@@ -263,10 +293,17 @@ def cmd_submit(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
         out.write(f"entrypoint: {spec.entrypoint}\n")
         out.write(f"runtime env: {json.dumps(spec.runtime_env, sort_keys=True)}\n")
         return EXIT_OK
-    from workloads import submit
+    from workloads import acceptance_gate, submit
 
     client = connect(args, stack)
-    result = submit.submit(client, spec)
+    policy = args.gate or stack.config.gate_policy
+    before_submit = None
+    if policy != "off":
+
+        def before_submit() -> None:
+            acceptance_gate.enforce(run_gate(client, stack, out), policy)
+
+    result = submit.submit(client, spec, before_submit=before_submit)
     for old in result.stopped:
         out.write(f"stopped {old} (another spec of stack {stack.name})\n")
     verb = "submitted" if result.created else "already on the cluster:"
@@ -275,6 +312,11 @@ def cmd_submit(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
     if args.wait:
         return _wait(client, result.submission_id, args.timeout, out)
     return EXIT_OK
+
+
+def cmd_gate(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
+    report = run_gate(connect(args, stack), stack, out)
+    return EXIT_OK if report.ok else EXIT_GATE_FAILED
 
 
 def cmd_status(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
@@ -417,6 +459,7 @@ def cmd_dashboard(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
 
 COMMANDS: dict[str, Callable[[argparse.Namespace, Stack, TextIO], int]] = {
     "submit": cmd_submit,
+    "gate": cmd_gate,
     "status": cmd_status,
     "logs": cmd_logs,
     "stop": cmd_stop,
@@ -522,11 +565,15 @@ def parser() -> argparse.ArgumentParser:
     common.add_argument("--head-service", help="Ray head service name (with --endpoint)")
     common.add_argument("--namespace", type=_namespace, help="namespace of the Ray cluster; default ray.namespace of the stack")
     p = _Parser(prog="python -m workloads", description="Submit and watch the stack's NeMo-RL job.")
-    sub = p.add_subparsers(dest="command", required=True, metavar="{submit,status,logs,stop,list,watch,dashboard}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="{submit,gate,status,logs,stop,list,watch,dashboard}")
     s = sub.add_parser("submit", parents=[common], help="submit the stack's job (idempotent)")
     s.add_argument("--dry-run", action="store_true", help="print entrypoint and runtime env; no network")
+    s.add_argument(
+        "--gate", choices=("enforce", "warn", "off"), help="acceptance gate policy for this submission; default job.gate of the stack"
+    )
     s.add_argument("--wait", action="store_true", help="wait until the job ends, showing its status")
     s.add_argument("--timeout", type=_seconds(positive=True), help="with --wait: give up after this many seconds (exit 4)")
+    sub.add_parser("gate", parents=[common], help="run the acceptance gate (GPUs, fabric, Lustre) on the cluster now")
     s = sub.add_parser("status", parents=[common], help="show a job's status")
     s.add_argument("--job", help="submission id; default the stack's newest job")
     s.add_argument("--wait", action="store_true", help="wait until the job ends, showing its status")
@@ -564,6 +611,9 @@ def _exit_code(exc: BaseException) -> Optional[int]:
 
     if isinstance(exc, JobBuildError):
         return EXIT_USAGE
+    gate = sys.modules.get("workloads.acceptance_gate")
+    if gate is not None and isinstance(exc, gate.GateFailed):  # its message is the one line
+        return EXIT_GATE_FAILED
     submit = sys.modules.get("workloads.submit")  # imported lazily: --dry-run never loads Ray
     if submit is None or not isinstance(exc, submit.JobError):
         return None

@@ -17,6 +17,9 @@ Props (the dynamic resource's inputs, snake_case as given):
                                                                   for the RayCluster (RAY_CLUSTER_TIMEOUT)
     http_timeout                                                  optional, seconds one Job API request
                                                                   may wait for an answer (submit.READ_TIMEOUT)
+    gate_policy, gate_plan                                        the acceptance gate (`job.gate`:
+                                                                  enforce|warn|off; the `GatePlan` as a
+                                                                  dict); absent: no gate
 
 Readiness is enforced here, not by Helm: Helm's wait does not understand the RayCluster custom
 resource, so the release reports deployed before the head and the GPU workers run. Create and
@@ -24,10 +27,16 @@ update therefore first wait (`workloads.readiness`, through the API server at `g
 until the RayCluster's `RayClusterProvisioned` and `HeadPodReady` conditions are true, and only
 then wait for the dashboard and submit.
 
+The acceptance gate (`workloads.acceptance_gate`) runs right before a job is actually submitted (not
+when the same job is already on the cluster): on `enforce` a failed gate raises `GateFailed`, whose
+one-line message names what failed and the numbers, and nothing is submitted; on `warn` its lines are
+printed and the job is submitted anyway.
+
 No secret is among them: the provider fetches a Google token itself at run time
 (Application Default Credentials, as `kubectl` on GKE does) and the job's secrets come from files
-the Ray pods mount. Outputs add `submission_id` (the actual id, `-r<N>` for a retried attempt) and
-`status` (as seen right after submitting, or at the last refresh).
+the Ray pods mount. Outputs add `submission_id` (the actual id, `-r<N>` for a retried attempt),
+`status` (as seen right after submitting, or at the last refresh) and `gate_result` (the gate's
+numbers, `GateReport.outputs`; `{"ran": false, ...}` when it did not run).
 
 Lifecycle:
     create  wait for the RayCluster, then submit (idempotent: an identical job already on the
@@ -134,7 +143,38 @@ def _client(props: dict[str, Any], *, wait_ready: bool = False):
 
 def _inputs(props: dict[str, Any]) -> dict[str, Any]:
     """The props without Pulumi's own keys (`__provider`) and without earlier outputs."""
-    return {k: v for k, v in props.items() if not k.startswith("__") and k != "status"}
+    return {k: v for k, v in props.items() if not k.startswith("__") and k not in OUTPUT_KEYS}
+
+
+OUTPUT_KEYS = ("status", "gate_result")
+
+
+def _log(line: str) -> None:
+    # The provider's stderr goes to Pulumi's log of this resource.
+    print(line, file=sys.stderr, flush=True)
+
+
+def _submit_gated(client: Any, spec: JobSpec, props: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """`submit.submit` with the acceptance gate as its `before_submit`; returns the result and the
+    gate's outputs. Raises `acceptance_gate.GateFailed` (enforce) before anything is submitted."""
+    from workloads import acceptance_gate, submit
+
+    policy = props.get("gate_policy") or "off"
+    plan = props.get("gate_plan")
+    outputs: dict[str, Any] = {"ran": False, "policy": policy, "summary": "job already on the cluster"}
+    if policy == "off" or not plan:
+        outputs["summary"] = "gate off"
+        return submit.submit(client, spec), outputs
+
+    def gate() -> None:
+        report = acceptance_gate.run_on_cluster(client, acceptance_gate.GatePlan.from_dict(plan), label=spec.stack, on_line=_log)
+        for line in report.lines():
+            _log(line)
+        outputs.clear()
+        outputs.update({"ran": True, "policy": policy, **report.outputs()})
+        acceptance_gate.enforce(report, policy)
+
+    return submit.submit(client, spec, before_submit=gate), outputs
 
 
 class JobSubmissionProvider(ResourceProvider):
@@ -145,11 +185,9 @@ class JobSubmissionProvider(ResourceProvider):
     serialize_as_secret_always = False
 
     def create(self, props: dict[str, Any]) -> CreateResult:
-        from workloads import submit
-
         _wait_for_ray_cluster(props)
-        result = submit.submit(_client(props, wait_ready=True), _spec(props))
-        outs = {**_inputs(props), "submission_id": result.submission_id, "status": str(result.status)}
+        result, gate = _submit_gated(_client(props, wait_ready=True), _spec(props), props)
+        outs = {**_inputs(props), "submission_id": result.submission_id, "status": str(result.status), "gate_result": gate}
         return CreateResult(id_=result.submission_id, outs=outs)
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
@@ -170,8 +208,9 @@ class JobSubmissionProvider(ResourceProvider):
                 submit.stop(client, old_id)
             except submit.UnknownJob:
                 pass
-        result = submit.submit(client, spec)
-        return UpdateResult(outs={**_inputs(news), "submission_id": result.submission_id, "status": str(result.status)})
+        result, gate = _submit_gated(client, spec, news)
+        outs = {**_inputs(news), "submission_id": result.submission_id, "status": str(result.status), "gate_result": gate}
+        return UpdateResult(outs=outs)
 
     def delete(self, id_: str, props: dict[str, Any]) -> None:
         from workloads import submit
@@ -203,4 +242,5 @@ class JobSubmissionProvider(ResourceProvider):
                 flush=True,
             )
             return ReadResult(id_=id_, outs=recorded)
-        return ReadResult(id_=id_, outs={**_inputs(props), "submission_id": id_, "status": str(current)})
+        outs = {**_inputs(props), "submission_id": id_, "status": str(current), "gate_result": props.get("gate_result")}
+        return ReadResult(id_=id_, outs=outs)

@@ -493,13 +493,21 @@ def submit_attempt(
     return job_id, True
 
 
-def submit(client: JobSubmissionClient, spec: JobSpec, *, stop_timeout: float = 60.0) -> SubmitResult:
+def submit(
+    client: JobSubmissionClient,
+    spec: JobSpec,
+    *,
+    stop_timeout: float = 60.0,
+    before_submit: Optional[Callable[[], None]] = None,
+) -> SubmitResult:
     """Make sure `spec` runs on the cluster, without duplicates.
 
     1. Any job of the same stack with another spec that has not ended is stopped, and given up
        to `stop_timeout` seconds to release its GPUs.
     2. If the newest attempt of this spec is pending, running or succeeded, it is returned.
-    3. Otherwise (never submitted, or it failed / was stopped) a new attempt is submitted.
+    3. Otherwise (never submitted, or it failed / was stopped) `before_submit` is called (the
+       acceptance gate: on free GPUs, and only when a job is really going to start; an exception
+       from it stops the submission) and a new attempt is submitted.
     """
     jobs = list_jobs(client, spec.stack)
     stale = [j for j in jobs if j.metadata.get(META_SPEC_HASH) != spec.spec_hash and j.status not in TERMINAL]
@@ -518,6 +526,8 @@ def submit(client: JobSubmissionClient, spec: JobSpec, *, stop_timeout: float = 
         if newest.status not in RETRYABLE:
             return SubmitResult(newest.submission_id, newest.status, created=False, stopped=tuple(stopped))
         attempt = attempt_of(newest) + 1
+    if before_submit is not None:
+        before_submit()
     job_id, created = submit_attempt(client, spec, attempt)
     return SubmitResult(job_id, status(client, job_id), created=created, stopped=tuple(stopped))
 

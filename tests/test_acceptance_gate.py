@@ -1,0 +1,274 @@
+"""The acceptance gate: its verdicts on recorded NCCL logs and measured numbers, and the real gate
+orchestration on the session's local Ray head (gloo on the CPU, a temporary directory as the mount)."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import shlex
+import sys
+from pathlib import Path
+
+import pytest
+
+from workloads import __main__ as cli
+from workloads import acceptance_gate as gate
+from workloads import submit as jobs
+
+LOGS = Path(__file__).resolve().parent / "nccl_logs"
+GIB_LOG = (LOGS / "gib_a4_2x8.log").read_text()
+SOCKET_LOG = (LOGS / "socket_fallback_a3u_2x8.log").read_text()
+
+
+def cluster_plan(**changes) -> gate.GatePlan:
+    """A plan as a two-node B200 stack gets it (floors as in data/acceptance_gate.yaml)."""
+    base = gate.GatePlan(
+        node_count=2, gpus_per_node=8, gpu_name="B200", busbw_floor_gbps=162.06, busbw_source="test",
+        mount_path="/lustre", storage_expected_gbps=8.789, storage_floor_gbps=4.395, storage_source="test",
+        storage_bytes_per_node=1 << 30,
+    )
+    return dataclasses.replace(base, **changes)
+
+
+def cpu_plan(mount: Path, **changes) -> gate.GatePlan:
+    """The CPU stand-in: the same orchestration on the local head, gloo instead of NCCL."""
+    base = gate.GatePlan(
+        node_count=1, gpus_per_node=2, gpu_name="cpu", busbw_floor_gbps=0.0, busbw_source="test",
+        mount_path=str(mount), storage_expected_gbps=0.002, storage_floor_gbps=0.001, storage_source="test",
+        storage_bytes_per_node=16 << 20, storage_streams=2, backend="gloo", device="cpu", expect_net=None,
+        message_bytes=1 << 20, warmup_iters=1, iters=3, worker_resource="CPU", timeout_s=120, python=sys.executable,
+    )
+    return dataclasses.replace(base, **changes)
+
+
+# ------------------------------------------------------------------------------------ NCCL logs
+
+
+def test_a_log_of_the_gib_plugin_shows_every_communicator_and_channel_on_gib_with_gpudirect():
+    info = gate.parse_nccl_log(GIB_LOG)
+    assert info.networks == {"gIB": 16} and info.channel_nets == {"gIB": 64} and info.gdr_channels == 64
+    assert info.versions == {"2.27.7+cuda12.9"}
+    assert gate.net_check(info, "gIB") is None
+    assert gate.net_check(info, "gib") is None  # NCCL matches plugin names case-insensitively
+
+
+def test_a_socket_fallback_log_fails_the_net_check_naming_the_transport():
+    info = gate.parse_nccl_log(SOCKET_LOG)
+    assert info.networks == {"Socket": 16} and info.channel_nets == {"Socket": 32} and info.gdr_channels == 0
+    assert gate.net_check(info, "gIB") == "NCCL used the Socket transport, not gIB"
+
+
+def test_a_socket_fallback_fails_the_fabric_even_at_a_bandwidth_above_the_floor():
+    check = gate.check_fabric(cluster_plan(), 300.0, SOCKET_LOG)
+    assert not check.ok and "Socket" in check.summary and check.numbers["network"] == "Socket"
+    assert gate.check_fabric(cluster_plan(), 300.0, GIB_LOG).ok
+
+
+def test_a_log_that_never_says_which_network_cannot_prove_gib():
+    only_channels = "\n".join(l for l in GIB_LOG.splitlines() if "Using network" not in l)
+    assert "cannot prove" in gate.net_check(gate.parse_nccl_log(only_channels), "gIB")
+    assert "cannot prove" in gate.check_fabric(cluster_plan(), 300.0, "").summary
+
+
+def test_gib_communicators_with_a_channel_over_sockets_fail():
+    mixed = GIB_LOG + "host:1:2 [0] NCCL INFO Channel 03/0 : 0[0] -> 8[0] [send] via NET/Socket/0\n"
+    assert gate.net_check(gate.parse_nccl_log(mixed), "gIB") == "NCCL channels ran over NET/Socket, not NET/gIB"
+
+
+def test_only_the_lines_the_verdict_reads_are_kept_from_a_process_log(tmp_path):
+    (tmp_path / "nccl.host.1.log").write_text(GIB_LOG + "host:1:1 [0] NCCL INFO cudaDriverVersion 12090\n")
+    kept = gate._nccl_lines(tmp_path)
+    assert "Using network gIB" in kept and "via NET/gIB/0/GDRDMA" in kept and "cudaDriverVersion" not in kept
+    assert gate.parse_nccl_log(kept).networks == {"gIB": 16}
+
+
+# ------------------------------------------------------------------------------------ numbers
+
+
+def test_bus_bandwidth_is_computed_as_nccl_tests_does():
+    # Google's published A3 Ultra row (data/acceptance_gate.yaml): all_gather of 1 GiB on 16 ranks in
+    # 3105.7 us is algbw 345.74 GB/s, busbw 324.13 GB/s (the time is printed rounded to 0.1 us).
+    algbw, busbw = gate.bus_bandwidth("all_gather", 1073741824, 3105.7e-6, 16)
+    assert (algbw, busbw) == pytest.approx((345.74, 324.13), abs=0.015)
+    assert gate.bus_bandwidth("all_reduce", 10**9, 1.0, 4) == (1.0, 1.5)  # 2(n-1)/n
+
+
+def test_a_fabric_below_its_floor_fails_with_both_numbers():
+    check = gate.check_fabric(cluster_plan(), 41.3, GIB_LOG)
+    assert not check.ok and check.summary == "all_gather busbw 41.3 GB/s: below the floor 162.06 GB/s"
+    assert check.numbers == {"busbwGBps": 41.3, "floorGBps": 162.06, "network": "gIB", "gdrChannels": 64}
+
+
+def test_one_node_has_no_fabric_floor_but_still_needs_gib():
+    plan = cluster_plan(node_count=1, busbw_floor_gbps=0.0)
+    assert gate.check_fabric(plan, 620.0, GIB_LOG).ok
+    assert not gate.check_fabric(plan, 620.0, SOCKET_LOG).ok
+
+
+def test_missing_nodes_wrong_gpus_and_broken_gpus_are_each_named():
+    def rank(node, i, name="NVIDIA B200", ok=True, **extra):
+        return {"node_rank": node, "rank": node * 8 + i, "host": f"gpu-{node}", "device_name": name, "device_ok": ok, **extra}
+
+    healthy = [rank(n, i) for n in range(2) for i in range(8)]
+    assert gate.check_gpus(cluster_plan(), healthy, 2).ok
+    assert gate.check_gpus(cluster_plan(), healthy, 2).numbers == {"healthyGpus": 16, "expectedGpus": 16}
+    wrong = healthy[:8] + [rank(1, i, name="NVIDIA H100 80GB HBM3") for i in range(8)]
+    check = gate.check_gpus(cluster_plan(), wrong, 2)
+    assert not check.ok and "gpu-1: 0 of 8 healthy B200 GPUs (saw NVIDIA H100 80GB HBM3)" in check.summary
+    broken = healthy[:15] + [{"node_rank": 1, "rank": 15, "host": "gpu-1", "device_error": "RuntimeError: CUDA error: ECC"}]
+    assert "gpu-1: 7 of 8 healthy B200 GPUs (saw RuntimeError: CUDA error: ECC)" in gate.check_gpus(cluster_plan(), broken, 2).summary
+    assert gate.check_gpus(cluster_plan(), healthy[:8], 1).summary.startswith("1 of 2 worker nodes in the Ray cluster")
+
+
+def test_the_slowest_rank_and_every_failure_of_the_per_gpu_processes_reach_the_fabric_verdict():
+    plan = cluster_plan(node_count=1, gpus_per_node=2, busbw_floor_gbps=0.0)
+    ok = [{"node_rank": 0, "rank": r, "busbw_gbps": bw, "wrong": 0} for r, bw in ((0, 310.2), (1, 305.9))]
+    assert gate._fabric_from(plan, [{"ranks": ok, "nccl_log": GIB_LOG}], ok, 1).numbers["busbwGBps"] == 305.9
+    crashed = [ok[0], {"node_rank": 0, "rank": 1, "collective_error": "DistBackendError: NCCL error: remote process exited"}]
+    check = gate._fabric_from(plan, [{"ranks": crashed, "nccl_log": GIB_LOG}], crashed, 1)
+    assert not check.ok and "1 distinct collective error(s), e.g. DistBackendError: NCCL error" in check.summary
+    corrupt = [ok[0], {**ok[1], "wrong": 12}]
+    assert "12 wrong elements in the gathered data" in gate._fabric_from(plan, [{"ranks": corrupt, "nccl_log": GIB_LOG}], corrupt, 1).summary
+    lost = gate._fabric_from(plan, [{"ranks": [], "nccl_log": "", "timed_out": True}], [], 1)
+    assert not lost.ok and "0 of 2 ranks finished the collective (timed out)" in lost.summary
+
+
+def test_storage_below_its_floor_fails_naming_what_was_slow():
+    check = gate.check_storage(cluster_plan(), 6.2, 1.1)
+    assert not check.ok
+    assert check.summary == "Lustre write 6.2 GB/s, read 1.1 GB/s: read below the floor 4.395 GB/s (expected 8.789 GB/s)"
+    assert gate.check_storage(cluster_plan(), 6.2, 5.0).ok
+
+
+def test_worker_nodes_are_the_alive_nodes_with_all_the_gpus_a_probe_takes():
+    nodes = [
+        {"NodeID": "head", "Alive": True, "NodeManagerAddress": "10.0.0.2", "Resources": {"CPU": 8}},
+        {"NodeID": "b", "Alive": True, "NodeManagerAddress": "10.0.0.9", "Resources": {"GPU": 8}},
+        {"NodeID": "a", "Alive": True, "NodeManagerAddress": "10.0.0.3", "Resources": {"GPU": 8}},
+        {"NodeID": "dead", "Alive": False, "NodeManagerAddress": "10.0.0.4", "Resources": {"GPU": 8}},
+        {"NodeID": "half", "Alive": True, "NodeManagerAddress": "10.0.0.5", "Resources": {"GPU": 4}},
+    ]
+    assert [n["NodeID"] for n in gate.worker_nodes(cluster_plan(), nodes)] == ["a", "b"]
+
+
+# ------------------------------------------------------------------------------------ report and policy
+
+
+def failed_report() -> gate.GateReport:
+    return gate.GateReport(
+        (
+            gate.Check("gpus", True, "16 healthy B200 GPUs on 2 nodes", {"healthyGpus": 16, "expectedGpus": 16}),
+            gate.check_fabric(cluster_plan(), 23.5, SOCKET_LOG),
+            gate.check_storage(cluster_plan(), 6.2, 5.0),
+        ),
+        seconds=131.0,
+        node_count=2,
+    )
+
+
+def test_a_failed_gate_is_one_line_naming_what_failed_and_the_numbers():
+    report = failed_report()
+    assert not report.ok
+    assert report.summary() == (
+        "acceptance gate FAILED: fabric: all_gather busbw 23.5 GB/s: NCCL used the Socket transport, not gIB; "
+        "below the floor 162.06 GB/s"
+    )
+    assert "\n" not in report.summary()
+    assert report.cost_line() == "gate cost: 2 GPU node(s) x 131 s = 0.073 node-hours"
+
+
+def test_the_report_survives_the_job_log_and_gives_the_stack_output():
+    report = failed_report()
+    log = "some driver output\n" + "\n".join(report.lines()) + "\n" + gate.RESULT_MARKER + __import__("json").dumps(report.to_dict()) + "\n"
+    again = gate.parse_result(log)
+    assert again == report
+    assert again.outputs() == {
+        "passed": False, "busbwGBps": 23.5, "busbwFloorGBps": 162.06, "lustreWriteGBps": 6.2, "lustreReadGBps": 5.0,
+        "lustreFloorGBps": 4.395, "healthyGpus": 16, "seconds": 131.0, "nodeHours": 0.0728, "summary": report.summary(),
+    }
+    assert gate.parse_result("no marker here") is None
+
+
+def test_enforce_raises_on_a_failed_gate_while_warn_and_off_do_not():
+    report = failed_report()
+    with pytest.raises(gate.GateFailed) as raised:
+        gate.enforce(report, "enforce")
+    assert str(raised.value) == report.summary()
+    gate.enforce(report, "warn")
+    gate.enforce(report, "off")
+    passed = gate.GateReport((gate.Check("gpus", True, "ok"),), 1.0, 1)
+    gate.enforce(passed, "enforce")
+    could_not_run = gate.GateReport((), 0.0, 2, error="ModuleNotFoundError: No module named 'torch'")
+    with pytest.raises(gate.GateFailed, match="could not run: ModuleNotFoundError"):
+        gate.enforce(could_not_run, "enforce")
+
+
+def test_the_plan_travels_as_one_shell_word_and_comes_back_equal():
+    plan = cluster_plan(busbw_source="0.5 x 324.13 GB/s: it's a quote; $(not run)")
+    words = shlex.split(gate.job_entrypoint(plan))
+    assert words[:4] == ["python", "-m", "workloads.acceptance_gate", "run"] and len(words) == 5
+    assert gate.GatePlan.decode(words[4]) == plan
+
+
+def test_the_typical_duration_grows_with_what_the_storage_phase_moves():
+    small = gate.estimated_seconds(cluster_plan())
+    big = gate.estimated_seconds(cluster_plan(storage_bytes_per_node=16 << 30))
+    assert 60 < small < big and big - small == pytest.approx(2 * 2 * 15 * (1 << 30) / (8.789e9), rel=1e-6)
+
+
+# ------------------------------------------------------------------------------------ on a Ray head
+
+
+def test_the_gate_runs_end_to_end_on_a_local_head_and_a_failing_one_stops_the_submission(head, client, tmp_path):
+    """GPUs and fabric pass for real (two gloo ranks), storage fails on an unreachable floor; under
+    enforce, `submit` raises before anything is submitted, and the gate's files are gone."""
+    mount = tmp_path / "lustre"
+    mount.mkdir()
+    plan = cpu_plan(mount, storage_expected_gbps=2000.0, storage_floor_gbps=1000.0)
+    lines: list[str] = []
+    spec = jobs_spec("t-gate-e2e")
+
+    def before_submit() -> None:
+        report = gate.run_on_cluster(client, plan, label="t-gate-e2e", on_line=lines.append, poll_interval=0.2)
+        lines.extend(report.lines())
+        before_submit.report = report  # type: ignore[attr-defined]
+        gate.enforce(report, "enforce")
+
+    with pytest.raises(gate.GateFailed) as raised:
+        jobs.submit(client, spec, before_submit=before_submit)
+    report = before_submit.report  # type: ignore[attr-defined]
+    assert [c.name for c in report.checks] == ["gpus", "fabric", "storage"]
+    gpus, fabric, storage = report.checks
+    assert gpus.ok and gpus.numbers == {"healthyGpus": 2, "expectedGpus": 2}, gpus.summary
+    assert fabric.ok and fabric.numbers["busbwGBps"] > 0, fabric.summary
+    assert not storage.ok and 0 < storage.numbers["writeGBps"] < 1000 and 0 < storage.numbers["readGBps"] < 1000
+    assert str(raised.value).startswith("acceptance gate FAILED: storage: Lustre write ")
+    assert "below the floor 1000 GB/s" in str(raised.value) and 0 < report.seconds < 120
+    assert jobs.list_jobs(client, "t-gate-e2e") == []  # the training job was never submitted
+    assert list(mount.iterdir()) == []  # the gate's files are cleaned up
+    assert any(l.startswith("gate cost: 1 GPU node(s) x ") for l in lines)
+
+
+def jobs_spec(stack: str):
+    from workloads.job_spec import JobSpec
+
+    return JobSpec.create(stack=stack, recipe="r", entrypoint=f"{shlex.quote(sys.executable)} -c 'print(1)'", runtime_env={})
+
+
+def test_gate_on_demand_and_submit_under_enforce_report_the_stacks_gate_in_one_line(head, client, monkeypatch):
+    """The CLI builds the stacks' real plans; the local head has no GPU node, so the gate fails at
+    once, and `submit` under the stack's default policy (enforce) submits nothing."""
+    real = cli.gate_plan
+    # The head's `python` is not this venv's; everything else is the stack's own plan.
+    monkeypatch.setattr(cli, "gate_plan", lambda stack: dataclasses.replace(real(stack), python=sys.executable, timeout_s=60))
+    out, err = io.StringIO(), io.StringIO()
+    assert cli.main(["gate", "--stack", "h200", "--address", head.address], out=out, err=err) == cli.EXIT_GATE_FAILED
+    text = out.getvalue()
+    assert "acceptance gate: 2 node(s) x 8 GPUs" in text
+    assert "acceptance gate FAILED: gpus: 0 of 2 worker nodes in the Ray cluster" in text and err.getvalue() == ""
+
+    # b200: eight nodes, enforce by default, and a recipe that needs no Hugging Face token to build.
+    out, err = io.StringIO(), io.StringIO()
+    assert cli.main(["submit", "--stack", "b200", "--address", head.address], out=out, err=err) == cli.EXIT_GATE_FAILED
+    assert err.getvalue().startswith("error: acceptance gate FAILED: gpus: 0 of 8 worker nodes") and err.getvalue().count("\n") == 1
+    assert jobs.list_jobs(client, "b200") == []

@@ -1,0 +1,97 @@
+"""The acceptance gate's plan of a stack: floors from data/acceptance_gate.yaml with their sources, the
+Lustre instance's throughput, the pool's shape, and the policy default."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import merged, stack_config
+from infra.cluster import gpu_pool_facts
+from infra.config import namespaced, parse
+from infra.flavours import FLAVOURS
+from infra.gate_plan import gate_plan_for_stack, gpu_name, load_thresholds, published_value
+from infra.stack_context import StackContext
+from infra.stack_file import load_stack
+
+
+def plan_of(stack: str, **overrides):
+    config, _ = stack_config(stack, **overrides)
+    cfg = parse(namespaced(config), stack)
+    return cfg, gate_plan_for_stack(cfg, gpu_pool_facts(StackContext.from_config(stack, cfg), cfg))
+
+
+def test_every_flavour_of_the_catalogue_has_a_floor_with_a_source():
+    fabric = load_thresholds()["fabric"]
+    assert set(fabric["flavours"]) == set(FLAVOURS)
+    for name, entry in fabric["flavours"].items():
+        value, estimate = published_value(entry["published_busbw_gbps"])
+        assert value > 0 and entry["source"].strip(), name
+        assert estimate is None or len(estimate) > 40, f"{name}: an estimate says how it was made"
+
+
+def test_the_gpu_name_comes_from_the_flavours_accelerator_type():
+    assert {f.name: gpu_name(f.accelerator_type) for f in FLAVOURS.values()} == {"b200": "B200", "h200": "H200"}
+
+
+def test_a_flavour_without_a_published_figure_is_measured_not_enforced(monkeypatch):
+    import dataclasses
+
+    from infra import flavours
+
+    b300 = dataclasses.replace(FLAVOURS["b200"], name="b300", accelerator_type="nvidia-b300")
+    monkeypatch.setitem(flavours.FLAVOURS, "b300", b300)
+    _, plan = plan_of("b200", flavour="b300")  # a multi-node stack: a listed flavour would get a floor
+    assert plan.busbw_floor_gbps == 0.0 and plan.gpu_name == "B300" and "measured, not enforced" in plan.busbw_source
+
+
+def test_a_multi_node_stack_gets_half_of_googles_published_bus_bandwidth_and_enforce():
+    cfg, plan = plan_of("h200")
+    assert cfg.gate_policy == "enforce" and plan.node_count == cfg.gpu_pool.node_count == 2
+    # 0.5 x 324.13 GB/s, all_gather of 1 GiB on 2 x a3-ultragpu-8g over gIB (Cluster Toolkit, 8b70b1036).
+    assert plan.busbw_floor_gbps == 162.06 and plan.gpu_name == "H200" and plan.expect_net == "gIB"
+    assert plan.busbw_source.startswith("0.5 x 324.13 GB/s: Google Cluster Toolkit") and "8b70b1036" in plan.busbw_source
+    assert (plan.collective, plan.message_bytes, plan.backend, plan.device) == ("all_gather", 1 << 30, "nccl", "cuda")
+
+
+def test_the_b200_floor_says_it_is_an_estimate():
+    _, plan = plan_of("b200")
+    assert plan.gpu_name == "B200" and plan.busbw_floor_gbps == 162.06 and "ESTIMATE" in plan.busbw_source
+
+
+def test_one_node_has_no_fabric_floor_and_only_warns_by_default():
+    cfg, plan = plan_of("dev")
+    assert plan.node_count == 1 and plan.busbw_floor_gbps == 0.0 and cfg.gate_policy == "warn"
+    cfg, _ = plan_of("dev", job=merged("dev", "job", {"gate": "enforce"}))
+    assert cfg.gate_policy == "enforce"
+
+
+def test_the_storage_floor_is_half_of_capacity_times_tier_and_the_test_size_follows_it():
+    cfg, plan = plan_of("h200")
+    # 18000 GiB at 500 MB/s per TiB = 8789 MB/s.
+    assert (cfg.lustre.capacity_gib, cfg.lustre.per_unit_storage_throughput) == (18000, 500)
+    assert (plan.storage_expected_gbps, plan.storage_floor_gbps) == (8.789, 4.395)
+    assert plan.mount_path == cfg.ray.mount_path and "18000 GiB x 500 MB/s/TiB" in plan.storage_source
+    # 10 s at 8.789 GB/s over 2 nodes = 43.9 GB each, clamped to 16 GiB.
+    assert plan.storage_bytes_per_node == 16 << 30
+    _, small = plan_of("h200", lustre=merged("h200", "lustre", {"capacityGib": 72000, "perUnitStorageThroughput": 125}))
+    # 72000 GiB at 125 MB/s per TiB = 8.789 GB/s as well: the tier and the capacity trade off.
+    assert small.storage_expected_gbps == 8.789
+    _, many = plan_of("h200", gpuPool=merged("h200", "gpuPool", {"nodeCount": 64}))
+    assert many.storage_bytes_per_node == int(8.7890625e9 * 10 / 64) // (1 << 20) * (1 << 20)
+
+
+@pytest.mark.parametrize("value", ["strict", "ENFORCE", True])
+def test_job_gate_accepts_only_its_three_values(value):
+    from infra.config import ConfigError
+
+    config, _ = stack_config("dev", job=merged("dev", "job", {"gate": value}))
+    with pytest.raises(ConfigError, match=r"nemo-rl-gke:job\.gate: .*'enforce', 'warn' or 'off'"):
+        parse(namespaced(config), "dev")
+
+
+def test_the_cli_and_the_program_build_the_same_plan():
+    from workloads import __main__ as cli
+
+    loaded = load_stack("b200")
+    pool = gpu_pool_facts(StackContext.from_config("b200", loaded.config), loaded.config)
+    assert cli.gate_plan(cli.load_stack("b200")) == gate_plan_for_stack(loaded.config, pool)
