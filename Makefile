@@ -25,7 +25,7 @@ doctor: $(VENV)/.installed
 	$(PY) -m tools.doctor --stack $(STACK)
 
 test: $(VENV)/.installed-test
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2 --dist worksteal
 
 docs: $(VENV)/.installed
 	$(PY) -m tools.reference_docs --write

@@ -2,12 +2,10 @@
 
 import json
 import re
-import subprocess
-import sys
 
 import pytest
 
-from conftest import ROOT, stack_plan
+from conftest import stack_plan
 from tools import cost
 from tools import estimates
 from tools.estimates import price_table
@@ -162,12 +160,13 @@ def test_the_plan_text_prints_the_cost_block_after_the_summary(stack):
     assert "prices as of:" in block
 
 
-def test_plan_json_adds_the_estimates_under_their_own_key_and_keeps_the_others():
-    proc = subprocess.run(
-        [sys.executable, "-m", "tools.offline_plan", "--stack", "dev", "--json"], cwd=ROOT, capture_output=True, text=True, timeout=120
-    )
-    assert proc.returncode == 0, proc.stderr
-    doc = json.loads(proc.stdout)
+def test_plan_json_adds_the_estimates_under_their_own_key_and_keeps_the_others(capsys):
+    from tools import offline_plan
+
+    code = offline_plan.main(["--stack", "dev", "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    doc = json.loads(out)
     assert list(doc) == ["project", "stack", "resources", "outputs", "estimates"]
     assert set(doc["estimates"]) == {"cost", "checkpoints", "deployTime", "workerFit", "acceptanceGate"}
     assert doc["estimates"]["cost"]["perHour"]["spot"] < doc["estimates"]["cost"]["perHour"]["onDemand"]

@@ -3,11 +3,9 @@
 docs/resources.md embeds the dev graph; tests/test_reference_docs.py checks it is current.
 """
 
-import subprocess
-import sys
 from collections import defaultdict
 
-from conftest import ROOT, stack_plan
+from conftest import stack_plan
 from tools import deploy_time
 from tools import graph
 
@@ -73,13 +71,13 @@ def test_components_are_mermaid_subgraphs_and_dot_clusters():
     assert text.count("subgraph ") == text.count("\n  end") + text.count("\n    end")
 
 
-def test_plan_graph_option_writes_mermaid_and_dot_files(tmp_path):
-    proc = subprocess.run(
-        [sys.executable, "-m", "tools.offline_plan", "--stack", "h200", "--assume-secrets", "--graph", str(tmp_path)],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr
+def test_plan_graph_option_writes_mermaid_and_dot_files(tmp_path, capsys):
+    from tools import offline_plan
+
+    code = offline_plan.main(["--stack", "h200", "--assume-secrets", "--graph", str(tmp_path)])
+    out, err = capsys.readouterr()
+    assert code == 0, err
     g = graph.build(stack_plan("h200"))
     assert (tmp_path / "graph.mmd").read_text() == graph.mermaid(g)
     assert (tmp_path / "graph.dot").read_text() == graph.dot(g)
-    assert proc.stdout.startswith("nemo-rl-gke / h200")
+    assert out.startswith("nemo-rl-gke / h200")

@@ -24,7 +24,8 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
 
 
 def run_command(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tools.offline_plan", *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    # The command users type (`python -m infra.plan`, the launcher of tools/offline_plan.py), for real.
+    return subprocess.run([sys.executable, "-m", "infra.plan", *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
 
 
 @pytest.mark.parametrize("stack", ALL_STACKS)

@@ -455,8 +455,6 @@ def watcher_of(stack: str = "dev", **recovery):
     ray = SimpleNamespace(namespace=cfg.ray.namespace, cluster_name="nemo-rl", head_service="nemo-rl-head-svc")
 
     def build():
-        import pulumi
-
         return build_preemption_watcher(
             stack_job_spec(stack, cfg, wandb_key_set=False), cfg, ray=ray, system_pool_name=f"{stack}-system",
             gpu_pool=SimpleNamespace(node_count=cfg.gpu_pool.node_count, gpus_per_node=8), lustre_claim="lustre",

@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-import pulumi
 import pytest
 import yaml
 
@@ -218,6 +217,10 @@ def render_raycluster(user_values: dict, release: str = "nemo-rl", namespace: st
     return prune_nulls(doc)
 
 
+FAST_YAML = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+"""libyaml's safe loader where PyYAML has it: the CRD is a large file."""
+
+
 def crd_path(chart_version: str) -> Path:
     """The RayCluster CRD kept for a `ray-cluster` chart version (KubeRay tags chart and CRDs together)."""
     return REFERENCE / f"kuberay-v{chart_version}" / "ray.io_rayclusters.yaml"
@@ -227,7 +230,7 @@ def crd_path(chart_version: str) -> Path:
 def crd_schema(chart_version: str = CHART_VERSION) -> dict[str, Any]:
     path = crd_path(chart_version)
     assert path.is_file(), f"no RayCluster CRD for chart {chart_version}: add {path} (see tests/reference/README.md)"
-    docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
+    docs = [d for d in yaml.load_all(path.read_text(), Loader=FAST_YAML) if d]
     (crd,) = [d for d in docs if d["kind"] == "CustomResourceDefinition"]
     (v1,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1"]
     return v1["schema"]["openAPIV3Schema"]
@@ -255,9 +258,14 @@ def unknown_fields(value: Any, schema: dict[str, Any], path: str) -> list[str]:
     return found
 
 
+@functools.cache
+def crd_validator(chart_version: str) -> jsonschema.Draft7Validator:
+    return jsonschema.Draft7Validator(crd_schema(chart_version))
+
+
 def crd_problems(doc: dict[str, Any], chart_version: str = CHART_VERSION) -> list[str]:
     schema = crd_schema(chart_version)
-    validator = jsonschema.Draft7Validator(schema)
+    validator = crd_validator(chart_version)
     problems = [f"{'/'.join(map(str, e.path))}: {e.message[:200]}" for e in validator.iter_errors(doc)]
     body = {k: v for k, v in doc.items() if k != "metadata"}  # metadata is ObjectMeta, not in the CRD
     problems += [f"{p}: not in the RayCluster CRD (would be pruned)" for p in unknown_fields(body, schema, "")]
@@ -336,7 +344,7 @@ def test_the_kept_crd_is_the_upstream_file_of_the_pinned_chart_version_named_in_
     rows = [line.split("|") for line in (REFERENCE / "README.md").read_text().splitlines() if line.startswith("| `")]
     recorded = {cells[1].strip(" `"): cells[4].strip() for cells in rows}
     assert recorded[str(path.relative_to(REFERENCE))] == hashlib.sha256(path.read_bytes()).hexdigest()
-    crd = next(d for d in yaml.safe_load_all(path.read_text()) if d)
+    crd = next(d for d in yaml.load_all(path.read_text(), Loader=FAST_YAML) if d)
     assert crd["spec"]["names"]["kind"] == "RayCluster" and crd["spec"]["group"] == "ray.io"
 
 
