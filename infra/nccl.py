@@ -120,6 +120,12 @@ def daemonset_manifest(image: str, accelerator_types: Sequence[str]) -> dict[str
     }
 
 
+def require_pinned(image: str, component: str) -> None:
+    """Refuse an installer image without a tag or digest: upstream's `latest` moves under a running pool."""
+    if ":" not in image.rsplit("/", 1)[-1] and "@" not in image:
+        raise ValueError(f"{component}: image {image!r} has no tag or digest; pin a version")
+
+
 class NcclRdmaInstaller(pulumi.ComponentResource):
     """DaemonSet `nccl-rdma-installer` in kube-system, on the GPU nodes of the given accelerators.
 
@@ -140,8 +146,7 @@ class NcclRdmaInstaller(pulumi.ComponentResource):
         accelerator_types: list[str],
         opts: Optional[pulumi.ResourceOptions] = None,
     ) -> None:
-        if ":" not in image.rsplit("/", 1)[-1] and "@" not in image:
-            raise ValueError(f"NcclRdmaInstaller: image {image!r} has no tag or digest; pin a version")
+        require_pinned(image, "NcclRdmaInstaller")
         manifest = daemonset_manifest(image, accelerator_types)
         super().__init__("nemo-rl-gke:infra:NcclRdmaInstaller", name, None, opts)
         self.name, self.namespace, self.image = NAME, NAMESPACE, image

@@ -24,6 +24,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from infra.kube_provider import MANAGED_LABELS
+from infra.nccl import require_pinned
 from infra.options import child_options
 
 NAME = "nccl-rdma-installer"
@@ -132,8 +133,7 @@ class NcclRdmaInstallerAutopilot(pulumi.ComponentResource):
         accelerator_types: Sequence[str],
         opts: Optional[pulumi.ResourceOptions] = None,
     ) -> None:
-        if ":" not in image.rsplit("/", 1)[-1] and "@" not in image:
-            raise ValueError(f"NcclRdmaInstallerAutopilot: image {image!r} has no tag or digest; pin a version")
+        require_pinned(image, "NcclRdmaInstallerAutopilot")
         namespace = namespace_manifest()
         manifest = daemonset_manifest(image, accelerator_types)
         super().__init__("nemo-rl-gke:infra:NcclRdmaInstallerAutopilot", name, None, opts)

@@ -469,34 +469,24 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Stack, TextIO], int]] = {
 }
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not allowed; allowed: a positive whole number")
-    return value
+def _whole_number(low: int, high: Optional[int], allowed: str) -> Callable[[str], int]:
+    """An argparse type: a whole number from `low` to `high` (no upper bound when None)."""
+
+    def parse(text: str) -> int:
+        try:
+            value: Optional[int] = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < low or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"{text!r} is not allowed; allowed: {allowed}")
+        return value
+
+    return parse
 
 
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not allowed; allowed: a whole number, 0 or more")
-    return value
-
-
-def _port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"{text!r} is not allowed; allowed: 0 (any free port) to 65535")
-    return value
+_positive_int = _whole_number(1, None, "a positive whole number")
+_non_negative_int = _whole_number(0, None, "a whole number, 0 or more")
+_port = _whole_number(0, 65535, "0 (any free port) to 65535")
 
 
 def _seconds(positive: bool) -> Callable[[str], float]:
@@ -513,16 +503,6 @@ def _seconds(positive: bool) -> Callable[[str], float]:
         return value
 
     return parse
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not allowed; allowed: a whole number, 0 or more")
-    return value
 
 
 def _stack_name(text: str) -> str:
@@ -589,7 +569,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--spec-file", help="JobSpec JSON to watch instead of the stack's (the in-cluster watcher); needs --address")
     s.add_argument("--once", action="store_true", help="look once, act if needed, print the decision and exit")
     s.add_argument("--check-interval", type=_seconds(positive=True), help="seconds between looks; default recovery.checkIntervalSeconds")
-    s.add_argument("--max-restarts", type=_count, help="consecutive automatic restarts; default recovery.maxRestarts")
+    s.add_argument("--max-restarts", type=_non_negative_int, help="consecutive automatic restarts; default recovery.maxRestarts")
     s.add_argument("--backoff", type=_seconds(positive=False), help="seconds before the first restart, doubling; default recovery.backoffSeconds")
     s.add_argument("--max-backoff", type=_seconds(positive=False), help="cap of the doubled wait; default recovery.maxBackoffSeconds")
     s.add_argument("--heartbeat-file", help="file touched after every look (for a liveness probe)")
