@@ -148,7 +148,8 @@ class AutopilotCluster(pulumi.ComponentResource):
             subnetwork=networking.primary_subnet,
             networking_mode="VPC_NATIVE",
             ip_allocation_policy=ip_allocation_policy(networking),
-            # Pods take the GPU nodes' extra NICs through the GKE Network objects (FACTS.md "GKE Autopilot").
+            # Pods take the GPU nodes' extra NICs through the GKE Network objects
+            # (https://cloud.google.com/kubernetes-engine/docs/how-to/setup-multinetwork-support-for-pods).
             enable_multi_networking=True,
             workload_identity_config={"workload_pool": f"{ctx.project}.svc.id.goog"},
             addons_config=addons_config(legacy_lustre_port),

@@ -4,12 +4,13 @@ and what Autopilot admits. Pure builders and checks: no Outputs, no resources.
 Autopilot has no node pools. A pod states what it needs and GKE makes a node for it:
 - GPU machine: node selector `cloud.google.com/gke-accelerator` (+ `cloud.google.com/gke-accelerator-count`)
   and the `nvidia.com/gpu` limit; A4 / A3 Ultra pods take all 8 GPUs of the node (GKE "Deploy GPU
-  workloads in Autopilot"; FACTS.md "GKE Autopilot");
+  workloads in Autopilot", https://cloud.google.com/kubernetes-engine/docs/how-to/autopilot-gpus);
 - capacity: `cloud.google.com/gke-spot: "true"` (Spot Pods), or a specific reservation
   (`cloud.google.com/reservation-name` + `cloud.google.com/reservation-affinity: "specific"`), or
   nothing for on-demand;
 - zone: `topology.kubernetes.io/zone`. The cluster is regional, but the RDMA NICs can only attach to
-  subnets of the RoCE VPC, which is pinned to one zone (FACTS.md "GPU flavours"), and Lustre is in that
+  subnets of the RoCE VPC, which is pinned to one zone
+  (https://cloud.google.com/vpc/docs/rdma-network-profiles), and Lustre is in that
   zone too: a GPU node elsewhere would have no RDMA network to join.
 
 What Autopilot refuses (GKE "Autopilot security constraints"; upstream container-engine-accelerators

@@ -2,19 +2,23 @@
 infra/autopilot_cluster.py, which shares the helpers here).
 
 Every node is in one zone (that of the RoCE VPC and of Lustre), because the GPU nodes' RDMA NICs can
-only attach to subnets of a RoCE network pinned to that zone (FACTS.md "GPU flavours"). The control
+only attach to subnets of a RoCE network pinned to that zone
+(https://cloud.google.com/vpc/docs/rdma-network-profiles). The control
 plane is regional by default, as in both seeds and Google's A4/A3 Ultra blueprints (cluster-toolkit
 modules/scheduler/gke-cluster: `cluster_availability_type` REGIONAL, the GPU pool's `zones: [zone]`):
 replicas in several zones keep the API up during control-plane upgrades, when the preemption watcher,
 `pulumi` and `python -m workloads` need it. `cluster.controlPlaneLocation: zonal` keeps one control
 plane in the zone (docs/deploy.md, "Regional or zonal control plane"). The cluster runs
 Dataplane V2 with multi-networking so pods can take the nodes' extra NICs, the GKE Ray operator addon
-(so no KubeRay operator is installed by us, FACTS.md "KubeRay"), and the Lustre CSI driver.
+(so no KubeRay operator is installed by us:
+https://cloud.google.com/kubernetes-engine/docs/add-on/ray-on-gke/how-to/enable-ray-on-gke), and the Lustre CSI driver.
 
 Two pools:
 - `system`: CPU nodes for the Ray head and cluster add-ons, so they never hold a GPU node;
 - `gpu`: the flavour's GPU machines with the gVNIC and RDMA subnets as additional node networks.
-  The additional networks cannot change after creation (FACTS.md), so the pool is replaced when
+  The additional networks cannot change after creation
+  (https://cloud.google.com/kubernetes-engine/docs/how-to/setup-multinetwork-support-for-pods), so the pool is
+  replaced when
   the network layout changes.
 
 The cluster does not wait for Lustre nor Lustre for the cluster: they share only the VPC, and
@@ -97,7 +101,7 @@ SYSTEM_DISK_TYPE = "pd-balanced"
 _K8S_TAINT_EFFECT = {"NO_SCHEDULE": "NoSchedule", "PREFER_NO_SCHEDULE": "PreferNoSchedule", "NO_EXECUTE": "NoExecute"}
 
 # Node pool operations queue behind each other on one cluster, and a GPU pool waits for capacity:
-# an hour-plus create is normal for A4/A3 Ultra (FACTS.md "pulumi-gcp property names").
+# an hour-plus create is normal for A4/A3 Ultra (an estimate, known only on the real cloud).
 NODE_POOL_TIMEOUTS = pulumi.CustomTimeouts(create="120m", update="120m", delete="60m")
 CLUSTER_TIMEOUTS = pulumi.CustomTimeouts(create="60m", update="90m", delete="60m")
 
@@ -353,7 +357,8 @@ class GkeCluster(pulumi.ComponentResource):
             subnetwork=networking.primary_subnet,
             networking_mode="VPC_NATIVE",
             ip_allocation_policy=ip_allocation_policy(networking),
-            # Multi-networking (the extra NICs in pods) requires Dataplane V2 (FACTS.md).
+            # Multi-networking (the extra NICs in pods) requires Dataplane V2
+            # (https://cloud.google.com/kubernetes-engine/docs/how-to/setup-multinetwork-support-for-pods).
             datapath_provider="ADVANCED_DATAPATH",
             enable_multi_networking=True,
             workload_identity_config={"workload_pool": f"{ctx.project}.svc.id.goog"},
@@ -464,7 +469,8 @@ class GkeCluster(pulumi.ComponentResource):
                 }
             ],
             "image_type": flavour.image_type,
-            # A3 Ultra and A4 boot only from Hyperdisk (FACTS.md); the flavour names the type.
+            # A3 Ultra and A4 boot only from Hyperdisk
+            # (https://cloud.google.com/compute/docs/accelerator-optimized-machines); the flavour names the type.
             "disk_type": flavour.boot_disk_type,
             "disk_size_gb": flavour.boot_disk_size_gb,
             # The bundled NVMe local SSDs back ephemeral storage (image layers, emptyDirs, Ray spill)

@@ -91,7 +91,7 @@ class LustreTier:
         return text
 
 
-# Managed Lustre performance tiers, MB/s per TiB -> capacities (FACTS.md "Managed Lustre"; checked
+# Managed Lustre performance tiers, MB/s per TiB -> capacities (checked
 # against docs.cloud.google.com/managed-lustre/docs/performance-tiers and .../increase-capacity, 2026-12).
 LUSTRE_TIERS: dict[int, LustreTier] = {
     1000: LustreTier(9_000, 9_000, 1_530_000, 72_000, 10_008_000),
@@ -103,14 +103,16 @@ LUSTRE_TIERS: dict[int, LustreTier] = {
 LUSTRE_PORT_988_MIN_GKE = "1.33.2-gke.4655000"
 """The one cut-off of the Lustre port, used everywhere: from this GKE node version the Lustre CSI driver
 reaches plain instances on port 988 and the legacy flag (6988, `gkeSupportEnabled` instances) is not
-needed (container.v1 API reference rev 20261027, LustreCsiDriverConfig.enableLegacyLustrePort; FACTS.md
-"Managed Lustre"). The GKE Managed Lustre page names 1.33.2-gke.4780000 for the default port change;
+needed (container.v1 API reference rev 20261027, LustreCsiDriverConfig.enableLegacyLustrePort,
+https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters).
+The GKE Managed Lustre page names 1.33.2-gke.4780000 for the default port change;
 the earlier of the two is the API's own statement about the flag."""
 
 
 def lustre_aggregate_mb_s(capacity_gib: float, tier: int) -> float:
     """A Managed Lustre instance's aggregate throughput in MB/s: capacity in TiB x the tier's MB/s per TiB
-    (FACTS.md "Managed Lustre"). The checkpoint sizing (tools/sizing.py) and the acceptance gate's
+    (https://cloud.google.com/managed-lustre/docs/performance-tiers). The checkpoint sizing (tools/sizing.py) and the
+    acceptance gate's
     storage floor (infra/gate_plan.py) both use it."""
     return capacity_gib / 1024 * tier
 
@@ -158,7 +160,7 @@ class KeyedValueError(ValueError):
         self.key = key
 
 
-# NeMo-RL override keys that change how a job lays out over GPUs (FACTS.md "NeMo-RL" keys).
+# NeMo-RL override keys that change how a job lays out over GPUs (NVIDIA-NeMo/RL examples/configs).
 _PARALLELISM_KEYS = {
     "policy.dtensor_cfg.tensor_parallel_size": "train_tensor_parallel",
     "policy.megatron_cfg.tensor_model_parallel_size": "train_tensor_parallel",

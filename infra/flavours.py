@@ -79,7 +79,7 @@ class Flavour:
 
 
 FLAVOURS: dict[str, Flavour] = {
-    # A4: 8 x B200, 2 gVNIC + 8 MRDMA NICs (FACTS.md "GPU flavours").
+    # A4: 8 x B200, 2 gVNIC + 8 MRDMA NICs (https://cloud.google.com/compute/docs/accelerator-optimized-machines).
     "b200": Flavour(
         name="b200",
         machine_type="a4-highgpu-8g",

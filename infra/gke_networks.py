@@ -3,8 +3,9 @@
 A node pool's additional node networks (infra/cluster.py) only attach NICs to the VMs. A pod gets
 one of them only through a cluster-scoped `Network` object (type Device) whose `parametersRef`
 points at a `GKENetworkParamSet` naming the VPC, subnet and device mode, and only when its
-`networking.gke.io/interfaces` annotation lists that Network (GKE multi-network docs; FACTS.md
-"GKE tutorial"). Field names checked against public manifests applying these objects
+`networking.gke.io/interfaces` annotation lists that Network (GKE multi-network docs,
+https://cloud.google.com/kubernetes-engine/docs/how-to/setup-multinetwork-support-for-pods). Field names checked against
+public manifests applying these objects
 (networking.gke.io/v1: GKENetworkParamSet spec {vpc, vpcSubnet, deviceMode}; Network spec
 {type: Device, parametersRef {group, kind, name}}).
 

@@ -3,7 +3,8 @@
 Why a kubeconfig with an exec plugin and no token: a token taken at deploy time (e.g. from
 `gcp.organizations.get_client_config`) expires after about an hour, and a long `pulumi up` (node
 pools, image pulls) or any later `pulumi destroy` would then fail half way. `gke-gcloud-auth-plugin`
-mints a fresh token on every connection (FACTS.md "Pulumi on GKE").
+mints a fresh token on every connection
+(https://cloud.google.com/kubernetes-engine/docs/how-to/cluster-access-for-kubectl).
 
 One identity: with no arguments the plugin mints tokens for gcloud's own account (`gcloud auth
 login`, through `gcloud config config-helper`), which need not be the identity pulumi-gcp, the
@@ -11,7 +12,7 @@ dynamic providers and `python -m workloads` use: Application Default Credentials
 `--use_application_default_credentials` flag (kubernetes/cloud-provider-gcp
 cmd/gke-gcloud-auth-plugin; gcloud writes the same argument when `container/use_application_default_credentials`
 is set) makes it mint them from ADC too, so one `gcloud auth application-default login` is all a
-deploy needs (FACTS.md "Verified on a second look"). Only on the real cloud: gcloud refuses to
+deploy needs. Only on the real cloud: gcloud refuses to
 *write* that flag together with `--dns-endpoint` in its own kubeconfigs (googlecloudsdk
 api_lib/container/kubeconfig.py); the plugin itself does not know which endpoint it serves, and the
 DNS endpoint takes any Google OAuth token of an identity with `container.clusters.connect`. Nothing secret is in the kubeconfig: it holds only the endpoint and, for the IP endpoint,

@@ -10,7 +10,8 @@ resource in the state and does not delete the instance or the bucket, which stil
 
 Why a dynamic resource and not a `before_delete` resource hook: a hook is part of the program, and
 a plain `pulumi destroy` does not run the program, so it skips the hook (it runs only with
-`pulumi destroy --run-program`, FACTS.md "Pulumi on GKE"). A dynamic provider is pickled into the
+`pulumi destroy --run-program`,
+https://www.pulumi.com/docs/iac/concepts/options/hooks/). A dynamic provider is pickled into the
 state with the resource and runs on a plain `pulumi destroy`. The pickle holds a reference to
 `LustreGuardProvider` in this importable module (never code from `__main__`), and no state: every
 value comes from the resource's props, which Pulumi keeps in the state. So a changed switch takes

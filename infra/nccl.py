@@ -4,7 +4,8 @@ NCCL on A4 / A3 Ultra reaches the MRDMA NICs only through Google's gIB network p
 the NeMo-RL image: a DaemonSet copies it onto every GPU node, the plugin libraries into
 /home/kubernetes/bin/nvidia/lib64 and the whole gIB tree (`lib64/`, `scripts/set_nccl_env.sh`, tuner
 configs) into /home/kubernetes/bin/gib, which the Ray workers mount as /usr/local/nvidia and
-/usr/local/gib (FACTS.md "Worker pod settings"). NCCL itself stays the image's own.
+/usr/local/gib (GoogleCloudPlatform/container-engine-accelerators gpudirect-rdma/nccl-rdma-installer.yaml).
+NCCL itself stays the image's own.
 
 The manifest is upstream's as it runs today (GoogleCloudPlatform/container-engine-accelerators
 gpudirect-rdma/nccl-rdma-installer.yaml at 992db812): kube-system, node affinity on

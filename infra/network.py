@@ -1,7 +1,8 @@
 """The VPCs a GPU training cluster needs, and the private path from them to Managed Lustre.
 
 A GPU node of the supported flavours has three kinds of NIC and each kind must sit on its own VPC
-(FACTS.md "GPU flavours", GKE tutorial):
+(https://cloud.google.com/kubernetes-engine/docs/tutorials/nemo-rl-gke;
+https://cloud.google.com/vpc/docs/rdma-network-profiles):
 
 - eth0, the primary gVNIC, on the cluster's VPC (pods, services, control-plane traffic);
 - eth1, a second gVNIC, on the gVNIC VPC (host-to-host TCP: NCCL bootstrap, Gloo, data loading);
@@ -10,7 +11,8 @@ A GPU node of the supported flavours has three kinds of NIC and each kind must s
 
 The cluster's VPC also carries Private Service Access (a reserved range plus a Service Networking
 peering): Managed Lustre lives in a Google-owned VPC and only reaches clients through that peering,
-so the Lustre instance and the GKE cluster must be on this same VPC (FACTS.md "Managed Lustre").
+so the Lustre instance and the GKE cluster must be on this same VPC
+(https://cloud.google.com/managed-lustre/docs/create-instance).
 
 What the network hands on:
 - to the cluster: the primary VPC/subnet and the secondary range names (`GkeCluster`), and the
@@ -57,7 +59,8 @@ PRIMARY_MTU = 8896
 
 
 def roce_network_profile(project: str, zone: str) -> str:
-    """The RoCE network profile of a zone: a RoCE VPC is pinned to this zone (FACTS.md "GPU flavours")."""
+    """The RoCE network profile of a zone: a RoCE VPC is pinned to this zone
+    (https://cloud.google.com/vpc/docs/rdma-network-profiles)."""
     return f"projects/{project}/global/networkProfiles/{zone}-vpc-roce"
 
 
@@ -296,7 +299,7 @@ class Networking(pulumi.ComponentResource):
             opts=child,
         )
         # A new VPC denies all ingress; NCCL/Gloo bootstrap and Ray use arbitrary ports between nodes.
-        # The tutorial allows 192.168.0.0/16 (FACTS.md); only the gVNIC subnet ever sends on this VPC,
+        # The GKE NeMo RL tutorial allows 192.168.0.0/16; only the gVNIC subnet ever sends on this VPC,
         # so its own range is enough and follows the config.
         gcp.compute.Firewall(
             f"{name}-gvnic-allow-internal",
@@ -334,7 +337,8 @@ class Networking(pulumi.ComponentResource):
                 f"{name}-rdma-subnet-{i}",
                 name=cloud_name,
                 project=ctx.project,
-                # RoCE subnets must be in the region of the profile's zone (FACTS.md).
+                # RoCE subnets must be in the region of the profile's zone
+                # (https://cloud.google.com/vpc/docs/rdma-network-profiles).
                 region=ctx.region,
                 network=vpc.name,
                 ip_cidr_range=cidr,
@@ -381,7 +385,8 @@ class Networking(pulumi.ComponentResource):
             opts=child,
         )
         # Lustre servers connect back to the clients: allow their range to the LNet port
-        # (988; 6988 when the legacy port is in use) (FACTS.md "Managed Lustre").
+        # (988; 6988 when the legacy port is in use)
+        # (https://cloud.google.com/managed-lustre/docs/connect-from-kubernetes-engine-existing-instance).
         gcp.compute.Firewall(
             f"{name}-allow-lustre",
             name=ctx.name("allow-lustre", Limit.COMPUTE),

@@ -7,8 +7,10 @@ config `manageApis`, default true) and makes every resource wait for its API.
 
 A fresh project has compute, container, iam, cloudresourcemanager, servicenetworking and lustre off;
 logging, monitoring, storage and serviceusage are on by default (docs.cloud.google.com/service-usage/
-docs/enabled-service). Both seeds start with `gcloud services enable` (FACTS.md "Verified on a second
-look"). Only on the real cloud: an organisation may turn default ones off.
+docs/enabled-service). The Managed Lustre and GKE guides start
+with `gcloud services enable` (e.g.
+https://cloud.google.com/managed-lustre/docs/connect-from-kubernetes-engine-existing-instance).
+Only on the real cloud: an organisation may turn default ones off.
 
 `disableOnDestroy: false`: `pulumi destroy` leaves the APIs on. Turning an API off on destroy would
 break whatever else in the project uses it (a second stack, a hand-made VM), and an enabled API costs

@@ -1,7 +1,8 @@
 """The Ray cluster: the upstream KubeRay `ray-cluster` Helm chart, with values built here.
 
 Why the upstream chart and a Helm release: the GKE Ray operator add-on already runs KubeRay and serves
-the ray.io CRDs (FACTS.md "KubeRay"), so all that is needed is one RayCluster object, and the upstream
+the ray.io CRDs (https://cloud.google.com/kubernetes-engine/docs/add-on/ray-on-gke/how-to/enable-ray-on-gke),
+so all that is needed is one RayCluster object, and the upstream
 chart renders pod-template annotations and labels (the sample chart drops them, losing the RDMA NICs).
 `helm.v3.Release` also shows its values to the offline plan, so tests can render and validate them.
 
@@ -25,7 +26,8 @@ helm-unittest suite):
 Start command: KubeRay (ray-operator/controllers/ray/common/pod.go BuildPod, v1.1 to v1.7) runs
 `/bin/bash -c -- "<container command + args> && ulimit -n ...; ray start ..."` unless the RayCluster carries
 `ray.io/overwrite-container-cmd: "true"` or the command already contains `ray start` (KubeRay docs
-"Specify container commands for Ray head/worker Pods"; FACTS.md). We use that prepend behaviour rather
+"Specify container commands for Ray head/worker Pods",
+https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/pod-command.html). We use that prepend behaviour rather
 than the overwrite annotation: the generated `ray start` line stays KubeRay's own, and the worker's
 command registers the GPU libraries with `ldconfig` and sources the gIB NCCL environment into the same
 shell. Because `a && b; c` runs `c` even when `a` fails, the command exits the shell itself when a step
@@ -108,7 +110,8 @@ def worker_tolerations(taints: Sequence[Mapping[str, str]]) -> list[dict[str, st
     if not any(t["key"] == GPU_RESOURCE for t in taints):
         tolerations.append({"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"})
     # GKE taints a spot node about to be preempted; tolerating it keeps a restarting worker from
-    # being refused by the node it is bound to during the shutdown window (FACTS.md worker settings).
+    # being refused by the node it is bound to during the shutdown window (GoogleCloudPlatform/kubernetes-engine-samples
+    # ai-ml/nemo-rl-on-gke values).
     tolerations.append({"key": IMPENDING_TERMINATION_TAINT, "operator": "Exists"})
     return tolerations
 
@@ -116,12 +119,14 @@ def worker_tolerations(taints: Sequence[Mapping[str, str]]) -> list[dict[str, st
 GPU_LIBRARY_PATH = f"{POD_NVIDIA_DIR}/lib64:{POD_GIB_DIR}/lib64"
 """The GPU driver and gIB plugin libraries, as upstream's test pods and Google's NeMo-RL sample set
 `LD_LIBRARY_PATH`. Given to the head as well: NeMo-RL's driver runs on the head and copies the head's
-environment into every actor's runtime env (FACTS.md "Worker pod settings"), so the actors that run
+environment into every actor's runtime env (NVIDIA-NeMo/RL nemo_rl/distributed/virtual_cluster.py
+`init_ray`), so the actors that run
 NCCL get this path whichever way the environment flows."""
 
 
 def worker_nccl_env(pool: GpuPoolFacts) -> dict[str, str]:
-    """GPUDirect RDMA over the gIB plugin (FACTS.md "Worker pod settings"); bootstrap over eth0."""
+    """GPUDirect RDMA over the gIB plugin (GoogleCloudPlatform/container-engine-accelerators
+    gpudirect-rdma; kubernetes-engine-samples ai-ml/nemo-rl-on-gke values); bootstrap over eth0."""
     return {
         "NCCL_NET": "gIB",
         "NCCL_IB_GID_INDEX": "3",
@@ -202,7 +207,7 @@ def ray_values(
         # Dashboard and job API reachable inside the cluster (or through the API server proxy) only.
         "service": {"type": "ClusterIP"},
         "head": {
-            # Must equal the Ray inside the image (FACTS.md "NeMo-RL").
+            # Must equal the Ray inside the image (the image tag's NVIDIA-NeMo/RL pyproject.toml).
             "rayVersion": image.ray_version,
             "serviceAccountName": service_account,
             "rayStartParams": {
@@ -269,7 +274,8 @@ def ray_values(
                 "networking.gke.io/interfaces": interfaces_annotation,
             },
             "labels": pod_labels("ray-worker"),
-            # RDMA device access and pinned memory for GPUDirect (FACTS.md).
+            # RDMA device access and pinned memory for GPUDirect (GoogleCloudPlatform/
+            # kubernetes-engine-samples ai-ml/nemo-rl-on-gke values).
             "securityContext": {"privileged": True},
             "command": worker_start_command(),
             "volumes": [
@@ -304,7 +310,8 @@ class RayCluster(pulumi.ComponentResource):
     - `skipAwait: false` with a long timeout. Helm's wait knows built-in kinds only; for a RayCluster
       custom resource it has nothing to wait on, so the release is "deployed" when the object is
       accepted, not when the pods are Ready. The job hook (`workloads.hook`, via `workloads.readiness`)
-      waits for the RayCluster's `HeadPodReady` / `RayClusterProvisioned` conditions (FACTS.md)
+      waits for the RayCluster's `HeadPodReady` / `RayClusterProvisioned` conditions (ray-project/kuberay
+      v1.7.0 ray-operator/apis/ray/v1/raycluster_types.go)
       before it submits. How Helm's wait treats the CR can
       only be confirmed on a real cluster; the timeout is sized for the case where it does wait on pods
       (NeMo-RL images are tens of GB).
@@ -323,7 +330,8 @@ class RayCluster(pulumi.ComponentResource):
     dashboard_port: int
     worker_group: str
     dashboard_proxy_path: str
-    """API-server service-proxy path to the dashboard (FACTS.md "Ray Job Submission API")."""
+    """API-server service-proxy path to the dashboard
+    (https://kubernetes.io/docs/tasks/access-application-cluster/access-cluster-services/)."""
     values: dict[str, Any]
     """The Helm values (plain data, built once at plan time)."""
 

@@ -3,7 +3,8 @@
 - `Lustre`: the parallel filesystem the Ray head and workers mount at `/lustre` (checkpoints,
   Hugging Face cache). It peers into the cluster VPC through Private Service Access, so it waits
   for the PSA connection but never for the cluster: both are created in parallel, and the GKE
-  Lustre CSI driver connects them at mount time (FACTS.md "Managed Lustre").
+  Lustre CSI driver connects them at mount time
+  (https://cloud.google.com/managed-lustre/docs/connect-from-kubernetes-engine-existing-instance).
 - `ArtifactBucket`: a hierarchical-namespace GCS bucket the Ray pods' Kubernetes service account
   may read and write through Workload Identity, with no Google service account or key in between.
   `pulumi destroy` keeps it, objects included, unless `storage.deleteBucketOnDestroy` opts in.
@@ -70,7 +71,8 @@ def workload_identity_principal(project_number: str, workload_pool: str, namespa
     """The IAM principal of a Kubernetes service account under Workload Identity Federation for GKE.
 
     Granting roles to it directly needs no Google service account and no annotation on the KSA
-    (FACTS.md, GKE tutorial). `workload_pool` is `<project>.svc.id.goog`, as the cluster reports it.
+    (GKE tutorial, https://cloud.google.com/kubernetes-engine/docs/tutorials/nemo-rl-gke).
+    `workload_pool` is `<project>.svc.id.goog`, as the cluster reports it.
     """
     return (
         f"principal://iam.googleapis.com/projects/{project_number}/locations/global/"
@@ -82,7 +84,7 @@ class Lustre(pulumi.ComponentResource):
     """A Managed Lustre instance in the stack's zone, on the cluster VPC.
 
     `capacityGib` and `perUnitStorageThroughput` are sent as strings: that is their pulumi-gcp type
-    (FACTS.md), and a number would pass mocks but fail on the real API.
+    (pulumi-gcp 10.2.0 `gcp.lustre.Instance`), and a number would pass mocks but fail on the real API.
     """
 
     instance: gcp.lustre.Instance
@@ -93,7 +95,8 @@ class Lustre(pulumi.ComponentResource):
     filesystem: pulumi.Output[str]
     """The Lustre fsname: the CSI volume attribute `filesystem`."""
     volume_handle: pulumi.Output[str]
-    """`<project>/<zone>/<instanceId>`, the CSI PersistentVolume's `volumeHandle` (FACTS.md)."""
+    """`<project>/<zone>/<instanceId>`, the CSI PersistentVolume's `volumeHandle`
+    (https://cloud.google.com/managed-lustre/docs/connect-from-kubernetes-engine-existing-instance)."""
     capacity_gib: int
     location: str
     """The zone of the instance."""
@@ -129,7 +132,7 @@ class Lustre(pulumi.ComponentResource):
             # newer clusters mount plain instances on 988. So GKE support follows the same
             # `lustre.legacyPort` switch as the cluster flag and the firewall port; enabling it always
             # would leave a 988 driver facing a 6988 server. Those docs are more precise than
-            # FACTS.md's summary and win.
+            # a summary of them and win.
             gke_support_enabled=cfg.legacy_port,
             description="nemo-rl-gke checkpoints and model cache",
             labels=ctx.labels("lustre"),
@@ -195,7 +198,7 @@ class ArtifactBucket(pulumi.ComponentResource):
         """`workload_pool` is the cluster's Workload Identity pool (`GkeCluster.workload_pool`): the pool
         `<project>.svc.id.goog` exists only once a cluster with Workload Identity was created in the
         project, and a grant to one of its principals made before that fails with "Identity Pool does
-        not exist" (FACTS.md "Verified on a second look"; terraform-google-kubernetes-engine #916).
+        not exist" (terraform-google-modules/terraform-google-kubernetes-engine #916).
         Taking the pool from the cluster's output makes the grant wait for the cluster through its data.
 
         Without `delete_on_destroy` (`storage.deleteBucketOnDestroy`), `pulumi destroy` keeps the bucket

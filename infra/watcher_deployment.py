@@ -3,7 +3,8 @@
 What runs: `workloads/preemption.py` (its module docstring has the classifier and the restart policy),
 pointed at the Ray dashboard inside the cluster (`http://<head-svc>.<namespace>.svc:8265`), with the
 stack's `JobSpec` as JSON. A RayJob cannot do this itself (with `clusterSelector` it refuses
-`backoffLimit > 0`, FACTS.md "KubeRay"), and a watcher on a laptop stops when the laptop sleeps.
+`backoffLimit > 0`: ray-project/kuberay v1.7.0
+ray-operator/controllers/ray/utils/validation.go), and a watcher on a laptop stops when the laptop sleeps.
 
 How the code reaches the pod: a ConfigMap holds the `workloads` package files, read from this
 repository when the program runs (so the pod runs exactly the code of the deploy), and `spec.json`. It
@@ -14,7 +15,7 @@ replaces a ConfigMap whose data changed, the new name lands in the pod template,
 
 Image: the recipe's NeMo-RL image, not a small Python image with `pip install ray`:
 - it carries the Ray whose job SDK matches the cluster's Ray exactly (the RayCluster's rayVersion is
-  that image's Ray, FACTS.md "NeMo-RL"), and `requests`, which the SDK needs;
+  that image's Ray, NVIDIA-NeMo/RL pyproject.toml at the image tag), and `requests`, which the SDK needs;
 - nothing is downloaded at start (a pip install on every restart needs PyPI egress through Cloud NAT,
   unpinned transitive versions, and a minute or more), and a preferred pod affinity to the Ray head
   puts the watcher on the node that already pulled the image for the head;

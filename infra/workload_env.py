@@ -8,7 +8,8 @@
   are wrapped again with `Output.secret` (the pulumi-kubernetes Secret also marks `data`/`stringData`
   as secret outputs), so the state and the plan hold only ciphertext / "[secret]".
   Pods get them as files, not environment variables: NeMo-RL starts Ray with
-  `runtime_env={"env_vars": dict(os.environ)}` (FACTS.md "NeMo-RL"), which would copy a token in the
+  `runtime_env={"env_vars": dict(os.environ)}` (NVIDIA-NeMo/RL nemo_rl/distributed/virtual_cluster.py
+  `init_ray`), which would copy a token in the
   environment into the job's runtime env, where Ray stores it and its dashboard shows it. The
   environment carries only where the files are, in the variables the libraries already read:
   `HF_TOKEN_PATH` (huggingface_hub, which vLLM and transformers use) and `NETRC` (the wandb SDK's
@@ -18,7 +19,7 @@
   Static (storageClassName "") because the instance is created by Pulumi, not by a provisioner;
   `Retain` because deleting the PV must never touch the filesystem (the instance has its own
   lifecycle in infra/storage.py). Fields per the GKE "access existing Managed Lustre instances"
-  guide (FACTS.md "Lustre CSI PV").
+  guide (https://cloud.google.com/managed-lustre/docs/connect-from-kubernetes-engine-existing-instance).
 """
 
 from __future__ import annotations

@@ -77,7 +77,7 @@ def test_lustre_capacity_below_the_tier_minimum_is_rejected():
     )
 
 
-# FACTS.md "Managed Lustre" (managed-lustre docs "Performance tiers", "Increase capacity"):
+# https://cloud.google.com/managed-lustre/docs/performance-tiers and .../increase-capacity:
 # tier -> (min, small step, up to, large step, max).
 LUSTRE_TABLE = {
     1000: (9000, 9000, 1_530_000, 72_000, 10_008_000),

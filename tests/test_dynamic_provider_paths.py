@@ -1,5 +1,5 @@
-"""Dynamic providers are pickled into every stack's state by module path (FACTS.md "Verified on a
-second look"; pulumi/dynamic/dynamic.py `serialize_provider`). Providers pickled by an earlier
+"""Dynamic providers are pickled into every stack's state by module path (pulumi/pulumi
+sdk/python/lib/pulumi/dynamic/dynamic.py `serialize_provider`). Providers pickled by an earlier
 version of this program must still load, or `pulumi destroy` of its stacks fails."""
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from infra import flavours
 from infra.flavours import FLAVOURS, parse_gke_version
 
 
-# FACTS.md "GPU flavours" table.
+# https://cloud.google.com/compute/docs/accelerator-optimized-machines (A4, A3 Ultra).
 @pytest.mark.parametrize(
     "name,machine,accelerator,tuner,min_gke",
     [

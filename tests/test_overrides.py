@@ -44,7 +44,7 @@ def test_every_recipes_config_file_is_in_its_images_reference():
 
 def test_the_reference_knows_the_facts_the_recipes_rest_on():
     # grpo_math_70B_megatron.yaml keeps vLLM TP as a value, the v0.6 loader reads data.train.subset and
-    # knows gsm8k, and the v0.5 one has no subset (FACTS.md "NeMo-RL", checked upstream).
+    # knows gsm8k, and the v0.5 one has no subset (NVIDIA-NeMo/RL v0.5.0 / v0.6.0, #1893).
     assert "policy.generation.vllm_cfg.tensor_parallel_size" in config_keys("v0.4.0", "examples/configs/grpo_math_70B_megatron.yaml")
     assert config_keys(*DEV_CONFIG)["data.validation"] == "null"
     assert "gsm8k" in reference("v0.6.0")["loader"]["dataset_names"]

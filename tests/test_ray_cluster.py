@@ -1,6 +1,7 @@
 """RayCluster: the chart values, the RayCluster they render to, sizing, and the Helm release.
 
-How the rendered object is checked (the chart ships no values schema, FACTS.md "KubeRay"):
+How the rendered object is checked (the chart ships no values schema: ray-project/kuberay v1.7.0
+helm-chart/ray-cluster):
 `render_raycluster` below re-does, in Python, what helm-chart/ray-cluster/templates/raycluster-cluster.yaml
 does with our values: Helm's merge over the chart defaults (maps merged, lists replaced), then the
 RayCluster with the head group and the `worker` group (additional groups only when not disabled),

@@ -124,7 +124,8 @@ def test_the_cli_dry_run_prints_no_secret_even_with_the_tokens_in_the_users_envi
 
 
 def test_the_ray_pods_environment_holds_no_secret_so_nemo_rl_cannot_copy_one_into_the_runtime_env(planted_plan):
-    # NeMo-RL starts Ray with runtime_env={"env_vars": dict(os.environ)} (FACTS.md): whatever is in
+    # NeMo-RL starts Ray with runtime_env={"env_vars": dict(os.environ)} (NVIDIA-NeMo/RL
+    # nemo_rl/distributed/virtual_cluster.py `init_ray`): whatever is in
     # the pod environment ends up stored in Ray and shown by its dashboard.
     plan, _ = planted_plan
     (release,) = plan.by_type("kubernetes:helm.sh/v3:Release")

@@ -28,7 +28,8 @@ NeMo-RL's default, 3 (examples/configs/grpo_math_1B.yaml, which the other GRPO c
 `null` keeps every checkpoint: max_num_steps / save_period of them.
 
 Write time = checkpoint bytes / aggregate throughput, aggregate throughput = capacity in TiB x the
-tier's MB/s per TiB (FACTS.md "Managed Lustre"; MB = 10^6 bytes). It is the best case: all
+tier's MB/s per TiB (https://cloud.google.com/managed-lustre/docs/performance-tiers;
+MB = 10^6 bytes). It is the best case: all
 ranks write in parallel at the instance's full rate.
 """
 

@@ -39,7 +39,8 @@ these machines (the floor leaves half of Google's published figure as margin), t
 handful of clients reach, the NCCL version the image and the gIB installer bring (the parser reads the
 lines NCCL 2.21 to 2.30 print), and whether the API-server proxy passes the `py_modules` upload (a PUT
 to the dashboard's /api/packages, through the same `_do_request` as every Job API call). The training
-actors of NeMo-RL get the driver's (the head's) environment on top of the worker's (FACTS.md): the gate
+actors of NeMo-RL get the driver's (the head's) environment on top of the worker's (NVIDIA-NeMo/RL
+nemo_rl/distributed/virtual_cluster.py `init_ray`): the gate
 proves the workers' NCCL setup, so the head must not override it (issue 12a aligns the head's library
 path with the workers').
 

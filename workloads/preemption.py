@@ -1,12 +1,13 @@
 """Spot-preemption recovery: resubmit the stack's job when infrastructure, not the job, killed it.
 
-A RayJob with `clusterSelector` refuses `backoffLimit > 0` (FACTS.md "KubeRay"), so resubmission
+A RayJob with `clusterSelector` refuses `backoffLimit > 0` (ray-project/kuberay v1.7.0
+ray-operator/controllers/ray/utils/validation.go), so resubmission
 has to come from outside KubeRay. `watch` is that outside loop; it runs in the cluster (the
 `PreemptionWatcher` Deployment of `infra/watcher_deployment.py`) and from a laptop (`python -m workloads watch`).
 
 Resubmitting is safe because a resubmission is the *same* `JobSpec`: same entrypoint, same
 `checkpointing.checkpoint_dir` on Lustre, so NeMo-RL loads the highest `step_N` there and resumes
-(FACTS.md "NeMo-RL"). Ray never reuses a submission id, so attempt N runs as `<id>-r<N>`
+(NVIDIA-NeMo/RL nemo_rl/utils/checkpoint.py). Ray never reuses a submission id, so attempt N runs as `<id>-r<N>`
 (`submit.attempt_id`); the attempt number, the count of consecutive *automatic* restarts and of
 consecutive capacity waits travel in the job's metadata (`nemo-rl-gke/attempt`,
 `nemo-rl-gke/auto-restarts`, `nemo-rl-gke/capacity-waits`).

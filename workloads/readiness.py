@@ -7,7 +7,8 @@ through the Kubernetes API server:
     GET <api>/apis/ray.io/v1/namespaces/<ns>/rayclusters/<name>
 
 and returns once `status.conditions` has `RayClusterProvisioned` and `HeadPodReady` with status
-"True" (FACTS.md "KubeRay"; `status.state` is deprecated and only used when an older operator
+"True" (ray-project/kuberay v1.7.0 ray-operator/apis/ray/v1/raycluster_types.go; `status.state` is deprecated
+and only used when an older operator
 reports no conditions at all). A 404 keeps waiting (the CR may not exist yet), as do transient
 transport errors and 5xx answers; 401/403 and a TLS failure end the wait at once.
 

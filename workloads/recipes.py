@@ -1,7 +1,8 @@
 """NeMo-RL GRPO recipes as typed data.
 
 A recipe pins its NeMo-RL image and knows which generation of the NeMo-RL config layout the
-image uses (the GRPO script name and the data keys changed at v0.6, FACTS.md "NeMo-RL").
+image uses (the GRPO script name and the data keys changed at v0.6: NVIDIA-NeMo/RL
+v0.6.0 examples/run_grpo.py, examples/configs/grpo_math_1B.yaml).
 Stack-dependent values (node counts, checkpoint paths, logger names) are NOT here: the job
 builder (`workloads.job_spec.build_job`) derives them from the stack and the infra facts.
 
@@ -159,7 +160,8 @@ GSM8K_DATA: tuple[str, ...] = (
 GATED_MODELS = frozenset({"google/gemma-3-27b-it"})
 
 RECIPES: dict[str, Recipe] = {
-    # The codelab run (FACTS.md): Qwen2.5-72B-Instruct, DeepScaler, Megatron, 8 x B200 nodes.
+    # The codelab run (GoogleCloudPlatform/devrel-demos ai-ml/rl-gke-managed-lustre): Qwen2.5-72B-Instruct,
+    # DeepScaler, Megatron, 8 x B200 nodes.
     # Parallelism is the config file's own (TP 4 x PP 4, vLLM TP 8): the codelab keeps it, and one
     # replica spans 16 GPUs, so two 8-GPU nodes is the least it can run on.
     "qwen2.5-72b-deepscaler": Recipe(
@@ -192,7 +194,8 @@ RECIPES: dict[str, Recipe] = {
         max_num_steps=20,
         expected_hours=6.0,
     ),
-    # The GKE tutorial run (FACTS.md): Gemma3-27B-it on GSM8K, generation on its own node
+    # The GKE tutorial run (https://cloud.google.com/kubernetes-engine/docs/tutorials/nemo-rl-gke):
+    # Gemma3-27B-it on GSM8K, generation on its own node
     # (2 nodes: 1 trains with dtensor TP 8, 1 serves vLLM with TP 8). The tutorial ran the v0.5.0
     # image with ResponseDataset keys that image cannot load GSM8K with; v0.6.0 has the recipe
     # file too (and a Ray of its own, which the RayCluster follows) and loads GSM8K as it is.
