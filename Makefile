@@ -4,6 +4,8 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STACK ?= dev
+# e.g. PLAN_FLAGS=--assume-secrets for a stack whose job needs a secret not set yet
+PLAN_FLAGS ?=
 
 .PHONY: plan doctor test docs golden clean
 
@@ -18,7 +20,7 @@ $(VENV)/.installed-test: $(VENV)/.installed requirements-test.txt
 	touch $@
 
 plan: $(VENV)/.installed
-	$(PY) -m infra.plan --stack $(STACK)
+	$(PY) -m infra.plan --stack $(STACK) $(PLAN_FLAGS)
 
 # Read-only preflight of the stack's project (Application Default Credentials): docs/doctor.md.
 doctor: $(VENV)/.installed

@@ -123,4 +123,9 @@ def test_a_stack_whose_job_needs_an_unset_secret_is_refused_with_the_offline_way
     assert err.startswith("error: nemo-rl-gke:hfToken: not set, and job.recipe 'gemma3-27b-gsm8k'")
     assert err.rstrip().endswith("; or plan offline as if it were set: --assume-secrets")
     assert plan_mod.main(["--stack", "h200", "--assume-secrets", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["stack"] == "h200"
+    out, err = capsys.readouterr()
+    assert json.loads(out)["stack"] == "h200"
+    assert err.splitlines() == [
+        "note: nemo-rl-gke:hfToken: not set; planned as if it were (--assume-secrets), `pulumi up` refuses until "
+        "`pulumi config set --secret hfToken ...`"
+    ]

@@ -380,7 +380,12 @@ def main(argv: Optional[list[str]] = None) -> int:
     try:
         config, secret_keys = read_stack_file(args.config_file or stack_path(args.stack, ROOT))
         if args.assume_secrets:
+            before = set(secret_keys)
             config, secret_keys = with_required_secrets(args.stack, config, secret_keys)
+            for key in sorted(set(secret_keys) - before):
+                # Said on stderr, so a --json document stays clean: this plan shows more than `pulumi up` would run.
+                print(f"note: {key}: not set; planned as if it were (--assume-secrets), `pulumi up` refuses until "
+                      f"`pulumi config set --secret {key.split(':', 1)[1]} ...`", file=sys.stderr)
         # Everything the program checks first, checked here before it runs: a refusal costs no mock run.
         validate_flat(args.stack, config, secret_keys)
         plan = run_program(args.stack, config, secret_keys)
