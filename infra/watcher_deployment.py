@@ -61,7 +61,9 @@ STATE_SUBPATH = ".nemo-rl-gke/watcher"
 """Where on Lustre the watcher keeps what it saw (`workloads.preemption.StateFile`): mounted alone
 (a subPath of the claim, which the kubelet creates), so the watcher sees none of the checkpoints."""
 WORKLOADS_DIR = Path(__file__).resolve().parent.parent / "workloads"
-WATCHER_MODULES = ("__init__.py", "__main__.py", "job_spec.py", "overrides.py", "preemption.py", "recipes.py", "submit.py")
+WATCHER_MODULES = (
+    "__init__.py", "__main__.py", "cli_args.py", "job_spec.py", "overrides.py", "preemption.py", "recipes.py", "submit.py"
+)
 """What `python -m workloads watch --spec-file` imports (checked by a test that runs exactly these
 files with Pulumi and `infra` made unimportable)."""
 RESOURCES = {"requests": {"cpu": "50m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}}

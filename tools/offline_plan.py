@@ -37,7 +37,6 @@ resource graph as `graph.mmd` (Mermaid) and `graph.dot` (Graphviz) to DIR (defau
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import collections
 import json
@@ -45,7 +44,6 @@ import os
 import runpy
 import sys
 import threading
-import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
@@ -53,6 +51,7 @@ from typing import Any, Optional
 import yaml
 
 from infra.stack_file import StackFileError, read_stack_file, stack_path, validate_flat, with_required_secrets
+from workloads import cli_args
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_STACK = "dev"
@@ -316,25 +315,6 @@ def _write_failed(flag: str, path: Path, err: OSError) -> int:
     return 2
 
 
-class UsageError(Exception):
-    """A bad command line; main() prints it as one line (exit 2), like every other refusal."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> "typing.NoReturn":
-        raise UsageError(message)
-
-
-def _stack_name(text: str) -> str:
-    # Pulumi's rule (pulumi/pulumi sdk/go/common/tokens/stack_name.go ParseStackName).
-    if not 1 <= len(text) <= 100 or not all(c.isascii() and (c.isalnum() or c in "_.-") for c in text):
-        shown = text if len(text) <= 40 else text[:37] + "..."
-        raise argparse.ArgumentTypeError(
-            f"{shown!r} ({len(text)} characters) is not a Pulumi stack name; allowed: 1-100 letters, digits, '-', '_' or '.'"
-        )
-    return text
-
-
 def _output_dir_problem(path: Path) -> Optional[str]:
     """Why `path` cannot be (or become) a directory to write to; None when it can. Creates nothing."""
     if path.exists():
@@ -350,9 +330,9 @@ def _output_dir_problem(path: Path) -> Optional[str]:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    parser = _Parser(prog="python -m infra.plan", description="Show what a stack would build, offline.")
+    parser = cli_args.OneLineParser(prog="python -m infra.plan", description="Show what a stack would build, offline.")
     parser.add_argument(
-        "--stack", type=_stack_name, default=DEFAULT_STACK, help=f"stack name (Pulumi.<stack>.yaml); default {DEFAULT_STACK}"
+        "--stack", type=cli_args.stack_name, default=DEFAULT_STACK, help=f"stack name (Pulumi.<stack>.yaml); default {DEFAULT_STACK}"
     )
     parser.add_argument("--config-file", type=Path, metavar="PATH", help="read the stack config from PATH (as `pulumi up --config-file`)")
     parser.add_argument(
@@ -365,7 +345,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     )
     try:
         args = parser.parse_args(argv)
-    except UsageError as err:
+    except cli_args.UsageError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     for flag, path in (("--out", args.out), ("--graph", args.graph)):

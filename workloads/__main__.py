@@ -49,15 +49,14 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import math
-import re
 import shutil
 import subprocess
 import sys
-import typing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional, TextIO
+
+from workloads import cli_args
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_STACK = "dev"
@@ -469,82 +468,18 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Stack, TextIO], int]] = {
 }
 
 
-def _whole_number(low: int, high: Optional[int], allowed: str) -> Callable[[str], int]:
-    """An argparse type: a whole number from `low` to `high` (no upper bound when None)."""
-
-    def parse(text: str) -> int:
-        try:
-            value: Optional[int] = int(text)
-        except ValueError:
-            value = None
-        if value is None or value < low or (high is not None and value > high):
-            raise argparse.ArgumentTypeError(f"{text!r} is not allowed; allowed: {allowed}")
-        return value
-
-    return parse
-
-
-_positive_int = _whole_number(1, None, "a positive whole number")
-_non_negative_int = _whole_number(0, None, "a whole number, 0 or more")
-_port = _whole_number(0, 65535, "0 (any free port) to 65535")
-
-
-def _seconds(positive: bool) -> Callable[[str], float]:
-    """A finite number of seconds, above 0 (`positive`) or at least 0; nan, inf and negatives are refused."""
-    what = "a number of seconds above 0" if positive else "a number of seconds, 0 or more"
-
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            value = math.nan
-        if not math.isfinite(value) or value < 0 or (positive and value == 0):
-            raise argparse.ArgumentTypeError(f"{text!r} is not allowed; allowed: {what}")
-        return value
-
-    return parse
-
-
-def _stack_name(text: str) -> str:
-    # Pulumi's rule (pulumi/pulumi sdk/go/common/tokens/stack_name.go ParseStackName).
-    if not 1 <= len(text) <= 100 or not all(c.isascii() and (c.isalnum() or c in "_.-") for c in text):
-        shown = text if len(text) <= 40 else text[:37] + "..."
-        raise argparse.ArgumentTypeError(
-            f"{shown!r} ({len(text)} characters) is not a Pulumi stack name; allowed: 1-100 letters, digits, '-', '_' or '.'"
-        )
-    return text
-
-
-def _namespace(text: str) -> str:
-    if not (len(text) <= 63 and re.fullmatch(r"[a-z]([a-z0-9-]*[a-z0-9])?", text)):
-        shown = text if len(text) <= 40 else text[:37] + "..."
-        raise argparse.ArgumentTypeError(
-            f"{shown!r} is not a namespace; allowed: 1-63 lowercase letters, digits and hyphens, starting with a letter"
-        )
-    return text
-
-
-class UsageError(Exception):
-    """A bad command line; main() prints it as one line (exit 2)."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> "typing.NoReturn":
-        raise UsageError(message)
-
-
 def parser() -> argparse.ArgumentParser:
-    common = _Parser(add_help=False)
+    common = cli_args.OneLineParser(add_help=False)
     common.add_argument(
-        "--stack", type=_stack_name, default=DEFAULT_STACK, help=f"stack name (Pulumi.<stack>.yaml); default {DEFAULT_STACK}"
+        "--stack", type=cli_args.stack_name, default=DEFAULT_STACK, help=f"stack name (Pulumi.<stack>.yaml); default {DEFAULT_STACK}"
     )
     common.add_argument("--config-file", metavar="PATH", help="read the stack config from PATH (as `pulumi up --config-file`)")
     common.add_argument("--address", help="Ray dashboard URL, e.g. http://127.0.0.1:8265")
     common.add_argument("--endpoint", help="GKE cluster endpoint, to go through the API server's service proxy")
     common.add_argument("--ca-file", help="PEM file of the cluster CA (with an IP --endpoint)")
     common.add_argument("--head-service", help="Ray head service name (with --endpoint)")
-    common.add_argument("--namespace", type=_namespace, help="namespace of the Ray cluster; default ray.namespace of the stack")
-    p = _Parser(prog="python -m workloads", description="Submit and watch the stack's NeMo-RL job.")
+    common.add_argument("--namespace", type=cli_args.namespace, help="namespace of the Ray cluster; default ray.namespace of the stack")
+    p = cli_args.OneLineParser(prog="python -m workloads", description="Submit and watch the stack's NeMo-RL job.")
     sub = p.add_subparsers(dest="command", required=True, metavar="{submit,gate,status,logs,stop,list,watch,dashboard}")
     s = sub.add_parser("submit", parents=[common], help="submit the stack's job (idempotent)")
     s.add_argument("--dry-run", action="store_true", help="print entrypoint and runtime env; no network")
@@ -552,34 +487,34 @@ def parser() -> argparse.ArgumentParser:
         "--gate", choices=("enforce", "warn", "off"), help="acceptance gate policy for this submission; default job.gate of the stack"
     )
     s.add_argument("--wait", action="store_true", help="wait until the job ends, showing its status")
-    s.add_argument("--timeout", type=_seconds(positive=True), help="with --wait: give up after this many seconds (exit 4)")
+    s.add_argument("--timeout", type=cli_args.seconds(positive=True), help="with --wait: give up after this many seconds (exit 4)")
     sub.add_parser("gate", parents=[common], help="run the acceptance gate (GPUs, fabric, Lustre) on the cluster now")
     s = sub.add_parser("status", parents=[common], help="show a job's status")
     s.add_argument("--job", help="submission id; default the stack's newest job")
     s.add_argument("--wait", action="store_true", help="wait until the job ends, showing its status")
-    s.add_argument("--timeout", type=_seconds(positive=True), help="with --wait: give up after this many seconds (exit 4)")
+    s.add_argument("--timeout", type=cli_args.seconds(positive=True), help="with --wait: give up after this many seconds (exit 4)")
     s = sub.add_parser("logs", parents=[common], help="print a job's log")
     s.add_argument("--job", help="submission id; default the stack's newest job")
     s.add_argument("--follow", action="store_true", help="keep streaming until the job ends")
-    s.add_argument("--tail", type=_positive_int, metavar="N", help="only the last N lines (with --follow: then the new ones)")
+    s.add_argument("--tail", type=cli_args.positive_int, metavar="N", help="only the last N lines (with --follow: then the new ones)")
     s = sub.add_parser("stop", parents=[common], help="stop a job")
     s.add_argument("--job", help="submission id; default the stack's newest job")
     sub.add_parser("list", parents=[common], help="list the stack's jobs")
     s = sub.add_parser("watch", parents=[common], help="resubmit the stack's job after a spot preemption")
     s.add_argument("--spec-file", help="JobSpec JSON to watch instead of the stack's (the in-cluster watcher); needs --address")
     s.add_argument("--once", action="store_true", help="look once, act if needed, print the decision and exit")
-    s.add_argument("--check-interval", type=_seconds(positive=True), help="seconds between looks; default recovery.checkIntervalSeconds")
-    s.add_argument("--max-restarts", type=_non_negative_int, help="consecutive automatic restarts; default recovery.maxRestarts")
-    s.add_argument("--backoff", type=_seconds(positive=False), help="seconds before the first restart, doubling; default recovery.backoffSeconds")
-    s.add_argument("--max-backoff", type=_seconds(positive=False), help="cap of the doubled wait; default recovery.maxBackoffSeconds")
+    s.add_argument("--check-interval", type=cli_args.seconds(positive=True), help="seconds between looks; default recovery.checkIntervalSeconds")
+    s.add_argument("--max-restarts", type=cli_args.non_negative_int, help="consecutive automatic restarts; default recovery.maxRestarts")
+    s.add_argument("--backoff", type=cli_args.seconds(positive=False), help="seconds before the first restart, doubling; default recovery.backoffSeconds")
+    s.add_argument("--max-backoff", type=cli_args.seconds(positive=False), help="cap of the doubled wait; default recovery.maxBackoffSeconds")
     s.add_argument("--heartbeat-file", help="file touched after every look (for a liveness probe)")
-    s.add_argument("--pool-gpus", type=_non_negative_int, metavar="N",
+    s.add_argument("--pool-gpus", type=cli_args.non_negative_int, metavar="N",
                    help="resubmit only when Ray has N GPUs alive; default the stack's pool (0: do not wait)")
     s.add_argument("--resubmit-missing", action="store_true",
                    help="submit the spec when the cluster has no job of it (job.submit on; default from the stack)")
     s.add_argument("--state-file", help="where the watcher keeps what it saw, to survive its own and the head's restarts")
     s = sub.add_parser("dashboard", parents=[common], help="serve the Ray dashboard on 127.0.0.1 (no kubectl)")
-    s.add_argument("--port", type=_port, default=8265, help="local port; 0 picks a free one (default 8265)")
+    s.add_argument("--port", type=cli_args.port, default=8265, help="local port; 0 picks a free one (default 8265)")
     return p
 
 
@@ -615,7 +550,7 @@ def main(argv: Optional[list[str]] = None, out: Optional[TextIO] = None, err: Op
     err = err or sys.stderr
     try:
         args = parser().parse_args(argv)
-    except UsageError as exc:
+    except cli_args.UsageError as exc:
         err.write(f"error: {exc}\n")
         return EXIT_USAGE
     # Ray's job SDK logs every websocket close at INFO; the CLI prints what matters itself.
