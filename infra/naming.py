@@ -2,6 +2,10 @@
 
 Every cloud-side name is `<prefix>-<role>`, truncated to the API's limit. A truncated name keeps
 a short hash of the full name so two long roles never collide.
+
+The Kubernetes side lives here too: the labels every object of ours carries (`MANAGED_LABELS`), the
+node label keys GKE sets and several components select by, and the object names one component
+creates and another refers to.
 """
 
 from __future__ import annotations
@@ -46,3 +50,17 @@ def labels(stack: str, component: str, extra: dict[str, str] | None = None) -> d
         "component": component,
     }
     return merged
+
+
+# ---------------------------------------------------------------- Kubernetes labels and names
+
+MANAGED_LABELS = {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of": PROJECT}
+"""Kubernetes labels on every object this program creates directly (Helm labels its own objects)."""
+
+NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"
+"""The node label GKE sets to the node pool's name: pods of the Standard cluster select pools by it."""
+ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
+"""The node label GKE sets to the GPU type (`nvidia-b200`, ...)."""
+
+PREEMPTION_WATCHER = "preemption-watcher"
+"""The watcher's Deployment and service account (infra/watcher_deployment.py); the dashboard's note names it."""

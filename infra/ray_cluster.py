@@ -38,34 +38,30 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Optional, Union
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Optional, Protocol, Union
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from infra.config import RayConfig
-from infra.stack_context import GpuPoolFacts
-from infra.kube_provider import MANAGED_LABELS
 from infra.machines import NodeFit
+from infra.naming import MANAGED_LABELS, NODE_POOL_LABEL
 from infra.options import child_options
-from infra.workload_env import SECRET_MOUNT_PATH
+from infra.pod_facts import DASHBOARD_PORT, GPU_RESOURCE, SECRET_MOUNT_PATH, worker_tolerations
+from infra.stack_context import GpuPoolFacts
 from workloads.job_spec import hf_home, results_dirs
 from workloads.recipes import NemoRLImage
 
 CHART = "ray-cluster"
 CHART_REPO = "https://ray-project.github.io/kuberay-helm/"
-DASHBOARD_PORT = 8265
-"""KubeRay's default head port named `dashboard` (the Ray job API is served on it)."""
 WORKER_GROUP = "gpu"
 RAY_CLUSTER_NAME = "nemo-rl"
 """The RayCluster (and Helm release) name: one Ray cluster per GKE cluster, so a fixed name is unique."""
 HEAD_SERVICE_SUFFIX = "-head-svc"
 MAX_CLUSTER_NAME = 40
 """Leaves room for KubeRay's suffixes (`-head-svc`, `-<group>-worker-<hash>`) within 63 characters."""
-NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"
-GPU_RESOURCE = "nvidia.com/gpu"
-IMPENDING_TERMINATION_TAINT = "cloud.google.com/impending-node-termination"
 CHART_LABEL_KEYS = frozenset(
     {"app.kubernetes.io/name", "helm.sh/chart", "app.kubernetes.io/instance", "app.kubernetes.io/version", "app.kubernetes.io/managed-by"}
 )
@@ -79,10 +75,6 @@ NCCL_ENV_SCRIPT = f"{POD_GIB_DIR}/scripts/set_nccl_env.sh"
 # ---------------------------------------------------------------- values
 
 
-# GKE node-pool taints spell effects as the API enum; pods tolerate the core/v1 spelling.
-_EFFECTS = {"NO_SCHEDULE": "NoSchedule", "PREFER_NO_SCHEDULE": "PreferNoSchedule", "NO_EXECUTE": "NoExecute"}
-
-
 def _resources(cpu: Union[int, str], memory_gib: int, gpus: int = 0) -> dict[str, Any]:
     # Requests == limits (Guaranteed QoS): the workers own their nodes, and Ray sizes itself from the
     # limits (num-cpus, memory); quantities as strings so Helm never prints a float.
@@ -94,26 +86,6 @@ def _resources(cpu: Union[int, str], memory_gib: int, gpus: int = 0) -> dict[str
 
 def _env(pairs: Mapping[str, str]) -> list[dict[str, str]]:
     return [{"name": k, "value": v} for k, v in pairs.items()]
-
-
-def toleration_for(taint: Mapping[str, str]) -> dict[str, str]:
-    """The toleration matching one node taint exactly (key, value, effect)."""
-    effect = _EFFECTS.get(taint["effect"], taint["effect"])
-    if not taint.get("value", ""):
-        return {"key": taint["key"], "operator": "Exists", "effect": effect}
-    return {"key": taint["key"], "operator": "Equal", "value": taint["value"], "effect": effect}
-
-
-def worker_tolerations(taints: Sequence[Mapping[str, str]]) -> list[dict[str, str]]:
-    """Every GPU pool taint, the GPU taint even if the pool facts omit it, and the spot-preemption taint."""
-    tolerations = [toleration_for(t) for t in taints]
-    if not any(t["key"] == GPU_RESOURCE for t in taints):
-        tolerations.append({"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"})
-    # GKE taints a spot node about to be preempted; tolerating it keeps a restarting worker from
-    # being refused by the node it is bound to during the shutdown window (GoogleCloudPlatform/kubernetes-engine-samples
-    # ai-ml/nemo-rl-on-gke values).
-    tolerations.append({"key": IMPENDING_TERMINATION_TAINT, "operator": "Exists"})
-    return tolerations
 
 
 GPU_LIBRARY_PATH = f"{POD_NVIDIA_DIR}/lib64:{POD_GIB_DIR}/lib64"
@@ -303,6 +275,62 @@ def ray_values(
 # ---------------------------------------------------------------- component
 
 
+class RayEnvironment(Protocol):
+    """What the Ray pods take from their namespace (a `WorkloadEnvironment`)."""
+
+    namespace: str
+    service_account: str
+    secret_name: str
+    secret_env: dict[str, str]
+    pvc_name: str
+
+
+class PodNetworks(Protocol):
+    """What the GPU workers take from the GKE Network objects (a `GkeNetworkObjects`)."""
+
+    interfaces_annotation: str
+
+
+@dataclass(frozen=True)
+class RayClusterArgs:
+    """What `RayCluster` needs. `environment` and `networks`, when they are resources, are waited for by
+    the release and deleted after it."""
+
+    cluster_name: str
+    ray: RayConfig
+    image: NemoRLImage
+    environment: RayEnvironment
+    networks: PodNetworks
+    gpu_pool: GpuPoolFacts
+    worker: NodeFit
+    """Each worker's requests (`StackConfig.worker_fit`)."""
+    system_pool_name: Optional[str]
+    """None where there are no node pools (Autopilot)."""
+    timeout_seconds: int = 3600
+    adapt_values: Optional[Callable[[dict[str, Any]], dict[str, Any]]] = None
+    """A pure rewrite of the values for the cluster mode (`infra.cluster_mode.ClusterMode.adapt_ray_values`)."""
+
+    def values(self) -> dict[str, Any]:
+        """The chart values (pure, plan-time): a bad name fails before any resource is registered."""
+        env = self.environment
+        values = ray_values(
+            cluster_name=self.cluster_name,
+            image=self.image,
+            service_account=env.service_account,
+            secret_name=env.secret_name,
+            secret_env=env.secret_env,
+            pvc_name=env.pvc_name,
+            mount_path=self.ray.mount_path,
+            head_cpu=self.ray.head_cpu,
+            head_memory_gib=self.ray.head_memory_gib,
+            system_pool_name=self.system_pool_name,
+            gpu_pool=self.gpu_pool,
+            worker=self.worker,
+            interfaces_annotation=self.networks.interfaces_annotation,
+        )
+        return self.adapt_values(values) if self.adapt_values is not None else values
+
+
 class RayCluster(pulumi.ComponentResource):
     """A fixed-size RayCluster (CPU head + one GPU worker group) from the upstream `ray-cluster` chart.
 
@@ -335,64 +363,47 @@ class RayCluster(pulumi.ComponentResource):
     values: dict[str, Any]
     """The Helm values (plain data, built once at plan time)."""
 
-    def __init__(
-        self,
-        name: str,
-        *,
-        cluster_name: str,
-        ray: RayConfig,
-        image: NemoRLImage,
-        environment: Any,
-        networks: Any,
-        gpu_pool: GpuPoolFacts,
-        worker: NodeFit,
-        system_pool_name: Optional[str],
-        timeout_seconds: int = 3600,
-        adapt_values: Optional[Callable[[dict[str, Any]], dict[str, Any]]] = None,
-        opts: Optional[pulumi.ResourceOptions] = None,
-    ) -> None:
-        """`environment`: a `WorkloadEnvironment` (namespace, service_account, secret_name, secret_env, pvc_name);
-        `networks`: a `GkeNetworkObjects` (interfaces_annotation). When they are resources, the release
-        waits for them and is deleted before them. `worker`: each worker's requests (`StackConfig.worker_fit`).
-        `system_pool_name`: None where there are no node pools (Autopilot). `adapt_values`: a pure rewrite of
-        the values for the cluster mode (`infra.autopilot_pods.ray_values_for_autopilot`)."""
+    def __init__(self, name: str, args: RayClusterArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+        cluster_name, image, ray = args.cluster_name, args.image, args.ray
         check_cluster_name(cluster_name)
         self.cluster_name = cluster_name
-        self.namespace = environment.namespace
+        self.namespace = args.environment.namespace
         self.head_service = f"{cluster_name}{HEAD_SERVICE_SUFFIX}"
         self.dashboard_port = DASHBOARD_PORT
         self.worker_group = WORKER_GROUP
         self.dashboard_proxy_path = (
             f"/api/v1/namespaces/{self.namespace}/services/{self.head_service}:dashboard/proxy"
         )
-
-        # Pure and plan-time: a bad name or a head that fits no system node fails before any
-        # resource is registered.
-        values = ray_values(
-            cluster_name=cluster_name,
-            image=image,
-            service_account=environment.service_account,
-            secret_name=environment.secret_name,
-            secret_env=environment.secret_env,
-            pvc_name=environment.pvc_name,
-            mount_path=ray.mount_path,
-            head_cpu=ray.head_cpu,
-            head_memory_gib=ray.head_memory_gib,
-            system_pool_name=system_pool_name,
-            gpu_pool=gpu_pool,
-            worker=worker,
-            interfaces_annotation=networks.interfaces_annotation,
-        )
-        if adapt_values is not None:
-            values = adapt_values(values)
+        values = args.values()
         super().__init__("nemo-rl-gke:infra:RayCluster", name, None, opts)
         self.values = values
-        waits_for = [r for r in (environment, networks) if isinstance(r, pulumi.Resource)]
-        self.release = k8s.helm.v3.Release(
+        self.release = self._release(name, args, opts)
+        self.register_outputs(
+            {
+                "clusterName": self.cluster_name,
+                "namespace": self.namespace,
+                "headService": self.head_service,
+                "dashboardPort": self.dashboard_port,
+                "workerGroup": self.worker_group,
+                "rayVersion": image.ray_version,
+                "image": image.ref,
+                "chartVersion": ray.chart_version,
+                # What each worker requests and what that leaves on its node (estimates: GKE's published
+                # reservations; the real allocatable is only known on a node).
+                "workerFit": args.worker.to_json(),
+                "releaseStatus": self.release.status.apply(lambda s: s.status if s else None),
+            }
+        )
+
+    def _release(self, name: str, args: RayClusterArgs, opts: Optional[pulumi.ResourceOptions]) -> k8s.helm.v3.Release:
+        """The Helm release of the chart with these values, replaced (deleted first) when they change."""
+        image, timeout_seconds = args.image, args.timeout_seconds
+        waits_for = [r for r in (args.environment, args.networks) if isinstance(r, pulumi.Resource)]
+        return k8s.helm.v3.Release(
             f"{name}-release",
-            name=cluster_name,
+            name=args.cluster_name,
             chart=CHART,
-            version=ray.chart_version,
+            version=args.ray.chart_version,
             repository_opts={"repo": CHART_REPO},
             namespace=self.namespace,
             create_namespace=False,
@@ -415,20 +426,4 @@ class RayCluster(pulumi.ComponentResource):
                     delete="20m",
                 ),
             ),
-        )
-        self.register_outputs(
-            {
-                "clusterName": self.cluster_name,
-                "namespace": self.namespace,
-                "headService": self.head_service,
-                "dashboardPort": self.dashboard_port,
-                "workerGroup": self.worker_group,
-                "rayVersion": image.ray_version,
-                "image": image.ref,
-                "chartVersion": ray.chart_version,
-                # What each worker requests and what that leaves on its node (estimates: GKE's published
-                # reservations; the real allocatable is only known on a node).
-                "workerFit": worker.to_json(),
-                "releaseStatus": self.release.status.apply(lambda s: s.status if s else None),
-            }
         )

@@ -22,6 +22,7 @@ whenever the release is replaced.
 from __future__ import annotations
 
 import shlex
+from dataclasses import dataclass
 from typing import Optional
 
 import pulumi
@@ -29,7 +30,7 @@ import pulumi.dynamic
 
 from infra.config import PROJECT, ConfigError, StackConfig
 from infra.options import child_options
-from infra.ray_cluster import DASHBOARD_PORT
+from infra.pod_facts import DASHBOARD_PORT
 from workloads.acceptance_gate import GatePlan
 from workloads.hook import JobSubmissionProvider
 from workloads.job_spec import JobBuildError, JobSpec, PoolShape, build_job, wandb_wanted
@@ -49,6 +50,43 @@ class JobSubmission(pulumi.dynamic.Resource, module="nemo-rl-gke", name="JobSubm
         super().__init__(JobSubmissionProvider(), name, {**props, "status": None, "gate_result": None}, opts)
 
 
+@dataclass(frozen=True)
+class TrainingJobArgs:
+    """What `TrainingJob` needs (see `build_training_job` for each value's source)."""
+
+    spec: JobSpec
+    endpoint: pulumi.Input[str]
+    ca_certificate: Optional[pulumi.Input[str]]
+    namespace: str
+    head_service: pulumi.Input[str]
+    ray_cluster_name: pulumi.Input[str]
+    ray_release: pulumi.Resource
+    gate_policy: str = "off"
+    gate_plan: Optional[GatePlan] = None
+
+    def props(self) -> dict:
+        """The submission's inputs.
+
+        The endpoint and the CA are what every client of the API server is shown; the provider may mark
+        them secret (GKE's masterAuth), but they authorise nothing, and keeping them plain keeps the
+        submission's inputs free of secrets (a secret here would also make Pulumi treat the whole job as
+        secret in diffs)."""
+        gate_plan = self.gate_plan if self.gate_policy != "off" else None
+        return {
+            **self.spec.to_dict(),
+            "gke_endpoint": pulumi.Output.unsecret(pulumi.Output.from_input(self.endpoint)),
+            # Empty for the DNS endpoint: its certificate is publicly trusted (system roots).
+            "ca_cert_b64": pulumi.Output.unsecret(pulumi.Output.from_input(self.ca_certificate or "")),
+            "namespace": self.namespace,
+            "head_service": self.head_service,
+            # The provider waits for this RayCluster to be provisioned before submitting.
+            "ray_cluster_name": self.ray_cluster_name,
+            # ... and runs the acceptance gate right before it submits (workloads/acceptance_gate.py).
+            "gate_policy": self.gate_policy,
+            "gate_plan": gate_plan.to_dict() if gate_plan is not None else None,
+        }
+
+
 class TrainingJob(pulumi.ComponentResource):
     """The NeMo-RL job of a stack.
 
@@ -63,39 +101,9 @@ class TrainingJob(pulumi.ComponentResource):
     dashboard_command: pulumi.Output[str]
     logs_command: pulumi.Output[str]
 
-    def __init__(
-        self,
-        name: str,
-        spec: JobSpec,
-        *,
-        endpoint: pulumi.Input[str],
-        ca_certificate: Optional[pulumi.Input[str]],
-        namespace: str,
-        head_service: pulumi.Input[str],
-        ray_cluster_name: pulumi.Input[str],
-        ray_release: pulumi.Resource,
-        gate_policy: str = "off",
-        gate_plan: Optional[GatePlan] = None,
-        opts: Optional[pulumi.ResourceOptions] = None,
-    ):
+    def __init__(self, name: str, args: TrainingJobArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__(COMPONENT_TYPE, name, None, opts)
-        # The endpoint and the CA are what every client of the API server is shown; the provider
-        # may mark them secret (GKE's masterAuth), but they authorise nothing, and keeping them
-        # plain keeps the submission's inputs free of secrets (a secret here would also make
-        # Pulumi treat the whole job as secret in diffs).
-        props = {
-            **spec.to_dict(),
-            "gke_endpoint": pulumi.Output.unsecret(pulumi.Output.from_input(endpoint)),
-            # Empty for the DNS endpoint: its certificate is publicly trusted (system roots).
-            "ca_cert_b64": pulumi.Output.unsecret(pulumi.Output.from_input(ca_certificate or "")),
-            "namespace": namespace,
-            "head_service": head_service,
-            # The provider waits for this RayCluster to be provisioned before submitting.
-            "ray_cluster_name": ray_cluster_name,
-            # ... and runs the acceptance gate right before it submits (workloads/acceptance_gate.py).
-            "gate_policy": gate_policy,
-            "gate_plan": gate_plan.to_dict() if gate_plan is not None and gate_policy != "off" else None,
-        }
+        spec, ray_release, props = args.spec, args.ray_release, args.props()
         # Submitted after the Ray release, stopped before it goes, and replaced with it: a changed Ray
         # value replaces the release (delete first, infra/ray_cluster.py), which takes the RayCluster and
         # the running job with it. The submission's inputs do not come from the release, and the engine
@@ -175,8 +183,7 @@ def build_training_job(
     """
     if not cfg.job.submit:
         return None
-    return TrainingJob(
-        "training-job",
+    args = TrainingJobArgs(
         spec,
         endpoint=endpoint,
         ca_certificate=ca_certificate,
@@ -186,5 +193,5 @@ def build_training_job(
         ray_release=ray_release,
         gate_policy=cfg.gate_policy if gate_plan is not None else "off",
         gate_plan=gate_plan,
-        opts=opts,
     )
+    return TrainingJob("training-job", args, opts)

@@ -35,15 +35,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from infra.kube_provider import MANAGED_LABELS
+from infra.naming import MANAGED_LABELS, NODE_POOL_LABEL, PREEMPTION_WATCHER
 from infra.options import child_options
-from infra.ray_cluster import DASHBOARD_PORT, NODE_POOL_LABEL
+from infra.pod_facts import DASHBOARD_PORT
 from workloads.job_spec import JobSpec, PoolShape
 from workloads.recipes import NemoRLImage
 from workloads.preemption import RecoveryPolicy
@@ -52,7 +53,7 @@ if TYPE_CHECKING:
     from infra.config import StackConfig
 
 COMPONENT_TYPE = "nemo-rl-gke:infra:PreemptionWatcher"
-NAME = "preemption-watcher"
+NAME = PREEMPTION_WATCHER
 CONFIG_DIR = "/config"
 SPEC_KEY = "spec.json"
 HEARTBEAT = "/tmp/heartbeat"
@@ -234,6 +235,20 @@ def deployment_manifest(
     }
 
 
+@dataclass(frozen=True)
+class PreemptionWatcherArgs:
+    """What `PreemptionWatcher` needs (see `build_preemption_watcher` for each value's source)."""
+
+    spec: JobSpec
+    policy: RecoveryPolicy
+    namespace: str
+    image: NemoRLImage
+    ray_cluster_name: str
+    head_service: pulumi.Input[str]
+    system_pool_name: Optional[str]
+    lustre_claim: str
+
+
 class PreemptionWatcher(pulumi.ComponentResource):
     """ConfigMap (code + spec), a ServiceAccount and a one-replica Deployment that resubmits the job
     after a preemption.
@@ -253,23 +268,11 @@ class PreemptionWatcher(pulumi.ComponentResource):
     namespace: str
     logs_command: str
 
-    def __init__(
-        self,
-        name: str,
-        spec: JobSpec,
-        policy: RecoveryPolicy,
-        *,
-        namespace: str,
-        image: NemoRLImage,
-        ray_cluster_name: str,
-        head_service: pulumi.Input[str],
-        system_pool_name: Optional[str],
-        lustre_claim: str,
-        opts: Optional[pulumi.ResourceOptions] = None,
-    ) -> None:
-        data = config_map_data(spec)
+    def __init__(self, name: str, args: PreemptionWatcherArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+        data = config_map_data(args.spec)
         config_hash = data_hash(data)
         super().__init__(COMPONENT_TYPE, name, None, opts)
+        namespace, spec, policy = args.namespace, args.spec, args.policy
         self.namespace = namespace
         self.deployment_name = NAME
         self.logs_command = f"kubectl -n {namespace} logs deploy/{NAME} --follow"
@@ -287,31 +290,7 @@ class PreemptionWatcher(pulumi.ComponentResource):
             data=data,
             opts=child_options(self, opts),
         )
-
-        def build(args: list[str]) -> dict[str, Any]:
-            svc, config_map_name = args
-            return deployment_manifest(
-                namespace=namespace,
-                image=image.ref,
-                service_account=self.service_account,
-                system_pool_name=system_pool_name,
-                ray_cluster_name=ray_cluster_name,
-                head_service=svc,
-                policy=policy,
-                config_map_name=config_map_name,
-                config_hash=config_hash,
-                stack=spec.stack,
-                lustre_claim=lustre_claim,
-            )
-
-        config_map_name = self.config_map.metadata.apply(lambda m: m.name)
-        manifest = pulumi.Output.all(head_service, config_map_name).apply(build)
-        self.deployment = k8s.apps.v1.Deployment(
-            f"{name}-deployment",
-            metadata=manifest.apply(lambda m: m["metadata"]),
-            spec=manifest.apply(lambda m: m["spec"]),
-            opts=child_options(self, opts, depends_on=[self.config_map, self.service_account_resource]),
-        )
+        self.deployment = self._deployment(name, args, config_hash, opts)
         self.register_outputs(
             {
                 "deploymentName": self.deployment_name,
@@ -321,6 +300,36 @@ class PreemptionWatcher(pulumi.ComponentResource):
                 "logsCommand": self.logs_command,
                 "maxRestarts": policy.max_restarts,
             }
+        )
+
+    def _deployment(
+        self, name: str, args: PreemptionWatcherArgs, config_hash: str, opts: Optional[pulumi.ResourceOptions]
+    ) -> k8s.apps.v1.Deployment:
+        """The Deployment, built once the head Service's and the ConfigMap's names are known."""
+
+        def build(names: list[str]) -> dict[str, Any]:
+            svc, config_map_name = names
+            return deployment_manifest(
+                namespace=args.namespace,
+                image=args.image.ref,
+                service_account=self.service_account,
+                system_pool_name=args.system_pool_name,
+                ray_cluster_name=args.ray_cluster_name,
+                head_service=svc,
+                policy=args.policy,
+                config_map_name=config_map_name,
+                config_hash=config_hash,
+                stack=args.spec.stack,
+                lustre_claim=args.lustre_claim,
+            )
+
+        config_map_name = self.config_map.metadata.apply(lambda m: m.name)
+        manifest = pulumi.Output.all(args.head_service, config_map_name).apply(build)
+        return k8s.apps.v1.Deployment(
+            f"{name}-deployment",
+            metadata=manifest.apply(lambda m: m["metadata"]),
+            spec=manifest.apply(lambda m: m["spec"]),
+            opts=child_options(self, opts, depends_on=[self.config_map, self.service_account_resource]),
         )
 
 
@@ -351,8 +360,7 @@ def build_preemption_watcher(
     """
     if not cfg.recovery.enabled:
         return None
-    return PreemptionWatcher(
-        NAME,
+    args = PreemptionWatcherArgs(
         spec,
         # With job.submit on the deploy submits the job, so a spec without a job on the cluster is resubmitted.
         RecoveryPolicy.from_config(
@@ -364,5 +372,5 @@ def build_preemption_watcher(
         head_service=ray.head_service,
         system_pool_name=system_pool_name,
         lustre_claim=lustre_claim,
-        opts=opts,
     )
+    return PreemptionWatcher(NAME, args, opts)

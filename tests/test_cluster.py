@@ -7,7 +7,7 @@ import json
 import pytest
 
 from conftest import STACKS, merged, run_plan, stack_plan
-from infra.cluster import kubernetes_taint
+from infra.pod_facts import kubernetes_taint
 from tools.mocks import FAKE_CA
 
 CLUSTER = "gcp:container/cluster:Cluster"
@@ -259,6 +259,7 @@ def test_gpu_pool_facts_describe_the_pool_for_workloads(stack):
         "gpusPerNode": 8,
         "acceleratorType": want["gpu"],
         "taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}],
+        "nodeSelector": {"cloud.google.com/gke-nodepool": f"{stack}-gpu"},
         "nics": [f"eth{n}" for n in range(1, 10)],
     }
 
@@ -288,7 +289,7 @@ def test_exports_tell_the_user_how_to_reach_the_cluster(stack):
 def test_a_cluster_that_reports_no_dns_endpoint_fails_with_a_message_naming_the_way_out():
     from types import SimpleNamespace
 
-    from infra.cluster import _dns_endpoint
+    from infra.gke_common import _dns_endpoint
 
     host = "gke-0123456789abcdef-123456789012.us-east1.gke.goog"
     assert _dns_endpoint(SimpleNamespace(dns_endpoint_config=SimpleNamespace(endpoint=host))) == host

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import STACKS, stack_plan
-from infra.image_prepull import NAME, ImagePrePull
+from infra.image_prepull import NAME, ImagePrePull, ImagePrePullArgs
 from k8s_support import gpu_pool, k8s_doc, record, schema_problems
 from workloads.recipes import IMAGES
 
@@ -16,7 +16,7 @@ IMAGE = IMAGES["v0.5.0"]
 def prepull(system_pool="t-system", taints=None):
     pool = gpu_pool("b200", taints=taints)
     rec = record(
-        lambda: ImagePrePull("image-prepull", IMAGE, "nemo-rl", [system_pool, pool.pool_name], pool.taints)
+        lambda: ImagePrePull("image-prepull", ImagePrePullArgs(IMAGE, "nemo-rl", (system_pool, pool.pool_name), pool.taints))
     )
     return rec, k8s_doc(rec.one(DAEMONSET))
 

@@ -13,7 +13,7 @@ import pulumi
 import pytest
 
 from conftest import ALL_STACKS, stack_plan
-from infra.kube_provider import AUTH_API_VERSION, AUTH_PLUGIN, KubernetesAccess
+from infra.kube_provider import AUTH_API_VERSION, AUTH_PLUGIN, KubernetesAccess, KubernetesAccessArgs
 from infra.options import child_options
 from tools.mocks import Registration
 from k8s_support import CTX, Recorded, record
@@ -23,8 +23,9 @@ CA = "Q0EtQ0VSVA=="
 
 
 def access(**kwargs: Any) -> Recorded:
+    opts = kwargs.pop("opts", None)
     args = {"cluster_name": "t-gke", "endpoint": ENDPOINT, "ca_certificate": CA, **kwargs}
-    return record(lambda: KubernetesAccess("kube", CTX, **args))
+    return record(lambda: KubernetesAccess("kube", KubernetesAccessArgs(CTX, **args), opts))
 
 
 def kubeconfig_of(rec: Recorded) -> dict[str, Any]:

@@ -40,6 +40,7 @@ from infra.ray_cluster import (
     GPU_LIBRARY_PATH,
     NCCL_ENV_SCRIPT,
     RayCluster,
+    RayClusterArgs,
     ray_values,
     worker_start_command,
 )
@@ -623,21 +624,19 @@ def test_shared_memory_is_bounded_as_in_googles_sample():
 
 
 def component(**overrides):
-    from infra.gke_networks import GkeNetworkObjects
-    from infra.workload_env import LustreVolume, WorkloadEnvironment
+    from infra.gke_networks import GkeNetworkObjects, GkeNetworkObjectsArgs
+    from infra.workload_env import LustreVolume, WorkloadEnvironment, WorkloadEnvironmentArgs
 
     def build():
-        env = WorkloadEnvironment(
-            "workload", "nemo-rl", "ray", None, None,
-            LustreVolume("test-project", "us-east1-b", "t-lustre", "10.16.0.2", "lustrefs", 18000),
-        )
-        networks = GkeNetworkObjects("gke-networks", sample_nics())
+        volume = LustreVolume("test-project", "us-east1-b", "t-lustre", "10.16.0.2", "lustrefs", 18000)
+        env = WorkloadEnvironment("workload", WorkloadEnvironmentArgs("nemo-rl", "ray", None, None, volume))
+        networks = GkeNetworkObjects("gke-networks", GkeNetworkObjectsArgs(sample_nics()))
         args = dict(
             cluster_name="nemo-rl", ray=RayConfig(), image=IMAGE, environment=env, networks=networks,
             gpu_pool=gpu_pool(), worker=fit_for(), system_pool_name="t-system",
         )
         args.update(overrides)
-        return RayCluster("ray", **args)
+        return RayCluster("ray", RayClusterArgs(**args))
 
     return record(build)
 
