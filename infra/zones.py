@@ -27,9 +27,6 @@ class ZoneCatalogue:
         """Zones that offer `machine_type` and Managed Lustre, sorted."""
         return sorted(self.machine_types.get(machine_type, frozenset()) & self.managed_lustre)
 
-    def regions_for(self, machine_type: str) -> list[str]:
-        return sorted({region_of(z) for z in self.zones_for(machine_type)})
-
 
 def region_of(zone: str) -> str:
     return zone.rsplit("-", 1)[0]

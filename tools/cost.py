@@ -1,4 +1,5 @@
-"""What a stack costs to keep up, from the offline plan and the dated price table data/prices.yaml.
+"""What a stack costs to keep up, from the offline plan and the dated price table data/prices.yaml
+(read by infra/prices.py).
 
 Line items, each per hour (and per day = 24 h):
 - GPU nodes: every node pool with guest accelerators, node count x the machine type's node-hour
@@ -29,16 +30,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
-import yaml
+from infra.prices import PRICES_FILE, Price, PriceError, PriceTable
 
 if TYPE_CHECKING:
     from infra.config import StackConfig
 
-PRICES_FILE = Path(__file__).resolve().parent.parent / "data" / "prices.yaml"
 HOURS_PER_DAY = 24
 NODE_POOL = "gcp:container/nodePool:NodePool"
 CLUSTER = "gcp:container/cluster:Cluster"
@@ -46,91 +44,6 @@ LUSTRE = "gcp:lustre/instance:Instance"
 BUCKET = "gcp:storage/bucket:Bucket"
 # GiB of memory per vCPU of the predefined shapes (vm-instance-pricing; N2/N2D/E2 share these).
 SHAPE_GIB_PER_VCPU = {"standard": 4, "highmem": 8, "highcpu": 1}
-
-
-class PriceError(KeyError):
-    """A price the table does not have."""
-
-    def __str__(self) -> str:  # KeyError quotes its message otherwise
-        return str(self.args[0])
-
-
-@dataclass(frozen=True)
-class Price:
-    key: str
-    region: str
-    value: float
-    unit: str
-    section: str
-    as_of: str
-    estimate: Optional[str] = None
-    """Why the number is an estimate; None when it was read from the cited source."""
-    overridden: bool = False
-
-
-@lru_cache(maxsize=4)
-def _load(path: str) -> dict[str, Any]:
-    return yaml.safe_load(Path(path).read_text())
-
-
-class PriceTable:
-    """data/prices.yaml with `cost.priceOverrides` applied."""
-
-    def __init__(self, doc: Mapping[str, Any], overrides: Optional[Mapping[str, float]] = None):
-        self.doc = doc
-        self.hours_per_month = float(doc.get("hours_per_month", 730))
-        self.currency = doc.get("currency", "USD")
-        self._keys: dict[str, str] = {}
-        for name, section in (doc.get("sections") or {}).items():
-            for key in section.get("prices") or {}:
-                self._keys[key] = name
-        self.overrides = dict(overrides or {})
-        unknown = sorted(set(self.overrides) - set(self._keys))
-        if unknown:
-            raise PriceError(f"unknown price key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(self._keys))}")
-
-    @classmethod
-    def load(cls, overrides: Optional[Mapping[str, float]] = None, path: Path = PRICES_FILE) -> "PriceTable":
-        return cls(_load(str(path)), overrides)
-
-    def keys(self) -> list[str]:
-        return sorted(self._keys)
-
-    def section(self, name: str) -> dict[str, Any]:
-        return self.doc["sections"][name]
-
-    def has(self, key: str) -> bool:
-        return key in self._keys
-
-    def get(self, key: str, region: str) -> Price:
-        if key not in self._keys:
-            raise PriceError(f"no price {key!r} in {PRICES_FILE.name}")
-        name = self._keys[key]
-        section = self.section(name)
-        unit, as_of = section.get("unit", ""), str(section.get("as_of", ""))
-        if key in self.overrides:
-            return Price(key, region, float(self.overrides[key]), unit, name, as_of, overridden=True)
-        by_region = section["prices"][key]
-        if region in by_region:
-            value, estimate = _entry(by_region[region])
-            return Price(key, region, value, unit, name, as_of, estimate)
-        fallback = self.doc.get("fallback") or {}
-        base = fallback.get("base_region", "us-central1")
-        if base not in by_region:
-            raise PriceError(f"no price {key!r} for region {region!r} nor the fallback base {base!r}")
-        value, _ = _entry(by_region[base])
-        multiplier = float(fallback.get("default_multiplier", 1.0))
-        for prefix, m in (fallback.get("prefix_multipliers") or {}).items():
-            if region.startswith(prefix):
-                multiplier = float(m)
-                break
-        return Price(key, region, value * multiplier, unit, name, as_of, f"{base} price x {multiplier:g} (fallback rule for {region})")
-
-
-def _entry(raw: Any) -> tuple[float, Optional[str]]:
-    if isinstance(raw, Mapping):
-        return float(raw["value"]), str(raw.get("estimate") or "") or None
-    return float(raw), None
 
 
 @dataclass
@@ -258,79 +171,15 @@ def estimate(plan: Any, cfg: "StackConfig", table: Optional[PriceTable] = None, 
     """Cost of `plan` in `cfg.region`. `bucket_gib` is used when `cfg.cost.bucketGib` is unset."""
     table = table or PriceTable.load(cfg.cost.price_overrides)
     region = cfg.region
-    per_month = table.hours_per_month
     items: list[LineItem] = []
     warnings: list[str] = []
-
     for pool in plan.by_type(NODE_POOL):
-        node_config = pool.inputs.get("nodeConfig") or {}
-        machine = node_config.get("machineType", "?")
-        nodes = _node_count(pool)
-        accelerators = node_config.get("guestAccelerators") or []
-        if accelerators:
-            try:
-                spot = table.get(f"gpu.{machine}.spot", region)
-                on_demand = table.get(f"gpu.{machine}.onDemand", region)
-            except PriceError as err:
-                warnings.append(f"{pool.name}: {err}; GPU nodes not priced")
-                continue
-            applies = "spot" if node_config.get("spot") else "onDemand"
-            if not node_config.get("spot") and (pool.inputs.get("queuedProvisioning") or node_config.get("reservationAffinity")):
-                warnings.append(f"{pool.name}: reserved/flex-start capacity is billed on its own terms; shown at the on-demand list price")
-            items.append(
-                LineItem(
-                    f"GPU nodes ({pool.name})",
-                    f"{nodes} x {machine}",
-                    nodes * spot.value,
-                    nodes * on_demand.value,
-                    applies,
-                    [spot, on_demand],
-                )
-            )
-            continue
-        shape = machine_shape(machine)
-        if shape is None:
-            warnings.append(f"{pool.name}: machine type {machine!r} is not a predefined <series>-<shape>-<vcpus> type; not priced")
-            continue
-        series, vcpus, gib = shape
-        try:
-            vcpu_rate = table.get(f"cpu.{series}.vcpuHour", region)
-            gib_rate = table.get(f"cpu.{series}.gibHour", region)
-        except PriceError as err:
-            warnings.append(f"{pool.name}: {err}; add cpu.{series}.vcpuHour/gibHour to {PRICES_FILE.name}")
-            continue
-        hourly = nodes * (vcpus * vcpu_rate.value + gib * gib_rate.value)
-        spot_flag = bool(node_config.get("spot"))
-        if spot_flag:
-            warnings.append(f"{pool.name}: spot CPU nodes shown at the on-demand price")
-        items.append(LineItem(f"CPU pool ({pool.name})", f"{nodes} x {machine} ({vcpus} vCPU, {gib} GiB)", hourly, hourly, "list", [vcpu_rate, gib_rate]))
-
+        item = _pool_item(pool, table, region, warnings)
+        if item is not None:
+            items.append(item)
     items += _autopilot_items(plan, table, region, warnings)
-
-    for instance in plan.by_type(LUSTRE):
-        capacity = int(float(instance.inputs.get("capacityGib", 0)))
-        tier = int(float(instance.inputs.get("perUnitStorageThroughput", 0)))
-        try:
-            price = table.get(f"lustre.{tier}.gibMonth", region)
-        except PriceError as err:
-            warnings.append(f"{instance.name}: {err}")
-            continue
-        hourly = capacity * price.value / per_month
-        items.append(LineItem("Managed Lustre", f"{capacity} GiB at {tier} MB/s/TiB", hourly, hourly, "list", [price]))
-
-    clusters = len(plan.by_type(CLUSTER))
-    if clusters:
-        fee = table.get("gke.clusterHour", region)
-        items.append(LineItem("GKE management fee", f"{clusters} cluster{'s' if clusters != 1 else ''}", clusters * fee.value, clusters * fee.value, "list", [fee]))
-
-    buckets = len(plan.by_type(BUCKET))
-    if buckets:
-        gib = cfg.cost.bucket_gib if cfg.cost.bucket_gib is not None else (bucket_gib or 0.0)
-        basis = "cost.bucketGib" if cfg.cost.bucket_gib is not None else "one bf16 export of the model"
-        price = table.get("gcs.standard.gibMonth", region)
-        hourly = buckets * gib * price.value / per_month
-        items.append(LineItem("GCS bucket", f"{buckets} x {gib:,.0f} GiB ({basis})", hourly, hourly, "list", [price]))
-
+    items += _lustre_items(plan, table, region, warnings)
+    items += _cluster_and_bucket_items(plan, cfg, table, bucket_gib)
     items.sort(key=_rank)
     hours, basis = job_hours(cfg)
     used = {p.section for i in items for p in i.prices}
@@ -339,6 +188,75 @@ def estimate(plan: Any, cfg: "StackConfig", table: Optional[PriceTable] = None, 
         for name in sorted(used)
     }
     return CostEstimate(region, table.currency, items, hours, basis, warnings, sources, table.hours_per_month)
+
+
+def _pool_item(pool: Any, table: PriceTable, region: str, warnings: list[str]) -> Optional[LineItem]:
+    """A node pool: GPU nodes at spot and on-demand prices, or CPU nodes at the series' rates."""
+    node_config = pool.inputs.get("nodeConfig") or {}
+    machine = node_config.get("machineType", "?")
+    nodes = _node_count(pool)
+    if node_config.get("guestAccelerators"):
+        try:
+            spot = table.get(f"gpu.{machine}.spot", region)
+            on_demand = table.get(f"gpu.{machine}.onDemand", region)
+        except PriceError as err:
+            warnings.append(f"{pool.name}: {err}; GPU nodes not priced")
+            return None
+        applies = "spot" if node_config.get("spot") else "onDemand"
+        if not node_config.get("spot") and (pool.inputs.get("queuedProvisioning") or node_config.get("reservationAffinity")):
+            warnings.append(f"{pool.name}: reserved/flex-start capacity is billed on its own terms; shown at the on-demand list price")
+        return LineItem(
+            f"GPU nodes ({pool.name})", f"{nodes} x {machine}", nodes * spot.value, nodes * on_demand.value, applies, [spot, on_demand]
+        )
+    shape = machine_shape(machine)
+    if shape is None:
+        warnings.append(f"{pool.name}: machine type {machine!r} is not a predefined <series>-<shape>-<vcpus> type; not priced")
+        return None
+    series, vcpus, gib = shape
+    try:
+        vcpu_rate = table.get(f"cpu.{series}.vcpuHour", region)
+        gib_rate = table.get(f"cpu.{series}.gibHour", region)
+    except PriceError as err:
+        warnings.append(f"{pool.name}: {err}; add cpu.{series}.vcpuHour/gibHour to {PRICES_FILE.name}")
+        return None
+    hourly = nodes * (vcpus * vcpu_rate.value + gib * gib_rate.value)
+    if node_config.get("spot"):
+        warnings.append(f"{pool.name}: spot CPU nodes shown at the on-demand price")
+    return LineItem(f"CPU pool ({pool.name})", f"{nodes} x {machine} ({vcpus} vCPU, {gib} GiB)", hourly, hourly, "list", [vcpu_rate, gib_rate])
+
+
+def _lustre_items(plan: Any, table: PriceTable, region: str, warnings: list[str]) -> list[LineItem]:
+    items = []
+    for instance in plan.by_type(LUSTRE):
+        capacity = int(float(instance.inputs.get("capacityGib", 0)))
+        tier = int(float(instance.inputs.get("perUnitStorageThroughput", 0)))
+        try:
+            price = table.get(f"lustre.{tier}.gibMonth", region)
+        except PriceError as err:
+            warnings.append(f"{instance.name}: {err}")
+            continue
+        hourly = capacity * price.value / table.hours_per_month
+        items.append(LineItem("Managed Lustre", f"{capacity} GiB at {tier} MB/s/TiB", hourly, hourly, "list", [price]))
+    return items
+
+
+def _cluster_and_bucket_items(
+    plan: Any, cfg: "StackConfig", table: PriceTable, bucket_gib: Optional[float]
+) -> list[LineItem]:
+    items = []
+    region = cfg.region
+    clusters = len(plan.by_type(CLUSTER))
+    if clusters:
+        fee = table.get("gke.clusterHour", region)
+        items.append(LineItem("GKE management fee", f"{clusters} cluster{'s' if clusters != 1 else ''}", clusters * fee.value, clusters * fee.value, "list", [fee]))
+    buckets = len(plan.by_type(BUCKET))
+    if buckets:
+        gib = cfg.cost.bucket_gib if cfg.cost.bucket_gib is not None else (bucket_gib or 0.0)
+        basis = "cost.bucketGib" if cfg.cost.bucket_gib is not None else "one bf16 export of the model"
+        price = table.get("gcs.standard.gibMonth", region)
+        hourly = buckets * gib * price.value / table.hours_per_month
+        items.append(LineItem("GCS bucket", f"{buckets} x {gib:,.0f} GiB ({basis})", hourly, hourly, "list", [price]))
+    return items
 
 
 def _autopilot_items(plan: Any, table: PriceTable, region: str, warnings: list[str]) -> list[LineItem]:

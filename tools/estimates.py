@@ -13,7 +13,8 @@ from typing import Any, Optional
 from tools import cost
 from tools import deploy_time
 from tools import sizing
-from infra.config import PROJECT, ConfigError, StackConfig, namespaced, parse
+from infra.config import ConfigError, StackConfig, namespaced, parse
+from infra.prices import price_table
 
 LUSTRE = "gcp:lustre/instance:Instance"
 
@@ -31,14 +32,6 @@ def stack_config(plan: Any) -> StackConfig:
     """The validated config `plan` ran with (its flat `namespace:key` map, structured values as JSON)."""
     raw = namespaced(getattr(plan, "config", None) or {})
     return parse(raw, plan.stack)
-
-
-def price_table(cfg: StackConfig) -> cost.PriceTable:
-    """The price table with the stack's `cost.priceOverrides`; an unknown key is a config error."""
-    try:
-        return cost.PriceTable.load(cfg.cost.price_overrides)
-    except cost.PriceError as err:
-        raise ConfigError(f"{PROJECT}:cost.priceOverrides: {err}") from None
 
 
 def checkpoint_estimate(plan: Any, cfg: StackConfig, table: cost.PriceTable) -> Optional[sizing.CheckpointEstimate]:

@@ -56,7 +56,6 @@ NEMO_RL_DEFAULT_SAVE_PERIOD = 10
 """`checkpointing.save_period` in the same file."""
 DEFAULT_WRITE_TARGET_SECONDS = 300
 GIB = 1024**3
-TIB = 1024**4
 MB = 10**6
 
 
