@@ -7,7 +7,6 @@ import json
 import pytest
 
 from conftest import STACKS, merged, run_plan, stack_plan
-from infra.pod_facts import kubernetes_taint
 from tools.mocks import FAKE_CA
 
 CLUSTER = "gcp:container/cluster:Cluster"
@@ -262,10 +261,6 @@ def test_gpu_pool_facts_describe_the_pool_for_workloads(stack):
         "nodeSelector": {"cloud.google.com/gke-nodepool": f"{stack}-gpu"},
         "nics": [f"eth{n}" for n in range(1, 10)],
     }
-
-
-def test_gke_taint_effects_become_kubernetes_effects():
-    assert kubernetes_taint({"key": "k", "value": "v", "effect": "NO_EXECUTE"}) == {"key": "k", "value": "v", "effect": "NoExecute"}
 
 
 @pytest.mark.parametrize("stack", STACKS)
