@@ -60,7 +60,12 @@ lustre = Lustre(
     opts=apis.wait_for(LUSTRE),
 )
 cluster = mode.cluster(
-    "gke", ctx, network, gpu_pool=gpu_pool, system_pool_name=system_pool, opts=apis.wait_for(CONTAINER, IAM, RESOURCE_MANAGER)
+    "gke",
+    ctx,
+    network,
+    gpu_pool=gpu_pool,
+    system_pool_name=system_pool,
+    opts=apis.wait_for(CONTAINER, IAM, RESOURCE_MANAGER),
 )
 # `pulumi destroy` keeps the bucket (and what was exported into it) unless storage.deleteBucketOnDestroy.
 artifacts = ArtifactBucket(

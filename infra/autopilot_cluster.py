@@ -5,13 +5,13 @@ Autopilot has no node pools: GKE creates and sizes nodes from the pods' requests
 node security itself. The cluster is regional (Autopilot clusters are), in the stack's region; the GPU
 workers select the stack's zone, where the RoCE VPC and Lustre are.
 
-Same as the Standard cluster (infra/cluster.py), with the same helpers (infra/gke_common.py): the primary VPC and its
-secondary ranges, multi-networking (Autopilot always runs Dataplane V2), the Ray operator add-on with
-its logging and monitoring, the Lustre CSI driver, Workload Identity, private nodes, the control plane
-through its DNS endpoint only (`cluster.controlPlaneAccess`), the maintenance window and exclusion,
-deletion protection, and a dedicated node service account (Autopilot takes it through
-`clusterAutoscaling.autoProvisioningDefaults`, the field `gcloud container clusters create-auto
---service-account` sets).
+Same as the Standard cluster (infra/cluster.py), with the same helpers (infra/gke_common.py): the
+primary VPC and its secondary ranges, multi-networking (Autopilot always runs Dataplane V2), the Ray
+operator add-on with its logging and monitoring, the Lustre CSI driver, Workload Identity, private
+nodes, the control plane through its DNS endpoint only (`cluster.controlPlaneAccess`), the maintenance
+window and exclusion, deletion protection, and a dedicated node service account (Autopilot takes it
+through `clusterAutoscaling.autoProvisioningDefaults`, the field `gcloud container clusters
+create-auto --service-account` sets).
 
 Not sent, on purpose: terraform-provider-google-beta (which pulumi-gcp bridges) declares these fields
 `ConflictsWith: enable_autopilot`, and the Terraform SDK counts a field as set when it is present,

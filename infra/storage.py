@@ -317,7 +317,8 @@ class LustreDataGuard(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: LustreDataGuardArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("nemo-rl-gke:infra:LustreDataGuard", name, None, opts)
-        ctx, cfg, lustre, bucket, results_dirs = args.ctx, args.lustre_config, args.lustre, args.bucket, args.results_dirs
+        ctx, cfg, lustre, bucket = args.ctx, args.lustre_config, args.lustre, args.bucket
+        results_dirs = args.results_dirs
         grants = self._agent_grants(name, ctx, cfg, bucket, child_options(self, opts))
         props = guard_props(
             project=ctx.project,

@@ -352,7 +352,7 @@ def build_preemption_watcher(
         spec: the stack's job (`infra.training_job.job_spec_for_stack`), the one the deploy submits.
         cfg: the validated stack config (`recovery`, `ray.namespace`, the recipe's image).
         ray: the `RayCluster` component (`cluster_name`, `head_service`, `namespace`).
-        system_pool_name: the CPU pool's name (`infra.cluster.system_pool_name`); None on Autopilot.
+        system_pool_name: the CPU pool's name (`infra.placement.system_pool_name`); None on Autopilot.
         gpu_pool: the GPU pool's facts: the watcher resubmits only once Ray has all its GPUs alive.
         lustre_claim: the Lustre PVC (`WorkloadEnvironment.pvc_name`) that holds the watcher's state.
         opts: the Kubernetes provider, and `depends_on` the Ray release (the watcher is pointless before

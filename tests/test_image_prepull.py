@@ -15,9 +15,8 @@ IMAGE = IMAGES["v0.5.0"]
 
 def prepull(system_pool="t-system", taints=None):
     pool = gpu_pool("b200", taints=taints)
-    rec = record(
-        lambda: ImagePrePull("image-prepull", ImagePrePullArgs(IMAGE, "nemo-rl", (system_pool, pool.pool_name), pool.taints))
-    )
+    args = ImagePrePullArgs(IMAGE, "nemo-rl", (system_pool, pool.pool_name), pool.taints)
+    rec = record(lambda: ImagePrePull("image-prepull", args))
     return rec, k8s_doc(rec.one(DAEMONSET))
 
 

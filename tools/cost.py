@@ -205,9 +205,8 @@ def _pool_item(pool: Any, table: PriceTable, region: str, warnings: list[str]) -
         applies = "spot" if node_config.get("spot") else "onDemand"
         if not node_config.get("spot") and (pool.inputs.get("queuedProvisioning") or node_config.get("reservationAffinity")):
             warnings.append(f"{pool.name}: reserved/flex-start capacity is billed on its own terms; shown at the on-demand list price")
-        return LineItem(
-            f"GPU nodes ({pool.name})", f"{nodes} x {machine}", nodes * spot.value, nodes * on_demand.value, applies, [spot, on_demand]
-        )
+        spot_hourly, on_demand_hourly = nodes * spot.value, nodes * on_demand.value
+        return LineItem(f"GPU nodes ({pool.name})", f"{nodes} x {machine}", spot_hourly, on_demand_hourly, applies, [spot, on_demand])
     shape = machine_shape(machine)
     if shape is None:
         warnings.append(f"{pool.name}: machine type {machine!r} is not a predefined <series>-<shape>-<vcpus> type; not priced")
@@ -222,7 +221,8 @@ def _pool_item(pool: Any, table: PriceTable, region: str, warnings: list[str]) -
     hourly = nodes * (vcpus * vcpu_rate.value + gib * gib_rate.value)
     if node_config.get("spot"):
         warnings.append(f"{pool.name}: spot CPU nodes shown at the on-demand price")
-    return LineItem(f"CPU pool ({pool.name})", f"{nodes} x {machine} ({vcpus} vCPU, {gib} GiB)", hourly, hourly, "list", [vcpu_rate, gib_rate])
+    detail = f"{nodes} x {machine} ({vcpus} vCPU, {gib} GiB)"
+    return LineItem(f"CPU pool ({pool.name})", detail, hourly, hourly, "list", [vcpu_rate, gib_rate])
 
 
 def _lustre_items(plan: Any, table: PriceTable, region: str, warnings: list[str]) -> list[LineItem]:
