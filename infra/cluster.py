@@ -94,7 +94,7 @@ SHIELDED_INSTANCE_CONFIG = {"enable_secure_boot": True, "enable_integrity_monito
 """Secure Boot (only signed boot components and kernel modules: the GKE-installed NVIDIA drivers on COS
 are signed) and integrity monitoring of the boot sequence. Also on the CPU system pool, which mounts
 Lustre for the Ray head: the managed Lustre CSI add-on supports that from node version
-1.33.2-gke.1111000, which the config enforces (infra/config.py LUSTRE_CSI_MIN_GKE)."""
+1.33.2-gke.1111000, which the config enforces (infra/lustre_catalogue.py LUSTRE_CSI_MIN_GKE)."""
 
 RESERVATION_KEY = "compute.googleapis.com/reservation-name"
 SYSTEM_DISK_TYPE = "pd-balanced"

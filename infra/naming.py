@@ -14,7 +14,8 @@ import hashlib
 import re
 from enum import IntEnum
 
-from infra.config import PROJECT
+PROJECT = "nemo-rl-gke"
+"""The Pulumi project name: the config namespace, the type-token prefix and the `app` label."""
 
 
 class Limit(IntEnum):
@@ -39,16 +40,25 @@ def cloud_name(prefix: str, role: str, limit: Limit | int = Limit.COMPUTE) -> st
     return f"{head}-{digest}"
 
 
-def labels(stack: str, component: str, extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The labels every labelled resource carries; user labels cannot override ours."""
-    merged = dict(extra or {})
-    merged |= {
+def _own_labels(stack: str, component: str) -> dict[str, str]:
+    return {
         "managed-by": "pulumi",
         "app": PROJECT,
         # Pulumi allows upper case and dots in stack names; label values allow neither.
         "stack": cloud_name(re.sub(r"[^a-z0-9_-]", "-", stack.lower()), "", Limit.LABEL_VALUE),
         "component": component,
     }
+
+
+RESERVED_LABEL_KEYS = tuple(_own_labels("stack", "component"))
+"""The keys of the program's own labels (`managed-by`, `app`, `stack`, `component`): a stack's
+`labels` may not use them (the config refuses them)."""
+
+
+def labels(stack: str, component: str, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The labels every labelled resource carries; user labels cannot override ours."""
+    merged = dict(extra or {})
+    merged |= _own_labels(stack, component)
     return merged
 
 

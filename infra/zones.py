@@ -1,6 +1,6 @@
 """The zone catalogue: which zones offer a flavour's machine type together with Managed Lustre.
 
-The data (with its sources and the date it was checked) is `data/zones.yaml`. `infra/config.py`
+The data (with its sources and the date it was checked) is `data/zones.yaml`. `infra/config/stack.py`
 refuses a `region` or `zone` outside it, naming the nearest catalogued zones, unless the stack sets
 `allowUncataloguedZone: true` (for a zone Google added after the catalogue was checked).
 """

@@ -250,6 +250,8 @@ def test_recipes_pin_their_image_and_know_their_config_generation():
     with pytest.raises(ValueError, match="colocated.resources.num_nodes >= 1"):
         Parallelism(train_tensor_parallel=1, colocated=False)
     assert Parallelism(train_tensor_parallel=1, colocated=True, generation_nodes=1).colocated  # ignored while colocated
+    assert Parallelism(train_tensor_parallel=1, colocated=False, generation_nodes=1).training_nodes(3) == 2
+    assert Parallelism(train_tensor_parallel=1, colocated=True, generation_nodes=1).training_nodes(3) == 3
     with pytest.raises(ValueError):
         Parallelism(train_tensor_parallel=1, train_pipeline_parallel=2)
 
