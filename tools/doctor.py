@@ -1,6 +1,7 @@
 """Preflight doctor: will `pulumi up` of this stack work in its project? Ask the project first.
 
     python -m tools.doctor [--stack NAME] [--json] [--timeout SECONDS]
+    python -m tools.doctor --leftovers [--stack NAME] [--json]   # after `pulumi destroy` (tools/leftovers.py)
 
 The offline plan proves the program is consistent; it cannot see the project. A first `pulumi up`
 runs for most of an hour before it meets a missing GPU quota, a reservation of the wrong shape, a
@@ -120,6 +121,7 @@ def connect(project: str) -> Clients:
         raise NoCredentials(NO_CREDENTIALS.format(reason=_first_line(err))) from None
 
     from google.cloud import (
+        asset_v1,
         cloudquotas_v1,
         compute_v1,
         container_v1,
@@ -147,6 +149,7 @@ def connect(project: str) -> Clients:
         org_policy=orgpolicy_v2.OrgPolicyClient(**c),
         quotas=cloudquotas_v1.CloudQuotasClient(**c),
         compute_projects=compute_v1.ProjectsClient(**c),
+        assets=asset_v1.AssetServiceClient(**c),
     )
 
 
@@ -749,6 +752,8 @@ def parser() -> argparse.ArgumentParser:
                                 description="Check the stack's Google Cloud project before `pulumi up` (read-only).")
     p.add_argument("--stack", default=DEFAULT_STACK, help=f"stack name (Pulumi.<stack>.yaml); default {DEFAULT_STACK}")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
+    p.add_argument("--leftovers", action="store_true",
+                   help="after `pulumi destroy`: list what of the stack is still in the project (exit 1 when anything is)")
     p.add_argument("--timeout", type=_seconds, default=DEFAULT_TIMEOUT,
                    help=f"seconds per API call (the run ends within 4x that); default {DEFAULT_TIMEOUT:g}")
     return p
@@ -774,6 +779,8 @@ def main(argv: Optional[list[str]] = None, out: Optional[TextIO] = None, err: Op
     except (StackFileError, ConfigError) as exc:
         err.write(f"error: {str(exc).replace(chr(10), '; ')}\n")
         return EXIT_USAGE
+    if args.leftovers:
+        return leftovers_main(stack.name, stack.config, args, out, err, connect)
     try:
         results = run_checks(stack.name, stack.config, connect(stack.config.project), args.timeout)
     except NoCredentials as exc:
@@ -781,6 +788,40 @@ def main(argv: Optional[list[str]] = None, out: Optional[TextIO] = None, err: Op
         return EXIT_NO_CREDENTIALS
     out.write((render_json if args.json else render_text)(stack.name, stack.config, results) + "\n")
     return EXIT_FAILED if any(r.status == FAIL for r in results) else EXIT_OK
+
+
+CLOUD_ASSET_API = "cloudasset.googleapis.com"
+"""Not needed by `pulumi up`; the leftover audit searches the project through it."""
+
+
+def leftovers_main(stack: str, cfg: StackConfig, args: argparse.Namespace, out: TextIO, err: TextIO,
+                   connect: Callable[[str], Clients]) -> int:
+    """`--leftovers`: 0 nothing of the stack is left, 1 something is (each with its removal command),
+    3 the project could not be asked (no credentials, the Cloud Asset API off, permission denied)."""
+    from google.auth.exceptions import RefreshError
+
+    from infra.stack_file import available_stacks
+    from tools import leftovers
+
+    try:
+        clients = connect(cfg.project)
+        found = leftovers.audit(stack, cfg, clients.assets, clients.networks, args.timeout, available_stacks())
+    except NoCredentials as exc:
+        err.write(f"error: {exc}\n")
+        return EXIT_NO_CREDENTIALS
+    except RefreshError as exc:
+        err.write(f"error: {NO_CREDENTIALS.format(reason=f'refused: {_first_line(exc)}')}\n")
+        return EXIT_NO_CREDENTIALS
+    except (gexc.Forbidden, gexc.PermissionDenied) as exc:
+        err.write(f"error: the leftover audit could not search project {cfg.project} ({_first_line(exc)}): "
+                  f"gcloud services enable {CLOUD_ASSET_API} --project {cfg.project}, and hold "
+                  "cloudasset.assets.searchAllResources (roles/cloudasset.viewer)\n")
+        return EXIT_NO_CREDENTIALS
+    except gexc.GoogleAPICallError as exc:
+        err.write(f"error: the leftover audit could not search project {cfg.project}: {type(exc).__name__} ({_first_line(exc)})\n")
+        return EXIT_NO_CREDENTIALS
+    out.write((leftovers.render_json if args.json else leftovers.render_text)(stack, cfg, found) + "\n")
+    return EXIT_FAILED if found else EXIT_OK
 
 
 if __name__ == "__main__":
