@@ -7,7 +7,7 @@ only attach to subnets of a RoCE network pinned to that zone
 plane is regional by default, as in both seeds and Google's A4/A3 Ultra blueprints (cluster-toolkit
 modules/scheduler/gke-cluster: `cluster_availability_type` REGIONAL, the GPU pool's `zones: [zone]`):
 replicas in several zones keep the API up during control-plane upgrades, when the preemption watcher,
-`pulumi` and `python -m workloads` need it. `cluster.controlPlaneLocation: zonal` keeps one control
+`pulumi` and `python -m jobctl` need it. `cluster.controlPlaneLocation: zonal` keeps one control
 plane in the zone (docs/deploy.md, "Regional or zonal control plane"). The cluster runs
 Dataplane V2 with multi-networking so pods can take the nodes' extra NICs, the GKE Ray operator addon
 (so no KubeRay operator is installed by us:
@@ -579,7 +579,7 @@ def system_pool_name(ctx: StackContext, cfg: StackConfig) -> Optional[str]:
 def gpu_pool_facts(ctx: StackContext, cfg: StackConfig) -> GpuPoolFacts:
     """What workloads need to know about the GPU pool, decided before any resource exists.
 
-    The program and `python -m workloads` both take the pool from here, so they build the same job.
+    The program and `python -m jobctl` both take the pool from here, so they build the same job.
     """
     flavour = cfg.flavour_spec
     if cfg.cluster.mode == "autopilot":
