@@ -1,6 +1,6 @@
 """Preemption recovery: the classifier and decision on synthetic JobInfo, the watch loop on the local
-Ray head (a job that SIGKILLs itself stands in for a preempted one), the pod's command run from the
-ConfigMap's files, and the PreemptionWatcher's Kubernetes objects under mocks.
+Ray head (a job that SIGKILLs itself stands in for a preempted one), and the PreemptionWatcher's
+Kubernetes objects under mocks (the pod's command run from the ConfigMap's files: tests/test_watcher.py).
 """
 
 from __future__ import annotations

@@ -34,7 +34,8 @@ def test_the_watcher_ships_its_entry_module_and_what_it_imports_lazily_too_and_n
 
 
 @pytest.mark.parametrize(("files", "says"), [
-    ({"infra/__init__.py": "", "infra/config.py": "", "workloads/watcher.py": "def f():\n    from infra import config\n"},
+    ({"infra/__init__.py": "", "infra/config.py": "",
+      "workloads/watcher.py": "def f():\n    from infra import config\n"},
      "workloads.watcher imports infra, which is not in workloads/"),
     ({"workloads/sub/__init__.py": "", "workloads/sub/x.py": "", "workloads/watcher.py": "import workloads.sub.x\n"},
      "workloads.watcher imports workloads.sub, in a subpackage of workloads/"),
