@@ -46,7 +46,8 @@ from infra.config import (
 )
 
 ROOT = Path(__file__).resolve().parent.parent
-"""The checkout: where `Pulumi.yaml` and the stack files are (the one definition; the CLI, tools and tests import it)."""
+"""The checkout: where `Pulumi.yaml` and the stack files are (defined once; the CLI, tools and tests
+import it from here)."""
 DEFAULT_STACK = "dev"
 """The stack read when a command names none (`python -m infra.plan`, `python -m jobctl`, `python -m tools.doctor`)."""
 MAX_STACK_FILE_BYTES = 1 << 20

@@ -254,5 +254,6 @@ def test_watch_takes_the_stacks_recovery_section_and_waits_for_all_of_its_pools_
     policy = cli_stack.recovery_policy(loaded)
     recovery = loaded.config.recovery
     assert policy.pool_gpus == 64  # eight B200 nodes of eight GPUs
-    assert (policy.max_restarts, policy.check_interval_seconds) == (recovery.max_restarts, recovery.check_interval_seconds)
+    assert policy.max_restarts == recovery.max_restarts
+    assert policy.check_interval_seconds == recovery.check_interval_seconds
     assert policy.resubmit_missing is loaded.config.job.submit

@@ -683,10 +683,12 @@ def render_json(stack: str, cfg: StackConfig, results: list[Result]) -> str:
 
 def parser() -> argparse.ArgumentParser:
     p = cli_args.OneLineParser(
-        prog="python -m tools.doctor", description="Check the stack's Google Cloud project before `pulumi up` (read-only)."
+        prog="python -m tools.doctor",
+        description="Check the stack's Google Cloud project before `pulumi up` (read-only).",
     )
     p.add_argument(
-        "--stack", type=cli_args.stack_name, default=DEFAULT_STACK, help=f"stack name (Pulumi.<stack>.yaml); default {DEFAULT_STACK}"
+        "--stack", type=cli_args.stack_name, default=DEFAULT_STACK,
+        help=f"stack name (Pulumi.<stack>.yaml); default {DEFAULT_STACK}",
     )
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.add_argument("--timeout", type=cli_args.seconds(positive=True, maximum=MAX_TIMEOUT), default=DEFAULT_TIMEOUT,
