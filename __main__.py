@@ -90,7 +90,7 @@ lustre_data = LustreDataGuard(
 
 pulumi.export("clusterName", cluster.name)
 # Where API clients connect (the DNS endpoint's host name by default) and, for the IP endpoint,
-# the CA `python -m workloads` verifies it with. Public by nature: every API client is shown both.
+# the CA `python -m jobctl` verifies it with. Public by nature: every API client is shown both.
 pulumi.export("clusterEndpoint", cluster.endpoint)
 pulumi.export("controlPlaneAccess", cluster.control_plane_access)
 if cluster.ca_certificate is not None:

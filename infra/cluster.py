@@ -7,7 +7,7 @@ only attach to subnets of a RoCE network pinned to that zone
 plane is regional by default, as in both seeds and Google's A4/A3 Ultra blueprints (cluster-toolkit
 modules/scheduler/gke-cluster: `cluster_availability_type` REGIONAL, the GPU pool's `zones: [zone]`):
 replicas in several zones keep the API up during control-plane upgrades, when the preemption watcher,
-`pulumi` and `python -m workloads` need it. `cluster.controlPlaneLocation: zonal` keeps one control
+`pulumi` and `python -m jobctl` need it. `cluster.controlPlaneLocation: zonal` keeps one control
 plane in the zone (docs/deploy.md, "Regional or zonal control plane"). The cluster runs
 Dataplane V2 with multi-networking so pods can take the nodes' extra NICs, the GKE Ray operator addon
 (so no KubeRay operator is installed by us:
@@ -65,8 +65,6 @@ from infra.gke_common import (
 from infra.naming import Limit
 from infra.options import child_options
 
-# The plan-time facts live in infra/placement.py; `python -m workloads` still imports them from here.
-from infra.placement import gpu_pool_facts, system_pool_name  # noqa: F401
 from infra.stack_context import GpuPoolFacts, StackContext
 
 COMPONENT = "gke"

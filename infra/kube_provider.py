@@ -8,7 +8,7 @@ mints a fresh token on every connection
 
 One identity: with no arguments the plugin mints tokens for gcloud's own account (`gcloud auth
 login`, through `gcloud config config-helper`), which need not be the identity pulumi-gcp, the
-dynamic providers and `python -m workloads` use: Application Default Credentials. The plugin's
+dynamic providers and `python -m jobctl` use: Application Default Credentials. The plugin's
 `--use_application_default_credentials` flag (kubernetes/cloud-provider-gcp
 cmd/gke-gcloud-auth-plugin; gcloud writes the same argument when `container/use_application_default_credentials`
 is set) makes it mint them from ADC too, so one `gcloud auth application-default login` is all a

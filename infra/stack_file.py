@@ -65,8 +65,12 @@ from infra.config import (
 )
 
 ROOT = Path(__file__).resolve().parent.parent
+"""The checkout: where `Pulumi.yaml` and the stack files are (defined once; the CLI, tools and tests
+import it from here)."""
 PROJECT_FILE = ROOT / "Pulumi.yaml"
 """The project file whose `config:` defaults every stack file is merged with (looked up at each read)."""
+DEFAULT_STACK = "dev"
+"""The stack read when a command names none (`python -m infra.plan`, `python -m jobctl`, `python -m tools.doctor`)."""
 MAX_STACK_FILE_BYTES = 1 << 20
 MAX_VALUES = 10_000
 """Values a stack file may expand to, aliases counted at every use (a real one has about a hundred)."""

@@ -92,7 +92,7 @@ class TrainingJob(pulumi.ComponentResource):
 
     Outputs: `submission_id` (the Ray submission id), `status` (at submit time / last refresh),
     `gate_result` (the acceptance gate's numbers, `GateReport.outputs`), `dashboard_command` (how to
-    open the Ray dashboard) and `logs_command` (how to follow the log with `python -m workloads`).
+    open the Ray dashboard) and `logs_command` (how to follow the log with `python -m jobctl`).
     """
 
     submission_id: pulumi.Output[str]
@@ -122,10 +122,10 @@ class TrainingJob(pulumi.ComponentResource):
         self.gate_result = self.submission.gate_result
         # The local proxy of `workloads/dashboard.py`: no kubectl, works through the DNS endpoint.
         self.dashboard_command = pulumi.Output.from_input(
-            f"python -m workloads dashboard --stack {stack}  # then open http://127.0.0.1:{DASHBOARD_PORT}/"
+            f"python -m jobctl dashboard --stack {stack}  # then open http://127.0.0.1:{DASHBOARD_PORT}/"
         )
         self.logs_command = self.submission_id.apply(
-            lambda sid: f"python -m workloads logs --stack {stack} --job {shlex.quote(sid)} --follow"
+            lambda sid: f"python -m jobctl logs --stack {stack} --job {shlex.quote(sid)} --follow"
         )
         self.register_outputs(
             {
@@ -141,7 +141,7 @@ class TrainingJob(pulumi.ComponentResource):
 def job_spec_for_stack(stack: str, cfg: StackConfig, *, wandb_key_set: bool, pool: PoolShape) -> JobSpec:
     """The stack's job, built from the validated config and the GPU pool facts.
 
-    The Pulumi program and `python -m workloads` both call this, so they agree on the spec (and
+    The Pulumi program and `python -m jobctl` both call this, so they agree on the spec (and
     therefore on the submission id) for the same stack file. What only the job builder sees (GPUs
     that do not divide by the parallel sizes, an override of a key the stack derives, W&B without a
     project) becomes a `ConfigError` naming the key, raised before any resource exists.

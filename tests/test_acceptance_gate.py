@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from workloads import __main__ as cli
+from jobctl import cli
+from jobctl import commands as cli_commands
+from workloads import exit_codes
 from workloads import acceptance_gate as gate
 from workloads import submit as jobs
 
@@ -258,17 +260,17 @@ def jobs_spec(stack: str):
 def test_gate_on_demand_and_submit_under_enforce_report_the_stacks_gate_in_one_line(head, client, monkeypatch):
     """The CLI builds the stacks' real plans; the local head has no GPU node, so the gate fails at
     once, and `submit` under the stack's default policy (enforce) submits nothing."""
-    real = cli.gate_plan
+    real = cli_commands.gate_plan
     # The head's `python` is not this venv's; everything else is the stack's own plan.
-    monkeypatch.setattr(cli, "gate_plan", lambda stack: dataclasses.replace(real(stack), python=sys.executable, timeout_s=60))
+    monkeypatch.setattr(cli_commands, "gate_plan", lambda stack: dataclasses.replace(real(stack), python=sys.executable, timeout_s=60))
     out, err = io.StringIO(), io.StringIO()
-    assert cli.main(["gate", "--stack", "h200", "--address", head.address], out=out, err=err) == cli.EXIT_GATE_FAILED
+    assert cli.main(["gate", "--stack", "h200", "--address", head.address], out=out, err=err) == exit_codes.GATE_FAILED
     text = out.getvalue()
     assert "acceptance gate: 2 node(s) x 8 GPUs" in text
     assert "acceptance gate FAILED: gpus: 0 of 2 worker nodes in the Ray cluster" in text and err.getvalue() == ""
 
     # b200: eight nodes, enforce by default, and a recipe that needs no Hugging Face token to build.
     out, err = io.StringIO(), io.StringIO()
-    assert cli.main(["submit", "--stack", "b200", "--address", head.address], out=out, err=err) == cli.EXIT_GATE_FAILED
+    assert cli.main(["submit", "--stack", "b200", "--address", head.address], out=out, err=err) == exit_codes.GATE_FAILED
     assert err.getvalue().startswith("error: acceptance gate FAILED: gpus: 0 of 8 worker nodes") and err.getvalue().count("\n") == 1
     assert jobs.list_jobs(client, "b200") == []

@@ -779,9 +779,22 @@ def test_the_doc_describes_every_check():
         assert f"\n| {name} |" in doc, f"docs/doctor.md has no row for the {name} check"
 
 
-@pytest.mark.parametrize("flag", [["--timeout", "0"], ["--timeout", "soon"], ["--bogus"]])
-def test_a_bad_flag_is_one_line_and_exit_2(flag, capsys):
-    with pytest.raises(SystemExit) as exit_:
-        doctor.main(flag, connect=lambda p: pytest.fail("bad flags, no cloud"))
-    err = capsys.readouterr().err
-    assert exit_.value.code == doctor.EXIT_USAGE and err.count("\n") == 1 and err.startswith("error: ")
+@pytest.mark.parametrize(
+    ("flag", "allowed"),
+    [
+        (["--timeout", "0"], "allowed: a number of seconds above 0, at most 600"),
+        (["--timeout", "601"], "allowed: a number of seconds above 0, at most 600"),
+        (["--timeout", "soon"], "allowed: a number of seconds above 0, at most 600"),
+        (["--stack", "../dev"], "is not a Pulumi stack name; allowed: 1-100 letters, digits, '-', '_' or '.'"),
+        (["--bogus"], "unrecognized arguments: --bogus"),
+    ],
+)
+def test_a_bad_flag_is_one_line_naming_what_is_allowed_and_exit_2(flag, allowed):
+    out, err = io.StringIO(), io.StringIO()
+    code = doctor.main(flag, out=out, err=err, connect=lambda p: pytest.fail("bad flags, no cloud"))
+    assert code == doctor.EXIT_USAGE and err.getvalue().count("\n") == 1 and err.getvalue().startswith("error: ")
+    assert allowed in err.getvalue() and not out.getvalue()
+
+
+def test_the_longest_timeout_is_accepted():
+    assert doctor.parser().parse_args(["--timeout", "600"]).timeout == 600

@@ -127,7 +127,7 @@ PROGRAM = textwrap.dedent(
     """
     import pulumi
     from infra import config as stack_config
-    from infra.cluster import gpu_pool_facts
+    from infra.placement import gpu_pool_facts
     from infra.stack_context import StackContext
     from infra.training_job import build_training_job, job_spec_for_stack
 
@@ -169,9 +169,9 @@ def test_the_component_registers_the_submission_without_any_secret_input(tmp_pat
     component = plan.one(COMPONENT_TYPE)
     submission = plan.one(DYNAMIC_TYPE)
     assert submission.parent == component.urn and submission.custom
-    from workloads import __main__ as cli
+    from jobctl.stack import build_spec, load_stack
 
-    spec = cli.build_spec(cli.load_stack("dev"))
+    spec = build_spec(load_stack("dev"))
     inputs = submission.inputs
     assert {k: inputs[k] for k in ("entrypoint", "runtime_env", "submission_id", "metadata", "spec_hash")} == spec.to_dict()
     assert (inputs["gke_endpoint"], inputs["ca_cert_b64"], inputs["namespace"], inputs["head_service"]) == (
@@ -180,8 +180,8 @@ def test_the_component_registers_the_submission_without_any_secret_input(tmp_pat
     assert _secret_markers(submission.raw_inputs) == []  # not even the pickled provider
     assert token not in json.dumps(submission.raw_inputs)
     assert plan.outputs["jobId"] == spec.submission_id
-    assert plan.outputs["logsCommand"] == f"python -m workloads logs --stack dev --job {spec.submission_id} --follow"
-    assert plan.outputs["dashboardCommand"].startswith("python -m workloads dashboard --stack dev  # then open http://127.0.0.1:8265/")
+    assert plan.outputs["logsCommand"] == f"python -m jobctl logs --stack dev --job {spec.submission_id} --follow"
+    assert plan.outputs["dashboardCommand"].startswith("python -m jobctl dashboard --stack dev  # then open http://127.0.0.1:8265/")
 
 
 def test_job_submit_false_builds_no_training_job(tmp_path):

@@ -2,7 +2,7 @@
 
 The merge follows pulumi/pulumi pkg/workspace/config.go `mergeConfig` and sdk/go/common/workspace/project.go
 (`RewriteShorthandConfigValues`, `Project.Validate`, `ValidateConfigValue`) at v3.259.0; every entry
-point (the offline plan, `python -m workloads`, the doctor) reads through `infra.stack_file`.
+point (the offline plan, `python -m jobctl`, the doctor) reads through `infra.stack_file`.
 """
 
 from __future__ import annotations
@@ -190,7 +190,7 @@ def test_the_offline_plan_refuses_an_esc_environment_in_one_line(tmp_path, capsy
 
 
 def test_the_cli_builds_the_job_with_the_projects_default(project_defaults):
-    from workloads import __main__ as cli
+    from jobctl import cli
 
     out = io.StringIO()
     assert cli.main(["submit", "--dry-run", "--stack", "dev"], out=out) == 0
@@ -203,7 +203,7 @@ def test_the_cli_builds_the_job_with_the_projects_default(project_defaults):
 
 def test_the_cli_and_the_doctor_refuse_an_esc_environment_in_one_line(tmp_path, monkeypatch):
     from tools import doctor
-    from workloads import __main__ as cli
+    from jobctl import cli
 
     out, err = io.StringIO(), io.StringIO()
     assert cli.main(["submit", "--dry-run", "--config-file", str(esc_stack(tmp_path))], out=out, err=err) == 2

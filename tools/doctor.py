@@ -12,9 +12,10 @@ exists. Every check prints pass, warn or fail, and a failure prints the command 
 Exit codes: 0 nothing failed (warnings allowed), 1 a check failed, 2 bad stack file or flag,
 3 no usable Application Default Credentials.
 
-Why here (tools/) and not `python -m workloads doctor`: `workloads` is shipped into the cluster and
-stays free of Google Cloud admin clients; the doctor reads the stack through infra (config,
-flavours, names), as the offline plan does. The Pulumi program never imports tools/.
+Why here (tools/) and not `python -m jobctl doctor`: the doctor needs Google Cloud admin clients
+and the deployer's permission list (`tools/deployer_permissions.py`), which the day-2 CLI does not;
+it reads the stack through infra (config, flavours, names), as the offline plan does. The Pulumi
+program never imports tools/.
 
 Every Google API call goes through `Clients`, built by `connect`; tests hand in fakes there.
 Only on the real cloud: the answers themselves (quota values, versions, policies); the calls and the
@@ -40,14 +41,15 @@ from infra.machines import machine_shape
 from infra.network import DEFAULT_NETWORK, SERVICE_NETWORKING, roce_network_profile
 from infra.project_apis import REQUIRED_APIS
 from infra.stack_context import StackContext
-from infra.stack_file import StackFileError, load_stack
+from infra.stack_file import DEFAULT_STACK, StackFileError, load_stack
 from infra.storage import artifact_bucket_name, workload_identity_principal
 from tools.deployer_permissions import required_permissions
+from workloads import cli_args
 
 PASS, WARN, FAIL = "pass", "warn", "fail"
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NO_CREDENTIALS = 0, 1, 2, 3
-DEFAULT_STACK = "dev"
 DEFAULT_TIMEOUT = 20.0
+MAX_TIMEOUT = 600.0
 
 ORG_POLICY_API = "orgpolicy.googleapis.com"
 """Not needed by `pulumi up`; without it the doctor cannot read the organisation policies."""
@@ -740,40 +742,32 @@ def render_json(stack: str, cfg: StackConfig, results: list[Result]) -> str:
     )
 
 
-class _Parser(argparse.ArgumentParser):
-    """Bad flags are one line and exit 2, like every other bad input."""
-
-    def error(self, message: str):  # type: ignore[override]
-        self.exit(EXIT_USAGE, f"error: {message}\n")
-
-
 def parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="python -m tools.doctor",
-                                description="Check the stack's Google Cloud project before `pulumi up` (read-only).")
-    p.add_argument("--stack", default=DEFAULT_STACK, help=f"stack name (Pulumi.<stack>.yaml); default {DEFAULT_STACK}")
+    p = cli_args.OneLineParser(
+        prog="python -m tools.doctor",
+        description="Check the stack's Google Cloud project before `pulumi up` (read-only).",
+    )
+    p.add_argument(
+        "--stack", type=cli_args.stack_name, default=DEFAULT_STACK,
+        help=f"stack name (Pulumi.<stack>.yaml); default {DEFAULT_STACK}",
+    )
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.add_argument("--leftovers", action="store_true",
                    help="after `pulumi destroy`: list what of the stack is still in the project (exit 1 when anything is)")
-    p.add_argument("--timeout", type=_seconds, default=DEFAULT_TIMEOUT,
+    p.add_argument("--timeout", type=cli_args.seconds(positive=True, maximum=MAX_TIMEOUT), default=DEFAULT_TIMEOUT,
                    help=f"seconds per API call (the run ends within 4x that); default {DEFAULT_TIMEOUT:g}")
     return p
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 < value <= 600:
-        raise argparse.ArgumentTypeError(f"{text!r} is not allowed; allowed: seconds between 0 and 600")
-    return value
 
 
 def main(argv: Optional[list[str]] = None, out: Optional[TextIO] = None, err: Optional[TextIO] = None,
          connect: Callable[[str], Clients] = connect) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
-    args = parser().parse_args(argv)
+    try:
+        args = parser().parse_args(argv)
+    except cli_args.UsageError as exc:  # bad flags are one line and exit 2, like every other bad input
+        err.write(f"error: {exc}\n")
+        return EXIT_USAGE
     try:
         stack = load_stack(args.stack)
     except (StackFileError, ConfigError) as exc:

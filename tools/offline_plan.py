@@ -50,15 +50,16 @@ from typing import Any, Optional
 
 import yaml
 
-from infra.stack_file import StackFileError, read_stack_file, stack_path, validate_flat, with_required_secrets
+from infra.stack_file import (
+    DEFAULT_STACK,
+    ROOT,
+    StackFileError,
+    read_stack_file,
+    stack_path,
+    validate_flat,
+    with_required_secrets,
+)
 from workloads import cli_args
-
-ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_STACK = "dev"
-
-
-class PlanError(StackFileError):
-    """The plan could not run; the message is for the user (a stack file that cannot be read is one)."""
 
 
 @dataclass

@@ -18,7 +18,7 @@ to each GPU worker node (`NodeAffinitySchedulingStrategy`, all of the node's GPU
    then reads back the files ANOTHER worker wrote (so no node reads its own page cache), against the
    instance's aggregate throughput (capacity x tier); the files are removed afterwards.
 
-How it runs: the client (`run_on_cluster`: the post-deploy hook, `python -m workloads gate|submit`)
+How it runs: the client (`run_on_cluster`: the post-deploy hook, `python -m jobctl gate|submit`)
 submits a Ray job whose entrypoint is `python -m workloads.acceptance_gate run <plan>`, shipping this
 package with `runtime_env.py_modules`; the driver (`run`) prints one `RESULT_MARKER` line with the
 report as JSON, which the client reads back from the job log. The job goes through the same Job API

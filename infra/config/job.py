@@ -139,5 +139,5 @@ def check_flex_start_not_submitted(job: JobConfig, gpu_pool: GpuPoolConfig) -> N
             "job.submit",
             "true with gpuPool.provisioning 'flexStart': that pool gets nodes only for a ProvisioningRequest "
             "(or Kueue), which this program does not create, so the job would never start; allowed: false "
-            "(create the request yourself, then `python -m workloads submit`), or another gpuPool.provisioning",
+            "(create the request yourself, then `python -m jobctl submit`), or another gpuPool.provisioning",
         )
