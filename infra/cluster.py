@@ -126,6 +126,13 @@ def provisioning_settings(pool_cfg: GpuPoolConfig) -> dict[str, Any]:
     mode = pool_cfg.provisioning
     if mode is Provisioning.SPOT:
         node_config["spot"] = True
+        # Spot VMs never come out of a reservation; saying so keeps GKE from matching (and holding) an
+        # automatic reservation for a pool that cannot use it. Cluster Toolkit refuses spot with any
+        # other type (GoogleCloudPlatform/cluster-toolkit modules/compute/gke-node-pool/main.tf at
+        # 10470803, the precondition "Spot consumption option only works with reservation_affinity
+        # consume_reservation_type NO_RESERVATION"). ForceNew upstream: a live spot pool is replaced
+        # once when this lands (deleted first, `POOL_REPLACEMENT`).
+        node_config["reservation_affinity"] = {"consume_reservation_type": "NO_RESERVATION"}
         pool["node_count"] = pool_cfg.node_count
     elif mode is Provisioning.RESERVATION:
         node_config["reservation_affinity"] = {
@@ -300,6 +307,18 @@ class GkeCluster(pulumi.ComponentResource):
             self._opts,
             depends_on=[self.cluster, *self.node_service_account_grants],
             custom_timeouts=NODE_POOL_TIMEOUTS,
+            # Both pools have fixed names, which workloads select by (`cloud.google.com/gke-nodepool`,
+            # known at plan time), and the bridge gives `google_container_node_pool` neither
+            # auto-naming nor delete-before-replace: by default the engine creates the replacement
+            # first and GKE answers 409 "already exists" (pulumi/pulumi issue 1620). Creating first
+            # would also need a second pool's worth of GPUs (spot or a reservation seldom has them).
+            # So a ForceNew edit (tools/pool_replacement.py lists them) deletes the pool first: the
+            # engine first deletes what is replaced with it (the job submission, `replaceWith`,
+            # stopped cleanly), then the pool, then creates both again (pulumi/pulumi
+            # pkg/resource/deploy/step_generator.go, the delete-before-replace branch with
+            # calculateDependentReplacements and findDependentCascadeReplacements). The in-cluster
+            # objects only `dependsOn` the pools and stay; their pods wait Pending for the new nodes.
+            delete_before_replace=True,
         )
 
     # ------------------------------------------------------------------ node pools
