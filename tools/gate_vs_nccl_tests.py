@@ -1,6 +1,6 @@
 """The acceptance gate's all_gather beside nccl-tests' all_gather_perf, on the GPUs of this machine.
 
-    python tools/gate_vs_nccl_tests.py NCCL_TESTS_CHECKOUT [--gpus N] [--out DIR]
+    python -m tools.gate_vs_nccl_tests NCCL_TESTS_CHECKOUT [--gpus N] [--out DIR]   (from the repo root)
 
 The gate's fabric floor is `floor_fraction` (0.5, data/acceptance_gate.yaml) of a published
 nccl-tests figure; that assumes the gate's own measurement (torch.distributed, one process per GPU)
@@ -48,11 +48,9 @@ import time
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from workloads import acceptance_gate as gate
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from workloads import acceptance_gate as gate  # noqa: E402  (after the path: run as a file)
-
 THRESHOLDS = ROOT / "data" / "acceptance_gate.yaml"
 PINNED_TAG = "v2.17.6"
 NO_MULTICAST = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
