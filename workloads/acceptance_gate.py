@@ -530,8 +530,10 @@ class NodeProbe:
             port = s.getsockname()[1]
         return {"ip": ray.util.get_node_ip_address(), "host": socket.gethostname(), "port": port}
 
-    def ranks(self, plan_dict: Mapping[str, Any], node_rank: int, master_addr: str, master_port: int, timeout_s: float) -> dict[str, Any]:
-        """Start one process per GPU, wait for them, return their reports and their NCCL INFO lines."""
+    def ranks(self, plan_dict: Mapping[str, Any], node_rank: int, master_addr: str, master_port: int, timeout_s: float, keep_nccl_logs: Optional[str] = None) -> dict[str, Any]:
+        """Start one process per GPU, wait for them, return their reports and their NCCL INFO lines.
+        `keep_nccl_logs`: a directory to copy the processes' whole NCCL_DEBUG_FILEs into
+        (tools/gate_vs_nccl_tests.py; the cluster keeps only the lines the verdict reads)."""
         plan = GatePlan.from_dict(plan_dict)
         work = Path(tempfile.mkdtemp(prefix="nemo-rl-gke-gate-"))
         env = dict(os.environ)
@@ -593,6 +595,8 @@ class NodeProbe:
             for p in procs:
                 if p.poll() is None:
                     p.kill()
+            for path in sorted(work.glob("nccl.*.log")) if keep_nccl_logs else ():
+                shutil.copy(path, keep_nccl_logs)
             shutil.rmtree(work, ignore_errors=True)
 
     def write(self, directory: str, node_rank: int, size: int, streams: int) -> dict[str, Any]:
