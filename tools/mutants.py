@@ -136,8 +136,8 @@ def results(target: Target) -> dict[str, int]:
 
 
 def equivalents(doc: Path = EQUIVALENTS_DOC) -> dict[str, tuple[str, str]]:
-    """Mutant name -> (its mutated line, why it is equivalent): the table rows
-    `| \`NAME\` | \`mutated line\` | why |` of docs/testing.md."""
+    """Mutant name -> (its mutated line, why it is equivalent): the rows of the table of equivalent
+    mutants in docs/testing.md, whose first two cells are code spans (the name, the mutated line)."""
     if not doc.is_file():
         return {}
     rows = re.findall(r"^\|\s*`([\w.ǁ]+__mutmut_\d+)`\s*\|\s*`(.+?)`\s*\|\s*([^|]+?)\s*\|\s*$", doc.read_text(), re.M)
