@@ -489,7 +489,7 @@ def check_version_matrix(ctx: Context) -> list[Result]:
     (tools/version_drift.py); results `version-matrix` and `version-upgrades`."""
     from tools.version_drift import check_version_matrix as check
 
-    return check(ctx)
+    return [Result(f.check, PASS if f.ok else WARN, f.summary, f.fix) for f in check(ctx)]
 
 
 def _channel_fix(channels: dict[str, Any], floor: str) -> str:

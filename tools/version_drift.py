@@ -21,7 +21,7 @@ which the tests' fakes are built from.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 from google.api_core import exceptions as gexc
 
@@ -34,6 +34,15 @@ CHECK = "version-matrix"
 HOLD_SCOPE = "NO_MINOR_OR_NODE_UPGRADES"
 """The exclusion scope that stops minor upgrades of the control plane and every node upgrade
 (GKE maintenance exclusions; gcloud `--add-maintenance-exclusion-scope=no_minor_or_node_upgrades`)."""
+
+
+class Finding(NamedTuple):
+    """One line of the doctor's report: `ok` is pass, else warn (the doctor turns it into its `Result`)."""
+
+    check: str
+    ok: bool
+    summary: str
+    fix: Optional[str] = None
 
 
 def _minor(version: str) -> tuple[int, ...]:
@@ -62,13 +71,11 @@ def _channels_inside(channels: dict[str, Any], row: Any) -> list[str]:
             if n in channels and channels[n].default_version and gke_in_row(channels[n].default_version, row)]
 
 
-def check_version_matrix(ctx: Any) -> list[Any]:
-    from tools.doctor import PASS, WARN, Result
-
+def check_version_matrix(ctx: Any) -> list[Finding]:
     cfg = ctx.cfg
     rep = report(cfg.version_pins)
     if rep["row"] is None:
-        return [Result(CHECK, WARN, f"the stack is outside the version matrix (allowUntestedVersions; nearest row "
+        return [Finding(CHECK, False, f"the stack is outside the version matrix (allowUntestedVersions; nearest row "
                        f"{rep['nearestRow']}): live versions not compared")]
     row = next(r for r in load()["rows"] if r["id"] == rep["row"])
     where = f"row {row['id']} (GKE {gke_range(row)})"
@@ -83,7 +90,7 @@ def check_version_matrix(ctx: Any) -> list[Any]:
     except gexc.NotFound:
         cluster = None
     if channel is None:  # the gke-versions check fails this already, with its fix
-        return [Result(CHECK, WARN, f"{location} offers no {cfg.cluster.release_channel} channel: upgrades not compared")]
+        return [Finding(CHECK, False, f"{location} offers no {cfg.cluster.release_channel} channel: upgrades not compared")]
 
     if cluster is None:
         start = cfg.cluster.min_master_version or channel.default_version
@@ -91,9 +98,9 @@ def check_version_matrix(ctx: Any) -> list[Any]:
             inside = sorted((v for v in channel.valid_versions if gke_in_row(v, row)), key=parse_gke_version)
             fix = (f"pulumi config set --path cluster.minMasterVersion {inside[-1]}" if inside
                    else f"pulumi config set --path cluster.releaseChannel {(_channels_inside(channels, row) or ['STABLE'])[0]}")
-            return [Result(CHECK, WARN, f"no cluster {name} yet; {cfg.cluster.release_channel} would create it on {start}, "
+            return [Finding(CHECK, False, f"no cluster {name} yet; {cfg.cluster.release_channel} would create it on {start}, "
                            f"outside {where}", fix)]
-        return [Result(CHECK, PASS, f"no cluster {name} yet; {cfg.cluster.release_channel} would create it on {start}, inside {where}")]
+        return [Finding(CHECK, True, f"no cluster {name} yet; {cfg.cluster.release_channel} would create it on {start}, inside {where}")]
 
     master = cluster.current_master_version
     pools = {p.name: p.version for p in cluster.node_pools}
@@ -105,29 +112,29 @@ def check_version_matrix(ctx: Any) -> list[Any]:
     outside = [f"{what} {v}" for what, v in [("control plane", master), *((f"pool {n}", v) for n, v in pools.items())]
                if not gke_in_row(v, row)]
     if outside:
-        results.append(Result(CHECK, WARN, f"{', '.join(outside)} already outside {where}; run the acceptance gate "
+        results.append(Finding(CHECK, False, f"{', '.join(outside)} already outside {where}; run the acceptance gate "
                               "(python -m jobctl gate) and record a row, or hold the cluster", _hold_fix(cfg, name, location)))
     else:
-        results.append(Result(CHECK, PASS, f"{seen}: inside {where}"))
+        results.append(Finding(CHECK, True, f"{seen}: inside {where}"))
 
     newest_now = max([master, *pools.values()], key=parse_gke_version)
     candidates = {v for v in [*channel.valid_versions, channel.upgrade_target_version, channel.default_version] if v}
     ahead = sorted((v for v in candidates if parse_gke_version(v) > parse_gke_version(newest_now)), key=parse_gke_version)
     leaving = [v for v in ahead if not gke_in_row(v, row)]
     if not leaving:
-        results.append(Result("version-upgrades", PASS, f"{cfg.cluster.release_channel}'s newer versions "
+        results.append(Finding("version-upgrades", True, f"{cfg.cluster.release_channel}'s newer versions "
                               f"({', '.join(ahead[-3:]) or 'none'}) stay inside {where}"))
         return results
     holds = _holds(cluster)
     # The exclusion stops minor upgrades and node upgrades; control-plane patches of the same minor go on.
     unheld = [v for v in leaving if not holds or _minor(v) == _minor(master)]
     if not unheld:
-        results.append(Result("version-upgrades", PASS, f"{cfg.cluster.release_channel} offers {', '.join(leaving)}, "
+        results.append(Finding("version-upgrades", True, f"{cfg.cluster.release_channel} offers {', '.join(leaving)}, "
                               f"outside {where}, held by maintenance exclusion {', '.join(holds)} (no_minor_or_node_upgrades)"))
         return results
     others = _channels_inside(channels, row)
     channel_hint = f"; channels whose default is inside the row: {', '.join(others)}" if others else ""
-    results.append(Result("version-upgrades", WARN,
+    results.append(Finding("version-upgrades", False,
                           f"{cfg.cluster.release_channel} may upgrade {name} to {', '.join(unheld)}, outside {where}, and "
                           f"no no_minor_or_node_upgrades exclusion holds it{channel_hint}", _hold_fix(cfg, name, location)))
     return results
