@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
+from typing import TYPE_CHECKING
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
@@ -30,6 +31,9 @@ from infra.flavours import FLAVOURS, Flavour
 from infra.machines import NodeFit
 from infra.naming import PROJECT, RESERVED_LABEL_KEYS
 from workloads.recipes import Recipe
+
+if TYPE_CHECKING:
+    from infra.version_matrix import Pins
 
 # GCP labels (Resource Manager "requirements for labels"; the API field docs give the patterns
 # key \p{Ll}\p{Lo}[\p{Ll}\p{Lo}\p{N}_-]{0,62}, value [\p{Ll}\p{Lo}\p{N}_-]{0,63}, each under 128 bytes,
@@ -154,7 +158,7 @@ class StackConfig(Model):
             raise KeyedValueError(exc.key, str(exc)) from None
 
     @property
-    def version_pins(self):
+    def version_pins(self) -> "Pins":
         """The stack's pins as the version matrix reads them (infra/version_matrix.py)."""
         from infra.version_matrix import Pins
 
