@@ -296,7 +296,8 @@ def test_a_ray_head_larger_than_a_system_node_is_refused_naming_the_room_there(r
 
 def test_the_head_check_accepts_the_largest_head_that_fits_and_skips_machines_it_does_not_know():
     assert parse({**BASE, "cluster": {"systemPool": {"machineType": "n2-standard-8"}}, "ray": {"headCpu": 6, "headMemoryGib": 25}}, "dev")
-    assert parse({**BASE, "cluster": {"systemPool": {"machineType": "c4-standard-8"}}, "ray": {"headCpu": 8, "headMemoryGib": 64}}, "dev")
+    uncatalogued = {"machineType": "c4-standard-8", "allowUncataloguedMachineType": True}
+    assert parse({**BASE, "cluster": {"systemPool": uncatalogued}, "ray": {"headCpu": 8, "headMemoryGib": 64}}, "dev")
 
 
 def test_flex_start_with_a_job_to_submit_is_refused_because_its_nodes_need_a_provisioning_request():
