@@ -28,10 +28,10 @@ every line item that rests on an estimated price says so.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
 
+from infra import machines
 from infra.prices import PRICES_FILE, Price, PriceError, PriceTable
 
 if TYPE_CHECKING:
@@ -42,8 +42,6 @@ NODE_POOL = "gcp:container/nodePool:NodePool"
 CLUSTER = "gcp:container/cluster:Cluster"
 LUSTRE = "gcp:lustre/instance:Instance"
 BUCKET = "gcp:storage/bucket:Bucket"
-# GiB of memory per vCPU of the predefined shapes (vm-instance-pricing; N2/N2D/E2 share these).
-SHAPE_GIB_PER_VCPU = {"standard": 4, "highmem": 8, "highcpu": 1}
 
 
 @dataclass
@@ -142,13 +140,12 @@ class CostEstimate:
         }
 
 
-def machine_shape(machine_type: str) -> Optional[tuple[str, int, int]]:
-    """(series, vCPUs, GiB) of a predefined `<series>-<shape>-<vcpus>` machine type, else None."""
-    m = re.fullmatch(r"([a-z0-9]+)-(standard|highmem|highcpu)-(\d+)", machine_type)
-    if not m:
+def machine_shape(machine_type: str) -> Optional[tuple[str, int, float]]:
+    """(series, vCPUs, GiB) of a CPU machine type whose shape infra/machines.py knows, else None."""
+    shape = machines.machine_shape(machine_type)
+    if shape is None:
         return None
-    vcpus = int(m.group(3))
-    return m.group(1), vcpus, vcpus * SHAPE_GIB_PER_VCPU[m.group(2)]
+    return machines.machine_series(machine_type), shape[0], shape[1]
 
 
 def _node_count(pool: Any) -> int:
@@ -221,7 +218,7 @@ def _pool_item(pool: Any, table: PriceTable, region: str, warnings: list[str]) -
     hourly = nodes * (vcpus * vcpu_rate.value + gib * gib_rate.value)
     if node_config.get("spot"):
         warnings.append(f"{pool.name}: spot CPU nodes shown at the on-demand price")
-    detail = f"{nodes} x {machine} ({vcpus} vCPU, {gib} GiB)"
+    detail = f"{nodes} x {machine} ({vcpus} vCPU, {gib:g} GiB)"
     return LineItem(f"CPU pool ({pool.name})", detail, hourly, hourly, "list", [vcpu_rate, gib_rate])
 
 
