@@ -306,7 +306,7 @@ def test_a_credential_in_an_override_is_refused_without_being_repeated(override,
 )
 def test_overrides_that_only_mention_tokens_are_not_mistaken_for_credentials(override, tmp_path):
     text = json.dumps({"config": {**BASE, "nemo-rl-gke:job": {"overrides": [override]}}})
-    code, out, err = run_workloads(["submit", "--dry-run", "--stack", STACK, "--config-file", str(stack_text(tmp_path, text))])
+    code, out, err = run_jobctl(["submit", "--dry-run", "--stack", STACK, "--config-file", str(stack_text(tmp_path, text))])
     assert err == "" and code == 0, err
 
 
