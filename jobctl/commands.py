@@ -96,7 +96,7 @@ def gke_target(args: argparse.Namespace, stack: Stack) -> GkeTarget:
     try:
         submit.check_endpoint(endpoint)  # before needs_cluster_ca, which cannot parse a malformed URL either
     except submit.InvalidAddress as err:
-        raise CommandError(f"{endpoint_source} {endpoint}: {err.reason}") from None
+        raise CommandError(f"{endpoint_source} {err.address}: {err.reason}") from None
     if not head_service:
         raise CommandError(f"the Ray head service is unknown: pass --head-service (stack output {OUTPUT_HEAD_SERVICE})")
     if submit.needs_cluster_ca(endpoint) and not (ca_file or ca_b64):
@@ -267,10 +267,10 @@ def cmd_watch(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
 
 def cmd_dashboard(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
     """Serve the Ray dashboard on 127.0.0.1 through the API server, with the user's Google token."""
-    from workloads import dashboard
+    from workloads import dashboard, submit
 
     if args.address:
-        raise CommandError(f"--address {args.address} is a dashboard already: open it in a browser")
+        raise CommandError(f"--address {submit.redacted(args.address)} is a dashboard already: open it in a browser")
     target = gke_target(args, stack)
     dashboard.serve_cluster(
         target.endpoint,

@@ -437,6 +437,37 @@ def test_a_bad_cli_flag_is_one_line_naming_it(argv, flag):
     assert_refused(run_jobctl(argv), flag, allowed=flag.startswith("--"))
 
 
+@pytest.mark.parametrize(
+    "argv,says",
+    [
+        (["status", "--address", "javascript:alert(1)"], "--address javascript:alert(1): scheme 'javascript' is not allowed; allowed: http, https"),
+        (["status", "--address", "file:/etc/passwd"], "--address file:/etc/passwd: scheme 'file' is not allowed"),
+        (["list", "--endpoint", "http://203.0.113.10", "--head-service", "h"], "--endpoint http://203.0.113.10: scheme 'http' is not allowed"),
+        (["list", "--endpoint", "ftp://203.0.113.10", "--head-service", "h"], "--endpoint ftp://203.0.113.10: scheme 'ftp' is not allowed"),
+        (["list", "--endpoint", "javascript:x", "--head-service", "h"], "--endpoint javascript:x: scheme 'javascript' is not allowed; allowed: https"),
+    ],
+)
+def test_a_url_flag_with_the_wrong_scheme_is_refused_for_its_scheme(argv, says):
+    # Before any network use: nothing listens at these addresses, so a probe would be exit 3, not 2.
+    line = assert_refused(run_jobctl([*argv, "--stack", "dev"]), says)
+    assert "port" not in line, line
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["status", "--address", "http://admin:S3cretPW@127.0.0.1:8265"],
+        ["status", "--address", "admin:S3cretPW@127.0.0.1:8265"],
+        ["status", "--address", "http://admin:S3cretPW@127.0.0.1:notaport"],
+        ["list", "--endpoint", "https://admin:S3cretPW@203.0.113.10", "--head-service", "h", "--ca-file", "/dev/null"],
+        ["dashboard", "--address", "http://admin:S3cretPW@127.0.0.1:8265"],
+    ],
+)
+def test_a_password_in_a_url_flag_is_refused_and_never_repeated(argv):
+    line = assert_refused(run_jobctl([*argv, "--stack", "dev"]), "***@", allowed=False)
+    assert "S3cretPW" not in line and "admin" not in line, line
+
+
 # ---------------------------------------------------------------- valid, if unusual
 
 VALID_CASES = {
