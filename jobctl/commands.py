@@ -17,7 +17,7 @@ from typing import Any, Callable, Optional, TextIO
 from infra.config import ConfigError, refuse_missing_secrets
 from infra.stack_file import ROOT, present_secrets
 from jobctl.stack import Stack, build_spec, gate_plan, recovery_policy
-from workloads import exit_codes, watcher
+from workloads import cli_args, exit_codes, watcher
 from workloads.exit_codes import CommandError
 from workloads.job_spec import META_RECIPE
 
@@ -89,7 +89,7 @@ def gke_target(args: argparse.Namespace, stack: Stack) -> GkeTarget:
             ca_b64 = ca
     if not endpoint:
         raise CommandError(
-            "no dashboard address: pass --address http://127.0.0.1:8265 (e.g. from `python -m jobctl dashboard`), "
+            f"no dashboard address: pass --address http://127.0.0.1:8265 (e.g. from `{cli_args.RUN} jobctl dashboard`), "
             "or --endpoint/--head-service (and --ca-file for an IP endpoint), or install the pulumi CLI so the stack "
             "outputs can be read"
         )

@@ -47,6 +47,7 @@ except ImportError:  # added with token auth in Ray 2.52 (ray-project/ray#58737)
     class AuthenticationError(Exception):  # type: ignore[no-redef]
         """Never raised by an older Ray's client; keeps `_guard`'s except clause valid."""
 
+from workloads.cli_args import RUN
 from workloads.job_spec import META_ATTEMPT, META_RECIPE, META_SPEC_HASH, META_STACK, JobSpec
 
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
@@ -112,7 +113,7 @@ class UnknownJob(JobError):
     def __init__(self, job_id: str, address: str = ""):
         self.job_id = job_id
         where = f" on {address}" if address else ""
-        super().__init__(f"no job {job_id!r}{where}; `python -m jobctl list --stack <stack>` shows the stack's jobs")
+        super().__init__(f"no job {job_id!r}{where}; `{RUN} jobctl list --stack <stack>` shows the stack's jobs")
 
 
 class WaitTimeout(JobError):

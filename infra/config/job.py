@@ -14,6 +14,7 @@ from infra.config.errors import KeyedValueError, shown
 from infra.config.gpu_pool import GpuPoolConfig, Provisioning
 from infra.config.patterns import SAFE_TOKEN
 from infra.flavours import Flavour
+from workloads import cli_args
 from workloads.overrides import data_key_problem, parse_override
 from workloads.recipes import RECIPES, Parallelism, Recipe
 
@@ -241,5 +242,5 @@ def check_flex_start_not_submitted(job: JobConfig, gpu_pool: GpuPoolConfig) -> N
             "job.submit",
             "true with gpuPool.provisioning 'flexStart': that pool gets nodes only for a ProvisioningRequest "
             "(or Kueue), which this program does not create, so the job would never start; allowed: false "
-            "(create the request yourself, then `python -m jobctl submit`), or another gpuPool.provisioning",
+            f"(create the request yourself, then `{cli_args.RUN} jobctl submit`), or another gpuPool.provisioning",
         )
