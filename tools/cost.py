@@ -53,6 +53,9 @@ class LineItem:
     applies: str = "list"
     """`spot`, `onDemand` or `list` (no spot/on-demand distinction)."""
     prices: list[Price] = field(default_factory=list)
+    billed_from: str = ""
+    """The plan resource (by name) from whose typical readiness the item is billed; "" = from the start
+    of the deploy. What prices the hours before the job starts (tools/estimates.py `first_run`)."""
 
     @property
     def per_hour(self) -> float:
@@ -203,7 +206,7 @@ def _pool_item(pool: Any, table: PriceTable, region: str, warnings: list[str]) -
         if not node_config.get("spot") and (pool.inputs.get("queuedProvisioning") or node_config.get("reservationAffinity")):
             warnings.append(f"{pool.name}: reserved/flex-start capacity is billed on its own terms; shown at the on-demand list price")
         spot_hourly, on_demand_hourly = nodes * spot.value, nodes * on_demand.value
-        return LineItem(f"GPU nodes ({pool.name})", f"{nodes} x {machine}", spot_hourly, on_demand_hourly, applies, [spot, on_demand])
+        return LineItem(f"GPU nodes ({pool.name})", f"{nodes} x {machine}", spot_hourly, on_demand_hourly, applies, [spot, on_demand], pool.name)
     shape = machine_shape(machine)
     if shape is None:
         warnings.append(f"{pool.name}: machine type {machine!r} is not a predefined <series>-<shape>-<vcpus> type; not priced")
@@ -219,7 +222,7 @@ def _pool_item(pool: Any, table: PriceTable, region: str, warnings: list[str]) -
     if node_config.get("spot"):
         warnings.append(f"{pool.name}: spot CPU nodes shown at the on-demand price")
     detail = f"{nodes} x {machine} ({vcpus} vCPU, {gib:g} GiB)"
-    return LineItem(f"CPU pool ({pool.name})", detail, hourly, hourly, "list", [vcpu_rate, gib_rate])
+    return LineItem(f"CPU pool ({pool.name})", detail, hourly, hourly, "list", [vcpu_rate, gib_rate], pool.name)
 
 
 def _lustre_items(plan: Any, table: PriceTable, region: str, warnings: list[str]) -> list[LineItem]:
@@ -233,7 +236,7 @@ def _lustre_items(plan: Any, table: PriceTable, region: str, warnings: list[str]
             warnings.append(f"{instance.name}: {err}")
             continue
         hourly = capacity * price.value / table.hours_per_month
-        items.append(LineItem("Managed Lustre", f"{capacity} GiB at {tier} MB/s/TiB", hourly, hourly, "list", [price]))
+        items.append(LineItem("Managed Lustre", f"{capacity} GiB at {tier} MB/s/TiB", hourly, hourly, "list", [price], instance.name))
     return items
 
 
@@ -286,6 +289,7 @@ def _autopilot_items(plan: Any, table: PriceTable, region: str, warnings: list[s
                 group.pods * on_demand,
                 "spot" if group.capacity == "spot" else "onDemand",
                 prices,
+                group.release,
             )
         )
     for pod in autopilot_plan.general_purpose_pods(plan):

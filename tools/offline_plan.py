@@ -297,7 +297,7 @@ def plan_document(plan: Plan) -> dict[str, Any]:
     from tools import estimates
 
     doc = plan.to_json()
-    doc["estimates"] = estimates.to_json(estimates.compute(plan))
+    doc["estimates"] = estimates.to_json(estimates.compute(plan), plan)
     return doc
 
 
