@@ -118,24 +118,24 @@ def read_stack_file(
     `namespace:key` -> string (JSON for structured values), the project file's (`PROJECT_FILE`)
     `config:` defaults merged in; `secure:` values become an offline placeholder and their keys are
     returned as the secret keys."""
-    name = shown_path(path)
+    name, where = path.name, shown_path(path)  # the file by its path, its content by its name
     try:
         # stat first, never open: opening a FIFO blocks until a writer comes, a device may never end.
         status = path.stat()
     except FileNotFoundError:
         here = f" (stacks here: {', '.join(available_stacks(path.parent)) or 'none'})" if path.parent.is_dir() else ""
-        raise StackFileError(f"stack file {name} not found{here}") from None
+        raise StackFileError(f"stack file {where} not found{here}") from None
     except OSError as err:  # a name too long, a loop of links, a parent that is a file, no permission
-        raise StackFileError(f"stack file {name}: cannot be read ({err.strerror or err}); allowed: a readable file") from None
+        raise StackFileError(f"stack file {where}: cannot be read ({err.strerror or err}); allowed: a readable file") from None
     if not stat.S_ISREG(status.st_mode):
-        raise StackFileError(f"stack file {name} is {_kind(status.st_mode)}; allowed: a regular file (Pulumi.<stack>.yaml)")
+        raise StackFileError(f"stack file {where} is {_kind(status.st_mode)}; allowed: a regular file (Pulumi.<stack>.yaml)")
     if status.st_size > MAX_STACK_FILE_BYTES:
         raise StackFileError(f"{name}: {status.st_size} bytes; allowed: at most {MAX_STACK_FILE_BYTES} bytes")
     try:
         with path.open("rb") as handle:
             data = handle.read(MAX_STACK_FILE_BYTES + 1)  # a file that grew since stat is still cut off
     except OSError as err:  # no read permission (for a user other than root), an I/O error
-        raise StackFileError(f"stack file {name}: cannot be read ({err.strerror or err}); allowed: a readable file") from None
+        raise StackFileError(f"stack file {where}: cannot be read ({err.strerror or err}); allowed: a readable file") from None
     if len(data) > MAX_STACK_FILE_BYTES:
         raise StackFileError(f"{name}: more than {MAX_STACK_FILE_BYTES} bytes; allowed: at most {MAX_STACK_FILE_BYTES} bytes")
     data = data.removeprefix(_BOM)  # as the CLI does (loaders.go readFileStripUTF8BOM)

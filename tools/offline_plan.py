@@ -13,7 +13,7 @@ every registration the engine would receive is recorded.
      "resources": [{"urn", "type", "name", "parent", "custom", "provider",
                     "inputs", "dependencies", "options"}],
      "outputs": {name: value},
-     "estimates": {"cost", "checkpoints", "deployTime"}}
+     "estimates": {"cost", "checkpoints", "deployTime", "workerFit", "acceptanceGate", "firstRun"}}
 
 `inputs` are what the provider would receive (camelCase, after Pulumi's translation; integral
 numbers as integers); `dependencies` are the URNs the resource waits for (explicit and implied by
@@ -393,7 +393,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             # Some forty manifests among the stack files and the code; `plan-out/` is git-ignored for them.
             problem = "is the repository root"
         if problem:
-            print(f"error: {flag} {path}: {problem}; allowed: a writable directory (created if missing), e.g. plan-out/", file=sys.stderr)
+            print(f"error: {flag} {path}: {problem}; allowed: a writable directory (created if missing)", file=sys.stderr)
             return 2
 
     previous: Optional[dict[str, Any]] = None
