@@ -292,17 +292,20 @@ def cmd_submit(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
         out.write(f"entrypoint: {spec.entrypoint}\n")
         out.write(f"runtime env: {json.dumps(spec.runtime_env, sort_keys=True)}\n")
         return EXIT_OK
-    from workloads import acceptance_gate, submit
+    from workloads import run_owner
 
     client = connect(args, stack)
     policy = args.gate or stack.config.gate_policy
-    before_submit = None
-    if policy != "off":
+    gate = run_owner.GateSetup(policy, gate_plan(stack) if policy != "off" else None)
 
-        def before_submit() -> None:
-            acceptance_gate.enforce(run_gate(client, stack, out), policy)
+    def show(line: str) -> None:
+        out.write(line + "\n")
+        out.flush()
 
-    result = submit.submit(client, spec, before_submit=before_submit)
+    # As the run's owner submits: never beside a running gate, and after this attempt's own gate.
+    result, report = run_owner.submit_gated(client, spec, gate, on_line=show)
+    for line in report.lines() if report is not None else ():
+        show(line)
     for old in result.stopped:
         out.write(f"stopped {old} (another spec of stack {stack.name})\n")
     verb = "submitted" if result.created else "already on the cluster:"

@@ -86,9 +86,12 @@ import time
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, TextIO
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional, Sequence, TextIO
 
 from workloads.job_spec import META_SPEC_HASH, JobSpec
+
+if TYPE_CHECKING:
+    from workloads.run_owner import GateSetup
 
 META_AUTO_RESTARTS = "nemo-rl-gke/auto-restarts"
 """Consecutive automatic restarts up to and including this attempt (absent = a submission by hand)."""
@@ -476,8 +479,12 @@ class Watcher:
         *,
         clock: Callable[[], float] = time.time,
         state: Optional[StateFile] = None,
+        gate: Optional["GateSetup"] = None,
     ):
+        from workloads.run_owner import GateSetup
+
         self.client, self.spec, self.policy, self.clock, self.state = client, spec, policy, clock, state
+        self.gate = gate if gate is not None else GateSetup()
         self.seen: Optional[Seen] = state.load(spec.spec_hash) if state is not None else None
         self.resubmitted: list[str] = []
 
@@ -487,10 +494,14 @@ class Watcher:
         if changed and self.state is not None:
             self.state.save(seen)
 
-    def _nodes(self) -> list[RayNode]:
+    def _node_rows(self) -> list[dict[str, Any]]:
+        """Ray's node table (`submit.ray_nodes`); the tests fake a preemption here."""
         from workloads import submit
 
-        return [RayNode.from_row(row) for row in submit.ray_nodes(self.client)]
+        return submit.ray_nodes(self.client)
+
+    def _nodes(self) -> list[RayNode]:
+        return [RayNode.from_row(row) for row in self._node_rows()]
 
     def step(self) -> Decision:
         from workloads import submit
@@ -541,14 +552,36 @@ class Watcher:
         return decision
 
     def _resubmit(self, decision: Decision) -> Decision:
+        from workloads import run_owner, submit
+
+        jobs = submit._guard(self.client.get_address(), self.client.list_jobs)
+        busy = run_owner.running_gate(jobs, self.spec.stack)
+        if busy is not None:  # whoever runs it (the deploy, a user, this watcher): it holds every GPU
+            return dataclasses.replace(
+                decision, action=Action.WAIT,
+                reason=f"{decision.reason}: acceptance gate {busy.submission_id} is running; nothing is submitted while a gate runs",
+            )
+        rows: Optional[list[dict[str, Any]]] = None
         if self.policy.pool_gpus:
-            have = alive_gpus(self._nodes())
+            rows = self._node_rows()
+            have = alive_gpus(RayNode.from_row(r) for r in rows)
             if have < self.policy.pool_gpus:
                 return dataclasses.replace(
                     decision,
                     action=Action.WAIT,
                     reason=f"{decision.reason}: waiting for the GPU pool, {have} of {self.policy.pool_gpus} GPUs alive in Ray",
                 )
+        if self.gate.on:
+            # Every attempt, the first and each after a preemption (onto the nodes that replaced the
+            # lost ones), gets its own gate; enforce holds it after a failed one (workloads/run_owner.py).
+            target = submit.attempt_id(self.spec.submission_id, decision.next_attempt or 1)
+            outcome = run_owner.clear_attempt(
+                self.client, self.spec.stack, target, self.gate, jobs=jobs,
+                node_rows=rows if rows is not None else self._node_rows(),
+            )
+            if outcome.clearance is not run_owner.Clearance.CLEARED:
+                return dataclasses.replace(decision, action=Action.WAIT, reason=f"{decision.reason}: {outcome.reason}")
+            decision = dataclasses.replace(decision, reason=f"{decision.reason}: {outcome.reason}")
         job_id = self.resubmit(decision.next_attempt, decision.restarts or 0, decision.capacity_waits)
         return dataclasses.replace(decision, reason=f"{decision.reason}: resubmitted as {job_id}")
 
@@ -578,6 +611,7 @@ def watch(
     heartbeat: Optional[Path] = None,
     state: Optional[Path] = None,
     until: Optional[Callable[[Decision], bool]] = None,
+    gate: Optional["GateSetup"] = None,
 ) -> Decision:
     """Check the spec's job every `policy.check_interval_seconds` and resubmit it after a preemption.
 
@@ -585,11 +619,12 @@ def watch(
     once with `once`. A dashboard that does not answer (the head restarting) is reported and retried,
     not fatal. A line is written to `out` whenever the decision changes; `heartbeat` is touched after
     every look (the pod's liveness probe reads its age); `state` keeps what the watcher saw across its
-    own restarts (`StateFile`). Returns the last decision.
+    own restarts (`StateFile`); `gate` is the stack's acceptance gate, run before every attempt
+(`workloads.run_owner`). Returns the last decision.
     """
     from workloads import submit
 
-    watcher = Watcher(client, spec, policy, clock=clock, state=StateFile(state) if state is not None else None)
+    watcher = Watcher(client, spec, policy, clock=clock, state=StateFile(state) if state is not None else None, gate=gate)
     last_line = None
     while True:
         try:
