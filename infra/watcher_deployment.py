@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import posixpath
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -44,9 +45,11 @@ import pulumi_kubernetes as k8s
 from infra.kube_provider import MANAGED_LABELS
 from infra.options import child_options
 from infra.ray_cluster import DASHBOARD_PORT, NODE_POOL_LABEL
-from workloads.job_spec import JobSpec, PoolShape
+from workloads.acceptance_gate import GatePlan
+from workloads.job_spec import CHECKPOINTS_DIR, JobSpec, PoolShape, checkpoint_dir, save_period
 from workloads.recipes import NemoRLImage
 from workloads.preemption import RecoveryPolicy
+from workloads.run_owner import RunPlan
 
 if TYPE_CHECKING:
     from infra.config import StackConfig
@@ -55,17 +58,25 @@ COMPONENT_TYPE = "nemo-rl-gke:infra:PreemptionWatcher"
 NAME = "preemption-watcher"
 CONFIG_DIR = "/config"
 SPEC_KEY = "spec.json"
+RUN_KEY = "run.json"
+"""The run's plain plan-time values (`workloads.run_owner.RunPlan`): gate, checkpoint dir, price, budget."""
+CHECKPOINTS_MOUNT = "/checkpoints"
+"""Where the watcher sees `<ray.mountPath>/checkpoints` (the run's resume step and steps lost, and the
+stale `tmp_step_*` it removes before a resubmission: workloads/checkpoints.py)."""
 HEARTBEAT = "/tmp/heartbeat"
 STATE_DIR = "/state"
 STATE_SUBPATH = ".nemo-rl-gke/watcher"
-"""Where on Lustre the watcher keeps what it saw (`workloads.preemption.StateFile`): mounted alone
-(a subPath of the claim, which the kubelet creates), so the watcher sees none of the checkpoints."""
+"""Where on Lustre the watcher keeps what it saw (`workloads.preemption.StateFile`) and the run ledger
+(`workloads.ledger`): a subPath of the claim, which the kubelet creates. Besides it the watcher mounts
+only the checkpoints (`CHECKPOINTS_MOUNT`), not the HF cache or the logs."""
 WORKLOADS_DIR = Path(__file__).resolve().parent.parent / "workloads"
 WATCHER_MODULES = (
-    "__init__.py", "__main__.py", "cli_args.py", "job_spec.py", "overrides.py", "preemption.py", "recipes.py", "submit.py"
+    "__init__.py", "__main__.py", "acceptance_gate.py", "checkpoints.py", "cli_args.py", "job_spec.py", "ledger.py",
+    "overrides.py", "preemption.py", "recipes.py", "run_owner.py", "submit.py",
 )
 """What `python -m workloads watch --spec-file` imports (checked by a test that runs exactly these
-files with Pulumi and `infra` made unimportable)."""
+files with Pulumi and `infra` made unimportable). `acceptance_gate.py` is also what the gate's Ray job
+ships from the pod (`runtime_env.py_modules` of this package directory) when the watcher gates an attempt."""
 RESOURCES = {"requests": {"cpu": "50m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}}
 """`watch --once` from the ConfigMap files peaked at about 110 MiB RSS here (Python 3.11, Ray 2.60's job
 SDK); the limit leaves room for an older Ray's imports. No CPU limit: it idles between looks, and a
@@ -77,8 +88,12 @@ def watcher_files() -> dict[str, str]:
     return {name: (WORKLOADS_DIR / name).read_text() for name in WATCHER_MODULES}
 
 
-def config_map_data(spec: JobSpec) -> dict[str, str]:
-    return {**watcher_files(), SPEC_KEY: json.dumps(spec.to_dict(), indent=2, sort_keys=True) + "\n"}
+def config_map_data(spec: JobSpec, run: Optional[RunPlan] = None) -> dict[str, str]:
+    return {
+        **watcher_files(),
+        SPEC_KEY: json.dumps(spec.to_dict(), indent=2, sort_keys=True) + "\n",
+        RUN_KEY: json.dumps((run or RunPlan()).to_dict(), indent=2, sort_keys=True) + "\n",
+    }
 
 
 def data_hash(data: dict[str, str]) -> str:
@@ -100,6 +115,7 @@ def watcher_command(address: str, policy: RecoveryPolicy, stack: str) -> list[st
         "python", "-m", "workloads", "watch",
         "--address", address,
         "--spec-file", f"{CONFIG_DIR}/{SPEC_KEY}",
+        "--run-file", f"{CONFIG_DIR}/{RUN_KEY}",
         *policy.cli_args(),
         "--heartbeat-file", HEARTBEAT,
         "--state-file", state_file(stack),
@@ -207,6 +223,7 @@ def deployment_manifest(
                                 {"name": "code", "mountPath": CONFIG_DIR, "readOnly": True},
                                 {"name": "tmp", "mountPath": "/tmp"},
                                 {"name": "state", "mountPath": STATE_DIR, "subPath": STATE_SUBPATH},
+                                {"name": "state", "mountPath": CHECKPOINTS_MOUNT, "subPath": CHECKPOINTS_DIR},
                             ],
                         }
                     ],
@@ -218,6 +235,7 @@ def deployment_manifest(
                                 "items": [
                                     *({"key": f, "path": f"workloads/{f}"} for f in WATCHER_MODULES),
                                     {"key": SPEC_KEY, "path": SPEC_KEY},
+                                    {"key": RUN_KEY, "path": RUN_KEY},
                                 ],
                             },
                         },
@@ -265,9 +283,10 @@ class PreemptionWatcher(pulumi.ComponentResource):
         head_service: pulumi.Input[str],
         system_pool_name: Optional[str],
         lustre_claim: str,
+        run: Optional[RunPlan] = None,
         opts: Optional[pulumi.ResourceOptions] = None,
     ) -> None:
-        data = config_map_data(spec)
+        data = config_map_data(spec, run)
         config_hash = data_hash(data)
         super().__init__(COMPONENT_TYPE, name, None, opts)
         self.namespace = namespace
@@ -332,6 +351,7 @@ def build_preemption_watcher(
     system_pool_name: Optional[str],
     gpu_pool: PoolShape,
     lustre_claim: str,
+    gate_plan: Optional[GatePlan] = None,
     opts: Optional[pulumi.ResourceOptions] = None,
 ) -> Optional[PreemptionWatcher]:
     """The stack's `PreemptionWatcher`, or None when `recovery.enabled` is false.
@@ -346,6 +366,8 @@ def build_preemption_watcher(
         system_pool_name: the CPU pool's name (`infra.cluster.system_pool_name`); None on Autopilot.
         gpu_pool: the GPU pool's facts: the watcher resubmits only once Ray has all its GPUs alive.
         lustre_claim: the Lustre PVC (`WorkloadEnvironment.pvc_name`) that holds the watcher's state.
+        gate_plan: the acceptance gate (`infra.gate_plan.gate_plan_for_stack`): the watcher runs it before
+            every attempt it submits, under `cfg.gate_policy`.
         opts: the Kubernetes provider, and `depends_on` the Ray release (the watcher is pointless before
             the head exists and is deleted before it).
     """
@@ -364,5 +386,43 @@ def build_preemption_watcher(
         head_service=ray.head_service,
         system_pool_name=system_pool_name,
         lustre_claim=lustre_claim,
+        run=run_plan_for_stack(spec, cfg, gpu_pool, gate_plan),
         opts=opts,
+    )
+
+
+def node_hour_usd(cfg: "StackConfig") -> Optional[float]:
+    """The plan's price of one GPU node-hour at the pool's provisioning (infra/prices.py, with
+    `cost.priceOverrides`); None when the table has no such price (the ledger then shows no spend)."""
+    from infra.config import Provisioning
+    from infra.prices import PriceError, PriceTable, gpu_node_hour_usd
+
+    try:
+        table = PriceTable.load(cfg.cost.price_overrides)
+        return gpu_node_hour_usd(
+            table, cfg.flavour_spec.machine_type, cfg.region,
+            spot=cfg.gpu_pool.provisioning is Provisioning.SPOT, autopilot=cfg.cluster.mode == "autopilot",
+        )
+    except PriceError:
+        return None
+
+
+def run_plan_for_stack(spec: JobSpec, cfg: "StackConfig", gpu_pool: PoolShape, gate_plan: Optional[GatePlan]) -> RunPlan:
+    """What the watcher needs besides the spec, as plain values: the gate (policy and plan), where it sees
+    the checkpoints, the pool's nodes and node-hour price, `job.budgetUsd`, the save period and the plan's
+    step time (the recipe's expected hours over its steps)."""
+    recipe = cfg.recipe
+    policy = cfg.gate_policy if gate_plan is not None else "off"
+    on_lustre = checkpoint_dir(cfg.ray.mount_path, spec.stack, recipe.name)
+    below = posixpath.relpath(on_lustre, posixpath.join(posixpath.normpath(cfg.ray.mount_path), CHECKPOINTS_DIR))
+    step = recipe.expected_hours * 3600 / recipe.max_num_steps if recipe.expected_hours else None
+    return RunPlan(
+        gate_policy=policy,
+        gate_plan=gate_plan.to_dict() if gate_plan is not None and policy != "off" else None,
+        checkpoint_dir=posixpath.join(CHECKPOINTS_MOUNT, below),
+        node_count=gpu_pool.node_count,
+        node_hour_usd=node_hour_usd(cfg),
+        budget_usd=cfg.job.budget_usd,
+        save_period=save_period(recipe, cfg.job.overrides),
+        step_seconds=round(step, 1) if step else None,
     )

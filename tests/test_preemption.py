@@ -25,11 +25,13 @@ from conftest import spec_of as stack_job_spec
 from infra.watcher_deployment import (
     COMPONENT_TYPE,
     HEARTBEAT,
+    RUN_KEY,
     SPEC_KEY,
     WATCHER_MODULES,
     build_preemption_watcher,
     config_map_data,
 )
+from infra.gate_plan import gate_plan_for_stack
 from tools.mocks import SIG_KEY
 from k8s_support import k8s_doc, record, schema_problems
 from workloads import __main__ as cli
@@ -458,6 +460,7 @@ def watcher_of(stack: str = "dev", **recovery):
         return build_preemption_watcher(
             stack_job_spec(stack, cfg, wandb_key_set=False), cfg, ray=ray, system_pool_name=f"{stack}-system",
             gpu_pool=SimpleNamespace(node_count=cfg.gpu_pool.node_count, gpus_per_node=8), lustre_claim="lustre",
+            gate_plan=gate_plan_for_stack(cfg, SimpleNamespace(node_count=cfg.gpu_pool.node_count, gpus_per_node=8)),
         )
 
     return cfg, record(build)
@@ -482,7 +485,13 @@ def test_the_watcher_objects_are_valid_kubernetes_objects_holding_no_secret():
     spec = stack_job_spec("dev", cfg, wandb_key_set=False)
     data = k8s_doc(cm)["data"]
     assert json.loads(data[SPEC_KEY]) == spec.to_dict()  # the same job the deploy submits
-    assert set(data) == {*WATCHER_MODULES, SPEC_KEY}
+    assert set(data) == {*WATCHER_MODULES, SPEC_KEY, RUN_KEY}
+    # The run's plain plan-time values: the checkpoints as the pod sees them, the pool and its price.
+    run = json.loads(data[RUN_KEY])
+    assert run["checkpoint_dir"] == "/checkpoints/dev/qwen2.5-1.5b-gsm8k" and run["node_count"] == 1
+    assert run["gate_policy"] == cfg.gate_policy == "warn" and run["gate_plan"]["node_count"] == 1
+    assert run["node_hour_usd"] > 0 and run["budget_usd"] is None and run["save_period"] == 10
+    assert c_cmd(dep)[c_cmd(dep).index("--run-file") + 1] == f"/config/{RUN_KEY}"
     assert data["preemption.py"] == (ROOT / "workloads" / "preemption.py").read_text()
 
     pod = k8s_doc(dep)["spec"]["template"]["spec"]
@@ -509,11 +518,19 @@ def test_the_watcher_objects_are_valid_kubernetes_objects_holding_no_secret():
     assert c["command"][c["command"].index("--state-file") + 1] == "/state/dev.json"
     (state,) = [v for v in pod["volumes"] if v["name"] == "state"]
     assert state == {"name": "state", "persistentVolumeClaim": {"claimName": "lustre"}}
-    (mount,) = [m for m in c["volumeMounts"] if m["name"] == "state"]
-    assert mount == {"name": "state", "mountPath": "/state", "subPath": ".nemo-rl-gke/watcher"}
+    # Of Lustre it sees its own directory and the checkpoints (to read steps and remove dead partial saves).
+    mounts = [m for m in c["volumeMounts"] if m["name"] == "state"]
+    assert mounts == [
+        {"name": "state", "mountPath": "/state", "subPath": ".nemo-rl-gke/watcher"},
+        {"name": "state", "mountPath": "/checkpoints", "subPath": "checkpoints"},
+    ]
     (code,) = [v for v in pod["volumes"] if v["name"] == "code"]
     assert code["configMap"]["name"] == cm.inputs["metadata"].get("name", cm.name)
-    assert {i["path"] for i in code["configMap"]["items"]} == {*(f"workloads/{m}" for m in WATCHER_MODULES), SPEC_KEY}
+    assert {i["path"] for i in code["configMap"]["items"]} == {*(f"workloads/{m}" for m in WATCHER_MODULES), SPEC_KEY, RUN_KEY}
+
+
+def c_cmd(dep) -> list[str]:
+    return k8s_doc(dep)["spec"]["template"]["spec"]["containers"][0]["command"]
 
 
 def test_recovery_can_be_switched_off_and_changes_reach_the_command():

@@ -29,16 +29,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
-import yaml
+from infra.prices import PRICES_FILE, Price, PriceError, PriceTable  # noqa: F401  (re-exported)
 
 if TYPE_CHECKING:
     from infra.config import StackConfig
 
-PRICES_FILE = Path(__file__).resolve().parent.parent / "data" / "prices.yaml"
 HOURS_PER_DAY = 24
 NODE_POOL = "gcp:container/nodePool:NodePool"
 CLUSTER = "gcp:container/cluster:Cluster"
@@ -46,91 +43,6 @@ LUSTRE = "gcp:lustre/instance:Instance"
 BUCKET = "gcp:storage/bucket:Bucket"
 # GiB of memory per vCPU of the predefined shapes (vm-instance-pricing; N2/N2D/E2 share these).
 SHAPE_GIB_PER_VCPU = {"standard": 4, "highmem": 8, "highcpu": 1}
-
-
-class PriceError(KeyError):
-    """A price the table does not have."""
-
-    def __str__(self) -> str:  # KeyError quotes its message otherwise
-        return str(self.args[0])
-
-
-@dataclass(frozen=True)
-class Price:
-    key: str
-    region: str
-    value: float
-    unit: str
-    section: str
-    as_of: str
-    estimate: Optional[str] = None
-    """Why the number is an estimate; None when it was read from the cited source."""
-    overridden: bool = False
-
-
-@lru_cache(maxsize=4)
-def _load(path: str) -> dict[str, Any]:
-    return yaml.safe_load(Path(path).read_text())
-
-
-class PriceTable:
-    """data/prices.yaml with `cost.priceOverrides` applied."""
-
-    def __init__(self, doc: Mapping[str, Any], overrides: Optional[Mapping[str, float]] = None):
-        self.doc = doc
-        self.hours_per_month = float(doc.get("hours_per_month", 730))
-        self.currency = doc.get("currency", "USD")
-        self._keys: dict[str, str] = {}
-        for name, section in (doc.get("sections") or {}).items():
-            for key in section.get("prices") or {}:
-                self._keys[key] = name
-        self.overrides = dict(overrides or {})
-        unknown = sorted(set(self.overrides) - set(self._keys))
-        if unknown:
-            raise PriceError(f"unknown price key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(self._keys))}")
-
-    @classmethod
-    def load(cls, overrides: Optional[Mapping[str, float]] = None, path: Path = PRICES_FILE) -> "PriceTable":
-        return cls(_load(str(path)), overrides)
-
-    def keys(self) -> list[str]:
-        return sorted(self._keys)
-
-    def section(self, name: str) -> dict[str, Any]:
-        return self.doc["sections"][name]
-
-    def has(self, key: str) -> bool:
-        return key in self._keys
-
-    def get(self, key: str, region: str) -> Price:
-        if key not in self._keys:
-            raise PriceError(f"no price {key!r} in {PRICES_FILE.name}")
-        name = self._keys[key]
-        section = self.section(name)
-        unit, as_of = section.get("unit", ""), str(section.get("as_of", ""))
-        if key in self.overrides:
-            return Price(key, region, float(self.overrides[key]), unit, name, as_of, overridden=True)
-        by_region = section["prices"][key]
-        if region in by_region:
-            value, estimate = _entry(by_region[region])
-            return Price(key, region, value, unit, name, as_of, estimate)
-        fallback = self.doc.get("fallback") or {}
-        base = fallback.get("base_region", "us-central1")
-        if base not in by_region:
-            raise PriceError(f"no price {key!r} for region {region!r} nor the fallback base {base!r}")
-        value, _ = _entry(by_region[base])
-        multiplier = float(fallback.get("default_multiplier", 1.0))
-        for prefix, m in (fallback.get("prefix_multipliers") or {}).items():
-            if region.startswith(prefix):
-                multiplier = float(m)
-                break
-        return Price(key, region, value * multiplier, unit, name, as_of, f"{base} price x {multiplier:g} (fallback rule for {region})")
-
-
-def _entry(raw: Any) -> tuple[float, Optional[str]]:
-    if isinstance(raw, Mapping):
-        return float(raw["value"]), str(raw.get("estimate") or "") or None
-    return float(raw), None
 
 
 @dataclass

@@ -8,7 +8,7 @@
     python -m workloads list   [--stack NAME]
     python -m workloads watch  [--stack NAME | --spec-file PATH] [--once] [--check-interval S]
                                [--max-restarts N] [--backoff S] [--max-backoff S] [--pool-gpus N]
-                               [--resubmit-missing] [--state-file PATH]
+                               [--resubmit-missing] [--state-file PATH] [--run-file PATH]
     python -m workloads dashboard [--stack NAME] [--port P]   (the Ray dashboard on 127.0.0.1)
 
 The job comes from the stack file (`Pulumi.<stack>.yaml`, default `dev`), built exactly as
@@ -383,6 +383,7 @@ def cmd_watch(args: argparse.Namespace, stack: Optional[Stack], out: TextIO) -> 
         except (OSError, ValueError, KeyError) as err:
             raise CliError(f"--spec-file {args.spec_file}: {err}") from None
         policy = preemption.RecoveryPolicy()
+        run = _run_file(args.run_file)
     else:
         spec = build_spec(stack)
         cfg = stack.config
@@ -391,6 +392,7 @@ def cmd_watch(args: argparse.Namespace, stack: Optional[Stack], out: TextIO) -> 
             pool_gpus=cfg.gpu_pool.node_count * cfg.flavour_spec.gpus_per_node,
             resubmit_missing=cfg.job.submit,
         )
+        run = _run_file(args.run_file) if args.run_file else run_plan(stack, spec)
     changes = {
         "check_interval_seconds": args.check_interval,
         "max_restarts": args.max_restarts,
@@ -415,8 +417,33 @@ def cmd_watch(args: argparse.Namespace, stack: Optional[Stack], out: TextIO) -> 
     )
     out.flush()
     state = Path(args.state_file) if args.state_file else None
-    preemption.watch(client, spec, policy, once=args.once, out=out, heartbeat=heartbeat, state=state)
+    preemption.watch(client, spec, policy, once=args.once, out=out, heartbeat=heartbeat, state=state, run=run)
     return EXIT_OK
+
+
+def _run_file(path: Optional[str]):
+    """The `RunPlan` of `--run-file` (the watcher ConfigMap's run.json); none: no gate, no ledger prices."""
+    from workloads import run_owner
+
+    if not path:
+        return run_owner.RunPlan()
+    try:
+        return run_owner.RunPlan.from_dict(json.loads(Path(path).read_text()))
+    except (OSError, ValueError, TypeError) as err:
+        raise CliError(f"--run-file {path}: {err}") from None
+
+
+def run_plan(stack: Stack, spec):
+    """The stack's `RunPlan` exactly as `pulumi up` ships it to the watcher; the checkpoints are not visible
+    from this machine (they are on Lustre), so steps lost are not read here."""
+    import dataclasses
+
+    from infra.cluster import gpu_pool_facts
+    from infra.stack_context import StackContext
+    from infra.watcher_deployment import run_plan_for_stack
+
+    pool = gpu_pool_facts(StackContext.from_config(stack.name, stack.config), stack.config)
+    return dataclasses.replace(run_plan_for_stack(spec, stack.config, pool, gate_plan(stack)), checkpoint_dir=None)
 
 
 def _connect_until_reachable(args: argparse.Namespace, stack: Optional[Stack], policy, heartbeat, out: TextIO):
@@ -516,6 +543,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--resubmit-missing", action="store_true",
                    help="submit the spec when the cluster has no job of it (job.submit on; default from the stack)")
     s.add_argument("--state-file", help="where the watcher keeps what it saw, to survive its own and the head's restarts")
+    s.add_argument("--run-file", help="RunPlan JSON (gate, checkpoint dir, price, budget; the in-cluster watcher's run.json)")
     s = sub.add_parser("dashboard", parents=[common], help="serve the Ray dashboard on 127.0.0.1 (no kubectl)")
     s.add_argument("--port", type=cli_args.port, default=8265, help="local port; 0 picks a free one (default 8265)")
     return p

@@ -198,6 +198,20 @@ def checkpoint_dir(mount_path: str, stack: str, recipe: str) -> str:
     return posixpath.join(_mount(mount_path), CHECKPOINTS_DIR, stack, recipe)
 
 
+NEMO_RL_DEFAULT_SAVE_PERIOD = 10
+"""`checkpointing.save_period` of NeMo-RL's examples/configs/grpo_math_1B.yaml, which every recipe's config inherits."""
+
+
+def save_period(recipe: Recipe, user_overrides: "tuple[str, ...] | list[str]" = ()) -> int:
+    """The job's `checkpointing.save_period`: the last of the recipe's then the user's overrides, else NeMo-RL's default."""
+    value: int = NEMO_RL_DEFAULT_SAVE_PERIOD
+    for override in (*recipe.overrides, *user_overrides):
+        key, sep, text = override.lstrip("+").partition("=")
+        if sep and key == "checkpointing.save_period" and text.strip().isdigit():
+            value = int(text)
+    return value
+
+
 def log_dir(mount_path: str, stack: str, recipe: str) -> str:
     """NeMo-RL's `logger.log_dir` (it adds exp_<N> per run; TensorBoard and W&B files go below)."""
     return posixpath.join(_mount(mount_path), LOGS_DIR, stack, recipe)

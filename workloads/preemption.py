@@ -91,7 +91,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional, Se
 from workloads.job_spec import META_SPEC_HASH, JobSpec
 
 if TYPE_CHECKING:
-    from workloads.run_owner import GateSetup
+    from workloads.ledger import Attempt, Ledger, LedgerFile
+    from workloads.run_owner import GateSetup, RunPlan
 
 META_AUTO_RESTARTS = "nemo-rl-gke/auto-restarts"
 """Consecutive automatic restarts up to and including this attempt (absent = a submission by hand)."""
@@ -480,13 +481,39 @@ class Watcher:
         clock: Callable[[], float] = time.time,
         state: Optional[StateFile] = None,
         gate: Optional["GateSetup"] = None,
+        run: Optional["RunPlan"] = None,
+        ledger: Optional["LedgerFile"] = None,
     ):
-        from workloads.run_owner import GateSetup
+        from workloads.run_owner import RunPlan
 
         self.client, self.spec, self.policy, self.clock, self.state = client, spec, policy, clock, state
-        self.gate = gate if gate is not None else GateSetup()
+        self.run = run if run is not None else RunPlan()
+        self.gate = gate if gate is not None else self.run.gate
         self.seen: Optional[Seen] = state.load(spec.spec_hash) if state is not None else None
         self.resubmitted: list[str] = []
+        self.ledger_file = ledger
+        self.ledger = self._load_ledger()
+        self.notes: list[str] = []
+        """Lines for the watcher's log besides the decision (attempts ended, budget); `watch` prints them."""
+
+    def _load_ledger(self) -> "Ledger":
+        from workloads.ledger import Ledger
+
+        if self.ledger_file is not None:
+            ledger = self.ledger_file.load(self.spec.stack, self.spec.submission_id)
+        else:
+            ledger = Ledger(self.spec.stack, self.spec.submission_id)
+        ledger.node_hour_usd, ledger.budget_usd = self.run.node_hour_usd, self.run.budget_usd
+        return ledger
+
+    def _save_ledger(self) -> None:
+        if self.ledger_file is not None:
+            self.ledger_file.save(self.ledger)
+
+    def _note(self, line: str, event: bool = False) -> None:
+        self.notes.append(line)
+        if event:
+            self.ledger.events.append(f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime(self.clock()))} {line}")
 
     def _remember(self, seen: Seen) -> None:
         changed = self.seen is None or seen.to_json() != self.seen.to_json()
@@ -525,6 +552,9 @@ class Watcher:
                     nodes = []
             info: Any = newest
             decision = decide(info, attempt, self.policy, now, restarts=restarts, capacity_waits=capacity_waits, nodes=nodes)
+            budget = self._account(newest, attempt, decision, now)
+            if budget is not None:
+                decision = budget
             self._remember(
                 Seen(self.spec.spec_hash, newest.submission_id, attempt, restarts, capacity_waits,
                      status=str(_value(newest.status)), final=decision.action in _FINAL)
@@ -545,15 +575,127 @@ class Watcher:
             attempt, restarts = self.seen.attempt, self.seen.restarts
             info = LostJob(self.seen.submission_id, end_time=int(self.seen.lost_since * 1000))
             decision = decide(info, attempt, self.policy, now, restarts=restarts)
+            self._account(info, attempt, decision, now)
         else:
             decision = decide(None, 0, self.policy, now)
         if decision.action is Action.RESUBMIT:
             decision = self._resubmit(decision)
         return decision
 
+    # ---------------------------------------------------------------- checkpoints, ledger, budget
+
+    def _latest_checkpoint(self) -> Optional[int]:
+        from workloads import checkpoints
+
+        return checkpoints.scan(self.run.checkpoint_dir).latest if self.run.checkpoint_dir else None
+
+    def _account(self, job: Any, attempt: int, decision: Decision, now: float) -> Optional[Decision]:
+        """Keep the ledger's record of `job` (the newest attempt) current; the budget's decision, if any."""
+        from workloads.ledger import Attempt
+
+        record = self.ledger.find(job.submission_id)
+        if record is None:  # submitted by the deploy or by hand: first seen now
+            start = (getattr(job, "start_time", None) or now * 1000) / 1000
+            record = Attempt(attempt, job.submission_id, start, self.run.node_count, resume_step=self._latest_checkpoint() or 0)
+            self.ledger.attempts.append(record)
+            self._save_ledger()
+        status = _value(job.status)
+        if status in ("PENDING", "RUNNING"):
+            return self._budget(job, record, now) if status == "RUNNING" else None
+        if record.end is None:
+            self._finish(job, record, decision, now)
+        return None
+
+    def _finish(self, job: Any, record: "Attempt", decision: Decision, now: float) -> None:
+        from workloads import checkpoints, submit
+
+        status = _value(job.status)
+        record.end = (getattr(job, "end_time", None) or now * 1000) / 1000
+        if status == "SUCCEEDED":
+            record.cause = "succeeded"
+        elif status == "STOPPED":
+            record.cause = "budget" if self.ledger.stop_requested_at is not None else "stopped"
+        else:
+            record.cause = decision.cause.value if decision.cause is not None else "failed"
+        record.saved_step = self._latest_checkpoint()
+        text = str(getattr(job, "message", "") or "")
+        last = checkpoints.last_started_step(text)
+        if last is None and not isinstance(job, LostJob):
+            try:  # the message holds only the log's tail; the whole log is read once, here
+                last = checkpoints.last_started_step("".join(submit.logs(self.client, job.submission_id)))
+            except submit.JobError:
+                last = None
+        record.last_step = last
+        if status == "SUCCEEDED":
+            record.steps_lost = 0
+        elif record.saved_step is not None:
+            record.steps_lost = checkpoints.steps_lost(last, max(record.saved_step, record.resume_step))
+        self._save_ledger()
+        spend = self.ledger.attempt_spend(record, now)
+        lost = "steps lost not known" if record.steps_lost is None else f"{record.steps_lost} step(s) lost"
+        saved = "no checkpoint visible" if record.saved_step is None else f"last complete checkpoint step_{record.saved_step}"
+        ran = "" if last is None else f", was in step {last}"
+        self._note(
+            f"attempt {record.attempt} ({record.submission_id}) ended: {record.cause}{ran}; resumed from step "
+            f"{record.resume_step}, {saved}: {lost}; {record.node_hours(now):.2f} node-hours"
+            + ("" if spend is None else f", ${spend:,.2f}"),
+            event=True,
+        )
+        # One JSON line per ended attempt: Cloud Logging parses it into jsonPayload, and the dashboard's
+        # log-based metrics count it (infra/observability.py).
+        self.notes.append(json.dumps({
+            "nemoRlGke": "attempt-ended", "stack": self.spec.stack, "attempt": record.attempt,
+            "submissionId": record.submission_id, "cause": record.cause, "resumeStep": record.resume_step,
+            "savedStep": record.saved_step, "stepsLost": record.steps_lost, "nodeHours": round(record.node_hours(now), 4),
+            "spendUsd": None if spend is None else round(spend, 2),
+        }, sort_keys=True))
+
+    def _budget(self, job: Any, record: "Attempt", now: float) -> Optional[Decision]:
+        """At 80 % of `job.budgetUsd` warn once; at 100 % stop the run after its next complete checkpoint,
+        or at once when none comes within one save period (module `workloads.ledger`)."""
+        from workloads import submit
+        from workloads.ledger import WARN_FRACTION
+
+        budget, spent = self.ledger.budget_usd, self.ledger.spend(now)
+        if budget is None or spent is None:
+            return None
+        if spent >= WARN_FRACTION * budget and not self.ledger.budget_warned:
+            self.ledger.budget_warned = True
+            self._note(f"budget warning: ${spent:,.2f} spent, {100 * spent / budget:.0f} % of job.budgetUsd ${budget:,.2f}", event=True)
+            self._save_ledger()
+        if spent < budget:
+            return None
+        latest = self._latest_checkpoint()
+        if self.ledger.stop_requested_at is None:
+            self.ledger.stop_requested_at, self.ledger.stop_requested_step = now, latest
+            window = self.run.save_window_seconds
+            self._note(
+                f"budget reached: ${spent:,.2f} of job.budgetUsd ${budget:,.2f}; {job.submission_id} is stopped after its next "
+                f"complete checkpoint" + (f" (or in {window:.0f} s, one save period, if none comes)" if window else " (no save period known: now)"),
+                event=True,
+            )
+            self._save_ledger()
+        window = self.run.save_window_seconds or 0.0
+        since = self.ledger.stop_requested_step
+        saved = latest is not None and since is not None and latest > since  # 0: no checkpoint yet
+        if not saved and now - self.ledger.stop_requested_at < window:
+            return Decision(Action.WAIT, f"budget reached; {job.submission_id} stops after its next complete checkpoint (newer than step_{since or 0})")
+        with contextlib.suppress(submit.UnknownJob):
+            submit.stop(self.client, job.submission_id)
+        why = f"after its checkpoint step_{latest}" if saved else "at once: no complete checkpoint within one save period"
+        record.note = f"stopped by the budget {why}"
+        self._note(f"budget: stopped {job.submission_id} {why} (${spent:,.2f} of ${budget:,.2f})", event=True)
+        self._save_ledger()
+        return Decision(Action.DONE, f"job.budgetUsd ${budget:,.2f} spent: stopped {job.submission_id} {why}")
+
     def _resubmit(self, decision: Decision) -> Decision:
         from workloads import run_owner, submit
 
+        if self.ledger.budget_usd is not None and (self.ledger.spend(self.clock()) or 0) >= self.ledger.budget_usd:
+            return dataclasses.replace(
+                decision, action=Action.GIVE_UP,
+                reason=f"{decision.reason}: not resubmitted, job.budgetUsd ${self.ledger.budget_usd:,.2f} is spent",
+            )
         jobs = submit._guard(self.client.get_address(), self.client.list_jobs)
         busy = run_owner.running_gate(jobs, self.spec.stack)
         if busy is not None:  # whoever runs it (the deploy, a user, this watcher): it holds every GPU
@@ -593,8 +735,25 @@ class Watcher:
         if capacity_waits:
             meta[META_CAPACITY_WAITS] = str(capacity_waits)
         # Not created when someone (a user, another watcher, the deploy) submitted this very attempt first: that is the job.
+        from workloads import checkpoints
+        from workloads.ledger import Attempt
+
+        cleaned: list[str] = []
+        if self.run.checkpoint_dir:
+            # No attempt runs now: a `tmp_step_<N>` is a dead run's partial save, which NeMo-RL would
+            # reuse with its stale shards (workloads/checkpoints.py).
+            cleaned = checkpoints.clean_partial(self.run.checkpoint_dir)
+        resume = self._latest_checkpoint()
         job_id, _ = submit.submit_attempt(self.client, self.spec, attempt, meta)
         self.resubmitted.append(job_id)
+        if self.ledger.find(job_id) is None:
+            self.ledger.attempts.append(Attempt(attempt, job_id, self.clock(), self.run.node_count, resume_step=resume or 0, cleaned=cleaned))
+            self._save_ledger()
+        if resume is not None:
+            start = f"resumes from step_{resume}" if resume else "starts at step 0 (no complete checkpoint)"
+            removed = f"; removed the partial save(s) {', '.join(cleaned)}" if cleaned else ""
+            self._note(f"attempt {attempt} ({job_id}) {start}{removed}", event=True)
+            self._save_ledger()
         self._remember(Seen(self.spec.spec_hash, job_id, attempt, restarts, capacity_waits, status="PENDING"))
         return job_id
 
@@ -612,6 +771,7 @@ def watch(
     state: Optional[Path] = None,
     until: Optional[Callable[[Decision], bool]] = None,
     gate: Optional["GateSetup"] = None,
+    run: Optional["RunPlan"] = None,
 ) -> Decision:
     """Check the spec's job every `policy.check_interval_seconds` and resubmit it after a preemption.
 
@@ -624,7 +784,12 @@ def watch(
     """
     from workloads import submit
 
-    watcher = Watcher(client, spec, policy, clock=clock, state=StateFile(state) if state is not None else None, gate=gate)
+    from workloads.ledger import LedgerFile, ledger_path
+
+    watcher = Watcher(
+        client, spec, policy, clock=clock, state=StateFile(state) if state is not None else None, gate=gate, run=run,
+        ledger=LedgerFile(ledger_path(state)) if state is not None else None,
+    )
     last_line = None
     while True:
         try:
@@ -633,9 +798,14 @@ def watch(
             decision = Decision(Action.WAIT, f"cannot look at the job: {err}")
         if heartbeat is not None:
             _touch(heartbeat)
+        stamp = time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(clock()))
+        if out is not None:
+            for note in watcher.notes:
+                out.write(note + "\n" if note.startswith("{") else f"{stamp} {spec.submission_id} {note}\n")
+        watcher.notes.clear()
         line = f"{decision.action.value}: {decision.reason}"
         if out is not None and (line != last_line or decision.action is Action.RESUBMIT):
-            out.write(f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(clock()))} {spec.submission_id} {line}\n")
+            out.write(f"{stamp} {spec.submission_id} {line}\n")
             out.flush()
         last_line = line
         if once or (until is not None and until(decision)):

@@ -266,3 +266,48 @@ def submit_gated(
     job_id, created = submit.submit_attempt(client, spec, attempt)
     return submit.SubmitResult(job_id, submit.status(client, job_id), created=created, stopped=stopped), outcome.report
 
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """What the run's owner needs besides the `JobSpec`: plain values decided at plan time, shipped to the
+    watcher as `run.json` of its ConfigMap (`infra.watcher_deployment.run_plan_for_stack` builds it)."""
+
+    gate_policy: str = "off"
+    gate_plan: Optional[dict] = None
+    """`GatePlan.to_dict()`; None: no gate."""
+    checkpoint_dir: Optional[str] = None
+    """Where the owner reads the run's checkpoints (in the watcher pod: its mount of them); None: not visible."""
+    node_count: int = 0
+    """GPU nodes an attempt holds (the pool's)."""
+    node_hour_usd: Optional[float] = None
+    """The plan's price of one GPU node-hour at the pool's provisioning; None: spend not known."""
+    budget_usd: Optional[float] = None
+    """`job.budgetUsd`; None: no budget."""
+    save_period: Optional[int] = None
+    """`checkpointing.save_period` of the job (steps)."""
+    step_seconds: Optional[float] = None
+    """The plan's estimate of one training step."""
+
+    @property
+    def gate(self) -> GateSetup:
+        return GateSetup(self.gate_policy, GatePlan.from_dict(self.gate_plan) if self.gate_plan else None)
+
+    @property
+    def save_window_seconds(self) -> Optional[float]:
+        """One save period in seconds: how long a budget stop waits for the next checkpoint."""
+        if not self.save_period or not self.step_seconds:
+            return None
+        return self.save_period * self.step_seconds
+
+    def to_dict(self) -> dict[str, Any]:
+        import dataclasses
+
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "RunPlan":
+        import dataclasses
+
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})

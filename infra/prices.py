@@ -1,0 +1,114 @@
+"""The dated price table data/prices.yaml, read once for the program and the offline plan alike.
+
+The offline plan prices the whole stack with it (tools/cost.py); the program needs one number of it:
+what a GPU node-hour of the pool's provisioning costs, which the preemption watcher multiplies by the
+node-hours of each attempt (the run ledger, workloads/ledger.py). Both read it through `PriceTable`,
+with the stack's `cost.priceOverrides` applied, so the plan's price and the ledger's are the same.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Mapping, Optional
+
+import yaml
+
+PRICES_FILE = Path(__file__).resolve().parent.parent / "data" / "prices.yaml"
+
+
+class PriceError(KeyError):
+    """A price the table does not have."""
+
+    def __str__(self) -> str:  # KeyError quotes its message otherwise
+        return str(self.args[0])
+
+
+@dataclass(frozen=True)
+class Price:
+    key: str
+    region: str
+    value: float
+    unit: str
+    section: str
+    as_of: str
+    estimate: Optional[str] = None
+    """Why the number is an estimate; None when it was read from the cited source."""
+    overridden: bool = False
+
+
+@lru_cache(maxsize=4)
+def _load(path: str) -> dict[str, Any]:
+    return yaml.safe_load(Path(path).read_text())
+
+
+class PriceTable:
+    """data/prices.yaml with `cost.priceOverrides` applied."""
+
+    def __init__(self, doc: Mapping[str, Any], overrides: Optional[Mapping[str, float]] = None):
+        self.doc = doc
+        self.hours_per_month = float(doc.get("hours_per_month", 730))
+        self.currency = doc.get("currency", "USD")
+        self._keys: dict[str, str] = {}
+        for name, section in (doc.get("sections") or {}).items():
+            for key in section.get("prices") or {}:
+                self._keys[key] = name
+        self.overrides = dict(overrides or {})
+        unknown = sorted(set(self.overrides) - set(self._keys))
+        if unknown:
+            raise PriceError(f"unknown price key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(self._keys))}")
+
+    @classmethod
+    def load(cls, overrides: Optional[Mapping[str, float]] = None, path: Path = PRICES_FILE) -> "PriceTable":
+        return cls(_load(str(path)), overrides)
+
+    def keys(self) -> list[str]:
+        return sorted(self._keys)
+
+    def section(self, name: str) -> dict[str, Any]:
+        return self.doc["sections"][name]
+
+    def has(self, key: str) -> bool:
+        return key in self._keys
+
+    def get(self, key: str, region: str) -> Price:
+        if key not in self._keys:
+            raise PriceError(f"no price {key!r} in {PRICES_FILE.name}")
+        name = self._keys[key]
+        section = self.section(name)
+        unit, as_of = section.get("unit", ""), str(section.get("as_of", ""))
+        if key in self.overrides:
+            return Price(key, region, float(self.overrides[key]), unit, name, as_of, overridden=True)
+        by_region = section["prices"][key]
+        if region in by_region:
+            value, estimate = _entry(by_region[region])
+            return Price(key, region, value, unit, name, as_of, estimate)
+        fallback = self.doc.get("fallback") or {}
+        base = fallback.get("base_region", "us-central1")
+        if base not in by_region:
+            raise PriceError(f"no price {key!r} for region {region!r} nor the fallback base {base!r}")
+        value, _ = _entry(by_region[base])
+        multiplier = float(fallback.get("default_multiplier", 1.0))
+        for prefix, m in (fallback.get("prefix_multipliers") or {}).items():
+            if region.startswith(prefix):
+                multiplier = float(m)
+                break
+        return Price(key, region, value * multiplier, unit, name, as_of, f"{base} price x {multiplier:g} (fallback rule for {region})")
+
+
+def _entry(raw: Any) -> tuple[float, Optional[str]]:
+    if isinstance(raw, Mapping):
+        return float(raw["value"]), str(raw.get("estimate") or "") or None
+    return float(raw), None
+
+
+def gpu_node_hour_usd(table: PriceTable, machine_type: str, region: str, *, spot: bool, autopilot: bool = False) -> float:
+    """One GPU node-hour of `machine_type` as the pool obtains it: the spot price for spot capacity, else the
+    on-demand list price (reserved and flex-start capacity are billed on their own terms; the plan shows
+    them at that price too, tools/cost.py), plus the Autopilot premium on Autopilot. Raises `PriceError`."""
+    kind = "spot" if spot else "onDemand"
+    value = table.get(f"gpu.{machine_type}.{kind}", region).value
+    if autopilot:
+        value += table.get(f"autopilot.{machine_type}.premium.{kind}", region).value
+    return value
