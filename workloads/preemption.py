@@ -18,6 +18,9 @@ Classifier (`classify`), applied to a FAILED job, first match wins. It reads wha
 last 20,000 characters of the driver's log, i.e. the traceback; and Ray's node table (the dashboard's
 state API, `/api/v0/nodes`), which keeps dead nodes with their end time and death message.
 
+On Ray 2.46 (the NeMo-RL v0.4.0 image) the server sets no `error_type`; the message its job manager
+writes stands for one instead (`RAY_246_MESSAGES`, `error_type_of`), so rules 1 and 2 hold there too.
+
 1. `error_type` says the job supervisor itself was lost or could not be placed
    (`JOB_SUPERVISOR_ACTOR_DIED`, `..._UNKNOWN_FAILURE`, `..._START_FAILURE`, `..._START_TIMEOUT`,
    `..._UNSCHEDULABLE`): the driver's host went away while the head survived -> preemption-like.
@@ -33,9 +36,11 @@ state API, `/api/v0/nodes`), which keeps dead nodes with their end time and deat
    available", or "Timed out waiting for placement groups to be ready" (180 s, not retried) ->
    capacity wait: the GPUs were not back yet. Resubmitted once the GPUs are alive in Ray, and NOT
    counted as a restart (at most `CAPACITY_WAIT_LIMIT` in a row).
-5. The driver died of a signal: exit code -9/-15 (killed directly) or 137/143 (128+9/15, the shell
-   Ray starts the entrypoint with reports its child's signal that way; checked on Ray 2.60) -> preemption-like
-   (GKE stops pods of a preempted node with SIGTERM, then SIGKILL).
+5. The driver died of a signal (exit code -9/-15 killed directly, or 137/143 = 128+9/15, the way the
+   shell Ray starts the entrypoint with reports its child's signal; checked on Ray 2.60). The driver
+   runs on the Ray head, on the on-demand CPU pool, never on a spot GPU node: SIGKILL (-9/137) there is
+   the out-of-memory kill of the head container -> application (raise `ray.headMemoryGib`); SIGTERM
+   (-15/143) is the head pod being stopped (a drain of its node) -> preemption-like.
 6. Ray's own reports of a lost node in the log tail: `NodeDiedError`, "node has died", "marked dead",
    "raylet died", `LocalRayletDiedError` -> preemption-like. The word "preempt" is NOT evidence: a
    config dump or a user's print may contain it; what a node did is read from Ray (rule 3).
@@ -244,6 +249,36 @@ INFRA_ERROR_TYPES = frozenset(
 )
 APPLICATION_ERROR_TYPES = frozenset({"RUNTIME_ENV_SETUP_FAILURE", "JOB_ENTRYPOINT_COMMAND_START_ERROR"})
 SIGNAL_EXIT_CODES = {-9: "SIGKILL", -15: "SIGTERM", 137: "SIGKILL", 143: "SIGTERM"}
+HEAD_OOM_EXIT_CODES = frozenset({-9, 137})
+"""The driver runs on the Ray head (KubeRay's head pod on the on-demand CPU pool: Ray's job manager
+places the supervisor on the head unless RAY_JOB_ALLOW_DRIVER_ON_WORKER_NODES, ray/dashboard/modules/job/
+job_manager.py), which no spot preemption takes: a SIGKILLed driver is the kernel's out-of-memory kill
+of the head container's memory cgroup. Restarting gives the same kill; raising ray.headMemoryGib does not."""
+
+# Ray 2.46 (the NeMo-RL v0.4.0 image) sets no `error_type`: the job manager says what happened in the
+# message only. Each prefix is the start of one f-string of ray/dashboard/modules/job/job_manager.py at
+# ray-2.46.0 (lines 174, 234, 261, 274, 285, 572), with the error type later Rays give the same case;
+# the recorded messages are tests/reference/ray-2.46.0/job_failure_messages.json. Matched only at the
+# start of a message with no driver exit code, never in a driver's log tail.
+RAY_246_MESSAGES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"Job supervisor actor failed to start within "), "JOB_SUPERVISOR_ACTOR_START_TIMEOUT"),
+    (re.compile(r"Unexpected error occurred: failed to get job supervisor\."), "JOB_SUPERVISOR_ACTOR_START_FAILURE"),
+    (re.compile(r"runtime_env setup failed: "), "RUNTIME_ENV_SETUP_FAILURE"),
+    (re.compile(r"Job supervisor actor could not be scheduled: "), "JOB_SUPERVISOR_ACTOR_UNSCHEDULABLE"),
+    (re.compile(r"Failed to start supervisor actor "), "JOB_SUPERVISOR_ACTOR_START_FAILURE"),
+    # Ray 2.46 reports the supervisor's ActorDiedError here too (later Rays split it off: line 305 at 2.60).
+    (re.compile(r"Unexpected error occurred: The actor died"), "JOB_SUPERVISOR_ACTOR_DIED"),
+    (re.compile(r"Unexpected error occurred: "), "JOB_SUPERVISOR_ACTOR_UNKNOWN_FAILURE"),
+)
+
+
+def error_type_of(info: Any) -> Optional[str]:
+    """Ray's `error_type`, or on a Ray that sets none (2.46) the type its job manager's message stands for."""
+    error_type = _value(getattr(info, "error_type", None))
+    if error_type is not None or getattr(info, "driver_exit_code", None) is not None:
+        return error_type
+    message = str(getattr(info, "message", None) or "")
+    return next((kind for pattern, kind in RAY_246_MESSAGES if pattern.match(message)), None)
 
 _CAPACITY = re.compile(r"ResourceInsufficientError|Timed out waiting for placement groups to be ready")
 _NODE_LOSS = re.compile(
@@ -285,13 +320,14 @@ def classify(info: Any, nodes: Sequence[RayNode] = ()) -> Verdict:
     `info` is a Ray `JobInfo`/`JobDetails` or anything with `error_type`, `driver_exit_code` and
     `message` (older Rays lack the first two; they read as None); `nodes` is Ray's node table.
     """
-    error_type = _value(getattr(info, "error_type", None))
+    error_type = error_type_of(info)
     exit_code = getattr(info, "driver_exit_code", None)
     message = str(getattr(info, "message", None) or "")
+    said = "Ray reports" if _value(getattr(info, "error_type", None)) else "Ray's message stands for"
     if error_type in INFRA_ERROR_TYPES:
-        return Verdict(Cause.PREEMPTION, f"Ray reports {error_type}")
+        return Verdict(Cause.PREEMPTION, f"{said} {error_type}")
     if error_type in APPLICATION_ERROR_TYPES:
-        return Verdict(Cause.APPLICATION, f"Ray reports {error_type}")
+        return Verdict(Cause.APPLICATION, f"{said} {error_type}")
     lost = gpu_nodes_lost_during(info, nodes)
     if lost:
         node = lost[0]
@@ -300,8 +336,14 @@ def classify(info: Any, nodes: Sequence[RayNode] = ()) -> Verdict:
     found = _CAPACITY.search(message)
     if found:
         return Verdict(Cause.CAPACITY, f"NeMo-RL gave up waiting for GPUs ({found.group(0)!r})")
+    if exit_code in HEAD_OOM_EXIT_CODES:
+        return Verdict(
+            Cause.APPLICATION,
+            f"the driver on the Ray head was killed by SIGKILL (exit code {exit_code}): an out-of-memory kill on the "
+            "head, which no preemption takes; raise ray.headMemoryGib",
+        )
     if exit_code in SIGNAL_EXIT_CODES:
-        return Verdict(Cause.PREEMPTION, f"the driver was killed by {SIGNAL_EXIT_CODES[exit_code]} (exit code {exit_code})")
+        return Verdict(Cause.PREEMPTION, f"the driver was killed by {SIGNAL_EXIT_CODES[exit_code]} (exit code {exit_code}): its pod was stopped")
     for pattern, cause in ((_NODE_LOSS, Cause.PREEMPTION), (_OWN_FAULT, Cause.APPLICATION), (_ACTOR_LOSS, Cause.PREEMPTION)):
         found = pattern.search(message)
         if found:
