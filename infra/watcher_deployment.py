@@ -105,6 +105,13 @@ def dashboard_address(head_service: str, namespace: str) -> str:
     return f"http://{head_service}.{namespace}.svc:{DASHBOARD_PORT}"
 
 
+def ledger_on_lustre(mount_path: str, stack: str) -> str:
+    """Where the run ledger is on Lustre as the Ray head mounts it (`python -m workloads status` reads it there)."""
+    from workloads.ledger import ledger_path
+
+    return str(ledger_path(posixpath.join(posixpath.normpath(mount_path), STATE_SUBPATH, f"{stack}.json")))
+
+
 def state_file(stack: str) -> str:
     """The watcher's state file in its pod (one per stack; a new spec's watcher ignores an old spec's)."""
     return f"{STATE_DIR}/{stack}.json"

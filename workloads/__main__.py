@@ -2,7 +2,7 @@
 
     python -m workloads submit [--stack NAME] [--dry-run] [--gate POLICY] [--wait [--timeout S]]
     python -m workloads gate   [--stack NAME]   (the acceptance gate on demand: GPUs, fabric, Lustre)
-    python -m workloads status [--stack NAME] [--job ID] [--wait [--timeout S]]
+    python -m workloads status [--stack NAME] [--job ID] [--wait [--timeout S]] [--ledger-file PATH]
     python -m workloads logs   [--stack NAME] [--job ID] [--follow] [--tail N]
     python -m workloads stop   [--stack NAME] [--job ID]
     python -m workloads list   [--stack NAME]
@@ -331,7 +331,34 @@ def cmd_status(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
     details = submit.info(client, job_id)
     message = f"  {details.message}" if details.message else ""
     out.write(f"{job_id}  {details.status}{message}\n")
+    _print_ledger(args, client, stack, out)
     return EXIT_OK
+
+
+def _print_ledger(args: argparse.Namespace, client, stack: Stack, out: TextIO) -> None:
+    """The run ledger (every attempt: cause, node-hours, steps lost, spend) as a table, read from
+    `--ledger-file` or, through a small Ray job, from the head's Lustre mount where the watcher keeps it."""
+    import time
+
+    from workloads import ledger as run_ledger
+    from workloads import submit
+
+    if args.ledger_file:
+        found = run_ledger.LedgerFile(args.ledger_file).load(stack.name, build_spec(stack).submission_id)
+        found = found if found.attempts or found.events else None
+    else:
+        from infra.watcher_deployment import ledger_on_lustre
+
+        try:
+            found = run_ledger.read_on_head(client, ledger_on_lustre(stack.config.ray.mount_path, stack.name), stack=stack.name)
+        except submit.JobError as err:
+            out.write(f"run ledger: not readable ({err})\n")
+            return
+    if found is None:
+        out.write("run ledger: none yet (the preemption watcher writes it once it sees an attempt)\n")
+        return
+    for line in run_ledger.table(found, time.time()):
+        out.write(line + "\n")
 
 
 def cmd_logs(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
@@ -519,8 +546,9 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--wait", action="store_true", help="wait until the job ends, showing its status")
     s.add_argument("--timeout", type=cli_args.seconds(positive=True), help="with --wait: give up after this many seconds (exit 4)")
     sub.add_parser("gate", parents=[common], help="run the acceptance gate (GPUs, fabric, Lustre) on the cluster now")
-    s = sub.add_parser("status", parents=[common], help="show a job's status")
+    s = sub.add_parser("status", parents=[common], help="show a job's status and the run ledger")
     s.add_argument("--job", help="submission id; default the stack's newest job")
+    s.add_argument("--ledger-file", metavar="PATH", help="read the run ledger from PATH instead of the head's Lustre mount")
     s.add_argument("--wait", action="store_true", help="wait until the job ends, showing its status")
     s.add_argument("--timeout", type=cli_args.seconds(positive=True), help="with --wait: give up after this many seconds (exit 4)")
     s = sub.add_parser("logs", parents=[common], help="print a job's log")

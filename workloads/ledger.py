@@ -158,3 +158,40 @@ def table(ledger: Ledger, now: float) -> list[str]:
     lines.append(summary)
     lines += [f"  {e}" for e in ledger.events]
     return lines
+
+
+META_PROBE = "nemo-rl-gke/probe"
+"""Ray job metadata of a read-only helper job (neither a training attempt nor a gate run)."""
+_BEGIN, _END = "NEMO_RL_GKE_LEDGER_BEGIN", "NEMO_RL_GKE_LEDGER_END"
+
+
+def read_on_head(client: Any, path: str, *, stack: str, timeout: float = 120.0) -> Optional[Ledger]:
+    """The ledger at `path` on the Ray head's Lustre mount, read by a tiny Ray job (the driver runs on the
+    head, which mounts Lustre; nothing else of the cluster is reachable from the user's machine but the
+    Job API). None when there is no ledger there yet. Raises `submit.JobError`s."""
+    import shlex
+    import time as _time
+
+    from workloads import submit
+
+    job_id = f"{stack}-ledger-{_time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+    quoted = shlex.quote(path)
+    submit._guard(
+        client.get_address(),
+        lambda: client.submit_job(
+            entrypoint=f"echo {_BEGIN}; cat {quoted} 2>/dev/null; echo; echo {_END}",
+            submission_id=job_id,
+            metadata={META_PROBE: stack},
+        ),
+    )
+    submit.wait(client, job_id, timeout=timeout, poll_interval=0.5)
+    text = "".join(submit.logs(client, job_id))
+    with contextlib.suppress(submit.JobError):
+        client.delete_job(job_id)
+    body = text.split(_BEGIN, 1)[-1].split(_END, 1)[0].strip()
+    if not body:
+        return None
+    try:
+        return Ledger.from_dict(json.loads(body))
+    except (ValueError, TypeError):
+        return None

@@ -672,7 +672,6 @@ class Watcher:
             record.steps_lost = 0
         elif record.saved_step is not None:
             record.steps_lost = checkpoints.steps_lost(last, max(record.saved_step, record.resume_step))
-        self._save_ledger()
         spend = self.ledger.attempt_spend(record, now)
         lost = "steps lost not known" if record.steps_lost is None else f"{record.steps_lost} step(s) lost"
         saved = "no checkpoint visible" if record.saved_step is None else f"last complete checkpoint step_{record.saved_step}"
@@ -683,6 +682,7 @@ class Watcher:
             + ("" if spend is None else f", ${spend:,.2f}"),
             event=True,
         )
+        self._save_ledger()
         # One JSON line per ended attempt: Cloud Logging parses it into jsonPayload, and the dashboard's
         # log-based metrics count it (infra/observability.py).
         self.notes.append(json.dumps({
