@@ -144,3 +144,103 @@ def test_submit_by_hand_waits_for_a_running_gate_and_submits_nothing_after_its_f
     assert f"acceptance gate {spec.submission_id}-gate-1 is running; nothing is submitted while a gate runs" in out.getvalue()
     assert err.getvalue().startswith("error: acceptance gate FAILED: gpus: gke-dev-gpu-1: 6 of 8")
     assert jobs.list_jobs(client, "dev") == []
+
+
+TRAIN = """
+import os, sys
+d = {ckpt!r}
+os.makedirs(d, exist_ok=True)
+done = sorted(n for n in os.listdir(d) if n.startswith('step_'))
+def step(k):
+    print('========================= Step %d/3 =========================' % k, flush=True)
+if done:
+    print('resuming from', done[-1], 'partial saves left:', sorted(n for n in os.listdir(d) if n.startswith('tmp_')), flush=True)
+    step(2); step(3)
+    sys.exit(0)
+step(1)
+os.makedirs(os.path.join(d, 'step_1'))
+step(2)
+os.makedirs(os.path.join(d, 'tmp_step_2'))  # killed mid-save
+raise RuntimeError('collective timed out')  # a plain failure: only Ray's node table shows the lost GPU node
+"""
+
+
+def fake_gpu_node(name: str, state: str = "ALIVE", end_ms=None) -> dict:
+    return {
+        "node_id": f"{name}-{'0' * 40}", "node_ip": f"10.0.3.{len(name)}", "state": state, "end_time_ms": end_ms,
+        "resources_total": {"GPU": 8.0, "CPU": 1.0}, "state_message": "health check failed due to missing too many heartbeats" if end_ms else "",
+    }
+
+
+class FakedNodes(Watcher):
+    """The local head has one node and no GPU: Ray's node table is the real one plus `extra` GPU nodes."""
+
+    extra: list[dict] = []
+
+    def _node_rows(self):
+        return [*super()._node_rows(), *self.extra]
+
+
+def settle(watcher: Watcher, want: Action, log: list[str], timeout: float = 180.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        decision = watcher.step()
+        log.append(f"{decision.action.value}: {decision.reason}")
+        log.extend(watcher.notes)
+        watcher.notes.clear()
+        if decision.action is want:
+            return decision
+        assert decision.action is Action.WAIT and time.monotonic() < deadline, "\n".join(log)
+        time.sleep(0.5)
+
+
+def test_a_preemption_leads_to_a_new_gate_on_the_new_nodes_then_a_resubmission_that_resumes(head, client, tmp_path):
+    stack, ckpt = "t-own-preempt", tmp_path / "ckpt"
+    spec = spec_of(stack, TRAIN.format(ckpt=str(ckpt)))
+    (tmp_path / "lustre").mkdir()
+    run = run_owner.RunPlan(
+        gate_policy="enforce", gate_plan=cpu_plan(tmp_path / "lustre").to_dict(), checkpoint_dir=str(ckpt),
+        node_count=1, node_hour_usd=36.0,
+    )
+    from workloads.ledger import LedgerFile
+
+    ledger = LedgerFile(tmp_path / "state" / f"{stack}.ledger.json")
+    watcher = FakedNodes(client, spec, dataclasses.replace(FAST, resubmit_missing=True), run=run, ledger=ledger)
+    watcher.extra = [fake_gpu_node("gpu-a")]
+    log: list[str] = []
+    # Attempt 1 (job.submit on, nothing on the cluster): gated first, then submitted.
+    settle(watcher, Action.RESUBMIT, log)
+    assert jobs.wait(client, spec.submission_id, timeout=120, poll_interval=0.2) == JobStatus.FAILED
+    first = jobs.info(client, spec.submission_id)
+    # The spot node under it was preempted while it ran; GKE brought a replacement.
+    watcher.extra = [fake_gpu_node("gpu-a", "DEAD", end_ms=first.end_time - 1000), fake_gpu_node("gpu-b")]
+    resubmitted = settle(watcher, Action.RESUBMIT, log)
+    assert "preemption-like (Ray lost GPU node 10.0.3.5 during the attempt" in resubmitted.reason, resubmitted
+    assert jobs.wait(client, f"{spec.submission_id}-r2", timeout=120, poll_interval=0.2) == JobStatus.SUCCEEDED
+    assert settle(watcher, Action.DONE, log).reason == "attempt 2 succeeded"
+    text = "\n".join(log)
+
+    # One gate per attempt; the second ran on the new node set, after the preempted attempt and before its resubmission.
+    runs = run_owner.gate_runs(client.list_jobs(), stack)
+    assert [(r.submission_id, r.metadata[run_owner.META_GATE_FOR]) for r in runs] == [
+        (f"{spec.submission_id}-gate-1", spec.submission_id),
+        (f"{spec.submission_id}-r2-gate-1", f"{spec.submission_id}-r2"),
+    ]
+    assert "gpu-b" in runs[1].metadata[run_owner.META_GATE_NODES] and "gpu-a" not in runs[1].metadata[run_owner.META_GATE_NODES]
+    assert all(str(r.status) == "SUCCEEDED" for r in runs), text
+    second = jobs.info(client, f"{spec.submission_id}-r2")
+    assert first.end_time <= runs[1].start_time and runs[1].end_time <= second.start_time, text
+    # It resumed from the last complete step_N, the dead partial save removed first, and the loss is reported.
+    assert "resuming from step_1 partial saves left: []" in "".join(jobs.logs(client, second.submission_id))
+    assert (
+        f"attempt 1 ({spec.submission_id}) ended: preemption-like, was in step 2; resumed from step 0, "
+        "last complete checkpoint step_1: 1 step(s) lost"
+    ) in text
+    assert f"attempt 2 ({spec.submission_id}-r2) resumes from step_1; removed the partial save(s) tmp_step_2" in text
+    metric = [json.loads(line) for line in log if line.startswith("{")]
+    assert [(m["attempt"], m["cause"], m["stepsLost"]) for m in metric] == [(1, "preemption-like", 1), (2, "succeeded", 0)]
+    saved = ledger.load(stack, spec.submission_id)
+    assert [(a.attempt, a.cause, a.resume_step, a.steps_lost, a.cleaned) for a in saved.attempts] == [
+        (1, "preemption-like", 0, 1, []), (2, "succeeded", 1, 0, ["tmp_step_2"]),
+    ]
+    assert all(a.node_hours(0) > 0 for a in saved.attempts) and saved.spend(0) > 0
