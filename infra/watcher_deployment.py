@@ -56,6 +56,8 @@ if TYPE_CHECKING:
 
 COMPONENT_TYPE = "nemo-rl-gke:infra:PreemptionWatcher"
 NAME = "preemption-watcher"
+CONTAINER = "watcher"
+"""The watcher's container: its log lines (one JSON line per ended attempt) feed the dashboard's log-based metrics."""
 CONFIG_DIR = "/config"
 SPEC_KEY = "spec.json"
 RUN_KEY = "run.json"
@@ -200,7 +202,7 @@ def deployment_manifest(
                     "terminationGracePeriodSeconds": 10,
                     "containers": [
                         {
-                            "name": "watcher",
+                            "name": CONTAINER,
                             "image": image,
                             "imagePullPolicy": "IfNotPresent",
                             "command": watcher_command(dashboard_address(head_service, namespace), policy, stack),
