@@ -367,3 +367,22 @@ def test_a_user_override_of_a_data_key_the_recipes_image_does_not_read_names_the
         "allowed: data.train.*, data.validation.*, data.default.* and the other keys it reads (the flat ones went "
         "with v0.6)"
     )
+
+
+def test_a_pool_whose_data_parallel_size_does_not_divide_the_batch_is_refused_with_the_key_and_the_counts_that_fit():
+    # b200 at 6 nodes: 48 GPUs / (TP 4 x PP 4) = DP 3, and the recipe's batch of 256 does not split in 3.
+    from conftest import run_plan
+    from infra.config import ConfigError
+
+    with pytest.raises(ConfigError) as info:
+        run_plan("b200", gpuPool={"nodeCount": 6, "provisioning": "spot"})
+    message = str(info.value)
+    assert message.startswith("nemo-rl-gke:gpuPool.nodeCount: recipe 'qwen2.5-72b-deepscaler' on 6 node(s)"), message
+    assert "data parallel 3, which does not divide policy.train_global_batch_size 256" in message and "\n" not in message
+    assert message.endswith("allowed: gpuPool.nodeCount 2, 4, 8, 16, 32, 64"), message
+    # 8 nodes (DP 4) fit the recipe as it is; the batch the check reads is the last override's.
+    b200 = cli.load_stack("b200").config
+    build_job(b200.recipe, b200.job, pool("b200", 8), "/lustre", "b200", False)
+    with pytest.raises(JobBuildError, match="does not divide policy.train_global_batch_size 250"):
+        build_job(b200.recipe, b200.job.model_copy(update={"overrides": ("policy.train_global_batch_size=250",)}),
+                  pool("b200", 8), "/lustre", "b200", False)

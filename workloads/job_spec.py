@@ -202,14 +202,28 @@ NEMO_RL_DEFAULT_SAVE_PERIOD = 10
 """`checkpointing.save_period` of NeMo-RL's examples/configs/grpo_math_1B.yaml, which every recipe's config inherits."""
 
 
+def _last_value(recipe: Recipe, user_overrides: "tuple[str, ...] | list[str]", key: str) -> "str | None":
+    """The value the last of the recipe's then the user's overrides gives `key`, or None."""
+    value = None
+    for override in (*recipe.overrides, *user_overrides):
+        name, sep, text = override.lstrip("+").partition("=")
+        if sep and name == key:
+            value = text.strip()
+    return value
+
+
+def _last_int(recipe: Recipe, user_overrides: "tuple[str, ...] | list[str]", key: str, default: int) -> int:
+    value = _last_value(recipe, user_overrides, key)
+    return int(value) if value is not None and value.isdigit() else default
+
+
 def save_period(recipe: Recipe, user_overrides: "tuple[str, ...] | list[str]" = ()) -> int:
     """The job's `checkpointing.save_period`: the last of the recipe's then the user's overrides, else NeMo-RL's default."""
-    value: int = NEMO_RL_DEFAULT_SAVE_PERIOD
-    for override in (*recipe.overrides, *user_overrides):
-        key, sep, text = override.lstrip("+").partition("=")
-        if sep and key == "checkpointing.save_period" and text.strip().isdigit():
-            value = int(text)
-    return value
+    return _last_int(recipe, user_overrides, "checkpointing.save_period", NEMO_RL_DEFAULT_SAVE_PERIOD)
+
+
+def train_global_batch_size(recipe: Recipe, user_overrides: "tuple[str, ...] | list[str]" = ()) -> int:
+    return _last_int(recipe, user_overrides, "policy.train_global_batch_size", recipe.config_train_global_batch_size)
 
 
 def log_dir(mount_path: str, stack: str, recipe: str) -> str:
@@ -256,7 +270,7 @@ _OWNER = {
 }
 
 
-def _check_fit(recipe: Recipe, par: Parallelism, pool: PoolShape) -> None:
+def _check_fit(recipe: Recipe, par: Parallelism, pool: PoolShape, user_overrides: "tuple[str, ...] | list[str]" = ()) -> None:
     """Refuse layouts NeMo-RL would only reject (or hang on) after the job started.
 
     The stack config already refuses a TP wider than a node and a pool too small for the recipe
@@ -276,6 +290,24 @@ def _check_fit(recipe: Recipe, par: Parallelism, pool: PoolShape) -> None:
         raise JobBuildError(
             f"{where}: {train_gpus} training GPUs are not a multiple of TP x PP = {par.model_parallel_gpus}; "
             "pick a gpuPool.nodeCount (or tensor/pipeline parallel sizes in job.overrides) that is"
+        )
+    # NeMo-RL splits each training batch over the data-parallel ranks and asserts it splits evenly
+    # (nemo_rl/models/policy/lm_policy.py `Policy.train` -> `shard_by_batch_size(dp_size, batch_size=
+    # train_global_batch_size)`, nemo_rl/distributed/batched_data_dict.py "Batch size ... is not a
+    # multiple of shards", v0.4.0 ... v0.6.0): a pool that does not fit fails at the first step.
+    dp = train_gpus // par.model_parallel_gpus
+    batch = train_global_batch_size(recipe, user_overrides)
+    if batch % dp:
+        fits = [
+            n for n in range(max(par.min_nodes, 1), 65)
+            if (t := (n if par.colocated else n - par.generation_nodes) * gpus) > 0
+            and t % par.model_parallel_gpus == 0 and batch % (t // par.model_parallel_gpus) == 0
+        ][:6]
+        raise JobBuildError(
+            f"{where}: {train_gpus} training GPUs / (TP {par.train_tensor_parallel} x PP {par.train_pipeline_parallel}) = "
+            f"data parallel {dp}, which does not divide policy.train_global_batch_size {batch} (NeMo-RL splits each batch "
+            f"evenly over the data-parallel ranks); allowed: gpuPool.nodeCount {', '.join(map(str, fits)) or 'none up to 64'}",
+            key="gpuPool.nodeCount",
         )
     gen_gpus = train_gpus if par.colocated else par.generation_nodes * gpus
     if gen_gpus % par.generation_tensor_parallel:
@@ -403,7 +435,7 @@ def build_job(
         raise JobBuildError(f"recipe {recipe.name!r} is not the one job.recipe names ({job_cfg.recipe!r})")
     # The recipe's layout with the user's parallelism overrides applied (validated by the config).
     par = job_cfg.parallelism
-    _check_fit(recipe, par, pool)
+    _check_fit(recipe, par, pool, tuple(job_cfg.overrides))
     derived = _derived(recipe, par, job_cfg, pool, mount_path, stack, wandb_enabled)
     overrides = _merge(derived, recipe.overrides, tuple(job_cfg.overrides), recipe)
     argv = ["python", recipe.script, "--config", recipe.config_file, *overrides]
