@@ -46,7 +46,7 @@ from infra.kube_provider import MANAGED_LABELS
 from infra.options import child_options
 from infra.ray_cluster import DASHBOARD_PORT, NODE_POOL_LABEL
 from workloads.acceptance_gate import GatePlan
-from workloads.job_spec import CHECKPOINTS_DIR, JobSpec, PoolShape, checkpoint_dir, save_period
+from workloads.job_spec import CHECKPOINTS_DIR, JobSpec, PoolShape, run_checkpoint_dir, save_period
 from workloads.recipes import NemoRLImage
 from workloads.preemption import RecoveryPolicy
 from workloads.run_owner import RunPlan
@@ -422,7 +422,7 @@ def run_plan_for_stack(spec: JobSpec, cfg: "StackConfig", gpu_pool: PoolShape, g
     step time (the recipe's expected hours over its steps)."""
     recipe = cfg.recipe
     policy = cfg.gate_policy if gate_plan is not None else "off"
-    on_lustre = checkpoint_dir(cfg.ray.mount_path, spec.stack, recipe.name)
+    on_lustre = run_checkpoint_dir(recipe, cfg.job, cfg.ray.mount_path, spec.stack)
     below = posixpath.relpath(on_lustre, posixpath.join(posixpath.normpath(cfg.ray.mount_path), CHECKPOINTS_DIR))
     step = recipe.expected_hours * 3600 / recipe.max_num_steps if recipe.expected_hours else None
     return RunPlan(

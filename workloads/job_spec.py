@@ -193,9 +193,27 @@ def results_dirs() -> tuple[str, ...]:
     return (CHECKPOINTS_DIR, LOGS_DIR)
 
 
-def checkpoint_dir(mount_path: str, stack: str, recipe: str) -> str:
-    """Checkpoints on Lustre, per stack and recipe: resubmitting the same job resumes from here."""
-    return posixpath.join(_mount(mount_path), CHECKPOINTS_DIR, stack, recipe)
+def checkpoint_dir(mount_path: str, stack: str, recipe: str, key: str = "") -> str:
+    """Checkpoints on Lustre, per stack, recipe and `checkpoint_key`: resubmitting the same job resumes from here."""
+    return posixpath.join(_mount(mount_path), CHECKPOINTS_DIR, stack, recipe, *([key] if key else []))
+
+
+def checkpoint_key(recipe: Recipe, par: Parallelism, user_overrides: "tuple[str, ...] | list[str]" = ()) -> str:
+    """What makes one run's checkpoints unusable by another, as a directory name: the model (its weights'
+    shapes), `policy.max_total_sequence_length` (what the run trained for) and the training layout (backend,
+    TP, PP: NeMo-RL's DTensor and Megatron checkpoints are saved per parallel rank, and loading them into
+    another layout is not what a resubmission should find out at step 1). A spec that changes any of them
+    starts in a new directory instead of resuming from an incompatible checkpoint; a change of anything
+    else (steps, data, W&B, batch sizes) resumes where the run was."""
+    model = _last_value(recipe, user_overrides, "policy.model_name") or recipe.model
+    seq = _last_int(recipe, user_overrides, "policy.max_total_sequence_length", recipe.config_max_sequence_length)
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("_.")
+    return f"{slug}-seq{seq}-{par.backend.value}-tp{par.train_tensor_parallel}-pp{par.train_pipeline_parallel}"
+
+
+def run_checkpoint_dir(recipe: Recipe, job_cfg: "JobSettings", mount_path: str, stack: str) -> str:
+    """The run's `checkpointing.checkpoint_dir` (the job gets it; the watcher reads it)."""
+    return checkpoint_dir(mount_path, stack, recipe.name, checkpoint_key(recipe, job_cfg.parallelism, tuple(job_cfg.overrides)))
 
 
 NEMO_RL_DEFAULT_SAVE_PERIOD = 10
@@ -340,7 +358,7 @@ def _derived(
     else:
         out["policy.dtensor_cfg.tensor_parallel_size"] = par.train_tensor_parallel
     out["checkpointing.enabled"] = True
-    out["checkpointing.checkpoint_dir"] = checkpoint_dir(mount_path, stack, recipe.name)
+    out["checkpointing.checkpoint_dir"] = run_checkpoint_dir(recipe, job_cfg, mount_path, stack)
     out["logger.log_dir"] = log_dir(mount_path, stack, recipe.name)
     out["grpo.max_num_steps"] = job_cfg.max_num_steps or recipe.max_num_steps
     out["logger.wandb_enabled"] = wandb_enabled
