@@ -424,7 +424,7 @@ def run_plan_for_stack(spec: JobSpec, cfg: "StackConfig", gpu_pool: PoolShape, g
     policy = cfg.gate_policy if gate_plan is not None else "off"
     on_lustre = run_checkpoint_dir(recipe, cfg.job, cfg.ray.mount_path, spec.stack)
     below = posixpath.relpath(on_lustre, posixpath.join(posixpath.normpath(cfg.ray.mount_path), CHECKPOINTS_DIR))
-    step = recipe.expected_hours * 3600 / recipe.max_num_steps if recipe.expected_hours else None
+    step = recipe.step_seconds
     return RunPlan(
         gate_policy=policy,
         gate_plan=gate_plan.to_dict() if gate_plan is not None and policy != "off" else None,

@@ -144,6 +144,11 @@ class Recipe:
     def script(self) -> str:
         return self.image.grpo_script
 
+    @property
+    def step_seconds(self) -> "float | None":
+        """The plan's estimate of one training step: `expected_hours` over `max_num_steps`."""
+        return self.expected_hours * 3600 / self.max_num_steps if self.expected_hours else None
+
 
 # GSM8K on the v0.6 data layout, as upstream's own GSM8K configs do (examples/configs/gdpo_math_1B.yaml
 # at v0.6.0, grpo_smoke.yaml at v0.7.0): the built-in `gsm8k` dataset (nemo_rl/data/datasets/
