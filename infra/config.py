@@ -670,6 +670,15 @@ class JobConfig(_Model):
         "skips it. Default: `enforce` when `gpuPool.nodeCount` > 1, else `warn`. It holds on every attempt: the "
         "preemption watcher gates each resubmission onto the nodes that replaced the lost ones.",
     )
+    max_lost_minutes: Optional[float] = Field(
+        None,
+        ge=1,
+        le=10080,
+        description="Bound on the training one preemption may throw away, in minutes: the job's "
+        "`checkpointing.save_period` is the largest whose save cycle plus one checkpoint write stays within it "
+        "(from the plan's step time and checkpoint write time; at least 1 step). Default: the period whose writes "
+        "take at most 10 % of training time, which keeps the loss near a step.",
+    )
     budget_usd: Optional[float] = Field(
         None,
         gt=0,

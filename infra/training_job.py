@@ -27,12 +27,14 @@ from typing import Optional
 import pulumi
 import pulumi.dynamic
 
-from infra.config import PROJECT, ConfigError, StackConfig
+from infra.config import PROJECT, ConfigError, StackConfig, lustre_aggregate_mb_s
 from infra.options import child_options
 from infra.ray_cluster import DASHBOARD_PORT
 from workloads.acceptance_gate import GatePlan
 from workloads.hook import JobSubmissionProvider
-from workloads.job_spec import JobBuildError, JobSpec, PoolShape, build_job, wandb_wanted
+from workloads.job_spec import (
+    JobBuildError, JobSpec, PoolShape, build_job, checkpoint_write_seconds, derived_save_period, wandb_wanted,
+)
 
 COMPONENT_TYPE = "nemo-rl-gke:infra:TrainingJob"
 
@@ -130,6 +132,19 @@ class TrainingJob(pulumi.ComponentResource):
         )
 
 
+def checkpoint_write_seconds_for(cfg: StackConfig) -> float:
+    """The plan's estimate of writing one of the recipe's checkpoints to the stack's Lustre (the job's save
+    period is derived from it; the offline plan shows the same number, tools/sizing.py)."""
+    return checkpoint_write_seconds(
+        cfg.recipe.model_params_billion, lustre_aggregate_mb_s(cfg.lustre.capacity_gib, cfg.lustre.per_unit_storage_throughput)
+    )
+
+
+def save_period_for(cfg: StackConfig) -> int:
+    """The job's `checkpointing.save_period` (what `job_spec_for_stack` writes into the entrypoint)."""
+    return derived_save_period(cfg.recipe.step_seconds, checkpoint_write_seconds_for(cfg), cfg.job.max_lost_minutes)
+
+
 def job_spec_for_stack(stack: str, cfg: StackConfig, *, wandb_key_set: bool, pool: PoolShape) -> JobSpec:
     """The stack's job, built from the validated config and the GPU pool facts.
 
@@ -139,7 +154,10 @@ def job_spec_for_stack(stack: str, cfg: StackConfig, *, wandb_key_set: bool, poo
     project) becomes a `ConfigError` naming the key, raised before any resource exists.
     """
     try:
-        return build_job(cfg.recipe, cfg.job, pool, cfg.ray.mount_path, stack, wandb_wanted(cfg.job, wandb_key_set))
+        return build_job(
+            cfg.recipe, cfg.job, pool, cfg.ray.mount_path, stack, wandb_wanted(cfg.job, wandb_key_set),
+            checkpoint_write_seconds=checkpoint_write_seconds_for(cfg),
+        )
     except JobBuildError as err:
         raise ConfigError(f"{PROJECT}:{err.key}: {err}") from None
 

@@ -46,7 +46,7 @@ from infra.kube_provider import MANAGED_LABELS
 from infra.options import child_options
 from infra.ray_cluster import DASHBOARD_PORT, NODE_POOL_LABEL
 from workloads.acceptance_gate import GatePlan
-from workloads.job_spec import CHECKPOINTS_DIR, JobSpec, PoolShape, run_checkpoint_dir, save_period
+from workloads.job_spec import CHECKPOINTS_DIR, JobSpec, PoolShape, run_checkpoint_dir
 from workloads.recipes import NemoRLImage
 from workloads.preemption import RecoveryPolicy
 from workloads.run_owner import RunPlan
@@ -417,6 +417,8 @@ def node_hour_usd(cfg: "StackConfig") -> Optional[float]:
 
 
 def run_plan_for_stack(spec: JobSpec, cfg: "StackConfig", gpu_pool: PoolShape, gate_plan: Optional[GatePlan]) -> RunPlan:
+    from infra.training_job import save_period_for
+
     """What the watcher needs besides the spec, as plain values: the gate (policy and plan), where it sees
     the checkpoints, the pool's nodes and node-hour price, `job.budgetUsd`, the save period and the plan's
     step time (the recipe's expected hours over its steps)."""
@@ -432,6 +434,6 @@ def run_plan_for_stack(spec: JobSpec, cfg: "StackConfig", gpu_pool: PoolShape, g
         node_count=gpu_pool.node_count,
         node_hour_usd=node_hour_usd(cfg),
         budget_usd=cfg.job.budget_usd,
-        save_period=save_period(recipe, cfg.job.overrides),
+        save_period=save_period_for(cfg),
         step_seconds=round(step, 1) if step else None,
     )

@@ -71,7 +71,8 @@ def test_the_b200_stack_reproduces_the_codelab_command():
         "grpo.num_prompts_per_step=32",
         "policy.train_global_batch_size=256",
         "checkpointing.enabled=true",
-        "checkpointing.save_period=2",
+        # Not the codelab's 2: a save every step keeps a preemption's loss near one 18-min step (job.maxLostMinutes).
+        "checkpointing.save_period=1",
         "checkpointing.keep_top_k=2",
         "checkpointing.metric_name=null",
         "checkpointing.checkpoint_dir=/lustre/checkpoints/b200/qwen2.5-72b-deepscaler/Qwen_Qwen2.5-72B-Instruct-seq4096-megatron-tp4-pp4",
@@ -405,3 +406,24 @@ def test_the_checkpoint_directory_changes_with_what_makes_checkpoints_incompatib
     assert "/Qwen_Qwen2.5-7B-Instruct-seq512-" in ckpt_dir("dev", ["policy.model_name=Qwen/Qwen2.5-7B-Instruct"])
     # What does not change the checkpoint's shape resumes where the run was.
     assert ckpt_dir("h200", ["grpo.num_prompts_per_step=8"]) == base
+
+
+
+def test_the_save_period_comes_from_the_bound_on_lost_work_and_the_plans_step_and_write_times():
+    from infra.training_job import save_period_for
+    from workloads.job_spec import derived_save_period
+
+    # gemma3-27b (h200): ~12 min a step, a checkpoint written in ~50 s.
+    assert derived_save_period(720, 50, None) == 1  # writes take 7 % of training at one save a step
+    assert derived_save_period(60, 50, None) == 9  # short steps: as often as 10 % write time allows
+    assert derived_save_period(720, 50, 30) == 2  # 2 x 12 min + 50 s fits in 30 min, 3 x 12 min does not
+    assert derived_save_period(720, 50, 5) == 1  # a step cannot be split
+    assert derived_save_period(None, 50, 30) == 10  # no step-time estimate: NeMo-RL's default
+    h200 = cli.load_stack("h200").config
+    assert save_period_for(h200) == 1
+    assert save_period_for(h200.model_copy(update={"job": h200.job.model_copy(update={"max_lost_minutes": 30.0})})) == 2
+    assert "checkpointing.save_period=1" in cli.build_spec(cli.load_stack("h200")).entrypoint
+    # It is the stack's: an override of it is refused, naming the key to change.
+    with pytest.raises(JobBuildError, match=r"checkpointing.save_period is derived from the stack; change job.maxLostMinutes"):
+        build_job(h200.recipe, h200.job.model_copy(update={"overrides": ("checkpointing.save_period=10",)}),
+                  pool("h200", 2), "/lustre", "h200", False)

@@ -6,6 +6,7 @@ top-level key "estimates".
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -50,7 +51,12 @@ def checkpoint_estimate(plan: Any, cfg: StackConfig, table: cost.PriceTable) -> 
     inputs = instances[0].inputs
     recipe = cfg.recipe
     steps = cfg.job.max_num_steps or recipe.max_num_steps
-    policy = sizing.CheckpointPolicy.from_overrides([*recipe.overrides, *cfg.job.overrides], steps)
+    from infra.training_job import save_period_for
+
+    # The save period the job gets (derived from job.maxLostMinutes, not an override).
+    policy = dataclasses.replace(
+        sizing.CheckpointPolicy.from_overrides([*recipe.overrides, *cfg.job.overrides], steps), save_period=save_period_for(cfg)
+    )
     return sizing.estimate(
         model=recipe.model,
         params_billion=recipe.model_params_billion,
@@ -64,15 +70,15 @@ def checkpoint_estimate(plan: Any, cfg: StackConfig, table: cost.PriceTable) -> 
 
 def preemption_loss(cfg: StackConfig, checkpoints: Optional[sizing.CheckpointEstimate], est: cost.CostEstimate) -> Optional[dict[str, Any]]:
     """What a preemption throws away at the job's `checkpointing.save_period` (the one the job and the
-    watcher get, `workloads.job_spec.save_period`) and the recipe's step time: a preemption at a random
+    watcher get, `infra.training_job.save_period_for`) and the recipe's step time: a preemption at a random
     moment loses on average half a save cycle of training, at worst a whole cycle and the save in flight;
     priced at the GPU pool's hourly cost. None without a step-time estimate."""
-    from workloads.job_spec import save_period
+    from infra.training_job import save_period_for
 
     step = cfg.recipe.step_seconds
     if not step:
         return None
-    period = save_period(cfg.recipe, cfg.job.overrides)
+    period = save_period_for(cfg)
     write = checkpoints.write_seconds if checkpoints is not None else 0.0
     expected, worst = period * step / 2, period * step + write
     gpu_per_hour = sum(i.per_hour for i in est.items if i.name.startswith("GPU nodes"))

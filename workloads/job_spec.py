@@ -30,6 +30,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import math
 import posixpath
 import re
 import shlex
@@ -58,6 +59,9 @@ class JobSettings(Protocol):
 
     @property
     def wandb_project(self) -> "str | None": ...
+
+    @property
+    def max_lost_minutes(self) -> "float | None": ...
 
 SECRET_ENV_NAMES = frozenset({"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "WANDB_API_KEY"})
 """Environment variables that carry credentials: they come from the pod, never the runtime env."""
@@ -217,7 +221,33 @@ def run_checkpoint_dir(recipe: Recipe, job_cfg: "JobSettings", mount_path: str, 
 
 
 NEMO_RL_DEFAULT_SAVE_PERIOD = 10
-"""`checkpointing.save_period` of NeMo-RL's examples/configs/grpo_math_1B.yaml, which every recipe's config inherits."""
+"""`checkpointing.save_period` of NeMo-RL's examples/configs/grpo_math_1B.yaml, which every recipe's config
+inherits: used only when the plan has no step-time estimate for the recipe."""
+CHECKPOINT_BYTES_PER_PARAM = 16
+"""Bytes per parameter of one saved training checkpoint (mixed-precision Adam; tools/sizing.py says why)."""
+SAVE_OVERHEAD = 0.10
+"""Without `job.maxLostMinutes`, a save period keeps writing checkpoints to at most this share of training time."""
+
+
+def derived_save_period(step_seconds: "float | None", write_seconds: float, max_lost_minutes: "float | None") -> int:
+    """`checkpointing.save_period` from a bound on the training one preemption may throw away.
+
+    A preemption loses the steps since the last complete checkpoint, and the save in flight: at worst
+    `save_period x step + write`. With `job.maxLostMinutes` the period is the largest that keeps that
+    within the bound (at least 1: a step cannot be split). Without one it is the smallest period whose
+    writes take at most `SAVE_OVERHEAD` of the training time, so the loss stays near a step and the
+    checkpoint's own write time instead of NeMo-RL's default of 10 steps (hours on the big recipes).
+    With no step-time estimate: NeMo-RL's default."""
+    if not step_seconds:
+        return NEMO_RL_DEFAULT_SAVE_PERIOD
+    if max_lost_minutes is not None:
+        return max(1, int((max_lost_minutes * 60 - write_seconds) // step_seconds))
+    return max(1, math.ceil(write_seconds / (SAVE_OVERHEAD * step_seconds)))
+
+
+def checkpoint_write_seconds(params_billion: float, aggregate_mb_s: float) -> float:
+    """One checkpoint written at the Lustre instance's aggregate throughput (MB/s): the best case."""
+    return params_billion * 1e9 * CHECKPOINT_BYTES_PER_PARAM / (aggregate_mb_s * 1e6) if aggregate_mb_s > 0 else 0.0
 
 
 def _last_value(recipe: Recipe, user_overrides: "tuple[str, ...] | list[str]", key: str) -> "str | None":
@@ -233,11 +263,6 @@ def _last_value(recipe: Recipe, user_overrides: "tuple[str, ...] | list[str]", k
 def _last_int(recipe: Recipe, user_overrides: "tuple[str, ...] | list[str]", key: str, default: int) -> int:
     value = _last_value(recipe, user_overrides, key)
     return int(value) if value is not None and value.isdigit() else default
-
-
-def save_period(recipe: Recipe, user_overrides: "tuple[str, ...] | list[str]" = ()) -> int:
-    """The job's `checkpointing.save_period`: the last of the recipe's then the user's overrides, else NeMo-RL's default."""
-    return _last_int(recipe, user_overrides, "checkpointing.save_period", NEMO_RL_DEFAULT_SAVE_PERIOD)
 
 
 def train_global_batch_size(recipe: Recipe, user_overrides: "tuple[str, ...] | list[str]" = ()) -> int:
@@ -279,6 +304,7 @@ _OWNER = {
     "policy.megatron_cfg.tensor_model_parallel_size": "job.recipe (its parallelism)",
     "policy.megatron_cfg.pipeline_model_parallel_size": "job.recipe (its parallelism)",
     "checkpointing.enabled": "nothing (checkpoints are how a preempted run resumes)",
+    "checkpointing.save_period": "job.maxLostMinutes (the training one preemption may lose)",
     "checkpointing.checkpoint_dir": "ray.mountPath",
     "logger.log_dir": "ray.mountPath",
     "grpo.max_num_steps": "job.maxNumSteps",
@@ -338,7 +364,8 @@ _COLOCATED = "policy.generation.colocated.enabled"
 
 
 def _derived(
-    recipe: Recipe, par: Parallelism, job_cfg: JobSettings, pool: PoolShape, mount_path: str, stack: str, wandb_enabled: bool
+    recipe: Recipe, par: Parallelism, job_cfg: JobSettings, pool: PoolShape, mount_path: str, stack: str, wandb_enabled: bool,
+    save_period: int,
 ) -> dict[str, Any]:
     """Every stack-owned key with the value this run gives it."""
     out: dict[str, Any] = {
@@ -359,6 +386,7 @@ def _derived(
         out["policy.dtensor_cfg.tensor_parallel_size"] = par.train_tensor_parallel
     out["checkpointing.enabled"] = True
     out["checkpointing.checkpoint_dir"] = run_checkpoint_dir(recipe, job_cfg, mount_path, stack)
+    out["checkpointing.save_period"] = save_period
     out["logger.log_dir"] = log_dir(mount_path, stack, recipe.name)
     out["grpo.max_num_steps"] = job_cfg.max_num_steps or recipe.max_num_steps
     out["logger.wandb_enabled"] = wandb_enabled
@@ -431,6 +459,7 @@ def build_job(
     mount_path: str,
     stack: str,
     wandb_enabled: bool,
+    checkpoint_write_seconds: float = 0.0,
 ) -> JobSpec:
     """The job that runs `recipe` on this stack.
 
@@ -441,6 +470,8 @@ def build_job(
         mount_path: where Lustre is mounted in the Ray pods (`ray.mountPath`).
         stack: the Pulumi stack name; part of paths, W&B run name and submission id.
         wandb_enabled: log to W&B (the caller knows whether the wandbApiKey secret is set).
+        checkpoint_write_seconds: the plan's estimate of writing one checkpoint to the stack's Lustre; with
+            the recipe's step time and `job.maxLostMinutes` it gives `checkpointing.save_period`.
 
     Raises:
         JobBuildError: the layout does not fit the pool, or an override fights the stack.
@@ -454,7 +485,8 @@ def build_job(
     # The recipe's layout with the user's parallelism overrides applied (validated by the config).
     par = job_cfg.parallelism
     _check_fit(recipe, par, pool, tuple(job_cfg.overrides))
-    derived = _derived(recipe, par, job_cfg, pool, mount_path, stack, wandb_enabled)
+    period = derived_save_period(recipe.step_seconds, checkpoint_write_seconds, job_cfg.max_lost_minutes)
+    derived = _derived(recipe, par, job_cfg, pool, mount_path, stack, wandb_enabled, period)
     overrides = _merge(derived, recipe.overrides, tuple(job_cfg.overrides), recipe)
     argv = ["python", recipe.script, "--config", recipe.config_file, *overrides]
     # The image's scripts, configs and data.prompt_file are relative to its checkout; a Ray job

@@ -198,7 +198,6 @@ RECIPES: dict[str, Recipe] = {
             "grpo.num_generations_per_prompt=8",
             "grpo.num_prompts_per_step=32",
             "policy.train_global_batch_size=256",
-            "checkpointing.save_period=2",
             "checkpointing.keep_top_k=2",
             "checkpointing.metric_name=null",
         ),
