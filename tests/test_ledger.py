@@ -118,3 +118,28 @@ def test_the_ledger_table_shows_every_attempt_with_its_node_hours_steps_and_spen
     assert "preemption-like" in lines[1] and "3.00" in lines[1] and "step 0" in lines[1] and "$120.00" in lines[1]
     assert "succeeded" in second and "2.00" in second and "step 10" in second and "$80.00" in second
     assert lines[3] == "2 attempt(s), 5.00 node-hours, 9 step(s) lost, spend $200.00 of the budget $1,000.00 (20 %)"
+
+
+def test_status_prints_the_job_then_the_run_ledger_as_a_table(head, client, tmp_path):
+    import io
+
+    from workloads import __main__ as cli
+    from workloads import submit as jobs
+
+    spec = cli.build_spec(cli.load_stack("dev"))
+    ledger = Ledger("dev", spec.submission_id, node_hour_usd=PRICE, budget_usd=100.0)
+    ledger.attempts = [Attempt(1, spec.submission_id, 0.0, 1, end=3600.0, cause="preemption-like", last_step=7, saved_step=5, steps_lost=2)]
+    ledger.events = ["2026-12-03 10:00 attempt 1 ended: preemption-like"]
+    LedgerFile(tmp_path / "dev.ledger.json").save(ledger)
+    job_id = "t-ledger-status-" + spec.spec_hash[:6]
+    client.submit_job(entrypoint="true", submission_id=job_id, metadata={"nemo-rl-gke/stack": "t-ledger-status"})
+    jobs.wait(client, job_id, timeout=60, poll_interval=0.2)
+    out, err = io.StringIO(), io.StringIO()
+    code = cli.main(["status", "--stack", "dev", "--address", head.address, "--job", job_id,
+                     "--ledger-file", str(tmp_path / "dev.ledger.json")], out=out, err=err)
+    assert code == 0, err.getvalue()
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith(f"{job_id}  SUCCEEDED") and lines[1].startswith("attempt  start (UTC)")
+    assert "preemption-like" in lines[2] and "$36.00" in lines[2]
+    assert lines[3] == "1 attempt(s), 1.00 node-hours, 2 step(s) lost, spend $36.00 of the budget $100.00 (36 %)"
+    assert lines[4] == "  2026-12-03 10:00 attempt 1 ended: preemption-like"
