@@ -518,9 +518,11 @@ def test_the_watcher_objects_are_valid_kubernetes_objects_holding_no_secret():
     assert set(data) == {*WATCHER_MODULES, SPEC_KEY, RUN_KEY}
     # The run's plain plan-time values: the checkpoints as the pod sees them, the pool and its price.
     run = json.loads(data[RUN_KEY])
-    assert run["checkpoint_dir"] == "/checkpoints/dev/qwen2.5-1.5b-gsm8k" and run["node_count"] == 1
+    assert run["checkpoint_dir"] == "/checkpoints/dev/qwen2.5-1.5b-gsm8k/Qwen_Qwen2.5-1.5B-Instruct-seq512-dtensor-tp1-pp1"
+    assert spec.entrypoint.count("checkpointing.checkpoint_dir=/lustre" + run["checkpoint_dir"]) == 1  # the job's own
+    assert run["node_count"] == 1
     assert run["gate_policy"] == cfg.gate_policy == "warn" and run["gate_plan"]["node_count"] == 1
-    assert run["node_hour_usd"] > 0 and run["budget_usd"] is None and run["save_period"] == 10
+    assert run["node_hour_usd"] > 0 and run["budget_usd"] is None and run["save_period"] == 1
     assert c_cmd(dep)[c_cmd(dep).index("--run-file") + 1] == f"/config/{RUN_KEY}"
     assert data["preemption.py"] == (ROOT / "workloads" / "preemption.py").read_text()
 

@@ -199,7 +199,8 @@ def test_a_preemption_leads_to_a_new_gate_on_the_new_nodes_then_a_resubmission_t
     spec = spec_of(stack, TRAIN.format(ckpt=str(ckpt)))
     (tmp_path / "lustre").mkdir()
     run = run_owner.RunPlan(
-        gate_policy="enforce", gate_plan=cpu_plan(tmp_path / "lustre").to_dict(), checkpoint_dir=str(ckpt),
+        # One gloo process per gate (the fewest torch imports): the orchestration is the real one.
+        gate_policy="enforce", gate_plan=cpu_plan(tmp_path / "lustre", gpus_per_node=1).to_dict(), checkpoint_dir=str(ckpt),
         node_count=1, node_hour_usd=36.0,
     )
     from workloads.ledger import LedgerFile

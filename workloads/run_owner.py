@@ -251,9 +251,9 @@ def submit_gated(
             retry_failed=lambda run: run.submission_id in before,
             on_line=on_line,
         )
-        if not shown or shown[-1] != outcome.reason:
+        if (not shown or shown[-1] != outcome.reason) and (gate.on or outcome.clearance is Clearance.WAIT):
             shown.append(outcome.reason)
-            if outcome.clearance is not Clearance.HELD:
+            if outcome.clearance is not Clearance.HELD:  # a held gate's line is GateFailed's message
                 on_line(outcome.reason)
         if outcome.clearance is Clearance.HELD:
             assert outcome.report is not None
