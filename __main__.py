@@ -3,27 +3,26 @@
 import pulumi
 
 from infra import config as stack_config
-from infra.autopilot_cluster import AutopilotCluster
-from infra.autopilot_pods import ray_values_for_autopilot
-from infra.cluster import GkeCluster, gpu_pool_facts, system_pool_name
+from infra.cluster_mode import cluster_mode
 from infra.gate_plan import gate_plan_for_stack
-from infra.gke_networks import GkeNetworkObjects
-from infra.image_prepull import ImagePrePull
-from infra.kube_provider import KubernetesAccess
-from infra.nccl import NcclRdmaInstaller
-from infra.nccl_autopilot import NcclRdmaInstallerAutopilot
-from infra.network import Networking
+from infra.gke_networks import GkeNetworkObjects, GkeNetworkObjectsArgs
+from infra.image_prepull import ImagePrePullArgs
+from infra.kube_provider import KubernetesAccess, KubernetesAccessArgs
+from infra.network import Networking, NetworkingArgs
 from infra.observability import build_dashboard
+from infra.placement import gpu_pool_facts, system_pool_name
 from infra.project_apis import (
     COMPUTE, CONTAINER, IAM, LOGGING, LUSTRE, MONITORING, RESOURCE_MANAGER, SERVICE_NETWORKING, SERVICE_USAGE, STORAGE,
-    ProjectApis,
+    ProjectApis, ProjectApisArgs,
 )
-from infra.ray_cluster import RAY_CLUSTER_NAME, RayCluster
+from infra.ray_cluster import RAY_CLUSTER_NAME, RayCluster, RayClusterArgs
 from infra.stack_context import StackContext
-from infra.storage import ArtifactBucket, Lustre, LustreDataGuard, lustre_port
+from infra.storage import (
+    ArtifactBucket, ArtifactBucketArgs, Lustre, LustreArgs, LustreDataGuard, LustreDataGuardArgs, lustre_port,
+)
 from infra.training_job import build_training_job, job_spec_for_stack
 from infra.watcher_deployment import build_preemption_watcher
-from infra.workload_env import LustreVolume, WorkloadEnvironment
+from infra.workload_env import LustreVolume, WorkloadEnvironment, WorkloadEnvironmentArgs
 from workloads.job_spec import results_dirs
 
 settings = stack_config.load()
@@ -31,7 +30,8 @@ cfg = settings.config
 ctx = StackContext.from_config(settings.stack, cfg)
 flavour = cfg.flavour_spec
 # `standard`: node pools this program creates; `autopilot`: GKE makes nodes for the pods (docs/autopilot.md).
-autopilot = cfg.cluster.mode == "autopilot"
+# The one choice between them (infra/cluster_mode.py): the cluster, the NCCL installer, the pre-pull, the Ray values.
+mode = cluster_mode(cfg)
 pulumi.export("flavour", cfg.flavour)
 
 # ---------------------------------------------------------------- Plan-time facts
@@ -47,55 +47,50 @@ gate_plan = gate_plan_for_stack(cfg, gpu_pool)
 # ---------------------------------------------------------------- Google Cloud
 # A new project has most of these APIs off: each component waits for the ones its resources call
 # (manageApis: false leaves them to the project's owner).
-apis = ProjectApis("apis", ctx, manage=cfg.manage_apis)
+apis = ProjectApis("apis", ProjectApisArgs(ctx, manage=cfg.manage_apis))
 # Lustre and the cluster share only the network: they are created in parallel.
 network = Networking(
-    "network", ctx, cfg.network, flavour, lustre_port(cfg.lustre_needs_legacy_port),
+    "network",
+    NetworkingArgs(ctx, cfg.network, flavour, lustre_port(cfg.lustre_needs_legacy_port)),
     opts=apis.wait_for(COMPUTE, SERVICE_NETWORKING),
 )
 lustre = Lustre(
-    "lustre", ctx, cfg.lustre, cfg.lustre_instance_id, network.primary_network, network.psa_connection,
+    "lustre",
+    LustreArgs(ctx, cfg.lustre, cfg.lustre_instance_id, network.primary_network, network.psa_connection),
     opts=apis.wait_for(LUSTRE),
 )
-cluster: GkeCluster | AutopilotCluster
-if autopilot:
-    cluster = AutopilotCluster(
-        "gke", ctx, cfg.cluster, network, cfg.lustre_needs_legacy_port, gpu_pool=gpu_pool,
-        opts=apis.wait_for(CONTAINER, IAM, RESOURCE_MANAGER),
-    )
-else:
-    cluster = GkeCluster(
-        "gke",
-        ctx,
-        cfg.cluster,
-        cfg.gpu_pool,
-        flavour,
-        network,
-        cfg.lustre_needs_legacy_port,
-        gpu_pool=gpu_pool,
-        system_pool_name=system_pool,
-        opts=apis.wait_for(CONTAINER, IAM, RESOURCE_MANAGER),
-    )
+cluster = mode.cluster(
+    "gke",
+    ctx,
+    network,
+    gpu_pool=gpu_pool,
+    system_pool_name=system_pool,
+    opts=apis.wait_for(CONTAINER, IAM, RESOURCE_MANAGER),
+)
 # `pulumi destroy` keeps the bucket (and what was exported into it) unless storage.deleteBucketOnDestroy.
 artifacts = ArtifactBucket(
     "artifacts",
-    ctx,
-    cfg.ray.namespace,
-    cfg.ray.service_account,
-    workload_pool=cluster.workload_pool,
-    delete_on_destroy=cfg.storage.delete_bucket_on_destroy,
-    adopt_existing=cfg.storage.adopt_existing_bucket,
+    ArtifactBucketArgs(
+        ctx,
+        cfg.ray.namespace,
+        cfg.ray.service_account,
+        workload_pool=cluster.workload_pool,
+        delete_on_destroy=cfg.storage.delete_bucket_on_destroy,
+        adopt_existing=cfg.storage.adopt_existing_bucket,
+    ),
     opts=apis.wait_for(STORAGE, RESOURCE_MANAGER),
 )
 # Deleted before Lustre and the bucket: exports checkpoints/ and logs/ first (lustre.exportOnDestroy),
 # and imports lustre.importFrom into a new instance.
 lustre_data = LustreDataGuard(
-    "lustre-data", ctx, cfg.lustre, lustre, artifacts, results_dirs(), opts=apis.wait_for(LUSTRE, STORAGE, SERVICE_USAGE)
+    "lustre-data",
+    LustreDataGuardArgs(ctx, cfg.lustre, lustre, artifacts, results_dirs()),
+    opts=apis.wait_for(LUSTRE, STORAGE, SERVICE_USAGE),
 )
 
 pulumi.export("clusterName", cluster.name)
 # Where API clients connect (the DNS endpoint's host name by default) and, for the IP endpoint,
-# the CA `python -m workloads` verifies it with. Public by nature: every API client is shown both.
+# the CA `python -m jobctl` verifies it with. Public by nature: every API client is shown both.
 pulumi.export("clusterEndpoint", cluster.endpoint)
 pulumi.export("controlPlaneAccess", cluster.control_plane_access)
 if cluster.ca_certificate is not None:
@@ -115,60 +110,68 @@ pulumi.export("rdmaNetworkName", network.rdma_network_name)
 # Every in-cluster object goes through one provider that authenticates with gke-gcloud-auth-plugin.
 # Objects that run on (or hold pods of) the nodes are created after, and deleted before, the node
 # pools; the GKE Network objects are not (see infra/gke_networks.py), and the provider waits for the
-# cluster through its endpoint. So `pulumi destroy` removes the Ray release first, then the
-# in-cluster objects, then the node pools and the cluster.
-kube = KubernetesAccess("kube", ctx, cluster.name, cluster.endpoint, cluster.ca_certificate, location=cluster.location)
-on_nodes = pulumi.ResourceOptions(provider=kube.provider, depends_on=list(cluster.node_pools))
-# The parameter sets name the NIC subnets: created after them, deleted before them.
-gke_networks = GkeNetworkObjects(
-    "gke-networks", gpu_pool.nics, opts=pulumi.ResourceOptions(provider=kube.provider, depends_on=network.nic_subnets)
+# cluster through its endpoint.
+# `pulumi destroy` deletes none of them through the Kubernetes API: they are `deleted_with` the
+# cluster, whose deletion takes them along, and the engine skips the delete of a resource whose
+# `deletedWith` target is deleted in the same run (pulumi/pulumi pkg/resource/deploy/step.go
+# DeleteStep.Apply, `isDeletedWith`). So a destroy finishes when the cluster is already gone, which
+# pulumi-kubernetes alone cannot do for a Helm release (provider.go Delete refuses it on an
+# unreachable cluster whatever deleteUnreachable says; pulumi/pulumi-kubernetes issue 2675). None of
+# them makes anything in the cloud that would outlive the cluster (no LoadBalancer Service, no dynamic
+# volume: tests/test_security.py). The job submission is the exception: its delete stops the job for
+# real before the Lustre export starts (infra/training_job.py).
+kube = KubernetesAccess(
+    "kube", KubernetesAccessArgs(ctx, cluster.name, cluster.endpoint, cluster.ca_certificate, location=cluster.location)
 )
-nccl: NcclRdmaInstaller | NcclRdmaInstallerAutopilot
-if autopilot:
-    # Upstream's Autopilot installer in its own namespace: GKE admits it by an allowlist of that exact spec.
-    nccl = NcclRdmaInstallerAutopilot("nccl", cfg.ray.nccl_installer_image, [gpu_pool.accelerator_type], opts=on_nodes)
-else:
-    nccl = NcclRdmaInstaller("nccl", cfg.ray.nccl_installer_image, [gpu_pool.accelerator_type], opts=on_nodes)
+on_nodes = pulumi.ResourceOptions(provider=kube.provider, depends_on=list(cluster.node_pools), deleted_with=cluster.cluster)
+# The parameter sets name the NIC subnets: created after them.
+gke_networks = GkeNetworkObjects(
+    "gke-networks",
+    GkeNetworkObjectsArgs(gpu_pool.nics),
+    opts=pulumi.ResourceOptions(provider=kube.provider, depends_on=network.nic_subnets, deleted_with=cluster.cluster),
+)
+nccl = mode.nccl_installer("nccl", cfg.ray.nccl_installer_image, [gpu_pool.accelerator_type], opts=on_nodes)
 workload = WorkloadEnvironment(
     "workload",
-    cfg.ray.namespace,
-    cfg.ray.service_account,
-    settings.secrets.hf_token,
-    settings.secrets.wandb_api_key,
-    LustreVolume.from_lustre(lustre, ctx.project),
+    WorkloadEnvironmentArgs(
+        cfg.ray.namespace,
+        cfg.ray.service_account,
+        settings.secrets.hf_token,
+        settings.secrets.wandb_api_key,
+        LustreVolume.from_lustre(lustre, ctx.project),
+    ),
     opts=on_nodes,
 )
 # The NeMo-RL image lands on every node while Lustre is still being created: waits for the pools and
-# the namespace only (not for the Lustre volume under the same component). Not on Autopilot: there are
-# no nodes before the Ray pods ask for them, so those pods pull it themselves.
-prepull: ImagePrePull | None = None
-if not autopilot:
-    prepull = ImagePrePull(
-        "image-prepull",
-        cfg.recipe.image,
-        cfg.ray.namespace,
-        [system_pool, gpu_pool.pool_name],
-        gpu_pool.taints,
-        opts=pulumi.ResourceOptions(provider=kube.provider, depends_on=[*cluster.node_pools, workload.namespace_resource]),
-    )
+# the namespace only (not for the Lustre volume under the same component). None on Autopilot.
+prepull = mode.image_prepull(
+    "image-prepull",
+    ImagePrePullArgs(cfg.recipe.image, cfg.ray.namespace, cluster.node_pool_names, gpu_pool.taints),
+    opts=pulumi.ResourceOptions(
+        provider=kube.provider, depends_on=[*cluster.node_pools, workload.namespace_resource], deleted_with=cluster.cluster
+    ),
+)
 ray_cluster = RayCluster(
     "ray",
-    cluster_name=RAY_CLUSTER_NAME,
-    ray=cfg.ray,
-    image=cfg.recipe.image,
-    environment=workload,
-    networks=gke_networks,
-    gpu_pool=gpu_pool,
-    worker=worker_fit,
-    system_pool_name=system_pool,
-    # Autopilot admits no privileged worker and needs explicit ephemeral storage (infra/autopilot_pods.py).
-    adapt_values=(lambda values: ray_values_for_autopilot(values, flavour.autopilot_pod)) if autopilot else None,
+    RayClusterArgs(
+        cluster_name=RAY_CLUSTER_NAME,
+        ray=cfg.ray,
+        image=cfg.recipe.image,
+        environment=workload,
+        networks=gke_networks,
+        gpu_pool=gpu_pool,
+        worker=worker_fit,
+        system_pool_name=system_pool,
+        adapt_values=mode.adapt_ray_values,
+    ),
     # After the data guard: an import (lustre.importFrom) lands before a job can start at step 0 and
     # overwrite it, and on destroy the export starts after the job has ended (the submission's delete
     # waits for it) and the release is uninstalled. Helm does not wait for the pods to terminate; with
     # the job over, nothing of the run is still being written. After the image pre-pull: the pods start warm.
     opts=pulumi.ResourceOptions(
-        provider=kube.provider, depends_on=[*cluster.node_pools, nccl, lustre_data, *([prepull] if prepull else [])]
+        provider=kube.provider,
+        depends_on=[*cluster.node_pools, nccl, lustre_data, *(r for r in (prepull,) if r is not None)],
+        deleted_with=cluster.cluster,
     ),
 )
 
@@ -191,6 +194,8 @@ job = build_training_job(
     ray_cluster_name=ray_cluster.cluster_name,
     # Submitted after the release, stopped before it goes, and replaced with it (infra/training_job.py).
     ray_release=ray_cluster.release,
+    # ... and with either node pool: a pool replacement (deleted first) stops the job before its nodes go.
+    node_pools=cluster.node_pools,
     gate_plan=gate_plan,
 )
 if job is not None:
@@ -212,7 +217,7 @@ watcher = build_preemption_watcher(
     lustre_claim=workload.pvc_name,
     # The watcher owns the run from here: it gates every attempt it submits (workloads/run_owner.py).
     gate_plan=gate_plan,
-    opts=pulumi.ResourceOptions(provider=kube.provider, depends_on=[ray_cluster.release]),
+    opts=pulumi.ResourceOptions(provider=kube.provider, depends_on=[ray_cluster.release], deleted_with=cluster.cluster),
 )
 if watcher is not None:
     pulumi.export("preemptionWatcherLogsCommand", watcher.logs_command)

@@ -5,13 +5,13 @@ Autopilot has no node pools: GKE creates and sizes nodes from the pods' requests
 node security itself. The cluster is regional (Autopilot clusters are), in the stack's region; the GPU
 workers select the stack's zone, where the RoCE VPC and Lustre are.
 
-Same as the Standard cluster (infra/cluster.py), with the same helpers: the primary VPC and its
-secondary ranges, multi-networking (Autopilot always runs Dataplane V2), the Ray operator add-on with
-its logging and monitoring, the Lustre CSI driver, Workload Identity, private nodes, the control plane
-through its DNS endpoint only (`cluster.controlPlaneAccess`), the maintenance window and exclusion,
-deletion protection, and a dedicated node service account (Autopilot takes it through
-`clusterAutoscaling.autoProvisioningDefaults`, the field `gcloud container clusters create-auto
---service-account` sets).
+Same as the Standard cluster (infra/cluster.py), with the same helpers (infra/gke_common.py): the
+primary VPC and its secondary ranges, multi-networking (Autopilot always runs Dataplane V2), the Ray
+operator add-on with its logging and monitoring, the Lustre CSI driver, Workload Identity, private
+nodes, the control plane through its DNS endpoint only (`cluster.controlPlaneAccess`), the maintenance
+window and exclusion, deletion protection, and a dedicated node service account (Autopilot takes it
+through `clusterAutoscaling.autoProvisioningDefaults`, the field `gcloud container clusters
+create-auto --service-account` sets).
 
 Not sent, on purpose: terraform-provider-google-beta (which pulumi-gcp bridges) declares these fields
 `ConflictsWith: enable_autopilot`, and the Terraform SDK counts a field as set when it is present,
@@ -28,34 +28,47 @@ upstream NCCL installer: infra/nccl_autopilot.py).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Optional
 
 import pulumi
 import pulumi_gcp as gcp
 
-from infra.cluster import (
+from infra.config import ClusterConfig
+from infra.gke_common import (
     CLOUD_PLATFORM_SCOPE,
     CLUSTER_TIMEOUTS,
+    ClusterNetwork,
     addons_config,
     client_endpoint,
     control_plane_settings,
     credentials_command,
+    handed_on_outputs,
     ip_allocation_policy,
     maintenance_policy,
     node_service_account,
     workload_pool_of,
 )
-from infra.config import ClusterConfig
 from infra.naming import Limit
-from infra.network import Networking
 from infra.options import child_options
 from infra.stack_context import GpuPoolFacts, StackContext
 
 COMPONENT = "gke"
 
 
+@dataclass(frozen=True)
+class AutopilotClusterArgs:
+    """What `AutopilotCluster` needs; `gpu_pool` is the plan-time facts of `infra.placement` (node labels)."""
+
+    ctx: StackContext
+    cluster: ClusterConfig
+    network: ClusterNetwork
+    legacy_lustre_port: bool
+    gpu_pool: GpuPoolFacts
+
+
 class AutopilotCluster(pulumi.ComponentResource):
-    """A regional GKE Autopilot cluster: no node pools; the same outputs as `GkeCluster`."""
+    """A regional GKE Autopilot cluster: no node pools; hands on what `infra.gke_common.ClusterComponent` lists."""
 
     cluster: gcp.container.Cluster
     name: pulumi.Output[str]
@@ -72,6 +85,7 @@ class AutopilotCluster(pulumi.ComponentResource):
     node_service_account_grants: list[gcp.projects.IAMMember]
     node_pools: list[gcp.container.NodePool]
     """Always empty: Autopilot has no node pools to wait for."""
+    node_pool_names: tuple[str, ...] = ()
     gpu_pool_facts: GpuPoolFacts
     """What workloads need to select and configure the GPU nodes (plan-time data, node labels)."""
     workload_pool: pulumi.Output[str]
@@ -80,27 +94,18 @@ class AutopilotCluster(pulumi.ComponentResource):
     node_name_prefix = "gk3"
     """How GKE starts the names of Autopilot node VMs (`gk3-<cluster>-...`)."""
 
-    def __init__(
-        self,
-        name: str,
-        ctx: StackContext,
-        cfg: ClusterConfig,
-        networking: Networking,
-        legacy_lustre_port: bool,
-        *,
-        gpu_pool: GpuPoolFacts,
-        opts: Optional[pulumi.ResourceOptions] = None,
-    ) -> None:
+    def __init__(self, name: str, args: AutopilotClusterArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("nemo-rl-gke:infra:AutopilotCluster", name, None, opts)
+        ctx, cfg = args.ctx, args.cluster
         self.location = ctx.region
         self.project = ctx.project
-        self.gpu_pool_facts = gpu_pool
+        self.gpu_pool_facts = args.gpu_pool
         self.node_pools = []
         # The caller's depends_on (e.g. the project APIs) reaches every child (infra/options.py).
         self.node_service_account, self.node_service_account_grants = node_service_account(
             self, name, ctx, child_options(self, opts)
         )
-        self._cluster(name, ctx, cfg, networking, legacy_lustre_port, opts)
+        self._cluster(name, args, opts)
         self.control_plane_access = cfg.control_plane_access
         self.endpoint, self.ca_certificate = client_endpoint(self.cluster, cfg)
         self.credentials_command = credentials_command(
@@ -110,33 +115,10 @@ class AutopilotCluster(pulumi.ComponentResource):
             dns=cfg.control_plane_access == "dns",
             location_flag="--region",
         )
-        self.register_outputs(
-            {
-                "name": self.name,
-                "endpoint": self.endpoint,
-                "controlPlaneAccess": self.control_plane_access,
-                "location": self.location,
-                "credentialsCommand": self.credentials_command,
-                "nodeServiceAccount": self.node_service_account.email,
-                "gpuPoolFacts": {
-                    "nodeCount": gpu_pool.node_count,
-                    "gpusPerNode": gpu_pool.gpus_per_node,
-                    "acceleratorType": gpu_pool.accelerator_type,
-                    "nodeSelector": gpu_pool.node_selector,
-                    "nics": [n.interface for n in gpu_pool.nics],
-                },
-            }
-        )
+        self.register_outputs(handed_on_outputs(self))
 
-    def _cluster(
-        self,
-        name: str,
-        ctx: StackContext,
-        cfg: ClusterConfig,
-        networking: Networking,
-        legacy_lustre_port: bool,
-        opts: Optional[pulumi.ResourceOptions],
-    ) -> None:
+    def _cluster(self, name: str, args: AutopilotClusterArgs, opts: Optional[pulumi.ResourceOptions]) -> None:
+        ctx, cfg, networking = args.ctx, args.cluster, args.network
         self.cluster = gcp.container.Cluster(
             f"{name}-cluster",
             name=ctx.name("gke", Limit.GKE_CLUSTER),
@@ -152,7 +134,7 @@ class AutopilotCluster(pulumi.ComponentResource):
             # (https://cloud.google.com/kubernetes-engine/docs/how-to/setup-multinetwork-support-for-pods).
             enable_multi_networking=True,
             workload_identity_config={"workload_pool": f"{ctx.project}.svc.id.goog"},
-            addons_config=addons_config(legacy_lustre_port),
+            addons_config=addons_config(args.legacy_lustre_port),
             cluster_autoscaling=autopilot_node_defaults(self.node_service_account.email),
             release_channel={"channel": cfg.release_channel},
             min_master_version=cfg.min_master_version,

@@ -33,14 +33,14 @@ from typing import Any, Optional
 from infra.config import Provisioning
 from infra.flavours import AutopilotPodLimits
 from infra.machines import AUTOPILOT_GENERAL_PURPOSE_GIB_PER_CPU
+from infra.naming import ACCELERATOR_LABEL
+from infra.pod_facts import GPU_RESOURCE
 
-ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
 ACCELERATOR_COUNT_LABEL = "cloud.google.com/gke-accelerator-count"
 SPOT_LABEL = "cloud.google.com/gke-spot"
 RESERVATION_NAME_LABEL = "cloud.google.com/reservation-name"
 RESERVATION_AFFINITY_LABEL = "cloud.google.com/reservation-affinity"
 ZONE_LABEL = "topology.kubernetes.io/zone"
-GPU_RESOURCE = "nvidia.com/gpu"
 
 READ_ONLY_HOST_PATHS = ("/home/kubernetes/bin/nvidia", "/home/kubernetes/bin/gib")
 """The host paths a GPU pod may mount, read-only: the driver libraries and the gIB plugin the NCCL

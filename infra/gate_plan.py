@@ -2,7 +2,7 @@
 
 Built once from the validated config, the GPU pool facts and data/acceptance_gate.yaml (the floors
 and their sources), and handed on: the Pulumi program passes it to the job submission's props (the
-post-deploy hook runs the gate before it submits), `python -m workloads gate|submit` calls the same
+post-deploy hook runs the gate before it submits), `python -m jobctl gate|submit` calls the same
 function for the same stack file, and the offline plan's deploy-time estimate reads it from those props.
 
 Fabric floor: `floor_fraction` x the flavour's published all_gather bus bandwidth across nodes; none on a

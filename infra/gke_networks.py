@@ -16,14 +16,15 @@ the Network names, the VPC/subnet names and the pod annotation cannot drift apar
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Optional
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from infra.stack_context import NicAttachment
-from infra.kube_provider import MANAGED_LABELS
+from infra.naming import MANAGED_LABELS
 from infra.options import child_options
+from infra.stack_context import NicAttachment
 
 API_VERSION = "networking.gke.io/v1"
 DEVICE_MODES = ("NetDevice", "RDMA")
@@ -66,6 +67,13 @@ def check_nics(nics: tuple[NicAttachment, ...]) -> None:
         raise ValueError("GkeNetworkObjects: " + "; ".join(problems))
 
 
+@dataclass(frozen=True)
+class GkeNetworkObjectsArgs:
+    """What `GkeNetworkObjects` renders: the GPU nodes' extra NICs in NIC order (`GpuPoolFacts.nics`)."""
+
+    nics: tuple[NicAttachment, ...]
+
+
 class GkeNetworkObjects(pulumi.ComponentResource):
     """One GKENetworkParamSet + Network pair per extra NIC (gvnic-1, rdma-0..7).
 
@@ -83,40 +91,39 @@ class GkeNetworkObjects(pulumi.ComponentResource):
     param_sets: list[k8s.apiextensions.CustomResource]
     networks: list[k8s.apiextensions.CustomResource]
 
-    def __init__(
-        self,
-        name: str,
-        nics: tuple[NicAttachment, ...],
-        opts: Optional[pulumi.ResourceOptions] = None,
-    ) -> None:
-        nics = tuple(nics)
+    def __init__(self, name: str, args: GkeNetworkObjectsArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+        nics = tuple(args.nics)
         check_nics(nics)  # before registering anything: a refused list leaves no half-made component
         super().__init__("nemo-rl-gke:infra:GkeNetworkObjects", name, None, opts)
         self.param_sets = []
         self.networks = []
         for nic in nics:
-            params = k8s.apiextensions.CustomResource(
-                f"{name}-params-{nic.network_object}",
-                api_version=API_VERSION,
-                kind="GKENetworkParamSet",
-                metadata={"name": nic.network_object, "labels": dict(MANAGED_LABELS)},
-                spec={"vpc": nic.vpc, "vpcSubnet": nic.subnet, "deviceMode": nic.device_mode},
-                opts=child_options(self, opts, custom_timeouts=DELETE_TIMEOUT),
-            )
-            network = k8s.apiextensions.CustomResource(
-                f"{name}-network-{nic.network_object}",
-                api_version=API_VERSION,
-                kind="Network",
-                metadata={"name": nic.network_object, "labels": dict(MANAGED_LABELS)},
-                spec={
-                    "type": "Device",
-                    "parametersRef": {"group": "networking.gke.io", "kind": "GKENetworkParamSet", "name": nic.network_object},
-                },
-                # Created after, and deleted before, the parameter set it points at.
-                opts=child_options(self, opts, depends_on=[params], custom_timeouts=DELETE_TIMEOUT),
-            )
-            self.param_sets.append(params)
-            self.networks.append(network)
+            self._objects(name, nic, opts)
         self.network_names = [nic.network_object for nic in nics]
         self.interfaces_annotation = interfaces_annotation(nics)
         self.register_outputs({"networkNames": self.network_names, "interfacesAnnotation": self.interfaces_annotation})
+
+    def _objects(self, name: str, nic: NicAttachment, opts: Optional[pulumi.ResourceOptions]) -> None:
+        """The parameter set and the Network object of one NIC."""
+        params = k8s.apiextensions.CustomResource(
+            f"{name}-params-{nic.network_object}",
+            api_version=API_VERSION,
+            kind="GKENetworkParamSet",
+            metadata={"name": nic.network_object, "labels": dict(MANAGED_LABELS)},
+            spec={"vpc": nic.vpc, "vpcSubnet": nic.subnet, "deviceMode": nic.device_mode},
+            opts=child_options(self, opts, custom_timeouts=DELETE_TIMEOUT),
+        )
+        network = k8s.apiextensions.CustomResource(
+            f"{name}-network-{nic.network_object}",
+            api_version=API_VERSION,
+            kind="Network",
+            metadata={"name": nic.network_object, "labels": dict(MANAGED_LABELS)},
+            spec={
+                "type": "Device",
+                "parametersRef": {"group": "networking.gke.io", "kind": "GKENetworkParamSet", "name": nic.network_object},
+            },
+            # Created after, and deleted before, the parameter set it points at.
+            opts=child_options(self, opts, depends_on=[params], custom_timeouts=DELETE_TIMEOUT),
+        )
+        self.param_sets.append(params)
+        self.networks.append(network)

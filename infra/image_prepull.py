@@ -25,15 +25,15 @@ Not adopted, after Google's docs:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Optional
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from infra.kube_provider import MANAGED_LABELS
-from infra.nccl import PAUSE_IMAGE
+from infra.naming import MANAGED_LABELS, NODE_POOL_LABEL
 from infra.options import child_options
-from infra.ray_cluster import NODE_POOL_LABEL, worker_tolerations
+from infra.pod_facts import PAUSE_IMAGE, worker_tolerations
 from workloads.recipes import NemoRLImage
 
 NAME = "nemo-rl-image-prepull"
@@ -95,6 +95,18 @@ def daemonset_manifest(
     }
 
 
+@dataclass(frozen=True)
+class ImagePrePullArgs:
+    """What `ImagePrePull` needs: the image, the namespace, the pools to pull on and the GPU pool's taints."""
+
+    image: NemoRLImage
+    namespace: str
+    pool_names: tuple[str, ...]
+    """The system and GPU pools."""
+    gpu_taints: tuple[Mapping[str, str], ...]
+    """The GPU pool's taints (Kubernetes spelling)."""
+
+
 class ImagePrePull(pulumi.ComponentResource):
     """DaemonSet `nemo-rl-image-prepull` in the Ray namespace, on the system and GPU pools.
 
@@ -106,19 +118,11 @@ class ImagePrePull(pulumi.ComponentResource):
     name: str
     image: str
 
-    def __init__(
-        self,
-        name: str,
-        image: NemoRLImage,
-        namespace: str,
-        pool_names: Sequence[str],
-        gpu_taints: Sequence[Mapping[str, str]],
-        opts: Optional[pulumi.ResourceOptions] = None,
-    ) -> None:
-        """`pool_names`: the system and GPU pools; `gpu_taints`: the GPU pool's taints (Kubernetes spelling)."""
-        manifest = daemonset_manifest(image, namespace, pool_names, gpu_taints)
+    def __init__(self, name: str, args: ImagePrePullArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+        manifest = daemonset_manifest(args.image, args.namespace, args.pool_names, args.gpu_taints)
         super().__init__("nemo-rl-gke:infra:ImagePrePull", name, None, opts)
-        self.name, self.image = NAME, image.ref
+        self.name, self.image = NAME, args.image.ref
+        namespace = args.namespace
         self.daemonset = k8s.apps.v1.DaemonSet(
             f"{name}-daemonset",
             metadata=manifest["metadata"],

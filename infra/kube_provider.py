@@ -8,7 +8,7 @@ mints a fresh token on every connection
 
 One identity: with no arguments the plugin mints tokens for gcloud's own account (`gcloud auth
 login`, through `gcloud config config-helper`), which need not be the identity pulumi-gcp, the
-dynamic providers and `python -m workloads` use: Application Default Credentials. The plugin's
+dynamic providers and `python -m jobctl` use: Application Default Credentials. The plugin's
 `--use_application_default_credentials` flag (kubernetes/cloud-provider-gcp
 cmd/gke-gcloud-auth-plugin; gcloud writes the same argument when `container/use_application_default_credentials`
 is set) makes it mint them from ADC too, so one `gcloud auth application-default login` is all a
@@ -25,12 +25,12 @@ kubeconfig `gcloud container clusters get-credentials --dns-endpoint` writes doe
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Optional
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from infra.config import PROJECT
 from infra.stack_context import StackContext
 from infra.options import child_options
 
@@ -42,9 +42,6 @@ AUTH_INSTALL_HINT = (
     "Install gke-gcloud-auth-plugin to reach the GKE cluster: `gcloud components install gke-gcloud-auth-plugin` "
     "(or `apt-get install google-cloud-cli-gke-gcloud-auth-plugin`), then run `gcloud auth application-default login`."
 )
-
-# Kubernetes labels on every object this program creates directly (Helm labels its own objects).
-MANAGED_LABELS = {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of": PROJECT}
 
 
 def context_name(project: str, location: str, cluster_name: str) -> str:
@@ -88,6 +85,19 @@ def build_kubeconfig(context: str, endpoint: str, ca_certificate: Optional[str])
     return json.dumps(doc, sort_keys=True)
 
 
+@dataclass(frozen=True)
+class KubernetesAccessArgs:
+    """What `KubernetesAccess` needs: the cluster's name, endpoint and CA, and where it is."""
+
+    ctx: StackContext
+    cluster_name: pulumi.Input[str]
+    endpoint: pulumi.Input[str]
+    ca_certificate: Optional[pulumi.Input[str]]
+    """None for an endpoint with a publicly trusted certificate (the DNS endpoint)."""
+    location: Optional[str] = None
+    """The control plane's location (a cluster's `location`); None: the stack's zone."""
+
+
 class KubernetesAccess(pulumi.ComponentResource):
     """The `pulumi_kubernetes.Provider` every in-cluster object of the stack is created with.
 
@@ -97,12 +107,15 @@ class KubernetesAccess(pulumi.ComponentResource):
       such changes become in-place provider updates. The flip side, only observable on a real cloud:
       if the cluster itself is deleted and recreated under the same name, Pulumi will not know the
       in-cluster objects are gone; `pulumi refresh` after such a recreation brings the state back.
-    - `deleteUnreachable` is deliberately left unset (not False): the destroy order (Kubernetes
-      objects before node pools, provider before cluster) keeps the API reachable while objects are
-      deleted, and a blanket True would silently drop objects from the state after any transient
-      outage (e.g. an authorized-networks change). Leaving it unset keeps the provider's escape hatch:
-      after a cluster was deleted out of band, `PULUMI_K8S_DELETE_UNREACHABLE=true pulumi destroy`
-      drops the unreachable objects instead of failing.
+    - `deleteUnreachable` is deliberately left unset (not False), and it is NOT what lets a destroy
+      finish after the cluster was deleted out of band: pulumi-kubernetes refuses to delete a Helm
+      release on an unreachable cluster whatever it says (provider/pkg/provider/provider.go Delete:
+      "can't delete Helm Release with unreachable cluster", before the deleteUnreachable branch;
+      pulumi/pulumi-kubernetes issue 2675, open). What does: every in-cluster object is `deleted_with`
+      the cluster (__main__.py), so the engine skips their deletes when the cluster goes in the same
+      run, reachable or not. A blanket True here would also silently drop objects from the state
+      after any transient outage (e.g. an authorized-networks change) during a `pulumi up` that
+      removes one of them.
     - Server-side apply stays on (the 4.x default) so fields set by controllers (KubeRay, GKE webhooks)
       are not fought over.
     """
@@ -111,24 +124,12 @@ class KubernetesAccess(pulumi.ComponentResource):
     cluster_identifier: pulumi.Output[str]
     kubeconfig: pulumi.Output[str]
 
-    def __init__(
-        self,
-        name: str,
-        ctx: StackContext,
-        cluster_name: pulumi.Input[str],
-        endpoint: pulumi.Input[str],
-        ca_certificate: Optional[pulumi.Input[str]],
-        opts: Optional[pulumi.ResourceOptions] = None,
-        *,
-        location: Optional[str] = None,
-    ) -> None:
-        """`location` defaults to the stack's zone (the cluster is zonal, see infra/cluster.py);
-        `ca_certificate` is None for an endpoint with a publicly trusted certificate (the DNS endpoint)."""
+    def __init__(self, name: str, args: KubernetesAccessArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("nemo-rl-gke:infra:KubernetesAccess", name, None, opts)
-        where = location or ctx.zone
-        context = pulumi.Output.from_input(cluster_name).apply(lambda n: context_name(ctx.project, where, n))
+        project, where = args.ctx.project, args.location or args.ctx.zone
+        context = pulumi.Output.from_input(args.cluster_name).apply(lambda n: context_name(project, where, n))
         self.cluster_identifier = context
-        self.kubeconfig = pulumi.Output.all(context, endpoint, ca_certificate or "").apply(
+        self.kubeconfig = pulumi.Output.all(context, args.endpoint, args.ca_certificate or "").apply(
             lambda args: build_kubeconfig(args[0], args[1], args[2] or None)
         )
         # The endpoint and CA are outputs of the cluster, so the provider already waits for it; the

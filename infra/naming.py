@@ -2,6 +2,10 @@
 
 Every cloud-side name is `<prefix>-<role>`, truncated to the API's limit. A truncated name keeps
 a short hash of the full name so two long roles never collide.
+
+The Kubernetes side lives here too: the labels every object of ours carries (`MANAGED_LABELS`), the
+node label keys GKE sets and several components select by, and the object names one component
+creates and another refers to.
 """
 
 from __future__ import annotations
@@ -10,7 +14,8 @@ import hashlib
 import re
 from enum import IntEnum
 
-from infra.config import PROJECT
+PROJECT = "nemo-rl-gke"
+"""The Pulumi project name: the config namespace, the type-token prefix and the `app` label."""
 
 
 class Limit(IntEnum):
@@ -35,14 +40,40 @@ def cloud_name(prefix: str, role: str, limit: Limit | int = Limit.COMPUTE) -> st
     return f"{head}-{digest}"
 
 
-def labels(stack: str, component: str, extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The labels every labelled resource carries; user labels cannot override ours."""
-    merged = dict(extra or {})
-    merged |= {
+def _own_labels(stack: str, component: str) -> dict[str, str]:
+    return {
         "managed-by": "pulumi",
         "app": PROJECT,
         # Pulumi allows upper case and dots in stack names; label values allow neither.
         "stack": cloud_name(re.sub(r"[^a-z0-9_-]", "-", stack.lower()), "", Limit.LABEL_VALUE),
         "component": component,
     }
+
+
+RESERVED_LABEL_KEYS = tuple(_own_labels("stack", "component"))
+"""The keys of the program's own labels (`managed-by`, `app`, `stack`, `component`): a stack's
+`labels` may not use them (the config refuses them)."""
+
+
+def labels(stack: str, component: str, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The labels every labelled resource carries; user labels cannot override ours."""
+    merged = dict(extra or {})
+    merged |= _own_labels(stack, component)
     return merged
+
+
+# ---------------------------------------------------------------- Kubernetes labels and names
+
+MANAGED_LABELS = {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of": PROJECT}
+"""Kubernetes labels on every object this program creates directly (Helm labels its own objects)."""
+
+NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"
+"""The node label GKE sets to the node pool's name: pods of the Standard cluster select pools by it."""
+ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
+"""The node label GKE sets to the GPU type (`nvidia-b200`, ...)."""
+
+PREEMPTION_WATCHER = "preemption-watcher"
+"""The watcher's Deployment and service account (infra/watcher_deployment.py); the dashboard's note names it."""
+PREEMPTION_WATCHER_CONTAINER = "watcher"
+"""The watcher's container: its log lines (one JSON line per ended attempt) feed the dashboard's log-based
+metrics (infra/observability.py)."""

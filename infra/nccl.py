@@ -22,21 +22,20 @@ is published for it).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Optional
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from infra.kube_provider import MANAGED_LABELS
+from infra.naming import ACCELERATOR_LABEL, MANAGED_LABELS
 from infra.options import child_options
+from infra.pod_facts import PAUSE_IMAGE, require_pinned
 
 NAME = "nccl-rdma-installer"
 NAMESPACE = "kube-system"
 HOST_GIB_DIR = "/home/kubernetes/bin/gib"
 HOST_NVIDIA_LIB_DIR = "/home/kubernetes/bin/nvidia/lib64"
-PAUSE_IMAGE = "gke.gcr.io/pause:3.8@sha256:880e63f94b145e46f1b1082bb71b85e21f16b99b180b9996407d61240ceb9830"
-"""Pinned by digest, as upstream does: it only keeps the pod alive."""
-ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
 
 # Where the installer container sees the host directories (upstream's mount points; the install
 # script copies out of the image's /var/lib/gib).
@@ -121,10 +120,12 @@ def daemonset_manifest(image: str, accelerator_types: Sequence[str]) -> dict[str
     }
 
 
-def require_pinned(image: str, component: str) -> None:
-    """Refuse an installer image without a tag or digest: upstream's `latest` moves under a running pool."""
-    if ":" not in image.rsplit("/", 1)[-1] and "@" not in image:
-        raise ValueError(f"{component}: image {image!r} has no tag or digest; pin a version")
+@dataclass(frozen=True)
+class NcclRdmaInstallerArgs:
+    """What `NcclRdmaInstaller` needs: the installer image (pinned) and the GPU types it runs on."""
+
+    image: str
+    accelerator_types: tuple[str, ...]
 
 
 class NcclRdmaInstaller(pulumi.ComponentResource):
@@ -140,17 +141,11 @@ class NcclRdmaInstaller(pulumi.ComponentResource):
     namespace: str
     image: str
 
-    def __init__(
-        self,
-        name: str,
-        image: str,
-        accelerator_types: list[str],
-        opts: Optional[pulumi.ResourceOptions] = None,
-    ) -> None:
-        require_pinned(image, "NcclRdmaInstaller")
-        manifest = daemonset_manifest(image, accelerator_types)
+    def __init__(self, name: str, args: NcclRdmaInstallerArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+        require_pinned(args.image, "NcclRdmaInstaller")
+        manifest = daemonset_manifest(args.image, args.accelerator_types)
         super().__init__("nemo-rl-gke:infra:NcclRdmaInstaller", name, None, opts)
-        self.name, self.namespace, self.image = NAME, NAMESPACE, image
+        self.name, self.namespace, self.image = NAME, NAMESPACE, args.image
         self.daemonset = k8s.apps.v1.DaemonSet(
             f"{name}-daemonset",
             metadata=manifest["metadata"],

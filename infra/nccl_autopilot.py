@@ -18,21 +18,20 @@ at deploy time; each GPU node GKE makes gets an installer pod, and the workers w
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Optional
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from infra.kube_provider import MANAGED_LABELS
-from infra.nccl import require_pinned
+from infra.naming import ACCELERATOR_LABEL, MANAGED_LABELS
 from infra.options import child_options
+from infra.pod_facts import PAUSE_IMAGE, require_pinned
 
 NAME = "nccl-rdma-installer"
 NAMESPACE = "rdma-system"
 HOST_NVIDIA_LIB_DIR = "/home/kubernetes/bin/nvidia/lib64"
 HOST_GIB_DIR = "/home/kubernetes/bin/gib"
-PAUSE_IMAGE = "gke.gcr.io/pause:3.8@sha256:880e63f94b145e46f1b1082bb71b85e21f16b99b180b9996407d61240ceb9830"
-ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
 UPSTREAM_ACCELERATORS = ("nvidia-h200-141gb", "nvidia-b200")
 """The accelerators upstream's node affinity lists, in its order (the allowlist matches the pod spec)."""
 
@@ -117,6 +116,14 @@ def daemonset_manifest(image: str, accelerator_types: Sequence[str]) -> dict[str
     }
 
 
+@dataclass(frozen=True)
+class NcclRdmaInstallerAutopilotArgs:
+    """What `NcclRdmaInstallerAutopilot` needs: the installer image and the GPU types (among upstream's)."""
+
+    image: str
+    accelerator_types: tuple[str, ...]
+
+
 class NcclRdmaInstallerAutopilot(pulumi.ComponentResource):
     """Namespace `rdma-system` and upstream's Autopilot `nccl-rdma-installer` DaemonSet in it."""
 
@@ -127,17 +134,13 @@ class NcclRdmaInstallerAutopilot(pulumi.ComponentResource):
     image: str
 
     def __init__(
-        self,
-        name: str,
-        image: str,
-        accelerator_types: Sequence[str],
-        opts: Optional[pulumi.ResourceOptions] = None,
+        self, name: str, args: NcclRdmaInstallerAutopilotArgs, opts: Optional[pulumi.ResourceOptions] = None
     ) -> None:
-        require_pinned(image, "NcclRdmaInstallerAutopilot")
+        require_pinned(args.image, "NcclRdmaInstallerAutopilot")
         namespace = namespace_manifest()
-        manifest = daemonset_manifest(image, accelerator_types)
+        manifest = daemonset_manifest(args.image, args.accelerator_types)
         super().__init__("nemo-rl-gke:infra:NcclRdmaInstallerAutopilot", name, None, opts)
-        self.name, self.namespace, self.image = NAME, NAMESPACE, image
+        self.name, self.namespace, self.image = NAME, NAMESPACE, args.image
         self.namespace_resource = k8s.core.v1.Namespace(
             f"{name}-namespace", metadata=namespace["metadata"], opts=child_options(self, opts)
         )

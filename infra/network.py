@@ -28,7 +28,7 @@ What the network hands on:
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Optional
 
 import pulumi
@@ -105,6 +105,17 @@ def nic_attachments(ctx: StackContext, flavour: Flavour) -> tuple[NicAttachment,
     return (gvnic, *rdma)
 
 
+@dataclass(frozen=True)
+class NetworkingArgs:
+    """What `Networking` needs: the stack's network config, the flavour (its NICs) and the Lustre port."""
+
+    ctx: StackContext
+    network: NetworkConfig
+    flavour: Flavour
+    lustre_port: int
+    """The LNet port the Lustre firewall opens (`infra.storage.lustre_port`)."""
+
+
 class Networking(pulumi.ComponentResource):
     """Primary, gVNIC and RDMA VPCs, their subnets and firewalls, and Private Service Access.
 
@@ -142,16 +153,9 @@ class Networking(pulumi.ComponentResource):
     lustre_port: int
     """The TCP port the Lustre firewall opens (988, or 6988 in legacy mode)."""
 
-    def __init__(
-        self,
-        name: str,
-        ctx: StackContext,
-        cfg: NetworkConfig,
-        flavour: Flavour,
-        lustre_port: int,
-        opts: Optional[pulumi.ResourceOptions] = None,
-    ) -> None:
+    def __init__(self, name: str, args: NetworkingArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("nemo-rl-gke:infra:Networking", name, None, opts)
+        ctx, cfg, flavour, lustre_port = args.ctx, args.network, args.flavour, args.lustre_port
         if flavour.gvnic_extra_nics != 1:
             # Compute Engine puts every non-RDMA NIC of a VM on a different VPC (only RoCE VPCs take
             # several NICs); a second extra gVNIC would need a second gVNIC VPC, not built here.
@@ -171,8 +175,6 @@ class Networking(pulumi.ComponentResource):
         self._gvnic(name, ctx, cfg, child)
         self._rdma(name, ctx, cfg, child)
         self._private_service_access(name, ctx, cfg, lustre_port, child)
-
-
         self.register_outputs(
             {
                 "primaryNetwork": self.primary_network,

@@ -37,15 +37,15 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Optional, Protocol
 
 import pulumi
 import pulumi_gcp as gcp
 
+from infra.gke_common import ClusterComponent
+from infra.naming import PREEMPTION_WATCHER, PREEMPTION_WATCHER_CONTAINER
 from infra.options import child_options
 from infra.stack_context import GpuPoolFacts, StackContext
-from infra.watcher_deployment import CONTAINER as WATCHER_CONTAINER
-from infra.watcher_deployment import NAME as WATCHER_NAME
 
 COMPONENT_TYPE = "nemo-rl-gke:infra:MonitoringDashboard"
 
@@ -54,11 +54,11 @@ METRICS_GKE_URL = "https://cloud.google.com/monitoring/api/metrics_kubernetes"
 LOG_METRICS_URL = "https://cloud.google.com/logging/docs/logs-based-metrics"
 SPOT_PREEMPTION_URL = "https://cloud.google.com/compute/docs/instances/create-use-spot"
 RESOURCES_URL = "https://cloud.google.com/logging/docs/api/v2/resource-list"
+"""Labels of the monitored resources the filters use (k8s_node, k8s_container, lustre.googleapis.com/Instance)."""
 DCGM_METRICS_URL = "https://cloud.google.com/kubernetes-engine/docs/how-to/dcgm-metrics"
 """GKE's managed DCGM metrics (monitoringConfig component DCGM, infra/cluster.py): DCGM-Exporter fields
 scraped into Managed Service for Prometheus as `prometheus.googleapis.com/<field>/gauge` on the
 `prometheus_target` resource (labels project_id, location, cluster, namespace, job, instance)."""
-"""Labels of the monitored resources the filters use (k8s_node, k8s_container, lustre.googleapis.com/Instance)."""
 
 
 @dataclass(frozen=True)
@@ -127,7 +127,7 @@ def attempt_log_filter(cluster_name: str, namespace: str) -> str:
             'resource.type="k8s_container"',
             f"resource.labels.cluster_name={_q(cluster_name)}",
             f"resource.labels.namespace_name={_q(namespace)}",
-            f"resource.labels.container_name={_q(WATCHER_CONTAINER)}",
+            f"resource.labels.container_name={_q(PREEMPTION_WATCHER_CONTAINER)}",
             'jsonPayload.nemoRlGke="attempt-ended"',
         ]
     )
@@ -307,7 +307,7 @@ def dashboard_document(
                 f"({gpu_pool.node_count} x {gpu_pool.machine_type}), Lustre `{lustre_instance_id}`, Ray namespace "
                 f"`{ray_namespace}`.\n\nA preemption shows as a bar in *Spot preemptions*, a dip in *Nodes of GPU pool* "
                 "and GPU utilisation (DCGM, from GKE's managed DCGM-Exporter) falling to zero; the preemption watcher resubmits the job "
-                f"(`kubectl -n {ray_namespace} logs deploy/{WATCHER_NAME}`) and utilisation returns once the "
+                f"(`kubectl -n {ray_namespace} logs deploy/{PREEMPTION_WATCHER}`) and utilisation returns once the "
                 "replacement node has joined and the job has loaded its last checkpoint (a read burst on Lustre). "
                 "Checkpoint saves show as write bursts."
             ),
@@ -321,6 +321,34 @@ def dashboard_document(
         "displayName": display_name(stack),
         "mosaicLayout": {"columns": 48, "tiles": mosaic},
     }
+
+
+@dataclass(frozen=True)
+class MonitoringDashboardArgs:
+    """What `MonitoringDashboard` charts (see `build_dashboard` for each value's source)."""
+
+    ctx: StackContext
+    cluster_name: pulumi.Input[str]
+    zone: str
+    gpu_pool: GpuPoolFacts
+    lustre_instance_id: pulumi.Input[str]
+    ray_namespace: str
+    cluster_location: Optional[str] = None
+    """Where the cluster is when not `zone` (a regional cluster)."""
+    node_prefix: str = "gke"
+    """How GKE starts the cluster's node VM names (`ClusterComponent.node_name_prefix`)."""
+
+
+class LustreInstance(Protocol):
+    """What the dashboard takes from the `Lustre` component."""
+
+    instance_id: pulumi.Output[str]
+
+
+class RayNamespace(Protocol):
+    """What the dashboard takes from the `RayCluster` component."""
+
+    namespace: str
 
 
 class MonitoringDashboard(pulumi.ComponentResource):
@@ -340,22 +368,11 @@ class MonitoringDashboard(pulumi.ComponentResource):
     display_name: str
     console_url: str
 
-    def __init__(
-        self,
-        name: str,
-        ctx: StackContext,
-        *,
-        cluster_name: pulumi.Input[str],
-        zone: str,
-        gpu_pool: GpuPoolFacts,
-        lustre_instance_id: pulumi.Input[str],
-        ray_namespace: str,
-        cluster_location: Optional[str] = None,
-        node_prefix: str = "gke",
-        opts: Optional[pulumi.ResourceOptions] = None,
-    ) -> None:
+    def __init__(self, name: str, args: MonitoringDashboardArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__(COMPONENT_TYPE, name, None, opts)
         child = child_options(self, opts)
+        ctx, zone, node_prefix = args.ctx, args.zone, args.node_prefix
+        cluster_name, lustre_instance_id = args.cluster_name, args.lustre_instance_id
         self.preemption_metric_name = ctx.name("gpu-preemptions")
         names = pulumi.Output.all(pulumi.Output.from_input(cluster_name), pulumi.Output.from_input(lustre_instance_id))
         self.preemption_metric = gcp.logging.Metric(
@@ -371,7 +388,7 @@ class MonitoringDashboard(pulumi.ComponentResource):
         )
 
         # What each training attempt cost in steps, from the watcher's log (ATTEMPT_METRIC_SOURCE).
-        attempt_filter = names.apply(lambda a: attempt_log_filter(a[0], ray_namespace))
+        attempt_filter = names.apply(lambda a: attempt_log_filter(a[0], args.ray_namespace))
         cause = [{"key": "cause", "value_type": "STRING", "description": "How the attempt ended (workloads/ledger.py)"}]
         self.attempts_metric = gcp.logging.Metric(
             f"{name}-attempts",
@@ -396,21 +413,21 @@ class MonitoringDashboard(pulumi.ComponentResource):
             opts=child,
         )
 
-        def document(args: list[Any]) -> str:
-            cluster, instance, metric, attempts, steps_lost = args
+        def document(names: list[Any]) -> str:
+            cluster, instance, metric, attempts, steps_lost = names
             doc = dashboard_document(
                 stack=ctx.stack,
                 project=ctx.project,
                 zone=zone,
                 cluster_name=cluster,
-                gpu_pool=gpu_pool,
+                gpu_pool=args.gpu_pool,
                 # The instance's full resource name ends in the id the metric's label holds.
                 lustre_instance_id=str(instance).rsplit("/", 1)[-1],
-                ray_namespace=ray_namespace,
+                ray_namespace=args.ray_namespace,
                 preemption_metric=metric,
                 attempts_metric=attempts,
                 steps_lost_metric=steps_lost,
-                cluster_location=cluster_location,
+                cluster_location=args.cluster_location,
             )
             return json.dumps(doc, sort_keys=True)
 
@@ -430,7 +447,14 @@ class MonitoringDashboard(pulumi.ComponentResource):
                                "preemptionMetric": f"{USER_METRIC_PREFIX}{self.preemption_metric_name}"})
 
 
-def build_dashboard(ctx: StackContext, *, cluster: Any, lustre: Any, ray: Any, opts: Optional[pulumi.ResourceOptions] = None) -> MonitoringDashboard:
+def build_dashboard(
+    ctx: StackContext,
+    *,
+    cluster: ClusterComponent,
+    lustre: LustreInstance,
+    ray: RayNamespace,
+    opts: Optional[pulumi.ResourceOptions] = None,
+) -> MonitoringDashboard:
     """The stack's `MonitoringDashboard`, named from the components.
 
     Args:
@@ -441,8 +465,7 @@ def build_dashboard(ctx: StackContext, *, cluster: Any, lustre: Any, ray: Any, o
         ray: the `RayCluster` (`namespace`).
         opts: resource options (no provider needed: the default gcp provider).
     """
-    return MonitoringDashboard(
-        "monitoring",
+    args = MonitoringDashboardArgs(
         ctx,
         cluster_name=cluster.name,
         zone=ctx.zone,
@@ -451,5 +474,5 @@ def build_dashboard(ctx: StackContext, *, cluster: Any, lustre: Any, ray: Any, o
         gpu_pool=cluster.gpu_pool_facts,
         lustre_instance_id=lustre.instance_id,
         ray_namespace=ray.namespace,
-        opts=opts,
     )
+    return MonitoringDashboard("monitoring", args, opts)

@@ -1,9 +1,13 @@
-"""The dated price table data/prices.yaml, read once for the program and the offline plan alike.
+"""The dated price table (data/prices.yaml) as data: read once, with a stack's `cost.priceOverrides`.
 
-The offline plan prices the whole stack with it (tools/cost.py); the program needs one number of it:
-what a GPU node-hour of the pool's provisioning costs, which the preemption watcher multiplies by the
-node-hours of each attempt (the run ledger, workloads/ledger.py). Both read it through `PriceTable`,
-with the stack's `cost.priceOverrides` applied, so the plan's price and the ledger's are the same.
+A pure reader, no resources and no Outputs, in `infra/` so that the program may use it as well as the
+offline tooling: tools/cost.py and tools/estimates.py price a plan with it, and a plan-time budget check
+(docs/architecture.md, "Rooms") would read the same table through `price_table(cfg)` without an upward
+import into tools/.
+
+The program needs one number of it: what a GPU node-hour of the pool's provisioning costs
+(`gpu_node_hour_usd`), which the preemption watcher multiplies by the node-hours of each attempt (the run
+ledger, workloads/ledger.py), from the same table and overrides as the plan's cost estimate.
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ from pathlib import Path
 from typing import Any, Mapping, Optional
 
 import yaml
+
+from infra.config import PROJECT, ConfigError, StackConfig
 
 PRICES_FILE = Path(__file__).resolve().parent.parent / "data" / "prices.yaml"
 
@@ -101,6 +107,14 @@ def _entry(raw: Any) -> tuple[float, Optional[str]]:
     if isinstance(raw, Mapping):
         return float(raw["value"]), str(raw.get("estimate") or "") or None
     return float(raw), None
+
+
+def price_table(cfg: StackConfig) -> PriceTable:
+    """The price table with the stack's `cost.priceOverrides`; an unknown key is a config error."""
+    try:
+        return PriceTable.load(cfg.cost.price_overrides)
+    except PriceError as err:
+        raise ConfigError(f"{PROJECT}:cost.priceOverrides: {err}") from None
 
 
 def gpu_node_hour_usd(table: PriceTable, machine_type: str, region: str, *, spot: bool, autopilot: bool = False) -> float:

@@ -20,6 +20,7 @@ registers no Service at all; the APIs of `REQUIRED_APIS` must then be on already
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Optional
 
 import pulumi
@@ -71,6 +72,14 @@ REQUIRED_APIS: tuple[str, ...] = tuple(
 """Every API any stack uses, sorted."""
 
 
+@dataclass(frozen=True)
+class ProjectApisArgs:
+    """What `ProjectApis` needs: the project, and whether to enable the APIs (`manageApis`)."""
+
+    ctx: StackContext
+    manage: bool
+
+
 class ProjectApis(pulumi.ComponentResource):
     """One `gcp.projects.Service` per API of `REQUIRED_APIS` (none when `manage` is false).
 
@@ -83,8 +92,9 @@ class ProjectApis(pulumi.ComponentResource):
     services: dict[str, gcp.projects.Service]
     """API name -> its Service resource; empty with `manageApis: false`."""
 
-    def __init__(self, name: str, ctx: StackContext, *, manage: bool, opts: Optional[pulumi.ResourceOptions] = None):
+    def __init__(self, name: str, args: ProjectApisArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("nemo-rl-gke:infra:ProjectApis", name, None, opts)
+        ctx, manage = args.ctx, args.manage
         self.services = {}
         if manage:
             for api in REQUIRED_APIS:

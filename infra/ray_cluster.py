@@ -38,34 +38,30 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Optional, Union
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Optional, Protocol, Union
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from infra.config import RayConfig
-from infra.stack_context import GpuPoolFacts
-from infra.kube_provider import MANAGED_LABELS
 from infra.machines import NodeFit
+from infra.naming import MANAGED_LABELS, NODE_POOL_LABEL
 from infra.options import child_options
-from infra.workload_env import SECRET_MOUNT_PATH
+from infra.pod_facts import DASHBOARD_PORT, GPU_RESOURCE, SECRET_MOUNT_PATH, worker_tolerations
+from infra.stack_context import GpuPoolFacts
 from workloads.job_spec import hf_home, results_dirs
 from workloads.recipes import NemoRLImage
 
 CHART = "ray-cluster"
 CHART_REPO = "https://ray-project.github.io/kuberay-helm/"
-DASHBOARD_PORT = 8265
-"""KubeRay's default head port named `dashboard` (the Ray job API is served on it)."""
 WORKER_GROUP = "gpu"
 RAY_CLUSTER_NAME = "nemo-rl"
 """The RayCluster (and Helm release) name: one Ray cluster per GKE cluster, so a fixed name is unique."""
 HEAD_SERVICE_SUFFIX = "-head-svc"
 MAX_CLUSTER_NAME = 40
 """Leaves room for KubeRay's suffixes (`-head-svc`, `-<group>-worker-<hash>`) within 63 characters."""
-NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"
-GPU_RESOURCE = "nvidia.com/gpu"
-IMPENDING_TERMINATION_TAINT = "cloud.google.com/impending-node-termination"
 CHART_LABEL_KEYS = frozenset(
     {"app.kubernetes.io/name", "helm.sh/chart", "app.kubernetes.io/instance", "app.kubernetes.io/version", "app.kubernetes.io/managed-by"}
 )
@@ -77,10 +73,6 @@ HOST_GIB_DIR, POD_GIB_DIR = "/home/kubernetes/bin/gib", "/usr/local/gib"
 NCCL_ENV_SCRIPT = f"{POD_GIB_DIR}/scripts/set_nccl_env.sh"
 
 # ---------------------------------------------------------------- values
-
-
-# GKE node-pool taints spell effects as the API enum; pods tolerate the core/v1 spelling.
-_EFFECTS = {"NO_SCHEDULE": "NoSchedule", "PREFER_NO_SCHEDULE": "PreferNoSchedule", "NO_EXECUTE": "NoExecute"}
 
 
 def _resources(cpu: Union[int, str], memory_gib: int, gpus: int = 0) -> dict[str, Any]:
@@ -96,32 +88,25 @@ def _env(pairs: Mapping[str, str]) -> list[dict[str, str]]:
     return [{"name": k, "value": v} for k, v in pairs.items()]
 
 
-def toleration_for(taint: Mapping[str, str]) -> dict[str, str]:
-    """The toleration matching one node taint exactly (key, value, effect)."""
-    effect = _EFFECTS.get(taint["effect"], taint["effect"])
-    if not taint.get("value", ""):
-        return {"key": taint["key"], "operator": "Exists", "effect": effect}
-    return {"key": taint["key"], "operator": "Equal", "value": taint["value"], "effect": effect}
-
-
-def worker_tolerations(taints: Sequence[Mapping[str, str]]) -> list[dict[str, str]]:
-    """Every GPU pool taint, the GPU taint even if the pool facts omit it, and the spot-preemption taint."""
-    tolerations = [toleration_for(t) for t in taints]
-    if not any(t["key"] == GPU_RESOURCE for t in taints):
-        tolerations.append({"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"})
-    # GKE taints a spot node about to be preempted; tolerating it keeps a restarting worker from
-    # being refused by the node it is bound to during the shutdown window (GoogleCloudPlatform/kubernetes-engine-samples
-    # ai-ml/nemo-rl-on-gke values).
-    tolerations.append({"key": IMPENDING_TERMINATION_TAINT, "operator": "Exists"})
-    return tolerations
-
-
 GPU_LIBRARY_PATH = f"{POD_NVIDIA_DIR}/lib64:{POD_GIB_DIR}/lib64"
-"""The GPU driver and gIB plugin libraries, as upstream's test pods and Google's NeMo-RL sample set
-`LD_LIBRARY_PATH`. Given to the head as well: NeMo-RL's driver runs on the head and copies the head's
-environment into every actor's runtime env (NVIDIA-NeMo/RL nemo_rl/distributed/virtual_cluster.py
-`init_ray`), so the actors that run
-NCCL get this path whichever way the environment flows."""
+"""The GPU driver and gIB plugin libraries, the directories upstream's test pods and Google's NeMo-RL
+sample put on `LD_LIBRARY_PATH`. PREPENDED to the image's own value in the start command, never set as a
+container variable: a container `env` entry replaces the image's `ENV`, and the NeMo-RL v0.6.0 image
+sets `LD_LIBRARY_PATH` to the pip cuDNN directory first so Transformer Engine does not load the
+system cuDNN and crash on the version mismatch (NVIDIA-NeMo/RL docker/Dockerfile at v0.6.0, 5fb58893,
+the `ENV LD_LIBRARY_PATH=".../site-packages/nvidia/cudnn/lib:${LD_LIBRARY_PATH}"` line). Prepended on
+the head as well: NeMo-RL's driver runs on the head and copies the head's environment into every
+actor's runtime env (NVIDIA-NeMo/RL nemo_rl/distributed/virtual_cluster.py `init_ray`), so the actors
+that run NCCL get the driver, gIB and pip cuDNN paths whichever way the environment flows."""
+
+PREPEND_GPU_LIBRARY_PATH = f"export LD_LIBRARY_PATH={GPU_LIBRARY_PATH}${{LD_LIBRARY_PATH:+:${{LD_LIBRARY_PATH}}}}"
+"""Bash, in the shell KubeRay starts Ray from. `${...}` is the shell's: Kubernetes expands only `$(VAR)`
+in a command, and Helm does not template values."""
+
+
+def head_start_command() -> list[str]:
+    """Prepended by KubeRay to the head's `ray start` line: the GPU library path before the image's own."""
+    return [PREPEND_GPU_LIBRARY_PATH]
 
 
 def worker_nccl_env(pool: GpuPoolFacts) -> dict[str, str]:
@@ -136,20 +121,21 @@ def worker_nccl_env(pool: GpuPoolFacts) -> dict[str, str]:
         "GLOO_SOCKET_IFNAME": "eth0",
         "TP_SOCKET_IFNAME": "eth0",
         "NCCL_TUNER_CONFIG_PATH": pool.nccl_tuner_config,
-        "LD_LIBRARY_PATH": GPU_LIBRARY_PATH,
     }
 
 
 def worker_start_command() -> list[str]:
     """Prepended by KubeRay to its `ray start` line (module docstring). Registers the driver and gIB
     libraries with the dynamic loader (`ldconfig`, as Google's NeMo-RL sample does), so every process
-    on the worker finds them whatever `LD_LIBRARY_PATH` its runtime env carries, then loads the gIB NCCL
+    on the worker finds them whatever `LD_LIBRARY_PATH` its runtime env carries (which starts with them,
+`GPU_LIBRARY_PATH`, prepended to the image's own), then loads the gIB NCCL
     settings into the shell that runs Ray. A failed `ldconfig` or a missing script ends the container
     instead of starting Ray without them. The script's own exit status is only reported: it is a list
     of exports whose last command may well return non-zero (upstream's test pods do not check it
     either), and KubeRay's `&& ulimit` must still run. The command must never contain the words KubeRay
     looks for to stop prepending (`ray` + ` start`, ray-operator/controllers/ray/common/pod.go BuildPod)."""
     return [
+        f"{PREPEND_GPU_LIBRARY_PATH}; "
         f"{{ ldconfig {POD_NVIDIA_DIR}/lib64 {POD_GIB_DIR}/lib64 && [ -f {NCCL_ENV_SCRIPT} ]; }} || "
         f"{{ echo 'worker setup failed: ldconfig of the GPU libraries, or no {NCCL_ENV_SCRIPT} (is the "
         "nccl-rdma-installer DaemonSet running on this node?)' >&2; exit 1; }; "
@@ -215,7 +201,8 @@ def ray_values(
                 # No Ray tasks on the small CPU head: a stray CPU actor there could OOM the GCS.
                 "num-cpus": "0",
             },
-            "containerEnv": _env({"LD_LIBRARY_PATH": GPU_LIBRARY_PATH, **common_env}),
+            "containerEnv": _env(common_env),
+            "command": head_start_command(),
             "resources": _resources(head_cpu, head_memory_gib),
             # The head never takes a GPU node: it lives on the CPU system pool (on Autopilot, None: GKE's
             # default general-purpose class, whose nodes have no GPUs).
@@ -274,9 +261,16 @@ def ray_values(
                 "networking.gke.io/interfaces": interfaces_annotation,
             },
             "labels": pod_labels("ray-worker"),
-            # RDMA device access and pinned memory for GPUDirect (GoogleCloudPlatform/
-            # kubernetes-engine-samples ai-ml/nemo-rl-on-gke values).
-            "securityContext": {"privileged": True},
+            # Not privileged: GPUDirect RDMA needs no privilege. Upstream's RDMA test pods for A4 and
+            # A3 Ultra run NCCL over gIB with no securityContext at all (GoogleCloudPlatform/
+            # container-engine-accelerators gpudirect-rdma/nccl-test.yaml and nccl-test-a4.yaml at
+            # 992db812): GKE's multi-networking gives the pod its RDMA NICs and devices, the GPU device
+            # plugin the GPUs. Google's NeMo-RL sample (kubernetes-engine-samples ai-ml/nemo-rl-on-gke
+            # values) runs privileged, but names no need for it. `ldconfig` writes the container's own
+            # /etc/ld.so.cache (the image runs as root); the host directories are only read.
+            # Only on the real cloud: NCCL's busbw unprivileged equals the privileged figure (the
+            # acceptance gate, job.gate, measures it before the job).
+            "securityContext": {"privileged": False},
             "command": worker_start_command(),
             "volumes": [
                 lustre_volume,
@@ -290,8 +284,10 @@ def ray_values(
             "volumeMounts": [
                 lustre_mount,
                 secrets_mount,
-                {"name": "nvidia", "mountPath": POD_NVIDIA_DIR},
-                {"name": "gib", "mountPath": POD_GIB_DIR},
+                # Read-only: the NCCL installer (infra/nccl.py) writes these host directories, the
+                # workers never do (upstream's test pods need no write either).
+                {"name": "nvidia", "mountPath": POD_NVIDIA_DIR, "readOnly": True},
+                {"name": "gib", "mountPath": POD_GIB_DIR, "readOnly": True},
                 {"name": "dshm", "mountPath": "/dev/shm"},
             ],
         },
@@ -301,6 +297,62 @@ def ray_values(
 
 
 # ---------------------------------------------------------------- component
+
+
+class RayEnvironment(Protocol):
+    """What the Ray pods take from their namespace (a `WorkloadEnvironment`)."""
+
+    namespace: str
+    service_account: str
+    secret_name: str
+    secret_env: dict[str, str]
+    pvc_name: str
+
+
+class PodNetworks(Protocol):
+    """What the GPU workers take from the GKE Network objects (a `GkeNetworkObjects`)."""
+
+    interfaces_annotation: str
+
+
+@dataclass(frozen=True)
+class RayClusterArgs:
+    """What `RayCluster` needs. `environment` and `networks`, when they are resources, are waited for by
+    the release and deleted after it."""
+
+    cluster_name: str
+    ray: RayConfig
+    image: NemoRLImage
+    environment: RayEnvironment
+    networks: PodNetworks
+    gpu_pool: GpuPoolFacts
+    worker: NodeFit
+    """Each worker's requests (`StackConfig.worker_fit`)."""
+    system_pool_name: Optional[str]
+    """None where there are no node pools (Autopilot)."""
+    timeout_seconds: int = 3600
+    adapt_values: Optional[Callable[[dict[str, Any]], dict[str, Any]]] = None
+    """A pure rewrite of the values for the cluster mode (`infra.cluster_mode.ClusterMode.adapt_ray_values`)."""
+
+    def values(self) -> dict[str, Any]:
+        """The chart values (pure, plan-time): a bad name fails before any resource is registered."""
+        env = self.environment
+        values = ray_values(
+            cluster_name=self.cluster_name,
+            image=self.image,
+            service_account=env.service_account,
+            secret_name=env.secret_name,
+            secret_env=env.secret_env,
+            pvc_name=env.pvc_name,
+            mount_path=self.ray.mount_path,
+            head_cpu=self.ray.head_cpu,
+            head_memory_gib=self.ray.head_memory_gib,
+            system_pool_name=self.system_pool_name,
+            gpu_pool=self.gpu_pool,
+            worker=self.worker,
+            interfaces_annotation=self.networks.interfaces_annotation,
+        )
+        return self.adapt_values(values) if self.adapt_values is not None else values
 
 
 class RayCluster(pulumi.ComponentResource):
@@ -335,64 +387,47 @@ class RayCluster(pulumi.ComponentResource):
     values: dict[str, Any]
     """The Helm values (plain data, built once at plan time)."""
 
-    def __init__(
-        self,
-        name: str,
-        *,
-        cluster_name: str,
-        ray: RayConfig,
-        image: NemoRLImage,
-        environment: Any,
-        networks: Any,
-        gpu_pool: GpuPoolFacts,
-        worker: NodeFit,
-        system_pool_name: Optional[str],
-        timeout_seconds: int = 3600,
-        adapt_values: Optional[Callable[[dict[str, Any]], dict[str, Any]]] = None,
-        opts: Optional[pulumi.ResourceOptions] = None,
-    ) -> None:
-        """`environment`: a `WorkloadEnvironment` (namespace, service_account, secret_name, secret_env, pvc_name);
-        `networks`: a `GkeNetworkObjects` (interfaces_annotation). When they are resources, the release
-        waits for them and is deleted before them. `worker`: each worker's requests (`StackConfig.worker_fit`).
-        `system_pool_name`: None where there are no node pools (Autopilot). `adapt_values`: a pure rewrite of
-        the values for the cluster mode (`infra.autopilot_pods.ray_values_for_autopilot`)."""
+    def __init__(self, name: str, args: RayClusterArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+        cluster_name, image, ray = args.cluster_name, args.image, args.ray
         check_cluster_name(cluster_name)
         self.cluster_name = cluster_name
-        self.namespace = environment.namespace
+        self.namespace = args.environment.namespace
         self.head_service = f"{cluster_name}{HEAD_SERVICE_SUFFIX}"
         self.dashboard_port = DASHBOARD_PORT
         self.worker_group = WORKER_GROUP
         self.dashboard_proxy_path = (
             f"/api/v1/namespaces/{self.namespace}/services/{self.head_service}:dashboard/proxy"
         )
-
-        # Pure and plan-time: a bad name or a head that fits no system node fails before any
-        # resource is registered.
-        values = ray_values(
-            cluster_name=cluster_name,
-            image=image,
-            service_account=environment.service_account,
-            secret_name=environment.secret_name,
-            secret_env=environment.secret_env,
-            pvc_name=environment.pvc_name,
-            mount_path=ray.mount_path,
-            head_cpu=ray.head_cpu,
-            head_memory_gib=ray.head_memory_gib,
-            system_pool_name=system_pool_name,
-            gpu_pool=gpu_pool,
-            worker=worker,
-            interfaces_annotation=networks.interfaces_annotation,
-        )
-        if adapt_values is not None:
-            values = adapt_values(values)
+        values = args.values()
         super().__init__("nemo-rl-gke:infra:RayCluster", name, None, opts)
         self.values = values
-        waits_for = [r for r in (environment, networks) if isinstance(r, pulumi.Resource)]
-        self.release = k8s.helm.v3.Release(
+        self.release = self._release(name, args, opts)
+        self.register_outputs(
+            {
+                "clusterName": self.cluster_name,
+                "namespace": self.namespace,
+                "headService": self.head_service,
+                "dashboardPort": self.dashboard_port,
+                "workerGroup": self.worker_group,
+                "rayVersion": image.ray_version,
+                "image": image.ref,
+                "chartVersion": ray.chart_version,
+                # What each worker requests and what that leaves on its node (estimates: GKE's published
+                # reservations; the real allocatable is only known on a node).
+                "workerFit": args.worker.to_json(),
+                "releaseStatus": self.release.status.apply(lambda s: s.status if s else None),
+            }
+        )
+
+    def _release(self, name: str, args: RayClusterArgs, opts: Optional[pulumi.ResourceOptions]) -> k8s.helm.v3.Release:
+        """The Helm release of the chart with these values, replaced (deleted first) when they change."""
+        image, timeout_seconds = args.image, args.timeout_seconds
+        waits_for = [r for r in (args.environment, args.networks) if isinstance(r, pulumi.Resource)]
+        return k8s.helm.v3.Release(
             f"{name}-release",
-            name=cluster_name,
+            name=args.cluster_name,
             chart=CHART,
-            version=ray.chart_version,
+            version=args.ray.chart_version,
             repository_opts={"repo": CHART_REPO},
             namespace=self.namespace,
             create_namespace=False,
@@ -415,20 +450,4 @@ class RayCluster(pulumi.ComponentResource):
                     delete="20m",
                 ),
             ),
-        )
-        self.register_outputs(
-            {
-                "clusterName": self.cluster_name,
-                "namespace": self.namespace,
-                "headService": self.head_service,
-                "dashboardPort": self.dashboard_port,
-                "workerGroup": self.worker_group,
-                "rayVersion": image.ray_version,
-                "image": image.ref,
-                "chartVersion": ray.chart_version,
-                # What each worker requests and what that leaves on its node (estimates: GKE's published
-                # reservations; the real allocatable is only known on a node).
-                "workerFit": worker.to_json(),
-                "releaseStatus": self.release.status.apply(lambda s: s.status if s else None),
-            }
         )

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from infra.config import StackConfig
-from infra.naming import Limit, cloud_name, labels
+from infra.naming import NODE_POOL_LABEL, Limit, cloud_name, labels
 
 
 @dataclass(frozen=True)
@@ -74,4 +74,4 @@ class GpuPoolFacts:
     def node_selector(self) -> dict[str, str]:
         if self.node_labels:
             return dict(self.node_labels)
-        return {"cloud.google.com/gke-nodepool": self.pool_name}
+        return {NODE_POOL_LABEL: self.pool_name}

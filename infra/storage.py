@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Optional
 
 import pulumi
@@ -39,13 +40,14 @@ BUCKET_ROLE = "roles/storage.objectUser"
 LUSTRE_SERVICE = "lustre.googleapis.com"
 LUSTRE_AGENT_EXPORT_ROLE = "roles/storage.objectUser"
 LUSTRE_AGENT_IMPORT_ROLE = "roles/storage.objectViewer"
-LUSTRE_TIMEOUTS = pulumi.CustomTimeouts(create="120m", update="90m", delete="60m")
-"""Create as the provider's own default for google_lustre_instance (magic-modules
-mmv1/products/lustre/Instance.yaml: insert 120 minutes), raised in magic-modules PR #14878 because the
-service's P99 creation time is 40-80 minutes (its maintainers, 2025-08); update above the provider's 60
-for capacity growth of large instances; delete as the provider's."""
 """What the Managed Lustre service agent needs on a bucket to transfer to and from it, or only from it
 (managed-lustre docs, "Transfer data to or from Cloud Storage")."""
+LUSTRE_TIMEOUTS = pulumi.CustomTimeouts(create="120m", update="90m", delete="60m")
+"""Create as the provider's own default for google_lustre_instance (magic-modules
+mmv1/products/lustre/Instance.yaml `timeouts`: insert 120, update 60, delete 60 minutes, set in magic-modules
+PR #16046, 2025-12; PR #14878, 2025-08, had raised only the operation poll to 120 minutes, its maintainers
+putting the service's P99 creation time at 40-80 minutes); update above the provider's 60 for capacity
+growth of large instances; delete as the provider's."""
 
 
 def lustre_port(legacy: bool) -> int:
@@ -80,6 +82,19 @@ def workload_identity_principal(project_number: str, workload_pool: str, namespa
     )
 
 
+@dataclass(frozen=True)
+class LustreArgs:
+    """What `Lustre` needs: its config and id, and the cluster VPC with the peering to wait for."""
+
+    ctx: StackContext
+    lustre: LustreConfig
+    instance_id: str
+    network: pulumi.Input[str]
+    """The cluster VPC as `projects/<p>/global/networks/<name>` (`Networking.primary_network`)."""
+    psa_connection: pulumi.Resource
+    """The Service Networking peering (`Networking.psa_connection`)."""
+
+
 class Lustre(pulumi.ComponentResource):
     """A Managed Lustre instance in the stack's zone, on the cluster VPC.
 
@@ -103,17 +118,10 @@ class Lustre(pulumi.ComponentResource):
     port: int
     """The LNet port the instance serves (988, or 6988 for a GKE-support instance)."""
 
-    def __init__(
-        self,
-        name: str,
-        ctx: StackContext,
-        cfg: LustreConfig,
-        instance_id: str,
-        network: pulumi.Input[str],
-        psa_connection: pulumi.Resource,
-        opts: Optional[pulumi.ResourceOptions] = None,
-    ) -> None:
+    def __init__(self, name: str, args: LustreArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("nemo-rl-gke:infra:Lustre", name, None, opts)
+        ctx, cfg, instance_id, network = args.ctx, args.lustre, args.instance_id, args.network
+        psa_connection = args.psa_connection
         self.capacity_gib = cfg.capacity_gib
         self.location = ctx.zone
         self.port = lustre_port(cfg.legacy_port)
@@ -166,6 +174,33 @@ class Lustre(pulumi.ComponentResource):
         )
 
 
+@dataclass(frozen=True)
+class ArtifactBucketArgs:
+    """What `ArtifactBucket` needs.
+
+    `workload_pool` is the cluster's Workload Identity pool (`ClusterComponent.workload_pool`): the pool
+    `<project>.svc.id.goog` exists only once a cluster with Workload Identity was created in the
+    project, and a grant to one of its principals made before that fails with "Identity Pool does
+    not exist" (terraform-google-modules/terraform-google-kubernetes-engine #916).
+    Taking the pool from the cluster's output makes the grant wait for the cluster through its data.
+
+    Without `delete_on_destroy` (`storage.deleteBucketOnDestroy`), `pulumi destroy` keeps the bucket
+    and its objects (retainOnDelete: Pulumi only forgets it) and Pulumi never deletes a bucket that
+    still holds objects; with it, the bucket goes with everything in it.
+
+    `adopt_existing` (`storage.adoptExistingBucket`) imports the bucket a previous destroy kept,
+    for a stack re-created under the same name: its name is fixed, so creating it again would fail.
+    """
+
+    ctx: StackContext
+    namespace: str
+    """The namespace and name of the Kubernetes service account granted the bucket."""
+    ksa: str
+    workload_pool: pulumi.Input[str]
+    delete_on_destroy: bool = False
+    adopt_existing: bool = False
+
+
 class ArtifactBucket(pulumi.ComponentResource):
     """A regional GCS bucket for artifacts, writable by one Kubernetes service account.
 
@@ -183,32 +218,10 @@ class ArtifactBucket(pulumi.ComponentResource):
     member: pulumi.Output[str]
     """The Workload Identity principal granted `roles/storage.objectUser`."""
 
-    def __init__(
-        self,
-        name: str,
-        ctx: StackContext,
-        namespace: str,
-        ksa: str,
-        opts: Optional[pulumi.ResourceOptions] = None,
-        *,
-        workload_pool: pulumi.Input[str],
-        delete_on_destroy: bool = False,
-        adopt_existing: bool = False,
-    ) -> None:
-        """`workload_pool` is the cluster's Workload Identity pool (`GkeCluster.workload_pool`): the pool
-        `<project>.svc.id.goog` exists only once a cluster with Workload Identity was created in the
-        project, and a grant to one of its principals made before that fails with "Identity Pool does
-        not exist" (terraform-google-modules/terraform-google-kubernetes-engine #916).
-        Taking the pool from the cluster's output makes the grant wait for the cluster through its data.
-
-        Without `delete_on_destroy` (`storage.deleteBucketOnDestroy`), `pulumi destroy` keeps the bucket
-        and its objects (retainOnDelete: Pulumi only forgets it) and Pulumi never deletes a bucket that
-        still holds objects; with it, the bucket goes with everything in it.
-
-        `adopt_existing` (`storage.adoptExistingBucket`) imports the bucket a previous destroy kept,
-        for a stack re-created under the same name: its name is fixed, so creating it again would fail.
-        """
+    def __init__(self, name: str, args: ArtifactBucketArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("nemo-rl-gke:infra:ArtifactBucket", name, None, opts)
+        ctx, delete_on_destroy, adopt_existing = args.ctx, args.delete_on_destroy, args.adopt_existing
+        namespace, ksa, workload_pool = args.namespace, args.ksa, args.workload_pool
         child = child_options(self, opts)
         # Bucket names are global across all of GCS: the project id makes collisions with other
         # projects unlikely, the stack prefix separates stacks of one project.
@@ -274,6 +287,18 @@ def bucket_of(uri: str) -> str:
     return uri[len("gs://"):].split("/", 1)[0]
 
 
+@dataclass(frozen=True)
+class LustreDataGuardArgs:
+    """What `LustreDataGuard` needs: the Lustre config (export and import), the instance, the bucket and
+    the results directories to export (`workloads.job_spec.results_dirs`)."""
+
+    ctx: StackContext
+    lustre_config: LustreConfig
+    lustre: Lustre
+    bucket: ArtifactBucket
+    results_dirs: tuple[str, ...]
+
+
 class LustreDataGuard(pulumi.ComponentResource):
     """What `pulumi destroy` keeps of Lustre: its results directories, exported to the bucket first.
 
@@ -291,44 +316,11 @@ class LustreDataGuard(pulumi.ComponentResource):
     guard: LustreGuard
     export_uri: pulumi.Output[str]
 
-    def __init__(
-        self,
-        name: str,
-        ctx: StackContext,
-        cfg: LustreConfig,
-        lustre: Lustre,
-        bucket: ArtifactBucket,
-        results_dirs: tuple[str, ...],
-        opts: Optional[pulumi.ResourceOptions] = None,
-    ) -> None:
+    def __init__(self, name: str, args: LustreDataGuardArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("nemo-rl-gke:infra:LustreDataGuard", name, None, opts)
-        child = child_options(self, opts)
-        grants: list[pulumi.Resource] = []
-        if cfg.export_on_destroy or cfg.import_from:
-            agent = gcp.projects.ServiceIdentity(
-                f"{name}-lustre-agent", project=ctx.project, service=LUSTRE_SERVICE, opts=child
-            )
-            grants.append(
-                gcp.storage.BucketIAMMember(
-                    f"{name}-agent-bucket-access",
-                    bucket=bucket.bucket.name,
-                    role=LUSTRE_AGENT_EXPORT_ROLE,
-                    member=agent.member,
-                    opts=child,
-                )
-            )
-            source_bucket = bucket_of(cfg.import_from) if cfg.import_from else None
-            if source_bucket and source_bucket != bucket.bucket_cloud_name:
-                # Only the objects are read; the grant goes with this stack, the source bucket stays.
-                grants.append(
-                    gcp.storage.BucketIAMMember(
-                        f"{name}-agent-import-access",
-                        bucket=source_bucket,
-                        role=LUSTRE_AGENT_IMPORT_ROLE,
-                        member=agent.member,
-                        opts=child,
-                    )
-                )
+        ctx, cfg, lustre, bucket = args.ctx, args.lustre_config, args.lustre, args.bucket
+        results_dirs = args.results_dirs
+        grants = self._agent_grants(name, ctx, cfg, bucket, child_options(self, opts))
         props = guard_props(
             project=ctx.project,
             zone=lustre.location,
@@ -361,3 +353,36 @@ class LustreDataGuard(pulumi.ComponentResource):
                 "dirs": list(results_dirs),
             }
         )
+
+    def _agent_grants(
+        self, name: str, ctx: StackContext, cfg: LustreConfig, bucket: ArtifactBucket, child: pulumi.ResourceOptions
+    ) -> list[pulumi.Resource]:
+        """The Lustre service agent's access to the bucket (and to an import source), when it transfers."""
+        grants: list[pulumi.Resource] = []
+        if not (cfg.export_on_destroy or cfg.import_from):
+            return grants
+        agent = gcp.projects.ServiceIdentity(
+            f"{name}-lustre-agent", project=ctx.project, service=LUSTRE_SERVICE, opts=child
+        )
+        grants.append(
+            gcp.storage.BucketIAMMember(
+                f"{name}-agent-bucket-access",
+                bucket=bucket.bucket.name,
+                role=LUSTRE_AGENT_EXPORT_ROLE,
+                member=agent.member,
+                opts=child,
+            )
+        )
+        source_bucket = bucket_of(cfg.import_from) if cfg.import_from else None
+        if source_bucket and source_bucket != bucket.bucket_cloud_name:
+            # Only the objects are read; the grant goes with this stack, the source bucket stays.
+            grants.append(
+                gcp.storage.BucketIAMMember(
+                    f"{name}-agent-import-access",
+                    bucket=source_bucket,
+                    role=LUSTRE_AGENT_IMPORT_ROLE,
+                    member=agent.member,
+                    opts=child,
+                )
+            )
+        return grants

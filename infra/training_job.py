@@ -22,18 +22,21 @@ whenever the release is replaced.
 from __future__ import annotations
 
 import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Optional
 
 import pulumi
 import pulumi.dynamic
 
-from infra.config import PROJECT, ConfigError, StackConfig, lustre_aggregate_mb_s
+from infra.config import PROJECT, ConfigError, StackConfig
 from infra.options import child_options
-from infra.ray_cluster import DASHBOARD_PORT
+from infra.pod_facts import DASHBOARD_PORT
+from infra.run_plan import checkpoint_write_seconds_for
 from workloads.acceptance_gate import GatePlan
 from workloads.hook import JobSubmissionProvider
 from workloads.job_spec import (
-    JobBuildError, JobSpec, PoolShape, build_job, checkpoint_write_seconds, derived_save_period, wandb_wanted,
+    JobBuildError, JobSpec, PoolShape, build_job, wandb_wanted,
 )
 
 COMPONENT_TYPE = "nemo-rl-gke:infra:TrainingJob"
@@ -51,12 +54,50 @@ class JobSubmission(pulumi.dynamic.Resource, module="nemo-rl-gke", name="JobSubm
         super().__init__(JobSubmissionProvider(), name, {**props, "status": None, "gate_result": None}, opts)
 
 
+@dataclass(frozen=True)
+class TrainingJobArgs:
+    """What `TrainingJob` needs (see `build_training_job` for each value's source)."""
+
+    spec: JobSpec
+    endpoint: pulumi.Input[str]
+    ca_certificate: Optional[pulumi.Input[str]]
+    namespace: str
+    head_service: pulumi.Input[str]
+    ray_cluster_name: pulumi.Input[str]
+    ray_release: pulumi.Resource
+    node_pools: Sequence[pulumi.Resource] = ()
+    gate_policy: str = "off"
+    gate_plan: Optional[GatePlan] = None
+
+    def props(self) -> dict:
+        """The submission's inputs.
+
+        The endpoint and the CA are what every client of the API server is shown; the provider may mark
+        them secret (GKE's masterAuth), but they authorise nothing, and keeping them plain keeps the
+        submission's inputs free of secrets (a secret here would also make Pulumi treat the whole job as
+        secret in diffs)."""
+        gate_plan = self.gate_plan if self.gate_policy != "off" else None
+        return {
+            **self.spec.to_dict(),
+            "gke_endpoint": pulumi.Output.unsecret(pulumi.Output.from_input(self.endpoint)),
+            # Empty for the DNS endpoint: its certificate is publicly trusted (system roots).
+            "ca_cert_b64": pulumi.Output.unsecret(pulumi.Output.from_input(self.ca_certificate or "")),
+            "namespace": self.namespace,
+            "head_service": self.head_service,
+            # The provider waits for this RayCluster to be provisioned before submitting.
+            "ray_cluster_name": self.ray_cluster_name,
+            # ... and runs the acceptance gate right before it submits (workloads/acceptance_gate.py).
+            "gate_policy": self.gate_policy,
+            "gate_plan": gate_plan.to_dict() if gate_plan is not None else None,
+        }
+
+
 class TrainingJob(pulumi.ComponentResource):
     """The NeMo-RL job of a stack.
 
     Outputs: `submission_id` (the Ray submission id), `status` (at submit time / last refresh),
     `gate_result` (the acceptance gate's numbers, `GateReport.outputs`), `dashboard_command` (how to
-    open the Ray dashboard) and `logs_command` (how to follow the log with `python -m workloads`).
+    open the Ray dashboard) and `logs_command` (how to follow the log with `python -m jobctl`).
     """
 
     submission_id: pulumi.Output[str]
@@ -65,39 +106,9 @@ class TrainingJob(pulumi.ComponentResource):
     dashboard_command: pulumi.Output[str]
     logs_command: pulumi.Output[str]
 
-    def __init__(
-        self,
-        name: str,
-        spec: JobSpec,
-        *,
-        endpoint: pulumi.Input[str],
-        ca_certificate: Optional[pulumi.Input[str]],
-        namespace: str,
-        head_service: pulumi.Input[str],
-        ray_cluster_name: pulumi.Input[str],
-        ray_release: pulumi.Resource,
-        gate_policy: str = "off",
-        gate_plan: Optional[GatePlan] = None,
-        opts: Optional[pulumi.ResourceOptions] = None,
-    ):
+    def __init__(self, name: str, args: TrainingJobArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__(COMPONENT_TYPE, name, None, opts)
-        # The endpoint and the CA are what every client of the API server is shown; the provider
-        # may mark them secret (GKE's masterAuth), but they authorise nothing, and keeping them
-        # plain keeps the submission's inputs free of secrets (a secret here would also make
-        # Pulumi treat the whole job as secret in diffs).
-        props = {
-            **spec.to_dict(),
-            "gke_endpoint": pulumi.Output.unsecret(pulumi.Output.from_input(endpoint)),
-            # Empty for the DNS endpoint: its certificate is publicly trusted (system roots).
-            "ca_cert_b64": pulumi.Output.unsecret(pulumi.Output.from_input(ca_certificate or "")),
-            "namespace": namespace,
-            "head_service": head_service,
-            # The provider waits for this RayCluster to be provisioned before submitting.
-            "ray_cluster_name": ray_cluster_name,
-            # ... and runs the acceptance gate right before it submits (workloads/acceptance_gate.py).
-            "gate_policy": gate_policy,
-            "gate_plan": gate_plan.to_dict() if gate_plan is not None and gate_policy != "off" else None,
-        }
+        spec, ray_release, props = args.spec, args.ray_release, args.props()
         # Submitted after the Ray release, stopped before it goes, and replaced with it: a changed Ray
         # value replaces the release (delete first, infra/ray_cluster.py), which takes the RayCluster and
         # the running job with it. The submission's inputs do not come from the release, and the engine
@@ -105,10 +116,17 @@ class TrainingJob(pulumi.ComponentResource):
         # `dependsOn` alone (pulumi/pulumi pkg/resource/deploy/step_generator.go:
         # calculateDependentReplacements, findDependentCascadeReplacements). With `replaceWith` the
         # engine stops the job before uninstalling the release and submits it again to the new one.
+        # The node pools likewise: a replaced pool is deleted first (infra/cluster.py), and the engine
+        # deletes what is `replaceWith` it before (pulumi/pulumi step_generator.go
+        # findDependentCascadeReplacements), so the job ends cleanly, not with its nodes, and is
+        # submitted again once the new pool's workers are up.
+        # No `deleted_with` the cluster, unlike the other in-cluster objects: on a destroy the stop
+        # must really happen (and be waited for) before the Lustre export starts; with the cluster
+        # already gone the delete finds no dashboard and returns (workloads/hook.py).
         self.submission = JobSubmission(
             f"{name}-submission",
             props,
-            child_options(self, opts, depends_on=[ray_release], replace_with=[ray_release]),
+            child_options(self, opts, depends_on=[ray_release], replace_with=[ray_release, *args.node_pools]),
         )
         stack = shlex.quote(spec.stack)
         self.submission_id = self.submission.submission_id
@@ -116,10 +134,10 @@ class TrainingJob(pulumi.ComponentResource):
         self.gate_result = self.submission.gate_result
         # The local proxy of `workloads/dashboard.py`: no kubectl, works through the DNS endpoint.
         self.dashboard_command = pulumi.Output.from_input(
-            f"python -m workloads dashboard --stack {stack}  # then open http://127.0.0.1:{DASHBOARD_PORT}/"
+            f"python -m jobctl dashboard --stack {stack}  # then open http://127.0.0.1:{DASHBOARD_PORT}/"
         )
         self.logs_command = self.submission_id.apply(
-            lambda sid: f"python -m workloads logs --stack {stack} --job {shlex.quote(sid)} --follow"
+            lambda sid: f"python -m jobctl logs --stack {stack} --job {shlex.quote(sid)} --follow"
         )
         self.register_outputs(
             {
@@ -132,23 +150,10 @@ class TrainingJob(pulumi.ComponentResource):
         )
 
 
-def checkpoint_write_seconds_for(cfg: StackConfig) -> float:
-    """The plan's estimate of writing one of the recipe's checkpoints to the stack's Lustre (the job's save
-    period is derived from it; the offline plan shows the same number, tools/sizing.py)."""
-    return checkpoint_write_seconds(
-        cfg.recipe.model_params_billion, lustre_aggregate_mb_s(cfg.lustre.capacity_gib, cfg.lustre.per_unit_storage_throughput)
-    )
-
-
-def save_period_for(cfg: StackConfig) -> int:
-    """The job's `checkpointing.save_period` (what `job_spec_for_stack` writes into the entrypoint)."""
-    return derived_save_period(cfg.recipe.step_seconds, checkpoint_write_seconds_for(cfg), cfg.job.max_lost_minutes)
-
-
 def job_spec_for_stack(stack: str, cfg: StackConfig, *, wandb_key_set: bool, pool: PoolShape) -> JobSpec:
     """The stack's job, built from the validated config and the GPU pool facts.
 
-    The Pulumi program and `python -m workloads` both call this, so they agree on the spec (and
+    The Pulumi program and `python -m jobctl` both call this, so they agree on the spec (and
     therefore on the submission id) for the same stack file. What only the job builder sees (GPUs
     that do not divide by the parallel sizes, an override of a key the stack derives, W&B without a
     project) becomes a `ConfigError` naming the key, raised before any resource exists.
@@ -171,6 +176,7 @@ def build_training_job(
     head_service: pulumi.Input[str],
     ray_cluster_name: pulumi.Input[str],
     ray_release: pulumi.Resource,
+    node_pools: Sequence[pulumi.Resource] = (),
     gate_plan: Optional[GatePlan] = None,
     opts: Optional[pulumi.ResourceOptions] = None,
 ) -> Optional[TrainingJob]:
@@ -187,14 +193,14 @@ def build_training_job(
             fullnameOverride); the job is submitted only once it is provisioned.
         ray_release: the Ray Helm release (`RayCluster.release`): the job is submitted after it,
             stopped before it is destroyed, and replaced whenever it is replaced.
+        node_pools: the GKE node pools: the job is stopped before either is replaced, and resubmitted after.
         gate_plan: the acceptance gate (`infra.gate_plan.gate_plan_for_stack`), run right before the
             job is submitted under the policy `cfg.gate_policy`; None runs none.
         opts: further resource options of the component.
     """
     if not cfg.job.submit:
         return None
-    return TrainingJob(
-        "training-job",
+    args = TrainingJobArgs(
         spec,
         endpoint=endpoint,
         ca_certificate=ca_certificate,
@@ -202,7 +208,8 @@ def build_training_job(
         head_service=head_service,
         ray_cluster_name=ray_cluster_name,
         ray_release=ray_release,
+        node_pools=node_pools,
         gate_policy=cfg.gate_policy if gate_plan is not None else "off",
         gate_plan=gate_plan,
-        opts=opts,
     )
+    return TrainingJob("training-job", args, opts)

@@ -1,4 +1,4 @@
-"""The preemption watcher, in the cluster: a Deployment running `python -m workloads watch`.
+"""The preemption watcher, in the cluster: a Deployment running `python -m workloads.watcher`.
 
 What runs: `workloads/preemption.py` (its module docstring has the classifier and the restart policy),
 pointed at the Ray dashboard inside the cluster (`http://<head-svc>.<namespace>.svc:8265`), with the
@@ -8,10 +8,11 @@ ray-operator/controllers/ray/utils/validation.go), and a watcher on a laptop sto
 
 How the code reaches the pod: a ConfigMap holds the `workloads` package files, read from this
 repository when the program runs (so the pod runs exactly the code of the deploy), and `spec.json`. It
-is mounted read-only at /config, which is on PYTHONPATH. Only the modules the watcher imports are
-shipped (`WATCHER_MODULES`); none imports Pulumi. The ConfigMap is auto-named: pulumi-kubernetes
-replaces a ConfigMap whose data changed, the new name lands in the pod template, and the pod rolls
-(the data hash is a pod annotation too, to make the reason visible).
+is mounted read-only at /config, which is on PYTHONPATH. Only the watcher's entry module and the
+modules it imports are shipped (`WATCHER_MODULES`, computed from the sources, so an edit elsewhere,
+such as the day-2 CLI's help text, does not roll the pod); none imports Pulumi. The ConfigMap is
+auto-named: pulumi-kubernetes replaces a ConfigMap whose data changed, the new name lands in the pod
+template, and the pod rolls (the data hash is a pod annotation too, to make the reason visible).
 
 Image: the recipe's NeMo-RL image, not a small Python image with `pip install ray`:
 - it carries the Ray whose job SDK matches the cluster's Ray exactly (the RayCluster's rayVersion is
@@ -36,17 +37,21 @@ from __future__ import annotations
 import hashlib
 import json
 import posixpath
+import modulefinder
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from infra.kube_provider import MANAGED_LABELS
+from infra.naming import MANAGED_LABELS, NODE_POOL_LABEL, PREEMPTION_WATCHER, PREEMPTION_WATCHER_CONTAINER
 from infra.options import child_options
-from infra.ray_cluster import DASHBOARD_PORT, NODE_POOL_LABEL
+from infra.pod_facts import DASHBOARD_PORT
+from infra.run_plan import CHECKPOINTS_MOUNT, run_plan_for_stack
+from infra.stack_file import ROOT
 from workloads.acceptance_gate import GatePlan
-from workloads.job_spec import CHECKPOINTS_DIR, JobSpec, PoolShape, run_checkpoint_dir
+from workloads.job_spec import CHECKPOINTS_DIR, JobSpec, PoolShape
 from workloads.recipes import NemoRLImage
 from workloads.preemption import RecoveryPolicy
 from workloads.run_owner import RunPlan
@@ -55,39 +60,58 @@ if TYPE_CHECKING:
     from infra.config import StackConfig
 
 COMPONENT_TYPE = "nemo-rl-gke:infra:PreemptionWatcher"
-NAME = "preemption-watcher"
-CONTAINER = "watcher"
-"""The watcher's container: its log lines (one JSON line per ended attempt) feed the dashboard's log-based metrics."""
+NAME = PREEMPTION_WATCHER
+CONTAINER = PREEMPTION_WATCHER_CONTAINER
 CONFIG_DIR = "/config"
 SPEC_KEY = "spec.json"
 RUN_KEY = "run.json"
 """The run's plain plan-time values (`workloads.run_owner.RunPlan`): gate, checkpoint dir, price, budget."""
-CHECKPOINTS_MOUNT = "/checkpoints"
-"""Where the watcher sees `<ray.mountPath>/checkpoints` (the run's resume step and steps lost, and the
-stale `tmp_step_*` it removes before a resubmission: workloads/checkpoints.py)."""
 HEARTBEAT = "/tmp/heartbeat"
 STATE_DIR = "/state"
 STATE_SUBPATH = ".nemo-rl-gke/watcher"
 """Where on Lustre the watcher keeps what it saw (`workloads.preemption.StateFile`) and the run ledger
 (`workloads.ledger`): a subPath of the claim, which the kubelet creates. Besides it the watcher mounts
 only the checkpoints (`CHECKPOINTS_MOUNT`), not the HF cache or the logs."""
-WORKLOADS_DIR = Path(__file__).resolve().parent.parent / "workloads"
-WATCHER_MODULES = (
-    "__init__.py", "__main__.py", "acceptance_gate.py", "checkpoints.py", "cli_args.py", "job_spec.py", "ledger.py",
-    "overrides.py", "preemption.py", "recipes.py", "run_owner.py", "submit.py",
-)
-"""What `python -m workloads watch --spec-file` imports (checked by a test that runs exactly these
-files with Pulumi and `infra` made unimportable). `acceptance_gate.py` is also what the gate's Ray job
-ships from the pod (`runtime_env.py_modules` of this package directory) when the watcher gates an attempt."""
+WATCHER_ENTRY = "workloads.watcher"
+"""The module the pod runs (`python -m workloads.watcher`)."""
 RESOURCES = {"requests": {"cpu": "50m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}}
 """`watch --once` from the ConfigMap files peaked at about 110 MiB RSS here (Python 3.11, Ray 2.60's job
 SDK); the limit leaves room for an older Ray's imports. No CPU limit: it idles between looks, and a
 throttled import at start would only slow it down."""
 
 
+def shipped_modules(entry: str = WATCHER_ENTRY, root: Path = ROOT) -> tuple[str, ...]:
+    """The file names, in `<root>/workloads`, of `entry` and of every module it imports, transitively
+    and lazy imports included (a function-level import runs in the pod too).
+
+    Found by the standard library's `modulefinder` (it reads the compiled sources, importing nothing)
+    with `root` as the only path: the standard library, Ray and requests are the image's and are not
+    looked for. A project module outside `workloads` would be missing in the pod, so it is an error.
+    """
+    finder = modulefinder.ModuleFinder(path=[str(root)])
+    finder.import_hook(entry)
+    package_dir = root / "workloads"
+    names = []
+    for name, module in finder.modules.items():
+        if module.__file__ is None:  # built into the interpreter (sys, time)
+            continue
+        path = Path(module.__file__)
+        if not path.is_relative_to(package_dir):
+            raise ValueError(f"{entry} imports {name}, which is not in workloads/ and so not in the watcher's image")
+        if path.parent != package_dir:  # a ConfigMap key cannot hold `/`: the mount would need a path per key
+            raise ValueError(f"{entry} imports {name}, in a subpackage of workloads/, which the ConfigMap cannot ship")
+        names.append(path.name)
+    return tuple(sorted(names))
+
+
+WATCHER_MODULES = shipped_modules()
+"""What `python -m workloads.watcher` imports, computed from the sources (tests/test_watcher.py runs
+exactly these files with Pulumi and `infra` made unimportable)."""
+
+
 def watcher_files() -> dict[str, str]:
     """The package files the pod needs, keyed by file name (ConfigMap keys cannot hold `/`)."""
-    return {name: (WORKLOADS_DIR / name).read_text() for name in WATCHER_MODULES}
+    return {name: (ROOT / "workloads" / name).read_text() for name in WATCHER_MODULES}
 
 
 def config_map_data(spec: JobSpec, run: Optional[RunPlan] = None) -> dict[str, str]:
@@ -108,7 +132,7 @@ def dashboard_address(head_service: str, namespace: str) -> str:
 
 
 def ledger_on_lustre(mount_path: str, stack: str) -> str:
-    """Where the run ledger is on Lustre as the Ray head mounts it (`python -m workloads status` reads it there)."""
+    """Where the run ledger is on Lustre as the Ray head mounts it (`python -m jobctl status` reads it there)."""
     from workloads.ledger import ledger_path
 
     return str(ledger_path(posixpath.join(posixpath.normpath(mount_path), STATE_SUBPATH, f"{stack}.json")))
@@ -121,7 +145,7 @@ def state_file(stack: str) -> str:
 
 def watcher_command(address: str, policy: RecoveryPolicy, stack: str) -> list[str]:
     return [
-        "python", "-m", "workloads", "watch",
+        "python", "-m", WATCHER_ENTRY,
         "--address", address,
         "--spec-file", f"{CONFIG_DIR}/{SPEC_KEY}",
         "--run-file", f"{CONFIG_DIR}/{RUN_KEY}",
@@ -261,6 +285,22 @@ def deployment_manifest(
     }
 
 
+@dataclass(frozen=True)
+class PreemptionWatcherArgs:
+    """What `PreemptionWatcher` needs (see `build_preemption_watcher` for each value's source)."""
+
+    spec: JobSpec
+    policy: RecoveryPolicy
+    namespace: str
+    image: NemoRLImage
+    ray_cluster_name: str
+    head_service: pulumi.Input[str]
+    system_pool_name: Optional[str]
+    lustre_claim: str
+    run: Optional[RunPlan] = None
+    """The run's plan-time values shipped as run.json (`infra.run_plan.run_plan_for_stack`)."""
+
+
 class PreemptionWatcher(pulumi.ComponentResource):
     """ConfigMap (code + spec), a ServiceAccount and a one-replica Deployment that resubmits the job
     after a preemption.
@@ -280,24 +320,11 @@ class PreemptionWatcher(pulumi.ComponentResource):
     namespace: str
     logs_command: str
 
-    def __init__(
-        self,
-        name: str,
-        spec: JobSpec,
-        policy: RecoveryPolicy,
-        *,
-        namespace: str,
-        image: NemoRLImage,
-        ray_cluster_name: str,
-        head_service: pulumi.Input[str],
-        system_pool_name: Optional[str],
-        lustre_claim: str,
-        run: Optional[RunPlan] = None,
-        opts: Optional[pulumi.ResourceOptions] = None,
-    ) -> None:
-        data = config_map_data(spec, run)
+    def __init__(self, name: str, args: PreemptionWatcherArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+        data = config_map_data(args.spec, args.run)
         config_hash = data_hash(data)
         super().__init__(COMPONENT_TYPE, name, None, opts)
+        namespace, spec, policy = args.namespace, args.spec, args.policy
         self.namespace = namespace
         self.deployment_name = NAME
         self.logs_command = f"kubectl -n {namespace} logs deploy/{NAME} --follow"
@@ -315,31 +342,7 @@ class PreemptionWatcher(pulumi.ComponentResource):
             data=data,
             opts=child_options(self, opts),
         )
-
-        def build(args: list[str]) -> dict[str, Any]:
-            svc, config_map_name = args
-            return deployment_manifest(
-                namespace=namespace,
-                image=image.ref,
-                service_account=self.service_account,
-                system_pool_name=system_pool_name,
-                ray_cluster_name=ray_cluster_name,
-                head_service=svc,
-                policy=policy,
-                config_map_name=config_map_name,
-                config_hash=config_hash,
-                stack=spec.stack,
-                lustre_claim=lustre_claim,
-            )
-
-        config_map_name = self.config_map.metadata.apply(lambda m: m.name)
-        manifest = pulumi.Output.all(head_service, config_map_name).apply(build)
-        self.deployment = k8s.apps.v1.Deployment(
-            f"{name}-deployment",
-            metadata=manifest.apply(lambda m: m["metadata"]),
-            spec=manifest.apply(lambda m: m["spec"]),
-            opts=child_options(self, opts, depends_on=[self.config_map, self.service_account_resource]),
-        )
+        self.deployment = self._deployment(name, args, config_hash, opts)
         self.register_outputs(
             {
                 "deploymentName": self.deployment_name,
@@ -349,6 +352,36 @@ class PreemptionWatcher(pulumi.ComponentResource):
                 "logsCommand": self.logs_command,
                 "maxRestarts": policy.max_restarts,
             }
+        )
+
+    def _deployment(
+        self, name: str, args: PreemptionWatcherArgs, config_hash: str, opts: Optional[pulumi.ResourceOptions]
+    ) -> k8s.apps.v1.Deployment:
+        """The Deployment, built once the head Service's and the ConfigMap's names are known."""
+
+        def build(names: list[str]) -> dict[str, Any]:
+            svc, config_map_name = names
+            return deployment_manifest(
+                namespace=args.namespace,
+                image=args.image.ref,
+                service_account=self.service_account,
+                system_pool_name=args.system_pool_name,
+                ray_cluster_name=args.ray_cluster_name,
+                head_service=svc,
+                policy=args.policy,
+                config_map_name=config_map_name,
+                config_hash=config_hash,
+                stack=args.spec.stack,
+                lustre_claim=args.lustre_claim,
+            )
+
+        config_map_name = self.config_map.metadata.apply(lambda m: m.name)
+        manifest = pulumi.Output.all(args.head_service, config_map_name).apply(build)
+        return k8s.apps.v1.Deployment(
+            f"{name}-deployment",
+            metadata=manifest.apply(lambda m: m["metadata"]),
+            spec=manifest.apply(lambda m: m["spec"]),
+            opts=child_options(self, opts, depends_on=[self.config_map, self.service_account_resource]),
         )
 
 
@@ -366,13 +399,13 @@ def build_preemption_watcher(
     """The stack's `PreemptionWatcher`, or None when `recovery.enabled` is false.
 
     It is deployed whether or not `job.submit` is on: it only ever resubmits a job of the stack's spec
-    that someone (the deploy, or `python -m workloads submit`) submitted, so with nothing submitted it idles.
+    that someone (the deploy, or `python -m jobctl submit`) submitted, so with nothing submitted it idles.
 
     Args:
         spec: the stack's job (`infra.training_job.job_spec_for_stack`), the one the deploy submits.
         cfg: the validated stack config (`recovery`, `ray.namespace`, the recipe's image).
         ray: the `RayCluster` component (`cluster_name`, `head_service`, `namespace`).
-        system_pool_name: the CPU pool's name (`infra.cluster.system_pool_name`); None on Autopilot.
+        system_pool_name: the CPU pool's name (`infra.placement.system_pool_name`); None on Autopilot.
         gpu_pool: the GPU pool's facts: the watcher resubmits only once Ray has all its GPUs alive.
         lustre_claim: the Lustre PVC (`WorkloadEnvironment.pvc_name`) that holds the watcher's state.
         gate_plan: the acceptance gate (`infra.gate_plan.gate_plan_for_stack`): the watcher runs it before
@@ -382,8 +415,7 @@ def build_preemption_watcher(
     """
     if not cfg.recovery.enabled:
         return None
-    return PreemptionWatcher(
-        NAME,
+    args = PreemptionWatcherArgs(
         spec,
         # With job.submit on the deploy submits the job, so a spec without a job on the cluster is resubmitted.
         RecoveryPolicy.from_config(
@@ -395,45 +427,6 @@ def build_preemption_watcher(
         head_service=ray.head_service,
         system_pool_name=system_pool_name,
         lustre_claim=lustre_claim,
-        run=run_plan_for_stack(spec, cfg, gpu_pool, gate_plan),
-        opts=opts,
+        run=run_plan_for_stack(spec.stack, cfg, gpu_pool, gate_plan),
     )
-
-
-def node_hour_usd(cfg: "StackConfig") -> Optional[float]:
-    """The plan's price of one GPU node-hour at the pool's provisioning (infra/prices.py, with
-    `cost.priceOverrides`); None when the table has no such price (the ledger then shows no spend)."""
-    from infra.config import Provisioning
-    from infra.prices import PriceError, PriceTable, gpu_node_hour_usd
-
-    try:
-        table = PriceTable.load(cfg.cost.price_overrides)
-        return gpu_node_hour_usd(
-            table, cfg.flavour_spec.machine_type, cfg.region,
-            spot=cfg.gpu_pool.provisioning is Provisioning.SPOT, autopilot=cfg.cluster.mode == "autopilot",
-        )
-    except PriceError:
-        return None
-
-
-def run_plan_for_stack(spec: JobSpec, cfg: "StackConfig", gpu_pool: PoolShape, gate_plan: Optional[GatePlan]) -> RunPlan:
-    from infra.training_job import save_period_for
-
-    """What the watcher needs besides the spec, as plain values: the gate (policy and plan), where it sees
-    the checkpoints, the pool's nodes and node-hour price, `job.budgetUsd`, the save period and the plan's
-    step time (the recipe's expected hours over its steps)."""
-    recipe = cfg.recipe
-    policy = cfg.gate_policy if gate_plan is not None else "off"
-    on_lustre = run_checkpoint_dir(recipe, cfg.job, cfg.ray.mount_path, spec.stack)
-    below = posixpath.relpath(on_lustre, posixpath.join(posixpath.normpath(cfg.ray.mount_path), CHECKPOINTS_DIR))
-    step = recipe.step_seconds
-    return RunPlan(
-        gate_policy=policy,
-        gate_plan=gate_plan.to_dict() if gate_plan is not None and policy != "off" else None,
-        checkpoint_dir=posixpath.join(CHECKPOINTS_MOUNT, below),
-        node_count=gpu_pool.node_count,
-        node_hour_usd=node_hour_usd(cfg),
-        budget_usd=cfg.job.budget_usd,
-        save_period=save_period_for(cfg),
-        step_seconds=round(step, 1) if step else None,
-    )
+    return PreemptionWatcher(NAME, args, opts)

@@ -30,13 +30,13 @@ from typing import Any, Optional
 import pulumi
 import pulumi_kubernetes as k8s
 
-from infra.kube_provider import MANAGED_LABELS
+from infra.naming import MANAGED_LABELS
 from infra.options import child_options
+from infra.pod_facts import SECRET_MOUNT_PATH
 
 LUSTRE_CSI_DRIVER = "lustre.csi.storage.gke.io"
 SECRET_NAME = "nemo-rl-secrets"
 PVC_NAME = "lustre"
-SECRET_MOUNT_PATH = "/var/run/secrets/nemo-rl"
 HF_TOKEN_FILE = "hf-token"
 NETRC_FILE = "netrc"
 SECRET_FILE_ENV = {HF_TOKEN_FILE: "HF_TOKEN_PATH", NETRC_FILE: "NETRC"}
@@ -116,6 +116,18 @@ def secret_files_env(keys: "list[str] | tuple[str, ...]") -> dict[str, str]:
     return {SECRET_FILE_ENV[k]: f"{SECRET_MOUNT_PATH}/{k}" for k in sorted(keys)}
 
 
+@dataclass(frozen=True)
+class WorkloadEnvironmentArgs:
+    """What `WorkloadEnvironment` needs: the Ray namespace and KSA, the secrets (Pulumi secret Outputs,
+    None when not configured) and the Lustre instance to expose as a volume."""
+
+    namespace: str
+    ksa_name: str
+    hf_token: Optional[pulumi.Input[str]]
+    wandb_api_key: Optional[pulumi.Input[str]]
+    lustre: LustreVolume
+
+
 class WorkloadEnvironment(pulumi.ComponentResource):
     """Namespace, service account, secrets and the Lustre volume claim of the Ray cluster."""
 
@@ -132,54 +144,68 @@ class WorkloadEnvironment(pulumi.ComponentResource):
     persistent_volume: k8s.core.v1.PersistentVolume
     claim: k8s.core.v1.PersistentVolumeClaim
 
-    def __init__(
-        self,
-        name: str,
-        namespace: str,
-        ksa_name: str,
-        hf_token: Optional[pulumi.Input[str]],
-        wandb_api_key: Optional[pulumi.Input[str]],
-        lustre: LustreVolume,
-        opts: Optional[pulumi.ResourceOptions] = None,
-    ) -> None:
+    def __init__(self, name: str, args: WorkloadEnvironmentArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("nemo-rl-gke:infra:WorkloadEnvironment", name, None, opts)
+        namespace = args.namespace
         self.namespace = namespace
-        self.service_account = ksa_name
+        self.service_account = args.ksa_name
         self.secret_name = SECRET_NAME
         self.pvc_name = PVC_NAME
         # PersistentVolumes are cluster-scoped: the namespace in the name keeps two namespaces apart.
         self.pv_name = f"{namespace}-lustre"
-        labels = dict(MANAGED_LABELS)
+        self._opts = opts
 
         self.namespace_resource = k8s.core.v1.Namespace(
             f"{name}-namespace",
-            metadata={"name": namespace, "labels": labels},
+            metadata={"name": namespace, "labels": dict(MANAGED_LABELS)},
             opts=child_options(self, opts, custom_timeouts=NAMESPACE_TIMEOUTS),
         )
-        in_namespace = [self.namespace_resource]
-
         self.service_account_resource = k8s.core.v1.ServiceAccount(
             f"{name}-service-account",
             # No iam.gke.io/gcp-service-account annotation: IAM is granted to this KSA's own principal.
-            metadata={"name": ksa_name, "namespace": namespace, "labels": labels},
-            opts=child_options(self, opts, depends_on=in_namespace),
+            metadata={"name": args.ksa_name, "namespace": namespace, "labels": dict(MANAGED_LABELS)},
+            opts=child_options(self, opts, depends_on=[self.namespace_resource]),
+        )
+        secret_keys = self._secret(name, args)
+        self._lustre_volume(name, args.lustre)
+        self.register_outputs(
+            {
+                "namespace": self.namespace,
+                "serviceAccount": self.service_account,
+                "secretName": self.secret_name,
+                "secretKeys": secret_keys,
+                "secretEnv": self.secret_env,
+                "pvcName": self.pvc_name,
+                "pvName": self.pv_name,
+                "volumeHandle": args.lustre.volume_handle,
+            }
         )
 
+    def _secret(self, name: str, args: WorkloadEnvironmentArgs) -> list[str]:
+        """The Secret of the configured secrets (files for the pods); returns its keys."""
         string_data = secret_string_data(
-            {HF_TOKEN_FILE: hf_token, NETRC_FILE: wandb_netrc(wandb_api_key) if wandb_api_key is not None else None}
+            {
+                HF_TOKEN_FILE: args.hf_token,
+                NETRC_FILE: wandb_netrc(args.wandb_api_key) if args.wandb_api_key is not None else None,
+            }
         )
         self.secret_env = secret_files_env(list(string_data))
-        secret_args: dict[str, Any] = {"metadata": {"name": SECRET_NAME, "namespace": namespace, "labels": labels}, "type": "Opaque"}
+        metadata = {"name": SECRET_NAME, "namespace": self.namespace, "labels": dict(MANAGED_LABELS)}
+        secret_args: dict[str, Any] = {"metadata": metadata, "type": "Opaque"}
         if string_data:
             secret_args["string_data"] = string_data
         self.secret = k8s.core.v1.Secret(
             f"{name}-secret",
             **secret_args,
             opts=child_options(
-                self, opts, depends_on=in_namespace, additional_secret_outputs=["data", "stringData"]
+                self, self._opts, depends_on=[self.namespace_resource], additional_secret_outputs=["data", "stringData"]
             ),
         )
+        return sorted(string_data)
 
+    def _lustre_volume(self, name: str, lustre: LustreVolume) -> None:
+        """The static CSI PersistentVolume of the instance and the claim bound to it by name."""
+        labels, namespace, in_namespace = dict(MANAGED_LABELS), self.namespace, [self.namespace_resource]
         self.persistent_volume = k8s.core.v1.PersistentVolume(
             f"{name}-lustre-pv",
             metadata={"name": self.pv_name, "labels": labels},
@@ -197,7 +223,7 @@ class WorkloadEnvironment(pulumi.ComponentResource):
                     "volumeAttributes": {"ip": lustre.ip, "filesystem": lustre.filesystem},
                 },
             },
-            opts=child_options(self, opts, depends_on=in_namespace, custom_timeouts=VOLUME_TIMEOUTS),
+            opts=child_options(self, self._opts, depends_on=in_namespace, custom_timeouts=VOLUME_TIMEOUTS),
         )
 
         self.claim = k8s.core.v1.PersistentVolumeClaim(
@@ -210,19 +236,6 @@ class WorkloadEnvironment(pulumi.ComponentResource):
                 "resources": {"requests": {"storage": lustre.capacity}},
             },
             opts=child_options(
-                self, opts, depends_on=[*in_namespace, self.persistent_volume], custom_timeouts=VOLUME_TIMEOUTS
+                self, self._opts, depends_on=[*in_namespace, self.persistent_volume], custom_timeouts=VOLUME_TIMEOUTS
             ),
-        )
-
-        self.register_outputs(
-            {
-                "namespace": self.namespace,
-                "serviceAccount": self.service_account,
-                "secretName": self.secret_name,
-                "secretKeys": sorted(string_data),
-                "secretEnv": self.secret_env,
-                "pvcName": self.pvc_name,
-                "pvName": self.pv_name,
-                "volumeHandle": lustre.volume_handle,
-            }
         )

@@ -1,6 +1,6 @@
 """The zone catalogue: which zones offer a flavour's machine type together with Managed Lustre.
 
-The data (with its sources and the date it was checked) is `data/zones.yaml`. `infra/config.py`
+The data (with its sources and the date it was checked) is `data/zones.yaml`. `infra/config/stack.py`
 refuses a `region` or `zone` outside it, naming the nearest catalogued zones, unless the stack sets
 `allowUncataloguedZone: true` (for a zone Google added after the catalogue was checked).
 """
@@ -26,9 +26,6 @@ class ZoneCatalogue:
     def zones_for(self, machine_type: str) -> list[str]:
         """Zones that offer `machine_type` and Managed Lustre, sorted."""
         return sorted(self.machine_types.get(machine_type, frozenset()) & self.managed_lustre)
-
-    def regions_for(self, machine_type: str) -> list[str]:
-        return sorted({region_of(z) for z in self.zones_for(machine_type)})
 
 
 def region_of(zone: str) -> str:

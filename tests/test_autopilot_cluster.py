@@ -11,7 +11,7 @@ import pytest
 
 from conftest import STACKS, stack_plan
 from tools.offline_plan import render_tree
-from infra.cluster import NODE_SERVICE_ACCOUNT_ROLES
+from infra.gke_common import NODE_SERVICE_ACCOUNT_ROLES
 
 CLUSTER = "gcp:container/cluster:Cluster"
 POOL = "gcp:container/nodePool:NodePool"
@@ -145,22 +145,21 @@ def test_the_plan_counts_the_gpu_nodes_autopilot_will_create_for_the_workers():
 
 
 def test_a_callers_depends_on_reaches_every_child_of_the_autopilot_cluster():
-    from types import SimpleNamespace
-
     import pulumi
     import pulumi_gcp as gcp
 
-    from infra.autopilot_cluster import AutopilotCluster
+    from infra.autopilot_cluster import AutopilotCluster, AutopilotClusterArgs
     from infra.config import ClusterConfig
+    from infra.gke_common import ClusterNetwork
     from k8s_support import CTX, gpu_pool, record
 
-    network = SimpleNamespace(primary_network="vpc", primary_subnet="subnet", pods_range_name="pods",
-                              services_range_name="services", pods_cidr=None, services_cidr=None)
+    network = ClusterNetwork(primary_network="vpc", primary_subnet="subnet", pods_range_name="pods",
+                             services_range_name="services", pods_cidr=None, services_cidr=None)
 
     def build():
         api = gcp.projects.Service("container-api", service="container.googleapis.com", project=CTX.project)
-        AutopilotCluster("gke", CTX, ClusterConfig(mode="autopilot"), network, False, gpu_pool=gpu_pool(),
-                         opts=pulumi.ResourceOptions(depends_on=[api]))
+        args = AutopilotClusterArgs(CTX, ClusterConfig(mode="autopilot"), network, False, gpu_pool())
+        AutopilotCluster("gke", args, opts=pulumi.ResourceOptions(depends_on=[api]))
         return api
 
     rec = record(build)

@@ -7,7 +7,6 @@ import json
 import pytest
 
 from conftest import STACKS, merged, run_plan, stack_plan
-from infra.cluster import kubernetes_taint
 from tools.mocks import FAKE_CA
 
 CLUSTER = "gcp:container/cluster:Cluster"
@@ -133,7 +132,9 @@ def test_gpu_pool_runs_the_flavour_machines_on_spot_with_the_gpu_taint(stack):
         {"type": want["gpu"], "count": 8, "gpuDriverInstallationConfig": {"gpuDriverVersion": "LATEST"}}
     ], pool.name
     assert node["spot"] is True, pool.name
-    assert "reservationAffinity" not in node and "flexStart" not in node, pool.name
+    # Spot consumes no reservation (Cluster Toolkit gke-node-pool's precondition for spot).
+    assert node["reservationAffinity"] == {"consumeReservationType": "NO_RESERVATION"}, pool.name
+    assert "flexStart" not in node, pool.name
     assert pool.inputs["nodeCount"] == want["nodes"], pool.name
     assert node["taints"] == [{"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}], pool.name
     assert node["gvnic"] == {"enabled": True}, pool.name
@@ -259,12 +260,9 @@ def test_gpu_pool_facts_describe_the_pool_for_workloads(stack):
         "gpusPerNode": 8,
         "acceleratorType": want["gpu"],
         "taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}],
+        "nodeSelector": {"cloud.google.com/gke-nodepool": f"{stack}-gpu"},
         "nics": [f"eth{n}" for n in range(1, 10)],
     }
-
-
-def test_gke_taint_effects_become_kubernetes_effects():
-    assert kubernetes_taint({"key": "k", "value": "v", "effect": "NO_EXECUTE"}) == {"key": "k", "value": "v", "effect": "NoExecute"}
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -288,7 +286,7 @@ def test_exports_tell_the_user_how_to_reach_the_cluster(stack):
 def test_a_cluster_that_reports_no_dns_endpoint_fails_with_a_message_naming_the_way_out():
     from types import SimpleNamespace
 
-    from infra.cluster import _dns_endpoint
+    from infra.gke_common import _dns_endpoint
 
     host = "gke-0123456789abcdef-123456789012.us-east1.gke.goog"
     assert _dns_endpoint(SimpleNamespace(dns_endpoint_config=SimpleNamespace(endpoint=host))) == host
@@ -381,3 +379,19 @@ def test_the_cluster_sends_dcgm_gpu_metrics_to_managed_prometheus_as_the_bluepri
         "SYSTEM_COMPONENTS", "APISERVER", "SCHEDULER", "CONTROLLER_MANAGER", "STORAGE", "HPA", "POD",
         "DAEMONSET", "DEPLOYMENT", "STATEFULSET", "KUBELET", "CADVISOR", "DCGM", "JOBSET",
     }
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_both_node_pools_are_deleted_before_they_are_replaced_because_their_names_are_fixed(stack):
+    pools = stack_plan(stack).by_type(POOL)
+    assert len(pools) == 2
+    for pool in pools:
+        assert pool.options.get("deleteBeforeReplace") is True, f"{pool.name}: created first, GKE would answer 409"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_job_is_stopped_before_either_pool_is_replaced_and_submitted_again_after(stack):
+    plan = stack_plan(stack)
+    (job,) = [r for r in plan.resources if r.type.endswith("JobSubmission")]
+    pools = {p.urn for p in plan.by_type(POOL)}
+    assert pools <= set(job.options.get("replaceWith", [])), job.name

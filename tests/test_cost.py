@@ -8,7 +8,7 @@ import pytest
 from conftest import stack_plan
 from tools import cost
 from tools import estimates
-from tools.estimates import price_table
+from infra.prices import price_table
 from infra.config import ConfigError, parse
 from tools.offline_plan import render_tree
 

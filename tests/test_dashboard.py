@@ -374,53 +374,9 @@ def test_tls_is_verified_with_the_cluster_ca_file_and_an_untrusted_certificate_i
     assert len(up.requests) == 1 and up.requests[0]["headers"]["Authorization"] == "Bearer tok-s"
 
 
-# ---------------------------------------------------------------- the CLI command
-
-
-def run_cli(*argv: str) -> tuple[int, str, str]:
-    import io
-
-    from workloads import __main__ as cli
-
-    out, err = io.StringIO(), io.StringIO()
-    code = cli.main(list(argv), out=out, err=err)
-    return code, out.getvalue(), err.getvalue()
-
-
-def test_the_dashboard_command_serves_the_stacks_head_service_through_the_endpoint(monkeypatch):
-    seen = {}
-
-    def fake_serve_cluster(endpoint, namespace, service, **kwargs):
-        seen.update(endpoint=endpoint, namespace=namespace, service=service, **kwargs)
-        kwargs["on_ready"]("http://127.0.0.1:8265")
-
-    monkeypatch.setattr(dashboard, "serve_cluster", fake_serve_cluster)
-    host = "gke-0123456789abcdef-123456789012.us-east1.gke.goog"
-    code, out, err = run_cli("dashboard", "--stack", "h200", "--endpoint", host, "--head-service", "nemo-rl-head-svc")
-    assert (code, err) == (0, ""), err
-    assert out == "Ray dashboard of stack h200: http://127.0.0.1:8265/  (Ctrl-C stops)\n"
-    assert (seen["endpoint"], seen["namespace"], seen["service"], seen["port"]) == (host, "nemo-rl", "nemo-rl-head-svc", 8265)
-    assert seen["ca_file"] is None and seen["ca_cert_b64"] is None, "the DNS endpoint needs no cluster CA"
-
-
-@pytest.mark.parametrize(("argv", "message"), [
-    (("--address", "http://127.0.0.1:8265"), "error: --address http://127.0.0.1:8265 is a dashboard already: open it in a browser\n"),
-    (("--endpoint", "203.0.113.10", "--head-service", "h"),
-     "error: the cluster CA of the IP endpoint 203.0.113.10 is unknown: pass --ca-file (stack output clusterCaCertificate)\n"),
-])
-def test_the_dashboard_command_refuses_what_it_cannot_serve_in_one_line(argv, message):
-    assert run_cli("dashboard", "--stack", "dev", *argv) == (2, "", message)
-
-
 @pytest.mark.parametrize("host", ["0.0.0.0", "192.0.2.10", "example.com"])
 def test_the_proxy_refuses_to_listen_anywhere_but_loopback(host):
     with pytest.raises(dashboard.ProxyError, match=f"loopback only; {host!r} is not a loopback address"):
         dashboard.serve("http://127.0.0.1:9/", port=0, token_provider=lambda: "t", host=host)
 
 
-@pytest.mark.parametrize("port", ["70000", "-1", "x"])
-def test_the_dashboard_command_takes_only_a_port_number(port, capsys):
-    from workloads import __main__ as cli
-
-    assert cli.main(["dashboard", "--stack", "dev", "--port", port]) == 2
-    assert capsys.readouterr().err == f"error: argument --port: {port!r} is not allowed; allowed: 0 (any free port) to 65535\n"

@@ -66,6 +66,7 @@ class FakeProject:
         self.buckets: dict[str, object] = {}
         self.policies: dict[str, orgpolicy_v2.Policy] = {}
         self.quota_infos: dict[str, cloudquotas_v1.QuotaInfo] = {}
+        self.global_quotas = {"GPUS_ALL_REGIONS": (64.0, 0.0), "CPUS_ALL_REGIONS": (2400.0, 16.0)}
 
     def record(self, client: str, method: str, **kwargs):
         self.calls.append((client, method, kwargs))
@@ -208,10 +209,17 @@ class Quotas(_Fake):
         return info
 
 
+class ComputeProjects(_Fake):
+    def get(self, request=None, *, project=None, timeout=None):
+        self.p.record("compute_projects", "get", project=project, timeout=timeout)
+        return compute_v1.Project(name=project, quotas=[compute_v1.Quota(metric=m, limit=lim, usage=use)
+                                                       for m, (lim, use) in self.p.global_quotas.items()])
+
+
 FAKES = {"projects": Projects, "service_usage": ServiceUsage, "regions": Regions, "machine_types": MachineTypes,
          "network_profiles": NetworkProfiles, "reservations": Reservations, "networks": Networks,
          "global_addresses": GlobalAddresses, "subnetworks": Subnetworks, "clusters": Clusters, "lustre": Lustre,
-         "storage": Storage, "org_policy": OrgPolicy, "quotas": Quotas}
+         "storage": Storage, "org_policy": OrgPolicy, "quotas": Quotas, "compute_projects": ComputeProjects}
 
 REAL = {"projects": resourcemanager_v3.ProjectsClient, "service_usage": service_usage_v1.ServiceUsageClient,
         "regions": compute_v1.RegionsClient, "machine_types": compute_v1.MachineTypesClient,
@@ -219,7 +227,7 @@ REAL = {"projects": resourcemanager_v3.ProjectsClient, "service_usage": service_
         "networks": compute_v1.NetworksClient, "global_addresses": compute_v1.GlobalAddressesClient,
         "subnetworks": compute_v1.SubnetworksClient, "clusters": container_v1.ClusterManagerClient,
         "lustre": lustre_v1.LustreClient, "storage": storage.Client, "org_policy": orgpolicy_v2.OrgPolicyClient,
-        "quotas": cloudquotas_v1.CloudQuotasClient}
+        "quotas": cloudquotas_v1.CloudQuotasClient, "compute_projects": compute_v1.ProjectsClient}
 
 
 @pytest.fixture
@@ -417,6 +425,46 @@ def test_a_spot_quota_is_read_from_cloud_quotas_by_its_preemptible_id(project):
     assert "--dimensions=region=us-east1 " in result.fix
 
 
+# ----------------------------------------------------------------------------- project-wide quotas
+
+
+def global_results(project, cfg=None) -> dict[str, doctor.Result]:
+    return {r.summary.split(":", 1)[0]: r for r in run(project, cfg)["global-quota"]}
+
+
+def test_a_project_wide_gpu_quota_of_zero_fails_whatever_the_region_grants(project):
+    project.global_quotas["GPUS_ALL_REGIONS"] = (0.0, 0.0)  # the region grants 64 (FakeProject.quotas)
+    result = global_results(project)["GPUS_ALL_REGIONS"]
+    assert result.status == doctor.FAIL and "needs 16" in result.summary and "overrides every regional grant" in result.summary
+    assert result.fix.startswith("gcloud beta quotas preferences create --service=compute.googleapis.com "
+                                 "--quota-id=GPUS-ALL-REGIONS-per-project --preferred-value=16 --project=my-gcp-project")
+    assert only(project, "gpu-quota").status == doctor.PASS  # the regional check alone would have passed
+
+
+def test_project_wide_cpus_count_the_gpu_nodes_and_the_system_pool_with_its_surge_node(project):
+    cfg = config(gpuPool={"nodeCount": 1, "provisioning": "spot"})
+    need = 224 + (1 + 1) * 16  # a4-highgpu-8g has 224 vCPUs; one n2-highmem-16 system node plus one surge node
+    project.global_quotas["CPUS_ALL_REGIONS"] = (need + 15.0, 16.0)
+    result = global_results(project, cfg)["CPUS_ALL_REGIONS"]
+    assert result.status == doctor.FAIL and f"needs {need}" in result.summary
+    assert f"--preferred-value={need + 16} " in result.fix
+    project.global_quotas["CPUS_ALL_REGIONS"] = (need + 16.0, 16.0)
+    assert global_results(project, cfg)["CPUS_ALL_REGIONS"].status == doctor.PASS
+
+
+def test_a_reserved_gpu_pool_takes_no_project_wide_gpus(project):
+    project.global_quotas["GPUS_ALL_REGIONS"] = (0.0, 0.0)
+    project.reservations["r"] = reservation(count=2)
+    cfg = config(gpuPool={"nodeCount": 2, "provisioning": "reservation", "reservationName": "r"})
+    assert global_results(project, cfg)["GPUS_ALL_REGIONS"].status == doctor.PASS
+
+
+def test_a_project_wide_quota_the_project_does_not_list_warns(project):
+    del project.global_quotas["CPUS_ALL_REGIONS"]
+    (cpus,) = [r for r in run(project)["global-quota"] if "CPUS_ALL_REGIONS" in r.summary]
+    assert cpus.status == doctor.WARN and "lists no CPUS_ALL_REGIONS quota" in cpus.summary
+
+
 def test_a_reservation_needs_no_gpu_quota(project):
     project.quotas.clear()
     project.reservations["r"] = reservation(count=2)
@@ -539,11 +587,18 @@ def test_a_channel_with_nothing_new_enough_points_to_a_channel_that_has_it(proje
     assert result.status == doctor.FAIL and result.fix == "pulumi config set --stack dev --path cluster.releaseChannel RAPID"
 
 
-def test_the_legacy_lustre_port_lowers_the_minimum_to_the_flavours(project):
-    # 1.32.3 is past B200's minimum (1.32.2-gke.1475000) but before Lustre's port-988 cut-off.
-    project.channels["REGULAR"] = ("1.32.3-gke.100", ["1.32.3-gke.100"])
+def test_the_legacy_lustre_port_lowers_the_minimum_to_the_lustre_csi_drivers_not_below(project):
+    # 1.33.2-gke.2000000: past the Lustre CSI driver's minimum (1.33.2-gke.1111000), before port 988.
+    project.channels["REGULAR"] = ("1.33.2-gke.2000000", ["1.33.2-gke.2000000"])
     assert only(project, "gke-versions").status == doctor.FAIL
     assert only(project, "gke-versions", config(lustre={"legacyPort": True})).status == doctor.PASS
+
+
+def test_the_legacy_lustre_port_still_needs_the_lustre_csi_drivers_minimum(project):
+    # 1.32.3 is past B200's minimum (1.32.2-gke.1475000) but before the CSI driver's 1.33.2-gke.1111000.
+    project.channels["REGULAR"] = ("1.32.3-gke.100", ["1.32.3-gke.100"])
+    result = only(project, "gke-versions", config(lustre={"legacyPort": True}))
+    assert result.status == doctor.FAIL and "1.33.2-gke.1111000 (the Managed Lustre CSI driver)" in result.summary
 
 
 def test_a_min_master_version_the_channel_does_not_offer_fails(project):
@@ -677,7 +732,7 @@ def test_the_command_prints_one_line_per_check_and_exits_0_when_nothing_fails(pr
     lines = out.splitlines()
     assert lines[0].startswith("doctor: stack dev, project my-gcp-project")
     assert any(line.split()[:2] == ["warn", "gpu-quota"] for line in lines)
-    assert lines[-1] == "0 failed, 1 warning(s), 13 passed"
+    assert lines[-1] == "0 failed, 1 warning(s), 15 passed"
 
 
 def test_a_failure_prints_its_fix_and_exits_1(project, monkeypatch):
@@ -724,9 +779,22 @@ def test_the_doc_describes_every_check():
         assert f"\n| {name} |" in doc, f"docs/doctor.md has no row for the {name} check"
 
 
-@pytest.mark.parametrize("flag", [["--timeout", "0"], ["--timeout", "soon"], ["--bogus"]])
-def test_a_bad_flag_is_one_line_and_exit_2(flag, capsys):
-    with pytest.raises(SystemExit) as exit_:
-        doctor.main(flag, connect=lambda p: pytest.fail("bad flags, no cloud"))
-    err = capsys.readouterr().err
-    assert exit_.value.code == doctor.EXIT_USAGE and err.count("\n") == 1 and err.startswith("error: ")
+@pytest.mark.parametrize(
+    ("flag", "allowed"),
+    [
+        (["--timeout", "0"], "allowed: a number of seconds above 0, at most 600"),
+        (["--timeout", "601"], "allowed: a number of seconds above 0, at most 600"),
+        (["--timeout", "soon"], "allowed: a number of seconds above 0, at most 600"),
+        (["--stack", "../dev"], "is not a Pulumi stack name; allowed: 1-100 letters, digits, '-', '_' or '.'"),
+        (["--bogus"], "unrecognized arguments: --bogus"),
+    ],
+)
+def test_a_bad_flag_is_one_line_naming_what_is_allowed_and_exit_2(flag, allowed):
+    out, err = io.StringIO(), io.StringIO()
+    code = doctor.main(flag, out=out, err=err, connect=lambda p: pytest.fail("bad flags, no cloud"))
+    assert code == doctor.EXIT_USAGE and err.getvalue().count("\n") == 1 and err.getvalue().startswith("error: ")
+    assert allowed in err.getvalue() and not out.getvalue()
+
+
+def test_the_longest_timeout_is_accepted():
+    assert doctor.parser().parse_args(["--timeout", "600"]).timeout == 600

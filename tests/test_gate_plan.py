@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import merged, stack_config
-from infra.cluster import gpu_pool_facts
+from infra.placement import gpu_pool_facts
 from infra.config import namespaced, parse
 from infra.flavours import FLAVOURS
 from infra.gate_plan import gate_plan_for_stack, gpu_name, load_thresholds, published_value
@@ -90,7 +90,7 @@ def test_job_gate_accepts_only_its_three_values(value):
 
 
 def test_the_cli_and_the_program_build_the_same_plan():
-    from workloads import __main__ as cli
+    from jobctl import stack as cli
 
     loaded = load_stack("b200")
     pool = gpu_pool_facts(StackContext.from_config("b200", loaded.config), loaded.config)

@@ -13,7 +13,7 @@ from dataclasses import replace
 import pytest
 
 from conftest import ALL_STACKS, STACKS, stack_plan
-from infra.gke_networks import GkeNetworkObjects, interfaces_annotation
+from infra.gke_networks import GkeNetworkObjects, GkeNetworkObjectsArgs, interfaces_annotation
 from k8s_support import k8s_doc, record, sample_nics
 
 PARAMS = "kubernetes:networking.gke.io/v1:GKENetworkParamSet"
@@ -22,7 +22,7 @@ NETWORK = "kubernetes:networking.gke.io/v1:Network"
 
 def build(nics=None):
     nics = nics if nics is not None else sample_nics()
-    return record(lambda: GkeNetworkObjects("gke-networks", nics), resolve=lambda c: {})
+    return record(lambda: GkeNetworkObjects("gke-networks", GkeNetworkObjectsArgs(nics)), resolve=lambda c: {})
 
 
 def by_object_name(regs):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import STACKS, stack_plan
-from infra.image_prepull import NAME, ImagePrePull
+from infra.image_prepull import NAME, ImagePrePull, ImagePrePullArgs
 from k8s_support import gpu_pool, k8s_doc, record, schema_problems
 from workloads.recipes import IMAGES
 
@@ -15,9 +15,8 @@ IMAGE = IMAGES["v0.5.0"]
 
 def prepull(system_pool="t-system", taints=None):
     pool = gpu_pool("b200", taints=taints)
-    rec = record(
-        lambda: ImagePrePull("image-prepull", IMAGE, "nemo-rl", [system_pool, pool.pool_name], pool.taints)
-    )
+    args = ImagePrePullArgs(IMAGE, "nemo-rl", (system_pool, pool.pool_name), pool.taints)
+    rec = record(lambda: ImagePrePull("image-prepull", args))
     return rec, k8s_doc(rec.one(DAEMONSET))
 
 

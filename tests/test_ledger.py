@@ -123,10 +123,11 @@ def test_the_ledger_table_shows_every_attempt_with_its_node_hours_steps_and_spen
 def test_status_prints_the_job_then_the_run_ledger_as_a_table(head, client, tmp_path):
     import io
 
-    from workloads import __main__ as cli
+    from jobctl import cli
+    from jobctl.stack import build_spec, load_stack
     from workloads import submit as jobs
 
-    spec = cli.build_spec(cli.load_stack("dev"))
+    spec = build_spec(load_stack("dev"))
     ledger = Ledger("dev", spec.submission_id, node_hour_usd=PRICE, budget_usd=100.0)
     ledger.attempts = [Attempt(1, spec.submission_id, 0.0, 1, end=3600.0, cause="preemption-like", last_step=7, saved_step=5, steps_lost=2)]
     ledger.events = ["2026-12-03 10:00 attempt 1 ended: preemption-like"]

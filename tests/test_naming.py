@@ -29,3 +29,46 @@ def test_every_labelled_resource_carries_the_managed_labels():
     assert len(labelled) >= 3
     for r, lab in labelled:
         assert lab.get("managed-by") == "pulumi" and lab.get("stack") == "h200", f"{r.name}: {lab}"
+
+
+def component_modules(root):
+    """infra modules that define a ComponentResource, by module name."""
+    import ast
+
+    found = {}
+    for path in sorted((root / "infra").glob("*.py")):
+        tree = ast.parse(path.read_text(), str(path))
+        bases = [ast.unparse(b) for node in ast.walk(tree) if isinstance(node, ast.ClassDef) for b in node.bases]
+        if "pulumi.ComponentResource" in bases:
+            found[f"infra.{path.stem}"] = tree
+    return found
+
+
+def sibling_imports(root):
+    """(component module, component module it imports) pairs, lazy imports included."""
+    import ast
+
+    modules = component_modules(root)
+    pairs = []
+    for name, tree in modules.items():
+        for node in ast.walk(tree):
+            targets = []
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                targets = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            pairs += [(name, t) for t in targets if t in modules and t != name]
+    return sorted(set(pairs))
+
+
+def test_no_component_takes_a_shared_name_or_label_from_another_component(tmp_path):
+    from conftest import ROOT
+
+    assert sibling_imports(ROOT) == [], "shared names belong in infra/naming.py or infra/pod_facts.py"
+    # The check sees an import between two component modules, and only that.
+    (tmp_path / "infra").mkdir()
+    component = "import pulumi\nclass A(pulumi.ComponentResource):\n    pass\n"
+    (tmp_path / "infra" / "a.py").write_text(component)
+    (tmp_path / "infra" / "b.py").write_text(component + "def f():\n    from infra.a import A\n")
+    (tmp_path / "infra" / "c.py").write_text("from infra.a import A\n")
+    assert sibling_imports(tmp_path) == [("infra.b", "infra.a")]

@@ -7,7 +7,7 @@ import pytest
 from conftest import STACKS, stack_plan
 from infra.config import RayConfig
 from infra.flavours import FLAVOURS
-from infra.nccl import HOST_GIB_DIR, HOST_NVIDIA_LIB_DIR, NcclRdmaInstaller
+from infra.nccl import HOST_GIB_DIR, HOST_NVIDIA_LIB_DIR, NcclRdmaInstaller, NcclRdmaInstallerArgs
 from k8s_support import k8s_doc, record, schema_problems
 
 IMAGE = RayConfig().nccl_installer_image
@@ -17,7 +17,7 @@ ALL_ACCELERATORS = sorted(f.accelerator_type for f in FLAVOURS.values())
 
 def installer(image=IMAGE, accelerators=None):
     accelerators = ALL_ACCELERATORS if accelerators is None else accelerators
-    rec = record(lambda: NcclRdmaInstaller("nccl", image, accelerators))
+    rec = record(lambda: NcclRdmaInstaller("nccl", NcclRdmaInstallerArgs(image, tuple(accelerators))))
     return rec, k8s_doc(rec.one(DAEMONSET))
 
 

@@ -8,7 +8,7 @@ import pytest
 from conftest import merged, run_plan
 from infra.config import ConfigError
 from tools.nemo_rl_reference import CONFIG_FILES, FLAT_TAGS
-from workloads.overrides import DATA_DIR, OverrideChecker, config_keys, reference
+from workloads.overrides import DATA_DIR, OverrideChecker, config_keys, parse_override, reference
 from workloads.recipes import IMAGES, RECIPES
 
 DEV_CONFIG = ("v0.6.0", "examples/configs/grpo_math_1B.yaml")
@@ -118,8 +118,38 @@ def test_a_refused_override_is_a_config_error_naming_job_overrides_before_any_re
 
 def test_new_keys_added_with_plus_reach_the_job_last_and_verbatim():
     from conftest import spec_of
-    from workloads import __main__ as cli
+    from jobctl.stack import load_stack
 
-    cfg = cli.load_stack("dev").config
+    cfg = load_stack("dev").config
     cfg = cfg.model_copy(update={"job": cfg.job.model_copy(update={"overrides": ("+policy.new_knob=1", "++grpo.seed=7")})})
     assert spec_of("dev", cfg, wandb_key_set=False).entrypoint.endswith(" +policy.new_knob=1 ++grpo.seed=7")
+
+
+# ---------------------------------------------------------------- the one override parser
+
+
+@pytest.mark.parametrize(
+    ("override", "prefix", "key", "value", "deletes", "assigns"),
+    [
+        ("a.b=1", "", "a.b", "1", False, True),
+        ("+a.b=1", "+", "a.b", "1", False, True),
+        ("++a.b=x=y", "++", "a.b", "x=y", False, True),
+        ("~a.b", "~", "a.b", None, True, False),
+        ("~a.b=1", "~", "a.b", "1", True, False),
+        ("a.b", "", "a.b", None, False, False),
+        ("=1", "", "", "1", False, True),
+        ("+~a.b=1", "+~", "a.b", "1", False, False),
+    ],
+)
+def test_one_parser_splits_an_override_into_its_marks_key_and_value(override, prefix, key, value, deletes, assigns):
+    parsed = parse_override(override)
+    assert (parsed.prefix, parsed.key, parsed.value) == (prefix, key, value)
+    assert (parsed.deletes, parsed.assigns) == (deletes, assigns)
+
+
+def test_the_stack_config_folds_only_assignments_of_a_parallelism_key_into_the_layout():
+    from infra.config import JobConfig
+
+    tp = "policy.dtensor_cfg.tensor_parallel_size"
+    assert JobConfig(overrides=(f"++{tp}=2",)).parallelism.train_tensor_parallel == 2
+    assert JobConfig(overrides=(f"{tp}=2", f"~{tp}=4")).parallelism.train_tensor_parallel == 2

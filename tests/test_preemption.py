@@ -1,6 +1,6 @@
 """Preemption recovery: the classifier and decision on synthetic JobInfo, the watch loop on the local
-Ray head (a job that SIGKILLs itself stands in for a preempted one), the pod's command run from the
-ConfigMap's files, and the PreemptionWatcher's Kubernetes objects under mocks.
+Ray head (a job that SIGKILLs itself stands in for a preempted one), and the PreemptionWatcher's
+Kubernetes objects under mocks (the pod's command run from the ConfigMap's files: tests/test_watcher.py).
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ import json
 import os
 import shlex
 import signal
-import subprocess
 import sys
 import time
 import uuid
@@ -29,12 +28,10 @@ from infra.watcher_deployment import (
     SPEC_KEY,
     WATCHER_MODULES,
     build_preemption_watcher,
-    config_map_data,
 )
 from infra.gate_plan import gate_plan_for_stack
 from tools.mocks import SIG_KEY
 from k8s_support import k8s_doc, record, schema_problems
-from workloads import __main__ as cli
 from workloads import submit as jobs
 from workloads.job_spec import META_ATTEMPT, SECRET_ENV_NAMES, JobSpec
 from workloads.preemption import (
@@ -435,51 +432,10 @@ def test_what_the_state_file_says_decides_after_a_restart_with_an_empty_job_tabl
     assert state.load(spec.spec_hash) is None
 
 
-BLOCK_PULUMI = """
-import importlib.abc, runpy, sys
-class Block(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path=None, target=None):
-        if name.split('.')[0] in ('pulumi', 'pulumi_gcp', 'pulumi_kubernetes', 'infra'):
-            raise ImportError(f'{name} is not in the watcher image')
-sys.meta_path.insert(0, Block())
-sys.argv = ['workloads'] + sys.argv[1:]
-runpy.run_module('workloads', run_name='__main__', alter_sys=True)
-"""
-
-
-def test_the_pod_command_runs_from_the_configmap_files_without_pulumi(client, head, tmp_path):
-    spec = spec_of("t-pod", "import os, signal; os.kill(os.getpid(), signal.SIGTERM)")
-    data = config_map_data(spec)
-    (tmp_path / "workloads").mkdir()
-    for name in WATCHER_MODULES:
-        (tmp_path / "workloads" / name).write_text(data[name])
-    (tmp_path / SPEC_KEY).write_text(data[SPEC_KEY])
-    jobs.submit(client, spec)
-    jobs.wait(client, spec.submission_id, timeout=60, poll_interval=0.2)
-    heartbeat = tmp_path / "heartbeat"
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "RAY_ADDRESS")}
-    env.update(PYTHONPATH=str(tmp_path), PYTHONDONTWRITEBYTECODE="1")
-    proc = subprocess.run(
-        [sys.executable, "-c", BLOCK_PULUMI, "watch", "--address", head.address, "--spec-file", str(tmp_path / SPEC_KEY),
-         "--once", *FAST.cli_args(), "--heartbeat-file", str(heartbeat)],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert f"resubmitted as {spec.submission_id}-r2" in proc.stdout, proc.stdout
-    assert heartbeat.exists()
-    assert [j.submission_id for j in jobs.list_jobs(client, "t-pod")][-1] == f"{spec.submission_id}-r2"
-
-
-def test_the_cli_refuses_a_spec_file_without_an_address(tmp_path):
-    out, err = io.StringIO(), io.StringIO()
-    assert cli.main(["watch", "--spec-file", str(tmp_path / "x.json")], out=out, err=err) == 2
-    assert err.getvalue() == "error: watch --spec-file needs --address (the Ray dashboard URL)\n"
-
-
 # ------------------------------------------------------------------------------ the component under mocks
 
 def watcher_of(stack: str = "dev", **recovery):
-    from workloads.__main__ import load_stack
+    from jobctl.stack import load_stack
 
     cfg = load_stack(stack).config
     if recovery:
@@ -536,7 +492,7 @@ def test_the_watcher_objects_are_valid_kubernetes_objects_holding_no_secret():
     assert sa.urn in dep.dependencies, f"{dep.name} does not wait for {sa.name}"
     (c,) = pod["containers"]
     assert c["image"] == cfg.recipe.image.ref
-    assert c["command"][:4] == ["python", "-m", "workloads", "watch"]
+    assert c["command"][:3] == ["python", "-m", "workloads.watcher"]
     assert c["command"][c["command"].index("--address") + 1] == "http://nemo-rl-head-svc.nemo-rl.svc:8265"
     assert c["command"][c["command"].index("--spec-file") + 1] == f"/config/{SPEC_KEY}"
     assert c["command"][c["command"].index("--max-restarts") + 1] == str(cfg.recovery.max_restarts)

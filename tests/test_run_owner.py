@@ -1,5 +1,5 @@
 """The run's one owner (workloads/run_owner.py): no training submission while a gate runs or after a
-failed one, by anyone (the watcher, the post-deploy hook, `python -m workloads submit`), and a new gate
+failed one, by anyone (the watcher, the post-deploy hook, `python -m jobctl submit`), and a new gate
 before each attempt after a preemption. Fake job tables for the rules, the local Ray head for the rest."""
 
 from __future__ import annotations
@@ -16,8 +16,10 @@ from pathlib import Path
 import pytest
 from ray.job_submission import JobDetails, JobStatus
 
-from workloads import __main__ as cli
+from jobctl import cli
+from jobctl.stack import build_spec, load_stack
 from workloads import acceptance_gate as gate
+from workloads import exit_codes
 from workloads import run_owner
 from workloads import submit as jobs
 from workloads.hook import JobSubmissionProvider
@@ -135,12 +137,12 @@ def test_a_running_then_failed_gate_prevents_every_training_submission_by_the_wa
 
 
 def test_submit_by_hand_waits_for_a_running_gate_and_submits_nothing_after_its_failure(head, client):
-    # `python -m workloads submit`: the dev stack's real spec; a gate for its first attempt is running.
-    spec = cli.build_spec(cli.load_stack("dev"))
+    # `python -m jobctl submit`: the dev stack's real spec; a gate for its first attempt is running.
+    spec = build_spec(load_stack("dev"))
     start_fake_gate(client, "dev", spec.submission_id, (), failed_report("gke-dev-gpu-1"), seconds=3)
     out, err = io.StringIO(), io.StringIO()
     code = cli.main(["submit", "--stack", "dev", "--gate", "enforce", "--address", head.address], out=out, err=err)
-    assert code == cli.EXIT_GATE_FAILED, (out.getvalue(), err.getvalue())
+    assert code == exit_codes.GATE_FAILED, (out.getvalue(), err.getvalue())
     assert f"acceptance gate {spec.submission_id}-gate-1 is running; nothing is submitted while a gate runs" in out.getvalue()
     assert err.getvalue().startswith("error: acceptance gate FAILED: gpus: gke-dev-gpu-1: 6 of 8")
     assert jobs.list_jobs(client, "dev") == []

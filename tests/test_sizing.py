@@ -40,6 +40,11 @@ def test_keep_top_k_is_the_last_override_and_nemo_rls_default_3_otherwise():
     assert policy().save_period == 10
 
 
+def test_keep_top_k_deleted_with_a_value_is_deleted_as_hydra_deletes_it():
+    # `~key=value` deletes like `~key`: NeMo-RL then keeps every checkpoint.
+    assert policy("checkpointing.keep_top_k=2", "~checkpointing.keep_top_k=2").keep_top_k is None
+
+
 def test_a_run_keeps_no_more_checkpoints_than_it_saves():
     assert policy("checkpointing.keep_top_k=2", "checkpointing.save_period=2", steps=20).kept_checkpoints == 2
     assert policy(steps=10).kept_checkpoints == 1  # one save in 10 steps at the default period 10

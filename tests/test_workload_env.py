@@ -9,7 +9,7 @@ import pytest
 
 from conftest import run_plan, stack_plan
 from tools.mocks import SECRET_SIG, SIG_KEY
-from infra.workload_env import LustreVolume, WorkloadEnvironment
+from infra.workload_env import LustreVolume, WorkloadEnvironment, WorkloadEnvironmentArgs
 from k8s_support import CTX, k8s_doc, record, schema_problems
 
 PLANTED_HF = "hf_PLANTED-4d1c9e0b-secret-never-in-plaintext"
@@ -35,11 +35,13 @@ def environment(hf=PLANTED_HF, wandb=PLANTED_WANDB, volume=None):
     def build():
         return WorkloadEnvironment(
             "workload",
-            "nemo-rl",
-            "ray",
-            pulumi.Output.secret(hf) if hf is not None else None,
-            pulumi.Output.secret(wandb) if wandb is not None else None,
-            volume or lustre(),
+            WorkloadEnvironmentArgs(
+                "nemo-rl",
+                "ray",
+                pulumi.Output.secret(hf) if hf is not None else None,
+                pulumi.Output.secret(wandb) if wandb is not None else None,
+                volume or lustre(),
+            ),
         )
 
     return record(build)

@@ -13,8 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from infra.autopilot_pods import ACCELERATOR_LABEL, GPU_RESOURCE, RESERVATION_NAME_LABEL, SPOT_LABEL
+from infra.autopilot_pods import RESERVATION_NAME_LABEL, SPOT_LABEL
 from infra.flavours import FLAVOURS
+from infra.naming import ACCELERATOR_LABEL
+from infra.pod_facts import GPU_RESOURCE
 
 CLUSTER = "gcp:container/cluster:Cluster"
 RELEASE = "kubernetes:helm.sh/v3:Release"

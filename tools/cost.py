@@ -1,4 +1,5 @@
-"""What a stack costs to keep up, from the offline plan and the dated price table data/prices.yaml.
+"""What a stack costs to keep up, from the offline plan and the dated price table data/prices.yaml
+(read by infra/prices.py).
 
 Line items, each per hour (and per day = 24 h):
 - GPU nodes: every node pool with guest accelerators, node count x the machine type's node-hour
@@ -31,7 +32,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
 
-from infra.prices import PRICES_FILE, Price, PriceError, PriceTable  # noqa: F401  (re-exported)
+from infra.prices import PRICES_FILE, Price, PriceError, PriceTable
 
 if TYPE_CHECKING:
     from infra.config import StackConfig
@@ -170,79 +171,15 @@ def estimate(plan: Any, cfg: "StackConfig", table: Optional[PriceTable] = None, 
     """Cost of `plan` in `cfg.region`. `bucket_gib` is used when `cfg.cost.bucketGib` is unset."""
     table = table or PriceTable.load(cfg.cost.price_overrides)
     region = cfg.region
-    per_month = table.hours_per_month
     items: list[LineItem] = []
     warnings: list[str] = []
-
     for pool in plan.by_type(NODE_POOL):
-        node_config = pool.inputs.get("nodeConfig") or {}
-        machine = node_config.get("machineType", "?")
-        nodes = _node_count(pool)
-        accelerators = node_config.get("guestAccelerators") or []
-        if accelerators:
-            try:
-                spot = table.get(f"gpu.{machine}.spot", region)
-                on_demand = table.get(f"gpu.{machine}.onDemand", region)
-            except PriceError as err:
-                warnings.append(f"{pool.name}: {err}; GPU nodes not priced")
-                continue
-            applies = "spot" if node_config.get("spot") else "onDemand"
-            if not node_config.get("spot") and (pool.inputs.get("queuedProvisioning") or node_config.get("reservationAffinity")):
-                warnings.append(f"{pool.name}: reserved/flex-start capacity is billed on its own terms; shown at the on-demand list price")
-            items.append(
-                LineItem(
-                    f"GPU nodes ({pool.name})",
-                    f"{nodes} x {machine}",
-                    nodes * spot.value,
-                    nodes * on_demand.value,
-                    applies,
-                    [spot, on_demand],
-                )
-            )
-            continue
-        shape = machine_shape(machine)
-        if shape is None:
-            warnings.append(f"{pool.name}: machine type {machine!r} is not a predefined <series>-<shape>-<vcpus> type; not priced")
-            continue
-        series, vcpus, gib = shape
-        try:
-            vcpu_rate = table.get(f"cpu.{series}.vcpuHour", region)
-            gib_rate = table.get(f"cpu.{series}.gibHour", region)
-        except PriceError as err:
-            warnings.append(f"{pool.name}: {err}; add cpu.{series}.vcpuHour/gibHour to {PRICES_FILE.name}")
-            continue
-        hourly = nodes * (vcpus * vcpu_rate.value + gib * gib_rate.value)
-        spot_flag = bool(node_config.get("spot"))
-        if spot_flag:
-            warnings.append(f"{pool.name}: spot CPU nodes shown at the on-demand price")
-        items.append(LineItem(f"CPU pool ({pool.name})", f"{nodes} x {machine} ({vcpus} vCPU, {gib} GiB)", hourly, hourly, "list", [vcpu_rate, gib_rate]))
-
+        item = _pool_item(pool, table, region, warnings)
+        if item is not None:
+            items.append(item)
     items += _autopilot_items(plan, table, region, warnings)
-
-    for instance in plan.by_type(LUSTRE):
-        capacity = int(float(instance.inputs.get("capacityGib", 0)))
-        tier = int(float(instance.inputs.get("perUnitStorageThroughput", 0)))
-        try:
-            price = table.get(f"lustre.{tier}.gibMonth", region)
-        except PriceError as err:
-            warnings.append(f"{instance.name}: {err}")
-            continue
-        hourly = capacity * price.value / per_month
-        items.append(LineItem("Managed Lustre", f"{capacity} GiB at {tier} MB/s/TiB", hourly, hourly, "list", [price]))
-
-    clusters = len(plan.by_type(CLUSTER))
-    if clusters:
-        fee = table.get("gke.clusterHour", region)
-        items.append(LineItem("GKE management fee", f"{clusters} cluster{'s' if clusters != 1 else ''}", clusters * fee.value, clusters * fee.value, "list", [fee]))
-
-    buckets = len(plan.by_type(BUCKET))
-    if buckets:
-        gib = cfg.cost.bucket_gib if cfg.cost.bucket_gib is not None else (bucket_gib or 0.0)
-        basis = "cost.bucketGib" if cfg.cost.bucket_gib is not None else "one bf16 export of the model"
-        price = table.get("gcs.standard.gibMonth", region)
-        hourly = buckets * gib * price.value / per_month
-        items.append(LineItem("GCS bucket", f"{buckets} x {gib:,.0f} GiB ({basis})", hourly, hourly, "list", [price]))
-
+    items += _lustre_items(plan, table, region, warnings)
+    items += _cluster_and_bucket_items(plan, cfg, table, bucket_gib)
     items.sort(key=_rank)
     hours, basis = job_hours(cfg)
     used = {p.section for i in items for p in i.prices}
@@ -251,6 +188,75 @@ def estimate(plan: Any, cfg: "StackConfig", table: Optional[PriceTable] = None, 
         for name in sorted(used)
     }
     return CostEstimate(region, table.currency, items, hours, basis, warnings, sources, table.hours_per_month)
+
+
+def _pool_item(pool: Any, table: PriceTable, region: str, warnings: list[str]) -> Optional[LineItem]:
+    """A node pool: GPU nodes at spot and on-demand prices, or CPU nodes at the series' rates."""
+    node_config = pool.inputs.get("nodeConfig") or {}
+    machine = node_config.get("machineType", "?")
+    nodes = _node_count(pool)
+    if node_config.get("guestAccelerators"):
+        try:
+            spot = table.get(f"gpu.{machine}.spot", region)
+            on_demand = table.get(f"gpu.{machine}.onDemand", region)
+        except PriceError as err:
+            warnings.append(f"{pool.name}: {err}; GPU nodes not priced")
+            return None
+        applies = "spot" if node_config.get("spot") else "onDemand"
+        if not node_config.get("spot") and (pool.inputs.get("queuedProvisioning") or node_config.get("reservationAffinity")):
+            warnings.append(f"{pool.name}: reserved/flex-start capacity is billed on its own terms; shown at the on-demand list price")
+        spot_hourly, on_demand_hourly = nodes * spot.value, nodes * on_demand.value
+        return LineItem(f"GPU nodes ({pool.name})", f"{nodes} x {machine}", spot_hourly, on_demand_hourly, applies, [spot, on_demand])
+    shape = machine_shape(machine)
+    if shape is None:
+        warnings.append(f"{pool.name}: machine type {machine!r} is not a predefined <series>-<shape>-<vcpus> type; not priced")
+        return None
+    series, vcpus, gib = shape
+    try:
+        vcpu_rate = table.get(f"cpu.{series}.vcpuHour", region)
+        gib_rate = table.get(f"cpu.{series}.gibHour", region)
+    except PriceError as err:
+        warnings.append(f"{pool.name}: {err}; add cpu.{series}.vcpuHour/gibHour to {PRICES_FILE.name}")
+        return None
+    hourly = nodes * (vcpus * vcpu_rate.value + gib * gib_rate.value)
+    if node_config.get("spot"):
+        warnings.append(f"{pool.name}: spot CPU nodes shown at the on-demand price")
+    detail = f"{nodes} x {machine} ({vcpus} vCPU, {gib} GiB)"
+    return LineItem(f"CPU pool ({pool.name})", detail, hourly, hourly, "list", [vcpu_rate, gib_rate])
+
+
+def _lustre_items(plan: Any, table: PriceTable, region: str, warnings: list[str]) -> list[LineItem]:
+    items = []
+    for instance in plan.by_type(LUSTRE):
+        capacity = int(float(instance.inputs.get("capacityGib", 0)))
+        tier = int(float(instance.inputs.get("perUnitStorageThroughput", 0)))
+        try:
+            price = table.get(f"lustre.{tier}.gibMonth", region)
+        except PriceError as err:
+            warnings.append(f"{instance.name}: {err}")
+            continue
+        hourly = capacity * price.value / table.hours_per_month
+        items.append(LineItem("Managed Lustre", f"{capacity} GiB at {tier} MB/s/TiB", hourly, hourly, "list", [price]))
+    return items
+
+
+def _cluster_and_bucket_items(
+    plan: Any, cfg: "StackConfig", table: PriceTable, bucket_gib: Optional[float]
+) -> list[LineItem]:
+    items = []
+    region = cfg.region
+    clusters = len(plan.by_type(CLUSTER))
+    if clusters:
+        fee = table.get("gke.clusterHour", region)
+        items.append(LineItem("GKE management fee", f"{clusters} cluster{'s' if clusters != 1 else ''}", clusters * fee.value, clusters * fee.value, "list", [fee]))
+    buckets = len(plan.by_type(BUCKET))
+    if buckets:
+        gib = cfg.cost.bucket_gib if cfg.cost.bucket_gib is not None else (bucket_gib or 0.0)
+        basis = "cost.bucketGib" if cfg.cost.bucket_gib is not None else "one bf16 export of the model"
+        price = table.get("gcs.standard.gibMonth", region)
+        hourly = buckets * gib * price.value / table.hours_per_month
+        items.append(LineItem("GCS bucket", f"{buckets} x {gib:,.0f} GiB ({basis})", hourly, hourly, "list", [price]))
+    return items
 
 
 def _autopilot_items(plan: Any, table: PriceTable, region: str, warnings: list[str]) -> list[LineItem]:

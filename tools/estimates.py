@@ -14,7 +14,8 @@ from typing import Any, Optional
 from tools import cost
 from tools import deploy_time
 from tools import sizing
-from infra.config import PROJECT, ConfigError, StackConfig, namespaced, parse
+from infra.config import ConfigError, StackConfig, namespaced, parse
+from infra.prices import price_table
 
 LUSTRE = "gcp:lustre/instance:Instance"
 
@@ -36,14 +37,6 @@ def stack_config(plan: Any) -> StackConfig:
     return parse(raw, plan.stack)
 
 
-def price_table(cfg: StackConfig) -> cost.PriceTable:
-    """The price table with the stack's `cost.priceOverrides`; an unknown key is a config error."""
-    try:
-        return cost.PriceTable.load(cfg.cost.price_overrides)
-    except cost.PriceError as err:
-        raise ConfigError(f"{PROJECT}:cost.priceOverrides: {err}") from None
-
-
 def checkpoint_estimate(plan: Any, cfg: StackConfig, table: cost.PriceTable) -> Optional[sizing.CheckpointEstimate]:
     instances = plan.by_type(LUSTRE)
     if not instances:
@@ -51,7 +44,7 @@ def checkpoint_estimate(plan: Any, cfg: StackConfig, table: cost.PriceTable) -> 
     inputs = instances[0].inputs
     recipe = cfg.recipe
     steps = cfg.job.max_num_steps or recipe.max_num_steps
-    from infra.training_job import save_period_for
+    from infra.run_plan import save_period_for
 
     # The save period the job gets (derived from job.maxLostMinutes, not an override).
     policy = dataclasses.replace(
@@ -70,10 +63,10 @@ def checkpoint_estimate(plan: Any, cfg: StackConfig, table: cost.PriceTable) -> 
 
 def preemption_loss(cfg: StackConfig, checkpoints: Optional[sizing.CheckpointEstimate], est: cost.CostEstimate) -> Optional[dict[str, Any]]:
     """What a preemption throws away at the job's `checkpointing.save_period` (the one the job and the
-    watcher get, `infra.training_job.save_period_for`) and the recipe's step time: a preemption at a random
+    watcher get, `infra.run_plan.save_period_for`) and the recipe's step time: a preemption at a random
     moment loses on average half a save cycle of training, at worst a whole cycle and the save in flight;
     priced at the GPU pool's hourly cost. None without a step-time estimate."""
-    from infra.training_job import save_period_for
+    from infra.run_plan import save_period_for
 
     step = cfg.recipe.step_seconds
     if not step:

@@ -40,8 +40,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional
 
-from infra.config import LUSTRE_TIERS, lustre_aggregate_mb_s
+from infra.lustre_catalogue import LUSTRE_TIERS, lustre_aggregate_mb_s
 from workloads.job_spec import CHECKPOINT_BYTES_PER_PARAM
+from workloads.overrides import parse_override
 
 BYTES_PER_PARAM_CHECKPOINT = CHECKPOINT_BYTES_PER_PARAM
 """Mixed-precision Adam: bf16 weights 2 + bf16 grads 2 + fp32 master 4 + Adam m 4 + Adam v 4 (the job builder
@@ -58,24 +59,24 @@ NEMO_RL_DEFAULT_SAVE_PERIOD = 10
 """`checkpointing.save_period` in the same file."""
 DEFAULT_WRITE_TARGET_SECONDS = 300
 GIB = 1024**3
-TIB = 1024**4
 MB = 10**6
 
 
 def last_override(overrides: Iterable[str], key: str) -> tuple[bool, Optional[str]]:
     """(found, value) of the last `key=value` / `+key=value` / `++key=value` / `~key` in `overrides`.
 
-    `~key` (delete) counts as found with value None: NeMo-RL then has no such key.
+    A deletion (`~key`, or `~key=value`, which Hydra also deletes by) counts as found with value None:
+    NeMo-RL then has no such key.
     """
     found, value = False, None
     for override in overrides:
-        text = override.strip()
-        if text == f"~{key}":
-            found, value = True, None
+        parsed = parse_override(override.strip())
+        if parsed.key != key:
             continue
-        name, sep, val = text.lstrip("+").partition("=")
-        if sep and name == key:
-            found, value = True, val.strip()
+        if parsed.deletes:
+            found, value = True, None
+        elif parsed.assigns:
+            found, value = True, parsed.value
     return found, value
 
 

@@ -18,7 +18,7 @@ to each GPU worker node (`NodeAffinitySchedulingStrategy`, all of the node's GPU
    then reads back the files ANOTHER worker wrote (so no node reads its own page cache), against the
    instance's aggregate throughput (capacity x tier); the files are removed afterwards.
 
-How it runs: the client (`run_on_cluster`: the post-deploy hook, `python -m workloads gate|submit`)
+How it runs: the client (`run_on_cluster`: the post-deploy hook, `python -m jobctl gate|submit`)
 submits a Ray job whose entrypoint is `python -m workloads.acceptance_gate run <plan>`, shipping this
 package with `runtime_env.py_modules`; the driver (`run`) prints one `RESULT_MARKER` line with the
 report as JSON, which the client reads back from the job log. The job goes through the same Job API
@@ -473,7 +473,9 @@ def _sync(torch: Any, device: Any) -> None:
 
 def _time_collective(torch: Any, dist: Any, device: Any, spec: Mapping[str, Any]) -> dict[str, Any]:
     """nccl-tests' out-of-place timing: warm up, then `iters` back-to-back ops between two syncs; the
-    slowest rank's time counts (as nccl-tests reports the max over ranks). Checks the gathered data."""
+    slowest rank's time counts. nccl-tests by default reports the average over ranks (`-a 1`; NVIDIA/nccl-tests
+    src/common.cu v2.19.6 `static int average = 1`); the slowest rank is its `-a 3`, stricter than the
+    published averages the floor comes from, so a single slow rank fails the gate. Checks the gathered data."""
     world, rank = spec["world"], spec["rank"]
     elements = max(spec["message_bytes"] // 4 // world, 1)  # float32 per rank
     if spec["collective"] == "all_gather":
@@ -528,8 +530,10 @@ class NodeProbe:
             port = s.getsockname()[1]
         return {"ip": ray.util.get_node_ip_address(), "host": socket.gethostname(), "port": port}
 
-    def ranks(self, plan_dict: Mapping[str, Any], node_rank: int, master_addr: str, master_port: int, timeout_s: float) -> dict[str, Any]:
-        """Start one process per GPU, wait for them, return their reports and their NCCL INFO lines."""
+    def ranks(self, plan_dict: Mapping[str, Any], node_rank: int, master_addr: str, master_port: int, timeout_s: float, keep_nccl_logs: Optional[str] = None) -> dict[str, Any]:
+        """Start one process per GPU, wait for them, return their reports and their NCCL INFO lines.
+        `keep_nccl_logs`: a directory to copy the processes' whole NCCL_DEBUG_FILEs into
+        (tools/gate_vs_nccl_tests.py; the cluster keeps only the lines the verdict reads)."""
         plan = GatePlan.from_dict(plan_dict)
         work = Path(tempfile.mkdtemp(prefix="nemo-rl-gke-gate-"))
         env = dict(os.environ)
@@ -591,6 +595,8 @@ class NodeProbe:
             for p in procs:
                 if p.poll() is None:
                     p.kill()
+            for path in sorted(work.glob("nccl.*.log")) if keep_nccl_logs else ():
+                shutil.copy(path, keep_nccl_logs)
             shutil.rmtree(work, ignore_errors=True)
 
     def write(self, directory: str, node_rank: int, size: int, streams: int) -> dict[str, Any]:
@@ -841,7 +847,7 @@ def result_on_cluster(client: Any, plan: GatePlan, job_id: str, final: Any) -> G
 
 def run_on_cluster(client: Any, plan: GatePlan, *, label: str, on_line: Callable[[str], None] = lambda _l: None, poll_interval: float = 2.0) -> GateReport:
     """Submit the gate as a Ray job through `client`, wait for it and return its report (the on-demand
-    `python -m workloads gate`; submissions go through `workloads.run_owner`, which starts the same job).
+    `python -m jobctl gate`; submissions go through `workloads.run_owner`, which starts the same job).
 
     Raises `submit.JobError`s when the job cannot be submitted; a job that ends without a report gives a
     report with `error` set (a gate that cannot run does not pass)."""

@@ -37,7 +37,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any, Mapping, Protocol, Union
 
-from workloads.overrides import OverrideChecker, OverrideError, override_key
+from workloads.overrides import OverrideChecker, OverrideError, override_key, parse_override
 from workloads.recipes import RECIPES, Parallelism, Recipe, TrainingBackend
 
 
@@ -322,7 +322,7 @@ def _check_fit(recipe: Recipe, par: Parallelism, pool: PoolShape, user_overrides
     """
     nodes, gpus = pool.node_count, pool.gpus_per_node
     where = f"recipe {recipe.name!r} on {nodes} node(s) x {gpus} GPU(s)"
-    train_nodes = nodes if par.colocated else nodes - par.generation_nodes
+    train_nodes = par.training_nodes(nodes)
     if train_nodes < 1:
         raise JobBuildError(
             f"{where}: generation takes {par.generation_nodes} node(s), none is left for training; "
@@ -418,13 +418,14 @@ def _merge(derived: Mapping[str, Any], recipe_part: tuple[str, ...], user_part: 
             raise JobBuildError(f"recipe {recipe.name!r} override {o!r} sets a key the stack derives")
     users = []
     for o in user_part:
-        key = override_key(o)
+        parsed = parse_override(o)
+        key = parsed.key
         if key not in owned:
             users.append(o)
             continue
         # The stack config folds the user's parallelism overrides (TP sizes, colocation) into the
         # recipe's layout and checks it against the pool; the derived value is then the user's.
-        value = o.split("=", 1)[1].strip() if "=" in o and not o.startswith("~") else None
+        value = None if parsed.deletes else parsed.value
         if key in derived and value is not None and value.lower() == _fmt(derived[key]).lower():
             continue
         raise JobBuildError(

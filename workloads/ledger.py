@@ -136,7 +136,7 @@ def _when(epoch: Optional[float]) -> str:
 
 
 def table(ledger: Ledger, now: float) -> list[str]:
-    """The ledger as a text table (`python -m workloads status`), with the totals and the budget."""
+    """The ledger as a text table (`python -m jobctl status`), with the totals and the budget."""
     head = ("attempt", "start (UTC)", "end (UTC)", "cause", "nodes", "node-h", "resumed", "done", "lost", "spend")
     rows = [
         (

@@ -31,6 +31,7 @@ which imports the job builder, never builds a job.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence
@@ -57,11 +58,6 @@ def loader_data_keys(tag: str) -> frozenset[str]:
     return frozenset(reference(tag)["loader"]["data_keys"])
 
 
-def loader_dataset_names(tag: str) -> frozenset[str]:
-    """The dataset names NeMo-RL's GRPO data loader accepts at `tag`."""
-    return frozenset(reference(tag)["loader"]["dataset_names"])
-
-
 def config_keys(tag: str, config_file: str) -> Mapping[str, str]:
     """Flattened keys of `config_file` at `tag` (after its `defaults:`), each with its kind."""
     configs = reference(tag)["configs"]
@@ -70,16 +66,46 @@ def config_keys(tag: str, config_file: str) -> Mapping[str, str]:
     return configs[config_file]
 
 
+@dataclass(frozen=True)
+class ParsedOverride:
+    """One override split the one way every reader here splits it (the stack config's syntax check and
+    parallelism fold, the job builder, the data-key check, the offline checkpoint sizing): its leading
+    `~`/`+` marks, its key and its value. Whether Hydra accepts it is `OverrideChecker`'s to say."""
+
+    prefix: str
+    """The leading run of `~` and `+` characters: '' (`key=value`), '+', '++' or '~' in a valid override."""
+    key: str
+    value: Optional[str]
+    """The text after the first '=', stripped; None without one."""
+
+    @property
+    def deletes(self) -> bool:
+        """`~key` or `~key=value`: Hydra deletes the key."""
+        return self.prefix.startswith("~")
+
+    @property
+    def assigns(self) -> bool:
+        """`key=value`, `+key=value` or `++key=value`: the key ends up holding `value`."""
+        return "~" not in self.prefix and self.value is not None
+
+
+def parse_override(override: str) -> ParsedOverride:
+    """Split `override` into its marks, key and value: `++a.b=x=y` gives ('++', 'a.b', 'x=y')."""
+    body = override.lstrip("~+")
+    key, sep, value = body.partition("=")
+    return ParsedOverride(override[: len(override) - len(body)], key.strip(), value.strip() if sep else None)
+
+
 def override_key(override: str) -> str:
     """The config key an override touches: `++a.b=1`, `+a.b=1`, `a.b=1` and `~a.b` all give `a.b`."""
-    body = override.lstrip("~+")
-    return body.split("=", 1)[0].strip()
+    return parse_override(override).key
 
 
 def data_key_problem(tag: str, override: str) -> Optional[str]:
     """Why the `data.*` key of `override` is one the data loader of NeMo-RL `tag` does not read, or None."""
-    key = override_key(override)
-    if not key.startswith("data.") or override.startswith("~"):
+    parsed = parse_override(override)
+    key = parsed.key
+    if not key.startswith("data.") or parsed.deletes:
         return None
     keys = loader_data_keys(tag)
     if key in keys or any(k.startswith(key + ".") for k in keys):

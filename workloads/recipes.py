@@ -111,6 +111,12 @@ class Parallelism:
         if self.backend is TrainingBackend.DTENSOR and self.train_pipeline_parallel != 1:
             raise ValueError("pipeline parallelism needs the Megatron backend")
 
+    def training_nodes(self, node_count: int) -> int:
+        """The nodes of a `node_count` pool left for training: all of them while colocated, else those
+        that generation does not take. Below 1 the layout does not fit; the stack config and the job
+        builder both refuse it by this rule."""
+        return node_count if self.colocated else node_count - self.generation_nodes
+
     @property
     def model_parallel_gpus(self) -> int:
         """GPUs one model replica spans during training (TP x PP)."""

@@ -1,7 +1,7 @@
 """The one owner of a run's life: the acceptance gate, then the training attempt, for every attempt.
 
 Three parties can start training on a stack: the post-deploy hook (`workloads/hook.py`), a user's
-`python -m workloads submit`, and the preemption watcher (`workloads/preemption.py`). They used to
+`python -m jobctl submit`, and the preemption watcher (`workloads/preemption.py`). They used to
 decide alone and race: the watcher could not see the gate's Ray job (it carries only
 `nemo-rl-gke/gate` metadata), so with `resubmit_missing` it submitted attempt 1 beside a running
 gate, which then failed for the wrong reason or let training start before the verdict; and an
@@ -271,7 +271,7 @@ def submit_gated(
 @dataclass(frozen=True)
 class RunPlan:
     """What the run's owner needs besides the `JobSpec`: plain values decided at plan time, shipped to the
-    watcher as `run.json` of its ConfigMap (`infra.watcher_deployment.run_plan_for_stack` builds it)."""
+    watcher as `run.json` of its ConfigMap (`infra.run_plan.run_plan_for_stack` builds it)."""
 
     gate_policy: str = "off"
     gate_plan: Optional[dict] = None

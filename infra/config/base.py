@@ -1,0 +1,66 @@
+"""The base of every config section: camelCase keys, unknown keys refused, frozen, and stack-file
+input read strictly (what pydantic's lax mode would get wrong is refused here)."""
+
+from __future__ import annotations
+
+import typing
+from typing import Any, Optional
+
+from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
+from pydantic.alias_generators import to_camel
+
+from infra.config.errors import shown
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        frozen=True,
+        use_attribute_docstrings=False,
+        # inf/nan would pass `ge=0` and reach the plan as `$inf/h` and as `Infinity`, which is not JSON.
+        allow_inf_nan=False,
+    )
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _plain_input(cls, value: Any, info: ValidationInfo) -> Any:
+        """What pydantic's lax mode would get wrong for a stack file: an empty section (`gpuPool:` with
+        every key commented out) means its defaults; `true` is not the number 1, and neither `1` nor
+        `yes` is a boolean (`pulumi config set --path` writes "true"/"false" strings, which are)."""
+        field = cls.model_fields[info.field_name]
+        annotation = field.annotation
+        if value is None or value == "":
+            if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+                return field.get_default(call_default_factory=True)
+            return value
+        if annotation is bool:
+            if isinstance(value, str) and value.lower() in ("true", "false"):
+                return value.lower() == "true"
+            if not isinstance(value, bool):
+                raise ValueError(f"{shown(value)} is not allowed; allowed: true or false")
+            return value
+        kind = _number_kind(annotation)
+        if kind and isinstance(value, bool):
+            raise ValueError(f"{str(value).lower()} is not allowed; allowed: {kind}")
+        if kind and typing.get_origin(annotation) is dict and isinstance(value, dict):
+            for k, v in value.items():
+                if isinstance(v, bool):
+                    raise ValueError(f"{k!r}: {str(v).lower()} is not allowed; allowed: {kind}")
+        return value
+
+
+def _number_kind(annotation: Any) -> Optional[str]:
+    """'a whole number' / 'a number' when the field (or its map's values) holds numbers."""
+    args = typing.get_args(annotation)
+    if typing.get_origin(annotation) is dict:
+        args = args[1:]
+    types = {annotation, *args}
+    if bool in types:
+        return None
+    if int in types:
+        return "a whole number"
+    if float in types:
+        return "a number"
+    return None

@@ -1,0 +1,223 @@
+"""`cluster`: the GKE cluster, its control plane and its CPU system pool; and the checks of
+`cluster.*` that need other sections (run by `StackConfig`, in its order)."""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Literal, Optional
+
+from pydantic import Field, field_validator, model_validator
+
+from infra.config.base import Model
+from infra.config.errors import KeyedValueError
+from infra.config.gpu_pool import GpuPoolConfig, Provisioning
+from infra.config.ray import RayConfig
+from infra.flavours import FLAVOURS, Flavour, parse_gke_version
+from infra.lustre_catalogue import LUSTRE_CSI_MIN_GKE, LUSTRE_PORT_988_MIN_GKE
+from infra.machines import AUTOPILOT_GENERAL_PURPOSE_MAX_CPU, AUTOPILOT_GENERAL_PURPOSE_MAX_MEMORY_GIB
+
+
+class SystemPoolConfig(Model):
+    """The CPU system pool that hosts the Ray head and cluster add-ons."""
+
+    machine_type: str = Field(
+        "n2-highmem-16",
+        pattern=r"^[a-z0-9]+-[a-z0-9-]+$",
+        description="Machine type of the CPU pool; must fit the Ray head (16 vCPU / 128 GB by default).",
+    )
+    node_count: int = Field(1, ge=1, le=10, description="Nodes in the CPU pool.")
+    disk_size_gb: int = Field(
+        200,
+        ge=10,
+        le=65536,
+        description="Boot disk size of CPU nodes (GB); holds the NeMo-RL image of the Ray head. Default as in "
+        "Google's A4 and A3 Ultra Cluster Toolkit blueprints.",
+    )
+
+
+class AuthorizedNetwork(Model):
+    """A CIDR allowed to reach the GKE control plane."""
+
+    cidr_block: str = Field(description="IPv4 CIDR, e.g. 203.0.113.0/24.")
+    display_name: str = Field("", max_length=64, description="Label shown in the console.")
+
+    @field_validator("cidr_block")
+    @classmethod
+    def _cidr(cls, v: str) -> str:
+        return str(ipaddress.IPv4Network(v, strict=True))
+
+
+class ClusterConfig(Model):
+    """The GKE cluster."""
+
+    mode: Literal["standard", "autopilot"] = Field(
+        "standard",
+        description="`standard`: a zonal GKE Standard cluster with a CPU system pool and a GPU node pool. `autopilot`: a "
+        "regional GKE Autopilot cluster without node pools; GKE makes the GPU nodes for the Ray worker pods, which "
+        "select the accelerator and Spot capacity themselves (see docs/autopilot.md). Cannot change after creation.",
+    )
+    release_channel: Literal["RAPID", "REGULAR", "STABLE", "EXTENDED"] = Field(
+        "REGULAR", description="GKE release channel (Google's A4 blueprint uses REGULAR)."
+    )
+    min_master_version: Optional[str] = Field(
+        None,
+        pattern=r"^\d+\.\d+(\.\d+(-gke\.\d+)?)?$",
+        description="Minimum control-plane version; unset takes the channel's default. When set, at least the "
+        f"flavour's minimum GKE version, and {LUSTRE_PORT_988_MIN_GKE} unless `lustre.legacyPort`.",
+    )
+    block_node_upgrades: bool = Field(
+        True,
+        description="Add a maintenance exclusion that blocks minor and node auto-upgrades (they recreate GPU "
+        "nodes mid-run); control-plane patches continue. Upgrade between runs.",
+    )
+    deletion_protection: bool = Field(True, description="Refuse `pulumi destroy` of the cluster until set to false.")
+    maintenance_start_time: str = Field(
+        "03:00", pattern=r"^([01]\d|2[0-3]):[0-5]\d$", description="Daily maintenance window start (UTC, HH:MM)."
+    )
+    control_plane_location: Literal["regional", "zonal"] = Field(
+        "regional",
+        description="`regional` (default, as both seeds and Google's A4/A3 Ultra blueprints): control-plane replicas in "
+        "several zones of `region`, so the API stays up during control-plane upgrades and a zone outage, when the "
+        "preemption watcher, `pulumi` and `python -m jobctl` need it; both node pools stay in `zone`. `zonal`: one "
+        "control plane in `zone`, unreachable for minutes during its upgrades; it is the one cluster the GKE free tier "
+        "credits. Changing it replaces the cluster.",
+    )
+    control_plane_access: Literal["dns", "ip"] = Field(
+        "dns",
+        description="How `pulumi up`, kubectl and `python -m jobctl` reach the API server. `dns`: only the "
+        "cluster's DNS endpoint (`gke-<id>.<region>.gke.goog`), where Google IAM (`container.clusters.connect`) "
+        "checks every request before Kubernetes RBAC; the IP endpoints are turned off, so there is no address to "
+        "allow-list. `ip`: the public IP endpoint, limited to `masterAuthorizedNetworks` (or opened with "
+        "`allowPublicControlPlane`).",
+    )
+    master_authorized_networks: tuple[AuthorizedNetwork, ...] = Field(
+        (),
+        description="With `controlPlaneAccess: ip`: the CIDRs allowed to reach the control plane's public endpoint; "
+        "must include where `pulumi up` and kubectl run. Empty is refused unless `allowPublicControlPlane` is true. "
+        "Must stay empty with `controlPlaneAccess: dns`.",
+    )
+    allow_public_control_plane: bool = Field(
+        False,
+        description="With `controlPlaneAccess: ip`: open the control plane to any address (Google credentials and "
+        "RBAC still required) when `masterAuthorizedNetworks` is empty.",
+    )
+    system_pool: SystemPoolConfig = Field(default_factory=SystemPoolConfig, description="CPU system pool.")
+
+    @model_validator(mode="after")
+    def _control_plane_access(self) -> "ClusterConfig":
+        # An empty list without the opt-in is refused by StackConfig (`check_control_plane_allow_list`),
+        # so that it is also refused when the whole `cluster` section is missing.
+        if self.control_plane_access == "dns":
+            # Both settings govern the IP endpoint, which DNS access turns off: refuse rather than
+            # let a user believe an allow-list protects the cluster.
+            if self.master_authorized_networks:
+                raise KeyedValueError(
+                    "masterAuthorizedNetworks",
+                    "limits the IP endpoint, which cluster.controlPlaneAccess: dns turns off (IAM guards the DNS "
+                    "endpoint); allowed: [] with dns, or cluster.controlPlaneAccess: ip",
+                )
+            if self.allow_public_control_plane:
+                raise KeyedValueError(
+                    "allowPublicControlPlane",
+                    "true opens the IP endpoint, which cluster.controlPlaneAccess: dns turns off; allowed: false "
+                    "with dns, or cluster.controlPlaneAccess: ip",
+                )
+            return self
+        if self.master_authorized_networks and self.allow_public_control_plane:
+            raise KeyedValueError(
+                "allowPublicControlPlane",
+                "true contradicts the configured cluster.masterAuthorizedNetworks; allowed: false (or remove "
+                "masterAuthorizedNetworks to open the control plane)",
+            )
+        return self
+
+
+def check_min_master_version(cluster: ClusterConfig, flavour: Flavour, lustre_legacy_port: bool) -> None:
+    """`cluster.minMasterVersion`, when set, is at least the flavour's minimum GKE version and the
+    Lustre CSI driver's cut-offs (infra/lustre_catalogue.py)."""
+    version = cluster.min_master_version
+    # Unset means the channel default; in every channel today that is past both minimums below
+    # (only checkable on the real cloud: `gcloud container get-server-config`).
+    if not version:
+        return
+    if parse_gke_version(version) < parse_gke_version(flavour.min_gke_version):
+        raise KeyedValueError(
+            "cluster.minMasterVersion",
+            f"{version} is below {flavour.min_gke_version}, the minimum GKE "
+            f"version for flavour {flavour.name}; allowed: {flavour.min_gke_version} or later",
+        )
+    if not lustre_legacy_port and parse_gke_version(version) < parse_gke_version(LUSTRE_PORT_988_MIN_GKE):
+        raise KeyedValueError(
+            "cluster.minMasterVersion",
+            f"{version} predates {LUSTRE_PORT_988_MIN_GKE}, from which the Lustre CSI driver uses port 988; "
+            f"allowed: {LUSTRE_PORT_988_MIN_GKE} or later, or lustre.legacyPort: true",
+        )
+    if parse_gke_version(version) < parse_gke_version(LUSTRE_CSI_MIN_GKE):
+        raise KeyedValueError(
+            "cluster.minMasterVersion",
+            f"{version} predates {LUSTRE_CSI_MIN_GKE}, the oldest node version of the Managed Lustre CSI "
+            "add-on (before it, Lustre did not mount on non-GPU nodes with Secure Boot, such as the Ray "
+            f"head's system pool); allowed: {LUSTRE_CSI_MIN_GKE} or later",
+        )
+
+
+def check_control_plane_allow_list(cluster: ClusterConfig) -> None:
+    """`controlPlaneAccess: ip` with an empty allow-list needs the explicit opt-in."""
+    if (
+        cluster.control_plane_access == "ip"
+        and not cluster.master_authorized_networks
+        and not cluster.allow_public_control_plane
+    ):
+        raise KeyedValueError(
+            "cluster.masterAuthorizedNetworks",
+            "is empty, which would open the control plane to every address; allowed: the CIDRs `pulumi up` and "
+            "kubectl connect from, e.g. `masterAuthorizedNetworks: [{cidrBlock: <your egress IP>/32}]`, or "
+            "cluster.allowPublicControlPlane: true to open it on purpose",
+        )
+
+
+def check_autopilot(cluster: ClusterConfig, gpu_pool: GpuPoolConfig, ray: RayConfig, flavour: Flavour) -> None:
+    """What `cluster.mode: autopilot` cannot do: it has no node pools to configure, and GKE admits pods
+    only within its compute classes' limits (docs/autopilot.md)."""
+    why = "cluster.mode: autopilot has no node pools"
+    if "system_pool" in cluster.model_fields_set:
+        raise KeyedValueError(
+            "cluster.systemPool",
+            f"is set, but {why}: the Ray head runs on Autopilot's general-purpose compute class, sized by "
+            "ray.headCpu/ray.headMemoryGib; allowed: no cluster.systemPool, or cluster.mode: standard",
+        )
+    if "gpu_driver_version" in gpu_pool.model_fields_set:
+        raise KeyedValueError(
+            "gpuPool.gpuDriverVersion",
+            f"is set, but {why}: Autopilot installs the GPU driver of the node's GKE version; allowed: no "
+            "gpuPool.gpuDriverVersion, or cluster.mode: standard",
+        )
+    if gpu_pool.compact_placement:
+        raise KeyedValueError(
+            "gpuPool.compactPlacement",
+            f"true, but {why} to give a placement policy; allowed: false, or cluster.mode: standard",
+        )
+    if gpu_pool.provisioning is Provisioning.FLEX_START:
+        raise KeyedValueError(
+            "gpuPool.provisioning",
+            "'flexStart' is not built for cluster.mode: autopilot; allowed: spot, reservation, onDemand, or "
+            "cluster.mode: standard",
+        )
+    if flavour.autopilot_pod is None:
+        raise KeyedValueError(
+            "flavour",
+            f"{flavour.name} has no Autopilot pod size in the flavour catalogue; allowed: "
+            f"{', '.join(n for n, f in FLAVOURS.items() if f.autopilot_pod)}, or cluster.mode: standard",
+        )
+    if ray.head_cpu > AUTOPILOT_GENERAL_PURPOSE_MAX_CPU:
+        raise KeyedValueError(
+            "ray.headCpu",
+            f"{ray.head_cpu} is more than an Autopilot general-purpose pod may request; allowed: at most "
+            f"{AUTOPILOT_GENERAL_PURPOSE_MAX_CPU}",
+        )
+    if ray.head_memory_gib > AUTOPILOT_GENERAL_PURPOSE_MAX_MEMORY_GIB:
+        raise KeyedValueError(
+            "ray.headMemoryGib",
+            f"{ray.head_memory_gib} is more than an Autopilot general-purpose pod may request; allowed: at most "
+            f"{AUTOPILOT_GENERAL_PURPOSE_MAX_MEMORY_GIB}",
+        )

@@ -1,0 +1,36 @@
+"""`cost`: inputs of the estimates the offline plan prints; nothing is deployed from them."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from pydantic import Field, field_validator
+
+from infra.config.base import Model
+from infra.config.errors import shown
+
+
+class CostConfig(Model):
+    """Inputs of the estimates the offline plan prints (cost, checkpoint sizing); nothing is deployed from them."""
+
+    price_overrides: dict[str, float] = Field(
+        default_factory=dict,
+        description="Replace prices of data/prices.yaml, keyed by price-table key (e.g. `gpu.a4-highgpu-8g.spot` in "
+        "USD per node-hour, `lustre.500.gibMonth` in USD per GiB-month); applies to the stack's region.",
+    )
+    bucket_gib: Optional[float] = Field(
+        None, ge=0, description="Average GiB kept in the artifacts bucket; default: one bf16 export of the recipe's model."
+    )
+    checkpoint_write_target_seconds: int = Field(
+        300, ge=1, le=86400, description="Warn when writing one checkpoint to Lustre is estimated to take longer than this."
+    )
+
+    @field_validator("price_overrides")
+    @classmethod
+    def _prices_not_negative(cls, v: dict[str, float]) -> dict[str, float]:
+        # Which keys exist is the price table's business (tools/cost.py checks them when the offline
+        # plan estimates); the program deploys nothing from these numbers.
+        for key, value in v.items():
+            if not value >= 0:
+                raise ValueError(f"price {key!r}: {shown(value)} is not allowed; allowed: a number, 0 or more")
+        return v

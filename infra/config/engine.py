@@ -1,0 +1,60 @@
+"""Reading the engine's config: what the Pulumi engine hands the program (the `PULUMI_CONFIG` and
+`PULUMI_CONFIG_SECRET_KEYS` environment, or the values the SDK was given in process, as under mocks
+and the offline plan), reduced to this project's namespace.
+
+The one place that touches the SDK's config store (`pulumi.runtime.config`: `get_config_env`, `CONFIG`,
+`get_config_secret_keys_env`, `is_config_secret`; pulumi/pulumi sdk/python/lib/pulumi/runtime/config.py,
+v3.272.0). The secret keys set in process are asked for one by one through the public `is_config_secret`
+rather than read from the SDK's private `_SECRET_KEYS` set.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from typing import Any, Iterable
+
+from infra.config.errors import ConfigError
+from infra.naming import PROJECT
+
+
+def namespaced(flat: dict[str, Any]) -> dict[str, Any]:
+    """This project's keys of a flat engine config map (`nemo-rl-gke:<key>` -> value), without the
+    namespace, structured values (passed by the engine as JSON strings) decoded.
+
+    Other namespaces (provider keys such as `gcp:project`) are left to their owners, but one that is
+    a near miss of this project's (`nemo-rl-gk:flavour`) is refused: the CLI would pass it on and the
+    program would silently run without it."""
+    out: dict[str, Any] = {}
+    prefix = f"{PROJECT}:"
+    for key, value in flat.items():
+        if not key.startswith(prefix):
+            namespace, _, name = key.partition(":")
+            if namespace.lower() == PROJECT or difflib.get_close_matches(namespace.lower(), [PROJECT], cutoff=0.8):
+                raise ConfigError(
+                    f"{key}: unknown namespace {namespace!r}; allowed: {PROJECT}:<key> (did you mean {PROJECT}:{name}?)"
+                )
+            continue
+        if isinstance(value, str) and value[:1] in "{[":
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError:
+                pass
+        out[key[len(prefix):]] = value
+    return out
+
+
+def engine_config() -> dict[str, Any]:
+    """All config values of this project's namespace, as the engine passed them to the program."""
+    from pulumi.runtime import config as runtime_config
+
+    return namespaced({**runtime_config.get_config_env(), **runtime_config.CONFIG.get()})
+
+
+def engine_secret_keys(keys: Iterable[str]) -> set[str]:
+    """Which of this project's `keys` (without namespace) the engine marked secret, as `namespace:key`."""
+    from pulumi.runtime import config as runtime_config
+
+    from_env = set(runtime_config.get_config_secret_keys_env())
+    names = (f"{PROJECT}:{k}" for k in keys)
+    return {n for n in names if n in from_env or runtime_config.is_config_secret(n)}

@@ -1,0 +1,140 @@
+"""What a bad stack configuration raises, and pydantic's errors said in the words of a stack file.
+
+`ConfigError` carries one line per problem, each naming the key (`nemo-rl-gke:<key.path>`) and what
+is allowed; no pydantic class name or internal type ever reaches the user.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+import pulumi
+from pydantic import BaseModel, ValidationError
+
+from infra.config.patterns import PATTERN_HELP
+from infra.naming import PROJECT
+
+
+class ConfigError(pulumi.RunError):
+    """Bad stack configuration. `RunError` makes the Pulumi CLI print it without a traceback."""
+
+
+class MissingSecretError(ConfigError):
+    """A secret the stack's job needs is not set (`refuse_missing_secrets`)."""
+
+
+class KeyedValueError(ValueError):
+    """A cross-field problem that belongs to a specific key (camelCase path below the namespace)."""
+
+    def __init__(self, key: str, message: str):
+        super().__init__(message)
+        self.key = key
+
+
+def shown(value: Any, limit: int = 60) -> str:
+    """A value as it appears in a one-line message: repr (newlines escaped), cut to `limit` characters."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# pydantic error types -> what is allowed, in the words of a stack file (never a class name).
+_ALLOWED_BY_TYPE = {
+    "model_type": "a map of keys (key: value lines)",
+    "model_attributes_type": "a map of keys (key: value lines)",
+    "dict_type": "a map (key: value lines)",
+    "tuple_type": "a list",
+    "list_type": "a list",
+    "int_type": "a whole number",
+    "int_parsing": "a whole number",
+    "int_from_float": "a whole number",
+    "float_type": "a number",
+    "float_parsing": "a number",
+    "finite_number": "a finite number",
+    "bool_type": "true or false",
+    "bool_parsing": "true or false",
+    "string_type": "a string",
+}
+_BOUNDS = {
+    "greater_than_equal": "at least",
+    "greater_than": "more than",
+    "less_than_equal": "at most",
+    "less_than": "less than",
+}
+
+
+def format_validation_error(err: ValidationError, root: type[BaseModel]) -> str:
+    """One line per problem of validating `root` (the stack model): `nemo-rl-gke:<key.path>: <message>`,
+    in stack-file words."""
+    lines = []
+    for e in err.errors(include_url=False):
+        loc = tuple(e["loc"])
+        path = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in loc)
+        error = (e.get("ctx") or {}).get("error")
+        if isinstance(error, KeyedValueError):
+            path = f"{path}.{error.key}" if path else error.key
+        path = path.replace(".[", "[")
+        key = f"{PROJECT}:{path}" if path else PROJECT
+        lines.append(f"{key}: {_message(e, loc, root)}".replace("\n", " "))
+    return "\n".join(lines)
+
+
+def _message(e: Any, loc: tuple[Any, ...], root: type[BaseModel]) -> str:
+    """What one pydantic error says, rewritten by its type into what the key allows."""
+    msg, kind, ctx = e["msg"], e["type"], e.get("ctx") or {}
+    for pfx in ("Value error, ", "Assertion failed, "):
+        msg = msg.removeprefix(pfx)
+    if kind == "extra_forbidden":
+        msg = _unknown_key_message(loc, root)
+    elif kind == "missing":
+        field = _field_at(loc, root)
+        allowed = f"; allowed: {field.description.rstrip('.')}" if field and field.description else ""
+        msg = "required key is not set" + allowed
+    elif kind == "string_too_long":
+        msg = f"{len(e['input'])} characters; allowed: at most {ctx['max_length']}"
+    elif kind == "string_pattern_mismatch":
+        pattern = ctx["pattern"]
+        msg = f"{shown(e['input'])} is not allowed; allowed: {PATTERN_HELP.get(pattern, 'values matching ' + pattern)}"
+    elif kind in _ALLOWED_BY_TYPE:
+        msg = f"{shown(e['input'])} is not allowed; allowed: {_ALLOWED_BY_TYPE[kind]}"
+    elif kind in ("literal_error", "enum"):
+        msg = f"{shown(e['input'])} is not allowed; allowed: {ctx.get('expected', '')}"
+    elif kind in _BOUNDS:
+        limit = next(v for k, v in ctx.items() if k in ("ge", "gt", "le", "lt"))
+        msg = f"{shown(e['input'])} is not allowed; allowed: {_BOUNDS[kind]} {limit}"
+    return msg
+
+
+def _field_at(loc: tuple[Any, ...], root: type[BaseModel]) -> Any:
+    """The pydantic field a `loc` of `root` points at (by name or camelCase alias), or None."""
+    model: Any = root
+    field = None
+    for part in loc:
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            return None
+        field = next((f for n, f in model.model_fields.items() if part in (n, f.alias)), None)
+        if field is None:
+            return None
+        model = field.annotation
+    return field
+
+
+def _unknown_key_message(loc: tuple[Any, ...], root: type[BaseModel]) -> str:
+    name = str(loc[-1])
+    model: Any = root
+    for part in loc[:-1]:
+        field = next((f for n, f in model.model_fields.items() if part in (n, f.alias)), None)
+        annotation = field.annotation if field else None
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            model = None
+            break
+        model = annotation
+    if len(loc) == 1 and "." in name:
+        return (
+            f"unknown key (`pulumi config set {name}` writes a flat key with a dot); allowed: the nested key, "
+            f"set with `pulumi config rm {name}` and `pulumi config set --path {name} <value>`"
+        )
+    known = [f.alias or n for n, f in model.model_fields.items()] if model else []
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    hint = f"did you mean {close[0]}? " if close else ""
+    return f"unknown key; {hint}allowed: the keys of the config reference in docs/configuration.md"

@@ -1,0 +1,146 @@
+"""`network`: the VPCs, subnets and address ranges; and the checks of `network.*` that need other
+sections (run by `StackConfig`, in its order)."""
+
+from __future__ import annotations
+
+import ipaddress
+import itertools
+from typing import Any
+
+from pydantic import Field, ValidationInfo, field_validator, model_validator
+
+from infra.config.base import Model
+from infra.config.errors import KeyedValueError, shown
+from infra.flavours import Flavour
+
+# Ranges a VPC subnet or secondary range cannot use (VPC docs "prohibited IPv4 ranges"; RFC 6890).
+_RESERVED_RANGES = (
+    (ipaddress.IPv4Network("0.0.0.0/8"), "\"this\" network"),
+    (ipaddress.IPv4Network("127.0.0.0/8"), "loopback"),
+    (ipaddress.IPv4Network("169.254.0.0/16"), "link-local, where the metadata server lives"),
+    (ipaddress.IPv4Network("224.0.0.0/4"), "multicast"),
+    (ipaddress.IPv4Network("255.255.255.255/32"), "broadcast"),
+)
+_SMALLEST_SUBNET = 29  # VPC docs: a subnet's primary IPv4 range is at least a /29
+_SUBNETS = ("primary_cidr", "gvnic_cidr", "rdma_cidrs")
+_DEFAULT_VPC_RANGE = ipaddress.IPv4Network("10.128.0.0/9")
+
+
+def _ipv4_network(text: str) -> str:
+    try:
+        return str(ipaddress.IPv4Network(text, strict=True))
+    except ValueError as err:
+        raise ValueError(f"{shown(text)} is not allowed ({err}); allowed: an IPv4 range such as 10.0.0.0/20") from None
+
+
+class NetworkConfig(Model):
+    """VPCs, subnets and address ranges."""
+
+    use_default_network: bool = Field(False, description="Put the cluster on the project's `default` VPC instead of a new one.")
+    primary_cidr: str = Field("10.0.0.0/20", description="Primary subnet of the cluster's VPC (nodes).")
+    pods_cidr: str = Field("10.4.0.0/14", description="Secondary range for pods.")
+    services_cidr: str = Field("10.8.0.0/20", description="Secondary range for services.")
+    gvnic_cidr: str = Field("192.168.0.0/24", description="Subnet of the gVNIC VPC (the second NIC of each GPU node).")
+    rdma_cidrs: tuple[str, ...] = Field(
+        tuple(f"192.168.{n}.0/24" for n in range(1, 9)),
+        description="One subnet per RDMA NIC, in NIC order (rdma-0 first); as many as the flavour has RDMA NICs.",
+    )
+    psa_cidr: str = Field("10.16.0.0/22", description="Private Service Access range for Managed Lustre (/23 or larger).")
+    rdma_mtu: int = Field(8896, ge=1300, le=8896, description="MTU of the RDMA VPC (RoCE default 8896).")
+    gvnic_mtu: int = Field(8896, ge=1300, le=8896, description="MTU of the gVNIC VPC.")
+
+    @field_validator("primary_cidr", "pods_cidr", "services_cidr", "gvnic_cidr", "psa_cidr")
+    @classmethod
+    def _cidr(cls, v: str) -> str:
+        return _ipv4_network(v)
+
+    @field_validator("rdma_cidrs")
+    @classmethod
+    def _cidrs(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(_ipv4_network(c) for c in v)
+
+    @field_validator("primary_cidr", "pods_cidr", "services_cidr", "gvnic_cidr", "psa_cidr", "rdma_cidrs")
+    @classmethod
+    def _usable_in_a_vpc(cls, v: Any, info: ValidationInfo) -> Any:
+        for cidr in v if isinstance(v, tuple) else (v,):
+            net = ipaddress.IPv4Network(cidr)
+            for reserved, what in _RESERVED_RANGES:
+                if net.overlaps(reserved):
+                    raise ValueError(
+                        f"{cidr} overlaps {reserved} ({what}), which a VPC cannot use; allowed: private ranges "
+                        "such as 10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16"
+                    )
+            if info.field_name in _SUBNETS and net.prefixlen > _SMALLEST_SUBNET:
+                raise ValueError(
+                    f"{cidr} is smaller than a /{_SMALLEST_SUBNET}, the smallest subnet Google Cloud creates; "
+                    f"allowed: /{_SMALLEST_SUBNET} or larger"
+                )
+        return v
+
+    @field_validator("psa_cidr")
+    @classmethod
+    def _psa_prefix(cls, v: str) -> str:
+        if ipaddress.IPv4Network(v).prefixlen > 23:
+            raise ValueError(f"{v} is smaller than Managed Lustre needs; allowed: a /23 or larger range")
+        return v
+
+    def named_ranges(self) -> dict[str, ipaddress.IPv4Network]:
+        """Every range the stack allocates, keyed by its config key."""
+        ranges = {
+            "gvnicCidr": self.gvnic_cidr,
+            "psaCidr": self.psa_cidr,
+            "podsCidr": self.pods_cidr,
+            "servicesCidr": self.services_cidr,
+        }
+        if not self.use_default_network:
+            ranges["primaryCidr"] = self.primary_cidr
+        ranges |= {f"rdmaCidrs[{i}]": c for i, c in enumerate(self.rdma_cidrs)}
+        return {k: ipaddress.IPv4Network(v) for k, v in ranges.items()}
+
+    @model_validator(mode="after")
+    def _no_overlaps(self) -> "NetworkConfig":
+        for (ka, a), (kb, b) in itertools.combinations(self.named_ranges().items(), 2):
+            if a.overlaps(b):
+                raise KeyedValueError(kb, f"{b} overlaps network.{ka} ({a}); allowed: ranges disjoint from every other range")
+        if self.use_default_network:
+            # The cluster joins the project's `default` VPC, whose auto-mode subnets take 10.128.0.0/9
+            # (VPC docs, auto mode IPv4 ranges); a custom-mode `default` VPC is not known here.
+            for key, net in self.named_ranges().items():
+                if net.overlaps(_DEFAULT_VPC_RANGE):
+                    raise KeyedValueError(
+                        key,
+                        f"{net} overlaps {_DEFAULT_VPC_RANGE}, the subnets of the `default` VPC the cluster joins with "
+                        "network.useDefaultNetwork; allowed: a range outside 10.128.0.0/9",
+                    )
+        return self
+
+
+def check_address_room(network: NetworkConfig, gpu_nodes: int, system_nodes: int) -> None:
+    """The pod range and the primary subnet hold addresses for every node the stack runs."""
+    # Every node takes a /24 of the pod range (GKE's default of 110 pods per node, which the node
+    # pools keep) and one address of the primary subnet; the system pool surges one node on upgrade.
+    nodes = gpu_nodes + system_nodes + 1
+    pods = ipaddress.IPv4Network(network.pods_cidr)
+    if pods.prefixlen > 24 or 2 ** (24 - pods.prefixlen) < nodes:
+        need = 24 - max(nodes - 1, 1).bit_length()
+        raise KeyedValueError(
+            "network.podsCidr",
+            f"{pods} holds pod addresses for {2 ** max(24 - pods.prefixlen, 0)} node(s), the stack runs up to {nodes} "
+            f"(a /24 each); allowed: a /{need} or larger",
+        )
+    primary = ipaddress.IPv4Network(network.primary_cidr)
+    if not network.use_default_network and primary.num_addresses - 4 < nodes:
+        raise KeyedValueError(
+            "network.primaryCidr",
+            f"{primary} has {primary.num_addresses - 4} usable addresses, the stack runs up to {nodes} nodes; allowed: a larger range",
+        )
+
+
+def check_rdma_subnets(network: NetworkConfig, flavour: Flavour) -> None:
+    """One RDMA subnet per RDMA NIC of the flavour."""
+    if len(network.rdma_cidrs) != flavour.rdma_nics:
+        raise KeyedValueError(
+            "network.rdmaCidrs",
+            f"has {len(network.rdma_cidrs)} entries; flavour {flavour.name} has "
+            f"{flavour.rdma_nics} RDMA NICs and needs exactly that many subnets",
+        )

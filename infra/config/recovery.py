@@ -1,0 +1,47 @@
+"""`recovery`: spot-preemption recovery by the in-cluster watcher (workloads/preemption.py)."""
+
+from __future__ import annotations
+
+from pydantic import Field, model_validator
+
+from infra.config.base import Model
+from infra.config.errors import KeyedValueError
+
+
+class RecoveryConfig(Model):
+    """Spot-preemption recovery: the in-cluster watcher that resubmits a preempted job (workloads/preemption.py)."""
+
+    enabled: bool = Field(
+        True,
+        description="Run the preemption watcher (a small Deployment on the CPU pool). After a preemption-like failure "
+        "it resubmits the same job, which resumes from the latest checkpoint on Lustre; a job that failed on its own "
+        "(e.g. a Python exception) or was stopped is never resubmitted.",
+    )
+    check_interval_seconds: int = Field(60, ge=5, le=3600, description="How often the watcher looks at the job's status.")
+    max_restarts: int = Field(
+        10,
+        ge=0,
+        le=1000,
+        description="Consecutive automatic resubmissions before the watcher gives up; a submission by hand starts the "
+        "count again.",
+    )
+    backoff_seconds: int = Field(
+        120,
+        ge=0,
+        le=86400,
+        description="Wait after a preemption before the first resubmission (time for GKE to bring a replacement spot "
+        "node); doubles with every further consecutive restart.",
+    )
+    max_backoff_seconds: int = Field(
+        1800, ge=0, le=86400, description="Upper bound of the doubling wait; at least `backoffSeconds`."
+    )
+
+    @model_validator(mode="after")
+    def _backoff_bounds(self) -> "RecoveryConfig":
+        if self.max_backoff_seconds < self.backoff_seconds:
+            raise KeyedValueError(
+                "maxBackoffSeconds",
+                f"{self.max_backoff_seconds} is below recovery.backoffSeconds ({self.backoff_seconds}); allowed: "
+                f"{self.backoff_seconds} to 86400",
+            )
+        return self

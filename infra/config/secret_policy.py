@@ -1,0 +1,71 @@
+"""The secret policy: `hfToken` and `wandbApiKey` are Pulumi secrets, never model fields. A secret
+stored in plaintext is refused, and so is a missing secret the stack's job cannot run without."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import pulumi
+
+from infra.config.errors import ConfigError, MissingSecretError
+from infra.config.stack import StackConfig
+from infra.naming import PROJECT
+from workloads.recipes import GATED_MODELS
+
+SECRET_KEYS = ("hfToken", "wandbApiKey")
+"""Config keys that must be Pulumi secrets (`pulumi config set --secret`)."""
+
+
+@dataclass(frozen=True)
+class StackSecrets:
+    """Secret values as Pulumi secret Outputs; None when not configured."""
+
+    hf_token: Optional[pulumi.Output[str]]
+    wandb_api_key: Optional[pulumi.Output[str]]
+
+
+def wandb_key_set(secret_keys: "set[str] | frozenset[str]") -> bool:
+    """Whether the stack holds the `wandbApiKey` secret, from its secret key names (`namespace:key`):
+    how the CLI, which cannot decrypt secrets, tells what `Settings.wandb_key_set` tells the program."""
+    return f"{PROJECT}:wandbApiKey" in secret_keys
+
+
+def refuse_plaintext_secrets(raw: dict[str, Any], secret_keys: "set[str] | frozenset[str] | list[str]", stack: str) -> None:
+    """Raise `ConfigError` for each secret key (`hfToken`, `wandbApiKey`) present in `raw` but not
+    marked secret (`secret_keys` holds `namespace:key` names): a plaintext token would sit in the stack
+    file and in every copy of the repository."""
+    plaintext = [k for k in SECRET_KEYS if k in raw and f"{PROJECT}:{k}" not in secret_keys]
+    if plaintext:
+        raise ConfigError(
+            "\n".join(
+                f"{PROJECT}:{k}: stored in plaintext; allowed: a secret (remove it from Pulumi.{stack}.yaml and run "
+                f"`pulumi config set --secret {k}`)"
+                for k in plaintext
+            )
+        )
+
+
+def required_secrets(config: StackConfig) -> dict[str, str]:
+    """The secrets the stack's job cannot run without (key without namespace -> why)."""
+    needed = {}
+    model = config.recipe.model
+    if model in GATED_MODELS:
+        needed["hfToken"] = (
+            f"job.recipe {config.job.recipe!r} downloads {model}, which Hugging Face serves only to accounts that "
+            "accepted its licence; allowed: `pulumi config set --secret hfToken <token>` with a token of such an account"
+        )
+    if config.job.wandb_project:
+        needed["wandbApiKey"] = (
+            f"job.wandbProject {config.job.wandb_project!r} asks for W&B logging; allowed: "
+            "`pulumi config set --secret wandbApiKey <key>`, or remove job.wandbProject"
+        )
+    return needed
+
+
+def refuse_missing_secrets(config: StackConfig, present: "set[str] | frozenset[str]") -> None:
+    """Raise `ConfigError` when the stack's job needs a secret that is not set (`present` holds the
+    secret keys that are, without namespace): found now, not hours later on the cluster."""
+    missing = {k: why for k, why in required_secrets(config).items() if k not in present}
+    if missing:
+        raise MissingSecretError("\n".join(f"{PROJECT}:{k}: not set, and {why}" for k, why in missing.items()))

@@ -1,0 +1,220 @@
+"""The root model, `StackConfig`: the top-level keys (project, region, zone, prefix, labels, flavour),
+one field per section, and the order in which the checks across sections run."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+
+from pydantic import Field, ValidationInfo, field_validator, model_validator
+
+from infra.config.base import Model
+from infra.config.cluster import (
+    ClusterConfig,
+    check_autopilot,
+    check_control_plane_allow_list,
+    check_min_master_version,
+)
+from infra.config.cost import CostConfig
+from infra.config.errors import ConfigError, KeyedValueError, shown
+from infra.config.gpu_pool import GpuPoolConfig
+from infra.config.job import JobConfig, check_flex_start_not_submitted, check_job_fits
+from infra.config.lustre import LustreConfig
+from infra.config.network import NetworkConfig, check_address_room, check_rdma_subnets
+from infra.config.patterns import NAME_PREFIX, PATTERN_HELP, PROJECT_ID, REGION, ZONE
+from infra.config.ray import RayConfig, check_head_fits, check_worker_fits, worker_fit
+from infra.config.recovery import RecoveryConfig
+from infra.config.storage import StorageConfig, check_export_kept
+from infra.flavours import FLAVOURS, Flavour
+from infra.machines import NodeFit
+from infra.naming import PROJECT, RESERVED_LABEL_KEYS
+from workloads.recipes import Recipe
+
+# GCP labels (Resource Manager "requirements for labels"; the API field docs give the patterns
+# key \p{Ll}\p{Lo}[\p{Ll}\p{Lo}\p{N}_-]{0,62}, value [\p{Ll}\p{Lo}\p{N}_-]{0,63}, each under 128 bytes,
+# at most 64 labels on a resource). Every labelled resource also carries ours (infra/naming.labels).
+GCP_MAX_LABELS = 64
+
+
+class StackConfig(Model):
+    """Everything a stack is built from."""
+
+    project: str = Field(pattern=PROJECT_ID, description="Google Cloud project id.")
+    region: str = Field("us-east1", pattern=REGION, description="Region of the networks, cluster and bucket.")
+    zone: str = Field("us-east1-b", pattern=ZONE, description="Zone of the GPU nodes, the RDMA VPC and Lustre; must be in `region`.")
+    name_prefix: str = Field(
+        "", pattern=NAME_PREFIX, description="Prefix of every cloud name (1-20 chars); default: the stack name."
+    )
+    labels: dict[str, str] = Field(
+        default_factory=dict,
+        description=f"Extra labels on every labelled resource: at most {GCP_MAX_LABELS - len(RESERVED_LABEL_KEYS)} "
+        f"(Google Cloud's {GCP_MAX_LABELS} less the program's own: {', '.join(RESERVED_LABEL_KEYS)}).",
+    )
+    allow_uncatalogued_zone: bool = Field(
+        False,
+        description="Accept a `zone` that the zone catalogue (data/zones.yaml) does not list for the flavour and "
+        "Managed Lustre: for a zone Google added after the catalogue was checked.",
+    )
+    manage_apis: bool = Field(
+        True,
+        description="Enable every Google Cloud API the stack uses (Service Usage; left on by `pulumi destroy`) and make "
+        "each resource wait for its API. false where the deployer may not enable services: the APIs listed in "
+        "docs/deploy.md must then be on already.",
+    )
+    flavour: str = Field("b200", description=f"GPU flavour: one of {', '.join(FLAVOURS)}.")
+    gpu_pool: GpuPoolConfig = Field(default_factory=GpuPoolConfig, description="GPU node pool.")
+    cluster: ClusterConfig = Field(default_factory=ClusterConfig, description="GKE cluster.")
+    network: NetworkConfig = Field(default_factory=NetworkConfig, description="Networks and ranges.")
+    lustre: LustreConfig = Field(default_factory=LustreConfig, description="Managed Lustre.")
+    storage: StorageConfig = Field(default_factory=StorageConfig, description="The artifacts bucket.")
+    ray: RayConfig = Field(default_factory=RayConfig, description="Kubernetes and Ray.")
+    job: JobConfig = Field(default_factory=JobConfig, description="The training job.")
+    recovery: RecoveryConfig = Field(
+        default_factory=RecoveryConfig, description="Spot-preemption recovery: resubmission of a preempted job."
+    )
+    cost: CostConfig = Field(
+        default_factory=CostConfig,
+        description="Estimates shown by the offline plan: price overrides, bucket size, checkpoint write-time target.",
+    )
+
+    @field_validator("flavour")
+    @classmethod
+    def _flavour(cls, v: str) -> str:
+        if v not in FLAVOURS:
+            raise ValueError(f"unknown flavour {v!r}; allowed: {', '.join(FLAVOURS)}")
+        return v
+
+    @field_validator("labels")
+    @classmethod
+    def _labels(cls, v: dict[str, str]) -> dict[str, str]:
+        room = GCP_MAX_LABELS - len(RESERVED_LABEL_KEYS)
+        if len(v) > room:
+            raise ValueError(f"{len(v)} labels; allowed: at most {room} (Google Cloud allows {GCP_MAX_LABELS}, the program sets {len(RESERVED_LABEL_KEYS)})")
+        for key, value in v.items():
+            if key in RESERVED_LABEL_KEYS:
+                raise ValueError(f"label key {key!r} is the program's own; allowed: any key but {', '.join(RESERVED_LABEL_KEYS)}")
+            if not (_label_text(key, 63) and unicodedata.category(key[0]) in ("Ll", "Lo")):
+                raise ValueError(
+                    f"label key {shown(key)} is not allowed; allowed: 1-63 lowercase letters, digits, '_' or '-', "
+                    "starting with a lowercase letter (under 128 bytes)"
+                )
+            if value and not _label_text(value, 63):
+                raise ValueError(
+                    f"label value {shown(value)} of {key!r} is not allowed; allowed: at most 63 lowercase letters, "
+                    "digits, '_' or '-' (under 128 bytes)"
+                )
+        return v
+
+    @field_validator("project", "name_prefix")
+    @classmethod
+    def _no_google_in_bucket_name(cls, v: str, info: ValidationInfo) -> str:
+        # Both are part of the bucket name (<project>-<prefix>-artifacts); Cloud Storage refuses names
+        # with "google" or a close misspelling, or starting with "goog" (storage docs, bucket naming).
+        if _looks_like_google(v) or (info.field_name == "project" and v.startswith("goog")):
+            raise ValueError(f"{v!r} would put 'google' into the bucket name, which Cloud Storage refuses; allowed: a name without it")
+        return v
+
+    @model_validator(mode="after")
+    def _cross_checks(self) -> "StackConfig":
+        """The checks that read more than one section, each beside the key it names; the first
+        problem is the one reported, so their order is part of what a stack file is told."""
+        flavour = self.flavour_spec
+        self._check_zone_in_region()
+        if not self.allow_uncatalogued_zone:
+            self._check_zone_catalogue(flavour)
+        check_address_room(self.network, self.gpu_pool.node_count, self.cluster.system_pool.node_count)
+        check_rdma_subnets(self.network, flavour)
+        check_min_master_version(self.cluster, flavour, self.lustre.legacy_port)
+        check_control_plane_allow_list(self.cluster)
+        if self.cluster.mode == "autopilot":
+            check_autopilot(self.cluster, self.gpu_pool, self.ray, flavour)
+        else:
+            check_head_fits(self.ray, self.cluster.system_pool.machine_type)
+        check_worker_fits(self.ray, flavour)
+        check_flex_start_not_submitted(self.job, self.gpu_pool)
+        check_export_kept(self.storage, self.lustre)
+        check_job_fits(self.job, self.gpu_pool.node_count, flavour)
+        return self
+
+    def _check_zone_in_region(self) -> None:
+        if not self.zone.startswith(self.region + "-"):
+            raise KeyedValueError("zone", f"{self.zone!r} is not in region {self.region!r}; allowed: a zone named {self.region}-<letter>")
+
+    def _check_zone_catalogue(self, flavour: Flavour) -> None:
+        from infra.zones import catalogue, nearest, region_of
+
+        cat = catalogue()
+        zones = cat.zones_for(flavour.machine_type)
+        what = f"{flavour.machine_type} (flavour {flavour.name}) and Managed Lustre"
+        hint = f"or set {PROJECT}:allowUncataloguedZone: true for a zone Google added since {cat.checked} (data/zones.yaml)"
+        if self.region not in {region_of(z) for z in zones}:
+            raise KeyedValueError(
+                "region",
+                f"{self.region!r} has no zone with {what} in the zone catalogue; allowed (nearest first): "
+                f"{', '.join(nearest(self.region + '-x', zones))}; {hint}",
+            )
+        if self.zone not in zones:
+            raise KeyedValueError(
+                "zone",
+                f"{self.zone!r} does not offer {what} in the zone catalogue; allowed (nearest first): "
+                f"{', '.join(nearest(self.zone, zones))}; {hint}",
+            )
+
+    @property
+    def worker_fit(self) -> NodeFit:
+        """The Ray worker's requests on one GPU node (config or the flavour's reference) and the node's room."""
+        return worker_fit(self.ray, self.flavour_spec)
+
+    @property
+    def gate_policy(self) -> str:
+        """`job.gate`, or its default: enforce on a multi-node pool (the fabric is what a lone node cannot
+        show broken), warn on one node."""
+        return self.job.gate or ("enforce" if self.gpu_pool.node_count > 1 else "warn")
+
+    @property
+    def flavour_spec(self) -> Flavour:
+        return FLAVOURS[self.flavour]
+
+    @property
+    def recipe(self) -> Recipe:
+        return self.job.recipe_spec
+
+    @property
+    def lustre_instance_id(self) -> str:
+        return self.lustre.instance_id or f"{self.name_prefix}-lustre"
+
+    @property
+    def lustre_needs_legacy_port(self) -> bool:
+        return self.lustre.legacy_port
+
+
+def _label_text(text: str, limit: int) -> bool:
+    """Lowercase letters (any script), digits, '_' and '-' only, at most `limit` characters and under
+    128 bytes: every character is checked, so a trailing newline cannot slip past a `$`."""
+    return (
+        len(text) <= limit
+        and len(text.encode()) < 128
+        and all(c in "_-" or unicodedata.category(c) in ("Ll", "Lo", "Nd", "Nl", "No") for c in text)
+    )
+
+
+def _looks_like_google(text: str) -> bool:
+    return "google" in text.lower().replace("0", "o")
+
+
+def prefix_for_stack(stack: str) -> str:
+    """The default `namePrefix`: the stack name when it is one already; else its lowercase form with
+    `_` and `.` as `-`, cut to fit and told apart by a short hash of the stack name (so `Dev` and `dev`
+    never share cloud names). Raises `ConfigError` naming the stack when no prefix can be made."""
+    if re.fullmatch(r"[a-z]([a-z0-9-]{0,18}[a-z0-9])?", stack) and not _looks_like_google(stack):
+        return stack
+    base = re.sub(r"-+", "-", re.sub(r"[_.]", "-", stack.lower())).strip("-")
+    if not base[:1].isalpha() or not base.isascii() or _looks_like_google(base):
+        why = "does not start with a letter" if not base[:1].isalpha() else "would put 'google' into the bucket name"
+        raise ConfigError(
+            f"{PROJECT}:namePrefix: not set, and the stack name {shown(stack)} {why}; allowed: set {PROJECT}:namePrefix "
+            f"to {PATTERN_HELP[NAME_PREFIX]}"
+        )
+    digest = hashlib.sha256(stack.encode()).hexdigest()[:4]
+    return f"{base[:15].rstrip('-')}-{digest}"
