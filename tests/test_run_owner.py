@@ -9,9 +9,11 @@ import io
 import json
 import shlex
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
+from typing import Callable
 
 import pytest
 from ray.job_submission import JobDetails, JobStatus
@@ -96,10 +98,14 @@ def failed_report(host: str) -> gate.GateReport:
     return gate.GateReport((check,), 30.0, 1)
 
 
-def start_fake_gate(client, stack: str, target: str, nodes: tuple[str, ...], report: gate.GateReport, seconds: float, k: int = 1) -> str:
-    """A gate run as the owner starts one (same id and metadata) whose driver sleeps, then prints `report`."""
+def start_fake_gate(client, stack: str, target: str, nodes: tuple[str, ...], report: gate.GateReport, release: Path, k: int = 1) -> str:
+    """A gate run as the owner starts one (same id and metadata) whose driver runs until the file `release`
+    exists (the test makes it once the party under test is seen waiting), then prints `report`."""
     job_id = run_owner.gate_job_id(target, k)
-    code = f"import time; time.sleep({seconds}); print({gate.RESULT_MARKER + json.dumps(report.to_dict())!r}, flush=True)"
+    code = (
+        f"import os, time\nt = time.monotonic()\nwhile not os.path.exists({str(release)!r}) and time.monotonic() - t < 120:\n"
+        f"    time.sleep(0.05)\nprint({gate.RESULT_MARKER + json.dumps(report.to_dict())!r}, flush=True)"
+    )
     client.submit_job(
         entrypoint=f"{shlex.quote(sys.executable)} -c {shlex.quote(code)}", submission_id=job_id,
         metadata={gate.META_GATE: stack, run_owner.META_GATE_FOR: target, run_owner.META_GATE_NODES: ",".join(nodes)},
@@ -108,24 +114,55 @@ def start_fake_gate(client, stack: str, target: str, nodes: tuple[str, ...], rep
     return job_id
 
 
+def release_when(seen: Callable[[], bool], release: Path) -> threading.Thread:
+    """Make `release` once `seen()` holds: the fake gate ends only after its waiter has seen it running."""
+
+    def run() -> None:
+        deadline = time.monotonic() + 120
+        while not seen() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        release.touch()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+WAITING = "is running; nothing is submitted while a gate runs"
+
+
+@pytest.fixture(autouse=True)
+def quick_gate_polls(monkeypatch):
+    # The hook and the CLI look at a gate they wait for every 2 s; here the fake gates end in a blink.
+    monkeypatch.setattr(run_owner, "GATE_POLL_SECONDS", 0.2)
+
+
 def hook_props(head, spec: JobSpec, plan: gate.GatePlan, policy: str = "enforce") -> dict:
     return {**spec.to_dict(), "address": head.address, "ray_cluster_name": "", "gate_policy": policy, "gate_plan": plan.to_dict()}
 
 
-def test_a_running_then_failed_gate_prevents_every_training_submission_by_the_watcher_and_the_hook(head, client, tmp_path):
+def test_a_running_then_failed_gate_prevents_every_training_submission_by_the_watcher_and_the_hook(head, client, tmp_path, monkeypatch):
     stack = "t-own-held"
     spec = spec_of(stack, "print('trained')")
     plan = cpu_plan(tmp_path)
     setup = run_owner.GateSetup("enforce", plan)
     nodes = run_owner.worker_node_ids(jobs.ray_nodes(client), "CPU")
     assert len(nodes) == 1  # the local head
-    gate_id = start_fake_gate(client, stack, spec.submission_id, nodes, failed_report("gke-b200-gpu-7f3a"), seconds=4)
+    release = tmp_path / "release"
+    gate_id = start_fake_gate(client, stack, spec.submission_id, nodes, failed_report("gke-b200-gpu-7f3a"), release)
     watcher = Watcher(client, spec, dataclasses.replace(FAST, resubmit_missing=True), gate=setup)
     running = watcher.step()
     assert running.action is Action.WAIT and f"acceptance gate {gate_id} is running" in running.reason, running
     # The hook (pulumi up) waits for that gate instead of starting its own, and takes its verdict.
+    from workloads import hook
+
+    hook_lines: list[str] = []
+    monkeypatch.setattr(hook, "_log", hook_lines.append)
+    released = release_when(lambda: any(WAITING in line for line in hook_lines), release)
     with pytest.raises(gate.GateFailed, match=r"^acceptance gate FAILED: gpus: gke-b200-gpu-7f3a: 6 of 8 healthy"):
         JobSubmissionProvider().create(hook_props(head, spec, plan))
+    released.join()
+    assert f"acceptance gate {gate_id} {WAITING}" in hook_lines, hook_lines
     assert [j.submission_id for j in jobs.list_jobs(client, stack)] == []
     # Failed on the nodes alive now: the watcher holds the attempt and names the node, look after look.
     for _ in range(2):
@@ -136,12 +173,15 @@ def test_a_running_then_failed_gate_prevents_every_training_submission_by_the_wa
     assert [r.submission_id for r in run_owner.gate_runs(client.list_jobs(), stack)] == [gate_id]
 
 
-def test_submit_by_hand_waits_for_a_running_gate_and_submits_nothing_after_its_failure(head, client):
+def test_submit_by_hand_waits_for_a_running_gate_and_submits_nothing_after_its_failure(head, client, tmp_path):
     # `python -m jobctl submit`: the dev stack's real spec; a gate for its first attempt is running.
     spec = build_spec(load_stack("dev"))
-    start_fake_gate(client, "dev", spec.submission_id, (), failed_report("gke-dev-gpu-1"), seconds=3)
+    release = tmp_path / "release"
+    start_fake_gate(client, "dev", spec.submission_id, (), failed_report("gke-dev-gpu-1"), release)
     out, err = io.StringIO(), io.StringIO()
+    released = release_when(lambda: WAITING in out.getvalue(), release)
     code = cli.main(["submit", "--stack", "dev", "--gate", "enforce", "--address", head.address], out=out, err=err)
+    released.join()
     assert code == exit_codes.GATE_FAILED, (out.getvalue(), err.getvalue())
     assert f"acceptance gate {spec.submission_id}-gate-1 is running; nothing is submitted while a gate runs" in out.getvalue()
     assert err.getvalue().startswith("error: acceptance gate FAILED: gpus: gke-dev-gpu-1: 6 of 8")
@@ -193,7 +233,7 @@ def settle(watcher: Watcher, want: Action, log: list[str], timeout: float = 180.
         if decision.action is want:
             return decision
         assert decision.action is Action.WAIT and time.monotonic() < deadline, "\n".join(log)
-        time.sleep(0.5)
+        time.sleep(0.2)
 
 
 def test_a_preemption_leads_to_a_new_gate_on_the_new_nodes_then_a_resubmission_that_resumes(head, client, tmp_path):

@@ -202,13 +202,17 @@ def _report(client: Any, plan: GatePlan, run: Any) -> GateReport:
     return _REPORTS[key]
 
 
+GATE_POLL_SECONDS = 2.0
+"""How often `submit_gated` looks at a gate it waits for (a gate runs for minutes; tests shorten it)."""
+
+
 def submit_gated(
     client: Any,
     spec: JobSpec,
     gate: GateSetup,
     *,
     on_line: Callable[[str], None] = lambda _l: None,
-    poll_interval: float = 2.0,
+    poll_interval: Optional[float] = None,
     timeout: Optional[float] = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> tuple[Any, Optional[GateReport]]:
@@ -262,7 +266,7 @@ def submit_gated(
             break
         if time.monotonic() > deadline:
             raise submit.WaitTimeout(outcome.gate_id or target, submit.JobStatus.RUNNING, bound)
-        sleep(poll_interval)
+        sleep(poll_interval if poll_interval is not None else GATE_POLL_SECONDS)
     job_id, created = submit.submit_attempt(client, spec, attempt)
     return submit.SubmitResult(job_id, submit.status(client, job_id), created=created, stopped=stopped), outcome.report
 
