@@ -86,4 +86,14 @@ def gate_plan_for_stack(cfg: StackConfig, pool: PoolShape, thresholds: Optional[
         warmup_iters=int(fabric["warmup_iters"]),
         iters=int(fabric["iters"]),
         timeout_s=float(data["timeout_seconds"]),
+        **expected_versions(cfg),
     )
+
+
+def expected_versions(cfg: StackConfig) -> dict[str, Optional[str]]:
+    """What the gate checks the NCCL log against: the stack's version-matrix row (infra/version_matrix.py);
+    nothing for a stack outside the matrix (allowUntestedVersions), whose versions are only reported."""
+    from infra.version_matrix import report
+
+    expect = report(cfg.version_pins)["expect"]
+    return {"expect_nccl": expect["nccl"], "expect_gib": expect["gib"]}

@@ -43,7 +43,7 @@ def lint_imports(root: Path) -> subprocess.CompletedProcess:
     """import-linter on the tree at `root` with `root/.importlinter`, in a process of its own (the tree's
     packages have the project's names), without a cache."""
     code = "import sys; from importlinter.cli import lint_imports; sys.exit(lint_imports(no_cache=True, no_logo=True))"
-    return subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=60)
+    return subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=120)
 
 
 def python_files(root: Path) -> list[Path]:

@@ -167,7 +167,7 @@ def test_plan_json_adds_the_estimates_under_their_own_key_and_keeps_the_others(c
     out, err = capsys.readouterr()
     assert code == 0, err
     doc = json.loads(out)
-    assert list(doc) == ["project", "stack", "resources", "outputs", "estimates"]
+    assert list(doc) == ["project", "stack", "resources", "outputs", "estimates", "versionMatrix"]
     assert set(doc["estimates"]) == {"cost", "checkpoints", "deployTime", "workerFit", "acceptanceGate", "preemption"}
     loss = doc["estimates"]["preemption"]
     assert (loss["savePeriod"], loss["stepMinutes"], loss["budgetUsd"]) == (1, 3.0, None)

@@ -21,6 +21,7 @@ import ssl
 import socket
 import sys
 import threading
+import time
 import urllib.error
 import urllib.request
 import uuid
@@ -56,7 +57,7 @@ class CountingTokens:
             return self.tokens[self.calls % len(self.tokens)]
 
 
-def get(url: str, timeout: float = 10) -> tuple[int, bytes]:
+def get(url: str, timeout: float = 30) -> tuple[int, bytes]:
     try:
         with urllib.request.urlopen(url, timeout=timeout) as resp:
             return resp.status, resp.read()
@@ -138,9 +139,10 @@ def test_serve_cluster_checks_the_dashboard_first_then_serves_it(api_server, tok
                               kwargs=dict(port=0, token_provider=tokens, on_ready=ready.append, stop_event=stop))
     thread.start()
     try:
-        for _ in range(100):
-            if ready:
-                break
+        # Until the event (the URL reported), with a deadline a busy machine fits in: serve_cluster first
+        # asks the Ray head for its version through the API-server proxy.
+        deadline = time.monotonic() + 60
+        while not ready and thread.is_alive() and time.monotonic() < deadline:
             thread.join(0.1)
         assert ready, "serve_cluster did not report its local URL"
         status, body = get(ready[0] + "/api/version")
@@ -191,7 +193,7 @@ class Upstream:
 
         self._thread = threading.Thread(target=run, daemon=True)
         self._thread.start()
-        assert ready.wait(10), "the scripted upstream did not start"
+        assert ready.wait(30), "the scripted upstream did not start"
         return self
 
     def stop(self) -> None:
@@ -215,9 +217,10 @@ class Upstream:
             resp = web.StreamResponse(headers={"Content-Type": "text/plain"})
             await resp.prepare(request)
             await resp.write(b"first\n")
-            for _ in range(200):  # the second chunk waits until the client has the first
-                if self.release.is_set():
-                    break
+            # The second chunk waits until the client has the first (or the test ends): far longer than
+            # the client's read timeout, so a proxy that buffers the response times the client out.
+            deadline = time.monotonic() + 120
+            while not self.release.is_set() and time.monotonic() < deadline:
                 await asyncio.sleep(0.05)
             await resp.write(b"second\n")
             await resp.write_eof()
@@ -239,7 +242,7 @@ def scripted(upstream):
 
 
 def local_connection(proxy: dashboard.DashboardProxy) -> http.client.HTTPConnection:
-    return http.client.HTTPConnection("127.0.0.1", urlsplit(proxy.url).port, timeout=10)
+    return http.client.HTTPConnection("127.0.0.1", urlsplit(proxy.url).port, timeout=30)
 
 
 def test_method_path_query_and_body_arrive_whole_with_the_bearer_token_and_no_hop_by_hop_headers(scripted, upstream):

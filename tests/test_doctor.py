@@ -67,6 +67,7 @@ class FakeProject:
         self.policies: dict[str, orgpolicy_v2.Policy] = {}
         self.quota_infos: dict[str, cloudquotas_v1.QuotaInfo] = {}
         self.global_quotas = {"GPUS_ALL_REGIONS": (64.0, 0.0), "CPUS_ALL_REGIONS": (2400.0, 16.0)}
+        self.cluster: "container_v1.Cluster | None" = None  # no cluster yet (the doctor runs before `pulumi up`)
 
     def record(self, client: str, method: str, **kwargs):
         self.calls.append((client, method, kwargs))
@@ -168,6 +169,12 @@ class Clusters(_Fake):
         return container_v1.ServerConfig(channels=[
             container_v1.ServerConfig.ReleaseChannelConfig(channel=Channel[c], default_version=d, valid_versions=v)
             for c, (d, v) in self.p.channels.items()])
+
+    def get_cluster(self, request=None, *, name=None, timeout=None):
+        self.p.record("clusters", "get_cluster", name=name, timeout=timeout)
+        if self.p.cluster is None or name.rsplit("/", 1)[-1] != self.p.cluster.name:
+            raise gexc.NotFound(f"cluster {name} not found")
+        return self.p.cluster
 
 
 class Lustre(_Fake):
@@ -732,7 +739,7 @@ def test_the_command_prints_one_line_per_check_and_exits_0_when_nothing_fails(pr
     lines = out.splitlines()
     assert lines[0].startswith("doctor: stack dev, project my-gcp-project")
     assert any(line.split()[:2] == ["warn", "gpu-quota"] for line in lines)
-    assert lines[-1] == "0 failed, 1 warning(s), 15 passed"
+    assert lines[-1] == "0 failed, 1 warning(s), 16 passed"
 
 
 def test_a_failure_prints_its_fix_and_exits_1(project, monkeypatch):
@@ -798,3 +805,73 @@ def test_a_bad_flag_is_one_line_naming_what_is_allowed_and_exit_2(flag, allowed)
 
 def test_the_longest_timeout_is_accepted():
     assert doctor.parser().parse_args(["--timeout", "600"]).timeout == 600
+
+
+# ----------------------------------------------------------------------------- version matrix (tools/version_drift.py)
+
+
+def live_cluster(master: str, pools: dict[str, str], hold: bool = False) -> container_v1.Cluster:
+    from infra.naming import Limit
+    from infra.stack_context import StackContext
+
+    exclusions = {}
+    if hold:
+        exclusions["no-minor-or-node-upgrades"] = container_v1.TimeWindow(
+            maintenance_exclusion_options=container_v1.MaintenanceExclusionOptions(scope="NO_MINOR_OR_NODE_UPGRADES"))
+    return container_v1.Cluster(
+        name=StackContext.from_config("dev", config()).name("gke", Limit.GKE_CLUSTER),
+        current_master_version=master,
+        node_pools=[container_v1.NodePool(name=n, version=v) for n, v in pools.items()],
+        maintenance_policy=container_v1.MaintenancePolicy(
+            window=container_v1.MaintenanceWindow(maintenance_exclusions=exclusions)),
+        addons_config=container_v1.AddonsConfig(ray_operator_config=container_v1.RayOperatorConfig(enabled=True),
+                                                lustre_csi_driver_config=container_v1.LustreCsiDriverConfig(enabled=True)),
+    )
+
+
+def test_before_the_cluster_exists_the_channels_default_is_compared_with_the_row(project):
+    result = only(project, "version-matrix")
+    assert result.status == doctor.PASS and "would create it on 1.33.5-gke.1162000, inside row standard-gib-v1.1.1" in result.summary
+    asked = [kw["name"] for c, m, kw in project.calls if m == "get_cluster"]
+    # A regional control plane (the default) lives in the region.
+    assert asked == [f"projects/{PROJECT}/locations/us-east1/clusters/{live_cluster('1', {}).name}"]
+
+
+def test_a_channel_default_outside_the_row_warns_and_pins_the_newest_version_inside(project):
+    project.channels["REGULAR"] = ("1.36.1-gke.100", ["1.35.4-gke.900", "1.36.1-gke.100"])
+    result = only(project, "version-matrix")
+    assert result.status == doctor.WARN and "1.36.1-gke.100, outside row standard-gib-v1.1.1" in result.summary
+    assert result.fix == "pulumi config set --stack dev --path cluster.minMasterVersion 1.35.4-gke.900"
+
+
+def test_a_live_cluster_inside_the_row_is_reported_with_its_pools_and_add_ons(project):
+    project.cluster = live_cluster("1.34.1-gke.1829001", {"gpu": "1.34.1-gke.1829001", "system": "1.34.1-gke.1829001"})
+    found = run(project)
+    live, upgrades = found["version-matrix"][0], found["version-upgrades"][0]
+    assert live.status == doctor.PASS
+    assert "control plane 1.34.1-gke.1829001, pool gpu 1.34.1-gke.1829001" in live.summary
+    assert "Ray operator, Lustre CSI" in live.summary
+    assert upgrades.status == doctor.PASS and "stay inside" in upgrades.summary
+
+
+def test_an_upgrade_that_would_leave_the_row_warns_with_the_exclusion_that_prevents_it(project):
+    project.channels["REGULAR"] = ("1.35.4-gke.900", ["1.35.4-gke.900", "1.36.0-gke.1200"])
+    project.cluster = live_cluster("1.35.4-gke.900", {"gpu": "1.35.4-gke.900"})
+    upgrades = run(project)["version-upgrades"][0]
+    assert upgrades.status == doctor.WARN
+    assert "may upgrade" in upgrades.summary and "1.36.0-gke.1200, outside row standard-gib-v1.1.1" in upgrades.summary
+    assert "--add-maintenance-exclusion-scope=no_minor_or_node_upgrades" in upgrades.fix
+    assert upgrades.fix.startswith("pulumi up")  # cluster.blockNodeUpgrades is on by default: apply it
+
+
+def test_the_same_upgrade_held_by_a_no_minor_or_node_upgrades_exclusion_passes(project):
+    project.channels["REGULAR"] = ("1.35.4-gke.900", ["1.35.4-gke.900", "1.36.0-gke.1200"])
+    project.cluster = live_cluster("1.35.4-gke.900", {"gpu": "1.35.4-gke.900"}, hold=True)
+    upgrades = run(project)["version-upgrades"][0]
+    assert upgrades.status == doctor.PASS and "held by maintenance exclusion no-minor-or-node-upgrades" in upgrades.summary
+
+
+def test_a_node_pool_already_outside_the_row_warns_naming_it(project):
+    project.cluster = live_cluster("1.36.0-gke.1200", {"gpu": "1.35.4-gke.900"})
+    live = run(project)["version-matrix"][0]
+    assert live.status == doctor.WARN and live.summary.startswith("control plane 1.36.0-gke.1200 already outside")

@@ -6,6 +6,8 @@ import json
 
 from ray.job_submission import JobDetails
 
+from ray_head import JOB_TIMEOUT
+
 from workloads.job_spec import JobSpec
 from workloads.ledger import Attempt, Ledger, LedgerFile, table
 from workloads.preemption import Action, RecoveryPolicy, Watcher
@@ -134,7 +136,7 @@ def test_status_prints_the_job_then_the_run_ledger_as_a_table(head, client, tmp_
     LedgerFile(tmp_path / "dev.ledger.json").save(ledger)
     job_id = "t-ledger-status-" + spec.spec_hash[:6]
     client.submit_job(entrypoint="true", submission_id=job_id, metadata={"nemo-rl-gke/stack": "t-ledger-status"})
-    jobs.wait(client, job_id, timeout=60, poll_interval=0.2)
+    jobs.wait(client, job_id, timeout=JOB_TIMEOUT, poll_interval=0.2)
     out, err = io.StringIO(), io.StringIO()
     code = cli.main(["status", "--stack", "dev", "--address", head.address, "--job", job_id,
                      "--ledger-file", str(tmp_path / "dev.ledger.json")], out=out, err=err)

@@ -20,6 +20,7 @@ import pytest
 from ray.job_submission import JobDetails, JobStatus
 
 from conftest import ROOT
+from ray_head import JOB_TIMEOUT
 from conftest import spec_of as stack_job_spec
 from infra.watcher_deployment import (
     COMPONENT_TYPE,
@@ -236,7 +237,8 @@ def test_a_newer_job_of_another_spec_supersedes_the_watched_one():
 
 # ------------------------------------------------------------------------------ on the local Ray head
 
-def run_watch(client, spec, policy=FAST, timeout=60.0):
+def run_watch(client, spec, policy=FAST, timeout=3 * JOB_TIMEOUT):
+    """Watch until done or given up; up to three attempts (the restart cap), each a job start."""
     out = io.StringIO()
     deadline = time.monotonic() + timeout
 
@@ -296,8 +298,8 @@ def test_a_running_job_killed_from_outside_is_resubmitted_and_resumes(client, tm
     )
     spec = spec_of("t-outside", code)
     jobs.submit(client, spec)
-    assert jobs.wait(client, spec.submission_id, until={JobStatus.RUNNING}, timeout=60, poll_interval=0.2) == JobStatus.RUNNING
-    deadline = time.monotonic() + 60
+    assert jobs.wait(client, spec.submission_id, until={JobStatus.RUNNING}, timeout=JOB_TIMEOUT, poll_interval=0.2) == JobStatus.RUNNING
+    deadline = time.monotonic() + JOB_TIMEOUT
     while not pid_file.exists():
         assert time.monotonic() < deadline, "the job never wrote its pid"
         time.sleep(0.1)
@@ -347,7 +349,7 @@ def test_restarts_stop_at_the_maximum(client):
 def test_a_job_stopped_by_a_user_is_not_restarted(client):
     spec = spec_of("t-userstop", "import time; time.sleep(60)")
     jobs.submit(client, spec)
-    jobs.wait(client, spec.submission_id, until={JobStatus.RUNNING}, timeout=60, poll_interval=0.2)
+    jobs.wait(client, spec.submission_id, until={JobStatus.RUNNING}, timeout=JOB_TIMEOUT, poll_interval=0.2)
     jobs.stop(client, spec.submission_id)
     final, log = run_watch(client, spec)
     assert final.action is Action.DONE and "stopped on purpose" in final.reason, log
@@ -368,7 +370,7 @@ def test_a_capacity_wait_on_the_head_waits_for_the_gpus_then_resubmits_without_c
     spec = spec_of("t-capacity", CAPACITY_FAILURE)
     # The third attempt, after two restarts: the cap (FAST: 2) would end a preemption-like failure here.
     job_id, _ = jobs.submit_attempt(client, spec, 3, {META_AUTO_RESTARTS: "2"})
-    assert jobs.wait(client, job_id, timeout=60, poll_interval=0.2) == JobStatus.FAILED
+    assert jobs.wait(client, job_id, timeout=JOB_TIMEOUT, poll_interval=0.2) == JobStatus.FAILED
     # The local head has no GPUs: with the pool's GPUs not alive in Ray, nothing is submitted.
     waiting = Watcher(client, spec, dataclasses.replace(FAST, pool_gpus=8)).step()
     assert (waiting.action, waiting.cause) == (Action.WAIT, Cause.CAPACITY), waiting
@@ -387,12 +389,12 @@ def test_a_watcher_restarted_with_the_head_finds_the_job_lost_from_its_state_fil
     state = StateFile(tmp_path / "lustre" / ".nemo-rl-gke" / "watcher" / "t-restart.json")
     spec = spec_of("t-restart", "import time; time.sleep(60)")
     jobs.submit(client, spec)
-    assert jobs.wait(client, spec.submission_id, until={JobStatus.RUNNING}, timeout=60, poll_interval=0.2) == JobStatus.RUNNING
+    assert jobs.wait(client, spec.submission_id, until={JobStatus.RUNNING}, timeout=JOB_TIMEOUT, poll_interval=0.2) == JobStatus.RUNNING
     assert Watcher(client, spec, policy, state=state).step().action is Action.WAIT  # sees it running, records it
     assert json.loads(state.path.read_text())["submission_id"] == spec.submission_id
     # The head restarts without GCS fault tolerance: its job table is empty (stop + delete stand in for it).
     jobs.stop(client, spec.submission_id)
-    jobs.wait(client, spec.submission_id, timeout=60, poll_interval=0.2)
+    jobs.wait(client, spec.submission_id, timeout=JOB_TIMEOUT, poll_interval=0.2)
     client.delete_job(spec.submission_id)
     assert jobs.list_jobs(client, "t-restart") == []
     # A watcher with nothing recorded and job.submit off has nothing to go on.

@@ -18,6 +18,8 @@ from typing import Callable
 import pytest
 from ray.job_submission import JobDetails, JobStatus
 
+from ray_head import JOB_TIMEOUT
+
 from jobctl import cli
 from jobctl.stack import build_spec, load_stack
 from workloads import acceptance_gate as gate
@@ -110,7 +112,7 @@ def start_fake_gate(client, stack: str, target: str, nodes: tuple[str, ...], rep
         entrypoint=f"{shlex.quote(sys.executable)} -c {shlex.quote(code)}", submission_id=job_id,
         metadata={gate.META_GATE: stack, run_owner.META_GATE_FOR: target, run_owner.META_GATE_NODES: ",".join(nodes)},
     )
-    assert jobs.wait(client, job_id, until={JobStatus.RUNNING}, timeout=60, poll_interval=0.2) == JobStatus.RUNNING
+    assert jobs.wait(client, job_id, until={JobStatus.RUNNING}, timeout=JOB_TIMEOUT, poll_interval=0.2) == JobStatus.RUNNING
     return job_id
 
 

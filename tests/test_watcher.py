@@ -14,6 +14,7 @@ import uuid
 
 import pytest
 
+from ray_head import JOB_TIMEOUT
 from infra.watcher_deployment import RUN_KEY, SPEC_KEY, WATCHER_MODULES, config_map_data
 from workloads import submit as jobs
 from workloads import watcher
@@ -54,7 +55,7 @@ def test_the_pod_command_runs_from_the_configmap_files_alone(client, head, tmp_p
     (tmp_path / SPEC_KEY).write_text(data[SPEC_KEY])
     (tmp_path / RUN_KEY).write_text(data[RUN_KEY])
     jobs.submit(client, spec)
-    jobs.wait(client, spec.submission_id, timeout=60, poll_interval=0.2)
+    jobs.wait(client, spec.submission_id, timeout=JOB_TIMEOUT, poll_interval=0.2)
     heartbeat = tmp_path / "heartbeat"
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "RAY_ADDRESS")}
     env.update(PYTHONPATH=str(tmp_path), PYTHONDONTWRITEBYTECODE="1")
@@ -62,7 +63,7 @@ def test_the_pod_command_runs_from_the_configmap_files_alone(client, head, tmp_p
         [sys.executable, "-c", BLOCK_WHAT_THE_IMAGE_LACKS, "--address", head.address,
          "--spec-file", str(tmp_path / SPEC_KEY),
          "--run-file", str(tmp_path / RUN_KEY), "--once", *FAST.cli_args(), "--heartbeat-file", str(heartbeat)],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=JOB_TIMEOUT,
     )
     assert proc.returncode == 0, proc.stderr
     assert f"resubmitted as {spec.submission_id}-r2" in proc.stdout, proc.stdout

@@ -484,6 +484,14 @@ def check_gke_versions(ctx: Context) -> Result:
                   _channel_fix(channels, minimum))
 
 
+def check_version_matrix(ctx: Context) -> list[Result]:
+    """The live cluster and the channel's next versions against the stack's version-matrix row
+    (tools/version_drift.py); results `version-matrix` and `version-upgrades`."""
+    from tools.version_drift import check_version_matrix as check
+
+    return [Result(f.check, PASS if f.ok else WARN, f.summary, f.fix) for f in check(ctx)]
+
+
 def _channel_fix(channels: dict[str, Any], floor: str) -> str:
     for name in ("RAPID", "REGULAR", "STABLE", "EXTENDED"):
         channel = channels.get(name)
@@ -636,6 +644,7 @@ CHECKS: tuple[tuple[str, Check, tuple[str, ...]], ...] = (
     ("lustre", check_lustre, ("lustre.googleapis.com",)),
     ("iam", check_iam, ("cloudresourcemanager.googleapis.com",)),
     ("gke-versions", check_gke_versions, ("container.googleapis.com",)),
+    ("version-matrix", check_version_matrix, ("container.googleapis.com",)),
     ("bucket", check_bucket, ("storage.googleapis.com",)),
     ("psa", check_psa, ("compute.googleapis.com",)),
     ("org-policy", check_org_policies, (ORG_POLICY_API,)),

@@ -13,7 +13,8 @@ every registration the engine would receive is recorded.
      "resources": [{"urn", "type", "name", "parent", "custom", "provider",
                     "inputs", "dependencies", "options"}],
      "outputs": {name: value},
-     "estimates": {"cost", "checkpoints", "deployTime"}}
+     "estimates": {"cost", "checkpoints", "deployTime"},
+     "versionMatrix": {"row", "nearestRow", "outside", "gke", "versions", "cautions", "verifiedBy", "expect"}}
 
 `inputs` are what the provider would receive (camelCase, after Pulumi's translation; integral
 numbers as integers); `dependencies` are the URNs the resource waits for (explicit and implied by
@@ -285,6 +286,7 @@ def render_tree(plan: Plan) -> str:
     from tools.estimates import render_for_plan
 
     lines += ["", *render_for_plan(plan)]
+    lines += ["", f"Version matrix: {version_matrix_line(plan)}"]
     if plan.outputs:
         lines += ["", "Outputs:"]
         lines += [f"  {k}: {json.dumps(v) if not isinstance(v, str) else v}" for k, v in plan.outputs.items()]
@@ -297,7 +299,22 @@ def plan_document(plan: Plan) -> dict[str, Any]:
 
     doc = plan.to_json()
     doc["estimates"] = estimates.to_json(estimates.compute(plan))
+    doc["versionMatrix"] = version_matrix_report(plan)
     return doc
+
+
+def version_matrix_report(plan: Plan) -> dict[str, Any]:
+    """The row of data/version_matrix.yaml the stack's pins matched (infra/version_matrix.py report)."""
+    from infra.version_matrix import report
+    from tools.estimates import stack_config
+
+    return report(stack_config(plan).version_pins)
+
+
+def version_matrix_line(plan: Plan) -> str:
+    from infra.version_matrix import report_line
+
+    return report_line(version_matrix_report(plan))
 
 
 def kubernetes_manifests(plan: Plan) -> dict[str, Any]:

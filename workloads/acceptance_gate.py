@@ -147,6 +147,10 @@ class GatePlan:
     """Upper bound of the whole run; each phase gets a share (`_deadline`)."""
     python: str = "python"
     """The interpreter the gate job's entrypoint runs (the image's; tests give this venv's)."""
+    expect_nccl: Optional[str] = None
+    """The NCCL release the stack's version-matrix row says the pods load (e.g. "2.27.5"); None: not checked."""
+    expect_gib: Optional[str] = None
+    """The gIB installer tag of the row; reported beside what NCCL shows (workloads/version_check.py)."""
 
     def __post_init__(self) -> None:
         if self.collective not in _BUS_FACTOR:
@@ -285,6 +289,12 @@ def check_fabric(plan: GatePlan, busbw_gbps: Optional[float], nccl_log: str, err
         numbers["gdrChannels"] = info.gdr_channels
         why = net_check(info, plan.expect_net)
         if why:
+            problems.append(why)
+    if plan.expect_nccl or plan.expect_gib:
+        from workloads.version_check import version_numbers, version_problem
+
+        numbers.update(version_numbers(info.versions, nccl_log, plan.expect_nccl, plan.expect_gib))
+        if why := version_problem(info.versions, plan.expect_nccl):
             problems.append(why)
     if error:
         problems.append(error)
