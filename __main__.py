@@ -215,6 +215,8 @@ watcher = build_preemption_watcher(
     system_pool_name=system_pool,
     gpu_pool=gpu_pool,
     lustre_claim=workload.pvc_name,
+    # The watcher owns the run from here: it gates every attempt it submits (workloads/run_owner.py).
+    gate_plan=gate_plan,
     opts=pulumi.ResourceOptions(provider=kube.provider, depends_on=[ray_cluster.release], deleted_with=cluster.cluster),
 )
 if watcher is not None:

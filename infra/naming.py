@@ -74,3 +74,6 @@ ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
 
 PREEMPTION_WATCHER = "preemption-watcher"
 """The watcher's Deployment and service account (infra/watcher_deployment.py); the dashboard's note names it."""
+PREEMPTION_WATCHER_CONTAINER = "watcher"
+"""The watcher's container: its log lines (one JSON line per ended attempt) feed the dashboard's log-based
+metrics (infra/observability.py)."""

@@ -43,7 +43,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from infra.gke_common import ClusterComponent
-from infra.naming import PREEMPTION_WATCHER
+from infra.naming import PREEMPTION_WATCHER, PREEMPTION_WATCHER_CONTAINER
 from infra.options import child_options
 from infra.stack_context import GpuPoolFacts, StackContext
 
@@ -82,7 +82,15 @@ METRICS: dict[str, MetricSource] = {
 """Built-in metric types the dashboard may use, with the Cloud Monitoring reference page of each."""
 
 PREEMPTION_METRIC_SOURCE = MetricSource("gce_instance", "DELTA", f"{LOG_METRICS_URL} (entries: {SPOT_PREEMPTION_URL})")
-"""The one user-defined metric: the log-based preemption counter this component creates."""
+"""A user-defined metric: the log-based preemption counter this component creates."""
+STRUCTURED_LOGS_URL = "https://cloud.google.com/logging/docs/structured-logging"
+ATTEMPT_METRIC_SOURCE = MetricSource("k8s_container", "DELTA", f"{LOG_METRICS_URL} (entries: {STRUCTURED_LOGS_URL})")
+"""The user-defined metrics over the preemption watcher's log: one JSON line per ended training attempt
+(`workloads/preemption.py` `Watcher._finish`: `{"nemoRlGke": "attempt-ended", "cause": ..., "stepsLost": ...}`),
+which GKE's logging agent stores as the entry's jsonPayload (a single-line JSON object on stdout).
+Log-based rather than a custom metric the watcher writes: the watcher has no Google credentials by
+design (infra/watcher_deployment.py), and Cloud Logging already collects its stdout. Only on the real
+cloud: that the agent parses the line as documented and the distribution charts render as intended."""
 USER_METRIC_PREFIX = "logging.googleapis.com/user/"
 GKE_NODE_NAME_CLUSTER_CHARS = 20
 """How much of the cluster name GKE keeps in node VM names (unverified, see the module doc)."""
@@ -108,6 +116,19 @@ def preemption_log_filter(project: str, zone: str, cluster_name: str, node_prefi
             'protoPayload.methodName="compute.instances.preempted"',
             f"resource.labels.zone={_q(zone)}",
             f"protoPayload.resourceName:{_q(f'/instances/{prefix}')}",
+        ]
+    )
+
+
+def attempt_log_filter(cluster_name: str, namespace: str) -> str:
+    """The watcher's `attempt-ended` lines in Cloud Logging (logging query language)."""
+    return " AND ".join(
+        [
+            'resource.type="k8s_container"',
+            f"resource.labels.cluster_name={_q(cluster_name)}",
+            f"resource.labels.namespace_name={_q(namespace)}",
+            f"resource.labels.container_name={_q(PREEMPTION_WATCHER_CONTAINER)}",
+            'jsonPayload.nemoRlGke="attempt-ended"',
         ]
     )
 
@@ -142,6 +163,8 @@ def dashboard_document(
     lustre_instance_id: str,
     ray_namespace: str,
     preemption_metric: str,
+    attempts_metric: Optional[str] = None,
+    steps_lost_metric: Optional[str] = None,
     cluster_location: Optional[str] = None,
 ) -> dict[str, Any]:
     """The dashboard as the Monitoring API's `Dashboard` JSON (`mosaicLayout`, 48 columns). Pure.
@@ -228,6 +251,36 @@ def dashboard_document(
             ],
             "preemptions",
         ),
+        *(
+            [
+                _chart(
+                    "Training attempts ended, by how (per hour; the preemption watcher's log)",
+                    [
+                        (
+                            _series(f"{USER_METRIC_PREFIX}{attempts_metric}", container,
+                                    mean("3600s", ['metric.label."cause"'], "ALIGN_SUM", "REDUCE_SUM")),
+                            "STACKED_BAR",
+                            "${metric.labels.cause}",
+                        )
+                    ],
+                    "attempts",
+                ),
+                _chart(
+                    "Steps lost per ended attempt (redone from the last complete step_N)",
+                    [
+                        (
+                            _series(f"{USER_METRIC_PREFIX}{steps_lost_metric}", container,
+                                    mean("3600s", ['metric.label."cause"'], "ALIGN_MEAN", "REDUCE_MEAN")),
+                            "STACKED_BAR",
+                            "${metric.labels.cause}",
+                        )
+                    ],
+                    "steps",
+                ),
+            ]
+            if attempts_metric and steps_lost_metric
+            else []
+        ),
         _chart(
             f"Lustre {lustre_instance_id}: read and write throughput",
             [
@@ -308,6 +361,8 @@ class MonitoringDashboard(pulumi.ComponentResource):
     dashboard: gcp.monitoring.Dashboard
     preemption_metric: gcp.logging.Metric
     preemption_metric_name: str
+    attempts_metric: gcp.logging.Metric
+    steps_lost_metric: gcp.logging.Metric
     dashboard_json: pulumi.Output[str]
     dashboard_id: pulumi.Output[str]
     display_name: str
@@ -332,8 +387,34 @@ class MonitoringDashboard(pulumi.ComponentResource):
             opts=child,
         )
 
+        # What each training attempt cost in steps, from the watcher's log (ATTEMPT_METRIC_SOURCE).
+        attempt_filter = names.apply(lambda a: attempt_log_filter(a[0], args.ray_namespace))
+        cause = [{"key": "cause", "value_type": "STRING", "description": "How the attempt ended (workloads/ledger.py)"}]
+        self.attempts_metric = gcp.logging.Metric(
+            f"{name}-attempts",
+            name=ctx.name("training-attempts"),
+            project=ctx.project,
+            description=f"Training attempts of stack {ctx.stack} that ended, by cause (the preemption watcher's log).",
+            filter=attempt_filter,
+            metric_descriptor={"metric_kind": "DELTA", "value_type": "INT64", "unit": "1", "labels": cause},
+            label_extractors={"cause": "EXTRACT(jsonPayload.cause)"},
+            opts=child,
+        )
+        self.steps_lost_metric = gcp.logging.Metric(
+            f"{name}-steps-lost",
+            name=ctx.name("training-steps-lost"),
+            project=ctx.project,
+            description=f"Steps each ended training attempt of stack {ctx.stack} lost (ran past its last complete checkpoint).",
+            filter=attempt_filter,
+            metric_descriptor={"metric_kind": "DELTA", "value_type": "DISTRIBUTION", "unit": "1", "labels": cause},
+            value_extractor="EXTRACT(jsonPayload.stepsLost)",
+            label_extractors={"cause": "EXTRACT(jsonPayload.cause)"},
+            bucket_options={"linear_buckets": {"num_finite_buckets": 20, "width": 1, "offset": 0}},
+            opts=child,
+        )
+
         def document(names: list[Any]) -> str:
-            cluster, instance, metric = names
+            cluster, instance, metric, attempts, steps_lost = names
             doc = dashboard_document(
                 stack=ctx.stack,
                 project=ctx.project,
@@ -344,16 +425,20 @@ class MonitoringDashboard(pulumi.ComponentResource):
                 lustre_instance_id=str(instance).rsplit("/", 1)[-1],
                 ray_namespace=args.ray_namespace,
                 preemption_metric=metric,
+                attempts_metric=attempts,
+                steps_lost_metric=steps_lost,
                 cluster_location=args.cluster_location,
             )
             return json.dumps(doc, sort_keys=True)
 
-        self.dashboard_json = pulumi.Output.all(cluster_name, lustre_instance_id, self.preemption_metric.name).apply(document)
+        self.dashboard_json = pulumi.Output.all(
+            cluster_name, lustre_instance_id, self.preemption_metric.name, self.attempts_metric.name, self.steps_lost_metric.name
+        ).apply(document)
         self.dashboard = gcp.monitoring.Dashboard(
             f"{name}-dashboard",
             project=ctx.project,
             dashboard_json=self.dashboard_json,
-            opts=child_options(self, opts, depends_on=[self.preemption_metric]),
+            opts=child_options(self, opts, depends_on=[self.preemption_metric, self.attempts_metric, self.steps_lost_metric]),
         )
         self.dashboard_id = self.dashboard.id
         self.display_name = display_name(ctx.stack)

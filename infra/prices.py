@@ -4,6 +4,10 @@ A pure reader, no resources and no Outputs, in `infra/` so that the program may 
 offline tooling: tools/cost.py and tools/estimates.py price a plan with it, and a plan-time budget check
 (docs/architecture.md, "Rooms") would read the same table through `price_table(cfg)` without an upward
 import into tools/.
+
+The program needs one number of it: what a GPU node-hour of the pool's provisioning costs
+(`gpu_node_hour_usd`), which the preemption watcher multiplies by the node-hours of each attempt (the run
+ledger, workloads/ledger.py), from the same table and overrides as the plan's cost estimate.
 """
 
 from __future__ import annotations
@@ -111,3 +115,14 @@ def price_table(cfg: StackConfig) -> PriceTable:
         return PriceTable.load(cfg.cost.price_overrides)
     except PriceError as err:
         raise ConfigError(f"{PROJECT}:cost.priceOverrides: {err}") from None
+
+
+def gpu_node_hour_usd(table: PriceTable, machine_type: str, region: str, *, spot: bool, autopilot: bool = False) -> float:
+    """One GPU node-hour of `machine_type` as the pool obtains it: the spot price for spot capacity, else the
+    on-demand list price (reserved and flex-start capacity are billed on their own terms; the plan shows
+    them at that price too, tools/cost.py), plus the Autopilot premium on Autopilot. Raises `PriceError`."""
+    kind = "spot" if spot else "onDemand"
+    value = table.get(f"gpu.{machine_type}.{kind}", region).value
+    if autopilot:
+        value += table.get(f"autopilot.{machine_type}.premium.{kind}", region).value
+    return value

@@ -32,10 +32,13 @@ import pulumi.dynamic
 from infra.config import PROJECT, ConfigError, StackConfig
 from infra.options import child_options
 from infra.pod_facts import DASHBOARD_PORT
+from infra.run_plan import checkpoint_write_seconds_for
 from workloads import cli_args
 from workloads.acceptance_gate import GatePlan
 from workloads.hook import JobSubmissionProvider
-from workloads.job_spec import JobBuildError, JobSpec, PoolShape, build_job, wandb_wanted
+from workloads.job_spec import (
+    JobBuildError, JobSpec, PoolShape, build_job, wandb_wanted,
+)
 
 COMPONENT_TYPE = "nemo-rl-gke:infra:TrainingJob"
 
@@ -157,7 +160,10 @@ def job_spec_for_stack(stack: str, cfg: StackConfig, *, wandb_key_set: bool, poo
     project) becomes a `ConfigError` naming the key, raised before any resource exists.
     """
     try:
-        return build_job(cfg.recipe, cfg.job, pool, cfg.ray.mount_path, stack, wandb_wanted(cfg.job, wandb_key_set))
+        return build_job(
+            cfg.recipe, cfg.job, pool, cfg.ray.mount_path, stack, wandb_wanted(cfg.job, wandb_key_set),
+            checkpoint_write_seconds=checkpoint_write_seconds_for(cfg),
+        )
     except JobBuildError as err:
         raise ConfigError(f"{PROJECT}:{err.key}: {err}") from None
 

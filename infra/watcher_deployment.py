@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import posixpath
 import modulefinder
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,26 +45,33 @@ from typing import TYPE_CHECKING, Any, Optional
 import pulumi
 import pulumi_kubernetes as k8s
 
-from infra.naming import MANAGED_LABELS, NODE_POOL_LABEL, PREEMPTION_WATCHER
+from infra.naming import MANAGED_LABELS, NODE_POOL_LABEL, PREEMPTION_WATCHER, PREEMPTION_WATCHER_CONTAINER
 from infra.options import child_options
 from infra.pod_facts import DASHBOARD_PORT
+from infra.run_plan import CHECKPOINTS_MOUNT, run_plan_for_stack
 from infra.stack_file import ROOT
-from workloads.job_spec import JobSpec, PoolShape
+from workloads.acceptance_gate import GatePlan
+from workloads.job_spec import CHECKPOINTS_DIR, JobSpec, PoolShape
 from workloads.recipes import NemoRLImage
 from workloads.preemption import RecoveryPolicy
+from workloads.run_owner import RunPlan
 
 if TYPE_CHECKING:
     from infra.config import StackConfig
 
 COMPONENT_TYPE = "nemo-rl-gke:infra:PreemptionWatcher"
 NAME = PREEMPTION_WATCHER
+CONTAINER = PREEMPTION_WATCHER_CONTAINER
 CONFIG_DIR = "/config"
 SPEC_KEY = "spec.json"
+RUN_KEY = "run.json"
+"""The run's plain plan-time values (`workloads.run_owner.RunPlan`): gate, checkpoint dir, price, budget."""
 HEARTBEAT = "/tmp/heartbeat"
 STATE_DIR = "/state"
 STATE_SUBPATH = ".nemo-rl-gke/watcher"
-"""Where on Lustre the watcher keeps what it saw (`workloads.preemption.StateFile`): mounted alone
-(a subPath of the claim, which the kubelet creates), so the watcher sees none of the checkpoints."""
+"""Where on Lustre the watcher keeps what it saw (`workloads.preemption.StateFile`) and the run ledger
+(`workloads.ledger`): a subPath of the claim, which the kubelet creates. Besides it the watcher mounts
+only the checkpoints (`CHECKPOINTS_MOUNT`), not the HF cache or the logs."""
 WATCHER_ENTRY = "workloads.watcher"
 """The module the pod runs (`python -m workloads.watcher`)."""
 RESOURCES = {"requests": {"cpu": "50m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}}
@@ -106,8 +114,12 @@ def watcher_files() -> dict[str, str]:
     return {name: (ROOT / "workloads" / name).read_text() for name in WATCHER_MODULES}
 
 
-def config_map_data(spec: JobSpec) -> dict[str, str]:
-    return {**watcher_files(), SPEC_KEY: json.dumps(spec.to_dict(), indent=2, sort_keys=True) + "\n"}
+def config_map_data(spec: JobSpec, run: Optional[RunPlan] = None) -> dict[str, str]:
+    return {
+        **watcher_files(),
+        SPEC_KEY: json.dumps(spec.to_dict(), indent=2, sort_keys=True) + "\n",
+        RUN_KEY: json.dumps((run or RunPlan()).to_dict(), indent=2, sort_keys=True) + "\n",
+    }
 
 
 def data_hash(data: dict[str, str]) -> str:
@@ -117,6 +129,13 @@ def data_hash(data: dict[str, str]) -> str:
 def dashboard_address(head_service: str, namespace: str) -> str:
     """The dashboard's in-cluster URL: the head Service's DNS name and KubeRay's dashboard port."""
     return f"http://{head_service}.{namespace}.svc:{DASHBOARD_PORT}"
+
+
+def ledger_on_lustre(mount_path: str, stack: str) -> str:
+    """Where the run ledger is on Lustre as the Ray head mounts it (`python -m jobctl status` reads it there)."""
+    from workloads.ledger import ledger_path
+
+    return str(ledger_path(posixpath.join(posixpath.normpath(mount_path), STATE_SUBPATH, f"{stack}.json")))
 
 
 def state_file(stack: str) -> str:
@@ -129,6 +148,7 @@ def watcher_command(address: str, policy: RecoveryPolicy, stack: str) -> list[st
         "python", "-m", WATCHER_ENTRY,
         "--address", address,
         "--spec-file", f"{CONFIG_DIR}/{SPEC_KEY}",
+        "--run-file", f"{CONFIG_DIR}/{RUN_KEY}",
         *policy.cli_args(),
         "--heartbeat-file", HEARTBEAT,
         "--state-file", state_file(stack),
@@ -206,7 +226,7 @@ def deployment_manifest(
                     "terminationGracePeriodSeconds": 10,
                     "containers": [
                         {
-                            "name": "watcher",
+                            "name": CONTAINER,
                             "image": image,
                             "imagePullPolicy": "IfNotPresent",
                             "command": watcher_command(dashboard_address(head_service, namespace), policy, stack),
@@ -236,6 +256,7 @@ def deployment_manifest(
                                 {"name": "code", "mountPath": CONFIG_DIR, "readOnly": True},
                                 {"name": "tmp", "mountPath": "/tmp"},
                                 {"name": "state", "mountPath": STATE_DIR, "subPath": STATE_SUBPATH},
+                                {"name": "state", "mountPath": CHECKPOINTS_MOUNT, "subPath": CHECKPOINTS_DIR},
                             ],
                         }
                     ],
@@ -247,6 +268,7 @@ def deployment_manifest(
                                 "items": [
                                     *({"key": f, "path": f"workloads/{f}"} for f in WATCHER_MODULES),
                                     {"key": SPEC_KEY, "path": SPEC_KEY},
+                                    {"key": RUN_KEY, "path": RUN_KEY},
                                 ],
                             },
                         },
@@ -275,6 +297,8 @@ class PreemptionWatcherArgs:
     head_service: pulumi.Input[str]
     system_pool_name: Optional[str]
     lustre_claim: str
+    run: Optional[RunPlan] = None
+    """The run's plan-time values shipped as run.json (`infra.run_plan.run_plan_for_stack`)."""
 
 
 class PreemptionWatcher(pulumi.ComponentResource):
@@ -297,7 +321,7 @@ class PreemptionWatcher(pulumi.ComponentResource):
     logs_command: str
 
     def __init__(self, name: str, args: PreemptionWatcherArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
-        data = config_map_data(args.spec)
+        data = config_map_data(args.spec, args.run)
         config_hash = data_hash(data)
         super().__init__(COMPONENT_TYPE, name, None, opts)
         namespace, spec, policy = args.namespace, args.spec, args.policy
@@ -369,6 +393,7 @@ def build_preemption_watcher(
     system_pool_name: Optional[str],
     gpu_pool: PoolShape,
     lustre_claim: str,
+    gate_plan: Optional[GatePlan] = None,
     opts: Optional[pulumi.ResourceOptions] = None,
 ) -> Optional[PreemptionWatcher]:
     """The stack's `PreemptionWatcher`, or None when `recovery.enabled` is false.
@@ -383,6 +408,8 @@ def build_preemption_watcher(
         system_pool_name: the CPU pool's name (`infra.placement.system_pool_name`); None on Autopilot.
         gpu_pool: the GPU pool's facts: the watcher resubmits only once Ray has all its GPUs alive.
         lustre_claim: the Lustre PVC (`WorkloadEnvironment.pvc_name`) that holds the watcher's state.
+        gate_plan: the acceptance gate (`infra.gate_plan.gate_plan_for_stack`): the watcher runs it before
+            every attempt it submits, under `cfg.gate_policy`.
         opts: the Kubernetes provider, and `depends_on` the Ray release (the watcher is pointless before
             the head exists and is deleted before it).
     """
@@ -400,5 +427,6 @@ def build_preemption_watcher(
         head_service=ray.head_service,
         system_pool_name=system_pool_name,
         lustre_claim=lustre_claim,
+        run=run_plan_for_stack(spec.stack, cfg, gpu_pool, gate_plan),
     )
     return PreemptionWatcher(NAME, args, opts)

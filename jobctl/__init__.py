@@ -2,13 +2,13 @@
 
     python -m jobctl submit [--stack NAME] [--dry-run] [--gate POLICY] [--wait [--timeout S]]
     python -m jobctl gate   [--stack NAME]   (the acceptance gate on demand: GPUs, fabric, Lustre)
-    python -m jobctl status [--stack NAME] [--job ID] [--wait [--timeout S]]
+    python -m jobctl status [--stack NAME] [--job ID] [--wait [--timeout S]] [--ledger-file PATH]
     python -m jobctl logs   [--stack NAME] [--job ID] [--follow] [--tail N]
     python -m jobctl stop   [--stack NAME] [--job ID]
     python -m jobctl list   [--stack NAME]
     python -m jobctl watch  [--stack NAME] [--once] [--check-interval S] [--max-restarts N]
                             [--backoff S] [--max-backoff S] [--pool-gpus N] [--resubmit-missing]
-                            [--state-file PATH]
+                            [--state-file PATH] [--run-file PATH]
     python -m jobctl dashboard [--stack NAME] [--port P]   (the Ray dashboard on 127.0.0.1)
 
 Why a package of its own, on the top floor beside `tools/`: it reads the stack file through `infra`

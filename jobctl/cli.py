@@ -50,8 +50,11 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--wait", action="store_true", help=WAIT_HELP)
     s.add_argument("--timeout", type=cli_args.seconds(positive=True), help=TIMEOUT_HELP)
     sub.add_parser("gate", parents=common, help="run the acceptance gate (GPUs, fabric, Lustre) on the cluster now")
-    s = sub.add_parser("status", parents=common, help="show a job's status")
+    s = sub.add_parser("status", parents=common, help="show a job's status and the run ledger")
     s.add_argument("--job", help=JOB_HELP)
+    s.add_argument(
+        "--ledger-file", metavar="PATH", help="read the run ledger from PATH instead of the head's Lustre mount"
+    )
     s.add_argument("--wait", action="store_true", help=WAIT_HELP)
     s.add_argument("--timeout", type=cli_args.seconds(positive=True), help=TIMEOUT_HELP)
     s = sub.add_parser("logs", parents=common, help="print a job's log")

@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional, TextIO
 
 from infra.config import ConfigError, refuse_missing_secrets
 from infra.stack_file import ROOT, present_secrets
-from jobctl.stack import Stack, build_spec, gate_plan, recovery_policy
+from jobctl.stack import Stack, build_spec, gate_plan, recovery_policy, run_plan
 from workloads import cli_args, exit_codes, watcher
 from workloads.exit_codes import CommandError
 from workloads.job_spec import META_RECIPE
@@ -184,17 +184,20 @@ def cmd_submit(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
         refuse_missing_secrets(stack.config, present_secrets(stack.secret_keys))
     except ConfigError as err:
         raise CommandError(str(err).replace("\n", "; ")) from None
-    from workloads import acceptance_gate, submit
+    from workloads import run_owner
 
     client = connect(args, stack)
     policy = args.gate or stack.config.gate_policy
-    before_submit = None
-    if policy != "off":
+    gate = run_owner.GateSetup(policy, gate_plan(stack) if policy != "off" else None)
 
-        def before_submit() -> None:
-            acceptance_gate.enforce(run_gate(client, stack, out), policy)
+    def show(line: str) -> None:
+        out.write(line + "\n")
+        out.flush()
 
-    result = submit.submit(client, spec, before_submit=before_submit)
+    # As the run's owner submits: never beside a running gate, and after this attempt's own gate.
+    result, report = run_owner.submit_gated(client, spec, gate, on_line=show)
+    for line in report.lines() if report is not None else ():
+        show(line)
     for old in result.stopped:
         out.write(f"stopped {old} (another spec of stack {stack.name})\n")
     verb = "submitted" if result.created else "already on the cluster:"
@@ -220,7 +223,33 @@ def cmd_status(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
     details = submit.info(client, job_id)
     message = f"  {details.message}" if details.message else ""
     out.write(f"{job_id}  {details.status}{message}\n")
+    _print_ledger(args, client, stack, out)
     return exit_codes.OK
+
+
+def _print_ledger(args: argparse.Namespace, client, stack: Stack, out: TextIO) -> None:
+    """The run ledger (every attempt: cause, node-hours, steps lost, spend) as a table, read from
+    `--ledger-file` or, through a small Ray job, from the head's Lustre mount where the watcher keeps it."""
+    import time
+
+    from infra.watcher_deployment import ledger_on_lustre
+    from workloads import ledger as run_ledger
+    from workloads import submit
+
+    if args.ledger_file:
+        found = run_ledger.LedgerFile(args.ledger_file).load(stack.name, build_spec(stack).submission_id)
+        found = found if found.attempts or found.events else None
+    else:
+        try:
+            found = run_ledger.read_on_head(client, ledger_on_lustre(stack.config.ray.mount_path, stack.name), stack=stack.name)
+        except submit.JobError as err:
+            out.write(f"run ledger: not readable ({err})\n")
+            return
+    if found is None:
+        out.write("run ledger: none yet (the preemption watcher writes it once it sees an attempt)\n")
+        return
+    for line in run_ledger.table(found, time.time()):
+        out.write(line + "\n")
 
 
 def cmd_logs(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
@@ -262,7 +291,8 @@ def cmd_watch(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
     """The in-cluster watcher's loop (`workloads.watcher`) on the stack's spec and recovery policy."""
     spec = build_spec(stack)
     policy = watcher.with_flags(recovery_policy(stack), args)
-    return watcher.watch(lambda: connect(args, stack), spec, policy, args, out)
+    run = watcher.load_run_file(args.run_file) if args.run_file else run_plan(stack)
+    return watcher.watch(lambda: connect(args, stack), spec, policy, args, out, run=run)
 
 
 def cmd_dashboard(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:

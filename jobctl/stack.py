@@ -3,6 +3,7 @@ built from it exactly as `pulumi up` builds them (the same infra functions), so 
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -10,6 +11,7 @@ from typing import Optional
 from infra.placement import gpu_pool_facts
 from infra.config import ConfigError, StackConfig, wandb_key_set
 from infra.gate_plan import gate_plan_for_stack
+from infra.run_plan import run_plan_for_stack
 from infra.stack_context import StackContext
 from infra.stack_file import ROOT, StackFileError
 from infra.stack_file import load_stack as load_stack_file
@@ -18,6 +20,7 @@ from workloads.acceptance_gate import GatePlan
 from workloads.exit_codes import CommandError
 from workloads.job_spec import JobSpec
 from workloads.preemption import RecoveryPolicy
+from workloads.run_owner import RunPlan
 
 
 @dataclass(frozen=True)
@@ -66,3 +69,10 @@ def recovery_policy(stack: Stack) -> RecoveryPolicy:
         pool_gpus=cfg.gpu_pool.node_count * cfg.flavour_spec.gpus_per_node,
         resubmit_missing=cfg.job.submit,
     )
+
+
+def run_plan(stack: Stack) -> RunPlan:
+    """The stack's `RunPlan` exactly as `pulumi up` ships it to the watcher; the checkpoints are not visible
+    from this machine (they are on Lustre), so steps lost are not read here."""
+    pool = gpu_pool_facts(StackContext.from_config(stack.name, stack.config), stack.config)
+    return dataclasses.replace(run_plan_for_stack(stack.name, stack.config, pool, gate_plan(stack)), checkpoint_dir=None)

@@ -355,3 +355,58 @@ def test_gate_on_demand_and_submit_under_enforce_report_the_stacks_gate_in_one_l
     assert cli.main(["submit", "--stack", "b200", "--address", head.address], out=out, err=err) == exit_codes.GATE_FAILED
     assert err.getvalue().startswith("error: acceptance gate FAILED: gpus: 0 of 8 worker nodes") and err.getvalue().count("\n") == 1
     assert jobs.list_jobs(client, "b200") == []
+
+
+# ------------------------------------------------------------------------------------ verdicts at their boundaries
+
+
+@pytest.mark.parametrize("floor", [162.06, 4.395])
+def test_a_figure_just_below_a_floor_fails_and_just_above_or_at_it_passes(floor):
+    plan = cluster_plan(busbw_floor_gbps=162.06, storage_floor_gbps=4.395)
+    below, above = round(floor - 0.01, 3), round(floor + 0.01, 3)
+    if floor == plan.busbw_floor_gbps:
+        assert not gate.check_fabric(plan, below, GIB_LOG).ok
+        assert gate.check_fabric(plan, floor, GIB_LOG).ok and gate.check_fabric(plan, above, GIB_LOG).ok
+    else:
+        for write, read in ((below, above), (above, below)):
+            assert not gate.check_storage(plan, write, read).ok, (write, read)
+        assert gate.check_storage(plan, floor, floor).ok and gate.check_storage(plan, above, above).ok
+
+
+def test_one_gpu_short_of_a_nodes_count_fails_and_the_full_count_passes():
+    def ranks(per_node: int):
+        return [{"node_rank": n, "rank": n * 8 + i, "host": f"gpu-{n}", "device_name": "NVIDIA B200", "device_ok": True}
+                for n in range(2) for i in range(per_node if n else 8)]
+
+    assert gate.check_gpus(cluster_plan(), ranks(8), 2).ok
+    short = gate.check_gpus(cluster_plan(), ranks(7), 2)
+    assert not short.ok and short.summary == "gpu-1: 7 of 8 healthy B200 GPUs" and short.numbers["healthyGpus"] == 15
+
+
+def test_every_storage_read_is_of_files_another_node_wrote(tmp_path, monkeypatch):
+    """`_storage` hands node i the files node (i+1) % n wrote, so no node reads its own page cache; and a
+    read opens the named node's files (node<r>-<k>.bin), so it cannot quietly read its own instead."""
+    import ray
+    from types import SimpleNamespace
+
+    calls: list[tuple[str, int, int]] = []
+
+    def probe(i: int):
+        def run(kind):
+            def remote(directory, node_rank, size, streams):
+                calls.append((kind, i, node_rank))
+                return gate._parallel_io(Path(directory), node_rank, size, streams, write=kind == "write")
+            return SimpleNamespace(remote=remote)
+        return SimpleNamespace(write=run("write"), read=run("read"))
+
+    monkeypatch.setattr(ray, "get", lambda refs, timeout=None: refs)
+    plan = cpu_plan(tmp_path, node_count=3, storage_bytes_per_node=gate.BLOCK * 2, storage_streams=2)
+    check = gate._storage(plan, [probe(i) for i in range(3)], tmp_path / "run", lambda share: 60.0)
+    assert check.numbers["writeGBps"] > 0 and check.numbers["readGBps"] > 0, check.summary
+    reads = [(reader, owner) for kind, reader, owner in calls if kind == "read"]
+    assert reads == [(0, 1), (1, 2), (2, 0)] and all(reader != owner for reader, owner in reads)
+    # A node whose files are missing cannot be read in their stead.
+    (tmp_path / "other").mkdir()
+    gate._parallel_io(tmp_path / "other", 0, gate.BLOCK * 2, 2, write=True)
+    result = gate._parallel_io(tmp_path / "other", 1, gate.BLOCK * 2, 2, write=False)
+    assert [e.split(":")[0] for e in result["errors"]] == ["node1-0.bin", "node1-1.bin"]

@@ -134,7 +134,7 @@ def test_the_dashboard_reads_the_regional_cluster_and_the_zonal_lustre_and_gpu_v
     lustre = [f for f in filters if "lustre.googleapis.com" in f]
     assert k8s and all('resource.label."location"="europe-west1"' in f for f in k8s), k8s
     assert lustre and all('resource.label."location"="europe-west1-b"' in f for f in lustre), lustre
-    metric = plan.one("gcp:logging/metric:Metric").inputs["filter"]
+    metric = plan.one("gcp:logging/metric:Metric", "preemptions").inputs["filter"]
     # Autopilot names its node VMs gk3-<cluster>-...; the VMs are in the zone.
     assert 'protoPayload.resourceName:"/instances/gk3-autopilot-gke"' in metric and 'resource.labels.zone="europe-west1-b"' in metric
 

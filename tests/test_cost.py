@@ -168,7 +168,10 @@ def test_plan_json_adds_the_estimates_under_their_own_key_and_keeps_the_others(c
     assert code == 0, err
     doc = json.loads(out)
     assert list(doc) == ["project", "stack", "resources", "outputs", "estimates", "versionMatrix"]
-    assert set(doc["estimates"]) == {"cost", "checkpoints", "deployTime", "workerFit", "acceptanceGate", "firstRun"}
+    assert set(doc["estimates"]) == {"cost", "checkpoints", "deployTime", "workerFit", "acceptanceGate", "firstRun", "preemption"}
+    loss = doc["estimates"]["preemption"]
+    assert (loss["savePeriod"], loss["stepMinutes"], loss["budgetUsd"]) == (1, 3.0, None)
+    assert (loss["expectedLossMinutes"], loss["worstLossMinutes"]) == (1.5, 3.0)  # + a 2.7 s write, rounded
     assert doc["estimates"]["cost"]["perHour"]["spot"] < doc["estimates"]["cost"]["perHour"]["onDemand"]
 
 

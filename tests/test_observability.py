@@ -13,6 +13,7 @@ import pytest
 from infra.observability import (
     COMPONENT_TYPE,
     METRICS,
+    ATTEMPT_METRIC_SOURCE,
     PREEMPTION_METRIC_SOURCE,
     USER_METRIC_PREFIX,
     build_dashboard,
@@ -134,22 +135,28 @@ def test_the_allow_list_matches_the_metric_reference_pages():
     assert {m: (src.resource_type, src.kind) for m, src in METRICS.items()} == DOCUMENTED_METRICS
 
 
+def own_metrics(rec) -> dict[str, object]:
+    """The log-based metrics the component creates, by metric type, with their source."""
+    sources = {"monitoring-preemptions": PREEMPTION_METRIC_SOURCE, "monitoring-attempts": ATTEMPT_METRIC_SOURCE,
+               "monitoring-steps-lost": ATTEMPT_METRIC_SOURCE}
+    return {f"{USER_METRIC_PREFIX}{r.inputs['name']}": sources[r.name] for r in rec.by_type("gcp:logging/metric:Metric")}
+
+
 def test_every_metric_type_is_in_the_documented_allow_list():
     rec, _, doc = dashboard()
-    metric_reg = rec.one("gcp:logging/metric:Metric")
-    own = f"{USER_METRIC_PREFIX}{metric_reg.inputs['name']}"
+    own = own_metrics(rec)
     used = {METRIC_TYPE.search(f["filter"]).group(1) for _, f in chart_filters(doc)}
-    assert used - set(DOCUMENTED_METRICS) == {own}
-    for metric, source in {**METRICS, own: PREEMPTION_METRIC_SOURCE}.items():
+    assert used - set(DOCUMENTED_METRICS) == set(own) and len(own) == 3
+    for metric, source in {**METRICS, **own}.items():
         assert source.url.startswith("https://cloud.google.com/"), metric
     # Each filter names the monitored resource its metric is written against.
     for _, f in chart_filters(doc):
         metric = METRIC_TYPE.search(f["filter"]).group(1)
-        resource = (METRICS.get(metric) or PREEMPTION_METRIC_SOURCE).resource_type
+        resource = (METRICS.get(metric) or own[metric]).resource_type
         assert f'resource.type="{resource}"' in f["filter"]
     # The tiles the issue asks for are all there.
     for wanted in ("read_bytes_total", "write_bytes_total", "capacity_bytes", "accelerator/duty_cycle", "DCGM_FI_DEV_GPU_UTIL",
-                   "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "DCGM_FI_DEV_FB_USED", own):
+                   "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "DCGM_FI_DEV_FB_USED", *own):
         assert any(wanted in m for m in used), wanted
 
 
@@ -159,7 +166,7 @@ def test_every_chart_is_filtered_to_this_stacks_names():
         text = f["filter"]
         if "lustre.googleapis.com" in text:
             assert f'resource.label."instance_id"="{LUSTRE_ID}"' in text and CTX.zone in text, title
-        elif "kubernetes.io/container" in text:
+        elif "kubernetes.io/container" in text or "training-" in text:
             assert f'"cluster_name"="{CLUSTER}"' in text and f'"namespace_name"="{NAMESPACE}"' in text, title
         elif "prometheus_target" in text:
             assert f'resource.label."cluster"="{CLUSTER}"' in text and "/DCGM_FI_" in text, title
@@ -173,7 +180,7 @@ def test_every_chart_is_filtered_to_this_stacks_names():
     assert nodes["thresholds"][0]["value"] == POOL.node_count
     assert nodes["dataSets"][0]["timeSeriesQuery"]["timeSeriesFilter"]["secondaryAggregation"]["crossSeriesReducer"] == "REDUCE_COUNT"
 
-    log_filter = rec.one("gcp:logging/metric:Metric").inputs["filter"]
+    log_filter = next(r for r in rec.by_type("gcp:logging/metric:Metric") if r.name == "monitoring-preemptions").inputs["filter"]
     assert 'protoPayload.methodName="compute.instances.preempted"' in log_filter
     assert f'resource.labels.zone="{CTX.zone}"' in log_filter and f"/instances/gke-{CLUSTER}" in log_filter
     assert f"projects/{CTX.project}/logs/cloudaudit.googleapis.com%2Fsystem_event" in log_filter
@@ -181,9 +188,12 @@ def test_every_chart_is_filtered_to_this_stacks_names():
 
 def test_the_dashboard_and_the_log_metric_match_the_provider_schema():
     rec, reg, _ = dashboard()
-    metric = rec.one("gcp:logging/metric:Metric")
+    metrics = {r.name: r for r in rec.by_type("gcp:logging/metric:Metric")}
+    metric = metrics["monitoring-preemptions"]
     assert check_inputs(reg.type, reg.inputs) == []
-    assert check_inputs(metric.type, metric.inputs) == []
+    for each in metrics.values():
+        assert check_inputs(each.type, each.inputs) == [], each.name
+        assert each.urn in reg.dependencies, each.name
     assert metric.inputs["metricDescriptor"] == {
         "metricKind": "DELTA", "valueType": "INT64", "unit": "1",
         "labels": [{"key": "instance", "valueType": "STRING", "description": "Preempted VM"}],
@@ -203,3 +213,16 @@ def test_a_wired_dashboard_uses_the_plans_own_names(stack):
     (lustre,) = [r for r in plan.resources if r.type == "gcp:lustre/instance:Instance"]
     text = dashboards[0].inputs["dashboardJson"]
     assert cluster.inputs["name"] in text and lustre.inputs["instanceId"] in text
+
+
+def test_the_attempt_metrics_count_the_watchers_attempt_lines_and_extract_the_steps_lost():
+    # The watcher writes these fields (tests/test_run_owner.py reads its lines back after a preemption).
+    rec, _, _ = dashboard()
+    metrics = {r.name: r for r in rec.by_type("gcp:logging/metric:Metric")}
+    attempts, lost = metrics["monitoring-attempts"].inputs, metrics["monitoring-steps-lost"].inputs
+    for m in (attempts, lost):
+        assert 'jsonPayload.nemoRlGke="attempt-ended"' in m["filter"] and 'resource.labels.container_name="watcher"' in m["filter"]
+        assert f'resource.labels.cluster_name="{CLUSTER}"' in m["filter"] and f'resource.labels.namespace_name="{NAMESPACE}"' in m["filter"]
+        assert m["labelExtractors"] == {"cause": "EXTRACT(jsonPayload.cause)"}
+    assert attempts["metricDescriptor"]["valueType"] == "INT64"
+    assert lost["metricDescriptor"]["valueType"] == "DISTRIBUTION" and lost["valueExtractor"] == "EXTRACT(jsonPayload.stepsLost)"

@@ -25,10 +25,12 @@ from conftest import spec_of as stack_job_spec
 from infra.watcher_deployment import (
     COMPONENT_TYPE,
     HEARTBEAT,
+    RUN_KEY,
     SPEC_KEY,
     WATCHER_MODULES,
     build_preemption_watcher,
 )
+from infra.gate_plan import gate_plan_for_stack
 from tools.mocks import SIG_KEY
 from k8s_support import k8s_doc, record, schema_problems
 from workloads import submit as jobs
@@ -69,9 +71,11 @@ def info(status="FAILED", *, message="", error_type="JOB_ENTRYPOINT_COMMAND_ERRO
 @pytest.mark.parametrize(
     "kwargs,cause",
     [
-        (dict(exit_code=137, message="Killed\n"), Cause.PREEMPTION),
+        # The driver runs on the head (on-demand CPU pool): SIGKILL there is its out-of-memory kill.
+        (dict(exit_code=137, message="Killed\n"), Cause.APPLICATION),
+        (dict(exit_code=-9), Cause.APPLICATION),
         (dict(exit_code=143), Cause.PREEMPTION),
-        (dict(exit_code=-9), Cause.PREEMPTION),
+        (dict(exit_code=-15), Cause.PREEMPTION),
         (dict(error_type="JOB_SUPERVISOR_ACTOR_DIED", exit_code=None, message="Job supervisor actor died: ..."), Cause.PREEMPTION),
         (dict(error_type="JOB_SUPERVISOR_ACTOR_UNSCHEDULABLE", exit_code=None), Cause.PREEMPTION),
         (dict(message=TRACEBACK + "ray.exceptions.ActorDiedError: The actor died because its node has died. Node Id: 3f2a"), Cause.PREEMPTION),
@@ -101,6 +105,24 @@ def test_the_classifier_tells_lost_infrastructure_from_the_jobs_own_errors(kwarg
     assert verdict.cause is cause, verdict
 
 
+RAY_246 = json.loads((ROOT / "tests" / "reference" / "ray-2.46.0" / "job_failure_messages.json").read_text())["messages"]
+
+
+@pytest.mark.parametrize("recorded", RAY_246, ids=[f"{m['file']}:{m['line']}:{m['later_error_type']}" for m in RAY_246])
+def test_messages_of_a_ray_246_server_without_error_type_are_classified_as_later_rays_error_types(recorded):
+    # The v0.4.0 image's Ray writes the case into the message only (tests/reference/ray-2.46.0).
+    failed = info(message=recorded["message"], error_type=None, exit_code=recorded["driver_exit_code"])
+    verdict = classify(failed)
+    assert verdict.cause.value == recorded["expect"], (recorded["template"], verdict)
+    if recorded["driver_exit_code"] is None:
+        assert verdict.evidence == f"Ray's message stands for {recorded['later_error_type']}", verdict
+
+
+def test_a_ray_246_prefix_inside_a_drivers_log_tail_is_not_taken_for_rays_own_message():
+    tail = "Job entrypoint command failed with exit code 1, last available logs (truncated to 20,000 chars):\nUnexpected error occurred: x\n"
+    assert classify(info(message=tail, error_type=None, exit_code=1)).cause is Cause.APPLICATION
+
+
 def gpu_node(state="DEAD", end_ms=999_000, gpus=8.0, message="health check failed due to missing too many heartbeats"):
     return RayNode(node_id="ab" * 28, ip="10.0.3.7", alive=state == "ALIVE", gpus=gpus, end_ms=end_ms, message=message)
 
@@ -128,7 +150,7 @@ def test_a_capacity_wait_is_resubmitted_without_counting_a_restart_until_its_own
     stop = decide(waited, 9, policy, 2000.0, restarts=0, capacity_waits=CAPACITY_WAIT_LIMIT)
     assert (stop.action, stop.cause) == (Action.GIVE_UP, Cause.CAPACITY)
     # A preemption right after counts as usual (and the cap applies).
-    assert decide(info(exit_code=137), 3, policy, 2000.0, restarts=2).action is Action.GIVE_UP
+    assert decide(info(exit_code=143), 3, policy, 2000.0, restarts=2).action is Action.GIVE_UP
 
 
 def test_decisions_for_each_status_backoff_and_the_cap():
@@ -143,7 +165,7 @@ def test_decisions_for_each_status_backoff_and_the_cap():
     app = decide(info(message=TRACEBACK + "ValueError: x"), 1, policy, now)
     assert (app.action, app.cause) == (Action.GIVE_UP, Cause.APPLICATION)
 
-    killed = info(exit_code=137)
+    killed = info(exit_code=143)
     waiting = decide(killed, 1, policy, 1005.0)
     assert (waiting.action, waiting.not_before) == (Action.WAIT, 1010.0)
     go = decide(killed, 1, policy, 1010.0)
@@ -229,7 +251,7 @@ def run_watch(client, spec, policy=FAST, timeout=3 * JOB_TIMEOUT):
 
 
 def preempted_once(ckpt_dir: str) -> str:
-    """First run: writes step_1 then dies of SIGKILL; a rerun finds step_1 and finishes."""
+    """First run: writes step_1 then dies of SIGTERM (its pod stopped); a rerun finds step_1 and finishes."""
     return (
         "import os, signal, sys\n"
         f"d = {ckpt_dir!r}\n"
@@ -238,7 +260,7 @@ def preempted_once(ckpt_dir: str) -> str:
         "    print('resuming from', steps[-1], flush=True); sys.exit(0)\n"
         "os.makedirs(os.path.join(d, 'step_1'))\n"
         "print('saved step_1, now the node goes away', flush=True)\n"
-        "os.kill(os.getpid(), signal.SIGKILL)\n"
+        "os.kill(os.getpid(), signal.SIGTERM)\n"
     )
 
 
@@ -250,13 +272,13 @@ def test_a_preempted_job_is_resubmitted_with_the_same_checkpoint_dir_and_resumes
     listed = jobs.list_jobs(client, "t-preempt")
     assert [j.submission_id for j in listed] == [spec.submission_id, f"{spec.submission_id}-r2"]
     first, second = listed
-    assert (first.status, first.driver_exit_code) == (JobStatus.FAILED, 137)
+    assert (first.status, first.driver_exit_code) == (JobStatus.FAILED, 143)
     assert second.status == JobStatus.SUCCEEDED
     assert second.entrypoint == first.entrypoint and second.runtime_env == first.runtime_env
     assert (second.metadata[META_ATTEMPT], second.metadata[META_AUTO_RESTARTS]) == ("2", "1")
     assert "resuming from step_1" in "".join(jobs.logs(client, second.submission_id))
     assert (
-        "attempt 1 failed, preemption-like (the driver was killed by SIGKILL (exit code 137)); restart 1 of 2: "
+        "attempt 1 failed, preemption-like (the driver was killed by SIGTERM (exit code 143): its pod was stopped); restart 1 of 2: "
         f"resubmitted as {spec.submission_id}-r2"
     ) in log
 
@@ -281,7 +303,7 @@ def test_a_running_job_killed_from_outside_is_resubmitted_and_resumes(client, tm
     while not pid_file.exists():
         assert time.monotonic() < deadline, "the job never wrote its pid"
         time.sleep(0.1)
-    os.kill(int(pid_file.read_text()), signal.SIGKILL)
+    os.kill(int(pid_file.read_text()), signal.SIGTERM)
     final, log = run_watch(client, spec)
     assert final.action is Action.DONE and "succeeded" in final.reason, log
     first, second = jobs.list_jobs(client, "t-outside")
@@ -304,14 +326,24 @@ def test_an_application_error_is_not_restarted_even_with_preempt_in_its_log(clie
     assert [j.submission_id for j in jobs.list_jobs(client, "t-apperr")] == [spec.submission_id]
 
 
+def test_a_driver_sigkilled_on_the_head_is_an_out_of_memory_kill_and_not_restarted(client):
+    spec = spec_of("t-headoom", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)")
+    jobs.submit(client, spec)
+    final, log = run_watch(client, spec)
+    assert (final.action, final.cause) == (Action.GIVE_UP, Cause.APPLICATION), log
+    assert "killed by SIGKILL (exit code 137): an out-of-memory kill on the head" in final.reason
+    assert "raise ray.headMemoryGib" in final.reason
+    assert [j.submission_id for j in jobs.list_jobs(client, "t-headoom")] == [spec.submission_id]
+
+
 def test_restarts_stop_at_the_maximum(client):
-    spec = spec_of("t-cap", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)")
+    spec = spec_of("t-cap", "import os, signal; os.kill(os.getpid(), signal.SIGTERM)")
     jobs.submit(client, spec)
     final, log = run_watch(client, spec)
     assert final.action is Action.GIVE_UP and "maximum is 2" in final.reason, log
     listed = jobs.list_jobs(client, "t-cap")
     assert [j.submission_id for j in listed] == [spec.submission_id, f"{spec.submission_id}-r2", f"{spec.submission_id}-r3"]
-    assert all(j.status == JobStatus.FAILED and j.driver_exit_code == 137 for j in listed)
+    assert all(j.status == JobStatus.FAILED and j.driver_exit_code == 143 for j in listed)
 
 
 def test_a_job_stopped_by_a_user_is_not_restarted(client):
@@ -416,6 +448,7 @@ def watcher_of(stack: str = "dev", **recovery):
         return build_preemption_watcher(
             stack_job_spec(stack, cfg, wandb_key_set=False), cfg, ray=ray, system_pool_name=f"{stack}-system",
             gpu_pool=SimpleNamespace(node_count=cfg.gpu_pool.node_count, gpus_per_node=8), lustre_claim="lustre",
+            gate_plan=gate_plan_for_stack(cfg, SimpleNamespace(node_count=cfg.gpu_pool.node_count, gpus_per_node=8)),
         )
 
     return cfg, record(build)
@@ -440,7 +473,15 @@ def test_the_watcher_objects_are_valid_kubernetes_objects_holding_no_secret():
     spec = stack_job_spec("dev", cfg, wandb_key_set=False)
     data = k8s_doc(cm)["data"]
     assert json.loads(data[SPEC_KEY]) == spec.to_dict()  # the same job the deploy submits
-    assert set(data) == {*WATCHER_MODULES, SPEC_KEY}
+    assert set(data) == {*WATCHER_MODULES, SPEC_KEY, RUN_KEY}
+    # The run's plain plan-time values: the checkpoints as the pod sees them, the pool and its price.
+    run = json.loads(data[RUN_KEY])
+    assert run["checkpoint_dir"] == "/checkpoints/dev/qwen2.5-1.5b-gsm8k/Qwen_Qwen2.5-1.5B-Instruct-seq512-dtensor-tp1-pp1"
+    assert spec.entrypoint.count("checkpointing.checkpoint_dir=/lustre" + run["checkpoint_dir"]) == 1  # the job's own
+    assert run["node_count"] == 1
+    assert run["gate_policy"] == cfg.gate_policy == "warn" and run["gate_plan"]["node_count"] == 1
+    assert run["node_hour_usd"] > 0 and run["budget_usd"] is None and run["save_period"] == 1
+    assert c_cmd(dep)[c_cmd(dep).index("--run-file") + 1] == f"/config/{RUN_KEY}"
     assert data["preemption.py"] == (ROOT / "workloads" / "preemption.py").read_text()
 
     pod = k8s_doc(dep)["spec"]["template"]["spec"]
@@ -467,11 +508,19 @@ def test_the_watcher_objects_are_valid_kubernetes_objects_holding_no_secret():
     assert c["command"][c["command"].index("--state-file") + 1] == "/state/dev.json"
     (state,) = [v for v in pod["volumes"] if v["name"] == "state"]
     assert state == {"name": "state", "persistentVolumeClaim": {"claimName": "lustre"}}
-    (mount,) = [m for m in c["volumeMounts"] if m["name"] == "state"]
-    assert mount == {"name": "state", "mountPath": "/state", "subPath": ".nemo-rl-gke/watcher"}
+    # Of Lustre it sees its own directory and the checkpoints (to read steps and remove dead partial saves).
+    mounts = [m for m in c["volumeMounts"] if m["name"] == "state"]
+    assert mounts == [
+        {"name": "state", "mountPath": "/state", "subPath": ".nemo-rl-gke/watcher"},
+        {"name": "state", "mountPath": "/checkpoints", "subPath": "checkpoints"},
+    ]
     (code,) = [v for v in pod["volumes"] if v["name"] == "code"]
     assert code["configMap"]["name"] == cm.inputs["metadata"].get("name", cm.name)
-    assert {i["path"] for i in code["configMap"]["items"]} == {*(f"workloads/{m}" for m in WATCHER_MODULES), SPEC_KEY}
+    assert {i["path"] for i in code["configMap"]["items"]} == {*(f"workloads/{m}" for m in WATCHER_MODULES), SPEC_KEY, RUN_KEY}
+
+
+def c_cmd(dep) -> list[str]:
+    return k8s_doc(dep)["spec"]["template"]["spec"]["containers"][0]["command"]
 
 
 def test_recovery_can_be_switched_off_and_changes_reach_the_command():

@@ -211,21 +211,22 @@ def fast_hook(monkeypatch):
     monkeypatch.setattr(jobs, "google_token_provider", lambda *a, **k: (lambda: TOKEN))
     monkeypatch.setattr(hook, "RAY_CLUSTER_POLL", 0.02)
     submitted = []
-    real_submit = jobs.submit
+    real_submit = jobs.submit_attempt
 
-    def recording_submit(client, spec, **kw):
+    # Every submission of a training attempt goes through submit_attempt (the hook via workloads.run_owner).
+    def recording_submit(client, spec, attempt, metadata=None):
         submitted.append(spec.submission_id)
-        return real_submit(client, spec, **kw)
+        return real_submit(client, spec, attempt, metadata)
 
-    monkeypatch.setattr(jobs, "submit", recording_submit)
+    monkeypatch.setattr(jobs, "submit_attempt", recording_submit)
     return submitted
 
 
 def test_create_waits_for_the_raycluster_before_submitting(head, api, fast_hook, capsys, monkeypatch):
     api.script = [NOT_FOUND, PROVISIONING, PROVISIONED]
     seen_at_submit = []
-    real = jobs.submit
-    monkeypatch.setattr(jobs, "submit", lambda client, spec, **kw: (seen_at_submit.append(len(api.seen)), real(client, spec, **kw))[1])
+    real = jobs.submit_attempt
+    monkeypatch.setattr(jobs, "submit_attempt", lambda client, spec, *a: (seen_at_submit.append(len(api.seen)), real(client, spec, *a))[1])
     props = hook_props(head, api)
     started = time.monotonic()
     created = JobSubmissionProvider().create(props)

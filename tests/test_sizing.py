@@ -106,7 +106,8 @@ def test_the_b200_stack_checkpoints_1_16_tb_in_66_seconds_with_room_to_spare():
 
 def test_the_h200_stack_uses_nemo_rls_default_keep_top_k():
     est = estimates.compute(stack_plan("h200")).checkpoints
-    assert est.policy.keep_top_k == 3 and est.policy.kept_checkpoints == 2  # 2 saves in 20 steps
+    # One save a step (the derived save period), so keep_top_k decides what is kept.
+    assert est.policy.keep_top_k == 3 and est.policy.save_period == 1 and est.policy.kept_checkpoints == 3
     assert est.checkpoint_bytes == pytest.approx(27.4e9 * 16)
     assert est.write_seconds == pytest.approx(27.4e9 * 16 / (18000 / 1024 * 500 * 1e6))
 

@@ -15,7 +15,7 @@ import uuid
 import pytest
 
 from ray_head import JOB_TIMEOUT
-from infra.watcher_deployment import SPEC_KEY, WATCHER_MODULES, config_map_data
+from infra.watcher_deployment import RUN_KEY, SPEC_KEY, WATCHER_MODULES, config_map_data
 from workloads import submit as jobs
 from workloads import watcher
 from workloads.job_spec import JobSpec
@@ -46,12 +46,14 @@ def spec_of(stack: str, code: str) -> JobSpec:
 
 
 def test_the_pod_command_runs_from_the_configmap_files_alone(client, head, tmp_path):
-    spec = spec_of("t-pod", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)")
+    # SIGTERM: its pod stopped (a SIGKILL of a driver on the head is its out-of-memory kill, not restarted).
+    spec = spec_of("t-pod", "import os, signal; os.kill(os.getpid(), signal.SIGTERM)")
     data = config_map_data(spec)
     (tmp_path / "workloads").mkdir()
     for name in WATCHER_MODULES:
         (tmp_path / "workloads" / name).write_text(data[name])
     (tmp_path / SPEC_KEY).write_text(data[SPEC_KEY])
+    (tmp_path / RUN_KEY).write_text(data[RUN_KEY])
     jobs.submit(client, spec)
     jobs.wait(client, spec.submission_id, timeout=JOB_TIMEOUT, poll_interval=0.2)
     heartbeat = tmp_path / "heartbeat"
@@ -59,7 +61,8 @@ def test_the_pod_command_runs_from_the_configmap_files_alone(client, head, tmp_p
     env.update(PYTHONPATH=str(tmp_path), PYTHONDONTWRITEBYTECODE="1")
     proc = subprocess.run(
         [sys.executable, "-c", BLOCK_WHAT_THE_IMAGE_LACKS, "--address", head.address,
-         "--spec-file", str(tmp_path / SPEC_KEY), "--once", *FAST.cli_args(), "--heartbeat-file", str(heartbeat)],
+         "--spec-file", str(tmp_path / SPEC_KEY),
+         "--run-file", str(tmp_path / RUN_KEY), "--once", *FAST.cli_args(), "--heartbeat-file", str(heartbeat)],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=JOB_TIMEOUT,
     )
     assert proc.returncode == 0, proc.stderr
@@ -75,6 +78,8 @@ def test_the_pod_command_runs_from_the_configmap_files_alone(client, head, tmp_p
         (["--address", "http://127.0.0.1:8265"], "error: the following arguments are required: --spec-file\n"),
         (["--address", "http://127.0.0.1:8265", "--spec-file", "{missing}"],
          "error: --spec-file {missing}: [Errno 2] No such file or directory: '{missing}'\n"),
+        (["--address", "http://127.0.0.1:8265", "--spec-file", "{spec}", "--run-file", "{missing}", "--once"],
+         "error: --run-file {missing}: [Errno 2] No such file or directory: '{missing}'\n"),
         (["--address", "ftp://127.0.0.1:8265", "--spec-file", "{spec}", "--once"],
          "error: --address ftp://127.0.0.1:8265: scheme 'ftp' is not allowed; allowed: http, https\n"),
         (["--address", "http://127.0.0.1:8265", "--spec-file", "{spec}", "--backoff", "9", "--max-backoff", "1"],

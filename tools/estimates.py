@@ -6,6 +6,7 @@ top-level key "estimates".
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -26,6 +27,8 @@ class Estimates:
     deploy: deploy_time.DeployEstimate
     worker_fit: Optional[dict[str, Any]] = None
     """The RayCluster component's `workerFit` output: worker requests and the node's headroom."""
+    preemption: Optional[dict[str, Any]] = None
+    """What one preemption costs at the job's save period, and the budget (`preemption_loss`)."""
 
 
 def stack_config(plan: Any) -> StackConfig:
@@ -41,7 +44,12 @@ def checkpoint_estimate(plan: Any, cfg: StackConfig, table: cost.PriceTable) -> 
     inputs = instances[0].inputs
     recipe = cfg.recipe
     steps = cfg.job.max_num_steps or recipe.max_num_steps
-    policy = sizing.CheckpointPolicy.from_overrides([*recipe.overrides, *cfg.job.overrides], steps)
+    from infra.run_plan import save_period_for
+
+    # The save period the job gets (derived from job.maxLostMinutes, not an override).
+    policy = dataclasses.replace(
+        sizing.CheckpointPolicy.from_overrides([*recipe.overrides, *cfg.job.overrides], steps), save_period=save_period_for(cfg)
+    )
     return sizing.estimate(
         model=recipe.model,
         params_billion=recipe.model_params_billion,
@@ -53,16 +61,58 @@ def checkpoint_estimate(plan: Any, cfg: StackConfig, table: cost.PriceTable) -> 
     )
 
 
+def preemption_loss(cfg: StackConfig, checkpoints: Optional[sizing.CheckpointEstimate], est: cost.CostEstimate) -> Optional[dict[str, Any]]:
+    """What a preemption throws away at the job's `checkpointing.save_period` (the one the job and the
+    watcher get, `infra.run_plan.save_period_for`) and the recipe's step time: a preemption at a random
+    moment loses on average half a save cycle of training, at worst a whole cycle and the save in flight;
+    priced at the GPU pool's hourly cost. None without a step-time estimate."""
+    from infra.run_plan import save_period_for
+
+    step = cfg.recipe.step_seconds
+    if not step:
+        return None
+    period = save_period_for(cfg)
+    write = checkpoints.write_seconds if checkpoints is not None else 0.0
+    expected, worst = period * step / 2, period * step + write
+    gpu_per_hour = sum(i.per_hour for i in est.items if i.name.startswith("GPU nodes"))
+    job = est.job_total(est.per_hour)
+    return {
+        "savePeriod": period,
+        "stepMinutes": round(step / 60, 1),
+        "expectedLossMinutes": round(expected / 60, 1),
+        "worstLossMinutes": round(worst / 60, 1),
+        "expectedLossUsd": round(gpu_per_hour * expected / 3600, 2),
+        "budgetUsd": cfg.job.budget_usd,
+        "jobUsd": None if job is None else round(job, 2),
+    }
+
+
+def render_preemption(loss: Optional[dict[str, Any]], currency: str = "USD") -> list[str]:
+    if loss is None:
+        return []
+    budget = loss["budgetUsd"]
+    job = "" if loss["jobUsd"] is None else f"; the whole job is expected to cost {currency} {loss['jobUsd']:,.2f}"
+    return [
+        f"  save period           {loss['savePeriod']} step(s) at ~{loss['stepMinutes']:g} min/step (checkpointing.save_period)",
+        f"  loss per preemption   ~{loss['expectedLossMinutes']:g} min of training expected, at worst ~{loss['worstLossMinutes']:g} min "
+        f"(a whole save cycle and the save in flight); ~{currency} {loss['expectedLossUsd']:,.2f} of GPU time expected",
+        "  budget                " + (f"job.budgetUsd {currency} {budget:,.2f}: the watcher warns at 80 %, stops after the next "
+                                      "checkpoint at 100 %" if budget is not None else "none (job.budgetUsd)") + job,
+    ]
+
+
 def compute(plan: Any, cfg: Optional[StackConfig] = None) -> Estimates:
     cfg = cfg or stack_config(plan)
     table = price_table(cfg)
     checkpoints = checkpoint_estimate(plan, cfg, table)
     bucket_gib = sizing.bf16_bytes(cfg.recipe.model_params_billion * 1e9) / sizing.GIB
+    costs = cost.estimate(plan, cfg, table, bucket_gib=bucket_gib)
     return Estimates(
-        cost=cost.estimate(plan, cfg, table, bucket_gib=bucket_gib),
+        cost=costs,
         checkpoints=checkpoints,
         deploy=deploy_time.estimate(plan),
         worker_fit=worker_fit(plan),
+        preemption=preemption_loss(cfg, checkpoints, costs),
     )
 
 
@@ -151,6 +201,7 @@ def to_json(est: Estimates, plan: Any = None) -> dict[str, Any]:
         "deployTime": est.deploy.to_json(),
         "workerFit": est.worker_fit,
         "acceptanceGate": gate_cost(est),
+        "preemption": est.preemption,
     }
     if plan is not None:
         doc["firstRun"] = first_run_json(est, plan)
@@ -212,6 +263,7 @@ def render(est: Estimates, plan: Any = None) -> list[str]:
         *cost.render(est.cost),
         "",
         *render_checkpoints(est.checkpoints, monthly),
+        *render_preemption(est.preemption, est.cost.currency),
         "",
         *render_worker_fit(est.worker_fit),
         *deploy_time.render(est.deploy),

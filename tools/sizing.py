@@ -41,10 +41,12 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional
 
 from infra.lustre_catalogue import LUSTRE_TIERS, lustre_aggregate_mb_s
+from workloads.job_spec import CHECKPOINT_BYTES_PER_PARAM
 from workloads.overrides import parse_override
 
-BYTES_PER_PARAM_CHECKPOINT = 16
-"""Mixed-precision Adam: bf16 weights 2 + bf16 grads 2 + fp32 master 4 + Adam m 4 + Adam v 4."""
+BYTES_PER_PARAM_CHECKPOINT = CHECKPOINT_BYTES_PER_PARAM
+"""Mixed-precision Adam: bf16 weights 2 + bf16 grads 2 + fp32 master 4 + Adam m 4 + Adam v 4 (the job builder
+derives the save period from the same figure, workloads/job_spec.py)."""
 BYTES_PER_PARAM_BF16 = 2
 """A bf16 copy of the weights: the HF export and the HF model download."""
 HF_CACHE_FACTOR = 1.5

@@ -819,8 +819,45 @@ def parse_result(log_text: str) -> Optional[GateReport]:
     return None
 
 
+def start_on_cluster(client: Any, plan: GatePlan, *, job_id: str, label: str, metadata: Optional[Mapping[str, str]] = None) -> bool:
+    """Submit the gate as the Ray job `job_id` (metadata `META_GATE: label` plus `metadata`) and return at
+    once; False when a job of that id already exists (someone started this very gate first: that is it).
+    Raises `submit.JobError`s when the job cannot be submitted."""
+    from workloads import submit
+
+    try:
+        submit._guard(
+            client.get_address(),
+            lambda: client.submit_job(
+                entrypoint=job_entrypoint(plan),
+                submission_id=job_id,
+                runtime_env={"py_modules": [str(Path(__file__).resolve().parent)]},
+                metadata={META_GATE: label, **dict(metadata or {})},
+            ),
+        )
+    except submit.DashboardError as err:
+        if "already exists" not in str(err):
+            raise
+        return False
+    return True
+
+
+def result_on_cluster(client: Any, plan: GatePlan, job_id: str, final: Any) -> GateReport:
+    """The report of the ended gate job `job_id` (from its log); a job that ended without one gives a
+    report with `error` set: a gate that could not run does not pass."""
+    from workloads import submit
+
+    text = "".join(submit.logs(client, job_id))
+    report = parse_result(text)
+    if report is None:
+        tail = [l for l in text.splitlines() if l.strip()][-1:] or ["no log"]
+        return GateReport((), 0.0, plan.node_count, error=f"gate job {job_id} ended {final} without a report: {tail[0][:300]}")
+    return report
+
+
 def run_on_cluster(client: Any, plan: GatePlan, *, label: str, on_line: Callable[[str], None] = lambda _l: None, poll_interval: float = 2.0) -> GateReport:
-    """Submit the gate as a Ray job through `client`, wait for it and return its report.
+    """Submit the gate as a Ray job through `client`, wait for it and return its report (the on-demand
+    `python -m jobctl gate`; submissions go through `workloads.run_owner`, which starts the same job).
 
     Raises `submit.JobError`s when the job cannot be submitted; a job that ends without a report gives a
     report with `error` set (a gate that cannot run does not pass)."""
@@ -828,23 +865,13 @@ def run_on_cluster(client: Any, plan: GatePlan, *, label: str, on_line: Callable
 
     job_id = f"{label}-gate-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
     on_line(f"acceptance gate: {plan.node_count} node(s) x {plan.gpus_per_node} GPUs, ~{estimated_seconds(plan) / 60:.1f} min expected (job {job_id})")
-    client.submit_job(
-        entrypoint=job_entrypoint(plan),
-        submission_id=job_id,
-        runtime_env={"py_modules": [str(Path(__file__).resolve().parent)]},
-        metadata={META_GATE: label},
-    )
+    start_on_cluster(client, plan, job_id=job_id, label=label)
     try:
         final = submit.wait(client, job_id, timeout=plan.timeout_s + 120, poll_interval=poll_interval)
     except submit.WaitTimeout:
         submit.stop(client, job_id)
         return GateReport((), plan.timeout_s, plan.node_count, error=f"gate job {job_id} did not finish in {plan.timeout_s + 120:.0f} s")
-    text = "".join(submit.logs(client, job_id))
-    report = parse_result(text)
-    if report is None:
-        tail = [l for l in text.splitlines() if l.strip()][-1:] or ["no log"]
-        return GateReport((), 0.0, plan.node_count, error=f"gate job {job_id} ended {final} without a report: {tail[0][:300]}")
-    return report
+    return result_on_cluster(client, plan, job_id, final)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -28,9 +28,11 @@ until the RayCluster's `RayClusterProvisioned` and `HeadPodReady` conditions are
 then wait for the dashboard and submit.
 
 The acceptance gate (`workloads.acceptance_gate`) runs right before a job is actually submitted (not
-when the same job is already on the cluster): on `enforce` a failed gate raises `GateFailed`, whose
-one-line message names what failed and the numbers, and nothing is submitted; on `warn` its lines are
-printed and the job is submitted anyway.
+when the same job is already on the cluster), as the run's owner runs it (`workloads.run_owner`): the
+hook waits while any gate of the stack runs (the preemption watcher may have started the same one: it
+adopts that verdict), and on `enforce` a failed gate raises `GateFailed`, whose one-line message names
+what failed and the numbers, and nothing is submitted; on `warn` its lines are printed and the job is
+submitted anyway.
 
 No secret is among them: the provider fetches a Google token itself at run time
 (Application Default Credentials, as `kubectl` on GKE does) and the job's secrets come from files
@@ -156,26 +158,22 @@ def _log(line: str) -> None:
 
 
 def _submit_gated(client: Any, spec: JobSpec, props: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
-    """`submit.submit` with the acceptance gate as its `before_submit`; returns the result and the
-    gate's outputs. Raises `acceptance_gate.GateFailed` (enforce) before anything is submitted."""
-    from workloads import acceptance_gate, submit
+    """The job submitted the way the run's owner does it (`run_owner.submit_gated`: never while a gate
+    runs, and only after this attempt's own gate under enforce/warn); returns the result and the gate's
+    outputs. Raises `acceptance_gate.GateFailed` (enforce) before anything is submitted."""
+    from workloads import acceptance_gate, run_owner
 
     policy = props.get("gate_policy") or "off"
     plan = props.get("gate_plan")
-    outputs: dict[str, Any] = {"ran": False, "policy": policy, "summary": "job already on the cluster"}
-    if policy == "off" or not plan:
-        outputs["summary"] = "gate off"
-        return submit.submit(client, spec), outputs
-
-    def gate() -> None:
-        report = acceptance_gate.run_on_cluster(client, acceptance_gate.GatePlan.from_dict(plan), label=spec.stack, on_line=_log)
-        for line in report.lines():
-            _log(line)
-        outputs.clear()
-        outputs.update({"ran": True, "policy": policy, **report.outputs()})
-        acceptance_gate.enforce(report, policy)
-
-    return submit.submit(client, spec, before_submit=gate), outputs
+    gate = run_owner.GateSetup(policy, acceptance_gate.GatePlan.from_dict(plan) if plan and policy != "off" else None)
+    result, report = run_owner.submit_gated(client, spec, gate, on_line=_log)
+    if not gate.on:
+        return result, {"ran": False, "policy": policy, "summary": "gate off"}
+    if report is None:
+        return result, {"ran": False, "policy": policy, "summary": "job already on the cluster"}
+    for line in report.lines():
+        _log(line)
+    return result, {"ran": True, "policy": policy, **report.outputs()}
 
 
 def _stop_every_attempt(client: Any, job_id: str) -> None:

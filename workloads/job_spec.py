@@ -30,6 +30,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import math
 import posixpath
 import re
 import shlex
@@ -58,6 +59,9 @@ class JobSettings(Protocol):
 
     @property
     def wandb_project(self) -> "str | None": ...
+
+    @property
+    def max_lost_minutes(self) -> "float | None": ...
 
 SECRET_ENV_NAMES = frozenset({"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "WANDB_API_KEY"})
 """Environment variables that carry credentials: they come from the pod, never the runtime env."""
@@ -193,9 +197,76 @@ def results_dirs() -> tuple[str, ...]:
     return (CHECKPOINTS_DIR, LOGS_DIR)
 
 
-def checkpoint_dir(mount_path: str, stack: str, recipe: str) -> str:
-    """Checkpoints on Lustre, per stack and recipe: resubmitting the same job resumes from here."""
-    return posixpath.join(_mount(mount_path), CHECKPOINTS_DIR, stack, recipe)
+def checkpoint_dir(mount_path: str, stack: str, recipe: str, key: str = "") -> str:
+    """Checkpoints on Lustre, per stack, recipe and `checkpoint_key`: resubmitting the same job resumes from here."""
+    return posixpath.join(_mount(mount_path), CHECKPOINTS_DIR, stack, recipe, *([key] if key else []))
+
+
+def checkpoint_key(recipe: Recipe, par: Parallelism, user_overrides: "tuple[str, ...] | list[str]" = ()) -> str:
+    """What makes one run's checkpoints unusable by another, as a directory name: the model (its weights'
+    shapes), `policy.max_total_sequence_length` (what the run trained for) and the training layout (backend,
+    TP, PP: NeMo-RL's DTensor and Megatron checkpoints are saved per parallel rank, and loading them into
+    another layout is not what a resubmission should find out at step 1). A spec that changes any of them
+    starts in a new directory instead of resuming from an incompatible checkpoint; a change of anything
+    else (steps, data, W&B, batch sizes) resumes where the run was."""
+    model = _last_value(recipe, user_overrides, "policy.model_name") or recipe.model
+    seq = _last_int(recipe, user_overrides, "policy.max_total_sequence_length", recipe.config_max_sequence_length)
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("_.")
+    return f"{slug}-seq{seq}-{par.backend.value}-tp{par.train_tensor_parallel}-pp{par.train_pipeline_parallel}"
+
+
+def run_checkpoint_dir(recipe: Recipe, job_cfg: "JobSettings", mount_path: str, stack: str) -> str:
+    """The run's `checkpointing.checkpoint_dir` (the job gets it; the watcher reads it)."""
+    return checkpoint_dir(mount_path, stack, recipe.name, checkpoint_key(recipe, job_cfg.parallelism, tuple(job_cfg.overrides)))
+
+
+NEMO_RL_DEFAULT_SAVE_PERIOD = 10
+"""`checkpointing.save_period` of NeMo-RL's examples/configs/grpo_math_1B.yaml, which every recipe's config
+inherits: used only when the plan has no step-time estimate for the recipe."""
+CHECKPOINT_BYTES_PER_PARAM = 16
+"""Bytes per parameter of one saved training checkpoint (mixed-precision Adam; tools/sizing.py says why)."""
+SAVE_OVERHEAD = 0.10
+"""Without `job.maxLostMinutes`, a save period keeps writing checkpoints to at most this share of training time."""
+
+
+def derived_save_period(step_seconds: "float | None", write_seconds: float, max_lost_minutes: "float | None") -> int:
+    """`checkpointing.save_period` from a bound on the training one preemption may throw away.
+
+    A preemption loses the steps since the last complete checkpoint, and the save in flight: at worst
+    `save_period x step + write`. With `job.maxLostMinutes` the period is the largest that keeps that
+    within the bound (at least 1: a step cannot be split). Without one it is the smallest period whose
+    writes take at most `SAVE_OVERHEAD` of the training time, so the loss stays near a step and the
+    checkpoint's own write time instead of NeMo-RL's default of 10 steps (hours on the big recipes).
+    With no step-time estimate: NeMo-RL's default."""
+    if not step_seconds:
+        return NEMO_RL_DEFAULT_SAVE_PERIOD
+    if max_lost_minutes is not None:
+        return max(1, int((max_lost_minutes * 60 - write_seconds) // step_seconds))
+    return max(1, math.ceil(write_seconds / (SAVE_OVERHEAD * step_seconds)))
+
+
+def checkpoint_write_seconds(params_billion: float, aggregate_mb_s: float) -> float:
+    """One checkpoint written at the Lustre instance's aggregate throughput (MB/s): the best case."""
+    return params_billion * 1e9 * CHECKPOINT_BYTES_PER_PARAM / (aggregate_mb_s * 1e6) if aggregate_mb_s > 0 else 0.0
+
+
+def _last_value(recipe: Recipe, user_overrides: "tuple[str, ...] | list[str]", key: str) -> "str | None":
+    """The value the last of the recipe's then the user's overrides gives `key`, or None."""
+    value = None
+    for override in (*recipe.overrides, *user_overrides):
+        name, sep, text = override.lstrip("+").partition("=")
+        if sep and name == key:
+            value = text.strip()
+    return value
+
+
+def _last_int(recipe: Recipe, user_overrides: "tuple[str, ...] | list[str]", key: str, default: int) -> int:
+    value = _last_value(recipe, user_overrides, key)
+    return int(value) if value is not None and value.isdigit() else default
+
+
+def train_global_batch_size(recipe: Recipe, user_overrides: "tuple[str, ...] | list[str]" = ()) -> int:
+    return _last_int(recipe, user_overrides, "policy.train_global_batch_size", recipe.config_train_global_batch_size)
 
 
 def log_dir(mount_path: str, stack: str, recipe: str) -> str:
@@ -233,6 +304,7 @@ _OWNER = {
     "policy.megatron_cfg.tensor_model_parallel_size": "job.recipe (its parallelism)",
     "policy.megatron_cfg.pipeline_model_parallel_size": "job.recipe (its parallelism)",
     "checkpointing.enabled": "nothing (checkpoints are how a preempted run resumes)",
+    "checkpointing.save_period": "job.maxLostMinutes (the training one preemption may lose)",
     "checkpointing.checkpoint_dir": "ray.mountPath",
     "logger.log_dir": "ray.mountPath",
     "grpo.max_num_steps": "job.maxNumSteps",
@@ -242,7 +314,7 @@ _OWNER = {
 }
 
 
-def _check_fit(recipe: Recipe, par: Parallelism, pool: PoolShape) -> None:
+def _check_fit(recipe: Recipe, par: Parallelism, pool: PoolShape, user_overrides: "tuple[str, ...] | list[str]" = ()) -> None:
     """Refuse layouts NeMo-RL would only reject (or hang on) after the job started.
 
     The stack config already refuses a TP wider than a node and a pool too small for the recipe
@@ -263,6 +335,24 @@ def _check_fit(recipe: Recipe, par: Parallelism, pool: PoolShape) -> None:
             f"{where}: {train_gpus} training GPUs are not a multiple of TP x PP = {par.model_parallel_gpus}; "
             "pick a gpuPool.nodeCount (or tensor/pipeline parallel sizes in job.overrides) that is"
         )
+    # NeMo-RL splits each training batch over the data-parallel ranks and asserts it splits evenly
+    # (nemo_rl/models/policy/lm_policy.py `Policy.train` -> `shard_by_batch_size(dp_size, batch_size=
+    # train_global_batch_size)`, nemo_rl/distributed/batched_data_dict.py "Batch size ... is not a
+    # multiple of shards", v0.4.0 ... v0.6.0): a pool that does not fit fails at the first step.
+    dp = train_gpus // par.model_parallel_gpus
+    batch = train_global_batch_size(recipe, user_overrides)
+    if batch % dp:
+        fits = [
+            n for n in range(max(par.min_nodes, 1), 65)
+            if (t := (n if par.colocated else n - par.generation_nodes) * gpus) > 0
+            and t % par.model_parallel_gpus == 0 and batch % (t // par.model_parallel_gpus) == 0
+        ][:6]
+        raise JobBuildError(
+            f"{where}: {train_gpus} training GPUs / (TP {par.train_tensor_parallel} x PP {par.train_pipeline_parallel}) = "
+            f"data parallel {dp}, which does not divide policy.train_global_batch_size {batch} (NeMo-RL splits each batch "
+            f"evenly over the data-parallel ranks); allowed: gpuPool.nodeCount {', '.join(map(str, fits)) or 'none up to 64'}",
+            key="gpuPool.nodeCount",
+        )
     gen_gpus = train_gpus if par.colocated else par.generation_nodes * gpus
     if gen_gpus % par.generation_tensor_parallel:
         raise JobBuildError(
@@ -274,7 +364,8 @@ _COLOCATED = "policy.generation.colocated.enabled"
 
 
 def _derived(
-    recipe: Recipe, par: Parallelism, job_cfg: JobSettings, pool: PoolShape, mount_path: str, stack: str, wandb_enabled: bool
+    recipe: Recipe, par: Parallelism, job_cfg: JobSettings, pool: PoolShape, mount_path: str, stack: str, wandb_enabled: bool,
+    save_period: int,
 ) -> dict[str, Any]:
     """Every stack-owned key with the value this run gives it."""
     out: dict[str, Any] = {
@@ -294,7 +385,8 @@ def _derived(
     else:
         out["policy.dtensor_cfg.tensor_parallel_size"] = par.train_tensor_parallel
     out["checkpointing.enabled"] = True
-    out["checkpointing.checkpoint_dir"] = checkpoint_dir(mount_path, stack, recipe.name)
+    out["checkpointing.checkpoint_dir"] = run_checkpoint_dir(recipe, job_cfg, mount_path, stack)
+    out["checkpointing.save_period"] = save_period
     out["logger.log_dir"] = log_dir(mount_path, stack, recipe.name)
     out["grpo.max_num_steps"] = job_cfg.max_num_steps or recipe.max_num_steps
     out["logger.wandb_enabled"] = wandb_enabled
@@ -368,6 +460,7 @@ def build_job(
     mount_path: str,
     stack: str,
     wandb_enabled: bool,
+    checkpoint_write_seconds: float = 0.0,
 ) -> JobSpec:
     """The job that runs `recipe` on this stack.
 
@@ -378,6 +471,8 @@ def build_job(
         mount_path: where Lustre is mounted in the Ray pods (`ray.mountPath`).
         stack: the Pulumi stack name; part of paths, W&B run name and submission id.
         wandb_enabled: log to W&B (the caller knows whether the wandbApiKey secret is set).
+        checkpoint_write_seconds: the plan's estimate of writing one checkpoint to the stack's Lustre; with
+            the recipe's step time and `job.maxLostMinutes` it gives `checkpointing.save_period`.
 
     Raises:
         JobBuildError: the layout does not fit the pool, or an override fights the stack.
@@ -390,8 +485,9 @@ def build_job(
         raise JobBuildError(f"recipe {recipe.name!r} is not the one job.recipe names ({job_cfg.recipe!r})")
     # The recipe's layout with the user's parallelism overrides applied (validated by the config).
     par = job_cfg.parallelism
-    _check_fit(recipe, par, pool)
-    derived = _derived(recipe, par, job_cfg, pool, mount_path, stack, wandb_enabled)
+    _check_fit(recipe, par, pool, tuple(job_cfg.overrides))
+    period = derived_save_period(recipe.step_seconds, checkpoint_write_seconds, job_cfg.max_lost_minutes)
+    derived = _derived(recipe, par, job_cfg, pool, mount_path, stack, wandb_enabled, period)
     overrides = _merge(derived, recipe.overrides, tuple(job_cfg.overrides), recipe)
     argv = ["python", recipe.script, "--config", recipe.config_file, *overrides]
     # The image's scripts, configs and data.prompt_file are relative to its checkout; a Ray job

@@ -18,6 +18,9 @@ Classifier (`classify`), applied to a FAILED job, first match wins. It reads wha
 last 20,000 characters of the driver's log, i.e. the traceback; and Ray's node table (the dashboard's
 state API, `/api/v0/nodes`), which keeps dead nodes with their end time and death message.
 
+On Ray 2.46 (the NeMo-RL v0.4.0 image) the server sets no `error_type`; the message its job manager
+writes stands for one instead (`RAY_246_MESSAGES`, `error_type_of`), so rules 1 and 2 hold there too.
+
 1. `error_type` says the job supervisor itself was lost or could not be placed
    (`JOB_SUPERVISOR_ACTOR_DIED`, `..._UNKNOWN_FAILURE`, `..._START_FAILURE`, `..._START_TIMEOUT`,
    `..._UNSCHEDULABLE`): the driver's host went away while the head survived -> preemption-like.
@@ -33,9 +36,11 @@ state API, `/api/v0/nodes`), which keeps dead nodes with their end time and deat
    available", or "Timed out waiting for placement groups to be ready" (180 s, not retried) ->
    capacity wait: the GPUs were not back yet. Resubmitted once the GPUs are alive in Ray, and NOT
    counted as a restart (at most `CAPACITY_WAIT_LIMIT` in a row).
-5. The driver died of a signal: exit code -9/-15 (killed directly) or 137/143 (128+9/15, the shell
-   Ray starts the entrypoint with reports its child's signal that way; checked on Ray 2.60) -> preemption-like
-   (GKE stops pods of a preempted node with SIGTERM, then SIGKILL).
+5. The driver died of a signal (exit code -9/-15 killed directly, or 137/143 = 128+9/15, the way the
+   shell Ray starts the entrypoint with reports its child's signal; checked on Ray 2.60). The driver
+   runs on the Ray head, on the on-demand CPU pool, never on a spot GPU node: SIGKILL (-9/137) there is
+   the out-of-memory kill of the head container -> application (raise `ray.headMemoryGib`); SIGTERM
+   (-15/143) is the head pod being stopped (a drain of its node) -> preemption-like.
 6. Ray's own reports of a lost node in the log tail: `NodeDiedError`, "node has died", "marked dead",
    "raylet died", `LocalRayletDiedError` -> preemption-like. The word "preempt" is NOT evidence: a
    config dump or a user's print may contain it; what a node did is read from Ray (rule 3).
@@ -86,9 +91,13 @@ import time
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, TextIO
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional, Sequence, TextIO
 
 from workloads.job_spec import META_SPEC_HASH, JobSpec
+
+if TYPE_CHECKING:
+    from workloads.ledger import Attempt, Ledger, LedgerFile
+    from workloads.run_owner import GateSetup, RunPlan
 
 META_AUTO_RESTARTS = "nemo-rl-gke/auto-restarts"
 """Consecutive automatic restarts up to and including this attempt (absent = a submission by hand)."""
@@ -240,6 +249,36 @@ INFRA_ERROR_TYPES = frozenset(
 )
 APPLICATION_ERROR_TYPES = frozenset({"RUNTIME_ENV_SETUP_FAILURE", "JOB_ENTRYPOINT_COMMAND_START_ERROR"})
 SIGNAL_EXIT_CODES = {-9: "SIGKILL", -15: "SIGTERM", 137: "SIGKILL", 143: "SIGTERM"}
+HEAD_OOM_EXIT_CODES = frozenset({-9, 137})
+"""The driver runs on the Ray head (KubeRay's head pod on the on-demand CPU pool: Ray's job manager
+places the supervisor on the head unless RAY_JOB_ALLOW_DRIVER_ON_WORKER_NODES, ray/dashboard/modules/job/
+job_manager.py), which no spot preemption takes: a SIGKILLed driver is the kernel's out-of-memory kill
+of the head container's memory cgroup. Restarting gives the same kill; raising ray.headMemoryGib does not."""
+
+# Ray 2.46 (the NeMo-RL v0.4.0 image) sets no `error_type`: the job manager says what happened in the
+# message only. Each prefix is the start of one f-string of ray/dashboard/modules/job/job_manager.py at
+# ray-2.46.0 (lines 174, 234, 261, 274, 285, 572), with the error type later Rays give the same case;
+# the recorded messages are tests/reference/ray-2.46.0/job_failure_messages.json. Matched only at the
+# start of a message with no driver exit code, never in a driver's log tail.
+RAY_246_MESSAGES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"Job supervisor actor failed to start within "), "JOB_SUPERVISOR_ACTOR_START_TIMEOUT"),
+    (re.compile(r"Unexpected error occurred: failed to get job supervisor\."), "JOB_SUPERVISOR_ACTOR_START_FAILURE"),
+    (re.compile(r"runtime_env setup failed: "), "RUNTIME_ENV_SETUP_FAILURE"),
+    (re.compile(r"Job supervisor actor could not be scheduled: "), "JOB_SUPERVISOR_ACTOR_UNSCHEDULABLE"),
+    (re.compile(r"Failed to start supervisor actor "), "JOB_SUPERVISOR_ACTOR_START_FAILURE"),
+    # Ray 2.46 reports the supervisor's ActorDiedError here too (later Rays split it off: line 305 at 2.60).
+    (re.compile(r"Unexpected error occurred: The actor died"), "JOB_SUPERVISOR_ACTOR_DIED"),
+    (re.compile(r"Unexpected error occurred: "), "JOB_SUPERVISOR_ACTOR_UNKNOWN_FAILURE"),
+)
+
+
+def error_type_of(info: Any) -> Optional[str]:
+    """Ray's `error_type`, or on a Ray that sets none (2.46) the type its job manager's message stands for."""
+    error_type = _value(getattr(info, "error_type", None))
+    if error_type is not None or getattr(info, "driver_exit_code", None) is not None:
+        return error_type
+    message = str(getattr(info, "message", None) or "")
+    return next((kind for pattern, kind in RAY_246_MESSAGES if pattern.match(message)), None)
 
 _CAPACITY = re.compile(r"ResourceInsufficientError|Timed out waiting for placement groups to be ready")
 _NODE_LOSS = re.compile(
@@ -281,13 +320,14 @@ def classify(info: Any, nodes: Sequence[RayNode] = ()) -> Verdict:
     `info` is a Ray `JobInfo`/`JobDetails` or anything with `error_type`, `driver_exit_code` and
     `message` (older Rays lack the first two; they read as None); `nodes` is Ray's node table.
     """
-    error_type = _value(getattr(info, "error_type", None))
+    error_type = error_type_of(info)
     exit_code = getattr(info, "driver_exit_code", None)
     message = str(getattr(info, "message", None) or "")
+    said = "Ray reports" if _value(getattr(info, "error_type", None)) else "Ray's message stands for"
     if error_type in INFRA_ERROR_TYPES:
-        return Verdict(Cause.PREEMPTION, f"Ray reports {error_type}")
+        return Verdict(Cause.PREEMPTION, f"{said} {error_type}")
     if error_type in APPLICATION_ERROR_TYPES:
-        return Verdict(Cause.APPLICATION, f"Ray reports {error_type}")
+        return Verdict(Cause.APPLICATION, f"{said} {error_type}")
     lost = gpu_nodes_lost_during(info, nodes)
     if lost:
         node = lost[0]
@@ -296,8 +336,14 @@ def classify(info: Any, nodes: Sequence[RayNode] = ()) -> Verdict:
     found = _CAPACITY.search(message)
     if found:
         return Verdict(Cause.CAPACITY, f"NeMo-RL gave up waiting for GPUs ({found.group(0)!r})")
+    if exit_code in HEAD_OOM_EXIT_CODES:
+        return Verdict(
+            Cause.APPLICATION,
+            f"the driver on the Ray head was killed by SIGKILL (exit code {exit_code}): an out-of-memory kill on the "
+            "head, which no preemption takes; raise ray.headMemoryGib",
+        )
     if exit_code in SIGNAL_EXIT_CODES:
-        return Verdict(Cause.PREEMPTION, f"the driver was killed by {SIGNAL_EXIT_CODES[exit_code]} (exit code {exit_code})")
+        return Verdict(Cause.PREEMPTION, f"the driver was killed by {SIGNAL_EXIT_CODES[exit_code]} (exit code {exit_code}): its pod was stopped")
     for pattern, cause in ((_NODE_LOSS, Cause.PREEMPTION), (_OWN_FAULT, Cause.APPLICATION), (_ACTOR_LOSS, Cause.PREEMPTION)):
         found = pattern.search(message)
         if found:
@@ -476,10 +522,40 @@ class Watcher:
         *,
         clock: Callable[[], float] = time.time,
         state: Optional[StateFile] = None,
+        gate: Optional["GateSetup"] = None,
+        run: Optional["RunPlan"] = None,
+        ledger: Optional["LedgerFile"] = None,
     ):
+        from workloads.run_owner import RunPlan
+
         self.client, self.spec, self.policy, self.clock, self.state = client, spec, policy, clock, state
+        self.run = run if run is not None else RunPlan()
+        self.gate = gate if gate is not None else self.run.gate
         self.seen: Optional[Seen] = state.load(spec.spec_hash) if state is not None else None
         self.resubmitted: list[str] = []
+        self.ledger_file = ledger
+        self.ledger = self._load_ledger()
+        self.notes: list[str] = []
+        """Lines for the watcher's log besides the decision (attempts ended, budget); `watch` prints them."""
+
+    def _load_ledger(self) -> "Ledger":
+        from workloads.ledger import Ledger
+
+        if self.ledger_file is not None:
+            ledger = self.ledger_file.load(self.spec.stack, self.spec.submission_id)
+        else:
+            ledger = Ledger(self.spec.stack, self.spec.submission_id)
+        ledger.node_hour_usd, ledger.budget_usd = self.run.node_hour_usd, self.run.budget_usd
+        return ledger
+
+    def _save_ledger(self) -> None:
+        if self.ledger_file is not None:
+            self.ledger_file.save(self.ledger)
+
+    def _note(self, line: str, event: bool = False) -> None:
+        self.notes.append(line)
+        if event:
+            self.ledger.events.append(f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime(self.clock()))} {line}")
 
     def _remember(self, seen: Seen) -> None:
         changed = self.seen is None or seen.to_json() != self.seen.to_json()
@@ -487,10 +563,14 @@ class Watcher:
         if changed and self.state is not None:
             self.state.save(seen)
 
-    def _nodes(self) -> list[RayNode]:
+    def _node_rows(self) -> list[dict[str, Any]]:
+        """Ray's node table (`submit.ray_nodes`); the tests fake a preemption here."""
         from workloads import submit
 
-        return [RayNode.from_row(row) for row in submit.ray_nodes(self.client)]
+        return submit.ray_nodes(self.client)
+
+    def _nodes(self) -> list[RayNode]:
+        return [RayNode.from_row(row) for row in self._node_rows()]
 
     def step(self) -> Decision:
         from workloads import submit
@@ -514,6 +594,9 @@ class Watcher:
                     nodes = []
             info: Any = newest
             decision = decide(info, attempt, self.policy, now, restarts=restarts, capacity_waits=capacity_waits, nodes=nodes)
+            budget = self._account(newest, attempt, decision, now)
+            if budget is not None:
+                decision = budget
             self._remember(
                 Seen(self.spec.spec_hash, newest.submission_id, attempt, restarts, capacity_waits,
                      status=str(_value(newest.status)), final=decision.action in _FINAL)
@@ -534,21 +617,155 @@ class Watcher:
             attempt, restarts = self.seen.attempt, self.seen.restarts
             info = LostJob(self.seen.submission_id, end_time=int(self.seen.lost_since * 1000))
             decision = decide(info, attempt, self.policy, now, restarts=restarts)
+            self._account(info, attempt, decision, now)
         else:
             decision = decide(None, 0, self.policy, now)
         if decision.action is Action.RESUBMIT:
             decision = self._resubmit(decision)
         return decision
 
+    # ---------------------------------------------------------------- checkpoints, ledger, budget
+
+    def _latest_checkpoint(self) -> Optional[int]:
+        from workloads import checkpoints
+
+        return checkpoints.scan(self.run.checkpoint_dir).latest if self.run.checkpoint_dir else None
+
+    def _account(self, job: Any, attempt: int, decision: Decision, now: float) -> Optional[Decision]:
+        """Keep the ledger's record of `job` (the newest attempt) current; the budget's decision, if any."""
+        from workloads.ledger import Attempt
+
+        record = self.ledger.find(job.submission_id)
+        if record is None:  # submitted by the deploy or by hand: first seen now
+            start = (getattr(job, "start_time", None) or now * 1000) / 1000
+            record = Attempt(attempt, job.submission_id, start, self.run.node_count, resume_step=self._latest_checkpoint() or 0)
+            self.ledger.attempts.append(record)
+            self._save_ledger()
+        status = _value(job.status)
+        if status in ("PENDING", "RUNNING"):
+            return self._budget(job, record, now) if status == "RUNNING" else None
+        if record.end is None:
+            self._finish(job, record, decision, now)
+        return None
+
+    def _finish(self, job: Any, record: "Attempt", decision: Decision, now: float) -> None:
+        from workloads import checkpoints, submit
+
+        status = _value(job.status)
+        record.end = (getattr(job, "end_time", None) or now * 1000) / 1000
+        if status == "SUCCEEDED":
+            record.cause = "succeeded"
+        elif status == "STOPPED":
+            record.cause = "budget" if self.ledger.stop_requested_at is not None else "stopped"
+        else:
+            record.cause = decision.cause.value if decision.cause is not None else "failed"
+        record.saved_step = self._latest_checkpoint()
+        text = str(getattr(job, "message", "") or "")
+        last = checkpoints.last_started_step(text)
+        if last is None and not isinstance(job, LostJob):
+            try:  # the message holds only the log's tail; the whole log is read once, here
+                last = checkpoints.last_started_step("".join(submit.logs(self.client, job.submission_id)))
+            except submit.JobError:
+                last = None
+        record.last_step = last
+        if status == "SUCCEEDED":
+            record.steps_lost = 0
+        elif record.saved_step is not None:
+            record.steps_lost = checkpoints.steps_lost(last, max(record.saved_step, record.resume_step))
+        spend = self.ledger.attempt_spend(record, now)
+        lost = "steps lost not known" if record.steps_lost is None else f"{record.steps_lost} step(s) lost"
+        saved = "no checkpoint visible" if record.saved_step is None else f"last complete checkpoint step_{record.saved_step}"
+        ran = "" if last is None else f", was in step {last}"
+        self._note(
+            f"attempt {record.attempt} ({record.submission_id}) ended: {record.cause}{ran}; resumed from step "
+            f"{record.resume_step}, {saved}: {lost}; {record.node_hours(now):.2f} node-hours"
+            + ("" if spend is None else f", ${spend:,.2f}"),
+            event=True,
+        )
+        self._save_ledger()
+        # One JSON line per ended attempt: Cloud Logging parses it into jsonPayload, and the dashboard's
+        # log-based metrics count it (infra/observability.py).
+        self.notes.append(json.dumps({
+            "nemoRlGke": "attempt-ended", "stack": self.spec.stack, "attempt": record.attempt,
+            "submissionId": record.submission_id, "cause": record.cause, "resumeStep": record.resume_step,
+            "savedStep": record.saved_step, "stepsLost": record.steps_lost, "nodeHours": round(record.node_hours(now), 4),
+            "spendUsd": None if spend is None else round(spend, 2),
+        }, sort_keys=True))
+
+    def _budget(self, job: Any, record: "Attempt", now: float) -> Optional[Decision]:
+        """At 80 % of `job.budgetUsd` warn once; at 100 % stop the run after its next complete checkpoint,
+        or at once when none comes within one save period (module `workloads.ledger`)."""
+        from workloads import submit
+        from workloads.ledger import WARN_FRACTION
+
+        budget, spent = self.ledger.budget_usd, self.ledger.spend(now)
+        if budget is None or spent is None:
+            return None
+        if spent >= WARN_FRACTION * budget and not self.ledger.budget_warned:
+            self.ledger.budget_warned = True
+            self._note(f"budget warning: ${spent:,.2f} spent, {100 * spent / budget:.0f} % of job.budgetUsd ${budget:,.2f}", event=True)
+            self._save_ledger()
+        if spent < budget:
+            return None
+        latest = self._latest_checkpoint()
+        if self.ledger.stop_requested_at is None:
+            self.ledger.stop_requested_at, self.ledger.stop_requested_step = now, latest
+            window = self.run.save_window_seconds
+            self._note(
+                f"budget reached: ${spent:,.2f} of job.budgetUsd ${budget:,.2f}; {job.submission_id} is stopped after its next "
+                f"complete checkpoint" + (f" (or in {window:.0f} s, one save period, if none comes)" if window else " (no save period known: now)"),
+                event=True,
+            )
+            self._save_ledger()
+        window = self.run.save_window_seconds or 0.0
+        since = self.ledger.stop_requested_step
+        saved = latest is not None and since is not None and latest > since  # 0: no checkpoint yet
+        if not saved and now - self.ledger.stop_requested_at < window:
+            return Decision(Action.WAIT, f"budget reached; {job.submission_id} stops after its next complete checkpoint (newer than step_{since or 0})")
+        with contextlib.suppress(submit.UnknownJob):
+            submit.stop(self.client, job.submission_id)
+        why = f"after its checkpoint step_{latest}" if saved else "at once: no complete checkpoint within one save period"
+        record.note = f"stopped by the budget {why}"
+        self._note(f"budget: stopped {job.submission_id} {why} (${spent:,.2f} of ${budget:,.2f})", event=True)
+        self._save_ledger()
+        return Decision(Action.DONE, f"job.budgetUsd ${budget:,.2f} spent: stopped {job.submission_id} {why}")
+
     def _resubmit(self, decision: Decision) -> Decision:
+        from workloads import run_owner, submit
+
+        if self.ledger.budget_usd is not None and (self.ledger.spend(self.clock()) or 0) >= self.ledger.budget_usd:
+            return dataclasses.replace(
+                decision, action=Action.GIVE_UP,
+                reason=f"{decision.reason}: not resubmitted, job.budgetUsd ${self.ledger.budget_usd:,.2f} is spent",
+            )
+        jobs = submit._guard(self.client.get_address(), self.client.list_jobs)
+        busy = run_owner.running_gate(jobs, self.spec.stack)
+        if busy is not None:  # whoever runs it (the deploy, a user, this watcher): it holds every GPU
+            return dataclasses.replace(
+                decision, action=Action.WAIT,
+                reason=f"{decision.reason}: acceptance gate {busy.submission_id} is running; nothing is submitted while a gate runs",
+            )
+        rows: Optional[list[dict[str, Any]]] = None
         if self.policy.pool_gpus:
-            have = alive_gpus(self._nodes())
+            rows = self._node_rows()
+            have = alive_gpus(RayNode.from_row(r) for r in rows)
             if have < self.policy.pool_gpus:
                 return dataclasses.replace(
                     decision,
                     action=Action.WAIT,
                     reason=f"{decision.reason}: waiting for the GPU pool, {have} of {self.policy.pool_gpus} GPUs alive in Ray",
                 )
+        if self.gate.on:
+            # Every attempt, the first and each after a preemption (onto the nodes that replaced the
+            # lost ones), gets its own gate; enforce holds it after a failed one (workloads/run_owner.py).
+            target = submit.attempt_id(self.spec.submission_id, decision.next_attempt or 1)
+            outcome = run_owner.clear_attempt(
+                self.client, self.spec.stack, target, self.gate, jobs=jobs,
+                node_rows=rows if rows is not None else self._node_rows(),
+            )
+            if outcome.clearance is not run_owner.Clearance.CLEARED:
+                return dataclasses.replace(decision, action=Action.WAIT, reason=f"{decision.reason}: {outcome.reason}")
+            decision = dataclasses.replace(decision, reason=f"{decision.reason}: {outcome.reason}")
         job_id = self.resubmit(decision.next_attempt, decision.restarts or 0, decision.capacity_waits)
         return dataclasses.replace(decision, reason=f"{decision.reason}: resubmitted as {job_id}")
 
@@ -560,8 +777,25 @@ class Watcher:
         if capacity_waits:
             meta[META_CAPACITY_WAITS] = str(capacity_waits)
         # Not created when someone (a user, another watcher, the deploy) submitted this very attempt first: that is the job.
+        from workloads import checkpoints
+        from workloads.ledger import Attempt
+
+        cleaned: list[str] = []
+        if self.run.checkpoint_dir:
+            # No attempt runs now: a `tmp_step_<N>` is a dead run's partial save, which NeMo-RL would
+            # reuse with its stale shards (workloads/checkpoints.py).
+            cleaned = checkpoints.clean_partial(self.run.checkpoint_dir)
+        resume = self._latest_checkpoint()
         job_id, _ = submit.submit_attempt(self.client, self.spec, attempt, meta)
         self.resubmitted.append(job_id)
+        if self.ledger.find(job_id) is None:
+            self.ledger.attempts.append(Attempt(attempt, job_id, self.clock(), self.run.node_count, resume_step=resume or 0, cleaned=cleaned))
+            self._save_ledger()
+        if resume is not None:
+            start = f"resumes from step_{resume}" if resume else "starts at step 0 (no complete checkpoint)"
+            removed = f"; removed the partial save(s) {', '.join(cleaned)}" if cleaned else ""
+            self._note(f"attempt {attempt} ({job_id}) {start}{removed}", event=True)
+            self._save_ledger()
         self._remember(Seen(self.spec.spec_hash, job_id, attempt, restarts, capacity_waits, status="PENDING"))
         return job_id
 
@@ -578,6 +812,8 @@ def watch(
     heartbeat: Optional[Path] = None,
     state: Optional[Path] = None,
     until: Optional[Callable[[Decision], bool]] = None,
+    gate: Optional["GateSetup"] = None,
+    run: Optional["RunPlan"] = None,
 ) -> Decision:
     """Check the spec's job every `policy.check_interval_seconds` and resubmit it after a preemption.
 
@@ -585,11 +821,17 @@ def watch(
     once with `once`. A dashboard that does not answer (the head restarting) is reported and retried,
     not fatal. A line is written to `out` whenever the decision changes; `heartbeat` is touched after
     every look (the pod's liveness probe reads its age); `state` keeps what the watcher saw across its
-    own restarts (`StateFile`). Returns the last decision.
+    own restarts (`StateFile`); `gate` is the stack's acceptance gate, run before every attempt
+(`workloads.run_owner`). Returns the last decision.
     """
     from workloads import submit
 
-    watcher = Watcher(client, spec, policy, clock=clock, state=StateFile(state) if state is not None else None)
+    from workloads.ledger import LedgerFile, ledger_path
+
+    watcher = Watcher(
+        client, spec, policy, clock=clock, state=StateFile(state) if state is not None else None, gate=gate, run=run,
+        ledger=LedgerFile(ledger_path(state)) if state is not None else None,
+    )
     last_line = None
     while True:
         try:
@@ -598,9 +840,14 @@ def watch(
             decision = Decision(Action.WAIT, f"cannot look at the job: {err}")
         if heartbeat is not None:
             _touch(heartbeat)
+        stamp = time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(clock()))
+        if out is not None:
+            for note in watcher.notes:
+                out.write(note + "\n" if note.startswith("{") else f"{stamp} {spec.submission_id} {note}\n")
+        watcher.notes.clear()
         line = f"{decision.action.value}: {decision.reason}"
         if out is not None and (line != last_line or decision.action is Action.RESUBMIT):
-            out.write(f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(clock()))} {spec.submission_id} {line}\n")
+            out.write(f"{stamp} {spec.submission_id} {line}\n")
             out.flush()
         last_line = line
         if once or (until is not None and until(decision)):

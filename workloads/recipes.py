@@ -139,10 +139,21 @@ class Recipe:
     max_num_steps: int = 20
     expected_hours: float | None = None
     """Rough wall-clock duration on the recipe's reference pool; used for cost totals."""
+    config_train_global_batch_size: int = 512
+    """`policy.train_global_batch_size` of `config_file` at the image's tag (before any override): 512 in
+    grpo_math_1B.yaml (v0.6.0) and grpo_math_70B_megatron.yaml (v0.4.0); the gemma recipe files inherit it."""
+    config_max_sequence_length: int = 512
+    """`policy.max_total_sequence_length` of `config_file` at the image's tag: 512 (grpo_math_1B.yaml, v0.6.0),
+    4096 (grpo_math_70B_megatron.yaml, v0.4.0), 16384 (grpo-gemma3-27b-it-8n8g-fsdp2tp8-actckpt-long.yaml, v0.6.0)."""
 
     @property
     def script(self) -> str:
         return self.image.grpo_script
+
+    @property
+    def step_seconds(self) -> "float | None":
+        """The plan's estimate of one training step: `expected_hours` over `max_num_steps`."""
+        return self.expected_hours * 3600 / self.max_num_steps if self.expected_hours else None
 
 
 # GSM8K on the v0.6 data layout, as upstream's own GSM8K configs do (examples/configs/gdpo_math_1B.yaml
@@ -193,12 +204,12 @@ RECIPES: dict[str, Recipe] = {
             "grpo.num_generations_per_prompt=8",
             "grpo.num_prompts_per_step=32",
             "policy.train_global_batch_size=256",
-            "checkpointing.save_period=2",
             "checkpointing.keep_top_k=2",
             "checkpointing.metric_name=null",
         ),
         max_num_steps=20,
         expected_hours=6.0,
+        config_max_sequence_length=4096,
     ),
     # The GKE tutorial run (https://cloud.google.com/kubernetes-engine/docs/tutorials/nemo-rl-gke):
     # Gemma3-27B-it on GSM8K, generation on its own node
@@ -227,6 +238,7 @@ RECIPES: dict[str, Recipe] = {
         ),
         max_num_steps=20,
         expected_hours=4.0,
+        config_max_sequence_length=16384,
     ),
     # The cheapest run that still exercises every part: one GPU node, a 1.5B model, GSM8K.
     "qwen2.5-1.5b-gsm8k": Recipe(

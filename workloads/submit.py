@@ -537,6 +537,21 @@ def submit_attempt(
     return job_id, True
 
 
+def stop_other_specs(client: JobSubmissionClient, spec: JobSpec, *, stop_timeout: float = 60.0) -> tuple[str, ...]:
+    """Stop every unfinished job of `spec`'s stack that runs another spec (a stack's GPU pool holds one
+    training job), giving each up to `stop_timeout` seconds to release its GPUs; returns their ids."""
+    stale = [j for j in list_jobs(client, spec.stack) if j.metadata.get(META_SPEC_HASH) != spec.spec_hash and j.status not in TERMINAL]
+    stopped = []
+    for job in stale:
+        with contextlib.suppress(UnknownJob):
+            stop(client, job.submission_id)
+            stopped.append(job.submission_id)
+    for job_id in stopped:
+        with contextlib.suppress(WaitTimeout, UnknownJob):
+            wait(client, job_id, timeout=stop_timeout, poll_interval=0.5)
+    return tuple(stopped)
+
+
 def submit(
     client: JobSubmissionClient,
     spec: JobSpec,
@@ -553,27 +568,18 @@ def submit(
        acceptance gate: on free GPUs, and only when a job is really going to start; an exception
        from it stops the submission) and a new attempt is submitted.
     """
-    jobs = list_jobs(client, spec.stack)
-    stale = [j for j in jobs if j.metadata.get(META_SPEC_HASH) != spec.spec_hash and j.status not in TERMINAL]
-    stopped = []
-    for job in stale:
-        with contextlib.suppress(UnknownJob):
-            stop(client, job.submission_id)
-            stopped.append(job.submission_id)
-    for job_id in stopped:
-        with contextlib.suppress(WaitTimeout, UnknownJob):
-            wait(client, job_id, timeout=stop_timeout, poll_interval=0.5)
-    same = [j for j in jobs if j.metadata.get(META_SPEC_HASH) == spec.spec_hash]
+    stopped = stop_other_specs(client, spec, stop_timeout=stop_timeout)
+    same = [j for j in list_jobs(client, spec.stack) if j.metadata.get(META_SPEC_HASH) == spec.spec_hash]
     attempt = 1
     if same:
         newest = max(same, key=attempt_of)
         if newest.status not in RETRYABLE:
-            return SubmitResult(newest.submission_id, newest.status, created=False, stopped=tuple(stopped))
+            return SubmitResult(newest.submission_id, newest.status, created=False, stopped=stopped)
         attempt = attempt_of(newest) + 1
     if before_submit is not None:
         before_submit()
     job_id, created = submit_attempt(client, spec, attempt)
-    return SubmitResult(job_id, status(client, job_id), created=created, stopped=tuple(stopped))
+    return SubmitResult(job_id, status(client, job_id), created=created, stopped=stopped)
 
 
 def wait(

@@ -2,13 +2,15 @@
 
     python -m workloads.watcher --address URL --spec-file PATH [--once] [--check-interval S]
         [--max-restarts N] [--backoff S] [--max-backoff S] [--pool-gpus N] [--resubmit-missing]
-        [--heartbeat-file PATH] [--state-file PATH]
+        [--heartbeat-file PATH] [--state-file PATH] [--run-file PATH]
 
 It watches the job of the spec file (`JobSpec` JSON) on the Ray dashboard at `--address` and
 resubmits it after a spot preemption (`workloads/preemption.py` has the rules). The policy starts
 from `RecoveryPolicy`'s defaults and each flag overrides one value: the Deployment passes the stack's
 `recovery` section as flags (`RecoveryPolicy.cli_args`). `--state-file` keeps what it saw across
-restarts; `--heartbeat-file` is touched after every look, for the liveness probe.
+restarts; `--heartbeat-file` is touched after every look, for the liveness probe. `--run-file` is the
+run's plan-time values (`workloads.run_owner.RunPlan`, the ConfigMap's run.json): the gate each
+resubmission passes first, where the checkpoints are, the node-hour price and budget of the run ledger.
 
 The day-2 CLI's `watch` (`python -m jobctl watch --stack NAME`) runs the same loop from the user's
 machine, on the stack's spec and recovery policy, with the same flags (`add_policy_flags`, `watch`).
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import logging
 import sys
 import time
@@ -33,6 +36,7 @@ from typing import Any, Callable, Optional, TextIO
 
 from workloads import cli_args, exit_codes, preemption
 from workloads.job_spec import JobSpec
+from workloads.run_owner import RunPlan
 
 
 def add_policy_flags(p: argparse.ArgumentParser) -> None:
@@ -54,6 +58,8 @@ def add_policy_flags(p: argparse.ArgumentParser) -> None:
                         "(job.submit on; default from the stack)")
     p.add_argument("--state-file",
                    help="where the watcher keeps what it saw, to survive its own and the head's restarts")
+    p.add_argument("--run-file", metavar="PATH",
+                   help="RunPlan JSON (gate, checkpoint dir, price, budget; the in-cluster watcher's run.json)")
 
 
 def with_flags(policy: preemption.RecoveryPolicy, args: argparse.Namespace) -> preemption.RecoveryPolicy:
@@ -72,9 +78,21 @@ def with_flags(policy: preemption.RecoveryPolicy, args: argparse.Namespace) -> p
         raise cli_args.UsageError(f"watch: {err}") from None
 
 
+def load_run_file(path: Optional[str]) -> RunPlan:
+    """The `RunPlan` of `--run-file` (the watcher ConfigMap's run.json); none: no gate, no ledger prices."""
+    if not path:
+        return RunPlan()
+    try:
+        return RunPlan.from_dict(json.loads(Path(path).read_text()))
+    except (OSError, ValueError, TypeError) as err:
+        raise exit_codes.CommandError(f"--run-file {path}: {err}") from None
+
+
 def watch(connect: Callable[[], Any], spec: JobSpec, policy: preemption.RecoveryPolicy, args: argparse.Namespace,
-          out: TextIO) -> int:
-    """Watch `spec`'s job on the dashboard `connect` reaches, under `policy` and the flags of `add_policy_flags`."""
+          out: TextIO, run: Optional[RunPlan] = None) -> int:
+    """Watch `spec`'s job on the dashboard `connect` reaches, under `policy` and the flags of `add_policy_flags`;
+    `run` (default: `--run-file`'s) gates each resubmission and prices the run ledger."""
+    run = run if run is not None else load_run_file(args.run_file)
     heartbeat = Path(args.heartbeat_file) if args.heartbeat_file else None
     client = connect() if args.once else _connect_until_reachable(connect, policy, heartbeat, out)
     out.write(
@@ -84,7 +102,7 @@ def watch(connect: Callable[[], Any], spec: JobSpec, policy: preemption.Recovery
     )
     out.flush()
     state = Path(args.state_file) if args.state_file else None
-    preemption.watch(client, spec, policy, once=args.once, out=out, heartbeat=heartbeat, state=state)
+    preemption.watch(client, spec, policy, once=args.once, out=out, heartbeat=heartbeat, state=state, run=run)
     return exit_codes.OK
 
 

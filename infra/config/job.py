@@ -111,7 +111,25 @@ class JobConfig(Model):
         None,
         description="The acceptance gate before the job is submitted (GPUs, gIB fabric bandwidth, Lustre throughput; "
         "docs/acceptance-gate.md): `enforce` does not submit after a failed gate, `warn` reports and submits, `off` "
-        "skips it. Default: `enforce` when `gpuPool.nodeCount` > 1, else `warn`.",
+        "skips it. Default: `enforce` when `gpuPool.nodeCount` > 1, else `warn`. It holds on every attempt: the "
+        "preemption watcher gates each resubmission onto the nodes that replaced the lost ones.",
+    )
+    max_lost_minutes: Optional[float] = Field(
+        None,
+        ge=1,
+        le=10080,
+        description="Bound on the training one preemption may throw away, in minutes: the job's "
+        "`checkpointing.save_period` is the largest whose save cycle plus one checkpoint write stays within it "
+        "(from the plan's step time and checkpoint write time; at least 1 step). Default: the period whose writes "
+        "take at most 10 % of training time, which keeps the loss near a step.",
+    )
+    budget_usd: Optional[float] = Field(
+        None,
+        gt=0,
+        description="Spend limit of the run in USD: GPU node-hours of all its attempts x the plan's node-hour price of "
+        "the pool's provisioning (the run ledger, docs/preemption-recovery.md). The watcher warns at 80 %; at 100 % it "
+        "stops the run after its next complete checkpoint (at once when none comes within one save period) and "
+        "resubmits nothing. Default: no limit.",
     )
 
     @field_validator("recipe")

@@ -1,0 +1,291 @@
+"""The run's one owner (workloads/run_owner.py): no training submission while a gate runs or after a
+failed one, by anyone (the watcher, the post-deploy hook, `python -m jobctl submit`), and a new gate
+before each attempt after a preemption. Fake job tables for the rules, the local Ray head for the rest."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import shlex
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Callable
+
+import pytest
+from ray.job_submission import JobDetails, JobStatus
+
+from ray_head import JOB_TIMEOUT
+
+from jobctl import cli
+from jobctl.stack import build_spec, load_stack
+from workloads import acceptance_gate as gate
+from workloads import exit_codes
+from workloads import run_owner
+from workloads import submit as jobs
+from workloads.hook import JobSubmissionProvider
+from workloads.job_spec import JobSpec
+from workloads.preemption import Action, RecoveryPolicy, Watcher
+
+pytestmark = pytest.mark.filterwarnings("ignore:ssl=None is deprecated:DeprecationWarning")
+
+FAST = RecoveryPolicy(check_interval_seconds=0.2, max_restarts=2, backoff_seconds=0, max_backoff_seconds=0)
+
+
+def spec_of(stack: str, code: str) -> JobSpec:
+    return JobSpec.create(
+        stack=stack, recipe="t",
+        entrypoint=f"{shlex.quote(sys.executable)} -c {shlex.quote(code)}",
+        runtime_env={"env_vars": {"RAY_OVERRIDE_JOB_RUNTIME_ENV": "1", "RUN": uuid.uuid4().hex[:8]}},
+    )
+
+
+class FakeClient:
+    """Just enough of JobSubmissionClient: list, submit, address."""
+
+    def __init__(self, jobs_: list[JobDetails]):
+        self.jobs = jobs_
+        self.submitted: list[dict] = []
+
+    def get_address(self) -> str:
+        return "http://fake"
+
+    def list_jobs(self) -> list[JobDetails]:
+        return list(self.jobs)
+
+    def submit_job(self, **kwargs) -> str:
+        self.submitted.append(kwargs)
+        return kwargs["submission_id"]
+
+
+def gate_job(stack: str, status: str = "RUNNING", sid: str = "g", meta=None) -> JobDetails:
+    return JobDetails(
+        type="SUBMISSION", entrypoint="python -m workloads.acceptance_gate run x", status=status, submission_id=sid,
+        start_time=1_000, metadata={gate.META_GATE: stack, **(meta or {})},
+    )
+
+
+def test_a_running_gate_job_alone_keeps_the_watcher_from_submitting_although_every_gpu_is_alive():
+    # The deploy's gate runs; no training job exists yet and job.submit is on (resubmit_missing).
+    spec = spec_of("t-owner-fake", "pass")
+    client = FakeClient([gate_job("t-owner-fake", sid="t-owner-fake-gate-20260101-000000-1")])
+    decision = Watcher(client, spec, dataclasses.replace(FAST, resubmit_missing=True)).step()
+    assert decision.action is Action.WAIT, decision
+    assert "acceptance gate t-owner-fake-gate-20260101-000000-1 is running; nothing is submitted while a gate runs" in decision.reason
+    assert client.submitted == []
+    # Another stack's gate is none of this stack's business.
+    other = FakeClient([gate_job("another-stack")])
+    assert Watcher(other, spec, dataclasses.replace(FAST, resubmit_missing=True)).step().action is Action.RESUBMIT
+
+
+# ------------------------------------------------------------------------------ on the local Ray head
+
+
+def cpu_plan(mount: Path, **changes) -> gate.GatePlan:
+    """The gate's CPU stand-in on the local head (as tests/test_acceptance_gate.py runs it)."""
+    base = gate.GatePlan(
+        node_count=1, gpus_per_node=2, gpu_name="cpu", busbw_floor_gbps=0.0, busbw_source="test",
+        mount_path=str(mount), storage_expected_gbps=0.002, storage_floor_gbps=0.001, storage_source="test",
+        storage_bytes_per_node=8 << 20, storage_streams=2, backend="gloo", device="cpu", expect_net=None,
+        message_bytes=1 << 16, warmup_iters=1, iters=2, worker_resource="CPU", timeout_s=120, python=sys.executable,
+    )
+    return dataclasses.replace(base, **changes)
+
+
+def failed_report(host: str) -> gate.GateReport:
+    check = gate.Check("gpus", False, f"{host}: 6 of 8 healthy B200 GPUs (saw CUDA error: uncorrectable ECC error)")
+    return gate.GateReport((check,), 30.0, 1)
+
+
+def start_fake_gate(client, stack: str, target: str, nodes: tuple[str, ...], report: gate.GateReport, release: Path, k: int = 1) -> str:
+    """A gate run as the owner starts one (same id and metadata) whose driver runs until the file `release`
+    exists (the test makes it once the party under test is seen waiting), then prints `report`."""
+    job_id = run_owner.gate_job_id(target, k)
+    code = (
+        f"import os, time\nt = time.monotonic()\nwhile not os.path.exists({str(release)!r}) and time.monotonic() - t < 120:\n"
+        f"    time.sleep(0.05)\nprint({gate.RESULT_MARKER + json.dumps(report.to_dict())!r}, flush=True)"
+    )
+    client.submit_job(
+        entrypoint=f"{shlex.quote(sys.executable)} -c {shlex.quote(code)}", submission_id=job_id,
+        metadata={gate.META_GATE: stack, run_owner.META_GATE_FOR: target, run_owner.META_GATE_NODES: ",".join(nodes)},
+    )
+    assert jobs.wait(client, job_id, until={JobStatus.RUNNING}, timeout=JOB_TIMEOUT, poll_interval=0.2) == JobStatus.RUNNING
+    return job_id
+
+
+def release_when(seen: Callable[[], bool], release: Path) -> threading.Thread:
+    """Make `release` once `seen()` holds: the fake gate ends only after its waiter has seen it running."""
+
+    def run() -> None:
+        deadline = time.monotonic() + 120
+        while not seen() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        release.touch()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+WAITING = "is running; nothing is submitted while a gate runs"
+
+
+@pytest.fixture(autouse=True)
+def quick_gate_polls(monkeypatch):
+    # The hook and the CLI look at a gate they wait for every 2 s; here the fake gates end in a blink.
+    monkeypatch.setattr(run_owner, "GATE_POLL_SECONDS", 0.2)
+
+
+def hook_props(head, spec: JobSpec, plan: gate.GatePlan, policy: str = "enforce") -> dict:
+    return {**spec.to_dict(), "address": head.address, "ray_cluster_name": "", "gate_policy": policy, "gate_plan": plan.to_dict()}
+
+
+def test_a_running_then_failed_gate_prevents_every_training_submission_by_the_watcher_and_the_hook(head, client, tmp_path, monkeypatch):
+    stack = "t-own-held"
+    spec = spec_of(stack, "print('trained')")
+    plan = cpu_plan(tmp_path)
+    setup = run_owner.GateSetup("enforce", plan)
+    nodes = run_owner.worker_node_ids(jobs.ray_nodes(client), "CPU")
+    assert len(nodes) == 1  # the local head
+    release = tmp_path / "release"
+    gate_id = start_fake_gate(client, stack, spec.submission_id, nodes, failed_report("gke-b200-gpu-7f3a"), release)
+    watcher = Watcher(client, spec, dataclasses.replace(FAST, resubmit_missing=True), gate=setup)
+    running = watcher.step()
+    assert running.action is Action.WAIT and f"acceptance gate {gate_id} is running" in running.reason, running
+    # The hook (pulumi up) waits for that gate instead of starting its own, and takes its verdict.
+    from workloads import hook
+
+    hook_lines: list[str] = []
+    monkeypatch.setattr(hook, "_log", hook_lines.append)
+    released = release_when(lambda: any(WAITING in line for line in hook_lines), release)
+    with pytest.raises(gate.GateFailed, match=r"^acceptance gate FAILED: gpus: gke-b200-gpu-7f3a: 6 of 8 healthy"):
+        JobSubmissionProvider().create(hook_props(head, spec, plan))
+    released.join()
+    assert f"acceptance gate {gate_id} {WAITING}" in hook_lines, hook_lines
+    assert [j.submission_id for j in jobs.list_jobs(client, stack)] == []
+    # Failed on the nodes alive now: the watcher holds the attempt and names the node, look after look.
+    for _ in range(2):
+        held = watcher.step()
+        assert held.action is Action.WAIT and "gke-b200-gpu-7f3a" in held.reason, held
+        assert "is not submitted (job.gate enforce); the gate runs again once the worker nodes change" in held.reason
+    assert [j.submission_id for j in jobs.list_jobs(client, stack)] == []
+    assert [r.submission_id for r in run_owner.gate_runs(client.list_jobs(), stack)] == [gate_id]
+
+
+def test_submit_by_hand_waits_for_a_running_gate_and_submits_nothing_after_its_failure(head, client, tmp_path):
+    # `python -m jobctl submit`: the dev stack's real spec; a gate for its first attempt is running.
+    spec = build_spec(load_stack("dev"))
+    release = tmp_path / "release"
+    start_fake_gate(client, "dev", spec.submission_id, (), failed_report("gke-dev-gpu-1"), release)
+    out, err = io.StringIO(), io.StringIO()
+    released = release_when(lambda: WAITING in out.getvalue(), release)
+    code = cli.main(["submit", "--stack", "dev", "--gate", "enforce", "--address", head.address], out=out, err=err)
+    released.join()
+    assert code == exit_codes.GATE_FAILED, (out.getvalue(), err.getvalue())
+    assert f"acceptance gate {spec.submission_id}-gate-1 is running; nothing is submitted while a gate runs" in out.getvalue()
+    assert err.getvalue().startswith("error: acceptance gate FAILED: gpus: gke-dev-gpu-1: 6 of 8")
+    assert jobs.list_jobs(client, "dev") == []
+
+
+TRAIN = """
+import os, sys
+d = {ckpt!r}
+os.makedirs(d, exist_ok=True)
+done = sorted(n for n in os.listdir(d) if n.startswith('step_'))
+def step(k):
+    print('========================= Step %d/3 =========================' % k, flush=True)
+if done:
+    print('resuming from', done[-1], 'partial saves left:', sorted(n for n in os.listdir(d) if n.startswith('tmp_')), flush=True)
+    step(2); step(3)
+    sys.exit(0)
+step(1)
+os.makedirs(os.path.join(d, 'step_1'))
+step(2)
+os.makedirs(os.path.join(d, 'tmp_step_2'))  # killed mid-save
+raise RuntimeError('collective timed out')  # a plain failure: only Ray's node table shows the lost GPU node
+"""
+
+
+def fake_gpu_node(name: str, state: str = "ALIVE", end_ms=None) -> dict:
+    return {
+        "node_id": f"{name}-{'0' * 40}", "node_ip": f"10.0.3.{len(name)}", "state": state, "end_time_ms": end_ms,
+        "resources_total": {"GPU": 8.0, "CPU": 1.0}, "state_message": "health check failed due to missing too many heartbeats" if end_ms else "",
+    }
+
+
+class FakedNodes(Watcher):
+    """The local head has one node and no GPU: Ray's node table is the real one plus `extra` GPU nodes."""
+
+    extra: list[dict] = []
+
+    def _node_rows(self):
+        return [*super()._node_rows(), *self.extra]
+
+
+def settle(watcher: Watcher, want: Action, log: list[str], timeout: float = 180.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        decision = watcher.step()
+        log.append(f"{decision.action.value}: {decision.reason}")
+        log.extend(watcher.notes)
+        watcher.notes.clear()
+        if decision.action is want:
+            return decision
+        assert decision.action is Action.WAIT and time.monotonic() < deadline, "\n".join(log)
+        time.sleep(0.2)
+
+
+def test_a_preemption_leads_to_a_new_gate_on_the_new_nodes_then_a_resubmission_that_resumes(head, client, tmp_path):
+    stack, ckpt = "t-own-preempt", tmp_path / "ckpt"
+    spec = spec_of(stack, TRAIN.format(ckpt=str(ckpt)))
+    (tmp_path / "lustre").mkdir()
+    run = run_owner.RunPlan(
+        # One gloo process per gate (the fewest torch imports): the orchestration is the real one.
+        gate_policy="enforce", gate_plan=cpu_plan(tmp_path / "lustre", gpus_per_node=1).to_dict(), checkpoint_dir=str(ckpt),
+        node_count=1, node_hour_usd=36.0,
+    )
+    from workloads.ledger import LedgerFile
+
+    ledger = LedgerFile(tmp_path / "state" / f"{stack}.ledger.json")
+    watcher = FakedNodes(client, spec, dataclasses.replace(FAST, resubmit_missing=True), run=run, ledger=ledger)
+    watcher.extra = [fake_gpu_node("gpu-a")]
+    log: list[str] = []
+    # Attempt 1 (job.submit on, nothing on the cluster): gated first, then submitted.
+    settle(watcher, Action.RESUBMIT, log)
+    assert jobs.wait(client, spec.submission_id, timeout=120, poll_interval=0.2) == JobStatus.FAILED
+    first = jobs.info(client, spec.submission_id)
+    # The spot node under it was preempted while it ran; GKE brought a replacement.
+    watcher.extra = [fake_gpu_node("gpu-a", "DEAD", end_ms=first.end_time - 1000), fake_gpu_node("gpu-b")]
+    resubmitted = settle(watcher, Action.RESUBMIT, log)
+    assert "preemption-like (Ray lost GPU node 10.0.3.5 during the attempt" in resubmitted.reason, resubmitted
+    assert jobs.wait(client, f"{spec.submission_id}-r2", timeout=120, poll_interval=0.2) == JobStatus.SUCCEEDED
+    assert settle(watcher, Action.DONE, log).reason == "attempt 2 succeeded"
+    text = "\n".join(log)
+
+    # One gate per attempt; the second ran on the new node set, after the preempted attempt and before its resubmission.
+    runs = run_owner.gate_runs(client.list_jobs(), stack)
+    assert [(r.submission_id, r.metadata[run_owner.META_GATE_FOR]) for r in runs] == [
+        (f"{spec.submission_id}-gate-1", spec.submission_id),
+        (f"{spec.submission_id}-r2-gate-1", f"{spec.submission_id}-r2"),
+    ]
+    assert "gpu-b" in runs[1].metadata[run_owner.META_GATE_NODES] and "gpu-a" not in runs[1].metadata[run_owner.META_GATE_NODES]
+    assert all(str(r.status) == "SUCCEEDED" for r in runs), text
+    second = jobs.info(client, f"{spec.submission_id}-r2")
+    assert first.end_time <= runs[1].start_time and runs[1].end_time <= second.start_time, text
+    # It resumed from the last complete step_N, the dead partial save removed first, and the loss is reported.
+    assert "resuming from step_1 partial saves left: []" in "".join(jobs.logs(client, second.submission_id))
+    assert (
+        f"attempt 1 ({spec.submission_id}) ended: preemption-like, was in step 2; resumed from step 0, "
+        "last complete checkpoint step_1: 1 step(s) lost"
+    ) in text
+    assert f"attempt 2 ({spec.submission_id}-r2) resumes from step_1; removed the partial save(s) tmp_step_2" in text
+    metric = [json.loads(line) for line in log if line.startswith("{")]
+    assert [(m["attempt"], m["cause"], m["stepsLost"]) for m in metric] == [(1, "preemption-like", 1), (2, "succeeded", 0)]
+    saved = ledger.load(stack, spec.submission_id)
+    assert [(a.attempt, a.cause, a.resume_step, a.steps_lost, a.cleaned) for a in saved.attempts] == [
+        (1, "preemption-like", 0, 1, []), (2, "succeeded", 1, 0, ["tmp_step_2"]),
+    ]
+    assert all(a.node_hours(0) > 0 for a in saved.attempts) and saved.spend(0) > 0

@@ -1,0 +1,197 @@
+"""The run ledger: what each attempt of a run did and cost, kept where it outlives the watcher and the head.
+
+One JSON file per stack next to the watcher's state file, on Lustre (`<ray.mountPath>/.nemo-rl-gke/
+watcher/<stack>.ledger.json`, the watcher pod's `/state`): a Ray head restarted without GCS fault
+tolerance forgets its jobs and a restarted watcher forgets what it saw; Lustre keeps both this file and
+the checkpoints for as long as the stack lives. Written by rename, so a reader never sees half a file.
+
+Per attempt: start and end (epoch seconds, the Ray job's own times), cause (how it ended: `running`,
+`succeeded`, `stopped`, `budget`, or the classifier's `preemption-like` / `capacity-wait` /
+`application`), the GPU nodes it held, node-hours = nodes x hours, the step it resumed from and the
+steps it ran and lost (`workloads.checkpoints`), the partial saves removed before it, and spend =
+node-hours x the plan's price of a node-hour of the pool's provisioning (spot, on-demand, ...), a
+plain number the plan hands the watcher (`run.json` of its ConfigMap). GPU node-hours only: the CPU
+pool, Lustre and the cluster fee run whether or not an attempt does (the offline plan prices them).
+
+Budget (`job.budgetUsd`): at 80 % of it the watcher warns once; at 100 % it stops the run after its
+next complete checkpoint, or at once when none comes within one save period (`save_period` x the
+plan's step time), and says so in its log, here and in `status`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+WARN_FRACTION = 0.8
+
+
+@dataclass
+class Attempt:
+    attempt: int
+    submission_id: str
+    start: float
+    nodes: int
+    resume_step: int = 0
+    end: Optional[float] = None
+    cause: str = "running"
+    last_step: Optional[int] = None
+    """The step the attempt was in when it ended (from its log); None: not known."""
+    saved_step: Optional[int] = None
+    """The newest complete checkpoint when it ended."""
+    steps_lost: Optional[int] = None
+    cleaned: list[str] = field(default_factory=list)
+    note: str = ""
+
+    def node_hours(self, now: float) -> float:
+        return self.nodes * max((self.end if self.end is not None else now) - self.start, 0.0) / 3600
+
+    @property
+    def steps_done(self) -> Optional[int]:
+        """Steps it ran (the one it was in included)."""
+        return None if self.last_step is None else max(self.last_step - self.resume_step, 0)
+
+
+@dataclass
+class Ledger:
+    stack: str
+    submission_id: str
+    node_hour_usd: Optional[float] = None
+    budget_usd: Optional[float] = None
+    attempts: list[Attempt] = field(default_factory=list)
+    events: list[str] = field(default_factory=list)
+    budget_warned: bool = False
+    stop_requested_at: Optional[float] = None
+    stop_requested_step: Optional[int] = None
+
+    def find(self, submission_id: str) -> Optional[Attempt]:
+        return next((a for a in self.attempts if a.submission_id == submission_id), None)
+
+    def spend(self, now: float) -> Optional[float]:
+        if self.node_hour_usd is None:
+            return None
+        return sum(a.node_hours(now) for a in self.attempts) * self.node_hour_usd
+
+    def attempt_spend(self, a: Attempt, now: float) -> Optional[float]:
+        return None if self.node_hour_usd is None else a.node_hours(now) * self.node_hour_usd
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Ledger":
+        names = {f.name for f in dataclasses.fields(cls)}
+        attempt_names = {f.name for f in dataclasses.fields(Attempt)}
+        kept = {k: v for k, v in data.items() if k in names and k != "attempts"}
+        ledger = cls(**kept)
+        ledger.attempts = [Attempt(**{k: v for k, v in a.items() if k in attempt_names}) for a in data.get("attempts", [])]
+        return ledger
+
+
+class LedgerFile:
+    """The ledger on disk; a failed read is an empty ledger, a failed write is ignored (kept in memory)."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+
+    def load(self, stack: str, submission_id: str) -> Ledger:
+        """The ledger of the run `submission_id` (a new spec starts a new ledger)."""
+        try:
+            ledger = Ledger.from_dict(json.loads(self.path.read_text()))
+        except (OSError, ValueError, TypeError):
+            return Ledger(stack, submission_id)
+        return ledger if ledger.submission_id == submission_id else Ledger(stack, submission_id)
+
+    def save(self, ledger: Ledger) -> None:
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        with contextlib.suppress(OSError):
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(json.dumps(ledger.to_dict(), indent=1, sort_keys=True) + "\n")
+            os.replace(tmp, self.path)
+
+
+def ledger_path(state_file: str | Path) -> Path:
+    """The ledger beside the watcher's state file (`<stack>.json` -> `<stack>.ledger.json`)."""
+    state = Path(state_file)
+    return state.with_name(f"{state.stem}.ledger.json")
+
+
+def _money(value: Optional[float]) -> str:
+    return "-" if value is None else f"${value:,.2f}"
+
+
+def _opt(value: Any) -> str:
+    return "-" if value is None else str(value)
+
+
+def _when(epoch: Optional[float]) -> str:
+    import time
+
+    return "-" if epoch is None else time.strftime("%Y-%m-%d %H:%M", time.gmtime(epoch))
+
+
+def table(ledger: Ledger, now: float) -> list[str]:
+    """The ledger as a text table (`python -m jobctl status`), with the totals and the budget."""
+    head = ("attempt", "start (UTC)", "end (UTC)", "cause", "nodes", "node-h", "resumed", "done", "lost", "spend")
+    rows = [
+        (
+            str(a.attempt), _when(a.start), _when(a.end), a.cause, str(a.nodes), f"{a.node_hours(now):.2f}",
+            f"step {a.resume_step}", _opt(a.steps_done), _opt(a.steps_lost), _money(ledger.attempt_spend(a, now)),
+        )
+        for a in ledger.attempts
+    ]
+    widths = [max(len(r[i]) for r in (head, *rows)) for i in range(len(head))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in (head, *rows)]
+    total = ledger.spend(now)
+    lost = sum(a.steps_lost or 0 for a in ledger.attempts)
+    hours = sum(a.node_hours(now) for a in ledger.attempts)
+    summary = f"{len(ledger.attempts)} attempt(s), {hours:.2f} node-hours, {lost} step(s) lost, spend {_money(total)}"
+    if ledger.budget_usd is not None:
+        summary += f" of the budget {_money(ledger.budget_usd)}"
+        if total is not None and ledger.budget_usd > 0:
+            summary += f" ({100 * total / ledger.budget_usd:.0f} %)"
+    lines.append(summary)
+    lines += [f"  {e}" for e in ledger.events]
+    return lines
+
+
+META_PROBE = "nemo-rl-gke/probe"
+"""Ray job metadata of a read-only helper job (neither a training attempt nor a gate run)."""
+_BEGIN, _END = "NEMO_RL_GKE_LEDGER_BEGIN", "NEMO_RL_GKE_LEDGER_END"
+
+
+def read_on_head(client: Any, path: str, *, stack: str, timeout: float = 120.0) -> Optional[Ledger]:
+    """The ledger at `path` on the Ray head's Lustre mount, read by a tiny Ray job (the driver runs on the
+    head, which mounts Lustre; nothing else of the cluster is reachable from the user's machine but the
+    Job API). None when there is no ledger there yet. Raises `submit.JobError`s."""
+    import shlex
+    import time as _time
+
+    from workloads import submit
+
+    job_id = f"{stack}-ledger-{_time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+    quoted = shlex.quote(path)
+    submit._guard(
+        client.get_address(),
+        lambda: client.submit_job(
+            entrypoint=f"echo {_BEGIN}; cat {quoted} 2>/dev/null; echo; echo {_END}",
+            submission_id=job_id,
+            metadata={META_PROBE: stack},
+        ),
+    )
+    submit.wait(client, job_id, timeout=timeout, poll_interval=0.5)
+    text = "".join(submit.logs(client, job_id))
+    with contextlib.suppress(submit.JobError):
+        client.delete_job(job_id)
+    body = text.split(_BEGIN, 1)[-1].split(_END, 1)[0].strip()
+    if not body:
+        return None
+    try:
+        return Ledger.from_dict(json.loads(body))
+    except (ValueError, TypeError):
+        return None

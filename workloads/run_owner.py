@@ -1,0 +1,317 @@
+"""The one owner of a run's life: the acceptance gate, then the training attempt, for every attempt.
+
+Three parties can start training on a stack: the post-deploy hook (`workloads/hook.py`), a user's
+`python -m jobctl submit`, and the preemption watcher (`workloads/preemption.py`). They used to
+decide alone and race: the watcher could not see the gate's Ray job (it carries only
+`nemo-rl-gke/gate` metadata), so with `resubmit_missing` it submitted attempt 1 beside a running
+gate, which then failed for the wrong reason or let training start before the verdict; and an
+attempt resubmitted after a preemption landed on replacement nodes nothing had checked.
+
+All three now go through `clear_attempt` before they submit an attempt, and share their state
+through the cluster's own Ray job table, which outlives any one of them:
+
+- a gate run is a Ray job with metadata `nemo-rl-gke/gate: <stack>`, `nemo-rl-gke/gate-for: <the
+  submission id of the training attempt it clears>` and `nemo-rl-gke/gate-nodes: <the Ray node ids
+  of the workers alive when it started>`; its verdict is the report its driver prints
+  (`acceptance_gate.parse_result`).
+
+Rules:
+1. While any gate run of the stack is pending or running, nobody submits training: the gate holds
+   every GPU, and a job started beside it takes them (and makes the gate fail for the wrong reason).
+   This holds whatever the policy, `off` included (a gate run by hand is running).
+2. Under `enforce` and `warn`, attempt N (the first, and each one after a preemption) is submitted
+   only after a gate run FOR attempt N has ended on the nodes alive now; under `enforce` only if it
+   passed. A gate run on other nodes than those alive now (a node was replaced since) does not count.
+3. A failed gate under `enforce` holds that attempt: the watcher reports it (the gate names the failing
+   nodes) and starts a new gate only once the set of worker nodes changes (the bad node replaced or
+   removed), so no training lands on a node that failed. A user's `submit` (and `pulumi up`) gates
+   again at once: they may have fixed what failed.
+4. Gate ids are deterministic (`<attempt id>-gate-<k>`, k counting the runs for that attempt): two
+   parties starting the same gate start one; the second adopts it, as with the attempts' own ids.
+
+Imports: `workloads.acceptance_gate` and `workloads.submit` (Ray's job SDK, no Pulumi): the watcher's
+pod ships this module.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
+
+from workloads.acceptance_gate import META_GATE, POLICIES, GateFailed, GatePlan, GateReport, estimated_seconds
+from workloads.job_spec import META_SPEC_HASH, JobSpec
+
+META_GATE_FOR = "nemo-rl-gke/gate-for"
+"""Ray job metadata of a gate run: the submission id of the training attempt it clears."""
+META_GATE_NODES = "nemo-rl-gke/gate-nodes"
+"""Ray job metadata of a gate run: the (sorted, comma-joined) Ray node ids of the workers alive when it started."""
+ACTIVE = ("PENDING", "RUNNING")
+
+
+def _status(job: Any) -> str:
+    value = getattr(job, "status", "")
+    return str(getattr(value, "value", value))
+
+
+@dataclass(frozen=True)
+class GateSetup:
+    """The stack's gate: its policy (`job.gate`) and plan (`infra.gate_plan.gate_plan_for_stack`)."""
+
+    policy: str = "off"
+    plan: Optional[GatePlan] = None
+
+    def __post_init__(self) -> None:
+        if self.policy not in POLICIES:
+            raise ValueError(f"gate policy {self.policy!r}; allowed: {', '.join(POLICIES)}")
+
+    @property
+    def on(self) -> bool:
+        return self.policy != "off" and self.plan is not None
+
+
+def gate_runs(jobs: Iterable[Any], stack: str) -> list[Any]:
+    """The stack's gate runs among `jobs` (Ray's job list), oldest first."""
+    runs = [j for j in jobs if (getattr(j, "metadata", None) or {}).get(META_GATE) == stack and getattr(j, "submission_id", None)]
+    return sorted(runs, key=lambda j: (j.start_time or 0, j.submission_id))
+
+
+def running_gate(jobs: Iterable[Any], stack: str) -> Optional[Any]:
+    """A gate run of the stack that is pending or running, or None."""
+    return next((j for j in gate_runs(jobs, stack) if _status(j) in ACTIVE), None)
+
+
+def worker_node_ids(rows: Iterable[Mapping[str, Any]], resource: str = "GPU") -> tuple[str, ...]:
+    """The Ray node ids of the ALIVE nodes that have `resource` (the gate plan's `worker_resource`), sorted:
+    the node set a gate verdict belongs to. `rows` are Ray's node table (`submit.ray_nodes`)."""
+    found = [
+        str(r.get("node_id", ""))
+        for r in rows
+        if str(r.get("state", "")).upper() == "ALIVE" and float((r.get("resources_total") or {}).get(resource, 0) or 0) > 0
+    ]
+    return tuple(sorted(found))
+
+
+def _nodes_of(run: Any) -> tuple[str, ...]:
+    text = (run.metadata or {}).get(META_GATE_NODES, "")
+    return tuple(sorted(n for n in text.split(",") if n))
+
+
+def gate_job_id(attempt_submission_id: str, k: int) -> str:
+    return f"{attempt_submission_id}-gate-{k}"
+
+
+class Clearance(str, Enum):
+    CLEARED = "cleared"
+    """Submit the attempt now."""
+    WAIT = "wait"
+    """A gate runs (ours or someone's): look again later."""
+    HELD = "held"
+    """The gate for this attempt failed under enforce, on the nodes alive now."""
+
+
+@dataclass(frozen=True)
+class GateOutcome:
+    clearance: Clearance
+    reason: str
+    report: Optional[GateReport] = None
+    gate_id: Optional[str] = None
+    started: bool = False
+    """This call started the gate run `gate_id`."""
+
+
+def clear_attempt(
+    client: Any,
+    stack: str,
+    attempt_submission_id: str,
+    gate: GateSetup,
+    *,
+    jobs: Optional[Sequence[Any]] = None,
+    node_rows: Optional[Sequence[Mapping[str, Any]]] = None,
+    retry_failed: Callable[[Any], bool] = lambda _run: False,
+    on_line: Callable[[str], None] = lambda _l: None,
+) -> GateOutcome:
+    """May attempt `attempt_submission_id` of the stack be submitted now (the module docstring's rules)?
+
+    Starts the gate run when one is due (and returns WAIT: the caller looks again). `jobs` is Ray's job
+    list and `node_rows` its node table when the caller has them already. `retry_failed(run)` says
+    whether a failed gate run under enforce is to be run again although the nodes did not change (a
+    user's submission: a run from before it). Raises `submit.JobError`s of the Job API.
+    """
+    from workloads import submit
+
+    if jobs is None:
+        jobs = submit._guard(client.get_address(), client.list_jobs)
+    busy = running_gate(jobs, stack)
+    if busy is not None:
+        return GateOutcome(
+            Clearance.WAIT,
+            f"acceptance gate {busy.submission_id} is {_status(busy).lower()}; nothing is submitted while a gate runs",
+            gate_id=busy.submission_id,
+        )
+    if not gate.on:
+        return GateOutcome(Clearance.CLEARED, "no gate (job.gate off)")
+    plan = gate.plan
+    assert plan is not None
+    if node_rows is None:
+        node_rows = submit.ray_nodes(client)
+    nodes = worker_node_ids(node_rows, plan.worker_resource)
+    mine = [r for r in gate_runs(jobs, stack) if (r.metadata or {}).get(META_GATE_FOR) == attempt_submission_id]
+    current = [r for r in mine if _nodes_of(r) == nodes]
+    if current:
+        run = current[-1]
+        report = _report(client, plan, run)
+        if report.ok or gate.policy == "warn":
+            verdict = "passed" if report.ok else "FAILED (job.gate warn: submitted anyway)"
+            return GateOutcome(Clearance.CLEARED, f"acceptance gate {run.submission_id} {verdict}", report, run.submission_id)
+        if not retry_failed(run):
+            return GateOutcome(
+                Clearance.HELD,
+                f"{report.summary()} (gate {run.submission_id} on {len(nodes)} worker node(s)); attempt "
+                f"{attempt_submission_id} is not submitted (job.gate enforce); the gate runs again once the worker nodes change",
+                report,
+                run.submission_id,
+            )
+    job_id = gate_job_id(attempt_submission_id, len(mine) + 1)
+    why = "the worker nodes changed since its last gate" if mine and not current else "before it is submitted"
+    on_line(
+        f"acceptance gate for {attempt_submission_id} ({why}): {plan.node_count} node(s) x {plan.gpus_per_node} GPUs, "
+        f"~{estimated_seconds(plan) / 60:.1f} min expected (job {job_id})"
+    )
+    from workloads.acceptance_gate import start_on_cluster
+
+    created = start_on_cluster(
+        client, plan, job_id=job_id, label=stack,
+        metadata={META_GATE_FOR: attempt_submission_id, META_GATE_NODES: ",".join(nodes)},
+    )
+    verb = "started" if created else "already started by another party:"
+    return GateOutcome(Clearance.WAIT, f"acceptance gate {verb} {job_id} for {attempt_submission_id}", gate_id=job_id, started=created)
+
+
+_REPORTS: dict[str, GateReport] = {}
+"""Verdicts of ended gate runs, by job id: an ended run's log never changes, so it is read once."""
+
+
+def _report(client: Any, plan: GatePlan, run: Any) -> GateReport:
+    from workloads.acceptance_gate import result_on_cluster
+
+    key = f"{client.get_address()}|{run.submission_id}"
+    if key not in _REPORTS:
+        _REPORTS[key] = result_on_cluster(client, plan, run.submission_id, _status(run))
+    return _REPORTS[key]
+
+
+GATE_POLL_SECONDS = 2.0
+"""How often `submit_gated` looks at a gate it waits for (a gate runs for minutes; tests shorten it)."""
+
+
+def submit_gated(
+    client: Any,
+    spec: JobSpec,
+    gate: GateSetup,
+    *,
+    on_line: Callable[[str], None] = lambda _l: None,
+    poll_interval: Optional[float] = None,
+    timeout: Optional[float] = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> tuple[Any, Optional[GateReport]]:
+    """`submit.submit` as the run's owner does it: the hook's and the CLI's way to start a run.
+
+    Other specs' unfinished jobs of the stack are stopped; the same spec already pending, running or
+    succeeded is returned as is (no gate: it would wait for the job's own GPUs). Otherwise the next
+    attempt is cleared by `clear_attempt` (waiting for a gate anyone runs; starting one when due; a
+    failed gate from before this call is run again) and submitted. Returns the `SubmitResult` and the
+    gate's report (None when no gate ran for it). A gate that had failed before this call is run again
+    (the user may have fixed its cause); one running at the call is waited for and is the verdict. Raises `acceptance_gate.GateFailed` under enforce
+    before anything is submitted, `submit.WaitTimeout` when no verdict came within `timeout`
+    (default: two gate runs' bound).
+    """
+    from workloads import submit
+
+    stopped = submit.stop_other_specs(client, spec)
+    same = [j for j in submit.list_jobs(client, spec.stack) if (j.metadata or {}).get(META_SPEC_HASH) == spec.spec_hash]
+    attempt = 1
+    if same:
+        newest = max(same, key=submit.attempt_of)
+        if newest.status not in submit.RETRYABLE:
+            return submit.SubmitResult(newest.submission_id, newest.status, created=False, stopped=stopped), None
+        attempt = submit.attempt_of(newest) + 1
+    target = submit.attempt_id(spec.submission_id, attempt)
+    # Runs that had ended before this call are run again when they failed (the user may have fixed the
+    # cause); one still running now is the verdict this call waits for. Ids, not times: the Ray head's
+    # clock and this machine's need not agree.
+    before = {
+        r.submission_id
+        for r in gate_runs(submit._guard(client.get_address(), client.list_jobs), spec.stack)
+        if _status(r) not in ACTIVE
+    }
+    bound = timeout if timeout is not None else 2 * ((gate.plan.timeout_s if gate.plan else 600.0) + 120)
+    deadline = time.monotonic() + bound
+    shown: list[str] = []
+    while True:
+        outcome = clear_attempt(
+            client, spec.stack, target, gate,
+            retry_failed=lambda run: run.submission_id in before,
+            on_line=on_line,
+        )
+        if (not shown or shown[-1] != outcome.reason) and (gate.on or outcome.clearance is Clearance.WAIT):
+            shown.append(outcome.reason)
+            if outcome.clearance is not Clearance.HELD:  # a held gate's line is GateFailed's message
+                on_line(outcome.reason)
+        if outcome.clearance is Clearance.HELD:
+            assert outcome.report is not None
+            raise GateFailed(outcome.report)
+        if outcome.clearance is Clearance.CLEARED:
+            break
+        if time.monotonic() > deadline:
+            raise submit.WaitTimeout(outcome.gate_id or target, submit.JobStatus.RUNNING, bound)
+        sleep(poll_interval if poll_interval is not None else GATE_POLL_SECONDS)
+    job_id, created = submit.submit_attempt(client, spec, attempt)
+    return submit.SubmitResult(job_id, submit.status(client, job_id), created=created, stopped=stopped), outcome.report
+
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """What the run's owner needs besides the `JobSpec`: plain values decided at plan time, shipped to the
+    watcher as `run.json` of its ConfigMap (`infra.run_plan.run_plan_for_stack` builds it)."""
+
+    gate_policy: str = "off"
+    gate_plan: Optional[dict] = None
+    """`GatePlan.to_dict()`; None: no gate."""
+    checkpoint_dir: Optional[str] = None
+    """Where the owner reads the run's checkpoints (in the watcher pod: its mount of them); None: not visible."""
+    node_count: int = 0
+    """GPU nodes an attempt holds (the pool's)."""
+    node_hour_usd: Optional[float] = None
+    """The plan's price of one GPU node-hour at the pool's provisioning; None: spend not known."""
+    budget_usd: Optional[float] = None
+    """`job.budgetUsd`; None: no budget."""
+    save_period: Optional[int] = None
+    """`checkpointing.save_period` of the job (steps)."""
+    step_seconds: Optional[float] = None
+    """The plan's estimate of one training step."""
+
+    @property
+    def gate(self) -> GateSetup:
+        return GateSetup(self.gate_policy, GatePlan.from_dict(self.gate_plan) if self.gate_plan else None)
+
+    @property
+    def save_window_seconds(self) -> Optional[float]:
+        """One save period in seconds: how long a budget stop waits for the next checkpoint."""
+        if not self.save_period or not self.step_seconds:
+            return None
+        return self.save_period * self.step_seconds
+
+    def to_dict(self) -> dict[str, Any]:
+        import dataclasses
+
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "RunPlan":
+        import dataclasses
+
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
