@@ -79,6 +79,15 @@ def any_stack_plan(request) -> plan_mod.Plan:
     return stack_plan(request.param)
 
 
+def pytest_collection_modifyitems(config, items):
+    """Mark every test that needs the local Ray head (the `head` fixture, directly or through `client`)
+    as `ray`: `-m "not ray"` then leaves out the slow part (the mutation run does, docs/testing.md).
+    Marked from the fixtures, so a new Ray test cannot be left unmarked."""
+    for item in items:
+        if "head" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.ray)
+
+
 @pytest.fixture(scope="session")
 def head(request):
     """The session's private local Ray head (see tests/ray_head.py), started on first use."""
