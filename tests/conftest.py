@@ -8,7 +8,7 @@ component directly.
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+import os
 from typing import Any
 
 import pulumi
@@ -68,10 +68,17 @@ def run_plan(stack: str = "dev", secret_keys: list[str] | None = None, **overrid
     return plan_mod.run_program(stack, config, keys + list(secret_keys or []))
 
 
-@lru_cache(maxsize=None)
+_PLANS: dict[tuple[str, str], plan_mod.Plan] = {}
+
+
 def stack_plan(stack: str) -> plan_mod.Plan:
-    """The plan of a stack file as committed; computed once per test session."""
-    return plan_mod.committed_plan(stack)
+    """The plan of a stack file as committed; computed once per test session, and once per mutant under
+    `make mutants`: mutmut forks each mutant's tests from the process that ran the unmutated code, so a
+    plain cache would hand every mutant the unmutated plan (mutmut sets MUTANT_UNDER_TEST per mutant)."""
+    key = (os.environ.get("MUTANT_UNDER_TEST", ""), stack)
+    if key not in _PLANS:
+        _PLANS[key] = plan_mod.committed_plan(stack)
+    return _PLANS[key]
 
 
 @pytest.fixture(params=STACKS)

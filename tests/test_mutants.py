@@ -65,3 +65,16 @@ def test_the_mutation_run_leaves_out_the_tests_on_the_local_ray_head_and_runs_wi
     assert args == ["-p", "no:xdist", "-m", "not", "ray"], cfg
     assert "\n    not ray\n" in cfg  # one argument: mutmut splits the value at newlines only
     assert "pytest_add_cli_args_test_selection = tests/test_preemption.py\n" in cfg
+
+
+def test_only_hands_its_globs_to_mutmut_run(monkeypatch, tmp_path):
+    seen = []
+
+    class Done:
+        returncode, stdout, stderr = 0, "", ""
+
+    monkeypatch.setattr(mutants, "WORK", tmp_path)
+    monkeypatch.setattr(mutants, "prepare", lambda target: target.workdir.mkdir(parents=True))
+    monkeypatch.setattr(mutants.subprocess, "run", lambda argv, **kw: seen.append(argv) or Done())
+    line, _ = mutants.run(mutants.resolve("infra/cluster"), 2, ("infra.cluster.x_*",))
+    assert seen[0][-4:] == ["run", "--max-children", "2", "infra.cluster.x_*"] and "0 mutants" in line

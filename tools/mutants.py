@@ -179,11 +179,11 @@ def summarize(target: Target, codes: dict[str, int], equivalent: dict[str, tuple
     return line, live + untested
 
 
-def run(target: Target, max_children: int) -> tuple[str, list[str]]:
+def run(target: Target, max_children: int, only: tuple[str, ...] = ()) -> tuple[str, list[str]]:
     prepare(target)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "RAY_ADDRESS")}
     started = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(max_children)],
+    proc = subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(max_children), *only],
                           cwd=target.workdir, env=env, capture_output=True, text=True)
     log = target.workdir / "mutmut.log"
     log.write_text(proc.stdout + proc.stderr)
@@ -197,6 +197,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.mutants", description=__doc__.split("\n\n")[0])
     parser.add_argument("modules", nargs="*", help=f"default: {' '.join(DEFAULT_MODULES)}")
     parser.add_argument("--max-children", type=int, default=2, help="mutants tested at once (default 2: two cores)")
+    parser.add_argument("--only", action="append", default=[], metavar="GLOB",
+                        help="only the mutants whose names match (mutmut's globs, e.g. 'infra.cluster.x_provisioning_settings*'); "
+                             "the rate then counts those")
     args = parser.parse_args(argv)
     names = [m for arg in args.modules for m in re.split(r"[,\s]+", arg) if m] or list(DEFAULT_MODULES)
     try:
@@ -207,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     open_total = 0
     for target in targets:
         try:
-            line, open_ = run(target, args.max_children)
+            line, open_ = run(target, args.max_children, tuple(args.only))
         except RuntimeError as err:
             print(f"error: {err}", file=sys.stderr)
             return 1
