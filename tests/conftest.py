@@ -74,8 +74,13 @@ _PLANS: dict[tuple[str, str], plan_mod.Plan] = {}
 def stack_plan(stack: str) -> plan_mod.Plan:
     """The plan of a stack file as committed; computed once per test session, and once per mutant under
     `make mutants`: mutmut forks each mutant's tests from the process that ran the unmutated code, so a
-    plain cache would hand every mutant the unmutated plan (mutmut sets MUTANT_UNDER_TEST per mutant)."""
-    key = (os.environ.get("MUTANT_UNDER_TEST", ""), stack)
+    plain cache would hand every mutant the unmutated plan (mutmut sets MUTANT_UNDER_TEST per mutant).
+    Not cached in mutmut's first pass ("stats"), where it maps each test to the functions the test
+    reaches: a test served from the cache would reach none, and no mutant would run it."""
+    mutant = os.environ.get("MUTANT_UNDER_TEST", "")
+    if mutant == "stats":
+        return plan_mod.committed_plan(stack)
+    key = (mutant, stack)
     if key not in _PLANS:
         _PLANS[key] = plan_mod.committed_plan(stack)
     return _PLANS[key]
