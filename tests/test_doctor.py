@@ -425,6 +425,79 @@ def test_a_spot_quota_is_read_from_cloud_quotas_by_its_preemptible_id(project):
     assert "--dimensions=region=us-east1 " in result.fix
 
 
+def family_entry(dims, value, locations):
+    return cloudquotas_v1.DimensionsInfo(dimensions=dims, details=cloudquotas_v1.QuotaDetails(value=value),
+                                         applicable_locations=locations)
+
+
+def family_quota_of(quota_id, *entries):
+    return cloudquotas_v1.QuotaInfo(quota_id=quota_id, dimensions=["region", "gpu_family"], dimensions_infos=list(entries))
+
+
+PREEMPTIBLE_FAMILY = "PREEMPTIBLE-" + doctor.GPU_FAMILY_QUOTA
+B200 = {"gpu_family": "NVIDIA_B200"}
+
+
+def test_a_gpu_quota_neither_the_region_nor_cloud_quotas_knows_warns_naming_both_ids_asked_and_how_to_look(project):
+    del project.quotas["PREEMPTIBLE_NVIDIA_B200_GPUS"]
+    # A family quota whose only entries are for another region and another family applies to nothing.
+    project.quota_infos[PREEMPTIBLE_FAMILY] = family_quota_of(
+        PREEMPTIBLE_FAMILY, family_entry({"region": "us-central1", **B200}, 64, []),
+        family_entry({"gpu_family": "NVIDIA_H100"}, 64, ["global"]))
+    result = only(project, "gpu-quota")
+    assert (result.status, result.summary) == (doctor.WARN, (
+        "us-east1 lists no PREEMPTIBLE_NVIDIA_B200_GPUS quota and Cloud Quotas has none of "
+        f"PREEMPTIBLE-NVIDIA-B200-GPUS-per-project-region, {PREEMPTIBLE_FAMILY} for gpu_family NVIDIA_B200; "
+        "2 x a4-highgpu-8g need 16")), result
+    assert result.fix == ("gcloud compute regions describe us-east1 --project my-gcp-project "
+                          "--format='table(quotas.metric,quotas.limit,quotas.usage)'")
+
+
+def test_a_spot_pool_reads_the_preemptible_family_quota_once_its_model_id_is_not_found(project):
+    del project.quotas["PREEMPTIBLE_NVIDIA_B200_GPUS"]
+    project.quota_infos[doctor.GPU_FAMILY_QUOTA] = family_quota_of(  # on-demand: not what spot VMs use
+        doctor.GPU_FAMILY_QUOTA, family_entry({"region": "us-east1", **B200}, 0, ["us-east1"]))
+    project.quota_infos[PREEMPTIBLE_FAMILY] = family_quota_of(
+        PREEMPTIBLE_FAMILY, family_entry({"region": "us-east1", **B200}, 16, ["us-east1"]))
+    result = only(project, "gpu-quota")
+    assert (result.status, result.summary) == (doctor.PASS, (
+        f"{PREEMPTIBLE_FAMILY} (region=us-east1, gpu_family=NVIDIA_B200): limit 16; 2 x a4-highgpu-8g need 16 "
+        "(usage not shown here)")), result
+    asked = [(kw["name"].rsplit("/", 1)[-1], kw["timeout"]) for c, m, kw in project.calls if m == "get_quota_info"]
+    assert asked == [("PREEMPTIBLE-NVIDIA-B200-GPUS-per-project-region", 5), (PREEMPTIBLE_FAMILY, 5)]
+
+
+def test_cloud_quotas_that_cannot_be_read_warn_with_the_reason_and_how_to_look(project):
+    del project.quotas["PREEMPTIBLE_NVIDIA_B200_GPUS"]
+    project.errors["get_quota_info"] = gexc.PermissionDenied("caller lacks cloudquotas.quotas.get")
+    result = only(project, "gpu-quota")
+    assert (result.status, result.summary) == (doctor.WARN, (
+        "us-east1 lists no PREEMPTIBLE_NVIDIA_B200_GPUS quota, and Cloud Quotas could not be read "
+        "(caller lacks cloudquotas.quotas.get); 2 x a4-highgpu-8g need 16")), result
+    assert result.fix.startswith("gcloud compute regions describe us-east1 --project my-gcp-project ")
+
+
+@pytest.mark.parametrize("order", ["regional first", "family-wide first"])
+def test_the_regional_entry_of_a_family_quota_wins_over_its_family_wide_default_in_any_order(project, order):
+    del project.quotas["PREEMPTIBLE_NVIDIA_B200_GPUS"]
+    regional = family_entry({"region": "us-east1", **B200}, 0, ["us-east1"])
+    default = family_entry(dict(B200), 64, ["global"])
+    entries = [regional, default] if order == "regional first" else [default, regional]
+    project.quota_infos[PREEMPTIBLE_FAMILY] = family_quota_of(
+        PREEMPTIBLE_FAMILY, family_entry({"region": "us-central1", **B200}, 64, ["us-central1"]), *entries)
+    result = only(project, "gpu-quota")
+    assert result.status == doctor.FAIL and "limit 0;" in result.summary, result
+
+
+def test_a_family_wide_default_that_applies_globally_is_the_limit_when_no_regional_entry_exists(project):
+    del project.quotas["PREEMPTIBLE_NVIDIA_B200_GPUS"]
+    project.quota_infos[PREEMPTIBLE_FAMILY] = family_quota_of(
+        PREEMPTIBLE_FAMILY, family_entry({"region": "europe-west1", **B200}, 0, []),  # another region, no locations
+        family_entry(dict(B200), 8, ["global"]))
+    result = only(project, "gpu-quota")
+    assert result.status == doctor.FAIL and "limit 8;" in result.summary, result
+
+
 # ----------------------------------------------------------------------------- project-wide quotas
 
 
