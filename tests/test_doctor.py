@@ -498,6 +498,36 @@ def test_a_family_wide_default_that_applies_globally_is_the_limit_when_no_region
     assert result.status == doctor.FAIL and "limit 8;" in result.summary, result
 
 
+def test_the_regional_gpu_quota_is_read_from_the_stacks_region_and_a_shortfall_is_requested_there(project):
+    project.quotas["PREEMPTIBLE_NVIDIA_B200_GPUS"] = (64.0, 50.0)
+    result = only(project, "gpu-quota")
+    assert (result.status, result.summary) == (
+        doctor.FAIL, "PREEMPTIBLE_NVIDIA_B200_GPUS in us-east1: 14 free of 64; 2 x a4-highgpu-8g need 16"), result
+    assert "--quota-id=PREEMPTIBLE-NVIDIA-B200-GPUS-per-project-region --preferred-value=66 --dimensions=region=us-east1 " in result.fix
+    asked = [kw for c, m, kw in project.calls if (c, m) == ("regions", "get")]
+    assert asked == [{"project": "my-gcp-project", "region": "us-east1", "timeout": 5}]
+    project.quotas["PREEMPTIBLE_NVIDIA_B200_GPUS"] = (64.0, 48.0)
+    result = only(project, "gpu-quota")
+    assert (result.status, result.summary) == (
+        doctor.PASS, "PREEMPTIBLE_NVIDIA_B200_GPUS in us-east1: 16 free of 64; 2 x a4-highgpu-8g need 16"), result
+
+
+def test_the_minimum_gke_version_is_the_highest_floor_and_names_what_sets_it():
+    assert doctor.minimum_gke_version(config()) == ("1.33.2-gke.4655000", "Lustre on port 988")
+    assert doctor.minimum_gke_version(config(lustre={"legacyPort": True})) == (
+        "1.33.2-gke.1111000", "the Managed Lustre CSI driver")
+
+
+def test_the_minimum_gke_version_compares_versions_as_numbers_not_as_text(monkeypatch):
+    import dataclasses
+
+    from infra import flavours
+
+    # 1.33.10 is above 1.33.2 though "1.33.10" < "1.33.2" as text.
+    monkeypatch.setitem(flavours.FLAVOURS, "b200", dataclasses.replace(flavours.FLAVOURS["b200"], min_gke_version="1.33.10-gke.100"))
+    assert doctor.minimum_gke_version(config()) == ("1.33.10-gke.100", "flavour b200")
+
+
 # ----------------------------------------------------------------------------- project-wide quotas
 
 
@@ -542,7 +572,8 @@ def test_a_reservation_needs_no_gpu_quota(project):
     project.quotas.clear()
     project.reservations["r"] = reservation(count=2)
     cfg = config(gpuPool={"nodeCount": 2, "provisioning": "reservation", "reservationName": "r"})
-    assert only(project, "gpu-quota", cfg).status == doctor.PASS
+    result = only(project, "gpu-quota", cfg)
+    assert (result.status, result.summary) == (doctor.PASS, "a reservation brings its own quota (see the reservation check)")
 
 
 # ----------------------------------------------------------------------------- reservation
