@@ -562,6 +562,27 @@ def test_a_reserved_gpu_pool_takes_no_project_wide_gpus(project):
     assert global_results(project, cfg)["GPUS_ALL_REGIONS"].status == doctor.PASS
 
 
+def test_project_wide_needs_count_what_each_cluster_takes_and_say_what_was_counted():
+    assert doctor.global_quota_needs(config()) == (16, 2 * 224 + (1 + 1) * 16, "2 x a4-highgpu-8g, 1 + 1 surge x n2-highmem-16")
+    reserved = config(gpuPool={"nodeCount": 2, "provisioning": "reservation", "reservationName": "r"})
+    assert doctor.global_quota_needs(reserved) == (0, 32, "the GPU pool's in its reservation, 1 + 1 surge x n2-highmem-16")
+    # Autopilot has no system pool; a machine type whose vCPUs are not known here is said, not guessed.
+    assert doctor.global_quota_needs(config(cluster={"mode": "autopilot"})) == (16, 448, "2 x a4-highgpu-8g")
+    assert doctor.global_quota_needs(config(cluster={"systemPool": {"machineType": "c3-standard-22"}})) == (
+        16, 448, "2 x a4-highgpu-8g, not the system pool (c3-standard-22: vCPUs not known here)")
+
+
+def test_an_unlisted_project_wide_gpu_quota_warns_with_how_to_look_and_the_cpus_are_still_checked(project):
+    del project.global_quotas["GPUS_ALL_REGIONS"]
+    results = run(project)["global-quota"]
+    assert [r.status for r in results] == [doctor.WARN, doctor.PASS], results
+    assert results[0].summary.startswith("the project lists no GPUS_ALL_REGIONS quota; the stack needs 16 (")
+    assert results[0].fix == ("gcloud compute project-info describe --project my-gcp-project "
+                              "--format='table(quotas.metric,quotas.limit,quotas.usage)'")
+    asked = [kw for c, m, kw in project.calls if (c, m) == ("compute_projects", "get")]
+    assert asked == [{"project": "my-gcp-project", "timeout": 5}]
+
+
 def test_a_project_wide_quota_the_project_does_not_list_warns(project):
     del project.global_quotas["CPUS_ALL_REGIONS"]
     (cpus,) = [r for r in run(project)["global-quota"] if "CPUS_ALL_REGIONS" in r.summary]
