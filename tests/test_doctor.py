@@ -620,6 +620,10 @@ def test_a_reservation_with_room_for_the_pool_passes(project):
 def test_a_missing_reservation_fails(project):
     result = only(project, "reservation", config(**RESERVED))
     assert result.status == doctor.FAIL and "no reservation 'r' in us-east1-b" in result.summary
+    assert result.fix == ("gcloud compute reservations list --project my-gcp-project  "
+                          "# then set gpuPool.reservationName and zone to one listed")
+    asked = [kw for c, m, kw in project.calls if (c, m) == ("reservations", "get")]
+    assert asked == [{"project": "my-gcp-project", "zone": "us-east1-b", "reservation": "r", "timeout": 5}]
 
 
 def test_a_reservation_in_another_zone_fails(project):
@@ -630,7 +634,19 @@ def test_a_reservation_in_another_zone_fails(project):
 def test_a_reservation_of_another_machine_type_fails(project):
     project.reservations["r"] = reservation(machine="a3-ultragpu-8g")
     result = only(project, "reservation", config(**RESERVED))
-    assert result.status == doctor.FAIL and "a3-ultragpu-8g" in result.summary
+    assert (result.status, result.summary) == (doctor.FAIL, "r reserves a3-ultragpu-8g, not a4-highgpu-8g (flavour b200)")
+    assert result.fix == "pulumi config set --stack dev --path gpuPool.reservationName <a reservation of a4-highgpu-8g in us-east1-b>"
+
+
+def test_a_reservation_naming_its_machine_type_by_url_is_of_that_machine_type(project):
+    project.reservations["r"] = reservation(machine=f"projects/{PROJECT}/zones/us-east1-b/machineTypes/a4-highgpu-8g")
+    assert only(project, "reservation", config(**RESERVED)).status == doctor.PASS
+
+
+def test_a_reservation_of_neither_a_machine_type_nor_a_template_fails(project):
+    project.reservations["r"] = reservation(machine="")
+    result = only(project, "reservation", config(**RESERVED))
+    assert (result.status, result.summary) == (doctor.FAIL, "r reserves no specific machine type, not a4-highgpu-8g (flavour b200)")
 
 
 def test_a_reservation_without_room_fails_with_the_resize_command(project):
@@ -646,16 +662,21 @@ def test_a_reservation_of_an_instance_template_warns_that_its_machine_type_is_un
         specific_reservation=compute_v1.AllocationSpecificSKUReservation(
             count=2, source_instance_template=f"projects/{PROJECT}/global/instanceTemplates/a4-template"))
     result = only(project, "reservation", config(**RESERVED))
-    assert result.status == doctor.WARN and "a4-template" in result.summary
+    assert (result.status, result.summary) == (doctor.WARN, (
+        "r reserves VMs of instance template a4-template: make sure it is a4-highgpu-8g; 2 reserved, 0 in use, "
+        "the pool needs 2")), result
 
 
 def test_a_reservation_that_is_not_ready_warns(project):
     project.reservations["r"] = reservation(status="CREATING")
-    assert only(project, "reservation", config(**RESERVED)).status == doctor.WARN
+    result = only(project, "reservation", config(**RESERVED))
+    assert (result.status, result.summary) == (
+        doctor.WARN, "r in us-east1-b: 4 of 4 a4-highgpu-8g free; the pool needs 2; status CREATING, not READY")
 
 
 def test_no_reservation_is_asked_for_without_one(project):
-    assert only(project, "reservation").status == doctor.PASS
+    result = only(project, "reservation")
+    assert (result.status, result.summary) == (doctor.PASS, "none used (gpuPool.provisioning: spot)")
     assert not any(c == "reservations" for c, _, _ in project.calls)
 
 
