@@ -492,7 +492,8 @@ def test_the_regional_entry_of_a_family_quota_wins_over_its_family_wide_default_
 def test_a_family_wide_default_that_applies_globally_is_the_limit_when_no_regional_entry_exists(project):
     del project.quotas["PREEMPTIBLE_NVIDIA_B200_GPUS"]
     project.quota_infos[PREEMPTIBLE_FAMILY] = family_quota_of(
-        PREEMPTIBLE_FAMILY, family_entry({"region": "europe-west1", **B200}, 0, []),  # another region, no locations
+        PREEMPTIBLE_FAMILY, family_entry(dict(B200), 64, ["us-central1"]),  # family-wide, for another location
+        family_entry({"region": "europe-west1", **B200}, 0, []),  # another region, no locations
         family_entry(dict(B200), 8, ["global"]))
     result = only(project, "gpu-quota")
     assert result.status == doctor.FAIL and "limit 8;" in result.summary, result
