@@ -467,6 +467,16 @@ def test_a_spot_pool_reads_the_preemptible_family_quota_once_its_model_id_is_not
     assert asked == [("PREEMPTIBLE-NVIDIA-B200-GPUS-per-project-region", 5), (PREEMPTIBLE_FAMILY, 5)]
 
 
+def test_a_model_quota_with_no_entry_for_the_region_falls_through_to_the_family_quota(project):
+    del project.quotas["PREEMPTIBLE_NVIDIA_B200_GPUS"]
+    model = "PREEMPTIBLE-NVIDIA-B200-GPUS-per-project-region"
+    project.quota_infos[model] = family_quota_of(model, family_entry({"region": "us-central1"}, 64, ["us-central1"]))
+    project.quota_infos[PREEMPTIBLE_FAMILY] = family_quota_of(
+        PREEMPTIBLE_FAMILY, family_entry({"region": "us-east1", **B200}, 8, ["us-east1"]))
+    result = only(project, "gpu-quota")
+    assert result.status == doctor.FAIL and result.summary.startswith(f"{PREEMPTIBLE_FAMILY} (") and "limit 8;" in result.summary
+
+
 def test_cloud_quotas_that_cannot_be_read_warn_with_the_reason_and_how_to_look(project):
     del project.quotas["PREEMPTIBLE_NVIDIA_B200_GPUS"]
     project.errors["get_quota_info"] = gexc.PermissionDenied("caller lacks cloudquotas.quotas.get")
@@ -539,7 +549,8 @@ def global_results(project, cfg=None) -> dict[str, doctor.Result]:
 def test_a_project_wide_gpu_quota_of_zero_fails_whatever_the_region_grants(project):
     project.global_quotas["GPUS_ALL_REGIONS"] = (0.0, 0.0)  # the region grants 64 (FakeProject.quotas)
     result = global_results(project)["GPUS_ALL_REGIONS"]
-    assert result.status == doctor.FAIL and "needs 16" in result.summary and "overrides every regional grant" in result.summary
+    assert result.status == doctor.FAIL and "needs 16" in result.summary
+    assert result.summary.endswith("); a project-wide 0 overrides every regional grant"), result.summary
     assert result.fix.startswith("gcloud beta quotas preferences create --service=compute.googleapis.com "
                                  "--quota-id=GPUS-ALL-REGIONS-per-project --preferred-value=16 --project=my-gcp-project")
     assert only(project, "gpu-quota").status == doctor.PASS  # the regional check alone would have passed
