@@ -8,7 +8,7 @@ component directly.
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+import os
 from typing import Any
 
 import pulumi
@@ -68,15 +68,36 @@ def run_plan(stack: str = "dev", secret_keys: list[str] | None = None, **overrid
     return plan_mod.run_program(stack, config, keys + list(secret_keys or []))
 
 
-@lru_cache(maxsize=None)
+_PLANS: dict[tuple[str, str], plan_mod.Plan] = {}
+
+
 def stack_plan(stack: str) -> plan_mod.Plan:
-    """The plan of a stack file as committed; computed once per test session."""
-    return plan_mod.committed_plan(stack)
+    """The plan of a stack file as committed; computed once per test session, and once per mutant under
+    `make mutants`: mutmut forks each mutant's tests from the process that ran the unmutated code, so a
+    plain cache would hand every mutant the unmutated plan (mutmut sets MUTANT_UNDER_TEST per mutant).
+    Not cached in mutmut's first pass ("stats"), where it maps each test to the functions the test
+    reaches: a test served from the cache would reach none, and no mutant would run it."""
+    mutant = os.environ.get("MUTANT_UNDER_TEST", "")
+    if mutant == "stats":
+        return plan_mod.committed_plan(stack)
+    key = (mutant, stack)
+    if key not in _PLANS:
+        _PLANS[key] = plan_mod.committed_plan(stack)
+    return _PLANS[key]
 
 
 @pytest.fixture(params=STACKS)
 def any_stack_plan(request) -> plan_mod.Plan:
     return stack_plan(request.param)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark every test that needs the local Ray head (the `head` fixture, directly or through `client`)
+    as `ray`: `-m "not ray"` then leaves out the slow part (the mutation run does, docs/testing.md).
+    Marked from the fixtures, so a new Ray test cannot be left unmarked."""
+    for item in items:
+        if "head" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.ray)
 
 
 @pytest.fixture(scope="session")

@@ -146,6 +146,14 @@ def test_gpu_pool_runs_the_flavour_machines_on_spot_with_the_gpu_taint(stack):
 
 
 @pytest.mark.parametrize("stack", STACKS)
+def test_gke_repairs_and_upgrades_the_nodes_of_both_pools_of_the_committed_stacks(stack):
+    # Only queued provisioning (flex-start) turns repair off: a repaired node would leave its request.
+    plan = stack_plan(stack)
+    for pool in (gpu_pool(plan), system_pool(plan)):
+        assert pool.inputs["management"] == {"autoRepair": True, "autoUpgrade": True}, pool.name
+
+
+@pytest.mark.parametrize("stack", STACKS)
 def test_compact_placement_is_not_requested_by_the_committed_stacks(stack):
     pool = gpu_pool(stack_plan(stack))
     assert "placementPolicy" not in pool.inputs, pool.name
@@ -199,6 +207,7 @@ def test_reservation_provisioning_consumes_exactly_the_named_reservation():
         "values": ["my-a4-block"],
     }, pool.name
     assert "spot" not in node and pool.inputs["nodeCount"] == 1, pool.name
+    assert pool.inputs["management"] == {"autoRepair": True, "autoUpgrade": True}, pool.name
 
 
 def test_flex_start_provisioning_queues_for_all_nodes_from_an_empty_autoscaled_pool():
@@ -220,6 +229,7 @@ def test_on_demand_provisioning_sets_neither_spot_nor_a_reservation():
     node = pool.inputs["nodeConfig"]
     assert not {"spot", "flexStart", "reservationAffinity"} & set(node), pool.name
     assert "queuedProvisioning" not in pool.inputs and pool.inputs["nodeCount"] == 1, pool.name
+    assert pool.inputs["management"] == {"autoRepair": True, "autoUpgrade": True}, pool.name
 
 
 @pytest.mark.parametrize("stack", STACKS)

@@ -115,3 +115,41 @@ def test_on_autopilot_the_gate_checks_no_nccl_release_the_matrix_does_not_record
     # The Autopilot installer copies gIB's own NCCL build, whose release the row marks unverified.
     _, plan = plan_of("autopilot")
     assert plan.expect_nccl is None and plan.expect_gib == "v1.1.1"
+
+
+def test_the_b200_floor_source_names_the_a3_ultra_figure_and_then_the_estimate():
+    _, plan = plan_of("b200")
+    assert plan.busbw_source.startswith("0.5 x 324.13 GB/s: the A3 Ultra figure of Google Cluster Toolkit"), plan.busbw_source
+    assert plan.busbw_source.endswith(
+        "(ESTIMATE: no published A4 number was found (Cluster Toolkit, container-engine-accelerators and gpu-recipes "
+        "show only placeholders); A4 has the same 8 RDMA NICs per node as A3 Ultra "
+        "(https://cloud.google.com/compute/docs/accelerator-optimized-machines), so the A3 Ultra figure is used)"
+    ), plan.busbw_source
+
+
+def test_a_published_estimate_is_read_as_a_number_and_one_line_of_text():
+    assert published_value({"value": "1.5", "estimate": "two\n  words"}) == (1.5, "two words")
+    assert published_value("324.13") == (324.13, None)
+
+
+def test_the_committed_stacks_run_the_gate_with_the_numbers_of_the_thresholds_file():
+    _, plan = plan_of("h200")
+    # data/acceptance_gate.yaml: 900 s in all, 4 streams per node, 5 + 20 iterations of 1 GiB.
+    assert (plan.timeout_s, plan.storage_streams, plan.warmup_iters, plan.iters) == (900.0, 4, 5, 20)
+
+
+def test_every_number_of_the_gate_comes_from_the_thresholds_it_is_given():
+    import copy
+
+    data = copy.deepcopy(dict(load_thresholds()))
+    data["timeout_seconds"] = 1234
+    data["fabric"] = {**data["fabric"], "collective": "all_reduce", "message_bytes": 1 << 28, "warmup_iters": 2, "iters": 7}
+    data["storage"] = {**data["storage"], "streams_per_node": 3, "target_seconds": 1000, "max_bytes_per_node": 1 << 50,
+                       "source": "tier table\n   of   Lustre"}
+    cfg, _ = plan_of("h200")
+    plan = gate_plan_for_stack(cfg, gpu_pool_facts(StackContext.from_config("h200", cfg), cfg), data)
+    assert (plan.timeout_s, plan.collective, plan.message_bytes, plan.warmup_iters, plan.iters, plan.storage_streams) == (
+        1234.0, "all_reduce", 1 << 28, 2, 7, 3)
+    assert plan.storage_source == "0.5 x 18000 GiB x 500 MB/s/TiB: tier table of Lustre"
+    # 1000 s at 8789.0625 MB/s (18000 GiB x 500 MB/s/TiB, MB = 10^6 bytes) over 2 nodes, in whole MiB.
+    assert plan.storage_bytes_per_node == 4394531250000 // (1 << 20) * (1 << 20)

@@ -52,3 +52,29 @@ def test_the_rate_excludes_equivalents_only_while_their_line_is_the_one_judged()
     assert line == ("infra/naming: 50.0% killed (2 of 4; 5 mutants, 1 equivalent, 1 survived, "
                     "1 not reached by tests/test_naming.py)")
     assert open_ == ["m__mutmut_3", "m__mutmut_4"]
+
+
+def test_a_helper_without_tests_of_its_own_is_mutated_against_the_tests_that_assert_its_output():
+    assert mutants.resolve("infra/placement").tests == "tests/test_cluster.py"
+    assert mutants.resolve("infra/gke_common").tests == "tests/test_cluster.py"
+
+
+def test_the_mutation_run_leaves_out_the_tests_on_the_local_ray_head_and_runs_without_xdist():
+    cfg = mutants.setup_cfg(mutants.resolve("workloads/preemption"), ["infra", "tests", "workloads"])
+    args = cfg.split("pytest_add_cli_args =", 1)[1].split()
+    assert args == ["-p", "no:xdist", "-m", "not", "ray"], cfg
+    assert "\n    not ray\n" in cfg  # one argument: mutmut splits the value at newlines only
+    assert "pytest_add_cli_args_test_selection = tests/test_preemption.py\n" in cfg
+
+
+def test_only_hands_its_globs_to_mutmut_run(monkeypatch, tmp_path):
+    seen = []
+
+    class Done:
+        returncode, stdout, stderr = 0, "", ""
+
+    monkeypatch.setattr(mutants, "WORK", tmp_path)
+    monkeypatch.setattr(mutants, "prepare", lambda target: target.workdir.mkdir(parents=True))
+    monkeypatch.setattr(mutants.subprocess, "run", lambda argv, **kw: seen.append(argv) or Done())
+    line, _ = mutants.run(mutants.resolve("infra/cluster"), 2, ("infra.cluster.x_*",))
+    assert seen[0][-4:] == ["run", "--max-children", "2", "infra.cluster.x_*"] and "0 mutants" in line
