@@ -136,6 +136,10 @@ class Reservations(_Fake):
             raise gexc.NotFound("no such reservation")
         return found
 
+    def list(self, request=None, *, project=None, zone=None, timeout=None):
+        self.p.record("reservations", "list", project=project, zone=zone, timeout=timeout)
+        return iter(r for r in self.p.reservations.values() if r.zone.endswith(zone))
+
 
 class Networks(_Fake):
     def get(self, request=None, *, project=None, network=None, timeout=None):
