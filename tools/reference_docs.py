@@ -17,6 +17,7 @@ import enum
 import json
 import re
 import sys
+import types
 import typing
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ from infra.config import PROJECT, SECRET_KEYS, StackConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
-STACKS = ("dev", "b200", "h200", "autopilot")
+STACKS = ("dev", "b200", "h200", "autopilot", "b200-ladder")
 
 
 def _type_name(ann: Any) -> str:
@@ -74,6 +75,9 @@ def _rows(model: type[BaseModel], prefix: str) -> list[str]:
         key = f"{prefix}{field.alias or name}"
         ann = field.annotation
         inner = typing.get_args(ann)[0] if typing.get_origin(ann) is tuple else ann
+        optional = [a for a in typing.get_args(ann) if a is not type(None)]
+        if typing.get_origin(ann) in (typing.Union, types.UnionType) and len(optional) == 1:
+            inner = ann = optional[0]  # Optional[Section]: its keys, as for a section that is always there
         desc = (field.description or "").replace("|", "\\|").replace("\n", " ")
         rows.append(f"| `{key}` | {_type_name(ann)} | {_default(field)} | {desc} |")
         if isinstance(inner, type) and issubclass(inner, BaseModel):
