@@ -121,9 +121,11 @@ def provisioning_settings(pool_cfg: GpuPoolConfig, rung: Optional[Rung] = None) 
       https://cloud.google.com/kubernetes-engine/docs/concepts/dws: a flex-start pool of a Standard
       cluster is scaled up by the cluster autoscaler for pending pods, each node for at most seven
       days; GKE 1.32.2-gke.1652000 or later). So the Ray workers' own pending pods bring the nodes and
-      the job runs as on any pool; no ProvisioningRequest is needed. The pool as the GKE guide's
-      example creates one: `--flex-start --enable-autoscaling --num-nodes=0 --total-min-nodes=0
-      --total-max-nodes N --location-policy=ANY --reservation-affinity=none --no-enable-autorepair`.
+      the job runs as on any pool; no ProvisioningRequest is needed. The pool's flags are those the
+      queued-provisioning guide used here before, less `--enable-queued-provisioning`: `--flex-start
+      --enable-autoscaling --num-nodes=0 --total-min-nodes=0 --total-max-nodes N --location-policy=ANY
+      --reservation-affinity=none --no-enable-autorepair` (the flex-start VMs how-to page itself was not
+      readable from here: that it asks for exactly these is to be confirmed on the page / a real cluster).
       Unlike queued provisioning the nodes may come one by one; the run owner waits for the whole
       gang (workloads/gang_wait.py). Only on the real cloud: how long a scale-up of this pool waits.
     - onDemand: nothing special; GKE may use a matching automatic reservation.
@@ -151,8 +153,8 @@ def provisioning_settings(pool_cfg: GpuPoolConfig, rung: Optional[Rung] = None) 
             "total_max_node_count": pool_cfg.node_count,
             "location_policy": "ANY",
         }
-        # As the guide's example (--no-enable-autorepair): a repaired flex-start node would be a new VM
-        # with a new seven-day clock, outside what the autoscaler asked for.
+        # --no-enable-autorepair: a repaired flex-start node would be a new VM with a new seven-day clock,
+        # outside what the autoscaler asked for.
         pool["management"] = {"auto_repair": False, "auto_upgrade": True}
     else:
         pool["node_count"] = pool_cfg.node_count
