@@ -7,7 +7,7 @@ STACK ?= dev
 # e.g. PLAN_FLAGS=--assume-secrets for a stack whose job needs a secret not set yet
 PLAN_FLAGS ?=
 
-.PHONY: plan doctor test docs golden clean
+.PHONY: plan doctor test mutants docs golden clean
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,11 @@ doctor: $(VENV)/.installed
 
 test: $(VENV)/.installed-test
 	$(PY) -m pytest -q -n 2 --dist worksteal
+
+# Mutation testing (docs/testing.md); not part of CI. MUTATE="infra/naming tools/doctor" picks modules.
+MUTATE ?=
+mutants: $(VENV)/.installed-test
+	$(PY) -m tools.mutants $(MUTATE)
 
 docs: $(VENV)/.installed
 	$(PY) -m tools.reference_docs --write

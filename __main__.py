@@ -91,7 +91,7 @@ lustre_data = LustreDataGuard(
 
 pulumi.export("clusterName", cluster.name)
 # Where API clients connect (the DNS endpoint's host name by default) and, for the IP endpoint,
-# the CA `python -m workloads` verifies it with. Public by nature: every API client is shown both.
+# the CA `python -m jobctl` verifies it with. Public by nature: every API client is shown both.
 pulumi.export("clusterEndpoint", cluster.endpoint)
 pulumi.export("controlPlaneAccess", cluster.control_plane_access)
 if cluster.ca_certificate is not None:
@@ -111,12 +111,20 @@ pulumi.export("rdmaNetworkName", network.rdma_network_name)
 # Every in-cluster object goes through one provider that authenticates with gke-gcloud-auth-plugin.
 # Objects that run on (or hold pods of) the nodes are created after, and deleted before, the node
 # pools; the GKE Network objects are not (see infra/gke_networks.py), and the provider waits for the
-# cluster through its endpoint. So `pulumi destroy` removes the Ray release first, then the
-# in-cluster objects, then the node pools and the cluster.
+# cluster through its endpoint.
+# `pulumi destroy` deletes none of them through the Kubernetes API: they are `deleted_with` the
+# cluster, whose deletion takes them along, and the engine skips the delete of a resource whose
+# `deletedWith` target is deleted in the same run (pulumi/pulumi pkg/resource/deploy/step.go
+# DeleteStep.Apply, `isDeletedWith`). So a destroy finishes when the cluster is already gone, which
+# pulumi-kubernetes alone cannot do for a Helm release (provider.go Delete refuses it on an
+# unreachable cluster whatever deleteUnreachable says; pulumi/pulumi-kubernetes issue 2675). None of
+# them makes anything in the cloud that would outlive the cluster (no LoadBalancer Service, no dynamic
+# volume: tests/test_security.py). The job submission is the exception: its delete stops the job for
+# real before the Lustre export starts (infra/training_job.py).
 kube = KubernetesAccess(
     "kube", KubernetesAccessArgs(ctx, cluster.name, cluster.endpoint, cluster.ca_certificate, location=cluster.location)
 )
-on_nodes = pulumi.ResourceOptions(provider=kube.provider, depends_on=list(cluster.node_pools))
+on_nodes = pulumi.ResourceOptions(provider=kube.provider, depends_on=list(cluster.node_pools), deleted_with=cluster.cluster)
 # The capacity ladder (gpuPool.capacity with two or more rungs): GKE's autoscaler walks the class's pools.
 compute_class = (
     GpuComputeClass(
@@ -128,11 +136,11 @@ compute_class = (
     if gpu_pool.compute_class
     else None
 )
-# The parameter sets name the NIC subnets: created after them, deleted before them.
+# The parameter sets name the NIC subnets: created after them.
 gke_networks = GkeNetworkObjects(
     "gke-networks",
     GkeNetworkObjectsArgs(gpu_pool.nics),
-    opts=pulumi.ResourceOptions(provider=kube.provider, depends_on=network.nic_subnets),
+    opts=pulumi.ResourceOptions(provider=kube.provider, depends_on=network.nic_subnets, deleted_with=cluster.cluster),
 )
 nccl = mode.nccl_installer("nccl", cfg.ray.nccl_installer_image, [gpu_pool.accelerator_type], opts=on_nodes)
 workload = WorkloadEnvironment(
@@ -151,7 +159,9 @@ workload = WorkloadEnvironment(
 prepull = mode.image_prepull(
     "image-prepull",
     ImagePrePullArgs(cfg.recipe.image, cfg.ray.namespace, cluster.node_pool_names, gpu_pool.taints),
-    opts=pulumi.ResourceOptions(provider=kube.provider, depends_on=[*cluster.node_pools, workload.namespace_resource]),
+    opts=pulumi.ResourceOptions(
+        provider=kube.provider, depends_on=[*cluster.node_pools, workload.namespace_resource], deleted_with=cluster.cluster
+    ),
 )
 ray_cluster = RayCluster(
     "ray",
@@ -173,6 +183,7 @@ ray_cluster = RayCluster(
     opts=pulumi.ResourceOptions(
         provider=kube.provider,
         depends_on=[*cluster.node_pools, nccl, lustre_data, *(r for r in (prepull, compute_class) if r is not None)],
+        deleted_with=cluster.cluster,
     ),
 )
 
@@ -195,6 +206,8 @@ job = build_training_job(
     ray_cluster_name=ray_cluster.cluster_name,
     # Submitted after the release, stopped before it goes, and replaced with it (infra/training_job.py).
     ray_release=ray_cluster.release,
+    # ... and with either node pool: a pool replacement (deleted first) stops the job before its nodes go.
+    node_pools=cluster.node_pools,
     gate_plan=gate_plan,
 )
 if job is not None:
@@ -214,7 +227,7 @@ watcher = build_preemption_watcher(
     system_pool_name=system_pool,
     gpu_pool=gpu_pool,
     lustre_claim=workload.pvc_name,
-    opts=pulumi.ResourceOptions(provider=kube.provider, depends_on=[ray_cluster.release]),
+    opts=pulumi.ResourceOptions(provider=kube.provider, depends_on=[ray_cluster.release], deleted_with=cluster.cluster),
 )
 if watcher is not None:
     pulumi.export("preemptionWatcherLogsCommand", watcher.logs_command)

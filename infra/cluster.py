@@ -7,7 +7,7 @@ only attach to subnets of a RoCE network pinned to that zone
 plane is regional by default, as in both seeds and Google's A4/A3 Ultra blueprints (cluster-toolkit
 modules/scheduler/gke-cluster: `cluster_availability_type` REGIONAL, the GPU pool's `zones: [zone]`):
 replicas in several zones keep the API up during control-plane upgrades, when the preemption watcher,
-`pulumi` and `python -m workloads` need it. `cluster.controlPlaneLocation: zonal` keeps one control
+`pulumi` and `python -m jobctl` need it. `cluster.controlPlaneLocation: zonal` keeps one control
 plane in the zone (docs/deploy.md, "Regional or zonal control plane"). The cluster runs
 Dataplane V2 with multi-networking so pods can take the nodes' extra NICs, the GKE Ray operator addon
 (so no KubeRay operator is installed by us:
@@ -65,8 +65,7 @@ from infra.gke_common import (
 from infra.naming import COMPUTE_CLASS_LABEL, Limit
 from infra.options import child_options
 
-# The plan-time facts live in infra/placement.py; `python -m workloads` still imports them from here.
-from infra.placement import gpu_pool_facts, rung_pool_role, system_pool_name  # noqa: F401
+from infra.placement import rung_pool_role
 from infra.stack_context import GpuPoolFacts, StackContext
 
 COMPONENT = "gke"
@@ -136,6 +135,13 @@ def provisioning_settings(pool_cfg: GpuPoolConfig, rung: Optional[Rung] = None) 
     reservation_name = rung.reservation_name if rung is not None else pool_cfg.reservation_name
     if mode is Provisioning.SPOT:
         node_config["spot"] = True
+        # Spot VMs never come out of a reservation; saying so keeps GKE from matching (and holding) an
+        # automatic reservation for a pool that cannot use it. Cluster Toolkit refuses spot with any
+        # other type (GoogleCloudPlatform/cluster-toolkit modules/compute/gke-node-pool/main.tf at
+        # 10470803, the precondition "Spot consumption option only works with reservation_affinity
+        # consume_reservation_type NO_RESERVATION"). ForceNew upstream: a live spot pool is replaced
+        # once when this lands (deleted first, `POOL_REPLACEMENT`).
+        node_config["reservation_affinity"] = {"consume_reservation_type": "NO_RESERVATION"}
         pool["node_count"] = pool_cfg.node_count
     elif mode is Provisioning.RESERVATION:
         node_config["reservation_affinity"] = {
@@ -317,6 +323,18 @@ class GkeCluster(pulumi.ComponentResource):
             self._opts,
             depends_on=[self.cluster, *self.node_service_account_grants],
             custom_timeouts=NODE_POOL_TIMEOUTS,
+            # Both pools have fixed names, which workloads select by (`cloud.google.com/gke-nodepool`,
+            # known at plan time), and the bridge gives `google_container_node_pool` neither
+            # auto-naming nor delete-before-replace: by default the engine creates the replacement
+            # first and GKE answers 409 "already exists" (pulumi/pulumi issue 1620). Creating first
+            # would also need a second pool's worth of GPUs (spot or a reservation seldom has them).
+            # So a ForceNew edit (tools/pool_replacement.py lists them) deletes the pool first: the
+            # engine first deletes what is replaced with it (the job submission, `replaceWith`,
+            # stopped cleanly), then the pool, then creates both again (pulumi/pulumi
+            # pkg/resource/deploy/step_generator.go, the delete-before-replace branch with
+            # calculateDependentReplacements and findDependentCascadeReplacements). The in-cluster
+            # objects only `dependsOn` the pools and stay; their pods wait Pending for the new nodes.
+            delete_before_replace=True,
         )
 
     # ------------------------------------------------------------------ node pools

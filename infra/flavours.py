@@ -1,7 +1,8 @@
 """GPU flavour catalogue: everything that differs between the GPU machine families.
 
 Adding a flavour is adding one `Flavour` entry to `FLAVOURS`; nothing else in the program
-names a machine type, accelerator, tuner file or NIC count.
+names a machine type, accelerator, tuner file or NIC count. (Its stacks are refused until a row of
+data/version_matrix.yaml covers it, or they set `allowUntestedVersions: true`: docs/version-matrix.md.)
 
 Sources: Compute Engine accelerator-optimized machine docs
 (https://cloud.google.com/compute/docs/accelerator-optimized-machines) and the GKE AI Hypercompute

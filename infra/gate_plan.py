@@ -2,7 +2,7 @@
 
 Built once from the validated config, the GPU pool facts and data/acceptance_gate.yaml (the floors
 and their sources), and handed on: the Pulumi program passes it to the job submission's props (the
-post-deploy hook runs the gate before it submits), `python -m workloads gate|submit` calls the same
+post-deploy hook runs the gate before it submits), `python -m jobctl gate|submit` calls the same
 function for the same stack file, and the offline plan's deploy-time estimate reads it from those props.
 
 Fabric floor: `floor_fraction` x the flavour's published all_gather bus bandwidth across nodes; none on a
@@ -86,4 +86,14 @@ def gate_plan_for_stack(cfg: StackConfig, pool: PoolShape, thresholds: Optional[
         warmup_iters=int(fabric["warmup_iters"]),
         iters=int(fabric["iters"]),
         timeout_s=float(data["timeout_seconds"]),
+        **expected_versions(cfg),
     )
+
+
+def expected_versions(cfg: StackConfig) -> dict[str, Optional[str]]:
+    """What the gate checks the NCCL log against: the stack's version-matrix row (infra/version_matrix.py);
+    nothing for a stack outside the matrix (allowUntestedVersions), whose versions are only reported."""
+    from infra.version_matrix import report
+
+    expect = report(cfg.version_pins)["expect"]
+    return {"expect_nccl": expect["nccl"], "expect_gib": expect["gib"]}

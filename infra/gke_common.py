@@ -72,6 +72,8 @@ class ClusterNetwork:
 class ClusterComponent(Protocol):
     """What a cluster component (`GkeCluster`, `AutopilotCluster`) hands on to the rest of the program."""
 
+    cluster: gcp.container.Cluster
+    """The GKE cluster resource: in-cluster objects are `deleted_with` it."""
     name: pulumi.Output[str]
     endpoint: pulumi.Output[str]
     """Where API clients connect: the DNS endpoint's host name (`controlPlaneAccess: dns`) or the IP."""

@@ -8,7 +8,7 @@ mints a fresh token on every connection
 
 One identity: with no arguments the plugin mints tokens for gcloud's own account (`gcloud auth
 login`, through `gcloud config config-helper`), which need not be the identity pulumi-gcp, the
-dynamic providers and `python -m workloads` use: Application Default Credentials. The plugin's
+dynamic providers and `python -m jobctl` use: Application Default Credentials. The plugin's
 `--use_application_default_credentials` flag (kubernetes/cloud-provider-gcp
 cmd/gke-gcloud-auth-plugin; gcloud writes the same argument when `container/use_application_default_credentials`
 is set) makes it mint them from ADC too, so one `gcloud auth application-default login` is all a
@@ -107,12 +107,15 @@ class KubernetesAccess(pulumi.ComponentResource):
       such changes become in-place provider updates. The flip side, only observable on a real cloud:
       if the cluster itself is deleted and recreated under the same name, Pulumi will not know the
       in-cluster objects are gone; `pulumi refresh` after such a recreation brings the state back.
-    - `deleteUnreachable` is deliberately left unset (not False): the destroy order (Kubernetes
-      objects before node pools, provider before cluster) keeps the API reachable while objects are
-      deleted, and a blanket True would silently drop objects from the state after any transient
-      outage (e.g. an authorized-networks change). Leaving it unset keeps the provider's escape hatch:
-      after a cluster was deleted out of band, `PULUMI_K8S_DELETE_UNREACHABLE=true pulumi destroy`
-      drops the unreachable objects instead of failing.
+    - `deleteUnreachable` is deliberately left unset (not False), and it is NOT what lets a destroy
+      finish after the cluster was deleted out of band: pulumi-kubernetes refuses to delete a Helm
+      release on an unreachable cluster whatever it says (provider/pkg/provider/provider.go Delete:
+      "can't delete Helm Release with unreachable cluster", before the deleteUnreachable branch;
+      pulumi/pulumi-kubernetes issue 2675, open). What does: every in-cluster object is `deleted_with`
+      the cluster (__main__.py), so the engine skips their deletes when the cluster goes in the same
+      run, reachable or not. A blanket True here would also silently drop objects from the state
+      after any transient outage (e.g. an authorized-networks change) during a `pulumi up` that
+      removes one of them.
     - Server-side apply stays on (the 4.x default) so fields set by controllers (KubeRay, GKE webhooks)
       are not fought over.
     """

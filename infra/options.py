@@ -41,6 +41,11 @@ def child_options(
     that "depends on the node pools" could still be created before them. Copying the caller's list to
     each child makes the ordering hold per object, and shows it in the plan.
     The provider is not copied: children inherit it from their parent.
+    `deleted_with` is copied: the engine would inherit it from the parent too (pulumi/pulumi
+    pkg/resource/deploy/source_eval.go `inheritFromParent`), but the offline plan has no engine, and
+    the plan should show on every in-cluster object that destroy leaves it to the cluster.
     """
     inherited = _as_resources(opts.depends_on) if opts is not None else []
+    if opts is not None and opts.deleted_with is not None:
+        extra.setdefault("deleted_with", opts.deleted_with)
     return pulumi.ResourceOptions(parent=parent, depends_on=[*inherited, *depends_on], **extra)

@@ -77,7 +77,7 @@ def system_pool_name(ctx: StackContext, cfg: StackConfig) -> Optional[str]:
 def gpu_pool_facts(ctx: StackContext, cfg: StackConfig) -> GpuPoolFacts:
     """What workloads need to know about the GPU nodes, decided before any resource exists.
 
-    The program and `python -m workloads` both take the pool from here, so they build the same job.
+    The program and `python -m jobctl` both take the pool from here, so they build the same job.
     """
     flavour = cfg.flavour_spec
     if cfg.cluster.mode == "autopilot":

@@ -89,11 +89,24 @@ def _env(pairs: Mapping[str, str]) -> list[dict[str, str]]:
 
 
 GPU_LIBRARY_PATH = f"{POD_NVIDIA_DIR}/lib64:{POD_GIB_DIR}/lib64"
-"""The GPU driver and gIB plugin libraries, as upstream's test pods and Google's NeMo-RL sample set
-`LD_LIBRARY_PATH`. Given to the head as well: NeMo-RL's driver runs on the head and copies the head's
-environment into every actor's runtime env (NVIDIA-NeMo/RL nemo_rl/distributed/virtual_cluster.py
-`init_ray`), so the actors that run
-NCCL get this path whichever way the environment flows."""
+"""The GPU driver and gIB plugin libraries, the directories upstream's test pods and Google's NeMo-RL
+sample put on `LD_LIBRARY_PATH`. PREPENDED to the image's own value in the start command, never set as a
+container variable: a container `env` entry replaces the image's `ENV`, and the NeMo-RL v0.6.0 image
+sets `LD_LIBRARY_PATH` to the pip cuDNN directory first so Transformer Engine does not load the
+system cuDNN and crash on the version mismatch (NVIDIA-NeMo/RL docker/Dockerfile at v0.6.0, 5fb58893,
+the `ENV LD_LIBRARY_PATH=".../site-packages/nvidia/cudnn/lib:${LD_LIBRARY_PATH}"` line). Prepended on
+the head as well: NeMo-RL's driver runs on the head and copies the head's environment into every
+actor's runtime env (NVIDIA-NeMo/RL nemo_rl/distributed/virtual_cluster.py `init_ray`), so the actors
+that run NCCL get the driver, gIB and pip cuDNN paths whichever way the environment flows."""
+
+PREPEND_GPU_LIBRARY_PATH = f"export LD_LIBRARY_PATH={GPU_LIBRARY_PATH}${{LD_LIBRARY_PATH:+:${{LD_LIBRARY_PATH}}}}"
+"""Bash, in the shell KubeRay starts Ray from. `${...}` is the shell's: Kubernetes expands only `$(VAR)`
+in a command, and Helm does not template values."""
+
+
+def head_start_command() -> list[str]:
+    """Prepended by KubeRay to the head's `ray start` line: the GPU library path before the image's own."""
+    return [PREPEND_GPU_LIBRARY_PATH]
 
 
 def worker_nccl_env(pool: GpuPoolFacts) -> dict[str, str]:
@@ -108,20 +121,21 @@ def worker_nccl_env(pool: GpuPoolFacts) -> dict[str, str]:
         "GLOO_SOCKET_IFNAME": "eth0",
         "TP_SOCKET_IFNAME": "eth0",
         "NCCL_TUNER_CONFIG_PATH": pool.nccl_tuner_config,
-        "LD_LIBRARY_PATH": GPU_LIBRARY_PATH,
     }
 
 
 def worker_start_command() -> list[str]:
     """Prepended by KubeRay to its `ray start` line (module docstring). Registers the driver and gIB
     libraries with the dynamic loader (`ldconfig`, as Google's NeMo-RL sample does), so every process
-    on the worker finds them whatever `LD_LIBRARY_PATH` its runtime env carries, then loads the gIB NCCL
+    on the worker finds them whatever `LD_LIBRARY_PATH` its runtime env carries (which starts with them,
+`GPU_LIBRARY_PATH`, prepended to the image's own), then loads the gIB NCCL
     settings into the shell that runs Ray. A failed `ldconfig` or a missing script ends the container
     instead of starting Ray without them. The script's own exit status is only reported: it is a list
     of exports whose last command may well return non-zero (upstream's test pods do not check it
     either), and KubeRay's `&& ulimit` must still run. The command must never contain the words KubeRay
     looks for to stop prepending (`ray` + ` start`, ray-operator/controllers/ray/common/pod.go BuildPod)."""
     return [
+        f"{PREPEND_GPU_LIBRARY_PATH}; "
         f"{{ ldconfig {POD_NVIDIA_DIR}/lib64 {POD_GIB_DIR}/lib64 && [ -f {NCCL_ENV_SCRIPT} ]; }} || "
         f"{{ echo 'worker setup failed: ldconfig of the GPU libraries, or no {NCCL_ENV_SCRIPT} (is the "
         "nccl-rdma-installer DaemonSet running on this node?)' >&2; exit 1; }; "
@@ -187,7 +201,8 @@ def ray_values(
                 # No Ray tasks on the small CPU head: a stray CPU actor there could OOM the GCS.
                 "num-cpus": "0",
             },
-            "containerEnv": _env({"LD_LIBRARY_PATH": GPU_LIBRARY_PATH, **common_env}),
+            "containerEnv": _env(common_env),
+            "command": head_start_command(),
             "resources": _resources(head_cpu, head_memory_gib),
             # The head never takes a GPU node: it lives on the CPU system pool (on Autopilot, None: GKE's
             # default general-purpose class, whose nodes have no GPUs).
@@ -246,9 +261,16 @@ def ray_values(
                 "networking.gke.io/interfaces": interfaces_annotation,
             },
             "labels": pod_labels("ray-worker"),
-            # RDMA device access and pinned memory for GPUDirect (GoogleCloudPlatform/
-            # kubernetes-engine-samples ai-ml/nemo-rl-on-gke values).
-            "securityContext": {"privileged": True},
+            # Not privileged: GPUDirect RDMA needs no privilege. Upstream's RDMA test pods for A4 and
+            # A3 Ultra run NCCL over gIB with no securityContext at all (GoogleCloudPlatform/
+            # container-engine-accelerators gpudirect-rdma/nccl-test.yaml and nccl-test-a4.yaml at
+            # 992db812): GKE's multi-networking gives the pod its RDMA NICs and devices, the GPU device
+            # plugin the GPUs. Google's NeMo-RL sample (kubernetes-engine-samples ai-ml/nemo-rl-on-gke
+            # values) runs privileged, but names no need for it. `ldconfig` writes the container's own
+            # /etc/ld.so.cache (the image runs as root); the host directories are only read.
+            # Only on the real cloud: NCCL's busbw unprivileged equals the privileged figure (the
+            # acceptance gate, job.gate, measures it before the job).
+            "securityContext": {"privileged": False},
             "command": worker_start_command(),
             "volumes": [
                 lustre_volume,
@@ -262,8 +284,10 @@ def ray_values(
             "volumeMounts": [
                 lustre_mount,
                 secrets_mount,
-                {"name": "nvidia", "mountPath": POD_NVIDIA_DIR},
-                {"name": "gib", "mountPath": POD_GIB_DIR},
+                # Read-only: the NCCL installer (infra/nccl.py) writes these host directories, the
+                # workers never do (upstream's test pods need no write either).
+                {"name": "nvidia", "mountPath": POD_NVIDIA_DIR, "readOnly": True},
+                {"name": "gib", "mountPath": POD_GIB_DIR, "readOnly": True},
                 {"name": "dshm", "mountPath": "/dev/shm"},
             ],
         },

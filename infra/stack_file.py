@@ -14,6 +14,24 @@ and resource/config, tag v3.259.0; gopkg.in/yaml.v3 v3.0.1, the CLI's YAML parse
 - an empty top-level value is passed as ""; scalars reach the program as JSON text (`true`, `5`),
   structured values as JSON; `.inf` and `.nan` cannot be written as JSON, so the CLI fails on them.
 
+Project config and ESC environments, as the CLI merges them before the program starts
+(pulumi/pulumi pkg/workspace/config.go `mergeConfig`, sdk/go/common/workspace/project.go
+`RewriteShorthandConfigValues`, `Project.Validate`, `ValidateConfigValue` and project.json, tag v3.259.0,
+the newest tag of the mirror read; the pinned CLI is 3.272.0):
+- `Pulumi.yaml` `config:` holds project-level defaults. `key: value` (a string, integer, boolean or
+  list) is shorthand: `{default: value}` for a key of this project, `{value: value}` for another
+  namespace's (`gcp:project`); the long form is `{type, items, description, secret, default, value}`
+  and nothing else. Another namespace's key takes `value` only, without a type; `default` and `value`
+  together are an error; a typed array needs `items`; a typed default must be of its type.
+- A project key the stack file lacks takes the default (or value); the stack file's value wins whole:
+  a stack map is not merged with a default map. A dotted key (`job.maxNumSteps`) is a path into the
+  stack's map and is set only where that path is missing, `"true"`/`"false"` and plain integers
+  becoming booleans and numbers there (resource/config map.go `Set` with path, object.go `coerce`).
+- A typed key of this project with no default, no value and nothing in the stack file is "missing";
+  a typed key's value must be of its type, and `secret: true` must be a `secure:` value.
+- A stack file's `environment:` imports Pulumi ESC environments, which only the CLI (with Pulumi Cloud)
+  resolves: refused here with one line, never read as if absent.
+
 What it refuses on top, before anything is parsed further (yaml.v3 has limits of its own, ruamel.yaml
 has none): files over `MAX_STACK_FILE_BYTES`, aliases that expand to more than `MAX_VALUES` values,
 an anchor inside itself, nesting deeper than `MAX_DEPTH`, tags other than YAML's core types, and
@@ -25,6 +43,7 @@ Every error is one line that names the file and line, or the config key.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,6 +65,12 @@ from infra.config import (
 )
 
 ROOT = Path(__file__).resolve().parent.parent
+"""The checkout: where `Pulumi.yaml` and the stack files are (defined once; the CLI, tools and tests
+import it from here)."""
+PROJECT_FILE = ROOT / "Pulumi.yaml"
+"""The project file whose `config:` defaults every stack file is merged with (looked up at each read)."""
+DEFAULT_STACK = "dev"
+"""The stack read when a command names none (`python -m infra.plan`, `python -m jobctl`, `python -m tools.doctor`)."""
 MAX_STACK_FILE_BYTES = 1 << 20
 MAX_VALUES = 10_000
 """Values a stack file may expand to, aliases counted at every use (a real one has about a hundred)."""
@@ -70,10 +95,13 @@ def available_stacks(root: Path = ROOT) -> list[str]:
     return sorted(p.name[len("Pulumi."):-len(".yaml")] for p in root.glob("Pulumi.*.yaml"))
 
 
-def read_stack_file(path: Path, project: str = PROJECT) -> tuple[dict[str, str], list[str]]:
+def read_stack_file(
+    path: Path, project: str = PROJECT, project_file: Path | None = None
+) -> tuple[dict[str, str], list[str]]:
     """Read `Pulumi.<stack>.yaml` into the flat config map the Pulumi engine hands a program:
-    `namespace:key` -> string (JSON for structured values); `secure:` values become an offline
-    placeholder and their keys are returned as the secret keys."""
+    `namespace:key` -> string (JSON for structured values), the project file's (`PROJECT_FILE`)
+    `config:` defaults merged in; `secure:` values become an offline placeholder and their keys are
+    returned as the secret keys."""
     if not path.is_file():
         raise StackFileError(
             f"stack file {path.name} not found (stacks here: {', '.join(available_stacks(path.parent))})"
@@ -86,24 +114,26 @@ def read_stack_file(path: Path, project: str = PROJECT) -> tuple[dict[str, str],
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
         raise StackFileError(f"{path.name}: not valid UTF-8 (byte {err.start})") from None
-    return parse_stack_text(text, path.name, project)
+    return parse_stack_text(text, path.name, project, read_project_config(project_file or PROJECT_FILE, project))
 
 
-def parse_stack_text(text: str, name: str, project: str = PROJECT) -> tuple[dict[str, str], list[str]]:
-    """`read_stack_file` for text already read; `name` is the file name used in messages."""
+def parse_stack_text(
+    text: str, name: str, project: str = PROJECT, project_config: "list[ProjectKey] | None" = None
+) -> tuple[dict[str, str], list[str]]:
+    """`read_stack_file` for text already read; `name` is the file name used in messages,
+    `project_config` the project file's keys (`read_project_config`) to merge."""
     doc = _Document(name).load(text)
-    if doc is None:  # an empty file: no config (loaders.go)
-        return {}, []
-    if not isinstance(doc, dict):
+    if doc is not None and not isinstance(doc, dict):
         raise StackFileError(f"{name}: the file is not a map; allowed: a map with a 'config' map at the top")
+    doc = doc or {}  # an empty file: no config (loaders.go)
+    _refuse_environment(doc.get("environment"), name)
     raw = doc.get("config")
     if raw is None:
-        return {}, []
+        raw = {}
     if not isinstance(raw, dict):
         raise StackFileError(f"{name}: 'config' is not a map; allowed: a map of `<namespace>:<key>: value` lines")
-    config: dict[str, str] = {}
+    values: dict[str, Any] = {}
     spelled: dict[str, str] = {}
-    secret_keys: list[str] = []
     for written, value in raw.items():
         key = _config_key(written, project, name)
         if key in spelled:
@@ -111,10 +141,226 @@ def parse_stack_text(text: str, name: str, project: str = PROJECT) -> tuple[dict
                 f"{name}: {key} is given twice (as {spelled[key]!r} and {written!r}); allowed: each key once"
             )
         spelled[key] = written
+        values[key] = value
+    _merge_project_config(values, project_config or [], name, project)
+    config: dict[str, str] = {}
+    secret_keys: list[str] = []
+    for key, value in values.items():
         config[key], secret = _engine_value(value)
         if secret:
             secret_keys.append(key)
     return config, secret_keys
+
+
+# ----------------------------------------------------------------------------- ESC and project config
+
+
+def _refuse_environment(environment: Any, name: str) -> None:
+    """An `environment:` the CLI would open through Pulumi ESC (project.go `Environment`: a list of
+    names, or a definition with `imports:`): offline its values are unknown, so say so."""
+    if environment in (None, [], {}):
+        return
+    if isinstance(environment, list):
+        what = ", ".join(str(e) for e in environment)
+    elif isinstance(environment, dict) and isinstance(environment.get("imports"), list):
+        what = ", ".join(str(e) for e in environment["imports"]) or "an inline definition"
+    else:
+        what = "an inline definition"
+    raise StackFileError(
+        f"{name}: environment: imports Pulumi ESC environment(s) {what}, which only the Pulumi CLI resolves (with "
+        "Pulumi Cloud), so the offline plan, the doctor and the CLI cannot see the config it sets; allowed: no "
+        "`environment:` here: copy the values it sets into `config:` (`pulumi env open <org>/<env>` shows its "
+        "pulumiConfig) and plan again"
+    )
+
+
+_DECLARATION = ("type", "items", "description", "secret", "default", "value")
+_TYPES = ("string", "integer", "boolean", "array", "object")
+_PATH_SEGMENT = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$-]*$")
+
+
+@dataclass(frozen=True)
+class ProjectKey:
+    """One `Pulumi.yaml` `config:` entry, as the CLI holds it after its shorthand rewrite."""
+
+    written: str
+    key: str
+    """`namespace:name`; a dotted name is a path into a map."""
+    declaration: dict[str, Any]
+
+
+def read_project_config(path: Path, project: str = PROJECT) -> list[ProjectKey]:
+    """The project file's `config:` entries, validated as the CLI validates them when it loads the
+    project (a missing file: none)."""
+    if not path.is_file():
+        return []
+    name = path.name
+    doc = _Document(name).load(path.read_bytes().removeprefix(_BOM).decode("utf-8", errors="strict"))
+    if not isinstance(doc, dict):
+        return []
+    if "stackConfigDir" in doc or isinstance(doc.get("config"), str):
+        # The stack files would live elsewhere (project.go RewriteConfigPathIntoStackConfigDir).
+        raise StackFileError(f"{name}: stackConfigDir moves the stack files; allowed: Pulumi.<stack>.yaml beside {name}")
+    raw = doc.get("config") or {}
+    if not isinstance(raw, dict):
+        raise StackFileError(f"{name}: 'config' is not a map; allowed: a map of project config keys")
+    keys = []
+    for written, value in raw.items():
+        where = f"{name}: config.{written}"
+        ours = ":" not in written or written.startswith(f"{project}:")
+        if isinstance(value, (str, bool, int, list)) and not isinstance(value, float):
+            declaration = {"default" if ours else "value": value}  # RewriteShorthandConfigValues
+        elif isinstance(value, dict):
+            unknown = sorted(set(value) - set(_DECLARATION))
+            if unknown:
+                raise StackFileError(f"{where}: {unknown[0]!r} is not allowed; allowed: {', '.join(_DECLARATION)}")
+            declaration = dict(value)
+        else:
+            raise StackFileError(
+                f"{where}: {_shown(value)} is not allowed; allowed: a string, integer, boolean or list "
+                "(the default), or a map of type/default/value (write a number with a fraction as {default: 1.5})"
+            )
+        _validate_declaration(declaration, where, ours)
+        key = _config_key(written, project, name)
+        _path_of(key, where)
+        keys.append(ProjectKey(written, key, declaration))
+    return sorted(keys, key=lambda k: k.written)  # mergeConfig walks the keys sorted
+
+
+def _shown(value: Any) -> str:
+    return "an empty value" if value is None else repr(value)
+
+
+def _validate_declaration(declaration: dict[str, Any], where: str, ours: bool) -> None:
+    """project.go `Project.Validate` and the project.json schema of a config type declaration."""
+    typ = declaration.get("type")
+    has_default, has_value = declaration.get("default") is not None, declaration.get("value") is not None
+    if has_default and has_value:
+        raise StackFileError(f"{where}: has both 'default' and 'value'; allowed: one of them")
+    if typ is not None and typ not in _TYPES:
+        raise StackFileError(f"{where}: type {typ!r} is not allowed; allowed: {', '.join(_TYPES)}")
+    if ours:
+        if typ == "array" and not isinstance(declaration.get("items"), dict):
+            raise StackFileError(f"{where}: type array without 'items'; allowed: items: {{type: <the items' type>}}")
+        if typ is not None and has_default and not _of_type(typ, declaration.get("items"), declaration["default"]):
+            raise StackFileError(f"{where}: the default is not of type {typ}; allowed: a default of type {typ}")
+        return
+    if typ is not None:
+        raise StackFileError(f"{where}: a key of another namespace declares a type; allowed: only 'value'")
+    if has_default:
+        raise StackFileError(f"{where}: a key of another namespace has a 'default'; allowed: 'value' instead")
+    if not has_value:
+        raise StackFileError(f"{where}: a key of another namespace without 'value'; allowed: value: <its value>")
+
+
+def _of_type(typ: str, items: Any, value: Any) -> bool:
+    """project.go `ValidateConfigValue`: integers may be whole floats or integer text, booleans "true"/"false"."""
+    if typ == "string":
+        return isinstance(value, str)
+    if typ == "integer":
+        if isinstance(value, bool):
+            return False
+        if isinstance(value, int) or (isinstance(value, float) and value.is_integer()):
+            return True
+        return isinstance(value, str) and re.fullmatch(r"[+-]?\d+", value) is not None
+    if typ == "boolean":
+        return isinstance(value, bool) or value in ("true", "false")
+    if typ == "object":
+        return isinstance(value, dict)
+    if not isinstance(value, list) or not isinstance(items, dict):
+        return False
+    return all(_of_type(str(items.get("type")), items.get("items"), item) for item in value)
+
+
+def _path_of(key: str, where: str) -> tuple[str, list[str]]:
+    """(top-level key, path inside it) of a project key (resource/config map.go parseKeyPath); only
+    dotted names here: an index or a quoted segment is refused rather than read differently."""
+    namespace, _, name = key.partition(":")
+    segments = name.split(".")
+    if not all(_PATH_SEGMENT.match(s) for s in segments):
+        raise StackFileError(f"{where}: {name!r} is not a key or dotted path of names; allowed: e.g. job.maxNumSteps")
+    return f"{namespace}:{segments[0]}", segments[1:]
+
+
+def _coerce(value: Any) -> Any:
+    """What a project default becomes inside a map (config/object.go `coerce`): plain values are text
+    first (pkg/workspace/config.go createConfigValue), then "true"/"false" and integers without a
+    leading zero are typed again; lists and maps stay structured."""
+    if isinstance(value, (dict, list)) or isinstance(value, float):
+        return value
+    text = _json_scalar(value) if isinstance(value, (bool, int)) else value
+    if text in ("true", "false"):
+        return text == "true"
+    if re.fullmatch(r"-?[1-9]\d*|0", text):
+        return int(text)
+    return text
+
+
+def _merge_project_config(values: dict[str, Any], keys: list[ProjectKey], name: str, project: str) -> None:
+    """pkg/workspace/config.go `mergeConfig` (validate: true) onto the stack file's values, in place."""
+    stack = name[len("Pulumi."):-len(".yaml")] if name.startswith("Pulumi.") and name.endswith(".yaml") else name
+    missing = []
+    for entry in keys:
+        top, path = _path_of(entry.key, f"Pulumi.yaml: config.{entry.written}")
+        found, _ = _get(values, top, path, name)
+        declaration = entry.declaration
+        fallback = declaration.get("default", declaration.get("value"))
+        if not found and fallback is None:
+            if entry.key.startswith(f"{project}:"):
+                missing.append(entry.written)
+            continue
+        if not found:
+            if path:
+                _set(values, top, path, _coerce(fallback), name)
+            else:
+                values[top] = fallback
+    if missing:
+        raise StackFileError(
+            f"{name}: stack {stack!r} is missing configuration value(s) {', '.join(repr(m) for m in missing)}, which "
+            "Pulumi.yaml declares without a default; allowed: set them in the stack file (pulumi config set)"
+        )
+    for entry in keys:
+        declaration = entry.declaration
+        if declaration.get("type") is None:
+            continue
+        top, path = _path_of(entry.key, f"Pulumi.yaml: config.{entry.written}")
+        found, value = _get(values, top, path, name)
+        if not found:
+            continue
+        if declaration.get("secret") and not _is_secure(value):
+            raise StackFileError(f"{name}: {entry.key} must be a secret (Pulumi.yaml: secret: true); allowed: "
+                                 f"pulumi config set --secret {entry.key.partition(':')[2]} ...")
+        if _has_secure(value):  # offline the value cannot be decrypted; the CLI checks its type
+            continue
+        content = value if isinstance(value, (dict, list)) else _engine_value(value)[0]
+        if not _of_type(declaration["type"], declaration.get("items"), content):
+            raise StackFileError(f"{name}: {entry.key} is not of type {declaration['type']} (Pulumi.yaml declares it); "
+                                 f"allowed: a value of type {declaration['type']}")
+
+
+def _get(values: dict[str, Any], top: str, path: list[str], name: str) -> tuple[bool, Any]:
+    if top not in values:
+        return False, None
+    node = values[top]
+    for i, segment in enumerate(path):
+        if not isinstance(node, dict):
+            raise StackFileError(f"{name}: {top} is not a map, so Pulumi.yaml's {top}.{'.'.join(path[:i + 1])} cannot "
+                                 "apply; allowed: a map there")
+        if segment not in node:
+            return False, None
+        node = node[segment]
+    return True, node
+
+
+def _set(values: dict[str, Any], top: str, path: list[str], value: Any, name: str) -> None:
+    node = values.setdefault(top, {})
+    for segment in path[:-1]:
+        if not isinstance(node, dict):
+            raise StackFileError(f"{name}: {top} is not a map; allowed: a map there")
+        node = node.setdefault(segment, {})
+    if not isinstance(node, dict):
+        raise StackFileError(f"{name}: {top} is not a map; allowed: a map there")
+    node[path[-1]] = value
 
 
 def _config_key(written: str, project: str, name: str) -> str:
@@ -397,4 +643,5 @@ def with_required_secrets(
     return config, secret_keys
 
 
-__all__ = ["ConfigError", "StackFile", "StackFileError", "available_stacks", "load_stack", "read_stack_file"]
+__all__ = ["ConfigError", "StackFile", "StackFileError", "available_stacks", "load_stack", "read_project_config",
+           "read_stack_file"]

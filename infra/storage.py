@@ -44,9 +44,10 @@ LUSTRE_AGENT_IMPORT_ROLE = "roles/storage.objectViewer"
 (managed-lustre docs, "Transfer data to or from Cloud Storage")."""
 LUSTRE_TIMEOUTS = pulumi.CustomTimeouts(create="120m", update="90m", delete="60m")
 """Create as the provider's own default for google_lustre_instance (magic-modules
-mmv1/products/lustre/Instance.yaml: insert 120 minutes), raised in magic-modules PR #14878 because the
-service's P99 creation time is 40-80 minutes (its maintainers, 2025-08); update above the provider's 60
-for capacity growth of large instances; delete as the provider's."""
+mmv1/products/lustre/Instance.yaml `timeouts`: insert 120, update 60, delete 60 minutes, set in magic-modules
+PR #16046, 2025-12; PR #14878, 2025-08, had raised only the operation poll to 120 minutes, its maintainers
+putting the service's P99 creation time at 40-80 minutes); update above the provider's 60 for capacity
+growth of large instances; delete as the provider's."""
 
 
 def lustre_port(legacy: bool) -> int:

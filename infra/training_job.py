@@ -22,6 +22,7 @@ whenever the release is replaced.
 from __future__ import annotations
 
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Optional
 
@@ -61,6 +62,7 @@ class TrainingJobArgs:
     head_service: pulumi.Input[str]
     ray_cluster_name: pulumi.Input[str]
     ray_release: pulumi.Resource
+    node_pools: Sequence[pulumi.Resource] = ()
     gate_policy: str = "off"
     gate_plan: Optional[GatePlan] = None
 
@@ -92,7 +94,7 @@ class TrainingJob(pulumi.ComponentResource):
 
     Outputs: `submission_id` (the Ray submission id), `status` (at submit time / last refresh),
     `gate_result` (the acceptance gate's numbers, `GateReport.outputs`), `dashboard_command` (how to
-    open the Ray dashboard) and `logs_command` (how to follow the log with `python -m workloads`).
+    open the Ray dashboard) and `logs_command` (how to follow the log with `python -m jobctl`).
     """
 
     submission_id: pulumi.Output[str]
@@ -111,10 +113,17 @@ class TrainingJob(pulumi.ComponentResource):
         # `dependsOn` alone (pulumi/pulumi pkg/resource/deploy/step_generator.go:
         # calculateDependentReplacements, findDependentCascadeReplacements). With `replaceWith` the
         # engine stops the job before uninstalling the release and submits it again to the new one.
+        # The node pools likewise: a replaced pool is deleted first (infra/cluster.py), and the engine
+        # deletes what is `replaceWith` it before (pulumi/pulumi step_generator.go
+        # findDependentCascadeReplacements), so the job ends cleanly, not with its nodes, and is
+        # submitted again once the new pool's workers are up.
+        # No `deleted_with` the cluster, unlike the other in-cluster objects: on a destroy the stop
+        # must really happen (and be waited for) before the Lustre export starts; with the cluster
+        # already gone the delete finds no dashboard and returns (workloads/hook.py).
         self.submission = JobSubmission(
             f"{name}-submission",
             props,
-            child_options(self, opts, depends_on=[ray_release], replace_with=[ray_release]),
+            child_options(self, opts, depends_on=[ray_release], replace_with=[ray_release, *args.node_pools]),
         )
         stack = shlex.quote(spec.stack)
         self.submission_id = self.submission.submission_id
@@ -122,10 +131,10 @@ class TrainingJob(pulumi.ComponentResource):
         self.gate_result = self.submission.gate_result
         # The local proxy of `workloads/dashboard.py`: no kubectl, works through the DNS endpoint.
         self.dashboard_command = pulumi.Output.from_input(
-            f"python -m workloads dashboard --stack {stack}  # then open http://127.0.0.1:{DASHBOARD_PORT}/"
+            f"python -m jobctl dashboard --stack {stack}  # then open http://127.0.0.1:{DASHBOARD_PORT}/"
         )
         self.logs_command = self.submission_id.apply(
-            lambda sid: f"python -m workloads logs --stack {stack} --job {shlex.quote(sid)} --follow"
+            lambda sid: f"python -m jobctl logs --stack {stack} --job {shlex.quote(sid)} --follow"
         )
         self.register_outputs(
             {
@@ -141,7 +150,7 @@ class TrainingJob(pulumi.ComponentResource):
 def job_spec_for_stack(stack: str, cfg: StackConfig, *, wandb_key_set: bool, pool: PoolShape) -> JobSpec:
     """The stack's job, built from the validated config and the GPU pool facts.
 
-    The Pulumi program and `python -m workloads` both call this, so they agree on the spec (and
+    The Pulumi program and `python -m jobctl` both call this, so they agree on the spec (and
     therefore on the submission id) for the same stack file. What only the job builder sees (GPUs
     that do not divide by the parallel sizes, an override of a key the stack derives, W&B without a
     project) becomes a `ConfigError` naming the key, raised before any resource exists.
@@ -161,6 +170,7 @@ def build_training_job(
     head_service: pulumi.Input[str],
     ray_cluster_name: pulumi.Input[str],
     ray_release: pulumi.Resource,
+    node_pools: Sequence[pulumi.Resource] = (),
     gate_plan: Optional[GatePlan] = None,
     opts: Optional[pulumi.ResourceOptions] = None,
 ) -> Optional[TrainingJob]:
@@ -177,6 +187,7 @@ def build_training_job(
             fullnameOverride); the job is submitted only once it is provisioned.
         ray_release: the Ray Helm release (`RayCluster.release`): the job is submitted after it,
             stopped before it is destroyed, and replaced whenever it is replaced.
+        node_pools: the GKE node pools: the job is stopped before either is replaced, and resubmitted after.
         gate_plan: the acceptance gate (`infra.gate_plan.gate_plan_for_stack`), run right before the
             job is submitted under the policy `cfg.gate_policy`; None runs none.
         opts: further resource options of the component.
@@ -191,6 +202,7 @@ def build_training_job(
         head_service=head_service,
         ray_cluster_name=ray_cluster_name,
         ray_release=ray_release,
+        node_pools=node_pools,
         gate_policy=cfg.gate_policy if gate_plan is not None else "off",
         gate_plan=gate_plan,
     )

@@ -1,4 +1,4 @@
-"""The preemption watcher, in the cluster: a Deployment running `python -m workloads watch`.
+"""The preemption watcher, in the cluster: a Deployment running `python -m workloads.watcher`.
 
 What runs: `workloads/preemption.py` (its module docstring has the classifier and the restart policy),
 pointed at the Ray dashboard inside the cluster (`http://<head-svc>.<namespace>.svc:8265`), with the
@@ -8,10 +8,11 @@ ray-operator/controllers/ray/utils/validation.go), and a watcher on a laptop sto
 
 How the code reaches the pod: a ConfigMap holds the `workloads` package files, read from this
 repository when the program runs (so the pod runs exactly the code of the deploy), and `spec.json`. It
-is mounted read-only at /config, which is on PYTHONPATH. Only the modules the watcher imports are
-shipped (`WATCHER_MODULES`); none imports Pulumi. The ConfigMap is auto-named: pulumi-kubernetes
-replaces a ConfigMap whose data changed, the new name lands in the pod template, and the pod rolls
-(the data hash is a pod annotation too, to make the reason visible).
+is mounted read-only at /config, which is on PYTHONPATH. Only the watcher's entry module and the
+modules it imports are shipped (`WATCHER_MODULES`, computed from the sources, so an edit elsewhere,
+such as the day-2 CLI's help text, does not roll the pod); none imports Pulumi. The ConfigMap is
+auto-named: pulumi-kubernetes replaces a ConfigMap whose data changed, the new name lands in the pod
+template, and the pod rolls (the data hash is a pod annotation too, to make the reason visible).
 
 Image: the recipe's NeMo-RL image, not a small Python image with `pip install ray`:
 - it carries the Ray whose job SDK matches the cluster's Ray exactly (the RayCluster's rayVersion is
@@ -35,6 +36,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import modulefinder
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
@@ -45,6 +47,7 @@ import pulumi_kubernetes as k8s
 from infra.naming import MANAGED_LABELS, NODE_POOL_LABEL, PREEMPTION_WATCHER
 from infra.options import child_options
 from infra.pod_facts import DASHBOARD_PORT
+from infra.stack_file import ROOT
 from workloads.job_spec import JobSpec, PoolShape
 from workloads.recipes import NemoRLImage
 from workloads.preemption import RecoveryPolicy
@@ -61,21 +64,46 @@ STATE_DIR = "/state"
 STATE_SUBPATH = ".nemo-rl-gke/watcher"
 """Where on Lustre the watcher keeps what it saw (`workloads.preemption.StateFile`): mounted alone
 (a subPath of the claim, which the kubelet creates), so the watcher sees none of the checkpoints."""
-WORKLOADS_DIR = Path(__file__).resolve().parent.parent / "workloads"
-WATCHER_MODULES = (
-    "__init__.py", "__main__.py", "cli_args.py", "job_spec.py", "overrides.py", "preemption.py", "recipes.py", "submit.py"
-)
-"""What `python -m workloads watch --spec-file` imports (checked by a test that runs exactly these
-files with Pulumi and `infra` made unimportable)."""
+WATCHER_ENTRY = "workloads.watcher"
+"""The module the pod runs (`python -m workloads.watcher`)."""
 RESOURCES = {"requests": {"cpu": "50m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}}
 """`watch --once` from the ConfigMap files peaked at about 110 MiB RSS here (Python 3.11, Ray 2.60's job
 SDK); the limit leaves room for an older Ray's imports. No CPU limit: it idles between looks, and a
 throttled import at start would only slow it down."""
 
 
+def shipped_modules(entry: str = WATCHER_ENTRY, root: Path = ROOT) -> tuple[str, ...]:
+    """The file names, in `<root>/workloads`, of `entry` and of every module it imports, transitively
+    and lazy imports included (a function-level import runs in the pod too).
+
+    Found by the standard library's `modulefinder` (it reads the compiled sources, importing nothing)
+    with `root` as the only path: the standard library, Ray and requests are the image's and are not
+    looked for. A project module outside `workloads` would be missing in the pod, so it is an error.
+    """
+    finder = modulefinder.ModuleFinder(path=[str(root)])
+    finder.import_hook(entry)
+    package_dir = root / "workloads"
+    names = []
+    for name, module in finder.modules.items():
+        if module.__file__ is None:  # built into the interpreter (sys, time)
+            continue
+        path = Path(module.__file__)
+        if not path.is_relative_to(package_dir):
+            raise ValueError(f"{entry} imports {name}, which is not in workloads/ and so not in the watcher's image")
+        if path.parent != package_dir:  # a ConfigMap key cannot hold `/`: the mount would need a path per key
+            raise ValueError(f"{entry} imports {name}, in a subpackage of workloads/, which the ConfigMap cannot ship")
+        names.append(path.name)
+    return tuple(sorted(names))
+
+
+WATCHER_MODULES = shipped_modules()
+"""What `python -m workloads.watcher` imports, computed from the sources (tests/test_watcher.py runs
+exactly these files with Pulumi and `infra` made unimportable)."""
+
+
 def watcher_files() -> dict[str, str]:
     """The package files the pod needs, keyed by file name (ConfigMap keys cannot hold `/`)."""
-    return {name: (WORKLOADS_DIR / name).read_text() for name in WATCHER_MODULES}
+    return {name: (ROOT / "workloads" / name).read_text() for name in WATCHER_MODULES}
 
 
 def config_map_data(spec: JobSpec) -> dict[str, str]:
@@ -98,7 +126,7 @@ def state_file(stack: str) -> str:
 
 def watcher_command(address: str, policy: RecoveryPolicy, stack: str) -> list[str]:
     return [
-        "python", "-m", "workloads", "watch",
+        "python", "-m", WATCHER_ENTRY,
         "--address", address,
         "--spec-file", f"{CONFIG_DIR}/{SPEC_KEY}",
         *policy.cli_args(),
@@ -346,7 +374,7 @@ def build_preemption_watcher(
     """The stack's `PreemptionWatcher`, or None when `recovery.enabled` is false.
 
     It is deployed whether or not `job.submit` is on: it only ever resubmits a job of the stack's spec
-    that someone (the deploy, or `python -m workloads submit`) submitted, so with nothing submitted it idles.
+    that someone (the deploy, or `python -m jobctl submit`) submitted, so with nothing submitted it idles.
 
     Args:
         spec: the stack's job (`infra.training_job.job_spec_for_stack`), the one the deploy submits.

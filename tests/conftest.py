@@ -8,24 +8,19 @@ component directly.
 from __future__ import annotations
 
 import json
-import sys
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 import pulumi
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from tools.mocks import PlanMocks, RecordingMonitor  # noqa: E402
+# The checkout is on sys.path through pytest.ini (`pythonpath = .`).
+from tools.mocks import PlanMocks, RecordingMonitor
 
 _MOCKS = PlanMocks(project_id="test-project")
 pulumi.runtime.set_mocks(_MOCKS, project="nemo-rl-gke", stack="test", preview=False, monitor=RecordingMonitor(_MOCKS))
 
-from infra.stack_file import read_stack_file, with_required_secrets  # noqa: E402
+from infra.stack_file import ROOT, read_stack_file, with_required_secrets  # noqa: E402
 from tools import offline_plan as plan_mod  # noqa: E402
 from ray_head import shared_head  # noqa: E402
 
@@ -102,7 +97,7 @@ def client(head):
 
 def spec_of(stack: str, cfg: Any, *, wandb_key_set: bool):
     """The job `__main__.py` builds for `cfg` (same pool facts, same builder), for tests that need it."""
-    from infra.cluster import gpu_pool_facts
+    from infra.placement import gpu_pool_facts
     from infra.stack_context import StackContext
     from infra.training_job import job_spec_for_stack
 

@@ -57,7 +57,7 @@ class AuthProxy:
 
         self._thread = threading.Thread(target=run, name="dashboard-proxy", daemon=True)
         self._thread.start()
-        ready.wait(10)
+        assert ready.wait(30), "the API-server stand-in did not start"
         return self
 
     def stop(self) -> None:

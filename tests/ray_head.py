@@ -27,6 +27,17 @@ import pytest
 
 RAY = str(Path(sys.executable).with_name("ray"))
 START_TIMEOUT = 120.0
+START_DEADLINE = 480.0
+"""Seconds `LocalRayHead.start` keeps retrying a failed start (an idle machine needs one, ~10 s)."""
+JOB_TIMEOUT = 240.0
+"""Seconds a test waits for a job on the head to reach the state it needs (RUNNING, ended, a log
+line). Each job starts a JobSupervisor actor, a fresh Python worker that imports Ray, before its
+driver runs: a few seconds on an idle machine, tens of seconds at a load average of 10 on two cores
+(docs/testing.md). It is a deadline, not a sleep: a passing test never waits for it, and a hang still
+fails, naming what it waited for."""
+STALL_BOUND = 30.0
+"""Seconds within which a call against a stalled server must have given up (its own timeout is under
+a second): far under the stall itself (60 s, tests/stalled_http.py), far over what a busy machine adds."""
 _STASH_KEY = pytest.StashKey["LocalRayHead"]()
 
 
@@ -55,15 +66,19 @@ class LocalRayHead:
     watchdog: subprocess.Popen | None = None
 
     @classmethod
-    def start(cls, attempts: int = 3) -> "LocalRayHead":
-        """Start a head; retried with fresh ports, since a port found free can be taken before Ray binds it."""
+    def start(cls, attempts: int = 3, deadline_s: float = START_DEADLINE) -> "LocalRayHead":
+        """Start a head; retried with fresh ports (a port found free can be taken before Ray binds it)
+        at least `attempts` times and for as long as `deadline_s` allows: `ray start` gives the raylet a
+        fixed 30 s to register with the GCS (ray/_private/node.py `raylet_start_wait_time_s`, Ray 2.60.0),
+        which three tries in a row missed at a load average of 39 on two cores (docs/testing.md)."""
         problems = []
-        for _ in range(attempts):
+        give_up = time.monotonic() + deadline_s
+        while len(problems) < attempts or time.monotonic() < give_up:
             try:
                 return cls._start_once()
             except _StartFailed as err:
                 problems.append(str(err))
-        pytest.fail("a local Ray head did not start:\n" + "\n---\n".join(problems))
+        pytest.fail(f"a local Ray head did not start in {len(problems)} attempts:\n" + "\n---\n".join(problems))
 
     @classmethod
     def _start_once(cls) -> "LocalRayHead":

@@ -11,13 +11,19 @@ from pathlib import Path
 
 import pytest
 
-from workloads import __main__ as cli
+from jobctl import cli
+from jobctl import commands as cli_commands
+from workloads import exit_codes
 from workloads import acceptance_gate as gate
 from workloads import submit as jobs
 
 LOGS = Path(__file__).resolve().parent / "nccl_logs"
 GIB_LOG = (LOGS / "gib_a4_2x8.log").read_text()
 SOCKET_LOG = (LOGS / "socket_fallback_a3u_2x8.log").read_text()
+# Captured from real runs of the gate's rank process on one H200 with NCCL 2.28.9 (tests/nccl_logs/README.md).
+H200_RANK_LOG = (LOGS / "h200-1gpu-nccl-2.28.9-gate-rank-socket.log").read_text()
+H200_KEPT_LOG = (LOGS / "h200-1gpu-nccl-2.28.9-socket.log").read_text()
+H200_NO_PLUGIN_LOG = (LOGS / "h200-1gpu-nccl-2.28.9-gate-rank-nccl-net-gib-no-plugin.log").read_text()
 
 
 def cluster_plan(**changes) -> gate.GatePlan:
@@ -31,12 +37,15 @@ def cluster_plan(**changes) -> gate.GatePlan:
 
 
 def cpu_plan(mount: Path, **changes) -> gate.GatePlan:
-    """The CPU stand-in: the same orchestration on the local head, gloo instead of NCCL."""
+    """The CPU stand-in: the same orchestration on the local head, gloo instead of NCCL.
+
+    `timeout_s` is the gate's own deadline, and the probe actors get 30% of it to start (each a fresh
+    Ray worker): 300 s leaves a busy machine room; a passing gate takes seconds and never waits for it."""
     base = gate.GatePlan(
         node_count=1, gpus_per_node=2, gpu_name="cpu", busbw_floor_gbps=0.0, busbw_source="test",
         mount_path=str(mount), storage_expected_gbps=0.002, storage_floor_gbps=0.001, storage_source="test",
         storage_bytes_per_node=16 << 20, storage_streams=2, backend="gloo", device="cpu", expect_net=None,
-        message_bytes=1 << 20, warmup_iters=1, iters=3, worker_resource="CPU", timeout_s=120, python=sys.executable,
+        message_bytes=1 << 20, warmup_iters=1, iters=3, worker_resource="CPU", timeout_s=300, python=sys.executable,
     )
     return dataclasses.replace(base, **changes)
 
@@ -80,6 +89,80 @@ def test_only_the_lines_the_verdict_reads_are_kept_from_a_process_log(tmp_path):
     kept = gate._nccl_lines(tmp_path)
     assert "Using network gIB" in kept and "via NET/gIB/0/GDRDMA" in kept and "cudaDriverVersion" not in kept
     assert gate.parse_nccl_log(kept).networks == {"gIB": 16}
+
+
+def without_prefix(lines: str) -> list[str]:
+    """NCCL INFO lines without their `<host>:<pid>:<tid> [<dev>]` prefix (pids differ between runs)."""
+    return [l.split(" NCCL ", 1)[1] for l in lines.splitlines() if " NCCL " in l and not l.startswith("#")]
+
+
+def test_a_real_h200_rank_without_gib_is_read_as_socket_and_fails_the_fabric_naming_it():
+    info = gate.parse_nccl_log(H200_RANK_LOG)
+    assert info.networks == {"Socket": 1} and info.versions == {"2.28.9+cuda13.0"}
+    # One rank: its "Channel 00/64 : 0" lines are rings of one, not NET connections.
+    assert info.channel_nets == {} and info.gdr_channels == 0
+    check = gate.check_fabric(cluster_plan(node_count=1, gpus_per_node=1, gpu_name="H200", busbw_floor_gbps=0.0), 0.0, H200_RANK_LOG)
+    assert not check.ok and check.summary == "all_gather busbw 0 GB/s: NCCL used the Socket transport, not gIB"
+    assert check.numbers["network"] == "Socket" and check.numbers["gdrChannels"] == 0
+
+
+def test_the_lines_kept_from_a_real_rank_log_are_those_an_earlier_real_run_kept(tmp_path):
+    (tmp_path / "nccl.vm.687.log").write_text(H200_RANK_LOG)
+    kept = gate._nccl_lines(tmp_path)
+    assert without_prefix(kept) == without_prefix(H200_KEPT_LOG)
+    assert "Init COMPLETE" not in kept and "Channel 00/64" not in kept
+    assert gate.net_check(gate.parse_nccl_log(kept), "gIB") == gate.net_check(gate.parse_nccl_log(H200_KEPT_LOG), "gIB") == "NCCL used the Socket transport, not gIB"
+
+
+def test_a_real_rank_told_to_use_gib_without_the_plugin_cannot_prove_gib_and_keeps_nccls_warning(tmp_path):
+    info = gate.parse_nccl_log(H200_NO_PLUGIN_LOG)
+    assert info.networks == {} and info.versions == {"2.28.9+cuda13.0"}
+    (tmp_path / "nccl.vm.744.log").write_text(H200_NO_PLUGIN_LOG)
+    kept = gate._nccl_lines(tmp_path)
+    assert "NCCL WARN Failed to initialize any NET plugin" in kept
+    # What the rank process reported in that run (its collective_error, as torch 2.11 words it).
+    rank = {"node_rank": 0, "rank": 0, "device_ok": True, "device_name": "NVIDIA H200",
+            "collective_error": "DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.cpp:93, invalid usage"}
+    plan = cluster_plan(node_count=1, gpus_per_node=1, gpu_name="H200", busbw_floor_gbps=0.0)
+    check = gate._fabric_from(plan, [{"ranks": [rank], "nccl_log": kept}], [rank], 1)
+    assert not check.ok and check.numbers["network"] is None
+    assert check.summary.startswith("all_gather: no 'Using network' line in the NCCL INFO log: cannot prove that gIB was used; 1 distinct collective error(s)")
+
+
+def test_the_probe_copies_the_whole_nccl_logs_only_when_asked(tmp_path, monkeypatch):
+    """`NodeProbe.ranks(keep_nccl_logs=...)` (tools/gate_vs_nccl_tests.py); the GPU process is replaced
+    by one that writes the real H200 log where NCCL_DEBUG_FILE points and a report where the spec says."""
+    import json
+    import subprocess
+    import types
+
+    class RankProcess:
+        returncode = 0
+
+        def __init__(self, argv, env, **_kw):
+            spec = json.loads(Path(argv[-1]).read_text())
+            work_dirs.add(Path(env["NCCL_DEBUG_FILE"]).parent)
+            Path(env["NCCL_DEBUG_FILE"].replace("%h", "vm").replace("%p", str(spec["local_rank"]))).write_text(H200_RANK_LOG)
+            Path(spec["out"]).write_text(json.dumps({"rank": spec["rank"], "node_rank": 0, "device_ok": True}))
+
+        def wait(self, timeout=None):
+            return 0
+
+        def poll(self):
+            return 0
+
+    work_dirs: set[Path] = set()
+    monkeypatch.setattr(gate, "subprocess", types.SimpleNamespace(Popen=RankProcess, TimeoutExpired=subprocess.TimeoutExpired, STDOUT=subprocess.STDOUT))
+    plan = cluster_plan(node_count=1, gpus_per_node=2).to_dict()
+    keep = tmp_path / "kept"
+    keep.mkdir()
+    result = gate.NodeProbe().ranks(plan, 0, "127.0.0.1", 1, 5.0, keep_nccl_logs=str(keep))
+    assert sorted(p.name for p in keep.iterdir()) == ["nccl.vm.0.log", "nccl.vm.1.log"]
+    assert (keep / "nccl.vm.1.log").read_text() == H200_RANK_LOG
+    assert gate.parse_nccl_log(result["nccl_log"]).networks == {"Socket": 2}
+    gate.NodeProbe().ranks(plan, 0, "127.0.0.1", 1, 5.0)  # the cluster's call: nothing kept
+    assert len(work_dirs) == 2 and not any(d.exists() for d in work_dirs)
+    assert len(list(keep.iterdir())) == 2
 
 
 # ------------------------------------------------------------------------------------ numbers
@@ -243,7 +326,7 @@ def test_the_gate_runs_end_to_end_on_a_local_head_and_a_failing_one_stops_the_su
     assert fabric.ok and fabric.numbers["busbwGBps"] > 0, fabric.summary
     assert not storage.ok and 0 < storage.numbers["writeGBps"] < 1000 and 0 < storage.numbers["readGBps"] < 1000
     assert str(raised.value).startswith("acceptance gate FAILED: storage: Lustre write ")
-    assert "below the floor 1000 GB/s" in str(raised.value) and 0 < report.seconds < 120
+    assert "below the floor 1000 GB/s" in str(raised.value) and 0 < report.seconds < plan.timeout_s
     assert jobs.list_jobs(client, "t-gate-e2e") == []  # the training job was never submitted
     assert list(mount.iterdir()) == []  # the gate's files are cleaned up
     assert any(l.startswith("gate cost: 1 GPU node(s) x ") for l in lines)
@@ -258,17 +341,17 @@ def jobs_spec(stack: str):
 def test_gate_on_demand_and_submit_under_enforce_report_the_stacks_gate_in_one_line(head, client, monkeypatch):
     """The CLI builds the stacks' real plans; the local head has no GPU node, so the gate fails at
     once, and `submit` under the stack's default policy (enforce) submits nothing."""
-    real = cli.gate_plan
+    real = cli_commands.gate_plan
     # The head's `python` is not this venv's; everything else is the stack's own plan.
-    monkeypatch.setattr(cli, "gate_plan", lambda stack: dataclasses.replace(real(stack), python=sys.executable, timeout_s=60))
+    monkeypatch.setattr(cli_commands, "gate_plan", lambda stack: dataclasses.replace(real(stack), python=sys.executable, timeout_s=60))
     out, err = io.StringIO(), io.StringIO()
-    assert cli.main(["gate", "--stack", "h200", "--address", head.address], out=out, err=err) == cli.EXIT_GATE_FAILED
+    assert cli.main(["gate", "--stack", "h200", "--address", head.address], out=out, err=err) == exit_codes.GATE_FAILED
     text = out.getvalue()
     assert "acceptance gate: 2 node(s) x 8 GPUs" in text
     assert "acceptance gate FAILED: gpus: 0 of 2 worker nodes in the Ray cluster" in text and err.getvalue() == ""
 
     # b200: eight nodes, enforce by default, and a recipe that needs no Hugging Face token to build.
     out, err = io.StringIO(), io.StringIO()
-    assert cli.main(["submit", "--stack", "b200", "--address", head.address], out=out, err=err) == cli.EXIT_GATE_FAILED
+    assert cli.main(["submit", "--stack", "b200", "--address", head.address], out=out, err=err) == exit_codes.GATE_FAILED
     assert err.getvalue().startswith("error: acceptance gate FAILED: gpus: 0 of 8 worker nodes") and err.getvalue().count("\n") == 1
     assert jobs.list_jobs(client, "b200") == []

@@ -250,7 +250,7 @@ def test_the_ray_container_is_the_workers_first_container_where_gke_attaches_the
 def test_the_job_is_laid_out_on_the_gpu_pods_and_the_cli_builds_the_same_submission():
     import shlex
 
-    from workloads import __main__ as cli
+    from jobctl.stack import build_spec, load_stack
 
     p = plan()
     submission = p.one("pulumi-python:dynamic/nemo-rl-gke:JobSubmission", "training-job-submission")
@@ -259,7 +259,7 @@ def test_the_job_is_laid_out_on_the_gpu_pods_and_the_cli_builds_the_same_submiss
     assert f"cluster.num_nodes={worker['replicas']}" in words and worker["replicas"] == 2
     assert f"cluster.gpus_per_node={worker['resources']['limits']['nvidia.com/gpu']}" in words
     assert submission.inputs["ray_cluster_name"] == values()["fullnameOverride"]
-    assert cli.build_spec(cli.load_stack("autopilot")).submission_id == submission.inputs["submission_id"]
+    assert build_spec(load_stack("autopilot")).submission_id == submission.inputs["submission_id"]
 
 
 @pytest.mark.parametrize(

@@ -132,7 +132,9 @@ def test_gpu_pool_runs_the_flavour_machines_on_spot_with_the_gpu_taint(stack):
         {"type": want["gpu"], "count": 8, "gpuDriverInstallationConfig": {"gpuDriverVersion": "LATEST"}}
     ], pool.name
     assert node["spot"] is True, pool.name
-    assert "reservationAffinity" not in node and "flexStart" not in node, pool.name
+    # Spot consumes no reservation (Cluster Toolkit gke-node-pool's precondition for spot).
+    assert node["reservationAffinity"] == {"consumeReservationType": "NO_RESERVATION"}, pool.name
+    assert "flexStart" not in node, pool.name
     assert pool.inputs["nodeCount"] == want["nodes"], pool.name
     assert node["taints"] == [{"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}], pool.name
     assert node["gvnic"] == {"enabled": True}, pool.name
@@ -376,3 +378,19 @@ def test_the_cluster_sends_dcgm_gpu_metrics_to_managed_prometheus_as_the_bluepri
         "SYSTEM_COMPONENTS", "APISERVER", "SCHEDULER", "CONTROLLER_MANAGER", "STORAGE", "HPA", "POD",
         "DAEMONSET", "DEPLOYMENT", "STATEFULSET", "KUBELET", "CADVISOR", "DCGM", "JOBSET",
     }
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_both_node_pools_are_deleted_before_they_are_replaced_because_their_names_are_fixed(stack):
+    pools = stack_plan(stack).by_type(POOL)
+    assert len(pools) == 2
+    for pool in pools:
+        assert pool.options.get("deleteBeforeReplace") is True, f"{pool.name}: created first, GKE would answer 409"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_job_is_stopped_before_either_pool_is_replaced_and_submitted_again_after(stack):
+    plan = stack_plan(stack)
+    (job,) = [r for r in plan.resources if r.type.endswith("JobSubmission")]
+    pools = {p.urn for p in plan.by_type(POOL)}
+    assert pools <= set(job.options.get("replaceWith", [])), job.name

@@ -137,3 +137,60 @@ def test_flex_start_runs_the_job_on_an_empty_autoscaled_pool_without_queued_prov
     assert "queuedProvisioning" not in pool.inputs, f"{pool.name}: queued provisioning needs a ProvisioningRequest"
     assert pool.inputs["autoscaling"] == {"totalMinNodeCount": 0, "totalMaxNodeCount": 2, "locationPolicy": "ANY"}, pool.name
     assert any(r.type.endswith("JobSubmission") for r in plan.resources), "the job is submitted on a flex-start pool"
+
+
+# ----------------------------------------------------------------------------- a live ladder's edits (issue 21)
+
+
+FOUR_RUNGS = {"nodeCount": 2, "capacity": {"ladder": [{"reservation": "my-a4-block"}, "flexStart", "spot", "onDemand"]}}
+
+
+def test_each_rung_pool_takes_the_reservation_affinity_of_its_capacity_type():
+    pools = {p.inputs["name"]: p.inputs["nodeConfig"] for p in ladder_pools(run_plan(LADDER, gpuPool=FOUR_RUNGS))}
+    assert pools["b200-ladder-gpu-res-my-a4-block"]["reservationAffinity"] == {
+        "consumeReservationType": "SPECIFIC_RESERVATION",
+        "key": "compute.googleapis.com/reservation-name",
+        "values": ["my-a4-block"],
+    }
+    # Spot and flex-start VMs never come out of a reservation (Cluster Toolkit's spot precondition; the
+    # flex-start pool flags' --reservation-affinity=none); on-demand may use a matching automatic one.
+    assert pools["b200-ladder-gpu-spot"]["reservationAffinity"] == {"consumeReservationType": "NO_RESERVATION"}
+    assert pools["b200-ladder-gpu-flex"]["reservationAffinity"] == {"consumeReservationType": "NO_RESERVATION"}
+    assert "reservationAffinity" not in pools["b200-ladder-gpu-ondemand"]
+
+
+def test_every_rung_pool_is_deleted_before_it_is_replaced_and_the_job_is_replaced_with_each():
+    plan = run_plan(LADDER, gpuPool=FOUR_RUNGS)
+    pools = ladder_pools(plan)
+    assert len(pools) == 4
+    (job,) = [r for r in plan.resources if r.type.endswith("JobSubmission")]
+    for pool in pools:
+        assert pool.options.get("deleteBeforeReplace") is True, f"{pool.name}: created first, GKE would answer 409"
+        assert pool.urn in job.options.get("replaceWith", []), f"{job.name} is not stopped before {pool.name} is replaced"
+
+
+def test_the_class_is_deleted_with_the_cluster():
+    plan = stack_plan(LADDER)
+    (cluster,) = plan.by_type("gcp:container/cluster:Cluster")
+    (cc,) = plan.by_type(COMPUTE_CLASS)
+    assert cc.options.get("deletedWith") == cluster.urn, cc.name
+
+
+def test_the_text_plan_names_the_capacity_key_for_every_rung_pool():
+    from tools.pool_replacement import summary_lines
+
+    lines = summary_lines(stack_plan(LADDER).resources)
+    for role in ("spot", "flex", "ondemand"):
+        (line,) = [line for line in lines if f"-{role}-pool:" in line]
+        assert "gpuPool.capacity" in line and "flavour" in line, line
+
+
+def test_an_edit_of_a_rung_pools_force_new_input_is_reported_as_replacing_that_pool_only():
+    from tools.pool_replacement import compare
+
+    before = stack_plan(LADDER)
+    after = run_plan(LADDER, gpuPool=merged(LADDER, "gpuPool", {"gpuDriverVersion": "DEFAULT"}))
+    lines = list(compare(before.to_json(), after.to_json()))
+    replaced = [line for line in lines if "REPLACED" in line]
+    assert len(replaced) == 3 and all("nodeConfig.guestAccelerators" in line for line in replaced), lines
+    assert any("system-pool: unchanged" in line for line in lines), lines

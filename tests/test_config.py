@@ -215,13 +215,13 @@ def test_a_secret_set_with_pulumi_config_set_secret_is_accepted():
 
 
 def test_bad_config_makes_the_plan_exit_2_with_the_key_and_no_traceback(tmp_path):
-    stack_file = ROOT / "Pulumi.badtest.yaml"
+    # In tmp_path, not the checkout: a stack file there, even for the seconds the plan runs, is listed by
+    # every test that lists the stacks (in the other xdist worker too); it failed
+    # test_job_spec.py::test_cli_configuration_errors_are_one_line_with_exit_code_2 under load.
+    stack_file = tmp_path / "Pulumi.badtest.yaml"
     stack_file.write_text("config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gke:flavour: a100\n")
-    try:
-        proc = subprocess.run([sys.executable, "-m", "tools.offline_plan", "--stack", "badtest"], cwd=ROOT,
-                              capture_output=True, text=True, timeout=120)
-    finally:
-        stack_file.unlink()
+    proc = subprocess.run([sys.executable, "-m", "tools.offline_plan", "--stack", "badtest", "--config-file", str(stack_file)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert proc.stderr == "error: nemo-rl-gke:flavour: unknown flavour 'a100'; allowed: b200, h200\n"
     assert proc.stdout == ""

@@ -21,6 +21,7 @@ import ssl
 import socket
 import sys
 import threading
+import time
 import urllib.error
 import urllib.request
 import uuid
@@ -56,7 +57,7 @@ class CountingTokens:
             return self.tokens[self.calls % len(self.tokens)]
 
 
-def get(url: str, timeout: float = 10) -> tuple[int, bytes]:
+def get(url: str, timeout: float = 30) -> tuple[int, bytes]:
     try:
         with urllib.request.urlopen(url, timeout=timeout) as resp:
             return resp.status, resp.read()
@@ -138,9 +139,10 @@ def test_serve_cluster_checks_the_dashboard_first_then_serves_it(api_server, tok
                               kwargs=dict(port=0, token_provider=tokens, on_ready=ready.append, stop_event=stop))
     thread.start()
     try:
-        for _ in range(100):
-            if ready:
-                break
+        # Until the event (the URL reported), with a deadline a busy machine fits in: serve_cluster first
+        # asks the Ray head for its version through the API-server proxy.
+        deadline = time.monotonic() + 60
+        while not ready and thread.is_alive() and time.monotonic() < deadline:
             thread.join(0.1)
         assert ready, "serve_cluster did not report its local URL"
         status, body = get(ready[0] + "/api/version")
@@ -191,7 +193,7 @@ class Upstream:
 
         self._thread = threading.Thread(target=run, daemon=True)
         self._thread.start()
-        assert ready.wait(10), "the scripted upstream did not start"
+        assert ready.wait(30), "the scripted upstream did not start"
         return self
 
     def stop(self) -> None:
@@ -215,9 +217,10 @@ class Upstream:
             resp = web.StreamResponse(headers={"Content-Type": "text/plain"})
             await resp.prepare(request)
             await resp.write(b"first\n")
-            for _ in range(200):  # the second chunk waits until the client has the first
-                if self.release.is_set():
-                    break
+            # The second chunk waits until the client has the first (or the test ends): far longer than
+            # the client's read timeout, so a proxy that buffers the response times the client out.
+            deadline = time.monotonic() + 120
+            while not self.release.is_set() and time.monotonic() < deadline:
                 await asyncio.sleep(0.05)
             await resp.write(b"second\n")
             await resp.write_eof()
@@ -239,7 +242,7 @@ def scripted(upstream):
 
 
 def local_connection(proxy: dashboard.DashboardProxy) -> http.client.HTTPConnection:
-    return http.client.HTTPConnection("127.0.0.1", urlsplit(proxy.url).port, timeout=10)
+    return http.client.HTTPConnection("127.0.0.1", urlsplit(proxy.url).port, timeout=30)
 
 
 def test_method_path_query_and_body_arrive_whole_with_the_bearer_token_and_no_hop_by_hop_headers(scripted, upstream):
@@ -374,53 +377,9 @@ def test_tls_is_verified_with_the_cluster_ca_file_and_an_untrusted_certificate_i
     assert len(up.requests) == 1 and up.requests[0]["headers"]["Authorization"] == "Bearer tok-s"
 
 
-# ---------------------------------------------------------------- the CLI command
-
-
-def run_cli(*argv: str) -> tuple[int, str, str]:
-    import io
-
-    from workloads import __main__ as cli
-
-    out, err = io.StringIO(), io.StringIO()
-    code = cli.main(list(argv), out=out, err=err)
-    return code, out.getvalue(), err.getvalue()
-
-
-def test_the_dashboard_command_serves_the_stacks_head_service_through_the_endpoint(monkeypatch):
-    seen = {}
-
-    def fake_serve_cluster(endpoint, namespace, service, **kwargs):
-        seen.update(endpoint=endpoint, namespace=namespace, service=service, **kwargs)
-        kwargs["on_ready"]("http://127.0.0.1:8265")
-
-    monkeypatch.setattr(dashboard, "serve_cluster", fake_serve_cluster)
-    host = "gke-0123456789abcdef-123456789012.us-east1.gke.goog"
-    code, out, err = run_cli("dashboard", "--stack", "h200", "--endpoint", host, "--head-service", "nemo-rl-head-svc")
-    assert (code, err) == (0, ""), err
-    assert out == "Ray dashboard of stack h200: http://127.0.0.1:8265/  (Ctrl-C stops)\n"
-    assert (seen["endpoint"], seen["namespace"], seen["service"], seen["port"]) == (host, "nemo-rl", "nemo-rl-head-svc", 8265)
-    assert seen["ca_file"] is None and seen["ca_cert_b64"] is None, "the DNS endpoint needs no cluster CA"
-
-
-@pytest.mark.parametrize(("argv", "message"), [
-    (("--address", "http://127.0.0.1:8265"), "error: --address http://127.0.0.1:8265 is a dashboard already: open it in a browser\n"),
-    (("--endpoint", "203.0.113.10", "--head-service", "h"),
-     "error: the cluster CA of the IP endpoint 203.0.113.10 is unknown: pass --ca-file (stack output clusterCaCertificate)\n"),
-])
-def test_the_dashboard_command_refuses_what_it_cannot_serve_in_one_line(argv, message):
-    assert run_cli("dashboard", "--stack", "dev", *argv) == (2, "", message)
-
-
 @pytest.mark.parametrize("host", ["0.0.0.0", "192.0.2.10", "example.com"])
 def test_the_proxy_refuses_to_listen_anywhere_but_loopback(host):
     with pytest.raises(dashboard.ProxyError, match=f"loopback only; {host!r} is not a loopback address"):
         dashboard.serve("http://127.0.0.1:9/", port=0, token_provider=lambda: "t", host=host)
 
 
-@pytest.mark.parametrize("port", ["70000", "-1", "x"])
-def test_the_dashboard_command_takes_only_a_port_number(port, capsys):
-    from workloads import __main__ as cli
-
-    assert cli.main(["dashboard", "--stack", "dev", "--port", port]) == 2
-    assert capsys.readouterr().err == f"error: argument --port: {port!r} is not allowed; allowed: 0 (any free port) to 65535\n"

@@ -62,3 +62,28 @@ def test_the_deploy_page_names_the_roles_the_issue_lists():
                  "roles/lustre.admin", "roles/container.admin", "roles/storage.admin", "roles/monitoring.dashboardEditor",
                  "roles/logging.configWriter"):
         assert f"--role={role}" in table, role
+
+
+def test_private_service_access_asks_for_the_internal_range_its_labels_the_network_and_the_peering():
+    needed = required_permissions(load_stack("dev").config)
+    for permission, role in (("compute.globalAddresses.createInternal", "roles/compute.networkAdmin"),
+                             ("compute.globalAddresses.setLabels", "roles/compute.networkAdmin"),  # the range is labelled
+                             ("compute.networks.use", "roles/compute.networkAdmin"),
+                             ("servicenetworking.services.addPeering", "roles/servicenetworking.networksAdmin")):
+        assert needed.get(permission) == role, permission
+
+
+def test_destroy_asks_for_the_delete_of_every_type_it_deletes_and_for_the_psa_teardown():
+    needed = required_permissions(load_stack("dev").config)  # storage.deleteBucketOnDestroy: true
+    for permission in ("compute.networks.delete", "compute.subnetworks.delete", "compute.firewalls.delete",
+                       "compute.routers.delete", "compute.globalAddresses.deleteInternal", "container.clusters.delete",
+                       "iam.serviceAccounts.delete", "lustre.instances.delete", "storage.buckets.delete",
+                       "storage.objects.delete", "logging.logMetrics.delete", "monitoring.dashboards.delete",
+                       "servicenetworking.services.deleteConnection", "compute.networks.removePeering"):
+        assert permission in needed, permission
+
+
+def test_a_kept_bucket_asks_for_no_delete():
+    kept = load_stack("h200").config  # deleteBucketOnDestroy: false (the default): Pulumi only forgets it
+    assert not kept.storage.delete_bucket_on_destroy
+    assert "storage.buckets.delete" not in required_permissions(kept)

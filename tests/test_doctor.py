@@ -66,6 +66,8 @@ class FakeProject:
         self.buckets: dict[str, object] = {}
         self.policies: dict[str, orgpolicy_v2.Policy] = {}
         self.quota_infos: dict[str, cloudquotas_v1.QuotaInfo] = {}
+        self.global_quotas = {"GPUS_ALL_REGIONS": (64.0, 0.0), "CPUS_ALL_REGIONS": (2400.0, 16.0)}
+        self.cluster: "container_v1.Cluster | None" = None  # no cluster yet (the doctor runs before `pulumi up`)
 
     def record(self, client: str, method: str, **kwargs):
         self.calls.append((client, method, kwargs))
@@ -172,6 +174,12 @@ class Clusters(_Fake):
             container_v1.ServerConfig.ReleaseChannelConfig(channel=Channel[c], default_version=d, valid_versions=v)
             for c, (d, v) in self.p.channels.items()])
 
+    def get_cluster(self, request=None, *, name=None, timeout=None):
+        self.p.record("clusters", "get_cluster", name=name, timeout=timeout)
+        if self.p.cluster is None or name.rsplit("/", 1)[-1] != self.p.cluster.name:
+            raise gexc.NotFound(f"cluster {name} not found")
+        return self.p.cluster
+
 
 class Lustre(_Fake):
     def list_locations(self, request=None, *, timeout=None):
@@ -212,10 +220,17 @@ class Quotas(_Fake):
         return info
 
 
+class ComputeProjects(_Fake):
+    def get(self, request=None, *, project=None, timeout=None):
+        self.p.record("compute_projects", "get", project=project, timeout=timeout)
+        return compute_v1.Project(name=project, quotas=[compute_v1.Quota(metric=m, limit=lim, usage=use)
+                                                       for m, (lim, use) in self.p.global_quotas.items()])
+
+
 FAKES = {"projects": Projects, "service_usage": ServiceUsage, "regions": Regions, "machine_types": MachineTypes,
          "network_profiles": NetworkProfiles, "reservations": Reservations, "networks": Networks,
          "global_addresses": GlobalAddresses, "subnetworks": Subnetworks, "clusters": Clusters, "lustre": Lustre,
-         "storage": Storage, "org_policy": OrgPolicy, "quotas": Quotas}
+         "storage": Storage, "org_policy": OrgPolicy, "quotas": Quotas, "compute_projects": ComputeProjects}
 
 REAL = {"projects": resourcemanager_v3.ProjectsClient, "service_usage": service_usage_v1.ServiceUsageClient,
         "regions": compute_v1.RegionsClient, "machine_types": compute_v1.MachineTypesClient,
@@ -223,7 +238,7 @@ REAL = {"projects": resourcemanager_v3.ProjectsClient, "service_usage": service_
         "networks": compute_v1.NetworksClient, "global_addresses": compute_v1.GlobalAddressesClient,
         "subnetworks": compute_v1.SubnetworksClient, "clusters": container_v1.ClusterManagerClient,
         "lustre": lustre_v1.LustreClient, "storage": storage.Client, "org_policy": orgpolicy_v2.OrgPolicyClient,
-        "quotas": cloudquotas_v1.CloudQuotasClient}
+        "quotas": cloudquotas_v1.CloudQuotasClient, "compute_projects": compute_v1.ProjectsClient}
 
 
 @pytest.fixture
@@ -421,6 +436,46 @@ def test_a_spot_quota_is_read_from_cloud_quotas_by_its_preemptible_id(project):
     assert "--dimensions=region=us-east1 " in result.fix
 
 
+# ----------------------------------------------------------------------------- project-wide quotas
+
+
+def global_results(project, cfg=None) -> dict[str, doctor.Result]:
+    return {r.summary.split(":", 1)[0]: r for r in run(project, cfg)["global-quota"]}
+
+
+def test_a_project_wide_gpu_quota_of_zero_fails_whatever_the_region_grants(project):
+    project.global_quotas["GPUS_ALL_REGIONS"] = (0.0, 0.0)  # the region grants 64 (FakeProject.quotas)
+    result = global_results(project)["GPUS_ALL_REGIONS"]
+    assert result.status == doctor.FAIL and "needs 16" in result.summary and "overrides every regional grant" in result.summary
+    assert result.fix.startswith("gcloud beta quotas preferences create --service=compute.googleapis.com "
+                                 "--quota-id=GPUS-ALL-REGIONS-per-project --preferred-value=16 --project=my-gcp-project")
+    assert only(project, "gpu-quota").status == doctor.PASS  # the regional check alone would have passed
+
+
+def test_project_wide_cpus_count_the_gpu_nodes_and_the_system_pool_with_its_surge_node(project):
+    cfg = config(gpuPool={"nodeCount": 1, "provisioning": "spot"})
+    need = 224 + (1 + 1) * 16  # a4-highgpu-8g has 224 vCPUs; one n2-highmem-16 system node plus one surge node
+    project.global_quotas["CPUS_ALL_REGIONS"] = (need + 15.0, 16.0)
+    result = global_results(project, cfg)["CPUS_ALL_REGIONS"]
+    assert result.status == doctor.FAIL and f"needs {need}" in result.summary
+    assert f"--preferred-value={need + 16} " in result.fix
+    project.global_quotas["CPUS_ALL_REGIONS"] = (need + 16.0, 16.0)
+    assert global_results(project, cfg)["CPUS_ALL_REGIONS"].status == doctor.PASS
+
+
+def test_a_reserved_gpu_pool_takes_no_project_wide_gpus(project):
+    project.global_quotas["GPUS_ALL_REGIONS"] = (0.0, 0.0)
+    project.reservations["r"] = reservation(count=2)
+    cfg = config(gpuPool={"nodeCount": 2, "provisioning": "reservation", "reservationName": "r"})
+    assert global_results(project, cfg)["GPUS_ALL_REGIONS"].status == doctor.PASS
+
+
+def test_a_project_wide_quota_the_project_does_not_list_warns(project):
+    del project.global_quotas["CPUS_ALL_REGIONS"]
+    (cpus,) = [r for r in run(project)["global-quota"] if "CPUS_ALL_REGIONS" in r.summary]
+    assert cpus.status == doctor.WARN and "lists no CPUS_ALL_REGIONS quota" in cpus.summary
+
+
 def test_a_reservation_needs_no_gpu_quota(project):
     project.quotas.clear()
     project.reservations["r"] = reservation(count=2)
@@ -543,11 +598,18 @@ def test_a_channel_with_nothing_new_enough_points_to_a_channel_that_has_it(proje
     assert result.status == doctor.FAIL and result.fix == "pulumi config set --stack dev --path cluster.releaseChannel RAPID"
 
 
-def test_the_legacy_lustre_port_lowers_the_minimum_to_the_flavours(project):
-    # 1.32.3 is past B200's minimum (1.32.2-gke.1475000) but before Lustre's port-988 cut-off.
-    project.channels["REGULAR"] = ("1.32.3-gke.100", ["1.32.3-gke.100"])
+def test_the_legacy_lustre_port_lowers_the_minimum_to_the_lustre_csi_drivers_not_below(project):
+    # 1.33.2-gke.2000000: past the Lustre CSI driver's minimum (1.33.2-gke.1111000), before port 988.
+    project.channels["REGULAR"] = ("1.33.2-gke.2000000", ["1.33.2-gke.2000000"])
     assert only(project, "gke-versions").status == doctor.FAIL
     assert only(project, "gke-versions", config(lustre={"legacyPort": True})).status == doctor.PASS
+
+
+def test_the_legacy_lustre_port_still_needs_the_lustre_csi_drivers_minimum(project):
+    # 1.32.3 is past B200's minimum (1.32.2-gke.1475000) but before the CSI driver's 1.33.2-gke.1111000.
+    project.channels["REGULAR"] = ("1.32.3-gke.100", ["1.32.3-gke.100"])
+    result = only(project, "gke-versions", config(lustre={"legacyPort": True}))
+    assert result.status == doctor.FAIL and "1.33.2-gke.1111000 (the Managed Lustre CSI driver)" in result.summary
 
 
 def test_a_min_master_version_the_channel_does_not_offer_fails(project):
@@ -681,7 +743,7 @@ def test_the_command_prints_one_line_per_check_and_exits_0_when_nothing_fails(pr
     lines = out.splitlines()
     assert lines[0].startswith("doctor: stack dev, project my-gcp-project")
     assert any(line.split()[:2] == ["warn", "gpu-quota"] for line in lines)
-    assert lines[-1] == "0 failed, 1 warning(s), 14 passed"
+    assert lines[-1] == "0 failed, 1 warning(s), 17 passed"
 
 
 def test_a_failure_prints_its_fix_and_exits_1(project, monkeypatch):
@@ -728,12 +790,95 @@ def test_the_doc_describes_every_check():
         assert f"\n| {name} |" in doc, f"docs/doctor.md has no row for the {name} check"
 
 
-@pytest.mark.parametrize("flag", [["--timeout", "0"], ["--timeout", "soon"], ["--bogus"]])
-def test_a_bad_flag_is_one_line_and_exit_2(flag, capsys):
-    with pytest.raises(SystemExit) as exit_:
-        doctor.main(flag, connect=lambda p: pytest.fail("bad flags, no cloud"))
-    err = capsys.readouterr().err
-    assert exit_.value.code == doctor.EXIT_USAGE and err.count("\n") == 1 and err.startswith("error: ")
+@pytest.mark.parametrize(
+    ("flag", "allowed"),
+    [
+        (["--timeout", "0"], "allowed: a number of seconds above 0, at most 600"),
+        (["--timeout", "601"], "allowed: a number of seconds above 0, at most 600"),
+        (["--timeout", "soon"], "allowed: a number of seconds above 0, at most 600"),
+        (["--stack", "../dev"], "is not a Pulumi stack name; allowed: 1-100 letters, digits, '-', '_' or '.'"),
+        (["--bogus"], "unrecognized arguments: --bogus"),
+    ],
+)
+def test_a_bad_flag_is_one_line_naming_what_is_allowed_and_exit_2(flag, allowed):
+    out, err = io.StringIO(), io.StringIO()
+    code = doctor.main(flag, out=out, err=err, connect=lambda p: pytest.fail("bad flags, no cloud"))
+    assert code == doctor.EXIT_USAGE and err.getvalue().count("\n") == 1 and err.getvalue().startswith("error: ")
+    assert allowed in err.getvalue() and not out.getvalue()
+
+
+def test_the_longest_timeout_is_accepted():
+    assert doctor.parser().parse_args(["--timeout", "600"]).timeout == 600
+
+
+# ----------------------------------------------------------------------------- version matrix (tools/version_drift.py)
+
+
+def live_cluster(master: str, pools: dict[str, str], hold: bool = False) -> container_v1.Cluster:
+    from infra.naming import Limit
+    from infra.stack_context import StackContext
+
+    exclusions = {}
+    if hold:
+        exclusions["no-minor-or-node-upgrades"] = container_v1.TimeWindow(
+            maintenance_exclusion_options=container_v1.MaintenanceExclusionOptions(scope="NO_MINOR_OR_NODE_UPGRADES"))
+    return container_v1.Cluster(
+        name=StackContext.from_config("dev", config()).name("gke", Limit.GKE_CLUSTER),
+        current_master_version=master,
+        node_pools=[container_v1.NodePool(name=n, version=v) for n, v in pools.items()],
+        maintenance_policy=container_v1.MaintenancePolicy(
+            window=container_v1.MaintenanceWindow(maintenance_exclusions=exclusions)),
+        addons_config=container_v1.AddonsConfig(ray_operator_config=container_v1.RayOperatorConfig(enabled=True),
+                                                lustre_csi_driver_config=container_v1.LustreCsiDriverConfig(enabled=True)),
+    )
+
+
+def test_before_the_cluster_exists_the_channels_default_is_compared_with_the_row(project):
+    result = only(project, "version-matrix")
+    assert result.status == doctor.PASS and "would create it on 1.33.5-gke.1162000, inside row standard-gib-v1.1.1" in result.summary
+    asked = [kw["name"] for c, m, kw in project.calls if m == "get_cluster"]
+    # A regional control plane (the default) lives in the region.
+    assert asked == [f"projects/{PROJECT}/locations/us-east1/clusters/{live_cluster('1', {}).name}"]
+
+
+def test_a_channel_default_outside_the_row_warns_and_pins_the_newest_version_inside(project):
+    project.channels["REGULAR"] = ("1.36.1-gke.100", ["1.35.4-gke.900", "1.36.1-gke.100"])
+    result = only(project, "version-matrix")
+    assert result.status == doctor.WARN and "1.36.1-gke.100, outside row standard-gib-v1.1.1" in result.summary
+    assert result.fix == "pulumi config set --stack dev --path cluster.minMasterVersion 1.35.4-gke.900"
+
+
+def test_a_live_cluster_inside_the_row_is_reported_with_its_pools_and_add_ons(project):
+    project.cluster = live_cluster("1.34.1-gke.1829001", {"gpu": "1.34.1-gke.1829001", "system": "1.34.1-gke.1829001"})
+    found = run(project)
+    live, upgrades = found["version-matrix"][0], found["version-upgrades"][0]
+    assert live.status == doctor.PASS
+    assert "control plane 1.34.1-gke.1829001, pool gpu 1.34.1-gke.1829001" in live.summary
+    assert "Ray operator, Lustre CSI" in live.summary
+    assert upgrades.status == doctor.PASS and "stay inside" in upgrades.summary
+
+
+def test_an_upgrade_that_would_leave_the_row_warns_with_the_exclusion_that_prevents_it(project):
+    project.channels["REGULAR"] = ("1.35.4-gke.900", ["1.35.4-gke.900", "1.36.0-gke.1200"])
+    project.cluster = live_cluster("1.35.4-gke.900", {"gpu": "1.35.4-gke.900"})
+    upgrades = run(project)["version-upgrades"][0]
+    assert upgrades.status == doctor.WARN
+    assert "may upgrade" in upgrades.summary and "1.36.0-gke.1200, outside row standard-gib-v1.1.1" in upgrades.summary
+    assert "--add-maintenance-exclusion-scope=no_minor_or_node_upgrades" in upgrades.fix
+    assert upgrades.fix.startswith("pulumi up")  # cluster.blockNodeUpgrades is on by default: apply it
+
+
+def test_the_same_upgrade_held_by_a_no_minor_or_node_upgrades_exclusion_passes(project):
+    project.channels["REGULAR"] = ("1.35.4-gke.900", ["1.35.4-gke.900", "1.36.0-gke.1200"])
+    project.cluster = live_cluster("1.35.4-gke.900", {"gpu": "1.35.4-gke.900"}, hold=True)
+    upgrades = run(project)["version-upgrades"][0]
+    assert upgrades.status == doctor.PASS and "held by maintenance exclusion no-minor-or-node-upgrades" in upgrades.summary
+
+
+def test_a_node_pool_already_outside_the_row_warns_naming_it(project):
+    project.cluster = live_cluster("1.36.0-gke.1200", {"gpu": "1.35.4-gke.900"})
+    live = run(project)["version-matrix"][0]
+    assert live.status == doctor.WARN and live.summary.startswith("control plane 1.36.0-gke.1200 already outside")
 
 
 # ----------------------------------------------------------------------------- capacity ladder
@@ -777,7 +922,11 @@ def test_a_one_rung_stack_leaves_quota_to_the_single_pool_checks(project):
     assert result.status == doctor.PASS and "one rung" in result.summary
 
 
-def test_a_ladder_with_flex_start_needs_the_flex_start_gke_version():
-    h200 = config(flavour="h200", region="europe-west1", zone="europe-west1-b", lustre={"legacyPort": True},
-                  gpuPool={"nodeCount": 2, "capacity": {"ladder": ["spot", "flexStart"]}})
-    assert doctor.minimum_gke_version(h200) == ("1.32.2-gke.1652000", "flex-start GPUs")
+def test_a_ladder_with_flex_start_needs_the_flex_start_gke_version(monkeypatch):
+    # Today's flex-start floor (1.32.2) is below the Lustre CSI driver's (1.33.2); a higher one must win.
+    monkeypatch.setattr(doctor, "FLEX_START_MIN_GKE", "1.99.0-gke.1")
+    kw = dict(flavour="h200", region="europe-west1", zone="europe-west1-b", lustre={"legacyPort": True})
+    h200 = config(**kw, gpuPool={"nodeCount": 2, "capacity": {"ladder": ["spot", "flexStart"]}})
+    assert doctor.minimum_gke_version(h200) == ("1.99.0-gke.1", "flex-start GPUs")
+    spot_only = config(**kw, gpuPool={"nodeCount": 2, "capacity": {"ladder": ["spot", "onDemand"]}})
+    assert doctor.minimum_gke_version(spot_only)[1] != "flex-start GPUs"

@@ -37,8 +37,10 @@ def test_a_new_flavour_entry_is_all_the_program_needs(monkeypatch):
         nccl_tuner_config="/usr/local/gib/configs/tuner_config_b300.txtpb", memory_gib=4096,
     )
     monkeypatch.setitem(flavours.FLAVOURS, "b300", b300)
-    # A machine type the zone catalogue (data/zones.yaml) does not know yet: the stack opts in.
-    plan = run_plan("dev", flavour="b300", gpuPool=merged("dev", "gpuPool", {}), allowUncataloguedZone=True)
+    # A machine type the zone catalogue (data/zones.yaml) does not know yet, and that no row of the
+    # version matrix (data/version_matrix.yaml) covers yet: the stack opts in to both.
+    plan = run_plan("dev", flavour="b300", gpuPool=merged("dev", "gpuPool", {}), allowUncataloguedZone=True,
+                    allowUntestedVersions=True)
     pool = plan.one("gcp:container/nodePool:NodePool", "gpu-pool")
     assert pool.inputs["nodeConfig"]["machineType"] == "a4x-testgpu-8g", pool.name
     assert pool.inputs["nodeConfig"]["guestAccelerators"][0]["type"] == "nvidia-b300", pool.name

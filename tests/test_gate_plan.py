@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import merged, stack_config
-from infra.cluster import gpu_pool_facts
+from infra.placement import gpu_pool_facts
 from infra.config import namespaced, parse
 from infra.flavours import FLAVOURS
 from infra.gate_plan import gate_plan_for_stack, gpu_name, load_thresholds, published_value
@@ -40,7 +40,8 @@ def test_a_flavour_without_a_published_figure_is_measured_not_enforced(monkeypat
 
     b300 = dataclasses.replace(FLAVOURS["b200"], name="b300", accelerator_type="nvidia-b300")
     monkeypatch.setitem(flavours.FLAVOURS, "b300", b300)
-    _, plan = plan_of("b200", flavour="b300")  # a multi-node stack: a listed flavour would get a floor
+    # A multi-node stack: a listed flavour would get a floor. A new flavour has no version-matrix row yet.
+    _, plan = plan_of("b200", flavour="b300", allowUntestedVersions=True)
     assert plan.busbw_floor_gbps == 0.0 and plan.gpu_name == "B300" and "measured, not enforced" in plan.busbw_source
 
 
@@ -90,8 +91,27 @@ def test_job_gate_accepts_only_its_three_values(value):
 
 
 def test_the_cli_and_the_program_build_the_same_plan():
-    from workloads import __main__ as cli
+    from jobctl import stack as cli
 
     loaded = load_stack("b200")
     pool = gpu_pool_facts(StackContext.from_config("b200", loaded.config), loaded.config)
     assert cli.gate_plan(cli.load_stack("b200")) == gate_plan_for_stack(loaded.config, pool)
+
+
+def test_the_gate_expects_the_nccl_of_the_stacks_version_matrix_row():
+    # b200 runs qwen2.5-72b-deepscaler on NeMo-RL v0.4.0, whose uv.lock pins nvidia-nccl-cu12 2.26.2.
+    cfg, plan = plan_of("b200")
+    assert cfg.recipe.image.tag == "v0.4.0"
+    assert (plan.expect_nccl, plan.expect_gib) == ("2.26.2", "v1.1.1")
+
+
+def test_a_stack_outside_the_version_matrix_has_its_nccl_reported_not_checked():
+    _, plan = plan_of("b200", ray={"ncclInstallerImage": "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.0.5"},
+                      allowUntestedVersions=True)
+    assert plan.expect_nccl is None and plan.expect_gib == "v1.0.5"
+
+
+def test_on_autopilot_the_gate_checks_no_nccl_release_the_matrix_does_not_record():
+    # The Autopilot installer copies gIB's own NCCL build, whose release the row marks unverified.
+    _, plan = plan_of("autopilot")
+    assert plan.expect_nccl is None and plan.expect_gib == "v1.1.1"

@@ -1,6 +1,6 @@
 """The hostile-input catalogue: stack files and command lines a mistaken user or an attacker can
 type, each run through the real entry points (`python -m infra.plan` = `tools.offline_plan.main`,
-`python -m workloads` = `workloads.__main__.main`), in process.
+`python -m jobctl` = `jobctl.cli.main`), in process.
 
 A refused input must give exit code 2, exactly one line on stderr that names the key (or flag)
 and says what is allowed, and nothing on stdout; nothing is written. Unusual but valid input
@@ -20,7 +20,7 @@ import pytest
 from infra.naming import Limit, cloud_name
 from infra.stack_file import MAX_STACK_FILE_BYTES, MAX_VALUES
 from tools import offline_plan
-from workloads import __main__ as workloads_cli
+from jobctl import cli as jobctl_cli
 
 BASE = {"nemo-rl-gke:project": "my-gcp-project"}
 STACK = "hostile"
@@ -32,9 +32,9 @@ def run_plan(argv: list[str], capsys) -> tuple[int, str, str]:
     return code, captured.out, captured.err
 
 
-def run_workloads(argv: list[str], capsys=None) -> tuple[int, str, str]:
+def run_jobctl(argv: list[str], capsys=None) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
-    code = workloads_cli.main(argv, out, err)
+    code = jobctl_cli.main(argv, out, err)
     return code, out.getvalue(), err.getvalue()
 
 
@@ -56,7 +56,7 @@ def stack_config(tmp_path: Path, **config: Any) -> Path:
 ENTRY_POINTS: dict[str, Callable[[Path, Any], tuple[int, str, str]]] = {
     "plan": lambda path, capsys: run_plan(["--stack", STACK, "--config-file", str(path)], capsys),
     # A real submit: it validates everything `pulumi up` does before it looks for a dashboard.
-    "workloads": lambda path, capsys: run_workloads(["submit", "--stack", STACK, "--config-file", str(path)]),
+    "jobctl": lambda path, capsys: run_jobctl(["submit", "--stack", STACK, "--config-file", str(path)]),
 }
 
 
@@ -295,7 +295,7 @@ def test_out_under_a_file_and_graph_at_a_file_are_refused(tmp_path, capsys):
     ],
 )
 def test_a_bad_cli_flag_is_one_line_naming_it(argv, flag):
-    assert_refused(run_workloads(argv), flag, allowed=flag.startswith("--"))
+    assert_refused(run_jobctl(argv), flag, allowed=flag.startswith("--"))
 
 
 # ---------------------------------------------------------------- valid, if unusual
@@ -319,7 +319,7 @@ VALID_CASES = {
 
 @pytest.mark.parametrize("text", VALID_CASES.values(), ids=VALID_CASES.keys())
 def test_unusual_but_valid_stack_files_keep_working(text, tmp_path):
-    code, out, err = run_workloads(["submit", "--dry-run", "--stack", STACK, "--config-file", str(stack_text(tmp_path, text))])
+    code, out, err = run_jobctl(["submit", "--dry-run", "--stack", STACK, "--config-file", str(stack_text(tmp_path, text))])
     assert (code, err) == (0, ""), err
     assert out.startswith("submission id: hostile-"), out
 
@@ -334,7 +334,7 @@ def test_every_stack_name_pulumi_allows_gets_a_valid_prefix_and_label(stack, tmp
     assert cfg.name_prefix != parse({"project": "my-gcp-project"}, stack.lower()).name_prefix or stack == stack.lower()
     value = labels(stack, "x")["stack"]
     assert len(value) <= 63 and all(c.islower() or c.isdigit() or c in "_-" for c in value), value
-    code, out, err = run_workloads(["submit", "--dry-run", "--stack", stack, "--config-file", str(stack_config(tmp_path))])
+    code, out, err = run_jobctl(["submit", "--dry-run", "--stack", stack, "--config-file", str(stack_config(tmp_path))])
     assert (code, err) == (0, ""), err
 
 
@@ -353,7 +353,7 @@ def test_the_plan_of_an_unusual_stack_is_valid_json(tmp_path, capsys):
     ["a=$(id)", "a=`id`", "a=b; rm -rf /", "a=b && curl x", "a=b|sh", "a=b\nc=d", "a='b'", 'a="b"', "a=b c", "a=${HOME}", "a=b>f"],
 )
 def test_shell_metacharacters_and_newlines_in_an_override_are_one_line(override, tmp_path):
-    result = run_workloads(["submit", "--stack", STACK, "--config-file", str(stack_config(tmp_path, job={"overrides": [override]}))])
+    result = run_jobctl(["submit", "--stack", STACK, "--config-file", str(stack_config(tmp_path, job={"overrides": [override]}))])
     line = assert_refused(result, "nemo-rl-gke:job.overrides[0]: ")
     assert "no spaces, quotes, shell metacharacters or newlines" in line
 
@@ -376,7 +376,7 @@ def test_shell_metacharacters_and_newlines_in_an_override_are_one_line(override,
     ],
 )
 def test_metacharacters_and_overlong_names_are_one_line_naming_the_key(config, key, tmp_path):
-    result = run_workloads(["submit", "--stack", STACK, "--config-file", str(stack_config(tmp_path, **config))])
+    result = run_jobctl(["submit", "--stack", STACK, "--config-file", str(stack_config(tmp_path, **config))])
     assert_refused(result, f"error: nemo-rl-gke:{key}: ")
 
 

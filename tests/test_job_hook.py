@@ -17,6 +17,7 @@ from pulumi.dynamic import DiffResult
 from ray.job_submission import JobStatus
 
 from conftest import merged, spec_of, stack_config, stack_plan
+from ray_head import JOB_TIMEOUT, STALL_BOUND
 from stalled_http import StalledServer
 from infra.stack_file import read_stack_file
 from tools import offline_plan as plan_mod
@@ -46,7 +47,7 @@ def test_create_update_read_delete_drive_the_job_on_the_cluster(head):
     created = provider.create(first)
     assert created.id == first["submission_id"] == created.outs["submission_id"]
     assert created.outs["status"] in ("PENDING", "RUNNING") and "__provider" not in created.outs
-    jobs.wait(client, created.id, until={JobStatus.RUNNING}, timeout=60, poll_interval=0.2)
+    jobs.wait(client, created.id, until={JobStatus.RUNNING}, timeout=JOB_TIMEOUT, poll_interval=0.2)
     # Creating again (e.g. after a lost state file) adopts the job instead of duplicating it.
     assert provider.create(first).id == created.id and len(jobs.list_jobs(client, "t-hook")) == 1
 
@@ -60,7 +61,7 @@ def test_create_update_read_delete_drive_the_job_on_the_cluster(head):
 
     updated = provider.update(created.id, olds, second)
     assert updated.outs["submission_id"] == second["submission_id"] != created.id
-    assert jobs.wait(client, created.id, timeout=60, poll_interval=0.2) == JobStatus.STOPPED
+    assert jobs.wait(client, created.id, timeout=JOB_TIMEOUT, poll_interval=0.2) == JobStatus.STOPPED
 
     read = provider.read(second["submission_id"], {**updated.outs, "status": "PENDING"})
     assert read.id == second["submission_id"] and read.outs["status"] in ("PENDING", "RUNNING")
@@ -111,7 +112,42 @@ def test_delete_of_a_job_behind_a_stalled_dashboard_returns_instead_of_hanging()
     with StalledServer(answer_version=True) as address:
         started = time.monotonic()
         JobSubmissionProvider().delete("dev-job-1", {**RECORDED, "address": address, "http_timeout": 0.5})
-        assert time.monotonic() - started < 10
+        assert time.monotonic() - started < STALL_BOUND
+
+
+@pytest.mark.parametrize("endpoint", ["gke-0000.europe-west1.gke.goog.invalid", "127.0.0.1:{closed}"])
+def test_delete_after_the_cluster_was_deleted_by_hand_returns_so_destroy_goes_on_to_the_lustre_export(endpoint):
+    # The cluster is gone: its DNS endpoint no longer resolves (.invalid never does, RFC 6761), or
+    # its IP refuses connections. No job can still run, so nothing is left to stop.
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        where = endpoint.format(closed=closed.getsockname()[1])
+        props = {**RECORDED, "gke_endpoint": where, "ca_cert_b64": "", "ray_cluster_name": "nemo-rl"}
+        started = time.monotonic()
+        JobSubmissionProvider().delete("dev-job-1", props)
+        assert time.monotonic() - started < 30
+
+
+def test_delete_also_stops_an_attempt_the_watcher_resubmitted_before_the_export_can_start(monkeypatch):
+    from types import SimpleNamespace
+
+    from workloads import hook
+
+    jobs_now = {"dev-job-1": JobStatus.FAILED, "dev-job-1-r2": JobStatus.RUNNING, "other-stack-job": JobStatus.RUNNING}
+    stopped = []
+
+    def stop(_client, job_id):
+        stopped.append(job_id)
+        jobs_now[job_id] = JobStatus.STOPPED
+        return True
+
+    monkeypatch.setattr(hook, "_client", lambda props, **_: object())
+    monkeypatch.setattr(jobs, "list_jobs", lambda _c: [SimpleNamespace(submission_id=k, status=v) for k, v in jobs_now.items()])
+    monkeypatch.setattr(jobs, "stop", stop)
+    monkeypatch.setattr(jobs, "wait", lambda _c, job_id, **_: jobs_now[job_id])
+    JobSubmissionProvider().delete("dev-job-1", dict(RECORDED))
+    assert stopped == ["dev-job-1-r2"], "a resubmitted attempt would still write to Lustre during the export"
+    assert jobs_now["other-stack-job"] is JobStatus.RUNNING
 
 
 def test_the_provider_pickles_by_reference_and_carries_no_state():
@@ -127,7 +163,7 @@ PROGRAM = textwrap.dedent(
     """
     import pulumi
     from infra import config as stack_config
-    from infra.cluster import gpu_pool_facts
+    from infra.placement import gpu_pool_facts
     from infra.stack_context import StackContext
     from infra.training_job import build_training_job, job_spec_for_stack
 
@@ -169,9 +205,9 @@ def test_the_component_registers_the_submission_without_any_secret_input(tmp_pat
     component = plan.one(COMPONENT_TYPE)
     submission = plan.one(DYNAMIC_TYPE)
     assert submission.parent == component.urn and submission.custom
-    from workloads import __main__ as cli
+    from jobctl.stack import build_spec, load_stack
 
-    spec = cli.build_spec(cli.load_stack("dev"))
+    spec = build_spec(load_stack("dev"))
     inputs = submission.inputs
     assert {k: inputs[k] for k in ("entrypoint", "runtime_env", "submission_id", "metadata", "spec_hash")} == spec.to_dict()
     assert (inputs["gke_endpoint"], inputs["ca_cert_b64"], inputs["namespace"], inputs["head_service"]) == (
@@ -180,8 +216,8 @@ def test_the_component_registers_the_submission_without_any_secret_input(tmp_pat
     assert _secret_markers(submission.raw_inputs) == []  # not even the pickled provider
     assert token not in json.dumps(submission.raw_inputs)
     assert plan.outputs["jobId"] == spec.submission_id
-    assert plan.outputs["logsCommand"] == f"python -m workloads logs --stack dev --job {spec.submission_id} --follow"
-    assert plan.outputs["dashboardCommand"].startswith("python -m workloads dashboard --stack dev  # then open http://127.0.0.1:8265/")
+    assert plan.outputs["logsCommand"] == f"python -m jobctl logs --stack dev --job {spec.submission_id} --follow"
+    assert plan.outputs["dashboardCommand"].startswith("python -m jobctl dashboard --stack dev  # then open http://127.0.0.1:8265/")
 
 
 def test_job_submit_false_builds_no_training_job(tmp_path):
@@ -222,7 +258,7 @@ def test_the_submission_is_replaced_whenever_the_ray_release_is_replaced(stack):
     (release,) = plan.by_type("kubernetes:helm.sh/v3:Release")
     assert release.options.get("deleteBeforeReplace") and "values" in release.options["replaceOnChanges"]
     submission = plan.one(DYNAMIC_TYPE, "training-job-submission")
-    assert submission.options.get("replaceWith") == [release.urn], submission.name
+    assert release.urn in submission.options.get("replaceWith", []), submission.name
 
 
 def test_a_replaced_release_stops_the_job_then_submits_it_to_the_new_ray_cluster(head):
@@ -233,7 +269,7 @@ def test_a_replaced_release_stops_the_job_then_submits_it_to_the_new_ray_cluster
     client = jobs.connect(head.address)
     job = props(head, "import time; time.sleep(120)", stack="t-replace")
     created = provider.create(job)
-    jobs.wait(client, created.id, until={JobStatus.RUNNING}, timeout=60, poll_interval=0.2)
+    jobs.wait(client, created.id, until={JobStatus.RUNNING}, timeout=JOB_TIMEOUT, poll_interval=0.2)
 
     provider.delete(created.id, {**created.outs, "__provider": "serialized"})
     assert jobs.status(client, created.id) == JobStatus.STOPPED  # ended before the release goes
@@ -241,7 +277,7 @@ def test_a_replaced_release_stops_the_job_then_submits_it_to_the_new_ray_cluster
     assert recreated.outs["status"] in ("PENDING", "RUNNING"), recreated.outs
     # The same spec, running again (a new attempt on this head; attempt 1 on a fresh RayCluster).
     assert recreated.id == jobs.attempt_id(job["submission_id"], 2)
-    assert jobs.wait(client, recreated.id, until={JobStatus.RUNNING}, timeout=60, poll_interval=0.2) == JobStatus.RUNNING
+    assert jobs.wait(client, recreated.id, until={JobStatus.RUNNING}, timeout=JOB_TIMEOUT, poll_interval=0.2) == JobStatus.RUNNING
     provider.delete(recreated.id, recreated.outs)
 
 

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import io
 import json
 import re
 import shlex
-import subprocess
-import sys
 
 import pytest
 
@@ -15,7 +12,7 @@ from conftest import ROOT, spec_of
 from infra.config import JobConfig
 from infra.stack_context import GpuPoolFacts, NicAttachment
 from infra.flavours import FLAVOURS
-from workloads import __main__ as cli
+from jobctl.stack import build_spec, load_stack
 from workloads import job_spec as job_spec_module
 from workloads.job_spec import (
     SECRET_ENV_NAMES,
@@ -53,7 +50,7 @@ def overrides(spec: JobSpec) -> list[str]:
 
 
 def stack_spec(stack: str) -> JobSpec:
-    return cli.build_spec(cli.load_stack(stack))
+    return build_spec(load_stack(stack))
 
 
 def test_the_b200_stack_reproduces_the_codelab_command():
@@ -128,10 +125,10 @@ def test_every_key_is_set_once_and_stack_values_come_before_recipe_and_user_valu
 
 @pytest.mark.parametrize(("stack", "flavour", "nodes"), [("dev", "b200", 1), ("b200", "b200", 8), ("h200", "h200", 2)])
 def test_the_stack_spec_is_the_one_built_from_the_pools_facts(stack, flavour, nodes):
-    loaded = cli.load_stack(stack)
+    loaded = load_stack(stack)
     cfg = loaded.config
     from_facts = build_job(cfg.recipe, cfg.job, pool(flavour, nodes), cfg.ray.mount_path, stack, False)
-    assert from_facts == spec_of(stack, cfg, wandb_key_set=False) == cli.build_spec(loaded)
+    assert from_facts == spec_of(stack, cfg, wandb_key_set=False) == build_spec(loaded)
 
 
 def test_hostile_values_stay_single_shell_words(monkeypatch):
@@ -163,7 +160,7 @@ def test_no_secret_reaches_the_runtime_env_or_the_command():
     with pytest.raises(JobBuildError, match="HF_TOKEN"):
         JobSpec.create(stack="s", recipe="r", entrypoint="true", runtime_env={"env_vars": {"HF_TOKEN": "hf_x"}})
     # A stack with the W&B key configured: logging is switched on, the key itself appears nowhere.
-    loaded = cli.load_stack("dev")
+    loaded = load_stack("dev")
     cfg = loaded.config.model_copy(update={"job": loaded.config.job.model_copy(update={"wandb_project": "grpo"})})
     spec = spec_of("dev", cfg, wandb_key_set=True)
     assert {"logger.wandb_enabled=true", "logger.wandb.project=grpo", "logger.wandb.name=dev-qwen2.5-1.5b-gsm8k"} <= set(overrides(spec))
@@ -173,7 +170,7 @@ def test_no_secret_reaches_the_runtime_env_or_the_command():
 
 
 def test_the_id_is_deterministic_and_changes_exactly_when_the_spec_does():
-    cfg = cli.load_stack("dev").config
+    cfg = load_stack("dev").config
     spec = spec_of("dev", cfg, wandb_key_set=False)
     assert spec == spec_of("dev", cfg, wandb_key_set=False)
     assert spec.submission_id == f"dev-qwen2-5-1-5b-gsm8k-{spec.spec_hash[:8]}"
@@ -197,7 +194,7 @@ def test_the_id_is_deterministic_and_changes_exactly_when_the_spec_does():
 
 
 def test_user_overrides_win_over_the_recipe_but_may_not_touch_what_the_stack_derives():
-    cfg = cli.load_stack("h200").config
+    cfg = load_stack("h200").config
     job = cfg.job.model_copy(update={"overrides": ("grpo.num_prompts_per_step=8", "~loss_fn.use_on_policy_kl_approximation")})
     spec = build_job(cfg.recipe, job, pool("h200", 2), "/lustre", "h200", False)
     ovs = overrides(spec)
@@ -214,7 +211,7 @@ def test_user_overrides_win_over_the_recipe_but_may_not_touch_what_the_stack_der
 def test_parallelism_overrides_the_config_accepted_shape_the_derived_values_once():
     # The stack config folds TP and colocation overrides into the layout it validates
     # (JobConfig.parallelism); the job then derives every related key from that layout.
-    cfg = cli.load_stack("h200").config
+    cfg = load_stack("h200").config
     job = cfg.job.model_copy(update={"overrides": ("policy.dtensor_cfg.tensor_parallel_size=4",
                                                    "policy.generation.colocated.enabled=True")})
     ovs = overrides(build_job(cfg.recipe, job, pool("h200", 2), "/lustre", "h200", False))
@@ -226,10 +223,10 @@ def test_parallelism_overrides_the_config_accepted_shape_the_derived_values_once
 
 
 def test_layouts_the_pool_cannot_hold_are_refused_before_submission():
-    b200 = cli.load_stack("b200").config
+    b200 = load_stack("b200").config
     with pytest.raises(JobBuildError, match="not a multiple of TP x PP = 16"):
         build_job(b200.recipe, b200.job, pool("b200", 3), "/lustre", "b200", False)
-    h200 = cli.load_stack("h200").config
+    h200 = load_stack("h200").config
     with pytest.raises(JobBuildError, match="none is left for training"):
         build_job(h200.recipe, h200.job, pool("h200", 1), "/lustre", "h200", False)
     with pytest.raises(JobBuildError, match="is not the one job.recipe names"):
@@ -254,50 +251,6 @@ def test_recipes_pin_their_image_and_know_their_config_generation():
     assert Parallelism(train_tensor_parallel=1, colocated=True, generation_nodes=1).training_nodes(3) == 3
     with pytest.raises(ValueError):
         Parallelism(train_tensor_parallel=1, train_pipeline_parallel=2)
-
-
-def test_dry_run_prints_the_exact_job_without_network_or_ray():
-    proc = subprocess.run(
-        [sys.executable, "-c", "import sys, workloads.__main__ as m; rc = m.main(['submit', '--stack', 'h200', '--dry-run']);"
-         " assert 'ray' not in sys.modules, 'dry run imported ray'; sys.exit(rc)"],
-        cwd=ROOT, capture_output=True, text=True, timeout=60,
-    )
-    assert proc.returncode == 0, proc.stderr
-    spec = stack_spec("h200")
-    assert proc.stdout.splitlines() == [
-        f"submission id: {spec.submission_id}",
-        f"entrypoint: {spec.entrypoint}",
-        f"runtime env: {json.dumps(spec.runtime_env, sort_keys=True)}",
-    ]
-
-
-def test_cli_configuration_errors_are_one_line_with_exit_code_2():
-    out, err = io.StringIO(), io.StringIO()
-    assert cli.main(["submit", "--stack", "nope", "--dry-run"], out=out, err=err) == 2
-    assert err.getvalue() == "error: stack file Pulumi.nope.yaml not found (stacks here: autopilot, b200, b200-ladder, dev, h200)\n"
-    err = io.StringIO()
-    assert cli.main(["status", "--stack", "dev"], out=out, err=err) == 2  # no address, no pulumi CLI
-    assert err.getvalue().startswith("error: no dashboard address: pass --address") and err.getvalue().count("\n") == 1
-
-
-class _Tty(io.StringIO):
-    def isatty(self) -> bool:
-        return True
-
-
-def test_the_live_status_line_rewrites_itself_on_a_tty_and_prints_changes_otherwise():
-    tty = _Tty()
-    line = cli.StatusLine("job-1", tty)
-    for status, t in [("PENDING", 0.4), ("RUNNING", 1.2), ("RUNNING", 65.0), ("SUCCEEDED", 66.0)]:
-        line(status, t)
-    line.close()
-    assert tty.getvalue() == "\rjob-1  PENDING  0:00\rjob-1  RUNNING  0:01\rjob-1  RUNNING  1:05\rjob-1  SUCCEEDED  1:06\n"
-    plain = io.StringIO()
-    line = cli.StatusLine("job-1", plain)
-    for status, t in [("PENDING", 0.4), ("RUNNING", 1.2), ("RUNNING", 65.0), ("FAILED", 66.0)]:
-        line(status, t)
-    line.close()
-    assert plain.getvalue().splitlines() == ["job-1  PENDING  0:00", "job-1  RUNNING  0:01", "job-1  FAILED  1:06"]
 
 
 # ---------------------------------------------------------------- a job that cannot be built is a config error

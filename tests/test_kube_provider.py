@@ -179,3 +179,30 @@ def test_every_built_in_kubernetes_object_of_every_stack_passes_the_kubernetes_s
     }, [r.type for r in built_in]
     problems = [p for r in built_in for p in schema_problems(k8s_doc(r), f"{r.name} ({r.type})")]
     assert problems == []
+
+
+# ---------------------------------------------------------------- destroy with the cluster already gone
+
+
+@pytest.mark.parametrize("stack", ALL_STACKS)
+def test_every_in_cluster_object_is_deleted_with_the_cluster_so_destroy_never_needs_its_api(stack):
+    # pulumi-kubernetes refuses to delete a Helm release on an unreachable cluster whatever
+    # deleteUnreachable says (provider.go Delete); the engine skips the delete of a resource whose
+    # deletedWith target goes in the same run (pulumi/pulumi pkg/resource/deploy/step.go isDeletedWith).
+    plan = stack_plan(stack)
+    (cluster,) = plan.by_type("gcp:container/cluster:Cluster")
+    in_cluster = [r for r in plan.resources if r.custom and r.type.startswith("kubernetes:")]
+    assert any(r.type == "kubernetes:helm.sh/v3:Release" for r in in_cluster)
+    for r in in_cluster:
+        assert r.options.get("deletedWith") == cluster.urn, f"{r.name} ({r.type}): its delete would need the cluster"
+
+
+@pytest.mark.parametrize("stack", ALL_STACKS)
+def test_the_job_submission_alone_is_really_deleted_so_the_job_stops_before_the_lustre_export(stack):
+    plan = stack_plan(stack)
+    (job,) = [r for r in plan.resources if r.type.endswith("JobSubmission")]
+    (guard,) = [r for r in plan.resources if r.type.endswith("LustreGuard")]
+    release = plan.one("kubernetes:helm.sh/v3:Release")
+    assert "deletedWith" not in job.options, job.name
+    # Delete order is the reverse of the dependencies: job, then the release, then the export.
+    assert release.urn in job.dependencies and guard.urn in release.dependencies

@@ -15,6 +15,26 @@ def test_a_long_name_is_cut_to_the_limit_with_a_hash_of_the_full_name():
     assert name == cloud_name("a-very-long-prefix-x", "rdma-subnet-for-nic-7", Limit.GKE_CLUSTER), "deterministic"
 
 
+def test_a_name_exactly_at_the_limit_is_kept_whole():
+    prefix, role = "nemo-rl-dev", "g" * (Limit.GKE_NODE_POOL - len("nemo-rl-dev-"))
+    assert cloud_name(prefix, role, Limit.GKE_NODE_POOL) == f"{prefix}-{role}"
+    assert len(cloud_name(prefix, role + "x", Limit.GKE_NODE_POOL)) == Limit.GKE_NODE_POOL, "one more is cut"
+
+
+def test_a_cut_that_falls_inside_a_word_uses_the_whole_limit():
+    # Unlike the case above, no hyphen sits at the cut: every one of the 40 characters is used.
+    name = cloud_name("nemo-rl-production", "gpupoolwithaverylongrole", Limit.GKE_NODE_POOL)
+    assert len(name) == Limit.GKE_NODE_POOL and name.startswith("nemo-rl-production-gpupoolwith"), name
+    assert name[-7] == "-" and all(c in "0123456789abcdef" for c in name[-6:]), name
+
+
+def test_a_stack_name_becomes_a_valid_label_value():
+    # Pulumi allows upper case and dots in stack names; GCP label values allow neither (nor over 63 characters).
+    assert labels("Team.Prod_1", "c")["stack"] == "team-prod_1"
+    long = labels("A" * 70, "c")["stack"]
+    assert len(long) == Limit.LABEL_VALUE and long.startswith("a" * 56 + "-"), long
+
+
 def test_labels_merge_user_labels_under_the_managed_ones():
     merged = labels("b200", "network", {"team": "rl", "managed-by": "me", "stack": "x"})
     assert merged == {"team": "rl", "managed-by": "pulumi", "app": "nemo-rl-gke", "stack": "b200", "component": "network"}

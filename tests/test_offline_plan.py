@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from conftest import ALL_STACKS, ROOT, plan_mod
+from conftest import ALL_STACKS, ROOT, plan_mod, stack_plan
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
@@ -33,7 +33,8 @@ def test_plan_json_follows_the_documented_contract(stack):
     proc = run_cli("--stack", stack, "--assume-secrets", "--json")
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
-    assert set(doc) == {"project", "stack", "resources", "outputs", "estimates"}
+    assert set(doc) == {"project", "stack", "resources", "outputs", "estimates", "versionMatrix"}
+    assert doc["versionMatrix"]["row"] and not doc["versionMatrix"]["outside"]
     assert doc["project"] == "nemo-rl-gke" and doc["stack"] == stack
     urns = {r["urn"] for r in doc["resources"]}
     for r in doc["resources"]:
@@ -129,3 +130,92 @@ def test_a_stack_whose_job_needs_an_unset_secret_is_refused_with_the_offline_way
         "note: nemo-rl-gke:hfToken: not set; planned as if it were (--assume-secrets), `pulumi up` refuses until "
         "`pulumi config set --secret hfToken ...`"
     ]
+
+
+# ---------------------------------------------------------------- node pool replacement (--compare)
+
+
+def test_compare_names_the_pool_an_edit_replaces_before_pulumi_up(tmp_path):
+    stack_file = tmp_path / "Pulumi.h200.yaml"
+    stack_file.write_text((ROOT / "Pulumi.h200.yaml").read_text().replace("provisioning: spot", "provisioning: onDemand"))
+    proc = run_cli("--stack", "h200", "--assume-secrets", "--config-file", str(stack_file),
+                   "--compare", str(ROOT / "tests" / "golden" / "h200.json"))
+    assert proc.returncode == 0, proc.stderr
+    tail = proc.stdout.rsplit("Node pools against", 1)[1]
+    assert "node pool gke-gpu-pool: REPLACED, deleted first: every node of the pool is lost" in tail, tail
+    assert "nodeConfig.spot: true -> unset" in tail and "node pool gke-system-pool: unchanged" in tail, tail
+
+
+def test_compare_with_json_keeps_the_document_clean_and_says_it_on_stderr():
+    proc = run_cli("--stack", "dev", "--json", "--compare", str(ROOT / "tests" / "golden" / "dev.json"))
+    assert proc.returncode == 0, proc.stderr
+    json.loads(proc.stdout)
+    assert "node pool gke-gpu-pool: unchanged" in proc.stderr
+
+
+@pytest.mark.parametrize("content, reason", [(None, "No such file"), ("[]", "no resources list"), ("{", "Expecting")])
+def test_compare_with_something_that_is_not_a_plan_is_one_line_and_exit_2(tmp_path, content, reason):
+    path = tmp_path / "before.json"
+    if content is not None:
+        path.write_text(content)
+    proc = run_cli("--stack", "dev", "--compare", str(path))
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert len(proc.stderr.strip().splitlines()) == 1 and reason in proc.stderr and "--compare" in proc.stderr, proc.stderr
+
+
+def test_the_text_plan_says_which_config_keys_replace_each_node_pool():
+    text = plan_mod.render_tree(stack_plan("dev"))
+    assert "Node pools are REPLACED, deleted first" in text
+    gpu_line = next(line for line in text.splitlines() if line.startswith("  gke-gpu-pool: "))
+    assert "gpuPool.provisioning" in gpu_line and "gpuPool.compactPlacement" in gpu_line, gpu_line
+
+
+# ---------------------------------------------------------------- preview (the first `pulumi preview` of a stack)
+
+
+@pytest.fixture(scope="module")
+def previews():
+    from infra.stack_file import read_stack_file, stack_path, with_required_secrets
+
+    return {
+        stack: plan_mod.run_program(stack, *with_required_secrets(stack, *read_stack_file(stack_path(stack, ROOT))), preview=True)
+        for stack in ALL_STACKS
+    }
+
+
+@pytest.mark.parametrize("stack", ALL_STACKS)
+def test_a_preview_with_every_cloud_output_unknown_completes_and_plans_what_the_update_would(previews, stack):
+    preview, update = previews[stack], stack_plan(stack)
+    assert [r.urn for r in preview.resources] == [r.urn for r in update.resources]
+    # The cloud's answers are unknown, as in a real first preview: what the program derives from them too.
+    assert preview.outputs["clusterEndpoint"] == "[unknown]" and preview.outputs["lustreMountIp"] == "[unknown]"
+    (job,) = [r for r in preview.resources if r.type.endswith("JobSubmission")]
+    assert job.inputs["gke_endpoint"] == "[unknown]", job.name
+
+
+@pytest.mark.parametrize("stack", ALL_STACKS)
+def test_a_preview_submits_nothing_and_touches_no_cluster(previews, stack, monkeypatch):
+    """What the engine calls of a dynamic provider in a preview: `check` (and `diff` against the state);
+    never `create`, which the plugin layer answers itself for a provider without preview support
+    (pulumi/pulumi sdk/go/common/resource/plugin/provider_plugin.go Create, `if req.Preview`)."""
+    import socket
+
+    from infra.lustre_guard import LustreGuardProvider
+    from tools.mocks import UNKNOWN, plain
+    from workloads import hook, submit
+
+    def refuse(*_a, **_k):
+        raise AssertionError("a preview reached for the network")
+
+    for target, attr in ((socket, "create_connection"), (submit, "connect"), (submit, "submit_attempt"), (submit, "stop"),
+                         (hook.JobSubmissionProvider, "create"), (LustreGuardProvider, "create")):
+        monkeypatch.setattr(target, attr, refuse)
+    update = {r.urn: r for r in stack_plan(stack).resources}
+    dynamic = [r for r in previews[stack].resources if r.type.startswith("pulumi-python:dynamic")]
+    assert len(dynamic) >= 2, [r.type for r in dynamic]
+    for r in dynamic:
+        provider = hook.JobSubmissionProvider() if r.type.endswith("JobSubmission") else LustreGuardProvider()
+        news = {k: (UNKNOWN if v == "[unknown]" else v) for k, v in plain(r.raw_inputs, reveal_secrets=True).items()}
+        checked = provider.check({}, news)
+        assert not checked.failures, f"{r.name}: {checked.failures}"
+        provider.diff("id", update[r.urn].inputs, news)  # a later preview of the live stack

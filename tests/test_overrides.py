@@ -118,9 +118,9 @@ def test_a_refused_override_is_a_config_error_naming_job_overrides_before_any_re
 
 def test_new_keys_added_with_plus_reach_the_job_last_and_verbatim():
     from conftest import spec_of
-    from workloads import __main__ as cli
+    from jobctl.stack import load_stack
 
-    cfg = cli.load_stack("dev").config
+    cfg = load_stack("dev").config
     cfg = cfg.model_copy(update={"job": cfg.job.model_copy(update={"overrides": ("+policy.new_knob=1", "++grpo.seed=7")})})
     assert spec_of("dev", cfg, wandb_key_set=False).entrypoint.endswith(" +policy.new_knob=1 ++grpo.seed=7")
 

@@ -1,6 +1,6 @@
 """Preemption recovery: the classifier and decision on synthetic JobInfo, the watch loop on the local
-Ray head (a job that SIGKILLs itself stands in for a preempted one), the pod's command run from the
-ConfigMap's files, and the PreemptionWatcher's Kubernetes objects under mocks.
+Ray head (a job that SIGKILLs itself stands in for a preempted one), and the PreemptionWatcher's
+Kubernetes objects under mocks (the pod's command run from the ConfigMap's files: tests/test_watcher.py).
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ import json
 import os
 import shlex
 import signal
-import subprocess
 import sys
 import time
 import uuid
@@ -21,6 +20,7 @@ import pytest
 from ray.job_submission import JobDetails, JobStatus
 
 from conftest import ROOT
+from ray_head import JOB_TIMEOUT
 from conftest import spec_of as stack_job_spec
 from infra.watcher_deployment import (
     COMPONENT_TYPE,
@@ -28,11 +28,9 @@ from infra.watcher_deployment import (
     SPEC_KEY,
     WATCHER_MODULES,
     build_preemption_watcher,
-    config_map_data,
 )
 from tools.mocks import SIG_KEY
 from k8s_support import k8s_doc, record, schema_problems
-from workloads import __main__ as cli
 from workloads import submit as jobs
 from workloads.job_spec import META_ATTEMPT, SECRET_ENV_NAMES, JobSpec
 from workloads.preemption import (
@@ -217,7 +215,8 @@ def test_a_newer_job_of_another_spec_supersedes_the_watched_one():
 
 # ------------------------------------------------------------------------------ on the local Ray head
 
-def run_watch(client, spec, policy=FAST, timeout=60.0):
+def run_watch(client, spec, policy=FAST, timeout=3 * JOB_TIMEOUT):
+    """Watch until done or given up; up to three attempts (the restart cap), each a job start."""
     out = io.StringIO()
     deadline = time.monotonic() + timeout
 
@@ -277,8 +276,8 @@ def test_a_running_job_killed_from_outside_is_resubmitted_and_resumes(client, tm
     )
     spec = spec_of("t-outside", code)
     jobs.submit(client, spec)
-    assert jobs.wait(client, spec.submission_id, until={JobStatus.RUNNING}, timeout=60, poll_interval=0.2) == JobStatus.RUNNING
-    deadline = time.monotonic() + 60
+    assert jobs.wait(client, spec.submission_id, until={JobStatus.RUNNING}, timeout=JOB_TIMEOUT, poll_interval=0.2) == JobStatus.RUNNING
+    deadline = time.monotonic() + JOB_TIMEOUT
     while not pid_file.exists():
         assert time.monotonic() < deadline, "the job never wrote its pid"
         time.sleep(0.1)
@@ -318,7 +317,7 @@ def test_restarts_stop_at_the_maximum(client):
 def test_a_job_stopped_by_a_user_is_not_restarted(client):
     spec = spec_of("t-userstop", "import time; time.sleep(60)")
     jobs.submit(client, spec)
-    jobs.wait(client, spec.submission_id, until={JobStatus.RUNNING}, timeout=60, poll_interval=0.2)
+    jobs.wait(client, spec.submission_id, until={JobStatus.RUNNING}, timeout=JOB_TIMEOUT, poll_interval=0.2)
     jobs.stop(client, spec.submission_id)
     final, log = run_watch(client, spec)
     assert final.action is Action.DONE and "stopped on purpose" in final.reason, log
@@ -339,7 +338,7 @@ def test_a_capacity_wait_on_the_head_waits_for_the_gpus_then_resubmits_without_c
     spec = spec_of("t-capacity", CAPACITY_FAILURE)
     # The third attempt, after two restarts: the cap (FAST: 2) would end a preemption-like failure here.
     job_id, _ = jobs.submit_attempt(client, spec, 3, {META_AUTO_RESTARTS: "2"})
-    assert jobs.wait(client, job_id, timeout=60, poll_interval=0.2) == JobStatus.FAILED
+    assert jobs.wait(client, job_id, timeout=JOB_TIMEOUT, poll_interval=0.2) == JobStatus.FAILED
     # The local head has no GPUs: with the pool's GPUs not alive in Ray, nothing is submitted.
     waiting = Watcher(client, spec, dataclasses.replace(FAST, pool_gpus=8)).step()
     assert (waiting.action, waiting.cause) == (Action.WAIT, Cause.CAPACITY), waiting
@@ -358,12 +357,12 @@ def test_a_watcher_restarted_with_the_head_finds_the_job_lost_from_its_state_fil
     state = StateFile(tmp_path / "lustre" / ".nemo-rl-gke" / "watcher" / "t-restart.json")
     spec = spec_of("t-restart", "import time; time.sleep(60)")
     jobs.submit(client, spec)
-    assert jobs.wait(client, spec.submission_id, until={JobStatus.RUNNING}, timeout=60, poll_interval=0.2) == JobStatus.RUNNING
+    assert jobs.wait(client, spec.submission_id, until={JobStatus.RUNNING}, timeout=JOB_TIMEOUT, poll_interval=0.2) == JobStatus.RUNNING
     assert Watcher(client, spec, policy, state=state).step().action is Action.WAIT  # sees it running, records it
     assert json.loads(state.path.read_text())["submission_id"] == spec.submission_id
     # The head restarts without GCS fault tolerance: its job table is empty (stop + delete stand in for it).
     jobs.stop(client, spec.submission_id)
-    jobs.wait(client, spec.submission_id, timeout=60, poll_interval=0.2)
+    jobs.wait(client, spec.submission_id, timeout=JOB_TIMEOUT, poll_interval=0.2)
     client.delete_job(spec.submission_id)
     assert jobs.list_jobs(client, "t-restart") == []
     # A watcher with nothing recorded and job.submit off has nothing to go on.
@@ -403,51 +402,10 @@ def test_what_the_state_file_says_decides_after_a_restart_with_an_empty_job_tabl
     assert state.load(spec.spec_hash) is None
 
 
-BLOCK_PULUMI = """
-import importlib.abc, runpy, sys
-class Block(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path=None, target=None):
-        if name.split('.')[0] in ('pulumi', 'pulumi_gcp', 'pulumi_kubernetes', 'infra'):
-            raise ImportError(f'{name} is not in the watcher image')
-sys.meta_path.insert(0, Block())
-sys.argv = ['workloads'] + sys.argv[1:]
-runpy.run_module('workloads', run_name='__main__', alter_sys=True)
-"""
-
-
-def test_the_pod_command_runs_from_the_configmap_files_without_pulumi(client, head, tmp_path):
-    spec = spec_of("t-pod", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)")
-    data = config_map_data(spec)
-    (tmp_path / "workloads").mkdir()
-    for name in WATCHER_MODULES:
-        (tmp_path / "workloads" / name).write_text(data[name])
-    (tmp_path / SPEC_KEY).write_text(data[SPEC_KEY])
-    jobs.submit(client, spec)
-    jobs.wait(client, spec.submission_id, timeout=60, poll_interval=0.2)
-    heartbeat = tmp_path / "heartbeat"
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "RAY_ADDRESS")}
-    env.update(PYTHONPATH=str(tmp_path), PYTHONDONTWRITEBYTECODE="1")
-    proc = subprocess.run(
-        [sys.executable, "-c", BLOCK_PULUMI, "watch", "--address", head.address, "--spec-file", str(tmp_path / SPEC_KEY),
-         "--once", *FAST.cli_args(), "--heartbeat-file", str(heartbeat)],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert f"resubmitted as {spec.submission_id}-r2" in proc.stdout, proc.stdout
-    assert heartbeat.exists()
-    assert [j.submission_id for j in jobs.list_jobs(client, "t-pod")][-1] == f"{spec.submission_id}-r2"
-
-
-def test_the_cli_refuses_a_spec_file_without_an_address(tmp_path):
-    out, err = io.StringIO(), io.StringIO()
-    assert cli.main(["watch", "--spec-file", str(tmp_path / "x.json")], out=out, err=err) == 2
-    assert err.getvalue() == "error: watch --spec-file needs --address (the Ray dashboard URL)\n"
-
-
 # ------------------------------------------------------------------------------ the component under mocks
 
 def watcher_of(stack: str = "dev", **recovery):
-    from workloads.__main__ import load_stack
+    from jobctl.stack import load_stack
 
     cfg = load_stack(stack).config
     if recovery:
@@ -495,7 +453,7 @@ def test_the_watcher_objects_are_valid_kubernetes_objects_holding_no_secret():
     assert sa.urn in dep.dependencies, f"{dep.name} does not wait for {sa.name}"
     (c,) = pod["containers"]
     assert c["image"] == cfg.recipe.image.ref
-    assert c["command"][:4] == ["python", "-m", "workloads", "watch"]
+    assert c["command"][:3] == ["python", "-m", "workloads.watcher"]
     assert c["command"][c["command"].index("--address") + 1] == "http://nemo-rl-head-svc.nemo-rl.svc:8265"
     assert c["command"][c["command"].index("--spec-file") + 1] == f"/config/{SPEC_KEY}"
     assert c["command"][c["command"].index("--max-restarts") + 1] == str(cfg.recovery.max_restarts)

@@ -430,7 +430,6 @@ def test_workers_get_the_gib_nccl_environment_with_the_flavours_tuner_file(flavo
         "GLOO_SOCKET_IFNAME": "eth0",
         "TP_SOCKET_IFNAME": "eth0",
         "NCCL_TUNER_CONFIG_PATH": FLAVOURS[flavour].nccl_tuner_config,
-        "LD_LIBRARY_PATH": "/usr/local/nvidia/lib64:/usr/local/gib/lib64",
         "HF_HOME": "/lustre/hf-cache",
         "HF_TOKEN_PATH": "/var/run/secrets/nemo-rl/hf-token",
         "NETRC": "/var/run/secrets/nemo-rl/netrc",
@@ -445,7 +444,25 @@ def test_workers_mount_the_host_driver_and_gib_dirs_shared_memory_and_lustre():
     assert mounts["/usr/local/gib"]["hostPath"]["path"] == "/home/kubernetes/bin/gib"
     assert mounts["/dev/shm"]["emptyDir"] == {"medium": "Memory", "sizeLimit": "240Gi"}
     assert mounts["/lustre"]["persistentVolumeClaim"] == {"claimName": "lustre"}
-    assert ray_container(template)["securityContext"] == {"privileged": True}
+
+
+def test_workers_run_unprivileged_and_mount_the_host_driver_and_gib_dirs_read_only():
+    # As upstream's GPUDirect RDMA test pods run (container-engine-accelerators gpudirect-rdma/nccl-test.yaml).
+    template = worker_template(render_raycluster(values_for()))
+    container = ray_container(template)
+    assert not container["securityContext"].get("privileged"), "Ray worker: privileged"
+    host = {v["name"] for v in template["spec"]["volumes"] if "hostPath" in v}
+    assert host == {"nvidia", "gib"}
+    for c in [container, *template["spec"]["initContainers"]]:
+        for m in c.get("volumeMounts") or ():
+            assert m["name"] not in host or m.get("readOnly") is True, f"Ray worker/{c['name']}: {m['mountPath']} writable"
+
+
+def test_no_ray_container_sets_ld_library_path_so_the_images_own_value_survives():
+    cluster = render_raycluster(values_for("b200"))
+    for template in (cluster["spec"]["headGroupSpec"]["template"], worker_template(cluster)):
+        for c in [*template["spec"]["containers"], *(template["spec"].get("initContainers") or ())]:
+            assert "LD_LIBRARY_PATH" not in env_of(c), f"{c['name']}: LD_LIBRARY_PATH would replace the image's"
 
 
 def test_head_and_workers_mount_lustre_at_the_configured_path_and_use_the_service_account():
@@ -508,13 +525,19 @@ def kuberay_args(container: dict) -> str:
     return f"{user} && {generated}" if user.strip() else generated
 
 
+IMAGE_LD_LIBRARY_PATH = "/opt/nemo_rl_venv/lib/python3.13/site-packages/nvidia/cudnn/lib:/usr/local/cuda/lib64"
+"""The kind of value the NeMo-RL v0.6.0 image's `ENV LD_LIBRARY_PATH` holds (pip cuDNN first)."""
+
+
 def run_rendered_worker_start(
-    tmp_path: Path, *, with_script: bool = True, script_status: int = 0, ldconfig_status: int = 0
+    tmp_path: Path, *, with_script: bool = True, script_status: int = 0, ldconfig_status: int = 0, group: str = "worker"
 ) -> tuple[subprocess.CompletedProcess, list[str]]:
     """Runs the RENDERED worker container's start line in bash with stand-ins: the pod's /usr/local/nvidia
     and /usr/local/gib become temp dirs, `ldconfig` and `ray` are scripts on PATH that log their calls,
     set_nccl_env.sh logs that it was sourced and exports a variable the `ray` stub records."""
-    container = ray_container(worker_template(render_raycluster(values_for("b200"))))
+    cluster = render_raycluster(values_for("b200"))
+    template = worker_template(cluster) if group == "worker" else cluster["spec"]["headGroupSpec"]["template"]
+    container = ray_container(template)
     nvidia, gib, bin_dir, log = tmp_path / "nvidia", tmp_path / "gib", tmp_path / "bin", tmp_path / "calls.log"
     for d in (nvidia / "lib64", gib / "lib64", gib / "scripts", bin_dir):
         d.mkdir(parents=True)
@@ -524,7 +547,7 @@ def run_rendered_worker_start(
         )
     for tool, line in {
         "ldconfig": 'echo "ldconfig $*"',
-        "ray": 'echo "ray $1 NCCL_FROM_SCRIPT=${NCCL_FROM_SCRIPT:-unset}"',
+        "ray": f'echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH" > {log}.env; echo "ray $1 NCCL_FROM_SCRIPT=${{NCCL_FROM_SCRIPT:-unset}}"',
     }.items():
         stub = bin_dir / tool
         status = ldconfig_status if tool == "ldconfig" else 0
@@ -533,6 +556,9 @@ def run_rendered_worker_start(
     line = kuberay_args(container).replace("/usr/local/nvidia", str(nvidia)).replace("/usr/local/gib", str(gib))
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "RAY_START_ULIMIT_OPEN_FILES": subprocess.run(
         ["/bin/bash", "-c", "ulimit -n"], capture_output=True, text=True).stdout.strip()}
+    # What the container starts with: the image's ENV, then the pod's env entries on top (a pod entry
+    # of the same name replaces the image's, as the kubelet does).
+    env |= {"LD_LIBRARY_PATH": IMAGE_LD_LIBRARY_PATH, **env_of(container)}
     proc = subprocess.run(["/bin/bash", "-c", "--", line], capture_output=True, text=True, timeout=30, env=env)
     calls = log.read_text().splitlines() if log.exists() else []
     return proc, [c.replace(str(nvidia), "/usr/local/nvidia").replace(str(gib), "/usr/local/gib") for c in calls]
@@ -572,16 +598,19 @@ def test_the_worker_command_never_names_ray_start_so_kuberay_keeps_prepending():
     assert "ray start" not in command and "ldconfig" in command
 
 
-def test_the_head_gets_the_same_gpu_library_path_as_the_workers():
-    cluster = render_raycluster(values_for("b200"))
-    head = env_of(ray_container(cluster["spec"]["headGroupSpec"]["template"]))
-    worker = env_of(ray_container(worker_template(cluster)))
-    assert head["LD_LIBRARY_PATH"] == worker["LD_LIBRARY_PATH"] == GPU_LIBRARY_PATH == "/usr/local/nvidia/lib64:/usr/local/gib/lib64"
+@pytest.mark.parametrize("group", ["head", "worker"])
+def test_ray_starts_with_the_gpu_libraries_prepended_to_the_images_library_path(tmp_path, group):
+    proc, _ = run_rendered_worker_start(tmp_path, group=group)
+    assert proc.returncode == 0, proc.stderr
+    (seen,) = (tmp_path / "calls.log.env").read_text().splitlines()
+    assert GPU_LIBRARY_PATH == "/usr/local/nvidia/lib64:/usr/local/gib/lib64"
+    assert seen == f"LD_LIBRARY_PATH=/usr/local/nvidia/lib64:/usr/local/gib/lib64:{IMAGE_LD_LIBRARY_PATH}".replace(
+        "/usr/local/nvidia", str(tmp_path / "nvidia")).replace("/usr/local/gib", str(tmp_path / "gib")), f"Ray {group}"
 
 
 def test_the_head_keeps_kuberays_own_start_command():
     values = values_for()
-    assert "command" not in values["head"] and "args" not in values["head"]
+    assert "ray start" not in " ".join(values["head"]["command"]) and "args" not in values["head"]
     assert "annotations" not in values, "no ray.io/overwrite-container-cmd: the prepend behaviour is relied on"
 
 

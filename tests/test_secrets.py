@@ -112,7 +112,7 @@ def test_the_job_runtime_env_and_entrypoint_hold_no_secret(planted_plan):
 def test_the_cli_dry_run_prints_no_secret_even_with_the_tokens_in_the_users_environment(monkeypatch):
     # The CLI never decrypts the stack's secrets; the way a token could still reach its output (and
     # the runtime env it submits) is the user's own shell exporting it.
-    from workloads.__main__ import main
+    from jobctl.cli import main
 
     monkeypatch.setenv("HF_TOKEN", HF)
     monkeypatch.setenv("WANDB_API_KEY", WANDB)

@@ -15,7 +15,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from conftest import STACKS, merged, run_plan, stack_plan
+from conftest import ALL_STACKS, STACKS, merged, run_plan, stack_plan
 from infra.config import ConfigError
 
 CLUSTER = "gcp:container/cluster:Cluster"
@@ -264,3 +264,31 @@ def test_the_bucket_is_retained_on_destroy_unless_the_stack_opts_in(stack, kept)
     assert bucket.options.get("retainOnDelete", False) is kept, f"{bucket.name}: {bucket.options}"
     assert bucket.inputs["forceDestroy"] is (not kept), bucket.name
     assert bucket.inputs["publicAccessPrevention"] == "enforced", bucket.name
+
+
+# ---------------------------------------------------------------- nothing the cluster makes outlives it
+
+
+@pytest.mark.parametrize("stack", ALL_STACKS)
+def test_no_kubernetes_object_makes_a_cloud_resource_that_would_outlive_the_cluster(stack):
+    """In-cluster objects are `deleted_with` the cluster (destroy never asks its API), so nothing may make
+    GKE create a cloud resource of its own: a LoadBalancer Service (forwarding rule, NEG), an Ingress or
+    Gateway (load balancer), a claim on a dynamic StorageClass or a generic ephemeral volume (a
+    persistent disk). The Lustre PV is static, `Retain`, its instance Pulumi's own."""
+    plan = stack_plan(stack)
+    kube = [r for r in plan.resources if r.custom and r.type.startswith("kubernetes:")]
+    for r in kube:
+        kind = r.type.rsplit(":", 1)[-1]
+        assert kind not in ("Ingress", "Gateway", "StorageClass"), f"{r.name}: {kind}"
+        if kind == "Service":
+            assert r.inputs.get("spec", {}).get("type", "ClusterIP") in ("ClusterIP", "NodePort"), r.name
+        if kind == "PersistentVolumeClaim":
+            spec = r.inputs["spec"]
+            assert spec.get("storageClassName") == "" and spec.get("volumeName"), f"{r.name}: a dynamic claim"
+        if kind == "PersistentVolume":
+            assert r.inputs["spec"]["persistentVolumeReclaimPolicy"] == "Retain", r.name
+        for path, value in walk(r.inputs):
+            assert not (isinstance(value, dict) and "volumeClaimTemplate" in value), f"{r.name}: {path} ephemeral volume"
+            assert not path.endswith("volumeClaimTemplates"), f"{r.name}: {path}"
+    (release,) = [r for r in kube if r.type == RELEASE]
+    assert release.inputs["values"]["service"]["type"] == "ClusterIP", "the Ray head Service"

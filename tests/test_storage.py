@@ -98,7 +98,7 @@ def test_lustre_has_generous_timeouts_and_is_a_child_of_its_component(stack):
     plan = stack_plan(stack)
     instance, component = plan.one(LUSTRE), plan.one("nemo-rl-gke:infra:Lustre")
     assert instance.parent == component.urn, instance.name
-    # The provider's own create default, set for a service whose P99 is 40-80 minutes (magic-modules PR #14878).
+    # The provider's own create default (magic-modules PR #16046), for a service whose P99 is 40-80 minutes (PR #14878).
     assert instance.options["customTimeouts"]["create"] == "120m", instance.name
     outputs = plan.component_outputs[component.urn]
     assert outputs["mountIp"] == "10.16.0.2"

@@ -1,4 +1,5 @@
-"""Job submission against a real local Ray head, through the module and the CLI users run.
+"""Job submission against a real local Ray head, through the module and the CLI users run
+(the CLI's own commands: tests/test_jobctl.py).
 
 Jobs are short `python -c` commands; each test uses its own stack name so the shared head's
 jobs never mix. Only 127.0.0.1 is contacted.
@@ -16,13 +17,13 @@ import time
 import uuid
 
 import pytest
-import yaml
 from ray.job_submission import JobStatus
 
 from conftest import ROOT
+from ray_head import JOB_TIMEOUT, STALL_BOUND
 from dashboard_proxy import AuthProxy
 from stalled_http import StalledServer
-from workloads import __main__ as cli
+from jobctl import cli
 from workloads import submit as jobs
 from workloads.job_spec import META_STACK, JobSpec
 
@@ -57,10 +58,10 @@ def test_a_job_runs_then_succeeds_and_resubmitting_it_adds_nothing(client, tmp_p
     first = jobs.submit(client, spec)
     assert first.created and first.submission_id == spec.submission_id and first.stopped == ()
     seen: list[JobStatus] = []
-    assert jobs.wait(client, spec.submission_id, until={JobStatus.RUNNING}, timeout=60,
+    assert jobs.wait(client, spec.submission_id, until={JobStatus.RUNNING}, timeout=JOB_TIMEOUT,
                      on_status=lambda s, _t: seen.append(s), poll_interval=0.2) == JobStatus.RUNNING
     go.touch()
-    assert jobs.wait(client, spec.submission_id, timeout=60, on_status=lambda s, _t: seen.append(s),
+    assert jobs.wait(client, spec.submission_id, timeout=JOB_TIMEOUT, on_status=lambda s, _t: seen.append(s),
                      poll_interval=0.3) == JobStatus.SUCCEEDED
     assert JobStatus.RUNNING in seen and seen[-1] == JobStatus.SUCCEEDED
     assert "hello from the job" in "".join(jobs.logs(client, spec.submission_id))
@@ -76,7 +77,7 @@ def test_the_same_spec_running_is_not_resubmitted(client, tmp_path):
     go = tmp_path / "go"
     spec = python_job("t-running", f"import os, time\nwhile not os.path.exists({str(go)!r}): time.sleep(0.05)")
     first = jobs.submit(client, spec)
-    jobs.wait(client, spec.submission_id, until={JobStatus.RUNNING}, timeout=60, poll_interval=0.2)
+    jobs.wait(client, spec.submission_id, until={JobStatus.RUNNING}, timeout=JOB_TIMEOUT, poll_interval=0.2)
     again = jobs.submit(client, spec)
     go.touch()
     assert (again.submission_id, again.created, again.status) == (first.submission_id, False, JobStatus.RUNNING)
@@ -106,24 +107,24 @@ def test_the_same_spec_pending_is_not_resubmitted(client):
 def test_a_failing_job_reaches_failed_and_the_same_spec_is_retried_as_a_new_attempt(client):
     spec = python_job("t-fail", "import sys; print('going down'); sys.exit(3)")
     jobs.submit(client, spec)
-    assert jobs.wait(client, spec.submission_id, timeout=60, poll_interval=0.3) == JobStatus.FAILED
+    assert jobs.wait(client, spec.submission_id, timeout=JOB_TIMEOUT, poll_interval=0.3) == JobStatus.FAILED
     retry = jobs.submit(client, spec)
     assert retry.created and retry.submission_id == f"{spec.submission_id}-r2"
-    jobs.wait(client, retry.submission_id, timeout=60, poll_interval=0.3)
+    jobs.wait(client, retry.submission_id, timeout=JOB_TIMEOUT, poll_interval=0.3)
     assert [j.submission_id for j in jobs.list_jobs(client, "t-fail")] == [spec.submission_id, retry.submission_id]
 
 
 def test_a_changed_spec_stops_the_running_job_first_and_stop_ends_a_running_job(client):
     old = python_job("t-change", "import time; time.sleep(120)")
     jobs.submit(client, old)
-    assert jobs.wait(client, old.submission_id, until={JobStatus.RUNNING}, timeout=60, poll_interval=0.2) == JobStatus.RUNNING
+    assert jobs.wait(client, old.submission_id, until={JobStatus.RUNNING}, timeout=JOB_TIMEOUT, poll_interval=0.2) == JobStatus.RUNNING
     new = python_job("t-change", "import time; time.sleep(120)  # v2")
     result = jobs.submit(client, new)
     assert result.created and result.stopped == (old.submission_id,)
     assert jobs.status(client, old.submission_id) == JobStatus.STOPPED
-    assert jobs.wait(client, new.submission_id, until={JobStatus.RUNNING}, timeout=60, poll_interval=0.2) == JobStatus.RUNNING
+    assert jobs.wait(client, new.submission_id, until={JobStatus.RUNNING}, timeout=JOB_TIMEOUT, poll_interval=0.2) == JobStatus.RUNNING
     assert jobs.stop(client, new.submission_id) is True
-    assert jobs.wait(client, new.submission_id, timeout=60, poll_interval=0.2) == JobStatus.STOPPED
+    assert jobs.wait(client, new.submission_id, timeout=JOB_TIMEOUT, poll_interval=0.2) == JobStatus.STOPPED
     assert jobs.stop(client, new.submission_id) is False
 
 
@@ -145,8 +146,8 @@ def test_an_unreachable_address_raises_dashboard_unreachable_and_the_cli_says_so
         address = f"http://127.0.0.1:{closed.getsockname()[1]}"
         with pytest.raises(jobs.DashboardUnreachable, match=f"unreachable at {address}.*check that the cluster is up"):
             jobs.connect(address)
-        proc = subprocess.run([sys.executable, "-m", "workloads", "list", "--address", address],
-                              cwd=ROOT, capture_output=True, text=True, timeout=60)
+        proc = subprocess.run([sys.executable, "-m", "jobctl", "list", "--address", address],
+                              cwd=ROOT, capture_output=True, text=True, timeout=JOB_TIMEOUT)
     assert proc.returncode == 3 and proc.stdout == ""
     assert proc.stderr.count("\n") == 1 and proc.stderr.startswith(f"error: Ray dashboard unreachable at {address}")
 
@@ -157,7 +158,7 @@ def test_a_stalled_dashboard_ends_in_a_timeout_error_not_a_hang():
         started = time.monotonic()
         with pytest.raises(jobs.DashboardUnreachable, match="ReadTimeout: the request got no answer in time"):
             jobs.connect(address, read_timeout=0.5)
-        assert time.monotonic() - started < 10
+        assert time.monotonic() - started < STALL_BOUND
 
 
 def test_every_job_api_call_after_connecting_has_a_timeout_too():
@@ -167,19 +168,7 @@ def test_every_job_api_call_after_connecting_has_a_timeout_too():
             started = time.monotonic()
             with pytest.raises(jobs.DashboardUnreachable, match="ReadTimeout"):
                 call()
-            assert time.monotonic() - started < 10
-
-
-def test_the_cli_and_the_watcher_give_up_on_a_stalled_dashboard_in_one_line(monkeypatch):
-    # `python -m workloads ... --address` is what the in-cluster watcher runs too.
-    monkeypatch.setattr(jobs, "READ_TIMEOUT", 0.5)
-    with StalledServer(answer_version=True) as address:
-        out, err = io.StringIO(), io.StringIO()
-        started = time.monotonic()
-        code = cli.main(["status", "--address", address, "--job", "x"], out=out, err=err)
-        assert time.monotonic() - started < 10
-    assert code == 3 and err.getvalue().count("\n") == 1, err.getvalue()
-    assert err.getvalue().startswith(f"error: Ray dashboard unreachable at {address}"), err.getvalue()
+            assert time.monotonic() - started < STALL_BOUND
 
 
 def test_a_silent_log_stream_gives_up_after_its_idle_timeout_instead_of_hanging():
@@ -192,37 +181,7 @@ def test_a_silent_log_stream_gives_up_after_its_idle_timeout_instead_of_hanging(
     started = time.monotonic()
     with pytest.raises(asyncio.TimeoutError):
         next(jobs._sync_iter(silent(), 0.2))
-    assert time.monotonic() - started < 5
-
-
-def test_the_cli_submits_the_stack_job_waits_and_retries_after_a_failure(head):
-    # The dev stack's real entrypoint: here it fails at once (no /opt/nemo-rl on this machine),
-    # which is enough to see submit -> wait -> FAILED -> resubmit as attempt 2.
-    spec = cli.build_spec(cli.load_stack("dev"))
-    # No acceptance gate here (tests/test_acceptance_gate.py covers it): this is about submit and wait.
-    code, out, err = run_cli("submit", "--stack", "dev", "--address", head.address, "--gate", "off", "--wait", "--timeout", "60")
-    assert (code, err) == (1, ""), err
-    lines = out.splitlines()
-    assert lines[0] in (f"submitted {spec.submission_id} (PENDING)", f"submitted {spec.submission_id} (RUNNING)")
-    assert lines[-1].startswith(f"{spec.submission_id}  FAILED  ")  # not a TTY: one line per status
-
-    code, out, _ = run_cli("list", "--stack", "dev", "--address", head.address)
-    assert code == 0 and spec.submission_id in out and "FAILED" in out
-    code, out, _ = run_cli("logs", "--stack", "dev", "--address", head.address)  # newest job of the stack
-    assert code == 0 and "Running entrypoint" in out and "/opt/nemo-rl" in out
-    code, out, _ = run_cli("submit", "--stack", "dev", "--address", head.address, "--gate", "off")
-    assert code == 0 and out.startswith(f"submitted {spec.submission_id}-r2 ")
-    code, out, _ = run_cli("status", "--stack", "dev", "--address", head.address, "--wait", "--timeout", "60")
-    assert code == 1 and f"{spec.submission_id}-r2  FAILED" in out
-
-
-def test_the_cli_stops_a_running_job(client, head):
-    sleeper = python_job("dev", "import time; time.sleep(120)")
-    jobs.submit(client, sleeper)
-    jobs.wait(client, sleeper.submission_id, until={JobStatus.RUNNING}, timeout=60, poll_interval=0.2)
-    code, out, _ = run_cli("stop", "--stack", "dev", "--address", head.address, "--job", sleeper.submission_id)
-    assert (code, out) == (0, f"{sleeper.submission_id}: stop requested\n")
-    assert jobs.wait(client, sleeper.submission_id, timeout=60, poll_interval=0.2) == JobStatus.STOPPED
+    assert time.monotonic() - started < STALL_BOUND
 
 
 @pytest.fixture
@@ -280,29 +239,6 @@ def test_only_an_ip_endpoint_needs_the_cluster_ca(endpoint, needed):
     assert jobs.needs_cluster_ca(endpoint) is needed, endpoint
 
 
-def test_the_cli_asks_for_the_cluster_ca_of_an_ip_endpoint_in_one_line():
-    code, out, err = run_cli("list", "--endpoint", "203.0.113.10", "--head-service", "nemo-rl-head-svc")
-    assert (code, out) == (2, "")
-    assert err == "error: the cluster CA of the IP endpoint 203.0.113.10 is unknown: pass --ca-file (stack output clusterCaCertificate)\n"
-
-
-@pytest.mark.parametrize(("flags", "message"), [
-    (("--address", "http://127.0.0.1:notaport"),
-     "--address http://127.0.0.1:notaport: port 'notaport' is not a number; allowed: 1-65535"),
-    (("--address", "http://[::1"), "--address http://[::1: not a valid URL (Invalid IPv6 URL)"),
-    (("--address", "127.0.0.1:99999"), "--address 127.0.0.1:99999: port 99999 is out of range; allowed: 1-65535"),
-    (("--address", "ftp://127.0.0.1:8265"), "--address ftp://127.0.0.1:8265: scheme 'ftp' is not allowed; allowed: http, https"),
-    (("--endpoint", "https://1.2.3.4:bad", "--head-service", "x", "--ca-file", "{ca}"),
-     "--endpoint https://1.2.3.4:bad: port 'bad' is not a number; allowed: 1-65535"),
-    (("--endpoint", "https://[::1", "--head-service", "x"), "--endpoint https://[::1: not a valid URL (Invalid IPv6 URL)"),
-])
-def test_a_malformed_address_or_endpoint_is_refused_in_one_line_naming_the_flag(flags, message, tmp_path):
-    ca = tmp_path / "ca.pem"
-    ca.write_text("not used: the endpoint is refused first\n")
-    code, out, err = run_cli("list", *(f.format(ca=ca) for f in flags))
-    assert (code, out, err) == (2, "", f"error: {message}\n")
-
-
 def test_connect_raises_invalid_address_before_touching_the_network():
     with pytest.raises(jobs.InvalidAddress) as bad:
         jobs.connect("127.0.0.1:0")
@@ -311,10 +247,29 @@ def test_connect_raises_invalid_address_before_touching_the_network():
         jobs.connect(gke_endpoint="203.0.113.10:https", service="head", ca_file="unused.pem", token_provider=lambda: "t")
 
 
-def test_logs_tail_prints_only_the_last_lines_of_the_job_log_also_when_following(client, head):
-    spec = python_job("t-tail", "for i in range(1, 6): print('line', i)")
+def wait_for_log_line(client, job_id: str, text: str, timeout: float = JOB_TIMEOUT) -> str:
+    """Poll the job's log until it contains `text`; the log then. Fails naming the job and the text."""
+    deadline = time.monotonic() + timeout
+    while True:
+        log = "".join(jobs.logs(client, job_id))
+        if text in log:
+            return log
+        assert time.monotonic() < deadline, f"job {job_id}: {text!r} not in its log after {timeout:g}s:\n{log[-500:]}"
+        time.sleep(0.2)
+
+
+def test_logs_tail_prints_only_the_last_lines_of_the_job_log_also_when_following(client, head, tmp_path):
+    # The job prints only once Ray's "Running entrypoint" line is in its log: Ray writes that line
+    # through a buffered file object it closes after starting the driver
+    # (ray/dashboard/modules/job/job_supervisor.py `_exec_entrypoint`, 2.60.0), so a driver quick enough
+    # on a busy machine could get its lines in first, and the last two lines would not be the job's.
+    go = tmp_path / "go"
+    spec = python_job("t-tail", f"import os, time\nwhile not os.path.exists({str(go)!r}): time.sleep(0.05)\n"
+                                "for i in range(1, 6): print('line', i)")
     jobs.submit(client, spec)
-    assert jobs.wait(client, spec.submission_id, timeout=60, poll_interval=0.3) == JobStatus.SUCCEEDED
+    wait_for_log_line(client, spec.submission_id, "Running entrypoint")
+    go.touch()
+    assert jobs.wait(client, spec.submission_id, timeout=JOB_TIMEOUT, poll_interval=0.3) == JobStatus.SUCCEEDED
     assert "line 1\n" in "".join(jobs.logs(client, spec.submission_id))  # the whole log has all five
     args = ("logs", "--stack", "dev", "--address", head.address, "--job", spec.submission_id, "--tail", "2")
     assert run_cli(*args) == (0, "line 4\nline 5\n", "")
@@ -323,36 +278,3 @@ def test_logs_tail_prints_only_the_last_lines_of_the_job_log_also_when_following
     assert run_cli(*args[:-1], "99") == (0, "".join(jobs.logs(client, spec.submission_id)), "")
 
 
-@pytest.mark.parametrize("value", ["0", "-2", "two"])
-def test_logs_tail_takes_only_a_positive_line_count(value, capsys):
-    assert cli.main(["logs", "--tail", value]) == 2
-    assert capsys.readouterr().err == (
-        f"error: argument --tail: {value!r} is not allowed; allowed: a positive whole number\n"
-    )
-
-
-@pytest.mark.parametrize("keys", [("hfToken",), ("wandbApiKey",), ("hfToken", "wandbApiKey")])
-def test_the_cli_refuses_a_plaintext_secret_in_the_stack_file_as_pulumi_up_does(keys, tmp_path, monkeypatch):
-    from infra.config import ConfigError
-    from infra.stack_file import read_stack_file
-    from tools.offline_plan import run_program
-
-    doc = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())
-    doc["config"].update({f"nemo-rl-gke:{k}": "plain-text-value" for k in keys})
-    (tmp_path / "Pulumi.leaky.yaml").write_text(yaml.safe_dump(doc))
-    monkeypatch.setattr(cli, "ROOT", tmp_path)
-    code, out, err = run_cli("submit", "--stack", "leaky", "--dry-run")
-    assert (code, out) == (2, "")
-    assert err == "error: " + "; ".join(
-        f"nemo-rl-gke:{k}: stored in plaintext; allowed: a secret (remove it from Pulumi.leaky.yaml and run "
-        f"`pulumi config set --secret {k}`)"
-        for k in keys
-    ) + "\n"
-    with pytest.raises(ConfigError) as program_refusal:  # the very words the Pulumi program uses
-        run_program("leaky", *read_stack_file(tmp_path / "Pulumi.leaky.yaml"))
-    assert err == f"error: {str(program_refusal.value).replace(chr(10), '; ')}\n"
-
-    doc["config"].update({f"nemo-rl-gke:{k}": {"secure": "v1:AAAA"} for k in keys})
-    (tmp_path / "Pulumi.leaky.yaml").write_text(yaml.safe_dump(doc))
-    code, out, err = run_cli("submit", "--stack", "leaky", "--dry-run")
-    assert (code, err) == (0, "") and out.startswith("submission id: ")

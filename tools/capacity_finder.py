@@ -19,7 +19,6 @@ still be out of capacity: the ladder is what copes with that. The calls are thos
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from dataclasses import asdict, dataclass, field
@@ -34,6 +33,7 @@ from infra.prices import PriceError, price_table
 from infra.stack_file import StackFileError, load_stack
 from infra.zones import catalogue, region_of
 from tools import doctor
+from workloads import cli_args
 
 FITS, SHORT, UNKNOWN = "fits", "short", "unknown"
 _PRICE_KIND = {Provisioning.SPOT: "spot", Provisioning.FLEX_START: "flexStart", Provisioning.ON_DEMAND: "onDemand",
@@ -175,11 +175,17 @@ def doctor_money(value: float) -> str:
 def main(argv: Optional[list[str]] = None, out: Optional[TextIO] = None, err: Optional[TextIO] = None,
          connect: Callable[[str], doctor.Clients] = doctor.connect) -> int:
     out, err = out or sys.stdout, err or sys.stderr
-    p = doctor._Parser(prog="python -m tools.capacity_finder", description=__doc__.splitlines()[0])
-    p.add_argument("--stack", default=doctor.DEFAULT_STACK, help=f"stack name (Pulumi.<stack>.yaml); default {doctor.DEFAULT_STACK}")
+    p = cli_args.OneLineParser(prog="python -m tools.capacity_finder", description=__doc__.splitlines()[0])
+    p.add_argument("--stack", type=cli_args.stack_name, default=doctor.DEFAULT_STACK,
+                   help=f"stack name (Pulumi.<stack>.yaml); default {doctor.DEFAULT_STACK}")
     p.add_argument("--json", action="store_true", help="print the zones as JSON")
-    p.add_argument("--timeout", type=doctor._seconds, default=doctor.DEFAULT_TIMEOUT, help="seconds per API call")
-    args = p.parse_args(argv)
+    p.add_argument("--timeout", type=cli_args.seconds(positive=True, maximum=doctor.MAX_TIMEOUT),
+                   default=doctor.DEFAULT_TIMEOUT, help="seconds per API call")
+    try:
+        args = p.parse_args(argv)
+    except cli_args.UsageError as exc:  # bad flags are one line and exit 2, as the doctor's
+        err.write(f"error: {exc}\n")
+        return doctor.EXIT_USAGE
     try:
         stack = load_stack(args.stack)
     except (StackFileError, ConfigError) as exc:

@@ -34,7 +34,7 @@ MILESTONE_TYPES = (NODE_POOL, "gcp:container/cluster:Cluster", "gcp:lustre/insta
 ASSUMED = "assumed: no published figure; `pulumi up` shows each resource's duration, which replaces it"
 LUSTRE_P99 = (
     "GoogleCloudPlatform/magic-modules PR #14878 (2025-08): the Managed Lustre maintainers put the create "
-    "P99 at 40-80 minutes and raised google_lustre_instance's create timeout to 120 minutes"
+    "P99 at 40-80 minutes; PR #16046 (2025-12) set google_lustre_instance's create timeout to 120 minutes"
 )
 
 # The NeMo-RL image pull, a step of its own (infra/image_prepull.py). Both figures are assumptions,

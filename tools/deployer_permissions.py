@@ -1,4 +1,4 @@
-"""What the identity that runs `pulumi up` must be allowed to do in the project: the one list.
+"""What the identity that runs `pulumi up` and `pulumi destroy` must be allowed to do in the project: the one list.
 
 Keyed by the Pulumi resource type the program registers, so a new resource type without an entry
 fails a test (tests/test_deployer_permissions.py walks every stack's plan). Each permission names
@@ -10,6 +10,17 @@ Permission and role names: Google Cloud IAM "permissions reference" and "predefi
 roles/servicenetworking.networksAdmin grants servicenetworking.services.addPeering). Only on the real
 cloud: whether an organisation's custom roles grant the same; the doctor asks IAM
 (`projects.testIamPermissions`), so any role that grants the permission passes.
+
+Each type lists what creating it calls and what deleting it calls: a deployer who can create but not
+delete gets a `pulumi destroy` that stops halfway, with Lustre still billing. Private Service Access:
+the range is an INTERNAL global address (compute.globalAddresses.createInternal / deleteInternal, and
+setLabels because the program labels it), on the VPC (compute.networks.use); the connection adds the
+peering (servicenetworking.services.addPeering) and, with deletion_policy REMOVE_PEERING
+(infra/network.py), deletes the connection and, when the producer still holds the range, removes the
+peering (servicenetworking.services.deleteConnection, compute.networks.removePeering; pulumi-gcp 10.2.0
+`Connection.deletion_policy`, terraform-provider-google resource_service_networking_connection.go Delete).
+Only on the real cloud: that the API asks for exactly these (e.g. deleteInternal rather than delete for
+a VPC_PEERING range); both are held by the role named.
 """
 
 from __future__ import annotations
@@ -32,26 +43,33 @@ PROJECT_READ = Grant("roles/browser", ("resourcemanager.projects.get",))
 
 BY_RESOURCE_TYPE: dict[str, tuple[Grant, ...]] = {
     "gcp:compute/network:Network": (
-        Grant("roles/compute.networkAdmin", ("compute.networks.create", "compute.networks.get")),
+        Grant("roles/compute.networkAdmin", ("compute.networks.create", "compute.networks.get", "compute.networks.delete")),
     ),
     "gcp:compute/subnetwork:Subnetwork": (
-        Grant("roles/compute.networkAdmin", ("compute.subnetworks.create", "compute.subnetworks.get")),
+        Grant("roles/compute.networkAdmin", ("compute.subnetworks.create", "compute.subnetworks.get", "compute.subnetworks.delete")),
     ),
     "gcp:compute/firewall:Firewall": (
-        Grant("roles/compute.securityAdmin", ("compute.firewalls.create", "compute.firewalls.get", "compute.networks.updatePolicy")),
+        Grant("roles/compute.securityAdmin", ("compute.firewalls.create", "compute.firewalls.get", "compute.networks.updatePolicy",
+                                             "compute.firewalls.delete")),
     ),
     "gcp:compute/router:Router": (
-        Grant("roles/compute.networkAdmin", ("compute.routers.create", "compute.routers.get")),
+        Grant("roles/compute.networkAdmin", ("compute.routers.create", "compute.routers.get", "compute.routers.delete")),
     ),
     "gcp:compute/routerNat:RouterNat": (Grant("roles/compute.networkAdmin", ("compute.routers.update",)),),
     "gcp:compute/globalAddress:GlobalAddress": (
-        Grant("roles/compute.networkAdmin", ("compute.globalAddresses.create", "compute.globalAddresses.get")),
+        Grant("roles/compute.networkAdmin", (
+            "compute.globalAddresses.create", "compute.globalAddresses.createInternal", "compute.globalAddresses.get",
+            "compute.globalAddresses.setLabels", "compute.networks.use", "compute.globalAddresses.delete",
+            "compute.globalAddresses.deleteInternal")),
     ),
     "gcp:servicenetworking/connection:Connection": (
-        Grant("roles/servicenetworking.networksAdmin", ("servicenetworking.services.addPeering",)),
+        Grant("roles/servicenetworking.networksAdmin", ("servicenetworking.services.addPeering",
+                                                        "servicenetworking.services.deleteConnection")),
+        Grant("roles/compute.networkAdmin", ("compute.networks.use", "compute.networks.removePeering")),
     ),
     "gcp:container/cluster:Cluster": (
-        Grant("roles/container.admin", ("container.clusters.create", "container.clusters.get", "container.clusters.update", "container.operations.get")),
+        Grant("roles/container.admin", ("container.clusters.create", "container.clusters.get", "container.clusters.update",
+                                          "container.operations.get", "container.clusters.delete")),
         # The cluster's initial (removed) default pool runs as the node service account too.
         Grant("roles/iam.serviceAccountUser", ("iam.serviceAccounts.actAs",)),
     ),
@@ -61,7 +79,7 @@ BY_RESOURCE_TYPE: dict[str, tuple[Grant, ...]] = {
         Grant("roles/iam.serviceAccountUser", ("iam.serviceAccounts.actAs",)),
     ),
     "gcp:serviceaccount/account:Account": (
-        Grant("roles/iam.serviceAccountAdmin", ("iam.serviceAccounts.create", "iam.serviceAccounts.get")),
+        Grant("roles/iam.serviceAccountAdmin", ("iam.serviceAccounts.create", "iam.serviceAccounts.get", "iam.serviceAccounts.delete")),
     ),
     "gcp:projects/iAMMember:IAMMember": (
         Grant("roles/resourcemanager.projectIamAdmin", ("resourcemanager.projects.getIamPolicy", "resourcemanager.projects.setIamPolicy")),
@@ -73,15 +91,18 @@ BY_RESOURCE_TYPE: dict[str, tuple[Grant, ...]] = {
         Grant("roles/serviceusage.serviceUsageAdmin", ("serviceusage.services.enable", "serviceusage.services.get")),
     ),
     "gcp:lustre/instance:Instance": (
-        Grant("roles/lustre.admin", ("lustre.instances.create", "lustre.instances.get", "lustre.operations.get")),
+        Grant("roles/lustre.admin", ("lustre.instances.create", "lustre.instances.get", "lustre.operations.get",
+                                    "lustre.instances.delete")),
     ),
+    # Deleting it only with storage.deleteBucketOnDestroy (BUCKET_DELETE); otherwise Pulumi only forgets it.
     "gcp:storage/bucket:Bucket": (Grant("roles/storage.admin", ("storage.buckets.create", "storage.buckets.get")),),
     "gcp:storage/bucketIAMMember:BucketIAMMember": (
         Grant("roles/storage.admin", ("storage.buckets.getIamPolicy", "storage.buckets.setIamPolicy")),
     ),
-    "gcp:logging/metric:Metric": (Grant("roles/logging.configWriter", ("logging.logMetrics.create", "logging.logMetrics.get")),),
+    "gcp:logging/metric:Metric": (Grant("roles/logging.configWriter", ("logging.logMetrics.create", "logging.logMetrics.get", "logging.logMetrics.delete")),),
     "gcp:monitoring/dashboard:Dashboard": (
-        Grant("roles/monitoring.dashboardEditor", ("monitoring.dashboards.create", "monitoring.dashboards.get")),
+        Grant("roles/monitoring.dashboardEditor", ("monitoring.dashboards.create", "monitoring.dashboards.get",
+                                                                          "monitoring.dashboards.delete")),
     ),
 }
 
@@ -92,6 +113,9 @@ _CONDITIONAL = frozenset({"gcp:projects/serviceIdentity:ServiceIdentity", "gcp:p
 # What the Lustre data guard (infra/lustre_guard.py) calls with the deployer's credentials.
 LUSTRE_EXPORT = Grant("roles/lustre.admin", ("lustre.instances.exportData",))
 LUSTRE_IMPORT = Grant("roles/lustre.admin", ("lustre.instances.importData",))
+
+# storage.deleteBucketOnDestroy: the provider's force_destroy lists and deletes every object, then the bucket.
+BUCKET_DELETE = Grant("roles/storage.admin", ("storage.buckets.delete", "storage.objects.list", "storage.objects.delete"))
 
 
 IN_CLUSTER: dict[str, tuple[Grant, ...]] = {
@@ -148,7 +172,7 @@ def resource_types(cfg: StackConfig) -> frozenset[str]:
 
 
 def required_permissions(cfg: StackConfig) -> dict[str, str]:
-    """`permission -> role` the deployer needs for this stack."""
+    """`permission -> role` the deployer needs for this stack, to create it and to destroy it."""
     grants = [PROJECT_READ]
     for typ in sorted(resource_types(cfg)):
         grants.extend(BY_RESOURCE_TYPE[typ])
@@ -156,6 +180,8 @@ def required_permissions(cfg: StackConfig) -> dict[str, str]:
         grants.append(LUSTRE_EXPORT)
     if cfg.lustre.import_from:
         grants.append(LUSTRE_IMPORT)
+    if cfg.storage.delete_bucket_on_destroy:
+        grants.append(BUCKET_DELETE)
     needed: dict[str, str] = {}
     for grant in grants:
         for permission in grant.permissions:

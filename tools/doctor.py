@@ -1,6 +1,7 @@
 """Preflight doctor: will `pulumi up` of this stack work in its project? Ask the project first.
 
     python -m tools.doctor [--stack NAME] [--json] [--timeout SECONDS]
+    python -m tools.doctor --leftovers [--stack NAME] [--json]   # after `pulumi destroy` (tools/leftovers.py)
 
 The offline plan proves the program is consistent; it cannot see the project. A first `pulumi up`
 runs for most of an hour before it meets a missing GPU quota, a reservation of the wrong shape, a
@@ -11,9 +12,10 @@ exists. Every check prints pass, warn or fail, and a failure prints the command 
 Exit codes: 0 nothing failed (warnings allowed), 1 a check failed, 2 bad stack file or flag,
 3 no usable Application Default Credentials.
 
-Why here (tools/) and not `python -m workloads doctor`: `workloads` is shipped into the cluster and
-stays free of Google Cloud admin clients; the doctor reads the stack through infra (config,
-flavours, names), as the offline plan does. The Pulumi program never imports tools/.
+Why here (tools/) and not `python -m jobctl doctor`: the doctor needs Google Cloud admin clients
+and the deployer's permission list (`tools/deployer_permissions.py`), which the day-2 CLI does not;
+it reads the stack through infra (config, flavours, names), as the offline plan does. The Pulumi
+program never imports tools/.
 
 Every Google API call goes through `Clients`, built by `connect`; tests hand in fakes there.
 Only on the real cloud: the answers themselves (quota values, versions, policies); the calls and the
@@ -33,20 +35,22 @@ from typing import Any, Callable, Optional, TextIO, Union
 
 from google.api_core import exceptions as gexc
 
-from infra.config import LUSTRE_PORT_988_MIN_GKE, ConfigError, Provisioning, Rung, StackConfig
+from infra.config import LUSTRE_CSI_MIN_GKE, LUSTRE_PORT_988_MIN_GKE, ConfigError, Provisioning, Rung, StackConfig
 from infra.flavours import parse_gke_version
+from infra.machines import machine_shape
 from infra.network import DEFAULT_NETWORK, SERVICE_NETWORKING, roce_network_profile
 from infra.placement import CUSTOM_COMPUTE_CLASS_MIN_GKE, FLEX_START_MIN_GKE, is_ladder, rung_quota_metric
 from infra.project_apis import REQUIRED_APIS
 from infra.stack_context import StackContext
-from infra.stack_file import StackFileError, load_stack
+from infra.stack_file import DEFAULT_STACK, StackFileError, load_stack
 from infra.storage import artifact_bucket_name, workload_identity_principal
 from tools.deployer_permissions import required_permissions
+from workloads import cli_args
 
 PASS, WARN, FAIL = "pass", "warn", "fail"
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NO_CREDENTIALS = 0, 1, 2, 3
-DEFAULT_STACK = "dev"
 DEFAULT_TIMEOUT = 20.0
+MAX_TIMEOUT = 600.0
 
 ORG_POLICY_API = "orgpolicy.googleapis.com"
 """Not needed by `pulumi up`; without it the doctor cannot read the organisation policies."""
@@ -105,6 +109,8 @@ class Clients:
     storage: Any  # storage.Client
     org_policy: Any  # orgpolicy_v2.OrgPolicyClient
     quotas: Any  # cloudquotas_v1.CloudQuotasClient
+    compute_projects: Any = None  # compute_v1.ProjectsClient (project-wide quotas)
+    assets: Any = None  # asset_v1.AssetServiceClient (the leftover audit, `--leftovers`)
 
 
 def connect(project: str) -> Clients:
@@ -118,6 +124,7 @@ def connect(project: str) -> Clients:
         raise NoCredentials(NO_CREDENTIALS.format(reason=_first_line(err))) from None
 
     from google.cloud import (
+        asset_v1,
         cloudquotas_v1,
         compute_v1,
         container_v1,
@@ -144,6 +151,8 @@ def connect(project: str) -> Clients:
         storage=storage.Client(project=project, credentials=credentials),
         org_policy=orgpolicy_v2.OrgPolicyClient(**c),
         quotas=cloudquotas_v1.CloudQuotasClient(**c),
+        compute_projects=compute_v1.ProjectsClient(**c),
+        assets=asset_v1.AssetServiceClient(**c),
     )
 
 
@@ -264,7 +273,58 @@ def _quota_id(metric: str) -> str:
 def _quota_request(ctx: Context, quota_id: str, dimensions: dict[str, str], value: int) -> str:
     dims = ",".join(f"{k}={v}" for k, v in sorted(dimensions.items()))
     return (f"gcloud beta quotas preferences create --service=compute.googleapis.com --quota-id={quota_id} "
-            f"--preferred-value={value} --dimensions={dims} --project={ctx.project} --email=<you>")
+            f"--preferred-value={value} {f'--dimensions={dims} ' if dims else ''}--project={ctx.project} --email=<you>")
+
+
+GLOBAL_QUOTAS = {"GPUS_ALL_REGIONS": "GPUS-ALL-REGIONS-per-project", "CPUS_ALL_REGIONS": "CPUS-ALL-REGIONS-per-project"}
+"""Project-wide Compute Engine quotas (compute `projects.get` quotas) and their Cloud Quotas ids. Every
+VM counts against them on top of its region's quota, so a 0 here (new projects get GPUS_ALL_REGIONS 0)
+stops the pool whatever the region grants (Compute Engine "Allocation quotas": GPU quota, VM quota).
+Only on the real cloud: the Cloud Quotas ids, and whether spot and flex-start VMs count (the doctor
+assumes they do)."""
+
+
+def global_quota_needs(cfg: StackConfig) -> tuple[int, int, str]:
+    """(GPUs, vCPUs, what was counted) the stack's nodes take from the project-wide quotas. A
+    reservation's VMs were counted when it was created, so a reserved GPU pool needs none here."""
+    flavour, pool = cfg.flavour_spec, cfg.gpu_pool
+    reserved = pool.provisioning is Provisioning.RESERVATION
+    gpus = 0 if reserved else pool.node_count * flavour.gpus_per_node
+    cpus = 0 if reserved else pool.node_count * flavour.vcpus
+    what = ["the GPU pool's in its reservation" if reserved else f"{pool.node_count} x {flavour.machine_type}"]
+    if cfg.cluster.mode != "autopilot":
+        system = cfg.cluster.system_pool
+        shape = machine_shape(system.machine_type)
+        if shape is not None:
+            # One more system node while GKE surge-upgrades the pool (max surge 1).
+            cpus += (system.node_count + 1) * shape[0]
+            what.append(f"{system.node_count} + 1 surge x {system.machine_type}")
+        else:
+            what.append(f"not the system pool ({system.machine_type}: vCPUs not known here)")
+    return gpus, cpus, ", ".join(what)
+
+
+def check_global_quota(ctx: Context) -> list[Result]:
+    """GPUS_ALL_REGIONS and CPUS_ALL_REGIONS have room for the stack's nodes."""
+    gpus, cpus, counted = global_quota_needs(ctx.cfg)
+    project = ctx.clients.compute_projects.get(project=ctx.project, timeout=ctx.timeout)
+    quotas = {q.metric: q for q in project.quotas}
+    results = []
+    for metric, need in (("GPUS_ALL_REGIONS", gpus), ("CPUS_ALL_REGIONS", cpus)):
+        quota = quotas.get(metric)
+        if quota is None:
+            results.append(Result("global-quota", WARN, f"the project lists no {metric} quota; the stack needs {need} ({counted})",
+                                  f"gcloud compute project-info describe --project {ctx.project} --format='table(quotas.metric,quotas.limit,quotas.usage)'"))
+            continue
+        free = quota.limit - quota.usage
+        what = f"{metric}: {free:g} free of {quota.limit:g}; the stack needs {need} ({counted})"
+        if free >= need:
+            results.append(Result("global-quota", PASS, what))
+            continue
+        if quota.limit == 0:
+            what += "; a project-wide 0 overrides every regional grant"
+        results.append(Result("global-quota", FAIL, what, _quota_request(ctx, GLOBAL_QUOTAS[metric], {}, int(quota.usage) + need)))
+    return results
 
 
 def _gpu_family_quota(ctx: Context, metric: str, need: int, pool: str) -> Result:
@@ -421,7 +481,7 @@ def check_iam(ctx: Context) -> Result:
         granted |= set(response.permissions)
     missing = [p for p in wanted if p not in granted]
     if not missing:
-        return Result("iam", PASS, f"you hold all {len(wanted)} permissions `pulumi up` uses")
+        return Result("iam", PASS, f"you hold all {len(wanted)} permissions `pulumi up` and `pulumi destroy` use")
     roles = sorted({needed[p] for p in missing})
     bind = " && ".join(f"gcloud projects add-iam-policy-binding {ctx.project} --member=user:<you> --role={r}" for r in roles)
     return Result("iam", FAIL, f"missing {len(missing)} permission(s): {', '.join(missing)}", bind)
@@ -430,7 +490,9 @@ def check_iam(ctx: Context) -> Result:
 def minimum_gke_version(cfg: StackConfig) -> tuple[str, str]:
     """The lowest control-plane version the stack works with, and why."""
     flavour = cfg.flavour_spec
-    needs = [(flavour.min_gke_version, f"flavour {flavour.name}")]
+    # The Managed Lustre CSI driver's own floor holds with the legacy port too (infra/config.py, the same
+    # three floors for cluster.minMasterVersion).
+    needs = [(flavour.min_gke_version, f"flavour {flavour.name}"), (LUSTRE_CSI_MIN_GKE, "the Managed Lustre CSI driver")]
     if not cfg.lustre.legacy_port:
         needs.append((LUSTRE_PORT_988_MIN_GKE, "Lustre on port 988"))
     if is_ladder(cfg):
@@ -467,6 +529,14 @@ def check_gke_versions(ctx: Context) -> Result:
                       f"pulumi config set --path cluster.minMasterVersion {fits[0]}")
     return Result("gke-versions", FAIL, f"{channel_name} in {cfg.zone} offers nothing at or above {minimum} ({why})",
                   _channel_fix(channels, minimum))
+
+
+def check_version_matrix(ctx: Context) -> list[Result]:
+    """The live cluster and the channel's next versions against the stack's version-matrix row
+    (tools/version_drift.py); results `version-matrix` and `version-upgrades`."""
+    from tools.version_drift import check_version_matrix as check
+
+    return [Result(f.check, PASS if f.ok else WARN, f.summary, f.fix) for f in check(ctx)]
 
 
 def _channel_fix(channels: dict[str, Any], floor: str) -> str:
@@ -616,11 +686,13 @@ CHECKS: tuple[tuple[str, Check, tuple[str, ...]], ...] = (
     # (name, check, APIs it calls in the project)
     ("zone", check_zone, ("compute.googleapis.com",)),
     ("gpu-quota", check_gpu_quota, ("compute.googleapis.com",)),
+    ("global-quota", check_global_quota, ("compute.googleapis.com",)),
     ("reservation", check_reservation, ("compute.googleapis.com",)),
     ("capacity-ladder", check_capacity_ladder, ("compute.googleapis.com",)),
     ("lustre", check_lustre, ("lustre.googleapis.com",)),
     ("iam", check_iam, ("cloudresourcemanager.googleapis.com",)),
     ("gke-versions", check_gke_versions, ("container.googleapis.com",)),
+    ("version-matrix", check_version_matrix, ("container.googleapis.com",)),
     ("bucket", check_bucket, ("storage.googleapis.com",)),
     ("psa", check_psa, ("compute.googleapis.com",)),
     ("org-policy", check_org_policies, (ORG_POLICY_API,)),
@@ -727,43 +799,39 @@ def render_json(stack: str, cfg: StackConfig, results: list[Result]) -> str:
     )
 
 
-class _Parser(argparse.ArgumentParser):
-    """Bad flags are one line and exit 2, like every other bad input."""
-
-    def error(self, message: str):  # type: ignore[override]
-        self.exit(EXIT_USAGE, f"error: {message}\n")
-
-
 def parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="python -m tools.doctor",
-                                description="Check the stack's Google Cloud project before `pulumi up` (read-only).")
-    p.add_argument("--stack", default=DEFAULT_STACK, help=f"stack name (Pulumi.<stack>.yaml); default {DEFAULT_STACK}")
+    p = cli_args.OneLineParser(
+        prog="python -m tools.doctor",
+        description="Check the stack's Google Cloud project before `pulumi up` (read-only).",
+    )
+    p.add_argument(
+        "--stack", type=cli_args.stack_name, default=DEFAULT_STACK,
+        help=f"stack name (Pulumi.<stack>.yaml); default {DEFAULT_STACK}",
+    )
     p.add_argument("--json", action="store_true", help="print the results as JSON")
-    p.add_argument("--timeout", type=_seconds, default=DEFAULT_TIMEOUT,
+    p.add_argument("--leftovers", action="store_true",
+                   help="after `pulumi destroy`: list what of the stack is still in the project (exit 1 when anything is)")
+    p.add_argument("--timeout", type=cli_args.seconds(positive=True, maximum=MAX_TIMEOUT), default=DEFAULT_TIMEOUT,
                    help=f"seconds per API call (the run ends within 4x that); default {DEFAULT_TIMEOUT:g}")
     return p
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 < value <= 600:
-        raise argparse.ArgumentTypeError(f"{text!r} is not allowed; allowed: seconds between 0 and 600")
-    return value
 
 
 def main(argv: Optional[list[str]] = None, out: Optional[TextIO] = None, err: Optional[TextIO] = None,
          connect: Callable[[str], Clients] = connect) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
-    args = parser().parse_args(argv)
+    try:
+        args = parser().parse_args(argv)
+    except cli_args.UsageError as exc:  # bad flags are one line and exit 2, like every other bad input
+        err.write(f"error: {exc}\n")
+        return EXIT_USAGE
     try:
         stack = load_stack(args.stack)
     except (StackFileError, ConfigError) as exc:
         err.write(f"error: {str(exc).replace(chr(10), '; ')}\n")
         return EXIT_USAGE
+    if args.leftovers:
+        return leftovers_main(stack.name, stack.config, args, out, err, connect)
     try:
         results = run_checks(stack.name, stack.config, connect(stack.config.project), args.timeout)
     except NoCredentials as exc:
@@ -771,6 +839,40 @@ def main(argv: Optional[list[str]] = None, out: Optional[TextIO] = None, err: Op
         return EXIT_NO_CREDENTIALS
     out.write((render_json if args.json else render_text)(stack.name, stack.config, results) + "\n")
     return EXIT_FAILED if any(r.status == FAIL for r in results) else EXIT_OK
+
+
+CLOUD_ASSET_API = "cloudasset.googleapis.com"
+"""Not needed by `pulumi up`; the leftover audit searches the project through it."""
+
+
+def leftovers_main(stack: str, cfg: StackConfig, args: argparse.Namespace, out: TextIO, err: TextIO,
+                   connect: Callable[[str], Clients]) -> int:
+    """`--leftovers`: 0 nothing of the stack is left, 1 something is (each with its removal command),
+    3 the project could not be asked (no credentials, the Cloud Asset API off, permission denied)."""
+    from google.auth.exceptions import RefreshError
+
+    from infra.stack_file import available_stacks
+    from tools import leftovers
+
+    try:
+        clients = connect(cfg.project)
+        found = leftovers.audit(stack, cfg, clients.assets, clients.networks, args.timeout, available_stacks())
+    except NoCredentials as exc:
+        err.write(f"error: {exc}\n")
+        return EXIT_NO_CREDENTIALS
+    except RefreshError as exc:
+        err.write(f"error: {NO_CREDENTIALS.format(reason=f'refused: {_first_line(exc)}')}\n")
+        return EXIT_NO_CREDENTIALS
+    except (gexc.Forbidden, gexc.PermissionDenied) as exc:
+        err.write(f"error: the leftover audit could not search project {cfg.project} ({_first_line(exc)}): "
+                  f"gcloud services enable {CLOUD_ASSET_API} --project {cfg.project}, and hold "
+                  "cloudasset.assets.searchAllResources (roles/cloudasset.viewer)\n")
+        return EXIT_NO_CREDENTIALS
+    except gexc.GoogleAPICallError as exc:
+        err.write(f"error: the leftover audit could not search project {cfg.project}: {type(exc).__name__} ({_first_line(exc)})\n")
+        return EXIT_NO_CREDENTIALS
+    out.write((leftovers.render_json if args.json else leftovers.render_text)(stack, cfg, found) + "\n")
+    return EXIT_FAILED if found else EXIT_OK
 
 
 if __name__ == "__main__":

@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
-from infra.stack_file import available_stacks
-from tools.offline_plan import ROOT, committed_plan, plan_document
+from infra.stack_file import ROOT, available_stacks
+from tools.offline_plan import committed_plan, plan_document
 
 GOLDEN_DIR = ROOT / "tests" / "golden"
 

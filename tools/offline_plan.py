@@ -1,7 +1,7 @@
 """The offline plan: run the real Pulumi program under mocks and show what it would build.
 
     python -m infra.plan [--stack NAME] [--config-file PATH] [--assume-secrets]
-                         [--json] [--out DIR] [--graph [DIR]]
+                         [--json] [--out DIR] [--graph [DIR]] [--compare BEFORE.json]
 
 No credentials, no `pulumi` CLI, no provider plugins, no network. The program (`__main__.py`)
 runs exactly as under `pulumi up`, with the config of `Pulumi.<NAME>.yaml` (default `dev`);
@@ -13,12 +13,14 @@ every registration the engine would receive is recorded.
      "resources": [{"urn", "type", "name", "parent", "custom", "provider",
                     "inputs", "dependencies", "options"}],
      "outputs": {name: value},
-     "estimates": {"cost", "checkpoints", "deployTime"}}
+     "estimates": {"cost", "checkpoints", "deployTime"},
+     "versionMatrix": {"row", "nearestRow", "outside", "gke", "versions", "cautions", "verifiedBy", "expect"}}
 
 `inputs` are what the provider would receive (camelCase, after Pulumi's translation; integral
 numbers as integers); `dependencies` are the URNs the resource waits for (explicit and implied by
 inputs); `options` holds the resource options that change behaviour (protect, retainOnDelete,
-customTimeouts, ignoreChanges, replaceOnChanges, replaceWith, deleteBeforeReplace, import, hooks). Every secret value
+customTimeouts, ignoreChanges, replaceOnChanges, replaceWith, deletedWith, deleteBeforeReplace, import,
+hooks). Every secret value
 is replaced by "[secret]"; secrets of the stack file (`secure:` values) are never decrypted.
 
 `--config-file PATH` reads the stack's config from PATH instead of `Pulumi.<NAME>.yaml`, as
@@ -26,6 +28,11 @@ is replaced by "[secret]"; secrets of the stack file (`secure:` values) are neve
 (`hfToken` for a gated model, `wandbApiKey` with `job.wandbProject`) had been set with
 `pulumi config set --secret`; without it such a stack is refused, as `pulumi up` refuses it.
 Every bad flag or config is one line on stderr and exit code 2, before anything is written.
+
+`--compare BEFORE.json` (a previous `--json` plan, or the golden tests/golden/<stack>.json) says for
+each node pool whether this plan replaces it (deleted first: its nodes are lost), and by which
+ForceNew input, or updates it in place (tools/pool_replacement.py); the text plan always lists the
+config keys that would replace each pool.
 
 `--out DIR` writes each Kubernetes object as `<kind>-<name>.yaml` and each Helm release's values
 as `helm-values-<release>.yaml`.
@@ -50,15 +57,16 @@ from typing import Any, Optional
 
 import yaml
 
-from infra.stack_file import StackFileError, read_stack_file, stack_path, validate_flat, with_required_secrets
+from infra.stack_file import (
+    DEFAULT_STACK,
+    ROOT,
+    StackFileError,
+    read_stack_file,
+    stack_path,
+    validate_flat,
+    with_required_secrets,
+)
 from workloads import cli_args
-
-ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_STACK = "dev"
-
-
-class PlanError(StackFileError):
-    """The plan could not run; the message is for the user (a stack file that cannot be read is one)."""
 
 
 @dataclass
@@ -162,7 +170,7 @@ def _run_in_thread(stack: str, config: dict[str, str], secret_keys: list[str], p
     project = project_name()
     runtime_config.set_all_config(dict(config), list(secret_keys))
     gcp_project = config.get(f"{project}:project", "offline-project")
-    plan_mocks = PlanMocks(project_id=gcp_project)
+    plan_mocks = PlanMocks(project_id=gcp_project, preview=preview)
     monitor = RecordingMonitor(plan_mocks)
     # MockSettings leaves `outputs` and `lock` unset, and Pulumi's context properties fall back to
     # the values first set in any thread: give this run its own, or it waits on another loop's tasks.
@@ -216,6 +224,10 @@ def _run_in_thread(stack: str, config: dict[str, str], secret_keys: list[str], p
 
 
 def _jsonable(value: Any) -> Any:
+    from pulumi.output import Unknown
+
+    if isinstance(value, Unknown):  # a preview's (run_program(preview=True)) unknown output
+        return "[unknown]"
     if isinstance(value, dict):
         return {str(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -266,9 +278,15 @@ def render_tree(plan: Plan) -> str:
     lines += ["", f"Resources: {s['resources']}"]
     lines += [f"  {n:4d}  {t}" for t, n in s["byType"].items()]
     lines += [f"GPU nodes: {s['gpuNodes']}   GPUs: {s['gpus']}"]
+    from tools.pool_replacement import summary_lines
+
+    replacing = summary_lines(plan.resources)
+    if replacing:
+        lines += ["", *replacing]
     from tools.estimates import render_for_plan
 
     lines += ["", *render_for_plan(plan)]
+    lines += ["", f"Version matrix: {version_matrix_line(plan)}"]
     if plan.outputs:
         lines += ["", "Outputs:"]
         lines += [f"  {k}: {json.dumps(v) if not isinstance(v, str) else v}" for k, v in plan.outputs.items()]
@@ -281,7 +299,22 @@ def plan_document(plan: Plan) -> dict[str, Any]:
 
     doc = plan.to_json()
     doc["estimates"] = estimates.to_json(estimates.compute(plan))
+    doc["versionMatrix"] = version_matrix_report(plan)
     return doc
+
+
+def version_matrix_report(plan: Plan) -> dict[str, Any]:
+    """The row of data/version_matrix.yaml the stack's pins matched (infra/version_matrix.py report)."""
+    from infra.version_matrix import report
+    from tools.estimates import stack_config
+
+    return report(stack_config(plan).version_pins)
+
+
+def version_matrix_line(plan: Plan) -> str:
+    from infra.version_matrix import report_line
+
+    return report_line(version_matrix_report(plan))
 
 
 def kubernetes_manifests(plan: Plan) -> dict[str, Any]:
@@ -341,6 +374,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the plan as one JSON document")
     parser.add_argument("--out", type=Path, help="write Kubernetes manifests and Helm values to this directory")
     parser.add_argument(
+        "--compare", type=Path, metavar="BEFORE.json",
+        help="say which node pools this plan replaces against a previous --json plan (or tests/golden/<stack>.json)",
+    )
+    parser.add_argument(
         "--graph", type=Path, nargs="?", const=Path("."), metavar="DIR", help="write graph.mmd and graph.dot to DIR (default .)"
     )
     try:
@@ -352,6 +389,18 @@ def main(argv: Optional[list[str]] = None) -> int:
         problem = path is not None and _output_dir_problem(path)
         if problem:
             print(f"error: {flag} {path}: {problem}; allowed: a writable directory (created if missing)", file=sys.stderr)
+            return 2
+
+    previous: Optional[dict[str, Any]] = None
+    if args.compare is not None:
+        try:
+            previous = json.loads(args.compare.read_text())
+            if not isinstance(previous, dict) or not isinstance(previous.get("resources"), list):
+                raise ValueError("no resources list")
+        except (OSError, ValueError) as err:
+            detail = err.strerror if isinstance(err, OSError) and err.strerror else str(err).splitlines()[0]
+            print(f"error: --compare {args.compare}: {detail}; allowed: a plan document of `python -m infra.plan --json`",
+                  file=sys.stderr)
             return 2
 
     from infra.config import ConfigError, MissingSecretError
@@ -397,6 +446,14 @@ def main(argv: Optional[list[str]] = None) -> int:
         sys.stdout.write("\n")
     else:
         print(render_tree(plan))
+    if previous is not None:
+        from tools.pool_replacement import compare
+
+        # Last, where it is read; on stderr with --json, so the document stays one JSON value.
+        if not args.json:
+            print(f"\nNode pools against {args.compare}:")
+        for line in compare(previous, plan.to_json()):
+            print(line, file=sys.stderr if args.json else sys.stdout)
     return 0
 
 

@@ -26,8 +26,8 @@ from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
 from infra.config import PROJECT, SECRET_KEYS, StackConfig
+from infra.stack_file import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 STACKS = ("dev", "b200", "h200", "autopilot", "b200-ladder")
 

@@ -18,7 +18,7 @@ to each GPU worker node (`NodeAffinitySchedulingStrategy`, all of the node's GPU
    then reads back the files ANOTHER worker wrote (so no node reads its own page cache), against the
    instance's aggregate throughput (capacity x tier); the files are removed afterwards.
 
-How it runs: the client (`run_on_cluster`: the post-deploy hook, `python -m workloads gate|submit`)
+How it runs: the client (`run_on_cluster`: the post-deploy hook, `python -m jobctl gate|submit`)
 submits a Ray job whose entrypoint is `python -m workloads.acceptance_gate run <plan>`, shipping this
 package with `runtime_env.py_modules`; the driver (`run`) prints one `RESULT_MARKER` line with the
 report as JSON, which the client reads back from the job log. The job goes through the same Job API
@@ -147,6 +147,10 @@ class GatePlan:
     """Upper bound of the whole run; each phase gets a share (`_deadline`)."""
     python: str = "python"
     """The interpreter the gate job's entrypoint runs (the image's; tests give this venv's)."""
+    expect_nccl: Optional[str] = None
+    """The NCCL release the stack's version-matrix row says the pods load (e.g. "2.27.5"); None: not checked."""
+    expect_gib: Optional[str] = None
+    """The gIB installer tag of the row; reported beside what NCCL shows (workloads/version_check.py)."""
 
     def __post_init__(self) -> None:
         if self.collective not in _BUS_FACTOR:
@@ -285,6 +289,12 @@ def check_fabric(plan: GatePlan, busbw_gbps: Optional[float], nccl_log: str, err
         numbers["gdrChannels"] = info.gdr_channels
         why = net_check(info, plan.expect_net)
         if why:
+            problems.append(why)
+    if plan.expect_nccl or plan.expect_gib:
+        from workloads.version_check import version_numbers, version_problem
+
+        numbers.update(version_numbers(info.versions, nccl_log, plan.expect_nccl, plan.expect_gib))
+        if why := version_problem(info.versions, plan.expect_nccl):
             problems.append(why)
     if error:
         problems.append(error)
@@ -473,7 +483,9 @@ def _sync(torch: Any, device: Any) -> None:
 
 def _time_collective(torch: Any, dist: Any, device: Any, spec: Mapping[str, Any]) -> dict[str, Any]:
     """nccl-tests' out-of-place timing: warm up, then `iters` back-to-back ops between two syncs; the
-    slowest rank's time counts (as nccl-tests reports the max over ranks). Checks the gathered data."""
+    slowest rank's time counts. nccl-tests by default reports the average over ranks (`-a 1`; NVIDIA/nccl-tests
+    src/common.cu v2.19.6 `static int average = 1`); the slowest rank is its `-a 3`, stricter than the
+    published averages the floor comes from, so a single slow rank fails the gate. Checks the gathered data."""
     world, rank = spec["world"], spec["rank"]
     elements = max(spec["message_bytes"] // 4 // world, 1)  # float32 per rank
     if spec["collective"] == "all_gather":
@@ -528,8 +540,10 @@ class NodeProbe:
             port = s.getsockname()[1]
         return {"ip": ray.util.get_node_ip_address(), "host": socket.gethostname(), "port": port}
 
-    def ranks(self, plan_dict: Mapping[str, Any], node_rank: int, master_addr: str, master_port: int, timeout_s: float) -> dict[str, Any]:
-        """Start one process per GPU, wait for them, return their reports and their NCCL INFO lines."""
+    def ranks(self, plan_dict: Mapping[str, Any], node_rank: int, master_addr: str, master_port: int, timeout_s: float, keep_nccl_logs: Optional[str] = None) -> dict[str, Any]:
+        """Start one process per GPU, wait for them, return their reports and their NCCL INFO lines.
+        `keep_nccl_logs`: a directory to copy the processes' whole NCCL_DEBUG_FILEs into
+        (tools/gate_vs_nccl_tests.py; the cluster keeps only the lines the verdict reads)."""
         plan = GatePlan.from_dict(plan_dict)
         work = Path(tempfile.mkdtemp(prefix="nemo-rl-gke-gate-"))
         env = dict(os.environ)
@@ -591,6 +605,8 @@ class NodeProbe:
             for p in procs:
                 if p.poll() is None:
                     p.kill()
+            for path in sorted(work.glob("nccl.*.log")) if keep_nccl_logs else ():
+                shutil.copy(path, keep_nccl_logs)
             shutil.rmtree(work, ignore_errors=True)
 
     def write(self, directory: str, node_rank: int, size: int, streams: int) -> dict[str, Any]:

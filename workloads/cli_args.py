@@ -1,7 +1,8 @@
 """Command-line argument types: every bad flag value becomes one line naming what is allowed.
 
-Shared by the day-2 CLI (`python -m workloads`) and the offline plan (`python -m infra.plan`, in
-`tools/`); it imports only the standard library, so the in-cluster watcher can ship it.
+Shared by the day-2 CLI (`python -m jobctl`), the in-cluster watcher (`python -m workloads.watcher`),
+the offline plan (`python -m infra.plan`) and the doctor (`python -m tools.doctor`); it imports only
+the standard library, so the watcher can ship it.
 """
 
 from __future__ import annotations
@@ -44,16 +45,20 @@ non_negative_int = whole_number(0, None, "a whole number, 0 or more")
 port = whole_number(0, 65535, "0 (any free port) to 65535")
 
 
-def seconds(positive: bool) -> Callable[[str], float]:
-    """A finite number of seconds, above 0 (`positive`) or at least 0; nan, inf and negatives are refused."""
+def seconds(positive: bool, maximum: Optional[float] = None) -> Callable[[str], float]:
+    """A finite number of seconds, above 0 (`positive`) or at least 0, and at most `maximum` when given;
+    nan, inf and negatives are refused."""
     what = "a number of seconds above 0" if positive else "a number of seconds, 0 or more"
+    if maximum is not None:
+        what += f", at most {maximum:g}"
 
     def parse(text: str) -> float:
         try:
             value = float(text)
         except ValueError:
             value = math.nan
-        if not math.isfinite(value) or value < 0 or (positive and value == 0):
+        too_big = maximum is not None and value > maximum
+        if not math.isfinite(value) or value < 0 or (positive and value == 0) or too_big:
             raise argparse.ArgumentTypeError(f"{text!r} is not allowed; allowed: {what}")
         return value
 

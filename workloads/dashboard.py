@@ -11,7 +11,7 @@ websocket upgrades) to that URL, adds a bearer token and verifies TLS with the c
 (IP endpoint) or the public roots (DNS endpoint). Why not `kubectl port-forward`:
 
 * no kubectl, kubeconfig or gke-gcloud-auth-plugin is needed, only Application Default
-  Credentials (the same identity `python -m workloads submit` uses);
+  Credentials (the same identity `python -m jobctl submit` uses);
 * it works through the cluster's DNS endpoint (`gke-<id>.<region>.gke.goog`), which needs no
   authorized network, whereas a port-forward needs a reachable endpoint *and* an exec/portforward
   stream that is opened once and dies with the connection;

@@ -45,8 +45,9 @@ Lifecycle:
             a changed connection only updates
     update  wait for the RayCluster (an update means its name or the connection changed), then
             submit again through the new connection; a changed spec stops the old job first
-    delete  stop the job; a job or dashboard that is already gone is not an error, because the
-            job cannot outlive its RayCluster, which `pulumi destroy` removes next
+    delete  stop the job and every resubmitted attempt of it, and wait for them to end; a job or
+            dashboard that is already gone (the cluster deleted by hand) is not an error: no job can
+            outlive its cluster
     read    the job's current status; a job the cluster no longer knows reads as deleted. When the
             dashboard cannot be asked (unreachable, stalled, no or refused credentials) `pulumi refresh`
             keeps the recorded state and says so on one line, instead of failing the whole refresh:
@@ -177,6 +178,32 @@ def _submit_gated(client: Any, spec: JobSpec, props: dict[str, Any]) -> tuple[An
     return submit.submit(client, spec, before_submit=gate), outputs
 
 
+def _stop_every_attempt(client: Any, job_id: str) -> None:
+    """Stop the job and every attempt the preemption watcher resubmitted (`<id>-r<N>`,
+    `submit.attempt_id`), and wait until each has ended: this runs before the Lustre export of a
+    destroy, and the Ray pods keep running until their node pool goes (the in-cluster objects are
+    `deleted_with` the cluster, __main__.py), so a still-running attempt would write during the
+    export. The driver gets to finish writing (NeMo-RL saves to tmp_step_N and renames it whole).
+    A second look catches an attempt the watcher submitted meanwhile; it resubmits no STOPPED job."""
+    from workloads import submit
+
+    for _ in range(3):
+        running = [
+            j.submission_id
+            for j in submit.list_jobs(client)
+            if (j.submission_id == job_id or j.submission_id.startswith(f"{job_id}-r")) and j.status not in submit.TERMINAL
+        ]
+        if not running:
+            return
+        for attempt in running:
+            try:
+                submit.stop(client, attempt)
+            except submit.UnknownJob:
+                pass
+        for attempt in running:
+            submit.wait(client, attempt, timeout=STOP_TIMEOUT_S, poll_interval=2.0)
+
+
 class JobSubmissionProvider(ResourceProvider):
     """Create = submit, update = resubmit, delete = stop, read = status (see the module doc)."""
 
@@ -218,10 +245,7 @@ class JobSubmissionProvider(ResourceProvider):
         job_id = props.get("submission_id") or id_
         try:
             client = _client(props)
-            submit.stop(client, job_id)
-            # Ended before the Ray release goes and, after it, the Lustre export: the driver gets to
-            # finish writing (NeMo-RL saves to tmp_step_N and renames it whole) instead of dying with its pod.
-            submit.wait(client, job_id, timeout=STOP_TIMEOUT_S, poll_interval=2.0)
+            _stop_every_attempt(client, job_id)
         except (submit.UnknownJob, submit.DashboardUnreachable, submit.WaitTimeout):
             pass
 

@@ -3,7 +3,7 @@
 A RayJob with `clusterSelector` refuses `backoffLimit > 0` (ray-project/kuberay v1.7.0
 ray-operator/controllers/ray/utils/validation.go), so resubmission
 has to come from outside KubeRay. `watch` is that outside loop; it runs in the cluster (the
-`PreemptionWatcher` Deployment of `infra/watcher_deployment.py`) and from a laptop (`python -m workloads watch`).
+`PreemptionWatcher` Deployment of `infra/watcher_deployment.py`) and from a laptop (`python -m jobctl watch`).
 
 Resubmitting is safe because a resubmission is the *same* `JobSpec`: same entrypoint, same
 `checkpointing.checkpoint_dir` on Lustre, so NeMo-RL loads the highest `step_N` there and resumes
@@ -49,7 +49,7 @@ state API, `/api/v0/nodes`), which keeps dead nodes with their end time and deat
    reason; if it was a crash, the restart cap ends it.
 9. Anything else, notably exit code 1 with a plain Python traceback -> application: not restarted.
 
-A STOPPED job was stopped on purpose (`ray job stop`, `python -m workloads stop`, a new spec
+A STOPPED job was stopped on purpose (`ray job stop`, `python -m jobctl stop`, a new spec
 replacing it): never restarted. SUCCEEDED is done.
 
 Restarts are capped: when the failed attempt already was the `max_restarts`-th consecutive automatic
@@ -145,7 +145,7 @@ class RecoveryPolicy:
         return min(self.backoff_seconds * (2 ** min(restarts_so_far, 62)), self.max_backoff_seconds)
 
     def cli_args(self) -> list[str]:
-        """The `python -m workloads watch` flags that give this policy."""
+        """The `python -m workloads.watcher` (and `python -m jobctl watch`) flags that give this policy."""
         return [
             "--check-interval", _num(self.check_interval_seconds),
             "--max-restarts", str(self.max_restarts),

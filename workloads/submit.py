@@ -110,7 +110,7 @@ class UnknownJob(JobError):
     def __init__(self, job_id: str, address: str = ""):
         self.job_id = job_id
         where = f" on {address}" if address else ""
-        super().__init__(f"no job {job_id!r}{where}; `python -m workloads list --stack <stack>` shows the stack's jobs")
+        super().__init__(f"no job {job_id!r}{where}; `python -m jobctl list --stack <stack>` shows the stack's jobs")
 
 
 class WaitTimeout(JobError):

@@ -20,7 +20,8 @@ the tests use, so `from infra.config import X` is the one way in:
 - `settings`: `parse` (raw map -> `StackConfig`) and `load` (engine -> `Settings`).
 
 Facts about the cloud that the model checks against are catalogues beside it, not config:
-infra/flavours.py, infra/machines.py, infra/zones.py and infra/lustre_catalogue.py.
+infra/flavours.py, infra/machines.py, infra/zones.py, infra/lustre_catalogue.py and infra/version_matrix.py
+(data/version_matrix.yaml: which versions go together).
 """
 
 from infra.config.base import Model

@@ -78,13 +78,13 @@ class ClusterConfig(Model):
         "regional",
         description="`regional` (default, as both seeds and Google's A4/A3 Ultra blueprints): control-plane replicas in "
         "several zones of `region`, so the API stays up during control-plane upgrades and a zone outage, when the "
-        "preemption watcher, `pulumi` and `python -m workloads` need it; both node pools stay in `zone`. `zonal`: one "
+        "preemption watcher, `pulumi` and `python -m jobctl` need it; both node pools stay in `zone`. `zonal`: one "
         "control plane in `zone`, unreachable for minutes during its upgrades; it is the one cluster the GKE free tier "
         "credits. Changing it replaces the cluster.",
     )
     control_plane_access: Literal["dns", "ip"] = Field(
         "dns",
-        description="How `pulumi up`, kubectl and `python -m workloads` reach the API server. `dns`: only the "
+        description="How `pulumi up`, kubectl and `python -m jobctl` reach the API server. `dns`: only the "
         "cluster's DNS endpoint (`gke-<id>.<region>.gke.goog`), where Google IAM (`container.clusters.connect`) "
         "checks every request before Kubernetes RBAC; the IP endpoints are turned off, so there is no address to "
         "allow-list. `ip`: the public IP endpoint, limited to `masterAuthorizedNetworks` (or opened with "

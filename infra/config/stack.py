@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
+from typing import TYPE_CHECKING
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
@@ -31,6 +32,9 @@ from infra.machines import NodeFit
 from infra.naming import PROJECT, RESERVED_LABEL_KEYS
 from workloads.recipes import Recipe
 
+if TYPE_CHECKING:
+    from infra.version_matrix import Pins
+
 # GCP labels (Resource Manager "requirements for labels"; the API field docs give the patterns
 # key \p{Ll}\p{Lo}[\p{Ll}\p{Lo}\p{N}_-]{0,62}, value [\p{Ll}\p{Lo}\p{N}_-]{0,63}, each under 128 bytes,
 # at most 64 labels on a resource). Every labelled resource also carries ours (infra/naming.labels).
@@ -55,6 +59,12 @@ class StackConfig(Model):
         False,
         description="Accept a `zone` that the zone catalogue (data/zones.yaml) does not list for the flavour and "
         "Managed Lustre: for a zone Google added after the catalogue was checked.",
+    )
+    allow_untested_versions: bool = Field(
+        False,
+        description="Accept pins (GKE version, GPU driver, gIB installer image, NeMo-RL image, KubeRay chart) that no row "
+        "of the version matrix (data/version_matrix.yaml, docs/version-matrix.md) covers: for trying a new combination "
+        "before its row is recorded. Known-bad pairs stay refused.",
     )
     manage_apis: bool = Field(
         True,
@@ -134,7 +144,32 @@ class StackConfig(Model):
         check_worker_fits(self.ray, flavour)
         check_export_kept(self.storage, self.lustre)
         check_job_fits(self.job, self.gpu_pool.node_count, flavour)
+        self._check_version_matrix()
         return self
+
+    def _check_version_matrix(self) -> None:
+        # Last: the pins it reads are each valid on their own by now.
+        from infra.version_matrix import VersionError, check
+
+        try:
+            check(self.version_pins, self.allow_untested_versions)
+        except VersionError as exc:
+            raise KeyedValueError(exc.key, str(exc)) from None
+
+    @property
+    def version_pins(self) -> "Pins":
+        """The stack's pins as the version matrix reads them (infra/version_matrix.py)."""
+        from infra.version_matrix import Pins
+
+        return Pins(
+            mode=self.cluster.mode,
+            flavour=self.flavour,
+            gke=self.cluster.min_master_version,
+            gpu_driver_version=self.gpu_pool.gpu_driver_version,
+            gib_image=self.ray.nccl_installer_image,
+            nemo_rl_tag=self.recipe.image.tag,
+            chart_version=self.ray.chart_version,
+        )
 
     def _check_zone_in_region(self) -> None:
         if not self.zone.startswith(self.region + "-"):

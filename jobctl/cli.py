@@ -1,0 +1,94 @@
+"""The CLI's flags and its one entry point, `main` (usage in jobctl/__init__.py)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from typing import Optional, TextIO
+
+from infra.stack_file import DEFAULT_STACK
+from jobctl.commands import COMMANDS
+from jobctl.stack import load_stack
+from workloads import cli_args, exit_codes, watcher
+
+JOB_HELP = "submission id; default the stack's newest job"
+WAIT_HELP = "wait until the job ends, showing its status"
+TIMEOUT_HELP = "with --wait: give up after this many seconds (exit 4)"
+
+
+def common_flags() -> argparse.ArgumentParser:
+    """The flags of every command: which stack, and where its Ray dashboard is."""
+    common = cli_args.OneLineParser(add_help=False)
+    common.add_argument(
+        "--stack", type=cli_args.stack_name, default=DEFAULT_STACK,
+        help=f"stack name (Pulumi.<stack>.yaml); default {DEFAULT_STACK}",
+    )
+    common.add_argument(
+        "--config-file", metavar="PATH", help="read the stack config from PATH (as `pulumi up --config-file`)"
+    )
+    common.add_argument("--address", help="Ray dashboard URL, e.g. http://127.0.0.1:8265")
+    common.add_argument("--endpoint", help="GKE cluster endpoint, to go through the API server's service proxy")
+    common.add_argument("--ca-file", help="PEM file of the cluster CA (with an IP --endpoint)")
+    common.add_argument("--head-service", help="Ray head service name (with --endpoint)")
+    common.add_argument(
+        "--namespace", type=cli_args.namespace, help="namespace of the Ray cluster; default ray.namespace of the stack"
+    )
+    return common
+
+
+def parser() -> argparse.ArgumentParser:
+    common = [common_flags()]
+    p = cli_args.OneLineParser(prog="python -m jobctl", description="Submit and watch the stack's NeMo-RL job.")
+    sub = p.add_subparsers(dest="command", required=True, metavar="{" + ",".join(COMMANDS) + "}")
+    s = sub.add_parser("submit", parents=common, help="submit the stack's job (idempotent)")
+    s.add_argument("--dry-run", action="store_true", help="print entrypoint and runtime env; no network")
+    s.add_argument(
+        "--gate", choices=("enforce", "warn", "off"),
+        help="acceptance gate policy for this submission; default job.gate of the stack",
+    )
+    s.add_argument("--wait", action="store_true", help=WAIT_HELP)
+    s.add_argument("--timeout", type=cli_args.seconds(positive=True), help=TIMEOUT_HELP)
+    sub.add_parser("gate", parents=common, help="run the acceptance gate (GPUs, fabric, Lustre) on the cluster now")
+    s = sub.add_parser("status", parents=common, help="show a job's status")
+    s.add_argument("--job", help=JOB_HELP)
+    s.add_argument("--wait", action="store_true", help=WAIT_HELP)
+    s.add_argument("--timeout", type=cli_args.seconds(positive=True), help=TIMEOUT_HELP)
+    s = sub.add_parser("logs", parents=common, help="print a job's log")
+    s.add_argument("--job", help=JOB_HELP)
+    s.add_argument("--follow", action="store_true", help="keep streaming until the job ends")
+    s.add_argument(
+        "--tail", type=cli_args.positive_int, metavar="N",
+        help="only the last N lines (with --follow: then the new ones)",
+    )
+    s = sub.add_parser("stop", parents=common, help="stop a job")
+    s.add_argument("--job", help=JOB_HELP)
+    sub.add_parser("list", parents=common, help="list the stack's jobs")
+    s = sub.add_parser("watch", parents=common, help="resubmit the stack's job after a spot preemption")
+    watcher.add_policy_flags(s)
+    s = sub.add_parser("dashboard", parents=common, help="serve the Ray dashboard on 127.0.0.1 (no kubectl)")
+    s.add_argument("--port", type=cli_args.port, default=8265, help="local port; 0 picks a free one (default 8265)")
+    return p
+
+
+def main(argv: Optional[list[str]] = None, out: Optional[TextIO] = None, err: Optional[TextIO] = None) -> int:
+    """Run one command; returns the exit code. Errors a user can act on print one line."""
+    out = out or sys.stdout
+    err = err or sys.stderr
+    try:
+        args = parser().parse_args(argv)
+    except cli_args.UsageError as exc:
+        err.write(f"error: {exc}\n")
+        return exit_codes.USAGE
+    # Ray's job SDK logs every websocket close at INFO; the CLI prints what matters itself.
+    logging.getLogger("ray.dashboard.modules.job.sdk").setLevel(logging.WARNING)
+    try:
+        return COMMANDS[args.command](args, load_stack(args.stack, args.config_file), out)
+    except KeyboardInterrupt:
+        return exit_codes.INTERRUPTED
+    except Exception as exc:
+        code = exit_codes.for_error(exc)
+        if code is None:
+            raise
+        err.write(f"error: {exc}\n")
+        return code

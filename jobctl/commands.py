@@ -1,0 +1,298 @@
+"""The CLI's commands: each takes the parsed flags, the stack and where to print, and returns the exit code.
+
+`workloads.submit` (the Ray Job API client) is imported by the commands that reach a dashboard, not
+at the top: `submit --dry-run` never loads Ray (tests/test_jobctl.py checks it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Optional, TextIO
+
+from infra.config import ConfigError, refuse_missing_secrets
+from infra.stack_file import ROOT, present_secrets
+from jobctl.stack import Stack, build_spec, gate_plan, recovery_policy
+from workloads import exit_codes, watcher
+from workloads.exit_codes import CommandError
+from workloads.job_spec import META_RECIPE
+
+# Stack outputs the CLI reads when no address is given (the program exports these names).
+OUTPUT_ENDPOINT = "clusterEndpoint"
+OUTPUT_CA = "clusterCaCertificate"
+OUTPUT_HEAD_SERVICE = "rayHeadService"
+
+
+def run_gate(client, stack: Stack, out: TextIO):
+    """Run the stack's acceptance gate on the cluster, printing its lines; returns the `GateReport`."""
+    from workloads import acceptance_gate
+
+    def show(line: str) -> None:
+        out.write(line + "\n")
+        out.flush()
+
+    report = acceptance_gate.run_on_cluster(client, gate_plan(stack), label=stack.name, on_line=show)
+    for line in report.lines():
+        show(line)
+    return report
+
+
+def stack_outputs(stack: str) -> dict[str, Any]:
+    """`pulumi stack output --json` of the stack, or {} when the CLI is missing or fails."""
+    if shutil.which("pulumi") is None:
+        return {}
+    try:
+        proc = subprocess.run(
+            ["pulumi", "stack", "output", "--json", "--stack", stack],
+            cwd=ROOT, capture_output=True, text=True, timeout=60,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    if proc.returncode != 0:
+        return {}
+    try:
+        outputs = json.loads(proc.stdout or "{}")
+    except json.JSONDecodeError:
+        return {}
+    return outputs if isinstance(outputs, dict) else {}
+
+
+@dataclass(frozen=True)
+class GkeTarget:
+    """Where the Ray dashboard is behind the GKE API server's service proxy."""
+
+    endpoint: str
+    service: str
+    namespace: str
+    ca_file: Optional[str]
+    ca_b64: Optional[str]
+
+
+def gke_target(args: argparse.Namespace, stack: Stack) -> GkeTarget:
+    """The endpoint, head service and CA from the flags, else from the stack outputs; checked."""
+    from workloads import submit
+
+    endpoint, ca_file, head_service = args.endpoint, args.ca_file, args.head_service
+    endpoint_source = "--endpoint"
+    ca_b64: Optional[str] = None
+    if not endpoint:
+        endpoint_source = f"stack output {OUTPUT_ENDPOINT}"
+        outputs = stack_outputs(stack.name)
+        endpoint = outputs.get(OUTPUT_ENDPOINT)
+        head_service = head_service or outputs.get(OUTPUT_HEAD_SERVICE)
+        ca = outputs.get(OUTPUT_CA)
+        if not ca_file and isinstance(ca, str) and ca != "[secret]":
+            ca_b64 = ca
+    if not endpoint:
+        raise CommandError(
+            "no dashboard address: pass --address http://127.0.0.1:8265 (e.g. from `python -m jobctl dashboard`), "
+            "or --endpoint/--head-service (and --ca-file for an IP endpoint), or install the pulumi CLI so the stack "
+            "outputs can be read"
+        )
+    try:
+        submit.check_endpoint(endpoint)  # before needs_cluster_ca, which cannot parse a malformed URL either
+    except submit.InvalidAddress as err:
+        raise CommandError(f"{endpoint_source} {endpoint}: {err.reason}") from None
+    if not head_service:
+        raise CommandError(f"the Ray head service is unknown: pass --head-service (stack output {OUTPUT_HEAD_SERVICE})")
+    if submit.needs_cluster_ca(endpoint) and not (ca_file or ca_b64):
+        raise CommandError(
+            f"the cluster CA of the IP endpoint {endpoint} is unknown: pass --ca-file (stack output {OUTPUT_CA})"
+        )
+    if ca_file and not Path(ca_file).is_file():
+        raise CommandError(f"--ca-file {ca_file}: no such file")
+    return GkeTarget(endpoint, head_service, args.namespace or stack.config.ray.namespace, ca_file, ca_b64)
+
+
+def connect(args: argparse.Namespace, stack: Stack):
+    """The dashboard client: `--address`, else the GKE service proxy (flags, else the stack outputs)."""
+    from workloads import submit
+
+    if args.address:
+        return watcher.connect_address(args.address)
+    target = gke_target(args, stack)
+    return submit.connect(
+        gke_endpoint=target.endpoint,
+        ca_file=target.ca_file,
+        ca_cert_b64=target.ca_b64,
+        namespace=target.namespace,
+        service=target.service,
+    )
+
+
+class StatusLine:
+    """The live status while waiting: one rewritten line on a TTY, a line per change otherwise."""
+
+    def __init__(self, job_id: str, out: TextIO):
+        self.job_id, self.out = job_id, out
+        self.tty = out.isatty()
+        self.last: Optional[str] = None
+        self.width = 0
+
+    def __call__(self, status: Any, elapsed: float) -> None:
+        text = f"{self.job_id}  {status}  {int(elapsed) // 60:d}:{int(elapsed) % 60:02d}"
+        if self.tty:
+            pad = max(self.width - len(text), 0)
+            self.out.write("\r" + text + " " * pad)
+            self.width = len(text)
+            self.out.flush()
+        elif str(status) != self.last:
+            self.out.write(text + "\n")
+            self.out.flush()
+        self.last = str(status)
+
+    def close(self) -> None:
+        if self.tty and self.width:
+            self.out.write("\n")
+            self.out.flush()
+
+
+def _wait(client, job_id: str, timeout: Optional[float], out: TextIO) -> int:
+    from workloads import submit
+
+    line = StatusLine(job_id, out)
+    try:
+        final = submit.wait(client, job_id, timeout=timeout, on_status=line)
+    finally:
+        line.close()
+    return exit_codes.OK if str(final) == "SUCCEEDED" else exit_codes.JOB_FAILED
+
+
+def _job_id(args: argparse.Namespace, client, stack: Stack) -> str:
+    from workloads import submit
+
+    if args.job:
+        return args.job
+    latest = submit.latest_job(client, stack.name)
+    if latest is None:
+        raise CommandError(f"no job of stack {stack.name} on {client.get_address()}; `submit` one, or pass --job")
+    return latest.submission_id
+
+
+def cmd_submit(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
+    spec = build_spec(stack)
+    if args.dry_run:
+        out.write(f"submission id: {spec.submission_id}\n")
+        out.write(f"entrypoint: {spec.entrypoint}\n")
+        out.write(f"runtime env: {json.dumps(spec.runtime_env, sort_keys=True)}\n")
+        return exit_codes.OK
+    try:  # the job would fail on the cluster without them; `pulumi up` refuses too
+        refuse_missing_secrets(stack.config, present_secrets(stack.secret_keys))
+    except ConfigError as err:
+        raise CommandError(str(err).replace("\n", "; ")) from None
+    from workloads import acceptance_gate, submit
+
+    client = connect(args, stack)
+    policy = args.gate or stack.config.gate_policy
+    before_submit = None
+    if policy != "off":
+
+        def before_submit() -> None:
+            acceptance_gate.enforce(run_gate(client, stack, out), policy)
+
+    result = submit.submit(client, spec, before_submit=before_submit)
+    for old in result.stopped:
+        out.write(f"stopped {old} (another spec of stack {stack.name})\n")
+    verb = "submitted" if result.created else "already on the cluster:"
+    out.write(f"{verb} {result.submission_id} ({result.status})\n")
+    out.flush()
+    if args.wait:
+        return _wait(client, result.submission_id, args.timeout, out)
+    return exit_codes.OK
+
+
+def cmd_gate(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
+    report = run_gate(connect(args, stack), stack, out)
+    return exit_codes.OK if report.ok else exit_codes.GATE_FAILED
+
+
+def cmd_status(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
+    from workloads import submit
+
+    client = connect(args, stack)
+    job_id = _job_id(args, client, stack)
+    if args.wait:
+        return _wait(client, job_id, args.timeout, out)
+    details = submit.info(client, job_id)
+    message = f"  {details.message}" if details.message else ""
+    out.write(f"{job_id}  {details.status}{message}\n")
+    return exit_codes.OK
+
+
+def cmd_logs(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
+    from workloads import submit
+
+    client = connect(args, stack)
+    job_id = _job_id(args, client, stack)
+    for chunk in submit.logs(client, job_id, follow=args.follow, tail=args.tail):
+        out.write(chunk)
+        out.flush()
+    return exit_codes.OK
+
+
+def cmd_stop(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
+    from workloads import submit
+
+    client = connect(args, stack)
+    job_id = _job_id(args, client, stack)
+    was_running = submit.stop(client, job_id)
+    out.write(f"{job_id}: {'stop requested' if was_running else 'not running'}\n")
+    return exit_codes.OK
+
+
+def cmd_list(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
+    from workloads import submit
+
+    client = connect(args, stack)
+    jobs = submit.list_jobs(client, stack.name)
+    if not jobs:
+        out.write(f"no jobs of stack {stack.name}\n")
+        return exit_codes.OK
+    width = max(len(j.submission_id) for j in jobs)
+    for j in jobs:
+        out.write(f"{j.submission_id:<{width}}  {str(j.status):<9}  {j.metadata.get(META_RECIPE, '')}\n")
+    return exit_codes.OK
+
+
+def cmd_watch(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
+    """The in-cluster watcher's loop (`workloads.watcher`) on the stack's spec and recovery policy."""
+    spec = build_spec(stack)
+    policy = watcher.with_flags(recovery_policy(stack), args)
+    return watcher.watch(lambda: connect(args, stack), spec, policy, args, out)
+
+
+def cmd_dashboard(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
+    """Serve the Ray dashboard on 127.0.0.1 through the API server, with the user's Google token."""
+    from workloads import dashboard
+
+    if args.address:
+        raise CommandError(f"--address {args.address} is a dashboard already: open it in a browser")
+    target = gke_target(args, stack)
+    dashboard.serve_cluster(
+        target.endpoint,
+        target.namespace,
+        target.service,
+        ca_file=target.ca_file,
+        ca_cert_b64=target.ca_b64,
+        port=args.port,
+        on_ready=lambda url: print(
+            f"Ray dashboard of stack {stack.name}: {url}/  (Ctrl-C stops)", file=out, flush=True
+        ),
+    )
+    return exit_codes.OK
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace, Stack, TextIO], int]] = {
+    "submit": cmd_submit,
+    "gate": cmd_gate,
+    "status": cmd_status,
+    "logs": cmd_logs,
+    "stop": cmd_stop,
+    "list": cmd_list,
+    "watch": cmd_watch,
+    "dashboard": cmd_dashboard,
+}

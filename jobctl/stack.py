@@ -1,0 +1,68 @@
+"""The stack as the CLI sees it: its file read and validated, and the job, gate and recovery policy
+built from it exactly as `pulumi up` builds them (the same infra functions), so both agree."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from infra.placement import gpu_pool_facts
+from infra.config import ConfigError, StackConfig, wandb_key_set
+from infra.gate_plan import gate_plan_for_stack
+from infra.stack_context import StackContext
+from infra.stack_file import ROOT, StackFileError
+from infra.stack_file import load_stack as load_stack_file
+from infra.training_job import job_spec_for_stack
+from workloads.acceptance_gate import GatePlan
+from workloads.exit_codes import CommandError
+from workloads.job_spec import JobSpec
+from workloads.preemption import RecoveryPolicy
+
+
+@dataclass(frozen=True)
+class Stack:
+    name: str
+    config: StackConfig
+    secret_keys: frozenset[str]
+
+    @property
+    def wandb_key_set(self) -> bool:
+        return wandb_key_set(self.secret_keys)
+
+
+def load_stack(name: str, config_file: Optional[str] = None) -> Stack:
+    """Read and validate `Pulumi.<name>.yaml` (or `config_file`) the way the Pulumi program does."""
+    try:
+        # `pulumi up` would stop here (infra.config.load), so the job must not run either.
+        loaded = load_stack_file(name, ROOT, Path(config_file) if config_file else None)
+    except StackFileError as err:
+        raise CommandError(str(err)) from None
+    except ConfigError as err:
+        raise CommandError(str(err).replace("\n", "; ")) from None
+    return Stack(name, loaded.config, loaded.secret_keys)
+
+
+def build_spec(stack: Stack) -> JobSpec:
+    """The stack's job exactly as `pulumi up` builds it (same pool facts, same spec, same id)."""
+    pool = gpu_pool_facts(StackContext.from_config(stack.name, stack.config), stack.config)
+    try:
+        return job_spec_for_stack(stack.name, stack.config, wandb_key_set=stack.wandb_key_set, pool=pool)
+    except ConfigError as err:
+        raise CommandError(str(err)) from None
+
+
+def gate_plan(stack: Stack) -> GatePlan:
+    """The stack's acceptance gate exactly as `pulumi up` hands it to the job submission."""
+    pool = gpu_pool_facts(StackContext.from_config(stack.name, stack.config), stack.config)
+    return gate_plan_for_stack(stack.config, pool)
+
+
+def recovery_policy(stack: Stack) -> RecoveryPolicy:
+    """The stack's recovery policy as the in-cluster watcher gets it (`infra.watcher_deployment`)."""
+    cfg = stack.config
+    return RecoveryPolicy.from_config(
+        cfg.recovery,
+        pool_gpus=cfg.gpu_pool.node_count * cfg.flavour_spec.gpus_per_node,
+        resubmit_missing=cfg.job.submit,
+    )

@@ -1,0 +1,139 @@
+"""The version matrix (data/version_matrix.yaml, infra/version_matrix.py): every row cites its sources,
+the config refuses pins outside it naming the key and the nearest row, known-bad pairs name their issue."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from infra.config import ConfigError, parse
+from infra.version_matrix import Pins, check, gke_in_row, load, parse_version, report, satisfies
+
+GIB = "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib"
+
+
+def config(**overrides):
+    raw = {"project": "my-gcp-project", "region": "us-east1", "zone": "us-east1-b", "flavour": "b200"}
+    raw.update(overrides)
+    return parse(raw, "dev")
+
+
+def refusal(**overrides) -> str:
+    with pytest.raises(ConfigError) as err:
+        config(**overrides)
+    message = str(err.value)
+    assert "\n" not in message and "Traceback" not in message
+    return message
+
+
+# ----------------------------------------------------------------------------- the data
+
+
+def test_every_row_cites_a_source_for_each_version_or_says_why_not():
+    matrix = load()
+    assert matrix["rows"] and matrix["knownBad"]
+    for row in matrix["rows"]:
+        for part in ("gpuDriverVersion", "gib", "nemoRl", "kuberayChart"):
+            assert str(row[part].get("source", "")).strip(), f"{row['id']}: {part} has no source"
+        for part in ("gke", "gpuDriverVersion", "nccl"):
+            if row[part].get("unverified"):
+                assert len(str(row[part].get("why", ""))) > 30, f"{row['id']}: {part} unverified without why"
+        assert row["nccl"]["from"] in ("image", "gib")
+        if row["nccl"]["from"] == "gib" and not row["nccl"].get("version"):
+            assert row["nccl"]["unverified"], row["id"]
+
+
+def test_every_known_bad_pair_names_its_upstream_issue_and_claim():
+    for rule in load()["knownBad"]:
+        assert rule["issue"].startswith("https://github.com/") and len(rule["claim"]) > 60, rule["id"]
+        assert rule["effect"] in ("refuse", "caution", "note") and rule["key"], rule["id"]
+
+
+def test_the_rows_nemo_rl_images_are_the_recipes_images_with_their_ray():
+    from workloads.recipes import IMAGES
+
+    for row in load()["rows"]:
+        images = {k: v for k, v in row["nemoRl"].items() if k != "source"}
+        assert {tag: v["ray"] for tag, v in images.items()} == {t: i.ray_version for t, i in IMAGES.items()}, row["id"]
+
+
+def test_the_rows_pins_are_the_configs_defaults():
+    cfg = config()
+    row = load()["rows"][0]
+    assert f"{row['gib']['image']}:{row['gib']['tag']}" == cfg.ray.nccl_installer_image
+    assert str(row["kuberayChart"]["version"]) == cfg.ray.chart_version
+
+
+# ----------------------------------------------------------------------------- versions
+
+
+def test_versions_compare_by_their_numbers_and_a_short_bound_covers_its_minor():
+    assert parse_version("1.33.2-gke.1111000") == (1, 33, 2, 1111000) and parse_version("v1.1.1") == (1, 1, 1)
+    assert satisfies("v1.1.1", "<1.1.2") and not satisfies("v1.1.2", "<1.1.2")
+    assert satisfies("2.27.5+cuda12.9", "<2.28") and not satisfies("2.28.9", "<2.28")
+    assert satisfies("2.30.7", ">=2.30.4") and not satisfies("2.30.3", ">=2.30.4")
+    row = load()["rows"][0]
+    assert gke_in_row("1.35.9-gke.100", row) and not gke_in_row("1.36.0-gke.1", row)
+    assert not gke_in_row("1.33.1-gke.9", row) and gke_in_row("1.33.2-gke.1111000", row)
+
+
+# ----------------------------------------------------------------------------- the config
+
+
+@pytest.mark.parametrize("stack", ["dev", "b200", "h200", "autopilot"])
+def test_every_example_stack_matches_a_row(stack):
+    from conftest import stack_config
+    from infra.config import namespaced
+
+    raw, _ = stack_config(stack)
+    rep = report(parse(namespaced(raw), stack).version_pins)
+    assert rep["row"] and not rep["outside"], rep
+    assert stack in next(r for r in load()["rows"] if r["id"] == rep["row"])["covers"]["stacks"]
+
+
+def test_an_installer_image_outside_the_matrix_is_refused_naming_the_key_and_the_nearest_row():
+    message = refusal(ray={"ncclInstallerImage": f"{GIB}:v1.0.5"})
+    assert message.startswith("nemo-rl-gke:ray.ncclInstallerImage: ")
+    assert f"the nearest tested row standard-gib-v1.1.1 has {GIB}:v1.1.1" in message
+    assert "allowUntestedVersions: true" in message
+
+
+def test_a_chart_and_a_gke_version_outside_the_matrix_are_refused_by_their_keys():
+    assert refusal(ray={"chartVersion": "1.6.0"}).startswith("nemo-rl-gke:ray.chartVersion: 1.6.0 is outside")
+    message = refusal(cluster={"minMasterVersion": "1.36.1-gke.100"})
+    assert message.startswith("nemo-rl-gke:cluster.minMasterVersion: 1.36.1-gke.100 is outside")
+    assert "GKE >=1.33.2-gke.1111000, <1.36" in message
+
+
+def test_allow_untested_versions_admits_them_and_the_plan_says_untested():
+    cfg = config(ray={"ncclInstallerImage": f"{GIB}:v1.0.5"}, allowUntestedVersions=True)
+    rep = report(cfg.version_pins)
+    assert rep["row"] is None and rep["nearestRow"] == "standard-gib-v1.1.1"
+    assert rep["outside"] == [{"key": "ray.ncclInstallerImage", "stack": f"{GIB}:v1.0.5", "row": f"{GIB}:v1.1.1"}]
+    assert rep["expect"]["nccl"] is None
+
+
+def test_a_known_bad_pair_is_refused_naming_its_issue_even_when_untested_versions_are_allowed():
+    for allow in (False, True):
+        message = refusal(cluster={"minMasterVersion": "1.33.2-gke.1111000"}, lustre={"legacyPort": True},
+                          allowUntestedVersions=allow)
+        assert message.startswith("nemo-rl-gke:cluster.minMasterVersion: ")
+        assert "https://github.com/vllm-project/vllm/issues/21979" in message and "known-bad" in message
+
+
+def test_nccl_2_30_4_on_blackwell_is_refused_naming_nccl_issue_2167():
+    # No recipe image brings NCCL 2.30 yet: a row that would (a future NeMo-RL image) must be refused on b200.
+    matrix = copy.deepcopy(load())
+    matrix["rows"][0]["nemoRl"]["v0.6.0"]["nccl"] = "2.30.4"
+    pins = config(job={"recipe": "qwen2.5-1.5b-gsm8k"}).version_pins
+    with pytest.raises(ValueError, match=r"NVIDIA/nccl/issues/2167") as err:
+        check(pins, allow_untested=True, matrix=matrix)
+    assert err.value.key == "job.recipe"
+    check(Pins(**{**pins.__dict__, "flavour": "h200"}), allow_untested=False, matrix=matrix)  # H200 is Hopper
+
+
+def test_the_gib_before_v1_1_2_caution_is_shown_not_refused():
+    rep = report(config().version_pins)
+    assert [c["id"] for c in rep["cautions"]] == ["gib-before-v1.1.2-with-nccl-2.27"]
+    assert rep["cautions"][0]["issue"].endswith("cluster-toolkit/pull/5674")

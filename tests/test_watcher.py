@@ -1,0 +1,90 @@
+"""The in-cluster watcher's command (`python -m workloads.watcher`, workloads/watcher.py): run from the
+files its ConfigMap ships, with Pulumi, `infra` and the CLI unimportable, against the local Ray head.
+The watch loop itself is tests/test_preemption.py; the CLI's `watch`, tests/test_jobctl.py.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shlex
+import subprocess
+import sys
+import uuid
+
+import pytest
+
+from ray_head import JOB_TIMEOUT
+from infra.watcher_deployment import SPEC_KEY, WATCHER_MODULES, config_map_data
+from workloads import submit as jobs
+from workloads import watcher
+from workloads.job_spec import JobSpec
+from workloads.preemption import RecoveryPolicy
+
+pytestmark = pytest.mark.filterwarnings("ignore:ssl=None is deprecated:DeprecationWarning")
+
+FAST = RecoveryPolicy(check_interval_seconds=0.2, max_restarts=2, backoff_seconds=0, max_backoff_seconds=0)
+
+BLOCK_WHAT_THE_IMAGE_LACKS = """
+import importlib.abc, runpy, sys
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split('.')[0] in ('pulumi', 'pulumi_gcp', 'pulumi_kubernetes', 'infra', 'jobctl', 'tools'):
+            raise ImportError(f'{name} is not in the watcher image')
+sys.meta_path.insert(0, Block())
+sys.argv = ['workloads.watcher'] + sys.argv[1:]
+runpy.run_module('workloads.watcher', run_name='__main__', alter_sys=True)
+"""
+
+
+def spec_of(stack: str, code: str) -> JobSpec:
+    return JobSpec.create(
+        stack=stack, recipe="t",
+        entrypoint=f"{shlex.quote(sys.executable)} -c {shlex.quote(code)}",
+        runtime_env={"env_vars": {"RAY_OVERRIDE_JOB_RUNTIME_ENV": "1", "RUN": uuid.uuid4().hex[:8]}},
+    )
+
+
+def test_the_pod_command_runs_from_the_configmap_files_alone(client, head, tmp_path):
+    spec = spec_of("t-pod", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)")
+    data = config_map_data(spec)
+    (tmp_path / "workloads").mkdir()
+    for name in WATCHER_MODULES:
+        (tmp_path / "workloads" / name).write_text(data[name])
+    (tmp_path / SPEC_KEY).write_text(data[SPEC_KEY])
+    jobs.submit(client, spec)
+    jobs.wait(client, spec.submission_id, timeout=JOB_TIMEOUT, poll_interval=0.2)
+    heartbeat = tmp_path / "heartbeat"
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "RAY_ADDRESS")}
+    env.update(PYTHONPATH=str(tmp_path), PYTHONDONTWRITEBYTECODE="1")
+    proc = subprocess.run(
+        [sys.executable, "-c", BLOCK_WHAT_THE_IMAGE_LACKS, "--address", head.address,
+         "--spec-file", str(tmp_path / SPEC_KEY), "--once", *FAST.cli_args(), "--heartbeat-file", str(heartbeat)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=JOB_TIMEOUT,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert f"resubmitted as {spec.submission_id}-r2" in proc.stdout, proc.stdout
+    assert heartbeat.exists()
+    assert [j.submission_id for j in jobs.list_jobs(client, "t-pod")][-1] == f"{spec.submission_id}-r2"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--spec-file", "spec.json"], "error: the following arguments are required: --address\n"),
+        (["--address", "http://127.0.0.1:8265"], "error: the following arguments are required: --spec-file\n"),
+        (["--address", "http://127.0.0.1:8265", "--spec-file", "{missing}"],
+         "error: --spec-file {missing}: [Errno 2] No such file or directory: '{missing}'\n"),
+        (["--address", "ftp://127.0.0.1:8265", "--spec-file", "{spec}", "--once"],
+         "error: --address ftp://127.0.0.1:8265: scheme 'ftp' is not allowed; allowed: http, https\n"),
+        (["--address", "http://127.0.0.1:8265", "--spec-file", "{spec}", "--backoff", "9", "--max-backoff", "1"],
+         "error: watch: max backoff must be at least the backoff\n"),
+    ],
+)
+def test_a_command_the_watcher_cannot_run_is_one_line_and_exit_2(argv, message, tmp_path):
+    spec = tmp_path / "spec.json"
+    spec.write_text(config_map_data(spec_of("t-args", "pass"))[SPEC_KEY])
+    paths = {"missing": str(tmp_path / "missing.json"), "spec": str(spec)}
+    out, err = io.StringIO(), io.StringIO()
+    assert watcher.main([a.format(**paths) for a in argv], out=out, err=err) == 2
+    assert (out.getvalue(), err.getvalue()) == ("", message.format(**paths))

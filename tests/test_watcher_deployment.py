@@ -1,0 +1,53 @@
+"""What the PreemptionWatcher ships (infra/watcher_deployment.py): its entry module and exactly the
+`workloads` modules that imports, computed from the sources. Its Kubernetes objects under mocks are
+tests/test_preemption.py's; the shipped files run alone in tests/test_watcher.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from infra.watcher_deployment import WATCHER_ENTRY, WATCHER_MODULES, shipped_modules, watcher_files
+
+
+def write_tree(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+def test_the_watcher_ships_its_entry_module_and_what_it_imports_lazily_too_and_nothing_else(tmp_path):
+    root = write_tree(tmp_path, {
+        "workloads/__init__.py": "",
+        "workloads/watcher.py": "import json\nfrom workloads import a\n\ndef run():\n    from workloads.b import f\n",
+        "workloads/a.py": "import ray.job_submission\nfrom workloads import c\n",
+        "workloads/b.py": "f = 1\n",
+        "workloads/c.py": "",
+        "workloads/cli_only.py": "from workloads import a\n",
+        "jobctl/__init__.py": "",
+        "jobctl/cli.py": "from workloads import watcher\n",
+    })
+    assert shipped_modules(WATCHER_ENTRY, root) == ("__init__.py", "a.py", "b.py", "c.py", "watcher.py")
+
+
+@pytest.mark.parametrize(("files", "says"), [
+    ({"infra/__init__.py": "", "infra/config.py": "",
+      "workloads/watcher.py": "def f():\n    from infra import config\n"},
+     "workloads.watcher imports infra, which is not in workloads/"),
+    ({"workloads/sub/__init__.py": "", "workloads/sub/x.py": "", "workloads/watcher.py": "import workloads.sub.x\n"},
+     "workloads.watcher imports workloads.sub, in a subpackage of workloads/"),
+])
+def test_a_watcher_that_would_need_what_the_configmap_cannot_ship_is_refused(tmp_path, files, says):
+    root = write_tree(tmp_path, {"workloads/__init__.py": "", **files})
+    with pytest.raises(ValueError, match=says):
+        shipped_modules(WATCHER_ENTRY, root)
+
+
+def test_the_day_2_cli_and_what_only_it_uses_are_not_shipped_so_editing_them_does_not_roll_the_pod():
+    assert "watcher.py" in WATCHER_MODULES and "preemption.py" in WATCHER_MODULES
+    # The CLI lived in workloads/__main__.py and was shipped; the dashboard proxy and the gate are the CLI's.
+    assert not {"__main__.py", "dashboard.py", "acceptance_gate.py", "hook.py"} & set(WATCHER_MODULES)
+    assert set(watcher_files()) == set(WATCHER_MODULES)

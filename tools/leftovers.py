@@ -1,0 +1,214 @@
+"""After `pulumi destroy`: what of the stack is still in the project, and the command that removes each.
+
+    python -m tools.doctor --leftovers --stack NAME [--json]
+
+A destroy that stopped halfway, a resource Pulumi only forgot (a kept bucket), or what GKE itself
+created from Kubernetes objects keep billing with nothing in the Pulumi state to show them. The audit
+asks Cloud Asset Inventory (`searchAllResources`, read-only) for every resource in the project that
+carries the stack's labels (infra/naming.py `labels`: `app: nemo-rl-gke` and `stack: <stack>`), the
+labels GKE puts on what a cluster creates (`goog-k8s-cluster-name: <cluster>`), or the stack's names
+(infra/naming.py `cloud_name`: `<prefix>-<role>`; GKE's own `gke-<cluster>-...`; the bucket
+`<project>-<prefix>-artifacts`; the Lustre instance id). The Service Networking peering is not an
+asset of its own: the audit reads it from the VPC (compute `networks.get`).
+
+Matching is done here, on what the search returns, not by the search's word matching: the labelled
+search is exact, and the name search lists the name-bearing types of `BY_NAME` whole and keeps only
+the stack's names. A name that another stack's prefix also explains (`dev-2-vpc` for stack `dev` when
+`Pulumi.dev-2.yaml` exists), or a resource labelled for another stack, is not this stack's.
+
+Only on the real cloud: which of these types the search indexes (Cloud Asset Inventory "Resource
+types": the Managed Lustre type in particular), that GKE and the PD CSI driver propagate the
+cluster's labels to node disks and to disks of claims, and how long the index lags a deletion
+(minutes: run the audit again before deleting by hand).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass
+from typing import Any, Iterable, Optional
+
+from infra.config import PROJECT, StackConfig
+from infra.network import DEFAULT_NETWORK, SERVICE_NETWORKING
+from infra.naming import Limit
+from infra.naming import labels as stack_labels
+from infra.stack_context import StackContext
+from infra.storage import artifact_bucket_name
+
+PEERING = "servicenetworking.googleapis.com/Peering"
+"""Not an Asset Inventory type: the audit's name for the Service Networking peering on the VPC."""
+
+# What removes each type, in the order to run them: what holds others first (Lustre and the cluster
+# hold the PSA range and the subnets; the peering holds the range; subnets and routers hold the VPC).
+# Asset type names: Cloud Asset Inventory "Supported asset types"; `{name}` is the resource's short
+# name, `{location}` its zone or region, `{project}` the project, `{cluster}` a node pool's cluster.
+COMMANDS: dict[str, str] = {
+    "lustre.googleapis.com/Instance": "gcloud lustre instances delete {name} --location {location} --project {project}",
+    "container.googleapis.com/Cluster": "gcloud container clusters delete {name} --location {location} --project {project}",
+    "container.googleapis.com/NodePool": "gcloud container node-pools delete {name} --cluster {cluster} --location {location} --project {project}",
+    "compute.googleapis.com/Instance": "gcloud compute instances delete {name} --zone {location} --project {project}",
+    "compute.googleapis.com/InstanceGroupManager": "gcloud compute instance-groups managed delete {name} {scope} --project {project}",
+    "compute.googleapis.com/ForwardingRule": "gcloud compute forwarding-rules delete {name} --region {location} --project {project}",
+    "compute.googleapis.com/GlobalForwardingRule": "gcloud compute forwarding-rules delete {name} --global --project {project}",
+    "compute.googleapis.com/TargetPool": "gcloud compute target-pools delete {name} --region {location} --project {project}",
+    "compute.googleapis.com/BackendService": "gcloud compute backend-services delete {name} {scope} --project {project}",
+    "compute.googleapis.com/RegionBackendService": "gcloud compute backend-services delete {name} --region {location} --project {project}",
+    "compute.googleapis.com/HealthCheck": "gcloud compute health-checks delete {name} {scope} --project {project}",
+    "compute.googleapis.com/NetworkEndpointGroup": "gcloud compute network-endpoint-groups delete {name} {scope} --project {project}",
+    "compute.googleapis.com/InstanceTemplate": "gcloud compute instance-templates delete {name} {scope} --project {project}",
+    "compute.googleapis.com/Disk": "gcloud compute disks delete {name} {scope} --project {project}",
+    "compute.googleapis.com/RegionDisk": "gcloud compute disks delete {name} --region {location} --project {project}",
+    "storage.googleapis.com/Bucket": "gcloud storage rm --recursive gs://{name}  # deletes its objects too: copy what you keep first",
+    PEERING: (f"gcloud services vpc-peerings delete --service={SERVICE_NETWORKING} --network={{name}} --project {{project}}"
+              "  # or: gcloud compute networks peerings delete servicenetworking-googleapis-com --network={name}"),
+    "compute.googleapis.com/GlobalAddress": "gcloud compute addresses delete {name} --global --project {project}",
+    "compute.googleapis.com/Address": "gcloud compute addresses delete {name} --region {location} --project {project}",
+    "compute.googleapis.com/Router": "gcloud compute routers delete {name} --region {location} --project {project}  # its NAT with it",
+    "compute.googleapis.com/Route": "gcloud compute routes delete {name} --project {project}",
+    "compute.googleapis.com/Firewall": "gcloud compute firewall-rules delete {name} --project {project}",
+    "compute.googleapis.com/Subnetwork": "gcloud compute networks subnets delete {name} --region {location} --project {project}",
+    "compute.googleapis.com/Network": "gcloud compute networks delete {name} --project {project}",
+    "iam.googleapis.com/ServiceAccount": "gcloud iam service-accounts delete {name} --project {project}",
+}
+
+BY_NAME: tuple[str, ...] = tuple(t for t in COMMANDS if t != PEERING)
+"""The types the name search lists (and the labelled search is not limited to)."""
+
+_ZONE = re.compile(r"^[a-z]+-[a-z]+\d+-[a-z]$")
+
+
+@dataclass(frozen=True)
+class Leftover:
+    """One resource of the stack still in the project."""
+
+    asset_type: str
+    name: str
+    location: str
+    why: str
+    """What made it the stack's: its labels, the cluster's labels, or its name."""
+    command: str
+
+
+@dataclass(frozen=True)
+class Marks:
+    """What makes a resource the stack's."""
+
+    project: str
+    stack_label: str
+    prefix: str
+    cluster: str
+    vpc: str
+    """The VPC whose Service Networking peering is the stack's."""
+    exact: frozenset[str]
+    others: tuple[str, ...]
+    """Prefixes of other stacks that start with this one's (`dev-2` beside `dev`)."""
+
+    @classmethod
+    def of(cls, stack: str, cfg: StackConfig, other_stacks: Iterable[str] = ()) -> "Marks":
+        ctx = StackContext.from_config(stack, cfg)
+        cluster = ctx.name("gke", Limit.GKE_CLUSTER)  # as infra/cluster.py names it
+        vpc = DEFAULT_NETWORK if cfg.network.use_default_network else ctx.name("vpc", Limit.COMPUTE)  # infra/network.py
+        exact = {artifact_bucket_name(cfg.project, ctx.prefix), cfg.lustre_instance_id, cluster}
+        others = tuple(sorted(o for o in other_stacks if o != ctx.prefix and o.startswith(f"{ctx.prefix}-")))
+        return cls(cfg.project, stack_labels(stack, "")["stack"], ctx.prefix, cluster, vpc, frozenset(exact), others)
+
+    def why(self, result: Any) -> Optional[str]:
+        labels = dict(result.labels)
+        if labels.get("app") == PROJECT and "stack" in labels:
+            return "labels" if labels["stack"] == self.stack_label else None
+        if labels.get("goog-k8s-cluster-name") == self.cluster:
+            return f"created by cluster {self.cluster}"
+        short = _short_name(result)
+        if short in self.exact:
+            return "name"
+        if short.startswith(f"gke-{self.cluster}-"):
+            return f"GKE's name for cluster {self.cluster}"
+        if short.startswith(f"{self.prefix}-") and not any(short.startswith(f"{o}-") for o in self.others):
+            return "name"
+        return None
+
+
+def _short_name(result: Any) -> str:
+    return result.name.rstrip("/").rsplit("/", 1)[-1]
+
+
+def _scope(location: str) -> str:
+    if not location or location == "global":
+        return "--global"
+    return f"--zone {location}" if _ZONE.match(location) else f"--region {location}"
+
+
+def removal_command(asset_type: str, name: str, location: str, project: str, cluster: str = "") -> str:
+    template = COMMANDS.get(asset_type)
+    if template is None:
+        return f"no removal command known for {asset_type}: delete {name} in the console (project {project})"
+    return template.format(name=name, location=location, project=project, cluster=cluster, scope=_scope(location))
+
+
+def _cluster_of(full_name: str) -> str:
+    parts = full_name.split("/")
+    return parts[parts.index("clusters") + 1] if "clusters" in parts else ""
+
+
+def _leftover(result: Any, why: str, project: str) -> Leftover:
+    name, location = _short_name(result), result.location
+    return Leftover(result.asset_type, name, location, why,
+                    removal_command(result.asset_type, name, location, project, _cluster_of(result.name)))
+
+
+def search(assets: Any, project: str, timeout: float) -> Iterable[Any]:
+    """Everything the stack could own: the labelled resources of any type, then the name-bearing types whole."""
+    scope = f"projects/{project}"
+    yield from assets.search_all_resources(scope=scope, query=f"labels.app:{PROJECT}", asset_types=[], timeout=timeout)
+    yield from assets.search_all_resources(scope=scope, query="", asset_types=list(BY_NAME), timeout=timeout)
+
+
+def peering_leftover(networks: Any, cfg: StackConfig, marks: Marks, timeout: float) -> Optional[Leftover]:
+    """The Service Networking peering on the stack's VPC. On the default VPC it may be another service's
+    (e.g. Cloud SQL's); the doctor refuses a stack there when one existed before (check `psa`)."""
+    from google.api_core import exceptions as gexc
+
+    vpc = marks.vpc
+    try:
+        network = networks.get(project=marks.project, network=vpc, timeout=timeout)
+    except gexc.NotFound:
+        return None
+    peering = SERVICE_NETWORKING.replace(".", "-")
+    if not any(p.name == peering for p in network.peerings):
+        return None
+    why = "on the default VPC (the stack's if none was there before it)" if cfg.network.use_default_network else "on the stack's VPC"
+    return Leftover(PEERING, vpc, "global", why, removal_command(PEERING, vpc, "global", marks.project))
+
+
+def audit(stack: str, cfg: StackConfig, assets: Any, networks: Any, timeout: float,
+          other_stacks: Iterable[str] = ()) -> list[Leftover]:
+    """The stack's resources still in the project, in the order to remove them."""
+    marks = Marks.of(stack, cfg, other_stacks)
+    found: dict[str, Leftover] = {}
+    for result in search(assets, cfg.project, timeout):
+        why = marks.why(result)
+        if why and result.name not in found:
+            found[result.name] = _leftover(result, why, cfg.project)
+    peering = peering_leftover(networks, cfg, marks, timeout)
+    if peering:
+        found[f"{peering.name}/peering"] = peering
+    order = {t: i for i, t in enumerate(COMMANDS)}
+    return sorted(found.values(), key=lambda left: (order.get(left.asset_type, len(order)), left.name))
+
+
+def render_text(stack: str, cfg: StackConfig, leftovers: list[Leftover]) -> str:
+    if not leftovers:
+        return f"leftovers: stack {stack}, project {cfg.project}: nothing of the stack is left"
+    lines = [f"leftovers: stack {stack}, project {cfg.project}: {len(leftovers)} resource(s) remain, in the order to remove them"]
+    for left in leftovers:
+        where = f" ({left.location})" if left.location and left.location != "global" else ""
+        lines.append(f"  {left.asset_type} {left.name}{where}: by {left.why}")
+        lines.append(f"    {left.command}")
+    lines.append("Asset Inventory can lag a deletion by minutes: run the audit again before removing anything by hand.")
+    return "\n".join(lines)
+
+
+def render_json(stack: str, cfg: StackConfig, leftovers: list[Leftover]) -> str:
+    return json.dumps({"stack": stack, "project": cfg.project, "clean": not leftovers,
+                       "leftovers": [asdict(left) for left in leftovers]}, indent=2)

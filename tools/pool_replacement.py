@@ -1,0 +1,193 @@
+"""Which node pool edits replace the pool, and whether an edit does: for the offline plan.
+
+A GKE node pool is replaced (deleted first, `deleteBeforeReplace`, infra/cluster.py) when one of its
+ForceNew inputs changes; every node of the pool goes, and with the GPU pool the running job's GPUs.
+`FORCE_NEW` lists those inputs as the program spells them (camelCase, the Pulumi names), read from
+the Google provider the pulumi-gcp bridge wraps: hashicorp/terraform-provider-google-beta
+google-beta/services/container/resource_container_node_pool.go (pool fields) and node_config.go
+(`schemaNodeConfig`) at 3dc173a3 (v7.45.0, the submodule of pulumi/pulumi-gcp's main; the exact
+upstream of pulumi-gcp 10.2.0 was not in the mirror, and these fields have been ForceNew for years).
+
+How Terraform's SDK applies ForceNew (hashicorp/terraform-plugin-sdk helper/schema/schema.go `diffList` at 9e601691): on a
+block it forces replacement only when the block appears or goes (its item count); a nested field
+forces it only if that field is ForceNew itself. Hence two kinds of entry:
+- SUBTREE: the field, or a block whose every nested field is ForceNew: any change replaces;
+- PRESENCE: a ForceNew block with in-place nested fields (`placementPolicy`: only `type`, which we
+  set, is not ForceNew): replaced when the block is added or removed.
+Inputs not listed (nodeCount, machineType, diskSizeGb, taints, labels, ...) are updated in place;
+some of those still recreate the nodes one by one (GKE "Manually upgrade node pools"), which is not
+a replacement of the pool.
+
+`python -m infra.plan --stack NAME --compare BEFORE.json` (a previous `--json` plan, or the golden
+tests/golden/NAME.json) says which pool an edit replaces and why; the text plan lists, per pool, the
+config keys that would.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+NODE_POOL_TYPE = "gcp:container/nodePool:NodePool"
+
+SUBTREE, PRESENCE = "subtree", "presence"
+
+FORCE_NEW: dict[str, str] = {
+    # resource_container_node_pool.go
+    "name": SUBTREE,
+    "namePrefix": SUBTREE,
+    "project": SUBTREE,
+    "cluster": SUBTREE,
+    "location": SUBTREE,
+    "initialNodeCount": SUBTREE,
+    "maxPodsPerNode": SUBTREE,
+    "placementPolicy": PRESENCE,
+    "placementPolicy.policyName": SUBTREE,
+    "queuedProvisioning": SUBTREE,
+    "networkConfig.additionalNodeNetworkConfigs": SUBTREE,
+    "networkConfig.additionalPodNetworkConfigs": SUBTREE,
+    "networkConfig.acceleratorNetworkProfile": SUBTREE,
+    "networkConfig.createPodRange": SUBTREE,
+    "networkConfig.podRange": SUBTREE,
+    "networkConfig.podIpv4CidrBlock": SUBTREE,
+    "networkConfig.subnetwork": SUBTREE,
+    # node_config.go schemaNodeConfig (the `nodeConfig` block itself: presence)
+    "nodeConfig": PRESENCE,
+    "nodeConfig.guestAccelerators": SUBTREE,
+    "nodeConfig.localSsdCount": SUBTREE,
+    "nodeConfig.ephemeralStorageConfig": SUBTREE,
+    "nodeConfig.ephemeralStorageLocalSsdConfig": SUBTREE,
+    "nodeConfig.localNvmeSsdBlockConfig": SUBTREE,
+    "nodeConfig.secondaryBootDisks": SUBTREE,
+    "nodeConfig.metadata": SUBTREE,
+    "nodeConfig.minCpuPlatform": SUBTREE,
+    "nodeConfig.oauthScopes": SUBTREE,
+    "nodeConfig.preemptible": SUBTREE,
+    "nodeConfig.spot": SUBTREE,
+    "nodeConfig.flexStart": SUBTREE,
+    "nodeConfig.maxRunDuration": SUBTREE,
+    "nodeConfig.reservationAffinity": SUBTREE,
+    "nodeConfig.serviceAccount": SUBTREE,
+    "nodeConfig.shieldedInstanceConfig": SUBTREE,
+    "nodeConfig.sandboxConfig": SUBTREE,
+    "nodeConfig.bootDiskKmsKey": SUBTREE,
+    "nodeConfig.nodeGroup": SUBTREE,
+    "nodeConfig.advancedMachineFeatures": SUBTREE,
+    "nodeConfig.soleTenantConfig": SUBTREE,
+    "nodeConfig.hostMaintenancePolicy": SUBTREE,
+    "nodeConfig.confidentialNodes.confidentialInstanceType": SUBTREE,
+    "nodeConfig.enableConfidentialStorage": SUBTREE,
+    "nodeConfig.localSsdEncryptionMode": SUBTREE,
+}
+
+CONFIG_KEYS: dict[str, tuple[str, ...]] = {
+    "name": ("namePrefix",),
+    "project": ("project",),
+    "cluster": ("namePrefix",),
+    "location": ("region", "zone", "cluster.controlPlaneLocation"),
+    # A rung pool's capacity type is its rung of `gpuPool.capacity` (a one-rung ladder is the single pool,
+    # whose rung a capacity edit changes in place of the pool). In a longer ladder a rung's kind or
+    # reservation names its pool (infra.placement.rung_pool_role): editing it creates a new pool and deletes
+    # the old one, which `--compare` shows as such.
+    "initialNodeCount": ("gpuPool.capacity", "gpuPool.provisioning"),
+    "placementPolicy": ("gpuPool.compactPlacement",),
+    "queuedProvisioning": ("gpuPool.capacity", "gpuPool.provisioning"),
+    "networkConfig.additionalNodeNetworkConfigs": ("flavour", "namePrefix", "network"),
+    "nodeConfig.guestAccelerators": ("flavour", "gpuPool.gpuDriverVersion"),
+    "nodeConfig.ephemeralStorageLocalSsdConfig": ("flavour",),
+    "nodeConfig.spot": ("gpuPool.capacity", "gpuPool.provisioning"),
+    "nodeConfig.flexStart": ("gpuPool.capacity", "gpuPool.provisioning"),
+    "nodeConfig.reservationAffinity": ("gpuPool.capacity", "gpuPool.provisioning", "gpuPool.reservationName"),
+    "nodeConfig.serviceAccount": ("namePrefix",),
+}
+"""The stack config keys that set each ForceNew input this program sets (the others it sets, scopes
+and Shielded VM settings, are fixed by the program)."""
+
+GPU_POOL_TOGGLES = ("nodeConfig.spot", "nodeConfig.flexStart", "nodeConfig.reservationAffinity", "placementPolicy",
+                    "queuedProvisioning", "initialNodeCount")
+"""ForceNew inputs the program adds to or leaves off the GPU pool by config: changing the key replaces
+the pool whether or not this plan sets the input."""
+
+def _get(doc: Any, path: str) -> Any:
+    for part in path.split("."):
+        if not isinstance(doc, dict):
+            return None
+        doc = doc.get(part)
+    return doc
+
+
+def _unset(value: Any) -> bool:
+    # Optional(+Computed) inputs: absent and the zero value read alike (Terraform's zero values).
+    if value is None or value is False:
+        return True
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value == 0
+    return value in ("", [], {})
+
+
+def replacing_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """The ForceNew inputs that differ between two sets of node pool inputs, as `path: old -> new`."""
+    found = []
+    for path, kind in FORCE_NEW.items():
+        a, b = _get(old, path), _get(new, path)
+        if kind == PRESENCE:
+            if _unset(a) != _unset(b):
+                found.append(f"{path}: {'set' if not _unset(a) else 'unset'} -> {'set' if not _unset(b) else 'unset'}")
+        elif not (_unset(a) and _unset(b)) and a != b:
+            found.append(f"{path}: {_short(a)} -> {_short(b)}")
+    return found
+
+
+def force_new_inputs(inputs: dict[str, Any]) -> list[str]:
+    """The ForceNew inputs a pool sets (what a later edit of them replaces it for)."""
+    return [path for path in FORCE_NEW if not _unset(_get(inputs, path)) and path != "nodeConfig"]
+
+
+def _short(value: Any) -> str:
+    import json
+
+    text = "unset" if _unset(value) else json.dumps(value, sort_keys=True)
+    return text if len(text) <= 70 else text[:67] + "..."
+
+
+def _pools(resources: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {r["name"]: r for r in resources if r.get("type") == NODE_POOL_TYPE}
+
+
+def compare(before: dict[str, Any], after: dict[str, Any]) -> Iterator[str]:
+    """One line per node pool of two `--json` plan documents: replaced (and by which inputs), updated
+    in place, created, removed or unchanged."""
+    old, new = _pools(before.get("resources") or []), _pools(after.get("resources") or [])
+    for name in sorted(set(old) | set(new)):
+        if name not in old:
+            yield f"node pool {name}: created"
+            continue
+        if name not in new:
+            yield f"node pool {name}: deleted (its nodes go)"
+            continue
+        changes = replacing_changes(old[name].get("inputs") or {}, new[name].get("inputs") or {})
+        if changes:
+            yield f"node pool {name}: REPLACED, deleted first: every node of the pool is lost ({'; '.join(changes)})"
+        elif (old[name].get("inputs") or {}) != (new[name].get("inputs") or {}):
+            yield f"node pool {name}: updated in place"
+        else:
+            yield f"node pool {name}: unchanged"
+
+
+def config_keys(inputs: dict[str, Any]) -> list[str]:
+    """The config keys whose change replaces a pool with these inputs."""
+    paths = set(force_new_inputs(inputs))
+    if _get(inputs, "nodeConfig.guestAccelerators"):
+        paths |= set(GPU_POOL_TOGGLES)
+    return sorted({key for path in paths for key in CONFIG_KEYS.get(path, ())})
+
+
+def summary_lines(plan_resources: list[Any]) -> list[str]:
+    """For the text plan: per pool, the config keys whose change replaces it."""
+    lines = [f"  {r.name}: {', '.join(config_keys(r.inputs))}" for r in plan_resources if r.type == NODE_POOL_TYPE]
+    if not lines:
+        return []
+    return [
+        "Node pools are REPLACED, deleted first (their nodes lost, a running job stopped and resubmitted),",
+        "when one of these config keys changes (ForceNew inputs; `--compare BEFORE.json` names what an edit replaces):",
+        *lines,
+    ]

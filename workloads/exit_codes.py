@@ -1,0 +1,52 @@
+"""Exit codes of the day-2 CLI (`python -m jobctl`) and the in-cluster watcher
+(`python -m workloads.watcher`), and which error of the runtime means which: one table for both.
+
+0 ok; 1 the job ended FAILED or STOPPED (with --wait); 2 bad config, unknown job or usage; 3 the
+dashboard is unreachable or refused the credentials; 4 --timeout passed; 5 the acceptance gate failed.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Optional
+
+from workloads.cli_args import UsageError
+from workloads.job_spec import JobBuildError
+
+OK, JOB_FAILED, USAGE, UNREACHABLE, TIMEOUT, GATE_FAILED = 0, 1, 2, 3, 4, 5
+INTERRUPTED = 130
+"""Ctrl-C: the shell's code for SIGINT."""
+
+
+class CommandError(Exception):
+    """A one-line error with its exit code."""
+
+    def __init__(self, message: str, code: int = USAGE):
+        super().__init__(message)
+        self.code = code
+
+
+def for_error(exc: BaseException) -> Optional[int]:
+    """The exit code of an error the user can act on, or None for a bug (left to raise)."""
+    if isinstance(exc, CommandError):
+        return exc.code
+    if isinstance(exc, (UsageError, JobBuildError)):
+        return USAGE
+    # Looked up, not imported: a command that never loaded a module cannot have raised its errors,
+    # and importing `workloads.submit` here would load Ray for `submit --dry-run`.
+    gate = sys.modules.get("workloads.acceptance_gate")
+    if gate is not None and isinstance(exc, gate.GateFailed):  # its message is the one line
+        return GATE_FAILED
+    submit = sys.modules.get("workloads.submit")
+    if submit is None or not isinstance(exc, submit.JobError):
+        return None
+    if isinstance(exc, (submit.DashboardUnreachable, submit.DashboardAuthError)):
+        return UNREACHABLE
+    if isinstance(exc, submit.WaitTimeout):
+        return TIMEOUT
+    if isinstance(exc, (submit.UnknownJob, submit.InvalidAddress)):
+        return USAGE
+    dashboard = sys.modules.get("workloads.dashboard")
+    if dashboard is not None and isinstance(exc, dashboard.ProxyError):  # e.g. the local port is taken
+        return USAGE
+    return JOB_FAILED
