@@ -64,7 +64,6 @@ from infra.gke_common import (
 )
 from infra.naming import COMPUTE_CLASS_LABEL, Limit
 from infra.options import child_options
-
 from infra.placement import rung_pool_role
 from infra.stack_context import GpuPoolFacts, StackContext
 
