@@ -61,8 +61,36 @@ def gke_reserved_memory_gib(memory_gib: float) -> float:
     return _tiered(memory_gib, _GKE_MEMORY_TIERS)
 
 
+# The CPU system pool's catalogue: the machine types the program can price (data/prices.yaml has
+# per-vCPU and per-GiB rates for the N2 series only) with their shapes, (vCPUs, GiB). Compute Engine's
+# general-purpose machine family, N2 table (https://cloud.google.com/compute/docs/general-purpose-machines
+# #n2_machine_types, as read 2026-12-03): standard 4 GB and highmem 8 GB per vCPU, highcpu 1 GB, except
+# n2-highmem-128 with 864 GB (not 8 x 128); the machine tables' "GB" are GiB (n2-standard-2 = 8192 MiB).
+# A type outside it needs `cluster.systemPool.allowUncataloguedMachineType` (then it is not priced).
+SYSTEM_POOL_MACHINES: dict[str, tuple[int, float]] = {
+    **{f"n2-standard-{n}": (n, 4.0 * n) for n in (2, 4, 8, 16, 32, 48, 64, 80, 96, 128)},
+    **{f"n2-highmem-{n}": (n, 8.0 * n) for n in (2, 4, 8, 16, 32, 48, 64, 80, 96)},
+    "n2-highmem-128": (128, 864.0),
+    **{f"n2-highcpu-{n}": (n, 1.0 * n) for n in (2, 4, 8, 16, 32, 48, 64, 80, 96)},
+}
+
+
+def machine_series(machine_type: str) -> str:
+    """`n2` of `n2-highmem-16`: the series whose rates price a CPU machine (data/prices.yaml `cpu.<series>.*`)."""
+    return machine_type.split("-", 1)[0]
+
+
+def is_gpu_machine_type(machine_type: str) -> bool:
+    """A machine type of Compute Engine's accelerator-optimized families (A2, A3, A4, A4X, G2, G4: series
+    names `a<n>` and `g<n>`), whose GPUs a CPU pool would pay for and never use."""
+    return bool(re.match(r"[ag]\d+[a-z]*-", machine_type))
+
+
 def machine_shape(machine_type: str) -> Optional[tuple[int, float]]:
-    """(vCPUs, GiB) of a predefined N1/N2/N2D/E2 machine type, or None when not known here."""
+    """(vCPUs, GiB) of a catalogued type, or of a predefined N1/N2/N2D/E2 type by its family's ratio;
+    None when not known here."""
+    if machine_type in SYSTEM_POOL_MACHINES:
+        return SYSTEM_POOL_MACHINES[machine_type]
     m = _PREDEFINED.match(machine_type)
     if not m or m["family"] not in _GIB_PER_VCPU:
         return None

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import json
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -95,6 +96,21 @@ def available_stacks(root: Path = ROOT) -> list[str]:
     return sorted(p.name[len("Pulumi."):-len(".yaml")] for p in root.glob("Pulumi.*.yaml"))
 
 
+def shown_path(path: Path, root: Path = ROOT) -> str:
+    """How messages name a stack file: `Pulumi.<stack>.yaml` beside the program, else the path as given
+    (a `--config-file` elsewhere keeps its directory, so the user sees which file was meant)."""
+    return path.name if path.parent.resolve() == root.resolve() else str(path)
+
+
+def _kind(mode: int) -> str:
+    for test, what in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return what
+    return "not a regular file"
+
+
 def read_stack_file(
     path: Path, project: str = PROJECT, project_file: Path | None = None
 ) -> tuple[dict[str, str], list[str]]:
@@ -102,19 +118,32 @@ def read_stack_file(
     `namespace:key` -> string (JSON for structured values), the project file's (`PROJECT_FILE`)
     `config:` defaults merged in; `secure:` values become an offline placeholder and their keys are
     returned as the secret keys."""
-    if not path.is_file():
-        raise StackFileError(
-            f"stack file {path.name} not found (stacks here: {', '.join(available_stacks(path.parent))})"
-        )
-    data = path.read_bytes()
+    name, where = path.name, shown_path(path)  # the file by its path, its content by its name
+    try:
+        # stat first, never open: opening a FIFO blocks until a writer comes, a device may never end.
+        status = path.stat()
+    except FileNotFoundError:
+        here = f" (stacks here: {', '.join(available_stacks(path.parent)) or 'none'})" if path.parent.is_dir() else ""
+        raise StackFileError(f"stack file {where} not found{here}") from None
+    except OSError as err:  # a name too long, a loop of links, a parent that is a file, no permission
+        raise StackFileError(f"stack file {where}: cannot be read ({err.strerror or err}); allowed: a readable file") from None
+    if not stat.S_ISREG(status.st_mode):
+        raise StackFileError(f"stack file {where} is {_kind(status.st_mode)}; allowed: a regular file (Pulumi.<stack>.yaml)")
+    if status.st_size > MAX_STACK_FILE_BYTES:
+        raise StackFileError(f"{name}: {status.st_size} bytes; allowed: at most {MAX_STACK_FILE_BYTES} bytes")
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(MAX_STACK_FILE_BYTES + 1)  # a file that grew since stat is still cut off
+    except OSError as err:  # no read permission (for a user other than root), an I/O error
+        raise StackFileError(f"stack file {where}: cannot be read ({err.strerror or err}); allowed: a readable file") from None
     if len(data) > MAX_STACK_FILE_BYTES:
-        raise StackFileError(f"{path.name}: {len(data)} bytes; allowed: at most {MAX_STACK_FILE_BYTES} bytes")
+        raise StackFileError(f"{name}: more than {MAX_STACK_FILE_BYTES} bytes; allowed: at most {MAX_STACK_FILE_BYTES} bytes")
     data = data.removeprefix(_BOM)  # as the CLI does (loaders.go readFileStripUTF8BOM)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
-        raise StackFileError(f"{path.name}: not valid UTF-8 (byte {err.start})") from None
-    return parse_stack_text(text, path.name, project, read_project_config(project_file or PROJECT_FILE, project))
+        raise StackFileError(f"{name}: not valid UTF-8 (byte {err.start})") from None
+    return parse_stack_text(text, name, project, read_project_config(project_file or PROJECT_FILE, project))
 
 
 def parse_stack_text(
@@ -431,6 +460,9 @@ class _Document:
     def __init__(self, name: str):
         self.name = name
         self.values = 0
+        self.seen: set[int] = set()
+        self.aliased = False
+        """Whether a node was reached twice: an alias was expanded, so the value count includes its copies."""
 
     def load(self, text: str) -> Any:
         yaml = YAML(typ="safe", pure=True)  # YAML 1.2 resolver; pure: the same on every platform
@@ -480,8 +512,12 @@ class _Document:
 
     def value(self, node: Node, path: tuple[str, ...], active: frozenset[int]) -> Any:
         self.values += 1
+        self.aliased = self.aliased or id(node) in self.seen
+        self.seen.add(id(node))
         if self.values > MAX_VALUES:
-            raise self.fail(node, f"expands to more than {MAX_VALUES} values (aliases count at every use); allowed: at most {MAX_VALUES}")
+            if self.aliased:
+                raise self.fail(node, f"expands to more than {MAX_VALUES} values (aliases count at every use); allowed: at most {MAX_VALUES}")
+            raise self.fail(node, f"holds more than {MAX_VALUES} values; allowed: at most {MAX_VALUES} (a stack file has about a hundred)")
         if len(path) > MAX_DEPTH:
             raise self.fail(node, f"nested too deeply; allowed: at most {MAX_DEPTH} levels")
         if id(node) in active:

@@ -32,6 +32,7 @@ import pulumi.dynamic
 from infra.config import PROJECT, ConfigError, StackConfig
 from infra.options import child_options
 from infra.pod_facts import DASHBOARD_PORT
+from workloads import cli_args
 from workloads.acceptance_gate import GatePlan
 from workloads.hook import JobSubmissionProvider
 from workloads.job_spec import JobBuildError, JobSpec, PoolShape, build_job, wandb_wanted
@@ -131,10 +132,10 @@ class TrainingJob(pulumi.ComponentResource):
         self.gate_result = self.submission.gate_result
         # The local proxy of `workloads/dashboard.py`: no kubectl, works through the DNS endpoint.
         self.dashboard_command = pulumi.Output.from_input(
-            f"python -m jobctl dashboard --stack {stack}  # then open http://127.0.0.1:{DASHBOARD_PORT}/"
+            f"{cli_args.RUN} jobctl dashboard --stack {stack}  # then open http://127.0.0.1:{DASHBOARD_PORT}/"
         )
         self.logs_command = self.submission_id.apply(
-            lambda sid: f"python -m jobctl logs --stack {stack} --job {shlex.quote(sid)} --follow"
+            lambda sid: f"{cli_args.RUN} jobctl logs --stack {stack} --job {shlex.quote(sid)} --follow"
         )
         self.register_outputs(
             {

@@ -17,7 +17,7 @@ from typing import Any, Callable, Optional, TextIO
 from infra.config import ConfigError, refuse_missing_secrets
 from infra.stack_file import ROOT, present_secrets
 from jobctl.stack import Stack, build_spec, gate_plan, recovery_policy
-from workloads import exit_codes, watcher
+from workloads import cli_args, exit_codes, watcher
 from workloads.exit_codes import CommandError
 from workloads.job_spec import META_RECIPE
 
@@ -89,14 +89,14 @@ def gke_target(args: argparse.Namespace, stack: Stack) -> GkeTarget:
             ca_b64 = ca
     if not endpoint:
         raise CommandError(
-            "no dashboard address: pass --address http://127.0.0.1:8265 (e.g. from `python -m jobctl dashboard`), "
+            f"no dashboard address: pass --address http://127.0.0.1:8265 (e.g. from `{cli_args.RUN} jobctl dashboard`), "
             "or --endpoint/--head-service (and --ca-file for an IP endpoint), or install the pulumi CLI so the stack "
             "outputs can be read"
         )
     try:
         submit.check_endpoint(endpoint)  # before needs_cluster_ca, which cannot parse a malformed URL either
     except submit.InvalidAddress as err:
-        raise CommandError(f"{endpoint_source} {endpoint}: {err.reason}") from None
+        raise CommandError(f"{endpoint_source} {err.address}: {err.reason}") from None
     if not head_service:
         raise CommandError(f"the Ray head service is unknown: pass --head-service (stack output {OUTPUT_HEAD_SERVICE})")
     if submit.needs_cluster_ca(endpoint) and not (ca_file or ca_b64):
@@ -267,10 +267,10 @@ def cmd_watch(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
 
 def cmd_dashboard(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
     """Serve the Ray dashboard on 127.0.0.1 through the API server, with the user's Google token."""
-    from workloads import dashboard
+    from workloads import dashboard, submit
 
     if args.address:
-        raise CommandError(f"--address {args.address} is a dashboard already: open it in a browser")
+        raise CommandError(f"--address {submit.redacted(args.address)} is a dashboard already: open it in a browser")
     target = gke_target(args, stack)
     dashboard.serve_cluster(
         target.endpoint,

@@ -296,7 +296,8 @@ def test_a_ray_head_larger_than_a_system_node_is_refused_naming_the_room_there(r
 
 def test_the_head_check_accepts_the_largest_head_that_fits_and_skips_machines_it_does_not_know():
     assert parse({**BASE, "cluster": {"systemPool": {"machineType": "n2-standard-8"}}, "ray": {"headCpu": 6, "headMemoryGib": 25}}, "dev")
-    assert parse({**BASE, "cluster": {"systemPool": {"machineType": "c4-standard-8"}}, "ray": {"headCpu": 8, "headMemoryGib": 64}}, "dev")
+    uncatalogued = {"machineType": "c4-standard-8", "allowUncataloguedMachineType": True}
+    assert parse({**BASE, "cluster": {"systemPool": uncatalogued}, "ray": {"headCpu": 8, "headMemoryGib": 64}}, "dev")
 
 
 def test_flex_start_runs_with_the_job_because_its_pool_needs_no_provisioning_request():
@@ -396,3 +397,119 @@ def test_the_same_settings_stay_valid_on_standard_and_the_autopilot_defaults_pas
 def test_a_bad_autopilot_setting_stops_the_plan_before_any_resource():
     with pytest.raises(ConfigError, match="nemo-rl-gke:gpuPool.compactPlacement"):
         run_plan("autopilot", gpuPool={"nodeCount": 2, "provisioning": "spot", "compactPlacement": True})
+
+
+# ---------------------------------------------------------------- issue 22: values that cannot work
+
+
+def test_the_cpu_pool_catalogue_lists_the_machines_a_head_fits_smallest_first():
+    from infra.config.cluster import head_machines
+    from infra.config.ray import RayConfig
+
+    fits = head_machines(RayConfig(head_cpu=8, head_memory_gib=64))
+    # n2-highmem-16 (16 vCPU / 128 GiB) is the smallest that holds the default head; n2-standard-16's
+    # 64 GiB lose ~7 GiB to GKE and the system pods.
+    assert fits[0] == "n2-highmem-16" and "n2-standard-16" not in fits and "n2-highmem-8" not in fits
+    assert "n2-standard-8" in head_machines(RayConfig(head_cpu=4, head_memory_gib=16))
+
+
+def test_an_uncatalogued_cpu_machine_is_accepted_only_with_the_opt_in_and_a_gpu_machine_never():
+    message = rejection(cluster={"systemPool": {"machineType": "e2-standard-32"}})
+    assert message.startswith("nemo-rl-gke:cluster.systemPool.machineType: 'e2-standard-32' is not in the CPU machine catalogue")
+    assert "allowUncataloguedMachineType" in message and "n2-highmem-16" in message
+    assert parse({**BASE, "cluster": {"systemPool": {"machineType": "e2-standard-32", "allowUncataloguedMachineType": True}}}, "dev")
+    gpu = rejection(cluster={"systemPool": {"machineType": "a3-ultragpu-8g", "allowUncataloguedMachineType": True}})
+    assert "is a GPU machine type" in gpu, gpu
+    # the head is still held to the room of an uncatalogued type whose shape is known
+    small = rejection(cluster={"systemPool": {"machineType": "e2-standard-4", "allowUncataloguedMachineType": True}})
+    assert small.startswith("nemo-rl-gke:ray.headCpu: 8 does not fit a e2-standard-4"), small
+
+
+def test_an_allow_list_that_covers_every_address_is_refused_but_a_wide_one_is_not():
+    every = rejection(cluster={"controlPlaneAccess": "ip", "masterAuthorizedNetworks": [{"cidrBlock": "0.0.0.0/0"}]})
+    assert every.startswith("nemo-rl-gke:cluster.masterAuthorizedNetworks: 0.0.0.0/0 covers every IPv4 address"), every
+    assert "allowPublicControlPlane: true" in every
+    wide = [{"cidrBlock": "0.0.0.0/1"}, {"cidrBlock": "128.0.0.0/2"}]
+    assert parse({**BASE, "cluster": {"controlPlaneAccess": "ip", "masterAuthorizedNetworks": wide}}, "dev")
+
+
+def test_max_num_steps_is_bounded_at_the_documented_limit():
+    from infra.config.job import MAX_NUM_STEPS
+
+    assert parse({**BASE, "job": {"maxNumSteps": MAX_NUM_STEPS}}, "dev").job.max_num_steps == MAX_NUM_STEPS
+    assert rejection(job={"maxNumSteps": MAX_NUM_STEPS + 1}) == f"nemo-rl-gke:job.maxNumSteps: {MAX_NUM_STEPS + 1} is not allowed; allowed: at most {MAX_NUM_STEPS}"
+
+
+def test_the_number_of_overrides_is_bounded_and_the_bound_itself_is_accepted():
+    from infra.config.job import MAX_OVERRIDES
+
+    ok = [f"++extra.k{i}=1" for i in range(MAX_OVERRIDES)]
+    assert len(parse({**BASE, "job": {"overrides": ok}}, "dev").job.overrides) == MAX_OVERRIDES
+    assert rejection(job={"overrides": ok + ["++extra.one_more=1"]}).startswith(f"nemo-rl-gke:job.overrides: {MAX_OVERRIDES + 1} overrides")
+
+
+@pytest.mark.parametrize(("key", "part"), [
+    ("env_vars.HF_TOKEN", "HF_TOKEN"), ("logger.wandb.api_key", "api_key"), ("x.apiKey", "apiKey"), ("db.password", "password"),
+    ("aws.secret-access-key", "secret-access-key"), ("gcs.credentials", "credentials"), ("x.token", "token"),
+])
+def test_override_keys_named_for_credentials_are_found(key, part):
+    from infra.config.job import secret_key_part
+
+    assert secret_key_part(key) == part
+
+
+@pytest.mark.parametrize("key", [
+    "policy.generation.max_new_tokens", "loss_fn.token_level_loss", "policy.tokenizer.name", "policy.generation.stop_token_ids",
+    "policy.dynamic_batching.train_mb_tokens", "policy.megatron_cfg.moe_token_dispatcher_type", "data.train.prompt_key",
+])
+def test_nemo_rl_keys_that_merely_mention_tokens_are_not_credentials(key):
+    from infra.config.job import secret_key_part
+
+    assert secret_key_part(key) is None
+
+
+def test_every_key_of_the_pinned_nemo_rl_configs_passes_the_credential_rule():
+    # The rule must not refuse a real NeMo-RL setting: checked against every key of the pinned configs.
+    import json
+
+    from infra.config.job import secret_key_part
+
+    keys = set()
+
+    def walk(node):
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if isinstance(k, str) and "." in k:
+                    keys.add(k)
+                walk(v)
+
+    for path in (ROOT / "workloads" / "data" / "nemo_rl").glob("*.json"):
+        walk(json.loads(path.read_text()))
+    assert len(keys) > 200
+    assert not [k for k in keys if secret_key_part(k)]
+
+
+def test_an_override_of_the_model_names_the_recipe_that_trains_it():
+    message = rejection(job={"overrides": ["policy.model_name=google/gemma-3-27b-it"]})
+    assert message.startswith("nemo-rl-gke:job.overrides[0]: 'policy.model_name=google/gemma-3-27b-it' changes the model"), message
+    assert "allowed: job.recipe 'gemma3-27b-gsm8k', which trains it" in message
+    # the recipe's own model, restated, changes nothing
+    assert parse({**BASE, "job": {"overrides": ["policy.model_name=Qwen/Qwen2.5-1.5B-Instruct"]}}, "dev")
+
+
+def test_the_program_refuses_a_plain_key_stored_as_a_secret_without_its_placeholder(capsys):
+    with pytest.raises(ConfigError) as info:
+        run_plan("dev", secret_keys=["nemo-rl-gke:region"])
+    assert str(info.value).startswith("nemo-rl-gke:region: stored as a secret, but it is a plain setting"), info.value
+    assert "placeholder" not in str(info.value)
+
+
+def test_the_default_cluster_mode_is_described_with_its_regional_control_plane():
+    from infra.config import ClusterConfig
+
+    fields = ClusterConfig.model_fields
+    assert fields["control_plane_location"].default == "regional"
+    standard = fields["mode"].description.split("`autopilot`")[0]
+    assert "zonal GKE Standard" not in standard and "regional" in standard, standard
+    row = next(line for line in (ROOT / "docs" / "autopilot.md").read_text().splitlines() if line.startswith("| Cluster |"))
+    assert "regional" in row.split("|")[2], row

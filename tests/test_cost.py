@@ -168,7 +168,7 @@ def test_plan_json_adds_the_estimates_under_their_own_key_and_keeps_the_others(c
     assert code == 0, err
     doc = json.loads(out)
     assert list(doc) == ["project", "stack", "resources", "outputs", "estimates", "versionMatrix"]
-    assert set(doc["estimates"]) == {"cost", "checkpoints", "deployTime", "workerFit", "acceptanceGate"}
+    assert set(doc["estimates"]) == {"cost", "checkpoints", "deployTime", "workerFit", "acceptanceGate", "firstRun"}
     assert doc["estimates"]["cost"]["perHour"]["spot"] < doc["estimates"]["cost"]["perHour"]["onDemand"]
 
 

@@ -881,6 +881,31 @@ def test_a_node_pool_already_outside_the_row_warns_naming_it(project):
     assert live.status == doctor.WARN and live.summary.startswith("control plane 1.36.0-gke.1200 already outside")
 
 
+@pytest.mark.parametrize(
+    ("argv", "code", "says"),
+    [
+        (["--stack", "nope", "--json"], 2, "stack file Pulumi.nope.yaml not found"),
+        (["--json", "--stack", "../dev"], 2, "is not a Pulumi stack name"),
+        (["--json", "--timeout", "0"], 2, "allowed: a number of seconds above 0"),
+        (["--json", "--leftovers", "--stack", "nope"], 2, "Pulumi.nope.yaml"),
+    ],
+)
+def test_json_that_cannot_run_prints_a_json_error_document_and_the_same_line_on_stderr(argv, code, says):
+    out, err = io.StringIO(), io.StringIO()
+    assert doctor.main(argv, out=out, err=err, connect=lambda p: pytest.fail("nothing to check, no cloud")) == code
+    doc = json.loads(out.getvalue())
+    assert doc["ok"] is False and doc["exitCode"] == code and doc["checks"] == [] and says in doc["error"], doc
+    assert err.getvalue() == f"error: {doc['error']}\n"
+
+
+def test_json_without_credentials_is_a_json_error_document_with_exit_3(monkeypatch, tmp_path):
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "none.json"))
+    out, err = io.StringIO(), io.StringIO()
+    assert doctor.main(["--stack", "dev", "--json"], out=out, err=err) == doctor.EXIT_NO_CREDENTIALS
+    doc = json.loads(out.getvalue())
+    assert (doc["stack"], doc["exitCode"]) == ("dev", 3) and "gcloud auth application-default login" in doc["error"]
+
+
 # ----------------------------------------------------------------------------- capacity ladder
 
 

@@ -163,6 +163,46 @@ CONFIG_CASES = {
     ),
     "wandbProject without wandbApiKey": ({"job": {"wandbProject": "grpo"}}, "nemo-rl-gke:wandbApiKey: not set"),
     "a token in plaintext": ({"hfToken": "hf_abc"}, "nemo-rl-gke:hfToken: stored in plaintext"),
+    # labels
+    "an empty label key": ({"labels": {"": "x"}}, "nemo-rl-gke:labels: label key '' is not allowed"),
+    # the CPU pool's machine type: the catalogue of infra/machines.py
+    "a GPU machine for the CPU pool": (
+        {"cluster": {"systemPool": {"machineType": "a4-highgpu-8g"}}},
+        "nemo-rl-gke:cluster.systemPool.machineType: 'a4-highgpu-8g' is a GPU machine type",
+    ),
+    "a made-up CPU machine type": (
+        {"cluster": {"systemPool": {"machineType": "n2-imaginary-8"}}},
+        "nemo-rl-gke:cluster.systemPool.machineType: 'n2-imaginary-8' is not in the CPU machine catalogue",
+    ),
+    "a CPU machine of a series the plan cannot price": (
+        {"cluster": {"systemPool": {"machineType": "c4-standard-16"}}},
+        "nemo-rl-gke:cluster.systemPool.machineType: 'c4-standard-16' is not in the CPU machine catalogue",
+    ),
+    "a 2-vCPU CPU pool": (
+        {"cluster": {"systemPool": {"machineType": "n2-standard-2"}}, "ray": {"headCpu": 1, "headMemoryGib": 4}},
+        "nemo-rl-gke:cluster.systemPool.machineType: 'n2-standard-2' leaves no room for a Ray head",
+    ),
+    # the control plane
+    "0.0.0.0/0 as the allow-list": (
+        {"cluster": {"controlPlaneAccess": "ip", "masterAuthorizedNetworks": [{"cidrBlock": "0.0.0.0/0"}]}},
+        "nemo-rl-gke:cluster.masterAuthorizedNetworks: 0.0.0.0/0 covers every IPv4 address",
+    ),
+    "two halves that make every address": (
+        {"cluster": {"controlPlaneAccess": "ip", "masterAuthorizedNetworks": [{"cidrBlock": "0.0.0.0/1"}, {"cidrBlock": "128.0.0.0/1"}]}},
+        "nemo-rl-gke:cluster.masterAuthorizedNetworks: 0.0.0.0/1, 128.0.0.0/1 covers every IPv4 address",
+    ),
+    # the job: bounds, the model, credentials (the values are never repeated: test below)
+    "a trillion steps": ({"job": {"maxNumSteps": 10**12}}, "nemo-rl-gke:job.maxNumSteps: 1000000000000 is not allowed; allowed: at most 100000"),
+    "thousands of overrides": ({"job": {"overrides": [f"++extra.k{i}=1" for i in range(3000)]}}, "nemo-rl-gke:job.overrides: 3000 overrides; allowed: at most 100"),
+    "an override of the recipe's model": (
+        {"job": {"overrides": ["policy.model_name=meta-llama/Llama-3.1-8B"]}},
+        "nemo-rl-gke:job.overrides[0]: 'policy.model_name=meta-llama/Llama-3.1-8B' changes the model of job.recipe",
+    ),
+    "deleting the recipe's model": ({"job": {"overrides": ["~policy.model_name"]}}, "nemo-rl-gke:job.overrides[0]"),
+    "an override of a setting named for a credential": (
+        {"job": {"overrides": ["+logger.wandb.api_key=abc"]}},
+        "nemo-rl-gke:job.overrides[0]: sets 'api_key', a name for a credential",
+    ),
 }
 
 
@@ -207,6 +247,16 @@ FILE_CASES = {
 }
 
 
+FILE_CASES["a plain key stored as a secret"] = (
+    "config:\n  nemo-rl-gke:project:\n    secure: AAABAHsecretbytes\n",
+    "nemo-rl-gke:project: stored as a secret, but it is a plain setting; allowed: a plain value",
+)
+FILE_CASES["a section stored with a secret inside"] = (
+    "config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gke:job:\n    overrides:\n      - secure: AAABAHsecretbytes\n",
+    "nemo-rl-gke:job: stored as a secret",
+)
+
+
 @pytest.mark.parametrize("text,names", FILE_CASES.values(), ids=FILE_CASES.keys())
 def test_a_stack_file_the_pulumi_cli_would_not_read_is_one_line(text, names, tmp_path, entry):
     assert_refused(entry(stack_text(tmp_path, text)), names)
@@ -223,6 +273,79 @@ def test_a_file_that_is_not_utf8_names_the_byte(tmp_path, entry):
 def test_a_huge_file_is_refused_before_it_is_parsed(tmp_path, entry):
     text = b"config:\n" + b"  # padding\n" * (MAX_STACK_FILE_BYTES // 12 + 1)
     assert_refused(entry(stack_text(tmp_path, text)), f"at most {MAX_STACK_FILE_BYTES} bytes")
+
+
+def test_many_values_without_an_alias_are_refused_as_many_values_not_as_aliases(tmp_path, entry):
+    text = "config:\n  nemo-rl-gke:project: my-gcp-project\n  x:y: [" + ",".join(["1"] * (MAX_VALUES + 1)) + "]\n"
+    line = assert_refused(entry(stack_text(tmp_path, text)), f"holds more than {MAX_VALUES} values")
+    assert "alias" not in line, line
+
+
+@pytest.mark.parametrize(
+    "override",
+    [
+        "++env_vars.HF_TOKEN=hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123",
+        "++policy.generation.vllm_kwargs.hf_token=hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123",
+        "++extra.note=hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123",
+        "++logger.wandb.notes=0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c",
+        "++extra.url=https://user:Pa55word@example.com/x",
+        "++extra.blob=Zx9Kq2LmN8pR4sT6vW1yB3cD5fG7hJ0kQ",
+    ],
+)
+def test_a_credential_in_an_override_is_refused_without_being_repeated(override, tmp_path, entry, capsys):
+    line = assert_refused(entry(stack_config(tmp_path, job={"overrides": [override]})), "nemo-rl-gke:job.overrides[0]: ")
+    assert "hfToken and wandbApiKey" in line, line
+    secret = override.partition("=")[2]
+    assert secret not in line and secret[-12:] not in line, f"the credential is repeated: {line!r}"
+
+
+@pytest.mark.parametrize(
+    "override",
+    ["policy.generation.max_new_tokens=512", "loss_fn.token_level_loss=false", "++policy.tokenizer.name=Qwen/Qwen2.5-1.5B-Instruct",
+     "++logger.wandb.name=grpo-qwen2.5-1.5b-run-2026-12-03", "policy.model_name=Qwen/Qwen2.5-1.5B-Instruct"],
+)
+def test_overrides_that_only_mention_tokens_are_not_mistaken_for_credentials(override, tmp_path):
+    text = json.dumps({"config": {**BASE, "nemo-rl-gke:job": {"overrides": [override]}}})
+    code, out, err = run_jobctl(["submit", "--dry-run", "--stack", STACK, "--config-file", str(stack_text(tmp_path, text))])
+    assert err == "" and code == 0, err
+
+
+def test_a_stack_file_that_is_a_directory_a_fifo_or_a_device_is_named_for_what_it_is(tmp_path, entry):
+    import os
+
+    fifo = tmp_path / "pipe.yaml"
+    os.mkfifo(fifo)
+    for path, what in ((tmp_path, "is a directory"), (fifo, "is a named pipe (FIFO)"), (Path("/dev/null"), "is a character device")):
+        line = assert_refused(entry(path), f"stack file {path} {what}")
+        assert "not found" not in line
+
+
+def test_a_stack_file_that_cannot_be_read_is_one_line_naming_it(tmp_path, entry, monkeypatch):
+    path = stack_config(tmp_path)
+    real_open = Path.open
+
+    def refuse(self, *args, **kwargs):  # what a file of another user's with mode 600 gives (tests may run as root)
+        if self == path:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_open(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", refuse)
+    assert_refused(entry(path), f"stack file {path}: cannot be read (Permission denied)")
+
+
+def test_a_config_file_that_is_not_there_is_named_with_its_path(tmp_path, entry):
+    path = tmp_path / "elsewhere" / "Pulumi.hostile.yaml"
+    assert_refused(entry(path), f"stack file {path} not found", allowed=False)
+    assert_refused(entry(tmp_path / ("x" * 300)), "cannot be read (File name too long)")
+
+
+def test_a_malformed_pulumi_config_environment_is_one_line_naming_it(monkeypatch, capsys):
+    for value, says in (("{bad", "not valid JSON"), ("[1]", "a JSON list")):
+        monkeypatch.setenv("PULUMI_CONFIG", value)
+        assert_refused(run_plan(["--stack", "dev"], capsys), f"PULUMI_CONFIG: {says}")
+    monkeypatch.delenv("PULUMI_CONFIG")
+    monkeypatch.setenv("PULUMI_CONFIG_SECRET_KEYS", "nemo-rl-gke:hfToken")
+    assert_refused(run_plan(["--stack", "dev"], capsys), "PULUMI_CONFIG_SECRET_KEYS: not valid JSON")
 
 
 def test_a_missing_stack_file_names_the_stacks_there(capsys):
@@ -265,6 +388,22 @@ def test_out_pointing_at_a_file_is_refused_before_the_plan_runs(tmp_path, capsys
     assert target.read_text() == "not a directory"
 
 
+def test_an_empty_out_or_the_repository_root_is_refused_and_nothing_is_written(tmp_path, capsys, monkeypatch):
+    before = sorted(p.name for p in offline_plan.ROOT.iterdir())
+    ran = []
+    monkeypatch.setattr(offline_plan, "run_program", lambda *a, **k: ran.append(a))
+    assert_refused(run_plan(["--out", ""], capsys), "argument --out: '' is not allowed")
+    assert_refused(run_plan(["--graph", ""], capsys), "argument --graph: '' is not allowed")
+    assert_refused(run_plan(["--out", str(offline_plan.ROOT)], capsys), "is the repository root")
+    assert ran == [] and sorted(p.name for p in offline_plan.ROOT.iterdir()) == before
+
+
+def test_an_out_or_graph_name_the_filesystem_refuses_is_one_line(tmp_path, capsys):
+    too_long = tmp_path / ("d" * 300)
+    assert_refused(run_plan(["--out", str(too_long)], capsys), "--out")
+    assert_refused(run_plan(["--graph", str(too_long / "sub")], capsys), "--graph")
+
+
 def test_out_under_a_file_and_graph_at_a_file_are_refused(tmp_path, capsys):
     blocker = tmp_path / "file"
     blocker.write_text("")
@@ -296,6 +435,37 @@ def test_out_under_a_file_and_graph_at_a_file_are_refused(tmp_path, capsys):
 )
 def test_a_bad_cli_flag_is_one_line_naming_it(argv, flag):
     assert_refused(run_jobctl(argv), flag, allowed=flag.startswith("--"))
+
+
+@pytest.mark.parametrize(
+    "argv,says",
+    [
+        (["status", "--address", "javascript:alert(1)"], "--address javascript:alert(1): scheme 'javascript' is not allowed; allowed: http, https"),
+        (["status", "--address", "file:/etc/passwd"], "--address file:/etc/passwd: scheme 'file' is not allowed"),
+        (["list", "--endpoint", "http://203.0.113.10", "--head-service", "h"], "--endpoint http://203.0.113.10: scheme 'http' is not allowed"),
+        (["list", "--endpoint", "ftp://203.0.113.10", "--head-service", "h"], "--endpoint ftp://203.0.113.10: scheme 'ftp' is not allowed"),
+        (["list", "--endpoint", "javascript:x", "--head-service", "h"], "--endpoint javascript:x: scheme 'javascript' is not allowed; allowed: https"),
+    ],
+)
+def test_a_url_flag_with_the_wrong_scheme_is_refused_for_its_scheme(argv, says):
+    # Before any network use: nothing listens at these addresses, so a probe would be exit 3, not 2.
+    line = assert_refused(run_jobctl([*argv, "--stack", "dev"]), says)
+    assert "port" not in line, line
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["status", "--address", "http://admin:S3cretPW@127.0.0.1:8265"],
+        ["status", "--address", "admin:S3cretPW@127.0.0.1:8265"],
+        ["status", "--address", "http://admin:S3cretPW@127.0.0.1:notaport"],
+        ["list", "--endpoint", "https://admin:S3cretPW@203.0.113.10", "--head-service", "h", "--ca-file", "/dev/null"],
+        ["dashboard", "--address", "http://admin:S3cretPW@127.0.0.1:8265"],
+    ],
+)
+def test_a_password_in_a_url_flag_is_refused_and_never_repeated(argv):
+    line = assert_refused(run_jobctl([*argv, "--stack", "dev"]), "***@", allowed=False)
+    assert "S3cretPW" not in line and "admin" not in line, line
 
 
 # ---------------------------------------------------------------- valid, if unusual

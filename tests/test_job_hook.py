@@ -216,8 +216,8 @@ def test_the_component_registers_the_submission_without_any_secret_input(tmp_pat
     assert _secret_markers(submission.raw_inputs) == []  # not even the pickled provider
     assert token not in json.dumps(submission.raw_inputs)
     assert plan.outputs["jobId"] == spec.submission_id
-    assert plan.outputs["logsCommand"] == f"python -m jobctl logs --stack dev --job {spec.submission_id} --follow"
-    assert plan.outputs["dashboardCommand"].startswith("python -m jobctl dashboard --stack dev  # then open http://127.0.0.1:8265/")
+    assert plan.outputs["logsCommand"] == f".venv/bin/python -m jobctl logs --stack dev --job {spec.submission_id} --follow"
+    assert plan.outputs["dashboardCommand"].startswith(".venv/bin/python -m jobctl dashboard --stack dev  # then open http://127.0.0.1:8265/")
 
 
 def test_job_submit_false_builds_no_training_job(tmp_path):

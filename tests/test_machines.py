@@ -28,3 +28,28 @@ def test_a_system_node_keeps_gkes_reservations_and_room_for_system_pods():
     assert gke_reserved_memory_gib(64) == pytest.approx(1 + 0.8 + 0.8 + 48 * 0.06)
     assert cpu == pytest.approx(16 - 0.11 - 1.0)
     assert memory == pytest.approx(64 * 0.98 - 5.48 - 100 / 1024 - 2.0)
+
+
+def test_every_machine_of_the_cpu_pool_catalogue_is_priced_by_the_price_table():
+    from infra.machines import SYSTEM_POOL_MACHINES, machine_series
+    from infra.prices import PriceTable
+
+    table = PriceTable.load()
+    unpriced = [m for m in SYSTEM_POOL_MACHINES if not table.has(f"cpu.{machine_series(m)}.vcpuHour") or not table.has(f"cpu.{machine_series(m)}.gibHour")]
+    assert not unpriced, f"catalogued but not priced in data/prices.yaml: {unpriced}"
+
+
+def test_the_catalogue_keeps_the_shapes_that_break_the_ratio():
+    # Compute Engine's N2 table: n2-highmem-128 has 864 GB, not 8 x 128.
+    assert machine_shape("n2-highmem-128") == (128, 864.0)
+    assert machine_shape("n2-highcpu-96") == (96, 96.0)
+
+
+@pytest.mark.parametrize(("machine", "gpu"), [
+    ("a4-highgpu-8g", True), ("a3-ultragpu-8g", True), ("a2-ultragpu-1g", True), ("g2-standard-8", True), ("a4x-highgpu-4g", True),
+    ("n2-highmem-16", False), ("c4-standard-8", False), ("e2-medium", False),
+])
+def test_gpu_machine_types_are_told_from_cpu_ones(machine, gpu):
+    from infra.machines import is_gpu_machine_type
+
+    assert is_gpu_machine_type(machine) is gpu

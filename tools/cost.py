@@ -28,10 +28,10 @@ every line item that rests on an estimated price says so.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
 
+from infra import machines
 from infra.naming import COMPUTE_CLASS_LABEL
 from infra.prices import PRICES_FILE, Price, PriceError, PriceTable
 
@@ -43,8 +43,6 @@ NODE_POOL = "gcp:container/nodePool:NodePool"
 CLUSTER = "gcp:container/cluster:Cluster"
 LUSTRE = "gcp:lustre/instance:Instance"
 BUCKET = "gcp:storage/bucket:Bucket"
-# GiB of memory per vCPU of the predefined shapes (vm-instance-pricing; N2/N2D/E2 share these).
-SHAPE_GIB_PER_VCPU = {"standard": 4, "highmem": 8, "highcpu": 1}
 
 
 @dataclass
@@ -56,6 +54,9 @@ class LineItem:
     applies: str = "list"
     """`spot`, `onDemand` or `list` (no spot/on-demand distinction)."""
     prices: list[Price] = field(default_factory=list)
+    billed_from: str = ""
+    """The plan resource (by name) from whose typical readiness the item is billed; "" = from the start
+    of the deploy. What prices the hours before the job starts (tools/estimates.py `first_run`)."""
 
     @property
     def per_hour(self) -> float:
@@ -143,13 +144,12 @@ class CostEstimate:
         }
 
 
-def machine_shape(machine_type: str) -> Optional[tuple[str, int, int]]:
-    """(series, vCPUs, GiB) of a predefined `<series>-<shape>-<vcpus>` machine type, else None."""
-    m = re.fullmatch(r"([a-z0-9]+)-(standard|highmem|highcpu)-(\d+)", machine_type)
-    if not m:
+def machine_shape(machine_type: str) -> Optional[tuple[str, int, float]]:
+    """(series, vCPUs, GiB) of a CPU machine type whose shape infra/machines.py knows, else None."""
+    shape = machines.machine_shape(machine_type)
+    if shape is None:
         return None
-    vcpus = int(m.group(3))
-    return m.group(1), vcpus, vcpus * SHAPE_GIB_PER_VCPU[m.group(2)]
+    return machines.machine_series(machine_type), shape[0], shape[1]
 
 
 def _node_count(pool: Any) -> int:
@@ -225,7 +225,7 @@ def _pool_item(pool: Any, table: PriceTable, region: str, warnings: list[str]) -
         if not node_config.get("spot") and (pool.inputs.get("queuedProvisioning") or node_config.get("reservationAffinity")):
             warnings.append(f"{pool.name}: reserved/flex-start capacity is billed on its own terms; shown at the on-demand list price")
         spot_hourly, on_demand_hourly = nodes * spot.value, nodes * on_demand.value
-        return LineItem(f"GPU nodes ({pool.name})", f"{nodes} x {machine}", spot_hourly, on_demand_hourly, applies, [spot, on_demand])
+        return LineItem(f"GPU nodes ({pool.name})", f"{nodes} x {machine}", spot_hourly, on_demand_hourly, applies, [spot, on_demand], pool.name)
     shape = machine_shape(machine)
     if shape is None:
         warnings.append(f"{pool.name}: machine type {machine!r} is not a predefined <series>-<shape>-<vcpus> type; not priced")
@@ -240,8 +240,8 @@ def _pool_item(pool: Any, table: PriceTable, region: str, warnings: list[str]) -
     hourly = nodes * (vcpus * vcpu_rate.value + gib * gib_rate.value)
     if node_config.get("spot"):
         warnings.append(f"{pool.name}: spot CPU nodes shown at the on-demand price")
-    detail = f"{nodes} x {machine} ({vcpus} vCPU, {gib} GiB)"
-    return LineItem(f"CPU pool ({pool.name})", detail, hourly, hourly, "list", [vcpu_rate, gib_rate])
+    detail = f"{nodes} x {machine} ({vcpus} vCPU, {gib:g} GiB)"
+    return LineItem(f"CPU pool ({pool.name})", detail, hourly, hourly, "list", [vcpu_rate, gib_rate], pool.name)
 
 
 def _ladder_item(pools: list[Any], cfg: "StackConfig", table: PriceTable, region: str, warnings: list[str]) -> list[LineItem]:
@@ -263,7 +263,7 @@ def _ladder_item(pools: list[Any], cfg: "StackConfig", table: PriceTable, region
         warnings.append(f"capacity ladder: the first rung ({first_rung}) is shown at the on-demand list price")
     names = ", ".join(p.name for p in pools)
     return [LineItem(f"GPU nodes (ladder: {names})", f"{nodes} x {machine}, from any rung", nodes * spot.value,
-                     nodes * on_demand.value, applies, [spot, on_demand])]
+                     nodes * on_demand.value, applies, [spot, on_demand], first.name)]
 
 
 def _lustre_items(plan: Any, table: PriceTable, region: str, warnings: list[str]) -> list[LineItem]:
@@ -277,7 +277,7 @@ def _lustre_items(plan: Any, table: PriceTable, region: str, warnings: list[str]
             warnings.append(f"{instance.name}: {err}")
             continue
         hourly = capacity * price.value / table.hours_per_month
-        items.append(LineItem("Managed Lustre", f"{capacity} GiB at {tier} MB/s/TiB", hourly, hourly, "list", [price]))
+        items.append(LineItem("Managed Lustre", f"{capacity} GiB at {tier} MB/s/TiB", hourly, hourly, "list", [price], instance.name))
     return items
 
 
@@ -330,6 +330,7 @@ def _autopilot_items(plan: Any, table: PriceTable, region: str, warnings: list[s
                 group.pods * on_demand,
                 "spot" if group.capacity == "spot" else "onDemand",
                 prices,
+                group.release,
             )
         )
     for pod in autopilot_plan.general_purpose_pods(plan):

@@ -816,27 +816,42 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def error_json(stack: Optional[str], code: int, message: str) -> str:
+    """The `--json` document of a run that could not check anything: what a script reads instead of
+    an empty stdout (the line on stderr stays the same)."""
+    return json.dumps({"stack": stack, "ok": False, "exitCode": code, "error": message, "checks": []}, indent=2)
+
+
 def main(argv: Optional[list[str]] = None, out: Optional[TextIO] = None, err: Optional[TextIO] = None,
          connect: Callable[[str], Clients] = connect) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
+    argv = sys.argv[1:] if argv is None else list(argv)
+    # Known before the flags parse, so that a bad flag next to --json still gets its JSON document.
+    wants_json = "--json" in argv
+    stack_name: Optional[str] = None
+
+    def fail(code: int, message: str) -> int:
+        err.write(f"error: {message}\n")
+        if wants_json:
+            out.write(error_json(stack_name, code, message) + "\n")
+        return code
+
     try:
         args = parser().parse_args(argv)
     except cli_args.UsageError as exc:  # bad flags are one line and exit 2, like every other bad input
-        err.write(f"error: {exc}\n")
-        return EXIT_USAGE
+        return fail(EXIT_USAGE, str(exc))
+    stack_name = args.stack
     try:
         stack = load_stack(args.stack)
     except (StackFileError, ConfigError) as exc:
-        err.write(f"error: {str(exc).replace(chr(10), '; ')}\n")
-        return EXIT_USAGE
+        return fail(EXIT_USAGE, str(exc).replace(chr(10), "; "))
     if args.leftovers:
-        return leftovers_main(stack.name, stack.config, args, out, err, connect)
+        return leftovers_main(stack.name, stack.config, args, out, fail, connect)
     try:
         results = run_checks(stack.name, stack.config, connect(stack.config.project), args.timeout)
     except NoCredentials as exc:
-        err.write(f"error: {exc}\n")
-        return EXIT_NO_CREDENTIALS
+        return fail(EXIT_NO_CREDENTIALS, str(exc))
     out.write((render_json if args.json else render_text)(stack.name, stack.config, results) + "\n")
     return EXIT_FAILED if any(r.status == FAIL for r in results) else EXIT_OK
 
@@ -845,8 +860,8 @@ CLOUD_ASSET_API = "cloudasset.googleapis.com"
 """Not needed by `pulumi up`; the leftover audit searches the project through it."""
 
 
-def leftovers_main(stack: str, cfg: StackConfig, args: argparse.Namespace, out: TextIO, err: TextIO,
-                   connect: Callable[[str], Clients]) -> int:
+def leftovers_main(stack: str, cfg: StackConfig, args: argparse.Namespace, out: TextIO,
+                   fail: Callable[[int, str], int], connect: Callable[[str], Clients]) -> int:
     """`--leftovers`: 0 nothing of the stack is left, 1 something is (each with its removal command),
     3 the project could not be asked (no credentials, the Cloud Asset API off, permission denied)."""
     from google.auth.exceptions import RefreshError
@@ -858,19 +873,17 @@ def leftovers_main(stack: str, cfg: StackConfig, args: argparse.Namespace, out: 
         clients = connect(cfg.project)
         found = leftovers.audit(stack, cfg, clients.assets, clients.networks, args.timeout, available_stacks())
     except NoCredentials as exc:
-        err.write(f"error: {exc}\n")
-        return EXIT_NO_CREDENTIALS
+        return fail(EXIT_NO_CREDENTIALS, str(exc))
     except RefreshError as exc:
-        err.write(f"error: {NO_CREDENTIALS.format(reason=f'refused: {_first_line(exc)}')}\n")
-        return EXIT_NO_CREDENTIALS
+        return fail(EXIT_NO_CREDENTIALS, NO_CREDENTIALS.format(reason=f"refused: {_first_line(exc)}"))
     except (gexc.Forbidden, gexc.PermissionDenied) as exc:
-        err.write(f"error: the leftover audit could not search project {cfg.project} ({_first_line(exc)}): "
-                  f"gcloud services enable {CLOUD_ASSET_API} --project {cfg.project}, and hold "
-                  "cloudasset.assets.searchAllResources (roles/cloudasset.viewer)\n")
-        return EXIT_NO_CREDENTIALS
+        return fail(EXIT_NO_CREDENTIALS,
+                    f"the leftover audit could not search project {cfg.project} ({_first_line(exc)}): "
+                    f"gcloud services enable {CLOUD_ASSET_API} --project {cfg.project}, and hold "
+                    "cloudasset.assets.searchAllResources (roles/cloudasset.viewer)")
     except gexc.GoogleAPICallError as exc:
-        err.write(f"error: the leftover audit could not search project {cfg.project}: {type(exc).__name__} ({_first_line(exc)})\n")
-        return EXIT_NO_CREDENTIALS
+        return fail(EXIT_NO_CREDENTIALS, f"the leftover audit could not search project {cfg.project}: "
+                                         f"{type(exc).__name__} ({_first_line(exc)})")
     out.write((leftovers.render_json if args.json else leftovers.render_text)(stack, cfg, found) + "\n")
     return EXIT_FAILED if found else EXIT_OK
 

@@ -138,8 +138,67 @@ def render_worker_fit(fit: Optional[dict[str, Any]]) -> list[str]:
     ]
 
 
-def to_json(est: Estimates) -> dict[str, Any]:
+@dataclass(frozen=True)
+class FirstRun:
+    """A typical first run: the first `pulumi up` to the job's submission, then the job.
+
+    The job's own cost line (`cost.job`) prices the job's hours only; before it starts, the stack is
+    already billed while it is being built: each line item from the moment its resource is ready in
+    the typical deploy timeline (tools/deploy_time.py), the GPU nodes from their pool's readiness
+    (Autopilot: from the start of the Ray release, whose worker pods make them). A lower bound: a
+    resource is billed while it is being created too, and spot capacity can take far longer."""
+
+    deploy_minutes: float
+    job_hours: Optional[float]
+    before_job: dict[str, float]
+    """`spot`/`onDemand`: the cost of the hours before the job starts."""
+
+    def total(self, kind: str, per_hour: float) -> Optional[float]:
+        return None if self.job_hours is None else self.before_job[kind] + per_hour * self.job_hours
+
+    @property
+    def hours(self) -> Optional[float]:
+        return None if self.job_hours is None else self.deploy_minutes / 60 + self.job_hours
+
+
+def first_run(est: Estimates, plan: Any) -> FirstRun:
+    from tools.autopilot_plan import is_autopilot
+
+    deploy = est.deploy
+    submit = deploy.total_minutes
+    starts = {s.name: s.start for s in deploy.critical_path}
+    autopilot = is_autopilot(plan)
+    before = {"spot": 0.0, "onDemand": 0.0}
+    for item in est.cost.items:
+        ready = deploy.finish_by_name.get(item.billed_from, 0.0) if item.billed_from else 0.0
+        if autopilot and item.billed_from in starts:  # the release's wait is the GPU nodes coming up
+            ready = starts[item.billed_from]
+        hours = max(0.0, submit - ready) / 60
+        before["spot"] += item.spot_per_hour * hours  # as `cost.perHour.spot`: every GPU at its spot price
+        before["onDemand"] += item.on_demand_per_hour * hours
+    return FirstRun(submit, est.cost.job_hours, before)
+
+
+def first_run_json(est: Estimates, plan: Any) -> dict[str, Any]:
+    run = first_run(est, plan)
+
+    def money(v: Optional[float]) -> Optional[float]:
+        return None if v is None else round(v, 2)
+
     return {
+        "deployMinutes": round(run.deploy_minutes, 1),
+        "jobHours": run.job_hours,
+        "beforeJob": {k: money(v) for k, v in run.before_job.items()},
+        "total": {
+            "spot": money(run.total("spot", est.cost.spot_per_hour)),
+            "onDemand": money(run.total("onDemand", est.cost.on_demand_per_hour)),
+        },
+        "basis": "the deploy's hours before the job (each item billed from its resource's typical readiness) plus the job's",
+    }
+
+
+def to_json(est: Estimates, plan: Any = None) -> dict[str, Any]:
+    doc = {
         "cost": est.cost.to_json(),
         "checkpoints": None if est.checkpoints is None else est.checkpoints.to_json(),
         "deployTime": est.deploy.to_json(),
@@ -148,6 +207,9 @@ def to_json(est: Estimates) -> dict[str, Any]:
         # Only for a ladder, so a one-rung stack's plan document is what it was before the ladder existed.
         **({"capacityLadder": est.ladder.to_json()} if est.ladder is not None else {}),
     }
+    if plan is not None:
+        doc["firstRun"] = first_run_json(est, plan)
+    return doc
 
 
 def render_checkpoints(est: Optional[sizing.CheckpointEstimate], current_monthly: Optional[float] = None) -> list[str]:
@@ -198,7 +260,7 @@ def gate_cost(est: Estimates) -> Optional[dict[str, float]]:
     return {"minutes": minutes, "perRun": round(est.cost.per_hour * minutes / 60, 2)}
 
 
-def render(est: Estimates) -> list[str]:
+def render(est: Estimates, plan: Any = None) -> list[str]:
     lustre = [i for i in est.cost.items if i.name == "Managed Lustre"]
     monthly = lustre[0].per_hour * est.cost.hours_per_month if lustre else None
     lines = [
@@ -216,12 +278,22 @@ def render(est: Estimates) -> list[str]:
             f"  acceptance gate before each submission: ~{gate['minutes']:g} min, ~{est.cost.currency} "
             f"{gate['perRun']:.2f} per run at the stack's hourly cost (docs/acceptance-gate.md)"
         )
+    if plan is not None:
+        run = first_run(est, plan)
+        spot, on_demand = run.total("spot", est.cost.spot_per_hour), run.total("onDemand", est.cost.on_demand_per_hour)
+        if spot is not None and on_demand is not None:
+            lines += [
+                "",
+                f"First run (the first `pulumi up`, ~{run.deploy_minutes:.0f} min, then the job, {run.job_hours:g} h): "
+                f"{cost.money(spot)} with spot GPUs, {cost.money(on_demand)} on-demand; of it {cost.money(run.before_job['spot'])} "
+                "(spot) before the job starts, the GPU nodes billed from their pool's readiness (a lower bound)",
+            ]
     return lines
 
 
 def render_for_plan(plan: Any) -> list[str]:
     """The estimate block of the plan's text output; one line of explanation if it cannot be computed."""
     try:
-        return render(compute(plan))
+        return render(compute(plan), plan)
     except (ConfigError, cost.PriceError) as err:
         return [f"Estimates unavailable: {str(err).splitlines()[0]}"]

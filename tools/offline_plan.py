@@ -13,7 +13,7 @@ every registration the engine would receive is recorded.
      "resources": [{"urn", "type", "name", "parent", "custom", "provider",
                     "inputs", "dependencies", "options"}],
      "outputs": {name: value},
-     "estimates": {"cost", "checkpoints", "deployTime"},
+     "estimates": {"cost", "checkpoints", "deployTime", "workerFit", "acceptanceGate", "firstRun"},
      "versionMatrix": {"row", "nearestRow", "outside", "gke", "versions", "cautions", "verifiedBy", "expect"}}
 
 `inputs` are what the provider would receive (camelCase, after Pulumi's translation; integral
@@ -44,6 +44,7 @@ resource graph as `graph.mmd` (Mermaid) and `graph.dot` (Graphviz) to DIR (defau
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import collections
 import json
@@ -298,7 +299,7 @@ def plan_document(plan: Plan) -> dict[str, Any]:
     from tools import estimates
 
     doc = plan.to_json()
-    doc["estimates"] = estimates.to_json(estimates.compute(plan))
+    doc["estimates"] = estimates.to_json(estimates.compute(plan), plan)
     doc["versionMatrix"] = version_matrix_report(plan)
     return doc
 
@@ -350,16 +351,34 @@ def _write_failed(flag: str, path: Path, err: OSError) -> int:
 
 def _output_dir_problem(path: Path) -> Optional[str]:
     """Why `path` cannot be (or become) a directory to write to; None when it can. Creates nothing."""
-    if path.exists():
-        if not path.is_dir():
-            return "exists and is not a directory"
-        return None if os.access(path, os.W_OK | os.X_OK) else "is not writable"
-    parent = path.parent
-    while not parent.exists() and parent != parent.parent:
-        parent = parent.parent
-    if not parent.is_dir():
-        return f"{parent} is not a directory"
-    return None if os.access(parent, os.W_OK | os.X_OK) else f"{parent} is not writable"
+    try:
+        if path.exists():
+            if not path.is_dir():
+                return "exists and is not a directory"
+            return None if os.access(path, os.W_OK | os.X_OK) else "is not writable"
+        parent = path.parent
+        while not parent.exists() and parent != parent.parent:
+            parent = parent.parent
+        if not parent.is_dir():
+            return f"{parent} is not a directory"
+        return None if os.access(parent, os.W_OK | os.X_OK) else f"{parent} is not writable"
+    except OSError as err:  # a name longer than the filesystem allows, a loop of links
+        return f"cannot be used ({err.strerror or err})"
+
+
+def _same_dir(path: Path, other: Path) -> bool:
+    try:
+        return path.resolve() == other.resolve()
+    except OSError:
+        return False
+
+
+def _output_dir(text: str) -> Path:
+    """An argparse type for --out/--graph: `''` is refused (Path('') is the current directory, so the
+    files would land wherever the command ran, usually among the stack files)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"{text!r} is not allowed; allowed: a directory path, e.g. plan-out/")
+    return Path(text)
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -372,13 +391,13 @@ def main(argv: Optional[list[str]] = None) -> int:
         "--assume-secrets", action="store_true", help="plan as if the secrets the stack's job needs were set (placeholders)"
     )
     parser.add_argument("--json", action="store_true", help="print the plan as one JSON document")
-    parser.add_argument("--out", type=Path, help="write Kubernetes manifests and Helm values to this directory")
+    parser.add_argument("--out", type=_output_dir, help="write Kubernetes manifests and Helm values to this directory")
     parser.add_argument(
         "--compare", type=Path, metavar="BEFORE.json",
         help="say which node pools this plan replaces against a previous --json plan (or tests/golden/<stack>.json)",
     )
     parser.add_argument(
-        "--graph", type=Path, nargs="?", const=Path("."), metavar="DIR", help="write graph.mmd and graph.dot to DIR (default .)"
+        "--graph", type=_output_dir, nargs="?", const=Path("."), metavar="DIR", help="write graph.mmd and graph.dot to DIR (default .)"
     )
     try:
         args = parser.parse_args(argv)
@@ -387,6 +406,9 @@ def main(argv: Optional[list[str]] = None) -> int:
         return 2
     for flag, path in (("--out", args.out), ("--graph", args.graph)):
         problem = path is not None and _output_dir_problem(path)
+        if flag == "--out" and path is not None and not problem and _same_dir(path, ROOT):
+            # Some forty manifests among the stack files and the code; `plan-out/` is git-ignored for them.
+            problem = "is the repository root"
         if problem:
             print(f"error: {flag} {path}: {problem}; allowed: a writable directory (created if missing)", file=sys.stderr)
             return 2

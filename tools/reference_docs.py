@@ -1,5 +1,6 @@
-"""Generated reference pages under docs/: the config reference (from the pydantic models), the
-resources each stack builds and the dev stack's resource graph (from the offline plans).
+"""Generated sections of the docs/ pages and the README: the config reference (from the pydantic
+models), the resources each stack builds and the dev stack's resource graph, and the README's cost,
+time and destroy table of every committed stack (from the offline plans).
 `tests/test_reference_docs.py` fails when a page is stale.
 
     python -m tools.reference_docs --write     # regenerate the sections (`make docs`)
@@ -29,7 +30,8 @@ from infra.config import PROJECT, SECRET_KEYS, StackConfig
 from infra.stack_file import ROOT
 
 DOCS = ROOT / "docs"
-STACKS = ("dev", "b200", "h200", "autopilot", "b200-ladder")
+STACKS = tuple(sorted(p.name[len("Pulumi."):-len(".yaml")] for p in ROOT.glob("Pulumi.*.yaml")))
+"""Every committed stack file: a new one shows up in the generated tables (and makes them stale)."""
 
 
 def _type_name(ann: Any) -> str:
@@ -142,20 +144,87 @@ def deployer_roles() -> str:
     return roles_table()
 
 
+def _money(value: float) -> str:
+    return f"${value:,.0f}" if value >= 100 else f"${value:,.2f}"
+
+
+def _minutes(value: str) -> int:
+    return int(value.rstrip("m"))
+
+
+_TIMEOUT_NAMES = {"Instance": "Lustre", "NodePool": "a node pool", "Release": "the Ray release", "Cluster": "the cluster",
+                  "DaemonSet": "the image pre-pull"}
+
+
+def stack_costs(plan_of: typing.Callable[[str], Any] | None = None) -> str:
+    """The README's table: per committed stack, what it costs per hour and per typical first run, how
+    long the first `pulumi up` typically takes, and what `pulumi destroy` deletes and keeps; then the
+    timeouts, from the same plans, so that typical time and limit are said once, side by side."""
+    from tools import estimates
+    from tools.offline_plan import committed_plan, summary
+    from workloads.hook import RAY_CLUSTER_TIMEOUT
+
+    plan_of = plan_of or committed_plan
+    lines = [
+        "| stack | GPUs | per hour: spot GPUs (on-demand) | first `pulumi up`, typical | first run: `up` + job, spot (on-demand) "
+        "| `pulumi destroy` deletes | and keeps |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    limits: dict[str, int] = {}
+    for stack in STACKS:
+        plan = plan_of(stack)
+        est = estimates.compute(plan)
+        cfg = estimates.stack_config(plan)
+        run = estimates.first_run(est, plan)
+        s = summary(plan)
+        spot, on_demand = run.total("spot", est.cost.spot_per_hour), run.total("onDemand", est.cost.on_demand_per_hour)
+        job = "no job estimate" if spot is None else f"{_money(spot)} ({_money(on_demand)}) for {run.hours:.1f} h"
+        lustre = "Lustre, after exporting `checkpoints/` and `logs/` to the bucket" if cfg.lustre.export_on_destroy else (
+            "Lustre **without export**")
+        bucket_deleted = cfg.storage.delete_bucket_on_destroy
+        deletes = f"everything{'' if not bucket_deleted else ', **the bucket too**'}: cluster, networks, {lustre}"
+        keeps = "nothing" if bucket_deleted else "the bucket (exports, job output): Pulumi forgets it"
+        if cfg.cluster.deletion_protection:
+            deletes += "; refused until `cluster.deletionProtection: false` is applied"
+        lines.append(
+            f"| `{stack}` | {s['gpuNodes']} x {cfg.flavour_spec.machine_type} ({s['gpus']}) | "
+            f"{_money(est.cost.spot_per_hour)} ({_money(est.cost.on_demand_per_hour)}) | ~{run.deploy_minutes:.0f} min | "
+            f"{job} | {deletes} | {keeps} |"
+        )
+        for r in plan.resources:
+            create = ((r.options or {}).get("customTimeouts") or {}).get("create")
+            if create and _minutes(create) >= 60:
+                kind = _TIMEOUT_NAMES.get(r.type.rsplit(":", 1)[-1], r.type.rsplit(":", 1)[-1])
+                limits[kind] = max(limits.get(kind, 0), _minutes(create))
+    limits["the job's wait for its GPU workers"] = int(RAY_CLUSTER_TIMEOUT // 60)
+    named = ", ".join(f"{kind} {minutes} min" for kind, minutes in sorted(limits.items(), key=lambda kv: (-kv[1], kv[0])))
+    lines += [
+        "",
+        "The times are typical, not limits: most of the first `up` is Managed Lustre's creation (about an hour). "
+        f"Pulumi gives up on a step only after its own timeout ({named}), so an `up` that waits for spot GPU capacity "
+        "can run for hours before it fails. Prices are list prices of `data/prices.yaml` (some estimated); the first "
+        "run adds the hours the stack is billed while it is built (GPU nodes from their pool's readiness) to the "
+        "job's own hours, and leaves out later runs, preemptions and the time until you destroy.",
+    ]
+    return "\n".join(lines)
+
+
 SECTIONS = {
     "config-reference": config_reference,
     "stack-resources": stack_resources,
     "resource-graph": resource_graph,
     "required-apis": required_apis,
     "deployer-roles": deployer_roles,
+    "stack-costs": stack_costs,
 }
 
 PAGES: dict[str, tuple[str, ...]] = {
-    "configuration.md": ("config-reference",),
-    "resources.md": ("stack-resources", "resource-graph"),
-    "deploy.md": ("required-apis", "deployer-roles"),
+    "docs/configuration.md": ("config-reference",),
+    "docs/resources.md": ("stack-resources", "resource-graph"),
+    "docs/deploy.md": ("required-apis", "deployer-roles"),
+    "README.md": ("stack-costs",),
 }
-"""Each generated page under docs/ and the sections it holds."""
+"""Each page with generated sections (its path under the checkout) and the sections it holds."""
 
 
 def render(text: str, sections: dict[str, typing.Callable[[], str]], page: str = "the page") -> str:
@@ -172,8 +241,8 @@ def render(text: str, sections: dict[str, typing.Callable[[], str]], page: str =
 def render_page(page: str, sections: dict[str, typing.Callable[[], str]] | None = None) -> tuple[str, str]:
     """(current text, regenerated text) of one page of PAGES."""
     sections = sections or SECTIONS
-    text = (DOCS / page).read_text()
-    return text, render(text, {name: sections[name] for name in PAGES[page]}, f"docs/{page}")
+    text = (ROOT / page).read_text()
+    return text, render(text, {name: sections[name] for name in PAGES[page]}, page)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -186,12 +255,12 @@ def main(argv: list[str] | None = None) -> int:
         if new != text:
             stale.append(page)
             if args.write:
-                (DOCS / page).write_text(new)
+                (ROOT / page).write_text(new)
     if args.write:
-        print(f"updated: {', '.join(f'docs/{p}' for p in stale)}" if stale else "docs/ already current")
+        print(f"updated: {', '.join(stale)}" if stale else "generated sections already current")
         return 0
     for page in stale:
-        print(f"docs/{page} is stale: run `make docs`")
+        print(f"{page} is stale: run `make docs`")
     return 1 if stale else 0
 
 

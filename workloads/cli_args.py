@@ -14,6 +14,11 @@ import typing
 from typing import Callable, Optional
 
 
+RUN = ".venv/bin/python -m"
+"""How a printed command starts (stack outputs, hints in messages): the checkout's venv, from the
+repository root, so that it works without activating the venv (the README says so)."""
+
+
 class UsageError(Exception):
     """A bad command line; the entry point prints it as one line (exit 2), like every other refusal."""
 

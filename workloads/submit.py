@@ -28,6 +28,7 @@ import binascii
 import contextlib
 import ipaddress
 import os
+import re
 import socket
 import tempfile
 import time
@@ -46,6 +47,7 @@ except ImportError:  # added with token auth in Ray 2.52 (ray-project/ray#58737)
     class AuthenticationError(Exception):  # type: ignore[no-redef]
         """Never raised by an older Ray's client; keeps `_guard`'s except clause valid."""
 
+from workloads.cli_args import RUN
 from workloads.job_spec import META_ATTEMPT, META_RECIPE, META_SPEC_HASH, META_STACK, JobSpec
 
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
@@ -72,11 +74,12 @@ class JobError(Exception):
 
 
 class InvalidAddress(JobError):
-    """A dashboard address or cluster endpoint that cannot be a URL to connect to; raised before any network use."""
+    """A dashboard address or cluster endpoint that cannot be a URL to connect to; raised before any network use.
+    `address` is the value as the user wrote it with any `user:password@` masked: show that, never the raw flag."""
 
     def __init__(self, address: str, reason: str):
-        self.address, self.reason = address, reason
-        super().__init__(f"{address}: {reason}")
+        self.address, self.reason = redacted(address), reason
+        super().__init__(f"{self.address}: {reason}")
 
 
 class DashboardUnreachable(JobError):
@@ -110,7 +113,7 @@ class UnknownJob(JobError):
     def __init__(self, job_id: str, address: str = ""):
         self.job_id = job_id
         where = f" on {address}" if address else ""
-        super().__init__(f"no job {job_id!r}{where}; `python -m jobctl list --stack <stack>` shows the stack's jobs")
+        super().__init__(f"no job {job_id!r}{where}; `{RUN} jobctl list --stack <stack>` shows the stack's jobs")
 
 
 class WaitTimeout(JobError):
@@ -299,6 +302,7 @@ def connect(
     read_timeout = READ_TIMEOUT if read_timeout is None else read_timeout
     if address is not None:
         url = address.rstrip("/")
+        _refuse_bare_scheme(address, "http, https")
         if "://" not in url:
             url = f"http://{url}"
         _host_port(url, address)
@@ -317,8 +321,44 @@ def connect(
 
 
 def check_endpoint(endpoint: str) -> None:
-    """Raise `InvalidAddress` unless the GKE endpoint (host, host:port, [v6]:port or URL) gives a usable URL."""
-    _host_port(_endpoint_url(endpoint), endpoint)
+    """Raise `InvalidAddress` unless the GKE endpoint (host, host:port, [v6]:port or URL) gives a usable URL.
+
+    Every request to it carries the user's Google bearer token, so it is https only; plain http is
+    allowed to a loopback host alone (a local proxy such as `kubectl proxy`, or a test's), where the
+    token never leaves the machine."""
+    _refuse_bare_scheme(endpoint, "https")
+    url = _endpoint_url(endpoint)
+    host, _ = _host_port(url, endpoint)
+    if urlsplit(url).scheme != "https" and not _is_loopback(host):
+        raise InvalidAddress(
+            endpoint,
+            "scheme 'http' is not allowed: the requests carry your Google bearer token; allowed: https "
+            "(http only to a loopback proxy such as 127.0.0.1)",
+        )
+
+
+def redacted(text: str) -> str:
+    """`text` with the `user:password@` of a URL (or of a `host:port` without scheme) masked as `***@`."""
+    return re.sub(r"^((?:[A-Za-z][A-Za-z0-9+.\-]*:)?//)?[^/?#@]*@", lambda m: (m.group(1) or "") + "***@", text)
+
+
+def _refuse_bare_scheme(given: str, allowed: str) -> None:
+    """`javascript:alert(1)`, `file:/etc/passwd`: a scheme without `//`, which prefixing `http://` would
+    turn into a host and a "port" that is not a number. `host:8265` (digits after the colon) is a port."""
+    if re.match(r"[^/?#]*@", given):  # `user:password@host`: the credentials check names that
+        return
+    m = re.match(r"([A-Za-z][A-Za-z0-9+.\-]*):(?!//)(?!\d)", given)
+    if m:
+        raise InvalidAddress(given, f"scheme {m.group(1).lower()!r} is not allowed; allowed: {allowed}")
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _endpoint_url(endpoint: str) -> str:
@@ -340,6 +380,10 @@ def _host_port(url: str, given: Optional[str] = None) -> tuple[str, int]:
         raise InvalidAddress(given, f"not a valid URL ({err})") from None
     if parts.scheme not in ("http", "https"):
         raise InvalidAddress(given, f"scheme {parts.scheme!r} is not allowed; allowed: http, https")
+    if "@" in parts.netloc:
+        # A password on the command line lands in shell history, process lists and every message that
+        # shows the address; the dashboard and the API server take none this way.
+        raise InvalidAddress(given, "credentials in the URL (user:password@) are not allowed; allowed: http(s)://host:port")
     if not parts.hostname:
         raise InvalidAddress(given, "no host name; expected e.g. http://127.0.0.1:8265")
     # Read the port text ourselves: `SplitResult.port` raises without saying what was wrong in a

@@ -115,7 +115,7 @@ def connect_address(address: str) -> Any:
     try:
         return submit.connect(address)
     except submit.InvalidAddress as err:
-        raise exit_codes.CommandError(f"--address {address}: {err.reason}") from None
+        raise exit_codes.CommandError(f"--address {err.address}: {err.reason}") from None
 
 
 def parser() -> argparse.ArgumentParser:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import ipaddress
+import math
 from typing import Literal, Optional
 
 from pydantic import Field, field_validator, model_validator
@@ -14,7 +15,13 @@ from infra.config.gpu_pool import GpuPoolConfig, Provisioning
 from infra.config.ray import RayConfig
 from infra.flavours import FLAVOURS, Flavour, parse_gke_version
 from infra.lustre_catalogue import LUSTRE_CSI_MIN_GKE, LUSTRE_PORT_988_MIN_GKE
-from infra.machines import AUTOPILOT_GENERAL_PURPOSE_MAX_CPU, AUTOPILOT_GENERAL_PURPOSE_MAX_MEMORY_GIB
+from infra.machines import (
+    AUTOPILOT_GENERAL_PURPOSE_MAX_CPU,
+    AUTOPILOT_GENERAL_PURPOSE_MAX_MEMORY_GIB,
+    SYSTEM_POOL_MACHINES,
+    is_gpu_machine_type,
+    system_node_room,
+)
 
 
 class SystemPoolConfig(Model):
@@ -23,7 +30,14 @@ class SystemPoolConfig(Model):
     machine_type: str = Field(
         "n2-highmem-16",
         pattern=r"^[a-z0-9]+-[a-z0-9-]+$",
-        description="Machine type of the CPU pool; must fit the Ray head (16 vCPU / 128 GB by default).",
+        description="Machine type of the CPU pool (16 vCPU / 128 GiB by default): one of the catalogue of "
+        "infra/machines.py, the N2 types the cost estimate can price, that fits the Ray head (`ray.headCpu`, "
+        "`ray.headMemoryGib`) after GKE's reservations; GPU machine types are refused.",
+    )
+    allow_uncatalogued_machine_type: bool = Field(
+        False,
+        description="Accept a CPU `machineType` outside the catalogue (another series, a custom type): the plan "
+        "then cannot price the pool (it says so), and the Ray head's fit is checked only for N1/N2/N2D/E2 types.",
     )
     node_count: int = Field(1, ge=1, le=10, description="Nodes in the CPU pool.")
     disk_size_gb: int = Field(
@@ -52,7 +66,8 @@ class ClusterConfig(Model):
 
     mode: Literal["standard", "autopilot"] = Field(
         "standard",
-        description="`standard`: a zonal GKE Standard cluster with a CPU system pool and a GPU node pool. `autopilot`: a "
+        description="`standard`: a GKE Standard cluster, its control plane regional unless `controlPlaneLocation: "
+        "zonal`, with a CPU system pool and a GPU node pool, both in `zone`. `autopilot`: a "
         "regional GKE Autopilot cluster without node pools; GKE makes the GPU nodes for the Ray worker pods, which "
         "select the accelerator and Spot capacity themselves (see docs/autopilot.md). Cannot change after creation.",
     )
@@ -123,6 +138,16 @@ class ClusterConfig(Model):
                     "with dns, or cluster.controlPlaneAccess: ip",
                 )
             return self
+        networks = [ipaddress.IPv4Network(n.cidr_block) for n in self.master_authorized_networks]
+        # 0.0.0.0/0 (or halves that add up to it) is the empty list's "every address", spelled so it looks
+        # like an allow-list: refused the same way, pointing at the explicit opt-in.
+        if networks and list(ipaddress.collapse_addresses(networks)) == [ipaddress.IPv4Network("0.0.0.0/0")]:
+            raise KeyedValueError(
+                "masterAuthorizedNetworks",
+                f"{', '.join(str(n) for n in networks)} covers every IPv4 address, which opens the control plane to "
+                "all of them; allowed: the CIDRs `pulumi up` and kubectl connect from (e.g. <your egress IP>/32), or "
+                "no masterAuthorizedNetworks and cluster.allowPublicControlPlane: true to open it on purpose",
+            )
         if self.master_authorized_networks and self.allow_public_control_plane:
             raise KeyedValueError(
                 "allowPublicControlPlane",
@@ -158,6 +183,46 @@ def check_min_master_version(cluster: ClusterConfig, flavour: Flavour, lustre_le
             f"{version} predates {LUSTRE_CSI_MIN_GKE}, the oldest node version of the Managed Lustre CSI "
             "add-on (before it, Lustre did not mount on non-GPU nodes with Secure Boot, such as the Ray "
             f"head's system pool); allowed: {LUSTRE_CSI_MIN_GKE} or later",
+        )
+
+
+def head_machines(ray: RayConfig) -> list[str]:
+    """The catalogued system-pool types a node of which holds the Ray head, smallest first."""
+    fits = []
+    for machine, (vcpus, gib) in sorted(SYSTEM_POOL_MACHINES.items(), key=lambda kv: kv[1]):
+        room = system_node_room(machine)
+        if room and math.floor(room[0]) >= ray.head_cpu and math.floor(room[1]) >= ray.head_memory_gib:
+            fits.append(machine)
+    return fits
+
+
+def check_system_pool_machine(cluster: ClusterConfig, ray: RayConfig) -> None:
+    """`cluster.systemPool.machineType` is a CPU type of the catalogue (infra/machines.py), or the
+    escape hatch is set: a made-up type would fail only at `pulumi up`, and an uncatalogued one
+    would be priced at nothing, so the plan's total would drop. Whether the head fits a catalogued
+    type is `check_head_fits`' (it names the head's keys)."""
+    pool = cluster.system_pool
+    machine = pool.machine_type
+    fits = head_machines(ray)
+    allowed = f"allowed (fit ray.headCpu {ray.head_cpu} / ray.headMemoryGib {ray.head_memory_gib}): {', '.join(fits)}"
+    if is_gpu_machine_type(machine):
+        raise KeyedValueError(
+            "cluster.systemPool.machineType",
+            f"{machine!r} is a GPU machine type: the CPU pool holds the Ray head and add-ons, its GPUs would be "
+            f"paid for and idle; {allowed}",
+        )
+    if machine not in SYSTEM_POOL_MACHINES and not pool.allow_uncatalogued_machine_type:
+        raise KeyedValueError(
+            "cluster.systemPool.machineType",
+            f"{machine!r} is not in the CPU machine catalogue (the types the cost estimate can price); {allowed}; "
+            "or cluster.systemPool.allowUncataloguedMachineType: true for another type (then not priced)",
+        )
+    room = system_node_room(machine)
+    if room and (math.floor(room[0]) < 1 or math.floor(room[1]) < 4):  # below the least head ray.* allows
+        raise KeyedValueError(
+            "cluster.systemPool.machineType",
+            f"{machine!r} leaves no room for a Ray head ({room[0]:.1f} CPU / {room[1]:.1f} GiB after GKE's "
+            f"reservations and system pods); {allowed}",
         )
 
 

@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Annotated, Any, Literal, Optional
 
 from pydantic import Field, StringConstraints, field_validator, model_validator
 
 from infra.config.base import Model
 from infra.config.errors import KeyedValueError, shown
-
 from infra.config.patterns import SAFE_TOKEN
 from infra.flavours import Flavour
 from workloads.overrides import data_key_problem, parse_override
@@ -27,6 +27,65 @@ _PARALLELISM_KEYS = {
 
 Override = Annotated[str, StringConstraints(pattern=SAFE_TOKEN, max_length=512)]
 
+MAX_OVERRIDES = 100
+"""Overrides a stack may add: the recipes set at most 20, and each one is checked with NeMo-RL's own
+parser, so thousands made a plan take a minute; a change that large is a recipe of its own."""
+MAX_NUM_STEPS = 100_000
+"""The most `job.maxNumSteps` accepted: a GRPO step of the recipes takes 3 (1.5B) to 18 (72B) minutes,
+so 100 000 steps run for 7 months to 3 years of GPU time; more is a typo, not a run."""
+
+# The secret rule of job.overrides (docs/input-validation.md, "Secrets in job.overrides"). Overrides are
+# plain text on the way to the cluster (the job's entrypoint, the plan, the watcher's ConfigMap, Ray's
+# job table), so a credential there would leak everywhere a secret must not go. Refused:
+# - a key one of whose parts ends in a secret word: `hf_token`, `env_vars.HF_TOKEN`, `wandb.api_key`,
+#   `password`, `credentials` (but not `max_new_tokens`, `token_level_loss`, `tokenizer`);
+# - a value that looks like a credential: a known token prefix (Hugging Face, GitHub, OpenAI-style,
+#   AWS, Google API keys, Slack, JWTs, PEM keys), a URL with a password, 32 or more hex digits (a W&B
+#   API key is 40), digits and letters both, or a run of 32 or more letters and digits mixing upper case, lower case and digits
+#   (the shape of random tokens; names that long carry separators).
+_SECRET_WORDS = frozenset({"token", "secret", "password", "passwd", "pwd", "credential", "credentials", "apikey", "netrc"})
+_KEY_QUALIFIERS = frozenset({"api", "access", "secret", "private", "auth", "ssh", "signing"})
+_CREDENTIAL_VALUE = re.compile(
+    r"hf_[A-Za-z0-9]{20,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,}|sk-[A-Za-z0-9_\-]{20,}|AKIA[0-9A-Z]{16}"
+    r"|AIza[0-9A-Za-z_\-]{35}|xox[abprs]-[A-Za-z0-9\-]{10,}|eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}|-----BEGIN"
+    r"|://[^/@:]*:[^/@]+@"
+)
+_HEX_RUN = re.compile(r"[0-9a-fA-F]{32,}")
+_RANDOM_RUN = re.compile(r"[A-Za-z0-9]{32,}")
+
+
+def secret_key_part(key: str) -> Optional[str]:
+    """The part of a dotted override key that names a secret-ish setting, or None."""
+    for part in key.split("."):
+        pieces = [p for p in re.split(r"[_\-]", part.lower()) if p]
+        if not pieces:
+            continue
+        last, before = pieces[-1], pieces[-2] if len(pieces) > 1 else ""
+        if last in _SECRET_WORDS or (last == "key" and before in _KEY_QUALIFIERS) or (
+            last.endswith("key") and last[:-3] in _KEY_QUALIFIERS
+        ):
+            return part
+    return None
+
+
+def looks_like_credential(value: str) -> bool:
+    """Whether an override's value has the shape of a token or key (the rule above)."""
+    if _CREDENTIAL_VALUE.search(value):
+        return True
+    if any(re.search(r"\d", run) and re.search(r"[a-fA-F]", run) for run in _HEX_RUN.findall(value)):
+        return True
+    return any(
+        re.search(r"[a-z]", run) and re.search(r"[A-Z]", run) and re.search(r"\d", run)
+        for run in _RANDOM_RUN.findall(value)
+    )
+
+
+_SECRET_ALLOWED = (
+    "allowed: no credential in job.overrides (they reach the job's entrypoint, the plan and the watcher's "
+    "ConfigMap in plain text); the secrets are the hfToken and wandbApiKey keys (`pulumi config set --secret`), "
+    "which reach the pods as files"
+)
+
 
 class JobConfig(Model):
     """The NeMo-RL GRPO job submitted after deploy."""
@@ -37,10 +96,14 @@ class JobConfig(Model):
         description="Extra NeMo-RL overrides, applied last: `a.b=v` sets a key of the recipe's config, `+a.b=v` adds "
         "a new one, `++a.b=v` adds or sets, `~a.b` deletes. Checked before any resource with NeMo-RL's own parser "
         "against the recipe's config at its pinned NeMo-RL version; refused: a leading `-`, a key the config lacks "
-        "(without `+`), deleting or replacing what the stack sets (e.g. `~checkpointing`).",
+        "(without `+`), deleting or replacing what the stack sets (e.g. `~checkpointing`), `policy.model_name` (the "
+        f"model is the recipe's), a credential (docs/input-validation.md); at most {MAX_OVERRIDES} of at most 512 "
+        "characters.",
     )
     submit: bool = Field(True, description="Submit the job on `pulumi up`; false deploys the Ray cluster only.")
-    max_num_steps: Optional[int] = Field(None, ge=1, description="Override the recipe's `grpo.max_num_steps`.")
+    max_num_steps: Optional[int] = Field(
+        None, ge=1, le=MAX_NUM_STEPS, description="Override the recipe's `grpo.max_num_steps` (at most 100000)."
+    )
     wandb_project: Optional[str] = Field(None, pattern=r"^[A-Za-z0-9._\-]{1,128}$", description="W&B project; enables W&B logging (needs the `wandbApiKey` secret).")
     gate: Optional[Literal["enforce", "warn", "off"]] = Field(
         None,
@@ -56,6 +119,26 @@ class JobConfig(Model):
             raise ValueError(f"unknown recipe {v!r}; allowed: {', '.join(RECIPES)}")
         return v
 
+    @field_validator("overrides", mode="before")
+    @classmethod
+    def _no_credentials(cls, v: Any) -> Any:
+        """Before any other check, so that no later message repeats a token: the bound on their number,
+        and the secret rule (module comment). The messages name the override by its index only."""
+        if not isinstance(v, (list, tuple)):
+            return v
+        if len(v) > MAX_OVERRIDES:
+            raise ValueError(f"{len(v)} overrides; allowed: at most {MAX_OVERRIDES} (a larger change is a recipe of its own)")
+        for i, override in enumerate(v):
+            if not isinstance(override, str):
+                continue
+            parsed = parse_override(override)
+            part = secret_key_part(parsed.key)
+            if part is not None and parsed.value is not None:
+                raise KeyedValueError(f"[{i}]", f"sets {part!r}, a name for a credential; {_SECRET_ALLOWED}")
+            if looks_like_credential(override):
+                raise KeyedValueError(f"[{i}]", f"holds a value that looks like a token or key (not shown); {_SECRET_ALLOWED}")
+        return v
+
     @field_validator("overrides")
     @classmethod
     def _override_syntax(cls, v: tuple[str, ...]) -> tuple[str, ...]:
@@ -67,6 +150,24 @@ class JobConfig(Model):
             if parsed.value is None and not parsed.deletes:
                 raise KeyedValueError(f"[{i}]", f"{shown(override)} has no '='; allowed: key=value, +key=value, ++key=value or ~key")
         return v
+
+    @model_validator(mode="after")
+    def _the_model_is_the_recipes(self) -> "JobConfig":
+        # The model decides what the stack checks and estimates before any resource: the parallelism and
+        # pool size it needs, the checkpoint size, whether Hugging Face gates it (and so whether hfToken is
+        # required). None of that is known for an arbitrary model name, so the model changes with the recipe.
+        model = self.recipe_spec.model
+        for i, override in enumerate(self.overrides):
+            parsed = parse_override(override)
+            if parsed.key == "policy.model_name" and (parsed.deletes or parsed.value != model):
+                same = [name for name, r in RECIPES.items() if r.model == parsed.value]
+                hint = f"job.recipe {same[0]!r}, which trains it" if same else f"a job.recipe of that model (recipes: {', '.join(RECIPES)})"
+                raise KeyedValueError(
+                    f"overrides[{i}]",
+                    f"{shown(override)} changes the model of job.recipe {self.recipe!r} ({model}), whose sizing, "
+                    f"estimates and gated-model check (hfToken) are the recipe's; allowed: {hint}",
+                )
+        return self
 
     @model_validator(mode="after")
     def _data_keys_the_images_loader_reads(self) -> "JobConfig":

@@ -34,16 +34,23 @@ def wandb_key_set(secret_keys: "set[str] | frozenset[str]") -> bool:
 def refuse_plaintext_secrets(raw: dict[str, Any], secret_keys: "set[str] | frozenset[str] | list[str]", stack: str) -> None:
     """Raise `ConfigError` for each secret key (`hfToken`, `wandbApiKey`) present in `raw` but not
     marked secret (`secret_keys` holds `namespace:key` names): a plaintext token would sit in the stack
-    file and in every copy of the repository."""
+    file and in every copy of the repository. And for each other key stored as a secret: the program
+    reads it as plain text into names, labels and outputs (the secret would not stay one), and offline
+    its value is a placeholder that no check could make sense of."""
     plaintext = [k for k in SECRET_KEYS if k in raw and f"{PROJECT}:{k}" not in secret_keys]
-    if plaintext:
-        raise ConfigError(
-            "\n".join(
-                f"{PROJECT}:{k}: stored in plaintext; allowed: a secret (remove it from Pulumi.{stack}.yaml and run "
-                f"`pulumi config set --secret {k}`)"
-                for k in plaintext
-            )
-        )
+    misplaced = [k for k in raw if k not in SECRET_KEYS and f"{PROJECT}:{k}" in secret_keys]
+    lines = [
+        f"{PROJECT}:{k}: stored in plaintext; allowed: a secret (remove it from Pulumi.{stack}.yaml and run "
+        f"`pulumi config set --secret {k}`)"
+        for k in plaintext
+    ]
+    lines += [
+        f"{PROJECT}:{k}: stored as a secret, but it is a plain setting; allowed: a plain value (set it again "
+        f"without --secret); only {' and '.join(SECRET_KEYS)} are secrets"
+        for k in misplaced
+    ]
+    if lines:
+        raise ConfigError("\n".join(lines))
 
 
 def required_secrets(config: StackConfig) -> dict[str, str]:

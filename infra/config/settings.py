@@ -44,7 +44,7 @@ def load() -> Settings:
     """Read and validate the stack config once; call before creating any resource."""
     stack = pulumi.get_stack()
     raw = engine_config()
-    secret_keys = engine_secret_keys(SECRET_KEYS)
+    secret_keys = engine_secret_keys({*SECRET_KEYS, *raw})
     refuse_plaintext_secrets(raw, secret_keys, stack)
     config = parse(raw, stack)
     refuse_missing_secrets(config, {k for k in SECRET_KEYS if f"{PROJECT}:{k}" in secret_keys})

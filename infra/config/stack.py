@@ -16,6 +16,7 @@ from infra.config.cluster import (
     check_autopilot,
     check_control_plane_allow_list,
     check_min_master_version,
+    check_system_pool_machine,
 )
 from infra.config.cost import CostConfig
 from infra.config.errors import ConfigError, KeyedValueError, shown
@@ -104,7 +105,8 @@ class StackConfig(Model):
         for key, value in v.items():
             if key in RESERVED_LABEL_KEYS:
                 raise ValueError(f"label key {key!r} is the program's own; allowed: any key but {', '.join(RESERVED_LABEL_KEYS)}")
-            if not (_label_text(key, 63) and unicodedata.category(key[0]) in ("Ll", "Lo")):
+            # An empty key passes `_label_text` (nothing to check) and has no first letter to look at.
+            if not (key and _label_text(key, 63) and unicodedata.category(key[0]) in ("Ll", "Lo")):
                 raise ValueError(
                     f"label key {shown(key)} is not allowed; allowed: 1-63 lowercase letters, digits, '_' or '-', "
                     "starting with a lowercase letter (under 128 bytes)"
@@ -140,6 +142,7 @@ class StackConfig(Model):
         if self.cluster.mode == "autopilot":
             check_autopilot(self.cluster, self.gpu_pool, self.ray, flavour)
         else:
+            check_system_pool_machine(self.cluster, self.ray)
             check_head_fits(self.ray, self.cluster.system_pool.machine_type)
         check_worker_fits(self.ray, flavour)
         check_export_kept(self.storage, self.lustre)
