@@ -4,6 +4,7 @@ import pulumi
 
 from infra import config as stack_config
 from infra.cluster_mode import cluster_mode
+from infra.compute_class import GpuComputeClass, GpuComputeClassArgs
 from infra.gate_plan import gate_plan_for_stack
 from infra.gke_networks import GkeNetworkObjects, GkeNetworkObjectsArgs
 from infra.image_prepull import ImagePrePullArgs
@@ -124,6 +125,17 @@ kube = KubernetesAccess(
     "kube", KubernetesAccessArgs(ctx, cluster.name, cluster.endpoint, cluster.ca_certificate, location=cluster.location)
 )
 on_nodes = pulumi.ResourceOptions(provider=kube.provider, depends_on=list(cluster.node_pools), deleted_with=cluster.cluster)
+# The capacity ladder (gpuPool.capacity with two or more rungs): GKE's autoscaler walks the class's pools.
+compute_class = (
+    GpuComputeClass(
+        "gpu-ladder",
+        GpuComputeClassArgs(gpu_pool.compute_class, tuple(p.name for p in gpu_pool.rung_pools),
+                            tuple(p.rung for p in gpu_pool.rung_pools)),
+        opts=on_nodes,
+    )
+    if gpu_pool.compute_class
+    else None
+)
 # The parameter sets name the NIC subnets: created after them.
 gke_networks = GkeNetworkObjects(
     "gke-networks",
@@ -170,7 +182,7 @@ ray_cluster = RayCluster(
     # the job over, nothing of the run is still being written. After the image pre-pull: the pods start warm.
     opts=pulumi.ResourceOptions(
         provider=kube.provider,
-        depends_on=[*cluster.node_pools, nccl, lustre_data, *(r for r in (prepull,) if r is not None)],
+        depends_on=[*cluster.node_pools, nccl, lustre_data, *(r for r in (prepull, compute_class) if r is not None)],
         deleted_with=cluster.cluster,
     ),
 )

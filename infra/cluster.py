@@ -46,7 +46,7 @@ from typing import Any, Optional
 import pulumi
 import pulumi_gcp as gcp
 
-from infra.config import ClusterConfig, GpuPoolConfig, Provisioning
+from infra.config import ClusterConfig, GpuPoolConfig, Provisioning, Rung
 from infra.flavours import Flavour
 from infra.gke_common import (
     CLOUD_PLATFORM_SCOPE,
@@ -62,9 +62,9 @@ from infra.gke_common import (
     node_service_account,
     workload_pool_of,
 )
-from infra.naming import Limit
+from infra.naming import COMPUTE_CLASS_LABEL, Limit
 from infra.options import child_options
-
+from infra.placement import rung_pool_role
 from infra.stack_context import GpuPoolFacts, StackContext
 
 COMPONENT = "gke"
@@ -107,23 +107,31 @@ def cluster_location(ctx: StackContext, cfg: ClusterConfig) -> str:
     return ctx.region if cfg.control_plane_location == "regional" else ctx.zone
 
 
-def provisioning_settings(pool_cfg: GpuPoolConfig) -> dict[str, Any]:
-    """Node pool arguments (snake_case) that follow from how GPU capacity is obtained.
+def provisioning_settings(pool_cfg: GpuPoolConfig, rung: Optional[Rung] = None) -> dict[str, Any]:
+    """Node pool arguments (snake_case) that follow from how GPU capacity is obtained: of `rung` (a pool of
+    the capacity ladder: autoscaled from 0 to `nodeCount`, GKE's autoscaler scales it up when the class's
+    priorities reach it), or of the one pool `provisioning` names.
 
     - spot: `nodeConfig.spot`; preemptible and cheapest, the codelab's and tutorial's choice.
     - reservation: consume exactly the named reservation (SPECIFIC_RESERVATION with the
       reservation-name key), so the pool never silently falls back to on-demand capacity.
-    - flexStart: Dynamic Workload Scheduler with queued provisioning, as the GKE guide "flex-start
-      with queued provisioning" configures it: `--flex-start --enable-queued-provisioning
-      --enable-autoscaling --num-nodes=0 --total-max-nodes N --location-policy=ANY
-      --reservation-affinity=none --no-enable-autorepair`. The pool starts empty; nodes come only
-      through a ProvisioningRequest (or Kueue), all at once, for at most seven days. Whoever
-      deploys the Ray workers must create that request, or the workers stay Pending.
+    - flexStart: flex-start VMs WITHOUT queued provisioning ("About flex-start provisioning mode",
+      https://cloud.google.com/kubernetes-engine/docs/concepts/dws: a flex-start pool of a Standard
+      cluster is scaled up by the cluster autoscaler for pending pods, each node for at most seven
+      days; GKE 1.32.2-gke.1652000 or later). So the Ray workers' own pending pods bring the nodes and
+      the job runs as on any pool; no ProvisioningRequest is needed. The pool's flags are those the
+      queued-provisioning guide used here before, less `--enable-queued-provisioning`: `--flex-start
+      --enable-autoscaling --num-nodes=0 --total-min-nodes=0 --total-max-nodes N --location-policy=ANY
+      --reservation-affinity=none --no-enable-autorepair` (the flex-start VMs how-to page itself was not
+      readable from here: that it asks for exactly these is to be confirmed on the page / a real cluster).
+      Unlike queued provisioning the nodes may come one by one; the run owner waits for the whole
+      gang (workloads/gang_wait.py). Only on the real cloud: how long a scale-up of this pool waits.
     - onDemand: nothing special; GKE may use a matching automatic reservation.
     """
     node_config: dict[str, Any] = {}
     pool: dict[str, Any] = {"management": {"auto_repair": True, "auto_upgrade": True}}
-    mode = pool_cfg.provisioning
+    mode = rung.provisioning if rung is not None else pool_cfg.provisioning
+    reservation_name = rung.reservation_name if rung is not None else pool_cfg.reservation_name
     if mode is Provisioning.SPOT:
         node_config["spot"] = True
         # Spot VMs never come out of a reservation; saying so keeps GKE from matching (and holding) an
@@ -138,24 +146,28 @@ def provisioning_settings(pool_cfg: GpuPoolConfig) -> dict[str, Any]:
         node_config["reservation_affinity"] = {
             "consume_reservation_type": "SPECIFIC_RESERVATION",
             "key": RESERVATION_KEY,
-            "values": [pool_cfg.reservation_name],
+            "values": [reservation_name],
         }
         pool["node_count"] = pool_cfg.node_count
     elif mode is Provisioning.FLEX_START:
         node_config["flex_start"] = True
         node_config["reservation_affinity"] = {"consume_reservation_type": "NO_RESERVATION"}
-        pool["queued_provisioning"] = {"enabled": True}
         pool["initial_node_count"] = 0
         pool["autoscaling"] = {
             "total_min_node_count": 0,
             "total_max_node_count": pool_cfg.node_count,
             "location_policy": "ANY",
         }
-        # Queued-provisioning nodes are not repaired (the guide's --no-enable-autorepair): a repair
-        # would recreate a node outside the request that obtained it.
+        # --no-enable-autorepair: a repaired flex-start node would be a new VM with a new seven-day clock,
+        # outside what the autoscaler asked for.
         pool["management"] = {"auto_repair": False, "auto_upgrade": True}
     else:
         pool["node_count"] = pool_cfg.node_count
+    if rung is not None and "node_count" in pool:
+        # A ladder pool starts empty and grows only when the class's priorities reach it.
+        del pool["node_count"]
+        pool["initial_node_count"] = 0
+        pool["autoscaling"] = {"total_min_node_count": 0, "total_max_node_count": pool_cfg.node_count}
     return {"node_config": node_config, "pool": pool}
 
 
@@ -193,6 +205,9 @@ class GkeCluster(pulumi.ComponentResource):
     node_service_account_grants: list[gcp.projects.IAMMember]
     system_pool: gcp.container.NodePool
     gpu_pool: gcp.container.NodePool
+    """The GPU pool (the ladder's first rung when there is a ladder)."""
+    gpu_pools: list[gcp.container.NodePool]
+    """Every GPU pool: one, or one per rung of the capacity ladder (`gpu_pool_facts.rung_pools` order)."""
     node_pools: list[gcp.container.NodePool]
     node_pool_names: tuple[str, ...]
     gpu_pool_facts: GpuPoolFacts
@@ -214,8 +229,8 @@ class GkeCluster(pulumi.ComponentResource):
         self._cluster(name, args, node_identity, labels)
         self._system_pool(name, ctx, args.cluster, args.system_pool_name, node_identity, labels)
         self._gpu_pool(name, args, node_identity, labels)
-        self.node_pools = [self.system_pool, self.gpu_pool]
-        self.node_pool_names = (args.system_pool_name, args.gpu_pool.pool_name)
+        self.node_pools = [self.system_pool, *self.gpu_pools]
+        self.node_pool_names = (args.system_pool_name, *args.gpu_pool.pool_names)
         self._endpoints(ctx, args.cluster)
         self.register_outputs(
             {**handed_on_outputs(self), "systemPool": self.system_pool.name, "gpuPool": self.gpu_pool.name}
@@ -357,10 +372,39 @@ class GkeCluster(pulumi.ComponentResource):
         )
 
     def _gpu_pool(self, name: str, args: GkeClusterArgs, node_identity: dict[str, Any], labels: dict[str, str]) -> None:
+        facts = self.gpu_pool_facts
+        if not facts.rung_pools:
+            self.gpu_pools = [self._one_gpu_pool(f"{name}-gpu-pool", facts.pool_name, None, args, node_identity, labels)]
+        else:
+            # One pool per rung, all alike but for how the nodes are obtained (infra/compute_class.py).
+            rungs = dict(zip((p.name for p in facts.rung_pools), args.gpu_pool_config.ladder))
+            self.gpu_pools = [
+                self._one_gpu_pool(f"{name}-{rung_pool_role(rung)}-pool", pool, rung, args, node_identity, labels)
+                for pool, rung in rungs.items()
+            ]
+        self.gpu_pool = self.gpu_pools[0]
+
+    def _one_gpu_pool(
+        self,
+        resource_name: str,
+        pool_name: str,
+        rung: Optional[Rung],
+        args: GkeClusterArgs,
+        node_identity: dict[str, Any],
+        labels: dict[str, str],
+    ) -> gcp.container.NodePool:
         ctx, pool_cfg = args.ctx, args.gpu_pool_config
-        provisioning = provisioning_settings(pool_cfg)
+        provisioning = provisioning_settings(pool_cfg, rung)
+        node_config = gpu_node_config(pool_cfg, args.flavour, node_identity, labels, rung)
+        if self.gpu_pool_facts.compute_class:
+            # What GKE requires of a manually created pool a custom ComputeClass names (naming.COMPUTE_CLASS_LABEL).
+            node_config["labels"] = {COMPUTE_CLASS_LABEL: self.gpu_pool_facts.compute_class}
+            node_config["taints"] = [
+                *node_config["taints"],
+                {"key": COMPUTE_CLASS_LABEL, "value": self.gpu_pool_facts.compute_class, "effect": "NO_SCHEDULE"},
+            ]
         gpu_args: dict[str, Any] = {
-            "node_config": gpu_node_config(pool_cfg, args.flavour, node_identity, labels),
+            "node_config": node_config,
             # eth1 = gVNIC, eth2.. = rdma-0..; GKE numbers interfaces in this order, and the pods'
             # interface annotation and the GKE Network objects (from `nics`) assume the same order.
             "network_config": {
@@ -375,9 +419,9 @@ class GkeCluster(pulumi.ComponentResource):
         if pool_cfg.compact_placement:
             # Nodes on nearby hosts: lower latency for the RDMA all-reduce.
             gpu_args["placement_policy"] = {"type": "COMPACT"}
-        self.gpu_pool = gcp.container.NodePool(
-            f"{name}-gpu-pool",
-            name=self.gpu_pool_facts.pool_name,
+        return gcp.container.NodePool(
+            resource_name,
+            name=pool_name,
             project=ctx.project,
             cluster=self.cluster.name,
             location=self.location,
@@ -398,11 +442,15 @@ class GkeCluster(pulumi.ComponentResource):
 
 
 def gpu_node_config(
-    pool_cfg: GpuPoolConfig, flavour: Flavour, node_identity: dict[str, Any], labels: dict[str, str]
+    pool_cfg: GpuPoolConfig,
+    flavour: Flavour,
+    node_identity: dict[str, Any],
+    labels: dict[str, str],
+    rung: Optional[Rung] = None,
 ) -> dict[str, Any]:
     """The GPU pool's `nodeConfig` (snake_case): the flavour's machine, GPUs, disks and taint, the node
-    identity, and what the capacity type adds (`provisioning_settings`)."""
-    provisioning = provisioning_settings(pool_cfg)
+    identity, and what the capacity type (of `rung`, or the one pool's) adds (`provisioning_settings`)."""
+    provisioning = provisioning_settings(pool_cfg, rung)
     return {
         "machine_type": flavour.machine_type,
         "guest_accelerators": [

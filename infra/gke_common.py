@@ -120,6 +120,9 @@ def handed_on_outputs(cluster: ClusterComponent) -> dict[str, Any]:
             "taints": list(facts.taints),
             "nodeSelector": facts.node_selector,
             "nics": [n.interface for n in facts.nics],
+            # The capacity ladder's class and pool -> rung map (what the run owner's gang report names).
+            **({"computeClass": facts.compute_class, "rungPools": {p.name: p.rung for p in facts.rung_pools}}
+               if facts.compute_class else {}),
         },
     }
 

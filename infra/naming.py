@@ -69,6 +69,10 @@ MANAGED_LABELS = {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/p
 
 NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"
 """The node label GKE sets to the node pool's name: pods of the Standard cluster select pools by it."""
+COMPUTE_CLASS_LABEL = "cloud.google.com/compute-class"
+"""The node label (and taint key) a custom ComputeClass's manually created pools carry, and the pods' nodeSelector
+key that requests the class (GoogleCloudPlatform/kubernetes-engine-samples autoscaling/custom-compute-classes/dra
+README.md @2b503651: `--node-labels=cloud.google.com/compute-class=NAME --node-taints=...=NAME:NoSchedule`)."""
 ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
 """The node label GKE sets to the GPU type (`nvidia-b200`, ...)."""
 

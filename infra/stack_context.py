@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from infra.config import StackConfig
-from infra.naming import NODE_POOL_LABEL, Limit, cloud_name, labels
+from infra.naming import COMPUTE_CLASS_LABEL, NODE_POOL_LABEL, Limit, cloud_name, labels
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,15 @@ class NicAttachment:
 
 
 @dataclass(frozen=True)
+class RungPool:
+    """One GPU node pool of the capacity ladder (infra/placement.py `capacity_ladder`)."""
+
+    name: str
+    rung: str
+    """The rung's label: `spot`, `flexStart`, `onDemand` or `reservation NAME`."""
+
+
+@dataclass(frozen=True)
 class GpuPoolFacts:
     """What a workload needs to know about the GPU pool."""
 
@@ -69,9 +78,20 @@ class GpuPoolFacts:
     node_labels: tuple[tuple[str, str], ...] = ()
     """The node labels GPU pods select when there is no pool to name (Autopilot: accelerator, count, zone,
     capacity; see infra/autopilot_pods.py). Empty: the pods select the node pool."""
+    compute_class: str | None = None
+    """The custom ComputeClass whose priorities are the ladder's pools (two or more rungs); None: one pool."""
+    rung_pools: tuple[RungPool, ...] = ()
+    """The ladder's pools in priority order (two or more rungs); empty: the one pool `pool_name`."""
 
     @property
     def node_selector(self) -> dict[str, str]:
         if self.node_labels:
             return dict(self.node_labels)
+        if self.compute_class:
+            return {COMPUTE_CLASS_LABEL: self.compute_class}
         return {NODE_POOL_LABEL: self.pool_name}
+
+    @property
+    def pool_names(self) -> tuple[str, ...]:
+        """Every GPU node pool's name (the ladder's, or the one pool)."""
+        return tuple(p.name for p in self.rung_pools) or (self.pool_name,)

@@ -28,7 +28,9 @@ STACKS = ("dev", "b200", "h200")
 """The GKE Standard stacks (node pools)."""
 AUTOPILOT_STACKS = ("autopilot",)
 """The GKE Autopilot stacks (`cluster.mode: autopilot`, no node pools)."""
-ALL_STACKS = STACKS + AUTOPILOT_STACKS
+LADDER_STACKS = ("b200-ladder",)
+"""The GKE Standard stacks with a capacity ladder (one GPU pool per rung and a ComputeClass)."""
+ALL_STACKS = STACKS + AUTOPILOT_STACKS + LADDER_STACKS
 """Every committed stack: for what must hold whatever the cluster mode."""
 
 

@@ -210,15 +210,14 @@ def test_reservation_provisioning_consumes_exactly_the_named_reservation():
     assert pool.inputs["management"] == {"autoRepair": True, "autoUpgrade": True}, pool.name
 
 
-def test_flex_start_provisioning_queues_for_all_nodes_from_an_empty_autoscaled_pool():
-    plan = run_plan("dev", gpuPool=merged("dev", "gpuPool", {"provisioning": "flexStart", "nodeCount": 2}),
-                    job=merged("dev", "job", {"submit": False}))
+def test_flex_start_provisioning_gets_nodes_from_an_empty_autoscaled_pool_without_a_queue():
+    plan = run_plan("dev", gpuPool=merged("dev", "gpuPool", {"provisioning": "flexStart", "nodeCount": 2}))
     pool = gpu_pool(plan)
     node = pool.inputs["nodeConfig"]
     assert node["flexStart"] is True, pool.name
     assert node["reservationAffinity"] == {"consumeReservationType": "NO_RESERVATION"}, pool.name
     assert "spot" not in node, pool.name
-    assert pool.inputs["queuedProvisioning"] == {"enabled": True}, pool.name
+    assert "queuedProvisioning" not in pool.inputs, pool.name
     assert pool.inputs["autoscaling"] == {"totalMinNodeCount": 0, "totalMaxNodeCount": 2, "locationPolicy": "ANY"}, pool.name
     assert pool.inputs["initialNodeCount"] == 0 and "nodeCount" not in pool.inputs, pool.name
     assert pool.inputs["management"] == {"autoRepair": False, "autoUpgrade": True}, pool.name

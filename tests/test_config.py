@@ -300,11 +300,48 @@ def test_the_head_check_accepts_the_largest_head_that_fits_and_skips_machines_it
     assert parse({**BASE, "cluster": {"systemPool": uncatalogued}, "ray": {"headCpu": 8, "headMemoryGib": 64}}, "dev")
 
 
-def test_flex_start_with_a_job_to_submit_is_refused_because_its_nodes_need_a_provisioning_request():
-    message = rejection(gpuPool={"provisioning": "flexStart"})
-    assert message.startswith("nemo-rl-gke:job.submit: true with gpuPool.provisioning 'flexStart'"), message
-    assert "allowed: false" in message and "\n" not in message
-    assert parse({**BASE, "gpuPool": {"provisioning": "flexStart"}, "job": {"submit": False}}, "dev").gpu_pool.provisioning.value == "flexStart"
+def test_flex_start_runs_with_the_job_because_its_pool_needs_no_provisioning_request():
+    cfg = parse({**BASE, "gpuPool": {"provisioning": "flexStart"}}, "dev")
+    assert cfg.job.submit is True and cfg.gpu_pool.ladder[0].provisioning.value == "flexStart"
+
+
+# ---------------------------------------------------------------- gpuPool.capacity
+
+
+def test_a_capacity_ladder_keeps_its_order_and_names_its_reservation():
+    cfg = parse({**BASE, "gpuPool": {"nodeCount": 2, "capacity": {"ladder": [{"reservation": "my-a4-block"}, "flexStart",
+                                                                           "spot", "onDemand"], "maxWaitMinutes": 45}}}, "dev")
+    assert [r.label for r in cfg.gpu_pool.ladder] == ["reservation my-a4-block", "flexStart", "spot", "onDemand"]
+    assert cfg.gpu_pool.capacity.max_wait_minutes == 45 and cfg.gpu_pool.capacity.on_timeout == "releaseWorkers"
+
+
+def test_without_a_ladder_provisioning_is_the_one_rung():
+    cfg = parse({**BASE, "gpuPool": {"provisioning": "reservation", "reservationName": "my-a4-block"}}, "dev")
+    assert [r.label for r in cfg.gpu_pool.ladder] == ["reservation my-a4-block"]
+
+
+@pytest.mark.parametrize("capacity, key, says", [
+    ({"ladder": ["spot", "spot"]}, "gpuPool.capacity.ladder[1]", "spot appears twice"),
+    ({"ladder": ["sopt"]}, "gpuPool.capacity.ladder[0]", "'sopt' is not allowed; allowed: spot, flexStart, onDemand or {reservation: NAME}"),
+    ({"ladder": ["reservation"]}, "gpuPool.capacity.ladder[0]", "allowed: spot, flexStart"),
+    ({"ladder": []}, "gpuPool.capacity.ladder", "an empty ladder is not allowed"),
+    ({"ladder": [7]}, "gpuPool.capacity.ladder[0]", "7 is not allowed"),
+    ({"ladder": ["spot"], "maxWaitMinutes": 2}, "gpuPool.capacity.maxWaitMinutes", "at least 5"),
+    ({"ladder": ["spot"], "onTimeout": "kill"}, "gpuPool.capacity.onTimeout", "'releaseWorkers' or 'keep'"),
+])
+def test_a_bad_ladder_is_one_line_naming_the_key(capacity, key, says):
+    message = rejection(gpuPool={"capacity": capacity})
+    assert message.startswith(f"nemo-rl-gke:{key}: ") and says in message and "\n" not in message, message
+
+
+def test_a_ladder_next_to_provisioning_is_refused():
+    message = rejection(gpuPool={"provisioning": "spot", "capacity": {"ladder": ["spot", "onDemand"]}})
+    assert message.startswith("nemo-rl-gke:gpuPool.provisioning: is set next to gpuPool.capacity"), message
+
+
+def test_compact_placement_is_refused_with_a_flex_start_rung():
+    message = rejection(gpuPool={"compactPlacement": True, "capacity": {"ladder": ["spot", "flexStart"]}})
+    assert message.startswith("nemo-rl-gke:gpuPool.compactPlacement: ") and "flexStart" in message, message
 
 
 # ---------------------------------------------------------------- cluster.mode: autopilot
@@ -337,6 +374,7 @@ def test_an_unknown_cluster_mode_is_rejected_with_the_allowed_modes():
         ({**AUTOPILOT, "gpuPool": {"compactPlacement": True}}, "gpuPool.compactPlacement", "placement policy"),
         ({**AUTOPILOT, "gpuPool": {"gpuDriverVersion": "LATEST"}}, "gpuPool.gpuDriverVersion", "installs the GPU driver"),
         ({**AUTOPILOT, "gpuPool": {"provisioning": "flexStart"}, "job": {"submit": False}}, "gpuPool.provisioning", "allowed: spot, reservation, onDemand"),
+        ({**AUTOPILOT, "gpuPool": {"capacity": {"ladder": ["spot", "onDemand"]}}}, "gpuPool.capacity", "allowed: one rung"),
         ({**AUTOPILOT, "ray": {"headCpu": 31, "headMemoryGib": 64}}, "ray.headCpu", "at most 30"),
         ({**AUTOPILOT, "ray": {"headCpu": 30, "headMemoryGib": 128}}, "ray.headMemoryGib", "at most 110"),
     ],

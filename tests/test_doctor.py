@@ -138,6 +138,10 @@ class Reservations(_Fake):
             raise gexc.NotFound("no such reservation")
         return found
 
+    def list(self, request=None, *, project=None, zone=None, timeout=None):
+        self.p.record("reservations", "list", project=project, zone=zone, timeout=timeout)
+        return iter(r for r in self.p.reservations.values() if r.zone.endswith(zone))
+
 
 class Networks(_Fake):
     def get(self, request=None, *, project=None, network=None, timeout=None):
@@ -897,7 +901,7 @@ def test_the_command_prints_one_line_per_check_and_exits_0_when_nothing_fails(pr
     lines = out.splitlines()
     assert lines[0].startswith("doctor: stack dev, project my-gcp-project")
     assert any(line.split()[:2] == ["warn", "gpu-quota"] for line in lines)
-    assert lines[-1] == "0 failed, 1 warning(s), 16 passed"
+    assert lines[-1] == "0 failed, 1 warning(s), 17 passed"
 
 
 def test_a_failure_prints_its_fix_and_exits_1(project, monkeypatch):
@@ -1058,3 +1062,54 @@ def test_json_without_credentials_is_a_json_error_document_with_exit_3(monkeypat
     assert doctor.main(["--stack", "dev", "--json"], out=out, err=err) == doctor.EXIT_NO_CREDENTIALS
     doc = json.loads(out.getvalue())
     assert (doc["stack"], doc["exitCode"]) == ("dev", 3) and "gcloud auth application-default login" in doc["error"]
+
+
+# ----------------------------------------------------------------------------- capacity ladder
+
+
+def ladder_config(*rungs, nodes=2):
+    return config(gpuPool={"nodeCount": nodes, "capacity": {"ladder": list(rungs)}})
+
+
+def b200_reservation(name, count, in_use=0):
+    return compute_v1.Reservation(name=name, zone="zones/us-east1-b", status="READY", specific_reservation=compute_v1.AllocationSpecificSKUReservation(
+        count=count, in_use_count=in_use,
+        instance_properties=compute_v1.AllocationSpecificSKUAllocationReservedInstanceProperties(machine_type="a4-highgpu-8g")))
+
+
+def test_every_rung_of_the_ladder_is_checked_against_its_own_quota_or_reservation(project):
+    project.quotas["PREEMPTIBLE_NVIDIA_B200_GPUS"] = (16.0, 8.0)  # 8 free: spot and flex-start cannot hold 2 nodes
+    project.quotas["NVIDIA_B200_GPUS"] = (32.0, 0.0)
+    project.reservations["my-a4-block"] = b200_reservation("my-a4-block", count=4, in_use=3)  # 1 free of the 2 needed
+    cfg = ladder_config({"reservation": "my-a4-block"}, "flexStart", "spot", "onDemand")
+    results = run(project, cfg)["capacity-ladder"]
+    assert [(r.summary.split(":")[0], r.status) for r in results] == [
+        ("rung 1 reservation my-a4-block", doctor.FAIL), ("rung 2 flexStart", doctor.FAIL), ("rung 3 spot", doctor.FAIL),
+        ("rung 4 onDemand", doctor.PASS)]
+    assert "PREEMPTIBLE_NVIDIA_B200_GPUS in us-east1: 8 free of 16" in results[1].summary
+    assert "NVIDIA_B200_GPUS in us-east1: 32 free of 32" in results[3].summary
+    assert "1 of 4" in results[0].summary and "--vm-count 5" in results[0].fix
+    # The single-pool checks defer to the ladder's instead of checking `provisioning`'s default.
+    assert only(project, "gpu-quota", cfg).summary == doctor.LADDER_ELSEWHERE
+    assert only(project, "reservation", cfg).summary == doctor.LADDER_ELSEWHERE
+
+
+def test_a_rungs_missing_reservation_fails_naming_the_rung(project):
+    results = run(project, ladder_config({"reservation": "gone"}, "spot"))["capacity-ladder"]
+    assert results[0].status == doctor.FAIL and results[0].summary == "rung 1 reservation gone: no reservation 'gone' in us-east1-b"
+    assert results[1].status == doctor.PASS
+
+
+def test_a_one_rung_stack_leaves_quota_to_the_single_pool_checks(project):
+    (result,) = run(project)["capacity-ladder"]
+    assert result.status == doctor.PASS and "one rung" in result.summary
+
+
+def test_a_ladder_with_flex_start_needs_the_flex_start_gke_version(monkeypatch):
+    # Today's flex-start floor (1.32.2) is below the Lustre CSI driver's (1.33.2); a higher one must win.
+    monkeypatch.setattr(doctor, "FLEX_START_MIN_GKE", "1.99.0-gke.1")
+    kw = dict(flavour="h200", region="europe-west1", zone="europe-west1-b", lustre={"legacyPort": True})
+    h200 = config(**kw, gpuPool={"nodeCount": 2, "capacity": {"ladder": ["spot", "flexStart"]}})
+    assert doctor.minimum_gke_version(h200) == ("1.99.0-gke.1", "flex-start GPUs")
+    spot_only = config(**kw, gpuPool={"nodeCount": 2, "capacity": {"ladder": ["spot", "onDemand"]}})
+    assert doctor.minimum_gke_version(spot_only)[1] != "flex-start GPUs"

@@ -79,7 +79,7 @@ def test_python_m_jobctl_dry_run_prints_the_exact_job_without_network_or_ray():
 def test_cli_configuration_errors_are_one_line_with_exit_code_2():
     out, err = io.StringIO(), io.StringIO()
     assert cli.main(["submit", "--stack", "nope", "--dry-run"], out=out, err=err) == 2
-    assert err.getvalue() == "error: stack file Pulumi.nope.yaml not found (stacks here: autopilot, b200, dev, h200)\n"
+    assert err.getvalue() == "error: stack file Pulumi.nope.yaml not found (stacks here: autopilot, b200, b200-ladder, dev, h200)\n"
     err = io.StringIO()
     assert cli.main(["status", "--stack", "dev"], out=out, err=err) == 2  # no address, no pulumi CLI
     assert err.getvalue().startswith("error: no dashboard address: pass --address") and err.getvalue().count("\n") == 1

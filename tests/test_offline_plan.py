@@ -53,7 +53,7 @@ def test_plan_without_a_stack_runs_the_dev_stack():
 def test_plan_of_an_unknown_stack_fails_with_a_one_line_error():
     proc = run_cli("--stack", "nope")
     assert proc.returncode == 2
-    assert proc.stderr.strip() == "error: stack file Pulumi.nope.yaml not found (stacks here: autopilot, b200, dev, h200)"
+    assert proc.stderr.strip() == "error: stack file Pulumi.nope.yaml not found (stacks here: autopilot, b200, b200-ladder, dev, h200)"
     assert "Traceback" not in proc.stderr
 
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
 
 from infra import machines
+from infra.naming import COMPUTE_CLASS_LABEL
 from infra.prices import PRICES_FILE, Price, PriceError, PriceTable
 
 if TYPE_CHECKING:
@@ -152,8 +153,23 @@ def machine_shape(machine_type: str) -> Optional[tuple[str, int, float]]:
 
 
 def _node_count(pool: Any) -> int:
+    """The nodes a pool is planned to run: its fixed count, or an autoscaled pool's maximum (a flex-start or
+    ladder pool starts at 0 and grows to the gang)."""
     inputs = pool.inputs
-    return int(inputs.get("nodeCount") or inputs.get("initialNodeCount") or 0)
+    autoscaled = (inputs.get("autoscaling") or {}).get("totalMaxNodeCount")
+    return int(inputs.get("nodeCount") or inputs.get("initialNodeCount") or autoscaled or 0)
+
+
+def is_ladder_pool(pool: Any) -> bool:
+    """A pool of the capacity ladder: it carries the ComputeClass node label (infra/compute_class.py)."""
+    return COMPUTE_CLASS_LABEL in ((pool.inputs.get("nodeConfig") or {}).get("labels") or {})
+
+
+def gang_nodes(pools: list[Any]) -> int:
+    """The GPU nodes a set of pools runs at once: the ladder's pools share one gang (the largest maximum),
+    every other pool adds its own."""
+    ladder = [_node_count(p) for p in pools if is_ladder_pool(p)]
+    return sum(_node_count(p) for p in pools if not is_ladder_pool(p)) + max(ladder, default=0)
 
 
 def job_hours(cfg: "StackConfig") -> tuple[Optional[float], str]:
@@ -173,10 +189,13 @@ def estimate(plan: Any, cfg: "StackConfig", table: Optional[PriceTable] = None, 
     region = cfg.region
     items: list[LineItem] = []
     warnings: list[str] = []
+    ladder = [p for p in plan.by_type(NODE_POOL) if is_ladder_pool(p)]
     for pool in plan.by_type(NODE_POOL):
-        item = _pool_item(pool, table, region, warnings)
+        item = None if is_ladder_pool(pool) else _pool_item(pool, table, region, warnings)
         if item is not None:
             items.append(item)
+    if ladder:
+        items += _ladder_item(ladder, cfg, table, region, warnings)
     items += _autopilot_items(plan, table, region, warnings)
     items += _lustre_items(plan, table, region, warnings)
     items += _cluster_and_bucket_items(plan, cfg, table, bucket_gib)
@@ -223,6 +242,28 @@ def _pool_item(pool: Any, table: PriceTable, region: str, warnings: list[str]) -
         warnings.append(f"{pool.name}: spot CPU nodes shown at the on-demand price")
     detail = f"{nodes} x {machine} ({vcpus} vCPU, {gib:g} GiB)"
     return LineItem(f"CPU pool ({pool.name})", detail, hourly, hourly, "list", [vcpu_rate, gib_rate], pool.name)
+
+
+def _ladder_item(pools: list[Any], cfg: "StackConfig", table: PriceTable, region: str, warnings: list[str]) -> list[LineItem]:
+    """The ladder's pools hold one gang between them: priced once, at the first rung's rate (each rung's
+    price is in the plan's "Capacity ladder" section; a gang from several rungs costs in between)."""
+    first = pools[0]
+    node_config = first.inputs.get("nodeConfig") or {}
+    machine = node_config.get("machineType", "?")
+    nodes = gang_nodes(pools)
+    try:
+        spot = table.get(f"gpu.{machine}.spot", region)
+        on_demand = table.get(f"gpu.{machine}.onDemand", region)
+    except PriceError as err:
+        warnings.append(f"capacity ladder: {err}; GPU nodes not priced")
+        return []
+    first_rung = cfg.gpu_pool.ladder[0].provisioning.value
+    applies = "spot" if first_rung == "spot" else "onDemand"
+    if first_rung not in ("spot", "onDemand"):
+        warnings.append(f"capacity ladder: the first rung ({first_rung}) is shown at the on-demand list price")
+    names = ", ".join(p.name for p in pools)
+    return [LineItem(f"GPU nodes (ladder: {names})", f"{nodes} x {machine}, from any rung", nodes * spot.value,
+                     nodes * on_demand.value, applies, [spot, on_demand], first.name)]
 
 
 def _lustre_items(plan: Any, table: PriceTable, region: str, warnings: list[str]) -> list[LineItem]:

@@ -107,6 +107,7 @@ CREATION_MINUTES: dict[str, Typical] = {
     "kubernetes:core/v1:PersistentVolumeClaim": Typical(0.2, "Pulumi waits for the claim to bind to the static PV", ASSUMED),
     "kubernetes:networking.gke.io/v1:GKENetworkParamSet": Typical(0.1, "API call; GKE reconciles it in seconds", ASSUMED),
     "kubernetes:networking.gke.io/v1:Network": Typical(0.1, "API call; GKE reconciles it in seconds", ASSUMED),
+    "kubernetes:cloud.google.com/v1:ComputeClass": Typical(0.1, "API call; the autoscaler reads the class when pods ask for it", ASSUMED),
     DAEMONSET: Typical(
         2.0, "Pulumi waits for the rollout: the gIB plugin image pull and copy on every GPU node", ASSUMED
     ),

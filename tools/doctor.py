@@ -35,10 +35,11 @@ from typing import Any, Callable, Optional, TextIO, Union
 
 from google.api_core import exceptions as gexc
 
-from infra.config import LUSTRE_CSI_MIN_GKE, LUSTRE_PORT_988_MIN_GKE, ConfigError, Provisioning, StackConfig
+from infra.config import LUSTRE_CSI_MIN_GKE, LUSTRE_PORT_988_MIN_GKE, ConfigError, Provisioning, Rung, StackConfig
 from infra.flavours import parse_gke_version
 from infra.machines import machine_shape
 from infra.network import DEFAULT_NETWORK, SERVICE_NETWORKING, roce_network_profile
+from infra.placement import CUSTOM_COMPUTE_CLASS_MIN_GKE, FLEX_START_MIN_GKE, is_ladder, rung_quota_metric
 from infra.project_apis import REQUIRED_APIS
 from infra.stack_context import StackContext
 from infra.stack_file import DEFAULT_STACK, StackFileError, load_stack
@@ -226,32 +227,41 @@ def check_zone(ctx: Context) -> Result:
 
 
 def gpu_quota_metric(flavour_metric: str, provisioning: Provisioning) -> str:
-    """Spot and flex-start VMs count against the preemptible GPU quota ("Flex-start VMs ... consume
-    preemptible quota", Google Cloud blog, Flex-start VMs GA, 2025-09); on-demand against the standard one."""
-    if provisioning in (Provisioning.SPOT, Provisioning.FLEX_START):
-        return f"PREEMPTIBLE_{flavour_metric}"
-    return flavour_metric
+    """Spot and flex-start VMs count against the preemptible GPU quota, on-demand against the standard one
+    (`infra.placement.rung_quota_metric`, which the plan's ladder reads too)."""
+    return rung_quota_metric(flavour_metric, provisioning) or flavour_metric
+
+
+LADDER_ELSEWHERE = "the capacity ladder's rungs are checked one by one (capacity-ladder)"
 
 
 def check_gpu_quota(ctx: Context) -> Result:
     """The region's GPU quota of the provisioning model has room for the whole pool."""
+    if is_ladder(ctx.cfg):
+        return Result("gpu-quota", PASS, LADDER_ELSEWHERE)
+    return gpu_quota_result(ctx, ctx.cfg.gpu_pool.ladder[0].provisioning)
+
+
+def gpu_quota_result(ctx: Context, provisioning: Provisioning, check: str = "gpu-quota", lead: str = "") -> Result:
+    """Whether the region's GPU quota of `provisioning` holds the whole gang (every rung must: GKE may take
+    all of it from any one rung)."""
     cfg = ctx.cfg
     flavour = cfg.flavour_spec
-    provisioning = cfg.gpu_pool.provisioning
     if provisioning is Provisioning.RESERVATION:
-        return Result("gpu-quota", PASS, "a reservation brings its own quota (see the reservation check)")
+        return Result(check, PASS, f"{lead}a reservation brings its own quota (see the reservation check)")
     need = cfg.gpu_pool.node_count * flavour.gpus_per_node
     metric = gpu_quota_metric(flavour.gpu_quota_metric, provisioning)
     pool = f"{cfg.gpu_pool.node_count} x {flavour.machine_type} need {need}"
     region = ctx.clients.regions.get(project=ctx.project, region=cfg.region, timeout=ctx.timeout)
     quota = next((q for q in region.quotas if q.metric == metric), None)
     if quota is None:
-        return _gpu_family_quota(ctx, metric, need, pool)
+        found = _gpu_family_quota(ctx, metric, need, pool)
+        return replace(found, check=check, summary=lead + found.summary)
     free = quota.limit - quota.usage
-    what = f"{metric} in {cfg.region}: {free:g} free of {quota.limit:g}; {pool}"
+    what = f"{lead}{metric} in {cfg.region}: {free:g} free of {quota.limit:g}; {pool}"
     if free >= need:
-        return Result("gpu-quota", PASS, what)
-    return Result("gpu-quota", FAIL, what, _quota_request(ctx, _quota_id(metric), {"region": cfg.region}, int(quota.usage) + need))
+        return Result(check, PASS, what)
+    return Result(check, FAIL, what, _quota_request(ctx, _quota_id(metric), {"region": cfg.region}, int(quota.usage) + need))
 
 
 def _quota_id(metric: str) -> str:
@@ -370,9 +380,23 @@ def check_reservation(ctx: Context) -> Result:
     """The named reservation exists in the zone, holds the flavour's machine type and has room for the pool."""
     cfg = ctx.cfg
     pool = cfg.gpu_pool
+    if is_ladder(cfg):
+        return Result("reservation", PASS, LADDER_ELSEWHERE)
     if pool.provisioning is not Provisioning.RESERVATION:
         return Result("reservation", PASS, f"none used (gpuPool.provisioning: {pool.provisioning.value})")
-    name, zone = pool.reservation_name, cfg.zone
+    return reservation_result(ctx, pool.reservation_name)
+
+
+def reservation_result(ctx: Context, name: str, check: str = "reservation", lead: str = "") -> Result:
+    """The reservation `name` exists in the zone, holds the flavour's machine type and has room for the gang."""
+    found = _reservation_result(ctx, name)
+    return replace(found, check=check, summary=lead + found.summary)
+
+
+def _reservation_result(ctx: Context, name: str) -> Result:
+    cfg = ctx.cfg
+    pool = cfg.gpu_pool
+    zone = cfg.zone
     try:
         reservation = ctx.clients.reservations.get(project=ctx.project, zone=zone, reservation=name, timeout=ctx.timeout)
     except gexc.NotFound:
@@ -399,6 +423,25 @@ def check_reservation(ctx: Context) -> Result:
     if reservation.status and reservation.status != "READY":
         return Result("reservation", WARN, f"{what}; status {reservation.status}, not READY")
     return Result("reservation", PASS, what)
+
+
+def check_capacity_ladder(ctx: Context) -> list[Result]:
+    """Every rung of `gpuPool.capacity` can supply the whole gang: its GPU quota, or its reservation's free VMs.
+    Spot and flex-start draw on the same preemptible quota, so each is checked against all of it."""
+    cfg = ctx.cfg
+    if not is_ladder(cfg):
+        return [Result("capacity-ladder", PASS, "one rung: the gpu-quota and reservation checks cover it")]
+    results = []
+    for i, rung in enumerate(cfg.gpu_pool.ladder, 1):
+        lead = f"rung {i} {rung.label}: "
+        results.append(_rung_result(ctx, rung, lead))
+    return results
+
+
+def _rung_result(ctx: Context, rung: Rung, lead: str) -> Result:
+    if rung.provisioning is Provisioning.RESERVATION:
+        return reservation_result(ctx, rung.reservation_name or "", "capacity-ladder", lead)
+    return gpu_quota_result(ctx, rung.provisioning, "capacity-ladder", lead)
 
 
 def check_lustre(ctx: Context) -> Result:
@@ -452,6 +495,10 @@ def minimum_gke_version(cfg: StackConfig) -> tuple[str, str]:
     needs = [(flavour.min_gke_version, f"flavour {flavour.name}"), (LUSTRE_CSI_MIN_GKE, "the Managed Lustre CSI driver")]
     if not cfg.lustre.legacy_port:
         needs.append((LUSTRE_PORT_988_MIN_GKE, "Lustre on port 988"))
+    if is_ladder(cfg):
+        needs.append((CUSTOM_COMPUTE_CLASS_MIN_GKE, "the capacity ladder's custom ComputeClass"))
+    if any(r.provisioning is Provisioning.FLEX_START for r in cfg.gpu_pool.ladder):
+        needs.append((FLEX_START_MIN_GKE, "flex-start GPUs"))
     return max(needs, key=lambda n: parse_gke_version(n[0]))
 
 
@@ -641,6 +688,7 @@ CHECKS: tuple[tuple[str, Check, tuple[str, ...]], ...] = (
     ("gpu-quota", check_gpu_quota, ("compute.googleapis.com",)),
     ("global-quota", check_global_quota, ("compute.googleapis.com",)),
     ("reservation", check_reservation, ("compute.googleapis.com",)),
+    ("capacity-ladder", check_capacity_ladder, ("compute.googleapis.com",)),
     ("lustre", check_lustre, ("lustre.googleapis.com",)),
     ("iam", check_iam, ("cloudresourcemanager.googleapis.com",)),
     ("gke-versions", check_gke_versions, ("container.googleapis.com",)),

@@ -15,7 +15,9 @@ from tools import cost
 from tools import deploy_time
 from tools import sizing
 from infra.config import ConfigError, StackConfig, namespaced, parse
+from infra.placement import FALLBACK_NOTE, RungPlan, capacity_ladder, is_ladder
 from infra.prices import price_table
+from infra.stack_context import StackContext
 
 LUSTRE = "gcp:lustre/instance:Instance"
 
@@ -29,6 +31,56 @@ class Estimates:
     """The RayCluster component's `workerFit` output: worker requests and the node's headroom."""
     preemption: Optional[dict[str, Any]] = None
     """What one preemption costs at the job's save period, and the budget (`preemption_loss`)."""
+    ladder: Optional["Ladder"] = None
+    """The capacity ladder (two or more rungs); None for one pool."""
+
+
+@dataclass
+class Ladder:
+    rungs: tuple[RungPlan, ...]
+    nodes: int
+    max_wait_minutes: int
+    on_timeout: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rungs": [
+                {"rung": r.rung, "pool": r.pool, "priceKey": r.price_key, "nodeHour": r.node_hour,
+                 "gangHour": r.gang_hour(self.nodes), "estimate": r.estimate, "quota": r.quota, "limits": r.limits}
+                for r in self.rungs
+            ],
+            "nodes": self.nodes,
+            "maxWaitMinutes": self.max_wait_minutes,
+            "onTimeout": self.on_timeout,
+            "fallback": FALLBACK_NOTE,
+        }
+
+
+def ladder_plan(plan: Any, cfg: StackConfig) -> Optional[Ladder]:
+    if not is_ladder(cfg):
+        return None
+    capacity = cfg.gpu_pool.capacity
+    return Ladder(capacity_ladder(StackContext.from_config(plan.stack, cfg), cfg), cfg.gpu_pool.node_count,
+                  capacity.max_wait_minutes, capacity.on_timeout)
+
+
+def render_ladder(ladder: Optional[Ladder], currency: str = "USD") -> list[str]:
+    if ladder is None:
+        return []
+    lines = [f"Capacity ladder ({ladder.nodes} nodes from any rungs, tried in this order by GKE's autoscaler "
+             f"through a ComputeClass; infra/compute_class.py):"]
+    width = max(len(r.rung) for r in ladder.rungs)
+    for i, r in enumerate(ladder.rungs, 1):
+        price = ("no price" if r.node_hour is None
+                 else f"{cost.money(r.node_hour)}/node-h, {cost.money(r.gang_hour(ladder.nodes) or 0)}/h for the gang")
+        mark = " *" if r.estimate else ""
+        lines.append(f"  {i}. {r.rung:{width}}  pool {r.pool}: {price}{mark}; quota {r.quota}; {r.limits}")
+    lines.append(f"  wait: the run owner waits {ladder.max_wait_minutes} min for the whole gang, then says so and "
+                 + ("scales the workers to 0 (gpuPool.capacity.onTimeout releaseWorkers)" if ladder.on_timeout == "releaseWorkers"
+                    else "keeps waiting (gpuPool.capacity.onTimeout keep)"))
+    lines.append(f"  per rung: {FALLBACK_NOTE}")
+    lines.append("")
+    return lines
 
 
 def stack_config(plan: Any) -> StackConfig:
@@ -113,6 +165,7 @@ def compute(plan: Any, cfg: Optional[StackConfig] = None) -> Estimates:
         deploy=deploy_time.estimate(plan),
         worker_fit=worker_fit(plan),
         preemption=preemption_loss(cfg, checkpoints, costs),
+        ladder=ladder_plan(plan, cfg),
     )
 
 
@@ -202,6 +255,8 @@ def to_json(est: Estimates, plan: Any = None) -> dict[str, Any]:
         "workerFit": est.worker_fit,
         "acceptanceGate": gate_cost(est),
         "preemption": est.preemption,
+        # Only for a ladder, so a one-rung stack's plan document is what it was before the ladder existed.
+        **({"capacityLadder": est.ladder.to_json()} if est.ladder is not None else {}),
     }
     if plan is not None:
         doc["firstRun"] = first_run_json(est, plan)
@@ -262,6 +317,7 @@ def render(est: Estimates, plan: Any = None) -> list[str]:
     lines = [
         *cost.render(est.cost),
         "",
+        *render_ladder(est.ladder, est.cost.currency),
         *render_checkpoints(est.checkpoints, monthly),
         *render_preemption(est.preemption, est.cost.currency),
         "",

@@ -244,14 +244,14 @@ def _jsonable(value: Any) -> Any:
 def summary(plan: Plan) -> dict[str, Any]:
     """Resource counts by type and the GPU capacity, derived from the registered node pools."""
     counts = collections.Counter(r.type for r in plan.resources)
-    gpu_nodes = gpus = 0
-    for pool in plan.by_type("gcp:container/nodePool:NodePool"):
-        accelerators = (pool.inputs.get("nodeConfig") or {}).get("guestAccelerators") or []
-        per_node = sum(int(a.get("count", 0)) for a in accelerators)
-        if per_node:
-            nodes = int(pool.inputs.get("nodeCount") or pool.inputs.get("initialNodeCount") or 0)
-            gpu_nodes += nodes
-            gpus += nodes * per_node
+    from tools.cost import gang_nodes
+
+    gpu_pools = [p for p in plan.by_type("gcp:container/nodePool:NodePool")
+                 if (p.inputs.get("nodeConfig") or {}).get("guestAccelerators")]
+    per_node = max((sum(int(a.get("count", 0)) for a in p.inputs["nodeConfig"]["guestAccelerators"]) for p in gpu_pools),
+                   default=0)
+    gpu_nodes = gang_nodes(gpu_pools)  # the ladder's pools share one gang
+    gpus = gpu_nodes * per_node
     from tools.autopilot_plan import summary_counts
 
     autopilot = summary_counts(plan)  # Autopilot: no pools; the GPU pods each take a whole node

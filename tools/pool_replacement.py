@@ -84,15 +84,19 @@ CONFIG_KEYS: dict[str, tuple[str, ...]] = {
     "project": ("project",),
     "cluster": ("namePrefix",),
     "location": ("region", "zone", "cluster.controlPlaneLocation"),
-    "initialNodeCount": ("gpuPool.provisioning",),
+    # A rung pool's capacity type is its rung of `gpuPool.capacity` (a one-rung ladder is the single pool,
+    # whose rung a capacity edit changes in place of the pool). In a longer ladder a rung's kind or
+    # reservation names its pool (infra.placement.rung_pool_role): editing it creates a new pool and deletes
+    # the old one, which `--compare` shows as such.
+    "initialNodeCount": ("gpuPool.capacity", "gpuPool.provisioning"),
     "placementPolicy": ("gpuPool.compactPlacement",),
-    "queuedProvisioning": ("gpuPool.provisioning",),
+    "queuedProvisioning": ("gpuPool.capacity", "gpuPool.provisioning"),
     "networkConfig.additionalNodeNetworkConfigs": ("flavour", "namePrefix", "network"),
     "nodeConfig.guestAccelerators": ("flavour", "gpuPool.gpuDriverVersion"),
     "nodeConfig.ephemeralStorageLocalSsdConfig": ("flavour",),
-    "nodeConfig.spot": ("gpuPool.provisioning",),
-    "nodeConfig.flexStart": ("gpuPool.provisioning",),
-    "nodeConfig.reservationAffinity": ("gpuPool.provisioning", "gpuPool.reservationName"),
+    "nodeConfig.spot": ("gpuPool.capacity", "gpuPool.provisioning"),
+    "nodeConfig.flexStart": ("gpuPool.capacity", "gpuPool.provisioning"),
+    "nodeConfig.reservationAffinity": ("gpuPool.capacity", "gpuPool.provisioning", "gpuPool.reservationName"),
     "nodeConfig.serviceAccount": ("namePrefix",),
 }
 """The stack config keys that set each ForceNew input this program sets (the others it sets, scopes

@@ -18,6 +18,7 @@ import enum
 import json
 import re
 import sys
+import types
 import typing
 from pathlib import Path
 from typing import Any
@@ -76,6 +77,9 @@ def _rows(model: type[BaseModel], prefix: str) -> list[str]:
         key = f"{prefix}{field.alias or name}"
         ann = field.annotation
         inner = typing.get_args(ann)[0] if typing.get_origin(ann) is tuple else ann
+        optional = [a for a in typing.get_args(ann) if a is not type(None)]
+        if typing.get_origin(ann) in (typing.Union, types.UnionType) and len(optional) == 1:
+            inner = ann = optional[0]  # Optional[Section]: its keys, as for a section that is always there
         desc = (field.description or "").replace("|", "\\|").replace("\n", " ")
         rows.append(f"| `{key}` | {_type_name(ann)} | {_default(field)} | {desc} |")
         if isinstance(inner, type) and issubclass(inner, BaseModel):

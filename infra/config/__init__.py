@@ -29,7 +29,7 @@ from infra.config.cluster import AuthorizedNetwork, ClusterConfig, SystemPoolCon
 from infra.config.cost import CostConfig
 from infra.config.engine import namespaced
 from infra.config.errors import ConfigError, KeyedValueError, MissingSecretError, format_validation_error
-from infra.config.gpu_pool import GpuPoolConfig, Provisioning
+from infra.config.gpu_pool import CapacityConfig, GpuPoolConfig, Provisioning, Rung
 from infra.config.job import JobConfig, Override
 from infra.config.lustre import LustreConfig
 from infra.config.network import NetworkConfig
@@ -67,6 +67,7 @@ __all__ = [
     "RESERVED_LABEL_KEYS",
     "SECRET_KEYS",
     "AuthorizedNetwork",
+    "CapacityConfig",
     "ClusterConfig",
     "ConfigError",
     "CostConfig",
@@ -81,6 +82,7 @@ __all__ = [
     "Override",
     "Provisioning",
     "RayConfig",
+    "Rung",
     "RecoveryConfig",
     "Settings",
     "StackConfig",

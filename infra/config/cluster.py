@@ -262,7 +262,13 @@ def check_autopilot(cluster: ClusterConfig, gpu_pool: GpuPoolConfig, ray: RayCon
             "gpuPool.compactPlacement",
             f"true, but {why} to give a placement policy; allowed: false, or cluster.mode: standard",
         )
-    if gpu_pool.provisioning is Provisioning.FLEX_START:
+    if gpu_pool.capacity is not None and len(gpu_pool.ladder) > 1:
+        raise KeyedValueError(
+            "gpuPool.capacity",
+            f"has {len(gpu_pool.ladder)} rungs, but {why} to name node pools in a ComputeClass; allowed: one rung, or "
+            "cluster.mode: standard",
+        )
+    if any(r.provisioning is Provisioning.FLEX_START for r in gpu_pool.ladder):
         raise KeyedValueError(
             "gpuPool.provisioning",
             "'flexStart' is not built for cluster.mode: autopilot; allowed: spot, reservation, onDemand, or "

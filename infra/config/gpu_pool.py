@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import Enum
-from typing import Literal, Optional
+from typing import Any, Literal, Optional
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from infra.config.base import Model
 from infra.config.errors import KeyedValueError
@@ -21,6 +22,87 @@ class Provisioning(str, Enum):
     ON_DEMAND = "onDemand"
 
 
+@dataclass(frozen=True)
+class Rung:
+    """One rung of the capacity ladder: how its nodes are obtained (and which reservation)."""
+
+    provisioning: Provisioning
+    reservation_name: Optional[str] = None
+
+    @property
+    def label(self) -> str:
+        """How the plan, the pool names and the gang report name the rung."""
+        if self.provisioning is Provisioning.RESERVATION:
+            return f"reservation {self.reservation_name}"
+        return self.provisioning.value
+
+
+class RungConfig(Model):
+    """A rung as a stack file writes it: `spot`, `flexStart`, `onDemand` or `{reservation: NAME}`."""
+
+    provisioning: Provisioning = Field(description="How the rung's nodes are obtained.")
+    reservation_name: Optional[str] = Field(
+        None, pattern=LOWER_NAME, max_length=63, description="The Compute Engine reservation of a reservation rung."
+    )
+
+
+RUNG_HELP = "spot, flexStart, onDemand or {reservation: NAME}"
+SHORT_RUNGS = (Provisioning.SPOT.value, Provisioning.FLEX_START.value, Provisioning.ON_DEMAND.value)
+
+
+class CapacityConfig(Model):
+    """`gpuPool.capacity`: the ordered capacity ladder GKE's autoscaler walks through a ComputeClass."""
+
+    ladder: tuple[RungConfig, ...] = Field(
+        description="Ordered rungs, most preferred first: each of spot, flexStart, onDemand or {reservation: NAME}. "
+        "One GPU pool per rung (same machine, NICs and RDMA networks, autoscaled 0..nodeCount) and a ComputeClass "
+        "whose priorities name them in this order; a gang may mix nodes of several rungs.",
+    )
+    max_wait_minutes: int = Field(
+        60, ge=5, le=7 * 24 * 60,
+        description="How long the run owner waits for the whole gang (gpuPool.nodeCount nodes, from any rungs) "
+        "before it says so and releases the partial nodes (`onTimeout`).",
+    )
+    on_timeout: Literal["releaseWorkers", "keep"] = Field(
+        "releaseWorkers",
+        description="`releaseWorkers` (default): scale the Ray worker group to 0 so the autoscaler removes the partial "
+        "nodes; `keep`: only say so and keep waiting.",
+    )
+
+    @field_validator("ladder", mode="before")
+    @classmethod
+    def _rung_shorthand(cls, value: Any) -> Any:
+        """`spot` means {provisioning: spot}; `{reservation: NAME}` a reservation rung."""
+        if not isinstance(value, (list, tuple)):
+            return value
+        if not value:
+            raise ValueError(f"an empty ladder is not allowed; allowed: one or more of {RUNG_HELP}")
+        rungs = []
+        for i, raw in enumerate(value):
+            if isinstance(raw, str):
+                if raw not in SHORT_RUNGS:
+                    raise KeyedValueError(f"[{i}]", f"{raw!r} is not allowed; allowed: {RUNG_HELP}")
+                raw = {"provisioning": raw}
+            elif isinstance(raw, dict) and set(raw) == {"reservation"}:
+                raw = {"provisioning": Provisioning.RESERVATION.value, "reservationName": raw["reservation"]}
+            elif not isinstance(raw, dict):
+                raise KeyedValueError(f"[{i}]", f"{raw!r} is not allowed; allowed: {RUNG_HELP}")
+            rungs.append(raw)
+        return rungs
+
+    @model_validator(mode="after")
+    def _rungs_distinct(self) -> "CapacityConfig":
+        seen: set[tuple[Provisioning, Optional[str]]] = set()
+        for i, r in enumerate(self.ladder):
+            if (r.provisioning is Provisioning.RESERVATION) != bool(r.reservation_name):
+                raise KeyedValueError(f"ladder[{i}]", f"a reservation rung needs its name and no other rung has one; allowed: {RUNG_HELP}")
+            key = (r.provisioning, r.reservation_name)
+            if key in seen:
+                raise KeyedValueError(f"ladder[{i}]", f"{Rung(*key).label} appears twice; allowed: each rung once")
+            seen.add(key)
+        return self
+
+
 class GpuPoolConfig(Model):
     """The GPU node pool."""
 
@@ -28,8 +110,8 @@ class GpuPoolConfig(Model):
     provisioning: Provisioning = Field(
         Provisioning.SPOT,
         description="`spot` (default, cheapest, preemptible), `reservation` (needs `reservationName`), "
-        "`flexStart` (DWS queued provisioning: the pool starts empty and gets nodes only for a ProvisioningRequest, "
-        "which this program does not create; needs `job.submit: false`) or `onDemand`.",
+        "`flexStart` (flex-start VMs: the pool starts empty and GKE's autoscaler gets nodes for the pending Ray "
+        "workers, for at most seven days each) or `onDemand`. A one-rung `gpuPool.capacity`; set one or the other.",
     )
     reservation_name: Optional[str] = Field(
         None, pattern=LOWER_NAME, max_length=63, description="Compute Engine reservation to consume when `provisioning` is `reservation`."
@@ -38,9 +120,30 @@ class GpuPoolConfig(Model):
     gpu_driver_version: Literal["DEFAULT", "LATEST"] = Field(
         "LATEST", description="GPU driver GKE installs on the nodes."
     )
+    capacity: Optional[CapacityConfig] = Field(
+        None,
+        description="The capacity ladder (`ladder`, `maxWaitMinutes`, `onTimeout`): more than one way to get the GPUs, "
+        "tried in order by GKE's autoscaler. Unset: the one rung `provisioning` (and `reservationName`) names.",
+    )
+
+    @property
+    def ladder(self) -> tuple[Rung, ...]:
+        """The rungs in order: `capacity.ladder`, or the one rung of `provisioning`."""
+        if self.capacity is not None:
+            return tuple(Rung(r.provisioning, r.reservation_name) for r in self.capacity.ladder)
+        return (Rung(self.provisioning, self.reservation_name),)
 
     @model_validator(mode="after")
     def _reservation_needs_name(self) -> "GpuPoolConfig":
+        if self.capacity is not None:
+            both = sorted({"provisioning", "reservation_name"} & self.model_fields_set)
+            if both:
+                key = {"provisioning": "provisioning", "reservation_name": "reservationName"}[both[0]]
+                raise KeyedValueError(key, "is set next to gpuPool.capacity; allowed: one of them (a one-rung ladder is "
+                                      "`provisioning`)")
+            if self.compact_placement and any(r.provisioning is Provisioning.FLEX_START for r in self.ladder):
+                raise KeyedValueError("compactPlacement", "not allowed with a flexStart rung in gpuPool.capacity; allowed: false")
+            return self
         if self.provisioning is Provisioning.RESERVATION and not self.reservation_name:
             raise KeyedValueError("reservationName", "required when gpuPool.provisioning is 'reservation'")
         if self.provisioning is not Provisioning.RESERVATION and self.reservation_name:

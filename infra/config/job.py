@@ -11,10 +11,8 @@ from pydantic import Field, StringConstraints, field_validator, model_validator
 
 from infra.config.base import Model
 from infra.config.errors import KeyedValueError, shown
-from infra.config.gpu_pool import GpuPoolConfig, Provisioning
 from infra.config.patterns import SAFE_TOKEN
 from infra.flavours import Flavour
-from workloads import cli_args
 from workloads.overrides import data_key_problem, parse_override
 from workloads.recipes import RECIPES, Parallelism, Recipe
 
@@ -249,16 +247,4 @@ def check_job_fits(job: JobConfig, node_count: int, flavour: Flavour) -> None:
         raise KeyedValueError(
             "gpuPool.nodeCount",
             f"{nodes} is too small for job.recipe {recipe!r}; allowed: at least {par.min_nodes}",
-        )
-
-
-def check_flex_start_not_submitted(job: JobConfig, gpu_pool: GpuPoolConfig) -> None:
-    """`job.submit` is off on a flexStart pool, which gets no nodes without a ProvisioningRequest."""
-    if gpu_pool.provisioning is Provisioning.FLEX_START and job.submit:
-        # The job would wait an hour for workers that never come, then fail the deploy.
-        raise KeyedValueError(
-            "job.submit",
-            "true with gpuPool.provisioning 'flexStart': that pool gets nodes only for a ProvisioningRequest "
-            "(or Kueue), which this program does not create, so the job would never start; allowed: false "
-            f"(create the request yourself, then `{cli_args.RUN} jobctl submit`), or another gpuPool.provisioning",
         )

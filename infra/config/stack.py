@@ -21,7 +21,7 @@ from infra.config.cluster import (
 from infra.config.cost import CostConfig
 from infra.config.errors import ConfigError, KeyedValueError, shown
 from infra.config.gpu_pool import GpuPoolConfig
-from infra.config.job import JobConfig, check_flex_start_not_submitted, check_job_fits
+from infra.config.job import JobConfig, check_job_fits
 from infra.config.lustre import LustreConfig
 from infra.config.network import NetworkConfig, check_address_room, check_rdma_subnets
 from infra.config.patterns import NAME_PREFIX, PATTERN_HELP, PROJECT_ID, REGION, ZONE
@@ -145,7 +145,6 @@ class StackConfig(Model):
             check_system_pool_machine(self.cluster, self.ray)
             check_head_fits(self.ray, self.cluster.system_pool.machine_type)
         check_worker_fits(self.ray, flavour)
-        check_flex_start_not_submitted(self.job, self.gpu_pool)
         check_export_kept(self.storage, self.lustre)
         check_job_fits(self.job, self.gpu_pool.node_count, flavour)
         self._check_version_matrix()
