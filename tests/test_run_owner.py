@@ -175,8 +175,20 @@ def test_a_running_then_failed_gate_prevents_every_training_submission_by_the_wa
     assert [r.submission_id for r in run_owner.gate_runs(client.list_jobs(), stack)] == [gate_id]
 
 
+def forget_the_stacks_jobs(client, stack: str) -> None:
+    """Delete every ended job and gate run of `stack` from the head this test process shares: another
+    test (tests/test_jobctl.py) may have run the same stack's real spec there, which would make the
+    next attempt `-r2`, not the one whose gate this test runs."""
+    for job in [*jobs.list_jobs(client, stack), *run_owner.gate_runs(client.list_jobs(), stack)]:
+        if job.status in (JobStatus.PENDING, JobStatus.RUNNING):
+            client.stop_job(job.submission_id)
+            jobs.wait(client, job.submission_id, timeout=JOB_TIMEOUT, poll_interval=0.2)
+        client.delete_job(job.submission_id)
+
+
 def test_submit_by_hand_waits_for_a_running_gate_and_submits_nothing_after_its_failure(head, client, tmp_path):
     # `python -m jobctl submit`: the dev stack's real spec; a gate for its first attempt is running.
+    forget_the_stacks_jobs(client, "dev")
     spec = build_spec(load_stack("dev"))
     release = tmp_path / "release"
     start_fake_gate(client, "dev", spec.submission_id, (), failed_report("gke-dev-gpu-1"), release)
