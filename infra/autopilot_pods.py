@@ -98,9 +98,7 @@ def admission_problems(pod_spec: Mapping[str, Any]) -> list[str]:
     for key in ("hostNetwork", "hostPID", "hostIPC"):
         if pod_spec.get(key):
             problems.append(f"{key}: true")
-    host_paths = {
-        v["name"]: v["hostPath"].get("path", "") for v in pod_spec.get("volumes") or () if "hostPath" in v
-    }
+    host_paths = {v["name"]: v["hostPath"].get("path", "") for v in pod_spec.get("volumes") or () if "hostPath" in v}
     for path in host_paths.values():
         if path not in READ_ONLY_HOST_PATHS:
             problems.append(f"hostPath {path}: only {', '.join(READ_ONLY_HOST_PATHS)} (read-only) are allowed")
@@ -164,7 +162,9 @@ def ray_values_for_autopilot(values: Mapping[str, Any], worker: AutopilotPodLimi
 
     head["resources"] = general_purpose_resources(head["resources"]["requests"])
 
-    problems = [f"Ray {name}: {p}" for name, spec in (("head", head), ("worker", group)) for p in admission_problems(spec)]
+    problems = [
+        f"Ray {name}: {p}" for name, spec in (("head", head), ("worker", group)) for p in admission_problems(spec)
+    ]
     if problems:
         raise ValueError("Autopilot would refuse the Ray pods: " + "; ".join(problems))
     return out

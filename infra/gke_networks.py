@@ -60,7 +60,9 @@ def check_nics(nics: tuple[NicAttachment, ...]) -> None:
         if nic.interface == DEFAULT_INTERFACE:
             problems.append(f"{nic.network_object}: interface {DEFAULT_INTERFACE} is the pod's default network")
         if nic.device_mode not in DEVICE_MODES:
-            problems.append(f"{nic.network_object}: deviceMode {nic.device_mode!r} is not one of {', '.join(DEVICE_MODES)}")
+            problems.append(
+                f"{nic.network_object}: deviceMode {nic.device_mode!r} is not one of {', '.join(DEVICE_MODES)}"
+            )
         if nic.network_object == "default":
             problems.append("a Network object may not be called 'default' (that name is the pod network)")
     if problems:
@@ -120,7 +122,11 @@ class GkeNetworkObjects(pulumi.ComponentResource):
             metadata={"name": nic.network_object, "labels": dict(MANAGED_LABELS)},
             spec={
                 "type": "Device",
-                "parametersRef": {"group": "networking.gke.io", "kind": "GKENetworkParamSet", "name": nic.network_object},
+                "parametersRef": {
+                    "group": "networking.gke.io",
+                    "kind": "GKENetworkParamSet",
+                    "name": nic.network_object,
+                },
             },
             # Created after, and deleted before, the parameter set it points at.
             opts=child_options(self, opts, depends_on=[params], custom_timeouts=DELETE_TIMEOUT),

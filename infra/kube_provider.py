@@ -31,8 +31,8 @@ from typing import Optional
 import pulumi
 import pulumi_kubernetes as k8s
 
-from infra.stack_context import StackContext
 from infra.options import child_options
+from infra.stack_context import StackContext
 
 AUTH_PLUGIN = "gke-gcloud-auth-plugin"
 AUTH_API_VERSION = "client.authentication.k8s.io/v1beta1"

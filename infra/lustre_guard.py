@@ -226,7 +226,9 @@ def import_results(client: Any, props: dict[str, Any], timeout: float = TRANSFER
     name = instance_name(props["project"], props["zone"], props["instance_id"])
     source = props["import_from"]
     what = f"importing {source} into / of Lustre instance {name}"
-    request = lustre.ImportDataRequest(name=name, gcs_path=lustre.GcsPath(uri=source), lustre_path=lustre.LustrePath(path="/"))
+    request = lustre.ImportDataRequest(
+        name=name, gcs_path=lustre.GcsPath(uri=source), lustre_path=lustre.LustrePath(path="/")
+    )
     try:
         operation = _start(lambda: client.import_data(request=request), what)
         _wait(operation, what, timeout)
@@ -305,7 +307,13 @@ class LustreGuardProvider(ResourceProvider):
 
 
 def guard_props(
-    *, project: str, zone: str, instance_id: Any, bucket: Any, dirs: tuple[str, ...], export_on_destroy: bool,
+    *,
+    project: str,
+    zone: str,
+    instance_id: Any,
+    bucket: Any,
+    dirs: tuple[str, ...],
+    export_on_destroy: bool,
     import_from: Optional[str],
 ) -> dict[str, Any]:
     """The dynamic resource's props (Outputs allowed for `instance_id` and `bucket`)."""

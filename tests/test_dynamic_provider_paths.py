@@ -9,7 +9,6 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import ROOT
 
 PICKLED = json.loads((ROOT / "tests" / "reference" / "pickled_providers.json").read_text())["providers"]

@@ -20,8 +20,15 @@ REAL_2_28_9 = (LOGS / "h200-1gpu-nccl-2.28.9-gate-rank-socket.log").read_text()
 
 def plan(**changes) -> gate.GatePlan:
     base = gate.GatePlan(
-        node_count=2, gpus_per_node=8, gpu_name="B200", busbw_floor_gbps=162.06, busbw_source="test",
-        mount_path="/lustre", storage_expected_gbps=8.789, storage_floor_gbps=4.395, storage_source="test",
+        node_count=2,
+        gpus_per_node=8,
+        gpu_name="B200",
+        busbw_floor_gbps=162.06,
+        busbw_source="test",
+        mount_path="/lustre",
+        storage_expected_gbps=8.789,
+        storage_floor_gbps=4.395,
+        storage_source="test",
         storage_bytes_per_node=1 << 30,
     )
     return dataclasses.replace(base, **changes)
@@ -30,7 +37,8 @@ def plan(**changes) -> gate.GatePlan:
 def report(fabric: gate.Check) -> gate.GateReport:
     return gate.GateReport(
         (gate.Check("gpus", True, "16 healthy B200 GPUs on 2 nodes"), fabric, gate.check_storage(plan(), 6.2, 5.0)),
-        seconds=90.0, node_count=2,
+        seconds=90.0,
+        node_count=2,
     )
 
 

@@ -11,13 +11,11 @@ import math
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from tools import cost
-from tools import deploy_time
-from tools import sizing
 from infra.config import ConfigError, StackConfig, namespaced, parse
 from infra.placement import FALLBACK_NOTE, RungPlan, capacity_ladder, is_ladder
 from infra.prices import price_table
 from infra.stack_context import StackContext
+from tools import cost, deploy_time, sizing
 
 LUSTRE = "gcp:lustre/instance:Instance"
 
@@ -45,8 +43,16 @@ class Ladder:
     def to_json(self) -> dict[str, Any]:
         return {
             "rungs": [
-                {"rung": r.rung, "pool": r.pool, "priceKey": r.price_key, "nodeHour": r.node_hour,
-                 "gangHour": r.gang_hour(self.nodes), "estimate": r.estimate, "quota": r.quota, "limits": r.limits}
+                {
+                    "rung": r.rung,
+                    "pool": r.pool,
+                    "priceKey": r.price_key,
+                    "nodeHour": r.node_hour,
+                    "gangHour": r.gang_hour(self.nodes),
+                    "estimate": r.estimate,
+                    "quota": r.quota,
+                    "limits": r.limits,
+                }
                 for r in self.rungs
             ],
             "nodes": self.nodes,
@@ -60,24 +66,38 @@ def ladder_plan(plan: Any, cfg: StackConfig) -> Optional[Ladder]:
     if not is_ladder(cfg):
         return None
     capacity = cfg.gpu_pool.capacity
-    return Ladder(capacity_ladder(StackContext.from_config(plan.stack, cfg), cfg), cfg.gpu_pool.node_count,
-                  capacity.max_wait_minutes, capacity.on_timeout)
+    return Ladder(
+        capacity_ladder(StackContext.from_config(plan.stack, cfg), cfg),
+        cfg.gpu_pool.node_count,
+        capacity.max_wait_minutes,
+        capacity.on_timeout,
+    )
 
 
 def render_ladder(ladder: Optional[Ladder], currency: str = "USD") -> list[str]:
     if ladder is None:
         return []
-    lines = [f"Capacity ladder ({ladder.nodes} nodes from any rungs, tried in this order by GKE's autoscaler "
-             f"through a ComputeClass; infra/compute_class.py):"]
+    lines = [
+        f"Capacity ladder ({ladder.nodes} nodes from any rungs, tried in this order by GKE's autoscaler "
+        f"through a ComputeClass; infra/compute_class.py):"
+    ]
     width = max(len(r.rung) for r in ladder.rungs)
     for i, r in enumerate(ladder.rungs, 1):
-        price = ("no price" if r.node_hour is None
-                 else f"{cost.money(r.node_hour)}/node-h, {cost.money(r.gang_hour(ladder.nodes) or 0)}/h for the gang")
+        price = (
+            "no price"
+            if r.node_hour is None
+            else f"{cost.money(r.node_hour)}/node-h, {cost.money(r.gang_hour(ladder.nodes) or 0)}/h for the gang"
+        )
         mark = " *" if r.estimate else ""
         lines.append(f"  {i}. {r.rung:{width}}  pool {r.pool}: {price}{mark}; quota {r.quota}; {r.limits}")
-    lines.append(f"  wait: the run owner waits {ladder.max_wait_minutes} min for the whole gang, then says so and "
-                 + ("scales the workers to 0 (gpuPool.capacity.onTimeout releaseWorkers)" if ladder.on_timeout == "releaseWorkers"
-                    else "keeps waiting (gpuPool.capacity.onTimeout keep)"))
+    lines.append(
+        f"  wait: the run owner waits {ladder.max_wait_minutes} min for the whole gang, then says so and "
+        + (
+            "scales the workers to 0 (gpuPool.capacity.onTimeout releaseWorkers)"
+            if ladder.on_timeout == "releaseWorkers"
+            else "keeps waiting (gpuPool.capacity.onTimeout keep)"
+        )
+    )
     lines.append(f"  per rung: {FALLBACK_NOTE}")
     lines.append("")
     return lines
@@ -100,7 +120,8 @@ def checkpoint_estimate(plan: Any, cfg: StackConfig, table: cost.PriceTable) -> 
 
     # The save period the job gets (derived from job.maxLostMinutes, not an override).
     policy = dataclasses.replace(
-        sizing.CheckpointPolicy.from_overrides([*recipe.overrides, *cfg.job.overrides], steps), save_period=save_period_for(cfg)
+        sizing.CheckpointPolicy.from_overrides([*recipe.overrides, *cfg.job.overrides], steps),
+        save_period=save_period_for(cfg),
     )
     return sizing.estimate(
         model=recipe.model,
@@ -113,7 +134,9 @@ def checkpoint_estimate(plan: Any, cfg: StackConfig, table: cost.PriceTable) -> 
     )
 
 
-def preemption_loss(cfg: StackConfig, checkpoints: Optional[sizing.CheckpointEstimate], est: cost.CostEstimate) -> Optional[dict[str, Any]]:
+def preemption_loss(
+    cfg: StackConfig, checkpoints: Optional[sizing.CheckpointEstimate], est: cost.CostEstimate
+) -> Optional[dict[str, Any]]:
     """What a preemption throws away at the job's `checkpointing.save_period` (the one the job and the
     watcher get, `infra.run_plan.save_period_for`) and the recipe's step time: a preemption at a random
     moment loses on average half a save cycle of training, at worst a whole cycle and the save in flight;
@@ -148,8 +171,14 @@ def render_preemption(loss: Optional[dict[str, Any]], currency: str = "USD") -> 
         f"  save period           {loss['savePeriod']} step(s) at ~{loss['stepMinutes']:g} min/step (checkpointing.save_period)",
         f"  loss per preemption   ~{loss['expectedLossMinutes']:g} min of training expected, at worst ~{loss['worstLossMinutes']:g} min "
         f"(a whole save cycle and the save in flight); ~{currency} {loss['expectedLossUsd']:,.2f} of GPU time expected",
-        "  budget                " + (f"job.budgetUsd {currency} {budget:,.2f}: the watcher warns at 80 %, stops after the next "
-                                      "checkpoint at 100 %" if budget is not None else "none (job.budgetUsd)") + job,
+        "  budget                "
+        + (
+            f"job.budgetUsd {currency} {budget:,.2f}: the watcher warns at 80 %, stops after the next "
+            "checkpoint at 100 %"
+            if budget is not None
+            else "none (job.budgetUsd)"
+        )
+        + job,
     ]
 
 

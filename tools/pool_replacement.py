@@ -102,10 +102,17 @@ CONFIG_KEYS: dict[str, tuple[str, ...]] = {
 """The stack config keys that set each ForceNew input this program sets (the others it sets, scopes
 and Shielded VM settings, are fixed by the program)."""
 
-GPU_POOL_TOGGLES = ("nodeConfig.spot", "nodeConfig.flexStart", "nodeConfig.reservationAffinity", "placementPolicy",
-                    "queuedProvisioning", "initialNodeCount")
+GPU_POOL_TOGGLES = (
+    "nodeConfig.spot",
+    "nodeConfig.flexStart",
+    "nodeConfig.reservationAffinity",
+    "placementPolicy",
+    "queuedProvisioning",
+    "initialNodeCount",
+)
 """ForceNew inputs the program adds to or leaves off the GPU pool by config: changing the key replaces
 the pool whether or not this plan sets the input."""
+
 
 def _get(doc: Any, path: str) -> Any:
     for part in path.split("."):

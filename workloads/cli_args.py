@@ -13,7 +13,6 @@ import re
 import typing
 from typing import Callable, Optional
 
-
 RUN = ".venv/bin/python -m"
 """How a printed command starts (stack outputs, hints in messages): the checkout's venv, from the
 repository root, so that it works without activating the venv (the README says so)."""

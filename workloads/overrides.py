@@ -37,7 +37,9 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
 DATA_DIR = Path(__file__).resolve().parent / "data" / "nemo_rl"
-ALLOWED = "allowed: key=value for a key of the recipe's config, +key=value or ++key=value to add one, ~key to delete one"
+ALLOWED = (
+    "allowed: key=value for a key of the recipe's config, +key=value or ++key=value to add one, ~key to delete one"
+)
 
 
 class OverrideError(ValueError):
@@ -49,7 +51,9 @@ def reference(tag: str) -> Mapping[str, Any]:
     """The pinned NeMo-RL version's loader keys and config keys (workloads/data/nemo_rl/<tag>.json)."""
     path = DATA_DIR / f"{tag}.json"
     if not path.is_file():
-        raise OverrideError(f"no config reference for NeMo-RL {tag}; generate {path.name} with python -m tools.nemo_rl_reference")
+        raise OverrideError(
+            f"no config reference for NeMo-RL {tag}; generate {path.name} with python -m tools.nemo_rl_reference"
+        )
     return json.loads(path.read_text())
 
 

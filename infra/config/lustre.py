@@ -16,13 +16,16 @@ from infra.lustre_catalogue import LUSTRE_PORT_988_MIN_GKE, LUSTRE_TIERS
 class LustreConfig(Model):
     """The Managed Lustre instance (checkpoints, HF cache)."""
 
-    capacity_gib: int = Field(18000, description="Capacity in GiB; at least the tier's minimum and a multiple of its step.")
+    capacity_gib: int = Field(
+        18000, description="Capacity in GiB; at least the tier's minimum and a multiple of its step."
+    )
     per_unit_storage_throughput: int = Field(
         500, description="Throughput tier in MB/s per TiB: 125, 250, 500 or 1000. Cannot change after creation."
     )
     filesystem: str = Field("lustrefs", description="Lustre filesystem name: 1-8 letters or digits.")
     instance_id: Optional[str] = Field(
-        None, description="Instance id (lowercase letters, digits, hyphens; 1-63; starts with a letter). Default `<prefix>-lustre`."
+        None,
+        description="Instance id (lowercase letters, digits, hyphens; 1-63; starts with a letter). Default `<prefix>-lustre`.",
     )
     legacy_port: bool = Field(
         False,

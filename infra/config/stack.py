@@ -47,7 +47,9 @@ class StackConfig(Model):
 
     project: str = Field(pattern=PROJECT_ID, description="Google Cloud project id.")
     region: str = Field("us-east1", pattern=REGION, description="Region of the networks, cluster and bucket.")
-    zone: str = Field("us-east1-b", pattern=ZONE, description="Zone of the GPU nodes, the RDMA VPC and Lustre; must be in `region`.")
+    zone: str = Field(
+        "us-east1-b", pattern=ZONE, description="Zone of the GPU nodes, the RDMA VPC and Lustre; must be in `region`."
+    )
     name_prefix: str = Field(
         "", pattern=NAME_PREFIX, description="Prefix of every cloud name (1-20 chars); default: the stack name."
     )
@@ -101,10 +103,14 @@ class StackConfig(Model):
     def _labels(cls, v: dict[str, str]) -> dict[str, str]:
         room = GCP_MAX_LABELS - len(RESERVED_LABEL_KEYS)
         if len(v) > room:
-            raise ValueError(f"{len(v)} labels; allowed: at most {room} (Google Cloud allows {GCP_MAX_LABELS}, the program sets {len(RESERVED_LABEL_KEYS)})")
+            raise ValueError(
+                f"{len(v)} labels; allowed: at most {room} (Google Cloud allows {GCP_MAX_LABELS}, the program sets {len(RESERVED_LABEL_KEYS)})"
+            )
         for key, value in v.items():
             if key in RESERVED_LABEL_KEYS:
-                raise ValueError(f"label key {key!r} is the program's own; allowed: any key but {', '.join(RESERVED_LABEL_KEYS)}")
+                raise ValueError(
+                    f"label key {key!r} is the program's own; allowed: any key but {', '.join(RESERVED_LABEL_KEYS)}"
+                )
             # An empty key passes `_label_text` (nothing to check) and has no first letter to look at.
             if not (key and _label_text(key, 63) and unicodedata.category(key[0]) in ("Ll", "Lo")):
                 raise ValueError(
@@ -124,7 +130,9 @@ class StackConfig(Model):
         # Both are part of the bucket name (<project>-<prefix>-artifacts); Cloud Storage refuses names
         # with "google" or a close misspelling, or starting with "goog" (storage docs, bucket naming).
         if _looks_like_google(v) or (info.field_name == "project" and v.startswith("goog")):
-            raise ValueError(f"{v!r} would put 'google' into the bucket name, which Cloud Storage refuses; allowed: a name without it")
+            raise ValueError(
+                f"{v!r} would put 'google' into the bucket name, which Cloud Storage refuses; allowed: a name without it"
+            )
         return v
 
     @model_validator(mode="after")
@@ -176,7 +184,9 @@ class StackConfig(Model):
 
     def _check_zone_in_region(self) -> None:
         if not self.zone.startswith(self.region + "-"):
-            raise KeyedValueError("zone", f"{self.zone!r} is not in region {self.region!r}; allowed: a zone named {self.region}-<letter>")
+            raise KeyedValueError(
+                "zone", f"{self.zone!r} is not in region {self.region!r}; allowed: a zone named {self.region}-<letter>"
+            )
 
     def _check_zone_catalogue(self, flavour: Flavour) -> None:
         from infra.zones import catalogue, nearest, region_of
