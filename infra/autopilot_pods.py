@@ -127,7 +127,8 @@ def _containers(pod_spec: Mapping[str, Any]) -> Iterable[tuple[str, Mapping[str,
 def ray_values_for_autopilot(values: Mapping[str, Any], worker: AutopilotPodLimits) -> dict[str, Any]:
     """The `ray-cluster` chart values of `infra.ray_cluster.ray_values`, made admissible on Autopilot.
 
-    - workers: not privileged; tolerating GKE's GPU and Spot taints; the host GPU library and gIB directories mounted read-only; requests =
+    - workers: not privileged; tolerating GKE's GPU and Spot taints; the host GPU library and gIB
+      directories mounted read-only; requests =
       limits of CPU and memory no larger than the flavour's Autopilot pod size (and never more than the
       Standard sizing found room for), with ephemeral storage; the node selector already comes from the
       pool facts (`gpu_node_labels`);

@@ -379,7 +379,7 @@ class GkeCluster(pulumi.ComponentResource):
             ]
         else:
             # One pool per rung, all alike but for how the nodes are obtained (infra/compute_class.py).
-            rungs = dict(zip((p.name for p in facts.rung_pools), args.gpu_pool_config.ladder))
+            rungs = dict(zip((p.name for p in facts.rung_pools), args.gpu_pool_config.ladder, strict=True))
             self.gpu_pools = [
                 self._one_gpu_pool(f"{name}-{rung_pool_role(rung)}-pool", pool, rung, args, node_identity, labels)
                 for pool, rung in rungs.items()

@@ -80,7 +80,8 @@ class GkeNetworkObjects(pulumi.ComponentResource):
     """One GKENetworkParamSet + Network pair per extra NIC (gvnic-1, rdma-0..7).
 
     Deliberately NOT made to wait for (or be deleted before) the GPU node pool: creating these needs
-    only the VPCs and subnets (the program makes them wait for `Networking.nic_subnets`), and if GKE refuses to delete a Network while a node pool still uses it,
+    only the VPCs and subnets (the program makes them wait for `Networking.nic_subnets`), and if GKE refuses to
+    delete a Network while a node pool still uses it,
     an order "Network objects before node pools" would deadlock `pulumi destroy`. Without an edge both
     are deleted in parallel, which works either way; the Ray release, which does use them, depends on
     this component and is deleted first.

@@ -338,7 +338,7 @@ class Networking(pulumi.ComponentResource):
             opts=child,
         )
         self.rdma_subnet_names = []
-        for i, (cloud_name, cidr) in enumerate(zip((nic.subnet for nic in rdma), cfg.rdma_cidrs)):
+        for i, (cloud_name, cidr) in enumerate(zip((nic.subnet for nic in rdma), cfg.rdma_cidrs, strict=True)):
             subnet = gcp.compute.Subnetwork(
                 f"{name}-rdma-subnet-{i}",
                 name=cloud_name,

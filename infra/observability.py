@@ -278,7 +278,8 @@ def dashboard_document(
             "% busy",
         ),
         _chart(
-            f"Nodes of GPU pool {gpu_pool.pool_name} (nodes reporting a GPU duty cycle; configured: {gpu_pool.node_count})",
+            f"Nodes of GPU pool {gpu_pool.pool_name} (nodes reporting a GPU duty cycle; configured: "
+            f"{gpu_pool.node_count})",
             [
                 (
                     _series(
@@ -411,10 +412,13 @@ def dashboard_document(
         "text": {
             "format": "MARKDOWN",
             "content": (
-                f"Stack **{stack}**: cluster `{cluster_name}` ({cluster_location}), nodes in `{zone}`, GPU pool `{gpu_pool.pool_name}` "
+                f"Stack **{stack}**: cluster `{cluster_name}` ({cluster_location}), nodes in `{zone}`, GPU pool "
+                f"`{gpu_pool.pool_name}` "
                 f"({gpu_pool.node_count} x {gpu_pool.machine_type}), Lustre `{lustre_instance_id}`, Ray namespace "
-                f"`{ray_namespace}`.\n\nA preemption shows as a bar in *Spot preemptions*, a dip in *Nodes of GPU pool* "
-                "and GPU utilisation (DCGM, from GKE's managed DCGM-Exporter) falling to zero; the preemption watcher resubmits the job "
+                f"`{ray_namespace}`.\n\nA preemption shows as a bar in *Spot preemptions*, a dip in *Nodes of GPU "
+                "pool* "
+                "and GPU utilisation (DCGM, from GKE's managed DCGM-Exporter) falling to zero; the preemption "
+                "watcher resubmits the job "
                 f"(`kubectl -n {ray_namespace} logs deploy/{PREEMPTION_WATCHER}`) and utilisation returns once the "
                 "replacement node has joined and the job has loaded its last checkpoint (a read burst on Lustre). "
                 "Checkpoint saves show as write bursts."
@@ -489,7 +493,8 @@ class MonitoringDashboard(pulumi.ComponentResource):
             f"{name}-preemptions",
             name=self.preemption_metric_name,
             project=ctx.project,
-            description=f"Spot preemptions of the GKE nodes of stack {ctx.stack} (Compute Engine system-event audit log).",
+            description=f"Spot preemptions of the GKE nodes of stack {ctx.stack} (Compute Engine system-event "
+            "audit log).",
             filter=names.apply(lambda a: preemption_log_filter(ctx.project, zone, a[0], node_prefix)),
             metric_descriptor={
                 "metric_kind": "DELTA",
@@ -518,7 +523,8 @@ class MonitoringDashboard(pulumi.ComponentResource):
             f"{name}-steps-lost",
             name=ctx.name("training-steps-lost"),
             project=ctx.project,
-            description=f"Steps each ended training attempt of stack {ctx.stack} lost (ran past its last complete checkpoint).",
+            description=f"Steps each ended training attempt of stack {ctx.stack} lost (ran past its last complete "
+            "checkpoint).",
             filter=attempt_filter,
             metric_descriptor={"metric_kind": "DELTA", "value_type": "DISTRIBUTION", "unit": "1", "labels": cause},
             value_extractor="EXTRACT(jsonPayload.stepsLost)",

@@ -161,7 +161,8 @@ _PRICE_KIND = {
 
 _LIMITS = {
     Provisioning.SPOT: "preemptible at any time (about 30 s notice); no run-time limit",
-    Provisioning.FLEX_START: f"at most {FLEX_START_MAX_RUN_DAYS} days per node, then GKE removes it; not preempted before",
+    Provisioning.FLEX_START: f"at most {FLEX_START_MAX_RUN_DAYS} days per node, then GKE removes it; not preempted "
+    "before",
     Provisioning.ON_DEMAND: "not preempted; no run-time limit",
     Provisioning.RESERVATION: "only the reservation's free VMs (the doctor counts them); billed at the on-demand rate",
 }

@@ -540,11 +540,13 @@ class _Document:
             if self.aliased:
                 raise self.fail(
                     node,
-                    f"expands to more than {MAX_VALUES} values (aliases count at every use); allowed: at most {MAX_VALUES}",
+                    f"expands to more than {MAX_VALUES} values (aliases count at every use); allowed: at most "
+                    f"{MAX_VALUES}",
                 )
             raise self.fail(
                 node,
-                f"holds more than {MAX_VALUES} values; allowed: at most {MAX_VALUES} (a stack file has about a hundred)",
+                f"holds more than {MAX_VALUES} values; allowed: at most {MAX_VALUES} (a stack file has about a "
+                "hundred)",
             )
         if len(path) > MAX_DEPTH:
             raise self.fail(node, f"nested too deeply; allowed: at most {MAX_DEPTH} levels")

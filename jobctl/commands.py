@@ -92,7 +92,8 @@ def gke_target(args: argparse.Namespace, stack: Stack) -> GkeTarget:
             ca_b64 = ca
     if not endpoint:
         raise CommandError(
-            f"no dashboard address: pass --address http://127.0.0.1:8265 (e.g. from `{cli_args.RUN} jobctl dashboard`), "
+            f"no dashboard address: pass --address http://127.0.0.1:8265 (e.g. from `{cli_args.RUN} jobctl "
+            "dashboard`), "
             "or --endpoint/--head-service (and --ca-file for an IP endpoint), or install the pulumi CLI so the stack "
             "outputs can be read"
         )

@@ -97,7 +97,7 @@ def test_a_socket_fallback_fails_the_fabric_even_at_a_bandwidth_above_the_floor(
 
 
 def test_a_log_that_never_says_which_network_cannot_prove_gib():
-    only_channels = "\n".join(l for l in GIB_LOG.splitlines() if "Using network" not in l)
+    only_channels = "\n".join(line for line in GIB_LOG.splitlines() if "Using network" not in line)
     assert "cannot prove" in gate.net_check(gate.parse_nccl_log(only_channels), "gIB")
     assert "cannot prove" in gate.check_fabric(cluster_plan(), 300.0, "").summary
 
@@ -116,7 +116,7 @@ def test_only_the_lines_the_verdict_reads_are_kept_from_a_process_log(tmp_path):
 
 def without_prefix(lines: str) -> list[str]:
     """NCCL INFO lines without their `<host>:<pid>:<tid> [<dev>]` prefix (pids differ between runs)."""
-    return [l.split(" NCCL ", 1)[1] for l in lines.splitlines() if " NCCL " in l and not l.startswith("#")]
+    return [line.split(" NCCL ", 1)[1] for line in lines.splitlines() if " NCCL " in line and not line.startswith("#")]
 
 
 def test_a_real_h200_rank_without_gib_is_read_as_socket_and_fails_the_fabric_naming_it():
@@ -155,13 +155,15 @@ def test_a_real_rank_told_to_use_gib_without_the_plugin_cannot_prove_gib_and_kee
         "rank": 0,
         "device_ok": True,
         "device_name": "NVIDIA H200",
-        "collective_error": "DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.cpp:93, invalid usage",
+        "collective_error": "DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.cpp:93, "
+        "invalid usage",
     }
     plan = cluster_plan(node_count=1, gpus_per_node=1, gpu_name="H200", busbw_floor_gbps=0.0)
     check = gate._fabric_from(plan, [{"ranks": [rank], "nccl_log": kept}], [rank], 1)
     assert not check.ok and check.numbers["network"] is None
     assert check.summary.startswith(
-        "all_gather: no 'Using network' line in the NCCL INFO log: cannot prove that gIB was used; 1 distinct collective error(s)"
+        "all_gather: no 'Using network' line in the NCCL INFO log: cannot prove that gIB was used; 1 distinct "
+        "collective error(s)"
     )
 
 
@@ -406,7 +408,7 @@ def test_the_gate_runs_end_to_end_on_a_local_head_and_a_failing_one_stops_the_su
     assert "below the floor 1000 GB/s" in str(raised.value) and 0 < report.seconds < plan.timeout_s
     assert jobs.list_jobs(client, "t-gate-e2e") == []  # the training job was never submitted
     assert list(mount.iterdir()) == []  # the gate's files are cleaned up
-    assert any(l.startswith("gate cost: 1 GPU node(s) x ") for l in lines)
+    assert any(line.startswith("gate cost: 1 GPU node(s) x ") for line in lines)
 
 
 def jobs_spec(stack: str):

@@ -125,7 +125,8 @@ def test_clients_get_credentials_for_the_region_and_the_provider_is_named_after_
     plan = autopilot_plan()
     assert plan.outputs["clusterLocation"] == "europe-west1"
     assert plan.outputs["kubectlCredentialsCommand"] == (
-        "gcloud container clusters get-credentials autopilot-gke --region europe-west1 --project my-gcp-project --dns-endpoint"
+        "gcloud container clusters get-credentials autopilot-gke --region europe-west1 --project my-gcp-project "
+        "--dns-endpoint"
     )
     (provider,) = plan.by_type("pulumi:providers:kubernetes")
     assert provider.inputs["clusterIdentifier"] == "gke_my-gcp-project_europe-west1_autopilot-gke"

@@ -77,7 +77,8 @@ def test_zones_are_ranked_by_the_first_rung_that_holds_the_whole_gang(project):
     assert east4.best is None
     order = [a.zone for a in answers]
     # Spot in us-central1 (2 x ~$57.6/h) is cheaper than the reservation's on-demand rate in us-east1,
-    # which is cheaper than on-demand in europe (x 1.10); no rung fits in asia-northeast1: after every zone where one does.
+    # which is cheaper than on-demand in europe (x 1.10); no rung fits in asia-northeast1: after every zone where
+    # one does.
     assert (
         order.index("us-central1-b")
         < order.index("us-east1-b")
@@ -128,8 +129,8 @@ def test_the_command_prints_each_zone_with_its_one_line_change(project):
     )
     assert "  us-central1-b: $460.88/h at spot" in text
     assert (
-        "use it: pulumi config set --stack b200-ladder region us-central1 && pulumi config set --stack b200-ladder zone us-central1-b"
-        in text
+        "use it: pulumi config set --stack b200-ladder region us-central1 && pulumi config set --stack b200-ladder "
+        "zone us-central1-b" in text
     )
     out = io.StringIO()
     assert (

@@ -321,7 +321,8 @@ def test_exports_tell_the_user_how_to_reach_the_cluster(stack):
     assert outputs["clusterEndpoint"] == f"gke-0123456789abcdef0123456789abcdef-123456789012.{region}.gke.goog"
     assert "clusterCaCertificate" not in outputs, stack
     assert outputs["kubectlCredentialsCommand"] == (
-        f"gcloud container clusters get-credentials {stack}-gke --location {region} --project my-gcp-project --dns-endpoint"
+        f"gcloud container clusters get-credentials {stack}-gke --location {region} --project my-gcp-project "
+        "--dns-endpoint"
     )
     assert outputs["clusterLocation"] == region
     assert outputs["networkName"] == f"{stack}-vpc"

@@ -94,17 +94,11 @@ LUSTRE_TABLE = {
 @pytest.mark.parametrize("tier", sorted(LUSTRE_TABLE))
 def test_lustre_capacities_follow_the_managed_lustre_tier_table(tier):
     low, step, threshold, large, high = LUSTRE_TABLE[tier]
-    ok = lambda gib: parse(
-        {
-            **BASE,
-            "lustre": {
-                "capacityGib": gib,
-                "perUnitStorageThroughput": tier,  # noqa: E731
-                "exportOnDestroy": False,
-            },
-        },
-        "dev",
-    )
+
+    def ok(gib):
+        lustre = {"capacityGib": gib, "perUnitStorageThroughput": tier, "exportOnDestroy": False}
+        return parse({**BASE, "lustre": lustre}, "dev")
+
     for good in (low, low + step, threshold, high, high - large):
         assert ok(good).lustre.capacity_gib == good
     bad = [low - step, high + large, low + step // 2]
@@ -214,10 +208,12 @@ def test_colocation_turned_off_by_an_override_is_checked_too():
 def test_unknown_keys_are_rejected_instead_of_ignored():
     assert (
         rejection(flavor="b200")
-        == "nemo-rl-gke:flavor: unknown key; did you mean flavour? allowed: the keys of the config reference in docs/configuration.md"
+        == "nemo-rl-gke:flavor: unknown key; did you mean flavour? allowed: the keys of the config reference in "
+        "docs/configuration.md"
     )
     assert rejection(lustre={"capacity": 9000}) == (
-        "nemo-rl-gke:lustre.capacity: unknown key; did you mean capacityGib? allowed: the keys of the config reference in docs/configuration.md"
+        "nemo-rl-gke:lustre.capacity: unknown key; did you mean capacityGib? allowed: the keys of the config "
+        "reference in docs/configuration.md"
     )
 
 

@@ -115,7 +115,8 @@ CONFIG_CASES = {
     # places that do not exist
     "an unknown region": (
         {"region": "us-centrall1", "zone": "us-centrall1-b"},
-        "nemo-rl-gke:region: 'us-centrall1' has no zone with a4-highgpu-8g (flavour b200) and Managed Lustre in the zone "
+        "nemo-rl-gke:region: 'us-centrall1' has no zone with a4-highgpu-8g (flavour b200) and Managed Lustre in "
+        "the zone "
         "catalogue; allowed (nearest first): us-central1-b,",
     ),
     "a zone without the flavour": ({"region": "us-east1", "zone": "us-east1-c"}, "nemo-rl-gke:zone: 'us-east1-c'"),
@@ -284,7 +285,8 @@ FILE_CASES = {
         "'a:b:c' is not a configuration key",
     ),
     "an alias bomb": (
-        "config:\n  nemo-rl-gke:project: my-gcp-project\n  x:a: &a [1,1,1,1,1,1,1,1,1,1]\n  x:b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\n"
+        "config:\n  nemo-rl-gke:project: my-gcp-project\n  x:a: &a [1,1,1,1,1,1,1,1,1,1]\n  x:b: &b "
+        "[*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\n"
         "  x:c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\n  x:d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\n"
         "  x:e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d,*d]\n  x:f: [*e,*e,*e,*e,*e,*e,*e,*e,*e,*e]\n",
         f"expands to more than {MAX_VALUES} values",
@@ -307,7 +309,8 @@ FILE_CASES = {
         "nemo-rl-gke:cost.bucketGib: .inf is not allowed",
     ),
     "a .nan number": (
-        "config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gke:cost:\n    priceOverrides: {gpu.a4-highgpu-8g.spot: .NaN}\n",
+        "config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gke:cost:\n    priceOverrides: "
+        "{gpu.a4-highgpu-8g.spot: .NaN}\n",
         "nemo-rl-gke:cost.priceOverrides.gpu.a4-highgpu-8g.spot: .NaN",
     ),
     "a binary tag": (
@@ -334,7 +337,8 @@ FILE_CASES["a plain key stored as a secret"] = (
     "nemo-rl-gke:project: stored as a secret, but it is a plain setting; allowed: a plain value",
 )
 FILE_CASES["a section stored with a secret inside"] = (
-    "config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gke:job:\n    overrides:\n      - secure: AAABAHsecretbytes\n",
+    "config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gke:job:\n    overrides:\n      - secure: "
+    "AAABAHsecretbytes\n",
     "nemo-rl-gke:job: stored as a secret",
 )
 
@@ -590,19 +594,27 @@ def test_a_password_in_a_url_flag_is_refused_and_never_repeated(argv):
 # ---------------------------------------------------------------- valid, if unusual
 
 VALID_CASES = {
-    "CRLF line ends and a byte-order mark": b"\xef\xbb\xbfconfig:\r\n  nemo-rl-gke:project: my-gcp-project\r\n  nemo-rl-gke:zone: us-east1-b\r\n",
-    "12:30 is a time, not 750": "config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gke:cluster:\n    maintenanceStartTime: 12:30\n",
+    "CRLF line ends and a byte-order mark": (
+        b"\xef\xbb\xbfconfig:\r\n  nemo-rl-gke:project: my-gcp-project\r\n  nemo-rl-gke:zone: us-east1-b\r\n"
+    ),
+    "12:30 is a time, not 750": "config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gke:cluster:\n    "
+    "maintenanceStartTime: 12:30\n",
     "bare keys belong to the project": "config:\n  project: my-gcp-project\n  flavour: b200\n",
     "the old ns:config:key spelling": "config:\n  nemo-rl-gke:config:project: my-gcp-project\n",
-    "an empty section means its defaults": "config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gke:gpuPool:\n  nemo-rl-gke:cluster:\n    systemPool:\n",
-    "unicode label values and keys": "config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gke:labels:\n    équipe: données\n    班: 研究\n",
+    "an empty section means its defaults": "config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gke:gpuPool:\n "
+    " nemo-rl-gke:cluster:\n    systemPool:\n",
+    "unicode label values and keys": "config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gke:labels:\n    "
+    "équipe: données\n    班: 研究\n",
     "strings pulumi config set --path writes": (
         'config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gke:gpuPool:\n    nodeCount: "1"\n'
         '  nemo-rl-gke:lustre:\n    exportOnDestroy: "False"\n'
     ),
-    "provider keys of other namespaces": "config:\n  nemo-rl-gke:project: my-gcp-project\n  gcp:project: my-gcp-project\n  kubernetes:enableServerSideApply: true\n",
-    "anchors and merge keys within limits": "config:\n  nemo-rl-gke:project: my-gcp-project\n  x:base: &base {nodeCount: 1}\n  nemo-rl-gke:gpuPool:\n    <<: *base\n    provisioning: spot\n",
-    "a zone outside the catalogue with the opt-in": "config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gke:region: us-east1\n  nemo-rl-gke:zone: us-east1-c\n  nemo-rl-gke:allowUncataloguedZone: true\n",
+    "provider keys of other namespaces": "config:\n  nemo-rl-gke:project: my-gcp-project\n  gcp:project: "
+    "my-gcp-project\n  kubernetes:enableServerSideApply: true\n",
+    "anchors and merge keys within limits": "config:\n  nemo-rl-gke:project: my-gcp-project\n  x:base: &base "
+    "{nodeCount: 1}\n  nemo-rl-gke:gpuPool:\n    <<: *base\n    provisioning: spot\n",
+    "a zone outside the catalogue with the opt-in": "config:\n  nemo-rl-gke:project: my-gcp-project\n  "
+    "nemo-rl-gke:region: us-east1\n  nemo-rl-gke:zone: us-east1-c\n  nemo-rl-gke:allowUncataloguedZone: true\n",
 }
 
 

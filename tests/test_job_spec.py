@@ -165,7 +165,8 @@ def test_hostile_values_stay_single_shell_words(monkeypatch):
     tokens = argv(spec)
     assert tokens[:2] == ["cd", "/opt/nemo-rl"]
     assert (
-        f"checkpointing.checkpoint_dir=/mnt/it's `id`/checkpoints/{hostile_stack}/qwen2.5-1.5b-gsm8k/Qwen_Qwen2.5-1.5B-Instruct-seq512-dtensor-tp1-pp1"
+        "checkpointing.checkpoint_dir=/mnt/it's "
+        f"`id`/checkpoints/{hostile_stack}/qwen2.5-1.5b-gsm8k/Qwen_Qwen2.5-1.5B-Instruct-seq512-dtensor-tp1-pp1"
         in tokens
     )
     assert tokens[-2:] == list(user)  # the user's, last, verbatim

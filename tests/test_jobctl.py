@@ -172,8 +172,8 @@ def test_the_cli_asks_for_the_cluster_ca_of_an_ip_endpoint_in_one_line():
     code, out, err = run_cli("list", "--endpoint", "203.0.113.10", "--head-service", "nemo-rl-head-svc")
     assert (code, out) == (2, "")
     assert (
-        err
-        == "error: the cluster CA of the IP endpoint 203.0.113.10 is unknown: pass --ca-file (stack output clusterCaCertificate)\n"
+        err == "error: the cluster CA of the IP endpoint 203.0.113.10 is unknown: pass --ca-file (stack output "
+        "clusterCaCertificate)\n"
     )
 
 
@@ -277,7 +277,8 @@ def test_the_dashboard_command_serves_the_stacks_head_service_through_the_endpoi
         ),
         (
             ("--endpoint", "203.0.113.10", "--head-service", "h"),
-            "error: the cluster CA of the IP endpoint 203.0.113.10 is unknown: pass --ca-file (stack output clusterCaCertificate)\n",
+            "error: the cluster CA of the IP endpoint 203.0.113.10 is unknown: pass --ca-file (stack output "
+            "clusterCaCertificate)\n",
         ),
     ],
 )

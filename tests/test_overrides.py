@@ -127,7 +127,8 @@ def test_overrides_nemo_rl_would_refuse_or_that_undo_the_stack_are_refused_in_on
         (["--config=x.yaml"], "'--config=x.yaml' starts with '-'"),
         (
             ["grpo.no_such_key=1"],
-            "'grpo.no_such_key=1': grpo.no_such_key is not a key of examples/configs/grpo_math_1B.yaml of NeMo-RL v0.6.0",
+            "'grpo.no_such_key=1': grpo.no_such_key is not a key of examples/configs/grpo_math_1B.yaml of NeMo-RL "
+            "v0.6.0",
         ),
     ],
 )

@@ -107,7 +107,8 @@ def info(
         (dict(message=TRACEBACK + "ray.exceptions.NodeDiedError: node 10.0.0.5 is dead"), Cause.PREEMPTION),
         (
             dict(
-                message="(raylet) The node with node id: 8a was marked dead because the detector missed too many heartbeats"
+                message="(raylet) The node with node id: 8a was marked dead because the detector missed too many "
+                "heartbeats"
             ),
             Cause.PREEMPTION,
         ),
@@ -141,7 +142,8 @@ def info(
                 message="Not enough GPUs available. Requested 16 GPUs, but only 8 are available in the cluster.\n"
                 "Retrying placement group creation... 10/10. Next retry in 512 seconds.\n"
                 + TRACEBACK
-                + "nemo_rl.distributed.virtual_cluster.ResourceInsufficientError: Maximum number of retries reached (10)."
+                + "nemo_rl.distributed.virtual_cluster.ResourceInsufficientError: Maximum number of retries "
+                "reached (10)."
             ),
             Cause.CAPACITY,
         ),
@@ -199,7 +201,10 @@ def test_messages_of_a_ray_246_server_without_error_type_are_classified_as_later
 
 
 def test_a_ray_246_prefix_inside_a_drivers_log_tail_is_not_taken_for_rays_own_message():
-    tail = "Job entrypoint command failed with exit code 1, last available logs (truncated to 20,000 chars):\nUnexpected error occurred: x\n"
+    tail = (
+        "Job entrypoint command failed with exit code 1, last available logs (truncated to 20,000 "
+        "chars):\nUnexpected error occurred: x\n"
+    )
     assert classify(info(message=tail, error_type=None, exit_code=1)).cause is Cause.APPLICATION
 
 
@@ -367,7 +372,8 @@ def test_a_preempted_job_is_resubmitted_with_the_same_checkpoint_dir_and_resumes
     assert (second.metadata[META_ATTEMPT], second.metadata[META_AUTO_RESTARTS]) == ("2", "1")
     assert "resuming from step_1" in "".join(jobs.logs(client, second.submission_id))
     assert (
-        "attempt 1 failed, preemption-like (the driver was killed by SIGTERM (exit code 143): its pod was stopped); restart 1 of 2: "
+        "attempt 1 failed, preemption-like (the driver was killed by SIGTERM (exit code 143): its pod was stopped); "
+        "restart 1 of 2: "
         f"resubmitted as {spec.submission_id}-r2"
     ) in log
 

@@ -570,7 +570,8 @@ def run_rendered_worker_start(
         )
     for tool, line in {
         "ldconfig": 'echo "ldconfig $*"',
-        "ray": f'echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH" > {log}.env; echo "ray $1 NCCL_FROM_SCRIPT=${{NCCL_FROM_SCRIPT:-unset}}"',
+        "ray": f'echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH" > {log}.env; echo "ray $1 '
+        'NCCL_FROM_SCRIPT=${NCCL_FROM_SCRIPT:-unset}"',
     }.items():
         stub = bin_dir / tool
         status = ldconfig_status if tool == "ldconfig" else 0

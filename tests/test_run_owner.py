@@ -129,7 +129,8 @@ def start_fake_gate(
     exists (the test makes it once the party under test is seen waiting), then prints `report`."""
     job_id = run_owner.gate_job_id(target, k)
     code = (
-        f"import os, time\nt = time.monotonic()\nwhile not os.path.exists({str(release)!r}) and time.monotonic() - t < 120:\n"
+        f"import os, time\nt = time.monotonic()\n"
+        f"while not os.path.exists({str(release)!r}) and time.monotonic() - t < 120:\n"
         f"    time.sleep(0.05)\nprint({gate.RESULT_MARKER + json.dumps(report.to_dict())!r}, flush=True)"
     )
     client.submit_job(
@@ -237,7 +238,8 @@ done = sorted(n for n in os.listdir(d) if n.startswith('step_'))
 def step(k):
     print('========================= Step %d/3 =========================' % k, flush=True)
 if done:
-    print('resuming from', done[-1], 'partial saves left:', sorted(n for n in os.listdir(d) if n.startswith('tmp_')), flush=True)
+    partial = sorted(n for n in os.listdir(d) if n.startswith('tmp_'))
+    print('resuming from', done[-1], 'partial saves left:', partial, flush=True)
     step(2); step(3)
     sys.exit(0)
 step(1)

@@ -60,7 +60,8 @@ def test_a_misspelt_nested_key_fails_naming_the_resource_and_the_path():
     inputs["nodeConfig"]["guestAccelerator"] = inputs["nodeConfig"].pop("guestAccelerators")
     problems = problems_with(pool, inputs)
     assert problems and problems[0].startswith(
-        f"{pool.name} ({NODE_POOL}): nodeConfig.guestAccelerator: no such input in NodePoolNodeConfigArgs (did you mean guestAccelerators?)"
+        f"{pool.name} ({NODE_POOL}): nodeConfig.guestAccelerator: no such input in NodePoolNodeConfigArgs (did you "
+        "mean guestAccelerators?)"
     ), problems
 
 

@@ -80,7 +80,7 @@ def test_the_real_2_28_9_log_fails_on_both_the_transport_and_the_release():
 
 
 def test_a_log_without_a_version_line_cannot_prove_the_rows_nccl():
-    no_version = "\n".join(l for l in GIB_2_27_7.splitlines() if "NCCL version" not in l)
+    no_version = "\n".join(line for line in GIB_2_27_7.splitlines() if "NCCL version" not in line)
     check = gate.check_fabric(plan(expect_nccl="2.27.7"), 300.0, no_version)
     assert not check.ok and "cannot prove NCCL 2.27.7" in check.summary
 

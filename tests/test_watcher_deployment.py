@@ -24,7 +24,8 @@ def test_the_watcher_ships_its_entry_module_and_what_it_imports_lazily_too_and_n
         tmp_path,
         {
             "workloads/__init__.py": "",
-            "workloads/watcher.py": "import json\nfrom workloads import a\n\ndef run():\n    from workloads.b import f\n",
+            "workloads/watcher.py": "import json\nfrom workloads import a\n\ndef run():\n    from workloads.b "
+            "import f\n",
             "workloads/a.py": "import ray.job_submission\nfrom workloads import c\n",
             "workloads/b.py": "f = 1\n",
             "workloads/c.py": "",
@@ -67,6 +68,7 @@ def test_the_day_2_cli_and_what_only_it_uses_are_not_shipped_so_editing_them_doe
     assert "watcher.py" in WATCHER_MODULES and "preemption.py" in WATCHER_MODULES
     # The watcher owns the run: it gates each attempt, reads the checkpoints and keeps the ledger.
     assert {"run_owner.py", "acceptance_gate.py", "checkpoints.py", "ledger.py"} <= set(WATCHER_MODULES)
-    # The CLI lived in workloads/__main__.py and was shipped; the dashboard proxy and the hook are the CLI's and the deploy's.
+    # The CLI lived in workloads/__main__.py and was shipped; the dashboard proxy and the hook are the CLI's and
+    # the deploy's.
     assert not {"__main__.py", "dashboard.py", "hook.py"} & set(WATCHER_MODULES)
     assert set(watcher_files()) == set(WATCHER_MODULES)

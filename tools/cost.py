@@ -199,7 +199,8 @@ def job_hours(cfg: "StackConfig") -> tuple[Optional[float], str]:
         hours = recipe.expected_hours * steps / recipe.max_num_steps
         return (
             hours,
-            f"recipe {recipe.name}: {recipe.expected_hours:g} h for {recipe.max_num_steps} steps, scaled to {steps} steps",
+            f"recipe {recipe.name}: {recipe.expected_hours:g} h for {recipe.max_num_steps} steps, scaled to "
+            f"{steps} steps",
         )
     return (
         recipe.expected_hours,
@@ -255,7 +256,8 @@ def _pool_item(pool: Any, table: PriceTable, region: str, warnings: list[str]) -
             pool.inputs.get("queuedProvisioning") or node_config.get("reservationAffinity")
         ):
             warnings.append(
-                f"{pool.name}: reserved/flex-start capacity is billed on its own terms; shown at the on-demand list price"
+                f"{pool.name}: reserved/flex-start capacity is billed on its own terms; shown at the on-demand "
+                "list price"
             )
         spot_hourly, on_demand_hourly = nodes * spot.value, nodes * on_demand.value
         return LineItem(

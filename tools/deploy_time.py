@@ -363,7 +363,8 @@ def estimate(plan: Any) -> DeployEstimate:
 
 def render(est: DeployEstimate) -> list[str]:
     lines = [
-        f"Deploy time (first `pulumi up` to the job's submission, typical times): ~{est.total_minutes:.0f} min along the critical path"
+        f"Deploy time (first `pulumi up` to the job's submission, typical times): ~{est.total_minutes:.0f} min along "
+        "the critical path"
     ]
     for step in est.critical_path:
         if step.minutes == 0:
@@ -385,6 +386,7 @@ def render(est: DeployEstimate) -> list[str]:
             f"  assumed {UNKNOWN.minutes:g} min each for types not in the table: {', '.join(est.unknown_types)}"
         )
     lines.append(
-        "  [assumed]: no published figure; a spot GPU pool can wait far longer for capacity (the program allows 120 min)"
+        "  [assumed]: no published figure; a spot GPU pool can wait far longer for capacity (the program allows "
+        "120 min)"
     )
     return lines

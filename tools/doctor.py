@@ -341,7 +341,8 @@ def check_global_quota(ctx: Context) -> list[Result]:
                     "global-quota",
                     WARN,
                     f"the project lists no {metric} quota; the stack needs {need} ({counted})",
-                    f"gcloud compute project-info describe --project {ctx.project} --format='table(quotas.metric,quotas.limit,quotas.usage)'",
+                    f"gcloud compute project-info describe --project {ctx.project} "
+                    "--format='table(quotas.metric,quotas.limit,quotas.usage)'",
                 )
             )
             continue
@@ -389,7 +390,10 @@ def _gpu_family_quota(ctx: Context, metric: str, need: int, pool: str) -> Result
         if value is None:
             continue
         dims = {"region": cfg.region, **({"gpu_family": family} if "gpu_family" in info.dimensions else {})}
-        what = f"{quota_id} ({', '.join(f'{k}={v}' for k, v in dims.items())}): limit {value}; {pool} (usage not shown here)"
+        what = (
+            f"{quota_id} ({', '.join(f'{k}={v}' for k, v in dims.items())}): limit {value}; {pool} (usage not "
+            "shown here)"
+        )
         if value >= need:
             return Result("gpu-quota", PASS, what)
         return Result("gpu-quota", FAIL, what, _quota_request(ctx, quota_id, dims, need))
@@ -448,7 +452,8 @@ def _reservation_result(ctx: Context, name: str) -> Result:
             "reservation",
             FAIL,
             f"no reservation {name!r} in {zone}",
-            f"gcloud compute reservations list --project {ctx.project}  # then set gpuPool.reservationName and zone to one listed",
+            f"gcloud compute reservations list --project {ctx.project}  # then set gpuPool.reservationName and zone "
+            "to one listed",
         )
     machine = reservation.specific_reservation.instance_properties.machine_type
     template = reservation.specific_reservation.source_instance_template

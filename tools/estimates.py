@@ -168,8 +168,10 @@ def render_preemption(loss: Optional[dict[str, Any]], currency: str = "USD") -> 
     budget = loss["budgetUsd"]
     job = "" if loss["jobUsd"] is None else f"; the whole job is expected to cost {currency} {loss['jobUsd']:,.2f}"
     return [
-        f"  save period           {loss['savePeriod']} step(s) at ~{loss['stepMinutes']:g} min/step (checkpointing.save_period)",
-        f"  loss per preemption   ~{loss['expectedLossMinutes']:g} min of training expected, at worst ~{loss['worstLossMinutes']:g} min "
+        f"  save period           {loss['savePeriod']} step(s) at ~{loss['stepMinutes']:g} min/step "
+        "(checkpointing.save_period)",
+        f"  loss per preemption   ~{loss['expectedLossMinutes']:g} min of training expected, at worst "
+        f"~{loss['worstLossMinutes']:g} min "
         f"(a whole save cycle and the save in flight); ~{currency} {loss['expectedLossUsd']:,.2f} of GPU time expected",
         "  budget                "
         + (
@@ -209,9 +211,11 @@ def render_worker_fit(fit: Optional[dict[str, Any]]) -> list[str]:
         return []
     return [
         f"Ray worker pod on each {fit['machineType']} node (requests = limits, GKE's published reservations):",
-        f"  requests  {fit['cpu']} CPU / {fit['memoryGib']:,} GiB (/dev/shm up to {fit['shmGib']} GiB counts within it)",
+        f"  requests  {fit['cpu']} CPU / {fit['memoryGib']:,} GiB (/dev/shm up to {fit['shmGib']} GiB counts "
+        "within it)",
         f"  of        ~{fit['allocatableCpu']:g} CPU / ~{fit['allocatableMemoryGib']:,.1f} GiB allocatable",
-        f"  headroom  {fit['headroomCpu']:g} CPU / {fit['headroomMemoryGib']:,.1f} GiB for GKE's DaemonSets and system pods "
+        f"  headroom  {fit['headroomCpu']:g} CPU / {fit['headroomMemoryGib']:,.1f} GiB for GKE's DaemonSets and "
+        "system pods "
         "(their real share shows on a node: `kubectl describe node`); ray.workerCpu / ray.workerMemoryGib change it",
         "",
     ]
@@ -272,7 +276,8 @@ def first_run_json(est: Estimates, plan: Any) -> dict[str, Any]:
             "spot": money(run.total("spot", est.cost.spot_per_hour)),
             "onDemand": money(run.total("onDemand", est.cost.on_demand_per_hour)),
         },
-        "basis": "the deploy's hours before the job (each item billed from its resource's typical readiness) plus the job's",
+        "basis": "the deploy's hours before the job (each item billed from its resource's typical readiness) plus "
+        "the job's",
     }
 
 
@@ -301,10 +306,12 @@ def render_checkpoints(est: Optional[sizing.CheckpointEstimate], current_monthly
     lines = [
         f"Checkpoints ({est.model}, {est.params / 1e9:g}B parameters, Adam mixed precision "
         f"{sizing.BYTES_PER_PARAM_CHECKPOINT} B/param):",
-        f"  one checkpoint        {sizing.format_bytes(est.checkpoint_bytes)}  (bf16 HF export {sizing.format_bytes(est.hf_export_bytes)})",
+        f"  one checkpoint        {sizing.format_bytes(est.checkpoint_bytes)}  (bf16 HF export "
+        f"{sizing.format_bytes(est.hf_export_bytes)})",
         f"  write to Lustre       {est.write_seconds:.1f} s at {est.throughput_mb_s:,.0f} MB/s "
         f"({est.capacity_gib} GiB x {est.tier} MB/s/TiB; target {est.target_seconds} s)",
-        f"  capacity needed       {est.required_gib:,} GiB for {policy.kept_checkpoints + 1} checkpoints on disk + HF cache "
+        f"  capacity needed       {est.required_gib:,} GiB for {policy.kept_checkpoints + 1} checkpoints on disk + "
+        "HF cache "
         f"{sizing.format_bytes(est.hf_cache_bytes)}, +{round((sizing.HEADROOM - 1) * 100)}% headroom; "
         f"the instance has {est.capacity_gib:,} GiB",
         f"                        = {policy.kept_checkpoints} kept (keep_top_k {keep}, {policy.keep_top_k_source}; "
@@ -320,8 +327,10 @@ def render_checkpoints(est: Optional[sizing.CheckpointEstimate], current_monthly
             current = "" if current_monthly is None else f"the stack's costs {cost.money(current_monthly)}/month; "
             verdict = f"{current}the tier cannot change after creation"
         lines.append(
-            f"  smallest valid Lustre {s.capacity_gib:,} GiB at {s.tier} MB/s/TiB, the cheapest that holds it and writes "
-            f"within the target ({sizing.checkpoint_write_seconds(est.checkpoint_bytes, s.capacity_gib, s.tier):.1f} s per "
+            f"  smallest valid Lustre {s.capacity_gib:,} GiB at {s.tier} MB/s/TiB, the cheapest that holds it and "
+            "writes "
+            f"within the target ({sizing.checkpoint_write_seconds(est.checkpoint_bytes, s.capacity_gib, s.tier):.1f} "
+            "s per "
             f"checkpoint{price}; {verdict})"
         )
     else:
@@ -366,7 +375,8 @@ def render(est: Estimates, plan: Any = None) -> list[str]:
             lines += [
                 "",
                 f"First run (the first `pulumi up`, ~{run.deploy_minutes:.0f} min, then the job, {run.job_hours:g} h): "
-                f"{cost.money(spot)} with spot GPUs, {cost.money(on_demand)} on-demand; of it {cost.money(run.before_job['spot'])} "
+                f"{cost.money(spot)} with spot GPUs, {cost.money(on_demand)} on-demand; of it "
+                f"{cost.money(run.before_job['spot'])} "
                 "(spot) before the job starts, the GPU nodes billed from their pool's readiness (a lower bound)",
             ]
     return lines

@@ -283,7 +283,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     checkout = Path(args.nccl_tests).resolve()
     if not (checkout / "src" / "all_gather.cu").exists():
         print(
-            f"nccl_tests: {checkout} is not an nccl-tests checkout (no src/all_gather.cu); clone NVIDIA/nccl-tests at {PINNED_TAG}",
+            f"nccl_tests: {checkout} is not an nccl-tests checkout (no src/all_gather.cu); clone NVIDIA/nccl-tests "
+            f"at {PINNED_TAG}",
             file=sys.stderr,
         )
         return 2
@@ -307,7 +308,8 @@ def _measure(args: argparse.Namespace, checkout: Path) -> int:
     out.mkdir(parents=True, exist_ok=True)
     settings = fabric_settings()
     print(
-        f"machine: {socket.gethostname()}, {world} x {nccl['device_name']}; torch {nccl['torch']}, NCCL {nccl['version']} ({nccl['lib']})",
+        f"machine: {socket.gethostname()}, {world} x {nccl['device_name']}; torch {nccl['torch']}, NCCL "
+        f"{nccl['version']} ({nccl['lib']})",
         flush=True,
     )
     binary = build_all_gather_perf(checkout, nccl, cuda_home(args.cuda_home), out / "build.log")
@@ -374,16 +376,20 @@ def _measure(args: argparse.Namespace, checkout: Path) -> int:
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
 
     print(
-        f"NCCL in the logs: gate {', '.join(gate_versions) or 'none'}; all_gather_perf {', '.join(tests_versions) or 'none'}; {t['versions'] or 'nccl-tests version not printed'}"
+        f"NCCL in the logs: gate {', '.join(gate_versions) or 'none'}; all_gather_perf "
+        f"{', '.join(tests_versions) or 'none'}; {t['versions'] or 'nccl-tests version not printed'}"
     )
     print(
-        f"all_gather of {size} bytes on {world} GPU(s), {settings['warmup_iters']} warm-up + {settings['iters']} timed iterations:"
+        f"all_gather of {size} bytes on {world} GPU(s), {settings['warmup_iters']} warm-up + {settings['iters']} "
+        "timed iterations:"
     )
     print(
-        f"  gate (torch.distributed, {world} process(es), NCCL): {slowest['seconds_per_op'] * 1e6:.1f} us  algbw {slowest['algbw_gbps']:.2f} GB/s  busbw {slowest['busbw_gbps']:.2f} GB/s"
+        f"  gate (torch.distributed, {world} process(es), NCCL): {slowest['seconds_per_op'] * 1e6:.1f} us  algbw "
+        f"{slowest['algbw_gbps']:.2f} GB/s  busbw {slowest['busbw_gbps']:.2f} GB/s"
     )
     print(
-        f"  nccl-tests all_gather_perf (1 process, -g {world}): {t['time_us']:.1f} us  algbw {t['algbw']:.2f} GB/s  busbw {t['busbw']:.2f} GB/s"
+        f"  nccl-tests all_gather_perf (1 process, -g {world}): {t['time_us']:.1f} us  algbw {t['algbw']:.2f} GB/s  "
+        f"busbw {t['busbw']:.2f} GB/s"
     )
     print("  " + ratio_line(slowest["busbw_gbps"], t["busbw"], world))
     if summary["ratio_algbw"] is not None:

@@ -45,31 +45,44 @@ PEERING = "servicenetworking.googleapis.com/Peering"
 # name, `{location}` its zone or region, `{project}` the project, `{cluster}` a node pool's cluster.
 COMMANDS: dict[str, str] = {
     "lustre.googleapis.com/Instance": "gcloud lustre instances delete {name} --location {location} --project {project}",
-    "container.googleapis.com/Cluster": "gcloud container clusters delete {name} --location {location} --project {project}",
-    "container.googleapis.com/NodePool": "gcloud container node-pools delete {name} --cluster {cluster} --location {location} --project {project}",
+    "container.googleapis.com/Cluster": "gcloud container clusters delete {name} --location {location} --project "
+    "{project}",
+    "container.googleapis.com/NodePool": "gcloud container node-pools delete {name} --cluster {cluster} --location "
+    "{location} --project {project}",
     "compute.googleapis.com/Instance": "gcloud compute instances delete {name} --zone {location} --project {project}",
-    "compute.googleapis.com/InstanceGroupManager": "gcloud compute instance-groups managed delete {name} {scope} --project {project}",
-    "compute.googleapis.com/ForwardingRule": "gcloud compute forwarding-rules delete {name} --region {location} --project {project}",
-    "compute.googleapis.com/GlobalForwardingRule": "gcloud compute forwarding-rules delete {name} --global --project {project}",
-    "compute.googleapis.com/TargetPool": "gcloud compute target-pools delete {name} --region {location} --project {project}",
-    "compute.googleapis.com/BackendService": "gcloud compute backend-services delete {name} {scope} --project {project}",
-    "compute.googleapis.com/RegionBackendService": "gcloud compute backend-services delete {name} --region {location} --project {project}",
+    "compute.googleapis.com/InstanceGroupManager": "gcloud compute instance-groups managed delete {name} {scope} "
+    "--project {project}",
+    "compute.googleapis.com/ForwardingRule": "gcloud compute forwarding-rules delete {name} --region {location} "
+    "--project {project}",
+    "compute.googleapis.com/GlobalForwardingRule": "gcloud compute forwarding-rules delete {name} --global --project "
+    "{project}",
+    "compute.googleapis.com/TargetPool": "gcloud compute target-pools delete {name} --region {location} --project "
+    "{project}",
+    "compute.googleapis.com/BackendService": "gcloud compute backend-services delete {name} {scope} --project "
+    "{project}",
+    "compute.googleapis.com/RegionBackendService": "gcloud compute backend-services delete {name} --region "
+    "{location} --project {project}",
     "compute.googleapis.com/HealthCheck": "gcloud compute health-checks delete {name} {scope} --project {project}",
-    "compute.googleapis.com/NetworkEndpointGroup": "gcloud compute network-endpoint-groups delete {name} {scope} --project {project}",
-    "compute.googleapis.com/InstanceTemplate": "gcloud compute instance-templates delete {name} {scope} --project {project}",
+    "compute.googleapis.com/NetworkEndpointGroup": "gcloud compute network-endpoint-groups delete {name} {scope} "
+    "--project {project}",
+    "compute.googleapis.com/InstanceTemplate": "gcloud compute instance-templates delete {name} {scope} --project "
+    "{project}",
     "compute.googleapis.com/Disk": "gcloud compute disks delete {name} {scope} --project {project}",
     "compute.googleapis.com/RegionDisk": "gcloud compute disks delete {name} --region {location} --project {project}",
-    "storage.googleapis.com/Bucket": "gcloud storage rm --recursive gs://{name}  # deletes its objects too: copy what you keep first",
+    "storage.googleapis.com/Bucket": "gcloud storage rm --recursive gs://{name}  # deletes its objects too: copy "
+    "what you keep first",
     PEERING: (
         f"gcloud services vpc-peerings delete --service={SERVICE_NETWORKING} --network={{name}} --project {{project}}"
         "  # or: gcloud compute networks peerings delete servicenetworking-googleapis-com --network={name}"
     ),
     "compute.googleapis.com/GlobalAddress": "gcloud compute addresses delete {name} --global --project {project}",
     "compute.googleapis.com/Address": "gcloud compute addresses delete {name} --region {location} --project {project}",
-    "compute.googleapis.com/Router": "gcloud compute routers delete {name} --region {location} --project {project}  # its NAT with it",
+    "compute.googleapis.com/Router": "gcloud compute routers delete {name} --region {location} --project {project}  "
+    "# its NAT with it",
     "compute.googleapis.com/Route": "gcloud compute routes delete {name} --project {project}",
     "compute.googleapis.com/Firewall": "gcloud compute firewall-rules delete {name} --project {project}",
-    "compute.googleapis.com/Subnetwork": "gcloud compute networks subnets delete {name} --region {location} --project {project}",
+    "compute.googleapis.com/Subnetwork": "gcloud compute networks subnets delete {name} --region {location} "
+    "--project {project}",
     "compute.googleapis.com/Network": "gcloud compute networks delete {name} --project {project}",
     "iam.googleapis.com/ServiceAccount": "gcloud iam service-accounts delete {name} --project {project}",
 }
@@ -213,7 +226,8 @@ def render_text(stack: str, cfg: StackConfig, leftovers: list[Leftover]) -> str:
     if not leftovers:
         return f"leftovers: stack {stack}, project {cfg.project}: nothing of the stack is left"
     lines = [
-        f"leftovers: stack {stack}, project {cfg.project}: {len(leftovers)} resource(s) remain, in the order to remove them"
+        f"leftovers: stack {stack}, project {cfg.project}: {len(leftovers)} resource(s) remain, in the order to "
+        "remove them"
     ]
     for left in leftovers:
         where = f" ({left.location})" if left.location and left.location != "global" else ""

@@ -166,7 +166,9 @@ def mutated_line(target: Target, name: str) -> str:
     proc = subprocess.run(
         [sys.executable, "-m", "mutmut", "show", name], cwd=target.workdir, capture_output=True, text=True
     )
-    added = [l[1:].strip() for l in proc.stdout.splitlines() if l.startswith("+") and not l.startswith("+++")]
+    added = [
+        line[1:].strip() for line in proc.stdout.splitlines() if line.startswith("+") and not line.startswith("+++")
+    ]
     return " ".join(added)
 
 

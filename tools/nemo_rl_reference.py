@@ -96,7 +96,7 @@ def _registry(src: str) -> dict[str, str]:
     for n in ast.walk(ast.parse(src)):
         if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "DATASET_REGISTRY" for t in n.targets):
             out = {}
-            for k, v in zip(n.value.keys, n.value.values):
+            for k, v in zip(n.value.keys, n.value.values, strict=True):
                 out[k.value] = v.id if isinstance(v, ast.Name) else v.args[0].id
             return out
     raise KeyError("DATASET_REGISTRY not found")

@@ -173,7 +173,8 @@ def stack_costs(plan_of: typing.Callable[[str], Any] | None = None) -> str:
 
     plan_of = plan_of or committed_plan
     lines = [
-        "| stack | GPUs | per hour: spot GPUs (on-demand) | first `pulumi up`, typical | first run: `up` + job, spot (on-demand) "
+        "| stack | GPUs | per hour: spot GPUs (on-demand) | first `pulumi up`, typical | first run: `up` + job, spot "
+        "(on-demand) "
         "| `pulumi destroy` deletes | and keeps |",
         "|---|---|---|---|---|---|---|",
     ]
@@ -198,7 +199,8 @@ def stack_costs(plan_of: typing.Callable[[str], Any] | None = None) -> str:
             deletes += "; refused until `cluster.deletionProtection: false` is applied"
         lines.append(
             f"| `{stack}` | {s['gpuNodes']} x {cfg.flavour_spec.machine_type} ({s['gpus']}) | "
-            f"{_money(est.cost.spot_per_hour)} ({_money(est.cost.on_demand_per_hour)}) | ~{run.deploy_minutes:.0f} min | "
+            f"{_money(est.cost.spot_per_hour)} ({_money(est.cost.on_demand_per_hour)}) | ~{run.deploy_minutes:.0f} "
+            "min | "
             f"{job} | {deletes} | {keeps} |"
         )
         for r in plan.resources:
@@ -246,7 +248,7 @@ def render(text: str, sections: dict[str, typing.Callable[[], str]], page: str =
         if not pattern.search(text):
             raise SystemExit(f"{page} has no <!-- {name}:start --> ... <!-- {name}:end --> section")
         body = make()
-        text = pattern.sub(lambda m: m.group(1) + body + "\n" + m.group(2), text)
+        text = pattern.sub(lambda m, body=body: m.group(1) + body + "\n" + m.group(2), text)
     return text
 
 

@@ -115,7 +115,8 @@ def check_version_matrix(ctx: Any) -> list[Finding]:
             fix = (
                 f"pulumi config set --path cluster.minMasterVersion {inside[-1]}"
                 if inside
-                else f"pulumi config set --path cluster.releaseChannel {(_channels_inside(channels, row) or ['STABLE'])[0]}"
+                else "pulumi config set --path cluster.releaseChannel "
+                f"{(_channels_inside(channels, row) or ['STABLE'])[0]}"
             )
             return [
                 Finding(

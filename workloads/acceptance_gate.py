@@ -666,7 +666,7 @@ def _tail(path: Path, chars: int = 300) -> str:
         text = path.read_text(errors="replace").strip()
     except OSError:
         return "no output"
-    lines = [l for l in text.splitlines() if l.strip() and "Warning" not in l]
+    lines = [line for line in text.splitlines() if line.strip() and "Warning" not in line]
     return (lines[-1] if lines else "no output")[-chars:]
 
 
@@ -674,7 +674,7 @@ def _nccl_lines(work: Path) -> str:
     """The NCCL INFO lines the verdict needs, from every process's NCCL_DEBUG_FILE (bounded)."""
     keep = []
     for path in sorted(work.glob("nccl.*.log")):
-        lines = [l for l in path.read_text(errors="replace").splitlines() if _KEEP_LOG_LINE.search(l)]
+        lines = [line for line in path.read_text(errors="replace").splitlines() if _KEEP_LOG_LINE.search(line)]
         keep.extend(lines[:MAX_LOG_LINES_PER_PROCESS])
     return "\n".join(keep)
 
@@ -782,7 +782,8 @@ def run(plan: GatePlan) -> GateReport:
                     Check(
                         "gpus",
                         False,
-                        f"the probes did not get {plan.gpus_per_node} GPUs on each of {len(nodes)} node(s) in time (GPUs held by another job?)",
+                        f"the probes did not get {plan.gpus_per_node} GPUs on each of {len(nodes)} node(s) in time "
+                        "(GPUs held by another job?)",
                     ),
                 ),
                 time.monotonic() - start,
@@ -921,7 +922,7 @@ def result_on_cluster(client: Any, plan: GatePlan, job_id: str, final: Any) -> G
     text = "".join(submit.logs(client, job_id))
     report = parse_result(text)
     if report is None:
-        tail = [l for l in text.splitlines() if l.strip()][-1:] or ["no log"]
+        tail = [line for line in text.splitlines() if line.strip()][-1:] or ["no log"]
         return GateReport(
             (), 0.0, plan.node_count, error=f"gate job {job_id} ended {final} without a report: {tail[0][:300]}"
         )
@@ -945,7 +946,8 @@ def run_on_cluster(
 
     job_id = f"{label}-gate-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
     on_line(
-        f"acceptance gate: {plan.node_count} node(s) x {plan.gpus_per_node} GPUs, ~{estimated_seconds(plan) / 60:.1f} min expected (job {job_id})"
+        f"acceptance gate: {plan.node_count} node(s) x {plan.gpus_per_node} GPUs, "
+        f"~{estimated_seconds(plan) / 60:.1f} min expected (job {job_id})"
     )
     start_on_cluster(client, plan, job_id=job_id, label=label)
     try:

@@ -23,7 +23,8 @@ The dashboard is served at the local root, so its absolute links work; `Location
 upstream sends under the proxy prefix are rewritten to the local address, and a request whose
 path already carries the prefix (a link the API server rewrote in an HTML page) is forwarded
 without adding it again. Requests whose Host is not the proxy's own address are refused (a web
-page could otherwise reach it by DNS rebinding and act with the user's token). Hop-by-hop headers (RFC 9110 7.6.1) are not forwarded; the client's own
+page could otherwise reach it by DNS rebinding and act with the user's token). Hop-by-hop headers (RFC 9110 7.6.1) are
+not forwarded; the client's own
 `Authorization` is replaced. The token is never logged or printed, and only a loopback address
 listens (`serve` refuses any other). As with `kubectl port-forward`, other processes of this machine
 can reach that port while the proxy runs, and act with the user's identity.

@@ -119,7 +119,10 @@ def wait_for_gang(
         waited = clock() - start
         if len(running) >= want:
             by_rung = _by_rung(view, running, rungs)
-            line = f"gang complete: {len(running)} of {want} GPU nodes after {waited / 60:.0f} min ({_mix(by_rung, order)})"
+            line = (
+                f"gang complete: {len(running)} of {want} GPU nodes after {waited / 60:.0f} min "
+                f"({_mix(by_rung, order)})"
+            )
             say(line)
             return GangResult(True, len(running), want, waited, by_rung, None, line)
         if waited >= max_wait_s:

@@ -357,9 +357,12 @@ def _check_fit(
             and batch % (t // par.model_parallel_gpus) == 0
         ][:6]
         raise JobBuildError(
-            f"{where}: {train_gpus} training GPUs / (TP {par.train_tensor_parallel} x PP {par.train_pipeline_parallel}) = "
-            f"data parallel {dp}, which does not divide policy.train_global_batch_size {batch} (NeMo-RL splits each batch "
-            f"evenly over the data-parallel ranks); allowed: gpuPool.nodeCount {', '.join(map(str, fits)) or 'none up to 64'}",
+            f"{where}: {train_gpus} training GPUs / (TP {par.train_tensor_parallel} x PP "
+            f"{par.train_pipeline_parallel}) = "
+            f"data parallel {dp}, which does not divide policy.train_global_batch_size {batch} (NeMo-RL splits each "
+            "batch "
+            "evenly over the data-parallel ranks); allowed: gpuPool.nodeCount "
+            f"{', '.join(map(str, fits)) or 'none up to 64'}",
             key="gpuPool.nodeCount",
         )
     gen_gpus = train_gpus if par.colocated else par.generation_nodes * gpus
@@ -446,7 +449,8 @@ def _merge(
         if key in derived and value is not None and value.lower() == _fmt(derived[key]).lower():
             continue
         raise JobBuildError(
-            f"job.overrides {o!r}: {key} is derived from the stack; change {_OWNER.get(key, 'the stack config')} instead"
+            f"job.overrides {o!r}: {key} is derived from the stack; change {_OWNER.get(key, 'the stack config')} "
+            "instead"
         )
     # One value per key: a user override replaces the recipe's (Hydra would reject a duplicate).
     user_keys = {override_key(o) for o in users}

@@ -156,7 +156,7 @@ def table(ledger: Ledger, now: float) -> list[str]:
         for a in ledger.attempts
     ]
     widths = [max(len(r[i]) for r in (head, *rows)) for i in range(len(head))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in (head, *rows)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in (head, *rows)]
     total = ledger.spend(now)
     lost = sum(a.steps_lost or 0 for a in ledger.attempts)
     hours = sum(a.node_hours(now) for a in ledger.attempts)

@@ -118,7 +118,8 @@ def data_key_problem(tag: str, override: str) -> Optional[str]:
     hint = (
         "allowed: the flat data.* keys it reads (data.train/validation/default came with v0.6)"
         if layout == "flat"
-        else "allowed: data.train.*, data.validation.*, data.default.* and the other keys it reads (the flat ones went with v0.6)"
+        else "allowed: data.train.*, data.validation.*, data.default.* and the other keys it reads (the flat ones "
+        "went with v0.6)"
     )
     return f"{override!r}: NeMo-RL {tag}'s data loader does not read {key}; {hint}"
 

@@ -421,7 +421,10 @@ def decide(
             )
         # Not a restart: the count and its doubling backoff stay as they were.
         due = ended_ms / 1000.0 + policy.backoff_seconds
-        what = f"attempt {attempt} failed waiting for GPUs ({verdict.evidence}); resubmitted when the GPUs are back, not counted as a restart"
+        what = (
+            f"attempt {attempt} failed waiting for GPUs ({verdict.evidence}); resubmitted when the GPUs are "
+            "back, not counted as a restart"
+        )
         if now < due:
             return Decision(Action.WAIT, f"{what}, in {due - now:.0f}s", verdict.cause, not_before=due)
         return Decision(
@@ -452,7 +455,8 @@ def decide(
         )
     return Decision(
         Action.RESUBMIT,
-        f"attempt {attempt} failed, {verdict.cause.value} ({verdict.evidence}); restart {done + 1} of {policy.max_restarts}",
+        f"attempt {attempt} failed, {verdict.cause.value} ({verdict.evidence}); restart {done + 1} of "
+        f"{policy.max_restarts}",
         verdict.cause,
         next_attempt=attempt + 1,
         restarts=done + 1,
@@ -646,7 +650,8 @@ class Watcher:
         elif self.seen is not None and self.seen.final:
             return Decision(
                 Action.DONE,
-                f"{self.seen.submission_id} had ended ({self.seen.status.lower() or 'given up'}) before the cluster forgot it; nothing to recover",
+                f"{self.seen.submission_id} had ended ({self.seen.status.lower() or 'given up'}) before the cluster "
+                "forgot it; nothing to recover",
             )
         elif self.seen is not None:
             if self.seen.lost_since is None:
@@ -769,7 +774,8 @@ class Watcher:
             self.ledger.stop_requested_at, self.ledger.stop_requested_step = now, latest
             window = self.run.save_window_seconds
             self._note(
-                f"budget reached: ${spent:,.2f} of job.budgetUsd ${budget:,.2f}; {job.submission_id} is stopped after its next "
+                f"budget reached: ${spent:,.2f} of job.budgetUsd ${budget:,.2f}; {job.submission_id} is stopped "
+                "after its next "
                 f"complete checkpoint"
                 + (
                     f" (or in {window:.0f} s, one save period, if none comes)"
@@ -785,7 +791,8 @@ class Watcher:
         if not saved and now - self.ledger.stop_requested_at < window:
             return Decision(
                 Action.WAIT,
-                f"budget reached; {job.submission_id} stops after its next complete checkpoint (newer than step_{since or 0})",
+                f"budget reached; {job.submission_id} stops after its next complete checkpoint (newer than "
+                f"step_{since or 0})",
             )
         with contextlib.suppress(submit.UnknownJob):
             submit.stop(self.client, job.submission_id)
@@ -812,7 +819,8 @@ class Watcher:
             return dataclasses.replace(
                 decision,
                 action=Action.WAIT,
-                reason=f"{decision.reason}: acceptance gate {busy.submission_id} is running; nothing is submitted while a gate runs",
+                reason=f"{decision.reason}: acceptance gate {busy.submission_id} is running; nothing is submitted "
+                "while a gate runs",
             )
         rows: Optional[list[dict[str, Any]]] = None
         if self.policy.pool_gpus:
@@ -822,7 +830,8 @@ class Watcher:
                 return dataclasses.replace(
                     decision,
                     action=Action.WAIT,
-                    reason=f"{decision.reason}: waiting for the GPU pool, {have} of {self.policy.pool_gpus} GPUs alive in Ray",
+                    reason=f"{decision.reason}: waiting for the GPU pool, {have} of {self.policy.pool_gpus} GPUs "
+                    "alive in Ray",
                 )
         if self.gate.on:
             # Every attempt, the first and each after a preemption (onto the nodes that replaced the
@@ -849,7 +858,8 @@ class Watcher:
         meta = {META_AUTO_RESTARTS: str(restarts)}
         if capacity_waits:
             meta[META_CAPACITY_WAITS] = str(capacity_waits)
-        # Not created when someone (a user, another watcher, the deploy) submitted this very attempt first: that is the job.
+        # Not created when someone (a user, another watcher, the deploy) submitted this very attempt first:
+        # that is the job.
         from workloads import checkpoints
         from workloads.ledger import Attempt
 

@@ -176,7 +176,8 @@ def clear_attempt(
             return GateOutcome(
                 Clearance.HELD,
                 f"{report.summary()} (gate {run.submission_id} on {len(nodes)} worker node(s)); attempt "
-                f"{attempt_submission_id} is not submitted (job.gate enforce); the gate runs again once the worker nodes change",
+                f"{attempt_submission_id} is not submitted (job.gate enforce); the gate runs again once the worker "
+                "nodes change",
                 report,
                 run.submission_id,
             )
@@ -235,7 +236,8 @@ def submit_gated(
     attempt is cleared by `clear_attempt` (waiting for a gate anyone runs; starting one when due; a
     failed gate from before this call is run again) and submitted. Returns the `SubmitResult` and the
     gate's report (None when no gate ran for it). A gate that had failed before this call is run again
-    (the user may have fixed its cause); one running at the call is waited for and is the verdict. Raises `acceptance_gate.GateFailed` under enforce
+    (the user may have fixed its cause); one running at the call is waited for and is the verdict. Raises
+    `acceptance_gate.GateFailed` under enforce
     before anything is submitted, `submit.WaitTimeout` when no verdict came within `timeout`
     (default: two gate runs' bound).
     """

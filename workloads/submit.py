@@ -293,7 +293,8 @@ def connect(
     Default Credentials). An IP endpoint also needs the cluster CA (`ca_cert_b64` or `ca_file`); the
     DNS endpoint's certificate is verified with the system roots (`needs_cluster_ca`).
     Every request of the returned client gives up after `timeout` seconds to connect and `read_timeout`
-    (default `READ_TIMEOUT`) seconds without an answer (`DashboardUnreachable`): nothing waits forever on a stalled dashboard.
+    (default `READ_TIMEOUT`) seconds without an answer (`DashboardUnreachable`): nothing waits forever on a stalled
+    dashboard.
 
     Raises:
         InvalidAddress: the address or endpoint is not a usable http(s) URL (bad port, no host, ...).

@@ -47,7 +47,10 @@ def version_problem(versions: Iterable[str], expect_nccl: Optional[str]) -> Opti
         return None
     seen = sorted({nccl_release(v) for v in versions})
     if not seen:
-        return f"no 'NCCL version' line in the NCCL INFO log: cannot prove NCCL {expect_nccl} (the version matrix row's) was loaded"
+        return (
+            f"no 'NCCL version' line in the NCCL INFO log: cannot prove NCCL {expect_nccl} (the version matrix "
+            "row's) was loaded"
+        )
     other = [v for v in seen if v != expect_nccl]
     if other:
         return f"NCCL {'/'.join(other)} loaded, not {expect_nccl} of the version matrix row (data/version_matrix.yaml)"

@@ -41,8 +41,8 @@ so 100 000 steps run for 7 months to 3 years of GPU time; more is a typo, not a 
 #   `password`, `credentials` (but not `max_new_tokens`, `token_level_loss`, `tokenizer`);
 # - a value that looks like a credential: a known token prefix (Hugging Face, GitHub, OpenAI-style,
 #   AWS, Google API keys, Slack, JWTs, PEM keys), a URL with a password, 32 or more hex digits (a W&B
-#   API key is 40), digits and letters both, or a run of 32 or more letters and digits mixing upper case, lower case and digits
-#   (the shape of random tokens; names that long carry separators).
+#   API key is 40), digits and letters both, or a run of 32 or more letters and digits mixing upper
+#   case, lower case and digits (the shape of random tokens; names that long carry separators).
 _SECRET_WORDS = frozenset(
     {"token", "secret", "password", "passwd", "pwd", "credential", "credentials", "apikey", "netrc"}
 )

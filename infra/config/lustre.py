@@ -25,7 +25,8 @@ class LustreConfig(Model):
     filesystem: str = Field("lustrefs", description="Lustre filesystem name: 1-8 letters or digits.")
     instance_id: Optional[str] = Field(
         None,
-        description="Instance id (lowercase letters, digits, hyphens; 1-63; starts with a letter). Default `<prefix>-lustre`.",
+        description="Instance id (lowercase letters, digits, hyphens; 1-63; starts with a letter). Default "
+        "`<prefix>-lustre`.",
     )
     legacy_port: bool = Field(
         False,
@@ -63,7 +64,8 @@ class LustreConfig(Model):
     def _instance_id(cls, v: Optional[str]) -> Optional[str]:
         if v is not None and not (len(v) <= 63 and re.fullmatch(LOWER_NAME, v)):
             raise ValueError(
-                f"{shown(v)} is not allowed; allowed: 1-63 lowercase letters, digits or hyphens, starting with a letter "
+                f"{shown(v)} is not allowed; allowed: 1-63 lowercase letters, digits or hyphens, starting with a "
+                "letter "
                 "and ending with a letter or digit"
             )
         return v

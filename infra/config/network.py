@@ -138,7 +138,8 @@ def check_address_room(network: NetworkConfig, gpu_nodes: int, system_nodes: int
     if not network.use_default_network and primary.num_addresses - 4 < nodes:
         raise KeyedValueError(
             "network.primaryCidr",
-            f"{primary} has {primary.num_addresses - 4} usable addresses, the stack runs up to {nodes} nodes; allowed: a larger range",
+            f"{primary} has {primary.num_addresses - 4} usable addresses, the stack runs up to {nodes} nodes; "
+            "allowed: a larger range",
         )
 
 

@@ -62,7 +62,8 @@ def required_secrets(config: StackConfig) -> dict[str, str]:
     if model in GATED_MODELS:
         needed["hfToken"] = (
             f"job.recipe {config.job.recipe!r} downloads {model}, which Hugging Face serves only to accounts that "
-            "accepted its licence; allowed: `pulumi config set --secret hfToken <token>` with a token of such an account"
+            "accepted its licence; allowed: `pulumi config set --secret hfToken <token>` with a token of such an "
+            "account"
         )
     if config.job.wandb_project:
         needed["wandbApiKey"] = (

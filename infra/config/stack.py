@@ -65,13 +65,15 @@ class StackConfig(Model):
     )
     allow_untested_versions: bool = Field(
         False,
-        description="Accept pins (GKE version, GPU driver, gIB installer image, NeMo-RL image, KubeRay chart) that no row "
+        description="Accept pins (GKE version, GPU driver, gIB installer image, NeMo-RL image, KubeRay chart) that "
+        "no row "
         "of the version matrix (data/version_matrix.yaml, docs/version-matrix.md) covers: for trying a new combination "
         "before its row is recorded. Known-bad pairs stay refused.",
     )
     manage_apis: bool = Field(
         True,
-        description="Enable every Google Cloud API the stack uses (Service Usage; left on by `pulumi destroy`) and make "
+        description="Enable every Google Cloud API the stack uses (Service Usage; left on by `pulumi destroy`) "
+        "and make "
         "each resource wait for its API. false where the deployer may not enable services: the APIs listed in "
         "docs/deploy.md must then be on already.",
     )
@@ -104,7 +106,8 @@ class StackConfig(Model):
         room = GCP_MAX_LABELS - len(RESERVED_LABEL_KEYS)
         if len(v) > room:
             raise ValueError(
-                f"{len(v)} labels; allowed: at most {room} (Google Cloud allows {GCP_MAX_LABELS}, the program sets {len(RESERVED_LABEL_KEYS)})"
+                f"{len(v)} labels; allowed: at most {room} (Google Cloud allows {GCP_MAX_LABELS}, the program sets "
+                f"{len(RESERVED_LABEL_KEYS)})"
             )
         for key, value in v.items():
             if key in RESERVED_LABEL_KEYS:
@@ -131,7 +134,8 @@ class StackConfig(Model):
         # with "google" or a close misspelling, or starting with "goog" (storage docs, bucket naming).
         if _looks_like_google(v) or (info.field_name == "project" and v.startswith("goog")):
             raise ValueError(
-                f"{v!r} would put 'google' into the bucket name, which Cloud Storage refuses; allowed: a name without it"
+                f"{v!r} would put 'google' into the bucket name, which Cloud Storage refuses; allowed: a name "
+                "without it"
             )
         return v
 
@@ -194,7 +198,10 @@ class StackConfig(Model):
         cat = catalogue()
         zones = cat.zones_for(flavour.machine_type)
         what = f"{flavour.machine_type} (flavour {flavour.name}) and Managed Lustre"
-        hint = f"or set {PROJECT}:allowUncataloguedZone: true for a zone Google added since {cat.checked} (data/zones.yaml)"
+        hint = (
+            f"or set {PROJECT}:allowUncataloguedZone: true for a zone Google added since {cat.checked} "
+            "(data/zones.yaml)"
+        )
         if self.region not in {region_of(z) for z in zones}:
             raise KeyedValueError(
                 "region",
@@ -260,7 +267,8 @@ def prefix_for_stack(stack: str) -> str:
     if not base[:1].isalpha() or not base.isascii() or _looks_like_google(base):
         why = "does not start with a letter" if not base[:1].isalpha() else "would put 'google' into the bucket name"
         raise ConfigError(
-            f"{PROJECT}:namePrefix: not set, and the stack name {shown(stack)} {why}; allowed: set {PROJECT}:namePrefix "
+            f"{PROJECT}:namePrefix: not set, and the stack name {shown(stack)} {why}; allowed: set "
+            f"{PROJECT}:namePrefix "
             f"to {PATTERN_HELP[NAME_PREFIX]}"
         )
     digest = hashlib.sha256(stack.encode()).hexdigest()[:4]
