@@ -215,6 +215,10 @@ def test_a_running_then_failed_gate_prevents_every_training_submission_by_the_wa
 def test_submit_by_hand_waits_for_a_running_gate_and_submits_nothing_after_its_failure(head, client, tmp_path):
     # `python -m jobctl submit`: the dev stack's real spec; a gate for its first attempt is running.
     spec = build_spec(load_stack("dev"))
+    # The worker's head is shared: tests/test_jobctl.py may have left the dev stack's ended attempts on it,
+    # and the CLI would then gate the next attempt, not the first. Start from a head without them.
+    for ended in [*jobs.list_jobs(client, "dev"), *run_owner.gate_runs(client.list_jobs(), "dev")]:
+        client.delete_job(ended.submission_id)
     release = tmp_path / "release"
     start_fake_gate(client, "dev", spec.submission_id, (), failed_report("gke-dev-gpu-1"), release)
     out, err = io.StringIO(), io.StringIO()
