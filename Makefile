@@ -1,4 +1,4 @@
-# Quick start: `make plan` (offline plan of the default stack) and `make test`; `make doctor STACK=NAME` before `pulumi up`.
+# Quick start: `make plan` (offline plan of the default stack) and `make test` (lint, then the suite); `make doctor STACK=NAME` before `pulumi up`.
 # `make docs` and `make golden` regenerate the generated reference and the golden plans.
 PYTHON ?= python3
 VENV ?= .venv
@@ -7,7 +7,7 @@ STACK ?= dev
 # e.g. PLAN_FLAGS=--assume-secrets for a stack whose job needs a secret not set yet
 PLAN_FLAGS ?=
 
-.PHONY: plan doctor test mutants docs golden clean
+.PHONY: plan doctor lint format test mutants docs golden clean
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -26,7 +26,17 @@ plan: $(VENV)/.installed
 doctor: $(VENV)/.installed
 	$(PY) -m tools.doctor --stack $(STACK)
 
-test: $(VENV)/.installed-test
+# Lint and format check (ruff; settings in pyproject.toml); `make test` runs it first.
+lint: $(VENV)/.installed-test
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+# Rewrites the tree in ruff's format and applies ruff's safe fixes; review the diff.
+format: $(VENV)/.installed-test
+	$(PY) -m ruff format .
+	$(PY) -m ruff check --fix .
+
+test: lint
 	$(PY) -m pytest -q -n 2 --dist worksteal
 
 # Mutation testing (docs/testing.md); not part of CI. MUTATE="infra/naming tools/doctor" picks modules.

@@ -13,13 +13,29 @@ from infra.network import Networking, NetworkingArgs
 from infra.observability import build_dashboard
 from infra.placement import gpu_pool_facts, system_pool_name
 from infra.project_apis import (
-    COMPUTE, CONTAINER, IAM, LOGGING, LUSTRE, MONITORING, RESOURCE_MANAGER, SERVICE_NETWORKING, SERVICE_USAGE, STORAGE,
-    ProjectApis, ProjectApisArgs,
+    COMPUTE,
+    CONTAINER,
+    IAM,
+    LOGGING,
+    LUSTRE,
+    MONITORING,
+    RESOURCE_MANAGER,
+    SERVICE_NETWORKING,
+    SERVICE_USAGE,
+    STORAGE,
+    ProjectApis,
+    ProjectApisArgs,
 )
 from infra.ray_cluster import RAY_CLUSTER_NAME, RayCluster, RayClusterArgs
 from infra.stack_context import StackContext
 from infra.storage import (
-    ArtifactBucket, ArtifactBucketArgs, Lustre, LustreArgs, LustreDataGuard, LustreDataGuardArgs, lustre_port,
+    ArtifactBucket,
+    ArtifactBucketArgs,
+    Lustre,
+    LustreArgs,
+    LustreDataGuard,
+    LustreDataGuardArgs,
+    lustre_port,
 )
 from infra.training_job import build_training_job, job_spec_for_stack
 from infra.watcher_deployment import build_preemption_watcher
@@ -124,13 +140,18 @@ pulumi.export("rdmaNetworkName", network.rdma_network_name)
 kube = KubernetesAccess(
     "kube", KubernetesAccessArgs(ctx, cluster.name, cluster.endpoint, cluster.ca_certificate, location=cluster.location)
 )
-on_nodes = pulumi.ResourceOptions(provider=kube.provider, depends_on=list(cluster.node_pools), deleted_with=cluster.cluster)
+on_nodes = pulumi.ResourceOptions(
+    provider=kube.provider, depends_on=list(cluster.node_pools), deleted_with=cluster.cluster
+)
 # The capacity ladder (gpuPool.capacity with two or more rungs): GKE's autoscaler walks the class's pools.
 compute_class = (
     GpuComputeClass(
         "gpu-ladder",
-        GpuComputeClassArgs(gpu_pool.compute_class, tuple(p.name for p in gpu_pool.rung_pools),
-                            tuple(p.rung for p in gpu_pool.rung_pools)),
+        GpuComputeClassArgs(
+            gpu_pool.compute_class,
+            tuple(p.name for p in gpu_pool.rung_pools),
+            tuple(p.rung for p in gpu_pool.rung_pools),
+        ),
         opts=on_nodes,
     )
     if gpu_pool.compute_class
@@ -160,7 +181,9 @@ prepull = mode.image_prepull(
     "image-prepull",
     ImagePrePullArgs(cfg.recipe.image, cfg.ray.namespace, cluster.node_pool_names, gpu_pool.taints),
     opts=pulumi.ResourceOptions(
-        provider=kube.provider, depends_on=[*cluster.node_pools, workload.namespace_resource], deleted_with=cluster.cluster
+        provider=kube.provider,
+        depends_on=[*cluster.node_pools, workload.namespace_resource],
+        deleted_with=cluster.cluster,
     ),
 )
 ray_cluster = RayCluster(
@@ -233,6 +256,8 @@ watcher = build_preemption_watcher(
 )
 if watcher is not None:
     pulumi.export("preemptionWatcherLogsCommand", watcher.logs_command)
-monitoring = build_dashboard(ctx, cluster=cluster, lustre=lustre, ray=ray_cluster, opts=apis.wait_for(MONITORING, LOGGING))
+monitoring = build_dashboard(
+    ctx, cluster=cluster, lustre=lustre, ray=ray_cluster, opts=apis.wait_for(MONITORING, LOGGING)
+)
 pulumi.export("monitoringDashboard", monitoring.display_name)
 pulumi.export("monitoringConsoleUrl", monitoring.console_url)

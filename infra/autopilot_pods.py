@@ -98,9 +98,7 @@ def admission_problems(pod_spec: Mapping[str, Any]) -> list[str]:
     for key in ("hostNetwork", "hostPID", "hostIPC"):
         if pod_spec.get(key):
             problems.append(f"{key}: true")
-    host_paths = {
-        v["name"]: v["hostPath"].get("path", "") for v in pod_spec.get("volumes") or () if "hostPath" in v
-    }
+    host_paths = {v["name"]: v["hostPath"].get("path", "") for v in pod_spec.get("volumes") or () if "hostPath" in v}
     for path in host_paths.values():
         if path not in READ_ONLY_HOST_PATHS:
             problems.append(f"hostPath {path}: only {', '.join(READ_ONLY_HOST_PATHS)} (read-only) are allowed")
@@ -129,7 +127,8 @@ def _containers(pod_spec: Mapping[str, Any]) -> Iterable[tuple[str, Mapping[str,
 def ray_values_for_autopilot(values: Mapping[str, Any], worker: AutopilotPodLimits) -> dict[str, Any]:
     """The `ray-cluster` chart values of `infra.ray_cluster.ray_values`, made admissible on Autopilot.
 
-    - workers: not privileged; tolerating GKE's GPU and Spot taints; the host GPU library and gIB directories mounted read-only; requests =
+    - workers: not privileged; tolerating GKE's GPU and Spot taints; the host GPU library and gIB
+      directories mounted read-only; requests =
       limits of CPU and memory no larger than the flavour's Autopilot pod size (and never more than the
       Standard sizing found room for), with ephemeral storage; the node selector already comes from the
       pool facts (`gpu_node_labels`);
@@ -164,7 +163,9 @@ def ray_values_for_autopilot(values: Mapping[str, Any], worker: AutopilotPodLimi
 
     head["resources"] = general_purpose_resources(head["resources"]["requests"])
 
-    problems = [f"Ray {name}: {p}" for name, spec in (("head", head), ("worker", group)) for p in admission_problems(spec)]
+    problems = [
+        f"Ray {name}: {p}" for name, spec in (("head", head), ("worker", group)) for p in admission_problems(spec)
+    ]
     if problems:
         raise ValueError("Autopilot would refuse the Ray pods: " + "; ".join(problems))
     return out

@@ -374,10 +374,12 @@ class GkeCluster(pulumi.ComponentResource):
     def _gpu_pool(self, name: str, args: GkeClusterArgs, node_identity: dict[str, Any], labels: dict[str, str]) -> None:
         facts = self.gpu_pool_facts
         if not facts.rung_pools:
-            self.gpu_pools = [self._one_gpu_pool(f"{name}-gpu-pool", facts.pool_name, None, args, node_identity, labels)]
+            self.gpu_pools = [
+                self._one_gpu_pool(f"{name}-gpu-pool", facts.pool_name, None, args, node_identity, labels)
+            ]
         else:
             # One pool per rung, all alike but for how the nodes are obtained (infra/compute_class.py).
-            rungs = dict(zip((p.name for p in facts.rung_pools), args.gpu_pool_config.ladder))
+            rungs = dict(zip((p.name for p in facts.rung_pools), args.gpu_pool_config.ladder, strict=True))
             self.gpu_pools = [
                 self._one_gpu_pool(f"{name}-{rung_pool_role(rung)}-pool", pool, rung, args, node_identity, labels)
                 for pool, rung in rungs.items()

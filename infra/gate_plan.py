@@ -57,7 +57,10 @@ def gate_plan_for_stack(cfg: StackConfig, pool: PoolShape, thresholds: Optional[
     if entry is None:
         # A new catalogue flavour needs nothing else to deploy: its bandwidth is measured and shown, not
         # enforced, until a published figure is added (tests/test_gate_plan.py covers the committed ones).
-        published, busbw_source = 0.0, f"no published bus bandwidth for flavour {flavour.name} in {THRESHOLDS_FILE.name}: measured, not enforced"
+        published, busbw_source = (
+            0.0,
+            f"no published bus bandwidth for flavour {flavour.name} in {THRESHOLDS_FILE.name}: measured, not enforced",
+        )
     else:
         published, estimate = published_value(entry["published_busbw_gbps"])
         busbw_source = f"{fraction:g} x {published:g} GB/s: {' '.join(str(entry['source']).split())}"

@@ -121,8 +121,11 @@ def handed_on_outputs(cluster: ClusterComponent) -> dict[str, Any]:
             "nodeSelector": facts.node_selector,
             "nics": [n.interface for n in facts.nics],
             # The capacity ladder's class and pool -> rung map (what the run owner's gang report names).
-            **({"computeClass": facts.compute_class, "rungPools": {p.name: p.rung for p in facts.rung_pools}}
-               if facts.compute_class else {}),
+            **(
+                {"computeClass": facts.compute_class, "rungPools": {p.name: p.rung for p in facts.rung_pools}}
+                if facts.compute_class
+                else {}
+            ),
         },
     }
 
@@ -142,7 +145,10 @@ def maintenance_policy(cfg: ClusterConfig) -> dict[str, Any]:
             {
                 "exclusion_name": "no-minor-or-node-upgrades",
                 "start_time": UPGRADE_EXCLUSION_START,
-                "exclusion_options": {"scope": "NO_MINOR_OR_NODE_UPGRADES", "end_time_behavior": "UNTIL_END_OF_SUPPORT"},
+                "exclusion_options": {
+                    "scope": "NO_MINOR_OR_NODE_UPGRADES",
+                    "end_time_behavior": "UNTIL_END_OF_SUPPORT",
+                },
             }
         ]
     return policy
@@ -294,8 +300,10 @@ def _dns_endpoint(config: Any) -> str:
     if not endpoint:
         # GKE documents the field as always present; a provider that did not read it back would
         # otherwise leave the Kubernetes provider with an empty server address.
-        raise ValueError("the cluster reports no controlPlaneEndpointsConfig.dnsEndpointConfig.endpoint; "
-                         "set cluster.controlPlaneAccess: ip to use the IP endpoint")
+        raise ValueError(
+            "the cluster reports no controlPlaneEndpointsConfig.dnsEndpointConfig.endpoint; "
+            "set cluster.controlPlaneAccess: ip to use the IP endpoint"
+        )
     return endpoint
 
 

@@ -60,7 +60,9 @@ def check_nics(nics: tuple[NicAttachment, ...]) -> None:
         if nic.interface == DEFAULT_INTERFACE:
             problems.append(f"{nic.network_object}: interface {DEFAULT_INTERFACE} is the pod's default network")
         if nic.device_mode not in DEVICE_MODES:
-            problems.append(f"{nic.network_object}: deviceMode {nic.device_mode!r} is not one of {', '.join(DEVICE_MODES)}")
+            problems.append(
+                f"{nic.network_object}: deviceMode {nic.device_mode!r} is not one of {', '.join(DEVICE_MODES)}"
+            )
         if nic.network_object == "default":
             problems.append("a Network object may not be called 'default' (that name is the pod network)")
     if problems:
@@ -78,7 +80,8 @@ class GkeNetworkObjects(pulumi.ComponentResource):
     """One GKENetworkParamSet + Network pair per extra NIC (gvnic-1, rdma-0..7).
 
     Deliberately NOT made to wait for (or be deleted before) the GPU node pool: creating these needs
-    only the VPCs and subnets (the program makes them wait for `Networking.nic_subnets`), and if GKE refuses to delete a Network while a node pool still uses it,
+    only the VPCs and subnets (the program makes them wait for `Networking.nic_subnets`), and if GKE refuses to
+    delete a Network while a node pool still uses it,
     an order "Network objects before node pools" would deadlock `pulumi destroy`. Without an edge both
     are deleted in parallel, which works either way; the Ray release, which does use them, depends on
     this component and is deleted first.
@@ -120,7 +123,11 @@ class GkeNetworkObjects(pulumi.ComponentResource):
             metadata={"name": nic.network_object, "labels": dict(MANAGED_LABELS)},
             spec={
                 "type": "Device",
-                "parametersRef": {"group": "networking.gke.io", "kind": "GKENetworkParamSet", "name": nic.network_object},
+                "parametersRef": {
+                    "group": "networking.gke.io",
+                    "kind": "GKENetworkParamSet",
+                    "name": nic.network_object,
+                },
             },
             # Created after, and deleted before, the parameter set it points at.
             opts=child_options(self, opts, depends_on=[params], custom_timeouts=DELETE_TIMEOUT),

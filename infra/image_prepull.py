@@ -66,7 +66,15 @@ def daemonset_manifest(
                         "nodeAffinity": {
                             "requiredDuringSchedulingIgnoredDuringExecution": {
                                 "nodeSelectorTerms": [
-                                    {"matchExpressions": [{"key": NODE_POOL_LABEL, "operator": "In", "values": sorted(set(pool_names))}]}
+                                    {
+                                        "matchExpressions": [
+                                            {
+                                                "key": NODE_POOL_LABEL,
+                                                "operator": "In",
+                                                "values": sorted(set(pool_names)),
+                                            }
+                                        ]
+                                    }
                                 ]
                             }
                         }
@@ -87,7 +95,11 @@ def daemonset_manifest(
                         }
                     ],
                     "containers": [
-                        {"name": "pause", "image": PAUSE_IMAGE, "resources": {"requests": {"cpu": "1m", "memory": "8Mi"}}}
+                        {
+                            "name": "pause",
+                            "image": PAUSE_IMAGE,
+                            "resources": {"requests": {"cpu": "1m", "memory": "8Mi"}},
+                        }
                     ],
                 },
             },

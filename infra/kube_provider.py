@@ -15,7 +15,8 @@ is set) makes it mint them from ADC too, so one `gcloud auth application-default
 deploy needs. Only on the real cloud: gcloud refuses to
 *write* that flag together with `--dns-endpoint` in its own kubeconfigs (googlecloudsdk
 api_lib/container/kubeconfig.py); the plugin itself does not know which endpoint it serves, and the
-DNS endpoint takes any Google OAuth token of an identity with `container.clusters.connect`. Nothing secret is in the kubeconfig: it holds only the endpoint and, for the IP endpoint,
+DNS endpoint takes any Google OAuth token of an identity with `container.clusters.connect`. Nothing secret is in the
+kubeconfig: it holds only the endpoint and, for the IP endpoint,
 the cluster CA. The DNS endpoint (`cluster.controlPlaneAccess: dns`) serves a publicly trusted
 certificate, so its kubeconfig carries no CA and clients verify against the system roots, as the
 kubeconfig `gcloud container clusters get-credentials --dns-endpoint` writes does.
@@ -31,8 +32,8 @@ from typing import Optional
 import pulumi
 import pulumi_kubernetes as k8s
 
-from infra.stack_context import StackContext
 from infra.options import child_options
+from infra.stack_context import StackContext
 
 AUTH_PLUGIN = "gke-gcloud-auth-plugin"
 AUTH_API_VERSION = "client.authentication.k8s.io/v1beta1"

@@ -37,6 +37,7 @@ bucket (granted by `LustreDataGuard`; managed-lustre docs "Transfer data").
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import time
 from typing import Any, Callable, Optional
 
@@ -198,7 +199,7 @@ def export_results(client: Any, props: dict[str, Any], timeout: float = TRANSFER
             name=name, lustre_path=lustre.LustrePath(path=source), gcs_path=lustre.GcsPath(uri=destination)
         )
         try:
-            operation = _start(lambda: client.export_data(request=request), what)
+            operation = _start(functools.partial(client.export_data, request=request), what)
             _wait(operation, what, timeout)
         except TransferError as err:
             raise TransferError(_refusal(name, props, str(err), done)) from err.__cause__
@@ -226,7 +227,9 @@ def import_results(client: Any, props: dict[str, Any], timeout: float = TRANSFER
     name = instance_name(props["project"], props["zone"], props["instance_id"])
     source = props["import_from"]
     what = f"importing {source} into / of Lustre instance {name}"
-    request = lustre.ImportDataRequest(name=name, gcs_path=lustre.GcsPath(uri=source), lustre_path=lustre.LustrePath(path="/"))
+    request = lustre.ImportDataRequest(
+        name=name, gcs_path=lustre.GcsPath(uri=source), lustre_path=lustre.LustrePath(path="/")
+    )
     try:
         operation = _start(lambda: client.import_data(request=request), what)
         _wait(operation, what, timeout)
@@ -272,7 +275,8 @@ class LustreGuardProvider(ResourceProvider):
             except _auth_errors() as err:
                 raise TransferError(
                     f"importing {inputs['import_from']} into Lustre instance "
-                    f"{instance_name(inputs['project'], inputs['zone'], inputs['instance_id'])}: {_credentials_problem(err)}. "
+                    f"{instance_name(inputs['project'], inputs['zone'], inputs['instance_id'])}: "
+                    f"{_credentials_problem(err)}. "
                     "The instance exists; run `pulumi up` again once credentials work, or remove lustre.importFrom."
                 ) from None
         outs = _outputs(inputs, imported)
@@ -305,7 +309,13 @@ class LustreGuardProvider(ResourceProvider):
 
 
 def guard_props(
-    *, project: str, zone: str, instance_id: Any, bucket: Any, dirs: tuple[str, ...], export_on_destroy: bool,
+    *,
+    project: str,
+    zone: str,
+    instance_id: Any,
+    bucket: Any,
+    dirs: tuple[str, ...],
+    export_on_destroy: bool,
     import_from: Optional[str],
 ) -> dict[str, Any]:
     """The dynamic resource's props (Outputs allowed for `instance_id` and `bucket`)."""

@@ -77,7 +77,11 @@ def daemonset_manifest(image: str, accelerator_types: Sequence[str]) -> dict[str
                                 "nodeSelectorTerms": [
                                     {
                                         "matchExpressions": [
-                                            {"key": ACCELERATOR_LABEL, "operator": "In", "values": sorted(set(accelerator_types))}
+                                            {
+                                                "key": ACCELERATOR_LABEL,
+                                                "operator": "In",
+                                                "values": sorted(set(accelerator_types)),
+                                            }
                                         ]
                                     }
                                 ]
@@ -91,7 +95,10 @@ def daemonset_manifest(image: str, accelerator_types: Sequence[str]) -> dict[str
                     "hostNetwork": True,
                     "hostPID": True,
                     "volumes": [
-                        {"name": "nvidia-lib64", "hostPath": {"path": HOST_NVIDIA_LIB_DIR, "type": "DirectoryOrCreate"}},
+                        {
+                            "name": "nvidia-lib64",
+                            "hostPath": {"path": HOST_NVIDIA_LIB_DIR, "type": "DirectoryOrCreate"},
+                        },
                         {"name": "gib", "hostPath": {"path": HOST_GIB_DIR, "type": "DirectoryOrCreate"}},
                     ],
                     "initContainers": [

@@ -81,7 +81,11 @@ def daemonset_manifest(image: str, accelerator_types: Sequence[str]) -> dict[str
                                 "nodeSelectorTerms": [
                                     {
                                         "matchExpressions": [
-                                            {"key": ACCELERATOR_LABEL, "operator": "In", "values": list(UPSTREAM_ACCELERATORS)}
+                                            {
+                                                "key": ACCELERATOR_LABEL,
+                                                "operator": "In",
+                                                "values": list(UPSTREAM_ACCELERATORS),
+                                            }
                                         ]
                                     }
                                 ]
@@ -92,7 +96,10 @@ def daemonset_manifest(image: str, accelerator_types: Sequence[str]) -> dict[str
                     "hostNetwork": True,
                     "hostPID": True,
                     "volumes": [
-                        {"name": "library-dir-host", "hostPath": {"path": HOST_NVIDIA_LIB_DIR, "type": "DirectoryOrCreate"}},
+                        {
+                            "name": "library-dir-host",
+                            "hostPath": {"path": HOST_NVIDIA_LIB_DIR, "type": "DirectoryOrCreate"},
+                        },
                         {"name": "gib", "hostPath": {"path": HOST_GIB_DIR}},
                     ],
                     "initContainers": [

@@ -35,10 +35,10 @@ import pulumi
 import pulumi_gcp as gcp
 
 from infra.config import NetworkConfig
-from infra.stack_context import NicAttachment, StackContext
 from infra.flavours import Flavour
 from infra.naming import Limit
 from infra.options import child_options
+from infra.stack_context import NicAttachment, StackContext
 
 COMPONENT = "network"
 
@@ -159,9 +159,13 @@ class Networking(pulumi.ComponentResource):
         if flavour.gvnic_extra_nics != 1:
             # Compute Engine puts every non-RDMA NIC of a VM on a different VPC (only RoCE VPCs take
             # several NICs); a second extra gVNIC would need a second gVNIC VPC, not built here.
-            raise ValueError(f"flavour {flavour.name}: {flavour.gvnic_extra_nics} extra gVNIC NICs; only 1 is supported")
+            raise ValueError(
+                f"flavour {flavour.name}: {flavour.gvnic_extra_nics} extra gVNIC NICs; only 1 is supported"
+            )
         if len(cfg.rdma_cidrs) != flavour.rdma_nics:
-            raise ValueError(f"{len(cfg.rdma_cidrs)} RDMA subnets for the {flavour.rdma_nics} RDMA NICs of flavour {flavour.name}")
+            raise ValueError(
+                f"{len(cfg.rdma_cidrs)} RDMA subnets for the {flavour.rdma_nics} RDMA NICs of flavour {flavour.name}"
+            )
         # The caller's depends_on (the APIs these resources call) holds for each child.
         child = child_options(self, opts)
         project, region = ctx.project, ctx.region
@@ -334,7 +338,7 @@ class Networking(pulumi.ComponentResource):
             opts=child,
         )
         self.rdma_subnet_names = []
-        for i, (cloud_name, cidr) in enumerate(zip((nic.subnet for nic in rdma), cfg.rdma_cidrs)):
+        for i, (cloud_name, cidr) in enumerate(zip((nic.subnet for nic in rdma), cfg.rdma_cidrs, strict=True)):
             subnet = gcp.compute.Subnetwork(
                 f"{name}-rdma-subnet-{i}",
                 name=cloud_name,

@@ -69,14 +69,26 @@ class MetricSource:
 
 
 METRICS: dict[str, MetricSource] = {
-    "lustre.googleapis.com/instance/read_bytes_total": MetricSource("lustre.googleapis.com/Instance", "DELTA", METRICS_LUSTRE_URL),
-    "lustre.googleapis.com/instance/write_bytes_total": MetricSource("lustre.googleapis.com/Instance", "DELTA", METRICS_LUSTRE_URL),
-    "lustre.googleapis.com/instance/capacity_bytes": MetricSource("lustre.googleapis.com/Instance", "GAUGE", METRICS_LUSTRE_URL),
-    "lustre.googleapis.com/instance/free_bytes": MetricSource("lustre.googleapis.com/Instance", "GAUGE", METRICS_LUSTRE_URL),
+    "lustre.googleapis.com/instance/read_bytes_total": MetricSource(
+        "lustre.googleapis.com/Instance", "DELTA", METRICS_LUSTRE_URL
+    ),
+    "lustre.googleapis.com/instance/write_bytes_total": MetricSource(
+        "lustre.googleapis.com/Instance", "DELTA", METRICS_LUSTRE_URL
+    ),
+    "lustre.googleapis.com/instance/capacity_bytes": MetricSource(
+        "lustre.googleapis.com/Instance", "GAUGE", METRICS_LUSTRE_URL
+    ),
+    "lustre.googleapis.com/instance/free_bytes": MetricSource(
+        "lustre.googleapis.com/Instance", "GAUGE", METRICS_LUSTRE_URL
+    ),
     "kubernetes.io/node/accelerator/duty_cycle": MetricSource("k8s_node", "GAUGE", METRICS_GKE_URL),
     "kubernetes.io/container/accelerator/duty_cycle": MetricSource("k8s_container", "GAUGE", METRICS_GKE_URL),
-    "prometheus.googleapis.com/DCGM_FI_DEV_GPU_UTIL/gauge": MetricSource("prometheus_target", "GAUGE", DCGM_METRICS_URL),
-    "prometheus.googleapis.com/DCGM_FI_PROF_PIPE_TENSOR_ACTIVE/gauge": MetricSource("prometheus_target", "GAUGE", DCGM_METRICS_URL),
+    "prometheus.googleapis.com/DCGM_FI_DEV_GPU_UTIL/gauge": MetricSource(
+        "prometheus_target", "GAUGE", DCGM_METRICS_URL
+    ),
+    "prometheus.googleapis.com/DCGM_FI_PROF_PIPE_TENSOR_ACTIVE/gauge": MetricSource(
+        "prometheus_target", "GAUGE", DCGM_METRICS_URL
+    ),
     "prometheus.googleapis.com/DCGM_FI_DEV_FB_USED/gauge": MetricSource("prometheus_target", "GAUGE", DCGM_METRICS_URL),
 }
 """Built-in metric types the dashboard may use, with the Cloud Monitoring reference page of each."""
@@ -133,14 +145,21 @@ def attempt_log_filter(cluster_name: str, namespace: str) -> str:
     )
 
 
-def _series(metric_type: str, resource_filter: str, aggregation: dict[str, Any], secondary: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+def _series(
+    metric_type: str, resource_filter: str, aggregation: dict[str, Any], secondary: Optional[dict[str, Any]] = None
+) -> dict[str, Any]:
     filt: dict[str, Any] = {"filter": f"metric.type={_q(metric_type)} {resource_filter}", "aggregation": aggregation}
     if secondary:
         filt["secondaryAggregation"] = secondary
     return {"timeSeriesFilter": filt}
 
 
-def _chart(title: str, datasets: list[tuple[dict[str, Any], str, str]], y_label: str, thresholds: Optional[list[dict[str, Any]]] = None) -> dict[str, Any]:
+def _chart(
+    title: str,
+    datasets: list[tuple[dict[str, Any], str, str]],
+    y_label: str,
+    thresholds: Optional[list[dict[str, Any]]] = None,
+) -> dict[str, Any]:
     chart: dict[str, Any] = {
         "dataSets": [
             {"timeSeriesQuery": query, "plotType": plot, "legendTemplate": legend, "targetAxis": "Y1"}
@@ -192,7 +211,12 @@ def dashboard_document(
     dcgm = f'resource.type="prometheus_target" resource.label."cluster"={_q(cluster_name)}'
     per_target = ['resource.label."instance"']
 
-    def mean(period: str = "60s", group: Optional[list[str]] = None, aligner: str = "ALIGN_MEAN", reducer: str = "REDUCE_MEAN") -> dict[str, Any]:
+    def mean(
+        period: str = "60s",
+        group: Optional[list[str]] = None,
+        aligner: str = "ALIGN_MEAN",
+        reducer: str = "REDUCE_MEAN",
+    ) -> dict[str, Any]:
         agg: dict[str, Any] = {"alignmentPeriod": period, "perSeriesAligner": aligner, "crossSeriesReducer": reducer}
         if group:
             agg["groupByFields"] = group
@@ -201,40 +225,87 @@ def dashboard_document(
     tiles = [
         _chart(
             f"GPU utilisation per node of pool {gpu_pool.pool_name} (DCGM, mean of its {gpu_pool.gpus_per_node} GPUs)",
-            [(_series("prometheus.googleapis.com/DCGM_FI_DEV_GPU_UTIL/gauge", dcgm, mean(group=per_target)), "LINE", "${resource.labels.instance}")],
+            [
+                (
+                    _series("prometheus.googleapis.com/DCGM_FI_DEV_GPU_UTIL/gauge", dcgm, mean(group=per_target)),
+                    "LINE",
+                    "${resource.labels.instance}",
+                )
+            ],
             "% busy",
         ),
         _chart(
             "Tensor-core activity per GPU node (DCGM, fraction of cycles; how much of the time is real math)",
-            [(_series("prometheus.googleapis.com/DCGM_FI_PROF_PIPE_TENSOR_ACTIVE/gauge", dcgm, mean(group=per_target)), "LINE", "${resource.labels.instance}")],
+            [
+                (
+                    _series(
+                        "prometheus.googleapis.com/DCGM_FI_PROF_PIPE_TENSOR_ACTIVE/gauge", dcgm, mean(group=per_target)
+                    ),
+                    "LINE",
+                    "${resource.labels.instance}",
+                )
+            ],
             "fraction",
         ),
         _chart(
             "GPU memory in use per GPU node (DCGM, sum of its GPUs)",
-            [(_series("prometheus.googleapis.com/DCGM_FI_DEV_FB_USED/gauge", dcgm, mean(reducer="REDUCE_SUM", group=per_target)), "LINE", "${resource.labels.instance}")],
+            [
+                (
+                    _series(
+                        "prometheus.googleapis.com/DCGM_FI_DEV_FB_USED/gauge",
+                        dcgm,
+                        mean(reducer="REDUCE_SUM", group=per_target),
+                    ),
+                    "LINE",
+                    "${resource.labels.instance}",
+                )
+            ],
             "MiB",
         ),
         _chart(
             f"GPU utilisation per Ray pod in namespace {ray_namespace}",
-            [(_series("kubernetes.io/container/accelerator/duty_cycle", container, mean(group=['resource.label."pod_name"'])), "LINE", "${resource.labels.pod_name}")],
+            [
+                (
+                    _series(
+                        "kubernetes.io/container/accelerator/duty_cycle",
+                        container,
+                        mean(group=['resource.label."pod_name"']),
+                    ),
+                    "LINE",
+                    "${resource.labels.pod_name}",
+                )
+            ],
             "% busy",
         ),
         _chart(
-            f"Nodes of GPU pool {gpu_pool.pool_name} (nodes reporting a GPU duty cycle; configured: {gpu_pool.node_count})",
+            f"Nodes of GPU pool {gpu_pool.pool_name} (nodes reporting a GPU duty cycle; configured: "
+            f"{gpu_pool.node_count})",
             [
                 (
                     _series(
                         "kubernetes.io/node/accelerator/duty_cycle",
                         node,
                         mean(group=['resource.label."node_name"']),
-                        {"alignmentPeriod": "60s", "perSeriesAligner": "ALIGN_MEAN", "crossSeriesReducer": "REDUCE_COUNT"},
+                        {
+                            "alignmentPeriod": "60s",
+                            "perSeriesAligner": "ALIGN_MEAN",
+                            "crossSeriesReducer": "REDUCE_COUNT",
+                        },
                     ),
                     "LINE",
                     "GPU nodes",
                 )
             ],
             "nodes",
-            thresholds=[{"label": "gpuPool.nodeCount", "value": gpu_pool.node_count, "color": "YELLOW", "direction": "BELOW", "targetAxis": "Y1"}],
+            thresholds=[
+                {
+                    "label": "gpuPool.nodeCount",
+                    "value": gpu_pool.node_count,
+                    "color": "YELLOW",
+                    "direction": "BELOW",
+                    "targetAxis": "Y1",
+                }
+            ],
         ),
         _chart(
             f"Spot preemptions of {cluster_name} nodes in {zone} (per hour)",
@@ -257,8 +328,11 @@ def dashboard_document(
                     "Training attempts ended, by how (per hour; the preemption watcher's log)",
                     [
                         (
-                            _series(f"{USER_METRIC_PREFIX}{attempts_metric}", container,
-                                    mean("3600s", ['metric.label."cause"'], "ALIGN_SUM", "REDUCE_SUM")),
+                            _series(
+                                f"{USER_METRIC_PREFIX}{attempts_metric}",
+                                container,
+                                mean("3600s", ['metric.label."cause"'], "ALIGN_SUM", "REDUCE_SUM"),
+                            ),
                             "STACKED_BAR",
                             "${metric.labels.cause}",
                         )
@@ -269,8 +343,11 @@ def dashboard_document(
                     "Steps lost per ended attempt (redone from the last complete step_N)",
                     [
                         (
-                            _series(f"{USER_METRIC_PREFIX}{steps_lost_metric}", container,
-                                    mean("3600s", ['metric.label."cause"'], "ALIGN_MEAN", "REDUCE_MEAN")),
+                            _series(
+                                f"{USER_METRIC_PREFIX}{steps_lost_metric}",
+                                container,
+                                mean("3600s", ['metric.label."cause"'], "ALIGN_MEAN", "REDUCE_MEAN"),
+                            ),
                             "STACKED_BAR",
                             "${metric.labels.cause}",
                         )
@@ -284,16 +361,48 @@ def dashboard_document(
         _chart(
             f"Lustre {lustre_instance_id}: read and write throughput",
             [
-                (_series("lustre.googleapis.com/instance/read_bytes_total", lustre, mean(aligner="ALIGN_RATE", reducer="REDUCE_SUM")), "LINE", "read"),
-                (_series("lustre.googleapis.com/instance/write_bytes_total", lustre, mean(aligner="ALIGN_RATE", reducer="REDUCE_SUM")), "LINE", "write"),
+                (
+                    _series(
+                        "lustre.googleapis.com/instance/read_bytes_total",
+                        lustre,
+                        mean(aligner="ALIGN_RATE", reducer="REDUCE_SUM"),
+                    ),
+                    "LINE",
+                    "read",
+                ),
+                (
+                    _series(
+                        "lustre.googleapis.com/instance/write_bytes_total",
+                        lustre,
+                        mean(aligner="ALIGN_RATE", reducer="REDUCE_SUM"),
+                    ),
+                    "LINE",
+                    "write",
+                ),
             ],
             "bytes/s",
         ),
         _chart(
             f"Lustre {lustre_instance_id}: capacity and free space per target type (used = the gap)",
             [
-                (_series("lustre.googleapis.com/instance/capacity_bytes", lustre, mean(reducer="REDUCE_SUM", group=['metric.label."component"'])), "LINE", "capacity ${metric.labels.component}"),
-                (_series("lustre.googleapis.com/instance/free_bytes", lustre, mean(reducer="REDUCE_SUM", group=['metric.label."component"'])), "LINE", "free ${metric.labels.component}"),
+                (
+                    _series(
+                        "lustre.googleapis.com/instance/capacity_bytes",
+                        lustre,
+                        mean(reducer="REDUCE_SUM", group=['metric.label."component"']),
+                    ),
+                    "LINE",
+                    "capacity ${metric.labels.component}",
+                ),
+                (
+                    _series(
+                        "lustre.googleapis.com/instance/free_bytes",
+                        lustre,
+                        mean(reducer="REDUCE_SUM", group=['metric.label."component"']),
+                    ),
+                    "LINE",
+                    "free ${metric.labels.component}",
+                ),
             ],
             "bytes",
         ),
@@ -303,10 +412,13 @@ def dashboard_document(
         "text": {
             "format": "MARKDOWN",
             "content": (
-                f"Stack **{stack}**: cluster `{cluster_name}` ({cluster_location}), nodes in `{zone}`, GPU pool `{gpu_pool.pool_name}` "
+                f"Stack **{stack}**: cluster `{cluster_name}` ({cluster_location}), nodes in `{zone}`, GPU pool "
+                f"`{gpu_pool.pool_name}` "
                 f"({gpu_pool.node_count} x {gpu_pool.machine_type}), Lustre `{lustre_instance_id}`, Ray namespace "
-                f"`{ray_namespace}`.\n\nA preemption shows as a bar in *Spot preemptions*, a dip in *Nodes of GPU pool* "
-                "and GPU utilisation (DCGM, from GKE's managed DCGM-Exporter) falling to zero; the preemption watcher resubmits the job "
+                f"`{ray_namespace}`.\n\nA preemption shows as a bar in *Spot preemptions*, a dip in *Nodes of GPU "
+                "pool* "
+                "and GPU utilisation (DCGM, from GKE's managed DCGM-Exporter) falling to zero; the preemption "
+                "watcher resubmits the job "
                 f"(`kubectl -n {ray_namespace} logs deploy/{PREEMPTION_WATCHER}`) and utilisation returns once the "
                 "replacement node has joined and the job has loaded its last checkpoint (a read burst on Lustre). "
                 "Checkpoint saves show as write bursts."
@@ -316,7 +428,9 @@ def dashboard_document(
     width, height = 24, 16
     mosaic = [{"xPos": 0, "yPos": 0, "width": 48, "height": 8, "widget": note}]
     for i, widget in enumerate(tiles):
-        mosaic.append({"xPos": (i % 2) * width, "yPos": 8 + (i // 2) * height, "width": width, "height": height, "widget": widget})
+        mosaic.append(
+            {"xPos": (i % 2) * width, "yPos": 8 + (i // 2) * height, "width": width, "height": height, "widget": widget}
+        )
     return {
         "displayName": display_name(stack),
         "mosaicLayout": {"columns": 48, "tiles": mosaic},
@@ -379,10 +493,15 @@ class MonitoringDashboard(pulumi.ComponentResource):
             f"{name}-preemptions",
             name=self.preemption_metric_name,
             project=ctx.project,
-            description=f"Spot preemptions of the GKE nodes of stack {ctx.stack} (Compute Engine system-event audit log).",
+            description=f"Spot preemptions of the GKE nodes of stack {ctx.stack} (Compute Engine system-event "
+            "audit log).",
             filter=names.apply(lambda a: preemption_log_filter(ctx.project, zone, a[0], node_prefix)),
-            metric_descriptor={"metric_kind": "DELTA", "value_type": "INT64", "unit": "1",
-                               "labels": [{"key": "instance", "value_type": "STRING", "description": "Preempted VM"}]},
+            metric_descriptor={
+                "metric_kind": "DELTA",
+                "value_type": "INT64",
+                "unit": "1",
+                "labels": [{"key": "instance", "value_type": "STRING", "description": "Preempted VM"}],
+            },
             label_extractors={"instance": 'REGEXP_EXTRACT(protoPayload.resourceName, "instances/([^/]+)$")'},
             opts=child,
         )
@@ -404,7 +523,8 @@ class MonitoringDashboard(pulumi.ComponentResource):
             f"{name}-steps-lost",
             name=ctx.name("training-steps-lost"),
             project=ctx.project,
-            description=f"Steps each ended training attempt of stack {ctx.stack} lost (ran past its last complete checkpoint).",
+            description=f"Steps each ended training attempt of stack {ctx.stack} lost (ran past its last complete "
+            "checkpoint).",
             filter=attempt_filter,
             metric_descriptor={"metric_kind": "DELTA", "value_type": "DISTRIBUTION", "unit": "1", "labels": cause},
             value_extractor="EXTRACT(jsonPayload.stepsLost)",
@@ -432,19 +552,31 @@ class MonitoringDashboard(pulumi.ComponentResource):
             return json.dumps(doc, sort_keys=True)
 
         self.dashboard_json = pulumi.Output.all(
-            cluster_name, lustre_instance_id, self.preemption_metric.name, self.attempts_metric.name, self.steps_lost_metric.name
+            cluster_name,
+            lustre_instance_id,
+            self.preemption_metric.name,
+            self.attempts_metric.name,
+            self.steps_lost_metric.name,
         ).apply(document)
         self.dashboard = gcp.monitoring.Dashboard(
             f"{name}-dashboard",
             project=ctx.project,
             dashboard_json=self.dashboard_json,
-            opts=child_options(self, opts, depends_on=[self.preemption_metric, self.attempts_metric, self.steps_lost_metric]),
+            opts=child_options(
+                self, opts, depends_on=[self.preemption_metric, self.attempts_metric, self.steps_lost_metric]
+            ),
         )
         self.dashboard_id = self.dashboard.id
         self.display_name = display_name(ctx.stack)
         self.console_url = f"https://console.cloud.google.com/monitoring/dashboards?project={ctx.project}"
-        self.register_outputs({"dashboardId": self.dashboard_id, "displayName": self.display_name, "consoleUrl": self.console_url,
-                               "preemptionMetric": f"{USER_METRIC_PREFIX}{self.preemption_metric_name}"})
+        self.register_outputs(
+            {
+                "dashboardId": self.dashboard_id,
+                "displayName": self.display_name,
+                "consoleUrl": self.console_url,
+                "preemptionMetric": f"{USER_METRIC_PREFIX}{self.preemption_metric_name}",
+            }
+        )
 
 
 def build_dashboard(

@@ -115,7 +115,9 @@ def gpu_pool_facts(ctx: StackContext, cfg: StackConfig) -> GpuPoolFacts:
         compute_class=pool_name if ladder else None,
         rung_pools=tuple(
             RungPool(ctx.name(rung_pool_role(r), Limit.GKE_NODE_POOL), r.label) for r in cfg.gpu_pool.ladder
-        ) if ladder else (),
+        )
+        if ladder
+        else (),
     )
 
 
@@ -149,13 +151,18 @@ def rung_quota_metric(flavour_metric: str, provisioning: Provisioning) -> Option
     return flavour_metric
 
 
-_PRICE_KIND = {Provisioning.SPOT: "spot", Provisioning.FLEX_START: "flexStart", Provisioning.ON_DEMAND: "onDemand",
-               # A reservation is billed at the on-demand rate of what it reserves (less any commitment).
-               Provisioning.RESERVATION: "onDemand"}
+_PRICE_KIND = {
+    Provisioning.SPOT: "spot",
+    Provisioning.FLEX_START: "flexStart",
+    Provisioning.ON_DEMAND: "onDemand",
+    # A reservation is billed at the on-demand rate of what it reserves (less any commitment).
+    Provisioning.RESERVATION: "onDemand",
+}
 
 _LIMITS = {
     Provisioning.SPOT: "preemptible at any time (about 30 s notice); no run-time limit",
-    Provisioning.FLEX_START: f"at most {FLEX_START_MAX_RUN_DAYS} days per node, then GKE removes it; not preempted before",
+    Provisioning.FLEX_START: f"at most {FLEX_START_MAX_RUN_DAYS} days per node, then GKE removes it; not preempted "
+    "before",
     Provisioning.ON_DEMAND: "not preempted; no run-time limit",
     Provisioning.RESERVATION: "only the reservation's free VMs (the doctor counts them); billed at the on-demand rate",
 }
@@ -175,7 +182,16 @@ def capacity_ladder(ctx: StackContext, cfg: StackConfig) -> tuple[RungPlan, ...]
         except PriceError:
             node_hour, estimate = None, f"no {key} in data/prices.yaml"
         metric = rung_quota_metric(flavour.gpu_quota_metric, rung.provisioning)
-        quota = (f"{metric} in {cfg.region}" if metric else f"reservation {rung.reservation_name} in {cfg.zone}")
-        plans.append(RungPlan(rung.label, facts_pools.get(rung.label, ctx.name("gpu", Limit.GKE_NODE_POOL)), key,
-                              node_hour, estimate, quota, _LIMITS[rung.provisioning]))
+        quota = f"{metric} in {cfg.region}" if metric else f"reservation {rung.reservation_name} in {cfg.zone}"
+        plans.append(
+            RungPlan(
+                rung.label,
+                facts_pools.get(rung.label, ctx.name("gpu", Limit.GKE_NODE_POOL)),
+                key,
+                node_hour,
+                estimate,
+                quota,
+                _LIMITS[rung.provisioning],
+            )
+        )
     return tuple(plans)

@@ -100,7 +100,15 @@ class PriceTable:
             if region.startswith(prefix):
                 multiplier = float(m)
                 break
-        return Price(key, region, value * multiplier, unit, name, as_of, f"{base} price x {multiplier:g} (fallback rule for {region})")
+        return Price(
+            key,
+            region,
+            value * multiplier,
+            unit,
+            name,
+            as_of,
+            f"{base} price x {multiplier:g} (fallback rule for {region})",
+        )
 
 
 def _entry(raw: Any) -> tuple[float, Optional[str]]:
@@ -117,7 +125,9 @@ def price_table(cfg: StackConfig) -> PriceTable:
         raise ConfigError(f"{PROJECT}:cost.priceOverrides: {err}") from None
 
 
-def gpu_node_hour_usd(table: PriceTable, machine_type: str, region: str, *, spot: bool, autopilot: bool = False) -> float:
+def gpu_node_hour_usd(
+    table: PriceTable, machine_type: str, region: str, *, spot: bool, autopilot: bool = False
+) -> float:
     """One GPU node-hour of `machine_type` as the pool obtains it: the spot price for spot capacity, else the
     on-demand list price (reserved and flex-start capacity are billed on their own terms; the plan shows
     them at that price too, tools/cost.py), plus the Autopilot premium on Autopilot. Raises `PriceError`."""

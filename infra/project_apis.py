@@ -112,5 +112,7 @@ class ProjectApis(pulumi.ComponentResource):
         """Options for a component whose resources call `apis`: depend on their Service resources."""
         unknown = sorted(set(apis) - set(REQUIRED_APIS))
         if unknown:
-            raise ValueError(f"{', '.join(unknown)} not in REQUIRED_APIS; add the resource type to API_BY_RESOURCE_TYPE")
+            raise ValueError(
+                f"{', '.join(unknown)} not in REQUIRED_APIS; add the resource type to API_BY_RESOURCE_TYPE"
+            )
         return pulumi.ResourceOptions(depends_on=[self.services[a] for a in apis if a in self.services])

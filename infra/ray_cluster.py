@@ -63,7 +63,13 @@ HEAD_SERVICE_SUFFIX = "-head-svc"
 MAX_CLUSTER_NAME = 40
 """Leaves room for KubeRay's suffixes (`-head-svc`, `-<group>-worker-<hash>`) within 63 characters."""
 CHART_LABEL_KEYS = frozenset(
-    {"app.kubernetes.io/name", "helm.sh/chart", "app.kubernetes.io/instance", "app.kubernetes.io/version", "app.kubernetes.io/managed-by"}
+    {
+        "app.kubernetes.io/name",
+        "helm.sh/chart",
+        "app.kubernetes.io/instance",
+        "app.kubernetes.io/version",
+        "app.kubernetes.io/managed-by",
+    }
 )
 """The chart's common labels (`ray-cluster.labels` in templates/_helpers.tpl), added to every pod template."""
 
@@ -126,27 +132,30 @@ def worker_nccl_env(pool: GpuPoolFacts) -> dict[str, str]:
 
 def worker_start_command() -> list[str]:
     """Prepended by KubeRay to its `ray start` line (module docstring). Registers the driver and gIB
-    libraries with the dynamic loader (`ldconfig`, as Google's NeMo-RL sample does), so every process
-    on the worker finds them whatever `LD_LIBRARY_PATH` its runtime env carries (which starts with them,
-`GPU_LIBRARY_PATH`, prepended to the image's own), then loads the gIB NCCL
-    settings into the shell that runs Ray. A failed `ldconfig` or a missing script ends the container
-    instead of starting Ray without them. The script's own exit status is only reported: it is a list
-    of exports whose last command may well return non-zero (upstream's test pods do not check it
-    either), and KubeRay's `&& ulimit` must still run. The command must never contain the words KubeRay
-    looks for to stop prepending (`ray` + ` start`, ray-operator/controllers/ray/common/pod.go BuildPod)."""
+        libraries with the dynamic loader (`ldconfig`, as Google's NeMo-RL sample does), so every process
+        on the worker finds them whatever `LD_LIBRARY_PATH` its runtime env carries (which starts with them,
+    `GPU_LIBRARY_PATH`, prepended to the image's own), then loads the gIB NCCL
+        settings into the shell that runs Ray. A failed `ldconfig` or a missing script ends the container
+        instead of starting Ray without them. The script's own exit status is only reported: it is a list
+        of exports whose last command may well return non-zero (upstream's test pods do not check it
+        either), and KubeRay's `&& ulimit` must still run. The command must never contain the words KubeRay
+        looks for to stop prepending (`ray` + ` start`, ray-operator/controllers/ray/common/pod.go BuildPod)."""
     return [
         f"{PREPEND_GPU_LIBRARY_PATH}; "
         f"{{ ldconfig {POD_NVIDIA_DIR}/lib64 {POD_GIB_DIR}/lib64 && [ -f {NCCL_ENV_SCRIPT} ]; }} || "
         f"{{ echo 'worker setup failed: ldconfig of the GPU libraries, or no {NCCL_ENV_SCRIPT} (is the "
         "nccl-rdma-installer DaemonSet running on this node?)' >&2; exit 1; }; "
-        f"source {NCCL_ENV_SCRIPT} || echo \"warning: {NCCL_ENV_SCRIPT} returned $?\" >&2"
+        f'source {NCCL_ENV_SCRIPT} || echo "warning: {NCCL_ENV_SCRIPT} returned $?" >&2'
     ]
 
 
 def pod_labels(component: str) -> dict[str, str]:
     """Our pod labels. The chart appends its own common labels to the same map in YAML, so reusing one
     of its keys (CHART_LABEL_KEYS) would make Helm fail on a duplicate key: no managed-by here."""
-    labels = {"app.kubernetes.io/part-of": MANAGED_LABELS["app.kubernetes.io/part-of"], "app.kubernetes.io/component": component}
+    labels = {
+        "app.kubernetes.io/part-of": MANAGED_LABELS["app.kubernetes.io/part-of"],
+        "app.kubernetes.io/component": component,
+    }
     assert not set(labels) & CHART_LABEL_KEYS
     return labels
 
@@ -395,9 +404,7 @@ class RayCluster(pulumi.ComponentResource):
         self.head_service = f"{cluster_name}{HEAD_SERVICE_SUFFIX}"
         self.dashboard_port = DASHBOARD_PORT
         self.worker_group = WORKER_GROUP
-        self.dashboard_proxy_path = (
-            f"/api/v1/namespaces/{self.namespace}/services/{self.head_service}:dashboard/proxy"
-        )
+        self.dashboard_proxy_path = f"/api/v1/namespaces/{self.namespace}/services/{self.head_service}:dashboard/proxy"
         values = args.values()
         super().__init__("nemo-rl-gke:infra:RayCluster", name, None, opts)
         self.values = values

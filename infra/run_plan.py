@@ -15,7 +15,13 @@ from typing import Optional
 from infra.config import ConfigError, Provisioning, StackConfig, lustre_aggregate_mb_s
 from infra.prices import PriceError, gpu_node_hour_usd, price_table
 from workloads.acceptance_gate import GatePlan
-from workloads.job_spec import CHECKPOINTS_DIR, PoolShape, checkpoint_write_seconds, derived_save_period, run_checkpoint_dir
+from workloads.job_spec import (
+    CHECKPOINTS_DIR,
+    PoolShape,
+    checkpoint_write_seconds,
+    derived_save_period,
+    run_checkpoint_dir,
+)
 from workloads.run_owner import RunPlan
 
 CHECKPOINTS_MOUNT = "/checkpoints"
@@ -27,7 +33,8 @@ def checkpoint_write_seconds_for(cfg: StackConfig) -> float:
     """The plan's estimate of writing one of the recipe's checkpoints to the stack's Lustre (the job's save
     period is derived from it; the offline plan shows the same number, tools/sizing.py)."""
     return checkpoint_write_seconds(
-        cfg.recipe.model_params_billion, lustre_aggregate_mb_s(cfg.lustre.capacity_gib, cfg.lustre.per_unit_storage_throughput)
+        cfg.recipe.model_params_billion,
+        lustre_aggregate_mb_s(cfg.lustre.capacity_gib, cfg.lustre.per_unit_storage_throughput),
     )
 
 
@@ -43,8 +50,11 @@ def node_hour_usd(cfg: StackConfig) -> Optional[float]:
         # An unknown `cost.priceOverrides` key is the offline plan's to report (its estimates read the same table).
         table = price_table(cfg)
         return gpu_node_hour_usd(
-            table, cfg.flavour_spec.machine_type, cfg.region,
-            spot=cfg.gpu_pool.provisioning is Provisioning.SPOT, autopilot=cfg.cluster.mode == "autopilot",
+            table,
+            cfg.flavour_spec.machine_type,
+            cfg.region,
+            spot=cfg.gpu_pool.provisioning is Provisioning.SPOT,
+            autopilot=cfg.cluster.mode == "autopilot",
         )
     except (ConfigError, PriceError):
         return None

@@ -26,8 +26,14 @@ class StackContext:
 
     @classmethod
     def from_config(cls, stack: str, cfg: StackConfig) -> "StackContext":
-        return cls(stack=stack, project=cfg.project, region=cfg.region, zone=cfg.zone,
-                   prefix=cfg.name_prefix or stack, user_labels=dict(cfg.labels))
+        return cls(
+            stack=stack,
+            project=cfg.project,
+            region=cfg.region,
+            zone=cfg.zone,
+            prefix=cfg.name_prefix or stack,
+            user_labels=dict(cfg.labels),
+        )
 
     def name(self, role: str, limit: Limit | int = Limit.COMPUTE) -> str:
         """The cloud name of a role in this stack (see `infra.naming.cloud_name`)."""

@@ -93,7 +93,7 @@ def stack_path(stack: str, root: Path = ROOT) -> Path:
 
 
 def available_stacks(root: Path = ROOT) -> list[str]:
-    return sorted(p.name[len("Pulumi."):-len(".yaml")] for p in root.glob("Pulumi.*.yaml"))
+    return sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in root.glob("Pulumi.*.yaml"))
 
 
 def shown_path(path: Path, root: Path = ROOT) -> str:
@@ -103,9 +103,13 @@ def shown_path(path: Path, root: Path = ROOT) -> str:
 
 
 def _kind(mode: int) -> str:
-    for test, what in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
-                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                       (stat.S_ISSOCK, "a socket")):
+    for test, what in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a named pipe (FIFO)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
         if test(mode):
             return what
     return "not a regular file"
@@ -126,18 +130,26 @@ def read_stack_file(
         here = f" (stacks here: {', '.join(available_stacks(path.parent)) or 'none'})" if path.parent.is_dir() else ""
         raise StackFileError(f"stack file {where} not found{here}") from None
     except OSError as err:  # a name too long, a loop of links, a parent that is a file, no permission
-        raise StackFileError(f"stack file {where}: cannot be read ({err.strerror or err}); allowed: a readable file") from None
+        raise StackFileError(
+            f"stack file {where}: cannot be read ({err.strerror or err}); allowed: a readable file"
+        ) from None
     if not stat.S_ISREG(status.st_mode):
-        raise StackFileError(f"stack file {where} is {_kind(status.st_mode)}; allowed: a regular file (Pulumi.<stack>.yaml)")
+        raise StackFileError(
+            f"stack file {where} is {_kind(status.st_mode)}; allowed: a regular file (Pulumi.<stack>.yaml)"
+        )
     if status.st_size > MAX_STACK_FILE_BYTES:
         raise StackFileError(f"{name}: {status.st_size} bytes; allowed: at most {MAX_STACK_FILE_BYTES} bytes")
     try:
         with path.open("rb") as handle:
             data = handle.read(MAX_STACK_FILE_BYTES + 1)  # a file that grew since stat is still cut off
     except OSError as err:  # no read permission (for a user other than root), an I/O error
-        raise StackFileError(f"stack file {where}: cannot be read ({err.strerror or err}); allowed: a readable file") from None
+        raise StackFileError(
+            f"stack file {where}: cannot be read ({err.strerror or err}); allowed: a readable file"
+        ) from None
     if len(data) > MAX_STACK_FILE_BYTES:
-        raise StackFileError(f"{name}: more than {MAX_STACK_FILE_BYTES} bytes; allowed: at most {MAX_STACK_FILE_BYTES} bytes")
+        raise StackFileError(
+            f"{name}: more than {MAX_STACK_FILE_BYTES} bytes; allowed: at most {MAX_STACK_FILE_BYTES} bytes"
+        )
     data = data.removeprefix(_BOM)  # as the CLI does (loaders.go readFileStripUTF8BOM)
     try:
         text = data.decode("utf-8")
@@ -229,7 +241,9 @@ def read_project_config(path: Path, project: str = PROJECT) -> list[ProjectKey]:
         return []
     if "stackConfigDir" in doc or isinstance(doc.get("config"), str):
         # The stack files would live elsewhere (project.go RewriteConfigPathIntoStackConfigDir).
-        raise StackFileError(f"{name}: stackConfigDir moves the stack files; allowed: Pulumi.<stack>.yaml beside {name}")
+        raise StackFileError(
+            f"{name}: stackConfigDir moves the stack files; allowed: Pulumi.<stack>.yaml beside {name}"
+        )
     raw = doc.get("config") or {}
     if not isinstance(raw, dict):
         raise StackFileError(f"{name}: 'config' is not a map; allowed: a map of project config keys")
@@ -327,7 +341,7 @@ def _coerce(value: Any) -> Any:
 
 def _merge_project_config(values: dict[str, Any], keys: list[ProjectKey], name: str, project: str) -> None:
     """pkg/workspace/config.go `mergeConfig` (validate: true) onto the stack file's values, in place."""
-    stack = name[len("Pulumi."):-len(".yaml")] if name.startswith("Pulumi.") and name.endswith(".yaml") else name
+    stack = name[len("Pulumi.") : -len(".yaml")] if name.startswith("Pulumi.") and name.endswith(".yaml") else name
     missing = []
     for entry in keys:
         top, path = _path_of(entry.key, f"Pulumi.yaml: config.{entry.written}")
@@ -357,14 +371,18 @@ def _merge_project_config(values: dict[str, Any], keys: list[ProjectKey], name: 
         if not found:
             continue
         if declaration.get("secret") and not _is_secure(value):
-            raise StackFileError(f"{name}: {entry.key} must be a secret (Pulumi.yaml: secret: true); allowed: "
-                                 f"pulumi config set --secret {entry.key.partition(':')[2]} ...")
+            raise StackFileError(
+                f"{name}: {entry.key} must be a secret (Pulumi.yaml: secret: true); allowed: "
+                f"pulumi config set --secret {entry.key.partition(':')[2]} ..."
+            )
         if _has_secure(value):  # offline the value cannot be decrypted; the CLI checks its type
             continue
         content = value if isinstance(value, (dict, list)) else _engine_value(value)[0]
         if not _of_type(declaration["type"], declaration.get("items"), content):
-            raise StackFileError(f"{name}: {entry.key} is not of type {declaration['type']} (Pulumi.yaml declares it); "
-                                 f"allowed: a value of type {declaration['type']}")
+            raise StackFileError(
+                f"{name}: {entry.key} is not of type {declaration['type']} (Pulumi.yaml declares it); "
+                f"allowed: a value of type {declaration['type']}"
+            )
 
 
 def _get(values: dict[str, Any], top: str, path: list[str], name: str) -> tuple[bool, Any]:
@@ -373,8 +391,10 @@ def _get(values: dict[str, Any], top: str, path: list[str], name: str) -> tuple[
     node = values[top]
     for i, segment in enumerate(path):
         if not isinstance(node, dict):
-            raise StackFileError(f"{name}: {top} is not a map, so Pulumi.yaml's {top}.{'.'.join(path[:i + 1])} cannot "
-                                 "apply; allowed: a map there")
+            raise StackFileError(
+                f"{name}: {top} is not a map, so Pulumi.yaml's {top}.{'.'.join(path[: i + 1])} cannot "
+                "apply; allowed: a map there"
+            )
         if segment not in node:
             return False, None
         node = node[segment]
@@ -497,7 +517,9 @@ class _Document:
             elif char in "]}" and depth:
                 depth -= 1
         if deepest > _MAX_FLOW_BRACKETS:
-            raise StackFileError(f"{self.name}: nested too deeply ({deepest} open brackets); allowed: at most {MAX_DEPTH} levels")
+            raise StackFileError(
+                f"{self.name}: nested too deeply ({deepest} open brackets); allowed: at most {MAX_DEPTH} levels"
+            )
         depth = 0
         for event in yaml.parse(text):
             if isinstance(event, (SequenceStartEvent, MappingStartEvent)):
@@ -516,8 +538,16 @@ class _Document:
         self.seen.add(id(node))
         if self.values > MAX_VALUES:
             if self.aliased:
-                raise self.fail(node, f"expands to more than {MAX_VALUES} values (aliases count at every use); allowed: at most {MAX_VALUES}")
-            raise self.fail(node, f"holds more than {MAX_VALUES} values; allowed: at most {MAX_VALUES} (a stack file has about a hundred)")
+                raise self.fail(
+                    node,
+                    f"expands to more than {MAX_VALUES} values (aliases count at every use); allowed: at most "
+                    f"{MAX_VALUES}",
+                )
+            raise self.fail(
+                node,
+                f"holds more than {MAX_VALUES} values; allowed: at most {MAX_VALUES} (a stack file has about a "
+                "hundred)",
+            )
         if len(path) > MAX_DEPTH:
             raise self.fail(node, f"nested too deeply; allowed: at most {MAX_DEPTH} levels")
         if id(node) in active:
@@ -543,9 +573,7 @@ class _Document:
                 continue
             key = self.key(key_node, path)
             if key in out:
-                raise self.fail(
-                    key_node, f"duplicate key {key!r} (first at line {lines[key]}); allowed: each key once"
-                )
+                raise self.fail(key_node, f"duplicate key {key!r} (first at line {lines[key]}); allowed: each key once")
             lines[key] = key_node.start_mark.line + 1
             out[key] = self.value(value_node, (*path, key), active)
         for source in merged:  # YAML merge keys: explicit keys win, earlier sources win
@@ -579,7 +607,7 @@ class _Document:
 
     def scalar(self, node: ScalarNode, path: tuple[str, ...]) -> Any:
         tag, text = node.tag, node.value
-        kind = tag[len(_CORE):] if tag.startswith(_CORE) else None
+        kind = tag[len(_CORE) :] if tag.startswith(_CORE) else None
         where = _where(path)
         if kind == "str":
             return text
@@ -594,7 +622,8 @@ class _Document:
         if kind == "float":
             if text.lower().lstrip("+-") in (".inf", ".nan"):
                 raise self.fail(
-                    node, f"{where}: {text} is not allowed; allowed: a finite number (the Pulumi CLI cannot pass inf or nan)"
+                    node,
+                    f"{where}: {text} is not allowed; allowed: a finite number (the Pulumi CLI cannot pass inf or nan)",
                 )
             return float(text.replace("_", ""))
         raise self.fail(node, f"tag {_short(tag)} is not supported; allowed: plain values, lists and maps")
@@ -617,7 +646,7 @@ class _Document:
 
 
 def _short(tag: str) -> str:
-    return "!!" + tag[len(_CORE):] if tag.startswith(_CORE) else tag
+    return "!!" + tag[len(_CORE) :] if tag.startswith(_CORE) else tag
 
 
 def _where(path: tuple[str, ...]) -> str:
@@ -679,5 +708,12 @@ def with_required_secrets(
     return config, secret_keys
 
 
-__all__ = ["ConfigError", "StackFile", "StackFileError", "available_stacks", "load_stack", "read_project_config",
-           "read_stack_file"]
+__all__ = [
+    "ConfigError",
+    "StackFile",
+    "StackFileError",
+    "available_stacks",
+    "load_stack",
+    "read_project_config",
+    "read_stack_file",
+]

@@ -23,10 +23,10 @@ import pulumi.dynamic
 import pulumi_gcp as gcp
 
 from infra.config import LustreConfig
-from infra.stack_context import StackContext
 from infra.lustre_guard import LustreGuardProvider, export_root, guard_props
 from infra.naming import Limit, cloud_name
 from infra.options import child_options
+from infra.stack_context import StackContext
 
 LUSTRE_PORT = 988
 """LNet port of Managed Lustre instances created without GKE support (nodes from
@@ -284,7 +284,7 @@ def bucket_of(uri: str) -> str:
     """The bucket name of `gs://<bucket>/...`."""
     if not uri.startswith("gs://"):
         raise ValueError(f"not a gs:// URI: {uri!r}")
-    return uri[len("gs://"):].split("/", 1)[0]
+    return uri[len("gs://") :].split("/", 1)[0]
 
 
 @dataclass(frozen=True)

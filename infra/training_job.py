@@ -37,7 +37,11 @@ from workloads import cli_args
 from workloads.acceptance_gate import GatePlan
 from workloads.hook import JobSubmissionProvider
 from workloads.job_spec import (
-    JobBuildError, JobSpec, PoolShape, build_job, wandb_wanted,
+    JobBuildError,
+    JobSpec,
+    PoolShape,
+    build_job,
+    wandb_wanted,
 )
 
 COMPONENT_TYPE = "nemo-rl-gke:infra:TrainingJob"
@@ -161,7 +165,12 @@ def job_spec_for_stack(stack: str, cfg: StackConfig, *, wandb_key_set: bool, poo
     """
     try:
         return build_job(
-            cfg.recipe, cfg.job, pool, cfg.ray.mount_path, stack, wandb_wanted(cfg.job, wandb_key_set),
+            cfg.recipe,
+            cfg.job,
+            pool,
+            cfg.ray.mount_path,
+            stack,
+            wandb_wanted(cfg.job, wandb_key_set),
             checkpoint_write_seconds=checkpoint_write_seconds_for(cfg),
         )
     except JobBuildError as err:

@@ -40,7 +40,7 @@ def _within(version: str, bound: tuple[int, ...]) -> tuple[int, ...]:
 def satisfies(version: str, spec: str) -> bool:
     """`version` meets `spec`: "<1.1.2", ">=2.30.4", "==1.33.2-gke.1111000"."""
     op = next(o for o in _OPS if spec.startswith(o))
-    bound = parse_version(spec[len(op):])
+    bound = parse_version(spec[len(op) :])
     have = _within(version, bound)
     return {"<": have < bound, "<=": have <= bound, ">": have > bound, ">=": have >= bound, "==": have == bound}[op]
 
@@ -106,7 +106,9 @@ def _mismatches(pins: Pins, row: Mapping[str, Any]) -> list[tuple[str, str, str]
     return out
 
 
-def nearest(pins: Pins, matrix: Optional[Mapping[str, Any]] = None) -> tuple[Mapping[str, Any], list[tuple[str, str, str]]]:
+def nearest(
+    pins: Pins, matrix: Optional[Mapping[str, Any]] = None
+) -> tuple[Mapping[str, Any], list[tuple[str, str, str]]]:
     """The row with the fewest pins outside it (the first such row on a tie), and those pins."""
     rows = (matrix or load())["rows"]
     scored = [(row, _mismatches(pins, row)) for row in rows]
@@ -143,7 +145,9 @@ def _applies(rule: Mapping[str, Any], have: Mapping[str, Optional[str]], flavour
     return True
 
 
-def known_bad(pins: Pins, row: Mapping[str, Any], matrix: Optional[Mapping[str, Any]] = None) -> list[Mapping[str, Any]]:
+def known_bad(
+    pins: Pins, row: Mapping[str, Any], matrix: Optional[Mapping[str, Any]] = None
+) -> list[Mapping[str, Any]]:
     """The known-bad entries the stack's versions (under `row`) meet."""
     have = versions(pins, row)
     return [r for r in (matrix or load())["knownBad"] if _applies(r, have, pins.flavour)]
@@ -206,8 +210,12 @@ def report_line(rep: Mapping[str, Any]) -> str:
         f"GKE {rep['gke']}, gIB {v['gib']}, NCCL {v['nccl'] or 'unrecorded'} ({v['ncclFrom']}), "
         f"NeMo-RL {v['nemoRl']} / Ray {v['ray']}, KubeRay chart {v['kuberayChart']}"
     )
-    head = f"row {rep['row']}" if rep["row"] else f"UNTESTED (nearest row {rep['nearestRow']}; outside: " + ", ".join(
-        f"{o['key']} {o['stack']}" for o in rep["outside"]
-    ) + ")"
+    head = (
+        f"row {rep['row']}"
+        if rep["row"]
+        else f"UNTESTED (nearest row {rep['nearestRow']}; outside: "
+        + ", ".join(f"{o['key']} {o['stack']}" for o in rep["outside"])
+        + ")"
+    )
     cautions = "".join(f"; caution {c['id']} ({c['issue']})" for c in rep["cautions"])
     return f"{head}: {body}{cautions}"

@@ -36,8 +36,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import posixpath
 import modulefinder
+import posixpath
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
@@ -52,8 +52,8 @@ from infra.run_plan import CHECKPOINTS_MOUNT, run_plan_for_stack
 from infra.stack_file import ROOT
 from workloads.acceptance_gate import GatePlan
 from workloads.job_spec import CHECKPOINTS_DIR, JobSpec, PoolShape
-from workloads.recipes import NemoRLImage
 from workloads.preemption import RecoveryPolicy
+from workloads.recipes import NemoRLImage
 from workloads.run_owner import RunPlan
 
 if TYPE_CHECKING:
@@ -145,13 +145,20 @@ def state_file(stack: str) -> str:
 
 def watcher_command(address: str, policy: RecoveryPolicy, stack: str) -> list[str]:
     return [
-        "python", "-m", WATCHER_ENTRY,
-        "--address", address,
-        "--spec-file", f"{CONFIG_DIR}/{SPEC_KEY}",
-        "--run-file", f"{CONFIG_DIR}/{RUN_KEY}",
+        "python",
+        "-m",
+        WATCHER_ENTRY,
+        "--address",
+        address,
+        "--spec-file",
+        f"{CONFIG_DIR}/{SPEC_KEY}",
+        "--run-file",
+        f"{CONFIG_DIR}/{RUN_KEY}",
         *policy.cli_args(),
-        "--heartbeat-file", HEARTBEAT,
-        "--state-file", state_file(stack),
+        "--heartbeat-file",
+        HEARTBEAT,
+        "--state-file",
+        state_file(stack),
     ]
 
 
@@ -214,7 +221,10 @@ def deployment_manifest(
                                     "weight": 100,
                                     "podAffinityTerm": {
                                         "labelSelector": {
-                                            "matchLabels": {"ray.io/cluster": ray_cluster_name, "ray.io/node-type": "head"}
+                                            "matchLabels": {
+                                                "ray.io/cluster": ray_cluster_name,
+                                                "ray.io/node-type": "head",
+                                            }
                                         },
                                         "topologyKey": "kubernetes.io/hostname",
                                     },

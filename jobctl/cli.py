@@ -21,7 +21,9 @@ def common_flags() -> argparse.ArgumentParser:
     """The flags of every command: which stack, and where its Ray dashboard is."""
     common = cli_args.OneLineParser(add_help=False)
     common.add_argument(
-        "--stack", type=cli_args.stack_name, default=DEFAULT_STACK,
+        "--stack",
+        type=cli_args.stack_name,
+        default=DEFAULT_STACK,
         help=f"stack name (Pulumi.<stack>.yaml); default {DEFAULT_STACK}",
     )
     common.add_argument(
@@ -44,7 +46,8 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("submit", parents=common, help="submit the stack's job (idempotent)")
     s.add_argument("--dry-run", action="store_true", help="print entrypoint and runtime env; no network")
     s.add_argument(
-        "--gate", choices=("enforce", "warn", "off"),
+        "--gate",
+        choices=("enforce", "warn", "off"),
         help="acceptance gate policy for this submission; default job.gate of the stack",
     )
     s.add_argument("--wait", action="store_true", help=WAIT_HELP)
@@ -61,7 +64,9 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--job", help=JOB_HELP)
     s.add_argument("--follow", action="store_true", help="keep streaming until the job ends")
     s.add_argument(
-        "--tail", type=cli_args.positive_int, metavar="N",
+        "--tail",
+        type=cli_args.positive_int,
+        metavar="N",
         help="only the last N lines (with --follow: then the new ones)",
     )
     s = sub.add_parser("stop", parents=common, help="stop a job")

@@ -48,7 +48,10 @@ def stack_outputs(stack: str) -> dict[str, Any]:
     try:
         proc = subprocess.run(
             ["pulumi", "stack", "output", "--json", "--stack", stack],
-            cwd=ROOT, capture_output=True, text=True, timeout=60,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
     except (OSError, subprocess.TimeoutExpired):
         return {}
@@ -89,7 +92,8 @@ def gke_target(args: argparse.Namespace, stack: Stack) -> GkeTarget:
             ca_b64 = ca
     if not endpoint:
         raise CommandError(
-            f"no dashboard address: pass --address http://127.0.0.1:8265 (e.g. from `{cli_args.RUN} jobctl dashboard`), "
+            f"no dashboard address: pass --address http://127.0.0.1:8265 (e.g. from `{cli_args.RUN} jobctl "
+            "dashboard`), "
             "or --endpoint/--head-service (and --ca-file for an IP endpoint), or install the pulumi CLI so the stack "
             "outputs can be read"
         )
@@ -241,7 +245,9 @@ def _print_ledger(args: argparse.Namespace, client, stack: Stack, out: TextIO) -
         found = found if found.attempts or found.events else None
     else:
         try:
-            found = run_ledger.read_on_head(client, ledger_on_lustre(stack.config.ray.mount_path, stack.name), stack=stack.name)
+            found = run_ledger.read_on_head(
+                client, ledger_on_lustre(stack.config.ray.mount_path, stack.name), stack=stack.name
+            )
         except submit.JobError as err:
             out.write(f"run ledger: not readable ({err})\n")
             return

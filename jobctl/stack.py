@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from infra.placement import gpu_pool_facts
 from infra.config import ConfigError, StackConfig, wandb_key_set
 from infra.gate_plan import gate_plan_for_stack
+from infra.placement import gpu_pool_facts
 from infra.run_plan import run_plan_for_stack
 from infra.stack_context import StackContext
 from infra.stack_file import ROOT, StackFileError
@@ -75,4 +75,6 @@ def run_plan(stack: Stack) -> RunPlan:
     """The stack's `RunPlan` exactly as `pulumi up` ships it to the watcher; the checkpoints are not visible
     from this machine (they are on Lustre), so steps lost are not read here."""
     pool = gpu_pool_facts(StackContext.from_config(stack.name, stack.config), stack.config)
-    return dataclasses.replace(run_plan_for_stack(stack.name, stack.config, pool, gate_plan(stack)), checkpoint_dir=None)
+    return dataclasses.replace(
+        run_plan_for_stack(stack.name, stack.config, pool, gate_plan(stack)), checkpoint_dir=None
+    )

@@ -20,9 +20,10 @@ from tools.mocks import PlanMocks, RecordingMonitor
 _MOCKS = PlanMocks(project_id="test-project")
 pulumi.runtime.set_mocks(_MOCKS, project="nemo-rl-gke", stack="test", preview=False, monitor=RecordingMonitor(_MOCKS))
 
+from ray_head import shared_head  # noqa: E402
+
 from infra.stack_file import ROOT, read_stack_file, with_required_secrets  # noqa: E402
 from tools import offline_plan as plan_mod  # noqa: E402
-from ray_head import shared_head  # noqa: E402
 
 STACKS = ("dev", "b200", "h200")
 """The GKE Standard stacks (node pools)."""

@@ -72,7 +72,7 @@ class AuthProxy:
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         auth = request.headers.get("Authorization", "")
-        authorized = auth.startswith("Bearer ") and auth[len("Bearer "):] in self.tokens
+        authorized = auth.startswith("Bearer ") and auth[len("Bearer ") :] in self.tokens
         is_ws = request.headers.get("Upgrade", "").lower() == "websocket"
         raw = request.raw_path
         self.seen.append(Seen(request.method, raw, authorized, is_ws))
@@ -80,10 +80,14 @@ class AuthProxy:
             return web.Response(status=401, text='{"kind":"Status","reason":"Unauthorized","code":401}')
         if not (raw == self.prefix or raw.startswith(self.prefix + "/") or raw.startswith(self.prefix + "?")):
             return web.Response(status=404, text='{"kind":"Status","reason":"NotFound","code":404}')
-        target = self.upstream + (raw[len(self.prefix):] or "/")
-        headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_BY_HOP and not k.lower().startswith("sec-websocket")}
+        target = self.upstream + (raw[len(self.prefix) :] or "/")
+        headers = {
+            k: v
+            for k, v in request.headers.items()
+            if k.lower() not in _HOP_BY_HOP and not k.lower().startswith("sec-websocket")
+        }
         if is_ws:
-            return await self._websocket(request, "ws" + target[len("http"):])
+            return await self._websocket(request, "ws" + target[len("http") :])
         async with aiohttp.ClientSession() as session:
             async with session.request(request.method, target, data=await request.read(), headers=headers) as resp:
                 body = await resp.read()

@@ -15,7 +15,7 @@ import kubernetes_validate
 import pulumi
 
 from infra.stack_context import GpuPoolFacts, NicAttachment, StackContext
-from tools.mocks import PlanMocks, Registration, RecordingMonitor, canonical_order, plain
+from tools.mocks import PlanMocks, RecordingMonitor, Registration, canonical_order, plain
 
 K8S_VERSION = "1.33"
 """Kubernetes schema version objects are validated against (GKE 1.33/1.34 clusters; kubernetes_validate ships it)."""
@@ -26,7 +26,9 @@ CTX = StackContext(stack="t", project="test-project", region="us-east1", zone="u
 def sample_nics() -> tuple[NicAttachment, ...]:
     """The NIC layout infra/network.py publishes: gVNIC as eth1, then rdma-0..7 as eth2..eth9."""
     gvnic = NicAttachment("eth1", "gvnic-1", "t-gvnic-vpc", "t-gvnic-subnet", "NetDevice")
-    rdma = tuple(NicAttachment(f"eth{i + 2}", f"rdma-{i}", "t-rdma-vpc", f"t-rdma-subnet-{i}", "RDMA") for i in range(8))
+    rdma = tuple(
+        NicAttachment(f"eth{i + 2}", f"rdma-{i}", "t-rdma-vpc", f"t-rdma-subnet-{i}", "RDMA") for i in range(8)
+    )
     return (gvnic, *rdma)
 
 
@@ -43,7 +45,9 @@ def gpu_pool(flavour: str = "h200", nodes: int = 2, taints: tuple[dict[str, str]
         vcpus=f.vcpus,
         memory_gib=f.memory_gib,
         nccl_tuner_config=f.nccl_tuner_config,
-        taints=taints if taints is not None else ({"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"},),
+        taints=taints
+        if taints is not None
+        else ({"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"},),
         nics=sample_nics(),
     )
 
@@ -51,7 +55,9 @@ def gpu_pool(flavour: str = "h200", nodes: int = 2, taints: tuple[dict[str, str]
 class Recorded:
     """What one `record` run registered."""
 
-    def __init__(self, result: Any, registrations: list[Registration], component_outputs: dict[str, dict], resolved: dict):
+    def __init__(
+        self, result: Any, registrations: list[Registration], component_outputs: dict[str, dict], resolved: dict
+    ):
         self.result = result
         self.resources = registrations
         self.component_outputs = component_outputs
@@ -95,7 +101,9 @@ def record(build: Callable[[], Any], resolve: Callable[[Any], dict] | None = Non
             for key, value in (resolve(result) if resolve else {}).items():
                 resolved[key] = loop.run_until_complete(pulumi.Output.from_input(value).future())
             loop.run_until_complete(wait_for_rpcs())
-            out["recorded"] = Recorded(result, canonical_order(monitor.registrations), dict(monitor.component_outputs), resolved)
+            out["recorded"] = Recorded(
+                result, canonical_order(monitor.registrations), dict(monitor.component_outputs), resolved
+            )
         except BaseException as exc:  # noqa: BLE001 re-raised in the test's thread
             out["error"] = exc
             try:  # let the registrations made before the error settle, as tools.offline_plan does

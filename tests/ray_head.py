@@ -94,17 +94,29 @@ class LocalRayHead:
             RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0",
         )
         cmd = [
-            RAY, "start", "--head", "--node-ip-address=127.0.0.1",
-            f"--port={gcs}", "--dashboard-host=127.0.0.1", f"--dashboard-port={dash}",
-            "--num-cpus=2", f"--temp-dir={temp_dir}", "--include-dashboard=true",
-            f"--ray-client-server-port={client}", f"--dashboard-agent-listen-port={agent_http}",
-            f"--dashboard-agent-grpc-port={agent_grpc}", f"--metrics-export-port={metrics}",
-            f"--runtime-env-agent-port={env_agent}", f"--node-manager-port={node_mgr}",
-            f"--object-manager-port={obj_mgr}", "--disable-usage-stats",
+            RAY,
+            "start",
+            "--head",
+            "--node-ip-address=127.0.0.1",
+            f"--port={gcs}",
+            "--dashboard-host=127.0.0.1",
+            f"--dashboard-port={dash}",
+            "--num-cpus=2",
+            f"--temp-dir={temp_dir}",
+            "--include-dashboard=true",
+            f"--ray-client-server-port={client}",
+            f"--dashboard-agent-listen-port={agent_http}",
+            f"--dashboard-agent-grpc-port={agent_grpc}",
+            f"--metrics-export-port={metrics}",
+            f"--runtime-env-agent-port={env_agent}",
+            f"--node-manager-port={node_mgr}",
+            f"--object-manager-port={obj_mgr}",
+            "--disable-usage-stats",
         ]
         # A new session: every daemon `ray start` leaves behind shares this process group.
-        proc = subprocess.Popen(cmd, env=env, start_new_session=True, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True)
+        proc = subprocess.Popen(
+            cmd, env=env, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
         head = cls(address=f"http://127.0.0.1:{dash}", temp_dir=temp_dir, pgid=proc.pid)
         try:
             output, _ = proc.communicate(timeout=START_TIMEOUT)
@@ -125,8 +137,9 @@ class LocalRayHead:
             f"kill -TERM -{self.pgid} 2>/dev/null; sleep 3; kill -KILL -{self.pgid} 2>/dev/null; "
             f"rm -rf {shlex.quote(self.temp_dir)}"
         )
-        self.watchdog = subprocess.Popen(["/bin/sh", "-c", script], start_new_session=True,
-                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.watchdog = subprocess.Popen(
+            ["/bin/sh", "-c", script], start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + START_TIMEOUT

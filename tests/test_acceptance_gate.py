@@ -13,8 +13,8 @@ import pytest
 
 from jobctl import cli
 from jobctl import commands as cli_commands
-from workloads import exit_codes
 from workloads import acceptance_gate as gate
+from workloads import exit_codes
 from workloads import submit as jobs
 
 LOGS = Path(__file__).resolve().parent / "nccl_logs"
@@ -29,8 +29,15 @@ H200_NO_PLUGIN_LOG = (LOGS / "h200-1gpu-nccl-2.28.9-gate-rank-nccl-net-gib-no-pl
 def cluster_plan(**changes) -> gate.GatePlan:
     """A plan as a two-node B200 stack gets it (floors as in data/acceptance_gate.yaml)."""
     base = gate.GatePlan(
-        node_count=2, gpus_per_node=8, gpu_name="B200", busbw_floor_gbps=162.06, busbw_source="test",
-        mount_path="/lustre", storage_expected_gbps=8.789, storage_floor_gbps=4.395, storage_source="test",
+        node_count=2,
+        gpus_per_node=8,
+        gpu_name="B200",
+        busbw_floor_gbps=162.06,
+        busbw_source="test",
+        mount_path="/lustre",
+        storage_expected_gbps=8.789,
+        storage_floor_gbps=4.395,
+        storage_source="test",
         storage_bytes_per_node=1 << 30,
     )
     return dataclasses.replace(base, **changes)
@@ -42,10 +49,26 @@ def cpu_plan(mount: Path, **changes) -> gate.GatePlan:
     `timeout_s` is the gate's own deadline, and the probe actors get 30% of it to start (each a fresh
     Ray worker): 300 s leaves a busy machine room; a passing gate takes seconds and never waits for it."""
     base = gate.GatePlan(
-        node_count=1, gpus_per_node=2, gpu_name="cpu", busbw_floor_gbps=0.0, busbw_source="test",
-        mount_path=str(mount), storage_expected_gbps=0.002, storage_floor_gbps=0.001, storage_source="test",
-        storage_bytes_per_node=16 << 20, storage_streams=2, backend="gloo", device="cpu", expect_net=None,
-        message_bytes=1 << 20, warmup_iters=1, iters=3, worker_resource="CPU", timeout_s=300, python=sys.executable,
+        node_count=1,
+        gpus_per_node=2,
+        gpu_name="cpu",
+        busbw_floor_gbps=0.0,
+        busbw_source="test",
+        mount_path=str(mount),
+        storage_expected_gbps=0.002,
+        storage_floor_gbps=0.001,
+        storage_source="test",
+        storage_bytes_per_node=16 << 20,
+        storage_streams=2,
+        backend="gloo",
+        device="cpu",
+        expect_net=None,
+        message_bytes=1 << 20,
+        warmup_iters=1,
+        iters=3,
+        worker_resource="CPU",
+        timeout_s=300,
+        python=sys.executable,
     )
     return dataclasses.replace(base, **changes)
 
@@ -74,7 +97,7 @@ def test_a_socket_fallback_fails_the_fabric_even_at_a_bandwidth_above_the_floor(
 
 
 def test_a_log_that_never_says_which_network_cannot_prove_gib():
-    only_channels = "\n".join(l for l in GIB_LOG.splitlines() if "Using network" not in l)
+    only_channels = "\n".join(line for line in GIB_LOG.splitlines() if "Using network" not in line)
     assert "cannot prove" in gate.net_check(gate.parse_nccl_log(only_channels), "gIB")
     assert "cannot prove" in gate.check_fabric(cluster_plan(), 300.0, "").summary
 
@@ -93,7 +116,7 @@ def test_only_the_lines_the_verdict_reads_are_kept_from_a_process_log(tmp_path):
 
 def without_prefix(lines: str) -> list[str]:
     """NCCL INFO lines without their `<host>:<pid>:<tid> [<dev>]` prefix (pids differ between runs)."""
-    return [l.split(" NCCL ", 1)[1] for l in lines.splitlines() if " NCCL " in l and not l.startswith("#")]
+    return [line.split(" NCCL ", 1)[1] for line in lines.splitlines() if " NCCL " in line and not line.startswith("#")]
 
 
 def test_a_real_h200_rank_without_gib_is_read_as_socket_and_fails_the_fabric_naming_it():
@@ -101,7 +124,9 @@ def test_a_real_h200_rank_without_gib_is_read_as_socket_and_fails_the_fabric_nam
     assert info.networks == {"Socket": 1} and info.versions == {"2.28.9+cuda13.0"}
     # One rank: its "Channel 00/64 : 0" lines are rings of one, not NET connections.
     assert info.channel_nets == {} and info.gdr_channels == 0
-    check = gate.check_fabric(cluster_plan(node_count=1, gpus_per_node=1, gpu_name="H200", busbw_floor_gbps=0.0), 0.0, H200_RANK_LOG)
+    check = gate.check_fabric(
+        cluster_plan(node_count=1, gpus_per_node=1, gpu_name="H200", busbw_floor_gbps=0.0), 0.0, H200_RANK_LOG
+    )
     assert not check.ok and check.summary == "all_gather busbw 0 GB/s: NCCL used the Socket transport, not gIB"
     assert check.numbers["network"] == "Socket" and check.numbers["gdrChannels"] == 0
 
@@ -111,7 +136,11 @@ def test_the_lines_kept_from_a_real_rank_log_are_those_an_earlier_real_run_kept(
     kept = gate._nccl_lines(tmp_path)
     assert without_prefix(kept) == without_prefix(H200_KEPT_LOG)
     assert "Init COMPLETE" not in kept and "Channel 00/64" not in kept
-    assert gate.net_check(gate.parse_nccl_log(kept), "gIB") == gate.net_check(gate.parse_nccl_log(H200_KEPT_LOG), "gIB") == "NCCL used the Socket transport, not gIB"
+    assert (
+        gate.net_check(gate.parse_nccl_log(kept), "gIB")
+        == gate.net_check(gate.parse_nccl_log(H200_KEPT_LOG), "gIB")
+        == "NCCL used the Socket transport, not gIB"
+    )
 
 
 def test_a_real_rank_told_to_use_gib_without_the_plugin_cannot_prove_gib_and_keeps_nccls_warning(tmp_path):
@@ -121,12 +150,21 @@ def test_a_real_rank_told_to_use_gib_without_the_plugin_cannot_prove_gib_and_kee
     kept = gate._nccl_lines(tmp_path)
     assert "NCCL WARN Failed to initialize any NET plugin" in kept
     # What the rank process reported in that run (its collective_error, as torch 2.11 words it).
-    rank = {"node_rank": 0, "rank": 0, "device_ok": True, "device_name": "NVIDIA H200",
-            "collective_error": "DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.cpp:93, invalid usage"}
+    rank = {
+        "node_rank": 0,
+        "rank": 0,
+        "device_ok": True,
+        "device_name": "NVIDIA H200",
+        "collective_error": "DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.cpp:93, "
+        "invalid usage",
+    }
     plan = cluster_plan(node_count=1, gpus_per_node=1, gpu_name="H200", busbw_floor_gbps=0.0)
     check = gate._fabric_from(plan, [{"ranks": [rank], "nccl_log": kept}], [rank], 1)
     assert not check.ok and check.numbers["network"] is None
-    assert check.summary.startswith("all_gather: no 'Using network' line in the NCCL INFO log: cannot prove that gIB was used; 1 distinct collective error(s)")
+    assert check.summary.startswith(
+        "all_gather: no 'Using network' line in the NCCL INFO log: cannot prove that gIB was used; 1 distinct "
+        "collective error(s)"
+    )
 
 
 def test_the_probe_copies_the_whole_nccl_logs_only_when_asked(tmp_path, monkeypatch):
@@ -142,7 +180,9 @@ def test_the_probe_copies_the_whole_nccl_logs_only_when_asked(tmp_path, monkeypa
         def __init__(self, argv, env, **_kw):
             spec = json.loads(Path(argv[-1]).read_text())
             work_dirs.add(Path(env["NCCL_DEBUG_FILE"]).parent)
-            Path(env["NCCL_DEBUG_FILE"].replace("%h", "vm").replace("%p", str(spec["local_rank"]))).write_text(H200_RANK_LOG)
+            Path(env["NCCL_DEBUG_FILE"].replace("%h", "vm").replace("%p", str(spec["local_rank"]))).write_text(
+                H200_RANK_LOG
+            )
             Path(spec["out"]).write_text(json.dumps({"rank": spec["rank"], "node_rank": 0, "device_ok": True}))
 
         def wait(self, timeout=None):
@@ -152,7 +192,11 @@ def test_the_probe_copies_the_whole_nccl_logs_only_when_asked(tmp_path, monkeypa
             return 0
 
     work_dirs: set[Path] = set()
-    monkeypatch.setattr(gate, "subprocess", types.SimpleNamespace(Popen=RankProcess, TimeoutExpired=subprocess.TimeoutExpired, STDOUT=subprocess.STDOUT))
+    monkeypatch.setattr(
+        gate,
+        "subprocess",
+        types.SimpleNamespace(Popen=RankProcess, TimeoutExpired=subprocess.TimeoutExpired, STDOUT=subprocess.STDOUT),
+    )
     plan = cluster_plan(node_count=1, gpus_per_node=2).to_dict()
     keep = tmp_path / "kept"
     keep.mkdir()
@@ -190,7 +234,14 @@ def test_one_node_has_no_fabric_floor_but_still_needs_gib():
 
 def test_missing_nodes_wrong_gpus_and_broken_gpus_are_each_named():
     def rank(node, i, name="NVIDIA B200", ok=True, **extra):
-        return {"node_rank": node, "rank": node * 8 + i, "host": f"gpu-{node}", "device_name": name, "device_ok": ok, **extra}
+        return {
+            "node_rank": node,
+            "rank": node * 8 + i,
+            "host": f"gpu-{node}",
+            "device_name": name,
+            "device_ok": ok,
+            **extra,
+        }
 
     healthy = [rank(n, i) for n in range(2) for i in range(8)]
     assert gate.check_gpus(cluster_plan(), healthy, 2).ok
@@ -198,8 +249,13 @@ def test_missing_nodes_wrong_gpus_and_broken_gpus_are_each_named():
     wrong = healthy[:8] + [rank(1, i, name="NVIDIA H100 80GB HBM3") for i in range(8)]
     check = gate.check_gpus(cluster_plan(), wrong, 2)
     assert not check.ok and "gpu-1: 0 of 8 healthy B200 GPUs (saw NVIDIA H100 80GB HBM3)" in check.summary
-    broken = healthy[:15] + [{"node_rank": 1, "rank": 15, "host": "gpu-1", "device_error": "RuntimeError: CUDA error: ECC"}]
-    assert "gpu-1: 7 of 8 healthy B200 GPUs (saw RuntimeError: CUDA error: ECC)" in gate.check_gpus(cluster_plan(), broken, 2).summary
+    broken = healthy[:15] + [
+        {"node_rank": 1, "rank": 15, "host": "gpu-1", "device_error": "RuntimeError: CUDA error: ECC"}
+    ]
+    assert (
+        "gpu-1: 7 of 8 healthy B200 GPUs (saw RuntimeError: CUDA error: ECC)"
+        in gate.check_gpus(cluster_plan(), broken, 2).summary
+    )
     assert gate.check_gpus(cluster_plan(), healthy[:8], 1).summary.startswith("1 of 2 worker nodes in the Ray cluster")
 
 
@@ -207,11 +263,17 @@ def test_the_slowest_rank_and_every_failure_of_the_per_gpu_processes_reach_the_f
     plan = cluster_plan(node_count=1, gpus_per_node=2, busbw_floor_gbps=0.0)
     ok = [{"node_rank": 0, "rank": r, "busbw_gbps": bw, "wrong": 0} for r, bw in ((0, 310.2), (1, 305.9))]
     assert gate._fabric_from(plan, [{"ranks": ok, "nccl_log": GIB_LOG}], ok, 1).numbers["busbwGBps"] == 305.9
-    crashed = [ok[0], {"node_rank": 0, "rank": 1, "collective_error": "DistBackendError: NCCL error: remote process exited"}]
+    crashed = [
+        ok[0],
+        {"node_rank": 0, "rank": 1, "collective_error": "DistBackendError: NCCL error: remote process exited"},
+    ]
     check = gate._fabric_from(plan, [{"ranks": crashed, "nccl_log": GIB_LOG}], crashed, 1)
     assert not check.ok and "1 distinct collective error(s), e.g. DistBackendError: NCCL error" in check.summary
     corrupt = [ok[0], {**ok[1], "wrong": 12}]
-    assert "12 wrong elements in the gathered data" in gate._fabric_from(plan, [{"ranks": corrupt, "nccl_log": GIB_LOG}], corrupt, 1).summary
+    assert (
+        "12 wrong elements in the gathered data"
+        in gate._fabric_from(plan, [{"ranks": corrupt, "nccl_log": GIB_LOG}], corrupt, 1).summary
+    )
     lost = gate._fabric_from(plan, [{"ranks": [], "nccl_log": "", "timed_out": True}], [], 1)
     assert not lost.ok and "0 of 2 ranks finished the collective (timed out)" in lost.summary
 
@@ -219,7 +281,9 @@ def test_the_slowest_rank_and_every_failure_of_the_per_gpu_processes_reach_the_f
 def test_storage_below_its_floor_fails_naming_what_was_slow():
     check = gate.check_storage(cluster_plan(), 6.2, 1.1)
     assert not check.ok
-    assert check.summary == "Lustre write 6.2 GB/s, read 1.1 GB/s: read below the floor 4.395 GB/s (expected 8.789 GB/s)"
+    assert (
+        check.summary == "Lustre write 6.2 GB/s, read 1.1 GB/s: read below the floor 4.395 GB/s (expected 8.789 GB/s)"
+    )
     assert gate.check_storage(cluster_plan(), 6.2, 5.0).ok
 
 
@@ -262,12 +326,27 @@ def test_a_failed_gate_is_one_line_naming_what_failed_and_the_numbers():
 
 def test_the_report_survives_the_job_log_and_gives_the_stack_output():
     report = failed_report()
-    log = "some driver output\n" + "\n".join(report.lines()) + "\n" + gate.RESULT_MARKER + __import__("json").dumps(report.to_dict()) + "\n"
+    log = (
+        "some driver output\n"
+        + "\n".join(report.lines())
+        + "\n"
+        + gate.RESULT_MARKER
+        + __import__("json").dumps(report.to_dict())
+        + "\n"
+    )
     again = gate.parse_result(log)
     assert again == report
     assert again.outputs() == {
-        "passed": False, "busbwGBps": 23.5, "busbwFloorGBps": 162.06, "lustreWriteGBps": 6.2, "lustreReadGBps": 5.0,
-        "lustreFloorGBps": 4.395, "healthyGpus": 16, "seconds": 131.0, "nodeHours": 0.0728, "summary": report.summary(),
+        "passed": False,
+        "busbwGBps": 23.5,
+        "busbwFloorGBps": 162.06,
+        "lustreWriteGBps": 6.2,
+        "lustreReadGBps": 5.0,
+        "lustreFloorGBps": 4.395,
+        "healthyGpus": 16,
+        "seconds": 131.0,
+        "nodeHours": 0.0728,
+        "summary": report.summary(),
     }
     assert gate.parse_result("no marker here") is None
 
@@ -329,13 +408,15 @@ def test_the_gate_runs_end_to_end_on_a_local_head_and_a_failing_one_stops_the_su
     assert "below the floor 1000 GB/s" in str(raised.value) and 0 < report.seconds < plan.timeout_s
     assert jobs.list_jobs(client, "t-gate-e2e") == []  # the training job was never submitted
     assert list(mount.iterdir()) == []  # the gate's files are cleaned up
-    assert any(l.startswith("gate cost: 1 GPU node(s) x ") for l in lines)
+    assert any(line.startswith("gate cost: 1 GPU node(s) x ") for line in lines)
 
 
 def jobs_spec(stack: str):
     from workloads.job_spec import JobSpec
 
-    return JobSpec.create(stack=stack, recipe="r", entrypoint=f"{shlex.quote(sys.executable)} -c 'print(1)'", runtime_env={})
+    return JobSpec.create(
+        stack=stack, recipe="r", entrypoint=f"{shlex.quote(sys.executable)} -c 'print(1)'", runtime_env={}
+    )
 
 
 def test_gate_on_demand_and_submit_under_enforce_report_the_stacks_gate_in_one_line(head, client, monkeypatch):
@@ -343,7 +424,9 @@ def test_gate_on_demand_and_submit_under_enforce_report_the_stacks_gate_in_one_l
     once, and `submit` under the stack's default policy (enforce) submits nothing."""
     real = cli_commands.gate_plan
     # The head's `python` is not this venv's; everything else is the stack's own plan.
-    monkeypatch.setattr(cli_commands, "gate_plan", lambda stack: dataclasses.replace(real(stack), python=sys.executable, timeout_s=60))
+    monkeypatch.setattr(
+        cli_commands, "gate_plan", lambda stack: dataclasses.replace(real(stack), python=sys.executable, timeout_s=60)
+    )
     out, err = io.StringIO(), io.StringIO()
     assert cli.main(["gate", "--stack", "h200", "--address", head.address], out=out, err=err) == exit_codes.GATE_FAILED
     text = out.getvalue()
@@ -352,8 +435,13 @@ def test_gate_on_demand_and_submit_under_enforce_report_the_stacks_gate_in_one_l
 
     # b200: eight nodes, enforce by default, and a recipe that needs no Hugging Face token to build.
     out, err = io.StringIO(), io.StringIO()
-    assert cli.main(["submit", "--stack", "b200", "--address", head.address], out=out, err=err) == exit_codes.GATE_FAILED
-    assert err.getvalue().startswith("error: acceptance gate FAILED: gpus: 0 of 8 worker nodes") and err.getvalue().count("\n") == 1
+    assert (
+        cli.main(["submit", "--stack", "b200", "--address", head.address], out=out, err=err) == exit_codes.GATE_FAILED
+    )
+    assert (
+        err.getvalue().startswith("error: acceptance gate FAILED: gpus: 0 of 8 worker nodes")
+        and err.getvalue().count("\n") == 1
+    )
     assert jobs.list_jobs(client, "b200") == []
 
 
@@ -375,8 +463,11 @@ def test_a_figure_just_below_a_floor_fails_and_just_above_or_at_it_passes(floor)
 
 def test_one_gpu_short_of_a_nodes_count_fails_and_the_full_count_passes():
     def ranks(per_node: int):
-        return [{"node_rank": n, "rank": n * 8 + i, "host": f"gpu-{n}", "device_name": "NVIDIA B200", "device_ok": True}
-                for n in range(2) for i in range(per_node if n else 8)]
+        return [
+            {"node_rank": n, "rank": n * 8 + i, "host": f"gpu-{n}", "device_name": "NVIDIA B200", "device_ok": True}
+            for n in range(2)
+            for i in range(per_node if n else 8)
+        ]
 
     assert gate.check_gpus(cluster_plan(), ranks(8), 2).ok
     short = gate.check_gpus(cluster_plan(), ranks(7), 2)
@@ -386,8 +477,9 @@ def test_one_gpu_short_of_a_nodes_count_fails_and_the_full_count_passes():
 def test_every_storage_read_is_of_files_another_node_wrote(tmp_path, monkeypatch):
     """`_storage` hands node i the files node (i+1) % n wrote, so no node reads its own page cache; and a
     read opens the named node's files (node<r>-<k>.bin), so it cannot quietly read its own instead."""
-    import ray
     from types import SimpleNamespace
+
+    import ray
 
     calls: list[tuple[str, int, int]] = []
 
@@ -396,7 +488,9 @@ def test_every_storage_read_is_of_files_another_node_wrote(tmp_path, monkeypatch
             def remote(directory, node_rank, size, streams):
                 calls.append((kind, i, node_rank))
                 return gate._parallel_io(Path(directory), node_rank, size, streams, write=kind == "write")
+
             return SimpleNamespace(remote=remote)
+
         return SimpleNamespace(write=run("write"), read=run("read"))
 
     monkeypatch.setattr(ray, "get", lambda refs, timeout=None: refs)

@@ -24,9 +24,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from importlinter.api import read_configuration
-
 from conftest import ROOT
+from importlinter.api import read_configuration
 
 CONTRACTS = ROOT / ".importlinter"
 LAYER_PACKAGES = tuple(read_configuration(str(CONTRACTS))["session_options"]["root_packages"])
@@ -80,8 +79,10 @@ def folders_without_init(root: Path) -> list[str]:
     for package in LAYER_PACKAGES:
         for folder in sorted({p.parent for p in (root / package).rglob("*.py")}):
             if not (folder / "__init__.py").is_file():
-                problems.append(f"{folder.relative_to(root)}/ holds Python modules but no __init__.py, "
-                                "so the layer contracts do not read them")
+                problems.append(
+                    f"{folder.relative_to(root)}/ holds Python modules but no __init__.py, "
+                    "so the layer contracts do not read them"
+                )
     return problems
 
 
@@ -92,8 +93,10 @@ def outside_the_layers(root: Path) -> list[str]:
         if entry.name.startswith(".") or entry.name in (PROGRAM, *LAYER_PACKAGES, *NOT_A_LAYER):
             continue
         if entry.suffix == ".py" or (entry.is_dir() and any(entry.rglob("*.py"))):
-            problems.append(f"{entry.name} is in no layer: add it to .importlinter and docs/architecture.md, "
-                            "or move it into a layer")
+            problems.append(
+                f"{entry.name} is in no layer: add it to .importlinter and docs/architecture.md, "
+                "or move it into a layer"
+            )
     return problems
 
 
@@ -110,8 +113,10 @@ def program_imports(root: Path) -> list[str]:
         for name in names:
             top = name.split(".")[0]
             if top in LAYER_PACKAGES and top not in PROGRAM_MAY_IMPORT:
-                problems.append(f"{PROGRAM}:{node.lineno} imports {name}; the program may import only "
-                                f"{', '.join(sorted(PROGRAM_MAY_IMPORT))}")
+                problems.append(
+                    f"{PROGRAM}:{node.lineno} imports {name}; the program may import only "
+                    f"{', '.join(sorted(PROGRAM_MAY_IMPORT))}"
+                )
     return problems
 
 
@@ -147,11 +152,16 @@ def tree(tmp_path: Path, files: "dict[str, str] | None" = None) -> Path:
     base = {f"{p}/__init__.py": "" for p in LAYER_PACKAGES}
     base |= {
         PROGRAM: "import pulumi\nfrom infra import config\nfrom workloads import job_spec\n",
-        "infra/config.py": "", "infra/network.py": "", "infra/training_job.py": "from workloads import job_spec\n",
+        "infra/config.py": "",
+        "infra/network.py": "",
+        "infra/training_job.py": "from workloads import job_spec\n",
         "infra/plan.py": "from tools import offline_plan\n",
-        "tools/offline_plan.py": "from infra import config\n", "tools/cost.py": "",
-        "workloads/job_spec.py": "", "workloads/submit.py": "from workloads import job_spec\n",
-        "jobctl/__main__.py": "from jobctl import cli\n", "jobctl/cli.py": "from infra import config\n",
+        "tools/offline_plan.py": "from infra import config\n",
+        "tools/cost.py": "",
+        "workloads/job_spec.py": "",
+        "workloads/submit.py": "from workloads import job_spec\n",
+        "jobctl/__main__.py": "from jobctl import cli\n",
+        "jobctl/cli.py": "from infra import config\n",
         "tests/test_x.py": "import tools.cost\n",
     }
     base |= files or {}
@@ -208,13 +218,23 @@ def test_a_cycle_through_a_lazy_import_is_refused(broken):
 
 # The four ways past the walker this file replaces, each caught.
 
-@pytest.mark.parametrize(("source", "line", "call"), [
-    ("import importlib\n\ndef f():\n    return importlib.import_module('infra.config')\n", 4,
-     "import_module('infra.config')"),
-    ("def f():\n    return __import__('tools.cost')\n", 2, "__import__('tools.cost')"),
-    ("from importlib import import_module\nname = 'infra' + '.config'\nimport_module(name)\n", 3,
-     "import_module(name)"),
-])
+
+@pytest.mark.parametrize(
+    ("source", "line", "call"),
+    [
+        (
+            "import importlib\n\ndef f():\n    return importlib.import_module('infra.config')\n",
+            4,
+            "import_module('infra.config')",
+        ),
+        ("def f():\n    return __import__('tools.cost')\n", 2, "__import__('tools.cost')"),
+        (
+            "from importlib import import_module\nname = 'infra' + '.config'\nimport_module(name)\n",
+            3,
+            "import_module(name)",
+        ),
+    ],
+)
 def test_a_by_name_import_from_a_lower_layer_is_refused(tmp_path, source, line, call):
     root = tree(tmp_path, {"workloads/submit.py": source})
     assert problems(root) == [
@@ -235,11 +255,14 @@ def test_a_subfolder_without_init_which_import_linter_does_not_read_is_refused(b
     ]
 
 
-@pytest.mark.parametrize(("files", "entry"), [
-    ({"budget.py": "from tools import cost\n"}, "budget.py"),
-    ({"placement/__init__.py": "", "placement/pick.py": "import tools.cost\n"}, "placement"),
-    ({"scripts/run.py": "import jobctl.cli\n"}, "scripts"),
-])
+@pytest.mark.parametrize(
+    ("files", "entry"),
+    [
+        ({"budget.py": "from tools import cost\n"}, "budget.py"),
+        ({"placement/__init__.py": "", "placement/pick.py": "import tools.cost\n"}, "placement"),
+        ({"scripts/run.py": "import jobctl.cli\n"}, "scripts"),
+    ],
+)
 def test_a_root_level_module_or_package_in_no_layer_is_refused(tmp_path, files, entry):
     root = tree(tmp_path, files)
     assert problems(root) == [

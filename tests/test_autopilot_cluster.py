@@ -8,10 +8,10 @@ counts a field as set when it is present at all, so the tests check presence, no
 import json
 
 import pytest
-
 from conftest import STACKS, stack_plan
-from tools.offline_plan import render_tree
+
 from infra.gke_common import NODE_SERVICE_ACCOUNT_ROLES
+from tools.offline_plan import render_tree
 
 CLUSTER = "gcp:container/cluster:Cluster"
 POOL = "gcp:container/nodePool:NodePool"
@@ -84,7 +84,11 @@ def test_the_cluster_is_regional_with_multi_networking_ray_lustre_and_workload_i
     assert inputs["enableMultiNetworking"] is True and inputs["networkingMode"] == "VPC_NATIVE"
     assert inputs["workloadIdentityConfig"] == {"workloadPool": "my-gcp-project.svc.id.goog"}
     (ray,) = inputs["addonsConfig"]["rayOperatorConfigs"]
-    assert ray == {"enabled": True, "rayClusterLoggingConfig": {"enabled": True}, "rayClusterMonitoringConfig": {"enabled": True}}
+    assert ray == {
+        "enabled": True,
+        "rayClusterLoggingConfig": {"enabled": True},
+        "rayClusterMonitoringConfig": {"enabled": True},
+    }
     assert inputs["addonsConfig"]["lustreCsiDriverConfig"]["enabled"] is True
     # Autopilot always runs Dataplane V2; sending it is not needed (optional + computed).
     assert "datapathProvider" not in inputs and "nodeConfig" not in inputs and "initialNodeCount" not in inputs
@@ -106,17 +110,23 @@ def test_nodes_gke_creates_run_as_the_dedicated_account_which_holds_its_roles_fi
     (account,) = plan.by_type(ACCOUNT)
     email = f"{account.inputs['accountId']}@my-gcp-project.iam.gserviceaccount.com"
     assert cluster.inputs["clusterAutoscaling"] == {
-        "autoProvisioningDefaults": {"serviceAccount": email, "oauthScopes": ["https://www.googleapis.com/auth/cloud-platform"]}
+        "autoProvisioningDefaults": {
+            "serviceAccount": email,
+            "oauthScopes": ["https://www.googleapis.com/auth/cloud-platform"],
+        }
     }
     grants = {g.urn for g in plan.by_type(PROJECT_IAM)}
-    assert len(grants) == len(NODE_SERVICE_ACCOUNT_ROLES) and grants <= set(cluster.dependencies), f"{cluster.name} may start before its nodes' roles"
+    assert len(grants) == len(NODE_SERVICE_ACCOUNT_ROLES) and grants <= set(cluster.dependencies), (
+        f"{cluster.name} may start before its nodes' roles"
+    )
 
 
 def test_clients_get_credentials_for_the_region_and_the_provider_is_named_after_it():
     plan = autopilot_plan()
     assert plan.outputs["clusterLocation"] == "europe-west1"
     assert plan.outputs["kubectlCredentialsCommand"] == (
-        "gcloud container clusters get-credentials autopilot-gke --region europe-west1 --project my-gcp-project --dns-endpoint"
+        "gcloud container clusters get-credentials autopilot-gke --region europe-west1 --project my-gcp-project "
+        "--dns-endpoint"
     )
     (provider,) = plan.by_type("pulumi:providers:kubernetes")
     assert provider.inputs["clusterIdentifier"] == "gke_my-gcp-project_europe-west1_autopilot-gke"
@@ -136,7 +146,10 @@ def test_the_dashboard_reads_the_regional_cluster_and_the_zonal_lustre_and_gpu_v
     assert lustre and all('resource.label."location"="europe-west1-b"' in f for f in lustre), lustre
     metric = plan.one("gcp:logging/metric:Metric", "preemptions").inputs["filter"]
     # Autopilot names its node VMs gk3-<cluster>-...; the VMs are in the zone.
-    assert 'protoPayload.resourceName:"/instances/gk3-autopilot-gke"' in metric and 'resource.labels.zone="europe-west1-b"' in metric
+    assert (
+        'protoPayload.resourceName:"/instances/gk3-autopilot-gke"' in metric
+        and 'resource.labels.zone="europe-west1-b"' in metric
+    )
 
 
 def test_the_plan_counts_the_gpu_nodes_autopilot_will_create_for_the_workers():
@@ -147,14 +160,20 @@ def test_the_plan_counts_the_gpu_nodes_autopilot_will_create_for_the_workers():
 def test_a_callers_depends_on_reaches_every_child_of_the_autopilot_cluster():
     import pulumi
     import pulumi_gcp as gcp
+    from k8s_support import CTX, gpu_pool, record
 
     from infra.autopilot_cluster import AutopilotCluster, AutopilotClusterArgs
     from infra.config import ClusterConfig
     from infra.gke_common import ClusterNetwork
-    from k8s_support import CTX, gpu_pool, record
 
-    network = ClusterNetwork(primary_network="vpc", primary_subnet="subnet", pods_range_name="pods",
-                             services_range_name="services", pods_cidr=None, services_cidr=None)
+    network = ClusterNetwork(
+        primary_network="vpc",
+        primary_subnet="subnet",
+        pods_range_name="pods",
+        services_range_name="services",
+        pods_cidr=None,
+        services_cidr=None,
+    )
 
     def build():
         api = gcp.projects.Service("container-api", service="container.googleapis.com", project=CTX.project)

@@ -6,8 +6,10 @@ import copy
 import json
 
 import pytest
-
 from conftest import stack_plan
+from k8s_support import k8s_doc, schema_problems
+from test_ray_cluster import render_raycluster
+
 from infra.autopilot_pods import (
     READ_ONLY_HOST_PATHS,
     admission_problems,
@@ -18,8 +20,6 @@ from infra.config import Provisioning
 from infra.flavours import FLAVOURS
 from infra.machines import AUTOPILOT_GENERAL_PURPOSE_MAX_CPU, AUTOPILOT_GENERAL_PURPOSE_MAX_MEMORY_GIB
 from infra.nccl_autopilot import NAMESPACE, daemonset_manifest
-from k8s_support import k8s_doc, schema_problems
-from test_ray_cluster import render_raycluster
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 DAEMONSET = "kubernetes:apps/v1:DaemonSet"
@@ -36,7 +36,9 @@ def values():
 
 def rendered():
     release = plan().one(RELEASE)
-    return render_raycluster(release.inputs["values"], release=release.inputs["name"], namespace=release.inputs["namespace"])
+    return render_raycluster(
+        release.inputs["values"], release=release.inputs["name"], namespace=release.inputs["namespace"]
+    )
 
 
 def pod_specs(p):
@@ -89,19 +91,32 @@ def test_only_the_gpu_workers_ask_for_gpus_and_the_head_takes_the_default_genera
     "provisioning,reservation,expected",
     [
         (Provisioning.ON_DEMAND, None, {}),
-        (Provisioning.RESERVATION, "my-res", {"cloud.google.com/reservation-name": "my-res", "cloud.google.com/reservation-affinity": "specific"}),
+        (
+            Provisioning.RESERVATION,
+            "my-res",
+            {"cloud.google.com/reservation-name": "my-res", "cloud.google.com/reservation-affinity": "specific"},
+        ),
     ],
 )
 def test_capacity_other_than_spot_is_selected_by_its_own_labels(provisioning, reservation, expected):
-    labels = dict(gpu_node_labels(zone="us-east1-b", accelerator_type="nvidia-b200", gpus_per_node=8,
-                                  provisioning=provisioning, reservation_name=reservation))
+    labels = dict(
+        gpu_node_labels(
+            zone="us-east1-b",
+            accelerator_type="nvidia-b200",
+            gpus_per_node=8,
+            provisioning=provisioning,
+            reservation_name=reservation,
+        )
+    )
     assert "cloud.google.com/gke-spot" not in labels
     assert {k: v for k, v in labels.items() if k.startswith("cloud.google.com/reservation")} == expected
 
 
 def test_flex_start_has_no_autopilot_selector_here():
     with pytest.raises(ValueError, match="flexStart"):
-        gpu_node_labels(zone="us-east1-b", accelerator_type="nvidia-b200", gpus_per_node=8, provisioning=Provisioning.FLEX_START)
+        gpu_node_labels(
+            zone="us-east1-b", accelerator_type="nvidia-b200", gpus_per_node=8, provisioning=Provisioning.FLEX_START
+        )
 
 
 # ---------------------------------------------------------------- admission
@@ -119,8 +134,11 @@ def test_no_container_of_the_ray_cluster_or_the_watcher_is_privileged_or_uses_ho
 def test_the_only_privileged_pod_is_upstreams_autopilot_installer_in_rdma_system():
     p = plan()
     privileged = [
-        r for r in p.by_type(DAEMONSET)
-        if any((c.get("securityContext") or {}).get("privileged") for c in containers(r.inputs["spec"]["template"]["spec"]))
+        r
+        for r in p.by_type(DAEMONSET)
+        if any(
+            (c.get("securityContext") or {}).get("privileged") for c in containers(r.inputs["spec"]["template"]["spec"])
+        )
     ]
     assert [r.inputs["metadata"]["namespace"] for r in privileged] == [NAMESPACE] == ["rdma-system"]
     spec = privileged[0].inputs["spec"]["template"]["spec"]
@@ -128,7 +146,10 @@ def test_the_only_privileged_pod_is_upstreams_autopilot_installer_in_rdma_system
     assert init["name"] == "nccl-rdma-installer" and init["image"].endswith("nccl-plugin-gib:v1.1.1")
     assert "/scripts/container_entry.sh install --install-nccl" in init["args"][0]
     assert spec["tolerations"] == [{"operator": "Exists"}]
-    assert sorted(v["hostPath"]["path"] for v in spec["volumes"]) == ["/home/kubernetes/bin/gib", "/home/kubernetes/bin/nvidia/lib64"]
+    assert sorted(v["hostPath"]["path"] for v in spec["volumes"]) == [
+        "/home/kubernetes/bin/gib",
+        "/home/kubernetes/bin/nvidia/lib64",
+    ]
     assert [c["name"] for c in spec["containers"]] == ["pause"] and "securityContext" not in spec["containers"][0]
 
 
@@ -160,7 +181,10 @@ def test_workers_mount_only_the_gpu_library_and_gib_host_paths_and_read_only():
         (lambda s: s["containers"][0].setdefault("securityContext", {}).update(privileged=True), "privileged"),
         (lambda s: s.update(hostNetwork=True), "hostNetwork"),
         (lambda s: s["volumes"].append({"name": "root", "hostPath": {"path": "/"}}), "hostPath /"),
-        (lambda s: next(m for m in s["containers"][0]["volumeMounts"] if m["name"] == "gib").pop("readOnly"), "writable"),
+        (
+            lambda s: next(m for m in s["containers"][0]["volumeMounts"] if m["name"] == "gib").pop("readOnly"),
+            "writable",
+        ),
     ],
 )
 def test_the_admission_check_catches_what_autopilot_refuses(plant, problem):
@@ -173,13 +197,19 @@ def test_the_admission_check_catches_what_autopilot_refuses(plant, problem):
 def test_a_privileged_container_slipped_into_the_values_fails_the_plan_offline():
     standard = stack_plan("h200").one(RELEASE).inputs["values"]
     planted = copy.deepcopy(standard)
-    planted["worker"]["initContainers"].append({"name": "tuner", "image": "x:1", "securityContext": {"privileged": True}})
-    with pytest.raises(ValueError, match="Autopilot would refuse the Ray pods: Ray worker: initContainers/tuner: privileged"):
+    planted["worker"]["initContainers"].append(
+        {"name": "tuner", "image": "x:1", "securityContext": {"privileged": True}}
+    )
+    with pytest.raises(
+        ValueError, match="Autopilot would refuse the Ray pods: Ray worker: initContainers/tuner: privileged"
+    ):
         ray_values_for_autopilot(planted, H200.autopilot_pod)
 
 
 def test_the_worker_keeps_the_multi_network_annotations_of_the_standard_stack():
-    assert values()["worker"]["annotations"] == stack_plan("h200").one(RELEASE).inputs["values"]["worker"]["annotations"]
+    assert (
+        values()["worker"]["annotations"] == stack_plan("h200").one(RELEASE).inputs["values"]["worker"]["annotations"]
+    )
     interfaces = json.loads(values()["worker"]["annotations"]["networking.gke.io/interfaces"])
     assert [i["network"] for i in interfaces] == ["default", "gvnic-1", *(f"rdma-{n}" for n in range(8))]
 
@@ -204,7 +234,10 @@ def test_a_smaller_standard_size_is_kept_rather_than_raised_to_the_autopilot_siz
     standard = copy.deepcopy(stack_plan("h200").one(RELEASE).inputs["values"])
     standard["worker"]["resources"]["requests"].update(cpu="100", memory="1000Gi")
     out = ray_values_for_autopilot(standard, H200.autopilot_pod)
-    assert (out["worker"]["resources"]["requests"]["cpu"], out["worker"]["resources"]["requests"]["memory"]) == ("100", "1000Gi")
+    assert (out["worker"]["resources"]["requests"]["cpu"], out["worker"]["resources"]["requests"]["memory"]) == (
+        "100",
+        "1000Gi",
+    )
 
 
 def test_the_head_requests_ephemeral_storage_within_the_general_purpose_class():
@@ -264,7 +297,12 @@ def test_the_job_is_laid_out_on_the_gpu_pods_and_the_cli_builds_the_same_submiss
 
 @pytest.mark.parametrize(
     "cpu,memory,expected",
-    [("8", "32Gi", ("8", "32Gi")), ("8", "64Gi", ("10", "64Gi")), ("16", "8Gi", ("16", "16Gi")), ("30", "110Gi", ("30", "110Gi"))],
+    [
+        ("8", "32Gi", ("8", "32Gi")),
+        ("8", "64Gi", ("10", "64Gi")),
+        ("16", "8Gi", ("16", "16Gi")),
+        ("30", "110Gi", ("30", "110Gi")),
+    ],
 )
 def test_a_head_outside_the_general_purpose_ratio_gets_the_requests_autopilot_would_set(cpu, memory, expected):
     from infra.autopilot_pods import general_purpose_resources

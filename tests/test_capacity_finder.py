@@ -7,9 +7,9 @@ import io
 import json
 
 import pytest
+from test_doctor import REAL, FakeProject, b200_reservation, config
 
 from infra.zones import catalogue
-from test_doctor import REAL, FakeProject, b200_reservation, config
 from tools import capacity_finder
 
 LADDER = {"nodeCount": 2, "capacity": {"ladder": [{"reservation": "my-a4-block"}, "spot", "onDemand"]}}
@@ -32,8 +32,13 @@ class RegionalQuotas:
         from google.cloud import compute_v1
 
         self.p.record("regions", "get", project=project, region=region, timeout=timeout)
-        return compute_v1.Region(name=region, quotas=[compute_v1.Quota(metric=m, limit=lim, usage=use)
-                                                     for m, (lim, use) in self.quotas.get(region, {}).items()])
+        return compute_v1.Region(
+            name=region,
+            quotas=[
+                compute_v1.Quota(metric=m, limit=lim, usage=use)
+                for m, (lim, use) in self.quotas.get(region, {}).items()
+            ],
+        )
 
 
 def clients(project, quotas):
@@ -57,17 +62,33 @@ def test_zones_are_ranked_by_the_first_rung_that_holds_the_whole_gang(project):
     cfg = config(gpuPool=LADDER)
     answers = capacity_finder.find("dev", cfg, clients(project, quotas), timeout=5)
     zones = by_zone(answers)
-    assert set(zones) == set(catalogue().zones_for("a4-highgpu-8g")), "every catalogued zone with the flavour and Lustre"
-    east, central, eu, east4 = zones["us-east1-b"], zones["us-central1-b"], zones["europe-west4-b"], zones["asia-northeast1-b"]
+    assert set(zones) == set(catalogue().zones_for("a4-highgpu-8g")), (
+        "every catalogued zone with the flavour and Lustre"
+    )
+    east, central, eu, east4 = (
+        zones["us-east1-b"],
+        zones["us-central1-b"],
+        zones["europe-west4-b"],
+        zones["asia-northeast1-b"],
+    )
     assert east.best.rung == "reservation my-a4-block" and east.current
     assert central.best.rung == "spot" and [r.status for r in central.rungs] == ["short", "fits", "short"]
     assert eu.best.rung == "onDemand", "spot has 8 of 16; on-demand holds the gang"
     assert east4.best is None
     order = [a.zone for a in answers]
     # Spot in us-central1 (2 x ~$57.6/h) is cheaper than the reservation's on-demand rate in us-east1,
-    # which is cheaper than on-demand in europe (x 1.10); no rung fits in asia-northeast1: after every zone where one does.
-    assert order.index("us-central1-b") < order.index("us-east1-b") < order.index("europe-west4-b") < order.index("asia-northeast1-b")
-    assert central.change == "pulumi config set --stack dev region us-central1 && pulumi config set --stack dev zone us-central1-b"
+    # which is cheaper than on-demand in europe (x 1.10); no rung fits in asia-northeast1: after every zone where
+    # one does.
+    assert (
+        order.index("us-central1-b")
+        < order.index("us-east1-b")
+        < order.index("europe-west4-b")
+        < order.index("asia-northeast1-b")
+    )
+    assert (
+        central.change
+        == "pulumi config set --stack dev region us-central1 && pulumi config set --stack dev zone us-central1-b"
+    )
     assert east.reservations == ["my-a4-block 2/2"]
 
 
@@ -90,7 +111,11 @@ def test_every_call_is_one_the_real_client_accepts(project):
     capacity_finder.find("dev", config(gpuPool=LADDER), project.clients(), timeout=5)
     for client, method, kwargs in project.calls:
         inspect.signature(getattr(REAL[client], method)).bind(None, **kwargs)
-    assert {(c, m) for c, m, _ in project.calls} >= {("regions", "get"), ("reservations", "list"), ("lustre", "list_locations")}
+    assert {(c, m) for c, m, _ in project.calls} >= {
+        ("regions", "get"),
+        ("reservations", "list"),
+        ("lustre", "list_locations"),
+    }
 
 
 def test_the_command_prints_each_zone_with_its_one_line_change(project):
@@ -99,11 +124,19 @@ def test_the_command_prints_each_zone_with_its_one_line_change(project):
     rc = capacity_finder.main(["--stack", "b200-ladder"], out=out, err=err, connect=lambda _: clients(project, quotas))
     text = out.getvalue()
     assert rc == 0 and err.getvalue() == ""
-    assert text.splitlines()[0].startswith("capacity finder: stack b200-ladder, 8 x a4-highgpu-8g, ladder spot > flexStart > onDemand")
+    assert text.splitlines()[0].startswith(
+        "capacity finder: stack b200-ladder, 8 x a4-highgpu-8g, ladder spot > flexStart > onDemand"
+    )
     assert "  us-central1-b: $460.88/h at spot" in text
-    assert "use it: pulumi config set --stack b200-ladder region us-central1 && pulumi config set --stack b200-ladder zone us-central1-b" in text
+    assert (
+        "use it: pulumi config set --stack b200-ladder region us-central1 && pulumi config set --stack b200-ladder "
+        "zone us-central1-b" in text
+    )
     out = io.StringIO()
-    assert capacity_finder.main(["--stack", "b200-ladder", "--json"], out=out, connect=lambda _: clients(project, quotas)) == 0
+    assert (
+        capacity_finder.main(["--stack", "b200-ladder", "--json"], out=out, connect=lambda _: clients(project, quotas))
+        == 0
+    )
     assert json.loads(out.getvalue())["zones"][0]["zone"] == "us-central1-b"
 
 

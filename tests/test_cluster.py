@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import STACKS, merged, run_plan, stack_plan
+
 from tools.mocks import FAKE_CA
 
 CLUSTER = "gcp:container/cluster:Cluster"
@@ -17,12 +17,30 @@ COMPONENT = "nemo-rl-gke:infra:GkeCluster"
 
 # Pulumi.<stack>.yaml and flavours.py: what the GPU pool of each committed stack must be.
 EXPECTED = {
-    "dev": {"zone": "us-east1-b", "machine": "a4-highgpu-8g", "gpu": "nvidia-b200", "nodes": 1,
-            "deletion_protection": False, "system_machine": "n2-standard-8"},
-    "b200": {"zone": "us-east1-b", "machine": "a4-highgpu-8g", "gpu": "nvidia-b200", "nodes": 8,
-             "deletion_protection": True, "system_machine": "n2-highmem-16"},
-    "h200": {"zone": "europe-west1-b", "machine": "a3-ultragpu-8g", "gpu": "nvidia-h200-141gb", "nodes": 2,
-             "deletion_protection": True, "system_machine": "n2-highmem-16"},
+    "dev": {
+        "zone": "us-east1-b",
+        "machine": "a4-highgpu-8g",
+        "gpu": "nvidia-b200",
+        "nodes": 1,
+        "deletion_protection": False,
+        "system_machine": "n2-standard-8",
+    },
+    "b200": {
+        "zone": "us-east1-b",
+        "machine": "a4-highgpu-8g",
+        "gpu": "nvidia-b200",
+        "nodes": 8,
+        "deletion_protection": True,
+        "system_machine": "n2-highmem-16",
+    },
+    "h200": {
+        "zone": "europe-west1-b",
+        "machine": "a3-ultragpu-8g",
+        "gpu": "nvidia-h200-141gb",
+        "nodes": 2,
+        "deletion_protection": True,
+        "system_machine": "n2-highmem-16",
+    },
 }
 
 
@@ -107,18 +125,33 @@ def test_ray_operator_lustre_csi_and_gcs_fuse_addons_are_enabled(stack):
         {"enabled": True, "rayClusterLoggingConfig": {"enabled": True}, "rayClusterMonitoringConfig": {"enabled": True}}
     ], cluster.name
     assert addons["lustreCsiDriverConfig"] == {
-        "enabled": True, "enableLegacyLustrePort": False, "disableMultiNic": True}, cluster.name
+        "enabled": True,
+        "enableLegacyLustrePort": False,
+        "disableMultiNic": True,
+    }, cluster.name
     assert addons["gcsFuseCsiDriverConfig"] == {"enabled": True}, cluster.name
 
 
 def test_configured_authorized_networks_restrict_the_control_plane():
-    cluster_cfg = merged("dev", "cluster", {"controlPlaneAccess": "ip", "masterAuthorizedNetworks": [
-        {"cidrBlock": "203.0.113.0/24", "displayName": "office"}, {"cidrBlock": "198.51.100.7/32"}]})
+    cluster_cfg = merged(
+        "dev",
+        "cluster",
+        {
+            "controlPlaneAccess": "ip",
+            "masterAuthorizedNetworks": [
+                {"cidrBlock": "203.0.113.0/24", "displayName": "office"},
+                {"cidrBlock": "198.51.100.7/32"},
+            ],
+        },
+    )
     cluster = run_plan("dev", cluster=cluster_cfg).one(CLUSTER)
-    assert cluster.inputs["masterAuthorizedNetworksConfig"] == {"cidrBlocks": [
-        {"cidrBlock": "203.0.113.0/24", "displayName": "office"},
-        {"cidrBlock": "198.51.100.7/32", "displayName": "198.51.100.7/32"},
-    ], "gcpPublicCidrsAccessEnabled": False}, cluster.name
+    assert cluster.inputs["masterAuthorizedNetworksConfig"] == {
+        "cidrBlocks": [
+            {"cidrBlock": "203.0.113.0/24", "displayName": "office"},
+            {"cidrBlock": "198.51.100.7/32", "displayName": "198.51.100.7/32"},
+        ],
+        "gcpPublicCidrsAccessEnabled": False,
+    }, cluster.name
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -173,7 +206,9 @@ def test_gpu_pool_attaches_the_gvnic_then_eight_distinct_rdma_subnets_the_plan_c
     subnets = {s.inputs["name"]: s for s in plan.by_type(SUBNET)}
     networks = {n.inputs["name"]: n for n in plan.by_type(NETWORK)}
     for entry in extra:
-        assert entry["subnetwork"] in subnets, f"{pool.name} names subnet {entry['subnetwork']} the plan does not create"
+        assert entry["subnetwork"] in subnets, (
+            f"{pool.name} names subnet {entry['subnetwork']} the plan does not create"
+        )
         subnet = subnets[entry["subnetwork"]]
         assert subnet.inputs["network"] == entry["network"], f"{pool.name}: {subnet.name} is not in {entry['network']}"
         assert subnet.urn in pool.dependencies, f"{pool.name} does not wait for {subnet.name}"
@@ -218,7 +253,9 @@ def test_flex_start_provisioning_gets_nodes_from_an_empty_autoscaled_pool_withou
     assert node["reservationAffinity"] == {"consumeReservationType": "NO_RESERVATION"}, pool.name
     assert "spot" not in node, pool.name
     assert "queuedProvisioning" not in pool.inputs, pool.name
-    assert pool.inputs["autoscaling"] == {"totalMinNodeCount": 0, "totalMaxNodeCount": 2, "locationPolicy": "ANY"}, pool.name
+    assert pool.inputs["autoscaling"] == {"totalMinNodeCount": 0, "totalMaxNodeCount": 2, "locationPolicy": "ANY"}, (
+        pool.name
+    )
     assert pool.inputs["initialNodeCount"] == 0 and "nodeCount" not in pool.inputs, pool.name
     assert pool.inputs["management"] == {"autoRepair": False, "autoUpgrade": True}, pool.name
 
@@ -284,7 +321,8 @@ def test_exports_tell_the_user_how_to_reach_the_cluster(stack):
     assert outputs["clusterEndpoint"] == f"gke-0123456789abcdef0123456789abcdef-123456789012.{region}.gke.goog"
     assert "clusterCaCertificate" not in outputs, stack
     assert outputs["kubectlCredentialsCommand"] == (
-        f"gcloud container clusters get-credentials {stack}-gke --location {region} --project my-gcp-project --dns-endpoint"
+        f"gcloud container clusters get-credentials {stack}-gke --location {region} --project my-gcp-project "
+        "--dns-endpoint"
     )
     assert outputs["clusterLocation"] == region
     assert outputs["networkName"] == f"{stack}-vpc"
@@ -299,14 +337,23 @@ def test_a_cluster_that_reports_no_dns_endpoint_fails_with_a_message_naming_the_
 
     host = "gke-0123456789abcdef-123456789012.us-east1.gke.goog"
     assert _dns_endpoint(SimpleNamespace(dns_endpoint_config=SimpleNamespace(endpoint=host))) == host
-    for reported in (None, SimpleNamespace(dns_endpoint_config=None), SimpleNamespace(dns_endpoint_config=SimpleNamespace(endpoint=""))):
-        with pytest.raises(ValueError, match=r"reports no controlPlaneEndpointsConfig\.dnsEndpointConfig\.endpoint; "
-                                             r"set cluster\.controlPlaneAccess: ip"):
+    for reported in (
+        None,
+        SimpleNamespace(dns_endpoint_config=None),
+        SimpleNamespace(dns_endpoint_config=SimpleNamespace(endpoint="")),
+    ):
+        with pytest.raises(
+            ValueError,
+            match=r"reports no controlPlaneEndpointsConfig\.dnsEndpointConfig\.endpoint; "
+            r"set cluster\.controlPlaneAccess: ip",
+        ):
             _dns_endpoint(reported)
 
 
 def test_with_ip_access_the_exports_are_the_ip_endpoint_and_the_cluster_ca():
-    plan = run_plan("h200", cluster=merged("h200", "cluster", {"controlPlaneAccess": "ip", "allowPublicControlPlane": True}))
+    plan = run_plan(
+        "h200", cluster=merged("h200", "cluster", {"controlPlaneAccess": "ip", "allowPublicControlPlane": True})
+    )
     outputs = plan.outputs
     assert outputs["controlPlaneAccess"] == "ip"
     assert outputs["clusterEndpoint"] == "203.0.113.10"
@@ -332,7 +379,11 @@ def test_node_upgrades_are_allowed_when_the_exclusion_is_switched_off():
 def test_the_system_pool_boot_disk_holds_the_nemo_rl_image(stack):
     # Cluster Toolkit's A4 and A3 Ultra blueprints: system_node_pool_disk_size_gb 200.
     plan = stack_plan(stack)
-    (system,) = [p for p in plan.by_type("gcp:container/nodePool:NodePool") if not p.inputs["nodeConfig"].get("guestAccelerators")]
+    (system,) = [
+        p
+        for p in plan.by_type("gcp:container/nodePool:NodePool")
+        if not p.inputs["nodeConfig"].get("guestAccelerators")
+    ]
     assert system.inputs["nodeConfig"]["diskSizeGb"] >= 200, system.name
 
 
@@ -368,7 +419,9 @@ def test_a_zonal_control_plane_is_an_option_in_the_zone_with_its_zone_left_impli
     assert cluster.inputs["location"] == "us-east1-b" and "nodeLocations" not in cluster.inputs, cluster.inputs
     for pool in plan.by_type(POOL):
         assert pool.inputs["location"] == "us-east1-b" and pool.inputs["nodeLocations"] == ["us-east1-b"], pool.name
-    assert plan.outputs["kubectlCredentialsCommand"].startswith("gcloud container clusters get-credentials dev-gke --location us-east1-b ")
+    assert plan.outputs["kubectlCredentialsCommand"].startswith(
+        "gcloud container clusters get-credentials dev-gke --location us-east1-b "
+    )
     kubeconfig = json.loads(plan.one("pulumi:providers:kubernetes").inputs["kubeconfig"])
     assert kubeconfig["current-context"] == "gke_my-gcp-project_us-east1-b_dev-gke"
 
@@ -385,8 +438,20 @@ def test_the_cluster_sends_dcgm_gpu_metrics_to_managed_prometheus_as_the_bluepri
     assert "DCGM" in config["enableComponents"] and "SYSTEM_COMPONENTS" in config["enableComponents"]
     # Values GKE accepts (pulumi-gcp ClusterMonitoringConfig.enable_components).
     assert set(config["enableComponents"]) <= {
-        "SYSTEM_COMPONENTS", "APISERVER", "SCHEDULER", "CONTROLLER_MANAGER", "STORAGE", "HPA", "POD",
-        "DAEMONSET", "DEPLOYMENT", "STATEFULSET", "KUBELET", "CADVISOR", "DCGM", "JOBSET",
+        "SYSTEM_COMPONENTS",
+        "APISERVER",
+        "SCHEDULER",
+        "CONTROLLER_MANAGER",
+        "STORAGE",
+        "HPA",
+        "POD",
+        "DAEMONSET",
+        "DEPLOYMENT",
+        "STATEFULSET",
+        "KUBELET",
+        "CADVISOR",
+        "DCGM",
+        "JOBSET",
     }
 
 

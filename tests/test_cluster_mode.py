@@ -7,15 +7,15 @@ import ast
 from types import SimpleNamespace
 
 import pytest
-
 from conftest import ROOT, stack_plan
+from k8s_support import record
+
 from infra.cluster_mode import cluster_mode
 from infra.gke_common import ClusterComponent
 from infra.image_prepull import ImagePrePullArgs
 from infra.placement import gpu_pool_facts, system_pool_name
 from infra.stack_context import StackContext
 from infra.stack_file import load_stack
-from k8s_support import record
 
 CLUSTERS = {"dev": "nemo-rl-gke:infra:GkeCluster", "autopilot": "nemo-rl-gke:infra:AutopilotCluster"}
 
@@ -43,16 +43,26 @@ def test_both_cluster_modes_hand_on_the_same_outputs_under_the_same_keys():
 def network_stand_in():
     """The attributes `ClusterNetwork.of` reads from `Networking`."""
     return SimpleNamespace(
-        primary_network="vpc", primary_subnet="subnet", pods_range_name="pods", services_range_name="services",
-        pods_cidr=None, services_cidr=None, gvnic_network_name="gvnic", gvnic_subnet_name="gvnic-subnet",
-        rdma_network_name="rdma", rdma_subnet_names=["rdma-0"],
+        primary_network="vpc",
+        primary_subnet="subnet",
+        pods_range_name="pods",
+        services_range_name="services",
+        pods_cidr=None,
+        services_cidr=None,
+        gvnic_network_name="gvnic",
+        gvnic_subnet_name="gvnic-subnet",
+        rdma_network_name="rdma",
+        rdma_subnet_names=["rdma-0"],
     )
 
 
-@pytest.mark.parametrize(("stack", "component", "installer", "prepull"), [
-    ("dev", "GkeCluster", "NcclRdmaInstaller", True),
-    ("autopilot", "AutopilotCluster", "NcclRdmaInstallerAutopilot", False),
-])
+@pytest.mark.parametrize(
+    ("stack", "component", "installer", "prepull"),
+    [
+        ("dev", "GkeCluster", "NcclRdmaInstaller", True),
+        ("autopilot", "AutopilotCluster", "NcclRdmaInstallerAutopilot", False),
+    ],
+)
 def test_the_factory_builds_each_modes_cluster_installer_and_pre_pull(stack, component, installer, prepull):
     cfg = load_stack(stack, ROOT).config
     ctx = StackContext.from_config(stack, cfg)

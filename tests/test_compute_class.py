@@ -8,12 +8,14 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-
 from conftest import merged, run_plan, stack_plan
+
 from infra.compute_class import compute_class_manifest
 from infra.naming import COMPUTE_CLASS_LABEL, NODE_POOL_LABEL
 
-SCHEMA = json.loads((Path(__file__).parent / "reference" / "gke-computeclass" / "computeclass-v1.schema.json").read_text())
+SCHEMA = json.loads(
+    (Path(__file__).parent / "reference" / "gke-computeclass" / "computeclass-v1.schema.json").read_text()
+)
 POOL = "gcp:container/nodePool:NodePool"
 COMPUTE_CLASS = "kubernetes:cloud.google.com/v1:ComputeClass"
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -21,7 +23,10 @@ LADDER = "b200-ladder"
 
 
 def problems(manifest) -> list[str]:
-    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in jsonschema.Draft202012Validator(SCHEMA).iter_errors(manifest)]
+    return [
+        f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
+        for e in jsonschema.Draft202012Validator(SCHEMA).iter_errors(manifest)
+    ]
 
 
 def test_the_manifest_passes_the_schema_encoded_from_googles_reference():
@@ -29,12 +34,15 @@ def test_the_manifest_passes_the_schema_encoded_from_googles_reference():
     assert problems(manifest) == []
 
 
-@pytest.mark.parametrize("broken, where", [
-    (lambda m: m["spec"].update(nodePoolAutoCreation={"enable": False}), "nodePoolAutoCreation"),
-    (lambda m: m["spec"].update(whenUnsatisfiable="DoNotScale"), "whenUnsatisfiable"),
-    (lambda m: m["spec"]["priorities"].append({"nodePools": ["x"]}), "priorities"),
-    (lambda m: m.update(apiVersion="cloud.google.com/v1beta1"), "apiVersion"),
-])
+@pytest.mark.parametrize(
+    "broken, where",
+    [
+        (lambda m: m["spec"].update(nodePoolAutoCreation={"enable": False}), "nodePoolAutoCreation"),
+        (lambda m: m["spec"].update(whenUnsatisfiable="DoNotScale"), "whenUnsatisfiable"),
+        (lambda m: m["spec"]["priorities"].append({"nodePools": ["x"]}), "priorities"),
+        (lambda m: m.update(apiVersion="cloud.google.com/v1beta1"), "apiVersion"),
+    ],
+)
 def test_the_schema_refuses_what_the_reference_does_not_have(broken, where):
     manifest = compute_class_manifest("c", ["a", "b"])
     broken(manifest)
@@ -61,15 +69,25 @@ def test_a_pool_listed_twice_or_none_at_all_is_refused():
 
 
 def ladder_pools(plan):
-    return sorted((p for p in plan.by_type(POOL) if (p.inputs["nodeConfig"].get("guestAccelerators"))), key=lambda p: p.name)
+    return sorted(
+        (p for p in plan.by_type(POOL) if (p.inputs["nodeConfig"].get("guestAccelerators"))), key=lambda p: p.name
+    )
 
 
 def test_the_ladder_stack_has_one_autoscaled_pool_per_rung_with_the_same_machine_and_networks():
     plan = stack_plan(LADDER)
     pools = ladder_pools(plan)
-    assert [p.inputs["name"] for p in pools] == ["b200-ladder-gpu-flex", "b200-ladder-gpu-ondemand", "b200-ladder-gpu-spot"]
-    shared = {json.dumps({k: p.inputs["nodeConfig"][k] for k in ("machineType", "guestAccelerators", "gvnic")}, sort_keys=True)
-              for p in pools}
+    assert [p.inputs["name"] for p in pools] == [
+        "b200-ladder-gpu-flex",
+        "b200-ladder-gpu-ondemand",
+        "b200-ladder-gpu-spot",
+    ]
+    shared = {
+        json.dumps(
+            {k: p.inputs["nodeConfig"][k] for k in ("machineType", "guestAccelerators", "gvnic")}, sort_keys=True
+        )
+        for p in pools
+    }
     assert len(shared) == 1, "every rung's pool runs the same machine and GPUs"
     nets = {json.dumps(p.inputs["networkConfig"], sort_keys=True) for p in pools}
     assert len(nets) == 1, "every rung's pool attaches the same gVNIC and RDMA networks"
@@ -80,7 +98,9 @@ def test_the_ladder_stack_has_one_autoscaled_pool_per_rung_with_the_same_machine
         assert p.inputs["autoscaling"]["totalMaxNodeCount"] == 8, p.name
         node = p.inputs["nodeConfig"]
         assert node["labels"] == {COMPUTE_CLASS_LABEL: "b200-ladder-gpu-ladder"}, p.name
-        assert {"key": COMPUTE_CLASS_LABEL, "value": "b200-ladder-gpu-ladder", "effect": "NO_SCHEDULE"} in node["taints"], p.name
+        assert {"key": COMPUTE_CLASS_LABEL, "value": "b200-ladder-gpu-ladder", "effect": "NO_SCHEDULE"} in node[
+            "taints"
+        ], p.name
     by_name = {p.inputs["name"]: p.inputs["nodeConfig"] for p in pools}
     assert by_name["b200-ladder-gpu-spot"].get("spot") is True
     assert by_name["b200-ladder-gpu-flex"].get("flexStart") is True and "spot" not in by_name["b200-ladder-gpu-flex"]
@@ -90,11 +110,18 @@ def test_the_ladder_stack_has_one_autoscaled_pool_per_rung_with_the_same_machine
 def test_the_class_names_the_pools_in_ladder_order_and_passes_the_schema():
     plan = stack_plan(LADDER)
     (cc,) = plan.by_type(COMPUTE_CLASS)
-    manifest = {"apiVersion": "cloud.google.com/v1", "kind": "ComputeClass", "metadata": cc.inputs["metadata"],
-                "spec": cc.inputs["spec"]}
+    manifest = {
+        "apiVersion": "cloud.google.com/v1",
+        "kind": "ComputeClass",
+        "metadata": cc.inputs["metadata"],
+        "spec": cc.inputs["spec"],
+    }
     assert problems(manifest) == [], cc.name
     assert [p["nodepools"] for p in cc.inputs["spec"]["priorities"]] == [
-        ["b200-ladder-gpu-spot"], ["b200-ladder-gpu-flex"], ["b200-ladder-gpu-ondemand"]], cc.name
+        ["b200-ladder-gpu-spot"],
+        ["b200-ladder-gpu-flex"],
+        ["b200-ladder-gpu-ondemand"],
+    ], cc.name
     pool_urns = {p.urn for p in ladder_pools(plan)}
     assert pool_urns <= set(cc.dependencies), f"{cc.name} is created after (and deleted before) the pools it names"
 
@@ -105,8 +132,12 @@ def test_the_ray_workers_select_the_class_and_wait_for_it():
     worker = release.inputs["values"]["worker"]
     assert worker["nodeSelector"] == {COMPUTE_CLASS_LABEL: "b200-ladder-gpu-ladder"}, release.name
     assert NODE_POOL_LABEL not in worker["nodeSelector"], release.name
-    assert {"key": COMPUTE_CLASS_LABEL, "operator": "Equal", "value": "b200-ladder-gpu-ladder", "effect": "NoSchedule"} \
-        in worker["tolerations"], release.name
+    assert {
+        "key": COMPUTE_CLASS_LABEL,
+        "operator": "Equal",
+        "value": "b200-ladder-gpu-ladder",
+        "effect": "NoSchedule",
+    } in worker["tolerations"], release.name
     (cc,) = plan.by_type(COMPUTE_CLASS)
     assert cc.urn in release.dependencies, f"{release.name} is created after the ComputeClass its workers select"
 
@@ -135,7 +166,9 @@ def test_flex_start_runs_the_job_on_an_empty_autoscaled_pool_without_queued_prov
     pool = plan.one(POOL, "-gpu-pool")
     assert pool.inputs["nodeConfig"]["flexStart"] is True, pool.name
     assert "queuedProvisioning" not in pool.inputs, f"{pool.name}: queued provisioning needs a ProvisioningRequest"
-    assert pool.inputs["autoscaling"] == {"totalMinNodeCount": 0, "totalMaxNodeCount": 2, "locationPolicy": "ANY"}, pool.name
+    assert pool.inputs["autoscaling"] == {"totalMinNodeCount": 0, "totalMaxNodeCount": 2, "locationPolicy": "ANY"}, (
+        pool.name
+    )
     assert any(r.type.endswith("JobSubmission") for r in plan.resources), "the job is submitted on a flex-start pool"
 
 
@@ -166,7 +199,9 @@ def test_every_rung_pool_is_deleted_before_it_is_replaced_and_the_job_is_replace
     (job,) = [r for r in plan.resources if r.type.endswith("JobSubmission")]
     for pool in pools:
         assert pool.options.get("deleteBeforeReplace") is True, f"{pool.name}: created first, GKE would answer 409"
-        assert pool.urn in job.options.get("replaceWith", []), f"{job.name} is not stopped before {pool.name} is replaced"
+        assert pool.urn in job.options.get("replaceWith", []), (
+            f"{job.name} is not stopped before {pool.name} is replaced"
+        )
 
 
 def test_the_class_is_deleted_with_the_cluster():

@@ -8,8 +8,8 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import ROOT, run_plan
+
 from infra.config import ConfigError, StackConfig, parse
 
 # A stack must open the control plane on purpose or name the CIDRs that may reach it.
@@ -46,7 +46,11 @@ def test_every_field_of_every_model_has_a_description():
 
 @pytest.mark.parametrize(
     "stack,flavour,nodes,recipe",
-    [("dev", "b200", 1, "qwen2.5-1.5b-gsm8k"), ("b200", "b200", 8, "qwen2.5-72b-deepscaler"), ("h200", "h200", 2, "gemma3-27b-gsm8k")],
+    [
+        ("dev", "b200", 1, "qwen2.5-1.5b-gsm8k"),
+        ("b200", "b200", 8, "qwen2.5-72b-deepscaler"),
+        ("h200", "h200", 2, "gemma3-27b-gsm8k"),
+    ],
 )
 def test_committed_stacks_mirror_their_reference_workflows(stack, flavour, nodes, recipe):
     from infra.config import namespaced
@@ -90,8 +94,11 @@ LUSTRE_TABLE = {
 @pytest.mark.parametrize("tier", sorted(LUSTRE_TABLE))
 def test_lustre_capacities_follow_the_managed_lustre_tier_table(tier):
     low, step, threshold, large, high = LUSTRE_TABLE[tier]
-    ok = lambda gib: parse({**BASE, "lustre": {"capacityGib": gib, "perUnitStorageThroughput": tier,  # noqa: E731
-                                              "exportOnDestroy": False}}, "dev")
+
+    def ok(gib):
+        lustre = {"capacityGib": gib, "perUnitStorageThroughput": tier, "exportOnDestroy": False}
+        return parse({**BASE, "lustre": lustre}, "dev")
+
     for good in (low, low + step, threshold, high, high - large):
         assert ok(good).lustre.capacity_gib == good
     bad = [low - step, high + large, low + step // 2]
@@ -116,12 +123,17 @@ def test_lustre_tier_outside_the_four_tiers_is_rejected():
 
 @pytest.mark.parametrize("name", ["lustrefs1", "lustre-1", "fs_1", ""])
 def test_lustre_filesystem_over_eight_chars_or_not_alphanumeric_is_rejected(name):
-    assert rejection(lustre={"filesystem": name}) == f"nemo-rl-gke:lustre.filesystem: {name!r} is not allowed; allowed: 1-8 letters or digits"
+    assert (
+        rejection(lustre={"filesystem": name})
+        == f"nemo-rl-gke:lustre.filesystem: {name!r} is not allowed; allowed: 1-8 letters or digits"
+    )
 
 
 @pytest.mark.parametrize("instance_id", ["1lustre", "Lustre", "lustre-", "a" * 64, "lus_tre"])
 def test_bad_lustre_instance_id_is_rejected(instance_id):
-    assert rejection(lustre={"instanceId": instance_id}).startswith("nemo-rl-gke:lustre.instanceId: ") and "allowed: 1-63 lowercase" in rejection(lustre={"instanceId": instance_id})
+    assert rejection(lustre={"instanceId": instance_id}).startswith(
+        "nemo-rl-gke:lustre.instanceId: "
+    ) and "allowed: 1-63 lowercase" in rejection(lustre={"instanceId": instance_id})
 
 
 @pytest.mark.parametrize(
@@ -155,7 +167,10 @@ def test_rdma_subnet_count_must_match_the_flavour_nics():
 
 @pytest.mark.parametrize("count", [0, -1])
 def test_node_count_below_one_is_rejected(count):
-    assert rejection(gpuPool={"nodeCount": count}) == f"nemo-rl-gke:gpuPool.nodeCount: {count} is not allowed; allowed: at least 1"
+    assert (
+        rejection(gpuPool={"nodeCount": count})
+        == f"nemo-rl-gke:gpuPool.nodeCount: {count} is not allowed; allowed: at least 1"
+    )
 
 
 def test_tensor_parallel_larger_than_the_gpus_per_node_is_rejected():
@@ -168,21 +183,37 @@ def test_tensor_parallel_larger_than_the_gpus_per_node_is_rejected():
 
 def test_non_colocated_recipe_with_no_node_left_for_training_is_rejected():
     msg = rejection(
-        flavour="h200", region="europe-west1", zone="europe-west1-b", job={"recipe": "gemma3-27b-gsm8k"}, gpuPool={"nodeCount": 1}
+        flavour="h200",
+        region="europe-west1",
+        zone="europe-west1-b",
+        job={"recipe": "gemma3-27b-gsm8k"},
+        gpuPool={"nodeCount": 1},
     )
     assert msg.startswith("nemo-rl-gke:gpuPool.nodeCount: 1 leaves no node for training"), msg
     assert msg.endswith("allowed: at least 2")
 
 
 def test_colocation_turned_off_by_an_override_is_checked_too():
-    msg = rejection(job={"overrides": ["policy.generation.colocated.enabled=false", "policy.generation.colocated.resources.num_nodes=1"]})
+    msg = rejection(
+        job={
+            "overrides": [
+                "policy.generation.colocated.enabled=false",
+                "policy.generation.colocated.resources.num_nodes=1",
+            ]
+        }
+    )
     assert msg.startswith("nemo-rl-gke:gpuPool.nodeCount: 1 leaves no node for training")
 
 
 def test_unknown_keys_are_rejected_instead_of_ignored():
-    assert rejection(flavor="b200") == "nemo-rl-gke:flavor: unknown key; did you mean flavour? allowed: the keys of the config reference in docs/configuration.md"
+    assert (
+        rejection(flavor="b200")
+        == "nemo-rl-gke:flavor: unknown key; did you mean flavour? allowed: the keys of the config reference in "
+        "docs/configuration.md"
+    )
     assert rejection(lustre={"capacity": 9000}) == (
-        "nemo-rl-gke:lustre.capacity: unknown key; did you mean capacityGib? allowed: the keys of the config reference in docs/configuration.md"
+        "nemo-rl-gke:lustre.capacity: unknown key; did you mean capacityGib? allowed: the keys of the config "
+        "reference in docs/configuration.md"
     )
 
 
@@ -220,8 +251,13 @@ def test_bad_config_makes_the_plan_exit_2_with_the_key_and_no_traceback(tmp_path
     # test_job_spec.py::test_cli_configuration_errors_are_one_line_with_exit_code_2 under load.
     stack_file = tmp_path / "Pulumi.badtest.yaml"
     stack_file.write_text("config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gke:flavour: a100\n")
-    proc = subprocess.run([sys.executable, "-m", "tools.offline_plan", "--stack", "badtest", "--config-file", str(stack_file)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tools.offline_plan", "--stack", "badtest", "--config-file", str(stack_file)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2
     assert proc.stderr == "error: nemo-rl-gke:flavour: unknown flavour 'a100'; allowed: b200, h200\n"
     assert proc.stdout == ""
@@ -260,11 +296,14 @@ def test_workers_default_to_the_reference_size_of_googles_sample():
     assert fit.headroom_memory_gib == pytest.approx(3968 * 0.98 - 86.12 - 100 / 1024 - 2400, abs=0.01)
 
 
-@pytest.mark.parametrize(("ray", "key", "allowed"), [
-    ({"workerCpu": 222}, "ray.workerCpu", "allowed: 1 to 221"),
-    ({"workerMemoryGib": 3787}, "ray.workerMemoryGib", "allowed: 1 to 3786"),
-    ({"workerMemoryGib": 200}, "ray.workerShmGib", "allowed: 1 to 199"),
-])
+@pytest.mark.parametrize(
+    ("ray", "key", "allowed"),
+    [
+        ({"workerCpu": 222}, "ray.workerCpu", "allowed: 1 to 221"),
+        ({"workerMemoryGib": 3787}, "ray.workerMemoryGib", "allowed: 1 to 3786"),
+        ({"workerMemoryGib": 200}, "ray.workerShmGib", "allowed: 1 to 199"),
+    ],
+)
 def test_a_worker_larger_than_a_gpu_node_or_its_shared_memory_is_refused(ray, key, allowed):
     message = rejection(ray=ray)
     assert message.startswith(f"nemo-rl-gke:{key}: ") and message.endswith(allowed), message
@@ -282,10 +321,13 @@ def test_the_system_pool_disk_and_the_head_default_to_the_references():
     assert (cfg.ray.head_cpu, cfg.ray.head_memory_gib) == (8, 64)
 
 
-@pytest.mark.parametrize(("ray", "key", "room"), [
-    ({"headCpu": 8}, "ray.headCpu", "room for 6 after"),
-    ({"headCpu": 4, "headMemoryGib": 32}, "ray.headMemoryGib", "room for 25 GiB after"),
-])
+@pytest.mark.parametrize(
+    ("ray", "key", "room"),
+    [
+        ({"headCpu": 8}, "ray.headCpu", "room for 6 after"),
+        ({"headCpu": 4, "headMemoryGib": 32}, "ray.headMemoryGib", "room for 25 GiB after"),
+    ],
+)
 def test_a_ray_head_larger_than_a_system_node_is_refused_naming_the_room_there(ray, key, room):
     # n2-standard-8: 8 vCPUs, 32 GiB (31.4 after the kernel); GKE keeps 0.09 CPU and 3.66 GiB (with eviction),
     # system pods ~1 CPU and 2 GiB.
@@ -295,7 +337,14 @@ def test_a_ray_head_larger_than_a_system_node_is_refused_naming_the_room_there(r
 
 
 def test_the_head_check_accepts_the_largest_head_that_fits_and_skips_machines_it_does_not_know():
-    assert parse({**BASE, "cluster": {"systemPool": {"machineType": "n2-standard-8"}}, "ray": {"headCpu": 6, "headMemoryGib": 25}}, "dev")
+    assert parse(
+        {
+            **BASE,
+            "cluster": {"systemPool": {"machineType": "n2-standard-8"}},
+            "ray": {"headCpu": 6, "headMemoryGib": 25},
+        },
+        "dev",
+    )
     uncatalogued = {"machineType": "c4-standard-8", "allowUncataloguedMachineType": True}
     assert parse({**BASE, "cluster": {"systemPool": uncatalogued}, "ray": {"headCpu": 8, "headMemoryGib": 64}}, "dev")
 
@@ -309,8 +358,19 @@ def test_flex_start_runs_with_the_job_because_its_pool_needs_no_provisioning_req
 
 
 def test_a_capacity_ladder_keeps_its_order_and_names_its_reservation():
-    cfg = parse({**BASE, "gpuPool": {"nodeCount": 2, "capacity": {"ladder": [{"reservation": "my-a4-block"}, "flexStart",
-                                                                           "spot", "onDemand"], "maxWaitMinutes": 45}}}, "dev")
+    cfg = parse(
+        {
+            **BASE,
+            "gpuPool": {
+                "nodeCount": 2,
+                "capacity": {
+                    "ladder": [{"reservation": "my-a4-block"}, "flexStart", "spot", "onDemand"],
+                    "maxWaitMinutes": 45,
+                },
+            },
+        },
+        "dev",
+    )
     assert [r.label for r in cfg.gpu_pool.ladder] == ["reservation my-a4-block", "flexStart", "spot", "onDemand"]
     assert cfg.gpu_pool.capacity.max_wait_minutes == 45 and cfg.gpu_pool.capacity.on_timeout == "releaseWorkers"
 
@@ -320,15 +380,22 @@ def test_without_a_ladder_provisioning_is_the_one_rung():
     assert [r.label for r in cfg.gpu_pool.ladder] == ["reservation my-a4-block"]
 
 
-@pytest.mark.parametrize("capacity, key, says", [
-    ({"ladder": ["spot", "spot"]}, "gpuPool.capacity.ladder[1]", "spot appears twice"),
-    ({"ladder": ["sopt"]}, "gpuPool.capacity.ladder[0]", "'sopt' is not allowed; allowed: spot, flexStart, onDemand or {reservation: NAME}"),
-    ({"ladder": ["reservation"]}, "gpuPool.capacity.ladder[0]", "allowed: spot, flexStart"),
-    ({"ladder": []}, "gpuPool.capacity.ladder", "an empty ladder is not allowed"),
-    ({"ladder": [7]}, "gpuPool.capacity.ladder[0]", "7 is not allowed"),
-    ({"ladder": ["spot"], "maxWaitMinutes": 2}, "gpuPool.capacity.maxWaitMinutes", "at least 5"),
-    ({"ladder": ["spot"], "onTimeout": "kill"}, "gpuPool.capacity.onTimeout", "'releaseWorkers' or 'keep'"),
-])
+@pytest.mark.parametrize(
+    "capacity, key, says",
+    [
+        ({"ladder": ["spot", "spot"]}, "gpuPool.capacity.ladder[1]", "spot appears twice"),
+        (
+            {"ladder": ["sopt"]},
+            "gpuPool.capacity.ladder[0]",
+            "'sopt' is not allowed; allowed: spot, flexStart, onDemand or {reservation: NAME}",
+        ),
+        ({"ladder": ["reservation"]}, "gpuPool.capacity.ladder[0]", "allowed: spot, flexStart"),
+        ({"ladder": []}, "gpuPool.capacity.ladder", "an empty ladder is not allowed"),
+        ({"ladder": [7]}, "gpuPool.capacity.ladder[0]", "7 is not allowed"),
+        ({"ladder": ["spot"], "maxWaitMinutes": 2}, "gpuPool.capacity.maxWaitMinutes", "at least 5"),
+        ({"ladder": ["spot"], "onTimeout": "kill"}, "gpuPool.capacity.onTimeout", "'releaseWorkers' or 'keep'"),
+    ],
+)
 def test_a_bad_ladder_is_one_line_naming_the_key(capacity, key, says):
     message = rejection(gpuPool={"capacity": capacity})
     assert message.startswith(f"nemo-rl-gke:{key}: ") and says in message and "\n" not in message, message
@@ -356,25 +423,48 @@ def test_the_autopilot_stack_mirrors_the_tutorials_recommended_mode_on_h200():
     config, secret_keys = read_stack_file(ROOT / "Pulumi.autopilot.yaml")
     cfg = parse(namespaced(config), "autopilot")
     assert cfg.cluster.mode == "autopilot" and parse(dict(BASE), "dev").cluster.mode == "standard"
-    assert (cfg.flavour, cfg.gpu_pool.node_count, cfg.job.recipe, cfg.gpu_pool.provisioning.value) == ("h200", 2, "gemma3-27b-gsm8k", "spot")
+    assert (cfg.flavour, cfg.gpu_pool.node_count, cfg.job.recipe, cfg.gpu_pool.provisioning.value) == (
+        "h200",
+        2,
+        "gemma3-27b-gsm8k",
+        "spot",
+    )
     assert secret_keys == []
 
 
 def test_an_unknown_cluster_mode_is_rejected_with_the_allowed_modes():
     message = rejection(cluster={"mode": "serverless"})
-    assert message.startswith("nemo-rl-gke:cluster.mode: ") and "'standard'" in message and "'autopilot'" in message, message
+    assert message.startswith("nemo-rl-gke:cluster.mode: ") and "'standard'" in message and "'autopilot'" in message, (
+        message
+    )
     assert len(message.splitlines()) == 1
 
 
 @pytest.mark.parametrize(
     "raw,key,says",
     [
-        ({"cluster": {"mode": "autopilot", "systemPool": {"machineType": "n2-standard-32"}}}, "cluster.systemPool", "no node pools"),
+        (
+            {"cluster": {"mode": "autopilot", "systemPool": {"machineType": "n2-standard-32"}}},
+            "cluster.systemPool",
+            "no node pools",
+        ),
         ({"cluster": {"mode": "autopilot", "systemPool": {}}}, "cluster.systemPool", "no node pools"),
         ({**AUTOPILOT, "gpuPool": {"compactPlacement": True}}, "gpuPool.compactPlacement", "placement policy"),
-        ({**AUTOPILOT, "gpuPool": {"gpuDriverVersion": "LATEST"}}, "gpuPool.gpuDriverVersion", "installs the GPU driver"),
-        ({**AUTOPILOT, "gpuPool": {"provisioning": "flexStart"}, "job": {"submit": False}}, "gpuPool.provisioning", "allowed: spot, reservation, onDemand"),
-        ({**AUTOPILOT, "gpuPool": {"capacity": {"ladder": ["spot", "onDemand"]}}}, "gpuPool.capacity", "allowed: one rung"),
+        (
+            {**AUTOPILOT, "gpuPool": {"gpuDriverVersion": "LATEST"}},
+            "gpuPool.gpuDriverVersion",
+            "installs the GPU driver",
+        ),
+        (
+            {**AUTOPILOT, "gpuPool": {"provisioning": "flexStart"}, "job": {"submit": False}},
+            "gpuPool.provisioning",
+            "allowed: spot, reservation, onDemand",
+        ),
+        (
+            {**AUTOPILOT, "gpuPool": {"capacity": {"ladder": ["spot", "onDemand"]}}},
+            "gpuPool.capacity",
+            "allowed: one rung",
+        ),
         ({**AUTOPILOT, "ray": {"headCpu": 31, "headMemoryGib": 64}}, "ray.headCpu", "at most 30"),
         ({**AUTOPILOT, "ray": {"headCpu": 30, "headMemoryGib": 128}}, "ray.headMemoryGib", "at most 110"),
     ],
@@ -386,7 +476,10 @@ def test_what_autopilot_cannot_do_is_refused_naming_the_key(raw, key, says):
 
 
 def test_the_same_settings_stay_valid_on_standard_and_the_autopilot_defaults_pass():
-    parse({**BASE, "gpuPool": {"compactPlacement": True, "gpuDriverVersion": "LATEST"}, "cluster": {"systemPool": {}}}, "dev")
+    parse(
+        {**BASE, "gpuPool": {"compactPlacement": True, "gpuDriverVersion": "LATEST"}, "cluster": {"systemPool": {}}},
+        "dev",
+    )
     cfg = parse({**BASE, **AUTOPILOT, "ray": {"headCpu": 30, "headMemoryGib": 110}}, "dev")
     assert cfg.ray.head_cpu == 30
     # On Autopilot the head is not held to a system node's room (there is none): 30 CPUs exceed an
@@ -415,9 +508,14 @@ def test_the_cpu_pool_catalogue_lists_the_machines_a_head_fits_smallest_first():
 
 def test_an_uncatalogued_cpu_machine_is_accepted_only_with_the_opt_in_and_a_gpu_machine_never():
     message = rejection(cluster={"systemPool": {"machineType": "e2-standard-32"}})
-    assert message.startswith("nemo-rl-gke:cluster.systemPool.machineType: 'e2-standard-32' is not in the CPU machine catalogue")
+    assert message.startswith(
+        "nemo-rl-gke:cluster.systemPool.machineType: 'e2-standard-32' is not in the CPU machine catalogue"
+    )
     assert "allowUncataloguedMachineType" in message and "n2-highmem-16" in message
-    assert parse({**BASE, "cluster": {"systemPool": {"machineType": "e2-standard-32", "allowUncataloguedMachineType": True}}}, "dev")
+    assert parse(
+        {**BASE, "cluster": {"systemPool": {"machineType": "e2-standard-32", "allowUncataloguedMachineType": True}}},
+        "dev",
+    )
     gpu = rejection(cluster={"systemPool": {"machineType": "a3-ultragpu-8g", "allowUncataloguedMachineType": True}})
     assert "is a GPU machine type" in gpu, gpu
     # the head is still held to the room of an uncatalogued type whose shape is known
@@ -437,7 +535,10 @@ def test_max_num_steps_is_bounded_at_the_documented_limit():
     from infra.config.job import MAX_NUM_STEPS
 
     assert parse({**BASE, "job": {"maxNumSteps": MAX_NUM_STEPS}}, "dev").job.max_num_steps == MAX_NUM_STEPS
-    assert rejection(job={"maxNumSteps": MAX_NUM_STEPS + 1}) == f"nemo-rl-gke:job.maxNumSteps: {MAX_NUM_STEPS + 1} is not allowed; allowed: at most {MAX_NUM_STEPS}"
+    assert (
+        rejection(job={"maxNumSteps": MAX_NUM_STEPS + 1})
+        == f"nemo-rl-gke:job.maxNumSteps: {MAX_NUM_STEPS + 1} is not allowed; allowed: at most {MAX_NUM_STEPS}"
+    )
 
 
 def test_the_number_of_overrides_is_bounded_and_the_bound_itself_is_accepted():
@@ -445,23 +546,41 @@ def test_the_number_of_overrides_is_bounded_and_the_bound_itself_is_accepted():
 
     ok = [f"++extra.k{i}=1" for i in range(MAX_OVERRIDES)]
     assert len(parse({**BASE, "job": {"overrides": ok}}, "dev").job.overrides) == MAX_OVERRIDES
-    assert rejection(job={"overrides": ok + ["++extra.one_more=1"]}).startswith(f"nemo-rl-gke:job.overrides: {MAX_OVERRIDES + 1} overrides")
+    assert rejection(job={"overrides": ok + ["++extra.one_more=1"]}).startswith(
+        f"nemo-rl-gke:job.overrides: {MAX_OVERRIDES + 1} overrides"
+    )
 
 
-@pytest.mark.parametrize(("key", "part"), [
-    ("env_vars.HF_TOKEN", "HF_TOKEN"), ("logger.wandb.api_key", "api_key"), ("x.apiKey", "apiKey"), ("db.password", "password"),
-    ("aws.secret-access-key", "secret-access-key"), ("gcs.credentials", "credentials"), ("x.token", "token"),
-])
+@pytest.mark.parametrize(
+    ("key", "part"),
+    [
+        ("env_vars.HF_TOKEN", "HF_TOKEN"),
+        ("logger.wandb.api_key", "api_key"),
+        ("x.apiKey", "apiKey"),
+        ("db.password", "password"),
+        ("aws.secret-access-key", "secret-access-key"),
+        ("gcs.credentials", "credentials"),
+        ("x.token", "token"),
+    ],
+)
 def test_override_keys_named_for_credentials_are_found(key, part):
     from infra.config.job import secret_key_part
 
     assert secret_key_part(key) == part
 
 
-@pytest.mark.parametrize("key", [
-    "policy.generation.max_new_tokens", "loss_fn.token_level_loss", "policy.tokenizer.name", "policy.generation.stop_token_ids",
-    "policy.dynamic_batching.train_mb_tokens", "policy.megatron_cfg.moe_token_dispatcher_type", "data.train.prompt_key",
-])
+@pytest.mark.parametrize(
+    "key",
+    [
+        "policy.generation.max_new_tokens",
+        "loss_fn.token_level_loss",
+        "policy.tokenizer.name",
+        "policy.generation.stop_token_ids",
+        "policy.dynamic_batching.train_mb_tokens",
+        "policy.megatron_cfg.moe_token_dispatcher_type",
+        "data.train.prompt_key",
+    ],
+)
 def test_nemo_rl_keys_that_merely_mention_tokens_are_not_credentials(key):
     from infra.config.job import secret_key_part
 
@@ -491,7 +610,9 @@ def test_every_key_of_the_pinned_nemo_rl_configs_passes_the_credential_rule():
 
 def test_an_override_of_the_model_names_the_recipe_that_trains_it():
     message = rejection(job={"overrides": ["policy.model_name=google/gemma-3-27b-it"]})
-    assert message.startswith("nemo-rl-gke:job.overrides[0]: 'policy.model_name=google/gemma-3-27b-it' changes the model"), message
+    assert message.startswith(
+        "nemo-rl-gke:job.overrides[0]: 'policy.model_name=google/gemma-3-27b-it' changes the model"
+    ), message
     assert "allowed: job.recipe 'gemma3-27b-gsm8k', which trains it" in message
     # the recipe's own model, restated, changes nothing
     assert parse({**BASE, "job": {"overrides": ["policy.model_name=Qwen/Qwen2.5-1.5B-Instruct"]}}, "dev")
@@ -511,5 +632,7 @@ def test_the_default_cluster_mode_is_described_with_its_regional_control_plane()
     assert fields["control_plane_location"].default == "regional"
     standard = fields["mode"].description.split("`autopilot`")[0]
     assert "zonal GKE Standard" not in standard and "regional" in standard, standard
-    row = next(line for line in (ROOT / "docs" / "autopilot.md").read_text().splitlines() if line.startswith("| Cluster |"))
+    row = next(
+        line for line in (ROOT / "docs" / "autopilot.md").read_text().splitlines() if line.startswith("| Cluster |")
+    )
     assert "regional" in row.split("|")[2], row

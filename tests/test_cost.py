@@ -4,12 +4,11 @@ import json
 import re
 
 import pytest
-
 from conftest import stack_plan
-from tools import cost
-from tools import estimates
-from infra.prices import price_table
+
 from infra.config import ConfigError, parse
+from infra.prices import price_table
+from tools import cost, estimates
 from tools.offline_plan import render_tree
 
 REQUIRED_REGIONS = ("us-east1", "us-central1", "europe-west1")
@@ -168,7 +167,15 @@ def test_plan_json_adds_the_estimates_under_their_own_key_and_keeps_the_others(c
     assert code == 0, err
     doc = json.loads(out)
     assert list(doc) == ["project", "stack", "resources", "outputs", "estimates", "versionMatrix"]
-    assert set(doc["estimates"]) == {"cost", "checkpoints", "deployTime", "workerFit", "acceptanceGate", "firstRun", "preemption"}
+    assert set(doc["estimates"]) == {
+        "cost",
+        "checkpoints",
+        "deployTime",
+        "workerFit",
+        "acceptanceGate",
+        "firstRun",
+        "preemption",
+    }
     loss = doc["estimates"]["preemption"]
     assert (loss["savePeriod"], loss["stepMinutes"], loss["budgetUsd"]) == (1, 3.0, None)
     assert (loss["expectedLossMinutes"], loss["worstLossMinutes"]) == (1.5, 3.0)  # + a 2.7 s write, rounded
@@ -182,13 +189,22 @@ def test_autopilot_gpu_pods_are_priced_as_whole_nodes_plus_the_autopilot_premium
     est = cost_of("autopilot")
     table = cost.PriceTable.load()
     gpu = item(est, "GPU nodes")
-    price = {key: table.get(key, "europe-west1").value for key in (
-        "gpu.a3-ultragpu-8g.spot", "autopilot.a3-ultragpu-8g.premium.spot",
-        "gpu.a3-ultragpu-8g.onDemand", "autopilot.a3-ultragpu-8g.premium.onDemand",
-    )}
+    price = {
+        key: table.get(key, "europe-west1").value
+        for key in (
+            "gpu.a3-ultragpu-8g.spot",
+            "autopilot.a3-ultragpu-8g.premium.spot",
+            "gpu.a3-ultragpu-8g.onDemand",
+            "autopilot.a3-ultragpu-8g.premium.onDemand",
+        )
+    }
     assert gpu.detail == "2 x a3-ultragpu-8g + Autopilot premium" and gpu.applies == "spot"
-    assert gpu.spot_per_hour == pytest.approx(2 * (price["gpu.a3-ultragpu-8g.spot"] + price["autopilot.a3-ultragpu-8g.premium.spot"]))
-    assert gpu.on_demand_per_hour == pytest.approx(2 * (price["gpu.a3-ultragpu-8g.onDemand"] + price["autopilot.a3-ultragpu-8g.premium.onDemand"]))
+    assert gpu.spot_per_hour == pytest.approx(
+        2 * (price["gpu.a3-ultragpu-8g.spot"] + price["autopilot.a3-ultragpu-8g.premium.spot"])
+    )
+    assert gpu.on_demand_per_hour == pytest.approx(
+        2 * (price["gpu.a3-ultragpu-8g.onDemand"] + price["autopilot.a3-ultragpu-8g.premium.onDemand"])
+    )
     assert gpu.spot_per_hour > 2 * price["gpu.a3-ultragpu-8g.spot"], "the premium must be on top of the node price"
     assert est.sources["autopilot_gpu_premium"]["asOf"] == "2026-12-02"
     assert not [i for i in est.items if i.name.startswith("CPU pool")], "Autopilot has no CPU pool to price"
@@ -198,7 +214,10 @@ def test_the_autopilot_head_is_priced_per_requested_vcpu_and_gib_of_the_general_
     est = cost_of("autopilot")
     table = cost.PriceTable.load()
     head = item(est, "CPU pods: Ray head")
-    vcpu, gib = (table.get(k, "europe-west1").value for k in ("autopilot.generalPurpose.vcpuHour", "autopilot.generalPurpose.gibHour"))
+    vcpu, gib = (
+        table.get(k, "europe-west1").value
+        for k in ("autopilot.generalPurpose.vcpuHour", "autopilot.generalPurpose.gibHour")
+    )
     # The default head asks 8 CPU / 64 GiB (the codelab's); Autopilot raises the CPU to the class's 1:6.5 ratio: 10.
     assert head.per_hour == pytest.approx(10 * vcpu + 64 * gib)
 

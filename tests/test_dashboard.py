@@ -17,8 +17,8 @@ import ipaddress
 import json
 import logging
 import shlex
-import ssl
 import socket
+import ssl
 import sys
 import threading
 import time
@@ -30,8 +30,8 @@ from urllib.parse import urlsplit
 import pytest
 import ray
 from aiohttp import web
-
 from dashboard_proxy import AuthProxy
+
 from workloads import dashboard
 from workloads import submit as jobs
 from workloads.job_spec import JobSpec
@@ -110,15 +110,17 @@ def test_a_job_client_on_the_local_proxy_lists_submits_and_follows_jobs(local, a
     stack = f"t-dash-{uuid.uuid4().hex[:6]}"
     code = "print('through the local proxy')"
     spec = JobSpec.create(
-        stack=stack, recipe="t",
+        stack=stack,
+        recipe="t",
         entrypoint=f"{shlex.quote(sys.executable)} -c {shlex.quote(code)}",
         runtime_env={"env_vars": {"RAY_OVERRIDE_JOB_RUNTIME_ENV": "1"}},
     )
     assert jobs.submit(client, spec).created
     assert "through the local proxy" in "".join(jobs.logs(client, spec.submission_id, follow=True))
     assert [j.submission_id for j in jobs.list_jobs(client, stack)] == [spec.submission_id]
-    assert any(s.websocket and s.path == f"{PREFIX}/api/jobs/{spec.submission_id}/logs/tail" for s in api_server.seen), \
-        "the log follow did not go over a proxied websocket: " + repr(api_server.seen[-5:])
+    assert any(
+        s.websocket and s.path == f"{PREFIX}/api/jobs/{spec.submission_id}/logs/tail" for s in api_server.seen
+    ), "the log follow did not go over a proxied websocket: " + repr(api_server.seen[-5:])
     assert all(s.authorized for s in api_server.seen), [s for s in api_server.seen if not s.authorized]
     assert tokens.calls == len(api_server.seen), f"{tokens.calls} tokens for {len(api_server.seen)} upstream requests"
 
@@ -135,8 +137,11 @@ def test_serve_cluster_checks_the_dashboard_first_then_serves_it(api_server, tok
     with pytest.raises(jobs.DashboardUnreachable, match="wrong service or namespace"):
         dashboard.serve_cluster(api_server.base, "ns", "other", port=0, token_provider=tokens)
     stop, ready = threading.Event(), []
-    thread = threading.Thread(target=dashboard.serve_cluster, args=(api_server.base, "ns", "head"),
-                              kwargs=dict(port=0, token_provider=tokens, on_ready=ready.append, stop_event=stop))
+    thread = threading.Thread(
+        target=dashboard.serve_cluster,
+        args=(api_server.base, "ns", "head"),
+        kwargs=dict(port=0, token_provider=tokens, on_ready=ready.append, stop_event=stop),
+    )
     thread.start()
     try:
         # Until the event (the URL reported), with a deadline a busy machine fits in: serve_cluster first
@@ -204,9 +209,15 @@ class Upstream:
         self._loop.close()
 
     async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
-        self.requests.append({"method": request.method, "path": request.raw_path,
-                              "headers": dict(request.headers), "body": await request.read()})
-        tail = request.path[len(PREFIX):]
+        self.requests.append(
+            {
+                "method": request.method,
+                "path": request.raw_path,
+                "headers": dict(request.headers),
+                "body": await request.read(),
+            }
+        )
+        tail = request.path[len(PREFIX) :]
         if tail == "/redirect-absolute":
             raise web.HTTPFound(f"{self.base}{PREFIX}/next?x=1")
         if tail == "/redirect-path":
@@ -247,11 +258,21 @@ def local_connection(proxy: dashboard.DashboardProxy) -> http.client.HTTPConnect
 
 def test_method_path_query_and_body_arrive_whole_with_the_bearer_token_and_no_hop_by_hop_headers(scripted, upstream):
     conn = local_connection(scripted)
-    conn.request("PUT", "/api/x%2Fy?a=1&b=%2F&a=2", body=b'{"k": "v"}', headers={
-        "Content-Type": "application/json", "X-Custom": "kept", "Authorization": "Basic bG9jYWw6c2VjcmV0",
-        "Connection": "keep-alive, X-Listed", "X-Listed": "dropped", "Keep-Alive": "timeout=5", "TE": "trailers",
-        "Proxy-Authorization": "Basic eDp5",
-    })
+    conn.request(
+        "PUT",
+        "/api/x%2Fy?a=1&b=%2F&a=2",
+        body=b'{"k": "v"}',
+        headers={
+            "Content-Type": "application/json",
+            "X-Custom": "kept",
+            "Authorization": "Basic bG9jYWw6c2VjcmV0",
+            "Connection": "keep-alive, X-Listed",
+            "X-Listed": "dropped",
+            "Keep-Alive": "timeout=5",
+            "TE": "trailers",
+            "Proxy-Authorization": "Basic eDp5",
+        },
+    )
     resp = conn.getresponse()
     body = resp.read()
     assert resp.status == 200 and json.loads(body) == {"ok": True}, (resp.status, body)
@@ -265,7 +286,6 @@ def test_method_path_query_and_body_arrive_whole_with_the_bearer_token_and_no_ho
     assert not leaked, f"hop-by-hop headers were forwarded: {sorted(leaked)}"
 
 
-
 def test_a_request_for_another_host_name_is_refused_so_a_rebound_web_page_cannot_use_the_token(scripted, upstream):
     conn = local_connection(scripted)
     conn.request("GET", "/api/version", headers={"Host": f"attacker.example:{urlsplit(scripted.url).port}"})
@@ -275,11 +295,15 @@ def test_a_request_for_another_host_name_is_refused_so_a_rebound_web_page_cannot
     conn.request("GET", "/api/version")
     assert conn.getresponse().status == 200, "localhost:<port> is the proxy's own address too"
 
-@pytest.mark.parametrize(("path", "location"), [
-    ("/redirect-absolute", "{local}/next?x=1"),
-    ("/redirect-path", "/next"),
-    ("/redirect-away", "https://accounts.google.com/"),
-])
+
+@pytest.mark.parametrize(
+    ("path", "location"),
+    [
+        ("/redirect-absolute", "{local}/next?x=1"),
+        ("/redirect-path", "/next"),
+        ("/redirect-away", "https://accounts.google.com/"),
+    ],
+)
 def test_redirects_under_the_prefix_point_back_at_the_local_proxy(scripted, path, location):
     conn = local_connection(scripted)
     conn.request("GET", path)
@@ -289,14 +313,17 @@ def test_redirects_under_the_prefix_point_back_at_the_local_proxy(scripted, path
     assert resp.getheader("Location") == location.format(local=scripted.url)
 
 
-@pytest.mark.parametrize(("location", "rewritten"), [
-    ("https://gke.example:443/p/x", "https://gke.example:443/p/x"),  # another origin (port spelled out)
-    ("https://gke.example/p/x/y?q=1#f", "http://127.0.0.1:8265/x/y?q=1#f"),
-    ("https://gke.example/p", "http://127.0.0.1:8265/"),
-    ("/p/", "/"),
-    ("/px", "/px"),  # shares the prefix's characters, not its path
-    ("static/app.js", "static/app.js"),
-])
+@pytest.mark.parametrize(
+    ("location", "rewritten"),
+    [
+        ("https://gke.example:443/p/x", "https://gke.example:443/p/x"),  # another origin (port spelled out)
+        ("https://gke.example/p/x/y?q=1#f", "http://127.0.0.1:8265/x/y?q=1#f"),
+        ("https://gke.example/p", "http://127.0.0.1:8265/"),
+        ("/p/", "/"),
+        ("/px", "/px"),  # shares the prefix's characters, not its path
+        ("static/app.js", "static/app.js"),
+    ],
+)
 def test_rewrite_location_moves_only_targets_under_the_prefix(location, rewritten):
     assert dashboard.rewrite_location(location, "https://gke.example/p", "http://127.0.0.1:8265") == rewritten
 
@@ -337,26 +364,50 @@ def _certificates(tmp_path):
     now = datetime.datetime.now(datetime.timezone.utc)
     ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "test cluster CA")])
-    ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
-          .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
-          .not_valid_after(now + datetime.timedelta(hours=1))
-          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-          .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True, content_commitment=False,
-                                       key_encipherment=False, data_encipherment=False, key_agreement=False,
-                                       encipher_only=False, decipher_only=False), critical=True)
-          .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
-          .sign(ca_key, hashes.SHA256()))
-    cert = (x509.CertificateBuilder().subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]))
-            .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(hours=1))
-            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
-            .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
-            .sign(ca_key, hashes.SHA256()))
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                key_cert_sign=True,
+                crl_sign=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]))
+        .issuer_name(ca_name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
     paths = tmp_path / "ca.pem", tmp_path / "cert.pem", tmp_path / "key.pem"
     paths[0].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
     paths[1].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    paths[2].write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
+    paths[2].write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
     return tuple(str(p) for p in paths)
 
 
@@ -369,7 +420,9 @@ def test_tls_is_verified_with_the_cluster_ca_file_and_an_untrusted_certificate_i
         with dashboard.DashboardProxy(up.base + PREFIX, token_provider=lambda: "tok-s", verify=ca, port=0) as local:
             status, body = get(local.url + "/api/version")
             assert status == 200 and json.loads(body) == {"ok": True}, (status, body)
-        with dashboard.DashboardProxy(up.base + PREFIX, token_provider=lambda: "tok-s", port=0) as local:  # public roots
+        with dashboard.DashboardProxy(
+            up.base + PREFIX, token_provider=lambda: "tok-s", port=0
+        ) as local:  # public roots
             status, body = get(local.url + "/api/version")
             assert status == 502 and b"TLS verification" in body and b"cluster CA" in body, (status, body)
     finally:
@@ -381,5 +434,3 @@ def test_tls_is_verified_with_the_cluster_ca_file_and_an_untrusted_certificate_i
 def test_the_proxy_refuses_to_listen_anywhere_but_loopback(host):
     with pytest.raises(dashboard.ProxyError, match=f"loopback only; {host!r} is not a loopback address"):
         dashboard.serve("http://127.0.0.1:9/", port=0, token_provider=lambda: "t", host=host)
-
-

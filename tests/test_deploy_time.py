@@ -1,8 +1,8 @@
 """Deploy time: typical creation times per type and the critical path through the plan's waits."""
 
 import pytest
-
 from conftest import ALL_STACKS, STACKS, stack_plan
+
 from tools import deploy_time
 from tools.mocks import Registration
 from tools.offline_plan import Plan, render_tree
@@ -70,7 +70,9 @@ def test_kubernetes_objects_wait_for_their_provider_and_so_for_the_cluster():
     params = by_name["gke-networks-params-rdma-0"]
     assert by_name["kube-provider"].urn in graph[params.urn]
     est = deploy_time.estimate(plan)
-    assert est.finish_by_name["gke-networks-params-rdma-0"] == pytest.approx(API_ENABLE_MINUTES + 0.5 + 0.5 + 8.0 + 0.0 + 0.1)
+    assert est.finish_by_name["gke-networks-params-rdma-0"] == pytest.approx(
+        API_ENABLE_MINUTES + 0.5 + 0.5 + 8.0 + 0.0 + 0.1
+    )
 
 
 def gate_minutes_of(stack: str) -> float:
@@ -84,8 +86,16 @@ def test_the_critical_path_is_the_lustre_path_plus_the_gate_plus_at_most_three_m
     est = deploy_time.estimate(stack_plan(stack))
     names = [s.name for s in est.critical_path]
     assert names == [
-        "apis-compute", "network-vpc", "network-psa-range", "network-psa", "lustre-instance",
-        "workload-lustre-pv", "workload-lustre-pvc", "ray-release", "acceptance-gate", "training-job-submission",
+        "apis-compute",
+        "network-vpc",
+        "network-psa-range",
+        "network-psa",
+        "lustre-instance",
+        "workload-lustre-pv",
+        "workload-lustre-pvc",
+        "ray-release",
+        "acceptance-gate",
+        "training-job-submission",
     ]
     gate = est.critical_path[-2]
     # Minutes, not tens of minutes (the issue's bound); the step starts when the Ray release is up.
@@ -121,8 +131,14 @@ def test_both_node_pools_start_when_the_cluster_is_ready(stack):
 
 
 def test_every_typical_time_cites_its_source():
-    tables = [*deploy_time.CREATION_MINUTES.values(), deploy_time.GPU_NODE_POOL, deploy_time.CPU_NODE_POOL,
-              deploy_time.DYNAMIC_RESOURCE, deploy_time.IMAGE_PULL, deploy_time.UNKNOWN]
+    tables = [
+        *deploy_time.CREATION_MINUTES.values(),
+        deploy_time.GPU_NODE_POOL,
+        deploy_time.CPU_NODE_POOL,
+        deploy_time.DYNAMIC_RESOURCE,
+        deploy_time.IMAGE_PULL,
+        deploy_time.UNKNOWN,
+    ]
     for t in tables:
         assert t.source.strip() and t.basis.strip(), t
     lustre = deploy_time.CREATION_MINUTES["gcp:lustre/instance:Instance"]
@@ -135,7 +151,7 @@ def test_every_typical_time_cites_its_source():
 @pytest.mark.parametrize("stack", ["b200", "h200"])
 def test_the_plan_text_prints_the_critical_path_its_sources_and_the_pull(stack):
     text = render_tree(stack_plan(stack))
-    block = text[text.index("\nDeploy time"):text.index("\nOutputs:")]
+    block = text[text.index("\nDeploy time") : text.index("\nOutputs:")]
     total = LUSTRE_READY_MINUTES + AFTER_LUSTRE_MINUTES + gate_minutes_of(stack)
     assert f"~{total:.0f} min along the critical path" in block
     assert f"+{gate_minutes_of(stack):g} min  AcceptanceGate" in block
@@ -151,10 +167,14 @@ def test_deploy_time_json_lists_the_path_with_start_and_finish_minutes_and_sourc
     release, gate_step, submission = doc["criticalPath"][-3:]
     assert (release["name"], release["startMinute"], release["finishMinute"]) == ("ray-release", 64.0, 65.5)
     assert (gate_step["name"], gate_step["startMinute"], gate_step["finishMinute"]) == (
-        "acceptance-gate", 65.5, round(65.5 + gate, 2),
+        "acceptance-gate",
+        65.5,
+        round(65.5 + gate, 2),
     )
     assert (submission["name"], submission["startMinute"], submission["finishMinute"]) == (
-        "training-job-submission", round(65.5 + gate, 2), round(66.5 + gate, 2),
+        "training-job-submission",
+        round(65.5 + gate, 2),
+        round(66.5 + gate, 2),
     )
     assert all(step["source"] for step in doc["criticalPath"])
     assert doc["imagePull"]["imageCompressedGb"] == 20.0 and doc["imagePull"]["pullRateMbPerS"] == 30.0
@@ -168,8 +188,12 @@ def test_on_autopilot_the_gpu_nodes_and_the_pull_come_with_the_ray_workers_so_th
     est = deploy_time.estimate(plan)
     (release,) = [s for s in est.critical_path if s.name == "ray-release"]
     cold = deploy_time.GPU_NODE_POOL.minutes + deploy_time.IMAGE_PULL.minutes
-    assert release.minutes == pytest.approx(deploy_time.CREATION_MINUTES["kubernetes:helm.sh/v3:Release"].minutes + cold)
-    assert est.total_minutes == pytest.approx(LUSTRE_READY_MINUTES + AFTER_LUSTRE_MINUTES + cold + gate_minutes_of("autopilot"))
+    assert release.minutes == pytest.approx(
+        deploy_time.CREATION_MINUTES["kubernetes:helm.sh/v3:Release"].minutes + cold
+    )
+    assert est.total_minutes == pytest.approx(
+        LUSTRE_READY_MINUTES + AFTER_LUSTRE_MINUTES + cold + gate_minutes_of("autopilot")
+    )
     assert "gke-gpu-pool" not in est.milestones and "image-prepull-daemonset" not in est.finish_by_name
 
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from conftest import STACKS, stack_plan
+
 from infra.stack_file import load_stack
 from tools.deployer_permissions import BY_RESOURCE_TYPE, required_permissions, resource_types
 
@@ -33,6 +33,7 @@ def test_lustre_transfers_ask_for_their_permissions_only_when_configured():
 
 # ----------------------------------------------------------------------------- every type of the plan
 
+
 @pytest.mark.parametrize("stack", STACKS)
 def test_every_custom_resource_type_of_the_plan_has_what_it_needs_listed(stack):
     from tools.deployer_permissions import grants_of
@@ -57,29 +58,51 @@ def test_the_deploy_page_names_the_roles_the_issue_lists():
     from tools.deployer_permissions import roles_table
 
     table = roles_table()
-    for role in ("roles/serviceusage.serviceUsageAdmin", "roles/compute.networkAdmin", "roles/servicenetworking.networksAdmin",
-                 "roles/iam.serviceAccountAdmin", "roles/resourcemanager.projectIamAdmin", "roles/iam.serviceAccountUser",
-                 "roles/lustre.admin", "roles/container.admin", "roles/storage.admin", "roles/monitoring.dashboardEditor",
-                 "roles/logging.configWriter"):
+    for role in (
+        "roles/serviceusage.serviceUsageAdmin",
+        "roles/compute.networkAdmin",
+        "roles/servicenetworking.networksAdmin",
+        "roles/iam.serviceAccountAdmin",
+        "roles/resourcemanager.projectIamAdmin",
+        "roles/iam.serviceAccountUser",
+        "roles/lustre.admin",
+        "roles/container.admin",
+        "roles/storage.admin",
+        "roles/monitoring.dashboardEditor",
+        "roles/logging.configWriter",
+    ):
         assert f"--role={role}" in table, role
 
 
 def test_private_service_access_asks_for_the_internal_range_its_labels_the_network_and_the_peering():
     needed = required_permissions(load_stack("dev").config)
-    for permission, role in (("compute.globalAddresses.createInternal", "roles/compute.networkAdmin"),
-                             ("compute.globalAddresses.setLabels", "roles/compute.networkAdmin"),  # the range is labelled
-                             ("compute.networks.use", "roles/compute.networkAdmin"),
-                             ("servicenetworking.services.addPeering", "roles/servicenetworking.networksAdmin")):
+    for permission, role in (
+        ("compute.globalAddresses.createInternal", "roles/compute.networkAdmin"),
+        ("compute.globalAddresses.setLabels", "roles/compute.networkAdmin"),  # the range is labelled
+        ("compute.networks.use", "roles/compute.networkAdmin"),
+        ("servicenetworking.services.addPeering", "roles/servicenetworking.networksAdmin"),
+    ):
         assert needed.get(permission) == role, permission
 
 
 def test_destroy_asks_for_the_delete_of_every_type_it_deletes_and_for_the_psa_teardown():
     needed = required_permissions(load_stack("dev").config)  # storage.deleteBucketOnDestroy: true
-    for permission in ("compute.networks.delete", "compute.subnetworks.delete", "compute.firewalls.delete",
-                       "compute.routers.delete", "compute.globalAddresses.deleteInternal", "container.clusters.delete",
-                       "iam.serviceAccounts.delete", "lustre.instances.delete", "storage.buckets.delete",
-                       "storage.objects.delete", "logging.logMetrics.delete", "monitoring.dashboards.delete",
-                       "servicenetworking.services.deleteConnection", "compute.networks.removePeering"):
+    for permission in (
+        "compute.networks.delete",
+        "compute.subnetworks.delete",
+        "compute.firewalls.delete",
+        "compute.routers.delete",
+        "compute.globalAddresses.deleteInternal",
+        "container.clusters.delete",
+        "iam.serviceAccounts.delete",
+        "lustre.instances.delete",
+        "storage.buckets.delete",
+        "storage.objects.delete",
+        "logging.logMetrics.delete",
+        "monitoring.dashboards.delete",
+        "servicenetworking.services.deleteConnection",
+        "compute.networks.removePeering",
+    ):
         assert permission in needed, permission
 
 

@@ -14,7 +14,16 @@ import json
 import pytest
 from google.api_core import exceptions as gexc
 from google.auth.exceptions import RefreshError
-from google.cloud import cloudquotas_v1, compute_v1, container_v1, lustre_v1, orgpolicy_v2, resourcemanager_v3, service_usage_v1, storage
+from google.cloud import (
+    cloudquotas_v1,
+    compute_v1,
+    container_v1,
+    lustre_v1,
+    orgpolicy_v2,
+    resourcemanager_v3,
+    service_usage_v1,
+    storage,
+)
 from google.cloud.location import locations_pb2
 from google.iam.v1 import iam_policy_pb2
 
@@ -26,14 +35,21 @@ from tools.deployer_permissions import required_permissions
 
 PROJECT = "my-gcp-project"
 NUMBER = "123456789012"
-PRINCIPAL = (f"principal://iam.googleapis.com/projects/{NUMBER}/locations/global/workloadIdentityPools/"
-             f"{PROJECT}.svc.id.goog/subject/ns/nemo-rl/sa/ray")
+PRINCIPAL = (
+    f"principal://iam.googleapis.com/projects/{NUMBER}/locations/global/workloadIdentityPools/"
+    f"{PROJECT}.svc.id.goog/subject/ns/nemo-rl/sa/ray"
+)
 Rule = orgpolicy_v2.PolicySpec.PolicyRule
 
 
 def config(**overrides):
-    raw = {"project": PROJECT, "region": "us-east1", "zone": "us-east1-b", "flavour": "b200",
-           "gpuPool": {"nodeCount": 2, "provisioning": "spot"}}
+    raw = {
+        "project": PROJECT,
+        "region": "us-east1",
+        "zone": "us-east1-b",
+        "flavour": "b200",
+        "gpuPool": {"nodeCount": 2, "provisioning": "spot"},
+    }
     raw.update(overrides)
     return parse(raw, "dev")
 
@@ -50,16 +66,23 @@ class FakeProject:
         self.errors: dict[str, BaseException] = {}
         self.number = NUMBER
         self.enabled = set(REQUIRED_APIS) | {doctor.ORG_POLICY_API}
-        self.quotas = {"PREEMPTIBLE_NVIDIA_B200_GPUS": (64.0, 0.0), "NVIDIA_B200_GPUS": (64.0, 0.0),
-                       "PREEMPTIBLE_NVIDIA_H200_GPUS": (64.0, 0.0), "NVIDIA_H200_GPUS": (64.0, 0.0), "CPUS": (24.0, 2.0)}
+        self.quotas = {
+            "PREEMPTIBLE_NVIDIA_B200_GPUS": (64.0, 0.0),
+            "NVIDIA_B200_GPUS": (64.0, 0.0),
+            "PREEMPTIBLE_NVIDIA_H200_GPUS": (64.0, 0.0),
+            "NVIDIA_H200_GPUS": (64.0, 0.0),
+            "CPUS": (24.0, 2.0),
+        }
         self.machine_types = {"a4-highgpu-8g", "a3-ultragpu-8g", "n2-highmem-16", "n2-standard-8"}
         self.profiles = {"us-east1-b-vpc-roce"}
         self.reservations: dict[str, compute_v1.Reservation] = {}
         self.networks: dict[str, compute_v1.Network] = {}
         self.addresses: list[compute_v1.Address] = []
         self.subnetworks: list[compute_v1.Subnetwork] = []
-        self.channels = {"REGULAR": ("1.33.5-gke.1162000", ["1.33.5-gke.1162000", "1.34.1-gke.1829001"]),
-                         "RAPID": ("1.34.1-gke.1829001", ["1.34.1-gke.1829001"])}
+        self.channels = {
+            "REGULAR": ("1.33.5-gke.1162000", ["1.33.5-gke.1162000", "1.34.1-gke.1829001"]),
+            "RAPID": ("1.34.1-gke.1829001", ["1.34.1-gke.1829001"]),
+        }
         self.lustre_zones = ["us-east1-b", "us-east1-c", "us-central1-a"]
         self.lustre_instances: list[str] = []
         self.denied: set[str] = set()
@@ -94,7 +117,8 @@ class Projects(_Fake):
         self.p.record("projects", "test_iam_permissions", request=request, timeout=timeout)
         assert len(request["permissions"]) <= doctor.TEST_IAM_BATCH
         return iam_policy_pb2.TestIamPermissionsResponse(
-            permissions=[p for p in request["permissions"] if p not in self.p.denied])
+            permissions=[p for p in request["permissions"] if p not in self.p.denied]
+        )
 
 
 class ServiceUsage(_Fake):
@@ -102,16 +126,23 @@ class ServiceUsage(_Fake):
         self.p.record("service_usage", "batch_get_services", request=request, timeout=timeout)
         assert len(request["names"]) <= doctor.SERVICE_USAGE_BATCH
         state = service_usage_v1.State
-        return service_usage_v1.BatchGetServicesResponse(services=[
-            service_usage_v1.Service(name=n, state=state.ENABLED if n.rsplit("/", 1)[-1] in self.p.enabled else state.DISABLED)
-            for n in request["names"]])
+        return service_usage_v1.BatchGetServicesResponse(
+            services=[
+                service_usage_v1.Service(
+                    name=n, state=state.ENABLED if n.rsplit("/", 1)[-1] in self.p.enabled else state.DISABLED
+                )
+                for n in request["names"]
+            ]
+        )
 
 
 class Regions(_Fake):
     def get(self, request=None, *, project=None, region=None, timeout=None):
         self.p.record("regions", "get", project=project, region=region, timeout=timeout)
-        return compute_v1.Region(name=region, quotas=[compute_v1.Quota(metric=m, limit=lim, usage=use)
-                                                     for m, (lim, use) in self.p.quotas.items()])
+        return compute_v1.Region(
+            name=region,
+            quotas=[compute_v1.Quota(metric=m, limit=lim, usage=use) for m, (lim, use) in self.p.quotas.items()],
+        )
 
 
 class MachineTypes(_Fake):
@@ -170,9 +201,12 @@ class Clusters(_Fake):
     def get_server_config(self, request=None, *, name=None, timeout=None):
         self.p.record("clusters", "get_server_config", name=name, timeout=timeout)
         Channel = container_v1.ReleaseChannel.Channel
-        return container_v1.ServerConfig(channels=[
-            container_v1.ServerConfig.ReleaseChannelConfig(channel=Channel[c], default_version=d, valid_versions=v)
-            for c, (d, v) in self.p.channels.items()])
+        return container_v1.ServerConfig(
+            channels=[
+                container_v1.ServerConfig.ReleaseChannelConfig(channel=Channel[c], default_version=d, valid_versions=v)
+                for c, (d, v) in self.p.channels.items()
+            ]
+        )
 
     def get_cluster(self, request=None, *, name=None, timeout=None):
         self.p.record("clusters", "get_cluster", name=name, timeout=timeout)
@@ -184,7 +218,9 @@ class Clusters(_Fake):
 class Lustre(_Fake):
     def list_locations(self, request=None, *, timeout=None):
         self.p.record("lustre", "list_locations", request=request, timeout=timeout)
-        return locations_pb2.ListLocationsResponse(locations=[locations_pb2.Location(location_id=z) for z in self.p.lustre_zones])
+        return locations_pb2.ListLocationsResponse(
+            locations=[locations_pb2.Location(location_id=z) for z in self.p.lustre_zones]
+        )
 
     def list_instances(self, request=None, *, parent=None, timeout=None):
         self.p.record("lustre", "list_instances", parent=parent, timeout=timeout)
@@ -223,22 +259,47 @@ class Quotas(_Fake):
 class ComputeProjects(_Fake):
     def get(self, request=None, *, project=None, timeout=None):
         self.p.record("compute_projects", "get", project=project, timeout=timeout)
-        return compute_v1.Project(name=project, quotas=[compute_v1.Quota(metric=m, limit=lim, usage=use)
-                                                       for m, (lim, use) in self.p.global_quotas.items()])
+        return compute_v1.Project(
+            name=project,
+            quotas=[compute_v1.Quota(metric=m, limit=lim, usage=use) for m, (lim, use) in self.p.global_quotas.items()],
+        )
 
 
-FAKES = {"projects": Projects, "service_usage": ServiceUsage, "regions": Regions, "machine_types": MachineTypes,
-         "network_profiles": NetworkProfiles, "reservations": Reservations, "networks": Networks,
-         "global_addresses": GlobalAddresses, "subnetworks": Subnetworks, "clusters": Clusters, "lustre": Lustre,
-         "storage": Storage, "org_policy": OrgPolicy, "quotas": Quotas, "compute_projects": ComputeProjects}
+FAKES = {
+    "projects": Projects,
+    "service_usage": ServiceUsage,
+    "regions": Regions,
+    "machine_types": MachineTypes,
+    "network_profiles": NetworkProfiles,
+    "reservations": Reservations,
+    "networks": Networks,
+    "global_addresses": GlobalAddresses,
+    "subnetworks": Subnetworks,
+    "clusters": Clusters,
+    "lustre": Lustre,
+    "storage": Storage,
+    "org_policy": OrgPolicy,
+    "quotas": Quotas,
+    "compute_projects": ComputeProjects,
+}
 
-REAL = {"projects": resourcemanager_v3.ProjectsClient, "service_usage": service_usage_v1.ServiceUsageClient,
-        "regions": compute_v1.RegionsClient, "machine_types": compute_v1.MachineTypesClient,
-        "network_profiles": compute_v1.NetworkProfilesClient, "reservations": compute_v1.ReservationsClient,
-        "networks": compute_v1.NetworksClient, "global_addresses": compute_v1.GlobalAddressesClient,
-        "subnetworks": compute_v1.SubnetworksClient, "clusters": container_v1.ClusterManagerClient,
-        "lustre": lustre_v1.LustreClient, "storage": storage.Client, "org_policy": orgpolicy_v2.OrgPolicyClient,
-        "quotas": cloudquotas_v1.CloudQuotasClient, "compute_projects": compute_v1.ProjectsClient}
+REAL = {
+    "projects": resourcemanager_v3.ProjectsClient,
+    "service_usage": service_usage_v1.ServiceUsageClient,
+    "regions": compute_v1.RegionsClient,
+    "machine_types": compute_v1.MachineTypesClient,
+    "network_profiles": compute_v1.NetworkProfilesClient,
+    "reservations": compute_v1.ReservationsClient,
+    "networks": compute_v1.NetworksClient,
+    "global_addresses": compute_v1.GlobalAddressesClient,
+    "subnetworks": compute_v1.SubnetworksClient,
+    "clusters": container_v1.ClusterManagerClient,
+    "lustre": lustre_v1.LustreClient,
+    "storage": storage.Client,
+    "org_policy": orgpolicy_v2.OrgPolicyClient,
+    "quotas": cloudquotas_v1.CloudQuotasClient,
+    "compute_projects": compute_v1.ProjectsClient,
+}
 
 
 @pytest.fixture
@@ -272,8 +333,10 @@ def test_a_healthy_project_passes_every_check(project):
 
 
 def test_every_call_is_one_the_real_client_accepts(project):
-    cfg = config(gpuPool={"nodeCount": 1, "provisioning": "reservation", "reservationName": "b200-res"},
-                 network={"useDefaultNetwork": True})
+    cfg = config(
+        gpuPool={"nodeCount": 1, "provisioning": "reservation", "reservationName": "b200-res"},
+        network={"useDefaultNetwork": True},
+    )
     project.networks["default"] = compute_v1.Network(name="default")
     doctor.run_checks("dev", cfg, project.clients(), timeout=5)
     del project.quotas["PREEMPTIBLE_NVIDIA_B200_GPUS"]  # asks Cloud Quotas
@@ -375,7 +438,11 @@ def test_a_zone_without_the_roce_profile_fails(project):
 
 @pytest.mark.parametrize(
     "provisioning, metric",
-    [("spot", "PREEMPTIBLE_NVIDIA_B200_GPUS"), ("flexStart", "PREEMPTIBLE_NVIDIA_B200_GPUS"), ("onDemand", "NVIDIA_B200_GPUS")],
+    [
+        ("spot", "PREEMPTIBLE_NVIDIA_B200_GPUS"),
+        ("flexStart", "PREEMPTIBLE_NVIDIA_B200_GPUS"),
+        ("onDemand", "NVIDIA_B200_GPUS"),
+    ],
 )
 def test_gpu_quota_is_read_from_the_provisioning_models_metric(project, provisioning, metric):
     extra = {"job": {"submit": False}} if provisioning == "flexStart" else {}
@@ -402,10 +469,18 @@ def test_a_gpu_quota_neither_the_region_nor_cloud_quotas_knows_warns(project):
 
 
 def family_quota(quota_id, *entries):
-    return cloudquotas_v1.QuotaInfo(quota_id=quota_id, dimensions=["region", "gpu_family"], dimensions_infos=[
-        cloudquotas_v1.DimensionsInfo(dimensions=dims, details=cloudquotas_v1.QuotaDetails(value=value),
-                                      applicable_locations=[dims.get("region", "us-east1")])
-        for dims, value in entries])
+    return cloudquotas_v1.QuotaInfo(
+        quota_id=quota_id,
+        dimensions=["region", "gpu_family"],
+        dimensions_infos=[
+            cloudquotas_v1.DimensionsInfo(
+                dimensions=dims,
+                details=cloudquotas_v1.QuotaDetails(value=value),
+                applicable_locations=[dims.get("region", "us-east1")],
+            )
+            for dims, value in entries
+        ],
+    )
 
 
 def test_an_on_demand_family_quota_is_read_from_cloud_quotas_when_the_region_lists_none(project):
@@ -415,34 +490,48 @@ def test_an_on_demand_family_quota_is_read_from_cloud_quotas_when_the_region_lis
         doctor.GPU_FAMILY_QUOTA,
         ({"region": "us-east1", "gpu_family": "NVIDIA_H100"}, 64),  # another family: ignored
         ({"region": "us-central1", "gpu_family": "NVIDIA_B200"}, 64),  # another region: ignored
-        ({"region": "us-east1", "gpu_family": "NVIDIA_B200"}, 8))
+        ({"region": "us-east1", "gpu_family": "NVIDIA_B200"}, 8),
+    )
     result = only(project, "gpu-quota", cfg)
     assert result.status == doctor.FAIL and "limit 8" in result.summary and "need 16" in result.summary
-    assert (f"--quota-id={doctor.GPU_FAMILY_QUOTA} --preferred-value=16 --dimensions=gpu_family=NVIDIA_B200,region=us-east1"
-            in result.fix)
+    assert (
+        f"--quota-id={doctor.GPU_FAMILY_QUOTA} --preferred-value=16 --dimensions=gpu_family=NVIDIA_B200,region=us-east1"
+        in result.fix
+    )
     project.quota_infos[doctor.GPU_FAMILY_QUOTA] = family_quota(
-        doctor.GPU_FAMILY_QUOTA, ({"region": "us-east1", "gpu_family": "NVIDIA_B200"}, 16))
+        doctor.GPU_FAMILY_QUOTA, ({"region": "us-east1", "gpu_family": "NVIDIA_B200"}, 16)
+    )
     assert only(project, "gpu-quota", cfg).status == doctor.PASS
 
 
 def test_a_spot_quota_is_read_from_cloud_quotas_by_its_preemptible_id(project):
     del project.quotas["PREEMPTIBLE_NVIDIA_B200_GPUS"]
     project.quota_infos["PREEMPTIBLE-NVIDIA-B200-GPUS-per-project-region"] = cloudquotas_v1.QuotaInfo(
-        quota_id="PREEMPTIBLE-NVIDIA-B200-GPUS-per-project-region", dimensions=["region"], dimensions_infos=[
-            cloudquotas_v1.DimensionsInfo(dimensions={}, details=cloudquotas_v1.QuotaDetails(value=0),
-                                          applicable_locations=["us-east1", "us-central1"])])
+        quota_id="PREEMPTIBLE-NVIDIA-B200-GPUS-per-project-region",
+        dimensions=["region"],
+        dimensions_infos=[
+            cloudquotas_v1.DimensionsInfo(
+                dimensions={},
+                details=cloudquotas_v1.QuotaDetails(value=0),
+                applicable_locations=["us-east1", "us-central1"],
+            )
+        ],
+    )
     result = only(project, "gpu-quota")
     assert result.status == doctor.FAIL and "limit 0" in result.summary
     assert "--dimensions=region=us-east1 " in result.fix
 
 
 def family_entry(dims, value, locations):
-    return cloudquotas_v1.DimensionsInfo(dimensions=dims, details=cloudquotas_v1.QuotaDetails(value=value),
-                                         applicable_locations=locations)
+    return cloudquotas_v1.DimensionsInfo(
+        dimensions=dims, details=cloudquotas_v1.QuotaDetails(value=value), applicable_locations=locations
+    )
 
 
 def family_quota_of(quota_id, *entries):
-    return cloudquotas_v1.QuotaInfo(quota_id=quota_id, dimensions=["region", "gpu_family"], dimensions_infos=list(entries))
+    return cloudquotas_v1.QuotaInfo(
+        quota_id=quota_id, dimensions=["region", "gpu_family"], dimensions_infos=list(entries)
+    )
 
 
 PREEMPTIBLE_FAMILY = "PREEMPTIBLE-" + doctor.GPU_FAMILY_QUOTA
@@ -453,27 +542,41 @@ def test_a_gpu_quota_neither_the_region_nor_cloud_quotas_knows_warns_naming_both
     del project.quotas["PREEMPTIBLE_NVIDIA_B200_GPUS"]
     # A family quota whose only entries are for another region and another family applies to nothing.
     project.quota_infos[PREEMPTIBLE_FAMILY] = family_quota_of(
-        PREEMPTIBLE_FAMILY, family_entry({"region": "us-central1", **B200}, 64, []),
-        family_entry({"gpu_family": "NVIDIA_H100"}, 64, ["global"]))
+        PREEMPTIBLE_FAMILY,
+        family_entry({"region": "us-central1", **B200}, 64, []),
+        family_entry({"gpu_family": "NVIDIA_H100"}, 64, ["global"]),
+    )
     result = only(project, "gpu-quota")
-    assert (result.status, result.summary) == (doctor.WARN, (
-        "us-east1 lists no PREEMPTIBLE_NVIDIA_B200_GPUS quota and Cloud Quotas has none of "
-        f"PREEMPTIBLE-NVIDIA-B200-GPUS-per-project-region, {PREEMPTIBLE_FAMILY} for gpu_family NVIDIA_B200; "
-        "2 x a4-highgpu-8g need 16")), result
-    assert result.fix == ("gcloud compute regions describe us-east1 --project my-gcp-project "
-                          "--format='table(quotas.metric,quotas.limit,quotas.usage)'")
+    assert (result.status, result.summary) == (
+        doctor.WARN,
+        (
+            "us-east1 lists no PREEMPTIBLE_NVIDIA_B200_GPUS quota and Cloud Quotas has none of "
+            f"PREEMPTIBLE-NVIDIA-B200-GPUS-per-project-region, {PREEMPTIBLE_FAMILY} for gpu_family NVIDIA_B200; "
+            "2 x a4-highgpu-8g need 16"
+        ),
+    ), result
+    assert result.fix == (
+        "gcloud compute regions describe us-east1 --project my-gcp-project "
+        "--format='table(quotas.metric,quotas.limit,quotas.usage)'"
+    )
 
 
 def test_a_spot_pool_reads_the_preemptible_family_quota_once_its_model_id_is_not_found(project):
     del project.quotas["PREEMPTIBLE_NVIDIA_B200_GPUS"]
     project.quota_infos[doctor.GPU_FAMILY_QUOTA] = family_quota_of(  # on-demand: not what spot VMs use
-        doctor.GPU_FAMILY_QUOTA, family_entry({"region": "us-east1", **B200}, 0, ["us-east1"]))
+        doctor.GPU_FAMILY_QUOTA, family_entry({"region": "us-east1", **B200}, 0, ["us-east1"])
+    )
     project.quota_infos[PREEMPTIBLE_FAMILY] = family_quota_of(
-        PREEMPTIBLE_FAMILY, family_entry({"region": "us-east1", **B200}, 16, ["us-east1"]))
+        PREEMPTIBLE_FAMILY, family_entry({"region": "us-east1", **B200}, 16, ["us-east1"])
+    )
     result = only(project, "gpu-quota")
-    assert (result.status, result.summary) == (doctor.PASS, (
-        f"{PREEMPTIBLE_FAMILY} (region=us-east1, gpu_family=NVIDIA_B200): limit 16; 2 x a4-highgpu-8g need 16 "
-        "(usage not shown here)")), result
+    assert (result.status, result.summary) == (
+        doctor.PASS,
+        (
+            f"{PREEMPTIBLE_FAMILY} (region=us-east1, gpu_family=NVIDIA_B200): limit 16; 2 x a4-highgpu-8g need 16 "
+            "(usage not shown here)"
+        ),
+    ), result
     asked = [(kw["name"].rsplit("/", 1)[-1], kw["timeout"]) for c, m, kw in project.calls if m == "get_quota_info"]
     assert asked == [("PREEMPTIBLE-NVIDIA-B200-GPUS-per-project-region", 5), (PREEMPTIBLE_FAMILY, 5)]
 
@@ -483,18 +586,27 @@ def test_a_model_quota_with_no_entry_for_the_region_falls_through_to_the_family_
     model = "PREEMPTIBLE-NVIDIA-B200-GPUS-per-project-region"
     project.quota_infos[model] = family_quota_of(model, family_entry({"region": "us-central1"}, 64, ["us-central1"]))
     project.quota_infos[PREEMPTIBLE_FAMILY] = family_quota_of(
-        PREEMPTIBLE_FAMILY, family_entry({"region": "us-east1", **B200}, 8, ["us-east1"]))
+        PREEMPTIBLE_FAMILY, family_entry({"region": "us-east1", **B200}, 8, ["us-east1"])
+    )
     result = only(project, "gpu-quota")
-    assert result.status == doctor.FAIL and result.summary.startswith(f"{PREEMPTIBLE_FAMILY} (") and "limit 8;" in result.summary
+    assert (
+        result.status == doctor.FAIL
+        and result.summary.startswith(f"{PREEMPTIBLE_FAMILY} (")
+        and "limit 8;" in result.summary
+    )
 
 
 def test_cloud_quotas_that_cannot_be_read_warn_with_the_reason_and_how_to_look(project):
     del project.quotas["PREEMPTIBLE_NVIDIA_B200_GPUS"]
     project.errors["get_quota_info"] = gexc.PermissionDenied("caller lacks cloudquotas.quotas.get")
     result = only(project, "gpu-quota")
-    assert (result.status, result.summary) == (doctor.WARN, (
-        "us-east1 lists no PREEMPTIBLE_NVIDIA_B200_GPUS quota, and Cloud Quotas could not be read "
-        "(caller lacks cloudquotas.quotas.get); 2 x a4-highgpu-8g need 16")), result
+    assert (result.status, result.summary) == (
+        doctor.WARN,
+        (
+            "us-east1 lists no PREEMPTIBLE_NVIDIA_B200_GPUS quota, and Cloud Quotas could not be read "
+            "(caller lacks cloudquotas.quotas.get); 2 x a4-highgpu-8g need 16"
+        ),
+    ), result
     assert result.fix.startswith("gcloud compute regions describe us-east1 --project my-gcp-project ")
 
 
@@ -505,7 +617,8 @@ def test_the_regional_entry_of_a_family_quota_wins_over_its_family_wide_default_
     default = family_entry(dict(B200), 64, ["global"])
     entries = [regional, default] if order == "regional first" else [default, regional]
     project.quota_infos[PREEMPTIBLE_FAMILY] = family_quota_of(
-        PREEMPTIBLE_FAMILY, family_entry({"region": "us-central1", **B200}, 64, ["us-central1"]), *entries)
+        PREEMPTIBLE_FAMILY, family_entry({"region": "us-central1", **B200}, 64, ["us-central1"]), *entries
+    )
     result = only(project, "gpu-quota")
     assert result.status == doctor.FAIL and "limit 0;" in result.summary, result
 
@@ -513,9 +626,11 @@ def test_the_regional_entry_of_a_family_quota_wins_over_its_family_wide_default_
 def test_a_family_wide_default_that_applies_globally_is_the_limit_when_no_regional_entry_exists(project):
     del project.quotas["PREEMPTIBLE_NVIDIA_B200_GPUS"]
     project.quota_infos[PREEMPTIBLE_FAMILY] = family_quota_of(
-        PREEMPTIBLE_FAMILY, family_entry(dict(B200), 64, ["us-central1"]),  # family-wide, for another location
+        PREEMPTIBLE_FAMILY,
+        family_entry(dict(B200), 64, ["us-central1"]),  # family-wide, for another location
         family_entry({"region": "europe-west1", **B200}, 0, []),  # another region, no locations
-        family_entry(dict(B200), 8, ["global"]))
+        family_entry(dict(B200), 8, ["global"]),
+    )
     result = only(project, "gpu-quota")
     assert result.status == doctor.FAIL and "limit 8;" in result.summary, result
 
@@ -524,20 +639,29 @@ def test_the_regional_gpu_quota_is_read_from_the_stacks_region_and_a_shortfall_i
     project.quotas["PREEMPTIBLE_NVIDIA_B200_GPUS"] = (64.0, 50.0)
     result = only(project, "gpu-quota")
     assert (result.status, result.summary) == (
-        doctor.FAIL, "PREEMPTIBLE_NVIDIA_B200_GPUS in us-east1: 14 free of 64; 2 x a4-highgpu-8g need 16"), result
-    assert "--quota-id=PREEMPTIBLE-NVIDIA-B200-GPUS-per-project-region --preferred-value=66 --dimensions=region=us-east1 " in result.fix
+        doctor.FAIL,
+        "PREEMPTIBLE_NVIDIA_B200_GPUS in us-east1: 14 free of 64; 2 x a4-highgpu-8g need 16",
+    ), result
+    assert (
+        "--quota-id=PREEMPTIBLE-NVIDIA-B200-GPUS-per-project-region --preferred-value=66 --dimensions=region=us-east1 "
+        in result.fix
+    )
     asked = [kw for c, m, kw in project.calls if (c, m) == ("regions", "get")]
     assert asked == [{"project": "my-gcp-project", "region": "us-east1", "timeout": 5}]
     project.quotas["PREEMPTIBLE_NVIDIA_B200_GPUS"] = (64.0, 48.0)
     result = only(project, "gpu-quota")
     assert (result.status, result.summary) == (
-        doctor.PASS, "PREEMPTIBLE_NVIDIA_B200_GPUS in us-east1: 16 free of 64; 2 x a4-highgpu-8g need 16"), result
+        doctor.PASS,
+        "PREEMPTIBLE_NVIDIA_B200_GPUS in us-east1: 16 free of 64; 2 x a4-highgpu-8g need 16",
+    ), result
 
 
 def test_the_minimum_gke_version_is_the_highest_floor_and_names_what_sets_it():
     assert doctor.minimum_gke_version(config()) == ("1.33.2-gke.4655000", "Lustre on port 988")
     assert doctor.minimum_gke_version(config(lustre={"legacyPort": True})) == (
-        "1.33.2-gke.1111000", "the Managed Lustre CSI driver")
+        "1.33.2-gke.1111000",
+        "the Managed Lustre CSI driver",
+    )
 
 
 def test_the_minimum_gke_version_compares_versions_as_numbers_not_as_text(monkeypatch):
@@ -546,7 +670,9 @@ def test_the_minimum_gke_version_compares_versions_as_numbers_not_as_text(monkey
     from infra import flavours
 
     # 1.33.10 is above 1.33.2 though "1.33.10" < "1.33.2" as text.
-    monkeypatch.setitem(flavours.FLAVOURS, "b200", dataclasses.replace(flavours.FLAVOURS["b200"], min_gke_version="1.33.10-gke.100"))
+    monkeypatch.setitem(
+        flavours.FLAVOURS, "b200", dataclasses.replace(flavours.FLAVOURS["b200"], min_gke_version="1.33.10-gke.100")
+    )
     assert doctor.minimum_gke_version(config()) == ("1.33.10-gke.100", "flavour b200")
 
 
@@ -562,8 +688,10 @@ def test_a_project_wide_gpu_quota_of_zero_fails_whatever_the_region_grants(proje
     result = global_results(project)["GPUS_ALL_REGIONS"]
     assert result.status == doctor.FAIL and "needs 16" in result.summary
     assert result.summary.endswith("); a project-wide 0 overrides every regional grant"), result.summary
-    assert result.fix.startswith("gcloud beta quotas preferences create --service=compute.googleapis.com "
-                                 "--quota-id=GPUS-ALL-REGIONS-per-project --preferred-value=16 --project=my-gcp-project")
+    assert result.fix.startswith(
+        "gcloud beta quotas preferences create --service=compute.googleapis.com "
+        "--quota-id=GPUS-ALL-REGIONS-per-project --preferred-value=16 --project=my-gcp-project"
+    )
     assert only(project, "gpu-quota").status == doctor.PASS  # the regional check alone would have passed
 
 
@@ -586,13 +714,22 @@ def test_a_reserved_gpu_pool_takes_no_project_wide_gpus(project):
 
 
 def test_project_wide_needs_count_what_each_cluster_takes_and_say_what_was_counted():
-    assert doctor.global_quota_needs(config()) == (16, 2 * 224 + (1 + 1) * 16, "2 x a4-highgpu-8g, 1 + 1 surge x n2-highmem-16")
+    assert doctor.global_quota_needs(config()) == (
+        16,
+        2 * 224 + (1 + 1) * 16,
+        "2 x a4-highgpu-8g, 1 + 1 surge x n2-highmem-16",
+    )
     reserved = config(gpuPool={"nodeCount": 2, "provisioning": "reservation", "reservationName": "r"})
-    assert doctor.global_quota_needs(reserved) == (0, 32, "the GPU pool's in its reservation, 1 + 1 surge x n2-highmem-16")
+    assert doctor.global_quota_needs(reserved) == (
+        0,
+        32,
+        "the GPU pool's in its reservation, 1 + 1 surge x n2-highmem-16",
+    )
     # Autopilot has no system pool; a machine type whose vCPUs are not known here is said, not guessed.
     assert doctor.global_quota_needs(config(cluster={"mode": "autopilot"})) == (16, 448, "2 x a4-highgpu-8g")
-    assert doctor.global_quota_needs(config(cluster={"systemPool": {"machineType": "c3-standard-22", "allowUncataloguedMachineType": True}})) == (
-        16, 448, "2 x a4-highgpu-8g, not the system pool (c3-standard-22: vCPUs not known here)")
+    assert doctor.global_quota_needs(
+        config(cluster={"systemPool": {"machineType": "c3-standard-22", "allowUncataloguedMachineType": True}})
+    ) == (16, 448, "2 x a4-highgpu-8g, not the system pool (c3-standard-22: vCPUs not known here)")
 
 
 def test_an_unlisted_project_wide_gpu_quota_warns_with_how_to_look_and_the_cpus_are_still_checked(project):
@@ -600,8 +737,10 @@ def test_an_unlisted_project_wide_gpu_quota_warns_with_how_to_look_and_the_cpus_
     results = run(project)["global-quota"]
     assert [r.status for r in results] == [doctor.WARN, doctor.PASS], results
     assert results[0].summary.startswith("the project lists no GPUS_ALL_REGIONS quota; the stack needs 16 (")
-    assert results[0].fix == ("gcloud compute project-info describe --project my-gcp-project "
-                              "--format='table(quotas.metric,quotas.limit,quotas.usage)'")
+    assert results[0].fix == (
+        "gcloud compute project-info describe --project my-gcp-project "
+        "--format='table(quotas.metric,quotas.limit,quotas.usage)'"
+    )
     asked = [kw for c, m, kw in project.calls if (c, m) == ("compute_projects", "get")]
     assert asked == [{"project": "my-gcp-project", "timeout": 5}]
 
@@ -617,7 +756,10 @@ def test_a_reservation_needs_no_gpu_quota(project):
     project.reservations["r"] = reservation(count=2)
     cfg = config(gpuPool={"nodeCount": 2, "provisioning": "reservation", "reservationName": "r"})
     result = only(project, "gpu-quota", cfg)
-    assert (result.status, result.summary) == (doctor.PASS, "a reservation brings its own quota (see the reservation check)")
+    assert (result.status, result.summary) == (
+        doctor.PASS,
+        "a reservation brings its own quota (see the reservation check)",
+    )
 
 
 # ----------------------------------------------------------------------------- reservation
@@ -625,10 +767,17 @@ def test_a_reservation_needs_no_gpu_quota(project):
 
 def reservation(count=4, in_use=0, machine="a4-highgpu-8g", zone="us-east1-b", status="READY"):
     return compute_v1.Reservation(
-        name="r", zone=f"https://www.googleapis.com/compute/v1/projects/{PROJECT}/zones/{zone}", status=status,
+        name="r",
+        zone=f"https://www.googleapis.com/compute/v1/projects/{PROJECT}/zones/{zone}",
+        status=status,
         specific_reservation=compute_v1.AllocationSpecificSKUReservation(
-            count=count, in_use_count=in_use,
-            instance_properties=compute_v1.AllocationSpecificSKUAllocationReservedInstanceProperties(machine_type=machine)))
+            count=count,
+            in_use_count=in_use,
+            instance_properties=compute_v1.AllocationSpecificSKUAllocationReservedInstanceProperties(
+                machine_type=machine
+            ),
+        ),
+    )
 
 
 RESERVED = {"gpuPool": {"nodeCount": 2, "provisioning": "reservation", "reservationName": "r"}}
@@ -643,8 +792,10 @@ def test_a_reservation_with_room_for_the_pool_passes(project):
 def test_a_missing_reservation_fails(project):
     result = only(project, "reservation", config(**RESERVED))
     assert result.status == doctor.FAIL and "no reservation 'r' in us-east1-b" in result.summary
-    assert result.fix == ("gcloud compute reservations list --project my-gcp-project  "
-                          "# then set gpuPool.reservationName and zone to one listed")
+    assert result.fix == (
+        "gcloud compute reservations list --project my-gcp-project  "
+        "# then set gpuPool.reservationName and zone to one listed"
+    )
     asked = [kw for c, m, kw in project.calls if (c, m) == ("reservations", "get")]
     assert asked == [{"project": "my-gcp-project", "zone": "us-east1-b", "reservation": "r", "timeout": 5}]
 
@@ -657,8 +808,14 @@ def test_a_reservation_in_another_zone_fails(project):
 def test_a_reservation_of_another_machine_type_fails(project):
     project.reservations["r"] = reservation(machine="a3-ultragpu-8g")
     result = only(project, "reservation", config(**RESERVED))
-    assert (result.status, result.summary) == (doctor.FAIL, "r reserves a3-ultragpu-8g, not a4-highgpu-8g (flavour b200)")
-    assert result.fix == "pulumi config set --stack dev --path gpuPool.reservationName <a reservation of a4-highgpu-8g in us-east1-b>"
+    assert (result.status, result.summary) == (
+        doctor.FAIL,
+        "r reserves a3-ultragpu-8g, not a4-highgpu-8g (flavour b200)",
+    )
+    assert (
+        result.fix
+        == "pulumi config set --stack dev --path gpuPool.reservationName <a reservation of a4-highgpu-8g in us-east1-b>"
+    )
 
 
 def test_a_reservation_naming_its_machine_type_by_url_is_of_that_machine_type(project):
@@ -669,7 +826,10 @@ def test_a_reservation_naming_its_machine_type_by_url_is_of_that_machine_type(pr
 def test_a_reservation_of_neither_a_machine_type_nor_a_template_fails(project):
     project.reservations["r"] = reservation(machine="")
     result = only(project, "reservation", config(**RESERVED))
-    assert (result.status, result.summary) == (doctor.FAIL, "r reserves no specific machine type, not a4-highgpu-8g (flavour b200)")
+    assert (result.status, result.summary) == (
+        doctor.FAIL,
+        "r reserves no specific machine type, not a4-highgpu-8g (flavour b200)",
+    )
 
 
 def test_a_reservation_without_room_fails_with_the_resize_command(project):
@@ -681,20 +841,30 @@ def test_a_reservation_without_room_fails_with_the_resize_command(project):
 
 def test_a_reservation_of_an_instance_template_warns_that_its_machine_type_is_unknown(project):
     project.reservations["r"] = compute_v1.Reservation(
-        name="r", zone=f"projects/{PROJECT}/zones/us-east1-b", status="READY",
+        name="r",
+        zone=f"projects/{PROJECT}/zones/us-east1-b",
+        status="READY",
         specific_reservation=compute_v1.AllocationSpecificSKUReservation(
-            count=2, source_instance_template=f"projects/{PROJECT}/global/instanceTemplates/a4-template"))
+            count=2, source_instance_template=f"projects/{PROJECT}/global/instanceTemplates/a4-template"
+        ),
+    )
     result = only(project, "reservation", config(**RESERVED))
-    assert (result.status, result.summary) == (doctor.WARN, (
-        "r reserves VMs of instance template a4-template: make sure it is a4-highgpu-8g; 2 reserved, 0 in use, "
-        "the pool needs 2")), result
+    assert (result.status, result.summary) == (
+        doctor.WARN,
+        (
+            "r reserves VMs of instance template a4-template: make sure it is a4-highgpu-8g; 2 reserved, 0 in use, "
+            "the pool needs 2"
+        ),
+    ), result
 
 
 def test_a_reservation_that_is_not_ready_warns(project):
     project.reservations["r"] = reservation(status="CREATING")
     result = only(project, "reservation", config(**RESERVED))
     assert (result.status, result.summary) == (
-        doctor.WARN, "r in us-east1-b: 4 of 4 a4-highgpu-8g free; the pool needs 2; status CREATING, not READY")
+        doctor.WARN,
+        "r in us-east1-b: 4 of 4 a4-highgpu-8g free; the pool needs 2; status CREATING, not READY",
+    )
 
 
 def test_no_reservation_is_asked_for_without_one(project):
@@ -753,7 +923,10 @@ def test_a_channel_default_below_the_flavours_minimum_fails_and_names_a_version_
 def test_a_channel_with_nothing_new_enough_points_to_a_channel_that_has_it(project):
     project.channels["REGULAR"] = ("1.32.1-gke.100", ["1.32.1-gke.100"])
     result = only(project, "gke-versions")
-    assert result.status == doctor.FAIL and result.fix == "pulumi config set --stack dev --path cluster.releaseChannel RAPID"
+    assert (
+        result.status == doctor.FAIL
+        and result.fix == "pulumi config set --stack dev --path cluster.releaseChannel RAPID"
+    )
 
 
 def test_the_legacy_lustre_port_lowers_the_minimum_to_the_lustre_csi_drivers_not_below(project):
@@ -797,7 +970,10 @@ def test_a_bucket_in_another_readable_project_fails(project):
 def test_a_bucket_kept_by_an_earlier_destroy_fails_unless_adopted(project):
     project.buckets[BUCKET] = NUMBER
     result = only(project, "bucket")
-    assert result.status == doctor.FAIL and result.fix == "pulumi config set --stack dev --path storage.adoptExistingBucket true"
+    assert (
+        result.status == doctor.FAIL
+        and result.fix == "pulumi config set --stack dev --path storage.adoptExistingBucket true"
+    )
     assert only(project, "bucket", config(storage={"adoptExistingBucket": True})).status == doctor.PASS
 
 
@@ -818,25 +994,38 @@ def test_the_default_vpc_missing_fails(project):
 
 def test_an_existing_service_networking_peering_on_the_default_vpc_fails(project):
     project.networks["default"] = compute_v1.Network(
-        name="default", peerings=[compute_v1.NetworkPeering(name="servicenetworking-googleapis-com", network="x")])
+        name="default", peerings=[compute_v1.NetworkPeering(name="servicenetworking-googleapis-com", network="x")]
+    )
     result = only(project, "psa", config(**DEFAULT_NET))
     assert result.status == doctor.FAIL and "useDefaultNetwork false" in result.fix
 
 
 def test_a_psa_range_overlapping_a_peering_range_fails(project):
     project.networks["default"] = compute_v1.Network(name="default")
-    project.addresses = [compute_v1.Address(name="google-managed", purpose="VPC_PEERING", address="10.16.2.0",
-                                            prefix_length=24, network=f"projects/{PROJECT}/global/networks/default")]
+    project.addresses = [
+        compute_v1.Address(
+            name="google-managed",
+            purpose="VPC_PEERING",
+            address="10.16.2.0",
+            prefix_length=24,
+            network=f"projects/{PROJECT}/global/networks/default",
+        )
+    ]
     result = only(project, "psa", config(**DEFAULT_NET))
     assert result.status == doctor.FAIL and "google-managed" in result.summary
 
 
 def test_a_psa_range_overlapping_a_subnet_fails_and_a_free_one_passes(project):
     project.networks["default"] = compute_v1.Network(name="default")
-    project.subnetworks = [compute_v1.Subnetwork(
-        name="default", region="europe-west4", ip_cidr_range="10.164.0.0/20",
-        network=f"https://www.googleapis.com/compute/v1/projects/{PROJECT}/global/networks/default",
-        secondary_ip_ranges=[compute_v1.SubnetworkSecondaryRange(range_name="x", ip_cidr_range="10.16.0.0/16")])]
+    project.subnetworks = [
+        compute_v1.Subnetwork(
+            name="default",
+            region="europe-west4",
+            ip_cidr_range="10.164.0.0/20",
+            network=f"https://www.googleapis.com/compute/v1/projects/{PROJECT}/global/networks/default",
+            secondary_ip_ranges=[compute_v1.SubnetworkSecondaryRange(range_name="x", ip_cidr_range="10.16.0.0/16")],
+        )
+    ]
     result = only(project, "psa", config(**DEFAULT_NET))
     assert result.status == doctor.FAIL and "10.16.0.0/16" in result.summary
     free = config(network={"useDefaultNetwork": True, "psaCidr": "10.20.0.0/22"})
@@ -851,24 +1040,36 @@ def by_constraint(project, cfg=None) -> dict[str, doctor.Result]:
 
 
 def test_domain_restricted_sharing_that_omits_the_pool_fails(project):
-    project.policies["iam.allowedPolicyMemberDomains"] = policy(Rule(values=Rule.StringValues(allowed_values=["C01abc"])))
+    project.policies["iam.allowedPolicyMemberDomains"] = policy(
+        Rule(values=Rule.StringValues(allowed_values=["C01abc"]))
+    )
     result = by_constraint(project)["iam.allowedPolicyMemberDomains"]
     assert result.status == doctor.FAIL and PRINCIPAL in result.summary
     assert "gcloud org-policies reset iam.allowedPolicyMemberDomains" in result.fix
 
 
 def test_domain_restricted_sharing_that_allows_the_pool_passes(project):
-    project.policies["iam.allowedPolicyMemberDomains"] = policy(Rule(values=Rule.StringValues(allowed_values=[
-        "C01abc", f"principalSet://iam.googleapis.com/projects/{NUMBER}/locations/global/workloadIdentityPools/{PROJECT}.svc.id.goog/*"])))
+    project.policies["iam.allowedPolicyMemberDomains"] = policy(
+        Rule(
+            values=Rule.StringValues(
+                allowed_values=[
+                    "C01abc",
+                    f"principalSet://iam.googleapis.com/projects/{NUMBER}/locations/global/workloadIdentityPools/{PROJECT}.svc.id.goog/*",
+                ]
+            )
+        )
+    )
     assert by_constraint(project)["iam.allowedPolicyMemberDomains"].status == doctor.PASS
 
 
 def test_the_managed_member_constraint_is_read_from_its_parameters(project):
-    project.policies["iam.managed.allowedPolicyMembers"] = policy(Rule(enforce=True, parameters={
-        "allowedMemberSubjects": ["user:a@example.com"], "allowedPrincipalSets": []}))
+    project.policies["iam.managed.allowedPolicyMembers"] = policy(
+        Rule(enforce=True, parameters={"allowedMemberSubjects": ["user:a@example.com"], "allowedPrincipalSets": []})
+    )
     assert by_constraint(project)["iam.managed.allowedPolicyMembers"].status == doctor.FAIL
-    project.policies["iam.managed.allowedPolicyMembers"] = policy(Rule(enforce=True, parameters={
-        "allowedMemberSubjects": [PRINCIPAL]}))
+    project.policies["iam.managed.allowedPolicyMembers"] = policy(
+        Rule(enforce=True, parameters={"allowedMemberSubjects": [PRINCIPAL]})
+    )
     assert by_constraint(project)["iam.managed.allowedPolicyMembers"].status == doctor.PASS
 
 
@@ -877,9 +1078,15 @@ def test_service_account_creation_disabled_fails(project):
     assert by_constraint(project)["iam.disableServiceAccountCreation"].status == doctor.FAIL
 
 
-@pytest.mark.parametrize("allowed, status", [
-    (["in:us-east1-locations"], doctor.PASS), (["in:us-locations"], doctor.WARN), (["in:europe-west4-locations"], doctor.WARN),
-    (["europe-west4"], doctor.FAIL)])
+@pytest.mark.parametrize(
+    "allowed, status",
+    [
+        (["in:us-east1-locations"], doctor.PASS),
+        (["in:us-locations"], doctor.WARN),
+        (["in:europe-west4-locations"], doctor.WARN),
+        (["europe-west4"], doctor.FAIL),
+    ],
+)
 def test_resource_locations(project, allowed, status):
     project.policies["gcp.resourceLocations"] = policy(Rule(values=Rule.StringValues(allowed_values=allowed)))
     assert by_constraint(project)["gcp.resourceLocations"].status == status
@@ -919,8 +1126,12 @@ def test_json_output(project, monkeypatch):
     doc = json.loads(out)
     assert code == doctor.EXIT_FAILED and doc["ok"] is False and doc["stack"] == "dev"
     apis = next(c for c in doc["checks"] if c["check"] == "apis")
-    assert apis == {"check": "apis", "status": "fail", "summary": "off: lustre.googleapis.com",
-                    "fix": f"gcloud services enable lustre.googleapis.com --project {PROJECT}"}
+    assert apis == {
+        "check": "apis",
+        "status": "fail",
+        "summary": "off: lustre.googleapis.com",
+        "fix": f"gcloud services enable lustre.googleapis.com --project {PROJECT}",
+    }
 
 
 def test_missing_credentials_are_one_line_and_exit_3(monkeypatch, tmp_path):
@@ -979,21 +1190,28 @@ def live_cluster(master: str, pools: dict[str, str], hold: bool = False) -> cont
     exclusions = {}
     if hold:
         exclusions["no-minor-or-node-upgrades"] = container_v1.TimeWindow(
-            maintenance_exclusion_options=container_v1.MaintenanceExclusionOptions(scope="NO_MINOR_OR_NODE_UPGRADES"))
+            maintenance_exclusion_options=container_v1.MaintenanceExclusionOptions(scope="NO_MINOR_OR_NODE_UPGRADES")
+        )
     return container_v1.Cluster(
         name=StackContext.from_config("dev", config()).name("gke", Limit.GKE_CLUSTER),
         current_master_version=master,
         node_pools=[container_v1.NodePool(name=n, version=v) for n, v in pools.items()],
         maintenance_policy=container_v1.MaintenancePolicy(
-            window=container_v1.MaintenanceWindow(maintenance_exclusions=exclusions)),
-        addons_config=container_v1.AddonsConfig(ray_operator_config=container_v1.RayOperatorConfig(enabled=True),
-                                                lustre_csi_driver_config=container_v1.LustreCsiDriverConfig(enabled=True)),
+            window=container_v1.MaintenanceWindow(maintenance_exclusions=exclusions)
+        ),
+        addons_config=container_v1.AddonsConfig(
+            ray_operator_config=container_v1.RayOperatorConfig(enabled=True),
+            lustre_csi_driver_config=container_v1.LustreCsiDriverConfig(enabled=True),
+        ),
     )
 
 
 def test_before_the_cluster_exists_the_channels_default_is_compared_with_the_row(project):
     result = only(project, "version-matrix")
-    assert result.status == doctor.PASS and "would create it on 1.33.5-gke.1162000, inside row standard-gib-v1.1.1" in result.summary
+    assert (
+        result.status == doctor.PASS
+        and "would create it on 1.33.5-gke.1162000, inside row standard-gib-v1.1.1" in result.summary
+    )
     asked = [kw["name"] for c, m, kw in project.calls if m == "get_cluster"]
     # A regional control plane (the default) lives in the region.
     assert asked == [f"projects/{PROJECT}/locations/us-east1/clusters/{live_cluster('1', {}).name}"]
@@ -1030,7 +1248,9 @@ def test_the_same_upgrade_held_by_a_no_minor_or_node_upgrades_exclusion_passes(p
     project.channels["REGULAR"] = ("1.35.4-gke.900", ["1.35.4-gke.900", "1.36.0-gke.1200"])
     project.cluster = live_cluster("1.35.4-gke.900", {"gpu": "1.35.4-gke.900"}, hold=True)
     upgrades = run(project)["version-upgrades"][0]
-    assert upgrades.status == doctor.PASS and "held by maintenance exclusion no-minor-or-node-upgrades" in upgrades.summary
+    assert (
+        upgrades.status == doctor.PASS and "held by maintenance exclusion no-minor-or-node-upgrades" in upgrades.summary
+    )
 
 
 def test_a_node_pool_already_outside_the_row_warns_naming_it(project):
@@ -1072,9 +1292,18 @@ def ladder_config(*rungs, nodes=2):
 
 
 def b200_reservation(name, count, in_use=0):
-    return compute_v1.Reservation(name=name, zone="zones/us-east1-b", status="READY", specific_reservation=compute_v1.AllocationSpecificSKUReservation(
-        count=count, in_use_count=in_use,
-        instance_properties=compute_v1.AllocationSpecificSKUAllocationReservedInstanceProperties(machine_type="a4-highgpu-8g")))
+    return compute_v1.Reservation(
+        name=name,
+        zone="zones/us-east1-b",
+        status="READY",
+        specific_reservation=compute_v1.AllocationSpecificSKUReservation(
+            count=count,
+            in_use_count=in_use,
+            instance_properties=compute_v1.AllocationSpecificSKUAllocationReservedInstanceProperties(
+                machine_type="a4-highgpu-8g"
+            ),
+        ),
+    )
 
 
 def test_every_rung_of_the_ladder_is_checked_against_its_own_quota_or_reservation(project):
@@ -1084,8 +1313,11 @@ def test_every_rung_of_the_ladder_is_checked_against_its_own_quota_or_reservatio
     cfg = ladder_config({"reservation": "my-a4-block"}, "flexStart", "spot", "onDemand")
     results = run(project, cfg)["capacity-ladder"]
     assert [(r.summary.split(":")[0], r.status) for r in results] == [
-        ("rung 1 reservation my-a4-block", doctor.FAIL), ("rung 2 flexStart", doctor.FAIL), ("rung 3 spot", doctor.FAIL),
-        ("rung 4 onDemand", doctor.PASS)]
+        ("rung 1 reservation my-a4-block", doctor.FAIL),
+        ("rung 2 flexStart", doctor.FAIL),
+        ("rung 3 spot", doctor.FAIL),
+        ("rung 4 onDemand", doctor.PASS),
+    ]
     assert "PREEMPTIBLE_NVIDIA_B200_GPUS in us-east1: 8 free of 16" in results[1].summary
     assert "NVIDIA_B200_GPUS in us-east1: 32 free of 32" in results[3].summary
     assert "1 of 4" in results[0].summary and "--vm-count 5" in results[0].fix
@@ -1096,7 +1328,10 @@ def test_every_rung_of_the_ladder_is_checked_against_its_own_quota_or_reservatio
 
 def test_a_rungs_missing_reservation_fails_naming_the_rung(project):
     results = run(project, ladder_config({"reservation": "gone"}, "spot"))["capacity-ladder"]
-    assert results[0].status == doctor.FAIL and results[0].summary == "rung 1 reservation gone: no reservation 'gone' in us-east1-b"
+    assert (
+        results[0].status == doctor.FAIL
+        and results[0].summary == "rung 1 reservation gone: no reservation 'gone' in us-east1-b"
+    )
     assert results[1].status == doctor.PASS
 
 

@@ -9,7 +9,6 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import ROOT
 
 PICKLED = json.loads((ROOT / "tests" / "reference" / "pickled_providers.json").read_text())["providers"]
@@ -21,7 +20,8 @@ import base64, sys
 import dill
 provider = dill.loads(base64.b64decode(sys.stdin.read()))
 cls = type(provider)
-print(f"{cls.__module__}.{cls.__qualname__}", *sorted(m for m in ("create", "read", "diff", "update", "delete") if callable(getattr(provider, m, None))))
+methods = ("create", "read", "diff", "update", "delete")
+print(f"{cls.__module__}.{cls.__qualname__}", *sorted(m for m in methods if callable(getattr(provider, m, None))))
 """
 
 

@@ -50,8 +50,17 @@ class FakeView:
 
 def run(view, clock, **kw):
     said = []
-    result = wait_for_gang(view, want=len(view.arrivals), rungs=RUNGS, max_wait_s=kw.pop("max_wait_s", 3600),
-                           say=said.append, poll_s=30, clock=clock, sleep=clock.sleep, **kw)
+    result = wait_for_gang(
+        view,
+        want=len(view.arrivals),
+        rungs=RUNGS,
+        max_wait_s=kw.pop("max_wait_s", 3600),
+        say=said.append,
+        poll_s=30,
+        clock=clock,
+        sleep=clock.sleep,
+        **kw,
+    )
     return result, said
 
 
@@ -64,8 +73,10 @@ def test_a_gang_that_never_completes_is_said_in_one_line_and_its_partial_nodes_r
     assert view.released == 1, "the partial nodes are given back"
     assert result.waited_s >= 3600 and clock.now == pytest.approx(3600)
     assert len(said) == 1 and "\n" not in said[0]
-    assert said[0] == ("gang incomplete: 3 of 5 GPU nodes after 60 min (spot 2, onDemand 1; no rung gave the rest); "
-                       "released: worker group gpu scaled to 0")
+    assert said[0] == (
+        "gang incomplete: 3 of 5 GPU nodes after 60 min (spot 2, onDemand 1; no rung gave the rest); "
+        "released: worker group gpu scaled to 0"
+    )
 
 
 def test_with_on_timeout_keep_the_workers_stay_and_the_line_says_so():
@@ -73,8 +84,10 @@ def test_with_on_timeout_keep_the_workers_stay_and_the_line_says_so():
     view = FakeView(clock, [(0, "s-gpu-spot"), None])
     result, said = run(view, clock, max_wait_s=600, release=False)
     assert not result.complete and view.released == 0 and result.released is None
-    assert said == ["gang incomplete: 1 of 2 GPU nodes after 10 min (spot 1; no rung gave the rest); kept waiting "
-                    "(gpuPool.capacity.onTimeout: keep)"]
+    assert said == [
+        "gang incomplete: 1 of 2 GPU nodes after 10 min (spot 1; no rung gave the rest); kept waiting "
+        "(gpuPool.capacity.onTimeout: keep)"
+    ]
 
 
 def test_a_gang_from_several_rungs_completes_and_names_its_mix_in_ladder_order():

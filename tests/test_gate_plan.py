@@ -4,12 +4,12 @@ Lustre instance's throughput, the pool's shape, and the policy default."""
 from __future__ import annotations
 
 import pytest
-
 from conftest import merged, stack_config
-from infra.placement import gpu_pool_facts
+
 from infra.config import namespaced, parse
 from infra.flavours import FLAVOURS
 from infra.gate_plan import gate_plan_for_stack, gpu_name, load_thresholds, published_value
+from infra.placement import gpu_pool_facts
 from infra.stack_context import StackContext
 from infra.stack_file import load_stack
 
@@ -50,7 +50,9 @@ def test_a_multi_node_stack_gets_half_of_googles_published_bus_bandwidth_and_enf
     assert cfg.gate_policy == "enforce" and plan.node_count == cfg.gpu_pool.node_count == 2
     # 0.5 x 324.13 GB/s, all_gather of 1 GiB on 2 x a3-ultragpu-8g over gIB (Cluster Toolkit, 8b70b1036).
     assert plan.busbw_floor_gbps == 162.06 and plan.gpu_name == "H200" and plan.expect_net == "gIB"
-    assert plan.busbw_source.startswith("0.5 x 324.13 GB/s: Google Cluster Toolkit") and "8b70b1036" in plan.busbw_source
+    assert (
+        plan.busbw_source.startswith("0.5 x 324.13 GB/s: Google Cluster Toolkit") and "8b70b1036" in plan.busbw_source
+    )
     assert (plan.collective, plan.message_bytes, plan.backend, plan.device) == ("all_gather", 1 << 30, "nccl", "cuda")
 
 
@@ -106,8 +108,11 @@ def test_the_gate_expects_the_nccl_of_the_stacks_version_matrix_row():
 
 
 def test_a_stack_outside_the_version_matrix_has_its_nccl_reported_not_checked():
-    _, plan = plan_of("b200", ray={"ncclInstallerImage": "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.0.5"},
-                      allowUntestedVersions=True)
+    _, plan = plan_of(
+        "b200",
+        ray={"ncclInstallerImage": "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.0.5"},
+        allowUntestedVersions=True,
+    )
     assert plan.expect_nccl is None and plan.expect_gib == "v1.0.5"
 
 
@@ -119,7 +124,9 @@ def test_on_autopilot_the_gate_checks_no_nccl_release_the_matrix_does_not_record
 
 def test_the_b200_floor_source_names_the_a3_ultra_figure_and_then_the_estimate():
     _, plan = plan_of("b200")
-    assert plan.busbw_source.startswith("0.5 x 324.13 GB/s: the A3 Ultra figure of Google Cluster Toolkit"), plan.busbw_source
+    assert plan.busbw_source.startswith("0.5 x 324.13 GB/s: the A3 Ultra figure of Google Cluster Toolkit"), (
+        plan.busbw_source
+    )
     assert plan.busbw_source.endswith(
         "(ESTIMATE: no published A4 number was found (Cluster Toolkit, container-engine-accelerators and gpu-recipes "
         "show only placeholders); A4 has the same 8 RDMA NICs per node as A3 Ultra "
@@ -143,13 +150,30 @@ def test_every_number_of_the_gate_comes_from_the_thresholds_it_is_given():
 
     data = copy.deepcopy(dict(load_thresholds()))
     data["timeout_seconds"] = 1234
-    data["fabric"] = {**data["fabric"], "collective": "all_reduce", "message_bytes": 1 << 28, "warmup_iters": 2, "iters": 7}
-    data["storage"] = {**data["storage"], "streams_per_node": 3, "target_seconds": 1000, "max_bytes_per_node": 1 << 50,
-                       "source": "tier table\n   of   Lustre"}
+    data["fabric"] = {
+        **data["fabric"],
+        "collective": "all_reduce",
+        "message_bytes": 1 << 28,
+        "warmup_iters": 2,
+        "iters": 7,
+    }
+    data["storage"] = {
+        **data["storage"],
+        "streams_per_node": 3,
+        "target_seconds": 1000,
+        "max_bytes_per_node": 1 << 50,
+        "source": "tier table\n   of   Lustre",
+    }
     cfg, _ = plan_of("h200")
     plan = gate_plan_for_stack(cfg, gpu_pool_facts(StackContext.from_config("h200", cfg), cfg), data)
-    assert (plan.timeout_s, plan.collective, plan.message_bytes, plan.warmup_iters, plan.iters, plan.storage_streams) == (
-        1234.0, "all_reduce", 1 << 28, 2, 7, 3)
+    assert (
+        plan.timeout_s,
+        plan.collective,
+        plan.message_bytes,
+        plan.warmup_iters,
+        plan.iters,
+        plan.storage_streams,
+    ) == (1234.0, "all_reduce", 1 << 28, 2, 7, 3)
     assert plan.storage_source == "0.5 x 18000 GiB x 500 MB/s/TiB: tier table of Lustre"
     # 1000 s at 8789.0625 MB/s (18000 GiB x 500 MB/s/TiB, MB = 10^6 bytes) over 2 nodes, in whole MiB.
     assert plan.storage_bytes_per_node == 4394531250000 // (1 << 20) * (1 << 20)

@@ -34,7 +34,11 @@ def test_the_nccl_tests_build_and_the_library_it_ran_on_are_named():
 
 def test_both_sides_of_the_real_run_loaded_the_same_nccl():
     # The script's same-library check reads these two logs (gate rank, then all_gather_perf).
-    assert gate.parse_nccl_log(PERF_NCCL_LOG).versions == gate.parse_nccl_log(GATE_RANK_LOG).versions == {"2.28.9+cuda13.0"}
+    assert (
+        gate.parse_nccl_log(PERF_NCCL_LOG).versions
+        == gate.parse_nccl_log(GATE_RANK_LOG).versions
+        == {"2.28.9+cuda13.0"}
+    )
     assert gate.parse_nccl_log(PERF_NCCL_LOG).networks == {"Socket": 1}
 
 
@@ -49,7 +53,9 @@ def test_the_gates_message_size_and_iterations_are_those_the_cluster_plan_reads(
 
     fabric = load_thresholds()["fabric"]
     settings = tool.fabric_settings()
-    assert settings == {k: fabric[k] for k in ("message_bytes", "warmup_iters", "iters")} and settings["message_bytes"] > 0
+    assert (
+        settings == {k: fabric[k] for k in ("message_bytes", "warmup_iters", "iters")} and settings["message_bytes"] > 0
+    )
 
 
 def test_a_path_that_is_no_nccl_tests_checkout_is_one_line_and_exit_2(tmp_path, capsys):

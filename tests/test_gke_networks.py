@@ -11,10 +11,10 @@ import json
 from dataclasses import replace
 
 import pytest
-
 from conftest import ALL_STACKS, STACKS, stack_plan
-from infra.gke_networks import GkeNetworkObjects, GkeNetworkObjectsArgs, interfaces_annotation
 from k8s_support import k8s_doc, record, sample_nics
+
+from infra.gke_networks import GkeNetworkObjects, GkeNetworkObjectsArgs, interfaces_annotation
 
 PARAMS = "kubernetes:networking.gke.io/v1:GKENetworkParamSet"
 NETWORK = "kubernetes:networking.gke.io/v1:Network"
@@ -40,7 +40,9 @@ def test_every_nic_gets_a_parameter_set_naming_its_own_vpc_subnet_and_device_mod
         doc = k8s_doc(params[nic.network_object])
         assert doc["apiVersion"] == "networking.gke.io/v1" and doc["kind"] == "GKENetworkParamSet", nic.network_object
         assert "namespace" not in doc["metadata"], f"{nic.network_object}: GKENetworkParamSet is cluster-scoped"
-        assert doc["spec"] == {"vpc": nic.vpc, "vpcSubnet": nic.subnet, "deviceMode": nic.device_mode}, nic.network_object
+        assert doc["spec"] == {"vpc": nic.vpc, "vpcSubnet": nic.subnet, "deviceMode": nic.device_mode}, (
+            nic.network_object
+        )
 
 
 def test_every_nic_gets_a_device_network_pointing_at_its_parameter_set():
@@ -55,7 +57,9 @@ def test_every_nic_gets_a_device_network_pointing_at_its_parameter_set():
             "type": "Device",
             "parametersRef": {"group": "networking.gke.io", "kind": "GKENetworkParamSet", "name": name},
         }, name
-        assert params[name].urn in reg.dependencies, f"Network {name} must be created after (deleted before) its parameter set"
+        assert params[name].urn in reg.dependencies, (
+            f"Network {name} must be created after (deleted before) its parameter set"
+        )
 
 
 def test_gvnic_is_a_netdevice_and_every_rdma_nic_is_rdma():
@@ -67,7 +71,10 @@ def test_gvnic_is_a_netdevice_and_every_rdma_nic_is_rdma():
 def test_the_interface_annotation_starts_with_the_default_network_then_follows_nic_order():
     entries = json.loads(interfaces_annotation(sample_nics()))
     assert entries[0] == {"interfaceName": "eth0", "network": "default"}
-    assert entries[1:] == [{"interfaceName": f"eth{i + 1}", "network": n} for i, n in enumerate(["gvnic-1", *(f"rdma-{i}" for i in range(8))])]
+    assert entries[1:] == [
+        {"interfaceName": f"eth{i + 1}", "network": n}
+        for i, n in enumerate(["gvnic-1", *(f"rdma-{i}" for i in range(8))])
+    ]
 
 
 def test_the_annotation_names_exactly_the_network_objects_created_one_to_one():
@@ -141,7 +148,9 @@ def test_each_annotated_interface_is_the_node_network_the_gpu_pool_attaches_at_t
     # eth1 is the node's first additional network, eth2 the second, ...
     pod_order = [subnet_of[e["network"]] for e in annotation[1:]]
     assert [e["interfaceName"] for e in annotation[1:]] == [f"eth{i + 1}" for i in range(len(attached))]
-    assert pod_order == attached, f"{release.name}: annotated interfaces do not follow {pool.name}'s additional networks"
+    assert pod_order == attached, (
+        f"{release.name}: annotated interfaces do not follow {pool.name}'s additional networks"
+    )
 
 
 def test_network_objects_do_not_wait_for_the_node_pools_so_destroy_cannot_deadlock_on_them():

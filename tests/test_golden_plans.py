@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import stack_plan
+
 from infra.stack_file import available_stacks
 from tools.golden_plans import GOLDEN_DIR, differences, golden_path, render
 from tools.offline_plan import ROOT, plan_document
@@ -24,11 +24,16 @@ def test_the_plan_of_the_committed_stack_equals_its_golden_file(stack):
     got = json.loads(render(plan_document(stack_plan(stack))))
     want = json.loads(golden_path(stack).read_text())
     diffs = list(differences(want, got))
-    assert not diffs, f"{stack}: plan differs from tests/golden/{stack}.json (run `make golden` if intended):\n" + "\n".join(diffs[:20])
+    assert not diffs, (
+        f"{stack}: plan differs from tests/golden/{stack}.json (run `make golden` if intended):\n"
+        + "\n".join(diffs[:20])
+    )
 
 
 def test_a_changed_input_is_named_by_resource_and_path():
-    want = {"resources": [{"urn": "urn:pulumi:s::p::gcp:compute/network:Network::network-vpc", "inputs": {"mtu": 8896}}]}
+    want = {
+        "resources": [{"urn": "urn:pulumi:s::p::gcp:compute/network:Network::network-vpc", "inputs": {"mtu": 8896}}]
+    }
     got = {"resources": [{"urn": "urn:pulumi:s::p::gcp:compute/network:Network::network-vpc", "inputs": {"mtu": 1460}}]}
     assert list(differences(want, got)) == ["resource network-vpc.inputs.mtu: 8896 -> 1460"]
 

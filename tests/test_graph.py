@@ -6,8 +6,8 @@ docs/resources.md embeds the dev graph; tests/test_reference_docs.py checks it i
 from collections import defaultdict
 
 from conftest import stack_plan
-from tools import deploy_time
-from tools import graph
+
+from tools import deploy_time, graph
 
 
 def dev_graph() -> graph.Graph:

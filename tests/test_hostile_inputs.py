@@ -19,8 +19,8 @@ import pytest
 
 from infra.naming import Limit, cloud_name
 from infra.stack_file import MAX_STACK_FILE_BYTES, MAX_VALUES
-from tools import offline_plan
 from jobctl import cli as jobctl_cli
+from tools import offline_plan
 
 BASE = {"nemo-rl-gke:project": "my-gcp-project"}
 STACK = "hostile"
@@ -87,14 +87,26 @@ CONFIG_CASES = {
     "true is not a number": ({"gpuPool": {"nodeCount": True}}, "nemo-rl-gke:gpuPool.nodeCount: true"),
     "a word is not a number": ({"gpuPool": {"nodeCount": "two"}}, "nemo-rl-gke:gpuPool.nodeCount: 'two'"),
     "1 is not a boolean": ({"cluster": {"deletionProtection": 1}}, "nemo-rl-gke:cluster.deletionProtection"),
-    "yes is not a boolean": ({"storage": {"deleteBucketOnDestroy": "yes"}}, "nemo-rl-gke:storage.deleteBucketOnDestroy"),
+    "yes is not a boolean": (
+        {"storage": {"deleteBucketOnDestroy": "yes"}},
+        "nemo-rl-gke:storage.deleteBucketOnDestroy",
+    ),
     "inf as text": ({"cost": {"bucketGib": "inf"}}, "nemo-rl-gke:cost.bucketGib: 'inf'"),
     "nan price": ({"cost": {"priceOverrides": {"gpu.a4-highgpu-8g.spot": "nan"}}}, "nemo-rl-gke:cost.priceOverrides"),
-    "boolean price": ({"cost": {"priceOverrides": {"gpu.a4-highgpu-8g.spot": True}}}, "nemo-rl-gke:cost.priceOverrides"),
+    "boolean price": (
+        {"cost": {"priceOverrides": {"gpu.a4-highgpu-8g.spot": True}}},
+        "nemo-rl-gke:cost.priceOverrides",
+    ),
     "a section that is a number": ({"gpuPool": 3}, "nemo-rl-gke:gpuPool: '3' is not allowed; allowed: a map"),
     "a list that is a string": ({"network": {"rdmaCidrs": "192.168.1.0/24"}}, "nemo-rl-gke:network.rdmaCidrs"),
-    "a value outside a choice": ({"cluster": {"releaseChannel": "NIGHTLY"}}, "nemo-rl-gke:cluster.releaseChannel: 'NIGHTLY'"),
-    "a key with a typo": ({"gpuPool": {"nodecount": 2}}, "nemo-rl-gke:gpuPool.nodecount: unknown key; did you mean nodeCount?"),
+    "a value outside a choice": (
+        {"cluster": {"releaseChannel": "NIGHTLY"}},
+        "nemo-rl-gke:cluster.releaseChannel: 'NIGHTLY'",
+    ),
+    "a key with a typo": (
+        {"gpuPool": {"nodecount": 2}},
+        "nemo-rl-gke:gpuPool.nodecount: unknown key; did you mean nodeCount?",
+    ),
     # stack names Pulumi allows, as the name prefix
     "a name prefix that is too long": ({"namePrefix": "a" * 21}, "nemo-rl-gke:namePrefix"),
     "a name prefix with google": ({"namePrefix": "google-ml"}, "nemo-rl-gke:namePrefix: 'google-ml'"),
@@ -103,13 +115,17 @@ CONFIG_CASES = {
     # places that do not exist
     "an unknown region": (
         {"region": "us-centrall1", "zone": "us-centrall1-b"},
-        "nemo-rl-gke:region: 'us-centrall1' has no zone with a4-highgpu-8g (flavour b200) and Managed Lustre in the zone "
+        "nemo-rl-gke:region: 'us-centrall1' has no zone with a4-highgpu-8g (flavour b200) and Managed Lustre in "
+        "the zone "
         "catalogue; allowed (nearest first): us-central1-b,",
     ),
     "a zone without the flavour": ({"region": "us-east1", "zone": "us-east1-c"}, "nemo-rl-gke:zone: 'us-east1-c'"),
     "a zone of another region": ({"region": "us-east1", "zone": "us-central1-b"}, "nemo-rl-gke:zone"),
     "h200 where only b200 is": ({"flavour": "h200"}, "nemo-rl-gke:region: 'us-east1'"),
-    "a b200 zone without Managed Lustre": ({"region": "europe-north1", "zone": "europe-north1-b"}, "nemo-rl-gke:region"),
+    "a b200 zone without Managed Lustre": (
+        {"region": "europe-north1", "zone": "europe-north1-b"},
+        "nemo-rl-gke:region",
+    ),
     "a zone that is not a zone name": ({"zone": "us-east1-b; id"}, "nemo-rl-gke:zone"),
     # cloud naming and address rules
     "a label value with a newline": ({"labels": {"team": "ml\n"}}, "nemo-rl-gke:labels"),
@@ -127,7 +143,10 @@ CONFIG_CASES = {
         {"network": {"primaryCidr": "10.0.0.0/29"}, "gpuPool": {"nodeCount": 8}},
         "nemo-rl-gke:network.primaryCidr: 10.0.0.0/29 has 4 usable addresses",
     ),
-    "a link-local node range": ({"network": {"primaryCidr": "169.254.0.0/20"}}, "nemo-rl-gke:network.primaryCidr: 169.254.0.0/20"),
+    "a link-local node range": (
+        {"network": {"primaryCidr": "169.254.0.0/20"}},
+        "nemo-rl-gke:network.primaryCidr: 169.254.0.0/20",
+    ),
     "a loopback pod range": ({"network": {"podsCidr": "127.0.0.0/14"}}, "nemo-rl-gke:network.podsCidr"),
     "a multicast service range": ({"network": {"servicesCidr": "224.0.0.0/20"}}, "nemo-rl-gke:network.servicesCidr"),
     "a pod range too small for the nodes": ({"network": {"podsCidr": "10.4.0.0/24"}}, "nemo-rl-gke:network.podsCidr"),
@@ -136,7 +155,10 @@ CONFIG_CASES = {
         "nemo-rl-gke:network.podsCidr",
     ),
     "a pod range over the RDMA subnets": ({"network": {"podsCidr": "192.168.0.0/14"}}, "nemo-rl-gke:network"),
-    "a host address instead of a range": ({"network": {"primaryCidr": "10.0.0.1/20"}}, "nemo-rl-gke:network.primaryCidr"),
+    "a host address instead of a range": (
+        {"network": {"primaryCidr": "10.0.0.1/20"}},
+        "nemo-rl-gke:network.primaryCidr",
+    ),
     # Kubernetes rules
     "the kube-system namespace": ({"ray": {"namespace": "kube-system"}}, "nemo-rl-gke:ray.namespace: 'kube-system'"),
     "the default namespace": ({"ray": {"namespace": "default"}}, "nemo-rl-gke:ray.namespace: 'default'"),
@@ -150,15 +172,23 @@ CONFIG_CASES = {
     "a mount path over the NeMo-RL checkout": ({"ray": {"mountPath": "/opt"}}, "nemo-rl-gke:ray.mountPath: '/opt'"),
     "a mount path over Ray's session dir": ({"ray": {"mountPath": "/tmp"}}, "nemo-rl-gke:ray.mountPath"),
     # job overrides
-    "an override without =": ({"job": {"overrides": ["grpo.max_num_steps"]}}, "nemo-rl-gke:job.overrides[0]: 'grpo.max_num_steps' has no '='"),
+    "an override without =": (
+        {"job": {"overrides": ["grpo.max_num_steps"]}},
+        "nemo-rl-gke:job.overrides[0]: 'grpo.max_num_steps' has no '='",
+    ),
     "an override with an empty key": ({"job": {"overrides": ["=5"]}}, "nemo-rl-gke:job.overrides[0]: '=5' has no key"),
     "an append override with an empty key": ({"job": {"overrides": ["++=5"]}}, "nemo-rl-gke:job.overrides[0]"),
     "a deletion without a key": ({"job": {"overrides": ["~"]}}, "nemo-rl-gke:job.overrides[0]"),
     "an override with a shell command": ({"job": {"overrides": ["a=$(id)"]}}, "nemo-rl-gke:job.overrides[0]"),
     # secrets a recipe needs
     "a gated model without hfToken": (
-        {"flavour": "h200", "region": "europe-west1", "zone": "europe-west1-b", "gpuPool": {"nodeCount": 2},
-         "job": {"recipe": "gemma3-27b-gsm8k"}},
+        {
+            "flavour": "h200",
+            "region": "europe-west1",
+            "zone": "europe-west1-b",
+            "gpuPool": {"nodeCount": 2},
+            "job": {"recipe": "gemma3-27b-gsm8k"},
+        },
         "nemo-rl-gke:hfToken: not set",
     ),
     "wandbProject without wandbApiKey": ({"job": {"wandbProject": "grpo"}}, "nemo-rl-gke:wandbApiKey: not set"),
@@ -188,12 +218,23 @@ CONFIG_CASES = {
         "nemo-rl-gke:cluster.masterAuthorizedNetworks: 0.0.0.0/0 covers every IPv4 address",
     ),
     "two halves that make every address": (
-        {"cluster": {"controlPlaneAccess": "ip", "masterAuthorizedNetworks": [{"cidrBlock": "0.0.0.0/1"}, {"cidrBlock": "128.0.0.0/1"}]}},
+        {
+            "cluster": {
+                "controlPlaneAccess": "ip",
+                "masterAuthorizedNetworks": [{"cidrBlock": "0.0.0.0/1"}, {"cidrBlock": "128.0.0.0/1"}],
+            }
+        },
         "nemo-rl-gke:cluster.masterAuthorizedNetworks: 0.0.0.0/1, 128.0.0.0/1 covers every IPv4 address",
     ),
     # the job: bounds, the model, credentials (the values are never repeated: test below)
-    "a trillion steps": ({"job": {"maxNumSteps": 10**12}}, "nemo-rl-gke:job.maxNumSteps: 1000000000000 is not allowed; allowed: at most 100000"),
-    "thousands of overrides": ({"job": {"overrides": [f"++extra.k{i}=1" for i in range(3000)]}}, "nemo-rl-gke:job.overrides: 3000 overrides; allowed: at most 100"),
+    "a trillion steps": (
+        {"job": {"maxNumSteps": 10**12}},
+        "nemo-rl-gke:job.maxNumSteps: 1000000000000 is not allowed; allowed: at most 100000",
+    ),
+    "thousands of overrides": (
+        {"job": {"overrides": [f"++extra.k{i}=1" for i in range(3000)]}},
+        "nemo-rl-gke:job.overrides: 3000 overrides; allowed: at most 100",
+    ),
     "an override of the recipe's model": (
         {"job": {"overrides": ["policy.model_name=meta-llama/Llama-3.1-8B"]}},
         "nemo-rl-gke:job.overrides[0]: 'policy.model_name=meta-llama/Llama-3.1-8B' changes the model of job.recipe",
@@ -215,35 +256,79 @@ def test_a_bad_config_value_is_one_line_naming_the_key(config, names, tmp_path, 
 # ---------------------------------------------------------------- stack files: how they are read
 
 FILE_CASES = {
-    "a duplicate key": ("config:\n  nemo-rl-gke:project: a-project\n  nemo-rl-gke:project: my-gcp-project\n", "line 3: duplicate key 'nemo-rl-gke:project' (first at line 2)"),
+    "a duplicate key": (
+        "config:\n  nemo-rl-gke:project: a-project\n  nemo-rl-gke:project: my-gcp-project\n",
+        "line 3: duplicate key 'nemo-rl-gke:project' (first at line 2)",
+    ),
     "a duplicate nested key": (
         "config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gke:gpuPool:\n    nodeCount: 1\n    nodeCount: 8\n",
         "duplicate key 'nodeCount'",
     ),
-    "a key both bare and namespaced": ("config:\n  project: a-project\n  nemo-rl-gke:project: my-gcp-project\n", "nemo-rl-gke:project is given twice"),
-    "a typo in the namespace": ("config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gk:flavour: h200\n", "nemo-rl-gk:flavour: unknown namespace 'nemo-rl-gk'"),
-    "a namespace in capitals": ("config:\n  nemo-rl-gke:project: my-gcp-project\n  NeMo-RL-GKE:flavour: h200\n", "NeMo-RL-GKE:flavour: unknown namespace"),
-    "a dotted key set without --path": ("config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gke:gpuPool.nodeCount: 2\n", "pulumi config set --path gpuPool.nodeCount"),
-    "a key with three parts": ("config:\n  nemo-rl-gke:project: my-gcp-project\n  a:b:c: 1\n", "'a:b:c' is not a configuration key"),
+    "a key both bare and namespaced": (
+        "config:\n  project: a-project\n  nemo-rl-gke:project: my-gcp-project\n",
+        "nemo-rl-gke:project is given twice",
+    ),
+    "a typo in the namespace": (
+        "config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gk:flavour: h200\n",
+        "nemo-rl-gk:flavour: unknown namespace 'nemo-rl-gk'",
+    ),
+    "a namespace in capitals": (
+        "config:\n  nemo-rl-gke:project: my-gcp-project\n  NeMo-RL-GKE:flavour: h200\n",
+        "NeMo-RL-GKE:flavour: unknown namespace",
+    ),
+    "a dotted key set without --path": (
+        "config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gke:gpuPool.nodeCount: 2\n",
+        "pulumi config set --path gpuPool.nodeCount",
+    ),
+    "a key with three parts": (
+        "config:\n  nemo-rl-gke:project: my-gcp-project\n  a:b:c: 1\n",
+        "'a:b:c' is not a configuration key",
+    ),
     "an alias bomb": (
-        "config:\n  nemo-rl-gke:project: my-gcp-project\n  x:a: &a [1,1,1,1,1,1,1,1,1,1]\n  x:b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\n"
+        "config:\n  nemo-rl-gke:project: my-gcp-project\n  x:a: &a [1,1,1,1,1,1,1,1,1,1]\n  x:b: &b "
+        "[*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\n"
         "  x:c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\n  x:d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\n"
         "  x:e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d,*d]\n  x:f: [*e,*e,*e,*e,*e,*e,*e,*e,*e,*e]\n",
         f"expands to more than {MAX_VALUES} values",
     ),
-    "an anchor inside itself": ("config:\n  nemo-rl-gke:project: my-gcp-project\n  x:y: &a [*a]\n", "an anchor contains itself"),
+    "an anchor inside itself": (
+        "config:\n  nemo-rl-gke:project: my-gcp-project\n  x:y: &a [*a]\n",
+        "an anchor contains itself",
+    ),
     "nesting ten thousand levels deep": ("config:\n  x:y: " + "[" * 10000 + "]" * 10000 + "\n", "nested too deeply"),
-    "yes is a string in YAML 1.2": ("config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gke:cluster:\n    deletionProtection: yes\n", "nemo-rl-gke:cluster.deletionProtection: 'yes' is not allowed; allowed: true or false"),
-    "an integer with a leading zero": ("config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gke:gpuPool:\n    nodeCount: 010\n", "nemo-rl-gke:gpuPool.nodeCount: 010 is ambiguous"),
-    "a .inf number": ("config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gke:cost:\n    bucketGib: .inf\n", "nemo-rl-gke:cost.bucketGib: .inf is not allowed"),
-    "a .nan number": ("config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gke:cost:\n    priceOverrides: {gpu.a4-highgpu-8g.spot: .NaN}\n", "nemo-rl-gke:cost.priceOverrides.gpu.a4-highgpu-8g.spot: .NaN"),
-    "a binary tag": ("config:\n  nemo-rl-gke:project: !!binary bXktZ2NwLXByb2plY3Q=\n", "tag !!binary is not supported"),
+    "yes is a string in YAML 1.2": (
+        "config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gke:cluster:\n    deletionProtection: yes\n",
+        "nemo-rl-gke:cluster.deletionProtection: 'yes' is not allowed; allowed: true or false",
+    ),
+    "an integer with a leading zero": (
+        "config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gke:gpuPool:\n    nodeCount: 010\n",
+        "nemo-rl-gke:gpuPool.nodeCount: 010 is ambiguous",
+    ),
+    "a .inf number": (
+        "config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gke:cost:\n    bucketGib: .inf\n",
+        "nemo-rl-gke:cost.bucketGib: .inf is not allowed",
+    ),
+    "a .nan number": (
+        "config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gke:cost:\n    priceOverrides: "
+        "{gpu.a4-highgpu-8g.spot: .NaN}\n",
+        "nemo-rl-gke:cost.priceOverrides.gpu.a4-highgpu-8g.spot: .NaN",
+    ),
+    "a binary tag": (
+        "config:\n  nemo-rl-gke:project: !!binary bXktZ2NwLXByb2plY3Q=\n",
+        "tag !!binary is not supported",
+    ),
     "a custom tag": ("config:\n  nemo-rl-gke:project: !env GCP_PROJECT\n", "tag !env is not supported"),
     "two documents": ("config:\n  nemo-rl-gke:project: my-gcp-project\n---\nconfig: {}\n", "holds one YAML document"),
-    "no project at all": ("config:\n  nemo-rl-gke:flavour: b200\n", "nemo-rl-gke:project: required key is not set; allowed: Google Cloud project id"),
+    "no project at all": (
+        "config:\n  nemo-rl-gke:flavour: b200\n",
+        "nemo-rl-gke:project: required key is not set; allowed: Google Cloud project id",
+    ),
     "a config that is a list": ("config:\n  - nemo-rl-gke:project\n", "'config' is not a map"),
     "a file that is a list": ("- config\n", "the file is not a map; allowed: a map with a 'config' map"),
-    "a null map key": ("config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gke:labels: {~: x}\n", "a map key is empty or null"),
+    "a null map key": (
+        "config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gke:labels: {~: x}\n",
+        "a map key is empty or null",
+    ),
 }
 
 
@@ -252,7 +337,8 @@ FILE_CASES["a plain key stored as a secret"] = (
     "nemo-rl-gke:project: stored as a secret, but it is a plain setting; allowed: a plain value",
 )
 FILE_CASES["a section stored with a secret inside"] = (
-    "config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gke:job:\n    overrides:\n      - secure: AAABAHsecretbytes\n",
+    "config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gke:job:\n    overrides:\n      - secure: "
+    "AAABAHsecretbytes\n",
     "nemo-rl-gke:job: stored as a secret",
 )
 
@@ -263,11 +349,19 @@ def test_a_stack_file_the_pulumi_cli_would_not_read_is_one_line(text, names, tmp
 
 
 def test_broken_yaml_is_one_line_with_the_line_number(tmp_path, entry):
-    assert_refused(entry(stack_text(tmp_path, "config:\n  nemo-rl-gke:project: [unclosed\n")), "Pulumi.hostile.yaml: not valid YAML: line 3", allowed=False)
+    assert_refused(
+        entry(stack_text(tmp_path, "config:\n  nemo-rl-gke:project: [unclosed\n")),
+        "Pulumi.hostile.yaml: not valid YAML: line 3",
+        allowed=False,
+    )
 
 
 def test_a_file_that_is_not_utf8_names_the_byte(tmp_path, entry):
-    assert_refused(entry(stack_text(tmp_path, b"config:\n  nemo-rl-gke:project: caf\xe9\n")), "not valid UTF-8 (byte 34)", allowed=False)
+    assert_refused(
+        entry(stack_text(tmp_path, b"config:\n  nemo-rl-gke:project: caf\xe9\n")),
+        "not valid UTF-8 (byte 34)",
+        allowed=False,
+    )
 
 
 def test_a_huge_file_is_refused_before_it_is_parsed(tmp_path, entry):
@@ -293,7 +387,9 @@ def test_many_values_without_an_alias_are_refused_as_many_values_not_as_aliases(
     ],
 )
 def test_a_credential_in_an_override_is_refused_without_being_repeated(override, tmp_path, entry, capsys):
-    line = assert_refused(entry(stack_config(tmp_path, job={"overrides": [override]})), "nemo-rl-gke:job.overrides[0]: ")
+    line = assert_refused(
+        entry(stack_config(tmp_path, job={"overrides": [override]})), "nemo-rl-gke:job.overrides[0]: "
+    )
     assert "hfToken and wandbApiKey" in line, line
     secret = override.partition("=")[2]
     assert secret not in line and secret[-12:] not in line, f"the credential is repeated: {line!r}"
@@ -301,12 +397,19 @@ def test_a_credential_in_an_override_is_refused_without_being_repeated(override,
 
 @pytest.mark.parametrize(
     "override",
-    ["policy.generation.max_new_tokens=512", "loss_fn.token_level_loss=false", "++policy.tokenizer.name=Qwen/Qwen2.5-1.5B-Instruct",
-     "++logger.wandb.name=grpo-qwen2.5-1.5b-run-2026-12-03", "policy.model_name=Qwen/Qwen2.5-1.5B-Instruct"],
+    [
+        "policy.generation.max_new_tokens=512",
+        "loss_fn.token_level_loss=false",
+        "++policy.tokenizer.name=Qwen/Qwen2.5-1.5B-Instruct",
+        "++logger.wandb.name=grpo-qwen2.5-1.5b-run-2026-12-03",
+        "policy.model_name=Qwen/Qwen2.5-1.5B-Instruct",
+    ],
 )
 def test_overrides_that_only_mention_tokens_are_not_mistaken_for_credentials(override, tmp_path):
     text = json.dumps({"config": {**BASE, "nemo-rl-gke:job": {"overrides": [override]}}})
-    code, out, err = run_jobctl(["submit", "--dry-run", "--stack", STACK, "--config-file", str(stack_text(tmp_path, text))])
+    code, out, err = run_jobctl(
+        ["submit", "--dry-run", "--stack", STACK, "--config-file", str(stack_text(tmp_path, text))]
+    )
     assert err == "" and code == 0, err
 
 
@@ -315,7 +418,11 @@ def test_a_stack_file_that_is_a_directory_a_fifo_or_a_device_is_named_for_what_i
 
     fifo = tmp_path / "pipe.yaml"
     os.mkfifo(fifo)
-    for path, what in ((tmp_path, "is a directory"), (fifo, "is a named pipe (FIFO)"), (Path("/dev/null"), "is a character device")):
+    for path, what in (
+        (tmp_path, "is a directory"),
+        (fifo, "is a named pipe (FIFO)"),
+        (Path("/dev/null"), "is a character device"),
+    ):
         line = assert_refused(entry(path), f"stack file {path} {what}")
         assert "not found" not in line
 
@@ -349,7 +456,9 @@ def test_a_malformed_pulumi_config_environment_is_one_line_naming_it(monkeypatch
 
 
 def test_a_missing_stack_file_names_the_stacks_there(capsys):
-    assert_refused(run_plan(["--stack", "no-such-stack"], capsys), "stack file Pulumi.no-such-stack.yaml not found", allowed=False)
+    assert_refused(
+        run_plan(["--stack", "no-such-stack"], capsys), "stack file Pulumi.no-such-stack.yaml not found", allowed=False
+    )
 
 
 # ---------------------------------------------------------------- stack names Pulumi allows
@@ -358,7 +467,9 @@ def test_a_missing_stack_file_names_the_stacks_there(capsys):
 @pytest.mark.parametrize("stack", ["2024", "-9", "google-ml", "9lives.v2"])
 def test_a_stack_name_that_cannot_be_a_name_prefix_is_named(stack, tmp_path, capsys):
     path = stack_config(tmp_path)
-    line = assert_refused(run_plan([f"--stack={stack}", "--config-file", str(path)], capsys), f"the stack name {stack!r}")
+    line = assert_refused(
+        run_plan([f"--stack={stack}", "--config-file", str(path)], capsys), f"the stack name {stack!r}"
+    )
     assert "nemo-rl-gke:namePrefix" in line
 
 
@@ -440,11 +551,23 @@ def test_a_bad_cli_flag_is_one_line_naming_it(argv, flag):
 @pytest.mark.parametrize(
     "argv,says",
     [
-        (["status", "--address", "javascript:alert(1)"], "--address javascript:alert(1): scheme 'javascript' is not allowed; allowed: http, https"),
+        (
+            ["status", "--address", "javascript:alert(1)"],
+            "--address javascript:alert(1): scheme 'javascript' is not allowed; allowed: http, https",
+        ),
         (["status", "--address", "file:/etc/passwd"], "--address file:/etc/passwd: scheme 'file' is not allowed"),
-        (["list", "--endpoint", "http://203.0.113.10", "--head-service", "h"], "--endpoint http://203.0.113.10: scheme 'http' is not allowed"),
-        (["list", "--endpoint", "ftp://203.0.113.10", "--head-service", "h"], "--endpoint ftp://203.0.113.10: scheme 'ftp' is not allowed"),
-        (["list", "--endpoint", "javascript:x", "--head-service", "h"], "--endpoint javascript:x: scheme 'javascript' is not allowed; allowed: https"),
+        (
+            ["list", "--endpoint", "http://203.0.113.10", "--head-service", "h"],
+            "--endpoint http://203.0.113.10: scheme 'http' is not allowed",
+        ),
+        (
+            ["list", "--endpoint", "ftp://203.0.113.10", "--head-service", "h"],
+            "--endpoint ftp://203.0.113.10: scheme 'ftp' is not allowed",
+        ),
+        (
+            ["list", "--endpoint", "javascript:x", "--head-service", "h"],
+            "--endpoint javascript:x: scheme 'javascript' is not allowed; allowed: https",
+        ),
     ],
 )
 def test_a_url_flag_with_the_wrong_scheme_is_refused_for_its_scheme(argv, says):
@@ -471,25 +594,35 @@ def test_a_password_in_a_url_flag_is_refused_and_never_repeated(argv):
 # ---------------------------------------------------------------- valid, if unusual
 
 VALID_CASES = {
-    "CRLF line ends and a byte-order mark": b"\xef\xbb\xbfconfig:\r\n  nemo-rl-gke:project: my-gcp-project\r\n  nemo-rl-gke:zone: us-east1-b\r\n",
-    "12:30 is a time, not 750": "config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gke:cluster:\n    maintenanceStartTime: 12:30\n",
+    "CRLF line ends and a byte-order mark": (
+        b"\xef\xbb\xbfconfig:\r\n  nemo-rl-gke:project: my-gcp-project\r\n  nemo-rl-gke:zone: us-east1-b\r\n"
+    ),
+    "12:30 is a time, not 750": "config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gke:cluster:\n    "
+    "maintenanceStartTime: 12:30\n",
     "bare keys belong to the project": "config:\n  project: my-gcp-project\n  flavour: b200\n",
     "the old ns:config:key spelling": "config:\n  nemo-rl-gke:config:project: my-gcp-project\n",
-    "an empty section means its defaults": "config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gke:gpuPool:\n  nemo-rl-gke:cluster:\n    systemPool:\n",
-    "unicode label values and keys": "config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gke:labels:\n    équipe: données\n    班: 研究\n",
+    "an empty section means its defaults": "config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gke:gpuPool:\n "
+    " nemo-rl-gke:cluster:\n    systemPool:\n",
+    "unicode label values and keys": "config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gke:labels:\n    "
+    "équipe: données\n    班: 研究\n",
     "strings pulumi config set --path writes": (
-        "config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gke:gpuPool:\n    nodeCount: \"1\"\n"
-        "  nemo-rl-gke:lustre:\n    exportOnDestroy: \"False\"\n"
+        'config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gke:gpuPool:\n    nodeCount: "1"\n'
+        '  nemo-rl-gke:lustre:\n    exportOnDestroy: "False"\n'
     ),
-    "provider keys of other namespaces": "config:\n  nemo-rl-gke:project: my-gcp-project\n  gcp:project: my-gcp-project\n  kubernetes:enableServerSideApply: true\n",
-    "anchors and merge keys within limits": "config:\n  nemo-rl-gke:project: my-gcp-project\n  x:base: &base {nodeCount: 1}\n  nemo-rl-gke:gpuPool:\n    <<: *base\n    provisioning: spot\n",
-    "a zone outside the catalogue with the opt-in": "config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gke:region: us-east1\n  nemo-rl-gke:zone: us-east1-c\n  nemo-rl-gke:allowUncataloguedZone: true\n",
+    "provider keys of other namespaces": "config:\n  nemo-rl-gke:project: my-gcp-project\n  gcp:project: "
+    "my-gcp-project\n  kubernetes:enableServerSideApply: true\n",
+    "anchors and merge keys within limits": "config:\n  nemo-rl-gke:project: my-gcp-project\n  x:base: &base "
+    "{nodeCount: 1}\n  nemo-rl-gke:gpuPool:\n    <<: *base\n    provisioning: spot\n",
+    "a zone outside the catalogue with the opt-in": "config:\n  nemo-rl-gke:project: my-gcp-project\n  "
+    "nemo-rl-gke:region: us-east1\n  nemo-rl-gke:zone: us-east1-c\n  nemo-rl-gke:allowUncataloguedZone: true\n",
 }
 
 
 @pytest.mark.parametrize("text", VALID_CASES.values(), ids=VALID_CASES.keys())
 def test_unusual_but_valid_stack_files_keep_working(text, tmp_path):
-    code, out, err = run_jobctl(["submit", "--dry-run", "--stack", STACK, "--config-file", str(stack_text(tmp_path, text))])
+    code, out, err = run_jobctl(
+        ["submit", "--dry-run", "--stack", STACK, "--config-file", str(stack_text(tmp_path, text))]
+    )
     assert (code, err) == (0, ""), err
     assert out.startswith("submission id: hostile-"), out
 
@@ -510,7 +643,9 @@ def test_every_stack_name_pulumi_allows_gets_a_valid_prefix_and_label(stack, tmp
 
 def test_the_plan_of_an_unusual_stack_is_valid_json(tmp_path, capsys):
     text = VALID_CASES["unicode label values and keys"] + "  nemo-rl-gke:cost:\n    bucketGib: 1e3\n"
-    code, out, err = run_plan(["--stack", "Odd.Stack", "--config-file", str(stack_text(tmp_path, text)), "--json"], capsys)
+    code, out, err = run_plan(
+        ["--stack", "Odd.Stack", "--config-file", str(stack_text(tmp_path, text)), "--json"], capsys
+    )
     assert code == 0, err
     doc = json.loads(out, parse_constant=lambda c: pytest.fail(f"{c} in the plan JSON"))
     bucket = next(r for r in doc["resources"] if r["type"] == "gcp:storage/bucket:Bucket")
@@ -520,10 +655,24 @@ def test_the_plan_of_an_unusual_stack_is_valid_json(tmp_path, capsys):
 
 @pytest.mark.parametrize(
     "override",
-    ["a=$(id)", "a=`id`", "a=b; rm -rf /", "a=b && curl x", "a=b|sh", "a=b\nc=d", "a='b'", 'a="b"', "a=b c", "a=${HOME}", "a=b>f"],
+    [
+        "a=$(id)",
+        "a=`id`",
+        "a=b; rm -rf /",
+        "a=b && curl x",
+        "a=b|sh",
+        "a=b\nc=d",
+        "a='b'",
+        'a="b"',
+        "a=b c",
+        "a=${HOME}",
+        "a=b>f",
+    ],
 )
 def test_shell_metacharacters_and_newlines_in_an_override_are_one_line(override, tmp_path):
-    result = run_jobctl(["submit", "--stack", STACK, "--config-file", str(stack_config(tmp_path, job={"overrides": [override]}))])
+    result = run_jobctl(
+        ["submit", "--stack", STACK, "--config-file", str(stack_config(tmp_path, job={"overrides": [override]}))]
+    )
     line = assert_refused(result, "nemo-rl-gke:job.overrides[0]: ")
     assert "no spaces, quotes, shell metacharacters or newlines" in line
 
@@ -560,7 +709,9 @@ def test_the_program_sets_exactly_the_label_keys_the_config_reserves():
 @pytest.mark.parametrize("limit", list(Limit))
 def test_derived_cloud_names_never_exceed_the_api_limit_and_stay_distinct(limit):
     prefix = "a" * 20
-    names = {cloud_name(prefix, role, limit) for role in ("rdma-subnet-0", "rdma-subnet-1", "gvnic-allow-internal-and-more")}
+    names = {
+        cloud_name(prefix, role, limit) for role in ("rdma-subnet-0", "rdma-subnet-1", "gvnic-allow-internal-and-more")
+    }
     assert all(len(n) <= limit for n in names), names
     assert len(names) == 3, f"truncation to {limit} made names collide: {names}"
     assert all(not n.endswith("-") for n in names)

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-
 from conftest import STACKS, stack_plan
-from infra.image_prepull import NAME, ImagePrePull, ImagePrePullArgs
 from k8s_support import gpu_pool, k8s_doc, record, schema_problems
+
+from infra.image_prepull import NAME, ImagePrePull, ImagePrePullArgs
 from workloads.recipes import IMAGES
 
 DAEMONSET = "kubernetes:apps/v1:DaemonSet"
@@ -40,8 +40,14 @@ def test_it_runs_on_the_system_and_gpu_pools_and_tolerates_the_gpu_taint():
     _, doc = prepull(system_pool="t-system")
     spec = doc["spec"]["template"]["spec"]
     (term,) = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
-    assert term == {"matchExpressions": [{"key": "cloud.google.com/gke-nodepool", "operator": "In", "values": ["t-gpu-b200", "t-system"]}]}
-    assert {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"} in spec["tolerations"]
+    assert term == {
+        "matchExpressions": [
+            {"key": "cloud.google.com/gke-nodepool", "operator": "In", "values": ["t-gpu-b200", "t-system"]}
+        ]
+    }
+    assert {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"} in spec[
+        "tolerations"
+    ]
 
 
 def test_a_new_image_is_pulled_on_all_nodes_at_once_and_the_pull_may_take_an_hour():
@@ -97,7 +103,8 @@ def test_the_ray_release_starts_after_the_pull_with_the_same_image(stack):
     values = release.inputs["values"]
     (pull,) = ds.inputs["spec"]["template"]["spec"]["initContainers"]
     assert pull["image"] == f"{values['image']['repository']}:{values['image']['tag']}"
-    pools = ds.inputs["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
-        "nodeSelectorTerms"][0]["matchExpressions"][0]["values"]
+    pools = ds.inputs["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]["nodeSelectorTerms"][0]["matchExpressions"][0]["values"]
     assert values["head"]["nodeSelector"]["cloud.google.com/gke-nodepool"] in pools
     assert values["worker"]["nodeSelector"]["cloud.google.com/gke-nodepool"] in pools

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import pickle
-import socket
 import shlex
+import socket
 import sys
 import textwrap
 import time
@@ -13,16 +13,16 @@ import uuid
 
 import dill
 import pytest
+from conftest import merged, spec_of, stack_config, stack_plan
 from pulumi.dynamic import DiffResult
 from ray.job_submission import JobStatus
-
-from conftest import merged, spec_of, stack_config, stack_plan
 from ray_head import JOB_TIMEOUT, STALL_BOUND
 from stalled_http import StalledServer
-from infra.stack_file import read_stack_file
-from tools import offline_plan as plan_mod
+
 from infra.config import namespaced, parse
+from infra.stack_file import read_stack_file
 from infra.training_job import COMPONENT_TYPE
+from tools import offline_plan as plan_mod
 from tools.mocks import SIG_KEY
 from workloads import submit as jobs
 from workloads.hook import JobSubmissionProvider
@@ -33,7 +33,8 @@ DYNAMIC_TYPE = "pulumi-python:dynamic/nemo-rl-gke:JobSubmission"
 
 def props(head, code: str, stack: str = "t-hook") -> dict:
     spec = JobSpec.create(
-        stack=stack, recipe="r",
+        stack=stack,
+        recipe="r",
         entrypoint=f"{shlex.quote(sys.executable)} -c {shlex.quote(code)}",
         runtime_env={"env_vars": {"RAY_OVERRIDE_JOB_RUNTIME_ENV": "1", "RUN": uuid.uuid4().hex[:8]}},
     )
@@ -57,7 +58,9 @@ def test_create_update_read_delete_drive_the_job_on_the_cluster(head):
     diff = provider.diff(created.id, olds, second)
     assert (diff.changes, diff.replaces, diff.delete_before_replace) == (True, ["spec_hash"], True)
     moved = {**first, "address": head.address + "/"}
-    assert provider.diff(created.id, olds, moved).changes is True and not provider.diff(created.id, olds, moved).replaces
+    assert (
+        provider.diff(created.id, olds, moved).changes is True and not provider.diff(created.id, olds, moved).replaces
+    )
 
     updated = provider.update(created.id, olds, second)
     assert updated.outs["submission_id"] == second["submission_id"] != created.id
@@ -74,7 +77,12 @@ def test_create_update_read_delete_drive_the_job_on_the_cluster(head):
     provider.delete("no-such-job", {**updated.outs, "submission_id": "no-such-job"})  # not an error
 
 
-RECORDED = {"status": "RUNNING", "submission_id": "dev-job-1", "namespace": "nemo-rl", "head_service": "nemo-rl-head-svc"}
+RECORDED = {
+    "status": "RUNNING",
+    "submission_id": "dev-job-1",
+    "namespace": "nemo-rl",
+    "head_service": "nemo-rl-head-svc",
+}
 
 
 def _refresh_kept(provider, props, capsys, reason):
@@ -82,7 +90,9 @@ def _refresh_kept(provider, props, capsys, reason):
     assert read.id == "dev-job-1", "the resource must stay in the state"
     assert read.outs == {k: v for k, v in props.items()}, "the recorded outputs must be kept as they were"
     said = capsys.readouterr().err.strip().splitlines()
-    assert len(said) == 1 and said[0].startswith("job dev-job-1: refresh kept the recorded state (status RUNNING)"), said
+    assert len(said) == 1 and said[0].startswith("job dev-job-1: refresh kept the recorded state (status RUNNING)"), (
+        said
+    )
     assert reason in said[0], said
 
 
@@ -142,7 +152,9 @@ def test_delete_also_stops_an_attempt_the_watcher_resubmitted_before_the_export_
         return True
 
     monkeypatch.setattr(hook, "_client", lambda props, **_: object())
-    monkeypatch.setattr(jobs, "list_jobs", lambda _c: [SimpleNamespace(submission_id=k, status=v) for k, v in jobs_now.items()])
+    monkeypatch.setattr(
+        jobs, "list_jobs", lambda _c: [SimpleNamespace(submission_id=k, status=v) for k, v in jobs_now.items()]
+    )
     monkeypatch.setattr(jobs, "stop", stop)
     monkeypatch.setattr(jobs, "wait", lambda _c, job_id, **_: jobs_now[job_id])
     JobSubmissionProvider().delete("dev-job-1", dict(RECORDED))
@@ -209,15 +221,26 @@ def test_the_component_registers_the_submission_without_any_secret_input(tmp_pat
 
     spec = build_spec(load_stack("dev"))
     inputs = submission.inputs
-    assert {k: inputs[k] for k in ("entrypoint", "runtime_env", "submission_id", "metadata", "spec_hash")} == spec.to_dict()
+    assert {
+        k: inputs[k] for k in ("entrypoint", "runtime_env", "submission_id", "metadata", "spec_hash")
+    } == spec.to_dict()
     assert (inputs["gke_endpoint"], inputs["ca_cert_b64"], inputs["namespace"], inputs["head_service"]) == (
-        "203.0.113.10", "Q0EK", "nemo-rl", "dev-ray-head-svc")
+        "203.0.113.10",
+        "Q0EK",
+        "nemo-rl",
+        "dev-ray-head-svc",
+    )
     assert inputs["ray_cluster_name"] == "dev-ray"  # the provider waits for this RayCluster
     assert _secret_markers(submission.raw_inputs) == []  # not even the pickled provider
     assert token not in json.dumps(submission.raw_inputs)
     assert plan.outputs["jobId"] == spec.submission_id
-    assert plan.outputs["logsCommand"] == f".venv/bin/python -m jobctl logs --stack dev --job {spec.submission_id} --follow"
-    assert plan.outputs["dashboardCommand"].startswith(".venv/bin/python -m jobctl dashboard --stack dev  # then open http://127.0.0.1:8265/")
+    assert (
+        plan.outputs["logsCommand"]
+        == f".venv/bin/python -m jobctl logs --stack dev --job {spec.submission_id} --follow"
+    )
+    assert plan.outputs["dashboardCommand"].startswith(
+        ".venv/bin/python -m jobctl dashboard --stack dev  # then open http://127.0.0.1:8265/"
+    )
 
 
 def test_job_submit_false_builds_no_training_job(tmp_path):
@@ -226,7 +249,6 @@ def test_job_submit_false_builds_no_training_job(tmp_path):
     config, secret_keys = stack_config("dev", job={"recipe": "qwen2.5-1.5b-gsm8k", "submit": False})
     plan = plan_mod.run_program("dev", config, secret_keys, program=program)
     assert plan.by_type(COMPONENT_TYPE) == [] and plan.by_type(DYNAMIC_TYPE) == []
-
 
 
 @pytest.mark.parametrize("stack", ["dev", "b200", "h200"])
@@ -277,7 +299,10 @@ def test_a_replaced_release_stops_the_job_then_submits_it_to_the_new_ray_cluster
     assert recreated.outs["status"] in ("PENDING", "RUNNING"), recreated.outs
     # The same spec, running again (a new attempt on this head; attempt 1 on a fresh RayCluster).
     assert recreated.id == jobs.attempt_id(job["submission_id"], 2)
-    assert jobs.wait(client, recreated.id, until={JobStatus.RUNNING}, timeout=JOB_TIMEOUT, poll_interval=0.2) == JobStatus.RUNNING
+    assert (
+        jobs.wait(client, recreated.id, until={JobStatus.RUNNING}, timeout=JOB_TIMEOUT, poll_interval=0.2)
+        == JobStatus.RUNNING
+    )
     provider.delete(recreated.id, recreated.outs)
 
 
@@ -305,9 +330,19 @@ def quick_failing_gate(**changes) -> dict:
     from workloads.acceptance_gate import GatePlan
 
     plan = GatePlan(
-        node_count=2, gpus_per_node=8, gpu_name="H200", busbw_floor_gbps=162.06, busbw_source="test",
-        mount_path="/lustre", storage_expected_gbps=8.8, storage_floor_gbps=4.4, storage_source="test",
-        storage_bytes_per_node=1 << 30, timeout_s=60, python=sys.executable, **changes,
+        node_count=2,
+        gpus_per_node=8,
+        gpu_name="H200",
+        busbw_floor_gbps=162.06,
+        busbw_source="test",
+        mount_path="/lustre",
+        storage_expected_gbps=8.8,
+        storage_floor_gbps=4.4,
+        storage_source="test",
+        storage_bytes_per_node=1 << 30,
+        timeout_s=60,
+        python=sys.executable,
+        **changes,
     )
     return plan.to_dict()
 
@@ -316,7 +351,11 @@ def test_a_failed_gate_under_enforce_stops_the_hook_before_anything_is_submitted
     from workloads.acceptance_gate import GateFailed
 
     client = jobs.connect(head.address)
-    gated = {**props(head, "print('never')", stack="t-hook-gate"), "gate_policy": "enforce", "gate_plan": quick_failing_gate()}
+    gated = {
+        **props(head, "print('never')", stack="t-hook-gate"),
+        "gate_policy": "enforce",
+        "gate_plan": quick_failing_gate(),
+    }
     with pytest.raises(GateFailed, match=r"^acceptance gate FAILED: gpus: 0 of 2 worker nodes in the Ray cluster$"):
         JobSubmissionProvider().create(gated)
     assert jobs.list_jobs(client, "t-hook-gate") == []
@@ -324,7 +363,11 @@ def test_a_failed_gate_under_enforce_stops_the_hook_before_anything_is_submitted
 
 def test_under_warn_a_failed_gate_is_reported_and_the_job_submitted_and_a_running_job_is_not_gated_again(head):
     client = jobs.connect(head.address)
-    gated = {**props(head, "import time; time.sleep(120)", stack="t-hook-warn"), "gate_policy": "warn", "gate_plan": quick_failing_gate()}
+    gated = {
+        **props(head, "import time; time.sleep(120)", stack="t-hook-warn"),
+        "gate_policy": "warn",
+        "gate_plan": quick_failing_gate(),
+    }
     created = JobSubmissionProvider().create(gated)
     gate = created.outs["gate_result"]
     assert gate["ran"] is True and gate["passed"] is False and gate["policy"] == "warn"
@@ -340,12 +383,19 @@ def test_under_warn_a_failed_gate_is_reported_and_the_job_submitted_and_a_runnin
     jobs.stop(client, created.id)
 
 
-@pytest.mark.parametrize(("stack", "policy", "nodes", "floor"), [("dev", "warn", 1, 0.0), ("h200", "enforce", 2, 162.06)])
+@pytest.mark.parametrize(
+    ("stack", "policy", "nodes", "floor"), [("dev", "warn", 1, 0.0), ("h200", "enforce", 2, 162.06)]
+)
 def test_the_stack_submission_carries_the_stacks_gate_policy_and_plan(stack, policy, nodes, floor):
     submission = stack_plan(stack).one(DYNAMIC_TYPE, "training-job-submission")
     plan = submission.inputs["gate_plan"]
     assert submission.inputs["gate_policy"] == policy, submission.name
-    assert (plan["node_count"], plan["gpus_per_node"], plan["busbw_floor_gbps"], plan["expect_net"]) == (nodes, 8, floor, "gIB")
+    assert (plan["node_count"], plan["gpus_per_node"], plan["busbw_floor_gbps"], plan["expect_net"]) == (
+        nodes,
+        8,
+        floor,
+        "gIB",
+    )
     assert plan["backend"] == "nccl" and plan["device"] == "cuda" and plan["mount_path"] == "/lustre"
 
 

@@ -7,11 +7,11 @@ import re
 import shlex
 
 import pytest
+from conftest import spec_of
 
-from conftest import ROOT, spec_of
 from infra.config import JobConfig
-from infra.stack_context import GpuPoolFacts, NicAttachment
 from infra.flavours import FLAVOURS
+from infra.stack_context import GpuPoolFacts, NicAttachment
 from jobctl.stack import build_spec, load_stack
 from workloads import job_spec as job_spec_module
 from workloads.job_spec import (
@@ -30,9 +30,16 @@ def pool(flavour: str, nodes: int) -> GpuPoolFacts:
     f = FLAVOURS[flavour]
     nics = tuple(NicAttachment(f"eth{i + 2}", f"rdma-{i}", "vpc", "subnet", "RDMA") for i in range(f.rdma_nics))
     return GpuPoolFacts(
-        pool_name=f"test-{flavour}", node_count=nodes, gpus_per_node=f.gpus_per_node,
-        accelerator_type=f.accelerator_type, machine_type=f.machine_type, vcpus=f.vcpus,
-        memory_gib=f.memory_gib, nccl_tuner_config=f.nccl_tuner_config, taints=(f.gpu_taint,), nics=nics,
+        pool_name=f"test-{flavour}",
+        node_count=nodes,
+        gpus_per_node=f.gpus_per_node,
+        accelerator_type=f.accelerator_type,
+        machine_type=f.machine_type,
+        vcpus=f.vcpus,
+        memory_gib=f.memory_gib,
+        nccl_tuner_config=f.nccl_tuner_config,
+        taints=(f.gpu_taint,),
+        nics=nics,
     )
 
 
@@ -56,8 +63,15 @@ def stack_spec(stack: str) -> JobSpec:
 def test_the_b200_stack_reproduces_the_codelab_command():
     spec = stack_spec("b200")
     tokens = argv(spec)
-    assert tokens[:7] == ["cd", "/opt/nemo-rl", "&&", "python", "examples/run_grpo_math.py",
-                          "--config", "examples/configs/grpo_math_70B_megatron.yaml"]
+    assert tokens[:7] == [
+        "cd",
+        "/opt/nemo-rl",
+        "&&",
+        "python",
+        "examples/run_grpo_math.py",
+        "--config",
+        "examples/configs/grpo_math_70B_megatron.yaml",
+    ]
     codelab = {
         "policy.model_name=Qwen/Qwen2.5-72B-Instruct",
         "policy.megatron_cfg.converter_type=Qwen2ForCausalLM",
@@ -92,8 +106,11 @@ def test_the_b200_stack_reproduces_the_codelab_command():
 def test_the_h200_stack_reproduces_the_tutorial_command_with_generation_on_its_own_node():
     spec = stack_spec("h200")
     tokens = argv(spec)
-    assert tokens[4:7] == ["examples/run_grpo.py", "--config",
-                           "examples/configs/recipes/llm/grpo-gemma3-27b-it-8n4g-fsdp2tp4-actckpt-long.yaml"]
+    assert tokens[4:7] == [
+        "examples/run_grpo.py",
+        "--config",
+        "examples/configs/recipes/llm/grpo-gemma3-27b-it-8n4g-fsdp2tp4-actckpt-long.yaml",
+    ]
     tutorial = {
         # NeMo-RL takes the whole pool here and gives the generation node(s) to vLLM itself.
         "cluster.num_nodes=2",
@@ -136,8 +153,9 @@ def test_hostile_values_stay_single_shell_words(monkeypatch):
     hostile_stack = "x; rm -rf ~ $(reboot)"
     mount = "/mnt/it's `id`"
     user = ("grpo.num_prompts_per_step=$(curl evil)", "++logger.wandb.project=a b'c")
-    job = JobConfig.model_construct(recipe="qwen2.5-1.5b-gsm8k", overrides=user, submit=True,
-                                    max_num_steps=None, wandb_project=None)
+    job = JobConfig.model_construct(
+        recipe="qwen2.5-1.5b-gsm8k", overrides=user, submit=True, max_num_steps=None, wandb_project=None
+    )
     # NeMo-RL's override parser refuses such values (and the stack config never lets them in); the
     # quoting must hold without that check too.
     with pytest.raises(JobBuildError, match="is not a Hydra override"):
@@ -146,7 +164,11 @@ def test_hostile_values_stay_single_shell_words(monkeypatch):
     spec = build_job("qwen2.5-1.5b-gsm8k", job, pool("b200", 1), mount, hostile_stack, False)
     tokens = argv(spec)
     assert tokens[:2] == ["cd", "/opt/nemo-rl"]
-    assert f"checkpointing.checkpoint_dir=/mnt/it's `id`/checkpoints/{hostile_stack}/qwen2.5-1.5b-gsm8k/Qwen_Qwen2.5-1.5B-Instruct-seq512-dtensor-tp1-pp1" in tokens
+    assert (
+        "checkpointing.checkpoint_dir=/mnt/it's "
+        f"`id`/checkpoints/{hostile_stack}/qwen2.5-1.5b-gsm8k/Qwen_Qwen2.5-1.5B-Instruct-seq512-dtensor-tp1-pp1"
+        in tokens
+    )
     assert tokens[-2:] == list(user)  # the user's, last, verbatim
     assert "grpo.num_prompts_per_step=$(curl evil)" in tokens
     assert spec.runtime_env["env_vars"]["HF_HOME"] == "/mnt/it's `id`/hf-cache"
@@ -164,7 +186,11 @@ def test_no_secret_reaches_the_runtime_env_or_the_command():
     loaded = load_stack("dev")
     cfg = loaded.config.model_copy(update={"job": loaded.config.job.model_copy(update={"wandb_project": "grpo"})})
     spec = spec_of("dev", cfg, wandb_key_set=True)
-    assert {"logger.wandb_enabled=true", "logger.wandb.project=grpo", "logger.wandb.name=dev-qwen2.5-1.5b-gsm8k"} <= set(overrides(spec))
+    assert {
+        "logger.wandb_enabled=true",
+        "logger.wandb.project=grpo",
+        "logger.wandb.name=dev-qwen2.5-1.5b-gsm8k",
+    } <= set(overrides(spec))
     assert not SECRET_ENV_NAMES & set(spec.runtime_env["env_vars"])
     assert not any(name in json.dumps(spec.to_dict()) for name in SECRET_ENV_NAMES)
     assert spec_of("dev", cfg, wandb_key_set=False).entrypoint.count("wandb_enabled=false") == 1
@@ -176,8 +202,12 @@ def test_the_id_is_deterministic_and_changes_exactly_when_the_spec_does():
     assert spec == spec_of("dev", cfg, wandb_key_set=False)
     assert spec.submission_id == f"dev-qwen2-5-1-5b-gsm8k-{spec.spec_hash[:8]}"
     # Not part of the job: same id.
-    unrelated = cfg.model_copy(update={"job": cfg.job.model_copy(update={"submit": False}),
-                                       "lustre": cfg.lustre.model_copy(update={"capacity_gib": 18000})})
+    unrelated = cfg.model_copy(
+        update={
+            "job": cfg.job.model_copy(update={"submit": False}),
+            "lustre": cfg.lustre.model_copy(update={"capacity_gib": 18000}),
+        }
+    )
     assert spec_of("dev", unrelated, wandb_key_set=False).submission_id == spec.submission_id
     # Part of the job: new id.
     changes = [
@@ -196,14 +226,20 @@ def test_the_id_is_deterministic_and_changes_exactly_when_the_spec_does():
 
 def test_user_overrides_win_over_the_recipe_but_may_not_touch_what_the_stack_derives():
     cfg = load_stack("h200").config
-    job = cfg.job.model_copy(update={"overrides": ("grpo.num_prompts_per_step=8", "~loss_fn.use_on_policy_kl_approximation")})
+    job = cfg.job.model_copy(
+        update={"overrides": ("grpo.num_prompts_per_step=8", "~loss_fn.use_on_policy_kl_approximation")}
+    )
     spec = build_job(cfg.recipe, job, pool("h200", 2), "/lustre", "h200", False)
     ovs = overrides(spec)
     assert ovs[-2:] == ["grpo.num_prompts_per_step=8", "~loss_fn.use_on_policy_kl_approximation"]
     assert "grpo.num_prompts_per_step=16" not in ovs
-    for bad, owner in [("cluster.num_nodes=3", "gpuPool.nodeCount"), ("++grpo.max_num_steps=5", "job.maxNumSteps"),
-                       ("checkpointing.checkpoint_dir=/tmp", "ray.mountPath"), ("~checkpointing.enabled", "nothing"),
-                       ("policy.megatron_cfg.pipeline_model_parallel_size=2", "job.recipe")]:
+    for bad, owner in [
+        ("cluster.num_nodes=3", "gpuPool.nodeCount"),
+        ("++grpo.max_num_steps=5", "job.maxNumSteps"),
+        ("checkpointing.checkpoint_dir=/tmp", "ray.mountPath"),
+        ("~checkpointing.enabled", "nothing"),
+        ("policy.megatron_cfg.pipeline_model_parallel_size=2", "job.recipe"),
+    ]:
         job = cfg.job.model_copy(update={"overrides": (bad,)})
         with pytest.raises(JobBuildError, match=re.escape(owner)):
             build_job(cfg.recipe, job, pool("h200", 2), "/lustre", "h200", False)
@@ -213,8 +249,9 @@ def test_parallelism_overrides_the_config_accepted_shape_the_derived_values_once
     # The stack config folds TP and colocation overrides into the layout it validates
     # (JobConfig.parallelism); the job then derives every related key from that layout.
     cfg = load_stack("h200").config
-    job = cfg.job.model_copy(update={"overrides": ("policy.dtensor_cfg.tensor_parallel_size=4",
-                                                   "policy.generation.colocated.enabled=True")})
+    job = cfg.job.model_copy(
+        update={"overrides": ("policy.dtensor_cfg.tensor_parallel_size=4", "policy.generation.colocated.enabled=True")}
+    )
     ovs = overrides(build_job(cfg.recipe, job, pool("h200", 2), "/lustre", "h200", False))
     assert "policy.dtensor_cfg.tensor_parallel_size=4" in ovs
     assert not any(o.startswith("policy.generation.colocated.") for o in ovs)  # colocated is the default
@@ -237,8 +274,9 @@ def test_layouts_the_pool_cannot_hold_are_refused_before_submission():
 def test_recipes_pin_their_image_and_know_their_config_generation():
     for recipe in RECIPES.values():
         assert recipe.image in IMAGES.values()
-        assert recipe.script == ("examples/run_grpo_math.py" if recipe.image.generation is ConfigGeneration.FLAT
-                                 else "examples/run_grpo.py")
+        assert recipe.script == (
+            "examples/run_grpo_math.py" if recipe.image.generation is ConfigGeneration.FLAT else "examples/run_grpo.py"
+        )
         assert recipe.config_file.startswith("examples/configs/")
         for o in recipe.overrides:
             assert shlex.quote(o) == o, o  # plain tokens: nothing for a shell to interpret
@@ -259,6 +297,7 @@ def test_recipes_pin_their_image_and_know_their_config_generation():
 
 def _plan_error(stack: str, **job_patch) -> str:
     from conftest import merged, run_plan
+
     from infra.config import ConfigError
 
     with pytest.raises(ConfigError) as info:
@@ -266,13 +305,23 @@ def _plan_error(stack: str, **job_patch) -> str:
     return str(info.value)
 
 
-@pytest.mark.parametrize(("stack", "overrides", "key", "says"), [
-    ("h200", ["policy.generation.vllm_cfg.tensor_parallel_size=3"], "job.overrides", "not a multiple of vLLM TP 3"),
-    ("dev", ["policy.dtensor_cfg.tensor_parallel_size=3"], "job.overrides", "not a multiple of TP x PP = 3"),
-    ("h200", ["cluster.num_nodes=4"], "job.overrides", "cluster.num_nodes is derived from the stack"),
-    ("h200", ["++checkpointing.checkpoint_dir=/tmp/x"], "job.overrides", "checkpoint_dir is derived from the stack"),
-])
-def test_an_override_the_job_cannot_run_with_is_refused_in_one_keyed_line_before_any_resource(stack, overrides, key, says):
+@pytest.mark.parametrize(
+    ("stack", "overrides", "key", "says"),
+    [
+        ("h200", ["policy.generation.vllm_cfg.tensor_parallel_size=3"], "job.overrides", "not a multiple of vLLM TP 3"),
+        ("dev", ["policy.dtensor_cfg.tensor_parallel_size=3"], "job.overrides", "not a multiple of TP x PP = 3"),
+        ("h200", ["cluster.num_nodes=4"], "job.overrides", "cluster.num_nodes is derived from the stack"),
+        (
+            "h200",
+            ["++checkpointing.checkpoint_dir=/tmp/x"],
+            "job.overrides",
+            "checkpoint_dir is derived from the stack",
+        ),
+    ],
+)
+def test_an_override_the_job_cannot_run_with_is_refused_in_one_keyed_line_before_any_resource(
+    stack, overrides, key, says
+):
     message = _plan_error(stack, overrides=overrides)
     assert message.startswith(f"nemo-rl-gke:{key}: "), message
     assert says in message and "\n" not in message, message
@@ -281,7 +330,6 @@ def test_an_override_the_job_cannot_run_with_is_refused_in_one_keyed_line_before
 def test_switching_colocation_off_without_generation_nodes_names_the_overrides_key():
     message = _plan_error("dev", overrides=["policy.generation.colocated.enabled=false"])
     assert message.startswith("nemo-rl-gke:job.overrides: generation not colocated"), message
-
 
 
 # ---------------------------------------------------------------- data keys the image's loader reads
@@ -296,7 +344,9 @@ def test_each_recipes_data_keys_are_ones_its_images_data_loader_reads(name):
     for o in data:
         assert override_key(o) in loader["data_keys"], f"recipe {name}: {o} is not read by NeMo-RL {recipe.image.tag}"
         if override_key(o).endswith("dataset_name"):
-            assert o.split("=", 1)[1] in loader["dataset_names"], f"recipe {name}: {o} names no dataset of {recipe.image.tag}"
+            assert o.split("=", 1)[1] in loader["dataset_names"], (
+                f"recipe {name}: {o} names no dataset of {recipe.image.tag}"
+            )
 
 
 def test_the_tutorials_gsm8k_keys_are_not_read_by_the_v0_5_image_and_the_check_says_so():
@@ -313,6 +363,7 @@ def test_the_tutorials_gsm8k_keys_are_not_read_by_the_v0_5_image_and_the_check_s
 
 def test_a_user_override_of_a_data_key_the_recipes_image_does_not_read_names_the_key():
     from conftest import merged, run_plan
+
     from infra.config import ConfigError
 
     with pytest.raises(ConfigError) as info:
@@ -328,20 +379,29 @@ def test_a_user_override_of_a_data_key_the_recipes_image_does_not_read_names_the
 def test_a_pool_whose_data_parallel_size_does_not_divide_the_batch_is_refused_with_the_key_and_the_counts_that_fit():
     # b200 at 6 nodes: 48 GPUs / (TP 4 x PP 4) = DP 3, and the recipe's batch of 256 does not split in 3.
     from conftest import run_plan
+
     from infra.config import ConfigError
 
     with pytest.raises(ConfigError) as info:
         run_plan("b200", gpuPool={"nodeCount": 6, "provisioning": "spot"})
     message = str(info.value)
     assert message.startswith("nemo-rl-gke:gpuPool.nodeCount: recipe 'qwen2.5-72b-deepscaler' on 6 node(s)"), message
-    assert "data parallel 3, which does not divide policy.train_global_batch_size 256" in message and "\n" not in message
+    assert (
+        "data parallel 3, which does not divide policy.train_global_batch_size 256" in message and "\n" not in message
+    )
     assert message.endswith("allowed: gpuPool.nodeCount 2, 4, 8, 16, 32, 64"), message
     # 8 nodes (DP 4) fit the recipe as it is; the batch the check reads is the last override's.
     b200 = load_stack("b200").config
     build_job(b200.recipe, b200.job, pool("b200", 8), "/lustre", "b200", False)
     with pytest.raises(JobBuildError, match="does not divide policy.train_global_batch_size 250"):
-        build_job(b200.recipe, b200.job.model_copy(update={"overrides": ("policy.train_global_batch_size=250",)}),
-                  pool("b200", 8), "/lustre", "b200", False)
+        build_job(
+            b200.recipe,
+            b200.job.model_copy(update={"overrides": ("policy.train_global_batch_size=250",)}),
+            pool("b200", 8),
+            "/lustre",
+            "b200",
+            False,
+        )
 
 
 def test_the_checkpoint_directory_changes_with_what_makes_checkpoints_incompatible_and_only_with_that():
@@ -355,13 +415,15 @@ def test_the_checkpoint_directory_changes_with_what_makes_checkpoints_incompatib
 
     base = ckpt_dir("h200")
     assert base == "/lustre/checkpoints/h200/gemma3-27b-gsm8k/google_gemma-3-27b-it-seq16384-dtensor-tp8-pp1"
-    assert ckpt_dir("b200") == "/lustre/checkpoints/b200/qwen2.5-72b-deepscaler/Qwen_Qwen2.5-72B-Instruct-seq4096-megatron-tp4-pp4"
+    assert (
+        ckpt_dir("b200")
+        == "/lustre/checkpoints/b200/qwen2.5-72b-deepscaler/Qwen_Qwen2.5-72B-Instruct-seq4096-megatron-tp4-pp4"
+    )
     # Another sequence length or model: a new directory, never a resume from the old checkpoints.
     assert ckpt_dir("h200", ["policy.max_total_sequence_length=8192"]).endswith("-seq8192-dtensor-tp8-pp1")
     assert "/Qwen_Qwen2.5-7B-Instruct-seq512-" in ckpt_dir("dev", ["policy.model_name=Qwen/Qwen2.5-7B-Instruct"])
     # What does not change the checkpoint's shape resumes where the run was.
     assert ckpt_dir("h200", ["grpo.num_prompts_per_step=8"]) == base
-
 
 
 def test_the_save_period_comes_from_the_bound_on_lost_work_and_the_plans_step_and_write_times():
@@ -379,6 +441,14 @@ def test_the_save_period_comes_from_the_bound_on_lost_work_and_the_plans_step_an
     assert save_period_for(h200.model_copy(update={"job": h200.job.model_copy(update={"max_lost_minutes": 30.0})})) == 2
     assert "checkpointing.save_period=1" in build_spec(load_stack("h200")).entrypoint
     # It is the stack's: an override of it is refused, naming the key to change.
-    with pytest.raises(JobBuildError, match=r"checkpointing.save_period is derived from the stack; change job.maxLostMinutes"):
-        build_job(h200.recipe, h200.job.model_copy(update={"overrides": ("checkpointing.save_period=10",)}),
-                  pool("h200", 2), "/lustre", "h200", False)
+    with pytest.raises(
+        JobBuildError, match=r"checkpointing.save_period is derived from the stack; change job.maxLostMinutes"
+    ):
+        build_job(
+            h200.recipe,
+            h200.job.model_copy(update={"overrides": ("checkpointing.save_period=10",)}),
+            pool("h200", 2),
+            "/lustre",
+            "h200",
+            False,
+        )

@@ -16,15 +16,15 @@ import uuid
 
 import pytest
 import yaml
-from ray.job_submission import JobStatus
-
 from conftest import ROOT
+from ray.job_submission import JobStatus
 from ray_head import JOB_TIMEOUT, STALL_BOUND
+from stalled_http import StalledServer
+
 from jobctl import cli
 from jobctl import stack as cli_stack
 from jobctl.commands import StatusLine
 from jobctl.stack import build_spec, load_stack
-from stalled_http import StalledServer
 from workloads import dashboard
 from workloads import submit as jobs
 from workloads.job_spec import JobSpec
@@ -65,7 +65,10 @@ finally:
 def test_python_m_jobctl_dry_run_prints_the_exact_job_without_network_or_ray():
     proc = subprocess.run(
         [sys.executable, "-c", RUN_AS_PROGRAM, "submit", "--stack", "h200", "--dry-run"],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
     spec = stack_spec("h200")
@@ -79,7 +82,10 @@ def test_python_m_jobctl_dry_run_prints_the_exact_job_without_network_or_ray():
 def test_cli_configuration_errors_are_one_line_with_exit_code_2():
     out, err = io.StringIO(), io.StringIO()
     assert cli.main(["submit", "--stack", "nope", "--dry-run"], out=out, err=err) == 2
-    assert err.getvalue() == "error: stack file Pulumi.nope.yaml not found (stacks here: autopilot, b200, b200-ladder, dev, h200)\n"
+    assert (
+        err.getvalue()
+        == "error: stack file Pulumi.nope.yaml not found (stacks here: autopilot, b200, b200-ladder, dev, h200)\n"
+    )
     err = io.StringIO()
     assert cli.main(["status", "--stack", "dev"], out=out, err=err) == 2  # no address, no pulumi CLI
     assert err.getvalue().startswith("error: no dashboard address: pass --address") and err.getvalue().count("\n") == 1
@@ -96,7 +102,9 @@ def test_the_live_status_line_rewrites_itself_on_a_tty_and_prints_changes_otherw
     for status, t in [("PENDING", 0.4), ("RUNNING", 1.2), ("RUNNING", 65.0), ("SUCCEEDED", 66.0)]:
         line(status, t)
     line.close()
-    assert tty.getvalue() == "\rjob-1  PENDING  0:00\rjob-1  RUNNING  0:01\rjob-1  RUNNING  1:05\rjob-1  SUCCEEDED  1:06\n"
+    assert (
+        tty.getvalue() == "\rjob-1  PENDING  0:00\rjob-1  RUNNING  0:01\rjob-1  RUNNING  1:05\rjob-1  SUCCEEDED  1:06\n"
+    )
     plain = io.StringIO()
     line = StatusLine("job-1", plain)
     for status, t in [("PENDING", 0.4), ("RUNNING", 1.2), ("RUNNING", 65.0), ("FAILED", 66.0)]:
@@ -122,7 +130,18 @@ def test_the_cli_submits_the_stack_job_waits_and_retries_after_a_failure(head):
     # which is enough to see submit -> wait -> FAILED -> resubmit as attempt 2.
     spec = build_spec(load_stack("dev"))
     # No acceptance gate here (tests/test_acceptance_gate.py covers it): this is about submit and wait.
-    code, out, err = run_cli("submit", "--stack", "dev", "--address", head.address, "--gate", "off", "--wait", "--timeout", f"{JOB_TIMEOUT:g}")
+    code, out, err = run_cli(
+        "submit",
+        "--stack",
+        "dev",
+        "--address",
+        head.address,
+        "--gate",
+        "off",
+        "--wait",
+        "--timeout",
+        f"{JOB_TIMEOUT:g}",
+    )
     assert (code, err) == (1, ""), err
     lines = out.splitlines()
     assert lines[0] in (f"submitted {spec.submission_id} (PENDING)", f"submitted {spec.submission_id} (RUNNING)")
@@ -134,7 +153,9 @@ def test_the_cli_submits_the_stack_job_waits_and_retries_after_a_failure(head):
     assert code == 0 and "Running entrypoint" in out and "/opt/nemo-rl" in out
     code, out, _ = run_cli("submit", "--stack", "dev", "--address", head.address, "--gate", "off")
     assert code == 0 and out.startswith(f"submitted {spec.submission_id}-r2 ")
-    code, out, _ = run_cli("status", "--stack", "dev", "--address", head.address, "--wait", "--timeout", f"{JOB_TIMEOUT:g}")
+    code, out, _ = run_cli(
+        "status", "--stack", "dev", "--address", head.address, "--wait", "--timeout", f"{JOB_TIMEOUT:g}"
+    )
     assert code == 1 and f"{spec.submission_id}-r2  FAILED" in out
 
 
@@ -150,19 +171,35 @@ def test_the_cli_stops_a_running_job(client, head):
 def test_the_cli_asks_for_the_cluster_ca_of_an_ip_endpoint_in_one_line():
     code, out, err = run_cli("list", "--endpoint", "203.0.113.10", "--head-service", "nemo-rl-head-svc")
     assert (code, out) == (2, "")
-    assert err == "error: the cluster CA of the IP endpoint 203.0.113.10 is unknown: pass --ca-file (stack output clusterCaCertificate)\n"
+    assert (
+        err == "error: the cluster CA of the IP endpoint 203.0.113.10 is unknown: pass --ca-file (stack output "
+        "clusterCaCertificate)\n"
+    )
 
 
-@pytest.mark.parametrize(("flags", "message"), [
-    (("--address", "http://127.0.0.1:notaport"),
-     "--address http://127.0.0.1:notaport: port 'notaport' is not a number; allowed: 1-65535"),
-    (("--address", "http://[::1"), "--address http://[::1: not a valid URL (Invalid IPv6 URL)"),
-    (("--address", "127.0.0.1:99999"), "--address 127.0.0.1:99999: port 99999 is out of range; allowed: 1-65535"),
-    (("--address", "ftp://127.0.0.1:8265"), "--address ftp://127.0.0.1:8265: scheme 'ftp' is not allowed; allowed: http, https"),
-    (("--endpoint", "https://1.2.3.4:bad", "--head-service", "x", "--ca-file", "{ca}"),
-     "--endpoint https://1.2.3.4:bad: port 'bad' is not a number; allowed: 1-65535"),
-    (("--endpoint", "https://[::1", "--head-service", "x"), "--endpoint https://[::1: not a valid URL (Invalid IPv6 URL)"),
-])
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (
+            ("--address", "http://127.0.0.1:notaport"),
+            "--address http://127.0.0.1:notaport: port 'notaport' is not a number; allowed: 1-65535",
+        ),
+        (("--address", "http://[::1"), "--address http://[::1: not a valid URL (Invalid IPv6 URL)"),
+        (("--address", "127.0.0.1:99999"), "--address 127.0.0.1:99999: port 99999 is out of range; allowed: 1-65535"),
+        (
+            ("--address", "ftp://127.0.0.1:8265"),
+            "--address ftp://127.0.0.1:8265: scheme 'ftp' is not allowed; allowed: http, https",
+        ),
+        (
+            ("--endpoint", "https://1.2.3.4:bad", "--head-service", "x", "--ca-file", "{ca}"),
+            "--endpoint https://1.2.3.4:bad: port 'bad' is not a number; allowed: 1-65535",
+        ),
+        (
+            ("--endpoint", "https://[::1", "--head-service", "x"),
+            "--endpoint https://[::1: not a valid URL (Invalid IPv6 URL)",
+        ),
+    ],
+)
 def test_a_malformed_address_or_endpoint_is_refused_in_one_line_naming_the_flag(flags, message, tmp_path):
     ca = tmp_path / "ca.pem"
     ca.write_text("not used: the endpoint is refused first\n")
@@ -190,11 +227,16 @@ def test_the_cli_refuses_a_plaintext_secret_in_the_stack_file_as_pulumi_up_does(
     monkeypatch.setattr(cli_stack, "ROOT", tmp_path)
     code, out, err = run_cli("submit", "--stack", "leaky", "--dry-run")
     assert (code, out) == (2, "")
-    assert err == "error: " + "; ".join(
-        f"nemo-rl-gke:{k}: stored in plaintext; allowed: a secret (remove it from Pulumi.leaky.yaml and run "
-        f"`pulumi config set --secret {k}`)"
-        for k in keys
-    ) + "\n"
+    assert (
+        err
+        == "error: "
+        + "; ".join(
+            f"nemo-rl-gke:{k}: stored in plaintext; allowed: a secret (remove it from Pulumi.leaky.yaml and run "
+            f"`pulumi config set --secret {k}`)"
+            for k in keys
+        )
+        + "\n"
+    )
     with pytest.raises(ConfigError) as program_refusal:  # the very words the Pulumi program uses
         run_program("leaky", *read_stack_file(tmp_path / "Pulumi.leaky.yaml"))
     assert err == f"error: {str(program_refusal.value).replace(chr(10), '; ')}\n"
@@ -217,15 +259,29 @@ def test_the_dashboard_command_serves_the_stacks_head_service_through_the_endpoi
     code, out, err = run_cli("dashboard", "--stack", "h200", "--endpoint", host, "--head-service", "nemo-rl-head-svc")
     assert (code, err) == (0, ""), err
     assert out == "Ray dashboard of stack h200: http://127.0.0.1:8265/  (Ctrl-C stops)\n"
-    assert (seen["endpoint"], seen["namespace"], seen["service"], seen["port"]) == (host, "nemo-rl", "nemo-rl-head-svc", 8265)
+    assert (seen["endpoint"], seen["namespace"], seen["service"], seen["port"]) == (
+        host,
+        "nemo-rl",
+        "nemo-rl-head-svc",
+        8265,
+    )
     assert seen["ca_file"] is None and seen["ca_cert_b64"] is None, "the DNS endpoint needs no cluster CA"
 
 
-@pytest.mark.parametrize(("argv", "message"), [
-    (("--address", "http://127.0.0.1:8265"), "error: --address http://127.0.0.1:8265 is a dashboard already: open it in a browser\n"),
-    (("--endpoint", "203.0.113.10", "--head-service", "h"),
-     "error: the cluster CA of the IP endpoint 203.0.113.10 is unknown: pass --ca-file (stack output clusterCaCertificate)\n"),
-])
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ("--address", "http://127.0.0.1:8265"),
+            "error: --address http://127.0.0.1:8265 is a dashboard already: open it in a browser\n",
+        ),
+        (
+            ("--endpoint", "203.0.113.10", "--head-service", "h"),
+            "error: the cluster CA of the IP endpoint 203.0.113.10 is unknown: pass --ca-file (stack output "
+            "clusterCaCertificate)\n",
+        ),
+    ],
+)
 def test_the_dashboard_command_refuses_what_it_cannot_serve_in_one_line(argv, message):
     assert run_cli("dashboard", "--stack", "dev", *argv) == (2, "", message)
 
@@ -233,7 +289,10 @@ def test_the_dashboard_command_refuses_what_it_cannot_serve_in_one_line(argv, me
 @pytest.mark.parametrize("port", ["70000", "-1", "x"])
 def test_the_dashboard_command_takes_only_a_port_number(port, capsys):
     assert cli.main(["dashboard", "--stack", "dev", "--port", port]) == 2
-    assert capsys.readouterr().err == f"error: argument --port: {port!r} is not allowed; allowed: 0 (any free port) to 65535\n"
+    assert (
+        capsys.readouterr().err
+        == f"error: argument --port: {port!r} is not allowed; allowed: 0 (any free port) to 65535\n"
+    )
 
 
 def test_watch_builds_the_stacks_job_and_policy_and_says_in_one_line_that_the_dashboard_is_unreachable():

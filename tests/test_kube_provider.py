@@ -11,12 +11,12 @@ from typing import Any
 
 import pulumi
 import pytest
-
 from conftest import ALL_STACKS, stack_plan
+from k8s_support import CTX, Recorded, record
+
 from infra.kube_provider import AUTH_API_VERSION, AUTH_PLUGIN, KubernetesAccess, KubernetesAccessArgs
 from infra.options import child_options
 from tools.mocks import Registration
-from k8s_support import CTX, Recorded, record
 
 ENDPOINT = "203.0.113.10"
 CA = "Q0EtQ0VSVA=="
@@ -102,7 +102,9 @@ def test_delete_unreachable_is_left_unset_so_the_environment_variable_can_still_
 
 def test_the_component_publishes_its_identifier_and_is_a_component_of_the_project_type():
     rec = access()
-    assert rec.outputs_of("nemo-rl-gke:infra:KubernetesAccess") == {"clusterIdentifier": "gke_test-project_us-east1-b_t-gke"}
+    assert rec.outputs_of("nemo-rl-gke:infra:KubernetesAccess") == {
+        "clusterIdentifier": "gke_test-project_us-east1-b_t-gke"
+    }
     provider = rec.one("pulumi:providers:kubernetes")
     assert provider.name == "kube-provider"
     assert provider.parent == rec.one("nemo-rl-gke:infra:KubernetesAccess").urn
@@ -173,9 +175,20 @@ def test_every_built_in_kubernetes_object_of_every_stack_passes_the_kubernetes_s
     plan = stack_plan(stack)
     # The GKE network kinds have no published schema (test_gke_networks checks their fields) and the
     # Helm release's RayCluster is rendered and checked against the KubeRay CRD in test_ray_cluster.
-    built_in = [r for r in kubernetes_objects(plan) if r.type.split(":")[1].split("/")[0] in ("core", "apps", "batch", "rbac.authorization.k8s.io")]
+    built_in = [
+        r
+        for r in kubernetes_objects(plan)
+        if r.type.split(":")[1].split("/")[0] in ("core", "apps", "batch", "rbac.authorization.k8s.io")
+    ]
     assert {r.type.rsplit(":", 1)[1] for r in built_in} == {
-        "Namespace", "ServiceAccount", "Secret", "PersistentVolume", "PersistentVolumeClaim", "ConfigMap", "DaemonSet", "Deployment",
+        "Namespace",
+        "ServiceAccount",
+        "Secret",
+        "PersistentVolume",
+        "PersistentVolumeClaim",
+        "ConfigMap",
+        "DaemonSet",
+        "Deployment",
     }, [r.type for r in built_in]
     problems = [p for r in built_in for p in schema_problems(k8s_doc(r), f"{r.name} ({r.type})")]
     assert problems == []

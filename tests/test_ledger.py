@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 from ray.job_submission import JobDetails
-
 from ray_head import JOB_TIMEOUT
 
 from workloads.job_spec import JobSpec
@@ -20,8 +19,12 @@ PRICE = 36.0  # USD per node-hour: one node spends $10 in 1000 s
 class FakeClient:
     def __init__(self, spec: JobSpec):
         self.job = JobDetails(
-            type="SUBMISSION", entrypoint=spec.entrypoint, status="RUNNING", submission_id=spec.submission_id,
-            start_time=START_MS, metadata=dict(spec.metadata),
+            type="SUBMISSION",
+            entrypoint=spec.entrypoint,
+            status="RUNNING",
+            submission_id=spec.submission_id,
+            start_time=START_MS,
+            metadata=dict(spec.metadata),
         )
         self.stopped: list[str] = []
 
@@ -45,7 +48,9 @@ class FakeClient:
 def watcher(tmp_path, now: list[float], **run):
     spec = JobSpec.create(stack="t-budget", recipe="t", entrypoint="python train.py", runtime_env={})
     client = FakeClient(spec)
-    plan = RunPlan(checkpoint_dir=str(tmp_path / "ckpt"), node_count=1, node_hour_usd=PRICE, save_period=2, step_seconds=300, **run)
+    plan = RunPlan(
+        checkpoint_dir=str(tmp_path / "ckpt"), node_count=1, node_hour_usd=PRICE, save_period=2, step_seconds=300, **run
+    )
     (tmp_path / "ckpt").mkdir()
     ledger = LedgerFile(tmp_path / "state" / "t-budget.ledger.json")
     w = Watcher(client, spec, RecoveryPolicy(check_interval_seconds=60), clock=lambda: now[0], run=plan, ledger=ledger)
@@ -66,7 +71,10 @@ def test_the_budget_warns_at_80_percent_and_stops_the_run_after_its_next_complet
     assert any(n.startswith("budget warning: $8.50 spent, 85 % of job.budgetUsd $10.00") for n in w.notes)
     now[0] = at(1000)
     waiting = w.step()
-    assert waiting.action is Action.WAIT and "stops after its next complete checkpoint (newer than step_2)" in waiting.reason
+    assert (
+        waiting.action is Action.WAIT
+        and "stops after its next complete checkpoint (newer than step_2)" in waiting.reason
+    )
     now[0] = at(1100)
     assert w.step().action is Action.WAIT and client.stopped == []  # within one save period (600 s), no new save
     (tmp_path / "ckpt" / "tmp_step_4").mkdir()  # being written: not a checkpoint yet
@@ -74,17 +82,30 @@ def test_the_budget_warns_at_80_percent_and_stops_the_run_after_its_next_complet
     (tmp_path / "ckpt" / "tmp_step_4").rename(tmp_path / "ckpt" / "step_4")
     now[0] = at(1200)
     stopped = w.step()
-    assert stopped.action is Action.DONE and "stopped t-budget-t-" in stopped.reason and "after its checkpoint step_4" in stopped.reason
+    assert (
+        stopped.action is Action.DONE
+        and "stopped t-budget-t-" in stopped.reason
+        and "after its checkpoint step_4" in stopped.reason
+    )
     assert client.stopped == [client.job.submission_id]
     # The stopped job ends; the ledger (on disk) says why, and nothing is resubmitted.
     client.job = JobDetails(**{**client.job.__dict__, "status": "STOPPED", "end_time": START_MS + 1_210_000})
     assert w.step().action is Action.DONE
     saved = ledger_file.load("t-budget", client.job.submission_id)
     (record,) = saved.attempts
-    assert (record.cause, record.saved_step, record.note) == ("budget", 4, "stopped by the budget after its checkpoint step_4")
+    assert (record.cause, record.saved_step, record.note) == (
+        "budget",
+        4,
+        "stopped by the budget after its checkpoint step_4",
+    )
     # First seen with step_2 on disk, in step 5 when stopped (from its whole log): 3 steps run, 1 redone.
     assert (record.resume_step, record.last_step, record.steps_lost, record.steps_done) == (2, 5, 1, 3)
-    assert [e.split(" ", 2)[2][:16] for e in saved.events] == ["budget warning: ", "budget reached: ", "budget: stopped ", "attempt 1 (t-bud"]
+    assert [e.split(" ", 2)[2][:16] for e in saved.events] == [
+        "budget warning: ",
+        "budget reached: ",
+        "budget: stopped ",
+        "attempt 1 (t-bud",
+    ]
 
 
 def test_without_a_checkpoint_within_one_save_period_the_budget_stops_the_run_at_once(tmp_path):
@@ -111,12 +132,47 @@ def test_no_budget_means_no_stop_and_the_ledger_survives_a_restart_of_the_watche
 def test_the_ledger_table_shows_every_attempt_with_its_node_hours_steps_and_spend():
     ledger = Ledger("s", "s-r-1", node_hour_usd=40.0, budget_usd=1000.0)
     ledger.attempts = [
-        Attempt(1, "s-r-1", 0.0, 2, resume_step=0, end=5400.0, cause="preemption-like", last_step=19, saved_step=10, steps_lost=9),
-        Attempt(2, "s-r-1-r2", 6000.0, 2, resume_step=10, end=9600.0, cause="succeeded", last_step=20, saved_step=20, steps_lost=0),
+        Attempt(
+            1,
+            "s-r-1",
+            0.0,
+            2,
+            resume_step=0,
+            end=5400.0,
+            cause="preemption-like",
+            last_step=19,
+            saved_step=10,
+            steps_lost=9,
+        ),
+        Attempt(
+            2,
+            "s-r-1-r2",
+            6000.0,
+            2,
+            resume_step=10,
+            end=9600.0,
+            cause="succeeded",
+            last_step=20,
+            saved_step=20,
+            steps_lost=0,
+        ),
     ]
     lines = table(ledger, now=10_000.0)
-    assert lines[0].split() == ["attempt", "start", "(UTC)", "end", "(UTC)", "cause", "nodes", "node-h", "resumed", "done", "lost", "spend"]
-    first, second = lines[1].split("  "), lines[2]
+    assert lines[0].split() == [
+        "attempt",
+        "start",
+        "(UTC)",
+        "end",
+        "(UTC)",
+        "cause",
+        "nodes",
+        "node-h",
+        "resumed",
+        "done",
+        "lost",
+        "spend",
+    ]
+    second = lines[2]
     assert "preemption-like" in lines[1] and "3.00" in lines[1] and "step 0" in lines[1] and "$120.00" in lines[1]
     assert "succeeded" in second and "2.00" in second and "step 10" in second and "$80.00" in second
     assert lines[3] == "2 attempt(s), 5.00 node-hours, 9 step(s) lost, spend $200.00 of the budget $1,000.00 (20 %)"
@@ -131,15 +187,32 @@ def test_status_prints_the_job_then_the_run_ledger_as_a_table(head, client, tmp_
 
     spec = build_spec(load_stack("dev"))
     ledger = Ledger("dev", spec.submission_id, node_hour_usd=PRICE, budget_usd=100.0)
-    ledger.attempts = [Attempt(1, spec.submission_id, 0.0, 1, end=3600.0, cause="preemption-like", last_step=7, saved_step=5, steps_lost=2)]
+    ledger.attempts = [
+        Attempt(
+            1, spec.submission_id, 0.0, 1, end=3600.0, cause="preemption-like", last_step=7, saved_step=5, steps_lost=2
+        )
+    ]
     ledger.events = ["2026-12-03 10:00 attempt 1 ended: preemption-like"]
     LedgerFile(tmp_path / "dev.ledger.json").save(ledger)
     job_id = "t-ledger-status-" + spec.spec_hash[:6]
     client.submit_job(entrypoint="true", submission_id=job_id, metadata={"nemo-rl-gke/stack": "t-ledger-status"})
     jobs.wait(client, job_id, timeout=JOB_TIMEOUT, poll_interval=0.2)
     out, err = io.StringIO(), io.StringIO()
-    code = cli.main(["status", "--stack", "dev", "--address", head.address, "--job", job_id,
-                     "--ledger-file", str(tmp_path / "dev.ledger.json")], out=out, err=err)
+    code = cli.main(
+        [
+            "status",
+            "--stack",
+            "dev",
+            "--address",
+            head.address,
+            "--job",
+            job_id,
+            "--ledger-file",
+            str(tmp_path / "dev.ledger.json"),
+        ],
+        out=out,
+        err=err,
+    )
     assert code == 0, err.getvalue()
     lines = out.getvalue().splitlines()
     assert lines[0].startswith(f"{job_id}  SUCCEEDED") and lines[1].startswith("attempt  start (UTC)")

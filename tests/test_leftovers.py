@@ -25,16 +25,26 @@ OURS = {"managed-by": "pulumi", "app": "nemo-rl-gke", "stack": "dev"}
 
 
 def config(**overrides):
-    raw = {"project": PROJECT, "region": "us-east1", "zone": "us-east1-b", "flavour": "b200",
-           "gpuPool": {"nodeCount": 1, "provisioning": "spot"}}
+    raw = {
+        "project": PROJECT,
+        "region": "us-east1",
+        "zone": "us-east1-b",
+        "flavour": "b200",
+        "gpuPool": {"nodeCount": 1, "provisioning": "spot"},
+    }
     raw.update(overrides)
     return parse(raw, "dev")
 
 
 def asset(asset_type, path, location="global", labels=None):
     service = asset_type.split("/", 1)[0]
-    return asset_v1.ResourceSearchResult(name=f"//{service}/{path}", asset_type=asset_type, project="projects/123",
-                                         location=location, labels=labels or {})
+    return asset_v1.ResourceSearchResult(
+        name=f"//{service}/{path}",
+        asset_type=asset_type,
+        project="projects/123",
+        location=location,
+        labels=labels or {},
+    )
 
 
 class FakeCloud:
@@ -56,15 +66,20 @@ class Assets:
         self.c = cloud
 
     def search_all_resources(self, request=None, *, scope=None, query=None, asset_types=None, timeout=None):
-        self.c.calls.append((asset_v1.AssetServiceClient, "search_all_resources",
-                             {"scope": scope, "query": query, "asset_types": asset_types, "timeout": timeout}))
+        self.c.calls.append(
+            (
+                asset_v1.AssetServiceClient,
+                "search_all_resources",
+                {"scope": scope, "query": query, "asset_types": asset_types, "timeout": timeout},
+            )
+        )
         if self.c.error:
             raise self.c.error
         assert scope == f"projects/{PROJECT}"
         if query:
             key, _, value = query.partition(":")
             assert key.startswith("labels."), query
-            return iter(a for a in self.c.assets if a.labels.get(key[len("labels."):]) == value)
+            return iter(a for a in self.c.assets if a.labels.get(key[len("labels.") :]) == value)
         assert asset_types, "an empty query lists only the asset types asked for"
         return iter(a for a in self.c.assets if a.asset_type in asset_types)
 
@@ -74,7 +89,9 @@ class Networks:
         self.c = cloud
 
     def get(self, request=None, *, project=None, network=None, timeout=None):
-        self.c.calls.append((compute_v1.NetworksClient, "get", {"project": project, "network": network, "timeout": timeout}))
+        self.c.calls.append(
+            (compute_v1.NetworksClient, "get", {"project": project, "network": network, "timeout": timeout})
+        )
         if network not in self.c.networks:
             raise gexc.NotFound("no such network")
         return self.c.networks[network]
@@ -93,11 +110,19 @@ def cloud(monkeypatch):
     # Not the stack's: another stack beside it (Pulumi.dev-2.yaml), another stack's labels, unrelated names.
     c.assets += [
         asset("compute.googleapis.com/Network", f"projects/{PROJECT}/global/networks/dev-2-vpc"),
-        asset("lustre.googleapis.com/Instance", f"projects/{PROJECT}/locations/us-east1-b/instances/dev-lustre-old",
-              "us-east1-b", {**OURS, "stack": "prod"}),
+        asset(
+            "lustre.googleapis.com/Instance",
+            f"projects/{PROJECT}/locations/us-east1-b/instances/dev-lustre-old",
+            "us-east1-b",
+            {**OURS, "stack": "prod"},
+        ),
         asset("compute.googleapis.com/Network", f"projects/{PROJECT}/global/networks/default"),
-        asset("compute.googleapis.com/Disk", f"projects/{PROJECT}/zones/us-east1-b/disks/pvc-9",
-              "us-east1-b", {"goog-k8s-cluster-name": "prod-gke"}),
+        asset(
+            "compute.googleapis.com/Disk",
+            f"projects/{PROJECT}/zones/us-east1-b/disks/pvc-9",
+            "us-east1-b",
+            {"goog-k8s-cluster-name": "prod-gke"},
+        ),
     ]
     return c
 
@@ -120,45 +145,95 @@ def leave_a_half_destroyed_stack(cloud):
         asset("compute.googleapis.com/Subnetwork", f"{p}/regions/us-east1/subnetworks/dev-rdma-subnet-0", "us-east1"),
         asset("compute.googleapis.com/Firewall", f"{p}/global/firewalls/dev-allow-lustre"),
         asset("compute.googleapis.com/Firewall", f"{p}/global/firewalls/gke-dev-gke-1a2b3c4d-all"),  # GKE's own
-        asset("compute.googleapis.com/GlobalAddress", f"{p}/global/addresses/dev-psa-range", labels={**OURS, "component": "network"}),
+        asset(
+            "compute.googleapis.com/GlobalAddress",
+            f"{p}/global/addresses/dev-psa-range",
+            labels={**OURS, "component": "network"},
+        ),
         asset("compute.googleapis.com/Router", f"{p}/regions/us-east1/routers/dev-router", "us-east1"),
-        asset("compute.googleapis.com/Disk", f"{p}/zones/us-east1-b/disks/pvc-1234", "us-east1-b", {"goog-k8s-cluster-name": "dev-gke"}),
-        asset("compute.googleapis.com/ForwardingRule", f"{p}/regions/us-east1/forwardingRules/a1b2c3", "us-east1",
-              {"goog-k8s-cluster-name": "dev-gke"}),
-        asset("compute.googleapis.com/NetworkEndpointGroup", f"{p}/zones/us-east1-b/networkEndpointGroups/k8s1-abc-ray-8265",
-              "us-east1-b", {"goog-k8s-cluster-name": "dev-gke"}),
-        asset("lustre.googleapis.com/Instance", f"{p}/locations/us-east1-b/instances/dev-lustre", "us-east1-b",
-              {**OURS, "component": "lustre"}),
+        asset(
+            "compute.googleapis.com/Disk",
+            f"{p}/zones/us-east1-b/disks/pvc-1234",
+            "us-east1-b",
+            {"goog-k8s-cluster-name": "dev-gke"},
+        ),
+        asset(
+            "compute.googleapis.com/ForwardingRule",
+            f"{p}/regions/us-east1/forwardingRules/a1b2c3",
+            "us-east1",
+            {"goog-k8s-cluster-name": "dev-gke"},
+        ),
+        asset(
+            "compute.googleapis.com/NetworkEndpointGroup",
+            f"{p}/zones/us-east1-b/networkEndpointGroups/k8s1-abc-ray-8265",
+            "us-east1-b",
+            {"goog-k8s-cluster-name": "dev-gke"},
+        ),
+        asset(
+            "lustre.googleapis.com/Instance",
+            f"{p}/locations/us-east1-b/instances/dev-lustre",
+            "us-east1-b",
+            {**OURS, "component": "lustre"},
+        ),
         asset("storage.googleapis.com/Bucket", f"{PROJECT}-dev-artifacts", "us-east1"),
-        asset("container.googleapis.com/NodePool", f"{p}/locations/us-east1-b/clusters/dev-gke/nodePools/dev-gpu", "us-east1-b"),
+        asset(
+            "container.googleapis.com/NodePool",
+            f"{p}/locations/us-east1-b/clusters/dev-gke/nodePools/dev-gpu",
+            "us-east1-b",
+        ),
     ]
     cloud.networks["dev-vpc"] = compute_v1.Network(
-        name="dev-vpc", peerings=[compute_v1.NetworkPeering(name="servicenetworking-googleapis-com", network="x")])
+        name="dev-vpc", peerings=[compute_v1.NetworkPeering(name="servicenetworking-googleapis-com", network="x")]
+    )
 
 
 def test_a_half_destroyed_stack_lists_every_remaining_resource_in_removal_order(cloud):
     leave_a_half_destroyed_stack(cloud)
     found = audit(cloud)
     assert [(f.asset_type.rsplit("/", 1)[-1], f.name) for f in found] == [
-        ("Instance", "dev-lustre"), ("NodePool", "dev-gpu"), ("ForwardingRule", "a1b2c3"),
-        ("NetworkEndpointGroup", "k8s1-abc-ray-8265"), ("Disk", "pvc-1234"), ("Bucket", f"{PROJECT}-dev-artifacts"),
-        ("Peering", "dev-vpc"), ("GlobalAddress", "dev-psa-range"), ("Router", "dev-router"),
-        ("Firewall", "dev-allow-lustre"), ("Firewall", "gke-dev-gke-1a2b3c4d-all"), ("Subnetwork", "dev-rdma-subnet-0"),
-        ("Network", "dev-vpc")]
+        ("Instance", "dev-lustre"),
+        ("NodePool", "dev-gpu"),
+        ("ForwardingRule", "a1b2c3"),
+        ("NetworkEndpointGroup", "k8s1-abc-ray-8265"),
+        ("Disk", "pvc-1234"),
+        ("Bucket", f"{PROJECT}-dev-artifacts"),
+        ("Peering", "dev-vpc"),
+        ("GlobalAddress", "dev-psa-range"),
+        ("Router", "dev-router"),
+        ("Firewall", "dev-allow-lustre"),
+        ("Firewall", "gke-dev-gke-1a2b3c4d-all"),
+        ("Subnetwork", "dev-rdma-subnet-0"),
+        ("Network", "dev-vpc"),
+    ]
     by_name = {f.name: f for f in found}
-    assert by_name["dev-lustre"].command == f"gcloud lustre instances delete dev-lustre --location us-east1-b --project {PROJECT}"
+    assert (
+        by_name["dev-lustre"].command
+        == f"gcloud lustre instances delete dev-lustre --location us-east1-b --project {PROJECT}"
+    )
     assert by_name["dev-lustre"].why == "labels"
-    assert by_name["dev-gpu"].command == (f"gcloud container node-pools delete dev-gpu --cluster dev-gke --location us-east1-b "
-                                          f"--project {PROJECT}")
+    assert by_name["dev-gpu"].command == (
+        f"gcloud container node-pools delete dev-gpu --cluster dev-gke --location us-east1-b --project {PROJECT}"
+    )
     assert by_name["pvc-1234"].command == f"gcloud compute disks delete pvc-1234 --zone us-east1-b --project {PROJECT}"
     assert by_name["pvc-1234"].why == "created by cluster dev-gke"
-    assert by_name["k8s1-abc-ray-8265"].command.startswith("gcloud compute network-endpoint-groups delete k8s1-abc-ray-8265 --zone us-east1-b")
-    assert by_name["dev-psa-range"].command == f"gcloud compute addresses delete dev-psa-range --global --project {PROJECT}"
-    assert by_name["dev-router"].command.startswith(f"gcloud compute routers delete dev-router --region us-east1 --project {PROJECT}")
-    assert by_name[f"{PROJECT}-dev-artifacts"].command.startswith(f"gcloud storage rm --recursive gs://{PROJECT}-dev-artifacts")
+    assert by_name["k8s1-abc-ray-8265"].command.startswith(
+        "gcloud compute network-endpoint-groups delete k8s1-abc-ray-8265 --zone us-east1-b"
+    )
+    assert (
+        by_name["dev-psa-range"].command
+        == f"gcloud compute addresses delete dev-psa-range --global --project {PROJECT}"
+    )
+    assert by_name["dev-router"].command.startswith(
+        f"gcloud compute routers delete dev-router --region us-east1 --project {PROJECT}"
+    )
+    assert by_name[f"{PROJECT}-dev-artifacts"].command.startswith(
+        f"gcloud storage rm --recursive gs://{PROJECT}-dev-artifacts"
+    )
     peering = next(f for f in found if f.asset_type == leftovers.PEERING)
-    assert peering.command.startswith(f"gcloud services vpc-peerings delete --service=servicenetworking.googleapis.com "
-                                      f"--network=dev-vpc --project {PROJECT}")
+    assert peering.command.startswith(
+        f"gcloud services vpc-peerings delete --service=servicenetworking.googleapis.com "
+        f"--network=dev-vpc --project {PROJECT}"
+    )
 
 
 def test_the_command_prints_each_leftover_with_its_removal_command_and_exits_1(cloud):
@@ -176,7 +251,8 @@ def test_the_command_prints_each_leftover_with_its_removal_command_and_exits_1(c
 
 def test_a_peering_on_the_default_vpc_is_listed_as_possibly_the_stacks(cloud):
     cloud.networks["default"] = compute_v1.Network(
-        name="default", peerings=[compute_v1.NetworkPeering(name="servicenetworking-googleapis-com", network="x")])
+        name="default", peerings=[compute_v1.NetworkPeering(name="servicenetworking-googleapis-com", network="x")]
+    )
     (found,) = audit(cloud, config(network={"useDefaultNetwork": True}))
     assert found.asset_type == leftovers.PEERING and found.name == "default" and "before it" in found.why
 
@@ -191,16 +267,22 @@ def test_a_name_prefix_other_than_the_stack_name_is_what_is_matched(cloud):
 def test_every_call_is_one_the_real_client_accepts(cloud):
     leave_a_half_destroyed_stack(cloud)
     audit(cloud)
-    assert {(c, m) for c, m, _ in cloud.calls} == {(asset_v1.AssetServiceClient, "search_all_resources"),
-                                                   (compute_v1.NetworksClient, "get")}
+    assert {(c, m) for c, m, _ in cloud.calls} == {
+        (asset_v1.AssetServiceClient, "search_all_resources"),
+        (compute_v1.NetworksClient, "get"),
+    }
     for client, method, kwargs in cloud.calls:
         inspect.signature(getattr(client, method)).bind(None, **kwargs)
 
 
 def test_every_type_searched_is_one_the_audit_can_remove():
     for asset_type in leftovers.BY_NAME:
-        assert not leftovers.removal_command(asset_type, "x", "us-east1", PROJECT).startswith("no removal command"), asset_type
-    assert leftovers.removal_command("compute.googleapis.com/Snapshot", "x", "global", PROJECT).startswith("no removal command")
+        assert not leftovers.removal_command(asset_type, "x", "us-east1", PROJECT).startswith("no removal command"), (
+            asset_type
+        )
+    assert leftovers.removal_command("compute.googleapis.com/Snapshot", "x", "global", PROJECT).startswith(
+        "no removal command"
+    )
 
 
 # ----------------------------------------------------------------------------- the command

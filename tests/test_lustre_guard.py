@@ -14,10 +14,10 @@ from typing import Any
 
 import dill
 import pytest
+from conftest import STACKS, merged, run_plan, stack_plan
 from google.api_core import exceptions
 from google.cloud import lustre_v1
 
-from conftest import STACKS, merged, run_plan, stack_plan
 from infra import lustre_guard
 from infra.config import ConfigError
 from infra.lustre_guard import LustreGuardProvider, TransferError
@@ -52,7 +52,9 @@ class FakeOperation:
         self.metadata = lustre_v1.ExportDataMetadata(
             operation_metadata=lustre_v1.TransferOperationMetadata(
                 counters=lustre_v1.TransferCounters(objects_copied_count=10, objects_failed_count=failed),
-                error_summaries=[lustre_v1.ErrorSummary(error_count=failed, error_log_entries=entries)] if entries else [],
+                error_summaries=[lustre_v1.ErrorSummary(error_count=failed, error_log_entries=entries)]
+                if entries
+                else [],
             )
         )
         self.waited_with: float | None = None
@@ -146,7 +148,9 @@ def test_the_exported_directories_are_where_the_job_writes_on_lustre():
 
 
 def test_delete_refuses_with_a_clear_message_when_an_export_fails(fake):
-    failure = exceptions.PermissionDenied("service-123@gcp-sa-lustre.iam.gserviceaccount.com lacks storage.objects.create")
+    failure = exceptions.PermissionDenied(
+        "service-123@gcp-sa-lustre.iam.gserviceaccount.com lacks storage.objects.create"
+    )
     client = FakeLustreClient(FakeOperation(error=failure))
     fake(client)
     with pytest.raises(TransferError) as info:
@@ -189,7 +193,9 @@ def test_import_without_credentials_fails_the_create_in_one_line(no_credentials)
 
 def test_a_failure_after_the_first_directory_says_what_was_already_exported(fake):
     fake(FakeLustreClient(FakeOperation(), FakeOperation(error=exceptions.InternalServerError("boom"))))
-    with pytest.raises(TransferError, match=r"Already exported: gs://my-gcp-project-b200-artifacts/lustre-export/checkpoints/\."):
+    with pytest.raises(
+        TransferError, match=r"Already exported: gs://my-gcp-project-b200-artifacts/lustre-export/checkpoints/\."
+    ):
         LustreGuardProvider().delete(INSTANCE, dict(PROPS))
 
 
@@ -330,7 +336,9 @@ def test_the_guard_carries_the_stack_instance_bucket_directories_and_switch(stac
     plan = stack_plan(stack)
     guard, instance, bucket = plan.one(GUARD), plan.one(LUSTRE), plan.one(BUCKET)
     assert guard.inputs["instance_id"] == instance.inputs["instanceId"], guard.name
-    assert guard.inputs["zone"] == instance.inputs["location"] and guard.inputs["project"] == "my-gcp-project", guard.name
+    assert guard.inputs["zone"] == instance.inputs["location"] and guard.inputs["project"] == "my-gcp-project", (
+        guard.name
+    )
     assert guard.inputs["bucket"] == bucket.inputs["name"], guard.name
     assert guard.inputs["dirs"] == list(results_dirs()), guard.name
     assert guard.inputs["export_on_destroy"] is export and guard.inputs["import_from"] == "", guard.name
@@ -373,14 +381,20 @@ def test_import_from_another_bucket_lets_the_agent_read_that_bucket_only():
     plan = run_plan("b200", lustre=merged("b200", "lustre", {"importFrom": source}))
     guard, read = plan.one(GUARD), plan.one(IAM_MEMBER, "-agent-import-access")
     assert guard.inputs["import_from"] == source, guard.name
-    assert (read.inputs["bucket"], read.inputs["role"]) == ("my-gcp-project-old-artifacts", "roles/storage.objectViewer"), read.name
+    assert (read.inputs["bucket"], read.inputs["role"]) == (
+        "my-gcp-project-old-artifacts",
+        "roles/storage.objectViewer",
+    ), read.name
     assert read.urn in guard.dependencies, f"{guard.name} does not wait for {read.name}"
 
 
 def test_import_from_the_stack_own_bucket_needs_no_extra_grant():
     source = "gs://my-gcp-project-b200-artifacts/lustre-export/"
     plan = run_plan("b200", lustre=merged("b200", "lustre", {"importFrom": source}))
-    assert sorted(m.name for m in plan.by_type(IAM_MEMBER)) == ["artifacts-object-user", "lustre-data-agent-bucket-access"]
+    assert sorted(m.name for m in plan.by_type(IAM_MEMBER)) == [
+        "artifacts-object-user",
+        "lustre-data-agent-bucket-access",
+    ]
 
 
 @pytest.mark.parametrize("uri", ["gs://bucket/path", "s3://bucket/path/", "gs://B/", "gs://bucket/a b/"])

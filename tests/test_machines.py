@@ -5,18 +5,23 @@ import pytest
 from infra.machines import gke_reserved_cpu, gke_reserved_memory_gib, machine_shape, system_node_room
 
 
-@pytest.mark.parametrize(("machine", "shape"), [
-    ("n2-standard-16", (16, 64.0)),
-    ("n2-highmem-8", (8, 64.0)),
-    ("e2-highcpu-4", (4, 4.0)),
-    ("n1-standard-4", (4, 15.0)),
-    ("n2d-standard-32", (32, 128.0)),
-])
+@pytest.mark.parametrize(
+    ("machine", "shape"),
+    [
+        ("n2-standard-16", (16, 64.0)),
+        ("n2-highmem-8", (8, 64.0)),
+        ("e2-highcpu-4", (4, 4.0)),
+        ("n1-standard-4", (4, 15.0)),
+        ("n2d-standard-32", (32, 128.0)),
+    ],
+)
 def test_predefined_machine_types_of_uniform_families_have_their_documented_shape(machine, shape):
     assert machine_shape(machine) == shape, machine
 
 
-@pytest.mark.parametrize("machine", ["c4-standard-8", "n4-highcpu-16", "a4-highgpu-8g", "n2-custom-8-32768", "e2-medium"])
+@pytest.mark.parametrize(
+    "machine", ["c4-standard-8", "n4-highcpu-16", "a4-highgpu-8g", "n2-custom-8-32768", "e2-medium"]
+)
 def test_machine_types_whose_shape_is_not_known_here_are_not_guessed(machine):
     assert machine_shape(machine) is None and system_node_room(machine) is None, machine
 
@@ -35,7 +40,11 @@ def test_every_machine_of_the_cpu_pool_catalogue_is_priced_by_the_price_table():
     from infra.prices import PriceTable
 
     table = PriceTable.load()
-    unpriced = [m for m in SYSTEM_POOL_MACHINES if not table.has(f"cpu.{machine_series(m)}.vcpuHour") or not table.has(f"cpu.{machine_series(m)}.gibHour")]
+    unpriced = [
+        m
+        for m in SYSTEM_POOL_MACHINES
+        if not table.has(f"cpu.{machine_series(m)}.vcpuHour") or not table.has(f"cpu.{machine_series(m)}.gibHour")
+    ]
     assert not unpriced, f"catalogued but not priced in data/prices.yaml: {unpriced}"
 
 
@@ -45,10 +54,19 @@ def test_the_catalogue_keeps_the_shapes_that_break_the_ratio():
     assert machine_shape("n2-highcpu-96") == (96, 96.0)
 
 
-@pytest.mark.parametrize(("machine", "gpu"), [
-    ("a4-highgpu-8g", True), ("a3-ultragpu-8g", True), ("a2-ultragpu-1g", True), ("g2-standard-8", True), ("a4x-highgpu-4g", True),
-    ("n2-highmem-16", False), ("c4-standard-8", False), ("e2-medium", False),
-])
+@pytest.mark.parametrize(
+    ("machine", "gpu"),
+    [
+        ("a4-highgpu-8g", True),
+        ("a3-ultragpu-8g", True),
+        ("a2-ultragpu-1g", True),
+        ("g2-standard-8", True),
+        ("a4x-highgpu-4g", True),
+        ("n2-highmem-16", False),
+        ("c4-standard-8", False),
+        ("e2-medium", False),
+    ],
+)
 def test_gpu_machine_types_are_told_from_cpu_ones(machine, gpu):
     from infra.machines import is_gpu_machine_type
 

@@ -19,11 +19,14 @@ def test_a_module_is_mutated_against_its_mirror_tests_and_a_package_as_a_whole(m
     assert mutants.resolve("infra/config/").mutate == "infra/config/*"
 
 
-@pytest.mark.parametrize(("name", "message"), [
-    ("infra/nope", "module 'infra/nope': no infra/nope.py or package infra/nope/"),
-    ("tests/conftest", "module 'tests/conftest': outside the source packages"),
-    ("infra/options", "module 'infra/options': no mirror test module tests/test_options.py"),
-])
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("infra/nope", "module 'infra/nope': no infra/nope.py or package infra/nope/"),
+        ("tests/conftest", "module 'tests/conftest': outside the source packages"),
+        ("infra/options", "module 'infra/options': no mirror test module tests/test_options.py"),
+    ],
+)
 def test_a_module_without_source_or_mirror_tests_is_refused_in_one_line(name, message, capsys):
     assert mutants.main([name]) == 2
     err = capsys.readouterr().err
@@ -32,7 +35,8 @@ def test_a_module_without_source_or_mirror_tests_is_refused_in_one_line(name, me
 
 def test_every_default_module_has_its_mirror_tests():
     assert [mutants.resolve(m).tests for m in mutants.DEFAULT_MODULES] == [
-        f"tests/test_{m.rsplit('/', 1)[1]}.py" for m in mutants.DEFAULT_MODULES]
+        f"tests/test_{m.rsplit('/', 1)[1]}.py" for m in mutants.DEFAULT_MODULES
+    ]
 
 
 def test_the_equivalent_mutants_are_read_from_docs_testing_md_with_their_lines():
@@ -49,8 +53,10 @@ def test_the_rate_excludes_equivalents_only_while_their_line_is_the_one_judged()
     shown = {"m__mutmut_2": "a = 2", "m__mutmut_3": "b = 4  # renumbered: another mutant now"}.get
     line, open_ = mutants.summarize(target, codes, judged, shown)
     # killed: 1 and the timeout (5); counted: those, the stale "equivalent" 3 and the unreached 4.
-    assert line == ("infra/naming: 50.0% killed (2 of 4; 5 mutants, 1 equivalent, 1 survived, "
-                    "1 not reached by tests/test_naming.py)")
+    assert line == (
+        "infra/naming: 50.0% killed (2 of 4; 5 mutants, 1 equivalent, 1 survived, "
+        "1 not reached by tests/test_naming.py)"
+    )
     assert open_ == ["m__mutmut_3", "m__mutmut_4"]
 
 

@@ -37,14 +37,24 @@ def test_a_stack_name_becomes_a_valid_label_value():
 
 def test_labels_merge_user_labels_under_the_managed_ones():
     merged = labels("b200", "network", {"team": "rl", "managed-by": "me", "stack": "x"})
-    assert merged == {"team": "rl", "managed-by": "pulumi", "app": "nemo-rl-gke", "stack": "b200", "component": "network"}
+    assert merged == {
+        "team": "rl",
+        "managed-by": "pulumi",
+        "app": "nemo-rl-gke",
+        "stack": "b200",
+        "component": "network",
+    }
 
 
 def test_every_labelled_resource_carries_the_managed_labels():
     from conftest import stack_plan
 
     plan = stack_plan("h200")
-    labelled = [(r, r.inputs.get("labels") or r.inputs.get("resourceLabels")) for r in plan.resources if r.type.startswith("gcp:")]
+    labelled = [
+        (r, r.inputs.get("labels") or r.inputs.get("resourceLabels"))
+        for r in plan.resources
+        if r.type.startswith("gcp:")
+    ]
     labelled = [(r, lab) for r, lab in labelled if isinstance(lab, dict)]
     assert len(labelled) >= 3
     for r, lab in labelled:

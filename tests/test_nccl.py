@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
-
 from conftest import STACKS, stack_plan
+from k8s_support import k8s_doc, record, schema_problems
+
 from infra.config import RayConfig
 from infra.flavours import FLAVOURS
 from infra.nccl import HOST_GIB_DIR, HOST_NVIDIA_LIB_DIR, NcclRdmaInstaller, NcclRdmaInstallerArgs
-from k8s_support import k8s_doc, record, schema_problems
 
 IMAGE = RayConfig().nccl_installer_image
 DAEMONSET = "kubernetes:apps/v1:DaemonSet"
@@ -44,7 +44,9 @@ def test_it_is_the_nccl_rdma_installer_in_kube_system_with_the_pinned_image():
     assert (doc["metadata"]["name"], doc["metadata"]["namespace"]) == ("nccl-rdma-installer", "kube-system")
     spec = doc["spec"]["template"]["spec"]
     images = {c["name"]: c["image"] for c in spec["initContainers"]}
-    assert images == {"nccl-rdma-installer": IMAGE}, "one init container, as upstream since bdd28b0f (no martian-log one)"
+    assert images == {"nccl-rdma-installer": IMAGE}, (
+        "one init container, as upstream since bdd28b0f (no martian-log one)"
+    )
     assert IMAGE == "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.1.1"
     assert all(":" in c["image"] or "@" in c["image"] for c in spec["initContainers"] + spec["containers"])
     assert [c["name"] for c in spec["containers"]] == ["pause"], "after installing, only a pause container runs"
@@ -52,9 +54,15 @@ def test_it_is_the_nccl_rdma_installer_in_kube_system_with_the_pinned_image():
 
 def test_it_runs_only_on_nodes_with_the_given_accelerators():
     _, doc = installer(accelerators=["nvidia-h200-141gb"])
-    terms = doc["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    terms = doc["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]
     assert terms["nodeSelectorTerms"] == [
-        {"matchExpressions": [{"key": "cloud.google.com/gke-accelerator", "operator": "In", "values": ["nvidia-h200-141gb"]}]}
+        {
+            "matchExpressions": [
+                {"key": "cloud.google.com/gke-accelerator", "operator": "In", "values": ["nvidia-h200-141gb"]}
+            ]
+        }
     ]
 
 
@@ -62,7 +70,11 @@ def test_the_installer_writes_the_plugin_into_the_host_directories_the_workers_m
     _, doc = installer()
     spec = doc["spec"]["template"]["spec"]
     host = {v["name"]: v["hostPath"]["path"] for v in spec["volumes"]}
-    assert set(host.values()) == {HOST_GIB_DIR, HOST_NVIDIA_LIB_DIR} == {"/home/kubernetes/bin/gib", "/home/kubernetes/bin/nvidia/lib64"}
+    assert (
+        set(host.values())
+        == {HOST_GIB_DIR, HOST_NVIDIA_LIB_DIR}
+        == {"/home/kubernetes/bin/gib", "/home/kubernetes/bin/nvidia/lib64"}
+    )
     (install,) = [c for c in spec["initContainers"] if c["name"] == "nccl-rdma-installer"]
     mounted = {host[m["name"]]: m["mountPath"] for m in install["volumeMounts"]}
     script = install["command"][-1]

@@ -7,7 +7,7 @@ from omegaconf import OmegaConf
 
 from tools.nemo_rl_reference import _flatten, _init_args, _keys_read, _registry, _typeddict_keys
 
-FLAT_LOADER = '''
+FLAT_LOADER = """
 def load_response_dataset(data_config, seed=42):
     dataset_name = data_config["dataset_name"]
     if dataset_name == "squad":
@@ -16,9 +16,9 @@ def load_response_dataset(data_config, seed=42):
         if "train_data_path" not in data_config:
             raise ValueError()
         extra = get_extra_kwargs(data_config, ["val_data_path", "input_key"])
-'''
+"""
 
-SPLIT_REGISTRY = '''
+SPLIT_REGISTRY = """
 from functools import partial
 DATASET_REGISTRY = {"gsm8k": GSM8KDataset, "AIME2025": partial(AIMEDataset, variant="2025")}
 class GSM8KDataset(RawDataset):
@@ -26,7 +26,7 @@ class GSM8KDataset(RawDataset):
 class DataConfig(TypedDict):
     max_input_seq_length: int
     train: dict
-'''
+"""
 
 
 def test_the_flat_loader_keys_are_every_key_it_reads_and_every_name_it_compares():

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from conftest import STACKS, merged, run_plan, stack_plan
 
 NETWORK = "gcp:compute/network:Network"
@@ -152,7 +151,8 @@ def test_on_the_default_network_cloud_nat_serves_only_the_cluster_subnet():
     # Not ALL_SUBNETWORKS: other workloads of the shared default VPC keep their own egress.
     assert nat.inputs["sourceSubnetworkIpRangesToNat"] == "LIST_OF_SUBNETWORKS", nat.name
     assert [s["name"] for s in nat.inputs["subnetworks"]] == [
-        "projects/my-gcp-project/regions/us-east1/subnetworks/default"], nat.name
+        "projects/my-gcp-project/regions/us-east1/subnetworks/default"
+    ], nat.name
 
 
 @pytest.mark.parametrize("stack", STACKS)

@@ -9,18 +9,18 @@ from types import SimpleNamespace
 
 import pulumi
 import pytest
+from k8s_support import CTX, gpu_pool, record
+from provider_schema import check_inputs
 
 from infra.observability import (
+    ATTEMPT_METRIC_SOURCE,
     COMPONENT_TYPE,
     METRICS,
-    ATTEMPT_METRIC_SOURCE,
     PREEMPTION_METRIC_SOURCE,
     USER_METRIC_PREFIX,
     build_dashboard,
     display_name,
 )
-from k8s_support import CTX, gpu_pool, record
-from provider_schema import check_inputs
 
 CLUSTER = "zz-stack-gke"
 LUSTRE_ID = "zz-stack-lustre"
@@ -31,7 +31,9 @@ METRIC_TYPE = re.compile(r'metric\.type="([^"]+)"')
 
 def dashboard():
     # Stand-ins with the attributes build_dashboard reads from GkeCluster, Lustre and RayCluster.
-    cluster = SimpleNamespace(name=pulumi.Output.from_input(CLUSTER), location=CTX.zone, gpu_pool_facts=POOL, node_name_prefix="gke")
+    cluster = SimpleNamespace(
+        name=pulumi.Output.from_input(CLUSTER), location=CTX.zone, gpu_pool_facts=POOL, node_name_prefix="gke"
+    )
     lustre = SimpleNamespace(instance_id=pulumi.Output.from_input(LUSTRE_ID))
     ray = SimpleNamespace(namespace=NAMESPACE)
     rec = record(lambda: build_dashboard(CTX, cluster=cluster, lustre=lustre, ray=ray))
@@ -69,7 +71,9 @@ def test_the_dashboard_json_has_the_monitoring_api_structure():
     # No two tiles overlap.
     cells = set()
     for t in layout["tiles"]:
-        area = {(x, y) for x in range(t["xPos"], t["xPos"] + t["width"]) for y in range(t["yPos"], t["yPos"] + t["height"])}
+        area = {
+            (x, y) for x in range(t["xPos"], t["xPos"] + t["width"]) for y in range(t["yPos"], t["yPos"] + t["height"])
+        }
         assert not cells & area
         cells |= area
 
@@ -82,13 +86,42 @@ DASHBOARD_FIELDS: dict[str, dict[str, str | None]] = {
     "MosaicLayout": {"columns": None, "tiles": "Tile"},
     "Tile": {"xPos": None, "yPos": None, "width": None, "height": None, "widget": "Widget"},
     "Widget": {"title": None, "xyChart": "XyChart", "text": "Text"},
-    "XyChart": {"dataSets": "DataSet", "timeshiftDuration": None, "thresholds": "Threshold", "xAxis": "Axis", "yAxis": "Axis", "chartOptions": None},
-    "DataSet": {"timeSeriesQuery": "TimeSeriesQuery", "plotType": None, "legendTemplate": None, "minAlignmentPeriod": None, "targetAxis": None},
-    "TimeSeriesQuery": {"timeSeriesFilter": "TimeSeriesFilter", "timeSeriesFilterRatio": None, "timeSeriesQueryLanguage": None,
-                        "prometheusQuery": None, "unitOverride": None, "outputFullDuration": None},
-    "TimeSeriesFilter": {"filter": None, "aggregation": "Aggregation", "secondaryAggregation": "Aggregation",
-                         "pickTimeSeriesFilter": None, "statisticalTimeSeriesFilter": None},
-    "Aggregation": {"alignmentPeriod": None, "perSeriesAligner": None, "crossSeriesReducer": None, "groupByFields": None},
+    "XyChart": {
+        "dataSets": "DataSet",
+        "timeshiftDuration": None,
+        "thresholds": "Threshold",
+        "xAxis": "Axis",
+        "yAxis": "Axis",
+        "chartOptions": None,
+    },
+    "DataSet": {
+        "timeSeriesQuery": "TimeSeriesQuery",
+        "plotType": None,
+        "legendTemplate": None,
+        "minAlignmentPeriod": None,
+        "targetAxis": None,
+    },
+    "TimeSeriesQuery": {
+        "timeSeriesFilter": "TimeSeriesFilter",
+        "timeSeriesFilterRatio": None,
+        "timeSeriesQueryLanguage": None,
+        "prometheusQuery": None,
+        "unitOverride": None,
+        "outputFullDuration": None,
+    },
+    "TimeSeriesFilter": {
+        "filter": None,
+        "aggregation": "Aggregation",
+        "secondaryAggregation": "Aggregation",
+        "pickTimeSeriesFilter": None,
+        "statisticalTimeSeriesFilter": None,
+    },
+    "Aggregation": {
+        "alignmentPeriod": None,
+        "perSeriesAligner": None,
+        "crossSeriesReducer": None,
+        "groupByFields": None,
+    },
     "Threshold": {"label": None, "value": None, "color": None, "direction": None, "targetAxis": None},
     "Axis": {"label": None, "scale": None},
     "Text": {"content": None, "format": None, "style": None},
@@ -110,7 +143,9 @@ def test_every_key_of_the_dashboard_json_is_a_field_of_the_dashboards_api():
     _, _, doc = dashboard()
     assert unknown_fields(doc, "Dashboard") == []
     doc["mosaicLayout"]["tiles"][1]["widget"]["xyChart"]["dataSets"][0]["legendTemplat"] = "x"
-    assert unknown_fields(doc, "Dashboard") == [".mosaicLayout.tiles[1].widget.xyChart.dataSets[0].legendTemplat: not a field of DataSet"]
+    assert unknown_fields(doc, "Dashboard") == [
+        ".mosaicLayout.tiles[1].widget.xyChart.dataSets[0].legendTemplat: not a field of DataSet"
+    ]
 
 
 # Written down from the reference pages, independently of infra/observability.py, so a typo in the
@@ -137,9 +172,14 @@ def test_the_allow_list_matches_the_metric_reference_pages():
 
 def own_metrics(rec) -> dict[str, object]:
     """The log-based metrics the component creates, by metric type, with their source."""
-    sources = {"monitoring-preemptions": PREEMPTION_METRIC_SOURCE, "monitoring-attempts": ATTEMPT_METRIC_SOURCE,
-               "monitoring-steps-lost": ATTEMPT_METRIC_SOURCE}
-    return {f"{USER_METRIC_PREFIX}{r.inputs['name']}": sources[r.name] for r in rec.by_type("gcp:logging/metric:Metric")}
+    sources = {
+        "monitoring-preemptions": PREEMPTION_METRIC_SOURCE,
+        "monitoring-attempts": ATTEMPT_METRIC_SOURCE,
+        "monitoring-steps-lost": ATTEMPT_METRIC_SOURCE,
+    }
+    return {
+        f"{USER_METRIC_PREFIX}{r.inputs['name']}": sources[r.name] for r in rec.by_type("gcp:logging/metric:Metric")
+    }
 
 
 def test_every_metric_type_is_in_the_documented_allow_list():
@@ -155,8 +195,16 @@ def test_every_metric_type_is_in_the_documented_allow_list():
         resource = (METRICS.get(metric) or own[metric]).resource_type
         assert f'resource.type="{resource}"' in f["filter"]
     # The tiles the issue asks for are all there.
-    for wanted in ("read_bytes_total", "write_bytes_total", "capacity_bytes", "accelerator/duty_cycle", "DCGM_FI_DEV_GPU_UTIL",
-                   "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "DCGM_FI_DEV_FB_USED", *own):
+    for wanted in (
+        "read_bytes_total",
+        "write_bytes_total",
+        "capacity_bytes",
+        "accelerator/duty_cycle",
+        "DCGM_FI_DEV_GPU_UTIL",
+        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+        "DCGM_FI_DEV_FB_USED",
+        *own,
+    ):
         assert any(wanted in m for m in used), wanted
 
 
@@ -176,11 +224,18 @@ def test_every_chart_is_filtered_to_this_stacks_names():
             assert f'resource.label."zone"="{CTX.zone}"' in text, title
     titles = " ".join(t["widget"]["title"] for t in doc["mosaicLayout"]["tiles"])
     assert POOL.pool_name in titles and f"configured: {POOL.node_count}" in titles
-    (nodes,) = [t["widget"]["xyChart"] for t in doc["mosaicLayout"]["tiles"] if t["widget"]["title"].startswith("Nodes of")]
+    (nodes,) = [
+        t["widget"]["xyChart"] for t in doc["mosaicLayout"]["tiles"] if t["widget"]["title"].startswith("Nodes of")
+    ]
     assert nodes["thresholds"][0]["value"] == POOL.node_count
-    assert nodes["dataSets"][0]["timeSeriesQuery"]["timeSeriesFilter"]["secondaryAggregation"]["crossSeriesReducer"] == "REDUCE_COUNT"
+    assert (
+        nodes["dataSets"][0]["timeSeriesQuery"]["timeSeriesFilter"]["secondaryAggregation"]["crossSeriesReducer"]
+        == "REDUCE_COUNT"
+    )
 
-    log_filter = next(r for r in rec.by_type("gcp:logging/metric:Metric") if r.name == "monitoring-preemptions").inputs["filter"]
+    log_filter = next(r for r in rec.by_type("gcp:logging/metric:Metric") if r.name == "monitoring-preemptions").inputs[
+        "filter"
+    ]
     assert 'protoPayload.methodName="compute.instances.preempted"' in log_filter
     assert f'resource.labels.zone="{CTX.zone}"' in log_filter and f"/instances/gke-{CLUSTER}" in log_filter
     assert f"projects/{CTX.project}/logs/cloudaudit.googleapis.com%2Fsystem_event" in log_filter
@@ -195,7 +250,9 @@ def test_the_dashboard_and_the_log_metric_match_the_provider_schema():
         assert check_inputs(each.type, each.inputs) == [], each.name
         assert each.urn in reg.dependencies, each.name
     assert metric.inputs["metricDescriptor"] == {
-        "metricKind": "DELTA", "valueType": "INT64", "unit": "1",
+        "metricKind": "DELTA",
+        "valueType": "INT64",
+        "unit": "1",
         "labels": [{"key": "instance", "valueType": "STRING", "description": "Preempted VM"}],
     }
     assert metric.urn in reg.dependencies
@@ -221,8 +278,17 @@ def test_the_attempt_metrics_count_the_watchers_attempt_lines_and_extract_the_st
     metrics = {r.name: r for r in rec.by_type("gcp:logging/metric:Metric")}
     attempts, lost = metrics["monitoring-attempts"].inputs, metrics["monitoring-steps-lost"].inputs
     for m in (attempts, lost):
-        assert 'jsonPayload.nemoRlGke="attempt-ended"' in m["filter"] and 'resource.labels.container_name="watcher"' in m["filter"]
-        assert f'resource.labels.cluster_name="{CLUSTER}"' in m["filter"] and f'resource.labels.namespace_name="{NAMESPACE}"' in m["filter"]
+        assert (
+            'jsonPayload.nemoRlGke="attempt-ended"' in m["filter"]
+            and 'resource.labels.container_name="watcher"' in m["filter"]
+        )
+        assert (
+            f'resource.labels.cluster_name="{CLUSTER}"' in m["filter"]
+            and f'resource.labels.namespace_name="{NAMESPACE}"' in m["filter"]
+        )
         assert m["labelExtractors"] == {"cause": "EXTRACT(jsonPayload.cause)"}
     assert attempts["metricDescriptor"]["valueType"] == "INT64"
-    assert lost["metricDescriptor"]["valueType"] == "DISTRIBUTION" and lost["valueExtractor"] == "EXTRACT(jsonPayload.stepsLost)"
+    assert (
+        lost["metricDescriptor"]["valueType"] == "DISTRIBUTION"
+        and lost["valueExtractor"] == "EXTRACT(jsonPayload.stepsLost)"
+    )

@@ -5,7 +5,6 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import ALL_STACKS, ROOT, plan_mod, stack_plan
 
 
@@ -20,12 +19,16 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = plan.main(list(args))
-    return subprocess.CompletedProcess(["python", "-m", "tools.offline_plan", *args], code, out.getvalue(), err.getvalue())
+    return subprocess.CompletedProcess(
+        ["python", "-m", "tools.offline_plan", *args], code, out.getvalue(), err.getvalue()
+    )
 
 
 def run_command(*args: str) -> subprocess.CompletedProcess:
     # The command users type (`python -m infra.plan`, the launcher of tools/offline_plan.py), for real.
-    return subprocess.run([sys.executable, "-m", "infra.plan", *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "infra.plan", *args], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
 
 
 @pytest.mark.parametrize("stack", ALL_STACKS)
@@ -38,7 +41,9 @@ def test_plan_json_follows_the_documented_contract(stack):
     assert doc["project"] == "nemo-rl-gke" and doc["stack"] == stack
     urns = {r["urn"] for r in doc["resources"]}
     for r in doc["resources"]:
-        assert set(r) == {"urn", "type", "name", "parent", "custom", "provider", "inputs", "dependencies", "options"}, r["name"]
+        assert set(r) == {"urn", "type", "name", "parent", "custom", "provider", "inputs", "dependencies", "options"}, (
+            r["name"]
+        )
         for dep in r["dependencies"]:
             assert dep in urns, f"{r['name']} depends on unknown {dep}"
 
@@ -53,7 +58,10 @@ def test_plan_without_a_stack_runs_the_dev_stack():
 def test_plan_of_an_unknown_stack_fails_with_a_one_line_error():
     proc = run_cli("--stack", "nope")
     assert proc.returncode == 2
-    assert proc.stderr.strip() == "error: stack file Pulumi.nope.yaml not found (stacks here: autopilot, b200, b200-ladder, dev, h200)"
+    assert (
+        proc.stderr.strip()
+        == "error: stack file Pulumi.nope.yaml not found (stacks here: autopilot, b200, b200-ladder, dev, h200)"
+    )
     assert "Traceback" not in proc.stderr
 
 
@@ -80,12 +88,19 @@ def test_the_plan_lists_every_parent_before_its_children_and_siblings_by_name():
         assert names == sorted(names), f"children of {parent} are not in name order: {names}"
 
 
-@pytest.mark.parametrize(("flag", "target", "reason"), [
-    # Found before the plan runs: a regular file where the directory should go, or on its path.
-    ("--out", "taken", "exists and is not a directory; allowed: a writable directory (created if missing)"),
-    ("--graph", "taken/graphs", "{tmp_path}/taken is not a directory; allowed: a writable directory (created if missing)"),
-    ("--graph", "/proc/nonexistent/dir", "No such file or directory"),
-])
+@pytest.mark.parametrize(
+    ("flag", "target", "reason"),
+    [
+        # Found before the plan runs: a regular file where the directory should go, or on its path.
+        ("--out", "taken", "exists and is not a directory; allowed: a writable directory (created if missing)"),
+        (
+            "--graph",
+            "taken/graphs",
+            "{tmp_path}/taken is not a directory; allowed: a writable directory (created if missing)",
+        ),
+        ("--graph", "/proc/nonexistent/dir", "No such file or directory"),
+    ],
+)
 def test_plan_output_that_cannot_be_written_fails_with_a_one_line_error_naming_the_flag(flag, target, reason, tmp_path):
     (tmp_path / "taken").write_text("")
     path = tmp_path / target  # an absolute target stays as it is
@@ -96,7 +111,6 @@ def test_plan_output_that_cannot_be_written_fails_with_a_one_line_error_naming_t
 
 def test_out_writes_one_manifest_per_kubernetes_object_and_the_helm_values(tmp_path):
     import yaml
-
     from conftest import stack_plan
 
     proc = run_cli("--stack", "h200", "--assume-secrets", "--out", str(tmp_path))
@@ -137,9 +151,18 @@ def test_a_stack_whose_job_needs_an_unset_secret_is_refused_with_the_offline_way
 
 def test_compare_names_the_pool_an_edit_replaces_before_pulumi_up(tmp_path):
     stack_file = tmp_path / "Pulumi.h200.yaml"
-    stack_file.write_text((ROOT / "Pulumi.h200.yaml").read_text().replace("provisioning: spot", "provisioning: onDemand"))
-    proc = run_cli("--stack", "h200", "--assume-secrets", "--config-file", str(stack_file),
-                   "--compare", str(ROOT / "tests" / "golden" / "h200.json"))
+    stack_file.write_text(
+        (ROOT / "Pulumi.h200.yaml").read_text().replace("provisioning: spot", "provisioning: onDemand")
+    )
+    proc = run_cli(
+        "--stack",
+        "h200",
+        "--assume-secrets",
+        "--config-file",
+        str(stack_file),
+        "--compare",
+        str(ROOT / "tests" / "golden" / "h200.json"),
+    )
     assert proc.returncode == 0, proc.stderr
     tail = proc.stdout.rsplit("Node pools against", 1)[1]
     assert "node pool gke-gpu-pool: REPLACED, deleted first: every node of the pool is lost" in tail, tail
@@ -160,7 +183,9 @@ def test_compare_with_something_that_is_not_a_plan_is_one_line_and_exit_2(tmp_pa
         path.write_text(content)
     proc = run_cli("--stack", "dev", "--compare", str(path))
     assert proc.returncode == 2 and proc.stdout == ""
-    assert len(proc.stderr.strip().splitlines()) == 1 and reason in proc.stderr and "--compare" in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and reason in proc.stderr and "--compare" in proc.stderr, (
+        proc.stderr
+    )
 
 
 def test_the_text_plan_says_which_config_keys_replace_each_node_pool():
@@ -178,7 +203,9 @@ def previews():
     from infra.stack_file import read_stack_file, stack_path, with_required_secrets
 
     return {
-        stack: plan_mod.run_program(stack, *with_required_secrets(stack, *read_stack_file(stack_path(stack, ROOT))), preview=True)
+        stack: plan_mod.run_program(
+            stack, *with_required_secrets(stack, *read_stack_file(stack_path(stack, ROOT))), preview=True
+        )
         for stack in ALL_STACKS
     }
 
@@ -207,8 +234,14 @@ def test_a_preview_submits_nothing_and_touches_no_cluster(previews, stack, monke
     def refuse(*_a, **_k):
         raise AssertionError("a preview reached for the network")
 
-    for target, attr in ((socket, "create_connection"), (submit, "connect"), (submit, "submit_attempt"), (submit, "stop"),
-                         (hook.JobSubmissionProvider, "create"), (LustreGuardProvider, "create")):
+    for target, attr in (
+        (socket, "create_connection"),
+        (submit, "connect"),
+        (submit, "submit_attempt"),
+        (submit, "stop"),
+        (hook.JobSubmissionProvider, "create"),
+        (LustreGuardProvider, "create"),
+    ):
         monkeypatch.setattr(target, attr, refuse)
     update = {r.urn: r for r in stack_plan(stack).resources}
     dynamic = [r for r in previews[stack].resources if r.type.startswith("pulumi-python:dynamic")]

@@ -6,15 +6,26 @@ from infra.pod_facts import TAINT_EFFECTS, kubernetes_taint, toleration_for, wor
 
 
 def test_gke_taint_effects_become_kubernetes_effects():
-    assert kubernetes_taint({"key": "k", "value": "v", "effect": "NO_EXECUTE"}) == {"key": "k", "value": "v", "effect": "NoExecute"}
+    assert kubernetes_taint({"key": "k", "value": "v", "effect": "NO_EXECUTE"}) == {
+        "key": "k",
+        "value": "v",
+        "effect": "NoExecute",
+    }
 
 
 @pytest.mark.parametrize("gke_effect", sorted(TAINT_EFFECTS))
 def test_a_node_pool_taint_is_tolerated_alike_in_either_spelling(gke_effect):
     taint = {"key": "k", "value": "v", "effect": gke_effect}
-    assert toleration_for(taint) == toleration_for(kubernetes_taint(taint)) == {
-        "key": "k", "operator": "Equal", "value": "v", "effect": TAINT_EFFECTS[gke_effect],
-    }
+    assert (
+        toleration_for(taint)
+        == toleration_for(kubernetes_taint(taint))
+        == {
+            "key": "k",
+            "operator": "Equal",
+            "value": "v",
+            "effect": TAINT_EFFECTS[gke_effect],
+        }
+    )
 
 
 def test_workers_tolerate_the_gpu_taint_and_the_spot_shutdown_taint_even_without_pool_taints():

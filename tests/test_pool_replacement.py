@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import pytest
-
 from conftest import merged, run_plan, stack_plan
 from provider_schema import check_inputs
+
 from tools.pool_replacement import FORCE_NEW, NODE_POOL_TYPE, compare, config_keys, replacing_changes
 
 GPU_POOL, SYSTEM_POOL = "gke-gpu-pool", "gke-system-pool"
 
 
 def lines_for(before, after) -> dict[str, str]:
-    return {line.split(":", 1)[0].removeprefix("node pool "): line for line in compare(before.to_json(), after.to_json())}
+    return {
+        line.split(":", 1)[0].removeprefix("node pool "): line for line in compare(before.to_json(), after.to_json())
+    }
 
 
 @pytest.mark.parametrize(

@@ -17,11 +17,13 @@ import uuid
 from types import SimpleNamespace
 
 import pytest
-from ray.job_submission import JobDetails, JobStatus
-
 from conftest import ROOT
-from ray_head import JOB_TIMEOUT
 from conftest import spec_of as stack_job_spec
+from k8s_support import k8s_doc, record, schema_problems
+from ray.job_submission import JobDetails, JobStatus
+from ray_head import JOB_TIMEOUT
+
+from infra.gate_plan import gate_plan_for_stack
 from infra.watcher_deployment import (
     COMPONENT_TYPE,
     HEARTBEAT,
@@ -30,21 +32,19 @@ from infra.watcher_deployment import (
     WATCHER_MODULES,
     build_preemption_watcher,
 )
-from infra.gate_plan import gate_plan_for_stack
 from tools.mocks import SIG_KEY
-from k8s_support import k8s_doc, record, schema_problems
 from workloads import submit as jobs
 from workloads.job_spec import META_ATTEMPT, SECRET_ENV_NAMES, JobSpec
 from workloads.preemption import (
     CAPACITY_WAIT_LIMIT,
     META_AUTO_RESTARTS,
     META_CAPACITY_WAITS,
-    RayNode,
-    Seen,
-    StateFile,
     Action,
     Cause,
+    RayNode,
     RecoveryPolicy,
+    Seen,
+    StateFile,
     Watcher,
     classify,
     decide,
@@ -57,16 +57,32 @@ FAST = RecoveryPolicy(check_interval_seconds=0.2, max_restarts=2, backoff_second
 TRACEBACK = 'Traceback (most recent call last):\n  File "run_grpo.py", line 3, in <module>\n'
 
 
-def info(status="FAILED", *, message="", error_type="JOB_ENTRYPOINT_COMMAND_ERROR", exit_code=1, end_ms=1_000_000, sid="j", meta=None):
+def info(
+    status="FAILED",
+    *,
+    message="",
+    error_type="JOB_ENTRYPOINT_COMMAND_ERROR",
+    exit_code=1,
+    end_ms=1_000_000,
+    sid="j",
+    meta=None,
+):
     return JobDetails(
-        type="SUBMISSION", entrypoint="python run_grpo.py", status=status, message=message,
-        error_type=error_type if status == "FAILED" else None, driver_exit_code=exit_code if status == "FAILED" else None,
-        start_time=end_ms - 5000, end_time=end_ms if status in ("FAILED", "STOPPED", "SUCCEEDED") else None,
-        submission_id=sid, metadata=meta or {},
+        type="SUBMISSION",
+        entrypoint="python run_grpo.py",
+        status=status,
+        message=message,
+        error_type=error_type if status == "FAILED" else None,
+        driver_exit_code=exit_code if status == "FAILED" else None,
+        start_time=end_ms - 5000,
+        end_time=end_ms if status in ("FAILED", "STOPPED", "SUCCEEDED") else None,
+        submission_id=sid,
+        metadata=meta or {},
     )
 
 
 # ------------------------------------------------------------------------------ classifier
+
 
 @pytest.mark.parametrize(
     "kwargs,cause",
@@ -76,27 +92,91 @@ def info(status="FAILED", *, message="", error_type="JOB_ENTRYPOINT_COMMAND_ERRO
         (dict(exit_code=-9), Cause.APPLICATION),
         (dict(exit_code=143), Cause.PREEMPTION),
         (dict(exit_code=-15), Cause.PREEMPTION),
-        (dict(error_type="JOB_SUPERVISOR_ACTOR_DIED", exit_code=None, message="Job supervisor actor died: ..."), Cause.PREEMPTION),
+        (
+            dict(error_type="JOB_SUPERVISOR_ACTOR_DIED", exit_code=None, message="Job supervisor actor died: ..."),
+            Cause.PREEMPTION,
+        ),
         (dict(error_type="JOB_SUPERVISOR_ACTOR_UNSCHEDULABLE", exit_code=None), Cause.PREEMPTION),
-        (dict(message=TRACEBACK + "ray.exceptions.ActorDiedError: The actor died because its node has died. Node Id: 3f2a"), Cause.PREEMPTION),
+        (
+            dict(
+                message=TRACEBACK
+                + "ray.exceptions.ActorDiedError: The actor died because its node has died. Node Id: 3f2a"
+            ),
+            Cause.PREEMPTION,
+        ),
         (dict(message=TRACEBACK + "ray.exceptions.NodeDiedError: node 10.0.0.5 is dead"), Cause.PREEMPTION),
-        (dict(message="(raylet) The node with node id: 8a was marked dead because the detector missed too many heartbeats"), Cause.PREEMPTION),
-        (dict(message=TRACEBACK + "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task."), Cause.PREEMPTION),
-        (dict(message=TRACEBACK + "torch.distributed.DistBackendError: NCCL error: remote process exited or there was a network error"), Cause.PREEMPTION),
+        (
+            dict(
+                message="(raylet) The node with node id: 8a was marked dead because the detector missed too many "
+                "heartbeats"
+            ),
+            Cause.PREEMPTION,
+        ),
+        (
+            dict(
+                message=TRACEBACK
+                + "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task."
+            ),
+            Cause.PREEMPTION,
+        ),
+        (
+            dict(
+                message=TRACEBACK
+                + "torch.distributed.DistBackendError: NCCL error: remote process exited or there was a network error"
+            ),
+            Cause.PREEMPTION,
+        ),
         (dict(message=TRACEBACK + "RuntimeError: bad override policy.foo"), Cause.APPLICATION),
         # "preempt" in a log is no evidence of a preemption (a config dump, a user's print).
-        (dict(message="grpo: {'preemption_grace': 30}\n" + TRACEBACK + "ValueError: the spot VM was preempted? no: bad value"), Cause.APPLICATION),
+        (
+            dict(
+                message="grpo: {'preemption_grace': 30}\n"
+                + TRACEBACK
+                + "ValueError: the spot VM was preempted? no: bad value"
+            ),
+            Cause.APPLICATION,
+        ),
         # NeMo-RL's own capacity wait ran out (nemo_rl/distributed/virtual_cluster.py).
-        (dict(message="Not enough GPUs available. Requested 16 GPUs, but only 8 are available in the cluster.\n"
-              "Retrying placement group creation... 10/10. Next retry in 512 seconds.\n" + TRACEBACK
-              + "nemo_rl.distributed.virtual_cluster.ResourceInsufficientError: Maximum number of retries reached (10)."),
-         Cause.CAPACITY),
-        (dict(message=TRACEBACK + "TimeoutError: Timed out waiting for placement groups to be ready. The cluster may not "
-              "have enough resources"), Cause.CAPACITY),
-        (dict(message=TRACEBACK + "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"), Cause.APPLICATION),
-        (dict(message=TRACEBACK + "ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory."), Cause.APPLICATION),
-        (dict(message=TRACEBACK + "ray.exceptions.ActorDiedError: The actor died because of an error raised in its creation task"), Cause.APPLICATION),
-        (dict(error_type="RUNTIME_ENV_SETUP_FAILURE", exit_code=None, message="runtime_env setup failed"), Cause.APPLICATION),
+        (
+            dict(
+                message="Not enough GPUs available. Requested 16 GPUs, but only 8 are available in the cluster.\n"
+                "Retrying placement group creation... 10/10. Next retry in 512 seconds.\n"
+                + TRACEBACK
+                + "nemo_rl.distributed.virtual_cluster.ResourceInsufficientError: Maximum number of retries "
+                "reached (10)."
+            ),
+            Cause.CAPACITY,
+        ),
+        (
+            dict(
+                message=TRACEBACK
+                + "TimeoutError: Timed out waiting for placement groups to be ready. The cluster may not "
+                "have enough resources"
+            ),
+            Cause.CAPACITY,
+        ),
+        (
+            dict(message=TRACEBACK + "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"),
+            Cause.APPLICATION,
+        ),
+        (
+            dict(
+                message=TRACEBACK
+                + "ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory."
+            ),
+            Cause.APPLICATION,
+        ),
+        (
+            dict(
+                message=TRACEBACK
+                + "ray.exceptions.ActorDiedError: The actor died because of an error raised in its creation task"
+            ),
+            Cause.APPLICATION,
+        ),
+        (
+            dict(error_type="RUNTIME_ENV_SETUP_FAILURE", exit_code=None, message="runtime_env setup failed"),
+            Cause.APPLICATION,
+        ),
         (dict(error_type=None, exit_code=None, message="Job failed."), Cause.APPLICATION),
     ],
 )
@@ -105,7 +185,9 @@ def test_the_classifier_tells_lost_infrastructure_from_the_jobs_own_errors(kwarg
     assert verdict.cause is cause, verdict
 
 
-RAY_246 = json.loads((ROOT / "tests" / "reference" / "ray-2.46.0" / "job_failure_messages.json").read_text())["messages"]
+RAY_246 = json.loads((ROOT / "tests" / "reference" / "ray-2.46.0" / "job_failure_messages.json").read_text())[
+    "messages"
+]
 
 
 @pytest.mark.parametrize("recorded", RAY_246, ids=[f"{m['file']}:{m['line']}:{m['later_error_type']}" for m in RAY_246])
@@ -119,7 +201,10 @@ def test_messages_of_a_ray_246_server_without_error_type_are_classified_as_later
 
 
 def test_a_ray_246_prefix_inside_a_drivers_log_tail_is_not_taken_for_rays_own_message():
-    tail = "Job entrypoint command failed with exit code 1, last available logs (truncated to 20,000 chars):\nUnexpected error occurred: x\n"
+    tail = (
+        "Job entrypoint command failed with exit code 1, last available logs (truncated to 20,000 "
+        "chars):\nUnexpected error occurred: x\n"
+    )
     assert classify(info(message=tail, error_type=None, exit_code=1)).cause is Cause.APPLICATION
 
 
@@ -132,7 +217,10 @@ def test_node_evidence_from_ray_makes_a_plain_failure_a_preemption_and_only_for_
     assert classify(failed).cause is Cause.APPLICATION
     verdict = classify(failed, [gpu_node()])
     assert verdict.cause is Cause.PREEMPTION, verdict
-    assert verdict.evidence == "Ray lost GPU node 10.0.3.7 during the attempt: health check failed due to missing too many heartbeats"
+    assert (
+        verdict.evidence
+        == "Ray lost GPU node 10.0.3.7 during the attempt: health check failed due to missing too many heartbeats"
+    )
     # A node that died before the attempt started, a CPU node, or one still alive is no evidence.
     for other in (gpu_node(end_ms=900_000), gpu_node(gpus=0), gpu_node(state="ALIVE", end_ms=None)):
         assert classify(failed, [other]).cause is Cause.APPLICATION, other
@@ -140,7 +228,10 @@ def test_node_evidence_from_ray_makes_a_plain_failure_a_preemption_and_only_for_
 
 def test_a_capacity_wait_is_resubmitted_without_counting_a_restart_until_its_own_limit():
     policy = RecoveryPolicy(check_interval_seconds=60, max_restarts=2, backoff_seconds=10, max_backoff_seconds=40)
-    waited = info(message=TRACEBACK + "nemo_rl.distributed.virtual_cluster.ResourceInsufficientError: Maximum number of retries reached (10).")
+    waited = info(
+        message=TRACEBACK
+        + "nemo_rl.distributed.virtual_cluster.ResourceInsufficientError: Maximum number of retries reached (10)."
+    )
     # Already at the restart cap: a capacity wait still goes on, and carries the count unchanged.
     early = decide(waited, 3, policy, 1005.0, restarts=2)
     assert (early.action, early.cause, early.not_before) == (Action.WAIT, Cause.CAPACITY, 1010.0)
@@ -200,7 +291,8 @@ class FakeClient:
 
 def spec_of(stack: str, code: str) -> JobSpec:
     return JobSpec.create(
-        stack=stack, recipe="t",
+        stack=stack,
+        recipe="t",
         entrypoint=f"{shlex.quote(sys.executable)} -c {shlex.quote(code)}",
         runtime_env={"env_vars": {"RAY_OVERRIDE_JOB_RUNTIME_ENV": "1", "RUN": uuid.uuid4().hex[:8]}},
     )
@@ -208,8 +300,9 @@ def spec_of(stack: str, code: str) -> JobSpec:
 
 def test_a_job_the_cluster_forgot_is_resubmitted_after_the_backoff_with_its_attempt_counted_on():
     spec = spec_of("t-lost", "pass")
-    running = info("RUNNING", sid=f"{spec.submission_id}-r3",
-                   meta={**spec.metadata, META_ATTEMPT: "3", META_AUTO_RESTARTS: "2"})
+    running = info(
+        "RUNNING", sid=f"{spec.submission_id}-r3", meta={**spec.metadata, META_ATTEMPT: "3", META_AUTO_RESTARTS: "2"}
+    )
     client = FakeClient([running])
     now = [100.0]
     watcher = Watcher(client, spec, RecoveryPolicy(60, 5, 30, 30), clock=lambda: now[0])
@@ -236,6 +329,7 @@ def test_a_newer_job_of_another_spec_supersedes_the_watched_one():
 
 
 # ------------------------------------------------------------------------------ on the local Ray head
+
 
 def run_watch(client, spec, policy=FAST, timeout=3 * JOB_TIMEOUT):
     """Watch until done or given up; up to three attempts (the restart cap), each a job start."""
@@ -278,7 +372,8 @@ def test_a_preempted_job_is_resubmitted_with_the_same_checkpoint_dir_and_resumes
     assert (second.metadata[META_ATTEMPT], second.metadata[META_AUTO_RESTARTS]) == ("2", "1")
     assert "resuming from step_1" in "".join(jobs.logs(client, second.submission_id))
     assert (
-        "attempt 1 failed, preemption-like (the driver was killed by SIGTERM (exit code 143): its pod was stopped); restart 1 of 2: "
+        "attempt 1 failed, preemption-like (the driver was killed by SIGTERM (exit code 143): its pod was stopped); "
+        "restart 1 of 2: "
         f"resubmitted as {spec.submission_id}-r2"
     ) in log
 
@@ -298,7 +393,10 @@ def test_a_running_job_killed_from_outside_is_resubmitted_and_resumes(client, tm
     )
     spec = spec_of("t-outside", code)
     jobs.submit(client, spec)
-    assert jobs.wait(client, spec.submission_id, until={JobStatus.RUNNING}, timeout=JOB_TIMEOUT, poll_interval=0.2) == JobStatus.RUNNING
+    assert (
+        jobs.wait(client, spec.submission_id, until={JobStatus.RUNNING}, timeout=JOB_TIMEOUT, poll_interval=0.2)
+        == JobStatus.RUNNING
+    )
     deadline = time.monotonic() + JOB_TIMEOUT
     while not pid_file.exists():
         assert time.monotonic() < deadline, "the job never wrote its pid"
@@ -316,8 +414,11 @@ def test_a_running_job_killed_from_outside_is_resubmitted_and_resumes(client, tm
 def test_an_application_error_is_not_restarted_even_with_preempt_in_its_log(client):
     # "preempt" anywhere in a log (a config dump, a user's print) is no preemption: Ray's node table
     # (real, on this head) shows no GPU node lost, so the watcher gives up instead of restarting.
-    spec = spec_of("t-apperr", "print('policy: {preemption_grace_s: 30}, the last run was preempted', flush=True)\n"
-                               "raise RuntimeError('bad config value')")
+    spec = spec_of(
+        "t-apperr",
+        "print('policy: {preemption_grace_s: 30}, the last run was preempted', flush=True)\n"
+        "raise RuntimeError('bad config value')",
+    )
     jobs.submit(client, spec)
     final, log = run_watch(client, spec)
     assert (final.action, final.cause) == (Action.GIVE_UP, Cause.APPLICATION), log
@@ -342,7 +443,11 @@ def test_restarts_stop_at_the_maximum(client):
     final, log = run_watch(client, spec)
     assert final.action is Action.GIVE_UP and "maximum is 2" in final.reason, log
     listed = jobs.list_jobs(client, "t-cap")
-    assert [j.submission_id for j in listed] == [spec.submission_id, f"{spec.submission_id}-r2", f"{spec.submission_id}-r3"]
+    assert [j.submission_id for j in listed] == [
+        spec.submission_id,
+        f"{spec.submission_id}-r2",
+        f"{spec.submission_id}-r3",
+    ]
     assert all(j.status == JobStatus.FAILED and j.driver_exit_code == 143 for j in listed)
 
 
@@ -389,7 +494,10 @@ def test_a_watcher_restarted_with_the_head_finds_the_job_lost_from_its_state_fil
     state = StateFile(tmp_path / "lustre" / ".nemo-rl-gke" / "watcher" / "t-restart.json")
     spec = spec_of("t-restart", "import time; time.sleep(60)")
     jobs.submit(client, spec)
-    assert jobs.wait(client, spec.submission_id, until={JobStatus.RUNNING}, timeout=JOB_TIMEOUT, poll_interval=0.2) == JobStatus.RUNNING
+    assert (
+        jobs.wait(client, spec.submission_id, until={JobStatus.RUNNING}, timeout=JOB_TIMEOUT, poll_interval=0.2)
+        == JobStatus.RUNNING
+    )
     assert Watcher(client, spec, policy, state=state).step().action is Action.WAIT  # sees it running, records it
     assert json.loads(state.path.read_text())["submission_id"] == spec.submission_id
     # The head restarts without GCS fault tolerance: its job table is empty (stop + delete stand in for it).
@@ -436,6 +544,7 @@ def test_what_the_state_file_says_decides_after_a_restart_with_an_empty_job_tabl
 
 # ------------------------------------------------------------------------------ the component under mocks
 
+
 def watcher_of(stack: str = "dev", **recovery):
     from jobctl.stack import load_stack
 
@@ -446,8 +555,12 @@ def watcher_of(stack: str = "dev", **recovery):
 
     def build():
         return build_preemption_watcher(
-            stack_job_spec(stack, cfg, wandb_key_set=False), cfg, ray=ray, system_pool_name=f"{stack}-system",
-            gpu_pool=SimpleNamespace(node_count=cfg.gpu_pool.node_count, gpus_per_node=8), lustre_claim="lustre",
+            stack_job_spec(stack, cfg, wandb_key_set=False),
+            cfg,
+            ray=ray,
+            system_pool_name=f"{stack}-system",
+            gpu_pool=SimpleNamespace(node_count=cfg.gpu_pool.node_count, gpus_per_node=8),
+            lustre_claim="lustre",
             gate_plan=gate_plan_for_stack(cfg, SimpleNamespace(node_count=cfg.gpu_pool.node_count, gpus_per_node=8)),
         )
 
@@ -476,7 +589,9 @@ def test_the_watcher_objects_are_valid_kubernetes_objects_holding_no_secret():
     assert set(data) == {*WATCHER_MODULES, SPEC_KEY, RUN_KEY}
     # The run's plain plan-time values: the checkpoints as the pod sees them, the pool and its price.
     run = json.loads(data[RUN_KEY])
-    assert run["checkpoint_dir"] == "/checkpoints/dev/qwen2.5-1.5b-gsm8k/Qwen_Qwen2.5-1.5B-Instruct-seq512-dtensor-tp1-pp1"
+    assert (
+        run["checkpoint_dir"] == "/checkpoints/dev/qwen2.5-1.5b-gsm8k/Qwen_Qwen2.5-1.5B-Instruct-seq512-dtensor-tp1-pp1"
+    )
     assert spec.entrypoint.count("checkpointing.checkpoint_dir=/lustre" + run["checkpoint_dir"]) == 1  # the job's own
     assert run["node_count"] == 1
     assert run["gate_policy"] == cfg.gate_policy == "warn" and run["gate_plan"]["node_count"] == 1
@@ -489,7 +604,9 @@ def test_the_watcher_objects_are_valid_kubernetes_objects_holding_no_secret():
     assert pod["nodeSelector"] == {"cloud.google.com/gke-nodepool": "dev-system"}
     # Its own KSA, not the workload's (which Workload Identity lets write the bucket).
     assert pod["serviceAccountName"] == k8s_doc(sa)["metadata"]["name"] != cfg.ray.service_account, dep.name
-    assert pod["automountServiceAccountToken"] is False and k8s_doc(sa)["automountServiceAccountToken"] is False, sa.name
+    assert pod["automountServiceAccountToken"] is False and k8s_doc(sa)["automountServiceAccountToken"] is False, (
+        sa.name
+    )
     assert k8s_doc(sa)["metadata"]["namespace"] == cfg.ray.namespace, sa.name
     assert sa.urn in dep.dependencies, f"{dep.name} does not wait for {sa.name}"
     (c,) = pod["containers"]
@@ -498,7 +615,10 @@ def test_the_watcher_objects_are_valid_kubernetes_objects_holding_no_secret():
     assert c["command"][c["command"].index("--address") + 1] == "http://nemo-rl-head-svc.nemo-rl.svc:8265"
     assert c["command"][c["command"].index("--spec-file") + 1] == f"/config/{SPEC_KEY}"
     assert c["command"][c["command"].index("--max-restarts") + 1] == str(cfg.recovery.max_restarts)
-    assert c["securityContext"]["allowPrivilegeEscalation"] is False and c["securityContext"]["readOnlyRootFilesystem"] is True
+    assert (
+        c["securityContext"]["allowPrivilegeEscalation"] is False
+        and c["securityContext"]["readOnlyRootFilesystem"] is True
+    )
     assert c["resources"]["requests"] == {"cpu": "50m", "memory": "256Mi"}
     assert HEARTBEAT in json.dumps(c["livenessProbe"])
     # It resubmits only once the pool's GPUs are alive in Ray, and (job.submit) brings back a missing job.
@@ -516,7 +636,11 @@ def test_the_watcher_objects_are_valid_kubernetes_objects_holding_no_secret():
     ]
     (code,) = [v for v in pod["volumes"] if v["name"] == "code"]
     assert code["configMap"]["name"] == cm.inputs["metadata"].get("name", cm.name)
-    assert {i["path"] for i in code["configMap"]["items"]} == {*(f"workloads/{m}" for m in WATCHER_MODULES), SPEC_KEY, RUN_KEY}
+    assert {i["path"] for i in code["configMap"]["items"]} == {
+        *(f"workloads/{m}" for m in WATCHER_MODULES),
+        SPEC_KEY,
+        RUN_KEY,
+    }
 
 
 def c_cmd(dep) -> list[str]:
@@ -538,7 +662,9 @@ def test_the_recovery_config_is_validated():
     base = {"project": "my-gcp-project"}
     cfg = parse(dict(base), "dev").recovery
     assert (cfg.enabled, cfg.check_interval_seconds, cfg.max_restarts) == (True, 60, 10)
-    with pytest.raises(ConfigError, match=r"nemo-rl-gke:recovery\.maxBackoffSeconds: 60 is below recovery\.backoffSeconds"):
+    with pytest.raises(
+        ConfigError, match=r"nemo-rl-gke:recovery\.maxBackoffSeconds: 60 is below recovery\.backoffSeconds"
+    ):
         parse({**base, "recovery": {"backoffSeconds": 600, "maxBackoffSeconds": 60}}, "dev")
     with pytest.raises(ConfigError, match=r"nemo-rl-gke:recovery\.checkIntervalSeconds"):
         parse({**base, "recovery": {"checkIntervalSeconds": 1}}, "dev")

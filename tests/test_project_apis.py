@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from conftest import STACKS, run_plan, stack_plan
+
 from infra.project_apis import API_BY_RESOURCE_TYPE, REQUIRED_APIS
 
 
@@ -18,8 +18,14 @@ def test_every_google_resource_type_of_the_plan_names_its_api(stack):
 
 def test_the_required_list_holds_each_api_once_and_the_ones_a_fresh_project_lacks():
     assert list(REQUIRED_APIS) == sorted(set(REQUIRED_APIS))
-    assert {"compute.googleapis.com", "container.googleapis.com", "lustre.googleapis.com",
-            "servicenetworking.googleapis.com", "iam.googleapis.com", "cloudresourcemanager.googleapis.com"} <= set(REQUIRED_APIS)
+    assert {
+        "compute.googleapis.com",
+        "container.googleapis.com",
+        "lustre.googleapis.com",
+        "servicenetworking.googleapis.com",
+        "iam.googleapis.com",
+        "cloudresourcemanager.googleapis.com",
+    } <= set(REQUIRED_APIS)
 
 
 SERVICE = "gcp:projects/service:Service"
@@ -47,7 +53,9 @@ def test_every_google_cloud_resource_waits_for_the_api_it_calls(stack):
     for r in plan.resources:
         if not r.type.startswith("gcp:") or r.type == SERVICE:
             continue
-        assert r.type in API_BY_RESOURCE_TYPE, f"{r.name}: resource type {r.type} has no API in infra.project_apis.API_BY_RESOURCE_TYPE"
+        assert r.type in API_BY_RESOURCE_TYPE, (
+            f"{r.name}: resource type {r.type} has no API in infra.project_apis.API_BY_RESOURCE_TYPE"
+        )
         api = API_BY_RESOURCE_TYPE[r.type]
         assert services[api].urn in r.dependencies, f"{r.name} ({r.type}) does not wait for {api}"
         checked += 1

@@ -30,10 +30,12 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
-
 from conftest import ALL_STACKS, STACKS, stack_plan
+from k8s_support import gpu_pool, record, sample_nics, schema_problems
+
 from infra.config import RayConfig
 from infra.flavours import FLAVOURS
+from infra.gke_networks import interfaces_annotation
 from infra.machines import GKE_EVICTION_GIB, NodeFit, gke_reserved_cpu, gke_reserved_memory_gib, gpu_node_allocatable
 from infra.ray_cluster import (
     CHART_LABEL_KEYS,
@@ -44,8 +46,6 @@ from infra.ray_cluster import (
     ray_values,
     worker_start_command,
 )
-from infra.gke_networks import interfaces_annotation
-from k8s_support import gpu_pool, record, sample_nics, schema_problems
 from workloads.recipes import IMAGES, RECIPES
 
 REFERENCE = Path(__file__).resolve().parent / "reference"
@@ -169,7 +169,10 @@ def pod_template(group: dict, values: dict, container: str, release: str, head: 
         "nodeSelector": group.get("nodeSelector"),
         "securityContext": group.get("podSecurityContext") or None,
     }
-    return {"metadata": {"annotations": group.get("annotations"), "labels": {**labels, **chart_labels(values, release)}}, "spec": spec}
+    return {
+        "metadata": {"annotations": group.get("annotations"), "labels": {**labels, **chart_labels(values, release)}},
+        "spec": spec,
+    }
 
 
 def worker_spec(group: dict, name: str, values: dict, release: str) -> dict[str, Any]:
@@ -279,7 +282,12 @@ def pod_template_problems(cluster: dict[str, Any]) -> list[str]:
     templates |= {f"worker group {g['groupName']}": g["template"] for g in cluster["spec"]["workerGroupSpecs"]}
     problems = []
     for label, template in templates.items():
-        doc = {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": f"{cluster['metadata']['name']}-x"}, "template": template}
+        doc = {
+            "apiVersion": "v1",
+            "kind": "PodTemplate",
+            "metadata": {"name": f"{cluster['metadata']['name']}-x"},
+            "template": template,
+        }
         problems += schema_problems(doc, f"{cluster['metadata']['name']} {label} pod template")
     return problems
 
@@ -290,7 +298,9 @@ def pod_template_problems(cluster: dict[str, Any]) -> list[str]:
 def fit_for(flavour: str = "h200", cpu=None, memory_gib=None, shm_gib=240) -> NodeFit:
     f = FLAVOURS[flavour]
     alloc_cpu, alloc_mem = gpu_node_allocatable(f.vcpus, f.memory_gib)
-    return NodeFit(f.machine_type, cpu or f.worker_cpu, memory_gib or f.worker_memory_gib, shm_gib, alloc_cpu, alloc_mem)
+    return NodeFit(
+        f.machine_type, cpu or f.worker_cpu, memory_gib or f.worker_memory_gib, shm_gib, alloc_cpu, alloc_mem
+    )
 
 
 def values_for(flavour: str = "h200", nodes: int = 2, image=IMAGE, **overrides) -> dict[str, Any]:
@@ -401,11 +411,19 @@ def test_workers_take_all_gpus_and_run_on_the_gpu_pool():
 
 
 def test_workers_tolerate_every_pool_taint_and_imminent_spot_termination():
-    taints = ({"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}, {"key": "team", "value": "rl", "effect": "NoExecute"})
+    taints = (
+        {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"},
+        {"key": "team", "value": "rl", "effect": "NoExecute"},
+    )
     template = worker_template(render_raycluster(values_for(gpu_pool=gpu_pool(taints=taints))))
     tolerations = template["spec"]["tolerations"]
     for taint in taints:
-        assert {"key": taint["key"], "operator": "Equal", "value": taint["value"], "effect": taint["effect"]} in tolerations, taint
+        assert {
+            "key": taint["key"],
+            "operator": "Equal",
+            "value": taint["value"],
+            "effect": taint["effect"],
+        } in tolerations, taint
     assert {"key": "cloud.google.com/impending-node-termination", "operator": "Exists"} in tolerations
 
 
@@ -455,7 +473,9 @@ def test_workers_run_unprivileged_and_mount_the_host_driver_and_gib_dirs_read_on
     assert host == {"nvidia", "gib"}
     for c in [container, *template["spec"]["initContainers"]]:
         for m in c.get("volumeMounts") or ():
-            assert m["name"] not in host or m.get("readOnly") is True, f"Ray worker/{c['name']}: {m['mountPath']} writable"
+            assert m["name"] not in host or m.get("readOnly") is True, (
+                f"Ray worker/{c['name']}: {m['mountPath']} writable"
+            )
 
 
 def test_no_ray_container_sets_ld_library_path_so_the_images_own_value_survives():
@@ -484,7 +504,10 @@ def test_secrets_reach_the_pods_as_read_only_files_and_the_environment_only_says
         assert not [e for e in container.get("env", []) if "valueFrom" in e], container.get("env")
         env = env_of(container)
         assert not set(env) & {"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "WANDB_API_KEY"}
-        assert (env["HF_TOKEN_PATH"], env["NETRC"]) == ("/var/run/secrets/nemo-rl/hf-token", "/var/run/secrets/nemo-rl/netrc")
+        assert (env["HF_TOKEN_PATH"], env["NETRC"]) == (
+            "/var/run/secrets/nemo-rl/hf-token",
+            "/var/run/secrets/nemo-rl/netrc",
+        )
         (volume,) = [v for v in template["spec"]["volumes"] if "secret" in v]
         assert volume["secret"] == {"secretName": "nemo-rl-secrets", "defaultMode": 0o400}
         (mount,) = [m for m in container["volumeMounts"] if m["name"] == volume["name"]]
@@ -547,15 +570,20 @@ def run_rendered_worker_start(
         )
     for tool, line in {
         "ldconfig": 'echo "ldconfig $*"',
-        "ray": f'echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH" > {log}.env; echo "ray $1 NCCL_FROM_SCRIPT=${{NCCL_FROM_SCRIPT:-unset}}"',
+        "ray": f'echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH" > {log}.env; echo "ray $1 '
+        'NCCL_FROM_SCRIPT=${NCCL_FROM_SCRIPT:-unset}"',
     }.items():
         stub = bin_dir / tool
         status = ldconfig_status if tool == "ldconfig" else 0
         stub.write_text(f"#!/bin/bash\n{line} >> {log}\nexit {status}\n")
         stub.chmod(0o755)
     line = kuberay_args(container).replace("/usr/local/nvidia", str(nvidia)).replace("/usr/local/gib", str(gib))
-    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "RAY_START_ULIMIT_OPEN_FILES": subprocess.run(
-        ["/bin/bash", "-c", "ulimit -n"], capture_output=True, text=True).stdout.strip()}
+    env = {
+        "PATH": f"{bin_dir}:/usr/bin:/bin",
+        "RAY_START_ULIMIT_OPEN_FILES": subprocess.run(
+            ["/bin/bash", "-c", "ulimit -n"], capture_output=True, text=True
+        ).stdout.strip(),
+    }
     # What the container starts with: the image's ENV, then the pod's env entries on top (a pod entry
     # of the same name replaces the image's, as the kubelet does).
     env |= {"LD_LIBRARY_PATH": IMAGE_LD_LIBRARY_PATH, **env_of(container)}
@@ -605,7 +633,8 @@ def test_ray_starts_with_the_gpu_libraries_prepended_to_the_images_library_path(
     (seen,) = (tmp_path / "calls.log.env").read_text().splitlines()
     assert GPU_LIBRARY_PATH == "/usr/local/nvidia/lib64:/usr/local/gib/lib64"
     assert seen == f"LD_LIBRARY_PATH=/usr/local/nvidia/lib64:/usr/local/gib/lib64:{IMAGE_LD_LIBRARY_PATH}".replace(
-        "/usr/local/nvidia", str(tmp_path / "nvidia")).replace("/usr/local/gib", str(tmp_path / "gib")), f"Ray {group}"
+        "/usr/local/nvidia", str(tmp_path / "nvidia")
+    ).replace("/usr/local/gib", str(tmp_path / "gib")), f"Ray {group}"
 
 
 def test_the_head_keeps_kuberays_own_start_command():
@@ -636,7 +665,9 @@ def test_workers_request_the_reference_size_by_default_and_leave_headroom(flavou
 
 
 def test_a_configured_worker_size_and_shm_limit_are_used():
-    template = worker_template(render_raycluster(values_for("b200", worker=fit_for("b200", cpu=200, memory_gib=3000, shm_gib=100))))
+    template = worker_template(
+        render_raycluster(values_for("b200", worker=fit_for("b200", cpu=200, memory_gib=3000, shm_gib=100)))
+    )
     container = ray_container(template)
     assert container["resources"]["limits"] == {"cpu": "200", "memory": "3000Gi", "nvidia.com/gpu": "8"}
     (shm,) = [v for v in template["spec"]["volumes"] if v["name"] == "dshm"]
@@ -661,8 +692,14 @@ def component(**overrides):
         env = WorkloadEnvironment("workload", WorkloadEnvironmentArgs("nemo-rl", "ray", None, None, volume))
         networks = GkeNetworkObjects("gke-networks", GkeNetworkObjectsArgs(sample_nics()))
         args = dict(
-            cluster_name="nemo-rl", ray=RayConfig(), image=IMAGE, environment=env, networks=networks,
-            gpu_pool=gpu_pool(), worker=fit_for(), system_pool_name="t-system",
+            cluster_name="nemo-rl",
+            ray=RayConfig(),
+            image=IMAGE,
+            environment=env,
+            networks=networks,
+            gpu_pool=gpu_pool(),
+            worker=fit_for(),
+            system_pool_name="t-system",
         )
         args.update(overrides)
         return RayCluster("ray", RayClusterArgs(**args))
@@ -698,7 +735,9 @@ def test_the_release_values_carry_the_environment_objects_and_only_the_configure
         # The component's environment has no secret configured: no path to a file that is not there.
         assert "HF_TOKEN_PATH" not in env and "NETRC" not in env, group
         assert values[group]["serviceAccountName"] == "ray", group
-        assert {"name": "secrets", "secret": {"secretName": "nemo-rl-secrets", "defaultMode": 0o400}} in values[group]["volumes"]
+        assert {"name": "secrets", "secret": {"secretName": "nemo-rl-secrets", "defaultMode": 0o400}} in values[group][
+            "volumes"
+        ]
         assert {"name": "lustre", "persistentVolumeClaim": {"claimName": "lustre"}} in values[group]["volumes"]
     assert values["head"]["nodeSelector"] == {"cloud.google.com/gke-nodepool": "t-system"}
 
@@ -739,7 +778,9 @@ def stack_release(stack: str):
 @pytest.mark.parametrize("stack", ALL_STACKS)
 def test_each_stacks_raycluster_renders_valid_against_the_crd_and_the_pod_schema(stack):
     _, release = stack_release(stack)
-    cluster = render_raycluster(release.inputs["values"], release=release.inputs["name"], namespace=release.inputs["namespace"])
+    cluster = render_raycluster(
+        release.inputs["values"], release=release.inputs["name"], namespace=release.inputs["namespace"]
+    )
     problems = crd_problems(cluster, release.inputs["version"]) + pod_template_problems(cluster)
     assert not problems, f"{release.name}:\n" + "\n".join(problems)
 
@@ -779,15 +820,23 @@ def test_the_stack_wires_secret_claim_and_service_account_by_their_object_names(
     (pvc,) = plan.by_type("kubernetes:core/v1:PersistentVolumeClaim")
     sa = plan.one("kubernetes:core/v1:ServiceAccount", "workload-service-account")
     for group in ("head", "worker"):
-        assert {"name": "secrets", "secret": {"secretName": secret.inputs["metadata"]["name"], "defaultMode": 0o400}} in values[group]["volumes"]
-        assert {"name": "lustre", "persistentVolumeClaim": {"claimName": pvc.inputs["metadata"]["name"]}} in values[group]["volumes"]
+        assert {
+            "name": "secrets",
+            "secret": {"secretName": secret.inputs["metadata"]["name"], "defaultMode": 0o400},
+        } in values[group]["volumes"]
+        assert {"name": "lustre", "persistentVolumeClaim": {"claimName": pvc.inputs["metadata"]["name"]}} in values[
+            group
+        ]["volumes"]
         assert values[group]["serviceAccountName"] == sa.inputs["metadata"]["name"]
     assert release.inputs["namespace"] == pvc.inputs["metadata"]["namespace"] == secret.inputs["metadata"]["namespace"]
 
 
 def test_the_stack_annotation_names_exactly_the_network_objects_it_creates():
     plan, release = stack_release("h200")
-    annotated = [e["network"] for e in json.loads(release.inputs["values"]["worker"]["annotations"]["networking.gke.io/interfaces"])]
+    annotated = [
+        e["network"]
+        for e in json.loads(release.inputs["values"]["worker"]["annotations"]["networking.gke.io/interfaces"])
+    ]
     created = {r.inputs["metadata"]["name"] for r in plan.by_type("kubernetes:networking.gke.io/v1:Network")}
     assert annotated[0] == "default"
     assert sorted(annotated[1:]) == sorted(created) and len(annotated[1:]) == len(created)
@@ -828,7 +877,9 @@ def test_no_plaintext_secret_is_in_the_release_values():
     plan, release = stack_release("h200")
     text = json.dumps(release.inputs["values"])
     # With the token set the pods get HF_TOKEN_PATH (a file path), never a variable holding a token.
-    assert "[secret]" not in text and not re.search(r'"(HF_TOKEN|HUGGING_FACE_HUB_TOKEN|WANDB_API_KEY)"', text), text[:300]
+    assert "[secret]" not in text and not re.search(r'"(HF_TOKEN|HUGGING_FACE_HUB_TOKEN|WANDB_API_KEY)"', text), text[
+        :300
+    ]
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -836,7 +887,9 @@ def test_the_head_of_a_big_recipes_stack_is_no_smaller_than_the_codelabs(stack):
     from conftest import plan_mod
 
     _, release = stack_release(stack)
-    recipe = RECIPES[json.loads(plan_mod.read_stack_file(plan_mod.ROOT / f"Pulumi.{stack}.yaml")[0]["nemo-rl-gke:job"])["recipe"]]
+    recipe = RECIPES[
+        json.loads(plan_mod.read_stack_file(plan_mod.ROOT / f"Pulumi.{stack}.yaml")[0]["nemo-rl-gke:job"])["recipe"]
+    ]
     requests = release.inputs["values"]["head"]["resources"]["requests"]
     cpu, memory_gib = int(requests["cpu"]), int(requests["memory"].removesuffix("Gi"))
     if recipe.model_params_billion >= 20:
@@ -850,7 +903,7 @@ def test_the_plan_text_shows_the_worker_requests_and_the_headroom_they_leave():
     from tools.offline_plan import render_tree
 
     text = render_tree(stack_plan("b200"))
-    block = text[text.index("Ray worker pod on each a4-highgpu-8g node"):text.index("\nDeploy time")]
+    block = text[text.index("Ray worker pod on each a4-highgpu-8g node") : text.index("\nDeploy time")]
     assert "requests  206 CPU / 2,400 GiB (/dev/shm up to 240 GiB" in block
     # 224 - 0.63 = 223.37 CPU; 3968 x 0.98 - 86.12 - 0.1 = 3802.4 GiB allocatable.
     assert "headroom  17.37 CPU / 1,402.4 GiB" in block

@@ -81,7 +81,9 @@ class FakeApiServer:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.base = f"http://127.0.0.1:{self._server.server_address[1]}"
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), name="fake-kube-api", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.05,), name="fake-kube-api", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -121,12 +123,23 @@ def test_waits_through_not_found_and_provisioning_until_provisioned(api):
 
     clock = FakeClock()
     obj = readiness.wait_for_raycluster(
-        api.base, NS, NAME, headers=headers, verify=False, timeout_s=3600, poll_s=10,
-        on_status=seen.append, clock=clock, sleep=clock.sleep,
+        api.base,
+        NS,
+        NAME,
+        headers=headers,
+        verify=False,
+        timeout_s=3600,
+        poll_s=10,
+        on_status=seen.append,
+        clock=clock,
+        sleep=clock.sleep,
     )
     assert obj["metadata"]["name"] == NAME and obj["status"]["readyWorkerReplicas"] == 2
     assert [(p.found, p.ready_workers, p.desired_workers, p.ready) for p in seen] == [
-        (False, None, None, False), (True, 0, 2, False), (True, 2, 2, True)]
+        (False, None, None, False),
+        (True, 0, 2, False),
+        (True, 2, 2, True),
+    ]
     assert "workers 0/2 ready" in seen[1].describe() and "RayClusterPodsProvisioning" in seen[1].describe()
     assert [p for p, ok, _ in api.seen] == [PATH] * 3 and all(ok for _, ok, _ in api.seen)
     assert len(tokens) == 3 and clock.slept == [10, 10]
@@ -137,8 +150,14 @@ def test_times_out_naming_the_cluster_and_the_last_reason(api):
     clock = FakeClock()
     with pytest.raises(readiness.RayClusterNotReady) as err:
         readiness.wait_for_raycluster(
-            api.base, NS, NAME, headers={"Authorization": f"Bearer {TOKEN}"}, timeout_s=60, poll_s=10,
-            clock=clock, sleep=clock.sleep,
+            api.base,
+            NS,
+            NAME,
+            headers={"Authorization": f"Bearer {TOKEN}"},
+            timeout_s=60,
+            poll_s=10,
+            clock=clock,
+            sleep=clock.sleep,
         )
     message = str(err.value)
     assert f"RayCluster {NS}/{NAME} not provisioned after 60s" in message
@@ -151,8 +170,16 @@ def test_never_created_times_out_saying_so(api):
     api.script = [NOT_FOUND]
     clock = FakeClock()
     with pytest.raises(readiness.RayClusterNotReady, match="not found"):
-        readiness.wait_for_raycluster(api.base, NS, NAME, headers={"Authorization": f"Bearer {TOKEN}"},
-                                      timeout_s=30, poll_s=10, clock=clock, sleep=clock.sleep)
+        readiness.wait_for_raycluster(
+            api.base,
+            NS,
+            NAME,
+            headers={"Authorization": f"Bearer {TOKEN}"},
+            timeout_s=30,
+            poll_s=10,
+            clock=clock,
+            sleep=clock.sleep,
+        )
 
 
 @pytest.mark.parametrize("token", ["wrong", None])
@@ -161,8 +188,16 @@ def test_an_auth_failure_ends_the_wait_at_once(api, token):
     clock = FakeClock()
     started = time.monotonic()
     with pytest.raises(readiness.RayClusterAuthError, match="HTTP 401") as err:
-        readiness.wait_for_raycluster(api.base, NS, NAME, headers={"Authorization": f"Bearer {token}"} if token else None,
-                                      timeout_s=3600, poll_s=10, clock=clock, sleep=clock.sleep)
+        readiness.wait_for_raycluster(
+            api.base,
+            NS,
+            NAME,
+            headers={"Authorization": f"Bearer {token}"} if token else None,
+            timeout_s=3600,
+            poll_s=10,
+            clock=clock,
+            sleep=clock.sleep,
+        )
     assert clock.slept == [] and len(api.seen) == 1 and time.monotonic() - started < 30
     assert "rayclusters.ray.io" in str(err.value)
 
@@ -171,8 +206,16 @@ def test_a_transient_server_error_keeps_the_last_real_view(api):
     api.script = [PROVISIONING, (500, {"reason": "InternalError"})]
     clock = FakeClock()
     with pytest.raises(readiness.RayClusterNotReady) as err:
-        readiness.wait_for_raycluster(api.base, NS, NAME, headers={"Authorization": f"Bearer {TOKEN}"},
-                                      timeout_s=30, poll_s=10, clock=clock, sleep=clock.sleep)
+        readiness.wait_for_raycluster(
+            api.base,
+            NS,
+            NAME,
+            headers={"Authorization": f"Bearer {TOKEN}"},
+            timeout_s=30,
+            poll_s=10,
+            clock=clock,
+            sleep=clock.sleep,
+        )
     assert "RayClusterPodsProvisioning" in str(err.value)
 
 
@@ -188,7 +231,7 @@ def test_without_conditions_the_deprecated_state_and_every_worker_count():
 
 def test_the_gke_variant_sends_the_google_token(api, monkeypatch):
     api.script = [PROVISIONED]
-    monkeypatch.setattr(jobs, "google_token_provider", lambda *a, **k: (lambda: TOKEN))
+    monkeypatch.setattr(jobs, "google_token_provider", lambda *a, **k: lambda: TOKEN)
     assert readiness.wait_for_raycluster_on_gke(api.base, NS, NAME, timeout_s=5, poll_s=0.01)["kind"] == "RayCluster"
 
 
@@ -197,18 +240,26 @@ def test_the_gke_variant_sends_the_google_token(api, monkeypatch):
 
 def hook_props(head, api, **extra) -> dict:
     spec = JobSpec.create(
-        stack=f"t-ready-{uuid.uuid4().hex[:6]}", recipe="r",
+        stack=f"t-ready-{uuid.uuid4().hex[:6]}",
+        recipe="r",
         entrypoint=f"{shlex.quote(sys.executable)} -c 'print(1)'",
         runtime_env={"env_vars": {"RAY_OVERRIDE_JOB_RUNTIME_ENV": "1"}},
     )
     # The dashboard at the local head; the RayCluster at the fake API server.
-    return {**spec.to_dict(), "address": head.address, "gke_endpoint": api.base, "namespace": NS,
-            "ray_cluster_name": NAME, "__provider": "serialized", **extra}
+    return {
+        **spec.to_dict(),
+        "address": head.address,
+        "gke_endpoint": api.base,
+        "namespace": NS,
+        "ray_cluster_name": NAME,
+        "__provider": "serialized",
+        **extra,
+    }
 
 
 @pytest.fixture
 def fast_hook(monkeypatch):
-    monkeypatch.setattr(jobs, "google_token_provider", lambda *a, **k: (lambda: TOKEN))
+    monkeypatch.setattr(jobs, "google_token_provider", lambda *a, **k: lambda: TOKEN)
     monkeypatch.setattr(hook, "RAY_CLUSTER_POLL", 0.02)
     submitted = []
     real_submit = jobs.submit_attempt
@@ -226,7 +277,11 @@ def test_create_waits_for_the_raycluster_before_submitting(head, api, fast_hook,
     api.script = [NOT_FOUND, PROVISIONING, PROVISIONED]
     seen_at_submit = []
     real = jobs.submit_attempt
-    monkeypatch.setattr(jobs, "submit_attempt", lambda client, spec, *a: (seen_at_submit.append(len(api.seen)), real(client, spec, *a))[1])
+    monkeypatch.setattr(
+        jobs,
+        "submit_attempt",
+        lambda client, spec, *a: (seen_at_submit.append(len(api.seen)), real(client, spec, *a))[1],
+    )
     props = hook_props(head, api)
     started = time.monotonic()
     created = JobSubmissionProvider().create(props)

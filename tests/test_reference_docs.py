@@ -5,8 +5,8 @@ import site
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, stack_plan
+
 from tools import reference_docs as docs
 
 README = ROOT / "README.md"
@@ -24,8 +24,13 @@ def test_the_config_reference_page_matches_the_pydantic_models():
 
 
 def test_the_resource_table_matches_the_offline_plans():
-    text, new = fresh("docs/resources.md", **{"stack-resources": lambda: docs.stack_resources(stack_plan),
-                                         "resource-graph": lambda: docs.resource_graph(stack_plan)})
+    text, new = fresh(
+        "docs/resources.md",
+        **{
+            "stack-resources": lambda: docs.stack_resources(stack_plan),
+            "resource-graph": lambda: docs.resource_graph(stack_plan),
+        },
+    )
     assert new == text, "docs/resources.md is stale: run `make docs`"
     assert "| **total** |" in text and "```mermaid\nflowchart LR\n" in text
 
@@ -47,7 +52,11 @@ def test_the_stack_table_has_every_committed_stack_with_its_plans_numbers():
         assert docs._money(est.cost.spot_per_hour) in row.split("|")[3], (stack, row)
         assert f"~{est.deploy.total_minutes:.0f} min" in row, (stack, row)
     # dev is the scratch stack: its destroy deletes the bucket and exports nothing
-    assert "**the bucket too**" in rows["dev"] and "**without export**" in rows["dev"] and rows["dev"].endswith("| nothing |")
+    assert (
+        "**the bucket too**" in rows["dev"]
+        and "**without export**" in rows["dev"]
+        and rows["dev"].endswith("| nothing |")
+    )
     assert "the bucket (exports, job output)" in rows["b200"] and "refused until" in rows["b200"]
     assert "a node pool 120 min" in table and "the job's wait for its GPU workers 60 min" in table
 
@@ -62,12 +71,19 @@ def test_the_first_run_adds_the_gpu_hours_before_the_job_to_the_jobs_cost():
     pool_ready = est.deploy.finish_by_name[gpu.billed_from]
     # at least the GPU nodes from their pool's readiness to the submission, at the spot price
     assert run.before_job["spot"] >= gpu.spot_per_hour * (est.deploy.total_minutes - pool_ready) / 60 > 0
-    assert run.total("spot", est.cost.spot_per_hour) == pytest.approx(run.before_job["spot"] + est.cost.spot_per_hour * est.cost.job_hours)
+    assert run.total("spot", est.cost.spot_per_hour) == pytest.approx(
+        run.before_job["spot"] + est.cost.spot_per_hour * est.cost.job_hours
+    )
 
 
 def test_config_reference_lists_every_nested_key_and_the_secrets():
     ref = docs.config_reference()
-    for key in ("`lustre.perUnitStorageThroughput`", "`cluster.systemPool.machineType`", "`network.rdmaCidrs`", "`hfToken`"):
+    for key in (
+        "`lustre.perUnitStorageThroughput`",
+        "`cluster.systemPool.machineType`",
+        "`network.rdmaCidrs`",
+        "`hfToken`",
+    ):
         assert key in ref, key
 
 
@@ -76,9 +92,16 @@ def test_the_check_names_a_stale_page_and_write_brings_it_current(tmp_path, monk
         (tmp_path / page).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / page).write_text((ROOT / page).read_text())
     monkeypatch.setattr(docs, "ROOT", tmp_path)
-    monkeypatch.setattr(docs, "SECTIONS", {**docs.SECTIONS, "stack-resources": lambda: docs.stack_resources(stack_plan),
-                                           "resource-graph": lambda: docs.resource_graph(stack_plan),
-                                           "stack-costs": lambda: docs.stack_costs(stack_plan)})
+    monkeypatch.setattr(
+        docs,
+        "SECTIONS",
+        {
+            **docs.SECTIONS,
+            "stack-resources": lambda: docs.stack_resources(stack_plan),
+            "resource-graph": lambda: docs.resource_graph(stack_plan),
+            "stack-costs": lambda: docs.stack_costs(stack_plan),
+        },
+    )
     page = tmp_path / "docs" / "configuration.md"
     page.write_text(page.read_text().replace("`lustre.capacityGib`", "`lustre.capacity`"))
     assert docs.main([]) == 1
@@ -202,4 +225,6 @@ def test_the_readme_says_how_to_run_printed_commands_and_that_a_cold_make_test_i
     quick = text.split("## Quick start", 1)[1].split("\n## ", 1)[0]
     assert ".venv/bin/python -m" in quick and "source .venv/bin/activate" in quick
     pinned = re.search(r"^torch==", (ROOT / "requirements-test.txt").read_text(), re.M)
-    assert not pinned or "torch" in quick, "requirements-test.txt installs torch: the quick start must say a cold make test takes minutes"
+    assert not pinned or "torch" in quick, (
+        "requirements-test.txt installs torch: the quick start must say a cold make test takes minutes"
+    )

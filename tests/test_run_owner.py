@@ -17,14 +17,12 @@ from typing import Callable
 
 import pytest
 from ray.job_submission import JobDetails, JobStatus
-
 from ray_head import JOB_TIMEOUT
 
 from jobctl import cli
 from jobctl.stack import build_spec, load_stack
 from workloads import acceptance_gate as gate
-from workloads import exit_codes
-from workloads import run_owner
+from workloads import exit_codes, run_owner
 from workloads import submit as jobs
 from workloads.hook import JobSubmissionProvider
 from workloads.job_spec import JobSpec
@@ -37,7 +35,8 @@ FAST = RecoveryPolicy(check_interval_seconds=0.2, max_restarts=2, backoff_second
 
 def spec_of(stack: str, code: str) -> JobSpec:
     return JobSpec.create(
-        stack=stack, recipe="t",
+        stack=stack,
+        recipe="t",
         entrypoint=f"{shlex.quote(sys.executable)} -c {shlex.quote(code)}",
         runtime_env={"env_vars": {"RAY_OVERRIDE_JOB_RUNTIME_ENV": "1", "RUN": uuid.uuid4().hex[:8]}},
     )
@@ -63,8 +62,12 @@ class FakeClient:
 
 def gate_job(stack: str, status: str = "RUNNING", sid: str = "g", meta=None) -> JobDetails:
     return JobDetails(
-        type="SUBMISSION", entrypoint="python -m workloads.acceptance_gate run x", status=status, submission_id=sid,
-        start_time=1_000, metadata={gate.META_GATE: stack, **(meta or {})},
+        type="SUBMISSION",
+        entrypoint="python -m workloads.acceptance_gate run x",
+        status=status,
+        submission_id=sid,
+        start_time=1_000,
+        metadata={gate.META_GATE: stack, **(meta or {})},
     )
 
 
@@ -74,7 +77,10 @@ def test_a_running_gate_job_alone_keeps_the_watcher_from_submitting_although_eve
     client = FakeClient([gate_job("t-owner-fake", sid="t-owner-fake-gate-20260101-000000-1")])
     decision = Watcher(client, spec, dataclasses.replace(FAST, resubmit_missing=True)).step()
     assert decision.action is Action.WAIT, decision
-    assert "acceptance gate t-owner-fake-gate-20260101-000000-1 is running; nothing is submitted while a gate runs" in decision.reason
+    assert (
+        "acceptance gate t-owner-fake-gate-20260101-000000-1 is running; nothing is submitted while a gate runs"
+        in decision.reason
+    )
     assert client.submitted == []
     # Another stack's gate is none of this stack's business.
     other = FakeClient([gate_job("another-stack")])
@@ -87,10 +93,26 @@ def test_a_running_gate_job_alone_keeps_the_watcher_from_submitting_although_eve
 def cpu_plan(mount: Path, **changes) -> gate.GatePlan:
     """The gate's CPU stand-in on the local head (as tests/test_acceptance_gate.py runs it)."""
     base = gate.GatePlan(
-        node_count=1, gpus_per_node=2, gpu_name="cpu", busbw_floor_gbps=0.0, busbw_source="test",
-        mount_path=str(mount), storage_expected_gbps=0.002, storage_floor_gbps=0.001, storage_source="test",
-        storage_bytes_per_node=8 << 20, storage_streams=2, backend="gloo", device="cpu", expect_net=None,
-        message_bytes=1 << 16, warmup_iters=1, iters=2, worker_resource="CPU", timeout_s=120, python=sys.executable,
+        node_count=1,
+        gpus_per_node=2,
+        gpu_name="cpu",
+        busbw_floor_gbps=0.0,
+        busbw_source="test",
+        mount_path=str(mount),
+        storage_expected_gbps=0.002,
+        storage_floor_gbps=0.001,
+        storage_source="test",
+        storage_bytes_per_node=8 << 20,
+        storage_streams=2,
+        backend="gloo",
+        device="cpu",
+        expect_net=None,
+        message_bytes=1 << 16,
+        warmup_iters=1,
+        iters=2,
+        worker_resource="CPU",
+        timeout_s=120,
+        python=sys.executable,
     )
     return dataclasses.replace(base, **changes)
 
@@ -100,19 +122,26 @@ def failed_report(host: str) -> gate.GateReport:
     return gate.GateReport((check,), 30.0, 1)
 
 
-def start_fake_gate(client, stack: str, target: str, nodes: tuple[str, ...], report: gate.GateReport, release: Path, k: int = 1) -> str:
+def start_fake_gate(
+    client, stack: str, target: str, nodes: tuple[str, ...], report: gate.GateReport, release: Path, k: int = 1
+) -> str:
     """A gate run as the owner starts one (same id and metadata) whose driver runs until the file `release`
     exists (the test makes it once the party under test is seen waiting), then prints `report`."""
     job_id = run_owner.gate_job_id(target, k)
     code = (
-        f"import os, time\nt = time.monotonic()\nwhile not os.path.exists({str(release)!r}) and time.monotonic() - t < 120:\n"
+        f"import os, time\nt = time.monotonic()\n"
+        f"while not os.path.exists({str(release)!r}) and time.monotonic() - t < 120:\n"
         f"    time.sleep(0.05)\nprint({gate.RESULT_MARKER + json.dumps(report.to_dict())!r}, flush=True)"
     )
     client.submit_job(
-        entrypoint=f"{shlex.quote(sys.executable)} -c {shlex.quote(code)}", submission_id=job_id,
+        entrypoint=f"{shlex.quote(sys.executable)} -c {shlex.quote(code)}",
+        submission_id=job_id,
         metadata={gate.META_GATE: stack, run_owner.META_GATE_FOR: target, run_owner.META_GATE_NODES: ",".join(nodes)},
     )
-    assert jobs.wait(client, job_id, until={JobStatus.RUNNING}, timeout=JOB_TIMEOUT, poll_interval=0.2) == JobStatus.RUNNING
+    assert (
+        jobs.wait(client, job_id, until={JobStatus.RUNNING}, timeout=JOB_TIMEOUT, poll_interval=0.2)
+        == JobStatus.RUNNING
+    )
     return job_id
 
 
@@ -140,10 +169,18 @@ def quick_gate_polls(monkeypatch):
 
 
 def hook_props(head, spec: JobSpec, plan: gate.GatePlan, policy: str = "enforce") -> dict:
-    return {**spec.to_dict(), "address": head.address, "ray_cluster_name": "", "gate_policy": policy, "gate_plan": plan.to_dict()}
+    return {
+        **spec.to_dict(),
+        "address": head.address,
+        "ray_cluster_name": "",
+        "gate_policy": policy,
+        "gate_plan": plan.to_dict(),
+    }
 
 
-def test_a_running_then_failed_gate_prevents_every_training_submission_by_the_watcher_and_the_hook(head, client, tmp_path, monkeypatch):
+def test_a_running_then_failed_gate_prevents_every_training_submission_by_the_watcher_and_the_hook(
+    head, client, tmp_path, monkeypatch
+):
     stack = "t-own-held"
     spec = spec_of(stack, "print('trained')")
     plan = cpu_plan(tmp_path)
@@ -190,6 +227,10 @@ def test_submit_by_hand_waits_for_a_running_gate_and_submits_nothing_after_its_f
     # `python -m jobctl submit`: the dev stack's real spec; a gate for its first attempt is running.
     forget_the_stacks_jobs(client, "dev")
     spec = build_spec(load_stack("dev"))
+    # The worker's head is shared: tests/test_jobctl.py may have left the dev stack's ended attempts on it,
+    # and the CLI would then gate the next attempt, not the first. Start from a head without them.
+    for ended in [*jobs.list_jobs(client, "dev"), *run_owner.gate_runs(client.list_jobs(), "dev")]:
+        client.delete_job(ended.submission_id)
     release = tmp_path / "release"
     start_fake_gate(client, "dev", spec.submission_id, (), failed_report("gke-dev-gpu-1"), release)
     out, err = io.StringIO(), io.StringIO()
@@ -197,7 +238,10 @@ def test_submit_by_hand_waits_for_a_running_gate_and_submits_nothing_after_its_f
     code = cli.main(["submit", "--stack", "dev", "--gate", "enforce", "--address", head.address], out=out, err=err)
     released.join()
     assert code == exit_codes.GATE_FAILED, (out.getvalue(), err.getvalue())
-    assert f"acceptance gate {spec.submission_id}-gate-1 is running; nothing is submitted while a gate runs" in out.getvalue()
+    assert (
+        f"acceptance gate {spec.submission_id}-gate-1 is running; nothing is submitted while a gate runs"
+        in out.getvalue()
+    )
     assert err.getvalue().startswith("error: acceptance gate FAILED: gpus: gke-dev-gpu-1: 6 of 8")
     assert jobs.list_jobs(client, "dev") == []
 
@@ -210,7 +254,8 @@ done = sorted(n for n in os.listdir(d) if n.startswith('step_'))
 def step(k):
     print('========================= Step %d/3 =========================' % k, flush=True)
 if done:
-    print('resuming from', done[-1], 'partial saves left:', sorted(n for n in os.listdir(d) if n.startswith('tmp_')), flush=True)
+    partial = sorted(n for n in os.listdir(d) if n.startswith('tmp_'))
+    print('resuming from', done[-1], 'partial saves left:', partial, flush=True)
     step(2); step(3)
     sys.exit(0)
 step(1)
@@ -223,8 +268,12 @@ raise RuntimeError('collective timed out')  # a plain failure: only Ray's node t
 
 def fake_gpu_node(name: str, state: str = "ALIVE", end_ms=None) -> dict:
     return {
-        "node_id": f"{name}-{'0' * 40}", "node_ip": f"10.0.3.{len(name)}", "state": state, "end_time_ms": end_ms,
-        "resources_total": {"GPU": 8.0, "CPU": 1.0}, "state_message": "health check failed due to missing too many heartbeats" if end_ms else "",
+        "node_id": f"{name}-{'0' * 40}",
+        "node_ip": f"10.0.3.{len(name)}",
+        "state": state,
+        "end_time_ms": end_ms,
+        "resources_total": {"GPU": 8.0, "CPU": 1.0},
+        "state_message": "health check failed due to missing too many heartbeats" if end_ms else "",
     }
 
 
@@ -256,8 +305,11 @@ def test_a_preemption_leads_to_a_new_gate_on_the_new_nodes_then_a_resubmission_t
     (tmp_path / "lustre").mkdir()
     run = run_owner.RunPlan(
         # One gloo process per gate (the fewest torch imports): the orchestration is the real one.
-        gate_policy="enforce", gate_plan=cpu_plan(tmp_path / "lustre", gpus_per_node=1).to_dict(), checkpoint_dir=str(ckpt),
-        node_count=1, node_hour_usd=36.0,
+        gate_policy="enforce",
+        gate_plan=cpu_plan(tmp_path / "lustre", gpus_per_node=1).to_dict(),
+        checkpoint_dir=str(ckpt),
+        node_count=1,
+        node_hour_usd=36.0,
     )
     from workloads.ledger import LedgerFile
 
@@ -283,7 +335,10 @@ def test_a_preemption_leads_to_a_new_gate_on_the_new_nodes_then_a_resubmission_t
         (f"{spec.submission_id}-gate-1", spec.submission_id),
         (f"{spec.submission_id}-r2-gate-1", f"{spec.submission_id}-r2"),
     ]
-    assert "gpu-b" in runs[1].metadata[run_owner.META_GATE_NODES] and "gpu-a" not in runs[1].metadata[run_owner.META_GATE_NODES]
+    assert (
+        "gpu-b" in runs[1].metadata[run_owner.META_GATE_NODES]
+        and "gpu-a" not in runs[1].metadata[run_owner.META_GATE_NODES]
+    )
     assert all(str(r.status) == "SUCCEEDED" for r in runs), text
     second = jobs.info(client, f"{spec.submission_id}-r2")
     assert first.end_time <= runs[1].start_time and runs[1].end_time <= second.start_time, text
@@ -295,9 +350,13 @@ def test_a_preemption_leads_to_a_new_gate_on_the_new_nodes_then_a_resubmission_t
     ) in text
     assert f"attempt 2 ({spec.submission_id}-r2) resumes from step_1; removed the partial save(s) tmp_step_2" in text
     metric = [json.loads(line) for line in log if line.startswith("{")]
-    assert [(m["attempt"], m["cause"], m["stepsLost"]) for m in metric] == [(1, "preemption-like", 1), (2, "succeeded", 0)]
+    assert [(m["attempt"], m["cause"], m["stepsLost"]) for m in metric] == [
+        (1, "preemption-like", 1),
+        (2, "succeeded", 0),
+    ]
     saved = ledger.load(stack, spec.submission_id)
     assert [(a.attempt, a.cause, a.resume_step, a.steps_lost, a.cleaned) for a in saved.attempts] == [
-        (1, "preemption-like", 0, 1, []), (2, "succeeded", 1, 0, ["tmp_step_2"]),
+        (1, "preemption-like", 0, 1, []),
+        (2, "succeeded", 1, 0, ["tmp_step_2"]),
     ]
     assert all(a.node_hours(0) > 0 for a in saved.attempts) and saved.spend(0) > 0

@@ -6,7 +6,6 @@ import dataclasses
 
 import pulumi_gcp
 import pytest
-
 from conftest import ALL_STACKS, stack_plan
 from provider_schema import (
     args_class,
@@ -61,7 +60,8 @@ def test_a_misspelt_nested_key_fails_naming_the_resource_and_the_path():
     inputs["nodeConfig"]["guestAccelerator"] = inputs["nodeConfig"].pop("guestAccelerators")
     problems = problems_with(pool, inputs)
     assert problems and problems[0].startswith(
-        f"{pool.name} ({NODE_POOL}): nodeConfig.guestAccelerator: no such input in NodePoolNodeConfigArgs (did you mean guestAccelerators?)"
+        f"{pool.name} ({NODE_POOL}): nodeConfig.guestAccelerator: no such input in NodePoolNodeConfigArgs (did you "
+        "mean guestAccelerators?)"
     ), problems
 
 
@@ -91,22 +91,41 @@ def test_a_missing_required_top_level_input_fails():
 
 
 def test_an_integer_where_the_sdk_says_string_is_reported():
-    problems = check_inputs("gcp:lustre/instance:Instance", {
-        "instanceId": "l", "location": "z", "network": "n", "filesystem": "fs",
-        "capacityGib": 18000, "perUnitStorageThroughput": "500",
-    })
+    problems = check_inputs(
+        "gcp:lustre/instance:Instance",
+        {
+            "instanceId": "l",
+            "location": "z",
+            "network": "n",
+            "filesystem": "fs",
+            "capacityGib": 18000,
+            "perUnitStorageThroughput": "500",
+        },
+    )
     assert problems == ["capacityGib: expected string, got int 18000"]
 
 
 def test_a_string_where_the_sdk_says_boolean_is_reported_inside_an_array():
-    problems = check_inputs("gcp:container/cluster:Cluster", {"addonsConfig": {"rayOperatorConfigs": [{"enabled": "true"}]}})
+    problems = check_inputs(
+        "gcp:container/cluster:Cluster", {"addonsConfig": {"rayOperatorConfigs": [{"enabled": "true"}]}}
+    )
     assert problems == ["addonsConfig.rayOperatorConfigs[0].enabled: expected boolean, got str 'true'"]
 
 
 def test_kubernetes_objects_are_checked_down_to_container_fields_and_their_api_version():
-    good = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "x"},
-            "spec": {"selector": {}, "template": {"spec": {"containers": [
-                {"name": "c", "image": "i", "volumeMounts": [{"name": "v", "mountPath": "/v"}]}]}}}}
+    good = {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": "x"},
+        "spec": {
+            "selector": {},
+            "template": {
+                "spec": {
+                    "containers": [{"name": "c", "image": "i", "volumeMounts": [{"name": "v", "mountPath": "/v"}]}]
+                }
+            },
+        },
+    }
     assert check_inputs("kubernetes:apps/v1:DaemonSet", good) == []
     bad = copy.deepcopy(good)
     bad["apiVersion"] = "apps/v1beta2"
@@ -115,15 +134,24 @@ def test_kubernetes_objects_are_checked_down_to_container_fields_and_their_api_v
     api_version, misspelt, missing = check_inputs("kubernetes:apps/v1:DaemonSet", bad)
     assert api_version == "apiVersion: expected one of ['apps/v1'], got str 'apps/v1beta2'"
     mount_path = "spec.template.spec.containers[0].volumeMounts[0]"
-    assert misspelt == (f"{mount_path}.mountpath: no such input in VolumeMountArgs (did you mean mountPath or mountPropagation?)")
+    assert misspelt == (
+        f"{mount_path}.mountpath: no such input in VolumeMountArgs (did you mean mountPath or mountPropagation?)"
+    )
     assert missing == f"{mount_path}.mountPath: required input missing (VolumeMountArgs)"
 
 
 @pytest.mark.parametrize(("value", "ok"), [("100%", True), (1, True), ([1], False), (True, False)])
 def test_an_int_or_string_input_takes_either_and_nothing_else(value, ok):
-    ds = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "x"},
-          "spec": {"selector": {}, "template": {"spec": {"containers": [{"name": "c", "image": "i"}]}},
-                   "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": value}}}}
+    ds = {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": "x"},
+        "spec": {
+            "selector": {},
+            "template": {"spec": {"containers": [{"name": "c", "image": "i"}]}},
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": value}},
+        },
+    }
     problems = check_inputs("kubernetes:apps/v1:DaemonSet", ds)
     assert (problems == []) is ok, problems
     if not ok:
@@ -131,13 +159,21 @@ def test_an_int_or_string_input_takes_either_and_nothing_else(value, ok):
 
 
 def test_a_crd_kind_needs_api_version_and_kind_and_standard_metadata():
-    problems = check_inputs("kubernetes:networking.gke.io/v1:Network", {"metadata": {"nam": "x"}, "spec": {"type": "Device"}})
+    problems = check_inputs(
+        "kubernetes:networking.gke.io/v1:Network", {"metadata": {"nam": "x"}, "spec": {"type": "Device"}}
+    )
     assert problems[0].startswith("metadata.nam: no such input in ObjectMetaArgs")
-    assert problems[1:] == ["apiVersion: required input missing (CustomResourceArgs)", "kind: required input missing (CustomResourceArgs)"]
+    assert problems[1:] == [
+        "apiVersion: required input missing (CustomResourceArgs)",
+        "kind: required input missing (CustomResourceArgs)",
+    ]
 
 
 def test_placeholders_for_secrets_and_unknowns_pass_any_type():
-    assert check_inputs("gcp:compute/router:Router", {"name": "r", "network": "[unknown]", "bgp": {"asn": "[secret]"}}) == []
+    assert (
+        check_inputs("gcp:compute/router:Router", {"name": "r", "network": "[unknown]", "bgp": {"asn": "[secret]"}})
+        == []
+    )
     assert check_inputs("gcp:compute/router:Router", {"name": "r", "network": "n", "bgp": {"asn": "64514"}}) == [
         "bgp.asn: expected integer, got str '64514'"
     ]

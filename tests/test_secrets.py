@@ -9,8 +9,8 @@ import logging
 
 import pytest
 import yaml
-
 from conftest import ALL_STACKS, merged, run_plan
+
 from tools.mocks import SECRET_SIG, SIG_KEY
 from tools.offline_plan import kubernetes_manifests, render_tree
 
@@ -89,7 +89,9 @@ def test_planted_secrets_travel_only_inside_secret_envelopes_to_the_kubernetes_s
             for v in value:
                 walk(v, inside_secret, resource)
         elif isinstance(value, str) and leaks(value):
-            assert inside_secret, f"{resource.name} ({resource.type}) carries a planted secret outside a secret envelope"
+            assert inside_secret, (
+                f"{resource.name} ({resource.type}) carries a planted secret outside a secret envelope"
+            )
             carriers.append(resource)
 
     for r in plan.resources:

@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 import pytest
-
 from conftest import ALL_STACKS, STACKS, merged, run_plan, stack_plan
+
 from infra.config import ConfigError
 
 CLUSTER = "gcp:container/cluster:Cluster"
@@ -105,7 +105,8 @@ def test_the_workload_identity_only_uses_objects_of_its_own_bucket(stack):
     plan = stack_plan(stack)
     bucket = plan.one(BUCKET)
     principal_grants = [
-        r for r in plan.resources
+        r
+        for r in plan.resources
         if r.type in (BUCKET_IAM, PROJECT_IAM) and str(r.inputs.get("member", "")).startswith("principal://")
     ]
     assert [(g.type, g.inputs["role"], g.inputs["bucket"]) for g in principal_grants] == [
@@ -120,7 +121,10 @@ def test_the_preemption_watcher_runs_as_a_service_account_no_iam_grant_names(sta
     pod = watcher.inputs["spec"]["template"]["spec"]
     account = pod["serviceAccountName"]
     namespace = watcher.inputs["metadata"]["namespace"]
-    accounts = {(a.inputs["metadata"]["namespace"], a.inputs["metadata"]["name"]) for a in plan.by_type("kubernetes:core/v1:ServiceAccount")}
+    accounts = {
+        (a.inputs["metadata"]["namespace"], a.inputs["metadata"]["name"])
+        for a in plan.by_type("kubernetes:core/v1:ServiceAccount")
+    }
     assert (namespace, account) in accounts, f"{watcher.name} runs as {account}, which the stack does not create"
     # Every IAM resource of any kind, every member form that can reach a KSA: its own principal, the
     # legacy `serviceAccount:<pool>[ns/ksa]`, and a namespace-wide principalSet.
@@ -128,8 +132,10 @@ def test_the_preemption_watcher_runs_as_a_service_account_no_iam_grant_names(sta
     members = [str(m) for r in iam for m in [r.inputs.get("member"), *(r.inputs.get("members") or [])] if m]
     workload_subjects = [m for m in members if m.startswith("principal://")]
     reaching = [
-        m for m in members
-        if m.endswith(f"/ns/{namespace}/sa/{account}") or m.endswith(f".svc.id.goog[{namespace}/{account}]")
+        m
+        for m in members
+        if m.endswith(f"/ns/{namespace}/sa/{account}")
+        or m.endswith(f".svc.id.goog[{namespace}/{account}]")
         or (m.startswith("principalSet://") and f"/namespace/{namespace}" in m)
     ]
     assert workload_subjects and not reaching, f"{watcher.name}: IAM grants reach its KSA {account}: {reaching}"
@@ -141,7 +147,9 @@ def test_the_preemption_watcher_runs_as_a_service_account_no_iam_grant_names(sta
 @pytest.mark.parametrize("stack", STACKS)
 def test_nodes_have_no_public_ip_and_the_control_plane_has_no_ip_endpoint(stack):
     cluster = stack_plan(stack).one(CLUSTER)
-    assert cluster.inputs["privateClusterConfig"] == {"enablePrivateNodes": True, "enablePrivateEndpoint": True}, cluster.name
+    assert cluster.inputs["privateClusterConfig"] == {"enablePrivateNodes": True, "enablePrivateEndpoint": True}, (
+        cluster.name
+    )
     assert cluster.inputs["controlPlaneEndpointsConfig"] == {
         "dnsEndpointConfig": {"allowExternalTraffic": True},
         "ipEndpointsConfig": {"enabled": False},
@@ -156,10 +164,12 @@ def test_cloud_nat_gives_the_cluster_subnet_a_way_out_in_the_cluster_region(stac
     assert router.inputs["network"] == f"{stack}-vpc", router.name
     assert nat.inputs["router"] == router.inputs["name"] and router.urn in nat.dependencies, nat.name
     assert nat.inputs["sourceSubnetworkIpRangesToNat"] == "LIST_OF_SUBNETWORKS", nat.name
-    assert nat.inputs["subnetworks"] == [{
-        "name": f"projects/my-gcp-project/regions/{REGIONS[stack]}/subnetworks/{subnet.inputs['name']}",
-        "sourceIpRangesToNats": ["ALL_IP_RANGES"],
-    }], nat.name
+    assert nat.inputs["subnetworks"] == [
+        {
+            "name": f"projects/my-gcp-project/regions/{REGIONS[stack]}/subnetworks/{subnet.inputs['name']}",
+            "sourceIpRangesToNats": ["ALL_IP_RANGES"],
+        }
+    ], nat.name
     assert nat.inputs["natIpAllocateOption"] == "AUTO_ONLY", nat.name
 
 
@@ -177,13 +187,19 @@ IP_ACCESS = {"controlPlaneAccess": "ip"}
 
 
 def test_with_ip_access_the_configured_cidrs_are_the_only_way_to_the_control_plane():
-    cluster_cfg = merged("b200", "cluster", {**IP_ACCESS, "masterAuthorizedNetworks": [{"cidrBlock": "198.51.100.7/32", "displayName": "ci"}]})
+    cluster_cfg = merged(
+        "b200",
+        "cluster",
+        {**IP_ACCESS, "masterAuthorizedNetworks": [{"cidrBlock": "198.51.100.7/32", "displayName": "ci"}]},
+    )
     cluster = run_plan("b200", cluster=cluster_cfg).one(CLUSTER)
     assert cluster.inputs["masterAuthorizedNetworksConfig"] == {
         "cidrBlocks": [{"cidrBlock": "198.51.100.7/32", "displayName": "ci"}],
         "gcpPublicCidrsAccessEnabled": False,
     }, cluster.name
-    assert cluster.inputs["privateClusterConfig"] == {"enablePrivateNodes": True, "enablePrivateEndpoint": False}, cluster.name
+    assert cluster.inputs["privateClusterConfig"] == {"enablePrivateNodes": True, "enablePrivateEndpoint": False}, (
+        cluster.name
+    )
     # Spelled out, so a stack switching from dns turns the IP endpoint back on and the DNS one off.
     assert cluster.inputs["controlPlaneEndpointsConfig"] == {
         "dnsEndpointConfig": {"allowExternalTraffic": False},
@@ -192,7 +208,9 @@ def test_with_ip_access_the_configured_cidrs_are_the_only_way_to_the_control_pla
 
 
 def test_with_ip_access_an_open_control_plane_has_no_authorized_networks_block():
-    cluster = run_plan("dev", cluster=merged("dev", "cluster", {**IP_ACCESS, "allowPublicControlPlane": True})).one(CLUSTER)
+    cluster = run_plan("dev", cluster=merged("dev", "cluster", {**IP_ACCESS, "allowPublicControlPlane": True})).one(
+        CLUSTER
+    )
     assert "masterAuthorizedNetworksConfig" not in cluster.inputs, cluster.name
 
 
@@ -208,23 +226,34 @@ def test_with_ip_access_an_empty_authorized_network_list_is_refused_unless_the_s
 
 
 def test_with_ip_access_authorized_networks_and_an_open_control_plane_together_are_refused():
-    cluster_cfg = merged("dev", "cluster", {**IP_ACCESS, "allowPublicControlPlane": True,
-                                            "masterAuthorizedNetworks": [{"cidrBlock": "198.51.100.7/32"}]})
-    with pytest.raises(ConfigError, match=r"^nemo-rl-gke:cluster\.allowPublicControlPlane: true contradicts "
-                                          r"the configured cluster\.masterAuthorizedNetworks; allowed: false"):
+    cluster_cfg = merged(
+        "dev",
+        "cluster",
+        {**IP_ACCESS, "allowPublicControlPlane": True, "masterAuthorizedNetworks": [{"cidrBlock": "198.51.100.7/32"}]},
+    )
+    with pytest.raises(
+        ConfigError,
+        match=r"^nemo-rl-gke:cluster\.allowPublicControlPlane: true contradicts "
+        r"the configured cluster\.masterAuthorizedNetworks; allowed: false",
+    ):
         run_plan("dev", cluster=cluster_cfg)
 
 
-@pytest.mark.parametrize(("setting", "key"), [
-    ({"masterAuthorizedNetworks": [{"cidrBlock": "198.51.100.7/32"}]}, "masterAuthorizedNetworks"),
-    ({"allowPublicControlPlane": True}, "allowPublicControlPlane"),
-])
+@pytest.mark.parametrize(
+    ("setting", "key"),
+    [
+        ({"masterAuthorizedNetworks": [{"cidrBlock": "198.51.100.7/32"}]}, "masterAuthorizedNetworks"),
+        ({"allowPublicControlPlane": True}, "allowPublicControlPlane"),
+    ],
+)
 def test_ip_endpoint_settings_are_refused_with_dns_access_rather_than_silently_ignored(setting, key):
     with pytest.raises(ConfigError) as info:
         run_plan("dev", cluster=merged("dev", "cluster", setting))
     message = str(info.value)
     assert message.startswith(f"nemo-rl-gke:cluster.{key}: "), message
-    assert "cluster.controlPlaneAccess: dns turns off" in message and "cluster.controlPlaneAccess: ip" in message, message
+    assert "cluster.controlPlaneAccess: dns turns off" in message and "cluster.controlPlaneAccess: ip" in message, (
+        message
+    )
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -251,9 +280,13 @@ def test_the_ray_dashboard_and_gcs_ports_are_never_exposed_outside_the_cluster(s
         assert not path.endswith(("hostPort", "serviceType", "headService")), f"{release.name}: {path}"
     assert not values["head"].get("hostNetwork"), f"{release.name}: the head shares the node's network"
     exposed = [
-        r.name for r in plan.resources
+        r.name
+        for r in plan.resources
         if r.type.endswith((":Ingress", ":Gateway", ":HTTPRoute"))
-        or (r.type == "kubernetes:core/v1:Service" and (r.inputs.get("spec") or {}).get("type") in ("LoadBalancer", "NodePort"))
+        or (
+            r.type == "kubernetes:core/v1:Service"
+            and (r.inputs.get("spec") or {}).get("type") in ("LoadBalancer", "NodePort")
+        )
     ]
     assert not exposed, f"exposed outside the cluster: {exposed}"
 
@@ -288,7 +321,9 @@ def test_no_kubernetes_object_makes_a_cloud_resource_that_would_outlive_the_clus
         if kind == "PersistentVolume":
             assert r.inputs["spec"]["persistentVolumeReclaimPolicy"] == "Retain", r.name
         for path, value in walk(r.inputs):
-            assert not (isinstance(value, dict) and "volumeClaimTemplate" in value), f"{r.name}: {path} ephemeral volume"
+            assert not (isinstance(value, dict) and "volumeClaimTemplate" in value), (
+                f"{r.name}: {path} ephemeral volume"
+            )
             assert not path.endswith("volumeClaimTemplates"), f"{r.name}: {path}"
     (release,) = [r for r in kube if r.type == RELEASE]
     assert release.inputs["values"]["service"]["type"] == "ClusterIP", "the Ray head Service"

@@ -3,11 +3,10 @@
 import math
 
 import pytest
-
 from conftest import stack_plan
-from tools import estimates
-from tools import sizing
+
 from infra.config import LUSTRE_TIERS
+from tools import estimates, sizing
 from tools.offline_plan import render_tree
 
 GIB = 1024**3
@@ -53,8 +52,11 @@ def test_a_run_keeps_no_more_checkpoints_than_it_saves():
 
 def test_capacity_holds_the_kept_checkpoints_one_in_flight_and_the_hf_cache_with_headroom():
     est = sizing.estimate(
-        model="m", params_billion=72.7, policy=policy("checkpointing.keep_top_k=2", "checkpointing.save_period=2"),
-        capacity_gib=36000, tier=500,
+        model="m",
+        params_billion=72.7,
+        policy=policy("checkpointing.keep_top_k=2", "checkpointing.save_period=2"),
+        capacity_gib=36000,
+        tier=500,
     )
     needed = 1.1632e12 * (2 + 1) + 72.7e9 * 2 * sizing.HF_CACHE_FACTOR
     assert est.required_bytes == pytest.approx(needed)
@@ -64,8 +66,11 @@ def test_capacity_holds_the_kept_checkpoints_one_in_flight_and_the_hf_cache_with
 
 def test_a_too_small_instance_is_warned_and_a_big_enough_one_suggested():
     est = sizing.estimate(
-        model="m", params_billion=72.7, policy=policy("checkpointing.keep_top_k=8", "checkpointing.save_period=1"),
-        capacity_gib=9000, tier=1000,
+        model="m",
+        params_billion=72.7,
+        policy=policy("checkpointing.keep_top_k=8", "checkpointing.save_period=1"),
+        capacity_gib=9000,
+        tier=1000,
     )
     assert not est.fits
     assert est.warnings[0].startswith("Lustre too small: 8 kept + 1 in-flight checkpoint(s) of 1.16 TB")
@@ -75,7 +80,9 @@ def test_a_too_small_instance_is_warned_and_a_big_enough_one_suggested():
 
 
 def test_a_write_slower_than_the_target_is_warned():
-    est = sizing.estimate(model="m", params_billion=72.7, policy=policy(), capacity_gib=72000, tier=125, target_seconds=60)
+    est = sizing.estimate(
+        model="m", params_billion=72.7, policy=policy(), capacity_gib=72000, tier=125, target_seconds=60
+    )
     assert not est.fast_enough
     assert any(w.startswith("checkpoint write too slow: 132 s at 8789 MB/s, target 60 s") for w in est.warnings)
 
@@ -113,11 +120,12 @@ def test_the_h200_stack_uses_nemo_rls_default_keep_top_k():
 
 
 @pytest.mark.parametrize(
-    "stack, size, seconds", [("b200", "1.16 TB", "66.2 s"), ("h200", "438.40 GB", "49.9 s"), ("dev", "24.00 GB", "2.7 s")]
+    "stack, size, seconds",
+    [("b200", "1.16 TB", "66.2 s"), ("h200", "438.40 GB", "49.9 s"), ("dev", "24.00 GB", "2.7 s")],
 )
 def test_the_plan_text_prints_checkpoint_size_write_time_and_capacity_advice(stack, size, seconds):
     text = render_tree(stack_plan(stack))
-    block = text[text.index("\nCheckpoints ("):text.index("\nDeploy time")]
+    block = text[text.index("\nCheckpoints (") : text.index("\nDeploy time")]
     assert f"one checkpoint        {size}" in block
     assert f"write to Lustre       {seconds}" in block
     assert "capacity needed" in block and "smallest valid Lustre" in block

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
-
 from conftest import STACKS, merged, run_plan, stack_plan
+
 from infra.storage import parse_mount_point
 
 LUSTRE = "gcp:lustre/instance:Instance"
@@ -53,7 +53,9 @@ def test_lustre_lives_in_the_stack_zone_on_the_cluster_vpc(stack):
     assert instance.inputs["location"] == ZONES[stack], instance.name
     assert cluster.inputs["nodeLocations"] == [ZONES[stack]], cluster.name
     assert instance.inputs["network"] == f"projects/my-gcp-project/global/networks/{stack}-vpc", instance.name
-    assert instance.inputs["network"] == cluster.inputs["network"] == plan.one(CONNECTION).inputs["network"], instance.name
+    assert instance.inputs["network"] == cluster.inputs["network"] == plan.one(CONNECTION).inputs["network"], (
+        instance.name
+    )
     assert instance.inputs["instanceId"] == f"{stack}-lustre", instance.name
     assert instance.inputs["filesystem"] == "lustrefs", instance.name
     assert instance.inputs["project"] == "my-gcp-project", instance.name
@@ -90,7 +92,10 @@ def test_legacy_port_enables_gke_support_and_the_cluster_flag_together():
     instance, cluster = plan.one(LUSTRE), plan.one(CLUSTER)
     assert instance.inputs["gkeSupportEnabled"] is True, instance.name
     assert cluster.inputs["addonsConfig"]["lustreCsiDriverConfig"] == {
-        "enabled": True, "enableLegacyLustrePort": True, "disableMultiNic": True}, cluster.name
+        "enabled": True,
+        "enableLegacyLustrePort": True,
+        "disableMultiNic": True,
+    }, cluster.name
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -127,7 +132,9 @@ def test_artifact_bucket_is_regional_hierarchical_uniform_and_never_public(stack
     assert bucket.inputs["hierarchicalNamespace"] == {"enabled": True}, bucket.name
     assert bucket.inputs["uniformBucketLevelAccess"] is True, bucket.name
     assert bucket.inputs["publicAccessPrevention"] == "enforced", bucket.name
-    assert bucket.inputs["labels"]["component"] == "artifacts" and bucket.inputs["labels"]["stack"] == stack, bucket.name
+    assert bucket.inputs["labels"]["component"] == "artifacts" and bucket.inputs["labels"]["stack"] == stack, (
+        bucket.name
+    )
     assert plan.outputs["bucketName"] == bucket.inputs["name"] == f"my-gcp-project-{stack}-artifacts"
 
 

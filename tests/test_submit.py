@@ -17,12 +17,12 @@ import time
 import uuid
 
 import pytest
-from ray.job_submission import JobStatus
-
 from conftest import ROOT
-from ray_head import JOB_TIMEOUT, STALL_BOUND
 from dashboard_proxy import AuthProxy
+from ray.job_submission import JobStatus
+from ray_head import JOB_TIMEOUT, STALL_BOUND
 from stalled_http import StalledServer
+
 from jobctl import cli
 from workloads import submit as jobs
 from workloads.job_spec import META_STACK, JobSpec
@@ -53,16 +53,32 @@ def run_cli(*argv: str) -> tuple[int, str, str]:
 def test_a_job_runs_then_succeeds_and_resubmitting_it_adds_nothing(client, tmp_path):
     # The job runs until the test has seen it RUNNING (a fixed sleep could end before a slow poll).
     go = tmp_path / "go"
-    spec = python_job("t-ok", "import os, time; print('hello from the job', flush=True)\n"
-                              f"while not os.path.exists({str(go)!r}): time.sleep(0.05)")
+    spec = python_job(
+        "t-ok",
+        "import os, time; print('hello from the job', flush=True)\n"
+        f"while not os.path.exists({str(go)!r}): time.sleep(0.05)",
+    )
     first = jobs.submit(client, spec)
     assert first.created and first.submission_id == spec.submission_id and first.stopped == ()
     seen: list[JobStatus] = []
-    assert jobs.wait(client, spec.submission_id, until={JobStatus.RUNNING}, timeout=JOB_TIMEOUT,
-                     on_status=lambda s, _t: seen.append(s), poll_interval=0.2) == JobStatus.RUNNING
+    assert (
+        jobs.wait(
+            client,
+            spec.submission_id,
+            until={JobStatus.RUNNING},
+            timeout=JOB_TIMEOUT,
+            on_status=lambda s, _t: seen.append(s),
+            poll_interval=0.2,
+        )
+        == JobStatus.RUNNING
+    )
     go.touch()
-    assert jobs.wait(client, spec.submission_id, timeout=JOB_TIMEOUT, on_status=lambda s, _t: seen.append(s),
-                     poll_interval=0.3) == JobStatus.SUCCEEDED
+    assert (
+        jobs.wait(
+            client, spec.submission_id, timeout=JOB_TIMEOUT, on_status=lambda s, _t: seen.append(s), poll_interval=0.3
+        )
+        == JobStatus.SUCCEEDED
+    )
     assert JobStatus.RUNNING in seen and seen[-1] == JobStatus.SUCCEEDED
     assert "hello from the job" in "".join(jobs.logs(client, spec.submission_id))
 
@@ -117,12 +133,18 @@ def test_a_failing_job_reaches_failed_and_the_same_spec_is_retried_as_a_new_atte
 def test_a_changed_spec_stops_the_running_job_first_and_stop_ends_a_running_job(client):
     old = python_job("t-change", "import time; time.sleep(120)")
     jobs.submit(client, old)
-    assert jobs.wait(client, old.submission_id, until={JobStatus.RUNNING}, timeout=JOB_TIMEOUT, poll_interval=0.2) == JobStatus.RUNNING
+    assert (
+        jobs.wait(client, old.submission_id, until={JobStatus.RUNNING}, timeout=JOB_TIMEOUT, poll_interval=0.2)
+        == JobStatus.RUNNING
+    )
     new = python_job("t-change", "import time; time.sleep(120)  # v2")
     result = jobs.submit(client, new)
     assert result.created and result.stopped == (old.submission_id,)
     assert jobs.status(client, old.submission_id) == JobStatus.STOPPED
-    assert jobs.wait(client, new.submission_id, until={JobStatus.RUNNING}, timeout=JOB_TIMEOUT, poll_interval=0.2) == JobStatus.RUNNING
+    assert (
+        jobs.wait(client, new.submission_id, until={JobStatus.RUNNING}, timeout=JOB_TIMEOUT, poll_interval=0.2)
+        == JobStatus.RUNNING
+    )
     assert jobs.stop(client, new.submission_id) is True
     assert jobs.wait(client, new.submission_id, timeout=JOB_TIMEOUT, poll_interval=0.2) == JobStatus.STOPPED
     assert jobs.stop(client, new.submission_id) is False
@@ -146,8 +168,13 @@ def test_an_unreachable_address_raises_dashboard_unreachable_and_the_cli_says_so
         address = f"http://127.0.0.1:{closed.getsockname()[1]}"
         with pytest.raises(jobs.DashboardUnreachable, match=f"unreachable at {address}.*check that the cluster is up"):
             jobs.connect(address)
-        proc = subprocess.run([sys.executable, "-m", "jobctl", "list", "--address", address],
-                              cwd=ROOT, capture_output=True, text=True, timeout=JOB_TIMEOUT)
+        proc = subprocess.run(
+            [sys.executable, "-m", "jobctl", "list", "--address", address],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=JOB_TIMEOUT,
+        )
     assert proc.returncode == 3 and proc.stdout == ""
     assert proc.stderr.count("\n") == 1 and proc.stderr.startswith(f"error: Ray dashboard unreachable at {address}")
 
@@ -206,7 +233,7 @@ def test_the_dashboard_is_reached_through_an_api_server_style_proxy_with_a_beare
 
     # The CLI takes the same path with --endpoint (Google credentials faked here) and follows
     # the log over the proxied websocket until the job ends.
-    monkeypatch.setattr(jobs, "google_token_provider", lambda *a, **k: (lambda: "tok-2"))
+    monkeypatch.setattr(jobs, "google_token_provider", lambda *a, **k: lambda: "tok-2")
     proxy_args = ("--stack", "dev", "--endpoint", proxy.base, "--namespace", "ns", "--head-service", "head")
     code, out, err = run_cli("logs", *proxy_args, "--job", spec.submission_id, "--follow")
     assert (code, err) == (0, "")
@@ -224,17 +251,20 @@ def test_the_proxy_path_reports_bad_credentials_and_a_wrong_service_clearly(prox
         jobs.connect(gke_endpoint=proxy.base, namespace="ns", service="other", token_provider=lambda: "tok-1")
 
 
-@pytest.mark.parametrize(("endpoint", "needed"), [
-    ("203.0.113.10", True),
-    ("203.0.113.10:443", True),
-    ("2001:db8::1", True),
-    ("[2001:db8::1]:443", True),
-    ("https://203.0.113.10", True),
-    ("gke-0123456789abcdef-123456789012.us-east1.gke.goog", False),
-    ("gke-0123456789abcdef-123456789012.us-east1.gke.goog:443", False),
-    ("https://gke-0123456789abcdef-123456789012.us-east1.gke.goog", False),
-    ("http://127.0.0.1:8001", False),
-])
+@pytest.mark.parametrize(
+    ("endpoint", "needed"),
+    [
+        ("203.0.113.10", True),
+        ("203.0.113.10:443", True),
+        ("2001:db8::1", True),
+        ("[2001:db8::1]:443", True),
+        ("https://203.0.113.10", True),
+        ("gke-0123456789abcdef-123456789012.us-east1.gke.goog", False),
+        ("gke-0123456789abcdef-123456789012.us-east1.gke.goog:443", False),
+        ("https://gke-0123456789abcdef-123456789012.us-east1.gke.goog", False),
+        ("http://127.0.0.1:8001", False),
+    ],
+)
 def test_only_an_ip_endpoint_needs_the_cluster_ca(endpoint, needed):
     assert jobs.needs_cluster_ca(endpoint) is needed, endpoint
 
@@ -244,7 +274,9 @@ def test_connect_raises_invalid_address_before_touching_the_network():
         jobs.connect("127.0.0.1:0")
     assert (bad.value.address, bad.value.reason) == ("127.0.0.1:0", "port 0 is out of range; allowed: 1-65535")
     with pytest.raises(jobs.InvalidAddress, match=r"^203\.0\.113\.10:https: port 'https' is not a number"):
-        jobs.connect(gke_endpoint="203.0.113.10:https", service="head", ca_file="unused.pem", token_provider=lambda: "t")
+        jobs.connect(
+            gke_endpoint="203.0.113.10:https", service="head", ca_file="unused.pem", token_provider=lambda: "t"
+        )
 
 
 def wait_for_log_line(client, job_id: str, text: str, timeout: float = JOB_TIMEOUT) -> str:
@@ -264,8 +296,11 @@ def test_logs_tail_prints_only_the_last_lines_of_the_job_log_also_when_following
     # (ray/dashboard/modules/job/job_supervisor.py `_exec_entrypoint`, 2.60.0), so a driver quick enough
     # on a busy machine could get its lines in first, and the last two lines would not be the job's.
     go = tmp_path / "go"
-    spec = python_job("t-tail", f"import os, time\nwhile not os.path.exists({str(go)!r}): time.sleep(0.05)\n"
-                                "for i in range(1, 6): print('line', i)")
+    spec = python_job(
+        "t-tail",
+        f"import os, time\nwhile not os.path.exists({str(go)!r}): time.sleep(0.05)\n"
+        "for i in range(1, 6): print('line', i)",
+    )
     jobs.submit(client, spec)
     wait_for_log_line(client, spec.submission_id, "Running entrypoint")
     go.touch()
@@ -276,5 +311,3 @@ def test_logs_tail_prints_only_the_last_lines_of_the_job_log_also_when_following
     # Following replays the log from its start over the websocket; none of the skipped part may reappear.
     assert run_cli(*args, "--follow") == (0, "line 4\nline 5\n", "")
     assert run_cli(*args[:-1], "99") == (0, "".join(jobs.logs(client, spec.submission_id)), "")
-
-

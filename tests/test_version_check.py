@@ -20,8 +20,15 @@ REAL_2_28_9 = (LOGS / "h200-1gpu-nccl-2.28.9-gate-rank-socket.log").read_text()
 
 def plan(**changes) -> gate.GatePlan:
     base = gate.GatePlan(
-        node_count=2, gpus_per_node=8, gpu_name="B200", busbw_floor_gbps=162.06, busbw_source="test",
-        mount_path="/lustre", storage_expected_gbps=8.789, storage_floor_gbps=4.395, storage_source="test",
+        node_count=2,
+        gpus_per_node=8,
+        gpu_name="B200",
+        busbw_floor_gbps=162.06,
+        busbw_source="test",
+        mount_path="/lustre",
+        storage_expected_gbps=8.789,
+        storage_floor_gbps=4.395,
+        storage_source="test",
         storage_bytes_per_node=1 << 30,
     )
     return dataclasses.replace(base, **changes)
@@ -30,7 +37,8 @@ def plan(**changes) -> gate.GatePlan:
 def report(fabric: gate.Check) -> gate.GateReport:
     return gate.GateReport(
         (gate.Check("gpus", True, "16 healthy B200 GPUs on 2 nodes"), fabric, gate.check_storage(plan(), 6.2, 5.0)),
-        seconds=90.0, node_count=2,
+        seconds=90.0,
+        node_count=2,
     )
 
 
@@ -72,7 +80,7 @@ def test_the_real_2_28_9_log_fails_on_both_the_transport_and_the_release():
 
 
 def test_a_log_without_a_version_line_cannot_prove_the_rows_nccl():
-    no_version = "\n".join(l for l in GIB_2_27_7.splitlines() if "NCCL version" not in l)
+    no_version = "\n".join(line for line in GIB_2_27_7.splitlines() if "NCCL version" not in line)
     check = gate.check_fabric(plan(expect_nccl="2.27.7"), 300.0, no_version)
     assert not check.ok and "cannot prove NCCL 2.27.7" in check.summary
 

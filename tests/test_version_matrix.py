@@ -84,6 +84,7 @@ def test_versions_compare_by_their_numbers_and_a_short_bound_covers_its_minor():
 @pytest.mark.parametrize("stack", ["dev", "b200", "h200", "autopilot"])
 def test_every_example_stack_matches_a_row(stack):
     from conftest import stack_config
+
     from infra.config import namespaced
 
     raw, _ = stack_config(stack)
@@ -116,8 +117,9 @@ def test_allow_untested_versions_admits_them_and_the_plan_says_untested():
 
 def test_a_known_bad_pair_is_refused_naming_its_issue_even_when_untested_versions_are_allowed():
     for allow in (False, True):
-        message = refusal(cluster={"minMasterVersion": "1.33.2-gke.1111000"}, lustre={"legacyPort": True},
-                          allowUntestedVersions=allow)
+        message = refusal(
+            cluster={"minMasterVersion": "1.33.2-gke.1111000"}, lustre={"legacyPort": True}, allowUntestedVersions=allow
+        )
         assert message.startswith("nemo-rl-gke:cluster.minMasterVersion: ")
         assert "https://github.com/vllm-project/vllm/issues/21979" in message and "known-bad" in message
 

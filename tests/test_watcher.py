@@ -13,8 +13,8 @@ import sys
 import uuid
 
 import pytest
-
 from ray_head import JOB_TIMEOUT
+
 from infra.watcher_deployment import RUN_KEY, SPEC_KEY, WATCHER_MODULES, config_map_data
 from workloads import submit as jobs
 from workloads import watcher
@@ -39,7 +39,8 @@ runpy.run_module('workloads.watcher', run_name='__main__', alter_sys=True)
 
 def spec_of(stack: str, code: str) -> JobSpec:
     return JobSpec.create(
-        stack=stack, recipe="t",
+        stack=stack,
+        recipe="t",
         entrypoint=f"{shlex.quote(sys.executable)} -c {shlex.quote(code)}",
         runtime_env={"env_vars": {"RAY_OVERRIDE_JOB_RUNTIME_ENV": "1", "RUN": uuid.uuid4().hex[:8]}},
     )
@@ -60,10 +61,26 @@ def test_the_pod_command_runs_from_the_configmap_files_alone(client, head, tmp_p
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "RAY_ADDRESS")}
     env.update(PYTHONPATH=str(tmp_path), PYTHONDONTWRITEBYTECODE="1")
     proc = subprocess.run(
-        [sys.executable, "-c", BLOCK_WHAT_THE_IMAGE_LACKS, "--address", head.address,
-         "--spec-file", str(tmp_path / SPEC_KEY),
-         "--run-file", str(tmp_path / RUN_KEY), "--once", *FAST.cli_args(), "--heartbeat-file", str(heartbeat)],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=JOB_TIMEOUT,
+        [
+            sys.executable,
+            "-c",
+            BLOCK_WHAT_THE_IMAGE_LACKS,
+            "--address",
+            head.address,
+            "--spec-file",
+            str(tmp_path / SPEC_KEY),
+            "--run-file",
+            str(tmp_path / RUN_KEY),
+            "--once",
+            *FAST.cli_args(),
+            "--heartbeat-file",
+            str(heartbeat),
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=JOB_TIMEOUT,
     )
     assert proc.returncode == 0, proc.stderr
     assert f"resubmitted as {spec.submission_id}-r2" in proc.stdout, proc.stdout
@@ -76,14 +93,22 @@ def test_the_pod_command_runs_from_the_configmap_files_alone(client, head, tmp_p
     [
         (["--spec-file", "spec.json"], "error: the following arguments are required: --address\n"),
         (["--address", "http://127.0.0.1:8265"], "error: the following arguments are required: --spec-file\n"),
-        (["--address", "http://127.0.0.1:8265", "--spec-file", "{missing}"],
-         "error: --spec-file {missing}: [Errno 2] No such file or directory: '{missing}'\n"),
-        (["--address", "http://127.0.0.1:8265", "--spec-file", "{spec}", "--run-file", "{missing}", "--once"],
-         "error: --run-file {missing}: [Errno 2] No such file or directory: '{missing}'\n"),
-        (["--address", "ftp://127.0.0.1:8265", "--spec-file", "{spec}", "--once"],
-         "error: --address ftp://127.0.0.1:8265: scheme 'ftp' is not allowed; allowed: http, https\n"),
-        (["--address", "http://127.0.0.1:8265", "--spec-file", "{spec}", "--backoff", "9", "--max-backoff", "1"],
-         "error: watch: max backoff must be at least the backoff\n"),
+        (
+            ["--address", "http://127.0.0.1:8265", "--spec-file", "{missing}"],
+            "error: --spec-file {missing}: [Errno 2] No such file or directory: '{missing}'\n",
+        ),
+        (
+            ["--address", "http://127.0.0.1:8265", "--spec-file", "{spec}", "--run-file", "{missing}", "--once"],
+            "error: --run-file {missing}: [Errno 2] No such file or directory: '{missing}'\n",
+        ),
+        (
+            ["--address", "ftp://127.0.0.1:8265", "--spec-file", "{spec}", "--once"],
+            "error: --address ftp://127.0.0.1:8265: scheme 'ftp' is not allowed; allowed: http, https\n",
+        ),
+        (
+            ["--address", "http://127.0.0.1:8265", "--spec-file", "{spec}", "--backoff", "9", "--max-backoff", "1"],
+            "error: watch: max backoff must be at least the backoff\n",
+        ),
     ],
 )
 def test_a_command_the_watcher_cannot_run_is_one_line_and_exit_2(argv, message, tmp_path):

@@ -20,26 +20,44 @@ def write_tree(root: Path, files: dict[str, str]) -> Path:
 
 
 def test_the_watcher_ships_its_entry_module_and_what_it_imports_lazily_too_and_nothing_else(tmp_path):
-    root = write_tree(tmp_path, {
-        "workloads/__init__.py": "",
-        "workloads/watcher.py": "import json\nfrom workloads import a\n\ndef run():\n    from workloads.b import f\n",
-        "workloads/a.py": "import ray.job_submission\nfrom workloads import c\n",
-        "workloads/b.py": "f = 1\n",
-        "workloads/c.py": "",
-        "workloads/cli_only.py": "from workloads import a\n",
-        "jobctl/__init__.py": "",
-        "jobctl/cli.py": "from workloads import watcher\n",
-    })
+    root = write_tree(
+        tmp_path,
+        {
+            "workloads/__init__.py": "",
+            "workloads/watcher.py": "import json\nfrom workloads import a\n\ndef run():\n    from workloads.b "
+            "import f\n",
+            "workloads/a.py": "import ray.job_submission\nfrom workloads import c\n",
+            "workloads/b.py": "f = 1\n",
+            "workloads/c.py": "",
+            "workloads/cli_only.py": "from workloads import a\n",
+            "jobctl/__init__.py": "",
+            "jobctl/cli.py": "from workloads import watcher\n",
+        },
+    )
     assert shipped_modules(WATCHER_ENTRY, root) == ("__init__.py", "a.py", "b.py", "c.py", "watcher.py")
 
 
-@pytest.mark.parametrize(("files", "says"), [
-    ({"infra/__init__.py": "", "infra/config.py": "",
-      "workloads/watcher.py": "def f():\n    from infra import config\n"},
-     "workloads.watcher imports infra, which is not in workloads/"),
-    ({"workloads/sub/__init__.py": "", "workloads/sub/x.py": "", "workloads/watcher.py": "import workloads.sub.x\n"},
-     "workloads.watcher imports workloads.sub, in a subpackage of workloads/"),
-])
+@pytest.mark.parametrize(
+    ("files", "says"),
+    [
+        (
+            {
+                "infra/__init__.py": "",
+                "infra/config.py": "",
+                "workloads/watcher.py": "def f():\n    from infra import config\n",
+            },
+            "workloads.watcher imports infra, which is not in workloads/",
+        ),
+        (
+            {
+                "workloads/sub/__init__.py": "",
+                "workloads/sub/x.py": "",
+                "workloads/watcher.py": "import workloads.sub.x\n",
+            },
+            "workloads.watcher imports workloads.sub, in a subpackage of workloads/",
+        ),
+    ],
+)
 def test_a_watcher_that_would_need_what_the_configmap_cannot_ship_is_refused(tmp_path, files, says):
     root = write_tree(tmp_path, {"workloads/__init__.py": "", **files})
     with pytest.raises(ValueError, match=says):
@@ -50,6 +68,7 @@ def test_the_day_2_cli_and_what_only_it_uses_are_not_shipped_so_editing_them_doe
     assert "watcher.py" in WATCHER_MODULES and "preemption.py" in WATCHER_MODULES
     # The watcher owns the run: it gates each attempt, reads the checkpoints and keeps the ledger.
     assert {"run_owner.py", "acceptance_gate.py", "checkpoints.py", "ledger.py"} <= set(WATCHER_MODULES)
-    # The CLI lived in workloads/__main__.py and was shipped; the dashboard proxy and the hook are the CLI's and the deploy's.
+    # The CLI lived in workloads/__main__.py and was shipped; the dashboard proxy and the hook are the CLI's and
+    # the deploy's.
     assert not {"__main__.py", "dashboard.py", "hook.py"} & set(WATCHER_MODULES)
     assert set(watcher_files()) == set(WATCHER_MODULES)

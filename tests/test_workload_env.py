@@ -6,11 +6,11 @@ import json
 
 import pulumi
 import pytest
-
 from conftest import run_plan, stack_plan
-from tools.mocks import SECRET_SIG, SIG_KEY
-from infra.workload_env import LustreVolume, WorkloadEnvironment, WorkloadEnvironmentArgs
 from k8s_support import CTX, k8s_doc, record, schema_problems
+
+from infra.workload_env import LustreVolume, WorkloadEnvironment, WorkloadEnvironmentArgs
+from tools.mocks import SECRET_SIG, SIG_KEY
 
 PLANTED_HF = "hf_PLANTED-4d1c9e0b-secret-never-in-plaintext"
 PLANTED_WANDB = "wandb-PLANTED-77f2a3-secret"
@@ -80,7 +80,9 @@ def test_the_claim_and_the_volume_are_bound_to_each_other_by_name():
     assert pvc["spec"]["storageClassName"] == "" and pvc["spec"]["accessModes"] == ["ReadWriteMany"]
     assert pvc["spec"]["resources"]["requests"]["storage"] == pv["spec"]["capacity"]["storage"]
     claim = rec.one("kubernetes:core/v1:PersistentVolumeClaim")
-    assert rec.one("kubernetes:core/v1:PersistentVolume").urn in claim.dependencies, f"{claim.name} must wait for its PV"
+    assert rec.one("kubernetes:core/v1:PersistentVolume").urn in claim.dependencies, (
+        f"{claim.name} must wait for its PV"
+    )
 
 
 def test_a_full_instance_name_and_a_whole_mount_point_are_cut_down_to_what_the_driver_expects():

@@ -63,7 +63,13 @@ def gpu_pods(plan: Any) -> list[GpuPods]:
             if not accelerator:
                 continue
             gpus = int(((group.get("resources") or {}).get("limits") or {}).get(GPU_RESOURCE, 0))
-            capacity = "spot" if selector.get(SPOT_LABEL) == "true" else "reservation" if selector.get(RESERVATION_NAME_LABEL) else "onDemand"
+            capacity = (
+                "spot"
+                if selector.get(SPOT_LABEL) == "true"
+                else "reservation"
+                if selector.get(RESERVATION_NAME_LABEL)
+                else "onDemand"
+            )
             found.append(
                 GpuPods(
                     release=release.name,
@@ -87,12 +93,20 @@ def general_purpose_pods(plan: Any) -> list[GeneralPurposePod]:
         head = (release.inputs.get("values") or {}).get("head") or {}
         requests = (head.get("resources") or {}).get("requests") or {}
         if requests:
-            pods.append(GeneralPurposePod(f"Ray head ({release.name})", _cpu(requests.get("cpu", "0")), _gib(requests.get("memory", "0Gi"))))
+            pods.append(
+                GeneralPurposePod(
+                    f"Ray head ({release.name})", _cpu(requests.get("cpu", "0")), _gib(requests.get("memory", "0Gi"))
+                )
+            )
     return pods
 
 
 def _worker_groups(values: dict[str, Any]) -> list[dict[str, Any]]:
-    groups = [g for g in (values.get("additionalWorkerGroups") or {}).values() if isinstance(g, dict) and not g.get("disabled")]
+    groups = [
+        g
+        for g in (values.get("additionalWorkerGroups") or {}).values()
+        if isinstance(g, dict) and not g.get("disabled")
+    ]
     worker = values.get("worker") or {}
     if worker and not worker.get("disabled"):
         groups.append(worker)

@@ -36,8 +36,12 @@ from tools import doctor
 from workloads import cli_args
 
 FITS, SHORT, UNKNOWN = "fits", "short", "unknown"
-_PRICE_KIND = {Provisioning.SPOT: "spot", Provisioning.FLEX_START: "flexStart", Provisioning.ON_DEMAND: "onDemand",
-               Provisioning.RESERVATION: "onDemand"}
+_PRICE_KIND = {
+    Provisioning.SPOT: "spot",
+    Provisioning.FLEX_START: "flexStart",
+    Provisioning.ON_DEMAND: "onDemand",
+    Provisioning.RESERVATION: "onDemand",
+}
 
 
 @dataclass
@@ -84,7 +88,9 @@ def _quotas(clients: doctor.Clients, project: str, region: str, timeout: float, 
     return cache[region]
 
 
-def _reservations(clients: doctor.Clients, project: str, zone: str, machine: str, timeout: float) -> dict[str, tuple[int, int]]:
+def _reservations(
+    clients: doctor.Clients, project: str, zone: str, machine: str, timeout: float
+) -> dict[str, tuple[int, int]]:
     """The zone's specific reservations of `machine`: name -> (free, total)."""
     found = {}
     for r in clients.reservations.list(project=project, zone=zone, timeout=timeout):
@@ -94,7 +100,9 @@ def _reservations(clients: doctor.Clients, project: str, zone: str, machine: str
     return found
 
 
-def find(stack: str, cfg: StackConfig, clients: doctor.Clients, timeout: float = doctor.DEFAULT_TIMEOUT) -> list[ZoneAnswer]:
+def find(
+    stack: str, cfg: StackConfig, clients: doctor.Clients, timeout: float = doctor.DEFAULT_TIMEOUT
+) -> list[ZoneAnswer]:
     """Every catalogued zone for the flavour and Lustre, with what each rung finds there, best first."""
     flavour = cfg.flavour_spec
     nodes = cfg.gpu_pool.node_count
@@ -102,8 +110,12 @@ def find(stack: str, cfg: StackConfig, clients: doctor.Clients, timeout: float =
     table = price_table(cfg)
     project = cfg.project
     try:
-        offered = {loc.location_id for loc in clients.lustre.list_locations(
-            request={"name": f"projects/{project}", "page_size": 1000}, timeout=timeout).locations}
+        offered = {
+            loc.location_id
+            for loc in clients.lustre.list_locations(
+                request={"name": f"projects/{project}", "page_size": 1000}, timeout=timeout
+            ).locations
+        }
     except gexc.GoogleAPICallError:
         offered = None  # the catalogue's word only
     cache: dict[str, Any] = {}
@@ -128,7 +140,9 @@ def find(stack: str, cfg: StackConfig, clients: doctor.Clients, timeout: float =
                     status = FITS if free >= nodes else SHORT
                     rungs.append(RungAnswer(rung.label, status, f"{free} of {total} free, need {nodes}", gang_hour))
                 else:
-                    rungs.append(RungAnswer(rung.label, SHORT, f"no reservation {rung.reservation_name} here", gang_hour))
+                    rungs.append(
+                        RungAnswer(rung.label, SHORT, f"no reservation {rung.reservation_name} here", gang_hour)
+                    )
                 continue
             metric = rung_quota_metric(flavour.gpu_quota_metric, rung.provisioning)
             if isinstance(quotas, Exception):
@@ -138,25 +152,47 @@ def find(stack: str, cfg: StackConfig, clients: doctor.Clients, timeout: float =
             else:
                 limit, usage = quotas[metric]
                 free = limit - usage
-                rungs.append(RungAnswer(rung.label, FITS if free >= need else SHORT,
-                                        f"{metric} {free:g} free, need {need}", gang_hour))
+                rungs.append(
+                    RungAnswer(
+                        rung.label, FITS if free >= need else SHORT, f"{metric} {free:g} free, need {need}", gang_hour
+                    )
+                )
         current = zone == cfg.zone
-        change = ("(the stack's zone)" if current else
-                  f"pulumi config set --stack {stack} region {region} && pulumi config set --stack {stack} zone {zone}")
-        answers.append(ZoneAnswer(zone, region, offered is None or zone in offered, rungs,
-                                  [f"{n} {f}/{t}" for n, (f, t) in sorted(reservations.items())], change, current))
+        change = (
+            "(the stack's zone)"
+            if current
+            else f"pulumi config set --stack {stack} region {region} && pulumi config set --stack {stack} zone {zone}"
+        )
+        answers.append(
+            ZoneAnswer(
+                zone,
+                region,
+                offered is None or zone in offered,
+                rungs,
+                [f"{n} {f}/{t}" for n, (f, t) in sorted(reservations.items())],
+                change,
+                current,
+            )
+        )
     answers.sort(key=lambda a: (not a.lustre, *a.rank()))
     return answers
 
 
 def render_text(stack: str, cfg: StackConfig, answers: list[ZoneAnswer]) -> str:
     ladder = " > ".join(r.label for r in cfg.gpu_pool.ladder)
-    lines = [f"capacity finder: stack {stack}, {cfg.gpu_pool.node_count} x {cfg.flavour_spec.machine_type}, "
-             f"ladder {ladder}; zones of data/zones.yaml with {cfg.flavour_spec.machine_type} and Managed Lustre, best first"]
+    lines = [
+        f"capacity finder: stack {stack}, {cfg.gpu_pool.node_count} x {cfg.flavour_spec.machine_type}, "
+        f"ladder {ladder}; zones of data/zones.yaml with {cfg.flavour_spec.machine_type} and Managed Lustre, best first"
+    ]
     for a in answers:
         best = a.best
-        cost = (f"{doctor_money(best.gang_hour)}/h at {best.rung}" if best and best.gang_hour is not None
-                else "no rung holds the gang" if not any(r.status == UNKNOWN for r in a.rungs) else "quota unknown")
+        cost = (
+            f"{doctor_money(best.gang_hour)}/h at {best.rung}"
+            if best and best.gang_hour is not None
+            else "no rung holds the gang"
+            if not any(r.status == UNKNOWN for r in a.rungs)
+            else "quota unknown"
+        )
         lustre = "" if a.lustre else " (Managed Lustre not offered to this project here)"
         lines.append(f"  {a.zone}{lustre}: {cost}")
         for r in a.rungs:
@@ -164,7 +200,9 @@ def render_text(stack: str, cfg: StackConfig, answers: list[ZoneAnswer]) -> str:
         if a.reservations:
             lines.append(f"      reservations of {cfg.flavour_spec.machine_type}: {', '.join(a.reservations)}")
         lines.append(f"      use it: {a.change}")
-    lines.append("A live stack does not move zones (Lustre and the RoCE network are zonal): choose before the first `pulumi up`.")
+    lines.append(
+        "A live stack does not move zones (Lustre and the RoCE network are zonal): choose before the first `pulumi up`."
+    )
     return "\n".join(lines)
 
 
@@ -172,15 +210,27 @@ def doctor_money(value: float) -> str:
     return f"${value:,.2f}"
 
 
-def main(argv: Optional[list[str]] = None, out: Optional[TextIO] = None, err: Optional[TextIO] = None,
-         connect: Callable[[str], doctor.Clients] = doctor.connect) -> int:
+def main(
+    argv: Optional[list[str]] = None,
+    out: Optional[TextIO] = None,
+    err: Optional[TextIO] = None,
+    connect: Callable[[str], doctor.Clients] = doctor.connect,
+) -> int:
     out, err = out or sys.stdout, err or sys.stderr
     p = cli_args.OneLineParser(prog="python -m tools.capacity_finder", description=__doc__.splitlines()[0])
-    p.add_argument("--stack", type=cli_args.stack_name, default=doctor.DEFAULT_STACK,
-                   help=f"stack name (Pulumi.<stack>.yaml); default {doctor.DEFAULT_STACK}")
+    p.add_argument(
+        "--stack",
+        type=cli_args.stack_name,
+        default=doctor.DEFAULT_STACK,
+        help=f"stack name (Pulumi.<stack>.yaml); default {doctor.DEFAULT_STACK}",
+    )
     p.add_argument("--json", action="store_true", help="print the zones as JSON")
-    p.add_argument("--timeout", type=cli_args.seconds(positive=True, maximum=doctor.MAX_TIMEOUT),
-                   default=doctor.DEFAULT_TIMEOUT, help="seconds per API call")
+    p.add_argument(
+        "--timeout",
+        type=cli_args.seconds(positive=True, maximum=doctor.MAX_TIMEOUT),
+        default=doctor.DEFAULT_TIMEOUT,
+        help="seconds per API call",
+    )
     try:
         args = p.parse_args(argv)
     except cli_args.UsageError as exc:  # bad flags are one line and exit 2, as the doctor's
@@ -201,7 +251,9 @@ def main(argv: Optional[list[str]] = None, out: Optional[TextIO] = None, err: Op
         err.write(f"error: {doctor.NO_CREDENTIALS.format(reason='refused: ' + doctor._first_line(exc))}\n")
         return doctor.EXIT_NO_CREDENTIALS
     except gexc.GoogleAPICallError as exc:
-        err.write(f"error: could not ask project {stack.config.project}: {type(exc).__name__} ({doctor._first_line(exc)})\n")
+        err.write(
+            f"error: could not ask project {stack.config.project}: {type(exc).__name__} ({doctor._first_line(exc)})\n"
+        )
         return doctor.EXIT_NO_CREDENTIALS
     if args.json:
         out.write(json.dumps({"stack": stack.name, "zones": [asdict(a) for a in answers]}, indent=2) + "\n")

@@ -75,12 +75,26 @@ class LineItem:
             "name": self.name,
             "detail": self.detail,
             "applies": self.applies,
-            "perHour": {"spot": round(self.spot_per_hour, 4), "onDemand": round(self.on_demand_per_hour, 4), "applies": round(self.per_hour, 4)},
-            "perDay": {"spot": round(self.spot_per_hour * HOURS_PER_DAY, 2), "onDemand": round(self.on_demand_per_hour * HOURS_PER_DAY, 2)},
+            "perHour": {
+                "spot": round(self.spot_per_hour, 4),
+                "onDemand": round(self.on_demand_per_hour, 4),
+                "applies": round(self.per_hour, 4),
+            },
+            "perDay": {
+                "spot": round(self.spot_per_hour * HOURS_PER_DAY, 2),
+                "onDemand": round(self.on_demand_per_hour * HOURS_PER_DAY, 2),
+            },
             "estimate": self.estimate,
             "overridden": self.overridden,
             "prices": [
-                {"key": p.key, "value": p.value, "unit": p.unit, "asOf": p.as_of, **({"estimate": p.estimate} if p.estimate else {}), **({"overridden": True} if p.overridden else {})}
+                {
+                    "key": p.key,
+                    "value": p.value,
+                    "unit": p.unit,
+                    "asOf": p.as_of,
+                    **({"estimate": p.estimate} if p.estimate else {}),
+                    **({"overridden": True} if p.overridden else {}),
+                }
                 for p in self.prices
             ],
         }
@@ -125,7 +139,11 @@ class CostEstimate:
             "currency": self.currency,
             "region": self.region,
             "items": [i.to_json() for i in self.items],
-            "perHour": {"spot": money(self.spot_per_hour), "onDemand": money(self.on_demand_per_hour), "applies": money(self.per_hour)},
+            "perHour": {
+                "spot": money(self.spot_per_hour),
+                "onDemand": money(self.on_demand_per_hour),
+                "applies": money(self.per_hour),
+            },
             "perDay": {
                 "spot": money(self.spot_per_hour * HOURS_PER_DAY),
                 "onDemand": money(self.on_demand_per_hour * HOURS_PER_DAY),
@@ -179,11 +197,20 @@ def job_hours(cfg: "StackConfig") -> tuple[Optional[float], str]:
     steps = cfg.job.max_num_steps
     if steps and steps != recipe.max_num_steps:
         hours = recipe.expected_hours * steps / recipe.max_num_steps
-        return hours, f"recipe {recipe.name}: {recipe.expected_hours:g} h for {recipe.max_num_steps} steps, scaled to {steps} steps"
-    return recipe.expected_hours, f"recipe {recipe.name}: expected_hours {recipe.expected_hours:g} ({recipe.max_num_steps} steps)"
+        return (
+            hours,
+            f"recipe {recipe.name}: {recipe.expected_hours:g} h for {recipe.max_num_steps} steps, scaled to "
+            f"{steps} steps",
+        )
+    return (
+        recipe.expected_hours,
+        f"recipe {recipe.name}: expected_hours {recipe.expected_hours:g} ({recipe.max_num_steps} steps)",
+    )
 
 
-def estimate(plan: Any, cfg: "StackConfig", table: Optional[PriceTable] = None, bucket_gib: Optional[float] = None) -> CostEstimate:
+def estimate(
+    plan: Any, cfg: "StackConfig", table: Optional[PriceTable] = None, bucket_gib: Optional[float] = None
+) -> CostEstimate:
     """Cost of `plan` in `cfg.region`. `bucket_gib` is used when `cfg.cost.bucketGib` is unset."""
     table = table or PriceTable.load(cfg.cost.price_overrides)
     region = cfg.region
@@ -203,7 +230,10 @@ def estimate(plan: Any, cfg: "StackConfig", table: Optional[PriceTable] = None, 
     hours, basis = job_hours(cfg)
     used = {p.section for i in items for p in i.prices}
     sources = {
-        name: {"asOf": str(table.section(name).get("as_of", "")), "source": " ".join(str(table.section(name).get("source", "")).split())}
+        name: {
+            "asOf": str(table.section(name).get("as_of", "")),
+            "source": " ".join(str(table.section(name).get("source", "")).split()),
+        }
         for name in sorted(used)
     }
     return CostEstimate(region, table.currency, items, hours, basis, warnings, sources, table.hours_per_month)
@@ -222,13 +252,28 @@ def _pool_item(pool: Any, table: PriceTable, region: str, warnings: list[str]) -
             warnings.append(f"{pool.name}: {err}; GPU nodes not priced")
             return None
         applies = "spot" if node_config.get("spot") else "onDemand"
-        if not node_config.get("spot") and (pool.inputs.get("queuedProvisioning") or node_config.get("reservationAffinity")):
-            warnings.append(f"{pool.name}: reserved/flex-start capacity is billed on its own terms; shown at the on-demand list price")
+        if not node_config.get("spot") and (
+            pool.inputs.get("queuedProvisioning") or node_config.get("reservationAffinity")
+        ):
+            warnings.append(
+                f"{pool.name}: reserved/flex-start capacity is billed on its own terms; shown at the on-demand "
+                "list price"
+            )
         spot_hourly, on_demand_hourly = nodes * spot.value, nodes * on_demand.value
-        return LineItem(f"GPU nodes ({pool.name})", f"{nodes} x {machine}", spot_hourly, on_demand_hourly, applies, [spot, on_demand], pool.name)
+        return LineItem(
+            f"GPU nodes ({pool.name})",
+            f"{nodes} x {machine}",
+            spot_hourly,
+            on_demand_hourly,
+            applies,
+            [spot, on_demand],
+            pool.name,
+        )
     shape = machine_shape(machine)
     if shape is None:
-        warnings.append(f"{pool.name}: machine type {machine!r} is not a predefined <series>-<shape>-<vcpus> type; not priced")
+        warnings.append(
+            f"{pool.name}: machine type {machine!r} is not a predefined <series>-<shape>-<vcpus> type; not priced"
+        )
         return None
     series, vcpus, gib = shape
     try:
@@ -244,7 +289,9 @@ def _pool_item(pool: Any, table: PriceTable, region: str, warnings: list[str]) -
     return LineItem(f"CPU pool ({pool.name})", detail, hourly, hourly, "list", [vcpu_rate, gib_rate], pool.name)
 
 
-def _ladder_item(pools: list[Any], cfg: "StackConfig", table: PriceTable, region: str, warnings: list[str]) -> list[LineItem]:
+def _ladder_item(
+    pools: list[Any], cfg: "StackConfig", table: PriceTable, region: str, warnings: list[str]
+) -> list[LineItem]:
     """The ladder's pools hold one gang between them: priced once, at the first rung's rate (each rung's
     price is in the plan's "Capacity ladder" section; a gang from several rungs costs in between)."""
     first = pools[0]
@@ -262,8 +309,17 @@ def _ladder_item(pools: list[Any], cfg: "StackConfig", table: PriceTable, region
     if first_rung not in ("spot", "onDemand"):
         warnings.append(f"capacity ladder: the first rung ({first_rung}) is shown at the on-demand list price")
     names = ", ".join(p.name for p in pools)
-    return [LineItem(f"GPU nodes (ladder: {names})", f"{nodes} x {machine}, from any rung", nodes * spot.value,
-                     nodes * on_demand.value, applies, [spot, on_demand], first.name)]
+    return [
+        LineItem(
+            f"GPU nodes (ladder: {names})",
+            f"{nodes} x {machine}, from any rung",
+            nodes * spot.value,
+            nodes * on_demand.value,
+            applies,
+            [spot, on_demand],
+            first.name,
+        )
+    ]
 
 
 def _lustre_items(plan: Any, table: PriceTable, region: str, warnings: list[str]) -> list[LineItem]:
@@ -277,7 +333,11 @@ def _lustre_items(plan: Any, table: PriceTable, region: str, warnings: list[str]
             warnings.append(f"{instance.name}: {err}")
             continue
         hourly = capacity * price.value / table.hours_per_month
-        items.append(LineItem("Managed Lustre", f"{capacity} GiB at {tier} MB/s/TiB", hourly, hourly, "list", [price], instance.name))
+        items.append(
+            LineItem(
+                "Managed Lustre", f"{capacity} GiB at {tier} MB/s/TiB", hourly, hourly, "list", [price], instance.name
+            )
+        )
     return items
 
 
@@ -289,7 +349,16 @@ def _cluster_and_bucket_items(
     clusters = len(plan.by_type(CLUSTER))
     if clusters:
         fee = table.get("gke.clusterHour", region)
-        items.append(LineItem("GKE management fee", f"{clusters} cluster{'s' if clusters != 1 else ''}", clusters * fee.value, clusters * fee.value, "list", [fee]))
+        items.append(
+            LineItem(
+                "GKE management fee",
+                f"{clusters} cluster{'s' if clusters != 1 else ''}",
+                clusters * fee.value,
+                clusters * fee.value,
+                "list",
+                [fee],
+            )
+        )
     buckets = len(plan.by_type(BUCKET))
     if buckets:
         gib = cfg.cost.bucket_gib if cfg.cost.bucket_gib is not None else (bucket_gib or 0.0)
@@ -311,17 +380,24 @@ def _autopilot_items(plan: Any, table: PriceTable, region: str, warnings: list[s
     for group in autopilot_plan.gpu_pods(plan):
         machine = group.machine_type
         try:
-            prices = [table.get(key, region) for key in (
-                f"gpu.{machine}.spot", f"autopilot.{machine}.premium.spot",
-                f"gpu.{machine}.onDemand", f"autopilot.{machine}.premium.onDemand",
-            )]
+            prices = [
+                table.get(key, region)
+                for key in (
+                    f"gpu.{machine}.spot",
+                    f"autopilot.{machine}.premium.spot",
+                    f"gpu.{machine}.onDemand",
+                    f"autopilot.{machine}.premium.onDemand",
+                )
+            ]
         except PriceError as err:
             warnings.append(f"{group.release}: {err}; Autopilot GPU pods not priced")
             continue
         spot = prices[0].value + prices[1].value
         on_demand = prices[2].value + prices[3].value
         if group.capacity == "reservation":
-            warnings.append(f"{group.release}: reserved capacity is billed on its own terms; shown at the on-demand list price")
+            warnings.append(
+                f"{group.release}: reserved capacity is billed on its own terms; shown at the on-demand list price"
+            )
         items.append(
             LineItem(
                 f"GPU nodes (Autopilot pods of {group.release})",
@@ -382,7 +458,9 @@ def _rank(item: LineItem) -> int:
 
 
 def render(est: CostEstimate) -> list[str]:
-    lines = [f"Cost ({est.currency}, {est.region}; list prices of {PRICES_FILE.relative_to(PRICES_FILE.parent.parent)}):"]
+    lines = [
+        f"Cost ({est.currency}, {est.region}; list prices of {PRICES_FILE.relative_to(PRICES_FILE.parent.parent)}):"
+    ]
     items = sorted(est.items, key=_rank)
     width = max([len(i.name) for i in items] + [10])
     detail = max([len(i.detail) for i in items] + [14])
@@ -393,7 +471,9 @@ def render(est: CostEstimate) -> list[str]:
             price = f"{money(item.per_hour)}/h"
         else:
             spot_mark, od_mark = (" (applies)", "") if item.applies == "spot" else ("", " (applies)")
-            price = f"{money(item.spot_per_hour)}/h spot{spot_mark}, {money(item.on_demand_per_hour)}/h on-demand{od_mark}"
+            price = (
+                f"{money(item.spot_per_hour)}/h spot{spot_mark}, {money(item.on_demand_per_hour)}/h on-demand{od_mark}"
+            )
         lines.append(f"  {item.name:<{width}}  {item.detail:<{detail}}  {price}{mark}")
     rows = [
         ("per hour", est.spot_per_hour, est.on_demand_per_hour, ""),
@@ -401,11 +481,18 @@ def render(est: CostEstimate) -> list[str]:
     ]
     if est.job_hours is not None:
         rows.append(
-            (f"job, {est.job_hours:g} h", est.job_total(est.spot_per_hour), est.job_total(est.on_demand_per_hour), f" ({est.job_hours_basis})")
+            (
+                f"job, {est.job_hours:g} h",
+                est.job_total(est.spot_per_hour),
+                est.job_total(est.on_demand_per_hour),
+                f" ({est.job_hours_basis})",
+            )
         )
     for i, (label, spot, on_demand, note) in enumerate(rows):
         name = "total" if i == 0 else ""
-        lines.append(f"  {name:<{width}}  {label:<{detail}}  {money(spot)} with spot GPUs, {money(on_demand)} on-demand{note}")
+        lines.append(
+            f"  {name:<{width}}  {label:<{detail}}  {money(spot)} with spot GPUs, {money(on_demand)} on-demand{note}"
+        )
     if est.job_hours is None:
         lines.append(f"  job total: unknown ({est.job_hours_basis})")
     if est.estimated_items:

@@ -67,7 +67,9 @@ def image_pull(size_gb: float = IMAGE_COMPRESSED_GB, rate_mb_s: float = PULL_RAT
 # Typical creation time per resource type, and why.
 CREATION_MINUTES: dict[str, Typical] = {
     "gcp:projects/service:Service": Typical(
-        1.0, "enabling an API is a Service Usage operation of seconds to a minute or two (instant when already on)", ASSUMED
+        1.0,
+        "enabling an API is a Service Usage operation of seconds to a minute or two (instant when already on)",
+        ASSUMED,
     ),
     "gcp:compute/network:Network": Typical(0.5, "VPC insert is a global operation of ~20-40 s", ASSUMED),
     "gcp:compute/subnetwork:Subnetwork": Typical(0.5, "regional subnet insert, ~20-30 s", ASSUMED),
@@ -86,7 +88,9 @@ CREATION_MINUTES: dict[str, Typical] = {
         8.0, "GKE Standard control plane with the default pool removed: typically 6-10 minutes", ASSUMED
     ),
     "gcp:storage/bucket:Bucket": Typical(0.1, "bucket insert, seconds", ASSUMED),
-    "gcp:storage/bucketIAMMember:BucketIAMMember": Typical(0.5, "IAM policy read-modify-write plus propagation", ASSUMED),
+    "gcp:storage/bucketIAMMember:BucketIAMMember": Typical(
+        0.5, "IAM policy read-modify-write plus propagation", ASSUMED
+    ),
     "gcp:compute/router:Router": Typical(0.25, "Cloud Router insert, ~10-20 s", ASSUMED),
     "gcp:compute/routerNat:RouterNat": Typical(0.5, "Cloud NAT is a patch of the router, ~20-40 s", ASSUMED),
     "gcp:serviceaccount/account:Account": Typical(0.1, "service account insert, seconds", ASSUMED),
@@ -99,15 +103,23 @@ CREATION_MINUTES: dict[str, Typical] = {
         "no API call unless lustre.importFrom is set (then as long as the import: infra/lustre_guard.py)",
         "infra/lustre_guard.py (no call without lustre.importFrom)",
     ),
-    "pulumi:providers:kubernetes": Typical(0.0, "a provider is configured, not created", "Pulumi: providers create nothing"),
+    "pulumi:providers:kubernetes": Typical(
+        0.0, "a provider is configured, not created", "Pulumi: providers create nothing"
+    ),
     "kubernetes:core/v1:Namespace": Typical(0.1, "API call", ASSUMED),
     "kubernetes:core/v1:ServiceAccount": Typical(0.05, "API call", ASSUMED),
     "kubernetes:core/v1:Secret": Typical(0.05, "API call", ASSUMED),
     "kubernetes:core/v1:PersistentVolume": Typical(0.05, "API call (static PV)", ASSUMED),
-    "kubernetes:core/v1:PersistentVolumeClaim": Typical(0.2, "Pulumi waits for the claim to bind to the static PV", ASSUMED),
-    "kubernetes:networking.gke.io/v1:GKENetworkParamSet": Typical(0.1, "API call; GKE reconciles it in seconds", ASSUMED),
+    "kubernetes:core/v1:PersistentVolumeClaim": Typical(
+        0.2, "Pulumi waits for the claim to bind to the static PV", ASSUMED
+    ),
+    "kubernetes:networking.gke.io/v1:GKENetworkParamSet": Typical(
+        0.1, "API call; GKE reconciles it in seconds", ASSUMED
+    ),
     "kubernetes:networking.gke.io/v1:Network": Typical(0.1, "API call; GKE reconciles it in seconds", ASSUMED),
-    "kubernetes:cloud.google.com/v1:ComputeClass": Typical(0.1, "API call; the autoscaler reads the class when pods ask for it", ASSUMED),
+    "kubernetes:cloud.google.com/v1:ComputeClass": Typical(
+        0.1, "API call; the autoscaler reads the class when pods ask for it", ASSUMED
+    ),
     DAEMONSET: Typical(
         2.0, "Pulumi waits for the rollout: the gIB plugin image pull and copy on every GPU node", ASSUMED
     ),
@@ -142,7 +154,7 @@ COMPONENT = Typical(0.0, "a component creates nothing", "Pulumi: components crea
 
 
 def is_image_prepull(resource: Any) -> bool:
-    labels = ((resource.inputs.get("metadata") or {}).get("labels") or {})
+    labels = (resource.inputs.get("metadata") or {}).get("labels") or {}
     return resource.type == DAEMONSET and labels.get("app.kubernetes.io/component") == PREPULL_COMPONENT
 
 
@@ -188,7 +200,11 @@ def typical(resource: Any, autopilot: bool = False) -> Typical:
     if resource.type.startswith("pulumi-python:dynamic") and resource.type not in CREATION_MINUTES:
         gate = gate_minutes(resource)
         if gate:
-            return Typical(DYNAMIC_RESOURCE.minutes + gate, f"the acceptance gate (~{gate:g} min), then {DYNAMIC_RESOURCE.basis}", GATE_SOURCE)
+            return Typical(
+                DYNAMIC_RESOURCE.minutes + gate,
+                f"the acceptance gate (~{gate:g} min), then {DYNAMIC_RESOURCE.basis}",
+                GATE_SOURCE,
+            )
         return DYNAMIC_RESOURCE
     return CREATION_MINUTES.get(resource.type, UNKNOWN)
 
@@ -312,8 +328,28 @@ def estimate(plan: Any) -> DeployEstimate:
         gate = gate_minutes(r)
         if gate:  # the gate is a step of its own, at the start of the submission's time
             start = finish[cur] - t.minutes
-            path.append(Step(r.name, r.type, DYNAMIC_RESOURCE.minutes, start + gate, finish[cur], DYNAMIC_RESOURCE.basis, DYNAMIC_RESOURCE.source))
-            path.append(Step(GATE_STEP, GATE_TYPE, gate, start, start + gate, "GPUs, fabric busbw and Lustre throughput on every worker node (workloads/acceptance_gate.py)", GATE_SOURCE))
+            path.append(
+                Step(
+                    r.name,
+                    r.type,
+                    DYNAMIC_RESOURCE.minutes,
+                    start + gate,
+                    finish[cur],
+                    DYNAMIC_RESOURCE.basis,
+                    DYNAMIC_RESOURCE.source,
+                )
+            )
+            path.append(
+                Step(
+                    GATE_STEP,
+                    GATE_TYPE,
+                    gate,
+                    start,
+                    start + gate,
+                    "GPUs, fabric busbw and Lustre throughput on every worker node (workloads/acceptance_gate.py)",
+                    GATE_SOURCE,
+                )
+            )
         else:
             path.append(Step(r.name, r.type, t.minutes, finish[cur] - t.minutes, finish[cur], t.basis, t.source))
         cur = came_from[cur]
@@ -326,7 +362,10 @@ def estimate(plan: Any) -> DeployEstimate:
 
 
 def render(est: DeployEstimate) -> list[str]:
-    lines = [f"Deploy time (first `pulumi up` to the job's submission, typical times): ~{est.total_minutes:.0f} min along the critical path"]
+    lines = [
+        f"Deploy time (first `pulumi up` to the job's submission, typical times): ~{est.total_minutes:.0f} min along "
+        "the critical path"
+    ]
     for step in est.critical_path:
         if step.minutes == 0:
             continue
@@ -337,9 +376,17 @@ def render(est: DeployEstimate) -> list[str]:
         )
     off_path = {name: t for name, t in est.milestones.items() if name not in {s.name for s in est.critical_path}}
     if off_path:
-        lines.append("  off the path, ready at: " + ", ".join(f"{name} {t:.1f} min" for name, t in sorted(off_path.items(), key=lambda kv: kv[1])))
+        lines.append(
+            "  off the path, ready at: "
+            + ", ".join(f"{name} {t:.1f} min" for name, t in sorted(off_path.items(), key=lambda kv: kv[1]))
+        )
     lines.append(f"  image pull: +{IMAGE_PULL.minutes:g} min on every node at once, {IMAGE_PULL.basis} (assumptions)")
     if est.unknown_types:
-        lines.append(f"  assumed {UNKNOWN.minutes:g} min each for types not in the table: {', '.join(est.unknown_types)}")
-    lines.append("  [assumed]: no published figure; a spot GPU pool can wait far longer for capacity (the program allows 120 min)")
+        lines.append(
+            f"  assumed {UNKNOWN.minutes:g} min each for types not in the table: {', '.join(est.unknown_types)}"
+        )
+    lines.append(
+        "  [assumed]: no published figure; a spot GPU pool can wait far longer for capacity (the program allows "
+        "120 min)"
+    )
     return lines

@@ -43,33 +43,65 @@ PROJECT_READ = Grant("roles/browser", ("resourcemanager.projects.get",))
 
 BY_RESOURCE_TYPE: dict[str, tuple[Grant, ...]] = {
     "gcp:compute/network:Network": (
-        Grant("roles/compute.networkAdmin", ("compute.networks.create", "compute.networks.get", "compute.networks.delete")),
+        Grant(
+            "roles/compute.networkAdmin", ("compute.networks.create", "compute.networks.get", "compute.networks.delete")
+        ),
     ),
     "gcp:compute/subnetwork:Subnetwork": (
-        Grant("roles/compute.networkAdmin", ("compute.subnetworks.create", "compute.subnetworks.get", "compute.subnetworks.delete")),
+        Grant(
+            "roles/compute.networkAdmin",
+            ("compute.subnetworks.create", "compute.subnetworks.get", "compute.subnetworks.delete"),
+        ),
     ),
     "gcp:compute/firewall:Firewall": (
-        Grant("roles/compute.securityAdmin", ("compute.firewalls.create", "compute.firewalls.get", "compute.networks.updatePolicy",
-                                             "compute.firewalls.delete")),
+        Grant(
+            "roles/compute.securityAdmin",
+            (
+                "compute.firewalls.create",
+                "compute.firewalls.get",
+                "compute.networks.updatePolicy",
+                "compute.firewalls.delete",
+            ),
+        ),
     ),
     "gcp:compute/router:Router": (
-        Grant("roles/compute.networkAdmin", ("compute.routers.create", "compute.routers.get", "compute.routers.delete")),
+        Grant(
+            "roles/compute.networkAdmin", ("compute.routers.create", "compute.routers.get", "compute.routers.delete")
+        ),
     ),
     "gcp:compute/routerNat:RouterNat": (Grant("roles/compute.networkAdmin", ("compute.routers.update",)),),
     "gcp:compute/globalAddress:GlobalAddress": (
-        Grant("roles/compute.networkAdmin", (
-            "compute.globalAddresses.create", "compute.globalAddresses.createInternal", "compute.globalAddresses.get",
-            "compute.globalAddresses.setLabels", "compute.networks.use", "compute.globalAddresses.delete",
-            "compute.globalAddresses.deleteInternal")),
+        Grant(
+            "roles/compute.networkAdmin",
+            (
+                "compute.globalAddresses.create",
+                "compute.globalAddresses.createInternal",
+                "compute.globalAddresses.get",
+                "compute.globalAddresses.setLabels",
+                "compute.networks.use",
+                "compute.globalAddresses.delete",
+                "compute.globalAddresses.deleteInternal",
+            ),
+        ),
     ),
     "gcp:servicenetworking/connection:Connection": (
-        Grant("roles/servicenetworking.networksAdmin", ("servicenetworking.services.addPeering",
-                                                        "servicenetworking.services.deleteConnection")),
+        Grant(
+            "roles/servicenetworking.networksAdmin",
+            ("servicenetworking.services.addPeering", "servicenetworking.services.deleteConnection"),
+        ),
         Grant("roles/compute.networkAdmin", ("compute.networks.use", "compute.networks.removePeering")),
     ),
     "gcp:container/cluster:Cluster": (
-        Grant("roles/container.admin", ("container.clusters.create", "container.clusters.get", "container.clusters.update",
-                                          "container.operations.get", "container.clusters.delete")),
+        Grant(
+            "roles/container.admin",
+            (
+                "container.clusters.create",
+                "container.clusters.get",
+                "container.clusters.update",
+                "container.operations.get",
+                "container.clusters.delete",
+            ),
+        ),
         # The cluster's initial (removed) default pool runs as the node service account too.
         Grant("roles/iam.serviceAccountUser", ("iam.serviceAccounts.actAs",)),
     ),
@@ -79,10 +111,16 @@ BY_RESOURCE_TYPE: dict[str, tuple[Grant, ...]] = {
         Grant("roles/iam.serviceAccountUser", ("iam.serviceAccounts.actAs",)),
     ),
     "gcp:serviceaccount/account:Account": (
-        Grant("roles/iam.serviceAccountAdmin", ("iam.serviceAccounts.create", "iam.serviceAccounts.get", "iam.serviceAccounts.delete")),
+        Grant(
+            "roles/iam.serviceAccountAdmin",
+            ("iam.serviceAccounts.create", "iam.serviceAccounts.get", "iam.serviceAccounts.delete"),
+        ),
     ),
     "gcp:projects/iAMMember:IAMMember": (
-        Grant("roles/resourcemanager.projectIamAdmin", ("resourcemanager.projects.getIamPolicy", "resourcemanager.projects.setIamPolicy")),
+        Grant(
+            "roles/resourcemanager.projectIamAdmin",
+            ("resourcemanager.projects.getIamPolicy", "resourcemanager.projects.setIamPolicy"),
+        ),
     ),
     "gcp:projects/serviceIdentity:ServiceIdentity": (
         Grant("roles/serviceusage.serviceUsageAdmin", ("serviceusage.services.get",)),
@@ -91,18 +129,27 @@ BY_RESOURCE_TYPE: dict[str, tuple[Grant, ...]] = {
         Grant("roles/serviceusage.serviceUsageAdmin", ("serviceusage.services.enable", "serviceusage.services.get")),
     ),
     "gcp:lustre/instance:Instance": (
-        Grant("roles/lustre.admin", ("lustre.instances.create", "lustre.instances.get", "lustre.operations.get",
-                                    "lustre.instances.delete")),
+        Grant(
+            "roles/lustre.admin",
+            ("lustre.instances.create", "lustre.instances.get", "lustre.operations.get", "lustre.instances.delete"),
+        ),
     ),
     # Deleting it only with storage.deleteBucketOnDestroy (BUCKET_DELETE); otherwise Pulumi only forgets it.
     "gcp:storage/bucket:Bucket": (Grant("roles/storage.admin", ("storage.buckets.create", "storage.buckets.get")),),
     "gcp:storage/bucketIAMMember:BucketIAMMember": (
         Grant("roles/storage.admin", ("storage.buckets.getIamPolicy", "storage.buckets.setIamPolicy")),
     ),
-    "gcp:logging/metric:Metric": (Grant("roles/logging.configWriter", ("logging.logMetrics.create", "logging.logMetrics.get", "logging.logMetrics.delete")),),
+    "gcp:logging/metric:Metric": (
+        Grant(
+            "roles/logging.configWriter",
+            ("logging.logMetrics.create", "logging.logMetrics.get", "logging.logMetrics.delete"),
+        ),
+    ),
     "gcp:monitoring/dashboard:Dashboard": (
-        Grant("roles/monitoring.dashboardEditor", ("monitoring.dashboards.create", "monitoring.dashboards.get",
-                                                                          "monitoring.dashboards.delete")),
+        Grant(
+            "roles/monitoring.dashboardEditor",
+            ("monitoring.dashboards.create", "monitoring.dashboards.get", "monitoring.dashboards.delete"),
+        ),
     ),
 }
 
@@ -115,7 +162,9 @@ LUSTRE_EXPORT = Grant("roles/lustre.admin", ("lustre.instances.exportData",))
 LUSTRE_IMPORT = Grant("roles/lustre.admin", ("lustre.instances.importData",))
 
 # storage.deleteBucketOnDestroy: the provider's force_destroy lists and deletes every object, then the bucket.
-BUCKET_DELETE = Grant("roles/storage.admin", ("storage.buckets.delete", "storage.objects.list", "storage.objects.delete"))
+BUCKET_DELETE = Grant(
+    "roles/storage.admin", ("storage.buckets.delete", "storage.objects.list", "storage.objects.delete")
+)
 
 
 IN_CLUSTER: dict[str, tuple[Grant, ...]] = {
@@ -124,7 +173,9 @@ IN_CLUSTER: dict[str, tuple[Grant, ...]] = {
     # PersistentVolume, the GKE Network objects) need the cluster-wide rights of roles/container.admin.
     "kubernetes:*": (Grant("roles/container.admin", ("container.clusters.connect",)),),
     # The job submission reads the RayCluster and proxies to the Ray dashboard (services/proxy).
-    "pulumi-python:dynamic/nemo-rl-gke:JobSubmission": (Grant("roles/container.developer", ("container.clusters.connect",)),),
+    "pulumi-python:dynamic/nemo-rl-gke:JobSubmission": (
+        Grant("roles/container.developer", ("container.clusters.connect",)),
+    ),
     # Export before Lustre is deleted, import when created (infra/lustre_guard.py).
     "pulumi-python:dynamic/nemo-rl-gke:LustreGuard": (LUSTRE_EXPORT, LUSTRE_IMPORT),
 }
@@ -148,14 +199,20 @@ def grants_of(resource_type: str) -> tuple[Grant, ...]:
 
 def roles_table() -> str:
     """The deployer's roles per resource type, as docs/deploy.md shows them (`make docs`)."""
-    rows = [*BY_RESOURCE_TYPE.items(), *IN_CLUSTER.items(), ("gcp:organizations/getProject (function)", (PROJECT_READ,))]
+    rows = [
+        *BY_RESOURCE_TYPE.items(),
+        *IN_CLUSTER.items(),
+        ("gcp:organizations/getProject (function)", (PROJECT_READ,)),
+    ]
     lines = ["| resource type | role | permissions it grants that the stack uses |", "|---|---|---|"]
     for typ, grants in rows:
         for grant in grants:
             lines.append(f"| `{typ}` | `{grant.role}` | {', '.join(f'`{p}`' for p in grant.permissions)} |")
     roles = sorted({g.role for _, grants in rows for g in grants})
     lines += ["", "All of them at once (project owners hold them already):", "", "```sh"]
-    lines += [f"gcloud projects add-iam-policy-binding MY-PROJECT --member=user:YOU@EXAMPLE.COM --role={r}" for r in roles]
+    lines += [
+        f"gcloud projects add-iam-policy-binding MY-PROJECT --member=user:YOU@EXAMPLE.COM --role={r}" for r in roles
+    ]
     lines.append("```")
     return "\n".join(lines)
 

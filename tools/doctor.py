@@ -188,7 +188,10 @@ def check_apis(ctx: Context) -> tuple[Result, set[str]]:
     states: dict[str, bool] = {}
     for i in range(0, len(wanted), SERVICE_USAGE_BATCH):
         response = ctx.clients.service_usage.batch_get_services(
-            request={"parent": parent, "names": [f"{parent}/services/{api}" for api in wanted[i : i + SERVICE_USAGE_BATCH]]},
+            request={
+                "parent": parent,
+                "names": [f"{parent}/services/{api}" for api in wanted[i : i + SERVICE_USAGE_BATCH]],
+            },
             timeout=ctx.timeout,
         )
         for service in response.services:
@@ -199,8 +202,13 @@ def check_apis(ctx: Context) -> tuple[Result, set[str]]:
         return Result("apis", PASS, f"all {len(REQUIRED_APIS)} APIs the stack uses are enabled"), off
     enable = f"gcloud services enable {' '.join(missing)} --project {ctx.project}"
     if manages_apis(ctx.cfg):
-        return Result("apis", WARN, f"off, and `pulumi up` enables them (project.manageApis): {', '.join(missing)}; "
-                      "the checks that need them are skipped until then", enable), off
+        return Result(
+            "apis",
+            WARN,
+            f"off, and `pulumi up` enables them (project.manageApis): {', '.join(missing)}; "
+            "the checks that need them are skipped until then",
+            enable,
+        ), off
     return Result("apis", FAIL, f"off: {', '.join(missing)}", enable), off
 
 
@@ -209,20 +217,31 @@ def check_zone(ctx: Context) -> Result:
     flavour = ctx.cfg.flavour_spec
     zone = ctx.cfg.zone
     system = ctx.cfg.cluster.system_pool.machine_type
-    for machine, role in ((flavour.machine_type, f"flavour {flavour.name}"), (system, "cluster.systemPool.machineType")):
+    for machine, role in (
+        (flavour.machine_type, f"flavour {flavour.name}"),
+        (system, "cluster.systemPool.machineType"),
+    ):
         try:
             ctx.clients.machine_types.get(project=ctx.project, zone=zone, machine_type=machine, timeout=ctx.timeout)
         except gexc.NotFound:
-            return Result("zone", FAIL, f"{zone} does not offer {machine} ({role})",
-                          f"gcloud compute machine-types list --filter=name={machine} --project {ctx.project}"
-                          "  # then: pulumi config set region <region> && pulumi config set zone <a zone listed>")
+            return Result(
+                "zone",
+                FAIL,
+                f"{zone} does not offer {machine} ({role})",
+                f"gcloud compute machine-types list --filter=name={machine} --project {ctx.project}"
+                "  # then: pulumi config set region <region> && pulumi config set zone <a zone listed>",
+            )
     profile = roce_network_profile(ctx.project, zone).rsplit("/", 1)[-1]
     try:
         ctx.clients.network_profiles.get(project=ctx.project, network_profile=profile, timeout=ctx.timeout)
     except gexc.NotFound:
-        return Result("zone", FAIL, f"{zone} has no RoCE network profile {profile} for the RDMA VPC",
-                      f"gcloud compute network-profiles list --project {ctx.project}"
-                      " # then pulumi config set zone <a zone with a -vpc-roce profile>")
+        return Result(
+            "zone",
+            FAIL,
+            f"{zone} has no RoCE network profile {profile} for the RDMA VPC",
+            f"gcloud compute network-profiles list --project {ctx.project}"
+            " # then pulumi config set zone <a zone with a -vpc-roce profile>",
+        )
     return Result("zone", PASS, f"{zone} offers {flavour.machine_type}, {system} and the {profile} network profile")
 
 
@@ -261,7 +280,9 @@ def gpu_quota_result(ctx: Context, provisioning: Provisioning, check: str = "gpu
     what = f"{lead}{metric} in {cfg.region}: {free:g} free of {quota.limit:g}; {pool}"
     if free >= need:
         return Result(check, PASS, what)
-    return Result(check, FAIL, what, _quota_request(ctx, _quota_id(metric), {"region": cfg.region}, int(quota.usage) + need))
+    return Result(
+        check, FAIL, what, _quota_request(ctx, _quota_id(metric), {"region": cfg.region}, int(quota.usage) + need)
+    )
 
 
 def _quota_id(metric: str) -> str:
@@ -272,8 +293,10 @@ def _quota_id(metric: str) -> str:
 
 def _quota_request(ctx: Context, quota_id: str, dimensions: dict[str, str], value: int) -> str:
     dims = ",".join(f"{k}={v}" for k, v in sorted(dimensions.items()))
-    return (f"gcloud beta quotas preferences create --service=compute.googleapis.com --quota-id={quota_id} "
-            f"--preferred-value={value} {f'--dimensions={dims} ' if dims else ''}--project={ctx.project} --email=<you>")
+    return (
+        f"gcloud beta quotas preferences create --service=compute.googleapis.com --quota-id={quota_id} "
+        f"--preferred-value={value} {f'--dimensions={dims} ' if dims else ''}--project={ctx.project} --email=<you>"
+    )
 
 
 GLOBAL_QUOTAS = {"GPUS_ALL_REGIONS": "GPUS-ALL-REGIONS-per-project", "CPUS_ALL_REGIONS": "CPUS-ALL-REGIONS-per-project"}
@@ -313,8 +336,15 @@ def check_global_quota(ctx: Context) -> list[Result]:
     for metric, need in (("GPUS_ALL_REGIONS", gpus), ("CPUS_ALL_REGIONS", cpus)):
         quota = quotas.get(metric)
         if quota is None:
-            results.append(Result("global-quota", WARN, f"the project lists no {metric} quota; the stack needs {need} ({counted})",
-                                  f"gcloud compute project-info describe --project {ctx.project} --format='table(quotas.metric,quotas.limit,quotas.usage)'"))
+            results.append(
+                Result(
+                    "global-quota",
+                    WARN,
+                    f"the project lists no {metric} quota; the stack needs {need} ({counted})",
+                    f"gcloud compute project-info describe --project {ctx.project} "
+                    "--format='table(quotas.metric,quotas.limit,quotas.usage)'",
+                )
+            )
             continue
         free = quota.limit - quota.usage
         what = f"{metric}: {free:g} free of {quota.limit:g}; the stack needs {need} ({counted})"
@@ -323,7 +353,9 @@ def check_global_quota(ctx: Context) -> list[Result]:
             continue
         if quota.limit == 0:
             what += "; a project-wide 0 overrides every regional grant"
-        results.append(Result("global-quota", FAIL, what, _quota_request(ctx, GLOBAL_QUOTAS[metric], {}, int(quota.usage) + need)))
+        results.append(
+            Result("global-quota", FAIL, what, _quota_request(ctx, GLOBAL_QUOTAS[metric], {}, int(quota.usage) + need))
+        )
     return results
 
 
@@ -335,23 +367,33 @@ def _gpu_family_quota(ctx: Context, metric: str, need: int, pool: str) -> Result
     preemptible = metric.startswith("PREEMPTIBLE_")
     candidates = [_quota_id(metric), ("PREEMPTIBLE-" if preemptible else "") + GPU_FAMILY_QUOTA]
     parent = f"projects/{ctx.project}/locations/global/services/compute.googleapis.com/quotaInfos"
-    unseen = Result("gpu-quota", WARN, f"{cfg.region} lists no {metric} quota and Cloud Quotas has none of "
-                    f"{', '.join(candidates)} for gpu_family {family}; {pool}",
-                    f"gcloud compute regions describe {cfg.region} --project {ctx.project} "
-                    "--format='table(quotas.metric,quotas.limit,quotas.usage)'")
+    unseen = Result(
+        "gpu-quota",
+        WARN,
+        f"{cfg.region} lists no {metric} quota and Cloud Quotas has none of "
+        f"{', '.join(candidates)} for gpu_family {family}; {pool}",
+        f"gcloud compute regions describe {cfg.region} --project {ctx.project} "
+        "--format='table(quotas.metric,quotas.limit,quotas.usage)'",
+    )
     for quota_id in candidates:
         try:
             info = ctx.clients.quotas.get_quota_info(name=f"{parent}/{quota_id}", timeout=ctx.timeout)
         except gexc.NotFound:
             continue
         except gexc.GoogleAPICallError as exc:
-            return replace(unseen, summary=f"{cfg.region} lists no {metric} quota, and Cloud Quotas could not be read "
-                           f"({_first_line(exc)}); {pool}")
+            return replace(
+                unseen,
+                summary=f"{cfg.region} lists no {metric} quota, and Cloud Quotas could not be read "
+                f"({_first_line(exc)}); {pool}",
+            )
         value = _family_value(info, cfg.region, family)
         if value is None:
             continue
         dims = {"region": cfg.region, **({"gpu_family": family} if "gpu_family" in info.dimensions else {})}
-        what = f"{quota_id} ({', '.join(f'{k}={v}' for k, v in dims.items())}): limit {value}; {pool} (usage not shown here)"
+        what = (
+            f"{quota_id} ({', '.join(f'{k}={v}' for k, v in dims.items())}): limit {value}; {pool} (usage not "
+            "shown here)"
+        )
         if value >= need:
             return Result("gpu-quota", PASS, what)
         return Result("gpu-quota", FAIL, what, _quota_request(ctx, quota_id, dims, need))
@@ -368,7 +410,11 @@ def _family_value(info: Any, region: str, family: str) -> Optional[int]:
         if "region" in dims:
             if dims["region"] != region:
                 continue
-        elif entry.applicable_locations and region not in entry.applicable_locations and "global" not in entry.applicable_locations:
+        elif (
+            entry.applicable_locations
+            and region not in entry.applicable_locations
+            and "global" not in entry.applicable_locations
+        ):
             continue
         specificity = len(dims)
         if best is None or specificity > best[0]:
@@ -398,28 +444,47 @@ def _reservation_result(ctx: Context, name: str) -> Result:
     pool = cfg.gpu_pool
     zone = cfg.zone
     try:
-        reservation = ctx.clients.reservations.get(project=ctx.project, zone=zone, reservation=name, timeout=ctx.timeout)
+        reservation = ctx.clients.reservations.get(
+            project=ctx.project, zone=zone, reservation=name, timeout=ctx.timeout
+        )
     except gexc.NotFound:
-        return Result("reservation", FAIL, f"no reservation {name!r} in {zone}",
-                      f"gcloud compute reservations list --project {ctx.project}  # then set gpuPool.reservationName and zone to one listed")
+        return Result(
+            "reservation",
+            FAIL,
+            f"no reservation {name!r} in {zone}",
+            f"gcloud compute reservations list --project {ctx.project}  # then set gpuPool.reservationName and zone "
+            "to one listed",
+        )
     machine = reservation.specific_reservation.instance_properties.machine_type
     template = reservation.specific_reservation.source_instance_template
     if not machine and template:
-        return Result("reservation", WARN, f"{name} reserves VMs of instance template {template.rsplit('/', 1)[-1]}: make "
-                      f"sure it is {cfg.flavour_spec.machine_type}; {reservation.specific_reservation.count} reserved, "
-                      f"{reservation.specific_reservation.in_use_count} in use, the pool needs {pool.node_count}")
+        return Result(
+            "reservation",
+            WARN,
+            f"{name} reserves VMs of instance template {template.rsplit('/', 1)[-1]}: make "
+            f"sure it is {cfg.flavour_spec.machine_type}; {reservation.specific_reservation.count} reserved, "
+            f"{reservation.specific_reservation.in_use_count} in use, the pool needs {pool.node_count}",
+        )
     if machine.rsplit("/", 1)[-1] != cfg.flavour_spec.machine_type:
-        return Result("reservation", FAIL, f"{name} reserves {machine or 'no specific machine type'}, not "
-                      f"{cfg.flavour_spec.machine_type} (flavour {cfg.flavour_spec.name})",
-                      "pulumi config set --path gpuPool.reservationName <a reservation of "
-                      f"{cfg.flavour_spec.machine_type} in {zone}>")
+        return Result(
+            "reservation",
+            FAIL,
+            f"{name} reserves {machine or 'no specific machine type'}, not "
+            f"{cfg.flavour_spec.machine_type} (flavour {cfg.flavour_spec.name})",
+            "pulumi config set --path gpuPool.reservationName <a reservation of "
+            f"{cfg.flavour_spec.machine_type} in {zone}>",
+        )
     total = reservation.specific_reservation.count
     free = total - reservation.specific_reservation.in_use_count
     what = f"{name} in {zone}: {free} of {total} {machine} free; the pool needs {pool.node_count}"
     if free < pool.node_count:
-        return Result("reservation", FAIL, what,
-                      f"gcloud compute reservations update {name} --zone {zone} --vm-count "
-                      f"{total - free + pool.node_count} --project {ctx.project}  # or lower gpuPool.nodeCount to {free}")
+        return Result(
+            "reservation",
+            FAIL,
+            what,
+            f"gcloud compute reservations update {name} --zone {zone} --vm-count "
+            f"{total - free + pool.node_count} --project {ctx.project}  # or lower gpuPool.nodeCount to {free}",
+        )
     if reservation.status and reservation.status != "READY":
         return Result("reservation", WARN, f"{what}; status {reservation.status}, not READY")
     return Result("reservation", PASS, what)
@@ -448,22 +513,37 @@ def check_lustre(ctx: Context) -> Result:
     """Managed Lustre is offered in the zone and the project has room for one more instance."""
     cfg = ctx.cfg
     zone = cfg.zone
-    response = ctx.clients.lustre.list_locations(request={"name": f"projects/{ctx.project}", "page_size": 1000}, timeout=ctx.timeout)
+    response = ctx.clients.lustre.list_locations(
+        request={"name": f"projects/{ctx.project}", "page_size": 1000}, timeout=ctx.timeout
+    )
     offered = sorted(loc.location_id for loc in response.locations)
     if zone not in offered:
         nearby = [z for z in offered if z.startswith(cfg.region + "-")]
-        fix = (f"pulumi config set zone {nearby[0]}" if nearby
-               else f"choose a region and zone where Managed Lustre is offered: {', '.join(offered) or 'none listed'}")
+        fix = (
+            f"pulumi config set zone {nearby[0]}"
+            if nearby
+            else f"choose a region and zone where Managed Lustre is offered: {', '.join(offered) or 'none listed'}"
+        )
         return Result("lustre", FAIL, f"Managed Lustre is not offered in {zone}", fix)
-    instances = list(ctx.clients.lustre.list_instances(parent=f"projects/{ctx.project}/locations/-", timeout=ctx.timeout))
+    instances = list(
+        ctx.clients.lustre.list_instances(parent=f"projects/{ctx.project}/locations/-", timeout=ctx.timeout)
+    )
     ours = f"/locations/{zone}/instances/{cfg.lustre_instance_id}"
     if any(i.name.endswith(ours) for i in instances):
-        return Result("lustre", WARN, f"instance {cfg.lustre_instance_id} already exists in {zone}: fine if this stack "
-                      "created it, otherwise `pulumi up` fails to create it",
-                      "pulumi config set --path lustre.instanceId <another id>")
+        return Result(
+            "lustre",
+            WARN,
+            f"instance {cfg.lustre_instance_id} already exists in {zone}: fine if this stack "
+            "created it, otherwise `pulumi up` fails to create it",
+            "pulumi config set --path lustre.instanceId <another id>",
+        )
     if len(instances) >= LUSTRE_MAX_INSTANCES:
-        return Result("lustre", FAIL, f"the project already has {len(instances)} Managed Lustre instances "
-                      f"(limit {LUSTRE_MAX_INSTANCES})", f"gcloud lustre instances list --location=- --project {ctx.project}  # delete one")
+        return Result(
+            "lustre",
+            FAIL,
+            f"the project already has {len(instances)} Managed Lustre instances (limit {LUSTRE_MAX_INSTANCES})",
+            f"gcloud lustre instances list --location=- --project {ctx.project}  # delete one",
+        )
     # Only on the real cloud: the capacity quota of the region (the Quotas page, service lustre.googleapis.com).
     return Result("lustre", PASS, f"offered in {zone}; {len(instances)} of {LUSTRE_MAX_INSTANCES} instances in use")
 
@@ -483,7 +563,9 @@ def check_iam(ctx: Context) -> Result:
     if not missing:
         return Result("iam", PASS, f"you hold all {len(wanted)} permissions `pulumi up` and `pulumi destroy` use")
     roles = sorted({needed[p] for p in missing})
-    bind = " && ".join(f"gcloud projects add-iam-policy-binding {ctx.project} --member=user:<you> --role={r}" for r in roles)
+    bind = " && ".join(
+        f"gcloud projects add-iam-policy-binding {ctx.project} --member=user:<you> --role={r}" for r in roles
+    )
     return Result("iam", FAIL, f"missing {len(missing)} permission(s): {', '.join(missing)}", bind)
 
 
@@ -492,7 +574,10 @@ def minimum_gke_version(cfg: StackConfig) -> tuple[str, str]:
     flavour = cfg.flavour_spec
     # The Managed Lustre CSI driver's own floor holds with the legacy port too (infra/config.py, the same
     # three floors for cluster.minMasterVersion).
-    needs = [(flavour.min_gke_version, f"flavour {flavour.name}"), (LUSTRE_CSI_MIN_GKE, "the Managed Lustre CSI driver")]
+    needs = [
+        (flavour.min_gke_version, f"flavour {flavour.name}"),
+        (LUSTRE_CSI_MIN_GKE, "the Managed Lustre CSI driver"),
+    ]
     if not cfg.lustre.legacy_port:
         needs.append((LUSTRE_PORT_988_MIN_GKE, "Lustre on port 988"))
     if is_ladder(cfg):
@@ -507,28 +592,54 @@ def check_gke_versions(ctx: Context) -> Result:
     cfg = ctx.cfg
     channel_name = cfg.cluster.release_channel
     minimum, why = minimum_gke_version(cfg)
-    config = ctx.clients.clusters.get_server_config(name=f"projects/{ctx.project}/locations/{cfg.zone}", timeout=ctx.timeout)
+    config = ctx.clients.clusters.get_server_config(
+        name=f"projects/{ctx.project}/locations/{cfg.zone}", timeout=ctx.timeout
+    )
     channels = {c.channel.name: c for c in config.channels}
     channel = channels.get(channel_name)
     if channel is None:
-        return Result("gke-versions", FAIL, f"{cfg.zone} offers no {channel_name} channel (offered: {', '.join(sorted(channels))})",
-                      "pulumi config set --path cluster.releaseChannel REGULAR")
+        return Result(
+            "gke-versions",
+            FAIL,
+            f"{cfg.zone} offers no {channel_name} channel (offered: {', '.join(sorted(channels))})",
+            "pulumi config set --path cluster.releaseChannel REGULAR",
+        )
     floor = cfg.cluster.min_master_version or minimum
-    fits = sorted((v for v in channel.valid_versions if parse_gke_version(v) >= parse_gke_version(floor)), key=parse_gke_version)
+    fits = sorted(
+        (v for v in channel.valid_versions if parse_gke_version(v) >= parse_gke_version(floor)), key=parse_gke_version
+    )
     if cfg.cluster.min_master_version:
         if fits:
-            return Result("gke-versions", PASS, f"{channel_name} in {cfg.zone} offers {fits[0]} for cluster.minMasterVersion {floor}")
-        return Result("gke-versions", FAIL, f"{channel_name} in {cfg.zone} offers nothing at or above cluster.minMasterVersion "
-                      f"{floor} (newest {max(channel.valid_versions, key=parse_gke_version, default='none')})",
-                      _channel_fix(channels, floor))
+            return Result(
+                "gke-versions",
+                PASS,
+                f"{channel_name} in {cfg.zone} offers {fits[0]} for cluster.minMasterVersion {floor}",
+            )
+        return Result(
+            "gke-versions",
+            FAIL,
+            f"{channel_name} in {cfg.zone} offers nothing at or above cluster.minMasterVersion "
+            f"{floor} (newest {max(channel.valid_versions, key=parse_gke_version, default='none')})",
+            _channel_fix(channels, floor),
+        )
     default = channel.default_version
     if default and parse_gke_version(default) >= parse_gke_version(minimum):
-        return Result("gke-versions", PASS, f"{channel_name} default in {cfg.zone} is {default}, at or above {minimum} ({why})")
+        return Result(
+            "gke-versions", PASS, f"{channel_name} default in {cfg.zone} is {default}, at or above {minimum} ({why})"
+        )
     if fits:
-        return Result("gke-versions", FAIL, f"{channel_name} default in {cfg.zone} is {default}, below {minimum} ({why})",
-                      f"pulumi config set --path cluster.minMasterVersion {fits[0]}")
-    return Result("gke-versions", FAIL, f"{channel_name} in {cfg.zone} offers nothing at or above {minimum} ({why})",
-                  _channel_fix(channels, minimum))
+        return Result(
+            "gke-versions",
+            FAIL,
+            f"{channel_name} default in {cfg.zone} is {default}, below {minimum} ({why})",
+            f"pulumi config set --path cluster.minMasterVersion {fits[0]}",
+        )
+    return Result(
+        "gke-versions",
+        FAIL,
+        f"{channel_name} in {cfg.zone} offers nothing at or above {minimum} ({why})",
+        _channel_fix(channels, minimum),
+    )
 
 
 def check_version_matrix(ctx: Context) -> list[Result]:
@@ -561,8 +672,12 @@ def check_bucket(ctx: Context) -> Result:
         return Result("bucket", FAIL, f"gs://{name} exists in another project ({bucket.project_number})", rename)
     if ctx.cfg.storage.adopt_existing_bucket:
         return Result("bucket", PASS, f"gs://{name} exists in this project; storage.adoptExistingBucket takes it over")
-    return Result("bucket", FAIL, f"gs://{name} already exists in this project (kept by an earlier `pulumi destroy`?)",
-                  "pulumi config set --path storage.adoptExistingBucket true")
+    return Result(
+        "bucket",
+        FAIL,
+        f"gs://{name} already exists in this project (kept by an earlier `pulumi destroy`?)",
+        "pulumi config set --path storage.adoptExistingBucket true",
+    )
 
 
 def check_psa(ctx: Context) -> Result:
@@ -575,26 +690,43 @@ def check_psa(ctx: Context) -> Result:
             ctx.clients.networks.get(project=ctx.project, network=vpc, timeout=ctx.timeout)
         except gexc.NotFound:
             return Result("psa", PASS, f"the stack creates VPC {vpc}: no peering or range there yet ({psa} is free)")
-        return Result("psa", WARN, f"VPC {vpc} already exists: fine if this stack created it, otherwise `pulumi up` "
-                      "fails to create it", "pulumi config set namePrefix <another prefix>")
+        return Result(
+            "psa",
+            WARN,
+            f"VPC {vpc} already exists: fine if this stack created it, otherwise `pulumi up` fails to create it",
+            "pulumi config set namePrefix <another prefix>",
+        )
     try:
         network = ctx.clients.networks.get(project=ctx.project, network=DEFAULT_NETWORK, timeout=ctx.timeout)
     except gexc.NotFound:
-        return Result("psa", FAIL, f"network.useDefaultNetwork is true but the project has no {DEFAULT_NETWORK!r} VPC",
-                      "pulumi config set --path network.useDefaultNetwork false")
+        return Result(
+            "psa",
+            FAIL,
+            f"network.useDefaultNetwork is true but the project has no {DEFAULT_NETWORK!r} VPC",
+            "pulumi config set --path network.useDefaultNetwork false",
+        )
     own = "pulumi config set --path network.useDefaultNetwork false  # a VPC of the stack's own"
     service_peering = SERVICE_NETWORKING.replace(".", "-")
     if any(p.name == service_peering for p in network.peerings):
         # The stack's Service Networking connection would collide with this one (see infra/network.py).
-        return Result("psa", FAIL, f"the {DEFAULT_NETWORK} VPC already has a Service Networking peering "
-                      f"({service_peering}, e.g. Cloud SQL's); creating the stack's fails", own)
+        return Result(
+            "psa",
+            FAIL,
+            f"the {DEFAULT_NETWORK} VPC already has a Service Networking peering "
+            f"({service_peering}, e.g. Cloud SQL's); creating the stack's fails",
+            own,
+        )
     for address in ctx.clients.global_addresses.list(project=ctx.project, timeout=ctx.timeout):
         if address.purpose != "VPC_PEERING" or not address.network.endswith(f"/networks/{DEFAULT_NETWORK}"):
             continue
         taken = ipaddress.IPv4Network(f"{address.address}/{address.prefix_length}", strict=False)
         if taken.overlaps(psa):
-            return Result("psa", FAIL, f"network.psaCidr {psa} overlaps the peering range {address.name} ({taken})",
-                          "pulumi config set --path network.psaCidr <a free /22>")
+            return Result(
+                "psa",
+                FAIL,
+                f"network.psaCidr {psa} overlaps the peering range {address.name} ({taken})",
+                "pulumi config set --path network.psaCidr <a free /22>",
+            )
     for _, scoped in ctx.clients.subnetworks.aggregated_list(project=ctx.project, timeout=ctx.timeout):
         for subnet in scoped.subnetworks:
             if not subnet.network.endswith(f"/networks/{DEFAULT_NETWORK}"):
@@ -602,8 +734,12 @@ def check_psa(ctx: Context) -> Result:
             ranges = [subnet.ip_cidr_range, *(r.ip_cidr_range for r in subnet.secondary_ip_ranges)]
             for cidr in ranges:
                 if cidr and ipaddress.IPv4Network(cidr, strict=False).overlaps(psa):
-                    return Result("psa", FAIL, f"network.psaCidr {psa} overlaps subnet {subnet.name} ({cidr})",
-                                  "pulumi config set --path network.psaCidr <a free /22>")
+                    return Result(
+                        "psa",
+                        FAIL,
+                        f"network.psaCidr {psa} overlaps subnet {subnet.name} ({cidr})",
+                        "pulumi config set --path network.psaCidr <a free /22>",
+                    )
     return Result("psa", PASS, f"{psa} overlaps no subnet or peering range of the {DEFAULT_NETWORK} VPC")
 
 
@@ -625,13 +761,17 @@ def check_org_policies(ctx: Context) -> list[Result]:
     cfg = ctx.cfg
 
     def get(constraint: str) -> Any:
-        return ctx.clients.org_policy.get_effective_policy(name=f"projects/{ctx.project}/policies/{constraint}", timeout=ctx.timeout)
+        return ctx.clients.org_policy.get_effective_policy(
+            name=f"projects/{ctx.project}/policies/{constraint}", timeout=ctx.timeout
+        )
 
     reset = "gcloud org-policies reset {} --project {}  # needs roles/orgpolicy.policyAdmin"
     pool = f"workloadIdentityPools/{ctx.project}.svc.id.goog"
     # Before `pulumi up` no cluster reports its pool yet; it will be `<project>.svc.id.goog`.
     principal = workload_identity_principal(
-        project_number=ctx.project_number, workload_pool=f"{ctx.project}.svc.id.goog", namespace=cfg.ray.namespace,
+        project_number=ctx.project_number,
+        workload_pool=f"{ctx.project}.svc.id.goog",
+        namespace=cfg.ray.namespace,
         ksa=cfg.ray.service_account,
     )
     results = []
@@ -639,10 +779,19 @@ def check_org_policies(ctx: Context) -> list[Result]:
     name = "iam.allowedPolicyMemberDomains"
     allowed = _restricted_values(_rules(get("iam.allowedPolicyMemberDomains")))
     if allowed is None or any(pool in v for v in allowed):
-        results.append(Result("org-policy", PASS, f"{name}: lets the bucket grant name the Workload Identity principal"))
+        results.append(
+            Result("org-policy", PASS, f"{name}: lets the bucket grant name the Workload Identity principal")
+        )
     else:
-        results.append(Result("org-policy", FAIL, f"{name}: domain-restricted sharing (allowed: {', '.join(allowed) or 'none'}) refuses the "
-                              f"bucket grant to {principal}", reset.format("iam.allowedPolicyMemberDomains", ctx.project)))
+        results.append(
+            Result(
+                "org-policy",
+                FAIL,
+                f"{name}: domain-restricted sharing (allowed: {', '.join(allowed) or 'none'}) refuses the "
+                f"bucket grant to {principal}",
+                reset.format("iam.allowedPolicyMemberDomains", ctx.project),
+            )
+        )
 
     name = "iam.managed.allowedPolicyMembers"
     enforced = [r for r in _rules(get("iam.managed.allowedPolicyMembers")) if r.enforce]
@@ -654,13 +803,25 @@ def check_org_policies(ctx: Context) -> list[Result]:
         if principal in subjects or any(pool in s for s in sets):
             results.append(Result("org-policy", PASS, f"{name}: allows the Workload Identity principal"))
         else:
-            results.append(Result("org-policy", FAIL, f"{name}: refuses the bucket grant to {principal}",
-                                  reset.format("iam.managed.allowedPolicyMembers", ctx.project)))
+            results.append(
+                Result(
+                    "org-policy",
+                    FAIL,
+                    f"{name}: refuses the bucket grant to {principal}",
+                    reset.format("iam.managed.allowedPolicyMembers", ctx.project),
+                )
+            )
 
     name = "iam.disableServiceAccountCreation"
     if any(r.enforce for r in _rules(get("iam.disableServiceAccountCreation"))):
-        results.append(Result("org-policy", FAIL, f"{name}: enforced: the stack creates the GKE node service account",
-                              reset.format("iam.disableServiceAccountCreation", ctx.project)))
+        results.append(
+            Result(
+                "org-policy",
+                FAIL,
+                f"{name}: enforced: the stack creates the GKE node service account",
+                reset.format("iam.disableServiceAccountCreation", ctx.project),
+            )
+        )
     else:
         results.append(Result("org-policy", PASS, f"{name}: not enforced"))
 
@@ -671,10 +832,18 @@ def check_org_policies(ctx: Context) -> list[Result]:
         results.append(Result("org-policy", PASS, f"{name}: allows {cfg.region}"))
     elif any(v.startswith("in:") for v in allowed):
         # Value groups (in:us-locations) expand server-side; the doctor cannot resolve them.
-        results.append(Result("org-policy", WARN, f"{name}: allows only {', '.join(allowed)}: make sure that includes {cfg.zone}"))
+        results.append(
+            Result("org-policy", WARN, f"{name}: allows only {', '.join(allowed)}: make sure that includes {cfg.zone}")
+        )
     else:
-        results.append(Result("org-policy", FAIL, f"{name}: allows only {', '.join(allowed)}, not {cfg.region}",
-                              "pulumi config set region <an allowed region> && pulumi config set zone <a zone in it>"))
+        results.append(
+            Result(
+                "org-policy",
+                FAIL,
+                f"{name}: allows only {', '.join(allowed)}, not {cfg.region}",
+                "pulumi config set region <an allowed region> && pulumi config set zone <a zone in it>",
+            )
+        )
     return results
 
 
@@ -729,10 +898,20 @@ def run_checks(stack: str, cfg: StackConfig, clients: Clients, timeout: float = 
     except RefreshError as exc:
         raise NoCredentials(NO_CREDENTIALS.format(reason=f"refused: {_first_line(exc)}")) from None
     except (gexc.NotFound, gexc.Forbidden, gexc.PermissionDenied):
-        return [Result("project", FAIL, f"project {cfg.project} does not exist or you cannot see it",
-                       f"gcloud projects describe {cfg.project}  # fix nemo-rl-gke:project, or ask for roles/browser on it")]
+        return [
+            Result(
+                "project",
+                FAIL,
+                f"project {cfg.project} does not exist or you cannot see it",
+                f"gcloud projects describe {cfg.project}  # fix nemo-rl-gke:project, or ask for roles/browser on it",
+            )
+        ]
     except Exception as exc:  # e.g. no route to Google: nothing at all could be checked
-        return [Result("project", FAIL, f"could not ask for project {cfg.project}: {type(exc).__name__} ({_first_line(exc)})")]
+        return [
+            Result(
+                "project", FAIL, f"could not ask for project {cfg.project}: {type(exc).__name__} ({_first_line(exc)})"
+            )
+        ]
     ctx = Context(stack, cfg, StackContext.from_config(stack, cfg), number, clients, timeout)
     results = [Result("project", PASS, f"{cfg.project} is project number {number}")]
     try:
@@ -772,8 +951,10 @@ def run_checks(stack: str, cfg: StackConfig, clients: Clients, timeout: float = 
     for name, _, _ in CHECKS:
         results.extend(by_name[name])
     # Fixes that change the stack's config name the stack, so they are right whichever stack is selected.
-    return [replace(r, fix=r.fix.replace("pulumi config set ", f"pulumi config set --stack {stack} ")) if r.fix else r
-            for r in results]
+    return [
+        replace(r, fix=r.fix.replace("pulumi config set ", f"pulumi config set --stack {stack} ")) if r.fix else r
+        for r in results
+    ]
 
 
 # ----------------------------------------------------------------------------- output
@@ -793,8 +974,12 @@ def render_text(stack: str, cfg: StackConfig, results: list[Result]) -> str:
 
 def render_json(stack: str, cfg: StackConfig, results: list[Result]) -> str:
     return json.dumps(
-        {"stack": stack, "project": cfg.project, "ok": all(r.status != FAIL for r in results),
-         "checks": [asdict(r) for r in results]},
+        {
+            "stack": stack,
+            "project": cfg.project,
+            "ok": all(r.status != FAIL for r in results),
+            "checks": [asdict(r) for r in results],
+        },
         indent=2,
     )
 
@@ -805,14 +990,23 @@ def parser() -> argparse.ArgumentParser:
         description="Check the stack's Google Cloud project before `pulumi up` (read-only).",
     )
     p.add_argument(
-        "--stack", type=cli_args.stack_name, default=DEFAULT_STACK,
+        "--stack",
+        type=cli_args.stack_name,
+        default=DEFAULT_STACK,
         help=f"stack name (Pulumi.<stack>.yaml); default {DEFAULT_STACK}",
     )
     p.add_argument("--json", action="store_true", help="print the results as JSON")
-    p.add_argument("--leftovers", action="store_true",
-                   help="after `pulumi destroy`: list what of the stack is still in the project (exit 1 when anything is)")
-    p.add_argument("--timeout", type=cli_args.seconds(positive=True, maximum=MAX_TIMEOUT), default=DEFAULT_TIMEOUT,
-                   help=f"seconds per API call (the run ends within 4x that); default {DEFAULT_TIMEOUT:g}")
+    p.add_argument(
+        "--leftovers",
+        action="store_true",
+        help="after `pulumi destroy`: list what of the stack is still in the project (exit 1 when anything is)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=cli_args.seconds(positive=True, maximum=MAX_TIMEOUT),
+        default=DEFAULT_TIMEOUT,
+        help=f"seconds per API call (the run ends within 4x that); default {DEFAULT_TIMEOUT:g}",
+    )
     return p
 
 
@@ -822,8 +1016,12 @@ def error_json(stack: Optional[str], code: int, message: str) -> str:
     return json.dumps({"stack": stack, "ok": False, "exitCode": code, "error": message, "checks": []}, indent=2)
 
 
-def main(argv: Optional[list[str]] = None, out: Optional[TextIO] = None, err: Optional[TextIO] = None,
-         connect: Callable[[str], Clients] = connect) -> int:
+def main(
+    argv: Optional[list[str]] = None,
+    out: Optional[TextIO] = None,
+    err: Optional[TextIO] = None,
+    connect: Callable[[str], Clients] = connect,
+) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -860,8 +1058,14 @@ CLOUD_ASSET_API = "cloudasset.googleapis.com"
 """Not needed by `pulumi up`; the leftover audit searches the project through it."""
 
 
-def leftovers_main(stack: str, cfg: StackConfig, args: argparse.Namespace, out: TextIO,
-                   fail: Callable[[int, str], int], connect: Callable[[str], Clients]) -> int:
+def leftovers_main(
+    stack: str,
+    cfg: StackConfig,
+    args: argparse.Namespace,
+    out: TextIO,
+    fail: Callable[[int, str], int],
+    connect: Callable[[str], Clients],
+) -> int:
     """`--leftovers`: 0 nothing of the stack is left, 1 something is (each with its removal command),
     3 the project could not be asked (no credentials, the Cloud Asset API off, permission denied)."""
     from google.auth.exceptions import RefreshError
@@ -877,13 +1081,17 @@ def leftovers_main(stack: str, cfg: StackConfig, args: argparse.Namespace, out: 
     except RefreshError as exc:
         return fail(EXIT_NO_CREDENTIALS, NO_CREDENTIALS.format(reason=f"refused: {_first_line(exc)}"))
     except (gexc.Forbidden, gexc.PermissionDenied) as exc:
-        return fail(EXIT_NO_CREDENTIALS,
-                    f"the leftover audit could not search project {cfg.project} ({_first_line(exc)}): "
-                    f"gcloud services enable {CLOUD_ASSET_API} --project {cfg.project}, and hold "
-                    "cloudasset.assets.searchAllResources (roles/cloudasset.viewer)")
+        return fail(
+            EXIT_NO_CREDENTIALS,
+            f"the leftover audit could not search project {cfg.project} ({_first_line(exc)}): "
+            f"gcloud services enable {CLOUD_ASSET_API} --project {cfg.project}, and hold "
+            "cloudasset.assets.searchAllResources (roles/cloudasset.viewer)",
+        )
     except gexc.GoogleAPICallError as exc:
-        return fail(EXIT_NO_CREDENTIALS, f"the leftover audit could not search project {cfg.project}: "
-                                         f"{type(exc).__name__} ({_first_line(exc)})")
+        return fail(
+            EXIT_NO_CREDENTIALS,
+            f"the leftover audit could not search project {cfg.project}: {type(exc).__name__} ({_first_line(exc)})",
+        )
     out.write((leftovers.render_json if args.json else leftovers.render_text)(stack, cfg, found) + "\n")
     return EXIT_FAILED if found else EXIT_OK
 

@@ -11,13 +11,11 @@ import math
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from tools import cost
-from tools import deploy_time
-from tools import sizing
 from infra.config import ConfigError, StackConfig, namespaced, parse
 from infra.placement import FALLBACK_NOTE, RungPlan, capacity_ladder, is_ladder
 from infra.prices import price_table
 from infra.stack_context import StackContext
+from tools import cost, deploy_time, sizing
 
 LUSTRE = "gcp:lustre/instance:Instance"
 
@@ -45,8 +43,16 @@ class Ladder:
     def to_json(self) -> dict[str, Any]:
         return {
             "rungs": [
-                {"rung": r.rung, "pool": r.pool, "priceKey": r.price_key, "nodeHour": r.node_hour,
-                 "gangHour": r.gang_hour(self.nodes), "estimate": r.estimate, "quota": r.quota, "limits": r.limits}
+                {
+                    "rung": r.rung,
+                    "pool": r.pool,
+                    "priceKey": r.price_key,
+                    "nodeHour": r.node_hour,
+                    "gangHour": r.gang_hour(self.nodes),
+                    "estimate": r.estimate,
+                    "quota": r.quota,
+                    "limits": r.limits,
+                }
                 for r in self.rungs
             ],
             "nodes": self.nodes,
@@ -60,24 +66,38 @@ def ladder_plan(plan: Any, cfg: StackConfig) -> Optional[Ladder]:
     if not is_ladder(cfg):
         return None
     capacity = cfg.gpu_pool.capacity
-    return Ladder(capacity_ladder(StackContext.from_config(plan.stack, cfg), cfg), cfg.gpu_pool.node_count,
-                  capacity.max_wait_minutes, capacity.on_timeout)
+    return Ladder(
+        capacity_ladder(StackContext.from_config(plan.stack, cfg), cfg),
+        cfg.gpu_pool.node_count,
+        capacity.max_wait_minutes,
+        capacity.on_timeout,
+    )
 
 
 def render_ladder(ladder: Optional[Ladder], currency: str = "USD") -> list[str]:
     if ladder is None:
         return []
-    lines = [f"Capacity ladder ({ladder.nodes} nodes from any rungs, tried in this order by GKE's autoscaler "
-             f"through a ComputeClass; infra/compute_class.py):"]
+    lines = [
+        f"Capacity ladder ({ladder.nodes} nodes from any rungs, tried in this order by GKE's autoscaler "
+        f"through a ComputeClass; infra/compute_class.py):"
+    ]
     width = max(len(r.rung) for r in ladder.rungs)
     for i, r in enumerate(ladder.rungs, 1):
-        price = ("no price" if r.node_hour is None
-                 else f"{cost.money(r.node_hour)}/node-h, {cost.money(r.gang_hour(ladder.nodes) or 0)}/h for the gang")
+        price = (
+            "no price"
+            if r.node_hour is None
+            else f"{cost.money(r.node_hour)}/node-h, {cost.money(r.gang_hour(ladder.nodes) or 0)}/h for the gang"
+        )
         mark = " *" if r.estimate else ""
         lines.append(f"  {i}. {r.rung:{width}}  pool {r.pool}: {price}{mark}; quota {r.quota}; {r.limits}")
-    lines.append(f"  wait: the run owner waits {ladder.max_wait_minutes} min for the whole gang, then says so and "
-                 + ("scales the workers to 0 (gpuPool.capacity.onTimeout releaseWorkers)" if ladder.on_timeout == "releaseWorkers"
-                    else "keeps waiting (gpuPool.capacity.onTimeout keep)"))
+    lines.append(
+        f"  wait: the run owner waits {ladder.max_wait_minutes} min for the whole gang, then says so and "
+        + (
+            "scales the workers to 0 (gpuPool.capacity.onTimeout releaseWorkers)"
+            if ladder.on_timeout == "releaseWorkers"
+            else "keeps waiting (gpuPool.capacity.onTimeout keep)"
+        )
+    )
     lines.append(f"  per rung: {FALLBACK_NOTE}")
     lines.append("")
     return lines
@@ -100,7 +120,8 @@ def checkpoint_estimate(plan: Any, cfg: StackConfig, table: cost.PriceTable) -> 
 
     # The save period the job gets (derived from job.maxLostMinutes, not an override).
     policy = dataclasses.replace(
-        sizing.CheckpointPolicy.from_overrides([*recipe.overrides, *cfg.job.overrides], steps), save_period=save_period_for(cfg)
+        sizing.CheckpointPolicy.from_overrides([*recipe.overrides, *cfg.job.overrides], steps),
+        save_period=save_period_for(cfg),
     )
     return sizing.estimate(
         model=recipe.model,
@@ -113,7 +134,9 @@ def checkpoint_estimate(plan: Any, cfg: StackConfig, table: cost.PriceTable) -> 
     )
 
 
-def preemption_loss(cfg: StackConfig, checkpoints: Optional[sizing.CheckpointEstimate], est: cost.CostEstimate) -> Optional[dict[str, Any]]:
+def preemption_loss(
+    cfg: StackConfig, checkpoints: Optional[sizing.CheckpointEstimate], est: cost.CostEstimate
+) -> Optional[dict[str, Any]]:
     """What a preemption throws away at the job's `checkpointing.save_period` (the one the job and the
     watcher get, `infra.run_plan.save_period_for`) and the recipe's step time: a preemption at a random
     moment loses on average half a save cycle of training, at worst a whole cycle and the save in flight;
@@ -145,11 +168,19 @@ def render_preemption(loss: Optional[dict[str, Any]], currency: str = "USD") -> 
     budget = loss["budgetUsd"]
     job = "" if loss["jobUsd"] is None else f"; the whole job is expected to cost {currency} {loss['jobUsd']:,.2f}"
     return [
-        f"  save period           {loss['savePeriod']} step(s) at ~{loss['stepMinutes']:g} min/step (checkpointing.save_period)",
-        f"  loss per preemption   ~{loss['expectedLossMinutes']:g} min of training expected, at worst ~{loss['worstLossMinutes']:g} min "
+        f"  save period           {loss['savePeriod']} step(s) at ~{loss['stepMinutes']:g} min/step "
+        "(checkpointing.save_period)",
+        f"  loss per preemption   ~{loss['expectedLossMinutes']:g} min of training expected, at worst "
+        f"~{loss['worstLossMinutes']:g} min "
         f"(a whole save cycle and the save in flight); ~{currency} {loss['expectedLossUsd']:,.2f} of GPU time expected",
-        "  budget                " + (f"job.budgetUsd {currency} {budget:,.2f}: the watcher warns at 80 %, stops after the next "
-                                      "checkpoint at 100 %" if budget is not None else "none (job.budgetUsd)") + job,
+        "  budget                "
+        + (
+            f"job.budgetUsd {currency} {budget:,.2f}: the watcher warns at 80 %, stops after the next "
+            "checkpoint at 100 %"
+            if budget is not None
+            else "none (job.budgetUsd)"
+        )
+        + job,
     ]
 
 
@@ -180,9 +211,11 @@ def render_worker_fit(fit: Optional[dict[str, Any]]) -> list[str]:
         return []
     return [
         f"Ray worker pod on each {fit['machineType']} node (requests = limits, GKE's published reservations):",
-        f"  requests  {fit['cpu']} CPU / {fit['memoryGib']:,} GiB (/dev/shm up to {fit['shmGib']} GiB counts within it)",
+        f"  requests  {fit['cpu']} CPU / {fit['memoryGib']:,} GiB (/dev/shm up to {fit['shmGib']} GiB counts "
+        "within it)",
         f"  of        ~{fit['allocatableCpu']:g} CPU / ~{fit['allocatableMemoryGib']:,.1f} GiB allocatable",
-        f"  headroom  {fit['headroomCpu']:g} CPU / {fit['headroomMemoryGib']:,.1f} GiB for GKE's DaemonSets and system pods "
+        f"  headroom  {fit['headroomCpu']:g} CPU / {fit['headroomMemoryGib']:,.1f} GiB for GKE's DaemonSets and "
+        "system pods "
         "(their real share shows on a node: `kubectl describe node`); ray.workerCpu / ray.workerMemoryGib change it",
         "",
     ]
@@ -243,7 +276,8 @@ def first_run_json(est: Estimates, plan: Any) -> dict[str, Any]:
             "spot": money(run.total("spot", est.cost.spot_per_hour)),
             "onDemand": money(run.total("onDemand", est.cost.on_demand_per_hour)),
         },
-        "basis": "the deploy's hours before the job (each item billed from its resource's typical readiness) plus the job's",
+        "basis": "the deploy's hours before the job (each item billed from its resource's typical readiness) plus "
+        "the job's",
     }
 
 
@@ -272,10 +306,12 @@ def render_checkpoints(est: Optional[sizing.CheckpointEstimate], current_monthly
     lines = [
         f"Checkpoints ({est.model}, {est.params / 1e9:g}B parameters, Adam mixed precision "
         f"{sizing.BYTES_PER_PARAM_CHECKPOINT} B/param):",
-        f"  one checkpoint        {sizing.format_bytes(est.checkpoint_bytes)}  (bf16 HF export {sizing.format_bytes(est.hf_export_bytes)})",
+        f"  one checkpoint        {sizing.format_bytes(est.checkpoint_bytes)}  (bf16 HF export "
+        f"{sizing.format_bytes(est.hf_export_bytes)})",
         f"  write to Lustre       {est.write_seconds:.1f} s at {est.throughput_mb_s:,.0f} MB/s "
         f"({est.capacity_gib} GiB x {est.tier} MB/s/TiB; target {est.target_seconds} s)",
-        f"  capacity needed       {est.required_gib:,} GiB for {policy.kept_checkpoints + 1} checkpoints on disk + HF cache "
+        f"  capacity needed       {est.required_gib:,} GiB for {policy.kept_checkpoints + 1} checkpoints on disk + "
+        "HF cache "
         f"{sizing.format_bytes(est.hf_cache_bytes)}, +{round((sizing.HEADROOM - 1) * 100)}% headroom; "
         f"the instance has {est.capacity_gib:,} GiB",
         f"                        = {policy.kept_checkpoints} kept (keep_top_k {keep}, {policy.keep_top_k_source}; "
@@ -291,8 +327,10 @@ def render_checkpoints(est: Optional[sizing.CheckpointEstimate], current_monthly
             current = "" if current_monthly is None else f"the stack's costs {cost.money(current_monthly)}/month; "
             verdict = f"{current}the tier cannot change after creation"
         lines.append(
-            f"  smallest valid Lustre {s.capacity_gib:,} GiB at {s.tier} MB/s/TiB, the cheapest that holds it and writes "
-            f"within the target ({sizing.checkpoint_write_seconds(est.checkpoint_bytes, s.capacity_gib, s.tier):.1f} s per "
+            f"  smallest valid Lustre {s.capacity_gib:,} GiB at {s.tier} MB/s/TiB, the cheapest that holds it and "
+            "writes "
+            f"within the target ({sizing.checkpoint_write_seconds(est.checkpoint_bytes, s.capacity_gib, s.tier):.1f} "
+            "s per "
             f"checkpoint{price}; {verdict})"
         )
     else:
@@ -337,7 +375,8 @@ def render(est: Estimates, plan: Any = None) -> list[str]:
             lines += [
                 "",
                 f"First run (the first `pulumi up`, ~{run.deploy_minutes:.0f} min, then the job, {run.job_hours:g} h): "
-                f"{cost.money(spot)} with spot GPUs, {cost.money(on_demand)} on-demand; of it {cost.money(run.before_job['spot'])} "
+                f"{cost.money(spot)} with spot GPUs, {cost.money(on_demand)} on-demand; of it "
+                f"{cost.money(run.before_job['spot'])} "
                 "(spot) before the job starts, the GPU nodes billed from their pool's readiness (a lower bound)",
             ]
     return lines

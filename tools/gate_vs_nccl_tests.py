@@ -119,9 +119,15 @@ def torch_nccl() -> dict[str, Any]:
     loaded = sorted({line.split()[-1] for line in maps if "libnccl.so" in line})
     if loaded and os.path.realpath(loaded[0]) != os.path.realpath(lib):
         raise Fault(f"torch loaded {loaded[0]}, not the nvidia-nccl wheel's {lib}")
-    return {"home": home, "lib": lib, "version": f"{major}.{minor}.{patch}", "torch": torch.__version__,
-            "capability": torch.cuda.get_device_capability(0), "device_count": torch.cuda.device_count(),
-            "device_name": torch.cuda.get_device_name(0)}
+    return {
+        "home": home,
+        "lib": lib,
+        "version": f"{major}.{minor}.{patch}",
+        "torch": torch.__version__,
+        "capability": torch.cuda.get_device_capability(0),
+        "device_count": torch.cuda.device_count(),
+        "device_name": torch.cuda.get_device_name(0),
+    }
 
 
 def cuda_home(given: Optional[str]) -> Path:
@@ -152,8 +158,17 @@ def build_all_gather_perf(checkout: Path, nccl: dict[str, Any], cuda: Path, log:
     for stale in [binary, *build.glob("*.o")]:
         stale.unlink(missing_ok=True)
     major, minor = nccl["capability"]
-    cmd = ["make", "-C", str(checkout / "src"), f"-j{os.cpu_count() or 4}", "MPI=0", f"NCCL_HOME={home}",
-           f"CUDA_HOME={cuda}", f"BUILDDIR={build}", str(binary)]
+    cmd = [
+        "make",
+        "-C",
+        str(checkout / "src"),
+        f"-j{os.cpu_count() or 4}",
+        "MPI=0",
+        f"NCCL_HOME={home}",
+        f"CUDA_HOME={cuda}",
+        f"BUILDDIR={build}",
+        str(binary),
+    ]
     if "NVCC_GENCODE" not in os.environ:  # this GPU's architecture only: minutes less to compile
         cmd.append(f"NVCC_GENCODE=-gencode=arch=compute_{major}{minor},code=sm_{major}{minor}")
     print("building: " + " ".join(cmd), flush=True)
@@ -195,11 +210,18 @@ def run_gate_ranks(plan: gate.GatePlan, logs: Path, timeout_s: float) -> dict[st
     # The driver's verdicts on what the processes reported (gate.run does the same after ray.get).
     checks = [gate.check_gpus(plan, ranks, 1), gate._fabric_from(plan, [result], ranks, nodes_found=1)]
     full = "\n".join(p.read_text(errors="replace") for p in sorted(logs.glob("nccl.*.log")))
-    return {"ranks": ranks, "checks": checks, "kept_log": result["nccl_log"], "full_log": full,
-            "seconds": time.monotonic() - start}
+    return {
+        "ranks": ranks,
+        "checks": checks,
+        "kept_log": result["nccl_log"],
+        "full_log": full,
+        "seconds": time.monotonic() - start,
+    }
 
 
-def run_nccl_tests(binary: Path, nccl: dict[str, Any], world: int, size: int, settings: dict[str, int], logs: Path, timeout_s: float) -> dict[str, Any]:
+def run_nccl_tests(
+    binary: Path, nccl: dict[str, Any], world: int, size: int, settings: dict[str, int], logs: Path, timeout_s: float
+) -> dict[str, Any]:
     logs.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
     env.update(
@@ -211,8 +233,25 @@ def run_nccl_tests(binary: Path, nccl: dict[str, Any], world: int, size: int, se
     )
     # -b/-e: nccl-tests' size for all_gather is the gathered output, as the gate's message_bytes;
     # -c 1 checks the data after timing, as the gate does; float, as the gate's tensors.
-    cmd = [str(binary), "-b", str(size), "-e", str(size), "-f", "2", "-g", str(world), "-d", "float",
-           "-w", str(settings["warmup_iters"]), "-n", str(settings["iters"]), "-c", "1"]
+    cmd = [
+        str(binary),
+        "-b",
+        str(size),
+        "-e",
+        str(size),
+        "-f",
+        "2",
+        "-g",
+        str(world),
+        "-d",
+        "float",
+        "-w",
+        str(settings["warmup_iters"]),
+        "-n",
+        str(settings["iters"]),
+        "-c",
+        "1",
+    ]
     print("running: " + " ".join(cmd), flush=True)
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout_s)
     (logs / "all_gather_perf.out").write_text(done.stdout + done.stderr)
@@ -220,7 +259,12 @@ def run_nccl_tests(binary: Path, nccl: dict[str, Any], world: int, size: int, se
         tail = (done.stdout + done.stderr).strip().splitlines()[-1:] or ["no output"]
         raise Fault(f"all_gather_perf exit {done.returncode}: {tail[0][:300]}")
     full = "\n".join(p.read_text(errors="replace") for p in sorted(logs.glob("nccl-tests.*.log")))
-    return {**parse_nccl_tests(done.stdout, size), "versions": nccl_tests_versions(done.stdout), "full_log": full, "stdout": done.stdout}
+    return {
+        **parse_nccl_tests(done.stdout, size),
+        "versions": nccl_tests_versions(done.stdout),
+        "full_log": full,
+        "stdout": done.stdout,
+    }
 
 
 # ------------------------------------------------------------------------------------ main
@@ -238,7 +282,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = ap.parse_args(argv)
     checkout = Path(args.nccl_tests).resolve()
     if not (checkout / "src" / "all_gather.cu").exists():
-        print(f"nccl_tests: {checkout} is not an nccl-tests checkout (no src/all_gather.cu); clone NVIDIA/nccl-tests at {PINNED_TAG}", file=sys.stderr)
+        print(
+            f"nccl_tests: {checkout} is not an nccl-tests checkout (no src/all_gather.cu); clone NVIDIA/nccl-tests "
+            f"at {PINNED_TAG}",
+            file=sys.stderr,
+        )
         return 2
     if args.gpus < 0:
         print("--gpus: a number of GPUs, 1 or more (0: all)", file=sys.stderr)
@@ -259,15 +307,29 @@ def _measure(args: argparse.Namespace, checkout: Path) -> int:
     out = Path(args.out or tempfile.mkdtemp(prefix="gate-vs-nccl-tests-")).resolve()
     out.mkdir(parents=True, exist_ok=True)
     settings = fabric_settings()
-    print(f"machine: {socket.gethostname()}, {world} x {nccl['device_name']}; torch {nccl['torch']}, NCCL {nccl['version']} ({nccl['lib']})", flush=True)
+    print(
+        f"machine: {socket.gethostname()}, {world} x {nccl['device_name']}; torch {nccl['torch']}, NCCL "
+        f"{nccl['version']} ({nccl['lib']})",
+        flush=True,
+    )
     binary = build_all_gather_perf(checkout, nccl, cuda_home(args.cuda_home), out / "build.log")
 
     plan = gate.GatePlan(
-        node_count=1, gpus_per_node=world, gpu_name=args.gpu_name or nccl["device_name"].split()[-1],
-        busbw_floor_gbps=0.0, busbw_source="tools/gate_vs_nccl_tests.py: measured, not enforced",
-        mount_path=str(out), storage_expected_gbps=0.0, storage_floor_gbps=0.0, storage_source="not measured",
-        storage_bytes_per_node=0, expect_net=args.expect_net or None, collective="all_gather",
-        message_bytes=settings["message_bytes"], warmup_iters=settings["warmup_iters"], iters=settings["iters"],
+        node_count=1,
+        gpus_per_node=world,
+        gpu_name=args.gpu_name or nccl["device_name"].split()[-1],
+        busbw_floor_gbps=0.0,
+        busbw_source="tools/gate_vs_nccl_tests.py: measured, not enforced",
+        mount_path=str(out),
+        storage_expected_gbps=0.0,
+        storage_floor_gbps=0.0,
+        storage_source="not measured",
+        storage_bytes_per_node=0,
+        expect_net=args.expect_net or None,
+        collective="all_gather",
+        message_bytes=settings["message_bytes"],
+        warmup_iters=settings["warmup_iters"],
+        iters=settings["iters"],
         python=sys.executable,
     )
     g = run_gate_ranks(plan, out / "gate", args.timeout)
@@ -284,22 +346,51 @@ def _measure(args: argparse.Namespace, checkout: Path) -> int:
     tests_versions = sorted(gate.parse_nccl_log(t["full_log"]).versions)
     tests_net = sorted(gate.parse_nccl_log(t["full_log"]).networks)
     summary = {
-        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "host": socket.gethostname(), "gpus": world,
-        "device": nccl["device_name"], "torch": nccl["torch"], "nccl_lib": str(nccl["lib"]),
-        "nccl_gate_log": gate_versions, "nccl_tests_log": tests_versions, "nccl_tests": t["versions"],
-        "collective": "all_gather", "size_bytes": size, **settings,
-        "gate": {"seconds_per_op": slowest["seconds_per_op"], "algbw_gbps": slowest["algbw_gbps"], "busbw_gbps": slowest["busbw_gbps"],
-                 "checks": {c.name: {"ok": c.ok, "summary": c.summary} for c in g["checks"]}},
-        "nccl_tests_run": {"time_us": t["time_us"], "algbw_gbps": t["algbw"], "busbw_gbps": t["busbw"], "network": tests_net},
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "host": socket.gethostname(),
+        "gpus": world,
+        "device": nccl["device_name"],
+        "torch": nccl["torch"],
+        "nccl_lib": str(nccl["lib"]),
+        "nccl_gate_log": gate_versions,
+        "nccl_tests_log": tests_versions,
+        "nccl_tests": t["versions"],
+        "collective": "all_gather",
+        "size_bytes": size,
+        **settings,
+        "gate": {
+            "seconds_per_op": slowest["seconds_per_op"],
+            "algbw_gbps": slowest["algbw_gbps"],
+            "busbw_gbps": slowest["busbw_gbps"],
+            "checks": {c.name: {"ok": c.ok, "summary": c.summary} for c in g["checks"]},
+        },
+        "nccl_tests_run": {
+            "time_us": t["time_us"],
+            "algbw_gbps": t["algbw"],
+            "busbw_gbps": t["busbw"],
+            "network": tests_net,
+        },
     }
     summary["ratio_busbw"] = slowest["busbw_gbps"] / t["busbw"] if world > 1 and t["busbw"] else None
     summary["ratio_algbw"] = slowest["algbw_gbps"] / t["algbw"] if t["algbw"] else None
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
 
-    print(f"NCCL in the logs: gate {', '.join(gate_versions) or 'none'}; all_gather_perf {', '.join(tests_versions) or 'none'}; {t['versions'] or 'nccl-tests version not printed'}")
-    print(f"all_gather of {size} bytes on {world} GPU(s), {settings['warmup_iters']} warm-up + {settings['iters']} timed iterations:")
-    print(f"  gate (torch.distributed, {world} process(es), NCCL): {slowest['seconds_per_op'] * 1e6:.1f} us  algbw {slowest['algbw_gbps']:.2f} GB/s  busbw {slowest['busbw_gbps']:.2f} GB/s")
-    print(f"  nccl-tests all_gather_perf (1 process, -g {world}): {t['time_us']:.1f} us  algbw {t['algbw']:.2f} GB/s  busbw {t['busbw']:.2f} GB/s")
+    print(
+        f"NCCL in the logs: gate {', '.join(gate_versions) or 'none'}; all_gather_perf "
+        f"{', '.join(tests_versions) or 'none'}; {t['versions'] or 'nccl-tests version not printed'}"
+    )
+    print(
+        f"all_gather of {size} bytes on {world} GPU(s), {settings['warmup_iters']} warm-up + {settings['iters']} "
+        "timed iterations:"
+    )
+    print(
+        f"  gate (torch.distributed, {world} process(es), NCCL): {slowest['seconds_per_op'] * 1e6:.1f} us  algbw "
+        f"{slowest['algbw_gbps']:.2f} GB/s  busbw {slowest['busbw_gbps']:.2f} GB/s"
+    )
+    print(
+        f"  nccl-tests all_gather_perf (1 process, -g {world}): {t['time_us']:.1f} us  algbw {t['algbw']:.2f} GB/s  "
+        f"busbw {t['busbw']:.2f} GB/s"
+    )
     print("  " + ratio_line(slowest["busbw_gbps"], t["busbw"], world))
     if summary["ratio_algbw"] is not None:
         print(f"  ratio gate/nccl-tests algbw: {summary['ratio_algbw']:.3f}")

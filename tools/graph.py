@@ -72,7 +72,10 @@ def build(plan: Any) -> Graph:
     for r in plan.resources:
         if not r.custom:
             clusters[r.urn] = Cluster(
-                _ident("c_", r.name), r.urn, f"{r.name} · {r.type.rsplit(':', 1)[-1]}", r.parent if r.parent in urns else ""
+                _ident("c_", r.name),
+                r.urn,
+                f"{r.name} · {r.type.rsplit(':', 1)[-1]}",
+                r.parent if r.parent in urns else "",
             )
 
     groups: dict[tuple[str, str, str], list[Any]] = defaultdict(list)

@@ -30,9 +30,9 @@ from dataclasses import asdict, dataclass
 from typing import Any, Iterable, Optional
 
 from infra.config import PROJECT, StackConfig
-from infra.network import DEFAULT_NETWORK, SERVICE_NETWORKING
 from infra.naming import Limit
 from infra.naming import labels as stack_labels
+from infra.network import DEFAULT_NETWORK, SERVICE_NETWORKING
 from infra.stack_context import StackContext
 from infra.storage import artifact_bucket_name
 
@@ -45,29 +45,44 @@ PEERING = "servicenetworking.googleapis.com/Peering"
 # name, `{location}` its zone or region, `{project}` the project, `{cluster}` a node pool's cluster.
 COMMANDS: dict[str, str] = {
     "lustre.googleapis.com/Instance": "gcloud lustre instances delete {name} --location {location} --project {project}",
-    "container.googleapis.com/Cluster": "gcloud container clusters delete {name} --location {location} --project {project}",
-    "container.googleapis.com/NodePool": "gcloud container node-pools delete {name} --cluster {cluster} --location {location} --project {project}",
+    "container.googleapis.com/Cluster": "gcloud container clusters delete {name} --location {location} --project "
+    "{project}",
+    "container.googleapis.com/NodePool": "gcloud container node-pools delete {name} --cluster {cluster} --location "
+    "{location} --project {project}",
     "compute.googleapis.com/Instance": "gcloud compute instances delete {name} --zone {location} --project {project}",
-    "compute.googleapis.com/InstanceGroupManager": "gcloud compute instance-groups managed delete {name} {scope} --project {project}",
-    "compute.googleapis.com/ForwardingRule": "gcloud compute forwarding-rules delete {name} --region {location} --project {project}",
-    "compute.googleapis.com/GlobalForwardingRule": "gcloud compute forwarding-rules delete {name} --global --project {project}",
-    "compute.googleapis.com/TargetPool": "gcloud compute target-pools delete {name} --region {location} --project {project}",
-    "compute.googleapis.com/BackendService": "gcloud compute backend-services delete {name} {scope} --project {project}",
-    "compute.googleapis.com/RegionBackendService": "gcloud compute backend-services delete {name} --region {location} --project {project}",
+    "compute.googleapis.com/InstanceGroupManager": "gcloud compute instance-groups managed delete {name} {scope} "
+    "--project {project}",
+    "compute.googleapis.com/ForwardingRule": "gcloud compute forwarding-rules delete {name} --region {location} "
+    "--project {project}",
+    "compute.googleapis.com/GlobalForwardingRule": "gcloud compute forwarding-rules delete {name} --global --project "
+    "{project}",
+    "compute.googleapis.com/TargetPool": "gcloud compute target-pools delete {name} --region {location} --project "
+    "{project}",
+    "compute.googleapis.com/BackendService": "gcloud compute backend-services delete {name} {scope} --project "
+    "{project}",
+    "compute.googleapis.com/RegionBackendService": "gcloud compute backend-services delete {name} --region "
+    "{location} --project {project}",
     "compute.googleapis.com/HealthCheck": "gcloud compute health-checks delete {name} {scope} --project {project}",
-    "compute.googleapis.com/NetworkEndpointGroup": "gcloud compute network-endpoint-groups delete {name} {scope} --project {project}",
-    "compute.googleapis.com/InstanceTemplate": "gcloud compute instance-templates delete {name} {scope} --project {project}",
+    "compute.googleapis.com/NetworkEndpointGroup": "gcloud compute network-endpoint-groups delete {name} {scope} "
+    "--project {project}",
+    "compute.googleapis.com/InstanceTemplate": "gcloud compute instance-templates delete {name} {scope} --project "
+    "{project}",
     "compute.googleapis.com/Disk": "gcloud compute disks delete {name} {scope} --project {project}",
     "compute.googleapis.com/RegionDisk": "gcloud compute disks delete {name} --region {location} --project {project}",
-    "storage.googleapis.com/Bucket": "gcloud storage rm --recursive gs://{name}  # deletes its objects too: copy what you keep first",
-    PEERING: (f"gcloud services vpc-peerings delete --service={SERVICE_NETWORKING} --network={{name}} --project {{project}}"
-              "  # or: gcloud compute networks peerings delete servicenetworking-googleapis-com --network={name}"),
+    "storage.googleapis.com/Bucket": "gcloud storage rm --recursive gs://{name}  # deletes its objects too: copy "
+    "what you keep first",
+    PEERING: (
+        f"gcloud services vpc-peerings delete --service={SERVICE_NETWORKING} --network={{name}} --project {{project}}"
+        "  # or: gcloud compute networks peerings delete servicenetworking-googleapis-com --network={name}"
+    ),
     "compute.googleapis.com/GlobalAddress": "gcloud compute addresses delete {name} --global --project {project}",
     "compute.googleapis.com/Address": "gcloud compute addresses delete {name} --region {location} --project {project}",
-    "compute.googleapis.com/Router": "gcloud compute routers delete {name} --region {location} --project {project}  # its NAT with it",
+    "compute.googleapis.com/Router": "gcloud compute routers delete {name} --region {location} --project {project}  "
+    "# its NAT with it",
     "compute.googleapis.com/Route": "gcloud compute routes delete {name} --project {project}",
     "compute.googleapis.com/Firewall": "gcloud compute firewall-rules delete {name} --project {project}",
-    "compute.googleapis.com/Subnetwork": "gcloud compute networks subnets delete {name} --region {location} --project {project}",
+    "compute.googleapis.com/Subnetwork": "gcloud compute networks subnets delete {name} --region {location} "
+    "--project {project}",
     "compute.googleapis.com/Network": "gcloud compute networks delete {name} --project {project}",
     "iam.googleapis.com/ServiceAccount": "gcloud iam service-accounts delete {name} --project {project}",
 }
@@ -153,8 +168,13 @@ def _cluster_of(full_name: str) -> str:
 
 def _leftover(result: Any, why: str, project: str) -> Leftover:
     name, location = _short_name(result), result.location
-    return Leftover(result.asset_type, name, location, why,
-                    removal_command(result.asset_type, name, location, project, _cluster_of(result.name)))
+    return Leftover(
+        result.asset_type,
+        name,
+        location,
+        why,
+        removal_command(result.asset_type, name, location, project, _cluster_of(result.name)),
+    )
 
 
 def search(assets: Any, project: str, timeout: float) -> Iterable[Any]:
@@ -177,12 +197,17 @@ def peering_leftover(networks: Any, cfg: StackConfig, marks: Marks, timeout: flo
     peering = SERVICE_NETWORKING.replace(".", "-")
     if not any(p.name == peering for p in network.peerings):
         return None
-    why = "on the default VPC (the stack's if none was there before it)" if cfg.network.use_default_network else "on the stack's VPC"
+    why = (
+        "on the default VPC (the stack's if none was there before it)"
+        if cfg.network.use_default_network
+        else "on the stack's VPC"
+    )
     return Leftover(PEERING, vpc, "global", why, removal_command(PEERING, vpc, "global", marks.project))
 
 
-def audit(stack: str, cfg: StackConfig, assets: Any, networks: Any, timeout: float,
-          other_stacks: Iterable[str] = ()) -> list[Leftover]:
+def audit(
+    stack: str, cfg: StackConfig, assets: Any, networks: Any, timeout: float, other_stacks: Iterable[str] = ()
+) -> list[Leftover]:
     """The stack's resources still in the project, in the order to remove them."""
     marks = Marks.of(stack, cfg, other_stacks)
     found: dict[str, Leftover] = {}
@@ -200,7 +225,10 @@ def audit(stack: str, cfg: StackConfig, assets: Any, networks: Any, timeout: flo
 def render_text(stack: str, cfg: StackConfig, leftovers: list[Leftover]) -> str:
     if not leftovers:
         return f"leftovers: stack {stack}, project {cfg.project}: nothing of the stack is left"
-    lines = [f"leftovers: stack {stack}, project {cfg.project}: {len(leftovers)} resource(s) remain, in the order to remove them"]
+    lines = [
+        f"leftovers: stack {stack}, project {cfg.project}: {len(leftovers)} resource(s) remain, in the order to "
+        "remove them"
+    ]
     for left in leftovers:
         where = f" ({left.location})" if left.location and left.location != "global" else ""
         lines.append(f"  {left.asset_type} {left.name}{where}: by {left.why}")
@@ -210,5 +238,12 @@ def render_text(stack: str, cfg: StackConfig, leftovers: list[Leftover]) -> str:
 
 
 def render_json(stack: str, cfg: StackConfig, leftovers: list[Leftover]) -> str:
-    return json.dumps({"stack": stack, "project": cfg.project, "clean": not leftovers,
-                       "leftovers": [asdict(left) for left in leftovers]}, indent=2)
+    return json.dumps(
+        {
+            "stack": stack,
+            "project": cfg.project,
+            "clean": not leftovers,
+            "leftovers": [asdict(left) for left in leftovers],
+        },
+        indent=2,
+    )

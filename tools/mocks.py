@@ -129,7 +129,9 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
             options["deletedWith"] = request.deletedWith
         if request.HasField("customTimeouts"):
             ct = request.customTimeouts
-            options["customTimeouts"] = {k: v for k, v in (("create", ct.create), ("update", ct.update), ("delete", ct.delete)) if v}
+            options["customTimeouts"] = {
+                k: v for k, v in (("create", ct.create), ("update", ct.update), ("delete", ct.delete)) if v
+            }
         if request.HasField("hooks"):
             hooks = json_format.MessageToDict(request.hooks)
             if hooks:
@@ -168,8 +170,16 @@ def _gcp_outputs(typ: str, name: str, inputs: dict[str, Any], project: str) -> d
     if typ == "gcp:compute/network:Network":
         out = {"name": cname, "selfLink": f"{base}/global/networks/{cname}", "networkId": "4242"}
     elif typ == "gcp:compute/subnetwork:Subnetwork":
-        out = {"name": cname, "selfLink": f"{base}/regions/{inputs.get('region')}/subnetworks/{cname}", "gatewayAddress": "192.0.2.1"}
-    elif typ in ("gcp:compute/firewall:Firewall", "gcp:compute/router:Router", "gcp:compute/globalAddress:GlobalAddress"):
+        out = {
+            "name": cname,
+            "selfLink": f"{base}/regions/{inputs.get('region')}/subnetworks/{cname}",
+            "gatewayAddress": "192.0.2.1",
+        }
+    elif typ in (
+        "gcp:compute/firewall:Firewall",
+        "gcp:compute/router:Router",
+        "gcp:compute/globalAddress:GlobalAddress",
+    ):
         out = {"name": cname, "selfLink": f"{base}/global/{typ.rsplit(':', 1)[-1].lower()}s/{cname}"}
     elif typ == "gcp:container/cluster:Cluster":
         out = {
@@ -186,7 +196,10 @@ def _gcp_outputs(typ: str, name: str, inputs: dict[str, Any], project: str) -> d
             region = location.rsplit("-", 1)[0] if location[-1:].isalpha() else location
             out["controlPlaneEndpointsConfig"] = {
                 **endpoints,
-                "dnsEndpointConfig": {**endpoints["dnsEndpointConfig"], "endpoint": f"{FAKE_DNS_ENDPOINT_ID}.{region}.gke.goog"},
+                "dnsEndpointConfig": {
+                    **endpoints["dnsEndpointConfig"],
+                    "endpoint": f"{FAKE_DNS_ENDPOINT_ID}.{region}.gke.goog",
+                },
             }
     elif typ == "gcp:container/nodePool:NodePool":
         out = {"name": cname}
@@ -283,5 +296,10 @@ class PlanMocks(pulumi_mocks.Mocks):
         if args.token == "gcp:organizations/getProject:getProject":
             project = args.args.get("projectId") or self.project_id
             # An empty failure list, not None: pulumi's MockMonitor.Invoke iterates it.
-            return {"projectId": project, "number": FAKE_PROJECT_NUMBER, "name": project, "id": f"projects/{project}"}, []
+            return {
+                "projectId": project,
+                "number": FAKE_PROJECT_NUMBER,
+                "name": project,
+                "id": f"projects/{project}",
+            }, []
         return {}, []

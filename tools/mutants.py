@@ -35,12 +35,12 @@ WORK = ROOT / ".mutants"
 EQUIVALENTS_DOC = ROOT / "docs" / "testing.md"
 
 DEFAULT_MODULES = (
-    "infra/config",          # the config checks: what a stack file may say
-    "infra/naming",          # name lengths and labels
-    "infra/cluster",         # cluster and node-pool settings
-    "infra/gate_plan",       # the gate's floors for a stack
+    "infra/config",  # the config checks: what a stack file may say
+    "infra/naming",  # name lengths and labels
+    "infra/cluster",  # cluster and node-pool settings
+    "infra/gate_plan",  # the gate's floors for a stack
     "workloads/acceptance_gate",  # the gate's verdicts
-    "tools/doctor",          # the doctor's checks
+    "tools/doctor",  # the doctor's checks
     "workloads/preemption",  # the restart decisions
 )
 TESTS_OF = {
@@ -87,9 +87,13 @@ def resolve(name: str) -> Target:
     elif (ROOT / name / "__init__.py").is_file():
         mutate = f"{name}/*"
     else:
-        raise UsageError(f"module {name!r}: no {name}.py or package {name}/; allowed: a module under {', '.join(SOURCE_DIRS)}")
+        raise UsageError(
+            f"module {name!r}: no {name}.py or package {name}/; allowed: a module under {', '.join(SOURCE_DIRS)}"
+        )
     if name.split("/")[0] not in SOURCE_DIRS:
-        raise UsageError(f"module {name!r}: outside the source packages; allowed: a module under {', '.join(SOURCE_DIRS)}")
+        raise UsageError(
+            f"module {name!r}: outside the source packages; allowed: a module under {', '.join(SOURCE_DIRS)}"
+        )
     tests = TESTS_OF.get(name, f"tests/test_{Path(name).name}.py")
     if not (ROOT / tests).is_file():
         raise UsageError(f"module {name!r}: no mirror test module {tests}; allowed: a module with one")
@@ -98,8 +102,12 @@ def resolve(name: str) -> Target:
 
 def tracked_files() -> list[str]:
     """The checkout as git sees it (tracked plus untracked-not-ignored), so a run sees uncommitted edits."""
-    out = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
-                         cwd=ROOT, capture_output=True, check=True).stdout
+    out = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+    ).stdout
     return [p for p in out.decode().split("\0") if p and (ROOT / p).is_file()]
 
 
@@ -155,13 +163,18 @@ def equivalents(doc: Path = EQUIVALENTS_DOC) -> dict[str, tuple[str, str]]:
 
 def mutated_line(target: Target, name: str) -> str:
     """The line a mutant changes, as `mutmut show` prints it (its `+` line, stripped)."""
-    proc = subprocess.run([sys.executable, "-m", "mutmut", "show", name], cwd=target.workdir, capture_output=True, text=True)
-    added = [l[1:].strip() for l in proc.stdout.splitlines() if l.startswith("+") and not l.startswith("+++")]
+    proc = subprocess.run(
+        [sys.executable, "-m", "mutmut", "show", name], cwd=target.workdir, capture_output=True, text=True
+    )
+    added = [
+        line[1:].strip() for line in proc.stdout.splitlines() if line.startswith("+") and not line.startswith("+++")
+    ]
     return " ".join(added)
 
 
-def summarize(target: Target, codes: dict[str, int], equivalent: dict[str, tuple[str, str]],
-              shown: Callable[[str], str]) -> tuple[str, list[str]]:
+def summarize(
+    target: Target, codes: dict[str, int], equivalent: dict[str, tuple[str, str]], shown: Callable[[str], str]
+) -> tuple[str, list[str]]:
     """The module's one line and the mutants left open. A mutant counts as equivalent only while the line
     docs/testing.md judged is still the line it changes: mutmut numbers mutants in source order, so an
     edit of the module renumbers them and an old judgement must not hide a new survivor."""
@@ -173,9 +186,12 @@ def summarize(target: Target, codes: dict[str, int], equivalent: dict[str, tuple
     other = len(codes) - killed - len(survivors) - len(untested)
     counted = killed + len(live) + len(untested)
     rate = 100.0 * killed / counted if counted else 100.0
-    line = (f"{target.name}: {rate:.1f}% killed ({killed} of {counted}; {len(codes)} mutants, "
-            f"{len(judged)} equivalent, {len(live)} survived, {len(untested)} not reached by {target.tests}"
-            + (f", {other} suspicious or segfault" if other else "") + ")")
+    line = (
+        f"{target.name}: {rate:.1f}% killed ({killed} of {counted}; {len(codes)} mutants, "
+        f"{len(judged)} equivalent, {len(live)} survived, {len(untested)} not reached by {target.tests}"
+        + (f", {other} suspicious or segfault" if other else "")
+        + ")"
+    )
     return line, live + untested
 
 
@@ -183,12 +199,19 @@ def run(target: Target, max_children: int, only: tuple[str, ...] = ()) -> tuple[
     prepare(target)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "RAY_ADDRESS")}
     started = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(max_children), *only],
-                          cwd=target.workdir, env=env, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mutmut", "run", "--max-children", str(max_children), *only],
+        cwd=target.workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     log = target.workdir / "mutmut.log"
     log.write_text(proc.stdout + proc.stderr)
     if proc.returncode != 0:
-        raise RuntimeError(f"{target.name}: mutmut failed ({proc.returncode}); its output is in {log.relative_to(ROOT)}")
+        raise RuntimeError(
+            f"{target.name}: mutmut failed ({proc.returncode}); its output is in {log.relative_to(ROOT)}"
+        )
     line, open_ = summarize(target, results(target), equivalents(), lambda name: mutated_line(target, name))
     return f"{line} in {time.monotonic() - started:.0f}s", open_
 
@@ -197,9 +220,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.mutants", description=__doc__.split("\n\n")[0])
     parser.add_argument("modules", nargs="*", help=f"default: {' '.join(DEFAULT_MODULES)}")
     parser.add_argument("--max-children", type=int, default=2, help="mutants tested at once (default 2: two cores)")
-    parser.add_argument("--only", action="append", default=[], metavar="GLOB",
-                        help="only the mutants whose names match (mutmut's globs, e.g. 'infra.cluster.x_provisioning_settings*'); "
-                             "the rate then counts those")
+    parser.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="only the mutants whose names match (mutmut's globs, e.g. 'infra.cluster.x_provisioning_settings*'); "
+        "the rate then counts those",
+    )
     args = parser.parse_args(argv)
     names = [m for arg in args.modules for m in re.split(r"[,\s]+", arg) if m] or list(DEFAULT_MODULES)
     try:
@@ -216,7 +244,9 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print(line, flush=True)
         for name in open_:
-            print(f"  survived: {name}  (cd {target.workdir.relative_to(ROOT)} && {sys.executable} -m mutmut show {name})")
+            print(
+                f"  survived: {name}  (cd {target.workdir.relative_to(ROOT)} && {sys.executable} -m mutmut show {name})"
+            )
         open_total += len(open_)
     return 0
 

@@ -54,16 +54,37 @@ def _keys_read(src: str, var: str = "data_config") -> tuple[set[str], set[str]]:
     keys: set[str] = set()
     names: set[str] = set()
     for n in ast.walk(ast.parse(src)):
-        if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id == var and isinstance(n.slice, ast.Constant):
+        if (
+            isinstance(n, ast.Subscript)
+            and isinstance(n.value, ast.Name)
+            and n.value.id == var
+            and isinstance(n.slice, ast.Constant)
+        ):
             keys.add(n.slice.value)
-        elif (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "get"
-              and isinstance(n.func.value, ast.Name) and n.func.value.id == var and n.args and isinstance(n.args[0], ast.Constant)):
+        elif (
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr == "get"
+            and isinstance(n.func.value, ast.Name)
+            and n.func.value.id == var
+            and n.args
+            and isinstance(n.args[0], ast.Constant)
+        ):
             keys.add(n.args[0].value)
-        elif (isinstance(n, ast.Compare) and isinstance(n.left, ast.Constant) and isinstance(n.left.value, str)
-              and any(isinstance(c, ast.Name) and c.id == var for c in n.comparators)):
+        elif (
+            isinstance(n, ast.Compare)
+            and isinstance(n.left, ast.Constant)
+            and isinstance(n.left.value, str)
+            and any(isinstance(c, ast.Name) and c.id == var for c in n.comparators)
+        ):
             keys.add(n.left.value)
-        elif (isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "get_extra_kwargs"
-              and len(n.args) == 2 and isinstance(n.args[1], ast.List)):
+        elif (
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Name)
+            and n.func.id == "get_extra_kwargs"
+            and len(n.args) == 2
+            and isinstance(n.args[1], ast.List)
+        ):
             keys.update(e.value for e in n.args[1].elts if isinstance(e, ast.Constant))
         elif isinstance(n, ast.Compare) and isinstance(n.left, ast.Name) and n.left.id == "dataset_name":
             names.update(c.value for c in n.comparators if isinstance(c, ast.Constant) and isinstance(c.value, str))
@@ -75,7 +96,7 @@ def _registry(src: str) -> dict[str, str]:
     for n in ast.walk(ast.parse(src)):
         if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "DATASET_REGISTRY" for t in n.targets):
             out = {}
-            for k, v in zip(n.value.keys, n.value.values):
+            for k, v in zip(n.value.keys, n.value.values, strict=True):
                 out[k.value] = v.id if isinstance(v, ast.Name) else v.args[0].id
             return out
     raise KeyError("DATASET_REGISTRY not found")
@@ -101,13 +122,22 @@ def loader_keys(git_dir: str, tag: str) -> dict[str, Any]:
             k, n = _keys_read(show(path))
             keys |= k
             names |= n
-        return {"layout": "flat", "paths": paths, "data_keys": sorted(f"data.{k}" for k in keys), "dataset_names": sorted(names)}
+        return {
+            "layout": "flat",
+            "paths": paths,
+            "data_keys": sorted(f"data.{k}" for k in keys),
+            "dataset_names": sorted(names),
+        }
     reg_path = "nemo_rl/data/datasets/response_datasets/__init__.py"
     reg_src = show(reg_path)
     registry = _registry(reg_src)
     modules = {}
     for n in ast.walk(ast.parse(reg_src)):
-        if isinstance(n, ast.ImportFrom) and n.module and n.module.startswith("nemo_rl.data.datasets.response_datasets."):
+        if (
+            isinstance(n, ast.ImportFrom)
+            and n.module
+            and n.module.startswith("nemo_rl.data.datasets.response_datasets.")
+        ):
             for alias in n.names:
                 modules[alias.name] = n.module.replace(".", "/") + ".py"
     per_dataset = set(_typeddict_keys(show(init), "ResponseDatasetConfig"))
@@ -146,7 +176,8 @@ def config_keys(git_dir: str, tag: str, files: tuple[str, ...] = CONFIG_FILES) -
     with tempfile.TemporaryDirectory() as tmp:
         archive = subprocess.run(
             ["git", "--git-dir", git_dir, "archive", tag, "examples/configs", "nemo_rl/utils/config.py"],
-            capture_output=True, check=True,
+            capture_output=True,
+            check=True,
         ).stdout
         subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
         spec = importlib.util.spec_from_file_location("_nemo_rl_config", f"{tmp}/nemo_rl/utils/config.py")
@@ -165,7 +196,12 @@ def config_keys(git_dir: str, tag: str, files: tuple[str, ...] = CONFIG_FILES) -
 def reference(git_dir: str, tag: str) -> dict[str, Any]:
     commit = _git(git_dir, "rev-parse", f"{tag}^{{commit}}").strip()
     return {
-        "source": {"repo": "NVIDIA-NeMo/RL", "tag": tag, "commit": commit, "generated_by": "python -m tools.nemo_rl_reference"},
+        "source": {
+            "repo": "NVIDIA-NeMo/RL",
+            "tag": tag,
+            "commit": commit,
+            "generated_by": "python -m tools.nemo_rl_reference",
+        },
         "loader": loader_keys(git_dir, tag),
         "configs": config_keys(git_dir, tag),
     }

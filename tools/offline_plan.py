@@ -246,10 +246,14 @@ def summary(plan: Plan) -> dict[str, Any]:
     counts = collections.Counter(r.type for r in plan.resources)
     from tools.cost import gang_nodes
 
-    gpu_pools = [p for p in plan.by_type("gcp:container/nodePool:NodePool")
-                 if (p.inputs.get("nodeConfig") or {}).get("guestAccelerators")]
-    per_node = max((sum(int(a.get("count", 0)) for a in p.inputs["nodeConfig"]["guestAccelerators"]) for p in gpu_pools),
-                   default=0)
+    gpu_pools = [
+        p
+        for p in plan.by_type("gcp:container/nodePool:NodePool")
+        if (p.inputs.get("nodeConfig") or {}).get("guestAccelerators")
+    ]
+    per_node = max(
+        (sum(int(a.get("count", 0)) for a in p.inputs["nodeConfig"]["guestAccelerators"]) for p in gpu_pools), default=0
+    )
     gpu_nodes = gang_nodes(gpu_pools)  # the ladder's pools share one gang
     gpus = gpu_nodes * per_node
     from tools.autopilot_plan import summary_counts
@@ -257,7 +261,12 @@ def summary(plan: Plan) -> dict[str, Any]:
     autopilot = summary_counts(plan)  # Autopilot: no pools; the GPU pods each take a whole node
     if autopilot is not None:
         gpu_nodes, gpus = autopilot
-    return {"resources": len(plan.resources), "byType": dict(sorted(counts.items())), "gpuNodes": gpu_nodes, "gpus": gpus}
+    return {
+        "resources": len(plan.resources),
+        "byType": dict(sorted(counts.items())),
+        "gpuNodes": gpu_nodes,
+        "gpus": gpus,
+    }
 
 
 def render_tree(plan: Plan) -> str:
@@ -384,20 +393,37 @@ def _output_dir(text: str) -> Path:
 def main(argv: Optional[list[str]] = None) -> int:
     parser = cli_args.OneLineParser(prog="python -m infra.plan", description="Show what a stack would build, offline.")
     parser.add_argument(
-        "--stack", type=cli_args.stack_name, default=DEFAULT_STACK, help=f"stack name (Pulumi.<stack>.yaml); default {DEFAULT_STACK}"
+        "--stack",
+        type=cli_args.stack_name,
+        default=DEFAULT_STACK,
+        help=f"stack name (Pulumi.<stack>.yaml); default {DEFAULT_STACK}",
     )
-    parser.add_argument("--config-file", type=Path, metavar="PATH", help="read the stack config from PATH (as `pulumi up --config-file`)")
     parser.add_argument(
-        "--assume-secrets", action="store_true", help="plan as if the secrets the stack's job needs were set (placeholders)"
+        "--config-file",
+        type=Path,
+        metavar="PATH",
+        help="read the stack config from PATH (as `pulumi up --config-file`)",
+    )
+    parser.add_argument(
+        "--assume-secrets",
+        action="store_true",
+        help="plan as if the secrets the stack's job needs were set (placeholders)",
     )
     parser.add_argument("--json", action="store_true", help="print the plan as one JSON document")
     parser.add_argument("--out", type=_output_dir, help="write Kubernetes manifests and Helm values to this directory")
     parser.add_argument(
-        "--compare", type=Path, metavar="BEFORE.json",
+        "--compare",
+        type=Path,
+        metavar="BEFORE.json",
         help="say which node pools this plan replaces against a previous --json plan (or tests/golden/<stack>.json)",
     )
     parser.add_argument(
-        "--graph", type=_output_dir, nargs="?", const=Path("."), metavar="DIR", help="write graph.mmd and graph.dot to DIR (default .)"
+        "--graph",
+        type=_output_dir,
+        nargs="?",
+        const=Path("."),
+        metavar="DIR",
+        help="write graph.mmd and graph.dot to DIR (default .)",
     )
     try:
         args = parser.parse_args(argv)
@@ -410,7 +436,9 @@ def main(argv: Optional[list[str]] = None) -> int:
             # Some forty manifests among the stack files and the code; `plan-out/` is git-ignored for them.
             problem = "is the repository root"
         if problem:
-            print(f"error: {flag} {path}: {problem}; allowed: a writable directory (created if missing)", file=sys.stderr)
+            print(
+                f"error: {flag} {path}: {problem}; allowed: a writable directory (created if missing)", file=sys.stderr
+            )
             return 2
 
     previous: Optional[dict[str, Any]] = None
@@ -421,8 +449,10 @@ def main(argv: Optional[list[str]] = None) -> int:
                 raise ValueError("no resources list")
         except (OSError, ValueError) as err:
             detail = err.strerror if isinstance(err, OSError) and err.strerror else str(err).splitlines()[0]
-            print(f"error: --compare {args.compare}: {detail}; allowed: a plan document of `python -m infra.plan --json`",
-                  file=sys.stderr)
+            print(
+                f"error: --compare {args.compare}: {detail}; allowed: a plan document of `python -m infra.plan --json`",
+                file=sys.stderr,
+            )
             return 2
 
     from infra.config import ConfigError, MissingSecretError
@@ -435,8 +465,11 @@ def main(argv: Optional[list[str]] = None) -> int:
             config, secret_keys = with_required_secrets(args.stack, config, secret_keys)
             for key in sorted(set(secret_keys) - before):
                 # Said on stderr, so a --json document stays clean: this plan shows more than `pulumi up` would run.
-                print(f"note: {key}: not set; planned as if it were (--assume-secrets), `pulumi up` refuses until "
-                      f"`pulumi config set --secret {key.split(':', 1)[1]} ...`", file=sys.stderr)
+                print(
+                    f"note: {key}: not set; planned as if it were (--assume-secrets), `pulumi up` refuses until "
+                    f"`pulumi config set --secret {key.split(':', 1)[1]} ...`",
+                    file=sys.stderr,
+                )
         # Everything the program checks first, checked here before it runs: a refusal costs no mock run.
         validate_flat(args.stack, config, secret_keys)
         plan = run_program(args.stack, config, secret_keys)

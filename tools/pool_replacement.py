@@ -8,8 +8,8 @@ google-beta/services/container/resource_container_node_pool.go (pool fields) and
 (`schemaNodeConfig`) at 3dc173a3 (v7.45.0, the submodule of pulumi/pulumi-gcp's main; the exact
 upstream of pulumi-gcp 10.2.0 was not in the mirror, and these fields have been ForceNew for years).
 
-How Terraform's SDK applies ForceNew (hashicorp/terraform-plugin-sdk helper/schema/schema.go `diffList` at 9e601691): on a
-block it forces replacement only when the block appears or goes (its item count); a nested field
+How Terraform's SDK applies ForceNew (hashicorp/terraform-plugin-sdk helper/schema/schema.go `diffList` at
+9e601691): on a block it forces replacement only when the block appears or goes (its item count); a nested field
 forces it only if that field is ForceNew itself. Hence two kinds of entry:
 - SUBTREE: the field, or a block whose every nested field is ForceNew: any change replaces;
 - PRESENCE: a ForceNew block with in-place nested fields (`placementPolicy`: only `type`, which we
@@ -102,10 +102,17 @@ CONFIG_KEYS: dict[str, tuple[str, ...]] = {
 """The stack config keys that set each ForceNew input this program sets (the others it sets, scopes
 and Shielded VM settings, are fixed by the program)."""
 
-GPU_POOL_TOGGLES = ("nodeConfig.spot", "nodeConfig.flexStart", "nodeConfig.reservationAffinity", "placementPolicy",
-                    "queuedProvisioning", "initialNodeCount")
+GPU_POOL_TOGGLES = (
+    "nodeConfig.spot",
+    "nodeConfig.flexStart",
+    "nodeConfig.reservationAffinity",
+    "placementPolicy",
+    "queuedProvisioning",
+    "initialNodeCount",
+)
 """ForceNew inputs the program adds to or leaves off the GPU pool by config: changing the key replaces
 the pool whether or not this plan sets the input."""
+
 
 def _get(doc: Any, path: str) -> Any:
     for part in path.split("."):

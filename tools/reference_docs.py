@@ -20,7 +20,6 @@ import re
 import sys
 import types
 import typing
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
@@ -30,7 +29,7 @@ from infra.config import PROJECT, SECRET_KEYS, StackConfig
 from infra.stack_file import ROOT
 
 DOCS = ROOT / "docs"
-STACKS = tuple(sorted(p.name[len("Pulumi."):-len(".yaml")] for p in ROOT.glob("Pulumi.*.yaml")))
+STACKS = tuple(sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in ROOT.glob("Pulumi.*.yaml")))
 """Every committed stack file: a new one shows up in the generated tables (and makes them stale)."""
 
 
@@ -97,7 +96,10 @@ def config_reference() -> str:
         "|---|---|---|---|",
         *_rows(StackConfig, ""),
     ]
-    lines += [f"| `{k}` | secret string | — | Set with `pulumi config set --secret {k}`; refused in plaintext. |" for k in SECRET_KEYS]
+    lines += [
+        f"| `{k}` | secret string | — | Set with `pulumi config set --secret {k}`; refused in plaintext. |"
+        for k in SECRET_KEYS
+    ]
     return "\n".join(lines)
 
 
@@ -152,8 +154,13 @@ def _minutes(value: str) -> int:
     return int(value.rstrip("m"))
 
 
-_TIMEOUT_NAMES = {"Instance": "Lustre", "NodePool": "a node pool", "Release": "the Ray release", "Cluster": "the cluster",
-                  "DaemonSet": "the image pre-pull"}
+_TIMEOUT_NAMES = {
+    "Instance": "Lustre",
+    "NodePool": "a node pool",
+    "Release": "the Ray release",
+    "Cluster": "the cluster",
+    "DaemonSet": "the image pre-pull",
+}
 
 
 def stack_costs(plan_of: typing.Callable[[str], Any] | None = None) -> str:
@@ -166,7 +173,8 @@ def stack_costs(plan_of: typing.Callable[[str], Any] | None = None) -> str:
 
     plan_of = plan_of or committed_plan
     lines = [
-        "| stack | GPUs | per hour: spot GPUs (on-demand) | first `pulumi up`, typical | first run: `up` + job, spot (on-demand) "
+        "| stack | GPUs | per hour: spot GPUs (on-demand) | first `pulumi up`, typical | first run: `up` + job, spot "
+        "(on-demand) "
         "| `pulumi destroy` deletes | and keeps |",
         "|---|---|---|---|---|---|---|",
     ]
@@ -179,8 +187,11 @@ def stack_costs(plan_of: typing.Callable[[str], Any] | None = None) -> str:
         s = summary(plan)
         spot, on_demand = run.total("spot", est.cost.spot_per_hour), run.total("onDemand", est.cost.on_demand_per_hour)
         job = "no job estimate" if spot is None else f"{_money(spot)} ({_money(on_demand)}) for {run.hours:.1f} h"
-        lustre = "Lustre, after exporting `checkpoints/` and `logs/` to the bucket" if cfg.lustre.export_on_destroy else (
-            "Lustre **without export**")
+        lustre = (
+            "Lustre, after exporting `checkpoints/` and `logs/` to the bucket"
+            if cfg.lustre.export_on_destroy
+            else ("Lustre **without export**")
+        )
         bucket_deleted = cfg.storage.delete_bucket_on_destroy
         deletes = f"everything{'' if not bucket_deleted else ', **the bucket too**'}: cluster, networks, {lustre}"
         keeps = "nothing" if bucket_deleted else "the bucket (exports, job output): Pulumi forgets it"
@@ -188,7 +199,8 @@ def stack_costs(plan_of: typing.Callable[[str], Any] | None = None) -> str:
             deletes += "; refused until `cluster.deletionProtection: false` is applied"
         lines.append(
             f"| `{stack}` | {s['gpuNodes']} x {cfg.flavour_spec.machine_type} ({s['gpus']}) | "
-            f"{_money(est.cost.spot_per_hour)} ({_money(est.cost.on_demand_per_hour)}) | ~{run.deploy_minutes:.0f} min | "
+            f"{_money(est.cost.spot_per_hour)} ({_money(est.cost.on_demand_per_hour)}) | ~{run.deploy_minutes:.0f} "
+            "min | "
             f"{job} | {deletes} | {keeps} |"
         )
         for r in plan.resources:
@@ -197,7 +209,9 @@ def stack_costs(plan_of: typing.Callable[[str], Any] | None = None) -> str:
                 kind = _TIMEOUT_NAMES.get(r.type.rsplit(":", 1)[-1], r.type.rsplit(":", 1)[-1])
                 limits[kind] = max(limits.get(kind, 0), _minutes(create))
     limits["the job's wait for its GPU workers"] = int(RAY_CLUSTER_TIMEOUT // 60)
-    named = ", ".join(f"{kind} {minutes} min" for kind, minutes in sorted(limits.items(), key=lambda kv: (-kv[1], kv[0])))
+    named = ", ".join(
+        f"{kind} {minutes} min" for kind, minutes in sorted(limits.items(), key=lambda kv: (-kv[1], kv[0]))
+    )
     lines += [
         "",
         "The times are typical, not limits: most of the first `up` is Managed Lustre's creation (about an hour). "
@@ -234,7 +248,7 @@ def render(text: str, sections: dict[str, typing.Callable[[], str]], page: str =
         if not pattern.search(text):
             raise SystemExit(f"{page} has no <!-- {name}:start --> ... <!-- {name}:end --> section")
         body = make()
-        text = pattern.sub(lambda m: m.group(1) + body + "\n" + m.group(2), text)
+        text = pattern.sub(lambda m, body=body: m.group(1) + body + "\n" + m.group(2), text)
     return text
 
 

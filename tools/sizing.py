@@ -193,7 +193,10 @@ class CheckpointEstimate:
             else {
                 "capacityGib": self.suggestion.capacity_gib,
                 "perUnitStorageThroughput": self.suggestion.tier,
-                "writeSeconds": round(checkpoint_write_seconds(self.checkpoint_bytes, self.suggestion.capacity_gib, self.suggestion.tier), 1),
+                "writeSeconds": round(
+                    checkpoint_write_seconds(self.checkpoint_bytes, self.suggestion.capacity_gib, self.suggestion.tier),
+                    1,
+                ),
                 "monthlyUsd": None if self.suggestion.monthly_usd is None else round(self.suggestion.monthly_usd, 2),
             },
             "warnings": list(self.warnings),
@@ -258,7 +261,9 @@ def estimate(
     monthly_price: Optional[Callable[[int], Optional[float]]] = None,
 ) -> CheckpointEstimate:
     params = params_billion * 1e9
-    est = CheckpointEstimate(model=model, params=params, policy=policy, capacity_gib=capacity_gib, tier=tier, target_seconds=target_seconds)
+    est = CheckpointEstimate(
+        model=model, params=params, policy=policy, capacity_gib=capacity_gib, tier=tier, target_seconds=target_seconds
+    )
     est.checkpoint_bytes = checkpoint_bytes(params)
     est.hf_export_bytes = bf16_bytes(params)
     est.hf_cache_bytes = bf16_bytes(params) * HF_CACHE_FACTOR

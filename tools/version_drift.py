@@ -52,8 +52,11 @@ def _minor(version: str) -> tuple[int, ...]:
 def _holds(cluster: Any) -> list[str]:
     """Names of the cluster's exclusions of scope no_minor_or_node_upgrades."""
     window = cluster.maintenance_policy.window
-    return sorted(name for name, w in window.maintenance_exclusions.items()
-                  if w.maintenance_exclusion_options.scope.name == HOLD_SCOPE)
+    return sorted(
+        name
+        for name, w in window.maintenance_exclusions.items()
+        if w.maintenance_exclusion_options.scope.name == HOLD_SCOPE
+    )
 
 
 def _hold_fix(cfg: Any, name: str, location: str) -> str:
@@ -61,22 +64,33 @@ def _hold_fix(cfg: Any, name: str, location: str) -> str:
         how = "pulumi up  # cluster.blockNodeUpgrades: true adds the no-minor-or-node-upgrades exclusion"
     else:
         how = "pulumi config set --path cluster.blockNodeUpgrades true && pulumi up"
-    return (f"{how}; or: gcloud container clusters update {name} --location {location} "
-            "--add-maintenance-exclusion-name=hold-version-matrix --add-maintenance-exclusion-start=<now> "
-            "--add-maintenance-exclusion-end=<date> --add-maintenance-exclusion-scope=no_minor_or_node_upgrades")
+    return (
+        f"{how}; or: gcloud container clusters update {name} --location {location} "
+        "--add-maintenance-exclusion-name=hold-version-matrix --add-maintenance-exclusion-start=<now> "
+        "--add-maintenance-exclusion-end=<date> --add-maintenance-exclusion-scope=no_minor_or_node_upgrades"
+    )
 
 
 def _channels_inside(channels: dict[str, Any], row: Any) -> list[str]:
-    return [n for n in ("RAPID", "REGULAR", "STABLE", "EXTENDED")
-            if n in channels and channels[n].default_version and gke_in_row(channels[n].default_version, row)]
+    return [
+        n
+        for n in ("RAPID", "REGULAR", "STABLE", "EXTENDED")
+        if n in channels and channels[n].default_version and gke_in_row(channels[n].default_version, row)
+    ]
 
 
 def check_version_matrix(ctx: Any) -> list[Finding]:
     cfg = ctx.cfg
     rep = report(cfg.version_pins)
     if rep["row"] is None:
-        return [Finding(CHECK, False, f"the stack is outside the version matrix (allowUntestedVersions; nearest row "
-                       f"{rep['nearestRow']}): live versions not compared")]
+        return [
+            Finding(
+                CHECK,
+                False,
+                f"the stack is outside the version matrix (allowUntestedVersions; nearest row "
+                f"{rep['nearestRow']}): live versions not compared",
+            )
+        ]
     row = next(r for r in load()["rows"] if r["id"] == rep["row"])
     where = f"row {row['id']} (GKE {gke_range(row)})"
     location = cfg.region if cfg.cluster.mode == "autopilot" else cluster_location(ctx.names, cfg.cluster)
@@ -90,51 +104,105 @@ def check_version_matrix(ctx: Any) -> list[Finding]:
     except gexc.NotFound:
         cluster = None
     if channel is None:  # the gke-versions check fails this already, with its fix
-        return [Finding(CHECK, False, f"{location} offers no {cfg.cluster.release_channel} channel: upgrades not compared")]
+        return [
+            Finding(CHECK, False, f"{location} offers no {cfg.cluster.release_channel} channel: upgrades not compared")
+        ]
 
     if cluster is None:
         start = cfg.cluster.min_master_version or channel.default_version
         if start and not gke_in_row(start, row):
             inside = sorted((v for v in channel.valid_versions if gke_in_row(v, row)), key=parse_gke_version)
-            fix = (f"pulumi config set --path cluster.minMasterVersion {inside[-1]}" if inside
-                   else f"pulumi config set --path cluster.releaseChannel {(_channels_inside(channels, row) or ['STABLE'])[0]}")
-            return [Finding(CHECK, False, f"no cluster {name} yet; {cfg.cluster.release_channel} would create it on {start}, "
-                           f"outside {where}", fix)]
-        return [Finding(CHECK, True, f"no cluster {name} yet; {cfg.cluster.release_channel} would create it on {start}, inside {where}")]
+            fix = (
+                f"pulumi config set --path cluster.minMasterVersion {inside[-1]}"
+                if inside
+                else "pulumi config set --path cluster.releaseChannel "
+                f"{(_channels_inside(channels, row) or ['STABLE'])[0]}"
+            )
+            return [
+                Finding(
+                    CHECK,
+                    False,
+                    f"no cluster {name} yet; {cfg.cluster.release_channel} would create it on {start}, outside {where}",
+                    fix,
+                )
+            ]
+        return [
+            Finding(
+                CHECK,
+                True,
+                f"no cluster {name} yet; {cfg.cluster.release_channel} would create it on {start}, inside {where}",
+            )
+        ]
 
     master = cluster.current_master_version
     pools = {p.name: p.version for p in cluster.node_pools}
-    addons = [label for label, on in (("Ray operator", cluster.addons_config.ray_operator_config.enabled),
-                                      ("Lustre CSI", cluster.addons_config.lustre_csi_driver_config.enabled)) if on]
+    addons = [
+        label
+        for label, on in (
+            ("Ray operator", cluster.addons_config.ray_operator_config.enabled),
+            ("Lustre CSI", cluster.addons_config.lustre_csi_driver_config.enabled),
+        )
+        if on
+    ]
     seen = f"control plane {master}" + "".join(f", pool {n} {v}" for n, v in sorted(pools.items()))
     seen += f" (add-ons {', '.join(addons)} at the cluster's version)" if addons else ""
     results = []
-    outside = [f"{what} {v}" for what, v in [("control plane", master), *((f"pool {n}", v) for n, v in pools.items())]
-               if not gke_in_row(v, row)]
+    outside = [
+        f"{what} {v}"
+        for what, v in [("control plane", master), *((f"pool {n}", v) for n, v in pools.items())]
+        if not gke_in_row(v, row)
+    ]
     if outside:
-        results.append(Finding(CHECK, False, f"{', '.join(outside)} already outside {where}; run the acceptance gate "
-                              "(python -m jobctl gate) and record a row, or hold the cluster", _hold_fix(cfg, name, location)))
+        results.append(
+            Finding(
+                CHECK,
+                False,
+                f"{', '.join(outside)} already outside {where}; run the acceptance gate "
+                "(python -m jobctl gate) and record a row, or hold the cluster",
+                _hold_fix(cfg, name, location),
+            )
+        )
     else:
         results.append(Finding(CHECK, True, f"{seen}: inside {where}"))
 
     newest_now = max([master, *pools.values()], key=parse_gke_version)
     candidates = {v for v in [*channel.valid_versions, channel.upgrade_target_version, channel.default_version] if v}
-    ahead = sorted((v for v in candidates if parse_gke_version(v) > parse_gke_version(newest_now)), key=parse_gke_version)
+    ahead = sorted(
+        (v for v in candidates if parse_gke_version(v) > parse_gke_version(newest_now)), key=parse_gke_version
+    )
     leaving = [v for v in ahead if not gke_in_row(v, row)]
     if not leaving:
-        results.append(Finding("version-upgrades", True, f"{cfg.cluster.release_channel}'s newer versions "
-                              f"({', '.join(ahead[-3:]) or 'none'}) stay inside {where}"))
+        results.append(
+            Finding(
+                "version-upgrades",
+                True,
+                f"{cfg.cluster.release_channel}'s newer versions "
+                f"({', '.join(ahead[-3:]) or 'none'}) stay inside {where}",
+            )
+        )
         return results
     holds = _holds(cluster)
     # The exclusion stops minor upgrades and node upgrades; control-plane patches of the same minor go on.
     unheld = [v for v in leaving if not holds or _minor(v) == _minor(master)]
     if not unheld:
-        results.append(Finding("version-upgrades", True, f"{cfg.cluster.release_channel} offers {', '.join(leaving)}, "
-                              f"outside {where}, held by maintenance exclusion {', '.join(holds)} (no_minor_or_node_upgrades)"))
+        results.append(
+            Finding(
+                "version-upgrades",
+                True,
+                f"{cfg.cluster.release_channel} offers {', '.join(leaving)}, "
+                f"outside {where}, held by maintenance exclusion {', '.join(holds)} (no_minor_or_node_upgrades)",
+            )
+        )
         return results
     others = _channels_inside(channels, row)
     channel_hint = f"; channels whose default is inside the row: {', '.join(others)}" if others else ""
-    results.append(Finding("version-upgrades", False,
-                          f"{cfg.cluster.release_channel} may upgrade {name} to {', '.join(unheld)}, outside {where}, and "
-                          f"no no_minor_or_node_upgrades exclusion holds it{channel_hint}", _hold_fix(cfg, name, location)))
+    results.append(
+        Finding(
+            "version-upgrades",
+            False,
+            f"{cfg.cluster.release_channel} may upgrade {name} to {', '.join(unheld)}, outside {where}, and "
+            f"no no_minor_or_node_upgrades exclusion holds it{channel_hint}",
+            _hold_fix(cfg, name, location),
+        )
+    )
     return results

@@ -82,9 +82,13 @@ GB = 1e9
 #                          suffix "/GDRDMA" when GPUDirect RDMA is used
 #   src/debug.cc           line prefix "<host>:<pid>:<tid> [<dev>] NCCL INFO "
 _USING_NETWORK = re.compile(r"NCCL INFO Using network (\S+)")
-_CHANNEL_NET = re.compile(r"NCCL INFO Channel \d+/\d+ : \d+\[\d+\] -> \d+\[\d+\] \[(?:send|receive)\] via NET/([^/\s]+)/\d+(\S*)")
+_CHANNEL_NET = re.compile(
+    r"NCCL INFO Channel \d+/\d+ : \d+\[\d+\] -> \d+\[\d+\] \[(?:send|receive)\] via NET/([^/\s]+)/\d+(\S*)"
+)
 _NCCL_VERSION = re.compile(r"NCCL version (\S+)")
-_KEEP_LOG_LINE = re.compile(r"NCCL (?:INFO (?:Using network|Channel .* via NET/|NET/|Initialized NET|Assigned NET)|WARN)|NCCL version")
+_KEEP_LOG_LINE = re.compile(
+    r"NCCL (?:INFO (?:Using network|Channel .* via NET/|NET/|Initialized NET|Assigned NET)|WARN)|NCCL version"
+)
 MAX_LOG_LINES_PER_PROCESS = 200
 
 
@@ -186,8 +190,11 @@ def estimated_seconds(plan: GatePlan) -> float:
     collective at the floor, and the write and read of the storage phase at the floor (or, with no floor,
     the expected throughput). Typical, not a bound: `timeout_s` is the bound."""
     world = plan.world_size
-    collective = (plan.warmup_iters + plan.iters) * plan.message_bytes * _BUS_FACTOR[plan.collective](world) / (
-        max(plan.busbw_floor_gbps, 1.0) * GB
+    collective = (
+        (plan.warmup_iters + plan.iters)
+        * plan.message_bytes
+        * _BUS_FACTOR[plan.collective](world)
+        / (max(plan.busbw_floor_gbps, 1.0) * GB)
     )
     rate = plan.storage_expected_gbps or plan.storage_floor_gbps or 1.0
     storage = 2 * plan.node_count * plan.storage_bytes_per_node / (rate * GB)
@@ -263,11 +270,15 @@ def check_gpus(plan: GatePlan, ranks: Sequence[Mapping[str, Any]], nodes_found: 
     healthy = 0
     for node_rank in range(nodes_found):
         reports = by_node.get(node_rank, [])
-        good = [r for r in reports if r.get("device_ok") and plan.gpu_name.lower() in str(r.get("device_name", "")).lower()]
+        good = [
+            r for r in reports if r.get("device_ok") and plan.gpu_name.lower() in str(r.get("device_name", "")).lower()
+        ]
         healthy += len(good)
         if len(good) < plan.gpus_per_node:
             host = next((r.get("host") for r in reports if r.get("host")), f"worker {node_rank}")
-            seen = sorted({str(r.get("device_name") or r.get("device_error") or "nothing") for r in reports if r not in good})
+            seen = sorted(
+                {str(r.get("device_name") or r.get("device_error") or "nothing") for r in reports if r not in good}
+            )
             problems.append(
                 f"{host}: {len(good)} of {plan.gpus_per_node} healthy {plan.gpu_name} GPUs"
                 + (f" (saw {', '.join(seen)[:160]})" if seen else "")
@@ -311,13 +322,24 @@ def check_fabric(plan: GatePlan, busbw_gbps: Optional[float], nccl_log: str, err
 
 
 def check_storage(plan: GatePlan, write_gbps: Optional[float], read_gbps: Optional[float], error: str = "") -> Check:
-    numbers = {"writeGBps": write_gbps, "readGBps": read_gbps, "expectedGBps": plan.storage_expected_gbps, "floorGBps": plan.storage_floor_gbps}
+    numbers = {
+        "writeGBps": write_gbps,
+        "readGBps": read_gbps,
+        "expectedGBps": plan.storage_expected_gbps,
+        "floorGBps": plan.storage_floor_gbps,
+    }
     if error or write_gbps is None or read_gbps is None:
         return Check("storage", False, f"Lustre at {plan.mount_path}: {error or 'nothing measured'}", numbers)
     measured = f"Lustre write {gbps(write_gbps)} GB/s, read {gbps(read_gbps)} GB/s"
-    low = [f"{what} below the floor {plan.storage_floor_gbps:g} GB/s" for what, v in (("write", write_gbps), ("read", read_gbps)) if v < plan.storage_floor_gbps]
+    low = [
+        f"{what} below the floor {plan.storage_floor_gbps:g} GB/s"
+        for what, v in (("write", write_gbps), ("read", read_gbps))
+        if v < plan.storage_floor_gbps
+    ]
     if low:
-        return Check("storage", False, f"{measured}: {'; '.join(low)} (expected {plan.storage_expected_gbps:g} GB/s)", numbers)
+        return Check(
+            "storage", False, f"{measured}: {'; '.join(low)} (expected {plan.storage_expected_gbps:g} GB/s)", numbers
+        )
     return Check("storage", True, f"{measured} >= floor {plan.storage_floor_gbps:g} GB/s", numbers)
 
 
@@ -410,7 +432,10 @@ def _bus_factor_all_reduce(n: int) -> float:
     return 2 * (n - 1) / n
 
 
-_BUS_FACTOR: dict[str, Callable[[int], float]] = {"all_gather": _bus_factor_all_gather, "all_reduce": _bus_factor_all_reduce}
+_BUS_FACTOR: dict[str, Callable[[int], float]] = {
+    "all_gather": _bus_factor_all_gather,
+    "all_reduce": _bus_factor_all_reduce,
+}
 
 
 def bus_bandwidth(collective: str, size_bytes: int, seconds: float, world: int) -> tuple[float, float]:
@@ -502,6 +527,7 @@ def _time_collective(torch: Any, dist: Any, device: Any, spec: Mapping[str, Any]
 
         def op() -> None:
             dist.all_reduce(inp)
+
     for _ in range(spec["warmup_iters"]):
         op()
     _sync(torch, device)
@@ -540,7 +566,15 @@ class NodeProbe:
             port = s.getsockname()[1]
         return {"ip": ray.util.get_node_ip_address(), "host": socket.gethostname(), "port": port}
 
-    def ranks(self, plan_dict: Mapping[str, Any], node_rank: int, master_addr: str, master_port: int, timeout_s: float, keep_nccl_logs: Optional[str] = None) -> dict[str, Any]:
+    def ranks(
+        self,
+        plan_dict: Mapping[str, Any],
+        node_rank: int,
+        master_addr: str,
+        master_port: int,
+        timeout_s: float,
+        keep_nccl_logs: Optional[str] = None,
+    ) -> dict[str, Any]:
         """Start one process per GPU, wait for them, return their reports and their NCCL INFO lines.
         `keep_nccl_logs`: a directory to copy the processes' whole NCCL_DEBUG_FILEs into
         (tools/gate_vs_nccl_tests.py; the cluster keeps only the lines the verdict reads)."""
@@ -575,10 +609,15 @@ class NodeProbe:
                 path = work / f"spec-{local}.json"
                 path.write_text(json.dumps(spec))
                 log = open(work / f"rank-{local}.out", "wb")
-                procs.append(subprocess.Popen(
-                    [sys.executable, "-m", "workloads.acceptance_gate", "rank", str(path)],
-                    env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                ))
+                procs.append(
+                    subprocess.Popen(
+                        [sys.executable, "-m", "workloads.acceptance_gate", "rank", str(path)],
+                        env=env,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,
+                    )
+                )
                 log.close()
             deadline = time.monotonic() + timeout_s + 30.0
             timed_out = False
@@ -593,10 +632,16 @@ class NodeProbe:
                     p.kill()
                     p.wait()
                 path = work / f"rank-{local}.json"
-                report = json.loads(path.read_text()) if path.exists() else {
-                    "rank": node_rank * plan.gpus_per_node + local, "node_rank": node_rank, "host": socket.gethostname(),
-                    "device_error": "process ended without a report: " + _tail(work / f"rank-{local}.out"),
-                }
+                report = (
+                    json.loads(path.read_text())
+                    if path.exists()
+                    else {
+                        "rank": node_rank * plan.gpus_per_node + local,
+                        "node_rank": node_rank,
+                        "host": socket.gethostname(),
+                        "device_error": "process ended without a report: " + _tail(work / f"rank-{local}.out"),
+                    }
+                )
                 if p.returncode and "collective_error" not in report and "device_error" not in report:
                     report["collective_error"] = f"exit code {p.returncode}: " + _tail(work / f"rank-{local}.out")
                 reports.append(report)
@@ -621,7 +666,7 @@ def _tail(path: Path, chars: int = 300) -> str:
         text = path.read_text(errors="replace").strip()
     except OSError:
         return "no output"
-    lines = [l for l in text.splitlines() if l.strip() and "Warning" not in l]
+    lines = [line for line in text.splitlines() if line.strip() and "Warning" not in line]
     return (lines[-1] if lines else "no output")[-chars:]
 
 
@@ -629,7 +674,7 @@ def _nccl_lines(work: Path) -> str:
     """The NCCL INFO lines the verdict needs, from every process's NCCL_DEBUG_FILE (bounded)."""
     keep = []
     for path in sorted(work.glob("nccl.*.log")):
-        lines = [l for l in path.read_text(errors="replace").splitlines() if _KEEP_LOG_LINE.search(l)]
+        lines = [line for line in path.read_text(errors="replace").splitlines() if _KEEP_LOG_LINE.search(line)]
         keep.extend(lines[:MAX_LOG_LINES_PER_PROCESS])
     return "\n".join(keep)
 
@@ -693,7 +738,8 @@ def worker_nodes(plan: GatePlan, nodes: Iterable[Mapping[str, Any]]) -> list[Map
     IP so that node ranks are stable."""
     need = plan.gpus_per_node if plan.worker_resource == "GPU" else 0
     found = [
-        n for n in nodes
+        n
+        for n in nodes
         if n.get("Alive") and (n.get("Resources") or {}).get(plan.worker_resource, 0) >= max(need, 1e-9)
     ]
     return sorted(found, key=lambda n: (n.get("NodeManagerAddress", ""), n["NodeID"]))
@@ -732,8 +778,16 @@ def run(plan: GatePlan) -> GateReport:
             where = ray.get([p.where.remote() for p in probes], timeout=left(0.3))
         except ray.exceptions.GetTimeoutError:
             return GateReport(
-                (Check("gpus", False, f"the probes did not get {plan.gpus_per_node} GPUs on each of {len(nodes)} node(s) in time (GPUs held by another job?)"),),
-                time.monotonic() - start, len(nodes),
+                (
+                    Check(
+                        "gpus",
+                        False,
+                        f"the probes did not get {plan.gpus_per_node} GPUs on each of {len(nodes)} node(s) in time "
+                        "(GPUs held by another job?)",
+                    ),
+                ),
+                time.monotonic() - start,
+                len(nodes),
             )
         master = where[0]
         budget = left(0.5)
@@ -762,7 +816,9 @@ def run(plan: GatePlan) -> GateReport:
     return GateReport(tuple(checks), time.monotonic() - start, len(nodes))
 
 
-def _fabric_from(plan: GatePlan, results: Sequence[Mapping[str, Any]], ranks: Sequence[Mapping[str, Any]], nodes_found: int) -> Check:
+def _fabric_from(
+    plan: GatePlan, results: Sequence[Mapping[str, Any]], ranks: Sequence[Mapping[str, Any]], nodes_found: int
+) -> Check:
     log = "\n".join(r["nccl_log"] for r in results if r.get("nccl_log"))
     errors = sorted({str(r["collective_error"]) for r in ranks if r.get("collective_error")})
     wrong = sum(int(r.get("wrong") or 0) for r in ranks)
@@ -777,7 +833,9 @@ def _fabric_from(plan: GatePlan, results: Sequence[Mapping[str, Any]], ranks: Se
     elif wrong:
         error = f"{wrong} wrong elements in the gathered data"
     elif len(measured) < plan.world_size:
-        error = f"{len(measured)} of {plan.world_size} ranks finished the collective" + (" (timed out)" if any(r.get("timed_out") for r in results) else "")
+        error = f"{len(measured)} of {plan.world_size} ranks finished the collective" + (
+            " (timed out)" if any(r.get("timed_out") for r in results) else ""
+        )
     busbw = min((float(r["busbw_gbps"]) for r in measured), default=None)  # all ranks share the max time
     return check_fabric(plan, round(busbw, 2) if busbw is not None else None, log, error)
 
@@ -788,9 +846,21 @@ def _storage(plan: GatePlan, probes: Sequence[Any], run_dir: Path, left: Callabl
     n = len(probes)
     try:
         run_dir.mkdir(parents=True, exist_ok=False)
-        writes = ray.get([p.write.remote(str(run_dir), i, plan.storage_bytes_per_node, plan.storage_streams) for i, p in enumerate(probes)], timeout=left(0.5))
+        writes = ray.get(
+            [
+                p.write.remote(str(run_dir), i, plan.storage_bytes_per_node, plan.storage_streams)
+                for i, p in enumerate(probes)
+            ],
+            timeout=left(0.5),
+        )
         # Each node reads what the next node wrote: never its own pages.
-        reads = ray.get([p.read.remote(str(run_dir), (i + 1) % n, plan.storage_bytes_per_node, plan.storage_streams) for i, p in enumerate(probes)], timeout=left(0.9))
+        reads = ray.get(
+            [
+                p.read.remote(str(run_dir), (i + 1) % n, plan.storage_bytes_per_node, plan.storage_streams)
+                for i, p in enumerate(probes)
+            ],
+            timeout=left(0.9),
+        )
     except ray.exceptions.GetTimeoutError:
         return check_storage(plan, None, None, "timed out")
     except OSError as err:
@@ -815,11 +885,13 @@ def parse_result(log_text: str) -> Optional[GateReport]:
     """The report from the gate job's log (its last `RESULT_MARKER` line), or None."""
     for line in reversed(log_text.splitlines()):
         if line.startswith(RESULT_MARKER):
-            return GateReport.from_dict(json.loads(line[len(RESULT_MARKER):]))
+            return GateReport.from_dict(json.loads(line[len(RESULT_MARKER) :]))
     return None
 
 
-def start_on_cluster(client: Any, plan: GatePlan, *, job_id: str, label: str, metadata: Optional[Mapping[str, str]] = None) -> bool:
+def start_on_cluster(
+    client: Any, plan: GatePlan, *, job_id: str, label: str, metadata: Optional[Mapping[str, str]] = None
+) -> bool:
     """Submit the gate as the Ray job `job_id` (metadata `META_GATE: label` plus `metadata`) and return at
     once; False when a job of that id already exists (someone started this very gate first: that is it).
     Raises `submit.JobError`s when the job cannot be submitted."""
@@ -850,12 +922,21 @@ def result_on_cluster(client: Any, plan: GatePlan, job_id: str, final: Any) -> G
     text = "".join(submit.logs(client, job_id))
     report = parse_result(text)
     if report is None:
-        tail = [l for l in text.splitlines() if l.strip()][-1:] or ["no log"]
-        return GateReport((), 0.0, plan.node_count, error=f"gate job {job_id} ended {final} without a report: {tail[0][:300]}")
+        tail = [line for line in text.splitlines() if line.strip()][-1:] or ["no log"]
+        return GateReport(
+            (), 0.0, plan.node_count, error=f"gate job {job_id} ended {final} without a report: {tail[0][:300]}"
+        )
     return report
 
 
-def run_on_cluster(client: Any, plan: GatePlan, *, label: str, on_line: Callable[[str], None] = lambda _l: None, poll_interval: float = 2.0) -> GateReport:
+def run_on_cluster(
+    client: Any,
+    plan: GatePlan,
+    *,
+    label: str,
+    on_line: Callable[[str], None] = lambda _l: None,
+    poll_interval: float = 2.0,
+) -> GateReport:
     """Submit the gate as a Ray job through `client`, wait for it and return its report (the on-demand
     `python -m jobctl gate`; submissions go through `workloads.run_owner`, which starts the same job).
 
@@ -864,13 +945,21 @@ def run_on_cluster(client: Any, plan: GatePlan, *, label: str, on_line: Callable
     from workloads import submit
 
     job_id = f"{label}-gate-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
-    on_line(f"acceptance gate: {plan.node_count} node(s) x {plan.gpus_per_node} GPUs, ~{estimated_seconds(plan) / 60:.1f} min expected (job {job_id})")
+    on_line(
+        f"acceptance gate: {plan.node_count} node(s) x {plan.gpus_per_node} GPUs, "
+        f"~{estimated_seconds(plan) / 60:.1f} min expected (job {job_id})"
+    )
     start_on_cluster(client, plan, job_id=job_id, label=label)
     try:
         final = submit.wait(client, job_id, timeout=plan.timeout_s + 120, poll_interval=poll_interval)
     except submit.WaitTimeout:
         submit.stop(client, job_id)
-        return GateReport((), plan.timeout_s, plan.node_count, error=f"gate job {job_id} did not finish in {plan.timeout_s + 120:.0f} s")
+        return GateReport(
+            (),
+            plan.timeout_s,
+            plan.node_count,
+            error=f"gate job {job_id} did not finish in {plan.timeout_s + 120:.0f} s",
+        )
     return result_on_cluster(client, plan, job_id, final)
 
 

@@ -13,7 +13,6 @@ import re
 import typing
 from typing import Callable, Optional
 
-
 RUN = ".venv/bin/python -m"
 """How a printed command starts (stack outputs, hints in messages): the checkout's venv, from the
 repository root, so that it works without activating the venv (the README says so)."""
@@ -87,6 +86,7 @@ def stack_name(text: str) -> str:
 def namespace(text: str) -> str:
     if not (len(text) <= 63 and re.fullmatch(r"[a-z]([a-z0-9-]*[a-z0-9])?", text)):
         raise argparse.ArgumentTypeError(
-            f"{_shown(text)!r} is not a namespace; allowed: 1-63 lowercase letters, digits and hyphens, starting with a letter"
+            f"{_shown(text)!r} is not a namespace; allowed: 1-63 lowercase letters, digits and hyphens, starting "
+            "with a letter"
         )
     return text

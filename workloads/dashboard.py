@@ -23,7 +23,8 @@ The dashboard is served at the local root, so its absolute links work; `Location
 upstream sends under the proxy prefix are rewritten to the local address, and a request whose
 path already carries the prefix (a link the API server rewrote in an HTML page) is forwarded
 without adding it again. Requests whose Host is not the proxy's own address are refused (a web
-page could otherwise reach it by DNS rebinding and act with the user's token). Hop-by-hop headers (RFC 9110 7.6.1) are not forwarded; the client's own
+page could otherwise reach it by DNS rebinding and act with the user's token). Hop-by-hop headers (RFC 9110 7.6.1) are
+not forwarded; the client's own
 `Authorization` is replaced. The token is never logged or printed, and only a loopback address
 listens (`serve` refuses any other). As with `kubectl port-forward`, other processes of this machine
 can reach that port while the proxy runs, and act with the user's identity.
@@ -66,10 +67,20 @@ SHUTDOWN_GRACE = 1.0
 """Seconds open requests (a log stream, a websocket) get to finish when the proxy stops."""
 
 # RFC 9110 7.6.1 connection-specific fields, plus Proxy-Connection and Trailers seen in the wild.
-HOP_BY_HOP = frozenset({
-    "connection", "keep-alive", "proxy-connection", "proxy-authenticate", "proxy-authorization",
-    "te", "trailer", "trailers", "transfer-encoding", "upgrade",
-})
+HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "te",
+        "trailer",
+        "trailers",
+        "transfer-encoding",
+        "upgrade",
+    }
+)
 _NOT_FORWARDED = HOP_BY_HOP | {"host", "authorization", "expect"}
 """Request headers never sent upstream: the client's Host/Authorization are replaced, and
 `Expect: 100-continue` is answered by the local server."""
@@ -103,7 +114,9 @@ def ssl_context(verify: Verify) -> Union[ssl.SSLContext, bool]:
 
 def _connection_listed(headers) -> set[str]:
     """Header names a `Connection` header marks as hop-by-hop for this connection."""
-    return {name.strip().lower() for value in headers.getall("Connection", ()) for name in value.split(",") if name.strip()}
+    return {
+        name.strip().lower() for value in headers.getall("Connection", ()) for name in value.split(",") if name.strip()
+    }
 
 
 def forwarded_request_headers(headers) -> dict[str, str]:
@@ -134,7 +147,7 @@ def rewrite_location(location: str, upstream_base: str, local_base: str) -> str:
         return location
     if prefix and not (loc.path == prefix or loc.path.startswith(prefix + "/")):
         return location
-    rest = urlunsplit(("", "", loc.path[len(prefix):] or "/", loc.query, loc.fragment))
+    rest = urlunsplit(("", "", loc.path[len(prefix) :] or "/", loc.query, loc.fragment))
     return local_base.rstrip("/") + rest if absolute else rest
 
 
@@ -217,7 +230,9 @@ class _Forwarder:
     async def _http(self, request: web.Request, target: URL, headers: dict[str, str]) -> web.StreamResponse:
         assert self.session is not None
         data = request.content if request.body_exists else None
-        async with self.session.request(request.method, target, headers=headers, data=data, allow_redirects=False) as up:
+        async with self.session.request(
+            request.method, target, headers=headers, data=data, allow_redirects=False
+        ) as up:
             drop = HOP_BY_HOP | _connection_listed(up.headers)
             response = web.StreamResponse(status=up.status, reason=up.reason)
             local_base = f"{request.scheme}://{request.host}"
@@ -291,8 +306,14 @@ async def _serve(
         try:
             await web.TCPSite(runner, host, port).start()
         except OSError as err:
-            reason = "already in use (another proxy or a kubectl port-forward?)" if err.errno == errno.EADDRINUSE else err.strerror
-            raise ProxyError(f"cannot listen on {host}:{port}: {reason}; pick another port (0 picks a free one)") from None
+            reason = (
+                "already in use (another proxy or a kubectl port-forward?)"
+                if err.errno == errno.EADDRINUSE
+                else err.strerror
+            )
+            raise ProxyError(
+                f"cannot listen on {host}:{port}: {reason}; pick another port (0 picks a free one)"
+            ) from None
         bound = runner.addresses[0][1]
         forwarder.local_hosts = frozenset(f"{name}:{bound}" for name in (host, "localhost", LOCALHOST))
         log.info("dashboard proxy on http://%s:%d -> %s", host, bound, forwarder.base)
@@ -372,10 +393,21 @@ def serve_cluster(
     verify: Verify = tls_verify(ca_file, ca_cert_b64)
     provider = token_provider or google_token_provider()
     if check:
-        connect(gke_endpoint=endpoint, namespace=namespace, service=service,
-                ca_file=verify if isinstance(verify, str) else None, token_provider=provider)
-    serve(dashboard_proxy_url(endpoint, namespace, service), port=port, token_provider=provider,
-          verify=verify, on_ready=on_ready, stop_event=stop_event)
+        connect(
+            gke_endpoint=endpoint,
+            namespace=namespace,
+            service=service,
+            ca_file=verify if isinstance(verify, str) else None,
+            token_provider=provider,
+        )
+    serve(
+        dashboard_proxy_url(endpoint, namespace, service),
+        port=port,
+        token_provider=provider,
+        verify=verify,
+        on_ready=on_ready,
+        stop_event=stop_event,
+    )
 
 
 class DashboardProxy:
@@ -390,7 +422,9 @@ class DashboardProxy:
         port: int = 0,
         host: str = LOCALHOST,
     ):
-        self._args = dict(upstream_base=upstream_base, token_provider=token_provider, verify=verify, port=port, host=host)
+        self._args = dict(
+            upstream_base=upstream_base, token_provider=token_provider, verify=verify, port=port, host=host
+        )
         self.url = ""
         """The local base URL (http://127.0.0.1:<port>) once started."""
         self._stop = threading.Event()
@@ -400,6 +434,7 @@ class DashboardProxy:
 
     def start(self, timeout: float = 10.0) -> "DashboardProxy":
         """Start listening; returns once `url` is set. Raises `ProxyError` as `serve` does."""
+
         def ready(url: str) -> None:
             self.url = url
             self._ready.set()

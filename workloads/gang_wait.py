@@ -119,15 +119,20 @@ def wait_for_gang(
         waited = clock() - start
         if len(running) >= want:
             by_rung = _by_rung(view, running, rungs)
-            line = f"gang complete: {len(running)} of {want} GPU nodes after {waited / 60:.0f} min ({_mix(by_rung, order)})"
+            line = (
+                f"gang complete: {len(running)} of {want} GPU nodes after {waited / 60:.0f} min "
+                f"({_mix(by_rung, order)})"
+            )
             say(line)
             return GangResult(True, len(running), want, waited, by_rung, None, line)
         if waited >= max_wait_s:
             by_rung = _by_rung(view, running, rungs)
             done = view.release() if release else None
             then = f"released: {done}" if done else "kept waiting (gpuPool.capacity.onTimeout: keep)"
-            line = (f"gang incomplete: {len(running)} of {want} GPU nodes after {max_wait_s / 60:.0f} min "
-                    f"({_mix(by_rung, order)}; no rung gave the rest); {then}")
+            line = (
+                f"gang incomplete: {len(running)} of {want} GPU nodes after {max_wait_s / 60:.0f} min "
+                f"({_mix(by_rung, order)}; no rung gave the rest); {then}"
+            )
             say(line)
             return GangResult(False, len(running), want, waited, by_rung, done, line)
         sleep(min(poll_s, max(0.0, max_wait_s - waited)))
@@ -142,8 +147,16 @@ class KubeGangView:
     """The Kubernetes API from inside the cluster (the pod's service account), with the standard library
     only: the workload image carries no Kubernetes client. Only on a real cluster: these calls."""
 
-    def __init__(self, base: str, token: str, ca_file: Optional[str], namespace: str, ray_cluster: str,
-                 worker_group: str, timeout: float = 20.0):
+    def __init__(
+        self,
+        base: str,
+        token: str,
+        ca_file: Optional[str],
+        namespace: str,
+        ray_cluster: str,
+        worker_group: str,
+        timeout: float = 20.0,
+    ):
         self.base, self.token, self.namespace = base.rstrip("/"), token, namespace
         self.ray_cluster, self.worker_group, self.timeout = ray_cluster, worker_group, timeout
         self.context = ssl.create_default_context(cafile=ca_file) if ca_file else None
@@ -153,22 +166,40 @@ class KubeGangView:
         import os
 
         host, port = os.environ["KUBERNETES_SERVICE_HOST"], os.environ.get("KUBERNETES_SERVICE_PORT", "443")
-        return cls(f"https://{host}:{port}", (SA_DIR / "token").read_text().strip(), str(SA_DIR / "ca.crt"),
-                   namespace, ray_cluster, worker_group)
+        return cls(
+            f"https://{host}:{port}",
+            (SA_DIR / "token").read_text().strip(),
+            str(SA_DIR / "ca.crt"),
+            namespace,
+            ray_cluster,
+            worker_group,
+        )
 
     def _call(self, method: str, path: str, body: Any = None, content_type: str = "application/json") -> Any:
         data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(self.base + path, data=data, method=method,
-                                         headers={"Authorization": f"Bearer {self.token}", "Content-Type": content_type})
+        request = urllib.request.Request(
+            self.base + path,
+            data=data,
+            method=method,
+            headers={"Authorization": f"Bearer {self.token}", "Content-Type": content_type},
+        )
         with urllib.request.urlopen(request, timeout=self.timeout, context=self.context) as response:
             return json.loads(response.read() or b"{}")
 
     def worker_pods(self) -> list[WorkerPod]:
         # KubeRay's labels on every pod of a worker group.
         selector = f"ray.io/cluster={self.ray_cluster},ray.io/group={self.worker_group}"
-        doc = self._call("GET", f"/api/v1/namespaces/{self.namespace}/pods?labelSelector={urllib.request.quote(selector)}")
-        return [WorkerPod(p["metadata"]["name"], (p.get("status") or {}).get("phase", "Unknown"),
-                          (p.get("spec") or {}).get("nodeName")) for p in doc.get("items", [])]
+        doc = self._call(
+            "GET", f"/api/v1/namespaces/{self.namespace}/pods?labelSelector={urllib.request.quote(selector)}"
+        )
+        return [
+            WorkerPod(
+                p["metadata"]["name"],
+                (p.get("status") or {}).get("phase", "Unknown"),
+                (p.get("spec") or {}).get("nodeName"),
+            )
+            for p in doc.get("items", [])
+        ]
 
     def node_pool(self, node: str) -> Optional[str]:
         doc = self._call("GET", f"/api/v1/nodes/{node}")
@@ -181,7 +212,9 @@ class KubeGangView:
         cluster = self._call("GET", path)
         groups = cluster["spec"]["workerGroupSpecs"]
         index = next(i for i, g in enumerate(groups) if g.get("groupName") == self.worker_group)
-        patch = [{"op": "replace", "path": f"/spec/workerGroupSpecs/{index}/replicas", "value": 0},
-                 {"op": "replace", "path": f"/spec/workerGroupSpecs/{index}/minReplicas", "value": 0}]
+        patch = [
+            {"op": "replace", "path": f"/spec/workerGroupSpecs/{index}/replicas", "value": 0},
+            {"op": "replace", "path": f"/spec/workerGroupSpecs/{index}/minReplicas", "value": 0},
+        ]
         self._call("PATCH", path, patch, content_type="application/json-patch+json")
         return f"worker group {self.worker_group} of RayCluster {self.ray_cluster} scaled to 0"

@@ -102,7 +102,11 @@ def _wait_for_ray_cluster(props: dict[str, Any]) -> None:
         line = progress.describe()
         if not shown or shown[-1] != line:  # only changes: the provider's stderr goes to Pulumi's log
             shown.append(line)
-            print(f"RayCluster {props['namespace']}/{name} after {progress.elapsed_s:.0f}s: {line}", file=sys.stderr, flush=True)
+            print(
+                f"RayCluster {props['namespace']}/{name} after {progress.elapsed_s:.0f}s: {line}",
+                file=sys.stderr,
+                flush=True,
+            )
 
     readiness.wait_for_raycluster_on_gke(
         props["gke_endpoint"],
@@ -189,7 +193,8 @@ def _stop_every_attempt(client: Any, job_id: str) -> None:
         running = [
             j.submission_id
             for j in submit.list_jobs(client)
-            if (j.submission_id == job_id or j.submission_id.startswith(f"{job_id}-r")) and j.status not in submit.TERMINAL
+            if (j.submission_id == job_id or j.submission_id.startswith(f"{job_id}-r"))
+            and j.status not in submit.TERMINAL
         ]
         if not running:
             return
@@ -212,7 +217,12 @@ class JobSubmissionProvider(ResourceProvider):
     def create(self, props: dict[str, Any]) -> CreateResult:
         _wait_for_ray_cluster(props)
         result, gate = _submit_gated(_client(props, wait_ready=True), _spec(props), props)
-        outs = {**_inputs(props), "submission_id": result.submission_id, "status": str(result.status), "gate_result": gate}
+        outs = {
+            **_inputs(props),
+            "submission_id": result.submission_id,
+            "status": str(result.status),
+            "gate_result": gate,
+        }
         return CreateResult(id_=result.submission_id, outs=outs)
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
@@ -234,7 +244,12 @@ class JobSubmissionProvider(ResourceProvider):
             except submit.UnknownJob:
                 pass
         result, gate = _submit_gated(client, spec, news)
-        outs = {**_inputs(news), "submission_id": result.submission_id, "status": str(result.status), "gate_result": gate}
+        outs = {
+            **_inputs(news),
+            "submission_id": result.submission_id,
+            "status": str(result.status),
+            "gate_result": gate,
+        }
         return UpdateResult(outs=outs)
 
     def delete(self, id_: str, props: dict[str, Any]) -> None:

@@ -63,6 +63,7 @@ class JobSettings(Protocol):
     @property
     def max_lost_minutes(self) -> "float | None": ...
 
+
 SECRET_ENV_NAMES = frozenset({"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "WANDB_API_KEY"})
 """Environment variables that carry credentials: they come from the pod, never the runtime env."""
 
@@ -144,7 +145,9 @@ class JobSpec:
             spec_hash=str(data["spec_hash"]),
         )
         if spec_hash(spec.entrypoint, spec.runtime_env) != spec.spec_hash:
-            raise JobBuildError(f"job spec {spec.submission_id}: spec_hash does not match its entrypoint and runtime env")
+            raise JobBuildError(
+                f"job spec {spec.submission_id}: spec_hash does not match its entrypoint and runtime env"
+            )
         return spec
 
     def to_dict(self) -> dict[str, Any]:
@@ -217,7 +220,9 @@ def checkpoint_key(recipe: Recipe, par: Parallelism, user_overrides: "tuple[str,
 
 def run_checkpoint_dir(recipe: Recipe, job_cfg: "JobSettings", mount_path: str, stack: str) -> str:
     """The run's `checkpointing.checkpoint_dir` (the job gets it; the watcher reads it)."""
-    return checkpoint_dir(mount_path, stack, recipe.name, checkpoint_key(recipe, job_cfg.parallelism, tuple(job_cfg.overrides)))
+    return checkpoint_dir(
+        mount_path, stack, recipe.name, checkpoint_key(recipe, job_cfg.parallelism, tuple(job_cfg.overrides))
+    )
 
 
 NEMO_RL_DEFAULT_SAVE_PERIOD = 10
@@ -314,7 +319,9 @@ _OWNER = {
 }
 
 
-def _check_fit(recipe: Recipe, par: Parallelism, pool: PoolShape, user_overrides: "tuple[str, ...] | list[str]" = ()) -> None:
+def _check_fit(
+    recipe: Recipe, par: Parallelism, pool: PoolShape, user_overrides: "tuple[str, ...] | list[str]" = ()
+) -> None:
     """Refuse layouts NeMo-RL would only reject (or hang on) after the job started.
 
     The stack config already refuses a TP wider than a node and a pool too small for the recipe
@@ -343,14 +350,19 @@ def _check_fit(recipe: Recipe, par: Parallelism, pool: PoolShape, user_overrides
     batch = train_global_batch_size(recipe, user_overrides)
     if batch % dp:
         fits = [
-            n for n in range(max(par.min_nodes, 1), 65)
+            n
+            for n in range(max(par.min_nodes, 1), 65)
             if (t := (n if par.colocated else n - par.generation_nodes) * gpus) > 0
-            and t % par.model_parallel_gpus == 0 and batch % (t // par.model_parallel_gpus) == 0
+            and t % par.model_parallel_gpus == 0
+            and batch % (t // par.model_parallel_gpus) == 0
         ][:6]
         raise JobBuildError(
-            f"{where}: {train_gpus} training GPUs / (TP {par.train_tensor_parallel} x PP {par.train_pipeline_parallel}) = "
-            f"data parallel {dp}, which does not divide policy.train_global_batch_size {batch} (NeMo-RL splits each batch "
-            f"evenly over the data-parallel ranks); allowed: gpuPool.nodeCount {', '.join(map(str, fits)) or 'none up to 64'}",
+            f"{where}: {train_gpus} training GPUs / (TP {par.train_tensor_parallel} x PP "
+            f"{par.train_pipeline_parallel}) = "
+            f"data parallel {dp}, which does not divide policy.train_global_batch_size {batch} (NeMo-RL splits each "
+            "batch "
+            "evenly over the data-parallel ranks); allowed: gpuPool.nodeCount "
+            f"{', '.join(map(str, fits)) or 'none up to 64'}",
             key="gpuPool.nodeCount",
         )
     gen_gpus = train_gpus if par.colocated else par.generation_nodes * gpus
@@ -364,7 +376,13 @@ _COLOCATED = "policy.generation.colocated.enabled"
 
 
 def _derived(
-    recipe: Recipe, par: Parallelism, job_cfg: JobSettings, pool: PoolShape, mount_path: str, stack: str, wandb_enabled: bool,
+    recipe: Recipe,
+    par: Parallelism,
+    job_cfg: JobSettings,
+    pool: PoolShape,
+    mount_path: str,
+    stack: str,
+    wandb_enabled: bool,
     save_period: int,
 ) -> dict[str, Any]:
     """Every stack-owned key with the value this run gives it."""
@@ -410,7 +428,9 @@ def _stack_part(derived: Mapping[str, Any]) -> list[str]:
     return [f"{key}={_fmt(value)}" for key, value in derived.items() if not (key == _COLOCATED and value is True)]
 
 
-def _merge(derived: Mapping[str, Any], recipe_part: tuple[str, ...], user_part: tuple[str, ...], recipe: Recipe) -> list[str]:
+def _merge(
+    derived: Mapping[str, Any], recipe_part: tuple[str, ...], user_part: tuple[str, ...], recipe: Recipe
+) -> list[str]:
     stack_part = _stack_part(derived)
     owned = set(derived) | (set(_OWNER) - {"logger.wandb.project", "logger.wandb.name"})
     for o in recipe_part:
@@ -429,7 +449,8 @@ def _merge(derived: Mapping[str, Any], recipe_part: tuple[str, ...], user_part: 
         if key in derived and value is not None and value.lower() == _fmt(derived[key]).lower():
             continue
         raise JobBuildError(
-            f"job.overrides {o!r}: {key} is derived from the stack; change {_OWNER.get(key, 'the stack config')} instead"
+            f"job.overrides {o!r}: {key} is derived from the stack; change {_OWNER.get(key, 'the stack config')} "
+            "instead"
         )
     # One value per key: a user override replaces the recipe's (Hydra would reject a duplicate).
     user_keys = {override_key(o) for o in users}
@@ -446,7 +467,10 @@ def _check_against_the_pinned_config(recipe: Recipe, owned: set[str], ours: list
     try:
         checker.check(ours)
     except OverrideError as err:
-        raise JobBuildError(f"recipe {recipe.name!r} does not fit {recipe.config_file} of NeMo-RL {recipe.image.tag}: {err}", key="job.recipe") from None
+        raise JobBuildError(
+            f"recipe {recipe.name!r} does not fit {recipe.config_file} of NeMo-RL {recipe.image.tag}: {err}",
+            key="job.recipe",
+        ) from None
     try:
         checker.check(users)
     except OverrideError as err:

@@ -89,7 +89,9 @@ class Ledger:
         attempt_names = {f.name for f in dataclasses.fields(Attempt)}
         kept = {k: v for k, v in data.items() if k in names and k != "attempts"}
         ledger = cls(**kept)
-        ledger.attempts = [Attempt(**{k: v for k, v in a.items() if k in attempt_names}) for a in data.get("attempts", [])]
+        ledger.attempts = [
+            Attempt(**{k: v for k, v in a.items() if k in attempt_names}) for a in data.get("attempts", [])
+        ]
         return ledger
 
 
@@ -140,13 +142,21 @@ def table(ledger: Ledger, now: float) -> list[str]:
     head = ("attempt", "start (UTC)", "end (UTC)", "cause", "nodes", "node-h", "resumed", "done", "lost", "spend")
     rows = [
         (
-            str(a.attempt), _when(a.start), _when(a.end), a.cause, str(a.nodes), f"{a.node_hours(now):.2f}",
-            f"step {a.resume_step}", _opt(a.steps_done), _opt(a.steps_lost), _money(ledger.attempt_spend(a, now)),
+            str(a.attempt),
+            _when(a.start),
+            _when(a.end),
+            a.cause,
+            str(a.nodes),
+            f"{a.node_hours(now):.2f}",
+            f"step {a.resume_step}",
+            _opt(a.steps_done),
+            _opt(a.steps_lost),
+            _money(ledger.attempt_spend(a, now)),
         )
         for a in ledger.attempts
     ]
     widths = [max(len(r[i]) for r in (head, *rows)) for i in range(len(head))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in (head, *rows)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in (head, *rows)]
     total = ledger.spend(now)
     lost = sum(a.steps_lost or 0 for a in ledger.attempts)
     hours = sum(a.node_hours(now) for a in ledger.attempts)

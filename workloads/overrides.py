@@ -37,7 +37,9 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
 DATA_DIR = Path(__file__).resolve().parent / "data" / "nemo_rl"
-ALLOWED = "allowed: key=value for a key of the recipe's config, +key=value or ++key=value to add one, ~key to delete one"
+ALLOWED = (
+    "allowed: key=value for a key of the recipe's config, +key=value or ++key=value to add one, ~key to delete one"
+)
 
 
 class OverrideError(ValueError):
@@ -49,7 +51,9 @@ def reference(tag: str) -> Mapping[str, Any]:
     """The pinned NeMo-RL version's loader keys and config keys (workloads/data/nemo_rl/<tag>.json)."""
     path = DATA_DIR / f"{tag}.json"
     if not path.is_file():
-        raise OverrideError(f"no config reference for NeMo-RL {tag}; generate {path.name} with python -m tools.nemo_rl_reference")
+        raise OverrideError(
+            f"no config reference for NeMo-RL {tag}; generate {path.name} with python -m tools.nemo_rl_reference"
+        )
     return json.loads(path.read_text())
 
 
@@ -114,7 +118,8 @@ def data_key_problem(tag: str, override: str) -> Optional[str]:
     hint = (
         "allowed: the flat data.* keys it reads (data.train/validation/default came with v0.6)"
         if layout == "flat"
-        else "allowed: data.train.*, data.validation.*, data.default.* and the other keys it reads (the flat ones went with v0.6)"
+        else "allowed: data.train.*, data.validation.*, data.default.* and the other keys it reads (the flat ones "
+        "went with v0.6)"
     )
     return f"{override!r}: NeMo-RL {tag}'s data loader does not read {key}; {hint}"
 

@@ -156,11 +156,16 @@ class RecoveryPolicy:
     def cli_args(self) -> list[str]:
         """The `python -m workloads.watcher` (and `python -m jobctl watch`) flags that give this policy."""
         return [
-            "--check-interval", _num(self.check_interval_seconds),
-            "--max-restarts", str(self.max_restarts),
-            "--backoff", _num(self.backoff_seconds),
-            "--max-backoff", _num(self.max_backoff_seconds),
-            "--pool-gpus", str(self.pool_gpus),
+            "--check-interval",
+            _num(self.check_interval_seconds),
+            "--max-restarts",
+            str(self.max_restarts),
+            "--backoff",
+            _num(self.backoff_seconds),
+            "--max-backoff",
+            _num(self.max_backoff_seconds),
+            "--pool-gpus",
+            str(self.pool_gpus),
             *(["--resubmit-missing"] if self.resubmit_missing else []),
         ]
 
@@ -280,6 +285,7 @@ def error_type_of(info: Any) -> Optional[str]:
     message = str(getattr(info, "message", None) or "")
     return next((kind for pattern, kind in RAY_246_MESSAGES if pattern.match(message)), None)
 
+
 _CAPACITY = re.compile(r"ResourceInsufficientError|Timed out waiting for placement groups to be ready")
 _NODE_LOSS = re.compile(
     r"NodeDiedError|\bnode (?:has |had )?died|marked (?:as )?dead|raylet (?:has |had )?died|LocalRayletDiedError",
@@ -309,7 +315,8 @@ def gpu_nodes_lost_during(info: Any, nodes: Iterable[RayNode]) -> list[RayNode]:
     if not start or not end:
         return []
     return [
-        n for n in nodes
+        n
+        for n in nodes
         if not n.alive and n.gpus > 0 and n.end_ms is not None and start <= n.end_ms <= end + NODE_DEATH_SLACK_MS
     ]
 
@@ -343,8 +350,15 @@ def classify(info: Any, nodes: Sequence[RayNode] = ()) -> Verdict:
             "head, which no preemption takes; raise ray.headMemoryGib",
         )
     if exit_code in SIGNAL_EXIT_CODES:
-        return Verdict(Cause.PREEMPTION, f"the driver was killed by {SIGNAL_EXIT_CODES[exit_code]} (exit code {exit_code}): its pod was stopped")
-    for pattern, cause in ((_NODE_LOSS, Cause.PREEMPTION), (_OWN_FAULT, Cause.APPLICATION), (_ACTOR_LOSS, Cause.PREEMPTION)):
+        return Verdict(
+            Cause.PREEMPTION,
+            f"the driver was killed by {SIGNAL_EXIT_CODES[exit_code]} (exit code {exit_code}): its pod was stopped",
+        )
+    for pattern, cause in (
+        (_NODE_LOSS, Cause.PREEMPTION),
+        (_OWN_FAULT, Cause.APPLICATION),
+        (_ACTOR_LOSS, Cause.PREEMPTION),
+    ):
         found = pattern.search(message)
         if found:
             return Verdict(cause, f"the log says {found.group(0)!r}")
@@ -392,7 +406,9 @@ def decide(
         return Decision(Action.DONE, f"attempt {attempt} was stopped on purpose; a stopped job is not restarted")
     verdict = classify(info, nodes)
     if verdict.cause is Cause.APPLICATION:
-        return Decision(Action.GIVE_UP, f"attempt {attempt} failed on its own ({verdict.evidence}); not restarted", verdict.cause)
+        return Decision(
+            Action.GIVE_UP, f"attempt {attempt} failed on its own ({verdict.evidence}); not restarted", verdict.cause
+        )
     done = max(attempt - 1, 0) if restarts is None else restarts
     ended_ms = getattr(info, "end_time", None) or getattr(info, "start_time", None) or 0
     if verdict.cause is Cause.CAPACITY:
@@ -405,10 +421,20 @@ def decide(
             )
         # Not a restart: the count and its doubling backoff stay as they were.
         due = ended_ms / 1000.0 + policy.backoff_seconds
-        what = f"attempt {attempt} failed waiting for GPUs ({verdict.evidence}); resubmitted when the GPUs are back, not counted as a restart"
+        what = (
+            f"attempt {attempt} failed waiting for GPUs ({verdict.evidence}); resubmitted when the GPUs are "
+            "back, not counted as a restart"
+        )
         if now < due:
             return Decision(Action.WAIT, f"{what}, in {due - now:.0f}s", verdict.cause, not_before=due)
-        return Decision(Action.RESUBMIT, what, verdict.cause, next_attempt=attempt + 1, restarts=done, capacity_waits=capacity_waits + 1)
+        return Decision(
+            Action.RESUBMIT,
+            what,
+            verdict.cause,
+            next_attempt=attempt + 1,
+            restarts=done,
+            capacity_waits=capacity_waits + 1,
+        )
     if done >= policy.max_restarts:
         return Decision(
             Action.GIVE_UP,
@@ -429,7 +455,8 @@ def decide(
         )
     return Decision(
         Action.RESUBMIT,
-        f"attempt {attempt} failed, {verdict.cause.value} ({verdict.evidence}); restart {done + 1} of {policy.max_restarts}",
+        f"attempt {attempt} failed, {verdict.cause.value} ({verdict.evidence}); restart {done + 1} of "
+        f"{policy.max_restarts}",
         verdict.cause,
         next_attempt=attempt + 1,
         restarts=done + 1,
@@ -583,7 +610,9 @@ class Watcher:
             newest = max(mine, key=lambda j: (submit.attempt_of(j), j.start_time or 0))
             newer = [j for j in jobs if j not in mine and (j.start_time or 0) > (newest.start_time or 0)]
             if newer:
-                return Decision(Action.DONE, f"superseded by {newer[-1].submission_id} (another spec of stack {self.spec.stack})")
+                return Decision(
+                    Action.DONE, f"superseded by {newer[-1].submission_id} (another spec of stack {self.spec.stack})"
+                )
             attempt = submit.attempt_of(newest)
             restarts = submit.metadata_int(newest, META_AUTO_RESTARTS, 0)
             capacity_waits = submit.metadata_int(newest, META_CAPACITY_WAITS, 0)
@@ -593,23 +622,36 @@ class Watcher:
                 except submit.JobError:  # no node evidence then; the log rules still apply
                     nodes = []
             info: Any = newest
-            decision = decide(info, attempt, self.policy, now, restarts=restarts, capacity_waits=capacity_waits, nodes=nodes)
+            decision = decide(
+                info, attempt, self.policy, now, restarts=restarts, capacity_waits=capacity_waits, nodes=nodes
+            )
             budget = self._account(newest, attempt, decision, now)
             if budget is not None:
                 decision = budget
             self._remember(
-                Seen(self.spec.spec_hash, newest.submission_id, attempt, restarts, capacity_waits,
-                     status=str(_value(newest.status)), final=decision.action in _FINAL)
+                Seen(
+                    self.spec.spec_hash,
+                    newest.submission_id,
+                    attempt,
+                    restarts,
+                    capacity_waits,
+                    status=str(_value(newest.status)),
+                    final=decision.action in _FINAL,
+                )
             )
         elif any(_value(j.status) in ("PENDING", "RUNNING") for j in jobs):
             # No job of this spec, but the stack runs another one (a `submit` by hand, a deploy in
             # progress): submitting ours too would fight it for the GPUs.
             running = next(j for j in jobs if _value(j.status) in ("PENDING", "RUNNING"))
-            return Decision(Action.WAIT, f"no job of this spec; {running.submission_id} (another spec of stack {self.spec.stack}) runs")
+            return Decision(
+                Action.WAIT,
+                f"no job of this spec; {running.submission_id} (another spec of stack {self.spec.stack}) runs",
+            )
         elif self.seen is not None and self.seen.final:
             return Decision(
                 Action.DONE,
-                f"{self.seen.submission_id} had ended ({self.seen.status.lower() or 'given up'}) before the cluster forgot it; nothing to recover",
+                f"{self.seen.submission_id} had ended ({self.seen.status.lower() or 'given up'}) before the cluster "
+                "forgot it; nothing to recover",
             )
         elif self.seen is not None:
             if self.seen.lost_since is None:
@@ -638,7 +680,9 @@ class Watcher:
         record = self.ledger.find(job.submission_id)
         if record is None:  # submitted by the deploy or by hand: first seen now
             start = (getattr(job, "start_time", None) or now * 1000) / 1000
-            record = Attempt(attempt, job.submission_id, start, self.run.node_count, resume_step=self._latest_checkpoint() or 0)
+            record = Attempt(
+                attempt, job.submission_id, start, self.run.node_count, resume_step=self._latest_checkpoint() or 0
+            )
             self.ledger.attempts.append(record)
             self._save_ledger()
         status = _value(job.status)
@@ -674,7 +718,11 @@ class Watcher:
             record.steps_lost = checkpoints.steps_lost(last, max(record.saved_step, record.resume_step))
         spend = self.ledger.attempt_spend(record, now)
         lost = "steps lost not known" if record.steps_lost is None else f"{record.steps_lost} step(s) lost"
-        saved = "no checkpoint visible" if record.saved_step is None else f"last complete checkpoint step_{record.saved_step}"
+        saved = (
+            "no checkpoint visible"
+            if record.saved_step is None
+            else f"last complete checkpoint step_{record.saved_step}"
+        )
         ran = "" if last is None else f", was in step {last}"
         self._note(
             f"attempt {record.attempt} ({record.submission_id}) ended: {record.cause}{ran}; resumed from step "
@@ -685,12 +733,23 @@ class Watcher:
         self._save_ledger()
         # One JSON line per ended attempt: Cloud Logging parses it into jsonPayload, and the dashboard's
         # log-based metrics count it (infra/observability.py).
-        self.notes.append(json.dumps({
-            "nemoRlGke": "attempt-ended", "stack": self.spec.stack, "attempt": record.attempt,
-            "submissionId": record.submission_id, "cause": record.cause, "resumeStep": record.resume_step,
-            "savedStep": record.saved_step, "stepsLost": record.steps_lost, "nodeHours": round(record.node_hours(now), 4),
-            "spendUsd": None if spend is None else round(spend, 2),
-        }, sort_keys=True))
+        self.notes.append(
+            json.dumps(
+                {
+                    "nemoRlGke": "attempt-ended",
+                    "stack": self.spec.stack,
+                    "attempt": record.attempt,
+                    "submissionId": record.submission_id,
+                    "cause": record.cause,
+                    "resumeStep": record.resume_step,
+                    "savedStep": record.saved_step,
+                    "stepsLost": record.steps_lost,
+                    "nodeHours": round(record.node_hours(now), 4),
+                    "spendUsd": None if spend is None else round(spend, 2),
+                },
+                sort_keys=True,
+            )
+        )
 
     def _budget(self, job: Any, record: "Attempt", now: float) -> Optional[Decision]:
         """At 80 % of `job.budgetUsd` warn once; at 100 % stop the run after its next complete checkpoint,
@@ -703,7 +762,10 @@ class Watcher:
             return None
         if spent >= WARN_FRACTION * budget and not self.ledger.budget_warned:
             self.ledger.budget_warned = True
-            self._note(f"budget warning: ${spent:,.2f} spent, {100 * spent / budget:.0f} % of job.budgetUsd ${budget:,.2f}", event=True)
+            self._note(
+                f"budget warning: ${spent:,.2f} spent, {100 * spent / budget:.0f} % of job.budgetUsd ${budget:,.2f}",
+                event=True,
+            )
             self._save_ledger()
         if spent < budget:
             return None
@@ -712,8 +774,14 @@ class Watcher:
             self.ledger.stop_requested_at, self.ledger.stop_requested_step = now, latest
             window = self.run.save_window_seconds
             self._note(
-                f"budget reached: ${spent:,.2f} of job.budgetUsd ${budget:,.2f}; {job.submission_id} is stopped after its next "
-                f"complete checkpoint" + (f" (or in {window:.0f} s, one save period, if none comes)" if window else " (no save period known: now)"),
+                f"budget reached: ${spent:,.2f} of job.budgetUsd ${budget:,.2f}; {job.submission_id} is stopped "
+                "after its next "
+                f"complete checkpoint"
+                + (
+                    f" (or in {window:.0f} s, one save period, if none comes)"
+                    if window
+                    else " (no save period known: now)"
+                ),
                 event=True,
             )
             self._save_ledger()
@@ -721,10 +789,16 @@ class Watcher:
         since = self.ledger.stop_requested_step
         saved = latest is not None and since is not None and latest > since  # 0: no checkpoint yet
         if not saved and now - self.ledger.stop_requested_at < window:
-            return Decision(Action.WAIT, f"budget reached; {job.submission_id} stops after its next complete checkpoint (newer than step_{since or 0})")
+            return Decision(
+                Action.WAIT,
+                f"budget reached; {job.submission_id} stops after its next complete checkpoint (newer than "
+                f"step_{since or 0})",
+            )
         with contextlib.suppress(submit.UnknownJob):
             submit.stop(self.client, job.submission_id)
-        why = f"after its checkpoint step_{latest}" if saved else "at once: no complete checkpoint within one save period"
+        why = (
+            f"after its checkpoint step_{latest}" if saved else "at once: no complete checkpoint within one save period"
+        )
         record.note = f"stopped by the budget {why}"
         self._note(f"budget: stopped {job.submission_id} {why} (${spent:,.2f} of ${budget:,.2f})", event=True)
         self._save_ledger()
@@ -735,15 +809,18 @@ class Watcher:
 
         if self.ledger.budget_usd is not None and (self.ledger.spend(self.clock()) or 0) >= self.ledger.budget_usd:
             return dataclasses.replace(
-                decision, action=Action.GIVE_UP,
+                decision,
+                action=Action.GIVE_UP,
                 reason=f"{decision.reason}: not resubmitted, job.budgetUsd ${self.ledger.budget_usd:,.2f} is spent",
             )
         jobs = submit._guard(self.client.get_address(), self.client.list_jobs)
         busy = run_owner.running_gate(jobs, self.spec.stack)
         if busy is not None:  # whoever runs it (the deploy, a user, this watcher): it holds every GPU
             return dataclasses.replace(
-                decision, action=Action.WAIT,
-                reason=f"{decision.reason}: acceptance gate {busy.submission_id} is running; nothing is submitted while a gate runs",
+                decision,
+                action=Action.WAIT,
+                reason=f"{decision.reason}: acceptance gate {busy.submission_id} is running; nothing is submitted "
+                "while a gate runs",
             )
         rows: Optional[list[dict[str, Any]]] = None
         if self.policy.pool_gpus:
@@ -753,14 +830,19 @@ class Watcher:
                 return dataclasses.replace(
                     decision,
                     action=Action.WAIT,
-                    reason=f"{decision.reason}: waiting for the GPU pool, {have} of {self.policy.pool_gpus} GPUs alive in Ray",
+                    reason=f"{decision.reason}: waiting for the GPU pool, {have} of {self.policy.pool_gpus} GPUs "
+                    "alive in Ray",
                 )
         if self.gate.on:
             # Every attempt, the first and each after a preemption (onto the nodes that replaced the
             # lost ones), gets its own gate; enforce holds it after a failed one (workloads/run_owner.py).
             target = submit.attempt_id(self.spec.submission_id, decision.next_attempt or 1)
             outcome = run_owner.clear_attempt(
-                self.client, self.spec.stack, target, self.gate, jobs=jobs,
+                self.client,
+                self.spec.stack,
+                target,
+                self.gate,
+                jobs=jobs,
                 node_rows=rows if rows is not None else self._node_rows(),
             )
             if outcome.clearance is not run_owner.Clearance.CLEARED:
@@ -776,7 +858,8 @@ class Watcher:
         meta = {META_AUTO_RESTARTS: str(restarts)}
         if capacity_waits:
             meta[META_CAPACITY_WAITS] = str(capacity_waits)
-        # Not created when someone (a user, another watcher, the deploy) submitted this very attempt first: that is the job.
+        # Not created when someone (a user, another watcher, the deploy) submitted this very attempt first:
+        # that is the job.
         from workloads import checkpoints
         from workloads.ledger import Attempt
 
@@ -789,7 +872,9 @@ class Watcher:
         job_id, _ = submit.submit_attempt(self.client, self.spec, attempt, meta)
         self.resubmitted.append(job_id)
         if self.ledger.find(job_id) is None:
-            self.ledger.attempts.append(Attempt(attempt, job_id, self.clock(), self.run.node_count, resume_step=resume or 0, cleaned=cleaned))
+            self.ledger.attempts.append(
+                Attempt(attempt, job_id, self.clock(), self.run.node_count, resume_step=resume or 0, cleaned=cleaned)
+            )
             self._save_ledger()
         if resume is not None:
             start = f"resumes from step_{resume}" if resume else "starts at step 0 (no complete checkpoint)"
@@ -817,19 +902,24 @@ def watch(
 ) -> Decision:
     """Check the spec's job every `policy.check_interval_seconds` and resubmit it after a preemption.
 
-    Runs until `until(decision)` is true (forever by default: a Deployment's pod must not exit), or
-    once with `once`. A dashboard that does not answer (the head restarting) is reported and retried,
-    not fatal. A line is written to `out` whenever the decision changes; `heartbeat` is touched after
-    every look (the pod's liveness probe reads its age); `state` keeps what the watcher saw across its
-    own restarts (`StateFile`); `gate` is the stack's acceptance gate, run before every attempt
-(`workloads.run_owner`). Returns the last decision.
+        Runs until `until(decision)` is true (forever by default: a Deployment's pod must not exit), or
+        once with `once`. A dashboard that does not answer (the head restarting) is reported and retried,
+        not fatal. A line is written to `out` whenever the decision changes; `heartbeat` is touched after
+        every look (the pod's liveness probe reads its age); `state` keeps what the watcher saw across its
+        own restarts (`StateFile`); `gate` is the stack's acceptance gate, run before every attempt
+    (`workloads.run_owner`). Returns the last decision.
     """
     from workloads import submit
-
     from workloads.ledger import LedgerFile, ledger_path
 
     watcher = Watcher(
-        client, spec, policy, clock=clock, state=StateFile(state) if state is not None else None, gate=gate, run=run,
+        client,
+        spec,
+        policy,
+        clock=clock,
+        state=StateFile(state) if state is not None else None,
+        gate=gate,
+        run=run,
         ledger=LedgerFile(ledger_path(state)) if state is not None else None,
     )
     last_line = None
@@ -840,7 +930,7 @@ def watch(
             decision = Decision(Action.WAIT, f"cannot look at the job: {err}")
         if heartbeat is not None:
             _touch(heartbeat)
-        stamp = time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(clock()))
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(clock()))
         if out is not None:
             for note in watcher.notes:
                 out.write(note + "\n" if note.startswith("{") else f"{stamp} {spec.submission_id} {note}\n")

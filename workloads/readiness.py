@@ -119,7 +119,9 @@ class RayClusterProgress:
 
 def raycluster_url(api_base_url: str, namespace: str, name: str) -> str:
     base = api_base_url if "://" in api_base_url else f"https://{api_base_url}"
-    return f"{base.rstrip('/')}/apis/ray.io/v1/namespaces/{quote(namespace, safe='')}/rayclusters/{quote(name, safe='')}"
+    return (
+        f"{base.rstrip('/')}/apis/ray.io/v1/namespaces/{quote(namespace, safe='')}/rayclusters/{quote(name, safe='')}"
+    )
 
 
 def progress_of(obj: Mapping[str, Any], elapsed_s: float) -> RayClusterProgress:
@@ -181,7 +183,9 @@ def _poll(http, url, namespace, name, headers, verify, timeout_s, poll_s, on_sta
         except requests.exceptions.SSLError:  # before ConnectionError: it is a subclass of it
             raise RayClusterAuthError(url, "TLS verification failed; is the cluster CA right?") from None
         except requests.exceptions.RequestException as err:
-            progress = RayClusterProgress(found=last.found if last else False, elapsed_s=elapsed, error=type(err).__name__)
+            progress = RayClusterProgress(
+                found=last.found if last else False, elapsed_s=elapsed, error=type(err).__name__
+            )
         else:
             if resp.status_code in (401, 403):
                 raise RayClusterAuthError(url, f"HTTP {resp.status_code}")
@@ -226,5 +230,10 @@ def wait_for_raycluster_on_gke(
     verify = submit.tls_verify(ca_file, ca_cert_b64)
     provider = token_provider or submit.google_token_provider()
     return wait_for_raycluster(
-        gke_endpoint, namespace, name, headers=lambda: {"Authorization": f"Bearer {provider()}"}, verify=verify, **kwargs
+        gke_endpoint,
+        namespace,
+        name,
+        headers=lambda: {"Authorization": f"Bearer {provider()}"},
+        verify=verify,
+        **kwargs,
     )

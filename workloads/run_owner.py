@@ -73,7 +73,11 @@ class GateSetup:
 
 def gate_runs(jobs: Iterable[Any], stack: str) -> list[Any]:
     """The stack's gate runs among `jobs` (Ray's job list), oldest first."""
-    runs = [j for j in jobs if (getattr(j, "metadata", None) or {}).get(META_GATE) == stack and getattr(j, "submission_id", None)]
+    runs = [
+        j
+        for j in jobs
+        if (getattr(j, "metadata", None) or {}).get(META_GATE) == stack and getattr(j, "submission_id", None)
+    ]
     return sorted(runs, key=lambda j: (j.start_time or 0, j.submission_id))
 
 
@@ -88,7 +92,8 @@ def worker_node_ids(rows: Iterable[Mapping[str, Any]], resource: str = "GPU") ->
     found = [
         str(r.get("node_id", ""))
         for r in rows
-        if str(r.get("state", "")).upper() == "ALIVE" and float((r.get("resources_total") or {}).get(resource, 0) or 0) > 0
+        if str(r.get("state", "")).upper() == "ALIVE"
+        and float((r.get("resources_total") or {}).get(resource, 0) or 0) > 0
     ]
     return tuple(sorted(found))
 
@@ -164,12 +169,15 @@ def clear_attempt(
         report = _report(client, plan, run)
         if report.ok or gate.policy == "warn":
             verdict = "passed" if report.ok else "FAILED (job.gate warn: submitted anyway)"
-            return GateOutcome(Clearance.CLEARED, f"acceptance gate {run.submission_id} {verdict}", report, run.submission_id)
+            return GateOutcome(
+                Clearance.CLEARED, f"acceptance gate {run.submission_id} {verdict}", report, run.submission_id
+            )
         if not retry_failed(run):
             return GateOutcome(
                 Clearance.HELD,
                 f"{report.summary()} (gate {run.submission_id} on {len(nodes)} worker node(s)); attempt "
-                f"{attempt_submission_id} is not submitted (job.gate enforce); the gate runs again once the worker nodes change",
+                f"{attempt_submission_id} is not submitted (job.gate enforce); the gate runs again once the worker "
+                "nodes change",
                 report,
                 run.submission_id,
             )
@@ -182,11 +190,16 @@ def clear_attempt(
     from workloads.acceptance_gate import start_on_cluster
 
     created = start_on_cluster(
-        client, plan, job_id=job_id, label=stack,
+        client,
+        plan,
+        job_id=job_id,
+        label=stack,
         metadata={META_GATE_FOR: attempt_submission_id, META_GATE_NODES: ",".join(nodes)},
     )
     verb = "started" if created else "already started by another party:"
-    return GateOutcome(Clearance.WAIT, f"acceptance gate {verb} {job_id} for {attempt_submission_id}", gate_id=job_id, started=created)
+    return GateOutcome(
+        Clearance.WAIT, f"acceptance gate {verb} {job_id} for {attempt_submission_id}", gate_id=job_id, started=created
+    )
 
 
 _REPORTS: dict[str, GateReport] = {}
@@ -223,7 +236,8 @@ def submit_gated(
     attempt is cleared by `clear_attempt` (waiting for a gate anyone runs; starting one when due; a
     failed gate from before this call is run again) and submitted. Returns the `SubmitResult` and the
     gate's report (None when no gate ran for it). A gate that had failed before this call is run again
-    (the user may have fixed its cause); one running at the call is waited for and is the verdict. Raises `acceptance_gate.GateFailed` under enforce
+    (the user may have fixed its cause); one running at the call is waited for and is the verdict. Raises
+    `acceptance_gate.GateFailed` under enforce
     before anything is submitted, `submit.WaitTimeout` when no verdict came within `timeout`
     (default: two gate runs' bound).
     """
@@ -251,7 +265,10 @@ def submit_gated(
     shown: list[str] = []
     while True:
         outcome = clear_attempt(
-            client, spec.stack, target, gate,
+            client,
+            spec.stack,
+            target,
+            gate,
             retry_failed=lambda run: run.submission_id in before,
             on_line=on_line,
         )
@@ -269,7 +286,6 @@ def submit_gated(
         sleep(poll_interval if poll_interval is not None else GATE_POLL_SECONDS)
     job_id, created = submit.submit_attempt(client, spec, attempt)
     return submit.SubmitResult(job_id, submit.status(client, job_id), created=created, stopped=stopped), outcome.report
-
 
 
 @dataclass(frozen=True)

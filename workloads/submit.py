@@ -47,6 +47,7 @@ except ImportError:  # added with token auth in Ray 2.52 (ray-project/ray#58737)
     class AuthenticationError(Exception):  # type: ignore[no-redef]
         """Never raised by an older Ray's client; keeps `_guard`'s except clause valid."""
 
+
 from workloads.cli_args import RUN
 from workloads.job_spec import META_ATTEMPT, META_RECIPE, META_SPEC_HASH, META_STACK, JobSpec
 
@@ -203,7 +204,9 @@ def write_ca_file(ca_cert_b64: str) -> str:
     try:
         pem = base64.b64decode(ca_cert_b64, validate=True)
     except (binascii.Error, ValueError):
-        raise JobError("the cluster CA certificate is not valid base64 (expected GKE's masterAuth.clusterCaCertificate)") from None
+        raise JobError(
+            "the cluster CA certificate is not valid base64 (expected GKE's masterAuth.clusterCaCertificate)"
+        ) from None
     fd, path = tempfile.mkstemp(prefix="nemo-rl-gke-ca-", suffix=".pem")
     with os.fdopen(fd, "wb") as fh:
         fh.write(pem)
@@ -290,7 +293,8 @@ def connect(
     Default Credentials). An IP endpoint also needs the cluster CA (`ca_cert_b64` or `ca_file`); the
     DNS endpoint's certificate is verified with the system roots (`needs_cluster_ca`).
     Every request of the returned client gives up after `timeout` seconds to connect and `read_timeout`
-    (default `READ_TIMEOUT`) seconds without an answer (`DashboardUnreachable`): nothing waits forever on a stalled dashboard.
+    (default `READ_TIMEOUT`) seconds without an answer (`DashboardUnreachable`): nothing waits forever on a stalled
+    dashboard.
 
     Raises:
         InvalidAddress: the address or endpoint is not a usable http(s) URL (bad port, no host, ...).
@@ -383,7 +387,9 @@ def _host_port(url: str, given: Optional[str] = None) -> tuple[str, int]:
     if "@" in parts.netloc:
         # A password on the command line lands in shell history, process lists and every message that
         # shows the address; the dashboard and the API server take none this way.
-        raise InvalidAddress(given, "credentials in the URL (user:password@) are not allowed; allowed: http(s)://host:port")
+        raise InvalidAddress(
+            given, "credentials in the URL (user:password@) are not allowed; allowed: http(s)://host:port"
+        )
     if not parts.hostname:
         raise InvalidAddress(given, "no host name; expected e.g. http://127.0.0.1:8265")
     # Read the port text ourselves: `SplitResult.port` raises without saying what was wrong in a
@@ -454,7 +460,9 @@ def stop(client: JobSubmissionClient, job_id: str) -> bool:
     return bool(_guard(client.get_address(), lambda: client.stop_job(job_id), job_id))
 
 
-def list_jobs(client: JobSubmissionClient, stack: Optional[str] = None, recipe: Optional[str] = None) -> list[JobDetails]:
+def list_jobs(
+    client: JobSubmissionClient, stack: Optional[str] = None, recipe: Optional[str] = None
+) -> list[JobDetails]:
     """Submitted jobs this program made, oldest first; filtered by stack and recipe when given."""
     jobs = _guard(client.get_address(), client.list_jobs)
     mine = [
@@ -540,7 +548,11 @@ def submit_attempt(
 def stop_other_specs(client: JobSubmissionClient, spec: JobSpec, *, stop_timeout: float = 60.0) -> tuple[str, ...]:
     """Stop every unfinished job of `spec`'s stack that runs another spec (a stack's GPU pool holds one
     training job), giving each up to `stop_timeout` seconds to release its GPUs; returns their ids."""
-    stale = [j for j in list_jobs(client, spec.stack) if j.metadata.get(META_SPEC_HASH) != spec.spec_hash and j.status not in TERMINAL]
+    stale = [
+        j
+        for j in list_jobs(client, spec.stack)
+        if j.metadata.get(META_SPEC_HASH) != spec.spec_hash and j.status not in TERMINAL
+    ]
     stopped = []
     for job in stale:
         with contextlib.suppress(UnknownJob):
@@ -645,7 +657,7 @@ def logs(
     streamed = 0
     try:
         for chunk in _sync_iter(client.tail_job_logs(job_id), LOG_IDLE_TIMEOUT):
-            new = chunk[max(shown - streamed, 0):]
+            new = chunk[max(shown - streamed, 0) :]
             streamed += len(chunk)
             shown = max(shown, streamed)
             if new:
@@ -673,7 +685,7 @@ def last_lines(text: str, count: int) -> str:
         end = text.rfind("\n", 0, end)
         if end < 0:
             return text
-    return text[end + 1:]
+    return text[end + 1 :]
 
 
 def _sync_iter(agen: AsyncIterator[str], idle_timeout: Optional[float] = None) -> Iterator[str]:

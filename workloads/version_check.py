@@ -29,7 +29,9 @@ def plugin_apis(log_text: str) -> list[str]:
     return sorted({f"{m.group(1)} {m.group(2)}" for m in _PLUGIN_API.finditer(log_text)})
 
 
-def version_numbers(versions: Iterable[str], log_text: str, expect_nccl: Optional[str], expect_gib: Optional[str]) -> dict[str, Any]:
+def version_numbers(
+    versions: Iterable[str], log_text: str, expect_nccl: Optional[str], expect_gib: Optional[str]
+) -> dict[str, Any]:
     """What the gate reports: the NCCL releases seen, the net plugins loaded, and what the row expects."""
     return {
         "ncclVersions": sorted({nccl_release(v) for v in versions}) or None,
@@ -45,7 +47,10 @@ def version_problem(versions: Iterable[str], expect_nccl: Optional[str]) -> Opti
         return None
     seen = sorted({nccl_release(v) for v in versions})
     if not seen:
-        return f"no 'NCCL version' line in the NCCL INFO log: cannot prove NCCL {expect_nccl} (the version matrix row's) was loaded"
+        return (
+            f"no 'NCCL version' line in the NCCL INFO log: cannot prove NCCL {expect_nccl} (the version matrix "
+            "row's) was loaded"
+        )
     other = [v for v in seen if v != expect_nccl]
     if other:
         return f"NCCL {'/'.join(other)} loaded, not {expect_nccl} of the version matrix row (data/version_matrix.yaml)"

@@ -42,24 +42,46 @@ from workloads.run_owner import RunPlan
 def add_policy_flags(p: argparse.ArgumentParser) -> None:
     """The flags of one watch: each overrides one value of the recovery policy, or says where to keep state."""
     p.add_argument("--once", action="store_true", help="look once, act if needed, print the decision and exit")
-    p.add_argument("--check-interval", type=cli_args.seconds(positive=True),
-                   help="seconds between looks; default recovery.checkIntervalSeconds")
-    p.add_argument("--max-restarts", type=cli_args.non_negative_int,
-                   help="consecutive automatic restarts; default recovery.maxRestarts")
-    p.add_argument("--backoff", type=cli_args.seconds(positive=False),
-                   help="seconds before the first restart, doubling; default recovery.backoffSeconds")
-    p.add_argument("--max-backoff", type=cli_args.seconds(positive=False),
-                   help="cap of the doubled wait; default recovery.maxBackoffSeconds")
+    p.add_argument(
+        "--check-interval",
+        type=cli_args.seconds(positive=True),
+        help="seconds between looks; default recovery.checkIntervalSeconds",
+    )
+    p.add_argument(
+        "--max-restarts",
+        type=cli_args.non_negative_int,
+        help="consecutive automatic restarts; default recovery.maxRestarts",
+    )
+    p.add_argument(
+        "--backoff",
+        type=cli_args.seconds(positive=False),
+        help="seconds before the first restart, doubling; default recovery.backoffSeconds",
+    )
+    p.add_argument(
+        "--max-backoff",
+        type=cli_args.seconds(positive=False),
+        help="cap of the doubled wait; default recovery.maxBackoffSeconds",
+    )
     p.add_argument("--heartbeat-file", help="file touched after every look (for a liveness probe)")
-    p.add_argument("--pool-gpus", type=cli_args.non_negative_int, metavar="N",
-                   help="resubmit only when Ray has N GPUs alive; default the stack's pool (0: do not wait)")
-    p.add_argument("--resubmit-missing", action="store_true",
-                   help="submit the spec when the cluster has no job of it "
-                        "(job.submit on; default from the stack)")
-    p.add_argument("--state-file",
-                   help="where the watcher keeps what it saw, to survive its own and the head's restarts")
-    p.add_argument("--run-file", metavar="PATH",
-                   help="RunPlan JSON (gate, checkpoint dir, price, budget; the in-cluster watcher's run.json)")
+    p.add_argument(
+        "--pool-gpus",
+        type=cli_args.non_negative_int,
+        metavar="N",
+        help="resubmit only when Ray has N GPUs alive; default the stack's pool (0: do not wait)",
+    )
+    p.add_argument(
+        "--resubmit-missing",
+        action="store_true",
+        help="submit the spec when the cluster has no job of it (job.submit on; default from the stack)",
+    )
+    p.add_argument(
+        "--state-file", help="where the watcher keeps what it saw, to survive its own and the head's restarts"
+    )
+    p.add_argument(
+        "--run-file",
+        metavar="PATH",
+        help="RunPlan JSON (gate, checkpoint dir, price, budget; the in-cluster watcher's run.json)",
+    )
 
 
 def with_flags(policy: preemption.RecoveryPolicy, args: argparse.Namespace) -> preemption.RecoveryPolicy:
@@ -88,8 +110,14 @@ def load_run_file(path: Optional[str]) -> RunPlan:
         raise exit_codes.CommandError(f"--run-file {path}: {err}") from None
 
 
-def watch(connect: Callable[[], Any], spec: JobSpec, policy: preemption.RecoveryPolicy, args: argparse.Namespace,
-          out: TextIO, run: Optional[RunPlan] = None) -> int:
+def watch(
+    connect: Callable[[], Any],
+    spec: JobSpec,
+    policy: preemption.RecoveryPolicy,
+    args: argparse.Namespace,
+    out: TextIO,
+    run: Optional[RunPlan] = None,
+) -> int:
     """Watch `spec`'s job on the dashboard `connect` reaches, under `policy` and the flags of `add_policy_flags`;
     `run` (default: `--run-file`'s) gates each resubmission and prices the run ledger."""
     run = run if run is not None else load_run_file(args.run_file)
@@ -106,8 +134,9 @@ def watch(connect: Callable[[], Any], spec: JobSpec, policy: preemption.Recovery
     return exit_codes.OK
 
 
-def _connect_until_reachable(connect: Callable[[], Any], policy: preemption.RecoveryPolicy, heartbeat: Optional[Path],
-                             out: TextIO) -> Any:
+def _connect_until_reachable(
+    connect: Callable[[], Any], policy: preemption.RecoveryPolicy, heartbeat: Optional[Path], out: TextIO
+) -> Any:
     """The watcher may start before the Ray head (or outlive a head restart): keep trying."""
     # Lazily: the CLI's parser imports this module, and `python -m jobctl submit --dry-run` never loads Ray.
     from workloads import submit

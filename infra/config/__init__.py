@@ -25,7 +25,7 @@ infra/flavours.py, infra/machines.py, infra/zones.py, infra/lustre_catalogue.py 
 """
 
 from infra.config.base import Model
-from infra.config.cluster import AuthorizedNetwork, ClusterConfig, SystemPoolConfig
+from infra.config.cluster import AuthorizedNetwork, ClusterConfig
 from infra.config.cost import CostConfig
 from infra.config.engine import namespaced
 from infra.config.errors import ConfigError, KeyedValueError, MissingSecretError, format_validation_error

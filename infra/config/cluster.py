@@ -91,7 +91,8 @@ class ClusterConfig(Model):
     )
     control_plane_location: Literal["regional", "zonal"] = Field(
         "regional",
-        description="`regional` (default, as both seeds and Google's A4/A3 Ultra blueprints): control-plane replicas in "
+        description="`regional` (default, as both seeds and Google's A4/A3 Ultra blueprints): control-plane "
+        "replicas in "
         "several zones of `region`, so the API stays up during control-plane upgrades and a zone outage, when the "
         "preemption watcher, `pulumi` and `python -m jobctl` need it; both node pools stay in `zone`. `zonal`: one "
         "control plane in `zone`, unreachable for minutes during its upgrades; it is the one cluster the GKE free tier "
@@ -189,7 +190,7 @@ def check_min_master_version(cluster: ClusterConfig, flavour: Flavour, lustre_le
 def head_machines(ray: RayConfig) -> list[str]:
     """The catalogued system-pool types a node of which holds the Ray head, smallest first."""
     fits = []
-    for machine, (vcpus, gib) in sorted(SYSTEM_POOL_MACHINES.items(), key=lambda kv: kv[1]):
+    for machine, _size in sorted(SYSTEM_POOL_MACHINES.items(), key=lambda kv: kv[1]):
         room = system_node_room(machine)
         if room and math.floor(room[0]) >= ray.head_cpu and math.floor(room[1]) >= ray.head_memory_gib:
             fits.append(machine)

@@ -19,10 +19,15 @@ class CostConfig(Model):
         "USD per node-hour, `lustre.500.gibMonth` in USD per GiB-month); applies to the stack's region.",
     )
     bucket_gib: Optional[float] = Field(
-        None, ge=0, description="Average GiB kept in the artifacts bucket; default: one bf16 export of the recipe's model."
+        None,
+        ge=0,
+        description="Average GiB kept in the artifacts bucket; default: one bf16 export of the recipe's model.",
     )
     checkpoint_write_target_seconds: int = Field(
-        300, ge=1, le=86400, description="Warn when writing one checkpoint to Lustre is estimated to take longer than this."
+        300,
+        ge=1,
+        le=86400,
+        description="Warn when writing one checkpoint to Lustre is estimated to take longer than this.",
     )
 
     @field_validator("price_overrides")

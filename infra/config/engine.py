@@ -40,7 +40,7 @@ def namespaced(flat: dict[str, Any]) -> dict[str, Any]:
                 value = json.loads(value)
             except json.JSONDecodeError:
                 pass
-        out[key[len(prefix):]] = value
+        out[key[len(prefix) :]] = value
     return out
 
 
@@ -50,7 +50,9 @@ def _environment(variable: str, kind: type, read: Any, allowed: str) -> Any:
     try:
         value = read()
     except ValueError as err:  # json.JSONDecodeError
-        raise ConfigError(f"{variable}: not valid JSON ({err.msg} at character {err.pos}); allowed: {allowed}, or unset") from None
+        raise ConfigError(
+            f"{variable}: not valid JSON ({err.msg} at character {err.pos}); allowed: {allowed}, or unset"
+        ) from None
     if not isinstance(value, kind) or (kind is list and not all(isinstance(k, str) for k in value)):
         raise ConfigError(f"{variable}: a JSON {type(value).__name__}; allowed: {allowed}, or unset")
     return value

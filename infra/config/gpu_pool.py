@@ -59,7 +59,9 @@ class CapacityConfig(Model):
         "whose priorities name them in this order; a gang may mix nodes of several rungs.",
     )
     max_wait_minutes: int = Field(
-        60, ge=5, le=7 * 24 * 60,
+        60,
+        ge=5,
+        le=7 * 24 * 60,
         description="How long the run owner waits for the whole gang (gpuPool.nodeCount nodes, from any rungs) "
         "before it says so and releases the partial nodes (`onTimeout`).",
     )
@@ -95,7 +97,9 @@ class CapacityConfig(Model):
         seen: set[tuple[Provisioning, Optional[str]]] = set()
         for i, r in enumerate(self.ladder):
             if (r.provisioning is Provisioning.RESERVATION) != bool(r.reservation_name):
-                raise KeyedValueError(f"ladder[{i}]", f"a reservation rung needs its name and no other rung has one; allowed: {RUNG_HELP}")
+                raise KeyedValueError(
+                    f"ladder[{i}]", f"a reservation rung needs its name and no other rung has one; allowed: {RUNG_HELP}"
+                )
             key = (r.provisioning, r.reservation_name)
             if key in seen:
                 raise KeyedValueError(f"ladder[{i}]", f"{Rung(*key).label} appears twice; allowed: each rung once")
@@ -106,7 +110,9 @@ class CapacityConfig(Model):
 class GpuPoolConfig(Model):
     """The GPU node pool."""
 
-    node_count: int = Field(1, ge=1, le=64, description="GPU nodes in the pool; the Ray worker replicas and the job's `cluster.num_nodes`.")
+    node_count: int = Field(
+        1, ge=1, le=64, description="GPU nodes in the pool; the Ray worker replicas and the job's `cluster.num_nodes`."
+    )
     provisioning: Provisioning = Field(
         Provisioning.SPOT,
         description="`spot` (default, cheapest, preemptible), `reservation` (needs `reservationName`), "
@@ -114,9 +120,14 @@ class GpuPoolConfig(Model):
         "workers, for at most seven days each) or `onDemand`. A one-rung `gpuPool.capacity`; set one or the other.",
     )
     reservation_name: Optional[str] = Field(
-        None, pattern=LOWER_NAME, max_length=63, description="Compute Engine reservation to consume when `provisioning` is `reservation`."
+        None,
+        pattern=LOWER_NAME,
+        max_length=63,
+        description="Compute Engine reservation to consume when `provisioning` is `reservation`.",
     )
-    compact_placement: bool = Field(False, description="Ask for a COMPACT placement policy (lower latency between nodes).")
+    compact_placement: bool = Field(
+        False, description="Ask for a COMPACT placement policy (lower latency between nodes)."
+    )
     gpu_driver_version: Literal["DEFAULT", "LATEST"] = Field(
         "LATEST", description="GPU driver GKE installs on the nodes."
     )
@@ -139,15 +150,20 @@ class GpuPoolConfig(Model):
             both = sorted({"provisioning", "reservation_name"} & self.model_fields_set)
             if both:
                 key = {"provisioning": "provisioning", "reservation_name": "reservationName"}[both[0]]
-                raise KeyedValueError(key, "is set next to gpuPool.capacity; allowed: one of them (a one-rung ladder is "
-                                      "`provisioning`)")
+                raise KeyedValueError(
+                    key, "is set next to gpuPool.capacity; allowed: one of them (a one-rung ladder is `provisioning`)"
+                )
             if self.compact_placement and any(r.provisioning is Provisioning.FLEX_START for r in self.ladder):
-                raise KeyedValueError("compactPlacement", "not allowed with a flexStart rung in gpuPool.capacity; allowed: false")
+                raise KeyedValueError(
+                    "compactPlacement", "not allowed with a flexStart rung in gpuPool.capacity; allowed: false"
+                )
             return self
         if self.provisioning is Provisioning.RESERVATION and not self.reservation_name:
             raise KeyedValueError("reservationName", "required when gpuPool.provisioning is 'reservation'")
         if self.provisioning is not Provisioning.RESERVATION and self.reservation_name:
             raise KeyedValueError("reservationName", "only allowed when gpuPool.provisioning is 'reservation'")
         if self.provisioning is Provisioning.FLEX_START and self.compact_placement:
-            raise KeyedValueError("compactPlacement", "not allowed with gpuPool.provisioning 'flexStart'; allowed: false")
+            raise KeyedValueError(
+                "compactPlacement", "not allowed with gpuPool.provisioning 'flexStart'; allowed: false"
+            )
         return self

@@ -41,9 +41,11 @@ so 100 000 steps run for 7 months to 3 years of GPU time; more is a typo, not a 
 #   `password`, `credentials` (but not `max_new_tokens`, `token_level_loss`, `tokenizer`);
 # - a value that looks like a credential: a known token prefix (Hugging Face, GitHub, OpenAI-style,
 #   AWS, Google API keys, Slack, JWTs, PEM keys), a URL with a password, 32 or more hex digits (a W&B
-#   API key is 40), digits and letters both, or a run of 32 or more letters and digits mixing upper case, lower case and digits
-#   (the shape of random tokens; names that long carry separators).
-_SECRET_WORDS = frozenset({"token", "secret", "password", "passwd", "pwd", "credential", "credentials", "apikey", "netrc"})
+#   API key is 40), digits and letters both, or a run of 32 or more letters and digits mixing upper
+#   case, lower case and digits (the shape of random tokens; names that long carry separators).
+_SECRET_WORDS = frozenset(
+    {"token", "secret", "password", "passwd", "pwd", "credential", "credentials", "apikey", "netrc"}
+)
 _KEY_QUALIFIERS = frozenset({"api", "access", "secret", "private", "auth", "ssh", "signing"})
 _CREDENTIAL_VALUE = re.compile(
     r"hf_[A-Za-z0-9]{20,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,}|sk-[A-Za-z0-9_\-]{20,}|AKIA[0-9A-Z]{16}"
@@ -61,8 +63,10 @@ def secret_key_part(key: str) -> Optional[str]:
         if not pieces:
             continue
         last, before = pieces[-1], pieces[-2] if len(pieces) > 1 else ""
-        if last in _SECRET_WORDS or (last == "key" and before in _KEY_QUALIFIERS) or (
-            last.endswith("key") and last[:-3] in _KEY_QUALIFIERS
+        if (
+            last in _SECRET_WORDS
+            or (last == "key" and before in _KEY_QUALIFIERS)
+            or (last.endswith("key") and last[:-3] in _KEY_QUALIFIERS)
         ):
             return part
     return None
@@ -104,7 +108,11 @@ class JobConfig(Model):
     max_num_steps: Optional[int] = Field(
         None, ge=1, le=MAX_NUM_STEPS, description="Override the recipe's `grpo.max_num_steps` (at most 100000)."
     )
-    wandb_project: Optional[str] = Field(None, pattern=r"^[A-Za-z0-9._\-]{1,128}$", description="W&B project; enables W&B logging (needs the `wandbApiKey` secret).")
+    wandb_project: Optional[str] = Field(
+        None,
+        pattern=r"^[A-Za-z0-9._\-]{1,128}$",
+        description="W&B project; enables W&B logging (needs the `wandbApiKey` secret).",
+    )
     gate: Optional[Literal["enforce", "warn", "off"]] = Field(
         None,
         description="The acceptance gate before the job is submitted (GPUs, gIB fabric bandwidth, Lustre throughput; "
@@ -145,7 +153,9 @@ class JobConfig(Model):
         if not isinstance(v, (list, tuple)):
             return v
         if len(v) > MAX_OVERRIDES:
-            raise ValueError(f"{len(v)} overrides; allowed: at most {MAX_OVERRIDES} (a larger change is a recipe of its own)")
+            raise ValueError(
+                f"{len(v)} overrides; allowed: at most {MAX_OVERRIDES} (a larger change is a recipe of its own)"
+            )
         for i, override in enumerate(v):
             if not isinstance(override, str):
                 continue
@@ -154,7 +164,9 @@ class JobConfig(Model):
             if part is not None and parsed.value is not None:
                 raise KeyedValueError(f"[{i}]", f"sets {part!r}, a name for a credential; {_SECRET_ALLOWED}")
             if looks_like_credential(override):
-                raise KeyedValueError(f"[{i}]", f"holds a value that looks like a token or key (not shown); {_SECRET_ALLOWED}")
+                raise KeyedValueError(
+                    f"[{i}]", f"holds a value that looks like a token or key (not shown); {_SECRET_ALLOWED}"
+                )
         return v
 
     @field_validator("overrides")
@@ -164,9 +176,13 @@ class JobConfig(Model):
         for i, override in enumerate(v):
             parsed = parse_override(override)
             if not parsed.key:
-                raise KeyedValueError(f"[{i}]", f"{shown(override)} has no key; allowed: key=value, +key=value, ++key=value or ~key")
+                raise KeyedValueError(
+                    f"[{i}]", f"{shown(override)} has no key; allowed: key=value, +key=value, ++key=value or ~key"
+                )
             if parsed.value is None and not parsed.deletes:
-                raise KeyedValueError(f"[{i}]", f"{shown(override)} has no '='; allowed: key=value, +key=value, ++key=value or ~key")
+                raise KeyedValueError(
+                    f"[{i}]", f"{shown(override)} has no '='; allowed: key=value, +key=value, ++key=value or ~key"
+                )
         return v
 
     @model_validator(mode="after")
@@ -179,7 +195,11 @@ class JobConfig(Model):
             parsed = parse_override(override)
             if parsed.key == "policy.model_name" and (parsed.deletes or parsed.value != model):
                 same = [name for name, r in RECIPES.items() if r.model == parsed.value]
-                hint = f"job.recipe {same[0]!r}, which trains it" if same else f"a job.recipe of that model (recipes: {', '.join(RECIPES)})"
+                hint = (
+                    f"job.recipe {same[0]!r}, which trains it"
+                    if same
+                    else f"a job.recipe of that model (recipes: {', '.join(RECIPES)})"
+                )
                 raise KeyedValueError(
                     f"overrides[{i}]",
                     f"{shown(override)} changes the model of job.recipe {self.recipe!r} ({model}), whose sizing, "

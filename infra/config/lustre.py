@@ -16,13 +16,17 @@ from infra.lustre_catalogue import LUSTRE_PORT_988_MIN_GKE, LUSTRE_TIERS
 class LustreConfig(Model):
     """The Managed Lustre instance (checkpoints, HF cache)."""
 
-    capacity_gib: int = Field(18000, description="Capacity in GiB; at least the tier's minimum and a multiple of its step.")
+    capacity_gib: int = Field(
+        18000, description="Capacity in GiB; at least the tier's minimum and a multiple of its step."
+    )
     per_unit_storage_throughput: int = Field(
         500, description="Throughput tier in MB/s per TiB: 125, 250, 500 or 1000. Cannot change after creation."
     )
     filesystem: str = Field("lustrefs", description="Lustre filesystem name: 1-8 letters or digits.")
     instance_id: Optional[str] = Field(
-        None, description="Instance id (lowercase letters, digits, hyphens; 1-63; starts with a letter). Default `<prefix>-lustre`."
+        None,
+        description="Instance id (lowercase letters, digits, hyphens; 1-63; starts with a letter). Default "
+        "`<prefix>-lustre`.",
     )
     legacy_port: bool = Field(
         False,
@@ -60,7 +64,8 @@ class LustreConfig(Model):
     def _instance_id(cls, v: Optional[str]) -> Optional[str]:
         if v is not None and not (len(v) <= 63 and re.fullmatch(LOWER_NAME, v)):
             raise ValueError(
-                f"{shown(v)} is not allowed; allowed: 1-63 lowercase letters, digits or hyphens, starting with a letter "
+                f"{shown(v)} is not allowed; allowed: 1-63 lowercase letters, digits or hyphens, starting with a "
+                "letter "
                 "and ending with a letter or digit"
             )
         return v

@@ -15,7 +15,7 @@ from infra.flavours import Flavour
 
 # Ranges a VPC subnet or secondary range cannot use (VPC docs "prohibited IPv4 ranges"; RFC 6890).
 _RESERVED_RANGES = (
-    (ipaddress.IPv4Network("0.0.0.0/8"), "\"this\" network"),
+    (ipaddress.IPv4Network("0.0.0.0/8"), '"this" network'),
     (ipaddress.IPv4Network("127.0.0.0/8"), "loopback"),
     (ipaddress.IPv4Network("169.254.0.0/16"), "link-local, where the metadata server lives"),
     (ipaddress.IPv4Network("224.0.0.0/4"), "multicast"),
@@ -36,7 +36,9 @@ def _ipv4_network(text: str) -> str:
 class NetworkConfig(Model):
     """VPCs, subnets and address ranges."""
 
-    use_default_network: bool = Field(False, description="Put the cluster on the project's `default` VPC instead of a new one.")
+    use_default_network: bool = Field(
+        False, description="Put the cluster on the project's `default` VPC instead of a new one."
+    )
     primary_cidr: str = Field("10.0.0.0/20", description="Primary subnet of the cluster's VPC (nodes).")
     pods_cidr: str = Field("10.4.0.0/14", description="Secondary range for pods.")
     services_cidr: str = Field("10.8.0.0/20", description="Secondary range for services.")
@@ -45,7 +47,9 @@ class NetworkConfig(Model):
         tuple(f"192.168.{n}.0/24" for n in range(1, 9)),
         description="One subnet per RDMA NIC, in NIC order (rdma-0 first); as many as the flavour has RDMA NICs.",
     )
-    psa_cidr: str = Field("10.16.0.0/22", description="Private Service Access range for Managed Lustre (/23 or larger).")
+    psa_cidr: str = Field(
+        "10.16.0.0/22", description="Private Service Access range for Managed Lustre (/23 or larger)."
+    )
     rdma_mtu: int = Field(8896, ge=1300, le=8896, description="MTU of the RDMA VPC (RoCE default 8896).")
     gvnic_mtu: int = Field(8896, ge=1300, le=8896, description="MTU of the gVNIC VPC.")
 
@@ -101,7 +105,9 @@ class NetworkConfig(Model):
     def _no_overlaps(self) -> "NetworkConfig":
         for (ka, a), (kb, b) in itertools.combinations(self.named_ranges().items(), 2):
             if a.overlaps(b):
-                raise KeyedValueError(kb, f"{b} overlaps network.{ka} ({a}); allowed: ranges disjoint from every other range")
+                raise KeyedValueError(
+                    kb, f"{b} overlaps network.{ka} ({a}); allowed: ranges disjoint from every other range"
+                )
         if self.use_default_network:
             # The cluster joins the project's `default` VPC, whose auto-mode subnets take 10.128.0.0/9
             # (VPC docs, auto mode IPv4 ranges); a custom-mode `default` VPC is not known here.
@@ -132,7 +138,8 @@ def check_address_room(network: NetworkConfig, gpu_nodes: int, system_nodes: int
     if not network.use_default_network and primary.num_addresses - 4 < nodes:
         raise KeyedValueError(
             "network.primaryCidr",
-            f"{primary} has {primary.num_addresses - 4} usable addresses, the stack runs up to {nodes} nodes; allowed: a larger range",
+            f"{primary} has {primary.num_addresses - 4} usable addresses, the stack runs up to {nodes} nodes; "
+            "allowed: a larger range",
         )
 
 

@@ -17,7 +17,22 @@ from infra.machines import NodeFit, gpu_node_allocatable, gpu_node_room, system_
 from workloads.recipes import RECIPES
 
 _SYSTEM_NAMESPACE_PREFIXES = ("kube-", "gke-", "gmp-")
-_SYSTEM_DIRS = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/proc", "/root", "/run", "/sbin", "/sys", "/usr", "/var")
+_SYSTEM_DIRS = (
+    "/bin",
+    "/boot",
+    "/dev",
+    "/etc",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/proc",
+    "/root",
+    "/run",
+    "/sbin",
+    "/sys",
+    "/usr",
+    "/var",
+)
 # Directories the Ray containers need: the images' NeMo-RL checkouts, and Ray's session directory
 # (ray.init's default temp dir /tmp/ray). Mounting at or above one of them hides it.
 _CONTAINER_DIRS = tuple(sorted({r.image.workdir for r in RECIPES.values()} | {"/tmp/ray"}))
@@ -26,15 +41,26 @@ _CONTAINER_DIRS = tuple(sorted({r.image.workdir for r in RECIPES.values()} | {"/
 class RayConfig(Model):
     """In-cluster objects: namespace, KubeRay chart, NCCL installer, Lustre mount."""
 
-    namespace: str = Field("nemo-rl", pattern=LOWER_NAME, max_length=63, description="Namespace of the Ray cluster and its secrets.")
-    service_account: str = Field("ray", pattern=LOWER_NAME, max_length=63, description="Kubernetes service account of the Ray pods (Workload Identity).")
-    chart_version: str = Field("1.7.0", pattern=r"^\d+\.\d+\.\d+$", description="Version of the upstream KubeRay `ray-cluster` Helm chart.")
+    namespace: str = Field(
+        "nemo-rl", pattern=LOWER_NAME, max_length=63, description="Namespace of the Ray cluster and its secrets."
+    )
+    service_account: str = Field(
+        "ray",
+        pattern=LOWER_NAME,
+        max_length=63,
+        description="Kubernetes service account of the Ray pods (Workload Identity).",
+    )
+    chart_version: str = Field(
+        "1.7.0", pattern=r"^\d+\.\d+\.\d+$", description="Version of the upstream KubeRay `ray-cluster` Helm chart."
+    )
     nccl_installer_image: str = Field(
         "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.1.1",
         pattern=r"^[a-z0-9.\-/]+:[A-Za-z0-9._\-]+$",
         description="NCCL gIB RDMA plugin installer image, pinned to a tag (upstream `master` moves).",
     )
-    mount_path: str = Field("/lustre", pattern=ABSOLUTE_PATH, description="Where Lustre is mounted in the Ray head and workers.")
+    mount_path: str = Field(
+        "/lustre", pattern=ABSOLUTE_PATH, description="Where Lustre is mounted in the Ray head and workers."
+    )
     head_cpu: int = Field(8, ge=1, le=64, description="CPUs requested by the Ray head.")
     head_memory_gib: int = Field(
         64,
@@ -81,17 +107,23 @@ class RayConfig(Model):
         # Every pod of the namespace without its own account runs as `default`: binding the bucket's
         # Workload Identity grant to it would hand the bucket to all of them.
         if v == "default":
-            raise ValueError("'default' is the account of every pod in the namespace; allowed: a dedicated name such as ray")
+            raise ValueError(
+                "'default' is the account of every pod in the namespace; allowed: a dedicated name such as ray"
+            )
         return v
 
     @field_validator("mount_path")
     @classmethod
     def _safe_mount_path(cls, v: str) -> str:
         if posixpath.normpath(v) != v or "/." in v:
-            raise ValueError(f"{v!r} is not allowed; allowed: a normalized absolute path (no '.', '..', '//' or trailing '/')")
+            raise ValueError(
+                f"{v!r} is not allowed; allowed: a normalized absolute path (no '.', '..', '//' or trailing '/')"
+            )
         for system in _SYSTEM_DIRS:
             if v == system or v.startswith(system + "/"):
-                raise ValueError(f"{v!r} would mount Lustre over the system directory {system}; allowed: a path such as /lustre")
+                raise ValueError(
+                    f"{v!r} would mount Lustre over the system directory {system}; allowed: a path such as /lustre"
+                )
         for needed in _CONTAINER_DIRS:
             if needed == v or needed.startswith(v.rstrip("/") + "/"):
                 raise ValueError(f"{v!r} would hide {needed} in the Ray containers; allowed: a path such as /lustre")

@@ -17,7 +17,9 @@ class RecoveryConfig(Model):
         "it resubmits the same job, which resumes from the latest checkpoint on Lustre; a job that failed on its own "
         "(e.g. a Python exception) or was stopped is never resubmitted.",
     )
-    check_interval_seconds: int = Field(60, ge=5, le=3600, description="How often the watcher looks at the job's status.")
+    check_interval_seconds: int = Field(
+        60, ge=5, le=3600, description="How often the watcher looks at the job's status."
+    )
     max_restarts: int = Field(
         10,
         ge=0,

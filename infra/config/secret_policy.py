@@ -31,7 +31,9 @@ def wandb_key_set(secret_keys: "set[str] | frozenset[str]") -> bool:
     return f"{PROJECT}:wandbApiKey" in secret_keys
 
 
-def refuse_plaintext_secrets(raw: dict[str, Any], secret_keys: "set[str] | frozenset[str] | list[str]", stack: str) -> None:
+def refuse_plaintext_secrets(
+    raw: dict[str, Any], secret_keys: "set[str] | frozenset[str] | list[str]", stack: str
+) -> None:
     """Raise `ConfigError` for each secret key (`hfToken`, `wandbApiKey`) present in `raw` but not
     marked secret (`secret_keys` holds `namespace:key` names): a plaintext token would sit in the stack
     file and in every copy of the repository. And for each other key stored as a secret: the program
@@ -60,7 +62,8 @@ def required_secrets(config: StackConfig) -> dict[str, str]:
     if model in GATED_MODELS:
         needed["hfToken"] = (
             f"job.recipe {config.job.recipe!r} downloads {model}, which Hugging Face serves only to accounts that "
-            "accepted its licence; allowed: `pulumi config set --secret hfToken <token>` with a token of such an account"
+            "accepted its licence; allowed: `pulumi config set --secret hfToken <token>` with a token of such an "
+            "account"
         )
     if config.job.wandb_project:
         needed["wandbApiKey"] = (

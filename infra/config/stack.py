@@ -47,7 +47,9 @@ class StackConfig(Model):
 
     project: str = Field(pattern=PROJECT_ID, description="Google Cloud project id.")
     region: str = Field("us-east1", pattern=REGION, description="Region of the networks, cluster and bucket.")
-    zone: str = Field("us-east1-b", pattern=ZONE, description="Zone of the GPU nodes, the RDMA VPC and Lustre; must be in `region`.")
+    zone: str = Field(
+        "us-east1-b", pattern=ZONE, description="Zone of the GPU nodes, the RDMA VPC and Lustre; must be in `region`."
+    )
     name_prefix: str = Field(
         "", pattern=NAME_PREFIX, description="Prefix of every cloud name (1-20 chars); default: the stack name."
     )
@@ -63,13 +65,15 @@ class StackConfig(Model):
     )
     allow_untested_versions: bool = Field(
         False,
-        description="Accept pins (GKE version, GPU driver, gIB installer image, NeMo-RL image, KubeRay chart) that no row "
+        description="Accept pins (GKE version, GPU driver, gIB installer image, NeMo-RL image, KubeRay chart) that "
+        "no row "
         "of the version matrix (data/version_matrix.yaml, docs/version-matrix.md) covers: for trying a new combination "
         "before its row is recorded. Known-bad pairs stay refused.",
     )
     manage_apis: bool = Field(
         True,
-        description="Enable every Google Cloud API the stack uses (Service Usage; left on by `pulumi destroy`) and make "
+        description="Enable every Google Cloud API the stack uses (Service Usage; left on by `pulumi destroy`) "
+        "and make "
         "each resource wait for its API. false where the deployer may not enable services: the APIs listed in "
         "docs/deploy.md must then be on already.",
     )
@@ -101,10 +105,15 @@ class StackConfig(Model):
     def _labels(cls, v: dict[str, str]) -> dict[str, str]:
         room = GCP_MAX_LABELS - len(RESERVED_LABEL_KEYS)
         if len(v) > room:
-            raise ValueError(f"{len(v)} labels; allowed: at most {room} (Google Cloud allows {GCP_MAX_LABELS}, the program sets {len(RESERVED_LABEL_KEYS)})")
+            raise ValueError(
+                f"{len(v)} labels; allowed: at most {room} (Google Cloud allows {GCP_MAX_LABELS}, the program sets "
+                f"{len(RESERVED_LABEL_KEYS)})"
+            )
         for key, value in v.items():
             if key in RESERVED_LABEL_KEYS:
-                raise ValueError(f"label key {key!r} is the program's own; allowed: any key but {', '.join(RESERVED_LABEL_KEYS)}")
+                raise ValueError(
+                    f"label key {key!r} is the program's own; allowed: any key but {', '.join(RESERVED_LABEL_KEYS)}"
+                )
             # An empty key passes `_label_text` (nothing to check) and has no first letter to look at.
             if not (key and _label_text(key, 63) and unicodedata.category(key[0]) in ("Ll", "Lo")):
                 raise ValueError(
@@ -124,7 +133,10 @@ class StackConfig(Model):
         # Both are part of the bucket name (<project>-<prefix>-artifacts); Cloud Storage refuses names
         # with "google" or a close misspelling, or starting with "goog" (storage docs, bucket naming).
         if _looks_like_google(v) or (info.field_name == "project" and v.startswith("goog")):
-            raise ValueError(f"{v!r} would put 'google' into the bucket name, which Cloud Storage refuses; allowed: a name without it")
+            raise ValueError(
+                f"{v!r} would put 'google' into the bucket name, which Cloud Storage refuses; allowed: a name "
+                "without it"
+            )
         return v
 
     @model_validator(mode="after")
@@ -176,7 +188,9 @@ class StackConfig(Model):
 
     def _check_zone_in_region(self) -> None:
         if not self.zone.startswith(self.region + "-"):
-            raise KeyedValueError("zone", f"{self.zone!r} is not in region {self.region!r}; allowed: a zone named {self.region}-<letter>")
+            raise KeyedValueError(
+                "zone", f"{self.zone!r} is not in region {self.region!r}; allowed: a zone named {self.region}-<letter>"
+            )
 
     def _check_zone_catalogue(self, flavour: Flavour) -> None:
         from infra.zones import catalogue, nearest, region_of
@@ -184,7 +198,10 @@ class StackConfig(Model):
         cat = catalogue()
         zones = cat.zones_for(flavour.machine_type)
         what = f"{flavour.machine_type} (flavour {flavour.name}) and Managed Lustre"
-        hint = f"or set {PROJECT}:allowUncataloguedZone: true for a zone Google added since {cat.checked} (data/zones.yaml)"
+        hint = (
+            f"or set {PROJECT}:allowUncataloguedZone: true for a zone Google added since {cat.checked} "
+            "(data/zones.yaml)"
+        )
         if self.region not in {region_of(z) for z in zones}:
             raise KeyedValueError(
                 "region",
@@ -250,7 +267,8 @@ def prefix_for_stack(stack: str) -> str:
     if not base[:1].isalpha() or not base.isascii() or _looks_like_google(base):
         why = "does not start with a letter" if not base[:1].isalpha() else "would put 'google' into the bucket name"
         raise ConfigError(
-            f"{PROJECT}:namePrefix: not set, and the stack name {shown(stack)} {why}; allowed: set {PROJECT}:namePrefix "
+            f"{PROJECT}:namePrefix: not set, and the stack name {shown(stack)} {why}; allowed: set "
+            f"{PROJECT}:namePrefix "
             f"to {PATTERN_HELP[NAME_PREFIX]}"
         )
     digest = hashlib.sha256(stack.encode()).hexdigest()[:4]
