@@ -687,7 +687,8 @@ def _parallel_io(directory: Path, node_rank: int, size: int, streams: int, *, wr
     """Write (or read) `size` bytes as `streams` files `node<r>-<k>.bin` in parallel threads; the
     seconds from the first byte to the last stream's end (fsync included for writes)."""
     per_stream = max(size // streams // BLOCK, 1) * BLOCK
-    errors: list[str] = []
+    # One slot per stream, so the report lists errors in stream order whatever order the threads end in.
+    errors: list[str | None] = [None] * streams
     block = os.urandom(BLOCK)  # incompressible, in case the filesystem compresses
 
     def one(k: int) -> None:
@@ -707,9 +708,9 @@ def _parallel_io(directory: Path, node_rank: int, size: int, streams: int, *, wr
                     while chunk := f.read(BLOCK):
                         got += len(chunk)
                 if got != per_stream:
-                    errors.append(f"{path.name}: read {got} of {per_stream} bytes")
+                    errors[k] = f"{path.name}: read {got} of {per_stream} bytes"
         except OSError as err:
-            errors.append(f"{path.name}: {err.strerror or err}")
+            errors[k] = f"{path.name}: {err.strerror or err}"
 
     directory.mkdir(parents=True, exist_ok=True)
     threads = [threading.Thread(target=one, args=(k,)) for k in range(streams)]
@@ -719,7 +720,12 @@ def _parallel_io(directory: Path, node_rank: int, size: int, streams: int, *, wr
     for t in threads:
         t.join()
     seconds = time.perf_counter() - start
-    return {"bytes": per_stream * streams, "seconds": seconds, "errors": errors, "host": socket.gethostname()}
+    return {
+        "bytes": per_stream * streams,
+        "seconds": seconds,
+        "errors": [e for e in errors if e is not None],
+        "host": socket.gethostname(),
+    }
 
 
 def _drop_cache(fd: int) -> None:
