@@ -81,3 +81,10 @@ PREEMPTION_WATCHER = "preemption-watcher"
 PREEMPTION_WATCHER_CONTAINER = "watcher"
 """The watcher's container: its log lines (one JSON line per ended attempt) feed the dashboard's log-based
 metrics (infra/observability.py)."""
+
+
+def watcher_node_reader(namespace: str) -> str:
+    """The cluster-scoped ClusterRole (and its binding) that lets the watcher of `namespace` read nodes for the
+    gang wait (infra/watcher_deployment.py): named after the namespace, since cluster-scoped names are shared by
+    every namespace of the cluster."""
+    return cloud_name(PROJECT, f"{namespace}-{PREEMPTION_WATCHER}-nodes", Limit.LABEL_VALUE)

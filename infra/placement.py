@@ -66,6 +66,16 @@ def is_ladder(cfg: StackConfig) -> bool:
     return cfg.cluster.mode != "autopilot" and len(cfg.gpu_pool.ladder) > 1
 
 
+def gpu_nodes_autoscaled(cfg: StackConfig) -> bool:
+    """Whether GKE removes a GPU node no pod uses: on Autopilot (it makes and removes nodes for the pods), for
+    a ladder's pools and a one-rung flexStart pool (autoscaled from 0 to `nodeCount`, infra/cluster.py
+    `provisioning_settings`). A one-rung spot, reservation or onDemand pool is fixed at `nodeCount` nodes:
+    scaling the Ray workers down frees none of them (the gang wait keeps its workers there)."""
+    if cfg.cluster.mode == "autopilot" or is_ladder(cfg):
+        return True
+    return cfg.gpu_pool.ladder[0].provisioning is Provisioning.FLEX_START
+
+
 def system_pool_name(ctx: StackContext, cfg: StackConfig) -> Optional[str]:
     """The CPU pool's name: the Ray head and the watcher select it by this (plan-time) value. None on
     Autopilot, which has no pools: they run on its default general-purpose compute class."""

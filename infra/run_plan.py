@@ -1,5 +1,6 @@
 """The run's plan-time numbers, shared by the job and the watcher: the checkpoint write time and the save
-period derived from it (`job.maxLostMinutes`), the pool's GPU node-hour price, and the watcher's `RunPlan`.
+period derived from it (`job.maxLostMinutes`), the pool's GPU node-hour price, the gang wait's bound and
+rungs (`gpuPool.capacity`), and the watcher's `RunPlan`.
 
 Pure builders of the validated config (no resources, no Outputs), in a module of their own so that the
 two components that need them (infra/training_job.py writes the save period into the entrypoint,
@@ -10,14 +11,16 @@ the offline plan (tools/estimates.py) shows the same numbers.
 from __future__ import annotations
 
 import posixpath
-from typing import Optional
+from typing import Any, Optional, Protocol
 
 from infra.config import ConfigError, Provisioning, StackConfig, lustre_aggregate_mb_s
+from infra.placement import gpu_nodes_autoscaled
 from infra.prices import PriceError, gpu_node_hour_usd, price_table
+from infra.stack_context import GpuPoolFacts
 from workloads.acceptance_gate import GatePlan
+from workloads.gang_wait import KEEP_WHY
 from workloads.job_spec import (
     CHECKPOINTS_DIR,
-    PoolShape,
     checkpoint_write_seconds,
     derived_save_period,
     run_checkpoint_dir,
@@ -60,10 +63,64 @@ def node_hour_usd(cfg: StackConfig) -> Optional[float]:
         return None
 
 
-def run_plan_for_stack(stack: str, cfg: StackConfig, gpu_pool: PoolShape, gate_plan: Optional[GatePlan]) -> RunPlan:
+FIXED_POOL_KEEPS = "the GPU pool is fixed-size: its nodes stay whether or not the workers run"
+"""Why a one-rung spot, reservation or onDemand stack keeps its workers after a gang timeout whatever
+`onTimeout` says: releasing them would free no node (infra/cluster.py `provisioning_settings` gives that
+pool `nodeCount` nodes, not an autoscaled range) and would only keep the run from starting when the
+missing nodes come back."""
+
+
+class RayTarget(Protocol):
+    """The RayCluster the gang wait looks at (the `RayCluster` component has these)."""
+
+    @property
+    def cluster_name(self) -> str: ...
+
+    @property
+    def namespace(self) -> str: ...
+
+    @property
+    def worker_group(self) -> str: ...
+
+
+def gang_values(cfg: StackConfig, gpu_pool: GpuPoolFacts, ray: Optional[RayTarget]) -> dict[str, Any]:
+    """The `RunPlan` fields of the gang wait: with `gpuPool.capacity` (any number of rungs) a wait bounded by
+    its `maxWaitMinutes`; without it none (the owner then waits, unbounded, for the pool's GPUs in Ray, as
+    before the ladder). `onTimeout: releaseWorkers` holds only where GKE removes an unused GPU node
+    (`infra.placement.gpu_nodes_autoscaled`); a fixed-size pool keeps its workers (`FIXED_POOL_KEEPS`).
+    The RayCluster, worker group and namespace are the Ray component's own (`ray`); None (the day-2 CLI on a
+    laptop, which cannot reach the Kubernetes API from inside the cluster): no gang wait there."""
+    capacity = cfg.gpu_pool.capacity
+    if capacity is None:
+        return {}
+    autoscaled = gpu_nodes_autoscaled(cfg)
+    release = capacity.on_timeout == "releaseWorkers" and autoscaled
+    rungs = tuple((p.name, p.rung) for p in gpu_pool.rung_pools)
+    return {
+        "gang_max_wait_minutes": capacity.max_wait_minutes,
+        "gang_on_timeout": "releaseWorkers" if release else "keep",
+        "gang_kept_why": KEEP_WHY if capacity.on_timeout == "keep" or autoscaled else FIXED_POOL_KEEPS,
+        "gang_rungs": rungs,
+        # One rung: every GPU node is of it, whatever its pool is called (Autopilot names its pools itself).
+        "gang_default_rung": None if rungs else cfg.gpu_pool.ladder[0].label,
+        **(
+            {"ray_namespace": ray.namespace, "ray_cluster": ray.cluster_name, "ray_worker_group": ray.worker_group}
+            if ray is not None
+            else {}
+        ),
+    }
+
+
+def run_plan_for_stack(
+    stack: str,
+    cfg: StackConfig,
+    gpu_pool: GpuPoolFacts,
+    gate_plan: Optional[GatePlan],
+    ray: Optional[RayTarget] = None,
+) -> RunPlan:
     """What the watcher needs besides the spec, as plain values: the gate (policy and plan), where it sees
-    the checkpoints, the pool's nodes and node-hour price, `job.budgetUsd`, the save period and the plan's
-    step time (the recipe's expected hours over its steps)."""
+    the checkpoints, the pool's nodes and node-hour price, `job.budgetUsd`, the save period, the plan's
+    step time (the recipe's expected hours over its steps) and the gang wait (`gang_values`)."""
     recipe = cfg.recipe
     policy = cfg.gate_policy if gate_plan is not None else "off"
     on_lustre = run_checkpoint_dir(recipe, cfg.job, cfg.ray.mount_path, stack)
@@ -78,4 +135,5 @@ def run_plan_for_stack(stack: str, cfg: StackConfig, gpu_pool: PoolShape, gate_p
         budget_usd=cfg.job.budget_usd,
         save_period=save_period_for(cfg),
         step_seconds=round(step, 1) if step else None,
+        **gang_values(cfg, gpu_pool, ray),
     )

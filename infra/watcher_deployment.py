@@ -24,9 +24,14 @@ Image: the recipe's NeMo-RL image, not a small Python image with `pip install ra
   Python with `uv python install` under /root and builds the venv with `--link-mode symlink` into the
   root-only uv cache, so a non-root user cannot start its `python`. The container is hardened
   otherwise: no privilege escalation, every capability dropped, read-only root filesystem (a small
-  emptyDir at /tmp), RuntimeDefault seccomp, no service-account token (the watcher talks only to the
-  Ray dashboard, never to the Kubernetes API), and a KSA of its own that no IAM grant names, so the
+  emptyDir at /tmp), RuntimeDefault seccomp, and a KSA of its own that no IAM grant names, so the
   GKE metadata server hands it no Google credentials that could reach the bucket.
+
+Kubernetes API: only a stack with a gang wait (`gpuPool.capacity`, `RunPlan.gang_wait`) gives the pod a
+service-account token, and its KSA exactly what `workloads.gang_wait.KubeGangView` calls (`gang_rules`):
+get/list pods in the namespace, get nodes (cluster-scoped: their pool label), get/patch the one
+RayCluster (the release on timeout). Without one the watcher talks only to the Ray dashboard: no token is
+mounted and no role exists, so a leaked pod holds nothing of the API.
 
 No secret: the spec carries none (`JobSpec` refuses HF_TOKEN/WANDB_API_KEY in the runtime env; the job
 reads them from files the Ray pods mount), and the watcher pod mounts none.
@@ -45,13 +50,20 @@ from typing import TYPE_CHECKING, Any, Optional
 import pulumi
 import pulumi_kubernetes as k8s
 
-from infra.naming import MANAGED_LABELS, NODE_POOL_LABEL, PREEMPTION_WATCHER, PREEMPTION_WATCHER_CONTAINER
+from infra.naming import (
+    MANAGED_LABELS,
+    NODE_POOL_LABEL,
+    PREEMPTION_WATCHER,
+    PREEMPTION_WATCHER_CONTAINER,
+    watcher_node_reader,
+)
 from infra.options import child_options
 from infra.pod_facts import DASHBOARD_PORT
 from infra.run_plan import CHECKPOINTS_MOUNT, run_plan_for_stack
+from infra.stack_context import GpuPoolFacts
 from infra.stack_file import ROOT
 from workloads.acceptance_gate import GatePlan
-from workloads.job_spec import CHECKPOINTS_DIR, JobSpec, PoolShape
+from workloads.job_spec import CHECKPOINTS_DIR, JobSpec
 from workloads.preemption import RecoveryPolicy
 from workloads.recipes import NemoRLImage
 from workloads.run_owner import RunPlan
@@ -188,8 +200,10 @@ def deployment_manifest(
     config_hash: str,
     stack: str,
     lustre_claim: str,
+    api_token: bool = False,
 ) -> dict[str, Any]:
-    """The watcher Deployment (metadata and spec). Pure: no Outputs."""
+    """The watcher Deployment (metadata and spec). Pure: no Outputs. `api_token`: mount the KSA's token
+    (the gang wait reads the Kubernetes API; module docstring)."""
     probe_script = (
         f"import os,sys,time; sys.exit(time.time() - os.path.getmtime({HEARTBEAT!r}) > {heartbeat_limit(policy)})"
     )
@@ -209,7 +223,9 @@ def deployment_manifest(
                 },
                 "spec": {
                     "serviceAccountName": service_account,
-                    "automountServiceAccountToken": False,
+                    # The pod's setting wins over the KSA's (which stays false): the kubelet mounts the
+                    # token (a projected, expiring one) at /var/run/secrets/kubernetes.io/serviceaccount.
+                    "automountServiceAccountToken": api_token,
                     # The CPU system pool: on-demand nodes, so a preemption never takes the watcher along
                     # (on Autopilot, None: GKE's default general-purpose class, also on-demand).
                     "nodeSelector": {NODE_POOL_LABEL: system_pool_name} if system_pool_name else {},
@@ -285,14 +301,34 @@ def deployment_manifest(
                         {"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}},
                         # What the watcher saw must outlive a Ray head restarted together with it (the
                         # head forgets its jobs): Lustre keeps it as long as the checkpoints a
-                        # resubmission resumes from, and needs no Kubernetes API token (a ConfigMap
-                        # would: the watcher has none by design).
+                        # resubmission resumes from, and needs no write access to the Kubernetes API (a
+                        # ConfigMap would; the gang wait's token, where there is one, only reads and
+                        # scales the worker group).
                         {"name": "state", "persistentVolumeClaim": {"claimName": lustre_claim}},
                     ],
                 },
             },
         },
     }
+
+
+def gang_rules(ray_cluster: str) -> tuple[list[k8s.rbac.v1.PolicyRuleArgs], list[k8s.rbac.v1.PolicyRuleArgs]]:
+    """The RBAC v1 rules of the gang wait's calls (`workloads.gang_wait.KubeGangView`): the Role's (in the
+    namespace) and the ClusterRole's. Plain values, no Outputs.
+
+    In the namespace: list the worker pods (by label selector) and get them; get and JSON-patch the stack's
+    RayCluster, by name. Cluster-wide (nodes are not namespaced): get a node, for its pool label. Nothing
+    else: no pod deletion, no other RayCluster, no watch, no node list."""
+    rule = k8s.rbac.v1.PolicyRuleArgs
+    return (
+        [
+            rule(api_groups=[""], resources=["pods"], verbs=["get", "list"]),
+            rule(
+                api_groups=["ray.io"], resources=["rayclusters"], resource_names=[ray_cluster], verbs=["get", "patch"]
+            ),
+        ],
+        [rule(api_groups=[""], resources=["nodes"], verbs=["get"])],
+    )
 
 
 @dataclass(frozen=True)
@@ -313,11 +349,11 @@ class PreemptionWatcherArgs:
 
 class PreemptionWatcher(pulumi.ComponentResource):
     """ConfigMap (code + spec), a ServiceAccount and a one-replica Deployment that resubmits the job
-    after a preemption.
+    after a preemption; with a gang wait, the Role, ClusterRole and their bindings it needs.
 
-    The watcher only talks to the Ray dashboard inside the cluster, so it runs as a KSA of its own:
-    no Workload Identity grant names it (the workload KSA may write the bucket) and no API token is
-    mounted (it needs no Kubernetes RBAC).
+    The watcher talks to the Ray dashboard inside the cluster and runs as a KSA of its own: no Workload
+    Identity grant names it (the workload KSA may write the bucket). Only with a gang wait is an API token
+    mounted, for the calls `gang_rules` allows (module docstring).
 
     Outputs: `deployment_name`, `service_account`, `namespace`, `logs_command` (how to read what it decided).
     """
@@ -326,6 +362,8 @@ class PreemptionWatcher(pulumi.ComponentResource):
     service_account_resource: k8s.core.v1.ServiceAccount
     service_account: str
     deployment: k8s.apps.v1.Deployment
+    rbac: list[pulumi.CustomResource]
+    """The gang wait's Role, RoleBinding, ClusterRole and ClusterRoleBinding; empty without a gang wait."""
     deployment_name: str
     namespace: str
     logs_command: str
@@ -352,6 +390,7 @@ class PreemptionWatcher(pulumi.ComponentResource):
             data=data,
             opts=child_options(self, opts),
         )
+        self.rbac = self._rbac(name, args, opts) if args.run is not None and args.run.gang_wait else []
         self.deployment = self._deployment(name, args, config_hash, opts)
         self.register_outputs(
             {
@@ -363,6 +402,47 @@ class PreemptionWatcher(pulumi.ComponentResource):
                 "maxRestarts": policy.max_restarts,
             }
         )
+
+    def _rbac(
+        self, name: str, args: PreemptionWatcherArgs, opts: Optional[pulumi.ResourceOptions]
+    ) -> list[pulumi.CustomResource]:
+        """What the gang wait may call (`gang_rules`), granted to the watcher's KSA only. Deleted with the
+        cluster like every in-cluster object (`child_options` copies `deleted_with`)."""
+        run = args.run
+        assert run is not None and run.ray_cluster and run.ray_namespace
+        namespaced, cluster_wide = gang_rules(run.ray_cluster)
+        rbac = k8s.rbac.v1
+        subject = rbac.SubjectArgs(kind="ServiceAccount", name=self.service_account, namespace=args.namespace)
+        # Cluster-scoped: named after the namespace, so two stacks' watchers in one cluster do not collide.
+        node_reader = watcher_node_reader(args.namespace)
+        # The Role lives where the pods and the RayCluster are (the watcher's own namespace: the same one).
+        role = rbac.Role(
+            f"{name}-gang-role",
+            metadata={"name": NAME, "namespace": run.ray_namespace, "labels": labels()},
+            rules=namespaced,
+            opts=child_options(self, opts),
+        )
+        role_binding = rbac.RoleBinding(
+            f"{name}-gang-role-binding",
+            metadata={"name": NAME, "namespace": run.ray_namespace, "labels": labels()},
+            role_ref=rbac.RoleRefArgs(api_group="rbac.authorization.k8s.io", kind="Role", name=NAME),
+            subjects=[subject],
+            opts=child_options(self, opts, depends_on=[role, self.service_account_resource]),
+        )
+        cluster_role = rbac.ClusterRole(
+            f"{name}-gang-node-reader",
+            metadata={"name": node_reader, "labels": labels()},
+            rules=cluster_wide,
+            opts=child_options(self, opts),
+        )
+        cluster_role_binding = rbac.ClusterRoleBinding(
+            f"{name}-gang-node-reader-binding",
+            metadata={"name": node_reader, "labels": labels()},
+            role_ref=rbac.RoleRefArgs(api_group="rbac.authorization.k8s.io", kind="ClusterRole", name=node_reader),
+            subjects=[subject],
+            opts=child_options(self, opts, depends_on=[cluster_role, self.service_account_resource]),
+        )
+        return [role, role_binding, cluster_role, cluster_role_binding]
 
     def _deployment(
         self, name: str, args: PreemptionWatcherArgs, config_hash: str, opts: Optional[pulumi.ResourceOptions]
@@ -383,6 +463,7 @@ class PreemptionWatcher(pulumi.ComponentResource):
                 config_hash=config_hash,
                 stack=args.spec.stack,
                 lustre_claim=args.lustre_claim,
+                api_token=bool(self.rbac),
             )
 
         config_map_name = self.config_map.metadata.apply(lambda m: m.name)
@@ -391,7 +472,8 @@ class PreemptionWatcher(pulumi.ComponentResource):
             f"{name}-deployment",
             metadata=manifest.apply(lambda m: m["metadata"]),
             spec=manifest.apply(lambda m: m["spec"]),
-            opts=child_options(self, opts, depends_on=[self.config_map, self.service_account_resource]),
+            # With a gang wait, after its grants: the watcher's first look may already call the API.
+            opts=child_options(self, opts, depends_on=[self.config_map, self.service_account_resource, *self.rbac]),
         )
 
 
@@ -401,7 +483,7 @@ def build_preemption_watcher(
     *,
     ray: Any,
     system_pool_name: Optional[str],
-    gpu_pool: PoolShape,
+    gpu_pool: GpuPoolFacts,
     lustre_claim: str,
     gate_plan: Optional[GatePlan] = None,
     opts: Optional[pulumi.ResourceOptions] = None,
@@ -414,9 +496,11 @@ def build_preemption_watcher(
     Args:
         spec: the stack's job (`infra.training_job.job_spec_for_stack`), the one the deploy submits.
         cfg: the validated stack config (`recovery`, `ray.namespace`, the recipe's image).
-        ray: the `RayCluster` component (`cluster_name`, `head_service`, `namespace`).
+        ray: the `RayCluster` component (`cluster_name`, `head_service`, `namespace`, `worker_group`: the
+            gang wait's pods and the RayCluster it releases).
         system_pool_name: the CPU pool's name (`infra.placement.system_pool_name`); None on Autopilot.
-        gpu_pool: the GPU pool's facts: the watcher resubmits only once Ray has all its GPUs alive.
+        gpu_pool: the GPU pool's facts: the watcher resubmits only once Ray has all its GPUs alive, and with
+            `gpuPool.capacity` once the whole gang runs (its pools' rungs: `rung_pools`).
         lustre_claim: the Lustre PVC (`WorkloadEnvironment.pvc_name`) that holds the watcher's state.
         gate_plan: the acceptance gate (`infra.gate_plan.gate_plan_for_stack`): the watcher runs it before
             every attempt it submits, under `cfg.gate_policy`.
@@ -437,6 +521,6 @@ def build_preemption_watcher(
         head_service=ray.head_service,
         system_pool_name=system_pool_name,
         lustre_claim=lustre_claim,
-        run=run_plan_for_stack(spec.stack, cfg, gpu_pool, gate_plan),
+        run=run_plan_for_stack(spec.stack, cfg, gpu_pool, gate_plan, ray),
     )
     return PreemptionWatcher(NAME, args, opts)

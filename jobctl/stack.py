@@ -73,7 +73,8 @@ def recovery_policy(stack: Stack) -> RecoveryPolicy:
 
 def run_plan(stack: Stack) -> RunPlan:
     """The stack's `RunPlan` exactly as `pulumi up` ships it to the watcher; the checkpoints are not visible
-    from this machine (they are on Lustre), so steps lost are not read here."""
+    from this machine (they are on Lustre), so steps lost are not read here, and without the Ray component
+    it names no RayCluster: the gang wait needs the in-cluster Kubernetes API (`workloads.watcher.gang_view`)."""
     pool = gpu_pool_facts(StackContext.from_config(stack.name, stack.config), stack.config)
     return dataclasses.replace(
         run_plan_for_stack(stack.name, stack.config, pool, gate_plan(stack)), checkpoint_dir=None

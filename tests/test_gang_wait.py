@@ -117,3 +117,106 @@ def test_the_node_pool_label_is_the_one_infra_uses():
 def test_a_gang_of_nobody_is_refused():
     with pytest.raises(ValueError):
         wait_for_gang(FakeView(FakeClock(), []), want=0, rungs={}, max_wait_s=1)
+
+
+def test_on_a_one_rung_stack_every_node_is_of_its_rung_whatever_its_pool_is_called():
+    clock = FakeClock()
+    view = FakeView(clock, [(0, "gk3-autopilot-pool-1"), (0, "gk3-autopilot-pool-2")])
+    result = gang_wait.look_at_gang(view, want=2, rungs={}, waited_s=0, max_wait_s=60, default_rung="spot")
+    assert result.complete and result.by_rung == {"spot": 2} and result.mix == "spot 2"
+
+
+def test_one_look_while_waiting_says_how_far_the_gang_is_and_neither_ends_nor_releases():
+    clock = FakeClock()
+    view = FakeView(clock, [(0, "s-gpu-flex"), (0, "s-gpu-spot"), None])
+    result = gang_wait.look_at_gang(view, want=3, rungs=RUNGS, waited_s=59, max_wait_s=60)
+    assert not (result.complete or result.timed_out) and view.released == 0
+    assert result.line == "waiting for the gang: 2 of 3 GPU nodes (spot 1, flexStart 1)"
+    late = gang_wait.look_at_gang(view, want=3, rungs=RUNGS, waited_s=60, max_wait_s=60, release=False, kept_why="why")
+    assert late.timed_out and late.line.endswith("; kept waiting (why)") and view.released == 0
+
+
+# ----------------------------------------------------------------------------- KubeGangView's API calls
+
+
+class FakeApi:
+    """A Kubernetes API server on localhost answering what `KubeGangView` asks, recording every request."""
+
+    def __init__(self, pods, nodes, groups):
+        import http.server
+        import json
+        import threading
+
+        self.requests: list[tuple[str, str, str, object]] = []
+        api = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def _answer(self, body):
+                data = json.dumps(body).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):
+                api.requests.append(("GET", self.path, self.headers["Authorization"], None))
+                if self.path.startswith("/api/v1/namespaces/nemo-rl/pods?"):
+                    self._answer({"items": pods})
+                elif self.path.startswith("/api/v1/nodes/"):
+                    name = self.path.rsplit("/", 1)[1]
+                    self._answer({"metadata": {"labels": {NODE_POOL_LABEL: nodes[name]}}})
+                else:
+                    self._answer({"spec": {"workerGroupSpecs": groups}})
+
+            def do_PATCH(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                api.requests.append(("PATCH", self.path, self.headers["Content-Type"], body))
+                self._answer({})
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.base = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def pod(name, phase, node=None, deleting=False):
+    meta = {"name": name, **({"deletionTimestamp": "2027-01-15T08:00:00Z"} if deleting else {})}
+    return {"metadata": meta, "spec": {"nodeName": node} if node else {}, "status": {"phase": phase}}
+
+
+def test_the_kube_view_reads_the_groups_pods_and_their_nodes_pools_and_scales_the_group_to_zero():
+    api = FakeApi(
+        [pod("w0", "Running", "n0"), pod("w1", "Running", "n1", deleting=True), pod("w2", "Pending")],
+        {"n0": "t-gpu-spot", "n1": "t-gpu-spot"},
+        [{"groupName": "other"}, {"groupName": "gpu", "replicas": 8, "minReplicas": 8}],
+    )
+    try:
+        view = gang_wait.KubeGangView(api.base, "tok", None, "nemo-rl", "nemo-rl", "gpu")
+        # A pod being deleted is no part of the gang, whatever phase it still shows.
+        assert view.worker_pods() == [WorkerPod("w0", "Running", "n0"), WorkerPod("w2", "Pending", None)]
+        assert view.node_pool("n0") == view.node_pool("n0") == "t-gpu-spot"
+        said = view.release()
+    finally:
+        api.close()
+    method, path, auth, _ = api.requests[0]
+    assert (method, auth) == ("GET", "Bearer tok")
+    assert path == "/api/v1/namespaces/nemo-rl/pods?labelSelector=ray.io/cluster%3Dnemo-rl%2Cray.io/group%3Dgpu"
+    assert [r[1] for r in api.requests].count("/api/v1/nodes/n0") == 1, "a node's pool is read once"
+    assert api.requests[-2][:2] == ("GET", "/apis/ray.io/v1/namespaces/nemo-rl/rayclusters/nemo-rl")
+    assert api.requests[-1] == (
+        "PATCH",
+        "/apis/ray.io/v1/namespaces/nemo-rl/rayclusters/nemo-rl",
+        "application/json-patch+json",
+        [
+            {"op": "replace", "path": "/spec/workerGroupSpecs/1/replicas", "value": 0},
+            {"op": "replace", "path": "/spec/workerGroupSpecs/1/minReplicas", "value": 0},
+        ],
+    )
+    assert said == "worker group gpu of RayCluster nemo-rl scaled to 0"

@@ -1,18 +1,21 @@
 """The run's one owner (workloads/run_owner.py): no training submission while a gate runs or after a
 failed one, by anyone (the watcher, the post-deploy hook, `python -m jobctl submit`), and a new gate
-before each attempt after a preemption. Fake job tables for the rules, the local Ray head for the rest."""
+before each attempt after a preemption, and with `gpuPool.capacity` the bounded wait for the whole gang
+before each attempt (a fake cluster view). Fake job tables for the rules, the local Ray head for the rest."""
 
 from __future__ import annotations
 
 import dataclasses
 import io
 import json
+import re
 import shlex
 import sys
 import threading
 import time
 import uuid
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Callable
 
 import pytest
@@ -24,6 +27,7 @@ from jobctl.stack import build_spec, load_stack
 from workloads import acceptance_gate as gate
 from workloads import exit_codes, run_owner
 from workloads import submit as jobs
+from workloads.gang_wait import WorkerPod
 from workloads.hook import JobSubmissionProvider
 from workloads.job_spec import JobSpec
 from workloads.preemption import Action, RecoveryPolicy, Watcher
@@ -360,3 +364,244 @@ def test_a_preemption_leads_to_a_new_gate_on_the_new_nodes_then_a_resubmission_t
         (2, "succeeded", 1, 0, ["tmp_step_2"]),
     ]
     assert all(a.node_hours(0) > 0 for a in saved.attempts) and saved.spend(0) > 0
+
+
+# ------------------------------------------------------------------------------ the gang wait before an attempt
+
+RUNGS = (("t-gpu-spot", "spot"), ("t-gpu-flex", "flexStart"), ("t-gpu-ondemand", "onDemand"))
+
+
+def gang_plan(nodes: int, on_timeout: str = "releaseWorkers", minutes: int = 10) -> run_owner.RunPlan:
+    """A ladder stack's run.json as infra.run_plan builds it (tests/test_run_plan.py checks that)."""
+    return run_owner.RunPlan(
+        node_count=nodes,
+        gang_max_wait_minutes=minutes,
+        gang_on_timeout=on_timeout,
+        gang_rungs=RUNGS,
+        ray_namespace="nemo-rl",
+        ray_cluster="nemo-rl",
+        ray_worker_group="gpu",
+    )
+
+
+class ListingClient(FakeClient):
+    """A FakeClient whose job table shows what was submitted (pending), as Ray's does, with a log and Ray's
+    node table (`dead`: rows of nodes Ray saw die)."""
+
+    dead: list[dict] = []
+
+    def get_job_info(self, job_id: str) -> JobDetails:
+        return next(j for j in self.jobs if j.submission_id == job_id)
+
+    def get_job_logs(self, job_id: str) -> str:
+        return ""
+
+    def _do_request(self, method, path, **kwargs):
+        rows = self.dead
+        return SimpleNamespace(status_code=200, json=lambda: {"data": {"result": {"result": rows}}})
+
+    def submit_job(self, **kwargs) -> str:
+        self.jobs.append(
+            JobDetails(
+                type="SUBMISSION",
+                entrypoint=kwargs["entrypoint"],
+                status="PENDING",
+                submission_id=kwargs["submission_id"],
+                metadata=kwargs["metadata"],
+            )
+        )
+        return super().submit_job(**kwargs)
+
+
+class FakeGang:
+    """The worker pods as `KubeGangView` reads them: worker i gets a node of pool `arrivals[i][1]` at
+    `arrivals[i][0]` seconds (None: never); `release` scales the group to 0 (no pods any more)."""
+
+    def __init__(self, now: list[float], arrivals):
+        self.now, self.arrivals, self.start = now, arrivals, now[0]
+        self.released = 0
+
+    def worker_pods(self):
+        if self.released:
+            return []
+        t = self.now[0] - self.start
+        return [
+            WorkerPod(f"w{i}", "Running", f"{a[1]}-node-{i}")
+            if a is not None and t >= a[0]
+            else WorkerPod(f"w{i}", "Pending", None)
+            for i, a in enumerate(self.arrivals)
+        ]
+
+    def node_pool(self, node):
+        return node.rsplit("-node-", 1)[0]
+
+    def release(self):
+        self.released += 1
+        return "worker group gpu of RayCluster nemo-rl scaled to 0"
+
+
+def watch_gang(tmp_path, client, spec, plan, gang, now, looks: int, policy=None):
+    """`preemption.watch` as the pod runs it, for `looks` looks one minute apart on a fake clock; returns
+    the last decision, what it wrote and the ledger on disk."""
+    from workloads import preemption
+    from workloads.ledger import LedgerFile, ledger_path
+
+    out, seen = io.StringIO(), []
+
+    def sleep(seconds):
+        now[0] += 60
+
+    decision = preemption.watch(
+        client,
+        spec,
+        policy or dataclasses.replace(FAST, resubmit_missing=True),
+        clock=lambda: now[0],
+        sleep=sleep,
+        out=out,
+        state=tmp_path / f"{spec.stack}.json",
+        until=lambda d: seen.append(d) or len(seen) >= looks,
+        run=plan,
+        gang=gang,
+    )
+    ledger = LedgerFile(ledger_path(tmp_path / f"{spec.stack}.json")).load(spec.stack, spec.submission_id)
+    return decision, out.getvalue().splitlines(), ledger
+
+
+def test_a_gang_that_never_completes_is_said_once_released_recorded_and_nothing_is_submitted(tmp_path):
+    spec = spec_of("t-gang-never", "pass")
+    client, now = FakeClient([]), [1_800_000_000.0]
+    gang = FakeGang(now, [(0, "t-gpu-spot"), (60, "t-gpu-spot"), (300, "t-gpu-ondemand"), None, None])
+    decision, lines, ledger = watch_gang(tmp_path, client, spec, gang_plan(5), gang, now, looks=20)
+    line = (
+        "gang incomplete: 3 of 5 GPU nodes after 10 min (spot 2, onDemand 1; no rung gave the rest); "
+        "released: worker group gpu of RayCluster nemo-rl scaled to 0"
+    )
+    assert [x for x in lines if "gang incomplete" in x] == [x for x in lines if line in x], lines
+    assert len([x for x in lines if "gang incomplete" in x]) == 1, "said once, however often it looks after"
+    assert gang.released == 1 and client.submitted == []
+    assert decision.action is Action.GIVE_UP and decision.reason.endswith(f"{line}; nothing is submitted")
+    # The ledger (on Lustre, for status): one event, and the wait with its mix and outcome.
+    assert [e.split(" ", 2)[2] for e in ledger.events] == [line]
+    assert (ledger.gang.outcome, ledger.gang.ready, ledger.gang.mix) == ("released", 3, "spot 2, onDemand 1")
+    assert ledger.attempts == []
+    from workloads.ledger import table
+
+    assert table(ledger, now[0])[2] == (
+        "gang for attempt 1: incomplete, 3 of 5 GPU nodes (spot 2, onDemand 1), and its workers released: nothing "
+        "is submitted until they are back and the attempt is submitted again (docs/capacity.md)"
+    )
+    # While it waited, a line per change of the gang, not per look.
+    waiting = [x for x in lines if "waiting for the gang" in x]
+    assert [x.split("waiting for the gang: ", 1)[1].split(",")[0] for x in waiting] == [
+        "1 of 5 GPU nodes (spot 1)",
+        "2 of 5 GPU nodes (spot 2)",
+        "3 of 5 GPU nodes (spot 2",
+    ], waiting
+
+
+def test_with_on_timeout_keep_the_workers_stay_and_the_attempt_goes_in_once_the_gang_is_whole(tmp_path):
+    spec = spec_of("t-gang-keep", "pass")
+    client, now = ListingClient([]), [1_800_000_000.0]
+    gang = FakeGang(now, [(0, "t-gpu-spot"), (15 * 60, "t-gpu-flex")])
+    decision, lines, ledger = watch_gang(tmp_path, client, spec, gang_plan(2, "keep"), gang, now, looks=12)
+    assert gang.released == 0 and client.submitted == [] and decision.action is Action.WAIT
+    said = [x for x in lines if "gang incomplete" in x]
+    assert len(said) == 1 and said[0].endswith(
+        "gang incomplete: 1 of 2 GPU nodes after 10 min (spot 1; no rung gave the rest); kept waiting "
+        "(gpuPool.capacity.onTimeout: keep)"
+    )
+    assert "past its bound of 10 min, kept" in lines[-1]
+    assert ledger.gang.outcome == "kept" and len(ledger.events) == 1
+    # The second worker's node comes at minute 15: the watcher, still looking, submits attempt 1.
+    decision, lines, ledger = watch_gang(tmp_path, client, spec, gang_plan(2, "keep"), gang, now, looks=6)
+    assert decision.action is Action.WAIT and decision.reason == "attempt 1 is pending"
+    assert [s["submission_id"] for s in client.submitted] == [spec.submission_id]
+    assert any("gang complete: 2 of 2 GPU nodes" in x and "(spot 1, flexStart 1)" in x for x in lines), lines
+    assert gang.released == 0 and [a.rungs for a in ledger.attempts] == ["spot 1, flexStart 1"]
+
+
+def test_after_a_preemption_a_gang_from_two_rungs_is_submitted_with_its_mix_in_the_ledger_and_status(tmp_path):
+    from ray.job_submission import JobDetails
+
+    from workloads.ledger import table
+    from workloads.preemption import META_AUTO_RESTARTS
+
+    spec = spec_of("t-gang-mix", "pass")
+    now = [1_800_000_000.0]
+    lost = JobDetails(
+        type="SUBMISSION",
+        entrypoint=spec.entrypoint,
+        status="FAILED",
+        submission_id=spec.submission_id,
+        message="collective timed out",
+        driver_exit_code=1,
+        start_time=int(now[0] * 1000) - 3_600_000,
+        end_time=int(now[0] * 1000),
+        metadata={**spec.metadata, jobs.META_ATTEMPT: "1", META_AUTO_RESTARTS: "0"},
+    )
+    client = ListingClient([lost])
+    # Ray saw a GPU node die while attempt 1 ran: a spot preemption (classifier rule 3).
+    client.dead = [fake_gpu_node("spot-a", "DEAD", end_ms=lost.end_time - 1000)]
+    # Spot gives 3 nodes at once; on-demand the other 5 two minutes later.
+    gang = FakeGang(now, [(0, "t-gpu-spot")] * 3 + [(120, "t-gpu-ondemand")] * 5)
+    decision, lines, ledger = watch_gang(tmp_path, client, spec, gang_plan(8, minutes=90), gang, now, looks=4)
+    (sub,) = client.submitted
+    assert sub["submission_id"] == f"{spec.submission_id}-r2" and decision.reason == "attempt 2 is pending"
+    assert gang.released == 0
+    assert any(x.endswith(" gang complete: 8 of 8 GPU nodes after 2 min (spot 3, onDemand 5)") for x in lines), lines
+    assert any("waiting for the gang: 3 of 8 GPU nodes (spot 3)" in x for x in lines), lines
+    (first, second) = ledger.attempts
+    assert (first.rungs, second.rungs, second.submission_id) == ("", "spot 3, onDemand 5", sub["submission_id"])
+    shown = table(ledger, now[0])
+    assert shown[0].split()[6:8] == ["nodes", "rungs"]
+    assert shown[1].split()[5:8] == ["preemption-like", "8", "-"], "attempt 1 was not looked at"
+    assert re.search(r"\brunning +8 +spot 3, onDemand 5 +0\.13 ", shown[2]), shown
+
+
+def test_a_restarted_watcher_keeps_the_deadline_of_the_wait_it_began(tmp_path):
+    spec = spec_of("t-gang-restart", "pass")
+    client, now = FakeClient([]), [1_800_000_000.0]
+    gang = FakeGang(now, [(0, "t-gpu-spot"), None])
+    decision, _, ledger = watch_gang(tmp_path, client, spec, gang_plan(2), gang, now, looks=6)
+    assert decision.action is Action.WAIT and ledger.gang.since == 1_800_000_000.0
+    # A new pod (the same ledger on Lustre) 5 min later: the wait ends at minute 10, not 15.
+    now[0] += 5 * 60
+    decision, lines, _ = watch_gang(tmp_path, client, spec, gang_plan(2), gang, now, looks=1)
+    assert decision.action is Action.GIVE_UP and gang.released == 1 and "after 10 min" in lines[-1]
+
+
+def test_a_kubernetes_api_that_does_not_answer_holds_the_attempt_and_the_watcher_goes_on(tmp_path):
+    class Down(FakeGang):
+        def worker_pods(self):
+            raise OSError("[Errno 111] Connection refused")
+
+    spec = spec_of("t-gang-down", "pass")
+    client, now = FakeClient([]), [1_800_000_000.0]
+    decision, lines, _ = watch_gang(tmp_path, client, spec, gang_plan(2), Down(now, [None, None]), now, looks=3)
+    assert decision.action is Action.WAIT and client.submitted == []
+    assert decision.reason.endswith("cannot look at the gang: [Errno 111] Connection refused")
+
+
+def test_an_attempt_someone_else_submits_during_the_gang_wait_ends_the_wait_and_is_watched(tmp_path):
+    from workloads.ledger import table
+
+    spec = spec_of("t-gang-race", "pass")
+    client, now = ListingClient([]), [1_800_000_000.0]
+    gang = FakeGang(now, [(0, "t-gpu-spot"), None])
+    decision, _, ledger = watch_gang(tmp_path, client, spec, gang_plan(2), gang, now, looks=2)
+    assert "waiting for the gang: 1 of 2" in decision.reason and ledger.gang.outcome == "waiting"
+    # The deploy's own submission (job.submit) lands: that is attempt 1; the watcher submits nothing more.
+    client.jobs.append(
+        JobDetails(
+            type="SUBMISSION",
+            entrypoint=spec.entrypoint,
+            status="RUNNING",
+            submission_id=spec.submission_id,
+            start_time=int(now[0] * 1000),
+            metadata=dict(spec.metadata),
+        )
+    )
+    decision, _, ledger = watch_gang(tmp_path, client, spec, gang_plan(2), gang, now, looks=20)
+    assert decision.reason == "attempt 1 is running" and client.submitted == [] and gang.released == 0
+    assert [a.submission_id for a in ledger.attempts] == [spec.submission_id]
+    assert not [line for line in table(ledger, now[0]) if line.startswith("gang for")]

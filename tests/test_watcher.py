@@ -118,3 +118,21 @@ def test_a_command_the_watcher_cannot_run_is_one_line_and_exit_2(argv, message, 
     out, err = io.StringIO(), io.StringIO()
     assert watcher.main([a.format(**paths) for a in argv], out=out, err=err) == 2
     assert (out.getvalue(), err.getvalue()) == ("", message.format(**paths))
+
+
+def test_the_gang_wait_runs_only_in_a_cluster_pod_and_says_so_in_one_line_where_it_cannot(monkeypatch):
+    from workloads.run_owner import RunPlan
+
+    out = io.StringIO()
+    assert watcher.gang_view(RunPlan(), out) is None and out.getvalue() == "", "no gpuPool.capacity: no gang wait"
+    # The day-2 CLI's RunPlan names no RayCluster (infra.run_plan without the Ray component).
+    assert watcher.gang_view(RunPlan(gang_max_wait_minutes=90), out) is None
+    in_pod = RunPlan(gang_max_wait_minutes=90, ray_namespace="nemo-rl", ray_cluster="nemo-rl", ray_worker_group="gpu")
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    assert watcher.gang_view(in_pod, out) is None
+    assert out.getvalue().splitlines() == [
+        "no gang wait (gpuPool.capacity.maxWaitMinutes 90): the run plan names no RayCluster (the day-2 CLI's watch "
+        "has no gang wait); attempts are submitted once the pool's GPUs are alive in Ray",
+        "no gang wait (gpuPool.capacity.maxWaitMinutes 90): no in-cluster Kubernetes API here (KeyError: "
+        "'KUBERNETES_SERVICE_HOST'); attempts are submitted once the pool's GPUs are alive in Ray",
+    ]

@@ -1,6 +1,7 @@
 """What the PreemptionWatcher ships (infra/watcher_deployment.py): its entry module and exactly the
-`workloads` modules that imports, computed from the sources. Its Kubernetes objects under mocks are
-tests/test_preemption.py's; the shipped files run alone in tests/test_watcher.py."""
+`workloads` modules that imports, computed from the sources, and the gang wait's RBAC in the stacks' plans.
+Its other Kubernetes objects under mocks are tests/test_preemption.py's; the shipped files run alone in
+tests/test_watcher.py."""
 
 from __future__ import annotations
 
@@ -72,3 +73,65 @@ def test_the_day_2_cli_and_what_only_it_uses_are_not_shipped_so_editing_them_doe
     # the deploy's.
     assert not {"__main__.py", "dashboard.py", "hook.py"} & set(WATCHER_MODULES)
     assert set(watcher_files()) == set(WATCHER_MODULES)
+
+
+# ----------------------------------------------------------------------------- the gang wait's grants
+
+RBAC = "kubernetes:rbac.authorization.k8s.io/v1"
+
+
+def test_with_a_gang_wait_the_watchers_account_may_read_pods_and_nodes_and_patch_its_raycluster_only():
+    from conftest import stack_plan
+    from k8s_support import k8s_doc, schema_problems
+
+    from infra.naming import watcher_node_reader
+
+    plan = stack_plan("b200-ladder")
+    (component,) = plan.by_type("nemo-rl-gke:infra:PreemptionWatcher")
+    (cluster,) = plan.by_type("gcp:container/cluster:Cluster")
+    role, binding = plan.one(f"{RBAC}:Role"), plan.one(f"{RBAC}:RoleBinding")
+    node_role, node_binding = plan.one(f"{RBAC}:ClusterRole"), plan.one(f"{RBAC}:ClusterRoleBinding")
+    sa = plan.one("kubernetes:core/v1:ServiceAccount", "preemption-watcher-sa")
+    account = {"kind": "ServiceAccount", "name": sa.inputs["metadata"]["name"], "namespace": "nemo-rl"}
+    for reg in (role, binding, node_role, node_binding):
+        assert reg.parent == component.urn and reg.options.get("deletedWith") == cluster.urn, reg.name
+        assert schema_problems(k8s_doc(reg), reg.name) == []
+    assert role.inputs["metadata"]["namespace"] == binding.inputs["metadata"]["namespace"] == "nemo-rl"
+    assert k8s_doc(role)["rules"] == [
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]},
+        # Only the stack's own RayCluster: what the gang wait reads and scales to 0 (`KubeGangView.release`).
+        {
+            "apiGroups": ["ray.io"],
+            "resources": ["rayclusters"],
+            "resourceNames": ["nemo-rl"],
+            "verbs": ["get", "patch"],
+        },
+    ]
+    assert k8s_doc(node_role)["rules"] == [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]}]
+    assert "namespace" not in node_role.inputs["metadata"], "nodes are cluster-scoped"
+    assert node_role.inputs["metadata"]["name"] == watcher_node_reader("nemo-rl")
+    assert k8s_doc(binding)["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "Role",
+        "name": role.inputs["metadata"]["name"],
+    }
+    assert k8s_doc(node_binding)["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": node_role.inputs["metadata"]["name"],
+    }
+    assert k8s_doc(binding)["subjects"] == k8s_doc(node_binding)["subjects"] == [account]
+    # The pod gets the token now, and starts only after its grants.
+    watcher = plan.one("kubernetes:apps/v1:Deployment", "preemption-watcher-deployment")
+    assert watcher.inputs["spec"]["template"]["spec"]["automountServiceAccountToken"] is True
+    assert {role.urn, binding.urn, node_role.urn, node_binding.urn} <= set(watcher.dependencies)
+
+
+@pytest.mark.parametrize("stack", ["dev", "b200", "h200", "autopilot"])
+def test_without_a_gang_wait_the_watcher_has_no_role_and_no_api_token(stack):
+    from conftest import stack_plan
+
+    plan = stack_plan(stack)
+    assert not [r.name for r in plan.resources if r.type.startswith(RBAC)], stack
+    watcher = plan.one("kubernetes:apps/v1:Deployment", "preemption-watcher-deployment")
+    assert watcher.inputs["spec"]["template"]["spec"]["automountServiceAccountToken"] is False

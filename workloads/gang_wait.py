@@ -2,9 +2,9 @@
 
 With a capacity ladder (`gpuPool.capacity`, infra/compute_class.py) GKE's autoscaler walks the rungs by
 itself; what it does not do is give up. A gang of `nodeCount` workers of which only some find nodes would
-hold those nodes (and bill them) while the job waits for the rest. The owner of the run calls
-`wait_for_gang` before it submits: it polls the Ray worker pods until every one is Running on a node, for
-at most `capacity.maxWaitMinutes`; when the time is up it says so in ONE line and, with `onTimeout:
+hold those nodes (and bill them) while the job waits for the rest. The owner of the run looks at the
+gang before it submits: it polls the Ray worker pods until every one is Running on a node, for at most
+`capacity.maxWaitMinutes`; when the time is up it says so in ONE line and, with `onTimeout:
 releaseWorkers`, scales the Ray worker group to 0 replicas, so KubeRay deletes the worker pods (bound and
 pending) and the cluster autoscaler removes the now-empty nodes after its scale-down delay. Releasing by
 the workers, not by the pools' autoscaling limits, leaves the node pools exactly as `pulumi up` made them.
@@ -12,16 +12,19 @@ the workers, not by the pools' autoscaling limits, leaves the node pools exactly
 A gang may come from several rungs (3 spot + 5 on-demand nodes: same zone, machine and RDMA networks);
 the result says how many nodes each rung gave (`GangResult.by_rung`), for the owner's status and ledger.
 
-How it plugs in (the owner of the run is being written in workloads/, issue 23): before a submission,
-    result = wait_for_gang(KubeGangView.in_cluster(namespace, ray_cluster, worker_group),
-                           want=nodeCount, rungs=<pool name -> rung>, max_wait_s=60 * maxWaitMinutes,
-                           release=onTimeout == "releaseWorkers", say=log)
-    if not result.complete: do not submit; record result.line in the ledger.
-The pool -> rung map is plan-time data (infra.placement `gpu_pool_facts(...).rung_pools`), handed over in the
-owner's spec like the other pool facts; this module imports nothing from infra.
+How it plugs in: the preemption watcher (`workloads/preemption.py` `Watcher`, the run's owner in the
+cluster) looks once per step, before it submits an attempt (the first, and each after a preemption), with
+`look_at_gang`: its loop must not block, so the wait is the watcher's own steps, bounded by the time it
+recorded in the run ledger when the wait began (`workloads/ledger.py` `GangWait`, on Lustre: a restarted
+watcher goes on with the same deadline). The plan-time values come in the watcher's `RunPlan` (run.json,
+`infra.run_plan.run_plan_for_stack`): `node_count` (want), `gang_rungs` (node pool -> rung, ladder order,
+from infra.placement `gpu_pool_facts(...).rung_pools`), `gang_max_wait_minutes`, `gang_on_timeout`, and the
+RayCluster, worker group and namespace of `KubeGangView`; this module imports nothing from infra.
+`wait_for_gang` is the same look in a blocking loop, for a caller that may wait.
 
 Only on a real cluster: the API calls of `KubeGangView` (the pods' and nodes' fields read, the RayCluster
-patch) and the RBAC they need (get/list pods in the namespace, get nodes, patch rayclusters.ray.io).
+patch) with the RBAC infra/watcher_deployment.py grants the watcher (get/list pods in the namespace, get
+nodes, get/patch its RayCluster).
 """
 
 from __future__ import annotations
@@ -63,6 +66,10 @@ class GangView(Protocol):
         ...
 
 
+KEEP_WHY = "gpuPool.capacity.onTimeout: keep"
+"""Why the workers are kept after a timeout, by default (the plan may give another reason: `look_at_gang`)."""
+
+
 @dataclass(frozen=True)
 class GangResult:
     complete: bool
@@ -70,25 +77,73 @@ class GangResult:
     want: int
     waited_s: float
     by_rung: dict[str, int] = field(default_factory=dict)
-    """Running workers per rung (node pool -> rung); a node of an unknown pool counts under its pool name."""
+    """Running workers per rung (node pool -> rung); a node of an unknown pool counts under `default_rung`,
+    or its pool name when there is none."""
     released: Optional[str] = None
     """What `release` did, when the gang did not complete and releasing was asked for."""
     line: str = ""
-    """The one line the owner says and records."""
+    """The one line the owner says and records (complete or timed out); while waiting, how far the gang is."""
+    timed_out: bool = False
+    """Incomplete after `max_wait_s`: the wait is over (released or kept, `released` says which)."""
+    mix: str = ""
+    """`by_rung` in ladder order, as the line and the ledger show it ("spot 3, onDemand 5"; "none")."""
 
 
-def _by_rung(view: GangView, pods: Sequence[WorkerPod], rungs: Mapping[str, str]) -> dict[str, int]:
+def _by_rung(
+    view: GangView, pods: Sequence[WorkerPod], rungs: Mapping[str, str], default_rung: Optional[str]
+) -> dict[str, int]:
     counts: Counter[str] = Counter()
     for pod in pods:
         if pod.node:
             pool = view.node_pool(pod.node) or "unknown pool"
-            counts[rungs.get(pool, pool)] += 1
+            counts[rungs.get(pool, default_rung or pool)] += 1
     return dict(counts)
 
 
 def _mix(by_rung: Mapping[str, int], order: Sequence[str]) -> str:
     keys = [r for r in order if r in by_rung] + sorted(k for k in by_rung if k not in order)
     return ", ".join(f"{k} {by_rung[k]}" for k in keys) or "none"
+
+
+def look_at_gang(
+    view: GangView,
+    *,
+    want: int,
+    rungs: Mapping[str, str],
+    waited_s: float,
+    max_wait_s: float,
+    release: bool = True,
+    default_rung: Optional[str] = None,
+    kept_why: str = KEEP_WHY,
+) -> GangResult:
+    """One look at the gang, `waited_s` into a wait of at most `max_wait_s`: complete (`want` worker pods
+    Running on nodes), timed out (then released with `release`, else kept: `kept_why` says why), or neither.
+
+    `rungs` maps node pool names to rung labels in ladder order (spot, flexStart, ...); `default_rung` is
+    the rung of a node whose pool `rungs` does not name (a one-rung stack: every GPU node is of its rung,
+    and Autopilot names its pools itself). Releases at most once per call, and only on the timeout.
+    """
+    if want < 1:
+        raise ValueError("want must be at least 1")
+    order = list(dict.fromkeys([*rungs.values(), *([default_rung] if default_rung else [])]))
+    pods = list(view.worker_pods())
+    running = [p for p in pods if p.phase == "Running" and p.node]
+    by_rung = _by_rung(view, running, rungs, default_rung)
+    mix = _mix(by_rung, order)
+    ready = len(running)
+    if ready >= want:
+        line = f"gang complete: {ready} of {want} GPU nodes after {waited_s / 60:.0f} min ({mix})"
+        return GangResult(True, ready, want, waited_s, by_rung, None, line, mix=mix)
+    if waited_s >= max_wait_s:
+        done = view.release() if release else None
+        then = f"released: {done}" if done else f"kept waiting ({kept_why})"
+        line = (
+            f"gang incomplete: {ready} of {want} GPU nodes after {max_wait_s / 60:.0f} min "
+            f"({mix}; no rung gave the rest); {then}"
+        )
+        return GangResult(False, ready, want, waited_s, by_rung, done, line, timed_out=True, mix=mix)
+    line = f"waiting for the gang: {ready} of {want} GPU nodes ({mix})"
+    return GangResult(False, ready, want, waited_s, by_rung, None, line, mix=mix)
 
 
 def wait_for_gang(
@@ -102,40 +157,29 @@ def wait_for_gang(
     poll_s: float = DEFAULT_POLL_S,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
+    default_rung: Optional[str] = None,
 ) -> GangResult:
-    """Wait until `want` worker pods are Running on nodes, for at most `max_wait_s`.
+    """Wait until `want` worker pods are Running on nodes, for at most `max_wait_s` (`look_at_gang` in a loop).
 
-    `rungs` maps node pool names to rung labels in ladder order (spot, flexStart, ...). On success the
-    line names the mix of rungs; on timeout it says how many nodes came from which rungs, that the gang
-    is incomplete, and whether the workers were released (`release`) or kept.
+    On success the line names the mix of rungs; on timeout it says how many nodes came from which rungs,
+    that the gang is incomplete, and whether the workers were released (`release`) or kept. Says that one
+    line, and nothing while it waits.
     """
-    if want < 1:
-        raise ValueError("want must be at least 1")
     start = clock()
-    order = list(dict.fromkeys(rungs.values()))
     while True:
-        pods = list(view.worker_pods())
-        running = [p for p in pods if p.phase == "Running" and p.node]
-        waited = clock() - start
-        if len(running) >= want:
-            by_rung = _by_rung(view, running, rungs)
-            line = (
-                f"gang complete: {len(running)} of {want} GPU nodes after {waited / 60:.0f} min "
-                f"({_mix(by_rung, order)})"
-            )
-            say(line)
-            return GangResult(True, len(running), want, waited, by_rung, None, line)
-        if waited >= max_wait_s:
-            by_rung = _by_rung(view, running, rungs)
-            done = view.release() if release else None
-            then = f"released: {done}" if done else "kept waiting (gpuPool.capacity.onTimeout: keep)"
-            line = (
-                f"gang incomplete: {len(running)} of {want} GPU nodes after {max_wait_s / 60:.0f} min "
-                f"({_mix(by_rung, order)}; no rung gave the rest); {then}"
-            )
-            say(line)
-            return GangResult(False, len(running), want, waited, by_rung, done, line)
-        sleep(min(poll_s, max(0.0, max_wait_s - waited)))
+        result = look_at_gang(
+            view,
+            want=want,
+            rungs=rungs,
+            waited_s=clock() - start,
+            max_wait_s=max_wait_s,
+            release=release,
+            default_rung=default_rung,
+        )
+        if result.complete or result.timed_out:
+            say(result.line)
+            return result
+        sleep(min(poll_s, max(0.0, max_wait_s - result.waited_s)))
 
 
 # ----------------------------------------------------------------------------- on a cluster
@@ -160,6 +204,8 @@ class KubeGangView:
         self.base, self.token, self.namespace = base.rstrip("/"), token, namespace
         self.ray_cluster, self.worker_group, self.timeout = ray_cluster, worker_group, timeout
         self.context = ssl.create_default_context(cafile=ca_file) if ca_file else None
+        self._pools: dict[str, Optional[str]] = {}
+        """Node -> pool, read once per node: a node never changes pools (a new node has a new name)."""
 
     @classmethod
     def in_cluster(cls, namespace: str, ray_cluster: str, worker_group: str) -> "KubeGangView":
@@ -192,6 +238,8 @@ class KubeGangView:
         doc = self._call(
             "GET", f"/api/v1/namespaces/{self.namespace}/pods?labelSelector={urllib.request.quote(selector)}"
         )
+        # A pod being deleted (the group released, its node drained) still reads Running until it is
+        # gone; it is no part of the gang.
         return [
             WorkerPod(
                 p["metadata"]["name"],
@@ -199,15 +247,20 @@ class KubeGangView:
                 (p.get("spec") or {}).get("nodeName"),
             )
             for p in doc.get("items", [])
+            if not p["metadata"].get("deletionTimestamp")
         ]
 
     def node_pool(self, node: str) -> Optional[str]:
-        doc = self._call("GET", f"/api/v1/nodes/{node}")
-        return ((doc.get("metadata") or {}).get("labels") or {}).get(NODE_POOL_LABEL)
+        if node not in self._pools:
+            doc = self._call("GET", f"/api/v1/nodes/{urllib.request.quote(node)}")
+            self._pools[node] = ((doc.get("metadata") or {}).get("labels") or {}).get(NODE_POOL_LABEL)
+        return self._pools[node]
 
     def release(self) -> str:
         """Scale the worker group to 0 (KubeRay deletes its pods; the autoscaler then removes the empty nodes).
-        The Helm release still says `replicas: nodeCount`: the next `pulumi up` puts it back."""
+        The Helm release's values still say `replicas: nodeCount`, but the release's own record does not
+        change, so whether a plain `pulumi up` sees the difference is only known on a real cluster; the way
+        back is to set both fields to `nodeCount` again (docs/capacity.md, "Bounded waits")."""
         path = f"/apis/ray.io/v1/namespaces/{self.namespace}/rayclusters/{self.ray_cluster}"
         cluster = self._call("GET", path)
         groups = cluster["spec"]["workerGroupSpecs"]

@@ -16,6 +16,11 @@ pool, Lustre and the cluster fee run whether or not an attempt does (the offline
 Budget (`job.budgetUsd`): at 80 % of it the watcher warns once; at 100 % it stops the run after its
 next complete checkpoint, or at once when none comes within one save period (`save_period` x the
 plan's step time), and says so in its log, here and in `status`.
+
+Gang (`gpuPool.capacity`, workloads/gang_wait.py): the wait for the whole gang before an attempt is kept
+here (`GangWait`: when it began, so a restarted watcher keeps the same deadline, and how it ended), an
+attempt records the mix of rungs its nodes came from ("spot 3, onDemand 5"), and a wait that timed out
+is an event.
 """
 
 from __future__ import annotations
@@ -47,6 +52,8 @@ class Attempt:
     steps_lost: Optional[int] = None
     cleaned: list[str] = field(default_factory=list)
     note: str = ""
+    rungs: str = ""
+    """The rungs its GPU nodes came from when it was submitted ("spot 3, onDemand 5"); empty: not looked at."""
 
     def node_hours(self, now: float) -> float:
         return self.nodes * max((self.end if self.end is not None else now) - self.start, 0.0) / 3600
@@ -55,6 +62,26 @@ class Attempt:
     def steps_done(self) -> Optional[int]:
         """Steps it ran (the one it was in included)."""
         return None if self.last_step is None else max(self.last_step - self.resume_step, 0)
+
+
+GANG_WAITING, GANG_COMPLETE, GANG_RELEASED, GANG_KEPT = "waiting", "complete", "released", "kept"
+
+
+@dataclass
+class GangWait:
+    """The owner's wait for the whole gang before attempt `attempt` (`submission_id`)."""
+
+    attempt: int
+    submission_id: str
+    since: float
+    """When the wait began (epoch seconds): the bound `maxWaitMinutes` counts from here."""
+    want: int
+    ready: int = 0
+    mix: str = ""
+    outcome: str = GANG_WAITING
+    """`waiting`; `complete`; timed out and `released` (nothing is submitted for this attempt) or `kept`."""
+    line: str = ""
+    """The gang wait's line of its outcome (complete or timed out)."""
 
 
 @dataclass
@@ -68,6 +95,8 @@ class Ledger:
     budget_warned: bool = False
     stop_requested_at: Optional[float] = None
     stop_requested_step: Optional[int] = None
+    gang: Optional[GangWait] = None
+    """The newest gang wait (`gpuPool.capacity`); None: none yet, or no gang wait on this stack."""
 
     def find(self, submission_id: str) -> Optional[Attempt]:
         return next((a for a in self.attempts if a.submission_id == submission_id), None)
@@ -87,11 +116,15 @@ class Ledger:
     def from_dict(cls, data: dict[str, Any]) -> "Ledger":
         names = {f.name for f in dataclasses.fields(cls)}
         attempt_names = {f.name for f in dataclasses.fields(Attempt)}
-        kept = {k: v for k, v in data.items() if k in names and k != "attempts"}
+        kept = {k: v for k, v in data.items() if k in names and k not in ("attempts", "gang")}
         ledger = cls(**kept)
         ledger.attempts = [
             Attempt(**{k: v for k, v in a.items() if k in attempt_names}) for a in data.get("attempts", [])
         ]
+        gang = data.get("gang")
+        if gang:
+            gang_names = {f.name for f in dataclasses.fields(GangWait)}
+            ledger.gang = GangWait(**{k: v for k, v in gang.items() if k in gang_names})
         return ledger
 
 
@@ -138,8 +171,23 @@ def _when(epoch: Optional[float]) -> str:
 
 
 def table(ledger: Ledger, now: float) -> list[str]:
-    """The ledger as a text table (`python -m jobctl status`), with the totals and the budget."""
-    head = ("attempt", "start (UTC)", "end (UTC)", "cause", "nodes", "node-h", "resumed", "done", "lost", "spend")
+    """The ledger as a text table (`python -m jobctl status`), with the totals and the budget; a `rungs`
+    column (the mix of rungs each attempt's nodes came from) when the watcher looked at the gang, and the
+    gang wait when one holds the next attempt."""
+    mixes = any(a.rungs for a in ledger.attempts)
+    head = (
+        "attempt",
+        "start (UTC)",
+        "end (UTC)",
+        "cause",
+        "nodes",
+        *(["rungs"] if mixes else []),
+        "node-h",
+        "resumed",
+        "done",
+        "lost",
+        "spend",
+    )
     rows = [
         (
             str(a.attempt),
@@ -147,6 +195,7 @@ def table(ledger: Ledger, now: float) -> list[str]:
             _when(a.end),
             a.cause,
             str(a.nodes),
+            *([a.rungs or "-"] if mixes else []),
             f"{a.node_hours(now):.2f}",
             f"step {a.resume_step}",
             _opt(a.steps_done),
@@ -166,6 +215,17 @@ def table(ledger: Ledger, now: float) -> list[str]:
         if total is not None and ledger.budget_usd > 0:
             summary += f" ({100 * total / ledger.budget_usd:.0f} %)"
     lines.append(summary)
+    gang = ledger.gang
+    # Not once its attempt exists (someone else submitted it meanwhile: the deploy, a user).
+    if gang is not None and gang.outcome != GANG_COMPLETE and ledger.find(gang.submission_id) is None:
+        nodes = f"{gang.ready} of {gang.want} GPU nodes ({gang.mix or 'none'})"
+        state = {
+            GANG_WAITING: f"waiting since {_when(gang.since)} UTC, {nodes}",
+            GANG_KEPT: f"waiting since {_when(gang.since)} UTC, past gpuPool.capacity.maxWaitMinutes (kept), {nodes}",
+            GANG_RELEASED: f"incomplete, {nodes}, and its workers released: nothing is submitted until they are "
+            "back and the attempt is submitted again (docs/capacity.md)",
+        }
+        lines.append(f"gang for attempt {gang.attempt}: {state.get(gang.outcome, gang.outcome)}")
     lines += [f"  {e}" for e in ledger.events]
     return lines
 

@@ -62,7 +62,10 @@ restart, the watcher gives up whatever the cause. Between restarts it waits
 `backoff_seconds * 2**restarts_so_far` (at most `max_backoff_seconds`) after the failed attempt ended.
 Then, before any resubmission, it waits until Ray reports at least `pool_gpus` GPUs on ALIVE nodes
 (the GPU pool's; GKE may take many minutes to bring a replacement spot node, and a job submitted
-before fails in NeMo-RL's placement wait): the resubmission happens when the pool is back.
+before fails in NeMo-RL's placement wait): the resubmission happens when the pool is back. With
+`gpuPool.capacity` it first waits for the whole gang of Ray worker pods, at most
+`capacity.maxWaitMinutes`, then says so in one line and releases the workers or keeps them
+(`Watcher._gang_held`, workloads/gang_wait.py).
 
 A head restarted without GCS fault tolerance forgets every job; a watcher restarted with it (same
 node drained, same eviction) forgets what it saw too, unless it kept it: with a state file
@@ -76,8 +79,9 @@ job of the stack is pending or running (a submission by hand): two jobs would fi
 Not covered: a job that hangs instead of failing (NeMo-RL's surviving workers blocked in a collective
 on a vanished peer until NCCL's timeout) is RUNNING to Ray, so it is only restarted once it fails.
 
-This module imports only `workloads.job_spec` and `workloads.submit` (Ray's job SDK, no Pulumi), so it runs
-in the Ray image: the watcher pod ships the `workloads` package in a ConfigMap.
+This module imports only `workloads` modules (`job_spec`, `submit`: Ray's job SDK, no Pulumi; the gate, the
+ledger, the checkpoints and the gang wait lazily), so it runs in the Ray image: the watcher pod ships the
+`workloads` package in a ConfigMap.
 """
 
 from __future__ import annotations
@@ -85,6 +89,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import math
 import os
 import re
 import time
@@ -96,6 +101,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional, Se
 from workloads.job_spec import META_SPEC_HASH, JobSpec
 
 if TYPE_CHECKING:
+    from workloads.gang_wait import GangView
     from workloads.ledger import Attempt, Ledger, LedgerFile
     from workloads.run_owner import GateSetup, RunPlan
 
@@ -552,6 +558,7 @@ class Watcher:
         gate: Optional["GateSetup"] = None,
         run: Optional["RunPlan"] = None,
         ledger: Optional["LedgerFile"] = None,
+        gang: Optional["GangView"] = None,
     ):
         from workloads.run_owner import RunPlan
 
@@ -564,6 +571,9 @@ class Watcher:
         self.ledger = self._load_ledger()
         self.notes: list[str] = []
         """Lines for the watcher's log besides the decision (attempts ended, budget); `watch` prints them."""
+        self.gang = gang
+        """The worker pods and nodes of the gang wait (`workloads.gang_wait.KubeGangView` in the cluster);
+        None: no gang wait (the stack has no `gpuPool.capacity`, or the watcher runs outside the cluster)."""
 
     def _load_ledger(self) -> "Ledger":
         from workloads.ledger import Ledger
@@ -582,7 +592,11 @@ class Watcher:
     def _note(self, line: str, event: bool = False) -> None:
         self.notes.append(line)
         if event:
-            self.ledger.events.append(f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime(self.clock()))} {line}")
+            self._event(line)
+
+    def _event(self, line: str) -> None:
+        """Record `line` in the ledger's events (shown by `status`) without saying it again in the log."""
+        self.ledger.events.append(f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime(self.clock()))} {line}")
 
     def _remember(self, seen: Seen) -> None:
         changed = self.seen is None or seen.to_json() != self.seen.to_json()
@@ -681,7 +695,12 @@ class Watcher:
         if record is None:  # submitted by the deploy or by hand: first seen now
             start = (getattr(job, "start_time", None) or now * 1000) / 1000
             record = Attempt(
-                attempt, job.submission_id, start, self.run.node_count, resume_step=self._latest_checkpoint() or 0
+                attempt,
+                job.submission_id,
+                start,
+                self.run.node_count,
+                resume_step=self._latest_checkpoint() or 0,
+                rungs=self._gang_mix(job.submission_id),
             )
             self.ledger.attempts.append(record)
             self._save_ledger()
@@ -822,6 +841,10 @@ class Watcher:
                 reason=f"{decision.reason}: acceptance gate {busy.submission_id} is running; nothing is submitted "
                 "while a gate runs",
             )
+        if self.gang is not None and self.run.gang_wait and self.run.node_count > 0:
+            held = self._gang_held(decision)
+            if held is not None:
+                return held
         rows: Optional[list[dict[str, Any]]] = None
         if self.policy.pool_gpus:
             rows = self._node_rows()
@@ -851,6 +874,88 @@ class Watcher:
         job_id = self.resubmit(decision.next_attempt, decision.restarts or 0, decision.capacity_waits)
         return dataclasses.replace(decision, reason=f"{decision.reason}: resubmitted as {job_id}")
 
+    def _gang_held(self, decision: Decision) -> Optional[Decision]:
+        """One look at the gang before attempt `decision.next_attempt` (workloads/gang_wait.py): None when
+        it is whole (its mix goes on the attempt's ledger record), else the decision that holds the attempt.
+
+        The wait is the watcher's own steps, never a sleep: its start is kept in the ledger (`GangWait`), so
+        the bound (`gpuPool.capacity.maxWaitMinutes`) holds across the watcher's restarts. On the timeout the
+        gang wait's one line is the decision's reason (printed once, as every unchanged decision) and a
+        ledger event; with `releaseWorkers` the worker group is scaled to 0 and nothing is submitted for
+        this attempt (a submission by hand, after the workers are back, starts it); with `keep` the watcher
+        goes on looking without a bound and submits once the gang is whole.
+        """
+        from workloads import gang_wait, submit
+        from workloads.ledger import GANG_COMPLETE, GANG_KEPT, GANG_RELEASED, GANG_WAITING, GangWait
+
+        assert self.gang is not None and self.run.gang_max_wait_minutes is not None
+        run, now = self.run, self.clock()
+        attempt = decision.next_attempt or 1
+        target = submit.attempt_id(self.spec.submission_id, attempt)
+        wait = self.ledger.gang
+        if wait is None or wait.submission_id != target:
+            wait = self.ledger.gang = GangWait(attempt, target, now, run.node_count)
+            self._save_ledger()
+        if wait.outcome == GANG_RELEASED:
+            return dataclasses.replace(
+                decision, action=Action.GIVE_UP, reason=f"{decision.reason}: {wait.line}; nothing is submitted"
+            )
+        bound = 60.0 * run.gang_max_wait_minutes
+        try:
+            seen = gang_wait.look_at_gang(
+                self.gang,
+                want=run.node_count,
+                rungs=dict(run.gang_rungs),
+                waited_s=now - wait.since,
+                max_wait_s=math.inf if wait.outcome == GANG_KEPT else bound,
+                release=run.gang_on_timeout == "releaseWorkers",
+                default_rung=run.gang_default_rung,
+                kept_why=run.gang_kept_why,
+            )
+        except (OSError, ValueError, LookupError, StopIteration) as err:  # the API's errors (urllib's are OSErrors)
+            return dataclasses.replace(
+                decision, action=Action.WAIT, reason=f"{decision.reason}: cannot look at the gang: {err}"
+            )
+        changed = (seen.ready, seen.mix) != (wait.ready, wait.mix)
+        wait.ready, wait.mix = seen.ready, seen.mix
+        if seen.complete:
+            if wait.outcome != GANG_COMPLETE:
+                wait.outcome, wait.line, changed = GANG_COMPLETE, seen.line, True
+                self.notes.append(seen.line)
+            if changed:
+                self._save_ledger()
+            return None
+        if wait.outcome == GANG_COMPLETE:  # a node went away before the attempt was submitted: a new wait
+            wait.outcome, wait.since, wait.line = GANG_WAITING, now, ""
+        if seen.timed_out:
+            wait.outcome, wait.line = (GANG_RELEASED if seen.released else GANG_KEPT), seen.line
+            self._event(seen.line)
+            self._save_ledger()
+            if seen.released:
+                return dataclasses.replace(
+                    decision, action=Action.GIVE_UP, reason=f"{decision.reason}: {seen.line}; nothing is submitted"
+                )
+            return dataclasses.replace(decision, action=Action.WAIT, reason=f"{decision.reason}: {seen.line}")
+        if changed:
+            self._save_ledger()
+        since = time.strftime("%H:%M UTC", time.gmtime(wait.since))
+        bounded = (
+            f"past its bound of {run.gang_max_wait_minutes} min, kept ({run.gang_kept_why})"
+            if wait.outcome == GANG_KEPT
+            else f"for at most {run.gang_max_wait_minutes} min (gpuPool.capacity.maxWaitMinutes)"
+        )
+        return dataclasses.replace(
+            decision, action=Action.WAIT, reason=f"{decision.reason}: {seen.line}, waiting since {since} {bounded}"
+        )
+
+    def _gang_mix(self, submission_id: str) -> str:
+        """The rungs of the whole gang the watcher saw before `submission_id` ("spot 3, onDemand 5"); "": none."""
+        from workloads.ledger import GANG_COMPLETE
+
+        gang = self.ledger.gang
+        whole = gang is not None and gang.submission_id == submission_id and gang.outcome == GANG_COMPLETE
+        return gang.mix if whole and gang is not None else ""
+
     def resubmit(self, attempt: int, restarts: int, capacity_waits: int = 0) -> str:
         """Submit attempt `attempt` of the spec (same entrypoint, runtime env and checkpoint dir)."""
         from workloads import submit
@@ -873,7 +978,15 @@ class Watcher:
         self.resubmitted.append(job_id)
         if self.ledger.find(job_id) is None:
             self.ledger.attempts.append(
-                Attempt(attempt, job_id, self.clock(), self.run.node_count, resume_step=resume or 0, cleaned=cleaned)
+                Attempt(
+                    attempt,
+                    job_id,
+                    self.clock(),
+                    self.run.node_count,
+                    resume_step=resume or 0,
+                    cleaned=cleaned,
+                    rungs=self._gang_mix(job_id),
+                )
             )
             self._save_ledger()
         if resume is not None:
@@ -899,6 +1012,7 @@ def watch(
     until: Optional[Callable[[Decision], bool]] = None,
     gate: Optional["GateSetup"] = None,
     run: Optional["RunPlan"] = None,
+    gang: Optional["GangView"] = None,
 ) -> Decision:
     """Check the spec's job every `policy.check_interval_seconds` and resubmit it after a preemption.
 
@@ -907,7 +1021,8 @@ def watch(
         not fatal. A line is written to `out` whenever the decision changes; `heartbeat` is touched after
         every look (the pod's liveness probe reads its age); `state` keeps what the watcher saw across its
         own restarts (`StateFile`); `gate` is the stack's acceptance gate, run before every attempt
-    (`workloads.run_owner`). Returns the last decision.
+    (`workloads.run_owner`); `gang` the view of the gang wait before every attempt (`Watcher._gang_held`).
+    Returns the last decision.
     """
     from workloads import submit
     from workloads.ledger import LedgerFile, ledger_path
@@ -921,6 +1036,7 @@ def watch(
         gate=gate,
         run=run,
         ledger=LedgerFile(ledger_path(state)) if state is not None else None,
+        gang=gang,
     )
     last_line = None
     while True:

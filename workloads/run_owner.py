@@ -29,8 +29,8 @@ Rules:
 4. Gate ids are deterministic (`<attempt id>-gate-<k>`, k counting the runs for that attempt): two
    parties starting the same gate start one; the second adopts it, as with the attempts' own ids.
 
-Imports: `workloads.acceptance_gate` and `workloads.submit` (Ray's job SDK, no Pulumi): the watcher's
-pod ships this module.
+Imports: `workloads.acceptance_gate`, `workloads.gang_wait` (standard library only) and `workloads.submit`
+(Ray's job SDK, no Pulumi): the watcher's pod ships this module.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from enum import Enum
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from workloads.acceptance_gate import META_GATE, POLICIES, GateFailed, GatePlan, GateReport, estimated_seconds
+from workloads.gang_wait import KEEP_WHY
 from workloads.job_spec import META_SPEC_HASH, JobSpec
 
 META_GATE_FOR = "nemo-rl-gke/gate-for"
@@ -308,6 +309,29 @@ class RunPlan:
     """`checkpointing.save_period` of the job (steps)."""
     step_seconds: Optional[float] = None
     """The plan's estimate of one training step."""
+    gang_max_wait_minutes: Optional[int] = None
+    """`gpuPool.capacity.maxWaitMinutes`: how long the owner waits for the whole gang (`node_count` worker
+    pods Running) before an attempt, then says so (`workloads/gang_wait.py`); None: no gang wait (no
+    `gpuPool.capacity`: the owner only waits for the pool's GPUs in Ray, without a bound)."""
+    gang_on_timeout: str = "keep"
+    """What the owner does when the wait is over: `releaseWorkers` (scale the Ray worker group to 0) or `keep`."""
+    gang_kept_why: str = KEEP_WHY
+    """Why the workers are kept (`gang_on_timeout` keep): the config says so, or the pool is fixed-size."""
+    gang_rungs: tuple[tuple[str, str], ...] = ()
+    """(node pool, rung) in ladder order: which rung each GPU node pool's nodes are of (`rung_pools`)."""
+    gang_default_rung: Optional[str] = None
+    """The rung of a GPU node whose pool `gang_rungs` does not name: a one-rung stack's only rung."""
+    ray_namespace: Optional[str] = None
+    """The namespace of the RayCluster and its pods (`KubeGangView`)."""
+    ray_cluster: Optional[str] = None
+    """The RayCluster whose worker group is the gang."""
+    ray_worker_group: Optional[str] = None
+    """Its GPU worker group (`ray.io/group`)."""
+
+    @property
+    def gang_wait(self) -> bool:
+        """The owner waits for the gang before each attempt (a bound, and the RayCluster to look at)."""
+        return self.gang_max_wait_minutes is not None and bool(self.ray_cluster and self.ray_worker_group)
 
     @property
     def gate(self) -> GateSetup:
@@ -330,4 +354,7 @@ class RunPlan:
         import dataclasses
 
         names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
+        values = {k: v for k, v in data.items() if k in names}
+        if "gang_rungs" in values:  # JSON has lists; pairs in order (a JSON object would be sorted by pool)
+            values["gang_rungs"] = tuple((str(pool), str(rung)) for pool, rung in values["gang_rungs"] or ())
+        return cls(**values)

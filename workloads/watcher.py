@@ -10,10 +10,14 @@ from `RecoveryPolicy`'s defaults and each flag overrides one value: the Deployme
 `recovery` section as flags (`RecoveryPolicy.cli_args`). `--state-file` keeps what it saw across
 restarts; `--heartbeat-file` is touched after every look, for the liveness probe. `--run-file` is the
 run's plan-time values (`workloads.run_owner.RunPlan`, the ConfigMap's run.json): the gate each
-resubmission passes first, where the checkpoints are, the node-hour price and budget of the run ledger.
+resubmission passes first, where the checkpoints are, the node-hour price and budget of the run ledger,
+and the gang wait (`gpuPool.capacity`: the bounded wait for every GPU worker before an attempt,
+`workloads/gang_wait.py`), which reads the worker pods through the Kubernetes API with the pod's own
+service-account token (`gang_view`).
 
 The day-2 CLI's `watch` (`python -m jobctl watch --stack NAME`) runs the same loop from the user's
-machine, on the stack's spec and recovery policy, with the same flags (`add_policy_flags`, `watch`).
+machine, on the stack's spec and recovery policy, with the same flags (`add_policy_flags`, `watch`), but
+without the gang wait: the Kubernetes API it reads is the in-cluster one.
 
 What ships: `infra/watcher_deployment.py` puts this module and exactly the `workloads` modules it
 imports (lazy imports included) into the watcher's ConfigMap, so only an edit to one of those rolls
@@ -32,11 +36,14 @@ import logging
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Optional, TextIO
+from typing import TYPE_CHECKING, Any, Callable, Optional, TextIO
 
 from workloads import cli_args, exit_codes, preemption
 from workloads.job_spec import JobSpec
 from workloads.run_owner import RunPlan
+
+if TYPE_CHECKING:
+    from workloads.gang_wait import GangView
 
 
 def add_policy_flags(p: argparse.ArgumentParser) -> None:
@@ -110,6 +117,28 @@ def load_run_file(path: Optional[str]) -> RunPlan:
         raise exit_codes.CommandError(f"--run-file {path}: {err}") from None
 
 
+def gang_view(run: RunPlan, out: TextIO) -> Optional["GangView"]:
+    """The gang wait's view of the worker pods (`KubeGangView`, the Kubernetes API as this pod's service
+    account), or None: the stack has no gang wait, or this is not a pod of the cluster (then one line says
+    that attempts are submitted without it, once the pool's GPUs are alive in Ray)."""
+    if run.gang_max_wait_minutes is None:
+        return None
+    from workloads.gang_wait import KubeGangView
+
+    why = "the run plan names no RayCluster (the day-2 CLI's watch has no gang wait)"
+    if run.gang_wait:
+        assert run.ray_namespace and run.ray_cluster and run.ray_worker_group
+        try:
+            return KubeGangView.in_cluster(run.ray_namespace, run.ray_cluster, run.ray_worker_group)
+        except (KeyError, OSError) as err:  # no KUBERNETES_SERVICE_HOST, no token file
+            why = f"no in-cluster Kubernetes API here ({type(err).__name__}: {err})"
+    out.write(
+        f"no gang wait (gpuPool.capacity.maxWaitMinutes {run.gang_max_wait_minutes}): {why}; attempts are "
+        "submitted once the pool's GPUs are alive in Ray\n"
+    )
+    return None
+
+
 def watch(
     connect: Callable[[], Any],
     spec: JobSpec,
@@ -119,7 +148,7 @@ def watch(
     run: Optional[RunPlan] = None,
 ) -> int:
     """Watch `spec`'s job on the dashboard `connect` reaches, under `policy` and the flags of `add_policy_flags`;
-    `run` (default: `--run-file`'s) gates each resubmission and prices the run ledger."""
+    `run` (default: `--run-file`'s) gates each resubmission, bounds its gang wait and prices the run ledger."""
     run = run if run is not None else load_run_file(args.run_file)
     heartbeat = Path(args.heartbeat_file) if args.heartbeat_file else None
     client = connect() if args.once else _connect_until_reachable(connect, policy, heartbeat, out)
@@ -130,7 +159,10 @@ def watch(
     )
     out.flush()
     state = Path(args.state_file) if args.state_file else None
-    preemption.watch(client, spec, policy, once=args.once, out=out, heartbeat=heartbeat, state=state, run=run)
+    gang = gang_view(run, out)
+    preemption.watch(
+        client, spec, policy, once=args.once, out=out, heartbeat=heartbeat, state=state, run=run, gang=gang
+    )
     return exit_codes.OK
 
 

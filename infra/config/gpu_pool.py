@@ -62,13 +62,16 @@ class CapacityConfig(Model):
         60,
         ge=5,
         le=7 * 24 * 60,
-        description="How long the run owner waits for the whole gang (gpuPool.nodeCount nodes, from any rungs) "
-        "before it says so and releases the partial nodes (`onTimeout`).",
+        description="How long the run owner (the preemption watcher) waits for the whole gang (gpuPool.nodeCount "
+        "Ray workers running, on nodes of any rungs) before each attempt it submits; then it says so in one line and "
+        "acts by `onTimeout`. Also with a one-rung ladder.",
     )
     on_timeout: Literal["releaseWorkers", "keep"] = Field(
         "releaseWorkers",
-        description="`releaseWorkers` (default): scale the Ray worker group to 0 so the autoscaler removes the partial "
-        "nodes; `keep`: only say so and keep waiting.",
+        description="`releaseWorkers` (default): scale the Ray worker group to 0 and submit nothing for that attempt, "
+        "so the autoscaler removes the partial nodes (a one-rung spot, reservation or onDemand pool is fixed-size and "
+        "keeps its nodes anyway: there the workers are kept); `keep`: only say so, keep waiting, submit once the "
+        "gang is whole.",
     )
 
     @field_validator("ladder", mode="before")
@@ -157,6 +160,12 @@ class GpuPoolConfig(Model):
                 raise KeyedValueError(
                     "compactPlacement", "not allowed with a flexStart rung in gpuPool.capacity; allowed: false"
                 )
+            if len(self.ladder) == 1:
+                # A one-rung ladder is that one `provisioning` (the single pool, its price, the doctor's
+                # reservation check read these two fields); frozen, so set past pydantic's guard, once, here.
+                (rung,) = self.ladder
+                object.__setattr__(self, "provisioning", rung.provisioning)
+                object.__setattr__(self, "reservation_name", rung.reservation_name)
             return self
         if self.provisioning is Provisioning.RESERVATION and not self.reservation_name:
             raise KeyedValueError("reservationName", "required when gpuPool.provisioning is 'reservation'")
