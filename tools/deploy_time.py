@@ -126,6 +126,11 @@ CREATION_MINUTES: dict[str, Typical] = {
     "gcp:logging/metric:Metric": Typical(0.1, "log-based metric create, seconds (infra/observability.py)", ASSUMED),
     "gcp:monitoring/dashboard:Dashboard": Typical(0.1, "dashboard create, seconds", ASSUMED),
     "kubernetes:core/v1:ConfigMap": Typical(0.05, "API call", ASSUMED),
+    # The watcher's gang-wait grants (infra/watcher_deployment.py): plain API objects, nothing to wait for.
+    "kubernetes:rbac.authorization.k8s.io/v1:Role": Typical(0.05, "API call", ASSUMED),
+    "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": Typical(0.05, "API call", ASSUMED),
+    "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole": Typical(0.05, "API call", ASSUMED),
+    "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding": Typical(0.05, "API call", ASSUMED),
     "kubernetes:apps/v1:Deployment": Typical(
         0.25,
         "Pulumi waits for the rollout: the preemption watcher starts in seconds, on the Ray head's node whose "
