@@ -73,6 +73,8 @@ class TrainingJobArgs:
     node_pools: Sequence[pulumi.Resource] = ()
     gate_policy: str = "off"
     gate_plan: Optional[GatePlan] = None
+    ray_cluster_timeout_s: Optional[float] = None
+    """How long the submission waits for the RayCluster's workers; None: the hook's own default (an hour)."""
 
     def props(self) -> dict:
         """The submission's inputs.
@@ -94,6 +96,10 @@ class TrainingJobArgs:
             # ... and runs the acceptance gate right before it submits (workloads/acceptance_gate.py).
             "gate_policy": self.gate_policy,
             "gate_plan": gate_plan.to_dict() if gate_plan is not None else None,
+            # With a capacity ladder, no longer than the run's owner waits for the gang: after
+            # `maxWaitMinutes` the watcher releases the partial workers (workloads/gang_wait.py), and a
+            # RayCluster scaled to no workers would otherwise read as provisioned to this wait.
+            **({"ray_cluster_timeout": self.ray_cluster_timeout_s} if self.ray_cluster_timeout_s else {}),
         }
 
 
@@ -221,5 +227,13 @@ def build_training_job(
         node_pools=node_pools,
         gate_policy=cfg.gate_policy if gate_plan is not None else "off",
         gate_plan=gate_plan,
+        ray_cluster_timeout_s=ray_cluster_timeout_s(cfg),
     )
     return TrainingJob("training-job", args, opts)
+
+
+def ray_cluster_timeout_s(cfg: StackConfig) -> Optional[float]:
+    """`gpuPool.capacity.maxWaitMinutes` in seconds: the deploy waits for the gang as long as the watcher
+    does (`infra.run_plan.gang_values`); None without a capacity ladder."""
+    capacity = cfg.gpu_pool.capacity
+    return float(capacity.max_wait_minutes * 60) if capacity is not None else None

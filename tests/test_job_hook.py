@@ -404,3 +404,21 @@ def test_job_gate_off_registers_no_gate_plan():
     plan = plan_mod.run_program("h200", config, secret_keys)
     submission = plan.one(DYNAMIC_TYPE, "training-job-submission")
     assert submission.inputs["gate_policy"] == "off" and submission.inputs.get("gate_plan") is None  # None is not sent
+
+
+@pytest.mark.parametrize("stack", ["b200-ladder", "dev"])
+def test_with_a_capacity_ladder_the_deploy_waits_for_the_workers_no_longer_than_the_watcher_waits_for_the_gang(
+    stack,
+):
+    # After maxWaitMinutes the watcher scales an incomplete gang to no workers; a RayCluster with no
+    # workers reads as provisioned, so the deploy's own wait must end by then (the hook's default: an hour).
+    plan = stack_plan(stack)
+    submission = plan.one(DYNAMIC_TYPE, "training-job-submission")
+    capacity = json.loads(read_stack_file(plan_mod.ROOT / f"Pulumi.{stack}.yaml")[0]["nemo-rl-gke:gpuPool"]).get(
+        "capacity"
+    )
+    if capacity is None:
+        assert "ray_cluster_timeout" not in submission.inputs, submission.name
+    else:
+        assert capacity["maxWaitMinutes"] == 90
+        assert submission.inputs["ray_cluster_timeout"] == 90 * 60, submission.name
