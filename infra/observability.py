@@ -1,4 +1,5 @@
-"""A Cloud Monitoring dashboard for one stack: GPUs, the GPU pool, Lustre, spot preemptions.
+"""A Cloud Monitoring dashboard for one stack: GPUs, the GPU pool, Lustre, spot preemptions, training attempts
+and their spend.
 
 Every chart is filtered to this stack's objects, with names taken from the components (the cluster's
 name and zone, the Lustre instance id, the GPU pool's facts, the Ray namespace), never retyped.
@@ -27,10 +28,26 @@ labels are from `RESOURCES_URL`):
   names (inferred from kubernetes/ingress-gce#1623, "instance names created by gke truncated up to 24
   characters" for the `gke-<cluster>` prefix); cluster names here are `<prefix>-gke`, at most 24 long.
   The system pool is on-demand, so every preemption the filter keeps is one of the GPU pool's nodes.
+- Training attempts, from the preemption watcher's one JSON line per ended attempt
+  (`ATTEMPT_METRIC_SOURCE`): a log-based counter of the lines by cause, and log-based DISTRIBUTION
+  metrics, each with a value extractor over one number of the line and bucket options
+  (`DISTRIBUTION_METRICS_URL`): steps lost, the run's spend so far and the attempt's $ per step.
+  Monitoring's aggregations cannot sum a distribution's values (`AGGREGATION_URL`: ALIGN_SUM and
+  REDUCE_SUM merge distributions into one; ALIGN_MEAN takes numeric values only; REDUCE_MEAN gives the
+  mean of the values as a DOUBLE), so each chart is the mean of a number the ledger already computed
+  (`workloads/ledger.py`: `Ledger.spend`, the total `python -m jobctl status` prints, and
+  `Ledger.usd_per_step`): ALIGN_DELTA, then REDUCE_MEAN.
+  A distribution keeps the exact count and mean beside its buckets, so the means are exact; the
+  buckets only matter for heatmaps and percentiles. Not chosen: PromQL, which reads a distribution's
+  `<metric>_sum` (https://cloud.google.com/monitoring/promql/promql-mapping), because how it sums a
+  DELTA log-based metric over a range is unverified here, and every other chart is a timeSeriesFilter
+  checked against the proto's table of aggregations (tests/test_observability.py).
 
 Also not verified on a real cloud: the `component` label values of the Lustre metrics (the charts group
-by it instead of filtering on a guessed value), and that the dashboard JSON renders as intended (it is
-checked against the documented structure: mosaicLayout, tiles, xyChart dataSets with timeSeriesFilter).
+by it instead of filtering on a guessed value), that `jsonPayload.<field>>=0` leaves out a line whose
+field is null, that REDUCE_MEAN of distributions is the mean of their values as the proto describes,
+and that the dashboard JSON renders as intended (it is checked against the documented structure:
+mosaicLayout, tiles, xyChart dataSets with timeSeriesFilter, and the proto's aggregation rules).
 """
 
 from __future__ import annotations
@@ -55,6 +72,12 @@ LOG_METRICS_URL = "https://cloud.google.com/logging/docs/logs-based-metrics"
 SPOT_PREEMPTION_URL = "https://cloud.google.com/compute/docs/instances/create-use-spot"
 RESOURCES_URL = "https://cloud.google.com/logging/docs/api/v2/resource-list"
 """Labels of the monitored resources the filters use (k8s_node, k8s_container, lustre.googleapis.com/Instance)."""
+DISTRIBUTION_METRICS_URL = "https://cloud.google.com/logging/docs/logs-based-metrics/distribution-metrics"
+"""A log-based distribution metric: a filter, a value extractor (`EXTRACT(jsonPayload.<field>)`) and
+bucket options; it records count, mean and sum of squared deviation with the bucket counts."""
+AGGREGATION_URL = "https://github.com/googleapis/googleapis/blob/master/google/monitoring/v3/common.proto"
+"""`Aggregation.Aligner` / `Aggregation.Reducer`: which aligner and reducer each value type allows (the
+dashboard's `google.monitoring.dashboard.v1.Aggregation` uses the same enums)."""
 DCGM_METRICS_URL = "https://cloud.google.com/kubernetes-engine/docs/how-to/dcgm-metrics"
 """GKE's managed DCGM metrics (monitoringConfig component DCGM, infra/cluster.py): DCGM-Exporter fields
 scraped into Managed Service for Prometheus as `prometheus.googleapis.com/<field>/gauge` on the
@@ -98,14 +121,29 @@ PREEMPTION_METRIC_SOURCE = MetricSource("gce_instance", "DELTA", f"{LOG_METRICS_
 STRUCTURED_LOGS_URL = "https://cloud.google.com/logging/docs/structured-logging"
 ATTEMPT_METRIC_SOURCE = MetricSource("k8s_container", "DELTA", f"{LOG_METRICS_URL} (entries: {STRUCTURED_LOGS_URL})")
 """The user-defined metrics over the preemption watcher's log: one JSON line per ended training attempt
-(`workloads/preemption.py` `Watcher._finish`: `{"nemoRlGke": "attempt-ended", "cause": ..., "stepsLost": ...}`),
-which GKE's logging agent stores as the entry's jsonPayload (a single-line JSON object on stdout).
+(`workloads/preemption.py` `Watcher._finish`: `{"nemoRlGke": "attempt-ended", "cause": ..., "stepsLost": ...,
+"runSpendUsd": ..., "usdPerStep": ...}`), which GKE's logging agent stores as the entry's jsonPayload (a
+single-line JSON object on stdout).
 Log-based rather than a custom metric the watcher writes: the watcher has no Google credentials by
 design (infra/watcher_deployment.py), and Cloud Logging already collects its stdout. Only on the real
 cloud: that the agent parses the line as documented and the distribution charts render as intended."""
 USER_METRIC_PREFIX = "logging.googleapis.com/user/"
 GKE_NODE_NAME_CLUSTER_CHARS = 20
 """How much of the cluster name GKE keeps in node VM names (unverified, see the module doc)."""
+
+
+@dataclass(frozen=True)
+class AttemptMetrics:
+    """The names of the log-based metrics over the watcher's attempt lines (`MonitoringDashboard`)."""
+
+    attempts: str
+    """Counter: attempts ended, label `cause`."""
+    steps_lost: str
+    """Distribution of `stepsLost`, label `cause`."""
+    run_spend: str
+    """Distribution of `runSpendUsd`: the run's spend so far (the ledger's sum over its attempts)."""
+    usd_per_step: str
+    """Distribution of `usdPerStep`: the ended attempt's spend over the steps it ran."""
 
 
 def display_name(stack: str) -> str:
@@ -132,8 +170,10 @@ def preemption_log_filter(project: str, zone: str, cluster_name: str, node_prefi
     )
 
 
-def attempt_log_filter(cluster_name: str, namespace: str) -> str:
-    """The watcher's `attempt-ended` lines in Cloud Logging (logging query language)."""
+def attempt_log_filter(cluster_name: str, namespace: str, number: Optional[str] = None) -> str:
+    """The watcher's `attempt-ended` lines in Cloud Logging (logging query language); with `number`,
+    only those where that field of jsonPayload holds a number (the line writes null when the ledger
+    does not know it: no price, or steps not known), so a distribution gets no entry without a value."""
     return " AND ".join(
         [
             'resource.type="k8s_container"',
@@ -141,6 +181,7 @@ def attempt_log_filter(cluster_name: str, namespace: str) -> str:
             f"resource.labels.namespace_name={_q(namespace)}",
             f"resource.labels.container_name={_q(PREEMPTION_WATCHER_CONTAINER)}",
             'jsonPayload.nemoRlGke="attempt-ended"',
+            *([f"jsonPayload.{number}>=0"] if number else []),
         ]
     )
 
@@ -172,6 +213,72 @@ def _chart(
     return {"title": title, "xyChart": chart}
 
 
+def _distribution_mean(group: Optional[list[str]] = None) -> dict[str, Any]:
+    """A DELTA DISTRIBUTION metric charted as the mean of its values per hour (`AGGREGATION_URL`):
+    ALIGN_DELTA keeps each series' distribution of the period (ALIGN_MEAN is for numeric values only),
+    REDUCE_MEAN turns the distributions of the series (one per watcher pod) into the mean, a DOUBLE."""
+    agg: dict[str, Any] = {
+        "alignmentPeriod": "3600s",
+        "perSeriesAligner": "ALIGN_DELTA",
+        "crossSeriesReducer": "REDUCE_MEAN",
+    }
+    if group:
+        agg["groupByFields"] = group
+    return agg
+
+
+def _attempt_charts(metrics: AttemptMetrics, container: str) -> list[dict[str, Any]]:
+    """The charts of the watcher's attempt lines: how attempts ended, steps lost, spend, $ per step."""
+    by_cause = ['metric.label."cause"']
+
+    def series(metric: str, aggregation: dict[str, Any]) -> dict[str, Any]:
+        return _series(f"{USER_METRIC_PREFIX}{metric}", container, aggregation)
+
+    return [
+        _chart(
+            "Training attempts ended, by how (per hour; the preemption watcher's log)",
+            [
+                (
+                    series(
+                        metrics.attempts,
+                        {
+                            "alignmentPeriod": "3600s",
+                            "perSeriesAligner": "ALIGN_SUM",
+                            "crossSeriesReducer": "REDUCE_SUM",
+                            "groupByFields": by_cause,
+                        },
+                    ),
+                    "STACKED_BAR",
+                    "${metric.labels.cause}",
+                )
+            ],
+            "attempts",
+        ),
+        _chart(
+            "Steps lost per ended attempt (redone from the last complete step_N; mean per hour)",
+            [(series(metrics.steps_lost, _distribution_mean(by_cause)), "STACKED_BAR", "${metric.labels.cause}")],
+            "steps",
+        ),
+        # Cumulative: the ledger's own sum over the run's attempts, written on each attempt's line. A sum
+        # of the per-attempt spends cannot be charted from a distribution (module doc), and the ledger's
+        # total is the one `status` and the budget use. One bar per hour an attempt ended in (two ends in
+        # one hour show the mean of their totals); a new spec starts a new run, from $0.
+        _chart(
+            "Spend of the run so far, USD (the run ledger's total at each attempt's end; as `jobctl status`)",
+            [(series(metrics.run_spend, _distribution_mean()), "STACKED_BAR", "run spend")],
+            "USD",
+        ),
+        # Per attempt, then the mean of the attempts ended in the hour: a ratio of two series (spend over
+        # steps) would need sums of distributions too, and a ratio of two means divides over different
+        # entries as soon as one line lacks the steps.
+        _chart(
+            "$ per training step of the ended attempts (its spend / the steps it ran, lost ones included)",
+            [(series(metrics.usd_per_step, _distribution_mean()), "STACKED_BAR", "USD per step")],
+            "USD/step",
+        ),
+    ]
+
+
 def dashboard_document(
     *,
     stack: str,
@@ -182,8 +289,7 @@ def dashboard_document(
     lustre_instance_id: str,
     ray_namespace: str,
     preemption_metric: str,
-    attempts_metric: Optional[str] = None,
-    steps_lost_metric: Optional[str] = None,
+    attempt_metrics: Optional[AttemptMetrics] = None,
     cluster_location: Optional[str] = None,
 ) -> dict[str, Any]:
     """The dashboard as the Monitoring API's `Dashboard` JSON (`mosaicLayout`, 48 columns). Pure.
@@ -322,42 +428,7 @@ def dashboard_document(
             ],
             "preemptions",
         ),
-        *(
-            [
-                _chart(
-                    "Training attempts ended, by how (per hour; the preemption watcher's log)",
-                    [
-                        (
-                            _series(
-                                f"{USER_METRIC_PREFIX}{attempts_metric}",
-                                container,
-                                mean("3600s", ['metric.label."cause"'], "ALIGN_SUM", "REDUCE_SUM"),
-                            ),
-                            "STACKED_BAR",
-                            "${metric.labels.cause}",
-                        )
-                    ],
-                    "attempts",
-                ),
-                _chart(
-                    "Steps lost per ended attempt (redone from the last complete step_N)",
-                    [
-                        (
-                            _series(
-                                f"{USER_METRIC_PREFIX}{steps_lost_metric}",
-                                container,
-                                mean("3600s", ['metric.label."cause"'], "ALIGN_MEAN", "REDUCE_MEAN"),
-                            ),
-                            "STACKED_BAR",
-                            "${metric.labels.cause}",
-                        )
-                    ],
-                    "steps",
-                ),
-            ]
-            if attempts_metric and steps_lost_metric
-            else []
-        ),
+        *(_attempt_charts(attempt_metrics, container) if attempt_metrics else []),
         _chart(
             f"Lustre {lustre_instance_id}: read and write throughput",
             [
@@ -421,7 +492,9 @@ def dashboard_document(
                 "watcher resubmits the job "
                 f"(`kubectl -n {ray_namespace} logs deploy/{PREEMPTION_WATCHER}`) and utilisation returns once the "
                 "replacement node has joined and the job has loaded its last checkpoint (a read burst on Lustre). "
-                "Checkpoint saves show as write bursts."
+                "Checkpoint saves show as write bursts. Each ended attempt adds a bar to *Training attempts* "
+                "and *Steps lost*, and the run ledger's numbers (`python -m jobctl status`) to *Spend of the "
+                "run so far* and *$ per training step*."
             ),
         },
     }
@@ -466,7 +539,8 @@ class RayNamespace(Protocol):
 
 
 class MonitoringDashboard(pulumi.ComponentResource):
-    """The stack's Cloud Monitoring dashboard and the log-based metric that counts its spot preemptions.
+    """The stack's Cloud Monitoring dashboard and its log-based metrics: spot preemptions (audit log) and
+    the training attempts, steps lost, run spend and $ per step (the preemption watcher's log).
 
     Outputs: `dashboard_id` (the dashboard's resource id), `display_name`, and `console_url` (the
     project's dashboard list, where it appears under `display_name`).
@@ -477,6 +551,8 @@ class MonitoringDashboard(pulumi.ComponentResource):
     preemption_metric_name: str
     attempts_metric: gcp.logging.Metric
     steps_lost_metric: gcp.logging.Metric
+    run_spend_metric: gcp.logging.Metric
+    usd_per_step_metric: gcp.logging.Metric
     dashboard_json: pulumi.Output[str]
     dashboard_id: pulumi.Output[str]
     display_name: str
@@ -506,35 +582,79 @@ class MonitoringDashboard(pulumi.ComponentResource):
             opts=child,
         )
 
-        # What each training attempt cost in steps, from the watcher's log (ATTEMPT_METRIC_SOURCE).
-        attempt_filter = names.apply(lambda a: attempt_log_filter(a[0], args.ray_namespace))
+        # What each training attempt cost in steps and money, from the watcher's log (ATTEMPT_METRIC_SOURCE).
+        def attempt_filter(number: Optional[str] = None) -> pulumi.Output[str]:
+            return names.apply(lambda a: attempt_log_filter(a[0], args.ray_namespace, number))
+
         cause = [{"key": "cause", "value_type": "STRING", "description": "How the attempt ended (workloads/ledger.py)"}]
         self.attempts_metric = gcp.logging.Metric(
             f"{name}-attempts",
             name=ctx.name("training-attempts"),
             project=ctx.project,
             description=f"Training attempts of stack {ctx.stack} that ended, by cause (the preemption watcher's log).",
-            filter=attempt_filter,
+            filter=attempt_filter(),
             metric_descriptor={"metric_kind": "DELTA", "value_type": "INT64", "unit": "1", "labels": cause},
             label_extractors={"cause": "EXTRACT(jsonPayload.cause)"},
             opts=child,
         )
-        self.steps_lost_metric = gcp.logging.Metric(
-            f"{name}-steps-lost",
-            name=ctx.name("training-steps-lost"),
-            project=ctx.project,
-            description=f"Steps each ended training attempt of stack {ctx.stack} lost (ran past its last complete "
-            "checkpoint).",
-            filter=attempt_filter,
-            metric_descriptor={"metric_kind": "DELTA", "value_type": "DISTRIBUTION", "unit": "1", "labels": cause},
-            value_extractor="EXTRACT(jsonPayload.stepsLost)",
-            label_extractors={"cause": "EXTRACT(jsonPayload.cause)"},
-            bucket_options={"linear_buckets": {"num_finite_buckets": 20, "width": 1, "offset": 0}},
-            opts=child,
+
+        def distribution(
+            suffix: str, field: str, unit: str, description: str, buckets: dict[str, Any], labelled: bool = False
+        ) -> gcp.logging.Metric:
+            """A log-based DISTRIBUTION metric of one number of the attempt line (DISTRIBUTION_METRICS_URL)."""
+            return gcp.logging.Metric(
+                f"{name}-{suffix}",
+                name=ctx.name(f"training-{suffix}"),
+                project=ctx.project,
+                description=description,
+                filter=attempt_filter(field),
+                metric_descriptor={
+                    "metric_kind": "DELTA",
+                    "value_type": "DISTRIBUTION",
+                    "unit": unit,
+                    **({"labels": cause} if labelled else {}),
+                },
+                value_extractor=f"EXTRACT(jsonPayload.{field})",
+                label_extractors={"cause": "EXTRACT(jsonPayload.cause)"} if labelled else None,
+                bucket_options=buckets,
+                opts=child,
+            )
+
+        self.steps_lost_metric = distribution(
+            "steps-lost",
+            "stepsLost",
+            "1",
+            f"Steps each ended training attempt of stack {ctx.stack} lost (ran past its last complete checkpoint).",
+            {"linear_buckets": {"num_finite_buckets": 20, "width": 1, "offset": 0}},
+            labelled=True,
         )
+        # Buckets doubling from $1 (run spend) and from 1 cent (per step) to 2^24 times that: every value a
+        # run can reach has a bucket; the charts read the exact mean, the buckets only shape a heatmap.
+        self.run_spend_metric = distribution(
+            "run-spend",
+            "runSpendUsd",
+            "USD",
+            f"The spend so far of the training run of stack {ctx.stack} at each attempt's end (the run ledger's "
+            "GPU node-hours x node-hour price).",
+            {"exponential_buckets": {"num_finite_buckets": 24, "growth_factor": 2, "scale": 1}},
+        )
+        self.usd_per_step_metric = distribution(
+            "usd-per-step",
+            "usdPerStep",
+            "USD",
+            f"Spend per training step of each ended attempt of stack {ctx.stack} (its spend / the steps it ran).",
+            {"exponential_buckets": {"num_finite_buckets": 24, "growth_factor": 2, "scale": 0.01}},
+        )
+        log_metrics = [
+            self.preemption_metric,
+            self.attempts_metric,
+            self.steps_lost_metric,
+            self.run_spend_metric,
+            self.usd_per_step_metric,
+        ]
 
         def document(names: list[Any]) -> str:
-            cluster, instance, metric, attempts, steps_lost = names
+            cluster, instance, metric, *attempts = names
             doc = dashboard_document(
                 stack=ctx.stack,
                 project=ctx.project,
@@ -545,26 +665,19 @@ class MonitoringDashboard(pulumi.ComponentResource):
                 lustre_instance_id=str(instance).rsplit("/", 1)[-1],
                 ray_namespace=args.ray_namespace,
                 preemption_metric=metric,
-                attempts_metric=attempts,
-                steps_lost_metric=steps_lost,
+                attempt_metrics=AttemptMetrics(*attempts),
                 cluster_location=args.cluster_location,
             )
             return json.dumps(doc, sort_keys=True)
 
-        self.dashboard_json = pulumi.Output.all(
-            cluster_name,
-            lustre_instance_id,
-            self.preemption_metric.name,
-            self.attempts_metric.name,
-            self.steps_lost_metric.name,
-        ).apply(document)
+        self.dashboard_json = pulumi.Output.all(cluster_name, lustre_instance_id, *(m.name for m in log_metrics)).apply(
+            document
+        )
         self.dashboard = gcp.monitoring.Dashboard(
             f"{name}-dashboard",
             project=ctx.project,
             dashboard_json=self.dashboard_json,
-            opts=child_options(
-                self, opts, depends_on=[self.preemption_metric, self.attempts_metric, self.steps_lost_metric]
-            ),
+            opts=child_options(self, opts, depends_on=log_metrics),
         )
         self.dashboard_id = self.dashboard.id
         self.display_name = display_name(ctx.stack)

@@ -90,13 +90,4 @@ def main(argv: Optional[list[str]] = None, out: Optional[TextIO] = None, err: Op
         return exit_codes.USAGE
     # Ray's job SDK logs every websocket close at INFO; the CLI prints what matters itself.
     logging.getLogger("ray.dashboard.modules.job.sdk").setLevel(logging.WARNING)
-    try:
-        return COMMANDS[args.command](args, load_stack(args.stack, args.config_file), out)
-    except KeyboardInterrupt:
-        return exit_codes.INTERRUPTED
-    except Exception as exc:
-        code = exit_codes.for_error(exc)
-        if code is None:
-            raise
-        err.write(f"error: {exc}\n")
-        return code
+    return exit_codes.run(lambda: COMMANDS[args.command](args, load_stack(args.stack, args.config_file), out), err)

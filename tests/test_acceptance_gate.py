@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from gate_support import cluster_plan, cpu_plan, nccl_log, two_node_report
 
 from jobctl import cli
 from jobctl import commands as cli_commands
@@ -17,60 +18,12 @@ from workloads import acceptance_gate as gate
 from workloads import exit_codes
 from workloads import submit as jobs
 
-LOGS = Path(__file__).resolve().parent / "nccl_logs"
-GIB_LOG = (LOGS / "gib_a4_2x8.log").read_text()
-SOCKET_LOG = (LOGS / "socket_fallback_a3u_2x8.log").read_text()
+GIB_LOG = nccl_log("gib_a4_2x8.log")
+SOCKET_LOG = nccl_log("socket_fallback_a3u_2x8.log")
 # Captured from real runs of the gate's rank process on one H200 with NCCL 2.28.9 (tests/nccl_logs/README.md).
-H200_RANK_LOG = (LOGS / "h200-1gpu-nccl-2.28.9-gate-rank-socket.log").read_text()
-H200_KEPT_LOG = (LOGS / "h200-1gpu-nccl-2.28.9-socket.log").read_text()
-H200_NO_PLUGIN_LOG = (LOGS / "h200-1gpu-nccl-2.28.9-gate-rank-nccl-net-gib-no-plugin.log").read_text()
-
-
-def cluster_plan(**changes) -> gate.GatePlan:
-    """A plan as a two-node B200 stack gets it (floors as in data/acceptance_gate.yaml)."""
-    base = gate.GatePlan(
-        node_count=2,
-        gpus_per_node=8,
-        gpu_name="B200",
-        busbw_floor_gbps=162.06,
-        busbw_source="test",
-        mount_path="/lustre",
-        storage_expected_gbps=8.789,
-        storage_floor_gbps=4.395,
-        storage_source="test",
-        storage_bytes_per_node=1 << 30,
-    )
-    return dataclasses.replace(base, **changes)
-
-
-def cpu_plan(mount: Path, **changes) -> gate.GatePlan:
-    """The CPU stand-in: the same orchestration on the local head, gloo instead of NCCL.
-
-    `timeout_s` is the gate's own deadline, and the probe actors get 30% of it to start (each a fresh
-    Ray worker): 300 s leaves a busy machine room; a passing gate takes seconds and never waits for it."""
-    base = gate.GatePlan(
-        node_count=1,
-        gpus_per_node=2,
-        gpu_name="cpu",
-        busbw_floor_gbps=0.0,
-        busbw_source="test",
-        mount_path=str(mount),
-        storage_expected_gbps=0.002,
-        storage_floor_gbps=0.001,
-        storage_source="test",
-        storage_bytes_per_node=16 << 20,
-        storage_streams=2,
-        backend="gloo",
-        device="cpu",
-        expect_net=None,
-        message_bytes=1 << 20,
-        warmup_iters=1,
-        iters=3,
-        worker_resource="CPU",
-        timeout_s=300,
-        python=sys.executable,
-    )
-    return dataclasses.replace(base, **changes)
+H200_RANK_LOG = nccl_log("h200-1gpu-nccl-2.28.9-gate-rank-socket.log")
+H200_KEPT_LOG = nccl_log("h200-1gpu-nccl-2.28.9-socket.log")
+H200_NO_PLUGIN_LOG = nccl_log("h200-1gpu-nccl-2.28.9-gate-rank-nccl-net-gib-no-plugin.log")
 
 
 # ------------------------------------------------------------------------------------ NCCL logs
@@ -302,15 +255,7 @@ def test_worker_nodes_are_the_alive_nodes_with_all_the_gpus_a_probe_takes():
 
 
 def failed_report() -> gate.GateReport:
-    return gate.GateReport(
-        (
-            gate.Check("gpus", True, "16 healthy B200 GPUs on 2 nodes", {"healthyGpus": 16, "expectedGpus": 16}),
-            gate.check_fabric(cluster_plan(), 23.5, SOCKET_LOG),
-            gate.check_storage(cluster_plan(), 6.2, 5.0),
-        ),
-        seconds=131.0,
-        node_count=2,
-    )
+    return two_node_report(gate.check_fabric(cluster_plan(), 23.5, SOCKET_LOG))
 
 
 def test_a_failed_gate_is_one_line_naming_what_failed_and_the_numbers():

@@ -7,16 +7,15 @@ from __future__ import annotations
 
 import io
 import json
-import shlex
 import socket
 import subprocess
 import sys
 import time
-import uuid
 
 import pytest
 import yaml
 from conftest import ROOT
+from gate_support import python_job
 from ray.job_submission import JobStatus
 from ray_head import JOB_TIMEOUT, STALL_BOUND
 from stalled_http import StalledServer
@@ -36,16 +35,6 @@ def run_cli(*argv: str) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     code = cli.main(list(argv), out=out, err=err)
     return code, out.getvalue(), err.getvalue()
-
-
-def python_job(stack: str, code: str) -> JobSpec:
-    """A spec running `code` with this interpreter (the raylet's PATH may not have the venv)."""
-    return JobSpec.create(
-        stack=stack,
-        recipe="t",
-        entrypoint=f"{shlex.quote(sys.executable)} -c {shlex.quote(code)}",
-        runtime_env={"env_vars": {"RAY_OVERRIDE_JOB_RUNTIME_ENV": "1", "RUN": uuid.uuid4().hex[:8]}},
-    )
 
 
 def stack_spec(stack: str) -> JobSpec:

@@ -219,3 +219,14 @@ def test_status_prints_the_job_then_the_run_ledger_as_a_table(head, client, tmp_
     assert "preemption-like" in lines[2] and "$36.00" in lines[2]
     assert lines[3] == "1 attempt(s), 1.00 node-hours, 2 step(s) lost, spend $36.00 of the budget $100.00 (36 %)"
     assert lines[4] == "  2026-12-03 10:00 attempt 1 ended: preemption-like"
+
+
+def test_usd_per_step_is_the_attempts_spend_over_the_steps_it_ran_and_none_without_a_price_or_a_step():
+    ran = Attempt(1, "s-r-1", 0.0, 2, resume_step=10, end=5400.0, last_step=19)  # 3 node-hours, 9 steps
+    priced = Ledger("s", "s-r-1", node_hour_usd=40.0, attempts=[ran])
+    assert priced.usd_per_step(ran, now=9999.0) == 120.0 / 9
+    assert Ledger("s", "s-r-1", attempts=[ran]).usd_per_step(ran, now=9999.0) is None  # no price
+    unknown = Attempt(2, "s-r-1-r2", 6000.0, 2, resume_step=19, end=6100.0)  # its log showed no step
+    assert unknown.steps_done is None and priced.usd_per_step(unknown, now=9999.0) is None
+    none_run = Attempt(3, "s-r-1-r3", 7000.0, 2, resume_step=19, end=7100.0, last_step=19)
+    assert none_run.steps_done == 0 and priced.usd_per_step(none_run, now=9999.0) is None

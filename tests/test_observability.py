@@ -12,6 +12,7 @@ import pytest
 from k8s_support import CTX, gpu_pool, record
 from provider_schema import check_inputs
 
+from infra.naming import PREEMPTION_WATCHER_CONTAINER
 from infra.observability import (
     ATTEMPT_METRIC_SOURCE,
     COMPONENT_TYPE,
@@ -176,6 +177,8 @@ def own_metrics(rec) -> dict[str, object]:
         "monitoring-preemptions": PREEMPTION_METRIC_SOURCE,
         "monitoring-attempts": ATTEMPT_METRIC_SOURCE,
         "monitoring-steps-lost": ATTEMPT_METRIC_SOURCE,
+        "monitoring-run-spend": ATTEMPT_METRIC_SOURCE,
+        "monitoring-usd-per-step": ATTEMPT_METRIC_SOURCE,
     }
     return {
         f"{USER_METRIC_PREFIX}{r.inputs['name']}": sources[r.name] for r in rec.by_type("gcp:logging/metric:Metric")
@@ -186,7 +189,7 @@ def test_every_metric_type_is_in_the_documented_allow_list():
     rec, _, doc = dashboard()
     own = own_metrics(rec)
     used = {METRIC_TYPE.search(f["filter"]).group(1) for _, f in chart_filters(doc)}
-    assert used - set(DOCUMENTED_METRICS) == set(own) and len(own) == 3
+    assert used - set(DOCUMENTED_METRICS) == set(own) and len(own) == 5
     for metric, source in {**METRICS, **own}.items():
         assert source.url.startswith("https://cloud.google.com/"), metric
     # Each filter names the monitored resource its metric is written against.
@@ -272,23 +275,186 @@ def test_a_wired_dashboard_uses_the_plans_own_names(stack):
     assert cluster.inputs["name"] in text and lustre.inputs["instanceId"] in text
 
 
-def test_the_attempt_metrics_count_the_watchers_attempt_lines_and_extract_the_steps_lost():
-    # The watcher writes these fields (tests/test_run_owner.py reads its lines back after a preemption).
-    rec, _, _ = dashboard()
-    metrics = {r.name: r for r in rec.by_type("gcp:logging/metric:Metric")}
-    attempts, lost = metrics["monitoring-attempts"].inputs, metrics["monitoring-steps-lost"].inputs
-    for m in (attempts, lost):
-        assert (
-            'jsonPayload.nemoRlGke="attempt-ended"' in m["filter"]
-            and 'resource.labels.container_name="watcher"' in m["filter"]
+# What each aligner and reducer takes and gives (googleapis/googleapis google/monitoring/v3/common.proto,
+# `Aggregation.Aligner`, `Aggregation.Reducer`; the dashboard's Aggregation uses the same enums): value
+# types in, value type out (None: the input's). Written from the proto, not from infra/observability.py.
+NUMERIC, ANY = {"INT64", "DOUBLE"}, {"INT64", "DOUBLE", "DISTRIBUTION", "BOOL"}
+PERCENTILES = ("99", "95", "50", "05")
+ALIGNERS = {
+    "ALIGN_DELTA": ({"CUMULATIVE", "DELTA"}, NUMERIC | {"DISTRIBUTION"}, None),
+    "ALIGN_RATE": ({"CUMULATIVE", "DELTA"}, NUMERIC, "DOUBLE"),
+    "ALIGN_MEAN": ({"GAUGE", "DELTA"}, NUMERIC, "DOUBLE"),
+    "ALIGN_SUM": ({"GAUGE", "DELTA"}, NUMERIC | {"DISTRIBUTION"}, None),
+    "ALIGN_MAX": ({"GAUGE", "DELTA"}, NUMERIC, None),
+    **{f"ALIGN_PERCENTILE_{p}": ({"GAUGE", "DELTA"}, {"DISTRIBUTION"}, "DOUBLE") for p in PERCENTILES},
+}
+REDUCERS = {
+    "REDUCE_MEAN": (NUMERIC | {"DISTRIBUTION"}, "DOUBLE"),
+    "REDUCE_SUM": (NUMERIC | {"DISTRIBUTION"}, None),
+    "REDUCE_MAX": (NUMERIC, None),
+    "REDUCE_COUNT": (ANY, "INT64"),
+    **{f"REDUCE_PERCENTILE_{p}": (NUMERIC | {"DISTRIBUTION"}, "DOUBLE") for p in PERCENTILES},
+}
+
+
+def aggregated(kind: str, value_type: str, aggregation: dict) -> str:
+    """The value type an aggregation gives, or AssertionError naming what the proto does not allow."""
+    aligner, reducer = aggregation["perSeriesAligner"], aggregation.get("crossSeriesReducer", "REDUCE_NONE")
+    kinds, takes, gives = ALIGNERS[aligner]
+    assert kind in kinds and value_type in takes, f"{aligner} does not take a {kind} {value_type} metric"
+    value_type = gives or value_type
+    if reducer != "REDUCE_NONE":
+        takes, gives = REDUCERS[reducer]
+        assert value_type in takes, f"{reducer} does not take {value_type}"
+        value_type = gives or value_type
+    return value_type
+
+
+@pytest.fixture(scope="module")
+def built():
+    """One recorded dashboard for the tests below that only read it."""
+    return dashboard()
+
+
+def test_every_chart_aggregates_its_metric_as_the_proto_allows_into_a_number_to_plot(built):
+    rec, _, doc = built
+    own = {
+        f"{USER_METRIC_PREFIX}{r.inputs['name']}": r.inputs["metricDescriptor"]
+        for r in rec.by_type("gcp:logging/metric:Metric")
+    }
+    for title, f in chart_filters(doc):
+        metric = METRIC_TYPE.search(f["filter"]).group(1)
+        # The built-in metrics charted are all numeric (INT64 or DOUBLE on their reference pages).
+        kind, value_type = (
+            (own[metric]["metricKind"], own[metric]["valueType"]) if metric in own else (METRICS[metric].kind, "DOUBLE")
         )
-        assert (
-            f'resource.labels.cluster_name="{CLUSTER}"' in m["filter"]
-            and f'resource.labels.namespace_name="{NAMESPACE}"' in m["filter"]
-        )
-        assert m["labelExtractors"] == {"cause": "EXTRACT(jsonPayload.cause)"}
-    assert attempts["metricDescriptor"]["valueType"] == "INT64"
-    assert (
-        lost["metricDescriptor"]["valueType"] == "DISTRIBUTION"
-        and lost["valueExtractor"] == "EXTRACT(jsonPayload.stepsLost)"
+        value_type = aggregated(kind, value_type, f["aggregation"])
+        if "secondaryAggregation" in f:
+            value_type = aggregated("GAUGE", value_type, f["secondaryAggregation"])
+        assert value_type in NUMERIC, f"{title}: plots a {value_type}, not a number"
+    # A distribution's mean takes ALIGN_DELTA then REDUCE_MEAN: ALIGN_MEAN is for numeric values only.
+    with pytest.raises(AssertionError, match="ALIGN_MEAN does not take a DELTA DISTRIBUTION"):
+        aggregated("DELTA", "DISTRIBUTION", {"perSeriesAligner": "ALIGN_MEAN", "crossSeriesReducer": "REDUCE_MEAN"})
+    assert aggregated("DELTA", "DISTRIBUTION", {"perSeriesAligner": "ALIGN_DELTA"}) == "DISTRIBUTION"
+
+
+START_MS = 1_700_000_000_000
+PRICE = 36.0  # USD per node-hour: one node spends $10 in 1000 s and $72 in 2 hours
+
+
+def attempt_line(tmp_path, price=PRICE) -> dict:
+    """The JSON line the real watcher writes when attempt 2 of a run ends: attempt 1 (in the ledger) ran
+    2 node-hours; attempt 2 ran 1000 s on one node, from step_2 to step 5 of its log, and succeeded."""
+    from gate_support import FakeClient, python_job
+    from ray.job_submission import JobDetails
+
+    from workloads.job_spec import META_ATTEMPT
+    from workloads.ledger import Attempt, Ledger, LedgerFile
+    from workloads.preemption import RecoveryPolicy, Watcher
+    from workloads.run_owner import RunPlan
+
+    spec, start = python_job("t-dash", "pass"), START_MS / 1000
+    (tmp_path / "ckpt" / "step_2").mkdir(parents=True)
+    ledger = LedgerFile(tmp_path / "t-dash.ledger.json")
+    earlier = Attempt(1, spec.submission_id, start - 9000, 1, end=start - 1800, cause="preemption-like")
+    ledger.save(Ledger("t-dash", spec.submission_id, attempts=[earlier]))
+    job = JobDetails(
+        type="SUBMISSION",
+        entrypoint=spec.entrypoint,
+        status="SUCCEEDED",
+        submission_id=f"{spec.submission_id}-r2",
+        start_time=START_MS,
+        end_time=START_MS + 1_000_000,
+        metadata={**spec.metadata, META_ATTEMPT: "2"},
     )
+    client = FakeClient([job], log="\n========================= Step 5/20 =========================\n")
+    plan = RunPlan(checkpoint_dir=str(tmp_path / "ckpt"), node_count=1, node_hour_usd=price)
+    watcher = Watcher(client, spec, RecoveryPolicy(), clock=lambda: start + 1100, run=plan, ledger=ledger)
+    watcher.step()
+    (line,) = [json.loads(note) for note in watcher.notes if note.startswith("{")]
+    return line
+
+
+def counts(log_filter: str, payload: dict) -> bool:
+    """Whether an entry with this jsonPayload passes the filter's jsonPayload clauses (`=` a JSON literal,
+    `>=` a number); the resource clauses are checked by the tests above."""
+    for clause in log_filter.split(" AND "):
+        m = re.fullmatch(r"jsonPayload\.(\w+)(>=|=)(.+)", clause)
+        if not m:
+            continue
+        field, op, value = m.groups()
+        got = payload.get(field)
+        if op == "=" and got != json.loads(value):
+            return False
+        if op == ">=" and not (isinstance(got, (int, float)) and got >= float(value)):
+            return False
+    return True
+
+
+EXTRACT = re.compile(r"EXTRACT\(jsonPayload\.(\w+)\)")
+
+
+def test_the_attempt_metrics_extract_from_the_watchers_real_line_its_steps_lost_run_spend_and_usd_per_step(
+    built, tmp_path
+):
+    rec, _, _ = built
+    metrics = {r.name: r.inputs for r in rec.by_type("gcp:logging/metric:Metric")}
+    line = attempt_line(tmp_path)
+    assert (line["attempt"], line["cause"], line["spendUsd"], line["stepsDone"]) == (2, "succeeded", 10.0, 3)
+    # Metric resource -> (value type, the number it extracts from that line).
+    expected = {
+        "monitoring-attempts": ("INT64", None),
+        "monitoring-steps-lost": ("DISTRIBUTION", 0),
+        "monitoring-run-spend": ("DISTRIBUTION", 82.0),  # the ledger's sum: $72 + $10, not the attempt's $10
+        "monitoring-usd-per-step": ("DISTRIBUTION", 3.3333),  # $10 over the 3 steps it ran (2 -> 5)
+    }
+    for name, (value_type, value) in expected.items():
+        m = metrics[name]
+        assert m["metricDescriptor"]["valueType"] == value_type and m["metricDescriptor"]["metricKind"] == "DELTA", name
+        assert 'jsonPayload.nemoRlGke="attempt-ended"' in m["filter"], name
+        assert f'resource.labels.container_name="{PREEMPTION_WATCHER_CONTAINER}"' in m["filter"], name
+        assert f'resource.labels.cluster_name="{CLUSTER}"' in m["filter"], name
+        assert f'resource.labels.namespace_name="{NAMESPACE}"' in m["filter"], name
+        assert counts(m["filter"], line), f"{name}: its filter does not count the watcher's line {line}"
+        for label, extractor in (m.get("labelExtractors") or {}).items():
+            assert line[EXTRACT.fullmatch(extractor).group(1)] == "succeeded", (name, label)
+        if value is None:
+            assert "valueExtractor" not in m and "bucketOptions" not in m, name
+            continue
+        (field,) = EXTRACT.fullmatch(m["valueExtractor"]).groups()
+        assert line[field] == value, f"{name}: extracts jsonPayload.{field} = {line.get(field)!r}, not {value}"
+        assert f"jsonPayload.{field}>=0" in m["filter"], name  # only lines that hold the number
+        (buckets,) = m["bucketOptions"].values()
+        assert buckets["numFiniteBuckets"] > 0, name
+    assert metrics["monitoring-run-spend"]["bucketOptions"] == {
+        "exponentialBuckets": {"numFiniteBuckets": 24, "growthFactor": 2, "scale": 1}
+    }
+    assert metrics["monitoring-steps-lost"]["labelExtractors"] == {"cause": "EXTRACT(jsonPayload.cause)"}
+    assert "labelExtractors" not in metrics["monitoring-run-spend"]
+
+
+def test_without_a_price_the_line_holds_no_money_and_the_money_metrics_count_no_entry(built, tmp_path):
+    rec, _, _ = built
+    metrics = {r.name: r.inputs for r in rec.by_type("gcp:logging/metric:Metric")}
+    line = attempt_line(tmp_path, price=None)
+    assert (line["spendUsd"], line["runSpendUsd"], line["usdPerStep"], line["stepsDone"]) == (None, None, None, 3)
+    assert counts(metrics["monitoring-attempts"]["filter"], line)
+    assert counts(metrics["monitoring-steps-lost"]["filter"], line)
+    assert not counts(metrics["monitoring-run-spend"]["filter"], line)
+    assert not counts(metrics["monitoring-usd-per-step"]["filter"], line)
+
+
+def test_the_spend_and_usd_per_step_charts_show_the_mean_of_their_distribution_per_hour(built):
+    rec, _, doc = built
+    names = {r.name: f"{USER_METRIC_PREFIX}{r.inputs['name']}" for r in rec.by_type("gcp:logging/metric:Metric")}
+    by_metric = {METRIC_TYPE.search(f["filter"]).group(1): (title, f) for title, f in chart_filters(doc)}
+    mean = {"alignmentPeriod": "3600s", "perSeriesAligner": "ALIGN_DELTA", "crossSeriesReducer": "REDUCE_MEAN"}
+    spend_title, spend = by_metric[names["monitoring-run-spend"]]
+    per_step_title, per_step = by_metric[names["monitoring-usd-per-step"]]
+    lost_title, lost = by_metric[names["monitoring-steps-lost"]]
+    assert spend_title.startswith("Spend of the run so far, USD") and spend["aggregation"] == mean
+    assert per_step_title.startswith("$ per training step") and per_step["aggregation"] == mean
+    assert lost_title.startswith("Steps lost") and lost["aggregation"] == {
+        **mean,
+        "groupByFields": ['metric.label."cause"'],
+    }

@@ -9,16 +9,14 @@ import dataclasses
 import io
 import json
 import os
-import shlex
 import signal
-import sys
 import time
-import uuid
 from types import SimpleNamespace
 
 import pytest
 from conftest import ROOT
 from conftest import spec_of as stack_job_spec
+from gate_support import FakeClient, python_job
 from k8s_support import k8s_doc, record, schema_problems
 from ray.job_submission import JobDetails, JobStatus
 from ray_head import JOB_TIMEOUT
@@ -34,7 +32,7 @@ from infra.watcher_deployment import (
 )
 from tools.mocks import SIG_KEY
 from workloads import submit as jobs
-from workloads.job_spec import META_ATTEMPT, SECRET_ENV_NAMES, JobSpec
+from workloads.job_spec import META_ATTEMPT, SECRET_ENV_NAMES
 from workloads.preemption import (
     CAPACITY_WAIT_LIMIT,
     META_AUTO_RESTARTS,
@@ -271,35 +269,8 @@ def test_decisions_for_each_status_backoff_and_the_cap():
     assert decide(killed, 9, policy, now, restarts=0).action is Action.RESUBMIT  # a hand submission resets it
 
 
-class FakeClient:
-    """Just enough of JobSubmissionClient for `Watcher`: list, submit, address."""
-
-    def __init__(self, jobs_: list[JobDetails]):
-        self.jobs = jobs_
-        self.submitted: list[dict] = []
-
-    def get_address(self) -> str:
-        return "http://fake"
-
-    def list_jobs(self) -> list[JobDetails]:
-        return list(self.jobs)
-
-    def submit_job(self, **kwargs) -> str:
-        self.submitted.append(kwargs)
-        return kwargs["submission_id"]
-
-
-def spec_of(stack: str, code: str) -> JobSpec:
-    return JobSpec.create(
-        stack=stack,
-        recipe="t",
-        entrypoint=f"{shlex.quote(sys.executable)} -c {shlex.quote(code)}",
-        runtime_env={"env_vars": {"RAY_OVERRIDE_JOB_RUNTIME_ENV": "1", "RUN": uuid.uuid4().hex[:8]}},
-    )
-
-
 def test_a_job_the_cluster_forgot_is_resubmitted_after_the_backoff_with_its_attempt_counted_on():
-    spec = spec_of("t-lost", "pass")
+    spec = python_job("t-lost", "pass")
     running = info(
         "RUNNING", sid=f"{spec.submission_id}-r3", meta={**spec.metadata, META_ATTEMPT: "3", META_AUTO_RESTARTS: "2"}
     )
@@ -319,9 +290,9 @@ def test_a_job_the_cluster_forgot_is_resubmitted_after_the_backoff_with_its_atte
 
 
 def test_a_newer_job_of_another_spec_supersedes_the_watched_one():
-    spec = spec_of("t-super", "pass")
+    spec = python_job("t-super", "pass")
     old = info(exit_code=137, sid=spec.submission_id, meta=dict(spec.metadata), end_ms=1_000_000)
-    other = spec_of("t-super", "pass  # v2")
+    other = python_job("t-super", "pass  # v2")
     new = info("RUNNING", sid=other.submission_id, meta=dict(other.metadata), end_ms=2_000_000)
     client = FakeClient([old, new])
     decision = Watcher(client, spec, FAST).step()
@@ -359,7 +330,7 @@ def preempted_once(ckpt_dir: str) -> str:
 
 
 def test_a_preempted_job_is_resubmitted_with_the_same_checkpoint_dir_and_resumes(client, tmp_path):
-    spec = spec_of("t-preempt", preempted_once(str(tmp_path)))
+    spec = python_job("t-preempt", preempted_once(str(tmp_path)))
     jobs.submit(client, spec)
     final, log = run_watch(client, spec)
     assert final.action is Action.DONE and "succeeded" in final.reason, log
@@ -391,7 +362,7 @@ def test_a_running_job_killed_from_outside_is_resubmitted_and_resumes(client, tm
         "open(p + '.tmp', 'w').write(str(os.getpid())); os.rename(p + '.tmp', p)\n"
         "time.sleep(120)\n"
     )
-    spec = spec_of("t-outside", code)
+    spec = python_job("t-outside", code)
     jobs.submit(client, spec)
     assert (
         jobs.wait(client, spec.submission_id, until={JobStatus.RUNNING}, timeout=JOB_TIMEOUT, poll_interval=0.2)
@@ -414,7 +385,7 @@ def test_a_running_job_killed_from_outside_is_resubmitted_and_resumes(client, tm
 def test_an_application_error_is_not_restarted_even_with_preempt_in_its_log(client):
     # "preempt" anywhere in a log (a config dump, a user's print) is no preemption: Ray's node table
     # (real, on this head) shows no GPU node lost, so the watcher gives up instead of restarting.
-    spec = spec_of(
+    spec = python_job(
         "t-apperr",
         "print('policy: {preemption_grace_s: 30}, the last run was preempted', flush=True)\n"
         "raise RuntimeError('bad config value')",
@@ -428,7 +399,7 @@ def test_an_application_error_is_not_restarted_even_with_preempt_in_its_log(clie
 
 
 def test_a_driver_sigkilled_on_the_head_is_an_out_of_memory_kill_and_not_restarted(client):
-    spec = spec_of("t-headoom", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)")
+    spec = python_job("t-headoom", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)")
     jobs.submit(client, spec)
     final, log = run_watch(client, spec)
     assert (final.action, final.cause) == (Action.GIVE_UP, Cause.APPLICATION), log
@@ -438,7 +409,7 @@ def test_a_driver_sigkilled_on_the_head_is_an_out_of_memory_kill_and_not_restart
 
 
 def test_restarts_stop_at_the_maximum(client):
-    spec = spec_of("t-cap", "import os, signal; os.kill(os.getpid(), signal.SIGTERM)")
+    spec = python_job("t-cap", "import os, signal; os.kill(os.getpid(), signal.SIGTERM)")
     jobs.submit(client, spec)
     final, log = run_watch(client, spec)
     assert final.action is Action.GIVE_UP and "maximum is 2" in final.reason, log
@@ -452,7 +423,7 @@ def test_restarts_stop_at_the_maximum(client):
 
 
 def test_a_job_stopped_by_a_user_is_not_restarted(client):
-    spec = spec_of("t-userstop", "import time; time.sleep(60)")
+    spec = python_job("t-userstop", "import time; time.sleep(60)")
     jobs.submit(client, spec)
     jobs.wait(client, spec.submission_id, until={JobStatus.RUNNING}, timeout=JOB_TIMEOUT, poll_interval=0.2)
     jobs.stop(client, spec.submission_id)
@@ -472,7 +443,7 @@ CAPACITY_FAILURE = (
 
 
 def test_a_capacity_wait_on_the_head_waits_for_the_gpus_then_resubmits_without_counting_a_restart(client):
-    spec = spec_of("t-capacity", CAPACITY_FAILURE)
+    spec = python_job("t-capacity", CAPACITY_FAILURE)
     # The third attempt, after two restarts: the cap (FAST: 2) would end a preemption-like failure here.
     job_id, _ = jobs.submit_attempt(client, spec, 3, {META_AUTO_RESTARTS: "2"})
     assert jobs.wait(client, job_id, timeout=JOB_TIMEOUT, poll_interval=0.2) == JobStatus.FAILED
@@ -492,7 +463,7 @@ def test_a_capacity_wait_on_the_head_waits_for_the_gpus_then_resubmits_without_c
 def test_a_watcher_restarted_with_the_head_finds_the_job_lost_from_its_state_file_and_resubmits(client, tmp_path):
     policy = dataclasses.replace(FAST, resubmit_missing=True)
     state = StateFile(tmp_path / "lustre" / ".nemo-rl-gke" / "watcher" / "t-restart.json")
-    spec = spec_of("t-restart", "import time; time.sleep(60)")
+    spec = python_job("t-restart", "import time; time.sleep(60)")
     jobs.submit(client, spec)
     assert (
         jobs.wait(client, spec.submission_id, until={JobStatus.RUNNING}, timeout=JOB_TIMEOUT, poll_interval=0.2)
@@ -520,7 +491,7 @@ def test_a_watcher_restarted_with_the_head_finds_the_job_lost_from_its_state_fil
 
 
 def test_what_the_state_file_says_decides_after_a_restart_with_an_empty_job_table(tmp_path):
-    spec = spec_of("t-state", "pass")
+    spec = python_job("t-state", "pass")
     state = StateFile(tmp_path / "t-state.json")
     policy = dataclasses.replace(FAST, resubmit_missing=True)
     # Stopped on purpose before the head restarted: not brought back.
@@ -533,7 +504,7 @@ def test_what_the_state_file_says_decides_after_a_restart_with_an_empty_job_tabl
     assert decision.action is Action.RESUBMIT and client.submitted[0]["submission_id"] == spec.submission_id
     assert StateFile(state.path).load(spec.spec_hash).attempt == 1
     # Another spec's job running on the stack (a submission by hand): ours is not added beside it.
-    other = spec_of("t-state", "pass  # v2")
+    other = python_job("t-state", "pass  # v2")
     busy = FakeClient([info("RUNNING", sid=other.submission_id, meta=dict(other.metadata))])
     decision = Watcher(busy, spec, policy).step()
     assert decision.action is Action.WAIT and other.submission_id in decision.reason and not busy.submitted

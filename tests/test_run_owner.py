@@ -13,12 +13,12 @@ import shlex
 import sys
 import threading
 import time
-import uuid
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Callable
 
 import pytest
+from gate_support import FakeClient, cpu_plan, gpus_failed_report, python_job
 from ray.job_submission import JobDetails, JobStatus
 from ray_head import JOB_TIMEOUT
 
@@ -37,33 +37,6 @@ pytestmark = pytest.mark.filterwarnings("ignore:ssl=None is deprecated:Deprecati
 FAST = RecoveryPolicy(check_interval_seconds=0.2, max_restarts=2, backoff_seconds=0, max_backoff_seconds=0)
 
 
-def spec_of(stack: str, code: str) -> JobSpec:
-    return JobSpec.create(
-        stack=stack,
-        recipe="t",
-        entrypoint=f"{shlex.quote(sys.executable)} -c {shlex.quote(code)}",
-        runtime_env={"env_vars": {"RAY_OVERRIDE_JOB_RUNTIME_ENV": "1", "RUN": uuid.uuid4().hex[:8]}},
-    )
-
-
-class FakeClient:
-    """Just enough of JobSubmissionClient: list, submit, address."""
-
-    def __init__(self, jobs_: list[JobDetails]):
-        self.jobs = jobs_
-        self.submitted: list[dict] = []
-
-    def get_address(self) -> str:
-        return "http://fake"
-
-    def list_jobs(self) -> list[JobDetails]:
-        return list(self.jobs)
-
-    def submit_job(self, **kwargs) -> str:
-        self.submitted.append(kwargs)
-        return kwargs["submission_id"]
-
-
 def gate_job(stack: str, status: str = "RUNNING", sid: str = "g", meta=None) -> JobDetails:
     return JobDetails(
         type="SUBMISSION",
@@ -77,7 +50,7 @@ def gate_job(stack: str, status: str = "RUNNING", sid: str = "g", meta=None) -> 
 
 def test_a_running_gate_job_alone_keeps_the_watcher_from_submitting_although_every_gpu_is_alive():
     # The deploy's gate runs; no training job exists yet and job.submit is on (resubmit_missing).
-    spec = spec_of("t-owner-fake", "pass")
+    spec = python_job("t-owner-fake", "pass")
     client = FakeClient([gate_job("t-owner-fake", sid="t-owner-fake-gate-20260101-000000-1")])
     decision = Watcher(client, spec, dataclasses.replace(FAST, resubmit_missing=True)).step()
     assert decision.action is Action.WAIT, decision
@@ -92,38 +65,6 @@ def test_a_running_gate_job_alone_keeps_the_watcher_from_submitting_although_eve
 
 
 # ------------------------------------------------------------------------------ on the local Ray head
-
-
-def cpu_plan(mount: Path, **changes) -> gate.GatePlan:
-    """The gate's CPU stand-in on the local head (as tests/test_acceptance_gate.py runs it)."""
-    base = gate.GatePlan(
-        node_count=1,
-        gpus_per_node=2,
-        gpu_name="cpu",
-        busbw_floor_gbps=0.0,
-        busbw_source="test",
-        mount_path=str(mount),
-        storage_expected_gbps=0.002,
-        storage_floor_gbps=0.001,
-        storage_source="test",
-        storage_bytes_per_node=8 << 20,
-        storage_streams=2,
-        backend="gloo",
-        device="cpu",
-        expect_net=None,
-        message_bytes=1 << 16,
-        warmup_iters=1,
-        iters=2,
-        worker_resource="CPU",
-        timeout_s=120,
-        python=sys.executable,
-    )
-    return dataclasses.replace(base, **changes)
-
-
-def failed_report(host: str) -> gate.GateReport:
-    check = gate.Check("gpus", False, f"{host}: 6 of 8 healthy B200 GPUs (saw CUDA error: uncorrectable ECC error)")
-    return gate.GateReport((check,), 30.0, 1)
 
 
 def start_fake_gate(
@@ -186,13 +127,15 @@ def test_a_running_then_failed_gate_prevents_every_training_submission_by_the_wa
     head, client, tmp_path, monkeypatch
 ):
     stack = "t-own-held"
-    spec = spec_of(stack, "print('trained')")
+    spec = python_job(stack, "print('trained')")
     plan = cpu_plan(tmp_path)
     setup = run_owner.GateSetup("enforce", plan)
     nodes = run_owner.worker_node_ids(jobs.ray_nodes(client), "CPU")
     assert len(nodes) == 1  # the local head
     release = tmp_path / "release"
-    gate_id = start_fake_gate(client, stack, spec.submission_id, nodes, failed_report("gke-b200-gpu-7f3a"), release)
+    gate_id = start_fake_gate(
+        client, stack, spec.submission_id, nodes, gpus_failed_report("gke-b200-gpu-7f3a"), release
+    )
     watcher = Watcher(client, spec, dataclasses.replace(FAST, resubmit_missing=True), gate=setup)
     running = watcher.step()
     assert running.action is Action.WAIT and f"acceptance gate {gate_id} is running" in running.reason, running
@@ -236,7 +179,7 @@ def test_submit_by_hand_waits_for_a_running_gate_and_submits_nothing_after_its_f
     for ended in [*jobs.list_jobs(client, "dev"), *run_owner.gate_runs(client.list_jobs(), "dev")]:
         client.delete_job(ended.submission_id)
     release = tmp_path / "release"
-    start_fake_gate(client, "dev", spec.submission_id, (), failed_report("gke-dev-gpu-1"), release)
+    start_fake_gate(client, "dev", spec.submission_id, (), gpus_failed_report("gke-dev-gpu-1"), release)
     out, err = io.StringIO(), io.StringIO()
     released = release_when(lambda: WAITING in out.getvalue(), release)
     code = cli.main(["submit", "--stack", "dev", "--gate", "enforce", "--address", head.address], out=out, err=err)
@@ -305,12 +248,19 @@ def settle(watcher: Watcher, want: Action, log: list[str], timeout: float = 180.
 
 def test_a_preemption_leads_to_a_new_gate_on_the_new_nodes_then_a_resubmission_that_resumes(head, client, tmp_path):
     stack, ckpt = "t-own-preempt", tmp_path / "ckpt"
-    spec = spec_of(stack, TRAIN.format(ckpt=str(ckpt)))
+    spec = python_job(stack, TRAIN.format(ckpt=str(ckpt)))
     (tmp_path / "lustre").mkdir()
     run = run_owner.RunPlan(
-        # One gloo process per gate (the fewest torch imports): the orchestration is the real one.
+        # One gloo process per gate (the fewest torch imports), small transfers: the orchestration is the real one.
         gate_policy="enforce",
-        gate_plan=cpu_plan(tmp_path / "lustre", gpus_per_node=1).to_dict(),
+        gate_plan=cpu_plan(
+            tmp_path / "lustre",
+            gpus_per_node=1,
+            storage_bytes_per_node=8 << 20,
+            message_bytes=1 << 16,
+            iters=2,
+            timeout_s=120,
+        ).to_dict(),
         checkpoint_dir=str(ckpt),
         node_count=1,
         node_hour_usd=36.0,

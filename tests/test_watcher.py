@@ -7,18 +7,16 @@ from __future__ import annotations
 
 import io
 import os
-import shlex
 import subprocess
 import sys
-import uuid
 
 import pytest
+from gate_support import python_job
 from ray_head import JOB_TIMEOUT
 
 from infra.watcher_deployment import RUN_KEY, SPEC_KEY, WATCHER_MODULES, config_map_data
 from workloads import submit as jobs
 from workloads import watcher
-from workloads.job_spec import JobSpec
 from workloads.preemption import RecoveryPolicy
 
 pytestmark = pytest.mark.filterwarnings("ignore:ssl=None is deprecated:DeprecationWarning")
@@ -37,18 +35,9 @@ runpy.run_module('workloads.watcher', run_name='__main__', alter_sys=True)
 """
 
 
-def spec_of(stack: str, code: str) -> JobSpec:
-    return JobSpec.create(
-        stack=stack,
-        recipe="t",
-        entrypoint=f"{shlex.quote(sys.executable)} -c {shlex.quote(code)}",
-        runtime_env={"env_vars": {"RAY_OVERRIDE_JOB_RUNTIME_ENV": "1", "RUN": uuid.uuid4().hex[:8]}},
-    )
-
-
 def test_the_pod_command_runs_from_the_configmap_files_alone(client, head, tmp_path):
     # SIGTERM: its pod stopped (a SIGKILL of a driver on the head is its out-of-memory kill, not restarted).
-    spec = spec_of("t-pod", "import os, signal; os.kill(os.getpid(), signal.SIGTERM)")
+    spec = python_job("t-pod", "import os, signal; os.kill(os.getpid(), signal.SIGTERM)")
     data = config_map_data(spec)
     (tmp_path / "workloads").mkdir()
     for name in WATCHER_MODULES:
@@ -113,7 +102,7 @@ def test_the_pod_command_runs_from_the_configmap_files_alone(client, head, tmp_p
 )
 def test_a_command_the_watcher_cannot_run_is_one_line_and_exit_2(argv, message, tmp_path):
     spec = tmp_path / "spec.json"
-    spec.write_text(config_map_data(spec_of("t-args", "pass"))[SPEC_KEY])
+    spec.write_text(config_map_data(python_job("t-args", "pass"))[SPEC_KEY])
     paths = {"missing": str(tmp_path / "missing.json"), "spec": str(spec)}
     out, err = io.StringIO(), io.StringIO()
     assert watcher.main([a.format(**paths) for a in argv], out=out, err=err) == 2

@@ -8,7 +8,7 @@ dashboard is unreachable or refused the credentials; 4 --timeout passed; 5 the a
 from __future__ import annotations
 
 import sys
-from typing import Optional
+from typing import Callable, Optional, TextIO
 
 from workloads.cli_args import UsageError
 from workloads.job_spec import JobBuildError
@@ -50,3 +50,19 @@ def for_error(exc: BaseException) -> Optional[int]:
     if dashboard is not None and isinstance(exc, dashboard.ProxyError):  # e.g. the local port is taken
         return USAGE
     return JOB_FAILED
+
+
+def run(body: Callable[[], int], err: TextIO) -> int:
+    """The end of the CLI's and the watcher's `main`: `body`'s return is the exit code; an error the user
+    can act on (`for_error`) is one line on `err` and its code, Ctrl-C is `INTERRUPTED`, and anything
+    else is a bug and raises."""
+    try:
+        return body()
+    except KeyboardInterrupt:
+        return INTERRUPTED
+    except Exception as exc:
+        code = for_error(exc)
+        if code is None:
+            raise
+        err.write(f"error: {exc}\n")
+        return code

@@ -8,9 +8,10 @@ the checkpoints for as long as the stack lives. Written by rename, so a reader n
 Per attempt: start and end (epoch seconds, the Ray job's own times), cause (how it ended: `running`,
 `succeeded`, `stopped`, `budget`, or the classifier's `preemption-like` / `capacity-wait` /
 `application`), the GPU nodes it held, node-hours = nodes x hours, the step it resumed from and the
-steps it ran and lost (`workloads.checkpoints`), the partial saves removed before it, and spend =
+steps it ran and lost (`workloads.checkpoints`), the partial saves removed before it, spend =
 node-hours x the plan's price of a node-hour of the pool's provisioning (spot, on-demand, ...), a
-plain number the plan hands the watcher (`run.json` of its ConfigMap). GPU node-hours only: the CPU
+plain number the plan hands the watcher (`run.json` of its ConfigMap), and $ per step = spend / steps
+it ran. GPU node-hours only: the CPU
 pool, Lustre and the cluster fee run whether or not an attempt does (the offline plan prices them).
 
 Budget (`job.budgetUsd`): at 80 % of it the watcher warns once; at 100 % it stops the run after its
@@ -108,6 +109,12 @@ class Ledger:
 
     def attempt_spend(self, a: Attempt, now: float) -> Optional[float]:
         return None if self.node_hour_usd is None else a.node_hours(now) * self.node_hour_usd
+
+    def usd_per_step(self, a: Attempt, now: float) -> Optional[float]:
+        """What a step cost while the attempt ran: its spend over the steps it ran (lost ones included,
+        their cost is steps lost x this). None: no price, steps not known, or no step run."""
+        spend, done = self.attempt_spend(a, now), a.steps_done
+        return None if spend is None or not done else spend / done
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -751,7 +751,11 @@ class Watcher:
         )
         self._save_ledger()
         # One JSON line per ended attempt: Cloud Logging parses it into jsonPayload, and the dashboard's
-        # log-based metrics count it (infra/observability.py).
+        # log-based metrics count it and extract its numbers (infra/observability.py). The money comes
+        # from the ledger, as `status` prints it: this attempt's spend and $ per step, and the run's spend
+        # so far (the sum over its attempts, which the dashboard charts: Monitoring cannot sum the values
+        # of a distribution itself).
+        per_step, run_spend = self.ledger.usd_per_step(record, now), self.ledger.spend(now)
         self.notes.append(
             json.dumps(
                 {
@@ -762,9 +766,12 @@ class Watcher:
                     "cause": record.cause,
                     "resumeStep": record.resume_step,
                     "savedStep": record.saved_step,
+                    "stepsDone": record.steps_done,
                     "stepsLost": record.steps_lost,
                     "nodeHours": round(record.node_hours(now), 4),
                     "spendUsd": None if spend is None else round(spend, 2),
+                    "usdPerStep": None if per_step is None else round(per_step, 4),
+                    "runSpendUsd": None if run_spend is None else round(run_spend, 2),
                 },
                 sort_keys=True,
             )

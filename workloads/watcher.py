@@ -221,19 +221,14 @@ def main(argv: Optional[list[str]] = None, out: Optional[TextIO] = None, err: Op
     err = err or sys.stderr
     # Ray's job SDK logs every websocket close at INFO; the watcher prints what matters itself.
     logging.getLogger("ray.dashboard.modules.job.sdk").setLevel(logging.WARNING)
-    try:
+
+    def body() -> int:
         args = parser().parse_args(argv)
         spec = _load_spec(args.spec_file)
         policy = with_flags(preemption.RecoveryPolicy(), args)
         return watch(lambda: connect_address(args.address), spec, policy, args, out)
-    except KeyboardInterrupt:
-        return exit_codes.INTERRUPTED
-    except Exception as exc:
-        code = exit_codes.for_error(exc)
-        if code is None:
-            raise
-        err.write(f"error: {exc}\n")
-        return code
+
+    return exit_codes.run(body, err)
 
 
 if __name__ == "__main__":
