@@ -418,7 +418,7 @@ def watch_gang(tmp_path, client, spec, plan, gang, now, looks: int, policy=None)
 
 
 def test_a_gang_that_never_completes_is_said_once_released_recorded_and_nothing_is_submitted(tmp_path):
-    spec = spec_of("t-gang-never", "pass")
+    spec = python_job("t-gang-never", "pass")
     client, now = FakeClient([]), [1_800_000_000.0]
     gang = FakeGang(now, [(0, "t-gpu-spot"), (60, "t-gpu-spot"), (300, "t-gpu-ondemand"), None, None])
     decision, lines, ledger = watch_gang(tmp_path, client, spec, gang_plan(5), gang, now, looks=20)
@@ -450,7 +450,7 @@ def test_a_gang_that_never_completes_is_said_once_released_recorded_and_nothing_
 
 
 def test_with_on_timeout_keep_the_workers_stay_and_the_attempt_goes_in_once_the_gang_is_whole(tmp_path):
-    spec = spec_of("t-gang-keep", "pass")
+    spec = python_job("t-gang-keep", "pass")
     client, now = ListingClient([]), [1_800_000_000.0]
     gang = FakeGang(now, [(0, "t-gpu-spot"), (15 * 60, "t-gpu-flex")])
     decision, lines, ledger = watch_gang(tmp_path, client, spec, gang_plan(2, "keep"), gang, now, looks=12)
@@ -476,7 +476,7 @@ def test_after_a_preemption_a_gang_from_two_rungs_is_submitted_with_its_mix_in_t
     from workloads.ledger import table
     from workloads.preemption import META_AUTO_RESTARTS
 
-    spec = spec_of("t-gang-mix", "pass")
+    spec = python_job("t-gang-mix", "pass")
     now = [1_800_000_000.0]
     lost = JobDetails(
         type="SUBMISSION",
@@ -509,7 +509,7 @@ def test_after_a_preemption_a_gang_from_two_rungs_is_submitted_with_its_mix_in_t
 
 
 def test_a_restarted_watcher_keeps_the_deadline_of_the_wait_it_began(tmp_path):
-    spec = spec_of("t-gang-restart", "pass")
+    spec = python_job("t-gang-restart", "pass")
     client, now = FakeClient([]), [1_800_000_000.0]
     gang = FakeGang(now, [(0, "t-gpu-spot"), None])
     decision, _, ledger = watch_gang(tmp_path, client, spec, gang_plan(2), gang, now, looks=6)
@@ -525,7 +525,7 @@ def test_a_kubernetes_api_that_does_not_answer_holds_the_attempt_and_the_watcher
         def worker_pods(self):
             raise OSError("[Errno 111] Connection refused")
 
-    spec = spec_of("t-gang-down", "pass")
+    spec = python_job("t-gang-down", "pass")
     client, now = FakeClient([]), [1_800_000_000.0]
     decision, lines, _ = watch_gang(tmp_path, client, spec, gang_plan(2), Down(now, [None, None]), now, looks=3)
     assert decision.action is Action.WAIT and client.submitted == []
@@ -535,7 +535,7 @@ def test_a_kubernetes_api_that_does_not_answer_holds_the_attempt_and_the_watcher
 def test_an_attempt_someone_else_submits_during_the_gang_wait_ends_the_wait_and_is_watched(tmp_path):
     from workloads.ledger import table
 
-    spec = spec_of("t-gang-race", "pass")
+    spec = python_job("t-gang-race", "pass")
     client, now = ListingClient([]), [1_800_000_000.0]
     gang = FakeGang(now, [(0, "t-gpu-spot"), None])
     decision, _, ledger = watch_gang(tmp_path, client, spec, gang_plan(2), gang, now, looks=2)
