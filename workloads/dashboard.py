@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import asyncio
 import errno
-import ipaddress
 import logging
 import ssl
 import threading
@@ -56,6 +55,7 @@ from workloads.submit import (
     connect,
     dashboard_proxy_url,
     google_token_provider,
+    is_loopback,
     needs_cluster_ca,
     tls_verify,
 )
@@ -329,15 +329,6 @@ async def _serve(
         await forwarder.close()
 
 
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def serve(
     upstream_base: str,
     *,
@@ -359,7 +350,7 @@ def serve(
         ProxyError: the port cannot be bound, or `host` is not a loopback address (the proxy acts with
             the user's Google identity: it must never be reachable from another machine).
     """
-    if not _is_loopback(host):
+    if not is_loopback(host):
         raise ProxyError(f"the dashboard proxy listens on loopback only; {host!r} is not a loopback address")
     try:
         asyncio.run(_serve(upstream_base, port, token_provider, verify, on_ready, stop_event, host))

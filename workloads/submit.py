@@ -333,7 +333,7 @@ def check_endpoint(endpoint: str) -> None:
     _refuse_bare_scheme(endpoint, "https")
     url = _endpoint_url(endpoint)
     host, _ = _host_port(url, endpoint)
-    if urlsplit(url).scheme != "https" and not _is_loopback(host):
+    if urlsplit(url).scheme != "https" and not is_loopback(host):
         raise InvalidAddress(
             endpoint,
             "scheme 'http' is not allowed: the requests carry your Google bearer token; allowed: https "
@@ -356,7 +356,8 @@ def _refuse_bare_scheme(given: str, allowed: str) -> None:
         raise InvalidAddress(given, f"scheme {m.group(1).lower()!r} is not allowed; allowed: {allowed}")
 
 
-def _is_loopback(host: str) -> bool:
+def is_loopback(host: str) -> bool:
+    """`localhost` or a loopback IP literal (the dashboard proxy's listen address, plain-http endpoints)."""
     if host == "localhost":
         return True
     try:
