@@ -24,7 +24,7 @@ from infra.config import Provisioning, Rung, StackConfig
 from infra.naming import COMPUTE_CLASS_LABEL, Limit
 from infra.network import nic_attachments
 from infra.pod_facts import kubernetes_taint
-from infra.prices import PriceError, price_table
+from infra.prices import PriceError, PriceTable, price_table
 from infra.stack_context import GpuPoolFacts, RungPool, StackContext
 
 CUSTOM_COMPUTE_CLASS_MIN_GKE = "1.30.3-gke.1451000"
@@ -178,6 +178,18 @@ _LIMITS = {
 }
 
 
+def rung_node_hour(table: PriceTable, cfg: StackConfig, rung: Rung) -> tuple[str, Optional[float], Optional[str]]:
+    """A rung's price key, its USD per node-hour (None: the table has no such price) and why that is an
+    estimate: what the plan's ladder shows and the watcher's ledger prices a rung's nodes at
+    (`infra.run_plan.rung_node_hour_usd`), from one computation."""
+    key = f"gpu.{cfg.flavour_spec.machine_type}.{_PRICE_KIND[rung.provisioning]}"
+    try:
+        price = table.get(key, cfg.region)
+    except PriceError:
+        return key, None, f"no {key} in data/prices.yaml"
+    return key, round(price.value, 4), price.estimate
+
+
 def capacity_ladder(ctx: StackContext, cfg: StackConfig) -> tuple[RungPlan, ...]:
     """Every rung in order with its pool, price per node-hour, quota metric and limits (the plan's ladder)."""
     flavour = cfg.flavour_spec
@@ -185,12 +197,7 @@ def capacity_ladder(ctx: StackContext, cfg: StackConfig) -> tuple[RungPlan, ...]
     facts_pools = {p.rung: p.name for p in gpu_pool_facts(ctx, cfg).rung_pools}
     plans = []
     for rung in cfg.gpu_pool.ladder:
-        key = f"gpu.{flavour.machine_type}.{_PRICE_KIND[rung.provisioning]}"
-        try:
-            price = table.get(key, cfg.region)
-            node_hour, estimate = round(price.value, 4), price.estimate
-        except PriceError:
-            node_hour, estimate = None, f"no {key} in data/prices.yaml"
+        key, node_hour, estimate = rung_node_hour(table, cfg, rung)
         metric = rung_quota_metric(flavour.gpu_quota_metric, rung.provisioning)
         quota = f"{metric} in {cfg.region}" if metric else f"reservation {rung.reservation_name} in {cfg.zone}"
         plans.append(

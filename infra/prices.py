@@ -5,9 +5,10 @@ offline tooling: tools/cost.py and tools/estimates.py price a plan with it, and 
 (docs/architecture.md, "Rooms") would read the same table through `price_table(cfg)` without an upward
 import into tools/.
 
-The program needs one number of it: what a GPU node-hour of the pool's provisioning costs
-(`gpu_node_hour_usd`), which the preemption watcher multiplies by the node-hours of each attempt (the run
-ledger, workloads/ledger.py), from the same table and overrides as the plan's cost estimate.
+The program needs GPU node-hour prices of it: a one-rung pool's at its provisioning (`gpu_node_hour_usd`),
+a capacity ladder's per rung (`infra.placement.rung_node_hour`), which the preemption watcher multiplies by
+the node-hours of each attempt (per rung of its gang's mix: the run ledger, workloads/ledger.py), from the
+same table and overrides as the plan's cost estimate.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The run's plan-time numbers, shared by the job and the watcher: the checkpoint write time and the save
-period derived from it (`job.maxLostMinutes`), the pool's GPU node-hour price, the gang wait's bound and
-rungs (`gpuPool.capacity`), and the watcher's `RunPlan`.
+period derived from it (`job.maxLostMinutes`), the GPU node-hour prices (the first rung's and, on a capacity
+ladder, each rung's), the gang wait's bound and rungs (`gpuPool.capacity`), and the watcher's `RunPlan`.
 
 Pure builders of the validated config (no resources, no Outputs), in a module of their own so that the
 two components that need them (infra/training_job.py writes the save period into the entrypoint,
@@ -11,10 +11,11 @@ the offline plan (tools/estimates.py) shows the same numbers.
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Mapping
 from typing import Any, Optional, Protocol
 
 from infra.config import ConfigError, Provisioning, StackConfig, lustre_aggregate_mb_s
-from infra.placement import gpu_nodes_autoscaled
+from infra.placement import gpu_nodes_autoscaled, is_ladder, rung_node_hour
 from infra.prices import PriceError, gpu_node_hour_usd, price_table
 from infra.stack_context import GpuPoolFacts
 from workloads.acceptance_gate import GatePlan
@@ -46,9 +47,29 @@ def save_period_for(cfg: StackConfig) -> int:
     return derived_save_period(cfg.recipe.step_seconds, checkpoint_write_seconds_for(cfg), cfg.job.max_lost_minutes)
 
 
-def node_hour_usd(cfg: StackConfig) -> Optional[float]:
-    """The plan's price of one GPU node-hour at the pool's provisioning (infra/prices.py, with
-    `cost.priceOverrides`); None when the table has no such price (the ledger then shows no spend)."""
+def rung_node_hour_usd(cfg: StackConfig) -> dict[str, float]:
+    """A ladder's price of one GPU node-hour per rung label (`{"spot": ..., "flexStart": ..., "onDemand": ...}`),
+    exactly the numbers of the plan's "Capacity ladder" (`infra.placement.rung_node_hour`, which
+    `capacity_ladder` prices each rung with): the ledger prices an attempt's nodes of each rung at its rung's
+    price. A rung the table has no price for is left out; {} for one rung (every node is of it: `node_hour_usd`)."""
+    if not is_ladder(cfg):
+        return {}
+    try:
+        table = price_table(cfg)
+    except ConfigError:  # an unknown `cost.priceOverrides` key: the offline plan reports it
+        return {}
+    prices = {rung.label: rung_node_hour(table, cfg, rung)[1] for rung in cfg.gpu_pool.ladder}
+    return {label: price for label, price in prices.items() if price is not None}
+
+
+def node_hour_usd(cfg: StackConfig, by_rung: Mapping[str, float]) -> Optional[float]:
+    """The plan's price of one GPU node-hour of the FIRST rung, what an attempt whose mix of rungs is not known
+    is priced at: on a ladder its first rung's price in `by_rung` (`rung_node_hour_usd`); with one rung the
+    pool's provisioning (infra/prices.py `gpu_node_hour_usd`: spot or the on-demand list price, plus the
+    Autopilot premium, as tools/cost.py prices the pool). None when the table has no such price (the ledger
+    then shows no spend)."""
+    if is_ladder(cfg):
+        return by_rung.get(cfg.gpu_pool.ladder[0].label)
     try:
         # An unknown `cost.priceOverrides` key is the offline plan's to report (its estimates read the same table).
         table = price_table(cfg)
@@ -119,19 +140,22 @@ def run_plan_for_stack(
     ray: Optional[RayTarget] = None,
 ) -> RunPlan:
     """What the watcher needs besides the spec, as plain values: the gate (policy and plan), where it sees
-    the checkpoints, the pool's nodes and node-hour price, `job.budgetUsd`, the save period, the plan's
-    step time (the recipe's expected hours over its steps) and the gang wait (`gang_values`)."""
+    the checkpoints, the pool's nodes and node-hour prices (the first rung's, and each rung's on a ladder),
+    `job.budgetUsd`, the save period, the plan's step time (the recipe's expected hours over its steps) and
+    the gang wait (`gang_values`)."""
     recipe = cfg.recipe
     policy = cfg.gate_policy if gate_plan is not None else "off"
     on_lustre = run_checkpoint_dir(recipe, cfg.job, cfg.ray.mount_path, stack)
     below = posixpath.relpath(on_lustre, posixpath.join(posixpath.normpath(cfg.ray.mount_path), CHECKPOINTS_DIR))
     step = recipe.step_seconds
+    by_rung = rung_node_hour_usd(cfg)
     return RunPlan(
         gate_policy=policy,
         gate_plan=gate_plan.to_dict() if gate_plan is not None and policy != "off" else None,
         checkpoint_dir=posixpath.join(CHECKPOINTS_MOUNT, below),
         node_count=gpu_pool.node_count,
-        node_hour_usd=node_hour_usd(cfg),
+        node_hour_usd=node_hour_usd(cfg, by_rung),
+        rung_node_hour_usd=by_rung,
         budget_usd=cfg.job.budget_usd,
         save_period=save_period_for(cfg),
         step_seconds=round(step, 1) if step else None,

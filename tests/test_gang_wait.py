@@ -100,6 +100,14 @@ def test_a_gang_from_several_rungs_completes_and_names_its_mix_in_ladder_order()
     assert clock.now == pytest.approx(150), "it stops polling as soon as the last worker runs"
 
 
+def test_the_mix_line_reads_back_as_the_nodes_of_each_rung_the_ledger_prices():
+    by_rung = {"spot": 3, "reservation r1": 1, "onDemand": 4}
+    line = gang_wait._mix(by_rung, ["spot", "reservation r1", "onDemand"])
+    assert line == "spot 3, reservation r1 1, onDemand 4"
+    assert gang_wait.mix_counts(line) == by_rung
+    assert gang_wait.mix_counts("none") == {} and gang_wait.mix_counts("") == {}
+
+
 def test_a_pending_pod_bound_to_a_node_does_not_count_until_it_runs():
     class Bound(FakeView):
         def worker_pods(self):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from ray.job_submission import JobDetails
 from ray_head import JOB_TIMEOUT
 
@@ -230,3 +231,58 @@ def test_usd_per_step_is_the_attempts_spend_over_the_steps_it_ran_and_none_witho
     assert unknown.steps_done is None and priced.usd_per_step(unknown, now=9999.0) is None
     none_run = Attempt(3, "s-r-1-r3", 7000.0, 2, resume_step=19, end=7100.0, last_step=19)
     assert none_run.steps_done == 0 and priced.usd_per_step(none_run, now=9999.0) is None
+
+
+# ------------------------------------------------------------------------------ a gang from several rungs
+
+LADDER_PRICES = {"spot": 13.2, "flexStart": 30.0, "onDemand": 40.0}  # USD per node-hour of each rung
+
+
+def test_an_attempt_of_3_spot_and_5_on_demand_nodes_is_priced_at_each_rungs_price():
+    mixed = Attempt(1, "s-r-1", 0.0, 8, end=7200.0, last_step=10, rungs="spot 3, onDemand 5")
+    ledger = Ledger("s", "s-r-1", node_hour_usd=13.2, rung_node_hour_usd=LADDER_PRICES, attempts=[mixed])
+    # 2 h x (3 x $13.20 + 5 x $40.00) = $479.20; the one spot rate would say 16 node-h x $13.20 = $211.20.
+    assert ledger.attempt_spend(mixed, now=9999.0) == pytest.approx(479.2)
+    assert ledger.spend(now=9999.0) == pytest.approx(479.2)
+    assert ledger.usd_per_step(mixed, now=9999.0) == pytest.approx(47.92)
+    assert "$479.20" in table(ledger, now=9999.0)[1]
+
+
+def test_an_attempt_without_a_known_mix_is_priced_at_the_first_rungs_single_rate():
+    mixed = Attempt(1, "s-r-1", 0.0, 8, end=7200.0, rungs="spot 3, onDemand 5")
+    unseen = Attempt(2, "s-r-1-r2", 7200.0, 8, end=10_800.0)  # submitted by hand: the gang was not looked at
+    ledger = Ledger("s", "s-r-1", node_hour_usd=13.2, rung_node_hour_usd=LADDER_PRICES, attempts=[mixed, unseen])
+    assert ledger.attempt_spend(unseen, now=99_999.0) == pytest.approx(8 * 13.2)
+    assert ledger.spend(now=99_999.0) == pytest.approx(479.2 + 105.6)
+    lines = table(ledger, now=99_999.0)
+    assert "$105.60" in lines[2] and lines[3].endswith("spend $584.80")
+    # The same attempt with no rung prices at all (a one-rung stack): as before the ladder.
+    one_rung = Ledger("s", "s-r-1", node_hour_usd=13.2, attempts=[unseen])
+    assert one_rung.spend(now=99_999.0) == pytest.approx(105.6)
+
+
+def test_a_node_of_a_rung_with_no_price_of_its_own_is_priced_at_the_first_rungs_and_with_neither_spend_is_unknown():
+    odd = Attempt(1, "s-r-1", 0.0, 2, end=3600.0, rungs="spot 1, unknown pool 1")
+    ledger = Ledger("s", "s-r-1", node_hour_usd=13.2, rung_node_hour_usd={"spot": 13.2}, attempts=[odd])
+    assert ledger.attempt_spend(odd, now=0.0) == pytest.approx(26.4)
+    unpriced = Ledger("s", "s-r-1", rung_node_hour_usd={"spot": 13.2}, attempts=[odd])
+    assert unpriced.attempt_spend(odd, now=0.0) is None and unpriced.spend(now=0.0) is None
+    assert "spend -" in table(unpriced, now=0.0)[-1]
+
+
+def test_the_budget_counts_a_mixed_gang_at_its_rungs_prices(tmp_path):
+    now = [at(0.85 * 3600)]
+    prices = {"spot": 1.0, "onDemand": 20.0}
+    w, client, ledger_file = watcher(tmp_path, now, budget_usd=100.0, rung_node_hour_usd=prices)
+    # The attempt as the watcher recorded it after the gang wait (8 nodes: 3 spot, 5 on-demand).
+    seeded = Ledger("t-budget", client.job.submission_id)
+    seeded.attempts = [Attempt(1, client.job.submission_id, at(0), 8, rungs="spot 3, onDemand 5")]
+    ledger_file.save(seeded)
+    w.ledger = w._load_ledger()
+    assert w.ledger.rung_node_hour_usd == prices, "the plan's rung prices, not the file's"
+    w.step()
+    # 0.85 h x (3 x $1 + 5 x $20) = $87.55, 88 % (at the single $36 rate: 8 x 0.85 x 36 = $244.80, over budget).
+    assert any(n.startswith("budget warning: $87.55 spent, 88 % of job.budgetUsd $100.00") for n in w.notes), w.notes
+    assert client.stopped == [] and w.ledger.stop_requested_at is None
+    # `status` reads the ledger from Lustre: the rung prices are saved with it.
+    assert ledger_file.load("t-budget", client.job.submission_id).rung_node_hour_usd == prices

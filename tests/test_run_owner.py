@@ -494,7 +494,11 @@ def test_after_a_preemption_a_gang_from_two_rungs_is_submitted_with_its_mix_in_t
     client.dead = [fake_gpu_node("spot-a", "DEAD", end_ms=lost.end_time - 1000)]
     # Spot gives 3 nodes at once; on-demand the other 5 two minutes later.
     gang = FakeGang(now, [(0, "t-gpu-spot")] * 3 + [(120, "t-gpu-ondemand")] * 5)
-    decision, lines, ledger = watch_gang(tmp_path, client, spec, gang_plan(8, minutes=90), gang, now, looks=4)
+    # The ladder's prices as run.json carries them (spot first: an attempt of unknown mix is priced at spot's).
+    plan = dataclasses.replace(
+        gang_plan(8, minutes=90), node_hour_usd=36.0, rung_node_hour_usd={"spot": 36.0, "onDemand": 90.0}
+    )
+    decision, lines, ledger = watch_gang(tmp_path, client, spec, plan, gang, now, looks=4)
     (sub,) = client.submitted
     assert sub["submission_id"] == f"{spec.submission_id}-r2" and decision.reason == "attempt 2 is pending"
     assert gang.released == 0
@@ -506,6 +510,9 @@ def test_after_a_preemption_a_gang_from_two_rungs_is_submitted_with_its_mix_in_t
     assert shown[0].split()[6:8] == ["nodes", "rungs"]
     assert shown[1].split()[5:8] == ["preemption-like", "8", "-"], "attempt 1 was not looked at"
     assert re.search(r"\brunning +8 +spot 3, onDemand 5 +0\.13 ", shown[2]), shown
+    # Attempt 1 (mix not seen): 8 node-h at spot's $36; attempt 2: its hours x (3 x $36 + 5 x $90).
+    assert shown[1].endswith("$288.00"), shown
+    assert shown[2].endswith(f"${second.hours(now[0]) * 558:,.2f}") and second.hours(now[0]) > 0, shown
 
 
 def test_a_restarted_watcher_keeps_the_deadline_of_the_wait_it_began(tmp_path):

@@ -99,3 +99,36 @@ def test_the_day_2_cli_plan_has_the_bound_but_no_ray_cluster_so_its_watch_does_n
 
     run = run_plan(load_stack("b200-ladder"))
     assert run.gang_max_wait_minutes == 90 and run.ray_cluster is None and not run.gang_wait
+
+
+def test_the_ladder_stacks_run_json_carries_each_rungs_node_hour_price_as_the_offline_plan_shows_it():
+    from tools.estimates import ladder_plan, stack_config
+
+    plan = stack_plan("b200-ladder")
+    run = run_json(plan)
+    ladder = ladder_plan(plan, stack_config(plan)).to_json()["rungs"]
+    shown = {r["rung"]: r["nodeHour"] for r in ladder}
+    assert list(shown) == ["spot", "flexStart", "onDemand"] and all(p > 0 for p in shown.values())
+    assert run["rung_node_hour_usd"] == shown
+    assert len(set(shown.values())) == 3, "three rungs, three prices: a mixed gang costs in between"
+    # With no mix known an attempt is priced at the first rung's: spot.
+    assert run["node_hour_usd"] == shown["spot"]
+
+
+def test_a_ladder_that_starts_on_demand_prices_an_attempt_of_unknown_mix_at_the_on_demand_rate():
+    cfg, run = one_rung("b200", {"ladder": ["onDemand", "spot"]})
+    assert run.node_hour_usd == run.rung_node_hour_usd["onDemand"] > run.rung_node_hour_usd["spot"]
+
+
+@pytest.mark.parametrize("stack", ["dev", "b200", "autopilot"])
+def test_a_one_rung_stack_has_no_rung_prices_and_prices_every_node_at_its_pools_provisioning(stack):
+    from infra.prices import gpu_node_hour_usd, price_table
+
+    run = RunPlan.from_dict(run_json(stack_plan(stack)))
+    cfg = load_stack(stack).config
+    assert run.rung_node_hour_usd == {}
+    spot = cfg.gpu_pool.provisioning.value == "spot"
+    autopilot = cfg.cluster.mode == "autopilot"
+    assert run.node_hour_usd == gpu_node_hour_usd(
+        price_table(cfg), cfg.flavour_spec.machine_type, cfg.region, spot=spot, autopilot=autopilot
+    )

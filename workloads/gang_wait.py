@@ -10,7 +10,8 @@ pending) and the cluster autoscaler removes the now-empty nodes after its scale-
 the workers, not by the pools' autoscaling limits, leaves the node pools exactly as `pulumi up` made them.
 
 A gang may come from several rungs (3 spot + 5 on-demand nodes: same zone, machine and RDMA networks);
-the result says how many nodes each rung gave (`GangResult.by_rung`), for the owner's status and ledger.
+the result says how many nodes each rung gave (`GangResult.by_rung`), for the owner's status and ledger (which
+prices each rung's nodes at its own price: `mix_counts`).
 
 How it plugs in: the preemption watcher (`workloads/preemption.py` `Watcher`, the run's owner in the
 cluster) looks once per step, before it submits an attempt (the first, and each after a preemption), with
@@ -103,6 +104,18 @@ def _by_rung(
 def _mix(by_rung: Mapping[str, int], order: Sequence[str]) -> str:
     keys = [r for r in order if r in by_rung] + sorted(k for k in by_rung if k not in order)
     return ", ".join(f"{k} {by_rung[k]}" for k in keys) or "none"
+
+
+def mix_counts(mix: str) -> dict[str, int]:
+    """The nodes per rung of a mix as `GangResult.mix` writes it ("spot 3, onDemand 5" -> {"spot": 3,
+    "onDemand": 5}; "none" or "" -> {}): the ledger keeps the mix as that one line and prices by its counts. A
+    rung label may hold a space ("reservation r1 2"), never a comma (labels and GKE pool names cannot)."""
+    counts: dict[str, int] = {}
+    for part in mix.split(","):
+        rung, _, count = part.strip().rpartition(" ")
+        if rung and count.isdigit():
+            counts[rung] = counts.get(rung, 0) + int(count)
+    return counts
 
 
 def look_at_gang(

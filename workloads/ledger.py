@@ -8,11 +8,17 @@ the checkpoints for as long as the stack lives. Written by rename, so a reader n
 Per attempt: start and end (epoch seconds, the Ray job's own times), cause (how it ended: `running`,
 `succeeded`, `stopped`, `budget`, or the classifier's `preemption-like` / `capacity-wait` /
 `application`), the GPU nodes it held, node-hours = nodes x hours, the step it resumed from and the
-steps it ran and lost (`workloads.checkpoints`), the partial saves removed before it, spend =
-node-hours x the plan's price of a node-hour of the pool's provisioning (spot, on-demand, ...), a
-plain number the plan hands the watcher (`run.json` of its ConfigMap), and $ per step = spend / steps
-it ran. GPU node-hours only: the CPU
-pool, Lustre and the cluster fee run whether or not an attempt does (the offline plan prices them).
+steps it ran and lost (`workloads.checkpoints`), the partial saves removed before it, the mix of rungs
+its nodes came from, its spend, and $ per step = spend / steps it ran.
+
+Spend (`Ledger.attempt_spend`, the one function the run's total, the budget, `status` and the watcher's
+`attempt-ended` line read): with a known mix each rung's nodes x hours x that rung's price of a node-hour
+(3 spot + 5 on-demand nodes for 2 h: 2 x (3 x spot + 5 x on-demand)); without one (no gang wait, or the
+watcher did not see the whole gang) node-hours x the first rung's price (with one rung, the pool's
+provisioning). Both prices are plain numbers the plan hands the watcher (`run.json` of its ConfigMap:
+`rung_node_hour_usd`, `node_hour_usd`, infra/run_plan.py, the plan's "Capacity ladder" prices); a node of a
+rung with no price of its own (a pool the plan does not name) is priced at the first rung's. GPU node-hours
+only: the CPU pool, Lustre and the cluster fee run whether or not an attempt does (the offline plan prices them).
 
 Budget (`job.budgetUsd`): at 80 % of it the watcher warns once; at 100 % it stops the run after its
 next complete checkpoint, or at once when none comes within one save period (`save_period` x the
@@ -33,6 +39,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
+
+from workloads.gang_wait import mix_counts
 
 WARN_FRACTION = 0.8
 
@@ -56,8 +64,11 @@ class Attempt:
     rungs: str = ""
     """The rungs its GPU nodes came from when it was submitted ("spot 3, onDemand 5"); empty: not looked at."""
 
+    def hours(self, now: float) -> float:
+        return max((self.end if self.end is not None else now) - self.start, 0.0) / 3600
+
     def node_hours(self, now: float) -> float:
-        return self.nodes * max((self.end if self.end is not None else now) - self.start, 0.0) / 3600
+        return self.nodes * self.hours(now)
 
     @property
     def steps_done(self) -> Optional[int]:
@@ -90,6 +101,9 @@ class Ledger:
     stack: str
     submission_id: str
     node_hour_usd: Optional[float] = None
+    """The plan's price of a node-hour of the first rung: an attempt with no known mix is priced at it."""
+    rung_node_hour_usd: dict[str, float] = field(default_factory=dict)
+    """The plan's price of a node-hour per rung label (a capacity ladder); {}: one rung."""
     budget_usd: Optional[float] = None
     attempts: list[Attempt] = field(default_factory=list)
     events: list[str] = field(default_factory=list)
@@ -103,12 +117,25 @@ class Ledger:
         return next((a for a in self.attempts if a.submission_id == submission_id), None)
 
     def spend(self, now: float) -> Optional[float]:
-        if self.node_hour_usd is None:
+        """The run's spend so far: the sum of its attempts'; None when one of them has no price."""
+        spends = [self.attempt_spend(a, now) for a in self.attempts]
+        if any(s is None for s in spends) or (not spends and self.node_hour_usd is None):
             return None
-        return sum(a.node_hours(now) for a in self.attempts) * self.node_hour_usd
+        return sum(s for s in spends if s is not None)
 
     def attempt_spend(self, a: Attempt, now: float) -> Optional[float]:
-        return None if self.node_hour_usd is None else a.node_hours(now) * self.node_hour_usd
+        """Its nodes of each rung x hours x that rung's node-hour price when its mix is known (`rungs`), else
+        its node-hours x `node_hour_usd`; None: a price it needs is not known."""
+        mix = mix_counts(a.rungs)
+        if not mix:
+            return None if self.node_hour_usd is None else a.node_hours(now) * self.node_hour_usd
+        prices = [self.rung_node_hour_usd.get(rung, self.node_hour_usd) for rung in mix]
+        if any(p is None for p in prices):
+            return None
+        per_hour = sum(n * p for n, p in zip(mix.values(), prices, strict=True) if p is not None)
+        # The mix is the gang the watcher saw whole (`nodes` Running workers), so its counts are the attempt's
+        # nodes; were they ever to differ, the attempt's node-hours are kept at the mix's mean price.
+        return a.node_hours(now) * per_hour / sum(mix.values())
 
     def usd_per_step(self, a: Attempt, now: float) -> Optional[float]:
         """What a step cost while the attempt ran: its spend over the steps it ran (lost ones included,

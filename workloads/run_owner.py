@@ -36,7 +36,7 @@ Imports: `workloads.acceptance_gate`, `workloads.gang_wait` (standard library on
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
@@ -302,7 +302,12 @@ class RunPlan:
     node_count: int = 0
     """GPU nodes an attempt holds (the pool's)."""
     node_hour_usd: Optional[float] = None
-    """The plan's price of one GPU node-hour at the pool's provisioning; None: spend not known."""
+    """The plan's price of one GPU node-hour of the first rung (with one rung, the pool's provisioning): an
+    attempt whose mix of rungs is not known is priced at it, and so is a node of a rung `rung_node_hour_usd`
+    does not price; None: spend not known."""
+    rung_node_hour_usd: dict[str, float] = field(default_factory=dict)
+    """A capacity ladder's price of one GPU node-hour per rung label ({"spot": ..., "onDemand": ...}, the plan's
+    ladder prices): the ledger prices an attempt's nodes of each rung at its rung's price; {}: one rung."""
     budget_usd: Optional[float] = None
     """`job.budgetUsd`; None: no budget."""
     save_period: Optional[int] = None
