@@ -537,3 +537,31 @@ def test_the_gpu_node_config_carries_the_labels_and_declares_local_ssds_only_for
     assert config["ephemeral_storage_local_ssd_config"] == {"local_ssd_count": FLAVOURS["b200"].local_ssd_count}
     without = gpu_node_config(pool_cfg, dataclasses.replace(FLAVOURS["b200"], local_ssd_count=0), {}, labels)
     assert "ephemeral_storage_local_ssd_config" not in without
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_gpu_pool_is_in_the_stacks_project_upgrades_in_place_and_carries_the_stacks_labels(stack):
+    pool = gpu_pool(stack_plan(stack))
+    node = pool.inputs["nodeConfig"]
+    assert pool.inputs["project"] == "my-gcp-project", pool.name
+    # No spare GPU capacity to surge into: one node at a time, in place.
+    assert pool.inputs["upgradeSettings"] == {"strategy": "SURGE", "maxSurge": 0, "maxUnavailable": 1}, pool.name
+    assert node["resourceLabels"] == {"component": "gke", "stack": stack, "managed-by": "pulumi", "app": "nemo-rl-gke"}
+    assert node["serviceAccount"] == f"{stack}-nodes@my-gcp-project.iam.gserviceaccount.com", pool.name
+
+
+def test_each_ladder_pool_is_labelled_and_tainted_for_its_compute_class_and_provisioned_as_its_rung():
+    from infra.naming import COMPUTE_CLASS_LABEL
+
+    pools = {p.inputs["name"]: p for p in stack_plan("b200-ladder").by_type(POOL) if "-gpu-" in p.inputs["name"]}
+    assert set(pools) == {"b200-ladder-gpu-spot", "b200-ladder-gpu-flex", "b200-ladder-gpu-ondemand"}, set(pools)
+    for name, pool in pools.items():
+        node = pool.inputs["nodeConfig"]
+        (cls,) = node["labels"].values()
+        assert node["labels"] == {COMPUTE_CLASS_LABEL: cls}, name
+        assert node["taints"] == [
+            {"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"},
+            {"key": COMPUTE_CLASS_LABEL, "value": cls, "effect": "NO_SCHEDULE"},
+        ], name
+        assert pool.inputs["initialNodeCount"] == 0 and "nodeCount" not in pool.inputs, name
+    assert pools["b200-ladder-gpu-flex"].inputs["nodeConfig"]["flexStart"] is True
