@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import json
 import shlex
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from gate_support import cluster_plan, cpu_plan, nccl_log, two_node_report
@@ -321,6 +323,270 @@ def test_the_typical_duration_grows_with_what_the_storage_phase_moves():
     small = gate.estimated_seconds(cluster_plan())
     big = gate.estimated_seconds(cluster_plan(storage_bytes_per_node=16 << 30))
     assert 60 < small < big and big - small == pytest.approx(2 * 2 * 15 * (1 << 30) / (8.789e9), rel=1e-6)
+
+
+def test_gb_per_second_keeps_one_decimal_from_100_and_three_significant_digits_below():
+    assert [gate.gbps(v) for v in (320.44, 100.0, 41.3, 0.0123)] == ["320.4", "100.0", "41.3", "0.0123"]
+
+
+def test_two_wrong_transports_or_channel_nets_are_both_named():
+    two = "h:1:1 [0] NCCL INFO Using network Socket\nh:2:2 [0] NCCL INFO Using network IB\n"
+    assert gate.net_check(gate.parse_nccl_log(two), "gIB") == "NCCL used the IB/Socket transport, not gIB"
+    channels = GIB_LOG + "".join(
+        f"h:1:2 [0] NCCL INFO Channel 0{i}/0 : 0[0] -> 8[0] [send] via NET/{net}/0\n"
+        for i, net in enumerate(("Socket", "IB"))
+    )
+    assert gate.net_check(gate.parse_nccl_log(channels), "gIB") == "NCCL channels ran over NET/IB/Socket, not NET/gIB"
+    # The fabric's numbers list every network the communicators used.
+    assert gate.check_fabric(cluster_plan(), 300.0, GIB_LOG + SOCKET_LOG).numbers["network"] == "Socket,gIB"
+
+
+def test_a_passing_fabric_is_one_line_naming_the_transport_and_the_floor():
+    fabric = gate.check_fabric(cluster_plan(), 300.0, GIB_LOG)
+    numbers = {"busbwGBps": 300.0, "floorGBps": 162.06, "network": "gIB", "gdrChannels": 64}
+    assert fabric == gate.Check("fabric", True, "all_gather busbw 300.0 GB/s over gIB >= floor 162.06 GB/s", numbers)
+    one_node = gate.check_fabric(cluster_plan(node_count=1, busbw_floor_gbps=0.0), 620.0, GIB_LOG)
+    assert one_node.summary == "all_gather busbw 620.0 GB/s over gIB (one node: no floor)"
+    gloo = gate.check_fabric(cluster_plan(expect_net=None, backend="gloo"), 300.0, "")
+    assert gloo == gate.Check(
+        "fabric",
+        True,
+        "all_gather busbw 300.0 GB/s (gloo) >= floor 162.06 GB/s",
+        {"busbwGBps": 300.0, "floorGBps": 162.06},
+    )
+    nothing = gate.check_fabric(cluster_plan(), None, GIB_LOG)
+    assert (nothing.ok, nothing.summary) == (False, "all_gather: no bandwidth measured")
+
+
+def test_the_fabric_reports_the_nccl_and_gib_releases_and_fails_on_another_nccl_than_the_rows():
+    # The log's processes loaded NCCL 2.27.7 with the gIB plugin (tests/nccl_logs/gib_a4_2x8.log).
+    seen = {"ncclVersions": ["2.27.7"], "netPlugins": ["gIB v10"]}
+    both = gate.check_fabric(cluster_plan(expect_nccl="2.27.7", expect_gib="v1.1.1"), 300.0, GIB_LOG)
+    assert both.ok and both.numbers == {
+        "busbwGBps": 300.0,
+        "floorGBps": 162.06,
+        "network": "gIB",
+        "gdrChannels": 64,
+        **seen,
+        "expectedNccl": "2.27.7",
+        "expectedGib": "v1.1.1",
+    }
+    nccl_only = gate.check_fabric(cluster_plan(expect_nccl="2.27.7"), 300.0, GIB_LOG)
+    assert nccl_only.ok and nccl_only.numbers["expectedGib"] is None and nccl_only.numbers["ncclVersions"] == ["2.27.7"]
+    other = gate.check_fabric(cluster_plan(expect_nccl="2.27.5"), 300.0, GIB_LOG)
+    assert (other.ok, other.summary) == (
+        False,
+        "all_gather busbw 300.0 GB/s: NCCL 2.27.7 loaded, not 2.27.5 of the version matrix row "
+        "(data/version_matrix.yaml)",
+    )
+
+
+def test_every_process_log_and_the_first_failure_of_the_ranks_decide_the_fabric():
+    plan = cluster_plan(node_count=1, gpus_per_node=2, busbw_floor_gbps=0.0)
+    ok = [{"node_rank": 0, "rank": r, "busbw_gbps": bw, "wrong": 0} for r, bw in ((0, 310.2), (1, 305.456))]
+    # Each process's log ends in its own line: joined, neither line runs into the other.
+    logs = [{"nccl_log": f"h:{r}:{r} [0] NCCL INFO Using network gIB"} for r in range(2)]
+    passed = gate._fabric_from(plan, logs, ok, 1)
+    assert passed.ok and passed.numbers["busbwGBps"] == 305.46 and passed.numbers["network"] == "gIB", passed
+    assert gate._fabric_from(plan, logs, ok, 0).summary == ("all_gather busbw 305.5 GB/s: only 0 of 1 nodes took part")
+    broken = [ok[0], {"node_rank": 0, "rank": 1, "device_error": "RuntimeError: CUDA error: ECC"}]
+    assert gate._fabric_from(plan, logs, broken, 1).summary == (
+        "all_gather busbw 310.2 GB/s: not every GPU joined the collective"
+    )
+    assert gate._fabric_from(plan, logs, ok[:1], 1).summary == (
+        "all_gather busbw 310.2 GB/s: 1 of 2 ranks finished the collective"
+    )
+
+
+def test_a_passing_gpu_check_and_a_failing_one_name_the_check_and_every_problem():
+    def rank(node, i, **report):
+        return {"node_rank": node, "rank": node * 8 + i, "host": f"gpu-{node}", **report}
+
+    healthy = [rank(n, i, device_name="NVIDIA B200", device_ok=True) for n in range(2) for i in range(8)]
+    assert gate.check_gpus(cluster_plan(), healthy, 2) == gate.Check(
+        "gpus", True, "16 healthy B200 GPUs on 2 nodes", {"healthyGpus": 16, "expectedGpus": 16}
+    )
+    assert gate.check_gpus(cluster_plan(), healthy[:7], 1) == gate.Check(
+        "gpus",
+        False,
+        "1 of 2 worker nodes in the Ray cluster; gpu-0: 7 of 8 healthy B200 GPUs",
+        {"healthyGpus": 7, "expectedGpus": 16},
+    )
+    # A node that reported nothing is named by its rank; a rank that said nothing shows as "nothing".
+    silent = gate.check_gpus(cluster_plan(), healthy[:8], 2)
+    assert silent.summary == "worker 1: 0 of 8 healthy B200 GPUs", silent
+    mute = healthy[:15] + [rank(1, 7)]
+    assert gate.check_gpus(cluster_plan(), mute, 2).summary == "gpu-1: 7 of 8 healthy B200 GPUs (saw nothing)"
+    # What was seen instead is listed sorted, and cut at 160 characters.
+    two = healthy[:14] + [rank(1, 6, device_name="NVIDIA H100"), rank(1, 7, device_error="RuntimeError: ECC")]
+    assert gate.check_gpus(cluster_plan(), two, 2).summary == (
+        "gpu-1: 6 of 8 healthy B200 GPUs (saw NVIDIA H100, RuntimeError: ECC)"
+    )
+    long = healthy[:15] + [rank(1, 7, device_error="E" * 300)]
+    assert gate.check_gpus(cluster_plan(), long, 2).summary == f"gpu-1: 7 of 8 healthy B200 GPUs (saw {'E' * 160})"
+
+
+def test_storage_that_measured_nothing_or_failed_or_was_slow_fails_with_its_numbers():
+    plan = cluster_plan()
+
+    def numbers(write, read):
+        return {"writeGBps": write, "readGBps": read, "expectedGBps": 8.789, "floorGBps": 4.395}
+
+    assert gate.check_storage(plan, 6.2, None) == gate.Check(
+        "storage", False, "Lustre at /lustre: nothing measured", numbers(6.2, None)
+    )
+    assert gate.check_storage(plan, 6.2, 5.0, "timed out") == gate.Check(
+        "storage", False, "Lustre at /lustre: timed out", numbers(6.2, 5.0)
+    )
+    assert gate.check_storage(plan, 1.2, 2.0) == gate.Check(
+        "storage",
+        False,
+        "Lustre write 1.2 GB/s, read 2 GB/s: write below the floor 4.395 GB/s; read below the floor 4.395 GB/s "
+        "(expected 8.789 GB/s)",
+        numbers(1.2, 2.0),
+    )
+    assert gate.check_storage(plan, 6.2, 5.0) == gate.Check(
+        "storage", True, "Lustre write 6.2 GB/s, read 5 GB/s >= floor 4.395 GB/s", numbers(6.2, 5.0)
+    )
+
+
+class FakeProbe:
+    """A probe actor whose writes and reads return what the test says, recording each call."""
+
+    def __init__(self, calls: list, write: dict, read: dict):
+        self.write = SimpleNamespace(remote=lambda *args: calls.append(("write", *args)) or write)
+        self.read = SimpleNamespace(remote=lambda *args: calls.append(("read", *args)) or read)
+
+
+def io_result(seconds: float, *errors: str) -> dict:
+    return {"bytes": 10**9, "seconds": seconds, "errors": list(errors)}
+
+
+def test_the_storage_figures_are_all_bytes_over_the_slowest_node_within_the_phases_shares(tmp_path, monkeypatch):
+    import ray
+
+    timeouts: list = []
+    monkeypatch.setattr(ray, "get", lambda refs, timeout=None: timeouts.append(timeout) or refs)
+    calls: list = []
+    probes = [FakeProbe(calls, io_result(s), io_result(r)) for s, r in ((2.0, 7.0), (3.0, 1.0))]
+    plan = cpu_plan(tmp_path, node_count=2)
+    run_dir = tmp_path / "runs" / "gate-1"  # its parent does not exist yet
+    check = gate._storage(plan, probes, run_dir, lambda share: 100 * share)
+    # 2 GB written in 3 s (the slower node), 2 GB read in 7 s.
+    assert (check.ok, check.numbers["writeGBps"], check.numbers["readGBps"]) == (True, 0.667, 0.286), check
+    assert timeouts == [50.0, 90.0]
+    assert {call[1] for call in calls} == {str(run_dir)}
+    # A run directory that exists already is another run's: not reused.
+    again = gate._storage(plan, probes, run_dir, lambda share: 100 * share)
+    assert again.summary == f"Lustre at {tmp_path}: cannot create {run_dir}: File exists"
+
+
+def test_storage_io_errors_and_a_timeout_fail_the_check_naming_the_first(tmp_path, monkeypatch):
+    import ray
+
+    monkeypatch.setattr(ray, "get", lambda refs, timeout=None: refs)
+    plan = cpu_plan(tmp_path)
+    calls: list = []
+    failing = [
+        FakeProbe(calls, io_result(1.0, "node0-0.bin: No space left on device"), io_result(1.0, "node1-1.bin: x"))
+    ]
+    check = gate._storage(plan, failing, tmp_path / "a", lambda share: 1.0)
+    assert (check.ok, check.summary) == (
+        False,
+        f"Lustre at {tmp_path}: 2 I/O error(s), e.g. node0-0.bin: No space left on device",
+    )
+
+    def timed_out(refs, timeout=None):
+        raise ray.exceptions.GetTimeoutError("timed out")
+
+    monkeypatch.setattr(ray, "get", timed_out)
+    check = gate._storage(plan, [FakeProbe(calls, io_result(1.0), io_result(1.0))], tmp_path / "b", lambda s: 1.0)
+    assert check == gate.Check(
+        "storage",
+        False,
+        f"Lustre at {tmp_path}: timed out",
+        {"writeGBps": None, "readGBps": None, "expectedGBps": 0.002, "floorGBps": 0.001},
+    )
+
+
+def test_worker_nodes_of_a_cpu_plan_are_those_with_any_of_the_resource_sorted_by_address():
+    plan = cpu_plan(Path("/tmp"), gpus_per_node=2)
+    nodes = [
+        {"NodeID": "a", "Alive": True, "NodeManagerAddress": "10.0.0.9", "Resources": {"CPU": 0.5}},
+        {"NodeID": "z", "Alive": True, "NodeManagerAddress": "10.0.0.3", "Resources": {"CPU": 1}},
+        {"NodeID": "none", "Alive": True, "NodeManagerAddress": "10.0.0.1", "Resources": {"memory": 1}},
+        {"NodeID": "y", "Alive": True, "Resources": {"CPU": 4}},  # no address: sorts first
+    ]
+    assert [n["NodeID"] for n in gate.worker_nodes(plan, nodes)] == ["y", "z", "a"]
+    one_gpu = cluster_plan(gpus_per_node=1)
+    assert gate.worker_nodes(one_gpu, [{"NodeID": "c", "Alive": True, "Resources": {"CPU": 8}}]) == []
+
+
+def test_a_report_of_a_gate_that_could_not_run_has_no_numbers_and_says_why():
+    report = gate.GateReport((), 0.0, 2, error="ModuleNotFoundError: No module named 'torch'")
+    assert report.check("storage") is None and report.number("storage", "writeGBps") is None
+    assert report.outputs()["passed"] is False and report.outputs()["lustreWriteGBps"] is None
+    assert report.lines() == [
+        "gate error: ModuleNotFoundError: No module named 'torch'",
+        "gate cost: 2 GPU node(s) x 0 s = 0.000 node-hours",
+        "acceptance gate could not run: ModuleNotFoundError: No module named 'torch'",
+    ]
+    assert gate.parse_result(gate.RESULT_MARKER + json.dumps(report.to_dict())) == report
+    # What an older driver left out reads as nothing.
+    assert gate.GateReport.from_dict({}) == gate.GateReport((), 0.0, 0, "")
+
+
+def test_the_log_lines_say_ok_or_failed_per_check_and_each_summary_joins_with_semicolons():
+    report = failed_report()
+    assert report.lines()[:3] == [
+        "gate gpus: ok: 16 healthy B200 GPUs on 2 nodes",
+        "gate fabric: FAILED: all_gather busbw 23.5 GB/s: NCCL used the Socket transport, not gIB; "
+        "below the floor 162.06 GB/s",
+        "gate storage: ok: Lustre write 6.2 GB/s, read 5 GB/s >= floor 4.395 GB/s",
+    ]
+    two_failed = gate.GateReport((gate.Check("gpus", False, "g"), gate.Check("storage", False, "s")), 1.0, 1)
+    assert two_failed.summary() == "acceptance gate FAILED: gpus: g; storage: s"
+    passed = gate.GateReport((gate.Check("gpus", True, "g"), gate.Check("storage", True, "s")), 131.26, 2)
+    assert passed.summary() == "acceptance gate passed in 131 s: g; s"
+    assert (passed.outputs()["seconds"], passed.outputs()["nodeHours"]) == (131.3, 0.0729)
+
+
+def test_an_unknown_gate_policy_is_refused_naming_the_allowed_ones():
+    with pytest.raises(ValueError, match=r"^gate policy 'strict'; allowed: enforce, warn, off$"):
+        gate.enforce(failed_report(), "strict")
+
+
+class FakeJobClient:
+    """Just enough of JobSubmissionClient for `result_on_cluster`: the job's info and its log."""
+
+    def __init__(self, log: str):
+        self.log = log
+
+    def get_address(self) -> str:
+        return "http://fake"
+
+    def get_job_info(self, job_id: str):
+        assert job_id == "gate-1", job_id
+        return SimpleNamespace(status="FAILED")
+
+    def get_job_logs(self, job_id: str) -> str:
+        assert job_id == "gate-1", job_id
+        return self.log
+
+
+def test_the_result_of_an_ended_gate_job_is_its_report_or_an_error_quoting_its_last_line():
+    report = failed_report()
+    logged = FakeJobClient("driver output\n" + gate.RESULT_MARKER + json.dumps(report.to_dict()) + "\n")
+    assert gate.result_on_cluster(logged, cluster_plan(), "gate-1", "SUCCEEDED") == report
+    crashed = FakeJobClient("starting\nimporting torch\nImportError: no torch" + "!" * 400 + "\n\n")
+    assert gate.result_on_cluster(crashed, cluster_plan(), "gate-1", "FAILED") == gate.GateReport(
+        (),
+        0.0,
+        2,
+        error="gate job gate-1 ended FAILED without a report: " + ("ImportError: no torch" + "!" * 400)[:300],
+    )
+    silent = gate.result_on_cluster(FakeJobClient(""), cluster_plan(), "gate-1", "FAILED")
+    assert silent.error == "gate job gate-1 ended FAILED without a report: no log" and not silent.ok
 
 
 # ------------------------------------------------------------------------------------ on a Ray head

@@ -469,3 +469,99 @@ def test_the_job_is_stopped_before_either_pool_is_replaced_and_submitted_again_a
     (job,) = [r for r in plan.resources if r.type.endswith("JobSubmission")]
     pools = {p.urn for p in plan.by_type(POOL)}
     assert pools <= set(job.options.get("replaceWith", [])), job.name
+
+
+# ----------------------------------------------------------------------------- the capacity ladder's rungs
+
+
+LADDER_MANAGEMENT = {"auto_repair": True, "auto_upgrade": True}
+LADDER_SCALING = {"total_min_node_count": 0, "total_max_node_count": 4}
+
+
+@pytest.mark.parametrize(
+    "rung,node_config,pool",
+    [
+        (
+            ("reservation", "res-a"),
+            {
+                "reservation_affinity": {
+                    "consume_reservation_type": "SPECIFIC_RESERVATION",
+                    "key": "compute.googleapis.com/reservation-name",
+                    "values": ["res-a"],
+                }
+            },
+            {"management": LADDER_MANAGEMENT, "initial_node_count": 0, "autoscaling": LADDER_SCALING},
+        ),
+        (
+            ("onDemand", None),
+            {},
+            {"management": LADDER_MANAGEMENT, "initial_node_count": 0, "autoscaling": LADDER_SCALING},
+        ),
+        (
+            ("flexStart", None),
+            {"flex_start": True, "reservation_affinity": {"consume_reservation_type": "NO_RESERVATION"}},
+            {
+                "management": {"auto_repair": False, "auto_upgrade": True},
+                "initial_node_count": 0,
+                "autoscaling": {**LADDER_SCALING, "location_policy": "ANY"},
+            },
+        ),
+    ],
+)
+def test_a_ladder_rungs_pool_is_provisioned_as_the_rung_says_starting_empty_and_autoscaled(rung, node_config, pool):
+    # The pool's own `provisioning` (spot, the default) is not the rung's: the rung decides, and every
+    # rung's pool starts at 0 nodes and grows to the pool's node count only when the class reaches it.
+    from infra.cluster import gpu_node_config, provisioning_settings
+    from infra.config import Provisioning, Rung, parse
+    from infra.flavours import FLAVOURS
+
+    pool_cfg = parse({"project": "my-gcp-project", "gpuPool": {"nodeCount": 4}}, "dev").gpu_pool
+    assert pool_cfg.provisioning is Provisioning.SPOT
+    the_rung = Rung(Provisioning(rung[0]), rung[1])
+    assert provisioning_settings(pool_cfg, the_rung) == {"node_config": node_config, "pool": pool}
+    config = gpu_node_config(pool_cfg, FLAVOURS["b200"], {}, {}, the_rung)
+    assert "spot" not in config and config.get("reservation_affinity") == node_config.get("reservation_affinity")
+
+
+def test_the_gpu_node_config_carries_the_labels_and_declares_local_ssds_only_for_a_flavour_with_some():
+    import dataclasses
+
+    from infra.cluster import gpu_node_config
+    from infra.config import parse
+    from infra.flavours import FLAVOURS
+
+    pool_cfg = parse({"project": "my-gcp-project"}, "dev").gpu_pool
+    labels = {"nemo-rl-gke-stack": "dev", "team": "rl"}
+    config = gpu_node_config(pool_cfg, FLAVOURS["b200"], {}, labels)
+    assert config["resource_labels"] == labels
+    assert config["ephemeral_storage_local_ssd_config"] == {"local_ssd_count": FLAVOURS["b200"].local_ssd_count}
+    without = gpu_node_config(pool_cfg, dataclasses.replace(FLAVOURS["b200"], local_ssd_count=0), {}, labels)
+    assert "ephemeral_storage_local_ssd_config" not in without
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_gpu_pool_is_in_the_stacks_project_upgrades_in_place_and_carries_the_stacks_labels(stack):
+    pool = gpu_pool(stack_plan(stack))
+    node = pool.inputs["nodeConfig"]
+    assert pool.inputs["project"] == "my-gcp-project", pool.name
+    # No spare GPU capacity to surge into: one node at a time, in place.
+    assert pool.inputs["upgradeSettings"] == {"strategy": "SURGE", "maxSurge": 0, "maxUnavailable": 1}, pool.name
+    assert node["resourceLabels"] == {"component": "gke", "stack": stack, "managed-by": "pulumi", "app": "nemo-rl-gke"}
+    assert node["serviceAccount"] == f"{stack}-nodes@my-gcp-project.iam.gserviceaccount.com", pool.name
+
+
+def test_each_ladder_pool_is_labelled_and_tainted_for_its_compute_class_and_provisioned_as_its_rung():
+    from infra.naming import COMPUTE_CLASS_LABEL
+
+    pools = {p.inputs["name"]: p for p in stack_plan("b200-ladder").by_type(POOL) if "-gpu-" in p.inputs["name"]}
+    assert set(pools) == {"b200-ladder-gpu-spot", "b200-ladder-gpu-flex", "b200-ladder-gpu-ondemand"}, set(pools)
+    for name, pool in pools.items():
+        node = pool.inputs["nodeConfig"]
+        (cls,) = node["labels"].values()
+        assert node["labels"] == {COMPUTE_CLASS_LABEL: cls}, name
+        assert node["taints"] == [
+            {"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"},
+            {"key": COMPUTE_CLASS_LABEL, "value": cls, "effect": "NO_SCHEDULE"},
+        ], name
+        assert pool.inputs["initialNodeCount"] == 0 and "nodeCount" not in pool.inputs, name
+    assert pools["b200-ladder-gpu-flex"].inputs["nodeConfig"]["flexStart"] is True

@@ -9,6 +9,7 @@ import dataclasses
 import io
 import json
 import os
+import re
 import signal
 import time
 from types import SimpleNamespace
@@ -37,15 +38,20 @@ from workloads.preemption import (
     CAPACITY_WAIT_LIMIT,
     META_AUTO_RESTARTS,
     META_CAPACITY_WAITS,
+    NODE_DEATH_SLACK_MS,
     Action,
     Cause,
+    Decision,
     RayNode,
     RecoveryPolicy,
     Seen,
     StateFile,
     Watcher,
+    alive_gpus,
     classify,
     decide,
+    error_type_of,
+    gpu_nodes_lost_during,
     watch,
 )
 
@@ -267,6 +273,188 @@ def test_decisions_for_each_status_backoff_and_the_cap():
     capped = decide(killed, 4, policy, now)
     assert capped.action is Action.GIVE_UP and "maximum is 3" in capped.reason
     assert decide(killed, 9, policy, now, restarts=0).action is Action.RESUBMIT  # a hand submission resets it
+
+
+SIGTERM = "the driver was killed by SIGTERM (exit code 143): its pod was stopped"
+GAVE_UP_WAITING = "NeMo-RL gave up waiting for GPUs ('ResourceInsufficientError')"
+
+
+@pytest.mark.parametrize(
+    "kwargs,evidence",
+    [
+        (
+            dict(exit_code=137),
+            "the driver on the Ray head was killed by SIGKILL (exit code 137): an out-of-memory kill on the head, "
+            "which no preemption takes; raise ray.headMemoryGib",
+        ),
+        (dict(exit_code=143), SIGTERM),
+        (dict(error_type="JOB_SUPERVISOR_ACTOR_DIED", exit_code=None), "Ray reports JOB_SUPERVISOR_ACTOR_DIED"),
+        (dict(error_type="RUNTIME_ENV_SETUP_FAILURE", exit_code=None), "Ray reports RUNTIME_ENV_SETUP_FAILURE"),
+        (dict(message=TRACEBACK + "nemo_rl.distributed.virtual_cluster.ResourceInsufficientError: x"), GAVE_UP_WAITING),
+        (
+            dict(message=TRACEBACK + "ray.exceptions.NodeDiedError: node 10.0.0.5 is dead"),
+            "the log says 'NodeDiedError'",
+        ),
+        (dict(message=TRACEBACK + "ValueError: x"), "exit code 1, no sign of a lost node"),
+        (dict(error_type=None, exit_code=None, message="Job failed."), "no exit code, no sign of a lost node"),
+    ],
+)
+def test_each_verdict_says_what_it_was_read_from(kwargs, evidence):
+    # The evidence is what `jobctl status` and the watcher's log show for the decision.
+    assert classify(info(**kwargs)).evidence == evidence
+
+
+def test_a_job_info_of_an_older_ray_without_error_type_exit_code_message_or_times_is_still_classified():
+    # Older Rays' JobInfo lacks error_type and driver_exit_code; a bare one may lack the rest too.
+    nodes = [gpu_node()]
+    bare = SimpleNamespace(status="FAILED", message=TRACEBACK + "ray.exceptions.NodeDiedError: node 10.0.0.5 is dead")
+    assert error_type_of(bare) is None and gpu_nodes_lost_during(bare, nodes) == []
+    assert (classify(bare, nodes).cause, classify(bare, nodes).evidence) == (
+        Cause.PREEMPTION,
+        "the log says 'NodeDiedError'",
+    )
+    assert classify(SimpleNamespace(status="FAILED", driver_exit_code=1), nodes).evidence == (
+        "exit code 1, no sign of a lost node"
+    )
+    assert classify(SimpleNamespace(status="FAILED"), nodes).evidence == "no exit code, no sign of a lost node"
+    # Started but with no end time: no window to place a node's death in.
+    assert gpu_nodes_lost_during(SimpleNamespace(start_time=995_000, end_time=None), nodes) == []
+
+
+def test_a_driver_exit_code_means_rays_message_is_the_drivers_log_and_names_no_error_type():
+    # A driver that ran and exited: whatever its log starts with, it is not Ray's own message.
+    logged = info(message="Unexpected error occurred: The actor died", error_type=None, exit_code=1)
+    assert error_type_of(logged) is None
+    assert error_type_of(info(message="Unexpected error occurred: x", error_type=None, exit_code=None)) == (
+        "JOB_SUPERVISOR_ACTOR_UNKNOWN_FAILURE"
+    )
+
+
+def test_a_lost_node_is_named_by_its_ip_or_else_the_start_of_its_id_and_its_message_only_when_ray_gave_one():
+    failed = info(message=TRACEBACK + "RuntimeError: collective timed out")
+    nameless = RayNode(node_id="0123456789abcdef" * 4, ip="", alive=False, gpus=8.0, end_ms=999_000)
+    assert classify(failed, [nameless]).evidence == "Ray lost GPU node 0123456789ab during the attempt"
+    assert classify(failed, [gpu_node(message="")]).evidence == "Ray lost GPU node 10.0.3.7 during the attempt"
+
+
+def test_a_gpu_node_counts_from_the_attempts_start_to_its_end_plus_the_slack_and_with_any_gpu():
+    failed = info()  # ran from 995 000 ms to 1 000 000 ms
+    last = 1_000_000 + NODE_DEATH_SLACK_MS
+    counted = [gpu_node(end_ms=995_000), gpu_node(end_ms=last), gpu_node(gpus=1.0)]
+    assert gpu_nodes_lost_during(failed, counted) == counted
+    assert gpu_nodes_lost_during(failed, [gpu_node(end_ms=994_999), gpu_node(end_ms=last + 1)]) == []
+
+
+def test_alive_gpus_counts_the_gpus_of_alive_nodes_only():
+    nodes = [
+        RayNode("a", "10.0.0.1", alive=True, gpus=8.0),
+        RayNode("b", "10.0.0.2", alive=False, gpus=8.0),
+        RayNode("c", "10.0.0.3", alive=True, gpus=0.0),
+        RayNode("d", "10.0.0.4", alive=True, gpus=4.0),
+    ]
+    assert alive_gpus(nodes) == 12 and alive_gpus([]) == 0
+
+
+def test_each_decision_says_what_was_seen_and_what_comes_next():
+    policy = RecoveryPolicy(check_interval_seconds=60, max_restarts=3, backoff_seconds=10, max_backoff_seconds=25)
+    killed = info(exit_code=143)  # ended at 1000 s
+    assert decide(None, 0, policy, 2000.0) == Decision(Action.WAIT, "no job of this spec on the cluster yet")
+    assert decide(None, 0, dataclasses.replace(policy, resubmit_missing=True), 2000.0) == Decision(
+        Action.RESUBMIT,
+        "the deploy submits this spec (job.submit) but the cluster has no job of it",
+        next_attempt=1,
+        restarts=0,
+    )
+    assert decide(info("RUNNING"), 2, policy, 2000.0) == Decision(Action.WAIT, "attempt 2 is running")
+    assert decide(info("SUCCEEDED"), 2, policy, 2000.0) == Decision(Action.DONE, "attempt 2 succeeded")
+    assert decide(info(message=TRACEBACK + "ValueError: x"), 2, policy, 2000.0) == Decision(
+        Action.GIVE_UP,
+        "attempt 2 failed on its own (exit code 1, no sign of a lost node); not restarted",
+        Cause.APPLICATION,
+    )
+    # Attempt 2 carries one restart: the second waits backoff(1) = 20 s after the end.
+    assert decide(killed, 2, policy, 1005.0) == Decision(
+        Action.WAIT,
+        f"attempt 2 failed, preemption-like ({SIGTERM}); restart 2 of 3 in 15s",
+        Cause.PREEMPTION,
+        not_before=1020.0,
+    )
+    assert decide(killed, 2, policy, 1020.0) == Decision(
+        Action.RESUBMIT,
+        f"attempt 2 failed, preemption-like ({SIGTERM}); restart 2 of 3",
+        Cause.PREEMPTION,
+        next_attempt=3,
+        restarts=2,
+    )
+    assert decide(killed, 4, policy, 2000.0) == Decision(
+        Action.GIVE_UP,
+        f"attempt 4 failed, preemption-like ({SIGTERM}), after 3 automatic restart(s); the maximum is 3",
+        Cause.PREEMPTION,
+    )
+    # Ray's node table reaches the classifier: a plain failure with a GPU node lost is a preemption.
+    plain = info(message=TRACEBACK + "RuntimeError: collective timed out")
+    assert decide(plain, 1, policy, 2000.0, nodes=[gpu_node()]).action is Action.RESUBMIT
+
+
+def test_each_capacity_decision_says_what_was_seen_and_counts_the_waits_from_none():
+    policy = RecoveryPolicy(check_interval_seconds=60, max_restarts=2, backoff_seconds=10, max_backoff_seconds=40)
+    waited = info(message=TRACEBACK + "nemo_rl.distributed.virtual_cluster.ResourceInsufficientError: x")
+    what = (
+        f"attempt 3 failed waiting for GPUs ({GAVE_UP_WAITING}); resubmitted when the GPUs are back, not counted as "
+        "a restart"
+    )
+    assert decide(waited, 3, policy, 1005.0, restarts=2) == Decision(
+        Action.WAIT, f"{what}, in 5s", Cause.CAPACITY, not_before=1010.0
+    )
+    assert decide(waited, 3, policy, 1010.0, restarts=2) == Decision(
+        Action.RESUBMIT, what, Cause.CAPACITY, next_attempt=4, restarts=2, capacity_waits=1
+    )
+    assert decide(waited, 9, policy, 2000.0, restarts=0, capacity_waits=CAPACITY_WAIT_LIMIT) == Decision(
+        Action.GIVE_UP,
+        f"attempt 9 failed waiting for GPUs ({GAVE_UP_WAITING}) {CAPACITY_WAIT_LIMIT + 1} times in a row with the "
+        "GPUs alive in Ray at each resubmission; something else holds them",
+        Cause.CAPACITY,
+    )
+
+
+def test_the_backoff_counts_from_the_start_without_an_end_time_and_from_zero_without_either():
+    # Older Rays' JobInfo may carry no end time (or no times): never "now", which would push it back forever.
+    policy = RecoveryPolicy(check_interval_seconds=60, max_restarts=3, backoff_seconds=10, max_backoff_seconds=25)
+    started = SimpleNamespace(status="FAILED", driver_exit_code=143, start_time=995_000)
+    assert decide(started, 1, policy, 1000.0).not_before == 1005.0
+    assert decide(SimpleNamespace(status="FAILED", driver_exit_code=143), 1, policy, 5.0).not_before == 10.0
+
+
+def test_the_recovery_policy_rejects_each_bad_value_naming_it():
+    def rejects(message: str, **values) -> None:
+        with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+            RecoveryPolicy(**values)
+
+    counts = "check interval must be > 0, max restarts and backoff >= 0"
+    rejects(counts, check_interval_seconds=0)
+    rejects(counts, max_restarts=-1)
+    rejects(counts, backoff_seconds=-1)
+    rejects("max backoff must be at least the backoff", backoff_seconds=100, max_backoff_seconds=99)
+    rejects("pool GPUs must be >= 0", pool_gpus=-1)
+    # The edges are allowed: no restarts at all, no backoff, a maximum equal to the backoff.
+    never = RecoveryPolicy(max_restarts=0, backoff_seconds=0, max_backoff_seconds=0)
+    assert decide(info(exit_code=143), 1, never, 2000.0).action is Action.GIVE_UP
+    assert RecoveryPolicy(backoff_seconds=100, max_backoff_seconds=100).backoff(3) == 100
+
+
+def test_the_backoff_doubling_stops_at_two_to_the_62nd_so_a_long_run_never_overflows():
+    # A float times 2**1024 overflows; the cap on the exponent keeps any restart count computable.
+    assert RecoveryPolicy(backoff_seconds=1, max_backoff_seconds=1e30).backoff(10_000) == 2.0**62
+
+
+def test_the_policy_comes_from_the_recovery_section_and_goes_to_the_watchers_flags():
+    recovery = SimpleNamespace(check_interval_seconds=30, max_restarts=4, backoff_seconds=45.5, max_backoff_seconds=900)
+    policy = RecoveryPolicy.from_config(recovery)
+    assert policy == RecoveryPolicy(30.0, 4, 45.5, 900.0, pool_gpus=0, resubmit_missing=False)
+    flags = ["--check-interval", "30", "--max-restarts", "4", "--backoff", "45.5", "--max-backoff", "900"]
+    assert policy.cli_args() == [*flags, "--pool-gpus", "0"]
+    submitted = RecoveryPolicy.from_config(recovery, pool_gpus=16, resubmit_missing=True)
+    assert submitted.cli_args() == [*flags, "--pool-gpus", "16", "--resubmit-missing"]
 
 
 def test_a_job_the_cluster_forgot_is_resubmitted_after_the_backoff_with_its_attempt_counted_on():
