@@ -246,12 +246,22 @@ def settle(watcher: Watcher, want: Action, log: list[str], timeout: float = 180.
         time.sleep(0.2)
 
 
-def test_a_preemption_leads_to_a_new_gate_on_the_new_nodes_then_a_resubmission_that_resumes(head, client, tmp_path):
+def test_a_preemption_leads_to_a_new_gate_on_the_new_nodes_then_a_resubmission_that_resumes(
+    head, client, tmp_path, monkeypatch
+):
     stack, ckpt = "t-own-preempt", tmp_path / "ckpt"
     spec = python_job(stack, TRAIN.format(ckpt=str(ckpt)))
     (tmp_path / "lustre").mkdir()
+    # Each gate is a real Ray job started by the owner (its id, metadata, node set, the runtime env that ships
+    # workloads/, its verdict read back from its log); only its driver prints a passing report instead of
+    # measuring: the measuring itself runs end to end in tests/test_acceptance_gate.py, and two torch-importing
+    # gate runs here made this the suite's longest test (27 s of 143 on two cores).
+    passed = gate.GateReport((gate.Check("gpus", True, "1 of 1 worker nodes healthy"),), 1.0, 1)
+    verdict = f"print({gate.RESULT_MARKER + json.dumps(passed.to_dict())!r})"
+    monkeypatch.setattr(
+        gate, "job_entrypoint", lambda _plan: f"{shlex.quote(sys.executable)} -c {shlex.quote(verdict)}"
+    )
     run = run_owner.RunPlan(
-        # One gloo process per gate (the fewest torch imports), small transfers: the orchestration is the real one.
         gate_policy="enforce",
         gate_plan=cpu_plan(
             tmp_path / "lustre",
