@@ -172,8 +172,11 @@ def test_the_ledger_table_shows_every_attempt_with_its_node_hours_steps_and_spen
         "done",
         "lost",
         "spend",
+        "$/step",
     ]
     second = lines[2]
+    # What a step cost: $120 over the 19 steps attempt 1 ran (the 9 lost included), $80 over attempt 2's 10.
+    assert lines[1].split()[-2:] == ["$120.00", "$6.32"] and second.split()[-2:] == ["$80.00", "$8.00"]
     assert "preemption-like" in lines[1] and "3.00" in lines[1] and "step 0" in lines[1] and "$120.00" in lines[1]
     assert "succeeded" in second and "2.00" in second and "step 10" in second and "$80.00" in second
     assert lines[3] == "2 attempt(s), 5.00 node-hours, 9 step(s) lost, spend $200.00 of the budget $1,000.00 (20 %)"

@@ -221,6 +221,7 @@ def table(ledger: Ledger, now: float) -> list[str]:
         "done",
         "lost",
         "spend",
+        "$/step",
     )
     rows = [
         (
@@ -235,6 +236,8 @@ def table(ledger: Ledger, now: float) -> list[str]:
             _opt(a.steps_done),
             _opt(a.steps_lost),
             _money(ledger.attempt_spend(a, now)),
+            # The dashboard's "$ per step" chart reads the same figure from the watcher's line.
+            _money(ledger.usd_per_step(a, now)),
         )
         for a in ledger.attempts
     ]
