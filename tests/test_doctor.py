@@ -1577,3 +1577,16 @@ def test_a_ladder_with_flex_start_needs_the_flex_start_gke_version(monkeypatch):
     assert doctor.minimum_gke_version(h200) == ("1.99.0-gke.1", "flex-start GPUs")
     spot_only = config(**kw, gpuPool={"nodeCount": 2, "capacity": {"ladder": ["spot", "onDemand"]}})
     assert doctor.minimum_gke_version(spot_only)[1] != "flex-start GPUs"
+
+
+def test_the_bucket_psa_and_org_policy_calls_name_the_project_and_carry_the_timeout(project):
+    project.networks["default"] = compute_v1.Network(name="default")
+    doctor.run_checks("dev", config(), project.clients(), timeout=5)
+    doctor.run_checks("dev", config(**DEFAULT_NET), project.clients(), timeout=5)
+    clients = {"storage", "networks", "global_addresses", "subnetworks", "org_policy"}
+    calls = [(c, kw) for c, m, kw in project.calls if c in clients]
+    assert {c for c, _ in calls} == clients
+    for client, kwargs in calls:
+        assert kwargs["timeout"] == 5, f"{client}: {kwargs}"
+        if "project" in kwargs or client in {"networks", "global_addresses", "subnetworks"}:
+            assert kwargs["project"] == PROJECT, f"{client}: {kwargs}"
