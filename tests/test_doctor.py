@@ -1590,3 +1590,52 @@ def test_the_bucket_psa_and_org_policy_calls_name_the_project_and_carry_the_time
         assert kwargs["timeout"] == 5, f"{client}: {kwargs}"
         if "project" in kwargs or client in {"networks", "global_addresses", "subnetworks"}:
             assert kwargs["project"] == PROJECT, f"{client}: {kwargs}"
+
+
+def test_the_api_check_asks_in_batches_under_the_project_number_and_its_results_are_whole(project, monkeypatch):
+    monkeypatch.setattr(doctor, "SERVICE_USAGE_BATCH", 5)
+    wanted = [*REQUIRED_APIS, doctor.ORG_POLICY_API, doctor.CLOUD_QUOTAS_API]
+    project.enabled -= {wanted[0], wanted[-1]}  # the first batch's first API, and Cloud Quotas (not required)
+    result = only(project, "apis", config(manageApis=False))
+    requests = [kw for c, m, kw in project.calls if m == "batch_get_services"]
+    assert [r["request"]["names"] for r in requests] == [
+        [f"projects/{NUMBER}/services/{api}" for api in wanted[i : i + 5]] for i in range(0, len(wanted), 5)
+    ]
+    assert all(r["request"]["parent"] == f"projects/{NUMBER}" and r["timeout"] == 5 for r in requests)
+    enable = f"gcloud services enable {wanted[0]} --project {PROJECT}"
+    assert result == doctor.Result("apis", doctor.FAIL, f"off: {wanted[0]}", enable)
+    project.enabled.discard(wanted[1])
+    result = only(project, "apis")
+    assert result == doctor.Result(
+        "apis",
+        doctor.WARN,
+        f"off, and `pulumi up` enables them (project.manageApis): {wanted[0]}, {wanted[1]}; "
+        "the checks that need them are skipped until then",
+        f"gcloud services enable {wanted[0]} {wanted[1]} --project {PROJECT}",
+    )
+    project.enabled |= set(wanted)
+    assert only(project, "apis") == doctor.Result(
+        "apis", doctor.PASS, f"all {len(REQUIRED_APIS)} APIs the stack uses are enabled"
+    )
+
+
+def test_the_iam_check_asks_in_batches_and_its_failure_is_whole(project, monkeypatch):
+    monkeypatch.setattr(doctor, "TEST_IAM_BATCH", 10)
+    needed = required_permissions(config())
+    wanted = sorted(needed)
+    project.denied = {wanted[0], wanted[-1]}
+    result = only(project, "iam")
+    requests = [kw for c, m, kw in project.calls if m == "test_iam_permissions"]
+    assert [r["request"]["permissions"] for r in requests] == [wanted[i : i + 10] for i in range(0, len(wanted), 10)]
+    assert all(r["request"]["resource"] == f"projects/{PROJECT}" and r["timeout"] == 5 for r in requests)
+    roles = sorted({needed[wanted[0]], needed[wanted[-1]]})
+    assert result == doctor.Result(
+        "iam",
+        doctor.FAIL,
+        f"missing 2 permission(s): {wanted[0]}, {wanted[-1]}",
+        " && ".join(f"gcloud projects add-iam-policy-binding {PROJECT} --member=user:<you> --role={r}" for r in roles),
+    )
+    project.denied = set()
+    assert only(project, "iam") == doctor.Result(
+        "iam", doctor.PASS, f"you hold all {len(wanted)} permissions `pulumi up` and `pulumi destroy` use"
+    )
