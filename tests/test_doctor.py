@@ -1605,6 +1605,8 @@ def test_the_api_check_asks_in_batches_under_the_project_number_and_its_results_
     enable = f"gcloud services enable {wanted[0]} --project {PROJECT}"
     assert result == doctor.Result("apis", doctor.FAIL, f"off: {wanted[0]}", enable)
     project.enabled.discard(wanted[1])
+    assert only(project, "apis", config(manageApis=False)).summary == f"off: {wanted[0]}, {wanted[1]}"
+    project.enabled.discard(wanted[1])
     result = only(project, "apis")
     assert result == doctor.Result(
         "apis",
