@@ -977,6 +977,32 @@ def test_a_bucket_kept_by_an_earlier_destroy_fails_unless_adopted(project):
     assert only(project, "bucket", config(storage={"adoptExistingBucket": True})).status == doctor.PASS
 
 
+RENAME = "pulumi config set --stack dev namePrefix <another prefix>  # the bucket is <project>-<namePrefix>-artifacts"
+
+
+def test_the_bucket_results_name_the_bucket_and_its_owner_whole(project):
+    assert only(project, "bucket") == doctor.Result("bucket", doctor.PASS, f"gs://{BUCKET} is free")
+    assert [kw["bucket_name"] for c, m, kw in project.calls if m == "lookup_bucket"] == [BUCKET]
+    project.buckets[BUCKET] = "forbidden"
+    assert only(project, "bucket") == doctor.Result(
+        "bucket", doctor.FAIL, f"gs://{BUCKET} exists and belongs to someone else", RENAME
+    )
+    project.buckets[BUCKET] = "999"
+    assert only(project, "bucket") == doctor.Result(
+        "bucket", doctor.FAIL, f"gs://{BUCKET} exists in another project (999)", RENAME
+    )
+    project.buckets[BUCKET] = NUMBER
+    assert only(project, "bucket") == doctor.Result(
+        "bucket",
+        doctor.FAIL,
+        f"gs://{BUCKET} already exists in this project (kept by an earlier `pulumi destroy`?)",
+        "pulumi config set --stack dev --path storage.adoptExistingBucket true",
+    )
+    assert only(project, "bucket", config(storage={"adoptExistingBucket": True})) == doctor.Result(
+        "bucket", doctor.PASS, f"gs://{BUCKET} exists in this project; storage.adoptExistingBucket takes it over"
+    )
+
+
 # ----------------------------------------------------------------------------- psa
 
 
@@ -1030,6 +1056,107 @@ def test_a_psa_range_overlapping_a_subnet_fails_and_a_free_one_passes(project):
     assert result.status == doctor.FAIL and "10.16.0.0/16" in result.summary
     free = config(network={"useDefaultNetwork": True, "psaCidr": "10.20.0.0/22"})
     assert only(project, "psa", free).status == doctor.PASS
+
+
+FREE_RANGE = "pulumi config set --stack dev --path network.psaCidr <a free /22>"
+DEFAULT_VPC = f"projects/{PROJECT}/global/networks/default"
+
+
+def test_the_stacks_own_vpc_results_whole(project):
+    assert only(project, "psa") == doctor.Result(
+        "psa", doctor.PASS, "the stack creates VPC dev-vpc: no peering or range there yet (10.16.0.0/22 is free)"
+    )
+    assert [kw["network"] for c, m, kw in project.calls if c == "networks"] == ["dev-vpc"]
+    project.networks["dev-vpc"] = compute_v1.Network(name="dev-vpc")
+    assert only(project, "psa") == doctor.Result(
+        "psa",
+        doctor.WARN,
+        "VPC dev-vpc already exists: fine if this stack created it, otherwise `pulumi up` fails to create it",
+        "pulumi config set --stack dev namePrefix <another prefix>",
+    )
+
+
+def test_the_default_vpc_results_whole(project):
+    assert only(project, "psa", config(**DEFAULT_NET)) == doctor.Result(
+        "psa",
+        doctor.FAIL,
+        "network.useDefaultNetwork is true but the project has no 'default' VPC",
+        "pulumi config set --stack dev --path network.useDefaultNetwork false",
+    )
+    assert [kw["network"] for c, m, kw in project.calls if c == "networks"] == ["default"]
+    project.networks["default"] = compute_v1.Network(
+        name="default", peerings=[compute_v1.NetworkPeering(name="servicenetworking-googleapis-com", network="x")]
+    )
+    assert only(project, "psa", config(**DEFAULT_NET)) == doctor.Result(
+        "psa",
+        doctor.FAIL,
+        "the default VPC already has a Service Networking peering (servicenetworking-googleapis-com, e.g. Cloud "
+        "SQL's); creating the stack's fails",
+        "pulumi config set --stack dev --path network.useDefaultNetwork false  # a VPC of the stack's own",
+    )
+    project.networks["default"] = compute_v1.Network(
+        name="default", peerings=[compute_v1.NetworkPeering(name="peer-to-hub", network="x")]
+    )
+    assert only(project, "psa", config(**DEFAULT_NET)) == doctor.Result(
+        "psa", doctor.PASS, "10.16.0.0/22 overlaps no subnet or peering range of the default VPC"
+    )
+
+
+def test_only_peering_ranges_of_the_default_vpc_count_and_the_first_overlap_is_named(project):
+    project.networks["default"] = compute_v1.Network(name="default")
+
+    def address(name, purpose="VPC_PEERING", network=DEFAULT_VPC):
+        # Host bits set: the check reads the range leniently, as the API may echo the address given.
+        return compute_v1.Address(name=name, purpose=purpose, address="10.16.2.7", prefix_length=23, network=network)
+
+    project.addresses = [
+        address("a-nat-ip", purpose="NAT_AUTO"),
+        address("on-another-vpc", network=f"projects/{PROJECT}/global/networks/other"),
+    ]
+    assert only(project, "psa", config(**DEFAULT_NET)).status == doctor.PASS
+    project.addresses.append(address("google-managed"))
+    project.addresses.append(address("second"))
+    assert only(project, "psa", config(**DEFAULT_NET)) == doctor.Result(
+        "psa",
+        doctor.FAIL,
+        "network.psaCidr 10.16.0.0/22 overlaps the peering range google-managed (10.16.2.0/23)",
+        FREE_RANGE,
+    )
+
+
+def test_only_subnets_of_the_default_vpc_count_and_an_ipv6_only_subnet_is_skipped(project):
+    project.networks["default"] = compute_v1.Network(name="default")
+    project.subnetworks = [
+        compute_v1.Subnetwork(
+            name="elsewhere",
+            region="us-east1",
+            ip_cidr_range="10.16.0.0/20",
+            network=f"https://www.googleapis.com/compute/v1/projects/{PROJECT}/global/networks/other",
+        ),
+        compute_v1.Subnetwork(
+            name="v6-only", region="us-east1", network=f"https://www.googleapis.com/compute/v1/{DEFAULT_VPC}"
+        ),
+    ]
+    assert only(project, "psa", config(**DEFAULT_NET)).status == doctor.PASS
+    project.subnetworks.append(
+        compute_v1.Subnetwork(
+            name="primary",
+            region="us-east1",
+            ip_cidr_range="10.16.3.9/24",
+            network=f"https://www.googleapis.com/compute/v1/{DEFAULT_VPC}",
+        )
+    )
+    project.subnetworks.append(
+        compute_v1.Subnetwork(
+            name="later",
+            region="us-east1",
+            ip_cidr_range="10.16.0.0/24",
+            network=f"https://www.googleapis.com/compute/v1/{DEFAULT_VPC}",
+        )
+    )
+    assert only(project, "psa", config(**DEFAULT_NET)) == doctor.Result(
+        "psa", doctor.FAIL, "network.psaCidr 10.16.0.0/22 overlaps subnet primary (10.16.3.9/24)", FREE_RANGE
+    )
 
 
 # ----------------------------------------------------------------------------- org policy
@@ -1090,6 +1217,108 @@ def test_service_account_creation_disabled_fails(project):
 def test_resource_locations(project, allowed, status):
     project.policies["gcp.resourceLocations"] = policy(Rule(values=Rule.StringValues(allowed_values=allowed)))
     assert by_constraint(project)["gcp.resourceLocations"].status == status
+
+
+RESET = "gcloud org-policies reset {} --project my-gcp-project  # needs roles/orgpolicy.policyAdmin"
+POOL_SET = (
+    f"principalSet://iam.googleapis.com/projects/{NUMBER}/locations/global/workloadIdentityPools/"
+    f"{PROJECT}.svc.id.goog/*"
+)
+
+
+def test_unrestricted_policies_pass_whole_and_each_constraint_is_read_once(project):
+    assert run(project)["org-policy"] == [
+        doctor.Result(
+            "org-policy",
+            doctor.PASS,
+            "iam.allowedPolicyMemberDomains: lets the bucket grant name the Workload Identity principal",
+        ),
+        doctor.Result("org-policy", doctor.PASS, "iam.managed.allowedPolicyMembers: not enforced"),
+        doctor.Result("org-policy", doctor.PASS, "iam.disableServiceAccountCreation: not enforced"),
+        doctor.Result("org-policy", doctor.PASS, "gcp.resourceLocations: allows us-east1"),
+    ]
+    assert [kw["name"] for c, m, kw in project.calls if c == "org_policy"] == [
+        f"projects/{PROJECT}/policies/{c}"
+        for c in (
+            "iam.allowedPolicyMemberDomains",
+            "iam.managed.allowedPolicyMembers",
+            "iam.disableServiceAccountCreation",
+            "gcp.resourceLocations",
+        )
+    ]
+
+
+def test_domain_restricted_sharing_results_whole(project):
+    name = "iam.allowedPolicyMemberDomains"
+    project.policies[name] = policy(
+        Rule(values=Rule.StringValues(allowed_values=["C01abc"])),
+        Rule(values=Rule.StringValues(allowed_values=["C02def"])),
+    )
+    assert by_constraint(project)[name] == doctor.Result(
+        "org-policy",
+        doctor.FAIL,
+        f"{name}: domain-restricted sharing (allowed: C01abc, C02def) refuses the bucket grant to {PRINCIPAL}",
+        RESET.format(name),
+    )
+    project.policies[name] = policy(Rule(values=Rule.StringValues(allowed_values=["C01abc"])), Rule(deny_all=True))
+    assert by_constraint(project)[name].summary == (
+        f"{name}: domain-restricted sharing (allowed: none) refuses the bucket grant to {PRINCIPAL}"
+    )
+    project.policies[name] = policy(Rule(values=Rule.StringValues(allowed_values=["C01abc"])), Rule(allow_all=True))
+    assert by_constraint(project)[name].status == doctor.PASS
+    project.policies[name] = policy(Rule(values=Rule.StringValues(allowed_values=["C01abc", POOL_SET])))
+    assert by_constraint(project)[name].status == doctor.PASS
+
+
+def test_the_managed_member_constraint_results_whole(project):
+    name = "iam.managed.allowedPolicyMembers"
+    refusing = {"allowedMemberSubjects": ["user:a@example.com"], "allowedPrincipalSets": ["principalSet://x/*"]}
+    project.policies[name] = policy(Rule(enforce=False, parameters=refusing))
+    assert by_constraint(project)[name] == doctor.Result("org-policy", doctor.PASS, f"{name}: not enforced")
+    project.policies[name] = policy(Rule(enforce=False, parameters=refusing), Rule(enforce=True, parameters=refusing))
+    assert by_constraint(project)[name] == doctor.Result(
+        "org-policy", doctor.FAIL, f"{name}: refuses the bucket grant to {PRINCIPAL}", RESET.format(name)
+    )
+    project.policies[name] = policy(Rule(enforce=True, parameters={"allowedPrincipalSets": [POOL_SET]}))
+    assert by_constraint(project)[name] == doctor.Result(
+        "org-policy", doctor.PASS, f"{name}: allows the Workload Identity principal"
+    )
+    project.policies[name] = policy(Rule(enforce=True))  # enforced with no parameters: nobody is allowed
+    assert by_constraint(project)[name].status == doctor.FAIL
+
+
+def test_service_account_creation_disabled_fails_whole(project):
+    name = "iam.disableServiceAccountCreation"
+    project.policies[name] = policy(Rule(enforce=False), Rule(enforce=True))
+    assert by_constraint(project)[name] == doctor.Result(
+        "org-policy",
+        doctor.FAIL,
+        f"{name}: enforced: the stack creates the GKE node service account",
+        RESET.format(name),
+    )
+
+
+@pytest.mark.parametrize("allowed", [["us-east1"], ["us-east1-b"], ["in:us-east1-b-locations"]])
+def test_resource_locations_that_name_the_region_or_zone_pass(project, allowed):
+    project.policies["gcp.resourceLocations"] = policy(Rule(values=Rule.StringValues(allowed_values=allowed)))
+    assert by_constraint(project)["gcp.resourceLocations"].status == doctor.PASS
+
+
+def test_resource_locations_results_whole(project):
+    name = "gcp.resourceLocations"
+    project.policies[name] = policy(Rule(values=Rule.StringValues(allowed_values=["europe-west4", "in:us-locations"])))
+    assert by_constraint(project)[name] == doctor.Result(
+        "org-policy",
+        doctor.WARN,
+        f"{name}: allows only europe-west4, in:us-locations: make sure that includes us-east1-b",
+    )
+    project.policies[name] = policy(Rule(values=Rule.StringValues(allowed_values=["europe-west4", "asia-east1"])))
+    assert by_constraint(project)[name] == doctor.Result(
+        "org-policy",
+        doctor.FAIL,
+        f"{name}: allows only europe-west4, asia-east1, not us-east1",
+        "pulumi config set --stack dev region <an allowed region> && pulumi config set --stack dev zone <a zone in it>",
+    )
 
 
 # ----------------------------------------------------------------------------- the command
@@ -1348,3 +1577,67 @@ def test_a_ladder_with_flex_start_needs_the_flex_start_gke_version(monkeypatch):
     assert doctor.minimum_gke_version(h200) == ("1.99.0-gke.1", "flex-start GPUs")
     spot_only = config(**kw, gpuPool={"nodeCount": 2, "capacity": {"ladder": ["spot", "onDemand"]}})
     assert doctor.minimum_gke_version(spot_only)[1] != "flex-start GPUs"
+
+
+def test_the_bucket_psa_and_org_policy_calls_name_the_project_and_carry_the_timeout(project):
+    project.networks["default"] = compute_v1.Network(name="default")
+    doctor.run_checks("dev", config(), project.clients(), timeout=5)
+    doctor.run_checks("dev", config(**DEFAULT_NET), project.clients(), timeout=5)
+    clients = {"storage", "networks", "global_addresses", "subnetworks", "org_policy"}
+    calls = [(c, kw) for c, m, kw in project.calls if c in clients]
+    assert {c for c, _ in calls} == clients
+    for client, kwargs in calls:
+        assert kwargs["timeout"] == 5, f"{client}: {kwargs}"
+        if "project" in kwargs or client in {"networks", "global_addresses", "subnetworks"}:
+            assert kwargs["project"] == PROJECT, f"{client}: {kwargs}"
+
+
+def test_the_api_check_asks_in_batches_under_the_project_number_and_its_results_are_whole(project, monkeypatch):
+    monkeypatch.setattr(doctor, "SERVICE_USAGE_BATCH", 5)
+    wanted = [*REQUIRED_APIS, doctor.ORG_POLICY_API, doctor.CLOUD_QUOTAS_API]
+    project.enabled -= {wanted[0], wanted[-1]}  # the first batch's first API, and Cloud Quotas (not required)
+    result = only(project, "apis", config(manageApis=False))
+    requests = [kw for c, m, kw in project.calls if m == "batch_get_services"]
+    assert [r["request"]["names"] for r in requests] == [
+        [f"projects/{NUMBER}/services/{api}" for api in wanted[i : i + 5]] for i in range(0, len(wanted), 5)
+    ]
+    assert all(r["request"]["parent"] == f"projects/{NUMBER}" and r["timeout"] == 5 for r in requests)
+    enable = f"gcloud services enable {wanted[0]} --project {PROJECT}"
+    assert result == doctor.Result("apis", doctor.FAIL, f"off: {wanted[0]}", enable)
+    project.enabled.discard(wanted[1])
+    assert only(project, "apis", config(manageApis=False)).summary == f"off: {wanted[0]}, {wanted[1]}"
+    project.enabled.discard(wanted[1])
+    result = only(project, "apis")
+    assert result == doctor.Result(
+        "apis",
+        doctor.WARN,
+        f"off, and `pulumi up` enables them (project.manageApis): {wanted[0]}, {wanted[1]}; "
+        "the checks that need them are skipped until then",
+        f"gcloud services enable {wanted[0]} {wanted[1]} --project {PROJECT}",
+    )
+    project.enabled |= set(wanted)
+    assert only(project, "apis") == doctor.Result(
+        "apis", doctor.PASS, f"all {len(REQUIRED_APIS)} APIs the stack uses are enabled"
+    )
+
+
+def test_the_iam_check_asks_in_batches_and_its_failure_is_whole(project, monkeypatch):
+    monkeypatch.setattr(doctor, "TEST_IAM_BATCH", 10)
+    needed = required_permissions(config())
+    wanted = sorted(needed)
+    project.denied = {wanted[0], wanted[-1]}
+    result = only(project, "iam")
+    requests = [kw for c, m, kw in project.calls if m == "test_iam_permissions"]
+    assert [r["request"]["permissions"] for r in requests] == [wanted[i : i + 10] for i in range(0, len(wanted), 10)]
+    assert all(r["request"]["resource"] == f"projects/{PROJECT}" and r["timeout"] == 5 for r in requests)
+    roles = sorted({needed[wanted[0]], needed[wanted[-1]]})
+    assert result == doctor.Result(
+        "iam",
+        doctor.FAIL,
+        f"missing 2 permission(s): {wanted[0]}, {wanted[-1]}",
+        " && ".join(f"gcloud projects add-iam-policy-binding {PROJECT} --member=user:<you> --role={r}" for r in roles),
+    )
+    project.denied = set()
+    assert only(project, "iam") == doctor.Result(
+        "iam", doctor.PASS, f"you hold all {len(wanted)} permissions `pulumi up` and `pulumi destroy` use"
+    )
