@@ -14,6 +14,7 @@ import uuid
 import dill
 import pytest
 from conftest import merged, spec_of, stack_config, stack_plan
+from gate_support import cluster_plan
 from pulumi.dynamic import DiffResult
 from ray.job_submission import JobStatus
 from ray_head import JOB_TIMEOUT, STALL_BOUND
@@ -327,24 +328,14 @@ def test_the_stack_submission_waits_for_the_raycluster_the_helm_release_names(st
 
 def quick_failing_gate(**changes) -> dict:
     """A real gate plan that the local head fails at once: it has no GPU node (2 expected)."""
-    from workloads.acceptance_gate import GatePlan
-
-    plan = GatePlan(
-        node_count=2,
-        gpus_per_node=8,
+    return cluster_plan(
         gpu_name="H200",
-        busbw_floor_gbps=162.06,
-        busbw_source="test",
-        mount_path="/lustre",
         storage_expected_gbps=8.8,
         storage_floor_gbps=4.4,
-        storage_source="test",
-        storage_bytes_per_node=1 << 30,
         timeout_s=60,
         python=sys.executable,
         **changes,
-    )
-    return plan.to_dict()
+    ).to_dict()
 
 
 def test_a_failed_gate_under_enforce_stops_the_hook_before_anything_is_submitted(head):
