@@ -37,7 +37,7 @@ format: $(VENV)/.installed-test
 	$(PY) -m ruff check --fix .
 
 # Three xdist workers on two cores: a Ray test waits on job starts part of the time, and a third worker
-# fills those gaps (measured in docs/testing.md). Bytecode is written even where PYTHONDONTWRITEBYTECODE is
+# fills those gaps; tests/conftest.py deals the Ray tests to two of them, so two Ray heads (docs/testing.md). Bytecode is written even where PYTHONDONTWRITEBYTECODE is
 # set: each worker, each Ray worker process and each CLI subprocess would otherwise compile the tree again.
 test: lint
 	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n 3 --dist worksteal

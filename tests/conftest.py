@@ -20,7 +20,7 @@ from tools.mocks import PlanMocks, RecordingMonitor
 _MOCKS = PlanMocks(project_id="test-project")
 pulumi.runtime.set_mocks(_MOCKS, project="nemo-rl-gke", stack="test", preview=False, monitor=RecordingMonitor(_MOCKS))
 
-from ray_head import shared_head  # noqa: E402
+from ray_head import ray_heads_first, shared_head  # noqa: E402
 
 from infra.stack_file import ROOT, read_stack_file, with_required_secrets  # noqa: E402
 from tools import offline_plan as plan_mod  # noqa: E402
@@ -94,13 +94,20 @@ def any_stack_plan(request) -> plan_mod.Plan:
     return stack_plan(request.param)
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """Mark every test that needs the local Ray head (the `head` fixture, directly or through `client`)
     as `ray`: `-m "not ray"` then leaves out the slow part (the mutation run does, docs/testing.md).
-    Marked from the fixtures, so a new Ray test cannot be left unmarked."""
-    for item in items:
-        if "head" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.ray)
+    Marked from the fixtures, so a new Ray test cannot be left unmarked.
+
+    Under xdist, the Ray tests are also moved to the fronts of the first two workers' shares, so that
+    one worker fewer starts a head of its own (docs/testing.md, "Budget")."""
+    ray_items = [item for item in items if "head" in getattr(item, "fixturenames", ())]
+    for item in ray_items:
+        item.add_marker(pytest.mark.ray)
+    workers = getattr(config, "workerinput", {}).get("workercount", 1)
+    if workers >= 3 and ray_items:
+        items[:] = ray_heads_first(items, ray_items, workers)
 
 
 @pytest.fixture(scope="session")

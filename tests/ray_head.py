@@ -5,7 +5,8 @@ with `ray start --head` from this venv, every port chosen free and bound to 127.
 temp dir, and its own process group. Teardown kills that process group (and anything else still
 holding the temp dir), never `ray stop`, which would stop every Ray process of the user,
 including other sessions' heads. A watchdog does the same if the test process dies without
-cleaning up (a killed or timed-out pytest), so no head outlives its session.
+cleaning up (a killed or timed-out pytest, an interrupted cleanup), so no head outlives its session.
+Under xdist, `ray_heads_first` sends every Ray test to one of two workers, so two heads start.
 """
 
 from __future__ import annotations
@@ -144,7 +145,7 @@ class LocalRayHead:
         """Kill the head's process group once this (test) process is gone, however it ended."""
         script = (
             f"while kill -0 {os.getpid()} 2>/dev/null; do sleep 1; done; "
-            f"kill -TERM -{self.pgid} 2>/dev/null; sleep 3; kill -KILL -{self.pgid} 2>/dev/null; "
+            f"kill -KILL -{self.pgid} 2>/dev/null; sleep 1; kill -KILL -{self.pgid} 2>/dev/null; "
             f"rm -rf {shlex.quote(self.temp_dir)}"
         )
         self.watchdog = subprocess.Popen(
@@ -165,9 +166,11 @@ class LocalRayHead:
         raise _StartFailed(f"the Ray dashboard at {self.address} did not come up within {START_TIMEOUT:g}s")
 
     def _pids_using_temp_dir(self) -> list[int]:
+        """Processes naming the temp dir on their command line, except the watchdog (it names it too)."""
+        spare = {os.getpid(), self.watchdog.pid if self.watchdog is not None else -1}
         found = []
         for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
+            if not entry.name.isdigit() or int(entry.name) in spare:
                 continue
             try:
                 cmdline = (entry / "cmdline").read_bytes()
@@ -178,20 +181,26 @@ class LocalRayHead:
         return found
 
     def stop(self) -> None:
-        """Terminate this head's processes only, then remove its temp dir."""
-        for sig, grace in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 2.0)):
+        """Kill this head's processes only, then remove its temp dir and end the watchdog.
+
+        SIGKILL at once, not SIGTERM first: nothing of a test head needs a clean shutdown, and the GCS
+        server takes seconds over a SIGTERM. Those seconds were fatal: xdist interrupts a worker's
+        cleanup (a KeyboardInterrupt from execnet) shortly after the worker reports its session over, and a
+        stop still waiting on a SIGTERM left the GCS server running for good. The watchdog is left alone
+        until the end, so an interrupted stop is still finished by it."""
+        for _ in range(3):
             try:
-                os.killpg(self.pgid, sig)
+                os.killpg(self.pgid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
             for pid in self._pids_using_temp_dir():
                 try:
-                    os.kill(pid, sig)
+                    os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
-            deadline = time.monotonic() + grace
+            deadline = time.monotonic() + 2.0
             while time.monotonic() < deadline and (self._group_alive() or self._pids_using_temp_dir()):
-                time.sleep(0.1)
+                time.sleep(0.05)
             if not self._group_alive() and not self._pids_using_temp_dir():
                 break
         shutil.rmtree(self.temp_dir, ignore_errors=True)
@@ -228,3 +237,17 @@ def shared_head(config: pytest.Config) -> LocalRayHead:
         config.stash[_STASH_KEY] = head
         config.add_cleanup(head.stop)
     return head
+
+
+def ray_heads_first(items: list, ray_items: list, workers: int) -> list:
+    """`items` reordered so the Ray tests open the first two of `workers` equal shares, in turns.
+
+    `--dist worksteal` (pytest-xdist 3.8.0, xdist/scheduler/worksteal.py `check_schedule`) first hands
+    worker k the k-th of `workers` contiguous shares of the collection, and later moves tests only from
+    the back of a queue: tests at the front of a share stay with its worker. Every worker collects and
+    sorts alike, so they agree. If xdist dealt otherwise, only the number of heads would change."""
+    ray_ids = {id(item) for item in ray_items}
+    rest = [item for item in items if id(item) not in ray_ids]
+    first, second = ray_items[0::2], ray_items[1::2]
+    cut = max(0, len(items) // workers - len(first))
+    return first + rest[:cut] + second + rest[cut:]

@@ -7,7 +7,7 @@ import io
 import json
 
 import pytest
-from test_doctor import REAL, FakeProject, b200_reservation, config
+from test_doctor import FakeProject, b200_reservation, config, real_clients
 
 from infra.zones import catalogue
 from tools import capacity_finder
@@ -110,7 +110,7 @@ def test_every_call_is_one_the_real_client_accepts(project):
     project.reservations["my-a4-block"] = b200_reservation("my-a4-block", count=2)
     capacity_finder.find("dev", config(gpuPool=LADDER), project.clients(), timeout=5)
     for client, method, kwargs in project.calls:
-        inspect.signature(getattr(REAL[client], method)).bind(None, **kwargs)
+        inspect.signature(getattr(real_clients()[client], method)).bind(None, **kwargs)
     assert {(c, m) for c, m, _ in project.calls} >= {
         ("regions", "get"),
         ("reservations", "list"),

@@ -14,18 +14,7 @@ import json
 import pytest
 from google.api_core import exceptions as gexc
 from google.auth.exceptions import RefreshError
-from google.cloud import (
-    cloudquotas_v1,
-    compute_v1,
-    container_v1,
-    lustre_v1,
-    orgpolicy_v2,
-    resourcemanager_v3,
-    service_usage_v1,
-    storage,
-)
-from google.cloud.location import locations_pb2
-from google.iam.v1 import iam_policy_pb2
+from lazy_modules import LazyModule
 
 from infra.config import parse
 from infra.project_apis import REQUIRED_APIS
@@ -33,13 +22,25 @@ from infra.storage import artifact_bucket_name
 from tools import doctor
 from tools.deployer_permissions import required_permissions
 
+# The client libraries, imported by the first test that uses them (tests/lazy_modules.py).
+cloudquotas_v1 = LazyModule("google.cloud.cloudquotas_v1")
+compute_v1 = LazyModule("google.cloud.compute_v1")
+container_v1 = LazyModule("google.cloud.container_v1")
+lustre_v1 = LazyModule("google.cloud.lustre_v1")
+orgpolicy_v2 = LazyModule("google.cloud.orgpolicy_v2")
+resourcemanager_v3 = LazyModule("google.cloud.resourcemanager_v3")
+service_usage_v1 = LazyModule("google.cloud.service_usage_v1")
+storage = LazyModule("google.cloud.storage")
+locations_pb2 = LazyModule("google.cloud.location.locations_pb2")
+iam_policy_pb2 = LazyModule("google.iam.v1.iam_policy_pb2")
+
 PROJECT = "my-gcp-project"
 NUMBER = "123456789012"
 PRINCIPAL = (
     f"principal://iam.googleapis.com/projects/{NUMBER}/locations/global/workloadIdentityPools/"
     f"{PROJECT}.svc.id.goog/subject/ns/nemo-rl/sa/ray"
 )
-Rule = orgpolicy_v2.PolicySpec.PolicyRule
+Rule = LazyModule("google.cloud.orgpolicy_v2", "PolicySpec.PolicyRule")
 
 
 def config(**overrides):
@@ -283,23 +284,26 @@ FAKES = {
     "compute_projects": ComputeProjects,
 }
 
-REAL = {
-    "projects": resourcemanager_v3.ProjectsClient,
-    "service_usage": service_usage_v1.ServiceUsageClient,
-    "regions": compute_v1.RegionsClient,
-    "machine_types": compute_v1.MachineTypesClient,
-    "network_profiles": compute_v1.NetworkProfilesClient,
-    "reservations": compute_v1.ReservationsClient,
-    "networks": compute_v1.NetworksClient,
-    "global_addresses": compute_v1.GlobalAddressesClient,
-    "subnetworks": compute_v1.SubnetworksClient,
-    "clusters": container_v1.ClusterManagerClient,
-    "lustre": lustre_v1.LustreClient,
-    "storage": storage.Client,
-    "org_policy": orgpolicy_v2.OrgPolicyClient,
-    "quotas": cloudquotas_v1.CloudQuotasClient,
-    "compute_projects": compute_v1.ProjectsClient,
-}
+
+def real_clients() -> dict[str, type]:
+    """The client class each fake stands for, by the doctor's client name."""
+    return {
+        "projects": resourcemanager_v3.ProjectsClient,
+        "service_usage": service_usage_v1.ServiceUsageClient,
+        "regions": compute_v1.RegionsClient,
+        "machine_types": compute_v1.MachineTypesClient,
+        "network_profiles": compute_v1.NetworkProfilesClient,
+        "reservations": compute_v1.ReservationsClient,
+        "networks": compute_v1.NetworksClient,
+        "global_addresses": compute_v1.GlobalAddressesClient,
+        "subnetworks": compute_v1.SubnetworksClient,
+        "clusters": container_v1.ClusterManagerClient,
+        "lustre": lustre_v1.LustreClient,
+        "storage": storage.Client,
+        "org_policy": orgpolicy_v2.OrgPolicyClient,
+        "quotas": cloudquotas_v1.CloudQuotasClient,
+        "compute_projects": compute_v1.ProjectsClient,
+    }
 
 
 @pytest.fixture
@@ -344,11 +348,12 @@ def test_every_call_is_one_the_real_client_accepts(project):
     called = {(client, method) for client, method, _ in project.calls}
     assert {c for c, _ in called} == set(FAKES), "every client is exercised"
     for client, method, kwargs in project.calls:
-        real = getattr(REAL[client], method)
+        real = getattr(real_clients()[client], method)
         try:
             inspect.signature(real).bind(None, **kwargs)
         except TypeError as err:
-            pytest.fail(f"{client}.{method}({', '.join(kwargs)}) does not fit {REAL[client].__name__}.{method}: {err}")
+            real_class = real_clients()[client].__name__
+            pytest.fail(f"{client}.{method}({', '.join(kwargs)}) does not fit {real_class}.{method}: {err}")
 
 
 def test_no_route_to_google_fails_instead_of_passing_nothing(project):

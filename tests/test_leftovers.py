@@ -15,10 +15,14 @@ import json
 
 import pytest
 from google.api_core import exceptions as gexc
-from google.cloud import asset_v1, compute_v1
+from lazy_modules import LazyModule
 
 from infra.config import parse
 from tools import doctor, leftovers
+
+# Imported by the first test that uses them (tests/lazy_modules.py).
+asset_v1 = LazyModule("google.cloud.asset_v1")
+compute_v1 = LazyModule("google.cloud.compute_v1")
 
 PROJECT = "my-gcp-project"
 OURS = {"managed-by": "pulumi", "app": "nemo-rl-gke", "stack": "dev"}

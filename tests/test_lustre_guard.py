@@ -16,7 +16,7 @@ import dill
 import pytest
 from conftest import STACKS, merged, run_plan, stack_plan
 from google.api_core import exceptions
-from google.cloud import lustre_v1
+from lazy_modules import LazyModule
 
 from infra import lustre_guard
 from infra.config import ConfigError
@@ -28,6 +28,9 @@ LUSTRE = "gcp:lustre/instance:Instance"
 BUCKET = "gcp:storage/bucket:Bucket"
 IAM_MEMBER = "gcp:storage/bucketIAMMember:BucketIAMMember"
 AGENT = "gcp:projects/serviceIdentity:ServiceIdentity"
+
+# Imported by the first test that uses it (tests/lazy_modules.py).
+lustre_v1 = LazyModule("google.cloud.lustre_v1")
 
 INSTANCE = "projects/my-gcp-project/locations/us-east1-b/instances/b200-lustre"
 PROPS = {
@@ -323,7 +326,7 @@ def test_the_provider_pickles_by_reference_and_carries_no_state():
 
 def test_the_client_factory_bills_the_stack_project(monkeypatch):
     made: dict[str, Any] = {}
-    monkeypatch.setattr(lustre_v1, "LustreClient", lambda **kwargs: made.update(kwargs) or "client")
+    monkeypatch.setattr("google.cloud.lustre_v1.LustreClient", lambda **kwargs: made.update(kwargs) or "client")
     assert lustre_guard.make_client("my-gcp-project") == "client"
     assert made == {"client_options": {"quota_project_id": "my-gcp-project"}}
 
