@@ -42,6 +42,8 @@ Every error is one line that names the file and line, or the config key.
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
 import re
 import stat
@@ -163,7 +165,7 @@ def parse_stack_text(
 ) -> tuple[dict[str, str], list[str]]:
     """`read_stack_file` for text already read; `name` is the file name used in messages,
     `project_config` the project file's keys (`read_project_config`) to merge."""
-    doc = _Document(name).load(text)
+    doc = load_yaml(name, text)
     if doc is not None and not isinstance(doc, dict):
         raise StackFileError(f"{name}: the file is not a map; allowed: a map with a 'config' map at the top")
     doc = doc or {}  # an empty file: no config (loaders.go)
@@ -236,7 +238,7 @@ def read_project_config(path: Path, project: str = PROJECT) -> list[ProjectKey]:
     if not path.is_file():
         return []
     name = path.name
-    doc = _Document(name).load(path.read_bytes().removeprefix(_BOM).decode("utf-8", errors="strict"))
+    doc = load_yaml(name, path.read_bytes().removeprefix(_BOM).decode("utf-8", errors="strict"))
     if not isinstance(doc, dict):
         return []
     if "stackConfigDir" in doc or isinstance(doc.get("config"), str):
@@ -472,6 +474,21 @@ def _json_scalar(value: Any) -> str:
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
         return str(int(value))
     return json.dumps(value)
+
+
+def load_yaml(name: str, text: str) -> Any:
+    """`text` (a file called `name` in messages) as plain Python values, parsed at most once per text: a
+    fresh copy each call, so a caller may change what it gets."""
+    return copy.deepcopy(_parsed(name, text))
+
+
+@functools.lru_cache(maxsize=32)
+def _parsed(name: str, text: str) -> Any:
+    # The pure-Python YAML parser takes tens of milliseconds a stack file, and a process may read the same
+    # file many times: the plan reads the stack and the project file, `jobctl` and the doctor read them
+    # again, the test suite some 600 times. Parsing is a function of the text alone (errors are raised,
+    # never cached), so the text is the key; a file edited between two reads is a new text.
+    return _Document(name).load(text)
 
 
 class _Document:

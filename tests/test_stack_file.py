@@ -235,3 +235,22 @@ def test_the_cli_and_the_doctor_refuse_an_esc_environment_in_one_line(tmp_path, 
     err = io.StringIO()
     code = doctor.main(["--stack", "dev"], err=err, connect=lambda p: pytest.fail("a refused stack file asks no cloud"))
     assert code == doctor.EXIT_USAGE and err.getvalue().count("\n") == 1 and "team/gpu-quota" in err.getvalue()
+
+
+def test_a_text_is_parsed_once_each_reader_gets_its_own_copy_and_an_edit_is_read_again(tmp_path, monkeypatch):
+    parses = []
+    real = stack_file._Document.load
+    monkeypatch.setattr(stack_file._Document, "load", lambda self, text: parses.append(self.name) or real(self, text))
+    stack_file._parsed.cache_clear()
+    path = tmp_path / "Pulumi.cachetest.yaml"
+    path.write_text("config:\n  nemo-rl-gke:zone: us-east1-b\n  nemo-rl-gke:labels:\n    team: ml\n")
+    empty = tmp_path / "Pulumi.yaml"  # no project config: only the stack file is parsed
+    first, _ = read_stack_file(path, project_file=empty)
+    doc = stack_file.load_yaml(path.name, path.read_text())
+    doc["config"]["nemo-rl-gke:labels"]["team"] = "changed by a caller"
+    second, _ = read_stack_file(path, project_file=empty)
+    assert parses == ["Pulumi.cachetest.yaml"]
+    assert first == second == {"nemo-rl-gke:zone": "us-east1-b", "nemo-rl-gke:labels": '{"team":"ml"}'}
+    path.write_text("config:\n  nemo-rl-gke:zone: us-east1-c\n")
+    assert read_stack_file(path, project_file=empty)[0] == {"nemo-rl-gke:zone": "us-east1-c"}
+    assert parses == ["Pulumi.cachetest.yaml"] * 2
