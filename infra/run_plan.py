@@ -104,6 +104,14 @@ class RayTarget(Protocol):
     def worker_group(self) -> str: ...
 
 
+def gang_wait_minutes(cfg: StackConfig) -> Optional[int]:
+    """How long the whole gang is waited for before an attempt (`gpuPool.capacity.maxWaitMinutes`); None
+    without `gpuPool.capacity`. The one reading of it: the watcher's wait (`gang_values`) and the deploy's
+    wait for the RayCluster (`infra.training_job.ray_cluster_timeout_s`) are bounded alike."""
+    capacity = cfg.gpu_pool.capacity
+    return capacity.max_wait_minutes if capacity is not None else None
+
+
 def gang_values(cfg: StackConfig, gpu_pool: GpuPoolFacts, ray: Optional[RayTarget]) -> dict[str, Any]:
     """The `RunPlan` fields of the gang wait: with `gpuPool.capacity` (any number of rungs) a wait bounded by
     its `maxWaitMinutes`; without it none (the owner then waits, unbounded, for the pool's GPUs in Ray, as
@@ -118,7 +126,7 @@ def gang_values(cfg: StackConfig, gpu_pool: GpuPoolFacts, ray: Optional[RayTarge
     release = capacity.on_timeout == "releaseWorkers" and autoscaled
     rungs = tuple((p.name, p.rung) for p in gpu_pool.rung_pools)
     return {
-        "gang_max_wait_minutes": capacity.max_wait_minutes,
+        "gang_max_wait_minutes": gang_wait_minutes(cfg),
         "gang_on_timeout": "releaseWorkers" if release else "keep",
         "gang_kept_why": KEEP_WHY if capacity.on_timeout == "keep" or autoscaled else FIXED_POOL_KEEPS,
         "gang_rungs": rungs,

@@ -32,7 +32,7 @@ import pulumi.dynamic
 from infra.config import PROJECT, ConfigError, StackConfig
 from infra.options import child_options
 from infra.pod_facts import DASHBOARD_PORT
-from infra.run_plan import checkpoint_write_seconds_for
+from infra.run_plan import checkpoint_write_seconds_for, gang_wait_minutes
 from workloads import cli_args
 from workloads.acceptance_gate import GatePlan
 from workloads.hook import JobSubmissionProvider
@@ -234,6 +234,6 @@ def build_training_job(
 
 def ray_cluster_timeout_s(cfg: StackConfig) -> Optional[float]:
     """`gpuPool.capacity.maxWaitMinutes` in seconds: the deploy waits for the gang as long as the watcher
-    does (`infra.run_plan.gang_values`); None without a capacity ladder."""
-    capacity = cfg.gpu_pool.capacity
-    return float(capacity.max_wait_minutes * 60) if capacity is not None else None
+    does (`infra.run_plan.gang_wait_minutes`); None without a capacity ladder."""
+    minutes = gang_wait_minutes(cfg)
+    return float(minutes * 60) if minutes is not None else None
