@@ -67,6 +67,7 @@ class FakeProject:
         self.errors: dict[str, BaseException] = {}
         self.number = NUMBER
         self.enabled = set(REQUIRED_APIS) | {doctor.ORG_POLICY_API}
+        self.unanswered: set[str] = set()  # APIs Service Usage's answer leaves out (asked, but not in the answer)
         self.quotas = {
             "PREEMPTIBLE_NVIDIA_B200_GPUS": (64.0, 0.0),
             "NVIDIA_B200_GPUS": (64.0, 0.0),
@@ -133,6 +134,7 @@ class ServiceUsage(_Fake):
                     name=n, state=state.ENABLED if n.rsplit("/", 1)[-1] in self.p.enabled else state.DISABLED
                 )
                 for n in request["names"]
+                if n.rsplit("/", 1)[-1] not in self.p.unanswered
             ]
         )
 
@@ -387,6 +389,258 @@ def test_a_check_that_does_not_answer_in_time_warns(project, monkeypatch):
     assert result.status == doctor.WARN and "no answer within 5s" in result.summary
 
 
+def test_the_project_is_named_by_its_number_before_anything_else_is_asked(project):
+    results = doctor.run_checks("dev", config(), project.clients(), timeout=5)
+    assert results[0] == doctor.Result("project", doctor.PASS, f"{PROJECT} is project number {NUMBER}")
+    assert project.calls[0] == ("projects", "get_project", {"name": f"projects/{PROJECT}", "timeout": 5})
+
+
+@pytest.mark.parametrize("error", [gexc.NotFound("no"), gexc.Forbidden("no"), gexc.PermissionDenied("no")])
+def test_a_project_that_is_missing_or_hidden_fails_whole_with_how_to_look(project, error):
+    project.errors["get_project"] = error
+    assert doctor.run_checks("dev", config(), project.clients(), timeout=5) == [
+        doctor.Result(
+            "project",
+            doctor.FAIL,
+            f"project {PROJECT} does not exist or you cannot see it",
+            f"gcloud projects describe {PROJECT}  # fix nemo-rl-gke:project, or ask for roles/browser on it",
+        )
+    ]
+    assert len(project.calls) == 1
+
+
+def test_a_project_that_cannot_be_asked_fails_whole_naming_the_error(project):
+    project.errors["get_project"] = gexc.ServiceUnavailable("failed to connect to all addresses\nretrying")
+    assert doctor.run_checks("dev", config(), project.clients(), timeout=5) == [
+        doctor.Result(
+            "project",
+            doctor.FAIL,
+            f"could not ask for project {PROJECT}: ServiceUnavailable (failed to connect to all addresses)",
+        )
+    ]
+
+
+def test_refused_credentials_are_the_no_credentials_message_with_the_refusal(project):
+    project.errors["get_project"] = RefreshError("invalid_grant: Token has been expired or revoked.")
+    with pytest.raises(doctor.NoCredentials) as raised:
+        doctor.run_checks("dev", config(), project.clients(), timeout=5)
+    assert str(raised.value) == doctor.NO_CREDENTIALS.format(
+        reason="refused: invalid_grant: Token has been expired or revoked."
+    )
+
+
+def test_an_api_check_that_cannot_ask_warns_and_every_other_check_still_runs(project):
+    project.errors["batch_get_services"] = gexc.PermissionDenied("serviceusage.services.get denied")
+    checks = run(project)
+    assert checks["apis"] == [
+        doctor.Result("apis", doctor.WARN, "not checked: permission denied (serviceusage.services.get denied)")
+    ]
+    assert checks["zone"][0].status == doctor.PASS and checks["lustre"][0].status == doctor.PASS
+    project.errors["batch_get_services"] = gexc.DeadlineExceeded("deadline")
+    assert run(project)["apis"] == [doctor.Result("apis", doctor.WARN, "not checked: no answer within 5s")]
+
+
+def test_an_api_that_is_off_skips_every_check_that_calls_it_whole(project):
+    project.enabled.discard("compute.googleapis.com")
+    results = doctor.run_checks("dev", config(), project.clients(), timeout=5)
+    skipped = [r for r in results if r.summary == "not checked: compute.googleapis.com is off"]
+    enable = f"gcloud services enable compute.googleapis.com --project {PROJECT}"
+    assert skipped == [
+        doctor.Result(name, doctor.WARN, "not checked: compute.googleapis.com is off", enable)
+        for name, _, needs in doctor.CHECKS
+        if "compute.googleapis.com" in needs
+    ]
+    assert len(skipped) == 6
+    assert not any(c in ("regions", "machine_types", "reservations", "compute_projects") for c, _, _ in project.calls)
+
+
+def fake_checks(monkeypatch, *checks):
+    """Replace the doctor's checks by `(name, function, apis)` triples."""
+    monkeypatch.setattr(doctor, "CHECKS", tuple(checks))
+
+
+def test_the_checks_run_at_once_in_the_doctors_threads_and_report_in_their_order_whatever_ends_first(
+    project, monkeypatch
+):
+    import threading
+
+    names = [f"c{i}" for i in range(len(doctor.CHECKS))]
+    together = threading.Barrier(len(names), timeout=5)  # passes only when every check runs at the same time
+    threads = {}
+    ended = []
+    lock = threading.Lock()
+
+    def check_named(name):
+        def check(ctx):
+            together.wait()
+            threads[name] = threading.current_thread().name
+            # The last check ends first.
+            while True:
+                with lock:
+                    if len(ended) == len(names) - 1 - names.index(name):
+                        ended.append(name)
+                        break
+            assert ctx.timeout == 5 and ctx.project_number == NUMBER and ctx.stack == "dev"
+            if name == "c1":
+                return [doctor.Result(name, doctor.PASS, "one"), doctor.Result(name, doctor.FAIL, "two", "fix two")]
+            return doctor.Result(name, doctor.PASS, f"{name} done")
+
+        return check
+
+    fake_checks(monkeypatch, *((n, check_named(n), ()) for n in names))
+    results = doctor.run_checks("dev", config(), project.clients(), timeout=5)
+    assert [r.check for r in results[2:]] == ["c0", "c1", "c1", *names[2:]]
+    assert results[3:5] == [doctor.Result("c1", doctor.PASS, "one"), doctor.Result("c1", doctor.FAIL, "two", "fix two")]
+    assert results[2] == doctor.Result("c0", doctor.PASS, "c0 done")
+    assert ended == names[::-1]
+    assert all(t.startswith("doctor_") for t in threads.values()) and len(set(threads.values())) == len(names)
+
+
+def test_a_check_that_needs_several_apis_that_are_off_names_them_all_and_the_rest_run(project, monkeypatch):
+    project.enabled -= {"lustre.googleapis.com", "storage.googleapis.com"}
+    fake_checks(
+        monkeypatch,
+        (
+            "both",
+            lambda ctx: pytest.fail("skipped checks are not called"),
+            ("lustre.googleapis.com", "storage.googleapis.com"),
+        ),
+        ("other", lambda ctx: doctor.Result("other", doctor.PASS, "ran"), ("compute.googleapis.com",)),
+    )
+    results = doctor.run_checks("dev", config(), project.clients(), timeout=5)
+    assert results[2:] == [
+        doctor.Result(
+            "both",
+            doctor.WARN,
+            "not checked: lustre.googleapis.com, storage.googleapis.com is off",
+            f"gcloud services enable lustre.googleapis.com storage.googleapis.com --project {PROJECT}",
+        ),
+        doctor.Result("other", doctor.PASS, "ran"),
+    ]
+
+
+def test_every_check_skipped_still_reports_each(project, monkeypatch):
+    project.enabled.discard("lustre.googleapis.com")
+    fake_checks(monkeypatch, ("l", lambda ctx: pytest.fail("skipped"), ("lustre.googleapis.com",)))
+    results = doctor.run_checks("dev", config(), project.clients(), timeout=5)
+    assert [(r.check, r.status) for r in results] == [
+        ("project", doctor.PASS),
+        ("apis", doctor.WARN),
+        ("l", doctor.WARN),
+    ]
+
+
+def raising(exc):
+    def check(ctx):
+        raise exc
+
+    return check
+
+
+def test_a_check_that_raises_warns_with_the_first_line_of_why_never_a_traceback(project, monkeypatch):
+    errors = {
+        "forbidden": gexc.Forbidden("caller lacks storage.buckets.get\nmore"),
+        "denied": gexc.PermissionDenied("  \n container.clusters.get denied\nmore"),
+        "deadline": gexc.DeadlineExceeded("deadline"),
+        "timeout": TimeoutError("slow"),
+        "google": gexc.InternalServerError("backend error\ndetails"),
+        "other": ValueError("bad value\nsecond line"),
+        "blank": ValueError(" \n "),
+        "bare": KeyError(),
+    }
+    fake_checks(monkeypatch, *((name, raising(exc), ()) for name, exc in errors.items()))
+    results = doctor.run_checks("dev", config(), project.clients(), timeout=7)
+    assert results[2:] == [
+        doctor.Result("forbidden", doctor.WARN, "not checked: permission denied (caller lacks storage.buckets.get)"),
+        doctor.Result("denied", doctor.WARN, "not checked: permission denied (container.clusters.get denied)"),
+        doctor.Result("deadline", doctor.WARN, "not checked: no answer within 7s"),
+        doctor.Result("timeout", doctor.WARN, "not checked: no answer within 7s"),
+        doctor.Result("google", doctor.WARN, "not checked: InternalServerError (backend error)"),
+        doctor.Result("other", doctor.WARN, "not checked: ValueError: bad value"),
+        doctor.Result("blank", doctor.WARN, "not checked: ValueError: ValueError"),
+        doctor.Result("bare", doctor.WARN, "not checked: KeyError: KeyError"),
+    ]
+
+
+class Clock:
+    """`time` for the doctor: `monotonic` answers the times given, then the last one."""
+
+    def __init__(self, *times):
+        self.times = list(times)
+
+    def monotonic(self):
+        return self.times.pop(0) if len(self.times) > 1 else self.times[0]
+
+
+def test_the_checks_share_one_deadline_of_four_calls_and_five_seconds(project, monkeypatch):
+    import concurrent.futures
+
+    waits = []
+
+    def wait(fs, timeout=None, return_when=None):
+        waits.append((timeout, return_when))
+        return concurrent.futures.wait(fs, timeout=timeout, return_when=return_when)
+
+    monkeypatch.setattr(doctor, "wait", wait)
+    monkeypatch.setattr(doctor, "time", Clock(1000.0, 1003.0, 1010.0, 1044.0))
+    fake_checks(
+        monkeypatch,
+        ("a", lambda ctx: doctor.Result("a", doctor.PASS, "a"), ()),
+        ("b", lambda ctx: doctor.Result("b", doctor.PASS, "b"), ()),
+    )
+    doctor.run_checks("dev", config(), project.clients(), timeout=7)
+    # The deadline is 1000 + 4 x 7 + 5 = 1033: 30 s left at the first wait, then 23, then none.
+    assert waits[0] == (30.0, concurrent.futures.FIRST_COMPLETED)
+    assert [w[0] for w in waits] in ([30.0], [30.0, 23.0])
+
+
+def test_a_wait_past_the_deadline_asks_for_no_time_at_all(project, monkeypatch):
+    import concurrent.futures
+
+    waits = []
+
+    def wait(fs, timeout=None, return_when=None):
+        waits.append(timeout)
+        return concurrent.futures.wait(fs, timeout=timeout, return_when=return_when)
+
+    monkeypatch.setattr(doctor, "wait", wait)
+    monkeypatch.setattr(doctor, "time", Clock(1000.0, 1044.0))
+    fake_checks(monkeypatch, ("a", lambda ctx: doctor.Result("a", doctor.PASS, "a"), ()))
+    results = doctor.run_checks("dev", config(), project.clients(), timeout=7)
+    assert waits[0] == 0.0
+    assert results[2].check == "a"
+
+
+def test_checks_that_do_not_end_by_the_deadline_warn_and_those_that_did_are_kept(project, monkeypatch):
+    import threading
+
+    release = threading.Event()
+
+    def slow(ctx):
+        release.wait(10)
+        return doctor.Result("slow", doctor.PASS, "late")
+
+    fake_checks(
+        monkeypatch,
+        ("slow", slow, ()),
+        ("quick", lambda ctx: doctor.Result("quick", doctor.PASS, "in time", "pulumi config set zone z"), ()),
+        ("slower", slow, ()),
+    )
+    # The deadline is set at 1000; the first wait ends with the quick check, the next is past the deadline.
+    monkeypatch.setattr(doctor, "time", Clock(1000.0, 1000.0, 2000.0))
+    started = __import__("time").monotonic()
+    try:
+        results = doctor.run_checks("dev", config(), project.clients(), timeout=0.1)
+    finally:
+        release.set()
+    assert __import__("time").monotonic() - started < 5, "the doctor does not wait for checks past the deadline"
+    assert results[2:] == [
+        doctor.Result("slow", doctor.WARN, "not checked: no answer within 0.1s"),
+        doctor.Result("quick", doctor.PASS, "in time", "pulumi config set --stack dev zone z"),
+        doctor.Result("slower", doctor.WARN, "not checked: no answer within 0.1s"),
+    ]
+
+
 # ----------------------------------------------------------------------------- apis
 
 
@@ -417,6 +671,18 @@ def test_the_org_policy_api_off_skips_only_the_policy_checks(project):
     assert checks["org-policy"][0].status == doctor.WARN
 
 
+def test_an_api_that_service_usage_leaves_out_of_its_answer_counts_as_off(project):
+    # BatchGetServicesResponse.services is "the requested Service states" (google-cloud-service-usage 1.18.0,
+    # types/serviceusage.py): nothing promises one per name asked, so a name left out is not taken as on.
+    project.unanswered = {"lustre.googleapis.com"}  # enabled in the project, but not in the answer
+    checks = run(project, config(manageApis=False))
+    enable = f"gcloud services enable lustre.googleapis.com --project {PROJECT}"
+    assert checks["apis"] == [doctor.Result("apis", doctor.FAIL, "off: lustre.googleapis.com", enable)]
+    assert checks["lustre"] == [
+        doctor.Result("lustre", doctor.WARN, "not checked: lustre.googleapis.com is off", enable)
+    ]
+
+
 # ----------------------------------------------------------------------------- zone
 
 
@@ -436,6 +702,69 @@ def test_a_zone_without_the_roce_profile_fails(project):
     project.profiles.clear()
     result = only(project, "zone")
     assert result.status == doctor.FAIL and "us-east1-b-vpc-roce" in result.summary
+
+
+def test_the_zone_check_asks_for_both_machine_types_and_the_roce_profile_in_the_stacks_zone_and_passes_whole(project):
+    assert only(project, "zone") == doctor.Result(
+        "zone",
+        doctor.PASS,
+        "us-east1-b offers a4-highgpu-8g, n2-highmem-16 and the us-east1-b-vpc-roce network profile",
+    )
+    asked = [(c, kw) for c, m, kw in project.calls if c in ("machine_types", "network_profiles")]
+    assert asked == [
+        ("machine_types", {"project": PROJECT, "zone": "us-east1-b", "machine_type": "a4-highgpu-8g", "timeout": 5}),
+        ("machine_types", {"project": PROJECT, "zone": "us-east1-b", "machine_type": "n2-highmem-16", "timeout": 5}),
+        ("network_profiles", {"project": PROJECT, "network_profile": "us-east1-b-vpc-roce", "timeout": 5}),
+    ]
+
+
+def zone_fix(machine):
+    return (
+        f"gcloud compute machine-types list --filter=name={machine} --project {PROJECT}"
+        "  # then: pulumi config set --stack dev region <region> && pulumi config set --stack dev zone <a zone listed>"
+    )
+
+
+def test_a_zone_without_the_flavours_machine_type_fails_whole_and_asks_no_further(project):
+    project.machine_types.discard("a4-highgpu-8g")
+    assert only(project, "zone") == doctor.Result(
+        "zone", doctor.FAIL, "us-east1-b does not offer a4-highgpu-8g (flavour b200)", zone_fix("a4-highgpu-8g")
+    )
+    assert [kw["machine_type"] for c, m, kw in project.calls if c == "machine_types"] == ["a4-highgpu-8g"]
+    assert not any(c == "network_profiles" for c, _, _ in project.calls)
+
+
+def test_a_zone_without_the_system_pools_machine_type_fails_whole(project):
+    project.machine_types.discard("n2-highmem-16")
+    assert only(project, "zone") == doctor.Result(
+        "zone",
+        doctor.FAIL,
+        "us-east1-b does not offer n2-highmem-16 (cluster.systemPool.machineType)",
+        zone_fix("n2-highmem-16"),
+    )
+    assert not any(c == "network_profiles" for c, _, _ in project.calls)
+
+
+def test_a_zone_without_the_roce_profile_fails_whole(project):
+    project.profiles.clear()
+    assert only(project, "zone") == doctor.Result(
+        "zone",
+        doctor.FAIL,
+        "us-east1-b has no RoCE network profile us-east1-b-vpc-roce for the RDMA VPC",
+        f"gcloud compute network-profiles list --project {PROJECT}"
+        " # then pulumi config set --stack dev zone <a zone with a -vpc-roce profile>",
+    )
+
+
+def test_the_zone_check_reads_the_h200_flavour_and_its_zone(project):
+    project.machine_types = {"a3-ultragpu-8g", "n2-highmem-16"}
+    project.profiles = {"europe-west1-b-vpc-roce"}
+    cfg = config(flavour="h200", region="europe-west1", zone="europe-west1-b")
+    assert only(project, "zone", cfg) == doctor.Result(
+        "zone",
+        doctor.PASS,
+        "europe-west1-b offers a3-ultragpu-8g, n2-highmem-16 and the europe-west1-b-vpc-roce network profile",
+    )
 
 
 # ----------------------------------------------------------------------------- gpu quota
@@ -895,6 +1224,65 @@ def test_lustre_at_its_instance_limit_fails(project):
 def test_an_existing_lustre_instance_of_the_same_id_warns(project):
     project.lustre_instances = [f"projects/{PROJECT}/locations/us-east1-b/instances/dev-lustre"]
     assert only(project, "lustre").status == doctor.WARN
+
+
+def test_lustre_offered_in_the_zone_with_room_passes_whole_and_asks_the_project(project):
+    project.lustre_instances = [f"projects/{PROJECT}/locations/us-east1-c/instances/i{n}" for n in range(19)]
+    assert only(project, "lustre") == doctor.Result(
+        "lustre", doctor.PASS, "offered in us-east1-b; 19 of 20 instances in use"
+    )
+    asked = [(m, kw) for c, m, kw in project.calls if c == "lustre"]
+    assert asked == [
+        ("list_locations", {"request": {"name": f"projects/{PROJECT}", "page_size": 1000}, "timeout": 5}),
+        ("list_instances", {"parent": f"projects/{PROJECT}/locations/-", "timeout": 5}),
+    ]
+
+
+def test_lustre_not_offered_in_the_zone_names_the_first_offered_zone_of_the_region(project):
+    project.lustre_zones = ["us-east1-d", "us-central1-a", "us-east1-c"]
+    assert only(project, "lustre") == doctor.Result(
+        "lustre",
+        doctor.FAIL,
+        "Managed Lustre is not offered in us-east1-b",
+        "pulumi config set --stack dev zone us-east1-c",
+    )
+    assert not any(m == "list_instances" for _, m, _ in project.calls)
+
+
+def test_lustre_offered_only_outside_the_region_lists_where_it_is(project):
+    # us-east10 is another region, though its name starts with "us-east1".
+    project.lustre_zones = ["us-east10-a", "europe-west4-a"]
+    assert only(project, "lustre") == doctor.Result(
+        "lustre",
+        doctor.FAIL,
+        "Managed Lustre is not offered in us-east1-b",
+        "choose a region and zone where Managed Lustre is offered: europe-west4-a, us-east10-a",
+    )
+    project.lustre_zones = []
+    assert only(project, "lustre").fix == "choose a region and zone where Managed Lustre is offered: none listed"
+
+
+def test_lustre_at_its_instance_limit_fails_whole(project):
+    project.lustre_instances = [f"projects/{PROJECT}/locations/us-east1-c/instances/i{n}" for n in range(20)]
+    assert only(project, "lustre") == doctor.Result(
+        "lustre",
+        doctor.FAIL,
+        "the project already has 20 Managed Lustre instances (limit 20)",
+        f"gcloud lustre instances list --location=- --project {PROJECT}  # delete one",
+    )
+
+
+def test_an_existing_lustre_instance_of_the_same_id_in_the_zone_warns_whole_and_elsewhere_does_not(project):
+    project.lustre_instances = [f"projects/{PROJECT}/locations/us-east1-c/instances/dev-lustre"]
+    assert only(project, "lustre").status == doctor.PASS
+    project.lustre_instances = [f"projects/{PROJECT}/locations/us-east1-b/instances/dev-lustre"] * 20
+    assert only(project, "lustre") == doctor.Result(
+        "lustre",
+        doctor.WARN,
+        "instance dev-lustre already exists in us-east1-b: fine if this stack created it, otherwise `pulumi up` "
+        "fails to create it",
+        "pulumi config set --stack dev --path lustre.instanceId <another id>",
+    )
 
 
 # ----------------------------------------------------------------------------- iam
@@ -1414,6 +1802,141 @@ def test_the_longest_timeout_is_accepted():
     assert doctor.parser().parse_args(["--timeout", "600"]).timeout == 600
 
 
+def test_the_command_reads_sys_argv_asks_the_stacks_project_with_its_timeout_and_prints_to_stdout(
+    project, monkeypatch, capsys
+):
+    monkeypatch.setattr("sys.argv", ["doctor", "--stack", "dev", "--timeout", "7"])
+    asked = []
+    code = doctor.main(connect=lambda p: asked.append(p) or project.clients())
+    out, err = capsys.readouterr()
+    assert (code, err, asked) == (doctor.EXIT_OK, "", [PROJECT])
+    assert out.startswith("doctor: stack dev, project my-gcp-project, us-east1 / us-east1-b\n  pass  project ")
+    assert out.endswith("\n0 failed, 0 warning(s), 18 passed\n")
+    assert {kw["timeout"] for _, _, kw in project.calls} == {7}
+
+
+def test_the_command_without_flags_checks_the_default_stack_with_the_default_timeout(project, monkeypatch):
+    seen = []
+    monkeypatch.setattr(doctor, "run_checks", lambda stack, cfg, clients, timeout: seen.append((stack, timeout)) or [])
+    monkeypatch.setattr(doctor, "render_text", lambda stack, cfg, results: f"report of {stack}")
+    out, err = io.StringIO(), io.StringIO()
+    assert doctor.main([], out=out, err=err, connect=lambda p: project.clients()) == doctor.EXIT_OK
+    assert seen == [(doctor.DEFAULT_STACK, doctor.DEFAULT_TIMEOUT)]
+    assert (out.getvalue(), err.getvalue()) == (f"report of {doctor.DEFAULT_STACK}\n", "")
+
+
+def test_the_text_report_aligns_the_checks_and_prints_fixes_only_of_what_did_not_pass():
+    results = [
+        doctor.Result("project", doctor.PASS, "fine", "not printed"),
+        doctor.Result("gpu-quota", doctor.WARN, "careful", "look"),
+        doctor.Result("zone", doctor.FAIL, "broken", "repair"),
+        doctor.Result("zone", doctor.FAIL, "also broken"),
+    ]
+    assert doctor.render_text("dev", config(), results) == (
+        "doctor: stack dev, project my-gcp-project, us-east1 / us-east1-b\n"
+        "  pass  project    fine\n"
+        "  warn  gpu-quota  careful\n"
+        "                   fix: look\n"
+        "  fail  zone       broken\n"
+        "                   fix: repair\n"
+        "  fail  zone       also broken\n"
+        "2 failed, 1 warning(s), 1 passed"
+    )
+
+
+def test_the_json_report_is_the_results_whole_and_ok_only_without_a_failure():
+    results = [doctor.Result("project", doctor.PASS, "fine"), doctor.Result("zone", doctor.WARN, "careful", "look")]
+    text = doctor.render_json("dev", config(), results)
+    assert text.splitlines()[:3] == ["{", '  "stack": "dev",', '  "project": "my-gcp-project",']
+    assert json.loads(text) == {
+        "stack": "dev",
+        "project": PROJECT,
+        "ok": True,
+        "checks": [
+            {"check": "project", "status": "pass", "summary": "fine", "fix": None},
+            {"check": "zone", "status": "warn", "summary": "careful", "fix": "look"},
+        ],
+    }
+    failed = [*results, doctor.Result("zone", doctor.FAIL, "broken")]
+    assert json.loads(doctor.render_json("dev", config(), failed))["ok"] is False
+
+
+def test_a_run_that_cannot_check_prints_a_json_error_document_naming_the_stack_once_known():
+    assert doctor.error_json(None, 2, "bad flag").splitlines()[:2] == ["{", '  "stack": null,']
+    assert json.loads(doctor.error_json("dev", 3, "no credentials")) == {
+        "stack": "dev",
+        "ok": False,
+        "exitCode": 3,
+        "error": "no credentials",
+        "checks": [],
+    }
+    out, err = io.StringIO(), io.StringIO()
+    doctor.main(["--json", "--bogus"], out=out, err=err, connect=lambda p: pytest.fail("bad flags, no cloud"))
+    assert json.loads(out.getvalue())["stack"] is None
+    out = io.StringIO()
+    doctor.main(["--json", "--stack", "nope"], out=out, err=err, connect=lambda p: pytest.fail("no stack"))
+    assert json.loads(out.getvalue())["stack"] == "nope"
+
+
+def test_a_stack_the_program_refuses_is_one_line_and_exit_2(monkeypatch):
+    def refuse(name):
+        raise doctor.ConfigError("gpuPool.nodeCount: must be 1 or more\nzone: not in region us-east1")
+
+    monkeypatch.setattr(doctor, "load_stack", refuse)
+    out, err = io.StringIO(), io.StringIO()
+    code = doctor.main(["--stack", "dev"], out=out, err=err, connect=lambda p: pytest.fail("no stack, no cloud"))
+    assert (code, out.getvalue()) == (doctor.EXIT_USAGE, "")
+    assert err.getvalue() == "error: gpuPool.nodeCount: must be 1 or more; zone: not in region us-east1\n"
+
+
+def test_no_credentials_at_connect_is_one_line_and_exit_3_and_json_gets_its_document(project):
+    def no_credentials(p):
+        raise doctor.NoCredentials("no usable Application Default Credentials (test)")
+
+    out, err = io.StringIO(), io.StringIO()
+    assert doctor.main(["--stack", "dev"], out=out, err=err, connect=no_credentials) == doctor.EXIT_NO_CREDENTIALS
+    assert (out.getvalue(), err.getvalue()) == ("", "error: no usable Application Default Credentials (test)\n")
+    out, err = io.StringIO(), io.StringIO()
+    assert doctor.main(["--stack", "dev", "--json"], out=out, err=err, connect=no_credentials) == 3
+    assert json.loads(out.getvalue()) == json.loads(
+        doctor.error_json("dev", 3, "no usable Application Default Credentials (test)")
+    )
+
+
+def test_leftovers_runs_the_leftover_audit_instead_of_the_checks(project, monkeypatch):
+    seen = []
+    out, err = io.StringIO(), io.StringIO()
+
+    def connect(p):
+        return None
+
+    def audit(stack, cfg, args, to, fail, connect_with):
+        seen.append((stack, cfg.project, args.leftovers, args.json, args.timeout, to is out, connect_with is connect))
+        return fail(3, "the audit could not search")
+
+    monkeypatch.setattr(doctor, "leftovers_main", audit)
+    monkeypatch.setattr(doctor, "run_checks", lambda *a, **k: pytest.fail("no checks with --leftovers"))
+    assert doctor.main(["--stack", "dev", "--leftovers", "--json"], out=out, err=err, connect=connect) == 3
+    assert seen == [("dev", PROJECT, True, True, doctor.DEFAULT_TIMEOUT, True, True)]
+    # The audit's failures go through the command's own one line (and JSON document).
+    assert err.getvalue() == "error: the audit could not search\n"
+    assert json.loads(out.getvalue()) == json.loads(doctor.error_json("dev", 3, "the audit could not search"))
+
+
+def test_the_flags_help_says_what_each_does_and_its_default():
+    p = doctor.parser()
+    assert p.prog == "python -m tools.doctor"
+    assert p.description == "Check the stack's Google Cloud project before `pulumi up` (read-only)."
+    assert {a.dest: a.help for a in p._actions} == {
+        "help": "show this help message and exit",
+        "stack": "stack name (Pulumi.<stack>.yaml); default dev",
+        "json": "print the results as JSON",
+        "leftovers": "after `pulumi destroy`: list what of the stack is still in the project (exit 1 when anything is)",
+        "timeout": "seconds per API call (the run ends within 4x that); default 20",
+    }
+    assert p.parse_args([]).json is False and p.parse_args([]).leftovers is False
+
+
 # ----------------------------------------------------------------------------- version matrix (tools/version_drift.py)
 
 
@@ -1572,6 +2095,97 @@ def test_a_rungs_missing_reservation_fails_naming_the_rung(project):
 def test_a_one_rung_stack_leaves_quota_to_the_single_pool_checks(project):
     (result,) = run(project)["capacity-ladder"]
     assert result.status == doctor.PASS and "one rung" in result.summary
+
+
+def quota_fix(quota_id, value, dims="--dimensions=region=us-east1 "):
+    return (
+        f"gcloud beta quotas preferences create --service=compute.googleapis.com --quota-id={quota_id} "
+        f"--preferred-value={value} {dims}--project={PROJECT} --email=<you>"
+    )
+
+
+def test_every_rung_of_the_ladder_results_whole_and_each_asks_its_own_reservation_or_region(project):
+    project.quotas["PREEMPTIBLE_NVIDIA_B200_GPUS"] = (16.0, 8.0)
+    project.quotas["NVIDIA_B200_GPUS"] = (32.0, 0.0)
+    project.reservations["my-a4-block"] = b200_reservation("my-a4-block", count=4, in_use=3)
+    cfg = ladder_config({"reservation": "my-a4-block"}, "flexStart", "spot", "onDemand")
+    spot_fix = quota_fix("PREEMPTIBLE-NVIDIA-B200-GPUS-per-project-region", 24)
+    assert run(project, cfg)["capacity-ladder"] == [
+        doctor.Result(
+            "capacity-ladder",
+            doctor.FAIL,
+            "rung 1 reservation my-a4-block: my-a4-block in us-east1-b: 1 of 4 a4-highgpu-8g free; the pool needs 2",
+            f"gcloud compute reservations update my-a4-block --zone us-east1-b --vm-count 5 --project {PROJECT}"
+            "  # or lower gpuPool.nodeCount to 1",
+        ),
+        doctor.Result(
+            "capacity-ladder",
+            doctor.FAIL,
+            "rung 2 flexStart: PREEMPTIBLE_NVIDIA_B200_GPUS in us-east1: 8 free of 16; 2 x a4-highgpu-8g need 16",
+            spot_fix,
+        ),
+        doctor.Result(
+            "capacity-ladder",
+            doctor.FAIL,
+            "rung 3 spot: PREEMPTIBLE_NVIDIA_B200_GPUS in us-east1: 8 free of 16; 2 x a4-highgpu-8g need 16",
+            spot_fix,
+        ),
+        doctor.Result(
+            "capacity-ladder",
+            doctor.PASS,
+            "rung 4 onDemand: NVIDIA_B200_GPUS in us-east1: 32 free of 32; 2 x a4-highgpu-8g need 16",
+        ),
+    ]
+    asked = [(c, kw) for c, m, kw in project.calls if c in ("reservations", "regions")]
+    region = ("regions", {"project": PROJECT, "region": "us-east1", "timeout": 5})
+    # The single-pool gpu-quota and reservation checks defer to the ladder's: only the rungs ask.
+    assert asked == [
+        ("reservations", {"project": PROJECT, "zone": "us-east1-b", "reservation": "my-a4-block", "timeout": 5}),
+        region,
+        region,
+        region,
+    ]
+
+
+def test_a_rung_with_room_passes_whole_and_one_read_from_cloud_quotas_is_named_as_its_rung(project):
+    project.reservations["my-a4-block"] = b200_reservation("my-a4-block", count=4, in_use=2)
+    del project.quotas["PREEMPTIBLE_NVIDIA_B200_GPUS"]
+    project.quota_infos[PREEMPTIBLE_FAMILY] = family_quota_of(
+        PREEMPTIBLE_FAMILY, family_entry({"region": "us-east1", **B200}, 8, ["us-east1"])
+    )
+    results = run(project, ladder_config({"reservation": "my-a4-block"}, "spot"))["capacity-ladder"]
+    assert results == [
+        doctor.Result(
+            "capacity-ladder",
+            doctor.PASS,
+            "rung 1 reservation my-a4-block: my-a4-block in us-east1-b: 2 of 4 a4-highgpu-8g free; the pool needs 2",
+        ),
+        doctor.Result(
+            "capacity-ladder",
+            doctor.FAIL,
+            f"rung 2 spot: {PREEMPTIBLE_FAMILY} (region=us-east1, gpu_family=NVIDIA_B200): limit 8; "
+            "2 x a4-highgpu-8g need 16 (usage not shown here)",
+            quota_fix(PREEMPTIBLE_FAMILY, 16, "--dimensions=gpu_family=NVIDIA_B200,region=us-east1 "),
+        ),
+    ]
+
+
+def test_a_rungs_missing_reservation_fails_whole_naming_the_rung(project):
+    results = run(project, ladder_config({"reservation": "gone"}, "spot"))["capacity-ladder"]
+    assert results[0] == doctor.Result(
+        "capacity-ladder",
+        doctor.FAIL,
+        "rung 1 reservation gone: no reservation 'gone' in us-east1-b",
+        f"gcloud compute reservations list --project {PROJECT}  # then set gpuPool.reservationName and zone to one "
+        "listed",
+    )
+
+
+def test_a_one_rung_stack_passes_the_ladder_check_whole_and_asks_nothing_for_it(project):
+    assert run(project)["capacity-ladder"] == [
+        doctor.Result("capacity-ladder", doctor.PASS, "one rung: the gpu-quota and reservation checks cover it")
+    ]
+    assert only(project, "gpu-quota").summary.startswith("PREEMPTIBLE_NVIDIA_B200_GPUS in us-east1: ")
 
 
 def test_a_ladder_with_flex_start_needs_the_flex_start_gke_version(monkeypatch):

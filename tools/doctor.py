@@ -435,11 +435,11 @@ def check_reservation(ctx: Context) -> Result:
 
 def reservation_result(ctx: Context, name: str, check: str = "reservation", lead: str = "") -> Result:
     """The reservation `name` exists in the zone, holds the flavour's machine type and has room for the gang."""
-    found = _reservation_result(ctx, name)
-    return replace(found, check=check, summary=lead + found.summary)
+    found = _reservation_result(ctx, name, check)
+    return replace(found, summary=lead + found.summary)
 
 
-def _reservation_result(ctx: Context, name: str) -> Result:
+def _reservation_result(ctx: Context, name: str, check: str) -> Result:
     cfg = ctx.cfg
     pool = cfg.gpu_pool
     zone = cfg.zone
@@ -449,7 +449,7 @@ def _reservation_result(ctx: Context, name: str) -> Result:
         )
     except gexc.NotFound:
         return Result(
-            "reservation",
+            check,
             FAIL,
             f"no reservation {name!r} in {zone}",
             f"gcloud compute reservations list --project {ctx.project}  # then set gpuPool.reservationName and zone "
@@ -459,7 +459,7 @@ def _reservation_result(ctx: Context, name: str) -> Result:
     template = reservation.specific_reservation.source_instance_template
     if not machine and template:
         return Result(
-            "reservation",
+            check,
             WARN,
             f"{name} reserves VMs of instance template {template.rsplit('/', 1)[-1]}: make "
             f"sure it is {cfg.flavour_spec.machine_type}; {reservation.specific_reservation.count} reserved, "
@@ -467,7 +467,7 @@ def _reservation_result(ctx: Context, name: str) -> Result:
         )
     if machine.rsplit("/", 1)[-1] != cfg.flavour_spec.machine_type:
         return Result(
-            "reservation",
+            check,
             FAIL,
             f"{name} reserves {machine or 'no specific machine type'}, not "
             f"{cfg.flavour_spec.machine_type} (flavour {cfg.flavour_spec.name})",
@@ -479,15 +479,15 @@ def _reservation_result(ctx: Context, name: str) -> Result:
     what = f"{name} in {zone}: {free} of {total} {machine} free; the pool needs {pool.node_count}"
     if free < pool.node_count:
         return Result(
-            "reservation",
+            check,
             FAIL,
             what,
             f"gcloud compute reservations update {name} --zone {zone} --vm-count "
             f"{total - free + pool.node_count} --project {ctx.project}  # or lower gpuPool.nodeCount to {free}",
         )
     if reservation.status and reservation.status != "READY":
-        return Result("reservation", WARN, f"{what}; status {reservation.status}, not READY")
-    return Result("reservation", PASS, what)
+        return Result(check, WARN, f"{what}; status {reservation.status}, not READY")
+    return Result(check, PASS, what)
 
 
 def check_capacity_ladder(ctx: Context) -> list[Result]:
