@@ -1196,3 +1196,106 @@ def test_a_qualified_key_word_and_a_part_after_an_empty_one_are_found(key, part)
     from infra.config.job import secret_key_part
 
     assert secret_key_part(key) == part
+
+
+# ---------------------------------------------------------------- pydantic's errors in stack-file words
+
+_KEYS_DOC = "allowed: the keys of the config reference in docs/configuration.md"
+_NETWORK = {"controlPlaneAccess": "ip", "masterAuthorizedNetworks": [{"cidrBlock": "203.0.113.0/24"}]}
+
+
+@pytest.mark.parametrize(
+    "raw,line",
+    [
+        ({}, "project: required key is not set; allowed: Google Cloud project id"),  # the description, its `.` cut
+        # A key of an optional section: no field found to describe it.
+        ({**BASE, "gpuPool": {"capacity": {}}}, "gpuPool.capacity.ladder: required key is not set"),
+        (
+            {
+                **BASE,
+                "cluster": {
+                    **_NETWORK,
+                    "masterAuthorizedNetworks": [{"cidrBlock": "203.0.113.0/24", "displayName": "x" * 65}],
+                },
+            },
+            "cluster.masterAuthorizedNetworks[0].displayName: 65 characters; allowed: at most 64",
+        ),
+        ({**BASE, "region": "US-EAST1"}, "region: 'US-EAST1' is not allowed; allowed: a region name such as us-east1"),
+        (
+            {**BASE, "ray": {"chartVersion": "1.7"}},
+            r"ray.chartVersion: '1.7' is not allowed; allowed: values matching ^\d+\.\d+\.\d+$",
+        ),
+        ({**BASE, "gpuPool": "x"}, "gpuPool: 'x' is not allowed; allowed: a map of keys (key: value lines)"),
+        (
+            {**BASE, "gpuPool": {"provisioning": "preemptible"}},
+            "gpuPool.provisioning: 'preemptible' is not allowed; allowed: 'spot', 'reservation', 'flexStart' or "
+            "'onDemand'",
+        ),
+        (
+            {**BASE, "cluster": {"mode": "serverless"}},
+            "cluster.mode: 'serverless' is not allowed; allowed: 'standard' or 'autopilot'",
+        ),
+        ({**BASE, "job": {"budgetUsd": 0}}, "job.budgetUsd: 0 is not allowed; allowed: more than 0.0"),
+        (
+            {**BASE, "recovery": {"maxRestarts": 1001}},
+            "recovery.maxRestarts: 1001 is not allowed; allowed: at most 1000",
+        ),
+        (
+            {**BASE, "gpuPool.nodeCount": 2},
+            "gpuPool.nodeCount: unknown key (`pulumi config set gpuPool.nodeCount` writes a flat key with a dot); "
+            "allowed: the nested key, set with `pulumi config rm gpuPool.nodeCount` and `pulumi config set --path "
+            "gpuPool.nodeCount <value>`",
+        ),
+        ({**BASE, "zzz": 1}, f"zzz: unknown key; {_KEYS_DOC}"),
+        ({**BASE, "gpuPool": {"nodeCout": 2}}, f"gpuPool.nodeCout: unknown key; did you mean nodeCount? {_KEYS_DOC}"),
+        (
+            {
+                **BASE,
+                "cluster": {**_NETWORK, "masterAuthorizedNetworks": [{"cidrBlock": "203.0.113.0/24", "nmae": "x"}]},
+            },
+            f"cluster.masterAuthorizedNetworks[0].nmae: unknown key; {_KEYS_DOC}",
+        ),
+    ],
+)
+def test_each_kind_of_pydantic_error_is_one_line_naming_the_key_in_stack_file_words(raw, line):
+    with pytest.raises(ConfigError) as info:
+        parse(raw, "dev")
+    assert str(info.value) == f"nemo-rl-gke:{line}"
+
+
+def test_an_error_of_the_whole_config_is_named_by_the_namespace_alone():
+    from pydantic import ValidationError
+
+    from infra.config import format_validation_error
+
+    with pytest.raises(ValidationError) as info:
+        StackConfig.model_validate("x")
+    assert format_validation_error(info.value, StackConfig) == (
+        "nemo-rl-gke: 'x' is not allowed; allowed: a map of keys (key: value lines)"
+    )
+
+
+def test_a_message_with_a_newline_stays_on_its_one_line():
+    from pydantic import ValidationError, field_validator
+
+    from infra.config import Model, format_validation_error
+
+    class Section(Model):
+        name: str = "x"
+
+        @field_validator("name")
+        @classmethod
+        def _refuse(cls, v: str) -> str:
+            raise ValueError("first\nsecond")
+
+    with pytest.raises(ValidationError) as info:
+        Section.model_validate({"name": "y"})
+    assert format_validation_error(info.value, Section) == "nemo-rl-gke:name: first second"
+
+
+def test_a_value_is_shown_whole_up_to_sixty_characters_and_cut_beyond():
+    from infra.config.errors import shown
+
+    assert shown("a" * 58) == "'" + "a" * 58 + "'"  # 60 characters with the quotes
+    assert shown("a" * 59) == "'" + "a" * 56 + "..."
+    assert shown("a\nb") == "'a\\nb'"
