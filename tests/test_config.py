@@ -137,20 +137,82 @@ def test_bad_lustre_instance_id_is_rejected(instance_id):
 
 
 @pytest.mark.parametrize(
-    "network,key,other",
+    "network,key,overlaps",
     [
-        ({"gvnicCidr": "192.168.1.0/24"}, "rdmaCidrs[0]", "gvnicCidr"),
-        ({"rdmaCidrs": [f"192.168.{n}.0/24" for n in (1, 2, 3, 4, 5, 6, 7, 7)]}, "rdmaCidrs[7]", "rdmaCidrs[6]"),
-        ({"psaCidr": "10.4.0.0/22"}, "podsCidr", "psaCidr"),
-        ({"servicesCidr": "10.0.8.0/24"}, "primaryCidr", "servicesCidr"),
-        ({"psaCidr": "192.168.0.0/22"}, "podsCidr", "gvnicCidr"),
+        ({"gvnicCidr": "192.168.1.0/24"}, "rdmaCidrs[0]", "192.168.1.0/24 overlaps network.gvnicCidr (192.168.1.0/24)"),
+        (
+            {"rdmaCidrs": [f"192.168.{n}.0/24" for n in (1, 2, 3, 4, 5, 6, 7, 7)]},
+            "rdmaCidrs[7]",
+            "192.168.7.0/24 overlaps network.rdmaCidrs[6] (192.168.7.0/24)",
+        ),
+        ({"psaCidr": "10.4.0.0/22"}, "podsCidr", "10.4.0.0/14 overlaps network.psaCidr (10.4.0.0/22)"),
+        ({"servicesCidr": "10.0.8.0/24"}, "primaryCidr", "10.0.0.0/20 overlaps network.servicesCidr (10.0.8.0/24)"),
+        ({"psaCidr": "192.168.0.0/22"}, "psaCidr", "192.168.0.0/22 overlaps network.gvnicCidr (192.168.0.0/24)"),
+        ({"servicesCidr": "10.16.0.0/24"}, "servicesCidr", "10.16.0.0/24 overlaps network.psaCidr (10.16.0.0/22)"),
     ],
 )
-def test_overlapping_ranges_are_rejected_naming_both_keys(network, key, other):
-    msg = rejection(network=network)
-    assert msg.startswith("nemo-rl-gke:network.") and "overlaps" in msg, msg
-    assert len(msg.splitlines()) == 1
-    assert f"network.{other}" in msg or f"network.{key}" in msg, msg
+def test_overlapping_ranges_are_rejected_naming_both_keys(network, key, overlaps):
+    assert rejection(network=network) == (
+        f"nemo-rl-gke:network.{key}: {overlaps}; allowed: ranges disjoint from every other range"
+    )
+
+
+def test_a_range_in_the_default_vpcs_subnets_is_refused_with_use_default_network_but_not_the_unused_primary():
+    assert rejection(network={"useDefaultNetwork": True, "servicesCidr": "10.128.0.0/20"}) == (
+        "nemo-rl-gke:network.servicesCidr: 10.128.0.0/20 overlaps 10.128.0.0/9, the subnets of the `default` VPC the "
+        "cluster joins with network.useDefaultNetwork; allowed: a range outside 10.128.0.0/9"
+    )
+    # The primary subnet is not created on the `default` VPC, so its range is not checked there.
+    assert parse({**BASE, "network": {"useDefaultNetwork": True, "primaryCidr": "10.128.0.0/20"}}, "dev")
+
+
+def test_a_range_with_host_bits_set_is_refused_rather_than_rounded_down():
+    assert rejection(network={"primaryCidr": "10.0.0.1/20"}) == (
+        "nemo-rl-gke:network.primaryCidr: '10.0.0.1/20' is not allowed (10.0.0.1/20 has host bits set); allowed: an "
+        "IPv4 range such as 10.0.0.0/20"
+    )
+
+
+# Every node takes a /24 of the pod range and one address of the primary subnet; the system pool
+# surges one node on upgrade: nodes = gpuPool.nodeCount + cluster.systemPool.nodeCount + 1.
+@pytest.mark.parametrize(
+    "gpu_nodes,system_nodes,pods,message",
+    [
+        (64, 10, "10.4.0.0/18", "10.4.0.0/18 holds pod addresses for 64 node(s), the stack runs up to 75"),
+        (3, 1, "10.4.0.0/22", "10.4.0.0/22 holds pod addresses for 4 node(s), the stack runs up to 5"),
+        (2, 1, "10.4.0.0/23", "10.4.0.0/23 holds pod addresses for 2 node(s), the stack runs up to 4"),
+        (1, 1, "10.4.0.0/25", "10.4.0.0/25 holds pod addresses for 1 node(s), the stack runs up to 3"),
+    ],
+)
+def test_a_pod_range_too_small_for_every_node_is_refused_naming_the_size_that_fits(
+    gpu_nodes, system_nodes, pods, message
+):
+    need = {75: 17, 5: 21, 4: 22, 3: 22}[gpu_nodes + system_nodes + 1]
+    raw = {"gpuPool": {"nodeCount": gpu_nodes}, "cluster": {"systemPool": {"nodeCount": system_nodes}}}
+    assert rejection(**raw, network={"podsCidr": pods}) == (
+        f"nemo-rl-gke:network.podsCidr: {message} (a /24 each); allowed: a /{need} or larger"
+    )
+    # the size it names fits
+    fitting = f"{pods.split('/')[0]}/{need}"
+    assert parse({**BASE, **raw, "network": {"podsCidr": fitting}}, "dev").network.pods_cidr == fitting
+
+
+def test_a_pod_range_with_exactly_a_24_per_node_is_accepted():
+    cfg = parse({**BASE, "gpuPool": {"nodeCount": 2}, "network": {"podsCidr": "10.4.0.0/22"}}, "dev")
+    assert cfg.network.pods_cidr == "10.4.0.0/22"
+
+
+def test_a_primary_subnet_without_an_address_per_node_is_refused_unless_on_the_default_vpc():
+    # A /29 has 8 addresses, 4 of which Google Cloud reserves: room for 2 GPU nodes, 1 system node and its surge.
+    assert parse({**BASE, "gpuPool": {"nodeCount": 2}, "network": {"primaryCidr": "10.0.0.0/29"}}, "dev")
+    assert rejection(gpuPool={"nodeCount": 3}, network={"primaryCidr": "10.0.0.0/29"}) == (
+        "nemo-rl-gke:network.primaryCidr: 10.0.0.0/29 has 4 usable addresses, the stack runs up to 5 nodes; allowed: "
+        "a larger range"
+    )
+    assert parse(
+        {**BASE, "gpuPool": {"nodeCount": 3}, "network": {"useDefaultNetwork": True, "primaryCidr": "10.0.0.0/29"}},
+        "dev",
+    )
 
 
 def test_psa_range_smaller_than_a_23_is_rejected():
@@ -173,6 +235,26 @@ def test_node_count_below_one_is_rejected(count):
     )
 
 
+def test_a_recipe_layout_that_the_overrides_break_is_refused_naming_the_overrides():
+    assert rejection(job={"overrides": ["policy.generation.colocated.enabled=false"]}) == (
+        "nemo-rl-gke:job.overrides: generation not colocated needs at least one generation node "
+        "(policy.generation.colocated.resources.num_nodes >= 1)"
+    )
+
+
+def test_vllm_tensor_parallel_larger_than_the_gpus_per_node_is_rejected():
+    assert rejection(job={"overrides": ["policy.generation.vllm_cfg.tensor_parallel_size=16"]}) == (
+        "nemo-rl-gke:job.overrides: recipe 'qwen2.5-1.5b-gsm8k' with these overrides uses vLLM tensor parallel 16, "
+        "more than the 8 GPUs per node of flavour b200; allowed: 1 to 8"
+    )
+
+
+def test_a_pool_smaller_than_the_recipes_minimum_is_refused():
+    assert rejection(job={"recipe": "qwen2.5-72b-deepscaler"}) == (
+        "nemo-rl-gke:gpuPool.nodeCount: 1 is too small for job.recipe 'qwen2.5-72b-deepscaler'; allowed: at least 2"
+    )
+
+
 def test_tensor_parallel_larger_than_the_gpus_per_node_is_rejected():
     msg = rejection(job={"overrides": ["policy.dtensor_cfg.tensor_parallel_size=16"]})
     assert msg == (
@@ -189,8 +271,10 @@ def test_non_colocated_recipe_with_no_node_left_for_training_is_rejected():
         job={"recipe": "gemma3-27b-gsm8k"},
         gpuPool={"nodeCount": 1},
     )
-    assert msg.startswith("nemo-rl-gke:gpuPool.nodeCount: 1 leaves no node for training"), msg
-    assert msg.endswith("allowed: at least 2")
+    assert msg == (
+        "nemo-rl-gke:gpuPool.nodeCount: 1 leaves no node for training: job.recipe 'gemma3-27b-gsm8k' is not colocated "
+        "and reserves 1 node(s) for generation; allowed: at least 2"
+    )
 
 
 def test_colocation_turned_off_by_an_override_is_checked_too():
@@ -288,9 +372,28 @@ def test_a_pinned_version_older_than_the_managed_lustre_driver_is_refused_even_w
     )
 
 
+def test_a_pinned_version_at_each_minimum_passes_that_minimum():
+    # At the flavour's minimum (legacy port, so the port-988 cut-off does not apply): past the flavour check,
+    # refused by the Lustre CSI cut-off.
+    assert rejection(cluster={"minMasterVersion": "1.32.2-gke.1475000"}, lustre={"legacyPort": True}) == (
+        "nemo-rl-gke:cluster.minMasterVersion: 1.32.2-gke.1475000 predates 1.33.2-gke.1111000, the oldest node version "
+        "of the Managed Lustre CSI add-on (before it, Lustre did not mount on non-GPU nodes with Secure Boot, such as "
+        "the Ray head's system pool); allowed: 1.33.2-gke.1111000 or later"
+    )
+    # At the CSI cut-off: past it, to the version matrix, which knows this GKE version as bad with the driver.
+    assert rejection(cluster={"minMasterVersion": "1.33.2-gke.1111000"}, lustre={"legacyPort": True}) == (
+        "nemo-rl-gke:cluster.minMasterVersion: gke 1.33.2-gke.1111000 is a known-bad combination "
+        "(gke-1.33.2-gke.1111000-driver-575-vllm: https://github.com/vllm-project/vllm/issues/21979); allowed: "
+        "another pin (allowUntestedVersions does not admit a known-bad pair)"
+    )
+    # At the port-988 cut-off: accepted without the legacy port.
+    cfg = parse({**BASE, "cluster": {"minMasterVersion": "1.33.2-gke.4655000"}}, "dev")
+    assert cfg.cluster.min_master_version == "1.33.2-gke.4655000"
+
+
 def test_workers_default_to_the_reference_size_of_googles_sample():
     fit = parse(BASE, "dev").worker_fit
-    assert (fit.cpu, fit.memory_gib, fit.shm_gib) == (206, 2400, 240)
+    assert (fit.machine_type, fit.cpu, fit.memory_gib, fit.shm_gib) == ("a4-highgpu-8g", 206, 2400, 240)
     # a4-highgpu-8g: 224 vCPU - 0.63 reserved; 3968 x 0.98 - 86.12 - 0.10 GiB.
     assert fit.headroom_cpu == pytest.approx(224 - 0.63 - 206)
     assert fit.headroom_memory_gib == pytest.approx(3968 * 0.98 - 86.12 - 100 / 1024 - 2400, abs=0.01)
@@ -307,6 +410,13 @@ def test_workers_default_to_the_reference_size_of_googles_sample():
 def test_a_worker_larger_than_a_gpu_node_or_its_shared_memory_is_refused(ray, key, allowed):
     message = rejection(ray=ray)
     assert message.startswith(f"nemo-rl-gke:{key}: ") and message.endswith(allowed), message
+
+
+def test_a_worker_whose_shared_memory_is_all_its_memory_is_refused():
+    assert rejection(ray={"workerMemoryGib": 240}) == (
+        "nemo-rl-gke:ray.workerShmGib: 240 leaves nothing of the worker's 240 GiB (/dev/shm counts against it); "
+        "allowed: 1 to 239"
+    )
 
 
 def test_a_worker_size_within_the_node_is_accepted():
@@ -440,39 +550,84 @@ def test_an_unknown_cluster_mode_is_rejected_with_the_allowed_modes():
     assert len(message.splitlines()) == 1
 
 
+NO_POOLS = "cluster.mode: autopilot has no node pools"
+
+
 @pytest.mark.parametrize(
     "raw,key,says",
     [
         (
             {"cluster": {"mode": "autopilot", "systemPool": {"machineType": "n2-standard-32"}}},
             "cluster.systemPool",
-            "no node pools",
+            f"is set, but {NO_POOLS}: the Ray head runs on Autopilot's general-purpose compute class, sized by "
+            "ray.headCpu/ray.headMemoryGib; allowed: no cluster.systemPool, or cluster.mode: standard",
         ),
-        ({"cluster": {"mode": "autopilot", "systemPool": {}}}, "cluster.systemPool", "no node pools"),
-        ({**AUTOPILOT, "gpuPool": {"compactPlacement": True}}, "gpuPool.compactPlacement", "placement policy"),
+        (
+            {"cluster": {"mode": "autopilot", "systemPool": {}}},
+            "cluster.systemPool",
+            f"is set, but {NO_POOLS}: the Ray head runs on Autopilot's general-purpose compute class, sized by "
+            "ray.headCpu/ray.headMemoryGib; allowed: no cluster.systemPool, or cluster.mode: standard",
+        ),
+        (
+            {**AUTOPILOT, "gpuPool": {"compactPlacement": True}},
+            "gpuPool.compactPlacement",
+            f"true, but {NO_POOLS} to give a placement policy; allowed: false, or cluster.mode: standard",
+        ),
         (
             {**AUTOPILOT, "gpuPool": {"gpuDriverVersion": "LATEST"}},
             "gpuPool.gpuDriverVersion",
-            "installs the GPU driver",
+            f"is set, but {NO_POOLS}: Autopilot installs the GPU driver of the node's GKE version; allowed: no "
+            "gpuPool.gpuDriverVersion, or cluster.mode: standard",
         ),
         (
             {**AUTOPILOT, "gpuPool": {"provisioning": "flexStart"}, "job": {"submit": False}},
             "gpuPool.provisioning",
-            "allowed: spot, reservation, onDemand",
+            "'flexStart' is not built for cluster.mode: autopilot; allowed: spot, reservation, onDemand, or "
+            "cluster.mode: standard",
         ),
         (
             {**AUTOPILOT, "gpuPool": {"capacity": {"ladder": ["spot", "onDemand"]}}},
             "gpuPool.capacity",
-            "allowed: one rung",
+            f"has 2 rungs, but {NO_POOLS} to name node pools in a ComputeClass; allowed: one rung, or cluster.mode: "
+            "standard",
         ),
-        ({**AUTOPILOT, "ray": {"headCpu": 31, "headMemoryGib": 64}}, "ray.headCpu", "at most 30"),
-        ({**AUTOPILOT, "ray": {"headCpu": 30, "headMemoryGib": 128}}, "ray.headMemoryGib", "at most 110"),
+        (
+            {**AUTOPILOT, "ray": {"headCpu": 31, "headMemoryGib": 64}},
+            "ray.headCpu",
+            "31 is more than an Autopilot general-purpose pod may request; allowed: at most 30",
+        ),
+        (
+            {**AUTOPILOT, "ray": {"headCpu": 30, "headMemoryGib": 128}},
+            "ray.headMemoryGib",
+            "128 is more than an Autopilot general-purpose pod may request; allowed: at most 110",
+        ),
     ],
 )
 def test_what_autopilot_cannot_do_is_refused_naming_the_key(raw, key, says):
-    message = rejection(**raw)
-    assert message.startswith(f"nemo-rl-gke:{key}: ") and says in message, message
-    assert len(message.splitlines()) == 1, message
+    assert rejection(**raw) == f"nemo-rl-gke:{key}: {says}"
+
+
+def test_autopilot_takes_a_one_rung_ladder():
+    cfg = parse({**BASE, **AUTOPILOT, "gpuPool": {"capacity": {"ladder": ["onDemand"]}}}, "dev")
+    assert [r.label for r in cfg.gpu_pool.ladder] == ["onDemand"]
+
+
+def test_autopilot_refuses_a_flavour_without_an_autopilot_pod_size_naming_the_flavours_with_one():
+    # Every catalogued flavour has one today; the check stands for the next flavour added without it.
+    import dataclasses
+
+    from infra.config import KeyedValueError
+    from infra.config.cluster import check_autopilot
+    from infra.flavours import FLAVOURS
+
+    cfg = parse({**BASE, **AUTOPILOT}, "dev")
+    flavour = dataclasses.replace(FLAVOURS["b200"], autopilot_pod=None)
+    with pytest.raises(KeyedValueError) as info:
+        check_autopilot(cfg.cluster, cfg.gpu_pool, cfg.ray, flavour)
+    assert (info.value.key, str(info.value)) == (
+        "flavour",
+        "b200 has no Autopilot pod size in the flavour catalogue; allowed: b200, h200, or cluster.mode: standard",
+    )
 
 
 def test_the_same_settings_stay_valid_on_standard_and_the_autopilot_defaults_pass():
@@ -504,6 +659,98 @@ def test_the_cpu_pool_catalogue_lists_the_machines_a_head_fits_smallest_first():
     # 64 GiB lose ~7 GiB to GKE and the system pods.
     assert fits[0] == "n2-highmem-16" and "n2-standard-16" not in fits and "n2-highmem-8" not in fits
     assert "n2-standard-8" in head_machines(RayConfig(head_cpu=4, head_memory_gib=16))
+    # A head of exactly a node's room fits it (n2-standard-8: 6 CPU / 25 GiB; n2-highcpu-16: 14 CPU / 10 GiB),
+    # ordered by (vCPUs, GiB); each of CPU and memory counts.
+    larger = ["n2-standard-32", "n2-highmem-32", "n2-highcpu-48", "n2-standard-48", "n2-highmem-48", "n2-highcpu-64"]
+    larger += ["n2-standard-64", "n2-highmem-64", "n2-highcpu-80", "n2-standard-80", "n2-highmem-80", "n2-highcpu-96"]
+    larger += ["n2-standard-96", "n2-highmem-96", "n2-standard-128", "n2-highmem-128"]
+    assert head_machines(RayConfig(head_cpu=6, head_memory_gib=25)) == [
+        "n2-standard-8",
+        "n2-highmem-8",
+        "n2-standard-16",
+        "n2-highmem-16",
+        "n2-highcpu-32",
+        *larger,
+    ]
+    assert head_machines(RayConfig(head_cpu=14, head_memory_gib=10)) == [
+        "n2-highcpu-16",
+        "n2-standard-16",
+        "n2-highmem-16",
+        "n2-highcpu-32",
+        *larger,
+    ]
+
+
+DEFAULT_HEAD_MACHINES = (
+    "allowed (fit ray.headCpu 8 / ray.headMemoryGib 64): n2-highmem-16, n2-standard-32, n2-highmem-32, n2-standard-48, "
+    "n2-highmem-48, n2-standard-64, n2-highmem-64, n2-highcpu-80, n2-standard-80, n2-highmem-80, n2-highcpu-96, "
+    "n2-standard-96, n2-highmem-96, n2-standard-128, n2-highmem-128"
+)
+
+
+def test_a_gpu_or_uncatalogued_system_pool_machine_is_refused_naming_the_machines_the_head_fits():
+    assert rejection(cluster={"systemPool": {"machineType": "a3-ultragpu-8g"}}) == (
+        "nemo-rl-gke:cluster.systemPool.machineType: 'a3-ultragpu-8g' is a GPU machine type: the CPU pool holds the "
+        f"Ray head and add-ons, its GPUs would be paid for and idle; {DEFAULT_HEAD_MACHINES}"
+    )
+    assert rejection(cluster={"systemPool": {"machineType": "e2-standard-32"}}) == (
+        "nemo-rl-gke:cluster.systemPool.machineType: 'e2-standard-32' is not in the CPU machine catalogue (the types "
+        f"the cost estimate can price); {DEFAULT_HEAD_MACHINES}; or cluster.systemPool.allowUncataloguedMachineType: "
+        "true for another type (then not priced)"
+    )
+
+
+@pytest.mark.parametrize(
+    "machine,room",
+    [
+        ("n2-highmem-2", "0.9 CPU / 11.0 GiB"),  # less than one CPU
+        ("n2-highcpu-8", "6.9 CPU / 3.9 GiB"),  # less than 4 GiB
+    ],
+)
+def test_a_system_pool_machine_with_no_room_for_the_least_head_is_refused_before_the_heads_own_check(machine, room):
+    fits = ["n2-standard-4", "n2-highmem-4", "n2-standard-8", "n2-highmem-8", "n2-highcpu-16", "n2-standard-16"]
+    fits += ["n2-highmem-16", "n2-highcpu-32", "n2-standard-32", "n2-highmem-32", "n2-highcpu-48", "n2-standard-48"]
+    fits += ["n2-highmem-48", "n2-highcpu-64", "n2-standard-64", "n2-highmem-64", "n2-highcpu-80", "n2-standard-80"]
+    fits += ["n2-highmem-80", "n2-highcpu-96", "n2-standard-96", "n2-highmem-96", "n2-standard-128", "n2-highmem-128"]
+    assert rejection(cluster={"systemPool": {"machineType": machine}}, ray={"headCpu": 1, "headMemoryGib": 4}) == (
+        f"nemo-rl-gke:cluster.systemPool.machineType: {machine!r} leaves no room for a Ray head ({room} after GKE's "
+        f"reservations and system pods); allowed (fit ray.headCpu 1 / ray.headMemoryGib 4): {', '.join(fits)}"
+    )
+    # n2-standard-4 leaves 2.9 CPU / 11.0 GiB: a head of its whole room fits.
+    assert parse(
+        {
+            **BASE,
+            "cluster": {"systemPool": {"machineType": "n2-standard-4"}},
+            "ray": {"headCpu": 2, "headMemoryGib": 10},
+        },
+        "dev",
+    )
+
+
+@pytest.mark.parametrize(
+    "room,refused",
+    [((1.0, 4.0), False), ((1.99, 4.99), False), ((0.99, 4.0), True), ((1.0, 3.99), True)],
+)
+def test_the_system_pool_room_check_holds_a_machine_to_the_least_head_ray_allows(monkeypatch, room, refused):
+    # No machine shape infra/machines.py knows leaves exactly 1 CPU or 4 GiB, so the edges are set here: the least
+    # head is ray.headCpu 1 / ray.headMemoryGib 4 (RayConfig's bounds).
+    from infra.config import KeyedValueError, RayConfig
+    from infra.config import cluster as cluster_config
+
+    assert [m.ge for m in RayConfig.model_fields["head_cpu"].metadata[:1]] == [1]
+    assert [m.ge for m in RayConfig.model_fields["head_memory_gib"].metadata[:1]] == [4]
+    cfg = parse(BASE, "dev")
+    monkeypatch.setattr(cluster_config, "system_node_room", lambda machine: room)
+    if not refused:
+        cluster_config.check_system_pool_machine(cfg.cluster, cfg.ray)
+        return
+    with pytest.raises(KeyedValueError) as info:
+        cluster_config.check_system_pool_machine(cfg.cluster, cfg.ray)
+    # every machine has that room now: none fits the default head
+    assert str(info.value) == (
+        f"'n2-highmem-16' leaves no room for a Ray head ({room[0]:.1f} CPU / {room[1]:.1f} GiB after GKE's "
+        "reservations and system pods); allowed (fit ray.headCpu 8 / ray.headMemoryGib 64): "
+    )
 
 
 def test_an_uncatalogued_cpu_machine_is_accepted_only_with_the_opt_in_and_a_gpu_machine_never():
@@ -521,6 +768,25 @@ def test_an_uncatalogued_cpu_machine_is_accepted_only_with_the_opt_in_and_a_gpu_
     # the head is still held to the room of an uncatalogued type whose shape is known
     small = rejection(cluster={"systemPool": {"machineType": "e2-standard-4", "allowUncataloguedMachineType": True}})
     assert small.startswith("nemo-rl-gke:ray.headCpu: 8 does not fit a e2-standard-4"), small
+
+
+def test_the_ip_endpoint_without_an_allow_list_is_refused_unless_opened_on_purpose():
+    assert rejection(cluster={"controlPlaneAccess": "ip"}) == (
+        "nemo-rl-gke:cluster.masterAuthorizedNetworks: is empty, which would open the control plane to every address; "
+        "allowed: the CIDRs `pulumi up` and kubectl connect from, e.g. `masterAuthorizedNetworks: [{cidrBlock: <your "
+        "egress IP>/32}]`, or cluster.allowPublicControlPlane: true to open it on purpose"
+    )
+    cfg = parse({**BASE, "cluster": {"controlPlaneAccess": "ip", "allowPublicControlPlane": True}}, "dev")
+    assert cfg.cluster.allow_public_control_plane is True
+
+
+def test_a_bucket_that_the_same_destroy_would_export_into_and_delete_is_refused():
+    assert rejection(storage={"deleteBucketOnDestroy": True}) == (
+        "nemo-rl-gke:storage.deleteBucketOnDestroy: true would delete the bucket right after lustre.exportOnDestroy "
+        "exported the checkpoints into it; allowed: false, or set lustre.exportOnDestroy: false as well"
+    )
+    cfg = parse({**BASE, "storage": {"deleteBucketOnDestroy": True}, "lustre": {"exportOnDestroy": False}}, "dev")
+    assert (cfg.storage.delete_bucket_on_destroy, cfg.lustre.export_on_destroy) == (True, False)
 
 
 def test_an_allow_list_that_covers_every_address_is_refused_but_a_wide_one_is_not():
@@ -636,3 +902,400 @@ def test_the_default_cluster_mode_is_described_with_its_regional_control_plane()
         line for line in (ROOT / "docs" / "autopilot.md").read_text().splitlines() if line.startswith("| Cluster |")
     )
     assert "regional" in row.split("|")[2], row
+
+
+# ---------------------------------------------------------------- strict input, names and labels
+
+
+@pytest.mark.parametrize(
+    "raw,message",
+    [
+        ({"gpuPool": {"nodeCount": True}}, "gpuPool.nodeCount: true is not allowed; allowed: a whole number"),
+        ({"ray": {"workerCpu": True}}, "ray.workerCpu: true is not allowed; allowed: a whole number"),
+        ({"job": {"budgetUsd": True}}, "job.budgetUsd: true is not allowed; allowed: a number"),
+        ({"cost": {"priceOverrides": {"k": True}}}, "cost.priceOverrides: 'k': true is not allowed; allowed: a number"),
+        ({"manageApis": "yes"}, "manageApis: 'yes' is not allowed; allowed: true or false"),
+    ],
+)
+def test_a_boolean_is_not_taken_for_a_number_nor_a_word_for_a_boolean(raw, message):
+    assert rejection(**raw) == f"nemo-rl-gke:{message}"
+
+
+@pytest.mark.parametrize(
+    "stack,prefix",
+    [
+        ("dev", "dev"),
+        ("Dev", "dev-9c24"),  # told apart from `dev` by sha256("Dev")[:4]
+        ("My_Stack..Prod", "my-stack-prod-87c7"),  # `_` and `.` as `-`, runs of `-` as one
+        ("abcdefghijklmn_opq", "abcdefghijklmn-ab74"),  # cut to 15, the cut's trailing `-` dropped
+        ("A1", "a1-16a3"),
+        ("_dev_", "dev-4972"),  # no `-` left at either end
+    ],
+)
+def test_the_default_name_prefix_is_the_stack_name_made_a_cloud_name(stack, prefix):
+    from infra.config import prefix_for_stack
+
+    assert prefix_for_stack(stack) == prefix
+    assert parse(dict(BASE), stack).name_prefix == prefix
+
+
+@pytest.mark.parametrize(
+    "stack,why",
+    [
+        ("1dev", "does not start with a letter"),
+        ("_-", "does not start with a letter"),
+        ("Google-test", "would put 'google' into the bucket name"),
+        ("G0ogle", "would put 'google' into the bucket name"),  # a 0 for an o is refused too
+        # Was told "would put 'google' into the bucket name" (the only other reason the message knew).
+        ("dév", "has letters outside a-z, which cloud names do not take"),
+    ],
+)
+def test_a_stack_name_that_makes_no_name_prefix_is_refused_saying_why(stack, why):
+    with pytest.raises(ConfigError) as info:
+        parse(dict(BASE), stack)
+    assert str(info.value) == (
+        f"nemo-rl-gke:namePrefix: not set, and the stack name {stack!r} {why}; allowed: set nemo-rl-gke:namePrefix to "
+        "1-20 lowercase letters, digits or hyphens, starting with a letter"
+    )
+
+
+@pytest.mark.parametrize(
+    "raw,key,value",
+    [({"project": "my-g00gle-proj"}, "project", "my-g00gle-proj"), ({"namePrefix": "g0ogle"}, "namePrefix", "g0ogle")],
+)
+def test_google_in_the_bucket_name_is_refused_in_the_project_and_the_prefix(raw, key, value):
+    assert rejection(**raw) == (
+        f"nemo-rl-gke:{key}: {value!r} would put 'google' into the bucket name, which Cloud Storage refuses; "
+        "allowed: a name without it"
+    )
+
+
+_CJK = "\U00020000"  # a Lo letter of four UTF-8 bytes
+_LABEL_VALUE_RULE = "allowed: at most 63 lowercase letters, digits, '_' or '-' (under 128 bytes)"
+
+
+def test_labels_of_lowercase_letters_of_any_script_and_every_kind_of_digit_are_accepted_up_to_the_limits():
+    labels = {"a" * 63: "a" * 63, "team": "a_漢-1ⅻ²", "cjk": _CJK * 31 + "abc"}  # Ll Lo Nd Nl No; 127 bytes
+    assert parse({**BASE, "labels": labels}, "dev").labels == labels
+
+
+@pytest.mark.parametrize(
+    "labels,message",
+    [
+        ({"team": "ab-X"}, f"label value 'ab-X' of 'team' is not allowed; {_LABEL_VALUE_RULE}"),
+        ({"team": "a" * 64}, f"label value '{'a' * 56}... of 'team' is not allowed; {_LABEL_VALUE_RULE}"),
+        ({"team": _CJK * 32}, f"label value {_CJK * 32!r} of 'team' is not allowed; {_LABEL_VALUE_RULE}"),  # 128 bytes
+        (
+            {"Team": "x"},
+            "label key 'Team' is not allowed; allowed: 1-63 lowercase letters, digits, '_' or '-', starting with a "
+            "lowercase letter (under 128 bytes)",
+        ),
+        (
+            {"a" * 64: "x"},
+            f"label key '{'a' * 56}... is not allowed; allowed: 1-63 lowercase letters, digits, '_' or '-', starting "
+            "with a lowercase letter (under 128 bytes)",
+        ),
+    ],
+)
+def test_a_label_outside_googles_rules_is_refused(labels, message):
+    assert rejection(labels=labels) == f"nemo-rl-gke:labels: {message}"
+
+
+# ---------------------------------------------------------------- zones and versions
+
+
+def test_a_region_or_zone_without_the_flavours_machines_and_lustre_is_refused_naming_the_nearest():
+    hint = "or set nemo-rl-gke:allowUncataloguedZone: true for a zone Google added since 2026-12-02 (data/zones.yaml)"
+    assert rejection(region="us-west2", zone="us-west2-a") == (
+        "nemo-rl-gke:region: 'us-west2' has no zone with a4-highgpu-8g (flavour b200) and Managed Lustre in the zone "
+        f"catalogue; allowed (nearest first): us-east1-b, us-central1-b, europe-west4-b; {hint}"
+    )
+    # same geography first, then by spelling against the region with a zone letter
+    assert rejection(region="europe-north1", zone="europe-north1-a") == (
+        "nemo-rl-gke:region: 'europe-north1' has no zone with a4-highgpu-8g (flavour b200) and Managed Lustre in the "
+        f"zone catalogue; allowed (nearest first): europe-west4-b, asia-northeast1-b, us-east1-b; {hint}"
+    )
+    assert rejection(zone="us-east1-c") == (
+        "nemo-rl-gke:zone: 'us-east1-c' does not offer a4-highgpu-8g (flavour b200) and Managed Lustre in the zone "
+        f"catalogue; allowed (nearest first): us-east1-b, us-central1-b, asia-northeast1-b; {hint}"
+    )
+    assert parse({**BASE, "zone": "us-east1-c", "allowUncataloguedZone": True}, "dev").zone == "us-east1-c"
+
+
+def test_a_pin_outside_the_version_matrix_is_refused_unless_untested_versions_are_allowed():
+    assert rejection(ray={"chartVersion": "1.6.0"}) == (
+        "nemo-rl-gke:ray.chartVersion: 1.6.0 is outside the version matrix; the nearest tested row standard-gib-v1.1.1 "
+        "has 1.7.0 (data/version_matrix.yaml); allowed: that, or allowUntestedVersions: true"
+    )
+    cfg = parse({**BASE, "ray": {"chartVersion": "1.6.0"}, "allowUntestedVersions": True}, "dev")
+    assert cfg.ray.chart_version == "1.6.0"
+
+
+# ---------------------------------------------------------------- the engine's config
+
+
+@pytest.mark.parametrize(
+    "variable,value,says",
+    [
+        ("PULUMI_CONFIG", "{bad", "not valid JSON (Expecting property name enclosed in double quotes at character 1)"),
+        ("PULUMI_CONFIG", "[1]", "a JSON list"),
+        (
+            "PULUMI_CONFIG_SECRET_KEYS",
+            "{bad",
+            "not valid JSON (Expecting property name enclosed in double quotes at character 1)",
+        ),
+        ("PULUMI_CONFIG_SECRET_KEYS", '{"a": 1}', "a JSON dict"),
+        ("PULUMI_CONFIG_SECRET_KEYS", "[1]", "a JSON list"),  # of a number, not of `namespace:key` names
+    ],
+)
+def test_a_malformed_engine_environment_is_refused_naming_the_variable(monkeypatch, variable, value, says):
+    from infra.config.engine import engine_config, engine_secret_keys
+
+    allowed = {
+        "PULUMI_CONFIG": "a JSON map of `namespace:key` to value, as the Pulumi CLI sets it",
+        "PULUMI_CONFIG_SECRET_KEYS": "a JSON list of `namespace:key` names, as the Pulumi CLI sets it",
+    }[variable]
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(ConfigError) as info:
+        engine_config() if variable == "PULUMI_CONFIG" else engine_secret_keys({"hfToken"})
+    assert str(info.value) == f"{variable}: {says}; allowed: {allowed}, or unset"
+
+
+def test_the_projects_keys_are_taken_without_namespace_and_their_json_decoded_other_namespaces_left_out():
+    from infra.config import namespaced
+
+    flat = {
+        "nemo-rl:foo": 1,  # not close enough to be taken for this project's
+        "gcp:project": "p",
+        "nemo-rl-gke:flavour": "b200",
+        "nemo-rl-gke:gpuPool": '{"nodeCount": 2}',
+        "nemo-rl-gke:ray": "[not json",
+        "nemo-rl-gke:zone": "",
+        "nemo-rl-gke:x": 3,
+    }
+    assert namespaced(flat) == {"flavour": "b200", "gpuPool": {"nodeCount": 2}, "ray": "[not json", "zone": "", "x": 3}
+
+
+@pytest.mark.parametrize(
+    "key,namespace,name",
+    [
+        ("nemo-rl-gk:flavour", "nemo-rl-gk", "flavour"),
+        ("NEMO-RL-GKE:flavour", "NEMO-RL-GKE", "flavour"),
+        ("Nemo-rl-gk:flavour", "Nemo-rl-gk", "flavour"),
+        ("nemo-rl-gk:a:b", "nemo-rl-gk", "a:b"),
+    ],
+)
+def test_a_near_miss_of_the_projects_namespace_is_refused(key, namespace, name):
+    from infra.config import namespaced
+
+    with pytest.raises(ConfigError) as info:
+        namespaced({"gcp:project": "p", key: "b200"})
+    assert str(info.value) == (
+        f"{key}: unknown namespace {namespace!r}; allowed: nemo-rl-gke:<key> (did you mean nemo-rl-gke:{name}?)"
+    )
+
+
+# ---------------------------------------------------------------- secrets
+
+
+GATED_WITH_WANDB = {
+    **BASE,
+    "flavour": "h200",
+    "region": "europe-west1",
+    "zone": "europe-west1-b",
+    "gpuPool": {"nodeCount": 2},
+    "job": {"recipe": "gemma3-27b-gsm8k", "wandbProject": "grpo"},
+}
+HF_NEEDED = (
+    "nemo-rl-gke:hfToken: not set, and job.recipe 'gemma3-27b-gsm8k' downloads google/gemma-3-27b-it, which Hugging "
+    "Face serves only to accounts that accepted its licence; allowed: `pulumi config set --secret hfToken <token>` "
+    "with a token of such an account"
+)
+WANDB_NEEDED = (
+    "nemo-rl-gke:wandbApiKey: not set, and job.wandbProject 'grpo' asks for W&B logging; allowed: `pulumi config set "
+    "--secret wandbApiKey <key>`, or remove job.wandbProject"
+)
+
+
+@pytest.mark.parametrize(
+    "present,lines",
+    [(set(), [HF_NEEDED, WANDB_NEEDED]), ({"hfToken"}, [WANDB_NEEDED]), ({"wandbApiKey"}, [HF_NEEDED])],
+)
+def test_each_secret_the_job_needs_and_lacks_is_refused_on_its_own_line(present, lines):
+    from infra.config import MissingSecretError, refuse_missing_secrets
+
+    with pytest.raises(MissingSecretError) as info:
+        refuse_missing_secrets(parse(GATED_WITH_WANDB, "h200"), present)
+    assert str(info.value) == "\n".join(lines)
+    refuse_missing_secrets(parse(GATED_WITH_WANDB, "h200"), {"hfToken", "wandbApiKey"})
+
+
+def test_a_plaintext_secret_and_a_plain_key_stored_as_secret_are_each_refused_on_their_own_line():
+    from infra.config import refuse_plaintext_secrets
+
+    with pytest.raises(ConfigError) as info:
+        refuse_plaintext_secrets(
+            {"hfToken": "x", "region": "r", "wandbApiKey": "y"},
+            {"nemo-rl-gke:region", "nemo-rl-gke:wandbApiKey"},
+            "dev",
+        )
+    assert str(info.value).splitlines() == [
+        "nemo-rl-gke:hfToken: stored in plaintext; allowed: a secret (remove it from Pulumi.dev.yaml and run "
+        "`pulumi config set --secret hfToken`)",
+        "nemo-rl-gke:region: stored as a secret, but it is a plain setting; allowed: a plain value (set it again "
+        "without --secret); only hfToken and wandbApiKey are secrets",
+    ]
+
+
+def test_the_wandb_key_counts_as_set_from_its_secret_key_name():
+    from infra.config import wandb_key_set
+
+    assert wandb_key_set({"nemo-rl-gke:wandbApiKey"}) is True
+    assert wandb_key_set({"nemo-rl-gke:hfToken", "wandbApiKey"}) is False
+
+
+# ---------------------------------------------------------------- the credential rule of job.overrides
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "hf_" + "a" * 25,  # a Hugging Face token's prefix, without digits or upper case
+        "0123456789abcdef" * 2 + "01234567",  # 40 hex digits: a W&B API key
+        "0123456789ABCDEF" * 2 + "01234567",  # upper-case hex
+        "Zq7" * 11,  # 33 letters and digits mixing upper case, lower case and digits
+    ],
+)
+def test_values_shaped_like_tokens_are_credentials(value):
+    from infra.config.job import looks_like_credential
+
+    assert looks_like_credential(value) is True
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "1" * 32,  # digits only: a number
+        "deadbeef" * 4,  # hex letters only
+        "abcdefghijklmnopqrstuvwxyzabcdef",  # lower case only
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZ123456",  # no lower case
+        "abcdefghijklmnopqrstuvwxyz123456",  # no upper case
+        "AbcdefghijklmnopqrstuvwxyzAbcdef",  # no digit
+    ],
+)
+def test_long_runs_that_lack_a_tokens_mix_are_not_credentials(value):
+    from infra.config.job import looks_like_credential
+
+    assert looks_like_credential(value) is False
+
+
+@pytest.mark.parametrize(
+    ("key", "part"), [("x.accessKey", "accessKey"), ("x.sshkey", "sshkey"), ("x._.token", "token")]
+)
+def test_a_qualified_key_word_and_a_part_after_an_empty_one_are_found(key, part):
+    from infra.config.job import secret_key_part
+
+    assert secret_key_part(key) == part
+
+
+# ---------------------------------------------------------------- pydantic's errors in stack-file words
+
+_KEYS_DOC = "allowed: the keys of the config reference in docs/configuration.md"
+_NETWORK = {"controlPlaneAccess": "ip", "masterAuthorizedNetworks": [{"cidrBlock": "203.0.113.0/24"}]}
+
+
+@pytest.mark.parametrize(
+    "raw,line",
+    [
+        ({}, "project: required key is not set; allowed: Google Cloud project id"),  # the description, its `.` cut
+        # A key of an optional section: no field found to describe it.
+        ({**BASE, "gpuPool": {"capacity": {}}}, "gpuPool.capacity.ladder: required key is not set"),
+        (
+            {
+                **BASE,
+                "cluster": {
+                    **_NETWORK,
+                    "masterAuthorizedNetworks": [{"cidrBlock": "203.0.113.0/24", "displayName": "x" * 65}],
+                },
+            },
+            "cluster.masterAuthorizedNetworks[0].displayName: 65 characters; allowed: at most 64",
+        ),
+        ({**BASE, "region": "US-EAST1"}, "region: 'US-EAST1' is not allowed; allowed: a region name such as us-east1"),
+        (
+            {**BASE, "ray": {"chartVersion": "1.7"}},
+            r"ray.chartVersion: '1.7' is not allowed; allowed: values matching ^\d+\.\d+\.\d+$",
+        ),
+        ({**BASE, "gpuPool": "x"}, "gpuPool: 'x' is not allowed; allowed: a map of keys (key: value lines)"),
+        (
+            {**BASE, "gpuPool": {"provisioning": "preemptible"}},
+            "gpuPool.provisioning: 'preemptible' is not allowed; allowed: 'spot', 'reservation', 'flexStart' or "
+            "'onDemand'",
+        ),
+        (
+            {**BASE, "cluster": {"mode": "serverless"}},
+            "cluster.mode: 'serverless' is not allowed; allowed: 'standard' or 'autopilot'",
+        ),
+        ({**BASE, "job": {"budgetUsd": 0}}, "job.budgetUsd: 0 is not allowed; allowed: more than 0.0"),
+        (
+            {**BASE, "recovery": {"maxRestarts": 1001}},
+            "recovery.maxRestarts: 1001 is not allowed; allowed: at most 1000",
+        ),
+        (
+            {**BASE, "gpuPool.nodeCount": 2},
+            "gpuPool.nodeCount: unknown key (`pulumi config set gpuPool.nodeCount` writes a flat key with a dot); "
+            "allowed: the nested key, set with `pulumi config rm gpuPool.nodeCount` and `pulumi config set --path "
+            "gpuPool.nodeCount <value>`",
+        ),
+        ({**BASE, "zzz": 1}, f"zzz: unknown key; {_KEYS_DOC}"),
+        ({**BASE, "gpuPool": {"nodeCout": 2}}, f"gpuPool.nodeCout: unknown key; did you mean nodeCount? {_KEYS_DOC}"),
+        (
+            {
+                **BASE,
+                "cluster": {**_NETWORK, "masterAuthorizedNetworks": [{"cidrBlock": "203.0.113.0/24", "nmae": "x"}]},
+            },
+            f"cluster.masterAuthorizedNetworks[0].nmae: unknown key; {_KEYS_DOC}",
+        ),
+    ],
+)
+def test_each_kind_of_pydantic_error_is_one_line_naming_the_key_in_stack_file_words(raw, line):
+    with pytest.raises(ConfigError) as info:
+        parse(raw, "dev")
+    assert str(info.value) == f"nemo-rl-gke:{line}"
+
+
+def test_an_error_of_the_whole_config_is_named_by_the_namespace_alone():
+    from pydantic import ValidationError
+
+    from infra.config import format_validation_error
+
+    with pytest.raises(ValidationError) as info:
+        StackConfig.model_validate("x")
+    assert format_validation_error(info.value, StackConfig) == (
+        "nemo-rl-gke: 'x' is not allowed; allowed: a map of keys (key: value lines)"
+    )
+
+
+def test_a_message_with_a_newline_stays_on_its_one_line():
+    from pydantic import ValidationError, field_validator
+
+    from infra.config import Model, format_validation_error
+
+    class Section(Model):
+        name: str = "x"
+
+        @field_validator("name")
+        @classmethod
+        def _refuse(cls, v: str) -> str:
+            raise ValueError("first\nsecond")
+
+    with pytest.raises(ValidationError) as info:
+        Section.model_validate({"name": "y"})
+    assert format_validation_error(info.value, Section) == "nemo-rl-gke:name: first second"
+
+
+def test_a_value_is_shown_whole_up_to_sixty_characters_and_cut_beyond():
+    from infra.config.errors import shown
+
+    assert shown("a" * 58) == "'" + "a" * 58 + "'"  # 60 characters with the quotes
+    assert shown("a" * 59) == "'" + "a" * 56 + "..."
+    assert shown("a\nb") == "'a\\nb'"

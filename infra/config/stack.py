@@ -265,7 +265,12 @@ def prefix_for_stack(stack: str) -> str:
         return stack
     base = re.sub(r"-+", "-", re.sub(r"[_.]", "-", stack.lower())).strip("-")
     if not base[:1].isalpha() or not base.isascii() or _looks_like_google(base):
-        why = "does not start with a letter" if not base[:1].isalpha() else "would put 'google' into the bucket name"
+        if not base[:1].isalpha():
+            why = "does not start with a letter"
+        elif not base.isascii():
+            why = "has letters outside a-z, which cloud names do not take"
+        else:
+            why = "would put 'google' into the bucket name"
         raise ConfigError(
             f"{PROJECT}:namePrefix: not set, and the stack name {shown(stack)} {why}; allowed: set "
             f"{PROJECT}:namePrefix "
