@@ -1209,7 +1209,13 @@ _NETWORK = {"controlPlaneAccess": "ip", "masterAuthorizedNetworks": [{"cidrBlock
     [
         ({}, "project: required key is not set; allowed: Google Cloud project id"),  # the description, its `.` cut
         # A key of an optional section: no field found to describe it.
-        ({**BASE, "gpuPool": {"capacity": {}}}, "gpuPool.capacity.ladder: required key is not set"),
+        (
+            {**BASE, "gpuPool": {"capacity": {}}},
+            "gpuPool.capacity.ladder: required key is not set; allowed: Ordered rungs, most preferred first: each "
+            "of spot, flexStart, onDemand or {reservation: NAME}. One GPU pool per rung (same machine, NICs and RDMA "
+            "networks, autoscaled 0..nodeCount) and a ComputeClass whose priorities name them in this order; a gang "
+            "may mix nodes of several rungs",
+        ),
         (
             {
                 **BASE,
@@ -1248,12 +1254,27 @@ _NETWORK = {"controlPlaneAccess": "ip", "masterAuthorizedNetworks": [{"cidrBlock
         ),
         ({**BASE, "zzz": 1}, f"zzz: unknown key; {_KEYS_DOC}"),
         ({**BASE, "gpuPool": {"nodeCout": 2}}, f"gpuPool.nodeCout: unknown key; did you mean nodeCount? {_KEYS_DOC}"),
+        # Under a section that may be left out (Optional): the hint and the description still reach it.
+        (
+            {**BASE, "gpuPool": {"nodeCount": 2, "capacity": {"ladder": ["spot"], "maxWaitMinute": 5}}},
+            f"gpuPool.capacity.maxWaitMinute: unknown key; did you mean maxWaitMinutes? {_KEYS_DOC}",
+        ),
         (
             {
                 **BASE,
                 "cluster": {**_NETWORK, "masterAuthorizedNetworks": [{"cidrBlock": "203.0.113.0/24", "nmae": "x"}]},
             },
             f"cluster.masterAuthorizedNetworks[0].nmae: unknown key; {_KEYS_DOC}",
+        ),
+        (  # an entry of a list of sections: its keys are known too
+            {
+                **BASE,
+                "cluster": {
+                    **_NETWORK,
+                    "masterAuthorizedNetworks": [{"cidrBlock": "203.0.113.0/24", "displayNme": "x"}],
+                },
+            },
+            f"cluster.masterAuthorizedNetworks[0].displayNme: unknown key; did you mean displayName? {_KEYS_DOC}",
         ),
     ],
 )

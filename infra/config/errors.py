@@ -7,7 +7,8 @@ is allowed; no pydantic class name or internal type ever reaches the user.
 from __future__ import annotations
 
 import difflib
-from typing import Any
+import types
+from typing import Any, Union, get_args, get_origin
 
 import pulumi
 from pydantic import BaseModel, ValidationError
@@ -105,17 +106,33 @@ def _message(e: Any, loc: tuple[Any, ...], root: type[BaseModel]) -> str:
     return msg
 
 
+def _model_of(annotation: Any) -> "type[BaseModel] | None":
+    """The section model a field holds: `Section`, `Optional[Section]` (`Section | None`, a section that may
+    be left out: `gpuPool.capacity`), or a list of them (`cluster.masterAuthorizedNetworks`: an entry's
+    index in a key steps into it); None for anything else."""
+    origin = get_origin(annotation)
+    if origin in (Union, types.UnionType):
+        models = {_model_of(arg) for arg in get_args(annotation) if arg is not type(None)} - {None}
+        return models.pop() if len(models) == 1 else None
+    if origin in (list, tuple):
+        items = [arg for arg in get_args(annotation) if arg is not Ellipsis]
+        return _model_of(items[0]) if len(items) == 1 else None
+    return annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+
+
 def _field_at(loc: tuple[Any, ...], root: type[BaseModel]) -> Any:
     """The pydantic field a `loc` of `root` points at (by name or camelCase alias), or None."""
     model: Any = root
     field = None
     for part in loc:
-        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        if model is None:
             return None
+        if isinstance(part, int):  # an entry of a list of sections: the model stays the entry's
+            continue
         field = next((f for n, f in model.model_fields.items() if part in (n, f.alias)), None)
         if field is None:
             return None
-        model = field.annotation
+        model = _model_of(field.annotation)
     return field
 
 
@@ -123,12 +140,12 @@ def _unknown_key_message(loc: tuple[Any, ...], root: type[BaseModel]) -> str:
     name = str(loc[-1])
     model: Any = root
     for part in loc[:-1]:
+        if isinstance(part, int):  # an entry of a list of sections: the model stays the entry's
+            continue
         field = next((f for n, f in model.model_fields.items() if part in (n, f.alias)), None)
-        annotation = field.annotation if field else None
-        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
-            model = None
+        model = _model_of(field.annotation) if field else None
+        if model is None:
             break
-        model = annotation
     if len(loc) == 1 and "." in name:
         return (
             f"unknown key (`pulumi config set {name}` writes a flat key with a dot); allowed: the nested key, "
