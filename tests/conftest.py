@@ -7,6 +7,7 @@ component directly.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 from typing import Any
@@ -92,6 +93,16 @@ def stack_plan(stack: str) -> plan_mod.Plan:
 @pytest.fixture(params=STACKS)
 def any_stack_plan(request) -> plan_mod.Plan:
     return stack_plan(request.param)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
+    """The session is over (its reports sent, the Ray head stopped): freeze the heap. The interpreter's
+    last garbage collection at exit otherwise walks every object the session made (plans, the client
+    libraries' message classes, torch) — 2-4 s a process on two busy cores, measured, while xdist's
+    main process waits for each worker to exit. Frozen objects are not walked; what they hold is
+    released with the process (docs/testing.md, "Budget")."""
+    gc.freeze()
 
 
 @pytest.hookimpl(tryfirst=True)
