@@ -1320,3 +1320,126 @@ def test_a_value_is_shown_whole_up_to_sixty_characters_and_cut_beyond():
     assert shown("a" * 58) == "'" + "a" * 58 + "'"  # 60 characters with the quotes
     assert shown("a" * 59) == "'" + "a" * 56 + "..."
     assert shown("a\nb") == "'a\\nb'"
+
+
+# ---------------------------------------------------------------- the sections' validator rules, messages whole
+# The rules of gpuPool's, lustre's and network's validators are plain functions so that mutmut mutates them
+# (docs/testing.md, "Mutation testing"); these tests compare their messages whole and take each limit from both
+# sides. pydantic does not validate a field's default, so each accepted value here is given explicitly.
+
+RUNG_HELP = "spot, flexStart, onDemand or {reservation: NAME}"
+
+
+@pytest.mark.parametrize(
+    "pool, message",
+    [
+        (
+            {"provisioning": "reservation"},
+            "gpuPool.reservationName: required when gpuPool.provisioning is 'reservation'",
+        ),
+        (
+            {"provisioning": "spot", "reservationName": "my-a4-block"},
+            "gpuPool.reservationName: only allowed when gpuPool.provisioning is 'reservation'",
+        ),
+        (
+            {"provisioning": "flexStart", "compactPlacement": True},
+            "gpuPool.compactPlacement: not allowed with gpuPool.provisioning 'flexStart'; allowed: false",
+        ),
+        (
+            {"reservationName": "my-a4-block", "capacity": {"ladder": ["spot", "onDemand"]}},
+            "gpuPool.reservationName: is set next to gpuPool.capacity; allowed: one of them (a one-rung ladder is "
+            "`provisioning`)",
+        ),
+        (
+            {"compactPlacement": True, "capacity": {"ladder": ["spot", "flexStart"]}},
+            "gpuPool.compactPlacement: not allowed with a flexStart rung in gpuPool.capacity; allowed: false",
+        ),
+        (
+            {"capacity": {"ladder": [{"provisioning": "reservation"}]}},
+            f"gpuPool.capacity.ladder[0]: a reservation rung needs its name and no other rung has one; allowed: "
+            f"{RUNG_HELP}",
+        ),
+        (
+            {"capacity": {"ladder": ["spot", {"provisioning": "onDemand", "reservationName": "my-a4-block"}]}},
+            f"gpuPool.capacity.ladder[1]: a reservation rung needs its name and no other rung has one; allowed: "
+            f"{RUNG_HELP}",
+        ),
+        (
+            {"capacity": {"ladder": [{"reservation": "a"}, {"reservation": "a"}]}},
+            "gpuPool.capacity.ladder[1]: reservation a appears twice; allowed: each rung once",
+        ),
+        ({"capacity": {"ladder": ["spot", 7]}}, f"gpuPool.capacity.ladder[1]: 7 is not allowed; allowed: {RUNG_HELP}"),
+    ],
+)
+def test_a_gpu_pool_refusal_is_its_whole_message(pool, message):
+    assert rejection(gpuPool=pool) == f"nemo-rl-gke:{message}"
+
+
+def test_compact_placement_is_accepted_with_a_ladder_without_a_flex_start_rung():
+    cfg = parse({**BASE, "gpuPool": {"compactPlacement": True, "capacity": {"ladder": ["spot", "onDemand"]}}}, "dev")
+    assert cfg.gpu_pool.compact_placement is True
+
+
+def test_a_ladder_of_written_out_rungs_is_accepted_like_their_shorthand():
+    ladder = [{"provisioning": "reservation", "reservationName": "my-a4-block"}, {"provisioning": "spot"}]
+    cfg = parse({**BASE, "gpuPool": {"capacity": {"ladder": ladder}}}, "dev")
+    assert [r.label for r in cfg.gpu_pool.ladder] == ["reservation my-a4-block", "spot"]
+
+
+def test_a_one_rung_ladder_sets_provisioning_and_reservation_name():
+    cfg = parse({**BASE, "gpuPool": {"capacity": {"ladder": [{"reservation": "my-a4-block"}]}}}, "dev")
+    assert (cfg.gpu_pool.provisioning.value, cfg.gpu_pool.reservation_name) == ("reservation", "my-a4-block")
+    cfg = parse({**BASE, "gpuPool": {"capacity": {"ladder": ["onDemand"]}}}, "dev")
+    assert (cfg.gpu_pool.provisioning.value, cfg.gpu_pool.reservation_name) == ("onDemand", None)
+
+
+@pytest.mark.parametrize("name", ["a", "LustreFs", "FS01abcd"])
+def test_a_lustre_filesystem_of_one_to_eight_letters_or_digits_in_either_case_is_accepted(name):
+    assert parse({**BASE, "lustre": {"filesystem": name}}, "dev").lustre.filesystem == name
+
+
+@pytest.mark.parametrize("instance_id", ["l", "my-lustre", "a" * 63])
+def test_a_lustre_instance_id_of_up_to_63_lowercase_characters_is_accepted(instance_id):
+    assert parse({**BASE, "lustre": {"instanceId": instance_id}}, "dev").lustre.instance_id == instance_id
+
+
+def test_a_bad_lustre_instance_id_is_its_whole_message():
+    assert rejection(lustre={"instanceId": "Lustre"}) == (
+        "nemo-rl-gke:lustre.instanceId: 'Lustre' is not allowed; allowed: 1-63 lowercase letters, digits or "
+        "hyphens, starting with a letter and ending with a letter or digit"
+    )
+
+
+def test_a_psa_range_of_exactly_a_23_is_accepted():
+    assert parse({**BASE, "network": {"psaCidr": "10.16.0.0/23"}}, "dev").network.psa_cidr == "10.16.0.0/23"
+
+
+@pytest.mark.parametrize(
+    "network, message",
+    [
+        (
+            {"servicesCidr": "169.254.0.0/20"},
+            "servicesCidr: 169.254.0.0/20 overlaps 169.254.0.0/16 (link-local, where the metadata server lives)",
+        ),
+        ({"rdmaCidrs": ["192.168.1.0/24", "127.0.0.0/24"]}, "rdmaCidrs: 127.0.0.0/24 overlaps 127.0.0.0/8 (loopback)"),
+    ],
+)
+def test_a_range_a_vpc_cannot_use_is_its_whole_message(network, message):
+    assert rejection(network=network) == (
+        f"nemo-rl-gke:network.{message}, which a VPC cannot use; allowed: private ranges such as 10.0.0.0/8, "
+        "172.16.0.0/12 or 192.168.0.0/16"
+    )
+
+
+@pytest.mark.parametrize("key, cidr", [("primaryCidr", "10.0.0.0/30"), ("gvnicCidr", "192.168.0.0/30")])
+def test_a_subnet_smaller_than_a_29_is_its_whole_message(key, cidr):
+    assert rejection(network={key: cidr}) == (
+        f"nemo-rl-gke:network.{key}: {cidr} is smaller than a /29, the smallest subnet Google Cloud creates; "
+        "allowed: /29 or larger"
+    )
+
+
+def test_the_smallest_subnet_rule_is_only_for_subnets_not_secondary_ranges():
+    # A /29 gVNIC subnet is the smallest accepted; a services range is a secondary range, not a subnet.
+    cfg = parse({**BASE, "network": {"gvnicCidr": "192.168.0.0/29", "servicesCidr": "10.8.0.0/30"}}, "dev")
+    assert (cfg.network.gvnic_cidr, cfg.network.services_cidr) == ("192.168.0.0/29", "10.8.0.0/30")

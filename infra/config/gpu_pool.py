@@ -78,36 +78,50 @@ class CapacityConfig(Model):
     @classmethod
     def _rung_shorthand(cls, value: Any) -> Any:
         """`spot` means {provisioning: spot}; `{reservation: NAME}` a reservation rung."""
-        if not isinstance(value, (list, tuple)):
-            return value
-        if not value:
-            raise ValueError(f"an empty ladder is not allowed; allowed: one or more of {RUNG_HELP}")
-        rungs = []
-        for i, raw in enumerate(value):
-            if isinstance(raw, str):
-                if raw not in SHORT_RUNGS:
-                    raise KeyedValueError(f"[{i}]", f"{raw!r} is not allowed; allowed: {RUNG_HELP}")
-                raw = {"provisioning": raw}
-            elif isinstance(raw, dict) and set(raw) == {"reservation"}:
-                raw = {"provisioning": Provisioning.RESERVATION.value, "reservationName": raw["reservation"]}
-            elif not isinstance(raw, dict):
-                raise KeyedValueError(f"[{i}]", f"{raw!r} is not allowed; allowed: {RUNG_HELP}")
-            rungs.append(raw)
-        return rungs
+        return expand_rung_shorthand(value)
 
     @model_validator(mode="after")
     def _rungs_distinct(self) -> "CapacityConfig":
-        seen: set[tuple[Provisioning, Optional[str]]] = set()
-        for i, r in enumerate(self.ladder):
-            if (r.provisioning is Provisioning.RESERVATION) != bool(r.reservation_name):
-                raise KeyedValueError(
-                    f"ladder[{i}]", f"a reservation rung needs its name and no other rung has one; allowed: {RUNG_HELP}"
-                )
-            key = (r.provisioning, r.reservation_name)
-            if key in seen:
-                raise KeyedValueError(f"ladder[{i}]", f"{Rung(*key).label} appears twice; allowed: each rung once")
-            seen.add(key)
+        check_ladder_rungs(self.ladder)
         return self
+
+
+# The validators' rules live in plain functions: mutmut 3 does not mutate decorated methods
+# (docs/testing.md, "Mutation testing"), so a rule kept inside one would never be mutated.
+
+
+def expand_rung_shorthand(value: Any) -> Any:
+    """`spot` means {provisioning: spot}; `{reservation: NAME}` a reservation rung."""
+    if not isinstance(value, (list, tuple)):
+        return value
+    if not value:
+        raise ValueError(f"an empty ladder is not allowed; allowed: one or more of {RUNG_HELP}")
+    rungs = []
+    for i, raw in enumerate(value):
+        if isinstance(raw, str):
+            if raw not in SHORT_RUNGS:
+                raise KeyedValueError(f"[{i}]", f"{raw!r} is not allowed; allowed: {RUNG_HELP}")
+            raw = {"provisioning": raw}
+        elif isinstance(raw, dict) and set(raw) == {"reservation"}:
+            raw = {"provisioning": Provisioning.RESERVATION.value, "reservationName": raw["reservation"]}
+        elif not isinstance(raw, dict):
+            raise KeyedValueError(f"[{i}]", f"{raw!r} is not allowed; allowed: {RUNG_HELP}")
+        rungs.append(raw)
+    return rungs
+
+
+def check_ladder_rungs(ladder: tuple[RungConfig, ...]) -> None:
+    """A reservation rung has its name and no other rung has one; each rung appears once."""
+    seen: set[tuple[Provisioning, Optional[str]]] = set()
+    for i, r in enumerate(ladder):
+        if (r.provisioning is Provisioning.RESERVATION) != bool(r.reservation_name):
+            raise KeyedValueError(
+                f"ladder[{i}]", f"a reservation rung needs its name and no other rung has one; allowed: {RUNG_HELP}"
+            )
+        key = (r.provisioning, r.reservation_name)
+        if key in seen:
+            raise KeyedValueError(f"ladder[{i}]", f"{Rung(*key).label} appears twice; allowed: each rung once")
+        seen.add(key)
 
 
 class GpuPoolConfig(Model):
@@ -149,30 +163,34 @@ class GpuPoolConfig(Model):
 
     @model_validator(mode="after")
     def _reservation_needs_name(self) -> "GpuPoolConfig":
-        if self.capacity is not None:
-            both = sorted({"provisioning", "reservation_name"} & self.model_fields_set)
-            if both:
-                key = {"provisioning": "provisioning", "reservation_name": "reservationName"}[both[0]]
-                raise KeyedValueError(
-                    key, "is set next to gpuPool.capacity; allowed: one of them (a one-rung ladder is `provisioning`)"
-                )
-            if self.compact_placement and any(r.provisioning is Provisioning.FLEX_START for r in self.ladder):
-                raise KeyedValueError(
-                    "compactPlacement", "not allowed with a flexStart rung in gpuPool.capacity; allowed: false"
-                )
-            if len(self.ladder) == 1:
-                # A one-rung ladder is that one `provisioning` (the single pool, its price, the doctor's
-                # reservation check read these two fields); frozen, so set past pydantic's guard, once, here.
-                (rung,) = self.ladder
-                object.__setattr__(self, "provisioning", rung.provisioning)
-                object.__setattr__(self, "reservation_name", rung.reservation_name)
-            return self
-        if self.provisioning is Provisioning.RESERVATION and not self.reservation_name:
-            raise KeyedValueError("reservationName", "required when gpuPool.provisioning is 'reservation'")
-        if self.provisioning is not Provisioning.RESERVATION and self.reservation_name:
-            raise KeyedValueError("reservationName", "only allowed when gpuPool.provisioning is 'reservation'")
-        if self.provisioning is Provisioning.FLEX_START and self.compact_placement:
-            raise KeyedValueError(
-                "compactPlacement", "not allowed with gpuPool.provisioning 'flexStart'; allowed: false"
-            )
+        check_gpu_pool_provisioning(self)
         return self
+
+
+def check_gpu_pool_provisioning(pool: GpuPoolConfig) -> None:
+    """`capacity` or `provisioning`/`reservationName`, not both; a reservation has its name; no flex-start with
+    compact placement. A one-rung ladder also sets `provisioning` and `reservationName` (below)."""
+    if pool.capacity is not None:
+        both = sorted({"provisioning", "reservation_name"} & pool.model_fields_set)
+        if both:
+            key = {"provisioning": "provisioning", "reservation_name": "reservationName"}[both[0]]
+            raise KeyedValueError(
+                key, "is set next to gpuPool.capacity; allowed: one of them (a one-rung ladder is `provisioning`)"
+            )
+        if pool.compact_placement and any(r.provisioning is Provisioning.FLEX_START for r in pool.ladder):
+            raise KeyedValueError(
+                "compactPlacement", "not allowed with a flexStart rung in gpuPool.capacity; allowed: false"
+            )
+        if len(pool.ladder) == 1:
+            # A one-rung ladder is that one `provisioning` (the single pool, its price, the doctor's
+            # reservation check read these two fields); frozen, so set past pydantic's guard, once, here.
+            (rung,) = pool.ladder
+            object.__setattr__(pool, "provisioning", rung.provisioning)
+            object.__setattr__(pool, "reservation_name", rung.reservation_name)
+        return
+    if pool.provisioning is Provisioning.RESERVATION and not pool.reservation_name:
+        raise KeyedValueError("reservationName", "required when gpuPool.provisioning is 'reservation'")
+    if pool.provisioning is not Provisioning.RESERVATION and pool.reservation_name:
+        raise KeyedValueError("reservationName", "only allowed when gpuPool.provisioning is 'reservation'")
+    if pool.provisioning is Provisioning.FLEX_START and pool.compact_placement:
+        raise KeyedValueError("compactPlacement", "not allowed with gpuPool.provisioning 'flexStart'; allowed: false")
