@@ -2079,8 +2079,8 @@ def test_every_rung_of_the_ladder_is_checked_against_its_own_quota_or_reservatio
     assert "NVIDIA_B200_GPUS in us-east1: 32 free of 32" in results[3].summary
     assert "1 of 4" in results[0].summary and "--vm-count 5" in results[0].fix
     # The single-pool checks defer to the ladder's instead of checking `provisioning`'s default.
-    assert only(project, "gpu-quota", cfg).summary == doctor.LADDER_ELSEWHERE
-    assert only(project, "reservation", cfg).summary == doctor.LADDER_ELSEWHERE
+    assert only(project, "gpu-quota", cfg) == doctor.Result("gpu-quota", doctor.PASS, doctor.LADDER_ELSEWHERE)
+    assert only(project, "reservation", cfg) == doctor.Result("reservation", doctor.PASS, doctor.LADDER_ELSEWHERE)
 
 
 def test_a_rungs_missing_reservation_fails_naming_the_rung(project):
@@ -2196,6 +2196,14 @@ def test_a_ladder_with_flex_start_needs_the_flex_start_gke_version(monkeypatch):
     assert doctor.minimum_gke_version(h200) == ("1.99.0-gke.1", "flex-start GPUs")
     spot_only = config(**kw, gpuPool={"nodeCount": 2, "capacity": {"ladder": ["spot", "onDemand"]}})
     assert doctor.minimum_gke_version(spot_only)[1] != "flex-start GPUs"
+
+
+def test_a_ladder_needs_the_custom_compute_class_gke_version_and_names_it(monkeypatch):
+    # Today's ComputeClass floor (1.30.3) is below the Lustre CSI driver's (1.33.2); a higher one must win.
+    monkeypatch.setattr(doctor, "CUSTOM_COMPUTE_CLASS_MIN_GKE", "1.99.0-gke.1")
+    ladder = config(gpuPool={"nodeCount": 2, "capacity": {"ladder": ["spot", "onDemand"]}})
+    assert doctor.minimum_gke_version(ladder) == ("1.99.0-gke.1", "the capacity ladder's custom ComputeClass")
+    assert doctor.minimum_gke_version(config()) == ("1.33.2-gke.4655000", "Lustre on port 988")
 
 
 def test_the_bucket_psa_and_org_policy_calls_name_the_project_and_carry_the_timeout(project):

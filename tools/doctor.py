@@ -274,8 +274,8 @@ def gpu_quota_result(ctx: Context, provisioning: Provisioning, check: str = "gpu
     region = ctx.clients.regions.get(project=ctx.project, region=cfg.region, timeout=ctx.timeout)
     quota = next((q for q in region.quotas if q.metric == metric), None)
     if quota is None:
-        found = _gpu_family_quota(ctx, metric, need, pool)
-        return replace(found, check=check, summary=lead + found.summary)
+        found = _gpu_family_quota(ctx, metric, need, pool, check)
+        return replace(found, summary=lead + found.summary)
     free = quota.limit - quota.usage
     what = f"{lead}{metric} in {cfg.region}: {free:g} free of {quota.limit:g}; {pool}"
     if free >= need:
@@ -359,7 +359,7 @@ def check_global_quota(ctx: Context) -> list[Result]:
     return results
 
 
-def _gpu_family_quota(ctx: Context, metric: str, need: int, pool: str) -> Result:
+def _gpu_family_quota(ctx: Context, metric: str, need: int, pool: str, check: str) -> Result:
     """When the region lists no per-model metric: newer GPU families may be granted only as a Cloud
     Quotas quota with a `gpu_family` dimension. Read the limit there (Cloud Quotas has no usage)."""
     cfg = ctx.cfg
@@ -368,7 +368,7 @@ def _gpu_family_quota(ctx: Context, metric: str, need: int, pool: str) -> Result
     candidates = [_quota_id(metric), ("PREEMPTIBLE-" if preemptible else "") + GPU_FAMILY_QUOTA]
     parent = f"projects/{ctx.project}/locations/global/services/compute.googleapis.com/quotaInfos"
     unseen = Result(
-        "gpu-quota",
+        check,
         WARN,
         f"{cfg.region} lists no {metric} quota and Cloud Quotas has none of "
         f"{', '.join(candidates)} for gpu_family {family}; {pool}",
@@ -395,8 +395,8 @@ def _gpu_family_quota(ctx: Context, metric: str, need: int, pool: str) -> Result
             "shown here)"
         )
         if value >= need:
-            return Result("gpu-quota", PASS, what)
-        return Result("gpu-quota", FAIL, what, _quota_request(ctx, quota_id, dims, need))
+            return Result(check, PASS, what)
+        return Result(check, FAIL, what, _quota_request(ctx, quota_id, dims, need))
     return unseen
 
 
