@@ -41,7 +41,7 @@ class CostConfig(Model):
 
 
 def check_prices_not_negative(v: dict[str, float]) -> dict[str, float]:
-    """Every price override is 0 or more (NaN refused: `not value >= 0`)."""
+    """Every price override is 0 or more."""
     # Which keys exist is the price table's business (tools/cost.py checks them when the offline
     # plan estimates); the program deploys nothing from these numbers.
     for key, value in v.items():
