@@ -1443,3 +1443,243 @@ def test_the_smallest_subnet_rule_is_only_for_subnets_not_secondary_ranges():
     # A /29 gVNIC subnet is the smallest accepted; a services range is a secondary range, not a subnet.
     cfg = parse({**BASE, "network": {"gvnicCidr": "192.168.0.0/29", "servicesCidr": "10.8.0.0/30"}}, "dev")
     assert (cfg.network.gvnic_cidr, cfg.network.services_cidr) == ("192.168.0.0/29", "10.8.0.0/30")
+
+
+# ---------------------------------------------------------------- ray's, job's, cluster's, recovery's and cost's rules
+# Their validators' rules are plain functions too (check_namespace, check_mount_path, check_no_credentials,
+# check_control_plane_access, ...); the same approach: whole messages, both sides of each limit, accepted values
+# given explicitly.
+
+_SECRET_ALLOWED = (
+    "allowed: no credential in job.overrides (they reach the job's entrypoint, the plan and the watcher's "
+    "ConfigMap in plain text); the secrets are the hfToken and wandbApiKey keys (`pulumi config set --secret`), "
+    "which reach the pods as files"
+)
+
+
+@pytest.mark.parametrize("namespace", ["default", "kube-system", "gke-managed-x", "gmp-public"])
+def test_a_system_namespace_is_refused_naming_the_allowed_kind(namespace):
+    assert rejection(ray={"namespace": namespace}) == (
+        f"nemo-rl-gke:ray.namespace: {namespace!r} is a system namespace; allowed: a namespace of its own, not "
+        "default or kube-*, gke-*, gmp-*"
+    )
+
+
+@pytest.mark.parametrize("namespace", ["defaults", "kube", "my-kube-ns", "team-gke", "gmp"])
+def test_a_namespace_that_only_resembles_a_system_one_is_accepted(namespace):
+    assert parse({**BASE, "ray": {"namespace": namespace}}, "dev").ray.namespace == namespace
+
+
+def test_the_default_service_account_is_refused_and_a_dedicated_one_accepted():
+    assert rejection(ray={"serviceAccount": "default"}) == (
+        "nemo-rl-gke:ray.serviceAccount: 'default' is the account of every pod in the namespace; allowed: a "
+        "dedicated name such as ray"
+    )
+    assert parse({**BASE, "ray": {"serviceAccount": "ray-pods"}}, "dev").ray.service_account == "ray-pods"
+
+
+_NOT_NORMAL = "is not allowed; allowed: a normalized absolute path (no '.', '..', '//' or trailing '/')"
+
+
+@pytest.mark.parametrize(
+    "path, message",
+    [
+        ("/lustre/", f"'/lustre/' {_NOT_NORMAL}"),
+        ("/data//lustre", f"'/data//lustre' {_NOT_NORMAL}"),
+        ("/data/../lustre", f"'/data/../lustre' {_NOT_NORMAL}"),
+        ("/lustre/.cache", f"'/lustre/.cache' {_NOT_NORMAL}"),  # normalized, but a hidden component
+        ("/bin", "'/bin' would mount Lustre over the system directory /bin; allowed: a path such as /lustre"),
+        ("/var", "'/var' would mount Lustre over the system directory /var; allowed: a path such as /lustre"),
+        (
+            "/usr/local/lustre",
+            "'/usr/local/lustre' would mount Lustre over the system directory /usr; allowed: a path such as /lustre",
+        ),
+        ("/", "'/' would hide /opt/nemo-rl in the Ray containers; allowed: a path such as /lustre"),
+        ("/opt", "'/opt' would hide /opt/nemo-rl in the Ray containers; allowed: a path such as /lustre"),
+        (
+            "/opt/nemo-rl",
+            "'/opt/nemo-rl' would hide /opt/nemo-rl in the Ray containers; allowed: a path such as /lustre",
+        ),
+        ("/tmp", "'/tmp' would hide /tmp/ray in the Ray containers; allowed: a path such as /lustre"),
+        ("/tmp/ray", "'/tmp/ray' would hide /tmp/ray in the Ray containers; allowed: a path such as /lustre"),
+    ],
+)
+def test_an_unsafe_mount_path_is_refused_naming_what_it_would_hide(path, message):
+    assert rejection(ray={"mountPath": path}) == f"nemo-rl-gke:ray.mountPath: {message}"
+
+
+# /optX: the X that ends it is no separator to strip (the rule strips only a trailing '/')
+@pytest.mark.parametrize(
+    "path", ["/lustre", "/usrdata", "/varlib/x", "/opt/nemo-rl-data", "/tmp/rays", "/mnt/a.b", "/optX"]
+)
+def test_a_mount_path_beside_the_system_and_container_directories_is_accepted(path):
+    assert parse({**BASE, "ray": {"mountPath": path}}, "dev").ray.mount_path == path
+
+
+def test_an_unknown_recipe_is_refused_with_every_recipe_listed():
+    from workloads.recipes import RECIPES
+
+    assert rejection(job={"recipe": "llama"}) == (
+        f"nemo-rl-gke:job.recipe: unknown recipe 'llama'; allowed: {', '.join(RECIPES)}"
+    )
+    cfg = parse({**BASE, "gpuPool": {"nodeCount": 2}, "job": {"recipe": "gemma3-27b-gsm8k"}}, "dev")
+    assert cfg.job.recipe == "gemma3-27b-gsm8k"
+
+
+def test_one_override_past_the_bound_is_refused_whole():
+    from infra.config.job import MAX_OVERRIDES
+
+    many = [f"++extra.k{i}=1" for i in range(MAX_OVERRIDES + 1)]
+    assert rejection(job={"overrides": many}) == (
+        f"nemo-rl-gke:job.overrides: {MAX_OVERRIDES + 1} overrides; allowed: at most {MAX_OVERRIDES} (a larger "
+        "change is a recipe of its own)"
+    )
+
+
+def test_a_credential_after_an_override_that_is_not_a_string_is_still_refused():
+    # The credential rule runs before pydantic's type check: it skips the number and goes on to the token.
+    assert rejection(job={"overrides": [7, "++logger.wandb.api_key=x"]}) == (
+        f"nemo-rl-gke:job.overrides[1]: sets 'api_key', a name for a credential; {_SECRET_ALLOWED}"
+    )
+
+
+def test_a_credential_key_is_refused_when_set_and_a_token_value_under_any_key():
+    assert rejection(job={"overrides": ["grpo.max_num_steps=5", "++env.HF_TOKEN=abc"]}) == (
+        f"nemo-rl-gke:job.overrides[1]: sets 'HF_TOKEN', a name for a credential; {_SECRET_ALLOWED}"
+    )
+    assert rejection(job={"overrides": ["grpo.max_num_steps=5", "++env.note=" + "Zq7" * 11]}) == (
+        f"nemo-rl-gke:job.overrides[1]: holds a value that looks like a token or key (not shown); {_SECRET_ALLOWED}"
+    )
+
+
+def test_deleting_a_credential_key_is_accepted():
+    assert parse({**BASE, "job": {"overrides": ["~logger.wandb.api_key"]}}, "dev").job.overrides == (
+        "~logger.wandb.api_key",
+    )
+
+
+@pytest.mark.parametrize(
+    "override, problem",
+    [
+        ("=5", "'=5' has no key"),
+        ("grpo.max_num_steps", "'grpo.max_num_steps' has no '='"),
+    ],
+)
+def test_an_override_without_a_key_or_an_equals_sign_is_refused_whole(override, problem):
+    assert rejection(job={"overrides": ["grpo.max_num_steps=5", override]}) == (
+        f"nemo-rl-gke:job.overrides[1]: {problem}; allowed: key=value, +key=value, ++key=value or ~key"
+    )
+
+
+def test_an_override_that_changes_or_deletes_the_model_is_refused_with_the_recipe_that_trains_it():
+    assert rejection(job={"overrides": ["grpo.max_num_steps=5", "policy.model_name=google/gemma-3-27b-it"]}) == (
+        "nemo-rl-gke:job.overrides[1]: 'policy.model_name=google/gemma-3-27b-it' changes the model of job.recipe "
+        "'qwen2.5-1.5b-gsm8k' (Qwen/Qwen2.5-1.5B-Instruct), whose sizing, estimates and gated-model check (hfToken) "
+        "are the recipe's; allowed: job.recipe 'gemma3-27b-gsm8k', which trains it"
+    )
+    assert rejection(job={"overrides": ["~policy.model_name"]}) == (
+        "nemo-rl-gke:job.overrides[0]: '~policy.model_name' changes the model of job.recipe 'qwen2.5-1.5b-gsm8k' "
+        "(Qwen/Qwen2.5-1.5B-Instruct), whose sizing, estimates and gated-model check (hfToken) are the recipe's; "
+        "allowed: a job.recipe of that model (recipes: qwen2.5-72b-deepscaler, gemma3-27b-gsm8k, qwen2.5-1.5b-gsm8k)"
+    )
+
+
+def test_backoff_bounds_equal_are_accepted_and_a_bound_below_the_first_wait_refused():
+    cfg = parse({**BASE, "recovery": {"backoffSeconds": 600, "maxBackoffSeconds": 600}}, "dev")
+    assert (cfg.recovery.backoff_seconds, cfg.recovery.max_backoff_seconds) == (600, 600)
+    assert rejection(recovery={"backoffSeconds": 600, "maxBackoffSeconds": 599}) == (
+        "nemo-rl-gke:recovery.maxBackoffSeconds: 599 is below recovery.backoffSeconds (600); allowed: 600 to 86400"
+    )
+
+
+def test_a_negative_price_is_refused_and_zero_accepted():
+    assert rejection(cost={"priceOverrides": {"a": 1.5, "b": -0.01}}) == (
+        "nemo-rl-gke:cost.priceOverrides: price 'b': -0.01 is not allowed; allowed: a number, 0 or more"
+    )
+    assert parse({**BASE, "cost": {"priceOverrides": {"a": 0.0}}}, "dev").cost.price_overrides == {"a": 0.0}
+
+
+def test_data_keys_the_images_loader_does_not_read_are_refused_together_and_its_keys_accepted():
+    nested = (
+        "allowed: data.train.*, data.validation.*, data.default.* and the other keys it reads (the flat ones went "
+        "with v0.6)"
+    )
+    overrides = ["data.dataset_name=x", "grpo.max_num_steps=5", "data.nope=1", "~data.gone", "data.add_bos=true"]
+    assert rejection(job={"overrides": overrides}) == (
+        "nemo-rl-gke:job.overrides: recipe 'qwen2.5-1.5b-gsm8k' runs nvcr.io/nvidia/nemo-rl:v0.6.0: "
+        f"'data.dataset_name=x': NeMo-RL v0.6.0's data loader does not read data.dataset_name; {nested}; "
+        f"'data.nope=1': NeMo-RL v0.6.0's data loader does not read data.nope; {nested}"
+    )
+    accepted = ["data.default.dataset_name=x", "data.add_bos=true"]
+    assert parse({**BASE, "job": {"overrides": accepted}}, "dev").job.overrides == tuple(accepted)
+
+
+_IP = {"controlPlaneAccess": "ip"}
+_ALLOW_LIST = [{"cidrBlock": "203.0.113.0/24"}]
+
+
+@pytest.mark.parametrize(
+    "cluster, message",
+    [
+        (
+            {"controlPlaneAccess": "dns", "masterAuthorizedNetworks": _ALLOW_LIST},
+            "cluster.masterAuthorizedNetworks: limits the IP endpoint, which cluster.controlPlaneAccess: dns turns off "
+            "(IAM guards the DNS endpoint); allowed: [] with dns, or cluster.controlPlaneAccess: ip",
+        ),
+        (
+            {"controlPlaneAccess": "dns", "allowPublicControlPlane": True},
+            "cluster.allowPublicControlPlane: true opens the IP endpoint, which cluster.controlPlaneAccess: dns turns "
+            "off; allowed: false with dns, or cluster.controlPlaneAccess: ip",
+        ),
+        (
+            {**_IP, "masterAuthorizedNetworks": [{"cidrBlock": "0.0.0.0/1"}, {"cidrBlock": "128.0.0.0/1"}]},
+            "cluster.masterAuthorizedNetworks: 0.0.0.0/1, 128.0.0.0/1 covers every IPv4 address, which opens the "
+            "control plane to all of them; allowed: the CIDRs `pulumi up` and kubectl connect from (e.g. <your egress "
+            "IP>/32), or no masterAuthorizedNetworks and cluster.allowPublicControlPlane: true to open it on purpose",
+        ),
+        (
+            {**_IP, "masterAuthorizedNetworks": _ALLOW_LIST, "allowPublicControlPlane": True},
+            "cluster.allowPublicControlPlane: true contradicts the configured cluster.masterAuthorizedNetworks; "
+            "allowed: false (or remove masterAuthorizedNetworks to open the control plane)",
+        ),
+    ],
+)
+def test_a_control_plane_access_contradiction_is_refused_whole(cluster, message):
+    assert rejection(cluster=cluster) == f"nemo-rl-gke:{message}"
+
+
+@pytest.mark.parametrize(
+    "cluster",
+    [
+        {"controlPlaneAccess": "dns", "masterAuthorizedNetworks": [], "allowPublicControlPlane": False},
+        {**_IP, "masterAuthorizedNetworks": [], "allowPublicControlPlane": True},
+        {**_IP, "masterAuthorizedNetworks": [{"cidrBlock": "0.0.0.0/1"}, {"cidrBlock": "128.0.0.0/2"}]},
+        {**_IP, "masterAuthorizedNetworks": _ALLOW_LIST, "allowPublicControlPlane": False},
+    ],
+)
+def test_a_consistent_control_plane_access_is_accepted(cluster):
+    cfg = parse({**BASE, "cluster": cluster}, "dev").cluster
+    assert (cfg.control_plane_access, len(cfg.master_authorized_networks), cfg.allow_public_control_plane) == (
+        cluster["controlPlaneAccess"],
+        len(cluster["masterAuthorizedNetworks"]),
+        cluster.get("allowPublicControlPlane", False),
+    )
+
+
+def test_an_authorized_network_is_kept_in_its_canonical_spelling_and_host_bits_are_refused():
+    cluster = {**_IP, "masterAuthorizedNetworks": [{"cidrBlock": "203.0.113.0/255.255.255.0"}]}
+    assert parse({**BASE, "cluster": cluster}, "dev").cluster.master_authorized_networks[0].cidr_block == (
+        "203.0.113.0/24"
+    )
+    assert rejection(cluster={**_IP, "masterAuthorizedNetworks": [{"cidrBlock": "203.0.113.5/24"}]}) == (
+        "nemo-rl-gke:cluster.masterAuthorizedNetworks[0].cidrBlock: 203.0.113.5/24 has host bits set"
+    )
+
+
+def test_a_colocation_override_after_another_override_is_read_whatever_its_case():
+    overrides = ["grpo.max_num_steps=5", "policy.generation.colocated.enabled=True"]
+    cfg = parse(
+        {**BASE, "gpuPool": {"nodeCount": 2}, "job": {"recipe": "gemma3-27b-gsm8k", "overrides": overrides}}, "dev"
+    )
+    assert cfg.job.recipe_spec.parallelism.colocated is False  # the recipe's own layout, which the override changes
+    assert cfg.job.parallelism.colocated is True

@@ -141,78 +141,28 @@ class JobConfig(Model):
     @field_validator("recipe")
     @classmethod
     def _recipe(cls, v: str) -> str:
-        if v not in RECIPES:
-            raise ValueError(f"unknown recipe {v!r}; allowed: {', '.join(RECIPES)}")
-        return v
+        return check_recipe(v)
 
     @field_validator("overrides", mode="before")
     @classmethod
     def _no_credentials(cls, v: Any) -> Any:
         """Before any other check, so that no later message repeats a token: the bound on their number,
         and the secret rule (module comment). The messages name the override by its index only."""
-        if not isinstance(v, (list, tuple)):
-            return v
-        if len(v) > MAX_OVERRIDES:
-            raise ValueError(
-                f"{len(v)} overrides; allowed: at most {MAX_OVERRIDES} (a larger change is a recipe of its own)"
-            )
-        for i, override in enumerate(v):
-            if not isinstance(override, str):
-                continue
-            parsed = parse_override(override)
-            part = secret_key_part(parsed.key)
-            if part is not None and parsed.value is not None:
-                raise KeyedValueError(f"[{i}]", f"sets {part!r}, a name for a credential; {_SECRET_ALLOWED}")
-            if looks_like_credential(override):
-                raise KeyedValueError(
-                    f"[{i}]", f"holds a value that looks like a token or key (not shown); {_SECRET_ALLOWED}"
-                )
-        return v
+        return check_no_credentials(v)
 
     @field_validator("overrides")
     @classmethod
     def _override_syntax(cls, v: tuple[str, ...]) -> tuple[str, ...]:
-        # Only the shape here; which keys may be set is the job builder's (workloads/job_spec.py).
-        for i, override in enumerate(v):
-            parsed = parse_override(override)
-            if not parsed.key:
-                raise KeyedValueError(
-                    f"[{i}]", f"{shown(override)} has no key; allowed: key=value, +key=value, ++key=value or ~key"
-                )
-            if parsed.value is None and not parsed.deletes:
-                raise KeyedValueError(
-                    f"[{i}]", f"{shown(override)} has no '='; allowed: key=value, +key=value, ++key=value or ~key"
-                )
-        return v
+        return check_override_syntax(v)
 
     @model_validator(mode="after")
     def _the_model_is_the_recipes(self) -> "JobConfig":
-        # The model decides what the stack checks and estimates before any resource: the parallelism and
-        # pool size it needs, the checkpoint size, whether Hugging Face gates it (and so whether hfToken is
-        # required). None of that is known for an arbitrary model name, so the model changes with the recipe.
-        model = self.recipe_spec.model
-        for i, override in enumerate(self.overrides):
-            parsed = parse_override(override)
-            if parsed.key == "policy.model_name" and (parsed.deletes or parsed.value != model):
-                same = [name for name, r in RECIPES.items() if r.model == parsed.value]
-                hint = (
-                    f"job.recipe {same[0]!r}, which trains it"
-                    if same
-                    else f"a job.recipe of that model (recipes: {', '.join(RECIPES)})"
-                )
-                raise KeyedValueError(
-                    f"overrides[{i}]",
-                    f"{shown(override)} changes the model of job.recipe {self.recipe!r} ({model}), whose sizing, "
-                    f"estimates and gated-model check (hfToken) are the recipe's; allowed: {hint}",
-                )
+        check_model_is_the_recipes(self)
         return self
 
     @model_validator(mode="after")
     def _data_keys_the_images_loader_reads(self) -> "JobConfig":
-        image = RECIPES[self.recipe].image
-        problems = [p for o in self.overrides if (p := data_key_problem(image.tag, o))]
-        if problems:
-            raise KeyedValueError("overrides", f"recipe {self.recipe!r} runs {image.ref}: " + "; ".join(problems))
+        check_data_keys(self)
         return self
 
     @property
@@ -222,17 +172,101 @@ class JobConfig(Model):
     @property
     def parallelism(self) -> Parallelism:
         """The recipe's parallelism with the user's overrides of the parallelism keys applied."""
-        changes: dict[str, Any] = {}
-        for override in self.overrides:
-            parsed = parse_override(override)
-            field_name = _PARALLELISM_KEYS.get(parsed.key)
-            if not parsed.assigns or field_name is None:
-                continue
-            if field_name == "colocated":
-                changes[field_name] = parsed.value.lower() == "true"
-            elif parsed.value.isdigit():
-                changes[field_name] = int(parsed.value)
-        return dataclasses.replace(self.recipe_spec.parallelism, **changes)
+        return job_parallelism(self)
+
+
+# The validators' rules live in plain functions: mutmut 3 does not mutate decorated methods
+# (docs/testing.md, "Mutation testing"), so a rule kept inside one would never be mutated.
+
+
+def check_recipe(v: str) -> str:
+    """`job.recipe` is one of workloads/recipes.py's."""
+    if v not in RECIPES:
+        raise ValueError(f"unknown recipe {v!r}; allowed: {', '.join(RECIPES)}")
+    return v
+
+
+def check_no_credentials(v: Any) -> Any:
+    """At most MAX_OVERRIDES overrides, none setting a credential's key or holding a token-like value."""
+    if not isinstance(v, (list, tuple)):
+        return v
+    if len(v) > MAX_OVERRIDES:
+        raise ValueError(
+            f"{len(v)} overrides; allowed: at most {MAX_OVERRIDES} (a larger change is a recipe of its own)"
+        )
+    for i, override in enumerate(v):
+        if not isinstance(override, str):
+            continue
+        parsed = parse_override(override)
+        part = secret_key_part(parsed.key)
+        if part is not None and parsed.value is not None:
+            raise KeyedValueError(f"[{i}]", f"sets {part!r}, a name for a credential; {_SECRET_ALLOWED}")
+        if looks_like_credential(override):
+            raise KeyedValueError(
+                f"[{i}]", f"holds a value that looks like a token or key (not shown); {_SECRET_ALLOWED}"
+            )
+    return v
+
+
+def check_override_syntax(v: tuple[str, ...]) -> tuple[str, ...]:
+    """Each override has a key and either an '=' or a leading '~'."""
+    # Only the shape here; which keys may be set is the job builder's (workloads/job_spec.py).
+    for i, override in enumerate(v):
+        parsed = parse_override(override)
+        if not parsed.key:
+            raise KeyedValueError(
+                f"[{i}]", f"{shown(override)} has no key; allowed: key=value, +key=value, ++key=value or ~key"
+            )
+        if parsed.value is None and not parsed.deletes:
+            raise KeyedValueError(
+                f"[{i}]", f"{shown(override)} has no '='; allowed: key=value, +key=value, ++key=value or ~key"
+            )
+    return v
+
+
+def check_model_is_the_recipes(job: JobConfig) -> None:
+    """No override changes or deletes `policy.model_name`: the model is the recipe's."""
+    # The model decides what the stack checks and estimates before any resource: the parallelism and
+    # pool size it needs, the checkpoint size, whether Hugging Face gates it (and so whether hfToken is
+    # required). None of that is known for an arbitrary model name, so the model changes with the recipe.
+    model = job.recipe_spec.model
+    for i, override in enumerate(job.overrides):
+        parsed = parse_override(override)
+        if parsed.key == "policy.model_name" and (parsed.deletes or parsed.value != model):
+            same = [name for name, r in RECIPES.items() if r.model == parsed.value]
+            hint = (
+                f"job.recipe {same[0]!r}, which trains it"
+                if same
+                else f"a job.recipe of that model (recipes: {', '.join(RECIPES)})"
+            )
+            raise KeyedValueError(
+                f"overrides[{i}]",
+                f"{shown(override)} changes the model of job.recipe {job.recipe!r} ({model}), whose sizing, "
+                f"estimates and gated-model check (hfToken) are the recipe's; allowed: {hint}",
+            )
+
+
+def check_data_keys(job: JobConfig) -> None:
+    """The overrides' data keys are ones the recipe image's loader reads (`data_key_problem`)."""
+    image = RECIPES[job.recipe].image
+    problems = [p for o in job.overrides if (p := data_key_problem(image.tag, o))]
+    if problems:
+        raise KeyedValueError("overrides", f"recipe {job.recipe!r} runs {image.ref}: " + "; ".join(problems))
+
+
+def job_parallelism(job: JobConfig) -> Parallelism:
+    """The recipe's parallelism with the user's overrides of the parallelism keys applied."""
+    changes: dict[str, Any] = {}
+    for override in job.overrides:
+        parsed = parse_override(override)
+        field_name = _PARALLELISM_KEYS.get(parsed.key)
+        if not parsed.assigns or field_name is None:
+            continue
+        if field_name == "colocated":
+            changes[field_name] = parsed.value.lower() == "true"
+        elif parsed.value.isdigit():
+            changes[field_name] = int(parsed.value)
+    return dataclasses.replace(job.recipe_spec.parallelism, **changes)
 
 
 def check_job_fits(job: JobConfig, node_count: int, flavour: Flavour) -> None:
