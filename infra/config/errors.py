@@ -120,32 +120,34 @@ def _model_of(annotation: Any) -> "type[BaseModel] | None":
     return annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
 
 
-def _field_at(loc: tuple[Any, ...], root: type[BaseModel]) -> Any:
-    """The pydantic field a `loc` of `root` points at (by name or camelCase alias), or None."""
+def _named_field(model: type[BaseModel], part: Any) -> Any:
+    """`model`'s field called `part` (by name or camelCase alias), or None."""
+    return next((f for n, f in model.model_fields.items() if part in (n, f.alias)), None)
+
+
+def _model_at(loc: tuple[Any, ...], root: type[BaseModel]) -> "type[BaseModel] | None":
+    """The section model a `loc` of `root` reaches (an entry's index keeps the entry's model), or None."""
     model: Any = root
-    field = None
     for part in loc:
         if model is None:
             return None
         if isinstance(part, int):  # an entry of a list of sections: the model stays the entry's
             continue
-        field = next((f for n, f in model.model_fields.items() if part in (n, f.alias)), None)
-        if field is None:
-            return None
-        model = _model_of(field.annotation)
-    return field
+        field = _named_field(model, part)
+        model = _model_of(field.annotation) if field else None
+    return model
+
+
+def _field_at(loc: tuple[Any, ...], root: type[BaseModel]) -> Any:
+    """The pydantic field a `loc` of `root` points at (by name or camelCase alias), or None."""
+    names = tuple(part for part in loc if not isinstance(part, int))
+    model = _model_at(names[:-1], root) if names else None
+    return _named_field(model, names[-1]) if model else None
 
 
 def _unknown_key_message(loc: tuple[Any, ...], root: type[BaseModel]) -> str:
     name = str(loc[-1])
-    model: Any = root
-    for part in loc[:-1]:
-        if isinstance(part, int):  # an entry of a list of sections: the model stays the entry's
-            continue
-        field = next((f for n, f in model.model_fields.items() if part in (n, f.alias)), None)
-        model = _model_of(field.annotation) if field else None
-        if model is None:
-            break
+    model = _model_at(loc[:-1], root)
     if len(loc) == 1 and "." in name:
         return (
             f"unknown key (`pulumi config set {name}` writes a flat key with a dot); allowed: the nested key, "

@@ -123,7 +123,8 @@ def check_psa_prefix(v: str) -> str:
 
 def check_no_overlaps(network: NetworkConfig) -> None:
     """No two ranges overlap; on the `default` VPC none overlaps its auto-mode subnets."""
-    for (ka, a), (kb, b) in itertools.combinations(network.named_ranges().items(), 2):
+    ranges = network.named_ranges()
+    for (ka, a), (kb, b) in itertools.combinations(ranges.items(), 2):
         if a.overlaps(b):
             raise KeyedValueError(
                 kb, f"{b} overlaps network.{ka} ({a}); allowed: ranges disjoint from every other range"
@@ -131,7 +132,7 @@ def check_no_overlaps(network: NetworkConfig) -> None:
     if network.use_default_network:
         # The cluster joins the project's `default` VPC, whose auto-mode subnets take 10.128.0.0/9
         # (VPC docs, auto mode IPv4 ranges); a custom-mode `default` VPC is not known here.
-        for key, net in network.named_ranges().items():
+        for key, net in ranges.items():
             if net.overlaps(_DEFAULT_VPC_RANGE):
                 raise KeyedValueError(
                     key,
