@@ -319,7 +319,11 @@ def _gpu_item(
     except PriceError as err:
         return err
     applies = PRICE_KIND[provisioning]
-    prices = [spot, on_demand] + ([rung] if applies not in ("spot", "onDemand") else [])
+    # The table entries the item rests on (their sections, dates, estimates and overrides), not the sums.
+    keys = dict.fromkeys(f"gpu.{machine}.{kind}" for kind in ("spot", "onDemand", applies))
+    if autopilot:
+        keys.update(dict.fromkeys(f"autopilot.{machine}.premium.{kind}" for kind in ("spot", "onDemand")))
+    prices = [table.get(key, region) for key in keys]
     return LineItem(
         name,
         detail,
