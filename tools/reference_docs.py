@@ -225,10 +225,9 @@ def stack_costs(plan_of: typing.Callable[[str], Any] | None = None) -> str:
         "job's own hours, and leaves out later runs, preemptions and the time until you destroy.",
     ]
     if estimated:
-        lines += [
-            "",
-            f"\\* rests on estimated prices (`data/prices.yaml` says how each was derived): {'; '.join(estimated)}.",
-        ]
+        lines[-1] += (
+            f" \\* rests on estimated prices (`data/prices.yaml` says how each was derived): {'; '.join(estimated)}."
+        )
     return "\n".join(lines)
 
 
