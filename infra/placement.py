@@ -24,7 +24,7 @@ from infra.config import Provisioning, Rung, StackConfig
 from infra.naming import COMPUTE_CLASS_LABEL, Limit
 from infra.network import nic_attachments
 from infra.pod_facts import kubernetes_taint
-from infra.prices import PriceError, PriceTable, price_table
+from infra.prices import PRICE_KIND, PriceError, PriceTable, node_hour_price, price_table
 from infra.stack_context import GpuPoolFacts, RungPool, StackContext
 
 CUSTOM_COMPUTE_CLASS_MIN_GKE = "1.30.3-gke.1451000"
@@ -161,14 +161,6 @@ def rung_quota_metric(flavour_metric: str, provisioning: Provisioning) -> Option
     return flavour_metric
 
 
-_PRICE_KIND = {
-    Provisioning.SPOT: "spot",
-    Provisioning.FLEX_START: "flexStart",
-    Provisioning.ON_DEMAND: "onDemand",
-    # A reservation is billed at the on-demand rate of what it reserves (less any commitment).
-    Provisioning.RESERVATION: "onDemand",
-}
-
 _LIMITS = {
     Provisioning.SPOT: "preemptible at any time (about 30 s notice); no run-time limit",
     Provisioning.FLEX_START: f"at most {FLEX_START_MAX_RUN_DAYS} days per node, then GKE removes it; not preempted "
@@ -179,14 +171,17 @@ _LIMITS = {
 
 
 def rung_node_hour(table: PriceTable, cfg: StackConfig, rung: Rung) -> tuple[str, Optional[float], Optional[str]]:
-    """A rung's price key, its USD per node-hour (None: the table has no such price) and why that is an
-    estimate: what the plan's ladder shows and the watcher's ledger prices a rung's nodes at
-    (`infra.run_plan.rung_node_hour_usd`), from one computation."""
-    key = f"gpu.{cfg.flavour_spec.machine_type}.{_PRICE_KIND[rung.provisioning]}"
+    """A rung's price key, its USD per node-hour in the stack's region (None: the table has no such price) and
+    why that is an estimate: what the plan's ladder shows and run.json prices a rung's nodes at
+    (`infra.run_plan`), from the one rung-to-price function `infra.prices.node_hour_price` (the cost estimate
+    and the capacity finder use it too)."""
+    machine = cfg.flavour_spec.machine_type
+    key = f"gpu.{machine}.{PRICE_KIND[rung.provisioning]}"
+    autopilot = cfg.cluster.mode == "autopilot"
     try:
-        price = table.get(key, cfg.region)
-    except PriceError:
-        return key, None, f"no {key} in data/prices.yaml"
+        price = node_hour_price(table, machine, cfg.region, rung.provisioning, autopilot=autopilot)
+    except PriceError as err:
+        return key, None, str(err)
     return key, round(price.value, 4), price.estimate
 
 

@@ -5,14 +5,16 @@ offline tooling: tools/cost.py and tools/estimates.py price a plan with it, and 
 (docs/architecture.md, "Rooms") would read the same table through `price_table(cfg)` without an upward
 import into tools/.
 
-The program needs GPU node-hour prices of it: a one-rung pool's at its provisioning (`gpu_node_hour_usd`),
-a capacity ladder's per rung (`infra.placement.rung_node_hour`), which the preemption watcher multiplies by
-the node-hours of each attempt (per rung of its gang's mix: the run ledger, workloads/ledger.py), from the
-same table and overrides as the plan's cost estimate.
+The program needs GPU node-hour prices of it: each rung's (a one-rung pool's, a capacity ladder's) from the
+one rung-to-price function `node_hour_price` (through `infra.placement.rung_node_hour`), which the preemption
+watcher multiplies by the node-hours of each attempt (per rung of its gang's mix: the run ledger,
+workloads/ledger.py), from the same table, overrides and function as the plan's cost estimate and the
+capacity finder.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -20,7 +22,7 @@ from typing import Any, Mapping, Optional
 
 import yaml
 
-from infra.config import PROJECT, ConfigError, StackConfig
+from infra.config import PROJECT, ConfigError, Provisioning, StackConfig
 
 PRICES_FILE = Path(__file__).resolve().parent.parent / "data" / "prices.yaml"
 
@@ -126,14 +128,36 @@ def price_table(cfg: StackConfig) -> PriceTable:
         raise ConfigError(f"{PROJECT}:cost.priceOverrides: {err}") from None
 
 
-def gpu_node_hour_usd(
-    table: PriceTable, machine_type: str, region: str, *, spot: bool, autopilot: bool = False
-) -> float:
-    """One GPU node-hour of `machine_type` as the pool obtains it: the spot price for spot capacity, else the
-    on-demand list price (reserved and flex-start capacity are billed on their own terms; the plan shows
-    them at that price too, tools/cost.py), plus the Autopilot premium on Autopilot. Raises `PriceError`."""
-    kind = "spot" if spot else "onDemand"
-    value = table.get(f"gpu.{machine_type}.{kind}", region).value
-    if autopilot:
-        value += table.get(f"autopilot.{machine_type}.premium.{kind}", region).value
-    return value
+PRICE_KIND = {
+    Provisioning.SPOT: "spot",
+    Provisioning.FLEX_START: "flexStart",
+    Provisioning.ON_DEMAND: "onDemand",
+    # A reservation is billed at the on-demand rate of what it reserves (less any commitment).
+    Provisioning.RESERVATION: "onDemand",
+}
+"""The price-table kind each way of obtaining GPU nodes is billed at (`gpu.<machine>.<kind>`)."""
+
+
+def node_hour_price(
+    table: PriceTable, machine_type: str, region: str, provisioning: Provisioning, *, autopilot: bool = False
+) -> Price:
+    """One GPU node-hour of `machine_type` in `region` as `provisioning` obtains it: THE rung-to-price mapping.
+    The plan's ladder and run.json (`infra.placement.rung_node_hour`, `infra.run_plan`), the cost estimate
+    (tools/cost.py) and the capacity finder all price a rung with it, so they cannot disagree. On Autopilot
+    the node's price plus the Autopilot premium (the spot premium for spot, else the on-demand one: the table
+    has no flex-start or reservation premium). `estimate` says why, when any part is an estimate. Raises
+    `PriceError`."""
+    gpu = table.get(f"gpu.{machine_type}.{PRICE_KIND[provisioning]}", region)
+    if not autopilot:
+        return gpu
+    premium_kind = "spot" if provisioning is Provisioning.SPOT else "onDemand"
+    premium = table.get(f"autopilot.{machine_type}.premium.{premium_kind}", region)
+    estimates = [gpu.estimate, premium.estimate and f"Autopilot premium: {premium.estimate}"]
+    if provisioning in (Provisioning.FLEX_START, Provisioning.RESERVATION):
+        estimates.append(f"the on-demand Autopilot premium assumed for {provisioning.value}")
+    return dataclasses.replace(
+        gpu,
+        value=gpu.value + premium.value,
+        estimate="; ".join(e for e in estimates if e) or None,
+        overridden=gpu.overridden or premium.overridden,
+    )

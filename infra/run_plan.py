@@ -14,9 +14,9 @@ import posixpath
 from collections.abc import Mapping
 from typing import Any, Optional, Protocol
 
-from infra.config import ConfigError, Provisioning, StackConfig, lustre_aggregate_mb_s
+from infra.config import ConfigError, StackConfig, lustre_aggregate_mb_s
 from infra.placement import gpu_nodes_autoscaled, is_ladder, rung_node_hour
-from infra.prices import PriceError, gpu_node_hour_usd, price_table
+from infra.prices import price_table
 from infra.stack_context import GpuPoolFacts
 from workloads.acceptance_gate import GatePlan
 from workloads.gang_wait import KEEP_WHY
@@ -64,24 +64,30 @@ def rung_node_hour_usd(cfg: StackConfig) -> dict[str, float]:
 
 def node_hour_usd(cfg: StackConfig, by_rung: Mapping[str, float]) -> Optional[float]:
     """The plan's price of one GPU node-hour of the FIRST rung, what an attempt whose mix of rungs is not known
-    is priced at: on a ladder its first rung's price in `by_rung` (`rung_node_hour_usd`); with one rung the
-    pool's provisioning (infra/prices.py `gpu_node_hour_usd`: spot or the on-demand list price, plus the
-    Autopilot premium, as tools/cost.py prices the pool). None when the table has no such price (the ledger
-    then shows no spend)."""
+    is priced at: on a ladder its first rung's price in `by_rung` (`rung_node_hour_usd`); with one rung that
+    rung's price from the same function (`infra.placement.rung_node_hour`: a one-rung flexStart pool at the
+    flex-start price, on Autopilot with the premium), as the cost estimate prices the pool. None when the
+    table has no such price (the ledger then shows no spend)."""
     if is_ladder(cfg):
         return by_rung.get(cfg.gpu_pool.ladder[0].label)
     try:
         # An unknown `cost.priceOverrides` key is the offline plan's to report (its estimates read the same table).
         table = price_table(cfg)
-        return gpu_node_hour_usd(
-            table,
-            cfg.flavour_spec.machine_type,
-            cfg.region,
-            spot=cfg.gpu_pool.provisioning is Provisioning.SPOT,
-            autopilot=cfg.cluster.mode == "autopilot",
-        )
-    except (ConfigError, PriceError):
+    except ConfigError:
         return None
+    return rung_node_hour(table, cfg, cfg.gpu_pool.ladder[0])[1]
+
+
+def node_hour_estimate(cfg: StackConfig) -> Optional[str]:
+    """Why a node-hour price of run.json (`node_hour_usd`, `rung_node_hour_usd`) is an estimate of
+    data/prices.yaml, per rung (`"flexStart: 0.75 x ..."`); None when each was read from its cited source. The
+    ledger says its spend rests on estimated prices when this is set."""
+    try:
+        table = price_table(cfg)
+    except ConfigError:
+        return None
+    why = [(rung.label, rung_node_hour(table, cfg, rung)[2]) for rung in cfg.gpu_pool.ladder]
+    return "; ".join(f"{label}: {reason}" for label, reason in why if reason) or None
 
 
 FIXED_POOL_KEEPS = "the GPU pool is fixed-size: its nodes stay whether or not the workers run"
@@ -164,6 +170,7 @@ def run_plan_for_stack(
         node_count=gpu_pool.node_count,
         node_hour_usd=node_hour_usd(cfg, by_rung),
         rung_node_hour_usd=by_rung,
+        node_hour_estimate=node_hour_estimate(cfg),
         budget_usd=cfg.job.budget_usd,
         save_period=save_period_for(cfg),
         step_seconds=round(step, 1) if step else None,

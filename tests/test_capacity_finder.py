@@ -62,8 +62,8 @@ def test_zones_are_ranked_by_the_first_rung_that_holds_the_whole_gang(project):
     cfg = config(gpuPool=LADDER)
     answers = capacity_finder.find("dev", cfg, clients(project, quotas), timeout=5)
     zones = by_zone(answers)
-    assert set(zones) == set(catalogue().zones_for("a4-highgpu-8g")), (
-        "every catalogued zone with the flavour and Lustre"
+    assert set(zones) == set(catalogue().machine_types["a4-highgpu-8g"]), (
+        "every zone of the machine catalogue: the live Lustre locations say where Lustre is, not the static list"
     )
     east, central, eu, east4 = (
         zones["us-east1-b"],
@@ -76,7 +76,7 @@ def test_zones_are_ranked_by_the_first_rung_that_holds_the_whole_gang(project):
     assert eu.best.rung == "onDemand", "spot has 8 of 16; on-demand holds the gang"
     assert east4.best is None
     order = [a.zone for a in answers]
-    # Spot in us-central1 (2 x ~$57.6/h) is cheaper than the reservation's on-demand rate in us-east1,
+    # Spot in us-central1 (2 x $32.61/h) is cheaper than the reservation's on-demand rate in us-east1,
     # which is cheaper than on-demand in europe (x 1.10); no rung fits in asia-northeast1: after every zone where
     # one does.
     assert (
@@ -127,7 +127,9 @@ def test_the_command_prints_each_zone_with_its_one_line_change(project):
     assert text.splitlines()[0].startswith(
         "capacity finder: stack b200-ladder, 8 x a4-highgpu-8g, ladder spot > flexStart > onDemand"
     )
-    assert "  us-central1-b: $460.88/h at spot" in text
+    assert "  us-central1-b: $260.85/h at spot" in text, "8 x the catalogue's 32.6064, not an estimate"
+    assert capacity_finder.TIES in text.splitlines()[0]
+    assert "Managed Lustre from the project's Managed Lustre locations (read now)" in text.splitlines()[0]
     assert (
         "use it: pulumi config set --stack b200-ladder region us-central1 && pulumi config set --stack b200-ladder "
         "zone us-central1-b" in text
@@ -144,3 +146,44 @@ def test_a_bad_stack_is_one_line_and_exit_2():
     err = io.StringIO()
     assert capacity_finder.main(["--stack", "no-such-stack"], err=err, connect=lambda _: pytest.fail("no call")) == 2
     assert err.getvalue().count("\n") == 1 and err.getvalue().startswith("error: ")
+
+
+def test_with_the_live_lustre_list_every_zone_of_the_machine_catalogue_is_considered(project):
+    # Zones the static Lustre list of data/zones.yaml lacks (us-east4-b, us-south1-b) but the project is offered.
+    project.lustre_zones = ["us-east4-b", "us-south1-b", "us-east1-b"]
+    answers = by_zone(capacity_finder.find("dev", config(), clients(project, {}), timeout=5))
+    assert len(answers) == len(catalogue().machine_types["a4-highgpu-8g"]) == 11
+    assert answers["us-east4-b"].lustre and answers["us-south1-b"].lustre and not answers["us-central1-b"].lustre
+    assert {a.lustre_from for a in answers.values()} == {capacity_finder.LIVE_LUSTRE}
+
+
+def test_without_the_live_lustre_list_only_the_static_lists_zones_are_considered_and_it_says_so(project):
+    from google.api_core import exceptions as gexc
+
+    def refuse(*args, **kwargs):
+        raise gexc.PermissionDenied("lustre.locations.list")
+
+    c = clients(project, {})
+    c.lustre.list_locations = refuse
+    answers = capacity_finder.find("dev", config(), c, timeout=5)
+    assert [a.zone for a in answers] != [] and {a.zone for a in answers} == set(catalogue().zones_for("a4-highgpu-8g"))
+    assert {a.lustre_from for a in answers} == {capacity_finder.STATIC_LUSTRE}
+    assert "static list of data/zones.yaml" in capacity_finder.render_text("dev", config(), answers).splitlines()[0]
+
+
+def test_equal_prices_rank_sourced_before_estimated_then_the_stacks_zone_then_by_name(project):
+    project.lustre_zones = catalogue().machine_types["a4-highgpu-8g"]
+    b200 = {"PREEMPTIBLE_NVIDIA_B200_GPUS": (64.0, 0.0)}
+    quotas = {r: b200 for r in ("us-central1", "us-east1", "us-east4", "us-south1", "us-west2", "us-west3")}
+    cfg = config(zone="us-east1-b")
+    answers = capacity_finder.find("dev", cfg, clients(project, quotas), timeout=5)
+    us = [a for a in answers if a.region.startswith("us-")]
+    # One spot price for every US zone: the catalogue's in us-central1 and us-east1, the fallback (an estimate,
+    # said) elsewhere.
+    assert len({a.best.gang_hour for a in us}) == 1
+    assert [a.zone for a in us][:2] == ["us-east1-b", "us-central1-b"], "sourced first, the stack's own zone first"
+    assert all(a.best.estimate is None for a in us[:2]) and all("fallback" in a.best.estimate for a in us[2:])
+    assert [a.zone for a in us[2:]] == sorted(a.zone for a in us[2:])
+    text = capacity_finder.render_text("dev", cfg, answers)
+    assert "  us-east4-b: $65.21/h at spot *" in text and "  us-east1-b: $65.21/h at spot\n" in text
+    assert "  * us-east4 spot: us-central1 price x 1 (fallback rule for us-east4)" in text

@@ -54,9 +54,38 @@ def test_the_table_prices_the_gpu_cpu_lustre_gke_and_bucket_keys_the_stacks_use(
 def test_sourced_prices_are_read_as_is_and_estimates_say_how_they_were_derived():
     table = cost.PriceTable.load()
     h200 = table.get("gpu.a3-ultragpu-8g.onDemand", "europe-west1")
-    assert (h200.value, h200.estimate, h200.as_of) == (91.9472, None, "2026-10-13")
-    b200 = table.get("gpu.a4-highgpu-8g.spot", "us-east1")
-    assert b200.value == 57.6095 and b200.estimate.startswith("0.60 x the estimated on-demand price")
+    assert (h200.value, h200.estimate) == (91.9472, None)
+    b200 = table.get("gpu.a4-highgpu-8g.flexStart", "us-east1")
+    assert b200.value == 67.662 and b200.estimate.startswith("0.75 x the on-demand price")
+
+
+# skypilot-org/skypilot-catalog catalogs/v8/gcp/vms.csv at 8427bbff988abdd050a9f51addd314ef31cb4e85 (the commit
+# data/zones.yaml cites), per node-hour: `B200,8` rows (the a4-highgpu-8g VM row is 0.0) in us-central1-b and
+# us-east1-b 90.216 on-demand, 32.6064 spot, europe-west4-b 35.8672 spot; a3-ultragpu-8g VM rows plus `H200,8`
+# rows: us-central1-b 12.266 + 74.49392 on-demand, 3.56978 + 37.2472 spot; europe-west1-b spot 2.80778 + 37.896.
+CATALOGUE = {
+    ("gpu.a4-highgpu-8g.onDemand", "us-central1"): 90.216,
+    ("gpu.a4-highgpu-8g.onDemand", "us-east1"): 90.216,
+    ("gpu.a4-highgpu-8g.spot", "us-central1"): 32.6064,
+    ("gpu.a4-highgpu-8g.spot", "us-east1"): 32.6064,
+    ("gpu.a3-ultragpu-8g.onDemand", "us-central1"): 12.266 + 74.49392,
+    ("gpu.a3-ultragpu-8g.spot", "us-central1"): 3.56978 + 37.2472,
+    ("gpu.a3-ultragpu-8g.spot", "europe-west1"): 2.80778 + 37.896,
+}
+
+
+@pytest.mark.parametrize(("key", "region"), sorted(CATALOGUE))
+def test_a_gpu_node_hour_the_catalogue_prices_is_its_figure_and_not_an_estimate(key, region):
+    price = cost.PriceTable.load().get(key, region)
+    assert price.value == pytest.approx(CATALOGUE[key, region], abs=1e-6) and price.estimate is None, (key, region)
+
+
+def test_a_region_without_the_machine_type_keeps_an_estimate_that_says_where_it_comes_from():
+    table = cost.PriceTable.load()
+    a4 = table.get("gpu.a4-highgpu-8g.spot", "europe-west1")
+    assert a4.value == 35.8672 and "europe-west4" in a4.estimate and "not offered in europe-west1" in a4.estimate
+    a3 = table.get("gpu.a3-ultragpu-8g.onDemand", "us-east1")
+    assert a3.value == pytest.approx(86.75992) and "not offered in us-east1" in a3.estimate
 
 
 def test_a_region_the_table_lacks_uses_the_base_price_times_its_prefix_multiplier_and_is_an_estimate():
@@ -71,9 +100,9 @@ def test_the_b200_stack_costs_eight_a4_nodes_at_both_spot_and_on_demand_prices()
     est = cost_of("b200")
     gpu = item(est, "GPU nodes")
     assert (gpu.detail, gpu.applies) == ("8 x a4-highgpu-8g", "spot")
-    assert gpu.spot_per_hour == pytest.approx(8 * 57.6095)
-    assert gpu.on_demand_per_hour == pytest.approx(8 * 96.0158)
-    assert gpu.estimate
+    assert gpu.spot_per_hour == pytest.approx(8 * 32.6064) == gpu.per_hour
+    assert gpu.on_demand_per_hour == pytest.approx(8 * 90.216)
+    assert not gpu.estimate, "us-east1's A4 prices are the catalogue's"
     # n2-highmem-16 (16 vCPU, 128 GiB): room for the codelab's 64 GiB head.
     assert item(est, "CPU pool").per_hour == pytest.approx(16 * 0.031611 + 128 * 0.004237)
     assert item(est, "Managed Lustre").per_hour == pytest.approx(36000 * 0.34 / HOURS)
@@ -81,15 +110,15 @@ def test_the_b200_stack_costs_eight_a4_nodes_at_both_spot_and_on_demand_prices()
     bucket_gib = 72.7e9 * 2 / 1024**3
     assert item(est, "GCS").per_hour == pytest.approx(bucket_gib * 0.020 / HOURS)
     fixed = 16 * 0.031611 + 128 * 0.004237 + 36000 * 0.34 / HOURS + 0.10 + bucket_gib * 0.020 / HOURS
-    assert est.spot_per_hour == pytest.approx(8 * 57.6095 + fixed)
-    assert est.on_demand_per_hour == pytest.approx(8 * 96.0158 + fixed)
+    assert est.spot_per_hour == pytest.approx(8 * 32.6064 + fixed)
+    assert est.on_demand_per_hour == pytest.approx(8 * 90.216 + fixed)
 
 
 def test_the_h200_stack_is_priced_in_europe_west1_with_sourced_a3_ultra_prices():
     est = cost_of("h200")
     assert est.region == "europe-west1"
     gpu = item(est, "GPU nodes")
-    assert gpu.spot_per_hour == pytest.approx(2 * 55.1552)
+    assert gpu.spot_per_hour == pytest.approx(2 * 40.70378)
     assert gpu.on_demand_per_hour == pytest.approx(2 * 91.9472)
     assert not gpu.estimate
     assert item(est, "CPU pool").per_hour == pytest.approx(16 * 0.034773 + 128 * 0.004661)
@@ -118,7 +147,7 @@ def test_a_price_override_replaces_the_table_price_and_is_flagged():
     est = cost_of("b200", overrides={"gpu.a4-highgpu-8g.spot": 40.0})
     gpu = item(est, "GPU nodes")
     assert gpu.spot_per_hour == pytest.approx(8 * 40.0) and gpu.overridden
-    assert gpu.on_demand_per_hour == pytest.approx(8 * 96.0158)
+    assert gpu.on_demand_per_hour == pytest.approx(8 * 90.216)
 
 
 def test_an_override_of_a_price_the_table_does_not_have_is_a_config_error():

@@ -289,3 +289,14 @@ def test_the_budget_counts_a_mixed_gang_at_its_rungs_prices(tmp_path):
     assert client.stopped == [] and w.ledger.stop_requested_at is None
     # `status` reads the ledger from Lustre: the rung prices are saved with it.
     assert ledger_file.load("t-budget", client.job.submission_id).rung_node_hour_usd == prices
+
+
+def test_the_spend_says_when_it_rests_on_estimated_prices_and_a_round_trip_keeps_why():
+    ledger = Ledger(
+        "b200-ladder", "run-1", node_hour_usd=67.662, price_estimate="flexStart: 0.75 x the on-demand price"
+    )
+    ledger.attempts.append(Attempt(1, "run-1", start=0.0, nodes=2, end=3600.0))
+    assert table(ledger, now=3600.0)[-1].endswith("spend $135.32 (at estimated prices: data/prices.yaml)")
+    assert Ledger.from_dict(ledger.to_dict()).price_estimate == ledger.price_estimate
+    ledger.price_estimate = None
+    assert table(ledger, now=3600.0)[-1].endswith("spend $135.32")

@@ -122,13 +122,35 @@ def test_a_ladder_that_starts_on_demand_prices_an_attempt_of_unknown_mix_at_the_
 
 @pytest.mark.parametrize("stack", ["dev", "b200", "autopilot"])
 def test_a_one_rung_stack_has_no_rung_prices_and_prices_every_node_at_its_pools_provisioning(stack):
-    from infra.prices import gpu_node_hour_usd, price_table
+    from infra.prices import node_hour_price, price_table
 
     run = RunPlan.from_dict(run_json(stack_plan(stack)))
     cfg = load_stack(stack).config
     assert run.rung_node_hour_usd == {}
-    spot = cfg.gpu_pool.provisioning.value == "spot"
-    autopilot = cfg.cluster.mode == "autopilot"
-    assert run.node_hour_usd == gpu_node_hour_usd(
-        price_table(cfg), cfg.flavour_spec.machine_type, cfg.region, spot=spot, autopilot=autopilot
+    price = node_hour_price(
+        price_table(cfg),
+        cfg.flavour_spec.machine_type,
+        cfg.region,
+        cfg.gpu_pool.provisioning,
+        autopilot=cfg.cluster.mode == "autopilot",
+    )
+    assert run.node_hour_usd == round(price.value, 4)
+
+
+def test_a_one_rung_flex_start_pool_is_priced_at_the_flex_start_price_as_the_same_rung_in_a_ladder():
+    _, alone = one_rung("b200", {"ladder": ["flexStart"]})
+    _, ladder = one_rung("b200", {"ladder": ["flexStart", "spot"]})
+    # data/prices.yaml gpu.a4-highgpu-8g.flexStart in us-east1 (an estimate), not the on-demand 90.216.
+    assert alone.node_hour_usd == ladder.node_hour_usd == ladder.rung_node_hour_usd["flexStart"] == 67.662
+
+
+def test_run_json_says_which_node_hour_prices_are_estimates_and_why():
+    run = run_json(stack_plan("b200-ladder"))
+    # spot and onDemand in us-east1 are the catalogue's; flexStart is an estimate.
+    assert run["node_hour_estimate"].startswith("flexStart: 0.75 x the on-demand price")
+    assert "spot:" not in run["node_hour_estimate"] and "onDemand:" not in run["node_hour_estimate"]
+    assert run_json(stack_plan("b200"))["node_hour_estimate"] is None, "spot A4 in us-east1 is a sourced price"
+    # Autopilot: the europe-west1 A3 Ultra spot price is sourced, its premium is not.
+    assert run_json(stack_plan("autopilot"))["node_hour_estimate"] == (
+        "spot: Autopilot premium: 0.10 x gpu.a3-ultragpu-8g.spot"
     )

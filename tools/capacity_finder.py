@@ -2,11 +2,14 @@
 
     python -m tools.capacity_finder --stack NAME [--json] [--timeout SECONDS]
 
-For every zone of the catalogue (data/zones.yaml) that offers the stack's flavour AND Managed Lustre, it
-reads the project's GPU quota of the zone's region for each rung of the stack's capacity ladder
-(`gpuPool.capacity`, or the one rung `provisioning`), and the zone's reservations of the flavour's machine
-type; it ranks the zones by the ladder's cost (the gang's hourly price at the first rung that can supply
-the whole gang there, data/prices.yaml) and prints the one-line config change that moves the stack there.
+For every zone of the catalogue (data/zones.yaml) that offers the stack's flavour, with whether the project
+is offered Managed Lustre there (its live locations; only when they cannot be read, the catalogue's static
+Lustre list, which then also narrows the zones), it reads the project's GPU quota of the zone's region for
+each rung of the stack's capacity ladder (`gpuPool.capacity`, or the one rung `provisioning`), and the
+zone's reservations of the flavour's machine type; it ranks the zones by the ladder's cost (the gang's hourly
+price at the first rung that can supply the whole gang there: `infra.prices.node_hour_price` on
+data/prices.yaml, estimates marked, ties broken as `TIES` says) and prints the one-line config change that
+moves the stack there.
 
 A live stack does not move zones: Lustre and the RoCE network are zonal, so changing `zone` replaces them
 (and the data on Lustre). The finder is for the choice before the first `up`.
@@ -27,21 +30,19 @@ from typing import Any, Callable, Optional, TextIO
 from google.api_core import exceptions as gexc
 from google.auth.exceptions import RefreshError
 
-from infra.config import ConfigError, Provisioning, StackConfig
+from infra.config import ConfigError, Provisioning, Rung, StackConfig
 from infra.placement import rung_quota_metric
-from infra.prices import PriceError, price_table
+from infra.prices import PriceError, PriceTable, node_hour_price, price_table
 from infra.stack_file import StackFileError, load_stack
 from infra.zones import catalogue, region_of
 from tools import doctor
 from workloads import cli_args
 
 FITS, SHORT, UNKNOWN = "fits", "short", "unknown"
-_PRICE_KIND = {
-    Provisioning.SPOT: "spot",
-    Provisioning.FLEX_START: "flexStart",
-    Provisioning.ON_DEMAND: "onDemand",
-    Provisioning.RESERVATION: "onDemand",
-}
+LIVE_LUSTRE = "the project's Managed Lustre locations (read now)"
+STATIC_LUSTRE = "the static list of data/zones.yaml (the live Managed Lustre locations could not be read)"
+TIES = "equal prices: sourced before estimated, then the stack's own zone, then by name"
+"""How zones of the same hourly price are ordered (all US B200 zones share one price, for instance)."""
 
 
 @dataclass
@@ -51,6 +52,8 @@ class RungAnswer:
     """`fits` (the whole gang), `short` or `unknown` (the region lists no such quota / it could not be read)."""
     detail: str
     gang_hour: Optional[float]
+    estimate: Optional[str] = None
+    """Why `gang_hour`'s node-hour price is an estimate (data/prices.yaml); None: read from its source."""
 
 
 @dataclass
@@ -63,19 +66,25 @@ class ZoneAnswer:
     """The zone's reservations of the flavour's machine type: `name free/total`."""
     change: str = ""
     current: bool = False
+    lustre_from: str = ""
+    """Where `lustre` comes from: `LIVE_LUSTRE` (the project's Managed Lustre locations, read now) or, when
+    they could not be read, `STATIC_LUSTRE` (and only the zones that list names are considered)."""
 
     @property
     def best(self) -> Optional[RungAnswer]:
         """The first rung (ladder order) that can supply the whole gang here."""
         return next((r for r in self.rungs if r.status == FITS), None)
 
-    def rank(self) -> tuple[int, float, str]:
+    def rank(self) -> tuple[bool, int, float, bool, bool, str]:
+        """Zones with Managed Lustre first; then those where a rung holds the gang, by its hourly price, then
+        those whose quota is unknown, then the rest; ties broken as `TIES` says."""
         best = self.best
         if best is not None:
-            return (0, best.gang_hour if best.gang_hour is not None else float("inf"), self.zone)
-        if any(r.status == UNKNOWN for r in self.rungs):
-            return (1, 0.0, self.zone)
-        return (2, 0.0, self.zone)
+            tier, price = 0, best.gang_hour if best.gang_hour is not None else float("inf")
+        else:
+            tier, price = (1 if any(r.status == UNKNOWN for r in self.rungs) else 2), 0.0
+        estimated = best is not None and best.estimate is not None
+        return (not self.lustre, tier, price, estimated, not self.current, self.zone)
 
 
 def _quotas(clients: doctor.Clients, project: str, region: str, timeout: float, cache: dict[str, Any]) -> Any:
@@ -100,63 +109,70 @@ def _reservations(
     return found
 
 
+def _rung_answer(
+    cfg: StackConfig, rung: Rung, region: str, table: PriceTable, quotas: Any, reservations: dict[str, tuple[int, int]]
+) -> RungAnswer:
+    """What one rung finds in a zone of `region`, priced by the one rung-to-price function the plan, run.json
+    and the cost estimate use (`infra.prices.node_hour_price`), in that region."""
+    flavour, nodes = cfg.flavour_spec, cfg.gpu_pool.node_count
+    need = nodes * flavour.gpus_per_node
+    try:
+        price = node_hour_price(
+            table, flavour.machine_type, region, rung.provisioning, autopilot=cfg.cluster.mode == "autopilot"
+        )
+        gang_hour: Optional[float] = round(price.value * nodes, 2)
+        estimate = price.estimate
+    except PriceError as err:
+        gang_hour, estimate = None, str(err)
+
+    def answer(status: str, detail: str) -> RungAnswer:
+        return RungAnswer(rung.label, status, detail, gang_hour, estimate)
+
+    if rung.provisioning is Provisioning.RESERVATION:
+        if rung.reservation_name not in reservations:
+            return answer(SHORT, f"no reservation {rung.reservation_name} here")
+        free, total = reservations[rung.reservation_name]
+        return answer(FITS if free >= nodes else SHORT, f"{free} of {total} free, need {nodes}")
+    metric = rung_quota_metric(flavour.gpu_quota_metric, rung.provisioning)
+    if isinstance(quotas, Exception):
+        return answer(UNKNOWN, f"quota not read ({type(quotas).__name__})")
+    if metric not in quotas:
+        return answer(UNKNOWN, f"{region} lists no {metric}")
+    limit, usage = quotas[metric]
+    return answer(FITS if limit - usage >= need else SHORT, f"{metric} {limit - usage:g} free, need {need}")
+
+
 def find(
     stack: str, cfg: StackConfig, clients: doctor.Clients, timeout: float = doctor.DEFAULT_TIMEOUT
 ) -> list[ZoneAnswer]:
-    """Every catalogued zone for the flavour and Lustre, with what each rung finds there, best first."""
+    """Every zone of the machine catalogue for the flavour (only those of the static Lustre list when the live
+    Managed Lustre locations cannot be read), with what each rung finds there, best first (`ZoneAnswer.rank`)."""
     flavour = cfg.flavour_spec
-    nodes = cfg.gpu_pool.node_count
-    need = nodes * flavour.gpus_per_node
     table = price_table(cfg)
     project = cfg.project
+    machine_zones = sorted(catalogue().machine_types.get(flavour.machine_type, ()))
     try:
-        offered = {
+        offered: Optional[set[str]] = {
             loc.location_id
             for loc in clients.lustre.list_locations(
                 request={"name": f"projects/{project}", "page_size": 1000}, timeout=timeout
             ).locations
         }
     except gexc.GoogleAPICallError:
-        offered = None  # the catalogue's word only
+        offered = None
+    # The live list when it could be read: every zone of the machine catalogue, Lustre as the project is offered
+    # it now; only without it the static list of data/zones.yaml narrows the zones (`lustre_from`).
+    zones = machine_zones if offered is not None else catalogue().zones_for(flavour.machine_type)
     cache: dict[str, Any] = {}
     answers = []
-    for zone in catalogue().zones_for(flavour.machine_type):
+    for zone in zones:
         region = region_of(zone)
         quotas = _quotas(clients, project, region, timeout, cache)
         try:
             reservations = _reservations(clients, project, zone, flavour.machine_type, timeout)
         except gexc.GoogleAPICallError:
             reservations = {}
-        rungs = []
-        for rung in cfg.gpu_pool.ladder:
-            try:
-                price = table.get(f"gpu.{flavour.machine_type}.{_PRICE_KIND[rung.provisioning]}", region).value
-                gang_hour: Optional[float] = round(price * nodes, 2)
-            except PriceError:
-                gang_hour = None
-            if rung.provisioning is Provisioning.RESERVATION:
-                if rung.reservation_name in reservations:
-                    free, total = reservations[rung.reservation_name]
-                    status = FITS if free >= nodes else SHORT
-                    rungs.append(RungAnswer(rung.label, status, f"{free} of {total} free, need {nodes}", gang_hour))
-                else:
-                    rungs.append(
-                        RungAnswer(rung.label, SHORT, f"no reservation {rung.reservation_name} here", gang_hour)
-                    )
-                continue
-            metric = rung_quota_metric(flavour.gpu_quota_metric, rung.provisioning)
-            if isinstance(quotas, Exception):
-                rungs.append(RungAnswer(rung.label, UNKNOWN, f"quota not read ({type(quotas).__name__})", gang_hour))
-            elif metric not in quotas:
-                rungs.append(RungAnswer(rung.label, UNKNOWN, f"{region} lists no {metric}", gang_hour))
-            else:
-                limit, usage = quotas[metric]
-                free = limit - usage
-                rungs.append(
-                    RungAnswer(
-                        rung.label, FITS if free >= need else SHORT, f"{metric} {free:g} free, need {need}", gang_hour
-                    )
-                )
+        rungs = [_rung_answer(cfg, rung, region, table, quotas, reservations) for rung in cfg.gpu_pool.ladder]
         current = zone == cfg.zone
         change = (
             "(the stack's zone)"
@@ -167,27 +183,36 @@ def find(
             ZoneAnswer(
                 zone,
                 region,
-                offered is None or zone in offered,
+                offered is None or zone in offered,  # offline: the static list's zones only
                 rungs,
                 [f"{n} {f}/{t}" for n, (f, t) in sorted(reservations.items())],
                 change,
                 current,
+                LIVE_LUSTRE if offered is not None else STATIC_LUSTRE,
             )
         )
-    answers.sort(key=lambda a: (not a.lustre, *a.rank()))
+    answers.sort(key=ZoneAnswer.rank)
     return answers
 
 
 def render_text(stack: str, cfg: StackConfig, answers: list[ZoneAnswer]) -> str:
     ladder = " > ".join(r.label for r in cfg.gpu_pool.ladder)
+    machine = cfg.flavour_spec.machine_type
+    lustre_from = answers[0].lustre_from if answers else LIVE_LUSTRE
     lines = [
-        f"capacity finder: stack {stack}, {cfg.gpu_pool.node_count} x {cfg.flavour_spec.machine_type}, "
-        f"ladder {ladder}; zones of data/zones.yaml with {cfg.flavour_spec.machine_type} and Managed Lustre, best first"
+        f"capacity finder: stack {stack}, {cfg.gpu_pool.node_count} x {machine}, ladder {ladder}; zones of "
+        f"data/zones.yaml with {machine}, Managed Lustre from {lustre_from}; best first: by the gang's hourly price "
+        f"at the first rung that holds it (list prices of data/prices.yaml, * an estimate); {TIES}"
     ]
+    estimates: dict[str, str] = {}
     for a in answers:
         best = a.best
+        mark = ""
+        if best and best.estimate:
+            mark = " *"
+            estimates.setdefault(f"{a.region} {best.rung}", best.estimate)
         cost = (
-            f"{doctor_money(best.gang_hour)}/h at {best.rung}"
+            f"{doctor_money(best.gang_hour)}/h at {best.rung}{mark}"
             if best and best.gang_hour is not None
             else "no rung holds the gang"
             if not any(r.status == UNKNOWN for r in a.rungs)
@@ -198,8 +223,9 @@ def render_text(stack: str, cfg: StackConfig, answers: list[ZoneAnswer]) -> str:
         for r in a.rungs:
             lines.append(f"      {r.status:7}  {r.rung}: {r.detail}")
         if a.reservations:
-            lines.append(f"      reservations of {cfg.flavour_spec.machine_type}: {', '.join(a.reservations)}")
+            lines.append(f"      reservations of {machine}: {', '.join(a.reservations)}")
         lines.append(f"      use it: {a.change}")
+    lines += [f"  * {where}: {why}" for where, why in estimates.items()]
     lines.append(
         "A live stack does not move zones (Lustre and the RoCE network are zonal): choose before the first `pulumi up`."
     )

@@ -3,9 +3,11 @@
 
 Line items, each per hour (and per day = 24 h):
 - GPU nodes: every node pool with guest accelerators, node count x the machine type's node-hour
-  price, shown at BOTH spot and on-demand prices; the one the pool uses (`nodeConfig.spot`)
-  counts in the "applies" total. Reservation/flex-start pools are billed on their own terms and
-  shown at on-demand list price.
+  price, shown at BOTH spot and on-demand prices; the "applies" total counts them at the price of
+  the rung the pool obtains them by (`pool_provisioning`: spot, flex-start, a reservation at the
+  on-demand rate, or on-demand), from the one rung-to-price function `infra.prices.node_hour_price`
+  that the plan's ladder, run.json (the ledger) and the capacity finder use too. A ladder's pools
+  are one gang, at its first rung's price.
 - CPU pool: every other node pool, node count x (vCPUs x vCPU rate + GiB x memory rate) of the
   series (N2: standard 4 GiB/vCPU, highmem 8, highcpu 1).
 - Lustre: every Managed Lustre instance, capacity x the tier's GiB-month price / 730 h.
@@ -32,8 +34,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
 
 from infra import machines
+from infra.config import Provisioning
 from infra.naming import COMPUTE_CLASS_LABEL
-from infra.prices import PRICES_FILE, Price, PriceError, PriceTable
+from infra.prices import PRICE_KIND, PRICES_FILE, Price, PriceError, PriceTable, node_hour_price
 
 if TYPE_CHECKING:
     from infra.config import StackConfig
@@ -52,14 +55,21 @@ class LineItem:
     spot_per_hour: float
     on_demand_per_hour: float
     applies: str = "list"
-    """`spot`, `onDemand` or `list` (no spot/on-demand distinction)."""
+    """`spot`, `onDemand`, `flexStart` (the GPU nodes' rung, `infra.prices.PRICE_KIND`) or `list` (no
+    spot/on-demand distinction)."""
     prices: list[Price] = field(default_factory=list)
     billed_from: str = ""
     """The plan resource (by name) from whose typical readiness the item is billed; "" = from the start
     of the deploy. What prices the hours before the job starts (tools/estimates.py `first_run`)."""
 
+    applies_per_hour: Optional[float] = None
+    """GPU nodes at the price of the rung they are obtained by (`infra.prices.node_hour_price`, as the ledger
+    prices them); None: the column `applies` names."""
+
     @property
     def per_hour(self) -> float:
+        if self.applies_per_hour is not None:
+            return self.applies_per_hour
         return self.spot_per_hour if self.applies == "spot" else self.on_demand_per_hour
 
     @property
@@ -245,30 +255,18 @@ def _pool_item(pool: Any, table: PriceTable, region: str, warnings: list[str]) -
     machine = node_config.get("machineType", "?")
     nodes = _node_count(pool)
     if node_config.get("guestAccelerators"):
-        try:
-            spot = table.get(f"gpu.{machine}.spot", region)
-            on_demand = table.get(f"gpu.{machine}.onDemand", region)
-        except PriceError as err:
-            warnings.append(f"{pool.name}: {err}; GPU nodes not priced")
-            return None
-        applies = "spot" if node_config.get("spot") else "onDemand"
-        if not node_config.get("spot") and (
-            pool.inputs.get("queuedProvisioning") or node_config.get("reservationAffinity")
-        ):
-            warnings.append(
-                f"{pool.name}: reserved/flex-start capacity is billed on its own terms; shown at the on-demand "
-                "list price"
-            )
-        spot_hourly, on_demand_hourly = nodes * spot.value, nodes * on_demand.value
-        return LineItem(
-            f"GPU nodes ({pool.name})",
-            f"{nodes} x {machine}",
-            spot_hourly,
-            on_demand_hourly,
-            applies,
-            [spot, on_demand],
-            pool.name,
+        gpu = _gpu_item(
+            f"GPU nodes ({pool.name})", f"{nodes} x {machine}", machine, nodes, pool_provisioning(pool), table, region
         )
+        if isinstance(gpu, PriceError):
+            warnings.append(f"{pool.name}: {gpu}; GPU nodes not priced")
+            return None
+        if gpu.applies == "onDemand" and pool_provisioning(pool) is Provisioning.RESERVATION:
+            warnings.append(
+                f"{pool.name}: reserved capacity is billed on its own terms; shown at the on-demand list price"
+            )
+        gpu.billed_from = pool.name
+        return gpu
     shape = machine_shape(machine)
     if shape is None:
         warnings.append(
@@ -289,37 +287,77 @@ def _pool_item(pool: Any, table: PriceTable, region: str, warnings: list[str]) -
     return LineItem(f"CPU pool ({pool.name})", detail, hourly, hourly, "list", [vcpu_rate, gib_rate], pool.name)
 
 
+def pool_provisioning(pool: Any) -> Provisioning:
+    """How a GPU node pool of the plan obtains its nodes, read off its inputs as infra/cluster.py
+    `provisioning_settings` writes them: `spot`, `flexStart`, a SPECIFIC reservation, else on-demand."""
+    node_config = pool.inputs.get("nodeConfig") or {}
+    if node_config.get("spot"):
+        return Provisioning.SPOT
+    if node_config.get("flexStart"):
+        return Provisioning.FLEX_START
+    if (node_config.get("reservationAffinity") or {}).get("consumeReservationType") == "SPECIFIC_RESERVATION":
+        return Provisioning.RESERVATION
+    return Provisioning.ON_DEMAND
+
+
+def _gpu_item(
+    name: str,
+    detail: str,
+    machine: str,
+    nodes: int,
+    provisioning: Provisioning,
+    table: PriceTable,
+    region: str,
+    autopilot: bool = False,
+) -> "LineItem | PriceError":
+    """GPU nodes at spot and on-demand prices, and at the price of the rung that obtains them (the one
+    rung-to-price function, `infra.prices.node_hour_price`), which the "applies" total counts."""
+    try:
+        spot = node_hour_price(table, machine, region, Provisioning.SPOT, autopilot=autopilot)
+        on_demand = node_hour_price(table, machine, region, Provisioning.ON_DEMAND, autopilot=autopilot)
+        rung = node_hour_price(table, machine, region, provisioning, autopilot=autopilot)
+    except PriceError as err:
+        return err
+    applies = PRICE_KIND[provisioning]
+    # The table entries the item rests on (their sections, dates, estimates and overrides), not the sums.
+    keys = dict.fromkeys(f"gpu.{machine}.{kind}" for kind in ("spot", "onDemand", applies))
+    if autopilot:
+        keys.update(dict.fromkeys(f"autopilot.{machine}.premium.{kind}" for kind in ("spot", "onDemand")))
+    prices = [table.get(key, region) for key in keys]
+    return LineItem(
+        name,
+        detail,
+        nodes * spot.value,
+        nodes * on_demand.value,
+        applies,
+        prices,
+        applies_per_hour=nodes * rung.value,
+    )
+
+
 def _ladder_item(
     pools: list[Any], cfg: "StackConfig", table: PriceTable, region: str, warnings: list[str]
 ) -> list[LineItem]:
     """The ladder's pools hold one gang between them: priced once, at the first rung's rate (each rung's
     price is in the plan's "Capacity ladder" section; a gang from several rungs costs in between)."""
     first = pools[0]
-    node_config = first.inputs.get("nodeConfig") or {}
-    machine = node_config.get("machineType", "?")
+    machine = (first.inputs.get("nodeConfig") or {}).get("machineType", "?")
     nodes = gang_nodes(pools)
-    try:
-        spot = table.get(f"gpu.{machine}.spot", region)
-        on_demand = table.get(f"gpu.{machine}.onDemand", region)
-    except PriceError as err:
-        warnings.append(f"capacity ladder: {err}; GPU nodes not priced")
-        return []
-    first_rung = cfg.gpu_pool.ladder[0].provisioning.value
-    applies = "spot" if first_rung == "spot" else "onDemand"
-    if first_rung not in ("spot", "onDemand"):
-        warnings.append(f"capacity ladder: the first rung ({first_rung}) is shown at the on-demand list price")
     names = ", ".join(p.name for p in pools)
-    return [
-        LineItem(
-            f"GPU nodes (ladder: {names})",
-            f"{nodes} x {machine}, from any rung",
-            nodes * spot.value,
-            nodes * on_demand.value,
-            applies,
-            [spot, on_demand],
-            first.name,
-        )
-    ]
+    item = _gpu_item(
+        f"GPU nodes (ladder: {names})",
+        f"{nodes} x {machine}, from any rung",
+        machine,
+        nodes,
+        cfg.gpu_pool.ladder[0].provisioning,
+        table,
+        region,
+    )
+    if isinstance(item, PriceError):
+        warnings.append(f"capacity ladder: {item}; GPU nodes not priced")
+        return []
+    item.billed_from = first.name
+    return [item]
 
 
 def _lustre_items(plan: Any, table: PriceTable, region: str, warnings: list[str]) -> list[LineItem]:
@@ -379,36 +417,28 @@ def _autopilot_items(plan: Any, table: PriceTable, region: str, warnings: list[s
     items: list[LineItem] = []
     for group in autopilot_plan.gpu_pods(plan):
         machine = group.machine_type
-        try:
-            prices = [
-                table.get(key, region)
-                for key in (
-                    f"gpu.{machine}.spot",
-                    f"autopilot.{machine}.premium.spot",
-                    f"gpu.{machine}.onDemand",
-                    f"autopilot.{machine}.premium.onDemand",
-                )
-            ]
-        except PriceError as err:
-            warnings.append(f"{group.release}: {err}; Autopilot GPU pods not priced")
+        provisioning = {"spot": Provisioning.SPOT, "reservation": Provisioning.RESERVATION}.get(
+            group.capacity, Provisioning.ON_DEMAND
+        )
+        item = _gpu_item(
+            f"GPU nodes (Autopilot pods of {group.release})",
+            f"{group.pods} x {machine} + Autopilot premium",
+            machine,
+            group.pods,
+            provisioning,
+            table,
+            region,
+            autopilot=True,
+        )
+        if isinstance(item, PriceError):
+            warnings.append(f"{group.release}: {item}; Autopilot GPU pods not priced")
             continue
-        spot = prices[0].value + prices[1].value
-        on_demand = prices[2].value + prices[3].value
         if group.capacity == "reservation":
             warnings.append(
                 f"{group.release}: reserved capacity is billed on its own terms; shown at the on-demand list price"
             )
-        items.append(
-            LineItem(
-                f"GPU nodes (Autopilot pods of {group.release})",
-                f"{group.pods} x {machine} + Autopilot premium",
-                group.pods * spot,
-                group.pods * on_demand,
-                "spot" if group.capacity == "spot" else "onDemand",
-                prices,
-                group.release,
-            )
-        )
+        item.billed_from = group.release
+        items.append(item)
     for pod in autopilot_plan.general_purpose_pods(plan):
         try:
             vcpu_rate = table.get("autopilot.generalPurpose.vcpuHour", region)
@@ -470,10 +500,13 @@ def render(est: CostEstimate) -> list[str]:
         if item.applies == "list":
             price = f"{money(item.per_hour)}/h"
         else:
-            spot_mark, od_mark = (" (applies)", "") if item.applies == "spot" else ("", " (applies)")
+            spot_mark = " (applies)" if item.applies == "spot" else ""
+            od_mark = " (applies)" if item.applies == "onDemand" else ""
             price = (
                 f"{money(item.spot_per_hour)}/h spot{spot_mark}, {money(item.on_demand_per_hour)}/h on-demand{od_mark}"
             )
+            if item.applies not in ("spot", "onDemand"):
+                price += f", {money(item.per_hour)}/h {item.applies} (applies)"
         lines.append(f"  {item.name:<{width}}  {item.detail:<{detail}}  {price}{mark}")
     rows = [
         ("per hour", est.spot_per_hour, est.on_demand_per_hour, ""),

@@ -179,6 +179,7 @@ def stack_costs(plan_of: typing.Callable[[str], Any] | None = None) -> str:
         "|---|---|---|---|---|---|---|",
     ]
     limits: dict[str, int] = {}
+    estimated: list[str] = []
     for stack in STACKS:
         plan = plan_of(stack)
         est = estimates.compute(plan)
@@ -197,10 +198,13 @@ def stack_costs(plan_of: typing.Callable[[str], Any] | None = None) -> str:
         keeps = "nothing" if bucket_deleted else "the bucket (exports, job output): Pulumi forgets it"
         if cfg.cluster.deletion_protection:
             deletes += "; refused until `cluster.deletionProtection: false` is applied"
+        mark = " *" if est.cost.estimated_items else ""
+        if mark:
+            estimated.append(f"`{stack}` {', '.join(est.cost.estimated_items)}")
         lines.append(
             f"| `{stack}` | {s['gpuNodes']} x {cfg.flavour_spec.machine_type} ({s['gpus']}) | "
-            f"{_money(est.cost.spot_per_hour)} ({_money(est.cost.on_demand_per_hour)}) | ~{run.deploy_minutes:.0f} "
-            "min | "
+            f"{_money(est.cost.spot_per_hour)} ({_money(est.cost.on_demand_per_hour)}){mark} | "
+            f"~{run.deploy_minutes:.0f} min | "
             f"{job} | {deletes} | {keeps} |"
         )
         for r in plan.resources:
@@ -216,10 +220,14 @@ def stack_costs(plan_of: typing.Callable[[str], Any] | None = None) -> str:
         "",
         "The times are typical, not limits: most of the first `up` is Managed Lustre's creation (about an hour). "
         f"Pulumi gives up on a step only after its own timeout ({named}), so an `up` that waits for spot GPU capacity "
-        "can run for hours before it fails. Prices are list prices of `data/prices.yaml` (some estimated); the first "
+        "can run for hours before it fails. Prices are list prices of `data/prices.yaml`; the first "
         "run adds the hours the stack is billed while it is built (GPU nodes from their pool's readiness) to the "
         "job's own hours, and leaves out later runs, preemptions and the time until you destroy.",
     ]
+    if estimated:
+        lines[-1] += (
+            f" \\* rests on estimated prices (`data/prices.yaml` says how each was derived): {'; '.join(estimated)}."
+        )
     return "\n".join(lines)
 
 

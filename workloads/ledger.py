@@ -104,6 +104,8 @@ class Ledger:
     """The plan's price of a node-hour of the first rung: an attempt with no known mix is priced at it."""
     rung_node_hour_usd: dict[str, float] = field(default_factory=dict)
     """The plan's price of a node-hour per rung label (a capacity ladder); {}: one rung."""
+    price_estimate: Optional[str] = None
+    """Why a node-hour price above is an estimate (run.json `node_hour_estimate`); None: none is."""
     budget_usd: Optional[float] = None
     attempts: list[Attempt] = field(default_factory=list)
     events: list[str] = field(default_factory=list)
@@ -247,6 +249,8 @@ def table(ledger: Ledger, now: float) -> list[str]:
     lost = sum(a.steps_lost or 0 for a in ledger.attempts)
     hours = sum(a.node_hours(now) for a in ledger.attempts)
     summary = f"{len(ledger.attempts)} attempt(s), {hours:.2f} node-hours, {lost} step(s) lost, spend {_money(total)}"
+    if ledger.price_estimate and total is not None:
+        summary += " (at estimated prices: data/prices.yaml)"
     if ledger.budget_usd is not None:
         summary += f" of the budget {_money(ledger.budget_usd)}"
         if total is not None and ledger.budget_usd > 0:

@@ -584,6 +584,7 @@ class Watcher:
             ledger = Ledger(self.spec.stack, self.spec.submission_id)
         ledger.node_hour_usd, ledger.budget_usd = self.run.node_hour_usd, self.run.budget_usd
         ledger.rung_node_hour_usd = dict(self.run.rung_node_hour_usd)
+        ledger.price_estimate = self.run.node_hour_estimate
         return ledger
 
     def _save_ledger(self) -> None:

@@ -308,6 +308,9 @@ class RunPlan:
     rung_node_hour_usd: dict[str, float] = field(default_factory=dict)
     """A capacity ladder's price of one GPU node-hour per rung label ({"spot": ..., "onDemand": ...}, the plan's
     ladder prices): the ledger prices an attempt's nodes of each rung at its rung's price; {}: one rung."""
+    node_hour_estimate: Optional[str] = None
+    """Why a node-hour price above is an estimate of data/prices.yaml (per rung); None: each was read from its
+    cited source. The ledger marks its spend as resting on estimated prices when set."""
     budget_usd: Optional[float] = None
     """`job.budgetUsd`; None: no budget."""
     save_period: Optional[int] = None
