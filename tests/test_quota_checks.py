@@ -407,3 +407,59 @@ def test_no_reservation_is_asked_for_without_one(project):
     result = only(project, "reservation")
     assert (result.status, result.summary) == (doctor.PASS, "none used (gpuPool.provisioning: spot)")
     assert not any(c == "reservations" for c, _, _ in project.calls)
+
+
+def test_a_gpu_family_quota_of_zero_fails_even_when_the_regions_per_model_quota_has_room(project):
+    # Both apply: the per-model regional metric and the Cloud Quotas family quota (issue 33).
+    project.quota_infos[PREEMPTIBLE_FAMILY] = family_quota_of(
+        PREEMPTIBLE_FAMILY, family_entry({"region": "us-east1", **B200}, 0, ["us-east1"])
+    )
+    result = only(project, "gpu-quota")
+    assert result == doctor.Result(
+        "gpu-quota",
+        doctor.FAIL,
+        "PREEMPTIBLE_NVIDIA_B200_GPUS in us-east1: 64 free of 64; 2 x a4-highgpu-8g need 16; but "
+        f"{PREEMPTIBLE_FAMILY} (region=us-east1, gpu_family=NVIDIA_B200): limit 0; 2 x a4-highgpu-8g need 16 "
+        "(usage not shown here)",
+        "gcloud beta quotas preferences create --service=compute.googleapis.com "
+        f"--quota-id={PREEMPTIBLE_FAMILY} --preferred-value=16 --dimensions=gpu_family=NVIDIA_B200,region=us-east1 "
+        f"--project={PROJECT} --email=<you>",
+    )
+    asked = [kw["name"].rsplit("/", 1)[-1] for c, m, kw in project.calls if m == "get_quota_info"]
+    assert asked == [PREEMPTIBLE_FAMILY], "the per-model id is read from the region, only the family from Cloud Quotas"
+
+
+def test_a_gpu_family_quota_with_room_beside_the_regions_per_model_quota_passes_naming_both(project):
+    project.quota_infos[PREEMPTIBLE_FAMILY] = family_quota_of(
+        PREEMPTIBLE_FAMILY, family_entry({"region": "us-east1", **B200}, 32, ["us-east1"])
+    )
+    assert only(project, "gpu-quota") == doctor.Result(
+        "gpu-quota",
+        doctor.PASS,
+        "PREEMPTIBLE_NVIDIA_B200_GPUS in us-east1: 64 free of 64; 2 x a4-highgpu-8g need 16; and "
+        f"{PREEMPTIBLE_FAMILY} (region=us-east1, gpu_family=NVIDIA_B200): limit 32; 2 x a4-highgpu-8g need 16 "
+        "(usage not shown here)",
+    )
+
+
+def test_a_per_model_shortfall_fails_even_when_the_family_quota_has_room(project):
+    project.quotas["PREEMPTIBLE_NVIDIA_B200_GPUS"] = (8.0, 0.0)
+    project.quota_infos[PREEMPTIBLE_FAMILY] = family_quota_of(
+        PREEMPTIBLE_FAMILY, family_entry({"region": "us-east1", **B200}, 64, ["us-east1"])
+    )
+    result = only(project, "gpu-quota")
+    assert result.status == doctor.FAIL and result.summary.startswith(
+        "PREEMPTIBLE_NVIDIA_B200_GPUS in us-east1: 8 free"
+    )
+    assert "--quota-id=PREEMPTIBLE-NVIDIA-B200-GPUS-per-project-region --preferred-value=16" in result.fix
+
+
+def test_a_family_quota_that_cannot_be_read_beside_a_per_model_quota_with_room_warns_with_the_reason(project):
+    project.errors["get_quota_info"] = gexc.PermissionDenied("Cloud Quotas API has not been used")
+    assert only(project, "gpu-quota") == doctor.Result(
+        "gpu-quota",
+        doctor.WARN,
+        "PREEMPTIBLE_NVIDIA_B200_GPUS in us-east1: 64 free of 64; 2 x a4-highgpu-8g need 16; the GPU family quota "
+        f"{PREEMPTIBLE_FAMILY} could not be read (Cloud Quotas API has not been used)",
+        f"gcloud services enable cloudquotas.googleapis.com --project {PROJECT}  # and hold cloudquotas.quotas.get",
+    )

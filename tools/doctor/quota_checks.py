@@ -14,6 +14,7 @@ from infra.machines import machine_shape
 from infra.placement import is_ladder, rung_quota_metric
 from tools.doctor.check_context import FAIL, PASS, WARN, Context, Result
 from tools.doctor.google_clients import first_line
+from tools.doctor.project_checks import CLOUD_QUOTAS_API
 
 GPU_FAMILY_QUOTA = "GPUS-PER-GPU-FAMILY-per-project-region"
 """The Cloud Quotas quota of newer GPU families, one value per `gpu_family` and region (Cloud Quotas docs'
@@ -38,7 +39,9 @@ def check_gpu_quota(ctx: Context) -> Result:
 
 def gpu_quota_result(ctx: Context, provisioning: Provisioning, check: str = "gpu-quota", lead: str = "") -> Result:
     """Whether the region's GPU quota of `provisioning` holds the whole gang (every rung must: GKE may take
-    all of it from any one rung)."""
+    all of it from any one rung). Both quotas apply: the region's per-model metric and, where Cloud Quotas
+    has one, the GPU family quota of the same provisioning model (issue 33: a family 0 stops the pool
+    whatever the per-model metric grants)."""
     cfg = ctx.cfg
     flavour = cfg.flavour_spec
     if provisioning is Provisioning.RESERVATION:
@@ -53,11 +56,25 @@ def gpu_quota_result(ctx: Context, provisioning: Provisioning, check: str = "gpu
         return replace(found, summary=lead + found.summary)
     free = quota.limit - quota.usage
     what = f"{lead}{metric} in {cfg.region}: {free:g} free of {quota.limit:g}; {pool}"
-    if free >= need:
+    if free < need:
+        return Result(
+            check, FAIL, what, quota_request(ctx, _quota_id(metric), {"region": cfg.region}, int(quota.usage) + need)
+        )
+    family_id = ("PREEMPTIBLE-" if metric.startswith("PREEMPTIBLE_") else "") + GPU_FAMILY_QUOTA
+    try:
+        family = _cloud_quota(ctx, [family_id], need, pool, check)
+    except gexc.GoogleAPICallError as exc:
+        return Result(
+            check,
+            WARN,
+            f"{what}; the GPU family quota {family_id} could not be read ({first_line(exc)})",
+            f"gcloud services enable {CLOUD_QUOTAS_API} --project {ctx.project}  # and hold cloudquotas.quotas.get",
+        )
+    if family is None:
         return Result(check, PASS, what)
-    return Result(
-        check, FAIL, what, quota_request(ctx, _quota_id(metric), {"region": cfg.region}, int(quota.usage) + need)
-    )
+    if family.status == PASS:
+        return Result(check, PASS, f"{what}; and {family.summary}")
+    return Result(check, FAIL, f"{what}; but {family.summary}", family.fix)
 
 
 def _quota_id(metric: str) -> str:
@@ -76,12 +93,11 @@ def quota_request(ctx: Context, quota_id: str, dimensions: dict[str, str], value
 
 def _gpu_family_quota(ctx: Context, metric: str, need: int, pool: str, check: str) -> Result:
     """When the region lists no per-model metric: newer GPU families may be granted only as a Cloud
-    Quotas quota with a `gpu_family` dimension. Read the limit there (Cloud Quotas has no usage)."""
+    Quotas quota (the model's id, or the family quota with a `gpu_family` dimension)."""
     cfg = ctx.cfg
     family = cfg.flavour_spec.gpu_quota_metric.removesuffix("_GPUS")
     preemptible = metric.startswith("PREEMPTIBLE_")
     candidates = [_quota_id(metric), ("PREEMPTIBLE-" if preemptible else "") + GPU_FAMILY_QUOTA]
-    parent = f"projects/{ctx.project}/locations/global/services/compute.googleapis.com/quotaInfos"
     unseen = Result(
         check,
         WARN,
@@ -90,17 +106,28 @@ def _gpu_family_quota(ctx: Context, metric: str, need: int, pool: str, check: st
         f"gcloud compute regions describe {cfg.region} --project {ctx.project} "
         "--format='table(quotas.metric,quotas.limit,quotas.usage)'",
     )
-    for quota_id in candidates:
+    try:
+        found = _cloud_quota(ctx, candidates, need, pool, check)
+    except gexc.GoogleAPICallError as exc:
+        return replace(
+            unseen,
+            summary=f"{cfg.region} lists no {metric} quota, and Cloud Quotas could not be read "
+            f"({first_line(exc)}); {pool}",
+        )
+    return found or unseen
+
+
+def _cloud_quota(ctx: Context, quota_ids: list[str], need: int, pool: str, check: str) -> Optional[Result]:
+    """The first of `quota_ids` Cloud Quotas has a value for in the region and GPU family, against `need`
+    (Cloud Quotas has no usage: the limit is compared); None when none has one."""
+    cfg = ctx.cfg
+    family = cfg.flavour_spec.gpu_quota_metric.removesuffix("_GPUS")
+    parent = f"projects/{ctx.project}/locations/global/services/compute.googleapis.com/quotaInfos"
+    for quota_id in quota_ids:
         try:
             info = ctx.clients.quotas.get_quota_info(name=f"{parent}/{quota_id}", timeout=ctx.timeout)
         except gexc.NotFound:
             continue
-        except gexc.GoogleAPICallError as exc:
-            return replace(
-                unseen,
-                summary=f"{cfg.region} lists no {metric} quota, and Cloud Quotas could not be read "
-                f"({first_line(exc)}); {pool}",
-            )
         value = _family_value(info, cfg.region, family)
         if value is None:
             continue
@@ -112,7 +139,7 @@ def _gpu_family_quota(ctx: Context, metric: str, need: int, pool: str, check: st
         if value >= need:
             return Result(check, PASS, what)
         return Result(check, FAIL, what, quota_request(ctx, quota_id, dims, need))
-    return unseen
+    return None
 
 
 def _family_value(info: Any, region: str, family: str) -> Optional[int]:
