@@ -89,3 +89,45 @@ def test_a_node_pool_already_outside_the_row_warns_naming_it(project):
     project.cluster = live_cluster("1.36.0-gke.1200", {"gpu": "1.35.4-gke.900"})
     live = run(project)["version-matrix"][0]
     assert live.status == doctor.WARN and live.summary.startswith("control plane 1.36.0-gke.1200 already outside")
+
+
+BAD_GKE = "1.33.2-gke.1111000"  # data/version_matrix.yaml knownBad gke-1.33.2-gke.1111000-driver-575-vllm (refuse)
+
+
+def test_a_live_node_pool_on_a_known_bad_gke_version_fails_though_it_is_inside_the_row(project):
+    project.cluster = live_cluster("1.33.5-gke.1162000", {"gpu": BAD_GKE, "system": "1.33.5-gke.1162000"})
+    found = run(project)
+    assert found["version-matrix"][0].status == doctor.PASS  # the row's range holds it
+    (bad,) = found["version-known-bad"]
+    name = project.cluster.name
+    assert bad == doctor.Result(
+        "version-known-bad",
+        doctor.FAIL,
+        f"pool gpu {BAD_GKE} is a known-bad combination (gke-1.33.2-gke.1111000-driver-575-vllm: "
+        "https://github.com/vllm-project/vllm/issues/21979)",
+        f"gcloud container clusters upgrade {name} --location us-east1 --node-pool gpu --cluster-version "
+        "<a version of row standard-gib-v1.1.1 not known-bad>",
+    )
+
+
+def test_a_control_plane_on_a_known_bad_gke_version_fails_and_clean_versions_pass(project):
+    project.cluster = live_cluster(BAD_GKE, {"gpu": "1.33.5-gke.1162000"})
+    (bad,) = run(project)["version-known-bad"]
+    assert bad.status == doctor.FAIL and bad.summary.startswith(f"control plane {BAD_GKE} is a known-bad")
+    assert "--master --cluster-version" in bad.fix
+    project.cluster = live_cluster("1.33.5-gke.1162000", {"gpu": "1.33.5-gke.1162000"})
+    assert run(project)["version-known-bad"] == [
+        doctor.Result(
+            "version-known-bad",
+            doctor.PASS,
+            "no known-bad entry of data/version_matrix.yaml meets control plane 1.33.5-gke.1162000, "
+            "pool gpu 1.33.5-gke.1162000",
+        )
+    ]
+
+
+def test_a_channel_that_would_create_the_cluster_on_a_known_bad_version_fails_before_it_exists(project):
+    project.channels["REGULAR"] = (BAD_GKE, [BAD_GKE, "1.33.5-gke.1162000"])
+    (bad,) = run(project)["version-known-bad"]
+    assert bad.status == doctor.FAIL and bad.summary.startswith(f"new cluster {BAD_GKE} is a known-bad")
+    assert bad.fix == "pulumi config set --stack dev --path cluster.minMasterVersion 1.33.5-gke.1162000"

@@ -95,7 +95,7 @@ def _channel_fix(channels: dict[str, Any], floor: str) -> str:
 
 def check_version_matrix(ctx: Context) -> list[Result]:
     """The live cluster and the channel's next versions against the stack's version-matrix row
-    (tools/version_drift.py); results `version-matrix` and `version-upgrades`."""
+    (tools/doctor/version_drift.py); results `version-matrix`, `version-known-bad` and `version-upgrades`."""
     from tools.doctor.version_drift import check_version_matrix as check
 
-    return [Result(f.check, PASS if f.ok else WARN, f.summary, f.fix) for f in check(ctx)]
+    return [Result(f.check, PASS if f.ok else FAIL if f.failed else WARN, f.summary, f.fix) for f in check(ctx)]
