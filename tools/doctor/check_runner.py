@@ -13,7 +13,7 @@ from infra.config import StackConfig
 from infra.stack_context import StackContext
 from tools.doctor.check_context import DEFAULT_TIMEOUT, FAIL, PASS, WARN, Context, Result
 from tools.doctor.gke_version_checks import check_gke_versions, check_version_matrix
-from tools.doctor.google_clients import NO_CREDENTIALS, Clients, NoCredentials, first_line
+from tools.doctor.google_clients import NO_CREDENTIALS, Clients, NoCredentials, bounded, first_line
 from tools.doctor.network_checks import check_bucket, check_org_policies, check_psa
 from tools.doctor.project_checks import (
     ORG_POLICY_API,
@@ -66,6 +66,8 @@ def _project_number(cfg: StackConfig, clients: Clients, timeout: float) -> str:
 def run_checks(stack: str, cfg: StackConfig, clients: Clients, timeout: float = DEFAULT_TIMEOUT) -> list[Result]:
     """Every check, concurrently; the project first (nothing else can be asked without it)."""
     from google.auth.exceptions import RefreshError
+
+    clients = bounded(clients, timeout)  # NoCredentials when no token can be had within `timeout`
 
     try:
         number = _project_number(cfg, clients, timeout)

@@ -30,7 +30,7 @@ from infra.config import ConfigError, StackConfig
 from infra.stack_file import DEFAULT_STACK, StackFileError, load_stack
 from tools.doctor.check_context import DEFAULT_TIMEOUT, FAIL, MAX_TIMEOUT, PASS, WARN, Result
 from tools.doctor.check_runner import run_checks
-from tools.doctor.google_clients import NO_CREDENTIALS, Clients, NoCredentials, connect, first_line
+from tools.doctor.google_clients import NO_CREDENTIALS, Clients, NoCredentials, bounded, connect, first_line
 from workloads import cli_args
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NO_CREDENTIALS = 0, 1, 2, 3
@@ -150,7 +150,7 @@ def leftovers_main(
     from tools import leftovers
 
     try:
-        clients = connect(cfg.project)
+        clients = bounded(connect(cfg.project), args.timeout)
         found = leftovers.audit(stack, cfg, clients.assets, clients.networks, args.timeout, available_stacks())
     except NoCredentials as exc:
         return fail(EXIT_NO_CREDENTIALS, str(exc))
