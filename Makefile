@@ -42,7 +42,7 @@ format: $(VENV)/.installed-test
 test: lint
 	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n 3 --dist worksteal
 
-# Mutation testing (docs/testing.md); not part of CI. MUTATE="infra/naming tools/doctor" picks modules.
+# Mutation testing (docs/testing.md); not part of CI. MUTATE="infra/naming tools/doctor/quota_checks" picks modules.
 MUTATE ?=
 mutants: $(VENV)/.installed-test
 	$(PY) -m tools.mutants $(MUTATE)

@@ -57,7 +57,7 @@ def lustre_port(legacy: bool) -> int:
 
 def artifact_bucket_name(project: str, prefix: str) -> str:
     """The artifacts bucket's global name; the project id keeps it apart from other projects' stacks.
-    The preflight doctor (tools/doctor.py) checks that this name is free."""
+    The preflight doctor (tools/doctor/network_checks.py) checks that this name is free."""
     return cloud_name(f"{project}-{prefix}", "artifacts", Limit.BUCKET)
 
 

@@ -7,7 +7,7 @@ import io
 import json
 
 import pytest
-from test_doctor import FakeProject, b200_reservation, config, real_clients
+from doctor_fakes import FakeProject, b200_reservation, config, real_clients
 
 from infra.zones import catalogue
 from tools import capacity_finder

@@ -41,8 +41,15 @@ PEERING = "servicenetworking.googleapis.com/Peering"
 
 # What removes each type, in the order to run them: what holds others first (Lustre and the cluster
 # hold the PSA range and the subnets; the peering holds the range; subnets and routers hold the VPC).
-# Asset type names: Cloud Asset Inventory "Supported asset types"; `{name}` is the resource's short
-# name, `{location}` its zone or region, `{project}` the project, `{cluster}` a node pool's cluster.
+# Asset type names: those the search supports. Cloud Asset Inventory "Asset types"
+# (https://cloud.google.com/asset-inventory/docs/asset-types, Compute Engine) marks GlobalAddress,
+# GlobalForwardingRule, RegionBackendService and RegionDisk "not available in the analysis and search APIs":
+# the search returns those resources as Address, ForwardingRule, BackendService and Disk, a global one with
+# location `global`, and asking for an unsupported type fails the whole request with INVALID_ARGUMENT
+# (SearchAllResourcesRequest.asset_types, google-cloud-asset 4.5.0). So every type whose resources may be
+# global, regional or zonal is deleted with `{scope}` (--global, --region R or --zone Z from its location).
+# `{name}` is the resource's short name, `{location}` its zone or region, `{project}` the project,
+# `{cluster}` a node pool's cluster.
 COMMANDS: dict[str, str] = {
     "lustre.googleapis.com/Instance": "gcloud lustre instances delete {name} --location {location} --project {project}",
     "container.googleapis.com/Cluster": "gcloud container clusters delete {name} --location {location} --project "
@@ -52,31 +59,25 @@ COMMANDS: dict[str, str] = {
     "compute.googleapis.com/Instance": "gcloud compute instances delete {name} --zone {location} --project {project}",
     "compute.googleapis.com/InstanceGroupManager": "gcloud compute instance-groups managed delete {name} {scope} "
     "--project {project}",
-    "compute.googleapis.com/ForwardingRule": "gcloud compute forwarding-rules delete {name} --region {location} "
-    "--project {project}",
-    "compute.googleapis.com/GlobalForwardingRule": "gcloud compute forwarding-rules delete {name} --global --project "
+    "compute.googleapis.com/ForwardingRule": "gcloud compute forwarding-rules delete {name} {scope} --project "
     "{project}",
     "compute.googleapis.com/TargetPool": "gcloud compute target-pools delete {name} --region {location} --project "
     "{project}",
     "compute.googleapis.com/BackendService": "gcloud compute backend-services delete {name} {scope} --project "
     "{project}",
-    "compute.googleapis.com/RegionBackendService": "gcloud compute backend-services delete {name} --region "
-    "{location} --project {project}",
     "compute.googleapis.com/HealthCheck": "gcloud compute health-checks delete {name} {scope} --project {project}",
     "compute.googleapis.com/NetworkEndpointGroup": "gcloud compute network-endpoint-groups delete {name} {scope} "
     "--project {project}",
     "compute.googleapis.com/InstanceTemplate": "gcloud compute instance-templates delete {name} {scope} --project "
     "{project}",
     "compute.googleapis.com/Disk": "gcloud compute disks delete {name} {scope} --project {project}",
-    "compute.googleapis.com/RegionDisk": "gcloud compute disks delete {name} --region {location} --project {project}",
     "storage.googleapis.com/Bucket": "gcloud storage rm --recursive gs://{name}  # deletes its objects too: copy "
     "what you keep first",
     PEERING: (
         f"gcloud services vpc-peerings delete --service={SERVICE_NETWORKING} --network={{name}} --project {{project}}"
         "  # or: gcloud compute networks peerings delete servicenetworking-googleapis-com --network={name}"
     ),
-    "compute.googleapis.com/GlobalAddress": "gcloud compute addresses delete {name} --global --project {project}",
-    "compute.googleapis.com/Address": "gcloud compute addresses delete {name} --region {location} --project {project}",
+    "compute.googleapis.com/Address": "gcloud compute addresses delete {name} {scope} --project {project}",
     "compute.googleapis.com/Router": "gcloud compute routers delete {name} --region {location} --project {project}  "
     "# its NAT with it",
     "compute.googleapis.com/Route": "gcloud compute routes delete {name} --project {project}",

@@ -40,7 +40,11 @@ DEFAULT_MODULES = (
     "infra/cluster",  # cluster and node-pool settings
     "infra/gate_plan",  # the gate's floors for a stack
     "workloads/acceptance_gate",  # the gate's verdicts
-    "tools/doctor",  # the doctor's checks
+    "tools/doctor/project_checks",  # the doctor's checks, one module each with its mirror tests
+    "tools/doctor/quota_checks",
+    "tools/doctor/zone_checks",
+    "tools/doctor/network_checks",
+    "tools/doctor/check_runner",
     "workloads/preemption",  # the restart decisions
 )
 TESTS_OF = {

@@ -21,16 +21,18 @@ which the tests' fakes are built from.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Optional
+from dataclasses import replace
+from typing import Any, Callable, NamedTuple, Optional
 
 from google.api_core import exceptions as gexc
 
 from infra.cluster import cluster_location
 from infra.flavours import parse_gke_version
 from infra.naming import Limit
-from infra.version_matrix import gke_in_row, gke_range, load, report
+from infra.version_matrix import gke_in_row, gke_range, known_bad, load, report
 
 CHECK = "version-matrix"
+KNOWN_BAD = "version-known-bad"
 HOLD_SCOPE = "NO_MINOR_OR_NODE_UPGRADES"
 """The exclusion scope that stops minor upgrades of the control plane and every node upgrade
 (GKE maintenance exclusions; gcloud `--add-maintenance-exclusion-scope=no_minor_or_node_upgrades`)."""
@@ -43,6 +45,8 @@ class Finding(NamedTuple):
     ok: bool
     summary: str
     fix: Optional[str] = None
+    failed: bool = False
+    """Not only a warning: the doctor fails it (a `refuse` known-bad entry met)."""
 
 
 def _minor(version: str) -> tuple[int, ...]:
@@ -80,6 +84,8 @@ def _channels_inside(channels: dict[str, Any], row: Any) -> list[str]:
 
 
 def check_version_matrix(ctx: Any) -> list[Finding]:
+    """`version-matrix`, `version-known-bad` and `version-upgrades` of the stack's live cluster (or of
+    the cluster the channel would create)."""
     cfg = ctx.cfg
     rep = report(cfg.version_pins)
     if rep["row"] is None:
@@ -92,7 +98,6 @@ def check_version_matrix(ctx: Any) -> list[Finding]:
             )
         ]
     row = next(r for r in load()["rows"] if r["id"] == rep["row"])
-    where = f"row {row['id']} (GKE {gke_range(row)})"
     location = cfg.region if cfg.cluster.mode == "autopilot" else cluster_location(ctx.names, cfg.cluster)
     name = ctx.names.name("gke", Limit.GKE_CLUSTER)
     parent = f"projects/{ctx.project}/locations/{location}"
@@ -107,33 +112,45 @@ def check_version_matrix(ctx: Any) -> list[Finding]:
         return [
             Finding(CHECK, False, f"{location} offers no {cfg.cluster.release_channel} channel: upgrades not compared")
         ]
-
+    live = Live(cfg, row, name, location, channel, channels)
     if cluster is None:
-        start = cfg.cluster.min_master_version or channel.default_version
-        if start and not gke_in_row(start, row):
-            inside = sorted((v for v in channel.valid_versions if gke_in_row(v, row)), key=parse_gke_version)
-            fix = (
-                f"pulumi config set --path cluster.minMasterVersion {inside[-1]}"
-                if inside
-                else "pulumi config set --path cluster.releaseChannel "
-                f"{(_channels_inside(channels, row) or ['STABLE'])[0]}"
-            )
-            return [
-                Finding(
-                    CHECK,
-                    False,
-                    f"no cluster {name} yet; {cfg.cluster.release_channel} would create it on {start}, outside {where}",
-                    fix,
-                )
-            ]
-        return [
-            Finding(
-                CHECK,
-                True,
-                f"no cluster {name} yet; {cfg.cluster.release_channel} would create it on {start}, inside {where}",
-            )
-        ]
+        return _before_the_cluster(live)
+    return _live_cluster(live, cluster)
 
+
+class Live(NamedTuple):
+    """What the version-matrix findings compare: the stack, its row, the cluster's name and place, the channel."""
+
+    cfg: Any
+    row: Any
+    name: str
+    location: str
+    channel: Any
+    channels: dict[str, Any]
+
+    @property
+    def where(self) -> str:
+        return f"row {self.row['id']} (GKE {gke_range(self.row)})"
+
+
+def _before_the_cluster(live: Live) -> list[Finding]:
+    cfg, row, channel = live.cfg, live.row, live.channel
+    start = cfg.cluster.min_master_version or channel.default_version
+    inside = sorted((v for v in channel.valid_versions if gke_in_row(v, row)), key=parse_gke_version)
+    clean = [v for v in inside if not _known_bad(cfg, row, v)]
+    pin = f"pulumi config set --path cluster.minMasterVersion {clean[-1]}" if clean else None
+    bad = known_bad_findings(live, [("new cluster", start)] if start else [], lambda what, v: pin)
+    would = f"no cluster {live.name} yet; {cfg.cluster.release_channel} would create it on {start}"
+    if start and not gke_in_row(start, row):
+        fix = pin or (
+            f"pulumi config set --path cluster.releaseChannel {(_channels_inside(live.channels, row) or ['STABLE'])[0]}"
+        )
+        return [Finding(CHECK, False, f"{would}, outside {live.where}", fix), *bad]
+    return [Finding(CHECK, True, f"{would}, inside {live.where}"), *bad]
+
+
+def _live_cluster(live: Live, cluster: Any) -> list[Finding]:
+    cfg, row, where = live.cfg, live.row, live.where
     master = cluster.current_master_version
     pools = {p.name: p.version for p in cluster.node_pools}
     addons = [
@@ -145,26 +162,27 @@ def check_version_matrix(ctx: Any) -> list[Finding]:
         if on
     ]
     seen = f"control plane {master}" + "".join(f", pool {n} {v}" for n, v in sorted(pools.items()))
-    seen += f" (add-ons {', '.join(addons)} at the cluster's version)" if addons else ""
-    results = []
-    outside = [
-        f"{what} {v}"
-        for what, v in [("control plane", master), *((f"pool {n}", v) for n, v in pools.items())]
-        if not gke_in_row(v, row)
-    ]
+    running = [("control plane", master), *((f"pool {n}", v) for n, v in sorted(pools.items()))]
+    outside = [f"{what} {v}" for what, v in running if not gke_in_row(v, row)]
     if outside:
-        results.append(
-            Finding(
-                CHECK,
-                False,
-                f"{', '.join(outside)} already outside {where}; run the acceptance gate "
-                "(python -m jobctl gate) and record a row, or hold the cluster",
-                _hold_fix(cfg, name, location),
-            )
+        first = Finding(
+            CHECK,
+            False,
+            f"{', '.join(outside)} already outside {where}; run the acceptance gate "
+            "(python -m jobctl gate) and record a row, or hold the cluster",
+            _hold_fix(cfg, live.name, live.location),
         )
     else:
-        results.append(Finding(CHECK, True, f"{seen}: inside {where}"))
+        addons_seen = f" (add-ons {', '.join(addons)} at the cluster's version)" if addons else ""
+        first = Finding(CHECK, True, f"{seen}{addons_seen}: inside {where}")
+    bad = known_bad_findings(live, running, lambda what, v: _upgrade_fix(live, what))
+    if not bad:
+        bad = [Finding(KNOWN_BAD, True, f"no known-bad entry of data/version_matrix.yaml meets {seen}")]
+    return [first, *bad, _upgrades(live, cluster, master, pools)]
 
+
+def _upgrades(live: Live, cluster: Any, master: str, pools: dict[str, str]) -> Finding:
+    cfg, row, where, channel = live.cfg, live.row, live.where, live.channel
     newest_now = max([master, *pools.values()], key=parse_gke_version)
     candidates = {v for v in [*channel.valid_versions, channel.upgrade_target_version, channel.default_version] if v}
     ahead = sorted(
@@ -172,37 +190,58 @@ def check_version_matrix(ctx: Any) -> list[Finding]:
     )
     leaving = [v for v in ahead if not gke_in_row(v, row)]
     if not leaving:
-        results.append(
-            Finding(
-                "version-upgrades",
-                True,
-                f"{cfg.cluster.release_channel}'s newer versions "
-                f"({', '.join(ahead[-3:]) or 'none'}) stay inside {where}",
-            )
+        return Finding(
+            "version-upgrades",
+            True,
+            f"{cfg.cluster.release_channel}'s newer versions ({', '.join(ahead[-3:]) or 'none'}) stay inside {where}",
         )
-        return results
     holds = _holds(cluster)
     # The exclusion stops minor upgrades and node upgrades; control-plane patches of the same minor go on.
     unheld = [v for v in leaving if not holds or _minor(v) == _minor(master)]
     if not unheld:
-        results.append(
-            Finding(
-                "version-upgrades",
-                True,
-                f"{cfg.cluster.release_channel} offers {', '.join(leaving)}, "
-                f"outside {where}, held by maintenance exclusion {', '.join(holds)} (no_minor_or_node_upgrades)",
-            )
-        )
-        return results
-    others = _channels_inside(channels, row)
-    channel_hint = f"; channels whose default is inside the row: {', '.join(others)}" if others else ""
-    results.append(
-        Finding(
+        return Finding(
             "version-upgrades",
-            False,
-            f"{cfg.cluster.release_channel} may upgrade {name} to {', '.join(unheld)}, outside {where}, and "
-            f"no no_minor_or_node_upgrades exclusion holds it{channel_hint}",
-            _hold_fix(cfg, name, location),
+            True,
+            f"{cfg.cluster.release_channel} offers {', '.join(leaving)}, "
+            f"outside {where}, held by maintenance exclusion {', '.join(holds)} (no_minor_or_node_upgrades)",
         )
+    others = _channels_inside(live.channels, row)
+    channel_hint = f"; channels whose default is inside the row: {', '.join(others)}" if others else ""
+    return Finding(
+        "version-upgrades",
+        False,
+        f"{cfg.cluster.release_channel} may upgrade {live.name} to {', '.join(unheld)}, outside {where}, and "
+        f"no no_minor_or_node_upgrades exclusion holds it{channel_hint}",
+        _hold_fix(cfg, live.name, live.location),
     )
-    return results
+
+
+def _known_bad(cfg: Any, row: Any, gke: str) -> list[Any]:
+    """The matrix's known-bad entries that name a GKE version and meet `gke` with the stack's other pins.
+    The config check applies them to `cluster.minMasterVersion` only; a cluster on the channel's default,
+    or moved by GKE since, runs versions only the doctor sees (issue 33)."""
+    return [
+        rule
+        for rule in known_bad(replace(cfg.version_pins, gke=gke), row)
+        if "gke" in (rule.get("when") or {}) and rule["effect"] in ("refuse", "caution")
+    ]
+
+
+def known_bad_findings(
+    live: Live, running: list[tuple[str, str]], fix: Callable[[str, str], Optional[str]]
+) -> list[Finding]:
+    """One finding per (what runs it, version) a known-bad entry meets: `refuse` fails, `caution` warns."""
+    found = []
+    for what, version in running:
+        for rule in _known_bad(live.cfg, live.row, version):
+            summary = f"{what} {version} is a known-bad combination ({rule['id']}: {rule['issue']})"
+            found.append(Finding(KNOWN_BAD, False, summary, fix(what, version), failed=rule["effect"] == "refuse"))
+    return found
+
+
+def _upgrade_fix(live: Live, what: str) -> str:
+    target = "--master" if what == "control plane" else f"--node-pool {what.removeprefix('pool ')}"
+    return (
+        f"gcloud container clusters upgrade {live.name} --location {live.location} {target} --cluster-version "
+        f"<a version of row {live.row['id']} not known-bad>"
+    )

@@ -1,0 +1,45 @@
+"""What every check of the doctor reads and returns: the stack's context and one report line.
+
+Only on the real cloud: the answers themselves (quota values, versions, policies); the calls and the
+fields read are those of the pinned client libraries (requirements.txt), checked by the tests.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from infra.config import StackConfig
+from infra.stack_context import StackContext
+from tools.doctor.google_clients import Clients
+
+PASS, WARN, FAIL = "pass", "warn", "fail"
+DEFAULT_TIMEOUT = 20.0
+"""Seconds per API call (`--timeout`)."""
+MAX_TIMEOUT = 600.0
+
+
+@dataclass(frozen=True)
+class Result:
+    """One line of the report."""
+
+    check: str
+    status: str
+    summary: str
+    fix: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Context:
+    """What every check reads: the validated stack, the project's number and the clients."""
+
+    stack: str
+    cfg: StackConfig
+    names: StackContext
+    project_number: str
+    clients: Clients
+    timeout: float
+
+    @property
+    def project(self) -> str:
+        return self.cfg.project

@@ -1,0 +1,172 @@
+"""The doctor's command (`python -m tools.doctor`): flags, the report as text or JSON, exit codes, and the
+hand-over to the leftover audit (tools/leftovers.py) under `--leftovers`.
+
+The offline plan proves the program is consistent; it cannot see the project. A first `pulumi up`
+runs for most of an hour before it meets a missing GPU quota, a reservation of the wrong shape, a
+bucket name someone else owns or an organisation policy. The doctor asks the project for those
+things with the user's Application Default Credentials and read-only calls, before any resource
+exists. Every check prints pass, warn or fail, and a failure prints the command that fixes it.
+
+Exit codes: 0 nothing failed (warnings allowed), 1 a check failed, 2 bad stack file or flag,
+3 no usable Application Default Credentials.
+
+Why in tools/ and not `python -m jobctl doctor`: the doctor needs Google Cloud admin clients and the
+deployer's permission list (`tools/deployer_permissions.py`), which the day-2 CLI does not; it reads
+the stack through infra (config, flavours, names), as the offline plan does. The Pulumi program never
+imports tools/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict
+from typing import Callable, Optional, TextIO
+
+from google.api_core import exceptions as gexc
+
+from infra.config import ConfigError, StackConfig
+from infra.stack_file import DEFAULT_STACK, StackFileError, load_stack
+from tools.doctor.check_context import DEFAULT_TIMEOUT, FAIL, MAX_TIMEOUT, PASS, WARN, Result
+from tools.doctor.check_runner import run_checks
+from tools.doctor.google_clients import NO_CREDENTIALS, Clients, NoCredentials, bounded, connect, first_line
+from workloads import cli_args
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NO_CREDENTIALS = 0, 1, 2, 3
+
+
+def render_text(stack: str, cfg: StackConfig, results: list[Result]) -> str:
+    lines = [f"doctor: stack {stack}, project {cfg.project}, {cfg.region} / {cfg.zone}"]
+    width = max(len(r.check) for r in results)
+    for r in results:
+        lines.append(f"  {r.status:4}  {r.check:{width}}  {r.summary}")
+        if r.fix and r.status != PASS:
+            lines.append(f"  {'':4}  {'':{width}}  fix: {r.fix}")
+    counts = {s: sum(r.status == s for r in results) for s in (FAIL, WARN, PASS)}
+    lines.append(f"{counts[FAIL]} failed, {counts[WARN]} warning(s), {counts[PASS]} passed")
+    return "\n".join(lines)
+
+
+def render_json(stack: str, cfg: StackConfig, results: list[Result]) -> str:
+    return json.dumps(
+        {
+            "stack": stack,
+            "project": cfg.project,
+            "ok": all(r.status != FAIL for r in results),
+            "checks": [asdict(r) for r in results],
+        },
+        indent=2,
+    )
+
+
+def parser() -> argparse.ArgumentParser:
+    p = cli_args.OneLineParser(
+        prog="python -m tools.doctor",
+        description="Check the stack's Google Cloud project before `pulumi up` (read-only).",
+    )
+    p.add_argument(
+        "--stack",
+        type=cli_args.stack_name,
+        default=DEFAULT_STACK,
+        help=f"stack name (Pulumi.<stack>.yaml); default {DEFAULT_STACK}",
+    )
+    p.add_argument("--json", action="store_true", help="print the results as JSON")
+    p.add_argument(
+        "--leftovers",
+        action="store_true",
+        help="after `pulumi destroy`: list what of the stack is still in the project (exit 1 when anything is)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=cli_args.seconds(positive=True, maximum=MAX_TIMEOUT),
+        default=DEFAULT_TIMEOUT,
+        help=f"seconds per API call (the run ends within 4x that); default {DEFAULT_TIMEOUT:g}",
+    )
+    return p
+
+
+def error_json(stack: Optional[str], code: int, message: str) -> str:
+    """The `--json` document of a run that could not check anything: what a script reads instead of
+    an empty stdout (the line on stderr stays the same)."""
+    return json.dumps({"stack": stack, "ok": False, "exitCode": code, "error": message, "checks": []}, indent=2)
+
+
+def main(
+    argv: Optional[list[str]] = None,
+    out: Optional[TextIO] = None,
+    err: Optional[TextIO] = None,
+    connect: Callable[[str], Clients] = connect,
+) -> int:
+    out = out or sys.stdout
+    err = err or sys.stderr
+    argv = sys.argv[1:] if argv is None else list(argv)
+    # Known before the flags parse, so that a bad flag next to --json still gets its JSON document.
+    wants_json = "--json" in argv
+    stack_name: Optional[str] = None
+
+    def fail(code: int, message: str) -> int:
+        err.write(f"error: {message}\n")
+        if wants_json:
+            out.write(error_json(stack_name, code, message) + "\n")
+        return code
+
+    try:
+        args = parser().parse_args(argv)
+    except cli_args.UsageError as exc:  # bad flags are one line and exit 2, like every other bad input
+        return fail(EXIT_USAGE, str(exc))
+    stack_name = args.stack
+    try:
+        stack = load_stack(args.stack)
+    except (StackFileError, ConfigError) as exc:
+        return fail(EXIT_USAGE, str(exc).replace(chr(10), "; "))
+    if args.leftovers:
+        return leftovers_main(stack.name, stack.config, args, out, fail, connect)
+    try:
+        results = run_checks(stack.name, stack.config, connect(stack.config.project), args.timeout)
+    except NoCredentials as exc:
+        return fail(EXIT_NO_CREDENTIALS, str(exc))
+    out.write((render_json if args.json else render_text)(stack.name, stack.config, results) + "\n")
+    return EXIT_FAILED if any(r.status == FAIL for r in results) else EXIT_OK
+
+
+CLOUD_ASSET_API = "cloudasset.googleapis.com"
+"""Not needed by `pulumi up`; the leftover audit searches the project through it."""
+
+
+def leftovers_main(
+    stack: str,
+    cfg: StackConfig,
+    args: argparse.Namespace,
+    out: TextIO,
+    fail: Callable[[int, str], int],
+    connect: Callable[[str], Clients],
+) -> int:
+    """`--leftovers`: 0 nothing of the stack is left, 1 something is (each with its removal command),
+    3 the project could not be asked (no credentials, the Cloud Asset API off, permission denied)."""
+    from google.auth.exceptions import RefreshError
+
+    from infra.stack_file import available_stacks
+    from tools import leftovers
+
+    try:
+        clients = bounded(connect(cfg.project), args.timeout)
+        found = leftovers.audit(stack, cfg, clients.assets, clients.networks, args.timeout, available_stacks())
+    except NoCredentials as exc:
+        return fail(EXIT_NO_CREDENTIALS, str(exc))
+    except RefreshError as exc:
+        return fail(EXIT_NO_CREDENTIALS, NO_CREDENTIALS.format(reason=f"refused: {first_line(exc)}"))
+    except (gexc.Forbidden, gexc.PermissionDenied) as exc:
+        return fail(
+            EXIT_NO_CREDENTIALS,
+            f"the leftover audit could not search project {cfg.project} ({first_line(exc)}): "
+            f"gcloud services enable {CLOUD_ASSET_API} --project {cfg.project}, and hold "
+            "cloudasset.assets.searchAllResources (roles/cloudasset.viewer)",
+        )
+    except gexc.GoogleAPICallError as exc:
+        return fail(
+            EXIT_NO_CREDENTIALS,
+            f"the leftover audit could not search project {cfg.project}: {type(exc).__name__} ({first_line(exc)})",
+        )
+    out.write((leftovers.render_json if args.json else leftovers.render_text)(stack, cfg, found) + "\n")
+    return EXIT_FAILED if found else EXIT_OK

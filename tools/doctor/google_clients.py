@@ -1,0 +1,203 @@
+"""The Google Cloud clients the doctor calls, built on the user's Application Default Credentials.
+
+Every Google API call goes through `Clients`, built by `connect`; tests hand in fakes there.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+import os
+import stat
+from dataclasses import dataclass, fields, replace
+from typing import Any, Mapping
+
+NO_CREDENTIALS = (
+    "no usable Application Default Credentials ({reason}): run `gcloud auth application-default login` "
+    "(or point GOOGLE_APPLICATION_CREDENTIALS at a key file), then run this command again"
+)
+"""Shared by the doctor and the capacity finder: "this command" is whichever of them the user ran."""
+
+CREDENTIALS_ENV = "GOOGLE_APPLICATION_CREDENTIALS"
+MAX_CREDENTIALS_BYTES = 64 * 1024
+"""A service-account key is about 2.4 KB and an external-account (federation) config under 2 KB; a file
+past 64 KiB is not a credentials file, and is not read whole."""
+
+
+class NoCredentials(Exception):
+    """No usable Application Default Credentials; the message is one line."""
+
+
+@dataclass
+class Clients:
+    """The Google Cloud clients the doctor calls; the one seam tests replace."""
+
+    projects: Any  # resourcemanager_v3.ProjectsClient
+    service_usage: Any  # service_usage_v1.ServiceUsageClient
+    regions: Any  # compute_v1.RegionsClient
+    machine_types: Any  # compute_v1.MachineTypesClient
+    network_profiles: Any  # compute_v1.NetworkProfilesClient
+    reservations: Any  # compute_v1.ReservationsClient
+    networks: Any  # compute_v1.NetworksClient
+    global_addresses: Any  # compute_v1.GlobalAddressesClient
+    subnetworks: Any  # compute_v1.SubnetworksClient
+    clusters: Any  # container_v1.ClusterManagerClient
+    lustre: Any  # lustre_v1.LustreClient
+    storage: Any  # storage.Client
+    org_policy: Any  # orgpolicy_v2.OrgPolicyClient
+    quotas: Any  # cloudquotas_v1.CloudQuotasClient
+    compute_projects: Any = None  # compute_v1.ProjectsClient (project-wide quotas)
+    assets: Any = None  # asset_v1.AssetServiceClient (the leftover audit, `--leftovers`)
+    credentials: Any = None  # google.auth Credentials the clients share; None for the tests' fakes
+
+
+def connect(project: str) -> Clients:
+    """Clients on the user's Application Default Credentials; `NoCredentials` when there are none."""
+    import google.auth
+    from google.auth.exceptions import DefaultCredentialsError
+
+    check_credentials_file(os.environ)
+    try:
+        credentials, _ = google.auth.default(scopes=["https://www.googleapis.com/auth/cloud-platform"])
+    except DefaultCredentialsError as err:
+        raise NoCredentials(NO_CREDENTIALS.format(reason=first_line(err))) from None
+
+    from google.cloud import (
+        asset_v1,
+        cloudquotas_v1,
+        compute_v1,
+        container_v1,
+        lustre_v1,
+        orgpolicy_v2,
+        resourcemanager_v3,
+        service_usage_v1,
+        storage,
+    )
+
+    c = {"credentials": credentials}
+    return Clients(
+        projects=resourcemanager_v3.ProjectsClient(**c),
+        service_usage=service_usage_v1.ServiceUsageClient(**c),
+        regions=compute_v1.RegionsClient(**c),
+        machine_types=compute_v1.MachineTypesClient(**c),
+        network_profiles=compute_v1.NetworkProfilesClient(**c),
+        reservations=compute_v1.ReservationsClient(**c),
+        networks=compute_v1.NetworksClient(**c),
+        global_addresses=compute_v1.GlobalAddressesClient(**c),
+        subnetworks=compute_v1.SubnetworksClient(**c),
+        clusters=container_v1.ClusterManagerClient(**c),
+        lustre=lustre_v1.LustreClient(**c),
+        storage=storage.Client(project=project, credentials=credentials),
+        org_policy=orgpolicy_v2.OrgPolicyClient(**c),
+        quotas=cloudquotas_v1.CloudQuotasClient(**c),
+        compute_projects=compute_v1.ProjectsClient(**c),
+        assets=asset_v1.AssetServiceClient(**c),
+        credentials=credentials,
+    )
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an error's message (a Google API error's own `message`), never a traceback."""
+    text = getattr(exc, "message", None) or str(exc)
+    return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+
+
+def check_credentials_file(environ: Mapping[str, str]) -> None:
+    """`NoCredentials`, one line naming the variable, when GOOGLE_APPLICATION_CREDENTIALS names something
+    that is not a regular file holding a JSON object of at most MAX_CREDENTIALS_BYTES. google-auth would
+    raise IsADirectoryError on a directory, AttributeError on a JSON list, and wait for a writer on a FIFO.
+    A path that does not exist is left to google-auth, whose message says so."""
+    path = environ.get(CREDENTIALS_ENV)
+    if not path:
+        return
+
+    def refuse(why: str) -> NoCredentials:
+        return NoCredentials(
+            f"{CREDENTIALS_ENV} {why}: point it at a key file (a JSON object), or unset it and run "
+            "`gcloud auth application-default login`, then run this command again"
+        )
+
+    try:
+        # O_NONBLOCK: opening a FIFO returns at once instead of waiting for a writer; nothing is read from
+        # it (fstat first).
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise refuse(f"names {path}, which cannot be opened ({exc.strerror})") from None
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise refuse(f"names {path}, a directory")
+        if not stat.S_ISREG(info.st_mode):
+            raise refuse(f"names {path}, which is not a regular file")
+        if info.st_size > MAX_CREDENTIALS_BYTES:
+            raise refuse(f"names {path}, {info.st_size} bytes (a key file is at most {MAX_CREDENTIALS_BYTES})")
+        data = os.read(fd, MAX_CREDENTIALS_BYTES + 1)
+    except OSError as exc:
+        raise refuse(f"names {path}, which cannot be read ({exc.strerror})") from None
+    finally:
+        os.close(fd)
+    try:
+        parsed = json.loads(data)
+    except ValueError:  # the content is never echoed: it may be a secret
+        raise refuse(f"names {path}, which is not JSON") from None
+    if not isinstance(parsed, dict):
+        raise refuse(f"names {path}, which holds a JSON {type(parsed).__name__}, not an object")
+
+
+def bounded(clients: Clients, timeout: float) -> Clients:
+    """The clients with every bound of a call set to `timeout`, so that a run ends within the doctor's
+    deadline: the access token is fetched once, with `timeout` (google-auth's token request otherwise
+    waits 120 s, google/auth/transport/requests.py _DEFAULT_TIMEOUT), and each call's retry gives up after
+    `timeout` (GAPIC methods otherwise retry UNAVAILABLE for 60 s: resourcemanager_v3 get_project's
+    default retry, `RetryError (Timeout of 60.0s exceeded)` with unusable credentials). `NoCredentials`
+    when the token cannot be had."""
+    if clients.credentials is not None:
+        _fetch_token(clients.credentials, timeout)
+    wrapped = {
+        f.name: _Bounded(getattr(clients, f.name), timeout)
+        for f in fields(clients)
+        if f.name != "credentials" and getattr(clients, f.name) is not None
+    }
+    return replace(clients, **wrapped)
+
+
+def _fetch_token(credentials: Any, timeout: float) -> None:
+    from google.auth.exceptions import RefreshError, TransportError
+    from google.auth.transport.requests import Request
+
+    try:
+        credentials.refresh(functools.partial(Request(), timeout=timeout))
+    except RefreshError as exc:
+        raise NoCredentials(NO_CREDENTIALS.format(reason=f"refused: {first_line(exc)}")) from None
+    except TransportError as exc:
+        raise NoCredentials(
+            f"could not fetch an access token within {timeout:g}s ({first_line(exc)}): check the network "
+            "and the credentials, then run this command again"
+        ) from None
+
+
+class _Bounded:
+    """A client whose methods that take `retry` get one that stops after `timeout` (google-api-core
+    Retry: transient errors only, the call's own `timeout` per attempt)."""
+
+    def __init__(self, client: Any, timeout: float):
+        self._client = client
+        self._timeout = timeout
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._client, name)
+        if not callable(method) or not _takes_retry(method):
+            return method
+        from google.api_core.retry import Retry
+
+        return functools.partial(method, retry=Retry(timeout=self._timeout))
+
+
+def _takes_retry(method: Any) -> bool:
+    try:
+        return "retry" in inspect.signature(method).parameters
+    except (TypeError, ValueError):
+        return False

@@ -1,0 +1,292 @@
+"""The doctor's quota and reservation checks: the region's GPU quota (per model and per GPU family), the
+project-wide GPU and CPU quotas, and the named reservation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Optional
+
+from google.api_core import exceptions as gexc
+
+from infra.config import Provisioning, StackConfig
+from infra.machines import machine_shape
+from infra.placement import is_ladder, rung_quota_metric
+from tools.doctor.check_context import FAIL, PASS, WARN, Context, Result
+from tools.doctor.google_clients import first_line
+from tools.doctor.project_checks import CLOUD_QUOTAS_API
+
+GPU_FAMILY_QUOTA = "GPUS-PER-GPU-FAMILY-per-project-region"
+"""The Cloud Quotas quota of newer GPU families, one value per `gpu_family` and region (Cloud Quotas docs'
+QuotaPreference example; projects report NVIDIA_H100 / NVIDIA_B200 under it)."""
+
+
+LADDER_ELSEWHERE = "the capacity ladder's rungs are checked one by one (capacity-ladder)"
+
+
+def gpu_quota_metric(flavour_metric: str, provisioning: Provisioning) -> str:
+    """Spot and flex-start VMs count against the preemptible GPU quota, on-demand against the standard one
+    (`infra.placement.rung_quota_metric`, which the plan's ladder reads too)."""
+    return rung_quota_metric(flavour_metric, provisioning) or flavour_metric
+
+
+def check_gpu_quota(ctx: Context) -> Result:
+    """The region's GPU quota of the provisioning model has room for the whole pool."""
+    if is_ladder(ctx.cfg):
+        return Result("gpu-quota", PASS, LADDER_ELSEWHERE)
+    return gpu_quota_result(ctx, ctx.cfg.gpu_pool.ladder[0].provisioning)
+
+
+def gpu_quota_result(ctx: Context, provisioning: Provisioning, check: str = "gpu-quota", lead: str = "") -> Result:
+    """Whether the region's GPU quota of `provisioning` holds the whole gang (every rung must: GKE may take
+    all of it from any one rung). Both quotas apply: the region's per-model metric and, where Cloud Quotas
+    has one, the GPU family quota of the same provisioning model (issue 33: a family 0 stops the pool
+    whatever the per-model metric grants)."""
+    cfg = ctx.cfg
+    flavour = cfg.flavour_spec
+    if provisioning is Provisioning.RESERVATION:
+        return Result(check, PASS, f"{lead}a reservation brings its own quota (see the reservation check)")
+    need = cfg.gpu_pool.node_count * flavour.gpus_per_node
+    metric = gpu_quota_metric(flavour.gpu_quota_metric, provisioning)
+    pool = f"{cfg.gpu_pool.node_count} x {flavour.machine_type} need {need}"
+    region = ctx.clients.regions.get(project=ctx.project, region=cfg.region, timeout=ctx.timeout)
+    quota = next((q for q in region.quotas if q.metric == metric), None)
+    if quota is None:
+        found = _gpu_family_quota(ctx, metric, need, pool, check)
+        return replace(found, summary=lead + found.summary)
+    free = quota.limit - quota.usage
+    what = f"{lead}{metric} in {cfg.region}: {free:g} free of {quota.limit:g}; {pool}"
+    if free < need:
+        return Result(
+            check, FAIL, what, quota_request(ctx, _quota_id(metric), {"region": cfg.region}, int(quota.usage) + need)
+        )
+    family_id = ("PREEMPTIBLE-" if metric.startswith("PREEMPTIBLE_") else "") + GPU_FAMILY_QUOTA
+    try:
+        family = _cloud_quota(ctx, [family_id], need, pool, check)
+    except gexc.GoogleAPICallError as exc:
+        return Result(
+            check,
+            WARN,
+            f"{what}; the GPU family quota {family_id} could not be read ({first_line(exc)})",
+            f"gcloud services enable {CLOUD_QUOTAS_API} --project {ctx.project}  # and hold cloudquotas.quotas.get",
+        )
+    if family is None:
+        return Result(check, PASS, what)
+    if family.status == PASS:
+        return Result(check, PASS, f"{what}; and {family.summary}")
+    return Result(check, FAIL, f"{what}; but {family.summary}", family.fix)
+
+
+def _quota_id(metric: str) -> str:
+    """The Cloud Quotas id of a regional Compute Engine metric: PREEMPTIBLE_NVIDIA_H100_GPUS is
+    PREEMPTIBLE-NVIDIA-H100-GPUS-per-project-region. Only on the real cloud: that B200/H200 follow it."""
+    return metric.replace("_", "-") + "-per-project-region"
+
+
+def quota_request(ctx: Context, quota_id: str, dimensions: dict[str, str], value: int) -> str:
+    dims = ",".join(f"{k}={v}" for k, v in sorted(dimensions.items()))
+    return (
+        f"gcloud beta quotas preferences create --service=compute.googleapis.com --quota-id={quota_id} "
+        f"--preferred-value={value} {f'--dimensions={dims} ' if dims else ''}--project={ctx.project} --email=<you>"
+    )
+
+
+def _gpu_family_quota(ctx: Context, metric: str, need: int, pool: str, check: str) -> Result:
+    """When the region lists no per-model metric: newer GPU families may be granted only as a Cloud
+    Quotas quota (the model's id, or the family quota with a `gpu_family` dimension)."""
+    cfg = ctx.cfg
+    family = cfg.flavour_spec.gpu_quota_metric.removesuffix("_GPUS")
+    preemptible = metric.startswith("PREEMPTIBLE_")
+    candidates = [_quota_id(metric), ("PREEMPTIBLE-" if preemptible else "") + GPU_FAMILY_QUOTA]
+    unseen = Result(
+        check,
+        WARN,
+        f"{cfg.region} lists no {metric} quota and Cloud Quotas has none of "
+        f"{', '.join(candidates)} for gpu_family {family}; {pool}",
+        f"gcloud compute regions describe {cfg.region} --project {ctx.project} "
+        "--format='table(quotas.metric,quotas.limit,quotas.usage)'",
+    )
+    try:
+        found = _cloud_quota(ctx, candidates, need, pool, check)
+    except gexc.GoogleAPICallError as exc:
+        return replace(
+            unseen,
+            summary=f"{cfg.region} lists no {metric} quota, and Cloud Quotas could not be read "
+            f"({first_line(exc)}); {pool}",
+        )
+    return found or unseen
+
+
+def _cloud_quota(ctx: Context, quota_ids: list[str], need: int, pool: str, check: str) -> Optional[Result]:
+    """The first of `quota_ids` Cloud Quotas has a value for in the region and GPU family, against `need`
+    (Cloud Quotas has no usage: the limit is compared); None when none has one."""
+    cfg = ctx.cfg
+    family = cfg.flavour_spec.gpu_quota_metric.removesuffix("_GPUS")
+    parent = f"projects/{ctx.project}/locations/global/services/compute.googleapis.com/quotaInfos"
+    for quota_id in quota_ids:
+        try:
+            info = ctx.clients.quotas.get_quota_info(name=f"{parent}/{quota_id}", timeout=ctx.timeout)
+        except gexc.NotFound:
+            continue
+        value = _family_value(info, cfg.region, family)
+        if value is None:
+            continue
+        dims = {"region": cfg.region, **({"gpu_family": family} if "gpu_family" in info.dimensions else {})}
+        what = (
+            f"{quota_id} ({', '.join(f'{k}={v}' for k, v in dims.items())}): limit {value}; {pool} (usage not "
+            "shown here)"
+        )
+        if value >= need:
+            return Result(check, PASS, what)
+        return Result(check, FAIL, what, quota_request(ctx, quota_id, dims, need))
+    return None
+
+
+def _family_value(info: Any, region: str, family: str) -> Optional[int]:
+    """The quota value that applies to the region and GPU family, the most specific entry winning."""
+    best: Optional[tuple[int, int]] = None
+    for entry in info.dimensions_infos:
+        dims = dict(entry.dimensions)
+        if dims.get("gpu_family", family) != family:
+            continue
+        if "region" in dims:
+            if dims["region"] != region:
+                continue
+        elif (
+            entry.applicable_locations
+            and region not in entry.applicable_locations
+            and "global" not in entry.applicable_locations
+        ):
+            continue
+        specificity = len(dims)
+        if best is None or specificity > best[0]:
+            best = (specificity, int(entry.details.value))
+    return None if best is None else best[1]
+
+
+GLOBAL_QUOTAS = {"GPUS_ALL_REGIONS": "GPUS-ALL-REGIONS-per-project", "CPUS_ALL_REGIONS": "CPUS-ALL-REGIONS-per-project"}
+"""Project-wide Compute Engine quotas (compute `projects.get` quotas) and their Cloud Quotas ids. Every
+VM counts against them on top of its region's quota, so a 0 here (new projects get GPUS_ALL_REGIONS 0)
+stops the pool whatever the region grants (Compute Engine "Allocation quotas": GPU quota, VM quota).
+Only on the real cloud: the Cloud Quotas ids, and whether spot and flex-start VMs count (the doctor
+assumes they do)."""
+
+
+def global_quota_needs(cfg: StackConfig) -> tuple[int, int, str]:
+    """(GPUs, vCPUs, what was counted) the stack's nodes take from the project-wide quotas. A
+    reservation's VMs were counted when it was created, so a reserved GPU pool needs none here."""
+    flavour, pool = cfg.flavour_spec, cfg.gpu_pool
+    reserved = pool.provisioning is Provisioning.RESERVATION
+    gpus = 0 if reserved else pool.node_count * flavour.gpus_per_node
+    cpus = 0 if reserved else pool.node_count * flavour.vcpus
+    what = ["the GPU pool's in its reservation" if reserved else f"{pool.node_count} x {flavour.machine_type}"]
+    if cfg.cluster.mode != "autopilot":
+        system = cfg.cluster.system_pool
+        shape = machine_shape(system.machine_type)
+        if shape is not None:
+            # One more system node while GKE surge-upgrades the pool (max surge 1).
+            cpus += (system.node_count + 1) * shape[0]
+            what.append(f"{system.node_count} + 1 surge x {system.machine_type}")
+        else:
+            what.append(f"not the system pool ({system.machine_type}: vCPUs not known here)")
+    return gpus, cpus, ", ".join(what)
+
+
+def check_global_quota(ctx: Context) -> list[Result]:
+    """GPUS_ALL_REGIONS and CPUS_ALL_REGIONS have room for the stack's nodes."""
+    gpus, cpus, counted = global_quota_needs(ctx.cfg)
+    project = ctx.clients.compute_projects.get(project=ctx.project, timeout=ctx.timeout)
+    quotas = {q.metric: q for q in project.quotas}
+    results = []
+    for metric, need in (("GPUS_ALL_REGIONS", gpus), ("CPUS_ALL_REGIONS", cpus)):
+        quota = quotas.get(metric)
+        if quota is None:
+            results.append(
+                Result(
+                    "global-quota",
+                    WARN,
+                    f"the project lists no {metric} quota; the stack needs {need} ({counted})",
+                    f"gcloud compute project-info describe --project {ctx.project} "
+                    "--format='table(quotas.metric,quotas.limit,quotas.usage)'",
+                )
+            )
+            continue
+        free = quota.limit - quota.usage
+        what = f"{metric}: {free:g} free of {quota.limit:g}; the stack needs {need} ({counted})"
+        if free >= need:
+            results.append(Result("global-quota", PASS, what))
+            continue
+        if quota.limit == 0:
+            what += "; a project-wide 0 overrides every regional grant"
+        results.append(
+            Result("global-quota", FAIL, what, quota_request(ctx, GLOBAL_QUOTAS[metric], {}, int(quota.usage) + need))
+        )
+    return results
+
+
+def check_reservation(ctx: Context) -> Result:
+    """The named reservation exists in the zone, holds the flavour's machine type and has room for the pool."""
+    cfg = ctx.cfg
+    pool = cfg.gpu_pool
+    if is_ladder(cfg):
+        return Result("reservation", PASS, LADDER_ELSEWHERE)
+    if pool.provisioning is not Provisioning.RESERVATION:
+        return Result("reservation", PASS, f"none used (gpuPool.provisioning: {pool.provisioning.value})")
+    return reservation_result(ctx, pool.reservation_name)
+
+
+def reservation_result(ctx: Context, name: str, check: str = "reservation", lead: str = "") -> Result:
+    """The reservation `name` exists in the zone, holds the flavour's machine type and has room for the gang."""
+    found = _reservation_result(ctx, name, check)
+    return replace(found, summary=lead + found.summary)
+
+
+def _reservation_result(ctx: Context, name: str, check: str) -> Result:
+    cfg = ctx.cfg
+    pool = cfg.gpu_pool
+    zone = cfg.zone
+    try:
+        reservation = ctx.clients.reservations.get(
+            project=ctx.project, zone=zone, reservation=name, timeout=ctx.timeout
+        )
+    except gexc.NotFound:
+        return Result(
+            check,
+            FAIL,
+            f"no reservation {name!r} in {zone}",
+            f"gcloud compute reservations list --project {ctx.project}  # then set gpuPool.reservationName and zone "
+            "to one listed",
+        )
+    machine = reservation.specific_reservation.instance_properties.machine_type
+    template = reservation.specific_reservation.source_instance_template
+    if not machine and template:
+        return Result(
+            check,
+            WARN,
+            f"{name} reserves VMs of instance template {template.rsplit('/', 1)[-1]}: make "
+            f"sure it is {cfg.flavour_spec.machine_type}; {reservation.specific_reservation.count} reserved, "
+            f"{reservation.specific_reservation.in_use_count} in use, the pool needs {pool.node_count}",
+        )
+    if machine.rsplit("/", 1)[-1] != cfg.flavour_spec.machine_type:
+        return Result(
+            check,
+            FAIL,
+            f"{name} reserves {machine or 'no specific machine type'}, not "
+            f"{cfg.flavour_spec.machine_type} (flavour {cfg.flavour_spec.name})",
+            "pulumi config set --path gpuPool.reservationName <a reservation of "
+            f"{cfg.flavour_spec.machine_type} in {zone}>",
+        )
+    total = reservation.specific_reservation.count
+    free = total - reservation.specific_reservation.in_use_count
+    what = f"{name} in {zone}: {free} of {total} {machine} free; the pool needs {pool.node_count}"
+    if free < pool.node_count:
+        return Result(
+            check,
+            FAIL,
+            what,
+            f"gcloud compute reservations update {name} --zone {zone} --vm-count "
+            f"{total - free + pool.node_count} --project {ctx.project}  # or lower gpuPool.nodeCount to {free}",
+        )
+    if reservation.status and reservation.status != "READY":
+        return Result(check, WARN, f"{what}; status {reservation.status}, not READY")
+    return Result(check, PASS, what)
