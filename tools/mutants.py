@@ -41,7 +41,7 @@ DEFAULT_MODULES = (
     "infra/gate_plan",  # the gate's floors for a stack
     "workloads/acceptance_gate",  # the gate's verdicts
     "tools/doctor",  # the doctor's checks
-    "workloads/preemption",  # the restart decisions
+    "workloads/recovery/classify",  # the restart decisions
 )
 TESTS_OF = {
     # Helpers of the cluster component without a test module of their own: what decides their output

@@ -5,7 +5,7 @@
         [--heartbeat-file PATH] [--state-file PATH] [--run-file PATH]
 
 It watches the job of the spec file (`JobSpec` JSON) on the Ray dashboard at `--address` and
-resubmits it after a spot preemption (`workloads/preemption.py` has the rules). The policy starts
+resubmits it after a spot preemption (`workloads/recovery/` has the rules). The policy starts
 from `RecoveryPolicy`'s defaults and each flag overrides one value: the Deployment passes the stack's
 `recovery` section as flags (`RecoveryPolicy.cli_args`). `--state-file` keeps what it saw across
 restarts; `--heartbeat-file` is touched after every look, for the liveness probe. `--run-file` is the
@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, TextIO
 
-from workloads import cli_args, exit_codes, preemption
+from workloads import cli_args, exit_codes, recovery
 from workloads.job_spec import JobSpec
 from workloads.run_owner import RunPlan
 
@@ -91,7 +91,7 @@ def add_policy_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
-def with_flags(policy: preemption.RecoveryPolicy, args: argparse.Namespace) -> preemption.RecoveryPolicy:
+def with_flags(policy: recovery.RecoveryPolicy, args: argparse.Namespace) -> recovery.RecoveryPolicy:
     """`policy` with the values the flags of `add_policy_flags` set; a combination it refuses is a usage error."""
     changes = {
         "check_interval_seconds": args.check_interval,
@@ -142,7 +142,7 @@ def gang_view(run: RunPlan, out: TextIO) -> Optional["GangView"]:
 def watch(
     connect: Callable[[], Any],
     spec: JobSpec,
-    policy: preemption.RecoveryPolicy,
+    policy: recovery.RecoveryPolicy,
     args: argparse.Namespace,
     out: TextIO,
     run: Optional[RunPlan] = None,
@@ -160,14 +160,14 @@ def watch(
     out.flush()
     state = Path(args.state_file) if args.state_file else None
     gang = gang_view(run, out)
-    preemption.watch(
+    recovery.watch(
         client, spec, policy, once=args.once, out=out, heartbeat=heartbeat, state=state, run=run, gang=gang
     )
     return exit_codes.OK
 
 
 def _connect_until_reachable(
-    connect: Callable[[], Any], policy: preemption.RecoveryPolicy, heartbeat: Optional[Path], out: TextIO
+    connect: Callable[[], Any], policy: recovery.RecoveryPolicy, heartbeat: Optional[Path], out: TextIO
 ) -> Any:
     """The watcher may start before the Ray head (or outlive a head restart): keep trying."""
     # Lazily: the CLI's parser imports this module, and `python -m jobctl submit --dry-run` never loads Ray.
@@ -176,7 +176,7 @@ def _connect_until_reachable(
     reported = False
     while True:
         if heartbeat is not None:
-            preemption._touch(heartbeat)
+            recovery.touch(heartbeat)
         try:
             return connect()
         except (submit.DashboardUnreachable, submit.DashboardError) as err:
@@ -210,7 +210,7 @@ def parser() -> argparse.ArgumentParser:
 
 def _load_spec(path: str) -> JobSpec:
     try:
-        return preemption.load_spec_file(path)
+        return recovery.load_spec_file(path)
     except (OSError, ValueError, KeyError) as err:
         raise exit_codes.CommandError(f"--spec-file {path}: {err}") from None
 
@@ -225,7 +225,7 @@ def main(argv: Optional[list[str]] = None, out: Optional[TextIO] = None, err: Op
     def body() -> int:
         args = parser().parse_args(argv)
         spec = _load_spec(args.spec_file)
-        policy = with_flags(preemption.RecoveryPolicy(), args)
+        policy = with_flags(recovery.RecoveryPolicy(), args)
         return watch(lambda: connect_address(args.address), spec, policy, args, out)
 
     return exit_codes.run(body, err)
