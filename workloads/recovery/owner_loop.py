@@ -38,14 +38,14 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import math
 import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, TextIO
 
 from workloads.job_spec import META_SPEC_HASH, JobSpec
-from workloads.recovery.classify import Action, Decision, RayNode, alive_gpus, decide, value_of
+from workloads.recovery import holds
+from workloads.recovery.classify import Action, Decision, RayNode, decide, value_of
 from workloads.recovery.policy import RecoveryPolicy
 from workloads.recovery.state_file import LostJob, Seen, StateFile
 
@@ -351,129 +351,12 @@ class Watcher:
         return Decision(Action.DONE, f"job.budgetUsd ${budget:,.2f} spent: stopped {job.submission_id} {why}")
 
     def _resubmit(self, decision: Decision) -> Decision:
-        from workloads import run_owner, submit
-
-        if self.ledger.budget_usd is not None and (self.ledger.spend(self.clock()) or 0) >= self.ledger.budget_usd:
-            return dataclasses.replace(
-                decision,
-                action=Action.GIVE_UP,
-                reason=f"{decision.reason}: not resubmitted, job.budgetUsd ${self.ledger.budget_usd:,.2f} is spent",
-            )
-        jobs = submit._guard(self.client.get_address(), self.client.list_jobs)
-        busy = run_owner.running_gate(jobs, self.spec.stack)
-        if busy is not None:  # whoever runs it (the deploy, a user, this watcher): it holds every GPU
-            return dataclasses.replace(
-                decision,
-                action=Action.WAIT,
-                reason=f"{decision.reason}: acceptance gate {busy.submission_id} is running; nothing is submitted "
-                "while a gate runs",
-            )
-        if self.gang is not None and self.run.gang_wait and self.run.node_count > 0:
-            held = self._gang_held(decision)
-            if held is not None:
-                return held
-        rows: Optional[list[dict[str, Any]]] = None
-        if self.policy.pool_gpus:
-            rows = self._node_rows()
-            have = alive_gpus(RayNode.from_row(r) for r in rows)
-            if have < self.policy.pool_gpus:
-                return dataclasses.replace(
-                    decision,
-                    action=Action.WAIT,
-                    reason=f"{decision.reason}: waiting for the GPU pool, {have} of {self.policy.pool_gpus} GPUs "
-                    "alive in Ray",
-                )
-        if self.gate.on:
-            # Every attempt, the first and each after a preemption (onto the nodes that replaced the
-            # lost ones), gets its own gate; enforce holds it after a failed one (workloads/run_owner.py).
-            target = submit.attempt_id(self.spec.submission_id, decision.next_attempt or 1)
-            outcome = run_owner.clear_attempt(
-                self.client,
-                self.spec.stack,
-                target,
-                self.gate,
-                jobs=jobs,
-                node_rows=rows if rows is not None else self._node_rows(),
-            )
-            if outcome.clearance is not run_owner.Clearance.CLEARED:
-                return dataclasses.replace(decision, action=Action.WAIT, reason=f"{decision.reason}: {outcome.reason}")
-            decision = dataclasses.replace(decision, reason=f"{decision.reason}: {outcome.reason}")
+        """Resubmit what `decision` says once no hold (`workloads/recovery/holds.py` `HOLDS`) holds it back."""
+        decision = holds.first_hold(self, decision)
+        if decision.action is not Action.RESUBMIT:
+            return decision
         job_id = self.resubmit(decision.next_attempt, decision.restarts or 0, decision.capacity_waits)
         return dataclasses.replace(decision, reason=f"{decision.reason}: resubmitted as {job_id}")
-
-    def _gang_held(self, decision: Decision) -> Optional[Decision]:
-        """One look at the gang before attempt `decision.next_attempt` (workloads/gang_wait.py): None when
-        it is whole (its mix goes on the attempt's ledger record), else the decision that holds the attempt.
-
-        The wait is the watcher's own steps, never a sleep: its start is kept in the ledger (`GangWait`), so
-        the bound (`gpuPool.capacity.maxWaitMinutes`) holds across the watcher's restarts. On the timeout the
-        gang wait's one line is the decision's reason (printed once, as every unchanged decision) and a
-        ledger event; with `releaseWorkers` the worker group is scaled to 0 and nothing is submitted for
-        this attempt (a submission by hand, after the workers are back, starts it); with `keep` the watcher
-        goes on looking without a bound and submits once the gang is whole.
-        """
-        from workloads import gang_wait, submit
-        from workloads.ledger import GANG_COMPLETE, GANG_KEPT, GANG_RELEASED, GANG_WAITING, GangWait
-
-        assert self.gang is not None and self.run.gang_max_wait_minutes is not None
-        run, now = self.run, self.clock()
-        attempt = decision.next_attempt or 1
-        target = submit.attempt_id(self.spec.submission_id, attempt)
-        wait = self.ledger.gang
-        if wait is None or wait.submission_id != target:
-            wait = self.ledger.gang = GangWait(attempt, target, now, run.node_count)
-            self._save_ledger()
-        if wait.outcome == GANG_RELEASED:
-            return dataclasses.replace(
-                decision, action=Action.GIVE_UP, reason=f"{decision.reason}: {wait.line}; nothing is submitted"
-            )
-        bound = 60.0 * run.gang_max_wait_minutes
-        try:
-            seen = gang_wait.look_at_gang(
-                self.gang,
-                want=run.node_count,
-                rungs=dict(run.gang_rungs),
-                waited_s=now - wait.since,
-                max_wait_s=math.inf if wait.outcome == GANG_KEPT else bound,
-                release=run.gang_on_timeout == "releaseWorkers",
-                default_rung=run.gang_default_rung,
-                kept_why=run.gang_kept_why,
-            )
-        except (OSError, ValueError, LookupError, StopIteration) as err:  # the API's errors (urllib's are OSErrors)
-            return dataclasses.replace(
-                decision, action=Action.WAIT, reason=f"{decision.reason}: cannot look at the gang: {err}"
-            )
-        changed = (seen.ready, seen.mix) != (wait.ready, wait.mix)
-        wait.ready, wait.mix = seen.ready, seen.mix
-        if seen.complete:
-            if wait.outcome != GANG_COMPLETE:
-                wait.outcome, wait.line, changed = GANG_COMPLETE, seen.line, True
-                self.notes.append(seen.line)
-            if changed:
-                self._save_ledger()
-            return None
-        if wait.outcome == GANG_COMPLETE:  # a node went away before the attempt was submitted: a new wait
-            wait.outcome, wait.since, wait.line = GANG_WAITING, now, ""
-        if seen.timed_out:
-            wait.outcome, wait.line = (GANG_RELEASED if seen.released else GANG_KEPT), seen.line
-            self._event(seen.line)
-            self._save_ledger()
-            if seen.released:
-                return dataclasses.replace(
-                    decision, action=Action.GIVE_UP, reason=f"{decision.reason}: {seen.line}; nothing is submitted"
-                )
-            return dataclasses.replace(decision, action=Action.WAIT, reason=f"{decision.reason}: {seen.line}")
-        if changed:
-            self._save_ledger()
-        since = time.strftime("%H:%M UTC", time.gmtime(wait.since))
-        bounded = (
-            f"past its bound of {run.gang_max_wait_minutes} min, kept ({run.gang_kept_why})"
-            if wait.outcome == GANG_KEPT
-            else f"for at most {run.gang_max_wait_minutes} min (gpuPool.capacity.maxWaitMinutes)"
-        )
-        return dataclasses.replace(
-            decision, action=Action.WAIT, reason=f"{decision.reason}: {seen.line}, waiting since {since} {bounded}"
-        )
 
     def _gang_mix(self, submission_id: str) -> str:
         """The rungs of the whole gang the watcher saw before `submission_id` ("spot 3, onDemand 5"); "": none."""
@@ -543,12 +426,12 @@ def watch(
 ) -> Decision:
     """Check the spec's job every `policy.check_interval_seconds` and resubmit it after a preemption.
 
-        Runs until `until(decision)` is true (forever by default: a Deployment's pod must not exit), or
-        once with `once`. A dashboard that does not answer (the head restarting) is reported and retried,
-        not fatal. A line is written to `out` whenever the decision changes; `heartbeat` is touched after
-        every look (the pod's liveness probe reads its age); `state` keeps what the watcher saw across its
-        own restarts (`StateFile`); `gate` is the stack's acceptance gate, run before every attempt
-    (`workloads.run_owner`); `gang` the view of the gang wait before every attempt (`Watcher._gang_held`).
+    Runs until `until(decision)` is true (forever by default: a Deployment's pod must not exit), or
+    once with `once`. A dashboard that does not answer (the head restarting) is reported and retried,
+    not fatal. A line is written to `out` whenever the decision changes; `heartbeat` is touched after
+    every look (the pod's liveness probe reads its age); `state` keeps what the watcher saw across its
+    own restarts (`StateFile`); `gate` is the stack's acceptance gate, run before every attempt
+    (`workloads.run_owner`); `gang` the view of the gang wait before every attempt (`holds.gang_whole`).
     Returns the last decision.
     """
     from workloads import submit
