@@ -44,7 +44,7 @@ import hashlib
 import json
 import modulefinder
 import posixpath
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -162,7 +162,9 @@ def state_file(stack: str) -> str:
     return f"{STATE_DIR}/{stack}.json"
 
 
-def watcher_command(address: str, policy: RecoveryPolicy, stack: str) -> list[str]:
+def watcher_command(address: str, stack: str) -> list[str]:
+    """What a person would type: the dashboard and the files. Everything else, the recovery policy too, is
+    in run.json (`RunPlan.recovery`, `infra.run_plan.recovery_values`)."""
     return [
         "python",
         "-m",
@@ -173,7 +175,6 @@ def watcher_command(address: str, policy: RecoveryPolicy, stack: str) -> list[st
         f"{CONFIG_DIR}/{SPEC_KEY}",
         "--run-file",
         f"{CONFIG_DIR}/{RUN_KEY}",
-        *policy.cli_args(),
         "--heartbeat-file",
         HEARTBEAT,
         "--state-file",
@@ -262,7 +263,7 @@ def deployment_manifest(
                             "name": CONTAINER,
                             "image": image,
                             "imagePullPolicy": "IfNotPresent",
-                            "command": watcher_command(dashboard_address(head_service, namespace), policy, stack),
+                            "command": watcher_command(dashboard_address(head_service, namespace), stack),
                             "workingDir": CONFIG_DIR,
                             "env": [
                                 {"name": "PYTHONPATH", "value": CONFIG_DIR},
@@ -343,15 +344,20 @@ class PreemptionWatcherArgs:
     """What `PreemptionWatcher` needs (see `build_preemption_watcher` for each value's source)."""
 
     spec: JobSpec
-    policy: RecoveryPolicy
     namespace: str
     image: NemoRLImage
     ray_cluster_name: str
     head_service: pulumi.Input[str]
     system_pool_name: Optional[str]
     lustre_claim: str
-    run: Optional[RunPlan] = None
-    """The run's plan-time values shipped as run.json (`infra.run_plan.run_plan_for_stack`)."""
+    run: RunPlan = field(default_factory=RunPlan)
+    """The run's plan-time values shipped as run.json (`infra.run_plan.run_plan_for_stack`), the recovery
+    policy included."""
+
+    @property
+    def policy(self) -> RecoveryPolicy:
+        """The run plan's recovery policy (the liveness probe's bound is three of its check intervals)."""
+        return RecoveryPolicy.from_dict(self.run.recovery)
 
 
 class PreemptionWatcher(pulumi.ComponentResource):
@@ -397,7 +403,7 @@ class PreemptionWatcher(pulumi.ComponentResource):
             data=data,
             opts=child_options(self, opts),
         )
-        self.rbac = self._rbac(name, args, opts) if args.run is not None and args.run.gang_wait else []
+        self.rbac = self._rbac(name, args, opts) if args.run.gang_wait else []
         self.deployment = self._deployment(name, args, config_hash, opts)
         self.register_outputs(
             {
@@ -416,7 +422,7 @@ class PreemptionWatcher(pulumi.ComponentResource):
         """What the gang wait may call (`gang_rules`), granted to the watcher's KSA only. Deleted with the
         cluster like every in-cluster object (`child_options` copies `deleted_with`)."""
         run = args.run
-        assert run is not None and run.ray_cluster and run.ray_namespace
+        assert run.ray_cluster and run.ray_namespace
         namespaced, cluster_wide = gang_rules(run.ray_cluster)
         rbac = k8s.rbac.v1
         subject = rbac.SubjectArgs(kind="ServiceAccount", name=self.service_account, namespace=args.namespace)
@@ -518,10 +524,6 @@ def build_preemption_watcher(
         return None
     args = PreemptionWatcherArgs(
         spec,
-        # With job.submit on the deploy submits the job, so a spec without a job on the cluster is resubmitted.
-        RecoveryPolicy.from_config(
-            cfg.recovery, pool_gpus=gpu_pool.node_count * gpu_pool.gpus_per_node, resubmit_missing=cfg.job.submit
-        ),
         namespace=ray.namespace,
         image=cfg.recipe.image,
         ray_cluster_name=ray.cluster_name,

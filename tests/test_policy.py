@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from types import SimpleNamespace
 
@@ -66,11 +67,16 @@ def test_the_backoff_doubling_stops_at_two_to_the_62nd_so_a_long_run_never_overf
     assert RecoveryPolicy(backoff_seconds=1, max_backoff_seconds=1e30).backoff(10_000) == 2.0**62
 
 
-def test_the_policy_comes_from_the_recovery_section_and_goes_to_the_watchers_flags():
+def test_the_policy_comes_from_the_recovery_section_and_travels_in_the_run_plan_as_plain_values():
     recovery = SimpleNamespace(check_interval_seconds=30, max_restarts=4, backoff_seconds=45.5, max_backoff_seconds=900)
     policy = RecoveryPolicy.from_config(recovery)
     assert policy == RecoveryPolicy(30.0, 4, 45.5, 900.0, pool_gpus=0, resubmit_missing=False)
-    flags = ["--check-interval", "30", "--max-restarts", "4", "--backoff", "45.5", "--max-backoff", "900"]
-    assert policy.cli_args() == [*flags, "--pool-gpus", "0"]
+    values = {"check_interval_seconds": 30.0, "max_restarts": 4, "backoff_seconds": 45.5, "max_backoff_seconds": 900.0}
+    assert policy.to_dict() == {**values, "pool_gpus": 0, "resubmit_missing": False}
     submitted = RecoveryPolicy.from_config(recovery, pool_gpus=16, resubmit_missing=True)
-    assert submitted.cli_args() == [*flags, "--pool-gpus", "16", "--resubmit-missing"]
+    assert submitted.to_dict() == {**values, "pool_gpus": 16, "resubmit_missing": True}
+    # Through JSON (run.json) and back; a key it does not know is left out, a missing one is the default.
+    assert RecoveryPolicy.from_dict(json.loads(json.dumps(submitted.to_dict()))) == submitted
+    assert RecoveryPolicy.from_dict({"max_restarts": 2, "later": 1}) == RecoveryPolicy(max_restarts=2)
+    with pytest.raises(ValueError, match="^max backoff must be at least the backoff$"):
+        RecoveryPolicy.from_dict({"backoff_seconds": 9, "max_backoff_seconds": 1})

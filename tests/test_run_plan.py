@@ -132,3 +132,21 @@ def test_a_one_rung_stack_has_no_rung_prices_and_prices_every_node_at_its_pools_
     assert run.node_hour_usd == gpu_node_hour_usd(
         price_table(cfg), cfg.flavour_spec.machine_type, cfg.region, spot=spot, autopilot=autopilot
     )
+
+
+@pytest.mark.parametrize("stack", ["dev", "b200", "h200", "autopilot", "b200-ladder"])
+def test_the_recovery_policy_travels_once_in_run_json_and_the_day_2_watch_gets_the_same(stack):
+    from jobctl.stack import run_plan
+
+    loaded = load_stack(stack)
+    cfg = loaded.config
+    recovery = run_json(stack_plan(stack))["recovery"]
+    assert recovery == run_plan(loaded).recovery, "python -m jobctl watch would watch under another policy"
+    assert recovery == {
+        "check_interval_seconds": cfg.recovery.check_interval_seconds,
+        "max_restarts": cfg.recovery.max_restarts,
+        "backoff_seconds": cfg.recovery.backoff_seconds,
+        "max_backoff_seconds": cfg.recovery.max_backoff_seconds,
+        "pool_gpus": cfg.gpu_pool.node_count * cfg.flavour_spec.gpus_per_node,
+        "resubmit_missing": cfg.job.submit,
+    }

@@ -239,7 +239,20 @@ def test_the_watcher_objects_are_valid_kubernetes_objects_holding_no_secret():
     assert c["command"][:3] == ["python", "-m", "workloads.watcher"]
     assert c["command"][c["command"].index("--address") + 1] == "http://nemo-rl-head-svc.nemo-rl.svc:8265"
     assert c["command"][c["command"].index("--spec-file") + 1] == f"/config/{SPEC_KEY}"
-    assert c["command"][c["command"].index("--max-restarts") + 1] == str(cfg.recovery.max_restarts)
+    # Only what a person would type: the dashboard and the files; the policy is run.json's.
+    assert c["command"][3:] == [
+        "--address",
+        "http://nemo-rl-head-svc.nemo-rl.svc:8265",
+        "--spec-file",
+        f"/config/{SPEC_KEY}",
+        "--run-file",
+        f"/config/{RUN_KEY}",
+        "--heartbeat-file",
+        HEARTBEAT,
+        "--state-file",
+        "/state/dev.json",
+    ]
+    assert run["recovery"]["max_restarts"] == cfg.recovery.max_restarts
     assert (
         c["securityContext"]["allowPrivilegeEscalation"] is False
         and c["securityContext"]["readOnlyRootFilesystem"] is True
@@ -247,8 +260,8 @@ def test_the_watcher_objects_are_valid_kubernetes_objects_holding_no_secret():
     assert c["resources"]["requests"] == {"cpu": "50m", "memory": "256Mi"}
     assert HEARTBEAT in json.dumps(c["livenessProbe"])
     # It resubmits only once the pool's GPUs are alive in Ray, and (job.submit) brings back a missing job.
-    assert c["command"][c["command"].index("--pool-gpus") + 1] == str(cfg.gpu_pool.node_count * 8)
-    assert ("--resubmit-missing" in c["command"]) is cfg.job.submit
+    assert run["recovery"]["pool_gpus"] == cfg.gpu_pool.node_count * 8
+    assert run["recovery"]["resubmit_missing"] is cfg.job.submit
     # What it saw lives on Lustre (it outlives a head restart), and only its own directory is mounted.
     assert c["command"][c["command"].index("--state-file") + 1] == "/state/dev.json"
     (state,) = [v for v in pod["volumes"] if v["name"] == "state"]
@@ -272,13 +285,14 @@ def c_cmd(dep) -> list[str]:
     return k8s_doc(dep)["spec"]["template"]["spec"]["containers"][0]["command"]
 
 
-def test_recovery_can_be_switched_off_and_changes_reach_the_command():
+def test_recovery_can_be_switched_off_and_changes_reach_the_run_file_and_the_liveness_probe():
     _, rec = watcher_of(enabled=False)
     assert rec.result is None and not rec.resources
-    _, rec = watcher_of(max_restarts=3, check_interval_seconds=30)
+    _, rec = watcher_of(max_restarts=3, check_interval_seconds=200)
+    run = json.loads(k8s_doc(rec.one("kubernetes:core/v1:ConfigMap"))["data"][RUN_KEY])
+    assert (run["recovery"]["max_restarts"], run["recovery"]["check_interval_seconds"]) == (3, 200.0)
     (c,) = k8s_doc(rec.one("kubernetes:apps/v1:Deployment"))["spec"]["template"]["spec"]["containers"]
-    cmd = c["command"]
-    assert cmd[cmd.index("--max-restarts") + 1] == "3" and cmd[cmd.index("--check-interval") + 1] == "30"
+    assert c["livenessProbe"]["initialDelaySeconds"] == 600  # three looks of 200 s, above the 300 s floor
 
 
 def test_the_recovery_config_is_validated():

@@ -332,6 +332,10 @@ class RunPlan:
     """The RayCluster whose worker group is the gang."""
     ray_worker_group: Optional[str] = None
     """Its GPU worker group (`ray.io/group`)."""
+    recovery: dict[str, Any] = field(default_factory=dict)
+    """The recovery policy (`workloads.recovery.RecoveryPolicy.to_dict`: check interval, restarts, backoff, the
+    pool's GPUs to wait for, `resubmit_missing`); {}: its defaults. Plain values: this module may not import
+    the recovery package, which imports it."""
 
     @property
     def gang_wait(self) -> bool:

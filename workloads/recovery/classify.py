@@ -310,29 +310,7 @@ def decide(
     done = max(attempt - 1, 0) if restarts is None else restarts
     ended_ms = getattr(info, "end_time", None) or getattr(info, "start_time", None) or 0
     if verdict.cause is Cause.CAPACITY:
-        if capacity_waits >= CAPACITY_WAIT_LIMIT:
-            return Decision(
-                Action.GIVE_UP,
-                f"attempt {attempt} failed waiting for GPUs ({verdict.evidence}) {capacity_waits + 1} times in a row "
-                f"with the GPUs alive in Ray at each resubmission; something else holds them",
-                verdict.cause,
-            )
-        # Not a restart: the count and its doubling backoff stay as they were.
-        due = ended_ms / 1000.0 + policy.backoff_seconds
-        what = (
-            f"attempt {attempt} failed waiting for GPUs ({verdict.evidence}); resubmitted when the GPUs are "
-            "back, not counted as a restart"
-        )
-        if now < due:
-            return Decision(Action.WAIT, f"{what}, in {due - now:.0f}s", verdict.cause, not_before=due)
-        return Decision(
-            Action.RESUBMIT,
-            what,
-            verdict.cause,
-            next_attempt=attempt + 1,
-            restarts=done,
-            capacity_waits=capacity_waits + 1,
-        )
+        return _after_capacity_wait(verdict, attempt, policy, now, ended_ms / 1000.0, done, capacity_waits)
     if done >= policy.max_restarts:
         return Decision(
             Action.GIVE_UP,
@@ -358,4 +336,28 @@ def decide(
         verdict.cause,
         next_attempt=attempt + 1,
         restarts=done + 1,
+    )
+
+
+def _after_capacity_wait(
+    verdict: Verdict, attempt: int, policy: RecoveryPolicy, now: float, ended: float, done: int, capacity_waits: int
+) -> Decision:
+    """`decide` for a capacity wait: resubmitted once the backoff passed, not counted as a restart (the
+    count and its doubling backoff stay as they were), at most `CAPACITY_WAIT_LIMIT` times in a row."""
+    if capacity_waits >= CAPACITY_WAIT_LIMIT:
+        return Decision(
+            Action.GIVE_UP,
+            f"attempt {attempt} failed waiting for GPUs ({verdict.evidence}) {capacity_waits + 1} times in a row "
+            f"with the GPUs alive in Ray at each resubmission; something else holds them",
+            verdict.cause,
+        )
+    due = ended + policy.backoff_seconds
+    what = (
+        f"attempt {attempt} failed waiting for GPUs ({verdict.evidence}); resubmitted when the GPUs are "
+        "back, not counted as a restart"
+    )
+    if now < due:
+        return Decision(Action.WAIT, f"{what}, in {due - now:.0f}s", verdict.cause, not_before=due)
+    return Decision(
+        Action.RESUBMIT, what, verdict.cause, next_attempt=attempt + 1, restarts=done, capacity_waits=capacity_waits + 1
     )

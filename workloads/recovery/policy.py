@@ -7,10 +7,16 @@ Before any resubmission it waits until Ray reports at least `pool_gpus` GPUs on 
 pool's; GKE may take many minutes to bring a replacement spot node, and a job submitted before fails in
 NeMo-RL's placement wait). With `resubmit_missing` (`job.submit` on: the deploy submits the job, so it
 should exist) a watcher that finds no job of its spec at all and nothing recorded submits it too.
+
+The stack's policy is computed once, at plan time (`infra.run_plan.run_plan_for_stack`, from the
+`recovery` section, the GPU pool and `job.submit`), and travels in the run plan (`RunPlan.recovery`, the
+watcher's run.json), never as flags.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,22 +58,12 @@ class RecoveryPolicy:
         """Seconds to wait after a failure, given how many automatic restarts preceded it."""
         return min(self.backoff_seconds * (2 ** min(restarts_so_far, 62)), self.max_backoff_seconds)
 
-    def cli_args(self) -> list[str]:
-        """The `python -m workloads.watcher` (and `python -m jobctl watch`) flags that give this policy."""
-        return [
-            "--check-interval",
-            _num(self.check_interval_seconds),
-            "--max-restarts",
-            str(self.max_restarts),
-            "--backoff",
-            _num(self.backoff_seconds),
-            "--max-backoff",
-            _num(self.max_backoff_seconds),
-            "--pool-gpus",
-            str(self.pool_gpus),
-            *(["--resubmit-missing"] if self.resubmit_missing else []),
-        ]
+    def to_dict(self) -> dict[str, Any]:
+        """The policy as the run plan carries it (`RunPlan.recovery`, the watcher's run.json)."""
+        return dataclasses.asdict(self)
 
-
-def _num(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else str(value)
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "RecoveryPolicy":
+        """The policy of `to_dict`; a key it does not know is left out, a missing one is the default."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
