@@ -121,7 +121,7 @@ PREEMPTION_METRIC_SOURCE = MetricSource("gce_instance", "DELTA", f"{LOG_METRICS_
 STRUCTURED_LOGS_URL = "https://cloud.google.com/logging/docs/structured-logging"
 ATTEMPT_METRIC_SOURCE = MetricSource("k8s_container", "DELTA", f"{LOG_METRICS_URL} (entries: {STRUCTURED_LOGS_URL})")
 """The user-defined metrics over the preemption watcher's log: one JSON line per ended training attempt
-(`workloads/preemption.py` `Watcher._finish`: `{"nemoRlGke": "attempt-ended", "cause": ..., "stepsLost": ...,
+(`workloads/recovery/owner_loop.py` `Watcher._finish`: `{"nemoRlGke": "attempt-ended", "cause": ..., "stepsLost": ...,
 "runSpendUsd": ..., "usdPerStep": ...}`), which GKE's logging agent stores as the entry's jsonPayload (a
 single-line JSON object on stdout).
 Log-based rather than a custom metric the watcher writes: the watcher has no Google credentials by

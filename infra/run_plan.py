@@ -1,6 +1,7 @@
 """The run's plan-time numbers, shared by the job and the watcher: the checkpoint write time and the save
 period derived from it (`job.maxLostMinutes`), the GPU node-hour prices (the first rung's and, on a capacity
-ladder, each rung's), the gang wait's bound and rungs (`gpuPool.capacity`), and the watcher's `RunPlan`.
+ladder, each rung's), the gang wait's bound and rungs (`gpuPool.capacity`), the recovery policy, and the
+watcher's `RunPlan`.
 
 Pure builders of the validated config (no resources, no Outputs), in a module of their own so that the
 two components that need them (infra/training_job.py writes the save period into the entrypoint,
@@ -26,6 +27,7 @@ from workloads.job_spec import (
     derived_save_period,
     run_checkpoint_dir,
 )
+from workloads.recovery import RecoveryPolicy
 from workloads.run_owner import RunPlan
 
 CHECKPOINTS_MOUNT = "/checkpoints"
@@ -146,6 +148,14 @@ def gang_values(cfg: StackConfig, gpu_pool: GpuPoolFacts, ray: Optional[RayTarge
     }
 
 
+def recovery_values(cfg: StackConfig, gpu_pool: GpuPoolFacts) -> dict[str, Any]:
+    """The watcher's recovery policy (`RunPlan.recovery`): the `recovery` section, the GPUs it waits for before a
+    resubmission (the pool's, from its facts: the one count of them) and, with `job.submit` on (the deploy submits
+    the job), a spec without a job on the cluster resubmitted."""
+    pool_gpus = gpu_pool.node_count * gpu_pool.gpus_per_node
+    return RecoveryPolicy.from_config(cfg.recovery, pool_gpus=pool_gpus, resubmit_missing=cfg.job.submit).to_dict()
+
+
 def run_plan_for_stack(
     stack: str,
     cfg: StackConfig,
@@ -155,8 +165,8 @@ def run_plan_for_stack(
 ) -> RunPlan:
     """What the watcher needs besides the spec, as plain values: the gate (policy and plan), where it sees
     the checkpoints, the pool's nodes and node-hour prices (the first rung's, and each rung's on a ladder),
-    `job.budgetUsd`, the save period, the plan's step time (the recipe's expected hours over its steps) and
-    the gang wait (`gang_values`)."""
+    `job.budgetUsd`, the save period, the plan's step time (the recipe's expected hours over its steps), the
+    gang wait (`gang_values`) and the recovery policy (`recovery_values`)."""
     recipe = cfg.recipe
     policy = cfg.gate_policy if gate_plan is not None else "off"
     on_lustre = run_checkpoint_dir(recipe, cfg.job, cfg.ray.mount_path, stack)
@@ -174,5 +184,6 @@ def run_plan_for_stack(
         budget_usd=cfg.job.budget_usd,
         save_period=save_period_for(cfg),
         step_seconds=round(step, 1) if step else None,
+        recovery=recovery_values(cfg, gpu_pool),
         **gang_values(cfg, gpu_pool, ray),
     )

@@ -1,6 +1,6 @@
 """The preemption watcher, in the cluster: a Deployment running `python -m workloads.watcher`.
 
-What runs: `workloads/preemption.py` (its module docstring has the classifier and the restart policy),
+What runs: `workloads/recovery/` (its modules' docstrings have the classifier and the restart policy),
 pointed at the Ray dashboard inside the cluster (`http://<head-svc>.<namespace>.svc:8265`), with the
 stack's `JobSpec` as JSON. A RayJob cannot do this itself (with `clusterSelector` it refuses
 `backoffLimit > 0`: ray-project/kuberay v1.7.0
@@ -10,7 +10,8 @@ How the code reaches the pod: a ConfigMap holds the `workloads` package files, r
 repository when the program runs (so the pod runs exactly the code of the deploy), and `spec.json`. It
 is mounted read-only at /config, which is on PYTHONPATH. Only the watcher's entry module and the
 modules it imports are shipped (`WATCHER_MODULES`, computed from the sources, so an edit elsewhere,
-such as the day-2 CLI's help text, does not roll the pod); none imports Pulumi. The ConfigMap is
+such as the day-2 CLI's help text, does not roll the pod; a subpackage's file under a dotted key,
+`config_key`); none imports Pulumi. The ConfigMap is
 auto-named: pulumi-kubernetes replaces a ConfigMap whose data changed, the new name lands in the pod
 template, and the pod rolls (the data hash is a pod annotation too, to make the reason visible).
 
@@ -43,7 +44,7 @@ import hashlib
 import json
 import modulefinder
 import posixpath
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -64,8 +65,8 @@ from infra.stack_context import GpuPoolFacts
 from infra.stack_file import ROOT
 from workloads.acceptance_gate import GatePlan
 from workloads.job_spec import CHECKPOINTS_DIR, JobSpec
-from workloads.preemption import RecoveryPolicy
 from workloads.recipes import NemoRLImage
+from workloads.recovery import RecoveryPolicy
 from workloads.run_owner import RunPlan
 
 if TYPE_CHECKING:
@@ -81,7 +82,7 @@ RUN_KEY = "run.json"
 HEARTBEAT = "/tmp/heartbeat"
 STATE_DIR = "/state"
 STATE_SUBPATH = ".nemo-rl-gke/watcher"
-"""Where on Lustre the watcher keeps what it saw (`workloads.preemption.StateFile`) and the run ledger
+"""Where on Lustre the watcher keeps what it saw (`workloads.recovery.StateFile`) and the run ledger
 (`workloads.ledger`): a subPath of the claim, which the kubelet creates. Besides it the watcher mounts
 only the checkpoints (`CHECKPOINTS_MOUNT`), not the HF cache or the logs."""
 WATCHER_ENTRY = "workloads.watcher"
@@ -93,8 +94,9 @@ throttled import at start would only slow it down."""
 
 
 def shipped_modules(entry: str = WATCHER_ENTRY, root: Path = ROOT) -> tuple[str, ...]:
-    """The file names, in `<root>/workloads`, of `entry` and of every module it imports, transitively
-    and lazy imports included (a function-level import runs in the pod too).
+    """The paths, relative to `<root>/workloads` ("watcher.py", "recovery/policy.py"), of `entry` and of
+    every module it imports, transitively and lazy imports included (a function-level import runs in the
+    pod too).
 
     Found by the standard library's `modulefinder` (it reads the compiled sources, importing nothing)
     with `root` as the only path: the standard library, Ray and requests are the image's and are not
@@ -110,10 +112,15 @@ def shipped_modules(entry: str = WATCHER_ENTRY, root: Path = ROOT) -> tuple[str,
         path = Path(module.__file__)
         if not path.is_relative_to(package_dir):
             raise ValueError(f"{entry} imports {name}, which is not in workloads/ and so not in the watcher's image")
-        if path.parent != package_dir:  # a ConfigMap key cannot hold `/`: the mount would need a path per key
-            raise ValueError(f"{entry} imports {name}, in a subpackage of workloads/, which the ConfigMap cannot ship")
-        names.append(path.name)
+        names.append(path.relative_to(package_dir).as_posix())
     return tuple(sorted(names))
+
+
+def config_key(module: str) -> str:
+    """The ConfigMap key of a shipped module (`shipped_modules`): a key cannot hold `/`, so a subpackage's
+    `recovery/policy.py` is `recovery.policy.py` (no module file name holds a dot); the volume's `items`
+    put it back at `workloads/recovery/policy.py`."""
+    return module.replace("/", ".")
 
 
 WATCHER_MODULES = shipped_modules()
@@ -122,8 +129,8 @@ exactly these files with Pulumi and `infra` made unimportable)."""
 
 
 def watcher_files() -> dict[str, str]:
-    """The package files the pod needs, keyed by file name (ConfigMap keys cannot hold `/`)."""
-    return {name: (ROOT / "workloads" / name).read_text() for name in WATCHER_MODULES}
+    """The package files the pod needs, keyed by `config_key`."""
+    return {config_key(name): (ROOT / "workloads" / name).read_text() for name in WATCHER_MODULES}
 
 
 def config_map_data(spec: JobSpec, run: Optional[RunPlan] = None) -> dict[str, str]:
@@ -155,7 +162,9 @@ def state_file(stack: str) -> str:
     return f"{STATE_DIR}/{stack}.json"
 
 
-def watcher_command(address: str, policy: RecoveryPolicy, stack: str) -> list[str]:
+def watcher_command(address: str, stack: str) -> list[str]:
+    """What a person would type: the dashboard and the files. Everything else, the recovery policy too, is
+    in run.json (`RunPlan.recovery`, `infra.run_plan.recovery_values`)."""
     return [
         "python",
         "-m",
@@ -166,7 +175,6 @@ def watcher_command(address: str, policy: RecoveryPolicy, stack: str) -> list[st
         f"{CONFIG_DIR}/{SPEC_KEY}",
         "--run-file",
         f"{CONFIG_DIR}/{RUN_KEY}",
-        *policy.cli_args(),
         "--heartbeat-file",
         HEARTBEAT,
         "--state-file",
@@ -255,7 +263,7 @@ def deployment_manifest(
                             "name": CONTAINER,
                             "image": image,
                             "imagePullPolicy": "IfNotPresent",
-                            "command": watcher_command(dashboard_address(head_service, namespace), policy, stack),
+                            "command": watcher_command(dashboard_address(head_service, namespace), stack),
                             "workingDir": CONFIG_DIR,
                             "env": [
                                 {"name": "PYTHONPATH", "value": CONFIG_DIR},
@@ -292,7 +300,7 @@ def deployment_manifest(
                             "configMap": {
                                 "name": config_map_name,
                                 "items": [
-                                    *({"key": f, "path": f"workloads/{f}"} for f in WATCHER_MODULES),
+                                    *({"key": config_key(f), "path": f"workloads/{f}"} for f in WATCHER_MODULES),
                                     {"key": SPEC_KEY, "path": SPEC_KEY},
                                     {"key": RUN_KEY, "path": RUN_KEY},
                                 ],
@@ -336,15 +344,20 @@ class PreemptionWatcherArgs:
     """What `PreemptionWatcher` needs (see `build_preemption_watcher` for each value's source)."""
 
     spec: JobSpec
-    policy: RecoveryPolicy
     namespace: str
     image: NemoRLImage
     ray_cluster_name: str
     head_service: pulumi.Input[str]
     system_pool_name: Optional[str]
     lustre_claim: str
-    run: Optional[RunPlan] = None
-    """The run's plan-time values shipped as run.json (`infra.run_plan.run_plan_for_stack`)."""
+    run: RunPlan = field(default_factory=RunPlan)
+    """The run's plan-time values shipped as run.json (`infra.run_plan.run_plan_for_stack`), the recovery
+    policy included."""
+
+    @property
+    def policy(self) -> RecoveryPolicy:
+        """The run plan's recovery policy (the liveness probe's bound is three of its check intervals)."""
+        return RecoveryPolicy.from_dict(self.run.recovery)
 
 
 class PreemptionWatcher(pulumi.ComponentResource):
@@ -390,7 +403,7 @@ class PreemptionWatcher(pulumi.ComponentResource):
             data=data,
             opts=child_options(self, opts),
         )
-        self.rbac = self._rbac(name, args, opts) if args.run is not None and args.run.gang_wait else []
+        self.rbac = self._rbac(name, args, opts) if args.run.gang_wait else []
         self.deployment = self._deployment(name, args, config_hash, opts)
         self.register_outputs(
             {
@@ -409,7 +422,7 @@ class PreemptionWatcher(pulumi.ComponentResource):
         """What the gang wait may call (`gang_rules`), granted to the watcher's KSA only. Deleted with the
         cluster like every in-cluster object (`child_options` copies `deleted_with`)."""
         run = args.run
-        assert run is not None and run.ray_cluster and run.ray_namespace
+        assert run.ray_cluster and run.ray_namespace
         namespaced, cluster_wide = gang_rules(run.ray_cluster)
         rbac = k8s.rbac.v1
         subject = rbac.SubjectArgs(kind="ServiceAccount", name=self.service_account, namespace=args.namespace)
@@ -511,10 +524,6 @@ def build_preemption_watcher(
         return None
     args = PreemptionWatcherArgs(
         spec,
-        # With job.submit on the deploy submits the job, so a spec without a job on the cluster is resubmitted.
-        RecoveryPolicy.from_config(
-            cfg.recovery, pool_gpus=gpu_pool.node_count * gpu_pool.gpus_per_node, resubmit_missing=cfg.job.submit
-        ),
         namespace=ray.namespace,
         image=cfg.recipe.image,
         ray_cluster_name=ray.cluster_name,

@@ -6,9 +6,8 @@
     python -m jobctl logs   [--stack NAME] [--job ID] [--follow] [--tail N]
     python -m jobctl stop   [--stack NAME] [--job ID]
     python -m jobctl list   [--stack NAME]
-    python -m jobctl watch  [--stack NAME] [--once] [--check-interval S] [--max-restarts N]
-                            [--backoff S] [--max-backoff S] [--pool-gpus N] [--resubmit-missing]
-                            [--state-file PATH] [--run-file PATH]
+    python -m jobctl watch  [--stack NAME] [--once] [--check-interval S] [--state-file PATH]
+                            [--run-file PATH]
     python -m jobctl dashboard [--stack NAME] [--port P]   (the Ray dashboard on 127.0.0.1)
 
 Why a package of its own, on the top floor beside `tools/`: it reads the stack file through `infra`
@@ -39,10 +38,10 @@ is submitted. `gate` runs it on demand and prints its lines, numbers and cost.
 `logs --tail N` prints only the last N lines of the log (with --follow: the last N lines, then
 the new output as it comes).
 
-`watch` resubmits the job after a spot preemption (`workloads/preemption.py`), with the loop and
-flags of the in-cluster watcher (`workloads/watcher.py`); the policy comes from the stack's
-`recovery` section (the GPUs to wait for from `gpuPool`, `--resubmit-missing` from `job.submit`),
-each flag overrides one value; `--state-file` keeps what it saw across restarts.
+`watch` resubmits the job after a spot preemption (`workloads/recovery/`), with the loop and
+flags of the in-cluster watcher (`workloads/watcher.py`); the policy is the run plan's, built from the
+stack's `recovery` section, `gpuPool` and `job.submit` exactly as `pulumi up` ships it in run.json;
+`--check-interval` looks more or less often, `--state-file` keeps what it saw across restarts.
 
 Exit codes (`workloads/exit_codes.py`): 0 ok; 1 the job ended FAILED or STOPPED (with --wait); 2 bad
 config, unknown job or usage; 3 the dashboard is unreachable or refused the credentials; 4 --timeout

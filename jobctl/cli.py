@@ -73,7 +73,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--job", help=JOB_HELP)
     sub.add_parser("list", parents=common, help="list the stack's jobs")
     s = sub.add_parser("watch", parents=common, help="resubmit the stack's job after a spot preemption")
-    watcher.add_policy_flags(s)
+    watcher.add_watch_flags(s)
     s = sub.add_parser("dashboard", parents=common, help="serve the Ray dashboard on 127.0.0.1 (no kubectl)")
     s.add_argument("--port", type=cli_args.port, default=8265, help="local port; 0 picks a free one (default 8265)")
     return p

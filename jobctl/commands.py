@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional, TextIO
 
 from infra.config import ConfigError, refuse_missing_secrets
 from infra.stack_file import ROOT, present_secrets
-from jobctl.stack import Stack, build_spec, gate_plan, recovery_policy, run_plan
+from jobctl.stack import Stack, build_spec, gate_plan, run_plan
 from workloads import cli_args, exit_codes, watcher
 from workloads.exit_codes import CommandError
 from workloads.job_spec import META_RECIPE
@@ -294,11 +294,11 @@ def cmd_list(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
 
 
 def cmd_watch(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
-    """The in-cluster watcher's loop (`workloads.watcher`) on the stack's spec and recovery policy."""
+    """The in-cluster watcher's loop (`workloads.watcher`) on the stack's spec and run plan (its recovery policy
+    included), the ones `pulumi up` ships."""
     spec = build_spec(stack)
-    policy = watcher.with_flags(recovery_policy(stack), args)
     run = watcher.load_run_file(args.run_file) if args.run_file else run_plan(stack)
-    return watcher.watch(lambda: connect(args, stack), spec, policy, args, out, run=run)
+    return watcher.watch(lambda: connect(args, stack), spec, args, out, run=run)
 
 
 def cmd_dashboard(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:

@@ -1,5 +1,6 @@
 """The stack as the CLI sees it: its file read and validated, and the job, gate and recovery policy
-built from it exactly as `pulumi up` builds them (the same infra functions), so both agree."""
+built from it exactly as `pulumi up` builds them (the same infra functions), so both agree; the recovery
+policy is the run plan's (`run_plan`)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,6 @@ from infra.training_job import job_spec_for_stack
 from workloads.acceptance_gate import GatePlan
 from workloads.exit_codes import CommandError
 from workloads.job_spec import JobSpec
-from workloads.preemption import RecoveryPolicy
 from workloads.run_owner import RunPlan
 
 
@@ -59,16 +59,6 @@ def gate_plan(stack: Stack) -> GatePlan:
     """The stack's acceptance gate exactly as `pulumi up` hands it to the job submission."""
     pool = gpu_pool_facts(StackContext.from_config(stack.name, stack.config), stack.config)
     return gate_plan_for_stack(stack.config, pool)
-
-
-def recovery_policy(stack: Stack) -> RecoveryPolicy:
-    """The stack's recovery policy as the in-cluster watcher gets it (`infra.watcher_deployment`)."""
-    cfg = stack.config
-    return RecoveryPolicy.from_config(
-        cfg.recovery,
-        pool_gpus=cfg.gpu_pool.node_count * cfg.flavour_spec.gpus_per_node,
-        resubmit_missing=cfg.job.submit,
-    )
 
 
 def run_plan(stack: Stack) -> RunPlan:

@@ -1,6 +1,6 @@
 """What the gate, run-owner, watcher and dashboard tests share: gate plans (a two-node B200 stack's, the
 CPU stand-in on the local Ray head), gate reports, the recorded NCCL logs, a job spec that runs Python
-with this interpreter, and a fake job table for the `Watcher` (workloads/preemption.py)."""
+with this interpreter, and a fake job table for the `Watcher` (workloads/recovery/owner_loop.py)."""
 
 from __future__ import annotations
 

@@ -27,6 +27,7 @@ from jobctl.stack import build_spec, load_stack
 from workloads import dashboard
 from workloads import submit as jobs
 from workloads.job_spec import JobSpec
+from workloads.recovery import RecoveryPolicy
 
 pytestmark = pytest.mark.filterwarnings("ignore:ssl=None is deprecated:DeprecationWarning")
 
@@ -293,14 +294,22 @@ def test_watch_builds_the_stacks_job_and_policy_and_says_in_one_line_that_the_da
     assert err.startswith(f"error: Ray dashboard unreachable at {address}"), err
 
 
-def test_watch_refuses_a_backoff_above_its_cap_in_one_line():
-    code, out, err = run_cli("watch", "--stack", "dev", "--backoff", "600", "--max-backoff", "60", "--once")
+def test_watch_refuses_a_run_file_whose_backoff_is_above_its_cap_in_one_line(tmp_path):
+    run_file = tmp_path / "run.json"
+    run_file.write_text(json.dumps({"recovery": {"backoff_seconds": 600, "max_backoff_seconds": 60}}))
+    code, out, err = run_cli("watch", "--stack", "dev", "--run-file", str(run_file), "--once")
     assert (code, out, err) == (2, "", "error: watch: max backoff must be at least the backoff\n")
 
 
-def test_watch_takes_the_stacks_recovery_section_and_waits_for_all_of_its_pools_gpus():
+@pytest.mark.parametrize("flag", ["--max-restarts", "--backoff", "--max-backoff", "--pool-gpus"])
+def test_watch_takes_the_policy_from_the_stack_not_from_flags(flag):
+    code, out, err = run_cli("watch", "--stack", "dev", flag, "3", "--once")
+    assert (code, out, err) == (2, "", f"error: unrecognized arguments: {flag} 3\n")
+
+
+def test_watch_takes_the_stacks_recovery_section_from_its_run_plan_and_waits_for_all_of_its_pools_gpus():
     loaded = load_stack("b200")
-    policy = cli_stack.recovery_policy(loaded)
+    policy = RecoveryPolicy.from_dict(cli_stack.run_plan(loaded).recovery)
     recovery = loaded.config.recovery
     assert policy.pool_gpus == 64  # eight B200 nodes of eight GPUs
     assert policy.max_restarts == recovery.max_restarts

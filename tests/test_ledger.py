@@ -1,4 +1,4 @@
-"""The run ledger and the budget (workloads/ledger.py, kept by the watcher of workloads/preemption.py)."""
+"""The run ledger and the budget (workloads/ledger.py, kept by the watcher of workloads/recovery/owner_loop.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from ray_head import JOB_TIMEOUT
 
 from workloads.job_spec import JobSpec
 from workloads.ledger import Attempt, Ledger, LedgerFile, table
-from workloads.preemption import Action, RecoveryPolicy, Watcher
+from workloads.recovery import Action, RecoveryPolicy, Watcher
 from workloads.run_owner import RunPlan
 
 START_MS = 1_700_000_000_000

@@ -66,11 +66,11 @@ def test_a_helper_without_tests_of_its_own_is_mutated_against_the_tests_that_ass
 
 
 def test_the_mutation_run_leaves_out_the_tests_on_the_local_ray_head_and_runs_without_xdist():
-    cfg = mutants.setup_cfg(mutants.resolve("workloads/preemption"), ["infra", "tests", "workloads"])
+    cfg = mutants.setup_cfg(mutants.resolve("workloads/recovery/classify"), ["infra", "tests", "workloads"])
     args = cfg.split("pytest_add_cli_args =", 1)[1].split()
     assert args == ["-p", "no:xdist", "-m", "not", "ray"], cfg
     assert "\n    not ray\n" in cfg  # one argument: mutmut splits the value at newlines only
-    assert "pytest_add_cli_args_test_selection = tests/test_preemption.py\n" in cfg
+    assert "pytest_add_cli_args_test_selection = tests/test_classify.py\n" in cfg
 
 
 def test_only_hands_its_globs_to_mutmut_run(monkeypatch, tmp_path):

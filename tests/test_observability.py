@@ -350,7 +350,7 @@ def attempt_line(tmp_path, price=PRICE) -> dict:
 
     from workloads.job_spec import META_ATTEMPT
     from workloads.ledger import Attempt, Ledger, LedgerFile
-    from workloads.preemption import RecoveryPolicy, Watcher
+    from workloads.recovery import RecoveryPolicy, Watcher
     from workloads.run_owner import RunPlan
 
     spec, start = python_job("t-dash", "pass"), START_MS / 1000

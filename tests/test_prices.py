@@ -7,7 +7,7 @@ import json
 
 import pytest
 from conftest import run_plan, stack_plan
-from test_doctor import FakeProject
+from doctor_fakes import FakeProject
 
 from infra.config import Provisioning
 from infra.placement import capacity_ladder, is_ladder, rung_node_hour

@@ -30,7 +30,7 @@ from workloads import submit as jobs
 from workloads.gang_wait import WorkerPod
 from workloads.hook import JobSubmissionProvider
 from workloads.job_spec import JobSpec
-from workloads.preemption import Action, RecoveryPolicy, Watcher
+from workloads.recovery import Action, RecoveryPolicy, Watcher
 
 pytestmark = pytest.mark.filterwarnings("ignore:ssl=None is deprecated:DeprecationWarning")
 
@@ -401,9 +401,9 @@ class FakeGang:
 
 
 def watch_gang(tmp_path, client, spec, plan, gang, now, looks: int, policy=None):
-    """`preemption.watch` as the pod runs it, for `looks` looks one minute apart on a fake clock; returns
+    """`recovery.watch` as the pod runs it, for `looks` looks one minute apart on a fake clock; returns
     the last decision, what it wrote and the ledger on disk."""
-    from workloads import preemption
+    from workloads import recovery
     from workloads.ledger import LedgerFile, ledger_path
 
     out, seen = io.StringIO(), []
@@ -411,7 +411,7 @@ def watch_gang(tmp_path, client, spec, plan, gang, now, looks: int, policy=None)
     def sleep(seconds):
         now[0] += 60
 
-    decision = preemption.watch(
+    decision = recovery.watch(
         client,
         spec,
         policy or dataclasses.replace(FAST, resubmit_missing=True),
@@ -484,7 +484,7 @@ def test_after_a_preemption_a_gang_from_two_rungs_is_submitted_with_its_mix_in_t
     from ray.job_submission import JobDetails
 
     from workloads.ledger import table
-    from workloads.preemption import META_AUTO_RESTARTS
+    from workloads.recovery import META_AUTO_RESTARTS
 
     spec = python_job("t-gang-mix", "pass")
     now = [1_800_000_000.0]

@@ -154,3 +154,21 @@ def test_run_json_says_which_node_hour_prices_are_estimates_and_why():
     assert run_json(stack_plan("autopilot"))["node_hour_estimate"] == (
         "spot: Autopilot premium: 0.10 x gpu.a3-ultragpu-8g.spot"
     )
+
+
+@pytest.mark.parametrize("stack", ["dev", "b200", "h200", "autopilot", "b200-ladder"])
+def test_the_recovery_policy_travels_once_in_run_json_and_the_day_2_watch_gets_the_same(stack):
+    from jobctl.stack import run_plan
+
+    loaded = load_stack(stack)
+    cfg = loaded.config
+    recovery = run_json(stack_plan(stack))["recovery"]
+    assert recovery == run_plan(loaded).recovery, "python -m jobctl watch would watch under another policy"
+    assert recovery == {
+        "check_interval_seconds": cfg.recovery.check_interval_seconds,
+        "max_restarts": cfg.recovery.max_restarts,
+        "backoff_seconds": cfg.recovery.backoff_seconds,
+        "max_backoff_seconds": cfg.recovery.max_backoff_seconds,
+        "pool_gpus": cfg.gpu_pool.node_count * cfg.flavour_spec.gpus_per_node,
+        "resubmit_missing": cfg.job.submit,
+    }

@@ -1,11 +1,12 @@
 """The in-cluster watcher's command (`python -m workloads.watcher`, workloads/watcher.py): run from the
 files its ConfigMap ships, with Pulumi, `infra` and the CLI unimportable, against the local Ray head.
-The watch loop itself is tests/test_preemption.py; the CLI's `watch`, tests/test_jobctl.py.
+The watch loop itself is tests/test_owner_loop.py; the CLI's `watch`, tests/test_jobctl.py.
 """
 
 from __future__ import annotations
 
 import io
+import json
 import os
 import subprocess
 import sys
@@ -14,10 +15,11 @@ import pytest
 from gate_support import python_job
 from ray_head import JOB_TIMEOUT
 
-from infra.watcher_deployment import RUN_KEY, SPEC_KEY, WATCHER_MODULES, config_map_data
+from infra.watcher_deployment import RUN_KEY, SPEC_KEY, WATCHER_MODULES, config_key, config_map_data
 from workloads import submit as jobs
 from workloads import watcher
-from workloads.preemption import RecoveryPolicy
+from workloads.recovery import RecoveryPolicy
+from workloads.run_owner import RunPlan
 
 pytestmark = pytest.mark.filterwarnings("ignore:ssl=None is deprecated:DeprecationWarning")
 
@@ -38,10 +40,11 @@ runpy.run_module('workloads.watcher', run_name='__main__', alter_sys=True)
 def test_the_pod_command_runs_from_the_configmap_files_alone(client, head, tmp_path):
     # SIGTERM: its pod stopped (a SIGKILL of a driver on the head is its out-of-memory kill, not restarted).
     spec = python_job("t-pod", "import os, signal; os.kill(os.getpid(), signal.SIGTERM)")
-    data = config_map_data(spec)
+    data = config_map_data(spec, RunPlan(recovery=FAST.to_dict()))
     (tmp_path / "workloads").mkdir()
     for name in WATCHER_MODULES:
-        (tmp_path / "workloads" / name).write_text(data[name])
+        (tmp_path / "workloads" / name).parent.mkdir(exist_ok=True)
+        (tmp_path / "workloads" / name).write_text(data[config_key(name)])
     (tmp_path / SPEC_KEY).write_text(data[SPEC_KEY])
     (tmp_path / RUN_KEY).write_text(data[RUN_KEY])
     jobs.submit(client, spec)
@@ -61,7 +64,6 @@ def test_the_pod_command_runs_from_the_configmap_files_alone(client, head, tmp_p
             "--run-file",
             str(tmp_path / RUN_KEY),
             "--once",
-            *FAST.cli_args(),
             "--heartbeat-file",
             str(heartbeat),
         ],
@@ -95,15 +97,25 @@ def test_the_pod_command_runs_from_the_configmap_files_alone(client, head, tmp_p
             "error: --address ftp://127.0.0.1:8265: scheme 'ftp' is not allowed; allowed: http, https\n",
         ),
         (
-            ["--address", "http://127.0.0.1:8265", "--spec-file", "{spec}", "--backoff", "9", "--max-backoff", "1"],
+            ["--address", "http://127.0.0.1:8265", "--spec-file", "{spec}", "--run-file", "{bad_policy}", "--once"],
             "error: watch: max backoff must be at least the backoff\n",
+        ),
+        (
+            ["--address", "http://127.0.0.1:8265", "--spec-file", "{spec}", "--max-restarts", "3"],
+            "error: unrecognized arguments: --max-restarts 3\n",
+        ),
+        (
+            ["--address", "http://127.0.0.1:8265", "--spec-file", "{spec}", "--check-interval", "0"],
+            "error: argument --check-interval: '0' is not allowed; allowed: a number of seconds above 0\n",
         ),
     ],
 )
 def test_a_command_the_watcher_cannot_run_is_one_line_and_exit_2(argv, message, tmp_path):
     spec = tmp_path / "spec.json"
     spec.write_text(config_map_data(python_job("t-args", "pass"))[SPEC_KEY])
-    paths = {"missing": str(tmp_path / "missing.json"), "spec": str(spec)}
+    bad_policy = tmp_path / "run.json"
+    bad_policy.write_text(json.dumps(RunPlan(recovery={"backoff_seconds": 9, "max_backoff_seconds": 1}).to_dict()))
+    paths = {"missing": str(tmp_path / "missing.json"), "spec": str(spec), "bad_policy": str(bad_policy)}
     out, err = io.StringIO(), io.StringIO()
     assert watcher.main([a.format(**paths) for a in argv], out=out, err=err) == 2
     assert (out.getvalue(), err.getvalue()) == ("", message.format(**paths))

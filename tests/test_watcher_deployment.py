@@ -1,15 +1,34 @@
 """What the PreemptionWatcher ships (infra/watcher_deployment.py): its entry module and exactly the
 `workloads` modules that imports, computed from the sources, and the gang wait's RBAC in the stacks' plans.
-Its other Kubernetes objects under mocks are tests/test_preemption.py's; the shipped files run alone in
-tests/test_watcher.py."""
+Its Kubernetes objects under mocks and the recovery section's checks are here too; the shipped files run
+alone in tests/test_watcher.py."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+from conftest import ROOT
+from conftest import spec_of as stack_job_spec
+from k8s_support import k8s_doc, record, schema_problems
 
-from infra.watcher_deployment import WATCHER_ENTRY, WATCHER_MODULES, shipped_modules, watcher_files
+from infra.gate_plan import gate_plan_for_stack
+from infra.watcher_deployment import (
+    COMPONENT_TYPE,
+    HEARTBEAT,
+    RUN_KEY,
+    SPEC_KEY,
+    WATCHER_ENTRY,
+    WATCHER_MODULES,
+    build_preemption_watcher,
+    config_key,
+    shipped_modules,
+    watcher_files,
+)
+from tools.mocks import SIG_KEY
+from workloads.job_spec import SECRET_ENV_NAMES
 
 
 def write_tree(root: Path, files: dict[str, str]) -> Path:
@@ -38,6 +57,22 @@ def test_the_watcher_ships_its_entry_module_and_what_it_imports_lazily_too_and_n
     assert shipped_modules(WATCHER_ENTRY, root) == ("__init__.py", "a.py", "b.py", "c.py", "watcher.py")
 
 
+def test_a_subpackage_the_watcher_imports_is_shipped_under_a_dotted_key_and_mounted_at_its_path(tmp_path):
+    root = write_tree(
+        tmp_path,
+        {
+            "workloads/__init__.py": "",
+            "workloads/sub/__init__.py": "from workloads.sub import x\n",
+            "workloads/sub/x.py": "",
+            "workloads/sub/unused.py": "",
+            "workloads/watcher.py": "import workloads.sub\n",
+        },
+    )
+    shipped = shipped_modules(WATCHER_ENTRY, root)
+    assert shipped == ("__init__.py", "sub/__init__.py", "sub/x.py", "watcher.py")
+    assert [config_key(m) for m in shipped] == ["__init__.py", "sub.__init__.py", "sub.x.py", "watcher.py"]
+
+
 @pytest.mark.parametrize(
     ("files", "says"),
     [
@@ -49,14 +84,6 @@ def test_the_watcher_ships_its_entry_module_and_what_it_imports_lazily_too_and_n
             },
             "workloads.watcher imports infra, which is not in workloads/",
         ),
-        (
-            {
-                "workloads/sub/__init__.py": "",
-                "workloads/sub/x.py": "",
-                "workloads/watcher.py": "import workloads.sub.x\n",
-            },
-            "workloads.watcher imports workloads.sub, in a subpackage of workloads/",
-        ),
     ],
 )
 def test_a_watcher_that_would_need_what_the_configmap_cannot_ship_is_refused(tmp_path, files, says):
@@ -66,13 +93,16 @@ def test_a_watcher_that_would_need_what_the_configmap_cannot_ship_is_refused(tmp
 
 
 def test_the_day_2_cli_and_what_only_it_uses_are_not_shipped_so_editing_them_does_not_roll_the_pod():
-    assert "watcher.py" in WATCHER_MODULES and "preemption.py" in WATCHER_MODULES
+    assert "watcher.py" in WATCHER_MODULES and "recovery/owner_loop.py" in WATCHER_MODULES
+    assert {"recovery/__init__.py", "recovery/classify.py", "recovery/policy.py", "recovery/state_file.py"} <= set(
+        WATCHER_MODULES
+    )
     # The watcher owns the run: it gates each attempt, reads the checkpoints and keeps the ledger.
     assert {"run_owner.py", "acceptance_gate.py", "checkpoints.py", "ledger.py"} <= set(WATCHER_MODULES)
     # The CLI lived in workloads/__main__.py and was shipped; the dashboard proxy and the hook are the CLI's and
     # the deploy's.
     assert not {"__main__.py", "dashboard.py", "hook.py"} & set(WATCHER_MODULES)
-    assert set(watcher_files()) == set(WATCHER_MODULES)
+    assert set(watcher_files()) == {config_key(m) for m in WATCHER_MODULES}
 
 
 # ----------------------------------------------------------------------------- the gang wait's grants
@@ -135,3 +165,145 @@ def test_without_a_gang_wait_the_watcher_has_no_role_and_no_api_token(stack):
     assert not [r.name for r in plan.resources if r.type.startswith(RBAC)], stack
     watcher = plan.one("kubernetes:apps/v1:Deployment", "preemption-watcher-deployment")
     assert watcher.inputs["spec"]["template"]["spec"]["automountServiceAccountToken"] is False
+
+
+# ----------------------------------------------------------------------------- the component under mocks
+
+
+def watcher_of(stack: str = "dev", **recovery):
+    from jobctl.stack import load_stack
+
+    cfg = load_stack(stack).config
+    if recovery:
+        cfg = cfg.model_copy(update={"recovery": cfg.recovery.model_copy(update=recovery)})
+    ray = SimpleNamespace(namespace=cfg.ray.namespace, cluster_name="nemo-rl", head_service="nemo-rl-head-svc")
+
+    def build():
+        return build_preemption_watcher(
+            stack_job_spec(stack, cfg, wandb_key_set=False),
+            cfg,
+            ray=ray,
+            system_pool_name=f"{stack}-system",
+            gpu_pool=SimpleNamespace(node_count=cfg.gpu_pool.node_count, gpus_per_node=8),
+            lustre_claim="lustre",
+            gate_plan=gate_plan_for_stack(cfg, SimpleNamespace(node_count=cfg.gpu_pool.node_count, gpus_per_node=8)),
+        )
+
+    return cfg, record(build)
+
+
+def test_the_watcher_objects_are_valid_kubernetes_objects_holding_no_secret():
+    cfg, rec = watcher_of()
+    (component,) = rec.by_type(COMPONENT_TYPE)
+    cm, dep = rec.one("kubernetes:core/v1:ConfigMap"), rec.one("kubernetes:apps/v1:Deployment")
+    sa = rec.one("kubernetes:core/v1:ServiceAccount")
+    for reg in (cm, dep, sa):
+        assert not schema_problems(k8s_doc(reg), reg.name)
+        assert reg.parent == component.urn
+        assert SIG_KEY not in json.dumps(reg.raw_inputs), f"{reg.name} carries a secret"
+    # No secret reaches the pod: no Secret volume or env reference, and a spec without secret variables.
+    deployment_text = json.dumps(k8s_doc(dep))
+    for word in ("secretRef", "secretKeyRef", '"secret"', "envFrom", *SECRET_ENV_NAMES):
+        assert word not in deployment_text, word
+    spec_env = json.loads(k8s_doc(cm)["data"][SPEC_KEY])["runtime_env"].get("env_vars", {})
+    assert not SECRET_ENV_NAMES & set(spec_env)
+
+    spec = stack_job_spec("dev", cfg, wandb_key_set=False)
+    data = k8s_doc(cm)["data"]
+    assert json.loads(data[SPEC_KEY]) == spec.to_dict()  # the same job the deploy submits
+    assert set(data) == {*map(config_key, WATCHER_MODULES), SPEC_KEY, RUN_KEY}
+    # The run's plain plan-time values: the checkpoints as the pod sees them, the pool and its price.
+    run = json.loads(data[RUN_KEY])
+    assert (
+        run["checkpoint_dir"] == "/checkpoints/dev/qwen2.5-1.5b-gsm8k/Qwen_Qwen2.5-1.5B-Instruct-seq512-dtensor-tp1-pp1"
+    )
+    assert spec.entrypoint.count("checkpointing.checkpoint_dir=/lustre" + run["checkpoint_dir"]) == 1  # the job's own
+    assert run["node_count"] == 1
+    assert run["gate_policy"] == cfg.gate_policy == "warn" and run["gate_plan"]["node_count"] == 1
+    assert run["node_hour_usd"] > 0 and run["budget_usd"] is None and run["save_period"] == 1
+    assert c_cmd(dep)[c_cmd(dep).index("--run-file") + 1] == f"/config/{RUN_KEY}"
+    assert data["recovery.owner_loop.py"] == (ROOT / "workloads" / "recovery" / "owner_loop.py").read_text()
+
+    pod = k8s_doc(dep)["spec"]["template"]["spec"]
+    assert k8s_doc(dep)["spec"]["replicas"] == 1
+    assert pod["nodeSelector"] == {"cloud.google.com/gke-nodepool": "dev-system"}
+    # Its own KSA, not the workload's (which Workload Identity lets write the bucket).
+    assert pod["serviceAccountName"] == k8s_doc(sa)["metadata"]["name"] != cfg.ray.service_account, dep.name
+    assert pod["automountServiceAccountToken"] is False and k8s_doc(sa)["automountServiceAccountToken"] is False, (
+        sa.name
+    )
+    assert k8s_doc(sa)["metadata"]["namespace"] == cfg.ray.namespace, sa.name
+    assert sa.urn in dep.dependencies, f"{dep.name} does not wait for {sa.name}"
+    (c,) = pod["containers"]
+    assert c["image"] == cfg.recipe.image.ref
+    assert c["command"][:3] == ["python", "-m", "workloads.watcher"]
+    assert c["command"][c["command"].index("--address") + 1] == "http://nemo-rl-head-svc.nemo-rl.svc:8265"
+    assert c["command"][c["command"].index("--spec-file") + 1] == f"/config/{SPEC_KEY}"
+    # Only what a person would type: the dashboard and the files; the policy is run.json's.
+    assert c["command"][3:] == [
+        "--address",
+        "http://nemo-rl-head-svc.nemo-rl.svc:8265",
+        "--spec-file",
+        f"/config/{SPEC_KEY}",
+        "--run-file",
+        f"/config/{RUN_KEY}",
+        "--heartbeat-file",
+        HEARTBEAT,
+        "--state-file",
+        "/state/dev.json",
+    ]
+    assert run["recovery"]["max_restarts"] == cfg.recovery.max_restarts
+    assert (
+        c["securityContext"]["allowPrivilegeEscalation"] is False
+        and c["securityContext"]["readOnlyRootFilesystem"] is True
+    )
+    assert c["resources"]["requests"] == {"cpu": "50m", "memory": "256Mi"}
+    assert HEARTBEAT in json.dumps(c["livenessProbe"])
+    # It resubmits only once the pool's GPUs are alive in Ray, and (job.submit) brings back a missing job.
+    assert run["recovery"]["pool_gpus"] == cfg.gpu_pool.node_count * 8
+    assert run["recovery"]["resubmit_missing"] is cfg.job.submit
+    # What it saw lives on Lustre (it outlives a head restart), and only its own directory is mounted.
+    assert c["command"][c["command"].index("--state-file") + 1] == "/state/dev.json"
+    (state,) = [v for v in pod["volumes"] if v["name"] == "state"]
+    assert state == {"name": "state", "persistentVolumeClaim": {"claimName": "lustre"}}
+    # Of Lustre it sees its own directory and the checkpoints (to read steps and remove dead partial saves).
+    mounts = [m for m in c["volumeMounts"] if m["name"] == "state"]
+    assert mounts == [
+        {"name": "state", "mountPath": "/state", "subPath": ".nemo-rl-gke/watcher"},
+        {"name": "state", "mountPath": "/checkpoints", "subPath": "checkpoints"},
+    ]
+    (code,) = [v for v in pod["volumes"] if v["name"] == "code"]
+    assert code["configMap"]["name"] == cm.inputs["metadata"].get("name", cm.name)
+    assert {i["path"] for i in code["configMap"]["items"]} == {
+        *(f"workloads/{m}" for m in WATCHER_MODULES),
+        SPEC_KEY,
+        RUN_KEY,
+    }
+
+
+def c_cmd(dep) -> list[str]:
+    return k8s_doc(dep)["spec"]["template"]["spec"]["containers"][0]["command"]
+
+
+def test_recovery_can_be_switched_off_and_changes_reach_the_run_file_and_the_liveness_probe():
+    _, rec = watcher_of(enabled=False)
+    assert rec.result is None and not rec.resources
+    _, rec = watcher_of(max_restarts=3, check_interval_seconds=200)
+    run = json.loads(k8s_doc(rec.one("kubernetes:core/v1:ConfigMap"))["data"][RUN_KEY])
+    assert (run["recovery"]["max_restarts"], run["recovery"]["check_interval_seconds"]) == (3, 200.0)
+    (c,) = k8s_doc(rec.one("kubernetes:apps/v1:Deployment"))["spec"]["template"]["spec"]["containers"]
+    assert c["livenessProbe"]["initialDelaySeconds"] == 600  # three looks of 200 s, above the 300 s floor
+
+
+def test_the_recovery_config_is_validated():
+    from infra.config import ConfigError, parse
+
+    base = {"project": "my-gcp-project"}
+    cfg = parse(dict(base), "dev").recovery
+    assert (cfg.enabled, cfg.check_interval_seconds, cfg.max_restarts) == (True, 60, 10)
+    with pytest.raises(
+        ConfigError, match=r"nemo-rl-gke:recovery\.maxBackoffSeconds: 60 is below recovery\.backoffSeconds"
+    ):
+        parse({**base, "recovery": {"backoffSeconds": 600, "maxBackoffSeconds": 60}}, "dev")
+    with pytest.raises(ConfigError, match=r"nemo-rl-gke:recovery\.checkIntervalSeconds"):
+        parse({**base, "recovery": {"checkIntervalSeconds": 1}}, "dev")

@@ -45,7 +45,7 @@ DEFAULT_MODULES = (
     "tools/doctor/zone_checks",
     "tools/doctor/network_checks",
     "tools/doctor/check_runner",
-    "workloads/preemption",  # the restart decisions
+    "workloads/recovery/classify",  # the restart decisions
 )
 TESTS_OF = {
     # Helpers of the cluster component without a test module of their own: what decides their output

@@ -45,7 +45,6 @@ def whole_number(low: int, high: Optional[int], allowed: str) -> Callable[[str],
 
 
 positive_int = whole_number(1, None, "a positive whole number")
-non_negative_int = whole_number(0, None, "a whole number, 0 or more")
 port = whole_number(0, 65535, "0 (any free port) to 65535")
 
 

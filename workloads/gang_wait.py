@@ -13,7 +13,7 @@ A gang may come from several rungs (3 spot + 5 on-demand nodes: same zone, machi
 the result says how many nodes each rung gave (`GangResult.by_rung`), for the owner's status and ledger (which
 prices each rung's nodes at its own price: `mix_counts`).
 
-How it plugs in: the preemption watcher (`workloads/preemption.py` `Watcher`, the run's owner in the
+How it plugs in: the preemption watcher (`workloads/recovery/owner_loop.py` `Watcher`, the run's owner in the
 cluster) looks once per step, before it submits an attempt (the first, and each after a preemption), with
 `look_at_gang`: its loop must not block, so the wait is the watcher's own steps, bounded by the time it
 recorded in the run ledger when the wait began (`workloads/ledger.py` `GangWait`, on Lustre: a restarted

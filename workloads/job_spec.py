@@ -185,7 +185,7 @@ NRL_VIRTUAL_CLUSTER_MAX_RETRIES = 10
 raises ResourceInsufficientError. The default, 6, gives up after 63 s, well before GKE brings back a
 spot node (minutes); 10 waits 2**10 - 1 = 1023 s, about 17 min. The driver reads it from its own
 environment, which the job's runtime env sets. The watcher also waits for the GPUs before it
-resubmits (`workloads.preemption`), so this covers the first submission and a node lost again in
+resubmits (`workloads.recovery`), so this covers the first submission and a node lost again in
 between; a wait that runs out is a capacity wait, not counted as a restart."""
 
 CHECKPOINTS_DIR = "checkpoints"

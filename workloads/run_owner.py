@@ -1,7 +1,7 @@
 """The one owner of a run's life: the acceptance gate, then the training attempt, for every attempt.
 
 Three parties can start training on a stack: the post-deploy hook (`workloads/hook.py`), a user's
-`python -m jobctl submit`, and the preemption watcher (`workloads/preemption.py`). They used to
+`python -m jobctl submit`, and the preemption watcher (`workloads/recovery/`). They used to
 decide alone and race: the watcher could not see the gate's Ray job (it carries only
 `nemo-rl-gke/gate` metadata), so with `resubmit_missing` it submitted attempt 1 beside a running
 gate, which then failed for the wrong reason or let training start before the verdict; and an
@@ -335,6 +335,10 @@ class RunPlan:
     """The RayCluster whose worker group is the gang."""
     ray_worker_group: Optional[str] = None
     """Its GPU worker group (`ray.io/group`)."""
+    recovery: dict[str, Any] = field(default_factory=dict)
+    """The recovery policy (`workloads.recovery.RecoveryPolicy.to_dict`: check interval, restarts, backoff, the
+    pool's GPUs to wait for, `resubmit_missing`); {}: its defaults. Plain values: this module may not import
+    the recovery package, which imports it."""
 
     @property
     def gang_wait(self) -> bool:

@@ -1,23 +1,28 @@
 """The preemption watcher's command, run in the cluster by the PreemptionWatcher Deployment:
 
-    python -m workloads.watcher --address URL --spec-file PATH [--once] [--check-interval S]
-        [--max-restarts N] [--backoff S] [--max-backoff S] [--pool-gpus N] [--resubmit-missing]
-        [--heartbeat-file PATH] [--state-file PATH] [--run-file PATH]
+    python -m workloads.watcher --address URL --spec-file PATH --run-file PATH
+        [--heartbeat-file PATH] [--state-file PATH] [--once] [--check-interval S]
 
 It watches the job of the spec file (`JobSpec` JSON) on the Ray dashboard at `--address` and
-resubmits it after a spot preemption (`workloads/preemption.py` has the rules). The policy starts
-from `RecoveryPolicy`'s defaults and each flag overrides one value: the Deployment passes the stack's
-`recovery` section as flags (`RecoveryPolicy.cli_args`). `--state-file` keeps what it saw across
-restarts; `--heartbeat-file` is touched after every look, for the liveness probe. `--run-file` is the
-run's plan-time values (`workloads.run_owner.RunPlan`, the ConfigMap's run.json): the gate each
-resubmission passes first, where the checkpoints are, the node-hour price and budget of the run ledger,
-and the gang wait (`gpuPool.capacity`: the bounded wait for every GPU worker before an attempt,
+resubmits it after a spot preemption (`workloads/recovery/` has the rules). Everything it is told about
+the run comes from ONE file, `--run-file`: the run's plan-time values (`workloads.run_owner.RunPlan`, the
+ConfigMap's run.json, built once by `infra.run_plan.run_plan_for_stack`): the recovery policy (check
+interval, restarts, backoff, the pool's GPUs to wait for, whether a missing job is submitted), the gate
+each resubmission passes first, where the checkpoints are, the node-hour price and budget of the run
+ledger, and the gang wait (`gpuPool.capacity`: the bounded wait for every GPU worker before an attempt,
 `workloads/gang_wait.py`), which reads the worker pods through the Kubernetes API with the pod's own
-service-account token (`gang_view`).
+service-account token (`gang_view`). Without `--run-file`: the policy's defaults, no gate, no prices.
+
+The other flags are the ones a person types: where the dashboard and the files are, `--state-file`
+(what it saw, kept across restarts), `--heartbeat-file` (touched after every look, for the liveness
+probe), `--once` (look once, act if needed, print the decision and exit: to see what the watcher would
+do) and `--check-interval` (look more or less often while you watch it yourself). The restart cap, the
+backoff and the GPUs to wait for are the stack's (`recovery.*`, `gpuPool`, `job.submit`): change them in
+the stack file, which `pulumi up` and `python -m jobctl watch` both read.
 
 The day-2 CLI's `watch` (`python -m jobctl watch --stack NAME`) runs the same loop from the user's
-machine, on the stack's spec and recovery policy, with the same flags (`add_policy_flags`, `watch`), but
-without the gang wait: the Kubernetes API it reads is the in-cluster one.
+machine, on the run plan `pulumi up` ships (`run_plan_for_stack`, or `--run-file`), with the same flags
+(`add_watch_flags`, `watch`), but without the gang wait: the Kubernetes API it reads is the in-cluster one.
 
 What ships: `infra/watcher_deployment.py` puts this module and exactly the `workloads` modules it
 imports (lazy imports included) into the watcher's ConfigMap, so only an edit to one of those rolls
@@ -38,7 +43,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, TextIO
 
-from workloads import cli_args, exit_codes, preemption
+from workloads import cli_args, exit_codes, recovery
 from workloads.job_spec import JobSpec
 from workloads.run_owner import RunPlan
 
@@ -46,65 +51,34 @@ if TYPE_CHECKING:
     from workloads.gang_wait import GangView
 
 
-def add_policy_flags(p: argparse.ArgumentParser) -> None:
-    """The flags of one watch: each overrides one value of the recovery policy, or says where to keep state."""
+def add_watch_flags(p: argparse.ArgumentParser) -> None:
+    """The flags of one watch a person types (the module docstring says why no others)."""
     p.add_argument("--once", action="store_true", help="look once, act if needed, print the decision and exit")
     p.add_argument(
         "--check-interval",
         type=cli_args.seconds(positive=True),
-        help="seconds between looks; default recovery.checkIntervalSeconds",
-    )
-    p.add_argument(
-        "--max-restarts",
-        type=cli_args.non_negative_int,
-        help="consecutive automatic restarts; default recovery.maxRestarts",
-    )
-    p.add_argument(
-        "--backoff",
-        type=cli_args.seconds(positive=False),
-        help="seconds before the first restart, doubling; default recovery.backoffSeconds",
-    )
-    p.add_argument(
-        "--max-backoff",
-        type=cli_args.seconds(positive=False),
-        help="cap of the doubled wait; default recovery.maxBackoffSeconds",
+        help="seconds between looks; default the run plan's (recovery.checkIntervalSeconds)",
     )
     p.add_argument("--heartbeat-file", help="file touched after every look (for a liveness probe)")
-    p.add_argument(
-        "--pool-gpus",
-        type=cli_args.non_negative_int,
-        metavar="N",
-        help="resubmit only when Ray has N GPUs alive; default the stack's pool (0: do not wait)",
-    )
-    p.add_argument(
-        "--resubmit-missing",
-        action="store_true",
-        help="submit the spec when the cluster has no job of it (job.submit on; default from the stack)",
-    )
     p.add_argument(
         "--state-file", help="where the watcher keeps what it saw, to survive its own and the head's restarts"
     )
     p.add_argument(
         "--run-file",
         metavar="PATH",
-        help="RunPlan JSON (gate, checkpoint dir, price, budget; the in-cluster watcher's run.json)",
+        help="RunPlan JSON: recovery policy, gate, checkpoint dir, price, budget (the in-cluster watcher's run.json)",
     )
 
 
-def with_flags(policy: preemption.RecoveryPolicy, args: argparse.Namespace) -> preemption.RecoveryPolicy:
-    """`policy` with the values the flags of `add_policy_flags` set; a combination it refuses is a usage error."""
-    changes = {
-        "check_interval_seconds": args.check_interval,
-        "max_restarts": args.max_restarts,
-        "backoff_seconds": args.backoff,
-        "max_backoff_seconds": args.max_backoff,
-        "pool_gpus": args.pool_gpus,
-        "resubmit_missing": True if args.resubmit_missing else None,
-    }
+def policy_of(run: RunPlan, args: argparse.Namespace) -> recovery.RecoveryPolicy:
+    """The run plan's recovery policy with `--check-interval`, if given; a value it refuses is a usage error."""
     try:
-        return dataclasses.replace(policy, **{k: v for k, v in changes.items() if v is not None})
-    except ValueError as err:
+        policy = recovery.RecoveryPolicy.from_dict(run.recovery)
+        if args.check_interval is not None:
+            policy = dataclasses.replace(policy, check_interval_seconds=args.check_interval)
+    except (ValueError, TypeError) as err:
         raise cli_args.UsageError(f"watch: {err}") from None
+    return policy
 
 
 def load_run_file(path: Optional[str]) -> RunPlan:
@@ -142,14 +116,15 @@ def gang_view(run: RunPlan, out: TextIO) -> Optional["GangView"]:
 def watch(
     connect: Callable[[], Any],
     spec: JobSpec,
-    policy: preemption.RecoveryPolicy,
     args: argparse.Namespace,
     out: TextIO,
     run: Optional[RunPlan] = None,
 ) -> int:
-    """Watch `spec`'s job on the dashboard `connect` reaches, under `policy` and the flags of `add_policy_flags`;
-    `run` (default: `--run-file`'s) gates each resubmission, bounds its gang wait and prices the run ledger."""
+    """Watch `spec`'s job on the dashboard `connect` reaches, with the flags of `add_watch_flags`; `run`
+    (default: `--run-file`'s) holds the recovery policy, gates each resubmission, bounds its gang wait and
+    prices the run ledger."""
     run = run if run is not None else load_run_file(args.run_file)
+    policy = policy_of(run, args)
     heartbeat = Path(args.heartbeat_file) if args.heartbeat_file else None
     client = connect() if args.once else _connect_until_reachable(connect, policy, heartbeat, out)
     out.write(
@@ -160,14 +135,12 @@ def watch(
     out.flush()
     state = Path(args.state_file) if args.state_file else None
     gang = gang_view(run, out)
-    preemption.watch(
-        client, spec, policy, once=args.once, out=out, heartbeat=heartbeat, state=state, run=run, gang=gang
-    )
+    recovery.watch(client, spec, policy, once=args.once, out=out, heartbeat=heartbeat, state=state, run=run, gang=gang)
     return exit_codes.OK
 
 
 def _connect_until_reachable(
-    connect: Callable[[], Any], policy: preemption.RecoveryPolicy, heartbeat: Optional[Path], out: TextIO
+    connect: Callable[[], Any], policy: recovery.RecoveryPolicy, heartbeat: Optional[Path], out: TextIO
 ) -> Any:
     """The watcher may start before the Ray head (or outlive a head restart): keep trying."""
     # Lazily: the CLI's parser imports this module, and `python -m jobctl submit --dry-run` never loads Ray.
@@ -176,7 +149,7 @@ def _connect_until_reachable(
     reported = False
     while True:
         if heartbeat is not None:
-            preemption._touch(heartbeat)
+            recovery.touch(heartbeat)
         try:
             return connect()
         except (submit.DashboardUnreachable, submit.DashboardError) as err:
@@ -204,13 +177,13 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--address", required=True, help="Ray dashboard URL, e.g. http://nemo-rl-head-svc.nemo-rl.svc:8265")
     p.add_argument("--spec-file", required=True, metavar="PATH", help="the JobSpec JSON to watch")
-    add_policy_flags(p)
+    add_watch_flags(p)
     return p
 
 
 def _load_spec(path: str) -> JobSpec:
     try:
-        return preemption.load_spec_file(path)
+        return recovery.load_spec_file(path)
     except (OSError, ValueError, KeyError) as err:
         raise exit_codes.CommandError(f"--spec-file {path}: {err}") from None
 
@@ -225,8 +198,7 @@ def main(argv: Optional[list[str]] = None, out: Optional[TextIO] = None, err: Op
     def body() -> int:
         args = parser().parse_args(argv)
         spec = _load_spec(args.spec_file)
-        policy = with_flags(preemption.RecoveryPolicy(), args)
-        return watch(lambda: connect_address(args.address), spec, policy, args, out)
+        return watch(lambda: connect_address(args.address), spec, args, out)
 
     return exit_codes.run(body, err)
 

@@ -1,4 +1,4 @@
-"""`recovery`: spot-preemption recovery by the in-cluster watcher (workloads/preemption.py)."""
+"""`recovery`: spot-preemption recovery by the in-cluster watcher (workloads/recovery/)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from infra.config.errors import KeyedValueError
 
 
 class RecoveryConfig(Model):
-    """Spot-preemption recovery: the in-cluster watcher that resubmits a preempted job (workloads/preemption.py)."""
+    """Spot-preemption recovery: the in-cluster watcher that resubmits a preempted job (workloads/recovery/)."""
 
     enabled: bool = Field(
         True,

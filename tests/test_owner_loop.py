@@ -1,0 +1,277 @@
+"""The run owner's loop (workloads/recovery/owner_loop.py): `Watcher` on a fake job table, and `watch` on the
+local Ray head (a job that SIGKILLs itself stands in for a preempted one). The pod's command run from the
+ConfigMap's files is tests/test_watcher.py."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import os
+import signal
+import time
+
+import pytest
+from gate_support import FakeClient, python_job
+from ray.job_submission import JobDetails, JobStatus
+from ray_head import JOB_TIMEOUT
+
+from workloads import submit as jobs
+from workloads.job_spec import META_ATTEMPT
+from workloads.recovery import (
+    META_AUTO_RESTARTS,
+    META_CAPACITY_WAITS,
+    Action,
+    Cause,
+    RecoveryPolicy,
+    StateFile,
+    Watcher,
+    watch,
+)
+
+pytestmark = pytest.mark.filterwarnings("ignore:ssl=None is deprecated:DeprecationWarning")
+
+FAST = RecoveryPolicy(check_interval_seconds=0.2, max_restarts=2, backoff_seconds=0, max_backoff_seconds=0)
+TRACEBACK = 'Traceback (most recent call last):\n  File "run_grpo.py", line 3, in <module>\n'
+
+
+def info(
+    status="FAILED",
+    *,
+    message="",
+    error_type="JOB_ENTRYPOINT_COMMAND_ERROR",
+    exit_code=1,
+    end_ms=1_000_000,
+    sid="j",
+    meta=None,
+):
+    return JobDetails(
+        type="SUBMISSION",
+        entrypoint="python run_grpo.py",
+        status=status,
+        message=message,
+        error_type=error_type if status == "FAILED" else None,
+        driver_exit_code=exit_code if status == "FAILED" else None,
+        start_time=end_ms - 5000,
+        end_time=end_ms if status in ("FAILED", "STOPPED", "SUCCEEDED") else None,
+        submission_id=sid,
+        metadata=meta or {},
+    )
+
+
+def test_a_job_the_cluster_forgot_is_resubmitted_after_the_backoff_with_its_attempt_counted_on():
+    spec = python_job("t-lost", "pass")
+    running = info(
+        "RUNNING", sid=f"{spec.submission_id}-r3", meta={**spec.metadata, META_ATTEMPT: "3", META_AUTO_RESTARTS: "2"}
+    )
+    client = FakeClient([running])
+    now = [100.0]
+    watcher = Watcher(client, spec, RecoveryPolicy(60, 5, 30, 30), clock=lambda: now[0])
+    assert watcher.step().action is Action.WAIT
+    client.jobs = []  # the head restarted without its job table
+    lost = watcher.step()
+    assert lost.action is Action.WAIT and lost.cause is Cause.PREEMPTION and lost.not_before == 130.0
+    now[0] = 131.0
+    assert watcher.step().action is Action.RESUBMIT
+    (sub,) = client.submitted
+    assert sub["submission_id"] == f"{spec.submission_id}-r4"
+    assert sub["metadata"][META_ATTEMPT] == "4" and sub["metadata"][META_AUTO_RESTARTS] == "3"
+    assert (sub["entrypoint"], sub["runtime_env"]) == (spec.entrypoint, spec.runtime_env)
+
+
+def test_a_newer_job_of_another_spec_supersedes_the_watched_one():
+    spec = python_job("t-super", "pass")
+    old = info(exit_code=137, sid=spec.submission_id, meta=dict(spec.metadata), end_ms=1_000_000)
+    other = python_job("t-super", "pass  # v2")
+    new = info("RUNNING", sid=other.submission_id, meta=dict(other.metadata), end_ms=2_000_000)
+    client = FakeClient([old, new])
+    decision = Watcher(client, spec, FAST).step()
+    assert decision.action is Action.DONE and other.submission_id in decision.reason and not client.submitted
+
+
+# ------------------------------------------------------------------------------ on the local Ray head
+
+
+def run_watch(client, spec, policy=FAST, timeout=3 * JOB_TIMEOUT):
+    """Watch until done or given up; up to three attempts (the restart cap), each a job start."""
+    out = io.StringIO()
+    deadline = time.monotonic() + timeout
+
+    def sleep(seconds: float) -> None:
+        assert time.monotonic() < deadline, f"watch did not settle:\n{out.getvalue()}"
+        time.sleep(seconds)
+
+    final = watch(client, spec, policy, sleep=sleep, out=out, until=lambda d: d.action in (Action.DONE, Action.GIVE_UP))
+    return final, out.getvalue()
+
+
+def preempted_once(ckpt_dir: str) -> str:
+    """First run: writes step_1 then dies of SIGTERM (its pod stopped); a rerun finds step_1 and finishes."""
+    return (
+        "import os, signal, sys\n"
+        f"d = {ckpt_dir!r}\n"
+        "steps = sorted(os.listdir(d))\n"
+        "if steps:\n"
+        "    print('resuming from', steps[-1], flush=True); sys.exit(0)\n"
+        "os.makedirs(os.path.join(d, 'step_1'))\n"
+        "print('saved step_1, now the node goes away', flush=True)\n"
+        "os.kill(os.getpid(), signal.SIGTERM)\n"
+    )
+
+
+def test_a_preempted_job_is_resubmitted_with_the_same_checkpoint_dir_and_resumes(client, tmp_path):
+    spec = python_job("t-preempt", preempted_once(str(tmp_path)))
+    jobs.submit(client, spec)
+    final, log = run_watch(client, spec)
+    assert final.action is Action.DONE and "succeeded" in final.reason, log
+    listed = jobs.list_jobs(client, "t-preempt")
+    assert [j.submission_id for j in listed] == [spec.submission_id, f"{spec.submission_id}-r2"]
+    first, second = listed
+    assert (first.status, first.driver_exit_code) == (JobStatus.FAILED, 143)
+    assert second.status == JobStatus.SUCCEEDED
+    assert second.entrypoint == first.entrypoint and second.runtime_env == first.runtime_env
+    assert (second.metadata[META_ATTEMPT], second.metadata[META_AUTO_RESTARTS]) == ("2", "1")
+    assert "resuming from step_1" in "".join(jobs.logs(client, second.submission_id))
+    assert (
+        "attempt 1 failed, preemption-like (the driver was killed by SIGTERM (exit code 143): its pod was stopped); "
+        "restart 1 of 2: "
+        f"resubmitted as {spec.submission_id}-r2"
+    ) in log
+
+
+def test_a_running_job_killed_from_outside_is_resubmitted_and_resumes(client, tmp_path):
+    # As a spot preemption does it: the job is RUNNING, mid-step, and something else kills its process.
+    ckpt, pid_file = tmp_path / "ckpt", tmp_path / "driver.pid"
+    code = (
+        "import os, sys, time\n"
+        f"d, p = {str(ckpt)!r}, {str(pid_file)!r}\n"
+        "os.makedirs(d, exist_ok=True)\n"
+        "if os.listdir(d):\n"
+        "    print('resuming from', sorted(os.listdir(d))[-1], flush=True); sys.exit(0)\n"
+        "os.makedirs(os.path.join(d, 'step_1'))\n"
+        "open(p + '.tmp', 'w').write(str(os.getpid())); os.rename(p + '.tmp', p)\n"
+        "time.sleep(120)\n"
+    )
+    spec = python_job("t-outside", code)
+    jobs.submit(client, spec)
+    assert (
+        jobs.wait(client, spec.submission_id, until={JobStatus.RUNNING}, timeout=JOB_TIMEOUT, poll_interval=0.2)
+        == JobStatus.RUNNING
+    )
+    deadline = time.monotonic() + JOB_TIMEOUT
+    while not pid_file.exists():
+        assert time.monotonic() < deadline, "the job never wrote its pid"
+        time.sleep(0.1)
+    os.kill(int(pid_file.read_text()), signal.SIGTERM)
+    final, log = run_watch(client, spec)
+    assert final.action is Action.DONE and "succeeded" in final.reason, log
+    first, second = jobs.list_jobs(client, "t-outside")
+    assert (first.status, second.status) == (JobStatus.FAILED, JobStatus.SUCCEEDED), log
+    assert second.submission_id == f"{spec.submission_id}-r2" and second.entrypoint == first.entrypoint
+    assert second.metadata[META_ATTEMPT] == "2"
+    assert "resuming from step_1" in "".join(jobs.logs(client, second.submission_id))
+
+
+def test_an_application_error_is_not_restarted_even_with_preempt_in_its_log(client):
+    # "preempt" anywhere in a log (a config dump, a user's print) is no preemption: Ray's node table
+    # (real, on this head) shows no GPU node lost, so the watcher gives up instead of restarting.
+    spec = python_job(
+        "t-apperr",
+        "print('policy: {preemption_grace_s: 30}, the last run was preempted', flush=True)\n"
+        "raise RuntimeError('bad config value')",
+    )
+    jobs.submit(client, spec)
+    final, log = run_watch(client, spec)
+    assert (final.action, final.cause) == (Action.GIVE_UP, Cause.APPLICATION), log
+    assert "exit code 1" in final.reason
+    assert "preempted" in jobs.info(client, spec.submission_id).message
+    assert [j.submission_id for j in jobs.list_jobs(client, "t-apperr")] == [spec.submission_id]
+
+
+def test_a_driver_sigkilled_on_the_head_is_an_out_of_memory_kill_and_not_restarted(client):
+    spec = python_job("t-headoom", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)")
+    jobs.submit(client, spec)
+    final, log = run_watch(client, spec)
+    assert (final.action, final.cause) == (Action.GIVE_UP, Cause.APPLICATION), log
+    assert "killed by SIGKILL (exit code 137): an out-of-memory kill on the head" in final.reason
+    assert "raise ray.headMemoryGib" in final.reason
+    assert [j.submission_id for j in jobs.list_jobs(client, "t-headoom")] == [spec.submission_id]
+
+
+def test_restarts_stop_at_the_maximum(client):
+    spec = python_job("t-cap", "import os, signal; os.kill(os.getpid(), signal.SIGTERM)")
+    jobs.submit(client, spec)
+    # A cap of 1, not FAST's 2: one Ray job less (each is a fresh Ray worker), and an off-by-one still shows.
+    final, log = run_watch(client, spec, policy=dataclasses.replace(FAST, max_restarts=1))
+    assert final.action is Action.GIVE_UP and "maximum is 1" in final.reason, log
+    listed = jobs.list_jobs(client, "t-cap")
+    assert [j.submission_id for j in listed] == [spec.submission_id, f"{spec.submission_id}-r2"]
+    assert all(j.status == JobStatus.FAILED and j.driver_exit_code == 143 for j in listed)
+
+
+def test_a_job_stopped_by_a_user_is_not_restarted(client):
+    spec = python_job("t-userstop", "import time; time.sleep(60)")
+    jobs.submit(client, spec)
+    jobs.wait(client, spec.submission_id, until={JobStatus.RUNNING}, timeout=JOB_TIMEOUT, poll_interval=0.2)
+    jobs.stop(client, spec.submission_id)
+    final, log = run_watch(client, spec)
+    assert final.action is Action.DONE and "stopped on purpose" in final.reason, log
+    assert [j.submission_id for j in jobs.list_jobs(client, "t-userstop")] == [spec.submission_id]
+
+
+# NeMo-RL's placement wait running out (nemo_rl/distributed/virtual_cluster.py at v0.4.0 ... v0.7.0): what
+# a job resubmitted before the replacement spot node is back ends with.
+CAPACITY_FAILURE = (
+    "class ResourceInsufficientError(Exception): pass\n"
+    "print('Not enough GPUs available. Requested 8 GPUs, but only 0 are available in the cluster.')\n"
+    "print('Retrying placement group creation... 10/10. Next retry in 512 seconds.', flush=True)\n"
+    "raise ResourceInsufficientError('Maximum number of retries reached (10). Cluster resources may be insufficient')\n"
+)
+
+
+def test_a_capacity_wait_on_the_head_waits_for_the_gpus_then_resubmits_without_counting_a_restart(client):
+    spec = python_job("t-capacity", CAPACITY_FAILURE)
+    # The third attempt, after two restarts: the cap (FAST: 2) would end a preemption-like failure here.
+    job_id, _ = jobs.submit_attempt(client, spec, 3, {META_AUTO_RESTARTS: "2"})
+    assert jobs.wait(client, job_id, timeout=JOB_TIMEOUT, poll_interval=0.2) == JobStatus.FAILED
+    # The local head has no GPUs: with the pool's GPUs not alive in Ray, nothing is submitted.
+    waiting = Watcher(client, spec, dataclasses.replace(FAST, pool_gpus=8)).step()
+    assert (waiting.action, waiting.cause) == (Action.WAIT, Cause.CAPACITY), waiting
+    assert waiting.reason.endswith("waiting for the GPU pool, 0 of 8 GPUs alive in Ray"), waiting.reason
+    assert [j.submission_id for j in jobs.list_jobs(client, "t-capacity")] == [job_id]
+    # Once they are (a pool of 0 GPUs stands in), the same spec is resubmitted, the restart count unchanged.
+    go = Watcher(client, spec, FAST).step()
+    assert (go.action, go.cause) == (Action.RESUBMIT, Cause.CAPACITY), go
+    newest = jobs.list_jobs(client, "t-capacity")[-1]
+    assert newest.submission_id == f"{spec.submission_id}-r4"
+    assert (newest.metadata[META_AUTO_RESTARTS], newest.metadata[META_CAPACITY_WAITS]) == ("2", "1")
+
+
+def test_a_watcher_restarted_with_the_head_finds_the_job_lost_from_its_state_file_and_resubmits(client, tmp_path):
+    policy = dataclasses.replace(FAST, resubmit_missing=True)
+    state = StateFile(tmp_path / "lustre" / ".nemo-rl-gke" / "watcher" / "t-restart.json")
+    spec = python_job("t-restart", "import time; time.sleep(60)")
+    jobs.submit(client, spec)
+    assert (
+        jobs.wait(client, spec.submission_id, until={JobStatus.RUNNING}, timeout=JOB_TIMEOUT, poll_interval=0.2)
+        == JobStatus.RUNNING
+    )
+    assert Watcher(client, spec, policy, state=state).step().action is Action.WAIT  # sees it running, records it
+    assert json.loads(state.path.read_text())["submission_id"] == spec.submission_id
+    # The head restarts without GCS fault tolerance: its job table is empty (stop + delete stand in for it).
+    jobs.stop(client, spec.submission_id)
+    jobs.wait(client, spec.submission_id, timeout=JOB_TIMEOUT, poll_interval=0.2)
+    client.delete_job(spec.submission_id)
+    assert jobs.list_jobs(client, "t-restart") == []
+    # A watcher with nothing recorded and job.submit off has nothing to go on.
+    assert Watcher(client, spec, FAST).step().action is Action.WAIT
+    # The restarted watcher reads what it saw: the running attempt 1 is lost, attempt 2 is submitted.
+    decision = Watcher(client, spec, policy, state=state).step()
+    assert (decision.action, decision.cause) == (Action.RESUBMIT, Cause.PREEMPTION), decision
+    (again,) = jobs.list_jobs(client, "t-restart")
+    try:
+        assert again.submission_id == f"{spec.submission_id}-r2" and again.entrypoint == spec.entrypoint
+        assert (again.metadata[META_ATTEMPT], again.metadata[META_AUTO_RESTARTS]) == ("2", "1")
+        assert json.loads(state.path.read_text())["submission_id"] == again.submission_id
+    finally:
+        jobs.stop(client, again.submission_id)

@@ -1,0 +1,69 @@
+"""What the watcher saw across its restarts (workloads/recovery/state_file.py) decides what it does next."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from gate_support import FakeClient, python_job
+from ray.job_submission import JobDetails
+
+from workloads.recovery import (
+    Action,
+    RecoveryPolicy,
+    Seen,
+    StateFile,
+    Watcher,
+)
+
+pytestmark = pytest.mark.filterwarnings("ignore:ssl=None is deprecated:DeprecationWarning")
+
+FAST = RecoveryPolicy(check_interval_seconds=0.2, max_restarts=2, backoff_seconds=0, max_backoff_seconds=0)
+TRACEBACK = 'Traceback (most recent call last):\n  File "run_grpo.py", line 3, in <module>\n'
+
+
+def info(
+    status="FAILED",
+    *,
+    message="",
+    error_type="JOB_ENTRYPOINT_COMMAND_ERROR",
+    exit_code=1,
+    end_ms=1_000_000,
+    sid="j",
+    meta=None,
+):
+    return JobDetails(
+        type="SUBMISSION",
+        entrypoint="python run_grpo.py",
+        status=status,
+        message=message,
+        error_type=error_type if status == "FAILED" else None,
+        driver_exit_code=exit_code if status == "FAILED" else None,
+        start_time=end_ms - 5000,
+        end_time=end_ms if status in ("FAILED", "STOPPED", "SUCCEEDED") else None,
+        submission_id=sid,
+        metadata=meta or {},
+    )
+
+
+def test_what_the_state_file_says_decides_after_a_restart_with_an_empty_job_table(tmp_path):
+    spec = python_job("t-state", "pass")
+    state = StateFile(tmp_path / "t-state.json")
+    policy = dataclasses.replace(FAST, resubmit_missing=True)
+    # Stopped on purpose before the head restarted: not brought back.
+    state.save(Seen(spec.spec_hash, spec.submission_id, 1, 0, status="STOPPED", final=True))
+    client = FakeClient([])
+    assert Watcher(client, spec, policy, state=state).step().action is Action.DONE and not client.submitted
+    # Another spec's record is ignored; with job.submit on, the missing job is submitted as attempt 1.
+    state.save(Seen("0" * 64, "other", 5, 3))
+    decision = Watcher(client, spec, policy, state=state).step()
+    assert decision.action is Action.RESUBMIT and client.submitted[0]["submission_id"] == spec.submission_id
+    assert StateFile(state.path).load(spec.spec_hash).attempt == 1
+    # Another spec's job running on the stack (a submission by hand): ours is not added beside it.
+    other = python_job("t-state", "pass  # v2")
+    busy = FakeClient([info("RUNNING", sid=other.submission_id, meta=dict(other.metadata))])
+    decision = Watcher(busy, spec, policy).step()
+    assert decision.action is Action.WAIT and other.submission_id in decision.reason and not busy.submitted
+    # A torn or foreign file is no record (and no crash).
+    state.path.write_text("{not json")
+    assert state.load(spec.spec_hash) is None

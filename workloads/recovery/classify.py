@@ -1,0 +1,363 @@
+"""Why a FAILED attempt failed, and what the watcher does about it (`classify`, `decide`).
+
+Classifier (`classify`), applied to a FAILED job, first match wins. It reads what Ray 2.x records in
+`JobInfo` (ray/dashboard/modules/job/common.py, job_manager.py, job_supervisor.py of Ray 2.60):
+`error_type` (`JobErrorType`), `driver_exit_code`, and `message`, which for a non-zero exit holds the
+last 20,000 characters of the driver's log, i.e. the traceback; and Ray's node table (the dashboard's
+state API, `/api/v0/nodes`), which keeps dead nodes with their end time and death message.
+
+On Ray 2.46 (the NeMo-RL v0.4.0 image) the server sets no `error_type`; the message its job manager
+writes stands for one instead (`RAY_246_MESSAGES`, `error_type_of`), so rules 1 and 2 hold there too.
+
+1. `error_type` says the job supervisor itself was lost or could not be placed
+   (`JOB_SUPERVISOR_ACTOR_DIED`, `..._UNKNOWN_FAILURE`, `..._START_FAILURE`, `..._START_TIMEOUT`,
+   `..._UNSCHEDULABLE`): the driver's host went away while the head survived -> preemption-like.
+   A job the cluster no longer knows at all (the head restarted and lost its job table) is reported
+   as `JOB_LOST` by the watcher -> preemption-like.
+2. `error_type` is `RUNTIME_ENV_SETUP_FAILURE` or `JOB_ENTRYPOINT_COMMAND_START_ERROR`: the job could
+   not even start; a restart changes nothing -> application.
+3. Node evidence: Ray's node table has a GPU node that died while the attempt ran -> preemption-like
+   (its death message, e.g. the raylet's "received SIGTERM" or the health check's missed heartbeats,
+   is the evidence shown).
+4. The log tail ends in NeMo-RL's own capacity wait (nemo_rl/distributed/virtual_cluster.py, v0.4.0 to
+   v0.7.0): `ResourceInsufficientError` after NRL_VIRTUAL_CLUSTER_MAX_RETRIES tries of "Not enough GPUs
+   available", or "Timed out waiting for placement groups to be ready" (180 s, not retried) ->
+   capacity wait: the GPUs were not back yet. Resubmitted once the GPUs are alive in Ray, and NOT
+   counted as a restart (at most `CAPACITY_WAIT_LIMIT` in a row).
+5. The driver died of a signal (exit code -9/-15 killed directly, or 137/143 = 128+9/15, the way the
+   shell Ray starts the entrypoint with reports its child's signal; checked on Ray 2.60). The driver
+   runs on the Ray head, on the on-demand CPU pool, never on a spot GPU node: SIGKILL (-9/137) there is
+   the out-of-memory kill of the head container -> application (raise `ray.headMemoryGib`); SIGTERM
+   (-15/143) is the head pod being stopped (a drain of its node) -> preemption-like.
+6. Ray's own reports of a lost node in the log tail: `NodeDiedError`, "node has died", "marked dead",
+   "raylet died", `LocalRayletDiedError` -> preemption-like. The word "preempt" is NOT evidence: a
+   config dump or a user's print may contain it; what a node did is read from Ray (rule 3).
+7. The log tail shows memory exhaustion (`OutOfMemoryError`, `NODE_OUT_OF_MEMORY`, "out of memory",
+   "memory pressure") or an actor whose constructor raised ("error raised in its creation task")
+   -> application: the same job would fail the same way.
+8. The log tail shows an actor or worker was lost without saying why (`ActorDiedError`,
+   `RayActorError`, `ActorUnavailableError`, `WorkerCrashedError`, `OwnerDiedError`,
+   `ObjectLostError`, "died unexpectedly", or NCCL seeing its peer vanish: `DistBackendError`,
+   "remote process exited") -> preemption-like. On a spot pool a vanished GPU worker is the common
+   reason; if it was a crash, the restart cap ends it.
+9. Anything else, notably exit code 1 with a plain Python traceback -> application: not restarted.
+
+A STOPPED job was stopped on purpose (`ray job stop`, `python -m jobctl stop`, a new spec
+replacing it): never restarted. SUCCEEDED is done.
+
+A STOPPED job was stopped on purpose (`ray job stop`, `python -m jobctl stop`, a new spec
+replacing it): never restarted. SUCCEEDED is done. The restart cap and backoff are the policy's
+(`workloads/recovery/policy.py`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, Iterable, Mapping, Optional, Sequence
+
+from workloads.recovery.policy import RecoveryPolicy
+
+CAPACITY_WAIT_LIMIT = 24
+"""Capacity waits in a row before giving up: with the GPUs alive in Ray at every resubmission, a job
+that still cannot place them is held back by something a resubmission does not fix (another job on
+the GPUs, a pool smaller than the recipe). 24 x (NeMo-RL's own wait of about 17 min + the backoff)
+is most of a day."""
+LOST = "JOB_LOST"
+"""`error_type` the watcher gives a job it saw before and the cluster no longer knows."""
+NODE_DEATH_SLACK_MS = 120_000
+"""A GPU node that died this long before the attempt's end (or after it) still counts as the cause:
+Ray marks a vanished node dead only after its health checks time out (about 30 s by default), and
+the driver may notice the lost actors first."""
+
+
+class Action(str, Enum):
+    WAIT = "wait"
+    """Nothing to do now: the job runs, or a resubmission waits for its backoff or for the GPUs."""
+    RESUBMIT = "resubmit"
+    GIVE_UP = "give-up"
+    """The job failed and will not be restarted (its own error, or the cap)."""
+    DONE = "done"
+    """The job succeeded, or was stopped on purpose; nothing to recover."""
+
+
+class Cause(str, Enum):
+    PREEMPTION = "preemption-like"
+    CAPACITY = "capacity-wait"
+    """NeMo-RL gave up waiting for GPUs that were not back yet; not counted as a restart."""
+    APPLICATION = "application"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    cause: Cause
+    evidence: str
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: Action
+    reason: str
+    cause: Optional[Cause] = None
+    next_attempt: Optional[int] = None
+    """With RESUBMIT: the attempt number to submit."""
+    not_before: Optional[float] = None
+    """With WAIT during a backoff: when (epoch seconds) the resubmission is due."""
+    restarts: Optional[int] = None
+    """With RESUBMIT: the consecutive automatic restarts the new attempt carries."""
+    capacity_waits: int = 0
+    """With RESUBMIT: the consecutive capacity waits the new attempt carries."""
+
+
+@dataclass(frozen=True)
+class RayNode:
+    """One row of Ray's node table (the dashboard's `/api/v0/nodes`), as far as recovery needs it."""
+
+    node_id: str
+    ip: str
+    alive: bool
+    gpus: float
+    end_ms: Optional[int] = None
+    message: str = ""
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> "RayNode":
+        return cls(
+            node_id=str(row.get("node_id", "")),
+            ip=str(row.get("node_ip", "")),
+            alive=str(row.get("state", "")).upper() == "ALIVE",
+            gpus=float((row.get("resources_total") or {}).get("GPU", 0) or 0),
+            end_ms=int(row["end_time_ms"]) if row.get("end_time_ms") else None,
+            message=str(row.get("state_message") or ""),
+        )
+
+
+def alive_gpus(nodes: Iterable[RayNode]) -> int:
+    """GPUs on ALIVE nodes: what NeMo-RL's placement wait compares with (`ray.cluster_resources()`)."""
+    return int(sum(n.gpus for n in nodes if n.alive))
+
+
+# ------------------------------------------------------------------------------------ classifier
+
+INFRA_ERROR_TYPES = frozenset(
+    {
+        "JOB_SUPERVISOR_ACTOR_DIED",
+        "JOB_SUPERVISOR_ACTOR_UNKNOWN_FAILURE",
+        "JOB_SUPERVISOR_ACTOR_START_FAILURE",
+        "JOB_SUPERVISOR_ACTOR_START_TIMEOUT",
+        "JOB_SUPERVISOR_ACTOR_UNSCHEDULABLE",
+        LOST,
+    }
+)
+APPLICATION_ERROR_TYPES = frozenset({"RUNTIME_ENV_SETUP_FAILURE", "JOB_ENTRYPOINT_COMMAND_START_ERROR"})
+SIGNAL_EXIT_CODES = {-9: "SIGKILL", -15: "SIGTERM", 137: "SIGKILL", 143: "SIGTERM"}
+HEAD_OOM_EXIT_CODES = frozenset({-9, 137})
+"""The driver runs on the Ray head (KubeRay's head pod on the on-demand CPU pool: Ray's job manager
+places the supervisor on the head unless RAY_JOB_ALLOW_DRIVER_ON_WORKER_NODES, ray/dashboard/modules/job/
+job_manager.py), which no spot preemption takes: a SIGKILLed driver is the kernel's out-of-memory kill
+of the head container's memory cgroup. Restarting gives the same kill; raising ray.headMemoryGib does not."""
+
+# Ray 2.46 (the NeMo-RL v0.4.0 image) sets no `error_type`: the job manager says what happened in the
+# message only. Each prefix is the start of one f-string of ray/dashboard/modules/job/job_manager.py at
+# ray-2.46.0 (lines 174, 234, 261, 274, 285, 572), with the error type later Rays give the same case;
+# the recorded messages are tests/reference/ray-2.46.0/job_failure_messages.json. Matched only at the
+# start of a message with no driver exit code, never in a driver's log tail.
+RAY_246_MESSAGES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"Job supervisor actor failed to start within "), "JOB_SUPERVISOR_ACTOR_START_TIMEOUT"),
+    (re.compile(r"Unexpected error occurred: failed to get job supervisor\."), "JOB_SUPERVISOR_ACTOR_START_FAILURE"),
+    (re.compile(r"runtime_env setup failed: "), "RUNTIME_ENV_SETUP_FAILURE"),
+    (re.compile(r"Job supervisor actor could not be scheduled: "), "JOB_SUPERVISOR_ACTOR_UNSCHEDULABLE"),
+    (re.compile(r"Failed to start supervisor actor "), "JOB_SUPERVISOR_ACTOR_START_FAILURE"),
+    # Ray 2.46 reports the supervisor's ActorDiedError here too (later Rays split it off: line 305 at 2.60).
+    (re.compile(r"Unexpected error occurred: The actor died"), "JOB_SUPERVISOR_ACTOR_DIED"),
+    (re.compile(r"Unexpected error occurred: "), "JOB_SUPERVISOR_ACTOR_UNKNOWN_FAILURE"),
+)
+
+
+def error_type_of(info: Any) -> Optional[str]:
+    """Ray's `error_type`, or on a Ray that sets none (2.46) the type its job manager's message stands for."""
+    error_type = value_of(getattr(info, "error_type", None))
+    if error_type is not None or getattr(info, "driver_exit_code", None) is not None:
+        return error_type
+    message = str(getattr(info, "message", None) or "")
+    return next((kind for pattern, kind in RAY_246_MESSAGES if pattern.match(message)), None)
+
+
+_CAPACITY = re.compile(r"ResourceInsufficientError|Timed out waiting for placement groups to be ready")
+_NODE_LOSS = re.compile(
+    r"NodeDiedError|\bnode (?:has |had )?died|marked (?:as )?dead|raylet (?:has |had )?died|LocalRayletDiedError",
+    re.IGNORECASE,
+)
+_OWN_FAULT = re.compile(
+    r"OutOfMemoryError|NODE_OUT_OF_MEMORY|out of memory|memory pressure|error raised in its creation task",
+    re.IGNORECASE,
+)
+_ACTOR_LOSS = re.compile(
+    r"ActorDiedError|RayActorError|ActorUnavailableError|WorkerCrashedError|OwnerDiedError|ObjectLostError"
+    r"|died unexpectedly|DistBackendError|remote process exited",
+    re.IGNORECASE,
+)
+
+
+def value_of(x: Any) -> Optional[str]:
+    if x is None:
+        return None
+    return str(getattr(x, "value", x))
+
+
+def gpu_nodes_lost_during(info: Any, nodes: Iterable[RayNode]) -> list[RayNode]:
+    """GPU nodes Ray saw die while the attempt ran (from its start to its end, with `NODE_DEATH_SLACK_MS`)."""
+    start = getattr(info, "start_time", None)
+    end = getattr(info, "end_time", None)
+    if not start or not end:
+        return []
+    return [
+        n
+        for n in nodes
+        if not n.alive and n.gpus > 0 and n.end_ms is not None and start <= n.end_ms <= end + NODE_DEATH_SLACK_MS
+    ]
+
+
+def classify(info: Any, nodes: Sequence[RayNode] = ()) -> Verdict:
+    """Why a FAILED job failed (see the module docstring for the rules and their order).
+
+    `info` is a Ray `JobInfo`/`JobDetails` or anything with `error_type`, `driver_exit_code` and
+    `message` (older Rays lack the first two; they read as None); `nodes` is Ray's node table.
+    """
+    error_type = error_type_of(info)
+    exit_code = getattr(info, "driver_exit_code", None)
+    message = str(getattr(info, "message", None) or "")
+    said = "Ray reports" if value_of(getattr(info, "error_type", None)) else "Ray's message stands for"
+    if error_type in INFRA_ERROR_TYPES:
+        return Verdict(Cause.PREEMPTION, f"{said} {error_type}")
+    if error_type in APPLICATION_ERROR_TYPES:
+        return Verdict(Cause.APPLICATION, f"{said} {error_type}")
+    lost = gpu_nodes_lost_during(info, nodes)
+    if lost:
+        node = lost[0]
+        why = f": {node.message}" if node.message else ""
+        return Verdict(Cause.PREEMPTION, f"Ray lost GPU node {node.ip or node.node_id[:12]} during the attempt{why}")
+    found = _CAPACITY.search(message)
+    if found:
+        return Verdict(Cause.CAPACITY, f"NeMo-RL gave up waiting for GPUs ({found.group(0)!r})")
+    if exit_code in HEAD_OOM_EXIT_CODES:
+        return Verdict(
+            Cause.APPLICATION,
+            f"the driver on the Ray head was killed by SIGKILL (exit code {exit_code}): an out-of-memory kill on the "
+            "head, which no preemption takes; raise ray.headMemoryGib",
+        )
+    if exit_code in SIGNAL_EXIT_CODES:
+        return Verdict(
+            Cause.PREEMPTION,
+            f"the driver was killed by {SIGNAL_EXIT_CODES[exit_code]} (exit code {exit_code}): its pod was stopped",
+        )
+    for pattern, cause in (
+        (_NODE_LOSS, Cause.PREEMPTION),
+        (_OWN_FAULT, Cause.APPLICATION),
+        (_ACTOR_LOSS, Cause.PREEMPTION),
+    ):
+        found = pattern.search(message)
+        if found:
+            return Verdict(cause, f"the log says {found.group(0)!r}")
+    code = f"exit code {exit_code}" if exit_code is not None else "no exit code"
+    return Verdict(Cause.APPLICATION, f"{code}, no sign of a lost node")
+
+
+def decide(
+    info: Any,
+    attempt: int,
+    policy: RecoveryPolicy,
+    now: float,
+    *,
+    restarts: Optional[int] = None,
+    capacity_waits: int = 0,
+    nodes: Sequence[RayNode] = (),
+) -> Decision:
+    """What to do about the newest attempt of the watched spec.
+
+    Args:
+        info: that attempt's `JobInfo`/`JobDetails` (status, message, error_type, driver_exit_code,
+            start_time/end_time in ms), or None when the cluster has no job of the spec.
+        attempt: its attempt number (1 = first submission); 0 with `info` None.
+        policy: the recovery policy.
+        now: the current time, epoch seconds.
+        restarts: consecutive automatic restarts that led to this attempt; default `attempt - 1`.
+        capacity_waits: consecutive capacity waits that led to this attempt.
+        nodes: Ray's node table (node evidence for the classifier).
+    """
+    if info is None:
+        if policy.resubmit_missing:
+            return Decision(
+                Action.RESUBMIT,
+                "the deploy submits this spec (job.submit) but the cluster has no job of it",
+                next_attempt=max(attempt, 0) + 1,
+                restarts=0,
+            )
+        return Decision(Action.WAIT, "no job of this spec on the cluster yet")
+    status = value_of(info.status)
+    if status in ("PENDING", "RUNNING"):
+        return Decision(Action.WAIT, f"attempt {attempt} is {status.lower()}")
+    if status == "SUCCEEDED":
+        return Decision(Action.DONE, f"attempt {attempt} succeeded")
+    if status == "STOPPED":
+        return Decision(Action.DONE, f"attempt {attempt} was stopped on purpose; a stopped job is not restarted")
+    verdict = classify(info, nodes)
+    if verdict.cause is Cause.APPLICATION:
+        return Decision(
+            Action.GIVE_UP, f"attempt {attempt} failed on its own ({verdict.evidence}); not restarted", verdict.cause
+        )
+    done = max(attempt - 1, 0) if restarts is None else restarts
+    ended_ms = getattr(info, "end_time", None) or getattr(info, "start_time", None) or 0
+    if verdict.cause is Cause.CAPACITY:
+        return _after_capacity_wait(verdict, attempt, policy, now, ended_ms / 1000.0, done, capacity_waits)
+    if done >= policy.max_restarts:
+        return Decision(
+            Action.GIVE_UP,
+            f"attempt {attempt} failed, {verdict.cause.value} ({verdict.evidence}), after {done} automatic restart(s); "
+            f"the maximum is {policy.max_restarts}",
+            verdict.cause,
+        )
+    # When the attempt ended (ms); without an end time (older Ray), when it started: never "now",
+    # which would push the resubmission back on every look.
+    due = ended_ms / 1000.0 + policy.backoff(done)
+    if now < due:
+        return Decision(
+            Action.WAIT,
+            f"attempt {attempt} failed, {verdict.cause.value} ({verdict.evidence}); restart {done + 1} of "
+            f"{policy.max_restarts} in {due - now:.0f}s",
+            verdict.cause,
+            not_before=due,
+        )
+    return Decision(
+        Action.RESUBMIT,
+        f"attempt {attempt} failed, {verdict.cause.value} ({verdict.evidence}); restart {done + 1} of "
+        f"{policy.max_restarts}",
+        verdict.cause,
+        next_attempt=attempt + 1,
+        restarts=done + 1,
+    )
+
+
+def _after_capacity_wait(
+    verdict: Verdict, attempt: int, policy: RecoveryPolicy, now: float, ended: float, done: int, capacity_waits: int
+) -> Decision:
+    """`decide` for a capacity wait: resubmitted once the backoff passed, not counted as a restart (the
+    count and its doubling backoff stay as they were), at most `CAPACITY_WAIT_LIMIT` times in a row."""
+    if capacity_waits >= CAPACITY_WAIT_LIMIT:
+        return Decision(
+            Action.GIVE_UP,
+            f"attempt {attempt} failed waiting for GPUs ({verdict.evidence}) {capacity_waits + 1} times in a row "
+            f"with the GPUs alive in Ray at each resubmission; something else holds them",
+            verdict.cause,
+        )
+    due = ended + policy.backoff_seconds
+    what = (
+        f"attempt {attempt} failed waiting for GPUs ({verdict.evidence}); resubmitted when the GPUs are "
+        "back, not counted as a restart"
+    )
+    if now < due:
+        return Decision(Action.WAIT, f"{what}, in {due - now:.0f}s", verdict.cause, not_before=due)
+    return Decision(
+        Action.RESUBMIT, what, verdict.cause, next_attempt=attempt + 1, restarts=done, capacity_waits=capacity_waits + 1
+    )

@@ -1,0 +1,484 @@
+"""The run owner's loop: resubmit the stack's job when infrastructure, not the job, killed it.
+
+A RayJob with `clusterSelector` refuses `backoffLimit > 0` (ray-project/kuberay v1.7.0
+ray-operator/controllers/ray/utils/validation.go), so resubmission
+has to come from outside KubeRay. `watch` is that outside loop; it runs in the cluster (the
+`PreemptionWatcher` Deployment of `infra/watcher_deployment.py`) and from a laptop (`python -m jobctl watch`).
+
+Resubmitting is safe because a resubmission is the *same* `JobSpec`: same entrypoint, same
+`checkpointing.checkpoint_dir` on Lustre, so NeMo-RL loads the highest `step_N` there and resumes
+(NVIDIA-NeMo/RL nemo_rl/utils/checkpoint.py). Ray never reuses a submission id, so attempt N runs as `<id>-r<N>`
+(`submit.attempt_id`); the attempt number, the count of consecutive *automatic* restarts and of
+consecutive capacity waits travel in the job's metadata (`nemo-rl-gke/attempt`,
+`nemo-rl-gke/auto-restarts`, `nemo-rl-gke/capacity-waits`).
+
+Each look (`Watcher.step`) reads the job table, decides (`workloads/recovery/classify.py`, under the
+policy of `workloads/recovery/policy.py`), keeps the run ledger, and before a resubmission waits for
+the budget, a running gate, the gang (`gpuPool.capacity`), the pool's GPUs and the gate.
+
+A head restarted without GCS fault tolerance forgets every job; a watcher restarted with it (same
+node drained, same eviction) forgets what it saw too, unless it kept it: with a state file
+(`StateFile`, on Lustre in the cluster) it reloads the last attempt, its counts and whether it had
+ended, and a job that was running is then found lost and resubmitted. With `resubmit_missing`
+(`job.submit` on: the deploy submits the job, so it should exist) a watcher that finds no job of its
+spec at all and nothing recorded submits it too, once the GPUs are alive (the id is deterministic:
+if the deploy's own submission wins the race, that is the job). Neither happens while another spec's
+job of the stack is pending or running (a submission by hand): two jobs would fight for the GPUs.
+
+Not covered: a job that hangs instead of failing (NeMo-RL's surviving workers blocked in a collective
+on a vanished peer until NCCL's timeout) is RUNNING to Ray, so it is only restarted once it fails.
+
+This module imports only `workloads` modules (`job_spec`, `submit`: Ray's job SDK, no Pulumi; the gate, the
+ledger, the checkpoints and the gang wait lazily), so it runs in the Ray image: the watcher pod ships the
+`workloads` package in a ConfigMap.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, TextIO
+
+from workloads.job_spec import META_SPEC_HASH, JobSpec
+from workloads.recovery import holds
+from workloads.recovery.classify import Action, Decision, RayNode, decide, value_of
+from workloads.recovery.policy import RecoveryPolicy
+from workloads.recovery.state_file import LostJob, Seen, StateFile
+
+if TYPE_CHECKING:
+    from workloads.gang_wait import GangView
+    from workloads.ledger import Attempt, Ledger, LedgerFile
+    from workloads.run_owner import GateSetup, RunPlan
+
+META_AUTO_RESTARTS = "nemo-rl-gke/auto-restarts"
+"""Consecutive automatic restarts up to and including this attempt (absent = a submission by hand)."""
+META_CAPACITY_WAITS = "nemo-rl-gke/capacity-waits"
+"""Consecutive resubmissions after a capacity wait up to and including this attempt (not restarts)."""
+
+
+_FINAL = (Action.DONE, Action.GIVE_UP)
+
+
+class Watcher:
+    """One watched spec. `step()` looks once, acts if needed, and returns the decision."""
+
+    def __init__(
+        self,
+        client: Any,
+        spec: JobSpec,
+        policy: RecoveryPolicy,
+        *,
+        clock: Callable[[], float] = time.time,
+        state: Optional[StateFile] = None,
+        gate: Optional["GateSetup"] = None,
+        run: Optional["RunPlan"] = None,
+        ledger: Optional["LedgerFile"] = None,
+        gang: Optional["GangView"] = None,
+    ):
+        from workloads.run_owner import RunPlan
+
+        self.client, self.spec, self.policy, self.clock, self.state = client, spec, policy, clock, state
+        self.run = run if run is not None else RunPlan()
+        self.gate = gate if gate is not None else self.run.gate
+        self.seen: Optional[Seen] = state.load(spec.spec_hash) if state is not None else None
+        self.resubmitted: list[str] = []
+        self.ledger_file = ledger
+        self.ledger = self._load_ledger()
+        self.notes: list[str] = []
+        """Lines for the watcher's log besides the decision (attempts ended, budget); `watch` prints them."""
+        self.gang = gang
+        """The worker pods and nodes of the gang wait (`workloads.gang_wait.KubeGangView` in the cluster);
+        None: no gang wait (the stack has no `gpuPool.capacity`, or the watcher runs outside the cluster)."""
+
+    def _load_ledger(self) -> "Ledger":
+        from workloads.ledger import Ledger
+
+        if self.ledger_file is not None:
+            ledger = self.ledger_file.load(self.spec.stack, self.spec.submission_id)
+        else:
+            ledger = Ledger(self.spec.stack, self.spec.submission_id)
+        ledger.node_hour_usd, ledger.budget_usd = self.run.node_hour_usd, self.run.budget_usd
+        ledger.rung_node_hour_usd = dict(self.run.rung_node_hour_usd)
+        ledger.price_estimate = self.run.node_hour_estimate
+        return ledger
+
+    def _save_ledger(self) -> None:
+        if self.ledger_file is not None:
+            self.ledger_file.save(self.ledger)
+
+    def _note(self, line: str, event: bool = False) -> None:
+        self.notes.append(line)
+        if event:
+            self._event(line)
+
+    def _event(self, line: str) -> None:
+        """Record `line` in the ledger's events (shown by `status`) without saying it again in the log."""
+        self.ledger.events.append(f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime(self.clock()))} {line}")
+
+    def _remember(self, seen: Seen) -> None:
+        changed = self.seen is None or seen.to_json() != self.seen.to_json()
+        self.seen = seen
+        if changed and self.state is not None:
+            self.state.save(seen)
+
+    def _node_rows(self) -> list[dict[str, Any]]:
+        """Ray's node table (`submit.ray_nodes`); the tests fake a preemption here."""
+        from workloads import submit
+
+        return submit.ray_nodes(self.client)
+
+    def _nodes(self) -> list[RayNode]:
+        return [RayNode.from_row(row) for row in self._node_rows()]
+
+    def step(self) -> Decision:
+        from workloads import submit
+
+        now = self.clock()
+        jobs = submit.list_jobs(self.client, self.spec.stack)
+        mine = [j for j in jobs if (j.metadata or {}).get(META_SPEC_HASH) == self.spec.spec_hash]
+        nodes: list[RayNode] = []
+        if mine:
+            newest = max(mine, key=lambda j: (submit.attempt_of(j), j.start_time or 0))
+            newer = [j for j in jobs if j not in mine and (j.start_time or 0) > (newest.start_time or 0)]
+            if newer:
+                return Decision(
+                    Action.DONE, f"superseded by {newer[-1].submission_id} (another spec of stack {self.spec.stack})"
+                )
+            attempt = submit.attempt_of(newest)
+            restarts = submit.metadata_int(newest, META_AUTO_RESTARTS, 0)
+            capacity_waits = submit.metadata_int(newest, META_CAPACITY_WAITS, 0)
+            if value_of(newest.status) == "FAILED":
+                try:
+                    nodes = self._nodes()
+                except submit.JobError:  # no node evidence then; the log rules still apply
+                    nodes = []
+            info: Any = newest
+            decision = decide(
+                info, attempt, self.policy, now, restarts=restarts, capacity_waits=capacity_waits, nodes=nodes
+            )
+            budget = self._account(newest, attempt, decision, now)
+            if budget is not None:
+                decision = budget
+            self._remember(
+                Seen(
+                    self.spec.spec_hash,
+                    newest.submission_id,
+                    attempt,
+                    restarts,
+                    capacity_waits,
+                    status=str(value_of(newest.status)),
+                    final=decision.action in _FINAL,
+                )
+            )
+        elif any(value_of(j.status) in ("PENDING", "RUNNING") for j in jobs):
+            # No job of this spec, but the stack runs another one (a `submit` by hand, a deploy in
+            # progress): submitting ours too would fight it for the GPUs.
+            running = next(j for j in jobs if value_of(j.status) in ("PENDING", "RUNNING"))
+            return Decision(
+                Action.WAIT,
+                f"no job of this spec; {running.submission_id} (another spec of stack {self.spec.stack}) runs",
+            )
+        elif self.seen is not None and self.seen.final:
+            return Decision(
+                Action.DONE,
+                f"{self.seen.submission_id} had ended ({self.seen.status.lower() or 'given up'}) before the cluster "
+                "forgot it; nothing to recover",
+            )
+        elif self.seen is not None:
+            if self.seen.lost_since is None:
+                self.seen.lost_since = now
+            attempt, restarts = self.seen.attempt, self.seen.restarts
+            info = LostJob(self.seen.submission_id, end_time=int(self.seen.lost_since * 1000))
+            decision = decide(info, attempt, self.policy, now, restarts=restarts)
+            self._account(info, attempt, decision, now)
+        else:
+            decision = decide(None, 0, self.policy, now)
+        if decision.action is Action.RESUBMIT:
+            decision = self._resubmit(decision)
+        return decision
+
+    # ---------------------------------------------------------------- checkpoints, ledger, budget
+
+    def _latest_checkpoint(self) -> Optional[int]:
+        from workloads import checkpoints
+
+        return checkpoints.scan(self.run.checkpoint_dir).latest if self.run.checkpoint_dir else None
+
+    def _account(self, job: Any, attempt: int, decision: Decision, now: float) -> Optional[Decision]:
+        """Keep the ledger's record of `job` (the newest attempt) current; the budget's decision, if any."""
+        from workloads.ledger import Attempt
+
+        record = self.ledger.find(job.submission_id)
+        if record is None:  # submitted by the deploy or by hand: first seen now
+            start = (getattr(job, "start_time", None) or now * 1000) / 1000
+            record = Attempt(
+                attempt,
+                job.submission_id,
+                start,
+                self.run.node_count,
+                resume_step=self._latest_checkpoint() or 0,
+                rungs=self._gang_mix(job.submission_id),
+            )
+            self.ledger.attempts.append(record)
+            self._save_ledger()
+        status = value_of(job.status)
+        if status in ("PENDING", "RUNNING"):
+            return self._budget(job, record, now) if status == "RUNNING" else None
+        if record.end is None:
+            self._finish(job, record, decision, now)
+        return None
+
+    def _finish(self, job: Any, record: "Attempt", decision: Decision, now: float) -> None:
+        from workloads import checkpoints, submit
+
+        status = value_of(job.status)
+        record.end = (getattr(job, "end_time", None) or now * 1000) / 1000
+        if status == "SUCCEEDED":
+            record.cause = "succeeded"
+        elif status == "STOPPED":
+            record.cause = "budget" if self.ledger.stop_requested_at is not None else "stopped"
+        else:
+            record.cause = decision.cause.value if decision.cause is not None else "failed"
+        record.saved_step = self._latest_checkpoint()
+        text = str(getattr(job, "message", "") or "")
+        last = checkpoints.last_started_step(text)
+        if last is None and not isinstance(job, LostJob):
+            try:  # the message holds only the log's tail; the whole log is read once, here
+                last = checkpoints.last_started_step("".join(submit.logs(self.client, job.submission_id)))
+            except submit.JobError:
+                last = None
+        record.last_step = last
+        if status == "SUCCEEDED":
+            record.steps_lost = 0
+        elif record.saved_step is not None:
+            record.steps_lost = checkpoints.steps_lost(last, max(record.saved_step, record.resume_step))
+        spend = self.ledger.attempt_spend(record, now)
+        lost = "steps lost not known" if record.steps_lost is None else f"{record.steps_lost} step(s) lost"
+        saved = (
+            "no checkpoint visible"
+            if record.saved_step is None
+            else f"last complete checkpoint step_{record.saved_step}"
+        )
+        ran = "" if last is None else f", was in step {last}"
+        self._note(
+            f"attempt {record.attempt} ({record.submission_id}) ended: {record.cause}{ran}; resumed from step "
+            f"{record.resume_step}, {saved}: {lost}; {record.node_hours(now):.2f} node-hours"
+            + ("" if spend is None else f", ${spend:,.2f}"),
+            event=True,
+        )
+        self._save_ledger()
+        # One JSON line per ended attempt: Cloud Logging parses it into jsonPayload, and the dashboard's
+        # log-based metrics count it and extract its numbers (infra/observability.py). The money comes
+        # from the ledger, as `status` prints it: this attempt's spend and $ per step, and the run's spend
+        # so far (the sum over its attempts, which the dashboard charts: Monitoring cannot sum the values
+        # of a distribution itself).
+        per_step, run_spend = self.ledger.usd_per_step(record, now), self.ledger.spend(now)
+        self.notes.append(
+            json.dumps(
+                {
+                    "nemoRlGke": "attempt-ended",
+                    "stack": self.spec.stack,
+                    "attempt": record.attempt,
+                    "submissionId": record.submission_id,
+                    "cause": record.cause,
+                    "resumeStep": record.resume_step,
+                    "savedStep": record.saved_step,
+                    "stepsDone": record.steps_done,
+                    "stepsLost": record.steps_lost,
+                    "nodeHours": round(record.node_hours(now), 4),
+                    "spendUsd": None if spend is None else round(spend, 2),
+                    "usdPerStep": None if per_step is None else round(per_step, 4),
+                    "runSpendUsd": None if run_spend is None else round(run_spend, 2),
+                },
+                sort_keys=True,
+            )
+        )
+
+    def _budget(self, job: Any, record: "Attempt", now: float) -> Optional[Decision]:
+        """At 80 % of `job.budgetUsd` warn once; at 100 % stop the run after its next complete checkpoint,
+        or at once when none comes within one save period (module `workloads.ledger`)."""
+        from workloads import submit
+        from workloads.ledger import WARN_FRACTION
+
+        budget, spent = self.ledger.budget_usd, self.ledger.spend(now)
+        if budget is None or spent is None:
+            return None
+        if spent >= WARN_FRACTION * budget and not self.ledger.budget_warned:
+            self.ledger.budget_warned = True
+            self._note(
+                f"budget warning: ${spent:,.2f} spent, {100 * spent / budget:.0f} % of job.budgetUsd ${budget:,.2f}",
+                event=True,
+            )
+            self._save_ledger()
+        if spent < budget:
+            return None
+        latest = self._latest_checkpoint()
+        if self.ledger.stop_requested_at is None:
+            self.ledger.stop_requested_at, self.ledger.stop_requested_step = now, latest
+            window = self.run.save_window_seconds
+            self._note(
+                f"budget reached: ${spent:,.2f} of job.budgetUsd ${budget:,.2f}; {job.submission_id} is stopped "
+                "after its next "
+                f"complete checkpoint"
+                + (
+                    f" (or in {window:.0f} s, one save period, if none comes)"
+                    if window
+                    else " (no save period known: now)"
+                ),
+                event=True,
+            )
+            self._save_ledger()
+        window = self.run.save_window_seconds or 0.0
+        since = self.ledger.stop_requested_step
+        saved = latest is not None and since is not None and latest > since  # 0: no checkpoint yet
+        if not saved and now - self.ledger.stop_requested_at < window:
+            return Decision(
+                Action.WAIT,
+                f"budget reached; {job.submission_id} stops after its next complete checkpoint (newer than "
+                f"step_{since or 0})",
+            )
+        with contextlib.suppress(submit.UnknownJob):
+            submit.stop(self.client, job.submission_id)
+        why = (
+            f"after its checkpoint step_{latest}" if saved else "at once: no complete checkpoint within one save period"
+        )
+        record.note = f"stopped by the budget {why}"
+        self._note(f"budget: stopped {job.submission_id} {why} (${spent:,.2f} of ${budget:,.2f})", event=True)
+        self._save_ledger()
+        return Decision(Action.DONE, f"job.budgetUsd ${budget:,.2f} spent: stopped {job.submission_id} {why}")
+
+    def _resubmit(self, decision: Decision) -> Decision:
+        """Resubmit what `decision` says once no hold (`workloads/recovery/holds.py` `HOLDS`) holds it back."""
+        decision = holds.first_hold(self, decision)
+        if decision.action is not Action.RESUBMIT:
+            return decision
+        job_id = self.resubmit(decision.next_attempt, decision.restarts or 0, decision.capacity_waits)
+        return dataclasses.replace(decision, reason=f"{decision.reason}: resubmitted as {job_id}")
+
+    def _gang_mix(self, submission_id: str) -> str:
+        """The rungs of the whole gang the watcher saw before `submission_id` ("spot 3, onDemand 5"); "": none."""
+        from workloads.ledger import GANG_COMPLETE
+
+        gang = self.ledger.gang
+        whole = gang is not None and gang.submission_id == submission_id and gang.outcome == GANG_COMPLETE
+        return gang.mix if whole and gang is not None else ""
+
+    def resubmit(self, attempt: int, restarts: int, capacity_waits: int = 0) -> str:
+        """Submit attempt `attempt` of the spec (same entrypoint, runtime env and checkpoint dir)."""
+        from workloads import submit
+
+        meta = {META_AUTO_RESTARTS: str(restarts)}
+        if capacity_waits:
+            meta[META_CAPACITY_WAITS] = str(capacity_waits)
+        # Not created when someone (a user, another watcher, the deploy) submitted this very attempt first:
+        # that is the job.
+        from workloads import checkpoints
+        from workloads.ledger import Attempt
+
+        cleaned: list[str] = []
+        if self.run.checkpoint_dir:
+            # No attempt runs now: a `tmp_step_<N>` is a dead run's partial save, which NeMo-RL would
+            # reuse with its stale shards (workloads/checkpoints.py).
+            cleaned = checkpoints.clean_partial(self.run.checkpoint_dir)
+        resume = self._latest_checkpoint()
+        job_id, _ = submit.submit_attempt(self.client, self.spec, attempt, meta)
+        self.resubmitted.append(job_id)
+        if self.ledger.find(job_id) is None:
+            self.ledger.attempts.append(
+                Attempt(
+                    attempt,
+                    job_id,
+                    self.clock(),
+                    self.run.node_count,
+                    resume_step=resume or 0,
+                    cleaned=cleaned,
+                    rungs=self._gang_mix(job_id),
+                )
+            )
+            self._save_ledger()
+        if resume is not None:
+            start = f"resumes from step_{resume}" if resume else "starts at step 0 (no complete checkpoint)"
+            removed = f"; removed the partial save(s) {', '.join(cleaned)}" if cleaned else ""
+            self._note(f"attempt {attempt} ({job_id}) {start}{removed}", event=True)
+            self._save_ledger()
+        self._remember(Seen(self.spec.spec_hash, job_id, attempt, restarts, capacity_waits, status="PENDING"))
+        return job_id
+
+
+def watch(
+    client: Any,
+    spec: JobSpec,
+    policy: RecoveryPolicy,
+    *,
+    clock: Callable[[], float] = time.time,
+    sleep: Callable[[float], None] = time.sleep,
+    once: bool = False,
+    out: Optional[TextIO] = None,
+    heartbeat: Optional[Path] = None,
+    state: Optional[Path] = None,
+    until: Optional[Callable[[Decision], bool]] = None,
+    gate: Optional["GateSetup"] = None,
+    run: Optional["RunPlan"] = None,
+    gang: Optional["GangView"] = None,
+) -> Decision:
+    """Check the spec's job every `policy.check_interval_seconds` and resubmit it after a preemption.
+
+    Runs until `until(decision)` is true (forever by default: a Deployment's pod must not exit), or
+    once with `once`. A dashboard that does not answer (the head restarting) is reported and retried,
+    not fatal. A line is written to `out` whenever the decision changes; `heartbeat` is touched after
+    every look (the pod's liveness probe reads its age); `state` keeps what the watcher saw across its
+    own restarts (`StateFile`); `gate` is the stack's acceptance gate, run before every attempt
+    (`workloads.run_owner`); `gang` the view of the gang wait before every attempt (`holds.gang_whole`).
+    Returns the last decision.
+    """
+    from workloads import submit
+    from workloads.ledger import LedgerFile, ledger_path
+
+    watcher = Watcher(
+        client,
+        spec,
+        policy,
+        clock=clock,
+        state=StateFile(state) if state is not None else None,
+        gate=gate,
+        run=run,
+        ledger=LedgerFile(ledger_path(state)) if state is not None else None,
+        gang=gang,
+    )
+    last_line = None
+    while True:
+        try:
+            decision = watcher.step()
+        except submit.JobError as err:
+            decision = Decision(Action.WAIT, f"cannot look at the job: {err}")
+        if heartbeat is not None:
+            touch(heartbeat)
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(clock()))
+        if out is not None:
+            for note in watcher.notes:
+                out.write(note + "\n" if note.startswith("{") else f"{stamp} {spec.submission_id} {note}\n")
+        watcher.notes.clear()
+        line = f"{decision.action.value}: {decision.reason}"
+        if out is not None and (line != last_line or decision.action is Action.RESUBMIT):
+            out.write(f"{stamp} {spec.submission_id} {line}\n")
+            out.flush()
+        last_line = line
+        if once or (until is not None and until(decision)):
+            return decision
+        sleep(policy.check_interval_seconds)
+
+
+def touch(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        path.touch()
+        os.utime(path)
+
+
+def load_spec_file(path: str | Path) -> JobSpec:
+    """A `JobSpec` from the JSON the watcher's ConfigMap holds (`JobSpec.to_dict()`)."""
+    data: Mapping[str, Any] = json.loads(Path(path).read_text())
+    return JobSpec.from_dict(data)
