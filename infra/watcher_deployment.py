@@ -10,7 +10,8 @@ How the code reaches the pod: a ConfigMap holds the `workloads` package files, r
 repository when the program runs (so the pod runs exactly the code of the deploy), and `spec.json`. It
 is mounted read-only at /config, which is on PYTHONPATH. Only the watcher's entry module and the
 modules it imports are shipped (`WATCHER_MODULES`, computed from the sources, so an edit elsewhere,
-such as the day-2 CLI's help text, does not roll the pod); none imports Pulumi. The ConfigMap is
+such as the day-2 CLI's help text, does not roll the pod; a subpackage's file under a dotted key,
+`config_key`); none imports Pulumi. The ConfigMap is
 auto-named: pulumi-kubernetes replaces a ConfigMap whose data changed, the new name lands in the pod
 template, and the pod rolls (the data hash is a pod annotation too, to make the reason visible).
 
@@ -62,7 +63,7 @@ from infra.pod_facts import DASHBOARD_PORT
 from infra.run_plan import CHECKPOINTS_MOUNT, run_plan_for_stack
 from infra.stack_context import GpuPoolFacts
 from infra.stack_file import ROOT
-from workloads.acceptance_gate import GatePlan
+from workloads.gate import GatePlan
 from workloads.job_spec import CHECKPOINTS_DIR, JobSpec
 from workloads.preemption import RecoveryPolicy
 from workloads.recipes import NemoRLImage
@@ -93,8 +94,9 @@ throttled import at start would only slow it down."""
 
 
 def shipped_modules(entry: str = WATCHER_ENTRY, root: Path = ROOT) -> tuple[str, ...]:
-    """The file names, in `<root>/workloads`, of `entry` and of every module it imports, transitively
-    and lazy imports included (a function-level import runs in the pod too).
+    """The paths, relative to `<root>/workloads` ("watcher.py", "recovery/policy.py"), of `entry` and of
+    every module it imports, transitively and lazy imports included (a function-level import runs in the
+    pod too).
 
     Found by the standard library's `modulefinder` (it reads the compiled sources, importing nothing)
     with `root` as the only path: the standard library, Ray and requests are the image's and are not
@@ -110,10 +112,15 @@ def shipped_modules(entry: str = WATCHER_ENTRY, root: Path = ROOT) -> tuple[str,
         path = Path(module.__file__)
         if not path.is_relative_to(package_dir):
             raise ValueError(f"{entry} imports {name}, which is not in workloads/ and so not in the watcher's image")
-        if path.parent != package_dir:  # a ConfigMap key cannot hold `/`: the mount would need a path per key
-            raise ValueError(f"{entry} imports {name}, in a subpackage of workloads/, which the ConfigMap cannot ship")
-        names.append(path.name)
+        names.append(path.relative_to(package_dir).as_posix())
     return tuple(sorted(names))
+
+
+def config_key(module: str) -> str:
+    """The ConfigMap key of a shipped module (`shipped_modules`): a key cannot hold `/`, so a subpackage's
+    `recovery/policy.py` is `recovery.policy.py` (no module file name holds a dot); the volume's `items`
+    put it back at `workloads/recovery/policy.py`."""
+    return module.replace("/", ".")
 
 
 WATCHER_MODULES = shipped_modules()
@@ -122,8 +129,8 @@ exactly these files with Pulumi and `infra` made unimportable)."""
 
 
 def watcher_files() -> dict[str, str]:
-    """The package files the pod needs, keyed by file name (ConfigMap keys cannot hold `/`)."""
-    return {name: (ROOT / "workloads" / name).read_text() for name in WATCHER_MODULES}
+    """The package files the pod needs, keyed by `config_key`."""
+    return {config_key(name): (ROOT / "workloads" / name).read_text() for name in WATCHER_MODULES}
 
 
 def config_map_data(spec: JobSpec, run: Optional[RunPlan] = None) -> dict[str, str]:
@@ -292,7 +299,7 @@ def deployment_manifest(
                             "configMap": {
                                 "name": config_map_name,
                                 "items": [
-                                    *({"key": f, "path": f"workloads/{f}"} for f in WATCHER_MODULES),
+                                    *({"key": config_key(f), "path": f"workloads/{f}"} for f in WATCHER_MODULES),
                                     {"key": SPEC_KEY, "path": SPEC_KEY},
                                     {"key": RUN_KEY, "path": RUN_KEY},
                                 ],

@@ -16,7 +16,7 @@ from infra.stack_context import StackContext
 from infra.stack_file import ROOT, StackFileError
 from infra.stack_file import load_stack as load_stack_file
 from infra.training_job import job_spec_for_stack
-from workloads.acceptance_gate import GatePlan
+from workloads.gate import GatePlan
 from workloads.exit_codes import CommandError
 from workloads.job_spec import JobSpec
 from workloads.preemption import RecoveryPolicy
