@@ -18,8 +18,8 @@ from infra.config import ConfigError, Provisioning, StackConfig, lustre_aggregat
 from infra.placement import gpu_nodes_autoscaled, is_ladder, rung_node_hour
 from infra.prices import PriceError, gpu_node_hour_usd, price_table
 from infra.stack_context import GpuPoolFacts
-from workloads.gate import GatePlan, gate_in_force
 from workloads.gang_wait import KEEP_WHY
+from workloads.gate import GatePlan, gate_in_force
 from workloads.job_spec import (
     CHECKPOINTS_DIR,
     checkpoint_write_seconds,

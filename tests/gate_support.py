@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ray.job_submission import JobDetails
 
-from workloads import acceptance_gate as gate
+from workloads import gate
 from workloads.job_spec import JobSpec
 
 NCCL_LOGS = Path(__file__).resolve().parent / "nccl_logs"

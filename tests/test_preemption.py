@@ -30,6 +30,7 @@ from infra.watcher_deployment import (
     SPEC_KEY,
     WATCHER_MODULES,
     build_preemption_watcher,
+    config_key,
 )
 from tools.mocks import SIG_KEY
 from workloads import submit as jobs
@@ -742,7 +743,7 @@ def test_the_watcher_objects_are_valid_kubernetes_objects_holding_no_secret():
     spec = stack_job_spec("dev", cfg, wandb_key_set=False)
     data = k8s_doc(cm)["data"]
     assert json.loads(data[SPEC_KEY]) == spec.to_dict()  # the same job the deploy submits
-    assert set(data) == {*WATCHER_MODULES, SPEC_KEY, RUN_KEY}
+    assert set(data) == {*map(config_key, WATCHER_MODULES), SPEC_KEY, RUN_KEY}
     # The run's plain plan-time values: the checkpoints as the pod sees them, the pool and its price.
     run = json.loads(data[RUN_KEY])
     assert (

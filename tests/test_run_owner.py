@@ -24,7 +24,8 @@ from ray_head import JOB_TIMEOUT
 
 from jobctl import cli
 from jobctl.stack import build_spec, load_stack
-from workloads import acceptance_gate as gate
+from workloads import gate
+from workloads.gate import gate_job
 from workloads import exit_codes, run_owner
 from workloads import submit as jobs
 from workloads.gang_wait import WorkerPod
@@ -40,7 +41,7 @@ FAST = RecoveryPolicy(check_interval_seconds=0.2, max_restarts=2, backoff_second
 def gate_job(stack: str, status: str = "RUNNING", sid: str = "g", meta=None) -> JobDetails:
     return JobDetails(
         type="SUBMISSION",
-        entrypoint="python -m workloads.acceptance_gate run x",
+        entrypoint="python -m workloads.gate run x",
         status=status,
         submission_id=sid,
         start_time=1_000,
@@ -254,12 +255,12 @@ def test_a_preemption_leads_to_a_new_gate_on_the_new_nodes_then_a_resubmission_t
     (tmp_path / "lustre").mkdir()
     # Each gate is a real Ray job started by the owner (its id, metadata, node set, the runtime env that ships
     # workloads/, its verdict read back from its log); only its driver prints a passing report instead of
-    # measuring: the measuring itself runs end to end in tests/test_acceptance_gate.py, and two torch-importing
+    # measuring: the measuring itself runs end to end in tests/test_driver.py, and two torch-importing
     # gate runs here made this the suite's longest test (27 s of 143 on two cores).
     passed = gate.GateReport((gate.Check("gpus", True, "1 of 1 worker nodes healthy"),), 1.0, 1)
     verdict = f"print({gate.RESULT_MARKER + json.dumps(passed.to_dict())!r})"
     monkeypatch.setattr(
-        gate, "job_entrypoint", lambda _plan: f"{shlex.quote(sys.executable)} -c {shlex.quote(verdict)}"
+        gate_job, "job_entrypoint", lambda _plan: f"{shlex.quote(sys.executable)} -c {shlex.quote(verdict)}"
     )
     run = run_owner.RunPlan(
         gate_policy="enforce",

@@ -14,7 +14,7 @@ import pytest
 from gate_support import python_job
 from ray_head import JOB_TIMEOUT
 
-from infra.watcher_deployment import RUN_KEY, SPEC_KEY, WATCHER_MODULES, config_map_data
+from infra.watcher_deployment import RUN_KEY, SPEC_KEY, WATCHER_MODULES, config_key, config_map_data
 from workloads import submit as jobs
 from workloads import watcher
 from workloads.preemption import RecoveryPolicy
@@ -41,7 +41,8 @@ def test_the_pod_command_runs_from_the_configmap_files_alone(client, head, tmp_p
     data = config_map_data(spec)
     (tmp_path / "workloads").mkdir()
     for name in WATCHER_MODULES:
-        (tmp_path / "workloads" / name).write_text(data[name])
+        (tmp_path / "workloads" / name).parent.mkdir(exist_ok=True)
+        (tmp_path / "workloads" / name).write_text(data[config_key(name)])
     (tmp_path / SPEC_KEY).write_text(data[SPEC_KEY])
     (tmp_path / RUN_KEY).write_text(data[RUN_KEY])
     jobs.submit(client, spec)
