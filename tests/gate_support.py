@@ -83,6 +83,11 @@ def two_node_report(fabric: gate.Check, seconds: float = 131.0) -> gate.GateRepo
     )
 
 
+def failed_report() -> gate.GateReport:
+    """`two_node_report` with a fabric that fell back to sockets (a recorded log) at 23.5 GB/s."""
+    return two_node_report(gate.check_fabric(cluster_plan(), 23.5, nccl_log("socket_fallback_a3u_2x8.log")))
+
+
 def gpus_failed_report(host: str) -> gate.GateReport:
     """A one-node gate that found two of `host`'s GPUs broken."""
     check = gate.Check("gpus", False, f"{host}: 6 of 8 healthy B200 GPUs (saw CUDA error: uncorrectable ECC error)")

@@ -60,7 +60,9 @@ def test_a_watcher_that_would_need_what_the_configmap_cannot_ship_is_refused(tmp
 def test_the_day_2_cli_and_what_only_it_uses_are_not_shipped_so_editing_them_does_not_roll_the_pod():
     assert "watcher.py" in WATCHER_MODULES and "preemption.py" in WATCHER_MODULES
     # The watcher owns the run: it gates each attempt, reads the checkpoints and keeps the ledger.
-    assert {"run_owner.py", "gate/gate_job.py", "gate/verdict.py", "checkpoints.py", "ledger.py"} <= set(WATCHER_MODULES)
+    assert {"run_owner.py", "gate/gate_job.py", "gate/verdict.py", "checkpoints.py", "ledger.py"} <= set(
+        WATCHER_MODULES
+    )
     # The CLI lived in workloads/__main__.py and was shipped; the dashboard proxy and the hook are the CLI's and
     # the deploy's.
     assert not {"__main__.py", "dashboard.py", "hook.py"} & set(WATCHER_MODULES)
