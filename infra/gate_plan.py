@@ -1,4 +1,4 @@
-"""The acceptance gate of a stack: what `workloads.acceptance_gate` checks, and against which numbers.
+"""The acceptance gate of a stack: what `workloads.gate` checks, and against which numbers.
 
 Built once from the validated config, the GPU pool facts and data/acceptance_gate.yaml (the floors
 and their sources), and handed on: the Pulumi program passes it to the job submission's props (the
@@ -21,7 +21,7 @@ from typing import Any, Mapping, Optional
 import yaml
 
 from infra.config import StackConfig, lustre_aggregate_mb_s
-from workloads.acceptance_gate import GB, GatePlan
+from workloads.gate import GB, GatePlan
 from workloads.job_spec import PoolShape
 
 THRESHOLDS_FILE = Path(__file__).resolve().parent.parent / "data" / "acceptance_gate.yaml"

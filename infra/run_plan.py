@@ -19,8 +19,8 @@ from infra.config import ConfigError, StackConfig, lustre_aggregate_mb_s
 from infra.placement import gpu_nodes_autoscaled, is_ladder, rung_node_hour
 from infra.prices import price_table
 from infra.stack_context import GpuPoolFacts
-from workloads.acceptance_gate import GatePlan
 from workloads.gang_wait import KEEP_WHY
+from workloads.gate import GatePlan, gate_in_force
 from workloads.job_spec import (
     CHECKPOINTS_DIR,
     checkpoint_write_seconds,
@@ -168,14 +168,14 @@ def run_plan_for_stack(
     `job.budgetUsd`, the save period, the plan's step time (the recipe's expected hours over its steps), the
     gang wait (`gang_values`) and the recovery policy (`recovery_values`)."""
     recipe = cfg.recipe
-    policy = cfg.gate_policy if gate_plan is not None else "off"
+    policy, gate_plan = gate_in_force(cfg.gate_policy, gate_plan)
     on_lustre = run_checkpoint_dir(recipe, cfg.job, cfg.ray.mount_path, stack)
     below = posixpath.relpath(on_lustre, posixpath.join(posixpath.normpath(cfg.ray.mount_path), CHECKPOINTS_DIR))
     step = recipe.step_seconds
     by_rung = rung_node_hour_usd(cfg)
     return RunPlan(
         gate_policy=policy,
-        gate_plan=gate_plan.to_dict() if gate_plan is not None and policy != "off" else None,
+        gate_plan=gate_plan.to_dict() if gate_plan is not None else None,
         checkpoint_dir=posixpath.join(CHECKPOINTS_MOUNT, below),
         node_count=gpu_pool.node_count,
         node_hour_usd=node_hour_usd(cfg, by_rung),

@@ -34,7 +34,7 @@ from infra.options import child_options
 from infra.pod_facts import DASHBOARD_PORT
 from infra.run_plan import checkpoint_write_seconds_for, gang_wait_minutes
 from workloads import cli_args
-from workloads.acceptance_gate import GatePlan
+from workloads.gate import GatePlan, gate_in_force
 from workloads.hook import JobSubmissionProvider
 from workloads.job_spec import (
     JobBuildError,
@@ -83,7 +83,7 @@ class TrainingJobArgs:
         them secret (GKE's masterAuth), but they authorise nothing, and keeping them plain keeps the
         submission's inputs free of secrets (a secret here would also make Pulumi treat the whole job as
         secret in diffs)."""
-        gate_plan = self.gate_plan if self.gate_policy != "off" else None
+        gate_policy, gate_plan = gate_in_force(self.gate_policy, self.gate_plan)
         return {
             **self.spec.to_dict(),
             "gke_endpoint": pulumi.Output.unsecret(pulumi.Output.from_input(self.endpoint)),
@@ -93,8 +93,8 @@ class TrainingJobArgs:
             "head_service": self.head_service,
             # The provider waits for this RayCluster to be provisioned before submitting.
             "ray_cluster_name": self.ray_cluster_name,
-            # ... and runs the acceptance gate right before it submits (workloads/acceptance_gate.py).
-            "gate_policy": self.gate_policy,
+            # ... and runs the acceptance gate right before it submits (workloads/gate/).
+            "gate_policy": gate_policy,
             "gate_plan": gate_plan.to_dict() if gate_plan is not None else None,
             # With a capacity ladder, no longer than the run's owner waits for the gang: after
             # `maxWaitMinutes` the watcher releases the partial workers (workloads/gang_wait.py), and a
@@ -225,7 +225,7 @@ def build_training_job(
         ray_cluster_name=ray_cluster_name,
         ray_release=ray_release,
         node_pools=node_pools,
-        gate_policy=cfg.gate_policy if gate_plan is not None else "off",
+        gate_policy=gate_in_force(cfg.gate_policy, gate_plan)[0],
         gate_plan=gate_plan,
         ray_cluster_timeout_s=ray_cluster_timeout_s(cfg),
     )

@@ -46,7 +46,7 @@ import modulefinder
 import posixpath
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -63,7 +63,7 @@ from infra.pod_facts import DASHBOARD_PORT
 from infra.run_plan import CHECKPOINTS_MOUNT, run_plan_for_stack
 from infra.stack_context import GpuPoolFacts
 from infra.stack_file import ROOT
-from workloads.acceptance_gate import GatePlan
+from workloads.gate import GatePlan
 from workloads.job_spec import CHECKPOINTS_DIR, JobSpec
 from workloads.recipes import NemoRLImage
 from workloads.recovery import RecoveryPolicy
@@ -87,23 +87,28 @@ STATE_SUBPATH = ".nemo-rl-gke/watcher"
 only the checkpoints (`CHECKPOINTS_MOUNT`), not the HF cache or the logs."""
 WATCHER_ENTRY = "workloads.watcher"
 """The module the pod runs (`python -m workloads.watcher`)."""
+RAY_JOB_ENTRIES = ("workloads.gate.__main__",)
+"""Modules the pod never imports but has Ray run from the `workloads` files it ships as a job's `py_modules`:
+the acceptance gate job's entrypoint (`python -m workloads.gate run`, `workloads.gate.gate_job`). Without it
+every gate the watcher starts would end at once ("No module named workloads.gate.__main__")."""
 RESOURCES = {"requests": {"cpu": "50m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}}
 """`watch --once` from the ConfigMap files peaked at about 110 MiB RSS here (Python 3.11, Ray 2.60's job
 SDK); the limit leaves room for an older Ray's imports. No CPU limit: it idles between looks, and a
 throttled import at start would only slow it down."""
 
 
-def shipped_modules(entry: str = WATCHER_ENTRY, root: Path = ROOT) -> tuple[str, ...]:
+def shipped_modules(entry: str = WATCHER_ENTRY, root: Path = ROOT, also: Sequence[str] = ()) -> tuple[str, ...]:
     """The paths, relative to `<root>/workloads` ("watcher.py", "recovery/policy.py"), of `entry` and of
     every module it imports, transitively and lazy imports included (a function-level import runs in the
-    pod too).
+    pod too), and of the modules `also` (run by Ray from the shipped files) and what they import.
 
     Found by the standard library's `modulefinder` (it reads the compiled sources, importing nothing)
     with `root` as the only path: the standard library, Ray and requests are the image's and are not
     looked for. A project module outside `workloads` would be missing in the pod, so it is an error.
     """
     finder = modulefinder.ModuleFinder(path=[str(root)])
-    finder.import_hook(entry)
+    for name in (entry, *also):
+        finder.import_hook(name)
     package_dir = root / "workloads"
     names = []
     for name, module in finder.modules.items():
@@ -123,7 +128,7 @@ def config_key(module: str) -> str:
     return module.replace("/", ".")
 
 
-WATCHER_MODULES = shipped_modules()
+WATCHER_MODULES = shipped_modules(also=RAY_JOB_ENTRIES)
 """What `python -m workloads.watcher` imports, computed from the sources (tests/test_watcher.py runs
 exactly these files with Pulumi and `infra` made unimportable)."""
 

@@ -30,7 +30,7 @@ Where the dashboard is, first match wins:
 
 `submit --dry-run` prints the submission id, entrypoint and runtime env and touches no network.
 
-`submit` runs the acceptance gate first (`workloads/acceptance_gate.py`, docs/acceptance-gate.md)
+`submit` runs the acceptance gate first (`workloads/gate/`, docs/acceptance-gate.md)
 when a job is really going to be submitted, under the stack's `job.gate` policy (`--gate` overrides
 it once): on `enforce` a failed gate prints one line naming what failed and the numbers, and nothing
 is submitted. `gate` runs it on demand and prints its lines, numbers and cost.

@@ -29,13 +29,13 @@ OUTPUT_HEAD_SERVICE = "rayHeadService"
 
 def run_gate(client, stack: Stack, out: TextIO):
     """Run the stack's acceptance gate on the cluster, printing its lines; returns the `GateReport`."""
-    from workloads import acceptance_gate
+    from workloads import gate
 
     def show(line: str) -> None:
         out.write(line + "\n")
         out.flush()
 
-    report = acceptance_gate.run_on_cluster(client, gate_plan(stack), label=stack.name, on_line=show)
+    report = gate.run_on_cluster(client, gate_plan(stack), label=stack.name, on_line=show)
     for line in report.lines():
         show(line)
     return report
@@ -191,8 +191,10 @@ def cmd_submit(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
     from workloads import run_owner
 
     client = connect(args, stack)
+    from workloads.gate import gate_in_force
+
     policy = args.gate or stack.config.gate_policy
-    gate = run_owner.GateSetup(policy, gate_plan(stack) if policy != "off" else None)
+    gate = run_owner.GateSetup(*gate_in_force(policy, gate_plan(stack)))
 
     def show(line: str) -> None:
         out.write(line + "\n")

@@ -17,8 +17,8 @@ from infra.stack_context import StackContext
 from infra.stack_file import ROOT, StackFileError
 from infra.stack_file import load_stack as load_stack_file
 from infra.training_job import job_spec_for_stack
-from workloads.acceptance_gate import GatePlan
 from workloads.exit_codes import CommandError
+from workloads.gate import GatePlan
 from workloads.job_spec import JobSpec
 from workloads.run_owner import RunPlan
 

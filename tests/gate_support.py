@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ray.job_submission import JobDetails
 
-from workloads import acceptance_gate as gate
+from workloads import gate
 from workloads.job_spec import JobSpec
 
 NCCL_LOGS = Path(__file__).resolve().parent / "nccl_logs"
@@ -81,6 +81,11 @@ def two_node_report(fabric: gate.Check, seconds: float = 131.0) -> gate.GateRepo
         seconds=seconds,
         node_count=2,
     )
+
+
+def failed_report() -> gate.GateReport:
+    """`two_node_report` with a fabric that fell back to sockets (a recorded log) at 23.5 GB/s."""
+    return two_node_report(gate.check_fabric(cluster_plan(), 23.5, nccl_log("socket_fallback_a3u_2x8.log")))
 
 
 def gpus_failed_report(host: str) -> gate.GateReport:

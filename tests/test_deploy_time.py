@@ -6,7 +6,7 @@ from conftest import ALL_STACKS, STACKS, stack_plan
 from tools import deploy_time
 from tools.mocks import Registration
 from tools.offline_plan import Plan, render_tree
-from workloads.acceptance_gate import GatePlan, estimated_seconds
+from workloads.gate import GatePlan, estimated_seconds
 
 # The first thing on every path: enabling the API a resource calls (infra/project_apis.py).
 API_ENABLE_MINUTES = 1.0

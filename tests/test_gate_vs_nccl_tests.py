@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tools import gate_vs_nccl_tests as tool
-from workloads import acceptance_gate as gate
+from workloads import gate
 
 LOGS = Path(__file__).resolve().parent / "nccl_logs"
 PERF_OUT = (LOGS / "h200-1gpu-nccl-tests-2.17.6-all_gather_perf.out").read_text()

@@ -339,7 +339,7 @@ def quick_failing_gate(**changes) -> dict:
 
 
 def test_a_failed_gate_under_enforce_stops_the_hook_before_anything_is_submitted(head):
-    from workloads.acceptance_gate import GateFailed
+    from workloads.gate import GateFailed
 
     client = jobs.connect(head.address)
     gated = {

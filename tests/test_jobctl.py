@@ -119,7 +119,7 @@ def test_the_cli_submits_the_stack_job_waits_and_retries_after_a_failure(head):
     # The dev stack's real entrypoint: here it fails at once (no /opt/nemo-rl on this machine),
     # which is enough to see submit -> wait -> FAILED -> resubmit as attempt 2.
     spec = build_spec(load_stack("dev"))
-    # No acceptance gate here (tests/test_acceptance_gate.py covers it): this is about submit and wait.
+    # No acceptance gate here (tests/test_driver.py covers it): this is about submit and wait.
     code, out, err = run_cli(
         "submit",
         "--stack",

@@ -24,10 +24,10 @@ from ray_head import JOB_TIMEOUT
 
 from jobctl import cli
 from jobctl.stack import build_spec, load_stack
-from workloads import acceptance_gate as gate
-from workloads import exit_codes, run_owner
+from workloads import exit_codes, gate, run_owner
 from workloads import submit as jobs
 from workloads.gang_wait import WorkerPod
+from workloads.gate import gate_job as gate_client
 from workloads.hook import JobSubmissionProvider
 from workloads.job_spec import JobSpec
 from workloads.recovery import Action, RecoveryPolicy, Watcher
@@ -40,7 +40,7 @@ FAST = RecoveryPolicy(check_interval_seconds=0.2, max_restarts=2, backoff_second
 def gate_job(stack: str, status: str = "RUNNING", sid: str = "g", meta=None) -> JobDetails:
     return JobDetails(
         type="SUBMISSION",
-        entrypoint="python -m workloads.acceptance_gate run x",
+        entrypoint="python -m workloads.gate run x",
         status=status,
         submission_id=sid,
         start_time=1_000,
@@ -62,6 +62,54 @@ def test_a_running_gate_job_alone_keeps_the_watcher_from_submitting_although_eve
     # Another stack's gate is none of this stack's business.
     other = FakeClient([gate_job("another-stack")])
     assert Watcher(other, spec, dataclasses.replace(FAST, resubmit_missing=True)).step().action is Action.RESUBMIT
+
+
+def test_a_gate_verdict_from_nodes_that_are_gone_neither_clears_nor_holds_the_same_attempt_on_its_new_nodes():
+    # Attempt r2's gate passed on nodes a and b; within the same attempt id node b was replaced by c (the
+    # attempt had not been submitted yet). That verdict says nothing of c: a new gate runs on a and c.
+    stack, attempt = "t-owner-moved", "t-owner-moved-r2"
+    plan = cpu_plan(Path("/lustre"), node_count=2, gpus_per_node=1)
+    passed = gate.GateReport((gate.Check("gpus", True, "2 healthy cpu GPUs on 2 nodes"),), 1.0, 2)
+    old = gate_job(
+        stack,
+        "SUCCEEDED",
+        sid=run_owner.gate_job_id(attempt, 1),
+        meta={run_owner.META_GATE_FOR: attempt, run_owner.META_GATE_NODES: "node-a,node-b"},
+    )
+    client = FakeClient([old], log=gate.RESULT_MARKER + json.dumps(passed.to_dict()))
+    setup = run_owner.GateSetup("enforce", plan)
+
+    def rows(*names: str) -> list[dict]:
+        return [{"node_id": n, "state": "ALIVE", "resources_total": {"CPU": 4.0}} for n in names]
+
+    # The nodes the verdict was measured on: it clears the attempt (and the fake's log is read as the report).
+    same = run_owner.clear_attempt(client, stack, attempt, setup, node_rows=rows("node-b", "node-a"))
+    assert (same.clearance, same.gate_id) == (run_owner.Clearance.CLEARED, old.submission_id), same
+    said: list[str] = []
+    moved = run_owner.clear_attempt(
+        client, stack, attempt, setup, node_rows=rows("node-a", "node-c"), on_line=said.append
+    )
+    assert (moved.clearance, moved.gate_id, moved.started) == (
+        run_owner.Clearance.WAIT,
+        run_owner.gate_job_id(attempt, 2),
+        True,
+    ), moved
+    assert said and "(the worker nodes changed since its last gate)" in said[0], said
+    (started,) = client.submitted
+    assert started["metadata"][run_owner.META_GATE_NODES] == "node-a,node-c"
+    assert started["metadata"][run_owner.META_GATE_FOR] == attempt
+    # A failed verdict from the gone nodes does not hold the attempt either: it is gated again too.
+    failed = gate_job(
+        stack,
+        "SUCCEEDED",
+        sid=run_owner.gate_job_id("t-owner-moved-r3", 1),
+        meta={run_owner.META_GATE_FOR: "t-owner-moved-r3", run_owner.META_GATE_NODES: "node-a,node-b"},
+    )
+    client = FakeClient([failed], log=gate.RESULT_MARKER + json.dumps(gpus_failed_report("node-b").to_dict()))
+    held = run_owner.clear_attempt(client, stack, "t-owner-moved-r3", setup, node_rows=rows("node-a", "node-b"))
+    assert held.clearance is run_owner.Clearance.HELD, held
+    regated = run_owner.clear_attempt(client, stack, "t-owner-moved-r3", setup, node_rows=rows("node-a", "node-c"))
+    assert (regated.clearance, regated.started) == (run_owner.Clearance.WAIT, True), regated
 
 
 # ------------------------------------------------------------------------------ on the local Ray head
@@ -254,12 +302,12 @@ def test_a_preemption_leads_to_a_new_gate_on_the_new_nodes_then_a_resubmission_t
     (tmp_path / "lustre").mkdir()
     # Each gate is a real Ray job started by the owner (its id, metadata, node set, the runtime env that ships
     # workloads/, its verdict read back from its log); only its driver prints a passing report instead of
-    # measuring: the measuring itself runs end to end in tests/test_acceptance_gate.py, and two torch-importing
+    # measuring: the measuring itself runs end to end in tests/test_driver.py, and two torch-importing
     # gate runs here made this the suite's longest test (27 s of 143 on two cores).
     passed = gate.GateReport((gate.Check("gpus", True, "1 of 1 worker nodes healthy"),), 1.0, 1)
     verdict = f"print({gate.RESULT_MARKER + json.dumps(passed.to_dict())!r})"
     monkeypatch.setattr(
-        gate, "job_entrypoint", lambda _plan: f"{shlex.quote(sys.executable)} -c {shlex.quote(verdict)}"
+        gate_client, "job_entrypoint", lambda _plan: f"{shlex.quote(sys.executable)} -c {shlex.quote(verdict)}"
     )
     run = run_owner.RunPlan(
         gate_policy="enforce",
@@ -285,8 +333,12 @@ def test_a_preemption_leads_to_a_new_gate_on_the_new_nodes_then_a_resubmission_t
     settle(watcher, Action.RESUBMIT, log)
     assert jobs.wait(client, spec.submission_id, timeout=120, poll_interval=0.2) == JobStatus.FAILED
     first = jobs.info(client, spec.submission_id)
-    # The spot node under it was preempted while it ran; GKE brought a replacement.
-    watcher.extra = [fake_gpu_node("gpu-a", "DEAD", end_ms=first.end_time - 1000), fake_gpu_node("gpu-b")]
+    # The spot node under it was preempted while it ran (Ray's node end time between the job's start and end,
+    # whatever the job's length: a fixed offset before its end fell before its start on a fast machine); GKE
+    # brought a replacement.
+    died = (first.start_time + first.end_time) // 2
+    assert first.start_time <= died <= first.end_time, first
+    watcher.extra = [fake_gpu_node("gpu-a", "DEAD", end_ms=died), fake_gpu_node("gpu-b")]
     resubmitted = settle(watcher, Action.RESUBMIT, log)
     assert "preemption-like (Ray lost GPU node 10.0.3.5 during the attempt" in resubmitted.reason, resubmitted
     assert jobs.wait(client, f"{spec.submission_id}-r2", timeout=120, poll_interval=0.2) == JobStatus.SUCCEEDED

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from gate_support import cluster_plan, nccl_log, two_node_report
 
-from workloads import acceptance_gate as gate
+from workloads import gate
 from workloads.version_check import nccl_release, plugin_apis, version_problem
 
 # Composed from NCCL 2.27.7's format strings: the gIB plugin loaded on 2 x 8 B200.

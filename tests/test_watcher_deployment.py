@@ -98,10 +98,15 @@ def test_the_day_2_cli_and_what_only_it_uses_are_not_shipped_so_editing_them_doe
         WATCHER_MODULES
     )
     # The watcher owns the run: it gates each attempt, reads the checkpoints and keeps the ledger.
-    assert {"run_owner.py", "acceptance_gate.py", "checkpoints.py", "ledger.py"} <= set(WATCHER_MODULES)
+    assert {"run_owner.py", "gate/gate_job.py", "gate/verdict.py", "checkpoints.py", "ledger.py"} <= set(
+        WATCHER_MODULES
+    )
     # The CLI lived in workloads/__main__.py and was shipped; the dashboard proxy and the hook are the CLI's and
     # the deploy's.
     assert not {"__main__.py", "dashboard.py", "hook.py"} & set(WATCHER_MODULES)
+    # It starts the acceptance gate as a Ray job run from the files it ships (`python -m workloads.gate`): the
+    # entry module it never imports itself is shipped too.
+    assert "gate/__main__.py" in WATCHER_MODULES and "gate/driver.py" in WATCHER_MODULES
     assert set(watcher_files()) == {config_key(m) for m in WATCHER_MODULES}
 
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from infra.image_prepull import COMPONENT_LABEL as PREPULL_COMPONENT
-from workloads.acceptance_gate import GatePlan, estimated_seconds
+from workloads.gate import GatePlan, estimated_seconds, gate_in_force
 
 NODE_POOL = "gcp:container/nodePool:NodePool"
 DAEMONSET = "kubernetes:apps/v1:DaemonSet"
@@ -177,16 +177,16 @@ JOB_SUBMISSION = "pulumi-python:dynamic/nemo-rl-gke:JobSubmission"
 GATE_STEP = "acceptance-gate"
 GATE_TYPE = "nemo-rl-gke:workloads:AcceptanceGate"
 GATE_SOURCE = (
-    "workloads/acceptance_gate.estimated_seconds: 60 s to start the job, actors and per-GPU processes "
+    "workloads/gate/checklist.estimated_seconds: 60 s to start the job, actors and per-GPU processes "
     f"({ASSUMED}), plus the collective and the Lustre write and read moved at the rates of data/acceptance_gate.yaml"
 )
 
 
 def gate_minutes(resource: Any) -> float:
     """Minutes of the acceptance gate the job submission runs before it submits (its `gate_plan`
-    input, `workloads.acceptance_gate.estimated_seconds`); 0 when the policy is off."""
+    input, `workloads.gate.estimated_seconds`); 0 when the policy is off."""
     plan = resource.inputs.get("gate_plan") if resource.type == JOB_SUBMISSION else None
-    if not plan or resource.inputs.get("gate_policy") in (None, "off"):
+    if gate_in_force(resource.inputs.get("gate_policy"), plan or None)[1] is None:
         return 0.0
     return round(estimated_seconds(GatePlan.from_dict(plan)) / 60, 1)
 
@@ -351,7 +351,7 @@ def estimate(plan: Any) -> DeployEstimate:
                     gate,
                     start,
                     start + gate,
-                    "GPUs, fabric busbw and Lustre throughput on every worker node (workloads/acceptance_gate.py)",
+                    "GPUs, fabric busbw and Lustre throughput on every worker node (workloads/gate/)",
                     GATE_SOURCE,
                 )
             )

@@ -7,7 +7,7 @@ nccl-tests figure; that assumes the gate's own measurement (torch.distributed, o
 reaches at least that fraction of what nccl-tests reaches on the same GPUs. This script measures both:
 
 1. the gate's rank processes exactly as a worker node's actor starts them in the cluster:
-   `workloads.acceptance_gate.NodeProbe.ranks` (one `python -m workloads.acceptance_gate rank`
+   `workloads.gate.NodeProbe.ranks` (one `python -m workloads.gate rank`
    process per GPU, backend NCCL, NCCL_DEBUG=INFO into per-process files), with the message size and
    iterations of data/acceptance_gate.yaml, and the gate's own GPU and fabric verdicts on the result;
 2. then, on the same GPUs, nccl-tests' all_gather_perf (one process driving all N GPUs, `-g N`: the
@@ -48,7 +48,7 @@ import time
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from workloads import acceptance_gate as gate
+from workloads import gate
 
 ROOT = Path(__file__).resolve().parent.parent
 THRESHOLDS = ROOT / "data" / "acceptance_gate.yaml"
@@ -208,7 +208,7 @@ def run_gate_ranks(plan: gate.GatePlan, logs: Path, timeout_s: float) -> dict[st
     result = gate.NodeProbe().ranks(plan.to_dict(), 0, "127.0.0.1", free_port(), timeout_s, keep_nccl_logs=str(logs))
     ranks = result["ranks"]
     # The driver's verdicts on what the processes reported (gate.run does the same after ray.get).
-    checks = [gate.check_gpus(plan, ranks, 1), gate._fabric_from(plan, [result], ranks, nodes_found=1)]
+    checks = [gate.check_gpus(plan, ranks, 1), gate.fabric_from(plan, [result], ranks, nodes_found=1)]
     full = "\n".join(p.read_text(errors="replace") for p in sorted(logs.glob("nccl.*.log")))
     return {
         "ranks": ranks,

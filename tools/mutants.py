@@ -39,7 +39,7 @@ DEFAULT_MODULES = (
     "infra/naming",  # name lengths and labels
     "infra/cluster",  # cluster and node-pool settings
     "infra/gate_plan",  # the gate's floors for a stack
-    "workloads/acceptance_gate",  # the gate's verdicts
+    "workloads/gate/verdict",  # the gate's verdicts
     "tools/doctor/project_checks",  # the doctor's checks, one module each with its mirror tests
     "tools/doctor/quota_checks",
     "tools/doctor/zone_checks",

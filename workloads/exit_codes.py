@@ -34,7 +34,7 @@ def for_error(exc: BaseException) -> Optional[int]:
         return USAGE
     # Looked up, not imported: a command that never loaded a module cannot have raised its errors,
     # and importing `workloads.submit` here would load Ray for `submit --dry-run`.
-    gate = sys.modules.get("workloads.acceptance_gate")
+    gate = sys.modules.get("workloads.gate.verdict")
     if gate is not None and isinstance(exc, gate.GateFailed):  # its message is the one line
         return GATE_FAILED
     submit = sys.modules.get("workloads.submit")

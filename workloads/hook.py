@@ -27,7 +27,7 @@ update therefore first wait (`workloads.readiness`, through the API server at `g
 until the RayCluster's `RayClusterProvisioned` and `HeadPodReady` conditions are true, and only
 then wait for the dashboard and submit.
 
-The acceptance gate (`workloads.acceptance_gate`) runs right before a job is actually submitted (not
+The acceptance gate (`workloads.gate`) runs right before a job is actually submitted (not
 when the same job is already on the cluster), as the run's owner runs it (`workloads.run_owner`): the
 hook waits while any gate of the stack runs (the preemption watcher may have started the same one: it
 adopts that verdict), and on `enforce` a failed gate raises `GateFailed`, whose one-line message names
@@ -164,12 +164,12 @@ def _log(line: str) -> None:
 def _submit_gated(client: Any, spec: JobSpec, props: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
     """The job submitted the way the run's owner does it (`run_owner.submit_gated`: never while a gate
     runs, and only after this attempt's own gate under enforce/warn); returns the result and the gate's
-    outputs. Raises `acceptance_gate.GateFailed` (enforce) before anything is submitted."""
-    from workloads import acceptance_gate, run_owner
+    outputs. Raises `gate.GateFailed` (enforce) before anything is submitted."""
+    from workloads import run_owner
+    from workloads.gate import GatePlan, gate_in_force
 
-    policy = props.get("gate_policy") or "off"
-    plan = props.get("gate_plan")
-    gate = run_owner.GateSetup(policy, acceptance_gate.GatePlan.from_dict(plan) if plan and policy != "off" else None)
+    policy, plan = gate_in_force(props.get("gate_policy"), props.get("gate_plan") or None)
+    gate = run_owner.GateSetup(policy, GatePlan.from_dict(plan) if plan is not None else None)
     result, report = run_owner.submit_gated(client, spec, gate, on_line=_log)
     if not gate.on:
         return result, {"ran": False, "policy": policy, "summary": "gate off"}

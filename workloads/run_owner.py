@@ -13,7 +13,7 @@ through the cluster's own Ray job table, which outlives any one of them:
 - a gate run is a Ray job with metadata `nemo-rl-gke/gate: <stack>`, `nemo-rl-gke/gate-for: <the
   submission id of the training attempt it clears>` and `nemo-rl-gke/gate-nodes: <the Ray node ids
   of the workers alive when it started>`; its verdict is the report its driver prints
-  (`acceptance_gate.parse_result`).
+  (`workloads.gate.parse_result`).
 
 Rules:
 1. While any gate run of the stack is pending or running, nobody submits training: the gate holds
@@ -29,7 +29,7 @@ Rules:
 4. Gate ids are deterministic (`<attempt id>-gate-<k>`, k counting the runs for that attempt): two
    parties starting the same gate start one; the second adopts it, as with the attempts' own ids.
 
-Imports: `workloads.acceptance_gate`, `workloads.gang_wait` (standard library only) and `workloads.submit`
+Imports: `workloads.gate`, `workloads.gang_wait` (standard library only) and `workloads.submit`
 (Ray's job SDK, no Pulumi): the watcher's pod ships this module.
 """
 
@@ -40,8 +40,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
-from workloads.acceptance_gate import META_GATE, POLICIES, GateFailed, GatePlan, GateReport, estimated_seconds
 from workloads.gang_wait import KEEP_WHY
+from workloads.gate import META_GATE, POLICIES, GateFailed, GatePlan, GateReport, estimated_seconds, gate_in_force
 from workloads.job_spec import META_SPEC_HASH, JobSpec
 
 META_GATE_FOR = "nemo-rl-gke/gate-for"
@@ -69,7 +69,7 @@ class GateSetup:
 
     @property
     def on(self) -> bool:
-        return self.policy != "off" and self.plan is not None
+        return gate_in_force(self.policy, self.plan)[1] is not None
 
 
 def gate_runs(jobs: Iterable[Any], stack: str) -> list[Any]:
@@ -188,7 +188,7 @@ def clear_attempt(
         f"acceptance gate for {attempt_submission_id} ({why}): {plan.node_count} node(s) x {plan.gpus_per_node} GPUs, "
         f"~{estimated_seconds(plan) / 60:.1f} min expected (job {job_id})"
     )
-    from workloads.acceptance_gate import start_on_cluster
+    from workloads.gate.gate_job import start_on_cluster
 
     created = start_on_cluster(
         client,
@@ -208,7 +208,7 @@ _REPORTS: dict[str, GateReport] = {}
 
 
 def _report(client: Any, plan: GatePlan, run: Any) -> GateReport:
-    from workloads.acceptance_gate import result_on_cluster
+    from workloads.gate.gate_job import result_on_cluster
 
     key = f"{client.get_address()}|{run.submission_id}"
     if key not in _REPORTS:
@@ -238,7 +238,7 @@ def submit_gated(
     failed gate from before this call is run again) and submitted. Returns the `SubmitResult` and the
     gate's report (None when no gate ran for it). A gate that had failed before this call is run again
     (the user may have fixed its cause); one running at the call is waited for and is the verdict. Raises
-    `acceptance_gate.GateFailed` under enforce
+    `gate.GateFailed` under enforce
     before anything is submitted, `submit.WaitTimeout` when no verdict came within `timeout`
     (default: two gate runs' bound).
     """
