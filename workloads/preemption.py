@@ -832,7 +832,9 @@ class Watcher:
         return Decision(Action.DONE, f"job.budgetUsd ${budget:,.2f} spent: stopped {job.submission_id} {why}")
 
     def _resubmit(self, decision: Decision) -> Decision:
-        from workloads import run_owner, submit
+        from workloads import destroy_mark, run_owner, submit
+
+        destroy_mark.refuse_if_destroying(self.client, self.spec.submission_id)  # before checkpoints/ is touched
 
         if self.ledger.budget_usd is not None and (self.ledger.spend(self.clock()) or 0) >= self.ledger.budget_usd:
             return dataclasses.replace(
