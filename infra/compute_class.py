@@ -9,7 +9,9 @@ https://cloud.google.com/kubernetes-engine/docs/reference/crds/computeclass, bot
 program writes no fallback loop of its own: it creates one GPU pool per rung (infra/cluster.py) and this
 class over them, and the Ray workers select the class (`cloud.google.com/compute-class: NAME`).
 
-What the manifest sets, each field checked against the reference (tests/reference/gke-computeclass-v1.schema.json):
+What the manifest sets, each field checked against the schema derived from Google's Go API types
+(tests/reference/gke-computeclass/computeclass-v1.schema.json, GoogleCloudPlatform/compute-class-api @8067eaeb,
+where `nodePoolAutoCreation.enabled`, `activeMigration.optimizeRulePriority` and `whenUnsatisfiable` are required):
 - `priorities`: one `{nodepools: [POOL]}` per rung, in ladder order. The pools of one entry are not ordered
   among themselves, so each rung is its own entry (the reference's `nodepools` example; Google's sample
   kubernetes-engine-samples autoscaling/custom-compute-classes/dra/ccc-inference-1x8x24.yaml @2b503651 does the same).

@@ -361,7 +361,23 @@ class RayClusterArgs:
             worker=self.worker,
             interfaces_annotation=self.networks.interfaces_annotation,
         )
-        return self.adapt_values(values) if self.adapt_values is not None else values
+        values = self.adapt_values(values) if self.adapt_values is not None else values
+        check_no_in_tree_autoscaler(values)
+        return values
+
+
+def check_no_in_tree_autoscaler(values: Mapping[str, Any]) -> None:
+    """Refuse values that turn on the RayCluster's in-tree autoscaler: the gang wait releases the partial
+    workers by scaling the worker group to 0 (`workloads.gang_wait.KubeGangView.release`), and KubeRay
+    deletes surplus worker pods only while that autoscaler is off (with it on, the autoscaler alone decides
+    which pods go, and a group scaled to 0 keeps them: ray-project/kuberay v1.7.0 (59d663ae)
+    ray-operator/controllers/ray/raycluster_controller.go `reconcilePods`, `diff < 0`:
+    `if !enableInTreeAutoscaling || enableRandomPodDelete`). The fixed-size group needs no autoscaler."""
+    if (values.get("head") or {}).get("enableInTreeAutoscaling"):
+        raise ValueError(
+            "ray-cluster values: head.enableInTreeAutoscaling must stay off: the gang wait releases workers by "
+            "scaling the group to 0, which KubeRay carries out only without the in-tree autoscaler"
+        )
 
 
 class RayCluster(pulumi.ComponentResource):

@@ -30,7 +30,7 @@ Image: the recipe's NeMo-RL image, not a small Python image with `pip install ra
 
 Kubernetes API: only a stack with a gang wait (`gpuPool.capacity`, `RunPlan.gang_wait`) gives the pod a
 service-account token, and its KSA exactly what `workloads.gang_wait.KubeGangView` calls (`gang_rules`):
-get/list pods in the namespace, get nodes (cluster-scoped: their pool label), get/patch the one
+list pods in the namespace, get nodes (cluster-scoped: their pool label), get/patch the one
 RayCluster (the release on timeout). Without one the watcher talks only to the Ray dashboard: no token is
 mounted and no role exists, so a leaked pod holds nothing of the API.
 
@@ -329,13 +329,14 @@ def gang_rules(ray_cluster: str) -> tuple[list[k8s.rbac.v1.PolicyRuleArgs], list
     """The RBAC v1 rules of the gang wait's calls (`workloads.gang_wait.KubeGangView`): the Role's (in the
     namespace) and the ClusterRole's. Plain values, no Outputs.
 
-    In the namespace: list the worker pods (by label selector) and get them; get and JSON-patch the stack's
-    RayCluster, by name. Cluster-wide (nodes are not namespaced): get a node, for its pool label. Nothing
-    else: no pod deletion, no other RayCluster, no watch, no node list."""
+    In the namespace: list the worker pods (by label selector: `KubeGangView.worker_pods`, a GET of the
+    collection, which RBAC calls `list`; no pod is read by name, so no `get`); get and JSON-patch the stack's
+    RayCluster, by name (`release`). Cluster-wide (nodes are not namespaced): get a node, for its pool label
+    (`node_pool`). Nothing else: no pod get or deletion, no other RayCluster, no watch, no node list."""
     rule = k8s.rbac.v1.PolicyRuleArgs
     return (
         [
-            rule(api_groups=[""], resources=["pods"], verbs=["get", "list"]),
+            rule(api_groups=[""], resources=["pods"], verbs=["list"]),
             rule(
                 api_groups=["ray.io"], resources=["rayclusters"], resource_names=[ray_cluster], verbs=["get", "patch"]
             ),

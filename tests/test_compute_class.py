@@ -1,5 +1,6 @@
-"""The capacity ladder's ComputeClass and its pools: the manifest against the schema encoded from Google's
-reference, and the ladder stack's plan (one autoscaled pool per rung, the class over them, workers select it)."""
+"""The capacity ladder's ComputeClass and its pools: the manifest against the schema derived from Google's
+Go API types (tools/computeclass_schema.py), and the ladder stack's plan (one autoscaled pool per rung, the
+class over them, workers select it)."""
 
 from __future__ import annotations
 
@@ -29,7 +30,37 @@ def problems(manifest) -> list[str]:
     ]
 
 
-def test_the_manifest_passes_the_schema_encoded_from_googles_reference():
+def test_the_kept_schema_is_the_one_derived_from_the_kept_upstream_types_at_the_pinned_commit():
+    import hashlib
+
+    from tools import computeclass_schema
+
+    kept = computeclass_schema.TYPES_GO.read_bytes()
+    readme = (Path(__file__).parent / "reference" / "README.md").read_text()
+    assert hashlib.sha256(kept).hexdigest() in readme, "types.go changed without a new row in tests/reference/README.md"
+    assert computeclass_schema.COMMIT in readme and computeclass_schema.COMMIT in SCHEMA["$comment"]
+    assert computeclass_schema.main(["--check"]) == 0, "run python -m tools.computeclass_schema"
+
+
+@pytest.mark.parametrize(
+    "section, required",
+    [("activeMigration", "optimizeRulePriority"), ("nodePoolAutoCreation", "enabled")],
+)
+def test_the_schema_requires_what_the_go_types_mark_required(section, required):
+    # types.go: `+kubebuilder:validation:Required` on ActiveMigration.OptimizeRulePriority and
+    # NodePoolAutoCreation.Enabled (compute-class-api 8067eaeb).
+    manifest = compute_class_manifest("c", ["a", "b"])
+    del manifest["spec"][section][required]
+    assert any(f"'{required}' is a required property" in p for p in problems(manifest)), section
+
+
+def test_the_schema_refuses_a_spec_without_when_unsatisfiable_which_the_go_type_does_not_omit():
+    manifest = compute_class_manifest("c", ["a", "b"])
+    del manifest["spec"]["whenUnsatisfiable"]
+    assert problems(manifest) == ["spec: 'whenUnsatisfiable' is a required property"]
+
+
+def test_the_manifest_passes_the_schema_derived_from_googles_go_types():
     manifest = compute_class_manifest("b200-ladder-gpu-ladder", ["p-spot", "p-flex", "p-ondemand"])
     assert problems(manifest) == []
 

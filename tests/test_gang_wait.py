@@ -228,3 +228,55 @@ def test_the_kube_view_reads_the_groups_pods_and_their_nodes_pools_and_scales_th
         ],
     )
     assert said == "worker group gpu of RayCluster nemo-rl scaled to 0"
+
+
+class BrokenView(FakeView):
+    """The API answers nothing (an expired token, the API server away): every look raises as urllib does."""
+
+    def worker_pods(self):
+        raise OSError("HTTP Error 401: Unauthorized")
+
+
+def test_an_api_error_before_the_bound_is_raised_for_the_owner_to_wait_and_look_again():
+    view = BrokenView(FakeClock(), [None, None])
+    with pytest.raises(OSError, match="401"):
+        gang_wait.look_at_gang(view, want=2, rungs=RUNGS, waited_s=600, max_wait_s=3600)
+    assert view.released == 0
+
+
+def test_past_the_bound_an_api_error_still_releases_the_workers_so_partial_nodes_are_not_held_forever():
+    view = BrokenView(FakeClock(), [None, None])
+    result = gang_wait.look_at_gang(view, want=2, rungs=RUNGS, waited_s=3600, max_wait_s=3600)
+    assert view.released == 1
+    assert (result.complete, result.timed_out, result.released) == (False, True, "worker group gpu scaled to 0")
+    assert result.line == (
+        "gang unseen after 60 min (cannot look at the gang: HTTP Error 401: Unauthorized); "
+        "released: worker group gpu scaled to 0"
+    )
+
+
+def test_past_the_bound_an_api_error_with_on_timeout_keep_ends_the_wait_and_keeps_the_workers():
+    view = BrokenView(FakeClock(), [None, None])
+    result = gang_wait.look_at_gang(view, want=2, rungs=RUNGS, waited_s=3601, max_wait_s=3600, release=False)
+    assert view.released == 0
+    assert (result.timed_out, result.released) == (True, None)
+    assert result.line.endswith(f"kept waiting ({gang_wait.KEEP_WHY})")
+
+
+def test_the_in_cluster_view_reads_the_service_account_token_again_for_every_request(tmp_path, monkeypatch):
+    api = FakeApi([pod("w0", "Running", "n0")], {"n0": "t-gpu-spot"}, [{"groupName": "gpu"}])
+    (tmp_path / "token").write_text("first\n")
+    monkeypatch.setattr(gang_wait, "SA_DIR", tmp_path)
+    monkeypatch.setattr(gang_wait.ssl, "create_default_context", lambda cafile: None)  # no ca.crt here
+    host, port = api.base.removeprefix("http://").split(":")
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", host)
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", port)
+    try:
+        view = gang_wait.KubeGangView.in_cluster("nemo-rl", "nemo-rl", "gpu")
+        view.base = api.base  # the fake speaks plain HTTP
+        view.worker_pods()
+        (tmp_path / "token").write_text("rotated\n")  # the kubelet rotates the projected token
+        view.worker_pods()
+    finally:
+        api.close()
+    assert [r[2] for r in api.requests] == ["Bearer first", "Bearer rotated"]

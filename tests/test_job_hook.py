@@ -152,7 +152,20 @@ def test_delete_also_stops_an_attempt_the_watcher_resubmitted_before_the_export_
         jobs_now[job_id] = JobStatus.STOPPED
         return True
 
-    monkeypatch.setattr(hook, "_client", lambda props, **_: object())
+    class Head:
+        """The Job API as the destroy mark uses it: submit a job, list every job."""
+
+        def get_address(self):
+            return "http://fake"
+
+        def submit_job(self, submission_id, **_):
+            assert not stopped, "the mark is set before any attempt is stopped"
+            jobs_now[submission_id] = JobStatus.SUCCEEDED
+
+        def list_jobs(self):
+            return [SimpleNamespace(submission_id=k, status=v) for k, v in jobs_now.items()]
+
+    monkeypatch.setattr(hook, "_client", lambda props, **_: Head())
     monkeypatch.setattr(
         jobs, "list_jobs", lambda _c: [SimpleNamespace(submission_id=k, status=v) for k, v in jobs_now.items()]
     )
@@ -160,6 +173,8 @@ def test_delete_also_stops_an_attempt_the_watcher_resubmitted_before_the_export_
     monkeypatch.setattr(jobs, "wait", lambda _c, job_id, **_: jobs_now[job_id])
     JobSubmissionProvider().delete("dev-job-1", dict(RECORDED))
     assert stopped == ["dev-job-1-r2"], "a resubmitted attempt would still write to Lustre during the export"
+    # The destroy mark (workloads/destroy_mark.py): from now on nothing starts an attempt of dev-job-1.
+    assert "dev-job-1-destroying" in jobs_now
     assert jobs_now["other-stack-job"] is JobStatus.RUNNING
 
 

@@ -907,3 +907,27 @@ def test_the_plan_text_shows_the_worker_requests_and_the_headroom_they_leave():
     assert "requests  206 CPU / 2,400 GiB (/dev/shm up to 240 GiB" in block
     # 224 - 0.63 = 223.37 CPU; 3968 x 0.98 - 86.12 - 0.1 = 3802.4 GiB allocatable.
     assert "headroom  17.37 CPU / 1,402.4 GiB" in block
+
+
+@pytest.mark.parametrize("stack", ALL_STACKS)
+def test_no_stack_turns_on_the_in_tree_autoscaler_so_a_released_worker_group_loses_its_pods(stack):
+    # KubeRay v1.7.0 reconcilePods deletes surplus worker pods only while the in-tree autoscaler is off
+    # (infra/ray_cluster.py check_no_in_tree_autoscaler): the gang wait's release depends on it.
+    import json
+
+    plan = stack_plan(stack)
+    (cm,) = [r for r in plan.by_type("kubernetes:core/v1:ConfigMap") if r.name == "preemption-watcher-code"]
+    releases = json.loads(cm.inputs["data"]["run.json"]).get("gang_on_timeout") == "releaseWorkers"
+    assert releases or stack != "b200-ladder", "the ladder stack releases its workers: the case this guards"
+    (release,) = plan.by_type(RELEASE)
+    spec = render_raycluster(release.inputs["values"])["spec"]
+    assert "enableInTreeAutoscaling" not in spec, release.name
+    assert "autoscalerOptions" not in release.inputs["values"]["head"], release.name
+
+
+def test_values_that_turn_on_the_in_tree_autoscaler_are_refused_before_any_resource():
+    def autoscaled(values):
+        return {**values, "head": {**values["head"], "enableInTreeAutoscaling": True}}
+
+    with pytest.raises(ValueError, match="head.enableInTreeAutoscaling must stay off"):
+        component(adapt_values=autoscaled)

@@ -138,4 +138,5 @@ def test_nccl_2_30_4_on_blackwell_is_refused_naming_nccl_issue_2167():
 def test_the_gib_before_v1_1_2_caution_is_shown_not_refused():
     rep = report(config().version_pins)
     assert [c["id"] for c in rep["cautions"]] == ["gib-before-v1.1.2-with-nccl-2.27"]
-    assert rep["cautions"][0]["issue"].endswith("cluster-toolkit/pull/5674")
+    # The merged change (PR 5991), not the closed-unmerged PR 5674 the claim's wording comes from.
+    assert rep["cautions"][0]["issue"].endswith("cluster-toolkit/pull/5991")

@@ -115,7 +115,7 @@ def test_the_day_2_cli_and_what_only_it_uses_are_not_shipped_so_editing_them_doe
 RBAC = "kubernetes:rbac.authorization.k8s.io/v1"
 
 
-def test_with_a_gang_wait_the_watchers_account_may_read_pods_and_nodes_and_patch_its_raycluster_only():
+def test_with_a_gang_wait_the_watchers_account_may_list_pods_get_nodes_and_patch_its_raycluster_only():
     from conftest import stack_plan
     from k8s_support import k8s_doc, schema_problems
 
@@ -133,7 +133,8 @@ def test_with_a_gang_wait_the_watchers_account_may_read_pods_and_nodes_and_patch
         assert schema_problems(k8s_doc(reg), reg.name) == []
     assert role.inputs["metadata"]["namespace"] == binding.inputs["metadata"]["namespace"] == "nemo-rl"
     assert k8s_doc(role)["rules"] == [
-        {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]},
+        # `KubeGangView.worker_pods` lists the group's pods by label selector and never gets one by name.
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
         # Only the stack's own RayCluster: what the gang wait reads and scales to 0 (`KubeGangView.release`).
         {
             "apiGroups": ["ray.io"],

@@ -24,7 +24,7 @@ RayCluster, worker group and namespace of `KubeGangView`; this module imports no
 `wait_for_gang` is the same look in a blocking loop, for a caller that may wait.
 
 Only on a real cluster: the API calls of `KubeGangView` (the pods' and nodes' fields read, the RayCluster
-patch) with the RBAC infra/watcher_deployment.py grants the watcher (get/list pods in the namespace, get
+patch) with the RBAC infra/watcher_deployment.py grants the watcher (list pods in the namespace, get
 nodes, get/patch its RayCluster).
 """
 
@@ -66,6 +66,10 @@ class GangView(Protocol):
         """Give the partial nodes back; returns what was done, in words."""
         ...
 
+
+VIEW_ERRORS = (OSError, ValueError, LookupError, StopIteration)
+"""What a look at the gang raises when the API fails: urllib's errors are OSErrors, a malformed answer a
+ValueError (JSON) or LookupError (a missing field)."""
 
 KEEP_WHY = "gpuPool.capacity.onTimeout: keep"
 """Why the workers are kept after a timeout, by default (the plan may give another reason: `look_at_gang`)."""
@@ -135,13 +139,25 @@ def look_at_gang(
     `rungs` maps node pool names to rung labels in ladder order (spot, flexStart, ...); `default_rung` is
     the rung of a node whose pool `rungs` does not name (a one-rung stack: every GPU node is of its rung,
     and Autopilot names its pools itself). Releases at most once per call, and only on the timeout.
+    An API error (`VIEW_ERRORS`) before the bound is raised; at or past it the wait times out unseen.
     """
     if want < 1:
         raise ValueError("want must be at least 1")
     order = list(dict.fromkeys([*rungs.values(), *([default_rung] if default_rung else [])]))
-    pods = list(view.worker_pods())
-    running = [p for p in pods if p.phase == "Running" and p.node]
-    by_rung = _by_rung(view, running, rungs, default_rung)
+    try:
+        pods = list(view.worker_pods())
+        running = [p for p in pods if p.phase == "Running" and p.node]
+        by_rung = _by_rung(view, running, rungs, default_rung)
+    except VIEW_ERRORS as err:
+        if waited_s < max_wait_s:
+            raise  # the owner waits and looks again on its next step
+        # Past the bound the wait ends whether or not the API answers the look: an API that keeps failing
+        # (an expired token, RBAC gone) must not hold partial nodes forever. `release` may fail too; then
+        # it raises and the owner tries again next step, still past the bound.
+        done = view.release() if release else None
+        then = f"released: {done}" if done else f"kept waiting ({kept_why})"
+        line = f"gang unseen after {max_wait_s / 60:.0f} min (cannot look at the gang: {err}); {then}"
+        return GangResult(False, 0, want, waited_s, {}, done, line, timed_out=True, mix="unseen")
     mix = _mix(by_rung, order)
     ready = len(running)
     if ready >= want:
@@ -207,7 +223,7 @@ class KubeGangView:
     def __init__(
         self,
         base: str,
-        token: str,
+        token: "str | Path",
         ca_file: Optional[str],
         namespace: str,
         ray_cluster: str,
@@ -227,12 +243,20 @@ class KubeGangView:
         host, port = os.environ["KUBERNETES_SERVICE_HOST"], os.environ.get("KUBERNETES_SERVICE_PORT", "443")
         return cls(
             f"https://{host}:{port}",
-            (SA_DIR / "token").read_text().strip(),
+            SA_DIR / "token",
             str(SA_DIR / "ca.crt"),
             namespace,
             ray_cluster,
             worker_group,
         )
+
+    def _token(self) -> str:
+        """The bearer token, a token file read again for every request: the kubelet rotates the projected
+        service-account token (from 80% of its TTL, at most 24 h: the `serviceAccountToken` projection,
+        https://kubernetes.io/docs/reference/kubernetes-api/config-and-storage-resources/volume/ and
+        https://kubernetes.io/docs/reference/access-authn-authz/service-accounts-admin/#bound-service-account-token-volume),
+        so a token read once at start is refused after about an hour."""
+        return self.token.read_text().strip() if isinstance(self.token, Path) else self.token
 
     def _call(self, method: str, path: str, body: Any = None, content_type: str = "application/json") -> Any:
         data = None if body is None else json.dumps(body).encode()
@@ -240,7 +264,7 @@ class KubeGangView:
             self.base + path,
             data=data,
             method=method,
-            headers={"Authorization": f"Bearer {self.token}", "Content-Type": content_type},
+            headers={"Authorization": f"Bearer {self._token()}", "Content-Type": content_type},
         )
         with urllib.request.urlopen(request, timeout=self.timeout, context=self.context) as response:
             return json.loads(response.read() or b"{}")

@@ -165,9 +165,11 @@ def _submit_gated(client: Any, spec: JobSpec, props: dict[str, Any]) -> tuple[An
     """The job submitted the way the run's owner does it (`run_owner.submit_gated`: never while a gate
     runs, and only after this attempt's own gate under enforce/warn); returns the result and the gate's
     outputs. Raises `gate.GateFailed` (enforce) before anything is submitted."""
-    from workloads import run_owner
+    from workloads import destroy_mark, run_owner
     from workloads.gate import GatePlan, gate_in_force
 
+    # A deploy that submits the job lifts the mark of a destroy that stopped half-way (workloads/destroy_mark.py).
+    destroy_mark.clear_destroy_mark(client, spec.submission_id)
     policy, plan = gate_in_force(props.get("gate_policy"), props.get("gate_plan") or None)
     gate = run_owner.GateSetup(policy, GatePlan.from_dict(plan) if plan is not None else None)
     result, report = run_owner.submit_gated(client, spec, gate, on_line=_log)
@@ -253,11 +255,14 @@ class JobSubmissionProvider(ResourceProvider):
         return UpdateResult(outs=outs)
 
     def delete(self, id_: str, props: dict[str, Any]) -> None:
-        from workloads import submit
+        from workloads import destroy_mark, submit
 
         job_id = props.get("submission_id") or id_
         try:
             client = _client(props)
+            # First the mark: from here no watcher or CLI starts an attempt, or cleans checkpoints/, while
+            # the Lustre export that follows copies it (workloads/destroy_mark.py).
+            destroy_mark.mark_destroy_begun(client, job_id)
             _stop_every_attempt(client, job_id)
         except (submit.UnknownJob, submit.DashboardUnreachable, submit.WaitTimeout):
             pass

@@ -242,7 +242,9 @@ def submit_gated(
     before anything is submitted, `submit.WaitTimeout` when no verdict came within `timeout`
     (default: two gate runs' bound).
     """
-    from workloads import submit
+    from workloads import destroy_mark, submit
+
+    destroy_mark.refuse_if_destroying(client, spec.submission_id)  # nothing starts once `pulumi destroy` began
 
     stopped = submit.stop_other_specs(client, spec)
     same = [j for j in submit.list_jobs(client, spec.stack) if (j.metadata or {}).get(META_SPEC_HASH) == spec.spec_hash]

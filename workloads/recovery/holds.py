@@ -6,6 +6,8 @@ the decision: unchanged (or with a note added to its reason) to let it through, 
 (WAIT: look again later; GIVE_UP: never). The first hold that holds wins; the next hold is one function
 more in `HOLDS`.
 
+0. `not_destroying`: `pulumi destroy` has begun (its mark is in the job list, workloads/destroy_mark.py):
+   nothing starts, and `checkpoints/` is left to the Lustre export -> wait.
 1. `budget_left`: `job.budgetUsd` spent -> give up (workloads/ledger.py).
 2. `no_gate_running`: a gate run of the stack is pending or running, whoever started it (the deploy, a
    user, this watcher): it holds every GPU -> wait (workloads/run_owner.py rule 1).
@@ -64,6 +66,15 @@ def budget_left(w: Any, decision: Decision, look: Look) -> Decision:
     budget = w.ledger.budget_usd
     if budget is not None and (w.ledger.spend(w.clock()) or 0) >= budget:
         return _held(decision, Action.GIVE_UP, f"not resubmitted, job.budgetUsd ${budget:,.2f} is spent")
+    return decision
+
+
+def not_destroying(w: Any, decision: Decision, look: Look) -> Decision:
+    from workloads import destroy_mark
+
+    mark = destroy_mark.mark_id(w.spec.submission_id)
+    if any(j.submission_id == mark for j in look.jobs()):
+        return _held(decision, Action.WAIT, f"not resubmitted, pulumi destroy has begun (Ray job {mark})")
     return decision
 
 
@@ -176,7 +187,7 @@ def gate_cleared(w: Any, decision: Decision, look: Look) -> Decision:
 
 
 Hold = Callable[[Any, Decision, Look], Decision]
-HOLDS: tuple[Hold, ...] = (budget_left, no_gate_running, gang_whole, pool_gpus_alive, gate_cleared)
+HOLDS: tuple[Hold, ...] = (not_destroying, budget_left, no_gate_running, gang_whole, pool_gpus_alive, gate_cleared)
 """In order: the first that holds the resubmission decides."""
 
 
