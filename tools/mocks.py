@@ -121,6 +121,10 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
             options["ignoreChanges"] = list(request.ignoreChanges)
         if request.replaceOnChanges:
             options["replaceOnChanges"] = list(request.replaceOnChanges)
+        if request.aliases or request.aliasURNs:
+            # An alias (a URN or a spec) keeps a moved resource's state (tools/upgrade_check.py reads them).
+            aliases = [json_format.MessageToDict(a) for a in request.aliases] + list(request.aliasURNs)
+            options["aliases"] = aliases
         if request.importId:
             options["import"] = request.importId
         if request.replace_with:

@@ -19,7 +19,7 @@ every registration the engine would receive is recorded.
 `inputs` are what the provider would receive (camelCase, after Pulumi's translation; integral
 numbers as integers); `dependencies` are the URNs the resource waits for (explicit and implied by
 inputs); `options` holds the resource options that change behaviour (protect, retainOnDelete,
-customTimeouts, ignoreChanges, replaceOnChanges, replaceWith, deletedWith, deleteBeforeReplace, import,
+customTimeouts, ignoreChanges, replaceOnChanges, replaceWith, deletedWith, deleteBeforeReplace, import, aliases,
 hooks). Every secret value
 is replaced by "[secret]"; secrets of the stack file (`secure:` values) are never decrypted.
 

@@ -25,7 +25,7 @@ config keys that would.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any, Iterator, Optional
 
 NODE_POOL_TYPE = "gcp:container/nodePool:NodePool"
 
@@ -131,10 +131,13 @@ def _unset(value: Any) -> bool:
     return value in ("", [], {})
 
 
-def replacing_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    """The ForceNew inputs that differ between two sets of node pool inputs, as `path: old -> new`."""
+def replacing_changes(
+    old: dict[str, Any], new: dict[str, Any], force_new: Optional[dict[str, str]] = None
+) -> list[str]:
+    """The ForceNew inputs that differ between two sets of inputs, as `path: old -> new`: a node pool's
+    (`FORCE_NEW`), or another type's table of the same form (tools/upgrade_check.py)."""
     found = []
-    for path, kind in FORCE_NEW.items():
+    for path, kind in (FORCE_NEW if force_new is None else force_new).items():
         a, b = _get(old, path), _get(new, path)
         if kind == PRESENCE:
             if _unset(a) != _unset(b):
