@@ -40,7 +40,7 @@ from infra.storage import (
 from infra.training_job import build_training_job, job_spec_for_stack
 from infra.watcher_deployment import build_preemption_watcher
 from infra.workload_env import LustreVolume, WorkloadEnvironment, WorkloadEnvironmentArgs
-from workloads.job_spec import results_dirs
+from workloads.job_types import results_dirs
 
 settings = stack_config.load()
 cfg = settings.config

@@ -63,7 +63,7 @@ from infra.run_plan import CHECKPOINTS_MOUNT, run_plan_for_stack
 from infra.stack_context import GpuPoolFacts
 from infra.stack_file import ROOT
 from workloads.acceptance_gate import GatePlan
-from workloads.job_spec import CHECKPOINTS_DIR, JobSpec
+from workloads.job_types import CHECKPOINTS_DIR, JobSpec
 from workloads.preemption import RecoveryPolicy
 from workloads.recipes import NemoRLImage
 from workloads.run_owner import RunPlan

@@ -19,7 +19,7 @@ from infra.stack_file import ROOT, present_secrets
 from jobctl.stack import Stack, build_spec, gate_plan, recovery_policy, run_plan
 from workloads import cli_args, exit_codes, watcher
 from workloads.exit_codes import CommandError
-from workloads.job_spec import META_RECIPE
+from workloads.job_types import META_RECIPE
 
 # Stack outputs the CLI reads when no address is given (the program exports these names).
 OUTPUT_ENDPOINT = "clusterEndpoint"

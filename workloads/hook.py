@@ -64,7 +64,7 @@ from typing import Any
 
 from pulumi.dynamic import CreateResult, DiffResult, ReadResult, ResourceProvider, UpdateResult
 
-from workloads.job_spec import JobSpec
+from workloads.job_types import JobSpec
 
 SPEC_KEYS = ("entrypoint", "runtime_env", "submission_id", "metadata", "spec_hash")
 CONNECTION_KEYS = ("address", "gke_endpoint", "ca_cert_b64", "namespace", "head_service", "ray_cluster_name")

@@ -27,16 +27,32 @@ variable is rejected.
 
 from __future__ import annotations
 
-import copy
-import hashlib
-import json
 import math
 import posixpath
 import re
 import shlex
-from dataclasses import dataclass
 from typing import Any, Mapping, Protocol, Union
 
+from workloads.job_types import (  # noqa: F401 (re-exported: plan-time callers read them here too)
+    CHECKPOINTS_DIR,
+    LOGS_DIR,
+    META_ATTEMPT,
+    META_RECIPE,
+    META_RUN_ID,
+    META_SPEC_HASH,
+    META_STACK,
+    SECRET_ENV_NAMES,
+    JobBuildError,
+    JobSpec,
+    checkpoint_dir,
+    hf_home,
+    log_dir,
+    results_dirs,
+    run_checkpoint_subdir,
+    run_id_for,
+    spec_hash,
+    submission_id_for,
+)
 from workloads.overrides import OverrideChecker, OverrideError, override_key, parse_override
 from workloads.recipes import RECIPES, Parallelism, Recipe, TrainingBackend
 
@@ -64,32 +80,6 @@ class JobSettings(Protocol):
     def max_lost_minutes(self) -> "float | None": ...
 
 
-SECRET_ENV_NAMES = frozenset({"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "WANDB_API_KEY"})
-"""Environment variables that carry credentials: they come from the pod, never the runtime env."""
-
-META_STACK = "nemo-rl-gke/stack"
-META_RECIPE = "nemo-rl-gke/recipe"
-META_SPEC_HASH = "nemo-rl-gke/spec-hash"
-META_ATTEMPT = "nemo-rl-gke/attempt"
-"""Ray job metadata keys; `workloads.submit` finds a stack's jobs by them."""
-
-_ID_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
-_ID_SLUG_MAX = 80
-"""Submission ids appear in URL paths, actor names and log file names: keep them short and plain."""
-
-
-class JobBuildError(ValueError):
-    """The job cannot be built for this stack; the message names what to change.
-
-    `key` is the stack config key (camelCase path below the namespace) the user has to change, so the
-    Pulumi program can report it like any other config error before creating a resource.
-    """
-
-    def __init__(self, message: str, key: str = "job.overrides"):
-        super().__init__(message)
-        self.key = key
-
-
 class PoolShape(Protocol):
     """What the job needs from the GPU pool (`infra.stack_context.GpuPoolFacts` satisfies it)."""
 
@@ -100,85 +90,6 @@ class PoolShape(Protocol):
     def gpus_per_node(self) -> int: ...
 
 
-@dataclass(frozen=True)
-class JobSpec:
-    """Everything a submission sends to Ray. Build it with `build_job` or `JobSpec.create`.
-
-    `spec_hash` is the SHA-256 of the entrypoint and runtime env; `submission_id` is
-    `<stack>-<recipe>-<first 8 hex of spec_hash>` with anything outside `[A-Za-z0-9_-]` turned
-    into `-`, so the same spec always gets the same id and any change gets a new one.
-    """
-
-    entrypoint: str
-    runtime_env: dict[str, Any]
-    submission_id: str
-    metadata: dict[str, str]
-    spec_hash: str
-
-    @classmethod
-    def create(cls, *, stack: str, recipe: str, entrypoint: str, runtime_env: Mapping[str, Any]) -> "JobSpec":
-        """A spec for any entrypoint (tests use short commands); computes hash, id and metadata."""
-        env = copy.deepcopy(dict(runtime_env))
-        leaked = sorted(SECRET_ENV_NAMES & set((env.get("env_vars") or {})))
-        if leaked:
-            raise JobBuildError(
-                f"runtime env sets {', '.join(leaked)}: secrets reach the job from the pod's Kubernetes "
-                "Secret, never through the Ray runtime env (it is stored and shown by the dashboard)"
-            )
-        digest = spec_hash(entrypoint, env)
-        return cls(
-            entrypoint=entrypoint,
-            runtime_env=env,
-            submission_id=submission_id_for(stack, recipe, digest),
-            metadata={META_STACK: stack, META_RECIPE: recipe, META_SPEC_HASH: digest},
-            spec_hash=digest,
-        )
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "JobSpec":
-        """Rebuild a spec from `to_dict()` output (e.g. dynamic-provider props), checking its hash."""
-        spec = cls(
-            entrypoint=str(data["entrypoint"]),
-            runtime_env=copy.deepcopy(dict(data["runtime_env"])),
-            submission_id=str(data["submission_id"]),
-            metadata={str(k): str(v) for k, v in dict(data["metadata"]).items()},
-            spec_hash=str(data["spec_hash"]),
-        )
-        if spec_hash(spec.entrypoint, spec.runtime_env) != spec.spec_hash:
-            raise JobBuildError(
-                f"job spec {spec.submission_id}: spec_hash does not match its entrypoint and runtime env"
-            )
-        return spec
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "entrypoint": self.entrypoint,
-            "runtime_env": copy.deepcopy(self.runtime_env),
-            "submission_id": self.submission_id,
-            "metadata": dict(self.metadata),
-            "spec_hash": self.spec_hash,
-        }
-
-    @property
-    def stack(self) -> str:
-        return self.metadata[META_STACK]
-
-    @property
-    def recipe(self) -> str:
-        return self.metadata[META_RECIPE]
-
-
-def spec_hash(entrypoint: str, runtime_env: Mapping[str, Any]) -> str:
-    """SHA-256 (hex) over the entrypoint and the runtime env in canonical JSON."""
-    doc = json.dumps({"entrypoint": entrypoint, "runtime_env": runtime_env}, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(doc.encode()).hexdigest()
-
-
-def submission_id_for(stack: str, recipe: str, digest: str) -> str:
-    slug = _ID_UNSAFE.sub("-", f"{stack}-{recipe}").strip("-")[:_ID_SLUG_MAX].rstrip("-") or "job"
-    return f"{slug}-{digest[:8]}"
-
-
 NRL_VIRTUAL_CLUSTER_MAX_RETRIES = 10
 """NeMo-RL's placement wait (nemo_rl/distributed/virtual_cluster.py, v0.4.0 to v0.7.0): it checks
 `ray.cluster_resources()` for the GPUs it needs up to this many times, sleeping 2**i s after try i, then
@@ -187,22 +98,6 @@ spot node (minutes); 10 waits 2**10 - 1 = 1023 s, about 17 min. The driver reads
 environment, which the job's runtime env sets. The watcher also waits for the GPUs before it
 resubmits (`workloads.preemption`), so this covers the first submission and a node lost again in
 between; a wait that runs out is a capacity wait, not counted as a restart."""
-
-CHECKPOINTS_DIR = "checkpoints"
-LOGS_DIR = "logs"
-
-
-def results_dirs() -> tuple[str, ...]:
-    """The top-level directories on Lustre (relative to the mount path, i.e. to the filesystem root)
-    that hold what a run produces: checkpoints and logs. `infra.lustre_guard` exports exactly these to
-    the bucket before `pulumi destroy` deletes Lustre; the HF cache is not among them (re-downloadable).
-    """
-    return (CHECKPOINTS_DIR, LOGS_DIR)
-
-
-def checkpoint_dir(mount_path: str, stack: str, recipe: str, key: str = "") -> str:
-    """Checkpoints on Lustre, per stack, recipe and `checkpoint_key`: resubmitting the same job resumes from here."""
-    return posixpath.join(_mount(mount_path), CHECKPOINTS_DIR, stack, recipe, *([key] if key else []))
 
 
 def checkpoint_key(recipe: Recipe, par: Parallelism, user_overrides: "tuple[str, ...] | list[str]" = ()) -> str:
@@ -272,22 +167,6 @@ def _last_int(recipe: Recipe, user_overrides: "tuple[str, ...] | list[str]", key
 
 def train_global_batch_size(recipe: Recipe, user_overrides: "tuple[str, ...] | list[str]" = ()) -> int:
     return _last_int(recipe, user_overrides, "policy.train_global_batch_size", recipe.config_train_global_batch_size)
-
-
-def log_dir(mount_path: str, stack: str, recipe: str) -> str:
-    """NeMo-RL's `logger.log_dir` (it adds exp_<N> per run; TensorBoard and W&B files go below)."""
-    return posixpath.join(_mount(mount_path), LOGS_DIR, stack, recipe)
-
-
-def hf_home(mount_path: str) -> str:
-    """The Hugging Face cache on Lustre, shared by every node and kept across runs."""
-    return posixpath.join(_mount(mount_path), "hf-cache")
-
-
-def _mount(mount_path: str) -> str:
-    if not mount_path.startswith("/"):
-        raise JobBuildError(f"mount path {mount_path!r} must be absolute", key="ray.mountPath")
-    return posixpath.normpath(mount_path)
 
 
 def _fmt(value: Any) -> str:

@@ -98,7 +98,7 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional, Sequence, TextIO
 
-from workloads.job_spec import META_SPEC_HASH, JobSpec
+from workloads.job_types import META_SPEC_HASH, JobSpec
 
 if TYPE_CHECKING:
     from workloads.gang_wait import GangView

@@ -42,7 +42,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from workloads.acceptance_gate import META_GATE, POLICIES, GateFailed, GatePlan, GateReport, estimated_seconds
 from workloads.gang_wait import KEEP_WHY
-from workloads.job_spec import META_SPEC_HASH, JobSpec
+from workloads.job_types import META_SPEC_HASH, JobSpec
 
 META_GATE_FOR = "nemo-rl-gke/gate-for"
 """Ray job metadata of a gate run: the submission id of the training attempt it clears."""
