@@ -191,8 +191,7 @@ def cmd_submit(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
     from workloads import run_owner
 
     client = connect(args, stack)
-    policy = args.gate or stack.config.gate_policy
-    gate = run_owner.GateSetup(policy, gate_plan(stack) if policy != "off" else None)
+    gate = run_owner.GateSetup.of(args.gate or stack.config.gate_policy, gate_plan(stack))
 
     def show(line: str) -> None:
         out.write(line + "\n")
@@ -241,7 +240,7 @@ def _print_ledger(args: argparse.Namespace, client, stack: Stack, out: TextIO) -
     from workloads import submit
 
     if args.ledger_file:
-        found = run_ledger.LedgerFile(args.ledger_file).load(stack.name, build_spec(stack).submission_id)
+        found = run_ledger.LedgerFile(args.ledger_file).load(stack.name, build_spec(stack).run_id)
         found = found if found.attempts or found.events else None
     else:
         try:

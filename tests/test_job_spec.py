@@ -44,8 +44,9 @@ def pool(flavour: str, nodes: int) -> GpuPoolFacts:
 
 
 def argv(spec: JobSpec) -> list[str]:
-    """The entrypoint as the shell will split it: `cd <dir> && python <script> ...`."""
-    tokens = shlex.split(spec.entrypoint)
+    """The entrypoint after the adoption of an earlier release's checkpoints, as the shell will split it:
+    `cd <dir> && python <script> ...`."""
+    tokens = shlex.split("cd " + spec.entrypoint.rsplit("; cd ", 1)[1])
     assert tokens[2] == "&&", tokens[:4]
     return tokens
 
@@ -145,7 +146,7 @@ def test_every_key_is_set_once_and_stack_values_come_before_recipe_and_user_valu
 def test_the_stack_spec_is_the_one_built_from_the_pools_facts(stack, flavour, nodes):
     loaded = load_stack(stack)
     cfg = loaded.config
-    from_facts = build_job(cfg.recipe, cfg.job, pool(flavour, nodes), cfg.ray.mount_path, stack, False)
+    from_facts = build_job(cfg.recipe, cfg.job, pool(flavour, nodes), cfg.ray.mount_path, stack, False, save_period=1)
     assert from_facts == spec_of(stack, cfg, wandb_key_set=False) == build_spec(loaded)
 
 
@@ -159,9 +160,9 @@ def test_hostile_values_stay_single_shell_words(monkeypatch):
     # NeMo-RL's override parser refuses such values (and the stack config never lets them in); the
     # quoting must hold without that check too.
     with pytest.raises(JobBuildError, match="is not a Hydra override"):
-        build_job("qwen2.5-1.5b-gsm8k", job, pool("b200", 1), mount, hostile_stack, False)
+        build_job("qwen2.5-1.5b-gsm8k", job, pool("b200", 1), mount, hostile_stack, False, save_period=1)
     monkeypatch.setattr(job_spec_module.OverrideChecker, "check", lambda self, overrides: None)
-    spec = build_job("qwen2.5-1.5b-gsm8k", job, pool("b200", 1), mount, hostile_stack, False)
+    spec = build_job("qwen2.5-1.5b-gsm8k", job, pool("b200", 1), mount, hostile_stack, False, save_period=1)
     tokens = argv(spec)
     assert tokens[:2] == ["cd", "/opt/nemo-rl"]
     assert (
@@ -229,7 +230,7 @@ def test_user_overrides_win_over_the_recipe_but_may_not_touch_what_the_stack_der
     job = cfg.job.model_copy(
         update={"overrides": ("grpo.num_prompts_per_step=8", "~loss_fn.use_on_policy_kl_approximation")}
     )
-    spec = build_job(cfg.recipe, job, pool("h200", 2), "/lustre", "h200", False)
+    spec = build_job(cfg.recipe, job, pool("h200", 2), "/lustre", "h200", False, save_period=1)
     ovs = overrides(spec)
     assert ovs[-2:] == ["grpo.num_prompts_per_step=8", "~loss_fn.use_on_policy_kl_approximation"]
     assert "grpo.num_prompts_per_step=16" not in ovs
@@ -242,7 +243,7 @@ def test_user_overrides_win_over_the_recipe_but_may_not_touch_what_the_stack_der
     ]:
         job = cfg.job.model_copy(update={"overrides": (bad,)})
         with pytest.raises(JobBuildError, match=re.escape(owner)):
-            build_job(cfg.recipe, job, pool("h200", 2), "/lustre", "h200", False)
+            build_job(cfg.recipe, job, pool("h200", 2), "/lustre", "h200", False, save_period=1)
 
 
 def test_parallelism_overrides_the_config_accepted_shape_the_derived_values_once():
@@ -252,7 +253,7 @@ def test_parallelism_overrides_the_config_accepted_shape_the_derived_values_once
     job = cfg.job.model_copy(
         update={"overrides": ("policy.dtensor_cfg.tensor_parallel_size=4", "policy.generation.colocated.enabled=True")}
     )
-    ovs = overrides(build_job(cfg.recipe, job, pool("h200", 2), "/lustre", "h200", False))
+    ovs = overrides(build_job(cfg.recipe, job, pool("h200", 2), "/lustre", "h200", False, save_period=1))
     assert "policy.dtensor_cfg.tensor_parallel_size=4" in ovs
     assert not any(o.startswith("policy.generation.colocated.") for o in ovs)  # colocated is the default
     keys = [override_key(o) for o in ovs]
@@ -263,12 +264,12 @@ def test_parallelism_overrides_the_config_accepted_shape_the_derived_values_once
 def test_layouts_the_pool_cannot_hold_are_refused_before_submission():
     b200 = load_stack("b200").config
     with pytest.raises(JobBuildError, match="not a multiple of TP x PP = 16"):
-        build_job(b200.recipe, b200.job, pool("b200", 3), "/lustre", "b200", False)
+        build_job(b200.recipe, b200.job, pool("b200", 3), "/lustre", "b200", False, save_period=1)
     h200 = load_stack("h200").config
     with pytest.raises(JobBuildError, match="none is left for training"):
-        build_job(h200.recipe, h200.job, pool("h200", 1), "/lustre", "h200", False)
+        build_job(h200.recipe, h200.job, pool("h200", 1), "/lustre", "h200", False, save_period=1)
     with pytest.raises(JobBuildError, match="is not the one job.recipe names"):
-        build_job("gemma3-27b-gsm8k", b200.job, pool("b200", 8), "/lustre", "b200", False)
+        build_job("gemma3-27b-gsm8k", b200.job, pool("b200", 8), "/lustre", "b200", False, save_period=1)
 
 
 def test_recipes_pin_their_image_and_know_their_config_generation():
@@ -392,7 +393,7 @@ def test_a_pool_whose_data_parallel_size_does_not_divide_the_batch_is_refused_wi
     assert message.endswith("allowed: gpuPool.nodeCount 2, 4, 8, 16, 32, 64"), message
     # 8 nodes (DP 4) fit the recipe as it is; the batch the check reads is the last override's.
     b200 = load_stack("b200").config
-    build_job(b200.recipe, b200.job, pool("b200", 8), "/lustre", "b200", False)
+    build_job(b200.recipe, b200.job, pool("b200", 8), "/lustre", "b200", False, save_period=1)
     with pytest.raises(JobBuildError, match="does not divide policy.train_global_batch_size 250"):
         build_job(
             b200.recipe,
@@ -401,6 +402,7 @@ def test_a_pool_whose_data_parallel_size_does_not_divide_the_batch_is_refused_wi
             "/lustre",
             "b200",
             False,
+            save_period=1,
         )
 
 
@@ -410,7 +412,9 @@ def test_the_checkpoint_directory_changes_with_what_makes_checkpoints_incompatib
     def ckpt_dir(stack: str, overrides=()) -> str:
         cfg = load_stack(stack).config
         job = cfg.job.model_copy(update={"overrides": tuple(overrides)}) if overrides else cfg.job
-        spec = build_job(cfg.recipe, job, pool(cfg.flavour, cfg.gpu_pool.node_count), "/lustre", stack, False)
+        spec = build_job(
+            cfg.recipe, job, pool(cfg.flavour, cfg.gpu_pool.node_count), "/lustre", stack, False, save_period=1
+        )
         return re.search(r"checkpointing\.checkpoint_dir=(\S+)", spec.entrypoint).group(1)
 
     base = ckpt_dir("h200")
@@ -428,7 +432,7 @@ def test_the_checkpoint_directory_changes_with_what_makes_checkpoints_incompatib
 
 def test_the_save_period_comes_from_the_bound_on_lost_work_and_the_plans_step_and_write_times():
     from infra.run_plan import save_period_for
-    from workloads.job_spec import derived_save_period
+    from infra.run_plan import derived_save_period
 
     # gemma3-27b (h200): ~12 min a step, a checkpoint written in ~50 s.
     assert derived_save_period(720, 50, None) == 1  # writes take 7 % of training at one save a step
@@ -451,4 +455,5 @@ def test_the_save_period_comes_from_the_bound_on_lost_work_and_the_plans_step_an
             "/lustre",
             "h200",
             False,
+            save_period=1,
         )

@@ -127,7 +127,7 @@ def test_no_budget_means_no_stop_and_the_ledger_survives_a_restart_of_the_watche
     assert w.step().action is Action.WAIT and client.stopped == []
     again = Watcher(client, w.spec, w.policy, clock=lambda: now[0], run=w.run, ledger=ledger_file)
     assert [a.submission_id for a in again.ledger.attempts] == [client.job.submission_id]
-    assert json.loads(ledger_file.path.read_text())["submission_id"] == client.job.submission_id
+    assert json.loads(ledger_file.path.read_text())["run_id"] == w.spec.run_id
 
 
 def test_the_ledger_table_shows_every_attempt_with_its_node_hours_steps_and_spend():
@@ -190,7 +190,7 @@ def test_status_prints_the_job_then_the_run_ledger_as_a_table(head, client, tmp_
     from workloads import submit as jobs
 
     spec = build_spec(load_stack("dev"))
-    ledger = Ledger("dev", spec.submission_id, node_hour_usd=PRICE, budget_usd=100.0)
+    ledger = Ledger("dev", spec.run_id, node_hour_usd=PRICE, budget_usd=100.0)
     ledger.attempts = [
         Attempt(
             1, spec.submission_id, 0.0, 1, end=3600.0, cause="preemption-like", last_step=7, saved_step=5, steps_lost=2

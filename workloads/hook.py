@@ -167,9 +167,9 @@ def _submit_gated(client: Any, spec: JobSpec, props: dict[str, Any]) -> tuple[An
     outputs. Raises `acceptance_gate.GateFailed` (enforce) before anything is submitted."""
     from workloads import acceptance_gate, run_owner
 
-    policy = props.get("gate_policy") or "off"
     plan = props.get("gate_plan")
-    gate = run_owner.GateSetup(policy, acceptance_gate.GatePlan.from_dict(plan) if plan and policy != "off" else None)
+    gate = run_owner.GateSetup.of(props.get("gate_policy"), acceptance_gate.GatePlan.from_dict(plan) if plan else None)
+    policy = gate.policy
     result, report = run_owner.submit_gated(client, spec, gate, on_line=_log)
     if not gate.on:
         return result, {"ran": False, "policy": policy, "summary": "gate off"}

@@ -27,7 +27,6 @@ variable is rejected.
 
 from __future__ import annotations
 
-import math
 import posixpath
 import re
 import shlex
@@ -46,7 +45,9 @@ from workloads.job_types import (  # noqa: F401 (re-exported: plan-time callers 
     JobSpec,
     checkpoint_dir,
     hf_home,
+    legacy_checkpoint_dir,
     log_dir,
+    mount_root,
     results_dirs,
     run_checkpoint_subdir,
     run_id_for,
@@ -113,41 +114,42 @@ def checkpoint_key(recipe: Recipe, par: Parallelism, user_overrides: "tuple[str,
     return f"{slug}-seq{seq}-{par.backend.value}-tp{par.train_tensor_parallel}-pp{par.train_pipeline_parallel}"
 
 
-def run_checkpoint_dir(recipe: Recipe, job_cfg: "JobSettings", mount_path: str, stack: str) -> str:
-    """The run's `checkpointing.checkpoint_dir` (the job gets it; the watcher reads it)."""
-    return checkpoint_dir(
-        mount_path, stack, recipe.name, checkpoint_key(recipe, job_cfg.parallelism, tuple(job_cfg.overrides))
+def run_checkpoint_subdir_for(recipe: Recipe, job_cfg: "JobSettings", stack: str) -> str:
+    """The run's checkpoints below the checkpoints root (`workloads.job_types.run_checkpoint_subdir`): the job
+    joins it to `<mount>/checkpoints`, the watcher's run plan to its own mount of that directory."""
+    return run_checkpoint_subdir(
+        stack, recipe.name, checkpoint_key(recipe, job_cfg.parallelism, tuple(job_cfg.overrides))
     )
 
 
-NEMO_RL_DEFAULT_SAVE_PERIOD = 10
-"""`checkpointing.save_period` of NeMo-RL's examples/configs/grpo_math_1B.yaml, which every recipe's config
-inherits: used only when the plan has no step-time estimate for the recipe."""
-CHECKPOINT_BYTES_PER_PARAM = 16
-"""Bytes per parameter of one saved training checkpoint (mixed-precision Adam; tools/sizing.py says why)."""
-SAVE_OVERHEAD = 0.10
-"""Without `job.maxLostMinutes`, a save period keeps writing checkpoints to at most this share of training time."""
+def run_id_of(recipe: Recipe, job_cfg: "JobSettings", stack: str) -> str:
+    """The run a spec of this stack, recipe and job config is an attempt of (`workloads.job_types.run_id_for`)."""
+    return run_id_for(stack, recipe.name, checkpoint_key(recipe, job_cfg.parallelism, tuple(job_cfg.overrides)))
 
 
-def derived_save_period(step_seconds: "float | None", write_seconds: float, max_lost_minutes: "float | None") -> int:
-    """`checkpointing.save_period` from a bound on the training one preemption may throw away.
-
-    A preemption loses the steps since the last complete checkpoint, and the save in flight: at worst
-    `save_period x step + write`. With `job.maxLostMinutes` the period is the largest that keeps that
-    within the bound (at least 1: a step cannot be split). Without one it is the smallest period whose
-    writes take at most `SAVE_OVERHEAD` of the training time, so the loss stays near a step and the
-    checkpoint's own write time instead of NeMo-RL's default of 10 steps (hours on the big recipes).
-    With no step-time estimate: NeMo-RL's default."""
-    if not step_seconds:
-        return NEMO_RL_DEFAULT_SAVE_PERIOD
-    if max_lost_minutes is not None:
-        return max(1, int((max_lost_minutes * 60 - write_seconds) // step_seconds))
-    return max(1, math.ceil(write_seconds / (SAVE_OVERHEAD * step_seconds)))
+ADOPTED = "nemo-rl-gke: resuming from the checkpoints of an earlier release"
+"""The one log line of `adopt_legacy_checkpoints` (it follows with what moved where)."""
 
 
-def checkpoint_write_seconds(params_billion: float, aggregate_mb_s: float) -> float:
-    """One checkpoint written at the Lustre instance's aggregate throughput (MB/s): the best case."""
-    return params_billion * 1e9 * CHECKPOINT_BYTES_PER_PARAM / (aggregate_mb_s * 1e6) if aggregate_mb_s > 0 else 0.0
+def adopt_legacy_checkpoints(legacy: str, current: str) -> str:
+    """A POSIX shell command, run by the job's entrypoint before NeMo-RL starts, that moves every complete
+    `step_*` checkpoint of `legacy` (where releases up to 5971cc4 saved the run: `checkpoints/<stack>/<recipe>`)
+    that `current` does not hold into `current`, and says so in one line. NeMo-RL then resumes from the
+    newest `step_*` of `current` (nemo_rl/utils/checkpoint.py `CheckpointManager.get_latest_checkpoint_path`).
+
+    In the entrypoint because it is the one thing that runs before every attempt, the first one after an
+    upgrade included, whoever submits it (the deploy's hook, the watcher, `jobctl submit`). A move and not a
+    look-up: `current` is a directory inside `legacy` on the same Lustre filesystem, so each move is a
+    rename (atomic, no copy), and a run that moved once has one place to look. Idempotent: an attempt
+    stopped between two renames leaves the rest for the next one; nothing left, nothing said. `tmp_step_*`
+    (a save cut short) stays behind. A rename that fails stops the attempt (exit 1) instead of starting the
+    run at step 0 beside its checkpoints."""
+    return (
+        f'o={shlex.quote(legacy)}; c={shlex.quote(current)}; m=; for d in "$o"/step_*; do '
+        '[ -d "$d" ] || continue; s="${d##*/}"; [ -e "$c/$s" ] && continue; mkdir -p "$c" && mv "$d" "$c/$s" '
+        '|| { echo "nemo-rl-gke: cannot move $d to $c" >&2; exit 1; }; m="$m $s"; done; '
+        f'[ -z "$m" ] || echo "{ADOPTED}: moved$m from $o to $c"'
+    )
 
 
 def _last_value(recipe: Recipe, user_overrides: "tuple[str, ...] | list[str]", key: str) -> "str | None":
@@ -282,7 +284,9 @@ def _derived(
     else:
         out["policy.dtensor_cfg.tensor_parallel_size"] = par.train_tensor_parallel
     out["checkpointing.enabled"] = True
-    out["checkpointing.checkpoint_dir"] = run_checkpoint_dir(recipe, job_cfg, mount_path, stack)
+    out["checkpointing.checkpoint_dir"] = posixpath.join(
+        mount_root(mount_path), CHECKPOINTS_DIR, run_checkpoint_subdir_for(recipe, job_cfg, stack)
+    )
     out["checkpointing.save_period"] = save_period
     out["logger.log_dir"] = log_dir(mount_path, stack, recipe.name)
     out["grpo.max_num_steps"] = job_cfg.max_num_steps or recipe.max_num_steps
@@ -363,7 +367,7 @@ def build_job(
     mount_path: str,
     stack: str,
     wandb_enabled: bool,
-    checkpoint_write_seconds: float = 0.0,
+    save_period: int,
 ) -> JobSpec:
     """The job that runs `recipe` on this stack.
 
@@ -374,8 +378,8 @@ def build_job(
         mount_path: where Lustre is mounted in the Ray pods (`ray.mountPath`).
         stack: the Pulumi stack name; part of paths, W&B run name and submission id.
         wandb_enabled: log to W&B (the caller knows whether the wandbApiKey secret is set).
-        checkpoint_write_seconds: the plan's estimate of writing one checkpoint to the stack's Lustre; with
-            the recipe's step time and `job.maxLostMinutes` it gives `checkpointing.save_period`.
+        save_period: `checkpointing.save_period`, the run plan's (`infra.run_plan.save_period_for`, its one
+            source: from `job.maxLostMinutes`, the recipe's step time and the checkpoint write time).
 
     Raises:
         JobBuildError: the layout does not fit the pool, or an override fights the stack.
@@ -389,13 +393,15 @@ def build_job(
     # The recipe's layout with the user's parallelism overrides applied (validated by the config).
     par = job_cfg.parallelism
     _check_fit(recipe, par, pool, tuple(job_cfg.overrides))
-    period = derived_save_period(recipe.step_seconds, checkpoint_write_seconds, job_cfg.max_lost_minutes)
-    derived = _derived(recipe, par, job_cfg, pool, mount_path, stack, wandb_enabled, period)
+    derived = _derived(recipe, par, job_cfg, pool, mount_path, stack, wandb_enabled, save_period)
     overrides = _merge(derived, recipe.overrides, tuple(job_cfg.overrides), recipe)
     argv = ["python", recipe.script, "--config", recipe.config_file, *overrides]
     # The image's scripts, configs and data.prompt_file are relative to its checkout; a Ray job
     # starts wherever the raylet runs, so change there first (as the codelab's script does).
-    entrypoint = f"cd {shlex.quote(recipe.image.workdir)} && {shlex.join(argv)}"
+    adopt = adopt_legacy_checkpoints(
+        legacy_checkpoint_dir(mount_path, stack, recipe.name), derived["checkpointing.checkpoint_dir"]
+    )
+    entrypoint = f"{adopt}; cd {shlex.quote(recipe.image.workdir)} && {shlex.join(argv)}"
     home = hf_home(mount_path)
     runtime_env = {
         "env_vars": {
@@ -408,7 +414,13 @@ def build_job(
             "NRL_VIRTUAL_CLUSTER_MAX_RETRIES": str(NRL_VIRTUAL_CLUSTER_MAX_RETRIES),
         }
     }
-    return JobSpec.create(stack=stack, recipe=recipe.name, entrypoint=entrypoint, runtime_env=runtime_env)
+    return JobSpec.create(
+        stack=stack,
+        recipe=recipe.name,
+        entrypoint=entrypoint,
+        runtime_env=runtime_env,
+        run_id=run_id_of(recipe, job_cfg, stack),
+    )
 
 
 def wandb_wanted(job_cfg: JobSettings, wandb_key_set: bool) -> bool:

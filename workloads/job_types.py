@@ -171,7 +171,7 @@ def run_checkpoint_subdir(stack: str, recipe: str, key: str = "") -> str:
 
 def checkpoint_dir(mount_path: str, stack: str, recipe: str, key: str = "") -> str:
     """Checkpoints on Lustre, per stack, recipe and `checkpoint_key`: resubmitting the same job resumes from here."""
-    return posixpath.join(_mount(mount_path), CHECKPOINTS_DIR, run_checkpoint_subdir(stack, recipe, key))
+    return posixpath.join(mount_root(mount_path), CHECKPOINTS_DIR, run_checkpoint_subdir(stack, recipe, key))
 
 
 def legacy_checkpoint_dir(mount_path: str, stack: str, recipe: str) -> str:
@@ -182,15 +182,15 @@ def legacy_checkpoint_dir(mount_path: str, stack: str, recipe: str) -> str:
 
 def log_dir(mount_path: str, stack: str, recipe: str) -> str:
     """NeMo-RL's `logger.log_dir` (it adds exp_<N> per run; TensorBoard and W&B files go below)."""
-    return posixpath.join(_mount(mount_path), LOGS_DIR, stack, recipe)
+    return posixpath.join(mount_root(mount_path), LOGS_DIR, stack, recipe)
 
 
 def hf_home(mount_path: str) -> str:
     """The Hugging Face cache on Lustre, shared by every node and kept across runs."""
-    return posixpath.join(_mount(mount_path), "hf-cache")
+    return posixpath.join(mount_root(mount_path), "hf-cache")
 
 
-def _mount(mount_path: str) -> str:
+def mount_root(mount_path: str) -> str:
     if not mount_path.startswith("/"):
         raise JobBuildError(f"mount path {mount_path!r} must be absolute", key="ray.mountPath")
     return posixpath.normpath(mount_path)

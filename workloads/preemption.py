@@ -579,9 +579,9 @@ class Watcher:
         from workloads.ledger import Ledger
 
         if self.ledger_file is not None:
-            ledger = self.ledger_file.load(self.spec.stack, self.spec.submission_id)
+            ledger = self.ledger_file.load(self.spec.stack, self.spec.run_id)
         else:
-            ledger = Ledger(self.spec.stack, self.spec.submission_id)
+            ledger = Ledger(self.spec.stack, self.spec.run_id)
         ledger.node_hour_usd, ledger.budget_usd = self.run.node_hour_usd, self.run.budget_usd
         ledger.rung_node_hour_usd = dict(self.run.rung_node_hour_usd)
         return ledger

@@ -67,6 +67,14 @@ class GateSetup:
         if self.policy not in POLICIES:
             raise ValueError(f"gate policy {self.policy!r}; allowed: {', '.join(POLICIES)}")
 
+    @classmethod
+    def of(cls, policy: Optional[str], plan: Optional[GatePlan]) -> "GateSetup":
+        """The one rule of a gate that is off: no policy, policy `off`, or no plan to run. Off carries no plan
+        and says `off`, wherever the setup comes from (the config, the hook's props, run.json, a flag)."""
+        if not policy or policy == "off" or plan is None:
+            return cls("off", None)
+        return cls(policy, plan)
+
     @property
     def on(self) -> bool:
         return self.policy != "off" and self.plan is not None
@@ -294,6 +302,8 @@ class RunPlan:
     """What the run's owner needs besides the `JobSpec`: plain values decided at plan time, shipped to the
     watcher as `run.json` of its ConfigMap (`infra.run_plan.run_plan_for_stack` builds it)."""
 
+    run_id: Optional[str] = None
+    """The run the stack's spec is an attempt of (`workloads.job_types.run_id_for`): the ledger is the run's."""
     gate_policy: str = "off"
     gate_plan: Optional[dict] = None
     """`GatePlan.to_dict()`; None: no gate."""
@@ -340,7 +350,7 @@ class RunPlan:
 
     @property
     def gate(self) -> GateSetup:
-        return GateSetup(self.gate_policy, GatePlan.from_dict(self.gate_plan) if self.gate_plan else None)
+        return GateSetup.of(self.gate_policy, GatePlan.from_dict(self.gate_plan) if self.gate_plan else None)
 
     @property
     def save_window_seconds(self) -> Optional[float]:
