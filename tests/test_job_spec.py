@@ -457,3 +457,78 @@ def test_the_save_period_comes_from_the_bound_on_lost_work_and_the_plans_step_an
             False,
             save_period=1,
         )
+
+
+def _adoption_part(spec: JobSpec) -> str:
+    """The entrypoint up to NeMo-RL's start: the adoption of an earlier release's checkpoints."""
+    return spec.entrypoint.rsplit("; cd ", 1)[0]
+
+
+def _run_shell(command: str) -> "subprocess.CompletedProcess[str]":
+    import subprocess
+
+    return subprocess.run(["sh", "-c", command], capture_output=True, text=True, timeout=30)
+
+
+def test_a_run_upgraded_from_5971cc4_resumes_from_its_checkpoints_moved_once_with_one_log_line(tmp_path):
+    # 5971cc4 saved dev's run in checkpoints/<stack>/<recipe> (`git show 5971cc4:workloads/job_spec.py`).
+    cfg = load_stack("dev").config
+    spec = build_job(cfg.recipe, cfg.job, pool("b200", 1), str(tmp_path), "dev", False, save_period=1)
+    legacy = tmp_path / "checkpoints" / "dev" / "qwen2.5-1.5b-gsm8k"
+    current = legacy / "Qwen_Qwen2.5-1.5B-Instruct-seq512-dtensor-tp1-pp1"
+    assert f"checkpointing.checkpoint_dir={current}" in overrides(spec)
+    for step in ("step_3", "step_12", "tmp_step_15"):
+        (legacy / step).mkdir(parents=True)
+        (legacy / step / "training_info.json").write_text(step)
+
+    first = _run_shell(_adoption_part(spec))
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.splitlines() == [
+        f"nemo-rl-gke: resuming from the checkpoints of an earlier release: moved step_12 step_3 from {legacy} to "
+        f"{current}"
+    ]
+    assert sorted(p.name for p in current.iterdir()) == ["step_12", "step_3"]
+    assert (current / "step_12" / "training_info.json").read_text() == "step_12"  # moved, not recreated
+    assert sorted(p.name for p in legacy.iterdir()) == [current.name, "tmp_step_15"]  # a cut-short save stays
+
+    again = _run_shell(_adoption_part(spec))  # every later attempt: nothing left, nothing said
+    assert (again.returncode, again.stdout, again.stderr) == (0, "", "")
+    assert sorted(p.name for p in current.iterdir()) == ["step_12", "step_3"]
+
+
+def test_an_adoption_cut_short_is_finished_by_the_next_attempt_and_never_overwrites_a_checkpoint(tmp_path):
+    legacy, current = tmp_path / "old", tmp_path / "old" / "key"
+    for step in ("step_2", "step_4"):
+        (legacy / step).mkdir(parents=True)
+    (current / "step_2").mkdir(parents=True)  # moved by an attempt stopped before it moved step_4
+    (current / "step_2" / "mine").write_text("kept")
+    done = _run_shell(job_spec_module.adopt_legacy_checkpoints(str(legacy), str(current)))
+    assert done.returncode == 0 and done.stdout.count("\n") == 1 and "moved step_4 from" in done.stdout
+    assert sorted(p.name for p in current.iterdir()) == ["step_2", "step_4"]
+    assert (current / "step_2" / "mine").read_text() == "kept" and (legacy / "step_2").is_dir()
+
+
+def test_a_move_that_fails_stops_the_attempt_instead_of_starting_the_run_at_step_0(tmp_path):
+    legacy, current = tmp_path / "old", tmp_path / "old" / "key"
+    (legacy / "step_7").mkdir(parents=True)
+    current.write_text("not a directory")
+    failed = _run_shell(job_spec_module.adopt_legacy_checkpoints(str(legacy), str(current)) + "; echo NeMo-RL started")
+    assert failed.returncode == 1 and "NeMo-RL started" not in failed.stdout
+    assert f"cannot move {legacy}/step_7 to {current}" in failed.stderr and (legacy / "step_7").is_dir()
+
+
+def test_a_spec_edit_that_keeps_the_checkpoint_key_is_the_same_run_and_a_recipe_change_is_a_new_one():
+    dev = load_stack("dev").config
+    base = build_spec(load_stack("dev"))
+    assert base.run_id == "dev-qwen2-5-1-5b-gsm8k-ed6341a2" and base.run_id != base.submission_id
+
+    def spec_with(**job: object) -> JobSpec:
+        cfg = dev.model_copy(update={"job": dev.job.model_copy(update=job)})
+        return build_job(cfg.recipe, cfg.job, pool("b200", 1), "/lustre", "dev", False, save_period=1)
+
+    for edit in ({"gate": "off"}, {"max_lost_minutes": 5.0}, {"max_num_steps": 99}):
+        same = spec_with(**edit)
+        assert same.run_id == base.run_id, edit
+    assert spec_with(max_num_steps=99).submission_id != base.submission_id  # a new attempt is submitted anew
+    other = spec_with(overrides=("policy.max_total_sequence_length=1024",))
+    assert other.run_id != base.run_id and other.run_id.startswith("dev-qwen2-5-1-5b-gsm8k-")

@@ -31,8 +31,9 @@ Every bad flag or config is one line on stderr and exit code 2, before anything 
 
 `--compare BEFORE.json` (a previous `--json` plan, or the golden tests/golden/<stack>.json) says for
 each node pool whether this plan replaces it (deleted first: its nodes are lost), and by which
-ForceNew input, or updates it in place (tools/pool_replacement.py); the text plan always lists the
-config keys that would replace each pool.
+ForceNew input, or updates it in place (tools/pool_replacement.py), and whether the change is a new
+attempt of the same training run or a new run (`run_change`, by the `runId` output); the text plan
+always lists the config keys that would replace each pool.
 
 `--out DIR` writes each Kubernetes object as `<kind>-<name>.yaml` and each Helm release's values
 as `helm-values-<release>.yaml`.
@@ -507,9 +508,32 @@ def main(argv: Optional[list[str]] = None) -> int:
         # Last, where it is read; on stderr with --json, so the document stays one JSON value.
         if not args.json:
             print(f"\nNode pools against {args.compare}:")
-        for line in compare(previous, plan.to_json()):
+        for line in [*compare(previous, plan.to_json()), run_change(previous, plan.to_json())]:
             print(line, file=sys.stderr if args.json else sys.stdout)
     return 0
+
+
+def run_change(before: dict[str, Any], after: dict[str, Any]) -> str:
+    """Whether `after` continues the training run of `before` (the `runId` output: stack, recipe, checkpoint
+    key) as a new attempt that resumes from its last complete checkpoint, or starts a new run at step 0."""
+    old, new = before.get("outputs") or {}, after.get("outputs") or {}
+    run = new.get("runId")
+    if not old.get("runId"):
+        return (
+            f"run {run}: the previous plan names no run (made before run ids); the job adopts the checkpoints "
+            "of that release's directory (a new attempt)"
+        )
+    if old["runId"] != run:
+        return (
+            f"run: NEW RUN {run} (was {old['runId']}): the checkpoint key changed; it starts at step 0 in a "
+            "directory of its own"
+        )
+    if old.get("jobId") != new.get("jobId"):
+        return (
+            f"run {run}: same run, new attempt ({old.get('jobId')} -> {new.get('jobId')}): it resumes from its "
+            "last complete checkpoint"
+        )
+    return f"run {run}: same run, same job (no new attempt)"
 
 
 if __name__ == "__main__":
