@@ -45,7 +45,7 @@ import modulefinder
 import posixpath
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Mapping, Optional
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -124,6 +124,21 @@ exactly these files with Pulumi and `infra` made unimportable)."""
 def watcher_files() -> dict[str, str]:
     """The package files the pod needs, keyed by file name (ConfigMap keys cannot hold `/`)."""
     return {name: (ROOT / "workloads" / name).read_text() for name in WATCHER_MODULES}
+
+
+CODE_CONFIG_MAP = f"{NAME}-code"
+"""The resource name of the ConfigMap that carries the shipped modules, spec.json and run.json (the component
+is always `NAME`, `build_preemption_watcher`)."""
+
+
+def shipped_digests(data: Mapping[str, str]) -> dict[str, str]:
+    """The ConfigMap's data as the offline plan (and so each golden plan) shows it: every shipped module by
+    name and the SHA-256 of its text, spec.json and run.json whole. The real ConfigMap carries the text; a
+    comment edit in a shipped module changes one hash in each plan, not the text of every golden."""
+    return {
+        key: f"sha256:{hashlib.sha256(text.encode()).hexdigest()}" if key in WATCHER_MODULES else text
+        for key, text in data.items()
+    }
 
 
 def config_map_data(spec: JobSpec, run: Optional[RunPlan] = None) -> dict[str, str]:

@@ -96,7 +96,7 @@ class Plan:
                     "parent": r.parent,
                     "custom": r.custom,
                     "provider": r.provider,
-                    "inputs": r.inputs,
+                    "inputs": _shown_inputs(r),
                     "dependencies": r.dependencies,
                     "options": r.options,
                 }
@@ -116,6 +116,16 @@ class Plan:
 
     def by_urn(self) -> dict[str, Any]:
         return {r.urn: r for r in self.resources}
+
+
+def _shown_inputs(resource: Any) -> dict[str, Any]:
+    """A resource's inputs as the plan document shows them: the watcher's code ConfigMap with its modules by
+    name and content hash (`infra.watcher_deployment.shipped_digests`), every other resource as it is."""
+    from infra.watcher_deployment import CODE_CONFIG_MAP, shipped_digests
+
+    if resource.type != "kubernetes:core/v1:ConfigMap" or resource.name != CODE_CONFIG_MAP:
+        return resource.inputs
+    return {**resource.inputs, "data": shipped_digests(resource.inputs.get("data") or {})}
 
 
 def project_name() -> str:
