@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import subprocess
 
 import pytest
 from conftest import spec_of
@@ -431,8 +432,7 @@ def test_the_checkpoint_directory_changes_with_what_makes_checkpoints_incompatib
 
 
 def test_the_save_period_comes_from_the_bound_on_lost_work_and_the_plans_step_and_write_times():
-    from infra.run_plan import save_period_for
-    from infra.run_plan import derived_save_period
+    from infra.run_plan import derived_save_period, save_period_for
 
     # gemma3-27b (h200): ~12 min a step, a checkpoint written in ~50 s.
     assert derived_save_period(720, 50, None) == 1  # writes take 7 % of training at one save a step
@@ -464,9 +464,7 @@ def _adoption_part(spec: JobSpec) -> str:
     return spec.entrypoint.rsplit("; cd ", 1)[0]
 
 
-def _run_shell(command: str) -> "subprocess.CompletedProcess[str]":
-    import subprocess
-
+def _run_shell(command: str) -> subprocess.CompletedProcess:
     return subprocess.run(["sh", "-c", command], capture_output=True, text=True, timeout=30)
 
 
@@ -532,3 +530,10 @@ def test_a_spec_edit_that_keeps_the_checkpoint_key_is_the_same_run_and_a_recipe_
     assert spec_with(max_num_steps=99).submission_id != base.submission_id  # a new attempt is submitted anew
     other = spec_with(overrides=("policy.max_total_sequence_length=1024",))
     assert other.run_id != base.run_id and other.run_id.startswith("dev-qwen2-5-1-5b-gsm8k-")
+
+
+def test_a_spec_pickled_before_run_ids_is_a_run_of_its_own():
+    new = JobSpec.create(stack="s", recipe="r", entrypoint="true", runtime_env={}, run_id="s-r-0badc0de")
+    old = new.to_dict()
+    old["metadata"] = {k: v for k, v in old["metadata"].items() if k != "nemo-rl-gke/run-id"}
+    assert new.run_id == "s-r-0badc0de" and JobSpec.from_dict(old).run_id == new.submission_id

@@ -289,3 +289,23 @@ def test_the_budget_counts_a_mixed_gang_at_its_rungs_prices(tmp_path):
     assert client.stopped == [] and w.ledger.stop_requested_at is None
     # `status` reads the ledger from Lustre: the rung prices are saved with it.
     assert ledger_file.load("t-budget", client.job.submission_id).rung_node_hour_usd == prices
+
+
+def test_a_new_spec_of_the_same_run_adds_to_its_ledger_and_a_new_run_starts_another(tmp_path):
+    def spec(entrypoint: str, run_id: str) -> JobSpec:
+        return JobSpec.create(stack="s", recipe="r", entrypoint=entrypoint, runtime_env={}, run_id=run_id)
+
+    first, edited, other = (
+        spec("train --steps 10", "s-r-aaaa"),
+        spec("train --steps 20", "s-r-aaaa"),
+        spec("x", "s-r-b"),
+    )
+    assert first.submission_id != edited.submission_id  # a new attempt is submitted under its own id
+    ledger_file = LedgerFile(tmp_path / "s.ledger.json")
+    ran = Ledger("s", first.run_id, attempts=[Attempt(1, first.submission_id, 0.0, 1, end=3600.0)])
+    ledger_file.save(ran)
+    assert [a.submission_id for a in ledger_file.load("s", edited.run_id).attempts] == [first.submission_id]
+    assert ledger_file.load("s", other.run_id).attempts == []
+    # A ledger written before run ids (keyed by its spec's submission id) is read, as another run's.
+    (tmp_path / "old.json").write_text(json.dumps({"stack": "s", "submission_id": "s-r-1234abcd", "attempts": []}))
+    assert LedgerFile(tmp_path / "old.json").load("s", "s-r-1234abcd").run_id == "s-r-1234abcd"

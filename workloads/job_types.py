@@ -5,6 +5,15 @@ writes to.
 Apart from the builder (`workloads.job_spec.build_job`), the recipes and the override parser, which run only
 at plan time: the watcher, the job-submission provider and the day-2 CLI read a spec without importing them,
 so the watcher's ConfigMap ships this module and not the builder (infra/watcher_deployment.py).
+
+A run and its attempts: the run id (`run_id_for`) names what the checkpoints continue; the spec hash names one
+spec of it. Keyed by the spec hash, because each spec is a new attempt that must reach Ray: the submission id
+(Ray refuses a second job under one id), the hook's replacement of the submission, the jobs the watcher calls
+its own, its state file and restart count (an edit deployed by a person is a new attempt with the automatic
+restarts counted afresh), and the stop of the stack's other specs before a new one starts (two specs of one
+run would write one checkpoint directory). Keyed by the run id: the checkpoint directory (through its key),
+the ledger (spend, budget and attempts across every spec of the run), the `runId` output and the plan's
+`--compare`.
 """
 
 from __future__ import annotations
