@@ -40,7 +40,7 @@ from infra.storage import (
 from infra.training_job import build_training_job, job_spec_for_stack
 from infra.watcher_deployment import build_preemption_watcher
 from infra.workload_env import LustreVolume, WorkloadEnvironment, WorkloadEnvironmentArgs
-from workloads.job_spec import results_dirs
+from workloads.job_types import results_dirs
 
 settings = stack_config.load()
 cfg = settings.config
@@ -218,6 +218,9 @@ pulumi.export("rayDashboardProxyPath", ray_cluster.dashboard_proxy_path)
 pulumi.export("rayWorkerGroup", ray_cluster.worker_group)
 
 # ---------------------------------------------------------------- The job
+# The run the stack's spec is an attempt of (stack, recipe, checkpoint key): a spec edit that keeps it
+# resumes from the run's checkpoints; `python -m infra.plan --compare` says which a change is.
+pulumi.export("runId", job_spec.run_id)
 # Submitted once the Ray release is up, stopped before it goes, resubmitted when it is replaced;
 # job.submit=false deploys Ray only.
 job = build_training_job(

@@ -51,7 +51,7 @@ from infra.naming import MANAGED_LABELS, NODE_POOL_LABEL
 from infra.options import child_options
 from infra.pod_facts import DASHBOARD_PORT, GPU_RESOURCE, SECRET_MOUNT_PATH, worker_tolerations
 from infra.stack_context import GpuPoolFacts
-from workloads.job_spec import hf_home, results_dirs
+from workloads.job_types import hf_home, results_dirs
 from workloads.recipes import NemoRLImage
 
 CHART = "ray-cluster"

@@ -11,6 +11,7 @@ the offline plan (tools/estimates.py) shows the same numbers.
 
 from __future__ import annotations
 
+import math
 import posixpath
 from collections.abc import Mapping
 from typing import Any, Optional, Protocol
@@ -20,19 +21,44 @@ from infra.placement import gpu_nodes_autoscaled, is_ladder, rung_node_hour
 from infra.prices import price_table
 from infra.stack_context import GpuPoolFacts
 from workloads.gang_wait import KEEP_WHY
-from workloads.gate import GatePlan, gate_in_force
-from workloads.job_spec import (
-    CHECKPOINTS_DIR,
-    checkpoint_write_seconds,
-    derived_save_period,
-    run_checkpoint_dir,
-)
+from workloads.gate import GatePlan
+from workloads.job_spec import run_checkpoint_subdir_for, run_id_of
 from workloads.recovery import RecoveryPolicy
-from workloads.run_owner import RunPlan
+from workloads.run_owner import GateSetup, RunPlan
 
 CHECKPOINTS_MOUNT = "/checkpoints"
 """Where the watcher sees `<ray.mountPath>/checkpoints` (the run's resume step and steps lost, and the
 stale `tmp_step_*` it removes before a resubmission: workloads/checkpoints.py)."""
+
+
+NEMO_RL_DEFAULT_SAVE_PERIOD = 10
+"""`checkpointing.save_period` of NeMo-RL's examples/configs/grpo_math_1B.yaml, which every recipe's config
+inherits: used only when the plan has no step-time estimate for the recipe."""
+CHECKPOINT_BYTES_PER_PARAM = 16
+"""Bytes per parameter of one saved training checkpoint (mixed-precision Adam; tools/sizing.py says why)."""
+SAVE_OVERHEAD = 0.10
+"""Without `job.maxLostMinutes`, a save period keeps writing checkpoints to at most this share of training time."""
+
+
+def derived_save_period(step_seconds: "float | None", write_seconds: float, max_lost_minutes: "float | None") -> int:
+    """`checkpointing.save_period` from a bound on the training one preemption may throw away.
+
+    A preemption loses the steps since the last complete checkpoint, and the save in flight: at worst
+    `save_period x step + write`. With `job.maxLostMinutes` the period is the largest that keeps that
+    within the bound (at least 1: a step cannot be split). Without one it is the smallest period whose
+    writes take at most `SAVE_OVERHEAD` of the training time, so the loss stays near a step and the
+    checkpoint's own write time instead of NeMo-RL's default of 10 steps (hours on the big recipes).
+    With no step-time estimate: NeMo-RL's default."""
+    if not step_seconds:
+        return NEMO_RL_DEFAULT_SAVE_PERIOD
+    if max_lost_minutes is not None:
+        return max(1, int((max_lost_minutes * 60 - write_seconds) // step_seconds))
+    return max(1, math.ceil(write_seconds / (SAVE_OVERHEAD * step_seconds)))
+
+
+def checkpoint_write_seconds(params_billion: float, aggregate_mb_s: float) -> float:
+    """One checkpoint written at the Lustre instance's aggregate throughput (MB/s): the best case."""
+    return params_billion * 1e9 * CHECKPOINT_BYTES_PER_PARAM / (aggregate_mb_s * 1e6) if aggregate_mb_s > 0 else 0.0
 
 
 def checkpoint_write_seconds_for(cfg: StackConfig) -> float:
@@ -168,15 +194,14 @@ def run_plan_for_stack(
     `job.budgetUsd`, the save period, the plan's step time (the recipe's expected hours over its steps), the
     gang wait (`gang_values`) and the recovery policy (`recovery_values`)."""
     recipe = cfg.recipe
-    policy, gate_plan = gate_in_force(cfg.gate_policy, gate_plan)
-    on_lustre = run_checkpoint_dir(recipe, cfg.job, cfg.ray.mount_path, stack)
-    below = posixpath.relpath(on_lustre, posixpath.join(posixpath.normpath(cfg.ray.mount_path), CHECKPOINTS_DIR))
+    gate = GateSetup.of(cfg.gate_policy, gate_plan)
     step = recipe.step_seconds
     by_rung = rung_node_hour_usd(cfg)
     return RunPlan(
-        gate_policy=policy,
-        gate_plan=gate_plan.to_dict() if gate_plan is not None else None,
-        checkpoint_dir=posixpath.join(CHECKPOINTS_MOUNT, below),
+        run_id=run_id_of(recipe, cfg.job, stack),
+        gate_policy=gate.policy,
+        gate_plan=gate.plan.to_dict() if gate.plan is not None else None,
+        checkpoint_dir=posixpath.join(CHECKPOINTS_MOUNT, run_checkpoint_subdir_for(recipe, cfg.job, stack)),
         node_count=gpu_pool.node_count,
         node_hour_usd=node_hour_usd(cfg, by_rung),
         rung_node_hour_usd=by_rung,

@@ -32,9 +32,9 @@ import pulumi.dynamic
 from infra.config import PROJECT, ConfigError, StackConfig
 from infra.options import child_options
 from infra.pod_facts import DASHBOARD_PORT
-from infra.run_plan import checkpoint_write_seconds_for, gang_wait_minutes
+from infra.run_plan import gang_wait_minutes, save_period_for
 from workloads import cli_args
-from workloads.gate import GatePlan, gate_in_force
+from workloads.gate import GatePlan
 from workloads.hook import JobSubmissionProvider
 from workloads.job_spec import (
     JobBuildError,
@@ -43,6 +43,7 @@ from workloads.job_spec import (
     build_job,
     wandb_wanted,
 )
+from workloads.run_owner import GateSetup
 
 COMPONENT_TYPE = "nemo-rl-gke:infra:TrainingJob"
 
@@ -83,7 +84,7 @@ class TrainingJobArgs:
         them secret (GKE's masterAuth), but they authorise nothing, and keeping them plain keeps the
         submission's inputs free of secrets (a secret here would also make Pulumi treat the whole job as
         secret in diffs)."""
-        gate_policy, gate_plan = gate_in_force(self.gate_policy, self.gate_plan)
+        gate = GateSetup.of(self.gate_policy, self.gate_plan)
         return {
             **self.spec.to_dict(),
             "gke_endpoint": pulumi.Output.unsecret(pulumi.Output.from_input(self.endpoint)),
@@ -94,8 +95,8 @@ class TrainingJobArgs:
             # The provider waits for this RayCluster to be provisioned before submitting.
             "ray_cluster_name": self.ray_cluster_name,
             # ... and runs the acceptance gate right before it submits (workloads/gate/).
-            "gate_policy": gate_policy,
-            "gate_plan": gate_plan.to_dict() if gate_plan is not None else None,
+            "gate_policy": gate.policy,
+            "gate_plan": gate.plan.to_dict() if gate.plan is not None else None,
             # With a capacity ladder, no longer than the run's owner waits for the gang: after
             # `maxWaitMinutes` the watcher releases the partial workers (workloads/gang_wait.py), and a
             # RayCluster scaled to no workers would otherwise read as provisioned to this wait.
@@ -177,7 +178,7 @@ def job_spec_for_stack(stack: str, cfg: StackConfig, *, wandb_key_set: bool, poo
             cfg.ray.mount_path,
             stack,
             wandb_wanted(cfg.job, wandb_key_set),
-            checkpoint_write_seconds=checkpoint_write_seconds_for(cfg),
+            save_period_for(cfg),
         )
     except JobBuildError as err:
         raise ConfigError(f"{PROJECT}:{err.key}: {err}") from None
@@ -225,7 +226,7 @@ def build_training_job(
         ray_cluster_name=ray_cluster_name,
         ray_release=ray_release,
         node_pools=node_pools,
-        gate_policy=gate_in_force(cfg.gate_policy, gate_plan)[0],
+        gate_policy=GateSetup.of(cfg.gate_policy, gate_plan).policy,
         gate_plan=gate_plan,
         ray_cluster_timeout_s=ray_cluster_timeout_s(cfg),
     )

@@ -46,7 +46,7 @@ import modulefinder
 import posixpath
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -64,7 +64,7 @@ from infra.run_plan import CHECKPOINTS_MOUNT, run_plan_for_stack
 from infra.stack_context import GpuPoolFacts
 from infra.stack_file import ROOT
 from workloads.gate import GatePlan
-from workloads.job_spec import CHECKPOINTS_DIR, JobSpec
+from workloads.job_types import CHECKPOINTS_DIR, JobSpec
 from workloads.recipes import NemoRLImage
 from workloads.recovery import RecoveryPolicy
 from workloads.run_owner import RunPlan
@@ -136,6 +136,22 @@ exactly these files with Pulumi and `infra` made unimportable)."""
 def watcher_files() -> dict[str, str]:
     """The package files the pod needs, keyed by `config_key`."""
     return {config_key(name): (ROOT / "workloads" / name).read_text() for name in WATCHER_MODULES}
+
+
+CODE_CONFIG_MAP = f"{NAME}-code"
+"""The resource name of the ConfigMap that carries the shipped modules, spec.json and run.json (the component
+is always `NAME`, `build_preemption_watcher`)."""
+
+
+def shipped_digests(data: Mapping[str, str]) -> dict[str, str]:
+    """The ConfigMap's data as the offline plan (and so each golden plan) shows it: every shipped module by
+    name and the SHA-256 of its text, spec.json and run.json whole. The real ConfigMap carries the text; a
+    comment edit in a shipped module changes one hash in each plan, not the text of every golden."""
+    shipped = {config_key(m) for m in WATCHER_MODULES}
+    return {
+        key: f"sha256:{hashlib.sha256(text.encode()).hexdigest()}" if key in shipped else text
+        for key, text in data.items()
+    }
 
 
 def config_map_data(spec: JobSpec, run: Optional[RunPlan] = None) -> dict[str, str]:

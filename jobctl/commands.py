@@ -19,7 +19,7 @@ from infra.stack_file import ROOT, present_secrets
 from jobctl.stack import Stack, build_spec, gate_plan, run_plan
 from workloads import cli_args, exit_codes, watcher
 from workloads.exit_codes import CommandError
-from workloads.job_spec import META_RECIPE
+from workloads.job_types import META_RECIPE
 
 # Stack outputs the CLI reads when no address is given (the program exports these names).
 OUTPUT_ENDPOINT = "clusterEndpoint"
@@ -191,10 +191,7 @@ def cmd_submit(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
     from workloads import run_owner
 
     client = connect(args, stack)
-    from workloads.gate import gate_in_force
-
-    policy = args.gate or stack.config.gate_policy
-    gate = run_owner.GateSetup(*gate_in_force(policy, gate_plan(stack)))
+    gate = run_owner.GateSetup.of(args.gate or stack.config.gate_policy, gate_plan(stack))
 
     def show(line: str) -> None:
         out.write(line + "\n")
@@ -243,7 +240,7 @@ def _print_ledger(args: argparse.Namespace, client, stack: Stack, out: TextIO) -
     from workloads import submit
 
     if args.ledger_file:
-        found = run_ledger.LedgerFile(args.ledger_file).load(stack.name, build_spec(stack).submission_id)
+        found = run_ledger.LedgerFile(args.ledger_file).load(stack.name, build_spec(stack).run_id)
         found = found if found.attempts or found.events else None
     else:
         try:

@@ -19,7 +19,7 @@ from infra.stack_file import load_stack as load_stack_file
 from infra.training_job import job_spec_for_stack
 from workloads.exit_codes import CommandError
 from workloads.gate import GatePlan
-from workloads.job_spec import JobSpec
+from workloads.job_types import JobSpec
 from workloads.run_owner import RunPlan
 
 

@@ -127,7 +127,7 @@ def test_no_budget_means_no_stop_and_the_ledger_survives_a_restart_of_the_watche
     assert w.step().action is Action.WAIT and client.stopped == []
     again = Watcher(client, w.spec, w.policy, clock=lambda: now[0], run=w.run, ledger=ledger_file)
     assert [a.submission_id for a in again.ledger.attempts] == [client.job.submission_id]
-    assert json.loads(ledger_file.path.read_text())["submission_id"] == client.job.submission_id
+    assert json.loads(ledger_file.path.read_text())["run_id"] == w.spec.run_id
 
 
 def test_the_ledger_table_shows_every_attempt_with_its_node_hours_steps_and_spend():
@@ -190,7 +190,7 @@ def test_status_prints_the_job_then_the_run_ledger_as_a_table(head, client, tmp_
     from workloads import submit as jobs
 
     spec = build_spec(load_stack("dev"))
-    ledger = Ledger("dev", spec.submission_id, node_hour_usd=PRICE, budget_usd=100.0)
+    ledger = Ledger("dev", spec.run_id, node_hour_usd=PRICE, budget_usd=100.0)
     ledger.attempts = [
         Attempt(
             1, spec.submission_id, 0.0, 1, end=3600.0, cause="preemption-like", last_step=7, saved_step=5, steps_lost=2
@@ -300,3 +300,23 @@ def test_the_spend_says_when_it_rests_on_estimated_prices_and_a_round_trip_keeps
     assert Ledger.from_dict(ledger.to_dict()).price_estimate == ledger.price_estimate
     ledger.price_estimate = None
     assert table(ledger, now=3600.0)[-1].endswith("spend $135.32")
+
+
+def test_a_new_spec_of_the_same_run_adds_to_its_ledger_and_a_new_run_starts_another(tmp_path):
+    def spec(entrypoint: str, run_id: str) -> JobSpec:
+        return JobSpec.create(stack="s", recipe="r", entrypoint=entrypoint, runtime_env={}, run_id=run_id)
+
+    first, edited, other = (
+        spec("train --steps 10", "s-r-aaaa"),
+        spec("train --steps 20", "s-r-aaaa"),
+        spec("x", "s-r-b"),
+    )
+    assert first.submission_id != edited.submission_id  # a new attempt is submitted under its own id
+    ledger_file = LedgerFile(tmp_path / "s.ledger.json")
+    ran = Ledger("s", first.run_id, attempts=[Attempt(1, first.submission_id, 0.0, 1, end=3600.0)])
+    ledger_file.save(ran)
+    assert [a.submission_id for a in ledger_file.load("s", edited.run_id).attempts] == [first.submission_id]
+    assert ledger_file.load("s", other.run_id).attempts == []
+    # A ledger written before run ids (keyed by its spec's submission id) is read, as another run's.
+    (tmp_path / "old.json").write_text(json.dumps({"stack": "s", "submission_id": "s-r-1234abcd", "attempts": []}))
+    assert LedgerFile(tmp_path / "old.json").load("s", "s-r-1234abcd").run_id == "s-r-1234abcd"

@@ -1,18 +1,22 @@
 """The run's plan-time values for its owner (infra/run_plan.py): what the gang wait gets in the watcher's
-run.json, from the committed ladder stack's plan and from one-rung stacks built from their config."""
+run.json, from the committed ladder stack's plan and from one-rung stacks built from their config; and the one
+save period the job's entrypoint, run.json and the plan's estimate all carry."""
 
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
-from conftest import stack_plan
+from conftest import ALL_STACKS, merged, stack_plan
+from conftest import run_plan as conftest_run_plan
 
 from infra.config import GpuPoolConfig
 from infra.placement import gpu_nodes_autoscaled, gpu_pool_facts
-from infra.run_plan import FIXED_POOL_KEEPS, run_plan_for_stack
+from infra.run_plan import FIXED_POOL_KEEPS, derived_save_period, run_plan_for_stack
 from infra.stack_context import StackContext
 from jobctl.stack import load_stack
+from tools.offline_plan import plan_document
 from workloads.gang_wait import KEEP_WHY
 from workloads.run_owner import RunPlan
 
@@ -172,3 +176,42 @@ def test_the_recovery_policy_travels_once_in_run_json_and_the_day_2_watch_gets_t
         "pool_gpus": cfg.gpu_pool.node_count * cfg.flavour_spec.gpus_per_node,
         "resubmit_missing": cfg.job.submit,
     }
+
+
+# ----------------------------------------------------------------------------- one save period
+
+
+def _save_periods(plan) -> tuple[int, int, int]:
+    """The save period as the job's entrypoint, the watcher's run.json and the plan's estimate carry it."""
+    (cm,) = [r for r in plan.by_type("kubernetes:core/v1:ConfigMap") if r.name == "preemption-watcher-code"]
+    entrypoint = json.loads(cm.inputs["data"]["spec.json"])["entrypoint"]
+    (in_entrypoint,) = re.findall(r"checkpointing\.save_period=(\d+)", entrypoint)
+    return (
+        int(in_entrypoint),
+        run_json(plan)["save_period"],
+        plan_document(plan)["estimates"]["preemption"]["savePeriod"],
+    )
+
+
+@pytest.mark.parametrize(
+    "stack, max_lost_minutes",
+    [*((s, None) for s in ALL_STACKS), ("dev", 24.0), ("h200", 60.0)],
+)
+def test_the_entrypoint_the_run_plan_and_the_estimate_save_as_often_and_count_the_checkpoint_write_time(
+    stack, max_lost_minutes
+):
+    from tools import estimates
+
+    if max_lost_minutes is None:
+        plan = stack_plan(stack)
+    else:
+        plan = conftest_run_plan(stack, job=merged(stack, "job", {"maxLostMinutes": max_lost_minutes}))
+    cfg = estimates.stack_config(plan)
+    assert cfg.job.max_lost_minutes == max_lost_minutes
+    # The estimate's own write time (tools/sizing.py, from the planned Lustre instance's size and tier).
+    checkpoints = estimates.checkpoint_estimate(plan, cfg, estimates.price_table(cfg))
+    write, step = checkpoints.write_seconds, cfg.recipe.step_seconds
+    want = derived_save_period(step, write, max_lost_minutes)
+    assert _save_periods(plan) == (want, want, want), stack
+    if max_lost_minutes is not None:  # chosen where a period that ignored the write time would be longer
+        assert derived_save_period(step, 0.0, max_lost_minutes) > want, (stack, max_lost_minutes)

@@ -5,17 +5,19 @@ alone in tests/test_watcher.py."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, stack_plan
 from conftest import spec_of as stack_job_spec
 from k8s_support import k8s_doc, record, schema_problems
 
 from infra.gate_plan import gate_plan_for_stack
 from infra.watcher_deployment import (
+    CODE_CONFIG_MAP,
     COMPONENT_TYPE,
     HEARTBEAT,
     RUN_KEY,
@@ -108,6 +110,43 @@ def test_the_day_2_cli_and_what_only_it_uses_are_not_shipped_so_editing_them_doe
     # entry module it never imports itself is shipped too.
     assert "gate/__main__.py" in WATCHER_MODULES and "gate/driver.py" in WATCHER_MODULES
     assert set(watcher_files()) == {config_key(m) for m in WATCHER_MODULES}
+
+
+def test_the_watcher_imports_the_jobs_data_types_but_never_the_builder_the_recipes_or_the_override_parser():
+    # They run only at plan time (workloads/job_types.py): a recipe edit must not roll the watcher's pod.
+    assert "job_types.py" in WATCHER_MODULES
+    assert not {"job_spec.py", "recipes.py", "overrides.py"} & set(WATCHER_MODULES), WATCHER_MODULES
+
+
+def test_what_workloads_watcher_imports_in_a_fresh_interpreter_is_among_what_is_shipped():
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, workloads.watcher; "
+        "print(' '.join(m.__file__ for n, m in sys.modules.items() if n.startswith('workloads')))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True
+    )
+    workloads = ROOT / "workloads"
+    loaded = {Path(f).relative_to(workloads).as_posix() for f in done.stdout.splitlines()[-1].split()}
+    assert "watcher.py" in loaded and loaded <= set(WATCHER_MODULES), loaded - set(WATCHER_MODULES)
+
+
+def test_the_plan_shows_each_shipped_module_by_name_and_content_hash_and_the_configmap_carries_its_text():
+    plan = stack_plan("b200")
+    (cm,) = [r for r in plan.by_type("kubernetes:core/v1:ConfigMap") if r.name == CODE_CONFIG_MAP]
+    shown = next(r for r in plan.to_json()["resources"] if r["urn"] == cm.urn)["inputs"]["data"]
+    for name in WATCHER_MODULES:
+        text = (ROOT / "workloads" / name).read_text()
+        key = config_key(name)
+        assert cm.inputs["data"][key] == text, name  # the pod runs the text
+        assert shown[key] == "sha256:" + hashlib.sha256(text.encode()).hexdigest(), name
+    assert shown[SPEC_KEY] == cm.inputs["data"][SPEC_KEY] and shown[RUN_KEY] == cm.inputs["data"][RUN_KEY]
+    # What the plan carries of the ConfigMap shrank from the sources (245,914 characters on b200 before) to names
+    # and hashes; the real data is the shipped modules' text.
+    assert sum(map(len, shown.values())) < 0.05 * sum(map(len, cm.inputs["data"].values()))
 
 
 # ----------------------------------------------------------------------------- the gang wait's grants

@@ -41,12 +41,12 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional
 
 from infra.lustre_catalogue import LUSTRE_TIERS, lustre_aggregate_mb_s
-from workloads.job_spec import CHECKPOINT_BYTES_PER_PARAM
+from infra.run_plan import CHECKPOINT_BYTES_PER_PARAM, NEMO_RL_DEFAULT_SAVE_PERIOD
 from workloads.overrides import parse_override
 
 BYTES_PER_PARAM_CHECKPOINT = CHECKPOINT_BYTES_PER_PARAM
 """Mixed-precision Adam: bf16 weights 2 + bf16 grads 2 + fp32 master 4 + Adam m 4 + Adam v 4 (the job builder
-derives the save period from the same figure, workloads/job_spec.py)."""
+derives the save period from the same figure, infra/run_plan.py)."""
 BYTES_PER_PARAM_BF16 = 2
 """A bf16 copy of the weights: the HF export and the HF model download."""
 HF_CACHE_FACTOR = 1.5
@@ -55,8 +55,6 @@ HEADROOM = 1.10
 """Keep 10% of the instance free."""
 NEMO_RL_DEFAULT_KEEP_TOP_K = 3
 """`checkpointing.keep_top_k` in NeMo-RL's examples/configs/grpo_math_1B.yaml."""
-NEMO_RL_DEFAULT_SAVE_PERIOD = 10
-"""`checkpointing.save_period` in the same file."""
 DEFAULT_WRITE_TARGET_SECONDS = 300
 GIB = 1024**3
 MB = 10**6

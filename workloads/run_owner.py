@@ -42,7 +42,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from workloads.gang_wait import KEEP_WHY
 from workloads.gate import META_GATE, POLICIES, GateFailed, GatePlan, GateReport, estimated_seconds, gate_in_force
-from workloads.job_spec import META_SPEC_HASH, JobSpec
+from workloads.job_types import META_SPEC_HASH, JobSpec
 
 META_GATE_FOR = "nemo-rl-gke/gate-for"
 """Ray job metadata of a gate run: the submission id of the training attempt it clears."""
@@ -67,9 +67,15 @@ class GateSetup:
         if self.policy not in POLICIES:
             raise ValueError(f"gate policy {self.policy!r}; allowed: {', '.join(POLICIES)}")
 
+    @classmethod
+    def of(cls, policy: Optional[str], plan: Optional[GatePlan]) -> "GateSetup":
+        """The setup under the one rule of a gate that is off (`workloads.gate.gate_in_force`): off carries no
+        plan and says `off`, wherever the setup comes from (the config, the hook's props, run.json, a flag)."""
+        return cls(*gate_in_force(policy, plan))
+
     @property
     def on(self) -> bool:
-        return gate_in_force(self.policy, self.plan)[1] is not None
+        return self.plan is not None and self.policy != "off"
 
 
 def gate_runs(jobs: Iterable[Any], stack: str) -> list[Any]:
@@ -296,6 +302,8 @@ class RunPlan:
     """What the run's owner needs besides the `JobSpec`: plain values decided at plan time, shipped to the
     watcher as `run.json` of its ConfigMap (`infra.run_plan.run_plan_for_stack` builds it)."""
 
+    run_id: Optional[str] = None
+    """The run the stack's spec is an attempt of (`workloads.job_types.run_id_for`): the ledger is the run's."""
     gate_policy: str = "off"
     gate_plan: Optional[dict] = None
     """`GatePlan.to_dict()`; None: no gate."""
@@ -349,7 +357,7 @@ class RunPlan:
 
     @property
     def gate(self) -> GateSetup:
-        return GateSetup(self.gate_policy, GatePlan.from_dict(self.gate_plan) if self.gate_plan else None)
+        return GateSetup.of(self.gate_policy, GatePlan.from_dict(self.gate_plan) if self.gate_plan else None)
 
     @property
     def save_window_seconds(self) -> Optional[float]:

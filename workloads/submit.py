@@ -49,7 +49,7 @@ except ImportError:  # added with token auth in Ray 2.52 (ray-project/ray#58737)
 
 
 from workloads.cli_args import RUN
-from workloads.job_spec import META_ATTEMPT, META_RECIPE, META_SPEC_HASH, META_STACK, JobSpec
+from workloads.job_types import META_ATTEMPT, META_RECIPE, META_SPEC_HASH, META_STACK, JobSpec
 
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 DASHBOARD_PORT_NAME = "dashboard"

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, TextIO
 
 from workloads import cli_args, exit_codes, recovery
-from workloads.job_spec import JobSpec
+from workloads.job_types import JobSpec
 from workloads.run_owner import RunPlan
 
 if TYPE_CHECKING:

@@ -43,7 +43,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, TextIO
 
-from workloads.job_spec import META_SPEC_HASH, JobSpec
+from workloads.job_types import META_SPEC_HASH, JobSpec
 from workloads.recovery import holds
 from workloads.recovery.classify import Action, Decision, RayNode, decide, value_of
 from workloads.recovery.policy import RecoveryPolicy
@@ -98,9 +98,9 @@ class Watcher:
         from workloads.ledger import Ledger
 
         if self.ledger_file is not None:
-            ledger = self.ledger_file.load(self.spec.stack, self.spec.submission_id)
+            ledger = self.ledger_file.load(self.spec.stack, self.spec.run_id)
         else:
-            ledger = Ledger(self.spec.stack, self.spec.submission_id)
+            ledger = Ledger(self.spec.stack, self.spec.run_id)
         ledger.node_hour_usd, ledger.budget_usd = self.run.node_hour_usd, self.run.budget_usd
         ledger.rung_node_hour_usd = dict(self.run.rung_node_hour_usd)
         ledger.price_estimate = self.run.node_hour_estimate
