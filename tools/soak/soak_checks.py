@@ -23,6 +23,11 @@ def on_training_submit(world: Any, job: SimJob) -> None:
         world.violate(f"{job.submission_id} submitted while {', '.join(others)} runs: two attempts at once")
     if world.final is not None:
         world.violate(f"{job.submission_id} submitted after {world.final}")
+    if job.submission_id in world.truth:
+        world.violate(
+            f"{job.submission_id} submitted a second time (after a head restart): attempt numbering restarted, "
+            "its ledger record reused"
+        )
     nodes = ",".join(world.ray.alive_gpu_nodes())
     gates = [
         g
@@ -85,7 +90,7 @@ def _ledger(world: Any) -> None:
 def at_end(world: Any) -> None:
     """Every ended attempt closed; the spend the sum of what the attempts truly ran."""
     ledger = world.watcher.ledger
-    for older, newer in zip(ledger.attempts, ledger.attempts[1:]):
+    for older, newer in zip(ledger.attempts, ledger.attempts[1:], strict=False):
         if older.end is None:
             world.violate(
                 f"attempt {older.submission_id} was replaced by {newer.submission_id} but never closed in the ledger"

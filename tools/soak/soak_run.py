@@ -96,7 +96,7 @@ class SoakRun:
         self.violations: list[str] = []
         self.final: Optional[str] = None
         self.stopping: Optional[str] = None
-        self.k8s_fault_until = self.ray_down_until = 0.0
+        self.k8s_fault_until = self.ray_down_until = self.watcher_down_until = 0.0
         self.pending: list[tuple[float, str]] = []
         self.truth: dict[str, list[float]] = {}
         """Training job id -> [start, end] (sim seconds) as they truly ran: the spend's yardstick."""
@@ -175,6 +175,10 @@ class SoakRun:
             soak_checks.after_tick(self)
 
     def look(self) -> None:
+        if self.now < self.watcher_down_until:
+            return
+        if self.watcher_down_until:  # its pod is back: a new watcher from the state file and the ledger
+            self.watcher_down_until, self.watcher = 0.0, self.new_watcher()
         try:
             self.decision = self.watcher.step()
         except submit.JobError:
@@ -226,12 +230,20 @@ class SoakRun:
     def _fault_head_restart(self) -> None:
         self.ray.jobs.clear()  # no GCS fault tolerance: the job table is gone, the drivers with it
         self.ray_down_until = self.now + self.rng.uniform(0, 90)
+        if self.rng.random() < 0.5:  # the hook on an update, or a user, submits after the restart
+            self.later(self.rng.uniform(90, 300), "second_submitter")
 
     def _fault_watcher_restart(self) -> None:
         ledger = ledger_path(self.state_path)
         if ledger.parent.exists() and self.rng.random() < 0.5:  # killed mid-write: a half temp file stays
             (ledger.parent / f".{ledger.name}.999.tmp").write_text('{"attempts": [{"att')
-        self.watcher = self.new_watcher()
+        self.watcher_down_until = self.now + self.rng.uniform(0, 400)  # the pod restarts
+        if self.rng.random() < 0.5:  # the attempt ends and a user submits while no watcher looks
+            self.later(self.rng.uniform(0, 60), "driver_killed")
+            self.later(self.rng.uniform(60, 200), "second_submitter")
+
+    def later(self, seconds: float, fault: str) -> None:
+        self.schedule = sorted([*self.schedule, (self.now + seconds, fault)])
 
     def _fault_second_submitter(self) -> None:
         if self.final is not None:
