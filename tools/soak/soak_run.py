@@ -165,7 +165,7 @@ class SoakRun:
             self.ray.tick(self.now)
             for job in self.training():
                 if job.status in ACTIVE:
-                    self.truth[job.submission_id][1] = self.now
+                    self.truth.setdefault(job.submission_id, [self.now, self.now])[1] = self.now
             for when, what in [p for p in self.pending if p[0] <= self.now]:
                 self.pending.remove((when, what))
                 self.ray.add_gpu_node() if what == "replace" else self._replace_bad()
