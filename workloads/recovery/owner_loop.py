@@ -91,6 +91,8 @@ class Watcher:
         self.notes: list[str] = []
         """Lines for the watcher's log besides the decision (attempts ended, budget); `watch` prints them."""
         self.gang = gang
+        self._table_forgot = False
+        """The job table has forgotten the last attempt (a head restart): its writers may still live."""
         """The worker pods and nodes of the gang wait (`workloads.gang_wait.KubeGangView` in the cluster);
         None: no gang wait (the stack has no `gpuPool.capacity`, or the watcher runs outside the cluster)."""
 
@@ -195,6 +197,7 @@ class Watcher:
             info = LostJob(self.seen.submission_id, end_time=int(self.seen.lost_since * 1000))
             decision = decide(info, attempt, self.policy, now, restarts=restarts)
             self._account(info, attempt, decision, now)
+            self._table_forgot = True
         else:
             decision = decide(None, 0, self.policy, now)
         if decision.action is Action.RESUBMIT:
@@ -315,6 +318,7 @@ class Watcher:
             )
             self._save_ledger()
         if spent < budget:
+            self._budget_raised()
             return None
         latest = self._latest_checkpoint()
         if self.ledger.stop_requested_at is None:
@@ -335,7 +339,7 @@ class Watcher:
         window = self.run.save_window_seconds or 0.0
         since = self.ledger.stop_requested_step
         saved = latest is not None and since is not None and latest > since  # 0: no checkpoint yet
-        if not saved and now - self.ledger.stop_requested_at < window:
+        if not saved and now - self.ledger.stop_requested_at < window + self._save_in_flight(since):
             return Decision(
                 Action.WAIT,
                 f"budget reached; {job.submission_id} stops after its next complete checkpoint (newer than "
@@ -350,6 +354,27 @@ class Watcher:
         self._note(f"budget: stopped {job.submission_id} {why} (${spent:,.2f} of ${budget:,.2f})", event=True)
         self._save_ledger()
         return Decision(Action.DONE, f"job.budgetUsd ${budget:,.2f} spent: stopped {job.submission_id} {why}")
+
+    def _budget_raised(self) -> None:
+        """Spend is under `job.budgetUsd` again (it was raised): forget the earlier trip, so the next one
+        waits for a checkpoint again instead of stopping at once."""
+        if self.ledger.stop_requested_at is None:
+            return
+        self.ledger.stop_requested_at = self.ledger.stop_requested_step = None
+        self._note("budget raised above the spend: the earlier budget stop is withdrawn", event=True)
+        self._save_ledger()
+
+    def _save_in_flight(self, since: Optional[int]) -> float:
+        """Seconds more a budget stop waits because a save newer than step `since` is being written (a
+        `tmp_step_<N>`, or a `step_<N>` not yet whole): one more checkpoint write. Ray's stop gives the
+        driver 3 s before SIGKILL and NeMo-RL has no SIGTERM handler, so a stop now would lose that save."""
+        from workloads import checkpoints
+
+        if not self.run.checkpoint_dir:
+            return 0.0
+        found = checkpoints.scan(self.run.checkpoint_dir)
+        writing = any(step > (since or 0) for step in (*found.partial, *found.incomplete))
+        return (self.run.checkpoint_write_seconds or 0.0) if writing else 0.0
 
     def _resubmit(self, decision: Decision) -> Decision:
         """Resubmit what `decision` says once no hold (`workloads/recovery/holds.py` `HOLDS`) holds it back."""
@@ -383,7 +408,8 @@ class Watcher:
         if self.run.checkpoint_dir:
             # No attempt runs now: a `tmp_step_<N>` is a dead run's partial save, which NeMo-RL would
             # reuse with its stale shards (workloads/checkpoints.py).
-            cleaned = checkpoints.clean_partial(self.run.checkpoint_dir)
+            quiet = checkpoints.QUIET_SECONDS if self._table_forgot else 0.0
+            cleaned = checkpoints.clean_partial(self.run.checkpoint_dir, quiet=quiet)  # file times: wall clock
         resume = self._latest_checkpoint()
         job_id, _ = submit.submit_attempt(self.client, self.spec, attempt, meta)
         self.resubmitted.append(job_id)
