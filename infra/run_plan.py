@@ -165,9 +165,8 @@ def run_plan_for_stack(
 ) -> RunPlan:
     """What the watcher needs besides the spec, as plain values: the gate (policy and plan), where it sees
     the checkpoints, the pool's nodes and node-hour prices (the first rung's, and each rung's on a ladder),
-    `job.budgetUsd`, the save period, the plan's step time (the recipe's expected hours over its steps) and checkpoint write
-    time, the
-    gang wait (`gang_values`) and the recovery policy (`recovery_values`)."""
+    `job.budgetUsd`, the save period, the plan's step time (the recipe's expected hours over its steps) and
+    checkpoint write time, the gang wait (`gang_values`) and the recovery policy (`recovery_values`)."""
     recipe = cfg.recipe
     policy, gate_plan = gate_in_force(cfg.gate_policy, gate_plan)
     on_lustre = run_checkpoint_dir(recipe, cfg.job, cfg.ray.mount_path, stack)
