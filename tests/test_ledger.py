@@ -159,6 +159,26 @@ def test_raising_the_budget_after_a_trip_makes_the_next_trip_wait_for_a_checkpoi
     assert w.step().action is Action.WAIT and client.stopped == []
 
 
+def test_an_attempt_replaced_between_two_looks_is_closed_once_when_the_newer_one_is_seen(tmp_path):
+    now = [at(100)]
+    w, client, ledger_file = watcher(tmp_path, now)
+    assert w.step().action is Action.WAIT
+    # `jobctl submit` (or the hook, or a restarted watcher) replaced it: the job table shows attempt 2 only.
+    first = client.job.submission_id
+    meta = {**client.job.metadata, "nemo-rl-gke/attempt": "2"}
+    client.job = JobDetails(
+        **{**client.job.__dict__, "submission_id": f"{first}-r2", "start_time": START_MS + 300_000, "metadata": meta}
+    )
+    now[0] = at(400)
+    assert w.step().action is Action.WAIT
+    now[0] = at(5000)
+    w.step()
+    records = {a.submission_id: a for a in ledger_file.load("t-budget", first).attempts}
+    assert (records[first].end, records[first].cause) == (at(300), "superseded")
+    assert records[f"{first}-r2"].end is None
+    assert sum(1 for e in w.ledger.events if "superseded" in e) == 1
+
+
 def test_no_budget_means_no_stop_and_the_ledger_survives_a_restart_of_the_watcher(tmp_path):
     now = [at(5000)]
     w, client, ledger_file = watcher(tmp_path, now)

@@ -162,6 +162,7 @@ class Watcher:
             decision = decide(
                 info, attempt, self.policy, now, restarts=restarts, capacity_waits=capacity_waits, nodes=nodes
             )
+            self._close_superseded(mine, newest, now)
             budget = self._account(newest, attempt, decision, now)
             if budget is not None:
                 decision = budget
@@ -234,6 +235,27 @@ class Watcher:
         if record.end is None:
             self._finish(job, record, decision, now)
         return None
+
+    def _close_superseded(self, mine: list, newest: Any, now: float) -> None:
+        """Close, once, every open ledger record of an attempt older than `newest` (replaced between two
+        looks by `jobctl submit`, the hook, or a watcher restart): it ended when the table says, else when
+        `newest` started. Left open, its node-hours would grow for ever and the budget stop early."""
+        from workloads import submit
+
+        ends = {j.submission_id: j.end_time for j in mine}
+        start = (getattr(newest, "start_time", None) or now * 1000) / 1000
+        closed = False
+        for record in self.ledger.attempts:
+            if record.end is not None or record.submission_id == newest.submission_id:
+                continue
+            if record.attempt > submit.attempt_of(newest):
+                continue
+            end_ms = ends.get(record.submission_id)
+            record.end, record.cause = (end_ms / 1000 if end_ms else min(start, now)), "superseded"
+            self._note(f"attempt {record.attempt} ({record.submission_id}) superseded by {newest.submission_id}", True)
+            closed = True
+        if closed:
+            self._save_ledger()
 
     def _finish(self, job: Any, record: "Attempt", decision: Decision, now: float) -> None:
         from workloads import checkpoints, submit
