@@ -191,8 +191,8 @@ def run_plan_for_stack(
 ) -> RunPlan:
     """What the watcher needs besides the spec, as plain values: the gate (policy and plan), where it sees
     the checkpoints, the pool's nodes and node-hour prices (the first rung's, and each rung's on a ladder),
-    `job.budgetUsd`, the save period, the plan's step time (the recipe's expected hours over its steps), the
-    gang wait (`gang_values`) and the recovery policy (`recovery_values`)."""
+    `job.budgetUsd`, the save period, the plan's step time (the recipe's expected hours over its steps) and
+    checkpoint write time, the gang wait (`gang_values`) and the recovery policy (`recovery_values`)."""
     recipe = cfg.recipe
     gate = GateSetup.of(cfg.gate_policy, gate_plan)
     step = recipe.step_seconds
@@ -209,6 +209,7 @@ def run_plan_for_stack(
         budget_usd=cfg.job.budget_usd,
         save_period=save_period_for(cfg),
         step_seconds=round(step, 1) if step else None,
+        checkpoint_write_seconds=round(checkpoint_write_seconds_for(cfg), 1),
         recovery=recovery_values(cfg, gpu_pool),
         **gang_values(cfg, gpu_pool, ray),
     )

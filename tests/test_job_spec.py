@@ -247,6 +247,25 @@ def test_user_overrides_win_over_the_recipe_but_may_not_touch_what_the_stack_der
             build_job(cfg.recipe, job, pool("h200", 2), "/lustre", "h200", False, save_period=1)
 
 
+def test_every_recipe_on_an_async_saving_nemo_rl_saves_synchronously_and_a_user_may_not_undo_it():
+    # NeMo-RL v0.6.0's DTensor v2 worker saves with dcp.async_save and grpo.py renames tmp_step_N to
+    # step_N before the write ends: a step_N without its files (workloads/checkpoints.py).
+    tags = set()
+    for stack in ("dev", "b200", "h200"):
+        cfg = load_stack(stack).config
+        spec = build_job(
+            cfg.recipe, cfg.job, pool(cfg.flavour, cfg.gpu_pool.node_count), "/lustre", stack, False, save_period=1
+        )
+        tag = cfg.recipe.image.tag
+        tags.add(tag)
+        assert ("++checkpointing.is_async=false" in overrides(spec)) == (tag == "v0.6.0"), f"{stack} at {tag}"
+    assert tags == {"v0.4.0", "v0.6.0"}
+    cfg = load_stack("dev").config
+    job = cfg.job.model_copy(update={"overrides": ("++checkpointing.is_async=true",)})
+    with pytest.raises(JobBuildError, match="checkpointing.is_async is derived from the stack"):
+        build_job(cfg.recipe, job, pool("h200", 1), "/lustre", "dev", False, save_period=1)
+
+
 def test_parallelism_overrides_the_config_accepted_shape_the_derived_values_once():
     # The stack config folds TP and colocation overrides into the layout it validates
     # (JobConfig.parallelism); the job then derives every related key from that layout.

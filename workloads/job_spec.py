@@ -192,6 +192,7 @@ _OWNER = {
     "checkpointing.enabled": "nothing (checkpoints are how a preempted run resumes)",
     "checkpointing.save_period": "job.maxLostMinutes (the training one preemption may lose)",
     "checkpointing.checkpoint_dir": "ray.mountPath",
+    "checkpointing.is_async": "nothing (a checkpoint must be whole before its step_N appears)",
     "logger.log_dir": "ray.mountPath",
     "grpo.max_num_steps": "job.maxNumSteps",
     "logger.wandb_enabled": "job.wandbProject (and the wandbApiKey secret)",
@@ -288,6 +289,8 @@ def _derived(
         mount_root(mount_path), CHECKPOINTS_DIR, run_checkpoint_subdir_for(recipe, job_cfg, stack)
     )
     out["checkpointing.save_period"] = save_period
+    if _saves_async(recipe.image.tag):
+        out[_SYNC_SAVE] = False
     out["logger.log_dir"] = log_dir(mount_path, stack, recipe.name)
     out["grpo.max_num_steps"] = job_cfg.max_num_steps or recipe.max_num_steps
     out["logger.wandb_enabled"] = wandb_enabled
@@ -299,16 +302,41 @@ def _derived(
     return out
 
 
+_SYNC_SAVE = "checkpointing.is_async"
+"""Off: NeMo-RL v0.6.0's DTensor v2 worker saves with `dcp.async_save` ("is_async": True in
+nemo_rl/models/policy/workers/dtensor_policy_worker_v2.py) and grpo.py renames tmp_step_N to step_N as
+soon as `save_checkpoint` returns, before the write ends (fixed upstream only in unreleased commit
+c95bec5a6). `save_checkpoint` copies `checkpointing.is_async` over the worker's setting
+(nemo_rl/models/automodel/checkpoint.py, the keys it passes to `update_checkpointer_config`), so `false`
+makes the save synchronous. No config file carries the key, hence `++`. v0.5.0's worker saves
+synchronously (is_async defaults to False there, nemo_rl/utils/automodel_checkpoint.py) and v0.4.0 has no
+async save; Megatron saves with `async_save=False` at every pinned tag."""
+
+
+def _saves_async(tag: str) -> bool:
+    """The pinned NeMo-RL tag's DTensor v2 worker saves asynchronously unless told not to (v0.6.0 on)."""
+    try:
+        version = tuple(int(part) for part in tag.lstrip("v").split(".")[:3])
+    except ValueError:
+        return True  # an unknown tag: say it, the override checker then verifies the key
+    return version >= (0, 6, 0)
+
+
 def _stack_part(derived: Mapping[str, Any]) -> list[str]:
     """The stack-derived overrides (step 1 of the module docstring), as `key=value`.
 
     Every key written exists in the recipes' config files (see workloads/recipes.py for what was
-    checked), so the strict `key=value` form is used: a key NeMo-RL renamed fails loudly at start
+    checked), so the strict `key=value` form is used (but `++` for `checkpointing.is_async`, which no config
+    file carries: `_SYNC_SAVE`): a key NeMo-RL renamed fails loudly at start
     instead of being silently added. `colocated.enabled` is written only when it leaves the
     default (true), as the GKE tutorial does on v0.5.0: older Megatron configs did not all carry
     the colocated block.
     """
-    return [f"{key}={_fmt(value)}" for key, value in derived.items() if not (key == _COLOCATED and value is True)]
+    return [
+        f"{'++' if key == _SYNC_SAVE else ''}{key}={_fmt(value)}"
+        for key, value in derived.items()
+        if not (key == _COLOCATED and value is True)
+    ]
 
 
 def _merge(

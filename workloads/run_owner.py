@@ -327,6 +327,9 @@ class RunPlan:
     """`checkpointing.save_period` of the job (steps)."""
     step_seconds: Optional[float] = None
     """The plan's estimate of one training step."""
+    checkpoint_write_seconds: Optional[float] = None
+    """The plan's estimate of writing one checkpoint (`infra.run_plan.checkpoint_write_seconds_for`): a save
+    cycle is `save_period` steps plus this write."""
     gang_max_wait_minutes: Optional[int] = None
     """`gpuPool.capacity.maxWaitMinutes`: how long the owner waits for the whole gang (`node_count` worker
     pods Running) before an attempt, then says so (`workloads/gang_wait.py`); None: no gang wait (no
@@ -361,10 +364,11 @@ class RunPlan:
 
     @property
     def save_window_seconds(self) -> Optional[float]:
-        """One save period in seconds: how long a budget stop waits for the next checkpoint."""
+        """One save cycle in seconds, `save_period` steps and the checkpoint's write: how long a budget stop
+        waits for the next checkpoint (a stop at `save_period` steps alone lands in the write it waits for)."""
         if not self.save_period or not self.step_seconds:
             return None
-        return self.save_period * self.step_seconds
+        return self.save_period * self.step_seconds + (self.checkpoint_write_seconds or 0.0)
 
     def to_dict(self) -> dict[str, Any]:
         import dataclasses

@@ -91,6 +91,8 @@ class Watcher:
         self.notes: list[str] = []
         """Lines for the watcher's log besides the decision (attempts ended, budget); `watch` prints them."""
         self.gang = gang
+        self._table_forgot = False
+        """The job table has forgotten the last attempt (a head restart): its writers may still live."""
         """The worker pods and nodes of the gang wait (`workloads.gang_wait.KubeGangView` in the cluster);
         None: no gang wait (the stack has no `gpuPool.capacity`, or the watcher runs outside the cluster)."""
 
@@ -160,6 +162,7 @@ class Watcher:
             decision = decide(
                 info, attempt, self.policy, now, restarts=restarts, capacity_waits=capacity_waits, nodes=nodes
             )
+            self._close_superseded(mine, newest, now)
             budget = self._account(newest, attempt, decision, now)
             if budget is not None:
                 decision = budget
@@ -195,6 +198,7 @@ class Watcher:
             info = LostJob(self.seen.submission_id, end_time=int(self.seen.lost_since * 1000))
             decision = decide(info, attempt, self.policy, now, restarts=restarts)
             self._account(info, attempt, decision, now)
+            self._table_forgot = True
         else:
             decision = decide(None, 0, self.policy, now)
         if decision.action is Action.RESUBMIT:
@@ -231,6 +235,27 @@ class Watcher:
         if record.end is None:
             self._finish(job, record, decision, now)
         return None
+
+    def _close_superseded(self, mine: list, newest: Any, now: float) -> None:
+        """Close, once, every open ledger record of an attempt older than `newest` (replaced between two
+        looks by `jobctl submit`, the hook, or a watcher restart): it ended when the table says, else when
+        `newest` started. Left open, its node-hours would grow for ever and the budget stop early."""
+        from workloads import submit
+
+        ends = {j.submission_id: j.end_time for j in mine}
+        start = (getattr(newest, "start_time", None) or now * 1000) / 1000
+        closed = False
+        for record in self.ledger.attempts:
+            if record.end is not None or record.submission_id == newest.submission_id:
+                continue
+            if record.attempt > submit.attempt_of(newest):
+                continue
+            end_ms = ends.get(record.submission_id)
+            record.end, record.cause = (end_ms / 1000 if end_ms else min(start, now)), "superseded"
+            self._note(f"attempt {record.attempt} ({record.submission_id}) superseded by {newest.submission_id}", True)
+            closed = True
+        if closed:
+            self._save_ledger()
 
     def _finish(self, job: Any, record: "Attempt", decision: Decision, now: float) -> None:
         from workloads import checkpoints, submit
@@ -315,6 +340,7 @@ class Watcher:
             )
             self._save_ledger()
         if spent < budget:
+            self._budget_raised()
             return None
         latest = self._latest_checkpoint()
         if self.ledger.stop_requested_at is None:
@@ -335,7 +361,7 @@ class Watcher:
         window = self.run.save_window_seconds or 0.0
         since = self.ledger.stop_requested_step
         saved = latest is not None and since is not None and latest > since  # 0: no checkpoint yet
-        if not saved and now - self.ledger.stop_requested_at < window:
+        if not saved and now - self.ledger.stop_requested_at < window + self._save_in_flight(since):
             return Decision(
                 Action.WAIT,
                 f"budget reached; {job.submission_id} stops after its next complete checkpoint (newer than "
@@ -350,6 +376,27 @@ class Watcher:
         self._note(f"budget: stopped {job.submission_id} {why} (${spent:,.2f} of ${budget:,.2f})", event=True)
         self._save_ledger()
         return Decision(Action.DONE, f"job.budgetUsd ${budget:,.2f} spent: stopped {job.submission_id} {why}")
+
+    def _budget_raised(self) -> None:
+        """Spend is under `job.budgetUsd` again (it was raised): forget the earlier trip, so the next one
+        waits for a checkpoint again instead of stopping at once."""
+        if self.ledger.stop_requested_at is None:
+            return
+        self.ledger.stop_requested_at = self.ledger.stop_requested_step = None
+        self._note("budget raised above the spend: the earlier budget stop is withdrawn", event=True)
+        self._save_ledger()
+
+    def _save_in_flight(self, since: Optional[int]) -> float:
+        """Seconds more a budget stop waits because a save newer than step `since` is being written (a
+        `tmp_step_<N>`, or a `step_<N>` not yet whole): one more checkpoint write. Ray's stop gives the
+        driver 3 s before SIGKILL and NeMo-RL has no SIGTERM handler, so a stop now would lose that save."""
+        from workloads import checkpoints
+
+        if not self.run.checkpoint_dir:
+            return 0.0
+        found = checkpoints.scan(self.run.checkpoint_dir)
+        writing = any(step > (since or 0) for step in (*found.partial, *found.incomplete))
+        return (self.run.checkpoint_write_seconds or 0.0) if writing else 0.0
 
     def _resubmit(self, decision: Decision) -> Decision:
         """Resubmit what `decision` says once no hold (`workloads/recovery/holds.py` `HOLDS`) holds it back."""
@@ -383,7 +430,8 @@ class Watcher:
         if self.run.checkpoint_dir:
             # No attempt runs now: a `tmp_step_<N>` is a dead run's partial save, which NeMo-RL would
             # reuse with its stale shards (workloads/checkpoints.py).
-            cleaned = checkpoints.clean_partial(self.run.checkpoint_dir)
+            quiet = checkpoints.QUIET_SECONDS if self._table_forgot else 0.0
+            cleaned = checkpoints.clean_partial(self.run.checkpoint_dir, quiet=quiet)  # file times: wall clock
         resume = self._latest_checkpoint()
         job_id, _ = submit.submit_attempt(self.client, self.spec, attempt, meta)
         self.resubmitted.append(job_id)
