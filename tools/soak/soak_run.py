@@ -15,7 +15,7 @@ from tools.soak.sim_ray import ACTIVE, SimJob, SimRay, Trainer
 from workloads import destroy_mark, run_owner, submit
 from workloads.gang_wait import WorkerPod
 from workloads.gate import GatePlan
-from workloads.job_spec import META_STACK, JobSpec
+from workloads.job_spec import _SYNC_SAVE, META_STACK, JobSpec
 from workloads.ledger import LedgerFile, ledger_path
 from workloads.recovery import Action, RecoveryPolicy, StateFile, Watcher
 
@@ -73,11 +73,17 @@ class SoakRun:
 
     def __init__(self, seed: int, index: int, faults: list[str], workdir: Path, is_async: bool):
         self.seed, self.index, self.rng = seed, index, random.Random(f"{seed}/{index}")
-        self.now, self.is_async, self.write_s = 1_700_000_000.0, is_async, 8.0
+        self.now, self.write_s = 1_700_000_000.0, 8.0
         self.start = self.now
         self.ckpt, self.state_path = workdir / "checkpoints", workdir / "watcher" / "soak.json"
         self.ray = SimRay(self, f"http://sim-{seed}-{index}", NODES, self.rng)
-        self.spec = JobSpec.create(stack="soak", recipe="grpo", entrypoint="python fake_trainer.py", runtime_env={})
+        # `is_async`: the recipe's worker saves asynchronously by default (NeMo-RL v0.6.0's DTensor v2). The job
+        # builder then turns it off on the command line (workloads/job_spec.py `_SYNC_SAVE`); the fake trainer
+        # obeys the entrypoint it is given, as NeMo-RL obeys its overrides.
+        sync = f" ++{_SYNC_SAVE}=false" if is_async else ""
+        entrypoint = f"python fake_trainer.py{sync}"
+        self.is_async = is_async and f"++{_SYNC_SAVE}=false" not in entrypoint
+        self.spec = JobSpec.create(stack="soak", recipe="grpo", entrypoint=entrypoint, runtime_env={})
         self.run = run_owner.RunPlan(
             gate_policy="enforce",
             gate_plan=PLAN.to_dict(),
