@@ -140,9 +140,16 @@ def watch(
 
 
 def _connect_until_reachable(
-    connect: Callable[[], Any], policy: recovery.RecoveryPolicy, heartbeat: Optional[Path], out: TextIO
+    connect: Callable[[], Any],
+    policy: recovery.RecoveryPolicy,
+    heartbeat: Optional[Path],
+    out: TextIO,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> Any:
-    """The watcher may start before the Ray head (or outlive a head restart): keep trying."""
+    """The watcher may start before the Ray head (or outlive a head restart): keep trying. The heartbeat is
+    touched before every try: the head's pod may wait for the ~20 GB NeMo-RL image far longer than the liveness
+    probe's bound (infra/watcher_deployment.py `heartbeat_limit`), and a probe that failed then would restart
+    the watcher over and over (tests/test_watcher.py holds it)."""
     # Lazily: the CLI's parser imports this module, and `python -m jobctl submit --dry-run` never loads Ray.
     from workloads import submit
 
@@ -157,7 +164,7 @@ def _connect_until_reachable(
                 out.write(f"waiting for the Ray dashboard: {err}\n")
                 out.flush()
                 reported = True
-            time.sleep(policy.check_interval_seconds)
+            sleep(policy.check_interval_seconds)
 
 
 def connect_address(address: str) -> Any:
