@@ -128,6 +128,69 @@ def connect(args: argparse.Namespace, stack: Stack):
     )
 
 
+def workers_command(stack: Stack, replicas: int) -> str:
+    """The kubectl command that brings the released Ray workers back (what `bring_back_workers` patches)."""
+    from infra.ray_cluster import RAY_CLUSTER_NAME, WORKER_GROUP
+
+    patch = json.dumps(
+        [
+            {"op": "replace", "path": f"/spec/workerGroupSpecs/<index of {WORKER_GROUP}>/replicas", "value": replicas},
+            {
+                "op": "replace",
+                "path": f"/spec/workerGroupSpecs/<index of {WORKER_GROUP}>/minReplicas",
+                "value": replicas,
+            },
+        ]
+    )
+    return f"kubectl -n {stack.config.ray.namespace} patch raycluster {RAY_CLUSTER_NAME} --type json -p '{patch}'"
+
+
+def bring_back_workers(args: argparse.Namespace, stack: Stack, out: TextIO, token_provider=None) -> None:
+    """Scale the Ray GPU worker group back to the pool's node count before a run: the run's owner released it
+    when the last run ended (`recovery.releaseWorkersAfterRun`), and a `pulumi up` does not restore it
+    (docs/day-2.md). Through the GKE API server, with the same Google token and CA as the dashboard proxy
+    (the identity needs `patch` on rayclusters: roles/container.developer has it); one line when it scaled.
+    With `--address` (a port-forward or local dashboard) there is no Kubernetes API to ask: one line gives
+    the kubectl command, and the job is submitted (its workers may still be there). A refused patch is an
+    error naming that command: a job submitted without workers would wait for them forever."""
+    from infra.placement import gpu_pool_facts
+    from infra.ray_cluster import RAY_CLUSTER_NAME, WORKER_GROUP
+    from infra.stack_context import StackContext
+    from workloads import submit
+    from workloads.gang_wait import VIEW_ERRORS, KubeGangView
+
+    replicas = gpu_pool_facts(StackContext.from_config(stack.name, stack.config), stack.config).node_count
+    command = workers_command(stack, replicas)
+    if args.address:
+        out.write(
+            f"Ray workers not checked (--address reaches only the dashboard); if the last run released them: "
+            f"{command}\n"
+        )
+        return
+    target = gke_target(args, stack)
+    verify = submit.tls_verify(target.ca_file, target.ca_b64)
+    token = (token_provider or submit.google_token_provider())()
+    view = KubeGangView(
+        submit._endpoint_url(target.endpoint),
+        token,
+        verify if isinstance(verify, str) else None,
+        target.namespace,
+        RAY_CLUSTER_NAME,
+        WORKER_GROUP,
+    )
+    try:
+        had = view.scale(replicas)
+    except VIEW_ERRORS as err:
+        raise CommandError(
+            f"cannot bring the Ray workers back to {replicas} ({err}); run `{command}`, then submit again"
+        ) from None
+    if had is not None:
+        out.write(
+            f"Ray workers brought back: worker group {WORKER_GROUP} of RayCluster {RAY_CLUSTER_NAME} scaled from "
+            f"{had} to {replicas} (GKE adds the GPU nodes for them)\n"
+        )
+
+
 class StatusLine:
     """The live status while waiting: one rewritten line on a TTY, a line per change otherwise."""
 
@@ -191,6 +254,7 @@ def cmd_submit(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
     from workloads import run_owner
 
     client = connect(args, stack)
+    bring_back_workers(args, stack, out)
     from workloads.gate import gate_in_force
 
     policy = args.gate or stack.config.gate_policy
@@ -215,7 +279,9 @@ def cmd_submit(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
 
 
 def cmd_gate(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
-    report = run_gate(connect(args, stack), stack, out)
+    client = connect(args, stack)
+    bring_back_workers(args, stack, out)
+    report = run_gate(client, stack, out)
     return exit_codes.OK if report.ok else exit_codes.GATE_FAILED
 
 

@@ -78,6 +78,7 @@ class Watcher:
         run: Optional["RunPlan"] = None,
         ledger: Optional["LedgerFile"] = None,
         gang: Optional["GangView"] = None,
+        release: Optional["GangView"] = None,
     ):
         from workloads.run_owner import RunPlan
 
@@ -93,6 +94,9 @@ class Watcher:
         self.gang = gang
         """The worker pods and nodes of the gang wait (`workloads.gang_wait.KubeGangView` in the cluster);
         None: no gang wait (the stack has no `gpuPool.capacity`, or the watcher runs outside the cluster)."""
+        self.release = release
+        """What scales the worker group to 0 when the run has ended (`_release_after_run`); None: the workers
+        stay (`recovery.releaseWorkersAfterRun` false, or no Kubernetes API here)."""
 
     def _load_ledger(self) -> "Ledger":
         from workloads.ledger import Ledger
@@ -163,6 +167,7 @@ class Watcher:
             budget = self._account(newest, attempt, decision, now)
             if budget is not None:
                 decision = budget
+            self._release_after_run(jobs, newest, decision, now)
             self._remember(
                 Seen(
                     self.spec.spec_hash,
@@ -351,6 +356,34 @@ class Watcher:
         self._save_ledger()
         return Decision(Action.DONE, f"job.budgetUsd ${budget:,.2f} spent: stopped {job.submission_id} {why}")
 
+    def _release_after_run(self, jobs: list[Any], newest: Any, decision: Decision, now: float) -> None:
+        """Once the run has ended (its newest attempt ended and the decision is final: succeeded, gave up,
+        stopped, budget) scale the worker group to 0, once per attempt, and say so in one line; the ledger
+        records when (the end of the attempt's paid time: `idleAfterRun`). Not while any job of the stack is
+        pending or running (a submission by hand, a gate: they need the workers). A failed release is said and
+        tried again on the next look."""
+        if self.release is None or decision.action not in _FINAL:
+            return
+        record = self.ledger.find(newest.submission_id)
+        if record is None or record.end is None or record.released is not None:
+            return
+        if any(value_of(j.status) in ("PENDING", "RUNNING") for j in jobs):
+            return
+        from workloads.gang_wait import VIEW_ERRORS
+
+        try:
+            done = self.release.release()
+        except VIEW_ERRORS as err:
+            self._note(f"run ended ({record.cause}); releasing its workers failed ({err}): trying again next look")
+            return
+        record.released = now
+        self._note(
+            f"run ended ({record.cause}): workers released ({done}); GKE removes the GPU nodes after its scale-down "
+            "delay, and `python -m jobctl submit` brings them back",
+            event=True,
+        )
+        self._save_ledger()
+
     def _resubmit(self, decision: Decision) -> Decision:
         """Resubmit what `decision` says once no hold (`workloads/recovery/holds.py` `HOLDS`) holds it back."""
         decision = holds.first_hold(self, decision)
@@ -424,6 +457,7 @@ def watch(
     gate: Optional["GateSetup"] = None,
     run: Optional["RunPlan"] = None,
     gang: Optional["GangView"] = None,
+    release: Optional["GangView"] = None,
 ) -> Decision:
     """Check the spec's job every `policy.check_interval_seconds` and resubmit it after a preemption.
 
@@ -432,7 +466,8 @@ def watch(
     not fatal. A line is written to `out` whenever the decision changes; `heartbeat` is touched after
     every look (the pod's liveness probe reads its age); `state` keeps what the watcher saw across its
     own restarts (`StateFile`); `gate` is the stack's acceptance gate, run before every attempt
-    (`workloads.run_owner`); `gang` the view of the gang wait before every attempt (`holds.gang_whole`).
+    (`workloads.run_owner`); `gang` the view of the gang wait before every attempt (`holds.gang_whole`);
+    `release` what scales the workers to 0 once the run has ended (`Watcher._release_after_run`).
     Returns the last decision.
     """
     from workloads import submit
@@ -448,6 +483,7 @@ def watch(
         run=run,
         ledger=LedgerFile(ledger_path(state)) if state is not None else None,
         gang=gang,
+        release=release,
     )
     last_line = None
     while True:
