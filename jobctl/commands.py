@@ -322,7 +322,19 @@ def _print_ledger(args: argparse.Namespace, client, stack: Stack, out: TextIO) -
     if found is None:
         out.write("run ledger: none yet (the preemption watcher writes it once it sees an attempt)\n")
         return
-    for line in run_ledger.table(found, time.time()):
+    now = time.time()
+    for line in run_ledger.table(found, now):
+        out.write(line + "\n")
+    from workloads import goodput
+
+    run = run_plan(stack)
+    for line in goodput.lines(
+        found,
+        now,
+        step_seconds=run.step_seconds,
+        write_seconds=run.checkpoint_write_seconds,
+        save_period=run.save_period,
+    ):
         out.write(line + "\n")
 
 

@@ -249,6 +249,7 @@ class Watcher:
         else:
             record.cause = decision.cause.value if decision.cause is not None else "failed"
         record.saved_step = self._latest_checkpoint()
+        self._mark_gate(record)
         text = str(getattr(job, "message", "") or "")
         last = checkpoints.last_started_step(text)
         if last is None and not isinstance(job, LostJob):
@@ -298,10 +299,49 @@ class Watcher:
                     "spendUsd": None if spend is None else round(spend, 2),
                     "usdPerStep": None if per_step is None else round(per_step, 4),
                     "runSpendUsd": None if run_spend is None else round(run_spend, 2),
+                    **self._goodput_fields(record, now),
                 },
                 sort_keys=True,
             )
         )
+
+    def _mark_gate(self, record: "Attempt") -> None:
+        """Record when the attempt's gate run (a Ray job, `nemo-rl-gke/gate-for` it) started and ended: the
+        `gate` goodput bucket's boundaries. Nothing when there was none or the job table does not answer."""
+        from workloads import submit
+        from workloads.run_owner import META_GATE_FOR
+
+        try:
+            jobs = submit._guard(self.client.get_address(), self.client.list_jobs)
+        except submit.JobError:
+            return
+        runs = [j for j in jobs if (j.metadata or {}).get(META_GATE_FOR) == record.submission_id and j.start_time]
+        if runs:
+            record.marks["gateStart"] = min(j.start_time for j in runs) / 1000
+            ends = [j.end_time for j in runs if j.end_time]
+            if ends:
+                record.marks["gateEnd"] = max(ends) / 1000
+
+    def _goodput_fields(self, record: "Attempt", now: float) -> dict[str, Any]:
+        """The attempt's goodput for its `attempt-ended` line: the fraction of its paid GPU node-time in kept
+        steps and the dollars of each badput bucket (`workloads/goodput.py`; the dashboard charts them)."""
+        from workloads import goodput
+
+        rows = goodput.run_buckets(
+            self.ledger,
+            now,
+            step_seconds=self.run.step_seconds,
+            write_seconds=self.run.checkpoint_write_seconds,
+            save_period=self.run.save_period,
+        )
+        row = [r for r in rows if r[0] is record]
+        run = goodput.summary(row)
+        usd: Optional[dict[str, float]] = run["usd"]  # type: ignore[assignment]
+        fraction = run["fraction"]
+        return {
+            "goodputFraction": None if fraction is None else round(float(fraction), 4),  # type: ignore[arg-type]
+            "badputUsd": None if usd is None else {b: round(v, 2) for b, v in usd.items() if b != goodput.GOOD},
+        }
 
     def _budget(self, job: Any, record: "Attempt", now: float) -> Optional[Decision]:
         """At 80 % of `job.budgetUsd` warn once; at 100 % stop the run after its next complete checkpoint,
