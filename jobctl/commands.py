@@ -129,19 +129,18 @@ def connect(args: argparse.Namespace, stack: Stack):
 
 
 def workers_command(stack: Stack, replicas: int) -> str:
-    """The kubectl command that brings the released Ray workers back (what `bring_back_workers` patches)."""
-    from infra.ray_cluster import RAY_CLUSTER_NAME, WORKER_GROUP
-
+    """The kubectl command that brings the released Ray workers back (what `bring_back_workers` patches). Index
+    0: the KubeRay ray-cluster chart renders its `worker` values as the first of `workerGroupSpecs`, before any
+    `additionalWorkerGroups` (ray-project/kuberay helm-chart/ray-cluster/templates/raycluster-cluster.yaml), and
+    infra/ray_cluster.py sets no other group."""
     patch = json.dumps(
         [
-            {"op": "replace", "path": f"/spec/workerGroupSpecs/<index of {WORKER_GROUP}>/replicas", "value": replicas},
-            {
-                "op": "replace",
-                "path": f"/spec/workerGroupSpecs/<index of {WORKER_GROUP}>/minReplicas",
-                "value": replicas,
-            },
+            {"op": "replace", "path": "/spec/workerGroupSpecs/0/replicas", "value": replicas},
+            {"op": "replace", "path": "/spec/workerGroupSpecs/0/minReplicas", "value": replicas},
         ]
     )
+    from infra.ray_cluster import RAY_CLUSTER_NAME
+
     return f"kubectl -n {stack.config.ray.namespace} patch raycluster {RAY_CLUSTER_NAME} --type json -p '{patch}'"
 
 
