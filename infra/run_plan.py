@@ -146,13 +146,12 @@ def gang_wait_minutes(cfg: StackConfig) -> Optional[int]:
     return capacity.max_wait_minutes if capacity is not None else None
 
 
-def gang_values(cfg: StackConfig, gpu_pool: GpuPoolFacts, ray: Optional[RayTarget]) -> dict[str, Any]:
+def gang_values(cfg: StackConfig, gpu_pool: GpuPoolFacts) -> dict[str, Any]:
     """The `RunPlan` fields of the gang wait: with `gpuPool.capacity` (any number of rungs) a wait bounded by
     its `maxWaitMinutes`; without it none (the owner then waits, unbounded, for the pool's GPUs in Ray, as
     before the ladder). `onTimeout: releaseWorkers` holds only where GKE removes an unused GPU node
     (`infra.placement.gpu_nodes_autoscaled`); a fixed-size pool keeps its workers (`FIXED_POOL_KEEPS`).
-    The RayCluster, worker group and namespace are the Ray component's own (`ray`); None (the day-2 CLI on a
-    laptop, which cannot reach the Kubernetes API from inside the cluster): no gang wait there."""
+    The RayCluster it looks at is `ray_target_values`'s."""
     capacity = cfg.gpu_pool.capacity
     if capacity is None:
         return {}
@@ -166,11 +165,21 @@ def gang_values(cfg: StackConfig, gpu_pool: GpuPoolFacts, ray: Optional[RayTarge
         "gang_rungs": rungs,
         # One rung: every GPU node is of it, whatever its pool is called (Autopilot names its pools itself).
         "gang_default_rung": None if rungs else cfg.gpu_pool.ladder[0].label,
-        **(
-            {"ray_namespace": ray.namespace, "ray_cluster": ray.cluster_name, "ray_worker_group": ray.worker_group}
-            if ray is not None
-            else {}
-        ),
+    }
+
+
+def ray_target_values(cfg: StackConfig, ray: Optional[RayTarget]) -> dict[str, Any]:
+    """The `RunPlan` fields of the RayCluster the owner patches: the gang wait's look and release, and the
+    release of the workers when the run ends (`recovery.releaseWorkersAfterRun`), on every stack. None (the
+    day-2 CLI on a laptop, which cannot reach the Kubernetes API from inside the cluster): no target, so
+    neither the gang wait nor the release at the run's end happens there."""
+    if ray is None:
+        return {}
+    return {
+        "ray_namespace": ray.namespace,
+        "ray_cluster": ray.cluster_name,
+        "ray_worker_group": ray.worker_group,
+        "release_workers_after_run": cfg.recovery.release_workers_after_run,
     }
 
 
@@ -211,5 +220,6 @@ def run_plan_for_stack(
         step_seconds=round(step, 1) if step else None,
         checkpoint_write_seconds=round(checkpoint_write_seconds_for(cfg), 1),
         recovery=recovery_values(cfg, gpu_pool),
-        **gang_values(cfg, gpu_pool, ray),
+        **gang_values(cfg, gpu_pool),
+        **ray_target_values(cfg, ray),
     )

@@ -28,11 +28,12 @@ Image: the recipe's NeMo-RL image, not a small Python image with `pip install ra
   emptyDir at /tmp), RuntimeDefault seccomp, and a KSA of its own that no IAM grant names, so the
   GKE metadata server hands it no Google credentials that could reach the bucket.
 
-Kubernetes API: only a stack with a gang wait (`gpuPool.capacity`, `RunPlan.gang_wait`) gives the pod a
-service-account token, and its KSA exactly what `workloads.gang_wait.KubeGangView` calls (`gang_rules`):
-list pods in the namespace, get nodes (cluster-scoped: their pool label), get/patch the one
-RayCluster (the release on timeout). Without one the watcher talks only to the Ray dashboard: no token is
-mounted and no role exists, so a leaked pod holds nothing of the API.
+Kubernetes API: a stack whose watcher releases the workers when the run ends (`recovery.releaseWorkersAfterRun`,
+the default: `RunPlan.releases_workers`) or waits for the gang (`gpuPool.capacity`, `RunPlan.gang_wait`) gives
+the pod a service-account token, and its KSA exactly what `workloads.gang_wait.KubeGangView` calls
+(`gang_rules`): get/patch the one RayCluster (the release); with a gang wait also list pods in the namespace
+and get nodes (cluster-scoped: their pool label). With neither the watcher talks only to the Ray dashboard:
+no token is mounted and no role exists, so a leaked pod holds nothing of the API.
 
 No secret: the spec carries none (`JobSpec` refuses HF_TOKEN/WANDB_API_KEY in the runtime env; the job
 reads them from files the Ray pods mount), and the watcher pod mounts none.
@@ -341,22 +342,26 @@ def deployment_manifest(
     }
 
 
-def gang_rules(ray_cluster: str) -> tuple[list[k8s.rbac.v1.PolicyRuleArgs], list[k8s.rbac.v1.PolicyRuleArgs]]:
-    """The RBAC v1 rules of the gang wait's calls (`workloads.gang_wait.KubeGangView`): the Role's (in the
-    namespace) and the ClusterRole's. Plain values, no Outputs.
+def gang_rules(
+    ray_cluster: str, gang: bool = True
+) -> tuple[list[k8s.rbac.v1.PolicyRuleArgs], list[k8s.rbac.v1.PolicyRuleArgs]]:
+    """The RBAC v1 rules of the owner's Kubernetes calls (`workloads.gang_wait.KubeGangView`): the Role's (in
+    the namespace) and the ClusterRole's. Plain values, no Outputs.
 
-    In the namespace: list the worker pods (by label selector: `KubeGangView.worker_pods`, a GET of the
-    collection, which RBAC calls `list`; no pod is read by name, so no `get`); get and JSON-patch the stack's
-    RayCluster, by name (`release`). Cluster-wide (nodes are not namespaced): get a node, for its pool label
-    (`node_pool`). Nothing else: no pod get or deletion, no other RayCluster, no watch, no node list."""
+    Every stack whose watcher releases the workers (`recovery.releaseWorkersAfterRun`) or waits for the gang:
+    get and JSON-patch the stack's RayCluster, by name (`KubeGangView.release`, at the run's end or a gang
+    timeout). Only with a gang wait (`gang`): list the worker pods in the namespace (by label selector:
+    `KubeGangView.worker_pods`, a GET of the collection, which RBAC calls `list`; no pod is read by name, so
+    no `get`) and, cluster-wide (nodes are not namespaced), get a node for its pool label (`node_pool`).
+    Nothing else: no pod get or deletion, no other RayCluster, no watch, no node list."""
     rule = k8s.rbac.v1.PolicyRuleArgs
+    raycluster = rule(
+        api_groups=["ray.io"], resources=["rayclusters"], resource_names=[ray_cluster], verbs=["get", "patch"]
+    )
+    if not gang:
+        return [raycluster], []
     return (
-        [
-            rule(api_groups=[""], resources=["pods"], verbs=["list"]),
-            rule(
-                api_groups=["ray.io"], resources=["rayclusters"], resource_names=[ray_cluster], verbs=["get", "patch"]
-            ),
-        ],
+        [rule(api_groups=[""], resources=["pods"], verbs=["list"]), raycluster],
         [rule(api_groups=[""], resources=["nodes"], verbs=["get"])],
     )
 
@@ -384,10 +389,10 @@ class PreemptionWatcherArgs:
 
 class PreemptionWatcher(pulumi.ComponentResource):
     """ConfigMap (code + spec), a ServiceAccount and a one-replica Deployment that resubmits the job
-    after a preemption; with a gang wait, the Role, ClusterRole and their bindings it needs.
+    after a preemption; the Role (and with a gang wait the ClusterRole) and bindings its Kubernetes calls need.
 
     The watcher talks to the Ray dashboard inside the cluster and runs as a KSA of its own: no Workload
-    Identity grant names it (the workload KSA may write the bucket). Only with a gang wait is an API token
+    Identity grant names it (the workload KSA may write the bucket). Only with a release or gang wait is an API token
     mounted, for the calls `gang_rules` allows (module docstring).
 
     Outputs: `deployment_name`, `service_account`, `namespace`, `logs_command` (how to read what it decided).
@@ -398,7 +403,8 @@ class PreemptionWatcher(pulumi.ComponentResource):
     service_account: str
     deployment: k8s.apps.v1.Deployment
     rbac: list[pulumi.CustomResource]
-    """The gang wait's Role, RoleBinding, ClusterRole and ClusterRoleBinding; empty without a gang wait."""
+    """The Role and RoleBinding of the release (and with a gang wait the ClusterRole and its binding); empty
+    with neither."""
     deployment_name: str
     namespace: str
     logs_command: str
@@ -425,7 +431,7 @@ class PreemptionWatcher(pulumi.ComponentResource):
             data=data,
             opts=child_options(self, opts),
         )
-        self.rbac = self._rbac(name, args, opts) if args.run.gang_wait else []
+        self.rbac = self._rbac(name, args, opts) if args.run.gang_wait or args.run.releases_workers else []
         self.deployment = self._deployment(name, args, config_hash, opts)
         self.register_outputs(
             {
@@ -445,7 +451,7 @@ class PreemptionWatcher(pulumi.ComponentResource):
         cluster like every in-cluster object (`child_options` copies `deleted_with`)."""
         run = args.run
         assert run.ray_cluster and run.ray_namespace
-        namespaced, cluster_wide = gang_rules(run.ray_cluster)
+        namespaced, cluster_wide = gang_rules(run.ray_cluster, gang=run.gang_wait)
         rbac = k8s.rbac.v1
         subject = rbac.SubjectArgs(kind="ServiceAccount", name=self.service_account, namespace=args.namespace)
         # Cluster-scoped: named after the namespace, so two stacks' watchers in one cluster do not collide.
@@ -464,6 +470,8 @@ class PreemptionWatcher(pulumi.ComponentResource):
             subjects=[subject],
             opts=child_options(self, opts, depends_on=[role, self.service_account_resource]),
         )
+        if not cluster_wide:  # the release alone reads no node
+            return [role, role_binding]
         cluster_role = rbac.ClusterRole(
             f"{name}-gang-node-reader",
             metadata={"name": node_reader, "labels": labels()},

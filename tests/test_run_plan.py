@@ -48,9 +48,27 @@ def test_the_ladder_stacks_run_json_carries_the_gang_wait_with_its_pools_rungs_a
 
 
 @pytest.mark.parametrize("stack", ["dev", "b200", "h200", "autopilot"])
-def test_a_stack_without_gpu_pool_capacity_has_no_gang_wait(stack):
-    run = RunPlan.from_dict(run_json(stack_plan(stack)))
-    assert run.gang_max_wait_minutes is None and not run.gang_wait and run.ray_cluster is None
+def test_a_stack_without_gpu_pool_capacity_has_no_gang_wait_but_releases_its_workers_at_the_runs_end(stack):
+    plan = stack_plan(stack)
+    run = RunPlan.from_dict(run_json(plan))
+    assert run.gang_max_wait_minutes is None and not run.gang_wait
+    # The release at the run's end patches the same RayCluster the Helm release made, on every stack.
+    release = plan.one("kubernetes:helm.sh/v3:Release")
+    assert (run.ray_cluster, run.ray_namespace) == (release.inputs["name"], release.inputs["namespace"]), stack
+    assert run.ray_worker_group == release.inputs["values"]["worker"]["groupName"], stack
+    assert run.release_workers_after_run and run.releases_workers, stack
+
+
+def test_keeping_the_workers_after_the_run_is_a_stack_setting():
+    cfg = load_stack("dev").config
+    cfg = cfg.model_copy(update={"recovery": cfg.recovery.model_copy(update={"release_workers_after_run": False})})
+    ray = type("Ray", (), {"cluster_name": "nemo-rl", "namespace": "nemo-rl", "worker_group": "gpu"})()
+    run = run_plan_for_stack("dev", cfg, gpu_pool_facts(StackContext.from_config("dev", cfg), cfg), None, ray)
+    assert run.ray_cluster == "nemo-rl" and not run.releases_workers
+    # Without the Ray component (the day-2 CLI on a laptop) there is nothing to patch, whatever the setting.
+    assert not run_plan_for_stack(
+        "dev", load_stack("dev").config, gpu_pool_facts(StackContext.from_config("dev", cfg), cfg), None
+    ).releases_workers
 
 
 def one_rung(stack: str, capacity: dict):

@@ -6,8 +6,6 @@ from __future__ import annotations
 import io
 import random
 
-import pytest
-
 from tools.soak import soak_run
 from tools.soak.__main__ import soak
 from tools.soak.sim_ray import SimJob
@@ -25,11 +23,6 @@ def test_the_same_seed_gives_the_same_violations():
     assert soak(12, 3, real_every=0, out=io.StringIO()) == soak(12, 3, real_every=0, out=io.StringIO())
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 34 items 1-5 (incomplete step_N, duplicate submission, superseded attempt, head restart, "
-    "budget stop in a save) are fixed on branch w-h; drop this mark once they are merged",
-)
 def test_a_soak_of_sixty_faults_finds_no_violation():
     assert soak(60, 1, real_every=0, out=io.StringIO()) == []
 
@@ -51,7 +44,7 @@ def test_a_submission_without_a_passing_gate_on_the_current_nodes_is_a_violation
 
 
 def test_an_asynchronous_save_renamed_before_its_files_is_found_not_whole(tmp_path):
-    run = soak_run.SoakRun(5, 2, ["driver_killed"], tmp_path, is_async=True)
+    run = soak_run.SoakRun(5, 2, ["driver_killed"], tmp_path, is_async=True, sync_override=False)
     run.schedule = [(run.now + 400, "driver_killed")]
     run.play()
     assert any("which is not whole" in v for v in run.violations), run.violations

@@ -203,13 +203,28 @@ def test_with_a_gang_wait_the_watchers_account_may_list_pods_get_nodes_and_patch
 
 
 @pytest.mark.parametrize("stack", ["dev", "b200", "h200", "autopilot"])
-def test_without_a_gang_wait_the_watcher_has_no_role_and_no_api_token(stack):
+def test_without_a_gang_wait_the_watcher_may_only_get_and_patch_its_raycluster_to_release_the_workers(stack):
     from conftest import stack_plan
+    from k8s_support import k8s_doc
 
     plan = stack_plan(stack)
-    assert not [r.name for r in plan.resources if r.type.startswith(RBAC)], stack
+    assert sorted(r.type.rsplit(":", 1)[1] for r in plan.resources if r.type.startswith(RBAC)) == [
+        "Role",
+        "RoleBinding",
+    ], f"{stack}: no ClusterRole (no node is read without a gang wait)"
+    assert k8s_doc(plan.one(f"{RBAC}:Role"))["rules"] == [
+        {"apiGroups": ["ray.io"], "resources": ["rayclusters"], "resourceNames": ["nemo-rl"], "verbs": ["get", "patch"]}
+    ], stack
     watcher = plan.one("kubernetes:apps/v1:Deployment", "preemption-watcher-deployment")
-    assert watcher.inputs["spec"]["template"]["spec"]["automountServiceAccountToken"] is False
+    assert watcher.inputs["spec"]["template"]["spec"]["automountServiceAccountToken"] is True
+    assert plan.one(f"{RBAC}:RoleBinding").urn in watcher.dependencies
+
+
+def test_a_watcher_that_keeps_the_workers_after_the_run_has_no_role_and_no_api_token():
+    _, rec = watcher_of("dev", release_workers_after_run=False)
+    assert not [r.name for r in rec.resources if r.type.startswith(RBAC)]
+    pod = k8s_doc(rec.one("kubernetes:apps/v1:Deployment"))["spec"]["template"]["spec"]
+    assert pod["automountServiceAccountToken"] is False
 
 
 # ----------------------------------------------------------------------------- the component under mocks
@@ -221,7 +236,9 @@ def watcher_of(stack: str = "dev", **recovery):
     cfg = load_stack(stack).config
     if recovery:
         cfg = cfg.model_copy(update={"recovery": cfg.recovery.model_copy(update=recovery)})
-    ray = SimpleNamespace(namespace=cfg.ray.namespace, cluster_name="nemo-rl", head_service="nemo-rl-head-svc")
+    ray = SimpleNamespace(
+        namespace=cfg.ray.namespace, cluster_name="nemo-rl", head_service="nemo-rl-head-svc", worker_group="gpu"
+    )
 
     def build():
         return build_preemption_watcher(
@@ -274,9 +291,8 @@ def test_the_watcher_objects_are_valid_kubernetes_objects_holding_no_secret():
     assert pod["nodeSelector"] == {"cloud.google.com/gke-nodepool": "dev-system"}
     # Its own KSA, not the workload's (which Workload Identity lets write the bucket).
     assert pod["serviceAccountName"] == k8s_doc(sa)["metadata"]["name"] != cfg.ray.service_account, dep.name
-    assert pod["automountServiceAccountToken"] is False and k8s_doc(sa)["automountServiceAccountToken"] is False, (
-        sa.name
-    )
+    # The pod's token (for the release of the workers at the run's end) and not the KSA's default.
+    assert pod["automountServiceAccountToken"] is True and k8s_doc(sa)["automountServiceAccountToken"] is False, sa.name
     assert k8s_doc(sa)["metadata"]["namespace"] == cfg.ray.namespace, sa.name
     assert sa.urn in dep.dependencies, f"{dep.name} does not wait for {sa.name}"
     (c,) = pod["containers"]

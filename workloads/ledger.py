@@ -63,6 +63,11 @@ class Attempt:
     note: str = ""
     rungs: str = ""
     """The rungs its GPU nodes came from when it was submitted ("spot 3, onDemand 5"); empty: not looked at."""
+    released: Optional[float] = None
+    """When the owner released the workers after this attempt ended the run (epoch seconds); None: not released."""
+    marks: dict[str, float] = field(default_factory=dict)
+    """Named times the owner saw around the attempt (epoch seconds): `gateStart`, `gateEnd` (its gate run),
+    `nodesReady`, `podsRunning` where known; the goodput buckets' boundaries (`workloads/goodput.py`)."""
 
     def hours(self, now: float) -> float:
         return max((self.end if self.end is not None else now) - self.start, 0.0) / 3600

@@ -329,7 +329,7 @@ class RunPlan:
     """The plan's estimate of one training step."""
     checkpoint_write_seconds: Optional[float] = None
     """The plan's estimate of writing one checkpoint (`infra.run_plan.checkpoint_write_seconds_for`): a save
-    cycle is `save_period` steps plus this write."""
+    cycle is `save_period` steps plus this write (the budget stop's wait; the `checkpointSave` goodput bucket)."""
     gang_max_wait_minutes: Optional[int] = None
     """`gpuPool.capacity.maxWaitMinutes`: how long the owner waits for the whole gang (`node_count` worker
     pods Running) before an attempt, then says so (`workloads/gang_wait.py`); None: no gang wait (no
@@ -348,6 +348,9 @@ class RunPlan:
     """The RayCluster whose worker group is the gang."""
     ray_worker_group: Optional[str] = None
     """Its GPU worker group (`ray.io/group`)."""
+    release_workers_after_run: bool = False
+    """`recovery.releaseWorkersAfterRun`: the owner scales the worker group to 0 once the run has ended
+    (`workloads/recovery/owner_loop.py` `Watcher._release_after_run`)."""
     recovery: dict[str, Any] = field(default_factory=dict)
     """The recovery policy (`workloads.recovery.RecoveryPolicy.to_dict`: check interval, restarts, backoff, the
     pool's GPUs to wait for, `resubmit_missing`); {}: its defaults. Plain values: this module may not import
@@ -357,6 +360,13 @@ class RunPlan:
     def gang_wait(self) -> bool:
         """The owner waits for the gang before each attempt (a bound, and the RayCluster to look at)."""
         return self.gang_max_wait_minutes is not None and bool(self.ray_cluster and self.ray_worker_group)
+
+    @property
+    def releases_workers(self) -> bool:
+        """The owner releases the workers at the run's end (the setting, and the RayCluster to patch)."""
+        return self.release_workers_after_run and bool(
+            self.ray_namespace and self.ray_cluster and self.ray_worker_group
+        )
 
     @property
     def gate(self) -> GateSetup:

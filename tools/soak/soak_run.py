@@ -71,7 +71,9 @@ class FakeGang:
 class SoakRun:
     """The world of one run: the simulated head, the checkpoint dir, the watcher, and what truly happened."""
 
-    def __init__(self, seed: int, index: int, faults: list[str], workdir: Path, is_async: bool):
+    def __init__(
+        self, seed: int, index: int, faults: list[str], workdir: Path, is_async: bool, sync_override: bool = True
+    ):
         self.seed, self.index, self.rng = seed, index, random.Random(f"{seed}/{index}")
         self.now, self.write_s = 1_700_000_000.0, 8.0
         self.start = self.now
@@ -79,8 +81,9 @@ class SoakRun:
         self.ray = SimRay(self, f"http://sim-{seed}-{index}", NODES, self.rng)
         # `is_async`: the recipe's worker saves asynchronously by default (NeMo-RL v0.6.0's DTensor v2). The job
         # builder then turns it off on the command line (workloads/job_spec.py `_SYNC_SAVE`); the fake trainer
-        # obeys the entrypoint it is given, as NeMo-RL obeys its overrides.
-        sync = f" ++{_SYNC_SAVE}=false" if is_async else ""
+        # obeys the entrypoint it is given, as NeMo-RL obeys its overrides. `sync_override=False` plants a job
+        # without it (tests/test_soak.py: the checks must catch the step_N that then appears before its files).
+        sync = f" ++{_SYNC_SAVE}=false" if is_async and sync_override else ""
         entrypoint = f"python fake_trainer.py{sync}"
         self.is_async = is_async and f"++{_SYNC_SAVE}=false" not in entrypoint
         self.spec = JobSpec.create(stack="soak", recipe="grpo", entrypoint=entrypoint, runtime_env={})

@@ -78,6 +78,7 @@ class Watcher:
         run: Optional["RunPlan"] = None,
         ledger: Optional["LedgerFile"] = None,
         gang: Optional["GangView"] = None,
+        release: Optional["GangView"] = None,
     ):
         from workloads.run_owner import RunPlan
 
@@ -95,6 +96,9 @@ class Watcher:
         """The job table has forgotten the last attempt (a head restart): its writers may still live."""
         """The worker pods and nodes of the gang wait (`workloads.gang_wait.KubeGangView` in the cluster);
         None: no gang wait (the stack has no `gpuPool.capacity`, or the watcher runs outside the cluster)."""
+        self.release = release
+        """What scales the worker group to 0 when the run has ended (`_release_after_run`); None: the workers
+        stay (`recovery.releaseWorkersAfterRun` false, or no Kubernetes API here)."""
 
     def _load_ledger(self) -> "Ledger":
         from workloads.ledger import Ledger
@@ -166,6 +170,7 @@ class Watcher:
             budget = self._account(newest, attempt, decision, now)
             if budget is not None:
                 decision = budget
+            self._release_after_run(jobs, newest, decision, now)
             self._remember(
                 Seen(
                     self.spec.spec_hash,
@@ -269,6 +274,7 @@ class Watcher:
         else:
             record.cause = decision.cause.value if decision.cause is not None else "failed"
         record.saved_step = self._latest_checkpoint()
+        self._mark_gate(record)
         text = str(getattr(job, "message", "") or "")
         last = checkpoints.last_started_step(text)
         if last is None and not isinstance(job, LostJob):
@@ -318,10 +324,49 @@ class Watcher:
                     "spendUsd": None if spend is None else round(spend, 2),
                     "usdPerStep": None if per_step is None else round(per_step, 4),
                     "runSpendUsd": None if run_spend is None else round(run_spend, 2),
+                    **self._goodput_fields(record, now),
                 },
                 sort_keys=True,
             )
         )
+
+    def _mark_gate(self, record: "Attempt") -> None:
+        """Record when the attempt's gate run (a Ray job, `nemo-rl-gke/gate-for` it) started and ended: the
+        `gate` goodput bucket's boundaries. Nothing when there was none or the job table does not answer."""
+        from workloads import submit
+        from workloads.run_owner import META_GATE_FOR
+
+        try:
+            jobs = submit._guard(self.client.get_address(), self.client.list_jobs)
+        except submit.JobError:
+            return
+        runs = [j for j in jobs if (j.metadata or {}).get(META_GATE_FOR) == record.submission_id and j.start_time]
+        if runs:
+            record.marks["gateStart"] = min(j.start_time for j in runs) / 1000
+            ends = [j.end_time for j in runs if j.end_time]
+            if ends:
+                record.marks["gateEnd"] = max(ends) / 1000
+
+    def _goodput_fields(self, record: "Attempt", now: float) -> dict[str, Any]:
+        """The attempt's goodput for its `attempt-ended` line: the fraction of its paid GPU node-time in kept
+        steps and the dollars of each badput bucket (`workloads/goodput.py`; the dashboard charts them)."""
+        from workloads import goodput
+
+        rows = goodput.run_buckets(
+            self.ledger,
+            now,
+            step_seconds=self.run.step_seconds,
+            write_seconds=self.run.checkpoint_write_seconds,
+            save_period=self.run.save_period,
+        )
+        row = [r for r in rows if r[0] is record]
+        run = goodput.summary(row)
+        usd: Optional[dict[str, float]] = run["usd"]  # type: ignore[assignment]
+        fraction = run["fraction"]
+        return {
+            "goodputFraction": None if fraction is None else round(float(fraction), 4),  # type: ignore[arg-type]
+            "badputUsd": None if usd is None else {b: round(v, 2) for b, v in usd.items() if b != goodput.GOOD},
+        }
 
     def _budget(self, job: Any, record: "Attempt", now: float) -> Optional[Decision]:
         """At 80 % of `job.budgetUsd` warn once; at 100 % stop the run after its next complete checkpoint,
@@ -398,6 +443,34 @@ class Watcher:
         writing = any(step > (since or 0) for step in (*found.partial, *found.incomplete))
         return (self.run.checkpoint_write_seconds or 0.0) if writing else 0.0
 
+    def _release_after_run(self, jobs: list[Any], newest: Any, decision: Decision, now: float) -> None:
+        """Once the run has ended (its newest attempt ended and the decision is final: succeeded, gave up,
+        stopped, budget) scale the worker group to 0, once per attempt, and say so in one line; the ledger
+        records when (the end of the attempt's paid time: `idleAfterRun`). Not while any job of the stack is
+        pending or running (a submission by hand, a gate: they need the workers). A failed release is said and
+        tried again on the next look."""
+        if self.release is None or decision.action not in _FINAL:
+            return
+        record = self.ledger.find(newest.submission_id)
+        if record is None or record.end is None or record.released is not None:
+            return
+        if any(value_of(j.status) in ("PENDING", "RUNNING") for j in jobs):
+            return
+        from workloads.gang_wait import VIEW_ERRORS
+
+        try:
+            done = self.release.release()
+        except VIEW_ERRORS as err:
+            self._note(f"run ended ({record.cause}); releasing its workers failed ({err}): trying again next look")
+            return
+        record.released = now
+        self._note(
+            f"run ended ({record.cause}): workers released ({done}); GKE removes the GPU nodes after its scale-down "
+            "delay, and `python -m jobctl submit` brings them back",
+            event=True,
+        )
+        self._save_ledger()
+
     def _resubmit(self, decision: Decision) -> Decision:
         """Resubmit what `decision` says once no hold (`workloads/recovery/holds.py` `HOLDS`) holds it back."""
         decision = holds.first_hold(self, decision)
@@ -472,6 +545,7 @@ def watch(
     gate: Optional["GateSetup"] = None,
     run: Optional["RunPlan"] = None,
     gang: Optional["GangView"] = None,
+    release: Optional["GangView"] = None,
 ) -> Decision:
     """Check the spec's job every `policy.check_interval_seconds` and resubmit it after a preemption.
 
@@ -480,7 +554,8 @@ def watch(
     not fatal. A line is written to `out` whenever the decision changes; `heartbeat` is touched after
     every look (the pod's liveness probe reads its age); `state` keeps what the watcher saw across its
     own restarts (`StateFile`); `gate` is the stack's acceptance gate, run before every attempt
-    (`workloads.run_owner`); `gang` the view of the gang wait before every attempt (`holds.gang_whole`).
+    (`workloads.run_owner`); `gang` the view of the gang wait before every attempt (`holds.gang_whole`);
+    `release` what scales the workers to 0 once the run has ended (`Watcher._release_after_run`).
     Returns the last decision.
     """
     from workloads import submit
@@ -496,6 +571,7 @@ def watch(
         run=run,
         ledger=LedgerFile(ledger_path(state)) if state is not None else None,
         gang=gang,
+        release=release,
     )
     last_line = None
     while True:
