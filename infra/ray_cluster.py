@@ -77,6 +77,8 @@ def ray_target_for(ray: RayConfig) -> RayTarget:
     """The stack's RayCluster: the one fixed name (`RAY_CLUSTER_NAME`) in `ray.namespace`, which the workload
     environment creates and the release installs into, and the GPU worker group (`WORKER_GROUP`)."""
     return RayTarget(RAY_CLUSTER_NAME, ray.namespace)
+
+
 MAX_CLUSTER_NAME = 40
 """Leaves room for KubeRay's suffixes (`-head-svc`, `-<group>-worker-<hash>`) within 63 characters."""
 CHART_LABEL_KEYS = frozenset(

@@ -191,7 +191,8 @@ def cmd_submit(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
     from workloads import run_owner
 
     client = connect(args, stack)
-    gate = run_owner.GateSetup.of(args.gate or stack.config.gate_policy, gate_plan(stack))
+    # `--gate` overrides the stack's policy; without it the gate is the run plan's, as `pulumi up` submits.
+    gate = run_owner.GateSetup.of(args.gate, gate_plan(stack)) if args.gate else run_plan(stack).gate
 
     def show(line: str) -> None:
         out.write(line + "\n")
