@@ -26,7 +26,8 @@ from infra.project_apis import (
     ProjectApis,
     ProjectApisArgs,
 )
-from infra.ray_cluster import RAY_CLUSTER_NAME, RayCluster, RayClusterArgs
+from infra.ray_cluster import RayCluster, RayClusterArgs, ray_target_for
+from infra.run_plan import run_plan_for_stack
 from infra.stack_context import StackContext
 from infra.storage import (
     ArtifactBucket,
@@ -54,12 +55,16 @@ pulumi.export("flavour", cfg.flavour)
 # ---------------------------------------------------------------- Plan-time facts
 # Decided here once and handed to every component that needs them. The job is built before any
 # resource: one that cannot be built (GPUs that do not divide, an override of a derived key) is a
-# config error naming the key, and the deploy and the preemption watcher get the very same spec.
+# config error naming the key, and the deploy and the preemption watcher get the very same spec. The run
+# plan (save period, gate, gang wait, prices, recovery policy) is built once here too: the job and the
+# watcher take it whole and compute none of its facts again (infra/run_plan.py).
 gpu_pool = gpu_pool_facts(ctx, cfg)
 system_pool = system_pool_name(ctx, cfg)
 worker_fit = cfg.worker_fit
-job_spec = job_spec_for_stack(settings.stack, cfg, wandb_key_set=settings.wandb_key_set, pool=gpu_pool)
 gate_plan = gate_plan_for_stack(cfg, gpu_pool)
+ray_target = ray_target_for(cfg.ray)
+run_plan = run_plan_for_stack(settings.stack, cfg, gpu_pool, gate_plan, ray_target)
+job_spec = job_spec_for_stack(settings.stack, cfg, wandb_key_set=settings.wandb_key_set, pool=gpu_pool, run=run_plan)
 
 # ---------------------------------------------------------------- Google Cloud
 # A new project has most of these APIs off: each component waits for the ones its resources call
@@ -189,7 +194,7 @@ prepull = mode.image_prepull(
 ray_cluster = RayCluster(
     "ray",
     RayClusterArgs(
-        cluster_name=RAY_CLUSTER_NAME,
+        cluster_name=ray_target.cluster_name,
         ray=cfg.ray,
         image=cfg.recipe.image,
         environment=workload,
@@ -225,6 +230,7 @@ pulumi.export("runId", job_spec.run_id)
 # job.submit=false deploys Ray only.
 job = build_training_job(
     job_spec,
+    run_plan,
     cfg,
     endpoint=cluster.endpoint,
     ca_certificate=cluster.ca_certificate,
@@ -234,7 +240,6 @@ job = build_training_job(
     ray_release=ray_cluster.release,
     # ... and with either node pool: a pool replacement (deleted first) stops the job before its nodes go.
     node_pools=cluster.node_pools,
-    gate_plan=gate_plan,
 )
 if job is not None:
     pulumi.export("jobId", job.submission_id)
@@ -251,10 +256,9 @@ watcher = build_preemption_watcher(
     cfg,
     ray=ray_cluster,
     system_pool_name=system_pool,
-    gpu_pool=gpu_pool,
-    lustre_claim=workload.pvc_name,
     # The watcher owns the run from here: it gates every attempt it submits (workloads/run_owner.py).
-    gate_plan=gate_plan,
+    run=run_plan,
+    lustre_claim=workload.pvc_name,
     opts=pulumi.ResourceOptions(provider=kube.provider, depends_on=[ray_cluster.release], deleted_with=cluster.cluster),
 )
 if watcher is not None:

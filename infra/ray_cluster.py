@@ -60,6 +60,25 @@ WORKER_GROUP = "gpu"
 RAY_CLUSTER_NAME = "nemo-rl"
 """The RayCluster (and Helm release) name: one Ray cluster per GKE cluster, so a fixed name is unique."""
 HEAD_SERVICE_SUFFIX = "-head-svc"
+
+
+@dataclass(frozen=True)
+class RayTarget:
+    """The RayCluster the run's owner looks at (the gang wait's pods, the worker group it releases), as plain
+    values known at plan time: `__main__.py` builds it once (`ray_target_for`) and hands it to the `RayCluster`
+    component (its name) and to the run plan (`infra.run_plan.run_plan_for_stack`), so both name one cluster."""
+
+    cluster_name: str
+    namespace: str
+    worker_group: str = WORKER_GROUP
+
+
+def ray_target_for(ray: RayConfig) -> RayTarget:
+    """The stack's RayCluster: the one fixed name (`RAY_CLUSTER_NAME`) in `ray.namespace`, which the workload
+    environment creates and the release installs into, and the GPU worker group (`WORKER_GROUP`)."""
+    return RayTarget(RAY_CLUSTER_NAME, ray.namespace)
+
+
 MAX_CLUSTER_NAME = 40
 """Leaves room for KubeRay's suffixes (`-head-svc`, `-<group>-worker-<hash>`) within 63 characters."""
 CHART_LABEL_KEYS = frozenset(

@@ -3,10 +3,11 @@ period derived from it (`job.maxLostMinutes`), the GPU node-hour prices (the fir
 ladder, each rung's), the gang wait's bound and rungs (`gpuPool.capacity`), the recovery policy, and the
 watcher's `RunPlan`.
 
-Pure builders of the validated config (no resources, no Outputs), in a module of their own so that the
-two components that need them (infra/training_job.py writes the save period into the entrypoint,
-infra/watcher_deployment.py ships it in run.json) share one computation without importing each other;
-the offline plan (tools/estimates.py) shows the same numbers.
+Pure builders of the validated config (no resources, no Outputs). The `RunPlan` is built once per
+program, in `__main__.py` before any resource (`run_plan_for_stack`), and handed whole to the components:
+infra/training_job.py takes the save period, the gate and the gang wait from it, infra/watcher_deployment.py
+ships it as run.json. `python -m jobctl` (jobctl/stack.py) builds the same plan with the same function; the
+offline plan (tools/estimates.py) shows the same numbers.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import math
 import posixpath
 from collections.abc import Mapping
-from typing import Any, Optional, Protocol
+from typing import TYPE_CHECKING, Any, Optional
 
 from infra.config import ConfigError, StackConfig, lustre_aggregate_mb_s
 from infra.placement import gpu_nodes_autoscaled, is_ladder, rung_node_hour
@@ -25,6 +26,9 @@ from workloads.gate import GatePlan
 from workloads.job_spec import run_checkpoint_subdir_for, run_id_of
 from workloads.recovery import RecoveryPolicy
 from workloads.run_owner import GateSetup, RunPlan
+
+if TYPE_CHECKING:
+    from infra.ray_cluster import RayTarget
 
 CHECKPOINTS_MOUNT = "/checkpoints"
 """Where the watcher sees `<ray.mountPath>/checkpoints` (the run's resume step and steps lost, and the
@@ -71,7 +75,8 @@ def checkpoint_write_seconds_for(cfg: StackConfig) -> float:
 
 
 def save_period_for(cfg: StackConfig) -> int:
-    """The job's `checkpointing.save_period` (what `job_spec_for_stack` writes into the entrypoint)."""
+    """The run's `checkpointing.save_period` (`RunPlan.save_period`; `job_spec_for_stack` writes the run plan's
+    into the entrypoint)."""
     return derived_save_period(cfg.recipe.step_seconds, checkpoint_write_seconds_for(cfg), cfg.job.max_lost_minutes)
 
 
@@ -125,23 +130,10 @@ pool `nodeCount` nodes, not an autoscaled range) and would only keep the run fro
 missing nodes come back."""
 
 
-class RayTarget(Protocol):
-    """The RayCluster the gang wait looks at (the `RayCluster` component has these)."""
-
-    @property
-    def cluster_name(self) -> str: ...
-
-    @property
-    def namespace(self) -> str: ...
-
-    @property
-    def worker_group(self) -> str: ...
-
-
 def gang_wait_minutes(cfg: StackConfig) -> Optional[int]:
     """How long the whole gang is waited for before an attempt (`gpuPool.capacity.maxWaitMinutes`); None
-    without `gpuPool.capacity`. The one reading of it: the watcher's wait (`gang_values`) and the deploy's
-    wait for the RayCluster (`infra.training_job.ray_cluster_timeout_s`) are bounded alike."""
+    without `gpuPool.capacity`. Read once, into `RunPlan.gang_max_wait_minutes`: the watcher's wait and the
+    deploy's wait for the RayCluster (infra/training_job.py takes it from the run plan) are bounded alike."""
     capacity = cfg.gpu_pool.capacity
     return capacity.max_wait_minutes if capacity is not None else None
 
@@ -179,7 +171,6 @@ def ray_target_values(cfg: StackConfig, ray: Optional[RayTarget]) -> dict[str, A
         "ray_namespace": ray.namespace,
         "ray_cluster": ray.cluster_name,
         "ray_worker_group": ray.worker_group,
-        "release_workers_after_run": cfg.recovery.release_workers_after_run,
     }
 
 
@@ -220,6 +211,8 @@ def run_plan_for_stack(
         step_seconds=round(step, 1) if step else None,
         checkpoint_write_seconds=round(checkpoint_write_seconds_for(cfg), 1),
         recovery=recovery_values(cfg, gpu_pool),
+        # The owner releases only where it has a RayCluster to patch (`ray_target_values`).
+        release_workers_after_run=cfg.recovery.release_workers_after_run,
         **gang_values(cfg, gpu_pool),
         **ray_target_values(cfg, ray),
     )

@@ -61,10 +61,8 @@ from infra.naming import (
 )
 from infra.options import child_options
 from infra.pod_facts import DASHBOARD_PORT
-from infra.run_plan import CHECKPOINTS_MOUNT, run_plan_for_stack
-from infra.stack_context import GpuPoolFacts
+from infra.run_plan import CHECKPOINTS_MOUNT
 from infra.stack_file import ROOT
-from workloads.gate import GatePlan
 from workloads.job_types import CHECKPOINTS_DIR, JobSpec
 from workloads.recipes import NemoRLImage
 from workloads.recovery import RecoveryPolicy
@@ -378,8 +376,8 @@ class PreemptionWatcherArgs:
     system_pool_name: Optional[str]
     lustre_claim: str
     run: RunPlan = field(default_factory=RunPlan)
-    """The run's plan-time values shipped as run.json (`infra.run_plan.run_plan_for_stack`), the recovery
-    policy included."""
+    """The run's plan-time values shipped as run.json: the program's one `RunPlan` (`__main__.py`,
+    `infra.run_plan.run_plan_for_stack`), the recovery policy included."""
 
     @property
     def policy(self) -> RecoveryPolicy:
@@ -526,9 +524,8 @@ def build_preemption_watcher(
     *,
     ray: Any,
     system_pool_name: Optional[str],
-    gpu_pool: GpuPoolFacts,
+    run: RunPlan,
     lustre_claim: str,
-    gate_plan: Optional[GatePlan] = None,
     opts: Optional[pulumi.ResourceOptions] = None,
 ) -> Optional[PreemptionWatcher]:
     """The stack's `PreemptionWatcher`, or None when `recovery.enabled` is false.
@@ -542,11 +539,10 @@ def build_preemption_watcher(
         ray: the `RayCluster` component (`cluster_name`, `head_service`, `namespace`, `worker_group`: the
             gang wait's pods and the RayCluster it releases).
         system_pool_name: the CPU pool's name (`infra.placement.system_pool_name`); None on Autopilot.
-        gpu_pool: the GPU pool's facts: the watcher resubmits only once Ray has all its GPUs alive, and with
-            `gpuPool.capacity` once the whole gang runs (its pools' rungs: `rung_pools`).
+        run: the program's run plan (`infra.run_plan.run_plan_for_stack`, built once in `__main__.py`), shipped
+            as run.json: the recovery policy (the pool's GPUs it waits for), the gate it runs before every
+            attempt it submits, the gang wait, prices and checkpoint directory.
         lustre_claim: the Lustre PVC (`WorkloadEnvironment.pvc_name`) that holds the watcher's state.
-        gate_plan: the acceptance gate (`infra.gate_plan.gate_plan_for_stack`): the watcher runs it before
-            every attempt it submits, under `cfg.gate_policy`.
         opts: the Kubernetes provider, and `depends_on` the Ray release (the watcher is pointless before
             the head exists and is deleted before it).
     """
@@ -560,6 +556,6 @@ def build_preemption_watcher(
         head_service=ray.head_service,
         system_pool_name=system_pool_name,
         lustre_claim=lustre_claim,
-        run=run_plan_for_stack(spec.stack, cfg, gpu_pool, gate_plan, ray),
+        run=run,
     )
     return PreemptionWatcher(NAME, args, opts)

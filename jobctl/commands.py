@@ -254,7 +254,8 @@ def cmd_submit(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
 
     client = connect(args, stack)
     bring_back_workers(args, stack, out)
-    gate = run_owner.GateSetup.of(args.gate or stack.config.gate_policy, gate_plan(stack))
+    # `--gate` overrides the stack's policy; without it the gate is the run plan's, as `pulumi up` submits.
+    gate = run_owner.GateSetup.of(args.gate, gate_plan(stack)) if args.gate else run_plan(stack).gate
 
     def show(line: str) -> None:
         out.write(line + "\n")

@@ -198,12 +198,17 @@ def test_on_autopilot_the_gpu_nodes_and_the_pull_come_with_the_ray_workers_so_th
 
 
 def test_a_submission_without_a_gate_is_one_step_of_one_minute():
-    inputs = {"gate_policy": "off", "gate_plan": {"node_count": 2}}
+    # A real plan (the dev stack's), as the program would hand the hook one: `off` alone says no gate.
+    plan = stack_plan("dev").one(deploy_time.JOB_SUBMISSION, "training-job-submission").inputs["gate_plan"]
     release = reg("release", "kubernetes:helm.sh/v3:Release")
-    submission = reg("job", deploy_time.JOB_SUBMISSION, deps=["urn:release"], inputs=inputs)
-    est = deploy_time.estimate(synthetic(release, submission))
-    assert [s.name for s in est.critical_path] == ["release", "job"]
-    assert est.total_minutes == deploy_time.CREATION_MINUTES["kubernetes:helm.sh/v3:Release"].minutes + 1.0
+    release_minutes = deploy_time.CREATION_MINUTES["kubernetes:helm.sh/v3:Release"].minutes
+    for policy, gate in (("off", 0.0), (None, 0.0), ("warn", gate_minutes_of("dev"))):
+        inputs = {"gate_policy": policy, "gate_plan": plan}
+        submission = reg("job", deploy_time.JOB_SUBMISSION, deps=["urn:release"], inputs=inputs)
+        est = deploy_time.estimate(synthetic(release, submission))
+        assert [s.name for s in est.critical_path] == ["release", *(["acceptance-gate"] if gate else []), "job"]
+        assert est.total_minutes == pytest.approx(release_minutes + gate + 1.0), policy
+    assert gate_minutes_of("dev") > 0, "the dev stack gates under warn/enforce: the loop above compares both"
 
 
 def test_the_plan_prices_one_gate_run_at_the_stacks_hourly_cost():

@@ -233,3 +233,86 @@ def test_the_entrypoint_the_run_plan_and_the_estimate_save_as_often_and_count_th
     assert _save_periods(plan) == (want, want, want), stack
     if max_lost_minutes is not None:  # chosen where a period that ignored the write time would be longer
         assert derived_save_period(step, 0.0, max_lost_minutes) > want, (stack, max_lost_minutes)
+
+
+# ----------------------------------------------------------------------------- one run plan, built once
+
+DAY_2_ONLY = ("checkpoint_dir", "ray_namespace", "ray_cluster", "ray_worker_group")
+"""What `python -m jobctl` cannot know on a laptop (the checkpoints on Lustre, the in-cluster Kubernetes API)."""
+
+
+@pytest.mark.parametrize("stack", ALL_STACKS)
+def test_the_job_the_watcher_and_the_day_2_cli_carry_the_one_run_plan_the_program_built(stack):
+    from jobctl.stack import build_spec, run_plan
+
+    plan = stack_plan(stack)
+    run = RunPlan.from_dict(run_json(plan))
+    loaded = load_stack(stack)
+    day2 = run_plan(loaded)
+    assert {k: v for k, v in run.to_dict().items() if k not in DAY_2_ONLY} == {
+        k: v for k, v in day2.to_dict().items() if k not in DAY_2_ONLY
+    }, f"{stack}: the preemption-watcher-code run.json and `python -m jobctl` disagree on the run plan"
+    # The job's entrypoint saves at the run plan's period, and the CLI's job is the deploy's.
+    (cm,) = [r for r in plan.by_type("kubernetes:core/v1:ConfigMap") if r.name == "preemption-watcher-code"]
+    shipped = json.loads(cm.inputs["data"]["spec.json"])
+    assert f"checkpointing.save_period={run.save_period} " in shipped["entrypoint"] + " ", stack
+    assert build_spec(loaded).entrypoint == shipped["entrypoint"], stack
+    # The submission gates and waits for the gang exactly as the run plan says.
+    submission = plan.one("pulumi-python:dynamic/nemo-rl-gke:JobSubmission", "training-job-submission")
+    assert (submission.inputs["gate_policy"], submission.inputs["gate_plan"]) == (run.gate_policy, run.gate_plan)
+    timeout = run.gang_max_wait_minutes * 60 if run.gang_max_wait_minutes is not None else None
+    assert submission.inputs.get("ray_cluster_timeout") == timeout, f"{stack}: training-job-submission"
+    # The RayCluster the run plan names is the one the Ray component installs (`ray_target_for`, built once).
+    if run.ray_cluster is not None:
+        assert (run.ray_cluster, run.ray_namespace, run.ray_worker_group) == (
+            plan.outputs["rayClusterName"],
+            plan.outputs["rayNamespace"],
+            plan.outputs["rayWorkerGroup"],
+        )
+
+
+RUN_PLAN_BUILDERS = {
+    "run_plan_for_stack": {"__main__.py", "jobctl/stack.py"},
+    # Each fact of the run plan, computed only where the plan is built. The offline plan's estimate
+    # (tools/estimates.py) works from a plan, not the program, and is held equal above and in
+    # test_the_entrypoint_the_run_plan_and_the_estimate_save_as_often_and_count_the_checkpoint_write_time.
+    "save_period_for": {"infra/run_plan.py", "tools/estimates.py"},
+    "gang_wait_minutes": {"infra/run_plan.py"},
+    "gang_values": {"infra/run_plan.py"},
+    "recovery_values": {"infra/run_plan.py"},
+    "node_hour_usd": {"infra/run_plan.py"},
+    "rung_node_hour_usd": {"infra/run_plan.py"},
+    "node_hour_estimate": {"infra/run_plan.py"},
+    "checkpoint_write_seconds_for": {"infra/run_plan.py"},
+    "ray_target_for": {"__main__.py"},
+}
+"""Function -> the only modules that may call it (infra/, jobctl/, tools/ and `__main__.py`)."""
+
+
+def test_no_consumer_computes_a_fact_of_the_run_plan_on_its_own():
+    import ast
+
+    from conftest import ROOT
+
+    files = [ROOT / "__main__.py", *(p for d in ("infra", "jobctl", "tools") for p in (ROOT / d).rglob("*.py"))]
+    calls: dict[str, set[str]] = {name: set() for name in RUN_PLAN_BUILDERS}
+    config_gate_reads = set()
+    for path in files:
+        rel = path.relative_to(ROOT).as_posix()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call):
+                name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
+                if name in calls:
+                    calls[name].add(rel)
+            # `job.gate` is read once, into the run plan (the config's property is defined, not read, there).
+            if isinstance(node, ast.Attribute) and node.attr == "gate_policy" and rel != "infra/run_plan.py":
+                if (
+                    isinstance(node.value, ast.Attribute)
+                    and node.value.attr in ("config", "cfg")
+                    or (isinstance(node.value, ast.Name) and node.value.id == "cfg")
+                ):
+                    config_gate_reads.add(rel)
+    strays = {name: sorted(where - RUN_PLAN_BUILDERS[name]) for name, where in calls.items()}
+    assert {k: v for k, v in strays.items() if v} == {}, "a consumer computes a run plan fact instead of taking it"
+    assert calls["run_plan_for_stack"] == RUN_PLAN_BUILDERS["run_plan_for_stack"], "the program builds one run plan"
+    assert config_gate_reads == set(), "job.gate read outside the run plan"

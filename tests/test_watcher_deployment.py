@@ -16,6 +16,7 @@ from conftest import spec_of as stack_job_spec
 from k8s_support import k8s_doc, record, schema_problems
 
 from infra.gate_plan import gate_plan_for_stack
+from infra.run_plan import run_plan_for_stack
 from infra.watcher_deployment import (
     CODE_CONFIG_MAP,
     COMPONENT_TYPE,
@@ -239,6 +240,7 @@ def watcher_of(stack: str = "dev", **recovery):
     ray = SimpleNamespace(
         namespace=cfg.ray.namespace, cluster_name="nemo-rl", head_service="nemo-rl-head-svc", worker_group="gpu"
     )
+    pool = SimpleNamespace(node_count=cfg.gpu_pool.node_count, gpus_per_node=8)
 
     def build():
         return build_preemption_watcher(
@@ -246,9 +248,8 @@ def watcher_of(stack: str = "dev", **recovery):
             cfg,
             ray=ray,
             system_pool_name=f"{stack}-system",
-            gpu_pool=SimpleNamespace(node_count=cfg.gpu_pool.node_count, gpus_per_node=8),
+            run=run_plan_for_stack(stack, cfg, pool, gate_plan_for_stack(cfg, pool), ray),
             lustre_claim="lustre",
-            gate_plan=gate_plan_for_stack(cfg, SimpleNamespace(node_count=cfg.gpu_pool.node_count, gpus_per_node=8)),
         )
 
     return cfg, record(build)

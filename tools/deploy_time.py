@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from infra.image_prepull import COMPONENT_LABEL as PREPULL_COMPONENT
-from workloads.gate import GatePlan, estimated_seconds, gate_in_force
+from workloads.gate import GatePlan, estimated_seconds
+from workloads.run_owner import GateSetup
 
 NODE_POOL = "gcp:container/nodePool:NodePool"
 DAEMONSET = "kubernetes:apps/v1:DaemonSet"
@@ -184,11 +185,12 @@ GATE_SOURCE = (
 
 def gate_minutes(resource: Any) -> float:
     """Minutes of the acceptance gate the job submission runs before it submits (its `gate_plan`
-    input, `workloads.gate.estimated_seconds`); 0 when the policy is off."""
+    input, `workloads.gate.estimated_seconds`); 0 when no gate runs. Its inputs read as the hook reads them
+    (workloads/hook.py: `GateSetup.of`, the one "gate off" rule), so the estimate counts a gate exactly
+    when the deploy runs one."""
     plan = resource.inputs.get("gate_plan") if resource.type == JOB_SUBMISSION else None
-    if gate_in_force(resource.inputs.get("gate_policy"), plan or None)[1] is None:
-        return 0.0
-    return round(estimated_seconds(GatePlan.from_dict(plan)) / 60, 1)
+    gate = GateSetup.of(resource.inputs.get("gate_policy"), GatePlan.from_dict(plan) if plan else None)
+    return round(estimated_seconds(gate.plan) / 60, 1) if gate.plan is not None else 0.0  # no plan when off
 
 
 def typical(resource: Any, autopilot: bool = False) -> Typical:
