@@ -168,7 +168,13 @@ def test_gpu_pool_runs_the_flavour_machines_on_spot_with_the_gpu_taint(stack):
     # Spot consumes no reservation (Cluster Toolkit gke-node-pool's precondition for spot).
     assert node["reservationAffinity"] == {"consumeReservationType": "NO_RESERVATION"}, pool.name
     assert "flexStart" not in node, pool.name
-    assert pool.inputs["nodeCount"] == want["nodes"], pool.name
+    # From 0 to nodeCount: nodes only for pending pods; no initialNodeCount (ForceNew on a live pool).
+    assert pool.inputs["autoscaling"] == {
+        "totalMinNodeCount": 0,
+        "totalMaxNodeCount": want["nodes"],
+        "locationPolicy": "ANY",
+    }, pool.name
+    assert "nodeCount" not in pool.inputs and "initialNodeCount" not in pool.inputs, pool.name
     assert node["taints"] == [{"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}], pool.name
     assert node["gvnic"] == {"enabled": True}, pool.name
     assert node["imageType"] == "COS_CONTAINERD", pool.name
@@ -241,7 +247,8 @@ def test_reservation_provisioning_consumes_exactly_the_named_reservation():
         "key": "compute.googleapis.com/reservation-name",
         "values": ["my-a4-block"],
     }, pool.name
-    assert "spot" not in node and pool.inputs["nodeCount"] == 1, pool.name
+    assert "spot" not in node and "nodeCount" not in pool.inputs, pool.name
+    assert pool.inputs["autoscaling"]["totalMinNodeCount"] == 0, pool.name
     assert pool.inputs["management"] == {"autoRepair": True, "autoUpgrade": True}, pool.name
 
 
@@ -264,7 +271,8 @@ def test_on_demand_provisioning_sets_neither_spot_nor_a_reservation():
     pool = gpu_pool(gpu_plan(provisioning="onDemand"))
     node = pool.inputs["nodeConfig"]
     assert not {"spot", "flexStart", "reservationAffinity"} & set(node), pool.name
-    assert "queuedProvisioning" not in pool.inputs and pool.inputs["nodeCount"] == 1, pool.name
+    assert "queuedProvisioning" not in pool.inputs and "nodeCount" not in pool.inputs, pool.name
+    assert pool.inputs["autoscaling"] == {"totalMinNodeCount": 0, "totalMaxNodeCount": 1, "locationPolicy": "ANY"}
     assert pool.inputs["management"] == {"autoRepair": True, "autoUpgrade": True}, pool.name
 
 

@@ -69,9 +69,8 @@ class CapacityConfig(Model):
     on_timeout: Literal["releaseWorkers", "keep"] = Field(
         "releaseWorkers",
         description="`releaseWorkers` (default): scale the Ray worker group to 0 and submit nothing for that attempt, "
-        "so the autoscaler removes the partial nodes (a one-rung spot, reservation or onDemand pool is fixed-size and "
-        "keeps its nodes anyway: there the workers are kept); `keep`: only say so, keep waiting, submit once the "
-        "gang is whole.",
+        "so the autoscaler removes the partial nodes (every GPU pool autoscales from 0 to nodeCount); `keep`: only say "
+        "so, keep waiting, submit once the gang is whole.",
     )
 
     @field_validator("ladder", mode="before")
