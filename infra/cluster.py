@@ -503,4 +503,27 @@ def gpu_node_config(
         "workload_metadata_config": {"mode": "GKE_METADATA"},
         "resource_labels": labels,
         **provisioning["node_config"],
+        **image_cache_settings(pool_cfg),
+    }
+
+
+SECONDARY_BOOT_DISK_MIN_GKE = "1.28.3-gke.1067000"
+"""Secondary boot disks on Standard clusters ("Use secondary boot disks to preload data or container images",
+https://cloud.google.com/kubernetes-engine/docs/how-to/data-container-image-preloading, Overview). Below the
+Lustre CSI driver's floor the config already enforces (infra/lustre_catalogue.py LUSTRE_CSI_MIN_GKE), so no
+accepted `cluster.minMasterVersion` is too old for it (tests/test_cluster.py holds that order)."""
+
+
+def image_cache_settings(pool_cfg: GpuPoolConfig) -> dict[str, Any]:
+    """`gpuPool.imageCacheDiskImage`: the disk image as a secondary boot disk in CONTAINER_IMAGE_CACHE mode, and
+    image streaming (`gcfs_config`), which that mode needs (the same GKE page; the provider's
+    `secondary_boot_disks` text: "`gcfs_config` must be `enabled=true` for this feature to work"). Each node gets
+    its own disk from the image, of the boot disk's type (hyperdisk-balanced on A4/A3 Ultra: that GKE accepts
+    it there is known only on a real cluster). `secondaryBootDisks` is ForceNew (tools/pool_replacement.py):
+    setting, changing or removing the image replaces the pool. Empty when unset."""
+    if not pool_cfg.image_cache_disk_image:
+        return {}
+    return {
+        "secondary_boot_disks": [{"disk_image": pool_cfg.image_cache_disk_image, "mode": "CONTAINER_IMAGE_CACHE"}],
+        "gcfs_config": {"enabled": True},
     }

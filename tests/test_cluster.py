@@ -573,3 +573,40 @@ def test_each_ladder_pool_is_labelled_and_tainted_for_its_compute_class_and_prov
         ], name
         assert pool.inputs["initialNodeCount"] == 0 and "nodeCount" not in pool.inputs, name
     assert pools["b200-ladder-gpu-flex"].inputs["nodeConfig"]["flexStart"] is True
+
+
+# ----------------------------------------------------------------------------- gpuPool.imageCacheDiskImage
+
+
+def test_an_image_cache_disk_image_becomes_every_gpu_nodes_secondary_boot_disk_with_image_streaming():
+    plan = run_plan("dev", gpuPool=merged("dev", "gpuPool", {"imageCacheDiskImage": "global/images/nemo-rl-v050"}))
+    pool = gpu_pool(plan)
+    node = pool.inputs["nodeConfig"]
+    assert node["secondaryBootDisks"] == [
+        {"diskImage": "global/images/nemo-rl-v050", "mode": "CONTAINER_IMAGE_CACHE"}
+    ], pool.name
+    assert node["gcfsConfig"] == {"enabled": True}, pool.name
+    assert "secondaryBootDisks" not in system_pool(plan).inputs["nodeConfig"], "the system pool got the cache"
+
+
+def test_without_an_image_cache_the_gpu_pool_has_no_secondary_boot_disk_nor_image_streaming():
+    node = gpu_pool(stack_plan("dev")).inputs["nodeConfig"]
+    assert not {"secondaryBootDisks", "gcfsConfig"} & set(node), "dev-gpu"
+
+
+@pytest.mark.parametrize("image", ["nemo-rl", "projects/x/global/images/a", "global/images/Upper"])
+def test_an_image_cache_disk_image_that_is_no_disk_image_path_is_refused(image):
+    from infra.config import ConfigError, parse
+
+    with pytest.raises(ConfigError, match=r"gpuPool\.imageCacheDiskImage"):
+        parse({"project": "my-gcp-project", "gpuPool": {"imageCacheDiskImage": image}}, "dev")
+
+
+def test_every_accepted_gke_version_is_new_enough_for_secondary_boot_disks():
+    # The config's floor (the Lustre CSI add-on's) lies above the secondary boot disks' minimum, so no accepted
+    # cluster.minMasterVersion can be too old for gpuPool.imageCacheDiskImage.
+    from infra.cluster import SECONDARY_BOOT_DISK_MIN_GKE
+    from infra.flavours import parse_gke_version
+    from infra.lustre_catalogue import LUSTRE_CSI_MIN_GKE
+
+    assert parse_gke_version(LUSTRE_CSI_MIN_GKE) > parse_gke_version(SECONDARY_BOOT_DISK_MIN_GKE)
