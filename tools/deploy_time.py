@@ -270,7 +270,8 @@ def typical(resource: Any, autopilot: bool = False, arrival: Optional[GpuArrival
             CREATION_MINUTES[RAY_RELEASE].minutes + arrival.minutes,
             "the GPU pool starts empty: its nodes come for the pending Ray workers "
             f"({GPU_SCALE_UP.basis}), then pull the image ({arrival.pull.basis}), then the pods start",
-            f"{ASSUMED}; the scale-up as GPU_SCALE_UP, the image as {arrival.pull.source.split(';')[0]}",
+            f"{ASSUMED}; the scale-up as GPU_SCALE_UP, the image as "
+            + ("IMAGE_CACHE_PULL" if arrival.pull is IMAGE_CACHE_PULL else "IMAGE_PULL"),
         )
     if arrival is not None and is_gpu_warmup(resource):
         return Typical(
