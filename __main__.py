@@ -7,7 +7,7 @@ from infra.cluster_mode import cluster_mode
 from infra.compute_class import GpuComputeClass, GpuComputeClassArgs
 from infra.gate_plan import gate_plan_for_stack
 from infra.gke_networks import GkeNetworkObjects, GkeNetworkObjectsArgs
-from infra.image_prepull import ImagePrePullArgs
+from infra.image_prepull import ImagePrePullArgs, gpu_warmup
 from infra.kube_provider import KubernetesAccess, KubernetesAccessArgs
 from infra.network import Networking, NetworkingArgs
 from infra.observability import build_dashboard
@@ -184,7 +184,9 @@ workload = WorkloadEnvironment(
 # the namespace only (not for the Lustre volume under the same component). None on Autopilot.
 prepull = mode.image_prepull(
     "image-prepull",
-    ImagePrePullArgs(cfg.recipe.image, cfg.ray.namespace, cluster.node_pool_names, gpu_pool.taints),
+    ImagePrePullArgs(
+        cfg.recipe.image, cfg.ray.namespace, cluster.node_pool_names, gpu_pool.taints, warm=gpu_warmup(cfg, gpu_pool)
+    ),
     opts=pulumi.ResourceOptions(
         provider=kube.provider,
         depends_on=[*cluster.node_pools, workload.namespace_resource],

@@ -88,3 +88,10 @@ def watcher_node_reader(namespace: str) -> str:
     gang wait (infra/watcher_deployment.py): named after the namespace, since cluster-scoped names are shared by
     every namespace of the cluster."""
     return cloud_name(PROJECT, f"{namespace}-{PREEMPTION_WATCHER}-nodes", Limit.LABEL_VALUE)
+
+
+GPU_WARMUP = "gpu-warmup"
+"""`gpuPool.warmMinutes`: the placeholder Job (in the Ray namespace) and its pods' `app.kubernetes.io/component`
+(infra/image_prepull.py). The run owner may delete the Job once the gang is whole (docs/capacity.md)."""
+GPU_WARMUP_PRIORITY_CLASS = "nemo-rl-gpu-warmup"
+"""The placeholders' PriorityClass (cluster-scoped): value -10, below every pod of the run (priority 0)."""

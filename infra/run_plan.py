@@ -123,13 +123,6 @@ def node_hour_estimate(cfg: StackConfig) -> Optional[str]:
     return "; ".join(f"{label}: {reason}" for label, reason in why if reason) or None
 
 
-FIXED_POOL_KEEPS = "the GPU pool is fixed-size: its nodes stay whether or not the workers run"
-"""Why a one-rung spot, reservation or onDemand stack keeps its workers after a gang timeout whatever
-`onTimeout` says: releasing them would free no node (infra/cluster.py `provisioning_settings` gives that
-pool `nodeCount` nodes, not an autoscaled range) and would only keep the run from starting when the
-missing nodes come back."""
-
-
 def gang_wait_minutes(cfg: StackConfig) -> Optional[int]:
     """How long the whole gang is waited for before an attempt (`gpuPool.capacity.maxWaitMinutes`); None
     without `gpuPool.capacity`. Read once, into `RunPlan.gang_max_wait_minutes`: the watcher's wait and the
@@ -141,19 +134,17 @@ def gang_wait_minutes(cfg: StackConfig) -> Optional[int]:
 def gang_values(cfg: StackConfig, gpu_pool: GpuPoolFacts) -> dict[str, Any]:
     """The `RunPlan` fields of the gang wait: with `gpuPool.capacity` (any number of rungs) a wait bounded by
     its `maxWaitMinutes`; without it none (the owner then waits, unbounded, for the pool's GPUs in Ray, as
-    before the ladder). `onTimeout: releaseWorkers` holds only where GKE removes an unused GPU node
-    (`infra.placement.gpu_nodes_autoscaled`); a fixed-size pool keeps its workers (`FIXED_POOL_KEEPS`).
-    The RayCluster it looks at is `ray_target_values`'s."""
+    before the ladder). `onTimeout: releaseWorkers` frees the partial gang's nodes: every GPU pool is autoscaled
+    from 0 (`infra.placement.gpu_nodes_autoscaled`). The RayCluster it looks at is `ray_target_values`'s."""
     capacity = cfg.gpu_pool.capacity
     if capacity is None:
         return {}
-    autoscaled = gpu_nodes_autoscaled(cfg)
-    release = capacity.on_timeout == "releaseWorkers" and autoscaled
+    release = capacity.on_timeout == "releaseWorkers" and gpu_nodes_autoscaled(cfg)
     rungs = tuple((p.name, p.rung) for p in gpu_pool.rung_pools)
     return {
         "gang_max_wait_minutes": gang_wait_minutes(cfg),
         "gang_on_timeout": "releaseWorkers" if release else "keep",
-        "gang_kept_why": KEEP_WHY if capacity.on_timeout == "keep" or autoscaled else FIXED_POOL_KEEPS,
+        "gang_kept_why": KEEP_WHY,
         "gang_rungs": rungs,
         # One rung: every GPU node is of it, whatever its pool is called (Autopilot names its pools itself).
         "gang_default_rung": None if rungs else cfg.gpu_pool.ladder[0].label,

@@ -36,7 +36,7 @@ def test_plan_json_follows_the_documented_contract(stack):
     proc = run_cli("--stack", stack, "--assume-secrets", "--json")
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
-    assert set(doc) == {"project", "stack", "resources", "outputs", "estimates", "versionMatrix"}
+    assert set(doc) == {"project", "stack", "resources", "outputs", "estimates", "goodput", "versionMatrix"}
     assert doc["versionMatrix"]["row"] and not doc["versionMatrix"]["outside"]
     assert doc["project"] == "nemo-rl-gke" and doc["stack"] == stack
     urns = {r["urn"] for r in doc["resources"]}

@@ -13,7 +13,7 @@ from conftest import run_plan as conftest_run_plan
 
 from infra.config import GpuPoolConfig
 from infra.placement import gpu_nodes_autoscaled, gpu_pool_facts
-from infra.run_plan import FIXED_POOL_KEEPS, derived_save_period, run_plan_for_stack
+from infra.run_plan import derived_save_period, run_plan_for_stack
 from infra.stack_context import StackContext
 from jobctl.stack import load_stack
 from tools.offline_plan import plan_document
@@ -85,14 +85,15 @@ def one_rung(stack: str, capacity: dict):
     [
         # A flex-start pool is autoscaled from 0: releasing the workers gives its nodes back.
         ("b200", {"ladder": ["flexStart"], "maxWaitMinutes": 30}, "releaseWorkers", KEEP_WHY),
-        # A spot pool of nodeCount nodes keeps them whatever the workers do: releasing would free nothing.
-        ("b200", {"ladder": ["spot"], "maxWaitMinutes": 30}, "keep", FIXED_POOL_KEEPS),
+        # A one-rung spot pool autoscales from 0 too: releasing the workers gives its nodes back.
+        ("b200", {"ladder": ["spot"], "maxWaitMinutes": 30}, "releaseWorkers", KEEP_WHY),
+        ("b200", {"ladder": [{"reservation": "r"}], "maxWaitMinutes": 30}, "releaseWorkers", KEEP_WHY),
         ("b200", {"ladder": ["onDemand"], "maxWaitMinutes": 30, "onTimeout": "keep"}, "keep", KEEP_WHY),
         # Autopilot makes and removes nodes for the pods.
         ("autopilot", {"ladder": ["spot"], "maxWaitMinutes": 30}, "releaseWorkers", KEEP_WHY),
     ],
 )
-def test_a_one_rung_stack_waits_for_its_gang_within_max_wait_minutes_and_releases_only_what_autoscales(
+def test_a_one_rung_stack_waits_for_its_gang_within_max_wait_minutes_and_releases_unless_told_to_keep(
     stack, capacity, on_timeout, why
 ):
     cfg, run = one_rung(stack, capacity)
@@ -112,7 +113,9 @@ def test_the_gpu_nodes_count_as_autoscaled_exactly_when_the_one_pool_is_built_wi
         cfg.gpu_pool.ladder[0].provisioning,
         cfg.gpu_pool.ladder[0].reservation_name,
     )
-    assert gpu_nodes_autoscaled(cfg) is ("autoscaling" in provisioning_settings(cfg.gpu_pool)["pool"])
+    pool = provisioning_settings(cfg.gpu_pool)["pool"]
+    assert pool["autoscaling"]["total_min_node_count"] == 0 and "node_count" not in pool
+    assert gpu_nodes_autoscaled(cfg) is True
     assert all(gpu_nodes_autoscaled(load_stack(s).config) for s in ("b200-ladder", "autopilot"))
 
 

@@ -14,6 +14,7 @@ every registration the engine would receive is recorded.
                     "inputs", "dependencies", "options"}],
      "outputs": {name: value},
      "estimates": {"cost", "checkpoints", "deployTime", "workerFit", "acceptanceGate", "firstRun"},
+     "goodput": {"fraction", "buckets": [{"name", "minutes", "usd"}], ...} or null (Autopilot),
      "versionMatrix": {"row", "nearestRow", "outside", "gke", "versions", "cautions", "verifiedBy", "expect"}}
 
 `inputs` are what the provider would receive (camelCase, after Pulumi's translation; integral
@@ -319,7 +320,11 @@ def plan_document(plan: Plan) -> dict[str, Any]:
     from tools import estimates
 
     doc = plan.to_json()
-    doc["estimates"] = estimates.to_json(estimates.compute(plan), plan)
+    from tools.goodput_estimate import goodput_json
+
+    est = estimates.compute(plan)
+    doc["estimates"] = estimates.to_json(est, plan)
+    doc["goodput"] = goodput_json(est, estimates.stack_config(plan))
     doc["versionMatrix"] = version_matrix_report(plan)
     return doc
 
