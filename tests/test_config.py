@@ -318,7 +318,8 @@ def test_a_plaintext_secret_in_the_stack_file_is_rejected_before_any_resource(ke
     with pytest.raises(ConfigError) as info:
         run_plan("dev", **{key: "hf_plaintext_value"})
     assert str(info.value) == (
-        f"nemo-rl-gke:{key}: stored in plaintext; allowed: a secret (remove it from Pulumi.dev.yaml and run "
+        f"nemo-rl-gke:{key}: stored in plaintext; allowed: a secret (remove it from Pulumi.dev.yaml, "
+        "the --config-file, Pulumi.yaml or PULUMI_CONFIG, wherever it is set, and run "
         f"`pulumi config set --secret {key}`)"
     )
     assert "hf_plaintext_value" not in str(info.value)
@@ -1140,7 +1141,8 @@ def test_a_plaintext_secret_and_a_plain_key_stored_as_secret_are_each_refused_on
             "dev",
         )
     assert str(info.value).splitlines() == [
-        "nemo-rl-gke:hfToken: stored in plaintext; allowed: a secret (remove it from Pulumi.dev.yaml and run "
+        "nemo-rl-gke:hfToken: stored in plaintext; allowed: a secret (remove it from Pulumi.dev.yaml, "
+        "the --config-file, Pulumi.yaml or PULUMI_CONFIG, wherever it is set, and run "
         "`pulumi config set --secret hfToken`)",
         "nemo-rl-gke:region: stored as a secret, but it is a plain setting; allowed: a plain value (set it again "
         "without --secret); only hfToken and wandbApiKey are secrets",

@@ -459,7 +459,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     from tools import estimates
 
     try:
-        config, secret_keys = read_stack_file(args.config_file or stack_path(args.stack, ROOT))
+        stack_file = args.config_file or stack_path(args.stack, ROOT)
+        config, secret_keys = read_stack_file(stack_file)
         if args.assume_secrets:
             before = set(secret_keys)
             config, secret_keys = with_required_secrets(args.stack, config, secret_keys)
@@ -471,7 +472,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                     file=sys.stderr,
                 )
         # Everything the program checks first, checked here before it runs: a refusal costs no mock run.
-        validate_flat(args.stack, config, secret_keys)
+        validate_flat(args.stack, config, secret_keys, stack_file)
         plan = run_program(args.stack, config, secret_keys)
         # The estimates' own inputs (cost.priceOverrides) are checked before anything is printed.
         estimates.price_table(estimates.stack_config(plan))

@@ -9,9 +9,15 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import re
+import stat
 import typing
 from typing import Callable, Optional
+
+MAX_USER_FILE_BYTES = 1 << 20
+"""The most a file named on a command line (or a stack file) may hold: every one the project reads (a stack
+file, a plan document, a run file, a ledger) is a few kilobytes to a few hundred; more is the wrong file."""
 
 RUN = ".venv/bin/python -m"
 """How a printed command starts (stack outputs, hints in messages): the checkout's venv, from the
@@ -90,3 +96,51 @@ def namespace(text: str) -> str:
             "with a letter"
         )
     return text
+
+
+class UnreadableFile(ValueError):
+    """A file the user named cannot be read as a small regular file; the message says why and what is allowed
+    (without the file's name: the caller puts the flag or key and the path in front)."""
+
+
+def _file_kind(mode: int) -> str:
+    for test, what in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a named pipe (FIFO)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return what
+    return "not a regular file"
+
+
+def read_user_file(path: "str | os.PathLike[str]", limit: int = MAX_USER_FILE_BYTES) -> bytes:
+    """The bytes of a file the user named (a stack file, `--compare`, `--run-file`, a spec file): the one
+    reader of such files. A regular file of at most `limit` bytes; anything else is `UnreadableFile`, never a
+    hang or a read without end: the type is looked at before opening (opening a FIFO waits for a writer),
+    the file is opened without blocking, and at most `limit` + 1 bytes are read (`/dev/zero` never ends)."""
+    allowed = f"allowed: a regular file of at most {limit} bytes"
+    try:
+        status = os.stat(path)
+    except FileNotFoundError:
+        raise UnreadableFile(f"not found; {allowed}") from None
+    except OSError as err:  # a loop of links, a parent that is a file, a name too long, no permission
+        raise UnreadableFile(f"cannot be read ({err.strerror or err}); {allowed}") from None
+    if not stat.S_ISREG(status.st_mode):
+        raise UnreadableFile(f"is {_file_kind(status.st_mode)}; {allowed}")
+    if status.st_size > limit:
+        raise UnreadableFile(f"{status.st_size} bytes; {allowed}")
+    try:
+        # O_NONBLOCK: the name may have been swapped for a FIFO since the stat; then open returns at once.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                raise UnreadableFile(f"is {_file_kind(os.fstat(handle.fileno()).st_mode)}; {allowed}")
+            data = handle.read(limit + 1)
+    except OSError as err:  # no read permission, an I/O error
+        raise UnreadableFile(f"cannot be read ({err.strerror or err}); {allowed}") from None
+    if len(data) > limit:
+        raise UnreadableFile(f"more than {limit} bytes; {allowed}")
+    return data
