@@ -46,7 +46,6 @@ import copy
 import functools
 import json
 import math
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,7 +88,11 @@ _BOM = b"\xef\xbb\xbf"
 
 
 class StackFileError(Exception):
-    """The stack file cannot be read as the Pulumi CLI would; the message is one line for the user."""
+    """The stack file cannot be read as the Pulumi CLI would; the message is one line for the user, in which a
+    value that looks like a credential (a key, a stack or ESC environment name) is not shown."""
+
+    def __init__(self, message: str):
+        super().__init__(cli_args.without_credentials(message))
 
 
 def stack_path(stack: str, root: Path = ROOT) -> Path:
@@ -670,7 +673,7 @@ class _Document:
         except ValueError:  # `!!int abc`, `0x` without digits
             raise self.fail(node, f"{where}: {_cut(text)!r} is not a whole number; allowed: a whole number") from None
         if not -(1 << 63) <= value < (1 << 64):  # yaml.v3 parses into int64 or uint64
-            raise self.fail(node, f"{where}: {_cut(text)} does not fit in 64 bits; allowed: a whole number within 64 bits")
+            raise self.fail(node, f"{where}: {_cut(text)} is beyond 64 bits; allowed: a whole number within 64 bits")
         return value
 
 
@@ -705,16 +708,17 @@ def load_stack(name: str, root: Path = ROOT, path: Path | None = None) -> StackF
 
     Raises `StackFileError` for an unreadable file and `ConfigError` for a config the program refuses.
     """
+    shown = f"--config-file {path}" if path else None
     path = path or stack_path(name, root)
     flat, secret_keys = read_stack_file(path)
     raw = namespaced(flat)
-    refuse_plaintext_secrets(raw, set(secret_keys), name, value_source(path, root))
+    refuse_plaintext_secrets(raw, set(secret_keys), name, value_source(path, shown or shown_path(path, root)))
     return StackFile(name, parse(raw, name), frozenset(secret_keys))
 
 
-def value_source(path: Path, root: Path = ROOT) -> "Callable[[str], str]":
-    """Where a key (without namespace) of the config read from `path` was set: the stack file (by the path
-    messages use), or the project file whose default filled it in."""
+def value_source(path: Path, shown: str) -> "Callable[[str], str]":
+    """Where a key (without namespace) of the config read from `path` was set: the stack file (`shown`, as
+    messages name it: `Pulumi.dev.yaml`, `--config-file team.yaml`), or the project file whose default filled it in."""
 
     def source(key: str) -> str:
         try:
@@ -722,19 +726,24 @@ def value_source(path: Path, root: Path = ROOT) -> "Callable[[str], str]":
             written = {_config_key(k, PROJECT, path.name) for k in ((doc or {}).get("config") or {})}
         except (StackFileError, AttributeError, TypeError):
             written = set()
-        return shown_path(path, root) if f"{PROJECT}:{key}" in written else PROJECT_FILE.name
+        return shown if f"{PROJECT}:{key}" in written else PROJECT_FILE.name
 
     return source
 
 
 def validate_flat(
-    stack: str, config: dict[str, str], secret_keys: "list[str] | frozenset[str]", path: Path | None = None
+    stack: str,
+    config: dict[str, str],
+    secret_keys: "list[str] | frozenset[str]",
+    path: Path | None = None,
+    shown: str | None = None,
 ) -> StackConfig:
     """What `infra.config.load` checks at the start of `pulumi up`, on a flat map: plaintext secrets,
-    the config model, the secrets the job needs. `path` is the stack file the map was read from (named in
-    messages). Raises `ConfigError`."""
+    the config model, the secrets the job needs. `path` is the stack file the map was read from, `shown` how
+    messages name it (`value_source`). Raises `ConfigError`."""
     raw = namespaced(config)
-    refuse_plaintext_secrets(raw, set(secret_keys), stack, value_source(path) if path else None)
+    source = value_source(path, shown or shown_path(path)) if path else None
+    refuse_plaintext_secrets(raw, set(secret_keys), stack, source)
     parsed = parse(raw, stack)
     refuse_missing_secrets(parsed, present_secrets(secret_keys))
     return parsed

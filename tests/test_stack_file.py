@@ -327,7 +327,7 @@ def test_the_plaintext_secret_error_names_the_config_file_it_came_from(tmp_path)
     path.write_text(DEV + "  nemo-rl-gke:hfToken: hf_abcdefghijklmnopqrstuvwxyz\n")
     with pytest.raises(stack_file.ConfigError) as err:
         stack_file.load_stack("dev", tmp_path, path)
-    assert f"remove it from {path}" in str(err.value) and "Pulumi.dev.yaml" not in str(err.value)
+    assert f"remove it from --config-file {path} and run" in str(err.value) and "Pulumi.dev.yaml" not in str(err.value)
     assert "hf_abc" not in str(err.value)
 
 

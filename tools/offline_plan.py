@@ -472,7 +472,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                     file=sys.stderr,
                 )
         # Everything the program checks first, checked here before it runs: a refusal costs no mock run.
-        validate_flat(args.stack, config, secret_keys, stack_file)
+        shown = f"--config-file {args.config_file}" if args.config_file else None
+        validate_flat(args.stack, config, secret_keys, stack_file, shown)
         plan = run_program(args.stack, config, secret_keys)
         # The estimates' own inputs (cost.priceOverrides) are checked before anything is printed.
         estimates.price_table(estimates.stack_config(plan))

@@ -144,3 +144,46 @@ def read_user_file(path: "str | os.PathLike[str]", limit: int = MAX_USER_FILE_BY
     if len(data) > limit:
         raise UnreadableFile(f"more than {limit} bytes; {allowed}")
     return data
+
+
+# The project's one credential detector: a known token prefix (Hugging Face, GitHub, OpenAI-style, AWS, Google
+# API keys, Slack, JWTs, PEM keys), a URL with a password, 32 or more hex digits (a W&B API key is 40), digits
+# and letters both, or a run of 32 or more letters and digits mixing upper case, lower case and digits (the
+# shape of random tokens; names that long carry separators). It refuses such values in plain config keys
+# (infra/config) and keeps them out of every message that repeats user input (`without_credentials`).
+_CREDENTIAL_VALUE = re.compile(
+    r"hf_[A-Za-z0-9]{20,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,}|sk-[A-Za-z0-9_\-]{20,}|AKIA[0-9A-Z]{16}"
+    r"|AIza[0-9A-Za-z_\-]{35}|xox[abprs]-[A-Za-z0-9\-]{10,}|eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}|-----BEGIN"
+    r"|://[^/@:]*:[^/@]+@"
+)
+_HEX_RUN = re.compile(r"[0-9a-fA-F]{32,}")
+_RANDOM_RUN = re.compile(r"[A-Za-z0-9]{32,}")
+_IMAGE_DIGEST = re.compile(r"@sha256:[0-9a-f]{64}\b")
+CREDENTIAL_SHOWN = "a value that looks like a credential (not shown)"
+"""What a message says in place of a value the detector flags."""
+
+
+def looks_like_credential(value: str) -> bool:
+    """Whether `value` has the shape of a token or key (the rule above); an image digest is not one."""
+    value = _IMAGE_DIGEST.sub("@sha256:digest", value)
+    if _CREDENTIAL_VALUE.search(value):
+        return True
+    if any(re.search(r"[0-9]", run) and re.search(r"[a-fA-F]", run) for run in _HEX_RUN.findall(value)):
+        return True
+    return any(
+        re.search(r"[a-z]", run) and re.search(r"[A-Z]", run) and re.search(r"[0-9]", run)
+        for run in _RANDOM_RUN.findall(value)
+    )
+
+
+_QUOTED = re.compile(r"'(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\"")
+
+
+def without_credentials(text: str) -> str:
+    """A message with each value in it that looks like a credential replaced by `CREDENTIAL_SHOWN`: every quoted
+    value (a repr), then, if the rest still looks like one, every word that does. For messages that repeat what
+    the user typed (errors end up in CI logs and tickets)."""
+    if not looks_like_credential(text):
+        return text
+    text = _QUOTED.sub(lambda m: CREDENTIAL_SHOWN if looks_like_credential(m.group()) else m.group(), text)
+    return re.sub(r"[^\s,;()]+", lambda m: CREDENTIAL_SHOWN if looks_like_credential(m.group()) else m.group(), text)

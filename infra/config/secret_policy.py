@@ -45,7 +45,7 @@ def refuse_plaintext_secrets(
     value came from (a stack file, `--config-file F`, `Pulumi.yaml`); without it, every place the Pulumi CLI
     reads config from is named, since the program cannot tell which one it was."""
     where = source or (
-        lambda key: f"Pulumi.{stack}.yaml, the --config-file, Pulumi.yaml or PULUMI_CONFIG, wherever it is set"
+        lambda key: f"Pulumi.{stack}.yaml, the --config-file, Pulumi.yaml or PULUMI_CONFIG, wherever it is set,"
     )
     plaintext = [k for k in SECRET_KEYS if k in raw and f"{PROJECT}:{k}" not in secret_keys]
     misplaced = [k for k in raw if k not in SECRET_KEYS and f"{PROJECT}:{k}" in secret_keys]
