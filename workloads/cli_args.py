@@ -75,6 +75,14 @@ def seconds(positive: bool, maximum: Optional[float] = None) -> Callable[[str], 
     return parse
 
 
+def file_path(text: str) -> str:
+    """An argparse type for a file flag: `''` (an unset shell variable) is refused rather than read as "no flag",
+    which would fall back to another file (`--config-file ''` to the stack's own Pulumi.<stack>.yaml)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"{text!r} is not allowed; allowed: a file path (is a shell variable unset?)")
+    return text
+
+
 def _shown(text: str) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
