@@ -1596,7 +1596,8 @@ def test_backoff_bounds_equal_are_accepted_and_a_bound_below_the_first_wait_refu
 
 def test_a_negative_price_is_refused_and_zero_accepted():
     assert rejection(cost={"priceOverrides": {"a": 1.5, "b": -0.01}}) == (
-        "nemo-rl-gke:cost.priceOverrides: price 'b': -0.01 is not allowed; allowed: a number, 0 or more, at most 1000000"
+        "nemo-rl-gke:cost.priceOverrides: price 'b': -0.01 is not allowed; allowed: a number, 0 or more, at most "
+        "1000000"
     )
     assert parse({**BASE, "cost": {"priceOverrides": {"a": 0.0}}}, "dev").cost.price_overrides == {"a": 0.0}
 

@@ -8,8 +8,8 @@ point (the offline plan, `python -m jobctl`, the doctor) reads through `infra.st
 from __future__ import annotations
 
 import io
-import os
 import json
+import os
 import textwrap
 
 import pytest
