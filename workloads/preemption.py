@@ -98,6 +98,7 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional, Sequence, TextIO
 
+from workloads import cli_args
 from workloads.job_spec import META_SPEC_HASH, JobSpec
 
 if TYPE_CHECKING:
@@ -1077,5 +1078,8 @@ def _touch(path: Path) -> None:
 
 def load_spec_file(path: str | Path) -> JobSpec:
     """A `JobSpec` from the JSON the watcher's ConfigMap holds (`JobSpec.to_dict()`)."""
-    data: Mapping[str, Any] = json.loads(Path(path).read_text())
+    # The bounded reader of user-named files: a FIFO or /dev/zero is refused, not waited on or read forever.
+    data: Mapping[str, Any] = json.loads(cli_args.read_user_file(path))
+    if not isinstance(data, dict):
+        raise ValueError("not a JSON object; allowed: the spec.json of the watcher's ConfigMap")
     return JobSpec.from_dict(data)
