@@ -817,3 +817,17 @@ def test_the_third_pass_addresses_are_one_line_naming_the_flag(address):
         "--endpoint",
     )
     assert "Zq" not in line
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--stack", f"{TOKEN}!"],
+        ["--namespace", TOKEN],
+        ["--tail", W_AND_B],
+    ],
+)
+def test_a_token_typed_as_a_flag_value_is_not_repeated(argv):
+    command = ["logs"] if "--tail" in argv else ["list"]
+    line = assert_refused(run_jobctl([*command, *argv]), "argument")
+    assert "abcdefghij" not in line and W_AND_B not in line and "a value that looks like a credential" in line, line

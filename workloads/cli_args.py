@@ -32,7 +32,7 @@ class OneLineParser(argparse.ArgumentParser):
     """An `ArgumentParser` that raises `UsageError` instead of printing usage and exiting."""
 
     def error(self, message: str) -> "typing.NoReturn":
-        raise UsageError(message)
+        raise UsageError(without_credentials(message))  # a token typed as a flag's value is not repeated
 
 
 def whole_number(low: int, high: Optional[int], allowed: str) -> Callable[[str], int]:
