@@ -36,6 +36,8 @@ What it refuses on top, before anything is parsed further (yaml.v3 has limits of
 has none): files over `MAX_STACK_FILE_BYTES`, aliases that expand to more than `MAX_VALUES` values,
 an anchor inside itself, nesting deeper than `MAX_DEPTH`, tags other than YAML's core types, and
 integers with a leading zero (`010`: octal 8 to yaml.v3, decimal 10 to YAML 1.2; write 10 or 0o10).
+As yaml.v3 does (go-yaml resolve.go, v3.0.1): an explicit tag its text does not resolve to (`!!bool yes`,
+`!!int abc`), and integers beyond 64 bits. Files are read by `cli_args.read_user_file` (regular files only).
 
 Every error is one line that names the file and line, or the config key.
 """

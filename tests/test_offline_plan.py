@@ -400,5 +400,5 @@ def test_an_empty_section_is_said_on_stderr_not_defaulted_silently(tmp_path):
     proc = run_cli("--config-file", str(path), "--json")
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == (
-        "note: nemo-rl-gke:gpuPool: empty in the stack file; all its defaults apply, as under `pulumi up`\n"
+        "note: nemo-rl-gke:gpuPool: empty in the stack file; its defaults apply, as under `pulumi up`\n"
     )

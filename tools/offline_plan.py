@@ -34,8 +34,8 @@ each node pool whether this plan replaces it (deleted first: its nodes are lost)
 ForceNew input, or updates it in place (tools/pool_replacement.py); the text plan always lists the
 config keys that would replace each pool.
 
-`--out DIR` writes each Kubernetes object as `<kind>-<name>.yaml` and each Helm release's values
-as `helm-values-<release>.yaml`.
+`--out DIR` writes each Kubernetes object as `<kind>-<name>.yaml`, each Helm release's values as
+`helm-values-<release>.yaml`.
 
 After the summary, the text output shows the estimates of tools/estimates.py (cost, checkpoint
 sizing, deploy time); `--json` carries them under "estimates". `--graph [DIR]` writes the
@@ -395,10 +395,9 @@ def _output_dir_problem(path: Path) -> Optional[str]:
 
 
 def _same_dir(path: Path, other: Path) -> bool:
-    try:
+    with contextlib.suppress(OSError):
         return path.resolve() == other.resolve()
-    except OSError:
-        return False
+    return False
 
 
 def _output_dir(text: str) -> Path:
@@ -461,7 +460,7 @@ def _write_out(write: Any) -> Optional[int]:
         return 3
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = cli_args.OneLineParser(prog="python -m infra.plan", description="Show what a stack would build, offline.")
     parser.add_argument(
         "--stack",
@@ -496,32 +495,40 @@ def main(argv: Optional[list[str]] = None) -> int:
         metavar="DIR",
         help="write graph.mmd and graph.dot to DIR (default plan-out/, git-ignored)",
     )
-    try:
-        args = parser.parse_args(argv)
-    except cli_args.UsageError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+    return parser
+
+
+def _checked_flags(args: argparse.Namespace) -> Optional[dict[str, Any]]:
+    """`--out` and `--graph` checked, before anything runs, and the `--compare` document read; `ValueError`
+    is the one line that refuses them."""
     for flag, path in (("--out", args.out), ("--graph", args.graph)):
         problem = path is not None and _output_dir_problem(path)
         if path is not None and not problem and _same_dir(path, ROOT):
             # Some forty manifests among the stack files and the code; `plan-out/` is git-ignored for them.
             problem = "is the repository root"
         if problem:
-            print(
-                f"error: {flag} {path}: {problem}; allowed: a writable directory (created if missing)", file=sys.stderr
-            )
-            return 2
+            raise ValueError(f"{flag} {path}: {problem}; allowed: a writable directory (created if missing)")
+    if args.compare is None:
+        return None
+    try:
+        return read_compare(args.compare, args.stack)
+    except ValueError as detail:
+        allowed = "allowed: a plan document of `python -m infra.plan --json`"
+        raise ValueError(f"--compare {args.compare}: {detail}; {allowed}") from None
 
-    previous: Optional[dict[str, Any]] = None
-    if args.compare is not None:
-        try:
-            previous = read_compare(args.compare, args.stack)
-        except ValueError as detail:
-            print(
-                f"error: --compare {args.compare}: {detail}; allowed: a plan document of `python -m infra.plan --json`",
-                file=sys.stderr,
-            )
-            return 2
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except cli_args.UsageError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    try:
+        previous = _checked_flags(args)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
 
     from infra.config import ConfigError, MissingSecretError
     from tools import estimates
@@ -531,10 +538,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         config, secret_keys = read_stack_file(stack_file)
         for key in sorted(k for k, v in config.items() if v == "" and k.startswith(f"{PROJECT}:")):
             # The Pulumi CLI warns of an empty value and passes ""; the program reads it as unset.
-            print(
-                f"note: {key}: empty in the stack file; all its defaults apply, as under `pulumi up`",
-                file=sys.stderr,
-            )
+            print(f"note: {key}: empty in the stack file; its defaults apply, as under `pulumi up`", file=sys.stderr)
         if args.assume_secrets:
             before = set(secret_keys)
             config, secret_keys = with_required_secrets(args.stack, config, secret_keys)
@@ -571,28 +575,19 @@ def main(argv: Optional[list[str]] = None) -> int:
         except OSError as err:
             return _write_failed("--graph", args.graph, err)
         print(f"wrote {', '.join(str(p) for p in paths)}", file=sys.stderr)
-    if args.json:
-        # allow_nan=False: the document is JSON or nothing (the config refuses inf and nan up front); rendered
-        # whole before the first byte is written, so a failure never leaves half a document.
-        text = json.dumps(plan_document(plan), indent=2, sort_keys=False, allow_nan=False) + "\n"
-    else:
-        text = render_tree(plan) + "\n"
-    code = _write_out(lambda: sys.stdout.write(text))
-    if code is not None:
-        return code
+    # allow_nan=False: the document is JSON or nothing (the config refuses inf and nan up front); rendered
+    # whole before the first byte is written, so a failure never leaves half a document.
+    text = (json.dumps(plan_document(plan), indent=2, allow_nan=False) if args.json else render_tree(plan)) + "\n"
     if previous is not None:
         from tools.pool_replacement import compare
 
-        # Last, where it is read; on stderr with --json, so the document stays one JSON value.
-        lines = [] if args.json else ["", f"Node pools against {args.compare}:"]
-        lines += compare(previous, plan.to_json())
-        if args.json:
-            print("\n".join(lines), file=sys.stderr)
-        else:
-            code = _write_out(lambda: print("\n".join(lines)))
-            if code is not None:
-                return code
-    return 0
+        lines = "\n".join(compare(previous, plan.to_json()))
+        if args.json:  # on stderr, so the document stays one JSON value
+            print(lines, file=sys.stderr)
+        else:  # last, where it is read
+            text += f"\nNode pools against {args.compare}:\n{lines}\n"
+    code = _write_out(lambda: sys.stdout.write(text))
+    return 0 if code is None else code
 
 
 if __name__ == "__main__":
