@@ -1757,7 +1757,7 @@ def test_a_credential_shaped_value_in_a_plain_key_that_reaches_the_job_is_refuse
         ({"cost": {"priceOverrides": {HF_SHAPED: -1}}}, "cost.priceOverrides"),
         ({"lustre": {"importFrom": f"gs://u:{HF_SHAPED}@bucket/x/"}}, "lustre.importFrom"),
         ({"cluster": {"masterAuthorizedNetworks": [{"cidrBlock": HF_SHAPED}]}}, "cluster.masterAuthorizedNetworks"),
-        ({"cluster": {"nccl": {"image": HF_SHAPED}}}, "cluster"),
+        ({"ray": {"ncclInstallerImage": f"us-docker.pkg.dev/x/y:{HF_SHAPED}"}}, "ray.ncclInstallerImage"),
     ],
 )
 def test_a_credential_pasted_into_the_wrong_key_is_never_repeated_in_the_error(raw, key):
