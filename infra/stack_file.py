@@ -36,6 +36,8 @@ What it refuses on top, before anything is parsed further (yaml.v3 has limits of
 has none): files over `MAX_STACK_FILE_BYTES`, aliases that expand to more than `MAX_VALUES` values,
 an anchor inside itself, nesting deeper than `MAX_DEPTH`, tags other than YAML's core types, and
 integers with a leading zero (`010`: octal 8 to yaml.v3, decimal 10 to YAML 1.2; write 10 or 0o10).
+As yaml.v3 does (go-yaml resolve.go, v3.0.1): an explicit tag its text does not resolve to (`!!bool yes`,
+`!!int abc`), and integers beyond 64 bits. Files are read by `cli_args.read_user_file` (regular files only).
 
 Every error is one line that names the file and line, or the config key.
 """
@@ -45,11 +47,11 @@ from __future__ import annotations
 import copy
 import functools
 import json
+import math
 import re
-import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
@@ -66,6 +68,7 @@ from infra.config import (
     refuse_plaintext_secrets,
     required_secrets,
 )
+from workloads import cli_args
 
 ROOT = Path(__file__).resolve().parent.parent
 """The checkout: where `Pulumi.yaml` and the stack files are (defined once; the CLI, tools and tests
@@ -87,7 +90,11 @@ _BOM = b"\xef\xbb\xbf"
 
 
 class StackFileError(Exception):
-    """The stack file cannot be read as the Pulumi CLI would; the message is one line for the user."""
+    """The stack file cannot be read as the Pulumi CLI would; the message is one line for the user, in which a
+    value that looks like a credential (a key, a stack or ESC environment name) is not shown."""
+
+    def __init__(self, message: str):
+        super().__init__(cli_args.without_credentials(message))
 
 
 def stack_path(stack: str, root: Path = ROOT) -> Path:
@@ -104,17 +111,30 @@ def shown_path(path: Path, root: Path = ROOT) -> str:
     return path.name if path.parent.resolve() == root.resolve() else str(path)
 
 
-def _kind(mode: int) -> str:
-    for test, what in (
-        (stat.S_ISDIR, "a directory"),
-        (stat.S_ISFIFO, "a named pipe (FIFO)"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISSOCK, "a socket"),
-    ):
-        if test(mode):
-            return what
-    return "not a regular file"
+def read_text(path: Path, where: str) -> str:
+    """A stack or project file's text, read with the one reader of files the user names
+    (`cli_args.read_user_file`: a regular file of at most `MAX_STACK_FILE_BYTES`, never a FIFO or a device),
+    its byte-order mark skipped as the CLI does (loaders.go readFileStripUTF8BOM); `where` names it."""
+    try:
+        data = cli_args.read_user_file(path, MAX_STACK_FILE_BYTES)
+    except cli_args.UnreadableFile as err:
+        text = str(err)
+        raise StackFileError(f"{where} {text}" if text.startswith("is ") else f"{where}: {text}") from None
+    try:
+        return data.removeprefix(_BOM).decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise StackFileError(f"{path.name}: not valid UTF-8 (byte {err.start}); allowed: a UTF-8 text file") from None
+
+
+def _missing(path: Path) -> bool:
+    """Whether nothing is at `path` (a name too long or a loop of links is a reading error, said as such)."""
+    try:
+        path.stat()
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return False
 
 
 def read_stack_file(
@@ -124,40 +144,12 @@ def read_stack_file(
     `namespace:key` -> string (JSON for structured values), the project file's (`PROJECT_FILE`)
     `config:` defaults merged in; `secure:` values become an offline placeholder and their keys are
     returned as the secret keys."""
-    name, where = path.name, shown_path(path)  # the file by its path, its content by its name
-    try:
-        # stat first, never open: opening a FIFO blocks until a writer comes, a device may never end.
-        status = path.stat()
-    except FileNotFoundError:
+    where = shown_path(path)  # the file by its path, its content by its name
+    if _missing(path):
         here = f" (stacks here: {', '.join(available_stacks(path.parent)) or 'none'})" if path.parent.is_dir() else ""
-        raise StackFileError(f"stack file {where} not found{here}") from None
-    except OSError as err:  # a name too long, a loop of links, a parent that is a file, no permission
-        raise StackFileError(
-            f"stack file {where}: cannot be read ({err.strerror or err}); allowed: a readable file"
-        ) from None
-    if not stat.S_ISREG(status.st_mode):
-        raise StackFileError(
-            f"stack file {where} is {_kind(status.st_mode)}; allowed: a regular file (Pulumi.<stack>.yaml)"
-        )
-    if status.st_size > MAX_STACK_FILE_BYTES:
-        raise StackFileError(f"{name}: {status.st_size} bytes; allowed: at most {MAX_STACK_FILE_BYTES} bytes")
-    try:
-        with path.open("rb") as handle:
-            data = handle.read(MAX_STACK_FILE_BYTES + 1)  # a file that grew since stat is still cut off
-    except OSError as err:  # no read permission (for a user other than root), an I/O error
-        raise StackFileError(
-            f"stack file {where}: cannot be read ({err.strerror or err}); allowed: a readable file"
-        ) from None
-    if len(data) > MAX_STACK_FILE_BYTES:
-        raise StackFileError(
-            f"{name}: more than {MAX_STACK_FILE_BYTES} bytes; allowed: at most {MAX_STACK_FILE_BYTES} bytes"
-        )
-    data = data.removeprefix(_BOM)  # as the CLI does (loaders.go readFileStripUTF8BOM)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise StackFileError(f"{name}: not valid UTF-8 (byte {err.start})") from None
-    return parse_stack_text(text, name, project, read_project_config(project_file or PROJECT_FILE, project))
+        raise StackFileError(f"stack file {where} not found{here}")
+    text = read_text(path, f"stack file {where}")
+    return parse_stack_text(text, path.name, project, read_project_config(project_file or PROJECT_FILE, project))
 
 
 def parse_stack_text(
@@ -235,10 +227,10 @@ class ProjectKey:
 def read_project_config(path: Path, project: str = PROJECT) -> list[ProjectKey]:
     """The project file's `config:` entries, validated as the CLI validates them when it loads the
     project (a missing file: none)."""
-    if not path.is_file():
+    if _missing(path):
         return []
     name = path.name
-    doc = load_yaml(name, path.read_bytes().removeprefix(_BOM).decode("utf-8", errors="strict"))
+    doc = load_yaml(name, read_text(path, name))
     if not isinstance(doc, dict):
         return []
     if "stackConfigDir" in doc or isinstance(doc.get("config"), str):
@@ -633,33 +625,62 @@ class _Document:
         if kind == "null":
             return None
         if kind == "bool":
+            # yaml.v3 v3.0.1 resolve.go: only these six spellings resolve to !!bool (YAML 1.2), and an explicit
+            # tag its text does not resolve to is an error ("cannot decode !!str `yes` as a !!bool"); ruamel
+            # would read `!!bool yes` as false.
+            if text not in ("true", "True", "TRUE", "false", "False", "FALSE"):
+                raise self.fail(node, f"{where}: {_cut(text)!r} is not a YAML 1.2 boolean; allowed: true or false")
             return text.lower() == "true"
         if kind == "int":
             return self.integer(node, text, where)
         if kind == "float":
-            if text.lower().lstrip("+-") in (".inf", ".nan"):
-                raise self.fail(
-                    node,
-                    f"{where}: {text} is not allowed; allowed: a finite number (the Pulumi CLI cannot pass inf or nan)",
-                )
-            return float(text.replace("_", ""))
+            return self.floating(node, text, where)
         raise self.fail(node, f"tag {_short(tag)} is not supported; allowed: plain values, lists and maps")
+
+    def floating(self, node: ScalarNode, text: str, where: str) -> float:
+        if text.lower().lstrip("+-") in (".inf", ".nan"):
+            raise self.fail(
+                node,
+                f"{where}: {text} is not allowed; allowed: a finite number (the Pulumi CLI cannot pass inf or nan)",
+            )
+        try:
+            value = float(text.replace("_", ""))
+        except ValueError:  # `!!float x`: yaml.v3 fails as for `!!bool yes`
+            if re.fullmatch(r"[-+]?[0-9_]+|[-+]?0[xob][0-9a-fA-F_]+", text):
+                return float(self.integer(node, text, where))  # `!!float 5` and `!!float 0x10`: yaml.v3 converts
+            raise self.fail(node, f"{where}: {_cut(text)!r} is not a number; allowed: a number") from None
+        if not math.isfinite(value):  # `1e999`, or four hundred digits: float64 overflows
+            raise self.fail(node, f"{where}: {_cut(text)} overflows; allowed: a finite number")
+        return value
 
     def integer(self, node: ScalarNode, text: str, where: str) -> int:
         plain = text.replace("_", "")
         sign = -1 if plain.startswith("-") else 1
         digits = plain.lstrip("+-")
         lower = digits.lower()
-        for prefix, base in (("0x", 16), ("0o", 8), ("0b", 2)):
+        base, body = 10, digits
+        for prefix, radix in (("0x", 16), ("0o", 8), ("0b", 2)):
             if lower.startswith(prefix):
-                return sign * int(digits[2:], base)
-        if len(digits) > 1 and digits.startswith("0"):
+                base, body = radix, digits[2:]
+        if len(body) > 64:  # before int(): Python refuses to convert over 4300 digits, and a 64-bit one has 20
+            raise self.fail(node, f"{where}: a {len(body)}-digit integer; allowed: a whole number within 64 bits")
+        if base == 10 and len(digits) > 1 and digits.startswith("0"):
             raise self.fail(
                 node,
                 f"{where}: {text} is ambiguous (octal to the Pulumi CLI's YAML parser, decimal in YAML 1.2); "
                 f"allowed: {int(digits)} without the leading zero, or 0o{digits.lstrip('0') or '0'} for octal",
             )
-        return sign * int(digits)
+        try:
+            value = sign * int(body, base)
+        except ValueError:  # `!!int abc`, `0x` without digits
+            raise self.fail(node, f"{where}: {_cut(text)!r} is not a whole number; allowed: a whole number") from None
+        if not -(1 << 63) <= value < (1 << 64):  # yaml.v3 parses into int64 or uint64
+            raise self.fail(node, f"{where}: {_cut(text)} is beyond 64 bits; allowed: a whole number within 64 bits")
+        return value
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _short(tag: str) -> str:
@@ -689,17 +710,42 @@ def load_stack(name: str, root: Path = ROOT, path: Path | None = None) -> StackF
 
     Raises `StackFileError` for an unreadable file and `ConfigError` for a config the program refuses.
     """
-    flat, secret_keys = read_stack_file(path or stack_path(name, root))
+    shown = f"--config-file {path}" if path else None
+    path = path or stack_path(name, root)
+    flat, secret_keys = read_stack_file(path)
     raw = namespaced(flat)
-    refuse_plaintext_secrets(raw, set(secret_keys), name)
+    refuse_plaintext_secrets(raw, set(secret_keys), name, value_source(path, shown or shown_path(path, root)))
     return StackFile(name, parse(raw, name), frozenset(secret_keys))
 
 
-def validate_flat(stack: str, config: dict[str, str], secret_keys: "list[str] | frozenset[str]") -> StackConfig:
+def value_source(path: Path, shown: str) -> "Callable[[str], str]":
+    """Where a key (without namespace) of the config read from `path` was set: the stack file (`shown`, as
+    messages name it: `Pulumi.dev.yaml`, `--config-file team.yaml`), or the project file whose default filled it in."""
+
+    def source(key: str) -> str:
+        try:
+            doc = load_yaml(path.name, read_text(path, shown_path(path)))
+            written = {_config_key(k, PROJECT, path.name) for k in ((doc or {}).get("config") or {})}
+        except (StackFileError, AttributeError, TypeError):
+            written = set()
+        return shown if f"{PROJECT}:{key}" in written else PROJECT_FILE.name
+
+    return source
+
+
+def validate_flat(
+    stack: str,
+    config: dict[str, str],
+    secret_keys: "list[str] | frozenset[str]",
+    path: Path | None = None,
+    shown: str | None = None,
+) -> StackConfig:
     """What `infra.config.load` checks at the start of `pulumi up`, on a flat map: plaintext secrets,
-    the config model, the secrets the job needs. Raises `ConfigError`."""
+    the config model, the secrets the job needs. `path` is the stack file the map was read from, `shown` how
+    messages name it (`value_source`). Raises `ConfigError`."""
     raw = namespaced(config)
-    refuse_plaintext_secrets(raw, set(secret_keys), stack)
+    source = value_source(path, shown or shown_path(path)) if path else None
+    refuse_plaintext_secrets(raw, set(secret_keys), stack, source)
     parsed = parse(raw, stack)
     refuse_missing_secrets(parsed, present_secrets(secret_keys))
     return parsed

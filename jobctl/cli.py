@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
+import os
 import sys
-from typing import Optional, TextIO
+from typing import Any, Optional, TextIO
 
 from infra.stack_file import DEFAULT_STACK
 from jobctl.commands import COMMANDS
 from jobctl.stack import load_stack
 from workloads import cli_args, exit_codes, watcher
+from workloads.exit_codes import CommandError
 
 JOB_HELP = "submission id; default the stack's newest job"
 WAIT_HELP = "wait until the job ends, showing its status"
@@ -27,7 +30,10 @@ def common_flags() -> argparse.ArgumentParser:
         help=f"stack name (Pulumi.<stack>.yaml); default {DEFAULT_STACK}",
     )
     common.add_argument(
-        "--config-file", metavar="PATH", help="read the stack config from PATH (as `pulumi up --config-file`)"
+        "--config-file",
+        type=cli_args.file_path,
+        metavar="PATH",
+        help="read the stack config from PATH (as `pulumi up --config-file`)",
     )
     common.add_argument("--address", help="Ray dashboard URL, e.g. http://127.0.0.1:8265")
     common.add_argument("--endpoint", help="GKE cluster endpoint, to go through the API server's service proxy")
@@ -90,4 +96,51 @@ def main(argv: Optional[list[str]] = None, out: Optional[TextIO] = None, err: Op
         return exit_codes.USAGE
     # Ray's job SDK logs every websocket close at INFO; the CLI prints what matters itself.
     logging.getLogger("ray.dashboard.modules.job.sdk").setLevel(logging.WARNING)
-    return exit_codes.run(lambda: COMMANDS[args.command](args, load_stack(args.stack, args.config_file), out), err)
+    guarded = _Output(out)
+    try:
+        return exit_codes.run(
+            lambda: COMMANDS[args.command](args, load_stack(args.stack, args.config_file), guarded), err
+        )
+    except _ReaderGone:
+        return exit_codes.OK
+
+
+class _ReaderGone(Exception):
+    """Standard output's reader went away (`| head -1`)."""
+
+
+class _Output:
+    """`out` whose write failures are the CLI's own: a reader that went away (`| head`) ends the command quietly,
+    as for `cat`; an output that cannot take more (`> /dev/full`) is one error line and exit 3 (the environment)."""
+
+    def __init__(self, out: TextIO):
+        self._out = out
+
+    def _guard(self, action: Any) -> Any:
+        try:
+            return action()
+        except BrokenPipeError:
+            _silence(self._out)
+            raise _ReaderGone() from None
+        except OSError as exc:
+            _silence(self._out)
+            raise CommandError(
+                f"cannot write to standard output ({exc.strerror or exc})", exit_codes.UNREACHABLE
+            ) from None
+
+    def write(self, text: str) -> int:
+        count = self._guard(lambda: self._out.write(text))
+        self.flush()  # a full disk shows at the flush: said here, inside the command, not at exit
+        return count
+
+    def flush(self) -> None:
+        self._guard(self._out.flush)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._out, name)
+
+
+def _silence(out: TextIO) -> None:
+    """Point a failed standard output at /dev/null, so Python's flush at exit does not fail on it again."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())

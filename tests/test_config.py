@@ -318,7 +318,8 @@ def test_a_plaintext_secret_in_the_stack_file_is_rejected_before_any_resource(ke
     with pytest.raises(ConfigError) as info:
         run_plan("dev", **{key: "hf_plaintext_value"})
     assert str(info.value) == (
-        f"nemo-rl-gke:{key}: stored in plaintext; allowed: a secret (remove it from Pulumi.dev.yaml and run "
+        f"nemo-rl-gke:{key}: stored in plaintext; allowed: a secret (remove it from Pulumi.dev.yaml, "
+        "the --config-file, Pulumi.yaml or PULUMI_CONFIG, wherever it is set, and run "
         f"`pulumi config set --secret {key}`)"
     )
     assert "hf_plaintext_value" not in str(info.value)
@@ -1044,7 +1045,7 @@ def test_a_pin_outside_the_version_matrix_is_refused_unless_untested_versions_ar
             "{bad",
             "not valid JSON (Expecting property name enclosed in double quotes at character 1)",
         ),
-        ("PULUMI_CONFIG_SECRET_KEYS", '{"a": 1}', "a JSON dict"),
+        ("PULUMI_CONFIG_SECRET_KEYS", '{"a": 1}', "a JSON object"),
         ("PULUMI_CONFIG_SECRET_KEYS", "[1]", "a JSON list"),  # of a number, not of `namespace:key` names
     ],
 )
@@ -1140,7 +1141,8 @@ def test_a_plaintext_secret_and_a_plain_key_stored_as_secret_are_each_refused_on
             "dev",
         )
     assert str(info.value).splitlines() == [
-        "nemo-rl-gke:hfToken: stored in plaintext; allowed: a secret (remove it from Pulumi.dev.yaml and run "
+        "nemo-rl-gke:hfToken: stored in plaintext; allowed: a secret (remove it from Pulumi.dev.yaml, "
+        "the --config-file, Pulumi.yaml or PULUMI_CONFIG, wherever it is set, and run "
         "`pulumi config set --secret hfToken`)",
         "nemo-rl-gke:region: stored as a secret, but it is a plain setting; allowed: a plain value (set it again "
         "without --secret); only hfToken and wandbApiKey are secrets",
@@ -1229,7 +1231,7 @@ _NETWORK = {"controlPlaneAccess": "ip", "masterAuthorizedNetworks": [{"cidrBlock
         ({**BASE, "region": "US-EAST1"}, "region: 'US-EAST1' is not allowed; allowed: a region name such as us-east1"),
         (
             {**BASE, "ray": {"chartVersion": "1.7"}},
-            r"ray.chartVersion: '1.7' is not allowed; allowed: values matching ^\d+\.\d+\.\d+$",
+            "ray.chartVersion: '1.7' is not allowed; allowed: a version such as 1.7.0 (ASCII digits)",
         ),
         ({**BASE, "gpuPool": "x"}, "gpuPool: 'x' is not allowed; allowed: a map of keys (key: value lines)"),
         (
@@ -1594,7 +1596,8 @@ def test_backoff_bounds_equal_are_accepted_and_a_bound_below_the_first_wait_refu
 
 def test_a_negative_price_is_refused_and_zero_accepted():
     assert rejection(cost={"priceOverrides": {"a": 1.5, "b": -0.01}}) == (
-        "nemo-rl-gke:cost.priceOverrides: price 'b': -0.01 is not allowed; allowed: a number, 0 or more"
+        "nemo-rl-gke:cost.priceOverrides: price 'b': -0.01 is not allowed; allowed: a number, 0 or more, at most "
+        "1000000"
     )
     assert parse({**BASE, "cost": {"priceOverrides": {"a": 0.0}}}, "dev").cost.price_overrides == {"a": 0.0}
 
@@ -1672,7 +1675,8 @@ def test_an_authorized_network_is_kept_in_its_canonical_spelling_and_host_bits_a
         "203.0.113.0/24"
     )
     assert rejection(cluster={**_IP, "masterAuthorizedNetworks": [{"cidrBlock": "203.0.113.5/24"}]}) == (
-        "nemo-rl-gke:cluster.masterAuthorizedNetworks[0].cidrBlock: 203.0.113.5/24 has host bits set"
+        "nemo-rl-gke:cluster.masterAuthorizedNetworks[0].cidrBlock: '203.0.113.5/24' has host bits set; allowed: an "
+        "IPv4 CIDR such as 203.0.113.7/32: 203.0.113.0/24"
     )
 
 
@@ -1683,3 +1687,135 @@ def test_a_colocation_override_after_another_override_is_read_whatever_its_case(
     )
     assert cfg.job.recipe_spec.parallelism.colocated is False  # the recipe's own layout, which the override changes
     assert cfg.job.parallelism.colocated is True
+
+
+# ---------------------------------------------------------------- issue 36: what a careless user or an attacker types
+
+
+@pytest.mark.parametrize(
+    "override",
+    [
+        "policy.dtensor_cfg.tensor_parallel_size=0",
+        "policy.generation.vllm_cfg.tensor_parallel_size=0",
+        "policy.generation.vllm_cfg.tensor_parallel_size=00",
+    ],
+)
+def test_a_parallel_size_of_zero_is_refused_naming_the_overrides_and_the_key(override):
+    assert rejection(job={"overrides": [override]}) == (
+        f"nemo-rl-gke:job.overrides: {override} is not allowed; allowed: a size of 1 or more"
+    )
+
+
+def test_the_megatron_tensor_size_of_zero_is_refused_on_the_72b_recipe():
+    msg = rejection(
+        gpuPool={"nodeCount": 4},
+        job={"recipe": "qwen2.5-72b-deepscaler", "overrides": ["policy.megatron_cfg.tensor_model_parallel_size=0"]},
+    )
+    assert msg.startswith("nemo-rl-gke:job.overrides: policy.megatron_cfg.tensor_model_parallel_size=0 is not allowed")
+
+
+def test_a_parallel_size_in_non_ascii_digits_is_refused():
+    msg = rejection(job={"overrides": ["policy.dtensor_cfg.tensor_parallel_size=２"]})
+    assert msg.startswith("nemo-rl-gke:job.overrides[0]: ") and "allowed: letters, digits" in msg
+
+
+def test_a_price_override_that_would_overflow_an_estimate_is_refused():
+    assert rejection(cost={"priceOverrides": {"gpu.a4-highgpu-8g.spot": 1.7e308}}) == (
+        "nemo-rl-gke:cost.priceOverrides: price 'gpu.a4-highgpu-8g.spot': 1.7e+308 is not allowed; allowed: a "
+        "number, 0 or more, at most 1000000"
+    )
+    assert parse({**BASE, "cost": {"priceOverrides": {"a": 1_000_000}}}, "dev").cost.price_overrides == {"a": 1e6}
+
+
+WANDB_SHAPED = "0123456789abcdef0123456789abcdef01234567"  # 40 hex digits, as a W&B API key
+HF_SHAPED = "hf_abcdefghijklmnopqrstuvwxyzABCD"
+
+
+@pytest.mark.parametrize(
+    "raw, key",
+    [
+        ({"job": {"wandbProject": WANDB_SHAPED}}, "job.wandbProject"),
+        ({"ray": {"namespace": "abcdef0123456789abcdef0123456789abcdef01"}}, "ray.namespace"),
+        ({"ray": {"mountPath": f"/{WANDB_SHAPED}"}}, "ray.mountPath"),
+    ],
+)
+def test_a_credential_shaped_value_in_a_plain_key_that_reaches_the_job_is_refused_and_not_shown(raw, key):
+    msg = rejection(**raw)
+    assert msg.startswith(f"nemo-rl-gke:{key}: a value that looks like a credential (not shown); allowed: ")
+    assert WANDB_SHAPED not in msg and "abcdef0123456789" not in msg
+
+
+@pytest.mark.parametrize(
+    "raw, key",
+    [
+        ({"project": HF_SHAPED}, "project"),
+        ({"namePrefix": HF_SHAPED}, "namePrefix"),
+        ({"labels": {"team": HF_SHAPED}}, "labels"),
+        ({"labels": {HF_SHAPED: "x"}}, "labels"),
+        ({"job": {"recipe": HF_SHAPED}}, "job"),
+        ({"job": {"overrides": [{"a": HF_SHAPED}]}}, "job.overrides[0]"),
+        ({"cost": {"priceOverrides": {HF_SHAPED: -1}}}, "cost.priceOverrides"),
+        ({"lustre": {"importFrom": f"gs://u:{HF_SHAPED}@bucket/x/"}}, "lustre.importFrom"),
+        ({"cluster": {"masterAuthorizedNetworks": [{"cidrBlock": HF_SHAPED}]}}, "cluster.masterAuthorizedNetworks"),
+        ({"ray": {"ncclInstallerImage": f"us-docker.pkg.dev/x/y:{HF_SHAPED}"}}, "ray.ncclInstallerImage"),
+    ],
+)
+def test_a_credential_pasted_into_the_wrong_key_is_never_repeated_in_the_error(raw, key):
+    msg = rejection(**raw)
+    assert f"nemo-rl-gke:{key}" in msg and "hf_abc" not in msg and "ABCD" not in msg, msg
+
+
+def test_an_image_digest_is_not_taken_for_a_credential():
+    from workloads.cli_args import looks_like_credential
+
+    assert not looks_like_credential("ghcr.io/x/nccl@sha256:" + "0123456789abcdef" * 4)
+    assert looks_like_credential(WANDB_SHAPED)
+
+
+@pytest.mark.parametrize(
+    "raw, key",
+    [
+        ({"cluster": {"minMasterVersion": "１.３５.０-gke.１０００"}}, "cluster.minMasterVersion"),
+        ({"cluster": {"maintenanceStartTime": "0３:0０"}}, "cluster.maintenanceStartTime"),
+        ({"ray": {"chartVersion": "١.٧.٠"}, "allowUntestedVersions": True}, "ray.chartVersion"),
+        ({"region": "us-east١"}, "region"),
+    ],
+)
+def test_versions_and_times_in_non_ascii_digits_are_refused(raw, key):
+    assert rejection(**raw).startswith(f"nemo-rl-gke:{key}: ")
+
+
+@pytest.mark.parametrize("path", ["gs://bucket/a/../b/", "gs://bucket/./b/", "gs://bucket/a/../"])
+def test_a_dot_or_dot_dot_folder_in_lustre_import_from_is_refused(path):
+    assert rejection(lustre={"importFrom": path}) == (
+        f"nemo-rl-gke:lustre.importFrom: {path!r} has a '.' or '..' folder, which Cloud Storage reads literally; "
+        "allowed: gs://bucket/path/ without '.' or '..' folders"
+    )
+
+
+@pytest.mark.parametrize(
+    "cidr, says",
+    [
+        ("2001:db8::", "is an IPv6 address or range (what `curl ifconfig.me` prints on an IPv6 host)"),
+        ("2001:db8::/64", "is an IPv6 address or range"),
+        ("1.2.3.4/33", "is not an IPv4 CIDR; allowed: an IPv4 CIDR such as 203.0.113.7/32 (address/prefix length"),
+        ("1.2.3", "is not an IPv4 CIDR; allowed: an IPv4 CIDR"),
+        ("1.2.3.4/24", "has host bits set; allowed: an IPv4 CIDR such as 203.0.113.7/32: 1.2.3.0/24"),
+    ],
+)
+def test_an_authorized_network_that_is_not_an_ipv4_cidr_says_what_is_allowed(cidr, says):
+    msg = rejection(cluster={"controlPlaneAccess": "ip", "masterAuthorizedNetworks": [{"cidrBlock": cidr}]})
+    assert msg.startswith(f"nemo-rl-gke:cluster.masterAuthorizedNetworks[0].cidrBlock: {cidr!r} {says}"), msg
+
+
+@pytest.mark.parametrize(
+    "value, says",
+    [("null", "JSON null; allowed"), ("5", "a JSON number; allowed"), ("[" * 5000 + "]" * 5000, "nested too deeply")],
+)
+def test_a_pulumi_config_that_is_not_a_map_says_so_in_json_words(value, says, monkeypatch):
+    from infra.config.engine import engine_config
+
+    monkeypatch.setenv("PULUMI_CONFIG", value)
+    with pytest.raises(ConfigError) as err:
+        engine_config()
+    assert str(err.value).startswith(f"PULUMI_CONFIG: {says}") and "NoneType" not in str(err.value)

@@ -428,15 +428,17 @@ def test_a_stack_file_that_is_a_directory_a_fifo_or_a_device_is_named_for_what_i
 
 
 def test_a_stack_file_that_cannot_be_read_is_one_line_naming_it(tmp_path, entry, monkeypatch):
+    import os
+
     path = stack_config(tmp_path)
-    real_open = Path.open
+    real_open = os.open
 
-    def refuse(self, *args, **kwargs):  # what a file of another user's with mode 600 gives (tests may run as root)
-        if self == path:
-            raise PermissionError(13, "Permission denied", str(self))
-        return real_open(self, *args, **kwargs)
+    def refuse(name, *args, **kwargs):  # what a file of another user's with mode 600 gives (tests may run as root)
+        if Path(name) == path:
+            raise PermissionError(13, "Permission denied", str(name))
+        return real_open(name, *args, **kwargs)
 
-    monkeypatch.setattr(Path, "open", refuse)
+    monkeypatch.setattr(os, "open", refuse)
     assert_refused(entry(path), f"stack file {path}: cannot be read (Permission denied)")
 
 
@@ -712,3 +714,120 @@ def test_derived_cloud_names_never_exceed_the_api_limit_and_stay_distinct(limit)
     assert all(len(n) <= limit for n in names), names
     assert len(names) == 3, f"truncation to {limit} made names collide: {names}"
     assert all(not n.endswith("-") for n in names)
+
+
+# ---------------------------------------------------------------- issue 36: the third pass, end to end
+
+TOKEN = "hf_abcdefghijklmnopqrstuvwxyzABCD"
+W_AND_B = "0123456789abcdef0123456789abcdef01234567"
+
+THIRD_PASS = {
+    "an override that divides by zero": ({"job": {"overrides": ["policy.dtensor_cfg.tensor_parallel_size=0"]}}, "job"),
+    "a vLLM size of 00": ({"job": {"overrides": ["policy.generation.vllm_cfg.tensor_parallel_size=00"]}}, "job"),
+    "a price that overflows": ({"cost": {"priceOverrides": {"gpu.a4-highgpu-8g.spot": 1.7e308}}}, "cost"),
+    "a W&B key as the W&B project": ({"job": {"wandbProject": W_AND_B}}, "job.wandbProject"),
+    "a token as the project": ({"project": TOKEN}, "nemo-rl-gke:project"),
+    "a token as the prefix": ({"namePrefix": TOKEN}, "namePrefix"),
+    "a token as the namespace": ({"ray": {"namespace": TOKEN}}, "ray.namespace"),
+    "a token as a label": ({"labels": {"team": TOKEN}}, "labels"),
+    "a token as the recipe": ({"job": {"recipe": TOKEN}}, "job"),
+    "a token in an image tag": ({"ray": {"ncclInstallerImage": f"us-docker.pkg.dev/x/y:{TOKEN}"}}, "ray"),
+    "a token as a price key": ({"cost": {"priceOverrides": {TOKEN: -1}}}, "cost.priceOverrides"),
+    "a token in lustre.importFrom": ({"lustre": {"importFrom": f"gs://u:{TOKEN}@b/x/"}}, "lustre.importFrom"),
+    "a token as a CIDR": ({"cluster": {"masterAuthorizedNetworks": [{"cidrBlock": TOKEN}]}}, "cidrBlock"),
+    "a token in an override map": ({"job": {"overrides": [{"a": TOKEN}]}}, "job.overrides[0]"),
+    "full-width digits in minMasterVersion": ({"cluster": {"minMasterVersion": "１.３５.０-gke.１０００"}}, "cluster"),
+    "full-width digits in maintenanceStartTime": ({"cluster": {"maintenanceStartTime": "0３:0０"}}, "cluster"),
+    "Arabic digits in the chart version": (
+        {"ray": {"chartVersion": "١.٧.٠"}, "allowUntestedVersions": True},
+        "ray.chartVersion",
+    ),
+    "a .. folder in lustre.importFrom": ({"lustre": {"importFrom": "gs://bucket/a/../b/"}}, "lustre.importFrom"),
+    "an IPv6 address as a CIDR": ({"cluster": {"masterAuthorizedNetworks": [{"cidrBlock": "2001:db8::"}]}}, "IPv6"),
+}
+
+
+@pytest.mark.parametrize("case", THIRD_PASS.values(), ids=THIRD_PASS.keys())
+def test_the_third_pass_config_cases_are_one_line_and_never_repeat_a_credential(case, tmp_path, entry):
+    config, names = case
+    line = assert_refused(entry(stack_config(tmp_path, **config)), names)
+    assert TOKEN not in line and "abcdefghij" not in line and W_AND_B not in line, line
+
+
+YAML_THIRD_PASS = {
+    "!!bool yes": ("  nemo-rl-gke:cluster:\n    deletionProtection: !!bool yes\n", "true or false"),
+    "!!bool on": ("  nemo-rl-gke:cluster:\n    deletionProtection: !!bool on\n", "true or false"),
+    "!!int abc": ("  nemo-rl-gke:gpuPool:\n    nodeCount: !!int abc\n", "a whole number"),
+    "!!float x": ("  nemo-rl-gke:job:\n    maxLostMinutes: !!float x\n", "a number"),
+    "5000 digits": ("  nemo-rl-gke:gpuPool:\n    nodeCount: 1" + "0" * 5000 + "\n", "64 bits"),
+    "!!int 0x": ("  nemo-rl-gke:gpuPool:\n    nodeCount: !!int 0x\n", "a whole number"),
+    "a token as a key": (f"  {TOKEN}:x:y: 1\n", "configuration key"),
+}
+
+
+@pytest.mark.parametrize("case", YAML_THIRD_PASS.values(), ids=YAML_THIRD_PASS.keys())
+def test_the_third_pass_yaml_cases_are_one_line(case, tmp_path, entry):
+    body, allowed = case
+    text = "config:\n  nemo-rl-gke:project: my-gcp-project\n" + body
+    line = assert_refused(entry(stack_text(tmp_path, text)), allowed)
+    assert "abcdefghij" not in line and len(line) < 500, line
+
+
+def test_an_esc_environment_named_like_a_token_is_not_repeated(tmp_path, entry):
+    text = f"environment:\n  - team/{TOKEN}\nconfig:\n  nemo-rl-gke:project: my-gcp-project\n"
+    line = assert_refused(entry(stack_text(tmp_path, text)), "environment")
+    assert "abcdefghij" not in line
+
+
+def test_a_project_file_that_is_not_utf8_is_one_line(tmp_path, entry, monkeypatch):
+    from infra import stack_file
+
+    project = tmp_path / "Pulumi.yaml"
+    project.write_bytes(b"name: nemo-rl-gke\nruntime: python\ndescription: caf\xe9\n")
+    monkeypatch.setattr(stack_file, "PROJECT_FILE", project)
+    assert_refused(entry(stack_config(tmp_path)), "Pulumi.yaml: not valid UTF-8")
+
+
+def test_a_deeply_nested_pulumi_config_is_one_line(monkeypatch, capsys):
+    monkeypatch.setenv("PULUMI_CONFIG", "[" * 100_000 + "]" * 100_000)
+    assert_refused(run_plan(["--stack", "dev"], capsys), "PULUMI_CONFIG: nested too deeply")
+
+
+def test_a_plaintext_token_from_a_config_file_names_that_file(tmp_path, entry):
+    path = stack_config(tmp_path, hfToken=TOKEN)
+    line = assert_refused(entry(path), f"remove it from --config-file {path}")
+    assert "abcdefghij" not in line
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        "http://nemo-rl-head-svc..nemo-rl.svc:8265",
+        "http://localhost..:8265",
+        "http://.localhost:8265",
+        "http://" + "a" * 64 + ".svc:8265",
+        "http://u:Zq#9x@127.0.0.1:9",
+    ],
+)
+def test_the_third_pass_addresses_are_one_line_naming_the_flag(address):
+    line = assert_refused(run_jobctl(["list", "--stack", "dev", "--address", address]), "--address")
+    assert "Zq" not in line
+    line = assert_refused(
+        run_jobctl(["list", "--stack", "dev", "--endpoint", address.replace("http:", "https:"), "--head-service", "h"]),
+        "--endpoint",
+    )
+    assert "Zq" not in line
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--stack", f"{TOKEN}!"],
+        ["--namespace", TOKEN],
+        ["--tail", W_AND_B],
+    ],
+)
+def test_a_token_typed_as_a_flag_value_is_not_repeated(argv):
+    command = ["logs"] if "--tail" in argv else ["list"]
+    line = assert_refused(run_jobctl([*command, *argv]), "argument")
+    assert "abcdefghij" not in line and W_AND_B not in line and "a value that looks like a credential" in line, line

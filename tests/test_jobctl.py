@@ -234,9 +234,13 @@ def test_the_cli_refuses_a_plaintext_secret_in_the_stack_file_as_pulumi_up_does(
         )
         + "\n"
     )
-    with pytest.raises(ConfigError) as program_refusal:  # the very words the Pulumi program uses
+    with pytest.raises(ConfigError) as program_refusal:  # the program refuses alike, naming every source it may be in
         run_program("leaky", *read_stack_file(tmp_path / "Pulumi.leaky.yaml"))
-    assert err == f"error: {str(program_refusal.value).replace(chr(10), '; ')}\n"
+    assert str(program_refusal.value).splitlines() == [
+        f"nemo-rl-gke:{k}: stored in plaintext; allowed: a secret (remove it from Pulumi.leaky.yaml, the "
+        f"--config-file, Pulumi.yaml or PULUMI_CONFIG, wherever it is set, and run `pulumi config set --secret {k}`)"
+        for k in keys
+    ]
 
     doc["config"].update({f"nemo-rl-gke:{k}": {"secure": "v1:AAAA"} for k in keys})
     (tmp_path / "Pulumi.leaky.yaml").write_text(yaml.safe_dump(doc))
@@ -322,3 +326,52 @@ def test_watch_takes_the_stacks_recovery_section_from_its_run_plan_and_waits_for
     assert policy.max_restarts == recovery.max_restarts
     assert policy.check_interval_seconds == recovery.check_interval_seconds
     assert policy.resubmit_missing is loaded.config.job.submit
+
+
+# ---------------------------------------------------------------- issue 36: files and streams a user hands the CLI
+
+
+def test_an_empty_config_file_flag_is_refused_not_read_as_the_stacks_own_file():
+    code, out, err = run_cli("submit", "--dry-run", "--config-file", "")
+    assert (code, out) == (2, "")
+    assert (
+        err == "error: argument --config-file: '' is not allowed; allowed: a file path (is a shell variable unset?)\n"
+    )
+
+
+@pytest.mark.parametrize("content, says", [("[1, 2]", "not a JSON object"), ("{", "Expecting property name")])
+def test_watch_with_a_run_file_that_is_not_a_run_plan_is_one_line(tmp_path, content, says):
+    path = tmp_path / "run.json"
+    path.write_text(content)
+    code, out, err = run_cli("watch", "--once", "--run-file", str(path), "--address", "http://127.0.0.1:9")
+    assert (code, out) == (2, "") and err.startswith(f"error: --run-file {path}: {says}") and err.count("\n") == 1
+
+
+def test_watch_with_a_run_file_that_is_a_fifo_or_a_device_is_refused_without_waiting(tmp_path):
+    import os
+
+    fifo = tmp_path / "run.json"
+    os.mkfifo(fifo)
+    for path, what in ((fifo, "is a named pipe (FIFO)"), ("/dev/zero", "is a character device")):
+        start = time.monotonic()
+        code, out, err = run_cli("watch", "--once", "--run-file", str(path), "--address", "http://127.0.0.1:9")
+        assert (code, out) == (2, "") and err.startswith(f"error: --run-file {path}: {what}; allowed: a regular file")
+        assert time.monotonic() - start < 10
+
+
+class _FailingOut(io.StringIO):
+    def __init__(self, error: OSError):
+        super().__init__()
+        self.error = error
+
+    def write(self, text: str) -> int:
+        raise self.error
+
+
+def test_a_closed_pipe_ends_the_cli_quietly_and_a_full_disk_is_one_line_exit_3():
+    err = io.StringIO()
+    assert cli.main(["submit", "--dry-run"], out=_FailingOut(BrokenPipeError(32, "Broken pipe")), err=err) == 0
+    assert err.getvalue() == ""
+    err = io.StringIO()
+    assert cli.main(["submit", "--dry-run"], out=_FailingOut(OSError(28, "No space left on device")), err=err) == 3
+    assert err.getvalue() == "error: cannot write to standard output (No space left on device)\n"

@@ -176,7 +176,7 @@ def test_compare_with_json_keeps_the_document_clean_and_says_it_on_stderr():
     assert "node pool gke-gpu-pool: unchanged" in proc.stderr
 
 
-@pytest.mark.parametrize("content, reason", [(None, "No such file"), ("[]", "no resources list"), ("{", "Expecting")])
+@pytest.mark.parametrize("content, reason", [(None, "not found"), ("[]", "no resources list"), ("{", "Expecting")])
 def test_compare_with_something_that_is_not_a_plan_is_one_line_and_exit_2(tmp_path, content, reason):
     path = tmp_path / "before.json"
     if content is not None:
@@ -297,3 +297,153 @@ def test_compare_says_whether_an_edit_is_a_new_attempt_of_the_run_or_a_new_run(t
     )
     assert after.returncode == 0, after.stderr
     assert after.stdout.splitlines()[-1].startswith(says), after.stdout.splitlines()[-1]
+
+
+# ---------------------------------------------------------------- issue 36: files and streams a user hands the plan
+
+
+def golden(stack: str = "dev") -> dict:
+    return json.loads((ROOT / "tests" / "golden" / f"{stack}.json").read_text())
+
+
+@pytest.mark.parametrize(
+    "doc, reason",
+    [
+        ([1, 2, 3], "no resources list"),
+        ({"resources": [{"type": "gcp:container/nodePool:NodePool"}]}, "resources[0] is not a resource with a name"),
+        ({"resources": [{"name": "p", "type": "t", "inputs": "x"}]}, "resources[0] is not a resource"),
+        ({"resources": [5]}, "resources[0] is not a resource"),
+    ],
+)
+def test_compare_with_a_document_of_the_wrong_shape_is_one_line(tmp_path, doc, reason):
+    path = tmp_path / "before.json"
+    path.write_text(json.dumps(doc))
+    proc = run_cli("--stack", "dev", "--compare", str(path))
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr.startswith(f"error: --compare {path}: {reason}") and proc.stderr.count("\n") == 1, proc.stderr
+
+
+def test_compare_with_deep_nesting_is_one_line(tmp_path):
+    path = tmp_path / "deep.json"
+    path.write_text('{"resources": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    proc = run_cli("--stack", "dev", "--compare", str(path))
+    assert proc.returncode == 2 and "nested too deeply" in proc.stderr and proc.stderr.count("\n") == 1
+
+
+def test_compare_with_another_stacks_plan_is_refused_rather_than_judged(tmp_path):
+    path = tmp_path / "b200.json"
+    path.write_text(json.dumps(golden("b200")))
+    proc = run_cli("--stack", "dev", "--compare", str(path))
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr == (
+        f"error: --compare {path}: a plan of 'nemo-rl-gke' / 'b200', not of nemo-rl-gke / dev; allowed: a plan "
+        "document of `python -m infra.plan --json`\n"
+    )
+
+
+def test_compare_with_a_fifo_or_a_device_is_refused_without_reading_it(tmp_path):
+    import os
+
+    fifo = tmp_path / "pipe.json"
+    os.mkfifo(fifo)
+    for path, what in ((fifo, "is a named pipe (FIFO)"), ("/dev/zero", "is a character device")):
+        proc = run_cli("--stack", "dev", "--compare", str(path))
+        assert (proc.returncode, proc.stdout, proc.stderr) == (
+            2,
+            "",
+            f"error: --compare {path}: {what}; allowed: a plan document of `python -m infra.plan --json`\n",
+        )
+
+
+@pytest.mark.parametrize("kind", ["loop", "dangling"])
+def test_out_as_a_symlink_loop_or_a_dangling_link_is_one_line(tmp_path, kind):
+    link = tmp_path / "out"
+    link.symlink_to(link if kind == "loop" else tmp_path / "nowhere")
+    proc = run_cli("--out", str(link))
+    assert (proc.returncode, proc.stdout) == (2, "") and proc.stderr.count("\n") == 1, proc.stderr
+    assert proc.stderr.startswith(f"error: --out {link}: ")
+
+
+@pytest.mark.parametrize("kind", ["dangling link", "read-only file"])
+def test_out_with_a_target_it_cannot_write_writes_nothing(tmp_path, kind):
+    import os
+
+    out = tmp_path / "out"
+    out.mkdir()
+    target = out / "namespace-nemo-rl.yaml"
+    if kind == "dangling link":
+        target.symlink_to(tmp_path / "nowhere")
+    else:
+        target.write_text("old")
+        target.chmod(0o444)
+    if kind == "read-only file" and os.access(target, os.W_OK):
+        pytest.skip("root writes read-only files")
+    proc = run_cli("--out", str(out))
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "namespace-nemo-rl.yaml" in proc.stderr and "nothing was written" in proc.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["namespace-nemo-rl.yaml"]
+
+
+def test_out_refuses_a_dangling_link_in_it_even_as_root(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "namespace-nemo-rl.yaml").symlink_to(tmp_path / "elsewhere.yaml")
+    proc = run_cli("--out", str(out))
+    assert proc.returncode == 2 and "is a symbolic link; nothing was written" in proc.stderr, proc.stderr
+    assert not (tmp_path / "elsewhere.yaml").exists() and len(list(out.iterdir())) == 1
+
+
+def test_graph_without_a_directory_writes_into_plan_out_never_the_repository_root(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    proc = run_cli("--graph")
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in (tmp_path / "plan-out").iterdir()) == ["graph.dot", "graph.mmd"]
+    proc = run_cli("--graph", str(ROOT))
+    assert (proc.returncode, proc.stderr) == (
+        2,
+        f"error: --graph {ROOT}: is the repository root; allowed: a writable directory (created if missing)\n",
+    )
+
+
+class _Stdout:
+    """A standard output that fails as a closed pipe or a full disk does."""
+
+    def __init__(self, error: OSError):
+        self.error = error
+
+    def write(self, text: str) -> int:
+        raise self.error
+
+    def flush(self) -> None:
+        raise self.error
+
+    def fileno(self) -> int:
+        raise ValueError("not a real file")
+
+
+def test_a_reader_that_goes_away_ends_the_plan_quietly_and_a_full_disk_is_one_line_exit_3(monkeypatch, capsys):
+    from tools import offline_plan as plan
+
+    monkeypatch.setattr(sys, "stdout", _Stdout(BrokenPipeError(32, "Broken pipe")))
+    assert plan.main(["--json"]) == 0
+    assert capsys.readouterr().err == ""
+    monkeypatch.setattr(sys, "stdout", _Stdout(OSError(28, "No space left on device")))
+    assert plan.main(["--json"]) == 3
+    assert capsys.readouterr().err == "error: cannot write to standard output (No space left on device)\n"
+
+
+def test_the_plan_under_a_closed_pipe_prints_no_traceback():
+    proc = subprocess.run(
+        f"{sys.executable} -m infra.plan --json | head -1", shell=True, cwd=ROOT, capture_output=True, text=True
+    )
+    assert proc.stdout == "{\n" and "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr
+
+
+def test_an_empty_section_is_said_on_stderr_not_defaulted_silently(tmp_path):
+    path = tmp_path / "Pulumi.dev.yaml"
+    path.write_text("config:\n  nemo-rl-gke:project: my-gcp-project\n  nemo-rl-gke:gpuPool:\n")
+    proc = run_cli("--config-file", str(path), "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == (
+        "note: nemo-rl-gke:gpuPool: empty in the stack file; its defaults apply, as under `pulumi up`\n"
+    )

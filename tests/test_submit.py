@@ -319,3 +319,40 @@ def test_logs_tail_prints_only_the_last_lines_of_the_job_log_also_when_following
     # Following replays the log from its start over the websocket; none of the skipped part may reappear.
     assert run_cli(*args, "--follow") == (0, "line 4\nline 5\n", "")
     assert run_cli(*args[:-1], "99") == (0, "".join(jobs.logs(client, spec.submission_id)), "")
+
+
+# ---------------------------------------------------------------- issue 36: addresses that leak or crash
+
+
+@pytest.mark.parametrize(
+    "host", ["nemo-rl-head-svc..nemo-rl.svc", "localhost..", ".localhost", "a" * 64 + ".nemo-rl.svc"]
+)
+def test_a_host_name_idna_refuses_is_an_invalid_address_not_a_unicode_error(host):
+    with pytest.raises(jobs.InvalidAddress) as err:
+        jobs.connect(f"http://{host}:8265", timeout=0.1)
+    assert err.value.reason.startswith("the host name has an empty label (two dots, or a leading dot) or one over 63")
+    with pytest.raises(jobs.InvalidAddress):
+        jobs.check_endpoint(f"https://{host}")
+
+
+@pytest.mark.parametrize("password", ["Zq#9x", "Zq?9x", "Zq/9x", "Zq@9x"])
+def test_a_password_holding_url_delimiters_is_refused_and_never_repeated(password):
+    with pytest.raises(jobs.InvalidAddress) as err:
+        jobs.connect(f"http://admin:{password}@127.0.0.1:9", timeout=0.1)
+    assert "credentials in the URL" in str(err.value) and "Zq" not in str(err.value) and "9x" not in str(err.value)
+    assert str(err.value).startswith("http://***@127.0.0.1:9: ")
+
+
+@pytest.mark.parametrize(
+    "url, shown",
+    [
+        ("http://127.0.0.1:9/?token=hf_abcdefghijklmnopqrstuvwxyzABCD", "http://127.0.0.1:9/"),
+        ("http://127.0.0.1:9/#access_token=0123456789abcdef0123456789abcdef01234567", "http://127.0.0.1:9/"),
+        ("http://127.0.0.1:9/hf_abcdefghijklmnopqrstuvwxyzABCD/dash", "http://127.0.0.1:9/***/dash"),
+    ],
+)
+def test_an_unreachable_dashboard_is_named_without_query_fragment_or_a_token_in_its_path(url, shown):
+    with pytest.raises(jobs.DashboardUnreachable) as err:
+        jobs.connect(url, timeout=0.5)
+    assert str(err.value).startswith(f"Ray dashboard unreachable at {shown} (")
+    assert "hf_abc" not in str(err.value) and "0123456789abcdef" not in str(err.value)

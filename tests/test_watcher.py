@@ -87,11 +87,11 @@ def test_the_pod_command_runs_from_the_configmap_files_alone(client, head, tmp_p
         (["--address", "http://127.0.0.1:8265"], "error: the following arguments are required: --spec-file\n"),
         (
             ["--address", "http://127.0.0.1:8265", "--spec-file", "{missing}"],
-            "error: --spec-file {missing}: [Errno 2] No such file or directory: '{missing}'\n",
+            "error: --spec-file {missing}: not found; allowed: a regular file of at most 1048576 bytes\n",
         ),
         (
             ["--address", "http://127.0.0.1:8265", "--spec-file", "{spec}", "--run-file", "{missing}", "--once"],
-            "error: --run-file {missing}: [Errno 2] No such file or directory: '{missing}'\n",
+            "error: --run-file {missing}: not found; allowed: a regular file of at most 1048576 bytes\n",
         ),
         (
             ["--address", "ftp://127.0.0.1:8265", "--spec-file", "{spec}", "--once"],

@@ -36,12 +36,12 @@ ForceNew input, or updates it in place (tools/pool_replacement.py), and whether 
 attempt of the same training run or a new run (`run_change`, by the `runId` output); the text plan
 always lists the config keys that would replace each pool.
 
-`--out DIR` writes each Kubernetes object as `<kind>-<name>.yaml` and each Helm release's values
-as `helm-values-<release>.yaml`.
+`--out DIR` writes each Kubernetes object as `<kind>-<name>.yaml`, each Helm release's values as
+`helm-values-<release>.yaml`.
 
 After the summary, the text output shows the estimates of tools/estimates.py (cost, checkpoint
 sizing, deploy time); `--json` carries them under "estimates". `--graph [DIR]` writes the
-resource graph as `graph.mmd` (Mermaid) and `graph.dot` (Graphviz) to DIR (default `.`).
+resource graph as `graph.mmd` (Mermaid) and `graph.dot` (Graphviz) to DIR (default `plan-out/`).
 """
 
 from __future__ import annotations
@@ -49,9 +49,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import contextlib
 import json
 import os
 import runpy
+import stat
 import sys
 import threading
 from dataclasses import dataclass, field
@@ -60,6 +62,7 @@ from typing import Any, Optional
 
 import yaml
 
+from infra.naming import PROJECT
 from infra.stack_file import (
     DEFAULT_STACK,
     ROOT,
@@ -70,6 +73,9 @@ from infra.stack_file import (
     with_required_secrets,
 )
 from workloads import cli_args
+
+_RESOURCE_KEYS = ("urn", "type", "name", "parent", "custom", "provider", "inputs", "dependencies", "options")
+"""The keys of a resource in the `--json` document, in their order."""
 
 
 @dataclass
@@ -90,17 +96,7 @@ class Plan:
             "project": self.project,
             "stack": self.stack,
             "resources": [
-                {
-                    "urn": r.urn,
-                    "type": r.type,
-                    "name": r.name,
-                    "parent": r.parent,
-                    "custom": r.custom,
-                    "provider": r.provider,
-                    "inputs": _shown_inputs(r),
-                    "dependencies": r.dependencies,
-                    "options": r.options,
-                }
+                {key: _shown_inputs(r) if key == "inputs" else getattr(r, key) for key in _RESOURCE_KEYS}
                 for r in self.resources
             ],
             "outputs": self.outputs,
@@ -360,13 +356,35 @@ def kubernetes_manifests(plan: Plan) -> dict[str, Any]:
 
 
 def write_manifests(plan: Plan, out: Path) -> list[Path]:
+    """Write every manifest to `out`; every target is checked first (`_target_problem`), so a refusal writes nothing."""
+    files = kubernetes_manifests(plan)
+    for fname in files:
+        problem = _target_problem(out / fname)
+        if problem:
+            raise OSError(0, f"{fname} {problem}; nothing was written")
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    for fname, doc in kubernetes_manifests(plan).items():
+    for fname, doc in files.items():
         path = out / fname
         path.write_text(yaml.safe_dump(doc, sort_keys=False))
         written.append(path)
     return written
+
+
+def _target_problem(path: Path) -> Optional[str]:
+    """Why a file the plan writes cannot be (over)written in place, or None: a link (dangling, a loop, or to
+    a file elsewhere, which writing through would change), something not a regular file, a read-only file."""
+    try:
+        status = path.lstat()
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        return f"cannot be used ({err.strerror or err})"
+    if stat.S_ISLNK(status.st_mode):
+        return "is a symbolic link"
+    if not stat.S_ISREG(status.st_mode):
+        return "exists and is not a regular file"
+    return None if os.access(path, os.W_OK) else "exists and is read-only"
 
 
 def _write_failed(flag: str, path: Path, err: OSError) -> int:
@@ -377,6 +395,8 @@ def _write_failed(flag: str, path: Path, err: OSError) -> int:
 def _output_dir_problem(path: Path) -> Optional[str]:
     """Why `path` cannot be (or become) a directory to write to; None when it can. Creates nothing."""
     try:
+        if path.is_symlink() and not path.exists():  # Path.exists() is False for a loop of links, and dangling ones
+            path.stat()  # raises the reason (a loop of links), or FileNotFoundError (dangling)
         if path.exists():
             if not path.is_dir():
                 return "exists and is not a directory"
@@ -387,15 +407,16 @@ def _output_dir_problem(path: Path) -> Optional[str]:
         if not parent.is_dir():
             return f"{parent} is not a directory"
         return None if os.access(parent, os.W_OK | os.X_OK) else f"{parent} is not writable"
+    except FileNotFoundError:
+        return "is a symbolic link to nothing"
     except OSError as err:  # a name longer than the filesystem allows, a loop of links
         return f"cannot be used ({err.strerror or err})"
 
 
 def _same_dir(path: Path, other: Path) -> bool:
-    try:
+    with contextlib.suppress(OSError):
         return path.resolve() == other.resolve()
-    except OSError:
-        return False
+    return False
 
 
 def _output_dir(text: str) -> Path:
@@ -406,7 +427,59 @@ def _output_dir(text: str) -> Path:
     return Path(text)
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+MAX_PLAN_BYTES = 16 << 20
+"""The most a `--compare` document may hold: a plan document is about half a megabyte."""
+
+
+def read_compare(path: Path, stack: str) -> dict[str, Any]:
+    """The `--compare` document, checked to be a plan of `stack` of this project with resources of the
+    documented shape; `ValueError` says in one line why not."""
+    try:
+        doc = json.loads(cli_args.read_user_file(path, MAX_PLAN_BYTES))
+    except cli_args.UnreadableFile as err:
+        raise ValueError(str(err).partition("; allowed")[0]) from None
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+    except ValueError as err:  # JSON, or UTF-8, that does not decode
+        raise ValueError(str(err).splitlines()[0]) from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("resources"), list):
+        raise ValueError("no resources list")
+    for i, resource in enumerate(doc["resources"]):
+        if not (
+            isinstance(resource, dict)
+            and isinstance(resource.get("name"), str)
+            and isinstance(resource.get("type"), str)
+            and isinstance(resource.get("inputs", {}), dict)
+        ):
+            raise ValueError(f"resources[{i}] is not a resource with a name, a type and a map of inputs")
+    project = project_name()
+    if (doc.get("project"), doc.get("stack")) != (project, stack):
+        # Another stack's pools differ in every input: its verdicts ("REPLACED, every node lost") would be false.
+        raise ValueError(
+            f"a plan of {cli_args.without_credentials(repr(doc.get('project')))} / "
+            f"{cli_args.without_credentials(repr(doc.get('stack')))}, not of {project} / {stack}"
+        )
+    return doc
+
+
+def _write_out(write: Any) -> Optional[int]:
+    """Run `write` (what goes to stdout): a reader that went away (`| head -1`) ends the command quietly, as
+    for `cat`; a stdout that cannot take it (`> /dev/full`) is one line and exit 3 (the environment)."""
+    try:
+        write()
+        sys.stdout.flush()
+        return None
+    except OSError as err:
+        # Python would fail again flushing stdout at exit: point it at nothing first.
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        if isinstance(err, BrokenPipeError):
+            return 0
+        print(f"error: cannot write to standard output ({err.strerror or err})", file=sys.stderr)
+        return 3
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = cli_args.OneLineParser(prog="python -m infra.plan", description="Show what a stack would build, offline.")
     parser.add_argument(
         "--stack",
@@ -437,45 +510,54 @@ def main(argv: Optional[list[str]] = None) -> int:
         "--graph",
         type=_output_dir,
         nargs="?",
-        const=Path("."),
+        const=Path("plan-out"),
         metavar="DIR",
-        help="write graph.mmd and graph.dot to DIR (default .)",
+        help="write graph.mmd and graph.dot to DIR (default plan-out/, git-ignored)",
     )
+    return parser
+
+
+def _checked_flags(args: argparse.Namespace) -> Optional[dict[str, Any]]:
+    """`--out` and `--graph` checked, before anything runs, and the `--compare` document read; `ValueError`
+    is the one line that refuses them."""
+    for flag, path in (("--out", args.out), ("--graph", args.graph)):
+        problem = path is not None and _output_dir_problem(path)
+        if path is not None and not problem and _same_dir(path, ROOT):
+            # Some forty manifests among the stack files and the code; `plan-out/` is git-ignored for them.
+            problem = "is the repository root"
+        if problem:
+            raise ValueError(f"{flag} {path}: {problem}; allowed: a writable directory (created if missing)")
+    if args.compare is None:
+        return None
+    try:
+        return read_compare(args.compare, args.stack)
+    except ValueError as detail:
+        allowed = "allowed: a plan document of `python -m infra.plan --json`"
+        raise ValueError(f"--compare {args.compare}: {detail}; {allowed}") from None
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = _parser()
     try:
         args = parser.parse_args(argv)
     except cli_args.UsageError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    for flag, path in (("--out", args.out), ("--graph", args.graph)):
-        problem = path is not None and _output_dir_problem(path)
-        if flag == "--out" and path is not None and not problem and _same_dir(path, ROOT):
-            # Some forty manifests among the stack files and the code; `plan-out/` is git-ignored for them.
-            problem = "is the repository root"
-        if problem:
-            print(
-                f"error: {flag} {path}: {problem}; allowed: a writable directory (created if missing)", file=sys.stderr
-            )
-            return 2
-
-    previous: Optional[dict[str, Any]] = None
-    if args.compare is not None:
-        try:
-            previous = json.loads(args.compare.read_text())
-            if not isinstance(previous, dict) or not isinstance(previous.get("resources"), list):
-                raise ValueError("no resources list")
-        except (OSError, ValueError) as err:
-            detail = err.strerror if isinstance(err, OSError) and err.strerror else str(err).splitlines()[0]
-            print(
-                f"error: --compare {args.compare}: {detail}; allowed: a plan document of `python -m infra.plan --json`",
-                file=sys.stderr,
-            )
-            return 2
+    try:
+        previous = _checked_flags(args)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
 
     from infra.config import ConfigError, MissingSecretError
     from tools import estimates
 
     try:
-        config, secret_keys = read_stack_file(args.config_file or stack_path(args.stack, ROOT))
+        stack_file = args.config_file or stack_path(args.stack, ROOT)
+        config, secret_keys = read_stack_file(stack_file)
+        for key in sorted(k for k, v in config.items() if v == "" and k.startswith(f"{PROJECT}:")):
+            # The Pulumi CLI warns of an empty value and passes ""; the program reads it as unset.
+            print(f"note: {key}: empty in the stack file; its defaults apply, as under `pulumi up`", file=sys.stderr)
         if args.assume_secrets:
             before = set(secret_keys)
             config, secret_keys = with_required_secrets(args.stack, config, secret_keys)
@@ -487,7 +569,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                     file=sys.stderr,
                 )
         # Everything the program checks first, checked here before it runs: a refusal costs no mock run.
-        validate_flat(args.stack, config, secret_keys)
+        shown = f"--config-file {args.config_file}" if args.config_file else None
+        validate_flat(args.stack, config, secret_keys, stack_file, shown)
         plan = run_program(args.stack, config, secret_keys)
         # The estimates' own inputs (cost.priceOverrides) are checked before anything is printed.
         estimates.price_table(estimates.stack_config(plan))
@@ -511,21 +594,19 @@ def main(argv: Optional[list[str]] = None) -> int:
         except OSError as err:
             return _write_failed("--graph", args.graph, err)
         print(f"wrote {', '.join(str(p) for p in paths)}", file=sys.stderr)
-    if args.json:
-        # allow_nan=False: the document is JSON or nothing (the config refuses inf and nan up front).
-        json.dump(plan_document(plan), sys.stdout, indent=2, sort_keys=False, allow_nan=False)
-        sys.stdout.write("\n")
-    else:
-        print(render_tree(plan))
+    # allow_nan=False: the document is JSON or nothing (the config refuses inf and nan up front); rendered
+    # whole before the first byte is written, so a failure never leaves half a document.
+    text = (json.dumps(plan_document(plan), indent=2, allow_nan=False) if args.json else render_tree(plan)) + "\n"
     if previous is not None:
         from tools.pool_replacement import compare
 
-        # Last, where it is read; on stderr with --json, so the document stays one JSON value.
-        if not args.json:
-            print(f"\nNode pools against {args.compare}:")
-        for line in [*compare(previous, plan.to_json()), run_change(previous, plan.to_json())]:
-            print(line, file=sys.stderr if args.json else sys.stdout)
-    return 0
+        lines = "\n".join([*compare(previous, plan.to_json()), run_change(previous, plan.to_json())])
+        if args.json:  # on stderr, so the document stays one JSON value
+            print(lines, file=sys.stderr)
+        else:  # last, where it is read
+            text += f"\nNode pools against {args.compare}:\n{lines}\n"
+    code = _write_out(lambda: sys.stdout.write(text))
+    return 0 if code is None else code
 
 
 def run_change(before: dict[str, Any], after: dict[str, Any]) -> str:

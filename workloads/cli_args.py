@@ -9,9 +9,15 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import re
+import stat
 import typing
 from typing import Callable, Optional
+
+MAX_USER_FILE_BYTES = 1 << 20
+"""The most a file named on a command line (or a stack file) may hold: every one the project reads (a stack
+file, a plan document, a run file, a ledger) is a few kilobytes to a few hundred; more is the wrong file."""
 
 RUN = ".venv/bin/python -m"
 """How a printed command starts (stack outputs, hints in messages): the checkout's venv, from the
@@ -26,7 +32,7 @@ class OneLineParser(argparse.ArgumentParser):
     """An `ArgumentParser` that raises `UsageError` instead of printing usage and exiting."""
 
     def error(self, message: str) -> "typing.NoReturn":
-        raise UsageError(message)
+        raise UsageError(without_credentials(message))  # a token typed as a flag's value is not repeated
 
 
 def whole_number(low: int, high: Optional[int], allowed: str) -> Callable[[str], int]:
@@ -68,6 +74,14 @@ def seconds(positive: bool, maximum: Optional[float] = None) -> Callable[[str], 
     return parse
 
 
+def file_path(text: str) -> str:
+    """An argparse type for a file flag: `''` (an unset shell variable) is refused rather than read as "no flag",
+    which would fall back to another file (`--config-file ''` to the stack's own Pulumi.<stack>.yaml)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"{text!r} is not allowed; allowed: a file path (is a shell variable unset?)")
+    return text
+
+
 def _shown(text: str) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
@@ -89,3 +103,94 @@ def namespace(text: str) -> str:
             "with a letter"
         )
     return text
+
+
+class UnreadableFile(ValueError):
+    """A file the user named cannot be read as a small regular file; the message says why and what is allowed
+    (without the file's name: the caller puts the flag or key and the path in front)."""
+
+
+def _file_kind(mode: int) -> str:
+    for test, what in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a named pipe (FIFO)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return what
+    return "not a regular file"
+
+
+def read_user_file(path: "str | os.PathLike[str]", limit: int = MAX_USER_FILE_BYTES) -> bytes:
+    """The bytes of a file the user named (a stack file, `--compare`, `--run-file`, a spec file): the one
+    reader of such files. A regular file of at most `limit` bytes; anything else is `UnreadableFile`, never a
+    hang or a read without end: the type is looked at before opening (opening a FIFO waits for a writer),
+    the file is opened without blocking, and at most `limit` + 1 bytes are read (`/dev/zero` never ends)."""
+    allowed = f"allowed: a regular file of at most {limit} bytes"
+    try:
+        status = os.stat(path)
+    except FileNotFoundError:
+        raise UnreadableFile(f"not found; {allowed}") from None
+    except OSError as err:  # a loop of links, a parent that is a file, a name too long, no permission
+        raise UnreadableFile(f"cannot be read ({err.strerror or err}); {allowed}") from None
+    if not stat.S_ISREG(status.st_mode):
+        raise UnreadableFile(f"is {_file_kind(status.st_mode)}; {allowed}")
+    if status.st_size > limit:
+        raise UnreadableFile(f"{status.st_size} bytes; {allowed}")
+    try:
+        # O_NONBLOCK: the name may have been swapped for a FIFO since the stat; then open returns at once.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                raise UnreadableFile(f"is {_file_kind(os.fstat(handle.fileno()).st_mode)}; {allowed}")
+            data = handle.read(limit + 1)
+    except OSError as err:  # no read permission, an I/O error
+        raise UnreadableFile(f"cannot be read ({err.strerror or err}); {allowed}") from None
+    if len(data) > limit:
+        raise UnreadableFile(f"more than {limit} bytes; {allowed}")
+    return data
+
+
+# The project's one credential detector: a known token prefix (Hugging Face, GitHub, OpenAI-style, AWS, Google
+# API keys, Slack, JWTs, PEM keys), a URL with a password, 32 or more hex digits (a W&B API key is 40), digits
+# and letters both, or a run of 32 or more letters and digits mixing upper case, lower case and digits (the
+# shape of random tokens; names that long carry separators). It refuses such values in plain config keys
+# (infra/config) and keeps them out of every message that repeats user input (`without_credentials`).
+_CREDENTIAL_VALUE = re.compile(
+    r"hf_[A-Za-z0-9]{20,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,}|sk-[A-Za-z0-9_\-]{20,}|AKIA[0-9A-Z]{16}"
+    r"|AIza[0-9A-Za-z_\-]{35}|xox[abprs]-[A-Za-z0-9\-]{10,}|eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}|-----BEGIN"
+    r"|://[^/@:]*:[^/@]+@"
+)
+_HEX_RUN = re.compile(r"[0-9a-fA-F]{32,}")
+_RANDOM_RUN = re.compile(r"[A-Za-z0-9]{32,}")
+_IMAGE_DIGEST = re.compile(r"@sha256:[0-9a-f]{64}\b")
+CREDENTIAL_SHOWN = "a value that looks like a credential (not shown)"
+"""What a message says in place of a value the detector flags."""
+
+
+def looks_like_credential(value: str) -> bool:
+    """Whether `value` has the shape of a token or key (the rule above); an image digest is not one."""
+    value = _IMAGE_DIGEST.sub("@sha256:digest", value)
+    if _CREDENTIAL_VALUE.search(value):
+        return True
+    if any(re.search(r"[0-9]", run) and re.search(r"[a-fA-F]", run) for run in _HEX_RUN.findall(value)):
+        return True
+    return any(
+        re.search(r"[a-z]", run) and re.search(r"[A-Z]", run) and re.search(r"[0-9]", run)
+        for run in _RANDOM_RUN.findall(value)
+    )
+
+
+_QUOTED = re.compile(r"'(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\"")
+
+
+def without_credentials(text: str) -> str:
+    """A message with each value in it that looks like a credential replaced by `CREDENTIAL_SHOWN`: every quoted
+    value (a repr), then, if the rest still looks like one, every word that does. For messages that repeat what
+    the user typed (errors end up in CI logs and tickets)."""
+    if not looks_like_credential(text):
+        return text
+    text = _QUOTED.sub(lambda m: CREDENTIAL_SHOWN if looks_like_credential(m.group()) else m.group(), text)
+    return re.sub(r"[^\s,;()]+", lambda m: CREDENTIAL_SHOWN if looks_like_credential(m.group()) else m.group(), text)

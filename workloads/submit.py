@@ -48,7 +48,7 @@ except ImportError:  # added with token auth in Ray 2.52 (ray-project/ray#58737)
         """Never raised by an older Ray's client; keeps `_guard`'s except clause valid."""
 
 
-from workloads.cli_args import RUN
+from workloads.cli_args import RUN, looks_like_credential, without_credentials
 from workloads.job_types import META_ATTEMPT, META_RECIPE, META_SPEC_HASH, META_STACK, JobSpec
 
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
@@ -87,7 +87,7 @@ class DashboardUnreachable(JobError):
     """No Ray dashboard answered at the address."""
 
     def __init__(self, address: str, detail: str = ""):
-        self.address = address
+        self.address = address = redacted(address)
         hint = (
             "check that the cluster is up and the Ray head pod is running "
             "(`kubectl -n <namespace> get pods -l ray.io/node-type=head`), "
@@ -100,7 +100,7 @@ class DashboardAuthError(JobError):
     """The dashboard (or the API server in front of it) refused our credentials."""
 
     def __init__(self, address: str, detail: str = ""):
-        self.address = address
+        self.address = address = redacted(address)
         super().__init__(
             f"not authorized at {address}{f' ({detail})' if detail else ''}: run "
             "`gcloud auth application-default login` and make sure your identity may proxy to "
@@ -113,7 +113,7 @@ class UnknownJob(JobError):
 
     def __init__(self, job_id: str, address: str = ""):
         self.job_id = job_id
-        where = f" on {address}" if address else ""
+        where = f" on {redacted(address)}" if address else ""
         super().__init__(f"no job {job_id!r}{where}; `{RUN} jobctl list --stack <stack>` shows the stack's jobs")
 
 
@@ -350,8 +350,16 @@ def check_endpoint(endpoint: str) -> None:
 
 
 def redacted(text: str) -> str:
-    """`text` with the `user:password@` of a URL (or of a `host:port` without scheme) masked as `***@`."""
-    return re.sub(r"^((?:[A-Za-z][A-Za-z0-9+.\-]*:)?//)?[^/?#@]*@", lambda m: (m.group(1) or "") + "***@", text)
+    """A URL (or `host:port`) as messages show it: its `user:password@` masked as `***@` (up to the last `@`, since
+    a password may hold `/`, `?` or `#`), without query or fragment, and a path part that looks like a credential
+    not shown; the URLs of errors end up in CI logs and tickets."""
+    scheme, slashes, rest = text.rpartition("//") if "//" in text.split("@", 1)[0] else ("", "", text)
+    prefix = scheme + slashes
+    if "@" in rest:
+        rest = "***@" + rest.rpartition("@")[2]
+    rest = re.split(r"[?#]", rest, maxsplit=1)[0]
+    rest = "/".join("***" if looks_like_credential(part) else part for part in rest.split("/"))
+    return without_credentials(prefix + rest)
 
 
 def _refuse_bare_scheme(given: str, allowed: str) -> None:
@@ -393,7 +401,7 @@ def _host_port(url: str, given: Optional[str] = None) -> tuple[str, int]:
         raise InvalidAddress(given, f"not a valid URL ({err})") from None
     if parts.scheme not in ("http", "https"):
         raise InvalidAddress(given, f"scheme {parts.scheme!r} is not allowed; allowed: http, https")
-    if "@" in parts.netloc:
+    if "@" in url.partition("//")[2] or "@" in parts.netloc:
         # A password on the command line lands in shell history, process lists and every message that
         # shows the address; the dashboard and the API server take none this way.
         raise InvalidAddress(
@@ -401,6 +409,7 @@ def _host_port(url: str, given: Optional[str] = None) -> tuple[str, int]:
         )
     if not parts.hostname:
         raise InvalidAddress(given, "no host name; expected e.g. http://127.0.0.1:8265")
+    _check_host_name(parts.hostname, given)
     # Read the port text ourselves: `SplitResult.port` raises without saying what was wrong in a
     # form we could show, and accepts 0, which nothing can listen on.
     tail = parts.netloc.rpartition("@")[2].rpartition("]")[2]
@@ -413,6 +422,25 @@ def _host_port(url: str, given: Optional[str] = None) -> tuple[str, int]:
     if not 1 <= port <= 65535:
         raise InvalidAddress(given, f"port {port} is out of range; allowed: 1-65535")
     return parts.hostname, port
+
+
+def _check_host_name(host: str, given: str) -> None:
+    """A host the resolver can be asked for: an IP literal, or DNS labels of 1-63 characters that IDNA encodes
+    (`a..b`, `.a`, a 64-character label: socket's IDNA encoding would raise a bare UnicodeError)."""
+    with contextlib.suppress(ValueError):
+        ipaddress.ip_address(host)
+        return
+    labels = host[:-1].split(".") if host.endswith(".") else host.split(".")  # one final dot: a rooted name
+    try:
+        encoded = [label.encode("idna") for label in labels]
+    except UnicodeError:
+        encoded = []
+    if not encoded or not all(1 <= len(label) <= 63 for label in encoded):
+        raise InvalidAddress(
+            given,
+            "the host name has an empty label (two dots, or a leading dot) or one over 63 characters; allowed: a host "
+            "name such as nemo-rl-head-svc.nemo-rl.svc or an IP address",
+        )
 
 
 def _probe(url: str, timeout: float) -> None:
@@ -453,7 +481,8 @@ def _guard(address: str, fn: Callable[[], Any], job_id: Optional[str] = None) ->
             raise DuplicateSubmission(job_id, address) from None
         if "Version check returned 404" in text:
             raise DashboardUnreachable(address, "no Ray dashboard at this path (wrong service or namespace?)") from None
-        raise DashboardError(f"Ray Job API request to {address} failed: {text.splitlines()[0][:300]}") from None
+        detail = without_credentials(text.splitlines()[0][:300])
+        raise DashboardError(f"Ray Job API request to {redacted(address)} failed: {detail}") from None
 
 
 # ------------------------------------------------------------------------------------ operations

@@ -86,9 +86,13 @@ def load_run_file(path: Optional[str]) -> RunPlan:
     if not path:
         return RunPlan()
     try:
-        return RunPlan.from_dict(json.loads(Path(path).read_text()))
-    except (OSError, ValueError, TypeError) as err:
-        raise exit_codes.CommandError(f"--run-file {path}: {err}") from None
+        # The bounded reader of user-named files: a FIFO or /dev/zero is refused, not waited on or read forever.
+        data = json.loads(cli_args.read_user_file(path))
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object; allowed: the run.json of the watcher's ConfigMap")
+        return RunPlan.from_dict(data)
+    except (ValueError, TypeError, AttributeError, RecursionError) as err:
+        raise exit_codes.CommandError(f"--run-file {path}: {str(err).splitlines()[0]}") from None
 
 
 def gang_view(run: RunPlan, out: TextIO) -> Optional["GangView"]:
@@ -224,7 +228,11 @@ def parser() -> argparse.ArgumentParser:
 
 def _load_spec(path: str) -> JobSpec:
     try:
-        return recovery.load_spec_file(path)
+        # The bounded reader of user-named files: a FIFO or /dev/zero is refused, not waited on or read forever.
+        data = json.loads(cli_args.read_user_file(path))
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object; allowed: the spec.json of the watcher's ConfigMap")
+        return JobSpec.from_dict(data)
     except (OSError, ValueError, KeyError) as err:
         raise exit_codes.CommandError(f"--spec-file {path}: {err}") from None
 

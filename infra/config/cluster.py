@@ -10,8 +10,9 @@ from typing import Literal, Optional
 from pydantic import Field, field_validator, model_validator
 
 from infra.config.base import Model
-from infra.config.errors import KeyedValueError
+from infra.config.errors import KeyedValueError, shown
 from infra.config.gpu_pool import GpuPoolConfig, Provisioning
+from infra.config.patterns import GKE_VERSION, HH_MM
 from infra.config.ray import RayConfig
 from infra.flavours import FLAVOURS, Flavour, parse_gke_version
 from infra.lustre_catalogue import LUSTRE_CSI_MIN_GKE, LUSTRE_PORT_988_MIN_GKE
@@ -67,7 +68,23 @@ class AuthorizedNetwork(Model):
 
 def canonical_cidr(v: str) -> str:
     """An IPv4 CIDR without host bits, in its canonical spelling."""
-    return str(ipaddress.IPv4Network(v, strict=True))
+    allowed = "allowed: an IPv4 CIDR such as 203.0.113.7/32"
+    try:
+        ipaddress.IPv6Network(v, strict=False)
+    except ValueError:
+        pass
+    else:  # the README's `curl ifconfig.me` prints an IPv6 address on an IPv6 host
+        raise ValueError(
+            f"{shown(v)} is an IPv6 address or range (what `curl ifconfig.me` prints on an IPv6 host), which GKE's "
+            f"authorized networks do not take; {allowed}: the IPv4 egress address (`curl -4 ifconfig.me`)"
+        )
+    try:
+        network = ipaddress.IPv4Network(v, strict=False)
+    except ValueError:
+        raise ValueError(f"{shown(v)} is not an IPv4 CIDR; {allowed} (address/prefix length 0-32)") from None
+    if str(network.network_address) != v.partition("/")[0]:
+        raise ValueError(f"{shown(v)} has host bits set; {allowed}: {network}")
+    return str(network)
 
 
 class ClusterConfig(Model):
@@ -85,7 +102,7 @@ class ClusterConfig(Model):
     )
     min_master_version: Optional[str] = Field(
         None,
-        pattern=r"^\d+\.\d+(\.\d+(-gke\.\d+)?)?$",
+        pattern=GKE_VERSION,
         description="Minimum control-plane version; unset takes the channel's default. When set, at least the "
         f"flavour's minimum GKE version, and {LUSTRE_PORT_988_MIN_GKE} unless `lustre.legacyPort`.",
     )
@@ -96,7 +113,7 @@ class ClusterConfig(Model):
     )
     deletion_protection: bool = Field(True, description="Refuse `pulumi destroy` of the cluster until set to false.")
     maintenance_start_time: str = Field(
-        "03:00", pattern=r"^([01]\d|2[0-3]):[0-5]\d$", description="Daily maintenance window start (UTC, HH:MM)."
+        "03:00", pattern=HH_MM, description="Daily maintenance window start (UTC, HH:MM)."
     )
     control_plane_location: Literal["regional", "zonal"] = Field(
         "regional",

@@ -16,7 +16,8 @@ class CostConfig(Model):
     price_overrides: dict[str, float] = Field(
         default_factory=dict,
         description="Replace prices of data/prices.yaml, keyed by price-table key (e.g. `gpu.a4-highgpu-8g.spot` in "
-        "USD per node-hour, `lustre.500.gibMonth` in USD per GiB-month); applies to the stack's region.",
+        "USD per node-hour, `lustre.500.gibMonth` in USD per GiB-month), each 0 to 1000000; applies to the stack's "
+        "region.",
     )
     bucket_gib: Optional[float] = Field(
         None,
@@ -50,11 +51,20 @@ class CostConfig(Model):
 # (docs/testing.md, "Mutation testing"), so a rule kept inside one would never be mutated.
 
 
+MAX_PRICE_USD = 1_000_000
+"""The most a price override may be: the dearest price of data/prices.yaml is about a hundred USD a GPU
+node-hour. A price near float's limit becomes `inf` once multiplied by hours and nodes, which no JSON
+document can hold (the plan's `--json` would stop half printed)."""
+
+
 def check_prices_not_negative(v: dict[str, float]) -> dict[str, float]:
-    """Every price override is 0 or more."""
+    """Every price override is 0 or more, and at most `MAX_PRICE_USD` (so every estimate stays finite)."""
     # Which keys exist is the price table's business (tools/cost.py checks them when the offline
     # plan estimates); the program deploys nothing from these numbers.
     for key, value in v.items():
-        if not value >= 0:
-            raise ValueError(f"price {key!r}: {shown(value)} is not allowed; allowed: a number, 0 or more")
+        if not 0 <= value <= MAX_PRICE_USD:
+            raise ValueError(
+                f"price {shown(key)}: {shown(value)} is not allowed; allowed: a number, 0 or more, at most "
+                f"{MAX_PRICE_USD}"
+            )
     return v

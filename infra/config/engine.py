@@ -53,9 +53,21 @@ def _environment(variable: str, kind: type, read: Any, allowed: str) -> Any:
         raise ConfigError(
             f"{variable}: not valid JSON ({err.msg} at character {err.pos}); allowed: {allowed}, or unset"
         ) from None
+    except RecursionError:  # thousands of nested brackets: json.loads recurses per level
+        raise ConfigError(f"{variable}: nested too deeply; allowed: {allowed}, or unset") from None
     if not isinstance(value, kind) or (kind is list and not all(isinstance(k, str) for k in value)):
-        raise ConfigError(f"{variable}: a JSON {type(value).__name__}; allowed: {allowed}, or unset")
+        raise ConfigError(f"{variable}: {_json_kind(value)}; allowed: {allowed}, or unset")
     return value
+
+
+def _json_kind(value: Any) -> str:
+    """What a JSON value is, in JSON's words (never a Python class name such as NoneType)."""
+    if isinstance(value, list):
+        return "a JSON list"
+    for kind, words in ((type(None), "JSON null"), (bool, "a JSON boolean"), ((int, float), "a JSON number")):
+        if isinstance(value, kind):
+            return words
+    return "a JSON string" if isinstance(value, str) else "a JSON object"
 
 
 def engine_config() -> dict[str, Any]:

@@ -15,10 +15,16 @@ from pydantic import BaseModel, ValidationError
 
 from infra.config.patterns import PATTERN_HELP
 from infra.naming import PROJECT
+from workloads.cli_args import CREDENTIAL_SHOWN, looks_like_credential, without_credentials
 
 
 class ConfigError(pulumi.RunError):
-    """Bad stack configuration. `RunError` makes the Pulumi CLI print it without a traceback."""
+    """Bad stack configuration. `RunError` makes the Pulumi CLI print it without a traceback. A value in the
+    message that looks like a credential is replaced (`without_credentials`): whichever check wrote it, an
+    error never repeats a token pasted into the wrong key."""
+
+    def __init__(self, message: str = "", *args: Any):
+        super().__init__(without_credentials(str(message)), *args)
 
 
 class MissingSecretError(ConfigError):
@@ -34,8 +40,11 @@ class KeyedValueError(ValueError):
 
 
 def shown(value: Any, limit: int = 60) -> str:
-    """A value as it appears in a one-line message: repr (newlines escaped), cut to `limit` characters."""
+    """A value as it appears in a one-line message: repr (newlines escaped), cut to `limit` characters; a value
+    that looks like a credential is not shown."""
     text = repr(value)
+    if looks_like_credential(text):
+        return CREDENTIAL_SHOWN
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

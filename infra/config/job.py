@@ -13,6 +13,7 @@ from infra.config.base import Model
 from infra.config.errors import KeyedValueError, shown
 from infra.config.patterns import SAFE_TOKEN
 from infra.flavours import Flavour
+from workloads.cli_args import looks_like_credential
 from workloads.overrides import data_key_problem, parse_override
 from workloads.recipes import RECIPES, Parallelism, Recipe
 
@@ -39,21 +40,12 @@ so 100 000 steps run for 7 months to 3 years of GPU time; more is a typo, not a 
 # job table), so a credential there would leak everywhere a secret must not go. Refused:
 # - a key one of whose parts ends in a secret word: `hf_token`, `env_vars.HF_TOKEN`, `wandb.api_key`,
 #   `password`, `credentials` (but not `max_new_tokens`, `token_level_loss`, `tokenizer`);
-# - a value that looks like a credential: a known token prefix (Hugging Face, GitHub, OpenAI-style,
-#   AWS, Google API keys, Slack, JWTs, PEM keys), a URL with a password, 32 or more hex digits (a W&B
-#   API key is 40), digits and letters both, or a run of 32 or more letters and digits mixing upper
-#   case, lower case and digits (the shape of random tokens; names that long carry separators).
+# - a value that looks like a credential (`workloads.cli_args.looks_like_credential`, the project's one
+#   detector, which every message that repeats user input also goes through).
 _SECRET_WORDS = frozenset(
     {"token", "secret", "password", "passwd", "pwd", "credential", "credentials", "apikey", "netrc"}
 )
 _KEY_QUALIFIERS = frozenset({"api", "access", "secret", "private", "auth", "ssh", "signing"})
-_CREDENTIAL_VALUE = re.compile(
-    r"hf_[A-Za-z0-9]{20,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,}|sk-[A-Za-z0-9_\-]{20,}|AKIA[0-9A-Z]{16}"
-    r"|AIza[0-9A-Za-z_\-]{35}|xox[abprs]-[A-Za-z0-9\-]{10,}|eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}|-----BEGIN"
-    r"|://[^/@:]*:[^/@]+@"
-)
-_HEX_RUN = re.compile(r"[0-9a-fA-F]{32,}")
-_RANDOM_RUN = re.compile(r"[A-Za-z0-9]{32,}")
 
 
 def secret_key_part(key: str) -> Optional[str]:
@@ -70,18 +62,6 @@ def secret_key_part(key: str) -> Optional[str]:
         ):
             return part
     return None
-
-
-def looks_like_credential(value: str) -> bool:
-    """Whether an override's value has the shape of a token or key (the rule above)."""
-    if _CREDENTIAL_VALUE.search(value):
-        return True
-    if any(re.search(r"\d", run) and re.search(r"[a-fA-F]", run) for run in _HEX_RUN.findall(value)):
-        return True
-    return any(
-        re.search(r"[a-z]", run) and re.search(r"[A-Z]", run) and re.search(r"\d", run)
-        for run in _RANDOM_RUN.findall(value)
-    )
 
 
 _SECRET_ALLOWED = (
@@ -264,8 +244,13 @@ def job_parallelism(job: JobConfig) -> Parallelism:
             continue
         if field_name == "colocated":
             changes[field_name] = parsed.value.lower() == "true"
-        elif parsed.value.isdigit():
+        elif re.fullmatch(r"[0-9]+", parsed.value):  # ASCII: str.isdigit() takes '０' and '²' too
             changes[field_name] = int(parsed.value)
+            if field_name.endswith("tensor_parallel") and changes[field_name] < 1:
+                # A size of 0 divides the pool's GPUs by zero (workloads/job_spec.py) and NeMo-RL refuses it.
+                raise ValueError(f"{parsed.key}={parsed.value} is not allowed; allowed: a size of 1 or more")
+        elif parsed.value.strip().isdigit():
+            raise ValueError(f"{parsed.key}={parsed.value} is not allowed; allowed: a whole number in ASCII digits")
     return dataclasses.replace(job.recipe_spec.parallelism, **changes)
 
 

@@ -60,6 +60,11 @@ class LustreConfig(Model):
     def _instance_id(cls, v: Optional[str]) -> Optional[str]:
         return check_lustre_instance_id(v)
 
+    @field_validator("import_from")
+    @classmethod
+    def _import_from(cls, v: Optional[str]) -> Optional[str]:
+        return check_import_from(v)
+
     @model_validator(mode="after")
     def _capacity(self) -> "LustreConfig":
         check_lustre_capacity(self)
@@ -91,6 +96,17 @@ def check_lustre_instance_id(v: Optional[str]) -> Optional[str]:
             f"{shown(v)} is not allowed; allowed: 1-63 lowercase letters, digits or hyphens, starting with a "
             "letter "
             "and ending with a letter or digit"
+        )
+    return v
+
+
+def check_import_from(v: Optional[str]) -> Optional[str]:
+    """No `.` or `..` folder in the import path: Cloud Storage object names are literal, so `a/../b/` names a
+    folder called `..`, never the `b/` the user meant."""
+    if v is not None and any(part in (".", "..") for part in v.removeprefix("gs://").split("/")):
+        raise ValueError(
+            f"{shown(v)} has a '.' or '..' folder, which Cloud Storage reads literally; allowed: gs://bucket/path/ "
+            "without '.' or '..' folders"
         )
     return v
 

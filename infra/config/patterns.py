@@ -12,8 +12,13 @@ LOWER_NAME = r"^[a-z]([a-z0-9-]*[a-z0-9])?$"
 NAME_PREFIX = r"^([a-z][a-z0-9-]{0,19})?$"
 PROJECT_ID = r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$"
 ABSOLUTE_PATH = r"^/[A-Za-z0-9._/\-]*$"
-REGION = r"^[a-z]+-[a-z]+\d+$"
-ZONE = r"^[a-z]+-[a-z]+\d+-[a-z]$"
+REGION = r"^[a-z]+-[a-z]+[0-9]+$"
+ZONE = r"^[a-z]+-[a-z]+[0-9]+-[a-z]$"
+# [0-9], never \d: pydantic's regex engine (Rust) reads \d as any Unicode digit, so full-width `１.３５` and
+# Arabic-Indic `١.٧` would pass, to fail only at `pulumi up`: versions and times are ASCII.
+CHART_VERSION = r"^[0-9]+\.[0-9]+\.[0-9]+$"
+GKE_VERSION = r"^[0-9]+\.[0-9]+(\.[0-9]+(-gke\.[0-9]+)?)?$"
+HH_MM = r"^([01][0-9]|2[0-3]):[0-5][0-9]$"
 
 PATTERN_HELP = {
     SAFE_TOKEN: "letters, digits and . _ / : = + ~ @ % , - [ ] (no spaces, quotes, shell metacharacters or newlines)",
@@ -23,4 +28,7 @@ PATTERN_HELP = {
     ABSOLUTE_PATH: "an absolute path of letters, digits and . _ / -",
     REGION: "a region name such as us-east1",
     ZONE: "a zone name such as us-east1-b",
+    CHART_VERSION: "a version such as 1.7.0 (ASCII digits)",
+    GKE_VERSION: "a GKE version such as 1.35 or 1.35.0-gke.1000 (ASCII digits)",
+    HH_MM: "a UTC time HH:MM such as 03:00 (ASCII digits)",
 }

@@ -11,7 +11,7 @@ from pydantic import Field, field_validator
 
 from infra.config.base import Model
 from infra.config.errors import KeyedValueError
-from infra.config.patterns import ABSOLUTE_PATH, LOWER_NAME
+from infra.config.patterns import ABSOLUTE_PATH, CHART_VERSION, LOWER_NAME
 from infra.flavours import Flavour
 from infra.machines import NodeFit, gpu_node_allocatable, gpu_node_room, system_node_room
 from workloads.recipes import RECIPES
@@ -51,7 +51,7 @@ class RayConfig(Model):
         description="Kubernetes service account of the Ray pods (Workload Identity).",
     )
     chart_version: str = Field(
-        "1.7.0", pattern=r"^\d+\.\d+\.\d+$", description="Version of the upstream KubeRay `ray-cluster` Helm chart."
+        "1.7.0", pattern=CHART_VERSION, description="Version of the upstream KubeRay `ray-cluster` Helm chart."
     )
     nccl_installer_image: str = Field(
         "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.1.1",

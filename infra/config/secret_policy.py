@@ -4,7 +4,7 @@ stored in plaintext is refused, and so is a missing secret the stack's job canno
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import pulumi
 
@@ -32,17 +32,25 @@ def wandb_key_set(secret_keys: "set[str] | frozenset[str]") -> bool:
 
 
 def refuse_plaintext_secrets(
-    raw: dict[str, Any], secret_keys: "set[str] | frozenset[str] | list[str]", stack: str
+    raw: dict[str, Any],
+    secret_keys: "set[str] | frozenset[str] | list[str]",
+    stack: str,
+    source: "Callable[[str], str] | None" = None,
 ) -> None:
     """Raise `ConfigError` for each secret key (`hfToken`, `wandbApiKey`) present in `raw` but not
     marked secret (`secret_keys` holds `namespace:key` names): a plaintext token would sit in the stack
     file and in every copy of the repository. And for each other key stored as a secret: the program
     reads it as plain text into names, labels and outputs (the secret would not stay one), and offline
-    its value is a placeholder that no check could make sense of."""
+    its value is a placeholder that no check could make sense of. `source(key)` names where the key's
+    value came from (a stack file, `--config-file F`, `Pulumi.yaml`); without it, every place the Pulumi CLI
+    reads config from is named, since the program cannot tell which one it was."""
+    where = source or (
+        lambda key: f"Pulumi.{stack}.yaml, the --config-file, Pulumi.yaml or PULUMI_CONFIG, wherever it is set,"
+    )
     plaintext = [k for k in SECRET_KEYS if k in raw and f"{PROJECT}:{k}" not in secret_keys]
     misplaced = [k for k in raw if k not in SECRET_KEYS and f"{PROJECT}:{k}" in secret_keys]
     lines = [
-        f"{PROJECT}:{k}: stored in plaintext; allowed: a secret (remove it from Pulumi.{stack}.yaml and run "
+        f"{PROJECT}:{k}: stored in plaintext; allowed: a secret (remove it from {where(k)} and run "
         f"`pulumi config set --secret {k}`)"
         for k in plaintext
     ]

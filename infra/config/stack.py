@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
@@ -31,6 +31,7 @@ from infra.config.storage import StorageConfig, check_export_kept
 from infra.flavours import FLAVOURS, Flavour
 from infra.machines import NodeFit
 from infra.naming import PROJECT, RESERVED_LABEL_KEYS
+from workloads.cli_args import CREDENTIAL_SHOWN, looks_like_credential
 from workloads.recipes import Recipe
 
 if TYPE_CHECKING:
@@ -92,6 +93,12 @@ class StackConfig(Model):
         default_factory=CostConfig,
         description="Estimates shown by the offline plan: price overrides, bucket size, checkpoint write-time target.",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_credentials_in_plain_keys(cls, data: Any) -> Any:
+        check_no_credentials_in_plain_keys(data)
+        return data
 
     @field_validator("flavour")
     @classmethod
@@ -251,6 +258,35 @@ def _label_text(text: str, limit: int) -> bool:
         and len(text.encode()) < 128
         and all(c in "_-" or unicodedata.category(c) in ("Ll", "Lo", "Nd", "Nl", "No") for c in text)
     )
+
+
+_PLAIN_TO_THE_JOB = ("job", "ray")
+"""Sections whose strings reach the job in plain text: its entrypoint (`logger.wandb.project=...`), the
+runtime env, the watcher's ConfigMap and Ray's job table."""
+
+
+def check_no_credentials_in_plain_keys(data: Any) -> None:
+    """No string of the sections that reach the job looks like a credential (`cli_args.looks_like_credential`):
+    a W&B key pasted into `job.wandbProject` would be published in plain text. `job.overrides` have their own
+    check, which names the override by its index."""
+    if not isinstance(data, dict):
+        return
+
+    def walk(value: Any, key: str) -> None:
+        if isinstance(value, str) and looks_like_credential(value):
+            raise KeyedValueError(
+                key,
+                f"{CREDENTIAL_SHOWN}; allowed: no credential in a plain key (it reaches the job's entrypoint, the "
+                "plan and the watcher's ConfigMap in plain text); the secrets are hfToken and wandbApiKey "
+                "(`pulumi config set --secret`)",
+            )
+        if isinstance(value, dict):
+            for k, v in value.items():
+                if f"{key}.{k}" != "job.overrides":
+                    walk(v, f"{key}.{k}")
+
+    for section in _PLAIN_TO_THE_JOB:
+        walk(data.get(section), section)
 
 
 def _looks_like_google(text: str) -> bool:

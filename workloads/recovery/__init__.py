@@ -20,7 +20,7 @@ from workloads.recovery.classify import (
     error_type_of,
     gpu_nodes_lost_during,
 )
-from workloads.recovery.owner_loop import META_AUTO_RESTARTS, META_CAPACITY_WAITS, Watcher, load_spec_file, touch, watch
+from workloads.recovery.owner_loop import META_AUTO_RESTARTS, META_CAPACITY_WAITS, Watcher, touch, watch
 from workloads.recovery.policy import RecoveryPolicy
 from workloads.recovery.state_file import LostJob, Seen, StateFile
 
@@ -45,7 +45,6 @@ __all__ = [
     "decide",
     "error_type_of",
     "gpu_nodes_lost_during",
-    "load_spec_file",
     "touch",
     "watch",
 ]

@@ -41,7 +41,7 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, TextIO
+from typing import TYPE_CHECKING, Any, Callable, Optional, TextIO
 
 from workloads.job_types import META_SPEC_HASH, JobSpec
 from workloads.recovery import holds
@@ -600,9 +600,3 @@ def touch(path: Path) -> None:
     with contextlib.suppress(OSError):
         path.touch()
         os.utime(path)
-
-
-def load_spec_file(path: str | Path) -> JobSpec:
-    """A `JobSpec` from the JSON the watcher's ConfigMap holds (`JobSpec.to_dict()`)."""
-    data: Mapping[str, Any] = json.loads(Path(path).read_text())
-    return JobSpec.from_dict(data)
