@@ -286,9 +286,11 @@ def test_the_submission_in_the_stack_waits_for_the_ray_release_and_carries_its_s
     pool = plan.one("gcp:container/nodePool:NodePool", "gpu-pool")
     (accelerator,) = pool.inputs["nodeConfig"]["guestAccelerators"]
     words = shlex.split(submission.inputs["entrypoint"])
-    assert f"cluster.num_nodes={pool.inputs['nodeCount']}" in words, f"{submission.name} vs {pool.name}"
+    # Every GPU pool scales from 0 to its nodeCount (infra/cluster.py): the job takes the top of the range.
+    nodes = pool.inputs["autoscaling"]["totalMaxNodeCount"]
+    assert f"cluster.num_nodes={nodes}" in words, f"{submission.name} vs {pool.name}"
     assert f"cluster.gpus_per_node={accelerator['count']}" in words, f"{submission.name} vs {pool.name}"
-    assert release.inputs["values"]["worker"]["replicas"] == pool.inputs["nodeCount"], release.name
+    assert release.inputs["values"]["worker"]["replicas"] == nodes, release.name
 
 
 @pytest.mark.parametrize("stack", ["dev", "b200", "h200"])

@@ -180,8 +180,9 @@ def test_every_built_in_kubernetes_object_of_every_stack_passes_the_kubernetes_s
         for r in kubernetes_objects(plan)
         if r.type.split(":")[1].split("/")[0] in ("core", "apps", "batch", "rbac.authorization.k8s.io")
     ]
-    # The gang wait's grants (infra/watcher_deployment.py) exist only where there is one (gpuPool.capacity).
-    gang_rbac = {"Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"} if stack in LADDER_STACKS else set()
+    # The watcher's Role on its RayCluster (releasing the workers after the run) is on every stack; the gang
+    # wait's grant to read nodes (infra/watcher_deployment.py) only where there is one (gpuPool.capacity).
+    gang_rbac = {"Role", "RoleBinding", *({"ClusterRole", "ClusterRoleBinding"} if stack in LADDER_STACKS else ())}
     assert {r.type.rsplit(":", 1)[1] for r in built_in} == {
         "Namespace",
         "ServiceAccount",
