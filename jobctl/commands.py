@@ -261,7 +261,13 @@ def cmd_submit(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
         out.flush()
 
     # As the run's owner submits: never beside a running gate, and after this attempt's own gate.
-    result, report = run_owner.submit_gated(client, spec, gate, on_line=show)
+    from infra.watcher_deployment import ledger_on_lustre
+    from workloads import ledger
+
+    path = ledger_on_lustre(stack.config.ray.mount_path, stack.name)
+    # The attempt's number from the run ledger when a head restart emptied the job table (`run_owner.next_attempt`).
+    read = lambda: ledger.read_on_head(client, path, stack=stack.name)  # noqa: E731
+    result, report = run_owner.submit_gated(client, spec, gate, on_line=show, ledger=read)
     for line in report.lines() if report is not None else ():
         show(line)
     for old in result.stopped:
