@@ -65,6 +65,18 @@ def checkpoint_write_seconds(params_billion: float, aggregate_mb_s: float) -> fl
     return params_billion * 1e9 * CHECKPOINT_BYTES_PER_PARAM / (aggregate_mb_s * 1e6) if aggregate_mb_s > 0 else 0.0
 
 
+STATE_SUBPATH = ".nemo-rl-gke/watcher"
+"""Where on Lustre the watcher keeps its state and the run ledger (its pod mounts it at /state)."""
+
+
+def ledger_on_lustre(mount_path: str, stack: str) -> str:
+    """Where the run ledger is on Lustre as the Ray head mounts it: the hook numbers the next attempt from it
+    and `python -m jobctl status` reads it there (both through a probe job on the head)."""
+    from workloads.ledger import ledger_path
+
+    return str(ledger_path(posixpath.join(posixpath.normpath(mount_path), STATE_SUBPATH, f"{stack}.json")))
+
+
 def checkpoint_write_seconds_for(cfg: StackConfig) -> float:
     """The plan's estimate of writing one of the recipe's checkpoints to the stack's Lustre (the job's save
     period is derived from it; the offline plan shows the same number, tools/sizing.py)."""

@@ -33,6 +33,7 @@ import pulumi.dynamic
 from infra.config import PROJECT, ConfigError, StackConfig
 from infra.options import child_options
 from infra.pod_facts import DASHBOARD_PORT
+from infra.run_plan import ledger_on_lustre
 from workloads import cli_args
 from workloads.hook import JobSubmissionProvider
 from workloads.job_spec import (
@@ -75,6 +76,9 @@ class TrainingJobArgs:
     """The run plan's gate (`RunPlan.gate`): run right before the submission."""
     ray_cluster_timeout_s: Optional[float] = None
     """How long the submission waits for the RayCluster's workers; None: the hook's own default (an hour)."""
+    ledger_path: Optional[str] = None
+    """The run ledger on the head's Lustre mount (`infra.run_plan.ledger_on_lustre`): the hook numbers
+    the attempt from it when the job table knows none of the spec (a head restart); None: from the table."""
 
     def props(self) -> dict:
         """The submission's inputs.
@@ -100,6 +104,8 @@ class TrainingJobArgs:
             # `maxWaitMinutes` the watcher releases the partial workers (workloads/gang_wait.py), and a
             # RayCluster scaled to no workers would otherwise read as provisioned to this wait.
             **({"ray_cluster_timeout": self.ray_cluster_timeout_s} if self.ray_cluster_timeout_s else {}),
+            # The attempts' durable count (workloads/run_owner.py `next_attempt`).
+            **({"ledger_path": self.ledger_path} if self.ledger_path else {}),
         }
 
 
@@ -228,6 +234,7 @@ def build_training_job(
         node_pools=node_pools,
         gate=run.gate,
         ray_cluster_timeout_s=ray_cluster_timeout_s(run),
+        ledger_path=ledger_on_lustre(cfg.ray.mount_path, spec.stack),
     )
     return TrainingJob("training-job", args, opts)
 

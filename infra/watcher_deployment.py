@@ -44,7 +44,6 @@ from __future__ import annotations
 import hashlib
 import json
 import modulefinder
-import posixpath
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
@@ -61,7 +60,7 @@ from infra.naming import (
 )
 from infra.options import child_options
 from infra.pod_facts import DASHBOARD_PORT
-from infra.run_plan import CHECKPOINTS_MOUNT
+from infra.run_plan import CHECKPOINTS_MOUNT, STATE_SUBPATH
 from infra.stack_file import ROOT
 from workloads.job_types import CHECKPOINTS_DIR, JobSpec
 from workloads.recipes import NemoRLImage
@@ -80,7 +79,6 @@ RUN_KEY = "run.json"
 """The run's plain plan-time values (`workloads.run_owner.RunPlan`): gate, checkpoint dir, price, budget."""
 HEARTBEAT = "/tmp/heartbeat"
 STATE_DIR = "/state"
-STATE_SUBPATH = ".nemo-rl-gke/watcher"
 """Where on Lustre the watcher keeps what it saw (`workloads.recovery.StateFile`) and the run ledger
 (`workloads.ledger`): a subPath of the claim, which the kubelet creates. Besides it the watcher mounts
 only the checkpoints (`CHECKPOINTS_MOUNT`), not the HF cache or the logs."""
@@ -168,13 +166,6 @@ def data_hash(data: dict[str, str]) -> str:
 def dashboard_address(head_service: str, namespace: str) -> str:
     """The dashboard's in-cluster URL: the head Service's DNS name and KubeRay's dashboard port."""
     return f"http://{head_service}.{namespace}.svc:{DASHBOARD_PORT}"
-
-
-def ledger_on_lustre(mount_path: str, stack: str) -> str:
-    """Where the run ledger is on Lustre as the Ray head mounts it (`python -m jobctl status` reads it there)."""
-    from workloads.ledger import ledger_path
-
-    return str(ledger_path(posixpath.join(posixpath.normpath(mount_path), STATE_SUBPATH, f"{stack}.json")))
 
 
 def state_file(stack: str) -> str:

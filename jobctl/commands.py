@@ -262,7 +262,13 @@ def cmd_submit(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
         out.flush()
 
     # As the run's owner submits: never beside a running gate, and after this attempt's own gate.
-    result, report = run_owner.submit_gated(client, spec, gate, on_line=show)
+    from infra.run_plan import ledger_on_lustre
+    from workloads import ledger
+
+    path = ledger_on_lustre(stack.config.ray.mount_path, stack.name)
+    # The attempt's number from the run ledger when a head restart emptied the job table (`run_owner.next_attempt`).
+    read = lambda: ledger.read_on_head(client, path, stack=stack.name)  # noqa: E731
+    result, report = run_owner.submit_gated(client, spec, gate, on_line=show, ledger=read)
     for line in report.lines() if report is not None else ():
         show(line)
     for old in result.stopped:
@@ -301,7 +307,7 @@ def _print_ledger(args: argparse.Namespace, client, stack: Stack, out: TextIO) -
     `--ledger-file` or, through a small Ray job, from the head's Lustre mount where the watcher keeps it."""
     import time
 
-    from infra.watcher_deployment import ledger_on_lustre
+    from infra.run_plan import ledger_on_lustre
     from workloads import ledger as run_ledger
     from workloads import submit
 

@@ -378,3 +378,12 @@ def test_a_new_spec_of_the_same_run_adds_to_its_ledger_and_a_new_run_starts_anot
     # A ledger written before run ids (keyed by its spec's submission id) is read, as another run's.
     (tmp_path / "old.json").write_text(json.dumps({"stack": "s", "submission_id": "s-r-1234abcd", "attempts": []}))
     assert LedgerFile(tmp_path / "old.json").load("s", "s-r-1234abcd").run_id == "s-r-1234abcd"
+
+
+def test_the_last_attempt_of_a_spec_counts_only_that_specs_attempts_in_the_runs_ledger():
+    from workloads.ledger import Attempt, Ledger
+
+    ledger = Ledger("s", "run")
+    ledger.attempts = [Attempt(1, "a", 0, 2), Attempt(2, "a-r2", 1, 2), Attempt(5, "b-r5", 2, 2), Attempt(1, "b", 3, 2)]
+
+    assert (ledger.last_attempt("a"), ledger.last_attempt("b"), ledger.last_attempt("c")) == (2, 5, 0)

@@ -628,3 +628,39 @@ def test_an_attempt_someone_else_submits_during_the_gang_wait_ends_the_wait_and_
     assert decision.reason == "attempt 1 is running" and client.submitted == [] and gang.released == 0
     assert [a.submission_id for a in ledger.attempts] == [spec.submission_id]
     assert not [line for line in table(ledger, now[0]) if line.startswith("gang for")]
+
+
+def test_after_a_head_restart_a_second_submitter_numbers_from_the_ledger_and_attempt_1_keeps_its_record(tmp_path):
+    from workloads.ledger import LedgerFile, ledger_path
+    from workloads.recovery import StateFile
+
+    spec = JobSpec.create(stack="s", recipe="grpo", entrypoint="python train.py", runtime_env={})
+    client, state = ListingClient([]), tmp_path / "s.json"
+    ledger = LedgerFile(ledger_path(state))
+    Watcher(client, spec, FAST, state=StateFile(state), ledger=ledger).resubmit(1, 0)
+    client.jobs.clear()  # the head restarted without GCS fault tolerance: its job table is empty
+
+    result, _ = run_owner.submit_gated(
+        client, spec, run_owner.GateSetup("off", None), ledger=lambda: ledger.load(spec.stack, spec.run_id)
+    )
+
+    assert result.submission_id == f"{spec.submission_id}-r2", "the hook/jobctl restarted the attempt numbering"
+    assert Watcher(client, spec, FAST, state=StateFile(state)).step().action is Action.WAIT  # the watcher adopts it
+    watcher = Watcher(client, spec, FAST, state=StateFile(state), ledger=ledger)
+    watcher.step()
+    records = [(a.attempt, a.submission_id, a.cause) for a in watcher.ledger.attempts]
+    assert records == [(1, spec.submission_id, "superseded"), (2, f"{spec.submission_id}-r2", "running")]
+
+
+def test_a_watcher_without_its_state_file_numbers_a_missing_job_after_the_ledgers_last_attempt(tmp_path):
+    from workloads.ledger import LedgerFile, ledger_path
+
+    spec = JobSpec.create(stack="s", recipe="grpo", entrypoint="python train.py", runtime_env={})
+    client, ledger = ListingClient([]), LedgerFile(ledger_path(tmp_path / "s.json"))
+    Watcher(client, spec, FAST, ledger=ledger).resubmit(3, 2)
+    client.jobs.clear()  # the head restarted, and the watcher's state file is gone (or unreadable)
+
+    policy = dataclasses.replace(FAST, resubmit_missing=True)
+    decision = Watcher(client, spec, policy, ledger=ledger).step()
+
+    assert decision.next_attempt == 4, decision.reason

@@ -60,7 +60,7 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any
+from typing import Any, Callable, Optional
 
 from pulumi.dynamic import CreateResult, DiffResult, ReadResult, ResourceProvider, UpdateResult
 
@@ -173,7 +173,8 @@ def _submit_gated(client: Any, spec: JobSpec, props: dict[str, Any]) -> tuple[An
     plan = props.get("gate_plan")
     gate = run_owner.GateSetup.of(props.get("gate_policy"), GatePlan.from_dict(plan) if plan else None)
     policy = gate.policy
-    result, report = run_owner.submit_gated(client, spec, gate, on_line=_log)
+    reader = _ledger_reader(client, spec, props)
+    result, report = run_owner.submit_gated(client, spec, gate, on_line=_log, ledger=reader)
     if not gate.on:
         return result, {"ran": False, "policy": policy, "summary": "gate off"}
     if report is None:
@@ -181,6 +182,15 @@ def _submit_gated(client: Any, spec: JobSpec, props: dict[str, Any]) -> tuple[An
     for line in report.lines():
         _log(line)
     return result, {"ran": True, "policy": policy, **report.outputs()}
+
+
+def _ledger_reader(client: Any, spec: JobSpec, props: dict[str, Any]) -> Optional[Callable[[], Any]]:
+    """What reads the run ledger on the head's Lustre (`props["ledger_path"]`) for `run_owner.next_attempt`;
+    None for a state from before the prop (the job table alone numbers the attempt then)."""
+    from workloads import ledger
+
+    path = props.get("ledger_path")
+    return (lambda: ledger.read_on_head(client, path, stack=spec.stack)) if path else None
 
 
 def _stop_every_attempt(client: Any, job_id: str) -> None:

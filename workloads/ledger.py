@@ -125,6 +125,15 @@ class Ledger:
     def find(self, submission_id: str) -> Optional[Attempt]:
         return next((a for a in self.attempts if a.submission_id == submission_id), None)
 
+    def last_attempt(self, submission_id: str) -> int:
+        """The highest attempt of the spec `submission_id` recorded here (0: none). The attempts' durable count:
+        a Ray head restarted without GCS fault tolerance empties its job table, never this file, so every
+        submitter numbers its next attempt from here when the table knows none of the spec (issue 34 item 4)."""
+        from workloads.submit import attempt_id
+
+        mine = [a.attempt for a in self.attempts if a.submission_id == attempt_id(submission_id, a.attempt)]
+        return max(mine, default=0)
+
     def spend(self, now: float) -> Optional[float]:
         """The run's spend so far: the sum of its attempts'; None when one of them has no price."""
         spends = [self.attempt_spend(a, now) for a in self.attempts]

@@ -38,11 +38,14 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from workloads.gang_wait import KEEP_WHY
 from workloads.gate import META_GATE, POLICIES, GateFailed, GatePlan, GateReport, estimated_seconds, gate_in_force
 from workloads.job_types import META_SPEC_HASH, JobSpec
+
+if TYPE_CHECKING:
+    from workloads.ledger import Ledger
 
 META_GATE_FOR = "nemo-rl-gke/gate-for"
 """Ray job metadata of a gate run: the submission id of the training attempt it clears."""
@@ -222,6 +225,29 @@ def _report(client: Any, plan: GatePlan, run: Any) -> GateReport:
     return _REPORTS[key]
 
 
+def next_attempt(
+    client: Any, spec: JobSpec, ledger: Optional[Callable[[], Optional["Ledger"]]] = None
+) -> tuple[int, Optional[Any]]:
+    """The attempt of `spec` to submit next, and the spec's job to keep instead (pending, running or succeeded;
+    None: submit). From the job table when it holds an attempt of the spec; else from the run ledger
+    (`ledger()`), the one count that outlives the head: a head restarted without GCS fault tolerance empties
+    the table, and numbering from it would submit `<id>` again beside the watcher's `<id>-r<N+1>`, reset the
+    restart count and reuse attempt 1's ledger record. The watcher numbers the same way (`Watcher.step`), so
+    both submit one id and Ray keeps one job: the second party adopts it (`submit.submit_attempt`)."""
+    from workloads import submit
+
+    same = [j for j in submit.list_jobs(client, spec.stack) if (j.metadata or {}).get(META_SPEC_HASH) == spec.spec_hash]
+    if same:
+        newest = max(same, key=submit.attempt_of)
+        if newest.status not in submit.RETRYABLE:
+            return submit.attempt_of(newest), newest
+        return submit.attempt_of(newest) + 1, None
+    recorded = ledger() if ledger is not None else None
+    if recorded is None or recorded.run_id != spec.run_id:
+        return 1, None
+    return recorded.last_attempt(spec.submission_id) + 1, None
+
+
 GATE_POLL_SECONDS = 2.0
 """How often `submit_gated` looks at a gate it waits for (a gate runs for minutes; tests shorten it)."""
 
@@ -235,6 +261,7 @@ def submit_gated(
     poll_interval: Optional[float] = None,
     timeout: Optional[float] = None,
     sleep: Callable[[float], None] = time.sleep,
+    ledger: Optional[Callable[[], Optional["Ledger"]]] = None,
 ) -> tuple[Any, Optional[GateReport]]:
     """`submit.submit` as the run's owner does it: the hook's and the CLI's way to start a run.
 
@@ -246,20 +273,17 @@ def submit_gated(
     (the user may have fixed its cause); one running at the call is waited for and is the verdict. Raises
     `gate.GateFailed` under enforce
     before anything is submitted, `submit.WaitTimeout` when no verdict came within `timeout`
-    (default: two gate runs' bound).
+    (default: two gate runs' bound). `ledger` reads the run ledger (`workloads.ledger.read_on_head`): the
+    attempt number when the job table knows none of the spec (`next_attempt`).
     """
     from workloads import destroy_mark, submit
 
     destroy_mark.refuse_if_destroying(client, spec.submission_id)  # nothing starts once `pulumi destroy` began
 
     stopped = submit.stop_other_specs(client, spec)
-    same = [j for j in submit.list_jobs(client, spec.stack) if (j.metadata or {}).get(META_SPEC_HASH) == spec.spec_hash]
-    attempt = 1
-    if same:
-        newest = max(same, key=submit.attempt_of)
-        if newest.status not in submit.RETRYABLE:
-            return submit.SubmitResult(newest.submission_id, newest.status, created=False, stopped=stopped), None
-        attempt = submit.attempt_of(newest) + 1
+    attempt, newest = next_attempt(client, spec, ledger)
+    if newest is not None:
+        return submit.SubmitResult(newest.submission_id, newest.status, created=False, stopped=stopped), None
     target = submit.attempt_id(spec.submission_id, attempt)
     # Runs that had ended before this call are run again when they failed (the user may have fixed the
     # cause); one still running now is the verdict this call waits for. Ids, not times: the Ray head's

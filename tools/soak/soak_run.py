@@ -265,8 +265,17 @@ class SoakRun:
             except submit.JobError as err:
                 self.violate(f"a second submitter of {newest.submission_id} was not told to adopt it: {err}")
             return
+        # They read the watcher's ledger on Lustre through a probe job (`workloads.ledger.read_on_head`); here the file.
+        ledger = LedgerFile(ledger_path(self.state_path))
         try:  # `python -m jobctl submit` / the hook on update
-            run_owner.submit_gated(self.ray, self.spec, self.run.gate, sleep=self.sim_sleep, poll_interval=LOOK_S)
+            run_owner.submit_gated(
+                self.ray,
+                self.spec,
+                self.run.gate,
+                sleep=self.sim_sleep,
+                poll_interval=LOOK_S,
+                ledger=lambda: ledger.load(self.spec.stack, self.spec.run_id),
+            )
         except run_owner.GateFailed:
             pass
         except submit.JobError as err:

@@ -204,8 +204,8 @@ class Watcher:
             decision = decide(info, attempt, self.policy, now, restarts=restarts)
             self._account(info, attempt, decision, now)
             self._table_forgot = True
-        else:
-            decision = decide(None, 0, self.policy, now)
+        else:  # numbered from the ledger, as `run_owner.next_attempt` does: never `<id>` again after a head restart
+            decision = decide(None, self.ledger.last_attempt(self.spec.submission_id), self.policy, now)
         if decision.action is Action.RESUBMIT:
             decision = self._resubmit(decision)
         return decision
