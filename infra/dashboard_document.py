@@ -19,7 +19,8 @@ labels are from `RESOURCES_URL`), and the log-based metrics of infra/log_metrics
   values (`AGGREGATION_URL`: ALIGN_SUM and REDUCE_SUM merge distributions into one; ALIGN_MEAN takes
   numeric values only; REDUCE_MEAN gives the mean of the values as a DOUBLE), so each chart is the mean
   of a number the ledger already computed (`workloads/ledger.py`: `Ledger.spend`, the total
-  `python -m jobctl status` prints, and `Ledger.usd_per_step`): ALIGN_DELTA, then REDUCE_MEAN.
+  `python -m jobctl status` prints, `Ledger.usd_per_step`, and `workloads/goodput.py`'s goodput fraction
+  and badput dollars per bucket of each attempt): ALIGN_DELTA, then REDUCE_MEAN.
   A distribution keeps the exact count and mean beside its buckets, so the means are exact; the
   buckets only matter for heatmaps and percentiles. Not chosen: PromQL, which reads a distribution's
   `<metric>_sum` (https://cloud.google.com/monitoring/promql/promql-mapping), because how it sums a
@@ -126,7 +127,8 @@ def _distribution_mean(group: Optional[list[str]] = None) -> dict[str, Any]:
 
 
 def _attempt_charts(metrics: AttemptMetrics, container: str) -> list[dict[str, Any]]:
-    """The charts of the watcher's attempt lines: how attempts ended, steps lost, spend, $ per step."""
+    """The charts of the watcher's attempt lines: how attempts ended, steps lost, spend, $ per step, goodput
+    and badput by bucket."""
     by_cause = ['metric.label."cause"']
 
     def series(metric: str, aggregation: dict[str, Any]) -> dict[str, Any]:
@@ -173,6 +175,23 @@ def _attempt_charts(metrics: AttemptMetrics, container: str) -> list[dict[str, A
             "$ per training step of the ended attempts (its spend / the steps it ran, lost ones included)",
             [(series(metrics.usd_per_step, _distribution_mean()), "STACKED_BAR", "USD per step")],
             "USD/step",
+        ),
+        # The ledger's own split of each attempt (workloads/goodput.py), the mean of the attempts ended in
+        # the hour, as the charts above: a fraction of two sums would need sums of distributions.
+        _chart(
+            "Goodput per ended attempt (fraction of its paid GPU node-time in kept steps; mean per hour)",
+            [(series(metrics.goodput, _distribution_mean()), "STACKED_BAR", "goodput")],
+            "fraction",
+        ),
+        # One distribution per bucket (infra/log_metrics.py); every line with a price holds all of them, so
+        # the stacked means add up to the mean badput of the attempts ended in the hour.
+        _chart(
+            "Badput per ended attempt by bucket, USD (paid GPU node-time not in kept steps; mean per hour)",
+            [
+                (series(metric, _distribution_mean()), "STACKED_BAR", bucket)
+                for bucket, metric in metrics.badput.items()
+            ],
+            "USD",
         ),
     ]
 
@@ -392,7 +411,7 @@ def dashboard_document(
                 "replacement node has joined and the job has loaded its last checkpoint (a read burst on Lustre). "
                 "Checkpoint saves show as write bursts. Each ended attempt adds a bar to *Training attempts* "
                 "and *Steps lost*, and the run ledger's numbers (`python -m jobctl status`) to *Spend of the "
-                "run so far* and *$ per training step*."
+                "run so far*, *$ per training step*, *Goodput* and *Badput by bucket*."
             ),
         },
     }

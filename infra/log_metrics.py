@@ -14,25 +14,40 @@
 - Training attempts, from the preemption watcher's one JSON line per ended attempt
   (`ATTEMPT_METRIC_SOURCE`): a log-based counter of the lines by cause, and log-based DISTRIBUTION
   metrics, each with a value extractor over one number of the line and bucket options
-  (`DISTRIBUTION_METRICS_URL`): steps lost, the run's spend so far and the attempt's $ per step.
+  (`DISTRIBUTION_METRICS_URL`): steps lost, the run's spend so far, the attempt's $ per step, its
+  goodput fraction (`goodputFraction`) and the dollars of each badput bucket (`badputUsd`, a map by bucket
+  name, `workloads/goodput.py`). A log-based metric records one value per entry (its `valueExtractor`,
+  `LOG_METRIC_URL`), so a map of seven numbers cannot be one metric with a `bucket` label: each badput
+  bucket is its own distribution, extracting `jsonPayload.badputUsd.<bucket>`.
   The dashboard charts each as the mean of its values (infra/dashboard_document.py says why).
 
-Also not verified on a real cloud: that `jsonPayload.<field>>=0` leaves out a line whose field is null.
+Also not verified on a real cloud: that `jsonPayload.<field>>=0` leaves out a line whose field is null
+(or whose `badputUsd` is null), and that `EXTRACT` reads a nested field path (`jsonPayload.badputUsd.gate`;
+the API names its argument "the name of the log entry field", and the logging query language addresses
+nested jsonPayload fields by such paths).
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 from infra.naming import PREEMPTION_WATCHER_CONTAINER
+from workloads.goodput import BUCKETS, GOOD
 
 LOG_METRICS_URL = "https://cloud.google.com/logging/docs/logs-based-metrics"
 SPOT_PREEMPTION_URL = "https://cloud.google.com/compute/docs/instances/create-use-spot"
 DISTRIBUTION_METRICS_URL = "https://cloud.google.com/logging/docs/logs-based-metrics/distribution-metrics"
 """A log-based distribution metric: a filter, a value extractor (`EXTRACT(jsonPayload.<field>)`) and
 bucket options; it records count, mean and sum of squared deviation with the bucket counts."""
+LOG_METRIC_URL = "https://cloud.google.com/logging/docs/reference/v2/rest/v2/projects.metrics"
+"""The `LogMetric` resource: `valueExtractor` (`EXTRACT(field)` or `REGEXP_EXTRACT(field, regex)`, one value
+per entry, "convertible to a double"), `labelExtractors` (label key -> extractor), `bucketOptions`; the
+pulumi-gcp `gcp.logging.Metric` args `value_extractor`, `label_extractors`, `bucket_options`."""
+BADPUT_BUCKETS = tuple(b for b in BUCKETS if b != GOOD)
+"""The keys of the attempt line's `badputUsd` map: every goodput bucket but the kept steps
+(`workloads/recovery/owner_loop.py` `Watcher._goodput_fields`)."""
 
 
 @dataclass(frozen=True)
@@ -70,6 +85,82 @@ class AttemptMetrics:
     """Distribution of `runSpendUsd`: the run's spend so far (the ledger's sum over its attempts)."""
     usd_per_step: str
     """Distribution of `usdPerStep`: the ended attempt's spend over the steps it ran."""
+    goodput: str
+    """Distribution of `goodputFraction`: the attempt's kept steps over its paid GPU node-time."""
+    badput: dict[str, str]
+    """Per badput bucket (`BADPUT_BUCKETS`, in order): the distribution of `badputUsd.<bucket>`."""
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """One log-based DISTRIBUTION metric of a number of the attempt line (`DISTRIBUTION_METRICS_URL`)."""
+
+    suffix: str
+    """The metric is `<prefix>-training-<suffix>`, its resource `<component>-<suffix>`."""
+    field: str
+    """The number's path below jsonPayload."""
+    unit: str
+    description: str
+    buckets: dict[str, Any]
+    by_cause: bool = False
+    """With the label `cause` (how the attempt ended)."""
+
+
+def kebab(name: str) -> str:
+    """`gangWait` -> `gang-wait`: a bucket's name in a metric name."""
+    return "".join(f"-{c.lower()}" if c.isupper() else c for c in name)
+
+
+def attempt_distributions(stack: str) -> list[Distribution]:
+    """The distributions over the watcher's attempt line, in the order the component creates them."""
+    # Buckets doubling from $1 (run spend) and from 1 cent (per step, per badput bucket) to 2^24 times that:
+    # every value a run can reach has a bucket; the charts read the exact mean, the buckets only shape a
+    # heatmap. The goodput fraction is in [0, 1]: twenty buckets of 5 %.
+    cents = {"exponential_buckets": {"num_finite_buckets": 24, "growth_factor": 2, "scale": 0.01}}
+    return [
+        Distribution(
+            "steps-lost",
+            "stepsLost",
+            "1",
+            f"Steps each ended training attempt of stack {stack} lost (ran past its last complete checkpoint).",
+            {"linear_buckets": {"num_finite_buckets": 20, "width": 1, "offset": 0}},
+            by_cause=True,
+        ),
+        Distribution(
+            "run-spend",
+            "runSpendUsd",
+            "USD",
+            f"The spend so far of the training run of stack {stack} at each attempt's end (the run ledger's "
+            "GPU node-hours x node-hour price).",
+            {"exponential_buckets": {"num_finite_buckets": 24, "growth_factor": 2, "scale": 1}},
+        ),
+        Distribution(
+            "usd-per-step",
+            "usdPerStep",
+            "USD",
+            f"Spend per training step of each ended attempt of stack {stack} (its spend / the steps it ran).",
+            cents,
+        ),
+        Distribution(
+            "goodput",
+            "goodputFraction",
+            "1",
+            f"Goodput of each ended training attempt of stack {stack}: the fraction of its paid GPU node-time "
+            "in kept steps (workloads/goodput.py).",
+            {"linear_buckets": {"num_finite_buckets": 20, "width": 0.05, "offset": 0}},
+        ),
+        *(
+            Distribution(
+                f"badput-{kebab(bucket)}",
+                f"badputUsd.{bucket}",
+                "USD",
+                f"Dollars of each ended training attempt of stack {stack} paid for GPU node-time in the badput "
+                f"bucket {bucket} (workloads/goodput.py).",
+                cents,
+            )
+            for bucket in BADPUT_BUCKETS
+        ),
+    ]
 
 
 def quoted(value: str) -> str:

@@ -18,7 +18,16 @@ import pulumi_gcp as gcp
 
 from infra.dashboard_document import dashboard_document, display_name
 from infra.gke_common import ClusterComponent
-from infra.log_metrics import USER_METRIC_PREFIX, AttemptMetrics, attempt_log_filter, preemption_log_filter
+from infra.log_metrics import (
+    BADPUT_BUCKETS,
+    USER_METRIC_PREFIX,
+    AttemptMetrics,
+    Distribution,
+    attempt_distributions,
+    attempt_log_filter,
+    kebab,
+    preemption_log_filter,
+)
 from infra.options import child_options
 from infra.stack_context import GpuPoolFacts, StackContext
 
@@ -55,7 +64,8 @@ class RayNamespace(Protocol):
 
 class MonitoringDashboard(pulumi.ComponentResource):
     """The stack's Cloud Monitoring dashboard and its log-based metrics: spot preemptions (audit log) and
-    the training attempts, steps lost, run spend and $ per step (the preemption watcher's log).
+    the training attempts, steps lost, run spend, $ per step, goodput and badput dollars (the preemption
+    watcher's log).
 
     Outputs: `dashboard_id` (the dashboard's resource id), `display_name`, and `console_url` (the
     project's dashboard list, where it appears under `display_name`).
@@ -65,9 +75,8 @@ class MonitoringDashboard(pulumi.ComponentResource):
     preemption_metric: gcp.logging.Metric
     preemption_metric_name: str
     attempts_metric: gcp.logging.Metric
-    steps_lost_metric: gcp.logging.Metric
-    run_spend_metric: gcp.logging.Metric
-    usd_per_step_metric: gcp.logging.Metric
+    distribution_metrics: dict[str, gcp.logging.Metric]
+    """By suffix (`steps-lost`, `run-spend`, `usd-per-step`, `goodput`, `badput-<bucket>`)."""
     dashboard_json: pulumi.Output[str]
     dashboard_id: pulumi.Output[str]
     display_name: str
@@ -113,63 +122,33 @@ class MonitoringDashboard(pulumi.ComponentResource):
             opts=child,
         )
 
-        def distribution(
-            suffix: str, field: str, unit: str, description: str, buckets: dict[str, Any], labelled: bool = False
-        ) -> gcp.logging.Metric:
-            """A log-based DISTRIBUTION metric of one number of the attempt line (DISTRIBUTION_METRICS_URL)."""
+        def distribution(d: Distribution) -> gcp.logging.Metric:
+            """A log-based DISTRIBUTION metric of one number of the attempt line (infra/log_metrics.py)."""
             return gcp.logging.Metric(
-                f"{name}-{suffix}",
-                name=ctx.name(f"training-{suffix}"),
+                f"{name}-{d.suffix}",
+                name=ctx.name(f"training-{d.suffix}"),
                 project=ctx.project,
-                description=description,
-                filter=attempt_filter(field),
+                description=d.description,
+                filter=attempt_filter(d.field),
                 metric_descriptor={
                     "metric_kind": "DELTA",
                     "value_type": "DISTRIBUTION",
-                    "unit": unit,
-                    **({"labels": cause} if labelled else {}),
+                    "unit": d.unit,
+                    **({"labels": cause} if d.by_cause else {}),
                 },
-                value_extractor=f"EXTRACT(jsonPayload.{field})",
-                label_extractors={"cause": "EXTRACT(jsonPayload.cause)"} if labelled else None,
-                bucket_options=buckets,
+                value_extractor=f"EXTRACT(jsonPayload.{d.field})",
+                label_extractors={"cause": "EXTRACT(jsonPayload.cause)"} if d.by_cause else None,
+                bucket_options=d.buckets,
                 opts=child,
             )
 
-        self.steps_lost_metric = distribution(
-            "steps-lost",
-            "stepsLost",
-            "1",
-            f"Steps each ended training attempt of stack {ctx.stack} lost (ran past its last complete checkpoint).",
-            {"linear_buckets": {"num_finite_buckets": 20, "width": 1, "offset": 0}},
-            labelled=True,
-        )
-        # Buckets doubling from $1 (run spend) and from 1 cent (per step) to 2^24 times that: every value a
-        # run can reach has a bucket; the charts read the exact mean, the buckets only shape a heatmap.
-        self.run_spend_metric = distribution(
-            "run-spend",
-            "runSpendUsd",
-            "USD",
-            f"The spend so far of the training run of stack {ctx.stack} at each attempt's end (the run ledger's "
-            "GPU node-hours x node-hour price).",
-            {"exponential_buckets": {"num_finite_buckets": 24, "growth_factor": 2, "scale": 1}},
-        )
-        self.usd_per_step_metric = distribution(
-            "usd-per-step",
-            "usdPerStep",
-            "USD",
-            f"Spend per training step of each ended attempt of stack {ctx.stack} (its spend / the steps it ran).",
-            {"exponential_buckets": {"num_finite_buckets": 24, "growth_factor": 2, "scale": 0.01}},
-        )
-        log_metrics = [
-            self.preemption_metric,
-            self.attempts_metric,
-            self.steps_lost_metric,
-            self.run_spend_metric,
-            self.usd_per_step_metric,
-        ]
+        self.distribution_metrics = {d.suffix: distribution(d) for d in attempt_distributions(ctx.stack)}
+        log_metrics = [self.preemption_metric, self.attempts_metric, *self.distribution_metrics.values()]
+        suffixes = list(self.distribution_metrics)
 
         def document(names: list[Any]) -> str:
-            cluster, instance, metric, *attempts = names
+            cluster, instance, metric, attempts, *distributions = names
+            by = dict(zip(suffixes, distributions, strict=True))
             doc = dashboard_document(
                 stack=ctx.stack,
                 project=ctx.project,
@@ -180,7 +159,14 @@ class MonitoringDashboard(pulumi.ComponentResource):
                 lustre_instance_id=str(instance).rsplit("/", 1)[-1],
                 ray_namespace=args.ray_namespace,
                 preemption_metric=metric,
-                attempt_metrics=AttemptMetrics(*attempts),
+                attempt_metrics=AttemptMetrics(
+                    attempts,
+                    steps_lost=by["steps-lost"],
+                    run_spend=by["run-spend"],
+                    usd_per_step=by["usd-per-step"],
+                    goodput=by["goodput"],
+                    badput={b: by[f"badput-{kebab(b)}"] for b in BADPUT_BUCKETS},
+                ),
                 cluster_location=args.cluster_location,
             )
             return json.dumps(doc, sort_keys=True)

@@ -49,6 +49,19 @@ def own_metrics(rec) -> dict[str, object]:
         "monitoring-steps-lost": ATTEMPT_METRIC_SOURCE,
         "monitoring-run-spend": ATTEMPT_METRIC_SOURCE,
         "monitoring-usd-per-step": ATTEMPT_METRIC_SOURCE,
+        "monitoring-goodput": ATTEMPT_METRIC_SOURCE,
+        **{
+            f"monitoring-badput-{bucket}": ATTEMPT_METRIC_SOURCE
+            for bucket in (
+                "gang-wait",
+                "image-pull",
+                "gate",
+                "startup",
+                "steps-lost",
+                "checkpoint-save",
+                "idle-after-run",
+            )
+        },
     }
     return {
         f"{USER_METRIC_PREFIX}{r.inputs['name']}": sources[r.name] for r in rec.by_type("gcp:logging/metric:Metric")

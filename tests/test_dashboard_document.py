@@ -11,7 +11,7 @@ from dashboard_support import CLUSTER, LUSTRE_ID, METRIC_TYPE, NAMESPACE, POOL, 
 from k8s_support import CTX
 
 from infra.dashboard_document import METRICS, display_name
-from infra.log_metrics import USER_METRIC_PREFIX
+from infra.log_metrics import USER_METRIC_PREFIX, kebab
 from infra.observability import COMPONENT_TYPE
 
 
@@ -139,7 +139,7 @@ def test_every_metric_type_is_in_the_documented_allow_list():
     rec, _, doc = dashboard()
     own = own_metrics(rec)
     used = {METRIC_TYPE.search(f["filter"]).group(1) for _, f in chart_filters(doc)}
-    assert used - set(DOCUMENTED_METRICS) == set(own) and len(own) == 5
+    assert used - set(DOCUMENTED_METRICS) == set(own) and len(own) == 13
     for metric, source in {**METRICS, **own}.items():
         assert source.url.startswith("https://cloud.google.com/"), metric
     # Each filter names the monitored resource its metric is written against.
@@ -271,3 +271,27 @@ def test_the_spend_and_usd_per_step_charts_show_the_mean_of_their_distribution_p
         **mean,
         "groupByFields": ['metric.label."cause"'],
     }
+
+
+def test_the_goodput_chart_and_the_badput_chart_stack_the_mean_dollars_of_each_bucket_per_hour(built):
+    rec, _, doc = built
+    names = {r.name: f"{USER_METRIC_PREFIX}{r.inputs['name']}" for r in rec.by_type("gcp:logging/metric:Metric")}
+    mean = {"alignmentPeriod": "3600s", "perSeriesAligner": "ALIGN_DELTA", "crossSeriesReducer": "REDUCE_MEAN"}
+    charts = {
+        t["widget"]["title"]: t["widget"]["xyChart"] for t in doc["mosaicLayout"]["tiles"] if "xyChart" in t["widget"]
+    }
+    (goodput,) = [c for title, c in charts.items() if title.startswith("Goodput per ended attempt")]
+    (badput,) = [c for title, c in charts.items() if title.startswith("Badput per ended attempt by bucket, USD")]
+    (only,) = goodput["dataSets"]
+    assert only["timeSeriesQuery"]["timeSeriesFilter"]["aggregation"] == mean
+    assert (
+        METRIC_TYPE.search(only["timeSeriesQuery"]["timeSeriesFilter"]["filter"]).group(1)
+        == names["monitoring-goodput"]
+    )
+    # One stacked series per badput bucket of workloads/goodput.py (all but the kept steps), named by it.
+    buckets = ["gangWait", "imagePull", "gate", "startup", "stepsLost", "checkpointSave", "idleAfterRun"]
+    assert [ds["legendTemplate"] for ds in badput["dataSets"]] == buckets
+    for bucket, ds in zip(buckets, badput["dataSets"], strict=True):
+        f = ds["timeSeriesQuery"]["timeSeriesFilter"]
+        assert ds["plotType"] == "STACKED_BAR" and f["aggregation"] == mean, bucket
+        assert METRIC_TYPE.search(f["filter"]).group(1) == names[f"monitoring-badput-{kebab(bucket)}"], bucket
