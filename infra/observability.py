@@ -62,6 +62,34 @@ class RayNamespace(Protocol):
     namespace: str
 
 
+def _document_json(args: MonitoringDashboardArgs, suffixes: list[str], names: list[Any]) -> str:
+    """The dashboard JSON once the names are known: the cluster, the Lustre instance, the preemption and
+    attempt counters, then the distributions in `suffixes` order."""
+    cluster, instance, metric, attempts, *distributions = names
+    by = dict(zip(suffixes, distributions, strict=True))
+    doc = dashboard_document(
+        stack=args.ctx.stack,
+        project=args.ctx.project,
+        zone=args.zone,
+        cluster_name=cluster,
+        gpu_pool=args.gpu_pool,
+        # The instance's full resource name ends in the id the metric's label holds.
+        lustre_instance_id=str(instance).rsplit("/", 1)[-1],
+        ray_namespace=args.ray_namespace,
+        preemption_metric=metric,
+        attempt_metrics=AttemptMetrics(
+            attempts,
+            steps_lost=by["steps-lost"],
+            run_spend=by["run-spend"],
+            usd_per_step=by["usd-per-step"],
+            goodput=by["goodput"],
+            badput={b: by[f"badput-{kebab(b)}"] for b in BADPUT_BUCKETS},
+        ),
+        cluster_location=args.cluster_location,
+    )
+    return json.dumps(doc, sort_keys=True)
+
+
 class MonitoringDashboard(pulumi.ComponentResource):
     """The stack's Cloud Monitoring dashboard and its log-based metrics: spot preemptions (audit log) and
     the training attempts, steps lost, run spend, $ per step, goodput and badput dollars (the preemption
@@ -146,33 +174,8 @@ class MonitoringDashboard(pulumi.ComponentResource):
         log_metrics = [self.preemption_metric, self.attempts_metric, *self.distribution_metrics.values()]
         suffixes = list(self.distribution_metrics)
 
-        def document(names: list[Any]) -> str:
-            cluster, instance, metric, attempts, *distributions = names
-            by = dict(zip(suffixes, distributions, strict=True))
-            doc = dashboard_document(
-                stack=ctx.stack,
-                project=ctx.project,
-                zone=zone,
-                cluster_name=cluster,
-                gpu_pool=args.gpu_pool,
-                # The instance's full resource name ends in the id the metric's label holds.
-                lustre_instance_id=str(instance).rsplit("/", 1)[-1],
-                ray_namespace=args.ray_namespace,
-                preemption_metric=metric,
-                attempt_metrics=AttemptMetrics(
-                    attempts,
-                    steps_lost=by["steps-lost"],
-                    run_spend=by["run-spend"],
-                    usd_per_step=by["usd-per-step"],
-                    goodput=by["goodput"],
-                    badput={b: by[f"badput-{kebab(b)}"] for b in BADPUT_BUCKETS},
-                ),
-                cluster_location=args.cluster_location,
-            )
-            return json.dumps(doc, sort_keys=True)
-
         self.dashboard_json = pulumi.Output.all(cluster_name, lustre_instance_id, *(m.name for m in log_metrics)).apply(
-            document
+            lambda names: _document_json(args, suffixes, names)
         )
         self.dashboard = gcp.monitoring.Dashboard(
             f"{name}-dashboard",
