@@ -15,33 +15,31 @@ from typing import Any, Optional
 import pulumi
 import pulumi_kubernetes as k8s
 
-from infra.naming import ACCELERATOR_LABEL, MANAGED_LABELS
+from infra.naming import MANAGED_LABELS
 from infra.options import child_options
-from infra.pod_facts import PAUSE_IMAGE, require_pinned
+from infra.pod_facts import (
+    HOST_GIB_DIR,
+    HOST_NVIDIA_LIB_DIR,
+    INSTALLER_MNT_GIB,
+    INSTALLER_MNT_NVIDIA,
+    PAUSE_IMAGE,
+    accelerator_affinity,
+    require_pinned,
+)
+from infra.pod_facts import NCCL_INSTALLER as NAME
 
-NAME = "nccl-rdma-installer"
 NAMESPACE = "kube-system"
-HOST_GIB_DIR = "/home/kubernetes/bin/gib"
-HOST_NVIDIA_LIB_DIR = "/home/kubernetes/bin/nvidia/lib64"
 
-# Where the installer container sees the host directories (upstream's mount points).
-_MNT_NVIDIA = "/usr/local/home/kubernetes/bin/nvidia/lib64"
-_MNT_GIB = "/usr/local/home/kubernetes/bin/gib"
 
 _INSTALL = "\n".join(
     [
         "set -ex",
         "/scripts/container_entry.sh install",
-        f"cp -r /var/lib/gib/lib64/. {_MNT_NVIDIA}",
-        f"cp -r /var/lib/gib/. {_MNT_GIB}",
+        f"cp -r /var/lib/gib/lib64/. {INSTALLER_MNT_NVIDIA}",
+        f"cp -r /var/lib/gib/. {INSTALLER_MNT_GIB}",
         'echo "gIB NCCL plugin installed"',
     ]
 )
-
-
-def accelerator_affinity(values: list[str]) -> dict[str, Any]:
-    term = {"matchExpressions": [{"key": ACCELERATOR_LABEL, "operator": "In", "values": values}]}
-    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}}
 
 
 def daemonset_manifest(image: str, accelerator_types: Sequence[str]) -> dict[str, Any]:
@@ -81,8 +79,8 @@ def daemonset_manifest(image: str, accelerator_types: Sequence[str]) -> dict[str
                             "securityContext": privileged,
                             "resources": {"requests": {"cpu": "150m", "memory": "64Mi"}},
                             "volumeMounts": [
-                                {"name": "nvidia-lib64", "mountPath": _MNT_NVIDIA},
-                                {"name": "gib", "mountPath": _MNT_GIB},
+                                {"name": "nvidia-lib64", "mountPath": INSTALLER_MNT_NVIDIA},
+                                {"name": "gib", "mountPath": INSTALLER_MNT_GIB},
                             ],
                         },
                     ],

@@ -14,17 +14,25 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from infra.naming import MANAGED_LABELS
-from infra.nccl import _MNT_GIB, _MNT_NVIDIA, HOST_GIB_DIR, HOST_NVIDIA_LIB_DIR, NAME, accelerator_affinity
 from infra.options import child_options
-from infra.pod_facts import PAUSE_IMAGE, require_pinned
+from infra.pod_facts import (
+    HOST_GIB_DIR,
+    HOST_NVIDIA_LIB_DIR,
+    INSTALLER_MNT_GIB,
+    INSTALLER_MNT_NVIDIA,
+    PAUSE_IMAGE,
+    accelerator_affinity,
+    require_pinned,
+)
+from infra.pod_facts import NCCL_INSTALLER as NAME
 
 NAMESPACE = "rdma-system"
 UPSTREAM_ACCELERATORS = ("nvidia-h200-141gb", "nvidia-b200")  # upstream's order: the allowlist matches the spec
 _INSTALL = (
     "set -ex\n"
     "/scripts/container_entry.sh install --install-nccl\n"
-    f"cp -r /var/lib/gib/lib64/. {_MNT_NVIDIA}\n"
-    f"cp -r /var/lib/gib/. {_MNT_GIB}\n"
+    f"cp -r /var/lib/gib/lib64/. {INSTALLER_MNT_NVIDIA}\n"
+    f"cp -r /var/lib/gib/. {INSTALLER_MNT_GIB}\n"
     'echo "installation finishes"\n'
 )
 
@@ -73,8 +81,8 @@ def daemonset_manifest(image: str, accelerator_types: Sequence[str]) -> dict[str
                             "resources": {"requests": {"cpu": "150m"}},
                             "securityContext": {"privileged": True},
                             "volumeMounts": [
-                                {"name": "library-dir-host", "mountPath": _MNT_NVIDIA},
-                                {"name": "gib", "mountPath": _MNT_GIB},
+                                {"name": "library-dir-host", "mountPath": INSTALLER_MNT_NVIDIA},
+                                {"name": "gib", "mountPath": INSTALLER_MNT_GIB},
                             ],
                             "command": ["/bin/sh", "-c"],
                             "args": [_INSTALL],

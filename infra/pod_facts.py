@@ -4,6 +4,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
+
+from infra.naming import ACCELERATOR_LABEL
 
 GPU_RESOURCE = "nvidia.com/gpu"  # also the key of GKE's GPU node taint
 IMPENDING_TERMINATION_TAINT = "cloud.google.com/impending-node-termination"
@@ -12,6 +15,13 @@ IMPENDING_TERMINATION_TAINT = "cloud.google.com/impending-node-termination"
 PAUSE_IMAGE = "gke.gcr.io/pause:3.8@sha256:880e63f94b145e46f1b1082bb71b85e21f16b99b180b9996407d61240ceb9830"
 DASHBOARD_PORT = 8265  # KubeRay's head port named `dashboard`; the Ray job API too
 SECRET_MOUNT_PATH = "/var/run/secrets/nemo-rl"
+# What the NCCL gIB installers fill on the host (infra/nccl.py, infra/nccl_autopilot.py), and where their
+# container sees it (upstream's mount points).
+NCCL_INSTALLER = "nccl-rdma-installer"
+HOST_GIB_DIR = "/home/kubernetes/bin/gib"
+HOST_NVIDIA_LIB_DIR = "/home/kubernetes/bin/nvidia/lib64"
+INSTALLER_MNT_NVIDIA = "/usr/local/home/kubernetes/bin/nvidia/lib64"
+INSTALLER_MNT_GIB = "/usr/local/home/kubernetes/bin/gib"
 # GKE's node-pool taint effect enum -> Kubernetes core/v1 spelling.
 TAINT_EFFECTS = {"NO_SCHEDULE": "NoSchedule", "PREFER_NO_SCHEDULE": "PreferNoSchedule", "NO_EXECUTE": "NoExecute"}
 
@@ -41,3 +51,9 @@ def require_pinned(image: str, component: str) -> None:
     # Upstream's `latest` moves under a running pool.
     if ":" not in image.rsplit("/", 1)[-1] and "@" not in image:
         raise ValueError(f"{component}: image {image!r} has no tag or digest; pin a version")
+
+
+def accelerator_affinity(values: list[str]) -> dict[str, Any]:
+    """Required node affinity to the GPU types `values`."""
+    term = {"matchExpressions": [{"key": ACCELERATOR_LABEL, "operator": "In", "values": values}]}
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}}
