@@ -49,20 +49,7 @@ class AutopilotClusterArgs:
 class AutopilotCluster(pulumi.ComponentResource):
     """A regional GKE Autopilot cluster: no node pools; hands on what `infra.gke_common.ClusterComponent` lists."""
 
-    cluster: gcp.container.Cluster
-    name: pulumi.Output[str]
-    endpoint: pulumi.Output[str]
-    ca_certificate: Optional[pulumi.Output[str]]
-    control_plane_access: str
-    location: str
-    project: str
-    node_service_account: gcp.serviceaccount.Account
-    node_service_account_grants: list[gcp.projects.IAMMember]
-    node_pools: list[gcp.container.NodePool]  # always empty
     node_pool_names: tuple[str, ...] = ()
-    gpu_pool_facts: GpuPoolFacts
-    workload_pool: pulumi.Output[str]
-    credentials_command: pulumi.Output[str]
     node_name_prefix = "gk3"
 
     def __init__(self, name: str, args: AutopilotClusterArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:

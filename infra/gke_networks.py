@@ -63,11 +63,6 @@ class GkeNetworkObjects(pulumi.ComponentResource):
     """One GKENetworkParamSet + Network pair per extra NIC. No edge to the GPU node pool: if GKE refused to delete
     a Network a pool still uses, "Networks before pools" would deadlock `pulumi destroy`."""
 
-    network_names: list[str]
-    interfaces_annotation: str
-    param_sets: list[k8s.apiextensions.CustomResource]
-    networks: list[k8s.apiextensions.CustomResource]
-
     def __init__(self, name: str, args: GkeNetworkObjectsArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         nics = tuple(args.nics)
         check_nics(nics)  # before registering anything: a refused list leaves no half-made component

@@ -77,10 +77,6 @@ class KubernetesAccess(pulumi.ComponentResource):
     unset: pulumi-kubernetes refuses to delete a Helm release on an unreachable cluster anyway (pulumi/
     pulumi-kubernetes issue 2675); objects are `deleted_with` the cluster instead (__main__.py)."""
 
-    provider: k8s.Provider
-    cluster_identifier: pulumi.Output[str]
-    kubeconfig: pulumi.Output[str]
-
     def __init__(self, name: str, args: KubernetesAccessArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("nemo-rl-gke:infra:KubernetesAccess", name, None, opts)
         project, where = args.ctx.project, args.location or args.ctx.zone

@@ -106,11 +106,6 @@ class NcclRdmaInstallerArgs:
 class NcclRdmaInstaller(pulumi.ComponentResource):
     """The Ray workers' `wait-for-gib` init container waits for its output on a fresh node."""
 
-    daemonset: k8s.apps.v1.DaemonSet
-    name: str
-    namespace: str
-    image: str
-
     def __init__(self, name: str, args: NcclRdmaInstallerArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         require_pinned(args.image, "NcclRdmaInstaller")
         manifest = daemonset_manifest(args.image, args.accelerator_types)

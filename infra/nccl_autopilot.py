@@ -102,12 +102,6 @@ class NcclRdmaInstallerAutopilotArgs:
 
 
 class NcclRdmaInstallerAutopilot(pulumi.ComponentResource):
-    namespace_resource: k8s.core.v1.Namespace
-    daemonset: k8s.apps.v1.DaemonSet
-    name: str
-    namespace: str
-    image: str
-
     def __init__(
         self, name: str, args: NcclRdmaInstallerAutopilotArgs, opts: Optional[pulumi.ResourceOptions] = None
     ) -> None:

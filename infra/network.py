@@ -85,24 +85,6 @@ class Networking(pulumi.ComponentResource):
     """Primary, gVNIC and RDMA VPCs, subnets, firewalls and Private Service Access. Names are plain data
     (`nics`) because the Kubernetes objects naming them render at plan time."""
 
-    primary_network: pulumi.Output[str]
-    primary_network_name: pulumi.Output[str]
-    primary_subnet: pulumi.Output[str]
-    pods_range_name: Optional[str]  # None on the `default` network, where GKE creates and names them
-    services_range_name: Optional[str]
-    pods_cidr: str
-    services_cidr: str
-    gvnic_network_name: pulumi.Output[str]
-    gvnic_subnet_name: pulumi.Output[str]
-    rdma_network_name: pulumi.Output[str]
-    rdma_subnet_names: list[pulumi.Output[str]]
-    nic_subnets: list[gcp.compute.Subnetwork]  # in NIC order: the GKE Network objects wait for them
-    nics: tuple[NicAttachment, ...]
-    psa_connection: gcp.servicenetworking.Connection  # Lustre must wait for it: no input implies it
-    router: gcp.compute.Router
-    nat: gcp.compute.RouterNat
-    lustre_port: int
-
     def __init__(self, name: str, args: NetworkingArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("nemo-rl-gke:infra:Networking", name, None, opts)
         ctx, cfg, flavour, lustre_port = args.ctx, args.network, args.flavour, args.lustre_port
@@ -249,7 +231,7 @@ class Networking(pulumi.ComponentResource):
         )
         self.gvnic_network_name = vpc.name
         self.gvnic_subnet_name = subnet.name
-        self.nic_subnets = [subnet]
+        self.nic_subnets = [subnet]  # in NIC order: the GKE Network objects wait for them
 
     def _rdma(self, name: str, ctx: StackContext, cfg: NetworkConfig, child: pulumi.ResourceOptions) -> None:
         rdma = self.nics[1:]

@@ -67,8 +67,6 @@ class ProjectApis(pulumi.ComponentResource):
     """One `gcp.projects.Service` per API (none when `manage` is false); `wait_for` makes each resource wait
     for its own API."""
 
-    services: dict[str, gcp.projects.Service]
-
     def __init__(self, name: str, args: ProjectApisArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("nemo-rl-gke:infra:ProjectApis", name, None, opts)
         ctx, manage = args.ctx, args.manage

@@ -302,15 +302,6 @@ class RayCluster(pulumi.ComponentResource):
     fixed) whenever values or chart change, because KubeRay does not roll Ray pods on a pod-template change;
     a running job resumes from its last checkpoint. No `atomic`: it would throw away a failed install's events."""
 
-    release: k8s.helm.v3.Release
-    cluster_name: str
-    namespace: str
-    head_service: str
-    dashboard_port: int
-    worker_group: str
-    dashboard_proxy_path: str  # https://kubernetes.io/docs/tasks/access-application-cluster/access-cluster-services/
-    values: dict[str, Any]
-
     def __init__(self, name: str, args: RayClusterArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         cluster_name, image, ray = args.cluster_name, args.image, args.ray
         check_cluster_name(cluster_name)
@@ -319,6 +310,7 @@ class RayCluster(pulumi.ComponentResource):
         self.head_service = f"{cluster_name}{HEAD_SERVICE_SUFFIX}"
         self.dashboard_port = DASHBOARD_PORT
         self.worker_group = WORKER_GROUP
+        # https://kubernetes.io/docs/tasks/access-application-cluster/access-cluster-services/
         self.dashboard_proxy_path = f"/api/v1/namespaces/{self.namespace}/services/{self.head_service}:dashboard/proxy"
         values = args.values()
         super().__init__("nemo-rl-gke:infra:RayCluster", name, None, opts)

@@ -69,15 +69,6 @@ class LustreArgs:
 class Lustre(pulumi.ComponentResource):
     """A Managed Lustre instance. Sizes are strings: their pulumi-gcp 10.2.0 type (a number passes mocks only)."""
 
-    instance: gcp.lustre.Instance
-    instance_id: pulumi.Output[str]
-    mount_ip: pulumi.Output[str]
-    filesystem: pulumi.Output[str]
-    volume_handle: pulumi.Output[str]  # `<project>/<zone>/<instanceId>`, the CSI PersistentVolume's handle
-    capacity_gib: int
-    location: str
-    port: int
-
     def __init__(self, name: str, args: LustreArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("nemo-rl-gke:infra:Lustre", name, None, opts)
         ctx, cfg, instance_id, network = args.ctx, args.lustre, args.instance_id, args.network
@@ -112,6 +103,7 @@ class Lustre(pulumi.ComponentResource):
         self.instance_id = self.instance.instance_id
         self.filesystem = self.instance.filesystem
         self.mount_ip = self.instance.mount_point.apply(parse_mount_point)
+        # The CSI PersistentVolume's handle.
         self.volume_handle = pulumi.Output.concat(ctx.project, "/", ctx.zone, "/", self.instance.instance_id)
         self.register_outputs(
             {
@@ -143,12 +135,6 @@ class ArtifactBucketArgs:
 class ArtifactBucket(pulumi.ComponentResource):
     """A regional hierarchical-namespace bucket (real folders, atomic renames), writable by one KSA; kept by
     `pulumi destroy` unless `storage.deleteBucketOnDestroy`."""
-
-    bucket: gcp.storage.Bucket
-    bucket_name: pulumi.Output[str]
-    bucket_url: pulumi.Output[str]
-    bucket_cloud_name: str
-    member: pulumi.Output[str]
 
     def __init__(self, name: str, args: ArtifactBucketArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("nemo-rl-gke:infra:ArtifactBucket", name, None, opts)
@@ -224,9 +210,6 @@ class LustreDataGuard(pulumi.ComponentResource):
     """Exports Lustre's results directories to the bucket before `pulumi destroy` deletes it. The guard depends
     on the instance, the bucket and the agent's grants, so a plain `pulumi destroy` (no `--run-program`, unlike
     a `before_delete` hook) deletes (exports) it first; a failed export keeps them all."""
-
-    guard: LustreGuard
-    export_uri: pulumi.Output[str]
 
     def __init__(self, name: str, args: LustreDataGuardArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("nemo-rl-gke:infra:LustreDataGuard", name, None, opts)

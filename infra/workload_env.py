@@ -98,18 +98,6 @@ class WorkloadEnvironmentArgs:
 
 
 class WorkloadEnvironment(pulumi.ComponentResource):
-    namespace: str
-    service_account: str
-    secret_name: str
-    secret_env: dict[str, str]  # variables naming the secret files; no values
-    pvc_name: str
-    pv_name: str
-    namespace_resource: k8s.core.v1.Namespace
-    service_account_resource: k8s.core.v1.ServiceAccount
-    secret: k8s.core.v1.Secret
-    persistent_volume: k8s.core.v1.PersistentVolume
-    claim: k8s.core.v1.PersistentVolumeClaim
-
     def __init__(self, name: str, args: WorkloadEnvironmentArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("nemo-rl-gke:infra:WorkloadEnvironment", name, None, opts)
         namespace = args.namespace
