@@ -73,6 +73,48 @@ def nic_attachments(ctx: StackContext, flavour: Flavour) -> tuple[NicAttachment,
     return (gvnic, *rdma)
 
 
+def _vpc(
+    resource: str, cloud: str, ctx: StackContext, description: str, mtu: int, child, **extra
+) -> gcp.compute.Network:
+    return gcp.compute.Network(
+        resource,
+        name=cloud,
+        project=ctx.project,
+        description=description,
+        auto_create_subnetworks=False,
+        mtu=mtu,
+        opts=child,
+        **extra,
+    )
+
+
+def _subnet(resource: str, cloud: str, ctx: StackContext, network, cidr: str, child, **extra) -> gcp.compute.Subnetwork:
+    return gcp.compute.Subnetwork(
+        resource,
+        name=cloud,
+        project=ctx.project,
+        region=ctx.region,
+        network=network,
+        ip_cidr_range=cidr,
+        opts=child,
+        **extra,
+    )
+
+
+def _ingress(resource: str, role: str, ctx: StackContext, network, description: str, source: str, allows, child):
+    return gcp.compute.Firewall(
+        resource,
+        name=ctx.name(role, Limit.COMPUTE),
+        project=ctx.project,
+        network=network,
+        description=description,
+        direction="INGRESS",
+        source_ranges=[source],
+        allows=allows,
+        opts=child,
+    )
+
+
 @dataclass(frozen=True)
 class NetworkingArgs:
     ctx: StackContext
@@ -138,30 +180,22 @@ class Networking(pulumi.ComponentResource):
             self.services_range_name = None
             return
 
-        vpc = gcp.compute.Network(
-            f"{name}-vpc",
-            name=ctx.name("vpc", Limit.COMPUTE),
-            project=ctx.project,
-            description="nemo-rl-gke cluster VPC: nodes (eth0), pods, services, and the Managed Lustre peering",
-            auto_create_subnetworks=False,
-            mtu=PRIMARY_MTU,
-            opts=child,
-        )
+        description = "nemo-rl-gke cluster VPC: nodes (eth0), pods, services, and the Managed Lustre peering"
+        vpc = _vpc(f"{name}-vpc", ctx.name("vpc", Limit.COMPUTE), ctx, description, PRIMARY_MTU, child)
         self.pods_range_name = ctx.name("pods", Limit.COMPUTE)
         self.services_range_name = ctx.name("services", Limit.COMPUTE)
-        subnet = gcp.compute.Subnetwork(
+        subnet = _subnet(
             f"{name}-subnet",
-            name=ctx.name("subnet", Limit.COMPUTE),
-            project=ctx.project,
-            region=ctx.region,
-            network=vpc.name,
-            ip_cidr_range=cfg.primary_cidr,
+            ctx.name("subnet", Limit.COMPUTE),
+            ctx,
+            vpc.name,
+            cfg.primary_cidr,
+            child,
             secondary_ip_ranges=[
                 {"range_name": self.pods_range_name, "ip_cidr_range": cfg.pods_cidr},
                 {"range_name": self.services_range_name, "ip_cidr_range": cfg.services_cidr},
             ],
             private_ip_google_access=True,
-            opts=child,
         )
         self.primary_network_name = vpc.name
         self.primary_network = network_id(ctx.project, vpc.name)
@@ -199,35 +233,21 @@ class Networking(pulumi.ComponentResource):
 
     def _gvnic(self, name: str, ctx: StackContext, cfg: NetworkConfig, child: pulumi.ResourceOptions) -> None:
         gvnic = self.nics[0]
-        vpc = gcp.compute.Network(
-            f"{name}-gvnic-vpc",
-            name=gvnic.vpc,
-            project=ctx.project,
-            description="nemo-rl-gke second gVNIC of the GPU nodes (eth1): host-to-host TCP",
-            auto_create_subnetworks=False,
-            mtu=cfg.gvnic_mtu,
-            opts=child,
-        )
-        subnet = gcp.compute.Subnetwork(
-            f"{name}-gvnic-subnet",
-            name=gvnic.subnet,
-            project=ctx.project,
-            region=ctx.region,
-            network=vpc.name,
-            ip_cidr_range=cfg.gvnic_cidr,
-            opts=child,
-        )
+        description = "nemo-rl-gke second gVNIC of the GPU nodes (eth1): host-to-host TCP"
+        vpc = _vpc(f"{name}-gvnic-vpc", gvnic.vpc, ctx, description, cfg.gvnic_mtu, child)
+        subnet = _subnet(f"{name}-gvnic-subnet", gvnic.subnet, ctx, vpc.name, cfg.gvnic_cidr, child)
         # NCCL/Gloo bootstrap and Ray use arbitrary ports between nodes; only the gVNIC subnet sends here.
-        gcp.compute.Firewall(
+        allows = [{"protocol": "tcp"}, {"protocol": "udp"}, {"protocol": "icmp"}]
+        description = "Node-to-node traffic on the gVNIC VPC"
+        _ingress(
             f"{name}-gvnic-allow-internal",
-            name=ctx.name("gvnic-allow-internal", Limit.COMPUTE),
-            project=ctx.project,
-            network=vpc.name,
-            description="Node-to-node traffic on the gVNIC VPC",
-            direction="INGRESS",
-            source_ranges=[cfg.gvnic_cidr],
-            allows=[{"protocol": "tcp"}, {"protocol": "udp"}, {"protocol": "icmp"}],
-            opts=child,
+            "gvnic-allow-internal",
+            ctx,
+            vpc.name,
+            description,
+            cfg.gvnic_cidr,
+            allows,
+            child,
         )
         self.gvnic_network_name = vpc.name
         self.gvnic_subnet_name = subnet.name
@@ -235,27 +255,12 @@ class Networking(pulumi.ComponentResource):
 
     def _rdma(self, name: str, ctx: StackContext, cfg: NetworkConfig, child: pulumi.ResourceOptions) -> None:
         rdma = self.nics[1:]
-        vpc = gcp.compute.Network(
-            f"{name}-rdma-vpc",
-            name=rdma[0].vpc,
-            project=ctx.project,
-            description="nemo-rl-gke RoCE VPC for the MRDMA NICs of the GPU nodes (eth2..)",
-            auto_create_subnetworks=False,
-            network_profile=roce_network_profile(ctx.project, ctx.zone),
-            mtu=cfg.rdma_mtu,
-            opts=child,
-        )
+        description = "nemo-rl-gke RoCE VPC for the MRDMA NICs of the GPU nodes (eth2..)"
+        profile = roce_network_profile(ctx.project, ctx.zone)
+        vpc = _vpc(f"{name}-rdma-vpc", rdma[0].vpc, ctx, description, cfg.rdma_mtu, child, network_profile=profile)
         self.rdma_subnet_names = []
         for i, (cloud_name, cidr) in enumerate(zip((nic.subnet for nic in rdma), cfg.rdma_cidrs, strict=True)):
-            subnet = gcp.compute.Subnetwork(
-                f"{name}-rdma-subnet-{i}",
-                name=cloud_name,
-                project=ctx.project,
-                region=ctx.region,
-                network=vpc.name,
-                ip_cidr_range=cidr,
-                opts=child,
-            )
+            subnet = _subnet(f"{name}-rdma-subnet-{i}", cloud_name, ctx, vpc.name, cidr, child)
             self.rdma_subnet_names.append(subnet.name)
             self.nic_subnets.append(subnet)
         # No firewall rule: the RoCE NICs carry only RDMA, not IP (the tutorial creates none).
@@ -291,14 +296,15 @@ class Networking(pulumi.ComponentResource):
         )
         # Lustre servers connect back to the clients on the LNet port
         # (https://cloud.google.com/managed-lustre/docs/connect-from-kubernetes-engine-existing-instance).
-        gcp.compute.Firewall(
+        description = f"Managed Lustre (LNet TCP {lustre_port}) from the private services range"
+        allows = [{"protocol": "tcp", "ports": [str(lustre_port)]}]
+        _ingress(
             f"{name}-allow-lustre",
-            name=ctx.name("allow-lustre", Limit.COMPUTE),
-            project=ctx.project,
-            network=self.primary_network_name,
-            description=f"Managed Lustre (LNet TCP {lustre_port}) from the private services range",
-            direction="INGRESS",
-            source_ranges=[cfg.psa_cidr],
-            allows=[{"protocol": "tcp", "ports": [str(lustre_port)]}],
-            opts=child,
+            "allow-lustre",
+            ctx,
+            self.primary_network_name,
+            description,
+            cfg.psa_cidr,
+            allows,
+            child,
         )
