@@ -251,30 +251,18 @@ class LustreDataGuard(pulumi.ComponentResource):
     def _agent_grants(
         self, name: str, ctx: StackContext, cfg: LustreConfig, bucket: ArtifactBucket, child: pulumi.ResourceOptions
     ) -> list[pulumi.Resource]:
-        grants: list[pulumi.Resource] = []
         if not (cfg.export_on_destroy or cfg.import_from):
-            return grants
+            return []
         agent = gcp.projects.ServiceIdentity(
             f"{name}-lustre-agent", project=ctx.project, service=LUSTRE_SERVICE, opts=child
         )
-        grants.append(
-            gcp.storage.BucketIAMMember(
-                f"{name}-agent-bucket-access",
-                bucket=bucket.bucket.name,
-                role=LUSTRE_AGENT_EXPORT_ROLE,
-                member=agent.member,
-                opts=child,
-            )
-        )
+        access = [("bucket", bucket.bucket.name, LUSTRE_AGENT_EXPORT_ROLE)]
         source_bucket = bucket_of(cfg.import_from) if cfg.import_from else None
         if source_bucket and source_bucket != bucket.bucket_cloud_name:
-            grants.append(
-                gcp.storage.BucketIAMMember(
-                    f"{name}-agent-import-access",
-                    bucket=source_bucket,
-                    role=LUSTRE_AGENT_IMPORT_ROLE,
-                    member=agent.member,
-                    opts=child,
-                )
+            access.append(("import", source_bucket, LUSTRE_AGENT_IMPORT_ROLE))
+        return [
+            gcp.storage.BucketIAMMember(
+                f"{name}-agent-{what}-access", bucket=target, role=role, member=agent.member, opts=child
             )
-        return grants
+            for what, target, role in access
+        ]
