@@ -35,6 +35,10 @@ def instance_name(project: str, zone: str, instance_id: str) -> str:
     return f"projects/{project}/locations/{zone}/instances/{instance_id}"
 
 
+def _name(props: dict[str, Any]) -> str:
+    return instance_name(props["project"], props["zone"], props["instance_id"])
+
+
 def lustre_path(directory: str) -> str:
     clean = directory.strip("/")
     if not clean or ".." in clean.split("/"):
@@ -133,7 +137,7 @@ def export_results(client: Any, props: dict[str, Any], timeout: float = TRANSFER
     """An instance deleted outside Pulumi has nothing left to export: not an error."""
     lustre = _types()
     errors = _api_errors()
-    name = instance_name(props["project"], props["zone"], props["instance_id"])
+    name = _name(props)
     try:
         client.get_instance(name=name)
     except errors.NotFound:
@@ -172,7 +176,7 @@ def _refusal(name: str, props: dict[str, Any], reason: str, done: list[str]) -> 
 def import_results(client: Any, props: dict[str, Any], timeout: float = TRANSFER_TIMEOUT_SECONDS) -> str:
     lustre = _types()
     errors = _api_errors()
-    name = instance_name(props["project"], props["zone"], props["instance_id"])
+    name = _name(props)
     source = props["import_from"]
     what = f"importing {source} into / of Lustre instance {name}"
     request = lustre.ImportDataRequest(
@@ -201,7 +205,7 @@ def _outputs(props: dict[str, Any], imported_from: str) -> dict[str, Any]:
     inputs = _inputs(props)
     return {
         **inputs,
-        "instance_name": instance_name(inputs["project"], inputs["zone"], inputs["instance_id"]),
+        "instance_name": _name(inputs),
         "export_root": export_root(inputs["bucket"]),
         "imported_from": imported_from,
     }
@@ -218,8 +222,7 @@ class LustreGuardProvider(ResourceProvider):
                 imported = import_results(make_client(inputs["project"]), inputs)
             except _auth_errors() as err:
                 raise TransferError(
-                    f"importing {inputs['import_from']} into Lustre instance "
-                    f"{instance_name(inputs['project'], inputs['zone'], inputs['instance_id'])}: "
+                    f"importing {inputs['import_from']} into Lustre instance {_name(inputs)}: "
                     f"{_credentials_problem(err)}. "
                     "The instance exists; run `pulumi up` again once credentials work, or remove lustre.importFrom."
                 ) from None
@@ -244,31 +247,14 @@ class LustreGuardProvider(ResourceProvider):
         try:
             export_results(make_client(inputs["project"]), inputs)
         except _auth_errors() as err:
-            name = instance_name(inputs["project"], inputs["zone"], inputs["instance_id"])
-            raise TransferError(_refusal(name, inputs, _credentials_problem(err), [])) from None
+            raise TransferError(_refusal(_name(inputs), inputs, _credentials_problem(err), [])) from None
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         return ReadResult(id_=id_, outs=props)
 
 
-def guard_props(
-    *,
-    project: str,
-    zone: str,
-    instance_id: Any,
-    bucket: Any,
-    dirs: tuple[str, ...],
-    export_on_destroy: bool,
-    import_from: Optional[str],
-) -> dict[str, Any]:
+def guard_props(*, dirs: tuple[str, ...], import_from: Optional[str], **props: Any) -> dict[str, Any]:
+    """The dynamic resource's props: project, zone, instance_id and bucket (Outputs allowed), export_on_destroy."""
     for d in dirs:
         lustre_path(d)
-    return {
-        "project": project,
-        "zone": zone,
-        "instance_id": instance_id,
-        "bucket": bucket,
-        "dirs": list(dirs),
-        "export_on_destroy": export_on_destroy,
-        "import_from": import_from or "",
-    }
+    return {**props, "dirs": list(dirs), "import_from": import_from or ""}
