@@ -114,17 +114,10 @@ def versions(pins: Pins, row: Mapping[str, Any]) -> dict[str, Optional[str]]:
 
 def _applies(rule: Mapping[str, Any], have: Mapping[str, Optional[str]], flavour: str) -> bool:
     when = rule.get("when") or {}
-    if not when:
-        return False
-    for name, spec in when.items():
-        if name == "flavour":
-            if flavour not in spec:
-                return False
-            continue
-        value = have.get(name)
-        if value is None or not satisfies(value, str(spec)):
-            return False
-    return True
+    return bool(when) and all(
+        flavour in spec if name == "flavour" else have.get(name) is not None and satisfies(have[name], str(spec))
+        for name, spec in when.items()
+    )
 
 
 def known_bad(
