@@ -39,11 +39,7 @@ def gpu_node_labels(
     provisioning: Provisioning,
     reservation_name: Optional[str] = None,
 ) -> tuple[tuple[str, str], ...]:
-    labels = {
-        ACCELERATOR_LABEL: accelerator_type,
-        ACCELERATOR_COUNT_LABEL: str(gpus_per_node),
-        ZONE_LABEL: zone,
-    }
+    labels = {ACCELERATOR_LABEL: accelerator_type, ACCELERATOR_COUNT_LABEL: str(gpus_per_node), ZONE_LABEL: zone}
     if provisioning is Provisioning.SPOT:
         labels[SPOT_LABEL] = "true"
     elif provisioning is Provisioning.RESERVATION:

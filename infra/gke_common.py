@@ -15,10 +15,7 @@ from infra.stack_context import GpuPoolFacts, StackContext
 
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"  # access is governed by IAM, not scopes
 
-NODE_SERVICE_ACCOUNT_ROLES = (
-    "roles/container.defaultNodeServiceAccount",
-    "roles/artifactregistry.reader",
-)
+NODE_SERVICE_ACCOUNT_ROLES = ("roles/container.defaultNodeServiceAccount", "roles/artifactregistry.reader")
 """GKE's least-privilege node role and image pulls (docs.cloud.google.com/kubernetes-engine/security/
 configure-node-service-accounts; CIS GKE Benchmark 2.0 5.2.1)."""
 
@@ -245,7 +242,4 @@ def ip_allocation_policy(networking: ClusterNetwork) -> dict[str, Any]:
             "cluster_secondary_range_name": networking.pods_range_name,
             "services_secondary_range_name": networking.services_range_name,
         }
-    return {
-        "cluster_ipv4_cidr_block": networking.pods_cidr,
-        "services_ipv4_cidr_block": networking.services_cidr,
-    }
+    return {"cluster_ipv4_cidr_block": networking.pods_cidr, "services_ipv4_cidr_block": networking.services_cidr}

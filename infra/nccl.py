@@ -82,7 +82,7 @@ def daemonset_manifest(image: str, accelerator_types: Sequence[str]) -> dict[str
                                 {"name": "nvidia-lib64", "mountPath": INSTALLER_MNT_NVIDIA},
                                 {"name": "gib", "mountPath": INSTALLER_MNT_GIB},
                             ],
-                        },
+                        }
                     ],
                     "containers": [
                         {
@@ -112,9 +112,6 @@ class NcclRdmaInstaller(pulumi.ComponentResource):
         super().__init__("nemo-rl-gke:infra:NcclRdmaInstaller", name, None, opts)
         self.name, self.namespace, self.image = NAME, NAMESPACE, args.image
         self.daemonset = k8s.apps.v1.DaemonSet(
-            f"{name}-daemonset",
-            metadata=manifest["metadata"],
-            spec=manifest["spec"],
-            opts=child_options(self, opts),
+            f"{name}-daemonset", metadata=manifest["metadata"], spec=manifest["spec"], opts=child_options(self, opts)
         )
         self.register_outputs({"name": self.name, "namespace": self.namespace, "image": self.image})

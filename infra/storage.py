@@ -169,11 +169,7 @@ class ArtifactBucket(pulumi.ComponentResource):
             lambda args: workload_identity_principal(str(args[0]), args[1], namespace, ksa)
         )
         gcp.storage.BucketIAMMember(
-            f"{name}-object-user",
-            bucket=self.bucket.name,
-            role=BUCKET_ROLE,
-            member=self.member,
-            opts=child,
+            f"{name}-object-user", bucket=self.bucket.name, role=BUCKET_ROLE, member=self.member, opts=child
         )
         self.bucket_name = self.bucket.name
         self.bucket_url = self.bucket.url
