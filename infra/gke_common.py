@@ -115,15 +115,8 @@ def maintenance_policy(cfg: ClusterConfig) -> dict[str, Any]:
 def credentials_command(
     cluster_name: pulumi.Input[str], location: str, project: str, *, dns: bool, location_flag: str = "--location"
 ) -> pulumi.Output[str]:
-    return pulumi.Output.concat(
-        "gcloud container clusters get-credentials ",
-        cluster_name,
-        f" {location_flag} ",
-        location,
-        " --project ",
-        project,
-        " --dns-endpoint" if dns else "",
-    )
+    tail = f" {location_flag} {location} --project {project}" + (" --dns-endpoint" if dns else "")
+    return pulumi.Output.concat("gcloud container clusters get-credentials ", cluster_name, tail)
 
 
 def control_plane_settings(cfg: ClusterConfig) -> dict[str, Any]:
