@@ -7,7 +7,7 @@ STACK ?= dev
 # e.g. PLAN_FLAGS=--assume-secrets for a stack whose job needs a secret not set yet
 PLAN_FLAGS ?=
 
-.PHONY: plan doctor lint format test mutants docs golden clean
+.PHONY: plan doctor lint format test soak mutants docs golden clean
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,11 @@ format: $(VENV)/.installed-test
 # set: each worker, each Ray worker process and each CLI subprocess would otherwise compile the tree again.
 test: lint
 	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n 3 --dist worksteal
+
+# Fault-injection soak of the run's owner (docs/testing.md): 300 faults, a few on a private local Ray head.
+SEED ?= 1
+soak: $(VENV)/.installed
+	$(PY) -m tools.soak --faults 300 --seed $(SEED)
 
 # Mutation testing (docs/testing.md); not part of CI. MUTATE="infra/naming tools/doctor/quota_checks" picks modules.
 MUTATE ?=

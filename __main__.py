@@ -7,7 +7,7 @@ from infra.cluster_mode import cluster_mode
 from infra.compute_class import GpuComputeClass, GpuComputeClassArgs
 from infra.gate_plan import gate_plan_for_stack
 from infra.gke_networks import GkeNetworkObjects, GkeNetworkObjectsArgs
-from infra.image_prepull import ImagePrePullArgs
+from infra.image_prepull import ImagePrePullArgs, gpu_warmup
 from infra.kube_provider import KubernetesAccess, KubernetesAccessArgs
 from infra.network import Networking, NetworkingArgs
 from infra.observability import build_dashboard
@@ -26,7 +26,8 @@ from infra.project_apis import (
     ProjectApis,
     ProjectApisArgs,
 )
-from infra.ray_cluster import RAY_CLUSTER_NAME, RayCluster, RayClusterArgs
+from infra.ray_cluster import RayCluster, RayClusterArgs, ray_target_for
+from infra.run_plan import run_plan_for_stack
 from infra.stack_context import StackContext
 from infra.storage import (
     ArtifactBucket,
@@ -40,7 +41,7 @@ from infra.storage import (
 from infra.training_job import build_training_job, job_spec_for_stack
 from infra.watcher_deployment import build_preemption_watcher
 from infra.workload_env import LustreVolume, WorkloadEnvironment, WorkloadEnvironmentArgs
-from workloads.job_spec import results_dirs
+from workloads.job_types import results_dirs
 
 settings = stack_config.load()
 cfg = settings.config
@@ -54,12 +55,16 @@ pulumi.export("flavour", cfg.flavour)
 # ---------------------------------------------------------------- Plan-time facts
 # Decided here once and handed to every component that needs them. The job is built before any
 # resource: one that cannot be built (GPUs that do not divide, an override of a derived key) is a
-# config error naming the key, and the deploy and the preemption watcher get the very same spec.
+# config error naming the key, and the deploy and the preemption watcher get the very same spec. The run
+# plan (save period, gate, gang wait, prices, recovery policy) is built once here too: the job and the
+# watcher take it whole and compute none of its facts again (infra/run_plan.py).
 gpu_pool = gpu_pool_facts(ctx, cfg)
 system_pool = system_pool_name(ctx, cfg)
 worker_fit = cfg.worker_fit
-job_spec = job_spec_for_stack(settings.stack, cfg, wandb_key_set=settings.wandb_key_set, pool=gpu_pool)
 gate_plan = gate_plan_for_stack(cfg, gpu_pool)
+ray_target = ray_target_for(cfg.ray)
+run_plan = run_plan_for_stack(settings.stack, cfg, gpu_pool, gate_plan, ray_target)
+job_spec = job_spec_for_stack(settings.stack, cfg, wandb_key_set=settings.wandb_key_set, pool=gpu_pool, run=run_plan)
 
 # ---------------------------------------------------------------- Google Cloud
 # A new project has most of these APIs off: each component waits for the ones its resources call
@@ -179,7 +184,9 @@ workload = WorkloadEnvironment(
 # the namespace only (not for the Lustre volume under the same component). None on Autopilot.
 prepull = mode.image_prepull(
     "image-prepull",
-    ImagePrePullArgs(cfg.recipe.image, cfg.ray.namespace, cluster.node_pool_names, gpu_pool.taints),
+    ImagePrePullArgs(
+        cfg.recipe.image, cfg.ray.namespace, cluster.node_pool_names, gpu_pool.taints, warm=gpu_warmup(cfg, gpu_pool)
+    ),
     opts=pulumi.ResourceOptions(
         provider=kube.provider,
         depends_on=[*cluster.node_pools, workload.namespace_resource],
@@ -189,7 +196,7 @@ prepull = mode.image_prepull(
 ray_cluster = RayCluster(
     "ray",
     RayClusterArgs(
-        cluster_name=RAY_CLUSTER_NAME,
+        cluster_name=ray_target.cluster_name,
         ray=cfg.ray,
         image=cfg.recipe.image,
         environment=workload,
@@ -218,10 +225,14 @@ pulumi.export("rayDashboardProxyPath", ray_cluster.dashboard_proxy_path)
 pulumi.export("rayWorkerGroup", ray_cluster.worker_group)
 
 # ---------------------------------------------------------------- The job
+# The run the stack's spec is an attempt of (stack, recipe, checkpoint key): a spec edit that keeps it
+# resumes from the run's checkpoints; `python -m infra.plan --compare` says which a change is.
+pulumi.export("runId", job_spec.run_id)
 # Submitted once the Ray release is up, stopped before it goes, resubmitted when it is replaced;
 # job.submit=false deploys Ray only.
 job = build_training_job(
     job_spec,
+    run_plan,
     cfg,
     endpoint=cluster.endpoint,
     ca_certificate=cluster.ca_certificate,
@@ -231,7 +242,6 @@ job = build_training_job(
     ray_release=ray_cluster.release,
     # ... and with either node pool: a pool replacement (deleted first) stops the job before its nodes go.
     node_pools=cluster.node_pools,
-    gate_plan=gate_plan,
 )
 if job is not None:
     pulumi.export("jobId", job.submission_id)
@@ -248,10 +258,9 @@ watcher = build_preemption_watcher(
     cfg,
     ray=ray_cluster,
     system_pool_name=system_pool,
-    gpu_pool=gpu_pool,
-    lustre_claim=workload.pvc_name,
     # The watcher owns the run from here: it gates every attempt it submits (workloads/run_owner.py).
-    gate_plan=gate_plan,
+    run=run_plan,
+    lustre_claim=workload.pvc_name,
     opts=pulumi.ResourceOptions(provider=kube.provider, depends_on=[ray_cluster.release], deleted_with=cluster.cluster),
 )
 if watcher is not None:

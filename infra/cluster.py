@@ -109,12 +109,21 @@ def cluster_location(ctx: StackContext, cfg: ClusterConfig) -> str:
 
 def provisioning_settings(pool_cfg: GpuPoolConfig, rung: Optional[Rung] = None) -> dict[str, Any]:
     """Node pool arguments (snake_case) that follow from how GPU capacity is obtained: of `rung` (a pool of
-    the capacity ladder: autoscaled from 0 to `nodeCount`, GKE's autoscaler scales it up when the class's
-    priorities reach it), or of the one pool `provisioning` names.
+    the capacity ladder), or of the one pool `provisioning` names.
+
+    Every GPU pool autoscales from 0 to `nodeCount` (`autoscaled`): GKE's cluster autoscaler adds nodes only
+    for pending pods (the Ray workers, which come after Lustre and the Ray release; or the warm-up
+    placeholders of `gpuPool.warmMinutes`, infra/image_prepull.py) and removes a node no pod uses after its
+    scale-down delay, so no GPU is billed while nothing trains (docs/capacity.md, "GPU nodes only while a run
+    needs them").
 
     - spot: `nodeConfig.spot`; preemptible and cheapest, the codelab's and tutorial's choice.
     - reservation: consume exactly the named reservation (SPECIFIC_RESERVATION with the
-      reservation-name key), so the pool never silently falls back to on-demand capacity.
+      reservation-name key), so the pool never silently falls back to on-demand capacity. GKE's autoscaler
+      scales such a pool like any other and `location_policy: ANY` makes it prefer unused reservations
+      (provider schema text of `autoscaling.location_policy`, terraform-provider-google-beta
+      resource_container_node_pool.go at 93c65b2d); the reserved VMs stay reserved (and billed) whether or
+      not a node uses them: releasing the nodes saves nothing on a reservation but frees them for others.
     - flexStart: flex-start VMs WITHOUT queued provisioning ("About flex-start provisioning mode",
       https://cloud.google.com/kubernetes-engine/docs/concepts/dws: a flex-start pool of a Standard
       cluster is scaled up by the cluster autoscaler for pending pods, each node for at most seven
@@ -127,11 +136,26 @@ def provisioning_settings(pool_cfg: GpuPoolConfig, rung: Optional[Rung] = None) 
       Unlike queued provisioning the nodes may come one by one; the run owner waits for the whole
       gang (workloads/gang_wait.py). Only on the real cloud: how long a scale-up of this pool waits.
     - onDemand: nothing special; GKE may use a matching automatic reservation.
+
+    `initial_node_count`: 0 for the ladder's and flex-start pools (created so from the start), UNSET for a
+    one-rung spot, reservation or onDemand pool. It is ForceNew and Computed upstream
+    (terraform-provider-google-beta google-beta/services/container/resource_container_node_pool.go at
+    93c65b2d: `"initial_node_count": {Optional, ForceNew, Computed}`), and a live pool created with
+    `node_count: N` holds `initial_node_count: N` in its state: writing 0 would replace the pool (every GPU
+    node and the running job). Unset, the provider creates a new pool with 0 nodes (`expandNodePool`: neither
+    count set gives InitialNodeCount 0) and leaves a live one as it is; `node_count` (Optional, Computed) left
+    out is no diff either, and `autoscaling` is updated in place (`resourceContainerNodePoolUpdate` sends
+    `DesiredNodePoolAutoscaling`). So upgrading a live stack changes its pool in place; the autoscaler then
+    removes the nodes no pod uses.
     """
     node_config: dict[str, Any] = {}
     pool: dict[str, Any] = {"management": {"auto_repair": True, "auto_upgrade": True}}
     mode = rung.provisioning if rung is not None else pool_cfg.provisioning
     reservation_name = rung.reservation_name if rung is not None else pool_cfg.reservation_name
+    pool["autoscaling"] = autoscaled(pool_cfg.node_count)
+    if rung is not None:
+        # A ladder pool starts empty and grows only when the class's priorities reach it.
+        pool["initial_node_count"] = 0
     if mode is Provisioning.SPOT:
         node_config["spot"] = True
         # Spot VMs never come out of a reservation; saying so keeps GKE from matching (and holding) an
@@ -141,34 +165,30 @@ def provisioning_settings(pool_cfg: GpuPoolConfig, rung: Optional[Rung] = None) 
         # consume_reservation_type NO_RESERVATION"). ForceNew upstream: a live spot pool is replaced
         # once when this lands (deleted first, `POOL_REPLACEMENT`).
         node_config["reservation_affinity"] = {"consume_reservation_type": "NO_RESERVATION"}
-        pool["node_count"] = pool_cfg.node_count
     elif mode is Provisioning.RESERVATION:
         node_config["reservation_affinity"] = {
             "consume_reservation_type": "SPECIFIC_RESERVATION",
             "key": RESERVATION_KEY,
             "values": [reservation_name],
         }
-        pool["node_count"] = pool_cfg.node_count
     elif mode is Provisioning.FLEX_START:
         node_config["flex_start"] = True
         node_config["reservation_affinity"] = {"consume_reservation_type": "NO_RESERVATION"}
         pool["initial_node_count"] = 0
-        pool["autoscaling"] = {
-            "total_min_node_count": 0,
-            "total_max_node_count": pool_cfg.node_count,
-            "location_policy": "ANY",
-        }
         # --no-enable-autorepair: a repaired flex-start node would be a new VM with a new seven-day clock,
         # outside what the autoscaler asked for.
         pool["management"] = {"auto_repair": False, "auto_upgrade": True}
-    else:
-        pool["node_count"] = pool_cfg.node_count
-    if rung is not None and "node_count" in pool:
-        # A ladder pool starts empty and grows only when the class's priorities reach it.
-        del pool["node_count"]
-        pool["initial_node_count"] = 0
-        pool["autoscaling"] = {"total_min_node_count": 0, "total_max_node_count": pool_cfg.node_count}
+    if rung is None or mode is Provisioning.FLEX_START:
+        # One pool in one zone: ANY costs nothing there and prefers unused reservations / lowers spot
+        # preemption risk (the provider's `location_policy` text); flex-start asks for it. The ladder's other
+        # pools keep GKE's default.
+        pool["autoscaling"]["location_policy"] = "ANY"
     return {"node_config": node_config, "pool": pool}
+
+
+def autoscaled(node_count: int) -> dict[str, Any]:
+    """The GPU pool's `autoscaling` block: from 0 to `nodeCount` nodes in all (total limits, not per zone)."""
+    return {"total_min_node_count": 0, "total_max_node_count": node_count}
 
 
 @dataclass(frozen=True)
@@ -483,4 +503,27 @@ def gpu_node_config(
         "workload_metadata_config": {"mode": "GKE_METADATA"},
         "resource_labels": labels,
         **provisioning["node_config"],
+        **image_cache_settings(pool_cfg),
+    }
+
+
+SECONDARY_BOOT_DISK_MIN_GKE = "1.28.3-gke.1067000"
+"""Secondary boot disks on Standard clusters ("Use secondary boot disks to preload data or container images",
+https://cloud.google.com/kubernetes-engine/docs/how-to/data-container-image-preloading, Overview). Below the
+Lustre CSI driver's floor the config already enforces (infra/lustre_catalogue.py LUSTRE_CSI_MIN_GKE), so no
+accepted `cluster.minMasterVersion` is too old for it (tests/test_cluster.py holds that order)."""
+
+
+def image_cache_settings(pool_cfg: GpuPoolConfig) -> dict[str, Any]:
+    """`gpuPool.imageCacheDiskImage`: the disk image as a secondary boot disk in CONTAINER_IMAGE_CACHE mode, and
+    image streaming (`gcfs_config`), which that mode needs (the same GKE page; the provider's
+    `secondary_boot_disks` text: "`gcfs_config` must be `enabled=true` for this feature to work"). Each node gets
+    its own disk from the image, of the boot disk's type (hyperdisk-balanced on A4/A3 Ultra: that GKE accepts
+    it there is known only on a real cluster). `secondaryBootDisks` is ForceNew (tools/pool_replacement.py):
+    setting, changing or removing the image replaces the pool. Empty when unset."""
+    if not pool_cfg.image_cache_disk_image:
+        return {}
+    return {
+        "secondary_boot_disks": [{"disk_image": pool_cfg.image_cache_disk_image, "mode": "CONTAINER_IMAGE_CACHE"}],
+        "gcfs_config": {"enabled": True},
     }

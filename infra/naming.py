@@ -63,3 +63,7 @@ def watcher_node_reader(namespace: str) -> str:
     """The ClusterRole letting the watcher of `namespace` read nodes: named after the namespace, since
     cluster-scoped names are shared by every namespace."""
     return cloud_name(PROJECT, f"{namespace}-{PREEMPTION_WATCHER}-nodes", Limit.LABEL_VALUE)
+
+
+GPU_WARMUP = "gpu-warmup"  # `gpuPool.warmMinutes`' placeholder Job and its pods' component (infra/image_prepull.py)
+GPU_WARMUP_PRIORITY_CLASS = "nemo-rl-gpu-warmup"  # value -10, below every pod of the run

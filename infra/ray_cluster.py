@@ -30,7 +30,7 @@ from infra.naming import MANAGED_LABELS, NODE_POOL_LABEL
 from infra.options import child_options
 from infra.pod_facts import DASHBOARD_PORT, GPU_RESOURCE, SECRET_MOUNT_PATH, worker_tolerations
 from infra.stack_context import GpuPoolFacts
-from workloads.job_spec import hf_home, results_dirs
+from workloads.job_types import hf_home, results_dirs
 from workloads.recipes import NemoRLImage
 
 CHART = "ray-cluster"
@@ -38,6 +38,22 @@ CHART_REPO = "https://ray-project.github.io/kuberay-helm/"
 WORKER_GROUP = "gpu"
 RAY_CLUSTER_NAME = "nemo-rl"  # one Ray cluster per GKE cluster, so a fixed name is unique
 HEAD_SERVICE_SUFFIX = "-head-svc"
+
+
+@dataclass(frozen=True)
+class RayTarget:
+    """The RayCluster the run's owner looks at, as plain values: `__main__.py` builds it once (`ray_target_for`)
+    for the `RayCluster` component and the run plan, so both name one cluster."""
+
+    cluster_name: str
+    namespace: str
+    worker_group: str = WORKER_GROUP
+
+
+def ray_target_for(ray: RayConfig) -> RayTarget:
+    return RayTarget(RAY_CLUSTER_NAME, ray.namespace)
+
+
 MAX_CLUSTER_NAME = 40  # room for KubeRay's suffixes (`-head-svc`, `-<group>-worker-<hash>`) within 63
 # The chart's common labels (`ray-cluster.labels` in templates/_helpers.tpl), added to every pod template.
 CHART_LABEL_KEYS = frozenset(

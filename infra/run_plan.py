@@ -3,36 +3,66 @@ period derived from it (`job.maxLostMinutes`), the GPU node-hour prices (the fir
 ladder, each rung's), the gang wait's bound and rungs (`gpuPool.capacity`), the recovery policy, and the
 watcher's `RunPlan`.
 
-Pure builders of the validated config (no resources, no Outputs), in a module of their own so that the
-two components that need them (infra/training_job.py writes the save period into the entrypoint,
-infra/watcher_deployment.py ships it in run.json) share one computation without importing each other;
-the offline plan (tools/estimates.py) shows the same numbers.
+Pure builders of the validated config (no resources, no Outputs). The `RunPlan` is built once per
+program, in `__main__.py` before any resource (`run_plan_for_stack`), and handed whole to the components:
+infra/training_job.py takes the save period, the gate and the gang wait from it, infra/watcher_deployment.py
+ships it as run.json. `python -m jobctl` (jobctl/stack.py) builds the same plan with the same function; the
+offline plan (tools/estimates.py) shows the same numbers.
 """
 
 from __future__ import annotations
 
+import math
 import posixpath
 from collections.abc import Mapping
-from typing import Any, Optional, Protocol
+from typing import TYPE_CHECKING, Any, Optional
 
 from infra.config import ConfigError, StackConfig, lustre_aggregate_mb_s
 from infra.placement import gpu_nodes_autoscaled, is_ladder, rung_node_hour
 from infra.prices import price_table
 from infra.stack_context import GpuPoolFacts
 from workloads.gang_wait import KEEP_WHY
-from workloads.gate import GatePlan, gate_in_force
-from workloads.job_spec import (
-    CHECKPOINTS_DIR,
-    checkpoint_write_seconds,
-    derived_save_period,
-    run_checkpoint_dir,
-)
+from workloads.gate import GatePlan
+from workloads.job_spec import run_checkpoint_subdir_for, run_id_of
 from workloads.recovery import RecoveryPolicy
-from workloads.run_owner import RunPlan
+from workloads.run_owner import GateSetup, RunPlan
+
+if TYPE_CHECKING:
+    from infra.ray_cluster import RayTarget
 
 CHECKPOINTS_MOUNT = "/checkpoints"
 """Where the watcher sees `<ray.mountPath>/checkpoints` (the run's resume step and steps lost, and the
 stale `tmp_step_*` it removes before a resubmission: workloads/checkpoints.py)."""
+
+
+NEMO_RL_DEFAULT_SAVE_PERIOD = 10
+"""`checkpointing.save_period` of NeMo-RL's examples/configs/grpo_math_1B.yaml, which every recipe's config
+inherits: used only when the plan has no step-time estimate for the recipe."""
+CHECKPOINT_BYTES_PER_PARAM = 16
+"""Bytes per parameter of one saved training checkpoint (mixed-precision Adam; tools/sizing.py says why)."""
+SAVE_OVERHEAD = 0.10
+"""Without `job.maxLostMinutes`, a save period keeps writing checkpoints to at most this share of training time."""
+
+
+def derived_save_period(step_seconds: "float | None", write_seconds: float, max_lost_minutes: "float | None") -> int:
+    """`checkpointing.save_period` from a bound on the training one preemption may throw away.
+
+    A preemption loses the steps since the last complete checkpoint, and the save in flight: at worst
+    `save_period x step + write`. With `job.maxLostMinutes` the period is the largest that keeps that
+    within the bound (at least 1: a step cannot be split). Without one it is the smallest period whose
+    writes take at most `SAVE_OVERHEAD` of the training time, so the loss stays near a step and the
+    checkpoint's own write time instead of NeMo-RL's default of 10 steps (hours on the big recipes).
+    With no step-time estimate: NeMo-RL's default."""
+    if not step_seconds:
+        return NEMO_RL_DEFAULT_SAVE_PERIOD
+    if max_lost_minutes is not None:
+        return max(1, int((max_lost_minutes * 60 - write_seconds) // step_seconds))
+    return max(1, math.ceil(write_seconds / (SAVE_OVERHEAD * step_seconds)))
+
+
+def checkpoint_write_seconds(params_billion: float, aggregate_mb_s: float) -> float:
+    """One checkpoint written at the Lustre instance's aggregate throughput (MB/s): the best case."""
+    return params_billion * 1e9 * CHECKPOINT_BYTES_PER_PARAM / (aggregate_mb_s * 1e6) if aggregate_mb_s > 0 else 0.0
 
 
 def checkpoint_write_seconds_for(cfg: StackConfig) -> float:
@@ -45,7 +75,8 @@ def checkpoint_write_seconds_for(cfg: StackConfig) -> float:
 
 
 def save_period_for(cfg: StackConfig) -> int:
-    """The job's `checkpointing.save_period` (what `job_spec_for_stack` writes into the entrypoint)."""
+    """The run's `checkpointing.save_period` (`RunPlan.save_period`; `job_spec_for_stack` writes the run plan's
+    into the entrypoint)."""
     return derived_save_period(cfg.recipe.step_seconds, checkpoint_write_seconds_for(cfg), cfg.job.max_lost_minutes)
 
 
@@ -92,59 +123,45 @@ def node_hour_estimate(cfg: StackConfig) -> Optional[str]:
     return "; ".join(f"{label}: {reason}" for label, reason in why if reason) or None
 
 
-FIXED_POOL_KEEPS = "the GPU pool is fixed-size: its nodes stay whether or not the workers run"
-"""Why a one-rung spot, reservation or onDemand stack keeps its workers after a gang timeout whatever
-`onTimeout` says: releasing them would free no node (infra/cluster.py `provisioning_settings` gives that
-pool `nodeCount` nodes, not an autoscaled range) and would only keep the run from starting when the
-missing nodes come back."""
-
-
-class RayTarget(Protocol):
-    """The RayCluster the gang wait looks at (the `RayCluster` component has these)."""
-
-    @property
-    def cluster_name(self) -> str: ...
-
-    @property
-    def namespace(self) -> str: ...
-
-    @property
-    def worker_group(self) -> str: ...
-
-
 def gang_wait_minutes(cfg: StackConfig) -> Optional[int]:
     """How long the whole gang is waited for before an attempt (`gpuPool.capacity.maxWaitMinutes`); None
-    without `gpuPool.capacity`. The one reading of it: the watcher's wait (`gang_values`) and the deploy's
-    wait for the RayCluster (`infra.training_job.ray_cluster_timeout_s`) are bounded alike."""
+    without `gpuPool.capacity`. Read once, into `RunPlan.gang_max_wait_minutes`: the watcher's wait and the
+    deploy's wait for the RayCluster (infra/training_job.py takes it from the run plan) are bounded alike."""
     capacity = cfg.gpu_pool.capacity
     return capacity.max_wait_minutes if capacity is not None else None
 
 
-def gang_values(cfg: StackConfig, gpu_pool: GpuPoolFacts, ray: Optional[RayTarget]) -> dict[str, Any]:
+def gang_values(cfg: StackConfig, gpu_pool: GpuPoolFacts) -> dict[str, Any]:
     """The `RunPlan` fields of the gang wait: with `gpuPool.capacity` (any number of rungs) a wait bounded by
     its `maxWaitMinutes`; without it none (the owner then waits, unbounded, for the pool's GPUs in Ray, as
-    before the ladder). `onTimeout: releaseWorkers` holds only where GKE removes an unused GPU node
-    (`infra.placement.gpu_nodes_autoscaled`); a fixed-size pool keeps its workers (`FIXED_POOL_KEEPS`).
-    The RayCluster, worker group and namespace are the Ray component's own (`ray`); None (the day-2 CLI on a
-    laptop, which cannot reach the Kubernetes API from inside the cluster): no gang wait there."""
+    before the ladder). `onTimeout: releaseWorkers` frees the partial gang's nodes: every GPU pool is autoscaled
+    from 0 (`infra.placement.gpu_nodes_autoscaled`). The RayCluster it looks at is `ray_target_values`'s."""
     capacity = cfg.gpu_pool.capacity
     if capacity is None:
         return {}
-    autoscaled = gpu_nodes_autoscaled(cfg)
-    release = capacity.on_timeout == "releaseWorkers" and autoscaled
+    release = capacity.on_timeout == "releaseWorkers" and gpu_nodes_autoscaled(cfg)
     rungs = tuple((p.name, p.rung) for p in gpu_pool.rung_pools)
     return {
         "gang_max_wait_minutes": gang_wait_minutes(cfg),
         "gang_on_timeout": "releaseWorkers" if release else "keep",
-        "gang_kept_why": KEEP_WHY if capacity.on_timeout == "keep" or autoscaled else FIXED_POOL_KEEPS,
+        "gang_kept_why": KEEP_WHY,
         "gang_rungs": rungs,
         # One rung: every GPU node is of it, whatever its pool is called (Autopilot names its pools itself).
         "gang_default_rung": None if rungs else cfg.gpu_pool.ladder[0].label,
-        **(
-            {"ray_namespace": ray.namespace, "ray_cluster": ray.cluster_name, "ray_worker_group": ray.worker_group}
-            if ray is not None
-            else {}
-        ),
+    }
+
+
+def ray_target_values(cfg: StackConfig, ray: Optional[RayTarget]) -> dict[str, Any]:
+    """The `RunPlan` fields of the RayCluster the owner patches: the gang wait's look and release, and the
+    release of the workers when the run ends (`recovery.releaseWorkersAfterRun`), on every stack. None (the
+    day-2 CLI on a laptop, which cannot reach the Kubernetes API from inside the cluster): no target, so
+    neither the gang wait nor the release at the run's end happens there."""
+    if ray is None:
+        return {}
+    return {
+        "ray_namespace": ray.namespace,
+        "ray_cluster": ray.cluster_name,
+        "ray_worker_group": ray.worker_group,
     }
 
 
@@ -165,18 +182,17 @@ def run_plan_for_stack(
 ) -> RunPlan:
     """What the watcher needs besides the spec, as plain values: the gate (policy and plan), where it sees
     the checkpoints, the pool's nodes and node-hour prices (the first rung's, and each rung's on a ladder),
-    `job.budgetUsd`, the save period, the plan's step time (the recipe's expected hours over its steps), the
-    gang wait (`gang_values`) and the recovery policy (`recovery_values`)."""
+    `job.budgetUsd`, the save period, the plan's step time (the recipe's expected hours over its steps) and
+    checkpoint write time, the gang wait (`gang_values`) and the recovery policy (`recovery_values`)."""
     recipe = cfg.recipe
-    policy, gate_plan = gate_in_force(cfg.gate_policy, gate_plan)
-    on_lustre = run_checkpoint_dir(recipe, cfg.job, cfg.ray.mount_path, stack)
-    below = posixpath.relpath(on_lustre, posixpath.join(posixpath.normpath(cfg.ray.mount_path), CHECKPOINTS_DIR))
+    gate = GateSetup.of(cfg.gate_policy, gate_plan)
     step = recipe.step_seconds
     by_rung = rung_node_hour_usd(cfg)
     return RunPlan(
-        gate_policy=policy,
-        gate_plan=gate_plan.to_dict() if gate_plan is not None else None,
-        checkpoint_dir=posixpath.join(CHECKPOINTS_MOUNT, below),
+        run_id=run_id_of(recipe, cfg.job, stack),
+        gate_policy=gate.policy,
+        gate_plan=gate.plan.to_dict() if gate.plan is not None else None,
+        checkpoint_dir=posixpath.join(CHECKPOINTS_MOUNT, run_checkpoint_subdir_for(recipe, cfg.job, stack)),
         node_count=gpu_pool.node_count,
         node_hour_usd=node_hour_usd(cfg, by_rung),
         rung_node_hour_usd=by_rung,
@@ -184,6 +200,10 @@ def run_plan_for_stack(
         budget_usd=cfg.job.budget_usd,
         save_period=save_period_for(cfg),
         step_seconds=round(step, 1) if step else None,
+        checkpoint_write_seconds=round(checkpoint_write_seconds_for(cfg), 1),
         recovery=recovery_values(cfg, gpu_pool),
-        **gang_values(cfg, gpu_pool, ray),
+        # The owner releases only where it has a RayCluster to patch (`ray_target_values`).
+        release_workers_after_run=cfg.recovery.release_workers_after_run,
+        **gang_values(cfg, gpu_pool),
+        **ray_target_values(cfg, ray),
     )

@@ -4,11 +4,12 @@
 talks to the Ray dashboard through the GKE API server's service proxy. Replacing the spec stops
 the old job and submits the new one; `pulumi destroy` stops the job before the Ray cluster goes.
 
-`__main__.py` builds the stack's `JobSpec` once (`job_spec_for_stack`, before any resource, so a job
-that cannot be built is a config error) and hands the same spec to this component and to the
-preemption watcher:
+`__main__.py` builds the stack's `RunPlan` (`infra.run_plan.run_plan_for_stack`) and `JobSpec` once
+(`job_spec_for_stack`, before any resource, so a job that cannot be built is a config error) and hands
+the same two to this component and to the preemption watcher; the job takes its save period, gate and
+gang wait from the run plan, never from the config:
 
-    job = build_training_job(spec, cfg, endpoint=cluster.endpoint,
+    job = build_training_job(spec, run, cfg, endpoint=cluster.endpoint,
                              ca_certificate=cluster.ca_certificate,
                              head_service=ray.head_service, ray_cluster_name=ray.cluster_name,
                              ray_release=ray.release)
@@ -32,9 +33,7 @@ import pulumi.dynamic
 from infra.config import PROJECT, ConfigError, StackConfig
 from infra.options import child_options
 from infra.pod_facts import DASHBOARD_PORT
-from infra.run_plan import checkpoint_write_seconds_for, gang_wait_minutes
 from workloads import cli_args
-from workloads.gate import GatePlan, gate_in_force
 from workloads.hook import JobSubmissionProvider
 from workloads.job_spec import (
     JobBuildError,
@@ -43,6 +42,7 @@ from workloads.job_spec import (
     build_job,
     wandb_wanted,
 )
+from workloads.run_owner import GateSetup, RunPlan
 
 COMPONENT_TYPE = "nemo-rl-gke:infra:TrainingJob"
 
@@ -71,8 +71,8 @@ class TrainingJobArgs:
     ray_cluster_name: pulumi.Input[str]
     ray_release: pulumi.Resource
     node_pools: Sequence[pulumi.Resource] = ()
-    gate_policy: str = "off"
-    gate_plan: Optional[GatePlan] = None
+    gate: GateSetup = GateSetup()
+    """The run plan's gate (`RunPlan.gate`): run right before the submission."""
     ray_cluster_timeout_s: Optional[float] = None
     """How long the submission waits for the RayCluster's workers; None: the hook's own default (an hour)."""
 
@@ -83,7 +83,7 @@ class TrainingJobArgs:
         them secret (GKE's masterAuth), but they authorise nothing, and keeping them plain keeps the
         submission's inputs free of secrets (a secret here would also make Pulumi treat the whole job as
         secret in diffs)."""
-        gate_policy, gate_plan = gate_in_force(self.gate_policy, self.gate_plan)
+        gate = self.gate
         return {
             **self.spec.to_dict(),
             "gke_endpoint": pulumi.Output.unsecret(pulumi.Output.from_input(self.endpoint)),
@@ -94,8 +94,8 @@ class TrainingJobArgs:
             # The provider waits for this RayCluster to be provisioned before submitting.
             "ray_cluster_name": self.ray_cluster_name,
             # ... and runs the acceptance gate right before it submits (workloads/gate/).
-            "gate_policy": gate_policy,
-            "gate_plan": gate_plan.to_dict() if gate_plan is not None else None,
+            "gate_policy": gate.policy,
+            "gate_plan": gate.plan.to_dict() if gate.plan is not None else None,
             # With a capacity ladder, no longer than the run's owner waits for the gang: after
             # `maxWaitMinutes` the watcher releases the partial workers (workloads/gang_wait.py), and a
             # RayCluster scaled to no workers would otherwise read as provisioned to this wait.
@@ -161,8 +161,8 @@ class TrainingJob(pulumi.ComponentResource):
         )
 
 
-def job_spec_for_stack(stack: str, cfg: StackConfig, *, wandb_key_set: bool, pool: PoolShape) -> JobSpec:
-    """The stack's job, built from the validated config and the GPU pool facts.
+def job_spec_for_stack(stack: str, cfg: StackConfig, *, wandb_key_set: bool, pool: PoolShape, run: RunPlan) -> JobSpec:
+    """The stack's job, built from the validated config, the GPU pool facts and the run plan (its save period).
 
     The Pulumi program and `python -m jobctl` both call this, so they agree on the spec (and
     therefore on the submission id) for the same stack file. What only the job builder sees (GPUs
@@ -177,7 +177,7 @@ def job_spec_for_stack(stack: str, cfg: StackConfig, *, wandb_key_set: bool, poo
             cfg.ray.mount_path,
             stack,
             wandb_wanted(cfg.job, wandb_key_set),
-            checkpoint_write_seconds=checkpoint_write_seconds_for(cfg),
+            run.save_period,
         )
     except JobBuildError as err:
         raise ConfigError(f"{PROJECT}:{err.key}: {err}") from None
@@ -185,6 +185,7 @@ def job_spec_for_stack(stack: str, cfg: StackConfig, *, wandb_key_set: bool, poo
 
 def build_training_job(
     spec: JobSpec,
+    run: RunPlan,
     cfg: StackConfig,
     *,
     endpoint: pulumi.Input[str],
@@ -193,13 +194,15 @@ def build_training_job(
     ray_cluster_name: pulumi.Input[str],
     ray_release: pulumi.Resource,
     node_pools: Sequence[pulumi.Resource] = (),
-    gate_plan: Optional[GatePlan] = None,
     opts: Optional[pulumi.ResourceOptions] = None,
 ) -> Optional[TrainingJob]:
     """The stack's `TrainingJob`, or None when `job.submit` is false.
 
     Args:
         spec: the stack's job (`job_spec_for_stack`), the same one the preemption watcher resubmits.
+        run: the run plan (`infra.run_plan.run_plan_for_stack`), the one the watcher ships: its gate runs
+            right before the submission, and its gang wait (`gpuPool.capacity.maxWaitMinutes`) bounds the
+            wait for the RayCluster's workers.
         cfg: the validated stack config (`job.submit`, `ray.namespace`).
         endpoint: the GKE cluster endpoint (`Cluster.endpoint`).
         ca_certificate: base64 CA of the endpoint's certificate (`GkeCluster.ca_certificate`); None for
@@ -210,8 +213,6 @@ def build_training_job(
         ray_release: the Ray Helm release (`RayCluster.release`): the job is submitted after it,
             stopped before it is destroyed, and replaced whenever it is replaced.
         node_pools: the GKE node pools: the job is stopped before either is replaced, and resubmitted after.
-        gate_plan: the acceptance gate (`infra.gate_plan.gate_plan_for_stack`), run right before the
-            job is submitted under the policy `cfg.gate_policy`; None runs none.
         opts: further resource options of the component.
     """
     if not cfg.job.submit:
@@ -225,15 +226,14 @@ def build_training_job(
         ray_cluster_name=ray_cluster_name,
         ray_release=ray_release,
         node_pools=node_pools,
-        gate_policy=gate_in_force(cfg.gate_policy, gate_plan)[0],
-        gate_plan=gate_plan,
-        ray_cluster_timeout_s=ray_cluster_timeout_s(cfg),
+        gate=run.gate,
+        ray_cluster_timeout_s=ray_cluster_timeout_s(run),
     )
     return TrainingJob("training-job", args, opts)
 
 
-def ray_cluster_timeout_s(cfg: StackConfig) -> Optional[float]:
-    """`gpuPool.capacity.maxWaitMinutes` in seconds: the deploy waits for the gang as long as the watcher
-    does (`infra.run_plan.gang_wait_minutes`); None without a capacity ladder."""
-    minutes = gang_wait_minutes(cfg)
+def ray_cluster_timeout_s(run: RunPlan) -> Optional[float]:
+    """The run plan's gang wait in seconds: the deploy waits for the gang as long as the watcher does; None
+    without `gpuPool.capacity`."""
+    minutes = run.gang_max_wait_minutes
     return float(minutes * 60) if minutes is not None else None

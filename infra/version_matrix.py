@@ -93,9 +93,10 @@ def _mismatches(pins: Pins, row: Mapping[str, Any]) -> list[tuple[str, str, str]
 def nearest(
     pins: Pins, matrix: Optional[Mapping[str, Any]] = None
 ) -> tuple[Mapping[str, Any], list[tuple[str, str, str]]]:
+    """On a tie a row with the recipe's NeMo-RL image wins (the image comes with the recipe), then the first."""
     rows = (matrix or load())["rows"]
     scored = [(row, _mismatches(pins, row)) for row in rows]
-    return min(scored, key=lambda s: len(s[1]))
+    return min(scored, key=lambda s: (len(s[1]), any(key == "job.recipe" for key, _, _ in s[1])))
 
 
 def versions(pins: Pins, row: Mapping[str, Any]) -> dict[str, Optional[str]]:

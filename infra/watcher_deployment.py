@@ -28,11 +28,12 @@ Image: the recipe's NeMo-RL image, not a small Python image with `pip install ra
   emptyDir at /tmp), RuntimeDefault seccomp, and a KSA of its own that no IAM grant names, so the
   GKE metadata server hands it no Google credentials that could reach the bucket.
 
-Kubernetes API: only a stack with a gang wait (`gpuPool.capacity`, `RunPlan.gang_wait`) gives the pod a
-service-account token, and its KSA exactly what `workloads.gang_wait.KubeGangView` calls (`gang_rules`):
-list pods in the namespace, get nodes (cluster-scoped: their pool label), get/patch the one
-RayCluster (the release on timeout). Without one the watcher talks only to the Ray dashboard: no token is
-mounted and no role exists, so a leaked pod holds nothing of the API.
+Kubernetes API: a stack whose watcher releases the workers when the run ends (`recovery.releaseWorkersAfterRun`,
+the default: `RunPlan.releases_workers`) or waits for the gang (`gpuPool.capacity`, `RunPlan.gang_wait`) gives
+the pod a service-account token, and its KSA exactly what `workloads.gang_wait.KubeGangView` calls
+(`gang_rules`): get/patch the one RayCluster (the release); with a gang wait also list pods in the namespace
+and get nodes (cluster-scoped: their pool label). With neither the watcher talks only to the Ray dashboard:
+no token is mounted and no role exists, so a leaked pod holds nothing of the API.
 
 No secret: the spec carries none (`JobSpec` refuses HF_TOKEN/WANDB_API_KEY in the runtime env; the job
 reads them from files the Ray pods mount), and the watcher pod mounts none.
@@ -46,7 +47,7 @@ import modulefinder
 import posixpath
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -60,11 +61,9 @@ from infra.naming import (
 )
 from infra.options import child_options
 from infra.pod_facts import DASHBOARD_PORT
-from infra.run_plan import CHECKPOINTS_MOUNT, run_plan_for_stack
-from infra.stack_context import GpuPoolFacts
+from infra.run_plan import CHECKPOINTS_MOUNT
 from infra.stack_file import ROOT
-from workloads.gate import GatePlan
-from workloads.job_spec import CHECKPOINTS_DIR, JobSpec
+from workloads.job_types import CHECKPOINTS_DIR, JobSpec
 from workloads.recipes import NemoRLImage
 from workloads.recovery import RecoveryPolicy
 from workloads.run_owner import RunPlan
@@ -136,6 +135,22 @@ exactly these files with Pulumi and `infra` made unimportable)."""
 def watcher_files() -> dict[str, str]:
     """The package files the pod needs, keyed by `config_key`."""
     return {config_key(name): (ROOT / "workloads" / name).read_text() for name in WATCHER_MODULES}
+
+
+CODE_CONFIG_MAP = f"{NAME}-code"
+"""The resource name of the ConfigMap that carries the shipped modules, spec.json and run.json (the component
+is always `NAME`, `build_preemption_watcher`)."""
+
+
+def shipped_digests(data: Mapping[str, str]) -> dict[str, str]:
+    """The ConfigMap's data as the offline plan (and so each golden plan) shows it: every shipped module by
+    name and the SHA-256 of its text, spec.json and run.json whole. The real ConfigMap carries the text; a
+    comment edit in a shipped module changes one hash in each plan, not the text of every golden."""
+    shipped = {config_key(m) for m in WATCHER_MODULES}
+    return {
+        key: f"sha256:{hashlib.sha256(text.encode()).hexdigest()}" if key in shipped else text
+        for key, text in data.items()
+    }
 
 
 def config_map_data(spec: JobSpec, run: Optional[RunPlan] = None) -> dict[str, str]:
@@ -325,22 +340,26 @@ def deployment_manifest(
     }
 
 
-def gang_rules(ray_cluster: str) -> tuple[list[k8s.rbac.v1.PolicyRuleArgs], list[k8s.rbac.v1.PolicyRuleArgs]]:
-    """The RBAC v1 rules of the gang wait's calls (`workloads.gang_wait.KubeGangView`): the Role's (in the
-    namespace) and the ClusterRole's. Plain values, no Outputs.
+def gang_rules(
+    ray_cluster: str, gang: bool = True
+) -> tuple[list[k8s.rbac.v1.PolicyRuleArgs], list[k8s.rbac.v1.PolicyRuleArgs]]:
+    """The RBAC v1 rules of the owner's Kubernetes calls (`workloads.gang_wait.KubeGangView`): the Role's (in
+    the namespace) and the ClusterRole's. Plain values, no Outputs.
 
-    In the namespace: list the worker pods (by label selector: `KubeGangView.worker_pods`, a GET of the
-    collection, which RBAC calls `list`; no pod is read by name, so no `get`); get and JSON-patch the stack's
-    RayCluster, by name (`release`). Cluster-wide (nodes are not namespaced): get a node, for its pool label
-    (`node_pool`). Nothing else: no pod get or deletion, no other RayCluster, no watch, no node list."""
+    Every stack whose watcher releases the workers (`recovery.releaseWorkersAfterRun`) or waits for the gang:
+    get and JSON-patch the stack's RayCluster, by name (`KubeGangView.release`, at the run's end or a gang
+    timeout). Only with a gang wait (`gang`): list the worker pods in the namespace (by label selector:
+    `KubeGangView.worker_pods`, a GET of the collection, which RBAC calls `list`; no pod is read by name, so
+    no `get`) and, cluster-wide (nodes are not namespaced), get a node for its pool label (`node_pool`).
+    Nothing else: no pod get or deletion, no other RayCluster, no watch, no node list."""
     rule = k8s.rbac.v1.PolicyRuleArgs
+    raycluster = rule(
+        api_groups=["ray.io"], resources=["rayclusters"], resource_names=[ray_cluster], verbs=["get", "patch"]
+    )
+    if not gang:
+        return [raycluster], []
     return (
-        [
-            rule(api_groups=[""], resources=["pods"], verbs=["list"]),
-            rule(
-                api_groups=["ray.io"], resources=["rayclusters"], resource_names=[ray_cluster], verbs=["get", "patch"]
-            ),
-        ],
+        [rule(api_groups=[""], resources=["pods"], verbs=["list"]), raycluster],
         [rule(api_groups=[""], resources=["nodes"], verbs=["get"])],
     )
 
@@ -357,8 +376,8 @@ class PreemptionWatcherArgs:
     system_pool_name: Optional[str]
     lustre_claim: str
     run: RunPlan = field(default_factory=RunPlan)
-    """The run's plan-time values shipped as run.json (`infra.run_plan.run_plan_for_stack`), the recovery
-    policy included."""
+    """The run's plan-time values shipped as run.json: the program's one `RunPlan` (`__main__.py`,
+    `infra.run_plan.run_plan_for_stack`), the recovery policy included."""
 
     @property
     def policy(self) -> RecoveryPolicy:
@@ -368,10 +387,10 @@ class PreemptionWatcherArgs:
 
 class PreemptionWatcher(pulumi.ComponentResource):
     """ConfigMap (code + spec), a ServiceAccount and a one-replica Deployment that resubmits the job
-    after a preemption; with a gang wait, the Role, ClusterRole and their bindings it needs.
+    after a preemption; the Role (and with a gang wait the ClusterRole) and bindings its Kubernetes calls need.
 
     The watcher talks to the Ray dashboard inside the cluster and runs as a KSA of its own: no Workload
-    Identity grant names it (the workload KSA may write the bucket). Only with a gang wait is an API token
+    Identity grant names it (the workload KSA may write the bucket). Only with a release or gang wait is an API token
     mounted, for the calls `gang_rules` allows (module docstring).
 
     Outputs: `deployment_name`, `service_account`, `namespace`, `logs_command` (how to read what it decided).
@@ -382,7 +401,8 @@ class PreemptionWatcher(pulumi.ComponentResource):
     service_account: str
     deployment: k8s.apps.v1.Deployment
     rbac: list[pulumi.CustomResource]
-    """The gang wait's Role, RoleBinding, ClusterRole and ClusterRoleBinding; empty without a gang wait."""
+    """The Role and RoleBinding of the release (and with a gang wait the ClusterRole and its binding); empty
+    with neither."""
     deployment_name: str
     namespace: str
     logs_command: str
@@ -409,7 +429,7 @@ class PreemptionWatcher(pulumi.ComponentResource):
             data=data,
             opts=child_options(self, opts),
         )
-        self.rbac = self._rbac(name, args, opts) if args.run.gang_wait else []
+        self.rbac = self._rbac(name, args, opts) if args.run.gang_wait or args.run.releases_workers else []
         self.deployment = self._deployment(name, args, config_hash, opts)
         self.register_outputs(
             {
@@ -429,7 +449,7 @@ class PreemptionWatcher(pulumi.ComponentResource):
         cluster like every in-cluster object (`child_options` copies `deleted_with`)."""
         run = args.run
         assert run.ray_cluster and run.ray_namespace
-        namespaced, cluster_wide = gang_rules(run.ray_cluster)
+        namespaced, cluster_wide = gang_rules(run.ray_cluster, gang=run.gang_wait)
         rbac = k8s.rbac.v1
         subject = rbac.SubjectArgs(kind="ServiceAccount", name=self.service_account, namespace=args.namespace)
         # Cluster-scoped: named after the namespace, so two stacks' watchers in one cluster do not collide.
@@ -448,6 +468,8 @@ class PreemptionWatcher(pulumi.ComponentResource):
             subjects=[subject],
             opts=child_options(self, opts, depends_on=[role, self.service_account_resource]),
         )
+        if not cluster_wide:  # the release alone reads no node
+            return [role, role_binding]
         cluster_role = rbac.ClusterRole(
             f"{name}-gang-node-reader",
             metadata={"name": node_reader, "labels": labels()},
@@ -502,9 +524,8 @@ def build_preemption_watcher(
     *,
     ray: Any,
     system_pool_name: Optional[str],
-    gpu_pool: GpuPoolFacts,
+    run: RunPlan,
     lustre_claim: str,
-    gate_plan: Optional[GatePlan] = None,
     opts: Optional[pulumi.ResourceOptions] = None,
 ) -> Optional[PreemptionWatcher]:
     """The stack's `PreemptionWatcher`, or None when `recovery.enabled` is false.
@@ -518,11 +539,10 @@ def build_preemption_watcher(
         ray: the `RayCluster` component (`cluster_name`, `head_service`, `namespace`, `worker_group`: the
             gang wait's pods and the RayCluster it releases).
         system_pool_name: the CPU pool's name (`infra.placement.system_pool_name`); None on Autopilot.
-        gpu_pool: the GPU pool's facts: the watcher resubmits only once Ray has all its GPUs alive, and with
-            `gpuPool.capacity` once the whole gang runs (its pools' rungs: `rung_pools`).
+        run: the program's run plan (`infra.run_plan.run_plan_for_stack`, built once in `__main__.py`), shipped
+            as run.json: the recovery policy (the pool's GPUs it waits for), the gate it runs before every
+            attempt it submits, the gang wait, prices and checkpoint directory.
         lustre_claim: the Lustre PVC (`WorkloadEnvironment.pvc_name`) that holds the watcher's state.
-        gate_plan: the acceptance gate (`infra.gate_plan.gate_plan_for_stack`): the watcher runs it before
-            every attempt it submits, under `cfg.gate_policy`.
         opts: the Kubernetes provider, and `depends_on` the Ray release (the watcher is pointless before
             the head exists and is deleted before it).
     """
@@ -536,6 +556,6 @@ def build_preemption_watcher(
         head_service=ray.head_service,
         system_pool_name=system_pool_name,
         lustre_claim=lustre_claim,
-        run=run_plan_for_stack(spec.stack, cfg, gpu_pool, gate_plan, ray),
+        run=run,
     )
     return PreemptionWatcher(NAME, args, opts)

@@ -19,7 +19,7 @@ from infra.stack_file import ROOT, present_secrets
 from jobctl.stack import Stack, build_spec, gate_plan, run_plan
 from workloads import cli_args, exit_codes, watcher
 from workloads.exit_codes import CommandError
-from workloads.job_spec import META_RECIPE
+from workloads.job_types import META_RECIPE
 
 # Stack outputs the CLI reads when no address is given (the program exports these names).
 OUTPUT_ENDPOINT = "clusterEndpoint"
@@ -128,6 +128,68 @@ def connect(args: argparse.Namespace, stack: Stack):
     )
 
 
+def workers_command(stack: Stack, replicas: int) -> str:
+    """The kubectl command that brings the released Ray workers back (what `bring_back_workers` patches). Index
+    0: the KubeRay ray-cluster chart renders its `worker` values as the first of `workerGroupSpecs`, before any
+    `additionalWorkerGroups` (ray-project/kuberay helm-chart/ray-cluster/templates/raycluster-cluster.yaml), and
+    infra/ray_cluster.py sets no other group."""
+    patch = json.dumps(
+        [
+            {"op": "replace", "path": "/spec/workerGroupSpecs/0/replicas", "value": replicas},
+            {"op": "replace", "path": "/spec/workerGroupSpecs/0/minReplicas", "value": replicas},
+        ]
+    )
+    from infra.ray_cluster import RAY_CLUSTER_NAME
+
+    return f"kubectl -n {stack.config.ray.namespace} patch raycluster {RAY_CLUSTER_NAME} --type json -p '{patch}'"
+
+
+def bring_back_workers(args: argparse.Namespace, stack: Stack, out: TextIO, token_provider=None) -> None:
+    """Scale the Ray GPU worker group back to the pool's node count before a run: the run's owner released it
+    when the last run ended (`recovery.releaseWorkersAfterRun`), and a `pulumi up` does not restore it
+    (docs/day-2.md). Through the GKE API server, with the same Google token and CA as the dashboard proxy
+    (the identity needs `patch` on rayclusters: roles/container.developer has it); one line when it scaled.
+    With `--address` (a port-forward or local dashboard) there is no Kubernetes API to ask: one line gives
+    the kubectl command, and the job is submitted (its workers may still be there). A refused patch is an
+    error naming that command: a job submitted without workers would wait for them forever."""
+    from infra.placement import gpu_pool_facts
+    from infra.ray_cluster import RAY_CLUSTER_NAME, WORKER_GROUP
+    from infra.stack_context import StackContext
+    from workloads import submit
+    from workloads.gang_wait import VIEW_ERRORS, KubeGangView
+
+    replicas = gpu_pool_facts(StackContext.from_config(stack.name, stack.config), stack.config).node_count
+    command = workers_command(stack, replicas)
+    if args.address:
+        out.write(
+            f"Ray workers not checked (--address reaches only the dashboard); if the last run released them: "
+            f"{command}\n"
+        )
+        return
+    target = gke_target(args, stack)
+    verify = submit.tls_verify(target.ca_file, target.ca_b64)
+    token = (token_provider or submit.google_token_provider())()
+    view = KubeGangView(
+        submit._endpoint_url(target.endpoint),
+        token,
+        verify if isinstance(verify, str) else None,
+        target.namespace,
+        RAY_CLUSTER_NAME,
+        WORKER_GROUP,
+    )
+    try:
+        had = view.scale(replicas)
+    except VIEW_ERRORS as err:
+        raise CommandError(
+            f"cannot bring the Ray workers back to {replicas} ({err}); run `{command}`, then submit again"
+        ) from None
+    if had is not None:
+        out.write(
+            f"Ray workers brought back: worker group {WORKER_GROUP} of RayCluster {RAY_CLUSTER_NAME} scaled from "
+            f"{had} to {replicas} (GKE adds the GPU nodes for them)\n"
+        )
+
+
 class StatusLine:
     """The live status while waiting: one rewritten line on a TTY, a line per change otherwise."""
 
@@ -191,10 +253,9 @@ def cmd_submit(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
     from workloads import run_owner
 
     client = connect(args, stack)
-    from workloads.gate import gate_in_force
-
-    policy = args.gate or stack.config.gate_policy
-    gate = run_owner.GateSetup(*gate_in_force(policy, gate_plan(stack)))
+    bring_back_workers(args, stack, out)
+    # `--gate` overrides the stack's policy; without it the gate is the run plan's, as `pulumi up` submits.
+    gate = run_owner.GateSetup.of(args.gate, gate_plan(stack)) if args.gate else run_plan(stack).gate
 
     def show(line: str) -> None:
         out.write(line + "\n")
@@ -215,7 +276,9 @@ def cmd_submit(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
 
 
 def cmd_gate(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
-    report = run_gate(connect(args, stack), stack, out)
+    client = connect(args, stack)
+    bring_back_workers(args, stack, out)
+    report = run_gate(client, stack, out)
     return exit_codes.OK if report.ok else exit_codes.GATE_FAILED
 
 
@@ -243,7 +306,7 @@ def _print_ledger(args: argparse.Namespace, client, stack: Stack, out: TextIO) -
     from workloads import submit
 
     if args.ledger_file:
-        found = run_ledger.LedgerFile(args.ledger_file).load(stack.name, build_spec(stack).submission_id)
+        found = run_ledger.LedgerFile(args.ledger_file).load(stack.name, build_spec(stack).run_id)
         found = found if found.attempts or found.events else None
     else:
         try:
@@ -256,7 +319,19 @@ def _print_ledger(args: argparse.Namespace, client, stack: Stack, out: TextIO) -
     if found is None:
         out.write("run ledger: none yet (the preemption watcher writes it once it sees an attempt)\n")
         return
-    for line in run_ledger.table(found, time.time()):
+    now = time.time()
+    for line in run_ledger.table(found, now):
+        out.write(line + "\n")
+    from workloads import goodput
+
+    run = run_plan(stack)
+    for line in goodput.lines(
+        found,
+        now,
+        step_seconds=run.step_seconds,
+        write_seconds=run.checkpoint_write_seconds,
+        save_period=run.save_period,
+    ):
         out.write(line + "\n")
 
 

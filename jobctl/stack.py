@@ -1,6 +1,6 @@
-"""The stack as the CLI sees it: its file read and validated, and the job, gate and recovery policy
-built from it exactly as `pulumi up` builds them (the same infra functions), so both agree; the recovery
-policy is the run plan's (`run_plan`)."""
+"""The stack as the CLI sees it: its file read and validated, and the run plan, job and gate built from it
+exactly as `pulumi up` builds them in `__main__.py` (the same infra functions, in the same order: the run
+plan first, the job from it), so both agree; the recovery policy is the run plan's (`run_plan`)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from infra.stack_file import load_stack as load_stack_file
 from infra.training_job import job_spec_for_stack
 from workloads.exit_codes import CommandError
 from workloads.gate import GatePlan
-from workloads.job_spec import JobSpec
+from workloads.job_types import JobSpec
 from workloads.run_owner import RunPlan
 
 
@@ -47,10 +47,12 @@ def load_stack(name: str, config_file: Optional[str] = None) -> Stack:
 
 
 def build_spec(stack: Stack) -> JobSpec:
-    """The stack's job exactly as `pulumi up` builds it (same pool facts, same spec, same id)."""
+    """The stack's job exactly as `pulumi up` builds it (same pool facts, same run plan, same spec, same id)."""
     pool = gpu_pool_facts(StackContext.from_config(stack.name, stack.config), stack.config)
     try:
-        return job_spec_for_stack(stack.name, stack.config, wandb_key_set=stack.wandb_key_set, pool=pool)
+        return job_spec_for_stack(
+            stack.name, stack.config, wandb_key_set=stack.wandb_key_set, pool=pool, run=run_plan(stack)
+        )
     except ConfigError as err:
         raise CommandError(str(err)) from None
 

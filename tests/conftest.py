@@ -136,10 +136,13 @@ def client(head):
 
 
 def spec_of(stack: str, cfg: Any, *, wandb_key_set: bool):
-    """The job `__main__.py` builds for `cfg` (same pool facts, same builder), for tests that need it."""
+    """The job `__main__.py` builds for `cfg` (same pool facts, same run plan, same builder), for tests that need it."""
+    from infra.gate_plan import gate_plan_for_stack
     from infra.placement import gpu_pool_facts
+    from infra.run_plan import run_plan_for_stack
     from infra.stack_context import StackContext
     from infra.training_job import job_spec_for_stack
 
     pool = gpu_pool_facts(StackContext.from_config(stack, cfg), cfg)
-    return job_spec_for_stack(stack, cfg, wandb_key_set=wandb_key_set, pool=pool)
+    run = run_plan_for_stack(stack, cfg, pool, gate_plan_for_stack(cfg, pool))
+    return job_spec_for_stack(stack, cfg, wandb_key_set=wandb_key_set, pool=pool, run=run)

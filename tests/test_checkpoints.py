@@ -2,7 +2,19 @@
 
 from __future__ import annotations
 
+import os
+import time
+
 from workloads import checkpoints
+
+
+def write_save(step_dir, optimizer: bool = True):
+    """A finished save as NeMo-RL's DTensor worker leaves it: DCP shards, then `.metadata` (written last)."""
+    for part in ("weights", "optimizer") if optimizer else ("weights",):
+        d = step_dir / "policy" / part
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "__0_0.distcp").write_bytes(b"x" * 8)
+        (d / ".metadata").write_bytes(b"m")
 
 
 def make(tmp_path, *names: str, files: bool = False):
@@ -10,6 +22,8 @@ def make(tmp_path, *names: str, files: bool = False):
         (tmp_path / name).mkdir()
         # NeMo-RL writes training_info.json first, into tmp_step_N: its presence marks nothing.
         (tmp_path / name / "training_info.json").write_text("{}")
+        if name.startswith("step_"):
+            write_save(tmp_path / name)
     if files:
         (tmp_path / "step_99").write_text("a file, not a checkpoint directory")
     return tmp_path
@@ -29,6 +43,45 @@ def test_stale_partial_saves_are_removed_and_complete_ones_kept(tmp_path):
     assert checkpoints.clean_partial(d) == ["tmp_step_6", "tmp_step_8"]
     assert sorted(p.name for p in d.iterdir()) == ["step_4"]
     assert checkpoints.clean_partial(d) == []
+
+
+def test_a_step_directory_that_appears_before_its_files_is_not_a_checkpoint(tmp_path):
+    # An async save (DTensor v2 at NeMo-RL v0.6.0): grpo.py renames tmp_step_6 to step_6 while the
+    # background writer is still writing; the writer then re-creates tmp_step_6 with the shards.
+    d = make(tmp_path, "step_4")
+    (d / "step_6" / "policy" / "weights").mkdir(parents=True)
+    (d / "step_6" / "policy" / "optimizer").mkdir(parents=True)
+    (d / "step_6" / "training_info.json").write_text("{}")
+    assert checkpoints.scan(d).latest == 4 and checkpoints.scan(d).incomplete == (6,)
+    # Shards without the `.metadata` DCP writes last: the save has not finished.
+    (d / "step_6" / "policy" / "weights" / "__0_0.distcp").write_bytes(b"x")
+    (d / "step_6" / "policy" / "weights" / ".metadata").write_bytes(b"m")
+    (d / "step_6" / "policy" / "optimizer" / "__0_0.distcp").write_bytes(b"x")
+    assert checkpoints.scan(d).latest == 4
+    (d / "step_6" / "policy" / "optimizer" / ".metadata").write_bytes(b"m")
+    assert checkpoints.scan(d).latest == 6 and checkpoints.scan(d).incomplete == ()
+    assert checkpoints.steps_lost(7, checkpoints.scan(d).latest) == 1
+
+
+def test_a_real_dcp_save_is_whole_only_once_it_finished(tmp_path):
+    import torch
+    import torch.distributed.checkpoint as dcp
+
+    weights = tmp_path / "step_1" / "policy" / "weights"
+    dcp.save({"w": torch.ones(4)}, checkpoint_id=str(weights))
+    assert checkpoints.is_whole(tmp_path / "step_1")
+    (weights / ".metadata").unlink()
+    assert not checkpoints.is_whole(tmp_path / "step_1")
+
+
+def test_a_partial_save_that_may_still_be_written_after_a_head_restart_is_kept(tmp_path):
+    d = make(tmp_path, "tmp_step_6", "tmp_step_8")
+    old = time.time() - checkpoints.QUIET_SECONDS - 5
+    for path in [d / "tmp_step_8", d / "tmp_step_8" / "training_info.json"]:
+        os.utime(path, (old, old))
+    (d / "tmp_step_6" / "__0_0.distcp").write_bytes(b"x")  # a live writer's shard, just now
+    assert checkpoints.clean_partial(d, quiet=checkpoints.QUIET_SECONDS) == ["tmp_step_8"]
+    assert sorted(p.name for p in d.iterdir()) == ["tmp_step_6"]
 
 
 def test_the_step_an_attempt_was_in_comes_from_nemo_rls_step_banner_and_gives_the_steps_lost():

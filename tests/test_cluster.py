@@ -168,7 +168,13 @@ def test_gpu_pool_runs_the_flavour_machines_on_spot_with_the_gpu_taint(stack):
     # Spot consumes no reservation (Cluster Toolkit gke-node-pool's precondition for spot).
     assert node["reservationAffinity"] == {"consumeReservationType": "NO_RESERVATION"}, pool.name
     assert "flexStart" not in node, pool.name
-    assert pool.inputs["nodeCount"] == want["nodes"], pool.name
+    # From 0 to nodeCount: nodes only for pending pods; no initialNodeCount (ForceNew on a live pool).
+    assert pool.inputs["autoscaling"] == {
+        "totalMinNodeCount": 0,
+        "totalMaxNodeCount": want["nodes"],
+        "locationPolicy": "ANY",
+    }, pool.name
+    assert "nodeCount" not in pool.inputs and "initialNodeCount" not in pool.inputs, pool.name
     assert node["taints"] == [{"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}], pool.name
     assert node["gvnic"] == {"enabled": True}, pool.name
     assert node["imageType"] == "COS_CONTAINERD", pool.name
@@ -241,7 +247,8 @@ def test_reservation_provisioning_consumes_exactly_the_named_reservation():
         "key": "compute.googleapis.com/reservation-name",
         "values": ["my-a4-block"],
     }, pool.name
-    assert "spot" not in node and pool.inputs["nodeCount"] == 1, pool.name
+    assert "spot" not in node and "nodeCount" not in pool.inputs, pool.name
+    assert pool.inputs["autoscaling"]["totalMinNodeCount"] == 0, pool.name
     assert pool.inputs["management"] == {"autoRepair": True, "autoUpgrade": True}, pool.name
 
 
@@ -264,7 +271,8 @@ def test_on_demand_provisioning_sets_neither_spot_nor_a_reservation():
     pool = gpu_pool(gpu_plan(provisioning="onDemand"))
     node = pool.inputs["nodeConfig"]
     assert not {"spot", "flexStart", "reservationAffinity"} & set(node), pool.name
-    assert "queuedProvisioning" not in pool.inputs and pool.inputs["nodeCount"] == 1, pool.name
+    assert "queuedProvisioning" not in pool.inputs and "nodeCount" not in pool.inputs, pool.name
+    assert pool.inputs["autoscaling"] == {"totalMinNodeCount": 0, "totalMaxNodeCount": 1, "locationPolicy": "ANY"}
     assert pool.inputs["management"] == {"autoRepair": True, "autoUpgrade": True}, pool.name
 
 
@@ -565,3 +573,40 @@ def test_each_ladder_pool_is_labelled_and_tainted_for_its_compute_class_and_prov
         ], name
         assert pool.inputs["initialNodeCount"] == 0 and "nodeCount" not in pool.inputs, name
     assert pools["b200-ladder-gpu-flex"].inputs["nodeConfig"]["flexStart"] is True
+
+
+# ----------------------------------------------------------------------------- gpuPool.imageCacheDiskImage
+
+
+def test_an_image_cache_disk_image_becomes_every_gpu_nodes_secondary_boot_disk_with_image_streaming():
+    plan = run_plan("dev", gpuPool=merged("dev", "gpuPool", {"imageCacheDiskImage": "global/images/nemo-rl-v050"}))
+    pool = gpu_pool(plan)
+    node = pool.inputs["nodeConfig"]
+    assert node["secondaryBootDisks"] == [
+        {"diskImage": "global/images/nemo-rl-v050", "mode": "CONTAINER_IMAGE_CACHE"}
+    ], pool.name
+    assert node["gcfsConfig"] == {"enabled": True}, pool.name
+    assert "secondaryBootDisks" not in system_pool(plan).inputs["nodeConfig"], "the system pool got the cache"
+
+
+def test_without_an_image_cache_the_gpu_pool_has_no_secondary_boot_disk_nor_image_streaming():
+    node = gpu_pool(stack_plan("dev")).inputs["nodeConfig"]
+    assert not {"secondaryBootDisks", "gcfsConfig"} & set(node), "dev-gpu"
+
+
+@pytest.mark.parametrize("image", ["nemo-rl", "projects/x/global/images/a", "global/images/Upper"])
+def test_an_image_cache_disk_image_that_is_no_disk_image_path_is_refused(image):
+    from infra.config import ConfigError, parse
+
+    with pytest.raises(ConfigError, match=r"gpuPool\.imageCacheDiskImage"):
+        parse({"project": "my-gcp-project", "gpuPool": {"imageCacheDiskImage": image}}, "dev")
+
+
+def test_every_accepted_gke_version_is_new_enough_for_secondary_boot_disks():
+    # The config's floor (the Lustre CSI add-on's) lies above the secondary boot disks' minimum, so no accepted
+    # cluster.minMasterVersion can be too old for gpuPool.imageCacheDiskImage.
+    from infra.cluster import SECONDARY_BOOT_DISK_MIN_GKE
+    from infra.flavours import parse_gke_version
+    from infra.lustre_catalogue import LUSTRE_CSI_MIN_GKE
+
+    assert parse_gke_version(LUSTRE_CSI_MIN_GKE) > parse_gke_version(SECONDARY_BOOT_DISK_MIN_GKE)

@@ -13,7 +13,9 @@ API_ENABLE_MINUTES = 1.0
 # apis-compute -> network-vpc -> psa-range -> psa -> lustre-instance: the Lustre path.
 LUSTRE_READY_MINUTES = API_ENABLE_MINUTES + 0.5 + 0.25 + 2.0 + 60.0
 # lustre PV -> PVC -> ray-release (warm start from the pre-pulled image) -> the job's submission.
-AFTER_LUSTRE_MINUTES = 0.05 + 0.2 + 1.5 + 1.0
+COLD_GPU_MINUTES = 6.0 + 11.1
+"""Every GPU pool starts empty: its nodes come for the pending Ray workers (scale-up), then pull the image."""
+AFTER_LUSTRE_MINUTES = 0.05 + 0.2 + 1.5 + COLD_GPU_MINUTES + 1.0
 
 
 def reg(name, typ, parent="", custom=True, deps=(), provider="", inputs=None):
@@ -32,10 +34,11 @@ def test_every_resource_type_of_the_committed_stacks_has_a_typical_creation_time
         assert deploy_time.typical(r) is not deploy_time.UNKNOWN, r.type
 
 
-def test_a_gpu_node_pool_takes_longer_than_a_cpu_one():
+def test_a_gpu_node_pool_is_created_empty_faster_than_a_cpu_pool_with_its_node():
+    # Every GPU pool autoscales from 0: its nodes come later, for pending pods (the Ray release's time).
     gpu = reg("gpu", deploy_time.NODE_POOL, inputs={"nodeConfig": {"guestAccelerators": [{"count": 8}]}})
     cpu = reg("cpu", deploy_time.NODE_POOL, inputs={"nodeConfig": {}})
-    assert deploy_time.typical(gpu).minutes == 15.0 > deploy_time.typical(cpu).minutes == 4.0
+    assert deploy_time.typical(gpu).minutes == 3.0 < deploy_time.typical(cpu).minutes == 4.0
 
 
 def test_components_create_nothing_and_parenthood_is_not_a_wait():
@@ -82,7 +85,7 @@ def gate_minutes_of(stack: str) -> float:
 
 
 @pytest.mark.parametrize("stack", STACKS)
-def test_the_critical_path_is_the_lustre_path_plus_the_gate_plus_at_most_three_minutes(stack):
+def test_the_critical_path_is_the_lustre_path_plus_the_cold_gpu_nodes_and_the_gate_plus_at_most_three_minutes(stack):
     est = deploy_time.estimate(stack_plan(stack))
     names = [s.name for s in est.critical_path]
     assert names == [
@@ -103,7 +106,7 @@ def test_the_critical_path_is_the_lustre_path_plus_the_gate_plus_at_most_three_m
     assert gate.start == pytest.approx(est.finish_by_name["ray-release"])
     assert est.milestones["lustre-instance"] == pytest.approx(LUSTRE_READY_MINUTES)
     assert est.total_minutes == pytest.approx(LUSTRE_READY_MINUTES + AFTER_LUSTRE_MINUTES + gate.minutes)
-    assert est.total_minutes - est.milestones["lustre-instance"] - gate.minutes <= 3.0
+    assert est.total_minutes - est.milestones["lustre-instance"] - gate.minutes - COLD_GPU_MINUTES <= 3.0
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -115,7 +118,7 @@ def test_the_image_pull_is_its_own_step_off_the_path_after_the_gpu_pool(stack):
     assert "20 GB" in pull.basis and "30 MB/s" in pull.basis
     # It starts once the pools and its namespace (created right after the pools) exist.
     start = est.finish_by_name["workload-namespace"]
-    assert start == pytest.approx(est.milestones["gke-gpu-pool"] + 0.1)
+    assert start == pytest.approx(est.milestones["gke-system-pool"] + 0.1)
     assert est.finish_by_name["image-prepull-daemonset"] == pytest.approx(start + pull.minutes)
     assert "image-prepull-daemonset" not in [s.name for s in est.critical_path]
     assert est.milestones["image-prepull-daemonset"] < est.milestones["lustre-instance"]
@@ -127,7 +130,7 @@ def test_both_node_pools_start_when_the_cluster_is_ready(stack):
     est = deploy_time.estimate(stack_plan(stack))
     cluster = est.milestones["gke-cluster"]
     assert est.milestones["gke-system-pool"] == pytest.approx(cluster + deploy_time.CPU_NODE_POOL.minutes)
-    assert est.milestones["gke-gpu-pool"] == pytest.approx(cluster + deploy_time.GPU_NODE_POOL.minutes)
+    assert est.milestones["gke-gpu-pool"] == pytest.approx(cluster + deploy_time.GPU_POOL_EMPTY.minutes)
 
 
 def test_every_typical_time_cites_its_source():
@@ -156,26 +159,28 @@ def test_the_plan_text_prints_the_critical_path_its_sources_and_the_pull(stack):
     assert f"~{total:.0f} min along the critical path" in block
     assert f"+{gate_minutes_of(stack):g} min  AcceptanceGate" in block
     assert "lustre-instance" in block and "+60 min" in block and "magic-modules PR #14878" in block
-    assert "image-prepull-daemonset 36.2 min" in block
+    assert "image-prepull-daemonset 25.2 min" in block
+    assert "cold (default): they come for the pending Ray workers" in block
     assert "image pull: +11.1 min on every node at once" in block
 
 
 def test_deploy_time_json_lists_the_path_with_start_and_finish_minutes_and_sources():
     doc = deploy_time.estimate(stack_plan("dev")).to_json()
     gate = gate_minutes_of("dev")
-    assert doc["expectedMinutes"] == round(66.5 + gate, 1)
+    assert doc["expectedMinutes"] == round(83.6 + gate, 1)
     release, gate_step, submission = doc["criticalPath"][-3:]
-    assert (release["name"], release["startMinute"], release["finishMinute"]) == ("ray-release", 64.0, 65.5)
+    assert (release["name"], release["startMinute"], release["finishMinute"]) == ("ray-release", 64.0, 82.6)
     assert (gate_step["name"], gate_step["startMinute"], gate_step["finishMinute"]) == (
         "acceptance-gate",
-        65.5,
-        round(65.5 + gate, 2),
+        82.6,
+        round(82.6 + gate, 2),
     )
     assert (submission["name"], submission["startMinute"], submission["finishMinute"]) == (
         "training-job-submission",
-        round(65.5 + gate, 2),
-        round(66.5 + gate, 2),
+        round(82.6 + gate, 2),
+        round(83.6 + gate, 2),
     )
+    assert doc["gpuNodes"]["from"] == "cold" and doc["gpuNodes"]["createdAtMinute"] == 65.5
     assert all(step["source"] for step in doc["criticalPath"])
     assert doc["imagePull"]["imageCompressedGb"] == 20.0 and doc["imagePull"]["pullRateMbPerS"] == 30.0
 
@@ -192,18 +197,23 @@ def test_on_autopilot_the_gpu_nodes_and_the_pull_come_with_the_ray_workers_so_th
         deploy_time.CREATION_MINUTES["kubernetes:helm.sh/v3:Release"].minutes + cold
     )
     assert est.total_minutes == pytest.approx(
-        LUSTRE_READY_MINUTES + AFTER_LUSTRE_MINUTES + cold + gate_minutes_of("autopilot")
+        LUSTRE_READY_MINUTES + AFTER_LUSTRE_MINUTES - COLD_GPU_MINUTES + cold + gate_minutes_of("autopilot")
     )
     assert "gke-gpu-pool" not in est.milestones and "image-prepull-daemonset" not in est.finish_by_name
 
 
 def test_a_submission_without_a_gate_is_one_step_of_one_minute():
-    inputs = {"gate_policy": "off", "gate_plan": {"node_count": 2}}
+    # A real plan (the dev stack's), as the program would hand the hook one: `off` alone says no gate.
+    plan = stack_plan("dev").one(deploy_time.JOB_SUBMISSION, "training-job-submission").inputs["gate_plan"]
     release = reg("release", "kubernetes:helm.sh/v3:Release")
-    submission = reg("job", deploy_time.JOB_SUBMISSION, deps=["urn:release"], inputs=inputs)
-    est = deploy_time.estimate(synthetic(release, submission))
-    assert [s.name for s in est.critical_path] == ["release", "job"]
-    assert est.total_minutes == deploy_time.CREATION_MINUTES["kubernetes:helm.sh/v3:Release"].minutes + 1.0
+    release_minutes = deploy_time.CREATION_MINUTES["kubernetes:helm.sh/v3:Release"].minutes
+    for policy, gate in (("off", 0.0), (None, 0.0), ("warn", gate_minutes_of("dev"))):
+        inputs = {"gate_policy": policy, "gate_plan": plan}
+        submission = reg("job", deploy_time.JOB_SUBMISSION, deps=["urn:release"], inputs=inputs)
+        est = deploy_time.estimate(synthetic(release, submission))
+        assert [s.name for s in est.critical_path] == ["release", *(["acceptance-gate"] if gate else []), "job"]
+        assert est.total_minutes == pytest.approx(release_minutes + gate + 1.0), policy
+    assert gate_minutes_of("dev") > 0, "the dev stack gates under warn/enforce: the loop above compares both"
 
 
 def test_the_plan_prices_one_gate_run_at_the_stacks_hourly_cost():

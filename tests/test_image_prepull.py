@@ -108,3 +108,48 @@ def test_the_ray_release_starts_after_the_pull_with_the_same_image(stack):
     ]["nodeSelectorTerms"][0]["matchExpressions"][0]["values"]
     assert values["head"]["nodeSelector"]["cloud.google.com/gke-nodepool"] in pools
     assert values["worker"]["nodeSelector"]["cloud.google.com/gke-nodepool"] in pools
+
+
+# ----------------------------------------------------------------------------- gpuPool.warmMinutes
+
+
+def test_no_warmup_job_is_planned_unless_gpu_pool_warm_minutes_is_set():
+    from conftest import run_plan
+
+    plan = run_plan("dev")
+    assert not plan.by_type("kubernetes:batch/v1:Job"), "a warm-up Job without gpuPool.warmMinutes"
+    assert not plan.by_type("kubernetes:scheduling.k8s.io/v1:PriorityClass")
+
+
+def test_warm_minutes_plans_one_low_priority_placeholder_per_gpu_node_that_ends_on_its_own():
+    from conftest import merged, run_plan
+
+    plan = run_plan("dev", gpuPool=merged("dev", "gpuPool", {"nodeCount": 2, "warmMinutes": 90}))
+    (job,) = plan.by_type("kubernetes:batch/v1:Job")
+    (pc,) = plan.by_type("kubernetes:scheduling.k8s.io/v1:PriorityClass")
+    # -10: the lowest priority that still scales up (cluster-autoscaler's expendable cutoff); never preempts.
+    assert (pc.inputs["value"], pc.inputs["preemptionPolicy"]) == (-10, "Never"), pc.name
+    spec = job.inputs["spec"]
+    assert (spec["parallelism"], spec["completions"]) == (2, 2), job.name
+    # Ends at the first preemption by a worker, and at the latest warmMinutes after it starts.
+    assert (spec["backoffLimit"], spec["activeDeadlineSeconds"]) == (0, 90 * 60), job.name
+    assert job.inputs["metadata"]["annotations"] == {"pulumi.com/skipAwait": "true"}, job.name
+    pod = spec["template"]["spec"]
+    assert pod["priorityClassName"] == pc.inputs["metadata"]["name"], job.name
+    assert pod["nodeSelector"] == {"cloud.google.com/gke-nodepool": "dev-gpu"}, job.name
+    (container,) = pod["containers"]
+    assert container["resources"]["limits"] == {"nvidia.com/gpu": "8"}, job.name
+    # The placeholders pull the NeMo-RL image (the pre-pull's) onto the warm nodes.
+    (ds,) = [d for d in plan.by_type(DAEMONSET) if d.inputs["metadata"]["name"] == NAME]
+    assert container["image"] == ds.inputs["spec"]["template"]["spec"]["initContainers"][0]["image"], job.name
+    assert not schema_problems(k8s_doc(job), job.name)
+
+
+def test_warm_minutes_is_refused_on_autopilot_in_one_line():
+    from infra.config import ConfigError, parse
+
+    with pytest.raises(ConfigError, match=r"gpuPool\.warmMinutes"):
+        parse(
+            {"project": "my-gcp-project", "cluster": {"mode": "autopilot"}, "gpuPool": {"warmMinutes": 60}},
+            "dev",
+        )

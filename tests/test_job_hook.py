@@ -191,15 +191,20 @@ PROGRAM = textwrap.dedent(
     """
     import pulumi
     from infra import config as stack_config
+    from infra.gate_plan import gate_plan_for_stack
     from infra.placement import gpu_pool_facts
+    from infra.run_plan import run_plan_for_stack
     from infra.stack_context import StackContext
     from infra.training_job import build_training_job, job_spec_for_stack
 
     settings = stack_config.load()
-    pool = gpu_pool_facts(StackContext.from_config(settings.stack, settings.config), settings.config)
+    cfg = settings.config
+    pool = gpu_pool_facts(StackContext.from_config(settings.stack, cfg), cfg)
+    run = run_plan_for_stack(settings.stack, cfg, pool, gate_plan_for_stack(cfg, pool))
     job = build_training_job(
-        job_spec_for_stack(settings.stack, settings.config, wandb_key_set=settings.wandb_key_set, pool=pool),
-        settings.config,
+        job_spec_for_stack(settings.stack, cfg, wandb_key_set=settings.wandb_key_set, pool=pool, run=run),
+        run,
+        cfg,
         # GKE's endpoint and CA arrive as secrets from the provider; the job must not carry them so.
         endpoint=pulumi.Output.secret("203.0.113.10"),
         ca_certificate=pulumi.Output.secret("Q0EK"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import subprocess
 
 import pytest
 from conftest import spec_of
@@ -44,8 +45,9 @@ def pool(flavour: str, nodes: int) -> GpuPoolFacts:
 
 
 def argv(spec: JobSpec) -> list[str]:
-    """The entrypoint as the shell will split it: `cd <dir> && python <script> ...`."""
-    tokens = shlex.split(spec.entrypoint)
+    """The entrypoint after the adoption of an earlier release's checkpoints, as the shell will split it:
+    `cd <dir> && python <script> ...`."""
+    tokens = shlex.split("cd " + spec.entrypoint.rsplit("; cd ", 1)[1])
     assert tokens[2] == "&&", tokens[:4]
     return tokens
 
@@ -145,7 +147,7 @@ def test_every_key_is_set_once_and_stack_values_come_before_recipe_and_user_valu
 def test_the_stack_spec_is_the_one_built_from_the_pools_facts(stack, flavour, nodes):
     loaded = load_stack(stack)
     cfg = loaded.config
-    from_facts = build_job(cfg.recipe, cfg.job, pool(flavour, nodes), cfg.ray.mount_path, stack, False)
+    from_facts = build_job(cfg.recipe, cfg.job, pool(flavour, nodes), cfg.ray.mount_path, stack, False, save_period=1)
     assert from_facts == spec_of(stack, cfg, wandb_key_set=False) == build_spec(loaded)
 
 
@@ -159,9 +161,9 @@ def test_hostile_values_stay_single_shell_words(monkeypatch):
     # NeMo-RL's override parser refuses such values (and the stack config never lets them in); the
     # quoting must hold without that check too.
     with pytest.raises(JobBuildError, match="is not a Hydra override"):
-        build_job("qwen2.5-1.5b-gsm8k", job, pool("b200", 1), mount, hostile_stack, False)
+        build_job("qwen2.5-1.5b-gsm8k", job, pool("b200", 1), mount, hostile_stack, False, save_period=1)
     monkeypatch.setattr(job_spec_module.OverrideChecker, "check", lambda self, overrides: None)
-    spec = build_job("qwen2.5-1.5b-gsm8k", job, pool("b200", 1), mount, hostile_stack, False)
+    spec = build_job("qwen2.5-1.5b-gsm8k", job, pool("b200", 1), mount, hostile_stack, False, save_period=1)
     tokens = argv(spec)
     assert tokens[:2] == ["cd", "/opt/nemo-rl"]
     assert (
@@ -229,7 +231,7 @@ def test_user_overrides_win_over_the_recipe_but_may_not_touch_what_the_stack_der
     job = cfg.job.model_copy(
         update={"overrides": ("grpo.num_prompts_per_step=8", "~loss_fn.use_on_policy_kl_approximation")}
     )
-    spec = build_job(cfg.recipe, job, pool("h200", 2), "/lustre", "h200", False)
+    spec = build_job(cfg.recipe, job, pool("h200", 2), "/lustre", "h200", False, save_period=1)
     ovs = overrides(spec)
     assert ovs[-2:] == ["grpo.num_prompts_per_step=8", "~loss_fn.use_on_policy_kl_approximation"]
     assert "grpo.num_prompts_per_step=16" not in ovs
@@ -242,7 +244,26 @@ def test_user_overrides_win_over_the_recipe_but_may_not_touch_what_the_stack_der
     ]:
         job = cfg.job.model_copy(update={"overrides": (bad,)})
         with pytest.raises(JobBuildError, match=re.escape(owner)):
-            build_job(cfg.recipe, job, pool("h200", 2), "/lustre", "h200", False)
+            build_job(cfg.recipe, job, pool("h200", 2), "/lustre", "h200", False, save_period=1)
+
+
+def test_every_recipe_on_an_async_saving_nemo_rl_saves_synchronously_and_a_user_may_not_undo_it():
+    # NeMo-RL v0.6.0's DTensor v2 worker saves with dcp.async_save and grpo.py renames tmp_step_N to
+    # step_N before the write ends: a step_N without its files (workloads/checkpoints.py).
+    tags = set()
+    for stack in ("dev", "b200", "h200"):
+        cfg = load_stack(stack).config
+        spec = build_job(
+            cfg.recipe, cfg.job, pool(cfg.flavour, cfg.gpu_pool.node_count), "/lustre", stack, False, save_period=1
+        )
+        tag = cfg.recipe.image.tag
+        tags.add(tag)
+        assert ("++checkpointing.is_async=false" in overrides(spec)) == (tag == "v0.6.0"), f"{stack} at {tag}"
+    assert tags == {"v0.4.0", "v0.6.0"}
+    cfg = load_stack("dev").config
+    job = cfg.job.model_copy(update={"overrides": ("++checkpointing.is_async=true",)})
+    with pytest.raises(JobBuildError, match="checkpointing.is_async is derived from the stack"):
+        build_job(cfg.recipe, job, pool("h200", 1), "/lustre", "dev", False, save_period=1)
 
 
 def test_parallelism_overrides_the_config_accepted_shape_the_derived_values_once():
@@ -252,7 +273,7 @@ def test_parallelism_overrides_the_config_accepted_shape_the_derived_values_once
     job = cfg.job.model_copy(
         update={"overrides": ("policy.dtensor_cfg.tensor_parallel_size=4", "policy.generation.colocated.enabled=True")}
     )
-    ovs = overrides(build_job(cfg.recipe, job, pool("h200", 2), "/lustre", "h200", False))
+    ovs = overrides(build_job(cfg.recipe, job, pool("h200", 2), "/lustre", "h200", False, save_period=1))
     assert "policy.dtensor_cfg.tensor_parallel_size=4" in ovs
     assert not any(o.startswith("policy.generation.colocated.") for o in ovs)  # colocated is the default
     keys = [override_key(o) for o in ovs]
@@ -263,12 +284,12 @@ def test_parallelism_overrides_the_config_accepted_shape_the_derived_values_once
 def test_layouts_the_pool_cannot_hold_are_refused_before_submission():
     b200 = load_stack("b200").config
     with pytest.raises(JobBuildError, match="not a multiple of TP x PP = 16"):
-        build_job(b200.recipe, b200.job, pool("b200", 3), "/lustre", "b200", False)
+        build_job(b200.recipe, b200.job, pool("b200", 3), "/lustre", "b200", False, save_period=1)
     h200 = load_stack("h200").config
     with pytest.raises(JobBuildError, match="none is left for training"):
-        build_job(h200.recipe, h200.job, pool("h200", 1), "/lustre", "h200", False)
+        build_job(h200.recipe, h200.job, pool("h200", 1), "/lustre", "h200", False, save_period=1)
     with pytest.raises(JobBuildError, match="is not the one job.recipe names"):
-        build_job("gemma3-27b-gsm8k", b200.job, pool("b200", 8), "/lustre", "b200", False)
+        build_job("gemma3-27b-gsm8k", b200.job, pool("b200", 8), "/lustre", "b200", False, save_period=1)
 
 
 def test_recipes_pin_their_image_and_know_their_config_generation():
@@ -392,7 +413,7 @@ def test_a_pool_whose_data_parallel_size_does_not_divide_the_batch_is_refused_wi
     assert message.endswith("allowed: gpuPool.nodeCount 2, 4, 8, 16, 32, 64"), message
     # 8 nodes (DP 4) fit the recipe as it is; the batch the check reads is the last override's.
     b200 = load_stack("b200").config
-    build_job(b200.recipe, b200.job, pool("b200", 8), "/lustre", "b200", False)
+    build_job(b200.recipe, b200.job, pool("b200", 8), "/lustre", "b200", False, save_period=1)
     with pytest.raises(JobBuildError, match="does not divide policy.train_global_batch_size 250"):
         build_job(
             b200.recipe,
@@ -401,6 +422,7 @@ def test_a_pool_whose_data_parallel_size_does_not_divide_the_batch_is_refused_wi
             "/lustre",
             "b200",
             False,
+            save_period=1,
         )
 
 
@@ -410,7 +432,9 @@ def test_the_checkpoint_directory_changes_with_what_makes_checkpoints_incompatib
     def ckpt_dir(stack: str, overrides=()) -> str:
         cfg = load_stack(stack).config
         job = cfg.job.model_copy(update={"overrides": tuple(overrides)}) if overrides else cfg.job
-        spec = build_job(cfg.recipe, job, pool(cfg.flavour, cfg.gpu_pool.node_count), "/lustre", stack, False)
+        spec = build_job(
+            cfg.recipe, job, pool(cfg.flavour, cfg.gpu_pool.node_count), "/lustre", stack, False, save_period=1
+        )
         return re.search(r"checkpointing\.checkpoint_dir=(\S+)", spec.entrypoint).group(1)
 
     base = ckpt_dir("h200")
@@ -427,8 +451,7 @@ def test_the_checkpoint_directory_changes_with_what_makes_checkpoints_incompatib
 
 
 def test_the_save_period_comes_from_the_bound_on_lost_work_and_the_plans_step_and_write_times():
-    from infra.run_plan import save_period_for
-    from workloads.job_spec import derived_save_period
+    from infra.run_plan import derived_save_period, save_period_for
 
     # gemma3-27b (h200): ~12 min a step, a checkpoint written in ~50 s.
     assert derived_save_period(720, 50, None) == 1  # writes take 7 % of training at one save a step
@@ -451,4 +474,85 @@ def test_the_save_period_comes_from_the_bound_on_lost_work_and_the_plans_step_an
             "/lustre",
             "h200",
             False,
+            save_period=1,
         )
+
+
+def _adoption_part(spec: JobSpec) -> str:
+    """The entrypoint up to NeMo-RL's start: the adoption of an earlier release's checkpoints."""
+    return spec.entrypoint.rsplit("; cd ", 1)[0]
+
+
+def _run_shell(command: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["sh", "-c", command], capture_output=True, text=True, timeout=30)
+
+
+def test_a_run_upgraded_from_5971cc4_resumes_from_its_checkpoints_moved_once_with_one_log_line(tmp_path):
+    # 5971cc4 saved dev's run in checkpoints/<stack>/<recipe> (`git show 5971cc4:workloads/job_spec.py`).
+    cfg = load_stack("dev").config
+    spec = build_job(cfg.recipe, cfg.job, pool("b200", 1), str(tmp_path), "dev", False, save_period=1)
+    legacy = tmp_path / "checkpoints" / "dev" / "qwen2.5-1.5b-gsm8k"
+    current = legacy / "Qwen_Qwen2.5-1.5B-Instruct-seq512-dtensor-tp1-pp1"
+    assert f"checkpointing.checkpoint_dir={current}" in overrides(spec)
+    for step in ("step_3", "step_12", "tmp_step_15"):
+        (legacy / step).mkdir(parents=True)
+        (legacy / step / "training_info.json").write_text(step)
+
+    first = _run_shell(_adoption_part(spec))
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.splitlines() == [
+        f"nemo-rl-gke: resuming from the checkpoints of an earlier release: moved step_12 step_3 from {legacy} to "
+        f"{current}"
+    ]
+    assert sorted(p.name for p in current.iterdir()) == ["step_12", "step_3"]
+    assert (current / "step_12" / "training_info.json").read_text() == "step_12"  # moved, not recreated
+    assert sorted(p.name for p in legacy.iterdir()) == [current.name, "tmp_step_15"]  # a cut-short save stays
+
+    again = _run_shell(_adoption_part(spec))  # every later attempt: nothing left, nothing said
+    assert (again.returncode, again.stdout, again.stderr) == (0, "", "")
+    assert sorted(p.name for p in current.iterdir()) == ["step_12", "step_3"]
+
+
+def test_an_adoption_cut_short_is_finished_by_the_next_attempt_and_never_overwrites_a_checkpoint(tmp_path):
+    legacy, current = tmp_path / "old", tmp_path / "old" / "key"
+    for step in ("step_2", "step_4"):
+        (legacy / step).mkdir(parents=True)
+    (current / "step_2").mkdir(parents=True)  # moved by an attempt stopped before it moved step_4
+    (current / "step_2" / "mine").write_text("kept")
+    done = _run_shell(job_spec_module.adopt_legacy_checkpoints(str(legacy), str(current)))
+    assert done.returncode == 0 and done.stdout.count("\n") == 1 and "moved step_4 from" in done.stdout
+    assert sorted(p.name for p in current.iterdir()) == ["step_2", "step_4"]
+    assert (current / "step_2" / "mine").read_text() == "kept" and (legacy / "step_2").is_dir()
+
+
+def test_a_move_that_fails_stops_the_attempt_instead_of_starting_the_run_at_step_0(tmp_path):
+    legacy, current = tmp_path / "old", tmp_path / "old" / "key"
+    (legacy / "step_7").mkdir(parents=True)
+    current.write_text("not a directory")
+    failed = _run_shell(job_spec_module.adopt_legacy_checkpoints(str(legacy), str(current)) + "; echo NeMo-RL started")
+    assert failed.returncode == 1 and "NeMo-RL started" not in failed.stdout
+    assert f"cannot move {legacy}/step_7 to {current}" in failed.stderr and (legacy / "step_7").is_dir()
+
+
+def test_a_spec_edit_that_keeps_the_checkpoint_key_is_the_same_run_and_a_recipe_change_is_a_new_one():
+    dev = load_stack("dev").config
+    base = build_spec(load_stack("dev"))
+    assert base.run_id == "dev-qwen2-5-1-5b-gsm8k-ed6341a2" and base.run_id != base.submission_id
+
+    def spec_with(**job: object) -> JobSpec:
+        cfg = dev.model_copy(update={"job": dev.job.model_copy(update=job)})
+        return build_job(cfg.recipe, cfg.job, pool("b200", 1), "/lustre", "dev", False, save_period=1)
+
+    for edit in ({"gate": "off"}, {"max_lost_minutes": 5.0}, {"max_num_steps": 99}):
+        same = spec_with(**edit)
+        assert same.run_id == base.run_id, edit
+    assert spec_with(max_num_steps=99).submission_id != base.submission_id  # a new attempt is submitted anew
+    other = spec_with(overrides=("policy.max_total_sequence_length=1024",))
+    assert other.run_id != base.run_id and other.run_id.startswith("dev-qwen2-5-1-5b-gsm8k-")
+
+
+def test_a_spec_pickled_before_run_ids_is_a_run_of_its_own():
+    new = JobSpec.create(stack="s", recipe="r", entrypoint="true", runtime_env={}, run_id="s-r-0badc0de")
+    old = new.to_dict()
+    old["metadata"] = {k: v for k, v in old["metadata"].items() if k != "nemo-rl-gke/run-id"}
+    assert new.run_id == "s-r-0badc0de" and JobSpec.from_dict(old).run_id == new.submission_id

@@ -46,13 +46,20 @@ class FakeClient:
         return True
 
 
+def whole_checkpoint(step_dir):
+    """A finished DCP save of weights and optimizer (workloads/checkpoints.py `is_whole`)."""
+    for part in ("weights", "optimizer"):
+        (step_dir / "policy" / part).mkdir(parents=True, exist_ok=True)
+        (step_dir / "policy" / part / ".metadata").write_bytes(b"m")
+
+
 def watcher(tmp_path, now: list[float], **run):
     spec = JobSpec.create(stack="t-budget", recipe="t", entrypoint="python train.py", runtime_env={})
     client = FakeClient(spec)
     plan = RunPlan(
         checkpoint_dir=str(tmp_path / "ckpt"), node_count=1, node_hour_usd=PRICE, save_period=2, step_seconds=300, **run
     )
-    (tmp_path / "ckpt").mkdir()
+    (tmp_path / "ckpt").mkdir(exist_ok=True)
     ledger = LedgerFile(tmp_path / "state" / "t-budget.ledger.json")
     w = Watcher(client, spec, RecoveryPolicy(check_interval_seconds=60), clock=lambda: now[0], run=plan, ledger=ledger)
     return w, client, ledger
@@ -65,7 +72,7 @@ def at(seconds: float) -> float:
 def test_the_budget_warns_at_80_percent_and_stops_the_run_after_its_next_complete_checkpoint(tmp_path):
     now = [at(700)]
     w, client, ledger_file = watcher(tmp_path, now, budget_usd=10.0)
-    (tmp_path / "ckpt" / "step_2").mkdir()
+    whole_checkpoint(tmp_path / "ckpt" / "step_2")
     assert w.step().action is Action.WAIT and not w.ledger.budget_warned  # $7: 70 %
     now[0] = at(850)
     assert w.step().action is Action.WAIT
@@ -80,7 +87,9 @@ def test_the_budget_warns_at_80_percent_and_stops_the_run_after_its_next_complet
     assert w.step().action is Action.WAIT and client.stopped == []  # within one save period (600 s), no new save
     (tmp_path / "ckpt" / "tmp_step_4").mkdir()  # being written: not a checkpoint yet
     assert w.step().action is Action.WAIT and client.stopped == []
-    (tmp_path / "ckpt" / "tmp_step_4").rename(tmp_path / "ckpt" / "step_4")
+    (tmp_path / "ckpt" / "tmp_step_4").rename(tmp_path / "ckpt" / "step_4")  # renamed before its files
+    assert w.step().action is Action.WAIT and client.stopped == []
+    whole_checkpoint(tmp_path / "ckpt" / "step_4")
     now[0] = at(1200)
     stopped = w.step()
     assert (
@@ -121,13 +130,62 @@ def test_without_a_checkpoint_within_one_save_period_the_budget_stops_the_run_at
     assert client.stopped == [client.job.submission_id]
 
 
+def test_a_budget_trip_waits_for_the_checkpoint_write_too_and_for_a_save_in_flight(tmp_path):
+    # A save cycle is 2 steps x 300 s plus the 60 s write: a stop at 600 s would land in the write.
+    now = [at(1000)]
+    w, client, _ = watcher(tmp_path, now, budget_usd=10.0, checkpoint_write_seconds=60.0)
+    assert w.step().action is Action.WAIT
+    now[0] = at(1640)
+    assert w.step().action is Action.WAIT and client.stopped == []
+    # The cycle is over but a save is on its way (written, renamed, not finished): wait one write more.
+    (tmp_path / "ckpt" / "step_2" / "policy" / "weights").mkdir(parents=True)
+    now[0] = at(1680)
+    assert w.step().action is Action.WAIT and client.stopped == []
+    now[0] = at(1720)
+    assert w.step().action is Action.DONE and client.stopped == [client.job.submission_id]
+
+
+def test_raising_the_budget_after_a_trip_makes_the_next_trip_wait_for_a_checkpoint_again(tmp_path):
+    now = [at(1000)]
+    w, client, ledger_file = watcher(tmp_path, now, budget_usd=10.0)
+    assert w.step().action is Action.WAIT and w.ledger.stop_requested_at == at(1000)
+    # job.budgetUsd raised to $20: the watcher restarts with it and reads the same ledger.
+    now[0] = at(1500)
+    w, client, _ = watcher(tmp_path, now, budget_usd=20.0)
+    assert w.step().action is Action.WAIT and client.stopped == []  # $15 of $20: it runs
+    assert w.ledger.stop_requested_at is None
+    assert ledger_file.load("t-budget", client.job.submission_id).stop_requested_at is None
+    now[0] = at(2000)  # $20: a new trip, which waits one save period for a checkpoint
+    assert w.step().action is Action.WAIT and client.stopped == []
+
+
+def test_an_attempt_replaced_between_two_looks_is_closed_once_when_the_newer_one_is_seen(tmp_path):
+    now = [at(100)]
+    w, client, ledger_file = watcher(tmp_path, now)
+    assert w.step().action is Action.WAIT
+    # `jobctl submit` (or the hook, or a restarted watcher) replaced it: the job table shows attempt 2 only.
+    first = client.job.submission_id
+    meta = {**client.job.metadata, "nemo-rl-gke/attempt": "2"}
+    client.job = JobDetails(
+        **{**client.job.__dict__, "submission_id": f"{first}-r2", "start_time": START_MS + 300_000, "metadata": meta}
+    )
+    now[0] = at(400)
+    assert w.step().action is Action.WAIT
+    now[0] = at(5000)
+    w.step()
+    records = {a.submission_id: a for a in ledger_file.load("t-budget", first).attempts}
+    assert (records[first].end, records[first].cause) == (at(300), "superseded")
+    assert records[f"{first}-r2"].end is None
+    assert sum(1 for e in w.ledger.events if "superseded" in e) == 1
+
+
 def test_no_budget_means_no_stop_and_the_ledger_survives_a_restart_of_the_watcher(tmp_path):
     now = [at(5000)]
     w, client, ledger_file = watcher(tmp_path, now)
     assert w.step().action is Action.WAIT and client.stopped == []
     again = Watcher(client, w.spec, w.policy, clock=lambda: now[0], run=w.run, ledger=ledger_file)
     assert [a.submission_id for a in again.ledger.attempts] == [client.job.submission_id]
-    assert json.loads(ledger_file.path.read_text())["submission_id"] == client.job.submission_id
+    assert json.loads(ledger_file.path.read_text())["run_id"] == w.spec.run_id
 
 
 def test_the_ledger_table_shows_every_attempt_with_its_node_hours_steps_and_spend():
@@ -190,7 +248,7 @@ def test_status_prints_the_job_then_the_run_ledger_as_a_table(head, client, tmp_
     from workloads import submit as jobs
 
     spec = build_spec(load_stack("dev"))
-    ledger = Ledger("dev", spec.submission_id, node_hour_usd=PRICE, budget_usd=100.0)
+    ledger = Ledger("dev", spec.run_id, node_hour_usd=PRICE, budget_usd=100.0)
     ledger.attempts = [
         Attempt(
             1, spec.submission_id, 0.0, 1, end=3600.0, cause="preemption-like", last_step=7, saved_step=5, steps_lost=2
@@ -300,3 +358,23 @@ def test_the_spend_says_when_it_rests_on_estimated_prices_and_a_round_trip_keeps
     assert Ledger.from_dict(ledger.to_dict()).price_estimate == ledger.price_estimate
     ledger.price_estimate = None
     assert table(ledger, now=3600.0)[-1].endswith("spend $135.32")
+
+
+def test_a_new_spec_of_the_same_run_adds_to_its_ledger_and_a_new_run_starts_another(tmp_path):
+    def spec(entrypoint: str, run_id: str) -> JobSpec:
+        return JobSpec.create(stack="s", recipe="r", entrypoint=entrypoint, runtime_env={}, run_id=run_id)
+
+    first, edited, other = (
+        spec("train --steps 10", "s-r-aaaa"),
+        spec("train --steps 20", "s-r-aaaa"),
+        spec("x", "s-r-b"),
+    )
+    assert first.submission_id != edited.submission_id  # a new attempt is submitted under its own id
+    ledger_file = LedgerFile(tmp_path / "s.ledger.json")
+    ran = Ledger("s", first.run_id, attempts=[Attempt(1, first.submission_id, 0.0, 1, end=3600.0)])
+    ledger_file.save(ran)
+    assert [a.submission_id for a in ledger_file.load("s", edited.run_id).attempts] == [first.submission_id]
+    assert ledger_file.load("s", other.run_id).attempts == []
+    # A ledger written before run ids (keyed by its spec's submission id) is read, as another run's.
+    (tmp_path / "old.json").write_text(json.dumps({"stack": "s", "submission_id": "s-r-1234abcd", "attempts": []}))
+    assert LedgerFile(tmp_path / "old.json").load("s", "s-r-1234abcd").run_id == "s-r-1234abcd"

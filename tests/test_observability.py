@@ -354,7 +354,9 @@ def attempt_line(tmp_path, price=PRICE) -> dict:
     from workloads.run_owner import RunPlan
 
     spec, start = python_job("t-dash", "pass"), START_MS / 1000
-    (tmp_path / "ckpt" / "step_2").mkdir(parents=True)
+    for part in ("weights", "optimizer"):  # a whole save (workloads/checkpoints.py `is_whole`)
+        (tmp_path / "ckpt" / "step_2" / "policy" / part).mkdir(parents=True)
+        (tmp_path / "ckpt" / "step_2" / "policy" / part / ".metadata").write_bytes(b"m")
     ledger = LedgerFile(tmp_path / "t-dash.ledger.json")
     earlier = Attempt(1, spec.submission_id, start - 9000, 1, end=start - 1800, cause="preemption-like")
     ledger.save(Ledger("t-dash", spec.submission_id, attempts=[earlier]))

@@ -36,7 +36,7 @@ def test_plan_json_follows_the_documented_contract(stack):
     proc = run_cli("--stack", stack, "--assume-secrets", "--json")
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
-    assert set(doc) == {"project", "stack", "resources", "outputs", "estimates", "versionMatrix"}
+    assert set(doc) == {"project", "stack", "resources", "outputs", "estimates", "goodput", "versionMatrix"}
     assert doc["versionMatrix"]["row"] and not doc["versionMatrix"]["outside"]
     assert doc["project"] == "nemo-rl-gke" and doc["stack"] == stack
     urns = {r["urn"] for r in doc["resources"]}
@@ -252,3 +252,48 @@ def test_a_preview_submits_nothing_and_touches_no_cluster(previews, stack, monke
         checked = provider.check({}, news)
         assert not checked.failures, f"{r.name}: {checked.failures}"
         provider.diff("id", update[r.urn].inputs, news)  # a later preview of the live stack
+
+
+# ---------------------------------------------------------------- run identity (--compare)
+
+
+RECIPE_LINE = "    recipe: qwen2.5-1.5b-gsm8k\n"
+
+
+@pytest.mark.parametrize(
+    "edits, says",
+    [
+        # The gate is no part of the job spec: the same run and the same job.
+        ({RECIPE_LINE: RECIPE_LINE + "    gate: off\n"}, "run dev-qwen2-5-1-5b-gsm8k-ed6341a2: same run, same job"),
+        ({RECIPE_LINE: RECIPE_LINE + "    maxLostMinutes: 24\n"}, "run dev-qwen2-5-1-5b-gsm8k-ed6341a2: same run, new"),
+        (
+            {RECIPE_LINE: RECIPE_LINE + "    overrides: ['policy.max_total_sequence_length=1024']\n"},
+            "run: NEW RUN dev-qwen2-5-1-5b-gsm8k-",
+        ),
+        (
+            {RECIPE_LINE: "    recipe: gemma3-27b-gsm8k\n", "    nodeCount: 1\n": "    nodeCount: 2\n"},
+            "run: NEW RUN dev-gemma3-27b-gsm8k-",
+        ),
+    ],
+)
+def test_compare_says_whether_an_edit_is_a_new_attempt_of_the_run_or_a_new_run(tmp_path, edits, says):
+    before = run_cli("--stack", "dev", "--json")
+    assert before.returncode == 0, before.stderr
+    (tmp_path / "before.json").write_text(before.stdout)
+    assert json.loads(before.stdout)["outputs"]["runId"] == "dev-qwen2-5-1-5b-gsm8k-ed6341a2"
+    text = (ROOT / "Pulumi.dev.yaml").read_text()
+    for old, new in edits.items():
+        assert old in text
+        text = text.replace(old, new)
+    (tmp_path / "Pulumi.dev.yaml").write_text(text)
+    after = run_cli(
+        "--stack",
+        "dev",
+        "--assume-secrets",
+        "--config-file",
+        str(tmp_path / "Pulumi.dev.yaml"),
+        "--compare",
+        str(tmp_path / "before.json"),
+    )
+    assert after.returncode == 0, after.stderr
+    assert after.stdout.splitlines()[-1].startswith(says), after.stdout.splitlines()[-1]

@@ -275,3 +275,81 @@ def test_a_watcher_restarted_with_the_head_finds_the_job_lost_from_its_state_fil
         assert json.loads(state.path.read_text())["submission_id"] == again.submission_id
     finally:
         jobs.stop(client, again.submission_id)
+
+
+def test_a_run_that_ends_releases_its_workers_in_one_line_and_its_goodput_adds_up_to_its_paid_node_time(
+    client, tmp_path
+):
+    """On the local Ray head: a job writes two checkpoints and succeeds; the owner scales the worker group to 0
+    through a loopback Kubernetes API (the PATCH recorded) and the ledger's buckets add up to the paid time."""
+    from test_gang_wait import FakeApi
+
+    from workloads import goodput
+    from workloads.gang_wait import KubeGangView
+    from workloads.ledger import LedgerFile, ledger_path
+    from workloads.run_owner import RunPlan
+
+    ckpt = tmp_path / "ckpt"
+    code = (
+        "import os\n"
+        f"d = {str(ckpt)!r}\n"
+        "for s in (1, 2):\n"
+        "    print('=' * 10, f'Step {s}/2', '=' * 10, flush=True)\n"
+        "    os.makedirs(os.path.join(d, f'step_{s}'))\n"
+    )
+    spec = python_job("t-release", code)
+    run = RunPlan(
+        checkpoint_dir=str(ckpt),
+        node_count=2,
+        node_hour_usd=36.0,
+        save_period=1,
+        step_seconds=0.01,
+        checkpoint_write_seconds=0.01,
+    )
+    api = FakeApi([], {}, [{"groupName": "gpu", "replicas": 2, "minReplicas": 2}])
+    state = tmp_path / "t-release.json"
+    out = io.StringIO()
+    try:
+        jobs.submit(client, spec)
+        final = watch(
+            client,
+            spec,
+            FAST,
+            out=out,
+            state=state,
+            run=run,
+            release=KubeGangView(api.base, "tok", None, "nemo-rl", "nemo-rl", "gpu"),
+            until=lambda d: d.action in (Action.DONE, Action.GIVE_UP),
+        )
+        done_at = time.time()
+    finally:
+        api.close()
+    log = out.getvalue()
+    assert final.action is Action.DONE and "succeeded" in final.reason, log
+    patches = [r for r in api.requests if r[0] == "PATCH"]
+    assert patches == [
+        (
+            "PATCH",
+            "/apis/ray.io/v1/namespaces/nemo-rl/rayclusters/nemo-rl",
+            "application/json-patch+json",
+            [
+                {"op": "replace", "path": "/spec/workerGroupSpecs/0/replicas", "value": 0},
+                {"op": "replace", "path": "/spec/workerGroupSpecs/0/minReplicas", "value": 0},
+            ],
+        )
+    ], log
+    said = [line for line in log.splitlines() if "workers released" in line]
+    assert len(said) == 1 and "run ended (succeeded)" in said[0], log
+    ledger = LedgerFile(ledger_path(state)).load("t-release", spec.submission_id)
+    (attempt,) = ledger.attempts
+    assert attempt.released is not None and attempt.end <= attempt.released <= done_at
+    assert (attempt.resume_step, attempt.last_step, attempt.saved_step, attempt.steps_lost) == (0, 2, 2, 0)
+    rows = goodput.run_buckets(ledger, done_at + 3600, step_seconds=0.01, write_seconds=0.01, save_period=1)
+    (_, hours, price), paid = rows[0], 2 * (attempt.released - attempt.start) / 3600
+    # Released: an hour later nothing more is paid for; every second of it is in a named bucket.
+    assert sum(hours.values()) == pytest.approx(paid, rel=1e-9, abs=1e-12) and set(hours) == set(goodput.BUCKETS)
+    assert hours["stepsKept"] == pytest.approx(2 * 2 * 0.01 / 3600) and hours["stepsLost"] == 0
+    assert hours["checkpointSave"] == pytest.approx(2 * 2 * 0.01 / 3600) and price == 36.0
+    ended = [json.loads(line) for line in log.splitlines() if line.startswith("{")]
+    assert ended[0]["nemoRlGke"] == "attempt-ended" and 0 < ended[0]["goodputFraction"] < 1
+    assert set(ended[0]["badputUsd"]) == set(goodput.BUCKETS) - {"stepsKept"}

@@ -862,7 +862,13 @@ def test_destroy_removes_the_release_before_every_in_cluster_object_and_those_be
     release_deps = set(release.dependencies)
     # Objects that use the Ray cluster (the preemption watcher) wait for the release and so go before it.
     users = sorted(r.name for r in in_cluster if release.urn in r.dependencies)
-    assert users == ["preemption-watcher-code", "preemption-watcher-deployment", "preemption-watcher-sa"], users
+    assert users == [
+        "preemption-watcher-code",
+        "preemption-watcher-deployment",
+        "preemption-watcher-gang-role",  # it scales the RayCluster's workers (to 0 once the run has ended)
+        "preemption-watcher-gang-role-binding",
+        "preemption-watcher-sa",
+    ], users
     below = [r for r in in_cluster if release.urn not in r.dependencies]
     assert not [r.name for r in below if r.urn not in release_deps], "the release must go first"
     assert pools <= release_deps

@@ -68,9 +68,12 @@ def test_the_first_run_adds_the_gpu_hours_before_the_job_to_the_jobs_cost():
     est = estimates.compute(plan)
     run = estimates.first_run(est, plan)
     gpu = next(i for i in est.cost.items if i.name.startswith("GPU nodes"))
-    pool_ready = est.deploy.finish_by_name[gpu.billed_from]
-    # at least the GPU nodes from their pool's readiness to the submission, at the spot price
-    assert run.before_job["spot"] >= gpu.spot_per_hour * (est.deploy.total_minutes - pool_ready) / 60 > 0
+    # The pool starts empty: the GPU nodes are billed from their creation for the Ray workers (after the Ray
+    # release started, so long after the pool's readiness) to the submission, at the spot price.
+    nodes_from = est.deploy.gpu_nodes_from
+    assert nodes_from > est.deploy.finish_by_name[gpu.billed_from]
+    gpu_before = gpu.spot_per_hour * (est.deploy.total_minutes - nodes_from) / 60
+    assert run.gpu_before_job == pytest.approx(gpu_before) and run.before_job["spot"] > gpu_before > 0
     assert run.total("spot", est.cost.spot_per_hour) == pytest.approx(
         run.before_job["spot"] + est.cost.spot_per_hour * est.cost.job_hours
     )

@@ -254,7 +254,9 @@ if done:
     step(2); step(3)
     sys.exit(0)
 step(1)
-os.makedirs(os.path.join(d, 'step_1'))
+os.makedirs(os.path.join(d, 'tmp_step_1', 'policy', 'weights'))  # a whole save, as NeMo-RL writes it
+open(os.path.join(d, 'tmp_step_1', 'policy', 'weights', '.metadata'), 'w').close()
+os.rename(os.path.join(d, 'tmp_step_1'), os.path.join(d, 'step_1'))
 step(2)
 os.makedirs(os.path.join(d, 'tmp_step_2'))  # killed mid-save
 raise RuntimeError('collective timed out')  # a plain failure: only Ray's node table shows the lost GPU node

@@ -150,6 +150,14 @@ def test_a_changed_spec_stops_the_running_job_first_and_stop_ends_a_running_job(
     assert jobs.stop(client, new.submission_id) is False
 
 
+def test_a_second_submitter_of_the_same_attempt_adopts_the_job_the_first_created(client):
+    # Ray refuses the duplicate id with an HTTP 500 whose first line is "Traceback (most recent call last):".
+    spec = python_job("t-twice", "pass")
+    assert jobs.submit_attempt(client, spec, 2) == (f"{spec.submission_id}-r2", True)
+    assert jobs.submit_attempt(client, spec, 2) == (f"{spec.submission_id}-r2", False)
+    assert [j.submission_id for j in jobs.list_jobs(client, "t-twice")] == [f"{spec.submission_id}-r2"]
+
+
 def test_an_unknown_job_id_raises_unknown_job(client, head):
     for call in (jobs.status, jobs.stop, lambda c, j: list(jobs.logs(c, j))):
         with pytest.raises(jobs.UnknownJob, match="no job 'no-such-job'"):

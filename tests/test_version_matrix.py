@@ -50,12 +50,15 @@ def test_every_known_bad_pair_names_its_upstream_issue_and_claim():
         assert rule["effect"] in ("refuse", "caution", "note") and rule["key"], rule["id"]
 
 
-def test_the_rows_nemo_rl_images_are_the_recipes_images_with_their_ray():
+def test_the_rows_nemo_rl_images_are_the_recipes_images_with_their_ray_and_every_image_has_a_row():
     from workloads.recipes import IMAGES
 
+    seen = set()
     for row in load()["rows"]:
         images = {k: v for k, v in row["nemoRl"].items() if k != "source"}
-        assert {tag: v["ray"] for tag, v in images.items()} == {t: i.ray_version for t, i in IMAGES.items()}, row["id"]
+        assert {tag: v["ray"] for tag, v in images.items()} == {t: IMAGES[t].ray_version for t in images}, row["id"]
+        seen |= set(images)
+    assert seen == set(IMAGES)
 
 
 def test_the_rows_pins_are_the_configs_defaults():
@@ -140,3 +143,39 @@ def test_the_gib_before_v1_1_2_caution_is_shown_not_refused():
     assert [c["id"] for c in rep["cautions"]] == ["gib-before-v1.1.2-with-nccl-2.27"]
     # The merged change (PR 5991), not the closed-unmerged PR 5674 the claim's wording comes from.
     assert rep["cautions"][0]["issue"].endswith("cluster-toolkit/pull/5991")
+
+
+# ----------------------------------------------------------------------------- NeMo-RL v0.7.0
+
+V070_ROW = "standard-gib-v1.1.1-nemo-rl-v0.7.0"
+
+
+def v070_pins(**changes) -> Pins:
+    pins = config(gpuPool={"gpuDriverVersion": "LATEST"}).version_pins
+    return Pins(**{**pins.__dict__, "nemo_rl_tag": "v0.7.0", **changes})
+
+
+def test_nemo_rl_v0_7_0_has_its_own_row_with_the_ray_and_nccl_of_its_uv_lock():
+    # NVIDIA-NeMo/RL uv.lock at v0.7.0 (81aa43dd): ray 2.55.1, nvidia-nccl-cu13 2.28.9.
+    rep = report(v070_pins())
+    assert rep["row"] == V070_ROW, rep
+    assert rep["versions"]["ray"] == "2.55.1" and rep["versions"]["nccl"] == "2.28.9"
+    assert rep["expect"]["nccl"] == "2.28.9"
+    # NCCL 2.28 is past the gIB-before-v1.1.2 caution's range (<2.28), which the v0.6.0 rows all meet.
+    assert rep["cautions"] == []
+
+
+def test_the_v0_7_0_row_is_not_the_default_no_stack_uses_it_and_no_gate_verified_it():
+    rows = load()["rows"]
+    assert rows[0]["id"] == "standard-gib-v1.1.1" and "v0.7.0" not in rows[0]["nemoRl"]
+    row = next(r for r in rows if r["id"] == V070_ROW)
+    assert row["covers"]["stacks"] == [] and row["verifiedBy"] is None
+    assert report(config().version_pins)["row"] == "standard-gib-v1.1.1"  # the seeds' default stays
+
+
+def test_nemo_rl_v0_7_0_on_autopilot_or_the_default_driver_is_outside_the_matrix():
+    # A CUDA 13.2 image (Dockerfile BASE_IMAGE at v0.7.0): only LATEST is admitted until a gate run.
+    rep = report(v070_pins(gpu_driver_version="DEFAULT"))
+    assert rep["row"] is None and rep["nearestRow"] == V070_ROW
+    assert rep["outside"] == [{"key": "gpuPool.gpuDriverVersion", "stack": "DEFAULT", "row": "LATEST"}]
+    assert report(v070_pins(mode="autopilot"))["row"] is None

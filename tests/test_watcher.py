@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 from gate_support import python_job
@@ -137,3 +138,31 @@ def test_the_gang_wait_runs_only_in_a_cluster_pod_and_says_so_in_one_line_where_
         "no gang wait (gpuPool.capacity.maxWaitMinutes 90): no in-cluster Kubernetes API here (KeyError: "
         "'KUBERNETES_SERVICE_HOST'); attempts are submitted once the pool's GPUs are alive in Ray",
     ]
+
+
+def test_the_heartbeat_stays_fresh_while_the_watcher_waits_for_an_unreachable_head(tmp_path):
+    """The liveness probe fails once the heartbeat is older than `heartbeat_limit`. Each fake sleep ages the
+    file past that bound (as a long image pull would); every next try must find it fresh again."""
+    from infra.watcher_deployment import heartbeat_limit
+
+    heartbeat = tmp_path / "heartbeat"
+    limit = heartbeat_limit(FAST)
+    tries: list[float] = []
+
+    def sleep(_seconds: float) -> None:
+        old = time.time() - 10 * limit
+        os.utime(heartbeat, (old, old))
+
+    def connect():
+        age = time.time() - heartbeat.stat().st_mtime
+        tries.append(age)
+        assert age <= limit, f"heartbeat {age:.0f} s old on try {len(tries)}: the liveness probe would restart the pod"
+        if len(tries) < 4:
+            raise jobs.DashboardUnreachable("http://127.0.0.1:1")
+        return "client"
+
+    heartbeat.touch()
+    out = io.StringIO()
+    assert watcher._connect_until_reachable(connect, FAST, heartbeat, out, sleep=sleep) == "client"
+    assert len(tries) == 4
+    assert out.getvalue().count("waiting for the Ray dashboard") == 1

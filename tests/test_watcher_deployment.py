@@ -5,17 +5,20 @@ alone in tests/test_watcher.py."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, stack_plan
 from conftest import spec_of as stack_job_spec
 from k8s_support import k8s_doc, record, schema_problems
 
 from infra.gate_plan import gate_plan_for_stack
+from infra.run_plan import run_plan_for_stack
 from infra.watcher_deployment import (
+    CODE_CONFIG_MAP,
     COMPONENT_TYPE,
     HEARTBEAT,
     RUN_KEY,
@@ -110,6 +113,43 @@ def test_the_day_2_cli_and_what_only_it_uses_are_not_shipped_so_editing_them_doe
     assert set(watcher_files()) == {config_key(m) for m in WATCHER_MODULES}
 
 
+def test_the_watcher_imports_the_jobs_data_types_but_never_the_builder_the_recipes_or_the_override_parser():
+    # They run only at plan time (workloads/job_types.py): a recipe edit must not roll the watcher's pod.
+    assert "job_types.py" in WATCHER_MODULES
+    assert not {"job_spec.py", "recipes.py", "overrides.py"} & set(WATCHER_MODULES), WATCHER_MODULES
+
+
+def test_what_workloads_watcher_imports_in_a_fresh_interpreter_is_among_what_is_shipped():
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, workloads.watcher; "
+        "print(' '.join(m.__file__ for n, m in sys.modules.items() if n.startswith('workloads')))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True
+    )
+    workloads = ROOT / "workloads"
+    loaded = {Path(f).relative_to(workloads).as_posix() for f in done.stdout.splitlines()[-1].split()}
+    assert "watcher.py" in loaded and loaded <= set(WATCHER_MODULES), loaded - set(WATCHER_MODULES)
+
+
+def test_the_plan_shows_each_shipped_module_by_name_and_content_hash_and_the_configmap_carries_its_text():
+    plan = stack_plan("b200")
+    (cm,) = [r for r in plan.by_type("kubernetes:core/v1:ConfigMap") if r.name == CODE_CONFIG_MAP]
+    shown = next(r for r in plan.to_json()["resources"] if r["urn"] == cm.urn)["inputs"]["data"]
+    for name in WATCHER_MODULES:
+        text = (ROOT / "workloads" / name).read_text()
+        key = config_key(name)
+        assert cm.inputs["data"][key] == text, name  # the pod runs the text
+        assert shown[key] == "sha256:" + hashlib.sha256(text.encode()).hexdigest(), name
+    assert shown[SPEC_KEY] == cm.inputs["data"][SPEC_KEY] and shown[RUN_KEY] == cm.inputs["data"][RUN_KEY]
+    # What the plan carries of the ConfigMap shrank from the sources (245,914 characters on b200 before) to names
+    # and hashes; the real data is the shipped modules' text.
+    assert sum(map(len, shown.values())) < 0.05 * sum(map(len, cm.inputs["data"].values()))
+
+
 # ----------------------------------------------------------------------------- the gang wait's grants
 
 RBAC = "kubernetes:rbac.authorization.k8s.io/v1"
@@ -164,13 +204,28 @@ def test_with_a_gang_wait_the_watchers_account_may_list_pods_get_nodes_and_patch
 
 
 @pytest.mark.parametrize("stack", ["dev", "b200", "h200", "autopilot"])
-def test_without_a_gang_wait_the_watcher_has_no_role_and_no_api_token(stack):
+def test_without_a_gang_wait_the_watcher_may_only_get_and_patch_its_raycluster_to_release_the_workers(stack):
     from conftest import stack_plan
+    from k8s_support import k8s_doc
 
     plan = stack_plan(stack)
-    assert not [r.name for r in plan.resources if r.type.startswith(RBAC)], stack
+    assert sorted(r.type.rsplit(":", 1)[1] for r in plan.resources if r.type.startswith(RBAC)) == [
+        "Role",
+        "RoleBinding",
+    ], f"{stack}: no ClusterRole (no node is read without a gang wait)"
+    assert k8s_doc(plan.one(f"{RBAC}:Role"))["rules"] == [
+        {"apiGroups": ["ray.io"], "resources": ["rayclusters"], "resourceNames": ["nemo-rl"], "verbs": ["get", "patch"]}
+    ], stack
     watcher = plan.one("kubernetes:apps/v1:Deployment", "preemption-watcher-deployment")
-    assert watcher.inputs["spec"]["template"]["spec"]["automountServiceAccountToken"] is False
+    assert watcher.inputs["spec"]["template"]["spec"]["automountServiceAccountToken"] is True
+    assert plan.one(f"{RBAC}:RoleBinding").urn in watcher.dependencies
+
+
+def test_a_watcher_that_keeps_the_workers_after_the_run_has_no_role_and_no_api_token():
+    _, rec = watcher_of("dev", release_workers_after_run=False)
+    assert not [r.name for r in rec.resources if r.type.startswith(RBAC)]
+    pod = k8s_doc(rec.one("kubernetes:apps/v1:Deployment"))["spec"]["template"]["spec"]
+    assert pod["automountServiceAccountToken"] is False
 
 
 # ----------------------------------------------------------------------------- the component under mocks
@@ -182,7 +237,10 @@ def watcher_of(stack: str = "dev", **recovery):
     cfg = load_stack(stack).config
     if recovery:
         cfg = cfg.model_copy(update={"recovery": cfg.recovery.model_copy(update=recovery)})
-    ray = SimpleNamespace(namespace=cfg.ray.namespace, cluster_name="nemo-rl", head_service="nemo-rl-head-svc")
+    ray = SimpleNamespace(
+        namespace=cfg.ray.namespace, cluster_name="nemo-rl", head_service="nemo-rl-head-svc", worker_group="gpu"
+    )
+    pool = SimpleNamespace(node_count=cfg.gpu_pool.node_count, gpus_per_node=8)
 
     def build():
         return build_preemption_watcher(
@@ -190,9 +248,8 @@ def watcher_of(stack: str = "dev", **recovery):
             cfg,
             ray=ray,
             system_pool_name=f"{stack}-system",
-            gpu_pool=SimpleNamespace(node_count=cfg.gpu_pool.node_count, gpus_per_node=8),
+            run=run_plan_for_stack(stack, cfg, pool, gate_plan_for_stack(cfg, pool), ray),
             lustre_claim="lustre",
-            gate_plan=gate_plan_for_stack(cfg, SimpleNamespace(node_count=cfg.gpu_pool.node_count, gpus_per_node=8)),
         )
 
     return cfg, record(build)
@@ -235,9 +292,8 @@ def test_the_watcher_objects_are_valid_kubernetes_objects_holding_no_secret():
     assert pod["nodeSelector"] == {"cloud.google.com/gke-nodepool": "dev-system"}
     # Its own KSA, not the workload's (which Workload Identity lets write the bucket).
     assert pod["serviceAccountName"] == k8s_doc(sa)["metadata"]["name"] != cfg.ray.service_account, dep.name
-    assert pod["automountServiceAccountToken"] is False and k8s_doc(sa)["automountServiceAccountToken"] is False, (
-        sa.name
-    )
+    # The pod's token (for the release of the workers at the run's end) and not the KSA's default.
+    assert pod["automountServiceAccountToken"] is True and k8s_doc(sa)["automountServiceAccountToken"] is False, sa.name
     assert k8s_doc(sa)["metadata"]["namespace"] == cfg.ray.namespace, sa.name
     assert sa.urn in dep.dependencies, f"{dep.name} does not wait for {sa.name}"
     (c,) = pod["containers"]

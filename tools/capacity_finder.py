@@ -2,22 +2,12 @@
 
     python -m tools.capacity_finder --stack NAME [--json] [--timeout SECONDS]
 
-For every zone of the catalogue (data/zones.yaml) that offers the stack's flavour, with whether the project
-is offered Managed Lustre there (its live locations; only when they cannot be read, the catalogue's static
-Lustre list, which then also narrows the zones), it reads the project's GPU quota of the zone's region for
-each rung of the stack's capacity ladder (`gpuPool.capacity`, or the one rung `provisioning`), and the
-zone's reservations of the flavour's machine type; it ranks the zones by the ladder's cost (the gang's hourly
-price at the first rung that can supply the whole gang there: `infra.prices.node_hour_price` on
-data/prices.yaml, estimates marked, ties broken as `TIES` says) and prints the one-line config change that
-moves the stack there.
-
-A live stack does not move zones: Lustre and the RoCE network are zonal, so changing `zone` replaces them
-(and the data on Lustre). The finder is for the choice before the first `up`.
-
-Only on the real cloud: the answers (quota values, reservations, whether Lustre is offered to this project
-in the zone); stock-outs are not visible through any quota or reservation API, so a zone that fits can
-still be out of capacity: the ladder is what copes with that. The calls are those of tools/doctor.py's
-`Clients` (the same fakes test them).
+For every zone of data/zones.yaml offering the stack's flavour (and Managed Lustre, from its live
+locations, else the catalogue's list), it reads the region's GPU quota per rung of the capacity ladder
+and the zone's reservations, ranks zones by the gang's hourly price at the first rung that can supply
+it (`infra.prices.node_hour_price`, ties as `TIES` says) and prints the config change. A live stack
+does not move zones (Lustre and RoCE are zonal). Stock-outs show in no API: a zone that fits may still
+be out, which the ladder copes with. The calls are the doctor's `Clients` (the same fakes test them).
 """
 
 from __future__ import annotations

@@ -1,31 +1,15 @@
 """What a stack costs to keep up, from the offline plan and the dated price table data/prices.yaml
 (read by infra/prices.py).
 
-Line items, each per hour (and per day = 24 h):
-- GPU nodes: every node pool with guest accelerators, node count x the machine type's node-hour
-  price, shown at BOTH spot and on-demand prices; the "applies" total counts them at the price of
-  the rung the pool obtains them by (`pool_provisioning`: spot, flex-start, a reservation at the
-  on-demand rate, or on-demand), from the one rung-to-price function `infra.prices.node_hour_price`
-  that the plan's ladder, run.json (the ledger) and the capacity finder use too. A ladder's pools
-  are one gang, at its first rung's price.
-- CPU pool: every other node pool, node count x (vCPUs x vCPU rate + GiB x memory rate) of the
-  series (N2: standard 4 GiB/vCPU, highmem 8, highcpu 1).
-- Lustre: every Managed Lustre instance, capacity x the tier's GiB-month price / 730 h.
-- Autopilot (no node pools; tools/autopilot_plan.py): every GPU pod of the Ray release, billed as the
-  whole node it occupies at the node's price plus the Autopilot premium (spot and on-demand, the pods'
-  `cloud.google.com/gke-spot` selector says which applies), and the Ray head at Autopilot's
-  general-purpose per-vCPU and per-GiB pod rates. The watcher and installer pods (a fraction of a CPU)
-  are not priced.
-- GKE fee: clusters x the per-cluster-hour management fee (free tier not subtracted).
-- Bucket: buckets x `cost.bucketGib` (default: one bf16 export of the recipe's model) x the
-  Standard GiB-month price / 730 h.
-Not included: boot disks, network egress, Cloud Logging/Monitoring, GCS operations, taxes,
-committed-use or negotiated discounts.
-
-The job total is the per-hour cost x the recipe's `expected_hours` (scaled by
-`job.maxNumSteps / recipe.max_num_steps` when the step count is overridden). Prices are looked up
-for the stack's region; a region the table does not list uses the table's fallback rule, and
-every line item that rests on an estimated price says so.
+Per hour and per day: GPU node pools at spot and on-demand prices, the "applies" total at the price of
+the rung the pool obtains nodes by (`infra.prices.node_hour_price`, shared with the plan's ladder, the
+ledger and the capacity finder; a ladder is one gang at its first rung's price); other pools per vCPU
+and GiB of their series; Managed Lustre per GiB-month / 730 h; on Autopilot (tools/autopilot_plan.py)
+GPU pods as their whole node plus the Autopilot premium and the head at pod rates; the GKE fee (free
+tier not subtracted); the bucket at `cost.bucketGib`. Not included: boot disks, egress, logging, GCS
+operations, taxes, discounts. The job total is the hourly cost x the recipe's `expected_hours`, scaled
+by `job.maxNumSteps`. A region the table lacks uses its fallback rule, and each line item on an
+estimated price says so.
 """
 
 from __future__ import annotations

@@ -25,7 +25,9 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from infra.image_prepull import COMPONENT_LABEL as PREPULL_COMPONENT
-from workloads.gate import GatePlan, estimated_seconds, gate_in_force
+from infra.naming import GPU_WARMUP
+from workloads.gate import GatePlan, estimated_seconds
+from workloads.run_owner import GateSetup
 
 NODE_POOL = "gcp:container/nodePool:NodePool"
 DAEMONSET = "kubernetes:apps/v1:DaemonSet"
@@ -146,6 +148,30 @@ CREATION_MINUTES: dict[str, Typical] = {
     ),
 }
 IMAGE_PULL = image_pull()
+IMAGE_CACHE_PULL = Typical(
+    1.0,
+    "the NeMo-RL image is on the node's secondary boot disk (gpuPool.imageCacheDiskImage), created in parallel "
+    "with the node (GKE 'Use secondary boot disks to preload data or container images'); only the pod start",
+    f"{ASSUMED}; GKE publishes no figure for a cached start",
+)
+GPU_POOL_EMPTY = Typical(
+    3.0,
+    "an autoscaled GPU pool is created empty (0 nodes, infra/cluster.py): the node pool operation only",
+    ASSUMED,
+)
+GPU_SCALE_UP = Typical(
+    6.0,
+    "the autoscaler adds the GPU nodes for pending pods: a new node boots in ~80-120 s (GKE 'Provision extra "
+    "compute capacity for rapid Pod scaling'), then GKE installs the GPU driver and attaches the extra NICs "
+    "(assumed ~4 min); spot capacity can take far longer",
+    "GKE capacity-provisioning page (boot); the driver and NIC share assumed",
+)
+NEMO_RL_STARTUP = Typical(
+    10.0,
+    "NeMo-RL from the job's start to its first step: Ray actors, vLLM and the policy workers start, the model "
+    "loads from the Hugging Face cache on Lustre (a checkpoint on a resume)",
+    ASSUMED,
+)
 GPU_NODE_POOL = Typical(
     15.0,
     "A4/A3 Ultra nodes boot COS, install the GPU driver and attach 9 extra NICs: ~10-15 min when "
@@ -161,6 +187,48 @@ COMPONENT = Typical(0.0, "a component creates nothing", "Pulumi: components crea
 def is_image_prepull(resource: Any) -> bool:
     labels = (resource.inputs.get("metadata") or {}).get("labels") or {}
     return resource.type == DAEMONSET and labels.get("app.kubernetes.io/component") == PREPULL_COMPONENT
+
+
+WARMUP_JOB = "kubernetes:batch/v1:Job"
+
+
+def is_gpu_warmup(resource: Any) -> bool:
+    """The `gpuPool.warmMinutes` placeholder Job (infra/image_prepull.py)."""
+    labels = (resource.inputs.get("metadata") or {}).get("labels") or {}
+    return resource.type == WARMUP_JOB and labels.get("app.kubernetes.io/component") == GPU_WARMUP
+
+
+def gpu_pools(plan: Any) -> list[Any]:
+    return [
+        r for r in plan.resources if r.type == NODE_POOL and (r.inputs.get("nodeConfig") or {}).get("guestAccelerators")
+    ]
+
+
+def gpu_image_pull(plan: Any) -> Typical:
+    """What a new GPU node spends on the NeMo-RL image: the pull, or the cached start with an image cache."""
+    cached = any((p.inputs.get("nodeConfig") or {}).get("secondaryBootDisks") for p in gpu_pools(plan))
+    return IMAGE_CACHE_PULL if cached else IMAGE_PULL
+
+
+@dataclass(frozen=True)
+class GpuArrival:
+    """How the GPU nodes come on a Standard cluster (every GPU pool autoscales from 0): `cold`, for the Ray
+    workers once the release exists (the scale-up and the image pull on the path to the first step), or
+    `warm` (`gpuPool.warmMinutes`: for the placeholders, during Lustre's creation)."""
+
+    warm: bool
+    pull: Typical
+
+    @property
+    def minutes(self) -> float:
+        return GPU_SCALE_UP.minutes + self.pull.minutes
+
+
+def gpu_arrival(plan: Any) -> Optional[GpuArrival]:
+    """None on Autopilot (its own model: `AUTOPILOT_RAY_RELEASE`) or without a GPU pool."""
+    if not gpu_pools(plan):
+        return None
+    return GpuArrival(any(is_gpu_warmup(r) for r in plan.resources), gpu_image_pull(plan))
 
 
 RAY_RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -184,22 +252,39 @@ GATE_SOURCE = (
 
 def gate_minutes(resource: Any) -> float:
     """Minutes of the acceptance gate the job submission runs before it submits (its `gate_plan`
-    input, `workloads.gate.estimated_seconds`); 0 when the policy is off."""
+    input, `workloads.gate.estimated_seconds`); 0 when no gate runs. Its inputs read as the hook reads them
+    (workloads/hook.py: `GateSetup.of`, the one "gate off" rule), so the estimate counts a gate exactly
+    when the deploy runs one."""
     plan = resource.inputs.get("gate_plan") if resource.type == JOB_SUBMISSION else None
-    if gate_in_force(resource.inputs.get("gate_policy"), plan or None)[1] is None:
-        return 0.0
-    return round(estimated_seconds(GatePlan.from_dict(plan)) / 60, 1)
+    gate = GateSetup.of(resource.inputs.get("gate_policy"), GatePlan.from_dict(plan) if plan else None)
+    return round(estimated_seconds(gate.plan) / 60, 1) if gate.plan is not None else 0.0  # no plan when off
 
 
-def typical(resource: Any, autopilot: bool = False) -> Typical:
-    """The typical creation time of a plan resource; `autopilot`: the plan's cluster is Autopilot."""
+def typical(resource: Any, autopilot: bool = False, arrival: Optional[GpuArrival] = None) -> Typical:
+    """The typical creation time of a plan resource; `autopilot`: the plan's cluster is Autopilot; `arrival`:
+    how a Standard cluster's GPU nodes come (`gpu_arrival`)."""
     if not resource.custom:
         return COMPONENT
     if autopilot and resource.type == RAY_RELEASE:
         return AUTOPILOT_RAY_RELEASE
+    if arrival is not None and resource.type == RAY_RELEASE and not arrival.warm:
+        return Typical(
+            CREATION_MINUTES[RAY_RELEASE].minutes + arrival.minutes,
+            "the GPU pool starts empty: its nodes come for the pending Ray workers "
+            f"({GPU_SCALE_UP.basis}), then pull the image ({arrival.pull.basis}), then the pods start",
+            f"{ASSUMED}; the scale-up as GPU_SCALE_UP, the image as "
+            + ("IMAGE_CACHE_PULL" if arrival.pull is IMAGE_CACHE_PULL else "IMAGE_PULL"),
+        )
+    if arrival is not None and is_gpu_warmup(resource):
+        return Typical(
+            arrival.minutes,
+            f"gpuPool.warmMinutes: the placeholders bring the GPU nodes ({GPU_SCALE_UP.basis}) and pull the image "
+            f"({arrival.pull.basis}) while Lustre is created",
+            ASSUMED,
+        )
     if resource.type == NODE_POOL:
         accelerators = (resource.inputs.get("nodeConfig") or {}).get("guestAccelerators") or []
-        return GPU_NODE_POOL if accelerators else CPU_NODE_POOL
+        return GPU_POOL_EMPTY if accelerators else CPU_NODE_POOL
     if is_image_prepull(resource):
         return IMAGE_PULL
     if resource.type.startswith("pulumi-python:dynamic") and resource.type not in CREATION_MINUTES:
@@ -233,6 +318,10 @@ class DeployEstimate:
     unknown_types: list[str] = field(default_factory=list)
     milestones: dict[str, float] = field(default_factory=dict)
     """When the long-running resources (cluster, node pools, Lustre) are ready, in minutes."""
+    gpu_nodes_from: Optional[float] = None
+    """When the GPU nodes are created (billed from), on a Standard cluster: the Ray release's start plus its own
+    install (cold), or the warm-up Job's start (warm). None on Autopilot (tools/estimates.py `first_run`)."""
+    arrival: Optional[GpuArrival] = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -251,6 +340,15 @@ class DeployEstimate:
             ],
             "milestones": {k: round(v, 1) for k, v in self.milestones.items()},
             "unknownTypes": list(self.unknown_types),
+            "gpuNodes": None
+            if self.arrival is None
+            else {
+                "from": "warm" if self.arrival.warm else "cold",
+                "createdAtMinute": None if self.gpu_nodes_from is None else round(self.gpu_nodes_from, 1),
+                "scaleUpMinutes": GPU_SCALE_UP.minutes,
+                "imageMinutes": self.arrival.pull.minutes,
+                "imageCache": self.arrival.pull is IMAGE_CACHE_PULL,
+            },
             "imagePull": {
                 "minutes": IMAGE_PULL.minutes,
                 "imageCompressedGb": IMAGE_COMPRESSED_GB,
@@ -298,8 +396,15 @@ def estimate(plan: Any) -> DeployEstimate:
     from tools.autopilot_plan import is_autopilot
 
     autopilot = is_autopilot(plan)
+    arrival = None if autopilot else gpu_arrival(plan)
     urns = plan.by_urn()
     graph = waits(plan)
+    warmups = [u for u in graph if is_gpu_warmup(urns[u])]
+    if arrival is not None and arrival.warm:
+        # In the model only: the Ray workers start once the warm nodes are there (they preempt the placeholders).
+        for urn in graph:
+            if urns[urn].type == RAY_RELEASE:
+                graph[urn] = graph[urn] | set(warmups)
     finish: dict[str, float] = {}
     came_from: dict[str, Optional[str]] = {}
     visiting: set[str] = set()
@@ -316,7 +421,7 @@ def estimate(plan: Any) -> DeployEstimate:
             if f > start:
                 start, prev = f, dep
         visiting.discard(urn)
-        finish[urn] = start + typical(urns[urn], autopilot).minutes
+        finish[urn] = start + typical(urns[urn], autopilot, arrival).minutes
         came_from[urn] = prev
         return finish[urn]
 
@@ -329,7 +434,7 @@ def estimate(plan: Any) -> DeployEstimate:
     cur: Optional[str] = last
     while cur is not None:
         r = urns[cur]
-        t = typical(r, autopilot)
+        t = typical(r, autopilot, arrival)
         gate = gate_minutes(r)
         if gate:  # the gate is a step of its own, at the start of the submission's time
             start = finish[cur] - t.minutes
@@ -359,11 +464,29 @@ def estimate(plan: Any) -> DeployEstimate:
             path.append(Step(r.name, r.type, t.minutes, finish[cur] - t.minutes, finish[cur], t.basis, t.source))
         cur = came_from[cur]
     path.reverse()
-    unknown = sorted({urns[u].type for u in graph if typical(urns[u], autopilot) is UNKNOWN})
+    unknown = sorted({urns[u].type for u in graph if typical(urns[u], autopilot, arrival) is UNKNOWN})
     milestones = {
         urns[u].name: f for u, f in finish.items() if urns[u].type in MILESTONE_TYPES or is_image_prepull(urns[u])
     }
-    return DeployEstimate(finish[last], path, {urns[u].name: f for u, f in finish.items()}, unknown, milestones)
+    gpu_from = None
+    if arrival is not None:
+        if arrival.warm and warmups:
+            gpu_from = min(finish[u] - arrival.minutes for u in warmups)
+        else:
+            releases = [u for u in finish if urns[u].type == RAY_RELEASE]
+            gpu_from = (
+                min(
+                    (finish[u] - typical(urns[u], autopilot, arrival).minutes + CREATION_MINUTES[RAY_RELEASE].minutes)
+                    for u in releases
+                )
+                if releases
+                else None
+            )
+        for u in warmups:
+            milestones[urns[u].name] = finish[u]
+    return DeployEstimate(
+        finish[last], path, {urns[u].name: f for u, f in finish.items()}, unknown, milestones, gpu_from, arrival
+    )
 
 
 def render(est: DeployEstimate) -> list[str]:
@@ -386,6 +509,17 @@ def render(est: DeployEstimate) -> list[str]:
             + ", ".join(f"{name} {t:.1f} min" for name, t in sorted(off_path.items(), key=lambda kv: kv[1]))
         )
     lines.append(f"  image pull: +{IMAGE_PULL.minutes:g} min on every node at once, {IMAGE_PULL.basis} (assumptions)")
+    if est.arrival is not None and est.gpu_nodes_from is not None:
+        how = (
+            "warm (gpuPool.warmMinutes): the placeholders bring them while Lustre is created"
+            if est.arrival.warm
+            else "cold (default): they come for the pending Ray workers, after Lustre and the Ray release"
+        )
+        lines.append(
+            f"  GPU nodes from minute {est.gpu_nodes_from:.1f}, {how}: +{GPU_SCALE_UP.minutes:g} min scale-up, "
+            f"+{est.arrival.pull.minutes:g} min image"
+            + (" (from the image cache)" if est.arrival.pull is IMAGE_CACHE_PULL else "")
+        )
     if est.unknown_types:
         lines.append(
             f"  assumed {UNKNOWN.minutes:g} min each for types not in the table: {', '.join(est.unknown_types)}"

@@ -1,26 +1,12 @@
 """What the identity that runs `pulumi up` and `pulumi destroy` must be allowed to do in the project: the one list.
 
-Keyed by the Pulumi resource type the program registers, so a new resource type without an entry
-fails a test (tests/test_deployer_permissions.py walks every stack's plan). Each permission names
-a predefined role that grants it, which is what the doctor's fix command proposes
-(`python -m tools.doctor`, `gcloud projects add-iam-policy-binding`).
-
-Permission and role names: Google Cloud IAM "permissions reference" and "predefined roles" pages
-(e.g. roles/lustre.admin grants lustre.instances.create/get/exportData/importData, lustre.operations.get;
-roles/servicenetworking.networksAdmin grants servicenetworking.services.addPeering). Only on the real
-cloud: whether an organisation's custom roles grant the same; the doctor asks IAM
-(`projects.testIamPermissions`), so any role that grants the permission passes.
-
-Each type lists what creating it calls and what deleting it calls: a deployer who can create but not
-delete gets a `pulumi destroy` that stops halfway, with Lustre still billing. Private Service Access:
-the range is an INTERNAL global address (compute.globalAddresses.createInternal / deleteInternal, and
-setLabels because the program labels it), on the VPC (compute.networks.use); the connection adds the
-peering (servicenetworking.services.addPeering) and, with deletion_policy REMOVE_PEERING
-(infra/network.py), deletes the connection and, when the producer still holds the range, removes the
-peering (servicenetworking.services.deleteConnection, compute.networks.removePeering; pulumi-gcp 10.2.0
+Keyed by Pulumi resource type, so a new type without an entry fails tests/test_deployer_permissions.py;
+each permission names a predefined role that grants it (the doctor's fix). Names from Google Cloud IAM's
+"permissions reference" and "predefined roles" pages; the doctor asks `projects.testIamPermissions`, so
+custom roles pass too. Each type lists create AND delete calls: a deployer who cannot delete gets a
+destroy that stops halfway with Lustre still billing. Private Service Access with deletion_policy
+REMOVE_PEERING (infra/network.py) also deletes the connection and peering (pulumi-gcp 10.2.0
 `Connection.deletion_policy`, terraform-provider-google resource_service_networking_connection.go Delete).
-Only on the real cloud: that the API asks for exactly these (e.g. deleteInternal rather than delete for
-a VPC_PEERING range); both are held by the role named.
 """
 
 from __future__ import annotations

@@ -235,6 +235,8 @@ class FirstRun:
     job_hours: Optional[float]
     before_job: dict[str, float]
     """`spot`/`onDemand`: the cost of the hours before the job starts."""
+    gpu_before_job: float = 0.0
+    """Of `before_job`, the GPU nodes' share at the prices that apply (spot or the pool's rung)."""
 
     def total(self, kind: str, per_hour: float) -> Optional[float]:
         return None if self.job_hours is None else self.before_job[kind] + per_hour * self.job_hours
@@ -252,14 +254,24 @@ def first_run(est: Estimates, plan: Any) -> FirstRun:
     starts = {s.name: s.start for s in deploy.critical_path}
     autopilot = is_autopilot(plan)
     before = {"spot": 0.0, "onDemand": 0.0}
+    gpu = 0.0
     for item in est.cost.items:
         ready = deploy.finish_by_name.get(item.billed_from, 0.0) if item.billed_from else 0.0
         if autopilot and item.billed_from in starts:  # the release's wait is the GPU nodes coming up
             ready = starts[item.billed_from]
+        if is_gpu_item(item) and deploy.gpu_nodes_from is not None:
+            # Every GPU pool starts empty: billed from the nodes' creation (tools/deploy_time.py GpuArrival).
+            ready = deploy.gpu_nodes_from
         hours = max(0.0, submit - ready) / 60
         before["spot"] += item.spot_per_hour * hours  # as `cost.perHour.spot`: every GPU at its spot price
         before["onDemand"] += item.on_demand_per_hour * hours
-    return FirstRun(submit, est.cost.job_hours, before)
+        if is_gpu_item(item):
+            gpu += item.per_hour * hours
+    return FirstRun(submit, est.cost.job_hours, before, gpu)
+
+
+def is_gpu_item(item: Any) -> bool:
+    return item.name.startswith("GPU nodes")
 
 
 def first_run_json(est: Estimates, plan: Any) -> dict[str, Any]:
@@ -270,8 +282,11 @@ def first_run_json(est: Estimates, plan: Any) -> dict[str, Any]:
 
     return {
         "deployMinutes": round(run.deploy_minutes, 1),
+        "firstStepMinutes": round(run.deploy_minutes + deploy_time.NEMO_RL_STARTUP.minutes, 1),
+        "gpuNodes": "warm" if est.deploy.arrival is not None and est.deploy.arrival.warm else "cold",
         "jobHours": run.job_hours,
         "beforeJob": {k: money(v) for k, v in run.before_job.items()},
+        "gpuBeforeJob": money(run.gpu_before_job),
         "total": {
             "spot": money(run.total("spot", est.cost.spot_per_hour)),
             "onDemand": money(run.total("onDemand", est.cost.on_demand_per_hour)),

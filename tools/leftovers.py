@@ -2,24 +2,14 @@
 
     python -m tools.doctor --leftovers --stack NAME [--json]
 
-A destroy that stopped halfway, a resource Pulumi only forgot (a kept bucket), or what GKE itself
-created from Kubernetes objects keep billing with nothing in the Pulumi state to show them. The audit
-asks Cloud Asset Inventory (`searchAllResources`, read-only) for every resource in the project that
-carries the stack's labels (infra/naming.py `labels`: `app: nemo-rl-gke` and `stack: <stack>`), the
-labels GKE puts on what a cluster creates (`goog-k8s-cluster-name: <cluster>`), or the stack's names
-(infra/naming.py `cloud_name`: `<prefix>-<role>`; GKE's own `gke-<cluster>-...`; the bucket
-`<project>-<prefix>-artifacts`; the Lustre instance id). The Service Networking peering is not an
-asset of its own: the audit reads it from the VPC (compute `networks.get`).
-
-Matching is done here, on what the search returns, not by the search's word matching: the labelled
-search is exact, and the name search lists the name-bearing types of `BY_NAME` whole and keeps only
-the stack's names. A name that another stack's prefix also explains (`dev-2-vpc` for stack `dev` when
-`Pulumi.dev-2.yaml` exists), or a resource labelled for another stack, is not this stack's.
-
-Only on the real cloud: which of these types the search indexes (Cloud Asset Inventory "Resource
-types": the Managed Lustre type in particular), that GKE and the PD CSI driver propagate the
-cluster's labels to node disks and to disks of claims, and how long the index lags a deletion
-(minutes: run the audit again before deleting by hand).
+Why: a half-finished destroy, a kept bucket or what GKE created from Kubernetes objects keep billing
+with nothing in the Pulumi state. Cloud Asset Inventory (`searchAllResources`, read-only) is asked for
+the stack's labels (infra/naming.py `labels`), GKE's `goog-k8s-cluster-name`, and the stack's names
+(`cloud_name`, GKE's `gke-<cluster>-...`, the bucket, the Lustre id); the Service Networking peering
+is read from the VPC. Matching is done here, exactly: a name another stack's prefix explains, or
+another stack's label, is not this stack's. Only on the real cloud: which types the search indexes
+(Cloud Asset Inventory "Resource types"), label propagation to disks, and the index's lag after a
+deletion (minutes: run again before deleting by hand).
 """
 
 from __future__ import annotations

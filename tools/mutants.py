@@ -1,19 +1,12 @@
 """Mutation testing of the modules that decide deployments and verdicts (`make mutants`; not in CI).
 
-    python -m tools.mutants [MODULE ...] [--max-children N]
+    python -m tools.mutants [MODULE ...] [--max-children N] [--only GLOB]
 
-A MODULE is a path without `.py` (`infra/naming`); a package directory (`infra/config/`) counts as one
-module. Each module is mutated on its own by mutmut (pinned in requirements-test.txt), against only
-the tests that mirror it (`tests/test_<name>.py`), in its own work directory `.mutants/<module>/`:
-mutmut 3 reads its settings from the working directory's setup.cfg and mutates a copy of the tree
-under `mutants/`, so each run gets a fresh copy of the checkout there and the checkout itself is never
-touched. One line per module gives the kill rate; surviving mutants are listed with
-`mutmut show NAME` run in that module's work directory. Mutants judged equivalent (no test can tell
-them apart from the real code) are listed with the reason in docs/testing.md and do not count.
-
-mutmut 3 mutates code inside functions and methods only: module-level constants and class bodies (an
-enum's values, a dataclass field's default) are not mutated, so a limit held in a constant needs a test
-that pins it to its source rather than a mutant (docs/testing.md).
+Each MODULE (`infra/naming`, or a package `infra/config`) is mutated by mutmut 3 (requirements-test.txt)
+against only its mirror tests, in a fresh copy of the checkout under `.mutants/<module>/`, because mutmut
+reads setup.cfg from its working directory and must not touch the checkout. Mutants judged equivalent in
+docs/testing.md do not count. mutmut mutates function bodies only, so a limit held in a constant needs a
+test pinning it to its source.
 """
 
 from __future__ import annotations
@@ -35,28 +28,13 @@ WORK = ROOT / ".mutants"
 EQUIVALENTS_DOC = ROOT / "docs" / "testing.md"
 
 DEFAULT_MODULES = (
-    "infra/config",  # the config checks: what a stack file may say
-    "infra/naming",  # name lengths and labels
-    "infra/cluster",  # cluster and node-pool settings
-    "infra/gate_plan",  # the gate's floors for a stack
-    "workloads/gate/verdict",  # the gate's verdicts
-    "tools/doctor/project_checks",  # the doctor's checks, one module each with its mirror tests
-    "tools/doctor/quota_checks",
-    "tools/doctor/zone_checks",
-    "tools/doctor/network_checks",
-    "tools/doctor/check_runner",
-    "workloads/recovery/classify",  # the restart decisions
+    *("infra/config", "infra/naming", "infra/cluster", "infra/gate_plan", "workloads/gate/verdict"),
+    *(f"tools/doctor/{m}" for m in ("project_checks", "quota_checks", "zone_checks", "network_checks")),
+    *("tools/doctor/check_runner", "workloads/recovery/classify"),
 )
-TESTS_OF = {
-    # Helpers of the cluster component without a test module of their own: what decides their output
-    # is asserted on the cluster and its pools.
-    "infra/placement": "tests/test_cluster.py",
-    "infra/gke_common": "tests/test_cluster.py",
-}
-"""Modules tested through another module's tests (no `tests/test_<name>.py` of their own)."""
-SOURCE_DIRS = ("infra", "workloads", "tools")
-"""Copied into mutmut's tree as sources (so the module under test imports its mutated self); only the
-module under test is mutated."""
+# Helpers asserted through the cluster's tests (no mirror test module of their own).
+TESTS_OF = {"infra/placement": "tests/test_cluster.py", "infra/gke_common": "tests/test_cluster.py"}
+SOURCE_DIRS = ("infra", "workloads", "tools")  # copied as sources, so a module imports its mutated self
 
 # mutmut's exit codes per mutant (mutmut/stats.py status_by_exit_code at 3.8.1).
 KILLED = {1, 3, 24, -24, 152, 255, 36, 37}
@@ -65,17 +43,14 @@ NO_TESTS = {5, 33}
 
 
 class UsageError(Exception):
-    """Bad command line: one line naming the argument."""
+    pass
 
 
 @dataclass(frozen=True)
 class Target:
-    name: str
-    """`infra/naming`: what was asked for."""
-    mutate: str
-    """mutmut's only_mutate glob: `infra/naming.py` or `infra/config/*`."""
+    name: str  # infra/naming
+    mutate: str  # mutmut's only_mutate glob: infra/naming.py or infra/config/*
     tests: str
-    """The mirror test module."""
 
     @property
     def workdir(self) -> Path:
@@ -86,59 +61,39 @@ def resolve(name: str) -> Target:
     name = name.strip().strip("/")
     if name.endswith(".py"):
         name = name[:-3]
-    if (ROOT / f"{name}.py").is_file():
-        mutate = f"{name}.py"
-    elif (ROOT / name / "__init__.py").is_file():
-        mutate = f"{name}/*"
-    else:
-        raise UsageError(
-            f"module {name!r}: no {name}.py or package {name}/; allowed: a module under {', '.join(SOURCE_DIRS)}"
-        )
+    allowed = f"allowed: a module under {', '.join(SOURCE_DIRS)}"
+    mutate = f"{name}.py" if (ROOT / f"{name}.py").is_file() else f"{name}/*"
+    if mutate.endswith("*") and not (ROOT / name / "__init__.py").is_file():
+        raise UsageError(f"module {name!r}: no {name}.py or package {name}/; {allowed}")
     if name.split("/")[0] not in SOURCE_DIRS:
-        raise UsageError(
-            f"module {name!r}: outside the source packages; allowed: a module under {', '.join(SOURCE_DIRS)}"
-        )
+        raise UsageError(f"module {name!r}: outside the source packages; {allowed}")
     tests = TESTS_OF.get(name, f"tests/test_{Path(name).name}.py")
     if not (ROOT / tests).is_file():
         raise UsageError(f"module {name!r}: no mirror test module {tests}; allowed: a module with one")
     return Target(name, mutate, tests)
 
 
-def tracked_files() -> list[str]:
-    """The checkout as git sees it (tracked plus untracked-not-ignored), so a run sees uncommitted edits."""
-    out = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
-        cwd=ROOT,
-        capture_output=True,
-        check=True,
-    ).stdout
-    return [p for p in out.decode().split("\0") if p and (ROOT / p).is_file()]
-
-
 def setup_cfg(target: Target, top_level: list[str]) -> str:
-    also_copy = sorted(p for p in top_level if p not in SOURCE_DIRS)
-
     def lines(values) -> str:
         return "".join(f"\n    {v}" for v in values)
 
     return (
-        "# Written by tools/mutants.py for this run only.\n"
-        "[mutmut]\n"
+        "# Written by tools/mutants.py for this run only.\n[mutmut]\n"
         f"source_paths ={lines(f'{d}/' for d in SOURCE_DIRS)}\n"
         f"only_mutate = {target.mutate}\n"
-        f"also_copy ={lines(also_copy)}\n"
+        f"also_copy ={lines(p for p in top_level if p not in SOURCE_DIRS)}\n"
         f"pytest_add_cli_args_test_selection = {target.tests}\n"
-        # One process per mutant is enough parallelism on two cores; xdist inside a worker is not. The
-        # tests on the local Ray head (marked `ray` by tests/conftest.py) are left out: a head per
-        # mutant is minutes on two cores; what they cover is listed as not reached, not hidden.
+        # No xdist inside a mutant's process; no local Ray head per mutant (minutes on two cores):
+        # what only `ray` tests cover is listed as not reached.
         "pytest_add_cli_args =\n    -p\n    no:xdist\n    -m\n    not ray\n"
     )
 
 
 def prepare(target: Target) -> None:
-    """A fresh copy of the checkout in the work directory: old mutants of edited code would mislead."""
+    """A fresh copy of the checkout as git sees it, uncommitted edits included: old mutants would mislead."""
     shutil.rmtree(target.workdir, ignore_errors=True)
-    files = tracked_files()
+    out = subprocess.run(["git", "ls-files", "-coz", "--exclude-standard"], cwd=ROOT, capture_output=True, check=True)
+    files = [p for p in out.stdout.decode().split("\0") if p and (ROOT / p).is_file()]
     for rel in files:
         dest = target.workdir / rel
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -148,7 +103,6 @@ def prepare(target: Target) -> None:
 
 
 def results(target: Target) -> dict[str, int]:
-    """Mutant name -> mutmut exit code, from mutmut's per-file `.meta` records."""
     found: dict[str, int] = {}
     for meta in (target.workdir / "mutants").rglob("*.py.meta"):
         data = json.loads(meta.read_text())
@@ -157,8 +111,7 @@ def results(target: Target) -> dict[str, int]:
 
 
 def equivalents(doc: Path = EQUIVALENTS_DOC) -> dict[str, tuple[str, str]]:
-    """Mutant name -> (its mutated line, why it is equivalent): the rows of the table of equivalent
-    mutants in docs/testing.md, whose first two cells are code spans (the name, the mutated line)."""
+    """Mutant name -> (mutated line, why): docs/testing.md's table rows of equivalent mutants."""
     if not doc.is_file():
         return {}
     rows = re.findall(r"^\|\s*`([\w.ǁ]+__mutmut_\d+)`\s*\|\s*`(.+?)`\s*\|\s*([^|]+?)\s*\|\s*$", doc.read_text(), re.M)
@@ -166,22 +119,17 @@ def equivalents(doc: Path = EQUIVALENTS_DOC) -> dict[str, tuple[str, str]]:
 
 
 def mutated_line(target: Target, name: str) -> str:
-    """The line a mutant changes, as `mutmut show` prints it (its `+` line, stripped)."""
     proc = subprocess.run(
         [sys.executable, "-m", "mutmut", "show", name], cwd=target.workdir, capture_output=True, text=True
     )
-    added = [
-        line[1:].strip() for line in proc.stdout.splitlines() if line.startswith("+") and not line.startswith("+++")
-    ]
-    return " ".join(added)
+    return " ".join(x[1:].strip() for x in proc.stdout.splitlines() if x.startswith("+") and not x.startswith("+++"))
 
 
 def summarize(
     target: Target, codes: dict[str, int], equivalent: dict[str, tuple[str, str]], shown: Callable[[str], str]
 ) -> tuple[str, list[str]]:
-    """The module's one line and the mutants left open. A mutant counts as equivalent only while the line
-    docs/testing.md judged is still the line it changes: mutmut numbers mutants in source order, so an
-    edit of the module renumbers them and an old judgement must not hide a new survivor."""
+    """The module's line and the mutants left open. An equivalent counts only while its judged line is
+    still the one it changes: an edit renumbers mutants, and an old judgement must not hide a survivor."""
     survivors = sorted(k for k, v in codes.items() if v in SURVIVED)
     judged = [k for k in survivors if k in equivalent and shown(k) == equivalent[k][0]]
     live = [k for k in survivors if k not in judged]

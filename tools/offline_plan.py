@@ -14,6 +14,7 @@ every registration the engine would receive is recorded.
                     "inputs", "dependencies", "options"}],
      "outputs": {name: value},
      "estimates": {"cost", "checkpoints", "deployTime", "workerFit", "acceptanceGate", "firstRun"},
+     "goodput": {"fraction", "buckets": [{"name", "minutes", "usd"}], ...} or null (Autopilot),
      "versionMatrix": {"row", "nearestRow", "outside", "gke", "versions", "cautions", "verifiedBy", "expect"}}
 
 `inputs` are what the provider would receive (camelCase, after Pulumi's translation; integral
@@ -31,8 +32,9 @@ Every bad flag or config is one line on stderr and exit code 2, before anything 
 
 `--compare BEFORE.json` (a previous `--json` plan, or the golden tests/golden/<stack>.json) says for
 each node pool whether this plan replaces it (deleted first: its nodes are lost), and by which
-ForceNew input, or updates it in place (tools/pool_replacement.py); the text plan always lists the
-config keys that would replace each pool.
+ForceNew input, or updates it in place (tools/pool_replacement.py), and whether the change is a new
+attempt of the same training run or a new run (`run_change`, by the `runId` output); the text plan
+always lists the config keys that would replace each pool.
 
 `--out DIR` writes each Kubernetes object as `<kind>-<name>.yaml` and each Helm release's values
 as `helm-values-<release>.yaml`.
@@ -95,7 +97,7 @@ class Plan:
                     "parent": r.parent,
                     "custom": r.custom,
                     "provider": r.provider,
-                    "inputs": r.inputs,
+                    "inputs": _shown_inputs(r),
                     "dependencies": r.dependencies,
                     "options": r.options,
                 }
@@ -115,6 +117,16 @@ class Plan:
 
     def by_urn(self) -> dict[str, Any]:
         return {r.urn: r for r in self.resources}
+
+
+def _shown_inputs(resource: Any) -> dict[str, Any]:
+    """A resource's inputs as the plan document shows them: the watcher's code ConfigMap with its modules by
+    name and content hash (`infra.watcher_deployment.shipped_digests`), every other resource as it is."""
+    from infra.watcher_deployment import CODE_CONFIG_MAP, shipped_digests
+
+    if resource.type != "kubernetes:core/v1:ConfigMap" or resource.name != CODE_CONFIG_MAP:
+        return resource.inputs
+    return {**resource.inputs, "data": shipped_digests(resource.inputs.get("data") or {})}
 
 
 def project_name() -> str:
@@ -308,7 +320,11 @@ def plan_document(plan: Plan) -> dict[str, Any]:
     from tools import estimates
 
     doc = plan.to_json()
-    doc["estimates"] = estimates.to_json(estimates.compute(plan), plan)
+    from tools.goodput_estimate import goodput_json
+
+    est = estimates.compute(plan)
+    doc["estimates"] = estimates.to_json(est, plan)
+    doc["goodput"] = goodput_json(est, estimates.stack_config(plan))
     doc["versionMatrix"] = version_matrix_report(plan)
     return doc
 
@@ -507,9 +523,32 @@ def main(argv: Optional[list[str]] = None) -> int:
         # Last, where it is read; on stderr with --json, so the document stays one JSON value.
         if not args.json:
             print(f"\nNode pools against {args.compare}:")
-        for line in compare(previous, plan.to_json()):
+        for line in [*compare(previous, plan.to_json()), run_change(previous, plan.to_json())]:
             print(line, file=sys.stderr if args.json else sys.stdout)
     return 0
+
+
+def run_change(before: dict[str, Any], after: dict[str, Any]) -> str:
+    """Whether `after` continues the training run of `before` (the `runId` output: stack, recipe, checkpoint
+    key) as a new attempt that resumes from its last complete checkpoint, or starts a new run at step 0."""
+    old, new = before.get("outputs") or {}, after.get("outputs") or {}
+    run = new.get("runId")
+    if not old.get("runId"):
+        return (
+            f"run {run}: the previous plan names no run (made before run ids); the job adopts the checkpoints "
+            "of that release's directory (a new attempt)"
+        )
+    if old["runId"] != run:
+        return (
+            f"run: NEW RUN {run} (was {old['runId']}): the checkpoint key changed; it starts at step 0 in a "
+            "directory of its own"
+        )
+    if old.get("jobId") != new.get("jobId"):
+        return (
+            f"run {run}: same run, new attempt ({old.get('jobId')} -> {new.get('jobId')}): it resumes from its "
+            "last complete checkpoint"
+        )
+    return f"run {run}: same run, same job (no new attempt)"
 
 
 if __name__ == "__main__":

@@ -1,26 +1,14 @@
 """Which node pool edits replace the pool, and whether an edit does: for the offline plan.
 
-A GKE node pool is replaced (deleted first, `deleteBeforeReplace`, infra/cluster.py) when one of its
-ForceNew inputs changes; every node of the pool goes, and with the GPU pool the running job's GPUs.
-`FORCE_NEW` lists those inputs as the program spells them (camelCase, the Pulumi names), read from
-the Google provider the pulumi-gcp bridge wraps: hashicorp/terraform-provider-google-beta
-google-beta/services/container/resource_container_node_pool.go (pool fields) and node_config.go
-(`schemaNodeConfig`) at 3dc173a3 (v7.45.0, the submodule of pulumi/pulumi-gcp's main; the exact
-upstream of pulumi-gcp 10.2.0 was not in the mirror, and these fields have been ForceNew for years).
-
-How Terraform's SDK applies ForceNew (hashicorp/terraform-plugin-sdk helper/schema/schema.go `diffList` at
-9e601691): on a block it forces replacement only when the block appears or goes (its item count); a nested field
-forces it only if that field is ForceNew itself. Hence two kinds of entry:
-- SUBTREE: the field, or a block whose every nested field is ForceNew: any change replaces;
-- PRESENCE: a ForceNew block with in-place nested fields (`placementPolicy`: only `type`, which we
-  set, is not ForceNew): replaced when the block is added or removed.
-Inputs not listed (nodeCount, machineType, diskSizeGb, taints, labels, ...) are updated in place;
-some of those still recreate the nodes one by one (GKE "Manually upgrade node pools"), which is not
-a replacement of the pool.
-
-`python -m infra.plan --stack NAME --compare BEFORE.json` (a previous `--json` plan, or the golden
-tests/golden/NAME.json) says which pool an edit replaces and why; the text plan lists, per pool, the
-config keys that would.
+A pool is replaced (`deleteBeforeReplace`, infra/cluster.py), with the running job's GPUs, when a
+ForceNew input changes. `FORCE_NEW` lists them in the program's camelCase, read from
+hashicorp/terraform-provider-google-beta google-beta/services/container/resource_container_node_pool.go
+and node_config.go (`schemaNodeConfig`) at 3dc173a3 (v7.45.0, the submodule of pulumi/pulumi-gcp's
+main). Terraform's SDK (hashicorp/terraform-plugin-sdk helper/schema/schema.go `diffList` at 9e601691)
+forces replacement on a block only when it appears or goes, on a nested field only if that field is
+ForceNew: hence SUBTREE (any change replaces) and PRESENCE (only adding or removing the block, e.g.
+`placementPolicy`). Unlisted inputs update in place. `python -m infra.plan --compare BEFORE.json` says
+which pool an edit replaces and why.
 """
 
 from __future__ import annotations

@@ -1,36 +1,16 @@
 """Checkpoint sizing: how big a NeMo-RL checkpoint is, how long Lustre takes to write it, and
 whether the stack's Managed Lustre instance is big and fast enough.
 
-Bytes per parameter (mixed-precision Adam, the accounting of the ZeRO paper, Rajbhandari et al.
-2020, section 3.1):
+Mixed-precision Adam keeps 16 bytes/parameter (bf16 weights and gradients, fp32 master copy and both
+moments: ZeRO, Rajbhandari et al. 2020, section 3.1); a saved `step_N` holds 14 of them plus state, and
+the DTensor path keeps fp32 parameters, so 16 B/param is the round, slightly conservative size. A bf16
+export, and the HF cache (times `HF_CACHE_FACTOR`), are 2 B/param.
 
-    weights, bf16 ............................ 2
-    gradients, bf16 .......................... 2
-    fp32 master copy of the weights .......... 4
-    Adam first moment (m), fp32 .............. 4
-    Adam second moment (v), fp32 ............. 4
-                                              --
-                                              16 bytes/parameter
-
-A saved training checkpoint holds the weights, the fp32 master copy and both moments (14 B/param;
-gradients are not saved), plus scheduler/RNG/dataloader state, and the DTensor path keeps fp32
-parameters; 16 B/param is used as the round, slightly conservative size of one
-`checkpoint_dir/step_N` (a 72.7B model: 1.16 TB). A Hugging Face export of the weights alone in
-bf16 is 2 B/param; so is the model download in the HF cache (HF_HOME on Lustre), taken times
-`HF_CACHE_FACTOR` for tokenizer/config files, the datasets cache and a second format some repos
-ship.
-
-Capacity the run needs on Lustre = (keep_top_k + 1) checkpoints (NeMo-RL writes `tmp_step_N`
-and renames it when whole, so one more checkpoint than it keeps exists while saving) + the HF
-cache, times `HEADROOM` (Lustre slows down when nearly full). `keep_top_k` comes from the
-recipe's and the user's overrides (`checkpointing.keep_top_k=N`, the last one wins); absent, it is
-NeMo-RL's default, 3 (examples/configs/grpo_math_1B.yaml, which the other GRPO configs inherit);
-`null` keeps every checkpoint: max_num_steps / save_period of them.
-
-Write time = checkpoint bytes / aggregate throughput, aggregate throughput = capacity in TiB x the
-tier's MB/s per TiB (https://cloud.google.com/managed-lustre/docs/performance-tiers;
-MB = 10^6 bytes). It is the best case: all
-ranks write in parallel at the instance's full rate.
+Capacity = (keep_top_k + 1) checkpoints (NeMo-RL writes `tmp_step_N` and renames it when whole) + the HF
+cache, times `HEADROOM` (Lustre slows when nearly full). `keep_top_k` is the last override's, else
+NeMo-RL's default 3 (examples/configs/grpo_math_1B.yaml, inherited by the other GRPO configs); `null`
+keeps all. Write time = bytes / (TiB x the tier's MB/s per TiB,
+https://cloud.google.com/managed-lustre/docs/performance-tiers; MB = 10^6): the best case.
 """
 
 from __future__ import annotations
@@ -41,12 +21,12 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional
 
 from infra.lustre_catalogue import LUSTRE_TIERS, lustre_aggregate_mb_s
-from workloads.job_spec import CHECKPOINT_BYTES_PER_PARAM
+from infra.run_plan import CHECKPOINT_BYTES_PER_PARAM, NEMO_RL_DEFAULT_SAVE_PERIOD
 from workloads.overrides import parse_override
 
 BYTES_PER_PARAM_CHECKPOINT = CHECKPOINT_BYTES_PER_PARAM
 """Mixed-precision Adam: bf16 weights 2 + bf16 grads 2 + fp32 master 4 + Adam m 4 + Adam v 4 (the job builder
-derives the save period from the same figure, workloads/job_spec.py)."""
+derives the save period from the same figure, infra/run_plan.py)."""
 BYTES_PER_PARAM_BF16 = 2
 """A bf16 copy of the weights: the HF export and the HF model download."""
 HF_CACHE_FACTOR = 1.5
@@ -55,8 +35,6 @@ HEADROOM = 1.10
 """Keep 10% of the instance free."""
 NEMO_RL_DEFAULT_KEEP_TOP_K = 3
 """`checkpointing.keep_top_k` in NeMo-RL's examples/configs/grpo_math_1B.yaml."""
-NEMO_RL_DEFAULT_SAVE_PERIOD = 10
-"""`checkpointing.save_period` in the same file."""
 DEFAULT_WRITE_TARGET_SECONDS = 300
 GIB = 1024**3
 MB = 10**6

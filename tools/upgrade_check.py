@@ -2,39 +2,18 @@
 
     python -m tools.upgrade_check --from REF [--stack-file Pulumi.NAME.yaml ...] [--json]
 
-Plans every stack committed at REF, and every stack file named, twice, offline (no network, no
-credentials): with REF's code (a `git worktree add --detach` of REF in a temp directory, removed after,
-running REF's own `python -m infra.plan --stack NAME --json --assume-secrets` with this venv's python)
-and with this working tree's code. Both plans read the same stack file (REF's committed one, or the
-named one): a user's stack file is theirs and stays as it is across `git pull`. Stacks added after REF
-have nothing live to upgrade and are not compared.
-
-It FAILS (exit 1), naming each:
-- a data-bearing resource (`DATA_FORCE_NEW`: the Lustre instance, the GCS bucket, the GKE cluster)
-  replaced, by a change of an input the provider marks ForceNew (the classifier of
-  tools/pool_replacement.py, over this module's tables) or listed in `replaceOnChanges`, or deleted;
-- a URN or type change without an alias: a resource of REF whose URN is gone, while one of the same
-  name appears under another URN and no alias of it resolves to the old URN (the plan records
-  `options.aliases`, tools/mocks.py);
-- a dynamic provider pickled at REF (the `__provider` input, as it sits in the stack's state) that does
-  not load at this tree in a fresh process (what Pulumi's dynamic provider host does; as
-  tests/test_dynamic_provider_paths.py);
-- a stack file that planned at REF and no longer plans (config refused or renamed);
-- a running run that would restart from step 0 (`run_findings`): its `outputs.runId` changes, or its
-  checkpoint directory moves and this tree's plan does not name the old one (its continuity lookup:
-  the old directory in the job submission's inputs, in a `.json` file of a ConfigMap such as the
-  watcher's run.json, or in an output). Legacy rule: a REF plan without `outputs.runId` (releases up to
-  1.0.0 named a run by its submission id, the job spec's hash, which any spec edit changes) is judged
-  by the checkpoint directory alone.
-
-It WARNS, with the cost (training lost at most one save period: the plan's `estimates.preemption`
-worst loss in minutes, and dollars at the GPU pool's price), on a node pool replaced (ForceNew inputs,
-as `python -m infra.plan --compare` says) or removed, a Ray cluster restart (its Helm release replaced:
-values, chart or version changed), a job resubmitted (a new spec: the attempt stops and the next
-resumes from its last checkpoint), and a REF plan that fails ("not comparable").
-
-Exit codes (workloads/exit_codes.py): 0 nothing lost (warnings allowed), 1 at least one failure, 2 bad
-usage (one `error:` line), 3 environment (not a git checkout, an unknown REF, a worktree git refuses).
+Plans every stack committed at REF, and every stack file named, offline twice: with REF's code (its own
+`python -m infra.plan --json --assume-secrets` in a detached temporary worktree) and with this tree's,
+both from the same stack file (a user's stack file stays as it is across `git pull`). It FAILS (exit
+1) on: a data-bearing resource (`DATA_FORCE_NEW`: Lustre, bucket, cluster) replaced by a ForceNew or
+`replaceOnChanges` input, or deleted; a URN change without an alias resolving to the old URN; a
+dynamic provider pickled at REF that does not load here in a fresh process (as Pulumi's dynamic
+provider host would); a stack file that no longer plans; a run that would restart at step 0 (its
+`outputs.runId` changes, or its checkpoint directory moves and this plan does not name the old one;
+a REF plan without `runId`, releases up to 1.0.0, is judged by the directory alone). It WARNS, with the
+training and dollars at risk, on a node pool replaced or removed, a Ray cluster restart (its Helm
+release replaced), a job resubmitted, and a REF plan that fails. Exit codes (workloads/exit_codes.py):
+0 nothing lost, 1 a failure, 2 bad usage, 3 environment (no git checkout, unknown REF).
 """
 
 from __future__ import annotations

@@ -1,37 +1,15 @@
 """Open the Ray dashboard of a GKE cluster on http://127.0.0.1:<port>, without kubectl.
 
-The GKE API server's service proxy already serves the dashboard at
+The API server's service proxy serves it at `https://<endpoint>/api/v1/namespaces/<ns>/services/<head-svc>:dashboard/proxy/`,
+but every request needs a Google bearer token and the IP endpoint's certificate is the cluster CA's, so a
+local reverse proxy forwards each request (websockets included), adds a fresh token (a tab left open
+outlives the ~1 h token) and verifies TLS. Unlike `kubectl port-forward` it needs only Application
+Default Credentials and works through the DNS endpoint, which needs no authorized network.
 
-    https://<endpoint>/api/v1/namespaces/<ns>/services/<head-svc>:dashboard/proxy/
-
-but a browser cannot use it directly: every request needs `Authorization: Bearer <Google token>`,
-and the IP endpoint's certificate is signed by the cluster's own CA. This module runs a small
-local reverse proxy that forwards every request (method, path, query, body, end-to-end headers,
-websocket upgrades) to that URL, adds a bearer token and verifies TLS with the cluster CA file
-(IP endpoint) or the public roots (DNS endpoint). Why not `kubectl port-forward`:
-
-* no kubectl, kubeconfig or gke-gcloud-auth-plugin is needed, only Application Default
-  Credentials (the same identity `python -m jobctl submit` uses);
-* it works through the cluster's DNS endpoint (`gke-<id>.<region>.gke.goog`), which needs no
-  authorized network, whereas a port-forward needs a reachable endpoint *and* an exec/portforward
-  stream that is opened once and dies with the connection;
-* the token is asked from `token_provider` for every request (cheap: Google credentials refresh
-  only when expired), so a dashboard tab left open for hours keeps working after the first
-  ~1 h token expires.
-
-The dashboard is served at the local root, so its absolute links work; `Location` redirects the
-upstream sends under the proxy prefix are rewritten to the local address, and a request whose
-path already carries the prefix (a link the API server rewrote in an HTML page) is forwarded
-without adding it again. Requests whose Host is not the proxy's own address are refused (a web
-page could otherwise reach it by DNS rebinding and act with the user's token). Hop-by-hop headers (RFC 9110 7.6.1) are
-not forwarded; the client's own
-`Authorization` is replaced. The token is never logged or printed, and only a loopback address
-listens (`serve` refuses any other). As with `kubectl port-forward`, other processes of this machine
-can reach that port while the proxy runs, and act with the user's identity.
-
-`serve` blocks (the CLI), `DashboardProxy` runs it in a thread (tests, notebooks), and
-`serve_cluster` resolves endpoint/namespace/service/CA into `serve`'s arguments and checks the
-dashboard answers before listening.
+The dashboard is served at the local root; upstream redirects under the proxy prefix are rewritten.
+Requests whose Host is not the proxy's own are refused (DNS rebinding would act with the user's token),
+hop-by-hop headers (RFC 9110 7.6.1) are dropped, the token is never logged, and only loopback listens;
+as with a port-forward, other processes of this machine can reach the port while it runs.
 """
 
 from __future__ import annotations

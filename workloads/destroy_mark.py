@@ -1,22 +1,13 @@
 """The mark that `pulumi destroy` has begun: once it is set, nothing starts an attempt of the run.
 
-On a destroy the Ray head and the preemption watcher stay up through the Lustre export (the in-cluster
-objects are `deleted_with` the cluster, __main__.py), and a watcher in its backoff would resubmit an
-attempt, or clean a partial save, in `checkpoints/` while the export copies it. The job submission's
-delete (`workloads.hook.JobSubmissionProvider.delete`, which Pulumi runs before the Lustre guard's
-export) sets the mark first, then stops every attempt; every submission of an attempt
-(`workloads.submit.submit_attempt`: the deploy, `python -m jobctl`, the watcher) and the watcher's
-resubmission path, before it touches `checkpoints/` (the first hold, `workloads/recovery/holds.py`
-`not_destroying`), refuse while it is there.
-
-The mark is a Ray job, `<submission id>-destroying`, whose entrypoint does nothing: it lives where every
-submitter already looks (the Job API of the one Ray head), needs no Lustre write from the user's machine
-and no Kubernetes call, and where a part is already gone it is not needed: without the cluster or the Ray
-head nothing can submit. It ends with the Ray head; a `pulumi up` that submits the job again
-(`JobSubmissionProvider.create`/`update`) removes it first, so a destroy that stopped half-way and is
-followed by a deploy runs again. Only on a real cluster: the head keeps its job table until it restarts
-(no GCS fault tolerance here), so a head restarted during the destroy forgets the mark; its attempts were
-stopped with it.
+Why: the Ray head and the watcher stay up through the Lustre export, and a watcher in its backoff
+would resubmit, or clean a partial save, while the export copies `checkpoints/`. The job submission's
+delete (`workloads.hook.JobSubmissionProvider.delete`, before the Lustre guard's export) sets the mark
+and then stops every attempt; every submission (`workloads.submit.submit_attempt`) and the watcher's
+first hold (`workloads/recovery/holds.py` `not_destroying`) refuse while it is there. The mark is a
+no-op Ray job `<submission id>-destroying`: it lives where every submitter already looks, and ends
+with the head; `JobSubmissionProvider.create`/`update` removes it, so a deploy after a stopped destroy
+runs again. A head restarted mid-destroy forgets it (no GCS fault tolerance), its attempts stopped too.
 """
 
 from __future__ import annotations

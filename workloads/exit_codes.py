@@ -11,7 +11,7 @@ import sys
 from typing import Callable, Optional, TextIO
 
 from workloads.cli_args import UsageError
-from workloads.job_spec import JobBuildError
+from workloads.job_types import JobBuildError
 
 OK, JOB_FAILED, USAGE, UNREACHABLE, TIMEOUT, GATE_FAILED = 0, 1, 2, 3, 4, 5
 INTERRUPTED = 130

@@ -296,15 +296,25 @@ class KubeGangView:
     def release(self) -> str:
         """Scale the worker group to 0 (KubeRay deletes its pods; the autoscaler then removes the empty nodes).
         The Helm release's values still say `replicas: nodeCount`, but the release's own record does not
-        change, so whether a plain `pulumi up` sees the difference is only known on a real cluster; the way
-        back is to set both fields to `nodeCount` again (docs/capacity.md, "Bounded waits")."""
+        change, so a later `pulumi up` does not restore the group: the run's owner and `python -m jobctl
+        submit` (`scale`) own the worker count (docs/day-2.md)."""
+        self.scale(0)
+        return f"worker group {self.worker_group} of RayCluster {self.ray_cluster} scaled to 0"
+
+    def scale(self, replicas: int) -> Optional[int]:
+        """Set the worker group's `replicas` and `minReplicas` to `replicas` (the Helm values have min = replicas
+        = max = nodeCount: infra/ray_cluster.py); returns the replicas it had, or None when it had `replicas`
+        already (then nothing is patched). A JSON patch by index, the group found by its name."""
         path = f"/apis/ray.io/v1/namespaces/{self.namespace}/rayclusters/{self.ray_cluster}"
         cluster = self._call("GET", path)
         groups = cluster["spec"]["workerGroupSpecs"]
         index = next(i for i, g in enumerate(groups) if g.get("groupName") == self.worker_group)
+        had = groups[index].get("replicas")
+        if had == replicas and groups[index].get("minReplicas") == replicas:
+            return None
         patch = [
-            {"op": "replace", "path": f"/spec/workerGroupSpecs/{index}/replicas", "value": 0},
-            {"op": "replace", "path": f"/spec/workerGroupSpecs/{index}/minReplicas", "value": 0},
+            {"op": "replace", "path": f"/spec/workerGroupSpecs/{index}/replicas", "value": replicas},
+            {"op": "replace", "path": f"/spec/workerGroupSpecs/{index}/minReplicas", "value": replicas},
         ]
         self._call("PATCH", path, patch, content_type="application/json-patch+json")
-        return f"worker group {self.worker_group} of RayCluster {self.ray_cluster} scaled to 0"
+        return int(had or 0)

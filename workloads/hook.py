@@ -64,7 +64,7 @@ from typing import Any
 
 from pulumi.dynamic import CreateResult, DiffResult, ReadResult, ResourceProvider, UpdateResult
 
-from workloads.job_spec import JobSpec
+from workloads.job_types import JobSpec
 
 SPEC_KEYS = ("entrypoint", "runtime_env", "submission_id", "metadata", "spec_hash")
 CONNECTION_KEYS = ("address", "gke_endpoint", "ca_cert_b64", "namespace", "head_service", "ray_cluster_name")
@@ -166,12 +166,13 @@ def _submit_gated(client: Any, spec: JobSpec, props: dict[str, Any]) -> tuple[An
     runs, and only after this attempt's own gate under enforce/warn); returns the result and the gate's
     outputs. Raises `gate.GateFailed` (enforce) before anything is submitted."""
     from workloads import destroy_mark, run_owner
-    from workloads.gate import GatePlan, gate_in_force
+    from workloads.gate import GatePlan
 
     # A deploy that submits the job lifts the mark of a destroy that stopped half-way (workloads/destroy_mark.py).
     destroy_mark.clear_destroy_mark(client, spec.submission_id)
-    policy, plan = gate_in_force(props.get("gate_policy"), props.get("gate_plan") or None)
-    gate = run_owner.GateSetup(policy, GatePlan.from_dict(plan) if plan is not None else None)
+    plan = props.get("gate_plan")
+    gate = run_owner.GateSetup.of(props.get("gate_policy"), GatePlan.from_dict(plan) if plan else None)
+    policy = gate.policy
     result, report = run_owner.submit_gated(client, spec, gate, on_line=_log)
     if not gate.on:
         return result, {"ran": False, "policy": policy, "summary": "gate off"}

@@ -27,16 +27,33 @@ variable is rejected.
 
 from __future__ import annotations
 
-import copy
-import hashlib
-import json
-import math
 import posixpath
 import re
 import shlex
-from dataclasses import dataclass
 from typing import Any, Mapping, Protocol, Union
 
+from workloads.job_types import (  # noqa: F401 (re-exported: plan-time callers read them here too)
+    CHECKPOINTS_DIR,
+    LOGS_DIR,
+    META_ATTEMPT,
+    META_RECIPE,
+    META_RUN_ID,
+    META_SPEC_HASH,
+    META_STACK,
+    SECRET_ENV_NAMES,
+    JobBuildError,
+    JobSpec,
+    checkpoint_dir,
+    hf_home,
+    legacy_checkpoint_dir,
+    log_dir,
+    mount_root,
+    results_dirs,
+    run_checkpoint_subdir,
+    run_id_for,
+    spec_hash,
+    submission_id_for,
+)
 from workloads.overrides import OverrideChecker, OverrideError, override_key, parse_override
 from workloads.recipes import RECIPES, Parallelism, Recipe, TrainingBackend
 
@@ -64,32 +81,6 @@ class JobSettings(Protocol):
     def max_lost_minutes(self) -> "float | None": ...
 
 
-SECRET_ENV_NAMES = frozenset({"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "WANDB_API_KEY"})
-"""Environment variables that carry credentials: they come from the pod, never the runtime env."""
-
-META_STACK = "nemo-rl-gke/stack"
-META_RECIPE = "nemo-rl-gke/recipe"
-META_SPEC_HASH = "nemo-rl-gke/spec-hash"
-META_ATTEMPT = "nemo-rl-gke/attempt"
-"""Ray job metadata keys; `workloads.submit` finds a stack's jobs by them."""
-
-_ID_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
-_ID_SLUG_MAX = 80
-"""Submission ids appear in URL paths, actor names and log file names: keep them short and plain."""
-
-
-class JobBuildError(ValueError):
-    """The job cannot be built for this stack; the message names what to change.
-
-    `key` is the stack config key (camelCase path below the namespace) the user has to change, so the
-    Pulumi program can report it like any other config error before creating a resource.
-    """
-
-    def __init__(self, message: str, key: str = "job.overrides"):
-        super().__init__(message)
-        self.key = key
-
-
 class PoolShape(Protocol):
     """What the job needs from the GPU pool (`infra.stack_context.GpuPoolFacts` satisfies it)."""
 
@@ -100,85 +91,6 @@ class PoolShape(Protocol):
     def gpus_per_node(self) -> int: ...
 
 
-@dataclass(frozen=True)
-class JobSpec:
-    """Everything a submission sends to Ray. Build it with `build_job` or `JobSpec.create`.
-
-    `spec_hash` is the SHA-256 of the entrypoint and runtime env; `submission_id` is
-    `<stack>-<recipe>-<first 8 hex of spec_hash>` with anything outside `[A-Za-z0-9_-]` turned
-    into `-`, so the same spec always gets the same id and any change gets a new one.
-    """
-
-    entrypoint: str
-    runtime_env: dict[str, Any]
-    submission_id: str
-    metadata: dict[str, str]
-    spec_hash: str
-
-    @classmethod
-    def create(cls, *, stack: str, recipe: str, entrypoint: str, runtime_env: Mapping[str, Any]) -> "JobSpec":
-        """A spec for any entrypoint (tests use short commands); computes hash, id and metadata."""
-        env = copy.deepcopy(dict(runtime_env))
-        leaked = sorted(SECRET_ENV_NAMES & set((env.get("env_vars") or {})))
-        if leaked:
-            raise JobBuildError(
-                f"runtime env sets {', '.join(leaked)}: secrets reach the job from the pod's Kubernetes "
-                "Secret, never through the Ray runtime env (it is stored and shown by the dashboard)"
-            )
-        digest = spec_hash(entrypoint, env)
-        return cls(
-            entrypoint=entrypoint,
-            runtime_env=env,
-            submission_id=submission_id_for(stack, recipe, digest),
-            metadata={META_STACK: stack, META_RECIPE: recipe, META_SPEC_HASH: digest},
-            spec_hash=digest,
-        )
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "JobSpec":
-        """Rebuild a spec from `to_dict()` output (e.g. dynamic-provider props), checking its hash."""
-        spec = cls(
-            entrypoint=str(data["entrypoint"]),
-            runtime_env=copy.deepcopy(dict(data["runtime_env"])),
-            submission_id=str(data["submission_id"]),
-            metadata={str(k): str(v) for k, v in dict(data["metadata"]).items()},
-            spec_hash=str(data["spec_hash"]),
-        )
-        if spec_hash(spec.entrypoint, spec.runtime_env) != spec.spec_hash:
-            raise JobBuildError(
-                f"job spec {spec.submission_id}: spec_hash does not match its entrypoint and runtime env"
-            )
-        return spec
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "entrypoint": self.entrypoint,
-            "runtime_env": copy.deepcopy(self.runtime_env),
-            "submission_id": self.submission_id,
-            "metadata": dict(self.metadata),
-            "spec_hash": self.spec_hash,
-        }
-
-    @property
-    def stack(self) -> str:
-        return self.metadata[META_STACK]
-
-    @property
-    def recipe(self) -> str:
-        return self.metadata[META_RECIPE]
-
-
-def spec_hash(entrypoint: str, runtime_env: Mapping[str, Any]) -> str:
-    """SHA-256 (hex) over the entrypoint and the runtime env in canonical JSON."""
-    doc = json.dumps({"entrypoint": entrypoint, "runtime_env": runtime_env}, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(doc.encode()).hexdigest()
-
-
-def submission_id_for(stack: str, recipe: str, digest: str) -> str:
-    slug = _ID_UNSAFE.sub("-", f"{stack}-{recipe}").strip("-")[:_ID_SLUG_MAX].rstrip("-") or "job"
-    return f"{slug}-{digest[:8]}"
-
-
 NRL_VIRTUAL_CLUSTER_MAX_RETRIES = 10
 """NeMo-RL's placement wait (nemo_rl/distributed/virtual_cluster.py, v0.4.0 to v0.7.0): it checks
 `ray.cluster_resources()` for the GPUs it needs up to this many times, sleeping 2**i s after try i, then
@@ -187,22 +99,6 @@ spot node (minutes); 10 waits 2**10 - 1 = 1023 s, about 17 min. The driver reads
 environment, which the job's runtime env sets. The watcher also waits for the GPUs before it
 resubmits (`workloads.recovery`), so this covers the first submission and a node lost again in
 between; a wait that runs out is a capacity wait, not counted as a restart."""
-
-CHECKPOINTS_DIR = "checkpoints"
-LOGS_DIR = "logs"
-
-
-def results_dirs() -> tuple[str, ...]:
-    """The top-level directories on Lustre (relative to the mount path, i.e. to the filesystem root)
-    that hold what a run produces: checkpoints and logs. `infra.lustre_guard` exports exactly these to
-    the bucket before `pulumi destroy` deletes Lustre; the HF cache is not among them (re-downloadable).
-    """
-    return (CHECKPOINTS_DIR, LOGS_DIR)
-
-
-def checkpoint_dir(mount_path: str, stack: str, recipe: str, key: str = "") -> str:
-    """Checkpoints on Lustre, per stack, recipe and `checkpoint_key`: resubmitting the same job resumes from here."""
-    return posixpath.join(_mount(mount_path), CHECKPOINTS_DIR, stack, recipe, *([key] if key else []))
 
 
 def checkpoint_key(recipe: Recipe, par: Parallelism, user_overrides: "tuple[str, ...] | list[str]" = ()) -> str:
@@ -218,41 +114,42 @@ def checkpoint_key(recipe: Recipe, par: Parallelism, user_overrides: "tuple[str,
     return f"{slug}-seq{seq}-{par.backend.value}-tp{par.train_tensor_parallel}-pp{par.train_pipeline_parallel}"
 
 
-def run_checkpoint_dir(recipe: Recipe, job_cfg: "JobSettings", mount_path: str, stack: str) -> str:
-    """The run's `checkpointing.checkpoint_dir` (the job gets it; the watcher reads it)."""
-    return checkpoint_dir(
-        mount_path, stack, recipe.name, checkpoint_key(recipe, job_cfg.parallelism, tuple(job_cfg.overrides))
+def run_checkpoint_subdir_for(recipe: Recipe, job_cfg: "JobSettings", stack: str) -> str:
+    """The run's checkpoints below the checkpoints root (`workloads.job_types.run_checkpoint_subdir`): the job
+    joins it to `<mount>/checkpoints`, the watcher's run plan to its own mount of that directory."""
+    return run_checkpoint_subdir(
+        stack, recipe.name, checkpoint_key(recipe, job_cfg.parallelism, tuple(job_cfg.overrides))
     )
 
 
-NEMO_RL_DEFAULT_SAVE_PERIOD = 10
-"""`checkpointing.save_period` of NeMo-RL's examples/configs/grpo_math_1B.yaml, which every recipe's config
-inherits: used only when the plan has no step-time estimate for the recipe."""
-CHECKPOINT_BYTES_PER_PARAM = 16
-"""Bytes per parameter of one saved training checkpoint (mixed-precision Adam; tools/sizing.py says why)."""
-SAVE_OVERHEAD = 0.10
-"""Without `job.maxLostMinutes`, a save period keeps writing checkpoints to at most this share of training time."""
+def run_id_of(recipe: Recipe, job_cfg: "JobSettings", stack: str) -> str:
+    """The run a spec of this stack, recipe and job config is an attempt of (`workloads.job_types.run_id_for`)."""
+    return run_id_for(stack, recipe.name, checkpoint_key(recipe, job_cfg.parallelism, tuple(job_cfg.overrides)))
 
 
-def derived_save_period(step_seconds: "float | None", write_seconds: float, max_lost_minutes: "float | None") -> int:
-    """`checkpointing.save_period` from a bound on the training one preemption may throw away.
-
-    A preemption loses the steps since the last complete checkpoint, and the save in flight: at worst
-    `save_period x step + write`. With `job.maxLostMinutes` the period is the largest that keeps that
-    within the bound (at least 1: a step cannot be split). Without one it is the smallest period whose
-    writes take at most `SAVE_OVERHEAD` of the training time, so the loss stays near a step and the
-    checkpoint's own write time instead of NeMo-RL's default of 10 steps (hours on the big recipes).
-    With no step-time estimate: NeMo-RL's default."""
-    if not step_seconds:
-        return NEMO_RL_DEFAULT_SAVE_PERIOD
-    if max_lost_minutes is not None:
-        return max(1, int((max_lost_minutes * 60 - write_seconds) // step_seconds))
-    return max(1, math.ceil(write_seconds / (SAVE_OVERHEAD * step_seconds)))
+ADOPTED = "nemo-rl-gke: resuming from the checkpoints of an earlier release"
+"""The one log line of `adopt_legacy_checkpoints` (it follows with what moved where)."""
 
 
-def checkpoint_write_seconds(params_billion: float, aggregate_mb_s: float) -> float:
-    """One checkpoint written at the Lustre instance's aggregate throughput (MB/s): the best case."""
-    return params_billion * 1e9 * CHECKPOINT_BYTES_PER_PARAM / (aggregate_mb_s * 1e6) if aggregate_mb_s > 0 else 0.0
+def adopt_legacy_checkpoints(legacy: str, current: str) -> str:
+    """A POSIX shell command, run by the job's entrypoint before NeMo-RL starts, that moves every complete
+    `step_*` checkpoint of `legacy` (where releases up to 5971cc4 saved the run: `checkpoints/<stack>/<recipe>`)
+    that `current` does not hold into `current`, and says so in one line. NeMo-RL then resumes from the
+    newest `step_*` of `current` (nemo_rl/utils/checkpoint.py `CheckpointManager.get_latest_checkpoint_path`).
+
+    In the entrypoint because it is the one thing that runs before every attempt, the first one after an
+    upgrade included, whoever submits it (the deploy's hook, the watcher, `jobctl submit`). A move and not a
+    look-up: `current` is a directory inside `legacy` on the same Lustre filesystem, so each move is a
+    rename (atomic, no copy), and a run that moved once has one place to look. Idempotent: an attempt
+    stopped between two renames leaves the rest for the next one; nothing left, nothing said. `tmp_step_*`
+    (a save cut short) stays behind. A rename that fails stops the attempt (exit 1) instead of starting the
+    run at step 0 beside its checkpoints."""
+    return (
+        f'o={shlex.quote(legacy)}; c={shlex.quote(current)}; m=; for d in "$o"/step_*; do '
+        '[ -d "$d" ] || continue; s="${d##*/}"; [ -e "$c/$s" ] && continue; mkdir -p "$c" && mv "$d" "$c/$s" '
+        '|| { echo "nemo-rl-gke: cannot move $d to $c" >&2; exit 1; }; m="$m $s"; done; '
+        f'[ -z "$m" ] || echo "{ADOPTED}: moved$m from $o to $c"'
+    )
 
 
 def _last_value(recipe: Recipe, user_overrides: "tuple[str, ...] | list[str]", key: str) -> "str | None":
@@ -272,22 +169,6 @@ def _last_int(recipe: Recipe, user_overrides: "tuple[str, ...] | list[str]", key
 
 def train_global_batch_size(recipe: Recipe, user_overrides: "tuple[str, ...] | list[str]" = ()) -> int:
     return _last_int(recipe, user_overrides, "policy.train_global_batch_size", recipe.config_train_global_batch_size)
-
-
-def log_dir(mount_path: str, stack: str, recipe: str) -> str:
-    """NeMo-RL's `logger.log_dir` (it adds exp_<N> per run; TensorBoard and W&B files go below)."""
-    return posixpath.join(_mount(mount_path), LOGS_DIR, stack, recipe)
-
-
-def hf_home(mount_path: str) -> str:
-    """The Hugging Face cache on Lustre, shared by every node and kept across runs."""
-    return posixpath.join(_mount(mount_path), "hf-cache")
-
-
-def _mount(mount_path: str) -> str:
-    if not mount_path.startswith("/"):
-        raise JobBuildError(f"mount path {mount_path!r} must be absolute", key="ray.mountPath")
-    return posixpath.normpath(mount_path)
 
 
 def _fmt(value: Any) -> str:
@@ -311,6 +192,7 @@ _OWNER = {
     "checkpointing.enabled": "nothing (checkpoints are how a preempted run resumes)",
     "checkpointing.save_period": "job.maxLostMinutes (the training one preemption may lose)",
     "checkpointing.checkpoint_dir": "ray.mountPath",
+    "checkpointing.is_async": "nothing (a checkpoint must be whole before its step_N appears)",
     "logger.log_dir": "ray.mountPath",
     "grpo.max_num_steps": "job.maxNumSteps",
     "logger.wandb_enabled": "job.wandbProject (and the wandbApiKey secret)",
@@ -403,8 +285,12 @@ def _derived(
     else:
         out["policy.dtensor_cfg.tensor_parallel_size"] = par.train_tensor_parallel
     out["checkpointing.enabled"] = True
-    out["checkpointing.checkpoint_dir"] = run_checkpoint_dir(recipe, job_cfg, mount_path, stack)
+    out["checkpointing.checkpoint_dir"] = posixpath.join(
+        mount_root(mount_path), CHECKPOINTS_DIR, run_checkpoint_subdir_for(recipe, job_cfg, stack)
+    )
     out["checkpointing.save_period"] = save_period
+    if _saves_async(recipe.image.tag):
+        out[_SYNC_SAVE] = False
     out["logger.log_dir"] = log_dir(mount_path, stack, recipe.name)
     out["grpo.max_num_steps"] = job_cfg.max_num_steps or recipe.max_num_steps
     out["logger.wandb_enabled"] = wandb_enabled
@@ -416,16 +302,41 @@ def _derived(
     return out
 
 
+_SYNC_SAVE = "checkpointing.is_async"
+"""Off: NeMo-RL v0.6.0's DTensor v2 worker saves with `dcp.async_save` ("is_async": True in
+nemo_rl/models/policy/workers/dtensor_policy_worker_v2.py) and grpo.py renames tmp_step_N to step_N as
+soon as `save_checkpoint` returns, before the write ends (fixed upstream only in unreleased commit
+c95bec5a6). `save_checkpoint` copies `checkpointing.is_async` over the worker's setting
+(nemo_rl/models/automodel/checkpoint.py, the keys it passes to `update_checkpointer_config`), so `false`
+makes the save synchronous. No config file carries the key, hence `++`. v0.5.0's worker saves
+synchronously (is_async defaults to False there, nemo_rl/utils/automodel_checkpoint.py) and v0.4.0 has no
+async save; Megatron saves with `async_save=False` at every pinned tag."""
+
+
+def _saves_async(tag: str) -> bool:
+    """The pinned NeMo-RL tag's DTensor v2 worker saves asynchronously unless told not to (v0.6.0 on)."""
+    try:
+        version = tuple(int(part) for part in tag.lstrip("v").split(".")[:3])
+    except ValueError:
+        return True  # an unknown tag: say it, the override checker then verifies the key
+    return version >= (0, 6, 0)
+
+
 def _stack_part(derived: Mapping[str, Any]) -> list[str]:
     """The stack-derived overrides (step 1 of the module docstring), as `key=value`.
 
     Every key written exists in the recipes' config files (see workloads/recipes.py for what was
-    checked), so the strict `key=value` form is used: a key NeMo-RL renamed fails loudly at start
+    checked), so the strict `key=value` form is used (but `++` for `checkpointing.is_async`, which no config
+    file carries: `_SYNC_SAVE`): a key NeMo-RL renamed fails loudly at start
     instead of being silently added. `colocated.enabled` is written only when it leaves the
     default (true), as the GKE tutorial does on v0.5.0: older Megatron configs did not all carry
     the colocated block.
     """
-    return [f"{key}={_fmt(value)}" for key, value in derived.items() if not (key == _COLOCATED and value is True)]
+    return [
+        f"{'++' if key == _SYNC_SAVE else ''}{key}={_fmt(value)}"
+        for key, value in derived.items()
+        if not (key == _COLOCATED and value is True)
+    ]
 
 
 def _merge(
@@ -484,7 +395,7 @@ def build_job(
     mount_path: str,
     stack: str,
     wandb_enabled: bool,
-    checkpoint_write_seconds: float = 0.0,
+    save_period: int,
 ) -> JobSpec:
     """The job that runs `recipe` on this stack.
 
@@ -495,8 +406,8 @@ def build_job(
         mount_path: where Lustre is mounted in the Ray pods (`ray.mountPath`).
         stack: the Pulumi stack name; part of paths, W&B run name and submission id.
         wandb_enabled: log to W&B (the caller knows whether the wandbApiKey secret is set).
-        checkpoint_write_seconds: the plan's estimate of writing one checkpoint to the stack's Lustre; with
-            the recipe's step time and `job.maxLostMinutes` it gives `checkpointing.save_period`.
+        save_period: `checkpointing.save_period`, the run plan's (`infra.run_plan.save_period_for`, its one
+            source: from `job.maxLostMinutes`, the recipe's step time and the checkpoint write time).
 
     Raises:
         JobBuildError: the layout does not fit the pool, or an override fights the stack.
@@ -510,13 +421,15 @@ def build_job(
     # The recipe's layout with the user's parallelism overrides applied (validated by the config).
     par = job_cfg.parallelism
     _check_fit(recipe, par, pool, tuple(job_cfg.overrides))
-    period = derived_save_period(recipe.step_seconds, checkpoint_write_seconds, job_cfg.max_lost_minutes)
-    derived = _derived(recipe, par, job_cfg, pool, mount_path, stack, wandb_enabled, period)
+    derived = _derived(recipe, par, job_cfg, pool, mount_path, stack, wandb_enabled, save_period)
     overrides = _merge(derived, recipe.overrides, tuple(job_cfg.overrides), recipe)
     argv = ["python", recipe.script, "--config", recipe.config_file, *overrides]
     # The image's scripts, configs and data.prompt_file are relative to its checkout; a Ray job
     # starts wherever the raylet runs, so change there first (as the codelab's script does).
-    entrypoint = f"cd {shlex.quote(recipe.image.workdir)} && {shlex.join(argv)}"
+    adopt = adopt_legacy_checkpoints(
+        legacy_checkpoint_dir(mount_path, stack, recipe.name), derived["checkpointing.checkpoint_dir"]
+    )
+    entrypoint = f"{adopt}; cd {shlex.quote(recipe.image.workdir)} && {shlex.join(argv)}"
     home = hf_home(mount_path)
     runtime_env = {
         "env_vars": {
@@ -529,7 +442,13 @@ def build_job(
             "NRL_VIRTUAL_CLUSTER_MAX_RETRIES": str(NRL_VIRTUAL_CLUSTER_MAX_RETRIES),
         }
     }
-    return JobSpec.create(stack=stack, recipe=recipe.name, entrypoint=entrypoint, runtime_env=runtime_env)
+    return JobSpec.create(
+        stack=stack,
+        recipe=recipe.name,
+        entrypoint=entrypoint,
+        runtime_env=runtime_env,
+        run_id=run_id_of(recipe, job_cfg, stack),
+    )
 
 
 def wandb_wanted(job_cfg: JobSettings, wandb_key_set: bool) -> bool:

@@ -63,6 +63,11 @@ class Attempt:
     note: str = ""
     rungs: str = ""
     """The rungs its GPU nodes came from when it was submitted ("spot 3, onDemand 5"); empty: not looked at."""
+    released: Optional[float] = None
+    """When the owner released the workers after this attempt ended the run (epoch seconds); None: not released."""
+    marks: dict[str, float] = field(default_factory=dict)
+    """Named times the owner saw around the attempt (epoch seconds): `gateStart`, `gateEnd` (its gate run),
+    `nodesReady`, `podsRunning` where known; the goodput buckets' boundaries (`workloads/goodput.py`)."""
 
     def hours(self, now: float) -> float:
         return max((self.end if self.end is not None else now) - self.start, 0.0) / 3600
@@ -99,7 +104,9 @@ class GangWait:
 @dataclass
 class Ledger:
     stack: str
-    submission_id: str
+    run_id: str
+    """The run's (`workloads.job_types.run_id_for`): every spec of the run, each a new attempt, adds to one
+    ledger, so its spend and budget span the attempts a spec edit started (a new run starts a new ledger)."""
     node_hour_usd: Optional[float] = None
     """The plan's price of a node-hour of the first rung: an attempt with no known mix is priced at it."""
     rung_node_hour_usd: dict[str, float] = field(default_factory=dict)
@@ -152,6 +159,8 @@ class Ledger:
     def from_dict(cls, data: dict[str, Any]) -> "Ledger":
         names = {f.name for f in dataclasses.fields(cls)}
         attempt_names = {f.name for f in dataclasses.fields(Attempt)}
+        # Written before run ids, a ledger was keyed by its spec's submission id (no run id matches it).
+        data = {"run_id": data.get("submission_id", ""), **data}
         kept = {k: v for k, v in data.items() if k in names and k not in ("attempts", "gang")}
         ledger = cls(**kept)
         ledger.attempts = [
@@ -170,13 +179,13 @@ class LedgerFile:
     def __init__(self, path: str | Path):
         self.path = Path(path)
 
-    def load(self, stack: str, submission_id: str) -> Ledger:
-        """The ledger of the run `submission_id` (a new spec starts a new ledger)."""
+    def load(self, stack: str, run_id: str) -> Ledger:
+        """The ledger of the run `run_id` (another run's, or none: a new ledger)."""
         try:
             ledger = Ledger.from_dict(json.loads(self.path.read_text()))
         except (OSError, ValueError, TypeError):
-            return Ledger(stack, submission_id)
-        return ledger if ledger.submission_id == submission_id else Ledger(stack, submission_id)
+            return Ledger(stack, run_id)
+        return ledger if ledger.run_id == run_id else Ledger(stack, run_id)
 
     def save(self, ledger: Ledger) -> None:
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")

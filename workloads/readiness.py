@@ -1,20 +1,11 @@
 """Wait until a KubeRay RayCluster is provisioned (head and every worker replica ready).
 
-Helm's wait does not understand the RayCluster custom resource, so the `ray-cluster` release
-reports deployed as soon as the CR exists. Before a job is submitted, this module polls the CR
-through the Kubernetes API server:
-
-    GET <api>/apis/ray.io/v1/namespaces/<ns>/rayclusters/<name>
-
-and returns once `status.conditions` has `RayClusterProvisioned` and `HeadPodReady` with status
-"True" (ray-project/kuberay v1.7.0 ray-operator/apis/ray/v1/raycluster_types.go; `status.state` is deprecated
-and only used when an older operator
-reports no conditions at all). A 404 keeps waiting (the CR may not exist yet), as do transient
-transport errors and 5xx answers; 401/403 and a TLS failure end the wait at once.
-
-No pulumi import here: the dynamic provider (`workloads.hook`) and tests import this directly.
-`wait_for_raycluster_on_gke` reaches a GKE API server with the same Google bearer token and
-cluster-CA handling as `workloads.submit.connect`.
+Helm's wait does not understand the RayCluster custom resource, so this polls
+`GET <api>/apis/ray.io/v1/namespaces/<ns>/rayclusters/<name>` until `status.conditions` has
+`RayClusterProvisioned` and `HeadPodReady` "True" (ray-project/kuberay v1.7.0
+ray-operator/apis/ray/v1/raycluster_types.go; the deprecated `status.state` only when an older operator
+reports no conditions). 404, transport errors and 5xx keep waiting; 401/403 and TLS failures end it.
+No pulumi import: the dynamic provider (`workloads.hook`) imports this.
 """
 
 from __future__ import annotations

@@ -74,11 +74,13 @@ class NemoRLImage:
 
 
 # The Ray each image ships: NVIDIA-NeMo/RL uv.lock at the tag (`name = "ray"`): v0.4.0 2.46.0,
-# v0.5.0 2.49.2, v0.6.0 2.54.0. The RayCluster's rayVersion is taken from here.
+# v0.5.0 2.49.2, v0.6.0 2.54.0, v0.7.0 2.55.1 (81aa43dd). The RayCluster's rayVersion is taken from here.
+# v0.7.0 is in no recipe yet: its matrix row has no gate run (docs/version-matrix.md).
 IMAGES: dict[str, NemoRLImage] = {
     "v0.4.0": NemoRLImage("v0.4.0", "2.46.0", ConfigGeneration.FLAT),
     "v0.5.0": NemoRLImage("v0.5.0", "2.49.2", ConfigGeneration.FLAT),
     "v0.6.0": NemoRLImage("v0.6.0", "2.54.0", ConfigGeneration.SPLIT),
+    "v0.7.0": NemoRLImage("v0.7.0", "2.55.1", ConfigGeneration.SPLIT),
 }
 
 

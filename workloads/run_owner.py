@@ -42,7 +42,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from workloads.gang_wait import KEEP_WHY
 from workloads.gate import META_GATE, POLICIES, GateFailed, GatePlan, GateReport, estimated_seconds, gate_in_force
-from workloads.job_spec import META_SPEC_HASH, JobSpec
+from workloads.job_types import META_SPEC_HASH, JobSpec
 
 META_GATE_FOR = "nemo-rl-gke/gate-for"
 """Ray job metadata of a gate run: the submission id of the training attempt it clears."""
@@ -67,9 +67,15 @@ class GateSetup:
         if self.policy not in POLICIES:
             raise ValueError(f"gate policy {self.policy!r}; allowed: {', '.join(POLICIES)}")
 
+    @classmethod
+    def of(cls, policy: Optional[str], plan: Optional[GatePlan]) -> "GateSetup":
+        """The setup under the one rule of a gate that is off (`workloads.gate.gate_in_force`): off carries no
+        plan and says `off`, wherever the setup comes from (the config, the hook's props, run.json, a flag)."""
+        return cls(*gate_in_force(policy, plan))
+
     @property
     def on(self) -> bool:
-        return gate_in_force(self.policy, self.plan)[1] is not None
+        return self.plan is not None and self.policy != "off"
 
 
 def gate_runs(jobs: Iterable[Any], stack: str) -> list[Any]:
@@ -296,6 +302,8 @@ class RunPlan:
     """What the run's owner needs besides the `JobSpec`: plain values decided at plan time, shipped to the
     watcher as `run.json` of its ConfigMap (`infra.run_plan.run_plan_for_stack` builds it)."""
 
+    run_id: Optional[str] = None
+    """The run the stack's spec is an attempt of (`workloads.job_types.run_id_for`): the ledger is the run's."""
     gate_policy: str = "off"
     gate_plan: Optional[dict] = None
     """`GatePlan.to_dict()`; None: no gate."""
@@ -319,6 +327,9 @@ class RunPlan:
     """`checkpointing.save_period` of the job (steps)."""
     step_seconds: Optional[float] = None
     """The plan's estimate of one training step."""
+    checkpoint_write_seconds: Optional[float] = None
+    """The plan's estimate of writing one checkpoint (`infra.run_plan.checkpoint_write_seconds_for`): a save
+    cycle is `save_period` steps plus this write (the budget stop's wait; the `checkpointSave` goodput bucket)."""
     gang_max_wait_minutes: Optional[int] = None
     """`gpuPool.capacity.maxWaitMinutes`: how long the owner waits for the whole gang (`node_count` worker
     pods Running) before an attempt, then says so (`workloads/gang_wait.py`); None: no gang wait (no
@@ -337,6 +348,9 @@ class RunPlan:
     """The RayCluster whose worker group is the gang."""
     ray_worker_group: Optional[str] = None
     """Its GPU worker group (`ray.io/group`)."""
+    release_workers_after_run: bool = False
+    """`recovery.releaseWorkersAfterRun`: the owner scales the worker group to 0 once the run has ended
+    (`workloads/recovery/owner_loop.py` `Watcher._release_after_run`)."""
     recovery: dict[str, Any] = field(default_factory=dict)
     """The recovery policy (`workloads.recovery.RecoveryPolicy.to_dict`: check interval, restarts, backoff, the
     pool's GPUs to wait for, `resubmit_missing`); {}: its defaults. Plain values: this module may not import
@@ -348,15 +362,23 @@ class RunPlan:
         return self.gang_max_wait_minutes is not None and bool(self.ray_cluster and self.ray_worker_group)
 
     @property
+    def releases_workers(self) -> bool:
+        """The owner releases the workers at the run's end (the setting, and the RayCluster to patch)."""
+        return self.release_workers_after_run and bool(
+            self.ray_namespace and self.ray_cluster and self.ray_worker_group
+        )
+
+    @property
     def gate(self) -> GateSetup:
-        return GateSetup(self.gate_policy, GatePlan.from_dict(self.gate_plan) if self.gate_plan else None)
+        return GateSetup.of(self.gate_policy, GatePlan.from_dict(self.gate_plan) if self.gate_plan else None)
 
     @property
     def save_window_seconds(self) -> Optional[float]:
-        """One save period in seconds: how long a budget stop waits for the next checkpoint."""
+        """One save cycle in seconds, `save_period` steps and the checkpoint's write: how long a budget stop
+        waits for the next checkpoint (a stop at `save_period` steps alone lands in the write it waits for)."""
         if not self.save_period or not self.step_seconds:
             return None
-        return self.save_period * self.step_seconds
+        return self.save_period * self.step_seconds + (self.checkpoint_write_seconds or 0.0)
 
     def to_dict(self) -> dict[str, Any]:
         import dataclasses

@@ -49,7 +49,7 @@ except ImportError:  # added with token auth in Ray 2.52 (ray-project/ray#58737)
 
 
 from workloads.cli_args import RUN
-from workloads.job_spec import META_ATTEMPT, META_RECIPE, META_SPEC_HASH, META_STACK, JobSpec
+from workloads.job_types import META_ATTEMPT, META_RECIPE, META_SPEC_HASH, META_STACK, JobSpec
 
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 DASHBOARD_PORT_NAME = "dashboard"
@@ -127,6 +127,14 @@ class WaitTimeout(JobError):
 
 class DashboardError(JobError):
     """Any other failed request to the Job API (HTTP error from the dashboard)."""
+
+
+class DuplicateSubmission(DashboardError):
+    """A submission whose id Ray already has: someone submitted this very job first."""
+
+    def __init__(self, job_id: str, address: str):
+        super().__init__(f"Ray job {job_id} already exists at {address}")
+        self.job_id = job_id
 
 
 @dataclass(frozen=True)
@@ -438,6 +446,11 @@ def _guard(address: str, fn: Callable[[], Any], job_id: Optional[str] = None) ->
         text = str(err)
         if job_id is not None and "404" in text and "does not exist" in text:
             raise UnknownJob(job_id, address) from None
+        if job_id is not None and "already exists" in text:
+            # Ray refuses a duplicate submission id (JobManager.submit_job: "Job with submission_id ...
+            # already exists"), but the dashboard returns it as an HTTP 500 whose body is the whole
+            # traceback: the words are on its last line, not its first (ray 2.46 ... 2.54).
+            raise DuplicateSubmission(job_id, address) from None
         if "Version check returned 404" in text:
             raise DashboardUnreachable(address, "no Ray dashboard at this path (wrong service or namespace?)") from None
         raise DashboardError(f"Ray Job API request to {address} failed: {text.splitlines()[0][:300]}") from None
@@ -538,10 +551,9 @@ def submit_attempt(
                 runtime_env=spec.runtime_env,
                 metadata={**spec.metadata, META_ATTEMPT: str(attempt), **(metadata or {})},
             ),
+            job_id,
         )
-    except DashboardError as err:
-        if "already exists" not in str(err):
-            raise
+    except DuplicateSubmission:
         return job_id, False
     return job_id, True
 

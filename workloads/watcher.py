@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, TextIO
 
 from workloads import cli_args, exit_codes, recovery
-from workloads.job_spec import JobSpec
+from workloads.job_types import JobSpec
 from workloads.run_owner import RunPlan
 
 if TYPE_CHECKING:
@@ -113,6 +113,28 @@ def gang_view(run: RunPlan, out: TextIO) -> Optional["GangView"]:
     return None
 
 
+def worker_release(run: RunPlan, gang: Optional["GangView"], out: TextIO) -> Optional["GangView"]:
+    """What releases the workers when the run ends (`recovery.releaseWorkersAfterRun`): the gang wait's view
+    where there is one (it patches the same RayCluster), else a `KubeGangView` of this pod's service account;
+    None: the setting is off, the run plan names no RayCluster (the day-2 CLI's watch), or this is not a pod of
+    the cluster (then one line says the workers stay)."""
+    if not run.releases_workers:
+        return None
+    if gang is not None:
+        return gang
+    from workloads.gang_wait import KubeGangView
+
+    assert run.ray_namespace and run.ray_cluster and run.ray_worker_group
+    try:
+        return KubeGangView.in_cluster(run.ray_namespace, run.ray_cluster, run.ray_worker_group)
+    except (KeyError, OSError) as err:  # no KUBERNETES_SERVICE_HOST, no token file
+        out.write(
+            f"workers are not released when the run ends: no in-cluster Kubernetes API here ({type(err).__name__}: "
+            f"{err})\n"
+        )
+        return None
+
+
 def watch(
     connect: Callable[[], Any],
     spec: JobSpec,
@@ -135,14 +157,33 @@ def watch(
     out.flush()
     state = Path(args.state_file) if args.state_file else None
     gang = gang_view(run, out)
-    recovery.watch(client, spec, policy, once=args.once, out=out, heartbeat=heartbeat, state=state, run=run, gang=gang)
+    release = worker_release(run, gang, out)
+    recovery.watch(
+        client,
+        spec,
+        policy,
+        once=args.once,
+        out=out,
+        heartbeat=heartbeat,
+        state=state,
+        run=run,
+        gang=gang,
+        release=release,
+    )
     return exit_codes.OK
 
 
 def _connect_until_reachable(
-    connect: Callable[[], Any], policy: recovery.RecoveryPolicy, heartbeat: Optional[Path], out: TextIO
+    connect: Callable[[], Any],
+    policy: recovery.RecoveryPolicy,
+    heartbeat: Optional[Path],
+    out: TextIO,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> Any:
-    """The watcher may start before the Ray head (or outlive a head restart): keep trying."""
+    """The watcher may start before the Ray head (or outlive a head restart): keep trying. The heartbeat is
+    touched before every try: the head's pod may wait for the ~20 GB NeMo-RL image far longer than the liveness
+    probe's bound (infra/watcher_deployment.py `heartbeat_limit`), and a probe that failed then would restart
+    the watcher over and over (tests/test_watcher.py holds it)."""
     # Lazily: the CLI's parser imports this module, and `python -m jobctl submit --dry-run` never loads Ray.
     from workloads import submit
 
@@ -157,7 +198,7 @@ def _connect_until_reachable(
                 out.write(f"waiting for the Ray dashboard: {err}\n")
                 out.flush()
                 reported = True
-            time.sleep(policy.check_interval_seconds)
+            sleep(policy.check_interval_seconds)
 
 
 def connect_address(address: str) -> Any:

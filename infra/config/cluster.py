@@ -273,6 +273,12 @@ def check_autopilot(cluster: ClusterConfig, gpu_pool: GpuPoolConfig, ray: RayCon
             f"is set, but {why}: Autopilot installs the GPU driver of the node's GKE version; allowed: no "
             "gpuPool.gpuDriverVersion, or cluster.mode: standard",
         )
+    for key, field in (("warmMinutes", "warm_minutes"), ("imageCacheDiskImage", "image_cache_disk_image")):
+        if getattr(gpu_pool, field) is not None:
+            raise KeyedValueError(
+                f"gpuPool.{key}",
+                f"is set, but {why} to warm or to give a boot disk; allowed: unset, or cluster.mode: standard",
+            )
     if gpu_pool.compact_placement:
         raise KeyedValueError(
             "gpuPool.compactPlacement",

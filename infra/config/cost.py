@@ -30,6 +30,16 @@ class CostConfig(Model):
         description="Warn when writing one checkpoint to Lustre is estimated to take longer than this.",
     )
 
+    spot_preemptions_per_node_day: float = Field(
+        0.25,
+        ge=0,
+        le=24,
+        description="Assumed preemptions of one spot GPU node per day, for the plan's goodput (steps lost and "
+        're-started): an ASSUMPTION, Google publishes no preemption rate for Spot VMs ("Spot VMs": Compute '
+        "Engine may preempt them at any time, how often varies by zone, machine type and time). A preemption of "
+        "any node stops the whole gang. Used only when the first rung is spot.",
+    )
+
     @field_validator("price_overrides")
     @classmethod
     def _prices_not_negative(cls, v: dict[str, float]) -> dict[str, float]:

@@ -46,6 +46,10 @@ class RungConfig(Model):
     )
 
 
+DISK_IMAGE = r"^(projects/[a-z][-a-z0-9]{4,28}[a-z0-9]/)?global/images/[a-z]([-a-z0-9]{0,61}[a-z0-9])?$"
+"""A disk image as the GKE node pool's `secondaryBootDisks.diskImage` takes it (GKE "Use secondary boot disks
+to preload data or container images": `disk-image=global/images/NAME`, or with the project of another one)."""
+
 RUNG_HELP = "spot, flexStart, onDemand or {reservation: NAME}"
 SHORT_RUNGS = (Provisioning.SPOT.value, Provisioning.FLEX_START.value, Provisioning.ON_DEMAND.value)
 
@@ -69,9 +73,8 @@ class CapacityConfig(Model):
     on_timeout: Literal["releaseWorkers", "keep"] = Field(
         "releaseWorkers",
         description="`releaseWorkers` (default): scale the Ray worker group to 0 and submit nothing for that attempt, "
-        "so the autoscaler removes the partial nodes (a one-rung spot, reservation or onDemand pool is fixed-size and "
-        "keeps its nodes anyway: there the workers are kept); `keep`: only say so, keep waiting, submit once the "
-        "gang is whole.",
+        "so the autoscaler removes the partial nodes (every GPU pool autoscales from 0 to nodeCount); `keep`: only say "
+        "so, keep waiting, submit once the gang is whole.",
     )
 
     @field_validator("ladder", mode="before")
@@ -147,6 +150,27 @@ class GpuPoolConfig(Model):
     )
     gpu_driver_version: Literal["DEFAULT", "LATEST"] = Field(
         "LATEST", description="GPU driver GKE installs on the nodes."
+    )
+    warm_minutes: Optional[int] = Field(
+        None,
+        ge=10,
+        le=240,
+        description="Off by default (unset). Warm the GPU pool during Managed Lustre's creation, for those who value "
+        "time over money: a Job of `nodeCount` placeholder pods (priority -10, the NeMo-RL image, one whole node "
+        "each) makes the autoscaler bring the GPU nodes and pull the image while Lustre is created; the Ray "
+        "workers preempt them and the Job ends (or ends at the latest this many minutes after it starts; then "
+        "unused nodes leave after the autoscaler's scale-down delay). Billed from the nodes' arrival; the plan "
+        "shows minutes and dollars before the job with this setting. Standard clusters only.",
+    )
+    image_cache_disk_image: Optional[str] = Field(
+        None,
+        pattern=DISK_IMAGE,
+        max_length=200,
+        description="A Compute Engine disk image holding the NeMo-RL container image (built with Google's "
+        "gke-disk-image-builder, docs/deploy.md), as `global/images/NAME` or `projects/PROJECT/global/images/NAME`: "
+        "every GPU node gets it as a secondary boot disk (mode CONTAINER_IMAGE_CACHE, with image streaming on), "
+        "so a new node finds the image there instead of pulling ~20 GB. Unset: none. Changing it replaces the "
+        "GPU pool (ForceNew). Standard clusters only.",
     )
     capacity: Optional[CapacityConfig] = Field(
         None,

@@ -37,6 +37,14 @@ class RecoveryConfig(Model):
     max_backoff_seconds: int = Field(
         1800, ge=0, le=86400, description="Upper bound of the doubling wait; at least `backoffSeconds`."
     )
+    release_workers_after_run: bool = Field(
+        True,
+        description="When a run ends for any reason (succeeded, gave up, stopped, budget), the watcher scales the Ray "
+        "GPU worker group to 0 and says so in one line, so the autoscaler removes the GPU nodes after its scale-down "
+        "delay; `python -m jobctl submit` scales it back before the next run. false: keep the workers (and their "
+        "nodes, billed) to look at them after the run. A later `pulumi up` does not restore a released group "
+        "(docs/day-2.md).",
+    )
 
     @model_validator(mode="after")
     def _backoff_bounds(self) -> "RecoveryConfig":

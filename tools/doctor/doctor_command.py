@@ -1,19 +1,11 @@
-"""The doctor's command (`python -m tools.doctor`): flags, the report as text or JSON, exit codes, and the
-hand-over to the leftover audit (tools/leftovers.py) under `--leftovers`.
+"""The doctor's command (`python -m tools.doctor`): flags, the report as text or JSON, exit codes, and
+`--leftovers` (tools/leftovers.py).
 
-The offline plan proves the program is consistent; it cannot see the project. A first `pulumi up`
-runs for most of an hour before it meets a missing GPU quota, a reservation of the wrong shape, a
-bucket name someone else owns or an organisation policy. The doctor asks the project for those
-things with the user's Application Default Credentials and read-only calls, before any resource
-exists. Every check prints pass, warn or fail, and a failure prints the command that fixes it.
-
-Exit codes: 0 nothing failed (warnings allowed), 1 a check failed, 2 bad stack file or flag,
-3 no usable Application Default Credentials.
-
-Why in tools/ and not `python -m jobctl doctor`: the doctor needs Google Cloud admin clients and the
-deployer's permission list (`tools/deployer_permissions.py`), which the day-2 CLI does not; it reads
-the stack through infra (config, flavours, names), as the offline plan does. The Pulumi program never
-imports tools/.
+Why: a first `pulumi up` runs most of an hour before it meets a missing GPU quota, a wrong reservation,
+a taken bucket name or an organisation policy; the offline plan cannot see the project. The doctor asks
+with read-only calls under Application Default Credentials, and every failure prints its fix. Exit
+codes: 0 nothing failed, 1 a check failed, 2 bad stack file or flag, 3 no usable credentials. It sits
+in tools/, not jobctl, because it needs Google Cloud admin clients and the deployer's permission list.
 """
 
 from __future__ import annotations

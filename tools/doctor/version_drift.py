@@ -1,22 +1,12 @@
 """The doctor's version-matrix check: the live cluster's versions and the release channel's next ones
 against the stack's row of data/version_matrix.yaml (infra/version_matrix.py).
 
-GKE moves a cluster on its own: the release channel upgrades the control plane, and then the nodes,
-whenever a newer version becomes the channel's target. A move past the row's GKE range changes the
-driver GKE installs (`gpuDriverVersion` maps to a driver per GKE version) and the add-ons (the Ray
-operator, the Lustre CSI driver) under a job that was tested on the old ones. This check reads, with
-the doctor's read-only clients:
-
-- the cluster (`ClusterManagerClient.get_cluster`): control-plane and node-pool versions, the Ray operator
-  and Lustre CSI add-ons (GKE versions them with the cluster: no version field of their own), and its
-  maintenance exclusions;
-- the channel (`get_server_config`): its default, upgrade target and valid versions;
-
-and warns when a version GKE may move the cluster (or a new cluster) to leaves the row, naming what
-prevents it: a `no_minor_or_node_upgrades` maintenance exclusion (the program adds one with
-`cluster.blockNodeUpgrades: true`, infra/gke_common.py), or another channel / `cluster.minMasterVersion`.
-Only on the real cloud: the answers; the fields read are those of google-cloud-container's types,
-which the tests' fakes are built from.
+Why: the release channel moves a cluster on its own, and a move past the row's GKE range changes the
+GPU driver (`gpuDriverVersion` maps per GKE version) and the add-ons under a job tested on the old
+ones. It reads the cluster (`get_cluster`: versions, the Ray operator and Lustre CSI add-ons, which
+GKE versions with the cluster, and maintenance exclusions) and the channel (`get_server_config`), and
+warns when GKE may leave the row, naming what would prevent it (a `no_minor_or_node_upgrades`
+exclusion, `cluster.blockNodeUpgrades`, infra/gke_common.py; another channel; `cluster.minMasterVersion`).
 """
 
 from __future__ import annotations

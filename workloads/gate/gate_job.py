@@ -51,6 +51,7 @@ def start_on_cluster(
                 runtime_env={"py_modules": [WORKLOADS_DIR]},
                 metadata={META_GATE: label, **dict(metadata or {})},
             ),
+            job_id,  # a duplicate id then raises `submit.DuplicateSubmission` ("already exists")
         )
     except submit.DashboardError as err:
         if "already exists" not in str(err):

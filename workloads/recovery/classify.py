@@ -1,53 +1,30 @@
 """Why a FAILED attempt failed, and what the watcher does about it (`classify`, `decide`).
 
-Classifier (`classify`), applied to a FAILED job, first match wins. It reads what Ray 2.x records in
-`JobInfo` (ray/dashboard/modules/job/common.py, job_manager.py, job_supervisor.py of Ray 2.60):
-`error_type` (`JobErrorType`), `driver_exit_code`, and `message`, which for a non-zero exit holds the
-last 20,000 characters of the driver's log, i.e. the traceback; and Ray's node table (the dashboard's
-state API, `/api/v0/nodes`), which keeps dead nodes with their end time and death message.
+Reads Ray's `JobInfo` (ray/dashboard/modules/job/common.py, job_manager.py, job_supervisor.py of Ray
+2.60): `error_type`, `driver_exit_code` and `message` (for a non-zero exit, the last 20,000 characters
+of the driver's log), and Ray's node table (`/api/v0/nodes`, dead nodes kept with end time and death
+message). Ray 2.46 (the NeMo-RL v0.4.0 image) sets no `error_type`; its job manager's message stands for
+one (`RAY_246_MESSAGES`). Rules, first match wins:
 
-On Ray 2.46 (the NeMo-RL v0.4.0 image) the server sets no `error_type`; the message its job manager
-writes stands for one instead (`RAY_246_MESSAGES`, `error_type_of`), so rules 1 and 2 hold there too.
+1. the job supervisor was lost or could not be placed (`JOB_SUPERVISOR_ACTOR_*`), or the cluster no
+   longer knows the job (`JOB_LOST`) -> preemption-like;
+2. `RUNTIME_ENV_SETUP_FAILURE` / `JOB_ENTRYPOINT_COMMAND_START_ERROR`: a restart changes nothing ->
+   application;
+3. a GPU node died while the attempt ran -> preemption-like (its death message is the evidence);
+4. NeMo-RL's own capacity wait gave up (nemo_rl/distributed/virtual_cluster.py, v0.4.0 to v0.7.0:
+   `ResourceInsufficientError`, "Timed out waiting for placement groups") -> capacity wait,
+   resubmitted once the GPUs are alive and not counted as a restart (at most `CAPACITY_WAIT_LIMIT`);
+5. the driver died of a signal (-9/-15, or 137/143 from Ray's shell; checked on Ray 2.60). It runs on
+   the on-demand head, so SIGKILL is the head's OOM kill -> application (raise `ray.headMemoryGib`);
+   SIGTERM is the head pod drained -> preemption-like;
+6. Ray reports a lost node in the log (`NodeDiedError`, "raylet died", ...) -> preemption-like; the
+   word "preempt" is no evidence (a config dump may contain it);
+7. memory exhaustion or an actor whose constructor raised -> application;
+8. an actor or worker lost without a reason (`ActorDiedError`, `WorkerCrashedError`, NCCL's
+   `DistBackendError`, ...) -> preemption-like: on spot the usual reason, and the restart cap ends a crash;
+9. anything else (exit 1 with a traceback) -> application.
 
-1. `error_type` says the job supervisor itself was lost or could not be placed
-   (`JOB_SUPERVISOR_ACTOR_DIED`, `..._UNKNOWN_FAILURE`, `..._START_FAILURE`, `..._START_TIMEOUT`,
-   `..._UNSCHEDULABLE`): the driver's host went away while the head survived -> preemption-like.
-   A job the cluster no longer knows at all (the head restarted and lost its job table) is reported
-   as `JOB_LOST` by the watcher -> preemption-like.
-2. `error_type` is `RUNTIME_ENV_SETUP_FAILURE` or `JOB_ENTRYPOINT_COMMAND_START_ERROR`: the job could
-   not even start; a restart changes nothing -> application.
-3. Node evidence: Ray's node table has a GPU node that died while the attempt ran -> preemption-like
-   (its death message, e.g. the raylet's "received SIGTERM" or the health check's missed heartbeats,
-   is the evidence shown).
-4. The log tail ends in NeMo-RL's own capacity wait (nemo_rl/distributed/virtual_cluster.py, v0.4.0 to
-   v0.7.0): `ResourceInsufficientError` after NRL_VIRTUAL_CLUSTER_MAX_RETRIES tries of "Not enough GPUs
-   available", or "Timed out waiting for placement groups to be ready" (180 s, not retried) ->
-   capacity wait: the GPUs were not back yet. Resubmitted once the GPUs are alive in Ray, and NOT
-   counted as a restart (at most `CAPACITY_WAIT_LIMIT` in a row).
-5. The driver died of a signal (exit code -9/-15 killed directly, or 137/143 = 128+9/15, the way the
-   shell Ray starts the entrypoint with reports its child's signal; checked on Ray 2.60). The driver
-   runs on the Ray head, on the on-demand CPU pool, never on a spot GPU node: SIGKILL (-9/137) there is
-   the out-of-memory kill of the head container -> application (raise `ray.headMemoryGib`); SIGTERM
-   (-15/143) is the head pod being stopped (a drain of its node) -> preemption-like.
-6. Ray's own reports of a lost node in the log tail: `NodeDiedError`, "node has died", "marked dead",
-   "raylet died", `LocalRayletDiedError` -> preemption-like. The word "preempt" is NOT evidence: a
-   config dump or a user's print may contain it; what a node did is read from Ray (rule 3).
-7. The log tail shows memory exhaustion (`OutOfMemoryError`, `NODE_OUT_OF_MEMORY`, "out of memory",
-   "memory pressure") or an actor whose constructor raised ("error raised in its creation task")
-   -> application: the same job would fail the same way.
-8. The log tail shows an actor or worker was lost without saying why (`ActorDiedError`,
-   `RayActorError`, `ActorUnavailableError`, `WorkerCrashedError`, `OwnerDiedError`,
-   `ObjectLostError`, "died unexpectedly", or NCCL seeing its peer vanish: `DistBackendError`,
-   "remote process exited") -> preemption-like. On a spot pool a vanished GPU worker is the common
-   reason; if it was a crash, the restart cap ends it.
-9. Anything else, notably exit code 1 with a plain Python traceback -> application: not restarted.
-
-A STOPPED job was stopped on purpose (`ray job stop`, `python -m jobctl stop`, a new spec
-replacing it): never restarted. SUCCEEDED is done.
-
-A STOPPED job was stopped on purpose (`ray job stop`, `python -m jobctl stop`, a new spec
-replacing it): never restarted. SUCCEEDED is done. The restart cap and backoff are the policy's
-(`workloads/recovery/policy.py`).
+STOPPED was on purpose and SUCCEEDED is done: never restarted. The cap and backoff are the policy's.
 """
 
 from __future__ import annotations

@@ -43,7 +43,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, TextIO
 
-from workloads.job_spec import META_SPEC_HASH, JobSpec
+from workloads.job_types import META_SPEC_HASH, JobSpec
 from workloads.recovery import holds
 from workloads.recovery.classify import Action, Decision, RayNode, decide, value_of
 from workloads.recovery.policy import RecoveryPolicy
@@ -78,6 +78,7 @@ class Watcher:
         run: Optional["RunPlan"] = None,
         ledger: Optional["LedgerFile"] = None,
         gang: Optional["GangView"] = None,
+        release: Optional["GangView"] = None,
     ):
         from workloads.run_owner import RunPlan
 
@@ -91,16 +92,21 @@ class Watcher:
         self.notes: list[str] = []
         """Lines for the watcher's log besides the decision (attempts ended, budget); `watch` prints them."""
         self.gang = gang
+        self._table_forgot = False
+        """The job table has forgotten the last attempt (a head restart): its writers may still live."""
         """The worker pods and nodes of the gang wait (`workloads.gang_wait.KubeGangView` in the cluster);
         None: no gang wait (the stack has no `gpuPool.capacity`, or the watcher runs outside the cluster)."""
+        self.release = release
+        """What scales the worker group to 0 when the run has ended (`_release_after_run`); None: the workers
+        stay (`recovery.releaseWorkersAfterRun` false, or no Kubernetes API here)."""
 
     def _load_ledger(self) -> "Ledger":
         from workloads.ledger import Ledger
 
         if self.ledger_file is not None:
-            ledger = self.ledger_file.load(self.spec.stack, self.spec.submission_id)
+            ledger = self.ledger_file.load(self.spec.stack, self.spec.run_id)
         else:
-            ledger = Ledger(self.spec.stack, self.spec.submission_id)
+            ledger = Ledger(self.spec.stack, self.spec.run_id)
         ledger.node_hour_usd, ledger.budget_usd = self.run.node_hour_usd, self.run.budget_usd
         ledger.rung_node_hour_usd = dict(self.run.rung_node_hour_usd)
         ledger.price_estimate = self.run.node_hour_estimate
@@ -160,9 +166,11 @@ class Watcher:
             decision = decide(
                 info, attempt, self.policy, now, restarts=restarts, capacity_waits=capacity_waits, nodes=nodes
             )
+            self._close_superseded(mine, newest, now)
             budget = self._account(newest, attempt, decision, now)
             if budget is not None:
                 decision = budget
+            self._release_after_run(jobs, newest, decision, now)
             self._remember(
                 Seen(
                     self.spec.spec_hash,
@@ -195,6 +203,7 @@ class Watcher:
             info = LostJob(self.seen.submission_id, end_time=int(self.seen.lost_since * 1000))
             decision = decide(info, attempt, self.policy, now, restarts=restarts)
             self._account(info, attempt, decision, now)
+            self._table_forgot = True
         else:
             decision = decide(None, 0, self.policy, now)
         if decision.action is Action.RESUBMIT:
@@ -232,6 +241,27 @@ class Watcher:
             self._finish(job, record, decision, now)
         return None
 
+    def _close_superseded(self, mine: list, newest: Any, now: float) -> None:
+        """Close, once, every open ledger record of an attempt older than `newest` (replaced between two
+        looks by `jobctl submit`, the hook, or a watcher restart): it ended when the table says, else when
+        `newest` started. Left open, its node-hours would grow for ever and the budget stop early."""
+        from workloads import submit
+
+        ends = {j.submission_id: j.end_time for j in mine}
+        start = (getattr(newest, "start_time", None) or now * 1000) / 1000
+        closed = False
+        for record in self.ledger.attempts:
+            if record.end is not None or record.submission_id == newest.submission_id:
+                continue
+            if record.attempt > submit.attempt_of(newest):
+                continue
+            end_ms = ends.get(record.submission_id)
+            record.end, record.cause = (end_ms / 1000 if end_ms else min(start, now)), "superseded"
+            self._note(f"attempt {record.attempt} ({record.submission_id}) superseded by {newest.submission_id}", True)
+            closed = True
+        if closed:
+            self._save_ledger()
+
     def _finish(self, job: Any, record: "Attempt", decision: Decision, now: float) -> None:
         from workloads import checkpoints, submit
 
@@ -244,6 +274,7 @@ class Watcher:
         else:
             record.cause = decision.cause.value if decision.cause is not None else "failed"
         record.saved_step = self._latest_checkpoint()
+        self._mark_gate(record)
         text = str(getattr(job, "message", "") or "")
         last = checkpoints.last_started_step(text)
         if last is None and not isinstance(job, LostJob):
@@ -293,10 +324,49 @@ class Watcher:
                     "spendUsd": None if spend is None else round(spend, 2),
                     "usdPerStep": None if per_step is None else round(per_step, 4),
                     "runSpendUsd": None if run_spend is None else round(run_spend, 2),
+                    **self._goodput_fields(record, now),
                 },
                 sort_keys=True,
             )
         )
+
+    def _mark_gate(self, record: "Attempt") -> None:
+        """Record when the attempt's gate run (a Ray job, `nemo-rl-gke/gate-for` it) started and ended: the
+        `gate` goodput bucket's boundaries. Nothing when there was none or the job table does not answer."""
+        from workloads import submit
+        from workloads.run_owner import META_GATE_FOR
+
+        try:
+            jobs = submit._guard(self.client.get_address(), self.client.list_jobs)
+        except submit.JobError:
+            return
+        runs = [j for j in jobs if (j.metadata or {}).get(META_GATE_FOR) == record.submission_id and j.start_time]
+        if runs:
+            record.marks["gateStart"] = min(j.start_time for j in runs) / 1000
+            ends = [j.end_time for j in runs if j.end_time]
+            if ends:
+                record.marks["gateEnd"] = max(ends) / 1000
+
+    def _goodput_fields(self, record: "Attempt", now: float) -> dict[str, Any]:
+        """The attempt's goodput for its `attempt-ended` line: the fraction of its paid GPU node-time in kept
+        steps and the dollars of each badput bucket (`workloads/goodput.py`; the dashboard charts them)."""
+        from workloads import goodput
+
+        rows = goodput.run_buckets(
+            self.ledger,
+            now,
+            step_seconds=self.run.step_seconds,
+            write_seconds=self.run.checkpoint_write_seconds,
+            save_period=self.run.save_period,
+        )
+        row = [r for r in rows if r[0] is record]
+        run = goodput.summary(row)
+        usd: Optional[dict[str, float]] = run["usd"]  # type: ignore[assignment]
+        fraction = run["fraction"]
+        return {
+            "goodputFraction": None if fraction is None else round(float(fraction), 4),  # type: ignore[arg-type]
+            "badputUsd": None if usd is None else {b: round(v, 2) for b, v in usd.items() if b != goodput.GOOD},
+        }
 
     def _budget(self, job: Any, record: "Attempt", now: float) -> Optional[Decision]:
         """At 80 % of `job.budgetUsd` warn once; at 100 % stop the run after its next complete checkpoint,
@@ -315,6 +385,7 @@ class Watcher:
             )
             self._save_ledger()
         if spent < budget:
+            self._budget_raised()
             return None
         latest = self._latest_checkpoint()
         if self.ledger.stop_requested_at is None:
@@ -335,7 +406,7 @@ class Watcher:
         window = self.run.save_window_seconds or 0.0
         since = self.ledger.stop_requested_step
         saved = latest is not None and since is not None and latest > since  # 0: no checkpoint yet
-        if not saved and now - self.ledger.stop_requested_at < window:
+        if not saved and now - self.ledger.stop_requested_at < window + self._save_in_flight(since):
             return Decision(
                 Action.WAIT,
                 f"budget reached; {job.submission_id} stops after its next complete checkpoint (newer than "
@@ -350,6 +421,55 @@ class Watcher:
         self._note(f"budget: stopped {job.submission_id} {why} (${spent:,.2f} of ${budget:,.2f})", event=True)
         self._save_ledger()
         return Decision(Action.DONE, f"job.budgetUsd ${budget:,.2f} spent: stopped {job.submission_id} {why}")
+
+    def _budget_raised(self) -> None:
+        """Spend is under `job.budgetUsd` again (it was raised): forget the earlier trip, so the next one
+        waits for a checkpoint again instead of stopping at once."""
+        if self.ledger.stop_requested_at is None:
+            return
+        self.ledger.stop_requested_at = self.ledger.stop_requested_step = None
+        self._note("budget raised above the spend: the earlier budget stop is withdrawn", event=True)
+        self._save_ledger()
+
+    def _save_in_flight(self, since: Optional[int]) -> float:
+        """Seconds more a budget stop waits because a save newer than step `since` is being written (a
+        `tmp_step_<N>`, or a `step_<N>` not yet whole): one more checkpoint write. Ray's stop gives the
+        driver 3 s before SIGKILL and NeMo-RL has no SIGTERM handler, so a stop now would lose that save."""
+        from workloads import checkpoints
+
+        if not self.run.checkpoint_dir:
+            return 0.0
+        found = checkpoints.scan(self.run.checkpoint_dir)
+        writing = any(step > (since or 0) for step in (*found.partial, *found.incomplete))
+        return (self.run.checkpoint_write_seconds or 0.0) if writing else 0.0
+
+    def _release_after_run(self, jobs: list[Any], newest: Any, decision: Decision, now: float) -> None:
+        """Once the run has ended (its newest attempt ended and the decision is final: succeeded, gave up,
+        stopped, budget) scale the worker group to 0, once per attempt, and say so in one line; the ledger
+        records when (the end of the attempt's paid time: `idleAfterRun`). Not while any job of the stack is
+        pending or running (a submission by hand, a gate: they need the workers). A failed release is said and
+        tried again on the next look."""
+        if self.release is None or decision.action not in _FINAL:
+            return
+        record = self.ledger.find(newest.submission_id)
+        if record is None or record.end is None or record.released is not None:
+            return
+        if any(value_of(j.status) in ("PENDING", "RUNNING") for j in jobs):
+            return
+        from workloads.gang_wait import VIEW_ERRORS
+
+        try:
+            done = self.release.release()
+        except VIEW_ERRORS as err:
+            self._note(f"run ended ({record.cause}); releasing its workers failed ({err}): trying again next look")
+            return
+        record.released = now
+        self._note(
+            f"run ended ({record.cause}): workers released ({done}); GKE removes the GPU nodes after its scale-down "
+            "delay, and `python -m jobctl submit` brings them back",
+            event=True,
+        )
+        self._save_ledger()
 
     def _resubmit(self, decision: Decision) -> Decision:
         """Resubmit what `decision` says once no hold (`workloads/recovery/holds.py` `HOLDS`) holds it back."""
@@ -383,7 +503,8 @@ class Watcher:
         if self.run.checkpoint_dir:
             # No attempt runs now: a `tmp_step_<N>` is a dead run's partial save, which NeMo-RL would
             # reuse with its stale shards (workloads/checkpoints.py).
-            cleaned = checkpoints.clean_partial(self.run.checkpoint_dir)
+            quiet = checkpoints.QUIET_SECONDS if self._table_forgot else 0.0
+            cleaned = checkpoints.clean_partial(self.run.checkpoint_dir, quiet=quiet)  # file times: wall clock
         resume = self._latest_checkpoint()
         job_id, _ = submit.submit_attempt(self.client, self.spec, attempt, meta)
         self.resubmitted.append(job_id)
@@ -424,6 +545,7 @@ def watch(
     gate: Optional["GateSetup"] = None,
     run: Optional["RunPlan"] = None,
     gang: Optional["GangView"] = None,
+    release: Optional["GangView"] = None,
 ) -> Decision:
     """Check the spec's job every `policy.check_interval_seconds` and resubmit it after a preemption.
 
@@ -432,7 +554,8 @@ def watch(
     not fatal. A line is written to `out` whenever the decision changes; `heartbeat` is touched after
     every look (the pod's liveness probe reads its age); `state` keeps what the watcher saw across its
     own restarts (`StateFile`); `gate` is the stack's acceptance gate, run before every attempt
-    (`workloads.run_owner`); `gang` the view of the gang wait before every attempt (`holds.gang_whole`).
+    (`workloads.run_owner`); `gang` the view of the gang wait before every attempt (`holds.gang_whole`);
+    `release` what scales the workers to 0 once the run has ended (`Watcher._release_after_run`).
     Returns the last decision.
     """
     from workloads import submit
@@ -448,6 +571,7 @@ def watch(
         run=run,
         ledger=LedgerFile(ledger_path(state)) if state is not None else None,
         gang=gang,
+        release=release,
     )
     last_line = None
     while True:
