@@ -1,29 +1,10 @@
-"""The GKE Autopilot cluster (`cluster.mode: autopilot`), the GKE tutorial's recommended mode.
+"""The GKE Autopilot cluster (`cluster.mode: autopilot`): regional, no node pools (GKE makes nodes from the
+pods' requests, infra/autopilot_pods.py), otherwise as the Standard cluster with infra/gke_common.py.
 
-Autopilot has no node pools: GKE creates and sizes nodes from the pods' requests and node selectors
-(infra/autopilot_pods.py), bills GPU pods by the node they occupy, and manages upgrades, repair and
-node security itself. The cluster is regional (Autopilot clusters are), in the stack's region; the GPU
-workers select the stack's zone, where the RoCE VPC and Lustre are.
-
-Same as the Standard cluster (infra/cluster.py), with the same helpers (infra/gke_common.py): the
-primary VPC and its secondary ranges, multi-networking (Autopilot always runs Dataplane V2), the Ray
-operator add-on with its logging and monitoring, the Lustre CSI driver, Workload Identity, private
-nodes, the control plane through its DNS endpoint only (`cluster.controlPlaneAccess`), the maintenance
-window and exclusion, deletion protection, and a dedicated node service account (Autopilot takes it
-through `clusterAutoscaling.autoProvisioningDefaults`, the field `gcloud container clusters
-create-auto --service-account` sets).
-
-Not sent, on purpose: terraform-provider-google-beta (which pulumi-gcp bridges) declares these fields
-`ConflictsWith: enable_autopilot`, and the Terraform SDK counts a field as set when it is present,
-whatever its value (`false` included): `enableShieldedNodes`, `removeDefaultNodePool`, `nodePools`,
-`defaultMaxPodsPerNode`, `enableIntranodeVisibility`, `networkPolicy`,
-`addonsConfig.{networkPolicyConfig,dnsCacheConfig,statefulHaConfig}`,
-`clusterAutoscaling.{enabled,resourceLimits}`, `binaryAuthorization.enabled`
-(google-beta/services/container/resource_container_cluster.go @93c65b2d). Autopilot fixes what they
-would say (Shielded nodes on, no default pool). Also left to Autopilot: `datapathProvider` (always
-ADVANCED_DATAPATH; optional + computed, so the read-back does not diff), `nodeConfig`,
-`initialNodeCount`, `autopilotPrivilegedAdmissions` (unset = GKE's approved allowlists, which admit the
-upstream NCCL installer: infra/nccl_autopilot.py).
+Not sent: fields terraform-provider-google-beta declares `ConflictsWith: enable_autopilot` (set even when false:
+`enableShieldedNodes`, `removeDefaultNodePool`, `networkPolicy`, `clusterAutoscaling.{enabled,resourceLimits}`,
+...; google-beta/services/container/resource_container_cluster.go @93c65b2d), and `autopilotPrivilegedAdmissions`
+(unset = GKE's allowlists, which admit the upstream NCCL installer).
 """
 
 from __future__ import annotations
@@ -58,8 +39,6 @@ COMPONENT = "gke"
 
 @dataclass(frozen=True)
 class AutopilotClusterArgs:
-    """What `AutopilotCluster` needs; `gpu_pool` is the plan-time facts of `infra.placement` (node labels)."""
-
     ctx: StackContext
     cluster: ClusterConfig
     network: ClusterNetwork
@@ -70,29 +49,8 @@ class AutopilotClusterArgs:
 class AutopilotCluster(pulumi.ComponentResource):
     """A regional GKE Autopilot cluster: no node pools; hands on what `infra.gke_common.ClusterComponent` lists."""
 
-    cluster: gcp.container.Cluster
-    name: pulumi.Output[str]
-    endpoint: pulumi.Output[str]
-    """Where API clients connect: the DNS endpoint's host name (`controlPlaneAccess: dns`) or the IP."""
-    ca_certificate: Optional[pulumi.Output[str]]
-    """The cluster CA for the IP endpoint; None for the publicly trusted DNS endpoint."""
-    control_plane_access: str
-    location: str
-    """The region of the control plane; GPU nodes are in the stack's zone."""
-    project: str
-    node_service_account: gcp.serviceaccount.Account
-    """The identity of every node VM GKE creates (not of the pods)."""
-    node_service_account_grants: list[gcp.projects.IAMMember]
-    node_pools: list[gcp.container.NodePool]
-    """Always empty: Autopilot has no node pools to wait for."""
     node_pool_names: tuple[str, ...] = ()
-    gpu_pool_facts: GpuPoolFacts
-    """What workloads need to select and configure the GPU nodes (plan-time data, node labels)."""
-    workload_pool: pulumi.Output[str]
-    """The Workload Identity pool as the cluster reports it (see `GkeCluster.workload_pool`)."""
-    credentials_command: pulumi.Output[str]
     node_name_prefix = "gk3"
-    """How GKE starts the names of Autopilot node VMs (`gk3-<cluster>-...`)."""
 
     def __init__(self, name: str, args: AutopilotClusterArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("nemo-rl-gke:infra:AutopilotCluster", name, None, opts)
@@ -101,7 +59,6 @@ class AutopilotCluster(pulumi.ComponentResource):
         self.project = ctx.project
         self.gpu_pool_facts = args.gpu_pool
         self.node_pools = []
-        # The caller's depends_on (e.g. the project APIs) reaches every child (infra/options.py).
         self.node_service_account, self.node_service_account_grants = node_service_account(
             self, name, ctx, child_options(self, opts)
         )
@@ -130,8 +87,6 @@ class AutopilotCluster(pulumi.ComponentResource):
             subnetwork=networking.primary_subnet,
             networking_mode="VPC_NATIVE",
             ip_allocation_policy=ip_allocation_policy(networking),
-            # Pods take the GPU nodes' extra NICs through the GKE Network objects
-            # (https://cloud.google.com/kubernetes-engine/docs/how-to/setup-multinetwork-support-for-pods).
             enable_multi_networking=True,
             workload_identity_config={"workload_pool": f"{ctx.project}.svc.id.goog"},
             addons_config=addons_config(args.legacy_lustre_port),
@@ -153,13 +108,11 @@ class AutopilotCluster(pulumi.ComponentResource):
             ),
         )
         self.name = self.cluster.name
-        # Grants to Kubernetes service accounts take the pool from here: they wait for the cluster.
         self.workload_pool = self.cluster.workload_identity_config.apply(workload_pool_of)
 
 
 def autopilot_node_defaults(service_account: pulumi.Input[str]) -> dict[str, Any]:
-    """`clusterAutoscaling` for Autopilot: only the node identity (snake_case). `enabled` and
-    `resourceLimits` conflict with `enableAutopilot` in the provider and are never sent."""
+    """Only the node identity: `enabled` and `resourceLimits` conflict with `enableAutopilot`."""
     return {
         "auto_provisioning_defaults": {
             "service_account": service_account,

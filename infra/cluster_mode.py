@@ -1,18 +1,6 @@
-"""The one place the program picks between GKE Standard and Autopilot (`cluster.mode`).
-
-`cluster_mode(cfg)` returns the mode's pieces, so the program never branches on the mode itself:
-
-- the cluster component (`GkeCluster` with its node pools, or `AutopilotCluster`), built from the
-  same inputs and handing on the same `infra.gke_common.ClusterComponent`;
-- the NCCL gIB installer (ours in kube-system, or upstream's Autopilot one in its allowlisted form);
-- the image pre-pull DaemonSet, or none on Autopilot: there are no nodes before the Ray pods ask
-  for them, so those pods pull the image themselves;
-- the rewrite of the Ray values Autopilot needs (no privileged worker, explicit ephemeral storage:
-  infra/autopilot_pods.py), or none.
-
-Not a component: it composes them. Where the pods land (pool names, node labels) is decided before
-any of this, in infra/placement.py.
-"""
+"""The one place the program picks between GKE Standard and Autopilot (`cluster.mode`): `cluster_mode(cfg)`
+returns the mode's cluster, NCCL installer, image pre-pull (none on Autopilot: no nodes before the Ray pods)
+and Ray values rewrite, so the program never branches on the mode itself."""
 
 from __future__ import annotations
 
@@ -38,12 +26,9 @@ RayValues = dict[str, Any]
 
 @dataclass(frozen=True)
 class ClusterMode(ABC):
-    """The mode-specific pieces of one `cluster.mode`; `cluster_mode` picks one."""
-
     name: str
     cfg: StackConfig
-    adapt_ray_values: Optional[Callable[[RayValues], RayValues]]
-    """A pure rewrite of the Ray chart values for this mode (`RayClusterArgs.adapt_values`); None: as built."""
+    adapt_ray_values: Optional[Callable[[RayValues], RayValues]]  # `RayClusterArgs.adapt_values`
 
     @abstractmethod
     def cluster(
@@ -56,19 +41,19 @@ class ClusterMode(ABC):
         system_pool_name: Optional[str],
         opts: Optional[pulumi.ResourceOptions] = None,
     ) -> ClusterComponent:
-        """The cluster on `network` (the `Networking` component), with the plan-time facts of infra/placement.py."""
+        """The cluster on `network` (the `Networking` component)."""
 
     @abstractmethod
     def nccl_installer(
         self, name: str, image: str, accelerator_types: Sequence[str], opts: Optional[pulumi.ResourceOptions] = None
     ) -> pulumi.ComponentResource:
-        """The NCCL gIB plugin installer DaemonSet for the GPU nodes of `accelerator_types`."""
+        """The NCCL gIB plugin installer DaemonSet."""
 
     @abstractmethod
     def image_prepull(
         self, name: str, args: ImagePrePullArgs, opts: Optional[pulumi.ResourceOptions] = None
     ) -> Optional[ImagePrePull]:
-        """The image pre-pull DaemonSet on the cluster's pools, or None where there are no pools."""
+        """The image pre-pull DaemonSet, or None where there are no pools."""
 
 
 class _Standard(ClusterMode):
@@ -116,8 +101,6 @@ class _Autopilot(ClusterMode):
 
 
 def cluster_mode(cfg: StackConfig) -> ClusterMode:
-    """The pieces of the stack's `cluster.mode`: `standard` (node pools this program creates) or
-    `autopilot` (GKE makes nodes for the pods, docs/autopilot.md)."""
     if cfg.cluster.mode == "autopilot":
         pod_limits = cfg.flavour_spec.autopilot_pod
         return _Autopilot("autopilot", cfg, lambda values: ray_values_for_autopilot(values, pod_limits))

@@ -1,15 +1,6 @@
-"""The acceptance gate of a stack: what `workloads.gate` checks, and against which numbers.
-
-Built once from the validated config, the GPU pool facts and data/acceptance_gate.yaml (the floors
-and their sources), and handed on: the Pulumi program passes it to the job submission's props (the
-post-deploy hook runs the gate before it submits), `python -m jobctl gate|submit` calls the same
-function for the same stack file, and the offline plan's deploy-time estimate reads it from those props.
-
-Fabric floor: `floor_fraction` x the flavour's published all_gather bus bandwidth across nodes; none on a
-one-node pool, which has no inter-node fabric (NVLink only; the published figures are across nodes).
-Storage floor: `floor_fraction` x the Lustre instance's aggregate throughput (capacity x tier). Each
-worker node writes, then reads, what the instance moves in `target_seconds` at full speed, split over
-the nodes and clamped to [min_bytes_per_node, max_bytes_per_node].
+"""The acceptance gate of a stack: what `workloads.gate` checks, against floors from data/acceptance_gate.yaml.
+Built once here for the Pulumi program and `jobctl`. The fabric floor is a fraction of the flavour's published
+inter-node bus bandwidth (none on one node); the storage floor a fraction of Lustre's aggregate throughput.
 """
 
 from __future__ import annotations
@@ -34,20 +25,18 @@ def load_thresholds(path: Path = THRESHOLDS_FILE) -> Mapping[str, Any]:
 
 
 def published_value(entry: Any) -> tuple[float, Optional[str]]:
-    """A plain number (read from its source), or `{value, estimate}` (an estimate and how it was made)."""
+    """A plain number, or `{value, estimate}` (an estimate and how it was made)."""
     if isinstance(entry, Mapping):
         return float(entry["value"]), " ".join(str(entry["estimate"]).split())
     return float(entry), None
 
 
 def gpu_name(accelerator_type: str) -> str:
-    """What every device name must contain, from the GKE accelerator type: `nvidia-b200` -> "B200",
-    `nvidia-h200-141gb` -> "H200" (torch.cuda.get_device_name reports "NVIDIA B200", "NVIDIA H200")."""
+    """`nvidia-h200-141gb` -> "H200", as in torch.cuda.get_device_name's "NVIDIA H200"."""
     return accelerator_type.split("-")[1].upper()
 
 
 def gate_plan_for_stack(cfg: StackConfig, pool: PoolShape, thresholds: Optional[Mapping[str, Any]] = None) -> GatePlan:
-    """The stack's `GatePlan` (NCCL on the GPUs, gIB expected; the Lustre mount of the Ray pods)."""
     data = thresholds if thresholds is not None else load_thresholds()
     fabric, storage = data["fabric"], data["storage"]
     flavour = cfg.flavour_spec
@@ -55,8 +44,7 @@ def gate_plan_for_stack(cfg: StackConfig, pool: PoolShape, thresholds: Optional[
     fraction = float(fabric["floor_fraction"])
     entry = fabric["flavours"].get(flavour.name)
     if entry is None:
-        # A new catalogue flavour needs nothing else to deploy: its bandwidth is measured and shown, not
-        # enforced, until a published figure is added (tests/test_gate_plan.py covers the committed ones).
+        # A new flavour deploys with nothing else: measured and shown, not enforced, until a figure is added.
         published, busbw_source = (
             0.0,
             f"no published bus bandwidth for flavour {flavour.name} in {THRESHOLDS_FILE.name}: measured, not enforced",
@@ -94,8 +82,7 @@ def gate_plan_for_stack(cfg: StackConfig, pool: PoolShape, thresholds: Optional[
 
 
 def expected_versions(cfg: StackConfig) -> dict[str, Optional[str]]:
-    """What the gate checks the NCCL log against: the stack's version-matrix row (infra/version_matrix.py);
-    nothing for a stack outside the matrix (allowUntestedVersions), whose versions are only reported."""
+    """The stack's version-matrix row; nothing outside the matrix, whose versions are only reported."""
     from infra.version_matrix import report
 
     expect = report(cfg.version_pins)["expect"]

@@ -1,16 +1,7 @@
-"""The GKE multi-network objects that let Ray worker pods use the GPU nodes' extra NICs.
-
-A node pool's additional node networks (infra/cluster.py) only attach NICs to the VMs. A pod gets
-one of them only through a cluster-scoped `Network` object (type Device) whose `parametersRef`
-points at a `GKENetworkParamSet` naming the VPC, subnet and device mode, and only when its
-`networking.gke.io/interfaces` annotation lists that Network (GKE multi-network docs,
-https://cloud.google.com/kubernetes-engine/docs/how-to/setup-multinetwork-support-for-pods). Field names checked against
-public manifests applying these objects
-(networking.gke.io/v1: GKENetworkParamSet spec {vpc, vpcSubnet, deviceMode}; Network spec
-{type: Device, parametersRef {group, kind, name}}).
-
-Everything is derived from the `NicAttachment`s the network component publishes, in NIC order, so
-the Network names, the VPC/subnet names and the pod annotation cannot drift apart.
+"""The GKE multi-network objects that let Ray worker pods use the GPU nodes' extra NICs: a pod gets a NIC only
+through a `Network` + `GKENetworkParamSet` named in its `networking.gke.io/interfaces` annotation
+(https://cloud.google.com/kubernetes-engine/docs/how-to/setup-multinetwork-support-for-pods). All derived from the
+same `NicAttachment`s, so names and annotation cannot drift apart.
 """
 
 from __future__ import annotations
@@ -28,24 +19,18 @@ from infra.stack_context import NicAttachment
 
 API_VERSION = "networking.gke.io/v1"
 DEVICE_MODES = ("NetDevice", "RDMA")
-DEFAULT_INTERFACE = "eth0"
-"""The pod's primary interface on the cluster VPC; NCCL/Gloo bootstrap traffic stays on it."""
-
-# Deleting these objects never needs to wait on anything of ours (the pods that use them are gone
-# first). Whether GKE holds a finalizer on them while a node pool still lists the network can only be
-# seen on a real cluster; a bound keeps `pulumi destroy` from waiting forever if it does.
+DEFAULT_INTERFACE = "eth0"  # the pod's primary interface; NCCL/Gloo bootstrap stays on it
+# A bound, in case GKE holds a finalizer while a node pool still lists the network.
 DELETE_TIMEOUT = pulumi.CustomTimeouts(delete="15m")
 
 
 def interfaces_annotation(nics: tuple[NicAttachment, ...]) -> str:
-    """The `networking.gke.io/interfaces` value: eth0 on the default network, then each NIC in order."""
     entries = [{"interfaceName": DEFAULT_INTERFACE, "network": "default"}]
     entries += [{"interfaceName": nic.interface, "network": nic.network_object} for nic in nics]
     return json.dumps(entries, separators=(",", ":"))
 
 
 def check_nics(nics: tuple[NicAttachment, ...]) -> None:
-    """Refuse a NIC list that would produce clashing or meaningless objects, before registering any."""
     problems = []
     if not nics:
         problems.append("no NICs: the GPU pool has no additional networks to expose to pods")
@@ -71,28 +56,12 @@ def check_nics(nics: tuple[NicAttachment, ...]) -> None:
 
 @dataclass(frozen=True)
 class GkeNetworkObjectsArgs:
-    """What `GkeNetworkObjects` renders: the GPU nodes' extra NICs in NIC order (`GpuPoolFacts.nics`)."""
-
     nics: tuple[NicAttachment, ...]
 
 
 class GkeNetworkObjects(pulumi.ComponentResource):
-    """One GKENetworkParamSet + Network pair per extra NIC (gvnic-1, rdma-0..7).
-
-    Deliberately NOT made to wait for (or be deleted before) the GPU node pool: creating these needs
-    only the VPCs and subnets (the program makes them wait for `Networking.nic_subnets`), and if GKE refuses to
-    delete a Network while a node pool still uses it,
-    an order "Network objects before node pools" would deadlock `pulumi destroy`. Without an edge both
-    are deleted in parallel, which works either way; the Ray release, which does use them, depends on
-    this component and is deleted first.
-    """
-
-    network_names: list[str]
-    """Network object names in NIC order (what the pod annotation references)."""
-    interfaces_annotation: str
-    """JSON for the pods' `networking.gke.io/interfaces` annotation."""
-    param_sets: list[k8s.apiextensions.CustomResource]
-    networks: list[k8s.apiextensions.CustomResource]
+    """One GKENetworkParamSet + Network pair per extra NIC. No edge to the GPU node pool: if GKE refused to delete
+    a Network a pool still uses, "Networks before pools" would deadlock `pulumi destroy`."""
 
     def __init__(self, name: str, args: GkeNetworkObjectsArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         nics = tuple(args.nics)
@@ -107,7 +76,6 @@ class GkeNetworkObjects(pulumi.ComponentResource):
         self.register_outputs({"networkNames": self.network_names, "interfacesAnnotation": self.interfaces_annotation})
 
     def _objects(self, name: str, nic: NicAttachment, opts: Optional[pulumi.ResourceOptions]) -> None:
-        """The parameter set and the Network object of one NIC."""
         params = k8s.apiextensions.CustomResource(
             f"{name}-params-{nic.network_object}",
             api_version=API_VERSION,
@@ -129,7 +97,6 @@ class GkeNetworkObjects(pulumi.ComponentResource):
                     "name": nic.network_object,
                 },
             },
-            # Created after, and deleted before, the parameter set it points at.
             opts=child_options(self, opts, depends_on=[params], custom_timeouts=DELETE_TIMEOUT),
         )
         self.param_sets.append(params)

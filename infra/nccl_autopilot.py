@@ -1,18 +1,7 @@
-"""The NCCL gIB (GPUDirect RDMA) plugin installer on GKE Autopilot (`cluster.mode: autopilot`).
-
-The same job as infra/nccl.py (copy the gIB plugin and its NCCL build onto every A4 / A3 Ultra node,
-under /home/kubernetes/bin/gib and /home/kubernetes/bin/nvidia/lib64), but as Google ships it for
-Autopilot: container-engine-accelerators gpudirect-rdma/nccl-rdma-installer-autopilot.yaml @992db812
-(2026-06-11). It is privileged with the host's network and PID namespaces, which Autopilot refuses to
-any pod that does not match an allowlist GKE approves (GKE "Run privileged workloads from GKE
-Autopilot partners"); so the pod template here is upstream's, field for field: namespace `rdma-system`,
-names, labels, volumes, mounts, the `install --install-nccl` script, requests, tolerating every taint.
-Only the image comes from config (`ray.ncclInstallerImage`, upstream's v1.1.1 by default): another tag
-may not match the allowlist. Only on the real cloud: that GKE admits this pod on the cluster's version.
-
-Autopilot has no GPU nodes until the Ray workers ask for them, so the DaemonSet rolls out to zero pods
-at deploy time; each GPU node GKE makes gets an installer pod, and the workers wait for its output
-(their `wait-for-gib` init container, infra/ray_cluster.py).
+"""The NCCL gIB plugin installer on GKE Autopilot, as Google ships it (container-engine-accelerators
+gpudirect-rdma/nccl-rdma-installer-autopilot.yaml @992db812). Autopilot admits a privileged host-namespace pod
+only when it matches an allowlist (GKE "Run privileged workloads from GKE Autopilot partners"), so the pod
+template is upstream's field for field; only the image comes from config (`ray.ncclInstallerImage`).
 """
 
 from __future__ import annotations
@@ -24,24 +13,26 @@ from typing import Any, Optional
 import pulumi
 import pulumi_kubernetes as k8s
 
-from infra.naming import ACCELERATOR_LABEL, MANAGED_LABELS
+from infra.naming import MANAGED_LABELS
 from infra.options import child_options
-from infra.pod_facts import PAUSE_IMAGE, require_pinned
+from infra.pod_facts import (
+    HOST_GIB_DIR,
+    HOST_NVIDIA_LIB_DIR,
+    INSTALLER_MNT_GIB,
+    INSTALLER_MNT_NVIDIA,
+    PAUSE_IMAGE,
+    accelerator_affinity,
+    require_pinned,
+)
+from infra.pod_facts import NCCL_INSTALLER as NAME
 
-NAME = "nccl-rdma-installer"
 NAMESPACE = "rdma-system"
-HOST_NVIDIA_LIB_DIR = "/home/kubernetes/bin/nvidia/lib64"
-HOST_GIB_DIR = "/home/kubernetes/bin/gib"
-UPSTREAM_ACCELERATORS = ("nvidia-h200-141gb", "nvidia-b200")
-"""The accelerators upstream's node affinity lists, in its order (the allowlist matches the pod spec)."""
-
-_MNT_NVIDIA = "/usr/local/home/kubernetes/bin/nvidia/lib64"
-_MNT_GIB = "/usr/local/home/kubernetes/bin/gib"
+UPSTREAM_ACCELERATORS = ("nvidia-h200-141gb", "nvidia-b200")  # upstream's order: the allowlist matches the spec
 _INSTALL = (
     "set -ex\n"
     "/scripts/container_entry.sh install --install-nccl\n"
-    f"cp -r /var/lib/gib/lib64/. {_MNT_NVIDIA}\n"
-    f"cp -r /var/lib/gib/. {_MNT_GIB}\n"
+    f"cp -r /var/lib/gib/lib64/. {INSTALLER_MNT_NVIDIA}\n"
+    f"cp -r /var/lib/gib/. {INSTALLER_MNT_GIB}\n"
     'echo "installation finishes"\n'
 )
 
@@ -55,10 +46,7 @@ def namespace_manifest() -> dict[str, Any]:
 
 
 def daemonset_manifest(image: str, accelerator_types: Sequence[str]) -> dict[str, Any]:
-    """Upstream's Autopilot DaemonSet as a Kubernetes object (camelCase).
-
-    `accelerator_types` must be among upstream's list: the affinity stays upstream's either way.
-    """
+    """The affinity stays upstream's; `accelerator_types` must be among it."""
     unknown = sorted(set(accelerator_types) - set(UPSTREAM_ACCELERATORS))
     if unknown:
         raise ValueError(
@@ -75,23 +63,7 @@ def daemonset_manifest(image: str, accelerator_types: Sequence[str]) -> dict[str
             "template": {
                 "metadata": {"labels": {"name": NAME, **labels}},
                 "spec": {
-                    "affinity": {
-                        "nodeAffinity": {
-                            "requiredDuringSchedulingIgnoredDuringExecution": {
-                                "nodeSelectorTerms": [
-                                    {
-                                        "matchExpressions": [
-                                            {
-                                                "key": ACCELERATOR_LABEL,
-                                                "operator": "In",
-                                                "values": list(UPSTREAM_ACCELERATORS),
-                                            }
-                                        ]
-                                    }
-                                ]
-                            }
-                        }
-                    },
+                    "affinity": accelerator_affinity(list(UPSTREAM_ACCELERATORS)),
                     "tolerations": [{"operator": "Exists"}],
                     "hostNetwork": True,
                     "hostPID": True,
@@ -109,8 +81,8 @@ def daemonset_manifest(image: str, accelerator_types: Sequence[str]) -> dict[str
                             "resources": {"requests": {"cpu": "150m"}},
                             "securityContext": {"privileged": True},
                             "volumeMounts": [
-                                {"name": "library-dir-host", "mountPath": _MNT_NVIDIA},
-                                {"name": "gib", "mountPath": _MNT_GIB},
+                                {"name": "library-dir-host", "mountPath": INSTALLER_MNT_NVIDIA},
+                                {"name": "gib", "mountPath": INSTALLER_MNT_GIB},
                             ],
                             "command": ["/bin/sh", "-c"],
                             "args": [_INSTALL],
@@ -125,21 +97,11 @@ def daemonset_manifest(image: str, accelerator_types: Sequence[str]) -> dict[str
 
 @dataclass(frozen=True)
 class NcclRdmaInstallerAutopilotArgs:
-    """What `NcclRdmaInstallerAutopilot` needs: the installer image and the GPU types (among upstream's)."""
-
     image: str
     accelerator_types: tuple[str, ...]
 
 
 class NcclRdmaInstallerAutopilot(pulumi.ComponentResource):
-    """Namespace `rdma-system` and upstream's Autopilot `nccl-rdma-installer` DaemonSet in it."""
-
-    namespace_resource: k8s.core.v1.Namespace
-    daemonset: k8s.apps.v1.DaemonSet
-    name: str
-    namespace: str
-    image: str
-
     def __init__(
         self, name: str, args: NcclRdmaInstallerAutopilotArgs, opts: Optional[pulumi.ResourceOptions] = None
     ) -> None:

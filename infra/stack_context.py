@@ -1,9 +1,5 @@
-"""Where a stack builds, and the plan-time facts the infrastructure hands to the workloads.
-
-Everything here is decided by the program (names it chooses, counts from config and flavour),
-so it is plain data known at plan time. Cloud-computed values (endpoints, IPs) travel as Outputs
-on the components instead.
-"""
+"""Where a stack builds, and the plan-time facts the infrastructure hands to the workloads (plain data; cloud
+values travel as Outputs on the components)."""
 
 from __future__ import annotations
 
@@ -15,8 +11,6 @@ from infra.naming import COMPUTE_CLASS_LABEL, NODE_POOL_LABEL, Limit, cloud_name
 
 @dataclass(frozen=True)
 class StackContext:
-    """Where and under which names a stack builds."""
-
     stack: str
     project: str
     region: str
@@ -36,7 +30,6 @@ class StackContext:
         )
 
     def name(self, role: str, limit: Limit | int = Limit.COMPUTE) -> str:
-        """The cloud name of a role in this stack (see `infra.naming.cloud_name`)."""
         return cloud_name(self.prefix, role, limit)
 
     def labels(self, component: str) -> dict[str, str]:
@@ -47,14 +40,11 @@ class StackContext:
 class NicAttachment:
     """One extra NIC of a GPU node: pod interface name -> GKE Network object -> VPC/subnet."""
 
-    interface: str
-    """Interface name inside the pod (eth1, eth2, ...)."""
-    network_object: str
-    """Name of the GKE `Network` object (gvnic-1, rdma-0, ...)."""
+    interface: str  # eth1, eth2, ...
+    network_object: str  # gvnic-1, rdma-0, ...
     vpc: str
     subnet: str
-    device_mode: str
-    """GKENetworkParamSet deviceMode: NetDevice for gVNIC, RDMA for MRDMA."""
+    device_mode: str  # NetDevice for gVNIC, RDMA for MRDMA
 
 
 @dataclass(frozen=True)
@@ -62,14 +52,11 @@ class RungPool:
     """One GPU node pool of the capacity ladder (infra/placement.py `capacity_ladder`)."""
 
     name: str
-    rung: str
-    """The rung's label: `spot`, `flexStart`, `onDemand` or `reservation NAME`."""
+    rung: str  # `spot`, `flexStart`, `onDemand` or `reservation NAME`
 
 
 @dataclass(frozen=True)
 class GpuPoolFacts:
-    """What a workload needs to know about the GPU pool."""
-
     pool_name: str
     node_count: int
     gpus_per_node: int
@@ -79,15 +66,10 @@ class GpuPoolFacts:
     memory_gib: int
     nccl_tuner_config: str
     taints: tuple[dict[str, str], ...]
-    nics: tuple[NicAttachment, ...]
-    """Extra NICs in NIC order: gVNIC first, then rdma-0..N."""
-    node_labels: tuple[tuple[str, str], ...] = ()
-    """The node labels GPU pods select when there is no pool to name (Autopilot: accelerator, count, zone,
-    capacity; see infra/autopilot_pods.py). Empty: the pods select the node pool."""
-    compute_class: str | None = None
-    """The custom ComputeClass whose priorities are the ladder's pools (two or more rungs); None: one pool."""
-    rung_pools: tuple[RungPool, ...] = ()
-    """The ladder's pools in priority order (two or more rungs); empty: the one pool `pool_name`."""
+    nics: tuple[NicAttachment, ...]  # gVNIC first, then rdma-0..N
+    node_labels: tuple[tuple[str, str], ...] = ()  # Autopilot's selector; empty: the pods select the pool
+    compute_class: str | None = None  # the ladder's ComputeClass (two or more rungs)
+    rung_pools: tuple[RungPool, ...] = ()  # the ladder's pools in priority order
 
     @property
     def node_selector(self) -> dict[str, str]:
@@ -99,5 +81,4 @@ class GpuPoolFacts:
 
     @property
     def pool_names(self) -> tuple[str, ...]:
-        """Every GPU node pool's name (the ladder's, or the one pool)."""
         return tuple(p.name for p in self.rung_pools) or (self.pool_name,)

@@ -1,11 +1,5 @@
-"""The version matrix (data/version_matrix.yaml): which combinations of GKE, GPU driver, gIB plugin,
-NCCL, NeMo-RL image, Ray and KubeRay chart the program deploys together, and which pairs are known to break.
-
-Pure: plain values in (`Pins`, built by the stack config from its keys), a verdict out. The config refuses
-a stack whose pins match no row (`check`), the offline plan prints the row (`report`), the gate plan takes
-the NCCL the row expects (`report(...)["expect"]`), and the doctor asks whether a live version is inside
-the row (`gke_in_row`).
-"""
+"""The version matrix (data/version_matrix.yaml): which GKE, driver, gIB, NCCL, NeMo-RL, Ray and KubeRay chart
+versions are deployed together, and which pairs are known to break. Pure: `Pins` in, a verdict out."""
 
 from __future__ import annotations
 
@@ -27,18 +21,16 @@ def load(path: Path = MATRIX_FILE) -> Mapping[str, Any]:
 
 
 def parse_version(text: str) -> tuple[int, ...]:
-    """The numbers of a version: 1.33.2-gke.1111000 -> (1, 33, 2, 1111000); v1.1.1 -> (1, 1, 1);
-    2.27.5+cuda12.9 -> (2, 27, 5) (the CUDA suffix is the build's, not NCCL's)."""
+    """1.33.2-gke.1111000 -> (1, 33, 2, 1111000); 2.27.5+cuda12.9 -> (2, 27, 5) (the suffix is the build's)."""
     return tuple(int(n) for n in re.findall(r"\d+", str(text).split("+", 1)[0]))
 
 
 def _within(version: str, bound: tuple[int, ...]) -> tuple[int, ...]:
-    """`version` cut to the length of `bound`, so that a bound of fewer parts (1.36) covers 1.36.x."""
+    # A bound of fewer parts (1.36) covers 1.36.x.
     return parse_version(version)[: len(bound)]
 
 
 def satisfies(version: str, spec: str) -> bool:
-    """`version` meets `spec`: "<1.1.2", ">=2.30.4", "==1.33.2-gke.1111000"."""
     op = next(o for o in _OPS if spec.startswith(o))
     bound = parse_version(spec[len(op) :])
     have = _within(version, bound)
@@ -46,7 +38,6 @@ def satisfies(version: str, spec: str) -> bool:
 
 
 def gke_in_row(version: str, row: Mapping[str, Any]) -> bool:
-    """A GKE version inside the row's range: at least `min`, below `below`."""
     gke = row["gke"]
     low, high = parse_version(gke["min"]), parse_version(gke["below"])
     return parse_version(version) >= low and _within(version, high) < high
@@ -58,15 +49,11 @@ def gke_range(row: Mapping[str, Any]) -> str:
 
 @dataclass(frozen=True)
 class Pins:
-    """What a stack pins, as plain values (the config builds it from its keys)."""
-
     mode: str
     flavour: str
-    gke: Optional[str]
-    """cluster.minMasterVersion; None: the channel's default (the doctor checks the live one)."""
+    gke: Optional[str]  # None: the channel's default (the doctor checks the live one)
     gpu_driver_version: str
-    gib_image: str
-    """ray.ncclInstallerImage, repository:tag."""
+    gib_image: str  # repository:tag
     nemo_rl_tag: str
     chart_version: str
 
@@ -76,15 +63,12 @@ class Pins:
 
 
 class VersionError(ValueError):
-    """A pin outside the matrix or a known-bad pair: `key` is the stack key, `message` one line."""
-
     def __init__(self, key: str, message: str):
         super().__init__(message)
         self.key = key
 
 
 def _mismatches(pins: Pins, row: Mapping[str, Any]) -> list[tuple[str, str, str]]:
-    """(key, what the stack has, what the row allows) for each pin the row does not cover."""
     covers, out = row["covers"], []
     if pins.mode not in covers["modes"]:
         out.append(("cluster.mode", pins.mode, "/".join(covers["modes"])))
@@ -109,15 +93,13 @@ def _mismatches(pins: Pins, row: Mapping[str, Any]) -> list[tuple[str, str, str]
 def nearest(
     pins: Pins, matrix: Optional[Mapping[str, Any]] = None
 ) -> tuple[Mapping[str, Any], list[tuple[str, str, str]]]:
-    """The row with the fewest pins outside it, and those pins. On a tie a row with the recipe's NeMo-RL
-    image wins (the image comes with the recipe, the other pins are one key each), then the first."""
+    """On a tie a row with the recipe's NeMo-RL image wins (the image comes with the recipe), then the first."""
     rows = (matrix or load())["rows"]
     scored = [(row, _mismatches(pins, row)) for row in rows]
     return min(scored, key=lambda s: (len(s[1]), any(key == "job.recipe" for key, _, _ in s[1])))
 
 
 def versions(pins: Pins, row: Mapping[str, Any]) -> dict[str, Optional[str]]:
-    """The versions the stack runs under `row`: NCCL is the image's or gIB's build, as the row says."""
     image = row["nemoRl"].get(pins.nemo_rl_tag) or {}
     nccl = row["nccl"]
     return {
@@ -133,30 +115,20 @@ def versions(pins: Pins, row: Mapping[str, Any]) -> dict[str, Optional[str]]:
 
 def _applies(rule: Mapping[str, Any], have: Mapping[str, Optional[str]], flavour: str) -> bool:
     when = rule.get("when") or {}
-    if not when:
-        return False
-    for name, spec in when.items():
-        if name == "flavour":
-            if flavour not in spec:
-                return False
-            continue
-        value = have.get(name)
-        if value is None or not satisfies(value, str(spec)):
-            return False
-    return True
+    return bool(when) and all(
+        flavour in spec if name == "flavour" else have.get(name) is not None and satisfies(have[name], str(spec))
+        for name, spec in when.items()
+    )
 
 
 def known_bad(
     pins: Pins, row: Mapping[str, Any], matrix: Optional[Mapping[str, Any]] = None
 ) -> list[Mapping[str, Any]]:
-    """The known-bad entries the stack's versions (under `row`) meet."""
     have = versions(pins, row)
     return [r for r in (matrix or load())["knownBad"] if _applies(r, have, pins.flavour)]
 
 
 def check(pins: Pins, allow_untested: bool, matrix: Optional[Mapping[str, Any]] = None) -> None:
-    """Raise `VersionError` (key + one line) for a known-bad pair (always) or for pins outside every
-    row (unless `allow_untested`)."""
     row, outside = nearest(pins, matrix)
     for rule in known_bad(pins, row, matrix):
         if rule["effect"] == "refuse":
@@ -181,8 +153,6 @@ def _what(rule: Mapping[str, Any], pins: Pins, row: Mapping[str, Any]) -> str:
 
 
 def report(pins: Pins, matrix: Optional[Mapping[str, Any]] = None) -> dict[str, Any]:
-    """What the plan prints: the row matched (or the nearest and what is outside it), the versions under
-    it, the cautions met, and what the gate must see."""
     row, outside = nearest(pins, matrix)
     have = versions(pins, row)
     cautions = [
@@ -198,14 +168,12 @@ def report(pins: Pins, matrix: Optional[Mapping[str, Any]] = None) -> dict[str, 
         "versions": have,
         "cautions": cautions,
         "verifiedBy": row.get("verifiedBy"),
-        # The gate fails (under enforce) when the NCCL log shows another NCCL; gIB's release is not in
-        # NCCL's log lines (only the plugin's name), so it is reported as expected, not read.
+        # gIB's release is not in NCCL's log lines, so it is reported as expected, not read.
         "expect": {"nccl": have["nccl"] if not outside else None, "gib": have["gib"]},
     }
 
 
 def report_line(rep: Mapping[str, Any]) -> str:
-    """One line for the plan's text output."""
     v = rep["versions"]
     body = (
         f"GKE {rep['gke']}, gIB {v['gib']}, NCCL {v['nccl'] or 'unrecorded'} ({v['ncclFrom']}), "

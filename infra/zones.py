@@ -1,9 +1,4 @@
-"""The zone catalogue: which zones offer a flavour's machine type together with Managed Lustre.
-
-The data (with its sources and the date it was checked) is `data/zones.yaml`. `infra/config/stack.py`
-refuses a `region` or `zone` outside it, naming the nearest catalogued zones, unless the stack sets
-`allowUncataloguedZone: true` (for a zone Google added after the catalogue was checked).
-"""
+"""The zone catalogue (data/zones.yaml, with its sources): which zones offer a machine type and Managed Lustre."""
 
 from __future__ import annotations
 
@@ -24,7 +19,6 @@ class ZoneCatalogue:
     managed_lustre: frozenset[str]
 
     def zones_for(self, machine_type: str) -> list[str]:
-        """Zones that offer `machine_type` and Managed Lustre, sorted."""
         return sorted(self.machine_types.get(machine_type, frozenset()) & self.managed_lustre)
 
 
@@ -33,8 +27,7 @@ def region_of(zone: str) -> str:
 
 
 def nearest(target: str, candidates: list[str], count: int = 3) -> list[str]:
-    """`candidates` closest to `target`: same region first, then the same geography (`us`, `europe`,
-    ...), then by spelling."""
+    """Same region first, then the same geography (`us`, `europe`, ...), then by spelling."""
     region, area = region_of(target), target.split("-", 1)[0]
 
     def rank(c: str) -> tuple[int, float, str]:
