@@ -280,3 +280,14 @@ def test_the_program_may_not_import_the_tooling_or_the_cli(tmp_path):
         "__main__.py:2 imports tools.cost; the program may import only infra, workloads",
         "__main__.py:3 imports jobctl.cli; the program may import only infra, workloads",
     ]
+
+
+def test_no_two_modules_of_the_layers_share_a_file_name():
+    # A name says a module's role once: `cluster.py` in two packages reads as one thing in a traceback or a
+    # review (docs/architecture.md). Package entry files (`__init__`, `__main__`) are the exception.
+    seen: dict[str, list[str]] = {}
+    for layer in ("infra", "workloads", "jobctl", "tools"):
+        for path in sorted((ROOT / layer).rglob("*.py")):
+            if path.name not in ("__init__.py", "__main__.py"):
+                seen.setdefault(path.name, []).append(path.relative_to(ROOT).as_posix())
+    assert {name: paths for name, paths in seen.items() if len(paths) > 1} == {}

@@ -618,7 +618,7 @@ def test_autopilot_refuses_a_flavour_without_an_autopilot_pod_size_naming_the_fl
     import dataclasses
 
     from infra.config import KeyedValueError
-    from infra.config.cluster import check_autopilot
+    from infra.config.cluster_config import check_autopilot
     from infra.flavours import FLAVOURS
 
     cfg = parse({**BASE, **AUTOPILOT}, "dev")
@@ -652,7 +652,7 @@ def test_a_bad_autopilot_setting_stops_the_plan_before_any_resource():
 
 
 def test_the_cpu_pool_catalogue_lists_the_machines_a_head_fits_smallest_first():
-    from infra.config.cluster import head_machines
+    from infra.config.cluster_config import head_machines
     from infra.config.ray import RayConfig
 
     fits = head_machines(RayConfig(head_cpu=8, head_memory_gib=64))
@@ -736,7 +736,7 @@ def test_the_system_pool_room_check_holds_a_machine_to_the_least_head_ray_allows
     # No machine shape infra/machines.py knows leaves exactly 1 CPU or 4 GiB, so the edges are set here: the least
     # head is ray.headCpu 1 / ray.headMemoryGib 4 (RayConfig's bounds).
     from infra.config import KeyedValueError, RayConfig
-    from infra.config import cluster as cluster_config
+    from infra.config import cluster_config as cluster_config
 
     assert [m.ge for m in RayConfig.model_fields["head_cpu"].metadata[:1]] == [1]
     assert [m.ge for m in RayConfig.model_fields["head_memory_gib"].metadata[:1]] == [4]

@@ -25,14 +25,14 @@ infra/flavours.py, infra/machines.py, infra/zones.py, infra/lustre_catalogue.py 
 """
 
 from infra.config.base import Model
-from infra.config.cluster import AuthorizedNetwork, ClusterConfig
-from infra.config.cost import CostConfig
+from infra.config.cluster_config import AuthorizedNetwork, ClusterConfig
+from infra.config.cost_config import CostConfig
 from infra.config.engine import namespaced
 from infra.config.errors import ConfigError, KeyedValueError, MissingSecretError, format_validation_error
 from infra.config.gpu_pool import CapacityConfig, GpuPoolConfig, Provisioning, Rung
 from infra.config.job import JobConfig, Override
 from infra.config.lustre import LustreConfig
-from infra.config.network import NetworkConfig
+from infra.config.network_config import NetworkConfig
 from infra.config.patterns import LOWER_NAME, PATTERN_HELP
 from infra.config.ray import RayConfig
 from infra.config.recovery import RecoveryConfig
@@ -45,8 +45,8 @@ from infra.config.secret_policy import (
     wandb_key_set,
 )
 from infra.config.settings import Settings, load, parse
-from infra.config.stack import GCP_MAX_LABELS, StackConfig, prefix_for_stack
-from infra.config.storage import StorageConfig
+from infra.config.stack_config import GCP_MAX_LABELS, StackConfig, prefix_for_stack
+from infra.config.storage_config import StorageConfig
 from infra.lustre_catalogue import (
     LUSTRE_CSI_MIN_GKE,
     LUSTRE_PORT_988_MIN_GKE,

@@ -9,7 +9,7 @@ from typing import Any, Callable, Optional
 import pulumi
 
 from infra.config.errors import ConfigError, MissingSecretError
-from infra.config.stack import StackConfig
+from infra.config.stack_config import StackConfig
 from infra.naming import PROJECT
 from workloads.recipes import GATED_MODELS
 

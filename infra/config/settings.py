@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from infra.config.engine import engine_config, engine_secret_keys
 from infra.config.errors import ConfigError, format_validation_error
 from infra.config.secret_policy import SECRET_KEYS, StackSecrets, refuse_missing_secrets, refuse_plaintext_secrets
-from infra.config.stack import StackConfig, prefix_for_stack
+from infra.config.stack_config import StackConfig, prefix_for_stack
 from infra.naming import PROJECT
 
 

@@ -11,23 +11,23 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from infra.config.base import Model
-from infra.config.cluster import (
+from infra.config.cluster_config import (
     ClusterConfig,
     check_autopilot,
     check_control_plane_allow_list,
     check_min_master_version,
     check_system_pool_machine,
 )
-from infra.config.cost import CostConfig
+from infra.config.cost_config import CostConfig
 from infra.config.errors import ConfigError, KeyedValueError, shown
 from infra.config.gpu_pool import GpuPoolConfig
 from infra.config.job import JobConfig, check_job_fits
 from infra.config.lustre import LustreConfig
-from infra.config.network import NetworkConfig, check_address_room, check_rdma_subnets
+from infra.config.network_config import NetworkConfig, check_address_room, check_rdma_subnets
 from infra.config.patterns import NAME_PREFIX, PATTERN_HELP, PROJECT_ID, REGION, ZONE
 from infra.config.ray import RayConfig, check_head_fits, check_worker_fits, worker_fit
 from infra.config.recovery import RecoveryConfig
-from infra.config.storage import StorageConfig, check_export_kept
+from infra.config.storage_config import StorageConfig, check_export_kept
 from infra.flavours import FLAVOURS, Flavour
 from infra.machines import NodeFit
 from infra.naming import PROJECT, RESERVED_LABEL_KEYS
