@@ -295,7 +295,9 @@ def test_a_run_that_ends_releases_its_workers_in_one_line_and_its_goodput_adds_u
         f"d = {str(ckpt)!r}\n"
         "for s in (1, 2):\n"
         "    print('=' * 10, f'Step {s}/2', '=' * 10, flush=True)\n"
-        "    os.makedirs(os.path.join(d, f'step_{s}'))\n"
+        "    w = os.path.join(d, f'step_{s}', 'policy', 'weights')\n"
+        "    os.makedirs(w)\n"
+        "    open(os.path.join(w, '.metadata'), 'w').close()  # a whole save (workloads/checkpoints.py is_whole)\n"
     )
     spec = python_job("t-release", code)
     run = RunPlan(
