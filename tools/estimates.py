@@ -227,8 +227,9 @@ class FirstRun:
 
     The job's own cost line (`cost.job`) prices the job's hours only; before it starts, the stack is
     already billed while it is being built: each line item from the moment its resource is ready in
-    the typical deploy timeline (tools/deploy_time.py), the GPU nodes from their pool's readiness
-    (Autopilot: from the start of the Ray release, whose worker pods make them). A lower bound: a
+    the typical deploy timeline (tools/deploy_time.py), the GPU nodes from their creation: every pool starts
+    empty and the pending Ray workers (or, warm, the placeholders) bring them (Autopilot: from the start of the
+    Ray release, whose worker pods make them). A lower bound: a
     resource is billed while it is being created too, and spot capacity can take far longer."""
 
     deploy_minutes: float
@@ -392,9 +393,27 @@ def render(est: Estimates, plan: Any = None) -> list[str]:
                 f"First run (the first `pulumi up`, ~{run.deploy_minutes:.0f} min, then the job, {run.job_hours:g} h): "
                 f"{cost.money(spot)} with spot GPUs, {cost.money(on_demand)} on-demand; of it "
                 f"{cost.money(run.before_job['spot'])} "
-                "(spot) before the job starts, the GPU nodes billed from their pool's readiness (a lower bound)",
+                f"(spot) before the job starts, {gpu_billing(est)} (a lower bound)",
             ]
+        from tools import goodput_estimate
+
+        block = goodput_estimate.render(goodput_estimate.goodput_json(est, stack_config(plan)))
+        lines += ["", *block] if block else []
     return lines
+
+
+def gpu_billing(est: Estimates) -> str:
+    """When the first run's GPU nodes start billing (tools/deploy_time.py `gpu_nodes_from`): every pool starts
+    empty, so the nodes come only when something pending needs them."""
+    deploy = est.deploy
+    if deploy.gpu_nodes_from is None:  # Autopilot: the Ray release's worker pods make them
+        return "the GPU nodes billed from the Ray release's start, whose pending workers bring them"
+    if deploy.arrival is not None and deploy.arrival.warm:
+        return (
+            f"the GPU nodes billed from minute {deploy.gpu_nodes_from:.1f}, when the warm-up placeholders bring them "
+            "(gpuPool.warmMinutes)"
+        )
+    return f"the GPU nodes billed from minute {deploy.gpu_nodes_from:.1f}, when the pending Ray workers bring them"
 
 
 def render_for_plan(plan: Any) -> list[str]:
