@@ -243,6 +243,17 @@ class FirstRun:
         return None if self.job_hours is None else self.before_job[kind] + per_hour * self.job_hours
 
     @property
+    def first_step_minutes(self) -> float:
+        """Minutes from the first `pulumi up` to the job's first training step (NeMo-RL's start-up after the
+        submission, tools/deploy_time.py NEMO_RL_STARTUP)."""
+        return self.deploy_minutes + deploy_time.NEMO_RL_STARTUP.minutes
+
+    def before_first_step(self, kind: str, per_hour: float) -> float:
+        """The spend before the first step: the deploy's, then the whole stack's hourly cost through NeMo-RL's
+        start-up."""
+        return self.before_job[kind] + per_hour * deploy_time.NEMO_RL_STARTUP.minutes / 60
+
+    @property
     def hours(self) -> Optional[float]:
         return None if self.job_hours is None else self.deploy_minutes / 60 + self.job_hours
 
@@ -283,11 +294,15 @@ def first_run_json(est: Estimates, plan: Any) -> dict[str, Any]:
 
     return {
         "deployMinutes": round(run.deploy_minutes, 1),
-        "firstStepMinutes": round(run.deploy_minutes + deploy_time.NEMO_RL_STARTUP.minutes, 1),
+        "firstStepMinutes": round(run.first_step_minutes, 1),
         "gpuNodes": "warm" if est.deploy.arrival is not None and est.deploy.arrival.warm else "cold",
         "jobHours": run.job_hours,
         "beforeJob": {k: money(v) for k, v in run.before_job.items()},
         "gpuBeforeJob": money(run.gpu_before_job),
+        "beforeFirstStep": {
+            "spot": money(run.before_first_step("spot", est.cost.spot_per_hour)),
+            "onDemand": money(run.before_first_step("onDemand", est.cost.on_demand_per_hour)),
+        },
         "total": {
             "spot": money(run.total("spot", est.cost.spot_per_hour)),
             "onDemand": money(run.total("onDemand", est.cost.on_demand_per_hour)),
@@ -393,7 +408,9 @@ def render(est: Estimates, plan: Any = None) -> list[str]:
                 f"First run (the first `pulumi up`, ~{run.deploy_minutes:.0f} min, then the job, {run.job_hours:g} h): "
                 f"{cost.money(spot)} with spot GPUs, {cost.money(on_demand)} on-demand; of it "
                 f"{cost.money(run.before_job['spot'])} "
-                f"(spot) before the job starts, {gpu_billing(est)} (a lower bound)",
+                f"(spot) before the job starts, {gpu_billing(est)} (a lower bound); the first step at "
+                f"~{run.first_step_minutes:.0f} min, after "
+                f"{cost.money(run.before_first_step('spot', est.cost.spot_per_hour))} (spot)",
             ]
         from tools import goodput_estimate
 
