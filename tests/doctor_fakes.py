@@ -98,6 +98,7 @@ class FakeProject:
         self.policies: dict[str, orgpolicy_v2.Policy] = {}
         self.quota_infos: dict[str, cloudquotas_v1.QuotaInfo] = {}
         self.global_quotas = {"GPUS_ALL_REGIONS": (64.0, 0.0), "CPUS_ALL_REGIONS": (2400.0, 16.0)}
+        self.images: dict[tuple[str, str], compute_v1.Image] = {}  # (project, name): disk images
         self.cluster: "container_v1.Cluster | None" = None  # no cluster yet (the doctor runs before `pulumi up`)
 
     def record(self, client: str, method: str, **kwargs):
@@ -274,6 +275,15 @@ class ComputeProjects(_Fake):
         )
 
 
+class Images(_Fake):
+    def get(self, request=None, *, project=None, image=None, timeout=None):
+        self.p.record("images", "get", project=project, image=image, timeout=timeout)
+        found = self.p.images.get((project, image))
+        if found is None:
+            raise gexc.NotFound("no such image")
+        return found
+
+
 FAKES = {
     "projects": Projects,
     "service_usage": ServiceUsage,
@@ -290,6 +300,7 @@ FAKES = {
     "org_policy": OrgPolicy,
     "quotas": Quotas,
     "compute_projects": ComputeProjects,
+    "images": Images,
 }
 
 
@@ -311,6 +322,7 @@ def real_clients() -> dict[str, type]:
         "org_policy": orgpolicy_v2.OrgPolicyClient,
         "quotas": cloudquotas_v1.CloudQuotasClient,
         "compute_projects": compute_v1.ProjectsClient,
+        "images": compute_v1.ImagesClient,
     }
 
 

@@ -40,7 +40,12 @@ def test_a_healthy_project_passes_every_check(project):
 
 def test_every_call_is_one_the_real_client_accepts(project):
     cfg = config(
-        gpuPool={"nodeCount": 1, "provisioning": "reservation", "reservationName": "b200-res"},
+        gpuPool={
+            "nodeCount": 1,
+            "provisioning": "reservation",
+            "reservationName": "b200-res",
+            "imageCacheDiskImage": "global/images/nemo-rl-cache",
+        },
         network={"useDefaultNetwork": True},
     )
     project.networks["default"] = compute_v1.Network(name="default")
@@ -150,7 +155,7 @@ def test_an_api_that_is_off_skips_every_check_that_calls_it_whole(project):
         for name, _, needs in doctor.CHECKS
         if "compute.googleapis.com" in needs
     ]
-    assert len(skipped) == 6
+    assert len(skipped) == 7
     assert not any(c in ("regions", "machine_types", "reservations", "compute_projects") for c, _, _ in project.calls)
 
 

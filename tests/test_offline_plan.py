@@ -195,6 +195,31 @@ def test_the_text_plan_says_which_config_keys_replace_each_node_pool():
     assert "gpuPool.provisioning" in gpu_line and "gpuPool.compactPlacement" in gpu_line, gpu_line
 
 
+def test_the_text_plan_shows_the_json_goodput_and_bills_the_gpu_nodes_from_when_the_pending_workers_bring_them():
+    plan = stack_plan("b200")
+    text, doc = plan_mod.render_tree(plan), plan_mod.plan_document(plan)
+    lines = text.splitlines()
+    head = lines.index(next(line for line in lines if line.startswith("Goodput (first run")))
+    assert f"{doc['goodput']['fraction']:.1%} of paid GPU time in kept steps" in lines[head], lines[head]
+    buckets = doc["goodput"]["buckets"]
+    for bucket, line in zip(buckets, lines[head + 1 : head + 1 + len(buckets)], strict=True):
+        assert line.split()[:3] == [bucket["name"], f"{bucket['minutes']:.1f}", "min"], line
+        assert line.endswith(f"${bucket['usd']:,.2f}"), line
+    rate = lines[head + 1 + len(buckets)]
+    assert f"at {doc['goodput']['preemptionRate']['perNodeDay']:g} per spot node-day" in rate and "assumed" in rate
+    first_run = next(line for line in lines if line.startswith("First run"))
+    created = doc["estimates"]["deployTime"]["gpuNodes"]["createdAtMinute"]
+    assert f"GPU nodes billed from minute {created:.1f}, when the pending Ray workers bring them" in first_run
+    assert "pool's readiness" not in text
+
+
+def test_a_stack_without_a_goodput_model_prints_no_goodput_block():
+    plan = stack_plan("autopilot")
+    assert plan_mod.plan_document(plan)["goodput"] is None
+    text = plan_mod.render_tree(plan)
+    assert "Goodput (first run" not in text and "\n\n\n" not in text
+
+
 # ---------------------------------------------------------------- preview (the first `pulumi preview` of a stack)
 
 

@@ -79,6 +79,39 @@ def test_the_first_run_adds_the_gpu_hours_before_the_job_to_the_jobs_cost():
     )
 
 
+def test_the_stack_table_shows_each_stacks_goodput_first_step_and_spend_before_it_from_its_plan():
+    from tools.offline_plan import plan_document
+
+    table = docs.stack_costs(stack_plan)
+    header = table.splitlines()[0].split("|")
+    column = header.index(" goodput; first step at, spot spend before it ")
+    rows = {line.split("|")[1].strip(" `"): line.split("|") for line in table.splitlines() if line.startswith("| `")}
+    for stack, cells in rows.items():
+        doc = plan_document(stack_plan(stack))
+        run = doc["estimates"]["firstRun"]
+        good = "not modelled" if doc["goodput"] is None else f"{doc['goodput']['fraction']:.1%}"
+        cell = cells[column].strip()
+        assert cell == f"{good}; ~{run['firstStepMinutes']:.0f} min, {docs._money(run['beforeFirstStep']['spot'])}", (
+            stack,
+            cell,
+        )
+    assert rows["b200"][column].strip().startswith("80.7%; ~95 min")
+    assert rows["autopilot"][column].strip().startswith("not modelled")
+
+
+def test_the_spend_before_the_first_step_adds_nemo_rls_start_up_at_the_stacks_hourly_cost():
+    from tools import deploy_time, estimates
+
+    plan = stack_plan("b200")
+    est = estimates.compute(plan)
+    run = estimates.first_run(est, plan)
+    startup = deploy_time.NEMO_RL_STARTUP.minutes
+    assert run.first_step_minutes == pytest.approx(est.deploy.total_minutes + startup)
+    assert run.before_first_step("spot", est.cost.spot_per_hour) == pytest.approx(
+        run.before_job["spot"] + est.cost.spot_per_hour * startup / 60
+    )
+
+
 def test_config_reference_lists_every_nested_key_and_the_secrets():
     ref = docs.config_reference()
     for key in (

@@ -11,6 +11,7 @@ from doctor_fakes import (
     PROJECT,
     FakeProject,
     b200_reservation,
+    compute_v1,
     config,
     family_entry,
     family_quota_of,
@@ -309,3 +310,69 @@ def test_a_one_rung_stack_passes_the_ladder_check_whole_and_asks_nothing_for_it(
         doctor.Result("capacity-ladder", doctor.PASS, "one rung: the gpu-quota and reservation checks cover it")
     ]
     assert only(project, "gpu-quota").summary.startswith("PREEMPTIBLE_NVIDIA_B200_GPUS in us-east1: ")
+
+
+# ---------------------------------------------------------------- image cache (gpuPool.imageCacheDiskImage)
+
+
+def cached(disk_image="global/images/nemo-rl-cache"):
+    return config(gpuPool={"nodeCount": 2, "provisioning": "spot", "imageCacheDiskImage": disk_image})
+
+
+def image(name="nemo-rl-cache", status="READY", architecture="X86_64", locations=("us",)):
+    return compute_v1.Image(name=name, status=status, architecture=architecture, storage_locations=list(locations))
+
+
+def test_an_unset_image_cache_passes_without_asking_for_any_image(project):
+    assert only(project, "image-cache") == doctor.Result(
+        "image-cache", doctor.PASS, "none set (gpuPool.imageCacheDiskImage): nothing to check"
+    )
+    assert not [c for c in project.calls if c[0] == "images"]
+
+
+def test_a_ready_x86_image_stored_in_the_regions_multi_region_passes_and_is_asked_in_the_stacks_project(project):
+    project.images[(PROJECT, "nemo-rl-cache")] = image()
+    result = only(project, "image-cache", cached())
+    assert result.status == doctor.PASS, result
+    assert "READY" in result.summary and "a4-highgpu-8g in us-east1-b" in result.summary
+    asked = [(c, kw) for c, m, kw in project.calls if c == "images"]
+    assert asked == [("images", {"project": PROJECT, "image": "nemo-rl-cache", "timeout": 5})]
+
+
+def test_an_image_of_another_project_is_asked_in_that_project(project):
+    project.images[("images-host-1", "nemo-rl-cache")] = image(locations=("us-east1",))
+    result = only(project, "image-cache", cached("projects/images-host-1/global/images/nemo-rl-cache"))
+    assert result.status == doctor.PASS and "(images-host-1)" in result.summary, result
+
+
+def test_a_missing_image_fails_naming_it_its_project_and_how_to_build_or_unset_it(project):
+    result = only(project, "image-cache", cached())
+    assert result.status == doctor.FAIL
+    assert result.summary == f"disk image nemo-rl-cache not found in project {PROJECT}"
+    assert "gke-disk-image-builder" in result.fix
+    assert "pulumi config rm --path gpuPool.imageCacheDiskImage" in result.fix
+
+
+@pytest.mark.parametrize("status", ["PENDING", "FAILED", "DELETING"])
+def test_an_image_that_is_not_ready_fails_with_its_status(project, status):
+    project.images[(PROJECT, "nemo-rl-cache")] = image(status=status)
+    result = only(project, "image-cache", cached())
+    assert result.status == doctor.FAIL and f"is {status}, not READY" in result.summary, result
+
+
+def test_an_arm_image_fails_for_the_x86_gpu_machine(project):
+    project.images[(PROJECT, "nemo-rl-cache")] = image(architecture="ARM64")
+    result = only(project, "image-cache", cached())
+    assert result.status == doctor.FAIL and "ARM64" in result.summary and "x86_64" in result.summary, result
+
+
+def test_an_image_without_an_architecture_is_usable(project):
+    project.images[(PROJECT, "nemo-rl-cache")] = image(architecture="")
+    assert only(project, "image-cache", cached()).status == doctor.PASS
+
+
+def test_an_image_stored_far_from_the_stacks_region_warns_and_says_how_to_store_it_there(project):
+    project.images[(PROJECT, "nemo-rl-cache")] = image(locations=("eu",))
+    result = only(project, "image-cache", cached())
+    assert result.status == doctor.WARN and "stored in eu, not in or near us-east1" in result.summary, result
+    assert "--storage-location=us-east1" in result.fix

@@ -227,8 +227,9 @@ class FirstRun:
 
     The job's own cost line (`cost.job`) prices the job's hours only; before it starts, the stack is
     already billed while it is being built: each line item from the moment its resource is ready in
-    the typical deploy timeline (tools/deploy_time.py), the GPU nodes from their pool's readiness
-    (Autopilot: from the start of the Ray release, whose worker pods make them). A lower bound: a
+    the typical deploy timeline (tools/deploy_time.py), the GPU nodes from their creation: every pool starts
+    empty and the pending Ray workers (or, warm, the placeholders) bring them (Autopilot: from the start of the
+    Ray release, whose worker pods make them). A lower bound: a
     resource is billed while it is being created too, and spot capacity can take far longer."""
 
     deploy_minutes: float
@@ -240,6 +241,17 @@ class FirstRun:
 
     def total(self, kind: str, per_hour: float) -> Optional[float]:
         return None if self.job_hours is None else self.before_job[kind] + per_hour * self.job_hours
+
+    @property
+    def first_step_minutes(self) -> float:
+        """Minutes from the first `pulumi up` to the job's first training step (NeMo-RL's start-up after the
+        submission, tools/deploy_time.py NEMO_RL_STARTUP)."""
+        return self.deploy_minutes + deploy_time.NEMO_RL_STARTUP.minutes
+
+    def before_first_step(self, kind: str, per_hour: float) -> float:
+        """The spend before the first step: the deploy's, then the whole stack's hourly cost through NeMo-RL's
+        start-up."""
+        return self.before_job[kind] + per_hour * deploy_time.NEMO_RL_STARTUP.minutes / 60
 
     @property
     def hours(self) -> Optional[float]:
@@ -282,11 +294,15 @@ def first_run_json(est: Estimates, plan: Any) -> dict[str, Any]:
 
     return {
         "deployMinutes": round(run.deploy_minutes, 1),
-        "firstStepMinutes": round(run.deploy_minutes + deploy_time.NEMO_RL_STARTUP.minutes, 1),
+        "firstStepMinutes": round(run.first_step_minutes, 1),
         "gpuNodes": "warm" if est.deploy.arrival is not None and est.deploy.arrival.warm else "cold",
         "jobHours": run.job_hours,
         "beforeJob": {k: money(v) for k, v in run.before_job.items()},
         "gpuBeforeJob": money(run.gpu_before_job),
+        "beforeFirstStep": {
+            "spot": money(run.before_first_step("spot", est.cost.spot_per_hour)),
+            "onDemand": money(run.before_first_step("onDemand", est.cost.on_demand_per_hour)),
+        },
         "total": {
             "spot": money(run.total("spot", est.cost.spot_per_hour)),
             "onDemand": money(run.total("onDemand", est.cost.on_demand_per_hour)),
@@ -392,9 +408,29 @@ def render(est: Estimates, plan: Any = None) -> list[str]:
                 f"First run (the first `pulumi up`, ~{run.deploy_minutes:.0f} min, then the job, {run.job_hours:g} h): "
                 f"{cost.money(spot)} with spot GPUs, {cost.money(on_demand)} on-demand; of it "
                 f"{cost.money(run.before_job['spot'])} "
-                "(spot) before the job starts, the GPU nodes billed from their pool's readiness (a lower bound)",
+                f"(spot) before the job starts, {gpu_billing(est)} (a lower bound); the first step at "
+                f"~{run.first_step_minutes:.0f} min, after "
+                f"{cost.money(run.before_first_step('spot', est.cost.spot_per_hour))} (spot)",
             ]
+        from tools import goodput_estimate
+
+        block = goodput_estimate.render(goodput_estimate.goodput_json(est, stack_config(plan)))
+        lines += ["", *block] if block else []
     return lines
+
+
+def gpu_billing(est: Estimates) -> str:
+    """When the first run's GPU nodes start billing (tools/deploy_time.py `gpu_nodes_from`): every pool starts
+    empty, so the nodes come only when something pending needs them."""
+    deploy = est.deploy
+    if deploy.gpu_nodes_from is None:  # Autopilot: the Ray release's worker pods make them
+        return "the GPU nodes billed from the Ray release's start, whose pending workers bring them"
+    if deploy.arrival is not None and deploy.arrival.warm:
+        return (
+            f"the GPU nodes billed from minute {deploy.gpu_nodes_from:.1f}, when the warm-up placeholders bring them "
+            "(gpuPool.warmMinutes)"
+        )
+    return f"the GPU nodes billed from minute {deploy.gpu_nodes_from:.1f}, when the pending Ray workers bring them"
 
 
 def render_for_plan(plan: Any) -> list[str]:

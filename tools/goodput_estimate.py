@@ -102,11 +102,15 @@ def goodput_json(est: Any, cfg: StackConfig) -> Optional[dict[str, Any]]:
 
 
 def render(doc: Optional[dict[str, Any]]) -> list[str]:
+    """The text plan's "Goodput (first run)" block: the fraction, one line per bucket, the preemption assumption."""
     if doc is None:
         return []
-    parts = ", ".join(f"{b['name']} {b['minutes']:g} min ${b['usd']:,.2f}" for b in doc["buckets"])
-    return [
+    rate = doc["preemptionRate"]
+    lines = [
         f"Goodput (first run, modelled; GPU nodes {doc['gpuNodes']}): {doc['fraction']:.1%} of paid GPU time in kept "
-        f"steps; {doc['expectedPreemptions']:g} preemption(s) expected ({doc['preemptionRate']['source']})",
-        f"  {parts}",
+        "steps (tools/goodput_estimate.py)",
+        *(f"  {b['name']:<15} {b['minutes']:7.1f} min  {'$' + format(b['usd'], ',.2f'):>11}" for b in doc["buckets"]),
+        f"  preemptions: {doc['expectedPreemptions']:g} expected, at {rate['perNodeDay']:g} per spot node-day, "
+        f"{rate['source']}",
     ]
+    return lines

@@ -40,8 +40,9 @@ always lists the config keys that would replace each pool.
 `helm-values-<release>.yaml`.
 
 After the summary, the text output shows the estimates of tools/estimates.py (cost, checkpoint
-sizing, deploy time); `--json` carries them under "estimates". `--graph [DIR]` writes the
-resource graph as `graph.mmd` (Mermaid) and `graph.dot` (Graphviz) to DIR (default `plan-out/`).
+sizing, deploy time, the first run and its goodput); `--json` carries them under "estimates" and
+"goodput". `--graph [DIR]` writes the resource graph as `graph.mmd` (Mermaid) and `graph.dot`
+(Graphviz) to DIR (default `plan-out/`).
 """
 
 from __future__ import annotations

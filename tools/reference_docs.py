@@ -168,6 +168,7 @@ def stack_costs(plan_of: typing.Callable[[str], Any] | None = None) -> str:
     long the first `pulumi up` typically takes, and what `pulumi destroy` deletes and keeps; then the
     timeouts, from the same plans, so that typical time and limit are said once, side by side."""
     from tools import estimates
+    from tools.goodput_estimate import goodput_json
     from tools.offline_plan import committed_plan, summary
     from workloads.hook import RAY_CLUSTER_TIMEOUT
 
@@ -175,8 +176,8 @@ def stack_costs(plan_of: typing.Callable[[str], Any] | None = None) -> str:
     lines = [
         "| stack | GPUs | per hour: spot GPUs (on-demand) | first `pulumi up`, typical | first run: `up` + job, spot "
         "(on-demand) "
-        "| `pulumi destroy` deletes | and keeps |",
-        "|---|---|---|---|---|---|---|",
+        "| goodput; first step at, spot spend before it | `pulumi destroy` deletes | and keeps |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     limits: dict[str, int] = {}
     estimated: list[str] = []
@@ -186,6 +187,11 @@ def stack_costs(plan_of: typing.Callable[[str], Any] | None = None) -> str:
         cfg = estimates.stack_config(plan)
         run = estimates.first_run(est, plan)
         s = summary(plan)
+        good = goodput_json(est, cfg)
+        first = (
+            f"{'not modelled' if good is None else format(good['fraction'], '.1%')}; ~{run.first_step_minutes:.0f} "
+            f"min, {_money(run.before_first_step('spot', est.cost.spot_per_hour))}"
+        )
         spot, on_demand = run.total("spot", est.cost.spot_per_hour), run.total("onDemand", est.cost.on_demand_per_hour)
         job = "no job estimate" if spot is None else f"{_money(spot)} ({_money(on_demand)}) for {run.hours:.1f} h"
         lustre = (
@@ -205,7 +211,7 @@ def stack_costs(plan_of: typing.Callable[[str], Any] | None = None) -> str:
             f"| `{stack}` | {s['gpuNodes']} x {cfg.flavour_spec.machine_type} ({s['gpus']}) | "
             f"{_money(est.cost.spot_per_hour)} ({_money(est.cost.on_demand_per_hour)}){mark} | "
             f"~{run.deploy_minutes:.0f} min | "
-            f"{job} | {deletes} | {keeps} |"
+            f"{job} | {first} | {deletes} | {keeps} |"
         )
         for r in plan.resources:
             create = ((r.options or {}).get("customTimeouts") or {}).get("create")
@@ -221,8 +227,11 @@ def stack_costs(plan_of: typing.Callable[[str], Any] | None = None) -> str:
         "The times are typical, not limits: most of the first `up` is Managed Lustre's creation (about an hour). "
         f"Pulumi gives up on a step only after its own timeout ({named}), so an `up` that waits for spot GPU capacity "
         "can run for hours before it fails. Prices are list prices of `data/prices.yaml`; the first "
-        "run adds the hours the stack is billed while it is built (GPU nodes from their pool's readiness) to the "
-        "job's own hours, and leaves out later runs, preemptions and the time until you destroy.",
+        "run adds the hours the stack is billed while it is built (GPU nodes from when the pending Ray workers "
+        "bring them: every GPU pool scales from 0) to the job's own hours, and leaves out later runs, preemptions "
+        "and the time until you destroy. Goodput is the modelled share of the first run's paid GPU time in kept "
+        "training steps (`goodput` of `python -m infra.plan --json`, with an assumed spot preemption rate; "
+        "Autopilot: not modelled); the first step comes NeMo-RL's start-up after the submission.",
     ]
     if estimated:
         lines[-1] += (

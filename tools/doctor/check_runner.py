@@ -25,7 +25,7 @@ from tools.doctor.quota_checks import (
     check_gpu_quota,
     check_reservation,
 )
-from tools.doctor.zone_checks import check_capacity_ladder, check_lustre, check_zone
+from tools.doctor.zone_checks import check_capacity_ladder, check_image_cache, check_lustre, check_zone
 
 Check = Callable[[Context], Union[Result, list[Result]]]
 
@@ -38,6 +38,7 @@ CHECKS: tuple[tuple[str, Check, tuple[str, ...]], ...] = (
     ("reservation", check_reservation, ("compute.googleapis.com",)),
     ("capacity-ladder", check_capacity_ladder, ("compute.googleapis.com",)),
     ("lustre", check_lustre, ("lustre.googleapis.com",)),
+    ("image-cache", check_image_cache, ("compute.googleapis.com",)),
     ("iam", check_iam, ("cloudresourcemanager.googleapis.com",)),
     ("gke-versions", check_gke_versions, ("container.googleapis.com",)),
     ("version-matrix", check_version_matrix, ("container.googleapis.com",)),

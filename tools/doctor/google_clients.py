@@ -48,6 +48,7 @@ class Clients:
     org_policy: Any  # orgpolicy_v2.OrgPolicyClient
     quotas: Any  # cloudquotas_v1.CloudQuotasClient
     compute_projects: Any = None  # compute_v1.ProjectsClient (project-wide quotas)
+    images: Any = None  # compute_v1.ImagesClient (gpuPool.imageCacheDiskImage)
     assets: Any = None  # asset_v1.AssetServiceClient (the leftover audit, `--leftovers`)
     credentials: Any = None  # google.auth Credentials the clients share; None for the tests' fakes
 
@@ -92,6 +93,7 @@ def connect(project: str) -> Clients:
         org_policy=orgpolicy_v2.OrgPolicyClient(**c),
         quotas=cloudquotas_v1.CloudQuotasClient(**c),
         compute_projects=compute_v1.ProjectsClient(**c),
+        images=compute_v1.ImagesClient(**c),
         assets=asset_v1.AssetServiceClient(**c),
         credentials=credentials,
     )

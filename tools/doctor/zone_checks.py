@@ -108,3 +108,69 @@ def _rung_result(ctx: Context, rung: Rung, lead: str) -> Result:
     if rung.provisioning is Provisioning.RESERVATION:
         return reservation_result(ctx, rung.reservation_name or "", "capacity-ladder", lead)
     return gpu_quota_result(ctx, rung.provisioning, "capacity-ladder", lead)
+
+
+IMAGE_READY = "READY"
+"""compute_v1.Image.status of an image that disks can be created from (Compute Engine API, images resource:
+READY, PENDING, FAILED, DELETING)."""
+
+IMAGE_MULTI_REGIONS = {"us": "us", "europe": "eu", "asia": "asia"}
+"""A region's prefix and the multi-region that holds it, as images' `storageLocations` name it (`us`, `eu`, `asia`;
+the default of gke-disk-image-builder's `--storage-location`: "the multi-region closest to the image source",
+ai-on-gke/tools@dd19189 gke-disk-image-builder/cli/main.go)."""
+
+
+UNSET_IMAGE_CACHE = "pulumi config rm --path gpuPool.imageCacheDiskImage"
+
+
+def image_cache_project_and_name(cfg_project: str, disk_image: str) -> tuple[str, str]:
+    """`gpuPool.imageCacheDiskImage` (`global/images/NAME` or `projects/P/global/images/NAME`, infra/config
+    gpu_pool.DISK_IMAGE) as the Images API's `project` and `image`: the stack's project when the path names none."""
+    parts = disk_image.split("/")
+    return (parts[1] if parts[0] == "projects" else cfg_project), parts[-1]
+
+
+def check_image_cache(ctx: Context) -> Result:
+    """`gpuPool.imageCacheDiskImage` exists, is READY, is x86_64 (or unmarked: the A4/A3 machines are x86) and
+    is stored in or near the stack's region; nothing asked when the key is unset."""
+    disk_image = ctx.cfg.gpu_pool.image_cache_disk_image
+    if not disk_image:
+        return Result("image-cache", PASS, "none set (gpuPool.imageCacheDiskImage): nothing to check")
+    project, name = image_cache_project_and_name(ctx.project, disk_image)
+    build = "build it with gke-disk-image-builder (docs/deploy.md), or unset it: " + UNSET_IMAGE_CACHE
+    try:
+        image = ctx.clients.images.get(project=project, image=name, timeout=ctx.timeout)
+    except gexc.NotFound:
+        return Result("image-cache", FAIL, f"disk image {name} not found in project {project}", build)
+    machine = ctx.cfg.flavour_spec.machine_type
+    if image.status != IMAGE_READY:
+        return Result(
+            "image-cache",
+            FAIL,
+            f"disk image {name} is {image.status or 'of unknown status'}, not {IMAGE_READY}: no disk can be made of it",
+            f"gcloud compute images describe {name} --project {project}  # wait for READY, or {build}",
+        )
+    if image.architecture not in ("", "ARCHITECTURE_UNSPECIFIED", "X86_64"):
+        return Result(
+            "image-cache",
+            FAIL,
+            f"disk image {name} is for {image.architecture}; {machine} is x86_64",
+            f"rebuild it from an x86_64 image: {build}",
+        )
+    region = ctx.cfg.region
+    near = {region, IMAGE_MULTI_REGIONS.get(region.split("-", 1)[0], "")}
+    where = list(image.storage_locations)
+    if where and not near & set(where):
+        return Result(
+            "image-cache",
+            WARN,
+            f"disk image {name} is stored in {', '.join(where)}, not in or near {region}: each node's disk is "
+            "copied from there (slower, and egress may be billed)",
+            f"rebuild with gke-disk-image-builder --storage-location={region} (docs/deploy.md)",
+        )
+    return Result(
+        "image-cache",
+        PASS,
+        f"disk image {name} ({project}) is READY, {image.architecture or 'no architecture set'}, stored in "
+        f"{', '.join(where) or 'its default location'}: usable for {machine} in {ctx.cfg.zone}",
+    )
