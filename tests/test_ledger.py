@@ -11,6 +11,7 @@ from ray_head import JOB_TIMEOUT
 from workloads.job_spec import JobSpec
 from workloads.ledger import Attempt, Ledger, LedgerFile, table
 from workloads.recovery import Action, RecoveryPolicy, Watcher
+from workloads.recovery.owner_loop import SAVE_WAIT_CAP_S
 from workloads.run_owner import RunPlan
 
 START_MS = 1_700_000_000_000
@@ -137,11 +138,27 @@ def test_a_budget_trip_waits_for_the_checkpoint_write_too_and_for_a_save_in_flig
     assert w.step().action is Action.WAIT
     now[0] = at(1640)
     assert w.step().action is Action.WAIT and client.stopped == []
-    # The cycle is over but a save is on its way (written, renamed, not finished): wait one write more.
-    (tmp_path / "ckpt" / "step_2" / "policy" / "weights").mkdir(parents=True)
-    now[0] = at(1680)
+    # The cycle is over but a save is on its way (written, renamed, not finished): wait for it, however slow...
+    weights = tmp_path / "ckpt" / "step_2" / "policy" / "weights"
+    weights.mkdir(parents=True)
+    for t in (1680, 1720, 1000 + 660 + SAVE_WAIT_CAP_S - 1):
+        now[0] = at(t)
+        assert w.step().action is Action.WAIT and client.stopped == [], t
+    # ... then stop right after it is whole, naming it.
+    (weights / ".metadata").write_text("")
+    stopped = w.step()
+    assert stopped.action is Action.DONE and "after its checkpoint step_2" in stopped.reason, stopped
+    assert client.stopped == [client.job.submission_id]
+
+
+def test_a_budget_trip_stops_a_save_stuck_past_its_cap(tmp_path):
+    now = [at(1000)]
+    w, client, _ = watcher(tmp_path, now, budget_usd=10.0, checkpoint_write_seconds=60.0)
+    assert w.step().action is Action.WAIT
+    (tmp_path / "ckpt" / "tmp_step_2").mkdir(parents=True)  # a save begun and never finished
+    now[0] = at(1000 + 660 + SAVE_WAIT_CAP_S - 1)
     assert w.step().action is Action.WAIT and client.stopped == []
-    now[0] = at(1720)
+    now[0] = at(1000 + 660 + SAVE_WAIT_CAP_S)
     assert w.step().action is Action.DONE and client.stopped == [client.job.submission_id]
 
 

@@ -63,6 +63,12 @@ META_CAPACITY_WAITS = "nemo-rl-gke/capacity-waits"
 _FINAL = (Action.DONE, Action.GIVE_UP)
 
 
+SAVE_WAIT_CAP_S = 1800.0
+"""How long past its save cycle a budget stop waits for a save still being written: a save that takes half
+an hour more than a whole cycle is stuck on Lustre, and the budget's overrun stays bounded (that long at the
+pool's price)."""
+
+
 class Watcher:
     """One watched spec. `step()` looks once, acts if needed, and returns the decision."""
 
@@ -406,7 +412,10 @@ class Watcher:
         window = self.run.save_window_seconds or 0.0
         since = self.ledger.stop_requested_step
         saved = latest is not None and since is not None and latest > since  # 0: no checkpoint yet
-        if not saved and now - self.ledger.stop_requested_at < window + self._save_in_flight(since):
+        waited = now - self.ledger.stop_requested_at
+        # Never into a save being written, the one it waits for or a newer one begun since (the run's last).
+        writing = waited < window + SAVE_WAIT_CAP_S and self._save_in_flight(max(latest or 0, since or 0))
+        if (not saved and waited < window) or writing:
             return Decision(
                 Action.WAIT,
                 f"budget reached; {job.submission_id} stops after its next complete checkpoint (newer than "
@@ -431,17 +440,17 @@ class Watcher:
         self._note("budget raised above the spend: the earlier budget stop is withdrawn", event=True)
         self._save_ledger()
 
-    def _save_in_flight(self, since: Optional[int]) -> float:
-        """Seconds more a budget stop waits because a save newer than step `since` is being written (a
-        `tmp_step_<N>`, or a `step_<N>` not yet whole): one more checkpoint write. Ray's stop gives the
-        driver 3 s before SIGKILL and NeMo-RL has no SIGTERM handler, so a stop now would lose that save."""
+    def _save_in_flight(self, since: Optional[int]) -> bool:
+        """Whether a save newer than step `since` is being written (a `tmp_step_<N>`, or a `step_<N>` not yet
+        whole): the budget stop waits for it (up to `SAVE_WAIT_CAP_S`), however slow. Ray's stop gives the
+        driver 3 s before SIGKILL and NeMo-RL has no SIGTERM handler, so a stop now would lose that save; a
+        save that fails ends the job by itself."""
         from workloads import checkpoints
 
         if not self.run.checkpoint_dir:
-            return 0.0
+            return False
         found = checkpoints.scan(self.run.checkpoint_dir)
-        writing = any(step > (since or 0) for step in (*found.partial, *found.incomplete))
-        return (self.run.checkpoint_write_seconds or 0.0) if writing else 0.0
+        return any(step > (since or 0) for step in (*found.partial, *found.incomplete))
 
     def _release_after_run(self, jobs: list[Any], newest: Any, decision: Decision, now: float) -> None:
         """Once the run has ended (its newest attempt ended and the decision is final: succeeded, gave up,
