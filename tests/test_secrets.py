@@ -12,7 +12,8 @@ import yaml
 from conftest import ALL_STACKS, merged, run_plan
 
 from tools.mocks import SECRET_SIG, SIG_KEY
-from tools.offline_plan import kubernetes_manifests, render_tree
+from tools.offline_plan import render_tree
+from tools.plan_output import kubernetes_manifests
 
 HF = "hf_PLANTEDtokenValue0123456789abcdef"
 WANDB = "wandb-PLANTED-key-9f8e7d6c5b4a"

@@ -33,11 +33,11 @@ Every bad flag or config is one line on stderr and exit code 2, before anything 
 `--compare BEFORE.json` (a previous `--json` plan, or the golden tests/golden/<stack>.json) says for
 each node pool whether this plan replaces it (deleted first: its nodes are lost), and by which
 ForceNew input, or updates it in place (tools/pool_replacement.py), and whether the change is a new
-attempt of the same training run or a new run (`run_change`, by the `runId` output); the text plan
-always lists the config keys that would replace each pool.
+attempt of the same training run or a new run (`run_change`, by the `runId` output; tools/plan_compare.py);
+the text plan always lists the config keys that would replace each pool.
 
 `--out DIR` writes each Kubernetes object as `<kind>-<name>.yaml`, each Helm release's values as
-`helm-values-<release>.yaml`.
+`helm-values-<release>.yaml` (tools/plan_output.py, which also checks `--out` and `--graph`).
 
 After the summary, the text output shows the estimates of tools/estimates.py (cost, checkpoint
 sizing, deploy time, the first run and its goodput); `--json` carries them under "estimates" and
@@ -54,7 +54,6 @@ import contextlib
 import json
 import os
 import runpy
-import stat
 import sys
 import threading
 from dataclasses import dataclass, field
@@ -73,6 +72,8 @@ from infra.stack_file import (
     validate_flat,
     with_required_secrets,
 )
+from tools.plan_compare import compare_lines, read_compare
+from tools.plan_output import check_output_dirs, output_dir, write_failed, write_manifests
 from workloads import cli_args
 
 _RESOURCE_KEYS = ("urn", "type", "name", "parent", "custom", "provider", "inputs", "dependencies", "options")
@@ -340,129 +341,6 @@ def version_matrix_line(plan: Plan) -> str:
     return report_line(version_matrix_report(plan))
 
 
-def kubernetes_manifests(plan: Plan) -> dict[str, Any]:
-    """File name -> document for every Kubernetes object and Helm release values."""
-    files: dict[str, Any] = {}
-    for r in plan.resources:
-        if not r.custom or not r.type.startswith("kubernetes:") or r.type.startswith("pulumi:providers:"):
-            continue
-        if r.type == "kubernetes:helm.sh/v3:Release":
-            files[f"helm-values-{r.inputs.get('name', r.name)}.yaml"] = r.inputs.get("values", {})
-            continue
-        doc = {k: v for k, v in r.inputs.items() if not k.startswith("__")}
-        kind = str(doc.get("kind", r.type.rsplit(":", 1)[-1]))
-        name = (doc.get("metadata") or {}).get("name", r.name)
-        files[f"{kind.lower()}-{name}.yaml"] = doc
-    return files
-
-
-def write_manifests(plan: Plan, out: Path) -> list[Path]:
-    """Write every manifest to `out`; every target is checked first (`_target_problem`), so a refusal writes nothing."""
-    files = kubernetes_manifests(plan)
-    for fname in files:
-        problem = _target_problem(out / fname)
-        if problem:
-            raise OSError(0, f"{fname} {problem}; nothing was written")
-    out.mkdir(parents=True, exist_ok=True)
-    written = []
-    for fname, doc in files.items():
-        path = out / fname
-        path.write_text(yaml.safe_dump(doc, sort_keys=False))
-        written.append(path)
-    return written
-
-
-def _target_problem(path: Path) -> Optional[str]:
-    """Why a file the plan writes cannot be (over)written in place, or None: a link (dangling, a loop, or to
-    a file elsewhere, which writing through would change), something not a regular file, a read-only file."""
-    try:
-        status = path.lstat()
-    except FileNotFoundError:
-        return None
-    except OSError as err:
-        return f"cannot be used ({err.strerror or err})"
-    if stat.S_ISLNK(status.st_mode):
-        return "is a symbolic link"
-    if not stat.S_ISREG(status.st_mode):
-        return "exists and is not a regular file"
-    return None if os.access(path, os.W_OK) else "exists and is read-only"
-
-
-def _write_failed(flag: str, path: Path, err: OSError) -> int:
-    print(f"error: {flag} {path}: {err.strerror or err}", file=sys.stderr)
-    return 2
-
-
-def _output_dir_problem(path: Path) -> Optional[str]:
-    """Why `path` cannot be (or become) a directory to write to; None when it can. Creates nothing."""
-    try:
-        if path.is_symlink() and not path.exists():  # Path.exists() is False for a loop of links, and dangling ones
-            path.stat()  # raises the reason (a loop of links), or FileNotFoundError (dangling)
-        if path.exists():
-            if not path.is_dir():
-                return "exists and is not a directory"
-            return None if os.access(path, os.W_OK | os.X_OK) else "is not writable"
-        parent = path.parent
-        while not parent.exists() and parent != parent.parent:
-            parent = parent.parent
-        if not parent.is_dir():
-            return f"{parent} is not a directory"
-        return None if os.access(parent, os.W_OK | os.X_OK) else f"{parent} is not writable"
-    except FileNotFoundError:
-        return "is a symbolic link to nothing"
-    except OSError as err:  # a name longer than the filesystem allows, a loop of links
-        return f"cannot be used ({err.strerror or err})"
-
-
-def _same_dir(path: Path, other: Path) -> bool:
-    with contextlib.suppress(OSError):
-        return path.resolve() == other.resolve()
-    return False
-
-
-def _output_dir(text: str) -> Path:
-    """An argparse type for --out/--graph: `''` is refused (Path('') is the current directory, so the
-    files would land wherever the command ran, usually among the stack files)."""
-    if not text.strip():
-        raise argparse.ArgumentTypeError(f"{text!r} is not allowed; allowed: a directory path, e.g. plan-out/")
-    return Path(text)
-
-
-MAX_PLAN_BYTES = 16 << 20
-"""The most a `--compare` document may hold: a plan document is about half a megabyte."""
-
-
-def read_compare(path: Path, stack: str) -> dict[str, Any]:
-    """The `--compare` document, checked to be a plan of `stack` of this project with resources of the
-    documented shape; `ValueError` says in one line why not."""
-    try:
-        doc = json.loads(cli_args.read_user_file(path, MAX_PLAN_BYTES))
-    except cli_args.UnreadableFile as err:
-        raise ValueError(str(err).partition("; allowed")[0]) from None
-    except RecursionError:
-        raise ValueError("nested too deeply") from None
-    except ValueError as err:  # JSON, or UTF-8, that does not decode
-        raise ValueError(str(err).splitlines()[0]) from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("resources"), list):
-        raise ValueError("no resources list")
-    for i, resource in enumerate(doc["resources"]):
-        if not (
-            isinstance(resource, dict)
-            and isinstance(resource.get("name"), str)
-            and isinstance(resource.get("type"), str)
-            and isinstance(resource.get("inputs", {}), dict)
-        ):
-            raise ValueError(f"resources[{i}] is not a resource with a name, a type and a map of inputs")
-    project = project_name()
-    if (doc.get("project"), doc.get("stack")) != (project, stack):
-        # Another stack's pools differ in every input: its verdicts ("REPLACED, every node lost") would be false.
-        raise ValueError(
-            f"a plan of {cli_args.without_credentials(repr(doc.get('project')))} / "
-            f"{cli_args.without_credentials(repr(doc.get('stack')))}, not of {project} / {stack}"
-        )
-    return doc
-
-
 def _write_out(write: Any) -> Optional[int]:
     """Run `write` (what goes to stdout): a reader that went away (`| head -1`) ends the command quietly, as
     for `cat`; a stdout that cannot take it (`> /dev/full`) is one line and exit 3 (the environment)."""
@@ -500,7 +378,7 @@ def _parser() -> argparse.ArgumentParser:
         help="plan as if the secrets the stack's job needs were set (placeholders)",
     )
     parser.add_argument("--json", action="store_true", help="print the plan as one JSON document")
-    parser.add_argument("--out", type=_output_dir, help="write Kubernetes manifests and Helm values to this directory")
+    parser.add_argument("--out", type=output_dir, help="write Kubernetes manifests and Helm values to this directory")
     parser.add_argument(
         "--compare",
         type=Path,
@@ -509,7 +387,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--graph",
-        type=_output_dir,
+        type=output_dir,
         nargs="?",
         const=Path("plan-out"),
         metavar="DIR",
@@ -521,17 +399,11 @@ def _parser() -> argparse.ArgumentParser:
 def _checked_flags(args: argparse.Namespace) -> Optional[dict[str, Any]]:
     """`--out` and `--graph` checked, before anything runs, and the `--compare` document read; `ValueError`
     is the one line that refuses them."""
-    for flag, path in (("--out", args.out), ("--graph", args.graph)):
-        problem = path is not None and _output_dir_problem(path)
-        if path is not None and not problem and _same_dir(path, ROOT):
-            # Some forty manifests among the stack files and the code; `plan-out/` is git-ignored for them.
-            problem = "is the repository root"
-        if problem:
-            raise ValueError(f"{flag} {path}: {problem}; allowed: a writable directory (created if missing)")
+    check_output_dirs({"--out": args.out, "--graph": args.graph}, ROOT)
     if args.compare is None:
         return None
     try:
-        return read_compare(args.compare, args.stack)
+        return read_compare(args.compare, args.stack, project_name())
     except ValueError as detail:
         allowed = "allowed: a plan document of `python -m infra.plan --json`"
         raise ValueError(f"--compare {args.compare}: {detail}; {allowed}") from None
@@ -585,7 +457,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         try:
             written = write_manifests(plan, args.out)
         except OSError as err:
-            return _write_failed("--out", args.out, err)
+            return write_failed("--out", args.out, err)
         print(f"wrote {len(written)} files to {args.out}", file=sys.stderr)
     if args.graph:
         from tools.graph import write_graph
@@ -593,44 +465,19 @@ def main(argv: Optional[list[str]] = None) -> int:
         try:
             paths = write_graph(plan, args.graph)
         except OSError as err:
-            return _write_failed("--graph", args.graph, err)
+            return write_failed("--graph", args.graph, err)
         print(f"wrote {', '.join(str(p) for p in paths)}", file=sys.stderr)
     # allow_nan=False: the document is JSON or nothing (the config refuses inf and nan up front); rendered
     # whole before the first byte is written, so a failure never leaves half a document.
     text = (json.dumps(plan_document(plan), indent=2, allow_nan=False) if args.json else render_tree(plan)) + "\n"
     if previous is not None:
-        from tools.pool_replacement import compare
-
-        lines = "\n".join([*compare(previous, plan.to_json()), run_change(previous, plan.to_json())])
+        lines = compare_lines(previous, plan.to_json())
         if args.json:  # on stderr, so the document stays one JSON value
             print(lines, file=sys.stderr)
         else:  # last, where it is read
             text += f"\nNode pools against {args.compare}:\n{lines}\n"
     code = _write_out(lambda: sys.stdout.write(text))
     return 0 if code is None else code
-
-
-def run_change(before: dict[str, Any], after: dict[str, Any]) -> str:
-    """Whether `after` continues the training run of `before` (the `runId` output: stack, recipe, checkpoint
-    key) as a new attempt that resumes from its last complete checkpoint, or starts a new run at step 0."""
-    old, new = before.get("outputs") or {}, after.get("outputs") or {}
-    run = new.get("runId")
-    if not old.get("runId"):
-        return (
-            f"run {run}: the previous plan names no run (made before run ids); the job adopts the checkpoints "
-            "of that release's directory (a new attempt)"
-        )
-    if old["runId"] != run:
-        return (
-            f"run: NEW RUN {run} (was {old['runId']}): the checkpoint key changed; it starts at step 0 in a "
-            "directory of its own"
-        )
-    if old.get("jobId") != new.get("jobId"):
-        return (
-            f"run {run}: same run, new attempt ({old.get('jobId')} -> {new.get('jobId')}): it resumes from its "
-            "last complete checkpoint"
-        )
-    return f"run {run}: same run, same job (no new attempt)"
 
 
 if __name__ == "__main__":
