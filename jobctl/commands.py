@@ -77,7 +77,7 @@ class GkeTarget:
 
 def gke_target(args: argparse.Namespace, stack: Stack) -> GkeTarget:
     """The endpoint, head service and CA from the flags, else from the stack outputs; checked."""
-    from workloads import submit
+    from workloads import job_errors, ray_address
 
     endpoint, ca_file, head_service = args.endpoint, args.ca_file, args.head_service
     endpoint_source = "--endpoint"
@@ -98,12 +98,12 @@ def gke_target(args: argparse.Namespace, stack: Stack) -> GkeTarget:
             "outputs can be read"
         )
     try:
-        submit.check_endpoint(endpoint)  # before needs_cluster_ca, which cannot parse a malformed URL either
-    except submit.InvalidAddress as err:
+        ray_address.check_endpoint(endpoint)  # before needs_cluster_ca, which cannot parse a malformed URL either
+    except job_errors.InvalidAddress as err:
         raise CommandError(f"{endpoint_source} {err.address}: {err.reason}") from None
     if not head_service:
         raise CommandError(f"the Ray head service is unknown: pass --head-service (stack output {OUTPUT_HEAD_SERVICE})")
-    if submit.needs_cluster_ca(endpoint) and not (ca_file or ca_b64):
+    if ray_address.needs_cluster_ca(endpoint) and not (ca_file or ca_b64):
         raise CommandError(
             f"the cluster CA of the IP endpoint {endpoint} is unknown: pass --ca-file (stack output {OUTPUT_CA})"
         )
@@ -155,7 +155,7 @@ def bring_back_workers(args: argparse.Namespace, stack: Stack, out: TextIO, toke
     from infra.placement import gpu_pool_facts
     from infra.ray_cluster import RAY_CLUSTER_NAME, WORKER_GROUP
     from infra.stack_context import StackContext
-    from workloads import submit
+    from workloads import ray_address, ray_connection
     from workloads.gang_wait import VIEW_ERRORS, KubeGangView
 
     replicas = gpu_pool_facts(StackContext.from_config(stack.name, stack.config), stack.config).node_count
@@ -167,10 +167,10 @@ def bring_back_workers(args: argparse.Namespace, stack: Stack, out: TextIO, toke
         )
         return
     target = gke_target(args, stack)
-    verify = submit.tls_verify(target.ca_file, target.ca_b64)
-    token = (token_provider or submit.google_token_provider())()
+    verify = ray_connection.tls_verify(target.ca_file, target.ca_b64)
+    token = (token_provider or ray_connection.google_token_provider())()
     view = KubeGangView(
-        submit._endpoint_url(target.endpoint),
+        ray_address.endpoint_url(target.endpoint),
         token,
         verify if isinstance(verify, str) else None,
         target.namespace,
@@ -386,10 +386,12 @@ def cmd_watch(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
 
 def cmd_dashboard(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
     """Serve the Ray dashboard on 127.0.0.1 through the API server, with the user's Google token."""
-    from workloads import dashboard, submit
+    from workloads import dashboard, job_errors
 
     if args.address:
-        raise CommandError(f"--address {submit.redacted(args.address)} is a dashboard already: open it in a browser")
+        raise CommandError(
+            f"--address {job_errors.redacted(args.address)} is a dashboard already: open it in a browser"
+        )
     target = gke_target(args, stack)
     dashboard.serve_cluster(
         target.endpoint,

@@ -11,10 +11,15 @@ Under xdist, `ray_heads_first` sends every Ray test to one of two workers, so tw
 
 from __future__ import annotations
 
+import shlex
+import sys
+import uuid
+
 import pytest
 
 from tools import local_ray_head
 from tools.local_ray_head import RAY, START_DEADLINE, START_TIMEOUT, free_ports  # noqa: F401 (tests use them)
+from workloads.job_types import JobSpec
 
 JOB_TIMEOUT = 240.0
 """Seconds a test waits for a job on the head to reach the state it needs (RUNNING, ended, a log
@@ -26,6 +31,17 @@ STALL_BOUND = 30.0
 """Seconds within which a call against a stalled server must have given up (its own timeout is under
 a second): far under the stall itself (60 s, tests/stalled_http.py), far over what a busy machine adds."""
 _STASH_KEY = pytest.StashKey["LocalRayHead"]()
+
+
+def python_job(stack: str, code: str, recipe: str = "t") -> JobSpec:
+    """A spec running `code` with this interpreter (the raylet's PATH may not have the venv)."""
+    return JobSpec.create(
+        stack=stack,
+        recipe=recipe,
+        entrypoint=f"{shlex.quote(sys.executable)} -c {shlex.quote(code)}",
+        # A unique value keeps reruns against a long-lived head from matching old jobs.
+        runtime_env={"env_vars": {"RAY_OVERRIDE_JOB_RUNTIME_ENV": "1", "RUN": uuid.uuid4().hex[:8]}},
+    )
 
 
 class LocalRayHead(local_ray_head.LocalRayHead):

@@ -24,7 +24,7 @@ from jobctl import cli
 from jobctl import stack as cli_stack
 from jobctl.commands import StatusLine
 from jobctl.stack import build_spec, load_stack
-from workloads import dashboard
+from workloads import dashboard, ray_connection
 from workloads import submit as jobs
 from workloads.job_spec import JobSpec
 from workloads.recovery import RecoveryPolicy
@@ -105,7 +105,7 @@ def test_the_live_status_line_rewrites_itself_on_a_tty_and_prints_changes_otherw
 
 def test_the_cli_gives_up_on_a_stalled_dashboard_in_one_line(monkeypatch):
     # The in-cluster watcher connects the same way (`workloads.watcher.connect_address`).
-    monkeypatch.setattr(jobs, "READ_TIMEOUT", 0.5)
+    monkeypatch.setattr(ray_connection, "READ_TIMEOUT", 0.5)
     with StalledServer(answer_version=True) as address:
         out, err = io.StringIO(), io.StringIO()
         started = time.monotonic()

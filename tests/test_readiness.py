@@ -14,7 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from workloads import hook, readiness
+from workloads import hook, ray_connection, readiness
 from workloads import submit as jobs
 from workloads.hook import JobSubmissionProvider
 from workloads.job_spec import META_STACK, JobSpec
@@ -231,7 +231,7 @@ def test_without_conditions_the_deprecated_state_and_every_worker_count():
 
 def test_the_gke_variant_sends_the_google_token(api, monkeypatch):
     api.script = [PROVISIONED]
-    monkeypatch.setattr(jobs, "google_token_provider", lambda *a, **k: lambda: TOKEN)
+    monkeypatch.setattr(ray_connection, "google_token_provider", lambda *a, **k: lambda: TOKEN)
     assert readiness.wait_for_raycluster_on_gke(api.base, NS, NAME, timeout_s=5, poll_s=0.01)["kind"] == "RayCluster"
 
 
@@ -259,7 +259,7 @@ def hook_props(head, api, **extra) -> dict:
 
 @pytest.fixture
 def fast_hook(monkeypatch):
-    monkeypatch.setattr(jobs, "google_token_provider", lambda *a, **k: lambda: TOKEN)
+    monkeypatch.setattr(ray_connection, "google_token_provider", lambda *a, **k: lambda: TOKEN)
     monkeypatch.setattr(hook, "RAY_CLUSTER_POLL", 0.02)
     submitted = []
     real_submit = jobs.submit_attempt

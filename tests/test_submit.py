@@ -1,5 +1,6 @@
 """Job submission against a real local Ray head, through the module and the CLI users run
-(the CLI's own commands: tests/test_jobctl.py).
+(the CLI's own commands: tests/test_jobctl.py; connecting: tests/test_ray_connection.py; addresses:
+tests/test_ray_address.py; the errors' messages: tests/test_job_errors.py).
 
 Jobs are short `python -c` commands; each test uses its own stack name so the shared head's
 jobs never mix. Only 127.0.0.1 is contacted.
@@ -9,39 +10,18 @@ from __future__ import annotations
 
 import asyncio
 import io
-import shlex
-import socket
-import subprocess
-import sys
 import time
-import uuid
 
 import pytest
-from conftest import ROOT
-from dashboard_proxy import AuthProxy
 from ray.job_submission import JobStatus
-from ray_head import JOB_TIMEOUT, STALL_BOUND
-from stalled_http import StalledServer
+from ray_head import JOB_TIMEOUT, STALL_BOUND, python_job
 
 from jobctl import cli
 from workloads import submit as jobs
-from workloads.job_spec import META_STACK, JobSpec
-
-PREFIX = "/api/v1/namespaces/ns/services/head:dashboard/proxy"
+from workloads.job_spec import META_STACK
 
 # Ray's own log-tail call trips a deprecation in the installed aiohttp; not ours to fix.
 pytestmark = pytest.mark.filterwarnings("ignore:ssl=None is deprecated:DeprecationWarning")
-
-
-def python_job(stack: str, code: str, recipe: str = "t") -> JobSpec:
-    """A spec running `code` with this interpreter (the raylet's PATH may not have the venv)."""
-    return JobSpec.create(
-        stack=stack,
-        recipe=recipe,
-        entrypoint=f"{shlex.quote(sys.executable)} -c {shlex.quote(code)}",
-        # A unique value keeps reruns against a long-lived head from matching old jobs.
-        runtime_env={"env_vars": {"RAY_OVERRIDE_JOB_RUNTIME_ENV": "1", "RUN": uuid.uuid4().hex[:8]}},
-    )
 
 
 def run_cli(*argv: str) -> tuple[int, str, str]:
@@ -169,43 +149,6 @@ def test_an_unknown_job_id_raises_unknown_job(client, head):
     assert (code, err) == (2, f"error: no job of stack h200 on {head.address}; `submit` one, or pass --job\n")
 
 
-def test_an_unreachable_address_raises_dashboard_unreachable_and_the_cli_says_so_in_one_line():
-    # A bound socket that never listens: connections are refused and nothing else can take the port.
-    with socket.socket() as closed:
-        closed.bind(("127.0.0.1", 0))
-        address = f"http://127.0.0.1:{closed.getsockname()[1]}"
-        with pytest.raises(jobs.DashboardUnreachable, match=f"unreachable at {address}.*check that the cluster is up"):
-            jobs.connect(address)
-        proc = subprocess.run(
-            [sys.executable, "-m", "jobctl", "list", "--address", address],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=JOB_TIMEOUT,
-        )
-    assert proc.returncode == 3 and proc.stdout == ""
-    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith(f"error: Ray dashboard unreachable at {address}")
-
-
-def test_a_stalled_dashboard_ends_in_a_timeout_error_not_a_hang():
-    # Accepted connections, no answer: Ray's client sends every request without a timeout.
-    with StalledServer(answer_version=False) as address:
-        started = time.monotonic()
-        with pytest.raises(jobs.DashboardUnreachable, match="ReadTimeout: the request got no answer in time"):
-            jobs.connect(address, read_timeout=0.5)
-        assert time.monotonic() - started < STALL_BOUND
-
-
-def test_every_job_api_call_after_connecting_has_a_timeout_too():
-    with StalledServer(answer_version=True) as address:
-        client = jobs.connect(address, read_timeout=0.5)  # the version check is answered
-        for call in (lambda: jobs.status(client, "x"), lambda: jobs.list_jobs(client), lambda: jobs.stop(client, "x")):
-            started = time.monotonic()
-            with pytest.raises(jobs.DashboardUnreachable, match="ReadTimeout"):
-                call()
-            assert time.monotonic() - started < STALL_BOUND
-
-
 def test_a_silent_log_stream_gives_up_after_its_idle_timeout_instead_of_hanging():
     # What `logs --follow` drives Ray's log websocket with; a stream that never sends stands in for a
     # stalled connection, and the caller then falls back to polling over HTTP (with timeouts).
@@ -217,74 +160,6 @@ def test_a_silent_log_stream_gives_up_after_its_idle_timeout_instead_of_hanging(
     with pytest.raises(asyncio.TimeoutError):
         next(jobs._sync_iter(silent(), 0.2))
     assert time.monotonic() - started < STALL_BOUND
-
-
-@pytest.fixture
-def proxy(head):
-    p = AuthProxy(upstream=head.address, prefix=PREFIX, tokens={"tok-1", "tok-2"}).start()
-    yield p
-    p.stop()
-
-
-def test_the_dashboard_is_reached_through_an_api_server_style_proxy_with_a_bearer_token(proxy, monkeypatch):
-    issued = []
-
-    def token() -> str:  # rotates, as a refreshed Google token would
-        issued.append(f"tok-{len(issued) % 2 + 1}")
-        return issued[-1]
-
-    client = jobs.connect(gke_endpoint=proxy.base, namespace="ns", service="head", token_provider=token)
-    assert client.get_address() == proxy.base + PREFIX
-    spec = python_job("t-proxy", "import time\nfor i in range(3):\n    print('line', i, flush=True); time.sleep(0.3)")
-    assert jobs.submit(client, spec).created
-    assert len(issued) > 2  # a token per request, not one for the client's life
-
-    # The CLI takes the same path with --endpoint (Google credentials faked here) and follows
-    # the log over the proxied websocket until the job ends.
-    monkeypatch.setattr(jobs, "google_token_provider", lambda *a, **k: lambda: "tok-2")
-    proxy_args = ("--stack", "dev", "--endpoint", proxy.base, "--namespace", "ns", "--head-service", "head")
-    code, out, err = run_cli("logs", *proxy_args, "--job", spec.submission_id, "--follow")
-    assert (code, err) == (0, "")
-    assert all(f"line {i}" in out for i in range(3))
-    code, out, err = run_cli("status", *proxy_args, "--job", spec.submission_id)
-    assert (code, err) == (0, "") and out.startswith(f"{spec.submission_id}  SUCCEEDED")
-    assert proxy.seen and all(s.authorized and s.path.startswith(PREFIX + "/api/") for s in proxy.seen)
-    assert any(s.websocket and s.path.endswith(f"/api/jobs/{spec.submission_id}/logs/tail") for s in proxy.seen)
-
-
-def test_the_proxy_path_reports_bad_credentials_and_a_wrong_service_clearly(proxy):
-    with pytest.raises(jobs.DashboardAuthError, match="not authorized"):
-        jobs.connect(gke_endpoint=proxy.base, namespace="ns", service="head", token_provider=lambda: "wrong")
-    with pytest.raises(jobs.DashboardUnreachable, match="wrong service or namespace"):
-        jobs.connect(gke_endpoint=proxy.base, namespace="ns", service="other", token_provider=lambda: "tok-1")
-
-
-@pytest.mark.parametrize(
-    ("endpoint", "needed"),
-    [
-        ("203.0.113.10", True),
-        ("203.0.113.10:443", True),
-        ("2001:db8::1", True),
-        ("[2001:db8::1]:443", True),
-        ("https://203.0.113.10", True),
-        ("gke-0123456789abcdef-123456789012.us-east1.gke.goog", False),
-        ("gke-0123456789abcdef-123456789012.us-east1.gke.goog:443", False),
-        ("https://gke-0123456789abcdef-123456789012.us-east1.gke.goog", False),
-        ("http://127.0.0.1:8001", False),
-    ],
-)
-def test_only_an_ip_endpoint_needs_the_cluster_ca(endpoint, needed):
-    assert jobs.needs_cluster_ca(endpoint) is needed, endpoint
-
-
-def test_connect_raises_invalid_address_before_touching_the_network():
-    with pytest.raises(jobs.InvalidAddress) as bad:
-        jobs.connect("127.0.0.1:0")
-    assert (bad.value.address, bad.value.reason) == ("127.0.0.1:0", "port 0 is out of range; allowed: 1-65535")
-    with pytest.raises(jobs.InvalidAddress, match=r"^203\.0\.113\.10:https: port 'https' is not a number"):
-        jobs.connect(
-            gke_endpoint="203.0.113.10:https", service="head", ca_file="unused.pem", token_provider=lambda: "t"
-        )
 
 
 def wait_for_log_line(client, job_id: str, text: str, timeout: float = JOB_TIMEOUT) -> str:
@@ -322,37 +197,3 @@ def test_logs_tail_prints_only_the_last_lines_of_the_job_log_also_when_following
 
 
 # ---------------------------------------------------------------- issue 36: addresses that leak or crash
-
-
-@pytest.mark.parametrize(
-    "host", ["nemo-rl-head-svc..nemo-rl.svc", "localhost..", ".localhost", "a" * 64 + ".nemo-rl.svc"]
-)
-def test_a_host_name_idna_refuses_is_an_invalid_address_not_a_unicode_error(host):
-    with pytest.raises(jobs.InvalidAddress) as err:
-        jobs.connect(f"http://{host}:8265", timeout=0.1)
-    assert err.value.reason.startswith("the host name has an empty label (two dots, or a leading dot) or one over 63")
-    with pytest.raises(jobs.InvalidAddress):
-        jobs.check_endpoint(f"https://{host}")
-
-
-@pytest.mark.parametrize("password", ["Zq#9x", "Zq?9x", "Zq/9x", "Zq@9x"])
-def test_a_password_holding_url_delimiters_is_refused_and_never_repeated(password):
-    with pytest.raises(jobs.InvalidAddress) as err:
-        jobs.connect(f"http://admin:{password}@127.0.0.1:9", timeout=0.1)
-    assert "credentials in the URL" in str(err.value) and "Zq" not in str(err.value) and "9x" not in str(err.value)
-    assert str(err.value).startswith("http://***@127.0.0.1:9: ")
-
-
-@pytest.mark.parametrize(
-    "url, shown",
-    [
-        ("http://127.0.0.1:9/?token=hf_abcdefghijklmnopqrstuvwxyzABCD", "http://127.0.0.1:9/"),
-        ("http://127.0.0.1:9/#access_token=0123456789abcdef0123456789abcdef01234567", "http://127.0.0.1:9/"),
-        ("http://127.0.0.1:9/hf_abcdefghijklmnopqrstuvwxyzABCD/dash", "http://127.0.0.1:9/***/dash"),
-    ],
-)
-def test_an_unreachable_dashboard_is_named_without_query_fragment_or_a_token_in_its_path(url, shown):
-    with pytest.raises(jobs.DashboardUnreachable) as err:
-        jobs.connect(url, timeout=0.5)
-    assert str(err.value).startswith(f"Ray dashboard unreachable at {shown} (")
-    assert "hf_abc" not in str(err.value) and "0123456789abcdef" not in str(err.value)

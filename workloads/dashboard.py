@@ -26,17 +26,9 @@ import aiohttp
 from aiohttp import web
 from yarl import URL
 
-from workloads.submit import (
-    CONNECT_TIMEOUT,
-    JobError,
-    TokenProvider,
-    connect,
-    dashboard_proxy_url,
-    google_token_provider,
-    is_loopback,
-    needs_cluster_ca,
-    tls_verify,
-)
+from workloads.job_errors import JobError
+from workloads.ray_address import dashboard_proxy_url, is_loopback, needs_cluster_ca
+from workloads.ray_connection import CONNECT_TIMEOUT, TokenProvider, connect, google_token_provider, tls_verify
 
 DEFAULT_PORT = 8265
 """The dashboard's own port, so `http://127.0.0.1:8265` works as with a port-forward."""
@@ -78,7 +70,7 @@ class ProxyError(JobError):
 
 def ssl_context(verify: Verify) -> Union[ssl.SSLContext, bool]:
     """The client TLS setting for `verify`: a CA file, the public roots (certifi, as `requests`
-    uses in `workloads.submit.connect`, falling back to the system store), or False."""
+    uses in `workloads.ray_connection.connect`, falling back to the system store), or False."""
     if verify is False:
         return False
     if isinstance(verify, str):

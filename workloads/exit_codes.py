@@ -37,7 +37,7 @@ def for_error(exc: BaseException) -> Optional[int]:
     gate = sys.modules.get("workloads.gate.verdict")
     if gate is not None and isinstance(exc, gate.GateFailed):  # its message is the one line
         return GATE_FAILED
-    submit = sys.modules.get("workloads.submit")
+    submit = sys.modules.get("workloads.job_errors")  # the Job API client's errors
     if submit is None or not isinstance(exc, submit.JobError):
         return None
     if isinstance(exc, (submit.DashboardUnreachable, submit.DashboardAuthError)):

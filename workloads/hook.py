@@ -16,7 +16,7 @@ Props (the dynamic resource's inputs, snake_case as given):
     ray_cluster_timeout                                           optional, seconds create/update wait
                                                                   for the RayCluster (RAY_CLUSTER_TIMEOUT)
     http_timeout                                                  optional, seconds one Job API request
-                                                                  may wait for an answer (submit.READ_TIMEOUT)
+                                                                  may wait for an answer (ray_connection.READ_TIMEOUT)
     gate_policy, gate_plan                                        the acceptance gate (`job.gate`:
                                                                   enforce|warn|off; the `GatePlan` as a
                                                                   dict); absent: no gate

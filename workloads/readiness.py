@@ -211,15 +211,15 @@ def wait_for_raycluster_on_gke(
     token_provider: Optional[Callable[[], str]] = None,
     **kwargs: Any,
 ) -> dict[str, Any]:
-    """`wait_for_raycluster` against a GKE API server, authenticated like `workloads.submit.connect`:
+    """`wait_for_raycluster` against a GKE API server, authenticated like `workloads.ray_connection.connect`:
     a Google bearer token (default Application Default Credentials, refreshed on every poll) and,
     for an IP endpoint, the cluster CA (GKE's base64 `clusterCaCertificate`, or a PEM file); without
     a CA the system roots verify the DNS endpoint's certificate. `gke_endpoint` is an IP or host; a
     value with a scheme is used as is (tests use a plain-http fake)."""
-    from workloads import submit  # the shared token provider and CA-file handling
+    from workloads import ray_connection  # the shared token provider and CA-file handling
 
-    verify = submit.tls_verify(ca_file, ca_cert_b64)
-    provider = token_provider or submit.google_token_provider()
+    verify = ray_connection.tls_verify(ca_file, ca_cert_b64)
+    provider = token_provider or ray_connection.google_token_provider()
     return wait_for_raycluster(
         gke_endpoint,
         namespace,

@@ -1,140 +1,49 @@
 """Submit, watch and stop NeMo-RL jobs on the Ray dashboard's Job Submission API.
 
-Everything goes through `ray.job_submission.JobSubmissionClient`. The dashboard is reached
-either at an explicit address (a `kubectl port-forward`, or a test head) or through the GKE API
-server's service proxy:
-
-    https://<endpoint>/api/v1/namespaces/<ns>/services/<head-svc>:dashboard/proxy
-
-with a Google OAuth bearer token (the same identity `kubectl` uses on GKE) and the cluster CA.
-Nothing is exposed outside the cluster and no port-forward has to stay open.
+Connecting (`connect`: an address, or the GKE API server's service proxy with a bearer token) is
+`workloads.ray_connection`; checking addresses is `workloads.ray_address`; the errors are
+`workloads.job_errors`. The names callers use from here are re-exported below.
 
 Submission is idempotent: a `JobSpec` has a deterministic id, and `submit` finds the stack's
 jobs by their metadata. The same spec already pending/running/succeeded is returned as is; after
 a failure or a stop the same spec is submitted again as `<id>-r<N>` (Ray never reuses an id),
 which resumes from the checkpoint dir; a job of the same stack with another spec that is still
 running is stopped first, because a stack's GPU pool holds one training job.
-
-Errors a user can act on are `JobError`s with a one-line message: `InvalidAddress`,
-`DashboardUnreachable`, `DashboardAuthError`, `UnknownJob`, `WaitTimeout`, `DashboardError`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import atexit
-import base64
-import binascii
 import contextlib
-import ipaddress
-import os
-import re
-import socket
-import tempfile
 import time
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Callable, Collection, Iterator, Optional
-from urllib.parse import quote, urlsplit
 
-import requests
 from ray.job_submission import JobDetails, JobStatus, JobSubmissionClient
 
-try:
-    from ray.exceptions import AuthenticationError
-except ImportError:  # added with token auth in Ray 2.52 (ray-project/ray#58737); the NeMo-RL v0.4.0
-    # image the watcher pod runs on the b200 stack ships Ray 2.46
-
-    class AuthenticationError(Exception):  # type: ignore[no-redef]
-        """Never raised by an older Ray's client; keeps `_guard`'s except clause valid."""
-
-
-from workloads.cli_args import RUN, looks_like_credential, without_credentials
+# Re-exported: the job operations' callers (the hook, the watcher, the run owner, jobctl, tests) catch
+# these errors and connect through `submit.*`; `_guard` is the name they wrap their own Job API calls in.
+from workloads.job_errors import (  # noqa: F401
+    DashboardAuthError,
+    DashboardError,
+    DashboardUnreachable,
+    DuplicateSubmission,
+    InvalidAddress,
+    JobError,
+    UnknownJob,
+    WaitTimeout,
+)
 from workloads.job_types import META_ATTEMPT, META_RECIPE, META_SPEC_HASH, META_STACK, JobSpec
+from workloads.ray_connection import CONNECT_TIMEOUT, connect  # noqa: F401
+from workloads.ray_connection import guard as _guard
 
-CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
-DASHBOARD_PORT_NAME = "dashboard"
-"""The name KubeRay gives the head service's dashboard port (8265)."""
 TERMINAL = frozenset({JobStatus.STOPPED, JobStatus.SUCCEEDED, JobStatus.FAILED})
 RETRYABLE = frozenset({JobStatus.STOPPED, JobStatus.FAILED})
 """A same-spec job that ended like this is submitted again (as a new attempt) by `submit`."""
-CONNECT_TIMEOUT = 10.0
 LOG_IDLE_TIMEOUT = 120.0
 """Seconds `logs --follow` waits on Ray's log websocket without a chunk before it switches to polling
 the log over HTTP (which has `READ_TIMEOUT`, and notices a job that ended): a quiet job costs a switch,
 a stalled websocket no longer hangs the CLI."""
-READ_TIMEOUT = 60.0
-"""Seconds a Job API request may wait for the next bytes of an answer. Ray's client sends every
-request without a timeout (ray/dashboard/modules/dashboard_sdk.py `_do_request`), so one stalled
-answer (a hung proxy, a head under memory pressure) would hang the CLI, the deploy or the watcher."""
-
-TokenProvider = Callable[[], str]
-
-
-class JobError(Exception):
-    """A job operation failed for a reason the user can act on; `str()` is one line."""
-
-
-class InvalidAddress(JobError):
-    """A dashboard address or cluster endpoint that cannot be a URL to connect to; raised before any network use.
-    `address` is the value as the user wrote it with any `user:password@` masked: show that, never the raw flag."""
-
-    def __init__(self, address: str, reason: str):
-        self.address, self.reason = redacted(address), reason
-        super().__init__(f"{self.address}: {reason}")
-
-
-class DashboardUnreachable(JobError):
-    """No Ray dashboard answered at the address."""
-
-    def __init__(self, address: str, detail: str = ""):
-        self.address = address = redacted(address)
-        hint = (
-            "check that the cluster is up and the Ray head pod is running "
-            "(`kubectl -n <namespace> get pods -l ray.io/node-type=head`), "
-            "and that the address/port (or port-forward) is right"
-        )
-        super().__init__(f"Ray dashboard unreachable at {address}{f' ({detail})' if detail else ''}: {hint}")
-
-
-class DashboardAuthError(JobError):
-    """The dashboard (or the API server in front of it) refused our credentials."""
-
-    def __init__(self, address: str, detail: str = ""):
-        self.address = address = redacted(address)
-        super().__init__(
-            f"not authorized at {address}{f' ({detail})' if detail else ''}: run "
-            "`gcloud auth application-default login` and make sure your identity may proxy to "
-            "services in the namespace (RBAC services/proxy, e.g. roles/container.developer)"
-        )
-
-
-class UnknownJob(JobError):
-    """No job with this id on the cluster."""
-
-    def __init__(self, job_id: str, address: str = ""):
-        self.job_id = job_id
-        where = f" on {redacted(address)}" if address else ""
-        super().__init__(f"no job {job_id!r}{where}; `{RUN} jobctl list --stack <stack>` shows the stack's jobs")
-
-
-class WaitTimeout(JobError):
-    """`wait` gave up before the job reached the wanted status."""
-
-    def __init__(self, job_id: str, last: JobStatus, timeout: float):
-        self.job_id, self.last = job_id, last
-        super().__init__(f"job {job_id} still {last} after {timeout:g}s")
-
-
-class DashboardError(JobError):
-    """Any other failed request to the Job API (HTTP error from the dashboard)."""
-
-
-class DuplicateSubmission(DashboardError):
-    """A submission whose id Ray already has: someone submitted this very job first."""
-
-    def __init__(self, job_id: str, address: str):
-        super().__init__(f"Ray job {job_id} already exists at {address}")
-        self.job_id = job_id
 
 
 @dataclass(frozen=True)
@@ -147,345 +56,6 @@ class SubmitResult:
     """False when the same spec was already on the cluster and nothing was submitted."""
     stopped: tuple[str, ...] = ()
     """Jobs of the same stack (other specs) stopped to make room."""
-
-
-# ------------------------------------------------------------------------------------ connecting
-
-
-def dashboard_proxy_url(endpoint: str, namespace: str, service: str) -> str:
-    """The API server service-proxy URL of the head service's dashboard port.
-
-    `endpoint` is the cluster endpoint (an IP or host, as GKE reports it); a value that already
-    carries a scheme is used as is (tests put a plain-http proxy there).
-    """
-    base = _endpoint_url(endpoint)
-    ns, svc = quote(namespace, safe=""), quote(service, safe="")
-    return f"{base.rstrip('/')}/api/v1/namespaces/{ns}/services/{svc}:{DASHBOARD_PORT_NAME}/proxy"
-
-
-def needs_cluster_ca(endpoint: str) -> bool:
-    """Whether `endpoint`'s certificate is signed by the cluster's own CA.
-
-    GKE's IP endpoint serves a certificate of the cluster CA (`masterAuth.clusterCaCertificate`);
-    the DNS endpoint (`gke-<id>.<region>.gke.goog`) serves a publicly trusted one, which the system
-    roots verify. `endpoint` is a host, `host:port`, `[v6]:port` or a URL; a plain-http URL (a local
-    proxy, as in tests) needs none.
-    """
-    parts = urlsplit(_endpoint_url(endpoint))
-    if parts.scheme != "https" or not parts.hostname:
-        return False
-    try:
-        ipaddress.ip_address(parts.hostname)
-    except ValueError:
-        return False
-    return True
-
-
-def google_token_provider(scopes: Collection[str] = (CLOUD_PLATFORM_SCOPE,)) -> TokenProvider:
-    """Application Default Credentials as a callable returning a valid access token.
-
-    The credentials are loaded once and refreshed only when expired (tokens last about an hour;
-    a long `wait` or `logs --follow` outlives one).
-    """
-    import google.auth
-    import google.auth.exceptions
-    import google.auth.transport.requests
-
-    try:
-        credentials, _ = google.auth.default(scopes=list(scopes))
-    except google.auth.exceptions.DefaultCredentialsError as err:
-        raise DashboardAuthError("the GKE API server", f"no Google credentials: {str(err).splitlines()[0]}") from None
-
-    def token() -> str:
-        if not credentials.valid:
-            try:
-                credentials.refresh(google.auth.transport.requests.Request())
-            except google.auth.exceptions.GoogleAuthError as err:
-                raise DashboardAuthError("the GKE API server", f"token refresh failed: {err}") from None
-        return credentials.token
-
-    return token
-
-
-def write_ca_file(ca_cert_b64: str) -> str:
-    """Write GKE's base64 `clusterCaCertificate` as a PEM file for `verify`; removed at exit."""
-    try:
-        pem = base64.b64decode(ca_cert_b64, validate=True)
-    except (binascii.Error, ValueError):
-        raise JobError(
-            "the cluster CA certificate is not valid base64 (expected GKE's masterAuth.clusterCaCertificate)"
-        ) from None
-    fd, path = tempfile.mkstemp(prefix="nemo-rl-gke-ca-", suffix=".pem")
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(pem)
-    atexit.register(_remove_quietly, path)
-    return path
-
-
-def tls_verify(ca_file: Optional[str] = None, ca_cert_b64: Optional[str] = None) -> bool | str:
-    """`verify` for requests/aiohttp: the CA file, GKE's base64 CA written to one, or True (system roots)."""
-    if ca_file:
-        return ca_file
-    return write_ca_file(ca_cert_b64) if ca_cert_b64 else True
-
-
-def _remove_quietly(path: str) -> None:
-    with contextlib.suppress(OSError):
-        os.remove(path)
-
-
-class _TimeoutClient(JobSubmissionClient):
-    """A JobSubmissionClient whose every REST call has a timeout.
-
-    Ray's client sends every REST call (the version check in its constructor included) through
-    `_do_request`, which passes extra keyword arguments on to `requests.request`; a `timeout` there
-    turns a stalled answer into `requests.exceptions.Timeout`, which `_guard` reports as
-    `DashboardUnreachable`. The signature is taken as `*args, **kwargs` so the older Ray of the
-    NeMo-RL images the watcher runs in (2.46, 2.49) works the same.
-    """
-
-    def __init__(self, address: str, *, request_timeout: float | tuple[float, float], **kwargs: Any):
-        self._request_timeout = request_timeout
-        super().__init__(address, **kwargs)
-
-    def _do_request(self, *args: Any, **kwargs: Any) -> requests.Response:
-        kwargs.setdefault("timeout", self._request_timeout)
-        return super()._do_request(*args, **kwargs)
-
-
-class _BearerClient(_TimeoutClient):
-    """A JobSubmissionClient that puts a fresh bearer token on every request.
-
-    Ray's client keeps its headers in `_headers` and sends every REST call through `_do_request`
-    (and the log websocket with the same headers); refreshing there keeps long waits working
-    after the first token expires.
-    """
-
-    def __init__(
-        self,
-        address: str,
-        *,
-        token_provider: TokenProvider,
-        verify: bool | str = True,
-        request_timeout: float | tuple[float, float],
-    ):
-        self._token_provider = token_provider
-        super().__init__(
-            address,
-            request_timeout=request_timeout,
-            headers={"Authorization": f"Bearer {token_provider()}"},
-            verify=verify,
-        )
-
-    def _do_request(self, *args: Any, **kwargs: Any) -> requests.Response:
-        self._headers["Authorization"] = f"Bearer {self._token_provider()}"
-        return super()._do_request(*args, **kwargs)
-
-
-def connect(
-    address: Optional[str] = None,
-    *,
-    gke_endpoint: Optional[str] = None,
-    ca_cert_b64: Optional[str] = None,
-    ca_file: Optional[str] = None,
-    namespace: str = "nemo-rl",
-    service: Optional[str] = None,
-    token_provider: Optional[TokenProvider] = None,
-    timeout: float = CONNECT_TIMEOUT,
-    read_timeout: Optional[float] = None,
-) -> JobSubmissionClient:
-    """A connected `JobSubmissionClient` (it checks the dashboard's version on creation).
-
-    Either `address` (e.g. ``http://127.0.0.1:8265``), or `gke_endpoint` + `service` to go through
-    the API server's service proxy with a Google bearer token (`token_provider`, default Application
-    Default Credentials). An IP endpoint also needs the cluster CA (`ca_cert_b64` or `ca_file`); the
-    DNS endpoint's certificate is verified with the system roots (`needs_cluster_ca`).
-    Every request of the returned client gives up after `timeout` seconds to connect and `read_timeout`
-    (default `READ_TIMEOUT`) seconds without an answer (`DashboardUnreachable`): nothing waits forever on a stalled
-    dashboard.
-
-    Raises:
-        InvalidAddress: the address or endpoint is not a usable http(s) URL (bad port, no host, ...).
-        DashboardUnreachable: nothing answers, or the proxy has no such service.
-        DashboardAuthError: the credentials were refused.
-    """
-    if (address is None) == (gke_endpoint is None):
-        raise ValueError("pass exactly one of address or gke_endpoint")
-    read_timeout = READ_TIMEOUT if read_timeout is None else read_timeout
-    if address is not None:
-        url = address.rstrip("/")
-        _refuse_bare_scheme(address, "http, https")
-        if "://" not in url:
-            url = f"http://{url}"
-        _host_port(url, address)
-        _probe(url, timeout)
-        return _guard(url, lambda: _TimeoutClient(url, request_timeout=(timeout, read_timeout)))
-    if not service:
-        raise ValueError("gke_endpoint needs the Ray head service name (service=...)")
-    check_endpoint(gke_endpoint)
-    url = dashboard_proxy_url(gke_endpoint, namespace, service)
-    verify = tls_verify(ca_file, ca_cert_b64)
-    _probe(url, timeout)
-    provider = token_provider or google_token_provider()
-    return _guard(
-        url, lambda: _BearerClient(url, token_provider=provider, verify=verify, request_timeout=(timeout, read_timeout))
-    )
-
-
-def check_endpoint(endpoint: str) -> None:
-    """Raise `InvalidAddress` unless the GKE endpoint (host, host:port, [v6]:port or URL) gives a usable URL.
-
-    Every request to it carries the user's Google bearer token, so it is https only; plain http is
-    allowed to a loopback host alone (a local proxy such as `kubectl proxy`, or a test's), where the
-    token never leaves the machine."""
-    _refuse_bare_scheme(endpoint, "https")
-    url = _endpoint_url(endpoint)
-    host, _ = _host_port(url, endpoint)
-    if urlsplit(url).scheme != "https" and not is_loopback(host):
-        raise InvalidAddress(
-            endpoint,
-            "scheme 'http' is not allowed: the requests carry your Google bearer token; allowed: https "
-            "(http only to a loopback proxy such as 127.0.0.1)",
-        )
-
-
-def redacted(text: str) -> str:
-    """A URL (or `host:port`) as messages show it: its `user:password@` masked as `***@` (up to the last `@`, since
-    a password may hold `/`, `?` or `#`), without query or fragment, and a path part that looks like a credential
-    not shown; the URLs of errors end up in CI logs and tickets."""
-    scheme, slashes, rest = text.rpartition("//") if "//" in text.split("@", 1)[0] else ("", "", text)
-    prefix = scheme + slashes
-    if "@" in rest:
-        rest = "***@" + rest.rpartition("@")[2]
-    rest = re.split(r"[?#]", rest, maxsplit=1)[0]
-    rest = "/".join("***" if looks_like_credential(part) else part for part in rest.split("/"))
-    return without_credentials(prefix + rest)
-
-
-def _refuse_bare_scheme(given: str, allowed: str) -> None:
-    """`javascript:alert(1)`, `file:/etc/passwd`: a scheme without `//`, which prefixing `http://` would
-    turn into a host and a "port" that is not a number. `host:8265` (digits after the colon) is a port."""
-    if re.match(r"[^/?#]*@", given):  # `user:password@host`: the credentials check names that
-        return
-    m = re.match(r"([A-Za-z][A-Za-z0-9+.\-]*):(?!//)(?!\d)", given)
-    if m:
-        raise InvalidAddress(given, f"scheme {m.group(1).lower()!r} is not allowed; allowed: {allowed}")
-
-
-def is_loopback(host: str) -> bool:
-    """`localhost` or a loopback IP literal (the dashboard proxy's listen address, plain-http endpoints)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def _endpoint_url(endpoint: str) -> str:
-    if "://" in endpoint:
-        return endpoint
-    with contextlib.suppress(ValueError):
-        if ipaddress.ip_address(endpoint).version == 6:
-            return f"https://[{endpoint}]"  # a bare v6 address's colons would read as a port
-    return f"https://{endpoint}"
-
-
-def _host_port(url: str, given: Optional[str] = None) -> tuple[str, int]:
-    """Host and port of an http(s) URL; `InvalidAddress` (naming `given`, the value as the user wrote
-    it) where urllib would raise a bare ValueError later, or Ray would fail with a confusing one."""
-    given = url if given is None else given
-    try:
-        parts = urlsplit(url)
-    except ValueError as err:  # e.g. an unclosed "[" of an IPv6 literal
-        raise InvalidAddress(given, f"not a valid URL ({err})") from None
-    if parts.scheme not in ("http", "https"):
-        raise InvalidAddress(given, f"scheme {parts.scheme!r} is not allowed; allowed: http, https")
-    if "@" in url.partition("//")[2] or "@" in parts.netloc:
-        # A password on the command line lands in shell history, process lists and every message that
-        # shows the address; the dashboard and the API server take none this way.
-        raise InvalidAddress(
-            given, "credentials in the URL (user:password@) are not allowed; allowed: http(s)://host:port"
-        )
-    if not parts.hostname:
-        raise InvalidAddress(given, "no host name; expected e.g. http://127.0.0.1:8265")
-    _check_host_name(parts.hostname, given)
-    # Read the port text ourselves: `SplitResult.port` raises without saying what was wrong in a
-    # form we could show, and accepts 0, which nothing can listen on.
-    tail = parts.netloc.rpartition("@")[2].rpartition("]")[2]
-    port_text = tail.partition(":")[2]
-    if not port_text:
-        return parts.hostname, 443 if parts.scheme == "https" else 80
-    if not (port_text.isascii() and port_text.isdigit()):
-        raise InvalidAddress(given, f"port {port_text!r} is not a number; allowed: 1-65535")
-    port = int(port_text)
-    if not 1 <= port <= 65535:
-        raise InvalidAddress(given, f"port {port} is out of range; allowed: 1-65535")
-    return parts.hostname, port
-
-
-def _check_host_name(host: str, given: str) -> None:
-    """A host the resolver can be asked for: an IP literal, or DNS labels of 1-63 characters that IDNA encodes
-    (`a..b`, `.a`, a 64-character label: socket's IDNA encoding would raise a bare UnicodeError)."""
-    with contextlib.suppress(ValueError):
-        ipaddress.ip_address(host)
-        return
-    labels = host[:-1].split(".") if host.endswith(".") else host.split(".")  # one final dot: a rooted name
-    try:
-        encoded = [label.encode("idna") for label in labels]
-    except UnicodeError:
-        encoded = []
-    if not encoded or not all(1 <= len(label) <= 63 for label in encoded):
-        raise InvalidAddress(
-            given,
-            "the host name has an empty label (two dots, or a leading dot) or one over 63 characters; allowed: a host "
-            "name such as nemo-rl-head-svc.nemo-rl.svc or an IP address",
-        )
-
-
-def _probe(url: str, timeout: float) -> None:
-    """Fail fast on an address nothing listens on; requests would wait for the OS TCP timeout."""
-    host, port = _host_port(url)
-    try:
-        with socket.create_connection((host, port), timeout=timeout):
-            pass
-    except OSError as err:
-        raise DashboardUnreachable(url, err.strerror or str(err)) from None
-
-
-def _guard(address: str, fn: Callable[[], Any], job_id: Optional[str] = None) -> Any:
-    """Run one Job API call, turning transport and HTTP failures into `JobError`s."""
-    try:
-        return fn()
-    except requests.exceptions.SSLError:  # before ConnectionError: it is a subclass of it
-        raise DashboardUnreachable(address, "TLS verification failed; is the cluster CA right?") from None
-    except requests.exceptions.ReadTimeout:
-        raise DashboardUnreachable(address, "ReadTimeout: the request got no answer in time") from None
-    except (requests.exceptions.ConnectionError, requests.exceptions.Timeout, ConnectionError) as err:
-        raise DashboardUnreachable(address, type(err).__name__) from None
-    except AuthenticationError:
-        raise DashboardAuthError(address, "HTTP 401/403") from None
-    except requests.exceptions.HTTPError as err:
-        code = err.response.status_code if err.response is not None else 0
-        if code in (401, 403):
-            raise DashboardAuthError(address, f"HTTP {code}") from None
-        raise DashboardUnreachable(address, f"HTTP {code} from the version check") from None
-    except RuntimeError as err:
-        text = str(err)
-        if job_id is not None and "404" in text and "does not exist" in text:
-            raise UnknownJob(job_id, address) from None
-        if job_id is not None and "already exists" in text:
-            # Ray refuses a duplicate submission id (JobManager.submit_job: "Job with submission_id ...
-            # already exists"), but the dashboard returns it as an HTTP 500 whose body is the whole
-            # traceback: the words are on its last line, not its first (ray 2.46 ... 2.54).
-            raise DuplicateSubmission(job_id, address) from None
-        if "Version check returned 404" in text:
-            raise DashboardUnreachable(address, "no Ray dashboard at this path (wrong service or namespace?)") from None
-        detail = without_credentials(text.splitlines()[0][:300])
-        raise DashboardError(f"Ray Job API request to {redacted(address)} failed: {detail}") from None
-
-
-# ------------------------------------------------------------------------------------ operations
 
 
 def status(client: JobSubmissionClient, job_id: str) -> JobStatus:

@@ -1,16 +1,14 @@
 """The run owner's loop: resubmit the stack's job when infrastructure, not the job, killed it.
 
 A RayJob with `clusterSelector` refuses `backoffLimit > 0` (ray-project/kuberay v1.7.0
-ray-operator/controllers/ray/utils/validation.go), so resubmission
-has to come from outside KubeRay. `watch` is that outside loop; it runs in the cluster (the
-`PreemptionWatcher` Deployment of `infra/watcher_deployment.py`) and from a laptop (`python -m jobctl watch`).
+ray-operator/controllers/ray/utils/validation.go), so resubmission has to come from outside KubeRay. `watch` is
+that outside loop, in the cluster (`PreemptionWatcher` of `infra/watcher_deployment.py`) or on a laptop (jobctl watch).
 
 Resubmitting is safe because a resubmission is the *same* `JobSpec`: same entrypoint, same
 `checkpointing.checkpoint_dir` on Lustre, so NeMo-RL loads the highest `step_N` there and resumes
 (NVIDIA-NeMo/RL nemo_rl/utils/checkpoint.py). Ray never reuses a submission id, so attempt N runs as `<id>-r<N>`
-(`submit.attempt_id`); the attempt number, the count of consecutive *automatic* restarts and of
-consecutive capacity waits travel in the job's metadata (`nemo-rl-gke/attempt`,
-`nemo-rl-gke/auto-restarts`, `nemo-rl-gke/capacity-waits`).
+(`submit.attempt_id`); the attempt number, the count of consecutive *automatic* restarts and of consecutive
+capacity waits travel in the job's metadata (`nemo-rl-gke/attempt`, `nemo-rl-gke/auto-restarts`, `.../capacity-waits`).
 
 Each look (`Watcher.step`) reads the job table, decides (`workloads/recovery/classify.py`, under the
 policy of `workloads/recovery/policy.py`), keeps the run ledger, and before a resubmission waits for
@@ -28,9 +26,8 @@ job of the stack is pending or running (a submission by hand): two jobs would fi
 Not covered: a job that hangs instead of failing (NeMo-RL's surviving workers blocked in a collective
 on a vanished peer until NCCL's timeout) is RUNNING to Ray, so it is only restarted once it fails.
 
-This module imports only `workloads` modules (`job_spec`, `submit`: Ray's job SDK, no Pulumi; the gate, the
-ledger, the checkpoints and the gang wait lazily), so it runs in the Ray image: the watcher pod ships the
-`workloads` package in a ConfigMap.
+Imports: `workloads` modules only (`job_types`, `submit`: Ray's job SDK, no Pulumi; the gate, the ledger, the
+checkpoints and the gang wait lazily), so it runs in the Ray image the watcher pod ships them to in a ConfigMap.
 """
 
 from __future__ import annotations

@@ -1,0 +1,99 @@
+"""The Ray Job API client's errors, and how they show an address.
+
+Errors a user can act on are `JobError`s with a one-line message: `InvalidAddress`,
+`DashboardUnreachable`, `DashboardAuthError`, `UnknownJob`, `WaitTimeout`, `DashboardError`.
+Every address they name goes through `redacted` first: their messages end up in CI logs and tickets.
+
+Imports: the standard library and `workloads.cli_args` only, never Ray, so the exit codes
+(`workloads.exit_codes`) and the address checks (`workloads.ray_address`) stay light.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from workloads.cli_args import RUN, looks_like_credential, without_credentials
+
+if TYPE_CHECKING:
+    from ray.job_submission import JobStatus
+
+
+class JobError(Exception):
+    """A job operation failed for a reason the user can act on; `str()` is one line."""
+
+
+class InvalidAddress(JobError):
+    """A dashboard address or cluster endpoint that cannot be a URL to connect to; raised before any network use.
+    `address` is the value as the user wrote it with any `user:password@` masked: show that, never the raw flag."""
+
+    def __init__(self, address: str, reason: str):
+        self.address, self.reason = redacted(address), reason
+        super().__init__(f"{self.address}: {reason}")
+
+
+class DashboardUnreachable(JobError):
+    """No Ray dashboard answered at the address."""
+
+    def __init__(self, address: str, detail: str = ""):
+        self.address = address = redacted(address)
+        hint = (
+            "check that the cluster is up and the Ray head pod is running "
+            "(`kubectl -n <namespace> get pods -l ray.io/node-type=head`), "
+            "and that the address/port (or port-forward) is right"
+        )
+        super().__init__(f"Ray dashboard unreachable at {address}{f' ({detail})' if detail else ''}: {hint}")
+
+
+class DashboardAuthError(JobError):
+    """The dashboard (or the API server in front of it) refused our credentials."""
+
+    def __init__(self, address: str, detail: str = ""):
+        self.address = address = redacted(address)
+        super().__init__(
+            f"not authorized at {address}{f' ({detail})' if detail else ''}: run "
+            "`gcloud auth application-default login` and make sure your identity may proxy to "
+            "services in the namespace (RBAC services/proxy, e.g. roles/container.developer)"
+        )
+
+
+class UnknownJob(JobError):
+    """No job with this id on the cluster."""
+
+    def __init__(self, job_id: str, address: str = ""):
+        self.job_id = job_id
+        where = f" on {redacted(address)}" if address else ""
+        super().__init__(f"no job {job_id!r}{where}; `{RUN} jobctl list --stack <stack>` shows the stack's jobs")
+
+
+class WaitTimeout(JobError):
+    """`wait` gave up before the job reached the wanted status."""
+
+    def __init__(self, job_id: str, last: JobStatus, timeout: float):
+        self.job_id, self.last = job_id, last
+        super().__init__(f"job {job_id} still {last} after {timeout:g}s")
+
+
+class DashboardError(JobError):
+    """Any other failed request to the Job API (HTTP error from the dashboard)."""
+
+
+class DuplicateSubmission(DashboardError):
+    """A submission whose id Ray already has: someone submitted this very job first."""
+
+    def __init__(self, job_id: str, address: str):
+        super().__init__(f"Ray job {job_id} already exists at {address}")
+        self.job_id = job_id
+
+
+def redacted(text: str) -> str:
+    """A URL (or `host:port`) as messages show it: its `user:password@` masked as `***@` (up to the last `@`, since
+    a password may hold `/`, `?` or `#`), without query or fragment, and a path part that looks like a credential
+    not shown; the URLs of errors end up in CI logs and tickets."""
+    scheme, slashes, rest = text.rpartition("//") if "//" in text.split("@", 1)[0] else ("", "", text)
+    prefix = scheme + slashes
+    if "@" in rest:
+        rest = "***@" + rest.rpartition("@")[2]
+    rest = re.split(r"[?#]", rest, maxsplit=1)[0]
+    rest = "/".join("***" if looks_like_credential(part) else part for part in rest.split("/"))
+    return without_credentials(prefix + rest)

@@ -1,0 +1,149 @@
+"""Where the Ray dashboard is: addresses and GKE endpoints checked and turned into URLs, before any network use.
+
+The dashboard is reached either at an explicit address (a `kubectl port-forward`, or a test head) or
+through the GKE API server's service proxy (`dashboard_proxy_url`). Everything a user typed is checked
+here and refused as one `InvalidAddress` line (bad scheme, port, host name, credentials in the URL)
+where urllib, the resolver or Ray would raise something confusing later.
+
+Imports: the standard library and `workloads.job_errors` only, never Ray.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import re
+from typing import Optional
+from urllib.parse import quote, urlsplit
+
+from workloads.job_errors import InvalidAddress
+
+DASHBOARD_PORT_NAME = "dashboard"
+"""The name KubeRay gives the head service's dashboard port (8265)."""
+
+
+def dashboard_proxy_url(endpoint: str, namespace: str, service: str) -> str:
+    """The API server service-proxy URL of the head service's dashboard port.
+
+    `endpoint` is the cluster endpoint (an IP or host, as GKE reports it); a value that already
+    carries a scheme is used as is (tests put a plain-http proxy there).
+    """
+    base = endpoint_url(endpoint)
+    ns, svc = quote(namespace, safe=""), quote(service, safe="")
+    return f"{base.rstrip('/')}/api/v1/namespaces/{ns}/services/{svc}:{DASHBOARD_PORT_NAME}/proxy"
+
+
+def needs_cluster_ca(endpoint: str) -> bool:
+    """Whether `endpoint`'s certificate is signed by the cluster's own CA.
+
+    GKE's IP endpoint serves a certificate of the cluster CA (`masterAuth.clusterCaCertificate`);
+    the DNS endpoint (`gke-<id>.<region>.gke.goog`) serves a publicly trusted one, which the system
+    roots verify. `endpoint` is a host, `host:port`, `[v6]:port` or a URL; a plain-http URL (a local
+    proxy, as in tests) needs none.
+    """
+    parts = urlsplit(endpoint_url(endpoint))
+    if parts.scheme != "https" or not parts.hostname:
+        return False
+    try:
+        ipaddress.ip_address(parts.hostname)
+    except ValueError:
+        return False
+    return True
+
+
+def check_endpoint(endpoint: str) -> None:
+    """Raise `InvalidAddress` unless the GKE endpoint (host, host:port, [v6]:port or URL) gives a usable URL.
+
+    Every request to it carries the user's Google bearer token, so it is https only; plain http is
+    allowed to a loopback host alone (a local proxy such as `kubectl proxy`, or a test's), where the
+    token never leaves the machine."""
+    refuse_bare_scheme(endpoint, "https")
+    url = endpoint_url(endpoint)
+    host, _ = host_port(url, endpoint)
+    if urlsplit(url).scheme != "https" and not is_loopback(host):
+        raise InvalidAddress(
+            endpoint,
+            "scheme 'http' is not allowed: the requests carry your Google bearer token; allowed: https "
+            "(http only to a loopback proxy such as 127.0.0.1)",
+        )
+
+
+def refuse_bare_scheme(given: str, allowed: str) -> None:
+    """`javascript:alert(1)`, `file:/etc/passwd`: a scheme without `//`, which prefixing `http://` would
+    turn into a host and a "port" that is not a number. `host:8265` (digits after the colon) is a port."""
+    if re.match(r"[^/?#]*@", given):  # `user:password@host`: the credentials check names that
+        return
+    m = re.match(r"([A-Za-z][A-Za-z0-9+.\-]*):(?!//)(?!\d)", given)
+    if m:
+        raise InvalidAddress(given, f"scheme {m.group(1).lower()!r} is not allowed; allowed: {allowed}")
+
+
+def is_loopback(host: str) -> bool:
+    """`localhost` or a loopback IP literal (the dashboard proxy's listen address, plain-http endpoints)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def endpoint_url(endpoint: str) -> str:
+    if "://" in endpoint:
+        return endpoint
+    with contextlib.suppress(ValueError):
+        if ipaddress.ip_address(endpoint).version == 6:
+            return f"https://[{endpoint}]"  # a bare v6 address's colons would read as a port
+    return f"https://{endpoint}"
+
+
+def host_port(url: str, given: Optional[str] = None) -> tuple[str, int]:
+    """Host and port of an http(s) URL; `InvalidAddress` (naming `given`, the value as the user wrote
+    it) where urllib would raise a bare ValueError later, or Ray would fail with a confusing one."""
+    given = url if given is None else given
+    try:
+        parts = urlsplit(url)
+    except ValueError as err:  # e.g. an unclosed "[" of an IPv6 literal
+        raise InvalidAddress(given, f"not a valid URL ({err})") from None
+    if parts.scheme not in ("http", "https"):
+        raise InvalidAddress(given, f"scheme {parts.scheme!r} is not allowed; allowed: http, https")
+    if "@" in url.partition("//")[2] or "@" in parts.netloc:
+        # A password on the command line lands in shell history, process lists and every message that
+        # shows the address; the dashboard and the API server take none this way.
+        raise InvalidAddress(
+            given, "credentials in the URL (user:password@) are not allowed; allowed: http(s)://host:port"
+        )
+    if not parts.hostname:
+        raise InvalidAddress(given, "no host name; expected e.g. http://127.0.0.1:8265")
+    _check_host_name(parts.hostname, given)
+    # Read the port text ourselves: `SplitResult.port` raises without saying what was wrong in a
+    # form we could show, and accepts 0, which nothing can listen on.
+    tail = parts.netloc.rpartition("@")[2].rpartition("]")[2]
+    port_text = tail.partition(":")[2]
+    if not port_text:
+        return parts.hostname, 443 if parts.scheme == "https" else 80
+    if not (port_text.isascii() and port_text.isdigit()):
+        raise InvalidAddress(given, f"port {port_text!r} is not a number; allowed: 1-65535")
+    port = int(port_text)
+    if not 1 <= port <= 65535:
+        raise InvalidAddress(given, f"port {port} is out of range; allowed: 1-65535")
+    return parts.hostname, port
+
+
+def _check_host_name(host: str, given: str) -> None:
+    """A host the resolver can be asked for: an IP literal, or DNS labels of 1-63 characters that IDNA encodes
+    (`a..b`, `.a`, a 64-character label: socket's IDNA encoding would raise a bare UnicodeError)."""
+    with contextlib.suppress(ValueError):
+        ipaddress.ip_address(host)
+        return
+    labels = host[:-1].split(".") if host.endswith(".") else host.split(".")  # one final dot: a rooted name
+    try:
+        encoded = [label.encode("idna") for label in labels]
+    except UnicodeError:
+        encoded = []
+    if not encoded or not all(1 <= len(label) <= 63 for label in encoded):
+        raise InvalidAddress(
+            given,
+            "the host name has an empty label (two dots, or a leading dot) or one over 63 characters; allowed: a host "
+            "name such as nemo-rl-head-svc.nemo-rl.svc or an IP address",
+        )
