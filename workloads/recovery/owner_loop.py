@@ -14,14 +14,10 @@ Each look (`Watcher.step`) reads the job table, decides (`workloads/recovery/cla
 policy of `workloads/recovery/policy.py`), keeps the run ledger, and before a resubmission waits for
 the budget, a running gate, the gang (`gpuPool.capacity`), the pool's GPUs and the gate.
 
-A head restarted without GCS fault tolerance forgets every job; a watcher restarted with it (same
-node drained, same eviction) forgets what it saw too, unless it kept it: with a state file
-(`StateFile`, on Lustre in the cluster) it reloads the last attempt, its counts and whether it had
-ended, and a job that was running is then found lost and resubmitted. With `resubmit_missing`
-(`job.submit` on: the deploy submits the job, so it should exist) a watcher that finds no job of its
-spec at all and nothing recorded submits it too, once the GPUs are alive (the id is deterministic:
-if the deploy's own submission wins the race, that is the job). Neither happens while another spec's
-job of the stack is pending or running (a submission by hand): two jobs would fight for the GPUs.
+A head restarted without GCS fault tolerance forgets every job, and a watcher restarted with it forgets
+what it saw, unless its state file (`StateFile`, on Lustre) kept it: then the running attempt is found
+lost and resubmitted. With `resubmit_missing` (`job.submit` on) a spec with no job at all is submitted
+too, once the GPUs are alive; neither happens while another spec's job of the stack is pending or running.
 
 Not covered: a job that hangs instead of failing (NeMo-RL's surviving workers blocked in a collective
 on a vanished peer until NCCL's timeout) is RUNNING to Ray, so it is only restarted once it fails.
@@ -61,9 +57,7 @@ _FINAL = (Action.DONE, Action.GIVE_UP)
 
 
 SAVE_WAIT_CAP_S = 1800.0
-"""How long past its save cycle a budget stop waits for a save still being written: a save that takes half
-an hour more than a whole cycle is stuck on Lustre, and the budget's overrun stays bounded (that long at the
-pool's price)."""
+"""How long past its save cycle a budget stop waits for a save still being written: longer, it is stuck."""
 
 
 class Watcher:
