@@ -444,11 +444,9 @@ class Watcher:
         return any(step > (since or 0) for step in (*found.partial, *found.incomplete))
 
     def _release_after_run(self, jobs: list[Any], newest: Any, decision: Decision, now: float) -> None:
-        """Once the run has ended (its newest attempt ended and the decision is final: succeeded, gave up,
-        stopped, budget) scale the worker group to 0, once per attempt, and say so in one line; the ledger
-        records when (the end of the attempt's paid time: `idleAfterRun`). Not while any job of the stack is
-        pending or running (a submission by hand, a gate: they need the workers). A failed release is said and
-        tried again on the next look."""
+        """Once the run has ended for good (succeeded, gave up, stopped, budget), scale the worker group to 0,
+        once per attempt, in one line; the ledger records when (`idleAfterRun` ends). Not while any job of the
+        stack is pending or running; a failed release is tried again on the next look."""
         if self.release is None or decision.action not in _FINAL:
             return
         record = self.ledger.find(newest.submission_id)
