@@ -15,6 +15,7 @@ from gate_support import cluster_plan, failed_report
 
 from jobctl import cli
 from jobctl import commands as cli_commands
+from jobctl import stack as jobctl_stack
 from workloads import exit_codes, gate
 from workloads import submit as jobs
 
@@ -63,10 +64,14 @@ def test_gate_on_demand_and_submit_under_enforce_report_the_stacks_gate_in_one_l
     """The CLI builds the stacks' real plans; the local head has no GPU node, so the gate fails at
     once, and `submit` under the stack's default policy (enforce) submits nothing."""
     real = cli_commands.gate_plan
-    # The head's `python` is not this venv's; everything else is the stack's own plan.
-    monkeypatch.setattr(
-        cli_commands, "gate_plan", lambda stack: dataclasses.replace(real(stack), python=sys.executable, timeout_s=60)
-    )
+
+    # The head's `python` is not this venv's; everything else is the stack's own plan (`jobctl gate` reads the
+    # gate plan, `jobctl submit` the run plan built over it).
+    def local(stack):
+        return dataclasses.replace(real(stack), python=sys.executable, timeout_s=60)
+
+    monkeypatch.setattr(cli_commands, "gate_plan", local)
+    monkeypatch.setattr(jobctl_stack, "gate_plan", local)
     out, err = io.StringIO(), io.StringIO()
     assert cli.main(["gate", "--stack", "h200", "--address", head.address], out=out, err=err) == exit_codes.GATE_FAILED
     text = out.getvalue()
