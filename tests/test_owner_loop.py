@@ -13,8 +13,9 @@ import time
 
 import pytest
 from gate_support import FakeClient, python_job
-from ray.job_submission import JobDetails, JobStatus
+from ray.job_submission import JobStatus
 from ray_head import JOB_TIMEOUT
+from recovery_support import FAST, info
 
 from workloads import submit as jobs
 from workloads.job_spec import META_ATTEMPT
@@ -30,33 +31,6 @@ from workloads.recovery import (
 )
 
 pytestmark = pytest.mark.filterwarnings("ignore:ssl=None is deprecated:DeprecationWarning")
-
-FAST = RecoveryPolicy(check_interval_seconds=0.2, max_restarts=2, backoff_seconds=0, max_backoff_seconds=0)
-TRACEBACK = 'Traceback (most recent call last):\n  File "run_grpo.py", line 3, in <module>\n'
-
-
-def info(
-    status="FAILED",
-    *,
-    message="",
-    error_type="JOB_ENTRYPOINT_COMMAND_ERROR",
-    exit_code=1,
-    end_ms=1_000_000,
-    sid="j",
-    meta=None,
-):
-    return JobDetails(
-        type="SUBMISSION",
-        entrypoint="python run_grpo.py",
-        status=status,
-        message=message,
-        error_type=error_type if status == "FAILED" else None,
-        driver_exit_code=exit_code if status == "FAILED" else None,
-        start_time=end_ms - 5000,
-        end_time=end_ms if status in ("FAILED", "STOPPED", "SUCCEEDED") else None,
-        submission_id=sid,
-        metadata=meta or {},
-    )
 
 
 def test_a_job_the_cluster_forgot_is_resubmitted_after_the_backoff_with_its_attempt_counted_on():

@@ -7,7 +7,7 @@ import re
 from types import SimpleNamespace
 
 import pytest
-from ray.job_submission import JobDetails
+from recovery_support import info
 
 from workloads.recovery import (
     Action,
@@ -16,33 +16,6 @@ from workloads.recovery import (
 )
 
 pytestmark = pytest.mark.filterwarnings("ignore:ssl=None is deprecated:DeprecationWarning")
-
-FAST = RecoveryPolicy(check_interval_seconds=0.2, max_restarts=2, backoff_seconds=0, max_backoff_seconds=0)
-TRACEBACK = 'Traceback (most recent call last):\n  File "run_grpo.py", line 3, in <module>\n'
-
-
-def info(
-    status="FAILED",
-    *,
-    message="",
-    error_type="JOB_ENTRYPOINT_COMMAND_ERROR",
-    exit_code=1,
-    end_ms=1_000_000,
-    sid="j",
-    meta=None,
-):
-    return JobDetails(
-        type="SUBMISSION",
-        entrypoint="python run_grpo.py",
-        status=status,
-        message=message,
-        error_type=error_type if status == "FAILED" else None,
-        driver_exit_code=exit_code if status == "FAILED" else None,
-        start_time=end_ms - 5000,
-        end_time=end_ms if status in ("FAILED", "STOPPED", "SUCCEEDED") else None,
-        submission_id=sid,
-        metadata=meta or {},
-    )
 
 
 def test_the_recovery_policy_rejects_each_bad_value_naming_it():
