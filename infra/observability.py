@@ -113,10 +113,26 @@ class MonitoringDashboard(pulumi.ComponentResource):
     def __init__(self, name: str, args: MonitoringDashboardArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__(COMPONENT_TYPE, name, None, opts)
         child = child_options(self, opts)
+        names = pulumi.Output.all(
+            pulumi.Output.from_input(args.cluster_name), pulumi.Output.from_input(args.lustre_instance_id)
+        )
+        self._preemptions(name, args, names, child)
+        self._attempt_metrics(name, args, names, child)
+        self._dashboard(name, args, opts)
+        self.register_outputs(
+            {
+                "dashboardId": self.dashboard_id,
+                "displayName": self.display_name,
+                "consoleUrl": self.console_url,
+                "preemptionMetric": f"{USER_METRIC_PREFIX}{self.preemption_metric_name}",
+            }
+        )
+
+    def _preemptions(
+        self, name: str, args: MonitoringDashboardArgs, names: pulumi.Output, child: pulumi.ResourceOptions
+    ) -> None:
         ctx, zone, node_prefix = args.ctx, args.zone, args.node_prefix
-        cluster_name, lustre_instance_id = args.cluster_name, args.lustre_instance_id
         self.preemption_metric_name = ctx.name("gpu-preemptions")
-        names = pulumi.Output.all(pulumi.Output.from_input(cluster_name), pulumi.Output.from_input(lustre_instance_id))
         self.preemption_metric = gcp.logging.Metric(
             f"{name}-preemptions",
             name=self.preemption_metric_name,
@@ -134,7 +150,12 @@ class MonitoringDashboard(pulumi.ComponentResource):
             opts=child,
         )
 
-        # What each training attempt cost in steps and money, from the watcher's log (ATTEMPT_METRIC_SOURCE).
+    def _attempt_metrics(
+        self, name: str, args: MonitoringDashboardArgs, names: pulumi.Output, child: pulumi.ResourceOptions
+    ) -> None:
+        """What each training attempt cost in steps and money, from the watcher's log (ATTEMPT_METRIC_SOURCE)."""
+        ctx = args.ctx
+
         def attempt_filter(number: Optional[str] = None) -> pulumi.Output[str]:
             return names.apply(lambda a: attempt_log_filter(a[0], args.ray_namespace, number))
 
@@ -171,12 +192,14 @@ class MonitoringDashboard(pulumi.ComponentResource):
             )
 
         self.distribution_metrics = {d.suffix: distribution(d) for d in attempt_distributions(ctx.stack)}
+
+    def _dashboard(self, name: str, args: MonitoringDashboardArgs, opts: Optional[pulumi.ResourceOptions]) -> None:
+        ctx = args.ctx
         log_metrics = [self.preemption_metric, self.attempts_metric, *self.distribution_metrics.values()]
         suffixes = list(self.distribution_metrics)
-
-        self.dashboard_json = pulumi.Output.all(cluster_name, lustre_instance_id, *(m.name for m in log_metrics)).apply(
-            lambda names: _document_json(args, suffixes, names)
-        )
+        self.dashboard_json = pulumi.Output.all(
+            args.cluster_name, args.lustre_instance_id, *(m.name for m in log_metrics)
+        ).apply(lambda names: _document_json(args, suffixes, names))
         self.dashboard = gcp.monitoring.Dashboard(
             f"{name}-dashboard",
             project=ctx.project,
@@ -186,14 +209,6 @@ class MonitoringDashboard(pulumi.ComponentResource):
         self.dashboard_id = self.dashboard.id
         self.display_name = display_name(ctx.stack)
         self.console_url = f"https://console.cloud.google.com/monitoring/dashboards?project={ctx.project}"
-        self.register_outputs(
-            {
-                "dashboardId": self.dashboard_id,
-                "displayName": self.display_name,
-                "consoleUrl": self.console_url,
-                "preemptionMetric": f"{USER_METRIC_PREFIX}{self.preemption_metric_name}",
-            }
-        )
 
 
 def build_dashboard(

@@ -392,6 +392,62 @@ def waits(plan: Any) -> dict[str, set[str]]:
     return result
 
 
+def _critical_path(
+    last: str,
+    came_from: dict[str, Optional[str]],
+    finish: dict[str, float],
+    urns: dict[str, Any],
+    autopilot: bool,
+    arrival: Any,
+) -> list[Step]:
+    """The steps from the first resource to `last` along `came_from`; the gate is a step of its own at the
+    start of the submission's time."""
+    path: list[Step] = []
+    cur: Optional[str] = last
+    while cur is not None:
+        r = urns[cur]
+        t = typical(r, autopilot, arrival)
+        gate = gate_minutes(r)
+        if gate:
+            start = finish[cur] - t.minutes
+            d = DYNAMIC_RESOURCE
+            path.append(Step(r.name, r.type, d.minutes, start + gate, finish[cur], d.basis, d.source))
+            path.append(
+                Step(
+                    GATE_STEP,
+                    GATE_TYPE,
+                    gate,
+                    start,
+                    start + gate,
+                    "GPUs, fabric busbw and Lustre throughput on every worker node (workloads/gate/)",
+                    GATE_SOURCE,
+                )
+            )
+        else:
+            path.append(Step(r.name, r.type, t.minutes, finish[cur] - t.minutes, finish[cur], t.basis, t.source))
+        cur = came_from[cur]
+    path.reverse()
+    return path
+
+
+def _gpu_billed_from(
+    arrival: Any, warmups: list[str], finish: dict[str, float], urns: dict[str, Any], autopilot: bool
+) -> Optional[float]:
+    """The minute the GPU nodes are created: with the warm setting the placeholders'; cold, when the Ray
+    release's pending workers bring them; None where the model has no GPU arrival (Autopilot)."""
+    if arrival is None:
+        return None
+    if arrival.warm and warmups:
+        return min(finish[u] - arrival.minutes for u in warmups)
+    releases = [u for u in finish if urns[u].type == RAY_RELEASE]
+    if not releases:
+        return None
+    return min(
+        finish[u] - typical(urns[u], autopilot, arrival).minutes + CREATION_MINUTES[RAY_RELEASE].minutes
+        for u in releases
+    )
+
+
 def estimate(plan: Any) -> DeployEstimate:
     from tools.autopilot_plan import is_autopilot
 
@@ -430,58 +486,13 @@ def estimate(plan: Any) -> DeployEstimate:
     if not finish:
         return DeployEstimate(0.0, [])
     last = max(finish, key=lambda u: (finish[u], u))
-    path: list[Step] = []
-    cur: Optional[str] = last
-    while cur is not None:
-        r = urns[cur]
-        t = typical(r, autopilot, arrival)
-        gate = gate_minutes(r)
-        if gate:  # the gate is a step of its own, at the start of the submission's time
-            start = finish[cur] - t.minutes
-            path.append(
-                Step(
-                    r.name,
-                    r.type,
-                    DYNAMIC_RESOURCE.minutes,
-                    start + gate,
-                    finish[cur],
-                    DYNAMIC_RESOURCE.basis,
-                    DYNAMIC_RESOURCE.source,
-                )
-            )
-            path.append(
-                Step(
-                    GATE_STEP,
-                    GATE_TYPE,
-                    gate,
-                    start,
-                    start + gate,
-                    "GPUs, fabric busbw and Lustre throughput on every worker node (workloads/gate/)",
-                    GATE_SOURCE,
-                )
-            )
-        else:
-            path.append(Step(r.name, r.type, t.minutes, finish[cur] - t.minutes, finish[cur], t.basis, t.source))
-        cur = came_from[cur]
-    path.reverse()
+    path = _critical_path(last, came_from, finish, urns, autopilot, arrival)
     unknown = sorted({urns[u].type for u in graph if typical(urns[u], autopilot, arrival) is UNKNOWN})
     milestones = {
         urns[u].name: f for u, f in finish.items() if urns[u].type in MILESTONE_TYPES or is_image_prepull(urns[u])
     }
-    gpu_from = None
+    gpu_from = _gpu_billed_from(arrival, warmups, finish, urns, autopilot)
     if arrival is not None:
-        if arrival.warm and warmups:
-            gpu_from = min(finish[u] - arrival.minutes for u in warmups)
-        else:
-            releases = [u for u in finish if urns[u].type == RAY_RELEASE]
-            gpu_from = (
-                min(
-                    (finish[u] - typical(urns[u], autopilot, arrival).minutes + CREATION_MINUTES[RAY_RELEASE].minutes)
-                    for u in releases
-                )
-                if releases
-                else None
-            )
         for u in warmups:
             milestones[urns[u].name] = finish[u]
     return DeployEstimate(
