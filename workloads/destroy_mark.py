@@ -34,7 +34,7 @@ def mark_id(submission_id: str) -> str:
 def destroy_begun(client: Any, submission_id: str) -> bool:
     """Whether the mark is on the Ray head (in its job list, as `submit` lists the jobs it owns)."""
     mark = mark_id(submission_id)
-    return any(j.submission_id == mark for j in submit._guard(client.get_address(), client.list_jobs))
+    return any(j.submission_id == mark for j in submit.all_jobs(client))
 
 
 def refuse_if_destroying(client: Any, submission_id: str) -> None:
@@ -49,7 +49,7 @@ def refuse_if_destroying(client: Any, submission_id: str) -> None:
 def mark_destroy_begun(client: Any, submission_id: str) -> None:
     """Set the mark (idempotent: a second destroy finds it there)."""
     with contextlib.suppress(submit.DashboardError):  # "already exists": the mark is set
-        submit._guard(
+        submit.guard(
             client.get_address(),
             lambda: client.submit_job(
                 entrypoint="true", submission_id=mark_id(submission_id), metadata={META_DESTROYING: "true"}
@@ -64,4 +64,4 @@ def clear_destroy_mark(client: Any, submission_id: str) -> None:
     job_id = mark_id(submission_id)
     with contextlib.suppress(submit.UnknownJob):
         submit.wait(client, job_id, timeout=60.0, poll_interval=0.5)
-        submit._guard(client.get_address(), lambda: client.delete_job(job_id), job_id)
+        submit.guard(client.get_address(), lambda: client.delete_job(job_id), job_id)

@@ -305,7 +305,7 @@ def read_on_head(client: Any, path: str, *, stack: str, timeout: float = 120.0) 
 
     job_id = f"{stack}-ledger-{_time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
     quoted = shlex.quote(path)
-    submit._guard(
+    submit.guard(
         client.get_address(),
         lambda: client.submit_job(
             entrypoint=f"echo {_BEGIN}; cat {quoted} 2>/dev/null; echo; echo {_END}",

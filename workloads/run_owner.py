@@ -157,7 +157,7 @@ def clear_attempt(
     from workloads import submit
 
     if jobs is None:
-        jobs = submit._guard(client.get_address(), client.list_jobs)
+        jobs = submit.all_jobs(client)
     busy = running_gate(jobs, stack)
     if busy is not None:
         return GateOutcome(
@@ -288,11 +288,7 @@ def submit_gated(
     # Runs that had ended before this call are run again when they failed (the user may have fixed the
     # cause); one still running now is the verdict this call waits for. Ids, not times: the Ray head's
     # clock and this machine's need not agree.
-    before = {
-        r.submission_id
-        for r in gate_runs(submit._guard(client.get_address(), client.list_jobs), spec.stack)
-        if _status(r) not in ACTIVE
-    }
+    before = {r.submission_id for r in gate_runs(submit.all_jobs(client), spec.stack) if _status(r) not in ACTIVE}
     bound = timeout if timeout is not None else 2 * ((gate.plan.timeout_s if gate.plan else 600.0) + 120)
     deadline = time.monotonic() + bound
     shown: list[str] = []

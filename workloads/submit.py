@@ -22,7 +22,7 @@ from typing import Any, AsyncIterator, Callable, Collection, Iterator, Optional
 from ray.job_submission import JobDetails, JobStatus, JobSubmissionClient
 
 # Re-exported: the job operations' callers (the hook, the watcher, the run owner, jobctl, tests) catch
-# these errors and connect through `submit.*`; `_guard` is the name they wrap their own Job API calls in.
+# these errors and connect through `submit.*`, and wrap their own Job API calls in `guard`.
 from workloads.job_errors import (  # noqa: F401
     DashboardAuthError,
     DashboardError,
@@ -34,8 +34,7 @@ from workloads.job_errors import (  # noqa: F401
     WaitTimeout,
 )
 from workloads.job_types import META_ATTEMPT, META_RECIPE, META_SPEC_HASH, META_STACK, JobSpec
-from workloads.ray_connection import CONNECT_TIMEOUT, connect  # noqa: F401
-from workloads.ray_connection import guard as _guard
+from workloads.ray_connection import CONNECT_TIMEOUT, connect, guard  # noqa: F401
 
 TERMINAL = frozenset({JobStatus.STOPPED, JobStatus.SUCCEEDED, JobStatus.FAILED})
 RETRYABLE = frozenset({JobStatus.STOPPED, JobStatus.FAILED})
@@ -65,19 +64,24 @@ def status(client: JobSubmissionClient, job_id: str) -> JobStatus:
 
 def info(client: JobSubmissionClient, job_id: str) -> JobDetails:
     """The job's details (status, message, times, metadata). Raises `UnknownJob`."""
-    return _guard(client.get_address(), lambda: client.get_job_info(job_id), job_id)
+    return guard(client.get_address(), lambda: client.get_job_info(job_id), job_id)
 
 
 def stop(client: JobSubmissionClient, job_id: str) -> bool:
     """Ask the job to stop; True if it was still running. Raises `UnknownJob`."""
-    return bool(_guard(client.get_address(), lambda: client.stop_job(job_id), job_id))
+    return bool(guard(client.get_address(), lambda: client.stop_job(job_id), job_id))
+
+
+def all_jobs(client: JobSubmissionClient) -> list[JobDetails]:
+    """Every job on the head, of every stack and kind (gate runs and the destroy mark too): Ray's job list."""
+    return list(guard(client.get_address(), client.list_jobs))
 
 
 def list_jobs(
     client: JobSubmissionClient, stack: Optional[str] = None, recipe: Optional[str] = None
 ) -> list[JobDetails]:
     """Submitted jobs this program made, oldest first; filtered by stack and recipe when given."""
-    jobs = _guard(client.get_address(), client.list_jobs)
+    jobs = all_jobs(client)
     mine = [
         j
         for j in jobs
@@ -102,7 +106,7 @@ def ray_nodes(client: JobSubmissionClient) -> list[dict[str, Any]]:
     the client's own `_do_request`, so the proxy's bearer token and TLS settings apply as for the Job API."""
     address = client.get_address()
 
-    response = _guard(
+    response = guard(
         address, lambda: client._do_request("GET", "/api/v0/nodes?limit=10000&detail=true", timeout=CONNECT_TIMEOUT * 3)
     )
     if response.status_code in (401, 403):
@@ -142,7 +146,7 @@ def submit_attempt(
     submitted this very attempt between the caller's listing and this submission (that is the job)."""
     job_id = attempt_id(spec.submission_id, attempt)
     try:
-        _guard(
+        guard(
             client.get_address(),
             lambda: client.submit_job(
                 entrypoint=spec.entrypoint,
@@ -254,7 +258,7 @@ def logs(
     address = client.get_address()
     status(client, job_id)  # UnknownJob before anything is yielded
     if not follow:
-        text = _guard(address, lambda: client.get_job_logs(job_id), job_id)
+        text = guard(address, lambda: client.get_job_logs(job_id), job_id)
         yield text if tail is None else last_lines(text, tail)
         return
     import aiohttp
@@ -263,7 +267,7 @@ def logs(
     if tail is not None:
         # Ray's websocket always replays the log from its first line; take the tail from a snapshot
         # and drop that much of the replay below.
-        text = _guard(address, lambda: client.get_job_logs(job_id), job_id)
+        text = guard(address, lambda: client.get_job_logs(job_id), job_id)
         yield last_lines(text, tail)
         shown = len(text)
     streamed = 0
@@ -280,7 +284,7 @@ def logs(
         pass
     while True:
         done = status(client, job_id) in TERMINAL
-        text = _guard(address, lambda: client.get_job_logs(job_id), job_id)
+        text = guard(address, lambda: client.get_job_logs(job_id), job_id)
         if len(text) > shown:
             yield text[shown:]
             shown = len(text)

@@ -43,7 +43,7 @@ def start_on_cluster(
     from workloads import submit
 
     try:
-        submit._guard(
+        submit.guard(
             client.get_address(),
             lambda: client.submit_job(
                 entrypoint=job_entrypoint(plan),

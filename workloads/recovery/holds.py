@@ -49,7 +49,7 @@ class Look:
 
         if self._jobs is None:
             client = self.watcher.client
-            self._jobs = list(submit._guard(client.get_address(), client.list_jobs))
+            self._jobs = submit.all_jobs(client)
         return self._jobs
 
     def node_rows(self) -> list[dict[str, Any]]:

@@ -334,7 +334,7 @@ class Watcher:
         from workloads.run_owner import META_GATE_FOR
 
         try:
-            jobs = submit._guard(self.client.get_address(), self.client.list_jobs)
+            jobs = submit.all_jobs(self.client)
         except submit.JobError:
             return
         runs = [j for j in jobs if (j.metadata or {}).get(META_GATE_FOR) == record.submission_id and j.start_time]
