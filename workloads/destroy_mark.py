@@ -33,8 +33,13 @@ def mark_id(submission_id: str) -> str:
 
 def destroy_begun(client: Any, submission_id: str) -> bool:
     """Whether the mark is on the Ray head (in its job list, as `submit` lists the jobs it owns)."""
+    return marked(submit.all_jobs(client), submission_id)
+
+
+def marked(jobs: Any, submission_id: str) -> bool:
+    """Whether the mark is among `jobs` (a job list already read: the watcher's holds share one)."""
     mark = mark_id(submission_id)
-    return any(j.submission_id == mark for j in submit.all_jobs(client))
+    return any(j.submission_id == mark for j in jobs)
 
 
 def refuse_if_destroying(client: Any, submission_id: str) -> None:

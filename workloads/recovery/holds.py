@@ -72,8 +72,8 @@ def budget_left(w: Any, decision: Decision, look: Look) -> Decision:
 def not_destroying(w: Any, decision: Decision, look: Look) -> Decision:
     from workloads import destroy_mark
 
-    mark = destroy_mark.mark_id(w.spec.submission_id)
-    if any(j.submission_id == mark for j in look.jobs()):
+    if destroy_mark.marked(look.jobs(), w.spec.submission_id):
+        mark = destroy_mark.mark_id(w.spec.submission_id)
         return _held(decision, Action.WAIT, f"not resubmitted, pulumi destroy has begun (Ray job {mark})")
     return decision
 
