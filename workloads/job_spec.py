@@ -290,7 +290,7 @@ def _derived(
     )
     out["checkpointing.save_period"] = save_period
     if _saves_async(recipe.image.tag):
-        out[_SYNC_SAVE] = False
+        out[SYNC_SAVE] = False
     out["logger.log_dir"] = log_dir(mount_path, stack, recipe.name)
     out["grpo.max_num_steps"] = job_cfg.max_num_steps or recipe.max_num_steps
     out["logger.wandb_enabled"] = wandb_enabled
@@ -302,7 +302,7 @@ def _derived(
     return out
 
 
-_SYNC_SAVE = "checkpointing.is_async"
+SYNC_SAVE = "checkpointing.is_async"
 """Off: NeMo-RL v0.6.0's DTensor v2 worker saves with `dcp.async_save` ("is_async": True in
 nemo_rl/models/policy/workers/dtensor_policy_worker_v2.py) and grpo.py renames tmp_step_N to step_N as
 soon as `save_checkpoint` returns, before the write ends (fixed upstream only in unreleased commit
@@ -327,13 +327,13 @@ def _stack_part(derived: Mapping[str, Any]) -> list[str]:
 
     Every key written exists in the recipes' config files (see workloads/recipes.py for what was
     checked), so the strict `key=value` form is used (but `++` for `checkpointing.is_async`, which no config
-    file carries: `_SYNC_SAVE`): a key NeMo-RL renamed fails loudly at start
+    file carries: `SYNC_SAVE`): a key NeMo-RL renamed fails loudly at start
     instead of being silently added. `colocated.enabled` is written only when it leaves the
     default (true), as the GKE tutorial does on v0.5.0: older Megatron configs did not all carry
     the colocated block.
     """
     return [
-        f"{'++' if key == _SYNC_SAVE else ''}{key}={_fmt(value)}"
+        f"{'++' if key == SYNC_SAVE else ''}{key}={_fmt(value)}"
         for key, value in derived.items()
         if not (key == _COLOCATED and value is True)
     ]

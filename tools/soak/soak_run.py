@@ -15,7 +15,7 @@ from tools.soak.sim_ray import ACTIVE, SimJob, SimRay, Trainer
 from workloads import destroy_mark, run_owner, submit
 from workloads.gang_wait import WorkerPod
 from workloads.gate import GatePlan
-from workloads.job_spec import _SYNC_SAVE, META_STACK, JobSpec
+from workloads.job_spec import META_STACK, SYNC_SAVE, JobSpec
 from workloads.ledger import LedgerFile, ledger_path
 from workloads.recovery import Action, RecoveryPolicy, StateFile, Watcher
 
@@ -80,12 +80,12 @@ class SoakRun:
         self.ckpt, self.state_path = workdir / "checkpoints", workdir / "watcher" / "soak.json"
         self.ray = SimRay(self, f"http://sim-{seed}-{index}", NODES, self.rng)
         # `is_async`: the recipe's worker saves asynchronously by default (NeMo-RL v0.6.0's DTensor v2). The job
-        # builder then turns it off on the command line (workloads/job_spec.py `_SYNC_SAVE`); the fake trainer
+        # builder then turns it off on the command line (workloads/job_spec.py `SYNC_SAVE`); the fake trainer
         # obeys the entrypoint it is given, as NeMo-RL obeys its overrides. `sync_override=False` plants a job
         # without it (tests/test_soak.py: the checks must catch the step_N that then appears before its files).
-        sync = f" ++{_SYNC_SAVE}=false" if is_async and sync_override else ""
+        sync = f" ++{SYNC_SAVE}=false" if is_async and sync_override else ""
         entrypoint = f"python fake_trainer.py{sync}"
-        self.is_async = is_async and f"++{_SYNC_SAVE}=false" not in entrypoint
+        self.is_async = is_async and f"++{SYNC_SAVE}=false" not in entrypoint
         self.spec = JobSpec.create(stack="soak", recipe="grpo", entrypoint=entrypoint, runtime_env={})
         self.run = run_owner.RunPlan(
             gate_policy="enforce",
