@@ -45,12 +45,12 @@ test: lint
 # Fault-injection soak of the run's owner (docs/testing.md): 300 faults, a few on a private local Ray head.
 SEED ?= 1
 soak: $(VENV)/.installed
-	$(PY) -m tools.soak --faults 300 --seed $(SEED)
+	$(PY) -m tests.soak --faults 300 --seed $(SEED)
 
 # Mutation testing (docs/testing.md); not part of CI. MUTATE="infra/naming tools/doctor/quota_checks" picks modules.
 MUTATE ?=
 mutants: $(VENV)/.installed-test
-	$(PY) -m tools.mutants $(MUTATE)
+	$(PY) -m tests.mutants $(MUTATE)
 
 docs: $(VENV)/.installed
 	$(PY) -m tools.reference_docs --write

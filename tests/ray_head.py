@@ -17,8 +17,8 @@ import uuid
 
 import pytest
 
-from tools import local_ray_head
-from tools.local_ray_head import RAY, START_DEADLINE, START_TIMEOUT, free_ports  # noqa: F401 (tests use them)
+from tests import local_ray_head
+from tests.local_ray_head import RAY, START_DEADLINE, START_TIMEOUT, free_ports  # noqa: F401 (tests use them)
 from workloads.job_types import JobSpec
 
 JOB_TIMEOUT = 240.0
@@ -45,7 +45,7 @@ def python_job(stack: str, code: str, recipe: str = "t") -> JobSpec:
 
 
 class LocalRayHead(local_ray_head.LocalRayHead):
-    """`tools.local_ray_head.LocalRayHead` whose failed start fails the test that asked for it."""
+    """`tests.local_ray_head.LocalRayHead` whose failed start fails the test that asked for it."""
 
     @classmethod
     def start(cls, attempts: int = 3, deadline_s: float = START_DEADLINE) -> "LocalRayHead":

@@ -1,5 +1,5 @@
 """The capacity ladder's ComputeClass and its pools: the manifest against the schema derived from Google's
-Go API types (tools/computeclass_schema.py), and the ladder stack's plan (one autoscaled pool per rung, the
+Go API types (tests/computeclass_schema.py), and the ladder stack's plan (one autoscaled pool per rung, the
 class over them, workers select it)."""
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def problems(manifest) -> list[str]:
 
 
 def test_the_kept_schema_names_the_upstream_commit_it_was_derived_from():
-    from tools import computeclass_schema
+    from tests import computeclass_schema
 
     readme = (Path(__file__).parent / "reference" / "README.md").read_text()
     assert computeclass_schema.COMMIT in SCHEMA["$comment"] and computeclass_schema.COMMIT in readme
@@ -61,7 +61,7 @@ type ClassSpec struct {
 
 
 def test_the_derivation_follows_controller_gens_rules_for_required_fields_and_markers():
-    from tools import computeclass_schema
+    from tests import computeclass_schema
 
     schema = computeclass_schema.derive(GO_TYPES)
     spec = schema["$defs"].get("ClassSpec") or schema["properties"]["spec"]
@@ -74,7 +74,7 @@ def test_the_derivation_follows_controller_gens_rules_for_required_fields_and_ma
 
 
 def test_the_derivation_refuses_a_go_file_other_than_the_pinned_one(tmp_path, capsys):
-    from tools import computeclass_schema
+    from tests import computeclass_schema
 
     other = tmp_path / "types.go"
     other.write_text(GO_TYPES)

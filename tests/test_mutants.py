@@ -1,9 +1,9 @@
-"""`make mutants`' driver (tools/mutants.py): which modules and tests it picks, how it counts. The mutmut
+"""`make mutants`' driver (tests/mutants.py): which modules and tests it picks, how it counts. The mutmut
 run itself is not part of the suite (minutes per module); docs/testing.md records one."""
 
 import pytest
 
-from tools import mutants
+from tests import mutants
 
 
 def test_a_module_is_mutated_against_its_mirror_tests_and_a_package_as_a_whole(monkeypatch, tmp_path):

@@ -1,4 +1,4 @@
-"""The fault-injection soak (tools/soak): a short seeded run on the simulated head, and its checks catching
+"""The fault-injection soak (tests/soak): a short seeded run on the simulated head, and its checks catching
 what they are there to catch."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import io
 import random
 
-from tools.soak import soak_run
-from tools.soak.__main__ import soak
-from tools.soak.sim_ray import SimJob
+from tests.soak import soak_run
+from tests.soak.__main__ import soak
+from tests.soak.sim_ray import SimJob
 
 
 def test_a_short_seeded_soak_injects_its_faults_and_counts_its_runs():

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tools.soak.sim_ray import ACTIVE, SimJob, is_whole
+from tests.soak.sim_ray import ACTIVE, SimJob, is_whole
 from workloads.gate import META_GATE
 from workloads.ledger import Ledger, ledger_path
 from workloads.run_owner import META_GATE_FOR, META_GATE_NODES

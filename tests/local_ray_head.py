@@ -1,4 +1,4 @@
-"""A real, private Ray head on loopback: the job-submission tests' (tests/ray_head.py) and the soak's (tools/soak).
+"""A real, private Ray head on loopback: the job-submission tests' (tests/ray_head.py) and the soak's (tests/soak).
 
 Started with `ray start --head` from this venv, every port chosen free and bound to 127.0.0.1, its own
 temp dir, and its own process group. `stop` kills that process group (and anything else still holding

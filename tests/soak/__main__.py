@@ -1,4 +1,4 @@
-"""`python -m tools.soak --faults N --seed S [--real-every K] [--no-ray]`: the owner's fault-injection soak
+"""`python -m tests.soak --faults N --seed S [--real-every K] [--no-ray]`: the owner's fault-injection soak
 (docs/testing.md). Prints `N faults, M runs, V violations` and exits 1 naming the first violation."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from tools.soak.real_ray import REAL_FAULTS
-from tools.soak.soak_run import pick_faults, play_run
+from tests.soak.real_ray import REAL_FAULTS
+from tests.soak.soak_run import pick_faults, play_run
 
 
 def soak(faults: int, seed: int, real_every: int, out=sys.stdout) -> list[str]:
@@ -25,7 +25,7 @@ def soak(faults: int, seed: int, real_every: int, out=sys.stdout) -> list[str]:
                 if real_every and (done + 1) % real_every == 0:
                     if head is None:
                         head, client = _start_head()
-                    from tools.soak.real_ray import play_real
+                    from tests.soak.real_ray import play_real
 
                     fault = rng.choice(REAL_FAULTS)
                     found += [f"run {runs} (seed {seed}): {v}" for v in play_real(client, fault, work)]
@@ -44,7 +44,7 @@ def soak(faults: int, seed: int, real_every: int, out=sys.stdout) -> list[str]:
 
 
 def _start_head():
-    from tools.local_ray_head import LocalRayHead
+    from tests.local_ray_head import LocalRayHead
     from workloads import submit
 
     head = LocalRayHead.start()
@@ -52,7 +52,7 @@ def _start_head():
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tools.soak", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m tests.soak", description=__doc__)
     parser.add_argument("--faults", type=int, default=300)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--real-every", type=int, default=25, help="every K-th fault on a real local Ray head")

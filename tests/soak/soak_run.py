@@ -10,8 +10,8 @@ from typing import Any, Optional
 
 import requests
 
-from tools.soak import soak_checks
-from tools.soak.sim_ray import ACTIVE, SimJob, SimRay, Trainer
+from tests.soak import soak_checks
+from tests.soak.sim_ray import ACTIVE, SimJob, SimRay, Trainer
 from workloads import destroy_mark, run_owner, submit
 from workloads.gang_wait import WorkerPod
 from workloads.gate import GatePlan

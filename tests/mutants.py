@@ -1,6 +1,6 @@
 """Mutation testing of the modules that decide deployments and verdicts (`make mutants`; not in CI).
 
-    python -m tools.mutants [MODULE ...] [--max-children N] [--only GLOB]
+    python -m tests.mutants [MODULE ...] [--max-children N] [--only GLOB]
 
 Each MODULE (`infra/naming`, or a package `infra/config`) is mutated by mutmut 3 (requirements-test.txt)
 against only its mirror tests, in a fresh copy of the checkout under `.mutants/<module>/`, because mutmut
@@ -78,7 +78,7 @@ def setup_cfg(target: Target, top_level: list[str]) -> str:
         return "".join(f"\n    {v}" for v in values)
 
     return (
-        "# Written by tools/mutants.py for this run only.\n[mutmut]\n"
+        "# Written by tests/mutants.py for this run only.\n[mutmut]\n"
         f"source_paths ={lines(f'{d}/' for d in SOURCE_DIRS)}\n"
         f"only_mutate = {target.mutate}\n"
         f"also_copy ={lines(p for p in top_level if p not in SOURCE_DIRS)}\n"
@@ -169,7 +169,7 @@ def run(target: Target, max_children: int, only: tuple[str, ...] = ()) -> tuple[
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tools.mutants", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m tests.mutants", description=__doc__.split("\n\n")[0])
     parser.add_argument("modules", nargs="*", help=f"default: {' '.join(DEFAULT_MODULES)}")
     parser.add_argument("--max-children", type=int, default=2, help="mutants tested at once (default 2: two cores)")
     parser.add_argument(

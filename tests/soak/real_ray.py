@@ -1,5 +1,5 @@
 """The soak's faults that are about Ray itself, on a real private Ray head on loopback
-(`tools.local_ray_head`): a second submitter of the same attempt id, a stop, and the driver killed by
+(`tests.local_ray_head`): a second submitter of the same attempt id, a stop, and the driver killed by
 SIGTERM, each against a fake trainer run as a real Ray job (steps of 0.2 s, synchronous saves)."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The fault-injection soak of the run's owner (issue 34; docs/testing.md "Fault-injection soak").
 
-`python -m tools.soak --faults N --seed S` drives runs of a fake trainer under the real watcher
+`python -m tests.soak --faults N --seed S` drives runs of a fake trainer under the real watcher
 (`workloads.recovery.owner_loop.Watcher` and its holds), the real run owner (`workloads.run_owner`), ledger,
 checkpoint scan and submission code, injects faults at seeded random moments, and checks the owner's
 invariants after every step (`soak_checks`). Most runs use a simulated Ray head (`sim_ray`: a job table and
