@@ -9,7 +9,7 @@ from typing import Any
 from infra.config import LUSTRE_CSI_MIN_GKE, LUSTRE_PORT_988_MIN_GKE, Provisioning, StackConfig
 from infra.flavours import parse_gke_version
 from infra.placement import CUSTOM_COMPUTE_CLASS_MIN_GKE, FLEX_START_MIN_GKE, is_ladder
-from tools.doctor.check_context import FAIL, PASS, WARN, Context, Result
+from tools.doctor.check_context import FAIL, PASS, Context, Result
 
 
 def minimum_gke_version(cfg: StackConfig) -> tuple[str, str]:
@@ -91,11 +91,3 @@ def _channel_fix(channels: dict[str, Any], floor: str) -> str:
         if channel and any(parse_gke_version(v) >= parse_gke_version(floor) for v in channel.valid_versions):
             return f"pulumi config set --path cluster.releaseChannel {name}"
     return f"no channel offers {floor} yet: wait, or pick another zone"
-
-
-def check_version_matrix(ctx: Context) -> list[Result]:
-    """The live cluster and the channel's next versions against the stack's version-matrix row
-    (tools/doctor/version_drift.py); results `version-matrix`, `version-known-bad` and `version-upgrades`."""
-    from tools.doctor.version_drift import check_version_matrix as check
-
-    return [Result(f.check, PASS if f.ok else FAIL if f.failed else WARN, f.summary, f.fix) for f in check(ctx)]
