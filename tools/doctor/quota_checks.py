@@ -24,12 +24,6 @@ QuotaPreference example; projects report NVIDIA_H100 / NVIDIA_B200 under it)."""
 LADDER_ELSEWHERE = "the capacity ladder's rungs are checked one by one (capacity-ladder)"
 
 
-def gpu_quota_metric(flavour_metric: str, provisioning: Provisioning) -> str:
-    """Spot and flex-start VMs count against the preemptible GPU quota, on-demand against the standard one
-    (`infra.placement.rung_quota_metric`, which the plan's ladder reads too)."""
-    return rung_quota_metric(flavour_metric, provisioning) or flavour_metric
-
-
 def check_gpu_quota(ctx: Context) -> Result:
     """The region's GPU quota of the provisioning model has room for the whole pool."""
     if is_ladder(ctx.cfg):
@@ -37,7 +31,7 @@ def check_gpu_quota(ctx: Context) -> Result:
     return gpu_quota_result(ctx, ctx.cfg.gpu_pool.ladder[0].provisioning)
 
 
-def gpu_quota_result(ctx: Context, provisioning: Provisioning, check: str = "gpu-quota", lead: str = "") -> Result:
+def gpu_quota_result(ctx: Context, provisioning: Provisioning, check: str = "gpu-quota") -> Result:
     """Whether the region's GPU quota of `provisioning` holds the whole gang (every rung must: GKE may take
     all of it from any one rung). Both quotas apply: the region's per-model metric and, where Cloud Quotas
     has one, the GPU family quota of the same provisioning model (issue 33: a family 0 stops the pool
@@ -45,17 +39,17 @@ def gpu_quota_result(ctx: Context, provisioning: Provisioning, check: str = "gpu
     cfg = ctx.cfg
     flavour = cfg.flavour_spec
     if provisioning is Provisioning.RESERVATION:
-        return Result(check, PASS, f"{lead}a reservation brings its own quota (see the reservation check)")
+        return Result(check, PASS, "a reservation brings its own quota (see the reservation check)")
     need = cfg.gpu_pool.node_count * flavour.gpus_per_node
-    metric = gpu_quota_metric(flavour.gpu_quota_metric, provisioning)
+    # Spot and flex-start count against the preemptible GPU quota (the rung's metric, as the plan's ladder shows).
+    metric = rung_quota_metric(flavour.gpu_quota_metric, provisioning) or flavour.gpu_quota_metric
     pool = f"{cfg.gpu_pool.node_count} x {flavour.machine_type} need {need}"
     region = ctx.clients.regions.get(project=ctx.project, region=cfg.region, timeout=ctx.timeout)
     quota = next((q for q in region.quotas if q.metric == metric), None)
     if quota is None:
-        found = _gpu_family_quota(ctx, metric, need, pool, check)
-        return replace(found, summary=lead + found.summary)
+        return _gpu_family_quota(ctx, metric, need, pool, check)
     free = quota.limit - quota.usage
-    what = f"{lead}{metric} in {cfg.region}: {free:g} free of {quota.limit:g}; {pool}"
+    what = f"{metric} in {cfg.region}: {free:g} free of {quota.limit:g}; {pool}"
     if free < need:
         return Result(
             check, FAIL, what, quota_request(ctx, _quota_id(metric), {"region": cfg.region}, int(quota.usage) + need)
@@ -235,13 +229,8 @@ def check_reservation(ctx: Context) -> Result:
     return reservation_result(ctx, pool.reservation_name)
 
 
-def reservation_result(ctx: Context, name: str, check: str = "reservation", lead: str = "") -> Result:
+def reservation_result(ctx: Context, name: str, check: str = "reservation") -> Result:
     """The reservation `name` exists in the zone, holds the flavour's machine type and has room for the gang."""
-    found = _reservation_result(ctx, name, check)
-    return replace(found, summary=lead + found.summary)
-
-
-def _reservation_result(ctx: Context, name: str, check: str) -> Result:
     cfg = ctx.cfg
     pool = cfg.gpu_pool
     zone = cfg.zone

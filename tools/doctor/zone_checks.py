@@ -4,9 +4,11 @@ there with room for an instance, and every rung of the capacity ladder can suppl
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from google.api_core import exceptions as gexc
 
-from infra.config import Provisioning, Rung
+from infra.config import Provisioning
 from infra.network import roce_network_profile
 from infra.placement import is_ladder
 from tools.doctor.check_context import FAIL, PASS, WARN, Context, Result
@@ -99,15 +101,12 @@ def check_capacity_ladder(ctx: Context) -> list[Result]:
         return [Result("capacity-ladder", PASS, "one rung: the gpu-quota and reservation checks cover it")]
     results = []
     for i, rung in enumerate(cfg.gpu_pool.ladder, 1):
-        lead = f"rung {i} {rung.label}: "
-        results.append(_rung_result(ctx, rung, lead))
+        if rung.provisioning is Provisioning.RESERVATION:
+            found = reservation_result(ctx, rung.reservation_name or "", "capacity-ladder")
+        else:
+            found = gpu_quota_result(ctx, rung.provisioning, "capacity-ladder")
+        results.append(replace(found, summary=f"rung {i} {rung.label}: {found.summary}"))
     return results
-
-
-def _rung_result(ctx: Context, rung: Rung, lead: str) -> Result:
-    if rung.provisioning is Provisioning.RESERVATION:
-        return reservation_result(ctx, rung.reservation_name or "", "capacity-ladder", lead)
-    return gpu_quota_result(ctx, rung.provisioning, "capacity-ladder", lead)
 
 
 IMAGE_READY = "READY"
