@@ -120,7 +120,9 @@ def run_checks(stack: str, cfg: StackConfig, clients: Clients, timeout: float = 
             name = futures[future]
             try:
                 outcome = future.result()
-                by_name[name] = outcome if isinstance(outcome, list) else [outcome]
+                by_name[name] = [
+                    replace(r, check=r.check or name) for r in ([outcome] if isinstance(outcome, Result) else outcome)
+                ]
             except Exception as exc:
                 by_name[name] = [_as_warning(name, exc, timeout)]
     for future in pending:

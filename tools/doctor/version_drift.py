@@ -20,7 +20,7 @@ from infra.cluster import cluster_location
 from infra.flavours import parse_gke_version
 from infra.naming import Limit
 from infra.version_matrix import gke_in_row, gke_range, known_bad, load, report
-from tools.doctor.check_context import FAIL, PASS, WARN, Context, Result
+from tools.doctor.check_context import FAIL, PASS, WARN, Context, Result, passed, warning
 
 CHECK = "version-matrix"
 KNOWN_BAD = "version-known-bad"
@@ -70,9 +70,7 @@ def check_version_matrix(ctx: Context) -> list[Result]:
     rep = report(cfg.version_pins)
     if rep["row"] is None:
         return [
-            Result(
-                CHECK,
-                WARN,
+            warning(
                 f"the stack is outside the version matrix (allowUntestedVersions; nearest row "
                 f"{rep['nearestRow']}): live versions not compared",
             )
@@ -89,9 +87,7 @@ def check_version_matrix(ctx: Context) -> list[Result]:
     except gexc.NotFound:
         cluster = None
     if channel is None:  # the gke-versions check fails this already, with its fix
-        return [
-            Result(CHECK, WARN, f"{location} offers no {cfg.cluster.release_channel} channel: upgrades not compared")
-        ]
+        return [warning(f"{location} offers no {cfg.cluster.release_channel} channel: upgrades not compared")]
     live = Live(cfg, row, name, location, channel, channels)
     if cluster is None:
         return _before_the_cluster(live)
@@ -125,8 +121,8 @@ def _before_the_cluster(live: Live) -> list[Result]:
         fix = pin or (
             f"pulumi config set --path cluster.releaseChannel {(_channels_inside(live.channels, row) or ['STABLE'])[0]}"
         )
-        return [Result(CHECK, WARN, f"{would}, outside {live.where}", fix), *bad]
-    return [Result(CHECK, PASS, f"{would}, inside {live.where}"), *bad]
+        return [warning(f"{would}, outside {live.where}", fix), *bad]
+    return [passed(f"{would}, inside {live.where}"), *bad]
 
 
 def _live_cluster(live: Live, cluster: Any) -> list[Result]:
@@ -145,16 +141,14 @@ def _live_cluster(live: Live, cluster: Any) -> list[Result]:
     running = [("control plane", master), *((f"pool {n}", v) for n, v in sorted(pools.items()))]
     outside = [f"{what} {v}" for what, v in running if not gke_in_row(v, row)]
     if outside:
-        first = Result(
-            CHECK,
-            WARN,
+        first = warning(
             f"{', '.join(outside)} already outside {where}; run the acceptance gate "
             "(python -m jobctl gate) and record a row, or hold the cluster",
             _hold_fix(cfg, live.name, live.location),
         )
     else:
         addons_seen = f" (add-ons {', '.join(addons)} at the cluster's version)" if addons else ""
-        first = Result(CHECK, PASS, f"{seen}{addons_seen}: inside {where}")
+        first = passed(f"{seen}{addons_seen}: inside {where}")
     bad = known_bad_findings(live, running, lambda what, v: _upgrade_fix(live, what))
     if not bad:
         bad = [Result(KNOWN_BAD, PASS, f"no known-bad entry of data/version_matrix.yaml meets {seen}")]
