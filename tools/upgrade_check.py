@@ -94,6 +94,10 @@ class Finding:
         return f"{self.level.upper()} {self.stack}: {self.resource}: {self.message}{cost}"
 
 
+def _failure(stack: str, rule: str, resource: str, message: str) -> Finding:
+    return Finding(FAIL, stack, rule, resource, message)
+
+
 # ---- the comparison: pure functions over two plan documents (docs/architecture.md "The plan JSON contract")
 
 
@@ -158,8 +162,7 @@ def _gone(r: dict[str, Any], namesakes: list[dict[str, Any]], stack: str, loss) 
         yield from _outcome(r, stack, loss)
         return
     urns = ", ".join(sorted(n["urn"] for n in namesakes))
-    yield Finding(
-        FAIL,
+    yield _failure(
         stack,
         "urn-changed",
         f"{r['type']} {r['name']}",
@@ -215,13 +218,8 @@ def provider_findings(
         if r["type"].startswith(DYNAMIC_PREFIX) and isinstance(pickled, str):
             problem = provider_problem(pickled)
             if problem:
-                yield Finding(
-                    FAIL,
-                    stack,
-                    "provider-import",
-                    f"{r['type']} {r['name']}",
-                    f"its provider, pickled in the stack's state, no longer loads: {problem}",
-                )
+                why = f"its provider, pickled in the stack's state, no longer loads: {problem}"
+                yield _failure(stack, "provider-import", f"{r['type']} {r['name']}", why)
 
 
 # ---- runs
@@ -274,13 +272,8 @@ def run_findings(
     elif old_dir != new_dir and not names_dir(after, old_dir):
         restarts.append(f"its checkpoints move from {old_dir} to {new_dir}; this release does not look in the old one")
     if restarts:
-        yield Finding(
-            FAIL,
-            stack,
-            "run-restart",
-            name,
-            f"restarts from step 0: {'; '.join(restarts)} (its old step_N checkpoints orphaned)",
-        )
+        why = f"restarts from step 0: {'; '.join(restarts)} (its old step_N checkpoints orphaned)"
+        yield _failure(stack, "run-restart", name, why)
     elif (_job(before).get("inputs") or {}).get("spec_hash") != (_job(after).get("inputs") or {}).get("spec_hash"):
         moved = "" if old_dir == new_dir else f", found in {old_dir}"
         yield Finding(
@@ -417,11 +410,8 @@ def check(root: Path, ref: str, named: list[Path], jobs: int = 2) -> dict[str, A
         if before is None:
             findings.append(Finding(WARN, case.label, "not-comparable", "plan", f"no plan at {ref}: {before_error}"))
         elif after is None:
-            findings.append(
-                Finding(
-                    FAIL, case.label, "no-longer-plans", "stack file", f"planned at {ref}, refused now: {after_error}"
-                )
-            )
+            why = f"planned at {ref}, refused now: {after_error}"
+            findings.append(_failure(case.label, "no-longer-plans", "stack file", why))
         else:
             findings += compare_plans(before, after, case.label, load)
     return {
