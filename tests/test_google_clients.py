@@ -28,7 +28,7 @@ def doctor_with_credentials(monkeypatch, path) -> tuple[int, str, float]:
 def test_credentials_naming_a_directory_are_one_line_naming_the_variable_and_exit_3(monkeypatch, tmp_path):
     code, err, _ = doctor_with_credentials(monkeypatch, tmp_path)
     assert code == doctor.EXIT_NO_CREDENTIALS and err.count("\n") == 1
-    assert err.startswith(f"error: GOOGLE_APPLICATION_CREDENTIALS names {tmp_path}, a directory: "), err
+    assert err.startswith(f"error: GOOGLE_APPLICATION_CREDENTIALS names {tmp_path} (is a directory): "), err
 
 
 def test_credentials_holding_a_json_list_are_one_line_and_exit_3(monkeypatch, tmp_path):
@@ -36,14 +36,14 @@ def test_credentials_holding_a_json_list_are_one_line_and_exit_3(monkeypatch, tm
     key.write_text('[{"type": "service_account"}]')
     code, err, _ = doctor_with_credentials(monkeypatch, key)
     assert code == doctor.EXIT_NO_CREDENTIALS and err.count("\n") == 1
-    assert f"names {key}, which holds a JSON list, not an object" in err, err
+    assert f"names {key} (a JSON list, not an object)" in err, err
 
 
 def test_credentials_naming_a_fifo_are_refused_at_once_without_reading_it(monkeypatch, tmp_path):
     fifo = tmp_path / "key.json"
     os.mkfifo(fifo)  # google-auth would wait for a writer (90 s in the run)
     code, err, took = doctor_with_credentials(monkeypatch, fifo)
-    assert code == doctor.EXIT_NO_CREDENTIALS and f"names {fifo}, which is not a regular file" in err, err
+    assert code == doctor.EXIT_NO_CREDENTIALS and f"names {fifo} (is a named pipe (FIFO))" in err, err
     assert took < 10, took
 
 
@@ -51,11 +51,11 @@ def test_a_credentials_file_past_the_size_bound_or_not_json_is_refused_without_e
     big = tmp_path / "big.json"
     big.write_bytes(b" " * (google_clients.MAX_CREDENTIALS_BYTES + 1))
     code, err, _ = doctor_with_credentials(monkeypatch, big)
-    assert code == doctor.EXIT_NO_CREDENTIALS and f"{google_clients.MAX_CREDENTIALS_BYTES + 1} bytes" in err, err
+    assert code == doctor.EXIT_NO_CREDENTIALS and f"({google_clients.MAX_CREDENTIALS_BYTES + 1} bytes)" in err, err
     secret = tmp_path / "token.txt"
     secret.write_text("hf_" + "a" * 34)
     code, err, _ = doctor_with_credentials(monkeypatch, secret)
-    assert code == doctor.EXIT_NO_CREDENTIALS and "which is not JSON" in err and "hf_" not in err, err
+    assert code == doctor.EXIT_NO_CREDENTIALS and "(not JSON)" in err and "hf_" not in err, err
 
 
 def test_the_no_credentials_line_names_no_one_command_so_the_capacity_finder_may_print_it_too():

@@ -12,21 +12,21 @@ be out, which the ladder copes with. The calls are the doctor's `Clients` (the s
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Optional, TextIO
 
 from google.api_core import exceptions as gexc
-from google.auth.exceptions import RefreshError
 
-from infra.config import ConfigError, Provisioning, Rung, StackConfig
+from infra.config import Provisioning, Rung, StackConfig
 from infra.placement import rung_quota_metric
 from infra.prices import PriceError, PriceTable, node_hour_price, price_table
-from infra.stack_file import StackFileError, load_stack
+from infra.stack_file import StackFile
 from infra.zones import catalogue, region_of
 from tools import doctor
-from workloads import cli_args
+from tools.doctor.doctor_command import Fail, command_parser, run_command
 
 FITS, SHORT, UNKNOWN = "fits", "short", "unknown"
 LIVE_LUSTRE = "the project's Managed Lustre locations (read now)"
@@ -202,7 +202,7 @@ def render_text(stack: str, cfg: StackConfig, answers: list[ZoneAnswer]) -> str:
             mark = " *"
             estimates.setdefault(f"{a.region} {best.rung}", best.estimate)
         cost = (
-            f"{doctor_money(best.gang_hour)}/h at {best.rung}{mark}"
+            f"${best.gang_hour:,.2f}/h at {best.rung}{mark}"
             if best and best.gang_hour is not None
             else "no rung holds the gang"
             if not any(r.status == UNKNOWN for r in a.rungs)
@@ -222,60 +222,24 @@ def render_text(stack: str, cfg: StackConfig, answers: list[ZoneAnswer]) -> str:
     return "\n".join(lines)
 
 
-def doctor_money(value: float) -> str:
-    return f"${value:,.2f}"
-
-
 def main(
     argv: Optional[list[str]] = None,
     out: Optional[TextIO] = None,
     err: Optional[TextIO] = None,
     connect: Callable[[str], doctor.Clients] = doctor.connect,
 ) -> int:
-    out, err = out or sys.stdout, err or sys.stderr
-    p = cli_args.OneLineParser(prog="python -m tools.capacity_finder", description=__doc__.splitlines()[0])
-    p.add_argument(
-        "--stack",
-        type=cli_args.stack_name,
-        default=doctor.DEFAULT_STACK,
-        help=f"stack name (Pulumi.<stack>.yaml); default {doctor.DEFAULT_STACK}",
+    def body(args: argparse.Namespace, stack: StackFile, out: TextIO, fail: Fail) -> int:
+        answers = find(stack.name, stack.config, connect(stack.config.project), args.timeout)
+        if args.json:
+            out.write(json.dumps({"stack": stack.name, "zones": [asdict(a) for a in answers]}, indent=2) + "\n")
+        else:
+            out.write(render_text(stack.name, stack.config, answers) + "\n")
+        return doctor.EXIT_OK
+
+    p = command_parser(
+        "python -m tools.capacity_finder", __doc__.splitlines()[0], "print the zones as JSON", "seconds per API call"
     )
-    p.add_argument("--json", action="store_true", help="print the zones as JSON")
-    p.add_argument(
-        "--timeout",
-        type=cli_args.seconds(positive=True, maximum=doctor.MAX_TIMEOUT),
-        default=doctor.DEFAULT_TIMEOUT,
-        help="seconds per API call",
-    )
-    try:
-        args = p.parse_args(argv)
-    except cli_args.UsageError as exc:  # bad flags are one line and exit 2, as the doctor's
-        err.write(f"error: {exc}\n")
-        return doctor.EXIT_USAGE
-    try:
-        stack = load_stack(args.stack)
-    except (StackFileError, ConfigError) as exc:
-        err.write(f"error: {str(exc).replace(chr(10), '; ')}\n")
-        return doctor.EXIT_USAGE
-    try:
-        clients = connect(stack.config.project)
-        answers = find(stack.name, stack.config, clients, args.timeout)
-    except doctor.NoCredentials as exc:
-        err.write(f"error: {exc}\n")
-        return doctor.EXIT_NO_CREDENTIALS
-    except RefreshError as exc:
-        err.write(f"error: {doctor.NO_CREDENTIALS.format(reason='refused: ' + doctor._first_line(exc))}\n")
-        return doctor.EXIT_NO_CREDENTIALS
-    except gexc.GoogleAPICallError as exc:
-        err.write(
-            f"error: could not ask project {stack.config.project}: {type(exc).__name__} ({doctor._first_line(exc)})\n"
-        )
-        return doctor.EXIT_NO_CREDENTIALS
-    if args.json:
-        out.write(json.dumps({"stack": stack.name, "zones": [asdict(a) for a in answers]}, indent=2) + "\n")
-    else:
-        out.write(render_text(stack.name, stack.config, answers) + "\n")
-    return doctor.EXIT_OK
+    return run_command(argv, out, err, p, body)
 
 
 if __name__ == "__main__":

@@ -24,41 +24,33 @@ class Grant:
     permissions: tuple[str, ...]
 
 
+def _lifecycle(role: str, prefix: str, *between: str) -> Grant:
+    """`<prefix>.create`, `.get`, what else the type calls, `.delete`: the usual permissions of one resource."""
+    return Grant(role, (f"{prefix}.create", f"{prefix}.get", *between, f"{prefix}.delete"))
+
+
 # Reading the project (its number for the Workload Identity principal) happens for every stack.
 PROJECT_READ = Grant("roles/browser", ("resourcemanager.projects.get",))
+NETWORK_ADMIN, CONTAINER_ADMIN, STORAGE_ADMIN = (
+    "roles/compute.networkAdmin",
+    "roles/container.admin",
+    "roles/storage.admin",
+)
+# Node pools (and the cluster's initial, removed, default pool) run as the stack's node service account.
+ACT_AS = Grant("roles/iam.serviceAccountUser", ("iam.serviceAccounts.actAs",))
+SERVICE_USAGE = "roles/serviceusage.serviceUsageAdmin"
 
 BY_RESOURCE_TYPE: dict[str, tuple[Grant, ...]] = {
-    "gcp:compute/network:Network": (
-        Grant(
-            "roles/compute.networkAdmin", ("compute.networks.create", "compute.networks.get", "compute.networks.delete")
-        ),
-    ),
-    "gcp:compute/subnetwork:Subnetwork": (
-        Grant(
-            "roles/compute.networkAdmin",
-            ("compute.subnetworks.create", "compute.subnetworks.get", "compute.subnetworks.delete"),
-        ),
-    ),
+    "gcp:compute/network:Network": (_lifecycle(NETWORK_ADMIN, "compute.networks"),),
+    "gcp:compute/subnetwork:Subnetwork": (_lifecycle(NETWORK_ADMIN, "compute.subnetworks"),),
     "gcp:compute/firewall:Firewall": (
-        Grant(
-            "roles/compute.securityAdmin",
-            (
-                "compute.firewalls.create",
-                "compute.firewalls.get",
-                "compute.networks.updatePolicy",
-                "compute.firewalls.delete",
-            ),
-        ),
+        _lifecycle("roles/compute.securityAdmin", "compute.firewalls", "compute.networks.updatePolicy"),
     ),
-    "gcp:compute/router:Router": (
-        Grant(
-            "roles/compute.networkAdmin", ("compute.routers.create", "compute.routers.get", "compute.routers.delete")
-        ),
-    ),
-    "gcp:compute/routerNat:RouterNat": (Grant("roles/compute.networkAdmin", ("compute.routers.update",)),),
+    "gcp:compute/router:Router": (_lifecycle(NETWORK_ADMIN, "compute.routers"),),
+    "gcp:compute/routerNat:RouterNat": (Grant(NETWORK_ADMIN, ("compute.routers.update",)),),
     "gcp:compute/globalAddress:GlobalAddress": (
         Grant(
-            "roles/compute.networkAdmin",
+            NETWORK_ADMIN,
             (
                 "compute.globalAddresses.create",
                 "compute.globalAddresses.createInternal",
@@ -75,68 +67,32 @@ BY_RESOURCE_TYPE: dict[str, tuple[Grant, ...]] = {
             "roles/servicenetworking.networksAdmin",
             ("servicenetworking.services.addPeering", "servicenetworking.services.deleteConnection"),
         ),
-        Grant("roles/compute.networkAdmin", ("compute.networks.use", "compute.networks.removePeering")),
+        Grant(NETWORK_ADMIN, ("compute.networks.use", "compute.networks.removePeering")),
     ),
     "gcp:container/cluster:Cluster": (
-        Grant(
-            "roles/container.admin",
-            (
-                "container.clusters.create",
-                "container.clusters.get",
-                "container.clusters.update",
-                "container.operations.get",
-                "container.clusters.delete",
-            ),
-        ),
-        # The cluster's initial (removed) default pool runs as the node service account too.
-        Grant("roles/iam.serviceAccountUser", ("iam.serviceAccounts.actAs",)),
+        _lifecycle(CONTAINER_ADMIN, "container.clusters", "container.clusters.update", "container.operations.get"),
+        ACT_AS,
     ),
-    "gcp:container/nodePool:NodePool": (
-        Grant("roles/container.admin", ("container.clusters.update",)),
-        # Node pools run as the stack's node service account.
-        Grant("roles/iam.serviceAccountUser", ("iam.serviceAccounts.actAs",)),
-    ),
-    "gcp:serviceaccount/account:Account": (
-        Grant(
-            "roles/iam.serviceAccountAdmin",
-            ("iam.serviceAccounts.create", "iam.serviceAccounts.get", "iam.serviceAccounts.delete"),
-        ),
-    ),
+    "gcp:container/nodePool:NodePool": (Grant(CONTAINER_ADMIN, ("container.clusters.update",)), ACT_AS),
+    "gcp:serviceaccount/account:Account": (_lifecycle("roles/iam.serviceAccountAdmin", "iam.serviceAccounts"),),
     "gcp:projects/iAMMember:IAMMember": (
         Grant(
             "roles/resourcemanager.projectIamAdmin",
             ("resourcemanager.projects.getIamPolicy", "resourcemanager.projects.setIamPolicy"),
         ),
     ),
-    "gcp:projects/serviceIdentity:ServiceIdentity": (
-        Grant("roles/serviceusage.serviceUsageAdmin", ("serviceusage.services.get",)),
-    ),
+    "gcp:projects/serviceIdentity:ServiceIdentity": (Grant(SERVICE_USAGE, ("serviceusage.services.get",)),),
     "gcp:projects/service:Service": (
-        Grant("roles/serviceusage.serviceUsageAdmin", ("serviceusage.services.enable", "serviceusage.services.get")),
+        Grant(SERVICE_USAGE, ("serviceusage.services.enable", "serviceusage.services.get")),
     ),
-    "gcp:lustre/instance:Instance": (
-        Grant(
-            "roles/lustre.admin",
-            ("lustre.instances.create", "lustre.instances.get", "lustre.operations.get", "lustre.instances.delete"),
-        ),
-    ),
+    "gcp:lustre/instance:Instance": (_lifecycle("roles/lustre.admin", "lustre.instances", "lustre.operations.get"),),
     # Deleting it only with storage.deleteBucketOnDestroy (BUCKET_DELETE); otherwise Pulumi only forgets it.
-    "gcp:storage/bucket:Bucket": (Grant("roles/storage.admin", ("storage.buckets.create", "storage.buckets.get")),),
+    "gcp:storage/bucket:Bucket": (Grant(STORAGE_ADMIN, ("storage.buckets.create", "storage.buckets.get")),),
     "gcp:storage/bucketIAMMember:BucketIAMMember": (
-        Grant("roles/storage.admin", ("storage.buckets.getIamPolicy", "storage.buckets.setIamPolicy")),
+        Grant(STORAGE_ADMIN, ("storage.buckets.getIamPolicy", "storage.buckets.setIamPolicy")),
     ),
-    "gcp:logging/metric:Metric": (
-        Grant(
-            "roles/logging.configWriter",
-            ("logging.logMetrics.create", "logging.logMetrics.get", "logging.logMetrics.delete"),
-        ),
-    ),
-    "gcp:monitoring/dashboard:Dashboard": (
-        Grant(
-            "roles/monitoring.dashboardEditor",
-            ("monitoring.dashboards.create", "monitoring.dashboards.get", "monitoring.dashboards.delete"),
-        ),
-    ),
+    "gcp:logging/metric:Metric": (_lifecycle("roles/logging.configWriter", "logging.logMetrics"),),
+    "gcp:monitoring/dashboard:Dashboard": (_lifecycle("roles/monitoring.dashboardEditor", "monitoring.dashboards"),),
 }
 
 
@@ -148,16 +104,14 @@ LUSTRE_EXPORT = Grant("roles/lustre.admin", ("lustre.instances.exportData",))
 LUSTRE_IMPORT = Grant("roles/lustre.admin", ("lustre.instances.importData",))
 
 # storage.deleteBucketOnDestroy: the provider's force_destroy lists and deletes every object, then the bucket.
-BUCKET_DELETE = Grant(
-    "roles/storage.admin", ("storage.buckets.delete", "storage.objects.list", "storage.objects.delete")
-)
+BUCKET_DELETE = Grant(STORAGE_ADMIN, ("storage.buckets.delete", "storage.objects.list", "storage.objects.delete"))
 
 
 IN_CLUSTER: dict[str, tuple[Grant, ...]] = {
     # Every in-cluster object (the Helm release included) goes through the Kubernetes API of the DNS
     # endpoint, where IAM checks container.clusters.connect first; cluster-scoped objects (Namespace,
     # PersistentVolume, the GKE Network objects) need the cluster-wide rights of roles/container.admin.
-    "kubernetes:*": (Grant("roles/container.admin", ("container.clusters.connect",)),),
+    "kubernetes:*": (Grant(CONTAINER_ADMIN, ("container.clusters.connect",)),),
     # The job submission reads the RayCluster and proxies to the Ray dashboard (services/proxy).
     "pulumi-python:dynamic/nemo-rl-gke:JobSubmission": (
         Grant("roles/container.developer", ("container.clusters.connect",)),

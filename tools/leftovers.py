@@ -38,44 +38,33 @@ PEERING = "servicenetworking.googleapis.com/Peering"
 # location `global`, and asking for an unsupported type fails the whole request with INVALID_ARGUMENT
 # (SearchAllResourcesRequest.asset_types, google-cloud-asset 4.5.0). So every type whose resources may be
 # global, regional or zonal is deleted with `{scope}` (--global, --region R or --zone Z from its location).
-# `{name}` is the resource's short name, `{location}` its zone or region, `{project}` the project,
-# `{cluster}` a node pool's cluster.
+# `{name}` is the resource's short name, `{location}` its zone or region, `{cluster}` a node pool's cluster;
+# `removal_command` adds `--project` before the `  # ` note (the bucket's name is global: none).
 COMMANDS: dict[str, str] = {
-    "lustre.googleapis.com/Instance": "gcloud lustre instances delete {name} --location {location} --project {project}",
-    "container.googleapis.com/Cluster": "gcloud container clusters delete {name} --location {location} --project "
-    "{project}",
+    "lustre.googleapis.com/Instance": "gcloud lustre instances delete {name} --location {location}",
+    "container.googleapis.com/Cluster": "gcloud container clusters delete {name} --location {location}",
     "container.googleapis.com/NodePool": "gcloud container node-pools delete {name} --cluster {cluster} --location "
-    "{location} --project {project}",
-    "compute.googleapis.com/Instance": "gcloud compute instances delete {name} --zone {location} --project {project}",
-    "compute.googleapis.com/InstanceGroupManager": "gcloud compute instance-groups managed delete {name} {scope} "
-    "--project {project}",
-    "compute.googleapis.com/ForwardingRule": "gcloud compute forwarding-rules delete {name} {scope} --project "
-    "{project}",
-    "compute.googleapis.com/TargetPool": "gcloud compute target-pools delete {name} --region {location} --project "
-    "{project}",
-    "compute.googleapis.com/BackendService": "gcloud compute backend-services delete {name} {scope} --project "
-    "{project}",
-    "compute.googleapis.com/HealthCheck": "gcloud compute health-checks delete {name} {scope} --project {project}",
-    "compute.googleapis.com/NetworkEndpointGroup": "gcloud compute network-endpoint-groups delete {name} {scope} "
-    "--project {project}",
-    "compute.googleapis.com/InstanceTemplate": "gcloud compute instance-templates delete {name} {scope} --project "
-    "{project}",
-    "compute.googleapis.com/Disk": "gcloud compute disks delete {name} {scope} --project {project}",
+    "{location}",
+    "compute.googleapis.com/Instance": "gcloud compute instances delete {name} --zone {location}",
+    "compute.googleapis.com/InstanceGroupManager": "gcloud compute instance-groups managed delete {name} {scope}",
+    "compute.googleapis.com/ForwardingRule": "gcloud compute forwarding-rules delete {name} {scope}",
+    "compute.googleapis.com/TargetPool": "gcloud compute target-pools delete {name} --region {location}",
+    "compute.googleapis.com/BackendService": "gcloud compute backend-services delete {name} {scope}",
+    "compute.googleapis.com/HealthCheck": "gcloud compute health-checks delete {name} {scope}",
+    "compute.googleapis.com/NetworkEndpointGroup": "gcloud compute network-endpoint-groups delete {name} {scope}",
+    "compute.googleapis.com/InstanceTemplate": "gcloud compute instance-templates delete {name} {scope}",
+    "compute.googleapis.com/Disk": "gcloud compute disks delete {name} {scope}",
     "storage.googleapis.com/Bucket": "gcloud storage rm --recursive gs://{name}  # deletes its objects too: copy "
     "what you keep first",
-    PEERING: (
-        f"gcloud services vpc-peerings delete --service={SERVICE_NETWORKING} --network={{name}} --project {{project}}"
-        "  # or: gcloud compute networks peerings delete servicenetworking-googleapis-com --network={name}"
-    ),
-    "compute.googleapis.com/Address": "gcloud compute addresses delete {name} {scope} --project {project}",
-    "compute.googleapis.com/Router": "gcloud compute routers delete {name} --region {location} --project {project}  "
-    "# its NAT with it",
-    "compute.googleapis.com/Route": "gcloud compute routes delete {name} --project {project}",
-    "compute.googleapis.com/Firewall": "gcloud compute firewall-rules delete {name} --project {project}",
-    "compute.googleapis.com/Subnetwork": "gcloud compute networks subnets delete {name} --region {location} "
-    "--project {project}",
-    "compute.googleapis.com/Network": "gcloud compute networks delete {name} --project {project}",
-    "iam.googleapis.com/ServiceAccount": "gcloud iam service-accounts delete {name} --project {project}",
+    PEERING: f"gcloud services vpc-peerings delete --service={SERVICE_NETWORKING} --network={{name}}  # or: gcloud "
+    "compute networks peerings delete servicenetworking-googleapis-com --network={name}",
+    "compute.googleapis.com/Address": "gcloud compute addresses delete {name} {scope}",
+    "compute.googleapis.com/Router": "gcloud compute routers delete {name} --region {location}  # its NAT with it",
+    "compute.googleapis.com/Route": "gcloud compute routes delete {name}",
+    "compute.googleapis.com/Firewall": "gcloud compute firewall-rules delete {name}",
+    "compute.googleapis.com/Subnetwork": "gcloud compute networks subnets delete {name} --region {location}",
+    "compute.googleapis.com/Network": "gcloud compute networks delete {name}",
+    "iam.googleapis.com/ServiceAccount": "gcloud iam service-accounts delete {name}",
 }
 
 BY_NAME: tuple[str, ...] = tuple(t for t in COMMANDS if t != PEERING)
@@ -149,7 +138,12 @@ def removal_command(asset_type: str, name: str, location: str, project: str, clu
     template = COMMANDS.get(asset_type)
     if template is None:
         return f"no removal command known for {asset_type}: delete {name} in the console (project {project})"
-    return template.format(name=name, location=location, project=project, cluster=cluster, scope=_scope(location))
+    command, note, why = template.partition("  # ")
+    if asset_type != "storage.googleapis.com/Bucket":
+        command += " --project {project}"
+    return (command + note + why).format(
+        name=name, location=location, project=project, cluster=cluster, scope=_scope(location)
+    )
 
 
 def _cluster_of(full_name: str) -> str:

@@ -49,45 +49,30 @@ def _typeddict_keys(src: str, cls: str) -> list[str]:
     raise KeyError(f"class {cls} not found")
 
 
+def _is_name(node: ast.AST, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name
+
+
+def _strs(nodes: list[ast.expr]) -> set[str]:
+    return {n.value for n in nodes if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+
+
 def _keys_read(src: str, var: str = "data_config") -> tuple[set[str], set[str]]:
-    """Keys read from `var` and dataset names compared with `dataset_name` in a flat-layout source."""
+    """Keys read from `var` (`var[K]`, `var.get(K)`, `K in var`, `get_extra_kwargs(var, [K, ...])`) and dataset
+    names compared with `dataset_name` in a flat-layout source."""
     keys: set[str] = set()
     names: set[str] = set()
     for n in ast.walk(ast.parse(src)):
-        if (
-            isinstance(n, ast.Subscript)
-            and isinstance(n.value, ast.Name)
-            and n.value.id == var
-            and isinstance(n.slice, ast.Constant)
-        ):
-            keys.add(n.slice.value)
-        elif (
-            isinstance(n, ast.Call)
-            and isinstance(n.func, ast.Attribute)
-            and n.func.attr == "get"
-            and isinstance(n.func.value, ast.Name)
-            and n.func.value.id == var
-            and n.args
-            and isinstance(n.args[0], ast.Constant)
-        ):
-            keys.add(n.args[0].value)
-        elif (
-            isinstance(n, ast.Compare)
-            and isinstance(n.left, ast.Constant)
-            and isinstance(n.left.value, str)
-            and any(isinstance(c, ast.Name) and c.id == var for c in n.comparators)
-        ):
-            keys.add(n.left.value)
-        elif (
-            isinstance(n, ast.Call)
-            and isinstance(n.func, ast.Name)
-            and n.func.id == "get_extra_kwargs"
-            and len(n.args) == 2
-            and isinstance(n.args[1], ast.List)
-        ):
-            keys.update(e.value for e in n.args[1].elts if isinstance(e, ast.Constant))
-        elif isinstance(n, ast.Compare) and isinstance(n.left, ast.Name) and n.left.id == "dataset_name":
-            names.update(c.value for c in n.comparators if isinstance(c, ast.Constant) and isinstance(c.value, str))
+        if isinstance(n, ast.Subscript) and _is_name(n.value, var):
+            keys |= _strs([n.slice])
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "get":
+            keys |= _strs(n.args[:1]) if _is_name(n.func.value, var) else set()
+        elif isinstance(n, ast.Compare) and any(_is_name(c, var) for c in n.comparators):
+            keys |= _strs([n.left])
+        elif isinstance(n, ast.Call) and _is_name(n.func, "get_extra_kwargs") and len(n.args) == 2:
+            keys |= _strs(n.args[1].elts) if isinstance(n.args[1], ast.List) else set()
+        elif isinstance(n, ast.Compare) and _is_name(n.left, "dataset_name"):
+            names |= _strs(n.comparators)
     return keys, names
 
 
@@ -133,11 +118,7 @@ def loader_keys(git_dir: str, tag: str) -> dict[str, Any]:
     registry = _registry(reg_src)
     modules = {}
     for n in ast.walk(ast.parse(reg_src)):
-        if (
-            isinstance(n, ast.ImportFrom)
-            and n.module
-            and n.module.startswith("nemo_rl.data.datasets.response_datasets.")
-        ):
+        if isinstance(n, ast.ImportFrom) and (n.module or "").startswith("nemo_rl.data.datasets.response_datasets."):
             for alias in n.names:
                 modules[alias.name] = n.module.replace(".", "/") + ".py"
     per_dataset = set(_typeddict_keys(show(init), "ResponseDatasetConfig"))

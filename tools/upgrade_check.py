@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import functools
 import json
 import os
 import re
@@ -46,58 +47,22 @@ FAIL, WARN = "fail", "warn"
 # resource_lustre_instance.go, storage/resource_storage_bucket.go, container/resource_container_cluster.go.
 # The cluster's `nodeConfig` is left out: the program sets `ignoreChanges: [nodeConfig]` on it.
 DATA_FORCE_NEW: dict[str, dict[str, str]] = {
-    "gcp:lustre/instance:Instance": {
-        k: SUBTREE
-        for k in (
-            "filesystem",
-            "instanceId",
-            "location",
-            "network",
-            "dynamicTierOptions",
-            "kmsKey",
-            "perUnitStorageThroughput",
-            "project",
-        )
-    },
-    "gcp:storage/bucket:Bucket": {
-        k: SUBTREE
-        for k in (
-            "name",
-            "location",
-            "project",
-            "enableObjectRetention",
-            "customPlacementConfig.dataLocations",
-            "hierarchicalNamespace",
-        )
-    },
-    "gcp:container/cluster:Cluster": {
-        k: SUBTREE
-        for k in (
-            "name",
-            "location",
-            "project",
-            "network",
-            "subnetwork",
-            "description",
-            "clusterIpv4Cidr",
-            "enableKubernetesAlpha",
-            "enableTpu",
-            "enableAutopilot",
-            "initialNodeCount",
-            "confidentialNodes",
-            "masterAuth.clientCertificateConfig",
-            "nodePools",
-            "ipAllocationPolicy",
-            "networkingMode",
-            "privateClusterConfig.masterIpv4CidrBlock",
-            "privateClusterConfig.privateEndpointSubnetwork",
-            "defaultMaxPodsPerNode",
-            "datapathProvider",
-            "dataplaneOptimizationMode",
-            "userManagedKeysConfig",
-            "clusterAutoscaling.autoProvisioningDefaults.bootDiskKmsKey",
-        )
-    },
+    "gcp:lustre/instance:Instance": dict.fromkeys(
+        "filesystem instanceId location network dynamicTierOptions kmsKey perUnitStorageThroughput project".split(),
+        SUBTREE,
+    ),
+    "gcp:storage/bucket:Bucket": dict.fromkeys(
+        "name location project enableObjectRetention customPlacementConfig.dataLocations hierarchicalNamespace".split(),
+        SUBTREE,
+    ),
+    "gcp:container/cluster:Cluster": dict.fromkeys(
+        """name location project network subnetwork description clusterIpv4Cidr enableKubernetesAlpha enableTpu
+        enableAutopilot initialNodeCount confidentialNodes masterAuth.clientCertificateConfig nodePools
+        ipAllocationPolicy networkingMode privateClusterConfig.masterIpv4CidrBlock
+        privateClusterConfig.privateEndpointSubnetwork defaultMaxPodsPerNode datapathProvider dataplaneOptimizationMode
+        userManagedKeysConfig clusterAutoscaling.autoProvisioningDefaults.bootDiskKmsKey""".split(),
+        SUBTREE,
+    ),
 }
 HELM_RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
 DYNAMIC_PREFIX = "pulumi-python:dynamic/"
@@ -127,6 +92,10 @@ class Finding:
             usd = "" if self.usd is None else f", ${self.usd:,.2f}"
             cost = f" [cost: at most {self.minutes:g} min of training{usd}]"
         return f"{self.level.upper()} {self.stack}: {self.resource}: {self.message}{cost}"
+
+
+def _failure(stack: str, rule: str, resource: str, message: str) -> Finding:
+    return Finding(FAIL, stack, rule, resource, message)
 
 
 # ---- the comparison: pure functions over two plan documents (docs/architecture.md "The plan JSON contract")
@@ -168,24 +137,38 @@ def resource_findings(
             yield from _gone(r, new_only_by_name.get(r["name"], []), stack, loss)
 
 
+# (kind, replaced rather than deleted) -> (level, rule, message); a warning carries the loss's cost.
+OUTCOMES = {
+    ("data", False): (FAIL, "data-deleted", "deleted: its data goes with it"),
+    ("data", True): (FAIL, "data-replaced", "REPLACED, its data lost ({why})"),
+    ("pool", False): (WARN, "pool-replaced", "deleted: its nodes go"),
+    ("pool", True): (WARN, "pool-replaced", "replaced, deleted first: its nodes go ({why})"),
+    ("ray", False): (WARN, "ray-restart", "uninstalled: the running attempt stops"),
+    ("ray", True): (WARN, "ray-restart", "Ray cluster reinstalled, the running attempt stops ({why})"),
+}
+
+
+def _outcome(r: dict[str, Any], stack: str, loss, why: Optional[str] = None) -> Iterator[Finding]:
+    """What deleting `r` (`why` None) or replacing it for `why` costs, for the kinds of resource that lose something."""
+    kind = "data" if r["type"] in DATA_FORCE_NEW else {NODE_POOL_TYPE: "pool", HELM_RELEASE_TYPE: "ray"}.get(r["type"])
+    if kind is not None:
+        level, rule, message = OUTCOMES[kind, why is not None]
+        cost = loss if level == WARN else ()
+        yield Finding(level, stack, rule, f"{r['type']} {r['name']}", message.format(why=why), *cost)
+
+
 def _gone(r: dict[str, Any], namesakes: list[dict[str, Any]], stack: str, loss) -> Iterator[Finding]:
-    name = f"{r['type']} {r['name']}"
-    if namesakes:
-        urns = ", ".join(sorted(n["urn"] for n in namesakes))
-        yield Finding(
-            FAIL,
-            stack,
-            "urn-changed",
-            name,
-            f"URN {r['urn']} became {urns} without an alias: "
-            "Pulumi deletes it and creates a new one; add `aliases=[...]` naming the old URN",
-        )
-    elif r["type"] in DATA_FORCE_NEW:
-        yield Finding(FAIL, stack, "data-deleted", name, "deleted: its data goes with it")
-    elif r["type"] == NODE_POOL_TYPE:
-        yield Finding(WARN, stack, "pool-replaced", name, "deleted: its nodes go", *loss)
-    elif r["type"] == HELM_RELEASE_TYPE:
-        yield Finding(WARN, stack, "ray-restart", name, "uninstalled: the running attempt stops", *loss)
+    if not namesakes:
+        yield from _outcome(r, stack, loss)
+        return
+    urns = ", ".join(sorted(n["urn"] for n in namesakes))
+    yield _failure(
+        stack,
+        "urn-changed",
+        f"{r['type']} {r['name']}",
+        f"URN {r['urn']} became {urns} without an alias: "
+        "Pulumi deletes it and creates a new one; add `aliases=[...]` naming the old URN",
+    )
 
 
 def _replacement(old: dict[str, Any], new: dict[str, Any], stack: str, loss) -> Iterator[Finding]:
@@ -195,17 +178,8 @@ def _replacement(old: dict[str, Any], new: dict[str, Any], stack: str, loss) -> 
     table = DATA_FORCE_NEW.get(new["type"], FORCE_NEW if new["type"] == NODE_POOL_TYPE else {})
     listed = (new.get("options") or {}).get("replaceOnChanges") or []
     changes = replacing_changes(o, n, table) + [f"{k} (replaceOnChanges)" for k in listed if o.get(k) != n.get(k)]
-    if not changes:
-        return
-    name, why = f"{new['type']} {new['name']}", "; ".join(changes)
-    if new["type"] in DATA_FORCE_NEW:
-        yield Finding(FAIL, stack, "data-replaced", name, f"REPLACED, its data lost ({why})")
-    elif new["type"] == NODE_POOL_TYPE:
-        yield Finding(WARN, stack, "pool-replaced", name, f"replaced, deleted first: its nodes go ({why})", *loss)
-    elif new["type"] == HELM_RELEASE_TYPE:
-        yield Finding(
-            WARN, stack, "ray-restart", name, f"Ray cluster reinstalled, the running attempt stops ({why})", *loss
-        )
+    if changes:
+        yield from _outcome(new, stack, loss, "; ".join(changes))
 
 
 def alias_urns(r: dict[str, Any], by_urn: dict[str, dict[str, Any]]) -> list[str]:
@@ -244,13 +218,8 @@ def provider_findings(
         if r["type"].startswith(DYNAMIC_PREFIX) and isinstance(pickled, str):
             problem = provider_problem(pickled)
             if problem:
-                yield Finding(
-                    FAIL,
-                    stack,
-                    "provider-import",
-                    f"{r['type']} {r['name']}",
-                    f"its provider, pickled in the stack's state, no longer loads: {problem}",
-                )
+                why = f"its provider, pickled in the stack's state, no longer loads: {problem}"
+                yield _failure(stack, "provider-import", f"{r['type']} {r['name']}", why)
 
 
 # ---- runs
@@ -280,18 +249,7 @@ def names_dir(doc: dict[str, Any], directory: str) -> bool:
         if r["type"] == "kubernetes:core/v1:ConfigMap":
             data = (r.get("inputs") or {}).get("data") or {}
             places += [v for k, v in data.items() if k.endswith(".json")]
-    return any(pattern.search(text) for text in _strings(places))
-
-
-def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from _strings(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _strings(v)
+    return bool(pattern.search(json.dumps(places, ensure_ascii=False)))
 
 
 def run_findings(
@@ -314,13 +272,8 @@ def run_findings(
     elif old_dir != new_dir and not names_dir(after, old_dir):
         restarts.append(f"its checkpoints move from {old_dir} to {new_dir}; this release does not look in the old one")
     if restarts:
-        yield Finding(
-            FAIL,
-            stack,
-            "run-restart",
-            name,
-            f"restarts from step 0: {'; '.join(restarts)} (its old step_N checkpoints orphaned)",
-        )
+        why = f"restarts from step 0: {'; '.join(restarts)} (its old step_N checkpoints orphaned)"
+        yield _failure(stack, "run-restart", name, why)
     elif (_job(before).get("inputs") or {}).get("spec_hash") != (_job(after).get("inputs") or {}).get("spec_hash"):
         moved = "" if old_dir == new_dir else f", found in {old_dir}"
         yield Finding(
@@ -450,24 +403,15 @@ def check(root: Path, ref: str, named: list[Path], jobs: int = 2) -> dict[str, A
     stacks: list[dict[str, Any]] = []
     with worktree(root, commit) as tree, ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         planned = list(pool.map(lambda c: _plan_both(root, tree, c), cases))
-    problems: dict[str, Optional[str]] = {}
-
-    def load(pickled: str) -> Optional[str]:
-        if pickled not in problems:
-            problems[pickled] = provider_problem(pickled, root)
-        return problems[pickled]
-
+    load = functools.cache(lambda pickled: provider_problem(pickled, root))
     for case, (before, before_error, after, after_error) in zip(cases, planned, strict=True):
         comparable = before is not None and after is not None
         stacks.append({"stack": case.stack, "file": case.label, "comparable": comparable})
         if before is None:
             findings.append(Finding(WARN, case.label, "not-comparable", "plan", f"no plan at {ref}: {before_error}"))
         elif after is None:
-            findings.append(
-                Finding(
-                    FAIL, case.label, "no-longer-plans", "stack file", f"planned at {ref}, refused now: {after_error}"
-                )
-            )
+            why = f"planned at {ref}, refused now: {after_error}"
+            findings.append(_failure(case.label, "no-longer-plans", "stack file", why))
         else:
             findings += compare_plans(before, after, case.label, load)
     return {

@@ -28,5 +28,3 @@ from tools.doctor.gke_version_checks import minimum_gke_version
 from tools.doctor.google_clients import NO_CREDENTIALS, Clients, NoCredentials, connect, first_line
 from tools.doctor.project_checks import CLOUD_QUOTAS_API, ORG_POLICY_API
 from tools.doctor.quota_checks import GPU_FAMILY_QUOTA, LADDER_ELSEWHERE, global_quota_needs
-
-_first_line = first_line  # the capacity finder's name for it (tools/capacity_finder.py)

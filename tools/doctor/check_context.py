@@ -21,12 +21,24 @@ MAX_TIMEOUT = 600.0
 
 @dataclass(frozen=True)
 class Result:
-    """One line of the report."""
+    """One line of the report; a check's own results leave `check` empty and the runner names them."""
 
     check: str
     status: str
     summary: str
     fix: Optional[str] = None
+
+
+def passed(summary: str) -> Result:
+    return Result("", PASS, summary)
+
+
+def warning(summary: str, fix: Optional[str] = None) -> Result:
+    return Result("", WARN, summary, fix)
+
+
+def failed(summary: str, fix: Optional[str] = None) -> Result:
+    return Result("", FAIL, summary, fix)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from google.api_core import exceptions as gexc
 from infra.config import StackConfig
 from infra.stack_context import StackContext
 from tools.doctor.check_context import DEFAULT_TIMEOUT, FAIL, PASS, WARN, Context, Result
-from tools.doctor.gke_version_checks import check_gke_versions, check_version_matrix
+from tools.doctor.gke_version_checks import check_gke_versions
 from tools.doctor.google_clients import NO_CREDENTIALS, Clients, NoCredentials, bounded, first_line
 from tools.doctor.network_checks import check_bucket, check_org_policies, check_psa
 from tools.doctor.project_checks import (
@@ -25,6 +25,7 @@ from tools.doctor.quota_checks import (
     check_gpu_quota,
     check_reservation,
 )
+from tools.doctor.version_drift import check_version_matrix
 from tools.doctor.zone_checks import check_capacity_ladder, check_image_cache, check_lustre, check_zone
 
 Check = Callable[[Context], Union[Result, list[Result]]]
@@ -119,7 +120,9 @@ def run_checks(stack: str, cfg: StackConfig, clients: Clients, timeout: float = 
             name = futures[future]
             try:
                 outcome = future.result()
-                by_name[name] = outcome if isinstance(outcome, list) else [outcome]
+                by_name[name] = [
+                    replace(r, check=r.check or name) for r in ([outcome] if isinstance(outcome, Result) else outcome)
+                ]
             except Exception as exc:
                 by_name[name] = [_as_warning(name, exc, timeout)]
     for future in pending:

@@ -1,11 +1,7 @@
-"""The doctor's command (`python -m tools.doctor`): flags, the report as text or JSON, exit codes, and
-`--leftovers` (tools/leftovers.py).
-
-Why: a first `pulumi up` runs most of an hour before it meets a missing GPU quota, a wrong reservation,
-a taken bucket name or an organisation policy; the offline plan cannot see the project. The doctor asks
-with read-only calls under Application Default Credentials, and every failure prints its fix. Exit
-codes: 0 nothing failed, 1 a check failed, 2 bad stack file or flag, 3 no usable credentials. It sits
-in tools/, not jobctl, because it needs Google Cloud admin clients and the deployer's permission list.
+"""The doctor's command (`python -m tools.doctor`, docs/doctor.md): flags, the report as text or JSON, exit
+codes (0 nothing failed, 1 a check failed, 2 bad stack file or flag, 3 no usable credentials), and
+`--leftovers` (tools/leftovers.py). In tools/, not jobctl: it needs Google Cloud admin clients and the
+deployer's permission list.
 """
 
 from __future__ import annotations
@@ -19,7 +15,7 @@ from typing import Callable, Optional, TextIO
 from google.api_core import exceptions as gexc
 
 from infra.config import ConfigError, StackConfig
-from infra.stack_file import DEFAULT_STACK, StackFileError, load_stack
+from infra.stack_file import DEFAULT_STACK, StackFile, StackFileError, load_stack
 from tools.doctor.check_context import DEFAULT_TIMEOUT, FAIL, MAX_TIMEOUT, PASS, WARN, Result
 from tools.doctor.check_runner import run_checks
 from tools.doctor.google_clients import NO_CREDENTIALS, Clients, NoCredentials, bounded, connect, first_line
@@ -52,28 +48,36 @@ def render_json(stack: str, cfg: StackConfig, results: list[Result]) -> str:
     )
 
 
-def parser() -> argparse.ArgumentParser:
-    p = cli_args.OneLineParser(
-        prog="python -m tools.doctor",
-        description="Check the stack's Google Cloud project before `pulumi up` (read-only).",
-    )
+def command_parser(prog: str, description: str, json_help: str, timeout_help: str) -> cli_args.OneLineParser:
+    """`--stack`, `--json` and `--timeout`: the flags of the doctor and of the capacity finder."""
+    p = cli_args.OneLineParser(prog=prog, description=description)
     p.add_argument(
         "--stack",
         type=cli_args.stack_name,
         default=DEFAULT_STACK,
         help=f"stack name (Pulumi.<stack>.yaml); default {DEFAULT_STACK}",
     )
-    p.add_argument("--json", action="store_true", help="print the results as JSON")
-    p.add_argument(
-        "--leftovers",
-        action="store_true",
-        help="after `pulumi destroy`: list what of the stack is still in the project (exit 1 when anything is)",
-    )
+    p.add_argument("--json", action="store_true", help=json_help)
     p.add_argument(
         "--timeout",
         type=cli_args.seconds(positive=True, maximum=MAX_TIMEOUT),
         default=DEFAULT_TIMEOUT,
-        help=f"seconds per API call (the run ends within 4x that); default {DEFAULT_TIMEOUT:g}",
+        help=timeout_help,
+    )
+    return p
+
+
+def parser() -> argparse.ArgumentParser:
+    p = command_parser(
+        "python -m tools.doctor",
+        "Check the stack's Google Cloud project before `pulumi up` (read-only).",
+        "print the results as JSON",
+        f"seconds per API call (the run ends within 4x that); default {DEFAULT_TIMEOUT:g}",
+    )
+    p.add_argument(
+        "--leftovers",
+        action="store_true",
+        help="after `pulumi destroy`: list what of the stack is still in the project (exit 1 when anything is)",
     )
     return p
 
@@ -84,14 +88,17 @@ def error_json(stack: Optional[str], code: int, message: str) -> str:
     return json.dumps({"stack": stack, "ok": False, "exitCode": code, "error": message, "checks": []}, indent=2)
 
 
-def main(
-    argv: Optional[list[str]] = None,
-    out: Optional[TextIO] = None,
-    err: Optional[TextIO] = None,
-    connect: Callable[[str], Clients] = connect,
-) -> int:
-    out = out or sys.stdout
-    err = err or sys.stderr
+Fail = Callable[[int, str], int]
+Body = Callable[[argparse.Namespace, StackFile, TextIO, Fail], int]
+
+
+def run_command(argv: Optional[list[str]], out: Optional[TextIO], err: Optional[TextIO], p, body: Body) -> int:
+    """Parse the flags, load the stack, run `body`: bad flags or a bad stack file are one line and exit 2, a
+    project that cannot be asked (no credentials, an API error) one line and exit 3; with `--json` the same
+    line also as `error_json`'s document."""
+    from google.auth.exceptions import RefreshError
+
+    out, err = out or sys.stdout, err or sys.stderr
     argv = sys.argv[1:] if argv is None else list(argv)
     # Known before the flags parse, so that a bad flag next to --json still gets its JSON document.
     wants_json = "--json" in argv
@@ -104,7 +111,7 @@ def main(
         return code
 
     try:
-        args = parser().parse_args(argv)
+        args = p.parse_args(argv)
     except cli_args.UsageError as exc:  # bad flags are one line and exit 2, like every other bad input
         return fail(EXIT_USAGE, str(exc))
     stack_name = args.stack
@@ -112,14 +119,31 @@ def main(
         stack = load_stack(args.stack)
     except (StackFileError, ConfigError) as exc:
         return fail(EXIT_USAGE, str(exc).replace(chr(10), "; "))
-    if args.leftovers:
-        return leftovers_main(stack.name, stack.config, args, out, fail, connect)
     try:
-        results = run_checks(stack.name, stack.config, connect(stack.config.project), args.timeout)
+        return body(args, stack, out, fail)
     except NoCredentials as exc:
         return fail(EXIT_NO_CREDENTIALS, str(exc))
-    out.write((render_json if args.json else render_text)(stack.name, stack.config, results) + "\n")
-    return EXIT_FAILED if any(r.status == FAIL for r in results) else EXIT_OK
+    except RefreshError as exc:
+        return fail(EXIT_NO_CREDENTIALS, NO_CREDENTIALS.format(reason=f"refused: {first_line(exc)}"))
+    except gexc.GoogleAPICallError as exc:
+        project = stack.config.project
+        return fail(EXIT_NO_CREDENTIALS, f"could not ask project {project}: {type(exc).__name__} ({first_line(exc)})")
+
+
+def main(
+    argv: Optional[list[str]] = None,
+    out: Optional[TextIO] = None,
+    err: Optional[TextIO] = None,
+    connect: Callable[[str], Clients] = connect,
+) -> int:
+    def body(args: argparse.Namespace, stack: StackFile, out: TextIO, fail: Fail) -> int:
+        if args.leftovers:
+            return leftovers_main(stack.name, stack.config, args, out, fail, connect)
+        results = run_checks(stack.name, stack.config, connect(stack.config.project), args.timeout)
+        out.write((render_json if args.json else render_text)(stack.name, stack.config, results) + "\n")
+        return EXIT_FAILED if any(r.status == FAIL for r in results) else EXIT_OK
+
+    return run_command(argv, out, err, parser(), body)
 
 
 CLOUD_ASSET_API = "cloudasset.googleapis.com"
@@ -127,38 +151,22 @@ CLOUD_ASSET_API = "cloudasset.googleapis.com"
 
 
 def leftovers_main(
-    stack: str,
-    cfg: StackConfig,
-    args: argparse.Namespace,
-    out: TextIO,
-    fail: Callable[[int, str], int],
-    connect: Callable[[str], Clients],
+    stack: str, cfg: StackConfig, args: argparse.Namespace, out: TextIO, fail: Fail, connect: Callable[[str], Clients]
 ) -> int:
     """`--leftovers`: 0 nothing of the stack is left, 1 something is (each with its removal command),
     3 the project could not be asked (no credentials, the Cloud Asset API off, permission denied)."""
-    from google.auth.exceptions import RefreshError
-
     from infra.stack_file import available_stacks
     from tools import leftovers
 
     try:
         clients = bounded(connect(cfg.project), args.timeout)
         found = leftovers.audit(stack, cfg, clients.assets, clients.networks, args.timeout, available_stacks())
-    except NoCredentials as exc:
-        return fail(EXIT_NO_CREDENTIALS, str(exc))
-    except RefreshError as exc:
-        return fail(EXIT_NO_CREDENTIALS, NO_CREDENTIALS.format(reason=f"refused: {first_line(exc)}"))
     except (gexc.Forbidden, gexc.PermissionDenied) as exc:
         return fail(
             EXIT_NO_CREDENTIALS,
             f"the leftover audit could not search project {cfg.project} ({first_line(exc)}): "
             f"gcloud services enable {CLOUD_ASSET_API} --project {cfg.project}, and hold "
             "cloudasset.assets.searchAllResources (roles/cloudasset.viewer)",
-        )
-    except gexc.GoogleAPICallError as exc:
-        return fail(
-            EXIT_NO_CREDENTIALS,
-            f"the leftover audit could not search project {cfg.project}: {type(exc).__name__} ({first_line(exc)})",
         )
     out.write((leftovers.render_json if args.json else leftovers.render_text)(stack, cfg, found) + "\n")
     return EXIT_FAILED if found else EXIT_OK

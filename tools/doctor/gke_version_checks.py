@@ -9,7 +9,7 @@ from typing import Any
 from infra.config import LUSTRE_CSI_MIN_GKE, LUSTRE_PORT_988_MIN_GKE, Provisioning, StackConfig
 from infra.flavours import parse_gke_version
 from infra.placement import CUSTOM_COMPUTE_CLASS_MIN_GKE, FLEX_START_MIN_GKE, is_ladder
-from tools.doctor.check_context import FAIL, PASS, WARN, Context, Result
+from tools.doctor.check_context import Context, Result, failed, passed
 
 
 def minimum_gke_version(cfg: StackConfig) -> tuple[str, str]:
@@ -41,9 +41,7 @@ def check_gke_versions(ctx: Context) -> Result:
     channels = {c.channel.name: c for c in config.channels}
     channel = channels.get(channel_name)
     if channel is None:
-        return Result(
-            "gke-versions",
-            FAIL,
+        return failed(
             f"{cfg.zone} offers no {channel_name} channel (offered: {', '.join(sorted(channels))})",
             "pulumi config set --path cluster.releaseChannel REGULAR",
         )
@@ -53,33 +51,23 @@ def check_gke_versions(ctx: Context) -> Result:
     )
     if cfg.cluster.min_master_version:
         if fits:
-            return Result(
-                "gke-versions",
-                PASS,
+            return passed(
                 f"{channel_name} in {cfg.zone} offers {fits[0]} for cluster.minMasterVersion {floor}",
             )
-        return Result(
-            "gke-versions",
-            FAIL,
+        return failed(
             f"{channel_name} in {cfg.zone} offers nothing at or above cluster.minMasterVersion "
             f"{floor} (newest {max(channel.valid_versions, key=parse_gke_version, default='none')})",
             _channel_fix(channels, floor),
         )
     default = channel.default_version
     if default and parse_gke_version(default) >= parse_gke_version(minimum):
-        return Result(
-            "gke-versions", PASS, f"{channel_name} default in {cfg.zone} is {default}, at or above {minimum} ({why})"
-        )
+        return passed(f"{channel_name} default in {cfg.zone} is {default}, at or above {minimum} ({why})")
     if fits:
-        return Result(
-            "gke-versions",
-            FAIL,
+        return failed(
             f"{channel_name} default in {cfg.zone} is {default}, below {minimum} ({why})",
             f"pulumi config set --path cluster.minMasterVersion {fits[0]}",
         )
-    return Result(
-        "gke-versions",
-        FAIL,
+    return failed(
         f"{channel_name} in {cfg.zone} offers nothing at or above {minimum} ({why})",
         _channel_fix(channels, minimum),
     )
@@ -91,11 +79,3 @@ def _channel_fix(channels: dict[str, Any], floor: str) -> str:
         if channel and any(parse_gke_version(v) >= parse_gke_version(floor) for v in channel.valid_versions):
             return f"pulumi config set --path cluster.releaseChannel {name}"
     return f"no channel offers {floor} yet: wait, or pick another zone"
-
-
-def check_version_matrix(ctx: Context) -> list[Result]:
-    """The live cluster and the channel's next versions against the stack's version-matrix row
-    (tools/doctor/version_drift.py); results `version-matrix`, `version-known-bad` and `version-upgrades`."""
-    from tools.doctor.version_drift import check_version_matrix as check
-
-    return [Result(f.check, PASS if f.ok else FAIL if f.failed else WARN, f.summary, f.fix) for f in check(ctx)]

@@ -9,9 +9,10 @@ import functools
 import inspect
 import json
 import os
-import stat
 from dataclasses import dataclass, fields, replace
 from typing import Any, Mapping
+
+from workloads import cli_args
 
 NO_CREDENTIALS = (
     "no usable Application Default Credentials ({reason}): run `gcloud auth application-default login` "
@@ -111,42 +112,23 @@ def check_credentials_file(environ: Mapping[str, str]) -> None:
     raise IsADirectoryError on a directory, AttributeError on a JSON list, and wait for a writer on a FIFO.
     A path that does not exist is left to google-auth, whose message says so."""
     path = environ.get(CREDENTIALS_ENV)
-    if not path:
+    if not path or not os.path.lexists(path):
         return
 
     def refuse(why: str) -> NoCredentials:
         return NoCredentials(
-            f"{CREDENTIALS_ENV} {why}: point it at a key file (a JSON object), or unset it and run "
+            f"{CREDENTIALS_ENV} names {path} ({why}): point it at a key file (a JSON object), or unset it and run "
             "`gcloud auth application-default login`, then run this command again"
         )
 
     try:
-        # O_NONBLOCK: opening a FIFO returns at once instead of waiting for a writer; nothing is read from
-        # it (fstat first).
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        raise refuse(f"names {path}, which cannot be opened ({exc.strerror})") from None
-    try:
-        info = os.fstat(fd)
-        if stat.S_ISDIR(info.st_mode):
-            raise refuse(f"names {path}, a directory")
-        if not stat.S_ISREG(info.st_mode):
-            raise refuse(f"names {path}, which is not a regular file")
-        if info.st_size > MAX_CREDENTIALS_BYTES:
-            raise refuse(f"names {path}, {info.st_size} bytes (a key file is at most {MAX_CREDENTIALS_BYTES})")
-        data = os.read(fd, MAX_CREDENTIALS_BYTES + 1)
-    except OSError as exc:
-        raise refuse(f"names {path}, which cannot be read ({exc.strerror})") from None
-    finally:
-        os.close(fd)
-    try:
-        parsed = json.loads(data)
+        parsed = json.loads(cli_args.read_user_file(path, MAX_CREDENTIALS_BYTES))
+    except cli_args.UnreadableFile as exc:
+        raise refuse(str(exc).partition("; allowed")[0]) from None
     except ValueError:  # the content is never echoed: it may be a secret
-        raise refuse(f"names {path}, which is not JSON") from None
+        raise refuse("not JSON") from None
     if not isinstance(parsed, dict):
-        raise refuse(f"names {path}, which holds a JSON {type(parsed).__name__}, not an object")
+        raise refuse(f"a JSON {type(parsed).__name__}, not an object")
 
 
 def bounded(clients: Clients, timeout: float) -> Clients:

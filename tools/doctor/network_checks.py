@@ -11,7 +11,7 @@ from google.api_core import exceptions as gexc
 
 from infra.network import DEFAULT_NETWORK, SERVICE_NETWORKING
 from infra.storage import artifact_bucket_name, workload_identity_principal
-from tools.doctor.check_context import FAIL, PASS, WARN, Context, Result
+from tools.doctor.check_context import Context, Result, failed, passed, warning
 
 
 def check_bucket(ctx: Context) -> Result:
@@ -21,16 +21,14 @@ def check_bucket(ctx: Context) -> Result:
     try:
         bucket = ctx.clients.storage.lookup_bucket(name, timeout=ctx.timeout)
     except gexc.Forbidden:
-        return Result("bucket", FAIL, f"gs://{name} exists and belongs to someone else", rename)
+        return failed(f"gs://{name} exists and belongs to someone else", rename)
     if bucket is None:
-        return Result("bucket", PASS, f"gs://{name} is free")
+        return passed(f"gs://{name} is free")
     if str(bucket.project_number) != ctx.project_number:
-        return Result("bucket", FAIL, f"gs://{name} exists in another project ({bucket.project_number})", rename)
+        return failed(f"gs://{name} exists in another project ({bucket.project_number})", rename)
     if ctx.cfg.storage.adopt_existing_bucket:
-        return Result("bucket", PASS, f"gs://{name} exists in this project; storage.adoptExistingBucket takes it over")
-    return Result(
-        "bucket",
-        FAIL,
+        return passed(f"gs://{name} exists in this project; storage.adoptExistingBucket takes it over")
+    return failed(
         f"gs://{name} already exists in this project (kept by an earlier `pulumi destroy`?)",
         "pulumi config set --path storage.adoptExistingBucket true",
     )
@@ -45,19 +43,15 @@ def check_psa(ctx: Context) -> Result:
         try:
             ctx.clients.networks.get(project=ctx.project, network=vpc, timeout=ctx.timeout)
         except gexc.NotFound:
-            return Result("psa", PASS, f"the stack creates VPC {vpc}: no peering or range there yet ({psa} is free)")
-        return Result(
-            "psa",
-            WARN,
+            return passed(f"the stack creates VPC {vpc}: no peering or range there yet ({psa} is free)")
+        return warning(
             f"VPC {vpc} already exists: fine if this stack created it, otherwise `pulumi up` fails to create it",
             "pulumi config set namePrefix <another prefix>",
         )
     try:
         network = ctx.clients.networks.get(project=ctx.project, network=DEFAULT_NETWORK, timeout=ctx.timeout)
     except gexc.NotFound:
-        return Result(
-            "psa",
-            FAIL,
+        return failed(
             f"network.useDefaultNetwork is true but the project has no {DEFAULT_NETWORK!r} VPC",
             "pulumi config set --path network.useDefaultNetwork false",
         )
@@ -65,9 +59,7 @@ def check_psa(ctx: Context) -> Result:
     service_peering = SERVICE_NETWORKING.replace(".", "-")
     if any(p.name == service_peering for p in network.peerings):
         # The stack's Service Networking connection would collide with this one (see infra/network.py).
-        return Result(
-            "psa",
-            FAIL,
+        return failed(
             f"the {DEFAULT_NETWORK} VPC already has a Service Networking peering "
             f"({service_peering}, e.g. Cloud SQL's); creating the stack's fails",
             own,
@@ -77,9 +69,7 @@ def check_psa(ctx: Context) -> Result:
             continue
         taken = ipaddress.IPv4Network(f"{address.address}/{address.prefix_length}", strict=False)
         if taken.overlaps(psa):
-            return Result(
-                "psa",
-                FAIL,
+            return failed(
                 f"network.psaCidr {psa} overlaps the peering range {address.name} ({taken})",
                 "pulumi config set --path network.psaCidr <a free /22>",
             )
@@ -90,13 +80,11 @@ def check_psa(ctx: Context) -> Result:
             ranges = [subnet.ip_cidr_range, *(r.ip_cidr_range for r in subnet.secondary_ip_ranges)]
             for cidr in ranges:
                 if cidr and ipaddress.IPv4Network(cidr, strict=False).overlaps(psa):
-                    return Result(
-                        "psa",
-                        FAIL,
+                    return failed(
                         f"network.psaCidr {psa} overlaps subnet {subnet.name} ({cidr})",
                         "pulumi config set --path network.psaCidr <a free /22>",
                     )
-    return Result("psa", PASS, f"{psa} overlaps no subnet or peering range of the {DEFAULT_NETWORK} VPC")
+    return passed(f"{psa} overlaps no subnet or peering range of the {DEFAULT_NETWORK} VPC")
 
 
 def _rules(policy: Any) -> list[Any]:
@@ -139,10 +127,8 @@ def _member_domains(ctx: Context) -> Result:
     pool, principal = _workload_identity(ctx)
     allowed = _restricted_values(_rules(_effective_policy(ctx, name)))
     if allowed is None or any(pool in v for v in allowed):
-        return Result("org-policy", PASS, f"{name}: lets the bucket grant name the Workload Identity principal")
-    return Result(
-        "org-policy",
-        FAIL,
+        return passed(f"{name}: lets the bucket grant name the Workload Identity principal")
+    return failed(
         f"{name}: domain-restricted sharing (allowed: {', '.join(allowed) or 'none'}) refuses the "
         f"bucket grant to {principal}",
         RESET.format(name, ctx.project),
@@ -154,26 +140,22 @@ def _managed_members(ctx: Context) -> Result:
     pool, principal = _workload_identity(ctx)
     enforced = [r for r in _rules(_effective_policy(ctx, name)) if r.enforce]
     if not enforced:
-        return Result("org-policy", PASS, f"{name}: not enforced")
+        return passed(f"{name}: not enforced")
     params = {k: list(v) for r in enforced for k, v in (r.parameters or {}).items()}
     subjects, sets = params.get("allowedMemberSubjects", []), params.get("allowedPrincipalSets", [])
     if principal in subjects or any(pool in s for s in sets):
-        return Result("org-policy", PASS, f"{name}: allows the Workload Identity principal")
-    return Result(
-        "org-policy", FAIL, f"{name}: refuses the bucket grant to {principal}", RESET.format(name, ctx.project)
-    )
+        return passed(f"{name}: allows the Workload Identity principal")
+    return failed(f"{name}: refuses the bucket grant to {principal}", RESET.format(name, ctx.project))
 
 
 def _service_account_creation(ctx: Context) -> Result:
     name = "iam.disableServiceAccountCreation"
     if any(r.enforce for r in _rules(_effective_policy(ctx, name))):
-        return Result(
-            "org-policy",
-            FAIL,
+        return failed(
             f"{name}: enforced: the stack creates the GKE node service account",
             RESET.format(name, ctx.project),
         )
-    return Result("org-policy", PASS, f"{name}: not enforced")
+    return passed(f"{name}: not enforced")
 
 
 def _resource_locations(ctx: Context) -> Result:
@@ -182,15 +164,11 @@ def _resource_locations(ctx: Context) -> Result:
     allowed = _restricted_values(_rules(_effective_policy(ctx, name)))
     places = {cfg.region, cfg.zone, f"in:{cfg.region}-locations", f"in:{cfg.zone}-locations"}
     if allowed is None or places & set(allowed):
-        return Result("org-policy", PASS, f"{name}: allows {cfg.region}")
+        return passed(f"{name}: allows {cfg.region}")
     if any(v.startswith("in:") for v in allowed):
         # Value groups (in:us-locations) expand server-side; the doctor cannot resolve them.
-        return Result(
-            "org-policy", WARN, f"{name}: allows only {', '.join(allowed)}: make sure that includes {cfg.zone}"
-        )
-    return Result(
-        "org-policy",
-        FAIL,
+        return warning(f"{name}: allows only {', '.join(allowed)}: make sure that includes {cfg.zone}")
+    return failed(
         f"{name}: allows only {', '.join(allowed)}, not {cfg.region}",
         "pulumi config set region <an allowed region> && pulumi config set zone <a zone in it>",
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from infra.config import StackConfig
 from infra.project_apis import REQUIRED_APIS
 from tools.deployer_permissions import required_permissions
-from tools.doctor.check_context import FAIL, PASS, WARN, Context, Result
+from tools.doctor.check_context import FAIL, PASS, WARN, Context, Result, failed, passed
 
 ORG_POLICY_API = "orgpolicy.googleapis.com"
 """Not needed by `pulumi up`; without it the doctor cannot read the organisation policies."""
@@ -73,9 +73,9 @@ def check_iam(ctx: Context) -> Result:
         granted |= set(response.permissions)
     missing = [p for p in wanted if p not in granted]
     if not missing:
-        return Result("iam", PASS, f"you hold all {len(wanted)} permissions `pulumi up` and `pulumi destroy` use")
+        return passed(f"you hold all {len(wanted)} permissions `pulumi up` and `pulumi destroy` use")
     roles = sorted({needed[p] for p in missing})
     bind = " && ".join(
         f"gcloud projects add-iam-policy-binding {ctx.project} --member=user:<you> --role={r}" for r in roles
     )
-    return Result("iam", FAIL, f"missing {len(missing)} permission(s): {', '.join(missing)}", bind)
+    return failed(f"missing {len(missing)} permission(s): {', '.join(missing)}", bind)

@@ -12,7 +12,7 @@ from google.api_core import exceptions as gexc
 from infra.config import Provisioning, StackConfig
 from infra.machines import machine_shape
 from infra.placement import is_ladder, rung_quota_metric
-from tools.doctor.check_context import FAIL, PASS, WARN, Context, Result
+from tools.doctor.check_context import PASS, Context, Result, failed, passed, warning
 from tools.doctor.google_clients import first_line
 from tools.doctor.project_checks import CLOUD_QUOTAS_API
 
@@ -24,20 +24,14 @@ QuotaPreference example; projects report NVIDIA_H100 / NVIDIA_B200 under it)."""
 LADDER_ELSEWHERE = "the capacity ladder's rungs are checked one by one (capacity-ladder)"
 
 
-def gpu_quota_metric(flavour_metric: str, provisioning: Provisioning) -> str:
-    """Spot and flex-start VMs count against the preemptible GPU quota, on-demand against the standard one
-    (`infra.placement.rung_quota_metric`, which the plan's ladder reads too)."""
-    return rung_quota_metric(flavour_metric, provisioning) or flavour_metric
-
-
 def check_gpu_quota(ctx: Context) -> Result:
     """The region's GPU quota of the provisioning model has room for the whole pool."""
     if is_ladder(ctx.cfg):
-        return Result("gpu-quota", PASS, LADDER_ELSEWHERE)
+        return passed(LADDER_ELSEWHERE)
     return gpu_quota_result(ctx, ctx.cfg.gpu_pool.ladder[0].provisioning)
 
 
-def gpu_quota_result(ctx: Context, provisioning: Provisioning, check: str = "gpu-quota", lead: str = "") -> Result:
+def gpu_quota_result(ctx: Context, provisioning: Provisioning) -> Result:
     """Whether the region's GPU quota of `provisioning` holds the whole gang (every rung must: GKE may take
     all of it from any one rung). Both quotas apply: the region's per-model metric and, where Cloud Quotas
     has one, the GPU family quota of the same provisioning model (issue 33: a family 0 stops the pool
@@ -45,36 +39,32 @@ def gpu_quota_result(ctx: Context, provisioning: Provisioning, check: str = "gpu
     cfg = ctx.cfg
     flavour = cfg.flavour_spec
     if provisioning is Provisioning.RESERVATION:
-        return Result(check, PASS, f"{lead}a reservation brings its own quota (see the reservation check)")
+        return passed("a reservation brings its own quota (see the reservation check)")
     need = cfg.gpu_pool.node_count * flavour.gpus_per_node
-    metric = gpu_quota_metric(flavour.gpu_quota_metric, provisioning)
+    # Spot and flex-start count against the preemptible GPU quota (the rung's metric, as the plan's ladder shows).
+    metric = rung_quota_metric(flavour.gpu_quota_metric, provisioning) or flavour.gpu_quota_metric
     pool = f"{cfg.gpu_pool.node_count} x {flavour.machine_type} need {need}"
     region = ctx.clients.regions.get(project=ctx.project, region=cfg.region, timeout=ctx.timeout)
     quota = next((q for q in region.quotas if q.metric == metric), None)
     if quota is None:
-        found = _gpu_family_quota(ctx, metric, need, pool, check)
-        return replace(found, summary=lead + found.summary)
+        return _gpu_family_quota(ctx, metric, need, pool)
     free = quota.limit - quota.usage
-    what = f"{lead}{metric} in {cfg.region}: {free:g} free of {quota.limit:g}; {pool}"
+    what = f"{metric} in {cfg.region}: {free:g} free of {quota.limit:g}; {pool}"
     if free < need:
-        return Result(
-            check, FAIL, what, quota_request(ctx, _quota_id(metric), {"region": cfg.region}, int(quota.usage) + need)
-        )
+        return failed(what, quota_request(ctx, _quota_id(metric), {"region": cfg.region}, int(quota.usage) + need))
     family_id = ("PREEMPTIBLE-" if metric.startswith("PREEMPTIBLE_") else "") + GPU_FAMILY_QUOTA
     try:
-        family = _cloud_quota(ctx, [family_id], need, pool, check)
+        family = _cloud_quota(ctx, [family_id], need, pool)
     except gexc.GoogleAPICallError as exc:
-        return Result(
-            check,
-            WARN,
+        return warning(
             f"{what}; the GPU family quota {family_id} could not be read ({first_line(exc)})",
             f"gcloud services enable {CLOUD_QUOTAS_API} --project {ctx.project}  # and hold cloudquotas.quotas.get",
         )
     if family is None:
-        return Result(check, PASS, what)
+        return passed(what)
     if family.status == PASS:
-        return Result(check, PASS, f"{what}; and {family.summary}")
-    return Result(check, FAIL, f"{what}; but {family.summary}", family.fix)
+        return passed(f"{what}; and {family.summary}")
+    return failed(f"{what}; but {family.summary}", family.fix)
 
 
 def _quota_id(metric: str) -> str:
@@ -91,23 +81,21 @@ def quota_request(ctx: Context, quota_id: str, dimensions: dict[str, str], value
     )
 
 
-def _gpu_family_quota(ctx: Context, metric: str, need: int, pool: str, check: str) -> Result:
+def _gpu_family_quota(ctx: Context, metric: str, need: int, pool: str) -> Result:
     """When the region lists no per-model metric: newer GPU families may be granted only as a Cloud
     Quotas quota (the model's id, or the family quota with a `gpu_family` dimension)."""
     cfg = ctx.cfg
     family = cfg.flavour_spec.gpu_quota_metric.removesuffix("_GPUS")
     preemptible = metric.startswith("PREEMPTIBLE_")
     candidates = [_quota_id(metric), ("PREEMPTIBLE-" if preemptible else "") + GPU_FAMILY_QUOTA]
-    unseen = Result(
-        check,
-        WARN,
+    unseen = warning(
         f"{cfg.region} lists no {metric} quota and Cloud Quotas has none of "
         f"{', '.join(candidates)} for gpu_family {family}; {pool}",
         f"gcloud compute regions describe {cfg.region} --project {ctx.project} "
         "--format='table(quotas.metric,quotas.limit,quotas.usage)'",
     )
     try:
-        found = _cloud_quota(ctx, candidates, need, pool, check)
+        found = _cloud_quota(ctx, candidates, need, pool)
     except gexc.GoogleAPICallError as exc:
         return replace(
             unseen,
@@ -117,7 +105,7 @@ def _gpu_family_quota(ctx: Context, metric: str, need: int, pool: str, check: st
     return found or unseen
 
 
-def _cloud_quota(ctx: Context, quota_ids: list[str], need: int, pool: str, check: str) -> Optional[Result]:
+def _cloud_quota(ctx: Context, quota_ids: list[str], need: int, pool: str) -> Optional[Result]:
     """The first of `quota_ids` Cloud Quotas has a value for in the region and GPU family, against `need`
     (Cloud Quotas has no usage: the limit is compared); None when none has one."""
     cfg = ctx.cfg
@@ -137,8 +125,8 @@ def _cloud_quota(ctx: Context, quota_ids: list[str], need: int, pool: str, check
             "shown here)"
         )
         if value >= need:
-            return Result(check, PASS, what)
-        return Result(check, FAIL, what, quota_request(ctx, quota_id, dims, need))
+            return passed(what)
+        return failed(what, quota_request(ctx, quota_id, dims, need))
     return None
 
 
@@ -202,9 +190,7 @@ def check_global_quota(ctx: Context) -> list[Result]:
         quota = quotas.get(metric)
         if quota is None:
             results.append(
-                Result(
-                    "global-quota",
-                    WARN,
+                warning(
                     f"the project lists no {metric} quota; the stack needs {need} ({counted})",
                     f"gcloud compute project-info describe --project {ctx.project} "
                     "--format='table(quotas.metric,quotas.limit,quotas.usage)'",
@@ -214,13 +200,11 @@ def check_global_quota(ctx: Context) -> list[Result]:
         free = quota.limit - quota.usage
         what = f"{metric}: {free:g} free of {quota.limit:g}; the stack needs {need} ({counted})"
         if free >= need:
-            results.append(Result("global-quota", PASS, what))
+            results.append(passed(what))
             continue
         if quota.limit == 0:
             what += "; a project-wide 0 overrides every regional grant"
-        results.append(
-            Result("global-quota", FAIL, what, quota_request(ctx, GLOBAL_QUOTAS[metric], {}, int(quota.usage) + need))
-        )
+        results.append(failed(what, quota_request(ctx, GLOBAL_QUOTAS[metric], {}, int(quota.usage) + need)))
     return results
 
 
@@ -229,19 +213,14 @@ def check_reservation(ctx: Context) -> Result:
     cfg = ctx.cfg
     pool = cfg.gpu_pool
     if is_ladder(cfg):
-        return Result("reservation", PASS, LADDER_ELSEWHERE)
+        return passed(LADDER_ELSEWHERE)
     if pool.provisioning is not Provisioning.RESERVATION:
-        return Result("reservation", PASS, f"none used (gpuPool.provisioning: {pool.provisioning.value})")
+        return passed(f"none used (gpuPool.provisioning: {pool.provisioning.value})")
     return reservation_result(ctx, pool.reservation_name)
 
 
-def reservation_result(ctx: Context, name: str, check: str = "reservation", lead: str = "") -> Result:
+def reservation_result(ctx: Context, name: str) -> Result:
     """The reservation `name` exists in the zone, holds the flavour's machine type and has room for the gang."""
-    found = _reservation_result(ctx, name, check)
-    return replace(found, summary=lead + found.summary)
-
-
-def _reservation_result(ctx: Context, name: str, check: str) -> Result:
     cfg = ctx.cfg
     pool = cfg.gpu_pool
     zone = cfg.zone
@@ -250,9 +229,7 @@ def _reservation_result(ctx: Context, name: str, check: str) -> Result:
             project=ctx.project, zone=zone, reservation=name, timeout=ctx.timeout
         )
     except gexc.NotFound:
-        return Result(
-            check,
-            FAIL,
+        return failed(
             f"no reservation {name!r} in {zone}",
             f"gcloud compute reservations list --project {ctx.project}  # then set gpuPool.reservationName and zone "
             "to one listed",
@@ -260,17 +237,13 @@ def _reservation_result(ctx: Context, name: str, check: str) -> Result:
     machine = reservation.specific_reservation.instance_properties.machine_type
     template = reservation.specific_reservation.source_instance_template
     if not machine and template:
-        return Result(
-            check,
-            WARN,
+        return warning(
             f"{name} reserves VMs of instance template {template.rsplit('/', 1)[-1]}: make "
             f"sure it is {cfg.flavour_spec.machine_type}; {reservation.specific_reservation.count} reserved, "
             f"{reservation.specific_reservation.in_use_count} in use, the pool needs {pool.node_count}",
         )
     if machine.rsplit("/", 1)[-1] != cfg.flavour_spec.machine_type:
-        return Result(
-            check,
-            FAIL,
+        return failed(
             f"{name} reserves {machine or 'no specific machine type'}, not "
             f"{cfg.flavour_spec.machine_type} (flavour {cfg.flavour_spec.name})",
             "pulumi config set --path gpuPool.reservationName <a reservation of "
@@ -280,13 +253,11 @@ def _reservation_result(ctx: Context, name: str, check: str) -> Result:
     free = total - reservation.specific_reservation.in_use_count
     what = f"{name} in {zone}: {free} of {total} {machine} free; the pool needs {pool.node_count}"
     if free < pool.node_count:
-        return Result(
-            check,
-            FAIL,
+        return failed(
             what,
             f"gcloud compute reservations update {name} --zone {zone} --vm-count "
             f"{total - free + pool.node_count} --project {ctx.project}  # or lower gpuPool.nodeCount to {free}",
         )
     if reservation.status and reservation.status != "READY":
-        return Result(check, WARN, f"{what}; status {reservation.status}, not READY")
-    return Result(check, PASS, what)
+        return warning(f"{what}; status {reservation.status}, not READY")
+    return passed(what)

@@ -20,23 +20,13 @@ from infra.cluster import cluster_location
 from infra.flavours import parse_gke_version
 from infra.naming import Limit
 from infra.version_matrix import gke_in_row, gke_range, known_bad, load, report
+from tools.doctor.check_context import FAIL, PASS, WARN, Context, Result, passed, warning
 
 CHECK = "version-matrix"
 KNOWN_BAD = "version-known-bad"
 HOLD_SCOPE = "NO_MINOR_OR_NODE_UPGRADES"
 """The exclusion scope that stops minor upgrades of the control plane and every node upgrade
 (GKE maintenance exclusions; gcloud `--add-maintenance-exclusion-scope=no_minor_or_node_upgrades`)."""
-
-
-class Finding(NamedTuple):
-    """One line of the doctor's report: `ok` is pass, else warn (the doctor turns it into its `Result`)."""
-
-    check: str
-    ok: bool
-    summary: str
-    fix: Optional[str] = None
-    failed: bool = False
-    """Not only a warning: the doctor fails it (a `refuse` known-bad entry met)."""
 
 
 def _minor(version: str) -> tuple[int, ...]:
@@ -73,16 +63,14 @@ def _channels_inside(channels: dict[str, Any], row: Any) -> list[str]:
     ]
 
 
-def check_version_matrix(ctx: Any) -> list[Finding]:
+def check_version_matrix(ctx: Context) -> list[Result]:
     """`version-matrix`, `version-known-bad` and `version-upgrades` of the stack's live cluster (or of
     the cluster the channel would create)."""
     cfg = ctx.cfg
     rep = report(cfg.version_pins)
     if rep["row"] is None:
         return [
-            Finding(
-                CHECK,
-                False,
+            warning(
                 f"the stack is outside the version matrix (allowUntestedVersions; nearest row "
                 f"{rep['nearestRow']}): live versions not compared",
             )
@@ -99,9 +87,7 @@ def check_version_matrix(ctx: Any) -> list[Finding]:
     except gexc.NotFound:
         cluster = None
     if channel is None:  # the gke-versions check fails this already, with its fix
-        return [
-            Finding(CHECK, False, f"{location} offers no {cfg.cluster.release_channel} channel: upgrades not compared")
-        ]
+        return [warning(f"{location} offers no {cfg.cluster.release_channel} channel: upgrades not compared")]
     live = Live(cfg, row, name, location, channel, channels)
     if cluster is None:
         return _before_the_cluster(live)
@@ -123,7 +109,7 @@ class Live(NamedTuple):
         return f"row {self.row['id']} (GKE {gke_range(self.row)})"
 
 
-def _before_the_cluster(live: Live) -> list[Finding]:
+def _before_the_cluster(live: Live) -> list[Result]:
     cfg, row, channel = live.cfg, live.row, live.channel
     start = cfg.cluster.min_master_version or channel.default_version
     inside = sorted((v for v in channel.valid_versions if gke_in_row(v, row)), key=parse_gke_version)
@@ -135,11 +121,11 @@ def _before_the_cluster(live: Live) -> list[Finding]:
         fix = pin or (
             f"pulumi config set --path cluster.releaseChannel {(_channels_inside(live.channels, row) or ['STABLE'])[0]}"
         )
-        return [Finding(CHECK, False, f"{would}, outside {live.where}", fix), *bad]
-    return [Finding(CHECK, True, f"{would}, inside {live.where}"), *bad]
+        return [warning(f"{would}, outside {live.where}", fix), *bad]
+    return [passed(f"{would}, inside {live.where}"), *bad]
 
 
-def _live_cluster(live: Live, cluster: Any) -> list[Finding]:
+def _live_cluster(live: Live, cluster: Any) -> list[Result]:
     cfg, row, where = live.cfg, live.row, live.where
     master = cluster.current_master_version
     pools = {p.name: p.version for p in cluster.node_pools}
@@ -155,23 +141,21 @@ def _live_cluster(live: Live, cluster: Any) -> list[Finding]:
     running = [("control plane", master), *((f"pool {n}", v) for n, v in sorted(pools.items()))]
     outside = [f"{what} {v}" for what, v in running if not gke_in_row(v, row)]
     if outside:
-        first = Finding(
-            CHECK,
-            False,
+        first = warning(
             f"{', '.join(outside)} already outside {where}; run the acceptance gate "
             "(python -m jobctl gate) and record a row, or hold the cluster",
             _hold_fix(cfg, live.name, live.location),
         )
     else:
         addons_seen = f" (add-ons {', '.join(addons)} at the cluster's version)" if addons else ""
-        first = Finding(CHECK, True, f"{seen}{addons_seen}: inside {where}")
+        first = passed(f"{seen}{addons_seen}: inside {where}")
     bad = known_bad_findings(live, running, lambda what, v: _upgrade_fix(live, what))
     if not bad:
-        bad = [Finding(KNOWN_BAD, True, f"no known-bad entry of data/version_matrix.yaml meets {seen}")]
+        bad = [Result(KNOWN_BAD, PASS, f"no known-bad entry of data/version_matrix.yaml meets {seen}")]
     return [first, *bad, _upgrades(live, cluster, master, pools)]
 
 
-def _upgrades(live: Live, cluster: Any, master: str, pools: dict[str, str]) -> Finding:
+def _upgrades(live: Live, cluster: Any, master: str, pools: dict[str, str]) -> Result:
     cfg, row, where, channel = live.cfg, live.row, live.where, live.channel
     newest_now = max([master, *pools.values()], key=parse_gke_version)
     candidates = {v for v in [*channel.valid_versions, channel.upgrade_target_version, channel.default_version] if v}
@@ -180,26 +164,26 @@ def _upgrades(live: Live, cluster: Any, master: str, pools: dict[str, str]) -> F
     )
     leaving = [v for v in ahead if not gke_in_row(v, row)]
     if not leaving:
-        return Finding(
+        return Result(
             "version-upgrades",
-            True,
+            PASS,
             f"{cfg.cluster.release_channel}'s newer versions ({', '.join(ahead[-3:]) or 'none'}) stay inside {where}",
         )
     holds = _holds(cluster)
     # The exclusion stops minor upgrades and node upgrades; control-plane patches of the same minor go on.
     unheld = [v for v in leaving if not holds or _minor(v) == _minor(master)]
     if not unheld:
-        return Finding(
+        return Result(
             "version-upgrades",
-            True,
+            PASS,
             f"{cfg.cluster.release_channel} offers {', '.join(leaving)}, "
             f"outside {where}, held by maintenance exclusion {', '.join(holds)} (no_minor_or_node_upgrades)",
         )
     others = _channels_inside(live.channels, row)
     channel_hint = f"; channels whose default is inside the row: {', '.join(others)}" if others else ""
-    return Finding(
+    return Result(
         "version-upgrades",
-        False,
+        WARN,
         f"{cfg.cluster.release_channel} may upgrade {live.name} to {', '.join(unheld)}, outside {where}, and "
         f"no no_minor_or_node_upgrades exclusion holds it{channel_hint}",
         _hold_fix(cfg, live.name, live.location),
@@ -219,13 +203,13 @@ def _known_bad(cfg: Any, row: Any, gke: str) -> list[Any]:
 
 def known_bad_findings(
     live: Live, running: list[tuple[str, str]], fix: Callable[[str, str], Optional[str]]
-) -> list[Finding]:
+) -> list[Result]:
     """One finding per (what runs it, version) a known-bad entry meets: `refuse` fails, `caution` warns."""
     found = []
     for what, version in running:
         for rule in _known_bad(live.cfg, live.row, version):
             summary = f"{what} {version} is a known-bad combination ({rule['id']}: {rule['issue']})"
-            found.append(Finding(KNOWN_BAD, False, summary, fix(what, version), failed=rule["effect"] == "refuse"))
+            found.append(Result(KNOWN_BAD, FAIL if rule["effect"] == "refuse" else WARN, summary, fix(what, version)))
     return found
 
 

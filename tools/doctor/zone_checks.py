@@ -4,12 +4,14 @@ there with room for an instance, and every rung of the capacity ladder can suppl
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from google.api_core import exceptions as gexc
 
-from infra.config import Provisioning, Rung
+from infra.config import Provisioning
 from infra.network import roce_network_profile
 from infra.placement import is_ladder
-from tools.doctor.check_context import FAIL, PASS, WARN, Context, Result
+from tools.doctor.check_context import Context, Result, failed, passed, warning
 from tools.doctor.quota_checks import (
     gpu_quota_result,
     reservation_result,
@@ -31,9 +33,7 @@ def check_zone(ctx: Context) -> Result:
         try:
             ctx.clients.machine_types.get(project=ctx.project, zone=zone, machine_type=machine, timeout=ctx.timeout)
         except gexc.NotFound:
-            return Result(
-                "zone",
-                FAIL,
+            return failed(
                 f"{zone} does not offer {machine} ({role})",
                 f"gcloud compute machine-types list --filter=name={machine} --project {ctx.project}"
                 "  # then: pulumi config set region <region> && pulumi config set zone <a zone listed>",
@@ -42,14 +42,12 @@ def check_zone(ctx: Context) -> Result:
     try:
         ctx.clients.network_profiles.get(project=ctx.project, network_profile=profile, timeout=ctx.timeout)
     except gexc.NotFound:
-        return Result(
-            "zone",
-            FAIL,
+        return failed(
             f"{zone} has no RoCE network profile {profile} for the RDMA VPC",
             f"gcloud compute network-profiles list --project {ctx.project}"
             " # then pulumi config set zone <a zone with a -vpc-roce profile>",
         )
-    return Result("zone", PASS, f"{zone} offers {flavour.machine_type}, {system} and the {profile} network profile")
+    return passed(f"{zone} offers {flavour.machine_type}, {system} and the {profile} network profile")
 
 
 def check_lustre(ctx: Context) -> Result:
@@ -67,28 +65,24 @@ def check_lustre(ctx: Context) -> Result:
             if nearby
             else f"choose a region and zone where Managed Lustre is offered: {', '.join(offered) or 'none listed'}"
         )
-        return Result("lustre", FAIL, f"Managed Lustre is not offered in {zone}", fix)
+        return failed(f"Managed Lustre is not offered in {zone}", fix)
     instances = list(
         ctx.clients.lustre.list_instances(parent=f"projects/{ctx.project}/locations/-", timeout=ctx.timeout)
     )
     ours = f"/locations/{zone}/instances/{cfg.lustre_instance_id}"
     if any(i.name.endswith(ours) for i in instances):
-        return Result(
-            "lustre",
-            WARN,
+        return warning(
             f"instance {cfg.lustre_instance_id} already exists in {zone}: fine if this stack "
             "created it, otherwise `pulumi up` fails to create it",
             "pulumi config set --path lustre.instanceId <another id>",
         )
     if len(instances) >= LUSTRE_MAX_INSTANCES:
-        return Result(
-            "lustre",
-            FAIL,
+        return failed(
             f"the project already has {len(instances)} Managed Lustre instances (limit {LUSTRE_MAX_INSTANCES})",
             f"gcloud lustre instances list --location=- --project {ctx.project}  # delete one",
         )
     # Only on the real cloud: the capacity quota of the region (the Quotas page, service lustre.googleapis.com).
-    return Result("lustre", PASS, f"offered in {zone}; {len(instances)} of {LUSTRE_MAX_INSTANCES} instances in use")
+    return passed(f"offered in {zone}; {len(instances)} of {LUSTRE_MAX_INSTANCES} instances in use")
 
 
 def check_capacity_ladder(ctx: Context) -> list[Result]:
@@ -96,18 +90,15 @@ def check_capacity_ladder(ctx: Context) -> list[Result]:
     Spot and flex-start draw on the same preemptible quota, so each is checked against all of it."""
     cfg = ctx.cfg
     if not is_ladder(cfg):
-        return [Result("capacity-ladder", PASS, "one rung: the gpu-quota and reservation checks cover it")]
+        return [passed("one rung: the gpu-quota and reservation checks cover it")]
     results = []
     for i, rung in enumerate(cfg.gpu_pool.ladder, 1):
-        lead = f"rung {i} {rung.label}: "
-        results.append(_rung_result(ctx, rung, lead))
+        if rung.provisioning is Provisioning.RESERVATION:
+            found = reservation_result(ctx, rung.reservation_name or "")
+        else:
+            found = gpu_quota_result(ctx, rung.provisioning)
+        results.append(replace(found, summary=f"rung {i} {rung.label}: {found.summary}"))
     return results
-
-
-def _rung_result(ctx: Context, rung: Rung, lead: str) -> Result:
-    if rung.provisioning is Provisioning.RESERVATION:
-        return reservation_result(ctx, rung.reservation_name or "", "capacity-ladder", lead)
-    return gpu_quota_result(ctx, rung.provisioning, "capacity-ladder", lead)
 
 
 IMAGE_READY = "READY"
@@ -135,25 +126,21 @@ def check_image_cache(ctx: Context) -> Result:
     is stored in or near the stack's region; nothing asked when the key is unset."""
     disk_image = ctx.cfg.gpu_pool.image_cache_disk_image
     if not disk_image:
-        return Result("image-cache", PASS, "none set (gpuPool.imageCacheDiskImage): nothing to check")
+        return passed("none set (gpuPool.imageCacheDiskImage): nothing to check")
     project, name = image_cache_project_and_name(ctx.project, disk_image)
     build = "build it with gke-disk-image-builder (docs/deploy.md), or unset it: " + UNSET_IMAGE_CACHE
     try:
         image = ctx.clients.images.get(project=project, image=name, timeout=ctx.timeout)
     except gexc.NotFound:
-        return Result("image-cache", FAIL, f"disk image {name} not found in project {project}", build)
+        return failed(f"disk image {name} not found in project {project}", build)
     machine = ctx.cfg.flavour_spec.machine_type
     if image.status != IMAGE_READY:
-        return Result(
-            "image-cache",
-            FAIL,
+        return failed(
             f"disk image {name} is {image.status or 'of unknown status'}, not {IMAGE_READY}: no disk can be made of it",
             f"gcloud compute images describe {name} --project {project}  # wait for READY, or {build}",
         )
     if image.architecture not in ("", "ARCHITECTURE_UNSPECIFIED", "X86_64"):
-        return Result(
-            "image-cache",
-            FAIL,
+        return failed(
             f"disk image {name} is for {image.architecture}; {machine} is x86_64",
             f"rebuild it from an x86_64 image: {build}",
         )
@@ -161,16 +148,12 @@ def check_image_cache(ctx: Context) -> Result:
     near = {region, IMAGE_MULTI_REGIONS.get(region.split("-", 1)[0], "")}
     where = list(image.storage_locations)
     if where and not near & set(where):
-        return Result(
-            "image-cache",
-            WARN,
+        return warning(
             f"disk image {name} is stored in {', '.join(where)}, not in or near {region}: each node's disk is "
             "copied from there (slower, and egress may be billed)",
             f"rebuild with gke-disk-image-builder --storage-location={region} (docs/deploy.md)",
         )
-    return Result(
-        "image-cache",
-        PASS,
+    return passed(
         f"disk image {name} ({project}) is READY, {image.architecture or 'no architecture set'}, stored in "
         f"{', '.join(where) or 'its default location'}: usable for {machine} in {ctx.cfg.zone}",
     )
