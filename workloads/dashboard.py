@@ -50,9 +50,6 @@ class ProxyError(JobError):
     """The local proxy could not start (the port is taken, no CA for an IP endpoint)."""
 
 
-# ------------------------------------------------------------------------------------ helpers
-
-
 def ssl_context(verify: Verify) -> Union[ssl.SSLContext, bool]:
     """The client TLS setting for `verify`: a CA file, the public roots (certifi's, as `requests` uses in
     `workloads.ray_connection.connect`), or False."""
@@ -100,9 +97,6 @@ def _under(path: str, prefix: str) -> bool:
 
 def _error(status: int, message: str) -> web.Response:
     return web.Response(status=status, text=f"nemo-rl-gke dashboard proxy: {message}\n")
-
-
-# ------------------------------------------------------------------------------------ the proxy
 
 
 class _Forwarder:

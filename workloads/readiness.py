@@ -83,9 +83,8 @@ class RayClusterProgress:
             return f"request failed ({self.error})"
         if not self.found:
             return "RayCluster not found (not created yet)"
-        workers = f"workers {self.ready_workers if self.ready_workers is not None else '?'}/"
-        workers += f"{self.desired_workers if self.desired_workers is not None else '?'} ready"
-        parts = [workers]
+        ready, desired = ("?" if n is None else n for n in (self.ready_workers, self.desired_workers))
+        parts = [f"workers {ready}/{desired} ready"]
         for cond in self.conditions:
             text = f"{cond.get('type')}={cond.get('status')}"
             detail = cond.get("reason") or ""
