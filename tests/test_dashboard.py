@@ -2,7 +2,7 @@
 
 The chain under test is the one a user's browser goes through:
 
-    client -> DashboardProxy (127.0.0.1:<free port>) -> AuthProxy (bearer token + PREFIX) -> local Ray head
+    client -> dashboard.serve (127.0.0.1:<free port>) -> AuthProxy (bearer token + PREFIX) -> local Ray head
 
 plus a scripted upstream for what a Ray head cannot show (headers, redirects, streaming, TLS).
 Only 127.0.0.1 is contacted.
@@ -11,11 +11,13 @@ Only 127.0.0.1 is contacted.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import http.client
 import ipaddress
 import json
 import logging
+import queue
 import shlex
 import socket
 import ssl
@@ -57,6 +59,31 @@ class CountingTokens:
             return self.tokens[self.calls % len(self.tokens)]
 
 
+@contextlib.contextmanager
+def serving(target=dashboard.serve, *args, **kwargs):
+    """`target` (`dashboard.serve` or `serve_cluster`) in a thread, on a free port, until the block ends;
+    yields its local URL, or raises what it raised before it listened."""
+    started, stop = queue.Queue(), threading.Event()
+
+    def run():
+        try:
+            target(*args, port=kwargs.pop("port", 0), on_ready=started.put, stop_event=stop, **kwargs)
+        except BaseException as err:  # handed to the test
+            started.put(err)
+
+    thread = threading.Thread(target=run, name="dashboard-proxy", daemon=True)
+    thread.start()
+    url = started.get(timeout=60)  # serve_cluster first asks the Ray head for its version
+    if isinstance(url, BaseException):
+        raise url
+    try:
+        yield url
+    finally:
+        stop.set()
+        thread.join(10)
+        assert not thread.is_alive(), f"{target.__name__} did not return after the stop event"
+
+
 def get(url: str, timeout: float = 30) -> tuple[int, bytes]:
     try:
         with urllib.request.urlopen(url, timeout=timeout) as resp:
@@ -79,8 +106,8 @@ def tokens():
 
 @pytest.fixture
 def local(api_server, tokens):
-    with dashboard.DashboardProxy(api_server.base + PREFIX, token_provider=tokens, port=0) as proxy:
-        yield proxy
+    with serving(upstream_base=api_server.base + PREFIX, token_provider=tokens) as url:
+        yield url
 
 
 # ------------------------------------------------------------------------------------ against Ray
@@ -88,9 +115,9 @@ def local(api_server, tokens):
 
 def test_the_ray_version_is_served_at_the_local_root_with_a_fresh_token_per_request(local, api_server, tokens, caplog):
     caplog.set_level(logging.DEBUG)
-    assert urlsplit(local.url).hostname == "127.0.0.1" and urlsplit(local.url).port not in (None, 0), local.url
+    assert urlsplit(local).hostname == "127.0.0.1" and urlsplit(local).port not in (None, 0), local
     for _ in range(3):
-        status, body = get(local.url + "/api/version")
+        status, body = get(local + "/api/version")
         assert status == 200, f"GET /api/version through the local proxy: HTTP {status}: {body[:300]!r}"
         assert json.loads(body)["ray_version"] == ray.__version__, body
     assert tokens.calls == 3, f"the token provider was called {tokens.calls} times for 3 requests"
@@ -99,13 +126,13 @@ def test_the_ray_version_is_served_at_the_local_root_with_a_fresh_token_per_requ
 
 
 def test_a_link_that_already_carries_the_prefix_is_not_prefixed_twice(local, api_server):
-    status, body = get(local.url + PREFIX + "/api/version")
+    status, body = get(local + PREFIX + "/api/version")
     assert status == 200 and json.loads(body)["ray_version"] == ray.__version__, (status, body[:300])
     assert api_server.seen[-1].path == PREFIX + "/api/version"
 
 
 def test_a_job_client_on_the_local_proxy_lists_submits_and_follows_jobs(local, api_server, tokens):
-    client = jobs.connect(local.url)
+    client = jobs.connect(local)
     assert isinstance(client.list_jobs(), list)
     stack = f"t-dash-{uuid.uuid4().hex[:6]}"
     code = "print('through the local proxy')"
@@ -126,8 +153,8 @@ def test_a_job_client_on_the_local_proxy_lists_submits_and_follows_jobs(local, a
 
 
 def test_a_refused_token_gets_the_api_servers_401_passed_through(api_server):
-    with dashboard.DashboardProxy(api_server.base + PREFIX, token_provider=lambda: "wrong", port=0) as local:
-        status, body = get(local.url + "/api/version")
+    with serving(upstream_base=api_server.base + PREFIX, token_provider=lambda: "wrong") as local:
+        status, body = get(local + "/api/version")
     assert status == 401, f"expected the upstream's 401, got HTTP {status}: {body[:300]!r}"
     assert json.loads(body)["reason"] == "Unauthorized"
     assert [s.authorized for s in api_server.seen] == [False]
@@ -136,26 +163,9 @@ def test_a_refused_token_gets_the_api_servers_401_passed_through(api_server):
 def test_serve_cluster_checks_the_dashboard_first_then_serves_it(api_server, tokens):
     with pytest.raises(jobs.DashboardUnreachable, match="wrong service or namespace"):
         dashboard.serve_cluster(api_server.base, "ns", "other", port=0, token_provider=tokens)
-    stop, ready = threading.Event(), []
-    thread = threading.Thread(
-        target=dashboard.serve_cluster,
-        args=(api_server.base, "ns", "head"),
-        kwargs=dict(port=0, token_provider=tokens, on_ready=ready.append, stop_event=stop),
-    )
-    thread.start()
-    try:
-        # Until the event (the URL reported), with a deadline a busy machine fits in: serve_cluster first
-        # asks the Ray head for its version through the API-server proxy.
-        deadline = time.monotonic() + 60
-        while not ready and thread.is_alive() and time.monotonic() < deadline:
-            thread.join(0.1)
-        assert ready, "serve_cluster did not report its local URL"
-        status, body = get(ready[0] + "/api/version")
-        assert status == 200 and json.loads(body)["ray_version"] == ray.__version__, (status, body[:300])
-    finally:
-        stop.set()
-        thread.join(10)
-    assert not thread.is_alive(), "serve_cluster did not return after the stop event"
+    with serving(dashboard.serve_cluster, api_server.base, "ns", "head", token_provider=tokens) as local:
+        status, body = get(local + "/api/version")
+    assert status == 200 and json.loads(body)["ray_version"] == ray.__version__, (status, body[:300])
 
 
 def test_a_taken_port_is_reported_in_one_line(api_server, tokens):
@@ -164,7 +174,7 @@ def test_a_taken_port_is_reported_in_one_line(api_server, tokens):
         taken.listen()
         port = taken.getsockname()[1]
         with pytest.raises(dashboard.ProxyError, match=f"cannot listen on 127.0.0.1:{port}: already in use"):
-            dashboard.DashboardProxy(api_server.base + PREFIX, token_provider=tokens, port=port).start()
+            dashboard.serve(api_server.base + PREFIX, token_provider=tokens, port=port)
 
 
 # ------------------------------------------------------------------------------------ scripted upstream
@@ -248,12 +258,12 @@ def upstream():
 
 @pytest.fixture
 def scripted(upstream):
-    with dashboard.DashboardProxy(upstream.base + PREFIX, token_provider=lambda: "tok-s", port=0) as proxy:
-        yield proxy
+    with serving(upstream_base=upstream.base + PREFIX, token_provider=lambda: "tok-s") as url:
+        yield url
 
 
-def local_connection(proxy: dashboard.DashboardProxy) -> http.client.HTTPConnection:
-    return http.client.HTTPConnection("127.0.0.1", urlsplit(proxy.url).port, timeout=30)
+def local_connection(url: str) -> http.client.HTTPConnection:
+    return http.client.HTTPConnection("127.0.0.1", urlsplit(url).port, timeout=30)
 
 
 def test_method_path_query_and_body_arrive_whole_with_the_bearer_token_and_no_hop_by_hop_headers(scripted, upstream):
@@ -288,10 +298,10 @@ def test_method_path_query_and_body_arrive_whole_with_the_bearer_token_and_no_ho
 
 def test_a_request_for_another_host_name_is_refused_so_a_rebound_web_page_cannot_use_the_token(scripted, upstream):
     conn = local_connection(scripted)
-    conn.request("GET", "/api/version", headers={"Host": f"attacker.example:{urlsplit(scripted.url).port}"})
+    conn.request("GET", "/api/version", headers={"Host": f"attacker.example:{urlsplit(scripted).port}"})
     resp = conn.getresponse()
     assert (resp.status, upstream.requests) == (403, []), resp.read()
-    conn = http.client.HTTPConnection("localhost", urlsplit(scripted.url).port, timeout=10)
+    conn = http.client.HTTPConnection("localhost", urlsplit(scripted).port, timeout=10)
     conn.request("GET", "/api/version")
     assert conn.getresponse().status == 200, "localhost:<port> is the proxy's own address too"
 
@@ -310,7 +320,7 @@ def test_redirects_under_the_prefix_point_back_at_the_local_proxy(scripted, path
     resp = conn.getresponse()
     resp.read()
     assert resp.status == 302
-    assert resp.getheader("Location") == location.format(local=scripted.url)
+    assert resp.getheader("Location") == location.format(local=scripted)
 
 
 @pytest.mark.parametrize(
@@ -346,8 +356,8 @@ def test_an_unreachable_upstream_is_a_502_that_says_so(tokens):
     with socket.socket() as closed:
         closed.bind(("127.0.0.1", 0))
         base = f"http://127.0.0.1:{closed.getsockname()[1]}{PREFIX}"
-        with dashboard.DashboardProxy(base, token_provider=tokens, port=0) as local:
-            status, body = get(local.url + "/api/version")
+        with serving(upstream_base=base, token_provider=tokens) as local:
+            status, body = get(local + "/api/version")
     assert status == 502 and b"unreachable" in body, (status, body)
 
 
@@ -417,13 +427,11 @@ def test_tls_is_verified_with_the_cluster_ca_file_and_an_untrusted_certificate_i
     server_ctx.load_cert_chain(cert, key)
     up = Upstream(server_ctx).start()
     try:
-        with dashboard.DashboardProxy(up.base + PREFIX, token_provider=lambda: "tok-s", verify=ca, port=0) as local:
-            status, body = get(local.url + "/api/version")
+        with serving(upstream_base=up.base + PREFIX, token_provider=lambda: "tok-s", verify=ca) as local:
+            status, body = get(local + "/api/version")
             assert status == 200 and json.loads(body) == {"ok": True}, (status, body)
-        with dashboard.DashboardProxy(
-            up.base + PREFIX, token_provider=lambda: "tok-s", port=0
-        ) as local:  # public roots
-            status, body = get(local.url + "/api/version")
+        with serving(upstream_base=up.base + PREFIX, token_provider=lambda: "tok-s") as local:  # public roots
+            status, body = get(local + "/api/version")
             assert status == 502 and b"TLS verification" in body and b"cluster CA" in body, (status, body)
     finally:
         up.stop()

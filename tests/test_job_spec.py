@@ -161,9 +161,9 @@ def test_hostile_values_stay_single_shell_words(monkeypatch):
     # NeMo-RL's override parser refuses such values (and the stack config never lets them in); the
     # quoting must hold without that check too.
     with pytest.raises(JobBuildError, match="is not a Hydra override"):
-        build_job("qwen2.5-1.5b-gsm8k", job, pool("b200", 1), mount, hostile_stack, False, save_period=1)
+        build_job(RECIPES["qwen2.5-1.5b-gsm8k"], job, pool("b200", 1), mount, hostile_stack, False, save_period=1)
     monkeypatch.setattr(job_spec_module.OverrideChecker, "check", lambda self, overrides: None)
-    spec = build_job("qwen2.5-1.5b-gsm8k", job, pool("b200", 1), mount, hostile_stack, False, save_period=1)
+    spec = build_job(RECIPES["qwen2.5-1.5b-gsm8k"], job, pool("b200", 1), mount, hostile_stack, False, save_period=1)
     tokens = argv(spec)
     assert tokens[:2] == ["cd", "/opt/nemo-rl"]
     assert (
@@ -289,13 +289,13 @@ def test_layouts_the_pool_cannot_hold_are_refused_before_submission():
     with pytest.raises(JobBuildError, match="none is left for training"):
         build_job(h200.recipe, h200.job, pool("h200", 1), "/lustre", "h200", False, save_period=1)
     with pytest.raises(JobBuildError, match="is not the one job.recipe names"):
-        build_job("gemma3-27b-gsm8k", b200.job, pool("b200", 8), "/lustre", "b200", False, save_period=1)
+        build_job(RECIPES["gemma3-27b-gsm8k"], b200.job, pool("b200", 8), "/lustre", "b200", False, save_period=1)
 
 
 def test_recipes_pin_their_image_and_know_their_config_generation():
     for recipe in RECIPES.values():
         assert recipe.image in IMAGES.values()
-        assert recipe.script == (
+        assert recipe.image.grpo_script == (
             "examples/run_grpo_math.py" if recipe.image.generation is ConfigGeneration.FLAT else "examples/run_grpo.py"
         )
         assert recipe.config_file.startswith("examples/configs/")

@@ -21,7 +21,7 @@ from lazy_modules import LazyModule
 from infra import lustre_guard
 from infra.config import ConfigError
 from infra.lustre_guard import LustreGuardProvider, TransferError
-from workloads.job_spec import checkpoint_dir, log_dir, results_dirs
+from workloads.job_types import checkpoint_dir, log_dir, results_dirs
 
 GUARD = "pulumi-python:dynamic/nemo-rl-gke:LustreGuard"
 LUSTRE = "gcp:lustre/instance:Instance"

@@ -1,20 +1,16 @@
-"""Open the Ray dashboard of a GKE cluster on http://127.0.0.1:<port>, without kubectl.
+"""Open the Ray dashboard of a GKE cluster on http://127.0.0.1:<port>, without kubectl (`jobctl dashboard`).
 
-The API server's service proxy serves it at `https://<endpoint>/api/v1/namespaces/<ns>/services/<head-svc>:dashboard/proxy/`,
-but every request needs a Google bearer token and the IP endpoint's certificate is the cluster CA's, so a
-local reverse proxy forwards each request (websockets included), adds a fresh token (a tab left open
-outlives the ~1 h token) and verifies TLS. Unlike `kubectl port-forward` it needs only Application
-Default Credentials and works through the DNS endpoint, which needs no authorized network.
-
-The dashboard is served at the local root; upstream redirects under the proxy prefix are rewritten.
-Requests whose Host is not the proxy's own are refused (DNS rebinding would act with the user's token),
-hop-by-hop headers (RFC 9110 7.6.1) are dropped, the token is never logged, and only loopback listens;
-as with a port-forward, other processes of this machine can reach the port while it runs.
+A local reverse proxy forwards each request (websockets included) to the API server's service proxy
+(`ray_address.dashboard_proxy_url`) with a fresh Google token (a tab outlives the ~1 h token), verifying TLS;
+it needs only Application Default Credentials and works through the DNS endpoint. Upstream redirects are
+moved to the local root. Only loopback listens, a foreign Host is refused (DNS rebinding would act with the
+user's token), hop-by-hop headers (RFC 9110 7.6.1) are dropped and the token is never logged.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import logging
 import ssl
@@ -23,6 +19,7 @@ from typing import Callable, Optional, Union
 from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
+import certifi
 from aiohttp import web
 from yarl import URL
 
@@ -30,30 +27,18 @@ from workloads.job_errors import JobError
 from workloads.ray_address import dashboard_proxy_url, is_loopback, needs_cluster_ca
 from workloads.ray_connection import CONNECT_TIMEOUT, TokenProvider, connect, google_token_provider, tls_verify
 
-DEFAULT_PORT = 8265
-"""The dashboard's own port, so `http://127.0.0.1:8265` works as with a port-forward."""
+DEFAULT_PORT = 8265  # the dashboard's own, so `http://127.0.0.1:8265` works as with a port-forward
 LOCALHOST = "127.0.0.1"
 SHUTDOWN_GRACE = 1.0
 """Seconds open requests (a log stream, a websocket) get to finish when the proxy stops."""
 
 # RFC 9110 7.6.1 connection-specific fields, plus Proxy-Connection and Trailers seen in the wild.
 HOP_BY_HOP = frozenset(
-    {
-        "connection",
-        "keep-alive",
-        "proxy-connection",
-        "proxy-authenticate",
-        "proxy-authorization",
-        "te",
-        "trailer",
-        "trailers",
-        "transfer-encoding",
-        "upgrade",
-    }
+    "connection keep-alive proxy-connection proxy-authenticate proxy-authorization te trailer trailers "
+    "transfer-encoding upgrade".split()
 )
+# Never sent upstream: Host/Authorization are replaced, `Expect: 100-continue` is answered locally.
 _NOT_FORWARDED = HOP_BY_HOP | {"host", "authorization", "expect"}
-"""Request headers never sent upstream: the client's Host/Authorization are replaced, and
-`Expect: 100-continue` is answered by the local server."""
 
 Verify = Union[bool, str]
 """True: the public roots; a path: that PEM CA file; False: no verification (tests only)."""
@@ -65,21 +50,12 @@ class ProxyError(JobError):
     """The local proxy could not start (the port is taken, no CA for an IP endpoint)."""
 
 
-# ------------------------------------------------------------------------------------ helpers
-
-
 def ssl_context(verify: Verify) -> Union[ssl.SSLContext, bool]:
-    """The client TLS setting for `verify`: a CA file, the public roots (certifi, as `requests`
-    uses in `workloads.ray_connection.connect`, falling back to the system store), or False."""
+    """The client TLS setting for `verify`: a CA file, the public roots (certifi's, as `requests` uses in
+    `workloads.ray_connection.connect`), or False."""
     if verify is False:
         return False
-    if isinstance(verify, str):
-        return ssl.create_default_context(cafile=verify)
-    try:
-        import certifi
-    except ImportError:  # pragma: no cover - certifi comes with requests
-        return ssl.create_default_context()
-    return ssl.create_default_context(cafile=certifi.where())
+    return ssl.create_default_context(cafile=verify if isinstance(verify, str) else certifi.where())
 
 
 def _connection_listed(headers) -> set[str]:
@@ -102,30 +78,25 @@ def forwarded_request_headers(headers) -> dict[str, str]:
 
 
 def rewrite_location(location: str, upstream_base: str, local_base: str) -> str:
-    """A redirect target under the upstream prefix, moved to the local proxy.
-
-    `https://<endpoint>/<prefix>/x?q` becomes `<local_base>/x?q` and `/<prefix>/x` becomes `/x`;
-    relative targets (they resolve the same locally) and targets elsewhere are left alone.
-    """
+    """A redirect target under the upstream prefix moved to the local proxy (`https://<endpoint>/<prefix>/x?q`
+    to `<local_base>/x?q`, `/<prefix>/x` to `/x`); relative targets and targets elsewhere stay."""
     up = urlsplit(upstream_base)
     prefix = up.path.rstrip("/")
     loc = urlsplit(location)
     absolute = bool(loc.scheme or loc.netloc)
-    if absolute and (loc.scheme.lower(), loc.netloc.lower()) != (up.scheme.lower(), up.netloc.lower()):
-        return location
-    if not loc.path.startswith("/"):
-        return location
-    if prefix and not (loc.path == prefix or loc.path.startswith(prefix + "/")):
+    elsewhere = absolute and (loc.scheme.lower(), loc.netloc.lower()) != (up.scheme.lower(), up.netloc.lower())
+    if elsewhere or not loc.path.startswith("/") or not _under(loc.path, prefix):
         return location
     rest = urlunsplit(("", "", loc.path[len(prefix) :] or "/", loc.query, loc.fragment))
     return local_base.rstrip("/") + rest if absolute else rest
 
 
+def _under(path: str, prefix: str) -> bool:
+    return not prefix or path == prefix or path.startswith(prefix + "/")
+
+
 def _error(status: int, message: str) -> web.Response:
     return web.Response(status=status, text=f"nemo-rl-gke dashboard proxy: {message}\n")
-
-
-# ------------------------------------------------------------------------------------ the proxy
 
 
 class _Forwarder:
@@ -134,15 +105,12 @@ class _Forwarder:
     def __init__(self, upstream_base: str, token_provider: TokenProvider, verify: Verify):
         self.base = upstream_base.rstrip("/")
         parts = urlsplit(self.base)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise ValueError(f"upstream_base must be an http(s) URL, not {upstream_base!r}")
         self.origin = f"{parts.scheme}://{parts.netloc}"
         self.prefix = parts.path
         self.token_provider = token_provider
         self.verify = verify
         self.session: Optional[aiohttp.ClientSession] = None
-        self.local_hosts: frozenset[str] = frozenset()
-        """Host headers accepted (set once bound): anything else is a DNS-rebinding page's request."""
+        self.local_hosts: frozenset[str] = frozenset()  # the Host headers accepted, set once bound
         self._token_lock: Optional[asyncio.Lock] = None
 
     async def open(self) -> None:
@@ -161,8 +129,7 @@ class _Forwarder:
 
     def target(self, raw_path: str) -> URL:
         """The upstream URL of a local path (with query), still percent-encoded as received."""
-        path = raw_path.split("?", 1)[0]
-        if self.prefix and (path == self.prefix or path.startswith(self.prefix + "/")):
+        if self.prefix and _under(raw_path.split("?", 1)[0], self.prefix):
             return URL(self.origin + raw_path, encoded=True)
         return URL(self.base + raw_path, encoded=True)
 
@@ -276,11 +243,8 @@ async def _serve(
         try:
             await web.TCPSite(runner, host, port).start()
         except OSError as err:
-            reason = (
-                "already in use (another proxy or a kubectl port-forward?)"
-                if err.errno == errno.EADDRINUSE
-                else err.strerror
-            )
+            taken = err.errno == errno.EADDRINUSE
+            reason = "already in use (another proxy or a kubectl port-forward?)" if taken else err.strerror
             raise ProxyError(
                 f"cannot listen on {host}:{port}: {reason}; pick another port (0 picks a free one)"
             ) from None
@@ -289,11 +253,8 @@ async def _serve(
         log.info("dashboard proxy on http://%s:%d -> %s", host, bound, forwarder.base)
         if on_ready is not None:
             on_ready(f"http://{host}:{bound}")
-        if stop_event is None:
-            await asyncio.Event().wait()  # until cancelled (Ctrl-C)
-        else:
-            while not stop_event.is_set():
-                await asyncio.sleep(0.1)
+        while stop_event is None or not stop_event.is_set():  # until Ctrl-C or the event
+            await asyncio.sleep(0.1)
     finally:
         await runner.cleanup()
         await forwarder.close()
@@ -309,23 +270,14 @@ def serve(
     stop_event: Optional[threading.Event] = None,
     host: str = LOCALHOST,
 ) -> None:
-    """Forward http://`host`:`port` to `upstream_base` until Ctrl-C or `stop_event` is set.
-
-    `upstream_base` is the service-proxy URL of the dashboard (`dashboard_proxy_url`), or any
-    http(s) URL of a dashboard. `token_provider()` is called for every request and its token sent
-    as `Authorization: Bearer`; `verify` is the CA file, True (public roots) or False. `port` 0
-    picks a free port; `on_ready(local_url)` is called once it listens (e.g. to print or open it).
-
-    Raises:
-        ProxyError: the port cannot be bound, or `host` is not a loopback address (the proxy acts with
-            the user's Google identity: it must never be reachable from another machine).
-    """
+    """Forward http://`host`:`port` (0: a free port) to the dashboard at `upstream_base`, with a
+    `token_provider()` token on every request, until Ctrl-C or `stop_event`; `on_ready(local_url)` once it
+    listens. Raises `ProxyError` when the port is taken or `host` is not loopback (the proxy acts with the
+    user's Google identity: no other machine may reach it)."""
     if not is_loopback(host):
         raise ProxyError(f"the dashboard proxy listens on loopback only; {host!r} is not a loopback address")
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(_serve(upstream_base, port, token_provider, verify, on_ready, stop_event, host))
-    except KeyboardInterrupt:
-        pass
 
 
 def serve_cluster(
@@ -339,28 +291,21 @@ def serve_cluster(
     token_provider: Optional[TokenProvider] = None,
     on_ready: Optional[Callable[[str], None]] = None,
     stop_event: Optional[threading.Event] = None,
-    check: bool = True,
 ) -> None:
-    """`serve` the dashboard of head service `service` in `namespace` behind GKE endpoint `endpoint`.
-
-    An IP endpoint needs the cluster CA (`ca_file`, or GKE's base64 `ca_cert_b64`); the DNS
-    endpoint is verified with the public roots. `token_provider` defaults to Application Default
-    Credentials. With `check`, the dashboard's version is fetched once first, so a wrong
-    service, missing RBAC or bad credentials fail at once with a one-line `JobError`
-    (`DashboardUnreachable`, `DashboardAuthError`) instead of in the browser.
-    """
+    """`serve` the dashboard of head service `service` in `namespace` behind GKE endpoint `endpoint` (an IP
+    endpoint needs the cluster CA). Its version is fetched first (`connect`), so a wrong service, missing
+    RBAC or bad credentials fail at once with a one-line `JobError` instead of in the browser."""
     if needs_cluster_ca(endpoint) and not (ca_file or ca_cert_b64):
         raise ProxyError(f"the IP endpoint {endpoint} needs the cluster CA (ca_file or ca_cert_b64)")
     verify: Verify = tls_verify(ca_file, ca_cert_b64)
     provider = token_provider or google_token_provider()
-    if check:
-        connect(
-            gke_endpoint=endpoint,
-            namespace=namespace,
-            service=service,
-            ca_file=verify if isinstance(verify, str) else None,
-            token_provider=provider,
-        )
+    connect(
+        gke_endpoint=endpoint,
+        namespace=namespace,
+        service=service,
+        ca_file=verify if isinstance(verify, str) else None,
+        token_provider=provider,
+    )
     serve(
         dashboard_proxy_url(endpoint, namespace, service),
         port=port,
@@ -369,64 +314,3 @@ def serve_cluster(
         on_ready=on_ready,
         stop_event=stop_event,
     )
-
-
-class DashboardProxy:
-    """`serve` in a background thread: `with DashboardProxy(base, token_provider=...) as p: p.url`."""
-
-    def __init__(
-        self,
-        upstream_base: str,
-        *,
-        token_provider: TokenProvider,
-        verify: Verify = True,
-        port: int = 0,
-        host: str = LOCALHOST,
-    ):
-        self._args = dict(
-            upstream_base=upstream_base, token_provider=token_provider, verify=verify, port=port, host=host
-        )
-        self.url = ""
-        """The local base URL (http://127.0.0.1:<port>) once started."""
-        self._stop = threading.Event()
-        self._ready = threading.Event()
-        self._error: Optional[BaseException] = None
-        self._thread: Optional[threading.Thread] = None
-
-    def start(self, timeout: float = 10.0) -> "DashboardProxy":
-        """Start listening; returns once `url` is set. Raises `ProxyError` as `serve` does."""
-
-        def ready(url: str) -> None:
-            self.url = url
-            self._ready.set()
-
-        def run() -> None:
-            try:
-                serve(**self._args, on_ready=ready, stop_event=self._stop)
-            except BaseException as err:  # handed to start()
-                self._error = err
-            finally:
-                self._ready.set()
-
-        self._thread = threading.Thread(target=run, name="dashboard-proxy", daemon=True)
-        self._thread.start()
-        if not self._ready.wait(timeout):
-            self.stop()
-            raise ProxyError(f"the dashboard proxy did not start within {timeout:g}s")
-        if self._error is not None:
-            self._thread.join(timeout)
-            raise self._error
-        return self
-
-    def stop(self, timeout: float = 10.0) -> None:
-        """Stop listening and wait for the thread (open streams get `SHUTDOWN_GRACE` seconds)."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
-            self._thread = None
-
-    def __enter__(self) -> "DashboardProxy":
-        return self.start() if self._thread is None else self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()

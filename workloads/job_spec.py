@@ -1,28 +1,14 @@
-"""Build the Ray job that runs a recipe on a stack.
+"""Build the Ray job that runs a recipe on a stack: the entrypoint (every token `shlex`-quoted), the runtime
+env and a deterministic submission id, with no cluster and no Ray, so the CLI, the program and the tests build
+the identical spec.
 
-`build_job` turns a recipe, the stack's job config, the GPU pool and the Lustre mount into a
-`JobSpec`: the exact entrypoint (a shell command, every token quoted with `shlex`), the Ray
-runtime env, and a deterministic submission id. Nothing here talks to a cluster or imports Ray,
-so the CLI's `--dry-run`, the Pulumi program and the tests all build the identical spec.
+Overrides, in NeMo-RL's left-to-right order: 1. the stack-derived keys (cluster size, placement, parallelism,
+Lustre dirs, steps, W&B), which a user override may only repeat (else it is refused, naming the config key to
+change); 2. the recipe's own; 3. the user's `job.overrides`, replacing the recipe's value of a key. All are
+then applied to the recipe's pinned config with NeMo-RL's own parser (`workloads.overrides`).
 
-Override order on the command line (NeMo-RL applies them left to right):
-
-1. stack-derived: cluster size, generation placement, parallelism, checkpoint and log dirs on
-   Lustre, `grpo.max_num_steps`, W&B switch. These are never retyped by hand: they come from the
-   pool, the recipe's `Parallelism` (with the user's TP/colocation overrides folded in and checked
-   by the stack config, `JobConfig.parallelism`) and the stack config. Any other user override of
-   one of these keys is refused, naming the config key to change instead;
-2. the recipe's own overrides;
-3. the user's `job.overrides`, last; one that sets a recipe key replaces the recipe's value.
-
-All three are then applied, in that order, to the recipe's config at its pinned NeMo-RL version with
-NeMo-RL's own override parser (`workloads.overrides`): what NeMo-RL would reject at start, a leading
-`-`, and deleting or replacing a section the stack sets are refused here, naming `job.overrides`.
-
-Secrets (HF_TOKEN, WANDB_API_KEY) never appear here: the Ray pods get them as files from a Kubernetes
-Secret, and their environment holds only the paths (HF_TOKEN_PATH, NETRC), which is all the job
-driver inherits and NeMo-RL forwards (`os.environ`) to its actors. A runtime env naming a secret
-variable is rejected.
+Secrets never appear here: the Ray pods mount them as files and their environment holds only the paths
+(HF_TOKEN_PATH, NETRC); a runtime env naming a secret variable is rejected.
 """
 
 from __future__ import annotations
@@ -30,32 +16,24 @@ from __future__ import annotations
 import posixpath
 import re
 import shlex
-from typing import Any, Mapping, Protocol, Union
+from typing import Any, Mapping, Protocol
 
 from workloads.job_types import (  # noqa: F401 (re-exported: plan-time callers read them here too)
     CHECKPOINTS_DIR,
-    LOGS_DIR,
     META_ATTEMPT,
-    META_RECIPE,
-    META_RUN_ID,
-    META_SPEC_HASH,
     META_STACK,
     SECRET_ENV_NAMES,
     JobBuildError,
     JobSpec,
-    checkpoint_dir,
     hf_home,
     legacy_checkpoint_dir,
     log_dir,
     mount_root,
-    results_dirs,
     run_checkpoint_subdir,
     run_id_for,
-    spec_hash,
-    submission_id_for,
 )
 from workloads.overrides import OverrideChecker, OverrideError, override_key, parse_override
-from workloads.recipes import RECIPES, Parallelism, Recipe, TrainingBackend
+from workloads.recipes import Parallelism, Recipe, TrainingBackend
 
 
 class JobSettings(Protocol):
@@ -77,9 +55,6 @@ class JobSettings(Protocol):
     @property
     def wandb_project(self) -> "str | None": ...
 
-    @property
-    def max_lost_minutes(self) -> "float | None": ...
-
 
 class PoolShape(Protocol):
     """What the job needs from the GPU pool (`infra.stack_context.GpuPoolFacts` satisfies it)."""
@@ -92,22 +67,15 @@ class PoolShape(Protocol):
 
 
 NRL_VIRTUAL_CLUSTER_MAX_RETRIES = 10
-"""NeMo-RL's placement wait (nemo_rl/distributed/virtual_cluster.py, v0.4.0 to v0.7.0): it checks
-`ray.cluster_resources()` for the GPUs it needs up to this many times, sleeping 2**i s after try i, then
-raises ResourceInsufficientError. The default, 6, gives up after 63 s, well before GKE brings back a
-spot node (minutes); 10 waits 2**10 - 1 = 1023 s, about 17 min. The driver reads it from its own
-environment, which the job's runtime env sets. The watcher also waits for the GPUs before it
-resubmits (`workloads.recovery`), so this covers the first submission and a node lost again in
-between; a wait that runs out is a capacity wait, not counted as a restart."""
+"""NeMo-RL's wait for the cluster's GPUs (nemo_rl/distributed/virtual_cluster.py, v0.4.0 to v0.7.0): this many
+tries, sleeping 2**i s after try i. The default 6 gives up after 63 s, before GKE brings back a spot node;
+10 waits 1023 s. It covers the first submission; the watcher waits for the GPUs before a resubmission."""
 
 
 def checkpoint_key(recipe: Recipe, par: Parallelism, user_overrides: "tuple[str, ...] | list[str]" = ()) -> str:
-    """What makes one run's checkpoints unusable by another, as a directory name: the model (its weights'
-    shapes), `policy.max_total_sequence_length` (what the run trained for) and the training layout (backend,
-    TP, PP: NeMo-RL's DTensor and Megatron checkpoints are saved per parallel rank, and loading them into
-    another layout is not what a resubmission should find out at step 1). A spec that changes any of them
-    starts in a new directory instead of resuming from an incompatible checkpoint; a change of anything
-    else (steps, data, W&B, batch sizes) resumes where the run was."""
+    """What makes one run's checkpoints unusable by another, as a directory name: the model, the trained
+    `policy.max_total_sequence_length` and the layout (backend, TP, PP: checkpoints are saved per parallel rank).
+    A change of any of them starts a new directory; any other change resumes where the run was."""
     model = _last_value(recipe, user_overrides, "policy.model_name") or recipe.model
     seq = _last_int(recipe, user_overrides, "policy.max_total_sequence_length", recipe.config_max_sequence_length)
     slug = re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("_.")
@@ -115,35 +83,24 @@ def checkpoint_key(recipe: Recipe, par: Parallelism, user_overrides: "tuple[str,
 
 
 def run_checkpoint_subdir_for(recipe: Recipe, job_cfg: "JobSettings", stack: str) -> str:
-    """The run's checkpoints below the checkpoints root (`workloads.job_types.run_checkpoint_subdir`): the job
-    joins it to `<mount>/checkpoints`, the watcher's run plan to its own mount of that directory."""
-    return run_checkpoint_subdir(
-        stack, recipe.name, checkpoint_key(recipe, job_cfg.parallelism, tuple(job_cfg.overrides))
-    )
+    """The run's checkpoints below the checkpoints root (`workloads.job_types.run_checkpoint_subdir`)."""
+    return run_checkpoint_subdir(stack, recipe.name, checkpoint_key(recipe, job_cfg.parallelism, job_cfg.overrides))
 
 
 def run_id_of(recipe: Recipe, job_cfg: "JobSettings", stack: str) -> str:
     """The run a spec of this stack, recipe and job config is an attempt of (`workloads.job_types.run_id_for`)."""
-    return run_id_for(stack, recipe.name, checkpoint_key(recipe, job_cfg.parallelism, tuple(job_cfg.overrides)))
+    return run_id_for(stack, recipe.name, checkpoint_key(recipe, job_cfg.parallelism, job_cfg.overrides))
 
 
-ADOPTED = "nemo-rl-gke: resuming from the checkpoints of an earlier release"
-"""The one log line of `adopt_legacy_checkpoints` (it follows with what moved where)."""
+ADOPTED = "nemo-rl-gke: resuming from the checkpoints of an earlier release"  # then what moved where
 
 
 def adopt_legacy_checkpoints(legacy: str, current: str) -> str:
-    """A POSIX shell command, run by the job's entrypoint before NeMo-RL starts, that moves every complete
-    `step_*` checkpoint of `legacy` (where releases up to 5971cc4 saved the run: `checkpoints/<stack>/<recipe>`)
-    that `current` does not hold into `current`, and says so in one line. NeMo-RL then resumes from the
-    newest `step_*` of `current` (nemo_rl/utils/checkpoint.py `CheckpointManager.get_latest_checkpoint_path`).
-
-    In the entrypoint because it is the one thing that runs before every attempt, the first one after an
-    upgrade included, whoever submits it (the deploy's hook, the watcher, `jobctl submit`). A move and not a
-    look-up: `current` is a directory inside `legacy` on the same Lustre filesystem, so each move is a
-    rename (atomic, no copy), and a run that moved once has one place to look. Idempotent: an attempt
-    stopped between two renames leaves the rest for the next one; nothing left, nothing said. `tmp_step_*`
-    (a save cut short) stays behind. A rename that fails stops the attempt (exit 1) instead of starting the
-    run at step 0 beside its checkpoints."""
+    """A shell command, run by the entrypoint before every attempt whoever submits it, that moves each `step_*`
+    of `legacy` (where releases up to 5971cc4 saved: `checkpoints/<stack>/<recipe>`) missing from `current` into
+    it, where NeMo-RL resumes from the newest (nemo_rl/utils/checkpoint.py `get_latest_checkpoint_path`).
+    `current` is inside `legacy` on the same Lustre, so each move is an atomic rename; idempotent; `tmp_step_*`
+    stays; a failed rename exits 1 rather than start the run at step 0 beside its checkpoints."""
     return (
         f'o={shlex.quote(legacy)}; c={shlex.quote(current)}; m=; for d in "$o"/step_*; do '
         '[ -d "$d" ] || continue; s="${d##*/}"; [ -e "$c/$s" ] && continue; mkdir -p "$c" && mv "$d" "$c/$s" '
@@ -154,12 +111,8 @@ def adopt_legacy_checkpoints(legacy: str, current: str) -> str:
 
 def _last_value(recipe: Recipe, user_overrides: "tuple[str, ...] | list[str]", key: str) -> "str | None":
     """The value the last of the recipe's then the user's overrides gives `key`, or None."""
-    value = None
-    for override in (*recipe.overrides, *user_overrides):
-        name, sep, text = override.lstrip("+").partition("=")
-        if sep and name == key:
-            value = text.strip()
-    return value
+    values = [o.value for o in map(parse_override, (*recipe.overrides, *user_overrides)) if o.assigns and o.key == key]
+    return values[-1] if values else None
 
 
 def _last_int(recipe: Recipe, user_overrides: "tuple[str, ...] | list[str]", key: str, default: int) -> int:
@@ -173,9 +126,7 @@ def train_global_batch_size(recipe: Recipe, user_overrides: "tuple[str, ...] | l
 
 def _fmt(value: Any) -> str:
     """OmegaConf literals: booleans lowercase, everything else as str()."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 # Stack-owned keys -> the config key a user changes instead (for the refusal message).
@@ -204,11 +155,8 @@ _OWNER = {
 def _check_fit(
     recipe: Recipe, par: Parallelism, pool: PoolShape, user_overrides: "tuple[str, ...] | list[str]" = ()
 ) -> None:
-    """Refuse layouts NeMo-RL would only reject (or hang on) after the job started.
-
-    The stack config already refuses a TP wider than a node and a pool too small for the recipe
-    (`StackConfig._check_job_fits`); what it cannot see is whether the GPUs divide evenly.
-    """
+    """Refuse layouts NeMo-RL would only reject (or hang on) after the job started: the GPUs that do not divide
+    evenly (the stack config, `StackConfig._check_job_fits`, refuses the rest)."""
     nodes, gpus = pool.node_count, pool.gpus_per_node
     where = f"recipe {recipe.name!r} on {nodes} node(s) x {gpus} GPU(s)"
     train_nodes = par.training_nodes(nodes)
@@ -234,17 +182,15 @@ def _check_fit(
         fits = [
             n
             for n in range(max(par.min_nodes, 1), 65)
-            if (t := (n if par.colocated else n - par.generation_nodes) * gpus) > 0
+            if (t := par.training_nodes(n) * gpus) > 0
             and t % par.model_parallel_gpus == 0
             and batch % (t // par.model_parallel_gpus) == 0
         ][:6]
+        allowed = ", ".join(map(str, fits)) or "none up to 64"
         raise JobBuildError(
-            f"{where}: {train_gpus} training GPUs / (TP {par.train_tensor_parallel} x PP "
-            f"{par.train_pipeline_parallel}) = "
-            f"data parallel {dp}, which does not divide policy.train_global_batch_size {batch} (NeMo-RL splits each "
-            "batch "
-            "evenly over the data-parallel ranks); allowed: gpuPool.nodeCount "
-            f"{', '.join(map(str, fits)) or 'none up to 64'}",
+            f"{where}: {train_gpus} training GPUs / (TP {par.train_tensor_parallel} x PP {par.train_pipeline_parallel})"
+            f" = data parallel {dp}, which does not divide policy.train_global_batch_size {batch} (NeMo-RL splits each"
+            f" batch evenly over the data-parallel ranks); allowed: gpuPool.nodeCount {allowed}",
             key="gpuPool.nodeCount",
         )
     gen_gpus = train_gpus if par.colocated else par.generation_nodes * gpus
@@ -303,18 +249,14 @@ def _derived(
 
 
 SYNC_SAVE = "checkpointing.is_async"
-"""Off: NeMo-RL v0.6.0's DTensor v2 worker saves with `dcp.async_save` ("is_async": True in
-nemo_rl/models/policy/workers/dtensor_policy_worker_v2.py) and grpo.py renames tmp_step_N to step_N as
-soon as `save_checkpoint` returns, before the write ends (fixed upstream only in unreleased commit
-c95bec5a6). `save_checkpoint` copies `checkpointing.is_async` over the worker's setting
-(nemo_rl/models/automodel/checkpoint.py, the keys it passes to `update_checkpointer_config`), so `false`
-makes the save synchronous. No config file carries the key, hence `++`. v0.5.0's worker saves
-synchronously (is_async defaults to False there, nemo_rl/utils/automodel_checkpoint.py) and v0.4.0 has no
-async save; Megatron saves with `async_save=False` at every pinned tag."""
+"""Off from v0.6.0: its DTensor v2 worker saves with `dcp.async_save` (nemo_rl/models/policy/workers/
+dtensor_policy_worker_v2.py) and grpo.py renames tmp_step_N to step_N before the write ends (fixed only in
+unreleased c95bec5a6); `save_checkpoint` copies this key over the worker's (nemo_rl/models/automodel/
+checkpoint.py `update_checkpointer_config`). Set with `++`: no config file carries it. v0.5.0 saves
+synchronously (nemo_rl/utils/automodel_checkpoint.py), v0.4.0 and Megatron (`async_save=False`) too."""
 
 
 def _saves_async(tag: str) -> bool:
-    """The pinned NeMo-RL tag's DTensor v2 worker saves asynchronously unless told not to (v0.6.0 on)."""
     try:
         version = tuple(int(part) for part in tag.lstrip("v").split(".")[:3])
     except ValueError:
@@ -323,15 +265,8 @@ def _saves_async(tag: str) -> bool:
 
 
 def _stack_part(derived: Mapping[str, Any]) -> list[str]:
-    """The stack-derived overrides (step 1 of the module docstring), as `key=value`.
-
-    Every key written exists in the recipes' config files (see workloads/recipes.py for what was
-    checked), so the strict `key=value` form is used (but `++` for `checkpointing.is_async`, which no config
-    file carries: `SYNC_SAVE`): a key NeMo-RL renamed fails loudly at start
-    instead of being silently added. `colocated.enabled` is written only when it leaves the
-    default (true), as the GKE tutorial does on v0.5.0: older Megatron configs did not all carry
-    the colocated block.
-    """
+    """The stack-derived overrides as strict `key=value` (`++` only for `SYNC_SAVE`), so a key NeMo-RL renamed
+    fails loudly; `colocated.enabled` only when not true (older Megatron configs lack the colocated block)."""
     return [
         f"{'++' if key == SYNC_SAVE else ''}{key}={_fmt(value)}"
         for key, value in derived.items()
@@ -371,9 +306,8 @@ def _merge(
 
 
 def _check_against_the_pinned_config(recipe: Recipe, owned: set[str], ours: list[str], users: list[str]) -> None:
-    """Apply every override, in NeMo-RL's order, to the pinned config with NeMo-RL's own parser
-    (`workloads.overrides`): the stack's and the recipe's must pass (a failure is this program's
-    bug, named as such), then the user's; a refusal names `job.overrides` and what is allowed."""
+    """Apply every override in NeMo-RL's order to the pinned config (`workloads.overrides`): the stack's and the
+    recipe's (a failure is this program's bug), then the user's (a refusal names `job.overrides`)."""
     checker = OverrideChecker(recipe.image.tag, recipe.config_file, owned)
     try:
         checker.check(ours)
@@ -389,7 +323,7 @@ def _check_against_the_pinned_config(recipe: Recipe, owned: set[str], ours: list
 
 
 def build_job(
-    recipe: Union[Recipe, str],
+    recipe: Recipe,
     job_cfg: JobSettings,
     pool: PoolShape,
     mount_path: str,
@@ -397,25 +331,9 @@ def build_job(
     wandb_enabled: bool,
     save_period: int,
 ) -> JobSpec:
-    """The job that runs `recipe` on this stack.
-
-    Args:
-        recipe: the `Recipe` (or its name); must be the one `job_cfg.recipe` names.
-        job_cfg: the stack's `job` config (overrides, max_num_steps, wandb_project).
-        pool: the GPU pool (`GpuPoolFacts`); `node_count` and `gpus_per_node` are used.
-        mount_path: where Lustre is mounted in the Ray pods (`ray.mountPath`).
-        stack: the Pulumi stack name; part of paths, W&B run name and submission id.
-        wandb_enabled: log to W&B (the caller knows whether the wandbApiKey secret is set).
-        save_period: `checkpointing.save_period`, the run plan's (`infra.run_plan.save_period_for`, its one
-            source: from `job.maxLostMinutes`, the recipe's step time and the checkpoint write time).
-
-    Raises:
-        JobBuildError: the layout does not fit the pool, or an override fights the stack.
-    """
-    if isinstance(recipe, str):
-        if recipe not in RECIPES:
-            raise JobBuildError(f"unknown recipe {recipe!r}; known: {', '.join(RECIPES)}", key="job.recipe")
-        recipe = RECIPES[recipe]
+    """The job that runs `recipe` (the one `job_cfg.recipe` names) on this stack, with Lustre at `mount_path`
+    in the Ray pods and the run plan's `save_period` (`infra.run_plan.save_period_for`). Raises
+    `JobBuildError` when the layout does not fit the pool or an override fights the stack."""
     if recipe.name != job_cfg.recipe:
         raise JobBuildError(f"recipe {recipe.name!r} is not the one job.recipe names ({job_cfg.recipe!r})")
     # The recipe's layout with the user's parallelism overrides applied (validated by the config).
@@ -423,7 +341,7 @@ def build_job(
     _check_fit(recipe, par, pool, tuple(job_cfg.overrides))
     derived = _derived(recipe, par, job_cfg, pool, mount_path, stack, wandb_enabled, save_period)
     overrides = _merge(derived, recipe.overrides, tuple(job_cfg.overrides), recipe)
-    argv = ["python", recipe.script, "--config", recipe.config_file, *overrides]
+    argv = ["python", recipe.image.grpo_script, "--config", recipe.config_file, *overrides]
     # The image's scripts, configs and data.prompt_file are relative to its checkout; a Ray job
     # starts wherever the raylet runs, so change there first (as the codelab's script does).
     adopt = adopt_legacy_checkpoints(

@@ -1,11 +1,8 @@
-"""Wait until a KubeRay RayCluster is provisioned (head and every worker replica ready).
+"""Wait until a KubeRay RayCluster is provisioned (head and every worker replica ready); Helm's wait cannot.
 
-Helm's wait does not understand the RayCluster custom resource, so this polls
-`GET <api>/apis/ray.io/v1/namespaces/<ns>/rayclusters/<name>` until `status.conditions` has
-`RayClusterProvisioned` and `HeadPodReady` "True" (ray-project/kuberay v1.7.0
-ray-operator/apis/ray/v1/raycluster_types.go; the deprecated `status.state` only when an older operator
-reports no conditions). 404, transport errors and 5xx keep waiting; 401/403 and TLS failures end it.
-No pulumi import: the dynamic provider (`workloads.hook`) imports this.
+Ready: `status.conditions` has `RayClusterProvisioned` and `HeadPodReady` "True" (ray-project/kuberay v1.7.0
+ray-operator/apis/ray/v1/raycluster_types.go); the deprecated `status.state` only when an older operator
+reports no conditions. 404, transport errors and 5xx keep waiting; 401/403 and TLS failures end it.
 """
 
 from __future__ import annotations
@@ -17,9 +14,7 @@ from urllib.parse import quote
 
 import requests
 
-PROVISIONED = "RayClusterProvisioned"
-HEAD_READY = "HeadPodReady"
-REQUIRED_CONDITIONS = (PROVISIONED, HEAD_READY)
+REQUIRED_CONDITIONS = ("RayClusterProvisioned", "HeadPodReady")
 DEFAULT_TIMEOUT_S = 3600.0
 """Spot GPU capacity, node-pool scale-up and the first pull of a NeMo-RL image (tens of GB) can take long."""
 DEFAULT_POLL_S = 10.0
@@ -29,12 +24,8 @@ Headers = Union[Mapping[str, str], Callable[[], Mapping[str, str]]]
 """Static headers, or a callable returning fresh ones on every poll (a bearer token lasts about an hour)."""
 
 
-class ReadinessError(Exception):
-    """The RayCluster readiness wait failed; `str()` is one line."""
-
-
-class RayClusterNotReady(ReadinessError):
-    """The RayCluster was not provisioned within the timeout."""
+class RayClusterNotReady(Exception):
+    """The RayCluster was not provisioned within the timeout; `str()` is one line."""
 
     def __init__(self, namespace: str, name: str, timeout_s: float, last: Optional["RayClusterProgress"]):
         self.namespace, self.name, self.timeout_s, self.last = namespace, name, timeout_s, last
@@ -46,7 +37,7 @@ class RayClusterNotReady(ReadinessError):
         )
 
 
-class RayClusterAuthError(ReadinessError):
+class RayClusterAuthError(Exception):
     """The API server refused our credentials (or TLS to it failed)."""
 
     def __init__(self, url: str, detail: str):
@@ -72,13 +63,11 @@ class RayClusterProgress:
     """A transient failure of this poll (transport error, HTTP 5xx), when there was one."""
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
-    def condition(self, kind: str) -> Optional[dict[str, Any]]:
-        return next((c for c in self.conditions if c.get("type") == kind), None)
-
     @property
     def ready(self) -> bool:
         if self.conditions:
-            return all((self.condition(kind) or {}).get("status") == "True" for kind in REQUIRED_CONDITIONS)
+            true = {c.get("type") for c in self.conditions if c.get("status") == "True"}
+            return true.issuperset(REQUIRED_CONDITIONS)
         # An operator older than KubeRay's status conditions (no `conditions` at all): fall back to
         # the deprecated state, and still require every worker replica.
         return (
@@ -94,9 +83,8 @@ class RayClusterProgress:
             return f"request failed ({self.error})"
         if not self.found:
             return "RayCluster not found (not created yet)"
-        workers = f"workers {self.ready_workers if self.ready_workers is not None else '?'}/"
-        workers += f"{self.desired_workers if self.desired_workers is not None else '?'} ready"
-        parts = [workers]
+        ready, desired = ("?" if n is None else n for n in (self.ready_workers, self.desired_workers))
+        parts = [f"workers {ready}/{desired} ready"]
         for cond in self.conditions:
             text = f"{cond.get('type')}={cond.get('status')}"
             detail = cond.get("reason") or ""
@@ -145,60 +133,49 @@ def wait_for_raycluster(
     on_status: Optional[Callable[[RayClusterProgress], None]] = None,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
-    session: Optional[requests.Session] = None,
 ) -> dict[str, Any]:
-    """Poll the RayCluster until it is provisioned; returns the RayCluster object (JSON as a dict).
+    """Poll the RayCluster until it is provisioned; returns it. `on_status(progress)` follows every poll.
 
-    `on_status(progress)` is called after every poll. Raises `RayClusterNotReady` after
-    `timeout_s` (naming the cluster and the last conditions and reasons) and
-    `RayClusterAuthError` at once on HTTP 401/403 or a TLS verification failure.
+    Raises `RayClusterNotReady` after `timeout_s`, `RayClusterAuthError` at once on HTTP 401/403 or bad TLS.
     """
     url = raycluster_url(api_base_url, namespace, name)
-    http = session or requests.Session()
-    try:
-        return _poll(http, url, namespace, name, headers, verify, timeout_s, poll_s, on_status, clock, sleep)
-    finally:
-        if session is None:
-            http.close()
-
-
-def _poll(http, url, namespace, name, headers, verify, timeout_s, poll_s, on_status, clock, sleep) -> dict[str, Any]:
     start = clock()
     last: Optional[RayClusterProgress] = None
-    while True:
-        elapsed = clock() - start
-        current = dict(headers() if callable(headers) else (headers or {}))
-        current.setdefault("Accept", "application/json")
-        try:
-            resp = http.get(url, headers=current, verify=verify, timeout=REQUEST_TIMEOUT_S)
-        except requests.exceptions.SSLError:  # before ConnectionError: it is a subclass of it
-            raise RayClusterAuthError(url, "TLS verification failed; is the cluster CA right?") from None
-        except requests.exceptions.RequestException as err:
-            progress = RayClusterProgress(
-                found=last.found if last else False, elapsed_s=elapsed, error=type(err).__name__
-            )
-        else:
-            if resp.status_code in (401, 403):
-                raise RayClusterAuthError(url, f"HTTP {resp.status_code}")
-            if resp.status_code == 404:
-                progress = RayClusterProgress(found=False, elapsed_s=elapsed)
-            elif resp.ok:
-                try:
-                    progress = progress_of(resp.json(), elapsed)
-                except ValueError:
-                    progress = RayClusterProgress(found=False, elapsed_s=elapsed, error="response is not JSON")
+    with requests.Session() as http:
+        while True:
+            elapsed = clock() - start
+            current = {"Accept": "application/json", **(headers() if callable(headers) else (headers or {}))}
+            try:
+                resp = http.get(url, headers=current, verify=verify, timeout=REQUEST_TIMEOUT_S)
+            except requests.exceptions.SSLError:  # before ConnectionError: it is a subclass of it
+                raise RayClusterAuthError(url, "TLS verification failed; is the cluster CA right?") from None
+            except requests.exceptions.RequestException as err:
+                progress = RayClusterProgress(last.found if last else False, elapsed, error=type(err).__name__)
             else:
-                progress = RayClusterProgress(found=False, elapsed_s=elapsed, error=f"HTTP {resp.status_code}")
-        # Keep the last real view of the cluster for the timeout message when a poll only failed.
-        if progress.error is None or last is None or last.error is not None:
-            last = progress
-        if on_status is not None:
-            on_status(progress)
-        if progress.ready:
-            return progress.raw
-        if clock() - start + poll_s > timeout_s:
-            raise RayClusterNotReady(namespace, name, timeout_s, last)
-        sleep(poll_s)
+                if resp.status_code in (401, 403):
+                    raise RayClusterAuthError(url, f"HTTP {resp.status_code}")
+                progress = _progress_of_response(resp, elapsed)
+            # Keep the last real view of the cluster for the timeout message when a poll only failed.
+            if progress.error is None or last is None or last.error is not None:
+                last = progress
+            if on_status is not None:
+                on_status(progress)
+            if progress.ready:
+                return progress.raw
+            if clock() - start + poll_s > timeout_s:
+                raise RayClusterNotReady(namespace, name, timeout_s, last)
+            sleep(poll_s)
+
+
+def _progress_of_response(resp: requests.Response, elapsed: float) -> RayClusterProgress:
+    if resp.status_code == 404:
+        return RayClusterProgress(found=False, elapsed_s=elapsed)
+    if not resp.ok:
+        return RayClusterProgress(found=False, elapsed_s=elapsed, error=f"HTTP {resp.status_code}")
+    try:
+        return progress_of(resp.json(), elapsed)
+    except ValueError:
+        return RayClusterProgress(found=False, elapsed_s=elapsed, error="response is not JSON")
 
 
 def wait_for_raycluster_on_gke(
@@ -211,12 +188,10 @@ def wait_for_raycluster_on_gke(
     token_provider: Optional[Callable[[], str]] = None,
     **kwargs: Any,
 ) -> dict[str, Any]:
-    """`wait_for_raycluster` against a GKE API server, authenticated like `workloads.ray_connection.connect`:
-    a Google bearer token (default Application Default Credentials, refreshed on every poll) and,
-    for an IP endpoint, the cluster CA (GKE's base64 `clusterCaCertificate`, or a PEM file); without
-    a CA the system roots verify the DNS endpoint's certificate. `gke_endpoint` is an IP or host; a
-    value with a scheme is used as is (tests use a plain-http fake)."""
-    from workloads import ray_connection  # the shared token provider and CA-file handling
+    """`wait_for_raycluster` against a GKE API server, authenticated as `workloads.ray_connection.connect` is (a
+    Google token refreshed on every poll, the cluster CA for an IP endpoint); an endpoint with a scheme is used
+    as is (tests use a plain-http fake)."""
+    from workloads import ray_connection
 
     verify = ray_connection.tls_verify(ca_file, ca_cert_b64)
     provider = token_provider or ray_connection.google_token_provider()

@@ -1,30 +1,16 @@
-"""NeMo-RL GRPO recipes as typed data.
+"""NeMo-RL GRPO recipes as typed data; the job builder (`workloads.job_spec.build_job`) adds what the stack decides.
 
-A recipe pins its NeMo-RL image and knows which generation of the NeMo-RL config layout the
-image uses (the GRPO script name and the data keys changed at v0.6: NVIDIA-NeMo/RL
-v0.6.0 examples/run_grpo.py, examples/configs/grpo_math_1B.yaml).
-Stack-dependent values (node counts, checkpoint paths, logger names) are NOT here: the job
-builder (`workloads.job_spec.build_job`) derives them from the stack and the infra facts.
-
-What was checked against upstream (NVIDIA-NeMo/RL, read through the code index):
-- examples/configs/grpo_math_70B_megatron.yaml (defaults: grpo_math_1B_megatron.yaml): Megatron
-  backend, `policy.megatron_cfg.tensor_model_parallel_size: 4`, `pipeline_model_parallel_size: 4`,
-  `policy.generation.vllm_cfg.tensor_parallel_size: 8` (the same at v0.4.0 ... v0.7.0),
-  `cluster: {gpus_per_node: 8, num_nodes: 8}`. The codelab overrides only the model, converter, data
-  and batch sizes, so those values stand.
-- examples/configs/recipes/llm/grpo-gemma3-27b-it-8n4g-fsdp2tp4-actckpt-long.yaml inherits
-  grpo-gemma3-27b-it-8n8g-fsdp2tp8-actckpt-long.yaml (DTensor, colocated by default); the GKE
-  tutorial (and pmotgi/nemo-rl-on-gke gemma3-27b-gsm8k.sh) overrides dtensor TP 8, vLLM TP 8,
-  gpu_memory_utilization 0.9 and moves vLLM to its own node.
-- examples/configs/grpo_math_1B.yaml: DTensor TP 1, vLLM TP 1, colocated; every key the job
-  builder sets (cluster.*, checkpointing.*, logger.log_dir, logger.wandb*, grpo.max_num_steps,
-  policy.generation.colocated.*) exists in it, so plain `key=value` overrides are used for them.
-- nemo_rl/algorithms/grpo.py `setup()`: with generation not colocated on more than one node,
-  NeMo-RL itself computes `train_nodes = cluster.num_nodes - colocated.resources.num_nodes` and
-  requires `colocated.resources.gpus_per_node == cluster.gpus_per_node`; so `cluster.num_nodes`
-  is the WHOLE pool, not the training share.
-- docker/Dockerfile: WORKDIR /opt/nemo-rl, the venv /opt/nemo_rl_venv/bin is on PATH, UV_NO_SYNC=1;
-  config files and `data.prompt_file` are relative to /opt/nemo-rl, hence `NemoRLImage.workdir`.
+Checked against upstream NVIDIA-NeMo/RL:
+- examples/configs/grpo_math_70B_megatron.yaml (defaults: grpo_math_1B_megatron.yaml): Megatron TP 4, PP 4,
+  vLLM TP 8 (v0.4.0 ... v0.7.0); the codelab overrides only model, converter, data and batch sizes.
+- examples/configs/recipes/llm/grpo-gemma3-27b-it-8n4g-fsdp2tp4-actckpt-long.yaml inherits ...-8n8g-fsdp2tp8-...
+  (DTensor, colocated); the GKE tutorial (and pmotgi/nemo-rl-on-gke gemma3-27b-gsm8k.sh) sets dtensor TP 8,
+  vLLM TP 8, gpu_memory_utilization 0.9 and vLLM on its own node.
+- examples/configs/grpo_math_1B.yaml holds every key the job builder sets, so plain `key=value` is used.
+- nemo_rl/algorithms/grpo.py `setup()`: train_nodes = cluster.num_nodes - colocated.resources.num_nodes, and
+  colocated.resources.gpus_per_node == cluster.gpus_per_node; so `cluster.num_nodes` is the WHOLE pool.
+- docker/Dockerfile: WORKDIR /opt/nemo-rl (configs and `data.prompt_file` are relative to it), venv on PATH.
+- The script and data keys changed at v0.6 (v0.6.0 examples/run_grpo.py, examples/configs/grpo_math_1B.yaml).
 """
 
 from __future__ import annotations
@@ -36,19 +22,15 @@ from enum import Enum
 class ConfigGeneration(str, Enum):
     """NeMo-RL config layout generation."""
 
-    FLAT = "flat"
-    """<= v0.5: examples/run_grpo_math.py, flat data.dataset_name."""
-    SPLIT = "split"
-    """>= v0.6: examples/run_grpo.py, data.train.* / data.validation.*."""
+    FLAT = "flat"  # <= v0.5: examples/run_grpo_math.py, flat data.dataset_name
+    SPLIT = "split"  # >= v0.6: examples/run_grpo.py, data.train.* / data.validation.*
 
 
 class TrainingBackend(str, Enum):
     """Which NeMo-RL policy backend a recipe trains with; decides the parallelism keys."""
 
-    DTENSOR = "dtensor"
-    """`policy.dtensor_cfg.*` (FSDP2 + tensor parallel)."""
-    MEGATRON = "megatron"
-    """`policy.megatron_cfg.*` (tensor + pipeline parallel)."""
+    DTENSOR = "dtensor"  # policy.dtensor_cfg.* (FSDP2 + tensor parallel)
+    MEGATRON = "megatron"  # policy.megatron_cfg.* (tensor + pipeline parallel)
 
 
 @dataclass(frozen=True)
@@ -59,8 +41,7 @@ class NemoRLImage:
     ray_version: str
     generation: ConfigGeneration
     repository: str = "nvcr.io/nvidia/nemo-rl"
-    workdir: str = "/opt/nemo-rl"
-    """The checkout inside the image; scripts, configs and prompt files are relative to it."""
+    workdir: str = "/opt/nemo-rl"  # the checkout: scripts, configs and prompt files are relative to it
 
     @property
     def ref(self) -> str:
@@ -68,9 +49,7 @@ class NemoRLImage:
 
     @property
     def grpo_script(self) -> str:
-        if self.generation is ConfigGeneration.FLAT:
-            return "examples/run_grpo_math.py"
-        return "examples/run_grpo.py"
+        return "examples/run_grpo_math.py" if self.generation is ConfigGeneration.FLAT else "examples/run_grpo.py"
 
 
 # The Ray each image ships: NVIDIA-NeMo/RL uv.lock at the tag (`name = "ray"`): v0.4.0 2.46.0,
@@ -88,20 +67,13 @@ IMAGES: dict[str, NemoRLImage] = {
 class Parallelism:
     """How a recipe lays its work over GPUs; checked against the pool before anything is built."""
 
-    train_tensor_parallel: int
-    """DTensor or Megatron tensor-parallel size of the policy."""
-    colocated: bool = True
-    """Generation (vLLM) shares the training GPUs."""
-    generation_nodes: int = 0
-    """Nodes reserved for vLLM when not colocated."""
+    train_tensor_parallel: int  # the policy's, DTensor or Megatron
+    colocated: bool = True  # generation (vLLM) shares the training GPUs
+    generation_nodes: int = 0  # reserved for vLLM when not colocated
     generation_tensor_parallel: int = 1
-    """vLLM tensor-parallel size."""
-    min_nodes: int = 1
-    """The fewest GPU nodes the recipe can run on."""
+    min_nodes: int = 1  # the fewest GPU nodes the recipe can run on
     backend: TrainingBackend = TrainingBackend.DTENSOR
-    """Decides whether the tensor-parallel size goes to dtensor_cfg or megatron_cfg."""
-    train_pipeline_parallel: int = 1
-    """Megatron pipeline-parallel size (DTensor recipes keep 1)."""
+    train_pipeline_parallel: int = 1  # Megatron only
 
     def __post_init__(self) -> None:
         # generation_nodes is ignored while colocated, so a user may switch colocation on and off.
@@ -114,9 +86,7 @@ class Parallelism:
             raise ValueError("pipeline parallelism needs the Megatron backend")
 
     def training_nodes(self, node_count: int) -> int:
-        """The nodes of a `node_count` pool left for training: all of them while colocated, else those
-        that generation does not take. Below 1 the layout does not fit; the stack config and the job
-        builder both refuse it by this rule."""
+        """The nodes of a `node_count` pool left for training (below 1: the config and job builder refuse it)."""
         return node_count if self.colocated else node_count - self.generation_nodes
 
     @property
@@ -130,27 +100,20 @@ class Recipe:
     """One GRPO run: model, data, NeMo-RL config file and fixed overrides."""
 
     name: str
-    description: str
     image: NemoRLImage
     config_file: str
     model: str
     model_params_billion: float
     parallelism: Parallelism
-    overrides: tuple[str, ...] = field(default_factory=tuple)
-    """Recipe-specific NeMo-RL overrides (Hydra syntax); stack-derived ones are added by the job builder."""
+    overrides: tuple[str, ...] = field(default_factory=tuple)  # Hydra syntax; the stack's come from the builder
     max_num_steps: int = 20
-    expected_hours: float | None = None
-    """Rough wall-clock duration on the recipe's reference pool; used for cost totals."""
+    expected_hours: float | None = None  # rough wall-clock on the recipe's reference pool, for cost totals
+    # What `config_file` sets at the image's tag: train_global_batch_size 512 in grpo_math_1B.yaml (v0.6.0) and
+    # grpo_math_70B_megatron.yaml (v0.4.0), inherited by the gemma files; max_total_sequence_length 512
+    # (grpo_math_1B.yaml, v0.6.0), 4096 (grpo_math_70B_megatron.yaml, v0.4.0), 16384
+    # (grpo-gemma3-27b-it-8n8g-fsdp2tp8-actckpt-long.yaml, v0.6.0).
     config_train_global_batch_size: int = 512
-    """`policy.train_global_batch_size` of `config_file` at the image's tag (before any override): 512 in
-    grpo_math_1B.yaml (v0.6.0) and grpo_math_70B_megatron.yaml (v0.4.0); the gemma recipe files inherit it."""
     config_max_sequence_length: int = 512
-    """`policy.max_total_sequence_length` of `config_file` at the image's tag: 512 (grpo_math_1B.yaml, v0.6.0),
-    4096 (grpo_math_70B_megatron.yaml, v0.4.0), 16384 (grpo-gemma3-27b-it-8n8g-fsdp2tp8-actckpt-long.yaml, v0.6.0)."""
-
-    @property
-    def script(self) -> str:
-        return self.image.grpo_script
 
     @property
     def step_seconds(self) -> "float | None":
@@ -180,12 +143,10 @@ GATED_MODELS = frozenset({"google/gemma-3-27b-it"})
 
 RECIPES: dict[str, Recipe] = {
     # The codelab run (GoogleCloudPlatform/devrel-demos ai-ml/rl-gke-managed-lustre): Qwen2.5-72B-Instruct,
-    # DeepScaler, Megatron, 8 x B200 nodes.
-    # Parallelism is the config file's own (TP 4 x PP 4, vLLM TP 8): the codelab keeps it, and one
-    # replica spans 16 GPUs, so two 8-GPU nodes is the least it can run on.
+    # DeepScaler, Megatron, 8 x B200 nodes, with the config file's own TP 4 x PP 4 (one replica spans 16 GPUs,
+    # so two 8-GPU nodes at least) and vLLM TP 8.
     "qwen2.5-72b-deepscaler": Recipe(
         name="qwen2.5-72b-deepscaler",
-        description="Codelab: Qwen2.5-72B-Instruct GRPO on DeepScaler with Megatron (8 nodes)",
         image=IMAGES["v0.4.0"],
         config_file="examples/configs/grpo_math_70B_megatron.yaml",
         model="Qwen/Qwen2.5-72B-Instruct",
@@ -213,14 +174,11 @@ RECIPES: dict[str, Recipe] = {
         expected_hours=6.0,
         config_max_sequence_length=4096,
     ),
-    # The GKE tutorial run (https://cloud.google.com/kubernetes-engine/docs/tutorials/nemo-rl-gke):
-    # Gemma3-27B-it on GSM8K, generation on its own node
-    # (2 nodes: 1 trains with dtensor TP 8, 1 serves vLLM with TP 8). The tutorial ran the v0.5.0
-    # image with ResponseDataset keys that image cannot load GSM8K with; v0.6.0 has the recipe
-    # file too (and a Ray of its own, which the RayCluster follows) and loads GSM8K as it is.
+    # The GKE tutorial run (https://cloud.google.com/kubernetes-engine/docs/tutorials/nemo-rl-gke): Gemma3-27B-it
+    # on GSM8K, 1 node trains (dtensor TP 8), 1 serves vLLM (TP 8). The tutorial's v0.5.0 image cannot load GSM8K
+    # with its ResponseDataset keys; v0.6.0 has the recipe file too and loads GSM8K as it is.
     "gemma3-27b-gsm8k": Recipe(
         name="gemma3-27b-gsm8k",
-        description="GKE tutorial: Gemma3-27B-it GRPO on GSM8K, vLLM on a dedicated node (2 nodes)",
         image=IMAGES["v0.6.0"],
         config_file="examples/configs/recipes/llm/grpo-gemma3-27b-it-8n4g-fsdp2tp4-actckpt-long.yaml",
         model="google/gemma-3-27b-it",
@@ -245,7 +203,6 @@ RECIPES: dict[str, Recipe] = {
     # The cheapest run that still exercises every part: one GPU node, a 1.5B model, GSM8K.
     "qwen2.5-1.5b-gsm8k": Recipe(
         name="qwen2.5-1.5b-gsm8k",
-        description="Dev: Qwen2.5-1.5B-Instruct GRPO on GSM8K, one node, colocated",
         image=IMAGES["v0.6.0"],
         config_file="examples/configs/grpo_math_1B.yaml",
         model="Qwen/Qwen2.5-1.5B-Instruct",
