@@ -1,10 +1,5 @@
-"""The acceptance gate's driver: the gate job's entrypoint on the Ray cluster (`python -m workloads.gate
-run <plan>`, `main`), which pins one probe actor to each GPU worker node (`NodeAffinitySchedulingStrategy`,
-all of the node's GPUs), runs the GPU and fabric phase and then the storage phase, and prints the report
-as one `RESULT_MARKER` line for the client (`workloads.gate.gate_job`).
-
-Imports: the standard library, the gate's own modules, and Ray inside the functions that run on the
-cluster.
+"""The gate job's driver (`python -m workloads.gate run <plan>`): one probe actor pinned to each GPU worker
+node, the GPU and fabric phase, the storage phase, and the report as one `RESULT_MARKER` line.
 """
 
 from __future__ import annotations
@@ -25,8 +20,7 @@ from workloads.gate.verdict import RESULT_MARKER, Check, GateReport, check_gpus,
 
 
 def worker_nodes(plan: GatePlan, nodes: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """The alive Ray nodes that can host a probe (`worker_resource` >= what one probe needs), sorted by
-    IP so that node ranks are stable."""
+    """The alive Ray nodes that can host a probe, sorted by IP so that node ranks are stable."""
     need = plan.gpus_per_node if plan.worker_resource == "GPU" else 0
     found = [
         n
@@ -37,7 +31,6 @@ def worker_nodes(plan: GatePlan, nodes: Iterable[Mapping[str, Any]]) -> list[Map
 
 
 def run(plan: GatePlan) -> GateReport:
-    """The gate on the Ray cluster this process is connected to (the gate job's driver)."""
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 

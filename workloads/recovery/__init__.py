@@ -1,9 +1,4 @@
-"""Spot-preemption recovery: resubmit the stack's job when infrastructure, not the job, killed it.
-
-One module per job: the policy (`policy.py`), why an attempt failed and what to do about it
-(`classify.py`), what the watcher saw across restarts (`state_file.py`) and the run owner's loop
-(`owner_loop.py`: `Watcher`, `watch`). The in-cluster command is `workloads/watcher.py`.
-"""
+"""Spot-preemption recovery (docs/preemption-recovery.md); the in-cluster command is `workloads/watcher.py`."""
 
 from workloads.recovery.classify import (
     CAPACITY_WAIT_LIMIT,

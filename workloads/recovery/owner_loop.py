@@ -1,29 +1,10 @@
 """The run owner's loop: resubmit the stack's job when infrastructure, not the job, killed it.
 
 A RayJob with `clusterSelector` refuses `backoffLimit > 0` (ray-project/kuberay v1.7.0
-ray-operator/controllers/ray/utils/validation.go), so resubmission has to come from outside KubeRay. `watch` is
-that outside loop, in the cluster (`PreemptionWatcher` of `infra/watcher_deployment.py`) or on a laptop (jobctl watch).
-
-Resubmitting is safe because a resubmission is the *same* `JobSpec`: same entrypoint, same
-`checkpointing.checkpoint_dir` on Lustre, so NeMo-RL loads the highest `step_N` there and resumes
-(NVIDIA-NeMo/RL nemo_rl/utils/checkpoint.py). Ray never reuses a submission id, so attempt N runs as `<id>-r<N>`
-(`submit.attempt_id`); the attempt number, the count of consecutive *automatic* restarts and of consecutive
-capacity waits travel in the job's metadata (`nemo-rl-gke/attempt`, `nemo-rl-gke/auto-restarts`, `.../capacity-waits`).
-
-Each look (`Watcher.step`) reads the job table, decides (`workloads/recovery/classify.py`, under the
-policy of `workloads/recovery/policy.py`), keeps the run ledger, and before a resubmission waits for
-the budget, a running gate, the gang (`gpuPool.capacity`), the pool's GPUs and the gate.
-
-A head restarted without GCS fault tolerance forgets every job, and a watcher restarted with it forgets
-what it saw, unless its state file (`StateFile`, on Lustre) kept it: then the running attempt is found
-lost and resubmitted. With `resubmit_missing` (`job.submit` on) a spec with no job at all is submitted
-too, once the GPUs are alive; neither happens while another spec's job of the stack is pending or running.
-
-Not covered: a job that hangs instead of failing (NeMo-RL's surviving workers blocked in a collective
-on a vanished peer until NCCL's timeout) is RUNNING to Ray, so it is only restarted once it fails.
-
-Imports: `workloads` modules only (`job_types`, `submit`: Ray's job SDK, no Pulumi; the gate, the ledger, the
-checkpoints and the gang wait lazily), so it runs in the Ray image the watcher pod ships them to in a ConfigMap.
+ray-operator/controllers/ray/utils/validation.go), so resubmission comes from this loop, in the cluster or
+on a laptop (jobctl watch). A resubmission is the same `JobSpec` as `<id>-r<N>`, and NeMo-RL resumes from
+the highest `step_N` in its checkpoint dir (NVIDIA-NeMo/RL nemo_rl/utils/checkpoint.py).
+Rules and holds: docs/preemption-recovery.md. Not covered: a job that hangs instead of failing.
 """
 
 from __future__ import annotations
@@ -57,7 +38,7 @@ _FINAL = (Action.DONE, Action.GIVE_UP)
 
 
 SAVE_WAIT_CAP_S = 1800.0
-"""How long past its save cycle a budget stop waits for a save still being written: longer, it is stuck."""
+"""How long past its save cycle a budget stop waits for a save still being written."""
 
 
 class Watcher:
@@ -87,15 +68,12 @@ class Watcher:
         self.ledger_file = ledger
         self.ledger = self._load_ledger()
         self.notes: list[str] = []
-        """Lines for the watcher's log besides the decision (attempts ended, budget); `watch` prints them."""
+        """Lines for the watcher's log besides the decision; `watch` prints them."""
         self.gang = gang
         self._table_forgot = False
         """The job table has forgotten the last attempt (a head restart): its writers may still live."""
-        """The worker pods and nodes of the gang wait (`workloads.gang_wait.KubeGangView` in the cluster);
-        None: no gang wait (the stack has no `gpuPool.capacity`, or the watcher runs outside the cluster)."""
         self.release = release
-        """What scales the worker group to 0 when the run has ended (`_release_after_run`); None: the workers
-        stay (`recovery.releaseWorkersAfterRun` false, or no Kubernetes API here)."""
+        """Scales the worker group to 0 once the run has ended; None: the workers stay."""
 
     def _load_ledger(self) -> "Ledger":
         from workloads.ledger import Ledger
@@ -119,7 +97,7 @@ class Watcher:
             self._event(line)
 
     def _event(self, line: str) -> None:
-        """Record `line` in the ledger's events (shown by `status`) without saying it again in the log."""
+        """Record `line` in the ledger's events (shown by `status`) only."""
         self.ledger.events.append(f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime(self.clock()))} {line}")
 
     def _remember(self, seen: Seen) -> None:
@@ -239,9 +217,8 @@ class Watcher:
         return None
 
     def _close_superseded(self, mine: list, newest: Any, now: float) -> None:
-        """Close, once, every open ledger record of an attempt older than `newest` (replaced between two
-        looks by `jobctl submit`, the hook, or a watcher restart): it ended when the table says, else when
-        `newest` started. Left open, its node-hours would grow for ever and the budget stop early."""
+        """Close every open ledger record older than `newest` (it ended when the table says, else when `newest`
+        started): left open, its node-hours would grow for ever."""
         from workloads import submit
 
         ends = {j.submission_id: j.end_time for j in mine}
@@ -328,8 +305,7 @@ class Watcher:
         )
 
     def _mark_gate(self, record: "Attempt") -> None:
-        """Record when the attempt's gate run (a Ray job, `nemo-rl-gke/gate-for` it) started and ended: the
-        `gate` goodput bucket's boundaries. Nothing when there was none or the job table does not answer."""
+        """Record the attempt's gate run start and end (the `gate` goodput bucket's boundaries)."""
         from workloads import submit
         from workloads.run_owner import META_GATE_FOR
 
@@ -345,8 +321,7 @@ class Watcher:
                 record.marks["gateEnd"] = max(ends) / 1000
 
     def _goodput_fields(self, record: "Attempt", now: float) -> dict[str, Any]:
-        """The attempt's goodput for its `attempt-ended` line: the fraction of its paid GPU node-time in kept
-        steps and the dollars of each badput bucket (`workloads/goodput.py`; the dashboard charts them)."""
+        """The attempt's goodput fraction and badput dollars for its `attempt-ended` line."""
         from workloads import goodput
 
         rows = goodput.run_buckets(
@@ -366,8 +341,8 @@ class Watcher:
         }
 
     def _budget(self, job: Any, record: "Attempt", now: float) -> Optional[Decision]:
-        """At 80 % of `job.budgetUsd` warn once; at 100 % stop the run after its next complete checkpoint,
-        or at once when none comes within one save period (module `workloads.ledger`)."""
+        """At 80 % of `job.budgetUsd` warn once; at 100 % stop after the next complete checkpoint, or at once when
+        none comes within one save period."""
         from workloads import submit
         from workloads.ledger import WARN_FRACTION
 
@@ -423,8 +398,7 @@ class Watcher:
         return Decision(Action.DONE, f"job.budgetUsd ${budget:,.2f} spent: stopped {job.submission_id} {why}")
 
     def _budget_raised(self) -> None:
-        """Spend is under `job.budgetUsd` again (it was raised): forget the earlier trip, so the next one
-        waits for a checkpoint again instead of stopping at once."""
+        """Spend is under the budget again: forget the earlier trip."""
         if self.ledger.stop_requested_at is None:
             return
         self.ledger.stop_requested_at = self.ledger.stop_requested_step = None
@@ -432,10 +406,8 @@ class Watcher:
         self._save_ledger()
 
     def _save_in_flight(self, since: Optional[int]) -> bool:
-        """Whether a save newer than step `since` is being written (a `tmp_step_<N>`, or a `step_<N>` not yet
-        whole): the budget stop waits for it (up to `SAVE_WAIT_CAP_S`), however slow. Ray's stop gives the
-        driver 3 s before SIGKILL and NeMo-RL has no SIGTERM handler, so a stop now would lose that save; a
-        save that fails ends the job by itself."""
+        """Whether a save newer than `since` is being written: Ray's stop gives the driver 3 s before SIGKILL and
+        NeMo-RL has no SIGTERM handler, so a stop now would lose it."""
         from workloads import checkpoints
 
         if not self.run.checkpoint_dir:
@@ -444,9 +416,8 @@ class Watcher:
         return any(step > (since or 0) for step in (*found.partial, *found.incomplete))
 
     def _release_after_run(self, jobs: list[Any], newest: Any, decision: Decision, now: float) -> None:
-        """Once the run has ended for good (succeeded, gave up, stopped, budget), scale the worker group to 0,
-        once per attempt, in one line; the ledger records when (`idleAfterRun` ends). Not while any job of the
-        stack is pending or running; a failed release is tried again on the next look."""
+        """Once the run has ended for good and no job of the stack is active, scale the workers to 0, once per
+        attempt; a failed release is tried again next look."""
         if self.release is None or decision.action not in _FINAL:
             return
         record = self.ledger.find(newest.submission_id)
@@ -470,7 +441,6 @@ class Watcher:
         self._save_ledger()
 
     def _resubmit(self, decision: Decision) -> Decision:
-        """Resubmit what `decision` says once no hold (`workloads/recovery/holds.py` `HOLDS`) holds it back."""
         decision = holds.first_hold(self, decision)
         if decision.action is not Action.RESUBMIT:
             return decision
@@ -478,7 +448,7 @@ class Watcher:
         return dataclasses.replace(decision, reason=f"{decision.reason}: resubmitted as {job_id}")
 
     def _gang_mix(self, submission_id: str) -> str:
-        """The rungs of the whole gang the watcher saw before `submission_id` ("spot 3, onDemand 5"); "": none."""
+        """The rungs of the whole gang seen before `submission_id` ("spot 3, onDemand 5"); "": none."""
         from workloads.ledger import GANG_COMPLETE
 
         gang = self.ledger.gang
@@ -486,7 +456,6 @@ class Watcher:
         return gang.mix if whole and gang is not None else ""
 
     def resubmit(self, attempt: int, restarts: int, capacity_waits: int = 0) -> str:
-        """Submit attempt `attempt` of the spec (same entrypoint, runtime env and checkpoint dir)."""
         from workloads import submit
 
         meta = {META_AUTO_RESTARTS: str(restarts)}
@@ -547,15 +516,9 @@ def watch(
 ) -> Decision:
     """Check the spec's job every `policy.check_interval_seconds` and resubmit it after a preemption.
 
-    Runs until `until(decision)` is true (forever by default: a Deployment's pod must not exit), or
-    once with `once`. A dashboard that does not answer (the head restarting) is reported and retried,
-    not fatal. A line is written to `out` whenever the decision changes; `heartbeat` is touched after
-    every look (the pod's liveness probe reads its age); `state` keeps what the watcher saw across its
-    own restarts (`StateFile`); `gate` is the stack's acceptance gate, run before every attempt
-    (`workloads.run_owner`); `gang` the view of the gang wait before every attempt (`holds.gang_whole`);
-    `release` what scales the workers to 0 once the run has ended (`Watcher._release_after_run`).
-    Returns the last decision.
-    """
+    Runs until `until(decision)` is true (forever by default), or once with `once`; a dashboard that does not
+    answer is reported and retried. A line goes to `out` whenever the decision changes; `heartbeat` is touched
+    after every look; `state` keeps what the watcher saw across restarts. Returns the last decision."""
     from workloads import submit
     from workloads.ledger import LedgerFile, ledger_path
 
