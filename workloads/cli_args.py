@@ -142,11 +142,8 @@ def read_user_file(path: "str | os.PathLike[str]", limit: int = MAX_USER_FILE_BY
     return data
 
 
-# The project's one credential detector: a known token prefix (Hugging Face, GitHub, OpenAI-style, AWS, Google
-# API keys, Slack, JWTs, PEM keys), a URL with a password, 32 or more hex digits (a W&B API key is 40), digits
-# and letters both, or a run of 32 or more letters and digits mixing upper case, lower case and digits (the
-# shape of random tokens; names that long carry separators). It refuses such values in plain config keys
-# (infra/config) and keeps them out of every message that repeats user input (`without_credentials`).
+# The project's one credential detector: a known token prefix, a URL with a password, 32+ hex digits with
+# digits and letters both (a W&B key is 40), or 32+ letters and digits mixing upper, lower case and digits.
 _CREDENTIAL_VALUE = re.compile(
     r"hf_[A-Za-z0-9]{20,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,}|sk-[A-Za-z0-9_\-]{20,}|AKIA[0-9A-Z]{16}"
     r"|AIza[0-9A-Za-z_\-]{35}|xox[abprs]-[A-Za-z0-9\-]{10,}|eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}|-----BEGIN"

@@ -29,8 +29,7 @@ def for_error(exc: BaseException) -> Optional[int]:
         return exc.code
     if isinstance(exc, (UsageError, JobBuildError)):
         return USAGE
-    # Looked up, not imported: a command that never loaded a module cannot have raised its errors,
-    # and importing `workloads.submit` here would load Ray for `submit --dry-run`.
+    # Looked up, not imported: importing them would load Ray for `submit --dry-run`.
     gate = sys.modules.get("workloads.gate.verdict")
     if gate is not None and isinstance(exc, gate.GateFailed):  # its message is the one line
         return GATE_FAILED

@@ -109,9 +109,7 @@ def look_at_gang(
     except VIEW_ERRORS as err:
         if waited_s < max_wait_s:
             raise  # the owner waits and looks again on its next step
-        # Past the bound the wait ends whether or not the API answers the look: an API that keeps failing
-        # (an expired token, RBAC gone) must not hold partial nodes forever. `release` may fail too; then
-        # it raises and the owner tries again next step, still past the bound.
+        # Past the bound the wait ends unseen: a failing API must not hold partial nodes forever.
         done = view.release() if release else None
         then = f"released: {done}" if done else f"kept waiting ({kept_why})"
         line = f"gang unseen after {max_wait_s / 60:.0f} min (cannot look at the gang: {err}); {then}"
@@ -132,8 +130,6 @@ def look_at_gang(
     line = f"waiting for the gang: {ready} of {want} GPU nodes ({mix})"
     return GangResult(False, ready, want, waited_s, by_rung, None, line, mix=mix)
 
-
-# ----------------------------------------------------------------------------- on a cluster
 
 SA_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 
@@ -191,8 +187,7 @@ class KubeGangView:
         doc = self._call(
             "GET", f"/api/v1/namespaces/{self.namespace}/pods?labelSelector={urllib.request.quote(selector)}"
         )
-        # A pod being deleted (the group released, its node drained) still reads Running until it is
-        # gone; it is no part of the gang.
+        # A pod being deleted still reads Running until it is gone; it is no part of the gang.
         return [
             WorkerPod(
                 p["metadata"]["name"],

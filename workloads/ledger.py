@@ -116,8 +116,7 @@ class Ledger:
         if any(p is None for p in prices):
             return None
         per_hour = sum(n * p for n, p in zip(mix.values(), prices, strict=True) if p is not None)
-        # The mix is the gang the watcher saw whole (`nodes` Running workers), so its counts are the attempt's
-        # nodes; were they ever to differ, the attempt's node-hours are kept at the mix's mean price.
+        # Were the mix's counts ever to differ from `nodes`, the node-hours are kept at the mix's mean price.
         return a.node_hours(now) * per_hour / sum(mix.values())
 
     def usd_per_step(self, a: Attempt, now: float) -> Optional[float]:
@@ -216,7 +215,6 @@ def table(ledger: Ledger, now: float) -> list[str]:
             _opt(a.steps_done),
             _opt(a.steps_lost),
             _money(ledger.attempt_spend(a, now)),
-            # The dashboard's "$ per step" chart reads the same figure from the watcher's line.
             _money(ledger.usd_per_step(a, now)),
         )
         for a in ledger.attempts

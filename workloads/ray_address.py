@@ -89,16 +89,14 @@ def host_port(url: str, given: Optional[str] = None) -> tuple[str, int]:
     if parts.scheme not in ("http", "https"):
         raise InvalidAddress(given, f"scheme {parts.scheme!r} is not allowed; allowed: http, https")
     if "@" in url.partition("//")[2] or "@" in parts.netloc:
-        # A password on the command line lands in shell history, process lists and every message that
-        # shows the address; the dashboard and the API server take none this way.
+        # A password on the command line lands in shell history and messages; neither server takes one so.
         raise InvalidAddress(
             given, "credentials in the URL (user:password@) are not allowed; allowed: http(s)://host:port"
         )
     if not parts.hostname:
         raise InvalidAddress(given, "no host name; expected e.g. http://127.0.0.1:8265")
     _check_host_name(parts.hostname, given)
-    # Read the port text ourselves: `SplitResult.port` raises without saying what was wrong in a
-    # form we could show, and accepts 0, which nothing can listen on.
+    # `SplitResult.port` raises without saying what was wrong, and accepts 0.
     tail = parts.netloc.rpartition("@")[2].rpartition("]")[2]
     port_text = tail.partition(":")[2]
     if not port_text:

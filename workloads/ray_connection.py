@@ -187,9 +187,8 @@ def guard(address: str, fn: Callable[[], Any], job_id: Optional[str] = None) -> 
         if job_id is not None and "404" in text and "does not exist" in text:
             raise UnknownJob(job_id, address) from None
         if job_id is not None and "already exists" in text:
-            # Ray refuses a duplicate submission id (JobManager.submit_job: "Job with submission_id ...
-            # already exists"), but the dashboard returns it as an HTTP 500 whose body is the whole
-            # traceback: the words are on its last line, not its first (ray 2.46 ... 2.54).
+            # JobManager.submit_job's "Job with submission_id ... already exists" comes as an HTTP 500 whose
+            # body is the whole traceback: the words are on its last line (ray 2.46 ... 2.54).
             raise DuplicateSubmission(job_id, address) from None
         if "Version check returned 404" in text:
             raise DashboardUnreachable(address, "no Ray dashboard at this path (wrong service or namespace?)") from None

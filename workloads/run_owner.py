@@ -12,6 +12,7 @@ their state through the Ray job table. A gate run is a Ray job with metadata `ne
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from enum import Enum
@@ -235,9 +236,8 @@ def submit_gated(
     if newest is not None:
         return submit.SubmitResult(newest.submission_id, newest.status, created=False, stopped=stopped), None
     target = submit.attempt_id(spec.submission_id, attempt)
-    # Runs that had ended before this call are run again when they failed (the user may have fixed the
-    # cause); one still running now is the verdict this call waits for. Ids, not times: the Ray head's
-    # clock and this machine's need not agree.
+    # Failed runs that had ended before this call run again; one running now is the verdict. Ids, not times:
+    # the head's clock and this machine's need not agree.
     before = {r.submission_id for r in gate_runs(submit.all_jobs(client), spec.stack) if _status(r) not in ACTIVE}
     bound = timeout if timeout is not None else 2 * ((gate.plan.timeout_s if gate.plan else 600.0) + 120)
     deadline = time.monotonic() + bound
@@ -328,14 +328,10 @@ class RunPlan:
         return self.save_period * self.step_seconds + (self.checkpoint_write_seconds or 0.0)
 
     def to_dict(self) -> dict[str, Any]:
-        import dataclasses
-
         return dataclasses.asdict(self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "RunPlan":
-        import dataclasses
-
         names = {f.name for f in dataclasses.fields(cls)}
         values = {k: v for k, v in data.items() if k in names}
         if "gang_rungs" in values:  # JSON has lists; pairs in order (a JSON object would be sorted by pool)

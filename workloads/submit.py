@@ -15,8 +15,7 @@ from typing import Any, AsyncIterator, Callable, Collection, Iterator, Optional
 
 from ray.job_submission import JobDetails, JobStatus, JobSubmissionClient
 
-# Re-exported: the job operations' callers (the hook, the watcher, the run owner, jobctl, tests) catch
-# these errors and connect through `submit.*`, and wrap their own Job API calls in `guard`.
+# Re-exported: callers catch these errors, connect and `guard` their own Job API calls through `submit.*`.
 from workloads.job_errors import (  # noqa: F401
     DashboardAuthError,
     DashboardError,
@@ -160,36 +159,6 @@ def stop_other_specs(client: JobSubmissionClient, spec: JobSpec, *, stop_timeout
     return tuple(stopped)
 
 
-def submit(
-    client: JobSubmissionClient,
-    spec: JobSpec,
-    *,
-    stop_timeout: float = 60.0,
-    before_submit: Optional[Callable[[], None]] = None,
-) -> SubmitResult:
-    """Make sure `spec` runs on the cluster, without duplicates.
-
-    1. Any job of the same stack with another spec that has not ended is stopped, and given up
-       to `stop_timeout` seconds to release its GPUs.
-    2. If the newest attempt of this spec is pending, running or succeeded, it is returned.
-    3. Otherwise (never submitted, or it failed / was stopped) `before_submit` is called (the
-       acceptance gate: on free GPUs, and only when a job is really going to start; an exception
-       from it stops the submission) and a new attempt is submitted.
-    """
-    stopped = stop_other_specs(client, spec, stop_timeout=stop_timeout)
-    same = [j for j in list_jobs(client, spec.stack) if j.metadata.get(META_SPEC_HASH) == spec.spec_hash]
-    attempt = 1
-    if same:
-        newest = max(same, key=attempt_of)
-        if newest.status not in RETRYABLE:
-            return SubmitResult(newest.submission_id, newest.status, created=False, stopped=stopped)
-        attempt = attempt_of(newest) + 1
-    if before_submit is not None:
-        before_submit()
-    job_id, created = submit_attempt(client, spec, attempt)
-    return SubmitResult(job_id, status(client, job_id), created=created, stopped=stopped)
-
-
 def wait(
     client: JobSubmissionClient,
     job_id: str,
@@ -235,8 +204,7 @@ def logs(
 
     shown = 0  # characters from the start of the log already yielded or deliberately skipped
     if tail is not None:
-        # Ray's websocket always replays the log from its first line; take the tail from a snapshot
-        # and drop that much of the replay below.
+        # Ray's websocket replays the log from its first line: the tail from a snapshot, that much replay dropped.
         text = guard(address, lambda: client.get_job_logs(job_id), job_id)
         yield last_lines(text, tail)
         shown = len(text)

@@ -59,55 +59,57 @@ def policy_of(run: RunPlan, args: argparse.Namespace) -> recovery.RecoveryPolicy
 
 
 def load_run_file(path: Optional[str]) -> RunPlan:
-    if not path:
-        return RunPlan()
+    return _read_json("--run-file", path, "run.json", RunPlan.from_dict) if path else RunPlan()
+
+
+def _read_json(flag: str, path: str, what: str, build: Callable[[dict], Any]) -> Any:
+    """`build` of a JSON object file the flag names; anything else is one line naming the flag."""
     try:
         # The bounded reader of user-named files: a FIFO or /dev/zero is refused, not waited on or read forever.
         data = json.loads(cli_args.read_user_file(path))
         if not isinstance(data, dict):
-            raise ValueError("not a JSON object; allowed: the run.json of the watcher's ConfigMap")
-        return RunPlan.from_dict(data)
-    except (ValueError, TypeError, AttributeError, RecursionError) as err:
-        raise exit_codes.CommandError(f"--run-file {path}: {str(err).splitlines()[0]}") from None
+            raise ValueError(f"not a JSON object; allowed: the {what} of the watcher's ConfigMap")
+        return build(data)
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError) as err:
+        raise exit_codes.CommandError(f"{flag} {path}: {str(err).splitlines()[0]}") from None
+
+
+def _in_cluster(run: RunPlan) -> tuple[Optional["GangView"], str]:
+    """A `KubeGangView` of the run's worker group as this pod's service account, or None and why not."""
+    from workloads.gang_wait import KubeGangView
+
+    assert run.ray_namespace and run.ray_cluster and run.ray_worker_group
+    try:
+        return KubeGangView.in_cluster(run.ray_namespace, run.ray_cluster, run.ray_worker_group), ""
+    except (KeyError, OSError) as err:  # no KUBERNETES_SERVICE_HOST, no token file
+        return None, f"no in-cluster Kubernetes API here ({type(err).__name__}: {err})"
 
 
 def gang_view(run: RunPlan, out: TextIO) -> Optional["GangView"]:
     """The gang wait's `KubeGangView`, or None (no gang wait, or not in a pod: one line says so)."""
     if run.gang_max_wait_minutes is None:
         return None
-    from workloads.gang_wait import KubeGangView
-
-    why = "the run plan names no RayCluster (the day-2 CLI's watch has no gang wait)"
-    if run.gang_wait:
-        assert run.ray_namespace and run.ray_cluster and run.ray_worker_group
-        try:
-            return KubeGangView.in_cluster(run.ray_namespace, run.ray_cluster, run.ray_worker_group)
-        except (KeyError, OSError) as err:  # no KUBERNETES_SERVICE_HOST, no token file
-            why = f"no in-cluster Kubernetes API here ({type(err).__name__}: {err})"
-    out.write(
-        f"no gang wait (gpuPool.capacity.maxWaitMinutes {run.gang_max_wait_minutes}): {why}; attempts are "
-        "submitted once the pool's GPUs are alive in Ray\n"
+    view, why = (
+        _in_cluster(run)
+        if run.gang_wait
+        else (None, "the run plan names no RayCluster (the day-2 CLI's watch has no gang wait)")
     )
-    return None
+    if view is None:
+        out.write(
+            f"no gang wait (gpuPool.capacity.maxWaitMinutes {run.gang_max_wait_minutes}): {why}; attempts are "
+            "submitted once the pool's GPUs are alive in Ray\n"
+        )
+    return view
 
 
 def worker_release(run: RunPlan, gang: Optional["GangView"], out: TextIO) -> Optional["GangView"]:
     """What releases the workers when the run ends: the gang view, else a `KubeGangView`; None: off or not in a pod."""
     if not run.releases_workers:
         return None
-    if gang is not None:
-        return gang
-    from workloads.gang_wait import KubeGangView
-
-    assert run.ray_namespace and run.ray_cluster and run.ray_worker_group
-    try:
-        return KubeGangView.in_cluster(run.ray_namespace, run.ray_cluster, run.ray_worker_group)
-    except (KeyError, OSError) as err:  # no KUBERNETES_SERVICE_HOST, no token file
-        out.write(
-            f"workers are not released when the run ends: no in-cluster Kubernetes API here ({type(err).__name__}: "
-            f"{err})\n"
-        )
-        return None
+    view, why = (gang, "") if gang is not None else _in_cluster(run)
+    if view is None:
+        out.write(f"workers are not released when the run ends: {why}\n")
+    return view
 
 
 def watch(
@@ -192,17 +194,6 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def _load_spec(path: str) -> JobSpec:
-    try:
-        # The bounded reader of user-named files: a FIFO or /dev/zero is refused, not waited on or read forever.
-        data = json.loads(cli_args.read_user_file(path))
-        if not isinstance(data, dict):
-            raise ValueError("not a JSON object; allowed: the spec.json of the watcher's ConfigMap")
-        return JobSpec.from_dict(data)
-    except (OSError, ValueError, KeyError) as err:
-        raise exit_codes.CommandError(f"--spec-file {path}: {err}") from None
-
-
 def main(argv: Optional[list[str]] = None, out: Optional[TextIO] = None, err: Optional[TextIO] = None) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
@@ -211,7 +202,7 @@ def main(argv: Optional[list[str]] = None, out: Optional[TextIO] = None, err: Op
 
     def body() -> int:
         args = parser().parse_args(argv)
-        spec = _load_spec(args.spec_file)
+        spec = _read_json("--spec-file", args.spec_file, "spec.json", JobSpec.from_dict)
         return watch(lambda: connect_address(args.address), spec, args, out)
 
     return exit_codes.run(body, err)

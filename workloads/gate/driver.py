@@ -75,8 +75,7 @@ def run(plan: GatePlan) -> GateReport:
             )
         master = where[0]
         budget = left(0.5)
-        # With a node missing, the nodes that are there still form their own group: their GPUs are
-        # checked and their bandwidth shown, and the fabric check fails for the missing node.
+        # With a node missing, the others still form a group: the fabric check fails for the missing one.
         present = dataclasses.replace(plan, node_count=len(nodes)).to_dict()
         try:
             results = ray.get(

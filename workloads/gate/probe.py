@@ -19,8 +19,7 @@ from typing import Any, Mapping, Optional
 from workloads.gate.checklist import GatePlan
 from workloads.gate.storage_io import parallel_io
 
-# The NCCL lines kept from each process's NCCL_DEBUG_FILE: those the fabric verdict reads
-# (`workloads.gate.verdict.parse_nccl_log`) and NCCL's warnings.
+# The NCCL lines kept: those `workloads.gate.verdict.parse_nccl_log` reads, and NCCL's warnings.
 _KEEP_LOG_LINE = re.compile(
     r"NCCL (?:INFO (?:Using network|Channel .* via NET/|NET/|Initialized NET|Assigned NET)|WARN)|NCCL version"
 )

@@ -92,8 +92,6 @@ def alive_gpus(nodes: Iterable[RayNode]) -> int:
     return int(sum(n.gpus for n in nodes if n.alive))
 
 
-# ------------------------------------------------------------------------------------ classifier
-
 INFRA_ERROR_TYPES = frozenset(
     {
         "JOB_SUPERVISOR_ACTOR_DIED",
@@ -110,11 +108,9 @@ HEAD_OOM_EXIT_CODES = frozenset({-9, 137})
 """The driver runs on the on-demand head (ray/dashboard/modules/job/job_manager.py places it there unless
 RAY_JOB_ALLOW_DRIVER_ON_WORKER_NODES): a SIGKILLed driver is the head's OOM kill; raise ray.headMemoryGib."""
 
-# Ray 2.46 (the NeMo-RL v0.4.0 image) sets no `error_type`: the job manager says what happened in the
-# message only. Each prefix is the start of one f-string of ray/dashboard/modules/job/job_manager.py at
-# ray-2.46.0 (lines 174, 234, 261, 274, 285, 572), with the error type later Rays give the same case;
-# the recorded messages are tests/reference/ray-2.46.0/job_failure_messages.json. Matched only at the
-# start of a message with no driver exit code, never in a driver's log tail.
+# Ray 2.46 (the NeMo-RL v0.4.0 image) sets no `error_type`: each prefix starts one f-string of
+# ray/dashboard/modules/job/job_manager.py at ray-2.46.0 (lines 174, 234, 261, 274, 285, 572), recorded in
+# tests/reference/ray-2.46.0/job_failure_messages.json; matched only at the start of a message with no exit code.
 RAY_246_MESSAGES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"Job supervisor actor failed to start within "), "JOB_SUPERVISOR_ACTOR_START_TIMEOUT"),
     (re.compile(r"Unexpected error occurred: failed to get job supervisor\."), "JOB_SUPERVISOR_ACTOR_START_FAILURE"),
@@ -256,8 +252,7 @@ def decide(
             f"the maximum is {policy.max_restarts}",
             verdict.cause,
         )
-    # When the attempt ended (ms); without an end time (older Ray), when it started: never "now",
-    # which would push the resubmission back on every look.
+    # Without an end time (older Ray), from its start: never "now", which would push it back on every look.
     due = ended_ms / 1000.0 + policy.backoff(done)
     if now < due:
         return Decision(

@@ -35,8 +35,6 @@ META_CAPACITY_WAITS = "nemo-rl-gke/capacity-waits"
 
 
 _FINAL = (Action.DONE, Action.GIVE_UP)
-
-
 SAVE_WAIT_CAP_S = 1800.0
 """How long past its save cycle a budget stop waits for a save still being written."""
 
@@ -112,9 +110,6 @@ class Watcher:
 
         return submit.ray_nodes(self.client)
 
-    def _nodes(self) -> list[RayNode]:
-        return [RayNode.from_row(row) for row in self._node_rows()]
-
     def step(self) -> Decision:
         from workloads import submit
 
@@ -133,33 +128,21 @@ class Watcher:
             restarts = submit.metadata_int(newest, META_AUTO_RESTARTS, 0)
             capacity_waits = submit.metadata_int(newest, META_CAPACITY_WAITS, 0)
             if value_of(newest.status) == "FAILED":
-                try:
-                    nodes = self._nodes()
-                except submit.JobError:  # no node evidence then; the log rules still apply
-                    nodes = []
+                with contextlib.suppress(submit.JobError):  # no node evidence then; the log rules still apply
+                    nodes = [RayNode.from_row(row) for row in self._node_rows()]
             info: Any = newest
             decision = decide(
                 info, attempt, self.policy, now, restarts=restarts, capacity_waits=capacity_waits, nodes=nodes
             )
             self._close_superseded(mine, newest, now)
-            budget = self._account(newest, attempt, decision, now)
-            if budget is not None:
-                decision = budget
+            decision = self._account(newest, attempt, decision, now) or decision
             self._release_after_run(jobs, newest, decision, now)
+            status, final = str(value_of(newest.status)), decision.action in _FINAL
             self._remember(
-                Seen(
-                    self.spec.spec_hash,
-                    newest.submission_id,
-                    attempt,
-                    restarts,
-                    capacity_waits,
-                    status=str(value_of(newest.status)),
-                    final=decision.action in _FINAL,
-                )
+                Seen(self.spec.spec_hash, newest.submission_id, attempt, restarts, capacity_waits, status, final)
             )
         elif any(value_of(j.status) in ("PENDING", "RUNNING") for j in jobs):
-            # No job of this spec, but the stack runs another one (a `submit` by hand, a deploy in
-            # progress): submitting ours too would fight it for the GPUs.
+            # Another spec of the stack runs (a `submit` by hand, a deploy): ours would fight it for the GPUs.
             running = next(j for j in jobs if value_of(j.status) in ("PENDING", "RUNNING"))
             return Decision(
                 Action.WAIT,
@@ -185,8 +168,6 @@ class Watcher:
             decision = self._resubmit(decision)
         return decision
 
-    # ---------------------------------------------------------------- checkpoints, ledger, budget
-
     def _latest_checkpoint(self) -> Optional[int]:
         from workloads import checkpoints
 
@@ -194,21 +175,10 @@ class Watcher:
 
     def _account(self, job: Any, attempt: int, decision: Decision, now: float) -> Optional[Decision]:
         """Keep the ledger's record of `job` (the newest attempt) current; the budget's decision, if any."""
-        from workloads.ledger import Attempt
-
         record = self.ledger.find(job.submission_id)
         if record is None:  # submitted by the deploy or by hand: first seen now
             start = (getattr(job, "start_time", None) or now * 1000) / 1000
-            record = Attempt(
-                attempt,
-                job.submission_id,
-                start,
-                self.run.node_count,
-                resume_step=self._latest_checkpoint() or 0,
-                rungs=self._gang_mix(job.submission_id),
-            )
-            self.ledger.attempts.append(record)
-            self._save_ledger()
+            record = self._new_record(attempt, job.submission_id, start, self._latest_checkpoint() or 0, [])
         status = value_of(job.status)
         if status in ("PENDING", "RUNNING"):
             return self._budget(job, record, now) if status == "RUNNING" else None
@@ -241,21 +211,15 @@ class Watcher:
 
         status = value_of(job.status)
         record.end = (getattr(job, "end_time", None) or now * 1000) / 1000
-        if status == "SUCCEEDED":
-            record.cause = "succeeded"
-        elif status == "STOPPED":
-            record.cause = "budget" if self.ledger.stop_requested_at is not None else "stopped"
-        else:
-            record.cause = decision.cause.value if decision.cause is not None else "failed"
+        causes = {"SUCCEEDED": "succeeded", "STOPPED": "stopped" if self.ledger.stop_requested_at is None else "budget"}
+        record.cause = causes.get(status) or (decision.cause.value if decision.cause is not None else "failed")
         record.saved_step = self._latest_checkpoint()
         self._mark_gate(record)
         text = str(getattr(job, "message", "") or "")
         last = checkpoints.last_started_step(text)
-        if last is None and not isinstance(job, LostJob):
-            try:  # the message holds only the log's tail; the whole log is read once, here
+        if last is None and not isinstance(job, LostJob):  # the message holds only the log's tail: read it whole
+            with contextlib.suppress(submit.JobError):
                 last = checkpoints.last_started_step("".join(submit.logs(self.client, job.submission_id)))
-            except submit.JobError:
-                last = None
         record.last_step = last
         if status == "SUCCEEDED":
             record.steps_lost = 0
@@ -276,11 +240,8 @@ class Watcher:
             event=True,
         )
         self._save_ledger()
-        # One JSON line per ended attempt: Cloud Logging parses it into jsonPayload, and the dashboard's
-        # log-based metrics count it and extract its numbers (infra/observability.py). The money comes
-        # from the ledger, as `status` prints it: this attempt's spend and $ per step, and the run's spend
-        # so far (the sum over its attempts, which the dashboard charts: Monitoring cannot sum the values
-        # of a distribution itself).
+        # One JSON line per ended attempt: the dashboard's log-based metrics extract it (infra/observability.py);
+        # the run's spend so far is in it because Monitoring cannot sum a distribution's values itself.
         per_step, run_spend = self.ledger.usd_per_step(record, now), self.ledger.spend(now)
         self.notes.append(
             json.dumps(
@@ -363,15 +324,10 @@ class Watcher:
         if self.ledger.stop_requested_at is None:
             self.ledger.stop_requested_at, self.ledger.stop_requested_step = now, latest
             window = self.run.save_window_seconds
+            when = f"in {window:.0f} s, one save period, if none comes" if window else "no save period known: now"
             self._note(
                 f"budget reached: ${spent:,.2f} of job.budgetUsd ${budget:,.2f}; {job.submission_id} is stopped "
-                "after its next "
-                f"complete checkpoint"
-                + (
-                    f" (or in {window:.0f} s, one save period, if none comes)"
-                    if window
-                    else " (no save period known: now)"
-                ),
+                f"after its next complete checkpoint ({when})",
                 event=True,
             )
             self._save_ledger()
@@ -418,12 +374,10 @@ class Watcher:
     def _release_after_run(self, jobs: list[Any], newest: Any, decision: Decision, now: float) -> None:
         """Once the run has ended for good and no job of the stack is active, scale the workers to 0, once per
         attempt; a failed release is tried again next look."""
-        if self.release is None or decision.action not in _FINAL:
-            return
         record = self.ledger.find(newest.submission_id)
-        if record is None or record.end is None or record.released is not None:
+        if self.release is None or decision.action not in _FINAL or record is None or record.end is None:
             return
-        if any(value_of(j.status) in ("PENDING", "RUNNING") for j in jobs):
+        if record.released is not None or any(value_of(j.status) in ("PENDING", "RUNNING") for j in jobs):
             return
         from workloads.gang_wait import VIEW_ERRORS
 
@@ -447,47 +401,34 @@ class Watcher:
         job_id = self.resubmit(decision.next_attempt, decision.restarts or 0, decision.capacity_waits)
         return dataclasses.replace(decision, reason=f"{decision.reason}: resubmitted as {job_id}")
 
-    def _gang_mix(self, submission_id: str) -> str:
-        """The rungs of the whole gang seen before `submission_id` ("spot 3, onDemand 5"); "": none."""
-        from workloads.ledger import GANG_COMPLETE
+    def _new_record(self, attempt: int, job_id: str, start: float, resume: int, cleaned: list[str]) -> "Attempt":
+        """A new ledger record, saved, with the rungs of the whole gang seen before it ("spot 3, onDemand 5")."""
+        from workloads.ledger import GANG_COMPLETE, Attempt
 
         gang = self.ledger.gang
-        whole = gang is not None and gang.submission_id == submission_id and gang.outcome == GANG_COMPLETE
-        return gang.mix if whole and gang is not None else ""
+        whole = gang is not None and gang.submission_id == job_id and gang.outcome == GANG_COMPLETE
+        mix = gang.mix if whole and gang is not None else ""
+        record = Attempt(attempt, job_id, start, self.run.node_count, resume, cleaned=cleaned, rungs=mix)
+        self.ledger.attempts.append(record)
+        self._save_ledger()
+        return record
 
     def resubmit(self, attempt: int, restarts: int, capacity_waits: int = 0) -> str:
-        from workloads import submit
+        from workloads import checkpoints, submit
 
         meta = {META_AUTO_RESTARTS: str(restarts)}
         if capacity_waits:
             meta[META_CAPACITY_WAITS] = str(capacity_waits)
-        # Not created when someone (a user, another watcher, the deploy) submitted this very attempt first:
-        # that is the job.
-        from workloads import checkpoints
-        from workloads.ledger import Attempt
-
         cleaned: list[str] = []
         if self.run.checkpoint_dir:
-            # No attempt runs now: a `tmp_step_<N>` is a dead run's partial save, which NeMo-RL would
-            # reuse with its stale shards (workloads/checkpoints.py).
+            # No attempt runs now: a `tmp_step_<N>` is a dead run's partial save (workloads/checkpoints.py).
             quiet = checkpoints.QUIET_SECONDS if self._table_forgot else 0.0
             cleaned = checkpoints.clean_partial(self.run.checkpoint_dir, quiet=quiet)  # file times: wall clock
         resume = self._latest_checkpoint()
         job_id, _ = submit.submit_attempt(self.client, self.spec, attempt, meta)
         self.resubmitted.append(job_id)
-        if self.ledger.find(job_id) is None:
-            self.ledger.attempts.append(
-                Attempt(
-                    attempt,
-                    job_id,
-                    self.clock(),
-                    self.run.node_count,
-                    resume_step=resume or 0,
-                    cleaned=cleaned,
-                    rungs=self._gang_mix(job_id),
-                )
-            )
-            self._save_ledger()
+        if self.ledger.find(job_id) is None:  # else someone submitted this very attempt first: that is the job
+            self._new_record(attempt, job_id, self.clock(), resume or 0, cleaned)
         if resume is not None:
             start = f"resumes from step_{resume}" if resume else "starts at step 0 (no complete checkpoint)"
             removed = f"; removed the partial save(s) {', '.join(cleaned)}" if cleaned else ""
