@@ -26,7 +26,7 @@ def test_worker_nodes_are_the_alive_nodes_with_all_the_gpus_a_probe_takes():
         {"NodeID": "dead", "Alive": False, "NodeManagerAddress": "10.0.0.4", "Resources": {"GPU": 8}},
         {"NodeID": "half", "Alive": True, "NodeManagerAddress": "10.0.0.5", "Resources": {"GPU": 4}},
     ]
-    assert [n["NodeID"] for n in gate.worker_nodes(cluster_plan(), nodes)] == ["a", "b"]
+    assert [n["NodeID"] for n in driver.worker_nodes(cluster_plan(), nodes)] == ["a", "b"]
 
 
 def test_worker_nodes_of_a_cpu_plan_are_those_with_any_of_the_resource_sorted_by_address():
@@ -37,9 +37,9 @@ def test_worker_nodes_of_a_cpu_plan_are_those_with_any_of_the_resource_sorted_by
         {"NodeID": "none", "Alive": True, "NodeManagerAddress": "10.0.0.1", "Resources": {"memory": 1}},
         {"NodeID": "y", "Alive": True, "Resources": {"CPU": 4}},  # no address: sorts first
     ]
-    assert [n["NodeID"] for n in gate.worker_nodes(plan, nodes)] == ["y", "z", "a"]
+    assert [n["NodeID"] for n in driver.worker_nodes(plan, nodes)] == ["y", "z", "a"]
     one_gpu = cluster_plan(gpus_per_node=1)
-    assert gate.worker_nodes(one_gpu, [{"NodeID": "c", "Alive": True, "Resources": {"CPU": 8}}]) == []
+    assert driver.worker_nodes(one_gpu, [{"NodeID": "c", "Alive": True, "Resources": {"CPU": 8}}]) == []
 
 
 class FakeProbe:

@@ -8,11 +8,11 @@ spec, each a new attempt (submission id, the watcher's jobs, state file and rest
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 import json
 import posixpath
 import re
-from dataclasses import dataclass
 from typing import Any, Mapping
 
 SECRET_ENV_NAMES = frozenset({"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "WANDB_API_KEY"})
@@ -47,7 +47,7 @@ def run_id_for(stack: str, recipe: str, checkpoint_key: str) -> str:
     return f"{_slug(stack, recipe)}-{hashlib.sha256(checkpoint_key.encode()).hexdigest()[:8]}"
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class JobSpec:
     """Everything a submission sends to Ray (`workloads.job_spec.build_job` or `create`). `submission_id` is
     `<stack>-<recipe>-<8 hex of spec_hash>`: the same spec always gets the same id."""
@@ -102,13 +102,7 @@ class JobSpec:
         return spec
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "entrypoint": self.entrypoint,
-            "runtime_env": copy.deepcopy(self.runtime_env),
-            "submission_id": self.submission_id,
-            "metadata": dict(self.metadata),
-            "spec_hash": self.spec_hash,
-        }
+        return dataclasses.asdict(self)
 
     @property
     def stack(self) -> str:

@@ -159,11 +159,16 @@ class LedgerFile:
         return ledger if ledger.run_id == run_id else Ledger(stack, run_id)
 
     def save(self, ledger: Ledger) -> None:
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        with contextlib.suppress(OSError):
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp.write_text(json.dumps(ledger.to_dict(), indent=1, sort_keys=True) + "\n")
-            os.replace(tmp, self.path)
+        write_quietly(self.path, json.dumps(ledger.to_dict(), indent=1, sort_keys=True) + "\n")
+
+
+def write_quietly(path: Path, text: str) -> None:
+    """Write `text` by rename (a reader never sees half a file); a failed write is ignored (kept in memory)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(text)
+        os.replace(tmp, path)
 
 
 def ledger_path(state_file: str | Path) -> Path:

@@ -5,26 +5,10 @@ orchestration with gloo on CPU. NeMo-RL's actors get the head's environment on t
 workers' NCCL setup. A test that replaces a re-exported name patches its defining module.
 """
 
-from workloads.gate.checklist import GB, POLICIES, GatePlan, bus_bandwidth, estimated_seconds, gate_in_force
-from workloads.gate.driver import main, run, worker_nodes
-from workloads.gate.gate_job import META_GATE, job_entrypoint, result_on_cluster, run_on_cluster, start_on_cluster
+from workloads.gate.checklist import GB, POLICIES, GatePlan, estimated_seconds, gate_in_force
+from workloads.gate.gate_job import META_GATE, run_on_cluster
 from workloads.gate.probe import NodeProbe
-from workloads.gate.verdict import (
-    RESULT_MARKER,
-    Check,
-    GateFailed,
-    GateReport,
-    NcclNetInfo,
-    check_fabric,
-    check_gpus,
-    check_storage,
-    enforce,
-    fabric_from,
-    gbps,
-    net_check,
-    parse_nccl_log,
-    parse_result,
-)
+from workloads.gate.verdict import RESULT_MARKER, Check, GateFailed, GateReport, check_gpus, fabric_from, parse_nccl_log
 
 __all__ = [
     "GB",
@@ -35,25 +19,11 @@ __all__ = [
     "GateFailed",
     "GatePlan",
     "GateReport",
-    "NcclNetInfo",
     "NodeProbe",
-    "bus_bandwidth",
-    "check_fabric",
     "check_gpus",
-    "check_storage",
-    "enforce",
     "estimated_seconds",
     "fabric_from",
     "gate_in_force",
-    "gbps",
-    "job_entrypoint",
-    "main",
-    "net_check",
     "parse_nccl_log",
-    "parse_result",
-    "result_on_cluster",
-    "run",
     "run_on_cluster",
-    "start_on_cluster",
-    "worker_nodes",
 ]

@@ -11,7 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Sequence
 
-from workloads.gate.checklist import POLICIES, GatePlan
+from workloads.gate.checklist import GatePlan
 
 RESULT_MARKER = "NEMO_RL_GKE_GATE_RESULT "
 
@@ -33,13 +33,6 @@ class GateFailed(Exception):
     def __init__(self, report: "GateReport"):
         super().__init__(report.summary())
         self.report = report
-
-
-def enforce(report: "GateReport", policy: str) -> None:
-    if policy not in POLICIES:
-        raise ValueError(f"gate policy {policy!r}; allowed: {', '.join(POLICIES)}")
-    if policy == "enforce" and not report.ok:
-        raise GateFailed(report)
 
 
 def gbps(value: float) -> str:

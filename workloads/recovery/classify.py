@@ -245,31 +245,16 @@ def decide(
     ended_ms = getattr(info, "end_time", None) or getattr(info, "start_time", None) or 0
     if verdict.cause is Cause.CAPACITY:
         return _after_capacity_wait(verdict, attempt, policy, now, ended_ms / 1000.0, done, capacity_waits)
+    failed = f"attempt {attempt} failed, {verdict.cause.value} ({verdict.evidence})"
     if done >= policy.max_restarts:
-        return Decision(
-            Action.GIVE_UP,
-            f"attempt {attempt} failed, {verdict.cause.value} ({verdict.evidence}), after {done} automatic restart(s); "
-            f"the maximum is {policy.max_restarts}",
-            verdict.cause,
-        )
+        why = f"{failed}, after {done} automatic restart(s); the maximum is {policy.max_restarts}"
+        return Decision(Action.GIVE_UP, why, verdict.cause)
     # Without an end time (older Ray), from its start: never "now", which would push it back on every look.
     due = ended_ms / 1000.0 + policy.backoff(done)
+    restart = f"{failed}; restart {done + 1} of {policy.max_restarts}"
     if now < due:
-        return Decision(
-            Action.WAIT,
-            f"attempt {attempt} failed, {verdict.cause.value} ({verdict.evidence}); restart {done + 1} of "
-            f"{policy.max_restarts} in {due - now:.0f}s",
-            verdict.cause,
-            not_before=due,
-        )
-    return Decision(
-        Action.RESUBMIT,
-        f"attempt {attempt} failed, {verdict.cause.value} ({verdict.evidence}); restart {done + 1} of "
-        f"{policy.max_restarts}",
-        verdict.cause,
-        next_attempt=attempt + 1,
-        restarts=done + 1,
-    )
+        return Decision(Action.WAIT, f"{restart} in {due - now:.0f}s", verdict.cause, not_before=due)
+    return Decision(Action.RESUBMIT, restart, verdict.cause, next_attempt=attempt + 1, restarts=done + 1)
 
 
 def _after_capacity_wait(

@@ -4,14 +4,13 @@ is then gone is found lost (`LostJob`) and resubmitted.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+from workloads.ledger import write_quietly
 from workloads.recovery.classify import LOST
 
 
@@ -63,8 +62,4 @@ class StateFile:
         return seen if seen.spec_hash == spec_hash else None
 
     def save(self, seen: Seen) -> None:
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        with contextlib.suppress(OSError):
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp.write_text(seen.to_json() + "\n")
-            os.replace(tmp, self.path)
+        write_quietly(self.path, seen.to_json() + "\n")
