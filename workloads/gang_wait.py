@@ -103,8 +103,7 @@ def look_at_gang(
         raise ValueError("want must be at least 1")
     order = list(dict.fromkeys([*rungs.values(), *([default_rung] if default_rung else [])]))
     try:
-        pods = list(view.worker_pods())
-        running = [p for p in pods if p.phase == "Running" and p.node]
+        running = [p for p in view.worker_pods() if p.phase == "Running" and p.node]
         by_rung = _by_rung(view, running, rungs, default_rung)
     except VIEW_ERRORS as err:
         if waited_s < max_wait_s:

@@ -190,42 +190,22 @@ def _when(epoch: Optional[float]) -> str:
     return "-" if epoch is None else time.strftime("%Y-%m-%d %H:%M", time.gmtime(epoch))
 
 
+_COLUMNS = "attempt|start (UTC)|end (UTC)|cause|nodes|rungs|node-h|resumed|done|lost|spend|$/step".split("|")
+
+
 def table(ledger: Ledger, now: float) -> list[str]:
     """The ledger as a text table for `python -m jobctl status`, with totals, budget and a pending gang wait."""
-    mixes = any(a.rungs for a in ledger.attempts)
-    head = (
-        "attempt",
-        "start (UTC)",
-        "end (UTC)",
-        "cause",
-        "nodes",
-        *(["rungs"] if mixes else []),
-        "node-h",
-        "resumed",
-        "done",
-        "lost",
-        "spend",
-        "$/step",
-    )
     rows = [
-        (
-            str(a.attempt),
-            _when(a.start),
-            _when(a.end),
-            a.cause,
-            str(a.nodes),
-            *([a.rungs or "-"] if mixes else []),
-            f"{a.node_hours(now):.2f}",
-            f"step {a.resume_step}",
-            _opt(a.steps_done),
-            _opt(a.steps_lost),
-            _money(ledger.attempt_spend(a, now)),
-            _money(ledger.usd_per_step(a, now)),
-        )
+        [str(a.attempt), _when(a.start), _when(a.end), a.cause, str(a.nodes), a.rungs or "-"]
+        + [f"{a.node_hours(now):.2f}", f"step {a.resume_step}", _opt(a.steps_done), _opt(a.steps_lost)]
+        + [_money(ledger.attempt_spend(a, now)), _money(ledger.usd_per_step(a, now))]
         for a in ledger.attempts
     ]
-    widths = [max(len(r[i]) for r in (head, *rows)) for i in range(len(head))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in (head, *rows)]
+    # The rungs column only when the watcher looked at the gang.
+    keep = [i for i, name in enumerate(_COLUMNS) if name != "rungs" or any(a.rungs for a in ledger.attempts)]
+    cells = [[row[i] for i in keep] for row in (_COLUMNS, *rows)]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(keep))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells]
     total = ledger.spend(now)
     lost = sum(a.steps_lost or 0 for a in ledger.attempts)
     hours = sum(a.node_hours(now) for a in ledger.attempts)

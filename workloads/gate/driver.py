@@ -4,6 +4,7 @@ node, the GPU and fabric phase, the storage phase, and the report as one `RESULT
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -61,18 +62,9 @@ def run(plan: GatePlan) -> GateReport:
         try:
             where = ray.get([p.where.remote() for p in probes], timeout=left(0.3))
         except ray.exceptions.GetTimeoutError:
-            return GateReport(
-                (
-                    Check(
-                        "gpus",
-                        False,
-                        f"the probes did not get {plan.gpus_per_node} GPUs on each of {len(nodes)} node(s) in time "
-                        "(GPUs held by another job?)",
-                    ),
-                ),
-                time.monotonic() - start,
-                len(nodes),
-            )
+            why = f"the probes did not get {plan.gpus_per_node} GPUs on each of {len(nodes)} node(s) in time"
+            check = Check("gpus", False, f"{why} (GPUs held by another job?)")
+            return GateReport((check,), time.monotonic() - start, len(nodes))
         master = where[0]
         budget = left(0.5)
         # With a node missing, the others still form a group: the fabric check fails for the missing one.
@@ -90,10 +82,8 @@ def run(plan: GatePlan) -> GateReport:
         checks.append(_storage(plan, probes, run_dir, left))
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
-        try:
+        with contextlib.suppress(OSError):
             run_dir.parent.rmdir()  # only when no other run's directory is left in it
-        except OSError:
-            pass
         for p in probes:
             ray.kill(p)
     return GateReport(tuple(checks), time.monotonic() - start, len(nodes))

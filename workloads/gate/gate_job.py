@@ -82,10 +82,6 @@ def run_on_cluster(
         final = submit.wait(client, job_id, timeout=plan.timeout_s + 120, poll_interval=poll_interval)
     except submit.WaitTimeout:
         submit.stop(client, job_id)
-        return GateReport(
-            (),
-            plan.timeout_s,
-            plan.node_count,
-            error=f"gate job {job_id} did not finish in {plan.timeout_s + 120:.0f} s",
-        )
+        why = f"gate job {job_id} did not finish in {plan.timeout_s + 120:.0f} s"
+        return GateReport((), plan.timeout_s, plan.node_count, error=why)
     return result_on_cluster(client, plan, job_id, final)

@@ -26,10 +26,6 @@ _KEEP_LOG_LINE = re.compile(
 MAX_LOG_LINES_PER_PROCESS = 200
 
 
-def _package_root() -> str:
-    return str(Path(__file__).resolve().parent.parent.parent)
-
-
 def _rank_spec(plan: GatePlan, node_rank: int, local: int, master: tuple[str, int], timeout_s: float, work: Path):
     return {
         "rank": node_rank * plan.gpus_per_node + local,
@@ -94,7 +90,10 @@ class NodeProbe:
             NCCL_DEBUG="INFO",
             NCCL_DEBUG_SUBSYS="INIT,NET",
             NCCL_DEBUG_FILE=str(work / "nccl.%h.%p.log"),
-            PYTHONPATH=os.pathsep.join([_package_root(), *filter(None, [env.get("PYTHONPATH")])]),
+            # The directory holding `workloads` (a py_modules dir in the cluster, the checkout here).
+            PYTHONPATH=os.pathsep.join(
+                [str(Path(__file__).resolve().parents[2]), *filter(None, [env.get("PYTHONPATH")])]
+            ),
         )
         procs = []
         try:

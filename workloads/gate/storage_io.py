@@ -4,6 +4,7 @@ node reads what another wrote (`workloads.gate.driver`).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import threading
@@ -60,7 +61,5 @@ def parallel_io(directory: Path, node_rank: int, size: int, streams: int, *, wri
 
 def _drop_cache(fd: int) -> None:
     if hasattr(os, "posix_fadvise"):
-        try:
+        with contextlib.suppress(OSError):
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        except OSError:
-            pass

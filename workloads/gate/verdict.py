@@ -226,12 +226,7 @@ class GateReport:
         }
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "checks": [dataclasses.asdict(c) for c in self.checks],
-            "seconds": self.seconds,
-            "node_count": self.node_count,
-            "error": self.error,
-        }
+        return dataclasses.asdict(self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "GateReport":

@@ -60,13 +60,10 @@ def no_gate_running(w: Any, decision: Decision, look: Look) -> Decision:
     from workloads import run_owner
 
     busy = run_owner.running_gate(look.jobs(), w.spec.stack)
-    if busy is not None:
-        return _held(
-            decision,
-            Action.WAIT,
-            f"acceptance gate {busy.submission_id} is running; nothing is submitted while a gate runs",
-        )
-    return decision
+    if busy is None:
+        return decision
+    why = f"acceptance gate {busy.submission_id} is running; nothing is submitted while a gate runs"
+    return _held(decision, Action.WAIT, why)
 
 
 def gang_whole(w: Any, decision: Decision, look: Look) -> Decision:

@@ -270,11 +270,10 @@ class Watcher:
         from workloads import submit
         from workloads.run_owner import META_GATE_FOR
 
-        try:
+        runs: list[Any] = []  # none known when the job table does not answer
+        with contextlib.suppress(submit.JobError):
             jobs = submit.all_jobs(self.client)
-        except submit.JobError:
-            return
-        runs = [j for j in jobs if (j.metadata or {}).get(META_GATE_FOR) == record.submission_id and j.start_time]
+            runs = [j for j in jobs if (j.metadata or {}).get(META_GATE_FOR) == record.submission_id and j.start_time]
         if runs:
             record.marks["gateStart"] = min(j.start_time for j in runs) / 1000
             ends = [j.end_time for j in runs if j.end_time]
