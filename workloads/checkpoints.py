@@ -26,8 +26,9 @@ QUIET_SECONDS = 180.0
 (`gcs_rpc_server_reconnect_timeout_s`, 60 s, src/ray/common/ray_config_def.h)."""
 
 _FINISHED = (".metadata", "model.safetensors.index.json")
-"""What a save writes last: torch DCP's `.metadata` (torch/distributed/checkpoint/filesystem.py `_metadata_fn`)
-or Automodel's `model.safetensors.index.json` (nemo_automodel/components/checkpoint/_backports/hf_storage.py)."""
+"""What a save writes last: torch DCP's `.metadata` (torch/distributed/checkpoint/filesystem.py `_metadata_fn`;
+NeMo-RL's nemo_rl/utils/native_checkpoint.py and Megatron's torch_dist saves) or Automodel's
+`model.safetensors.index.json` (nemo_automodel/components/checkpoint/_backports/hf_storage.py)."""
 
 
 @dataclass(frozen=True)

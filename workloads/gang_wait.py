@@ -166,7 +166,9 @@ class KubeGangView:
         )
 
     def _token(self) -> str:
-        """The token file is read for every request: the kubelet rotates it (https://kubernetes.io/docs/reference/access-authn-authz/service-accounts-admin/#bound-service-account-token-volume)."""
+        """The token file is read for every request: the kubelet rotates it (the `serviceAccountToken` projection,
+        https://kubernetes.io/docs/reference/kubernetes-api/config-and-storage-resources/volume/,
+        https://kubernetes.io/docs/reference/access-authn-authz/service-accounts-admin/#bound-service-account-token-volume)."""
         return self.token.read_text().strip() if isinstance(self.token, Path) else self.token
 
     def _call(self, method: str, path: str, body: Any = None, content_type: str = "application/json") -> Any:
