@@ -13,6 +13,7 @@ from pathlib import Path
 from ray.job_submission import JobDetails
 
 from workloads import gate
+from workloads.gate import verdict
 from workloads.job_spec import JobSpec
 
 NCCL_LOGS = Path(__file__).resolve().parent / "nccl_logs"
@@ -76,7 +77,7 @@ def two_node_report(fabric: gate.Check, seconds: float = 131.0) -> gate.GateRepo
         (
             gate.Check("gpus", True, "16 healthy B200 GPUs on 2 nodes", {"healthyGpus": 16, "expectedGpus": 16}),
             fabric,
-            gate.check_storage(cluster_plan(), 6.2, 5.0),
+            verdict.check_storage(cluster_plan(), 6.2, 5.0),
         ),
         seconds=seconds,
         node_count=2,
@@ -85,7 +86,7 @@ def two_node_report(fabric: gate.Check, seconds: float = 131.0) -> gate.GateRepo
 
 def failed_report() -> gate.GateReport:
     """`two_node_report` with a fabric that fell back to sockets (a recorded log) at 23.5 GB/s."""
-    return two_node_report(gate.check_fabric(cluster_plan(), 23.5, nccl_log("socket_fallback_a3u_2x8.log")))
+    return two_node_report(verdict.check_fabric(cluster_plan(), 23.5, nccl_log("socket_fallback_a3u_2x8.log")))
 
 
 def gpus_failed_report(host: str) -> gate.GateReport:

@@ -7,14 +7,15 @@ import pytest
 from gate_support import cluster_plan
 
 from workloads import gate
+from workloads.gate import checklist
 
 
 def test_bus_bandwidth_is_computed_as_nccl_tests_does():
     # Google's published A3 Ultra row (data/acceptance_gate.yaml): all_gather of 1 GiB on 16 ranks in
     # 3105.7 us is algbw 345.74 GB/s, busbw 324.13 GB/s (the time is printed rounded to 0.1 us).
-    algbw, busbw = gate.bus_bandwidth("all_gather", 1073741824, 3105.7e-6, 16)
+    algbw, busbw = checklist.bus_bandwidth("all_gather", 1073741824, 3105.7e-6, 16)
     assert (algbw, busbw) == pytest.approx((345.74, 324.13), abs=0.015)
-    assert gate.bus_bandwidth("all_reduce", 10**9, 1.0, 4) == (1.0, 1.5)  # 2(n-1)/n
+    assert checklist.bus_bandwidth("all_reduce", 10**9, 1.0, 4) == (1.0, 1.5)  # 2(n-1)/n
 
 
 def test_the_typical_duration_grows_with_what_the_storage_phase_moves():

@@ -11,14 +11,14 @@ import pytest
 from conftest import ROOT
 from recovery_support import TRACEBACK, info
 
-from workloads.recovery import (
+from workloads.recovery import RecoveryPolicy
+from workloads.recovery.classify import (
     CAPACITY_WAIT_LIMIT,
     NODE_DEATH_SLACK_MS,
     Action,
     Cause,
     Decision,
     RayNode,
-    RecoveryPolicy,
     alive_gpus,
     classify,
     decide,

@@ -142,7 +142,7 @@ def test_a_job_client_on_the_local_proxy_lists_submits_and_follows_jobs(local, a
         entrypoint=f"{shlex.quote(sys.executable)} -c {shlex.quote(code)}",
         runtime_env={"env_vars": {"RAY_OVERRIDE_JOB_RUNTIME_ENV": "1"}},
     )
-    assert jobs.submit(client, spec).created
+    assert jobs.submit_attempt(client, spec, 1)[1]
     assert "through the local proxy" in "".join(jobs.logs(client, spec.submission_id, follow=True))
     assert [j.submission_id for j in jobs.list_jobs(client, stack)] == [spec.submission_id]
     assert any(

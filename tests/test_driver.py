@@ -15,6 +15,7 @@ from gate_support import cluster_plan, cpu_plan
 from workloads import gate
 from workloads import submit as jobs
 from workloads.gate import driver, storage_io
+from workloads.run_owner import GateSetup, submit_gated
 
 
 def test_worker_nodes_are_the_alive_nodes_with_all_the_gpus_a_probe_takes():
@@ -25,7 +26,7 @@ def test_worker_nodes_are_the_alive_nodes_with_all_the_gpus_a_probe_takes():
         {"NodeID": "dead", "Alive": False, "NodeManagerAddress": "10.0.0.4", "Resources": {"GPU": 8}},
         {"NodeID": "half", "Alive": True, "NodeManagerAddress": "10.0.0.5", "Resources": {"GPU": 4}},
     ]
-    assert [n["NodeID"] for n in gate.worker_nodes(cluster_plan(), nodes)] == ["a", "b"]
+    assert [n["NodeID"] for n in driver.worker_nodes(cluster_plan(), nodes)] == ["a", "b"]
 
 
 def test_worker_nodes_of_a_cpu_plan_are_those_with_any_of_the_resource_sorted_by_address():
@@ -36,9 +37,9 @@ def test_worker_nodes_of_a_cpu_plan_are_those_with_any_of_the_resource_sorted_by
         {"NodeID": "none", "Alive": True, "NodeManagerAddress": "10.0.0.1", "Resources": {"memory": 1}},
         {"NodeID": "y", "Alive": True, "Resources": {"CPU": 4}},  # no address: sorts first
     ]
-    assert [n["NodeID"] for n in gate.worker_nodes(plan, nodes)] == ["y", "z", "a"]
+    assert [n["NodeID"] for n in driver.worker_nodes(plan, nodes)] == ["y", "z", "a"]
     one_gpu = cluster_plan(gpus_per_node=1)
-    assert gate.worker_nodes(one_gpu, [{"NodeID": "c", "Alive": True, "Resources": {"CPU": 8}}]) == []
+    assert driver.worker_nodes(one_gpu, [{"NodeID": "c", "Alive": True, "Resources": {"CPU": 8}}]) == []
 
 
 class FakeProbe:
@@ -137,22 +138,17 @@ def jobs_spec(stack: str):
 
 def test_the_gate_runs_end_to_end_on_a_local_head_and_a_failing_one_stops_the_submission(head, client, tmp_path):
     """GPUs and fabric pass for real (two gloo ranks), storage fails on an unreachable floor; under
-    enforce, `submit` raises before anything is submitted, and the gate's files are gone."""
+    enforce, the owner's submission raises before anything is submitted, and the gate's files are gone."""
     mount = tmp_path / "lustre"
     mount.mkdir()
     plan = cpu_plan(mount, storage_expected_gbps=2000.0, storage_floor_gbps=1000.0)
     lines: list[str] = []
     spec = jobs_spec("t-gate-e2e")
 
-    def before_submit() -> None:
-        report = gate.run_on_cluster(client, plan, label="t-gate-e2e", on_line=lines.append, poll_interval=0.2)
-        lines.extend(report.lines())
-        before_submit.report = report  # type: ignore[attr-defined]
-        gate.enforce(report, "enforce")
-
     with pytest.raises(gate.GateFailed) as raised:
-        jobs.submit(client, spec, before_submit=before_submit)
-    report = before_submit.report  # type: ignore[attr-defined]
+        submit_gated(client, spec, GateSetup("enforce", plan), on_line=lines.append, poll_interval=0.2)
+    report = raised.value.report
+    lines.extend(report.lines())
     assert [c.name for c in report.checks] == ["gpus", "fabric", "storage"]
     gpus, fabric, storage = report.checks
     assert gpus.ok and gpus.numbers == {"healthyGpus": 2, "expectedGpus": 2}, gpus.summary

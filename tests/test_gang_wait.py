@@ -6,7 +6,7 @@ import pytest
 
 from infra.naming import NODE_POOL_LABEL
 from workloads import gang_wait
-from workloads.gang_wait import WorkerPod, wait_for_gang
+from workloads.gang_wait import WorkerPod
 
 RUNGS = {"s-gpu-spot": "spot", "s-gpu-flex": "flexStart", "s-gpu-ondemand": "onDemand"}
 
@@ -48,20 +48,15 @@ class FakeView:
         return "worker group gpu scaled to 0"
 
 
-def run(view, clock, **kw):
-    said = []
-    result = wait_for_gang(
-        view,
-        want=len(view.arrivals),
-        rungs=RUNGS,
-        max_wait_s=kw.pop("max_wait_s", 3600),
-        say=said.append,
-        poll_s=30,
-        clock=clock,
-        sleep=clock.sleep,
-        **kw,
-    )
-    return result, said
+def run(view, clock, max_wait_s=3600, **kw):
+    """The owner's looks every 30 s until the gang completes or the wait times out; the lines it says."""
+    while True:
+        result = gang_wait.look_at_gang(
+            view, want=len(view.arrivals), rungs=RUNGS, waited_s=clock.now, max_wait_s=max_wait_s, **kw
+        )
+        if result.complete or result.timed_out:
+            return result, [result.line]
+        clock.sleep(min(30, max(0.0, max_wait_s - clock.now)))
 
 
 def test_a_gang_that_never_completes_is_said_in_one_line_and_its_partial_nodes_released():
@@ -124,7 +119,7 @@ def test_the_node_pool_label_is_the_one_infra_uses():
 
 def test_a_gang_of_nobody_is_refused():
     with pytest.raises(ValueError):
-        wait_for_gang(FakeView(FakeClock(), []), want=0, rungs={}, max_wait_s=1)
+        gang_wait.look_at_gang(FakeView(FakeClock(), []), want=0, rungs={}, waited_s=0, max_wait_s=1)
 
 
 def test_on_a_one_rung_stack_every_node_is_of_its_rung_whatever_its_pool_is_called():

@@ -18,11 +18,12 @@ from jobctl import commands as cli_commands
 from jobctl import stack as jobctl_stack
 from workloads import exit_codes, gate
 from workloads import submit as jobs
+from workloads.gate import gate_job
 
 
 def test_the_plan_travels_as_one_shell_word_and_comes_back_equal():
     plan = cluster_plan(busbw_source="0.5 x 324.13 GB/s: it's a quote; $(not run)")
-    words = shlex.split(gate.job_entrypoint(plan))
+    words = shlex.split(gate_job.job_entrypoint(plan))
     assert words[:4] == ["python", "-m", "workloads.gate", "run"] and len(words) == 5
     assert gate.GatePlan.decode(words[4]) == plan
 
@@ -48,15 +49,15 @@ class FakeJobClient:
 def test_the_result_of_an_ended_gate_job_is_its_report_or_an_error_quoting_its_last_line():
     report = failed_report()
     logged = FakeJobClient("driver output\n" + gate.RESULT_MARKER + json.dumps(report.to_dict()) + "\n")
-    assert gate.result_on_cluster(logged, cluster_plan(), "gate-1", "SUCCEEDED") == report
+    assert gate_job.result_on_cluster(logged, cluster_plan(), "gate-1", "SUCCEEDED") == report
     crashed = FakeJobClient("starting\nimporting torch\nImportError: no torch" + "!" * 400 + "\n\n")
-    assert gate.result_on_cluster(crashed, cluster_plan(), "gate-1", "FAILED") == gate.GateReport(
+    assert gate_job.result_on_cluster(crashed, cluster_plan(), "gate-1", "FAILED") == gate.GateReport(
         (),
         0.0,
         2,
         error="gate job gate-1 ended FAILED without a report: " + ("ImportError: no torch" + "!" * 400)[:300],
     )
-    silent = gate.result_on_cluster(FakeJobClient(""), cluster_plan(), "gate-1", "FAILED")
+    silent = gate_job.result_on_cluster(FakeJobClient(""), cluster_plan(), "gate-1", "FAILED")
     assert silent.error == "gate job gate-1 ended FAILED without a report: no log" and not silent.ok
 
 

@@ -158,7 +158,7 @@ def test_the_cli_submits_the_stack_job_waits_and_retries_after_a_failure(head):
 
 def test_the_cli_stops_a_running_job(client, head):
     sleeper = python_job("dev", "import time; time.sleep(120)")
-    jobs.submit(client, sleeper)
+    jobs.submit_attempt(client, sleeper, 1)
     jobs.wait(client, sleeper.submission_id, until={JobStatus.RUNNING}, timeout=JOB_TIMEOUT, poll_interval=0.2)
     code, out, _ = run_cli("stop", "--stack", "dev", "--address", head.address, "--job", sleeper.submission_id)
     assert (code, out) == (0, f"{sleeper.submission_id}: stop requested\n")

@@ -19,16 +19,8 @@ from recovery_support import FAST, info
 
 from workloads import submit as jobs
 from workloads.job_spec import META_ATTEMPT
-from workloads.recovery import (
-    META_AUTO_RESTARTS,
-    META_CAPACITY_WAITS,
-    Action,
-    Cause,
-    RecoveryPolicy,
-    StateFile,
-    Watcher,
-    watch,
-)
+from workloads.recovery import Action, Cause, RecoveryPolicy, StateFile, Watcher, watch
+from workloads.recovery.owner_loop import META_AUTO_RESTARTS, META_CAPACITY_WAITS
 
 pytestmark = pytest.mark.filterwarnings("ignore:ssl=None is deprecated:DeprecationWarning")
 
@@ -95,7 +87,7 @@ def preempted_once(ckpt_dir: str) -> str:
 
 def test_a_preempted_job_is_resubmitted_with_the_same_checkpoint_dir_and_resumes(client, tmp_path):
     spec = python_job("t-preempt", preempted_once(str(tmp_path)))
-    jobs.submit(client, spec)
+    jobs.submit_attempt(client, spec, 1)
     final, log = run_watch(client, spec)
     assert final.action is Action.DONE and "succeeded" in final.reason, log
     listed = jobs.list_jobs(client, "t-preempt")
@@ -127,7 +119,7 @@ def test_a_running_job_killed_from_outside_is_resubmitted_and_resumes(client, tm
         "time.sleep(120)\n"
     )
     spec = python_job("t-outside", code)
-    jobs.submit(client, spec)
+    jobs.submit_attempt(client, spec, 1)
     assert (
         jobs.wait(client, spec.submission_id, until={JobStatus.RUNNING}, timeout=JOB_TIMEOUT, poll_interval=0.2)
         == JobStatus.RUNNING
@@ -154,7 +146,7 @@ def test_an_application_error_is_not_restarted_even_with_preempt_in_its_log(clie
         "print('policy: {preemption_grace_s: 30}, the last run was preempted', flush=True)\n"
         "raise RuntimeError('bad config value')",
     )
-    jobs.submit(client, spec)
+    jobs.submit_attempt(client, spec, 1)
     final, log = run_watch(client, spec)
     assert (final.action, final.cause) == (Action.GIVE_UP, Cause.APPLICATION), log
     assert "exit code 1" in final.reason
@@ -164,7 +156,7 @@ def test_an_application_error_is_not_restarted_even_with_preempt_in_its_log(clie
 
 def test_a_driver_sigkilled_on_the_head_is_an_out_of_memory_kill_and_not_restarted(client):
     spec = python_job("t-headoom", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)")
-    jobs.submit(client, spec)
+    jobs.submit_attempt(client, spec, 1)
     final, log = run_watch(client, spec)
     assert (final.action, final.cause) == (Action.GIVE_UP, Cause.APPLICATION), log
     assert "killed by SIGKILL (exit code 137): an out-of-memory kill on the head" in final.reason
@@ -174,7 +166,7 @@ def test_a_driver_sigkilled_on_the_head_is_an_out_of_memory_kill_and_not_restart
 
 def test_restarts_stop_at_the_maximum(client):
     spec = python_job("t-cap", "import os, signal; os.kill(os.getpid(), signal.SIGTERM)")
-    jobs.submit(client, spec)
+    jobs.submit_attempt(client, spec, 1)
     # A cap of 1, not FAST's 2: one Ray job less (each is a fresh Ray worker), and an off-by-one still shows.
     final, log = run_watch(client, spec, policy=dataclasses.replace(FAST, max_restarts=1))
     assert final.action is Action.GIVE_UP and "maximum is 1" in final.reason, log
@@ -185,7 +177,7 @@ def test_restarts_stop_at_the_maximum(client):
 
 def test_a_job_stopped_by_a_user_is_not_restarted(client):
     spec = python_job("t-userstop", "import time; time.sleep(60)")
-    jobs.submit(client, spec)
+    jobs.submit_attempt(client, spec, 1)
     jobs.wait(client, spec.submission_id, until={JobStatus.RUNNING}, timeout=JOB_TIMEOUT, poll_interval=0.2)
     jobs.stop(client, spec.submission_id)
     final, log = run_watch(client, spec)
@@ -225,7 +217,7 @@ def test_a_watcher_restarted_with_the_head_finds_the_job_lost_from_its_state_fil
     policy = dataclasses.replace(FAST, resubmit_missing=True)
     state = StateFile(tmp_path / "lustre" / ".nemo-rl-gke" / "watcher" / "t-restart.json")
     spec = python_job("t-restart", "import time; time.sleep(60)")
-    jobs.submit(client, spec)
+    jobs.submit_attempt(client, spec, 1)
     assert (
         jobs.wait(client, spec.submission_id, until={JobStatus.RUNNING}, timeout=JOB_TIMEOUT, poll_interval=0.2)
         == JobStatus.RUNNING
@@ -286,7 +278,7 @@ def test_a_run_that_ends_releases_its_workers_in_one_line_and_its_goodput_adds_u
     state = tmp_path / "t-release.json"
     out = io.StringIO()
     try:
-        jobs.submit(client, spec)
+        jobs.submit_attempt(client, spec, 1)
         final = watch(
             client,
             spec,

@@ -9,11 +9,8 @@ from types import SimpleNamespace
 import pytest
 from recovery_support import info
 
-from workloads.recovery import (
-    Action,
-    RecoveryPolicy,
-    decide,
-)
+from workloads.recovery import Action, RecoveryPolicy
+from workloads.recovery.classify import decide
 
 pytestmark = pytest.mark.filterwarnings("ignore:ssl=None is deprecated:DeprecationWarning")
 

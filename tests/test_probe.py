@@ -9,7 +9,7 @@ from pathlib import Path
 from gate_support import cluster_plan, nccl_log
 
 from workloads import gate
-from workloads.gate import probe
+from workloads.gate import probe, verdict
 
 GIB_LOG = nccl_log("gib_a4_2x8.log")
 # Captured from real runs of the gate's rank process on one H200 with NCCL 2.28.9 (tests/nccl_logs/README.md).
@@ -36,8 +36,8 @@ def test_the_lines_kept_from_a_real_rank_log_are_those_an_earlier_real_run_kept(
     assert without_prefix(kept) == without_prefix(H200_KEPT_LOG)
     assert "Init COMPLETE" not in kept and "Channel 00/64" not in kept
     assert (
-        gate.net_check(gate.parse_nccl_log(kept), "gIB")
-        == gate.net_check(gate.parse_nccl_log(H200_KEPT_LOG), "gIB")
+        verdict.net_check(gate.parse_nccl_log(kept), "gIB")
+        == verdict.net_check(gate.parse_nccl_log(H200_KEPT_LOG), "gIB")
         == "NCCL used the Socket transport, not gIB"
     )
 

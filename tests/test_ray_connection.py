@@ -87,7 +87,7 @@ def test_the_dashboard_is_reached_through_an_api_server_style_proxy_with_a_beare
     client = jobs.connect(gke_endpoint=proxy.base, namespace="ns", service="head", token_provider=token)
     assert client.get_address() == proxy.base + PREFIX
     spec = python_job("t-proxy", "import time\nfor i in range(3):\n    print('line', i, flush=True); time.sleep(0.3)")
-    assert jobs.submit(client, spec).created
+    assert jobs.submit_attempt(client, spec, 1)[1]
     assert len(issued) > 2  # a token per request, not one for the client's life
 
     # The CLI takes the same path with --endpoint (Google credentials faked here) and follows

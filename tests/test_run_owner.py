@@ -538,7 +538,7 @@ def test_after_a_preemption_a_gang_from_two_rungs_is_submitted_with_its_mix_in_t
     from ray.job_submission import JobDetails
 
     from workloads.ledger import table
-    from workloads.recovery import META_AUTO_RESTARTS
+    from workloads.recovery.owner_loop import META_AUTO_RESTARTS
 
     spec = python_job("t-gang-mix", "pass")
     now = [1_800_000_000.0]

@@ -8,12 +8,8 @@ import pytest
 from gate_support import FakeClient, python_job
 from recovery_support import FAST, info
 
-from workloads.recovery import (
-    Action,
-    Seen,
-    StateFile,
-    Watcher,
-)
+from workloads.recovery import Action, StateFile, Watcher
+from workloads.recovery.state_file import Seen
 
 pytestmark = pytest.mark.filterwarnings("ignore:ssl=None is deprecated:DeprecationWarning")
 

@@ -9,6 +9,7 @@ import pytest
 from gate_support import cluster_plan, failed_report, nccl_log
 
 from workloads import gate
+from workloads.gate import verdict
 
 GIB_LOG = nccl_log("gib_a4_2x8.log")
 SOCKET_LOG = nccl_log("socket_fallback_a3u_2x8.log")
@@ -20,31 +21,31 @@ def test_a_log_of_the_gib_plugin_shows_every_communicator_and_channel_on_gib_wit
     info = gate.parse_nccl_log(GIB_LOG)
     assert info.networks == {"gIB": 16} and info.channel_nets == {"gIB": 64} and info.gdr_channels == 64
     assert info.versions == {"2.27.7+cuda12.9"}
-    assert gate.net_check(info, "gIB") is None
-    assert gate.net_check(info, "gib") is None  # NCCL matches plugin names case-insensitively
+    assert verdict.net_check(info, "gIB") is None
+    assert verdict.net_check(info, "gib") is None  # NCCL matches plugin names case-insensitively
 
 
 def test_a_socket_fallback_log_fails_the_net_check_naming_the_transport():
     info = gate.parse_nccl_log(SOCKET_LOG)
     assert info.networks == {"Socket": 16} and info.channel_nets == {"Socket": 32} and info.gdr_channels == 0
-    assert gate.net_check(info, "gIB") == "NCCL used the Socket transport, not gIB"
+    assert verdict.net_check(info, "gIB") == "NCCL used the Socket transport, not gIB"
 
 
 def test_a_socket_fallback_fails_the_fabric_even_at_a_bandwidth_above_the_floor():
-    check = gate.check_fabric(cluster_plan(), 300.0, SOCKET_LOG)
+    check = verdict.check_fabric(cluster_plan(), 300.0, SOCKET_LOG)
     assert not check.ok and "Socket" in check.summary and check.numbers["network"] == "Socket"
-    assert gate.check_fabric(cluster_plan(), 300.0, GIB_LOG).ok
+    assert verdict.check_fabric(cluster_plan(), 300.0, GIB_LOG).ok
 
 
 def test_a_log_that_never_says_which_network_cannot_prove_gib():
     only_channels = "\n".join(line for line in GIB_LOG.splitlines() if "Using network" not in line)
-    assert "cannot prove" in gate.net_check(gate.parse_nccl_log(only_channels), "gIB")
-    assert "cannot prove" in gate.check_fabric(cluster_plan(), 300.0, "").summary
+    assert "cannot prove" in verdict.net_check(gate.parse_nccl_log(only_channels), "gIB")
+    assert "cannot prove" in verdict.check_fabric(cluster_plan(), 300.0, "").summary
 
 
 def test_gib_communicators_with_a_channel_over_sockets_fail():
     mixed = GIB_LOG + "host:1:2 [0] NCCL INFO Channel 03/0 : 0[0] -> 8[0] [send] via NET/Socket/0\n"
-    assert gate.net_check(gate.parse_nccl_log(mixed), "gIB") == "NCCL channels ran over NET/Socket, not NET/gIB"
+    assert verdict.net_check(gate.parse_nccl_log(mixed), "gIB") == "NCCL channels ran over NET/Socket, not NET/gIB"
 
 
 def test_a_real_h200_rank_without_gib_is_read_as_socket_and_fails_the_fabric_naming_it():
@@ -52,7 +53,7 @@ def test_a_real_h200_rank_without_gib_is_read_as_socket_and_fails_the_fabric_nam
     assert info.networks == {"Socket": 1} and info.versions == {"2.28.9+cuda13.0"}
     # One rank: its "Channel 00/64 : 0" lines are rings of one, not NET connections.
     assert info.channel_nets == {} and info.gdr_channels == 0
-    check = gate.check_fabric(
+    check = verdict.check_fabric(
         cluster_plan(node_count=1, gpus_per_node=1, gpu_name="H200", busbw_floor_gbps=0.0), 0.0, H200_RANK_LOG
     )
     assert not check.ok and check.summary == "all_gather busbw 0 GB/s: NCCL used the Socket transport, not gIB"
@@ -60,15 +61,15 @@ def test_a_real_h200_rank_without_gib_is_read_as_socket_and_fails_the_fabric_nam
 
 
 def test_a_fabric_below_its_floor_fails_with_both_numbers():
-    check = gate.check_fabric(cluster_plan(), 41.3, GIB_LOG)
+    check = verdict.check_fabric(cluster_plan(), 41.3, GIB_LOG)
     assert not check.ok and check.summary == "all_gather busbw 41.3 GB/s: below the floor 162.06 GB/s"
     assert check.numbers == {"busbwGBps": 41.3, "floorGBps": 162.06, "network": "gIB", "gdrChannels": 64}
 
 
 def test_one_node_has_no_fabric_floor_but_still_needs_gib():
     plan = cluster_plan(node_count=1, busbw_floor_gbps=0.0)
-    assert gate.check_fabric(plan, 620.0, GIB_LOG).ok
-    assert not gate.check_fabric(plan, 620.0, SOCKET_LOG).ok
+    assert verdict.check_fabric(plan, 620.0, GIB_LOG).ok
+    assert not verdict.check_fabric(plan, 620.0, SOCKET_LOG).ok
 
 
 def test_missing_nodes_wrong_gpus_and_broken_gpus_are_each_named():
@@ -118,12 +119,12 @@ def test_the_slowest_rank_and_every_failure_of_the_per_gpu_processes_reach_the_f
 
 
 def test_storage_below_its_floor_fails_naming_what_was_slow():
-    check = gate.check_storage(cluster_plan(), 6.2, 1.1)
+    check = verdict.check_storage(cluster_plan(), 6.2, 1.1)
     assert not check.ok
     assert (
         check.summary == "Lustre write 6.2 GB/s, read 1.1 GB/s: read below the floor 4.395 GB/s (expected 8.789 GB/s)"
     )
-    assert gate.check_storage(cluster_plan(), 6.2, 5.0).ok
+    assert verdict.check_storage(cluster_plan(), 6.2, 5.0).ok
 
 
 def test_a_failed_gate_is_one_line_naming_what_failed_and_the_numbers():
@@ -147,7 +148,7 @@ def test_the_report_survives_the_job_log_and_gives_the_stack_output():
         + __import__("json").dumps(report.to_dict())
         + "\n"
     )
-    again = gate.parse_result(log)
+    again = verdict.parse_result(log)
     assert again == report
     assert again.outputs() == {
         "passed": False,
@@ -161,60 +162,60 @@ def test_the_report_survives_the_job_log_and_gives_the_stack_output():
         "nodeHours": 0.0728,
         "summary": report.summary(),
     }
-    assert gate.parse_result("no marker here") is None
+    assert verdict.parse_result("no marker here") is None
 
 
-def test_enforce_raises_on_a_failed_gate_while_warn_and_off_do_not():
+def test_a_failed_gate_is_one_line_and_one_that_could_not_run_never_passes():
     report = failed_report()
-    with pytest.raises(gate.GateFailed) as raised:
-        gate.enforce(report, "enforce")
-    assert str(raised.value) == report.summary()
-    gate.enforce(report, "warn")
-    gate.enforce(report, "off")
-    passed = gate.GateReport((gate.Check("gpus", True, "ok"),), 1.0, 1)
-    gate.enforce(passed, "enforce")
+    assert str(gate.GateFailed(report)) == report.summary() and not report.ok
+    assert gate.GateReport((gate.Check("gpus", True, "ok"),), 1.0, 1).ok
     could_not_run = gate.GateReport((), 0.0, 2, error="ModuleNotFoundError: No module named 'torch'")
-    with pytest.raises(gate.GateFailed, match="could not run: ModuleNotFoundError"):
-        gate.enforce(could_not_run, "enforce")
+    assert not could_not_run.ok
+    assert (
+        str(gate.GateFailed(could_not_run))
+        == "acceptance gate could not run: ModuleNotFoundError: No module named 'torch'"
+    )
 
 
 def test_gb_per_second_keeps_one_decimal_from_100_and_three_significant_digits_below():
-    assert [gate.gbps(v) for v in (320.44, 100.0, 41.3, 0.0123)] == ["320.4", "100.0", "41.3", "0.0123"]
+    assert [verdict.gbps(v) for v in (320.44, 100.0, 41.3, 0.0123)] == ["320.4", "100.0", "41.3", "0.0123"]
 
 
 def test_two_wrong_transports_or_channel_nets_are_both_named():
     two = "h:1:1 [0] NCCL INFO Using network Socket\nh:2:2 [0] NCCL INFO Using network IB\n"
-    assert gate.net_check(gate.parse_nccl_log(two), "gIB") == "NCCL used the IB/Socket transport, not gIB"
+    assert verdict.net_check(gate.parse_nccl_log(two), "gIB") == "NCCL used the IB/Socket transport, not gIB"
     channels = GIB_LOG + "".join(
         f"h:1:2 [0] NCCL INFO Channel 0{i}/0 : 0[0] -> 8[0] [send] via NET/{net}/0\n"
         for i, net in enumerate(("Socket", "IB"))
     )
-    assert gate.net_check(gate.parse_nccl_log(channels), "gIB") == "NCCL channels ran over NET/IB/Socket, not NET/gIB"
+    assert (
+        verdict.net_check(gate.parse_nccl_log(channels), "gIB") == "NCCL channels ran over NET/IB/Socket, not NET/gIB"
+    )
     # The fabric's numbers list every network the communicators used.
-    assert gate.check_fabric(cluster_plan(), 300.0, GIB_LOG + SOCKET_LOG).numbers["network"] == "Socket,gIB"
+    assert verdict.check_fabric(cluster_plan(), 300.0, GIB_LOG + SOCKET_LOG).numbers["network"] == "Socket,gIB"
 
 
 def test_a_passing_fabric_is_one_line_naming_the_transport_and_the_floor():
-    fabric = gate.check_fabric(cluster_plan(), 300.0, GIB_LOG)
+    fabric = verdict.check_fabric(cluster_plan(), 300.0, GIB_LOG)
     numbers = {"busbwGBps": 300.0, "floorGBps": 162.06, "network": "gIB", "gdrChannels": 64}
     assert fabric == gate.Check("fabric", True, "all_gather busbw 300.0 GB/s over gIB >= floor 162.06 GB/s", numbers)
-    one_node = gate.check_fabric(cluster_plan(node_count=1, busbw_floor_gbps=0.0), 620.0, GIB_LOG)
+    one_node = verdict.check_fabric(cluster_plan(node_count=1, busbw_floor_gbps=0.0), 620.0, GIB_LOG)
     assert one_node.summary == "all_gather busbw 620.0 GB/s over gIB (one node: no floor)"
-    gloo = gate.check_fabric(cluster_plan(expect_net=None, backend="gloo"), 300.0, "")
+    gloo = verdict.check_fabric(cluster_plan(expect_net=None, backend="gloo"), 300.0, "")
     assert gloo == gate.Check(
         "fabric",
         True,
         "all_gather busbw 300.0 GB/s (gloo) >= floor 162.06 GB/s",
         {"busbwGBps": 300.0, "floorGBps": 162.06},
     )
-    nothing = gate.check_fabric(cluster_plan(), None, GIB_LOG)
+    nothing = verdict.check_fabric(cluster_plan(), None, GIB_LOG)
     assert (nothing.ok, nothing.summary) == (False, "all_gather: no bandwidth measured")
 
 
 def test_the_fabric_reports_the_nccl_and_gib_releases_and_fails_on_another_nccl_than_the_rows():
     # The log's processes loaded NCCL 2.27.7 with the gIB plugin (tests/nccl_logs/gib_a4_2x8.log).
     seen = {"ncclVersions": ["2.27.7"], "netPlugins": ["gIB v10"]}
-    both = gate.check_fabric(cluster_plan(expect_nccl="2.27.7", expect_gib="v1.1.1"), 300.0, GIB_LOG)
+    both = verdict.check_fabric(cluster_plan(expect_nccl="2.27.7", expect_gib="v1.1.1"), 300.0, GIB_LOG)
     assert both.ok and both.numbers == {
         "busbwGBps": 300.0,
         "floorGBps": 162.06,
@@ -224,9 +225,9 @@ def test_the_fabric_reports_the_nccl_and_gib_releases_and_fails_on_another_nccl_
         "expectedNccl": "2.27.7",
         "expectedGib": "v1.1.1",
     }
-    nccl_only = gate.check_fabric(cluster_plan(expect_nccl="2.27.7"), 300.0, GIB_LOG)
+    nccl_only = verdict.check_fabric(cluster_plan(expect_nccl="2.27.7"), 300.0, GIB_LOG)
     assert nccl_only.ok and nccl_only.numbers["expectedGib"] is None and nccl_only.numbers["ncclVersions"] == ["2.27.7"]
-    other = gate.check_fabric(cluster_plan(expect_nccl="2.27.5"), 300.0, GIB_LOG)
+    other = verdict.check_fabric(cluster_plan(expect_nccl="2.27.5"), 300.0, GIB_LOG)
     assert (other.ok, other.summary) == (
         False,
         "all_gather busbw 300.0 GB/s: NCCL 2.27.7 loaded, not 2.27.5 of the version matrix row "
@@ -285,20 +286,20 @@ def test_storage_that_measured_nothing_or_failed_or_was_slow_fails_with_its_numb
     def numbers(write, read):
         return {"writeGBps": write, "readGBps": read, "expectedGBps": 8.789, "floorGBps": 4.395}
 
-    assert gate.check_storage(plan, 6.2, None) == gate.Check(
+    assert verdict.check_storage(plan, 6.2, None) == gate.Check(
         "storage", False, "Lustre at /lustre: nothing measured", numbers(6.2, None)
     )
-    assert gate.check_storage(plan, 6.2, 5.0, "timed out") == gate.Check(
+    assert verdict.check_storage(plan, 6.2, 5.0, "timed out") == gate.Check(
         "storage", False, "Lustre at /lustre: timed out", numbers(6.2, 5.0)
     )
-    assert gate.check_storage(plan, 1.2, 2.0) == gate.Check(
+    assert verdict.check_storage(plan, 1.2, 2.0) == gate.Check(
         "storage",
         False,
         "Lustre write 1.2 GB/s, read 2 GB/s: write below the floor 4.395 GB/s; read below the floor 4.395 GB/s "
         "(expected 8.789 GB/s)",
         numbers(1.2, 2.0),
     )
-    assert gate.check_storage(plan, 6.2, 5.0) == gate.Check(
+    assert verdict.check_storage(plan, 6.2, 5.0) == gate.Check(
         "storage", True, "Lustre write 6.2 GB/s, read 5 GB/s >= floor 4.395 GB/s", numbers(6.2, 5.0)
     )
 
@@ -312,7 +313,7 @@ def test_a_report_of_a_gate_that_could_not_run_has_no_numbers_and_says_why():
         "gate cost: 2 GPU node(s) x 0 s = 0.000 node-hours",
         "acceptance gate could not run: ModuleNotFoundError: No module named 'torch'",
     ]
-    assert gate.parse_result(gate.RESULT_MARKER + json.dumps(report.to_dict())) == report
+    assert verdict.parse_result(gate.RESULT_MARKER + json.dumps(report.to_dict())) == report
     # What an older driver left out reads as nothing.
     assert gate.GateReport.from_dict({}) == gate.GateReport((), 0.0, 0, "")
 
@@ -333,8 +334,10 @@ def test_the_log_lines_say_ok_or_failed_per_check_and_each_summary_joins_with_se
 
 
 def test_an_unknown_gate_policy_is_refused_naming_the_allowed_ones():
+    from workloads.run_owner import GateSetup
+
     with pytest.raises(ValueError, match=r"^gate policy 'strict'; allowed: enforce, warn, off$"):
-        gate.enforce(failed_report(), "strict")
+        GateSetup("strict")
 
 
 @pytest.mark.parametrize("floor", [162.06, 4.395])
@@ -342,12 +345,12 @@ def test_a_figure_just_below_a_floor_fails_and_just_above_or_at_it_passes(floor)
     plan = cluster_plan(busbw_floor_gbps=162.06, storage_floor_gbps=4.395)
     below, above = round(floor - 0.01, 3), round(floor + 0.01, 3)
     if floor == plan.busbw_floor_gbps:
-        assert not gate.check_fabric(plan, below, GIB_LOG).ok
-        assert gate.check_fabric(plan, floor, GIB_LOG).ok and gate.check_fabric(plan, above, GIB_LOG).ok
+        assert not verdict.check_fabric(plan, below, GIB_LOG).ok
+        assert verdict.check_fabric(plan, floor, GIB_LOG).ok and verdict.check_fabric(plan, above, GIB_LOG).ok
     else:
         for write, read in ((below, above), (above, below)):
-            assert not gate.check_storage(plan, write, read).ok, (write, read)
-        assert gate.check_storage(plan, floor, floor).ok and gate.check_storage(plan, above, above).ok
+            assert not verdict.check_storage(plan, write, read).ok, (write, read)
+        assert verdict.check_storage(plan, floor, floor).ok and verdict.check_storage(plan, above, above).ok
 
 
 def test_one_gpu_short_of_a_nodes_count_fails_and_the_full_count_passes():

@@ -3,10 +3,10 @@ logs of two NCCL releases read against the version-matrix row's NCCL (tests/nccl
 
 from __future__ import annotations
 
-import pytest
 from gate_support import cluster_plan, nccl_log, two_node_report
 
 from workloads import gate
+from workloads.gate import verdict
 from workloads.version_check import nccl_release, plugin_apis, version_problem
 
 # Composed from NCCL 2.27.7's format strings: the gIB plugin loaded on 2 x 8 B200.
@@ -20,7 +20,7 @@ def test_the_nccl_release_drops_the_cuda_build_suffix():
 
 
 def test_a_gib_log_of_the_rows_nccl_passes_and_reports_what_it_saw():
-    check = gate.check_fabric(cluster_plan(expect_nccl="2.27.7", expect_gib="v1.1.1"), 300.0, GIB_2_27_7)
+    check = verdict.check_fabric(cluster_plan(expect_nccl="2.27.7", expect_gib="v1.1.1"), 300.0, GIB_2_27_7)
     assert check.ok, check.summary
     assert check.numbers["ncclVersions"] == ["2.27.7"] and check.numbers["netPlugins"] == ["gIB v10"]
     assert (check.numbers["expectedNccl"], check.numbers["expectedGib"]) == ("2.27.7", "v1.1.1")
@@ -28,12 +28,10 @@ def test_a_gib_log_of_the_rows_nccl_passes_and_reports_what_it_saw():
 
 def test_a_gib_log_of_another_nccl_fails_the_fabric_under_enforce_naming_both_releases():
     # NeMo-RL v0.5.0 / v0.6.0 bring NCCL 2.27.5 (data/version_matrix.yaml); this log loaded 2.27.7.
-    check = gate.check_fabric(cluster_plan(expect_nccl="2.27.5", expect_gib="v1.1.1"), 300.0, GIB_2_27_7)
+    check = verdict.check_fabric(cluster_plan(expect_nccl="2.27.5", expect_gib="v1.1.1"), 300.0, GIB_2_27_7)
     assert not check.ok
     assert "NCCL 2.27.7 loaded, not 2.27.5 of the version matrix row" in check.summary
-    with pytest.raises(gate.GateFailed, match="NCCL 2.27.7 loaded, not 2.27.5"):
-        gate.enforce(two_node_report(check), "enforce")
-    gate.enforce(two_node_report(check), "warn")  # warn reports, never stops
+    assert "NCCL 2.27.7 loaded, not 2.27.5" in str(gate.GateFailed(two_node_report(check)))
 
 
 def test_a_real_nccl_2_28_9_log_is_read_as_that_release():
@@ -46,7 +44,7 @@ def test_a_real_nccl_2_28_9_log_is_read_as_that_release():
 
 
 def test_the_real_2_28_9_log_fails_on_both_the_transport_and_the_release():
-    check = gate.check_fabric(cluster_plan(expect_nccl="2.27.5"), 300.0, REAL_2_28_9)
+    check = verdict.check_fabric(cluster_plan(expect_nccl="2.27.5"), 300.0, REAL_2_28_9)
     assert not check.ok
     assert "Socket transport, not gIB" in check.summary and "NCCL 2.28.9 loaded, not 2.27.5" in check.summary
     assert check.numbers["ncclVersions"] == ["2.28.9"]
@@ -54,12 +52,12 @@ def test_the_real_2_28_9_log_fails_on_both_the_transport_and_the_release():
 
 def test_a_log_without_a_version_line_cannot_prove_the_rows_nccl():
     no_version = "\n".join(line for line in GIB_2_27_7.splitlines() if "NCCL version" not in line)
-    check = gate.check_fabric(cluster_plan(expect_nccl="2.27.7"), 300.0, no_version)
+    check = verdict.check_fabric(cluster_plan(expect_nccl="2.27.7"), 300.0, no_version)
     assert not check.ok and "cannot prove NCCL 2.27.7" in check.summary
 
 
 def test_a_plan_that_expects_no_release_checks_none():
     # A stack outside the matrix (allowUntestedVersions) or the Autopilot row: reported, not checked.
-    check = gate.check_fabric(cluster_plan(expect_gib="v1.1.1"), 300.0, GIB_2_27_7)
+    check = verdict.check_fabric(cluster_plan(expect_gib="v1.1.1"), 300.0, GIB_2_27_7)
     assert check.ok and check.numbers["ncclVersions"] == ["2.27.7"] and check.numbers["expectedNccl"] is None
-    assert "ncclVersions" not in gate.check_fabric(cluster_plan(), 300.0, GIB_2_27_7).numbers
+    assert "ncclVersions" not in verdict.check_fabric(cluster_plan(), 300.0, GIB_2_27_7).numbers

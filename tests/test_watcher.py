@@ -48,7 +48,7 @@ def test_the_pod_command_runs_from_the_configmap_files_alone(client, head, tmp_p
         (tmp_path / "workloads" / name).write_text(data[config_key(name)])
     (tmp_path / SPEC_KEY).write_text(data[SPEC_KEY])
     (tmp_path / RUN_KEY).write_text(data[RUN_KEY])
-    jobs.submit(client, spec)
+    jobs.submit_attempt(client, spec, 1)
     jobs.wait(client, spec.submission_id, timeout=JOB_TIMEOUT, poll_interval=0.2)
     heartbeat = tmp_path / "heartbeat"
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "RAY_ADDRESS")}

@@ -1,8 +1,5 @@
-"""Command-line argument types: every bad flag value becomes one line naming what is allowed.
-
-Shared by the day-2 CLI (`python -m jobctl`), the in-cluster watcher (`python -m workloads.watcher`),
-the offline plan (`python -m infra.plan`) and the doctor (`python -m tools.doctor`); it imports only
-the standard library, so the watcher can ship it.
+"""Command-line argument types, shared by the CLI, the watcher, the offline plan and the doctor: every bad
+value is one line naming what is allowed. Standard library only (the watcher ships it).
 """
 
 from __future__ import annotations
@@ -16,16 +13,14 @@ import typing
 from typing import Callable, Optional
 
 MAX_USER_FILE_BYTES = 1 << 20
-"""The most a file named on a command line (or a stack file) may hold: every one the project reads (a stack
-file, a plan document, a run file, a ledger) is a few kilobytes to a few hundred; more is the wrong file."""
+"""The most a file named on a command line (or a stack file) may hold; every real one is far smaller."""
 
 RUN = ".venv/bin/python -m"
-"""How a printed command starts (stack outputs, hints in messages): the checkout's venv, from the
-repository root, so that it works without activating the venv (the README says so)."""
+"""How a printed command starts: the checkout's venv, from the repository root."""
 
 
 class UsageError(Exception):
-    """A bad command line; the entry point prints it as one line (exit 2), like every other refusal."""
+    """A bad command line: one line, exit 2."""
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -36,7 +31,6 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def whole_number(low: int, high: Optional[int], allowed: str) -> Callable[[str], int]:
-    """An argparse type: a whole number from `low` to `high` (no upper bound when None)."""
 
     def parse(text: str) -> int:
         try:
@@ -55,8 +49,7 @@ port = whole_number(0, 65535, "0 (any free port) to 65535")
 
 
 def seconds(positive: bool, maximum: Optional[float] = None) -> Callable[[str], float]:
-    """A finite number of seconds, above 0 (`positive`) or at least 0, and at most `maximum` when given;
-    nan, inf and negatives are refused."""
+    """A finite number of seconds, above 0 (`positive`) or at least 0, at most `maximum`."""
     what = "a number of seconds above 0" if positive else "a number of seconds, 0 or more"
     if maximum is not None:
         what += f", at most {maximum:g}"
@@ -75,8 +68,7 @@ def seconds(positive: bool, maximum: Optional[float] = None) -> Callable[[str], 
 
 
 def file_path(text: str) -> str:
-    """An argparse type for a file flag: `''` (an unset shell variable) is refused rather than read as "no flag",
-    which would fall back to another file (`--config-file ''` to the stack's own Pulumi.<stack>.yaml)."""
+    """`''` (an unset shell variable) is refused rather than read as "no flag"."""
     if not text.strip():
         raise argparse.ArgumentTypeError(f"{text!r} is not allowed; allowed: a file path (is a shell variable unset?)")
     return text
@@ -106,8 +98,7 @@ def namespace(text: str) -> str:
 
 
 class UnreadableFile(ValueError):
-    """A file the user named cannot be read as a small regular file; the message says why and what is allowed
-    (without the file's name: the caller puts the flag or key and the path in front)."""
+    """A file the user named cannot be read as a small regular file (the caller names it)."""
 
 
 def _file_kind(mode: int) -> str:
@@ -124,10 +115,8 @@ def _file_kind(mode: int) -> str:
 
 
 def read_user_file(path: "str | os.PathLike[str]", limit: int = MAX_USER_FILE_BYTES) -> bytes:
-    """The bytes of a file the user named (a stack file, `--compare`, `--run-file`, a spec file): the one
-    reader of such files. A regular file of at most `limit` bytes; anything else is `UnreadableFile`, never a
-    hang or a read without end: the type is looked at before opening (opening a FIFO waits for a writer),
-    the file is opened without blocking, and at most `limit` + 1 bytes are read (`/dev/zero` never ends)."""
+    """The one reader of files a user names: a regular file of at most `limit` bytes, else `UnreadableFile`; the
+    type is checked before a non-blocking open (a FIFO would wait) and at most `limit` + 1 bytes are read."""
     allowed = f"allowed: a regular file of at most {limit} bytes"
     try:
         status = os.stat(path)
@@ -153,11 +142,8 @@ def read_user_file(path: "str | os.PathLike[str]", limit: int = MAX_USER_FILE_BY
     return data
 
 
-# The project's one credential detector: a known token prefix (Hugging Face, GitHub, OpenAI-style, AWS, Google
-# API keys, Slack, JWTs, PEM keys), a URL with a password, 32 or more hex digits (a W&B API key is 40), digits
-# and letters both, or a run of 32 or more letters and digits mixing upper case, lower case and digits (the
-# shape of random tokens; names that long carry separators). It refuses such values in plain config keys
-# (infra/config) and keeps them out of every message that repeats user input (`without_credentials`).
+# The project's one credential detector: a known token prefix, a URL with a password, 32+ hex digits with
+# digits and letters both (a W&B key is 40), or 32+ letters and digits mixing upper, lower case and digits.
 _CREDENTIAL_VALUE = re.compile(
     r"hf_[A-Za-z0-9]{20,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,}|sk-[A-Za-z0-9_\-]{20,}|AKIA[0-9A-Z]{16}"
     r"|AIza[0-9A-Za-z_\-]{35}|xox[abprs]-[A-Za-z0-9\-]{10,}|eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}|-----BEGIN"
@@ -167,7 +153,6 @@ _HEX_RUN = re.compile(r"[0-9a-fA-F]{32,}")
 _RANDOM_RUN = re.compile(r"[A-Za-z0-9]{32,}")
 _IMAGE_DIGEST = re.compile(r"@sha256:[0-9a-f]{64}\b")
 CREDENTIAL_SHOWN = "a value that looks like a credential (not shown)"
-"""What a message says in place of a value the detector flags."""
 
 
 def looks_like_credential(value: str) -> bool:
@@ -187,9 +172,7 @@ _QUOTED = re.compile(r"'(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\"")
 
 
 def without_credentials(text: str) -> str:
-    """A message with each value in it that looks like a credential replaced by `CREDENTIAL_SHOWN`: every quoted
-    value (a repr), then, if the rest still looks like one, every word that does. For messages that repeat what
-    the user typed (errors end up in CI logs and tickets)."""
+    """`text` with each quoted value, then each word, that looks like a credential replaced by `CREDENTIAL_SHOWN`."""
     if not looks_like_credential(text):
         return text
     text = _QUOTED.sub(lambda m: CREDENTIAL_SHOWN if looks_like_credential(m.group()) else m.group(), text)

@@ -1,13 +1,7 @@
-"""The mark that `pulumi destroy` has begun: once it is set, nothing starts an attempt of the run.
-
-Why: the Ray head and the watcher stay up through the Lustre export, and a watcher in its backoff
-would resubmit, or clean a partial save, while the export copies `checkpoints/`. The job submission's
-delete (`workloads.hook.JobSubmissionProvider.delete`, before the Lustre guard's export) sets the mark
-and then stops every attempt; every submission (`workloads.submit.submit_attempt`) and the watcher's
-first hold (`workloads/recovery/holds.py` `not_destroying`) refuse while it is there. The mark is a
-no-op Ray job `<submission id>-destroying`: it lives where every submitter already looks, and ends
-with the head; `JobSubmissionProvider.create`/`update` removes it, so a deploy after a stopped destroy
-runs again. A head restarted mid-destroy forgets it (no GCS fault tolerance), its attempts stopped too.
+"""The mark that `pulumi destroy` has begun: once set, nothing starts an attempt of the run, so nothing
+resubmits or cleans a partial save while the Lustre export copies `checkpoints/`. The job submission's
+delete sets it (then stops every attempt), its create/update removes it. It is a no-op Ray job
+`<submission id>-destroying`, where every submitter already looks; a restarted head forgets it.
 """
 
 from __future__ import annotations
@@ -19,7 +13,7 @@ from workloads import submit
 
 SUFFIX = "-destroying"
 META_DESTROYING = "nemo_rl_gke_destroying"
-"""The mark's metadata key: no `META_STACK`, so `submit.list_jobs` (status, ledger, CLI) never shows it."""
+"""No `META_STACK`: `submit.list_jobs` never shows the mark."""
 
 
 class DestroyBegun(submit.JobError):
@@ -27,23 +21,20 @@ class DestroyBegun(submit.JobError):
 
 
 def mark_id(submission_id: str) -> str:
-    """The mark's Ray job id (never an attempt id: those are `<id>` and `<id>-r<N>`, `submit.attempt_id`)."""
     return f"{submission_id}{SUFFIX}"
 
 
 def destroy_begun(client: Any, submission_id: str) -> bool:
-    """Whether the mark is on the Ray head (in its job list, as `submit` lists the jobs it owns)."""
     return marked(submit.all_jobs(client), submission_id)
 
 
 def marked(jobs: Any, submission_id: str) -> bool:
-    """Whether the mark is among `jobs` (a job list already read: the watcher's holds share one)."""
+    """Whether the mark is among `jobs` (a job list already read)."""
     mark = mark_id(submission_id)
     return any(j.submission_id == mark for j in jobs)
 
 
 def refuse_if_destroying(client: Any, submission_id: str) -> None:
-    """Raise `DestroyBegun` while the mark is there (one line for each path that starts an attempt)."""
     if destroy_begun(client, submission_id):
         raise DestroyBegun(
             f"pulumi destroy has begun (Ray job {mark_id(submission_id)}): no attempt of {submission_id} is "
@@ -52,7 +43,7 @@ def refuse_if_destroying(client: Any, submission_id: str) -> None:
 
 
 def mark_destroy_begun(client: Any, submission_id: str) -> None:
-    """Set the mark (idempotent: a second destroy finds it there)."""
+    """Set the mark (idempotent)."""
     with contextlib.suppress(submit.DashboardError):  # "already exists": the mark is set
         submit.guard(
             client.get_address(),
@@ -65,7 +56,7 @@ def mark_destroy_begun(client: Any, submission_id: str) -> None:
 
 
 def clear_destroy_mark(client: Any, submission_id: str) -> None:
-    """Remove the mark: wait for its no-op to end (Ray deletes only ended jobs), then delete it."""
+    """Remove the mark once its no-op has ended (Ray deletes only ended jobs)."""
     job_id = mark_id(submission_id)
     with contextlib.suppress(submit.UnknownJob):
         submit.wait(client, job_id, timeout=60.0, poll_interval=0.5)

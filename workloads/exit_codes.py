@@ -1,8 +1,6 @@
-"""Exit codes of the day-2 CLI (`python -m jobctl`) and the in-cluster watcher
-(`python -m workloads.watcher`), and which error of the runtime means which: one table for both.
-
-0 ok; 1 the job ended FAILED or STOPPED (with --wait); 2 bad config, unknown job or usage; 3 the
-dashboard is unreachable or refused the credentials; 4 --timeout passed; 5 the acceptance gate failed.
+"""Exit codes of the day-2 CLI and the in-cluster watcher, and which error means which: 0 ok; 1 the job
+ended FAILED or STOPPED; 2 bad config, unknown job or usage; 3 dashboard unreachable or credentials
+refused; 4 --timeout passed; 5 the acceptance gate failed.
 """
 
 from __future__ import annotations
@@ -15,7 +13,6 @@ from workloads.job_types import JobBuildError
 
 OK, JOB_FAILED, USAGE, UNREACHABLE, TIMEOUT, GATE_FAILED = 0, 1, 2, 3, 4, 5
 INTERRUPTED = 130
-"""Ctrl-C: the shell's code for SIGINT."""
 
 
 class CommandError(Exception):
@@ -27,13 +24,12 @@ class CommandError(Exception):
 
 
 def for_error(exc: BaseException) -> Optional[int]:
-    """The exit code of an error the user can act on, or None for a bug (left to raise)."""
+    """The exit code of an error the user can act on, or None for a bug."""
     if isinstance(exc, CommandError):
         return exc.code
     if isinstance(exc, (UsageError, JobBuildError)):
         return USAGE
-    # Looked up, not imported: a command that never loaded a module cannot have raised its errors,
-    # and importing `workloads.submit` here would load Ray for `submit --dry-run`.
+    # Looked up, not imported: importing them would load Ray for `submit --dry-run`.
     gate = sys.modules.get("workloads.gate.verdict")
     if gate is not None and isinstance(exc, gate.GateFailed):  # its message is the one line
         return GATE_FAILED
@@ -53,9 +49,7 @@ def for_error(exc: BaseException) -> Optional[int]:
 
 
 def run(body: Callable[[], int], err: TextIO) -> int:
-    """The end of the CLI's and the watcher's `main`: `body`'s return is the exit code; an error the user
-    can act on (`for_error`) is one line on `err` and its code, Ctrl-C is `INTERRUPTED`, and anything
-    else is a bug and raises."""
+    """The end of a `main`: an error the user can act on is one line and its code; a bug raises."""
     try:
         return body()
     except KeyboardInterrupt:

@@ -1,32 +1,8 @@
 """Goodput: how much of each attempt's paid GPU node-time trained, and where the rest went.
 
-Each attempt of the run ledger (`workloads/ledger.py`) is paid for from the moment its nodes are waited
-for to the moment its workers are released, and that node-time is split into named buckets that add up
-to it exactly (`attempt_buckets`: every boundary is clamped into the paid interval, and the one bucket
-that is not measured, `startup`, takes the remainder of the job's own time, so nothing is lost):
-
-- `gangWait`: from the start of the paid time (the owner's gang wait for attempt 1, the previous attempt's
-  end for a resubmission, else the job's start) until the nodes were ready (`nodesReady`), or, without that
-  mark, until the gate (or the job) started;
-- `imagePull`: nodes ready -> worker pods running (`nodesReady` -> `podsRunning`);
-- `gate`: the acceptance gate's Ray job and the submission after it (gate start -> the attempt's job start);
-- `startup`: NeMo-RL start-up to its first step, and whatever of the job's time the step estimates do not
-  cover (the remainder);
-- `stepsKept` / `stepsLost`: steps that reached a kept checkpoint (or the end of a run that succeeded) / steps
-  redone after the attempt ended, each at the plan's step time (`RunPlan.step_seconds`);
-- `checkpointSave`: the attempt's saves (resume step -> its newest checkpoint, one per `save_period`) at the
-  plan's write time (`RunPlan.checkpoint_write_seconds`);
-- `idleAfterRun`: the job's end -> the workers' release (`Attempt.released`), or now while they are kept.
-
-The timestamps the owner has: the Ray job's start and end, the gate run's start and end (its Ray job,
-`Attempt.marks` `gateStart`/`gateEnd`), the gang wait's start (`GangWait.since`), the release. The node
-and pod conditions (`nodesReady`, `podsRunning`) are honoured when an attempt's marks hold them; the
-owner does not read them yet, so on every cluster today the image pull counts under `gangWait`
-(docs/goodput.md says which boundaries are only known on a real cluster). NeMo-RL's step lines carry no
-time of day, so the step buckets are the plan's step time x the steps the ledger counted, scaled down
-when they would not fit the job's time.
-
-Standard library only, and `workloads.ledger`: the watcher ships it.
+The buckets and their boundaries are docs/goodput.md's; they add up to the paid time exactly (every
+boundary is clamped into it, `startup` takes the remainder). Step buckets are the plan's step time x the
+ledger's step counts, scaled down when they would not fit the job's time.
 """
 
 from __future__ import annotations
@@ -54,8 +30,7 @@ def _clamp(value: Optional[float], low: float, high: float, default: float) -> f
 
 
 def paid_from(ledger: "Ledger", attempt: "Attempt") -> float:
-    """When the attempt's nodes began to be paid for: attempt 1 at its gang wait's start (else its job's),
-    a later one at the end of the attempt before it (its replacement nodes are waited for from there)."""
+    """Attempt 1 is paid from its gang wait's start (else its job's), a later one from the previous attempt's end."""
     index = ledger.attempts.index(attempt)
     if index > 0 and ledger.attempts[index - 1].end is not None:
         return min(ledger.attempts[index - 1].end or attempt.start, attempt.start)
@@ -66,8 +41,7 @@ def paid_from(ledger: "Ledger", attempt: "Attempt") -> float:
 
 
 def paid_to(ledger: "Ledger", attempt: "Attempt", now: float) -> float:
-    """When its node-time stops being paid: the release; the job's end when another attempt follows (its
-    time is that one's); now while the run's workers are kept (or the job runs)."""
+    """The release; the job's end when another attempt follows; now while the workers are kept."""
     if attempt.end is None:
         return now
     if attempt.released is not None:
@@ -86,8 +60,7 @@ def attempt_buckets(
     save_period: Optional[int],
     now: float,
 ) -> dict[str, float]:
-    """The attempt's node-hours per bucket over its paid time `start` -> `stop` (module docstring); they add
-    up to nodes x (stop - start)."""
+    """The attempt's node-hours per bucket over its paid time `start` -> `stop`."""
     marks = attempt.marks
     job_start = _clamp(attempt.start, start, stop, attempt.start)
     job_end = _clamp(attempt.end if attempt.end is not None else now, job_start, stop, stop)
@@ -125,8 +98,7 @@ def run_buckets(
     write_seconds: Optional[float],
     save_period: Optional[int],
 ) -> list[tuple["Attempt", dict[str, float], Optional[float]]]:
-    """Per attempt: its node-hours per bucket and its price of a node-hour (the ledger's spend over its job
-    node-hours, else the first rung's; None: not known)."""
+    """Per attempt: its node-hours per bucket and its node-hour price (None: not known)."""
     rows = []
     for a in ledger.attempts:
         hours = attempt_buckets(
@@ -145,8 +117,7 @@ def run_buckets(
 
 
 def summary(rows: list[tuple["Attempt", dict[str, float], Optional[float]]]) -> dict[str, object]:
-    """The run's goodput: `fraction` (kept steps over paid GPU node-time), `nodeHours` per bucket and `usd`
-    per bucket (None when a price is not known)."""
+    """The run's goodput `fraction`, `nodeHours` and `usd` per bucket (None when a price is not known)."""
     hours = {b: sum(r[1][b] for r in rows) for b in BUCKETS}
     priced = all(price is not None for _, _, price in rows)
     usd = {b: sum(h[b] * (p or 0.0) for _, h, p in rows) for b in BUCKETS} if priced else None
@@ -162,7 +133,7 @@ def lines(
     write_seconds: Optional[float],
     save_period: Optional[int],
 ) -> list[str]:
-    """What `python -m jobctl status` shows under the ledger: the run's goodput and the cost of each badput."""
+    """`python -m jobctl status`'s goodput and badput lines."""
     if not ledger.attempts:
         return []
     rows = run_buckets(ledger, now, step_seconds=step_seconds, write_seconds=write_seconds, save_period=save_period)

@@ -1,11 +1,5 @@
-"""The Ray Job API client's errors, and how they show an address.
-
-Errors a user can act on are `JobError`s with a one-line message: `InvalidAddress`,
-`DashboardUnreachable`, `DashboardAuthError`, `UnknownJob`, `WaitTimeout`, `DashboardError`.
-Every address they name goes through `redacted` first: their messages end up in CI logs and tickets.
-
-Imports: the standard library and `workloads.cli_args` only, never Ray, so the exit codes
-(`workloads.exit_codes`) and the address checks (`workloads.ray_address`) stay light.
+"""The Ray Job API client's one-line errors (`JobError`s), and `redacted`, which every address they name goes
+through (their messages end up in CI logs and tickets). Never imports Ray.
 """
 
 from __future__ import annotations
@@ -24,8 +18,7 @@ class JobError(Exception):
 
 
 class InvalidAddress(JobError):
-    """A dashboard address or cluster endpoint that cannot be a URL to connect to; raised before any network use.
-    `address` is the value as the user wrote it with any `user:password@` masked: show that, never the raw flag."""
+    """A dashboard address or endpoint that cannot be a URL; raised before any network use. `address` is masked."""
 
     def __init__(self, address: str, reason: str):
         self.address, self.reason = redacted(address), reason
@@ -33,8 +26,6 @@ class InvalidAddress(JobError):
 
 
 class DashboardUnreachable(JobError):
-    """No Ray dashboard answered at the address."""
-
     def __init__(self, address: str, detail: str = ""):
         self.address = address = redacted(address)
         hint = (
@@ -46,8 +37,6 @@ class DashboardUnreachable(JobError):
 
 
 class DashboardAuthError(JobError):
-    """The dashboard (or the API server in front of it) refused our credentials."""
-
     def __init__(self, address: str, detail: str = ""):
         self.address = address = redacted(address)
         super().__init__(
@@ -58,8 +47,6 @@ class DashboardAuthError(JobError):
 
 
 class UnknownJob(JobError):
-    """No job with this id on the cluster."""
-
     def __init__(self, job_id: str, address: str = ""):
         self.job_id = job_id
         where = f" on {redacted(address)}" if address else ""
@@ -67,19 +54,17 @@ class UnknownJob(JobError):
 
 
 class WaitTimeout(JobError):
-    """`wait` gave up before the job reached the wanted status."""
-
     def __init__(self, job_id: str, last: JobStatus, timeout: float):
         self.job_id, self.last = job_id, last
         super().__init__(f"job {job_id} still {last} after {timeout:g}s")
 
 
 class DashboardError(JobError):
-    """Any other failed request to the Job API (HTTP error from the dashboard)."""
+    """Any other failed Job API request."""
 
 
 class DuplicateSubmission(DashboardError):
-    """A submission whose id Ray already has: someone submitted this very job first."""
+    """A submission id Ray already has: someone submitted this very job first."""
 
     def __init__(self, job_id: str, address: str):
         super().__init__(f"Ray job {job_id} already exists at {address}")
@@ -87,9 +72,8 @@ class DuplicateSubmission(DashboardError):
 
 
 def redacted(text: str) -> str:
-    """A URL (or `host:port`) as messages show it: its `user:password@` masked as `***@` (up to the last `@`, since
-    a password may hold `/`, `?` or `#`), without query or fragment, and a path part that looks like a credential
-    not shown; the URLs of errors end up in CI logs and tickets."""
+    """A URL as messages show it: `user:password@` masked (up to the last `@`), no query or fragment, and a path
+    part that looks like a credential not shown."""
     scheme, slashes, rest = text.rpartition("//") if "//" in text.split("@", 1)[0] else ("", "", text)
     prefix = scheme + slashes
     if "@" in rest:

@@ -1,29 +1,18 @@
-"""The job's data types, the ones that travel into the cluster: `JobSpec` (what a submission sends to Ray),
-its Ray metadata keys, `JobBuildError`, the spec hash, submission and run ids, and the Lustre paths a run
-writes to.
+"""The job's data types that travel into the cluster: `JobSpec`, its Ray metadata keys, `JobBuildError`,
+the spec hash, submission and run ids, and the Lustre paths a run writes to.
 
-Apart from the builder (`workloads.job_spec.build_job`), the recipes and the override parser, which run only
-at plan time: the watcher, the job-submission provider and the day-2 CLI read a spec without importing them,
-so the watcher's ConfigMap ships this module and not the builder (infra/watcher_deployment.py).
-
-A run and its attempts: the run id (`run_id_for`) names what the checkpoints continue; the spec hash names one
-spec of it. Keyed by the spec hash, because each spec is a new attempt that must reach Ray: the submission id
-(Ray refuses a second job under one id), the hook's replacement of the submission, the jobs the watcher calls
-its own, its state file and restart count (an edit deployed by a person is a new attempt with the automatic
-restarts counted afresh), and the stop of the stack's other specs before a new one starts (two specs of one
-run would write one checkpoint directory). Keyed by the run id: the checkpoint directory (through its key),
-the ledger (spend, budget and attempts across every spec of the run), the `runId` output and the plan's
-`--compare`.
+The run id names what the checkpoints continue (checkpoint dir, ledger, `runId`); the spec hash names one
+spec, each a new attempt (submission id, the watcher's jobs, state file and restart count).
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 import json
 import posixpath
 import re
-from dataclasses import dataclass
 from typing import Any, Mapping
 
 SECRET_ENV_NAMES = frozenset({"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "WANDB_API_KEY"})
@@ -38,18 +27,14 @@ META_ATTEMPT = "nemo-rl-gke/attempt"
 
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
 _ID_SLUG_MAX = 80
-"""Submission ids appear in URL paths, actor names and log file names: keep them short and plain."""
+"""Submission ids appear in URL paths, actor names and log file names."""
 
 CHECKPOINTS_DIR = "checkpoints"
 LOGS_DIR = "logs"
 
 
 class JobBuildError(ValueError):
-    """The job cannot be built for this stack; the message names what to change.
-
-    `key` is the stack config key (camelCase path below the namespace) the user has to change, so the
-    Pulumi program can report it like any other config error before creating a resource.
-    """
+    """The job cannot be built for this stack; `key` is the config key to change."""
 
     def __init__(self, message: str, key: str = "job.overrides"):
         super().__init__(message)
@@ -57,25 +42,15 @@ class JobBuildError(ValueError):
 
 
 def run_id_for(stack: str, recipe: str, checkpoint_key: str) -> str:
-    """The run's identity: `<stack>-<recipe>-<first 8 hex of SHA-256 of the checkpoint key>`.
-
-    A run is what its checkpoints can continue: the stack, the recipe and the checkpoint key (model,
-    sequence length, training layout: `workloads.job_spec.checkpoint_key`). A spec edit that keeps the three
-    (steps, W&B, the gate, `job.maxLostMinutes`) is a new attempt of the same run and resumes from its last
-    complete checkpoint; one that changes any of them is a new run. The key is hashed, not spelled, because
-    a model name makes it long; the checkpoint directory spells it."""
+    """`<stack>-<recipe>-<8 hex of SHA-256 of the checkpoint key>`: a spec edit that keeps the three is a new
+    attempt of the same run and resumes from its checkpoints."""
     return f"{_slug(stack, recipe)}-{hashlib.sha256(checkpoint_key.encode()).hexdigest()[:8]}"
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class JobSpec:
-    """Everything a submission sends to Ray. Build it with `workloads.job_spec.build_job` or `JobSpec.create`.
-
-    `spec_hash` is the SHA-256 of the entrypoint and runtime env; `submission_id` is
-    `<stack>-<recipe>-<first 8 hex of spec_hash>` with anything outside `[A-Za-z0-9_-]` turned
-    into `-`, so the same spec always gets the same id and any change gets a new one. `run_id` (in the
-    metadata) names the run the spec is an attempt of (`run_id_for`); several specs may share it.
-    """
+    """Everything a submission sends to Ray (`workloads.job_spec.build_job` or `create`). `submission_id` is
+    `<stack>-<recipe>-<8 hex of spec_hash>`: the same spec always gets the same id."""
 
     entrypoint: str
     runtime_env: dict[str, Any]
@@ -87,8 +62,7 @@ class JobSpec:
     def create(
         cls, *, stack: str, recipe: str, entrypoint: str, runtime_env: Mapping[str, Any], run_id: str = ""
     ) -> "JobSpec":
-        """A spec for any entrypoint (tests use short commands); computes hash, id and metadata. Without
-        `run_id` the spec is a run of its own (its submission id)."""
+        """A spec for any entrypoint; without `run_id` it is a run of its own."""
         env = copy.deepcopy(dict(runtime_env))
         leaked = sorted(SECRET_ENV_NAMES & set((env.get("env_vars") or {})))
         if leaked:
@@ -113,7 +87,7 @@ class JobSpec:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "JobSpec":
-        """Rebuild a spec from `to_dict()` output (e.g. dynamic-provider props), checking its hash."""
+        """Rebuild a spec from `to_dict()` output, checking its hash."""
         spec = cls(
             entrypoint=str(data["entrypoint"]),
             runtime_env=copy.deepcopy(dict(data["runtime_env"])),
@@ -128,13 +102,7 @@ class JobSpec:
         return spec
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "entrypoint": self.entrypoint,
-            "runtime_env": copy.deepcopy(self.runtime_env),
-            "submission_id": self.submission_id,
-            "metadata": dict(self.metadata),
-            "spec_hash": self.spec_hash,
-        }
+        return dataclasses.asdict(self)
 
     @property
     def stack(self) -> str:
@@ -146,7 +114,6 @@ class JobSpec:
 
     @property
     def run_id(self) -> str:
-        """The run this spec is an attempt of; a spec pickled before run ids existed is a run of its own."""
         return self.metadata.get(META_RUN_ID) or self.submission_id
 
 
@@ -165,37 +132,30 @@ def submission_id_for(stack: str, recipe: str, digest: str) -> str:
 
 
 def results_dirs() -> tuple[str, ...]:
-    """The top-level directories on Lustre (relative to the mount path, i.e. to the filesystem root)
-    that hold what a run produces: checkpoints and logs. `infra.lustre_guard` exports exactly these to
-    the bucket before `pulumi destroy` deletes Lustre; the HF cache is not among them (re-downloadable).
-    """
+    """The Lustre directories a run produces, which `infra.lustre_guard` exports before destroy."""
     return (CHECKPOINTS_DIR, LOGS_DIR)
 
 
 def run_checkpoint_subdir(stack: str, recipe: str, key: str = "") -> str:
-    """A run's checkpoints below `<mount>/checkpoints` (the job's mount) or the watcher's `/checkpoints`:
-    per stack, recipe and checkpoint key. The one computation of the path; both sides join it to their root."""
+    """A run's checkpoints below the checkpoints root: the one computation of the path."""
     return posixpath.join(stack, recipe, *([key] if key else []))
 
 
 def checkpoint_dir(mount_path: str, stack: str, recipe: str, key: str = "") -> str:
-    """Checkpoints on Lustre, per stack, recipe and `checkpoint_key`: resubmitting the same job resumes from here."""
     return posixpath.join(mount_root(mount_path), CHECKPOINTS_DIR, run_checkpoint_subdir(stack, recipe, key))
 
 
 def legacy_checkpoint_dir(mount_path: str, stack: str, recipe: str) -> str:
-    """Where releases up to 5971cc4 kept a run's checkpoints (`checkpoints/<stack>/<recipe>`, no key:
-    `git show 5971cc4:workloads/job_spec.py`): the job adopts the `step_*` found there once."""
+    """Where releases up to 5971cc4 kept checkpoints (`git show 5971cc4:workloads/job_spec.py`)."""
     return checkpoint_dir(mount_path, stack, recipe)
 
 
 def log_dir(mount_path: str, stack: str, recipe: str) -> str:
-    """NeMo-RL's `logger.log_dir` (it adds exp_<N> per run; TensorBoard and W&B files go below)."""
+    """NeMo-RL's `logger.log_dir`."""
     return posixpath.join(mount_root(mount_path), LOGS_DIR, stack, recipe)
 
 
 def hf_home(mount_path: str) -> str:
-    """The Hugging Face cache on Lustre, shared by every node and kept across runs."""
     return posixpath.join(mount_root(mount_path), "hf-cache")
 
 

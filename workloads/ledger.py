@@ -1,33 +1,10 @@
-"""The run ledger: what each attempt of a run did and cost, kept where it outlives the watcher and the head.
+"""The run ledger: what each attempt of a run did and cost, kept on Lustre where it outlives the watcher and
+the head (`<ray.mountPath>/.nemo-rl-gke/watcher/<stack>.ledger.json`, written by rename).
 
-One JSON file per stack next to the watcher's state file, on Lustre (`<ray.mountPath>/.nemo-rl-gke/
-watcher/<stack>.ledger.json`, the watcher pod's `/state`): a Ray head restarted without GCS fault
-tolerance forgets its jobs and a restarted watcher forgets what it saw; Lustre keeps both this file and
-the checkpoints for as long as the stack lives. Written by rename, so a reader never sees half a file.
-
-Per attempt: start and end (epoch seconds, the Ray job's own times), cause (how it ended: `running`,
-`succeeded`, `stopped`, `budget`, or the classifier's `preemption-like` / `capacity-wait` /
-`application`), the GPU nodes it held, node-hours = nodes x hours, the step it resumed from and the
-steps it ran and lost (`workloads.checkpoints`), the partial saves removed before it, the mix of rungs
-its nodes came from, its spend, and $ per step = spend / steps it ran.
-
-Spend (`Ledger.attempt_spend`, the one function the run's total, the budget, `status` and the watcher's
-`attempt-ended` line read): with a known mix each rung's nodes x hours x that rung's price of a node-hour
-(3 spot + 5 on-demand nodes for 2 h: 2 x (3 x spot + 5 x on-demand)); without one (no gang wait, or the
-watcher did not see the whole gang) node-hours x the first rung's price (with one rung, the pool's
-provisioning). Both prices are plain numbers the plan hands the watcher (`run.json` of its ConfigMap:
-`rung_node_hour_usd`, `node_hour_usd`, infra/run_plan.py, the plan's "Capacity ladder" prices); a node of a
-rung with no price of its own (a pool the plan does not name) is priced at the first rung's. GPU node-hours
-only: the CPU pool, Lustre and the cluster fee run whether or not an attempt does (the offline plan prices them).
-
-Budget (`job.budgetUsd`): at 80 % of it the watcher warns once; at 100 % it stops the run after its
-next complete checkpoint, or at once when none comes within one save period (`save_period` x the
-plan's step time), and says so in its log, here and in `status`.
-
-Gang (`gpuPool.capacity`, workloads/gang_wait.py): the wait for the whole gang before an attempt is kept
-here (`GangWait`: when it began, so a restarted watcher keeps the same deadline, and how it ended), an
-attempt records the mix of rungs its nodes came from ("spot 3, onDemand 5"), and a wait that timed out
-is an event.
+Spend (`Ledger.attempt_spend`, the one function the total, the budget, `status` and the `attempt-ended`
+line read): with a known mix of rungs each rung's nodes x hours x its node-hour price, else node-hours x
+the first rung's price; the prices come from the plan (run.json). GPU node-hours only. The budget, the
+gang wait and the columns: docs/preemption-recovery.md, docs/capacity.md.
 """
 
 from __future__ import annotations
@@ -55,19 +32,17 @@ class Attempt:
     end: Optional[float] = None
     cause: str = "running"
     last_step: Optional[int] = None
-    """The step the attempt was in when it ended (from its log); None: not known."""
+    """The step it was in when it ended (from its log); None: not known."""
     saved_step: Optional[int] = None
-    """The newest complete checkpoint when it ended."""
     steps_lost: Optional[int] = None
     cleaned: list[str] = field(default_factory=list)
     note: str = ""
     rungs: str = ""
-    """The rungs its GPU nodes came from when it was submitted ("spot 3, onDemand 5"); empty: not looked at."""
+    """The rungs its nodes came from ("spot 3, onDemand 5"); empty: not looked at."""
     released: Optional[float] = None
-    """When the owner released the workers after this attempt ended the run (epoch seconds); None: not released."""
+    """When the owner released the workers after this attempt ended the run; None: not released."""
     marks: dict[str, float] = field(default_factory=dict)
-    """Named times the owner saw around the attempt (epoch seconds): `gateStart`, `gateEnd` (its gate run),
-    `nodesReady`, `podsRunning` where known; the goodput buckets' boundaries (`workloads/goodput.py`)."""
+    """Named times around the attempt (`gateStart`, `gateEnd`, `nodesReady`, `podsRunning`): goodput boundaries."""
 
     def hours(self, now: float) -> float:
         return max((self.end if self.end is not None else now) - self.start, 0.0) / 3600
@@ -77,7 +52,6 @@ class Attempt:
 
     @property
     def steps_done(self) -> Optional[int]:
-        """Steps it ran (the one it was in included)."""
         return None if self.last_step is None else max(self.last_step - self.resume_step, 0)
 
 
@@ -91,28 +65,22 @@ class GangWait:
     attempt: int
     submission_id: str
     since: float
-    """When the wait began (epoch seconds): the bound `maxWaitMinutes` counts from here."""
+    """When the wait began: the bound counts from here, across watcher restarts."""
     want: int
     ready: int = 0
     mix: str = ""
     outcome: str = GANG_WAITING
-    """`waiting`; `complete`; timed out and `released` (nothing is submitted for this attempt) or `kept`."""
     line: str = ""
-    """The gang wait's line of its outcome (complete or timed out)."""
 
 
 @dataclass
 class Ledger:
     stack: str
     run_id: str
-    """The run's (`workloads.job_types.run_id_for`): every spec of the run, each a new attempt, adds to one
-    ledger, so its spend and budget span the attempts a spec edit started (a new run starts a new ledger)."""
+    """The run's (`run_id_for`): every spec of the run adds to one ledger."""
     node_hour_usd: Optional[float] = None
-    """The plan's price of a node-hour of the first rung: an attempt with no known mix is priced at it."""
     rung_node_hour_usd: dict[str, float] = field(default_factory=dict)
-    """The plan's price of a node-hour per rung label (a capacity ladder); {}: one rung."""
     price_estimate: Optional[str] = None
-    """Why a node-hour price above is an estimate (run.json `node_hour_estimate`); None: none is."""
     budget_usd: Optional[float] = None
     attempts: list[Attempt] = field(default_factory=list)
     events: list[str] = field(default_factory=list)
@@ -120,30 +88,27 @@ class Ledger:
     stop_requested_at: Optional[float] = None
     stop_requested_step: Optional[int] = None
     gang: Optional[GangWait] = None
-    """The newest gang wait (`gpuPool.capacity`); None: none yet, or no gang wait on this stack."""
+    """The newest gang wait; None: none."""
 
     def find(self, submission_id: str) -> Optional[Attempt]:
         return next((a for a in self.attempts if a.submission_id == submission_id), None)
 
     def last_attempt(self, submission_id: str) -> int:
-        """The highest attempt of the spec `submission_id` recorded here (0: none). The attempts' durable count:
-        a Ray head restarted without GCS fault tolerance empties its job table, never this file, so every
-        submitter numbers its next attempt from here when the table knows none of the spec (issue 34 item 4)."""
+        """The highest attempt of the spec recorded here (0: none): the count a head restart never empties."""
         from workloads.submit import attempt_id
 
         mine = [a.attempt for a in self.attempts if a.submission_id == attempt_id(submission_id, a.attempt)]
         return max(mine, default=0)
 
     def spend(self, now: float) -> Optional[float]:
-        """The run's spend so far: the sum of its attempts'; None when one of them has no price."""
+        """The run's spend so far; None when an attempt has no price."""
         spends = [self.attempt_spend(a, now) for a in self.attempts]
         if any(s is None for s in spends) or (not spends and self.node_hour_usd is None):
             return None
         return sum(s for s in spends if s is not None)
 
     def attempt_spend(self, a: Attempt, now: float) -> Optional[float]:
-        """Its nodes of each rung x hours x that rung's node-hour price when its mix is known (`rungs`), else
-        its node-hours x `node_hour_usd`; None: a price it needs is not known."""
+        """Nodes of each rung x hours x that rung's price when the mix is known, else node-hours x `node_hour_usd`."""
         mix = mix_counts(a.rungs)
         if not mix:
             return None if self.node_hour_usd is None else a.node_hours(now) * self.node_hour_usd
@@ -151,13 +116,11 @@ class Ledger:
         if any(p is None for p in prices):
             return None
         per_hour = sum(n * p for n, p in zip(mix.values(), prices, strict=True) if p is not None)
-        # The mix is the gang the watcher saw whole (`nodes` Running workers), so its counts are the attempt's
-        # nodes; were they ever to differ, the attempt's node-hours are kept at the mix's mean price.
+        # Were the mix's counts ever to differ from `nodes`, the node-hours are kept at the mix's mean price.
         return a.node_hours(now) * per_hour / sum(mix.values())
 
     def usd_per_step(self, a: Attempt, now: float) -> Optional[float]:
-        """What a step cost while the attempt ran: its spend over the steps it ran (lost ones included,
-        their cost is steps lost x this). None: no price, steps not known, or no step run."""
+        """The attempt's spend over the steps it ran (lost ones included); None: not known."""
         spend, done = self.attempt_spend(a, now), a.steps_done
         return None if spend is None or not done else spend / done
 
@@ -183,13 +146,12 @@ class Ledger:
 
 
 class LedgerFile:
-    """The ledger on disk; a failed read is an empty ledger, a failed write is ignored (kept in memory)."""
+    """The ledger on disk; a failed read is an empty ledger, a failed write is ignored."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
 
     def load(self, stack: str, run_id: str) -> Ledger:
-        """The ledger of the run `run_id` (another run's, or none: a new ledger)."""
         try:
             ledger = Ledger.from_dict(json.loads(self.path.read_text()))
         except (OSError, ValueError, TypeError):
@@ -197,15 +159,19 @@ class LedgerFile:
         return ledger if ledger.run_id == run_id else Ledger(stack, run_id)
 
     def save(self, ledger: Ledger) -> None:
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        with contextlib.suppress(OSError):
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp.write_text(json.dumps(ledger.to_dict(), indent=1, sort_keys=True) + "\n")
-            os.replace(tmp, self.path)
+        write_quietly(self.path, json.dumps(ledger.to_dict(), indent=1, sort_keys=True) + "\n")
+
+
+def write_quietly(path: Path, text: str) -> None:
+    """Write `text` by rename (a reader never sees half a file); a failed write is ignored (kept in memory)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(text)
+        os.replace(tmp, path)
 
 
 def ledger_path(state_file: str | Path) -> Path:
-    """The ledger beside the watcher's state file (`<stack>.json` -> `<stack>.ledger.json`)."""
     state = Path(state_file)
     return state.with_name(f"{state.stem}.ledger.json")
 
@@ -224,45 +190,22 @@ def _when(epoch: Optional[float]) -> str:
     return "-" if epoch is None else time.strftime("%Y-%m-%d %H:%M", time.gmtime(epoch))
 
 
+_COLUMNS = "attempt|start (UTC)|end (UTC)|cause|nodes|rungs|node-h|resumed|done|lost|spend|$/step".split("|")
+
+
 def table(ledger: Ledger, now: float) -> list[str]:
-    """The ledger as a text table (`python -m jobctl status`), with the totals and the budget; a `rungs`
-    column (the mix of rungs each attempt's nodes came from) when the watcher looked at the gang, and the
-    gang wait when one holds the next attempt."""
-    mixes = any(a.rungs for a in ledger.attempts)
-    head = (
-        "attempt",
-        "start (UTC)",
-        "end (UTC)",
-        "cause",
-        "nodes",
-        *(["rungs"] if mixes else []),
-        "node-h",
-        "resumed",
-        "done",
-        "lost",
-        "spend",
-        "$/step",
-    )
+    """The ledger as a text table for `python -m jobctl status`, with totals, budget and a pending gang wait."""
     rows = [
-        (
-            str(a.attempt),
-            _when(a.start),
-            _when(a.end),
-            a.cause,
-            str(a.nodes),
-            *([a.rungs or "-"] if mixes else []),
-            f"{a.node_hours(now):.2f}",
-            f"step {a.resume_step}",
-            _opt(a.steps_done),
-            _opt(a.steps_lost),
-            _money(ledger.attempt_spend(a, now)),
-            # The dashboard's "$ per step" chart reads the same figure from the watcher's line.
-            _money(ledger.usd_per_step(a, now)),
-        )
+        [str(a.attempt), _when(a.start), _when(a.end), a.cause, str(a.nodes), a.rungs or "-"]
+        + [f"{a.node_hours(now):.2f}", f"step {a.resume_step}", _opt(a.steps_done), _opt(a.steps_lost)]
+        + [_money(ledger.attempt_spend(a, now)), _money(ledger.usd_per_step(a, now))]
         for a in ledger.attempts
     ]
-    widths = [max(len(r[i]) for r in (head, *rows)) for i in range(len(head))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in (head, *rows)]
+    # The rungs column only when the watcher looked at the gang.
+    keep = [i for i, name in enumerate(_COLUMNS) if name != "rungs" or any(a.rungs for a in ledger.attempts)]
+    cells = [[row[i] for i in keep] for row in (_COLUMNS, *rows)]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(keep))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells]
     total = ledger.spend(now)
     lost = sum(a.steps_lost or 0 for a in ledger.attempts)
     hours = sum(a.node_hours(now) for a in ledger.attempts)
@@ -290,14 +233,13 @@ def table(ledger: Ledger, now: float) -> list[str]:
 
 
 META_PROBE = "nemo-rl-gke/probe"
-"""Ray job metadata of a read-only helper job (neither a training attempt nor a gate run)."""
+"""Ray job metadata of a read-only helper job."""
 _BEGIN, _END = "NEMO_RL_GKE_LEDGER_BEGIN", "NEMO_RL_GKE_LEDGER_END"
 
 
 def read_on_head(client: Any, path: str, *, stack: str, timeout: float = 120.0) -> Optional[Ledger]:
-    """The ledger at `path` on the Ray head's Lustre mount, read by a tiny Ray job (the driver runs on the
-    head, which mounts Lustre; nothing else of the cluster is reachable from the user's machine but the
-    Job API). None when there is no ledger there yet. Raises `submit.JobError`s."""
+    """The ledger at `path` on the head's Lustre mount, read by a tiny Ray job (the Job API is all a user's
+    machine reaches); None when there is none yet."""
     import shlex
     import time as _time
 

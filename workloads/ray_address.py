@@ -1,11 +1,5 @@
-"""Where the Ray dashboard is: addresses and GKE endpoints checked and turned into URLs, before any network use.
-
-The dashboard is reached either at an explicit address (a `kubectl port-forward`, or a test head) or
-through the GKE API server's service proxy (`dashboard_proxy_url`). Everything a user typed is checked
-here and refused as one `InvalidAddress` line (bad scheme, port, host name, credentials in the URL)
-where urllib, the resolver or Ray would raise something confusing later.
-
-Imports: the standard library and `workloads.job_errors` only, never Ray.
+"""Where the Ray dashboard is: addresses and GKE endpoints checked and turned into URLs before any network
+use; whatever a user typed is refused here as one `InvalidAddress` line. Standard library only.
 """
 
 from __future__ import annotations
@@ -19,28 +13,20 @@ from urllib.parse import quote, urlsplit
 from workloads.job_errors import InvalidAddress
 
 DASHBOARD_PORT_NAME = "dashboard"
-"""The name KubeRay gives the head service's dashboard port (8265)."""
+"""KubeRay's name of the head service's dashboard port (8265)."""
 
 
 def dashboard_proxy_url(endpoint: str, namespace: str, service: str) -> str:
-    """The API server service-proxy URL of the head service's dashboard port.
-
-    `endpoint` is the cluster endpoint (an IP or host, as GKE reports it); a value that already
-    carries a scheme is used as is (tests put a plain-http proxy there).
-    """
+    """The API server's service-proxy URL of the head service's dashboard port; an endpoint with a scheme is
+    used as is (tests put a plain-http proxy there)."""
     base = endpoint_url(endpoint)
     ns, svc = quote(namespace, safe=""), quote(service, safe="")
     return f"{base.rstrip('/')}/api/v1/namespaces/{ns}/services/{svc}:{DASHBOARD_PORT_NAME}/proxy"
 
 
 def needs_cluster_ca(endpoint: str) -> bool:
-    """Whether `endpoint`'s certificate is signed by the cluster's own CA.
-
-    GKE's IP endpoint serves a certificate of the cluster CA (`masterAuth.clusterCaCertificate`);
-    the DNS endpoint (`gke-<id>.<region>.gke.goog`) serves a publicly trusted one, which the system
-    roots verify. `endpoint` is a host, `host:port`, `[v6]:port` or a URL; a plain-http URL (a local
-    proxy, as in tests) needs none.
-    """
+    """Whether `endpoint`'s certificate is signed by the cluster CA: GKE's IP endpoint's is, the DNS endpoint's
+    (`gke-<id>.<region>.gke.goog`) is publicly trusted; plain http needs none."""
     parts = urlsplit(endpoint_url(endpoint))
     if parts.scheme != "https" or not parts.hostname:
         return False
@@ -52,11 +38,8 @@ def needs_cluster_ca(endpoint: str) -> bool:
 
 
 def check_endpoint(endpoint: str) -> None:
-    """Raise `InvalidAddress` unless the GKE endpoint (host, host:port, [v6]:port or URL) gives a usable URL.
-
-    Every request to it carries the user's Google bearer token, so it is https only; plain http is
-    allowed to a loopback host alone (a local proxy such as `kubectl proxy`, or a test's), where the
-    token never leaves the machine."""
+    """`InvalidAddress` unless the GKE endpoint gives a usable URL: https only (its requests carry the bearer
+    token), plain http to a loopback host alone."""
     refuse_bare_scheme(endpoint, "https")
     url = endpoint_url(endpoint)
     host, _ = host_port(url, endpoint)
@@ -69,8 +52,7 @@ def check_endpoint(endpoint: str) -> None:
 
 
 def refuse_bare_scheme(given: str, allowed: str) -> None:
-    """`javascript:alert(1)`, `file:/etc/passwd`: a scheme without `//`, which prefixing `http://` would
-    turn into a host and a "port" that is not a number. `host:8265` (digits after the colon) is a port."""
+    """`javascript:alert(1)`, `file:/etc/passwd`: a scheme without `//` (`host:8265` is a port)."""
     if re.match(r"[^/?#]*@", given):  # `user:password@host`: the credentials check names that
         return
     m = re.match(r"([A-Za-z][A-Za-z0-9+.\-]*):(?!//)(?!\d)", given)
@@ -79,7 +61,6 @@ def refuse_bare_scheme(given: str, allowed: str) -> None:
 
 
 def is_loopback(host: str) -> bool:
-    """`localhost` or a loopback IP literal (the dashboard proxy's listen address, plain-http endpoints)."""
     if host == "localhost":
         return True
     try:
@@ -98,8 +79,8 @@ def endpoint_url(endpoint: str) -> str:
 
 
 def host_port(url: str, given: Optional[str] = None) -> tuple[str, int]:
-    """Host and port of an http(s) URL; `InvalidAddress` (naming `given`, the value as the user wrote
-    it) where urllib would raise a bare ValueError later, or Ray would fail with a confusing one."""
+    """Host and port of an http(s) URL; `InvalidAddress` naming `given` (the value as typed) where urllib or Ray
+    would fail confusingly later."""
     given = url if given is None else given
     try:
         parts = urlsplit(url)
@@ -108,16 +89,14 @@ def host_port(url: str, given: Optional[str] = None) -> tuple[str, int]:
     if parts.scheme not in ("http", "https"):
         raise InvalidAddress(given, f"scheme {parts.scheme!r} is not allowed; allowed: http, https")
     if "@" in url.partition("//")[2] or "@" in parts.netloc:
-        # A password on the command line lands in shell history, process lists and every message that
-        # shows the address; the dashboard and the API server take none this way.
+        # A password on the command line lands in shell history and messages; neither server takes one so.
         raise InvalidAddress(
             given, "credentials in the URL (user:password@) are not allowed; allowed: http(s)://host:port"
         )
     if not parts.hostname:
         raise InvalidAddress(given, "no host name; expected e.g. http://127.0.0.1:8265")
     _check_host_name(parts.hostname, given)
-    # Read the port text ourselves: `SplitResult.port` raises without saying what was wrong in a
-    # form we could show, and accepts 0, which nothing can listen on.
+    # `SplitResult.port` raises without saying what was wrong, and accepts 0.
     tail = parts.netloc.rpartition("@")[2].rpartition("]")[2]
     port_text = tail.partition(":")[2]
     if not port_text:
@@ -131,8 +110,7 @@ def host_port(url: str, given: Optional[str] = None) -> tuple[str, int]:
 
 
 def _check_host_name(host: str, given: str) -> None:
-    """A host the resolver can be asked for: an IP literal, or DNS labels of 1-63 characters that IDNA encodes
-    (`a..b`, `.a`, a 64-character label: socket's IDNA encoding would raise a bare UnicodeError)."""
+    """An IP literal, or DNS labels of 1-63 characters IDNA encodes (else socket raises a bare UnicodeError)."""
     with contextlib.suppress(ValueError):
         ipaddress.ip_address(host)
         return

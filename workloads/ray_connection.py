@@ -1,13 +1,8 @@
 """Connecting to the Ray dashboard's Job Submission API: the clients, their credentials and timeouts.
 
-Everything goes through `ray.job_submission.JobSubmissionClient`, at an explicit address or through
-the GKE API server's service proxy
-
-    https://<endpoint>/api/v1/namespaces/<ns>/services/<head-svc>:dashboard/proxy
-
-with a Google OAuth bearer token (the same identity `kubectl` uses on GKE) and the cluster CA.
-Nothing is exposed outside the cluster and no port-forward has to stay open. `guard` turns the
-transport and HTTP failures of every Job API call into the one-line `workloads.job_errors`.
+At an explicit address, or through the GKE API server's service proxy
+(`https://<endpoint>/api/v1/namespaces/<ns>/services/<head-svc>:dashboard/proxy`) with a Google bearer
+token and the cluster CA. `guard` turns every Job API failure into a one-line `workloads.job_errors`.
 """
 
 from __future__ import annotations
@@ -48,19 +43,13 @@ from workloads.ray_address import check_endpoint, dashboard_proxy_url, host_port
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 CONNECT_TIMEOUT = 10.0
 READ_TIMEOUT = 60.0
-"""Seconds a Job API request may wait for the next bytes of an answer. Ray's client sends every
-request without a timeout (ray/dashboard/modules/dashboard_sdk.py `_do_request`), so one stalled
-answer (a hung proxy, a head under memory pressure) would hang the CLI, the deploy or the watcher."""
+"""Ray's client sends every request without a timeout (ray/dashboard/modules/dashboard_sdk.py `_do_request`)."""
 
 TokenProvider = Callable[[], str]
 
 
 def google_token_provider(scopes: Collection[str] = (CLOUD_PLATFORM_SCOPE,)) -> TokenProvider:
-    """Application Default Credentials as a callable returning a valid access token.
-
-    The credentials are loaded once and refreshed only when expired (tokens last about an hour;
-    a long `wait` or `logs --follow` outlives one).
-    """
+    """Application Default Credentials as a callable returning an access token, refreshed when expired."""
     import google.auth
     import google.auth.exceptions
     import google.auth.transport.requests
@@ -81,8 +70,10 @@ def google_token_provider(scopes: Collection[str] = (CLOUD_PLATFORM_SCOPE,)) -> 
     return token
 
 
-def write_ca_file(ca_cert_b64: str) -> str:
-    """Write GKE's base64 `clusterCaCertificate` as a PEM file for `verify`; removed at exit."""
+def tls_verify(ca_file: Optional[str] = None, ca_cert_b64: Optional[str] = None) -> bool | str:
+    """`verify` for requests/aiohttp: the CA file, GKE's base64 CA written to one (removed at exit), or True."""
+    if ca_file or not ca_cert_b64:
+        return ca_file or True
     try:
         pem = base64.b64decode(ca_cert_b64, validate=True)
     except (binascii.Error, ValueError):
@@ -96,63 +87,33 @@ def write_ca_file(ca_cert_b64: str) -> str:
     return path
 
 
-def tls_verify(ca_file: Optional[str] = None, ca_cert_b64: Optional[str] = None) -> bool | str:
-    """`verify` for requests/aiohttp: the CA file, GKE's base64 CA written to one, or True (system roots)."""
-    if ca_file:
-        return ca_file
-    return write_ca_file(ca_cert_b64) if ca_cert_b64 else True
-
-
 def _remove_quietly(path: str) -> None:
     with contextlib.suppress(OSError):
         os.remove(path)
 
 
-class _TimeoutClient(JobSubmissionClient):
-    """A JobSubmissionClient whose every REST call has a timeout.
-
-    Ray's client sends every REST call (the version check in its constructor included) through
-    `_do_request`, which passes extra keyword arguments on to `requests.request`; a `timeout` there
-    turns a stalled answer into `requests.exceptions.Timeout`, which `guard` reports as
-    `DashboardUnreachable`. The signature is taken as `*args, **kwargs` so the older Ray of the
-    NeMo-RL images the watcher runs in (2.46, 2.49) works the same.
-    """
-
-    def __init__(self, address: str, *, request_timeout: float | tuple[float, float], **kwargs: Any):
-        self._request_timeout = request_timeout
-        super().__init__(address, **kwargs)
-
-    def _do_request(self, *args: Any, **kwargs: Any) -> requests.Response:
-        kwargs.setdefault("timeout", self._request_timeout)
-        return super()._do_request(*args, **kwargs)
-
-
-class _BearerClient(_TimeoutClient):
-    """A JobSubmissionClient that puts a fresh bearer token on every request.
-
-    Ray's client keeps its headers in `_headers` and sends every REST call through `_do_request`
-    (and the log websocket with the same headers); refreshing there keeps long waits working
-    after the first token expires.
-    """
+class _Client(JobSubmissionClient):
+    """A JobSubmissionClient with a timeout on every REST call (`_do_request` passes it to `requests.request`)
+    and, with `token_provider`, a fresh bearer token on each (its websocket sends the same headers). Taken as
+    `*args, **kwargs`: the older Ray of the NeMo-RL images (2.46, 2.49) works the same."""
 
     def __init__(
         self,
         address: str,
         *,
-        token_provider: TokenProvider,
-        verify: bool | str = True,
         request_timeout: float | tuple[float, float],
+        token_provider: Optional[TokenProvider] = None,
+        **kwargs: Any,
     ):
-        self._token_provider = token_provider
-        super().__init__(
-            address,
-            request_timeout=request_timeout,
-            headers={"Authorization": f"Bearer {token_provider()}"},
-            verify=verify,
-        )
+        self._request_timeout, self._token_provider = request_timeout, token_provider
+        if token_provider is not None:
+            kwargs["headers"] = {"Authorization": f"Bearer {token_provider()}"}
+        super().__init__(address, **kwargs)
 
     def _do_request(self, *args: Any, **kwargs: Any) -> requests.Response:
-        self._headers["Authorization"] = f"Bearer {self._token_provider()}"
+        kwargs.setdefault("timeout", self._request_timeout)
+        if self._token_provider is not None:
+            self._headers["Authorization"] = f"Bearer {self._token_provider()}"
         return super()._do_request(*args, **kwargs)
 
 
@@ -168,21 +129,10 @@ def connect(
     timeout: float = CONNECT_TIMEOUT,
     read_timeout: Optional[float] = None,
 ) -> JobSubmissionClient:
-    """A connected `JobSubmissionClient` (it checks the dashboard's version on creation).
-
-    Either `address` (e.g. ``http://127.0.0.1:8265``), or `gke_endpoint` + `service` to go through
-    the API server's service proxy with a Google bearer token (`token_provider`, default Application
-    Default Credentials). An IP endpoint also needs the cluster CA (`ca_cert_b64` or `ca_file`); the
-    DNS endpoint's certificate is verified with the system roots (`needs_cluster_ca`).
-    Every request of the returned client gives up after `timeout` seconds to connect and `read_timeout`
-    (default `READ_TIMEOUT`) seconds without an answer (`DashboardUnreachable`): nothing waits forever on a stalled
-    dashboard.
-
-    Raises:
-        InvalidAddress: the address or endpoint is not a usable http(s) URL (bad port, no host, ...).
-        DashboardUnreachable: nothing answers, or the proxy has no such service.
-        DashboardAuthError: the credentials were refused.
-    """
+    """A connected `JobSubmissionClient`: at `address`, or through `gke_endpoint`'s service proxy to `service`
+    with a Google bearer token (an IP endpoint also needs the cluster CA). Every request gives up after
+    `timeout` s to connect and `read_timeout` s without an answer. Raises `InvalidAddress`,
+    `DashboardUnreachable`, `DashboardAuthError`."""
     if (address is None) == (gke_endpoint is None):
         raise ValueError("pass exactly one of address or gke_endpoint")
     read_timeout = READ_TIMEOUT if read_timeout is None else read_timeout
@@ -193,7 +143,7 @@ def connect(
             url = f"http://{url}"
         host_port(url, address)
         _probe(url, timeout)
-        return guard(url, lambda: _TimeoutClient(url, request_timeout=(timeout, read_timeout)))
+        return guard(url, lambda: _Client(url, request_timeout=(timeout, read_timeout)))
     if not service:
         raise ValueError("gke_endpoint needs the Ray head service name (service=...)")
     check_endpoint(gke_endpoint)
@@ -202,12 +152,12 @@ def connect(
     _probe(url, timeout)
     provider = token_provider or google_token_provider()
     return guard(
-        url, lambda: _BearerClient(url, token_provider=provider, verify=verify, request_timeout=(timeout, read_timeout))
+        url, lambda: _Client(url, token_provider=provider, verify=verify, request_timeout=(timeout, read_timeout))
     )
 
 
 def _probe(url: str, timeout: float) -> None:
-    """Fail fast on an address nothing listens on; requests would wait for the OS TCP timeout."""
+    """Fail fast on an address nothing listens on."""
     host, port = host_port(url)
     try:
         with socket.create_connection((host, port), timeout=timeout):
@@ -217,7 +167,6 @@ def _probe(url: str, timeout: float) -> None:
 
 
 def guard(address: str, fn: Callable[[], Any], job_id: Optional[str] = None) -> Any:
-    """Run one Job API call, turning transport and HTTP failures into `JobError`s."""
     try:
         return fn()
     except requests.exceptions.SSLError:  # before ConnectionError: it is a subclass of it
@@ -238,9 +187,8 @@ def guard(address: str, fn: Callable[[], Any], job_id: Optional[str] = None) -> 
         if job_id is not None and "404" in text and "does not exist" in text:
             raise UnknownJob(job_id, address) from None
         if job_id is not None and "already exists" in text:
-            # Ray refuses a duplicate submission id (JobManager.submit_job: "Job with submission_id ...
-            # already exists"), but the dashboard returns it as an HTTP 500 whose body is the whole
-            # traceback: the words are on its last line, not its first (ray 2.46 ... 2.54).
+            # JobManager.submit_job's "Job with submission_id ... already exists" comes as an HTTP 500 whose
+            # body is the whole traceback: the words are on its last line (ray 2.46 ... 2.54).
             raise DuplicateSubmission(job_id, address) from None
         if "Version check returned 404" in text:
             raise DashboardUnreachable(address, "no Ray dashboard at this path (wrong service or namespace?)") from None

@@ -1,14 +1,8 @@
 """Submit, watch and stop NeMo-RL jobs on the Ray dashboard's Job Submission API.
 
-Connecting (`connect`: an address, or the GKE API server's service proxy with a bearer token) is
-`workloads.ray_connection`; checking addresses is `workloads.ray_address`; the errors are
-`workloads.job_errors`. The names callers use from here are re-exported below.
-
-Submission is idempotent: a `JobSpec` has a deterministic id, and `submit` finds the stack's
-jobs by their metadata. The same spec already pending/running/succeeded is returned as is; after
-a failure or a stop the same spec is submitted again as `<id>-r<N>` (Ray never reuses an id),
-which resumes from the checkpoint dir; a job of the same stack with another spec that is still
-running is stopped first, because a stack's GPU pool holds one training job.
+Connecting is `workloads.ray_connection`, addresses `workloads.ray_address`, errors `workloads.job_errors`
+(re-exported here). A `JobSpec` has a deterministic id and its attempts are `<id>-r<N>` (Ray never
+reuses an id), found by their metadata.
 """
 
 from __future__ import annotations
@@ -21,8 +15,7 @@ from typing import Any, AsyncIterator, Callable, Collection, Iterator, Optional
 
 from ray.job_submission import JobDetails, JobStatus, JobSubmissionClient
 
-# Re-exported: the job operations' callers (the hook, the watcher, the run owner, jobctl, tests) catch
-# these errors and connect through `submit.*`, and wrap their own Job API calls in `guard`.
+# Re-exported: callers catch these errors, connect and `guard` their own Job API calls through `submit.*`.
 from workloads.job_errors import (  # noqa: F401
     DashboardAuthError,
     DashboardError,
@@ -38,49 +31,42 @@ from workloads.ray_connection import CONNECT_TIMEOUT, connect, guard  # noqa: F4
 
 TERMINAL = frozenset({JobStatus.STOPPED, JobStatus.SUCCEEDED, JobStatus.FAILED})
 RETRYABLE = frozenset({JobStatus.STOPPED, JobStatus.FAILED})
-"""A same-spec job that ended like this is submitted again (as a new attempt) by `submit`."""
 LOG_IDLE_TIMEOUT = 120.0
-"""Seconds `logs --follow` waits on Ray's log websocket without a chunk before it switches to polling
-the log over HTTP (which has `READ_TIMEOUT`, and notices a job that ended): a quiet job costs a switch,
-a stalled websocket no longer hangs the CLI."""
+"""Seconds `logs --follow` waits on the websocket for a chunk before it polls over HTTP instead."""
 
 
 @dataclass(frozen=True)
 class SubmitResult:
-    """What `submit` did."""
-
     submission_id: str
     status: JobStatus
     created: bool
-    """False when the same spec was already on the cluster and nothing was submitted."""
+    """False when the same spec was already there and nothing was submitted."""
     stopped: tuple[str, ...] = ()
-    """Jobs of the same stack (other specs) stopped to make room."""
+    """Jobs of other specs of the stack stopped to make room."""
 
 
 def status(client: JobSubmissionClient, job_id: str) -> JobStatus:
-    """The job's current status. Raises `UnknownJob`."""
     return info(client, job_id).status
 
 
 def info(client: JobSubmissionClient, job_id: str) -> JobDetails:
-    """The job's details (status, message, times, metadata). Raises `UnknownJob`."""
     return guard(client.get_address(), lambda: client.get_job_info(job_id), job_id)
 
 
 def stop(client: JobSubmissionClient, job_id: str) -> bool:
-    """Ask the job to stop; True if it was still running. Raises `UnknownJob`."""
+    """Ask the job to stop; True if it was still running."""
     return bool(guard(client.get_address(), lambda: client.stop_job(job_id), job_id))
 
 
 def all_jobs(client: JobSubmissionClient) -> list[JobDetails]:
-    """Every job on the head, of every stack and kind (gate runs and the destroy mark too): Ray's job list."""
+    """Every job on the head (gate runs and the destroy mark too)."""
     return list(guard(client.get_address(), client.list_jobs))
 
 
 def list_jobs(
     client: JobSubmissionClient, stack: Optional[str] = None, recipe: Optional[str] = None
 ) -> list[JobDetails]:
-    """Submitted jobs this program made, oldest first; filtered by stack and recipe when given."""
+    """This program's jobs, oldest first; filtered by stack and recipe when given."""
     jobs = all_jobs(client)
     mine = [
         j
@@ -94,16 +80,13 @@ def list_jobs(
 
 
 def latest_job(client: JobSubmissionClient, stack: str, recipe: Optional[str] = None) -> Optional[JobDetails]:
-    """The stack's most recently started job, or None."""
     jobs = list_jobs(client, stack, recipe)
     return jobs[-1] if jobs else None
 
 
 def ray_nodes(client: JobSubmissionClient) -> list[dict[str, Any]]:
-    """Ray's node table, dead nodes included (the dashboard's state API, `GET /api/v0/nodes`, served
-    since Ray 2.0 by dashboard/modules/state/state_head.py): rows with `node_id`, `node_ip`, `state`
-    (ALIVE/DEAD), `resources_total`, `end_time_ms` and `state_message` (why a node died). Sent through
-    the client's own `_do_request`, so the proxy's bearer token and TLS settings apply as for the Job API."""
+    """Ray's node table, dead nodes included (`GET /api/v0/nodes`, dashboard/modules/state/state_head.py since
+    Ray 2.0), through the client's `_do_request` so its token and TLS settings apply."""
     address = client.get_address()
 
     response = guard(
@@ -121,7 +104,7 @@ def ray_nodes(client: JobSubmissionClient) -> list[dict[str, Any]]:
 
 
 def metadata_int(job: Any, key: str, default: int) -> int:
-    """A number this program stored in a job's metadata (`META_ATTEMPT`, ...); `default` when absent or not a number."""
+    """A number stored in a job's metadata; `default` when absent or not a number."""
     try:
         return int((getattr(job, "metadata", None) or {}).get(key, default))
     except (TypeError, ValueError):
@@ -129,21 +112,18 @@ def metadata_int(job: Any, key: str, default: int) -> int:
 
 
 def attempt_of(job: Any) -> int:
-    """The attempt number of a job of a spec (1: the first submission)."""
     return metadata_int(job, META_ATTEMPT, 1)
 
 
 def attempt_id(submission_id: str, attempt: int) -> str:
-    """The submission id of the N-th attempt of a spec (the first keeps the plain id)."""
     return submission_id if attempt <= 1 else f"{submission_id}-r{attempt}"
 
 
 def submit_attempt(
     client: JobSubmissionClient, spec: JobSpec, attempt: int, metadata: Optional[dict[str, str]] = None
 ) -> tuple[str, bool]:
-    """Submit attempt `attempt` of `spec` (its entrypoint and runtime env, id `attempt_id`), with `metadata`
-    added to the spec's. Returns the job id and whether this call created the job: False when someone
-    submitted this very attempt between the caller's listing and this submission (that is the job)."""
+    """Submit attempt `attempt` of `spec` with `metadata` added; returns the id and whether this call created it
+    (False: someone submitted this very attempt first, and that is the job)."""
     job_id = attempt_id(spec.submission_id, attempt)
     try:
         guard(
@@ -162,8 +142,7 @@ def submit_attempt(
 
 
 def stop_other_specs(client: JobSubmissionClient, spec: JobSpec, *, stop_timeout: float = 60.0) -> tuple[str, ...]:
-    """Stop every unfinished job of `spec`'s stack that runs another spec (a stack's GPU pool holds one
-    training job), giving each up to `stop_timeout` seconds to release its GPUs; returns their ids."""
+    """Stop the stack's unfinished jobs of other specs (one GPU pool, one job), waiting up to `stop_timeout` each."""
     stale = [
         j
         for j in list_jobs(client, spec.stack)
@@ -180,36 +159,6 @@ def stop_other_specs(client: JobSubmissionClient, spec: JobSpec, *, stop_timeout
     return tuple(stopped)
 
 
-def submit(
-    client: JobSubmissionClient,
-    spec: JobSpec,
-    *,
-    stop_timeout: float = 60.0,
-    before_submit: Optional[Callable[[], None]] = None,
-) -> SubmitResult:
-    """Make sure `spec` runs on the cluster, without duplicates.
-
-    1. Any job of the same stack with another spec that has not ended is stopped, and given up
-       to `stop_timeout` seconds to release its GPUs.
-    2. If the newest attempt of this spec is pending, running or succeeded, it is returned.
-    3. Otherwise (never submitted, or it failed / was stopped) `before_submit` is called (the
-       acceptance gate: on free GPUs, and only when a job is really going to start; an exception
-       from it stops the submission) and a new attempt is submitted.
-    """
-    stopped = stop_other_specs(client, spec, stop_timeout=stop_timeout)
-    same = [j for j in list_jobs(client, spec.stack) if j.metadata.get(META_SPEC_HASH) == spec.spec_hash]
-    attempt = 1
-    if same:
-        newest = max(same, key=attempt_of)
-        if newest.status not in RETRYABLE:
-            return SubmitResult(newest.submission_id, newest.status, created=False, stopped=stopped)
-        attempt = attempt_of(newest) + 1
-    if before_submit is not None:
-        before_submit()
-    job_id, created = submit_attempt(client, spec, attempt)
-    return SubmitResult(job_id, status(client, job_id), created=created, stopped=stopped)
-
-
 def wait(
     client: JobSubmissionClient,
     job_id: str,
@@ -219,12 +168,7 @@ def wait(
     on_status: Optional[Callable[[JobStatus, float], None]] = None,
     poll_interval: float = 1.0,
 ) -> JobStatus:
-    """Poll until the job's status is in `until` (default: ended); returns that status.
-
-    `on_status(status, elapsed_seconds)` is called after every poll (the CLI draws its live line
-    with it). A job that ends in a status outside `until` ends the wait too (it cannot change
-    any more). Raises `WaitTimeout` after `timeout` seconds, `UnknownJob`.
-    """
+    """Poll until the job's status is in `until` or it ended; `on_status(status, elapsed)` after every poll."""
     start = time.monotonic()
     while True:
         current = status(client, job_id)
@@ -246,13 +190,8 @@ def logs(
     tail: Optional[int] = None,
     poll_interval: float = 1.0,
 ) -> Iterator[str]:
-    """The job's log as text chunks.
-
-    Without `follow` it yields the whole log once, or only its last `tail` lines. With `follow` it
-    streams new output until the job ends, over Ray's log websocket (`tail_job_logs`), starting with
-    the whole log or its last `tail` lines; if the websocket cannot be opened (a proxy that does not
-    pass upgrades), it falls back to polling the full log.
-    """
+    """The job's log as text chunks: the whole log or its last `tail` lines; with `follow`, then new output until
+    it ends, over Ray's log websocket, else by polling (a proxy that does not pass upgrades)."""
     if tail is not None and tail < 1:
         raise ValueError(f"tail must be a positive number of lines, got {tail}")
     address = client.get_address()
@@ -265,8 +204,7 @@ def logs(
 
     shown = 0  # characters from the start of the log already yielded or deliberately skipped
     if tail is not None:
-        # Ray's websocket always replays the log from its first line; take the tail from a snapshot
-        # and drop that much of the replay below.
+        # Ray's websocket replays the log from its first line: the tail from a snapshot, that much replay dropped.
         text = guard(address, lambda: client.get_job_logs(job_id), job_id)
         yield last_lines(text, tail)
         shown = len(text)
@@ -294,8 +232,7 @@ def logs(
 
 
 def last_lines(text: str, count: int) -> str:
-    """The last `count` lines of `text` (all of it when it has fewer), split at "\n" only, as `tail -n`
-    does: a progress bar redrawing itself with "\r" stays one line."""
+    """The last `count` lines, split at "\n" only, as `tail -n` does."""
     end = len(text) - 1 if text.endswith("\n") else len(text)
     for _ in range(count):
         end = text.rfind("\n", 0, end)
@@ -305,8 +242,7 @@ def last_lines(text: str, count: int) -> str:
 
 
 def _sync_iter(agen: AsyncIterator[str], idle_timeout: Optional[float] = None) -> Iterator[str]:
-    """Drive an async iterator from synchronous code on a private event loop; `asyncio.TimeoutError`
-    when no item arrives within `idle_timeout` seconds."""
+    """Drive an async iterator from sync code; `asyncio.TimeoutError` after `idle_timeout` without an item."""
     loop = asyncio.new_event_loop()
     try:
         while True:

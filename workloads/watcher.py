@@ -3,33 +3,11 @@
     python -m workloads.watcher --address URL --spec-file PATH --run-file PATH
         [--heartbeat-file PATH] [--state-file PATH] [--once] [--check-interval S]
 
-It watches the job of the spec file (`JobSpec` JSON) on the Ray dashboard at `--address` and
-resubmits it after a spot preemption (`workloads/recovery/` has the rules). Everything it is told about
-the run comes from ONE file, `--run-file`: the run's plan-time values (`workloads.run_owner.RunPlan`, the
-ConfigMap's run.json, built once by `infra.run_plan.run_plan_for_stack`): the recovery policy (check
-interval, restarts, backoff, the pool's GPUs to wait for, whether a missing job is submitted), the gate
-each resubmission passes first, where the checkpoints are, the node-hour price and budget of the run
-ledger, and the gang wait (`gpuPool.capacity`: the bounded wait for every GPU worker before an attempt,
-`workloads/gang_wait.py`), which reads the worker pods through the Kubernetes API with the pod's own
-service-account token (`gang_view`). Without `--run-file`: the policy's defaults, no gate, no prices.
-
-The other flags are the ones a person types: where the dashboard and the files are, `--state-file`
-(what it saw, kept across restarts), `--heartbeat-file` (touched after every look, for the liveness
-probe), `--once` (look once, act if needed, print the decision and exit: to see what the watcher would
-do) and `--check-interval` (look more or less often while you watch it yourself). The restart cap, the
-backoff and the GPUs to wait for are the stack's (`recovery.*`, `gpuPool`, `job.submit`): change them in
-the stack file, which `pulumi up` and `python -m jobctl watch` both read.
-
-The day-2 CLI's `watch` (`python -m jobctl watch --stack NAME`) runs the same loop from the user's
-machine, on the run plan `pulumi up` ships (`run_plan_for_stack`, or `--run-file`), with the same flags
-(`add_watch_flags`, `watch`), but without the gang wait: the Kubernetes API it reads is the in-cluster one.
-
-What ships: `infra/watcher_deployment.py` puts this module and exactly the `workloads` modules it
-imports (lazy imports included) into the watcher's ConfigMap, so only an edit to one of those rolls
-the pod. Nothing outside `workloads` may be imported here: the NeMo-RL image has no Pulumi and no
-`infra` (tests/test_watcher.py runs the shipped files that way).
-
-Exit codes: `workloads/exit_codes.py`.
+It watches the spec file's job and resubmits it after a spot preemption (`workloads/recovery/`). All it
+knows of the run comes from `--run-file` (`RunPlan`, the ConfigMap's run.json); the other flags are the
+ones a person types. `python -m jobctl watch` runs the same loop without the gang wait. Only `workloads`
+modules may be imported: infra/watcher_deployment.py ships exactly those it imports. Exit codes:
+`workloads/exit_codes.py`.
 """
 
 from __future__ import annotations
@@ -52,7 +30,6 @@ if TYPE_CHECKING:
 
 
 def add_watch_flags(p: argparse.ArgumentParser) -> None:
-    """The flags of one watch a person types (the module docstring says why no others)."""
     p.add_argument("--once", action="store_true", help="look once, act if needed, print the decision and exit")
     p.add_argument(
         "--check-interval",
@@ -71,7 +48,7 @@ def add_watch_flags(p: argparse.ArgumentParser) -> None:
 
 
 def policy_of(run: RunPlan, args: argparse.Namespace) -> recovery.RecoveryPolicy:
-    """The run plan's recovery policy with `--check-interval`, if given; a value it refuses is a usage error."""
+    """The run plan's recovery policy with `--check-interval`; a value it refuses is a usage error."""
     try:
         policy = recovery.RecoveryPolicy.from_dict(run.recovery)
         if args.check_interval is not None:
@@ -82,61 +59,57 @@ def policy_of(run: RunPlan, args: argparse.Namespace) -> recovery.RecoveryPolicy
 
 
 def load_run_file(path: Optional[str]) -> RunPlan:
-    """The `RunPlan` of `--run-file` (the watcher ConfigMap's run.json); none: no gate, no ledger prices."""
-    if not path:
-        return RunPlan()
+    return _read_json("--run-file", path, "run.json", RunPlan.from_dict) if path else RunPlan()
+
+
+def _read_json(flag: str, path: str, what: str, build: Callable[[dict], Any]) -> Any:
+    """`build` of a JSON object file the flag names; anything else is one line naming the flag."""
     try:
         # The bounded reader of user-named files: a FIFO or /dev/zero is refused, not waited on or read forever.
         data = json.loads(cli_args.read_user_file(path))
         if not isinstance(data, dict):
-            raise ValueError("not a JSON object; allowed: the run.json of the watcher's ConfigMap")
-        return RunPlan.from_dict(data)
-    except (ValueError, TypeError, AttributeError, RecursionError) as err:
-        raise exit_codes.CommandError(f"--run-file {path}: {str(err).splitlines()[0]}") from None
+            raise ValueError(f"not a JSON object; allowed: the {what} of the watcher's ConfigMap")
+        return build(data)
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError) as err:
+        raise exit_codes.CommandError(f"{flag} {path}: {str(err).splitlines()[0]}") from None
 
 
-def gang_view(run: RunPlan, out: TextIO) -> Optional["GangView"]:
-    """The gang wait's view of the worker pods (`KubeGangView`, the Kubernetes API as this pod's service
-    account), or None: the stack has no gang wait, or this is not a pod of the cluster (then one line says
-    that attempts are submitted without it, once the pool's GPUs are alive in Ray)."""
-    if run.gang_max_wait_minutes is None:
-        return None
-    from workloads.gang_wait import KubeGangView
-
-    why = "the run plan names no RayCluster (the day-2 CLI's watch has no gang wait)"
-    if run.gang_wait:
-        assert run.ray_namespace and run.ray_cluster and run.ray_worker_group
-        try:
-            return KubeGangView.in_cluster(run.ray_namespace, run.ray_cluster, run.ray_worker_group)
-        except (KeyError, OSError) as err:  # no KUBERNETES_SERVICE_HOST, no token file
-            why = f"no in-cluster Kubernetes API here ({type(err).__name__}: {err})"
-    out.write(
-        f"no gang wait (gpuPool.capacity.maxWaitMinutes {run.gang_max_wait_minutes}): {why}; attempts are "
-        "submitted once the pool's GPUs are alive in Ray\n"
-    )
-    return None
-
-
-def worker_release(run: RunPlan, gang: Optional["GangView"], out: TextIO) -> Optional["GangView"]:
-    """What releases the workers when the run ends (`recovery.releaseWorkersAfterRun`): the gang wait's view
-    where there is one (it patches the same RayCluster), else a `KubeGangView` of this pod's service account;
-    None: the setting is off, the run plan names no RayCluster (the day-2 CLI's watch), or this is not a pod of
-    the cluster (then one line says the workers stay)."""
-    if not run.releases_workers:
-        return None
-    if gang is not None:
-        return gang
+def _in_cluster(run: RunPlan) -> tuple[Optional["GangView"], str]:
+    """A `KubeGangView` of the run's worker group as this pod's service account, or None and why not."""
     from workloads.gang_wait import KubeGangView
 
     assert run.ray_namespace and run.ray_cluster and run.ray_worker_group
     try:
-        return KubeGangView.in_cluster(run.ray_namespace, run.ray_cluster, run.ray_worker_group)
+        return KubeGangView.in_cluster(run.ray_namespace, run.ray_cluster, run.ray_worker_group), ""
     except (KeyError, OSError) as err:  # no KUBERNETES_SERVICE_HOST, no token file
-        out.write(
-            f"workers are not released when the run ends: no in-cluster Kubernetes API here ({type(err).__name__}: "
-            f"{err})\n"
-        )
+        return None, f"no in-cluster Kubernetes API here ({type(err).__name__}: {err})"
+
+
+def gang_view(run: RunPlan, out: TextIO) -> Optional["GangView"]:
+    """The gang wait's `KubeGangView`, or None (no gang wait, or not in a pod: one line says so)."""
+    if run.gang_max_wait_minutes is None:
         return None
+    view, why = (
+        _in_cluster(run)
+        if run.gang_wait
+        else (None, "the run plan names no RayCluster (the day-2 CLI's watch has no gang wait)")
+    )
+    if view is None:
+        out.write(
+            f"no gang wait (gpuPool.capacity.maxWaitMinutes {run.gang_max_wait_minutes}): {why}; attempts are "
+            "submitted once the pool's GPUs are alive in Ray\n"
+        )
+    return view
+
+
+def worker_release(run: RunPlan, gang: Optional["GangView"], out: TextIO) -> Optional["GangView"]:
+    """What releases the workers when the run ends: the gang view, else a `KubeGangView`; None: off or not in a pod."""
+    if not run.releases_workers:
+        return None
+    view, why = (gang, "") if gang is not None else _in_cluster(run)
+    if view is None:
+        out.write(f"workers are not released when the run ends: {why}\n")
+    return view
 
 
 def watch(
@@ -146,9 +119,7 @@ def watch(
     out: TextIO,
     run: Optional[RunPlan] = None,
 ) -> int:
-    """Watch `spec`'s job on the dashboard `connect` reaches, with the flags of `add_watch_flags`; `run`
-    (default: `--run-file`'s) holds the recovery policy, gates each resubmission, bounds its gang wait and
-    prices the run ledger."""
+    """Watch `spec`'s job on the dashboard `connect` reaches; `run` defaults to `--run-file`'s."""
     run = run if run is not None else load_run_file(args.run_file)
     policy = policy_of(run, args)
     heartbeat = Path(args.heartbeat_file) if args.heartbeat_file else None
@@ -184,10 +155,8 @@ def _connect_until_reachable(
     out: TextIO,
     sleep: Callable[[float], None] = time.sleep,
 ) -> Any:
-    """The watcher may start before the Ray head (or outlive a head restart): keep trying. The heartbeat is
-    touched before every try: the head's pod may wait for the ~20 GB NeMo-RL image far longer than the liveness
-    probe's bound (infra/watcher_deployment.py `heartbeat_limit`), and a probe that failed then would restart
-    the watcher over and over (tests/test_watcher.py holds it)."""
+    """The watcher may start before the Ray head: keep trying, touching the heartbeat before every try (the
+    head may wait for its image longer than the liveness probe's bound, `heartbeat_limit`)."""
     # Lazily: the CLI's parser imports this module, and `python -m jobctl submit --dry-run` never loads Ray.
     from workloads import submit
 
@@ -206,7 +175,6 @@ def _connect_until_reachable(
 
 
 def connect_address(address: str) -> Any:
-    """The dashboard client of `--address`; a malformed URL is one line naming the flag."""
     from workloads import submit  # lazily, as in `_connect_until_reachable`
 
     try:
@@ -226,19 +194,7 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def _load_spec(path: str) -> JobSpec:
-    try:
-        # The bounded reader of user-named files: a FIFO or /dev/zero is refused, not waited on or read forever.
-        data = json.loads(cli_args.read_user_file(path))
-        if not isinstance(data, dict):
-            raise ValueError("not a JSON object; allowed: the spec.json of the watcher's ConfigMap")
-        return JobSpec.from_dict(data)
-    except (OSError, ValueError, KeyError) as err:
-        raise exit_codes.CommandError(f"--spec-file {path}: {err}") from None
-
-
 def main(argv: Optional[list[str]] = None, out: Optional[TextIO] = None, err: Optional[TextIO] = None) -> int:
-    """Run the watcher; returns the exit code. Errors it cannot recover from print one line."""
     out = out or sys.stdout
     err = err or sys.stderr
     # Ray's job SDK logs every websocket close at INFO; the watcher prints what matters itself.
@@ -246,7 +202,7 @@ def main(argv: Optional[list[str]] = None, out: Optional[TextIO] = None, err: Op
 
     def body() -> int:
         args = parser().parse_args(argv)
-        spec = _load_spec(args.spec_file)
+        spec = _read_json("--spec-file", args.spec_file, "spec.json", JobSpec.from_dict)
         return watch(lambda: connect_address(args.address), spec, args, out)
 
     return exit_codes.run(body, err)

@@ -1,14 +1,6 @@
-"""The acceptance gate's per-GPU process (`python -m workloads.gate rank <spec file>`, one per GPU, started
-by the node's probe, `workloads.gate.probe.NodeProbe.ranks`): open the device, check it with a small
-matmul, then join one `torch.distributed` group across all worker nodes and time the collective as
-nccl-tests does; its report is a JSON file the probe reads back.
-
-Why one process per GPU: that is how NCCL is measured (nccl-tests and Google's published numbers run one
-rank per GPU, 8 per node), the processes inherit the worker pod's environment exactly as Ray's workers do
-(NCCL_NET=gIB and the gIB library path, sourced by the worker's start command before `ray start`), and a
-process that dies of a broken GPU cannot take the probe along.
-
-Imports: the standard library at module level; torch only inside `rank_main` (the NeMo-RL image's torch).
+"""The gate's per-GPU process (`python -m workloads.gate rank <spec file>`): check the device with a matmul,
+then time the collective across all workers as nccl-tests does, one rank per GPU as NCCL is measured;
+the report is a JSON file. torch only inside `rank_main`.
 """
 
 from __future__ import annotations
@@ -23,7 +15,6 @@ from workloads.gate.checklist import bus_bandwidth
 
 
 def rank_main(spec_path: str) -> int:
-    """One process per GPU: probe the device, then join the collective; writes its report as JSON."""
     spec = json.loads(Path(spec_path).read_text())
     out = Path(spec["out"])
     report: dict[str, Any] = {"rank": spec["rank"], "node_rank": spec["node_rank"], "host": socket.gethostname()}
@@ -82,10 +73,8 @@ def _sync(torch: Any, device: Any) -> None:
 
 
 def _time_collective(torch: Any, dist: Any, device: Any, spec: Mapping[str, Any]) -> dict[str, Any]:
-    """nccl-tests' out-of-place timing: warm up, then `iters` back-to-back ops between two syncs; the
-    slowest rank's time counts. nccl-tests by default reports the average over ranks (`-a 1`; NVIDIA/nccl-tests
-    src/common.cu v2.19.6 `static int average = 1`); the slowest rank is its `-a 3`, stricter than the
-    published averages the floor comes from, so a single slow rank fails the gate. Checks the gathered data."""
+    """nccl-tests' out-of-place timing; the slowest rank's time counts (nccl-tests `-a 3`, stricter than its
+    default average, NVIDIA/nccl-tests src/common.cu v2.19.6 `average = 1`). Checks the gathered data."""
     world, rank = spec["world"], spec["rank"]
     elements = max(spec["message_bytes"] // 4 // world, 1)  # float32 per rank
     if spec["collective"] == "all_gather":

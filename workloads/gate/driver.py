@@ -1,14 +1,10 @@
-"""The acceptance gate's driver: the gate job's entrypoint on the Ray cluster (`python -m workloads.gate
-run <plan>`, `main`), which pins one probe actor to each GPU worker node (`NodeAffinitySchedulingStrategy`,
-all of the node's GPUs), runs the GPU and fabric phase and then the storage phase, and prints the report
-as one `RESULT_MARKER` line for the client (`workloads.gate.gate_job`).
-
-Imports: the standard library, the gate's own modules, and Ray inside the functions that run on the
-cluster.
+"""The gate job's driver (`python -m workloads.gate run <plan>`): one probe actor pinned to each GPU worker
+node, the GPU and fabric phase, the storage phase, and the report as one `RESULT_MARKER` line.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -25,8 +21,7 @@ from workloads.gate.verdict import RESULT_MARKER, Check, GateReport, check_gpus,
 
 
 def worker_nodes(plan: GatePlan, nodes: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """The alive Ray nodes that can host a probe (`worker_resource` >= what one probe needs), sorted by
-    IP so that node ranks are stable."""
+    """The alive Ray nodes that can host a probe, sorted by IP so that node ranks are stable."""
     need = plan.gpus_per_node if plan.worker_resource == "GPU" else 0
     found = [
         n
@@ -37,7 +32,6 @@ def worker_nodes(plan: GatePlan, nodes: Iterable[Mapping[str, Any]]) -> list[Map
 
 
 def run(plan: GatePlan) -> GateReport:
-    """The gate on the Ray cluster this process is connected to (the gate job's driver)."""
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
@@ -68,22 +62,12 @@ def run(plan: GatePlan) -> GateReport:
         try:
             where = ray.get([p.where.remote() for p in probes], timeout=left(0.3))
         except ray.exceptions.GetTimeoutError:
-            return GateReport(
-                (
-                    Check(
-                        "gpus",
-                        False,
-                        f"the probes did not get {plan.gpus_per_node} GPUs on each of {len(nodes)} node(s) in time "
-                        "(GPUs held by another job?)",
-                    ),
-                ),
-                time.monotonic() - start,
-                len(nodes),
-            )
+            why = f"the probes did not get {plan.gpus_per_node} GPUs on each of {len(nodes)} node(s) in time"
+            check = Check("gpus", False, f"{why} (GPUs held by another job?)")
+            return GateReport((check,), time.monotonic() - start, len(nodes))
         master = where[0]
         budget = left(0.5)
-        # With a node missing, the nodes that are there still form their own group: their GPUs are
-        # checked and their bandwidth shown, and the fabric check fails for the missing node.
+        # With a node missing, the others still form a group: the fabric check fails for the missing one.
         present = dataclasses.replace(plan, node_count=len(nodes)).to_dict()
         try:
             results = ray.get(
@@ -98,10 +82,8 @@ def run(plan: GatePlan) -> GateReport:
         checks.append(_storage(plan, probes, run_dir, left))
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
-        try:
+        with contextlib.suppress(OSError):
             run_dir.parent.rmdir()  # only when no other run's directory is left in it
-        except OSError:
-            pass
         for p in probes:
             ray.kill(p)
     return GateReport(tuple(checks), time.monotonic() - start, len(nodes))

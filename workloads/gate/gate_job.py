@@ -1,14 +1,6 @@
-"""The acceptance gate as a Ray job, from the client's side (the run's owner, the hook, `jobctl gate`).
-
-The client submits a Ray job whose entrypoint is `python -m workloads.gate run <plan>` (`job_entrypoint`),
-shipping the whole `workloads` package with `runtime_env.py_modules`, and reads the report back from the
-job's log (`verdict.parse_result`). The job goes through the same Job API (and API-server proxy) as the
-training job, so nothing else has to be reachable. Entrypoint and package are those of the submitting
-party's own code, so a gate job started by an older release runs that release's gate whatever the
-client that reads its verdict is: the only contract between them is `RESULT_MARKER`'s JSON and the
-job metadata (`META_GATE`, and `workloads.run_owner`'s keys).
-
-Imports: the standard library and the gate's plan and verdict; `workloads.submit` (Ray's job SDK) lazily.
+"""The acceptance gate as a Ray job, from the client's side: `python -m workloads.gate run <plan>` with the
+`workloads` package as its `py_modules`, its report read back from the log. A gate started by an older
+release runs that release's gate: the contract is `RESULT_MARKER`'s JSON and the job metadata.
 """
 
 from __future__ import annotations
@@ -23,23 +15,18 @@ from workloads.gate.checklist import GatePlan, estimated_seconds
 from workloads.gate.verdict import GateReport, parse_result
 
 META_GATE = "nemo-rl-gke/gate"
-"""Ray job metadata key of gate runs. Not `nemo-rl-gke/stack`: a gate run is not one of the stack's jobs."""
+"""Metadata of gate runs; not `nemo-rl-gke/stack`: a gate run is not one of the stack's jobs."""
 WORKLOADS_DIR = str(Path(__file__).resolve().parent.parent)
-"""The `workloads` package directory, shipped whole as the gate job's `py_modules` (the checkout here, the
-ConfigMap's files in the watcher's pod)."""
 
 
 def job_entrypoint(plan: GatePlan) -> str:
-    """The gate job's command: the driver (`workloads.gate.driver.main`) with the plan as one shell word."""
     return f"{shlex.quote(plan.python)} -m workloads.gate run {plan.encode()}"
 
 
 def start_on_cluster(
     client: Any, plan: GatePlan, *, job_id: str, label: str, metadata: Optional[Mapping[str, str]] = None
 ) -> bool:
-    """Submit the gate as the Ray job `job_id` (metadata `META_GATE: label` plus `metadata`) and return at
-    once; False when a job of that id already exists (someone started this very gate first: that is it).
-    Raises `submit.JobError`s when the job cannot be submitted."""
+    """Submit the gate as Ray job `job_id` and return at once; False when it exists already (that is it)."""
     from workloads import submit
 
     try:
@@ -61,8 +48,7 @@ def start_on_cluster(
 
 
 def result_on_cluster(client: Any, plan: GatePlan, job_id: str, final: Any) -> GateReport:
-    """The report of the ended gate job `job_id` (from its log); a job that ended without one gives a
-    report with `error` set: a gate that could not run does not pass."""
+    """The ended gate job's report; one ended without a report has `error` set (it does not pass)."""
     from workloads import submit
 
     text = "".join(submit.logs(client, job_id))
@@ -83,11 +69,7 @@ def run_on_cluster(
     on_line: Callable[[str], None] = lambda _l: None,
     poll_interval: float = 2.0,
 ) -> GateReport:
-    """Submit the gate as a Ray job through `client`, wait for it and return its report (the on-demand
-    `python -m jobctl gate`; submissions go through `workloads.run_owner`, which starts the same job).
-
-    Raises `submit.JobError`s when the job cannot be submitted; a job that ends without a report gives a
-    report with `error` set (a gate that cannot run does not pass)."""
+    """Submit the gate, wait for it and return its report (`python -m jobctl gate`)."""
     from workloads import submit
 
     job_id = f"{label}-gate-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
@@ -100,10 +82,6 @@ def run_on_cluster(
         final = submit.wait(client, job_id, timeout=plan.timeout_s + 120, poll_interval=poll_interval)
     except submit.WaitTimeout:
         submit.stop(client, job_id)
-        return GateReport(
-            (),
-            plan.timeout_s,
-            plan.node_count,
-            error=f"gate job {job_id} did not finish in {plan.timeout_s + 120:.0f} s",
-        )
+        why = f"gate job {job_id} did not finish in {plan.timeout_s + 120:.0f} s"
+        return GateReport((), plan.timeout_s, plan.node_count, error=why)
     return result_on_cluster(client, plan, job_id, final)

@@ -1,9 +1,5 @@
-"""The acceptance gate's probe on one worker node: a Ray actor (`NodeProbe`, pinned to the node by the
-driver, `workloads.gate.driver.run`) that starts one per-GPU process per GPU (`workloads.gate.collective`)
-with NCCL's INFO log on, reads back their reports and the NCCL lines the fabric verdict needs, and does
-the node's storage I/O (`workloads.gate.storage_io`).
-
-Imports: the standard library; Ray inside `where` (the actor runs in a Ray worker).
+"""The gate's probe on one worker node (a Ray actor): one per-GPU process per GPU with NCCL's INFO log on,
+their reports and NCCL lines read back, and the node's storage I/O.
 """
 
 from __future__ import annotations
@@ -23,21 +19,14 @@ from typing import Any, Mapping, Optional
 from workloads.gate.checklist import GatePlan
 from workloads.gate.storage_io import parallel_io
 
-# The NCCL lines kept from each process's NCCL_DEBUG_FILE: those the fabric verdict reads
-# (`workloads.gate.verdict.parse_nccl_log`) and NCCL's warnings.
+# The NCCL lines kept: those `workloads.gate.verdict.parse_nccl_log` reads, and NCCL's warnings.
 _KEEP_LOG_LINE = re.compile(
     r"NCCL (?:INFO (?:Using network|Channel .* via NET/|NET/|Initialized NET|Assigned NET)|WARN)|NCCL version"
 )
 MAX_LOG_LINES_PER_PROCESS = 200
 
 
-def _package_root() -> str:
-    """The directory holding the `workloads` package (a py_modules dir in the cluster, the checkout here)."""
-    return str(Path(__file__).resolve().parent.parent.parent)
-
-
 def _rank_spec(plan: GatePlan, node_rank: int, local: int, master: tuple[str, int], timeout_s: float, work: Path):
-    """What the per-GPU process `local` of node `node_rank` is told (`collective.rank_main` reads it)."""
     return {
         "rank": node_rank * plan.gpus_per_node + local,
         "local_rank": local,
@@ -57,7 +46,7 @@ def _rank_spec(plan: GatePlan, node_rank: int, local: int, master: tuple[str, in
 
 
 def _rank_report(plan: GatePlan, node_rank: int, local: int, proc: subprocess.Popen, work: Path) -> dict[str, Any]:
-    """The report of the ended (or killed) process `local`: its own, or one saying why there is none."""
+    """The ended (or killed) process's report, or one saying why there is none."""
     path = work / f"rank-{local}.json"
     report = (
         json.loads(path.read_text())
@@ -75,8 +64,6 @@ def _rank_report(plan: GatePlan, node_rank: int, local: int, proc: subprocess.Po
 
 
 class NodeProbe:
-    """Runs on one worker node (a Ray actor, created by `run`): the per-GPU processes and the storage I/O."""
-
     def where(self) -> dict[str, Any]:
         import ray
 
@@ -94,9 +81,8 @@ class NodeProbe:
         timeout_s: float,
         keep_nccl_logs: Optional[str] = None,
     ) -> dict[str, Any]:
-        """Start one process per GPU, wait for them, return their reports and their NCCL INFO lines.
-        `keep_nccl_logs`: a directory to copy the processes' whole NCCL_DEBUG_FILEs into
-        (tools/gate_vs_nccl_tests.py; the cluster keeps only the lines the verdict reads)."""
+        """Run one process per GPU; their reports and NCCL INFO lines. `keep_nccl_logs`: copy the whole logs there
+        (tools/gate_vs_nccl_tests.py)."""
         plan = GatePlan.from_dict(plan_dict)
         work = Path(tempfile.mkdtemp(prefix="nemo-rl-gke-gate-"))
         env = dict(os.environ)
@@ -104,7 +90,10 @@ class NodeProbe:
             NCCL_DEBUG="INFO",
             NCCL_DEBUG_SUBSYS="INIT,NET",
             NCCL_DEBUG_FILE=str(work / "nccl.%h.%p.log"),
-            PYTHONPATH=os.pathsep.join([_package_root(), *filter(None, [env.get("PYTHONPATH")])]),
+            # The directory holding `workloads` (a py_modules dir in the cluster, the checkout here).
+            PYTHONPATH=os.pathsep.join(
+                [str(Path(__file__).resolve().parents[2]), *filter(None, [env.get("PYTHONPATH")])]
+            ),
         )
         procs = []
         try:
@@ -162,7 +151,6 @@ def _tail(path: Path, chars: int = 300) -> str:
 
 
 def _nccl_lines(work: Path) -> str:
-    """The NCCL INFO lines the verdict needs, from every process's NCCL_DEBUG_FILE (bounded)."""
     keep = []
     for path in sorted(work.glob("nccl.*.log")):
         lines = [line for line in path.read_text(errors="replace").splitlines() if _KEEP_LOG_LINE.search(line)]

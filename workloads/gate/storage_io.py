@@ -1,12 +1,10 @@
-"""The acceptance gate's storage I/O on one node: large sequential writes (fsynced) and reads of files in
-parallel streams, with the node's page cache dropped so that no read is served from memory. The driver
-has every node read what ANOTHER node wrote (`workloads.gate.driver`).
-
-Imports: the standard library only.
+"""The gate's storage I/O on one node: parallel fsynced writes and reads with the page cache dropped; each
+node reads what another wrote (`workloads.gate.driver`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import threading
@@ -15,12 +13,10 @@ from pathlib import Path
 from typing import Any
 
 BLOCK = 8 << 20
-"""Bytes per write/read call: large sequential I/O, as a checkpoint writer does."""
 
 
 def parallel_io(directory: Path, node_rank: int, size: int, streams: int, *, write: bool) -> dict[str, Any]:
-    """Write (or read) `size` bytes as `streams` files `node<r>-<k>.bin` in parallel threads; the
-    seconds from the first byte to the last stream's end (fsync included for writes)."""
+    """Write (or read) `size` bytes as `streams` files in parallel; the seconds to the last stream's end."""
     per_stream = max(size // streams // BLOCK, 1) * BLOCK
     # One slot per stream, so the report lists errors in stream order whatever order the threads end in.
     errors: list[str | None] = [None] * streams
@@ -65,7 +61,5 @@ def parallel_io(directory: Path, node_rank: int, size: int, streams: int, *, wri
 
 def _drop_cache(fd: int) -> None:
     if hasattr(os, "posix_fadvise"):
-        try:
+        with contextlib.suppress(OSError):
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        except OSError:
-            pass

@@ -1,12 +1,5 @@
-"""The acceptance gate's verdict: the checks (GPUs, fabric, storage) from what the probes measured, the NCCL
-INFO log parser the fabric check reads, the report and its one line, and the policy's consequence
-(`enforce`, `GateFailed`).
-
-The report travels from the gate job's driver to the client as one `RESULT_MARKER` line of JSON in the
-job's log (`parse_result`).
-
-Imports: the standard library, the plan (`workloads.gate.checklist`) and, for the release check,
-`workloads.version_check` (lazily).
+"""The gate's verdict: the checks from what the probes measured, the NCCL INFO log parser, the report (one
+`RESULT_MARKER` JSON line in the job's log) and the policy's consequence (`enforce`, `GateFailed`).
 """
 
 from __future__ import annotations
@@ -18,10 +11,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Sequence
 
-from workloads.gate.checklist import POLICIES, GatePlan
+from workloads.gate.checklist import GatePlan
 
 RESULT_MARKER = "NEMO_RL_GKE_GATE_RESULT "
-"""Prefix of the one log line that carries the report (JSON) from the gate's driver to the client."""
 
 # NCCL INFO lines the fabric verdict reads (NVIDIA/nccl v2.21.5-1 .. v2.30.7-1):
 #   src/init.cc            INFO(NCCL_INIT, "Using network %s", comm->ncclNet->name)
@@ -36,31 +28,20 @@ _NCCL_VERSION = re.compile(r"NCCL version (\S+)")
 
 
 class GateFailed(Exception):
-    """Policy `enforce` and the gate failed (or could not run): the job must not be submitted.
-    `str()` is one line naming what failed and the numbers."""
+    """Enforce and the gate failed: the job must not be submitted; `str()` is one line."""
 
     def __init__(self, report: "GateReport"):
         super().__init__(report.summary())
         self.report = report
 
 
-def enforce(report: "GateReport", policy: str) -> None:
-    """Raise `GateFailed` when `policy` is enforce and the gate did not pass; warn and off never raise."""
-    if policy not in POLICIES:
-        raise ValueError(f"gate policy {policy!r}; allowed: {', '.join(POLICIES)}")
-    if policy == "enforce" and not report.ok:
-        raise GateFailed(report)
-
-
 def gbps(value: float) -> str:
-    """GB/s for a log line: three significant digits below 100 (a CPU test's 0.0123), one decimal above."""
+    """GB/s for a line: three significant digits below 100, one decimal above."""
     return f"{value:.1f}" if value >= 100 else f"{value:.3g}"
 
 
 @dataclass(frozen=True)
 class Check:
-    """One part of the verdict: `name` (gpus, fabric, storage), whether it passed, one line on what was seen."""
-
     name: str
     ok: bool
     summary: str
@@ -69,19 +50,13 @@ class Check:
 
 @dataclass(frozen=True)
 class NcclNetInfo:
-    """What an NCCL INFO log says about the network transport."""
-
     networks: Counter
-    """`Using network <name>` per communicator."""
     channel_nets: Counter
-    """`via NET/<name>/...` per inter-node channel connection."""
     gdr_channels: int
-    """Channel connections with /GDRDMA (GPUDirect RDMA)."""
     versions: frozenset[str]
 
 
 def parse_nccl_log(text: str) -> NcclNetInfo:
-    """Read the net transport out of NCCL_DEBUG=INFO output (any number of processes, interleaved)."""
     networks: Counter = Counter()
     channels: Counter = Counter()
     gdr = 0
@@ -98,8 +73,8 @@ def parse_nccl_log(text: str) -> NcclNetInfo:
 
 
 def net_check(info: NcclNetInfo, expect: str) -> Optional[str]:
-    """None when every communicator used the `expect` net (NCCL matches plugin names case-insensitively,
-    src/plugin/net.cc strcasecmp) and every inter-node channel went over it; otherwise why not."""
+    """None when every communicator and inter-node channel used `expect` (matched case-insensitively as NCCL
+    does, src/plugin/net.cc strcasecmp); otherwise why not."""
     want = expect.lower()
     if not info.networks:
         return f"no 'Using network' line in the NCCL INFO log: cannot prove that {expect} was used"
@@ -113,7 +88,6 @@ def net_check(info: NcclNetInfo, expect: str) -> Optional[str]:
 
 
 def check_gpus(plan: GatePlan, ranks: Sequence[Mapping[str, Any]], nodes_found: int) -> Check:
-    """Every worker node present, and each with `gpus_per_node` healthy devices named like `gpu_name`."""
     problems = []
     if nodes_found < plan.node_count:
         problems.append(f"{nodes_found} of {plan.node_count} worker nodes in the Ray cluster")
@@ -144,7 +118,6 @@ def check_gpus(plan: GatePlan, ranks: Sequence[Mapping[str, Any]], nodes_found: 
 
 
 def check_fabric(plan: GatePlan, busbw_gbps: Optional[float], nccl_log: str, error: str = "") -> Check:
-    """The net plugin (from the NCCL log) and the bus bandwidth against the floor."""
     numbers: dict[str, Any] = {"busbwGBps": busbw_gbps, "floorGBps": plan.busbw_floor_gbps}
     problems = []
     info = parse_nccl_log(nccl_log)
@@ -198,13 +171,10 @@ def check_storage(plan: GatePlan, write_gbps: Optional[float], read_gbps: Option
 
 @dataclass(frozen=True)
 class GateReport:
-    """The gate's outcome: its checks, how long it took, what it cost."""
-
     checks: tuple[Check, ...]
     seconds: float
     node_count: int
     error: str = ""
-    """The gate itself could not run (set instead of checks)."""
 
     @property
     def ok(self) -> bool:
@@ -222,12 +192,10 @@ class GateReport:
         return self.node_count * self.seconds / 3600
 
     def cost_line(self) -> str:
-        """What the gate held: the whole GPU pool for its duration. The offline plan prices a typical
-        run in dollars (tools/estimates.py); the cluster side knows no prices."""
+        """What the gate held (the offline plan prices it, tools/estimates.py)."""
         return f"gate cost: {self.node_count} GPU node(s) x {self.seconds:.0f} s = {self.node_hours:.3f} node-hours"
 
     def summary(self) -> str:
-        """One line: pass, or what failed and the numbers."""
         if self.error:
             return f"acceptance gate could not run: {self.error}"
         failed = [c for c in self.checks if not c.ok]
@@ -236,7 +204,6 @@ class GateReport:
         return f"acceptance gate passed in {self.seconds:.0f} s: " + "; ".join(c.summary for c in self.checks)
 
     def lines(self) -> list[str]:
-        """The log lines: one per check, the cost, the verdict."""
         out = [f"gate {c.name}: {'ok' if c.ok else 'FAILED'}: {c.summary}" for c in self.checks]
         if self.error:
             out.append(f"gate error: {self.error}")
@@ -245,7 +212,6 @@ class GateReport:
         return out
 
     def outputs(self) -> dict[str, Any]:
-        """The stack output (camelCase numbers)."""
         return {
             "passed": self.ok,
             "busbwGBps": self.number("fabric", "busbwGBps"),
@@ -260,12 +226,7 @@ class GateReport:
         }
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "checks": [dataclasses.asdict(c) for c in self.checks],
-            "seconds": self.seconds,
-            "node_count": self.node_count,
-            "error": self.error,
-        }
+        return dataclasses.asdict(self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "GateReport":
@@ -280,8 +241,7 @@ class GateReport:
 def fabric_from(
     plan: GatePlan, results: Sequence[Mapping[str, Any]], ranks: Sequence[Mapping[str, Any]], nodes_found: int
 ) -> Check:
-    """The fabric check from the probes' results (their NCCL lines) and their ranks' reports: the first
-    failure that explains the rest is the error; the busbw is the slowest rank's (all share the max time)."""
+    """The fabric check from the probes' results and ranks: the first failure that explains the rest is the error."""
     log = "\n".join(r["nccl_log"] for r in results if r.get("nccl_log"))
     errors = sorted({str(r["collective_error"]) for r in ranks if r.get("collective_error")})
     wrong = sum(int(r.get("wrong") or 0) for r in ranks)
@@ -304,7 +264,7 @@ def fabric_from(
 
 
 def parse_result(log_text: str) -> Optional[GateReport]:
-    """The report from the gate job's log (its last `RESULT_MARKER` line), or None."""
+    """The report of the gate job's log (its last `RESULT_MARKER` line), or None."""
     for line in reversed(log_text.splitlines()):
         if line.startswith(RESULT_MARKER):
             return GateReport.from_dict(json.loads(line[len(RESULT_MARKER) :]))

@@ -1,30 +1,18 @@
 """Why a FAILED attempt failed, and what the watcher does about it (`classify`, `decide`).
 
-Reads Ray's `JobInfo` (ray/dashboard/modules/job/common.py, job_manager.py, job_supervisor.py of Ray
-2.60): `error_type`, `driver_exit_code` and `message` (for a non-zero exit, the last 20,000 characters
-of the driver's log), and Ray's node table (`/api/v0/nodes`, dead nodes kept with end time and death
-message). Ray 2.46 (the NeMo-RL v0.4.0 image) sets no `error_type`; its job manager's message stands for
-one (`RAY_246_MESSAGES`). Rules, first match wins:
-
-1. the job supervisor was lost or could not be placed (`JOB_SUPERVISOR_ACTOR_*`), or the cluster no
-   longer knows the job (`JOB_LOST`) -> preemption-like;
-2. `RUNTIME_ENV_SETUP_FAILURE` / `JOB_ENTRYPOINT_COMMAND_START_ERROR`: a restart changes nothing ->
-   application;
-3. a GPU node died while the attempt ran -> preemption-like (its death message is the evidence);
-4. NeMo-RL's own capacity wait gave up (nemo_rl/distributed/virtual_cluster.py, v0.4.0 to v0.7.0:
-   `ResourceInsufficientError`, "Timed out waiting for placement groups") -> capacity wait,
-   resubmitted once the GPUs are alive and not counted as a restart (at most `CAPACITY_WAIT_LIMIT`);
-5. the driver died of a signal (-9/-15, or 137/143 from Ray's shell; checked on Ray 2.60). It runs on
-   the on-demand head, so SIGKILL is the head's OOM kill -> application (raise `ray.headMemoryGib`);
+Reads Ray's `JobInfo` (ray/dashboard/modules/job/common.py, job_manager.py, job_supervisor.py of Ray 2.60)
+and node table (`/api/v0/nodes`). Rules, first match wins:
+1. supervisor lost or unplaceable (`JOB_SUPERVISOR_ACTOR_*`), or `JOB_LOST` -> preemption-like;
+2. `RUNTIME_ENV_SETUP_FAILURE` / `JOB_ENTRYPOINT_COMMAND_START_ERROR` -> application;
+3. a GPU node died while the attempt ran -> preemption-like;
+4. NeMo-RL's capacity wait gave up (nemo_rl/distributed/virtual_cluster.py v0.4.0 to v0.7.0) -> capacity
+   wait, not counted as a restart (at most `CAPACITY_WAIT_LIMIT`);
+5. driver killed by a signal (checked on Ray 2.60): SIGKILL is the head's OOM kill -> application;
    SIGTERM is the head pod drained -> preemption-like;
-6. Ray reports a lost node in the log (`NodeDiedError`, "raylet died", ...) -> preemption-like; the
-   word "preempt" is no evidence (a config dump may contain it);
+6. a lost node in the log -> preemption-like ("preempt" alone is no evidence);
 7. memory exhaustion or an actor whose constructor raised -> application;
-8. an actor or worker lost without a reason (`ActorDiedError`, `WorkerCrashedError`, NCCL's
-   `DistBackendError`, ...) -> preemption-like: on spot the usual reason, and the restart cap ends a crash;
-9. anything else (exit 1 with a traceback) -> application.
-
-STOPPED was on purpose and SUCCEEDED is done: never restarted. The cap and backoff are the policy's.
+8. an actor or worker lost without a reason -> preemption-like (the restart cap ends a crash);
+9. anything else -> application.
 """
 
 from __future__ import annotations
@@ -37,32 +25,24 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 from workloads.recovery.policy import RecoveryPolicy
 
 CAPACITY_WAIT_LIMIT = 24
-"""Capacity waits in a row before giving up: with the GPUs alive in Ray at every resubmission, a job
-that still cannot place them is held back by something a resubmission does not fix (another job on
-the GPUs, a pool smaller than the recipe). 24 x (NeMo-RL's own wait of about 17 min + the backoff)
-is most of a day."""
+"""Capacity waits in a row before giving up: 24 x (NeMo-RL's ~17 min wait + backoff) is most of a day."""
 LOST = "JOB_LOST"
-"""`error_type` the watcher gives a job it saw before and the cluster no longer knows."""
+"""`error_type` of a job the watcher saw before and the cluster no longer knows."""
 NODE_DEATH_SLACK_MS = 120_000
-"""A GPU node that died this long before the attempt's end (or after it) still counts as the cause:
-Ray marks a vanished node dead only after its health checks time out (about 30 s by default), and
-the driver may notice the lost actors first."""
+"""How long after the attempt's end a GPU node's death still counts: Ray marks a node dead only after its
+health checks time out (~30 s)."""
 
 
 class Action(str, Enum):
     WAIT = "wait"
-    """Nothing to do now: the job runs, or a resubmission waits for its backoff or for the GPUs."""
     RESUBMIT = "resubmit"
     GIVE_UP = "give-up"
-    """The job failed and will not be restarted (its own error, or the cap)."""
     DONE = "done"
-    """The job succeeded, or was stopped on purpose; nothing to recover."""
 
 
 class Cause(str, Enum):
     PREEMPTION = "preemption-like"
     CAPACITY = "capacity-wait"
-    """NeMo-RL gave up waiting for GPUs that were not back yet; not counted as a restart."""
     APPLICATION = "application"
 
 
@@ -78,18 +58,15 @@ class Decision:
     reason: str
     cause: Optional[Cause] = None
     next_attempt: Optional[int] = None
-    """With RESUBMIT: the attempt number to submit."""
     not_before: Optional[float] = None
     """With WAIT during a backoff: when (epoch seconds) the resubmission is due."""
     restarts: Optional[int] = None
-    """With RESUBMIT: the consecutive automatic restarts the new attempt carries."""
     capacity_waits: int = 0
-    """With RESUBMIT: the consecutive capacity waits the new attempt carries."""
 
 
 @dataclass(frozen=True)
 class RayNode:
-    """One row of Ray's node table (the dashboard's `/api/v0/nodes`), as far as recovery needs it."""
+    """One row of Ray's node table, as far as recovery needs it."""
 
     node_id: str
     ip: str
@@ -111,11 +88,9 @@ class RayNode:
 
 
 def alive_gpus(nodes: Iterable[RayNode]) -> int:
-    """GPUs on ALIVE nodes: what NeMo-RL's placement wait compares with (`ray.cluster_resources()`)."""
+    """GPUs on ALIVE nodes, as NeMo-RL's placement wait counts them."""
     return int(sum(n.gpus for n in nodes if n.alive))
 
-
-# ------------------------------------------------------------------------------------ classifier
 
 INFRA_ERROR_TYPES = frozenset(
     {
@@ -130,16 +105,12 @@ INFRA_ERROR_TYPES = frozenset(
 APPLICATION_ERROR_TYPES = frozenset({"RUNTIME_ENV_SETUP_FAILURE", "JOB_ENTRYPOINT_COMMAND_START_ERROR"})
 SIGNAL_EXIT_CODES = {-9: "SIGKILL", -15: "SIGTERM", 137: "SIGKILL", 143: "SIGTERM"}
 HEAD_OOM_EXIT_CODES = frozenset({-9, 137})
-"""The driver runs on the Ray head (KubeRay's head pod on the on-demand CPU pool: Ray's job manager
-places the supervisor on the head unless RAY_JOB_ALLOW_DRIVER_ON_WORKER_NODES, ray/dashboard/modules/job/
-job_manager.py), which no spot preemption takes: a SIGKILLed driver is the kernel's out-of-memory kill
-of the head container's memory cgroup. Restarting gives the same kill; raising ray.headMemoryGib does not."""
+"""The driver runs on the on-demand head (ray/dashboard/modules/job/job_manager.py places it there unless
+RAY_JOB_ALLOW_DRIVER_ON_WORKER_NODES): a SIGKILLed driver is the head's OOM kill; raise ray.headMemoryGib."""
 
-# Ray 2.46 (the NeMo-RL v0.4.0 image) sets no `error_type`: the job manager says what happened in the
-# message only. Each prefix is the start of one f-string of ray/dashboard/modules/job/job_manager.py at
-# ray-2.46.0 (lines 174, 234, 261, 274, 285, 572), with the error type later Rays give the same case;
-# the recorded messages are tests/reference/ray-2.46.0/job_failure_messages.json. Matched only at the
-# start of a message with no driver exit code, never in a driver's log tail.
+# Ray 2.46 (the NeMo-RL v0.4.0 image) sets no `error_type`: each prefix starts one f-string of
+# ray/dashboard/modules/job/job_manager.py at ray-2.46.0 (lines 174, 234, 261, 274, 285, 572), recorded in
+# tests/reference/ray-2.46.0/job_failure_messages.json; matched only at the start of a message with no exit code.
 RAY_246_MESSAGES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"Job supervisor actor failed to start within "), "JOB_SUPERVISOR_ACTOR_START_TIMEOUT"),
     (re.compile(r"Unexpected error occurred: failed to get job supervisor\."), "JOB_SUPERVISOR_ACTOR_START_FAILURE"),
@@ -153,7 +124,7 @@ RAY_246_MESSAGES: tuple[tuple[re.Pattern[str], str], ...] = (
 
 
 def error_type_of(info: Any) -> Optional[str]:
-    """Ray's `error_type`, or on a Ray that sets none (2.46) the type its job manager's message stands for."""
+    """Ray's `error_type`, or on Ray 2.46 the type its job manager's message stands for."""
     error_type = value_of(getattr(info, "error_type", None))
     if error_type is not None or getattr(info, "driver_exit_code", None) is not None:
         return error_type
@@ -184,7 +155,7 @@ def value_of(x: Any) -> Optional[str]:
 
 
 def gpu_nodes_lost_during(info: Any, nodes: Iterable[RayNode]) -> list[RayNode]:
-    """GPU nodes Ray saw die while the attempt ran (from its start to its end, with `NODE_DEATH_SLACK_MS`)."""
+    """GPU nodes that died while the attempt ran (with `NODE_DEATH_SLACK_MS`)."""
     start = getattr(info, "start_time", None)
     end = getattr(info, "end_time", None)
     if not start or not end:
@@ -197,11 +168,7 @@ def gpu_nodes_lost_during(info: Any, nodes: Iterable[RayNode]) -> list[RayNode]:
 
 
 def classify(info: Any, nodes: Sequence[RayNode] = ()) -> Verdict:
-    """Why a FAILED job failed (see the module docstring for the rules and their order).
-
-    `info` is a Ray `JobInfo`/`JobDetails` or anything with `error_type`, `driver_exit_code` and
-    `message` (older Rays lack the first two; they read as None); `nodes` is Ray's node table.
-    """
+    """Why a FAILED job failed (the module docstring's rules); `info` is a Ray `JobInfo`/`JobDetails`."""
     error_type = error_type_of(info)
     exit_code = getattr(info, "driver_exit_code", None)
     message = str(getattr(info, "message", None) or "")
@@ -251,18 +218,8 @@ def decide(
     capacity_waits: int = 0,
     nodes: Sequence[RayNode] = (),
 ) -> Decision:
-    """What to do about the newest attempt of the watched spec.
-
-    Args:
-        info: that attempt's `JobInfo`/`JobDetails` (status, message, error_type, driver_exit_code,
-            start_time/end_time in ms), or None when the cluster has no job of the spec.
-        attempt: its attempt number (1 = first submission); 0 with `info` None.
-        policy: the recovery policy.
-        now: the current time, epoch seconds.
-        restarts: consecutive automatic restarts that led to this attempt; default `attempt - 1`.
-        capacity_waits: consecutive capacity waits that led to this attempt.
-        nodes: Ray's node table (node evidence for the classifier).
-    """
+    """What to do about the newest attempt (`info`, None when the cluster has none) of the watched spec;
+    `restarts` defaults to `attempt - 1`."""
     if info is None:
         if policy.resubmit_missing:
             return Decision(
@@ -288,39 +245,22 @@ def decide(
     ended_ms = getattr(info, "end_time", None) or getattr(info, "start_time", None) or 0
     if verdict.cause is Cause.CAPACITY:
         return _after_capacity_wait(verdict, attempt, policy, now, ended_ms / 1000.0, done, capacity_waits)
+    failed = f"attempt {attempt} failed, {verdict.cause.value} ({verdict.evidence})"
     if done >= policy.max_restarts:
-        return Decision(
-            Action.GIVE_UP,
-            f"attempt {attempt} failed, {verdict.cause.value} ({verdict.evidence}), after {done} automatic restart(s); "
-            f"the maximum is {policy.max_restarts}",
-            verdict.cause,
-        )
-    # When the attempt ended (ms); without an end time (older Ray), when it started: never "now",
-    # which would push the resubmission back on every look.
+        why = f"{failed}, after {done} automatic restart(s); the maximum is {policy.max_restarts}"
+        return Decision(Action.GIVE_UP, why, verdict.cause)
+    # Without an end time (older Ray), from its start: never "now", which would push it back on every look.
     due = ended_ms / 1000.0 + policy.backoff(done)
+    restart = f"{failed}; restart {done + 1} of {policy.max_restarts}"
     if now < due:
-        return Decision(
-            Action.WAIT,
-            f"attempt {attempt} failed, {verdict.cause.value} ({verdict.evidence}); restart {done + 1} of "
-            f"{policy.max_restarts} in {due - now:.0f}s",
-            verdict.cause,
-            not_before=due,
-        )
-    return Decision(
-        Action.RESUBMIT,
-        f"attempt {attempt} failed, {verdict.cause.value} ({verdict.evidence}); restart {done + 1} of "
-        f"{policy.max_restarts}",
-        verdict.cause,
-        next_attempt=attempt + 1,
-        restarts=done + 1,
-    )
+        return Decision(Action.WAIT, f"{restart} in {due - now:.0f}s", verdict.cause, not_before=due)
+    return Decision(Action.RESUBMIT, restart, verdict.cause, next_attempt=attempt + 1, restarts=done + 1)
 
 
 def _after_capacity_wait(
     verdict: Verdict, attempt: int, policy: RecoveryPolicy, now: float, ended: float, done: int, capacity_waits: int
 ) -> Decision:
-    """`decide` for a capacity wait: resubmitted once the backoff passed, not counted as a restart (the
-    count and its doubling backoff stay as they were), at most `CAPACITY_WAIT_LIMIT` times in a row."""
+    """`decide` for a capacity wait: not counted as a restart, at most `CAPACITY_WAIT_LIMIT` in a row."""
     if capacity_waits >= CAPACITY_WAIT_LIMIT:
         return Decision(
             Action.GIVE_UP,

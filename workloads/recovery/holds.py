@@ -1,26 +1,6 @@
-"""What holds a due resubmission back: one small function per hold, looked at in order (`HOLDS`).
-
-Each hold takes the watcher (`workloads.recovery.owner_loop.Watcher`), the RESUBMIT decision and the
-`Look` of this resubmission (the cluster's job list and node table, each read at most once), and returns
-the decision: unchanged (or with a note added to its reason) to let it through, or one that holds it
-(WAIT: look again later; GIVE_UP: never). The first hold that holds wins; the next hold is one function
-more in `HOLDS`.
-
-0. `not_destroying`: `pulumi destroy` has begun (its mark is in the job list, workloads/destroy_mark.py):
-   nothing starts, and `checkpoints/` is left to the Lustre export -> wait.
-1. `budget_left`: `job.budgetUsd` spent -> give up (workloads/ledger.py).
-2. `no_gate_running`: a gate run of the stack is pending or running, whoever started it (the deploy, a
-   user, this watcher): it holds every GPU -> wait (workloads/run_owner.py rule 1).
-3. `gang_whole`: with `gpuPool.capacity`, the whole gang of Ray worker pods, waited for at most
-   `capacity.maxWaitMinutes`; then one line, and the workers released (give up) or kept (wait on)
-   (workloads/gang_wait.py).
-4. `pool_gpus_alive`: at least `policy.pool_gpus` GPUs on ALIVE nodes in Ray: GKE may take many minutes
-   to bring a replacement spot node, and a job submitted before fails in NeMo-RL's placement wait.
-5. `gate_cleared`: under `job.gate` enforce or warn, a gate run for this attempt on the nodes alive now
-   (started here when due; workloads/run_owner.py `clear_attempt`).
-
-The watcher is typed `Any` here: `owner_loop` imports this module, and import-linter refuses a cycle
-between the package's modules, TYPE_CHECKING imports included.
+"""What holds a due resubmission back: one function per hold, looked at in order (`HOLDS`); the first that
+returns another action than RESUBMIT wins. The order and each hold's reason: docs/preemption-recovery.md.
+The watcher is typed `Any`: import-linter refuses a cycle with `owner_loop`.
 """
 
 from __future__ import annotations
@@ -36,15 +16,13 @@ from workloads.recovery.classify import Action, Decision, RayNode, alive_gpus
 
 @dataclass
 class Look:
-    """What this resubmission's holds read from the cluster, each read at most once and shared."""
+    """The cluster's job list and node table, each read at most once per resubmission."""
 
     watcher: Any
     _jobs: Optional[list[Any]] = field(default=None, repr=False)
     rows: Optional[list[dict[str, Any]]] = None
-    """Ray's node table once a hold has read it (`node_rows`)."""
 
     def jobs(self) -> list[Any]:
-        """Ray's job list, every job of every stack (a gate run is told by its metadata)."""
         from workloads import submit
 
         if self._jobs is None:
@@ -82,26 +60,16 @@ def no_gate_running(w: Any, decision: Decision, look: Look) -> Decision:
     from workloads import run_owner
 
     busy = run_owner.running_gate(look.jobs(), w.spec.stack)
-    if busy is not None:
-        return _held(
-            decision,
-            Action.WAIT,
-            f"acceptance gate {busy.submission_id} is running; nothing is submitted while a gate runs",
-        )
-    return decision
+    if busy is None:
+        return decision
+    why = f"acceptance gate {busy.submission_id} is running; nothing is submitted while a gate runs"
+    return _held(decision, Action.WAIT, why)
 
 
 def gang_whole(w: Any, decision: Decision, look: Look) -> Decision:
-    """One look at the gang before attempt `decision.next_attempt` (workloads/gang_wait.py); its mix goes on
-    the attempt's ledger record once it is whole.
-
-    The wait is the watcher's own steps, never a sleep: its start is kept in the ledger (`GangWait`), so
-    the bound (`gpuPool.capacity.maxWaitMinutes`) holds across the watcher's restarts. On the timeout the
-    gang wait's one line is the decision's reason (printed once, as every unchanged decision) and a
-    ledger event; with `releaseWorkers` the worker group is scaled to 0 and nothing is submitted for
-    this attempt (a submission by hand, after the workers are back, starts it); with `keep` the watcher
-    goes on looking without a bound and submits once the gang is whole.
-    """
+    """One look at the gang before the attempt (workloads/gang_wait.py). The wait is the watcher's own steps,
+    its start kept in the ledger (`GangWait`) so the bound holds across restarts; on the timeout the workers
+    are released (give up) or kept (wait on)."""
     from workloads import gang_wait, submit
     from workloads.ledger import GANG_COMPLETE, GANG_KEPT, GANG_RELEASED, GANG_WAITING, GangWait
 
@@ -171,8 +139,7 @@ def pool_gpus_alive(w: Any, decision: Decision, look: Look) -> Decision:
 
 
 def gate_cleared(w: Any, decision: Decision, look: Look) -> Decision:
-    """Every attempt, the first and each after a preemption (onto the nodes that replaced the lost ones),
-    gets its own gate; enforce holds it after a failed one (workloads/run_owner.py)."""
+    """Every attempt gets its own gate; enforce holds it after a failed one (workloads/run_owner.py)."""
     from workloads import run_owner, submit
 
     if not w.gate.on:
@@ -188,11 +155,9 @@ def gate_cleared(w: Any, decision: Decision, look: Look) -> Decision:
 
 Hold = Callable[[Any, Decision, Look], Decision]
 HOLDS: tuple[Hold, ...] = (not_destroying, budget_left, no_gate_running, gang_whole, pool_gpus_alive, gate_cleared)
-"""In order: the first that holds the resubmission decides."""
 
 
 def first_hold(w: Any, decision: Decision, holds: tuple[Hold, ...] = HOLDS) -> Decision:
-    """`decision` (RESUBMIT) once every hold let it through (with their notes), else the first hold's."""
     look = Look(w)
     for hold in holds:
         decision = hold(w, decision, look)

@@ -1,29 +1,10 @@
 """The run owner's loop: resubmit the stack's job when infrastructure, not the job, killed it.
 
 A RayJob with `clusterSelector` refuses `backoffLimit > 0` (ray-project/kuberay v1.7.0
-ray-operator/controllers/ray/utils/validation.go), so resubmission has to come from outside KubeRay. `watch` is
-that outside loop, in the cluster (`PreemptionWatcher` of `infra/watcher_deployment.py`) or on a laptop (jobctl watch).
-
-Resubmitting is safe because a resubmission is the *same* `JobSpec`: same entrypoint, same
-`checkpointing.checkpoint_dir` on Lustre, so NeMo-RL loads the highest `step_N` there and resumes
-(NVIDIA-NeMo/RL nemo_rl/utils/checkpoint.py). Ray never reuses a submission id, so attempt N runs as `<id>-r<N>`
-(`submit.attempt_id`); the attempt number, the count of consecutive *automatic* restarts and of consecutive
-capacity waits travel in the job's metadata (`nemo-rl-gke/attempt`, `nemo-rl-gke/auto-restarts`, `.../capacity-waits`).
-
-Each look (`Watcher.step`) reads the job table, decides (`workloads/recovery/classify.py`, under the
-policy of `workloads/recovery/policy.py`), keeps the run ledger, and before a resubmission waits for
-the budget, a running gate, the gang (`gpuPool.capacity`), the pool's GPUs and the gate.
-
-A head restarted without GCS fault tolerance forgets every job, and a watcher restarted with it forgets
-what it saw, unless its state file (`StateFile`, on Lustre) kept it: then the running attempt is found
-lost and resubmitted. With `resubmit_missing` (`job.submit` on) a spec with no job at all is submitted
-too, once the GPUs are alive; neither happens while another spec's job of the stack is pending or running.
-
-Not covered: a job that hangs instead of failing (NeMo-RL's surviving workers blocked in a collective
-on a vanished peer until NCCL's timeout) is RUNNING to Ray, so it is only restarted once it fails.
-
-Imports: `workloads` modules only (`job_types`, `submit`: Ray's job SDK, no Pulumi; the gate, the ledger, the
-checkpoints and the gang wait lazily), so it runs in the Ray image the watcher pod ships them to in a ConfigMap.
+ray-operator/controllers/ray/utils/validation.go), so resubmission comes from this loop, in the cluster or
+on a laptop (jobctl watch). A resubmission is the same `JobSpec` as `<id>-r<N>`, and NeMo-RL resumes from
+the highest `step_N` in its checkpoint dir (NVIDIA-NeMo/RL nemo_rl/utils/checkpoint.py).
+Rules and holds: docs/preemption-recovery.md. Not covered: a job that hangs instead of failing.
 """
 
 from __future__ import annotations
@@ -54,10 +35,8 @@ META_CAPACITY_WAITS = "nemo-rl-gke/capacity-waits"
 
 
 _FINAL = (Action.DONE, Action.GIVE_UP)
-
-
 SAVE_WAIT_CAP_S = 1800.0
-"""How long past its save cycle a budget stop waits for a save still being written: longer, it is stuck."""
+"""How long past its save cycle a budget stop waits for a save still being written."""
 
 
 class Watcher:
@@ -87,15 +66,12 @@ class Watcher:
         self.ledger_file = ledger
         self.ledger = self._load_ledger()
         self.notes: list[str] = []
-        """Lines for the watcher's log besides the decision (attempts ended, budget); `watch` prints them."""
+        """Lines for the watcher's log besides the decision; `watch` prints them."""
         self.gang = gang
         self._table_forgot = False
         """The job table has forgotten the last attempt (a head restart): its writers may still live."""
-        """The worker pods and nodes of the gang wait (`workloads.gang_wait.KubeGangView` in the cluster);
-        None: no gang wait (the stack has no `gpuPool.capacity`, or the watcher runs outside the cluster)."""
         self.release = release
-        """What scales the worker group to 0 when the run has ended (`_release_after_run`); None: the workers
-        stay (`recovery.releaseWorkersAfterRun` false, or no Kubernetes API here)."""
+        """Scales the worker group to 0 once the run has ended; None: the workers stay."""
 
     def _load_ledger(self) -> "Ledger":
         from workloads.ledger import Ledger
@@ -119,7 +95,7 @@ class Watcher:
             self._event(line)
 
     def _event(self, line: str) -> None:
-        """Record `line` in the ledger's events (shown by `status`) without saying it again in the log."""
+        """Record `line` in the ledger's events (shown by `status`) only."""
         self.ledger.events.append(f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime(self.clock()))} {line}")
 
     def _remember(self, seen: Seen) -> None:
@@ -133,9 +109,6 @@ class Watcher:
         from workloads import submit
 
         return submit.ray_nodes(self.client)
-
-    def _nodes(self) -> list[RayNode]:
-        return [RayNode.from_row(row) for row in self._node_rows()]
 
     def step(self) -> Decision:
         from workloads import submit
@@ -155,33 +128,21 @@ class Watcher:
             restarts = submit.metadata_int(newest, META_AUTO_RESTARTS, 0)
             capacity_waits = submit.metadata_int(newest, META_CAPACITY_WAITS, 0)
             if value_of(newest.status) == "FAILED":
-                try:
-                    nodes = self._nodes()
-                except submit.JobError:  # no node evidence then; the log rules still apply
-                    nodes = []
+                with contextlib.suppress(submit.JobError):  # no node evidence then; the log rules still apply
+                    nodes = [RayNode.from_row(row) for row in self._node_rows()]
             info: Any = newest
             decision = decide(
                 info, attempt, self.policy, now, restarts=restarts, capacity_waits=capacity_waits, nodes=nodes
             )
             self._close_superseded(mine, newest, now)
-            budget = self._account(newest, attempt, decision, now)
-            if budget is not None:
-                decision = budget
+            decision = self._account(newest, attempt, decision, now) or decision
             self._release_after_run(jobs, newest, decision, now)
+            status, final = str(value_of(newest.status)), decision.action in _FINAL
             self._remember(
-                Seen(
-                    self.spec.spec_hash,
-                    newest.submission_id,
-                    attempt,
-                    restarts,
-                    capacity_waits,
-                    status=str(value_of(newest.status)),
-                    final=decision.action in _FINAL,
-                )
+                Seen(self.spec.spec_hash, newest.submission_id, attempt, restarts, capacity_waits, status, final)
             )
         elif any(value_of(j.status) in ("PENDING", "RUNNING") for j in jobs):
-            # No job of this spec, but the stack runs another one (a `submit` by hand, a deploy in
-            # progress): submitting ours too would fight it for the GPUs.
+            # Another spec of the stack runs (a `submit` by hand, a deploy): ours would fight it for the GPUs.
             running = next(j for j in jobs if value_of(j.status) in ("PENDING", "RUNNING"))
             return Decision(
                 Action.WAIT,
@@ -207,8 +168,6 @@ class Watcher:
             decision = self._resubmit(decision)
         return decision
 
-    # ---------------------------------------------------------------- checkpoints, ledger, budget
-
     def _latest_checkpoint(self) -> Optional[int]:
         from workloads import checkpoints
 
@@ -216,21 +175,10 @@ class Watcher:
 
     def _account(self, job: Any, attempt: int, decision: Decision, now: float) -> Optional[Decision]:
         """Keep the ledger's record of `job` (the newest attempt) current; the budget's decision, if any."""
-        from workloads.ledger import Attempt
-
         record = self.ledger.find(job.submission_id)
         if record is None:  # submitted by the deploy or by hand: first seen now
             start = (getattr(job, "start_time", None) or now * 1000) / 1000
-            record = Attempt(
-                attempt,
-                job.submission_id,
-                start,
-                self.run.node_count,
-                resume_step=self._latest_checkpoint() or 0,
-                rungs=self._gang_mix(job.submission_id),
-            )
-            self.ledger.attempts.append(record)
-            self._save_ledger()
+            record = self._new_record(attempt, job.submission_id, start, self._latest_checkpoint() or 0, [])
         status = value_of(job.status)
         if status in ("PENDING", "RUNNING"):
             return self._budget(job, record, now) if status == "RUNNING" else None
@@ -239,9 +187,8 @@ class Watcher:
         return None
 
     def _close_superseded(self, mine: list, newest: Any, now: float) -> None:
-        """Close, once, every open ledger record of an attempt older than `newest` (replaced between two
-        looks by `jobctl submit`, the hook, or a watcher restart): it ended when the table says, else when
-        `newest` started. Left open, its node-hours would grow for ever and the budget stop early."""
+        """Close every open ledger record older than `newest` (it ended when the table says, else when `newest`
+        started): left open, its node-hours would grow for ever."""
         from workloads import submit
 
         ends = {j.submission_id: j.end_time for j in mine}
@@ -264,21 +211,15 @@ class Watcher:
 
         status = value_of(job.status)
         record.end = (getattr(job, "end_time", None) or now * 1000) / 1000
-        if status == "SUCCEEDED":
-            record.cause = "succeeded"
-        elif status == "STOPPED":
-            record.cause = "budget" if self.ledger.stop_requested_at is not None else "stopped"
-        else:
-            record.cause = decision.cause.value if decision.cause is not None else "failed"
+        causes = {"SUCCEEDED": "succeeded", "STOPPED": "stopped" if self.ledger.stop_requested_at is None else "budget"}
+        record.cause = causes.get(status) or (decision.cause.value if decision.cause is not None else "failed")
         record.saved_step = self._latest_checkpoint()
         self._mark_gate(record)
         text = str(getattr(job, "message", "") or "")
         last = checkpoints.last_started_step(text)
-        if last is None and not isinstance(job, LostJob):
-            try:  # the message holds only the log's tail; the whole log is read once, here
+        if last is None and not isinstance(job, LostJob):  # the message holds only the log's tail: read it whole
+            with contextlib.suppress(submit.JobError):
                 last = checkpoints.last_started_step("".join(submit.logs(self.client, job.submission_id)))
-            except submit.JobError:
-                last = None
         record.last_step = last
         if status == "SUCCEEDED":
             record.steps_lost = 0
@@ -299,11 +240,8 @@ class Watcher:
             event=True,
         )
         self._save_ledger()
-        # One JSON line per ended attempt: Cloud Logging parses it into jsonPayload, and the dashboard's
-        # log-based metrics count it and extract its numbers (infra/observability.py). The money comes
-        # from the ledger, as `status` prints it: this attempt's spend and $ per step, and the run's spend
-        # so far (the sum over its attempts, which the dashboard charts: Monitoring cannot sum the values
-        # of a distribution itself).
+        # One JSON line per ended attempt: the dashboard's log-based metrics extract it (infra/observability.py);
+        # the run's spend so far is in it because Monitoring cannot sum a distribution's values itself.
         per_step, run_spend = self.ledger.usd_per_step(record, now), self.ledger.spend(now)
         self.notes.append(
             json.dumps(
@@ -328,16 +266,14 @@ class Watcher:
         )
 
     def _mark_gate(self, record: "Attempt") -> None:
-        """Record when the attempt's gate run (a Ray job, `nemo-rl-gke/gate-for` it) started and ended: the
-        `gate` goodput bucket's boundaries. Nothing when there was none or the job table does not answer."""
+        """Record the attempt's gate run start and end (the `gate` goodput bucket's boundaries)."""
         from workloads import submit
         from workloads.run_owner import META_GATE_FOR
 
-        try:
+        runs: list[Any] = []  # none known when the job table does not answer
+        with contextlib.suppress(submit.JobError):
             jobs = submit.all_jobs(self.client)
-        except submit.JobError:
-            return
-        runs = [j for j in jobs if (j.metadata or {}).get(META_GATE_FOR) == record.submission_id and j.start_time]
+            runs = [j for j in jobs if (j.metadata or {}).get(META_GATE_FOR) == record.submission_id and j.start_time]
         if runs:
             record.marks["gateStart"] = min(j.start_time for j in runs) / 1000
             ends = [j.end_time for j in runs if j.end_time]
@@ -345,8 +281,7 @@ class Watcher:
                 record.marks["gateEnd"] = max(ends) / 1000
 
     def _goodput_fields(self, record: "Attempt", now: float) -> dict[str, Any]:
-        """The attempt's goodput for its `attempt-ended` line: the fraction of its paid GPU node-time in kept
-        steps and the dollars of each badput bucket (`workloads/goodput.py`; the dashboard charts them)."""
+        """The attempt's goodput fraction and badput dollars for its `attempt-ended` line."""
         from workloads import goodput
 
         rows = goodput.run_buckets(
@@ -366,8 +301,8 @@ class Watcher:
         }
 
     def _budget(self, job: Any, record: "Attempt", now: float) -> Optional[Decision]:
-        """At 80 % of `job.budgetUsd` warn once; at 100 % stop the run after its next complete checkpoint,
-        or at once when none comes within one save period (module `workloads.ledger`)."""
+        """At 80 % of `job.budgetUsd` warn once; at 100 % stop after the next complete checkpoint, or at once when
+        none comes within one save period."""
         from workloads import submit
         from workloads.ledger import WARN_FRACTION
 
@@ -388,15 +323,10 @@ class Watcher:
         if self.ledger.stop_requested_at is None:
             self.ledger.stop_requested_at, self.ledger.stop_requested_step = now, latest
             window = self.run.save_window_seconds
+            when = f"in {window:.0f} s, one save period, if none comes" if window else "no save period known: now"
             self._note(
                 f"budget reached: ${spent:,.2f} of job.budgetUsd ${budget:,.2f}; {job.submission_id} is stopped "
-                "after its next "
-                f"complete checkpoint"
-                + (
-                    f" (or in {window:.0f} s, one save period, if none comes)"
-                    if window
-                    else " (no save period known: now)"
-                ),
+                f"after its next complete checkpoint ({when})",
                 event=True,
             )
             self._save_ledger()
@@ -423,8 +353,7 @@ class Watcher:
         return Decision(Action.DONE, f"job.budgetUsd ${budget:,.2f} spent: stopped {job.submission_id} {why}")
 
     def _budget_raised(self) -> None:
-        """Spend is under `job.budgetUsd` again (it was raised): forget the earlier trip, so the next one
-        waits for a checkpoint again instead of stopping at once."""
+        """Spend is under the budget again: forget the earlier trip."""
         if self.ledger.stop_requested_at is None:
             return
         self.ledger.stop_requested_at = self.ledger.stop_requested_step = None
@@ -432,10 +361,8 @@ class Watcher:
         self._save_ledger()
 
     def _save_in_flight(self, since: Optional[int]) -> bool:
-        """Whether a save newer than step `since` is being written (a `tmp_step_<N>`, or a `step_<N>` not yet
-        whole): the budget stop waits for it (up to `SAVE_WAIT_CAP_S`), however slow. Ray's stop gives the
-        driver 3 s before SIGKILL and NeMo-RL has no SIGTERM handler, so a stop now would lose that save; a
-        save that fails ends the job by itself."""
+        """Whether a save newer than `since` is being written: Ray's stop gives the driver 3 s before SIGKILL and
+        NeMo-RL has no SIGTERM handler, so a stop now would lose it."""
         from workloads import checkpoints
 
         if not self.run.checkpoint_dir:
@@ -444,15 +371,12 @@ class Watcher:
         return any(step > (since or 0) for step in (*found.partial, *found.incomplete))
 
     def _release_after_run(self, jobs: list[Any], newest: Any, decision: Decision, now: float) -> None:
-        """Once the run has ended for good (succeeded, gave up, stopped, budget), scale the worker group to 0,
-        once per attempt, in one line; the ledger records when (`idleAfterRun` ends). Not while any job of the
-        stack is pending or running; a failed release is tried again on the next look."""
-        if self.release is None or decision.action not in _FINAL:
-            return
+        """Once the run has ended for good and no job of the stack is active, scale the workers to 0, once per
+        attempt; a failed release is tried again next look."""
         record = self.ledger.find(newest.submission_id)
-        if record is None or record.end is None or record.released is not None:
+        if self.release is None or decision.action not in _FINAL or record is None or record.end is None:
             return
-        if any(value_of(j.status) in ("PENDING", "RUNNING") for j in jobs):
+        if record.released is not None or any(value_of(j.status) in ("PENDING", "RUNNING") for j in jobs):
             return
         from workloads.gang_wait import VIEW_ERRORS
 
@@ -470,55 +394,40 @@ class Watcher:
         self._save_ledger()
 
     def _resubmit(self, decision: Decision) -> Decision:
-        """Resubmit what `decision` says once no hold (`workloads/recovery/holds.py` `HOLDS`) holds it back."""
         decision = holds.first_hold(self, decision)
         if decision.action is not Action.RESUBMIT:
             return decision
         job_id = self.resubmit(decision.next_attempt, decision.restarts or 0, decision.capacity_waits)
         return dataclasses.replace(decision, reason=f"{decision.reason}: resubmitted as {job_id}")
 
-    def _gang_mix(self, submission_id: str) -> str:
-        """The rungs of the whole gang the watcher saw before `submission_id` ("spot 3, onDemand 5"); "": none."""
-        from workloads.ledger import GANG_COMPLETE
+    def _new_record(self, attempt: int, job_id: str, start: float, resume: int, cleaned: list[str]) -> "Attempt":
+        """A new ledger record, saved, with the rungs of the whole gang seen before it ("spot 3, onDemand 5")."""
+        from workloads.ledger import GANG_COMPLETE, Attempt
 
         gang = self.ledger.gang
-        whole = gang is not None and gang.submission_id == submission_id and gang.outcome == GANG_COMPLETE
-        return gang.mix if whole and gang is not None else ""
+        whole = gang is not None and gang.submission_id == job_id and gang.outcome == GANG_COMPLETE
+        mix = gang.mix if whole and gang is not None else ""
+        record = Attempt(attempt, job_id, start, self.run.node_count, resume, cleaned=cleaned, rungs=mix)
+        self.ledger.attempts.append(record)
+        self._save_ledger()
+        return record
 
     def resubmit(self, attempt: int, restarts: int, capacity_waits: int = 0) -> str:
-        """Submit attempt `attempt` of the spec (same entrypoint, runtime env and checkpoint dir)."""
-        from workloads import submit
+        from workloads import checkpoints, submit
 
         meta = {META_AUTO_RESTARTS: str(restarts)}
         if capacity_waits:
             meta[META_CAPACITY_WAITS] = str(capacity_waits)
-        # Not created when someone (a user, another watcher, the deploy) submitted this very attempt first:
-        # that is the job.
-        from workloads import checkpoints
-        from workloads.ledger import Attempt
-
         cleaned: list[str] = []
         if self.run.checkpoint_dir:
-            # No attempt runs now: a `tmp_step_<N>` is a dead run's partial save, which NeMo-RL would
-            # reuse with its stale shards (workloads/checkpoints.py).
+            # No attempt runs now: a `tmp_step_<N>` is a dead run's partial save (workloads/checkpoints.py).
             quiet = checkpoints.QUIET_SECONDS if self._table_forgot else 0.0
             cleaned = checkpoints.clean_partial(self.run.checkpoint_dir, quiet=quiet)  # file times: wall clock
         resume = self._latest_checkpoint()
         job_id, _ = submit.submit_attempt(self.client, self.spec, attempt, meta)
         self.resubmitted.append(job_id)
-        if self.ledger.find(job_id) is None:
-            self.ledger.attempts.append(
-                Attempt(
-                    attempt,
-                    job_id,
-                    self.clock(),
-                    self.run.node_count,
-                    resume_step=resume or 0,
-                    cleaned=cleaned,
-                    rungs=self._gang_mix(job_id),
-                )
-            )
-            self._save_ledger()
+        if self.ledger.find(job_id) is None:  # else someone submitted this very attempt first: that is the job
+            self._new_record(attempt, job_id, self.clock(), resume or 0, cleaned)
         if resume is not None:
             start = f"resumes from step_{resume}" if resume else "starts at step 0 (no complete checkpoint)"
             removed = f"; removed the partial save(s) {', '.join(cleaned)}" if cleaned else ""
@@ -547,15 +456,9 @@ def watch(
 ) -> Decision:
     """Check the spec's job every `policy.check_interval_seconds` and resubmit it after a preemption.
 
-    Runs until `until(decision)` is true (forever by default: a Deployment's pod must not exit), or
-    once with `once`. A dashboard that does not answer (the head restarting) is reported and retried,
-    not fatal. A line is written to `out` whenever the decision changes; `heartbeat` is touched after
-    every look (the pod's liveness probe reads its age); `state` keeps what the watcher saw across its
-    own restarts (`StateFile`); `gate` is the stack's acceptance gate, run before every attempt
-    (`workloads.run_owner`); `gang` the view of the gang wait before every attempt (`holds.gang_whole`);
-    `release` what scales the workers to 0 once the run has ended (`Watcher._release_after_run`).
-    Returns the last decision.
-    """
+    Runs until `until(decision)` is true (forever by default), or once with `once`; a dashboard that does not
+    answer is reported and retried. A line goes to `out` whenever the decision changes; `heartbeat` is touched
+    after every look; `state` keeps what the watcher saw across restarts. Returns the last decision."""
     from workloads import submit
     from workloads.ledger import LedgerFile, ledger_path
 
