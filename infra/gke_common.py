@@ -11,6 +11,7 @@ import pulumi_gcp as gcp
 
 from infra.config import ClusterConfig
 from infra.naming import Limit
+from infra.options import child_options
 from infra.stack_context import GpuPoolFacts, StackContext
 
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"  # access is governed by IAM, not scopes
@@ -21,6 +22,7 @@ configure-node-service-accounts; CIS GKE Benchmark 2.0 5.2.1)."""
 
 UPGRADE_EXCLUSION_START = "2026-01-01T00:00:00Z"
 CLUSTER_TIMEOUTS = pulumi.CustomTimeouts(create="60m", update="90m", delete="60m")
+COMPONENT = "gke"
 
 
 @dataclass(frozen=True)
@@ -94,6 +96,75 @@ def handed_on_outputs(cluster: ClusterComponent) -> dict[str, Any]:
     }
 
 
+def cluster_settings(
+    ctx: StackContext, cfg: ClusterConfig, networking: ClusterNetwork, legacy_lustre_port: bool
+) -> dict[str, Any]:
+    """The `gcp.container.Cluster` arguments (snake_case) both modes send alike."""
+    return {
+        "name": ctx.name("gke", Limit.GKE_CLUSTER),
+        "project": ctx.project,
+        "network": networking.primary_network,
+        "subnetwork": networking.primary_subnet,
+        "networking_mode": "VPC_NATIVE",
+        "ip_allocation_policy": ip_allocation_policy(networking),
+        # Pods take the GPU nodes' extra NICs
+        # (https://cloud.google.com/kubernetes-engine/docs/how-to/setup-multinetwork-support-for-pods).
+        "enable_multi_networking": True,
+        "workload_identity_config": {"workload_pool": f"{ctx.project}.svc.id.goog"},
+        "addons_config": addons_config(legacy_lustre_port),
+        "release_channel": {"channel": cfg.release_channel},
+        # Unset: the channel's default version, which GKE keeps available; a pinned minimum is refused once it
+        # leaves the channel.
+        "min_master_version": cfg.min_master_version,
+        "maintenance_policy": maintenance_policy(cfg),
+        **control_plane_settings(cfg),
+        "deletion_protection": cfg.deletion_protection,
+        "resource_labels": ctx.labels(COMPONENT),
+    }
+
+
+def cluster_options(
+    parent: pulumi.Resource,
+    opts: Optional[pulumi.ResourceOptions],
+    cfg: ClusterConfig,
+    grants: Sequence[pulumi.Resource],
+    **extra: Any,
+) -> pulumi.ResourceOptions:
+    """After the node account's grants (nodes run as it from the start, even the removed default pool's)."""
+    return child_options(
+        parent,
+        opts,
+        depends_on=list(grants),
+        custom_timeouts=CLUSTER_TIMEOUTS,
+        # GKE's deletionProtection only refuses the cluster's own delete, which `pulumi destroy` reaches last:
+        # Lustre (exported), the node pools and every in-cluster object would go first. Pulumi's `protect` refuses
+        # in the preview, before anything is executed (pulumi/pulumi pkg/resource/deploy/step.go DeleteStep.Apply,
+        # pkg/backend/apply.go PreviewThenPromptThenExecute); only `--skip-preview` or the Automation API still
+        # delete the rest first (docs/deploy.md). Both follow `cluster.deletionProtection`.
+        protect=cfg.deletion_protection,
+        **extra,
+    )
+
+
+def hand_on(component: Any, cfg: ClusterConfig, location_flag: str = "--location") -> None:
+    """Sets what `ClusterComponent` lists of `component.cluster`: name, workload pool, endpoint, CA, credentials."""
+    cluster = component.cluster
+    component.name = cluster.name
+    component.workload_pool = cluster.workload_identity_config.apply(_workload_pool)
+    component.control_plane_access = cfg.control_plane_access
+    dns = cfg.control_plane_access == "dns"
+    if dns:
+        component.endpoint = cluster.control_plane_endpoints_config.apply(_dns_endpoint)
+        component.ca_certificate = None
+    else:
+        component.endpoint = cluster.endpoint
+        component.ca_certificate = cluster.master_auth.apply(lambda auth: auth.cluster_ca_certificate)
+    tail = f" {location_flag} {component.location} --project {component.project}" + (" --dns-endpoint" if dns else "")
+    component.credentials_command = pulumi.Output.concat(
+        "gcloud container clusters get-credentials ", cluster.name, tail
+    )
+
+
 def maintenance_policy(cfg: ClusterConfig) -> dict[str, Any]:
     """By default no minor or node upgrades mid-run (they recreate GPU nodes), the scope Google's A4 Cluster
     Toolkit blueprints use; a fixed start so the cluster does not diff on every run."""
@@ -110,13 +181,6 @@ def maintenance_policy(cfg: ClusterConfig) -> dict[str, Any]:
             }
         ]
     return policy
-
-
-def credentials_command(
-    cluster_name: pulumi.Input[str], location: str, project: str, *, dns: bool, location_flag: str = "--location"
-) -> pulumi.Output[str]:
-    tail = f" {location_flag} {location} --project {project}" + (" --dns-endpoint" if dns else "")
-    return pulumi.Output.concat("gcloud container clusters get-credentials ", cluster_name, tail)
 
 
 def control_plane_settings(cfg: ClusterConfig) -> dict[str, Any]:
@@ -183,14 +247,6 @@ def node_service_account(
     return account, grants
 
 
-def client_endpoint(
-    cluster: gcp.container.Cluster, cfg: ClusterConfig
-) -> tuple[pulumi.Output[str], Optional[pulumi.Output[str]]]:
-    if cfg.control_plane_access == "dns":
-        return cluster.control_plane_endpoints_config.apply(_dns_endpoint), None
-    return cluster.endpoint, cluster.master_auth.apply(lambda auth: auth.cluster_ca_certificate)
-
-
 def addons_config(legacy_lustre_port: bool) -> dict[str, Any]:
     return {
         "ray_operator_configs": [
@@ -211,7 +267,7 @@ def addons_config(legacy_lustre_port: bool) -> dict[str, Any]:
     }
 
 
-def workload_pool_of(config: Any) -> str:
+def _workload_pool(config: Any) -> str:
     pool = getattr(config, "workload_pool", None) if config is not None else None
     if not pool:
         raise ValueError("the cluster reports no workloadIdentityConfig.workloadPool; Workload Identity is off")
