@@ -22,7 +22,6 @@ from infra.gke_common import (
     cluster_options,
     cluster_settings,
     hand_on,
-    handed_on_outputs,
     node_service_account,
 )
 from infra.options import child_options
@@ -50,7 +49,7 @@ class AutopilotCluster(pulumi.ComponentResource):
         self.location, self.project = ctx.region, ctx.project
         self.gpu_pool_facts = args.gpu_pool
         self.node_pools = []
-        self.node_service_account, grants = node_service_account(self, name, ctx, child_options(self, opts))
+        self.node_service_account, grants = node_service_account(name, ctx, child_options(self, opts))
         self.cluster = gcp.container.Cluster(
             f"{name}-cluster",
             **cluster_settings(ctx, cfg, args.network, args.legacy_lustre_port),
@@ -66,5 +65,4 @@ class AutopilotCluster(pulumi.ComponentResource):
             },
             opts=cluster_options(self, opts, cfg, grants),
         )
-        hand_on(self, cfg, location_flag="--region")
-        self.register_outputs(handed_on_outputs(self))
+        self.register_outputs(hand_on(self, cfg, location_flag="--region"))

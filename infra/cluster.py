@@ -37,7 +37,6 @@ from infra.gke_common import (
     cluster_options,
     cluster_settings,
     hand_on,
-    handed_on_outputs,
     node_service_account,
 )
 from infra.naming import COMPUTE_CLASS_LABEL
@@ -156,7 +155,7 @@ class GkeCluster(pulumi.ComponentResource):
         self.project = ctx.project
         self.gpu_pool_facts = args.gpu_pool
         # The caller's depends_on (the APIs these resources call) holds for each child.
-        self.node_service_account, grants = node_service_account(self, name, ctx, child_options(self, opts))
+        self.node_service_account, grants = node_service_account(name, ctx, child_options(self, opts))
         node_identity = {
             "service_account": self.node_service_account.email,
             "oauth_scopes": [CLOUD_PLATFORM_SCOPE],
@@ -236,10 +235,8 @@ class GkeCluster(pulumi.ComponentResource):
         self.gpu_pool = self.gpu_pools[0]
         self.node_pools = [self.system_pool, *self.gpu_pools]
         self.node_pool_names = (args.system_pool_name, *facts.pool_names)
-        hand_on(self, cfg)
-        self.register_outputs(
-            {**handed_on_outputs(self), "systemPool": self.system_pool.name, "gpuPool": self.gpu_pool.name}
-        )
+        outputs = hand_on(self, cfg)
+        self.register_outputs({**outputs, "systemPool": self.system_pool.name, "gpuPool": self.gpu_pool.name})
 
     def _gpu_pool(
         self,

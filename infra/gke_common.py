@@ -146,8 +146,9 @@ def cluster_options(
     )
 
 
-def hand_on(component: Any, cfg: ClusterConfig, location_flag: str = "--location") -> None:
-    """Sets what `ClusterComponent` lists of `component.cluster`: name, workload pool, endpoint, CA, credentials."""
+def hand_on(component: Any, cfg: ClusterConfig, location_flag: str = "--location") -> dict[str, Any]:
+    """Sets what `ClusterComponent` lists of `component.cluster` (name, workload pool, endpoint, CA, credentials);
+    returns the outputs both modes register."""
     cluster = component.cluster
     component.name = cluster.name
     component.workload_pool = cluster.workload_identity_config.apply(_workload_pool)
@@ -163,6 +164,7 @@ def hand_on(component: Any, cfg: ClusterConfig, location_flag: str = "--location
     component.credentials_command = pulumi.Output.concat(
         "gcloud container clusters get-credentials ", cluster.name, tail
     )
+    return handed_on_outputs(component)
 
 
 def maintenance_policy(cfg: ClusterConfig) -> dict[str, Any]:
@@ -185,33 +187,24 @@ def maintenance_policy(cfg: ClusterConfig) -> dict[str, Any]:
 
 def control_plane_settings(cfg: ClusterConfig) -> dict[str, Any]:
     """Both endpoint blocks always spelled out: the provider fills an omitted (optional + computed) block from
-    the cloud, so a switch between `dns` and `ip` would change nothing."""
-    if cfg.control_plane_access == "dns":
-        return {
-            # The provider reads `enablePrivateEndpoint` back as true here (terraform-provider-google's
-            # flattening of ipEndpointsConfig); saying so avoids a diff on every preview.
-            "private_cluster_config": {"enable_private_nodes": True, "enable_private_endpoint": True},
-            "control_plane_endpoints_config": {
-                "dns_endpoint_config": {"allow_external_traffic": True},
-                "ip_endpoints_config": {"enabled": False},
-            },
-        }
-    return {
-        # The DNS endpoint is closed so the authorized networks are the only way in.
-        "private_cluster_config": {"enable_private_nodes": True, "enable_private_endpoint": False},
+    the cloud, so a switch between `dns` and `ip` would change nothing. With `dns` the provider reads
+    `enablePrivateEndpoint` back as true (terraform-provider-google's flattening of ipEndpointsConfig): saying so
+    avoids a diff on every preview. With `ip` the DNS endpoint is closed: the authorized networks are the way in."""
+    dns = cfg.control_plane_access == "dns"
+    settings = {
+        "private_cluster_config": {"enable_private_nodes": True, "enable_private_endpoint": dns},
         "control_plane_endpoints_config": {
-            "dns_endpoint_config": {"allow_external_traffic": False},
-            "ip_endpoints_config": {"enabled": True},
+            "dns_endpoint_config": {"allow_external_traffic": dns},
+            "ip_endpoints_config": {"enabled": not dns},
         },
-        "master_authorized_networks_config": _authorized_networks(cfg),
     }
+    return settings if dns else {**settings, "master_authorized_networks_config": _authorized_networks(cfg)}
 
 
 def _authorized_networks(cfg: ClusterConfig) -> Optional[dict[str, Any]]:
-    """None only when opened on purpose (`cluster.allowPublicControlPlane`): an empty block locks everyone out."""
+    """None only when opened on purpose (`cluster.allowPublicControlPlane`, which the config requires then): an
+    empty block would lock everyone out."""
     if not cfg.master_authorized_networks:
-        if not cfg.allow_public_control_plane:
-            raise ValueError("cluster.masterAuthorizedNetworks is empty and cluster.allowPublicControlPlane is false")
         return None
     return {
         "cidr_blocks": [
@@ -223,9 +216,8 @@ def _authorized_networks(cfg: ClusterConfig) -> Optional[dict[str, Any]]:
 
 
 def node_service_account(
-    parent: pulumi.Resource, name: str, ctx: StackContext, child: Optional[pulumi.ResourceOptions] = None
+    name: str, ctx: StackContext, child: pulumi.ResourceOptions
 ) -> tuple[gcp.serviceaccount.Account, list[gcp.projects.IAMMember]]:
-    child = child or pulumi.ResourceOptions(parent=parent)
     account = gcp.serviceaccount.Account(
         f"{name}-node-sa",
         account_id=ctx.name("nodes", Limit.SERVICE_ACCOUNT_ID),
@@ -268,15 +260,14 @@ def addons_config(legacy_lustre_port: bool) -> dict[str, Any]:
 
 
 def _workload_pool(config: Any) -> str:
-    pool = getattr(config, "workload_pool", None) if config is not None else None
+    pool = getattr(config, "workload_pool", None)
     if not pool:
         raise ValueError("the cluster reports no workloadIdentityConfig.workloadPool; Workload Identity is off")
     return pool
 
 
 def _dns_endpoint(config: Any) -> str:
-    dns = getattr(config, "dns_endpoint_config", None) if config is not None else None
-    endpoint = getattr(dns, "endpoint", None) if dns is not None else None
+    endpoint = getattr(getattr(config, "dns_endpoint_config", None), "endpoint", None)
     if not endpoint:
         raise ValueError(
             "the cluster reports no controlPlaneEndpointsConfig.dnsEndpointConfig.endpoint; "

@@ -30,30 +30,6 @@ def interfaces_annotation(nics: tuple[NicAttachment, ...]) -> str:
     return json.dumps(entries, separators=(",", ":"))
 
 
-def check_nics(nics: tuple[NicAttachment, ...]) -> None:
-    problems = []
-    if not nics:
-        problems.append("no NICs: the GPU pool has no additional networks to expose to pods")
-    for label, values in (
-        ("Network object name", [n.network_object for n in nics]),
-        ("interface", [n.interface for n in nics]),
-    ):
-        dupes = sorted({v for v in values if values.count(v) > 1})
-        if dupes:
-            problems.append(f"duplicate {label}(s): {', '.join(dupes)}")
-    for nic in nics:
-        if nic.interface == DEFAULT_INTERFACE:
-            problems.append(f"{nic.network_object}: interface {DEFAULT_INTERFACE} is the pod's default network")
-        if nic.device_mode not in DEVICE_MODES:
-            problems.append(
-                f"{nic.network_object}: deviceMode {nic.device_mode!r} is not one of {', '.join(DEVICE_MODES)}"
-            )
-        if nic.network_object == "default":
-            problems.append("a Network object may not be called 'default' (that name is the pod network)")
-    if problems:
-        raise ValueError("GkeNetworkObjects: " + "; ".join(problems))
-
-
 @dataclass(frozen=True)
 class GkeNetworkObjectsArgs:
     nics: tuple[NicAttachment, ...]
@@ -65,7 +41,6 @@ class GkeNetworkObjects(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: GkeNetworkObjectsArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         nics = tuple(args.nics)
-        check_nics(nics)  # before registering anything: a refused list leaves no half-made component
         super().__init__("nemo-rl-gke:infra:GkeNetworkObjects", name, None, opts)
         self.param_sets = []
         self.networks = []

@@ -52,8 +52,6 @@ def daemonset_manifest(
     image: NemoRLImage, namespace: str, pool_names: Sequence[str], gpu_taints: Sequence[Mapping[str, str]]
 ) -> dict[str, Any]:
     """The DaemonSet as a Kubernetes object (camelCase). Pure: no Outputs."""
-    if not pool_names:
-        raise ValueError("ImagePrePull: at least one node pool is needed, or the DaemonSet runs nowhere")
     selector = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/component": COMPONENT_LABEL}
     tiny = {"requests": {"cpu": "10m", "memory": "16Mi"}}
     return {

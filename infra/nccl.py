@@ -41,8 +41,6 @@ _AUTOPILOT_INSTALL = f'{_ENTRY} --install-nccl\n{_COPY}echo "installation finish
 
 def daemonset_manifest(image: str, accelerator_types: Sequence[str], autopilot: bool = False) -> dict[str, Any]:
     """On Autopilot the affinity stays upstream's, and `accelerator_types` must be among it."""
-    if not accelerator_types:
-        raise ValueError("NcclRdmaInstaller: at least one accelerator type is needed, or the DaemonSet runs nowhere")
     unknown = sorted(set(accelerator_types) - set(UPSTREAM_ACCELERATORS))
     if autopilot and unknown:
         raise ValueError(f"NcclRdmaInstaller: upstream's Autopilot installer does not run on {', '.join(unknown)}")

@@ -136,10 +136,6 @@ class Networking(pulumi.ComponentResource):
             raise ValueError(
                 f"flavour {flavour.name}: {flavour.gvnic_extra_nics} extra gVNIC NICs; only 1 is supported"
             )
-        if len(cfg.rdma_cidrs) != flavour.rdma_nics:
-            raise ValueError(
-                f"{len(cfg.rdma_cidrs)} RDMA subnets for the {flavour.rdma_nics} RDMA NICs of flavour {flavour.name}"
-            )
         child = child_options(self, opts)
         project, region = ctx.project, ctx.region
         self.lustre_port = lustre_port
