@@ -53,7 +53,7 @@ def daemonset_manifest(
 ) -> dict[str, Any]:
     """The DaemonSet as a Kubernetes object (camelCase). Pure: no Outputs."""
     selector = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/component": COMPONENT_LABEL}
-    tiny = {"requests": {"cpu": "10m", "memory": "16Mi"}}
+    on_pools = {"matchExpressions": [{"key": NODE_POOL_LABEL, "operator": "In", "values": sorted(set(pool_names))}]}
     return {
         "apiVersion": "apps/v1",
         "kind": "DaemonSet",
@@ -67,19 +67,7 @@ def daemonset_manifest(
                 "spec": {
                     "affinity": {
                         "nodeAffinity": {
-                            "requiredDuringSchedulingIgnoredDuringExecution": {
-                                "nodeSelectorTerms": [
-                                    {
-                                        "matchExpressions": [
-                                            {
-                                                "key": NODE_POOL_LABEL,
-                                                "operator": "In",
-                                                "values": sorted(set(pool_names)),
-                                            }
-                                        ]
-                                    }
-                                ]
-                            }
+                            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [on_pools]}
                         }
                     },
                     # The GPU pool's taints (the system pool has none), as the Ray workers tolerate them.
@@ -94,7 +82,7 @@ def daemonset_manifest(
                             # The Ray pods use IfNotPresent too: they find this copy.
                             "imagePullPolicy": "IfNotPresent",
                             "command": ["/bin/sh", "-c", "exit 0"],
-                            "resources": tiny,
+                            "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}},
                         }
                     ],
                     "containers": [

@@ -187,12 +187,6 @@ class LustreGuard(pulumi.dynamic.Resource, module="nemo-rl-gke", name="LustreGua
         super().__init__(LustreGuardProvider(), name, {**props, **outputs}, opts)
 
 
-def bucket_of(uri: str) -> str:
-    if not uri.startswith("gs://"):
-        raise ValueError(f"not a gs:// URI: {uri!r}")
-    return uri[len("gs://") :].split("/", 1)[0]
-
-
 @dataclass(frozen=True)
 class LustreDataGuardArgs:
     ctx: StackContext
@@ -253,7 +247,8 @@ class LustreDataGuard(pulumi.ComponentResource):
             f"{name}-lustre-agent", project=ctx.project, service=LUSTRE_SERVICE, opts=child
         )
         access = [("bucket", bucket.bucket.name, LUSTRE_AGENT_EXPORT_ROLE)]
-        source_bucket = bucket_of(cfg.import_from) if cfg.import_from else None
+        # `lustre.importFrom` is a gs:// folder (the config's pattern).
+        source_bucket = cfg.import_from.removeprefix("gs://").split("/", 1)[0] if cfg.import_from else None
         if source_bucket and source_bucket != bucket.bucket_cloud_name:
             access.append(("import", source_bucket, LUSTRE_AGENT_IMPORT_ROLE))
         return [

@@ -113,13 +113,6 @@ def test_capacity_other_than_spot_is_selected_by_its_own_labels(provisioning, re
     assert {k: v for k, v in labels.items() if k.startswith("cloud.google.com/reservation")} == expected
 
 
-def test_flex_start_has_no_autopilot_selector_here():
-    with pytest.raises(ValueError, match="flexStart"):
-        gpu_node_labels(
-            zone="us-east1-b", accelerator_type="nvidia-b200", gpus_per_node=8, provisioning=Provisioning.FLEX_START
-        )
-
-
 # ---------------------------------------------------------------- admission
 
 
