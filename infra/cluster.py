@@ -199,29 +199,7 @@ class GkeCluster(pulumi.ComponentResource):
             delete_before_replace=True,
         )
         labels = ctx.labels(COMPONENT)
-        system = cfg.system_pool
-        self.system_pool = gcp.container.NodePool(
-            f"{name}-system-pool",
-            name=args.system_pool_name,
-            project=ctx.project,
-            cluster=self.cluster.name,
-            location=self.location,
-            # In the GPU pool's zone: the Ray head talks to the workers and to Lustre without crossing zones.
-            node_locations=[ctx.zone],
-            node_count=system.node_count,
-            node_config={
-                "machine_type": system.machine_type,
-                "disk_type": SYSTEM_DISK_TYPE,
-                "disk_size_gb": system.disk_size_gb,
-                "image_type": "COS_CONTAINERD",
-                **node_identity,
-                # Pods authenticate as their Kubernetes service account (Workload Identity).
-                "workload_metadata_config": {"mode": "GKE_METADATA"},
-                "resource_labels": labels,
-            },
-            management={"auto_repair": True, "auto_upgrade": True},
-            opts=pool_opts,
-        )
+        self.system_pool = self._system_pool(name, args, node_identity, labels, pool_opts)
         facts = args.gpu_pool
         # One pool per rung of the ladder, all alike but for how the nodes are obtained (infra/compute_class.py).
         pools = {facts.pool_name: (f"{name}-gpu-pool", None)}
@@ -237,6 +215,38 @@ class GkeCluster(pulumi.ComponentResource):
         self.node_pool_names = (args.system_pool_name, *facts.pool_names)
         outputs = hand_on(self, cfg)
         self.register_outputs({**outputs, "systemPool": self.system_pool.name, "gpuPool": self.gpu_pool.name})
+
+    def _system_pool(
+        self,
+        name: str,
+        args: GkeClusterArgs,
+        node_identity: dict[str, Any],
+        labels: dict[str, str],
+        opts: pulumi.ResourceOptions,
+    ) -> gcp.container.NodePool:
+        system = args.cluster.system_pool
+        return gcp.container.NodePool(
+            f"{name}-system-pool",
+            name=args.system_pool_name,
+            project=args.ctx.project,
+            cluster=self.cluster.name,
+            location=self.location,
+            # In the GPU pool's zone: the Ray head talks to the workers and to Lustre without crossing zones.
+            node_locations=[args.ctx.zone],
+            node_count=system.node_count,
+            node_config={
+                "machine_type": system.machine_type,
+                "disk_type": SYSTEM_DISK_TYPE,
+                "disk_size_gb": system.disk_size_gb,
+                "image_type": "COS_CONTAINERD",
+                **node_identity,
+                # Pods authenticate as their Kubernetes service account (Workload Identity).
+                "workload_metadata_config": {"mode": "GKE_METADATA"},
+                "resource_labels": labels,
+            },
+            management={"auto_repair": True, "auto_upgrade": True},
+            opts=opts,
+        )
 
     def _gpu_pool(
         self,

@@ -81,24 +81,21 @@ def _failed_objects(operation: Any) -> tuple[int, list[str]]:
     return failed, samples[:5]
 
 
-def _start(start: Callable[[], Any], what: str) -> Any:
+def _transfer(start: Callable[[], Any], what: str, timeout: float) -> None:
+    """Starts the operation, waiting out another transfer on the instance (ABORTED), then waits for it."""
     from google.api_core import exceptions as errors
 
     deadline = _monotonic() + BUSY_MAX_WAIT_SECONDS
     while True:
         try:
-            return start()
+            operation = start()
+            break
         except errors.Aborted as err:
             if _monotonic() + BUSY_RETRY_SECONDS > deadline:
                 raise TransferError(
                     f"{what}: another transfer kept the instance busy for {BUSY_MAX_WAIT_SECONDS / 60:.0f} min ({err})"
                 ) from err
             _sleep(BUSY_RETRY_SECONDS)
-
-
-def _wait(operation: Any, what: str, timeout: float) -> None:
-    from google.api_core import exceptions as errors
-
     op_name = getattr(getattr(operation, "operation", None), "name", "") or "the transfer operation"
     try:
         operation.result(timeout=timeout)
@@ -135,8 +132,7 @@ def export_results(client: Any, props: dict[str, Any], timeout: float = TRANSFER
             name=name, lustre_path=lustre.LustrePath(path=source), gcs_path=lustre.GcsPath(uri=destination)
         )
         try:
-            operation = _start(functools.partial(client.export_data, request=request), what)
-            _wait(operation, what, timeout)
+            _transfer(functools.partial(client.export_data, request=request), what, timeout)
         except TransferError as err:
             raise TransferError(_refusal(name, props, str(err), done)) from err.__cause__
         except errors.GoogleAPICallError as err:
@@ -167,8 +163,7 @@ def import_results(client: Any, props: dict[str, Any], timeout: float = TRANSFER
         name=name, gcs_path=lustre.GcsPath(uri=source), lustre_path=lustre.LustrePath(path="/")
     )
     try:
-        operation = _start(lambda: client.import_data(request=request), what)
-        _wait(operation, what, timeout)
+        _transfer(lambda: client.import_data(request=request), what, timeout)
     except (TransferError, errors.GoogleAPICallError) as err:
         raise TransferError(
             f"{err}. The instance exists; fix the cause (the Managed Lustre service agent needs read access to "
@@ -216,10 +211,8 @@ class LustreGuardProvider(ResourceProvider):
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
         old, new = _inputs(olds), _inputs(news)
         moved = [k for k in ("project", "zone", "instance_id") if old.get(k) != new.get(k)]
-        if moved:
-            return DiffResult(changes=True, replaces=moved, delete_before_replace=True)
-        changed = any(old.get(k) != new.get(k) for k in PROP_KEYS)
-        return DiffResult(changes=changed, replaces=[], delete_before_replace=True)
+        changed = bool(moved) or any(old.get(k) != new.get(k) for k in PROP_KEYS)
+        return DiffResult(changes=changed, replaces=moved, delete_before_replace=True)
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         return UpdateResult(outs=_outputs(news, str(olds.get("imported_from") or "")))
