@@ -169,15 +169,6 @@ def capacity_ladder(ctx: StackContext, cfg: StackConfig) -> tuple[RungPlan, ...]
         key, node_hour, estimate = rung_node_hour(table, cfg, rung)
         metric = rung_quota_metric(flavour.gpu_quota_metric, rung.provisioning)
         quota = f"{metric} in {cfg.region}" if metric else f"reservation {rung.reservation_name} in {cfg.zone}"
-        plans.append(
-            RungPlan(
-                rung.label,
-                facts_pools.get(rung.label, ctx.name("gpu", Limit.GKE_NODE_POOL)),
-                key,
-                node_hour,
-                estimate,
-                quota,
-                _LIMITS[rung.provisioning],
-            )
-        )
+        pool = facts_pools.get(rung.label, ctx.name("gpu", Limit.GKE_NODE_POOL))
+        plans.append(RungPlan(rung.label, pool, key, node_hour, estimate, quota, _LIMITS[rung.provisioning]))
     return tuple(plans)
