@@ -1,5 +1,5 @@
-"""The GKE Standard cluster and its two node pools (`cluster.mode: standard`, the default; Autopilot is
-infra/autopilot_cluster.py; what both build the same way is infra/gke_common.py).
+"""The GKE cluster: Standard with its node pools (`GkeCluster`, `cluster.mode: standard`, the default) or
+Autopilot (`AutopilotCluster`); what both build the same way is infra/gke_common.py.
 
 Every node is in one zone (that of the RoCE VPC and of Lustre): the GPU nodes' RDMA NICs attach only to subnets
 of a RoCE network pinned to it (https://cloud.google.com/vpc/docs/rdma-network-profiles). The control plane is
@@ -347,3 +347,49 @@ def image_cache_settings(pool_cfg: GpuPoolConfig) -> dict[str, Any]:
         "secondary_boot_disks": [{"disk_image": pool_cfg.image_cache_disk_image, "mode": "CONTAINER_IMAGE_CACHE"}],
         "gcfs_config": {"enabled": True},
     }
+
+
+@dataclass(frozen=True)
+class AutopilotClusterArgs:
+    ctx: StackContext
+    cluster: ClusterConfig
+    network: ClusterNetwork
+    legacy_lustre_port: bool
+    gpu_pool: GpuPoolFacts
+
+
+class AutopilotCluster(pulumi.ComponentResource):
+    """A regional GKE Autopilot cluster (`cluster.mode: autopilot`): no node pools (GKE makes nodes from the pods'
+    requests, infra/autopilot_pods.py); hands on what `infra.gke_common.ClusterComponent` lists.
+
+    Not sent: fields terraform-provider-google-beta declares `ConflictsWith: enable_autopilot` (set even when false:
+    `enableShieldedNodes`, `removeDefaultNodePool`, `networkPolicy`, `clusterAutoscaling.{enabled,resourceLimits}`,
+    ...; google-beta/services/container/resource_container_cluster.go @93c65b2d), and
+    `autopilotPrivilegedAdmissions` (unset = GKE's allowlists, which admit the upstream NCCL installer)."""
+
+    node_pool_names: tuple[str, ...] = ()
+    node_name_prefix = "gk3"
+
+    def __init__(self, name: str, args: AutopilotClusterArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+        super().__init__("nemo-rl-gke:infra:AutopilotCluster", name, None, opts)
+        ctx, cfg = args.ctx, args.cluster
+        self.location, self.project = ctx.region, ctx.project
+        self.gpu_pool_facts = args.gpu_pool
+        self.node_pools = []
+        self.node_service_account, grants = node_service_account(name, ctx, child_options(self, opts))
+        self.cluster = gcp.container.Cluster(
+            f"{name}-cluster",
+            **cluster_settings(ctx, cfg, args.network, args.legacy_lustre_port),
+            location=ctx.region,
+            description="nemo-rl-gke: GRPO training with NeMo-RL on Ray (Autopilot)",
+            enable_autopilot=True,
+            # Only the node identity: `enabled` and `resourceLimits` conflict with `enableAutopilot`.
+            cluster_autoscaling={
+                "auto_provisioning_defaults": {
+                    "service_account": self.node_service_account.email,
+                    "oauth_scopes": [CLOUD_PLATFORM_SCOPE],
+                }
+            },
+            opts=cluster_options(self, opts, cfg, grants),
+        )
+        self.register_outputs(hand_on(self, cfg, location_flag="--region"))

@@ -10,9 +10,8 @@ from typing import Any, Optional
 
 import pulumi
 
-from infra.autopilot_cluster import AutopilotCluster, AutopilotClusterArgs
 from infra.autopilot_pods import ray_values_for_autopilot
-from infra.cluster import GkeCluster, GkeClusterArgs
+from infra.cluster import AutopilotCluster, AutopilotClusterArgs, GkeCluster, GkeClusterArgs
 from infra.config import StackConfig
 from infra.gke_common import ClusterComponent, ClusterNetwork
 from infra.image_prepull import ImagePrePull, ImagePrePullArgs

@@ -1,4 +1,4 @@
-"""What the Standard (`infra/cluster.py`) and Autopilot (`infra/autopilot_cluster.py`) clusters share: their
+"""What the Standard and Autopilot clusters (`infra/cluster.py`) share: their
 network arguments, the outputs they hand on, and the pieces both build the same way."""
 
 from __future__ import annotations
