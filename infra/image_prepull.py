@@ -1,28 +1,25 @@
 """Pull the NeMo-RL image onto every node as soon as the node exists, in parallel with Managed Lustre.
 
 The Ray pods mount Lustre, so they start only once it is up (40-80 minutes into a first deploy,
-tools/deploy_time.py). This DaemonSet waits only for the node pools and its namespace: an init container with
-the NeMo-RL image exits at once (the pull is the point), then a pause container keeps the pod Running. The Ray
-pods pull with `IfNotPresent` and find the node's copy. What that still shortens, with GPU pools that scale
-from 0 (infra/cluster.py):
-- the Ray head's pull on the system node happens during Lustre's creation, not after it: on the path to the
-  first step whenever the GPU nodes arrive sooner than one pull (`gpuPool.warmMinutes`, `imageCacheDiskImage`);
-- on a new GPU node (first run or a spot replacement) the pull starts as soon as the node is Ready: a Ray worker
-  asks for `nvidia.com/gpu`, which the device plugin offers only after GKE's driver installer has run
-  (GoogleCloudPlatform/container-engine-accelerators nvidia-driver-installer/cos/daemonset-preloaded.yaml).
-`pulumi up` waits for the rollout (pulumi-kubernetes provider/pkg/await/daemonset.go), and the Ray release for it.
+tools/deploy_time.py). This DaemonSet waits only for the node pools and its namespace: an init container with the
+image exits at once (the pull is the point), a pause container keeps the pod Running, and the Ray pods
+(`IfNotPresent`) find the node's copy. With GPU pools that scale from 0 (infra/cluster.py) that still shortens:
+- the Ray head's pull on the system node, done during Lustre's creation: on the path to the first step whenever
+  the GPU nodes arrive sooner than one pull (`gpuPool.warmMinutes`, `gpuPool.imageCacheDiskImage`);
+- a new GPU node's pull (first run, spot replacement), started once the node is Ready: a Ray worker asks for
+  `nvidia.com/gpu`, offered only after GKE's driver installer has run (GoogleCloudPlatform/
+  container-engine-accelerators nvidia-driver-installer/cos/daemonset-preloaded.yaml).
+`pulumi up` waits for the rollout (pulumi-kubernetes provider/pkg/await/daemonset.go), the Ray release for it.
 
-`gpuPool.warmMinutes` (off by default): a Job of placeholder pods, one whole GPU node each, the NeMo-RL image
-running `sleep`, so GPU nodes come and pull during Lustre's creation (GKE "Provision extra compute capacity for
-rapid Pod scaling", https://cloud.google.com/kubernetes-engine/docs/how-to/capacity-provisioning). Priority -10
-is the lowest that still scales up (`--expendable-pods-priority-cutoff`, kubernetes/autoscaler cluster-autoscaler
-main.go); the Ray workers (priority 0) preempt them, `backoffLimit: 0` then ends the Job and its other pods,
-`activeDeadlineSeconds` at the latest. `pulumi.com/skipAwait`: `pulumi up` does not wait for the Job to finish.
+`gpuPool.warmMinutes`: a Job of placeholder pods, one whole GPU node each, running the image's `sleep`, so GPU
+nodes come and pull during Lustre's creation (https://cloud.google.com/kubernetes-engine/docs/how-to/
+capacity-provisioning). Priority -10 is the lowest that still scales up (`--expendable-pods-priority-cutoff`,
+kubernetes/autoscaler cluster-autoscaler main.go); the Ray workers (priority 0) preempt them, `backoffLimit: 0`
+then ends the Job, `activeDeadlineSeconds` at the latest; `pulumi.com/skipAwait`: `pulumi up` does not wait.
 
-Not adopted: image streaming (kubernetes-engine/docs/how-to/image-streaming: Artifact Registry or Docker Hub
-only, and the NeMo-RL image is on nvcr.io); secondary boot disks as the default
-(kubernetes-engine/docs/how-to/data-container-image-preloading: a disk image built per image tag, and a new one
-replaces the GPU pool); they are the option `gpuPool.imageCacheDiskImage`.
+Not adopted: image streaming (kubernetes-engine/docs/how-to/image-streaming: Artifact Registry or Docker Hub only;
+the image is on nvcr.io); secondary boot disks by default (kubernetes-engine/docs/how-to/data-container-image-
+preloading: a disk image per image tag, and a new one replaces the GPU pool): the option `imageCacheDiskImage`.
 """
 
 from __future__ import annotations

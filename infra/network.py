@@ -126,16 +126,12 @@ class NetworkingArgs:
 
 class Networking(pulumi.ComponentResource):
     """Primary, gVNIC and RDMA VPCs, subnets, firewalls and Private Service Access. Names are plain data
-    (`nics`) because the Kubernetes objects naming them render at plan time."""
+    (`nics`) because the Kubernetes objects naming them render at plan time. One gVNIC VPC: every flavour has one
+    extra gVNIC (tests/test_flavours.py), and each non-RDMA NIC needs a VPC of its own."""
 
     def __init__(self, name: str, args: NetworkingArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("nemo-rl-gke:infra:Networking", name, None, opts)
         ctx, cfg, flavour, lustre_port = args.ctx, args.network, args.flavour, args.lustre_port
-        if flavour.gvnic_extra_nics != 1:
-            # Each non-RDMA NIC needs its own VPC; a second extra gVNIC would need a second gVNIC VPC.
-            raise ValueError(
-                f"flavour {flavour.name}: {flavour.gvnic_extra_nics} extra gVNIC NICs; only 1 is supported"
-            )
         child = child_options(self, opts)
         project, region = ctx.project, ctx.region
         self.lustre_port = lustre_port
