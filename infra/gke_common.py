@@ -68,34 +68,6 @@ class ClusterComponent(Protocol):
     node_name_prefix: str  # `gke-` Standard, `gk3-` Autopilot
 
 
-def handed_on_outputs(cluster: ClusterComponent) -> dict[str, Any]:
-    facts = cluster.gpu_pool_facts
-    return {
-        "name": cluster.name,
-        "endpoint": cluster.endpoint,
-        "controlPlaneAccess": cluster.control_plane_access,
-        "location": cluster.location,
-        "credentialsCommand": cluster.credentials_command,
-        "workloadPool": cluster.workload_pool,
-        "nodeServiceAccount": cluster.node_service_account.email,
-        "nodePools": list(cluster.node_pool_names),
-        "gpuPoolFacts": {
-            "poolName": facts.pool_name,
-            "nodeCount": facts.node_count,
-            "gpusPerNode": facts.gpus_per_node,
-            "acceleratorType": facts.accelerator_type,
-            "taints": list(facts.taints),
-            "nodeSelector": facts.node_selector,
-            "nics": [n.interface for n in facts.nics],
-            **(
-                {"computeClass": facts.compute_class, "rungPools": {p.name: p.rung for p in facts.rung_pools}}
-                if facts.compute_class
-                else {}
-            ),
-        },
-    }
-
-
 def cluster_settings(
     ctx: StackContext, cfg: ClusterConfig, networking: ClusterNetwork, legacy_lustre_port: bool
 ) -> dict[str, Any]:
@@ -164,7 +136,31 @@ def hand_on(component: Any, cfg: ClusterConfig, location_flag: str = "--location
     component.credentials_command = pulumi.Output.concat(
         "gcloud container clusters get-credentials ", cluster.name, tail
     )
-    return handed_on_outputs(component)
+    facts = component.gpu_pool_facts
+    return {
+        "name": component.name,
+        "endpoint": component.endpoint,
+        "controlPlaneAccess": component.control_plane_access,
+        "location": component.location,
+        "credentialsCommand": component.credentials_command,
+        "workloadPool": component.workload_pool,
+        "nodeServiceAccount": component.node_service_account.email,
+        "nodePools": list(component.node_pool_names),
+        "gpuPoolFacts": {
+            "poolName": facts.pool_name,
+            "nodeCount": facts.node_count,
+            "gpusPerNode": facts.gpus_per_node,
+            "acceleratorType": facts.accelerator_type,
+            "taints": list(facts.taints),
+            "nodeSelector": facts.node_selector,
+            "nics": [n.interface for n in facts.nics],
+            **(
+                {"computeClass": facts.compute_class, "rungPools": {p.name: p.rung for p in facts.rung_pools}}
+                if facts.compute_class
+                else {}
+            ),
+        },
+    }
 
 
 def maintenance_policy(cfg: ClusterConfig) -> dict[str, Any]:
