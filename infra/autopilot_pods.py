@@ -40,15 +40,11 @@ def gpu_node_labels(
     reservation_name: Optional[str] = None,
 ) -> tuple[tuple[str, str], ...]:
     labels = {ACCELERATOR_LABEL: accelerator_type, ACCELERATOR_COUNT_LABEL: str(gpus_per_node), ZONE_LABEL: zone}
+    # The config refuses flexStart on Autopilot and a reservation without its name.
     if provisioning is Provisioning.SPOT:
         labels[SPOT_LABEL] = "true"
     elif provisioning is Provisioning.RESERVATION:
-        if not reservation_name:
-            raise ValueError("a reservation-backed Autopilot GPU pod needs the reservation's name")
-        labels[RESERVATION_NAME_LABEL] = reservation_name
-        labels[RESERVATION_AFFINITY_LABEL] = "specific"
-    elif provisioning is not Provisioning.ON_DEMAND:
-        raise ValueError(f"provisioning {provisioning.value!r} has no Autopilot node selector here")
+        labels.update({RESERVATION_NAME_LABEL: str(reservation_name), RESERVATION_AFFINITY_LABEL: "specific"})
     return tuple(sorted(labels.items()))
 
 

@@ -1,41 +1,23 @@
-"""The GKE Standard cluster and its two node pools (`cluster.mode: standard`, the default; Autopilot is
-infra/autopilot_cluster.py; what both build the same way is infra/gke_common.py).
+"""The GKE cluster: Standard with its node pools (`GkeCluster`, `cluster.mode: standard`, the default) or
+Autopilot (`AutopilotCluster`); what both build the same way is infra/gke_common.py.
 
-Every node is in one zone (that of the RoCE VPC and of Lustre), because the GPU nodes' RDMA NICs can
-only attach to subnets of a RoCE network pinned to that zone
-(https://cloud.google.com/vpc/docs/rdma-network-profiles). The control
-plane is regional by default, as in both seeds and Google's A4/A3 Ultra blueprints (cluster-toolkit
-modules/scheduler/gke-cluster: `cluster_availability_type` REGIONAL, the GPU pool's `zones: [zone]`):
-replicas in several zones keep the API up during control-plane upgrades, when the preemption watcher,
-`pulumi` and `python -m jobctl` need it. `cluster.controlPlaneLocation: zonal` keeps one control
-plane in the zone (docs/deploy.md, "Regional or zonal control plane"). The cluster runs
-Dataplane V2 with multi-networking so pods can take the nodes' extra NICs, the GKE Ray operator addon
-(so no KubeRay operator is installed by us:
-https://cloud.google.com/kubernetes-engine/docs/add-on/ray-on-gke/how-to/enable-ray-on-gke), and the Lustre CSI driver.
+Every node is in one zone (that of the RoCE VPC and of Lustre): the GPU nodes' RDMA NICs attach only to subnets
+of a RoCE network pinned to it (https://cloud.google.com/vpc/docs/rdma-network-profiles). The control plane is
+regional by default, as in Google's A4/A3 Ultra blueprints (cluster-toolkit modules/scheduler/gke-cluster:
+`cluster_availability_type` REGIONAL, the GPU pool's `zones: [zone]`), so the API stays up during control-plane
+upgrades; `cluster.controlPlaneLocation: zonal` keeps one in the zone (docs/deploy.md). The GKE Ray operator
+addon replaces a KubeRay install of ours
+(https://cloud.google.com/kubernetes-engine/docs/add-on/ray-on-gke/how-to/enable-ray-on-gke).
 
-Two pools:
-- `system`: CPU nodes for the Ray head and cluster add-ons, so they never hold a GPU node;
-- `gpu`: the flavour's GPU machines with the gVNIC and RDMA subnets as additional node networks.
-  The additional networks cannot change after creation
-  (https://cloud.google.com/kubernetes-engine/docs/how-to/setup-multinetwork-support-for-pods), so the pool is
-  replaced when
-  the network layout changes.
+Two pools: `system` (CPU nodes for the Ray head and add-ons, so they never hold a GPU node) and `gpu` (the
+flavour's machines with the gVNIC and RDMA subnets as additional node networks, which cannot change after
+creation: https://cloud.google.com/kubernetes-engine/docs/how-to/setup-multinetwork-support-for-pods). The
+cluster and Lustre share only the VPC, so they are created in parallel.
 
-The cluster does not wait for Lustre nor Lustre for the cluster: they share only the VPC, and
-creating them in parallel saves the longer of the two (tens of minutes each).
-
-Security posture:
-- private nodes (no external IPs; outbound through the Cloud NAT of `Networking`);
-- the control plane reached through its DNS endpoint only (`cluster.controlPlaneAccess: dns`, the
-  default): Google IAM checks `container.clusters.connect` before a request reaches the API server,
-  and the IP endpoints are off, so there is no address to scan and no allow-list to keep current
-  (CIS GKE benchmark 2.0, 5.6.4, prefers this). With `ip`, the public endpoint is limited to
-  `cluster.masterAuthorizedNetworks`, or deliberately open with `cluster.allowPublicControlPlane`
-  (config validation refuses an empty list otherwise);
-- Shielded GKE nodes with Secure Boot and integrity monitoring on every pool;
-- a dedicated node service account holding only the roles nodes need (`NODE_SERVICE_ACCOUNT_ROLES`)
-  instead of the Compute Engine default account (Editor on the project in many projects). No key is
-  ever created for it; pods do not use it (Workload Identity gives them their KSA's principal).
+Security posture: private nodes (out through `Networking`'s Cloud NAT); the control plane through its
+IAM-checked DNS endpoint only by default (CIS GKE benchmark 2.0, 5.6.4), or with `ip` the public endpoint
+limited to `cluster.masterAuthorizedNetworks`; Shielded nodes on every pool; a dedicated node service account
+with only `NODE_SERVICE_ACCOUNT_ROLES`, never a key (pods use Workload Identity).
 """
 
 from __future__ import annotations
@@ -50,24 +32,17 @@ from infra.config import ClusterConfig, GpuPoolConfig, Provisioning, Rung
 from infra.flavours import Flavour
 from infra.gke_common import (
     CLOUD_PLATFORM_SCOPE,
-    CLUSTER_TIMEOUTS,
+    COMPONENT,
     ClusterNetwork,
-    addons_config,
-    client_endpoint,
-    control_plane_settings,
-    credentials_command,
-    handed_on_outputs,
-    ip_allocation_policy,
-    maintenance_policy,
+    cluster_options,
+    cluster_settings,
+    hand_on,
     node_service_account,
-    workload_pool_of,
 )
-from infra.naming import COMPUTE_CLASS_LABEL, Limit
+from infra.naming import COMPUTE_CLASS_LABEL
 from infra.options import child_options
 from infra.placement import rung_pool_role
 from infra.stack_context import GpuPoolFacts, StackContext
-
-COMPONENT = "gke"
 
 MONITORING_COMPONENTS = (
     "SYSTEM_COMPONENTS",
@@ -81,18 +56,12 @@ MONITORING_COMPONENTS = (
     "KUBELET",
     "DCGM",
 )
-"""GKE metric packages, as Google's A4/A3 Ultra blueprints turn them on (cluster-toolkit
-modules/scheduler/gke-cluster `monitoring_components` + DCGM with `enable_dcgm_monitoring`, with
-Managed Service for Prometheus). DCGM makes GKE run DCGM-Exporter on the GPU nodes and scrape it into
-Managed Prometheus (`prometheus.googleapis.com/DCGM_FI_*`, the dashboard's GPU charts; GKE "Collect
-and view DCGM metrics"). JOBSET, in the blueprints' list too, is left out: nothing here runs JobSets and
-GKE accepts it only from 1.32.1-gke.1357001, above the H200 flavour's minimum version."""
+"""As Google's A4/A3 Ultra blueprints (cluster-toolkit modules/scheduler/gke-cluster `monitoring_components` +
+`enable_dcgm_monitoring`): DCGM feeds the dashboard's GPU charts (GKE "Collect and view DCGM metrics"). Not
+JOBSET: nothing here runs JobSets, and GKE takes it only from 1.32.1-gke.1357001."""
 
+# Secure Boot (the GKE-installed NVIDIA drivers on COS are signed) and integrity monitoring, on every pool.
 SHIELDED_INSTANCE_CONFIG = {"enable_secure_boot": True, "enable_integrity_monitoring": True}
-"""Secure Boot (only signed boot components and kernel modules: the GKE-installed NVIDIA drivers on COS
-are signed) and integrity monitoring of the boot sequence. Also on the CPU system pool, which mounts
-Lustre for the Ray head: the managed Lustre CSI add-on supports that from node version
-1.33.2-gke.1111000, which the config enforces (infra/lustre_catalogue.py LUSTRE_CSI_MIN_GKE)."""
 
 RESERVATION_KEY = "compute.googleapis.com/reservation-name"
 SYSTEM_DISK_TYPE = "pd-balanced"
@@ -108,63 +77,40 @@ def cluster_location(ctx: StackContext, cfg: ClusterConfig) -> str:
 
 
 def provisioning_settings(pool_cfg: GpuPoolConfig, rung: Optional[Rung] = None) -> dict[str, Any]:
-    """Node pool arguments (snake_case) that follow from how GPU capacity is obtained: of `rung` (a pool of
-    the capacity ladder), or of the one pool `provisioning` names.
+    """Node pool arguments (snake_case) of how GPU capacity is obtained: of `rung` (a ladder pool) or of the one pool.
 
-    Every GPU pool autoscales from 0 to `nodeCount` (`autoscaled`): GKE's cluster autoscaler adds nodes only
-    for pending pods (the Ray workers, which come after Lustre and the Ray release; or the warm-up
-    placeholders of `gpuPool.warmMinutes`, infra/image_prepull.py) and removes a node no pod uses after its
-    scale-down delay, so no GPU is billed while nothing trains (docs/capacity.md, "GPU nodes only while a run
-    needs them").
-
-    - spot: `nodeConfig.spot`; preemptible and cheapest, the codelab's and tutorial's choice.
-    - reservation: consume exactly the named reservation (SPECIFIC_RESERVATION with the
-      reservation-name key), so the pool never silently falls back to on-demand capacity. GKE's autoscaler
-      scales such a pool like any other and `location_policy: ANY` makes it prefer unused reservations
-      (provider schema text of `autoscaling.location_policy`, terraform-provider-google-beta
-      resource_container_node_pool.go at 93c65b2d); the reserved VMs stay reserved (and billed) whether or
-      not a node uses them: releasing the nodes saves nothing on a reservation but frees them for others.
-    - flexStart: flex-start VMs WITHOUT queued provisioning ("About flex-start provisioning mode",
-      https://cloud.google.com/kubernetes-engine/docs/concepts/dws: a flex-start pool of a Standard
-      cluster is scaled up by the cluster autoscaler for pending pods, each node for at most seven
-      days; GKE 1.32.2-gke.1652000 or later). So the Ray workers' own pending pods bring the nodes and
-      the job runs as on any pool; no ProvisioningRequest is needed. The pool's flags are those the
-      queued-provisioning guide used here before, less `--enable-queued-provisioning`: `--flex-start
-      --enable-autoscaling --num-nodes=0 --total-min-nodes=0 --total-max-nodes N --location-policy=ANY
-      --reservation-affinity=none --no-enable-autorepair` (the flex-start VMs how-to page itself was not
-      readable from here: that it asks for exactly these is to be confirmed on the page / a real cluster).
-      Unlike queued provisioning the nodes may come one by one; the run owner waits for the whole
-      gang (workloads/gang_wait.py). Only on the real cloud: how long a scale-up of this pool waits.
+    Every GPU pool autoscales from 0 to `nodeCount`: nodes come only for pending pods (the Ray workers, or
+    `gpuPool.warmMinutes`' placeholders) and go after the scale-down delay (docs/capacity.md).
+    - spot: `nodeConfig.spot`.
+    - reservation: exactly the named reservation (SPECIFIC_RESERVATION), never a silent on-demand fallback;
+      `location_policy: ANY` prefers unused reservations (the provider's `autoscaling.location_policy` text,
+      terraform-provider-google-beta resource_container_node_pool.go at 93c65b2d). Reserved VMs are billed either way.
+    - flexStart: flex-start VMs without queued provisioning, scaled up by the autoscaler for pending pods, each node
+      for at most seven days ("About flex-start provisioning mode", https://cloud.google.com/kubernetes-engine/docs/
+      concepts/dws; GKE 1.32.2-gke.1652000+). The flags of the queued-provisioning guide less
+      `--enable-queued-provisioning` (to be confirmed on a real cluster). Nodes may come one by one; the run owner
+      waits for the whole gang (workloads/gang_wait.py).
     - onDemand: nothing special; GKE may use a matching automatic reservation.
 
-    `initial_node_count`: 0 for the ladder's and flex-start pools (created so from the start), UNSET for a
-    one-rung spot, reservation or onDemand pool. It is ForceNew and Computed upstream
-    (terraform-provider-google-beta google-beta/services/container/resource_container_node_pool.go at
-    93c65b2d: `"initial_node_count": {Optional, ForceNew, Computed}`), and a live pool created with
-    `node_count: N` holds `initial_node_count: N` in its state: writing 0 would replace the pool (every GPU
-    node and the running job). Unset, the provider creates a new pool with 0 nodes (`expandNodePool`: neither
-    count set gives InitialNodeCount 0) and leaves a live one as it is; `node_count` (Optional, Computed) left
-    out is no diff either, and `autoscaling` is updated in place (`resourceContainerNodePoolUpdate` sends
-    `DesiredNodePoolAutoscaling`). So upgrading a live stack changes its pool in place; the autoscaler then
-    removes the nodes no pod uses.
+    `initial_node_count`: 0 for the ladder's and flex-start pools, UNSET for a one-rung spot, reservation or
+    onDemand pool: it is ForceNew and Computed upstream (resource_container_node_pool.go at 93c65b2d), and a live
+    pool created with `node_count: N` holds N, so writing 0 would replace it and the running job. Unset, a new pool
+    starts with 0 nodes (`expandNodePool`) and a live one is left as it is; `autoscaling` updates in place.
     """
+    source = rung if rung is not None else pool_cfg
+    mode, reservation_name = source.provisioning, source.reservation_name
+    no_reservation = {"consume_reservation_type": "NO_RESERVATION"}
     node_config: dict[str, Any] = {}
-    pool: dict[str, Any] = {"management": {"auto_repair": True, "auto_upgrade": True}}
-    mode = rung.provisioning if rung is not None else pool_cfg.provisioning
-    reservation_name = rung.reservation_name if rung is not None else pool_cfg.reservation_name
-    pool["autoscaling"] = autoscaled(pool_cfg.node_count)
+    # From 0 to `nodeCount` nodes in all (total limits, not per zone).
+    autoscaling: dict[str, Any] = {"total_min_node_count": 0, "total_max_node_count": pool_cfg.node_count}
+    pool: dict[str, Any] = {"management": {"auto_repair": True, "auto_upgrade": True}, "autoscaling": autoscaling}
     if rung is not None:
         # A ladder pool starts empty and grows only when the class's priorities reach it.
         pool["initial_node_count"] = 0
     if mode is Provisioning.SPOT:
-        node_config["spot"] = True
-        # Spot VMs never come out of a reservation; saying so keeps GKE from matching (and holding) an
-        # automatic reservation for a pool that cannot use it. Cluster Toolkit refuses spot with any
-        # other type (GoogleCloudPlatform/cluster-toolkit modules/compute/gke-node-pool/main.tf at
-        # 10470803, the precondition "Spot consumption option only works with reservation_affinity
-        # consume_reservation_type NO_RESERVATION"). ForceNew upstream: a live spot pool is replaced
-        # once when this lands (deleted first, `POOL_REPLACEMENT`).
-        node_config["reservation_affinity"] = {"consume_reservation_type": "NO_RESERVATION"}
+        # Spot VMs never come out of a reservation: keeps GKE from holding an automatic one for this pool
+        # (cluster-toolkit modules/compute/gke-node-pool/main.tf at 10470803 refuses spot with any other type).
+        node_config.update(spot=True, reservation_affinity=no_reservation)
     elif mode is Provisioning.RESERVATION:
         node_config["reservation_affinity"] = {
             "consume_reservation_type": "SPECIFIC_RESERVATION",
@@ -172,210 +118,121 @@ def provisioning_settings(pool_cfg: GpuPoolConfig, rung: Optional[Rung] = None) 
             "values": [reservation_name],
         }
     elif mode is Provisioning.FLEX_START:
-        node_config["flex_start"] = True
-        node_config["reservation_affinity"] = {"consume_reservation_type": "NO_RESERVATION"}
-        pool["initial_node_count"] = 0
-        # --no-enable-autorepair: a repaired flex-start node would be a new VM with a new seven-day clock,
-        # outside what the autoscaler asked for.
-        pool["management"] = {"auto_repair": False, "auto_upgrade": True}
+        node_config.update(flex_start=True, reservation_affinity=no_reservation)
+        # No autorepair: a repaired flex-start node would be a new VM with a new seven-day clock.
+        pool.update(initial_node_count=0, management={"auto_repair": False, "auto_upgrade": True})
     if rung is None or mode is Provisioning.FLEX_START:
-        # One pool in one zone: ANY costs nothing there and prefers unused reservations / lowers spot
-        # preemption risk (the provider's `location_policy` text); flex-start asks for it. The ladder's other
-        # pools keep GKE's default.
-        pool["autoscaling"]["location_policy"] = "ANY"
+        # One pool in one zone: ANY costs nothing and prefers unused reservations; flex-start asks for it.
+        autoscaling["location_policy"] = "ANY"
     return {"node_config": node_config, "pool": pool}
-
-
-def autoscaled(node_count: int) -> dict[str, Any]:
-    """The GPU pool's `autoscaling` block: from 0 to `nodeCount` nodes in all (total limits, not per zone)."""
-    return {"total_min_node_count": 0, "total_max_node_count": node_count}
 
 
 @dataclass(frozen=True)
 class GkeClusterArgs:
-    """What `GkeCluster` needs. `gpu_pool` and `system_pool_name` are the plan-time facts of
-    `infra.placement`: the pools are created under those names, and workloads read the same values."""
+    """`gpu_pool` and `system_pool_name` are `infra.placement`'s plan-time facts: the pools are created under
+    those names, and workloads read the same values."""
 
     ctx: StackContext
     cluster: ClusterConfig
     gpu_pool_config: GpuPoolConfig
     flavour: Flavour
     network: ClusterNetwork
-    legacy_lustre_port: bool
-    """`lustre.legacyPort` as the Lustre CSI driver needs it (`StackConfig.lustre_needs_legacy_port`)."""
+    legacy_lustre_port: bool  # `StackConfig.lustre_needs_legacy_port`
     gpu_pool: GpuPoolFacts
     system_pool_name: str
 
 
 class GkeCluster(pulumi.ComponentResource):
-    """A GKE Standard cluster (regional control plane by default) with a CPU system pool and a multi-NIC
-    GPU pool, both in the stack's zone. Hands on what `infra.gke_common.ClusterComponent` lists."""
+    """A GKE Standard cluster with a CPU system pool and one multi-NIC GPU pool per rung, in the stack's zone.
+    Hands on what `infra.gke_common.ClusterComponent` lists; `gpu_pools` in `gpu_pool_facts.rung_pools` order."""
 
-    cluster: gcp.container.Cluster
-    name: pulumi.Output[str]
-    endpoint: pulumi.Output[str]
-    ca_certificate: Optional[pulumi.Output[str]]
-    """The cluster CA (`masterAuth.clusterCaCertificate`) for the IP endpoint, as a kubeconfig wants it;
-    None for the DNS endpoint, whose certificate is publicly trusted (clients use the system roots)."""
-    control_plane_access: str
-    location: str
-    """The region (`cluster.controlPlaneLocation: regional`) or the zone."""
-    project: str
-    node_service_account: gcp.serviceaccount.Account
-    node_service_account_grants: list[gcp.projects.IAMMember]
-    system_pool: gcp.container.NodePool
-    gpu_pool: gcp.container.NodePool
-    """The GPU pool (the ladder's first rung when there is a ladder)."""
-    gpu_pools: list[gcp.container.NodePool]
-    """Every GPU pool: one, or one per rung of the capacity ladder (`gpu_pool_facts.rung_pools` order)."""
-    node_pools: list[gcp.container.NodePool]
-    node_pool_names: tuple[str, ...]
-    gpu_pool_facts: GpuPoolFacts
-    credentials_command: pulumi.Output[str]
-    node_name_prefix = "gke"
-    """GKE names this cluster's node VMs `gke-<cluster>-<pool>-...`."""
-    workload_pool: pulumi.Output[str]
+    node_name_prefix = "gke"  # GKE names the node VMs `gke-<cluster>-<pool>-...`
 
     def __init__(self, name: str, args: GkeClusterArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("nemo-rl-gke:infra:GkeCluster", name, None, opts)
-        self._opts = opts
-        ctx = args.ctx
-        self.location = cluster_location(ctx, args.cluster)
+        ctx, cfg = args.ctx, args.cluster
+        self.location = cluster_location(ctx, cfg)
         self.project = ctx.project
         self.gpu_pool_facts = args.gpu_pool
-        labels = ctx.labels(COMPONENT)
-
-        node_identity = self._node_identity(name, ctx)
-        self._cluster(name, args, node_identity, labels)
-        self._system_pool(name, ctx, args.cluster, args.system_pool_name, node_identity, labels)
-        self._gpu_pool(name, args, node_identity, labels)
-        self.node_pools = [self.system_pool, *self.gpu_pools]
-        self.node_pool_names = (args.system_pool_name, *args.gpu_pool.pool_names)
-        self._endpoints(ctx, args.cluster)
-        self.register_outputs(
-            {**handed_on_outputs(self), "systemPool": self.system_pool.name, "gpuPool": self.gpu_pool.name}
-        )
-
-    # ------------------------------------------------------------------ node identity
-
-    def _node_identity(self, name: str, ctx: StackContext) -> dict[str, Any]:
-        """The node VMs' service account and its grants; returns the node config every pool shares."""
         # The caller's depends_on (the APIs these resources call) holds for each child.
-        self.node_service_account, self.node_service_account_grants = node_service_account(
-            self, name, ctx, child_options(self, self._opts)
-        )
-        return {
+        self.node_service_account, grants = node_service_account(name, ctx, child_options(self, opts))
+        node_identity = {
             "service_account": self.node_service_account.email,
             "oauth_scopes": [CLOUD_PLATFORM_SCOPE],
             "shielded_instance_config": dict(SHIELDED_INSTANCE_CONFIG),
         }
-
-    # ------------------------------------------------------------------ the cluster
-
-    def _cluster(self, name: str, args: GkeClusterArgs, node_identity: dict[str, Any], labels: dict[str, str]) -> None:
-        ctx, cfg, networking = args.ctx, args.cluster, args.network
         self.cluster = gcp.container.Cluster(
             f"{name}-cluster",
-            name=ctx.name("gke", Limit.GKE_CLUSTER),
-            project=ctx.project,
+            **cluster_settings(ctx, cfg, args.network, args.legacy_lustre_port),
             location=self.location,
-            # A regional cluster would spread its (removed) default pool over three zones; every node of
-            # this cluster belongs in `zone`, next to the RoCE VPC and Lustre. A zonal cluster's own zone
-            # must not be listed (it is implied).
+            # A regional cluster would spread its (removed) default pool over three zones; every node belongs in
+            # `zone`. A zonal cluster's own zone must not be listed (it is implied).
             node_locations=[ctx.zone] if self.location != ctx.zone else None,
             description="nemo-rl-gke: GRPO training with NeMo-RL on Ray",
-            network=networking.primary_network,
-            subnetwork=networking.primary_subnet,
-            networking_mode="VPC_NATIVE",
-            ip_allocation_policy=ip_allocation_policy(networking),
-            # Multi-networking (the extra NICs in pods) requires Dataplane V2
-            # (https://cloud.google.com/kubernetes-engine/docs/how-to/setup-multinetwork-support-for-pods).
-            datapath_provider="ADVANCED_DATAPATH",
-            enable_multi_networking=True,
-            workload_identity_config={"workload_pool": f"{ctx.project}.svc.id.goog"},
-            addons_config=addons_config(args.legacy_lustre_port),
+            datapath_provider="ADVANCED_DATAPATH",  # Dataplane V2: multi-networking requires it
             monitoring_config={
                 "enable_components": list(MONITORING_COMPONENTS),
                 "managed_prometheus": {"enabled": True},
             },
-            release_channel={"channel": cfg.release_channel},
-            # Unset: the channel's default version, which GKE keeps available; a pinned minimum is refused
-            # once it leaves the channel.
-            min_master_version=cfg.min_master_version,
-            maintenance_policy=maintenance_policy(cfg),
-            **control_plane_settings(cfg),
             enable_shielded_nodes=True,
-            deletion_protection=cfg.deletion_protection,
-            resource_labels=labels,
-            # The default pool cannot have the GPU pool's settings; the API needs one node to create
-            # the cluster, and the provider deletes that pool right after. Even that node runs as the
-            # dedicated account (projects whose policy disables the default account need this).
+            # The API needs one node to create the cluster; the provider deletes that pool right after. Even that
+            # node runs as the dedicated account (projects whose policy disables the default account need this).
             remove_default_node_pool=True,
             initial_node_count=1,
             node_config=dict(node_identity),
-            opts=child_options(
-                self,
-                self._opts,
-                depends_on=self.node_service_account_grants,
-                custom_timeouts=CLUSTER_TIMEOUTS,
-                # GKE's deletionProtection only refuses the cluster's own delete, which `pulumi destroy`
-                # reaches last: Lustre (exported), the node pools and every in-cluster object would go
-                # first. Pulumi's `protect` refuses in the preview instead: DeleteStep.Apply checks it
-                # before its dry-run branch, so the preview of `pulumi destroy` fails ("cannot be deleted
-                # because it is protected") and nothing is executed (pulumi/pulumi
-                # pkg/resource/deploy/step.go, pkg/backend/apply.go PreviewThenPromptThenExecute). Only a
-                # destroy that skips the preview (`--skip-preview`, the Automation API) still deletes the
-                # rest first; docs/deploy.md says so. Both flags follow `cluster.deletionProtection`.
-                protect=cfg.deletion_protection,
-                # `nodeConfig` only shapes the removed default pool; once it is gone the API may report
-                # another pool's config there, and a diff on it would replace the whole cluster.
-                ignore_changes=["nodeConfig"],
-            ),
+            # `nodeConfig` only shapes the removed default pool; the API may later report another pool's config
+            # there, and a diff on it would replace the whole cluster.
+            opts=cluster_options(self, opts, cfg, grants, ignore_changes=["nodeConfig"]),
         )
-        self.name = self.cluster.name
-        self.workload_pool = self.cluster.workload_identity_config.apply(workload_pool_of)
-
-    def _pool_opts(self) -> pulumi.ResourceOptions:
-        # The grants first: a node that cannot write logs or pull images comes up broken.
-        return child_options(
+        pool_opts = child_options(
             self,
-            self._opts,
-            depends_on=[self.cluster, *self.node_service_account_grants],
+            opts,
+            # The grants first: a node that cannot write logs or pull images comes up broken.
+            depends_on=[self.cluster, *grants],
             custom_timeouts=NODE_POOL_TIMEOUTS,
-            # Both pools have fixed names, which workloads select by (`cloud.google.com/gke-nodepool`,
-            # known at plan time), and the bridge gives `google_container_node_pool` neither
-            # auto-naming nor delete-before-replace: by default the engine creates the replacement
-            # first and GKE answers 409 "already exists" (pulumi/pulumi issue 1620). Creating first
-            # would also need a second pool's worth of GPUs (spot or a reservation seldom has them).
-            # So a ForceNew edit (tools/pool_replacement.py lists them) deletes the pool first: the
-            # engine first deletes what is replaced with it (the job submission, `replaceWith`,
-            # stopped cleanly), then the pool, then creates both again (pulumi/pulumi
-            # pkg/resource/deploy/step_generator.go, the delete-before-replace branch with
-            # calculateDependentReplacements and findDependentCascadeReplacements). The in-cluster
-            # objects only `dependsOn` the pools and stay; their pods wait Pending for the new nodes.
+            # Fixed names (workloads select by them), and the bridge gives `google_container_node_pool` neither
+            # auto-naming nor delete-before-replace: creating the replacement first gets 409 "already exists"
+            # (pulumi/pulumi issue 1620) and would need a second pool's worth of GPUs. So a ForceNew edit
+            # (tools/pool_replacement.py) deletes first: what is `replaceWith` it (the job submission), then the
+            # pool (pulumi/pulumi pkg/resource/deploy/step_generator.go, calculateDependentReplacements). Objects
+            # that only `dependsOn` the pools stay; their pods wait Pending for the new nodes.
             delete_before_replace=True,
         )
-
-    # ------------------------------------------------------------------ node pools
+        labels = ctx.labels(COMPONENT)
+        self.system_pool = self._system_pool(name, args, node_identity, labels, pool_opts)
+        facts = args.gpu_pool
+        # One pool per rung of the ladder, all alike but for how the nodes are obtained (infra/compute_class.py).
+        pools = {facts.pool_name: (f"{name}-gpu-pool", None)}
+        if facts.rung_pools:
+            rungs = zip(facts.rung_pools, args.gpu_pool_config.ladder, strict=True)
+            pools = {p.name: (f"{name}-{rung_pool_role(r)}-pool", r) for p, r in rungs}
+        self.gpu_pools = [
+            self._gpu_pool(resource, pool, rung, args, node_identity, labels, pool_opts)
+            for pool, (resource, rung) in pools.items()
+        ]
+        self.gpu_pool = self.gpu_pools[0]
+        self.node_pools = [self.system_pool, *self.gpu_pools]
+        self.node_pool_names = (args.system_pool_name, *facts.pool_names)
+        outputs = hand_on(self, cfg)
+        self.register_outputs({**outputs, "systemPool": self.system_pool.name, "gpuPool": self.gpu_pool.name})
 
     def _system_pool(
         self,
         name: str,
-        ctx: StackContext,
-        cfg: ClusterConfig,
-        pool_name: str,
+        args: GkeClusterArgs,
         node_identity: dict[str, Any],
         labels: dict[str, str],
-    ) -> None:
-        system = cfg.system_pool
-        self.system_pool = gcp.container.NodePool(
+        opts: pulumi.ResourceOptions,
+    ) -> gcp.container.NodePool:
+        system = args.cluster.system_pool
+        return gcp.container.NodePool(
             f"{name}-system-pool",
-            name=pool_name,
-            project=ctx.project,
+            name=args.system_pool_name,
+            project=args.ctx.project,
             cluster=self.cluster.name,
             location=self.location,
             # In the GPU pool's zone: the Ray head talks to the workers and to Lustre without crossing zones.
-            node_locations=[ctx.zone],
+            node_locations=[args.ctx.zone],
             node_count=system.node_count,
             node_config={
                 "machine_type": system.machine_type,
@@ -388,25 +245,10 @@ class GkeCluster(pulumi.ComponentResource):
                 "resource_labels": labels,
             },
             management={"auto_repair": True, "auto_upgrade": True},
-            opts=self._pool_opts(),
+            opts=opts,
         )
 
-    def _gpu_pool(self, name: str, args: GkeClusterArgs, node_identity: dict[str, Any], labels: dict[str, str]) -> None:
-        facts = self.gpu_pool_facts
-        if not facts.rung_pools:
-            self.gpu_pools = [
-                self._one_gpu_pool(f"{name}-gpu-pool", facts.pool_name, None, args, node_identity, labels)
-            ]
-        else:
-            # One pool per rung, all alike but for how the nodes are obtained (infra/compute_class.py).
-            rungs = dict(zip((p.name for p in facts.rung_pools), args.gpu_pool_config.ladder, strict=True))
-            self.gpu_pools = [
-                self._one_gpu_pool(f"{name}-{rung_pool_role(rung)}-pool", pool, rung, args, node_identity, labels)
-                for pool, rung in rungs.items()
-            ]
-        self.gpu_pool = self.gpu_pools[0]
-
-    def _one_gpu_pool(
+    def _gpu_pool(
         self,
         resource_name: str,
         pool_name: str,
@@ -414,52 +256,38 @@ class GkeCluster(pulumi.ComponentResource):
         args: GkeClusterArgs,
         node_identity: dict[str, Any],
         labels: dict[str, str],
+        opts: pulumi.ResourceOptions,
     ) -> gcp.container.NodePool:
-        ctx, pool_cfg = args.ctx, args.gpu_pool_config
-        provisioning = provisioning_settings(pool_cfg, rung)
+        pool_cfg, compute_class = args.gpu_pool_config, self.gpu_pool_facts.compute_class
         node_config = gpu_node_config(pool_cfg, args.flavour, node_identity, labels, rung)
-        if self.gpu_pool_facts.compute_class:
+        if compute_class:
             # What GKE requires of a manually created pool a custom ComputeClass names (naming.COMPUTE_CLASS_LABEL).
-            node_config["labels"] = {COMPUTE_CLASS_LABEL: self.gpu_pool_facts.compute_class}
+            node_config["labels"] = {COMPUTE_CLASS_LABEL: compute_class}
             node_config["taints"] = [
                 *node_config["taints"],
-                {"key": COMPUTE_CLASS_LABEL, "value": self.gpu_pool_facts.compute_class, "effect": "NO_SCHEDULE"},
+                {"key": COMPUTE_CLASS_LABEL, "value": compute_class, "effect": "NO_SCHEDULE"},
             ]
-        gpu_args: dict[str, Any] = {
-            "node_config": node_config,
-            # eth1 = gVNIC, eth2.. = rdma-0..; GKE numbers interfaces in this order, and the pods'
-            # interface annotation and the GKE Network objects (from `nics`) assume the same order.
-            "network_config": {
+        return gcp.container.NodePool(
+            resource_name,
+            name=pool_name,
+            project=args.ctx.project,
+            cluster=self.cluster.name,
+            location=self.location,
+            node_locations=[args.ctx.zone],  # the RoCE subnets exist only for this zone
+            node_config=node_config,
+            # eth1 = gVNIC, eth2.. = rdma-0..; GKE numbers interfaces in this order, and the pods' interface
+            # annotation and the GKE Network objects (from `nics`) assume the same order.
+            network_config={
                 "additional_node_network_configs": [
                     {"network": network, "subnetwork": subnet} for network, subnet in args.network.node_networks
                 ]
             },
             # No spare GPU capacity to surge into: upgrade one node at a time in place.
-            "upgrade_settings": {"strategy": "SURGE", "max_surge": 0, "max_unavailable": 1},
-            **provisioning["pool"],
-        }
-        if pool_cfg.compact_placement:
+            upgrade_settings={"strategy": "SURGE", "max_surge": 0, "max_unavailable": 1},
             # Nodes on nearby hosts: lower latency for the RDMA all-reduce.
-            gpu_args["placement_policy"] = {"type": "COMPACT"}
-        return gcp.container.NodePool(
-            resource_name,
-            name=pool_name,
-            project=ctx.project,
-            cluster=self.cluster.name,
-            location=self.location,
-            # The RoCE subnets exist only for this zone.
-            node_locations=[ctx.zone],
-            opts=self._pool_opts(),
-            **gpu_args,
-        )
-
-    # ------------------------------------------------------------------ how clients connect
-
-    def _endpoints(self, ctx: StackContext, cfg: ClusterConfig) -> None:
-        self.control_plane_access = cfg.control_plane_access
-        self.endpoint, self.ca_certificate = client_endpoint(self.cluster, cfg)
-        self.credentials_command = credentials_command(
-            self.cluster.name, self.location, ctx.project, dns=cfg.control_plane_access == "dns"
+            placement_policy={"type": "COMPACT"} if pool_cfg.compact_placement else None,
+            **provisioning_settings(pool_cfg, rung)["pool"],
+            opts=opts,
         )
 
 
@@ -507,23 +335,61 @@ def gpu_node_config(
     }
 
 
-SECONDARY_BOOT_DISK_MIN_GKE = "1.28.3-gke.1067000"
-"""Secondary boot disks on Standard clusters ("Use secondary boot disks to preload data or container images",
-https://cloud.google.com/kubernetes-engine/docs/how-to/data-container-image-preloading, Overview). Below the
-Lustre CSI driver's floor the config already enforces (infra/lustre_catalogue.py LUSTRE_CSI_MIN_GKE), so no
-accepted `cluster.minMasterVersion` is too old for it (tests/test_cluster.py holds that order)."""
-
-
 def image_cache_settings(pool_cfg: GpuPoolConfig) -> dict[str, Any]:
-    """`gpuPool.imageCacheDiskImage`: the disk image as a secondary boot disk in CONTAINER_IMAGE_CACHE mode, and
-    image streaming (`gcfs_config`), which that mode needs (the same GKE page; the provider's
-    `secondary_boot_disks` text: "`gcfs_config` must be `enabled=true` for this feature to work"). Each node gets
-    its own disk from the image, of the boot disk's type (hyperdisk-balanced on A4/A3 Ultra: that GKE accepts
-    it there is known only on a real cluster). `secondaryBootDisks` is ForceNew (tools/pool_replacement.py):
-    setting, changing or removing the image replaces the pool. Empty when unset."""
+    """`gpuPool.imageCacheDiskImage`: the disk image as a secondary boot disk in CONTAINER_IMAGE_CACHE mode, with
+    the image streaming that mode needs (GKE "Use secondary boot disks to preload data or container images",
+    https://cloud.google.com/kubernetes-engine/docs/how-to/data-container-image-preloading: from 1.28.3-gke.1067000,
+    below the Lustre CSI floor the config enforces). One disk per node, of the boot disk's type (hyperdisk-balanced
+    on A4/A3 Ultra: known only on a real cluster). ForceNew (tools/pool_replacement.py). Empty when unset."""
     if not pool_cfg.image_cache_disk_image:
         return {}
     return {
         "secondary_boot_disks": [{"disk_image": pool_cfg.image_cache_disk_image, "mode": "CONTAINER_IMAGE_CACHE"}],
         "gcfs_config": {"enabled": True},
     }
+
+
+@dataclass(frozen=True)
+class AutopilotClusterArgs:
+    ctx: StackContext
+    cluster: ClusterConfig
+    network: ClusterNetwork
+    legacy_lustre_port: bool
+    gpu_pool: GpuPoolFacts
+
+
+class AutopilotCluster(pulumi.ComponentResource):
+    """A regional GKE Autopilot cluster (`cluster.mode: autopilot`): no node pools (GKE makes nodes from the pods'
+    requests, infra/autopilot_pods.py); hands on what `infra.gke_common.ClusterComponent` lists.
+
+    Not sent: fields terraform-provider-google-beta declares `ConflictsWith: enable_autopilot` (set even when false:
+    `enableShieldedNodes`, `removeDefaultNodePool`, `networkPolicy`, `clusterAutoscaling.{enabled,resourceLimits}`,
+    ...; google-beta/services/container/resource_container_cluster.go @93c65b2d), and
+    `autopilotPrivilegedAdmissions` (unset = GKE's allowlists, which admit the upstream NCCL installer)."""
+
+    node_pool_names: tuple[str, ...] = ()
+    node_name_prefix = "gk3"
+
+    def __init__(self, name: str, args: AutopilotClusterArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+        super().__init__("nemo-rl-gke:infra:AutopilotCluster", name, None, opts)
+        ctx, cfg = args.ctx, args.cluster
+        self.location, self.project = ctx.region, ctx.project
+        self.gpu_pool_facts = args.gpu_pool
+        self.node_pools = []
+        self.node_service_account, grants = node_service_account(name, ctx, child_options(self, opts))
+        self.cluster = gcp.container.Cluster(
+            f"{name}-cluster",
+            **cluster_settings(ctx, cfg, args.network, args.legacy_lustre_port),
+            location=ctx.region,
+            description="nemo-rl-gke: GRPO training with NeMo-RL on Ray (Autopilot)",
+            enable_autopilot=True,
+            # Only the node identity: `enabled` and `resourceLimits` conflict with `enableAutopilot`.
+            cluster_autoscaling={
+                "auto_provisioning_defaults": {
+                    "service_account": self.node_service_account.email,
+                    "oauth_scopes": [CLOUD_PLATFORM_SCOPE],
+                }
+            },
+            opts=cluster_options(self, opts, cfg, grants),
+        )
+        self.register_outputs(hand_on(self, cfg, location_flag="--region"))

@@ -4,33 +4,33 @@ and Ray values rewrite, so the program never branches on the mode itself."""
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
 
 import pulumi
 
-from infra.autopilot_cluster import AutopilotCluster, AutopilotClusterArgs
 from infra.autopilot_pods import ray_values_for_autopilot
-from infra.cluster import GkeCluster, GkeClusterArgs
+from infra.cluster import AutopilotCluster, AutopilotClusterArgs, GkeCluster, GkeClusterArgs
 from infra.config import StackConfig
 from infra.gke_common import ClusterComponent, ClusterNetwork
 from infra.image_prepull import ImagePrePull, ImagePrePullArgs
 from infra.nccl import NcclRdmaInstaller, NcclRdmaInstallerArgs
-from infra.nccl_autopilot import NcclRdmaInstallerAutopilot, NcclRdmaInstallerAutopilotArgs
 from infra.stack_context import GpuPoolFacts, StackContext
 
 RayValues = dict[str, Any]
 
 
 @dataclass(frozen=True)
-class ClusterMode(ABC):
-    name: str
+class ClusterMode:
+    name: str  # `cluster.mode`
     cfg: StackConfig
     adapt_ray_values: Optional[Callable[[RayValues], RayValues]]  # `RayClusterArgs.adapt_values`
 
-    @abstractmethod
+    @property
+    def autopilot(self) -> bool:
+        return self.name == "autopilot"
+
     def cluster(
         self,
         name: str,
@@ -42,66 +42,38 @@ class ClusterMode(ABC):
         opts: Optional[pulumi.ResourceOptions] = None,
     ) -> ClusterComponent:
         """The cluster on `network` (the `Networking` component)."""
+        cfg = self.cfg
+        shared: dict[str, Any] = {
+            "ctx": ctx,
+            "cluster": cfg.cluster,
+            "network": ClusterNetwork.of(network),
+            "legacy_lustre_port": cfg.lustre_needs_legacy_port,
+            "gpu_pool": gpu_pool,
+        }
+        if self.autopilot:
+            return AutopilotCluster(name, AutopilotClusterArgs(**shared), opts)
+        if system_pool_name is None:
+            raise ValueError("a Standard cluster needs its system pool's name (infra.placement.system_pool_name)")
+        standard = GkeClusterArgs(
+            **shared, gpu_pool_config=cfg.gpu_pool, flavour=cfg.flavour_spec, system_pool_name=system_pool_name
+        )
+        return GkeCluster(name, standard, opts)
 
-    @abstractmethod
     def nccl_installer(
         self, name: str, image: str, accelerator_types: Sequence[str], opts: Optional[pulumi.ResourceOptions] = None
-    ) -> pulumi.ComponentResource:
-        """The NCCL gIB plugin installer DaemonSet."""
+    ) -> NcclRdmaInstaller:
+        """On Autopilot upstream's installer in its own namespace: GKE admits it by an allowlist of that exact spec."""
+        return NcclRdmaInstaller(name, NcclRdmaInstallerArgs(image, tuple(accelerator_types), self.autopilot), opts)
 
-    @abstractmethod
     def image_prepull(
         self, name: str, args: ImagePrePullArgs, opts: Optional[pulumi.ResourceOptions] = None
     ) -> Optional[ImagePrePull]:
-        """The image pre-pull DaemonSet, or None where there are no pools."""
-
-
-class _Standard(ClusterMode):
-    def cluster(self, name, ctx, network, *, gpu_pool, system_pool_name, opts=None) -> ClusterComponent:
-        if system_pool_name is None:
-            raise ValueError("a Standard cluster needs its system pool's name (infra.placement.system_pool_name)")
-        cfg = self.cfg
-        args = GkeClusterArgs(
-            ctx=ctx,
-            cluster=cfg.cluster,
-            gpu_pool_config=cfg.gpu_pool,
-            flavour=cfg.flavour_spec,
-            network=ClusterNetwork.of(network),
-            legacy_lustre_port=cfg.lustre_needs_legacy_port,
-            gpu_pool=gpu_pool,
-            system_pool_name=system_pool_name,
-        )
-        return GkeCluster(name, args, opts)
-
-    def nccl_installer(self, name, image, accelerator_types, opts=None) -> pulumi.ComponentResource:
-        return NcclRdmaInstaller(name, NcclRdmaInstallerArgs(image, tuple(accelerator_types)), opts)
-
-    def image_prepull(self, name, args, opts=None) -> Optional[ImagePrePull]:
-        return ImagePrePull(name, args, opts)
-
-
-class _Autopilot(ClusterMode):
-    def cluster(self, name, ctx, network, *, gpu_pool, system_pool_name, opts=None) -> ClusterComponent:
-        cfg = self.cfg
-        args = AutopilotClusterArgs(
-            ctx=ctx,
-            cluster=cfg.cluster,
-            network=ClusterNetwork.of(network),
-            legacy_lustre_port=cfg.lustre_needs_legacy_port,
-            gpu_pool=gpu_pool,
-        )
-        return AutopilotCluster(name, args, opts)
-
-    def nccl_installer(self, name, image, accelerator_types, opts=None) -> pulumi.ComponentResource:
-        # Upstream's Autopilot installer in its own namespace: GKE admits it by an allowlist of that exact spec.
-        return NcclRdmaInstallerAutopilot(name, NcclRdmaInstallerAutopilotArgs(image, tuple(accelerator_types)), opts)
-
-    def image_prepull(self, name, args, opts=None) -> Optional[ImagePrePull]:
-        return None
+        """None on Autopilot, which has no nodes before the Ray pods ask for them."""
+        return None if self.autopilot else ImagePrePull(name, args, opts)
 
 
 def cluster_mode(cfg: StackConfig) -> ClusterMode:
     if cfg.cluster.mode == "autopilot":
         pod_limits = cfg.flavour_spec.autopilot_pod
-        return _Autopilot("autopilot", cfg, lambda values: ray_values_for_autopilot(values, pod_limits))
-    return _Standard("standard", cfg, None)
+        return ClusterMode("autopilot", cfg, lambda values: ray_values_for_autopilot(values, pod_limits))
+    return ClusterMode("standard", cfg, None)

@@ -24,10 +24,6 @@ KIND = "ComputeClass"
 
 
 def compute_class_manifest(name: str, pool_names: Sequence[str]) -> dict[str, Any]:
-    if not pool_names:
-        raise ValueError("a ComputeClass needs at least one node pool")
-    if len(set(pool_names)) != len(pool_names):
-        raise ValueError(f"node pools listed twice: {', '.join(pool_names)}")
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,

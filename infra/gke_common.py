@@ -1,4 +1,4 @@
-"""What the Standard (`infra/cluster.py`) and Autopilot (`infra/autopilot_cluster.py`) clusters share: their
+"""What the Standard and Autopilot clusters (`infra/cluster.py`) share: their
 network arguments, the outputs they hand on, and the pieces both build the same way."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import pulumi_gcp as gcp
 
 from infra.config import ClusterConfig
 from infra.naming import Limit
+from infra.options import child_options
 from infra.stack_context import GpuPoolFacts, StackContext
 
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"  # access is governed by IAM, not scopes
@@ -21,6 +22,7 @@ configure-node-service-accounts; CIS GKE Benchmark 2.0 5.2.1)."""
 
 UPGRADE_EXCLUSION_START = "2026-01-01T00:00:00Z"
 CLUSTER_TIMEOUTS = pulumi.CustomTimeouts(create="60m", update="90m", delete="60m")
+COMPONENT = "gke"
 
 
 @dataclass(frozen=True)
@@ -66,17 +68,84 @@ class ClusterComponent(Protocol):
     node_name_prefix: str  # `gke-` Standard, `gk3-` Autopilot
 
 
-def handed_on_outputs(cluster: ClusterComponent) -> dict[str, Any]:
-    facts = cluster.gpu_pool_facts
+def cluster_settings(
+    ctx: StackContext, cfg: ClusterConfig, networking: ClusterNetwork, legacy_lustre_port: bool
+) -> dict[str, Any]:
+    """The `gcp.container.Cluster` arguments (snake_case) both modes send alike."""
     return {
-        "name": cluster.name,
-        "endpoint": cluster.endpoint,
-        "controlPlaneAccess": cluster.control_plane_access,
-        "location": cluster.location,
-        "credentialsCommand": cluster.credentials_command,
-        "workloadPool": cluster.workload_pool,
-        "nodeServiceAccount": cluster.node_service_account.email,
-        "nodePools": list(cluster.node_pool_names),
+        "name": ctx.name("gke", Limit.GKE_CLUSTER),
+        "project": ctx.project,
+        "network": networking.primary_network,
+        "subnetwork": networking.primary_subnet,
+        "networking_mode": "VPC_NATIVE",
+        "ip_allocation_policy": ip_allocation_policy(networking),
+        # Pods take the GPU nodes' extra NICs
+        # (https://cloud.google.com/kubernetes-engine/docs/how-to/setup-multinetwork-support-for-pods).
+        "enable_multi_networking": True,
+        "workload_identity_config": {"workload_pool": f"{ctx.project}.svc.id.goog"},
+        "addons_config": addons_config(legacy_lustre_port),
+        "release_channel": {"channel": cfg.release_channel},
+        # Unset: the channel's default version, which GKE keeps available; a pinned minimum is refused once it
+        # leaves the channel.
+        "min_master_version": cfg.min_master_version,
+        "maintenance_policy": maintenance_policy(cfg),
+        **control_plane_settings(cfg),
+        "deletion_protection": cfg.deletion_protection,
+        "resource_labels": ctx.labels(COMPONENT),
+    }
+
+
+def cluster_options(
+    parent: pulumi.Resource,
+    opts: Optional[pulumi.ResourceOptions],
+    cfg: ClusterConfig,
+    grants: Sequence[pulumi.Resource],
+    **extra: Any,
+) -> pulumi.ResourceOptions:
+    """After the node account's grants (nodes run as it from the start, even the removed default pool's)."""
+    return child_options(
+        parent,
+        opts,
+        depends_on=list(grants),
+        custom_timeouts=CLUSTER_TIMEOUTS,
+        # GKE's deletionProtection only refuses the cluster's own delete, which `pulumi destroy` reaches last:
+        # Lustre (exported), the node pools and every in-cluster object would go first. Pulumi's `protect` refuses
+        # in the preview, before anything is executed (pulumi/pulumi pkg/resource/deploy/step.go DeleteStep.Apply,
+        # pkg/backend/apply.go PreviewThenPromptThenExecute); only `--skip-preview` or the Automation API still
+        # delete the rest first (docs/deploy.md). Both follow `cluster.deletionProtection`.
+        protect=cfg.deletion_protection,
+        **extra,
+    )
+
+
+def hand_on(component: Any, cfg: ClusterConfig, location_flag: str = "--location") -> dict[str, Any]:
+    """Sets what `ClusterComponent` lists of `component.cluster` (name, workload pool, endpoint, CA, credentials);
+    returns the outputs both modes register."""
+    cluster = component.cluster
+    component.name = cluster.name
+    component.workload_pool = cluster.workload_identity_config.apply(_workload_pool)
+    component.control_plane_access = cfg.control_plane_access
+    dns = cfg.control_plane_access == "dns"
+    if dns:
+        component.endpoint = cluster.control_plane_endpoints_config.apply(_dns_endpoint)
+        component.ca_certificate = None
+    else:
+        component.endpoint = cluster.endpoint
+        component.ca_certificate = cluster.master_auth.apply(lambda auth: auth.cluster_ca_certificate)
+    tail = f" {location_flag} {component.location} --project {component.project}" + (" --dns-endpoint" if dns else "")
+    component.credentials_command = pulumi.Output.concat(
+        "gcloud container clusters get-credentials ", cluster.name, tail
+    )
+    facts = component.gpu_pool_facts
+    return {
+        "name": component.name,
+        "endpoint": component.endpoint,
+        "controlPlaneAccess": component.control_plane_access,
+        "location": component.location,
+        "credentialsCommand": component.credentials_command,
+        "workloadPool": component.workload_pool,
+        "nodeServiceAccount": component.node_service_account.email,
+        "nodePools": list(component.node_pool_names),
         "gpuPoolFacts": {
             "poolName": facts.pool_name,
             "nodeCount": facts.node_count,
@@ -112,42 +181,26 @@ def maintenance_policy(cfg: ClusterConfig) -> dict[str, Any]:
     return policy
 
 
-def credentials_command(
-    cluster_name: pulumi.Input[str], location: str, project: str, *, dns: bool, location_flag: str = "--location"
-) -> pulumi.Output[str]:
-    tail = f" {location_flag} {location} --project {project}" + (" --dns-endpoint" if dns else "")
-    return pulumi.Output.concat("gcloud container clusters get-credentials ", cluster_name, tail)
-
-
 def control_plane_settings(cfg: ClusterConfig) -> dict[str, Any]:
     """Both endpoint blocks always spelled out: the provider fills an omitted (optional + computed) block from
-    the cloud, so a switch between `dns` and `ip` would change nothing."""
-    if cfg.control_plane_access == "dns":
-        return {
-            # The provider reads `enablePrivateEndpoint` back as true here (terraform-provider-google's
-            # flattening of ipEndpointsConfig); saying so avoids a diff on every preview.
-            "private_cluster_config": {"enable_private_nodes": True, "enable_private_endpoint": True},
-            "control_plane_endpoints_config": {
-                "dns_endpoint_config": {"allow_external_traffic": True},
-                "ip_endpoints_config": {"enabled": False},
-            },
-        }
-    return {
-        # The DNS endpoint is closed so the authorized networks are the only way in.
-        "private_cluster_config": {"enable_private_nodes": True, "enable_private_endpoint": False},
+    the cloud, so a switch between `dns` and `ip` would change nothing. With `dns` the provider reads
+    `enablePrivateEndpoint` back as true (terraform-provider-google's flattening of ipEndpointsConfig): saying so
+    avoids a diff on every preview. With `ip` the DNS endpoint is closed: the authorized networks are the way in."""
+    dns = cfg.control_plane_access == "dns"
+    settings = {
+        "private_cluster_config": {"enable_private_nodes": True, "enable_private_endpoint": dns},
         "control_plane_endpoints_config": {
-            "dns_endpoint_config": {"allow_external_traffic": False},
-            "ip_endpoints_config": {"enabled": True},
+            "dns_endpoint_config": {"allow_external_traffic": dns},
+            "ip_endpoints_config": {"enabled": not dns},
         },
-        "master_authorized_networks_config": _authorized_networks(cfg),
     }
+    return settings if dns else {**settings, "master_authorized_networks_config": _authorized_networks(cfg)}
 
 
 def _authorized_networks(cfg: ClusterConfig) -> Optional[dict[str, Any]]:
-    """None only when opened on purpose (`cluster.allowPublicControlPlane`): an empty block locks everyone out."""
+    """None only when opened on purpose (`cluster.allowPublicControlPlane`, which the config requires then): an
+    empty block would lock everyone out."""
     if not cfg.master_authorized_networks:
-        if not cfg.allow_public_control_plane:
-            raise ValueError("cluster.masterAuthorizedNetworks is empty and cluster.allowPublicControlPlane is false")
         return None
     return {
         "cidr_blocks": [
@@ -159,9 +212,8 @@ def _authorized_networks(cfg: ClusterConfig) -> Optional[dict[str, Any]]:
 
 
 def node_service_account(
-    parent: pulumi.Resource, name: str, ctx: StackContext, child: Optional[pulumi.ResourceOptions] = None
+    name: str, ctx: StackContext, child: pulumi.ResourceOptions
 ) -> tuple[gcp.serviceaccount.Account, list[gcp.projects.IAMMember]]:
-    child = child or pulumi.ResourceOptions(parent=parent)
     account = gcp.serviceaccount.Account(
         f"{name}-node-sa",
         account_id=ctx.name("nodes", Limit.SERVICE_ACCOUNT_ID),
@@ -181,14 +233,6 @@ def node_service_account(
         for role in NODE_SERVICE_ACCOUNT_ROLES
     ]
     return account, grants
-
-
-def client_endpoint(
-    cluster: gcp.container.Cluster, cfg: ClusterConfig
-) -> tuple[pulumi.Output[str], Optional[pulumi.Output[str]]]:
-    if cfg.control_plane_access == "dns":
-        return cluster.control_plane_endpoints_config.apply(_dns_endpoint), None
-    return cluster.endpoint, cluster.master_auth.apply(lambda auth: auth.cluster_ca_certificate)
 
 
 def addons_config(legacy_lustre_port: bool) -> dict[str, Any]:
@@ -211,16 +255,15 @@ def addons_config(legacy_lustre_port: bool) -> dict[str, Any]:
     }
 
 
-def workload_pool_of(config: Any) -> str:
-    pool = getattr(config, "workload_pool", None) if config is not None else None
+def _workload_pool(config: Any) -> str:
+    pool = getattr(config, "workload_pool", None)
     if not pool:
         raise ValueError("the cluster reports no workloadIdentityConfig.workloadPool; Workload Identity is off")
     return pool
 
 
 def _dns_endpoint(config: Any) -> str:
-    dns = getattr(config, "dns_endpoint_config", None) if config is not None else None
-    endpoint = getattr(dns, "endpoint", None) if dns is not None else None
+    endpoint = getattr(getattr(config, "dns_endpoint_config", None), "endpoint", None)
     if not endpoint:
         raise ValueError(
             "the cluster reports no controlPlaneEndpointsConfig.dnsEndpointConfig.endpoint; "

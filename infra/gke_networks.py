@@ -18,7 +18,6 @@ from infra.options import child_options
 from infra.stack_context import NicAttachment
 
 API_VERSION = "networking.gke.io/v1"
-DEVICE_MODES = ("NetDevice", "RDMA")
 DEFAULT_INTERFACE = "eth0"  # the pod's primary interface; NCCL/Gloo bootstrap stays on it
 # A bound, in case GKE holds a finalizer while a node pool still lists the network.
 DELETE_TIMEOUT = pulumi.CustomTimeouts(delete="15m")
@@ -28,30 +27,6 @@ def interfaces_annotation(nics: tuple[NicAttachment, ...]) -> str:
     entries = [{"interfaceName": DEFAULT_INTERFACE, "network": "default"}]
     entries += [{"interfaceName": nic.interface, "network": nic.network_object} for nic in nics]
     return json.dumps(entries, separators=(",", ":"))
-
-
-def check_nics(nics: tuple[NicAttachment, ...]) -> None:
-    problems = []
-    if not nics:
-        problems.append("no NICs: the GPU pool has no additional networks to expose to pods")
-    for label, values in (
-        ("Network object name", [n.network_object for n in nics]),
-        ("interface", [n.interface for n in nics]),
-    ):
-        dupes = sorted({v for v in values if values.count(v) > 1})
-        if dupes:
-            problems.append(f"duplicate {label}(s): {', '.join(dupes)}")
-    for nic in nics:
-        if nic.interface == DEFAULT_INTERFACE:
-            problems.append(f"{nic.network_object}: interface {DEFAULT_INTERFACE} is the pod's default network")
-        if nic.device_mode not in DEVICE_MODES:
-            problems.append(
-                f"{nic.network_object}: deviceMode {nic.device_mode!r} is not one of {', '.join(DEVICE_MODES)}"
-            )
-        if nic.network_object == "default":
-            problems.append("a Network object may not be called 'default' (that name is the pod network)")
-    if problems:
-        raise ValueError("GkeNetworkObjects: " + "; ".join(problems))
 
 
 @dataclass(frozen=True)
@@ -64,15 +39,11 @@ class GkeNetworkObjects(pulumi.ComponentResource):
     a Network a pool still uses, "Networks before pools" would deadlock `pulumi destroy`."""
 
     def __init__(self, name: str, args: GkeNetworkObjectsArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
-        nics = tuple(args.nics)
-        check_nics(nics)  # before registering anything: a refused list leaves no half-made component
         super().__init__("nemo-rl-gke:infra:GkeNetworkObjects", name, None, opts)
-        self.param_sets = []
-        self.networks = []
-        for nic in nics:
+        for nic in args.nics:
             self._objects(name, nic, opts)
-        self.network_names = [nic.network_object for nic in nics]
-        self.interfaces_annotation = interfaces_annotation(nics)
+        self.network_names = [nic.network_object for nic in args.nics]
+        self.interfaces_annotation = interfaces_annotation(tuple(args.nics))
         self.register_outputs({"networkNames": self.network_names, "interfacesAnnotation": self.interfaces_annotation})
 
     def _objects(self, name: str, nic: NicAttachment, opts: Optional[pulumi.ResourceOptions]) -> None:
@@ -84,7 +55,7 @@ class GkeNetworkObjects(pulumi.ComponentResource):
             spec={"vpc": nic.vpc, "vpcSubnet": nic.subnet, "deviceMode": nic.device_mode},
             opts=child_options(self, opts, custom_timeouts=DELETE_TIMEOUT),
         )
-        network = k8s.apiextensions.CustomResource(
+        k8s.apiextensions.CustomResource(
             f"{name}-network-{nic.network_object}",
             api_version=API_VERSION,
             kind="Network",
@@ -99,5 +70,3 @@ class GkeNetworkObjects(pulumi.ComponentResource):
             },
             opts=child_options(self, opts, depends_on=[params], custom_timeouts=DELETE_TIMEOUT),
         )
-        self.param_sets.append(params)
-        self.networks.append(network)

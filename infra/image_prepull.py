@@ -1,40 +1,25 @@
 """Pull the NeMo-RL image onto every node as soon as the node exists, in parallel with Managed Lustre.
 
-The Ray pods mount Lustre, so they can only start once the instance is up, typically 40-80 minutes
-into a first deploy (tools/deploy_time.py). Pulling a multi-GB image with one huge layer only then
-would add the whole pull to the time to the first training step. This DaemonSet waits for nothing but
-the node pools and its namespace: on every system and GPU node an init container with the NeMo-RL
-image exits at once (pulling the image is the point), then a pause container keeps the pod Running (a
-DaemonSet pod may not exit). The Ray pods pull with `IfNotPresent`, so they start from the node's copy.
-It stays: a replacement spot node starts pulling as soon as it joins the pool. Every GPU pool autoscales
-from 0 (infra/cluster.py), so on a first deploy the DaemonSet pulls on the system node only, and a GPU node
-pulls when it arrives for the Ray workers, on the path to the first step (tools/deploy_time.py) unless:
-- `gpuPool.warmMinutes` (off by default): a Job of placeholder pods, one whole GPU node each, with a
-  PriorityClass of -10 (`warmup_manifests`). It is GKE's documented way to get capacity ahead of the pods that
-  need it ("Provision extra compute capacity for rapid Pod scaling",
-  https://cloud.google.com/kubernetes-engine/docs/how-to/capacity-provisioning: low-priority placeholder pods;
-  the one-time variant is a Job; higher-priority pods evict them). -10 is the lowest priority that still makes
-  the autoscaler scale up: pods below `--expendable-pods-priority-cutoff` (default -10,
-  kubernetes/autoscaler cluster-autoscaler main.go) neither scale up nor keep a node. The Ray workers (priority
-  0) preempt them; `backoffLimit: 0` fails the Job on the first preempted pod, and the Job controller then
-  deletes the others, so no placeholder is left to hold a node after the run; `activeDeadlineSeconds` ends it
-  at the latest `warmMinutes` after it starts. The placeholders run the NeMo-RL image (`sleep`), so the
-  nodes pull it while Lustre is still being created. `pulumi.com/skipAwait`: `pulumi up` does not wait for the
-  Job to finish (pulumi-kubernetes awaits a Job's completion otherwise). Created once: a later `pulumi up`
-  leaves the finished Job as it is and warms nothing.
-- `gpuPool.imageCacheDiskImage`: the image on a secondary boot disk of every GPU node (infra/cluster.py).
+The Ray pods mount Lustre, so they start only once it is up (40-80 minutes into a first deploy,
+tools/deploy_time.py). This DaemonSet waits only for the node pools and its namespace: an init container with the
+image exits at once (the pull is the point), a pause container keeps the pod Running, and the Ray pods
+(`IfNotPresent`) find the node's copy. With GPU pools that scale from 0 (infra/cluster.py) that still shortens:
+- the Ray head's pull on the system node, done during Lustre's creation: on the path to the first step whenever
+  the GPU nodes arrive sooner than one pull (`gpuPool.warmMinutes`, `gpuPool.imageCacheDiskImage`);
+- a new GPU node's pull (first run, spot replacement), started once the node is Ready: a Ray worker asks for
+  `nvidia.com/gpu`, offered only after GKE's driver installer has run (GoogleCloudPlatform/
+  container-engine-accelerators nvidia-driver-installer/cos/daemonset-preloaded.yaml).
+`pulumi up` waits for the rollout (pulumi-kubernetes provider/pkg/await/daemonset.go), the Ray release for it.
 
-`pulumi up` waits for the rollout (pulumi-kubernetes awaits a DaemonSet until every scheduled pod is
-ready, provider/pkg/await/daemonset.go, 10 minutes unless told otherwise), and the Ray release waits
-for it, so the pull is a step of its own in the deploy and shows up in `pulumi up`'s progress.
+`gpuPool.warmMinutes`: a Job of placeholder pods, one whole GPU node each, running the image's `sleep`, so GPU
+nodes come and pull during Lustre's creation (https://cloud.google.com/kubernetes-engine/docs/how-to/
+capacity-provisioning). Priority -10 is the lowest that still scales up (`--expendable-pods-priority-cutoff`,
+kubernetes/autoscaler cluster-autoscaler main.go); the Ray workers (priority 0) preempt them, `backoffLimit: 0`
+then ends the Job, `activeDeadlineSeconds` at the latest; `pulumi.com/skipAwait`: `pulumi up` does not wait.
 
-Not adopted, after Google's docs:
-- image streaming (kubernetes-engine/docs/how-to/image-streaming): the image must be in Artifact
-  Registry (or Docker Hub), and the first pull gains nothing; the NeMo-RL image is on nvcr.io;
-- secondary boot disks as the default (kubernetes-engine/docs/how-to/data-container-image-preloading): a
-  disk image must be built from the container image beforehand (a separate build per image tag), and a new
-  disk image replaces the node pool, so every recipe image change would replace the GPU pool. It is an
-  option instead (`gpuPool.imageCacheDiskImage`).
+Not adopted: image streaming (kubernetes-engine/docs/how-to/image-streaming: Artifact Registry or Docker Hub only;
+the image is on nvcr.io); secondary boot disks by default (kubernetes-engine/docs/how-to/data-container-image-
+preloading: a disk image per image tag, and a new one replaces the GPU pool): the option `imageCacheDiskImage`.
 """
 
 from __future__ import annotations
@@ -64,10 +49,8 @@ def daemonset_manifest(
     image: NemoRLImage, namespace: str, pool_names: Sequence[str], gpu_taints: Sequence[Mapping[str, str]]
 ) -> dict[str, Any]:
     """The DaemonSet as a Kubernetes object (camelCase). Pure: no Outputs."""
-    if not pool_names:
-        raise ValueError("ImagePrePull: at least one node pool is needed, or the DaemonSet runs nowhere")
     selector = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/component": COMPONENT_LABEL}
-    tiny = {"requests": {"cpu": "10m", "memory": "16Mi"}}
+    on_pools = {"matchExpressions": [{"key": NODE_POOL_LABEL, "operator": "In", "values": sorted(set(pool_names))}]}
     return {
         "apiVersion": "apps/v1",
         "kind": "DaemonSet",
@@ -81,19 +64,7 @@ def daemonset_manifest(
                 "spec": {
                     "affinity": {
                         "nodeAffinity": {
-                            "requiredDuringSchedulingIgnoredDuringExecution": {
-                                "nodeSelectorTerms": [
-                                    {
-                                        "matchExpressions": [
-                                            {
-                                                "key": NODE_POOL_LABEL,
-                                                "operator": "In",
-                                                "values": sorted(set(pool_names)),
-                                            }
-                                        ]
-                                    }
-                                ]
-                            }
+                            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [on_pools]}
                         }
                     },
                     # The GPU pool's taints (the system pool has none), as the Ray workers tolerate them.
@@ -108,7 +79,7 @@ def daemonset_manifest(
                             # The Ray pods use IfNotPresent too: they find this copy.
                             "imagePullPolicy": "IfNotPresent",
                             "command": ["/bin/sh", "-c", "exit 0"],
-                            "resources": tiny,
+                            "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}},
                         }
                     ],
                     "containers": [
@@ -124,36 +95,22 @@ def daemonset_manifest(
     }
 
 
-WARMUP_PRIORITY = -10
-"""The placeholders' priority: the lowest that still scales up (cluster-autoscaler's default
-`--expendable-pods-priority-cutoff` is -10 and only pods BELOW it are expendable)."""
+WARMUP_PRIORITY = -10  # the lowest that still scales up: only pods BELOW the cutoff (default -10) are expendable
 
 
 @dataclass(frozen=True)
 class GpuWarmup:
-    """`gpuPool.warmMinutes` with what the placeholders need of the GPU nodes (`infra.placement.gpu_pool_facts`)."""
+    """`gpuPool.warmMinutes` and the GPU nodes the placeholders take (`infra.placement.gpu_pool_facts`)."""
 
     minutes: int
-    node_count: int
-    gpus_per_node: int
-    node_selector: Mapping[str, str]
-    gpu_taints: tuple[Mapping[str, str], ...]
+    pool: GpuPoolFacts
 
 
-def warmup_manifests(image: NemoRLImage, namespace: str, warm: GpuWarmup) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The PriorityClass and the Job of `warm.node_count` placeholders (camelCase objects). Pure: no Outputs."""
+def warmup_job(image: NemoRLImage, namespace: str, warm: GpuWarmup) -> dict[str, Any]:
+    """The Job of one placeholder per GPU node (a camelCase object). Pure: no Outputs."""
     labels = {"app.kubernetes.io/name": GPU_WARMUP, "app.kubernetes.io/component": GPU_WARMUP}
-    priority_class = {
-        "metadata": {"name": GPU_WARMUP_PRIORITY_CLASS, "labels": {**labels, **MANAGED_LABELS}},
-        "value": WARMUP_PRIORITY,
-        # A placeholder never evicts anything; the run's pods (priority 0) evict it.
-        "preemptionPolicy": "Never",
-        "globalDefault": False,
-        "description": "nemo-rl-gke gpuPool.warmMinutes: placeholders the Ray workers preempt",
-    }
-    seconds = warm.minutes * 60
-    whole_node = {GPU_RESOURCE: str(warm.gpus_per_node), "cpu": "10m", "memory": "64Mi"}
-    job = {
+    seconds, gpus = warm.minutes * 60, str(warm.pool.gpus_per_node)
+    return {
         "metadata": {
             "name": GPU_WARMUP,
             "namespace": namespace,
@@ -161,8 +118,8 @@ def warmup_manifests(image: NemoRLImage, namespace: str, warm: GpuWarmup) -> tup
             "annotations": {"pulumi.com/skipAwait": "true"},
         },
         "spec": {
-            "parallelism": warm.node_count,
-            "completions": warm.node_count,
+            "parallelism": warm.pool.node_count,
+            "completions": warm.pool.node_count,
             "backoffLimit": 0,
             "activeDeadlineSeconds": seconds,
             "template": {
@@ -170,8 +127,8 @@ def warmup_manifests(image: NemoRLImage, namespace: str, warm: GpuWarmup) -> tup
                 "spec": {
                     "priorityClassName": GPU_WARMUP_PRIORITY_CLASS,
                     "restartPolicy": "Never",
-                    "nodeSelector": dict(warm.node_selector),
-                    "tolerations": worker_tolerations(warm.gpu_taints),
+                    "nodeSelector": dict(warm.pool.node_selector),
+                    "tolerations": worker_tolerations(warm.pool.taints),
                     "terminationGracePeriodSeconds": 5,
                     "automountServiceAccountToken": False,
                     "containers": [
@@ -182,8 +139,8 @@ def warmup_manifests(image: NemoRLImage, namespace: str, warm: GpuWarmup) -> tup
                             "command": ["sleep", str(seconds)],
                             # All the node's GPUs: one placeholder per node, and a worker can only take its place.
                             "resources": {
-                                "requests": dict(whole_node),
-                                "limits": {GPU_RESOURCE: str(warm.gpus_per_node)},
+                                "requests": {GPU_RESOURCE: gpus, "cpu": "10m", "memory": "64Mi"},
+                                "limits": {GPU_RESOURCE: gpus},
                             },
                         }
                     ],
@@ -191,39 +148,25 @@ def warmup_manifests(image: NemoRLImage, namespace: str, warm: GpuWarmup) -> tup
             },
         },
     }
-    return priority_class, job
 
 
 @dataclass(frozen=True)
 class ImagePrePullArgs:
-    """What `ImagePrePull` needs: the image, the namespace, the pools to pull on and the GPU pool's taints."""
-
     image: NemoRLImage
     namespace: str
-    pool_names: tuple[str, ...]
-    """The system and GPU pools."""
-    gpu_taints: tuple[Mapping[str, str], ...]
-    """The GPU pool's taints (Kubernetes spelling)."""
-    warm: Optional[GpuWarmup] = None
-    """`gpuPool.warmMinutes`: the placeholder Job; None (the default): no warming."""
+    pool_names: tuple[str, ...]  # the system and GPU pools
+    gpu_taints: tuple[Mapping[str, str], ...]  # Kubernetes spelling
+    warm: Optional[GpuWarmup] = None  # None (the default): no placeholders
 
 
 class ImagePrePull(pulumi.ComponentResource):
-    """DaemonSet `nemo-rl-image-prepull` in the Ray namespace, on the system and GPU pools.
-
-    Give it `opts.depends_on` the node pools and the namespace only: anything under the workload
-    environment component would make it wait for Lustre, which is the point of not waiting.
-    """
-
-    daemonset: k8s.apps.v1.DaemonSet
-    name: str
-    image: str
+    """Give it `opts.depends_on` the node pools and the namespace only: anything under the workload environment
+    component would make it wait for Lustre, which is the point of not waiting."""
 
     def __init__(self, name: str, args: ImagePrePullArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         manifest = daemonset_manifest(args.image, args.namespace, args.pool_names, args.gpu_taints)
         super().__init__("nemo-rl-gke:infra:ImagePrePull", name, None, opts)
         self.name, self.image = NAME, args.image.ref
-        namespace = args.namespace
         self.daemonset = k8s.apps.v1.DaemonSet(
             f"{name}-daemonset",
             metadata=manifest["metadata"],
@@ -231,28 +174,28 @@ class ImagePrePull(pulumi.ComponentResource):
             opts=child_options(self, opts, custom_timeouts=PULL_TIMEOUT),
         )
         if args.warm is not None:
-            priority_class, job = warmup_manifests(args.image, namespace, args.warm)
-            pc = k8s.scheduling.v1.PriorityClass(
+            labels = {"app.kubernetes.io/name": GPU_WARMUP, "app.kubernetes.io/component": GPU_WARMUP}
+            priority = k8s.scheduling.v1.PriorityClass(
                 f"{name}-warmup-priority",
-                metadata=priority_class["metadata"],
-                value=priority_class["value"],
-                preemption_policy=priority_class["preemptionPolicy"],
-                global_default=priority_class["globalDefault"],
-                description=priority_class["description"],
+                metadata={"name": GPU_WARMUP_PRIORITY_CLASS, "labels": {**labels, **MANAGED_LABELS}},
+                value=WARMUP_PRIORITY,
+                # A placeholder never evicts anything; the run's pods (priority 0) evict it.
+                preemption_policy="Never",
+                global_default=False,
+                description="nemo-rl-gke gpuPool.warmMinutes: placeholders the Ray workers preempt",
                 opts=child_options(self, opts),
             )
+            job = warmup_job(args.image, args.namespace, args.warm)
             k8s.batch.v1.Job(
                 f"{name}-warmup-job",
                 metadata=job["metadata"],
                 spec=job["spec"],
-                opts=child_options(self, opts, depends_on=[pc]),
+                opts=child_options(self, opts, depends_on=[priority]),
             )
-        self.register_outputs({"name": self.name, "namespace": namespace, "image": self.image})
+        self.register_outputs({"name": self.name, "namespace": args.namespace, "image": self.image})
 
 
 def gpu_warmup(cfg: StackConfig, gpu_pool: GpuPoolFacts) -> Optional[GpuWarmup]:
-    """`gpuPool.warmMinutes` of the stack config with the GPU pool facts; None when unset (the default)."""
+    """None when `gpuPool.warmMinutes` is unset (the default)."""
     minutes = cfg.gpu_pool.warm_minutes
-    if minutes is None:
-        return None
-    return GpuWarmup(minutes, gpu_pool.node_count, gpu_pool.gpus_per_node, gpu_pool.node_selector, gpu_pool.taints)
+    return None if minutes is None else GpuWarmup(minutes, gpu_pool)

@@ -28,11 +28,6 @@ AUTH_INSTALL_HINT = (
 )
 
 
-def context_name(project: str, location: str, cluster_name: str) -> str:
-    """gcloud's own context name, as users see it in `kubectl config get-contexts`."""
-    return f"gke_{project}_{location}_{cluster_name}"
-
-
 def build_kubeconfig(context: str, endpoint: str, ca_certificate: Optional[str]) -> str:
     """A one-cluster kubeconfig (JSON, which the provider accepts as well as YAML)."""
     server = endpoint if endpoint.startswith("https://") else f"https://{endpoint}"
@@ -80,7 +75,8 @@ class KubernetesAccess(pulumi.ComponentResource):
     def __init__(self, name: str, args: KubernetesAccessArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("nemo-rl-gke:infra:KubernetesAccess", name, None, opts)
         project, where = args.ctx.project, args.location or args.ctx.zone
-        context = pulumi.Output.from_input(args.cluster_name).apply(lambda n: context_name(project, where, n))
+        # gcloud's own context name, as users see it in `kubectl config get-contexts`.
+        context = pulumi.Output.from_input(args.cluster_name).apply(lambda n: f"gke_{project}_{where}_{n}")
         self.cluster_identifier = context
         self.kubeconfig = pulumi.Output.all(context, args.endpoint, args.ca_certificate or "").apply(
             lambda args: build_kubeconfig(args[0], args[1], args[2] or None)

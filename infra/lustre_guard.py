@@ -14,6 +14,7 @@ import functools
 import time
 from typing import Any, Callable, Optional
 
+from google.auth.exceptions import GoogleAuthError
 from pulumi.dynamic import CreateResult, DiffResult, ReadResult, ResourceProvider, UpdateResult
 
 EXPORT_PREFIX = "lustre-export"
@@ -31,12 +32,8 @@ class TransferError(RuntimeError):
     pass
 
 
-def instance_name(project: str, zone: str, instance_id: str) -> str:
-    return f"projects/{project}/locations/{zone}/instances/{instance_id}"
-
-
 def _name(props: dict[str, Any]) -> str:
-    return instance_name(props["project"], props["zone"], props["instance_id"])
+    return f"projects/{props['project']}/locations/{props['zone']}/instances/{props['instance_id']}"
 
 
 def lustre_path(directory: str) -> str:
@@ -56,28 +53,11 @@ def export_uri(bucket: str, directory: str) -> str:
 
 
 def make_client(project: str) -> Any:
-    """The quota project lets `gcloud auth application-default login` credentials work as they are."""
+    """The quota project lets `gcloud auth application-default login` credentials work as they are. The Google
+    client libraries are imported where a transfer runs: lustre_v1 alone takes over a second, on every plan."""
     from google.cloud import lustre_v1
 
     return lustre_v1.LustreClient(client_options={"quota_project_id": project})
-
-
-def _types() -> Any:
-    from google.cloud import lustre_v1
-
-    return lustre_v1
-
-
-def _api_errors() -> Any:
-    from google.api_core import exceptions
-
-    return exceptions
-
-
-def _auth_errors() -> tuple[type[BaseException], ...]:
-    from google.auth import exceptions
-
-    return (exceptions.GoogleAuthError,)
 
 
 def _credentials_problem(err: BaseException) -> str:
@@ -101,22 +81,21 @@ def _failed_objects(operation: Any) -> tuple[int, list[str]]:
     return failed, samples[:5]
 
 
-def _start(start: Callable[[], Any], what: str) -> Any:
-    errors = _api_errors()
+def _transfer(start: Callable[[], Any], what: str, timeout: float) -> None:
+    """Starts the operation, waiting out another transfer on the instance (ABORTED), then waits for it."""
+    from google.api_core import exceptions as errors
+
     deadline = _monotonic() + BUSY_MAX_WAIT_SECONDS
     while True:
         try:
-            return start()
+            operation = start()
+            break
         except errors.Aborted as err:
             if _monotonic() + BUSY_RETRY_SECONDS > deadline:
                 raise TransferError(
                     f"{what}: another transfer kept the instance busy for {BUSY_MAX_WAIT_SECONDS / 60:.0f} min ({err})"
                 ) from err
             _sleep(BUSY_RETRY_SECONDS)
-
-
-def _wait(operation: Any, what: str, timeout: float) -> None:
-    errors = _api_errors()
     op_name = getattr(getattr(operation, "operation", None), "name", "") or "the transfer operation"
     try:
         operation.result(timeout=timeout)
@@ -135,8 +114,9 @@ def _wait(operation: Any, what: str, timeout: float) -> None:
 
 def export_results(client: Any, props: dict[str, Any], timeout: float = TRANSFER_TIMEOUT_SECONDS) -> list[str]:
     """An instance deleted outside Pulumi has nothing left to export: not an error."""
-    lustre = _types()
-    errors = _api_errors()
+    from google.api_core import exceptions as errors
+    from google.cloud import lustre_v1 as lustre
+
     name = _name(props)
     try:
         client.get_instance(name=name)
@@ -152,8 +132,7 @@ def export_results(client: Any, props: dict[str, Any], timeout: float = TRANSFER
             name=name, lustre_path=lustre.LustrePath(path=source), gcs_path=lustre.GcsPath(uri=destination)
         )
         try:
-            operation = _start(functools.partial(client.export_data, request=request), what)
-            _wait(operation, what, timeout)
+            _transfer(functools.partial(client.export_data, request=request), what, timeout)
         except TransferError as err:
             raise TransferError(_refusal(name, props, str(err), done)) from err.__cause__
         except errors.GoogleAPICallError as err:
@@ -174,8 +153,9 @@ def _refusal(name: str, props: dict[str, Any], reason: str, done: list[str]) -> 
 
 
 def import_results(client: Any, props: dict[str, Any], timeout: float = TRANSFER_TIMEOUT_SECONDS) -> str:
-    lustre = _types()
-    errors = _api_errors()
+    from google.api_core import exceptions as errors
+    from google.cloud import lustre_v1 as lustre
+
     name = _name(props)
     source = props["import_from"]
     what = f"importing {source} into / of Lustre instance {name}"
@@ -183,8 +163,7 @@ def import_results(client: Any, props: dict[str, Any], timeout: float = TRANSFER
         name=name, gcs_path=lustre.GcsPath(uri=source), lustre_path=lustre.LustrePath(path="/")
     )
     try:
-        operation = _start(lambda: client.import_data(request=request), what)
-        _wait(operation, what, timeout)
+        _transfer(lambda: client.import_data(request=request), what, timeout)
     except (TransferError, errors.GoogleAPICallError) as err:
         raise TransferError(
             f"{err}. The instance exists; fix the cause (the Managed Lustre service agent needs read access to "
@@ -220,7 +199,7 @@ class LustreGuardProvider(ResourceProvider):
         if inputs["import_from"]:
             try:
                 imported = import_results(make_client(inputs["project"]), inputs)
-            except _auth_errors() as err:
+            except GoogleAuthError as err:
                 raise TransferError(
                     f"importing {inputs['import_from']} into Lustre instance {_name(inputs)}: "
                     f"{_credentials_problem(err)}. "
@@ -232,10 +211,8 @@ class LustreGuardProvider(ResourceProvider):
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
         old, new = _inputs(olds), _inputs(news)
         moved = [k for k in ("project", "zone", "instance_id") if old.get(k) != new.get(k)]
-        if moved:
-            return DiffResult(changes=True, replaces=moved, delete_before_replace=True)
-        changed = any(old.get(k) != new.get(k) for k in PROP_KEYS)
-        return DiffResult(changes=changed, replaces=[], delete_before_replace=True)
+        changed = bool(moved) or any(old.get(k) != new.get(k) for k in PROP_KEYS)
+        return DiffResult(changes=changed, replaces=moved, delete_before_replace=True)
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         return UpdateResult(outs=_outputs(news, str(olds.get("imported_from") or "")))
@@ -246,7 +223,7 @@ class LustreGuardProvider(ResourceProvider):
             return
         try:
             export_results(make_client(inputs["project"]), inputs)
-        except _auth_errors() as err:
+        except GoogleAuthError as err:
             raise TransferError(_refusal(_name(inputs), inputs, _credentials_problem(err), [])) from None
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:

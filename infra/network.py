@@ -73,12 +73,13 @@ def nic_attachments(ctx: StackContext, flavour: Flavour) -> tuple[NicAttachment,
     return (gvnic, *rdma)
 
 
-def _vpc(
-    resource: str, cloud: str, ctx: StackContext, description: str, mtu: int, child, **extra
-) -> gcp.compute.Network:
+# Each cloud object's Pulumi name is `<component>-<role>` and its cloud name `ctx.name(role)`.
+
+
+def _vpc(name: str, role: str, ctx: StackContext, description: str, mtu: int, child, **extra) -> gcp.compute.Network:
     return gcp.compute.Network(
-        resource,
-        name=cloud,
+        f"{name}-{role}",
+        name=ctx.name(role, Limit.COMPUTE),
         project=ctx.project,
         description=description,
         auto_create_subnetworks=False,
@@ -88,10 +89,10 @@ def _vpc(
     )
 
 
-def _subnet(resource: str, cloud: str, ctx: StackContext, network, cidr: str, child, **extra) -> gcp.compute.Subnetwork:
+def _subnet(name: str, role: str, ctx: StackContext, network, cidr: str, child, **extra) -> gcp.compute.Subnetwork:
     return gcp.compute.Subnetwork(
-        resource,
-        name=cloud,
+        f"{name}-{role}",
+        name=ctx.name(role, Limit.COMPUTE),
         project=ctx.project,
         region=ctx.region,
         network=network,
@@ -101,9 +102,9 @@ def _subnet(resource: str, cloud: str, ctx: StackContext, network, cidr: str, ch
     )
 
 
-def _ingress(resource: str, role: str, ctx: StackContext, network, description: str, source: str, allows, child):
+def _ingress(name: str, role: str, ctx: StackContext, network, description: str, source: str, allows, child):
     return gcp.compute.Firewall(
-        resource,
+        f"{name}-{role}",
         name=ctx.name(role, Limit.COMPUTE),
         project=ctx.project,
         network=network,
@@ -125,20 +126,12 @@ class NetworkingArgs:
 
 class Networking(pulumi.ComponentResource):
     """Primary, gVNIC and RDMA VPCs, subnets, firewalls and Private Service Access. Names are plain data
-    (`nics`) because the Kubernetes objects naming them render at plan time."""
+    (`nics`) because the Kubernetes objects naming them render at plan time. One gVNIC VPC: every flavour has one
+    extra gVNIC (tests/test_flavours.py), and each non-RDMA NIC needs a VPC of its own."""
 
     def __init__(self, name: str, args: NetworkingArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("nemo-rl-gke:infra:Networking", name, None, opts)
         ctx, cfg, flavour, lustre_port = args.ctx, args.network, args.flavour, args.lustre_port
-        if flavour.gvnic_extra_nics != 1:
-            # Each non-RDMA NIC needs its own VPC; a second extra gVNIC would need a second gVNIC VPC.
-            raise ValueError(
-                f"flavour {flavour.name}: {flavour.gvnic_extra_nics} extra gVNIC NICs; only 1 is supported"
-            )
-        if len(cfg.rdma_cidrs) != flavour.rdma_nics:
-            raise ValueError(
-                f"{len(cfg.rdma_cidrs)} RDMA subnets for the {flavour.rdma_nics} RDMA NICs of flavour {flavour.name}"
-            )
         child = child_options(self, opts)
         project, region = ctx.project, ctx.region
         self.lustre_port = lustre_port
@@ -181,12 +174,12 @@ class Networking(pulumi.ComponentResource):
             return
 
         description = "nemo-rl-gke cluster VPC: nodes (eth0), pods, services, and the Managed Lustre peering"
-        vpc = _vpc(f"{name}-vpc", ctx.name("vpc", Limit.COMPUTE), ctx, description, PRIMARY_MTU, child)
+        vpc = _vpc(name, "vpc", ctx, description, PRIMARY_MTU, child)
         self.pods_range_name = ctx.name("pods", Limit.COMPUTE)
         self.services_range_name = ctx.name("services", Limit.COMPUTE)
         subnet = _subnet(
-            f"{name}-subnet",
-            ctx.name("subnet", Limit.COMPUTE),
+            name,
+            "subnet",
             ctx,
             vpc.name,
             cfg.primary_cidr,
@@ -232,35 +225,24 @@ class Networking(pulumi.ComponentResource):
         )
 
     def _gvnic(self, name: str, ctx: StackContext, cfg: NetworkConfig, child: pulumi.ResourceOptions) -> None:
-        gvnic = self.nics[0]
         description = "nemo-rl-gke second gVNIC of the GPU nodes (eth1): host-to-host TCP"
-        vpc = _vpc(f"{name}-gvnic-vpc", gvnic.vpc, ctx, description, cfg.gvnic_mtu, child)
-        subnet = _subnet(f"{name}-gvnic-subnet", gvnic.subnet, ctx, vpc.name, cfg.gvnic_cidr, child)
+        vpc = _vpc(name, "gvnic-vpc", ctx, description, cfg.gvnic_mtu, child)
+        subnet = _subnet(name, "gvnic-subnet", ctx, vpc.name, cfg.gvnic_cidr, child)
         # NCCL/Gloo bootstrap and Ray use arbitrary ports between nodes; only the gVNIC subnet sends here.
         allows = [{"protocol": "tcp"}, {"protocol": "udp"}, {"protocol": "icmp"}]
         description = "Node-to-node traffic on the gVNIC VPC"
-        _ingress(
-            f"{name}-gvnic-allow-internal",
-            "gvnic-allow-internal",
-            ctx,
-            vpc.name,
-            description,
-            cfg.gvnic_cidr,
-            allows,
-            child,
-        )
+        _ingress(name, "gvnic-allow-internal", ctx, vpc.name, description, cfg.gvnic_cidr, allows, child)
         self.gvnic_network_name = vpc.name
         self.gvnic_subnet_name = subnet.name
         self.nic_subnets = [subnet]  # in NIC order: the GKE Network objects wait for them
 
     def _rdma(self, name: str, ctx: StackContext, cfg: NetworkConfig, child: pulumi.ResourceOptions) -> None:
-        rdma = self.nics[1:]
         description = "nemo-rl-gke RoCE VPC for the MRDMA NICs of the GPU nodes (eth2..)"
         profile = roce_network_profile(ctx.project, ctx.zone)
-        vpc = _vpc(f"{name}-rdma-vpc", rdma[0].vpc, ctx, description, cfg.rdma_mtu, child, network_profile=profile)
+        vpc = _vpc(name, "rdma-vpc", ctx, description, cfg.rdma_mtu, child, network_profile=profile)
         self.rdma_subnet_names = []
-        for i, (cloud_name, cidr) in enumerate(zip((nic.subnet for nic in rdma), cfg.rdma_cidrs, strict=True)):
-            subnet = _subnet(f"{name}-rdma-subnet-{i}", cloud_name, ctx, vpc.name, cidr, child)
+        for i, cidr in enumerate(cfg.rdma_cidrs):
+            subnet = _subnet(name, f"rdma-subnet-{i}", ctx, vpc.name, cidr, child)
             self.rdma_subnet_names.append(subnet.name)
             self.nic_subnets.append(subnet)
         # No firewall rule: the RoCE NICs carry only RDMA, not IP (the tutorial creates none).
@@ -298,13 +280,4 @@ class Networking(pulumi.ComponentResource):
         # (https://cloud.google.com/managed-lustre/docs/connect-from-kubernetes-engine-existing-instance).
         description = f"Managed Lustre (LNet TCP {lustre_port}) from the private services range"
         allows = [{"protocol": "tcp", "ports": [str(lustre_port)]}]
-        _ingress(
-            f"{name}-allow-lustre",
-            "allow-lustre",
-            ctx,
-            self.primary_network_name,
-            description,
-            cfg.psa_cidr,
-            allows,
-            child,
-        )
+        _ingress(name, "allow-lustre", ctx, self.primary_network_name, description, cfg.psa_cidr, allows, child)

@@ -1,17 +1,9 @@
-"""Plan-time placement: on which nodes the training runs, decided once before any resource exists.
+"""Plan-time placement: on which nodes the training runs, decided once before any resource exists, and the
+capacity ladder's rungs priced (docs/architecture.md, "Rooms": the room for a capacity decision).
 
-`gpu_pool_facts` is where the GPU workers land (the node pool's name on Standard; on Autopilot the
-node labels GKE makes nodes for: accelerator, count, zone and capacity type) and what those nodes are
-(count, GPUs, machine, taints, NICs); `system_pool_name` is where the CPU pods (Ray head, watcher) go.
-The program calls each once (`__main__.py`) and hands the result to every consumer: the node pools,
-the NCCL installer, the Ray values, the job spec, the watcher, the dashboard; the CLI and the offline
-estimates call the same functions.
-
-This is the room for a capacity decision (docs/architecture.md, "Rooms"): falling back from spot to
-another capacity type when spot is stocked out, or choosing among zones, belongs here, as a pure
-function of the config (and of data such as infra/zones.py's catalogue or infra/prices.py's table)
-whose one result every consumer reads. What can only be known on the real cloud (whether a zone has
-capacity now) cannot be decided at plan time; such a decision can only pick between configured options.
+`gpu_pool_facts` is where the GPU workers land (the node pool's name on Standard; on Autopilot the node labels
+GKE makes nodes for) and what those nodes are; `system_pool_name` is where the CPU pods go. The program, the CLI
+and the offline estimates call the same functions, so they build the same job.
 """
 
 from __future__ import annotations
@@ -67,10 +59,8 @@ def is_ladder(cfg: StackConfig) -> bool:
 
 
 def gpu_nodes_autoscaled(cfg: StackConfig) -> bool:
-    """Whether GKE removes a GPU node no pod uses: always. On Autopilot it makes and removes nodes for the pods;
-    on Standard every GPU pool, one rung or a ladder's, autoscales from 0 to `nodeCount` (infra/cluster.py
-    `provisioning_settings`), so scaling the Ray workers to 0 frees their nodes after the autoscaler's
-    scale-down delay. Kept as a function: the run owner's release and the docs ask this one question."""
+    """Whether GKE removes a GPU node no pod uses: always (Autopilot, and every Standard GPU pool autoscales from 0,
+    infra/cluster.py `provisioning_settings`). A function: the run owner's release and the docs ask this question."""
     del cfg
     return True
 
@@ -84,11 +74,8 @@ def system_pool_name(ctx: StackContext, cfg: StackConfig) -> Optional[str]:
 
 
 def gpu_pool_facts(ctx: StackContext, cfg: StackConfig) -> GpuPoolFacts:
-    """What workloads need to know about the GPU nodes, decided before any resource exists.
-
-    The program and `python -m jobctl` both take the pool from here, so they build the same job.
-    """
-    flavour = cfg.flavour_spec
+    """What workloads need to know about the GPU nodes, decided before any resource exists."""
+    flavour, ladder = cfg.flavour_spec, is_ladder(cfg)
     if cfg.cluster.mode == "autopilot":
         # No pool: the workers select the GPU nodes GKE makes for them by label (infra/autopilot_pods.py).
         pool_name = f"autopilot-{flavour.accelerator_type}"
@@ -99,12 +86,9 @@ def gpu_pool_facts(ctx: StackContext, cfg: StackConfig) -> GpuPoolFacts:
             provisioning=cfg.gpu_pool.provisioning,
             reservation_name=cfg.gpu_pool.reservation_name,
         )
-    elif is_ladder(cfg):
-        # The workers select the class; GKE's autoscaler picks the pool by its priorities.
-        pool_name, node_labels = compute_class_name(ctx), ()
     else:
-        pool_name, node_labels = ctx.name("gpu", Limit.GKE_NODE_POOL), ()
-    ladder = is_ladder(cfg)
+        # On a ladder the workers select the class; GKE's autoscaler picks the pool by its priorities.
+        pool_name, node_labels = compute_class_name(ctx) if ladder else ctx.name("gpu", Limit.GKE_NODE_POOL), ()
     taints = (kubernetes_taint(flavour.gpu_taint),)
     if ladder:
         # The class's pools carry this taint (see COMPUTE_CLASS_LABEL); the workers tolerate it explicitly.
@@ -123,14 +107,9 @@ def gpu_pool_facts(ctx: StackContext, cfg: StackConfig) -> GpuPoolFacts:
         node_labels=node_labels,
         compute_class=pool_name if ladder else None,
         rung_pools=tuple(
-            RungPool(ctx.name(rung_pool_role(r), Limit.GKE_NODE_POOL), r.label) for r in cfg.gpu_pool.ladder
-        )
-        if ladder
-        else (),
+            RungPool(ctx.name(rung_pool_role(r), Limit.GKE_NODE_POOL), r.label) for r in cfg.gpu_pool.ladder if ladder
+        ),
     )
-
-
-# ----------------------------------------------------------------------------- the capacity ladder
 
 
 @dataclass(frozen=True)
@@ -155,9 +134,7 @@ def rung_quota_metric(flavour_metric: str, provisioning: Provisioning) -> Option
     Spot and flex-start count against the preemptible quota (blog "Introducing Flex-start VMs", 2025)."""
     if provisioning is Provisioning.RESERVATION:
         return None
-    if provisioning in (Provisioning.SPOT, Provisioning.FLEX_START):
-        return f"PREEMPTIBLE_{flavour_metric}"
-    return flavour_metric
+    return f"PREEMPTIBLE_{flavour_metric}" if provisioning is not Provisioning.ON_DEMAND else flavour_metric
 
 
 _LIMITS = {
@@ -170,10 +147,8 @@ _LIMITS = {
 
 
 def rung_node_hour(table: PriceTable, cfg: StackConfig, rung: Rung) -> tuple[str, Optional[float], Optional[str]]:
-    """A rung's price key, its USD per node-hour in the stack's region (None: the table has no such price) and
-    why that is an estimate: what the plan's ladder shows and run.json prices a rung's nodes at
-    (`infra.run_plan`), from the one rung-to-price function `infra.prices.node_hour_price` (the cost estimate
-    and the capacity finder use it too)."""
+    """A rung's price key, USD per node-hour in the stack's region (None: no such price) and why that is an
+    estimate, from the one rung-to-price function `infra.prices.node_hour_price` (the plan's ladder, run.json)."""
     machine = cfg.flavour_spec.machine_type
     key = f"gpu.{machine}.{PRICE_KIND[rung.provisioning]}"
     autopilot = cfg.cluster.mode == "autopilot"
@@ -194,15 +169,6 @@ def capacity_ladder(ctx: StackContext, cfg: StackConfig) -> tuple[RungPlan, ...]
         key, node_hour, estimate = rung_node_hour(table, cfg, rung)
         metric = rung_quota_metric(flavour.gpu_quota_metric, rung.provisioning)
         quota = f"{metric} in {cfg.region}" if metric else f"reservation {rung.reservation_name} in {cfg.zone}"
-        plans.append(
-            RungPlan(
-                rung.label,
-                facts_pools.get(rung.label, ctx.name("gpu", Limit.GKE_NODE_POOL)),
-                key,
-                node_hour,
-                estimate,
-                quota,
-                _LIMITS[rung.provisioning],
-            )
-        )
+        pool = facts_pools.get(rung.label, ctx.name("gpu", Limit.GKE_NODE_POOL))
+        plans.append(RungPlan(rung.label, pool, key, node_hour, estimate, quota, _LIMITS[rung.provisioning]))
     return tuple(plans)

@@ -15,7 +15,7 @@ IMPENDING_TERMINATION_TAINT = "cloud.google.com/impending-node-termination"
 PAUSE_IMAGE = "gke.gcr.io/pause:3.8@sha256:880e63f94b145e46f1b1082bb71b85e21f16b99b180b9996407d61240ceb9830"
 DASHBOARD_PORT = 8265  # KubeRay's head port named `dashboard`; the Ray job API too
 SECRET_MOUNT_PATH = "/var/run/secrets/nemo-rl"
-# What the NCCL gIB installers fill on the host (infra/nccl.py, infra/nccl_autopilot.py), and where their
+# What the NCCL gIB installers fill on the host (infra/nccl.py), and where their
 # container sees it (upstream's mount points).
 NCCL_INSTALLER = "nccl-rdma-installer"
 HOST_GIB_DIR = "/home/kubernetes/bin/gib"

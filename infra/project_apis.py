@@ -46,15 +46,8 @@ API_BY_RESOURCE_TYPE: dict[str, str] = {
     "gcp:monitoring/dashboard:Dashboard": MONITORING,
 }
 
-REQUIRED_APIS: tuple[str, ...] = tuple(
-    sorted(
-        {
-            *API_BY_RESOURCE_TYPE.values(),
-            # getProject (the project number of the Workload Identity principal), on every stack.
-            RESOURCE_MANAGER,
-        }
-    )
-)
+# With RESOURCE_MANAGER for getProject (the project number of the Workload Identity principal), on every stack.
+REQUIRED_APIS: tuple[str, ...] = tuple(sorted({*API_BY_RESOURCE_TYPE.values(), RESOURCE_MANAGER}))
 
 
 @dataclass(frozen=True)

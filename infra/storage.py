@@ -71,17 +71,16 @@ class Lustre(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: LustreArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("nemo-rl-gke:infra:Lustre", name, None, opts)
-        ctx, cfg, instance_id, network = args.ctx, args.lustre, args.instance_id, args.network
-        psa_connection = args.psa_connection
+        ctx, cfg = args.ctx, args.lustre
         self.capacity_gib = cfg.capacity_gib
         self.location = ctx.zone
         self.port = lustre_port(cfg.legacy_port)
         self.instance = gcp.lustre.Instance(
             f"{name}-instance",
-            instance_id=instance_id,
+            instance_id=args.instance_id,
             project=ctx.project,
             location=ctx.zone,
-            network=network,
+            network=args.network,
             capacity_gib=str(cfg.capacity_gib),
             per_unit_storage_throughput=str(cfg.per_unit_storage_throughput),
             filesystem=cfg.filesystem,
@@ -94,7 +93,7 @@ class Lustre(pulumi.ComponentResource):
                 self,
                 opts,
                 # Nothing in the inputs refers to the peering, yet creation fails without it.
-                depends_on=[psa_connection],
+                depends_on=[args.psa_connection],
                 custom_timeouts=LUSTRE_TIMEOUTS,
                 # The id is fixed; deleting first also deletes (exports) the `LustreDataGuard` before it.
                 delete_before_replace=True,
@@ -138,8 +137,7 @@ class ArtifactBucket(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: ArtifactBucketArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("nemo-rl-gke:infra:ArtifactBucket", name, None, opts)
-        ctx, delete_on_destroy, adopt_existing = args.ctx, args.delete_on_destroy, args.adopt_existing
-        namespace, ksa, workload_pool = args.namespace, args.ksa, args.workload_pool
+        ctx, delete_on_destroy = args.ctx, args.delete_on_destroy
         child = child_options(self, opts)
         bucket_cloud_name = artifact_bucket_name(ctx.project, ctx.prefix)
         self.bucket = gcp.storage.Bucket(
@@ -157,7 +155,7 @@ class ArtifactBucket(pulumi.ComponentResource):
                 self,
                 opts,
                 retain_on_delete=not delete_on_destroy,
-                import_=bucket_cloud_name if adopt_existing else None,
+                import_=bucket_cloud_name if args.adopt_existing else None,
             ),
         )
         self.bucket_cloud_name = bucket_cloud_name
@@ -165,8 +163,8 @@ class ArtifactBucket(pulumi.ComponentResource):
         number = gcp.organizations.get_project_output(
             project_id=ctx.project, opts=pulumi.InvokeOutputOptions(depends_on=child.depends_on)
         ).number
-        self.member = pulumi.Output.all(number, workload_pool).apply(
-            lambda args: workload_identity_principal(str(args[0]), args[1], namespace, ksa)
+        self.member = pulumi.Output.all(number, args.workload_pool).apply(
+            lambda got: workload_identity_principal(str(got[0]), got[1], args.namespace, args.ksa)
         )
         gcp.storage.BucketIAMMember(
             f"{name}-object-user", bucket=self.bucket.name, role=BUCKET_ROLE, member=self.member, opts=child
@@ -187,12 +185,6 @@ class LustreGuard(pulumi.dynamic.Resource, module="nemo-rl-gke", name="LustreGua
         super().__init__(LustreGuardProvider(), name, {**props, **outputs}, opts)
 
 
-def bucket_of(uri: str) -> str:
-    if not uri.startswith("gs://"):
-        raise ValueError(f"not a gs:// URI: {uri!r}")
-    return uri[len("gs://") :].split("/", 1)[0]
-
-
 @dataclass(frozen=True)
 class LustreDataGuardArgs:
     ctx: StackContext
@@ -210,14 +202,13 @@ class LustreDataGuard(pulumi.ComponentResource):
     def __init__(self, name: str, args: LustreDataGuardArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("nemo-rl-gke:infra:LustreDataGuard", name, None, opts)
         ctx, cfg, lustre, bucket = args.ctx, args.lustre_config, args.lustre, args.bucket
-        results_dirs = args.results_dirs
         grants = self._agent_grants(name, ctx, cfg, bucket, child_options(self, opts))
         props = guard_props(
             project=ctx.project,
             zone=lustre.location,
             instance_id=lustre.instance_id,
             bucket=bucket.bucket.name,
-            dirs=results_dirs,
+            dirs=args.results_dirs,
             export_on_destroy=cfg.export_on_destroy,
             import_from=cfg.import_from,
         )
@@ -240,7 +231,7 @@ class LustreDataGuard(pulumi.ComponentResource):
                 "exportUri": self.export_uri,
                 "exportOnDestroy": cfg.export_on_destroy,
                 "importFrom": cfg.import_from or "",
-                "dirs": list(results_dirs),
+                "dirs": list(args.results_dirs),
             }
         )
 
@@ -253,7 +244,8 @@ class LustreDataGuard(pulumi.ComponentResource):
             f"{name}-lustre-agent", project=ctx.project, service=LUSTRE_SERVICE, opts=child
         )
         access = [("bucket", bucket.bucket.name, LUSTRE_AGENT_EXPORT_ROLE)]
-        source_bucket = bucket_of(cfg.import_from) if cfg.import_from else None
+        # `lustre.importFrom` is a gs:// folder (the config's pattern).
+        source_bucket = cfg.import_from.removeprefix("gs://").split("/", 1)[0] if cfg.import_from else None
         if source_bucket and source_bucket != bucket.bucket_cloud_name:
             access.append(("import", source_bucket, LUSTRE_AGENT_IMPORT_ROLE))
         return [

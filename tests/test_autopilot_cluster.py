@@ -1,4 +1,4 @@
-"""The Autopilot cluster (infra/autopilot_cluster.py), from the committed autopilot stack's plan.
+"""The Autopilot cluster (`AutopilotCluster` of infra/cluster.py), from the committed autopilot stack's plan.
 
 The conflict list is terraform-provider-google-beta's (google-beta/services/container/
 resource_container_cluster.go @93c65b2d: every field with `ConflictsWith: enable_autopilot`): the SDK
@@ -162,7 +162,7 @@ def test_a_callers_depends_on_reaches_every_child_of_the_autopilot_cluster():
     import pulumi_gcp as gcp
     from k8s_support import CTX, gpu_pool, record
 
-    from infra.autopilot_cluster import AutopilotCluster, AutopilotClusterArgs
+    from infra.cluster import AutopilotCluster, AutopilotClusterArgs
     from infra.config import ClusterConfig
     from infra.gke_common import ClusterNetwork
 

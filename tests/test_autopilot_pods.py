@@ -1,4 +1,4 @@
-"""Pods on Autopilot (infra/autopilot_pods.py, infra/nccl_autopilot.py): GPU and Spot through node
+"""Pods on Autopilot (infra/autopilot_pods.py, infra/nccl.py): GPU and Spot through node
 selectors, requests Autopilot accepts, and nothing it refuses, checked on the committed autopilot stack
 and on planted bad specs."""
 
@@ -19,7 +19,8 @@ from infra.autopilot_pods import (
 from infra.config import Provisioning
 from infra.flavours import FLAVOURS
 from infra.machines import AUTOPILOT_GENERAL_PURPOSE_MAX_CPU, AUTOPILOT_GENERAL_PURPOSE_MAX_MEMORY_GIB
-from infra.nccl_autopilot import NAMESPACE, daemonset_manifest
+from infra.nccl import AUTOPILOT_NAMESPACE as NAMESPACE
+from infra.nccl import daemonset_manifest
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 DAEMONSET = "kubernetes:apps/v1:DaemonSet"
@@ -112,13 +113,6 @@ def test_capacity_other_than_spot_is_selected_by_its_own_labels(provisioning, re
     assert {k: v for k, v in labels.items() if k.startswith("cloud.google.com/reservation")} == expected
 
 
-def test_flex_start_has_no_autopilot_selector_here():
-    with pytest.raises(ValueError, match="flexStart"):
-        gpu_node_labels(
-            zone="us-east1-b", accelerator_type="nvidia-b200", gpus_per_node=8, provisioning=Provisioning.FLEX_START
-        )
-
-
 # ---------------------------------------------------------------- admission
 
 
@@ -162,7 +156,7 @@ def test_the_installer_namespace_exists_before_the_daemonset():
 
 def test_the_installer_refuses_an_accelerator_upstreams_manifest_does_not_list():
     with pytest.raises(ValueError, match="nvidia-gb200"):
-        daemonset_manifest("img:v1", ["nvidia-gb200"])
+        daemonset_manifest("img:v1", ["nvidia-gb200"], autopilot=True)
 
 
 def test_workers_mount_only_the_gpu_library_and_gib_host_paths_and_read_only():

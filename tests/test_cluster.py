@@ -600,13 +600,3 @@ def test_an_image_cache_disk_image_that_is_no_disk_image_path_is_refused(image):
 
     with pytest.raises(ConfigError, match=r"gpuPool\.imageCacheDiskImage"):
         parse({"project": "my-gcp-project", "gpuPool": {"imageCacheDiskImage": image}}, "dev")
-
-
-def test_every_accepted_gke_version_is_new_enough_for_secondary_boot_disks():
-    # The config's floor (the Lustre CSI add-on's) lies above the secondary boot disks' minimum, so no accepted
-    # cluster.minMasterVersion can be too old for gpuPool.imageCacheDiskImage.
-    from infra.cluster import SECONDARY_BOOT_DISK_MIN_GKE
-    from infra.flavours import parse_gke_version
-    from infra.lustre_catalogue import LUSTRE_CSI_MIN_GKE
-
-    assert parse_gke_version(LUSTRE_CSI_MIN_GKE) > parse_gke_version(SECONDARY_BOOT_DISK_MIN_GKE)

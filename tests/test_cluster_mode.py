@@ -77,7 +77,7 @@ def test_the_factory_builds_each_modes_cluster_installer_and_pre_pull(stack, com
 
     rec = record(build)
     cluster, nccl, pulled = rec.result
-    assert type(cluster).__name__ == component and type(nccl).__name__ == installer
+    assert type(cluster).__name__ == component and rec.by_type(f"nemo-rl-gke:infra:{installer}"), installer
     missing = [a for a in ClusterComponent.__annotations__ if not hasattr(cluster, a)]
     assert not missing, f"{component} lacks {missing} of ClusterComponent"
     assert (pulled is not None) is prepull, f"{stack}: image pre-pull {pulled}"

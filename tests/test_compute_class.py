@@ -129,13 +129,6 @@ def test_each_rung_is_its_own_priority_in_ladder_order_and_nothing_is_auto_creat
     assert spec["activeMigration"] == {"optimizeRulePriority": False}
 
 
-def test_a_pool_listed_twice_or_none_at_all_is_refused():
-    with pytest.raises(ValueError, match="twice"):
-        compute_class_manifest("c", ["a", "a"])
-    with pytest.raises(ValueError, match="at least one"):
-        compute_class_manifest("c", [])
-
-
 # ----------------------------------------------------------------------------- the ladder stack's plan
 
 

@@ -8,7 +8,6 @@ against the shapes GKE documents (GKENetworkParamSet spec {vpc, vpcSubnet, devic
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 
 import pytest
 from conftest import ALL_STACKS, STACKS, stack_plan
@@ -92,20 +91,6 @@ def test_objects_are_named_after_their_role_under_the_component():
     for reg in rec.by_type(PARAMS) + rec.by_type(NETWORK):
         assert reg.parent == component.urn, f"{reg.name} is not a child of the component"
         assert reg.name.startswith("gke-networks-"), reg.name
-
-
-@pytest.mark.parametrize(
-    "change, message",
-    [
-        (lambda nics: (*nics, nics[1]), "duplicate Network object"),
-        (lambda nics: (replace(nics[0], interface="eth0"), *nics[1:]), "default network"),
-        (lambda nics: (replace(nics[0], device_mode="Rdma"), *nics[1:]), "deviceMode"),
-        (lambda nics: (), "no NICs"),
-    ],
-)
-def test_a_nic_list_that_would_clash_is_refused_before_anything_is_registered(change, message):
-    with pytest.raises(ValueError, match=message):
-        build(change(sample_nics()))
 
 
 # ---------------------------------------------------------------- whole program

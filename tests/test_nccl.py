@@ -112,11 +112,6 @@ def test_an_image_without_a_tag_or_digest_is_refused():
         installer(image="us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib")
 
 
-def test_an_empty_accelerator_list_is_refused():
-    with pytest.raises(ValueError, match="accelerator"):
-        installer(accelerators=[])
-
-
 def test_the_component_publishes_name_namespace_and_image():
     rec, _ = installer()
     assert rec.outputs_of("nemo-rl-gke:infra:NcclRdmaInstaller") == {
