@@ -171,7 +171,9 @@ class FakeApi:
                     self._answer({"items": pods})
                 elif self.path.startswith("/api/v1/nodes/"):
                     name = self.path.rsplit("/", 1)[1]
-                    self._answer({"metadata": {"labels": {NODE_POOL_LABEL: nodes[name]}}})
+                    pool, created = nodes[name] if isinstance(nodes[name], tuple) else (nodes[name], None)
+                    meta = {"labels": {NODE_POOL_LABEL: pool}, **({"creationTimestamp": created} if created else {})}
+                    self._answer({"metadata": meta})
                 else:
                     self._answer({"spec": {"workerGroupSpecs": groups}})
 
@@ -189,9 +191,22 @@ class FakeApi:
         self.server.server_close()
 
 
-def pod(name, phase, node=None, deleting=False):
+def pod(name, phase, node=None, deleting=False, scheduled=None, started=()):
+    """A pod as the API returns it; `scheduled`: its PodScheduled time; `started`: each container's running
+    startedAt (None: a container still waiting, e.g. pulling its image)."""
     meta = {"name": name, **({"deletionTimestamp": "2027-01-15T08:00:00Z"} if deleting else {})}
-    return {"metadata": meta, "spec": {"nodeName": node} if node else {}, "status": {"phase": phase}}
+    status = {"phase": phase}
+    if scheduled:
+        status["conditions"] = [
+            {"type": "Initialized", "status": "True", "lastTransitionTime": "2027-01-15T06:00:00Z"},
+            {"type": "PodScheduled", "status": "True", "lastTransitionTime": scheduled},
+        ]
+    if started:
+        status["containerStatuses"] = [
+            {"state": {"running": {"startedAt": s}} if s else {"waiting": {"reason": "ContainerCreating"}}}
+            for s in started
+        ]
+    return {"metadata": meta, "spec": {"nodeName": node} if node else {}, "status": status}
 
 
 def test_the_kube_view_reads_the_groups_pods_and_their_nodes_pools_and_scales_the_group_to_zero():
@@ -275,3 +290,68 @@ def test_the_in_cluster_view_reads_the_service_account_token_again_for_every_req
     finally:
         api.close()
     assert [r[2] for r in api.requests] == ["Bearer first", "Bearer rotated"]
+
+
+def test_the_kube_view_reads_when_each_pod_was_bound_and_started_and_when_its_node_registered():
+    api = FakeApi(
+        [
+            pod("w0", "Running", "n0", scheduled="2027-01-15T08:06:00Z", started=["2027-01-15T08:17:30Z"]),
+            pod("w1", "Running", "n1", scheduled="2027-01-15T08:07:00Z", started=["2027-01-15T08:18:00Z", None]),
+        ],
+        {"n0": ("t-gpu-spot", "2027-01-15T08:04:00Z"), "n1": ("t-gpu-spot", "2027-01-15T08:05:00Z")},
+        [],
+    )
+    try:
+        view = gang_wait.KubeGangView(api.base, "tok", None, "nemo-rl", "nemo-rl", "gpu")
+        w0, w1 = view.worker_pods()
+        created = view.node_created("n0"), view.node_pool("n0")
+    finally:
+        api.close()
+    at = gang_wait.kube_time
+    assert (w0.scheduled_at, w0.started_at) == (at("2027-01-15T08:06:00Z"), at("2027-01-15T08:17:30Z"))
+    # A second container still waiting: the pod has not started as a whole.
+    assert (w1.scheduled_at, w1.started_at) == (at("2027-01-15T08:07:00Z"), None)
+    assert created == (at("2027-01-15T08:04:00Z"), "t-gpu-spot")
+    assert [r[1] for r in api.requests].count("/api/v1/nodes/n0") == 1, "a node is read once for both"
+
+
+def test_a_kubernetes_timestamp_is_read_as_utc_epoch_seconds():
+    assert gang_wait.kube_time("1970-01-01T01:00:05Z") == 3605.0
+    assert gang_wait.kube_time("2027-01-15T08:04:00Z") - gang_wait.kube_time("2027-01-15T08:03:00Z") == 60.0
+    assert gang_wait.kube_time(None) is None and gang_wait.kube_time("") is None
+
+
+class TimedView:
+    """Pods with their times: `pods[i]` = (scheduled, started, node created), epoch seconds or None."""
+
+    def __init__(self, pods):
+        self.pods = pods
+
+    def worker_pods(self):
+        return [
+            WorkerPod(f"w{i}", "Running" if started else "Pending", f"n{i}", scheduled, started)
+            for i, (scheduled, started, _) in enumerate(self.pods)
+        ]
+
+    def node_pool(self, node):
+        return "gpu"
+
+    def node_created(self, node):
+        return self.pods[int(node[1:])][2]
+
+    def release(self):
+        return "released"
+
+
+def test_the_pods_marks_are_the_first_node_registered_the_last_pod_bound_and_the_last_pod_started():
+    view = TimedView([(1060.0, 1700.0, 1000.0), (1120.0, 1660.0, 1030.0), (1090.0, 1750.0, 1010.0)])
+    assert gang_wait.pod_marks(view, 3) == {"paidFrom": 1000.0, "nodesReady": 1120.0, "podsRunning": 1750.0}
+
+
+def test_there_are_no_pod_marks_until_the_whole_gang_runs_with_its_containers_started():
+    pulling = TimedView([(1060.0, 1700.0, 1000.0), (1120.0, None, 1030.0)])
+    assert gang_wait.pod_marks(pulling, 2) == {}
+    assert gang_wait.pod_marks(TimedView([(1060.0, 1700.0, 1000.0)]), 2) == {}
+    # Nodes of unknown registration: the pods' own marks still hold, and paid time starts where it did.
+    unknown = TimedView([(1060.0, 1700.0, None)])
+    assert gang_wait.pod_marks(unknown, 1) == {"nodesReady": 1060.0, "podsRunning": 1700.0}

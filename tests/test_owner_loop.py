@@ -321,3 +321,38 @@ def test_a_run_that_ends_releases_its_workers_in_one_line_and_its_goodput_adds_u
     ended = [json.loads(line) for line in log.splitlines() if line.startswith("{")]
     assert ended[0]["nemoRlGke"] == "attempt-ended" and 0 < ended[0]["goodputFraction"] < 1
     assert set(ended[0]["badputUsd"]) == set(goodput.BUCKETS) - {"stepsKept"}
+
+
+def test_an_attempt_records_when_its_nodes_came_and_its_pods_started_so_the_pull_is_its_own_bucket(tmp_path):
+    """The worker pods' times (workloads/gang_wait.py `pod_marks`) split the wait before the job into the nodes
+    coming (`gangWait`), the image pull (`imagePull`) and the rest up to the job (`gate`), adding up."""
+    from test_gang_wait import TimedView
+
+    from workloads import goodput
+    from workloads.ledger import LedgerFile, ledger_path
+    from workloads.run_owner import RunPlan
+
+    spec = python_job("t-marks", "pass")
+    job = info("RUNNING", sid=spec.submission_id, meta=dict(spec.metadata), end_ms=2_000_000_005_000)
+    start = job.start_time / 1000
+    # Two nodes registered 30 and 29 min before the job, bound 25 and 26 min before it, started 10 and 11.
+    view = TimedView([(start - 1500, start - 600, start - 1800), (start - 1560, start - 660, start - 1740)])
+    state = tmp_path / "t-marks.json"
+    watcher = Watcher(
+        FakeClient([job]),
+        spec,
+        FAST,
+        run=RunPlan(node_count=2, node_hour_usd=36.0),
+        ledger=LedgerFile(ledger_path(state)),
+        release=view,
+        clock=lambda: start + 100,
+    )
+    watcher.step()
+    (attempt,) = LedgerFile(ledger_path(state)).load("t-marks", spec.submission_id).attempts
+    assert attempt.marks == {"paidFrom": start - 1800, "nodesReady": start - 1500, "podsRunning": start - 600}
+    (_, hours, _), *_ = goodput.run_buckets(
+        watcher.ledger, start + 100, step_seconds=None, write_seconds=None, save_period=None
+    )
+    assert hours["gangWait"] == pytest.approx(2 * 300 / 3600) and hours["imagePull"] == pytest.approx(2 * 900 / 3600)
+    assert hours["gate"] == pytest.approx(2 * 600 / 3600) and hours["startup"] == pytest.approx(2 * 100 / 3600)
+    assert sum(hours.values()) == pytest.approx(2 * 1900 / 3600)

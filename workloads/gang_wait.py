@@ -14,6 +14,7 @@ import urllib.request
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Optional, Protocol
 
@@ -26,6 +27,10 @@ class WorkerPod:
     name: str
     phase: str
     node: Optional[str]
+    scheduled_at: Optional[float] = None
+    """When the pod was bound to a node (its `PodScheduled` condition): the autoscaled node had joined, Ready."""
+    started_at: Optional[float] = None
+    """When its last container started running: the image was pulled."""
 
 
 class GangView(Protocol):
@@ -34,6 +39,8 @@ class GangView(Protocol):
     def worker_pods(self) -> Sequence[WorkerPod]: ...
 
     def node_pool(self, node: str) -> Optional[str]: ...
+
+    def node_created(self, node: str) -> Optional[float]: ...
 
     def release(self) -> str: ...
 
@@ -130,6 +137,52 @@ def look_at_gang(
     return GangResult(False, ready, want, waited_s, by_rung, None, line, mix=mix)
 
 
+def kube_time(stamp: Optional[str]) -> Optional[float]:
+    """A Kubernetes timestamp as epoch seconds: metav1.Time is written in UTC as RFC 3339 to the second
+    (kubernetes/apimachinery pkg/apis/meta/v1/time.go, `MarshalJSON`)."""
+    if not stamp:
+        return None
+    return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc).timestamp()
+
+
+def pod_marks(view: GangView, want: int) -> dict[str, float]:
+    """The goodput boundaries the worker pods show once the whole gang runs (workloads/goodput.py):
+    `paidFrom`, the first GPU node's registration (its VM was billed a little earlier: only a real cluster
+    says how much); `nodesReady`, the last pod bound to a node; `podsRunning`, the last container started,
+    its image pulled. Empty until `want` pods run with both times."""
+    pods = [p for p in view.worker_pods() if p.phase == "Running" and p.node and p.scheduled_at and p.started_at]
+    if want < 1 or len(pods) < want:
+        return {}
+    marks = {
+        "nodesReady": max(p.scheduled_at or 0.0 for p in pods),
+        "podsRunning": max(p.started_at or 0.0 for p in pods),
+    }
+    try:
+        created = [c for c in (view.node_created(p.node) for p in pods if p.node) if c is not None]
+    except VIEW_ERRORS:  # a node not readable: the paid time starts where it would without the mark
+        created = []
+    if created:
+        marks["paidFrom"] = min(created)
+    return marks
+
+
+def _scheduled_at(status: Mapping[str, Any]) -> Optional[float]:
+    for condition in status.get("conditions") or []:
+        if condition.get("type") == "PodScheduled" and condition.get("status") == "True":
+            return kube_time(condition.get("lastTransitionTime"))
+    return None
+
+
+def _started_at(status: Mapping[str, Any]) -> Optional[float]:
+    started = [
+        kube_time(((c.get("state") or {}).get("running") or {}).get("startedAt"))
+        for c in status.get("containerStatuses") or []
+    ]
+    if not started or None in started:  # a container still waiting (pulling its image) or ended
+        return None
+    return max(s for s in started if s is not None)
+
+
 SA_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 
 
@@ -149,7 +202,7 @@ class KubeGangView:
         self.base, self.token, self.namespace = base.rstrip("/"), token, namespace
         self.ray_cluster, self.worker_group, self.timeout = ray_cluster, worker_group, timeout
         self.context = ssl.create_default_context(cafile=ca_file) if ca_file else None
-        self._pools: dict[str, Optional[str]] = {}
+        self._nodes: dict[str, tuple[Optional[str], Optional[float]]] = {}
 
     @classmethod
     def in_cluster(cls, namespace: str, ray_cluster: str, worker_group: str) -> "KubeGangView":
@@ -194,16 +247,28 @@ class KubeGangView:
                 p["metadata"]["name"],
                 (p.get("status") or {}).get("phase", "Unknown"),
                 (p.get("spec") or {}).get("nodeName"),
+                _scheduled_at(p.get("status") or {}),
+                _started_at(p.get("status") or {}),
             )
             for p in doc.get("items", [])
             if not p["metadata"].get("deletionTimestamp")
         ]
 
+    def _node(self, node: str) -> tuple[Optional[str], Optional[float]]:
+        """A node's pool and registration time, read once (neither changes while the node lives)."""
+        if node not in self._nodes:
+            meta = self._call("GET", f"/api/v1/nodes/{urllib.request.quote(node)}").get("metadata") or {}
+            self._nodes[node] = (
+                (meta.get("labels") or {}).get(NODE_POOL_LABEL),
+                kube_time(meta.get("creationTimestamp")),
+            )
+        return self._nodes[node]
+
     def node_pool(self, node: str) -> Optional[str]:
-        if node not in self._pools:
-            doc = self._call("GET", f"/api/v1/nodes/{urllib.request.quote(node)}")
-            self._pools[node] = ((doc.get("metadata") or {}).get("labels") or {}).get(NODE_POOL_LABEL)
-        return self._pools[node]
+        return self._node(node)[0]
+
+    def node_created(self, node: str) -> Optional[float]:
+        return self._node(node)[1]
 
     def release(self) -> str:
         """Scale the worker group to 0; a later `pulumi up` does not restore it (docs/day-2.md)."""

@@ -265,6 +265,18 @@ class Watcher:
             )
         )
 
+    def _mark_pods(self, record: "Attempt") -> None:
+        """Record what the worker pods show of the attempt's nodes (`gang_wait.pod_marks`): the `gangWait` and
+        `imagePull` goodput boundaries. Read at the attempt's start, while its gang runs; an API error leaves
+        them out (the pull then counts under `gangWait`)."""
+        from workloads import gang_wait
+
+        view = self.gang or self.release
+        if view is None or self.run.node_count < 1:
+            return
+        with contextlib.suppress(*gang_wait.VIEW_ERRORS):
+            record.marks.update(gang_wait.pod_marks(view, self.run.node_count))
+
     def _mark_gate(self, record: "Attempt") -> None:
         """Record the attempt's gate run start and end (the `gate` goodput bucket's boundaries)."""
         from workloads import submit
@@ -408,6 +420,7 @@ class Watcher:
         whole = gang is not None and gang.submission_id == job_id and gang.outcome == GANG_COMPLETE
         mix = gang.mix if whole and gang is not None else ""
         record = Attempt(attempt, job_id, start, self.run.node_count, resume, cleaned=cleaned, rungs=mix)
+        self._mark_pods(record)
         self.ledger.attempts.append(record)
         self._save_ledger()
         return record
