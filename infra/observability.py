@@ -69,7 +69,6 @@ def _document_json(args: MonitoringDashboardArgs, suffixes: list[str], names: li
     by = dict(zip(suffixes, distributions, strict=True))
     doc = dashboard_document(
         stack=args.ctx.stack,
-        project=args.ctx.project,
         zone=args.zone,
         cluster_name=cluster,
         gpu_pool=args.gpu_pool,
