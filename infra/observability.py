@@ -1,10 +1,6 @@
-"""A Cloud Monitoring dashboard for one stack: GPUs, the GPU pool, Lustre, spot preemptions, training attempts
-and their spend.
-
-Every chart is filtered to this stack's objects, with names taken from the components (the cluster's
-name and zone, the Lustre instance id, the GPU pool's facts, the Ray namespace), never retyped. The
-component creates the log-based metrics (infra/log_metrics.py: names, filters, extractors) and the
-dashboard (infra/dashboard_document.py: the pure JSON document, its metric allow-list and aggregations).
+"""A Cloud Monitoring dashboard for one stack, every chart filtered to its objects by names taken from the
+components, never retyped; the log-based metrics' filters are infra/log_metrics.py's, the document
+infra/dashboard_document.py's.
 """
 
 from __future__ import annotations
@@ -51,20 +47,15 @@ class MonitoringDashboardArgs:
 
 
 class LustreInstance(Protocol):
-    """What the dashboard takes from the `Lustre` component."""
-
     instance_id: pulumi.Output[str]
 
 
 class RayNamespace(Protocol):
-    """What the dashboard takes from the `RayCluster` component."""
-
     namespace: str
 
 
 def _document_json(args: MonitoringDashboardArgs, suffixes: list[str], names: list[Any]) -> str:
-    """The dashboard JSON once the names are known: the cluster, the Lustre instance, the preemption and
-    attempt counters, then the distributions in `suffixes` order."""
+    """The dashboard JSON once the names are known (the cluster, Lustre, the two counters, the distributions)."""
     cluster, instance, metric, attempts, *distributions = names
     by = dict(zip(suffixes, distributions, strict=True))
     doc = dashboard_document(
@@ -90,20 +81,14 @@ def _document_json(args: MonitoringDashboardArgs, suffixes: list[str], names: li
 
 
 class MonitoringDashboard(pulumi.ComponentResource):
-    """The stack's Cloud Monitoring dashboard and its log-based metrics: spot preemptions (audit log) and
-    the training attempts, steps lost, run spend, $ per step, goodput and badput dollars (the preemption
-    watcher's log).
-
-    Outputs: `dashboard_id` (the dashboard's resource id), `display_name`, and `console_url` (the
-    project's dashboard list, where it appears under `display_name`).
-    """
+    """The stack's dashboard and its log-based metrics: spot preemptions (audit log) and the training attempts
+    (the watcher's log). `console_url` is the project's dashboard list, where it appears as `display_name`."""
 
     dashboard: gcp.monitoring.Dashboard
     preemption_metric: gcp.logging.Metric
     preemption_metric_name: str
     attempts_metric: gcp.logging.Metric
-    distribution_metrics: dict[str, gcp.logging.Metric]
-    """By suffix (`steps-lost`, `run-spend`, `usd-per-step`, `goodput`, `badput-<bucket>`)."""
+    distribution_metrics: dict[str, gcp.logging.Metric]  # by `Distribution.suffix`
     dashboard_json: pulumi.Output[str]
     dashboard_id: pulumi.Output[str]
     display_name: str
@@ -218,16 +203,8 @@ def build_dashboard(
     ray: RayNamespace,
     opts: Optional[pulumi.ResourceOptions] = None,
 ) -> MonitoringDashboard:
-    """The stack's `MonitoringDashboard`, named from the components.
-
-    Args:
-        ctx: the stack context (project, stack name, name prefix).
-        cluster: the `GkeCluster` or `AutopilotCluster` (`name`, `location`, `gpu_pool_facts`); the GPU VMs
-            and Lustre are in the stack's zone, a regional cluster's location is its region.
-        lustre: the `Lustre` component (`instance_id`).
-        ray: the `RayCluster` (`namespace`).
-        opts: resource options (no provider needed: the default gcp provider).
-    """
+    """The stack's `MonitoringDashboard`, named from the components; the GPU VMs and Lustre are in the stack's
+    zone, a regional cluster's location is its region."""
     args = MonitoringDashboardArgs(
         ctx,
         cluster_name=cluster.name,
