@@ -194,21 +194,10 @@ def selector() -> dict[str, str]:
 
 
 def deployment_manifest(
-    *,
-    namespace: str,
-    image: str,
-    service_account: str,
-    system_pool_name: Optional[str],
-    ray_cluster_name: str,
-    head_service: str,
-    policy: RecoveryPolicy,
-    config_map_name: str,
-    config_hash: str,
-    stack: str,
-    lustre_claim: str,
-    api_token: bool = False,
+    args: PreemptionWatcherArgs, *, head_service: str, config_map_name: str, config_hash: str, api_token: bool
 ) -> dict[str, Any]:
     """The watcher Deployment (metadata and spec). Pure: no Outputs. `api_token`: mount the KSA's token."""
+    namespace, policy, system_pool_name = args.namespace, args.policy, args.system_pool_name
     probe_script = (
         f"import os,sys,time; sys.exit(time.time() - os.path.getmtime({HEARTBEAT!r}) > {heartbeat_limit(policy)})"
     )
@@ -234,7 +223,7 @@ def deployment_manifest(
                     "annotations": {"nemo-rl-gke/config-hash": config_hash},
                 },
                 "spec": {
-                    "serviceAccountName": service_account,
+                    "serviceAccountName": NAME,
                     # The pod's setting wins over the KSA's (which stays false): the kubelet mounts the
                     # token (a projected, expiring one) at /var/run/secrets/kubernetes.io/serviceaccount.
                     "automountServiceAccountToken": api_token,
@@ -250,7 +239,7 @@ def deployment_manifest(
                                     "podAffinityTerm": {
                                         "labelSelector": {
                                             "matchLabels": {
-                                                "ray.io/cluster": ray_cluster_name,
+                                                "ray.io/cluster": args.ray_cluster_name,
                                                 "ray.io/node-type": "head",
                                             }
                                         },
@@ -265,7 +254,7 @@ def deployment_manifest(
                     "initContainers": [
                         {
                             "name": "unpack-code",
-                            "image": image,
+                            "image": args.image.ref,
                             "imagePullPolicy": "IfNotPresent",
                             "command": ["python", "-S", "-c", UNPACK_SCRIPT, f"{CONFIG_DIR}/{ARCHIVE_KEY}", CODE_DIR],
                             "resources": UNPACK_RESOURCES,
@@ -276,9 +265,9 @@ def deployment_manifest(
                     "containers": [
                         {
                             "name": CONTAINER,
-                            "image": image,
+                            "image": args.image.ref,
                             "imagePullPolicy": "IfNotPresent",
-                            "command": watcher_command(dashboard_address(head_service, namespace), stack),
+                            "command": watcher_command(dashboard_address(head_service, namespace), args.spec.stack),
                             "workingDir": CODE_DIR,
                             "env": [
                                 {"name": "PYTHONPATH", "value": CODE_DIR},
@@ -312,7 +301,7 @@ def deployment_manifest(
                         # What the watcher saw must outlive a Ray head restarted with it (the head forgets its
                         # jobs): Lustre keeps it as long as the checkpoints, with no write access to the
                         # Kubernetes API (a ConfigMap would need it).
-                        {"name": "state", "persistentVolumeClaim": {"claimName": lustre_claim}},
+                        {"name": "state", "persistentVolumeClaim": {"claimName": args.lustre_claim}},
                     ],
                 },
             },
@@ -342,7 +331,7 @@ def gang_rules(
 
 @dataclass(frozen=True)
 class PreemptionWatcherArgs:
-    """What `PreemptionWatcher` needs (see `build_preemption_watcher` for each value's source)."""
+    """What `PreemptionWatcher` needs (`build_preemption_watcher` says where each comes from)."""
 
     spec: JobSpec
     namespace: str
@@ -351,8 +340,7 @@ class PreemptionWatcherArgs:
     head_service: pulumi.Input[str]
     system_pool_name: Optional[str]
     lustre_claim: str
-    run: RunPlan = field(default_factory=RunPlan)
-    """The program's one `RunPlan` (`infra.run_plan.run_plan_for_stack`), shipped as run.json."""
+    run: RunPlan = field(default_factory=RunPlan)  # the program's one run plan, shipped as run.json
 
     @property
     def policy(self) -> RecoveryPolicy:
@@ -361,17 +349,13 @@ class PreemptionWatcherArgs:
 
 class PreemptionWatcher(pulumi.ComponentResource):
     """ConfigMap (code, spec, run plan), a ServiceAccount and a one-replica Deployment that resubmits the job
-    after a preemption; with a release or gang wait the Role (and ClusterRole) and bindings of `gang_rules`.
-
-    Outputs: `deployment_name`, `service_account`, `namespace`, `logs_command` (how to read what it decided).
-    """
+    after a preemption; with a release or gang wait the Role (and ClusterRole) and bindings of `gang_rules`."""
 
     config_map: k8s.core.v1.ConfigMap
     service_account_resource: k8s.core.v1.ServiceAccount
     service_account: str
     deployment: k8s.apps.v1.Deployment
     rbac: list[pulumi.CustomResource]
-    """The Role and RoleBinding of the release (and with a gang wait the ClusterRole and its binding)."""
     deployment_name: str
     namespace: str
     logs_command: str
@@ -448,20 +432,9 @@ class PreemptionWatcher(pulumi.ComponentResource):
         """The Deployment, built once the head Service's and the ConfigMap's names are known."""
 
         def build(names: list[str]) -> dict[str, Any]:
-            svc, config_map_name = names
+            svc, cm_name = names
             return deployment_manifest(
-                namespace=args.namespace,
-                image=args.image.ref,
-                service_account=self.service_account,
-                system_pool_name=args.system_pool_name,
-                ray_cluster_name=args.ray_cluster_name,
-                head_service=svc,
-                policy=args.policy,
-                config_map_name=config_map_name,
-                config_hash=config_hash,
-                stack=args.spec.stack,
-                lustre_claim=args.lustre_claim,
-                api_token=bool(self.rbac),
+                args, head_service=svc, config_map_name=cm_name, config_hash=config_hash, api_token=bool(self.rbac)
             )
 
         config_map_name = self.config_map.metadata.apply(lambda m: m.name)
@@ -486,17 +459,8 @@ def build_preemption_watcher(
     opts: Optional[pulumi.ResourceOptions] = None,
 ) -> Optional[PreemptionWatcher]:
     """The stack's `PreemptionWatcher`, or None when `recovery.enabled` is false. Deployed whether or not
-    `job.submit` is on: it only resubmits a job of the stack's spec that someone submitted.
-
-    Args:
-        spec: the stack's job (`infra.training_job.job_spec_for_stack`), the one the deploy submits.
-        cfg: the validated stack config (`recovery`, the recipe's image).
-        ray: the `RayCluster` component (`cluster_name`, `head_service`, `namespace`).
-        system_pool_name: the CPU pool's name (`infra.placement.system_pool_name`); None on Autopilot.
-        run: the program's run plan (built once in `__main__.py`), shipped as run.json.
-        lustre_claim: the Lustre PVC (`WorkloadEnvironment.pvc_name`) that holds the watcher's state.
-        opts: the Kubernetes provider, and `depends_on` the Ray release.
-    """
+    `job.submit` is on: it only resubmits a job of the stack's spec that someone submitted. `ray`: the
+    `RayCluster` component; `system_pool_name` None on Autopilot; `lustre_claim` holds the watcher's state."""
     if not cfg.recovery.enabled:
         return None
     args = PreemptionWatcherArgs(
