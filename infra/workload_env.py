@@ -27,8 +27,7 @@ NETRC_FILE = "netrc"
 SECRET_FILE_ENV = {HF_TOKEN_FILE: "HF_TOKEN_PATH", NETRC_FILE: "NETRC"}  # file -> the variable its reader reads
 WANDB_HOST = "api.wandb.ai"
 
-# A bound keeps `pulumi destroy` from waiting forever on an object someone created by hand in the namespace.
-NAMESPACE_TIMEOUTS = pulumi.CustomTimeouts(delete="20m")
+NAMESPACE_TIMEOUTS = pulumi.CustomTimeouts(delete="20m")  # not forever on an object made by hand in it
 # Covers the Ray pods' grace period: the PVC keeps its `pvc-protection` finalizer until they are gone.
 VOLUME_TIMEOUTS = pulumi.CustomTimeouts(create="10m", delete="15m")
 
