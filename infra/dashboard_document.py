@@ -251,12 +251,10 @@ def dashboard_document(
             "format": "MARKDOWN",
             "content": (
                 f"Stack **{stack}**: cluster `{cluster_name}` ({cluster_location}), nodes in `{zone}`, GPU pool "
-                f"`{gpu_pool.pool_name}` "
-                f"({gpu_pool.node_count} x {gpu_pool.machine_type}), Lustre `{lustre_instance_id}`, Ray namespace "
-                f"`{ray_namespace}`.\n\nA preemption shows as a bar in *Spot preemptions*, a dip in *Nodes of GPU "
-                "pool* "
-                "and GPU utilisation (DCGM, from GKE's managed DCGM-Exporter) falling to zero; the preemption "
-                "watcher resubmits the job "
+                f"`{gpu_pool.pool_name}` ({gpu_pool.node_count} x {gpu_pool.machine_type}), Lustre "
+                f"`{lustre_instance_id}`, Ray namespace `{ray_namespace}`.\n\nA preemption shows as a bar in *Spot "
+                "preemptions*, a dip in *Nodes of GPU pool* and GPU utilisation (DCGM, from GKE's managed "
+                "DCGM-Exporter) falling to zero; the preemption watcher resubmits the job "
                 f"(`kubectl -n {ray_namespace} logs deploy/{PREEMPTION_WATCHER}`) and utilisation returns once the "
                 "replacement node has joined and the job has loaded its last checkpoint (a read burst on Lustre). "
                 "Checkpoint saves show as write bursts. Each ended attempt adds a bar to *Training attempts* "

@@ -255,13 +255,7 @@ def _is_secure(value: Any) -> bool:
 
 
 def _has_secure(value: Any) -> bool:
-    if _is_secure(value):
-        return True
-    if isinstance(value, dict):
-        return any(_has_secure(v) for v in value.values())
-    if isinstance(value, list):
-        return any(_has_secure(v) for v in value)
-    return False
+    return _strip_secure(value) != value
 
 
 def _strip_secure(value: Any) -> Any:

@@ -1,25 +1,17 @@
-"""The preemption watcher, in the cluster: a Deployment running `python -m workloads.watcher`.
+"""The preemption watcher, in the cluster: a Deployment running `python -m workloads.watcher` against the Ray
+dashboard inside the cluster. A RayJob cannot do this itself (with `clusterSelector` it refuses `backoffLimit > 0`:
+ray-project/kuberay v1.7.0 ray-operator/controllers/ray/utils/validation.go), and a laptop sleeps.
 
-What runs: `workloads/recovery/`, pointed at the Ray dashboard inside the cluster, with the stack's `JobSpec` as
-JSON. A RayJob cannot do this itself (with `clusterSelector` it refuses `backoffLimit > 0`: ray-project/kuberay
-v1.7.0 ray-operator/controllers/ray/utils/validation.go), and a watcher on a laptop stops when the laptop sleeps.
+The code: an auto-named ConfigMap holds `spec.json`, `run.json` and one zip of the entry module and what it
+imports (`WATCHER_MODULES`, so an edit elsewhere does not roll the pod). An init container unpacks it into an
+emptyDir on PYTHONPATH, since the gate job ships that `workloads` directory as Ray `py_modules`, which takes a
+directory, .py or .whl but no .zip (ray-project/ray python/ray/_private/runtime_env/py_modules.py at ray-2.46.0,
+`upload_py_modules_if_needed`). Changed content: a new ConfigMap name and a rolled pod.
 
-How the code reaches the pod: an auto-named ConfigMap holds `spec.json`, `run.json` and one zip of the watcher's
-entry module and what it imports (`WATCHER_MODULES`, so an edit elsewhere does not roll the pod), read from this
-repository when the program runs. An init container unpacks the zip into an emptyDir on PYTHONPATH: the gate job
-ships that `workloads` directory as Ray `py_modules`, which takes a local directory, .py or .whl but no .zip
-(ray-project/ray python/ray/_private/runtime_env/py_modules.py at ray-2.46.0, `upload_py_modules_if_needed`).
-Changed data means a new ConfigMap name in the pod template and a rolled pod (the content hash is a pod
-annotation too, to make the reason visible).
-
-Image: the recipe's NeMo-RL image, whose Ray job SDK matches the cluster's Ray exactly (NVIDIA-NeMo/RL
-pyproject.toml at the image tag) and which needs no download at start; a preferred pod affinity puts the watcher
-on the Ray head's node, which already pulled it. The cost: it runs as root (NVIDIA-NeMo/RL docker/Dockerfile
-installs Python under /root with `uv python install`), so the container is hardened otherwise: no privilege
-escalation, no capability, read-only root filesystem, RuntimeDefault seccomp, and a KSA of its own that no IAM
-grant names. With a release of the workers or a gang wait (`gang_rules`) its KSA gets exactly what
-`workloads.gang_wait.KubeGangView` calls; with neither no token is mounted. No secret: the spec carries none and
-the pod mounts none.
+The image: the recipe's NeMo-RL image, whose Ray job SDK matches the cluster's (NVIDIA-NeMo/RL pyproject.toml at
+the tag), on the Ray head's node that already pulled it. It runs as root (NVIDIA-NeMo/RL docker/Dockerfile installs
+Python under /root), so it is hardened otherwise: no privilege escalation or capability, read-only root filesystem,
+RuntimeDefault seccomp, a KSA no IAM grant names and an API token only for `gang_rules`. No secret reaches it.
 """
 
 from __future__ import annotations
@@ -60,17 +52,13 @@ COMPONENT_TYPE = "nemo-rl-gke:infra:PreemptionWatcher"
 NAME = PREEMPTION_WATCHER
 CONTAINER = PREEMPTION_WATCHER_CONTAINER
 CONFIG_DIR = "/config"
-CODE_DIR = "/code"
-"""The emptyDir the init container unpacks the archive into; the watcher's PYTHONPATH (read-only there)."""
-CODE_SIZE_LIMIT = "2Mi"
-"""The unpacked modules (about 250 KB) with room for growth and the filesystem's block rounding."""
+CODE_DIR = "/code"  # the unpacked archive: the watcher's PYTHONPATH, read-only there
+CODE_SIZE_LIMIT = "2Mi"  # the unpacked modules (about 250 KB), room to grow and the filesystem's block rounding
 SPEC_KEY = "spec.json"
-RUN_KEY = "run.json"
-"""The run's plain plan-time values (`workloads.run_owner.RunPlan`): gate, checkpoint dir, price, budget."""
+RUN_KEY = "run.json"  # `workloads.run_owner.RunPlan`
 ARCHIVE_KEY = "workloads.zip"
 HEARTBEAT = "/tmp/heartbeat"
-STATE_DIR = "/state"
-"""Where on Lustre the watcher keeps its state file and the run ledger: a subPath of the claim (module doc)."""
+STATE_DIR = "/state"  # the watcher's state file and the run ledger, a subPath of the Lustre claim
 WATCHER_ENTRY = "workloads.watcher"
 RAY_JOB_ENTRIES = ("workloads.gate.__main__",)
 """Modules the pod never imports but has Ray run from the shipped files as a job's `py_modules` (the gate job's
@@ -85,11 +73,9 @@ ZIP_LEVEL = 9
 
 
 def shipped_modules(entry: str = WATCHER_ENTRY, root: Path = ROOT, also: Sequence[str] = ()) -> tuple[str, ...]:
-    """The paths below `<root>/workloads` of `entry`, the modules `also` and all they import, lazy imports too.
-
-    Found by `modulefinder` (it reads the sources, importing nothing) with `root` as the only path: the standard
-    library, Ray and requests are the image's. A project module outside `workloads` would be missing in the pod.
-    """
+    """The paths below `<root>/workloads` of `entry`, the modules `also` and all they import, lazy imports too,
+    by `modulefinder` (it imports nothing) with `root` as the only path: the standard library and Ray are the
+    image's; a project module outside `workloads` would be missing in the pod."""
     finder = modulefinder.ModuleFinder(path=[str(root)])
     for name in (entry, *also):
         finder.import_hook(name)
