@@ -126,8 +126,8 @@ pulumi.export("rdmaNetworkName", network.rdma_network_name)
 # One provider (gke-gcloud-auth-plugin). Objects on the nodes are created after, and deleted before, the node
 # pools. All are `deleted_with` the cluster, so a destroy finishes when the cluster is already gone: the engine
 # skips their deletes (pulumi/pulumi pkg/resource/deploy/step.go DeleteStep.Apply, `isDeletedWith`), which
-# pulumi-kubernetes alone cannot do for a Helm release (pulumi/pulumi-kubernetes issue 2675). None makes
-# anything that outlives the cluster (tests/test_security.py); the job submission is the exception.
+# pulumi-kubernetes alone cannot do for a Helm release (pulumi/pulumi-kubernetes provider.go Delete, issue 2675).
+# None makes anything that outlives the cluster (tests/test_security.py); the job submission is the exception.
 kube = KubernetesAccess(
     "kube", KubernetesAccessArgs(ctx, cluster.name, cluster.endpoint, cluster.ca_certificate, location=cluster.location)
 )

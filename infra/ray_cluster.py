@@ -1,16 +1,14 @@
-"""The Ray cluster: the upstream KubeRay `ray-cluster` Helm chart (ray-project/kuberay helm-chart/ray-cluster),
-with values built here. The GKE Ray operator add-on already serves the ray.io CRDs
-(https://cloud.google.com/kubernetes-engine/docs/add-on/ray-on-gke/how-to/enable-ray-on-gke); the upstream
-chart keeps pod-template annotations (the sample chart drops them, losing the RDMA NICs). Helm's wait does not
-understand a RayCluster, so `workloads.hook` waits for its `HeadPodReady`/`RayClusterProvisioned` conditions.
+"""The Ray cluster: the upstream KubeRay `ray-cluster` Helm chart (ray-project/kuberay helm-chart/ray-cluster) with
+values built here, on the CRDs of GKE's Ray operator add-on
+(https://cloud.google.com/kubernetes-engine/docs/add-on/ray-on-gke/how-to/enable-ray-on-gke); unlike the sample
+chart it keeps pod-template annotations (the RDMA NICs). Helm cannot wait for a RayCluster: `workloads.hook` does.
+Lists given here replace the chart's (Helm merges maps, not lists); `head.rayVersion` is `spec.rayVersion` (the
+chart's helm-unittest "Should set Ray version").
 
-Chart facts: `head.rayVersion` becomes `spec.rayVersion` (the chart's helm-unittest "Should set Ray version");
-lists given here REPLACE the chart's default lists (Helm merges maps, not lists), maps are merged.
-
-Start command: KubeRay (ray-operator/controllers/ray/common/pod.go BuildPod, v1.1 to v1.7) runs
-`/bin/bash -c -- "<command> && ulimit -n ...; ray start ..."` unless the command contains `ray start`
-(https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/pod-command.html). We keep KubeRay's `ray start`
-line and prepend our setup; since `a && b; c` runs `c` when `a` fails, the setup exits the shell itself.
+KubeRay (ray-operator/controllers/ray/common/pod.go BuildPod, v1.1 to v1.7) runs `/bin/bash -c -- "<command> &&
+ulimit -n ...; ray start ..."` unless the command contains `ray start`
+(https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/pod-command.html): our setup is prepended, and since
+`a && b; c` runs `c` when `a` fails, it exits the shell itself.
 """
 
 from __future__ import annotations
