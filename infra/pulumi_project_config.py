@@ -71,18 +71,15 @@ def read_project_config(path: Path, project: str = PROJECT) -> list[ProjectKey]:
             declaration = dict(value)
         else:
             raise StackFileError(
-                f"{where}: {_shown(value)} is not allowed; allowed: a string, integer, boolean or list "
-                "(the default), or a map of type/default/value (write a number with a fraction as {default: 1.5})"
+                f"{where}: {'an empty value' if value is None else repr(value)} is not allowed; allowed: a string, "
+                "integer, boolean or list (the default), or a map of type/default/value (write a number with a "
+                "fraction as {default: 1.5})"
             )
         _validate_declaration(declaration, where, ours)
         key = config_key(written, project, name)
         _path_of(key, where)
         keys.append(ProjectKey(written, key, declaration))
     return sorted(keys, key=lambda k: k.written)  # mergeConfig walks the keys sorted
-
-
-def _shown(value: Any) -> str:
-    return "an empty value" if value is None else repr(value)
 
 
 def _validate_declaration(declaration: dict[str, Any], where: str, ours: bool) -> None:
@@ -213,9 +210,7 @@ def _get(values: dict[str, Any], top: str, path: list[str], name: str) -> tuple[
 def _set(values: dict[str, Any], top: str, path: list[str], value: Any, name: str) -> None:
     node = values.setdefault(top, {})
     for segment in path[:-1]:
-        if not isinstance(node, dict):
-            raise StackFileError(f"{name}: {top} is not a map; allowed: a map there")
-        node = node.setdefault(segment, {})
+        node = node.setdefault(segment, {}) if isinstance(node, dict) else None
     if not isinstance(node, dict):
         raise StackFileError(f"{name}: {top} is not a map; allowed: a map there")
     node[path[-1]] = value

@@ -24,7 +24,6 @@ from infra.config import (
 )
 from infra.pulumi_project_config import (
     OFFLINE_SECRET,
-    ProjectKey,
     config_key,
     engine_value,
     merge_project_config,
@@ -61,14 +60,8 @@ def read_stack_file(
     if is_missing(path):
         here = f" (stacks here: {', '.join(available_stacks(path.parent)) or 'none'})" if path.parent.is_dir() else ""
         raise StackFileError(f"stack file {where} not found{here}")
-    text = read_text(path, f"stack file {where}")
-    return parse_stack_text(text, path.name, project, read_project_config(project_file or PROJECT_FILE, project))
-
-
-def parse_stack_text(
-    text: str, name: str, project: str = PROJECT, project_config: list[ProjectKey] | None = None
-) -> tuple[dict[str, str], list[str]]:
-    """`read_stack_file` for text already read (`name` in messages)."""
+    name, text = path.name, read_text(path, f"stack file {where}")
+    project_config = read_project_config(project_file or PROJECT_FILE, project)
     doc = load_yaml(name, text)
     if doc is not None and not isinstance(doc, dict):
         raise StackFileError(f"{name}: the file is not a map; allowed: a map with a 'config' map at the top")
@@ -89,7 +82,7 @@ def parse_stack_text(
             )
         spelled[key] = written
         values[key] = value
-    merge_project_config(values, project_config or [], name, project)
+    merge_project_config(values, project_config, name, project)
     config: dict[str, str] = {}
     secret_keys: list[str] = []
     for key, value in values.items():
