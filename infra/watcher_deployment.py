@@ -254,6 +254,8 @@ def deployment_manifest(
                             "image": args.image.ref,
                             "imagePullPolicy": "IfNotPresent",
                             "command": watcher_command(dashboard_address(head_service, namespace), args.spec.stack),
+                            # Read-only: Ray packs the gate's py_modules under /tmp (ray-project/ray
+                            # dashboard/modules/dashboard_sdk.py at ray-2.46.0, tempfile.TemporaryDirectory).
                             "workingDir": CODE_DIR,
                             "env": [
                                 {"name": "PYTHONPATH", "value": CODE_DIR},
