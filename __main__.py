@@ -3,6 +3,7 @@
 import pulumi
 
 from infra import config as stack_config
+from infra import project_apis as api
 from infra.cluster_mode import cluster_mode
 from infra.compute_class import GpuComputeClass, GpuComputeClassArgs
 from infra.gate_plan import gate_plan_for_stack
@@ -12,20 +13,7 @@ from infra.kube_provider import KubernetesAccess, KubernetesAccessArgs
 from infra.network import Networking, NetworkingArgs
 from infra.observability import build_dashboard
 from infra.placement import gpu_pool_facts, system_pool_name
-from infra.project_apis import (
-    COMPUTE,
-    CONTAINER,
-    IAM,
-    LOGGING,
-    LUSTRE,
-    MONITORING,
-    RESOURCE_MANAGER,
-    SERVICE_NETWORKING,
-    SERVICE_USAGE,
-    STORAGE,
-    ProjectApis,
-    ProjectApisArgs,
-)
+from infra.project_apis import ProjectApis, ProjectApisArgs
 from infra.ray_cluster import RayCluster, RayClusterArgs, ray_target_for
 from infra.run_plan import run_plan_for_stack
 from infra.stack_context import StackContext
@@ -70,12 +58,12 @@ apis = ProjectApis("apis", ProjectApisArgs(ctx, manage=cfg.manage_apis))
 network = Networking(
     "network",
     NetworkingArgs(ctx, cfg.network, flavour, lustre_port(cfg.lustre_needs_legacy_port)),
-    opts=apis.wait_for(COMPUTE, SERVICE_NETWORKING),
+    opts=apis.wait_for(api.COMPUTE, api.SERVICE_NETWORKING),
 )
 lustre = Lustre(
     "lustre",
     LustreArgs(ctx, cfg.lustre, cfg.lustre_instance_id, network.primary_network, network.psa_connection),
-    opts=apis.wait_for(LUSTRE),
+    opts=apis.wait_for(api.LUSTRE),
 )
 cluster = mode.cluster(
     "gke",
@@ -83,7 +71,7 @@ cluster = mode.cluster(
     network,
     gpu_pool=gpu_pool,
     system_pool_name=system_pool,
-    opts=apis.wait_for(CONTAINER, IAM, RESOURCE_MANAGER),
+    opts=apis.wait_for(api.CONTAINER, api.IAM, api.RESOURCE_MANAGER),
 )
 # Kept on destroy unless storage.deleteBucketOnDestroy.
 artifacts = ArtifactBucket(
@@ -96,13 +84,13 @@ artifacts = ArtifactBucket(
         delete_on_destroy=cfg.storage.delete_bucket_on_destroy,
         adopt_existing=cfg.storage.adopt_existing_bucket,
     ),
-    opts=apis.wait_for(STORAGE, RESOURCE_MANAGER),
+    opts=apis.wait_for(api.STORAGE, api.RESOURCE_MANAGER),
 )
 # Deleted before Lustre and the bucket: exports first (lustre.exportOnDestroy); imports lustre.importFrom.
 lustre_data = LustreDataGuard(
     "lustre-data",
     LustreDataGuardArgs(ctx, cfg.lustre, lustre, artifacts, results_dirs()),
-    opts=apis.wait_for(LUSTRE, STORAGE, SERVICE_USAGE),
+    opts=apis.wait_for(api.LUSTRE, api.STORAGE, api.SERVICE_USAGE),
 )
 
 pulumi.export("clusterName", cluster.name)
@@ -244,7 +232,7 @@ watcher = build_preemption_watcher(
 if watcher is not None:
     pulumi.export("preemptionWatcherLogsCommand", watcher.logs_command)
 monitoring = build_dashboard(
-    ctx, cluster=cluster, lustre=lustre, ray=ray_cluster, opts=apis.wait_for(MONITORING, LOGGING)
+    ctx, cluster=cluster, lustre=lustre, ray=ray_cluster, opts=apis.wait_for(api.MONITORING, api.LOGGING)
 )
 pulumi.export("monitoringDashboard", monitoring.display_name)
 pulumi.export("monitoringConsoleUrl", monitoring.console_url)
