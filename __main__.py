@@ -4,6 +4,7 @@ import pulumi
 
 from infra import config as stack_config
 from infra import project_apis as api
+from infra import storage
 from infra.cluster_mode import cluster_mode
 from infra.compute_class import GpuComputeClass, GpuComputeClassArgs
 from infra.gate_plan import gate_plan_for_stack
@@ -17,15 +18,6 @@ from infra.project_apis import ProjectApis, ProjectApisArgs
 from infra.ray_cluster import RayCluster, RayClusterArgs, ray_target_for
 from infra.run_plan import run_plan_for_stack
 from infra.stack_context import StackContext
-from infra.storage import (
-    ArtifactBucket,
-    ArtifactBucketArgs,
-    Lustre,
-    LustreArgs,
-    LustreDataGuard,
-    LustreDataGuardArgs,
-    lustre_port,
-)
 from infra.training_job import build_training_job, job_spec_for_stack
 from infra.watcher_deployment import build_preemption_watcher
 from infra.workload_env import LustreVolume, WorkloadEnvironment, WorkloadEnvironmentArgs
@@ -57,12 +49,12 @@ apis = ProjectApis("apis", ProjectApisArgs(ctx, manage=cfg.manage_apis))
 # Lustre and the cluster share only the network: they are created in parallel.
 network = Networking(
     "network",
-    NetworkingArgs(ctx, cfg.network, flavour, lustre_port(cfg.lustre_needs_legacy_port)),
+    NetworkingArgs(ctx, cfg.network, flavour, storage.lustre_port(cfg.lustre_needs_legacy_port)),
     opts=apis.wait_for(api.COMPUTE, api.SERVICE_NETWORKING),
 )
-lustre = Lustre(
+lustre = storage.Lustre(
     "lustre",
-    LustreArgs(ctx, cfg.lustre, cfg.lustre_instance_id, network.primary_network, network.psa_connection),
+    storage.LustreArgs(ctx, cfg.lustre, cfg.lustre_instance_id, network.primary_network, network.psa_connection),
     opts=apis.wait_for(api.LUSTRE),
 )
 cluster = mode.cluster(
@@ -74,9 +66,9 @@ cluster = mode.cluster(
     opts=apis.wait_for(api.CONTAINER, api.IAM, api.RESOURCE_MANAGER),
 )
 # Kept on destroy unless storage.deleteBucketOnDestroy.
-artifacts = ArtifactBucket(
+artifacts = storage.ArtifactBucket(
     "artifacts",
-    ArtifactBucketArgs(
+    storage.ArtifactBucketArgs(
         ctx,
         cfg.ray.namespace,
         cfg.ray.service_account,
@@ -87,9 +79,9 @@ artifacts = ArtifactBucket(
     opts=apis.wait_for(api.STORAGE, api.RESOURCE_MANAGER),
 )
 # Deleted before Lustre and the bucket: exports first (lustre.exportOnDestroy); imports lustre.importFrom.
-lustre_data = LustreDataGuard(
+lustre_data = storage.LustreDataGuard(
     "lustre-data",
-    LustreDataGuardArgs(ctx, cfg.lustre, lustre, artifacts, results_dirs()),
+    storage.LustreDataGuardArgs(ctx, cfg.lustre, lustre, artifacts, results_dirs()),
     opts=apis.wait_for(api.LUSTRE, api.STORAGE, api.SERVICE_USAGE),
 )
 
