@@ -12,18 +12,9 @@ from typing import Any, Optional, Protocol
 import pulumi
 import pulumi_gcp as gcp
 
+from infra import log_metrics
 from infra.dashboard_document import dashboard_document, display_name
 from infra.gke_common import ClusterComponent
-from infra.log_metrics import (
-    BADPUT_BUCKETS,
-    USER_METRIC_PREFIX,
-    AttemptMetrics,
-    Distribution,
-    attempt_distributions,
-    attempt_log_filter,
-    kebab,
-    preemption_log_filter,
-)
 from infra.options import child_options
 from infra.stack_context import GpuPoolFacts, StackContext
 
@@ -67,13 +58,13 @@ def _document_json(args: MonitoringDashboardArgs, suffixes: list[str], names: li
         lustre_instance_id=str(instance).rsplit("/", 1)[-1],
         ray_namespace=args.ray_namespace,
         preemption_metric=metric,
-        attempt_metrics=AttemptMetrics(
+        attempt_metrics=log_metrics.AttemptMetrics(
             attempts,
             steps_lost=by["steps-lost"],
             run_spend=by["run-spend"],
             usd_per_step=by["usd-per-step"],
             goodput=by["goodput"],
-            badput={b: by[f"badput-{kebab(b)}"] for b in BADPUT_BUCKETS},
+            badput={b: by[f"badput-{log_metrics.kebab(b)}"] for b in log_metrics.BADPUT_BUCKETS},
         ),
         cluster_location=args.cluster_location,
     )
@@ -108,7 +99,7 @@ class MonitoringDashboard(pulumi.ComponentResource):
                 "dashboardId": self.dashboard_id,
                 "displayName": self.display_name,
                 "consoleUrl": self.console_url,
-                "preemptionMetric": f"{USER_METRIC_PREFIX}{self.preemption_metric_name}",
+                "preemptionMetric": f"{log_metrics.USER_METRIC_PREFIX}{self.preemption_metric_name}",
             }
         )
 
@@ -123,7 +114,7 @@ class MonitoringDashboard(pulumi.ComponentResource):
             project=ctx.project,
             description=f"Spot preemptions of the GKE nodes of stack {ctx.stack} (Compute Engine system-event "
             "audit log).",
-            filter=names.apply(lambda a: preemption_log_filter(ctx.project, zone, a[0], node_prefix)),
+            filter=names.apply(lambda a: log_metrics.preemption_log_filter(ctx.project, zone, a[0], node_prefix)),
             metric_descriptor={
                 "metric_kind": "DELTA",
                 "value_type": "INT64",
@@ -141,7 +132,7 @@ class MonitoringDashboard(pulumi.ComponentResource):
         ctx = args.ctx
 
         def attempt_filter(number: Optional[str] = None) -> pulumi.Output[str]:
-            return names.apply(lambda a: attempt_log_filter(a[0], args.ray_namespace, number))
+            return names.apply(lambda a: log_metrics.attempt_log_filter(a[0], args.ray_namespace, number))
 
         cause = [{"key": "cause", "value_type": "STRING", "description": "How the attempt ended (workloads/ledger.py)"}]
         self.attempts_metric = gcp.logging.Metric(
@@ -155,7 +146,7 @@ class MonitoringDashboard(pulumi.ComponentResource):
             opts=child,
         )
 
-        def distribution(d: Distribution) -> gcp.logging.Metric:
+        def distribution(d: log_metrics.Distribution) -> gcp.logging.Metric:
             """A log-based DISTRIBUTION metric of one number of the attempt line (infra/log_metrics.py)."""
             return gcp.logging.Metric(
                 f"{name}-{d.suffix}",
@@ -175,20 +166,20 @@ class MonitoringDashboard(pulumi.ComponentResource):
                 opts=child,
             )
 
-        self.distribution_metrics = {d.suffix: distribution(d) for d in attempt_distributions(ctx.stack)}
+        self.distribution_metrics = {d.suffix: distribution(d) for d in log_metrics.attempt_distributions(ctx.stack)}
 
     def _dashboard(self, name: str, args: MonitoringDashboardArgs, opts: Optional[pulumi.ResourceOptions]) -> None:
         ctx = args.ctx
-        log_metrics = [self.preemption_metric, self.attempts_metric, *self.distribution_metrics.values()]
+        metrics = [self.preemption_metric, self.attempts_metric, *self.distribution_metrics.values()]
         suffixes = list(self.distribution_metrics)
         self.dashboard_json = pulumi.Output.all(
-            args.cluster_name, args.lustre_instance_id, *(m.name for m in log_metrics)
+            args.cluster_name, args.lustre_instance_id, *(m.name for m in metrics)
         ).apply(lambda names: _document_json(args, suffixes, names))
         self.dashboard = gcp.monitoring.Dashboard(
             f"{name}-dashboard",
             project=ctx.project,
             dashboard_json=self.dashboard_json,
-            opts=child_options(self, opts, depends_on=log_metrics),
+            opts=child_options(self, opts, depends_on=metrics),
         )
         self.dashboard_id = self.dashboard.id
         self.display_name = display_name(ctx.stack)
