@@ -3,6 +3,8 @@
 import pulumi
 
 from infra import config as stack_config
+from infra import project_apis as api
+from infra import storage
 from infra.cluster_mode import cluster_mode
 from infra.compute_class import GpuComputeClass, GpuComputeClassArgs
 from infra.gate_plan import gate_plan_for_stack
@@ -12,32 +14,10 @@ from infra.kube_provider import KubernetesAccess, KubernetesAccessArgs
 from infra.network import Networking, NetworkingArgs
 from infra.observability import build_dashboard
 from infra.placement import gpu_pool_facts, system_pool_name
-from infra.project_apis import (
-    COMPUTE,
-    CONTAINER,
-    IAM,
-    LOGGING,
-    LUSTRE,
-    MONITORING,
-    RESOURCE_MANAGER,
-    SERVICE_NETWORKING,
-    SERVICE_USAGE,
-    STORAGE,
-    ProjectApis,
-    ProjectApisArgs,
-)
+from infra.project_apis import ProjectApis, ProjectApisArgs
 from infra.ray_cluster import RayCluster, RayClusterArgs, ray_target_for
 from infra.run_plan import run_plan_for_stack
 from infra.stack_context import StackContext
-from infra.storage import (
-    ArtifactBucket,
-    ArtifactBucketArgs,
-    Lustre,
-    LustreArgs,
-    LustreDataGuard,
-    LustreDataGuardArgs,
-    lustre_port,
-)
 from infra.training_job import build_training_job, job_spec_for_stack
 from infra.watcher_deployment import build_preemption_watcher
 from infra.workload_env import LustreVolume, WorkloadEnvironment, WorkloadEnvironmentArgs
@@ -53,11 +33,8 @@ mode = cluster_mode(cfg)
 pulumi.export("flavour", cfg.flavour)
 
 # ---------------------------------------------------------------- Plan-time facts
-# Decided here once and handed to every component that needs them. The job is built before any
-# resource: one that cannot be built (GPUs that do not divide, an override of a derived key) is a
-# config error naming the key, and the deploy and the preemption watcher get the very same spec. The run
-# plan (save period, gate, gang wait, prices, recovery policy) is built once here too: the job and the
-# watcher take it whole and compute none of its facts again (infra/run_plan.py).
+# Decided once, before any resource (a job that cannot be built is a config error naming the key), and handed
+# whole to every component that needs them: the deploy and the watcher get the very same spec and run plan.
 gpu_pool = gpu_pool_facts(ctx, cfg)
 system_pool = system_pool_name(ctx, cfg)
 worker_fit = cfg.worker_fit
@@ -67,19 +44,18 @@ run_plan = run_plan_for_stack(settings.stack, cfg, gpu_pool, gate_plan, ray_targ
 job_spec = job_spec_for_stack(settings.stack, cfg, wandb_key_set=settings.wandb_key_set, pool=gpu_pool, run=run_plan)
 
 # ---------------------------------------------------------------- Google Cloud
-# A new project has most of these APIs off: each component waits for the ones its resources call
-# (manageApis: false leaves them to the project's owner).
+# Each component waits for the APIs its resources call (manageApis: false leaves them to the project's owner).
 apis = ProjectApis("apis", ProjectApisArgs(ctx, manage=cfg.manage_apis))
 # Lustre and the cluster share only the network: they are created in parallel.
 network = Networking(
     "network",
-    NetworkingArgs(ctx, cfg.network, flavour, lustre_port(cfg.lustre_needs_legacy_port)),
-    opts=apis.wait_for(COMPUTE, SERVICE_NETWORKING),
+    NetworkingArgs(ctx, cfg.network, flavour, storage.lustre_port(cfg.lustre_needs_legacy_port)),
+    opts=apis.wait_for(api.COMPUTE, api.SERVICE_NETWORKING),
 )
-lustre = Lustre(
+lustre = storage.Lustre(
     "lustre",
-    LustreArgs(ctx, cfg.lustre, cfg.lustre_instance_id, network.primary_network, network.psa_connection),
-    opts=apis.wait_for(LUSTRE),
+    storage.LustreArgs(ctx, cfg.lustre, cfg.lustre_instance_id, network.primary_network, network.psa_connection),
+    opts=apis.wait_for(api.LUSTRE),
 )
 cluster = mode.cluster(
     "gke",
@@ -87,12 +63,12 @@ cluster = mode.cluster(
     network,
     gpu_pool=gpu_pool,
     system_pool_name=system_pool,
-    opts=apis.wait_for(CONTAINER, IAM, RESOURCE_MANAGER),
+    opts=apis.wait_for(api.CONTAINER, api.IAM, api.RESOURCE_MANAGER),
 )
-# `pulumi destroy` keeps the bucket (and what was exported into it) unless storage.deleteBucketOnDestroy.
-artifacts = ArtifactBucket(
+# Kept on destroy unless storage.deleteBucketOnDestroy.
+artifacts = storage.ArtifactBucket(
     "artifacts",
-    ArtifactBucketArgs(
+    storage.ArtifactBucketArgs(
         ctx,
         cfg.ray.namespace,
         cfg.ray.service_account,
@@ -100,19 +76,17 @@ artifacts = ArtifactBucket(
         delete_on_destroy=cfg.storage.delete_bucket_on_destroy,
         adopt_existing=cfg.storage.adopt_existing_bucket,
     ),
-    opts=apis.wait_for(STORAGE, RESOURCE_MANAGER),
+    opts=apis.wait_for(api.STORAGE, api.RESOURCE_MANAGER),
 )
-# Deleted before Lustre and the bucket: exports checkpoints/ and logs/ first (lustre.exportOnDestroy),
-# and imports lustre.importFrom into a new instance.
-lustre_data = LustreDataGuard(
+# Deleted before Lustre and the bucket: exports first (lustre.exportOnDestroy); imports lustre.importFrom.
+lustre_data = storage.LustreDataGuard(
     "lustre-data",
-    LustreDataGuardArgs(ctx, cfg.lustre, lustre, artifacts, results_dirs()),
-    opts=apis.wait_for(LUSTRE, STORAGE, SERVICE_USAGE),
+    storage.LustreDataGuardArgs(ctx, cfg.lustre, lustre, artifacts, results_dirs()),
+    opts=apis.wait_for(api.LUSTRE, api.STORAGE, api.SERVICE_USAGE),
 )
 
 pulumi.export("clusterName", cluster.name)
-# Where API clients connect (the DNS endpoint's host name by default) and, for the IP endpoint,
-# the CA `python -m jobctl` verifies it with. Public by nature: every API client is shown both.
+# Where API clients connect, and the IP endpoint's CA: public by nature, every API client is shown both.
 pulumi.export("clusterEndpoint", cluster.endpoint)
 pulumi.export("controlPlaneAccess", cluster.control_plane_access)
 if cluster.ca_certificate is not None:
@@ -129,19 +103,11 @@ pulumi.export("gvnicNetworkName", network.gvnic_network_name)
 pulumi.export("rdmaNetworkName", network.rdma_network_name)
 
 # ---------------------------------------------------------------- Kubernetes
-# Every in-cluster object goes through one provider that authenticates with gke-gcloud-auth-plugin.
-# Objects that run on (or hold pods of) the nodes are created after, and deleted before, the node
-# pools; the GKE Network objects are not (see infra/gke_networks.py), and the provider waits for the
-# cluster through its endpoint.
-# `pulumi destroy` deletes none of them through the Kubernetes API: they are `deleted_with` the
-# cluster, whose deletion takes them along, and the engine skips the delete of a resource whose
-# `deletedWith` target is deleted in the same run (pulumi/pulumi pkg/resource/deploy/step.go
-# DeleteStep.Apply, `isDeletedWith`). So a destroy finishes when the cluster is already gone, which
-# pulumi-kubernetes alone cannot do for a Helm release (provider.go Delete refuses it on an
-# unreachable cluster whatever deleteUnreachable says; pulumi/pulumi-kubernetes issue 2675). None of
-# them makes anything in the cloud that would outlive the cluster (no LoadBalancer Service, no dynamic
-# volume: tests/test_security.py). The job submission is the exception: its delete stops the job for
-# real before the Lustre export starts (infra/training_job.py).
+# One provider (gke-gcloud-auth-plugin). Objects on the nodes are created after, and deleted before, the node
+# pools. All are `deleted_with` the cluster, so a destroy finishes when the cluster is already gone: the engine
+# skips their deletes (pulumi/pulumi pkg/resource/deploy/step.go DeleteStep.Apply, `isDeletedWith`), which
+# pulumi-kubernetes alone cannot do for a Helm release (pulumi/pulumi-kubernetes provider.go Delete, issue 2675).
+# None makes anything that outlives the cluster (tests/test_security.py); the job submission is the exception.
 kube = KubernetesAccess(
     "kube", KubernetesAccessArgs(ctx, cluster.name, cluster.endpoint, cluster.ca_certificate, location=cluster.location)
 )
@@ -180,8 +146,7 @@ workload = WorkloadEnvironment(
     ),
     opts=on_nodes,
 )
-# The NeMo-RL image lands on every node while Lustre is still being created: waits for the pools and
-# the namespace only (not for the Lustre volume under the same component). None on Autopilot.
+# The image lands on every node while Lustre is still being created (not waiting for its volume). None on Autopilot.
 prepull = mode.image_prepull(
     "image-prepull",
     ImagePrePullArgs(
@@ -206,10 +171,8 @@ ray_cluster = RayCluster(
         system_pool_name=system_pool,
         adapt_values=mode.adapt_ray_values,
     ),
-    # After the data guard: an import (lustre.importFrom) lands before a job can start at step 0 and
-    # overwrite it, and on destroy the export starts after the job has ended (the submission's delete
-    # waits for it) and the release is uninstalled. Helm does not wait for the pods to terminate; with
-    # the job over, nothing of the run is still being written. After the image pre-pull: the pods start warm.
+    # After the data guard: an import lands before a job can start at step 0, and on destroy the export starts
+    # once the job has ended. After the image pre-pull: the pods start warm.
     opts=pulumi.ResourceOptions(
         provider=kube.provider,
         depends_on=[*cluster.node_pools, nccl, lustre_data, *(r for r in (prepull, compute_class) if r is not None)],
@@ -225,11 +188,8 @@ pulumi.export("rayDashboardProxyPath", ray_cluster.dashboard_proxy_path)
 pulumi.export("rayWorkerGroup", ray_cluster.worker_group)
 
 # ---------------------------------------------------------------- The job
-# The run the stack's spec is an attempt of (stack, recipe, checkpoint key): a spec edit that keeps it
-# resumes from the run's checkpoints; `python -m infra.plan --compare` says which a change is.
+# The run the spec is an attempt of: a spec edit that keeps it resumes from its checkpoints.
 pulumi.export("runId", job_spec.run_id)
-# Submitted once the Ray release is up, stopped before it goes, resubmitted when it is replaced;
-# job.submit=false deploys Ray only.
 job = build_training_job(
     job_spec,
     run_plan,
@@ -238,9 +198,8 @@ job = build_training_job(
     ca_certificate=cluster.ca_certificate,
     head_service=ray_cluster.head_service,
     ray_cluster_name=ray_cluster.cluster_name,
-    # Submitted after the release, stopped before it goes, and replaced with it (infra/training_job.py).
+    # Submitted after the release, stopped before it or a pool goes, and replaced with them.
     ray_release=ray_cluster.release,
-    # ... and with either node pool: a pool replacement (deleted first) stops the job before its nodes go.
     node_pools=cluster.node_pools,
 )
 if job is not None:
@@ -258,15 +217,14 @@ watcher = build_preemption_watcher(
     cfg,
     ray=ray_cluster,
     system_pool_name=system_pool,
-    # The watcher owns the run from here: it gates every attempt it submits (workloads/run_owner.py).
-    run=run_plan,
+    run=run_plan,  # the watcher owns the run from here and gates every attempt (workloads/run_owner.py)
     lustre_claim=workload.pvc_name,
     opts=pulumi.ResourceOptions(provider=kube.provider, depends_on=[ray_cluster.release], deleted_with=cluster.cluster),
 )
 if watcher is not None:
     pulumi.export("preemptionWatcherLogsCommand", watcher.logs_command)
 monitoring = build_dashboard(
-    ctx, cluster=cluster, lustre=lustre, ray=ray_cluster, opts=apis.wait_for(MONITORING, LOGGING)
+    ctx, cluster=cluster, lustre=lustre, ray=ray_cluster, opts=apis.wait_for(api.MONITORING, api.LOGGING)
 )
 pulumi.export("monitoringDashboard", monitoring.display_name)
 pulumi.export("monitoringConsoleUrl", monitoring.console_url)

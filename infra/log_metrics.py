@@ -1,30 +1,17 @@
 """The log-based metrics of the stack's dashboard (pure: names, filters, value extractors, buckets; the
 `MonitoringDashboard` component in infra/observability.py creates them).
 
-- Spot preemptions: Compute Engine records each one as a system-event audit log entry with
-  `protoPayload.methodName="compute.instances.preempted"` (`resource.type="gce_instance"`, labels
-  `instance_id`, `zone`). There is no built-in metric for it, so the dashboard's component creates a log-based
-  counter metric (`logging.googleapis.com/user/<prefix>-gpu-preemptions`) over those entries and charts it.
-  The entry does not name the GKE cluster (thought-machine/spot-interruption-exporter documents the same
-  limitation); the filter keeps preemptions in the stack's zone of VMs named `gke-<cluster name>...`.
-  NOT VERIFIED on a real cloud: that GKE keeps the first 20 characters of the cluster name in node VM
-  names (inferred from kubernetes/ingress-gce#1623, "instance names created by gke truncated up to 24
-  characters" for the `gke-<cluster>` prefix); cluster names here are `<prefix>-gke`, at most 24 long.
-  The system pool is on-demand, so every preemption the filter keeps is one of the GPU pool's nodes.
-- Training attempts, from the preemption watcher's one JSON line per ended attempt
-  (`ATTEMPT_METRIC_SOURCE`): a log-based counter of the lines by cause, and log-based DISTRIBUTION
-  metrics, each with a value extractor over one number of the line and bucket options
-  (`DISTRIBUTION_METRICS_URL`): steps lost, the run's spend so far, the attempt's $ per step, its
-  goodput fraction (`goodputFraction`) and the dollars of each badput bucket (`badputUsd`, a map by bucket
-  name, `workloads/goodput.py`). A log-based metric records one value per entry (its `valueExtractor`,
-  `LOG_METRIC_URL`), so a map of seven numbers cannot be one metric with a `bucket` label: each badput
-  bucket is its own distribution, extracting `jsonPayload.badputUsd.<bucket>`.
-  The dashboard charts each as the mean of its values (infra/dashboard_document.py says why).
+- Spot preemptions: Compute Engine's system-event audit log entry `compute.instances.preempted` on
+  `gce_instance` has no built-in metric and does not name the GKE cluster (thought-machine/spot-interruption-exporter
+  says the same), so a counter keeps the stack's zone's VMs named `gke-<cluster name>...`. NOT VERIFIED: that GKE
+  keeps 20 characters of the cluster name in node VM names (kubernetes/ingress-gce#1623); ours are at most 24.
+  The system pool is on-demand, so every preemption kept is a GPU node's.
+- Training attempts, from the watcher's one JSON line per ended attempt: a counter by cause and one
+  DISTRIBUTION metric per number of the line (`DISTRIBUTION_METRICS_URL`). A log-based metric records one value
+  per entry (`LOG_METRIC_URL`), so each badput bucket is its own distribution of `jsonPayload.badputUsd.<bucket>`.
 
-Also not verified on a real cloud: that `jsonPayload.<field>>=0` leaves out a line whose field is null
-(or whose `badputUsd` is null), and that `EXTRACT` reads a nested field path (`jsonPayload.badputUsd.gate`;
-the API names its argument "the name of the log entry field", and the logging query language addresses
-nested jsonPayload fields by such paths).
+Not verified on a real cloud: that `jsonPayload.<field>>=0` leaves out a null field, and that `EXTRACT` reads a
+nested field path (`jsonPayload.badputUsd.gate`).
 """
 
 from __future__ import annotations
@@ -39,15 +26,10 @@ from workloads.goodput import BUCKETS, GOOD
 LOG_METRICS_URL = "https://cloud.google.com/logging/docs/logs-based-metrics"
 SPOT_PREEMPTION_URL = "https://cloud.google.com/compute/docs/instances/create-use-spot"
 DISTRIBUTION_METRICS_URL = "https://cloud.google.com/logging/docs/logs-based-metrics/distribution-metrics"
-"""A log-based distribution metric: a filter, a value extractor (`EXTRACT(jsonPayload.<field>)`) and
-bucket options; it records count, mean and sum of squared deviation with the bucket counts."""
 LOG_METRIC_URL = "https://cloud.google.com/logging/docs/reference/v2/rest/v2/projects.metrics"
-"""The `LogMetric` resource: `valueExtractor` (`EXTRACT(field)` or `REGEXP_EXTRACT(field, regex)`, one value
-per entry, "convertible to a double"), `labelExtractors` (label key -> extractor), `bucketOptions`; the
-pulumi-gcp `gcp.logging.Metric` args `value_extractor`, `label_extractors`, `bucket_options`."""
+"""The `LogMetric` resource: one `valueExtractor` value per entry, `labelExtractors`, `bucketOptions`."""
 BADPUT_BUCKETS = tuple(b for b in BUCKETS if b != GOOD)
-"""The keys of the attempt line's `badputUsd` map: every goodput bucket but the kept steps
-(`workloads/recovery/owner_loop.py` `Watcher._goodput_fields`)."""
+"""The keys of the attempt line's `badputUsd` map (`workloads/recovery/owner_loop.py`)."""
 
 
 @dataclass(frozen=True)
@@ -58,19 +40,12 @@ class MetricSource:
 
 
 PREEMPTION_METRIC_SOURCE = MetricSource("gce_instance", "DELTA", f"{LOG_METRICS_URL} (entries: {SPOT_PREEMPTION_URL})")
-"""A user-defined metric: the log-based preemption counter this component creates."""
 STRUCTURED_LOGS_URL = "https://cloud.google.com/logging/docs/structured-logging"
 ATTEMPT_METRIC_SOURCE = MetricSource("k8s_container", "DELTA", f"{LOG_METRICS_URL} (entries: {STRUCTURED_LOGS_URL})")
-"""The user-defined metrics over the preemption watcher's log: one JSON line per ended training attempt
-(`workloads/recovery/owner_loop.py` `Watcher._finish`: `{"nemoRlGke": "attempt-ended", "cause": ..., "stepsLost": ...,
-"runSpendUsd": ..., "usdPerStep": ...}`), which GKE's logging agent stores as the entry's jsonPayload (a
-single-line JSON object on stdout).
-Log-based rather than a custom metric the watcher writes: the watcher has no Google credentials by
-design (infra/watcher_deployment.py), and Cloud Logging already collects its stdout. Only on the real
-cloud: that the agent parses the line as documented and the distribution charts render as intended."""
+"""Over the watcher's `attempt-ended` JSON line (`workloads/recovery/owner_loop.py` `Watcher._finish`), which GKE's
+logging agent stores as jsonPayload: log-based, since the watcher has no Google credentials by design."""
 USER_METRIC_PREFIX = "logging.googleapis.com/user/"
-GKE_NODE_NAME_CLUSTER_CHARS = 20
-"""How much of the cluster name GKE keeps in node VM names (unverified, see the module doc)."""
+GKE_NODE_NAME_CLUSTER_CHARS = 20  # of the cluster name in node VM names (unverified, module doc)
 
 
 @dataclass(frozen=True)
@@ -78,17 +53,13 @@ class AttemptMetrics:
     """The names of the log-based metrics over the watcher's attempt lines (`MonitoringDashboard`)."""
 
     attempts: str
-    """Counter: attempts ended, label `cause`."""
+    """Counter: attempts ended, label `cause`; the rest are distributions (`attempt_distributions`)."""
     steps_lost: str
-    """Distribution of `stepsLost`, label `cause`."""
     run_spend: str
-    """Distribution of `runSpendUsd`: the run's spend so far (the ledger's sum over its attempts)."""
     usd_per_step: str
-    """Distribution of `usdPerStep`: the ended attempt's spend over the steps it ran."""
     goodput: str
-    """Distribution of `goodputFraction`: the attempt's kept steps over its paid GPU node-time."""
     badput: dict[str, str]
-    """Per badput bucket (`BADPUT_BUCKETS`, in order): the distribution of `badputUsd.<bucket>`."""
+    """By badput bucket (`BADPUT_BUCKETS`, in order)."""
 
 
 @dataclass(frozen=True)
@@ -103,7 +74,6 @@ class Distribution:
     description: str
     buckets: dict[str, Any]
     by_cause: bool = False
-    """With the label `cause` (how the attempt ended)."""
 
 
 def kebab(name: str) -> str:

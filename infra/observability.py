@@ -1,10 +1,6 @@
-"""A Cloud Monitoring dashboard for one stack: GPUs, the GPU pool, Lustre, spot preemptions, training attempts
-and their spend.
-
-Every chart is filtered to this stack's objects, with names taken from the components (the cluster's
-name and zone, the Lustre instance id, the GPU pool's facts, the Ray namespace), never retyped. The
-component creates the log-based metrics (infra/log_metrics.py: names, filters, extractors) and the
-dashboard (infra/dashboard_document.py: the pure JSON document, its metric allow-list and aggregations).
+"""A Cloud Monitoring dashboard for one stack, every chart filtered to its objects by names taken from the
+components, never retyped; the log-based metrics' filters are infra/log_metrics.py's, the document
+infra/dashboard_document.py's.
 """
 
 from __future__ import annotations
@@ -16,18 +12,9 @@ from typing import Any, Optional, Protocol
 import pulumi
 import pulumi_gcp as gcp
 
+from infra import log_metrics
 from infra.dashboard_document import dashboard_document, display_name
 from infra.gke_common import ClusterComponent
-from infra.log_metrics import (
-    BADPUT_BUCKETS,
-    USER_METRIC_PREFIX,
-    AttemptMetrics,
-    Distribution,
-    attempt_distributions,
-    attempt_log_filter,
-    kebab,
-    preemption_log_filter,
-)
 from infra.options import child_options
 from infra.stack_context import GpuPoolFacts, StackContext
 
@@ -51,25 +38,19 @@ class MonitoringDashboardArgs:
 
 
 class LustreInstance(Protocol):
-    """What the dashboard takes from the `Lustre` component."""
-
     instance_id: pulumi.Output[str]
 
 
 class RayNamespace(Protocol):
-    """What the dashboard takes from the `RayCluster` component."""
-
     namespace: str
 
 
 def _document_json(args: MonitoringDashboardArgs, suffixes: list[str], names: list[Any]) -> str:
-    """The dashboard JSON once the names are known: the cluster, the Lustre instance, the preemption and
-    attempt counters, then the distributions in `suffixes` order."""
+    """The dashboard JSON once the names are known (the cluster, Lustre, the two counters, the distributions)."""
     cluster, instance, metric, attempts, *distributions = names
     by = dict(zip(suffixes, distributions, strict=True))
     doc = dashboard_document(
         stack=args.ctx.stack,
-        project=args.ctx.project,
         zone=args.zone,
         cluster_name=cluster,
         gpu_pool=args.gpu_pool,
@@ -77,13 +58,13 @@ def _document_json(args: MonitoringDashboardArgs, suffixes: list[str], names: li
         lustre_instance_id=str(instance).rsplit("/", 1)[-1],
         ray_namespace=args.ray_namespace,
         preemption_metric=metric,
-        attempt_metrics=AttemptMetrics(
+        attempt_metrics=log_metrics.AttemptMetrics(
             attempts,
             steps_lost=by["steps-lost"],
             run_spend=by["run-spend"],
             usd_per_step=by["usd-per-step"],
             goodput=by["goodput"],
-            badput={b: by[f"badput-{kebab(b)}"] for b in BADPUT_BUCKETS},
+            badput={b: by[f"badput-{log_metrics.kebab(b)}"] for b in log_metrics.BADPUT_BUCKETS},
         ),
         cluster_location=args.cluster_location,
     )
@@ -91,20 +72,14 @@ def _document_json(args: MonitoringDashboardArgs, suffixes: list[str], names: li
 
 
 class MonitoringDashboard(pulumi.ComponentResource):
-    """The stack's Cloud Monitoring dashboard and its log-based metrics: spot preemptions (audit log) and
-    the training attempts, steps lost, run spend, $ per step, goodput and badput dollars (the preemption
-    watcher's log).
-
-    Outputs: `dashboard_id` (the dashboard's resource id), `display_name`, and `console_url` (the
-    project's dashboard list, where it appears under `display_name`).
-    """
+    """The stack's dashboard and its log-based metrics: spot preemptions (audit log) and the training attempts
+    (the watcher's log). `console_url` is the project's dashboard list, where it appears as `display_name`."""
 
     dashboard: gcp.monitoring.Dashboard
     preemption_metric: gcp.logging.Metric
     preemption_metric_name: str
     attempts_metric: gcp.logging.Metric
-    distribution_metrics: dict[str, gcp.logging.Metric]
-    """By suffix (`steps-lost`, `run-spend`, `usd-per-step`, `goodput`, `badput-<bucket>`)."""
+    distribution_metrics: dict[str, gcp.logging.Metric]  # by `Distribution.suffix`
     dashboard_json: pulumi.Output[str]
     dashboard_id: pulumi.Output[str]
     display_name: str
@@ -124,7 +99,7 @@ class MonitoringDashboard(pulumi.ComponentResource):
                 "dashboardId": self.dashboard_id,
                 "displayName": self.display_name,
                 "consoleUrl": self.console_url,
-                "preemptionMetric": f"{USER_METRIC_PREFIX}{self.preemption_metric_name}",
+                "preemptionMetric": f"{log_metrics.USER_METRIC_PREFIX}{self.preemption_metric_name}",
             }
         )
 
@@ -139,7 +114,7 @@ class MonitoringDashboard(pulumi.ComponentResource):
             project=ctx.project,
             description=f"Spot preemptions of the GKE nodes of stack {ctx.stack} (Compute Engine system-event "
             "audit log).",
-            filter=names.apply(lambda a: preemption_log_filter(ctx.project, zone, a[0], node_prefix)),
+            filter=names.apply(lambda a: log_metrics.preemption_log_filter(ctx.project, zone, a[0], node_prefix)),
             metric_descriptor={
                 "metric_kind": "DELTA",
                 "value_type": "INT64",
@@ -157,7 +132,7 @@ class MonitoringDashboard(pulumi.ComponentResource):
         ctx = args.ctx
 
         def attempt_filter(number: Optional[str] = None) -> pulumi.Output[str]:
-            return names.apply(lambda a: attempt_log_filter(a[0], args.ray_namespace, number))
+            return names.apply(lambda a: log_metrics.attempt_log_filter(a[0], args.ray_namespace, number))
 
         cause = [{"key": "cause", "value_type": "STRING", "description": "How the attempt ended (workloads/ledger.py)"}]
         self.attempts_metric = gcp.logging.Metric(
@@ -171,7 +146,7 @@ class MonitoringDashboard(pulumi.ComponentResource):
             opts=child,
         )
 
-        def distribution(d: Distribution) -> gcp.logging.Metric:
+        def distribution(d: log_metrics.Distribution) -> gcp.logging.Metric:
             """A log-based DISTRIBUTION metric of one number of the attempt line (infra/log_metrics.py)."""
             return gcp.logging.Metric(
                 f"{name}-{d.suffix}",
@@ -191,20 +166,20 @@ class MonitoringDashboard(pulumi.ComponentResource):
                 opts=child,
             )
 
-        self.distribution_metrics = {d.suffix: distribution(d) for d in attempt_distributions(ctx.stack)}
+        self.distribution_metrics = {d.suffix: distribution(d) for d in log_metrics.attempt_distributions(ctx.stack)}
 
     def _dashboard(self, name: str, args: MonitoringDashboardArgs, opts: Optional[pulumi.ResourceOptions]) -> None:
         ctx = args.ctx
-        log_metrics = [self.preemption_metric, self.attempts_metric, *self.distribution_metrics.values()]
+        metrics = [self.preemption_metric, self.attempts_metric, *self.distribution_metrics.values()]
         suffixes = list(self.distribution_metrics)
         self.dashboard_json = pulumi.Output.all(
-            args.cluster_name, args.lustre_instance_id, *(m.name for m in log_metrics)
+            args.cluster_name, args.lustre_instance_id, *(m.name for m in metrics)
         ).apply(lambda names: _document_json(args, suffixes, names))
         self.dashboard = gcp.monitoring.Dashboard(
             f"{name}-dashboard",
             project=ctx.project,
             dashboard_json=self.dashboard_json,
-            opts=child_options(self, opts, depends_on=log_metrics),
+            opts=child_options(self, opts, depends_on=metrics),
         )
         self.dashboard_id = self.dashboard.id
         self.display_name = display_name(ctx.stack)
@@ -219,16 +194,8 @@ def build_dashboard(
     ray: RayNamespace,
     opts: Optional[pulumi.ResourceOptions] = None,
 ) -> MonitoringDashboard:
-    """The stack's `MonitoringDashboard`, named from the components.
-
-    Args:
-        ctx: the stack context (project, stack name, name prefix).
-        cluster: the `GkeCluster` or `AutopilotCluster` (`name`, `location`, `gpu_pool_facts`); the GPU VMs
-            and Lustre are in the stack's zone, a regional cluster's location is its region.
-        lustre: the `Lustre` component (`instance_id`).
-        ray: the `RayCluster` (`namespace`).
-        opts: resource options (no provider needed: the default gcp provider).
-    """
+    """The stack's `MonitoringDashboard`, named from the components; the GPU VMs and Lustre are in the stack's
+    zone, a regional cluster's location is its region."""
     args = MonitoringDashboardArgs(
         ctx,
         cluster_name=cluster.name,

@@ -1,9 +1,4 @@
-"""Resource options shared by the components.
-
-`child_options` is what a component gives its children so that the ordering the caller asked for
-(e.g. "after the node pools", "after the Ray release") holds for each child and not only for the
-component as a whole.
-"""
+"""Resource options shared by the components (`child_options`)."""
 
 from __future__ import annotations
 
@@ -34,17 +29,10 @@ def child_options(
     depends_on: Sequence[pulumi.Resource] = (),
     **extra: Any,
 ) -> pulumi.ResourceOptions:
-    """Options for a child of a component.
-
-    Pulumi does not copy a component's `depends_on` to its children (checked under mocks: a child of
-    a component that depends on X registers no dependency on X), so a DaemonSet inside a component
-    that "depends on the node pools" could still be created before them. Copying the caller's list to
-    each child makes the ordering hold per object, and shows it in the plan.
-    The provider is not copied: children inherit it from their parent.
-    `deleted_with` is copied: the engine would inherit it from the parent too (pulumi/pulumi
-    pkg/resource/deploy/source_eval.go `inheritFromParent`), but the offline plan has no engine, and
-    the plan should show on every in-cluster object that destroy leaves it to the cluster.
-    """
+    """Options for a child of a component: the caller's `depends_on` copied (Pulumi does not pass a component's
+    on to its children, checked under mocks), and `deleted_with` too (the engine inherits it, pulumi/pulumi
+    pkg/resource/deploy/source_eval.go `inheritFromParent`, but the offline plan has no engine). The provider
+    is inherited from the parent."""
     inherited = _as_resources(opts.depends_on) if opts is not None else []
     if opts is not None and opts.deleted_with is not None:
         extra.setdefault("deleted_with", opts.deleted_with)

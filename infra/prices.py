@@ -1,15 +1,6 @@
-"""The dated price table (data/prices.yaml) as data: read once, with a stack's `cost.priceOverrides`.
-
-A pure reader, no resources and no Outputs, in `infra/` so that the program may use it as well as the
-offline tooling: tools/cost.py and tools/estimates.py price a plan with it, and a plan-time budget check
-(docs/architecture.md, "Rooms") would read the same table through `price_table(cfg)` without an upward
-import into tools/.
-
-The program needs GPU node-hour prices of it: each rung's (a one-rung pool's, a capacity ladder's) from the
-one rung-to-price function `node_hour_price` (through `infra.placement.rung_node_hour`), which the preemption
-watcher multiplies by the node-hours of each attempt (per rung of its gang's mix: the run ledger,
-workloads/ledger.py), from the same table, overrides and function as the plan's cost estimate and the
-capacity finder.
+"""The dated price table (data/prices.yaml) with a stack's `cost.priceOverrides`: a pure reader in `infra/`, so
+the program (run.json's node-hour prices, through `node_hour_price`) and the offline tooling (tools/cost.py,
+tools/estimates.py, the capacity finder) price from the same table and function.
 """
 
 from __future__ import annotations
@@ -141,12 +132,9 @@ PRICE_KIND = {
 def node_hour_price(
     table: PriceTable, machine_type: str, region: str, provisioning: Provisioning, *, autopilot: bool = False
 ) -> Price:
-    """One GPU node-hour of `machine_type` in `region` as `provisioning` obtains it: THE rung-to-price mapping.
-    The plan's ladder and run.json (`infra.placement.rung_node_hour`, `infra.run_plan`), the cost estimate
-    (tools/cost.py) and the capacity finder all price a rung with it, so they cannot disagree. On Autopilot
-    the node's price plus the Autopilot premium (the spot premium for spot, else the on-demand one: the table
-    has no flex-start or reservation premium). `estimate` says why, when any part is an estimate. Raises
-    `PriceError`."""
+    """One GPU node-hour of `machine_type` in `region` as `provisioning` obtains it: THE rung-to-price mapping
+    (the plan's ladder, run.json, the cost estimate and the capacity finder all use it). On Autopilot plus the
+    premium (spot's for spot, else on-demand's: the table has no other). Raises `PriceError`."""
     gpu = table.get(f"gpu.{machine_type}.{PRICE_KIND[provisioning]}", region)
     if not autopilot:
         return gpu

@@ -1,26 +1,15 @@
 """`Pulumi.yaml` project config merged into a stack file's values, and those values encoded as the flat map
-the Pulumi engine hands the program.
+the Pulumi engine hands the program, as the CLI does (pulumi/pulumi pkg/workspace/config.go `mergeConfig`,
+sdk/go/common/workspace/project.go `RewriteShorthandConfigValues`, `Project.Validate`, `ValidateConfigValue`
+and project.json, resource/config map.go and object.go, loaders.go; tag v3.259.0, the pinned CLI is 3.272.0).
 
-Project config, as the CLI merges it before the program starts (pulumi/pulumi pkg/workspace/config.go
-`mergeConfig`, sdk/go/common/workspace/project.go `RewriteShorthandConfigValues`, `Project.Validate`,
-`ValidateConfigValue` and project.json, tag v3.259.0, the newest tag of the mirror read; the pinned CLI is
-3.272.0):
-- `Pulumi.yaml` `config:` holds project-level defaults. `key: value` (a string, integer, boolean or
-  list) is shorthand: `{default: value}` for a key of this project, `{value: value}` for another
-  namespace's (`gcp:project`); the long form is `{type, items, description, secret, default, value}`
-  and nothing else. Another namespace's key takes `value` only, without a type; `default` and `value`
-  together are an error; a typed array needs `items`; a typed default must be of its type.
-- A project key the stack file lacks takes the default (or value); the stack file's value wins whole:
-  a stack map is not merged with a default map. A dotted key (`job.maxNumSteps`) is a path into the
-  stack's map and is set only where that path is missing, `"true"`/`"false"` and plain integers
-  becoming booleans and numbers there (resource/config map.go `Set` with path, object.go `coerce`).
-- A typed key of this project with no default, no value and nothing in the stack file is "missing";
-  a typed key's value must be of its type, and `secret: true` must be a `secure:` value.
-
-The engine's values (loaders.go and resource/config, tag v3.259.0): a key without a namespace (`flavour:`)
-belongs to the project (`nemo-rl-gke:flavour`), and `<ns>:config:<name>` is the old spelling of `<ns>:<name>`;
-any other key is an error. An empty top-level value is passed as ""; scalars reach the program as JSON text
-(`true`, `5`), structured values as JSON; a `secure:` value becomes `OFFLINE_SECRET`.
+- `key: value` is shorthand for `{default: value}` (this project) or `{value: value}` (another namespace);
+  the long form is `{type, items, description, secret, default, value}`. The stack file's value wins whole;
+  a dotted key is a path set only where it is missing, its `"true"`/`"false"` and integers typed again.
+- A typed key of this project with no default, value or stack value is "missing"; `secret: true` must be
+  `secure:`. A key without a namespace is the project's; `<ns>:config:<name>` is the old spelling of `<ns>:<name>`.
+- Scalars reach the program as JSON text (`true`, `5`), structured values as JSON, an empty value as "";
+  a `secure:` value becomes `OFFLINE_SECRET`.
 """
 
 from __future__ import annotations
@@ -54,8 +43,7 @@ class ProjectKey:
 
 
 def read_project_config(path: Path, project: str = PROJECT) -> list[ProjectKey]:
-    """The project file's `config:` entries, validated as the CLI validates them when it loads the
-    project (a missing file: none)."""
+    """The project file's `config:` entries, validated as the CLI does (a missing file: none)."""
     if is_missing(path):
         return []
     name = path.name
@@ -83,18 +71,15 @@ def read_project_config(path: Path, project: str = PROJECT) -> list[ProjectKey]:
             declaration = dict(value)
         else:
             raise StackFileError(
-                f"{where}: {_shown(value)} is not allowed; allowed: a string, integer, boolean or list "
-                "(the default), or a map of type/default/value (write a number with a fraction as {default: 1.5})"
+                f"{where}: {'an empty value' if value is None else repr(value)} is not allowed; allowed: a string, "
+                "integer, boolean or list (the default), or a map of type/default/value (write a number with a "
+                "fraction as {default: 1.5})"
             )
         _validate_declaration(declaration, where, ours)
         key = config_key(written, project, name)
         _path_of(key, where)
         keys.append(ProjectKey(written, key, declaration))
     return sorted(keys, key=lambda k: k.written)  # mergeConfig walks the keys sorted
-
-
-def _shown(value: Any) -> str:
-    return "an empty value" if value is None else repr(value)
 
 
 def _validate_declaration(declaration: dict[str, Any], where: str, ours: bool) -> None:
@@ -139,8 +124,7 @@ def _of_type(typ: str, items: Any, value: Any) -> bool:
 
 
 def _path_of(key: str, where: str) -> tuple[str, list[str]]:
-    """(top-level key, path inside it) of a project key (resource/config map.go parseKeyPath); only
-    dotted names here: an index or a quoted segment is refused rather than read differently."""
+    """(top-level key, path inside it) (map.go parseKeyPath); an index or quoted segment is refused, not misread."""
     namespace, _, name = key.partition(":")
     segments = name.split(".")
     if not all(_PATH_SEGMENT.match(s) for s in segments):
@@ -149,9 +133,8 @@ def _path_of(key: str, where: str) -> tuple[str, list[str]]:
 
 
 def _coerce(value: Any) -> Any:
-    """What a project default becomes inside a map (config/object.go `coerce`): plain values are text
-    first (pkg/workspace/config.go createConfigValue), then "true"/"false" and integers without a
-    leading zero are typed again; lists and maps stay structured."""
+    """A project default inside a map (object.go `coerce`; config.go createConfigValue): text first, then
+    "true"/"false" and integers without a leading zero typed again."""
     if isinstance(value, (dict, list)) or isinstance(value, float):
         return value
     text = _json_scalar(value) if isinstance(value, (bool, int)) else value
@@ -227,9 +210,7 @@ def _get(values: dict[str, Any], top: str, path: list[str], name: str) -> tuple[
 def _set(values: dict[str, Any], top: str, path: list[str], value: Any, name: str) -> None:
     node = values.setdefault(top, {})
     for segment in path[:-1]:
-        if not isinstance(node, dict):
-            raise StackFileError(f"{name}: {top} is not a map; allowed: a map there")
-        node = node.setdefault(segment, {})
+        node = node.setdefault(segment, {}) if isinstance(node, dict) else None
     if not isinstance(node, dict):
         raise StackFileError(f"{name}: {top} is not a map; allowed: a map there")
     node[path[-1]] = value
@@ -269,13 +250,7 @@ def _is_secure(value: Any) -> bool:
 
 
 def _has_secure(value: Any) -> bool:
-    if _is_secure(value):
-        return True
-    if isinstance(value, dict):
-        return any(_has_secure(v) for v in value.values())
-    if isinstance(value, list):
-        return any(_has_secure(v) for v in value)
-    return False
+    return _strip_secure(value) != value
 
 
 def _strip_secure(value: Any) -> Any:

@@ -1,18 +1,11 @@
-"""YAML as the Pulumi CLI reads a stack or project file: YAML 1.2 through ruamel.yaml, with the scalar rules
-of yaml.v3 (the CLI's parser) and the limits a hostile file needs; the files' one reader (`read_text`).
+"""YAML as the Pulumi CLI reads a stack or project file, and the files' one reader (`read_text`).
 
-What the Pulumi CLI does, and this reader with it (pulumi/pulumi sdk/go/common/workspace/loaders.go, tag
-v3.259.0; gopkg.in/yaml.v3 v3.0.1, the CLI's YAML parser): a UTF-8 byte-order mark is skipped; the text is
-YAML 1.2: `12:30` and `yes` are strings, `True` is a boolean, a duplicate key is an error.
-
-What it refuses on top, before anything is parsed further (yaml.v3 has limits of its own, ruamel.yaml
-has none): files over `MAX_STACK_FILE_BYTES`, aliases that expand to more than `MAX_VALUES` values,
-an anchor inside itself, nesting deeper than `MAX_DEPTH`, tags other than YAML's core types, and
-integers with a leading zero (`010`: octal 8 to yaml.v3, decimal 10 to YAML 1.2; write 10 or 0o10).
-As yaml.v3 does (go-yaml resolve.go, v3.0.1): an explicit tag its text does not resolve to (`!!bool yes`,
-`!!int abc`), and integers beyond 64 bits. Files are read by `cli_args.read_user_file` (regular files only).
-
-Every error is one line that names the file and line (`StackFileError`).
+As the CLI (pulumi/pulumi sdk/go/common/workspace/loaders.go, tag v3.259.0; gopkg.in/yaml.v3 v3.0.1 resolve.go):
+a byte-order mark is skipped; YAML 1.2 (`12:30` and `yes` are strings, `True` a boolean); a duplicate key, an
+explicit tag its text does not resolve to (`!!bool yes`) and integers beyond 64 bits are errors. On top, since
+ruamel.yaml has no limits: files over `MAX_STACK_FILE_BYTES`, more than `MAX_VALUES` values after aliases, an
+anchor inside itself, nesting deeper than `MAX_DEPTH`, tags other than the core types, and `010` (octal to
+yaml.v3, decimal to YAML 1.2). Every error is one line naming the file and line (`StackFileError`).
 """
 
 from __future__ import annotations
@@ -50,9 +43,8 @@ class StackFileError(Exception):
 
 
 def read_text(path: Path, where: str) -> str:
-    """A stack or project file's text, read with the one reader of files the user names
-    (`cli_args.read_user_file`: a regular file of at most `MAX_STACK_FILE_BYTES`, never a FIFO or a device),
-    its byte-order mark skipped as the CLI does (loaders.go readFileStripUTF8BOM); `where` names it."""
+    """A stack or project file's text through `cli_args.read_user_file` (a bounded regular file), its byte-order
+    mark skipped (loaders.go readFileStripUTF8BOM); `where` names it."""
     try:
         data = cli_args.read_user_file(path, MAX_STACK_FILE_BYTES)
     except cli_args.UnreadableFile as err:
@@ -76,17 +68,13 @@ def is_missing(path: Path) -> bool:
 
 
 def load_yaml(name: str, text: str) -> Any:
-    """`text` (a file called `name` in messages) as plain Python values, parsed at most once per text: a
-    fresh copy each call, so a caller may change what it gets."""
+    """`text` as plain Python values, parsed once per text; a fresh copy each call."""
     return copy.deepcopy(_parsed(name, text))
 
 
 @functools.lru_cache(maxsize=32)
 def _parsed(name: str, text: str) -> Any:
-    # The pure-Python YAML parser takes tens of milliseconds a stack file, and a process may read the same
-    # file many times: the plan reads the stack and the project file, `jobctl` and the doctor read them
-    # again, the test suite some 600 times. Parsing is a function of the text alone (errors are raised,
-    # never cached), so the text is the key; a file edited between two reads is a new text.
+    # Tens of milliseconds a file, read many times a process; a function of the text alone (errors never cached).
     return _Document(name).load(text)
 
 
@@ -97,8 +85,7 @@ class _Document:
         self.name = name
         self.values = 0
         self.seen: set[int] = set()
-        self.aliased = False
-        """Whether a node was reached twice: an alias was expanded, so the value count includes its copies."""
+        self.aliased = False  # a node reached twice: the value count includes an alias's copies
 
     def load(self, text: str) -> Any:
         yaml = YAML(typ="safe", pure=True)  # YAML 1.2 resolver; pure: the same on every platform
@@ -121,10 +108,8 @@ class _Document:
         return self.value(node, (), frozenset())
 
     def check_depth(self, yaml: YAML, text: str) -> None:
-        """Refuse deep nesting from the event stream, which the parser produces without recursion:
-        the composer recurses per level and would take seconds to hit Python's limit."""
-        # Flow brackets first, on the raw text: ruamel's scanner looks ahead over pending simple keys,
-        # which costs about a second for a thousand open brackets before the first event arrives.
+        """Refuse deep nesting from the event stream (the composer recurses and would take seconds to fail), and
+        flow brackets on the raw text first (ruamel's scanner takes a second over a thousand of them)."""
         depth = deepest = 0
         for char in text:
             if char in "[{":
@@ -153,17 +138,10 @@ class _Document:
         self.aliased = self.aliased or id(node) in self.seen
         self.seen.add(id(node))
         if self.values > MAX_VALUES:
-            if self.aliased:
-                raise self.fail(
-                    node,
-                    f"expands to more than {MAX_VALUES} values (aliases count at every use); allowed: at most "
-                    f"{MAX_VALUES}",
-                )
-            raise self.fail(
-                node,
-                f"holds more than {MAX_VALUES} values; allowed: at most {MAX_VALUES} (a stack file has about a "
-                "hundred)",
-            )
+            what = "expands to" if self.aliased else "holds"
+            why = " (aliases count at every use)" if self.aliased else ""
+            tail = "" if self.aliased else " (a stack file has about a hundred)"
+            raise self.fail(node, f"{what} more than {MAX_VALUES} values{why}; allowed: at most {MAX_VALUES}{tail}")
         if len(path) > MAX_DEPTH:
             raise self.fail(node, f"nested too deeply; allowed: at most {MAX_DEPTH} levels")
         if id(node) in active:
@@ -225,16 +203,12 @@ class _Document:
         tag, text = node.tag, node.value
         kind = tag[len(_CORE) :] if tag.startswith(_CORE) else None
         where = _where(path)
-        if kind == "str":
-            return text
-        if kind == "timestamp":  # yaml.v3 decodes timestamps into `any` as their text
+        if kind in ("str", "timestamp"):  # yaml.v3 decodes timestamps into `any` as their text
             return text
         if kind == "null":
             return None
         if kind == "bool":
-            # yaml.v3 v3.0.1 resolve.go: only these six spellings resolve to !!bool (YAML 1.2), and an explicit
-            # tag its text does not resolve to is an error ("cannot decode !!str `yes` as a !!bool"); ruamel
-            # would read `!!bool yes` as false.
+            # yaml.v3 v3.0.1 resolve.go: only these six spellings are !!bool; ruamel would read `!!bool yes` as false.
             if text not in ("true", "True", "TRUE", "false", "False", "FALSE"):
                 raise self.fail(node, f"{where}: {_cut(text)!r} is not a YAML 1.2 boolean; allowed: true or false")
             return text.lower() == "true"

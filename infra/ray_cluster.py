@@ -1,16 +1,14 @@
-"""The Ray cluster: the upstream KubeRay `ray-cluster` Helm chart (ray-project/kuberay helm-chart/ray-cluster),
-with values built here. The GKE Ray operator add-on already serves the ray.io CRDs
-(https://cloud.google.com/kubernetes-engine/docs/add-on/ray-on-gke/how-to/enable-ray-on-gke); the upstream
-chart keeps pod-template annotations (the sample chart drops them, losing the RDMA NICs). Helm's wait does not
-understand a RayCluster, so `workloads.hook` waits for its `HeadPodReady`/`RayClusterProvisioned` conditions.
+"""The Ray cluster: the upstream KubeRay `ray-cluster` Helm chart (ray-project/kuberay helm-chart/ray-cluster) with
+values built here, on the CRDs of GKE's Ray operator add-on
+(https://cloud.google.com/kubernetes-engine/docs/add-on/ray-on-gke/how-to/enable-ray-on-gke); unlike the sample
+chart it keeps pod-template annotations (the RDMA NICs). Helm cannot wait for a RayCluster: `workloads.hook` does.
+Lists given here replace the chart's (Helm merges maps, not lists); `head.rayVersion` is `spec.rayVersion` (the
+chart's helm-unittest "Should set Ray version").
 
-Chart facts: `head.rayVersion` becomes `spec.rayVersion` (the chart's helm-unittest "Should set Ray version");
-lists given here REPLACE the chart's default lists (Helm merges maps, not lists), maps are merged.
-
-Start command: KubeRay (ray-operator/controllers/ray/common/pod.go BuildPod, v1.1 to v1.7) runs
-`/bin/bash -c -- "<command> && ulimit -n ...; ray start ..."` unless the command contains `ray start`
-(https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/pod-command.html). We keep KubeRay's `ray start`
-line and prepend our setup; since `a && b; c` runs `c` when `a` fails, the setup exits the shell itself.
+KubeRay (ray-operator/controllers/ray/common/pod.go BuildPod, v1.1 to v1.7) runs `/bin/bash -c -- "<command> &&
+ulimit -n ...; ray start ..."` unless the command contains `ray start`
+(https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/pod-command.html): our setup is prepended, and since
+`a && b; c` runs `c` when `a` fails, it exits the shell itself.
 """
 
 from __future__ import annotations
@@ -42,8 +40,7 @@ HEAD_SERVICE_SUFFIX = "-head-svc"
 
 @dataclass(frozen=True)
 class RayTarget:
-    """The RayCluster the run's owner looks at, as plain values: `__main__.py` builds it once (`ray_target_for`)
-    for the `RayCluster` component and the run plan, so both name one cluster."""
+    """The RayCluster the run's owner looks at: built once (`ray_target_for`) for the component and the run plan."""
 
     cluster_name: str
     namespace: str
@@ -113,9 +110,8 @@ def worker_nccl_env(pool: GpuPoolFacts) -> dict[str, str]:
 
 
 def worker_start_command() -> list[str]:
-    """Registers the driver and gIB libraries (`ldconfig`, as Google's NeMo-RL sample does) and sources the gIB
-    NCCL settings; a failed `ldconfig` or missing script ends the container. The script's own status is only
-    reported (upstream's test pods ignore it too). Must never contain `ray` + ` start` (KubeRay BuildPod)."""
+    """`ldconfig` of the driver and gIB libraries (as Google's NeMo-RL sample) and the gIB NCCL settings sourced
+    (their status only reported, as upstream's test pods). Must never contain `ray` + ` start` (KubeRay BuildPod)."""
     return [
         f"{PREPEND_GPU_LIBRARY_PATH}; "
         f"{{ ldconfig {POD_NVIDIA_DIR}/lib64 {POD_GIB_DIR}/lib64 && [ -f {NCCL_ENV_SCRIPT} ]; }} || "
@@ -128,12 +124,8 @@ def worker_start_command() -> list[str]:
 def pod_labels(component: str) -> dict[str, str]:
     """No chart label keys (CHART_LABEL_KEYS): the chart appends them to the same YAML map, and Helm fails on
     a duplicate key."""
-    labels = {
-        "app.kubernetes.io/part-of": MANAGED_LABELS["app.kubernetes.io/part-of"],
-        "app.kubernetes.io/component": component,
-    }
-    assert not set(labels) & CHART_LABEL_KEYS
-    return labels
+    part_of = MANAGED_LABELS["app.kubernetes.io/part-of"]
+    return {"app.kubernetes.io/part-of": part_of, "app.kubernetes.io/component": component}
 
 
 def check_cluster_name(cluster_name: str) -> None:
@@ -314,13 +306,12 @@ def check_no_in_tree_autoscaler(values: Mapping[str, Any]) -> None:
 
 
 class RayCluster(pulumi.ComponentResource):
-    """A fixed-size RayCluster from the upstream chart. The release is replaced (deleted first: the name is
-    fixed) whenever values or chart change, because KubeRay does not roll Ray pods on a pod-template change;
-    a running job resumes from its last checkpoint. No `atomic`: it would throw away a failed install's events."""
+    """A fixed-size RayCluster from the upstream chart, replaced (deleted first: the name is fixed) whenever
+    values or chart change, since KubeRay does not roll Ray pods. No `atomic`: it would lose a failed install's
+    events."""
 
     def __init__(self, name: str, args: RayClusterArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         cluster_name, image, ray = args.cluster_name, args.image, args.ray
-        check_cluster_name(cluster_name)
         self.cluster_name = cluster_name
         self.namespace = args.environment.namespace
         self.head_service = f"{cluster_name}{HEAD_SERVICE_SUFFIX}"

@@ -1,13 +1,6 @@
-"""The run's plan-time numbers, shared by the job and the watcher: the checkpoint write time and the save
-period derived from it (`job.maxLostMinutes`), the GPU node-hour prices (the first rung's and, on a capacity
-ladder, each rung's), the gang wait's bound and rungs (`gpuPool.capacity`), the recovery policy, and the
-watcher's `RunPlan`.
-
-Pure builders of the validated config (no resources, no Outputs). The `RunPlan` is built once per
-program, in `__main__.py` before any resource (`run_plan_for_stack`), and handed whole to the components:
-infra/training_job.py takes the save period, the gate and the gang wait from it, infra/watcher_deployment.py
-ships it as run.json. `python -m jobctl` (jobctl/stack.py) builds the same plan with the same function; the
-offline plan (tools/estimates.py) shows the same numbers.
+"""The run's plan-time numbers, shared by the job and the watcher: the save period (`job.maxLostMinutes`), the
+GPU node-hour prices, the gang wait, the recovery policy, and the `RunPlan` that `__main__.py` builds once and
+hands whole to the job and the watcher (run.json); `python -m jobctl` and the offline plan call the same functions.
 """
 
 from __future__ import annotations
@@ -31,13 +24,11 @@ if TYPE_CHECKING:
     from infra.ray_cluster import RayTarget
 
 CHECKPOINTS_MOUNT = "/checkpoints"
-"""Where the watcher sees `<ray.mountPath>/checkpoints` (the run's resume step and steps lost, and the
-stale `tmp_step_*` it removes before a resubmission: workloads/checkpoints.py)."""
+"""Where the watcher sees `<ray.mountPath>/checkpoints` (workloads/checkpoints.py)."""
 
 
 NEMO_RL_DEFAULT_SAVE_PERIOD = 10
-"""`checkpointing.save_period` of NeMo-RL's examples/configs/grpo_math_1B.yaml, which every recipe's config
-inherits: used only when the plan has no step-time estimate for the recipe."""
+"""`checkpointing.save_period` of NeMo-RL's examples/configs/grpo_math_1B.yaml, which every recipe inherits."""
 CHECKPOINT_BYTES_PER_PARAM = 16
 """Bytes per parameter of one saved training checkpoint (mixed-precision Adam; tools/sizing.py says why)."""
 SAVE_OVERHEAD = 0.10
@@ -45,14 +36,9 @@ SAVE_OVERHEAD = 0.10
 
 
 def derived_save_period(step_seconds: "float | None", write_seconds: float, max_lost_minutes: "float | None") -> int:
-    """`checkpointing.save_period` from a bound on the training one preemption may throw away.
-
-    A preemption loses the steps since the last complete checkpoint, and the save in flight: at worst
-    `save_period x step + write`. With `job.maxLostMinutes` the period is the largest that keeps that
-    within the bound (at least 1: a step cannot be split). Without one it is the smallest period whose
-    writes take at most `SAVE_OVERHEAD` of the training time, so the loss stays near a step and the
-    checkpoint's own write time instead of NeMo-RL's default of 10 steps (hours on the big recipes).
-    With no step-time estimate: NeMo-RL's default."""
+    """`checkpointing.save_period`: a preemption loses at worst `save_period x step + write`. With
+    `job.maxLostMinutes` the largest period within it (at least 1); else the smallest whose writes take at most
+    `SAVE_OVERHEAD` of training time (NeMo-RL's 10 steps are hours on the big recipes)."""
     if not step_seconds:
         return NEMO_RL_DEFAULT_SAVE_PERIOD
     if max_lost_minutes is not None:
@@ -70,16 +56,14 @@ STATE_SUBPATH = ".nemo-rl-gke/watcher"
 
 
 def ledger_on_lustre(mount_path: str, stack: str) -> str:
-    """Where the run ledger is on Lustre as the Ray head mounts it: the hook numbers the next attempt from it
-    and `python -m jobctl status` reads it there (both through a probe job on the head)."""
+    """The run ledger on Lustre as the Ray head mounts it (the hook and `jobctl status` read it there)."""
     from workloads.ledger import ledger_path
 
     return str(ledger_path(posixpath.join(posixpath.normpath(mount_path), STATE_SUBPATH, f"{stack}.json")))
 
 
 def checkpoint_write_seconds_for(cfg: StackConfig) -> float:
-    """The plan's estimate of writing one of the recipe's checkpoints to the stack's Lustre (the job's save
-    period is derived from it; the offline plan shows the same number, tools/sizing.py)."""
+    """One of the recipe's checkpoints written to the stack's Lustre (the offline plan shows the same number)."""
     return checkpoint_write_seconds(
         cfg.recipe.model_params_billion,
         lustre_aggregate_mb_s(cfg.lustre.capacity_gib, cfg.lustre.per_unit_storage_throughput),
@@ -87,67 +71,50 @@ def checkpoint_write_seconds_for(cfg: StackConfig) -> float:
 
 
 def save_period_for(cfg: StackConfig) -> int:
-    """The run's `checkpointing.save_period` (`RunPlan.save_period`; `job_spec_for_stack` writes the run plan's
-    into the entrypoint)."""
+    """`RunPlan.save_period`, which `job_spec_for_stack` writes into the entrypoint."""
     return derived_save_period(cfg.recipe.step_seconds, checkpoint_write_seconds_for(cfg), cfg.job.max_lost_minutes)
 
 
-def rung_node_hour_usd(cfg: StackConfig) -> dict[str, float]:
-    """A ladder's price of one GPU node-hour per rung label (`{"spot": ..., "flexStart": ..., "onDemand": ...}`),
-    exactly the numbers of the plan's "Capacity ladder" (`infra.placement.rung_node_hour`, which
-    `capacity_ladder` prices each rung with): the ledger prices an attempt's nodes of each rung at its rung's
-    price. A rung the table has no price for is left out; {} for one rung (every node is of it: `node_hour_usd`)."""
-    if not is_ladder(cfg):
-        return {}
+def _rungs(cfg: StackConfig) -> list[tuple[str, Optional[float], Optional[str]]]:
+    """(label, node-hour price, why it is an estimate) of each rung (`infra.placement.rung_node_hour`, what the
+    plan's "Capacity ladder" shows); [] with an unknown `cost.priceOverrides` key, the offline plan's to report."""
     try:
         table = price_table(cfg)
-    except ConfigError:  # an unknown `cost.priceOverrides` key: the offline plan reports it
+    except ConfigError:
+        return []
+    return [(rung.label, *rung_node_hour(table, cfg, rung)[1:3]) for rung in cfg.gpu_pool.ladder]
+
+
+def rung_node_hour_usd(cfg: StackConfig) -> dict[str, float]:
+    """A ladder's GPU node-hour price per rung label; a rung without a price is left out; {} for one rung."""
+    if not is_ladder(cfg):
         return {}
-    prices = {rung.label: rung_node_hour(table, cfg, rung)[1] for rung in cfg.gpu_pool.ladder}
-    return {label: price for label, price in prices.items() if price is not None}
+    return {label: price for label, price, _ in _rungs(cfg) if price is not None}
 
 
 def node_hour_usd(cfg: StackConfig, by_rung: Mapping[str, float]) -> Optional[float]:
-    """The plan's price of one GPU node-hour of the FIRST rung, what an attempt whose mix of rungs is not known
-    is priced at: on a ladder its first rung's price in `by_rung` (`rung_node_hour_usd`); with one rung that
-    rung's price from the same function (`infra.placement.rung_node_hour`: a one-rung flexStart pool at the
-    flex-start price, on Autopilot with the premium), as the cost estimate prices the pool. None when the
-    table has no such price (the ledger then shows no spend)."""
+    """The FIRST rung's GPU node-hour price, for an attempt of unknown mix; None when the table has none (the
+    ledger then shows no spend)."""
     if is_ladder(cfg):
         return by_rung.get(cfg.gpu_pool.ladder[0].label)
-    try:
-        # An unknown `cost.priceOverrides` key is the offline plan's to report (its estimates read the same table).
-        table = price_table(cfg)
-    except ConfigError:
-        return None
-    return rung_node_hour(table, cfg, cfg.gpu_pool.ladder[0])[1]
+    return next((price for _, price, _ in _rungs(cfg)), None)
 
 
 def node_hour_estimate(cfg: StackConfig) -> Optional[str]:
-    """Why a node-hour price of run.json (`node_hour_usd`, `rung_node_hour_usd`) is an estimate of
-    data/prices.yaml, per rung (`"flexStart: 0.75 x ..."`); None when each was read from its cited source. The
-    ledger says its spend rests on estimated prices when this is set."""
-    try:
-        table = price_table(cfg)
-    except ConfigError:
-        return None
-    why = [(rung.label, rung_node_hour(table, cfg, rung)[2]) for rung in cfg.gpu_pool.ladder]
-    return "; ".join(f"{label}: {reason}" for label, reason in why if reason) or None
+    """Why run.json's node-hour prices are estimates, per rung (`"flexStart: 0.75 x ..."`); None when each was
+    read from its cited source."""
+    return "; ".join(f"{label}: {reason}" for label, _, reason in _rungs(cfg) if reason) or None
 
 
 def gang_wait_minutes(cfg: StackConfig) -> Optional[int]:
-    """How long the whole gang is waited for before an attempt (`gpuPool.capacity.maxWaitMinutes`); None
-    without `gpuPool.capacity`. Read once, into `RunPlan.gang_max_wait_minutes`: the watcher's wait and the
-    deploy's wait for the RayCluster (infra/training_job.py takes it from the run plan) are bounded alike."""
+    """`gpuPool.capacity.maxWaitMinutes`, the bound of the watcher's and the deploy's wait for the gang."""
     capacity = cfg.gpu_pool.capacity
     return capacity.max_wait_minutes if capacity is not None else None
 
 
 def gang_values(cfg: StackConfig, gpu_pool: GpuPoolFacts) -> dict[str, Any]:
-    """The `RunPlan` fields of the gang wait: with `gpuPool.capacity` (any number of rungs) a wait bounded by
-    its `maxWaitMinutes`; without it none (the owner then waits, unbounded, for the pool's GPUs in Ray, as
-    before the ladder). `onTimeout: releaseWorkers` frees the partial gang's nodes: every GPU pool is autoscaled
-    from 0 (`infra.placement.gpu_nodes_autoscaled`). The RayCluster it looks at is `ray_target_values`'s."""
+    """The `RunPlan` fields of the gang wait, with `gpuPool.capacity` only (without it the owner waits, unbounded,
+    for the pool's GPUs in Ray); `releaseWorkers` only where the GPU pools autoscale from 0."""
     capacity = cfg.gpu_pool.capacity
     if capacity is None:
         return {}
@@ -164,10 +131,8 @@ def gang_values(cfg: StackConfig, gpu_pool: GpuPoolFacts) -> dict[str, Any]:
 
 
 def ray_target_values(cfg: StackConfig, ray: Optional[RayTarget]) -> dict[str, Any]:
-    """The `RunPlan` fields of the RayCluster the owner patches: the gang wait's look and release, and the
-    release of the workers when the run ends (`recovery.releaseWorkersAfterRun`), on every stack. None (the
-    day-2 CLI on a laptop, which cannot reach the Kubernetes API from inside the cluster): no target, so
-    neither the gang wait nor the release at the run's end happens there."""
+    """The `RunPlan` fields of the RayCluster the owner looks at and patches; none for the day-2 CLI (`ray`
+    None), which has no in-cluster Kubernetes API."""
     if ray is None:
         return {}
     return {
@@ -178,9 +143,8 @@ def ray_target_values(cfg: StackConfig, ray: Optional[RayTarget]) -> dict[str, A
 
 
 def recovery_values(cfg: StackConfig, gpu_pool: GpuPoolFacts) -> dict[str, Any]:
-    """The watcher's recovery policy (`RunPlan.recovery`): the `recovery` section, the GPUs it waits for before a
-    resubmission (the pool's, from its facts: the one count of them) and, with `job.submit` on (the deploy submits
-    the job), a spec without a job on the cluster resubmitted."""
+    """`RunPlan.recovery`: the `recovery` section, the pool's GPUs (from its facts) and, with `job.submit`, a
+    missing job resubmitted."""
     pool_gpus = gpu_pool.node_count * gpu_pool.gpus_per_node
     return RecoveryPolicy.from_config(cfg.recovery, pool_gpus=pool_gpus, resubmit_missing=cfg.job.submit).to_dict()
 
@@ -192,10 +156,7 @@ def run_plan_for_stack(
     gate_plan: Optional[GatePlan],
     ray: Optional[RayTarget] = None,
 ) -> RunPlan:
-    """What the watcher needs besides the spec, as plain values: the gate (policy and plan), where it sees
-    the checkpoints, the pool's nodes and node-hour prices (the first rung's, and each rung's on a ladder),
-    `job.budgetUsd`, the save period, the plan's step time (the recipe's expected hours over its steps) and
-    checkpoint write time, the gang wait (`gang_values`) and the recovery policy (`recovery_values`)."""
+    """What the job and the watcher need besides the spec, as plain values (`workloads.run_owner.RunPlan`)."""
     recipe = cfg.recipe
     gate = GateSetup.of(cfg.gate_policy, gate_plan)
     step = recipe.step_seconds

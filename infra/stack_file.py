@@ -1,18 +1,10 @@
-"""The one reader of `Pulumi.<stack>.yaml`, for the offline plan and the day-2 CLI.
+"""The one reader of `Pulumi.<stack>.yaml`, for the offline plan and the day-2 CLI: the flat config map the
+Pulumi CLI would hand the program (`read_stack_file`), and the program's validation on it (`load_stack`).
 
-`pulumi up` never reads the file itself: the Pulumi CLI does, and hands the program a flat config
-map (structured values as JSON strings). `read_stack_file` produces that same map offline, so the
-plan runs the program on exactly what the engine would pass; `load_stack` adds the validation the
-program does at start (`infra.config.load`), so the CLI refuses what `pulumi up` would refuse.
-
-The rooms it assembles: the YAML as the CLI reads it, with its limits (`infra/pulumi_yaml.py`), and the
-project file's `config:` merged in and the values encoded as the engine passes them
-(`infra/pulumi_project_config.py`). Here: the stack file's own shape (a `config:` map, each key once), and
-ESC environments: a stack file's `environment:` imports Pulumi ESC environments, which only the CLI (with
-Pulumi Cloud) resolves: refused here with one line, never read as if absent (pulumi/pulumi
-sdk/go/common/workspace/project.go `Environment`, tag v3.259.0).
-
-Every error is one line that names the file and line, or the config key.
+The YAML as the CLI reads it is `infra/pulumi_yaml.py`'s, the project file's defaults and the engine's encoding
+`infra/pulumi_project_config.py`'s. Here: the stack file's shape, and ESC: an `environment:` imports Pulumi ESC
+environments only the CLI resolves, so it is refused, never read as if absent (pulumi/pulumi
+sdk/go/common/workspace/project.go `Environment`, tag v3.259.0). Every error is one line naming the file or key.
 """
 
 from __future__ import annotations
@@ -23,7 +15,6 @@ from typing import Any, Callable
 
 from infra.config import (
     PROJECT,
-    ConfigError,
     StackConfig,
     namespaced,
     parse,
@@ -33,29 +24,18 @@ from infra.config import (
 )
 from infra.pulumi_project_config import (
     OFFLINE_SECRET,
-    ProjectKey,
     config_key,
     engine_value,
     merge_project_config,
     read_project_config,
 )
-from infra.pulumi_yaml import (
-    MAX_DEPTH,
-    MAX_STACK_FILE_BYTES,
-    MAX_VALUES,
-    StackFileError,
-    is_missing,
-    load_yaml,
-    read_text,
-)
+from infra.pulumi_yaml import StackFileError, is_missing, load_yaml, read_text
 
 ROOT = Path(__file__).resolve().parent.parent
-"""The checkout: where `Pulumi.yaml` and the stack files are (defined once; the CLI, tools and tests
-import it from here)."""
+"""The checkout: where `Pulumi.yaml` and the stack files are."""
 PROJECT_FILE = ROOT / "Pulumi.yaml"
-"""The project file whose `config:` defaults every stack file is merged with (looked up at each read)."""
 DEFAULT_STACK = "dev"
-"""The stack read when a command names none (`python -m infra.plan`, `python -m jobctl`, `python -m tools.doctor`)."""
+"""The stack read when a command names none."""
 
 
 def stack_path(stack: str, root: Path = ROOT) -> Path:
@@ -67,31 +47,21 @@ def available_stacks(root: Path = ROOT) -> list[str]:
 
 
 def shown_path(path: Path, root: Path = ROOT) -> str:
-    """How messages name a stack file: `Pulumi.<stack>.yaml` beside the program, else the path as given
-    (a `--config-file` elsewhere keeps its directory, so the user sees which file was meant)."""
+    """How messages name a stack file: `Pulumi.<stack>.yaml` beside the program, else the path as given."""
     return path.name if path.parent.resolve() == root.resolve() else str(path)
 
 
 def read_stack_file(
     path: Path, project: str = PROJECT, project_file: Path | None = None
 ) -> tuple[dict[str, str], list[str]]:
-    """Read `Pulumi.<stack>.yaml` into the flat config map the Pulumi engine hands a program:
-    `namespace:key` -> string (JSON for structured values), the project file's (`PROJECT_FILE`)
-    `config:` defaults merged in; `secure:` values become an offline placeholder and their keys are
-    returned as the secret keys."""
+    """The flat config map the engine hands a program (`namespace:key` -> string, JSON for structured values),
+    project defaults merged in, and the keys of the `secure:` values (an offline placeholder in the map)."""
     where = shown_path(path)  # the file by its path, its content by its name
     if is_missing(path):
         here = f" (stacks here: {', '.join(available_stacks(path.parent)) or 'none'})" if path.parent.is_dir() else ""
         raise StackFileError(f"stack file {where} not found{here}")
-    text = read_text(path, f"stack file {where}")
-    return parse_stack_text(text, path.name, project, read_project_config(project_file or PROJECT_FILE, project))
-
-
-def parse_stack_text(
-    text: str, name: str, project: str = PROJECT, project_config: list[ProjectKey] | None = None
-) -> tuple[dict[str, str], list[str]]:
-    """`read_stack_file` for text already read; `name` is the file name used in messages,
-    `project_config` the project file's keys (`read_project_config`) to merge."""
+    name, text = path.name, read_text(path, f"stack file {where}")
+    project_config = read_project_config(project_file or PROJECT_FILE, project)
     doc = load_yaml(name, text)
     if doc is not None and not isinstance(doc, dict):
         raise StackFileError(f"{name}: the file is not a map; allowed: a map with a 'config' map at the top")
@@ -112,7 +82,7 @@ def parse_stack_text(
             )
         spelled[key] = written
         values[key] = value
-    merge_project_config(values, project_config or [], name, project)
+    merge_project_config(values, project_config, name, project)
     config: dict[str, str] = {}
     secret_keys: list[str] = []
     for key, value in values.items():
@@ -126,8 +96,7 @@ def parse_stack_text(
 
 
 def _refuse_environment(environment: Any, name: str) -> None:
-    """An `environment:` the CLI would open through Pulumi ESC (project.go `Environment`: a list of
-    names, or a definition with `imports:`): offline its values are unknown, so say so."""
+    """An `environment:` (project.go `Environment`: a list of names, or a definition with `imports:`)."""
     if environment in (None, [], {}):
         return
     if isinstance(environment, list):
@@ -150,16 +119,12 @@ class StackFile:
 
     name: str
     config: StackConfig
-    secret_keys: frozenset[str]
-    """`namespace:key` names of the `secure:` values."""
+    secret_keys: frozenset[str]  # `namespace:key`
 
 
 def load_stack(name: str, root: Path = ROOT, path: Path | None = None) -> StackFile:
-    """Read and validate `Pulumi.<name>.yaml` (or `path`, as `pulumi up --config-file`) the way
-    `pulumi up` would (`infra.config.load`); the secrets a job needs are the job's commands' to check.
-
-    Raises `StackFileError` for an unreadable file and `ConfigError` for a config the program refuses.
-    """
+    """`Pulumi.<name>.yaml` (or `path`, as `--config-file`) validated as `pulumi up` would (`infra.config.load`),
+    but for the secrets a job needs (the job's commands check them). Raises `StackFileError` or `ConfigError`."""
     shown = f"--config-file {path}" if path else None
     path = path or stack_path(name, root)
     flat, secret_keys = read_stack_file(path)
@@ -169,8 +134,7 @@ def load_stack(name: str, root: Path = ROOT, path: Path | None = None) -> StackF
 
 
 def value_source(path: Path, shown: str) -> "Callable[[str], str]":
-    """Where a key (without namespace) of the config read from `path` was set: the stack file (`shown`, as
-    messages name it: `Pulumi.dev.yaml`, `--config-file team.yaml`), or the project file whose default filled it in."""
+    """Where a key (without namespace) was set: the stack file (`shown`) or the project file's default."""
 
     def source(key: str) -> str:
         try:
@@ -190,9 +154,7 @@ def validate_flat(
     path: Path | None = None,
     shown: str | None = None,
 ) -> StackConfig:
-    """What `infra.config.load` checks at the start of `pulumi up`, on a flat map: plaintext secrets,
-    the config model, the secrets the job needs. `path` is the stack file the map was read from, `shown` how
-    messages name it (`value_source`). Raises `ConfigError`."""
+    """What `infra.config.load` checks at the start of `pulumi up`, on a flat map read from `path`."""
     raw = namespaced(config)
     source = value_source(path, shown or shown_path(path)) if path else None
     refuse_plaintext_secrets(raw, set(secret_keys), stack, source)
@@ -209,8 +171,7 @@ def present_secrets(secret_keys: "list[str] | frozenset[str] | set[str]") -> set
 def with_required_secrets(
     stack: str, config: dict[str, str], secret_keys: list[str]
 ) -> tuple[dict[str, str], list[str]]:
-    """The flat map as after `pulumi config set --secret` of every secret the stack's job needs
-    (placeholders, as for `secure:` values): what the golden plans and `--assume-secrets` show."""
+    """The flat map as after `pulumi config set --secret` of every secret the job needs (`--assume-secrets`)."""
     needed = required_secrets(parse(namespaced(config), stack))
     config, secret_keys = dict(config), list(secret_keys)
     for key in needed:
@@ -219,23 +180,3 @@ def with_required_secrets(
             config[full] = OFFLINE_SECRET
             secret_keys.append(full)
     return config, secret_keys
-
-
-__all__ = [
-    "DEFAULT_STACK",
-    "MAX_DEPTH",
-    "MAX_STACK_FILE_BYTES",
-    "MAX_VALUES",
-    "OFFLINE_SECRET",
-    "PROJECT_FILE",
-    "ROOT",
-    "ConfigError",
-    "ProjectKey",
-    "StackFile",
-    "StackFileError",
-    "available_stacks",
-    "load_stack",
-    "load_yaml",
-    "read_project_config",
-    "read_stack_file",
-]

@@ -1,23 +1,6 @@
-"""The training job as part of the stack: submitted to the Ray cluster on `pulumi up`.
-
-`TrainingJob` wraps a dynamic resource whose provider (`workloads.hook.JobSubmissionProvider`)
-talks to the Ray dashboard through the GKE API server's service proxy. Replacing the spec stops
-the old job and submits the new one; `pulumi destroy` stops the job before the Ray cluster goes.
-
-`__main__.py` builds the stack's `RunPlan` (`infra.run_plan.run_plan_for_stack`) and `JobSpec` once
-(`job_spec_for_stack`, before any resource, so a job that cannot be built is a config error) and hands
-the same two to this component and to the preemption watcher; the job takes its save period, gate and
-gang wait from the run plan, never from the config:
-
-    job = build_training_job(spec, run, cfg, endpoint=cluster.endpoint,
-                             ca_certificate=cluster.ca_certificate,
-                             head_service=ray.head_service, ray_cluster_name=ray.cluster_name,
-                             ray_release=ray.release)
-
-`build_training_job` returns None when `job.submit` is false. The release orders the submission after
-the Helm release, which Helm reports deployed before the RayCluster's pods run (the provider itself
-waits for the RayCluster named `ray_cluster_name` to be provisioned), and replaces the submission
-whenever the release is replaced.
+"""The training job as part of the stack: a dynamic resource (`workloads.hook.JobSubmissionProvider`) that
+submits the run plan's `JobSpec` to the Ray dashboard through the GKE API server's service proxy on `pulumi up`,
+stops it before the Ray cluster goes, and submits it again when the spec, the release or a pool is replaced.
 """
 
 from __future__ import annotations
@@ -36,13 +19,7 @@ from infra.pod_facts import DASHBOARD_PORT
 from infra.run_plan import ledger_on_lustre
 from workloads import cli_args
 from workloads.hook import JobSubmissionProvider
-from workloads.job_spec import (
-    JobBuildError,
-    JobSpec,
-    PoolShape,
-    build_job,
-    wandb_wanted,
-)
+from workloads.job_spec import JobBuildError, JobSpec, PoolShape, build_job, wandb_wanted
 from workloads.run_owner import GateSetup, RunPlan
 
 COMPONENT_TYPE = "nemo-rl-gke:infra:TrainingJob"
@@ -77,16 +54,11 @@ class TrainingJobArgs:
     ray_cluster_timeout_s: Optional[float] = None
     """How long the submission waits for the RayCluster's workers; None: the hook's own default (an hour)."""
     ledger_path: Optional[str] = None
-    """The run ledger on the head's Lustre mount (`infra.run_plan.ledger_on_lustre`): the hook numbers
-    the attempt from it when the job table knows none of the spec (a head restart); None: from the table."""
+    """The run ledger on the head's Lustre mount: the hook numbers the attempt from it after a head restart."""
 
     def props(self) -> dict:
-        """The submission's inputs.
-
-        The endpoint and the CA are what every client of the API server is shown; the provider may mark
-        them secret (GKE's masterAuth), but they authorise nothing, and keeping them plain keeps the
-        submission's inputs free of secrets (a secret here would also make Pulumi treat the whole job as
-        secret in diffs)."""
+        """The submission's inputs. The endpoint and the CA authorise nothing, so they are unsecreted: a secret
+        here would make Pulumi treat the whole job as secret in diffs."""
         gate = self.gate
         return {
             **self.spec.to_dict(),
@@ -110,12 +82,7 @@ class TrainingJobArgs:
 
 
 class TrainingJob(pulumi.ComponentResource):
-    """The NeMo-RL job of a stack.
-
-    Outputs: `submission_id` (the Ray submission id), `status` (at submit time / last refresh),
-    `gate_result` (the acceptance gate's numbers, `GateReport.outputs`), `dashboard_command` (how to
-    open the Ray dashboard) and `logs_command` (how to follow the log with `python -m jobctl`).
-    """
+    """The NeMo-RL job of a stack; `gate_result` is the acceptance gate's numbers (`GateReport.outputs`)."""
 
     submission_id: pulumi.Output[str]
     status: pulumi.Output[Optional[str]]
@@ -126,20 +93,11 @@ class TrainingJob(pulumi.ComponentResource):
     def __init__(self, name: str, args: TrainingJobArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__(COMPONENT_TYPE, name, None, opts)
         spec, ray_release, props = args.spec, args.ray_release, args.props()
-        # Submitted after the Ray release, stopped before it goes, and replaced with it: a changed Ray
-        # value replaces the release (delete first, infra/ray_cluster.py), which takes the RayCluster and
-        # the running job with it. The submission's inputs do not come from the release, and the engine
-        # replaces a dependent only through such a data link or `replaceWith`, never through
-        # `dependsOn` alone (pulumi/pulumi pkg/resource/deploy/step_generator.go:
-        # calculateDependentReplacements, findDependentCascadeReplacements). With `replaceWith` the
-        # engine stops the job before uninstalling the release and submits it again to the new one.
-        # The node pools likewise: a replaced pool is deleted first (infra/cluster.py), and the engine
-        # deletes what is `replaceWith` it before (pulumi/pulumi step_generator.go
-        # findDependentCascadeReplacements), so the job ends cleanly, not with its nodes, and is
-        # submitted again once the new pool's workers are up.
-        # No `deleted_with` the cluster, unlike the other in-cluster objects: on a destroy the stop
-        # must really happen (and be waited for) before the Lustre export starts; with the cluster
-        # already gone the delete finds no dashboard and returns (workloads/hook.py).
+        # `replaceWith` the release and the pools (both deleted first when replaced): the engine replaces a
+        # dependent through a data link or `replaceWith`, never `dependsOn` alone (pulumi/pulumi
+        # pkg/resource/deploy/step_generator.go calculateDependentReplacements,
+        # findDependentCascadeReplacements), so the job stops cleanly first and is submitted again after.
+        # No `deleted_with` the cluster: on a destroy the stop must be waited for before the Lustre export.
         self.submission = JobSubmission(
             f"{name}-submission",
             props,
@@ -168,13 +126,8 @@ class TrainingJob(pulumi.ComponentResource):
 
 
 def job_spec_for_stack(stack: str, cfg: StackConfig, *, wandb_key_set: bool, pool: PoolShape, run: RunPlan) -> JobSpec:
-    """The stack's job, built from the validated config, the GPU pool facts and the run plan (its save period).
-
-    The Pulumi program and `python -m jobctl` both call this, so they agree on the spec (and
-    therefore on the submission id) for the same stack file. What only the job builder sees (GPUs
-    that do not divide by the parallel sizes, an override of a key the stack derives, W&B without a
-    project) becomes a `ConfigError` naming the key, raised before any resource exists.
-    """
+    """The stack's job (the program and `python -m jobctl` agree on it); what only the builder sees is a
+    `ConfigError` naming the key, before any resource exists."""
     try:
         return build_job(
             cfg.recipe,
@@ -202,25 +155,10 @@ def build_training_job(
     node_pools: Sequence[pulumi.Resource] = (),
     opts: Optional[pulumi.ResourceOptions] = None,
 ) -> Optional[TrainingJob]:
-    """The stack's `TrainingJob`, or None when `job.submit` is false.
-
-    Args:
-        spec: the stack's job (`job_spec_for_stack`), the same one the preemption watcher resubmits.
-        run: the run plan (`infra.run_plan.run_plan_for_stack`), the one the watcher ships: its gate runs
-            right before the submission, and its gang wait (`gpuPool.capacity.maxWaitMinutes`) bounds the
-            wait for the RayCluster's workers.
-        cfg: the validated stack config (`job.submit`, `ray.namespace`).
-        endpoint: the GKE cluster endpoint (`Cluster.endpoint`).
-        ca_certificate: base64 CA of the endpoint's certificate (`GkeCluster.ca_certificate`); None for
-            the DNS endpoint, whose certificate the system roots verify.
-        head_service: the KubeRay head service name (`<raycluster>-head-svc`).
-        ray_cluster_name: the RayCluster's name (`RayCluster.cluster_name`, the release's
-            fullnameOverride); the job is submitted only once it is provisioned.
-        ray_release: the Ray Helm release (`RayCluster.release`): the job is submitted after it,
-            stopped before it is destroyed, and replaced whenever it is replaced.
-        node_pools: the GKE node pools: the job is stopped before either is replaced, and resubmitted after.
-        opts: further resource options of the component.
-    """
+    """The stack's `TrainingJob`, or None when `job.submit` is false: `spec` and `run` are the program's one job
+    and run plan (the watcher's too); `ca_certificate` is None for the DNS endpoint (system roots verify it);
+    the submission waits for the RayCluster `ray_cluster_name` and is replaced with `ray_release` and
+    `node_pools`."""
     if not cfg.job.submit:
         return None
     args = TrainingJobArgs(
@@ -240,7 +178,6 @@ def build_training_job(
 
 
 def ray_cluster_timeout_s(run: RunPlan) -> Optional[float]:
-    """The run plan's gang wait in seconds: the deploy waits for the gang as long as the watcher does; None
-    without `gpuPool.capacity`."""
+    """The deploy waits for the gang as long as the watcher does; None without `gpuPool.capacity`."""
     minutes = run.gang_max_wait_minutes
     return float(minutes * 60) if minutes is not None else None

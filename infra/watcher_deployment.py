@@ -1,49 +1,27 @@
-"""The preemption watcher, in the cluster: a Deployment running `python -m workloads.watcher`.
+"""The preemption watcher, in the cluster: a Deployment running `python -m workloads.watcher` against the Ray
+dashboard inside the cluster. A RayJob cannot do this itself (with `clusterSelector` it refuses `backoffLimit > 0`:
+ray-project/kuberay v1.7.0 ray-operator/controllers/ray/utils/validation.go), and a laptop sleeps.
 
-What runs: `workloads/recovery/` (its modules' docstrings have the classifier and the restart policy),
-pointed at the Ray dashboard inside the cluster (`http://<head-svc>.<namespace>.svc:8265`), with the
-stack's `JobSpec` as JSON. A RayJob cannot do this itself (with `clusterSelector` it refuses
-`backoffLimit > 0`: ray-project/kuberay v1.7.0
-ray-operator/controllers/ray/utils/validation.go), and a watcher on a laptop stops when the laptop sleeps.
+The code: an auto-named ConfigMap holds `spec.json`, `run.json` and one zip of the entry module and what it
+imports (`WATCHER_MODULES`, so an edit elsewhere does not roll the pod). An init container unpacks it into an
+emptyDir on PYTHONPATH, since the gate job ships that `workloads` directory as Ray `py_modules`, which takes a
+directory, .py or .whl but no .zip (ray-project/ray python/ray/_private/runtime_env/py_modules.py at ray-2.46.0,
+`upload_py_modules_if_needed`). Changed content: a new ConfigMap name and a rolled pod.
 
-How the code reaches the pod: a ConfigMap holds the `workloads` package files, read from this
-repository when the program runs (so the pod runs exactly the code of the deploy), and `spec.json`. It
-is mounted read-only at /config, which is on PYTHONPATH. Only the watcher's entry module and the
-modules it imports are shipped (`WATCHER_MODULES`, computed from the sources, so an edit elsewhere,
-such as the day-2 CLI's help text, does not roll the pod; a subpackage's file under a dotted key,
-`config_key`); none imports Pulumi. The ConfigMap is
-auto-named: pulumi-kubernetes replaces a ConfigMap whose data changed, the new name lands in the pod
-template, and the pod rolls (the data hash is a pod annotation too, to make the reason visible).
-
-Image: the recipe's NeMo-RL image, not a small Python image with `pip install ray`:
-- it carries the Ray whose job SDK matches the cluster's Ray exactly (the RayCluster's rayVersion is
-  that image's Ray, NVIDIA-NeMo/RL pyproject.toml at the image tag), and `requests`, which the SDK needs;
-- nothing is downloaded at start (a pip install on every restart needs PyPI egress through Cloud NAT,
-  unpinned transitive versions, and a minute or more), and a preferred pod affinity to the Ray head
-  puts the watcher on the node that already pulled the image for the head;
-- the cost: the image runs as root. NeMo-RL's Dockerfile (NVIDIA-NeMo/RL docker/Dockerfile) installs
-  Python with `uv python install` under /root and builds the venv with `--link-mode symlink` into the
-  root-only uv cache, so a non-root user cannot start its `python`. The container is hardened
-  otherwise: no privilege escalation, every capability dropped, read-only root filesystem (a small
-  emptyDir at /tmp), RuntimeDefault seccomp, and a KSA of its own that no IAM grant names, so the
-  GKE metadata server hands it no Google credentials that could reach the bucket.
-
-Kubernetes API: a stack whose watcher releases the workers when the run ends (`recovery.releaseWorkersAfterRun`,
-the default: `RunPlan.releases_workers`) or waits for the gang (`gpuPool.capacity`, `RunPlan.gang_wait`) gives
-the pod a service-account token, and its KSA exactly what `workloads.gang_wait.KubeGangView` calls
-(`gang_rules`): get/patch the one RayCluster (the release); with a gang wait also list pods in the namespace
-and get nodes (cluster-scoped: their pool label). With neither the watcher talks only to the Ray dashboard:
-no token is mounted and no role exists, so a leaked pod holds nothing of the API.
-
-No secret: the spec carries none (`JobSpec` refuses HF_TOKEN/WANDB_API_KEY in the runtime env; the job
-reads them from files the Ray pods mount), and the watcher pod mounts none.
+The image: the recipe's NeMo-RL image, whose Ray job SDK matches the cluster's (NVIDIA-NeMo/RL pyproject.toml at
+the tag), on the Ray head's node that already pulled it. It runs as root (NVIDIA-NeMo/RL docker/Dockerfile installs
+Python under /root), so it is hardened otherwise: no privilege escalation or capability, read-only root filesystem,
+RuntimeDefault seccomp, a KSA no IAM grant names and an API token only for `gang_rules`. No secret reaches it.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import io
 import json
 import modulefinder
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
@@ -74,35 +52,30 @@ COMPONENT_TYPE = "nemo-rl-gke:infra:PreemptionWatcher"
 NAME = PREEMPTION_WATCHER
 CONTAINER = PREEMPTION_WATCHER_CONTAINER
 CONFIG_DIR = "/config"
+CODE_DIR = "/code"  # the unpacked archive: the watcher's PYTHONPATH, read-only there
+CODE_SIZE_LIMIT = "2Mi"  # the unpacked modules (about 250 KB), room to grow and the filesystem's block rounding
 SPEC_KEY = "spec.json"
-RUN_KEY = "run.json"
-"""The run's plain plan-time values (`workloads.run_owner.RunPlan`): gate, checkpoint dir, price, budget."""
+RUN_KEY = "run.json"  # `workloads.run_owner.RunPlan`
+ARCHIVE_KEY = "workloads.zip"
 HEARTBEAT = "/tmp/heartbeat"
-STATE_DIR = "/state"
-"""Where on Lustre the watcher keeps what it saw (`workloads.recovery.StateFile`) and the run ledger
-(`workloads.ledger`): a subPath of the claim, which the kubelet creates. Besides it the watcher mounts
-only the checkpoints (`CHECKPOINTS_MOUNT`), not the HF cache or the logs."""
+STATE_DIR = "/state"  # the watcher's state file and the run ledger, a subPath of the Lustre claim
 WATCHER_ENTRY = "workloads.watcher"
-"""The module the pod runs (`python -m workloads.watcher`)."""
 RAY_JOB_ENTRIES = ("workloads.gate.__main__",)
-"""Modules the pod never imports but has Ray run from the `workloads` files it ships as a job's `py_modules`:
-the acceptance gate job's entrypoint (`python -m workloads.gate run`, `workloads.gate.gate_job`). Without it
-every gate the watcher starts would end at once ("No module named workloads.gate.__main__")."""
+"""Modules the pod never imports but has Ray run from the shipped files as a job's `py_modules` (the gate job's
+`python -m workloads.gate run`); without them every gate the watcher starts would end at once."""
 RESOURCES = {"requests": {"cpu": "50m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}}
-"""`watch --once` from the ConfigMap files peaked at about 110 MiB RSS here (Python 3.11, Ray 2.60's job
-SDK); the limit leaves room for an older Ray's imports. No CPU limit: it idles between looks, and a
-throttled import at start would only slow it down."""
+"""`watch --once` peaked at about 110 MiB RSS (Python 3.11, Ray 2.60's job SDK); no CPU limit: it idles."""
+UNPACK_RESOURCES = {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "64Mi"}}
+UNPACK_SCRIPT = "import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])"
+"""The init container's command, standard library only; `extractall` refuses absolute and `..` paths."""
+ZIP_DATE = (1980, 1, 1, 0, 0, 0)
+ZIP_LEVEL = 9
 
 
 def shipped_modules(entry: str = WATCHER_ENTRY, root: Path = ROOT, also: Sequence[str] = ()) -> tuple[str, ...]:
-    """The paths, relative to `<root>/workloads` ("watcher.py", "recovery/policy.py"), of `entry` and of
-    every module it imports, transitively and lazy imports included (a function-level import runs in the
-    pod too), and of the modules `also` (run by Ray from the shipped files) and what they import.
-
-    Found by the standard library's `modulefinder` (it reads the compiled sources, importing nothing)
-    with `root` as the only path: the standard library, Ray and requests are the image's and are not
-    looked for. A project module outside `workloads` would be missing in the pod, so it is an error.
-    """
+    """The paths below `<root>/workloads` of `entry`, the modules `also` and all they import, lazy imports too,
+    by `modulefinder` (it imports nothing) with `root` as the only path: the standard library and Ray are the
+    image's; a project module outside `workloads` would be missing in the pod."""
     finder = modulefinder.ModuleFinder(path=[str(root)])
     for name in (entry, *also):
         finder.import_hook(name)
@@ -118,64 +91,64 @@ def shipped_modules(entry: str = WATCHER_ENTRY, root: Path = ROOT, also: Sequenc
     return tuple(sorted(names))
 
 
-def config_key(module: str) -> str:
-    """The ConfigMap key of a shipped module (`shipped_modules`): a key cannot hold `/`, so a subpackage's
-    `recovery/policy.py` is `recovery.policy.py` (no module file name holds a dot); the volume's `items`
-    put it back at `workloads/recovery/policy.py`."""
-    return module.replace("/", ".")
-
-
 WATCHER_MODULES = shipped_modules(also=RAY_JOB_ENTRIES)
-"""What `python -m workloads.watcher` imports, computed from the sources (tests/test_watcher.py runs
-exactly these files with Pulumi and `infra` made unimportable)."""
-
-
-def watcher_files() -> dict[str, str]:
-    """The package files the pod needs, keyed by `config_key`."""
-    return {config_key(name): (ROOT / "workloads" / name).read_text() for name in WATCHER_MODULES}
-
-
 CODE_CONFIG_MAP = f"{NAME}-code"
-"""The resource name of the ConfigMap that carries the shipped modules, spec.json and run.json (the component
-is always `NAME`, `build_preemption_watcher`)."""
 
 
-def shipped_digests(data: Mapping[str, str]) -> dict[str, str]:
-    """The ConfigMap's data as the offline plan (and so each golden plan) shows it: every shipped module by
-    name and the SHA-256 of its text, spec.json and run.json whole. The real ConfigMap carries the text; a
-    comment edit in a shipped module changes one hash in each plan, not the text of every golden."""
-    shipped = {config_key(m) for m in WATCHER_MODULES}
-    return {
-        key: f"sha256:{hashlib.sha256(text.encode()).hexdigest()}" if key in shipped else text
-        for key, text in data.items()
-    }
+def watcher_files() -> dict[str, bytes]:
+    """The shipped modules by their path in the archive and in the pod (`workloads/recovery/policy.py`)."""
+    return {f"workloads/{name}": (ROOT / "workloads" / name).read_bytes() for name in WATCHER_MODULES}
+
+
+def archive(files: Mapping[str, bytes]) -> bytes:
+    """One zip of `files`, the same bytes for the same files on this zlib: sorted entries, a fixed date,
+    permissions and compression level."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as zf:
+        for path in sorted(files):
+            info = zipfile.ZipInfo(path, date_time=ZIP_DATE)
+            info.create_system, info.external_attr = 3, 0o100644 << 16  # Unix, a regular file rw-r--r--
+            zf.writestr(info, files[path], compress_type=zipfile.ZIP_DEFLATED, compresslevel=ZIP_LEVEL)
+    return out.getvalue()
+
+
+def archive_digests(blob: bytes) -> dict[str, str]:
+    with zipfile.ZipFile(io.BytesIO(blob)) as zf:
+        return {name: f"sha256:{hashlib.sha256(zf.read(name)).hexdigest()}" for name in zf.namelist()}
+
+
+def shipped_digests(binary_data: Mapping[str, str]) -> dict[str, dict[str, str]]:
+    """The ConfigMap's binaryData as the offline plan (and each golden) shows it: the archive as its entries'
+    names and SHA-256, so a comment edit in a shipped module changes one hash in each plan."""
+    return {key: archive_digests(base64.b64decode(blob)) for key, blob in binary_data.items()}
 
 
 def config_map_data(spec: JobSpec, run: Optional[RunPlan] = None) -> dict[str, str]:
+    """The ConfigMap's plain `data`: the job spec and the run plan."""
     return {
-        **watcher_files(),
         SPEC_KEY: json.dumps(spec.to_dict(), indent=2, sort_keys=True) + "\n",
         RUN_KEY: json.dumps((run or RunPlan()).to_dict(), indent=2, sort_keys=True) + "\n",
     }
 
 
-def data_hash(data: dict[str, str]) -> str:
-    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+def config_hash(data: Mapping[str, str], files: Mapping[str, bytes]) -> str:
+    """Of the uncompressed files, not the zip bytes: another zlib build may compress differently, and that must
+    not roll the pod."""
+    content = {**data, **{path: text.decode() for path, text in files.items()}}
+    return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def dashboard_address(head_service: str, namespace: str) -> str:
-    """The dashboard's in-cluster URL: the head Service's DNS name and KubeRay's dashboard port."""
     return f"http://{head_service}.{namespace}.svc:{DASHBOARD_PORT}"
 
 
 def state_file(stack: str) -> str:
-    """The watcher's state file in its pod (one per stack; a new spec's watcher ignores an old spec's)."""
+    """One per stack: a new spec's watcher ignores an old spec's."""
     return f"{STATE_DIR}/{stack}.json"
 
 
 def watcher_command(address: str, stack: str) -> list[str]:
-    """What a person would type: the dashboard and the files. Everything else, the recovery policy too, is
-    in run.json (`RunPlan.recovery`, `infra.run_plan.recovery_values`)."""
+    """The dashboard and the files; everything else, the recovery policy too, is in run.json."""
     return [
         "python",
         "-m",
@@ -207,25 +180,20 @@ def selector() -> dict[str, str]:
 
 
 def deployment_manifest(
-    *,
-    namespace: str,
-    image: str,
-    service_account: str,
-    system_pool_name: Optional[str],
-    ray_cluster_name: str,
-    head_service: str,
-    policy: RecoveryPolicy,
-    config_map_name: str,
-    config_hash: str,
-    stack: str,
-    lustre_claim: str,
-    api_token: bool = False,
+    args: PreemptionWatcherArgs, *, head_service: str, config_map_name: str, config_hash: str, api_token: bool
 ) -> dict[str, Any]:
-    """The watcher Deployment (metadata and spec). Pure: no Outputs. `api_token`: mount the KSA's token
-    (the gang wait reads the Kubernetes API; module docstring)."""
+    """The watcher Deployment (metadata and spec). Pure: no Outputs. `api_token`: mount the KSA's token."""
+    namespace, policy, system_pool_name = args.namespace, args.policy, args.system_pool_name
     probe_script = (
         f"import os,sys,time; sys.exit(time.time() - os.path.getmtime({HEARTBEAT!r}) > {heartbeat_limit(policy)})"
     )
+    hardened = {
+        "allowPrivilegeEscalation": False,
+        "privileged": False,
+        "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL"]},
+    }
+    config_mount = {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True}
     return {
         "metadata": {"name": NAME, "namespace": namespace, "labels": labels()},
         "spec": {
@@ -241,7 +209,7 @@ def deployment_manifest(
                     "annotations": {"nemo-rl-gke/config-hash": config_hash},
                 },
                 "spec": {
-                    "serviceAccountName": service_account,
+                    "serviceAccountName": NAME,
                     # The pod's setting wins over the KSA's (which stays false): the kubelet mounts the
                     # token (a projected, expiring one) at /var/run/secrets/kubernetes.io/serviceaccount.
                     "automountServiceAccountToken": api_token,
@@ -257,7 +225,7 @@ def deployment_manifest(
                                     "podAffinityTerm": {
                                         "labelSelector": {
                                             "matchLabels": {
-                                                "ray.io/cluster": ray_cluster_name,
+                                                "ray.io/cluster": args.ray_cluster_name,
                                                 "ray.io/node-type": "head",
                                             }
                                         },
@@ -269,27 +237,35 @@ def deployment_manifest(
                     },
                     "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
                     "terminationGracePeriodSeconds": 10,
+                    "initContainers": [
+                        {
+                            "name": "unpack-code",
+                            "image": args.image.ref,
+                            "imagePullPolicy": "IfNotPresent",
+                            "command": ["python", "-S", "-c", UNPACK_SCRIPT, f"{CONFIG_DIR}/{ARCHIVE_KEY}", CODE_DIR],
+                            "resources": UNPACK_RESOURCES,
+                            "securityContext": hardened,
+                            "volumeMounts": [config_mount, {"name": "code", "mountPath": CODE_DIR}],
+                        }
+                    ],
                     "containers": [
                         {
                             "name": CONTAINER,
-                            "image": image,
+                            "image": args.image.ref,
                             "imagePullPolicy": "IfNotPresent",
-                            "command": watcher_command(dashboard_address(head_service, namespace), stack),
-                            "workingDir": CONFIG_DIR,
+                            "command": watcher_command(dashboard_address(head_service, namespace), args.spec.stack),
+                            # Read-only: Ray packs the gate's py_modules under /tmp (ray-project/ray
+                            # dashboard/modules/dashboard_sdk.py at ray-2.46.0, tempfile.TemporaryDirectory).
+                            "workingDir": CODE_DIR,
                             "env": [
-                                {"name": "PYTHONPATH", "value": CONFIG_DIR},
+                                {"name": "PYTHONPATH", "value": CODE_DIR},
                                 {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},
                                 {"name": "PYTHONUNBUFFERED", "value": "1"},
                                 {"name": "HOME", "value": "/tmp"},
                                 {"name": "RAY_USAGE_STATS_ENABLED", "value": "0"},
                             ],
                             "resources": RESOURCES,
-                            "securityContext": {
-                                "allowPrivilegeEscalation": False,
-                                "privileged": False,
-                                "readOnlyRootFilesystem": True,
-                                "capabilities": {"drop": ["ALL"]},
-                            },
+                            "securityContext": hardened,
                             "livenessProbe": {
                                 "exec": {"command": ["python", "-S", "-c", probe_script]},
                                 "initialDelaySeconds": heartbeat_limit(policy),
@@ -298,7 +274,8 @@ def deployment_manifest(
                                 "failureThreshold": 2,
                             },
                             "volumeMounts": [
-                                {"name": "code", "mountPath": CONFIG_DIR, "readOnly": True},
+                                config_mount,
+                                {"name": "code", "mountPath": CODE_DIR, "readOnly": True},
                                 {"name": "tmp", "mountPath": "/tmp"},
                                 {"name": "state", "mountPath": STATE_DIR, "subPath": STATE_SUBPATH},
                                 {"name": "state", "mountPath": CHECKPOINTS_MOUNT, "subPath": CHECKPOINTS_DIR},
@@ -306,24 +283,13 @@ def deployment_manifest(
                         }
                     ],
                     "volumes": [
-                        {
-                            "name": "code",
-                            "configMap": {
-                                "name": config_map_name,
-                                "items": [
-                                    *({"key": config_key(f), "path": f"workloads/{f}"} for f in WATCHER_MODULES),
-                                    {"key": SPEC_KEY, "path": SPEC_KEY},
-                                    {"key": RUN_KEY, "path": RUN_KEY},
-                                ],
-                            },
-                        },
+                        {"name": "config", "configMap": {"name": config_map_name}},
+                        {"name": "code", "emptyDir": {"sizeLimit": CODE_SIZE_LIMIT}},
                         {"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}},
-                        # What the watcher saw must outlive a Ray head restarted together with it (the
-                        # head forgets its jobs): Lustre keeps it as long as the checkpoints a
-                        # resubmission resumes from, and needs no write access to the Kubernetes API (a
-                        # ConfigMap would; the gang wait's token, where there is one, only reads and
-                        # scales the worker group).
-                        {"name": "state", "persistentVolumeClaim": {"claimName": lustre_claim}},
+                        # What the watcher saw must outlive a Ray head restarted with it (the head forgets its
+                        # jobs): Lustre keeps it as long as the checkpoints, with no write access to the
+                        # Kubernetes API (a ConfigMap would need it).
+                        {"name": "state", "persistentVolumeClaim": {"claimName": args.lustre_claim}},
                     ],
                 },
             },
@@ -334,15 +300,11 @@ def deployment_manifest(
 def gang_rules(
     ray_cluster: str, gang: bool = True
 ) -> tuple[list[k8s.rbac.v1.PolicyRuleArgs], list[k8s.rbac.v1.PolicyRuleArgs]]:
-    """The RBAC v1 rules of the owner's Kubernetes calls (`workloads.gang_wait.KubeGangView`): the Role's (in
-    the namespace) and the ClusterRole's. Plain values, no Outputs.
+    """The RBAC v1 rules of `workloads.gang_wait.KubeGangView`'s calls: the Role's and the ClusterRole's.
 
-    Every stack whose watcher releases the workers (`recovery.releaseWorkersAfterRun`) or waits for the gang:
-    get and JSON-patch the stack's RayCluster, by name (`KubeGangView.release`, at the run's end or a gang
-    timeout). Only with a gang wait (`gang`): list the worker pods in the namespace (by label selector:
-    `KubeGangView.worker_pods`, a GET of the collection, which RBAC calls `list`; no pod is read by name, so
-    no `get`) and, cluster-wide (nodes are not namespaced), get a node for its pool label (`node_pool`).
-    Nothing else: no pod get or deletion, no other RayCluster, no watch, no node list."""
+    Always: get and JSON-patch the stack's RayCluster by name (`release`). With a gang wait (`gang`): list the
+    worker pods by label selector (`worker_pods`; none is read by name, so no `get`) and get a node for its
+    pool label (`node_pool`; nodes are cluster-scoped). Nothing else."""
     rule = k8s.rbac.v1.PolicyRuleArgs
     raycluster = rule(
         api_groups=["ray.io"], resources=["rayclusters"], resource_names=[ray_cluster], verbs=["get", "patch"]
@@ -357,7 +319,7 @@ def gang_rules(
 
 @dataclass(frozen=True)
 class PreemptionWatcherArgs:
-    """What `PreemptionWatcher` needs (see `build_preemption_watcher` for each value's source)."""
+    """What `PreemptionWatcher` needs (`build_preemption_watcher` says where each comes from)."""
 
     spec: JobSpec
     namespace: str
@@ -366,41 +328,28 @@ class PreemptionWatcherArgs:
     head_service: pulumi.Input[str]
     system_pool_name: Optional[str]
     lustre_claim: str
-    run: RunPlan = field(default_factory=RunPlan)
-    """The run's plan-time values shipped as run.json: the program's one `RunPlan` (`__main__.py`,
-    `infra.run_plan.run_plan_for_stack`), the recovery policy included."""
+    run: RunPlan = field(default_factory=RunPlan)  # the program's one run plan, shipped as run.json
 
     @property
     def policy(self) -> RecoveryPolicy:
-        """The run plan's recovery policy (the liveness probe's bound is three of its check intervals)."""
         return RecoveryPolicy.from_dict(self.run.recovery)
 
 
 class PreemptionWatcher(pulumi.ComponentResource):
-    """ConfigMap (code + spec), a ServiceAccount and a one-replica Deployment that resubmits the job
-    after a preemption; the Role (and with a gang wait the ClusterRole) and bindings its Kubernetes calls need.
-
-    The watcher talks to the Ray dashboard inside the cluster and runs as a KSA of its own: no Workload
-    Identity grant names it (the workload KSA may write the bucket). Only with a release or gang wait is an API token
-    mounted, for the calls `gang_rules` allows (module docstring).
-
-    Outputs: `deployment_name`, `service_account`, `namespace`, `logs_command` (how to read what it decided).
-    """
+    """ConfigMap (code, spec, run plan), a ServiceAccount and a one-replica Deployment that resubmits the job
+    after a preemption; with a release or gang wait the Role (and ClusterRole) and bindings of `gang_rules`."""
 
     config_map: k8s.core.v1.ConfigMap
     service_account_resource: k8s.core.v1.ServiceAccount
     service_account: str
     deployment: k8s.apps.v1.Deployment
     rbac: list[pulumi.CustomResource]
-    """The Role and RoleBinding of the release (and with a gang wait the ClusterRole and its binding); empty
-    with neither."""
     deployment_name: str
     namespace: str
     logs_command: str
 
     def __init__(self, name: str, args: PreemptionWatcherArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
-        data = config_map_data(args.spec, args.run)
-        config_hash = data_hash(data)
+        data, files = config_map_data(args.spec, args.run), watcher_files()
         super().__init__(COMPONENT_TYPE, name, None, opts)
         namespace, spec, policy = args.namespace, args.spec, args.policy
         self.namespace = namespace
@@ -418,10 +367,11 @@ class PreemptionWatcher(pulumi.ComponentResource):
             # No name: auto-named, so changed data means a new ConfigMap and a rolled pod (module doc).
             metadata={"namespace": namespace, "labels": labels()},
             data=data,
+            binary_data={ARCHIVE_KEY: base64.b64encode(archive(files)).decode()},
             opts=child_options(self, opts),
         )
         self.rbac = self._rbac(name, args, opts) if args.run.gang_wait or args.run.releases_workers else []
-        self.deployment = self._deployment(name, args, config_hash, opts)
+        self.deployment = self._deployment(name, args, config_hash(data, files), opts)
         self.register_outputs(
             {
                 "deploymentName": self.deployment_name,
@@ -436,45 +386,33 @@ class PreemptionWatcher(pulumi.ComponentResource):
     def _rbac(
         self, name: str, args: PreemptionWatcherArgs, opts: Optional[pulumi.ResourceOptions]
     ) -> list[pulumi.CustomResource]:
-        """What the gang wait may call (`gang_rules`), granted to the watcher's KSA only. Deleted with the
-        cluster like every in-cluster object (`child_options` copies `deleted_with`)."""
+        """`gang_rules` granted to the watcher's KSA only: the Role where the pods and the RayCluster are, the
+        ClusterRole named after the namespace (two stacks' watchers in one cluster do not collide)."""
         run = args.run
         assert run.ray_cluster and run.ray_namespace
         namespaced, cluster_wide = gang_rules(run.ray_cluster, gang=run.gang_wait)
         rbac = k8s.rbac.v1
         subject = rbac.SubjectArgs(kind="ServiceAccount", name=self.service_account, namespace=args.namespace)
-        # Cluster-scoped: named after the namespace, so two stacks' watchers in one cluster do not collide.
-        node_reader = watcher_node_reader(args.namespace)
-        # The Role lives where the pods and the RayCluster are (the watcher's own namespace: the same one).
-        role = rbac.Role(
-            f"{name}-gang-role",
-            metadata={"name": NAME, "namespace": run.ray_namespace, "labels": labels()},
-            rules=namespaced,
-            opts=child_options(self, opts),
-        )
-        role_binding = rbac.RoleBinding(
-            f"{name}-gang-role-binding",
-            metadata={"name": NAME, "namespace": run.ray_namespace, "labels": labels()},
-            role_ref=rbac.RoleRefArgs(api_group="rbac.authorization.k8s.io", kind="Role", name=NAME),
-            subjects=[subject],
-            opts=child_options(self, opts, depends_on=[role, self.service_account_resource]),
-        )
-        if not cluster_wide:  # the release alone reads no node
-            return [role, role_binding]
-        cluster_role = rbac.ClusterRole(
-            f"{name}-gang-node-reader",
-            metadata={"name": node_reader, "labels": labels()},
-            rules=cluster_wide,
-            opts=child_options(self, opts),
-        )
-        cluster_role_binding = rbac.ClusterRoleBinding(
-            f"{name}-gang-node-reader-binding",
-            metadata={"name": node_reader, "labels": labels()},
-            role_ref=rbac.RoleRefArgs(api_group="rbac.authorization.k8s.io", kind="ClusterRole", name=node_reader),
-            subjects=[subject],
-            opts=child_options(self, opts, depends_on=[cluster_role, self.service_account_resource]),
-        )
-        return [role, role_binding, cluster_role, cluster_role_binding]
+        role_meta = {"name": NAME, "namespace": run.ray_namespace}
+        grants = [("gang-role", rbac.Role, rbac.RoleBinding, role_meta, namespaced)]
+        if cluster_wide:  # the release alone reads no node
+            node_reader = {"name": watcher_node_reader(args.namespace)}
+            grants.append(("gang-node-reader", rbac.ClusterRole, rbac.ClusterRoleBinding, node_reader, cluster_wide))
+        made: list[pulumi.CustomResource] = []
+        for suffix, role_type, binding_type, meta, rules in grants:
+            metadata = {**meta, "labels": labels()}
+            role = role_type(f"{name}-{suffix}", metadata=metadata, rules=rules, opts=child_options(self, opts))
+            binding = binding_type(
+                f"{name}-{suffix}-binding",
+                metadata=metadata,
+                role_ref=rbac.RoleRefArgs(
+                    api_group="rbac.authorization.k8s.io", kind=role_type.__name__, name=meta["name"]
+                ),
+                subjects=[subject],
+                opts=child_options(self, opts, depends_on=[role, self.service_account_resource]),
+            )
+            made += [role, binding]
+        return made
 
     def _deployment(
         self, name: str, args: PreemptionWatcherArgs, config_hash: str, opts: Optional[pulumi.ResourceOptions]
@@ -482,20 +420,9 @@ class PreemptionWatcher(pulumi.ComponentResource):
         """The Deployment, built once the head Service's and the ConfigMap's names are known."""
 
         def build(names: list[str]) -> dict[str, Any]:
-            svc, config_map_name = names
+            svc, cm_name = names
             return deployment_manifest(
-                namespace=args.namespace,
-                image=args.image.ref,
-                service_account=self.service_account,
-                system_pool_name=args.system_pool_name,
-                ray_cluster_name=args.ray_cluster_name,
-                head_service=svc,
-                policy=args.policy,
-                config_map_name=config_map_name,
-                config_hash=config_hash,
-                stack=args.spec.stack,
-                lustre_claim=args.lustre_claim,
-                api_token=bool(self.rbac),
+                args, head_service=svc, config_map_name=cm_name, config_hash=config_hash, api_token=bool(self.rbac)
             )
 
         config_map_name = self.config_map.metadata.apply(lambda m: m.name)
@@ -504,7 +431,7 @@ class PreemptionWatcher(pulumi.ComponentResource):
             f"{name}-deployment",
             metadata=manifest.apply(lambda m: m["metadata"]),
             spec=manifest.apply(lambda m: m["spec"]),
-            # With a gang wait, after its grants: the watcher's first look may already call the API.
+            # After its grants: the watcher's first look may already call the API.
             opts=child_options(self, opts, depends_on=[self.config_map, self.service_account_resource, *self.rbac]),
         )
 
@@ -519,24 +446,9 @@ def build_preemption_watcher(
     lustre_claim: str,
     opts: Optional[pulumi.ResourceOptions] = None,
 ) -> Optional[PreemptionWatcher]:
-    """The stack's `PreemptionWatcher`, or None when `recovery.enabled` is false.
-
-    It is deployed whether or not `job.submit` is on: it only ever resubmits a job of the stack's spec
-    that someone (the deploy, or `python -m jobctl submit`) submitted, so with nothing submitted it idles.
-
-    Args:
-        spec: the stack's job (`infra.training_job.job_spec_for_stack`), the one the deploy submits.
-        cfg: the validated stack config (`recovery`, `ray.namespace`, the recipe's image).
-        ray: the `RayCluster` component (`cluster_name`, `head_service`, `namespace`, `worker_group`: the
-            gang wait's pods and the RayCluster it releases).
-        system_pool_name: the CPU pool's name (`infra.placement.system_pool_name`); None on Autopilot.
-        run: the program's run plan (`infra.run_plan.run_plan_for_stack`, built once in `__main__.py`), shipped
-            as run.json: the recovery policy (the pool's GPUs it waits for), the gate it runs before every
-            attempt it submits, the gang wait, prices and checkpoint directory.
-        lustre_claim: the Lustre PVC (`WorkloadEnvironment.pvc_name`) that holds the watcher's state.
-        opts: the Kubernetes provider, and `depends_on` the Ray release (the watcher is pointless before
-            the head exists and is deleted before it).
-    """
+    """The stack's `PreemptionWatcher`, or None when `recovery.enabled` is false. Deployed whether or not
+    `job.submit` is on: it only resubmits a job of the stack's spec that someone submitted. `ray`: the
+    `RayCluster` component; `system_pool_name` None on Autopilot; `lustre_claim` holds the watcher's state."""
     if not cfg.recovery.enabled:
         return None
     args = PreemptionWatcherArgs(

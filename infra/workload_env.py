@@ -27,8 +27,7 @@ NETRC_FILE = "netrc"
 SECRET_FILE_ENV = {HF_TOKEN_FILE: "HF_TOKEN_PATH", NETRC_FILE: "NETRC"}  # file -> the variable its reader reads
 WANDB_HOST = "api.wandb.ai"
 
-# A bound keeps `pulumi destroy` from waiting forever on an object someone created by hand in the namespace.
-NAMESPACE_TIMEOUTS = pulumi.CustomTimeouts(delete="20m")
+NAMESPACE_TIMEOUTS = pulumi.CustomTimeouts(delete="20m")  # not forever on an object made by hand in it
 # Covers the Ray pods' grace period: the PVC keeps its `pvc-protection` finalizer until they are gone.
 VOLUME_TIMEOUTS = pulumi.CustomTimeouts(create="10m", delete="15m")
 
@@ -43,15 +42,8 @@ class LustreVolume:
     capacity_gib: int
 
     @classmethod
-    def from_lustre(cls, lustre: Any, project: str) -> "LustreVolume":
-        return cls(
-            project=project,
-            zone=lustre.location,
-            instance_id=lustre.instance_id,
-            mount_ip=lustre.mount_ip,
-            filesystem=lustre.filesystem,
-            capacity_gib=lustre.capacity_gib,
-        )
+    def from_lustre(cls, fs: Any, project: str) -> "LustreVolume":
+        return cls(project, fs.location, fs.instance_id, fs.mount_ip, fs.filesystem, fs.capacity_gib)
 
     @property
     def volume_handle(self) -> pulumi.Output[str]:
@@ -68,10 +60,6 @@ class LustreVolume:
         return f"{self.capacity_gib}Gi"
 
 
-def secret_string_data(values: dict[str, Optional[pulumi.Input[str]]]) -> dict[str, pulumi.Output[str]]:
-    return {key: pulumi.Output.secret(value) for key, value in values.items() if value is not None}
-
-
 def wandb_netrc(api_key: pulumi.Input[str]) -> pulumi.Output[str]:
 
     def entry(key: str) -> str:
@@ -82,10 +70,6 @@ def wandb_netrc(api_key: pulumi.Input[str]) -> pulumi.Output[str]:
         return f"machine {WANDB_HOST}\n  login user\n  password {key}\n"
 
     return pulumi.Output.secret(pulumi.Output.from_input(api_key).apply(entry))
-
-
-def secret_files_env(keys: "list[str] | tuple[str, ...]") -> dict[str, str]:
-    return {SECRET_FILE_ENV[k]: f"{SECRET_MOUNT_PATH}/{k}" for k in sorted(keys)}
 
 
 @dataclass(frozen=True)
@@ -136,13 +120,10 @@ class WorkloadEnvironment(pulumi.ComponentResource):
         )
 
     def _secret(self, name: str, args: WorkloadEnvironmentArgs) -> list[str]:
-        string_data = secret_string_data(
-            {
-                HF_TOKEN_FILE: args.hf_token,
-                NETRC_FILE: wandb_netrc(args.wandb_api_key) if args.wandb_api_key is not None else None,
-            }
-        )
-        self.secret_env = secret_files_env(list(string_data))
+        netrc = wandb_netrc(args.wandb_api_key) if args.wandb_api_key is not None else None
+        values = {HF_TOKEN_FILE: args.hf_token, NETRC_FILE: netrc}
+        string_data = {key: pulumi.Output.secret(value) for key, value in values.items() if value is not None}
+        self.secret_env = {SECRET_FILE_ENV[k]: f"{SECRET_MOUNT_PATH}/{k}" for k in sorted(string_data)}
         metadata = {"name": SECRET_NAME, "namespace": self.namespace, "labels": dict(MANAGED_LABELS)}
         secret_args: dict[str, Any] = {"metadata": metadata, "type": "Opaque"}
         if string_data:

@@ -18,7 +18,7 @@ from typing import Any, Callable
 import pytest
 
 from infra.naming import Limit, cloud_name
-from infra.stack_file import MAX_STACK_FILE_BYTES, MAX_VALUES
+from infra.pulumi_yaml import MAX_STACK_FILE_BYTES, MAX_VALUES
 from jobctl import cli as jobctl_cli
 from tools import offline_plan
 

@@ -13,7 +13,7 @@ import pytest
 from stack_file_support import DEV, read, refusal
 
 from infra import stack_file
-from infra.stack_file import read_project_config
+from infra.pulumi_project_config import read_project_config
 
 # ----------------------------------------------------------------------------- the merge
 

@@ -11,6 +11,7 @@ import pytest
 from stack_file_support import DEV, project_file, refusal
 
 from infra import stack_file
+from infra.config import ConfigError
 
 # ----------------------------------------------------------------------------- ESC environments
 
@@ -99,7 +100,7 @@ def test_the_cli_and_the_doctor_refuse_an_esc_environment_in_one_line(tmp_path, 
 def test_the_plaintext_secret_error_names_the_config_file_it_came_from(tmp_path):
     path = tmp_path / "team.yaml"
     path.write_text(DEV + "  nemo-rl-gke:hfToken: hf_abcdefghijklmnopqrstuvwxyz\n")
-    with pytest.raises(stack_file.ConfigError) as err:
+    with pytest.raises(ConfigError) as err:
         stack_file.load_stack("dev", tmp_path, path)
     assert f"remove it from --config-file {path} and run" in str(err.value) and "Pulumi.dev.yaml" not in str(err.value)
     assert "hf_abc" not in str(err.value)
@@ -108,6 +109,6 @@ def test_the_plaintext_secret_error_names_the_config_file_it_came_from(tmp_path)
 def test_the_plaintext_secret_error_names_the_project_file_when_the_default_is_there(tmp_path, monkeypatch):
     (tmp_path / "Pulumi.dev.yaml").write_text(DEV)
     monkeypatch.setattr(stack_file, "PROJECT_FILE", project_file(tmp_path, "hfToken: hf_abcdefghijklmnopqrstuvwx\n"))
-    with pytest.raises(stack_file.ConfigError) as err:
+    with pytest.raises(ConfigError) as err:
         stack_file.load_stack("dev", tmp_path)
     assert "remove it from Pulumi.yaml" in str(err.value) and "hf_abc" not in str(err.value)

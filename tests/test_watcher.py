@@ -16,7 +16,7 @@ import pytest
 from gate_support import python_job
 from ray_head import JOB_TIMEOUT
 
-from infra.watcher_deployment import RUN_KEY, SPEC_KEY, WATCHER_MODULES, config_key, config_map_data
+from infra.watcher_deployment import RUN_KEY, SPEC_KEY, UNPACK_SCRIPT, archive, config_map_data, watcher_files
 from workloads import submit as jobs
 from workloads import watcher
 from workloads.recovery import RecoveryPolicy
@@ -38,21 +38,21 @@ runpy.run_module('workloads.watcher', run_name='__main__', alter_sys=True)
 """
 
 
-def test_the_pod_command_runs_from_the_configmap_files_alone(client, head, tmp_path):
+def test_the_pod_command_runs_from_what_the_init_container_unpacks_from_the_configmap_alone(client, head, tmp_path):
     # SIGTERM: its pod stopped (a SIGKILL of a driver on the head is its out-of-memory kill, not restarted).
     spec = python_job("t-pod", "import os, signal; os.kill(os.getpid(), signal.SIGTERM)")
     data = config_map_data(spec, RunPlan(recovery=FAST.to_dict()))
-    (tmp_path / "workloads").mkdir()
-    for name in WATCHER_MODULES:
-        (tmp_path / "workloads" / name).parent.mkdir(exist_ok=True)
-        (tmp_path / "workloads" / name).write_text(data[config_key(name)])
+    (tmp_path / "workloads.zip").write_bytes(archive(watcher_files()))
+    code = tmp_path / "code"
+    # The init container's own command, on the archive the ConfigMap carries.
+    subprocess.run([sys.executable, "-S", "-c", UNPACK_SCRIPT, tmp_path / "workloads.zip", code], check=True)
     (tmp_path / SPEC_KEY).write_text(data[SPEC_KEY])
     (tmp_path / RUN_KEY).write_text(data[RUN_KEY])
     jobs.submit_attempt(client, spec, 1)
     jobs.wait(client, spec.submission_id, timeout=JOB_TIMEOUT, poll_interval=0.2)
     heartbeat = tmp_path / "heartbeat"
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "RAY_ADDRESS")}
-    env.update(PYTHONPATH=str(tmp_path), PYTHONDONTWRITEBYTECODE="1")
+    env.update(PYTHONPATH=str(code), PYTHONDONTWRITEBYTECODE="1")
     proc = subprocess.run(
         [
             sys.executable,
@@ -68,7 +68,7 @@ def test_the_pod_command_runs_from_the_configmap_files_alone(client, head, tmp_p
             "--heartbeat-file",
             str(heartbeat),
         ],
-        cwd=tmp_path,
+        cwd=code,
         env=env,
         capture_output=True,
         text=True,

@@ -124,7 +124,7 @@ def _shown_inputs(resource: Any) -> dict[str, Any]:
 
     if resource.type != "kubernetes:core/v1:ConfigMap" or resource.name != CODE_CONFIG_MAP:
         return resource.inputs
-    return {**resource.inputs, "data": shipped_digests(resource.inputs.get("data") or {})}
+    return {**resource.inputs, "binaryData": shipped_digests(resource.inputs.get("binaryData") or {})}
 
 
 def project_name() -> str:
