@@ -25,8 +25,9 @@ from infra.placement import rung_quota_metric
 from infra.prices import PriceError, PriceTable, node_hour_price, price_table
 from infra.stack_file import StackFile
 from infra.zones import catalogue, region_of
-from tools import doctor
-from tools.doctor.doctor_command import Fail, command_parser, run_command
+from tools.doctor.check_context import DEFAULT_TIMEOUT
+from tools.doctor.doctor_command import EXIT_OK, Fail, command_parser, run_command
+from tools.doctor.google_clients import Clients, connect
 
 FITS, SHORT, UNKNOWN = "fits", "short", "unknown"
 LIVE_LUSTRE = "the project's Managed Lustre locations (read now)"
@@ -77,7 +78,7 @@ class ZoneAnswer:
         return (not self.lustre, tier, price, estimated, not self.current, self.zone)
 
 
-def _quotas(clients: doctor.Clients, project: str, region: str, timeout: float, cache: dict[str, Any]) -> Any:
+def _quotas(clients: Clients, project: str, region: str, timeout: float, cache: dict[str, Any]) -> Any:
     if region not in cache:
         try:
             found = clients.regions.get(project=project, region=region, timeout=timeout)
@@ -88,7 +89,7 @@ def _quotas(clients: doctor.Clients, project: str, region: str, timeout: float, 
 
 
 def _reservations(
-    clients: doctor.Clients, project: str, zone: str, machine: str, timeout: float
+    clients: Clients, project: str, zone: str, machine: str, timeout: float
 ) -> dict[str, tuple[int, int]]:
     """The zone's specific reservations of `machine`: name -> (free, total)."""
     found = {}
@@ -132,9 +133,7 @@ def _rung_answer(
     return answer(FITS if limit - usage >= need else SHORT, f"{metric} {limit - usage:g} free, need {need}")
 
 
-def find(
-    stack: str, cfg: StackConfig, clients: doctor.Clients, timeout: float = doctor.DEFAULT_TIMEOUT
-) -> list[ZoneAnswer]:
+def find(stack: str, cfg: StackConfig, clients: Clients, timeout: float = DEFAULT_TIMEOUT) -> list[ZoneAnswer]:
     """Every zone of the machine catalogue for the flavour (only those of the static Lustre list when the live
     Managed Lustre locations cannot be read), with what each rung finds there, best first (`ZoneAnswer.rank`)."""
     flavour = cfg.flavour_spec
@@ -226,7 +225,7 @@ def main(
     argv: Optional[list[str]] = None,
     out: Optional[TextIO] = None,
     err: Optional[TextIO] = None,
-    connect: Callable[[str], doctor.Clients] = doctor.connect,
+    connect: Callable[[str], Clients] = connect,
 ) -> int:
     def body(args: argparse.Namespace, stack: StackFile, out: TextIO, fail: Fail) -> int:
         answers = find(stack.name, stack.config, connect(stack.config.project), args.timeout)
@@ -234,7 +233,7 @@ def main(
             out.write(json.dumps({"stack": stack.name, "zones": [asdict(a) for a in answers]}, indent=2) + "\n")
         else:
             out.write(render_text(stack.name, stack.config, answers) + "\n")
-        return doctor.EXIT_OK
+        return EXIT_OK
 
     p = command_parser(
         "python -m tools.capacity_finder", __doc__.splitlines()[0], "print the zones as JSON", "seconds per API call"
