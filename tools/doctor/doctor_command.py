@@ -82,20 +82,19 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def error_json(stack: Optional[str], code: int, message: str) -> str:
-    """The `--json` document of a run that could not check anything: what a script reads instead of
-    an empty stdout (the line on stderr stays the same)."""
-    return json.dumps({"stack": stack, "ok": False, "exitCode": code, "error": message, "checks": []}, indent=2)
+def error_json(stack: Optional[str], code: int, message: str, empty: tuple[str, ...] = ("checks",)) -> str:
+    """The `--json` document of a run that could not check anything (its lists `empty`), for scripts."""
+    doc = {"stack": stack, "ok": False, "exitCode": code, "error": message, **{key: [] for key in empty}}
+    return json.dumps(doc, indent=2)
 
 
 Fail = Callable[[int, str], int]
 Body = Callable[[argparse.Namespace, StackFile, TextIO, Fail], int]
 
 
-def run_command(argv: Optional[list[str]], out: Optional[TextIO], err: Optional[TextIO], p, body: Body) -> int:
+def run_command(argv, out: Optional[TextIO], err: Optional[TextIO], p, body: Body, empty=("checks",)) -> int:
     """Parse the flags, load the stack, run `body`: bad flags or a bad stack file are one line and exit 2, a
-    project that cannot be asked (no credentials, an API error) one line and exit 3; with `--json` the same
-    line also as `error_json`'s document."""
+    project that cannot be asked one line and exit 3; with `--json` also as `error_json`'s document."""
     from google.auth.exceptions import RefreshError
 
     out, err = out or sys.stdout, err or sys.stderr
@@ -107,7 +106,7 @@ def run_command(argv: Optional[list[str]], out: Optional[TextIO], err: Optional[
     def fail(code: int, message: str) -> int:
         err.write(f"error: {message}\n")
         if wants_json:
-            out.write(error_json(stack_name, code, message) + "\n")
+            out.write(error_json(stack_name, code, message, empty) + "\n")
         return code
 
     try:
