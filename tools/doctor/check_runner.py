@@ -15,16 +15,8 @@ from tools.doctor.check_context import DEFAULT_TIMEOUT, FAIL, PASS, WARN, Contex
 from tools.doctor.gke_version_checks import check_gke_versions
 from tools.doctor.google_clients import NO_CREDENTIALS, Clients, NoCredentials, bounded, first_line
 from tools.doctor.network_checks import check_bucket, check_org_policies, check_psa
-from tools.doctor.project_checks import (
-    ORG_POLICY_API,
-    check_apis,
-    check_iam,
-)
-from tools.doctor.quota_checks import (
-    check_global_quota,
-    check_gpu_quota,
-    check_reservation,
-)
+from tools.doctor.project_checks import ORG_POLICY_API, check_apis, check_iam
+from tools.doctor.quota_checks import check_global_quota, check_gpu_quota, check_reservation
 from tools.doctor.version_drift import check_version_matrix
 from tools.doctor.zone_checks import check_capacity_ladder, check_image_cache, check_lustre, check_zone
 

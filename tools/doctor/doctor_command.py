@@ -1,8 +1,5 @@
 """The doctor's command (`python -m tools.doctor`, docs/doctor.md): flags, the report as text or JSON, exit
-codes (0 nothing failed, 1 a check failed, 2 bad stack file or flag, 3 no usable credentials), and
-`--leftovers` (tools/leftovers.py). In tools/, not jobctl: it needs Google Cloud admin clients and the
-deployer's permission list.
-"""
+codes (0 nothing failed, 1 a check failed, 2 bad stack file or flag, 3 no usable credentials), `--leftovers`."""
 
 from __future__ import annotations
 
@@ -145,15 +142,13 @@ def main(
     return run_command(argv, out, err, parser(), body)
 
 
-CLOUD_ASSET_API = "cloudasset.googleapis.com"
-"""Not needed by `pulumi up`; the leftover audit searches the project through it."""
+CLOUD_ASSET_API = "cloudasset.googleapis.com"  # not needed by `pulumi up`; the leftover audit searches with it
 
 
 def leftovers_main(
     stack: str, cfg: StackConfig, args: argparse.Namespace, out: TextIO, fail: Fail, connect: Callable[[str], Clients]
 ) -> int:
-    """`--leftovers`: 0 nothing of the stack is left, 1 something is (each with its removal command),
-    3 the project could not be asked (no credentials, the Cloud Asset API off, permission denied)."""
+    """`--leftovers`: 0 nothing of the stack is left, 1 something is, 3 the project could not be asked."""
     from infra.stack_file import available_stacks
     from tools import leftovers
 

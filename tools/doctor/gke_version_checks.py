@@ -1,6 +1,4 @@
-"""The doctor's GKE version checks: the release channel offers a version the stack works with, and the
-live cluster against the stack's version-matrix row (tools/doctor/version_drift.py).
-"""
+"""The doctor's GKE version check: the release channel offers a version the stack works with."""
 
 from __future__ import annotations
 
