@@ -1,6 +1,5 @@
-"""The doctor's quota and reservation checks: the region's GPU quota (per model and per GPU family), the
-project-wide GPU and CPU quotas, and the named reservation.
-"""
+"""The doctor's quota and reservation checks: regional GPU quotas (per model and family), project-wide GPU and CPU
+quotas, and the named reservation."""
 
 from __future__ import annotations
 
@@ -16,11 +15,8 @@ from tools.doctor.check_context import PASS, Context, Result, failed, passed, wa
 from tools.doctor.google_clients import first_line
 from tools.doctor.project_checks import CLOUD_QUOTAS_API
 
+# Newer GPU families' quota, per `gpu_family` and region (Cloud Quotas docs' QuotaPreference example).
 GPU_FAMILY_QUOTA = "GPUS-PER-GPU-FAMILY-per-project-region"
-"""The Cloud Quotas quota of newer GPU families, one value per `gpu_family` and region (Cloud Quotas docs'
-QuotaPreference example; projects report NVIDIA_H100 / NVIDIA_B200 under it)."""
-
-
 LADDER_ELSEWHERE = "the capacity ladder's rungs are checked one by one (capacity-ladder)"
 
 
@@ -32,10 +28,8 @@ def check_gpu_quota(ctx: Context) -> Result:
 
 
 def gpu_quota_result(ctx: Context, provisioning: Provisioning) -> Result:
-    """Whether the region's GPU quota of `provisioning` holds the whole gang (every rung must: GKE may take
-    all of it from any one rung). Both quotas apply: the region's per-model metric and, where Cloud Quotas
-    has one, the GPU family quota of the same provisioning model (issue 33: a family 0 stops the pool
-    whatever the per-model metric grants)."""
+    """Whether the region's GPU quota of `provisioning` holds the whole gang (GKE may take all from one rung):
+    the per-model metric and the GPU family quota both apply (issue 33: a family 0 stops the pool)."""
     cfg = ctx.cfg
     flavour = cfg.flavour_spec
     if provisioning is Provisioning.RESERVATION:
@@ -68,8 +62,7 @@ def gpu_quota_result(ctx: Context, provisioning: Provisioning) -> Result:
 
 
 def _quota_id(metric: str) -> str:
-    """The Cloud Quotas id of a regional Compute Engine metric: PREEMPTIBLE_NVIDIA_H100_GPUS is
-    PREEMPTIBLE-NVIDIA-H100-GPUS-per-project-region. Only on the real cloud: that B200/H200 follow it."""
+    """PREEMPTIBLE_NVIDIA_H100_GPUS -> PREEMPTIBLE-NVIDIA-H100-GPUS-per-project-region (Cloud Quotas' id)."""
     return metric.replace("_", "-") + "-per-project-region"
 
 
@@ -82,8 +75,7 @@ def quota_request(ctx: Context, quota_id: str, dimensions: dict[str, str], value
 
 
 def _gpu_family_quota(ctx: Context, metric: str, need: int, pool: str) -> Result:
-    """When the region lists no per-model metric: newer GPU families may be granted only as a Cloud
-    Quotas quota (the model's id, or the family quota with a `gpu_family` dimension)."""
+    """When the region lists no per-model metric: newer GPU families may be granted only in Cloud Quotas."""
     cfg = ctx.cfg
     family = cfg.flavour_spec.gpu_quota_metric.removesuffix("_GPUS")
     preemptible = metric.startswith("PREEMPTIBLE_")
@@ -106,8 +98,8 @@ def _gpu_family_quota(ctx: Context, metric: str, need: int, pool: str) -> Result
 
 
 def _cloud_quota(ctx: Context, quota_ids: list[str], need: int, pool: str) -> Optional[Result]:
-    """The first of `quota_ids` Cloud Quotas has a value for in the region and GPU family, against `need`
-    (Cloud Quotas has no usage: the limit is compared); None when none has one."""
+    """The first of `quota_ids` with a value for the region and GPU family, its limit against `need` (Cloud Quotas
+    has no usage); None when none has one."""
     cfg = ctx.cfg
     family = cfg.flavour_spec.gpu_quota_metric.removesuffix("_GPUS")
     parent = f"projects/{ctx.project}/locations/global/services/compute.googleapis.com/quotaInfos"
@@ -152,17 +144,13 @@ def _family_value(info: Any, region: str, family: str) -> Optional[int]:
     return None if best is None else best[1]
 
 
+# Project-wide quotas and their Cloud Quotas ids: every VM counts on top of its region's, so a 0 (new projects get
+# GPUS_ALL_REGIONS 0) stops the pool (Compute Engine "Allocation quotas"); spot and flex-start assumed to count.
 GLOBAL_QUOTAS = {"GPUS_ALL_REGIONS": "GPUS-ALL-REGIONS-per-project", "CPUS_ALL_REGIONS": "CPUS-ALL-REGIONS-per-project"}
-"""Project-wide Compute Engine quotas (compute `projects.get` quotas) and their Cloud Quotas ids. Every
-VM counts against them on top of its region's quota, so a 0 here (new projects get GPUS_ALL_REGIONS 0)
-stops the pool whatever the region grants (Compute Engine "Allocation quotas": GPU quota, VM quota).
-Only on the real cloud: the Cloud Quotas ids, and whether spot and flex-start VMs count (the doctor
-assumes they do)."""
 
 
 def global_quota_needs(cfg: StackConfig) -> tuple[int, int, str]:
-    """(GPUs, vCPUs, what was counted) the stack's nodes take from the project-wide quotas. A
-    reservation's VMs were counted when it was created, so a reserved GPU pool needs none here."""
+    """(GPUs, vCPUs, what was counted) the stack's nodes take project-wide (a reservation's were counted already)."""
     flavour, pool = cfg.flavour_spec, cfg.gpu_pool
     reserved = pool.provisioning is Provisioning.RESERVATION
     gpus = 0 if reserved else pool.node_count * flavour.gpus_per_node
@@ -221,9 +209,7 @@ def check_reservation(ctx: Context) -> Result:
 
 def reservation_result(ctx: Context, name: str) -> Result:
     """The reservation `name` exists in the zone, holds the flavour's machine type and has room for the gang."""
-    cfg = ctx.cfg
-    pool = cfg.gpu_pool
-    zone = cfg.zone
+    cfg, pool, zone = ctx.cfg, ctx.cfg.gpu_pool, ctx.cfg.zone
     try:
         reservation = ctx.clients.reservations.get(
             project=ctx.project, zone=zone, reservation=name, timeout=ctx.timeout

@@ -1,13 +1,6 @@
-"""The doctor's version-matrix check: the live cluster's versions and the release channel's next ones
-against the stack's row of data/version_matrix.yaml (infra/version_matrix.py).
-
-Why: the release channel moves a cluster on its own, and a move past the row's GKE range changes the
-GPU driver (`gpuDriverVersion` maps per GKE version) and the add-ons under a job tested on the old
-ones. It reads the cluster (`get_cluster`: versions, the Ray operator and Lustre CSI add-ons, which
-GKE versions with the cluster, and maintenance exclusions) and the channel (`get_server_config`), and
-warns when GKE may leave the row, naming what would prevent it (a `no_minor_or_node_upgrades`
-exclusion, `cluster.blockNodeUpgrades`, infra/gke_common.py; another channel; `cluster.minMasterVersion`).
-"""
+"""The doctor's version-matrix check: the live cluster's versions and the channel's next ones against the stack's
+row of data/version_matrix.yaml. Why: the channel moves a cluster on its own, and past the row's GKE range the GPU
+driver and the add-ons change under a job tested on the old ones (docs/version-matrix.md)."""
 
 from __future__ import annotations
 
@@ -24,9 +17,9 @@ from tools.doctor.check_context import FAIL, PASS, WARN, Context, Result, passed
 
 CHECK = "version-matrix"
 KNOWN_BAD = "version-known-bad"
+# Stops minor control-plane upgrades and every node upgrade (GKE maintenance exclusions, gcloud
+# `--add-maintenance-exclusion-scope=no_minor_or_node_upgrades`).
 HOLD_SCOPE = "NO_MINOR_OR_NODE_UPGRADES"
-"""The exclusion scope that stops minor upgrades of the control plane and every node upgrade
-(GKE maintenance exclusions; gcloud `--add-maintenance-exclusion-scope=no_minor_or_node_upgrades`)."""
 
 
 def _minor(version: str) -> tuple[int, ...]:
@@ -64,8 +57,7 @@ def _channels_inside(channels: dict[str, Any], row: Any) -> list[str]:
 
 
 def check_version_matrix(ctx: Context) -> list[Result]:
-    """`version-matrix`, `version-known-bad` and `version-upgrades` of the stack's live cluster (or of
-    the cluster the channel would create)."""
+    """`version-matrix`, `version-known-bad` and `version-upgrades` of the live cluster (or the one to come)."""
     cfg = ctx.cfg
     rep = report(cfg.version_pins)
     if rep["row"] is None:
@@ -95,8 +87,6 @@ def check_version_matrix(ctx: Context) -> list[Result]:
 
 
 class Live(NamedTuple):
-    """What the version-matrix findings compare: the stack, its row, the cluster's name and place, the channel."""
-
     cfg: Any
     row: Any
     name: str
@@ -191,9 +181,8 @@ def _upgrades(live: Live, cluster: Any, master: str, pools: dict[str, str]) -> R
 
 
 def _known_bad(cfg: Any, row: Any, gke: str) -> list[Any]:
-    """The matrix's known-bad entries that name a GKE version and meet `gke` with the stack's other pins.
-    The config check applies them to `cluster.minMasterVersion` only; a cluster on the channel's default,
-    or moved by GKE since, runs versions only the doctor sees (issue 33)."""
+    """Known-bad entries naming a GKE version that meet `gke` with the stack's other pins: the config checks only
+    `cluster.minMasterVersion`; a cluster on the channel's default, or moved since, only the doctor sees (issue 33)."""
     return [
         rule
         for rule in known_bad(replace(cfg.version_pins, gke=gke), row)
