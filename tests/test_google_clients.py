@@ -124,3 +124,19 @@ def test_only_methods_that_take_a_retry_get_one():
 
     wrapped = google_clients.bounded(Clients(**{**EMPTY, "regions": Fake()}), 3).regions
     assert wrapped.with_retry(timeout=3).timeout == 3 and wrapped.without(timeout=3) == 3
+
+
+def test_connect_builds_every_client_the_doctor_names_on_the_one_set_of_credentials(monkeypatch):
+    import google.auth
+    from doctor_fakes import real_clients
+    from google.auth.credentials import AnonymousCredentials
+
+    credentials = AnonymousCredentials()
+    monkeypatch.delenv("GOOGLE_APPLICATION_CREDENTIALS", raising=False)
+    monkeypatch.setattr(google.auth, "default", lambda scopes: (credentials, "p"))
+    clients = google_clients.connect("p")
+    assert clients.credentials is credentials
+    assert all(getattr(clients, name) is not None for name in google_clients.CLIENT_NAMES), clients
+    for name, cls in real_clients().items():
+        assert type(getattr(clients, name)) is cls, name
+    assert type(clients.assets).__name__ == "AssetServiceClient"

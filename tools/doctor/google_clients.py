@@ -6,7 +6,7 @@ import functools
 import inspect
 import json
 import os
-from dataclasses import dataclass, fields, replace
+from dataclasses import fields, make_dataclass, replace
 from typing import Any, Mapping
 
 from workloads import cli_args
@@ -24,28 +24,11 @@ class NoCredentials(Exception):
     """No usable Application Default Credentials (a one-line message)."""
 
 
-@dataclass
-class Clients:
-    """The Google Cloud clients the doctor calls; the one seam tests replace."""
-
-    projects: Any  # resourcemanager_v3.ProjectsClient
-    service_usage: Any  # service_usage_v1.ServiceUsageClient
-    regions: Any  # compute_v1.RegionsClient
-    machine_types: Any  # compute_v1.MachineTypesClient
-    network_profiles: Any  # compute_v1.NetworkProfilesClient
-    reservations: Any  # compute_v1.ReservationsClient
-    networks: Any  # compute_v1.NetworksClient
-    global_addresses: Any  # compute_v1.GlobalAddressesClient
-    subnetworks: Any  # compute_v1.SubnetworksClient
-    clusters: Any  # container_v1.ClusterManagerClient
-    lustre: Any  # lustre_v1.LustreClient
-    storage: Any  # storage.Client
-    org_policy: Any  # orgpolicy_v2.OrgPolicyClient
-    quotas: Any  # cloudquotas_v1.CloudQuotasClient
-    compute_projects: Any = None  # compute_v1.ProjectsClient (project-wide quotas)
-    images: Any = None  # compute_v1.ImagesClient (gpuPool.imageCacheDiskImage)
-    assets: Any = None  # asset_v1.AssetServiceClient (the leftover audit, `--leftovers`)
-    credentials: Any = None  # google.auth Credentials the clients share; None for the tests' fakes
+# The Google Cloud clients the doctor calls (`connect` names each one's class) and the credentials they share; None
+# unless set: the one seam tests replace (with fakes).
+CLIENT_NAMES = """projects service_usage regions machine_types network_profiles reservations networks global_addresses
+subnetworks clusters lustre storage org_policy quotas compute_projects images assets credentials""".split()
+Clients = make_dataclass("Clients", [(name, Any, None) for name in CLIENT_NAMES])
 
 
 def connect(project: str) -> Clients:
@@ -71,27 +54,26 @@ def connect(project: str) -> Clients:
         storage,
     )
 
-    c = {"credentials": credentials}
-    return Clients(
-        projects=resourcemanager_v3.ProjectsClient(**c),
-        service_usage=service_usage_v1.ServiceUsageClient(**c),
-        regions=compute_v1.RegionsClient(**c),
-        machine_types=compute_v1.MachineTypesClient(**c),
-        network_profiles=compute_v1.NetworkProfilesClient(**c),
-        reservations=compute_v1.ReservationsClient(**c),
-        networks=compute_v1.NetworksClient(**c),
-        global_addresses=compute_v1.GlobalAddressesClient(**c),
-        subnetworks=compute_v1.SubnetworksClient(**c),
-        clusters=container_v1.ClusterManagerClient(**c),
-        lustre=lustre_v1.LustreClient(**c),
-        storage=storage.Client(project=project, credentials=credentials),
-        org_policy=orgpolicy_v2.OrgPolicyClient(**c),
-        quotas=cloudquotas_v1.CloudQuotasClient(**c),
-        compute_projects=compute_v1.ProjectsClient(**c),
-        images=compute_v1.ImagesClient(**c),
-        assets=asset_v1.AssetServiceClient(**c),
-        credentials=credentials,
-    )
+    classes = {
+        "projects": resourcemanager_v3.ProjectsClient,
+        "service_usage": service_usage_v1.ServiceUsageClient,
+        "regions": compute_v1.RegionsClient,
+        "machine_types": compute_v1.MachineTypesClient,
+        "network_profiles": compute_v1.NetworkProfilesClient,
+        "reservations": compute_v1.ReservationsClient,
+        "networks": compute_v1.NetworksClient,
+        "global_addresses": compute_v1.GlobalAddressesClient,
+        "subnetworks": compute_v1.SubnetworksClient,
+        "clusters": container_v1.ClusterManagerClient,
+        "lustre": lustre_v1.LustreClient,
+        "org_policy": orgpolicy_v2.OrgPolicyClient,
+        "quotas": cloudquotas_v1.CloudQuotasClient,
+        "compute_projects": compute_v1.ProjectsClient,  # project-wide quotas
+        "images": compute_v1.ImagesClient,  # gpuPool.imageCacheDiskImage
+        "assets": asset_v1.AssetServiceClient,  # the leftover audit
+    }
+    made = {name: cls(credentials=credentials) for name, cls in classes.items()}
+    return Clients(**made, storage=storage.Client(project=project, credentials=credentials), credentials=credentials)
 
 
 def first_line(exc: BaseException) -> str:
