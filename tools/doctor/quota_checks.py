@@ -112,10 +112,8 @@ def _cloud_quota(ctx: Context, quota_ids: list[str], need: int, pool: str) -> Op
         if value is None:
             continue
         dims = {"region": cfg.region, **({"gpu_family": family} if "gpu_family" in info.dimensions else {})}
-        what = (
-            f"{quota_id} ({', '.join(f'{k}={v}' for k, v in dims.items())}): limit {value}; {pool} (usage not "
-            "shown here)"
-        )
+        shown = ", ".join(f"{k}={v}" for k, v in dims.items())
+        what = f"{quota_id} ({shown}): limit {value}; {pool} (usage not shown here)"
         if value >= need:
             return passed(what)
         return failed(what, quota_request(ctx, quota_id, dims, need))
@@ -124,24 +122,15 @@ def _cloud_quota(ctx: Context, quota_ids: list[str], need: int, pool: str) -> Op
 
 def _family_value(info: Any, region: str, family: str) -> Optional[int]:
     """The quota value that applies to the region and GPU family, the most specific entry winning."""
-    best: Optional[tuple[int, int]] = None
-    for entry in info.dimensions_infos:
-        dims = dict(entry.dimensions)
+
+    def applies(entry: Any) -> bool:
+        dims, places = dict(entry.dimensions), entry.applicable_locations
         if dims.get("gpu_family", family) != family:
-            continue
-        if "region" in dims:
-            if dims["region"] != region:
-                continue
-        elif (
-            entry.applicable_locations
-            and region not in entry.applicable_locations
-            and "global" not in entry.applicable_locations
-        ):
-            continue
-        specificity = len(dims)
-        if best is None or specificity > best[0]:
-            best = (specificity, int(entry.details.value))
-    return None if best is None else best[1]
+            return False
+        return dims["region"] == region if "region" in dims else not places or region in places or "global" in places
+
+    found = [entry for entry in info.dimensions_infos if applies(entry)]
+    return int(max(found, key=lambda entry: len(entry.dimensions)).details.value) if found else None
 
 
 # Project-wide quotas and their Cloud Quotas ids: every VM counts on top of its region's, so a 0 (new projects get
