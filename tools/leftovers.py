@@ -203,12 +203,5 @@ def render_text(stack: str, cfg: StackConfig, leftovers: list[Leftover]) -> str:
 
 
 def render_json(stack: str, cfg: StackConfig, leftovers: list[Leftover]) -> str:
-    return json.dumps(
-        {
-            "stack": stack,
-            "project": cfg.project,
-            "clean": not leftovers,
-            "leftovers": [asdict(left) for left in leftovers],
-        },
-        indent=2,
-    )
+    found = [asdict(left) for left in leftovers]
+    return json.dumps({"stack": stack, "project": cfg.project, "clean": not leftovers, "leftovers": found}, indent=2)

@@ -34,33 +34,18 @@ def render_text(stack: str, cfg: StackConfig, results: list[Result]) -> str:
 
 
 def render_json(stack: str, cfg: StackConfig, results: list[Result]) -> str:
-    return json.dumps(
-        {
-            "stack": stack,
-            "project": cfg.project,
-            "ok": all(r.status != FAIL for r in results),
-            "checks": [asdict(r) for r in results],
-        },
-        indent=2,
-    )
+    doc = {"stack": stack, "project": cfg.project, "ok": all(r.status != FAIL for r in results)}
+    return json.dumps({**doc, "checks": [asdict(r) for r in results]}, indent=2)
 
 
 def command_parser(prog: str, description: str, json_help: str, timeout_help: str) -> cli_args.OneLineParser:
     """`--stack`, `--json` and `--timeout`: the flags of the doctor and of the capacity finder."""
     p = cli_args.OneLineParser(prog=prog, description=description)
-    p.add_argument(
-        "--stack",
-        type=cli_args.stack_name,
-        default=DEFAULT_STACK,
-        help=f"stack name (Pulumi.<stack>.yaml); default {DEFAULT_STACK}",
-    )
+    stack_help = f"stack name (Pulumi.<stack>.yaml); default {DEFAULT_STACK}"
+    p.add_argument("--stack", type=cli_args.stack_name, default=DEFAULT_STACK, help=stack_help)
     p.add_argument("--json", action="store_true", help=json_help)
-    p.add_argument(
-        "--timeout",
-        type=cli_args.seconds(positive=True, maximum=MAX_TIMEOUT),
-        default=DEFAULT_TIMEOUT,
-        help=timeout_help,
-    )
+    seconds = cli_args.seconds(positive=True, maximum=MAX_TIMEOUT)
+    p.add_argument("--timeout", type=seconds, default=DEFAULT_TIMEOUT, help=timeout_help)
     return p
 
 
@@ -71,11 +56,8 @@ def parser() -> argparse.ArgumentParser:
         "print the results as JSON",
         f"seconds per API call (the run ends within 4x that); default {DEFAULT_TIMEOUT:g}",
     )
-    p.add_argument(
-        "--leftovers",
-        action="store_true",
-        help="after `pulumi destroy`: list what of the stack is still in the project (exit 1 when anything is)",
-    )
+    after = "after `pulumi destroy`: list what of the stack is still in the project (exit 1 when anything is)"
+    p.add_argument("--leftovers", action="store_true", help=after)
     return p
 
 
@@ -143,6 +125,7 @@ def main(
 
 
 CLOUD_ASSET_API = "cloudasset.googleapis.com"  # not needed by `pulumi up`; the leftover audit searches with it
+SEARCH_PERMISSION = "cloudasset.assets.searchAllResources (roles/cloudasset.viewer)"
 
 
 def leftovers_main(
@@ -156,11 +139,8 @@ def leftovers_main(
         clients = bounded(connect(cfg.project), args.timeout)
         found = leftovers.audit(stack, cfg, clients.assets, clients.networks, args.timeout, available_stacks())
     except (gexc.Forbidden, gexc.PermissionDenied) as exc:
-        return fail(
-            EXIT_NO_CREDENTIALS,
-            f"the leftover audit could not search project {cfg.project} ({first_line(exc)}): "
-            f"gcloud services enable {CLOUD_ASSET_API} --project {cfg.project}, and hold "
-            "cloudasset.assets.searchAllResources (roles/cloudasset.viewer)",
-        )
+        enable = f"gcloud services enable {CLOUD_ASSET_API} --project {cfg.project}"
+        why = f"the leftover audit could not search project {cfg.project} ({first_line(exc)})"
+        return fail(EXIT_NO_CREDENTIALS, f"{why}: {enable}, and hold {SEARCH_PERMISSION}")
     out.write((leftovers.render_json if args.json else leftovers.render_text)(stack, cfg, found) + "\n")
     return EXIT_FAILED if found else EXIT_OK
