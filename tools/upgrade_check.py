@@ -410,11 +410,8 @@ def render(report: dict[str, Any]) -> str:
     ]
     lines += [f.line() for f in sorted(findings, key=lambda f: (f.level != FAIL, f.stack))]
     fails = sum(f.level == FAIL for f in findings)
-    lines.append(
-        f"{fails} failure(s): this upgrade loses data or training; it needs a new major version and an upgrade note"
-        if fails
-        else f"ok: nothing lost ({len(findings)} warning(s))"
-    )
+    loses = "this upgrade loses data or training; it needs a new major version and an upgrade note"
+    lines.append(f"{fails} failure(s): {loses}" if fails else f"ok: nothing lost ({len(findings)} warning(s))")
     return "\n".join(lines)
 
 
@@ -423,23 +420,18 @@ def main(argv: Optional[list[str]] = None, root: Path = ROOT) -> int:
         prog="python -m tools.upgrade_check", description="Would upgrading a live stack from REF lose data or training?"
     )
     parser.add_argument("--from", dest="ref", required=True, metavar="REF", help="the release a live stack runs")
-    parser.add_argument(
-        "--stack-file", type=Path, action="append", default=[], metavar="F", help="also compare this stack file"
-    )
+    also = "also compare this stack file"
+    parser.add_argument("--stack-file", type=Path, action="append", default=[], metavar="F", help=also)
     parser.add_argument("--json", action="store_true", help="print the report as one JSON document")
     parser.add_argument("--jobs", type=cli_args.positive_int, default=2, help="plans run at once (default 2)")
     try:
         args = parser.parse_args(argv)
         for path in args.stack_file:
             _stack_of(path)
-    except (cli_args.UsageError, argparse.ArgumentTypeError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return USAGE
-    try:
         report = check(root, args.ref, args.stack_file, args.jobs)
-    except EnvironmentProblem as err:
+    except (cli_args.UsageError, argparse.ArgumentTypeError, EnvironmentProblem) as err:
         print(f"error: {err}", file=sys.stderr)
-        return ENVIRONMENT
+        return ENVIRONMENT if isinstance(err, EnvironmentProblem) else USAGE
     print(json.dumps(report, indent=2) if args.json else render(report))
     return OK if report["ok"] else BROKEN
 
