@@ -24,6 +24,7 @@ from infra.zones import catalogue, region_of
 from tools.doctor.check_context import DEFAULT_TIMEOUT
 from tools.doctor.doctor_command import EXIT_OK, Fail, command_parser, run_command
 from tools.doctor.google_clients import Clients, connect
+from tools.doctor.zone_checks import lustre_zones
 
 FITS, SHORT, UNKNOWN = "fits", "short", "unknown"
 LIVE_LUSTRE = "the project's Managed Lustre locations (read now)"
@@ -129,12 +130,7 @@ def find(stack: str, cfg: StackConfig, clients: Clients, timeout: float = DEFAUL
     project = cfg.project
     machine_zones = sorted(catalogue().machine_types.get(flavour.machine_type, ()))
     try:
-        offered: Optional[set[str]] = {
-            loc.location_id
-            for loc in clients.lustre.list_locations(
-                request={"name": f"projects/{project}", "page_size": 1000}, timeout=timeout
-            ).locations
-        }
+        offered: Optional[set[str]] = set(lustre_zones(clients, project, timeout))
     except gexc.GoogleAPICallError:
         offered = None
     # Without the live Lustre locations, the static list of data/zones.yaml narrows the zones (`lustre_from`).

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from google.api_core import exceptions as gexc
 
@@ -20,10 +21,8 @@ def check_zone(ctx: Context) -> Result:
     flavour = ctx.cfg.flavour_spec
     zone = ctx.cfg.zone
     system = ctx.cfg.cluster.system_pool.machine_type
-    for machine, role in (
-        (flavour.machine_type, f"flavour {flavour.name}"),
-        (system, "cluster.systemPool.machineType"),
-    ):
+    machines = ((flavour.machine_type, f"flavour {flavour.name}"), (system, "cluster.systemPool.machineType"))
+    for machine, role in machines:
         try:
             ctx.clients.machine_types.get(project=ctx.project, zone=zone, machine_type=machine, timeout=ctx.timeout)
         except gexc.NotFound:
@@ -44,25 +43,23 @@ def check_zone(ctx: Context) -> Result:
     return passed(f"{zone} offers {flavour.machine_type}, {system} and the {profile} network profile")
 
 
+def lustre_zones(clients: Any, project: str, timeout: float) -> list[str]:
+    """The zones Managed Lustre is offered to the project in (the capacity finder's too)."""
+    request = {"name": f"projects/{project}", "page_size": 1000}
+    return sorted(loc.location_id for loc in clients.lustre.list_locations(request=request, timeout=timeout).locations)
+
+
 def check_lustre(ctx: Context) -> Result:
     """Managed Lustre is offered in the zone and the project has room for one more instance."""
-    cfg = ctx.cfg
-    zone = cfg.zone
-    response = ctx.clients.lustre.list_locations(
-        request={"name": f"projects/{ctx.project}", "page_size": 1000}, timeout=ctx.timeout
-    )
-    offered = sorted(loc.location_id for loc in response.locations)
+    cfg, zone = ctx.cfg, ctx.cfg.zone
+    offered = lustre_zones(ctx.clients, ctx.project, ctx.timeout)
     if zone not in offered:
         nearby = [z for z in offered if z.startswith(cfg.region + "-")]
-        fix = (
-            f"pulumi config set zone {nearby[0]}"
-            if nearby
-            else f"choose a region and zone where Managed Lustre is offered: {', '.join(offered) or 'none listed'}"
-        )
+        anywhere = f"choose a region and zone where Managed Lustre is offered: {', '.join(offered) or 'none listed'}"
+        fix = f"pulumi config set zone {nearby[0]}" if nearby else anywhere
         return failed(f"Managed Lustre is not offered in {zone}", fix)
-    instances = list(
-        ctx.clients.lustre.list_instances(parent=f"projects/{ctx.project}/locations/-", timeout=ctx.timeout)
-    )
+    parent = f"projects/{ctx.project}/locations/-"
+    instances = list(ctx.clients.lustre.list_instances(parent=parent, timeout=ctx.timeout))
     ours = f"/locations/{zone}/instances/{cfg.lustre_instance_id}"
     if any(i.name.endswith(ours) for i in instances):
         return warning(
