@@ -57,6 +57,8 @@ def check_psa(ctx: Context) -> Result:
             "pulumi config set --path network.useDefaultNetwork false",
         )
     own = "pulumi config set --path network.useDefaultNetwork false  # a VPC of the stack's own"
+    other_range = "pulumi config set --path network.psaCidr <a free /22>"
+    on_default = f"/networks/{DEFAULT_NETWORK}"
     service_peering = SERVICE_NETWORKING.replace(".", "-")
     if any(p.name == service_peering for p in network.peerings):
         # The stack's Service Networking connection would collide with this one (see infra/network.py).
@@ -66,25 +68,18 @@ def check_psa(ctx: Context) -> Result:
             own,
         )
     for address in ctx.clients.global_addresses.list(project=ctx.project, timeout=ctx.timeout):
-        if address.purpose != "VPC_PEERING" or not address.network.endswith(f"/networks/{DEFAULT_NETWORK}"):
+        if address.purpose != "VPC_PEERING" or not address.network.endswith(on_default):
             continue
         taken = ipaddress.IPv4Network(f"{address.address}/{address.prefix_length}", strict=False)
         if taken.overlaps(psa):
-            return failed(
-                f"network.psaCidr {psa} overlaps the peering range {address.name} ({taken})",
-                "pulumi config set --path network.psaCidr <a free /22>",
-            )
-    for _, scoped in ctx.clients.subnetworks.aggregated_list(project=ctx.project, timeout=ctx.timeout):
-        for subnet in scoped.subnetworks:
-            if not subnet.network.endswith(f"/networks/{DEFAULT_NETWORK}"):
-                continue
-            ranges = [subnet.ip_cidr_range, *(r.ip_cidr_range for r in subnet.secondary_ip_ranges)]
-            for cidr in ranges:
-                if cidr and ipaddress.IPv4Network(cidr, strict=False).overlaps(psa):
-                    return failed(
-                        f"network.psaCidr {psa} overlaps subnet {subnet.name} ({cidr})",
-                        "pulumi config set --path network.psaCidr <a free /22>",
-                    )
+            return failed(f"network.psaCidr {psa} overlaps the peering range {address.name} ({taken})", other_range)
+    scopes = ctx.clients.subnetworks.aggregated_list(project=ctx.project, timeout=ctx.timeout)
+    for subnet in (subnet for _, scoped in scopes for subnet in scoped.subnetworks):
+        if not subnet.network.endswith(on_default):
+            continue
+        for cidr in [subnet.ip_cidr_range, *(r.ip_cidr_range for r in subnet.secondary_ip_ranges)]:
+            if cidr and ipaddress.IPv4Network(cidr, strict=False).overlaps(psa):
+                return failed(f"network.psaCidr {psa} overlaps subnet {subnet.name} ({cidr})", other_range)
     return passed(f"{psa} overlaps no subnet or peering range of the {DEFAULT_NETWORK} VPC")
 
 
