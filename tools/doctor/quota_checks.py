@@ -17,6 +17,7 @@ from tools.doctor.project_checks import CLOUD_QUOTAS_API
 
 # Newer GPU families' quota, per `gpu_family` and region (Cloud Quotas docs' QuotaPreference example).
 GPU_FAMILY_QUOTA = "GPUS-PER-GPU-FAMILY-per-project-region"
+QUOTA_TABLE = "table(quotas.metric,quotas.limit,quotas.usage)"
 LADDER_ELSEWHERE = "the capacity ladder's rungs are checked one by one (capacity-ladder)"
 
 
@@ -83,8 +84,7 @@ def _gpu_family_quota(ctx: Context, metric: str, need: int, pool: str) -> Result
     unseen = warning(
         f"{cfg.region} lists no {metric} quota and Cloud Quotas has none of "
         f"{', '.join(candidates)} for gpu_family {family}; {pool}",
-        f"gcloud compute regions describe {cfg.region} --project {ctx.project} "
-        "--format='table(quotas.metric,quotas.limit,quotas.usage)'",
+        f"gcloud compute regions describe {cfg.region} --project {ctx.project} --format='{QUOTA_TABLE}'",
     )
     try:
         found = _cloud_quota(ctx, candidates, need, pool)
@@ -166,12 +166,9 @@ def check_global_quota(ctx: Context) -> list[Result]:
     for metric, need in (("GPUS_ALL_REGIONS", gpus), ("CPUS_ALL_REGIONS", cpus)):
         quota = quotas.get(metric)
         if quota is None:
+            describe = f"gcloud compute project-info describe --project {ctx.project} --format='{QUOTA_TABLE}'"
             results.append(
-                warning(
-                    f"the project lists no {metric} quota; the stack needs {need} ({counted})",
-                    f"gcloud compute project-info describe --project {ctx.project} "
-                    "--format='table(quotas.metric,quotas.limit,quotas.usage)'",
-                )
+                warning(f"the project lists no {metric} quota; the stack needs {need} ({counted})", describe)
             )
             continue
         free = quota.limit - quota.usage
@@ -187,9 +184,8 @@ def check_global_quota(ctx: Context) -> list[Result]:
 
 def check_reservation(ctx: Context) -> Result:
     """The named reservation exists in the zone, holds the flavour's machine type and has room for the pool."""
-    cfg = ctx.cfg
-    pool = cfg.gpu_pool
-    if is_ladder(cfg):
+    pool = ctx.cfg.gpu_pool
+    if is_ladder(ctx.cfg):
         return passed(LADDER_ELSEWHERE)
     if pool.provisioning is not Provisioning.RESERVATION:
         return passed(f"none used (gpuPool.provisioning: {pool.provisioning.value})")
@@ -198,34 +194,30 @@ def check_reservation(ctx: Context) -> Result:
 
 def reservation_result(ctx: Context, name: str) -> Result:
     """The reservation `name` exists in the zone, holds the flavour's machine type and has room for the gang."""
-    cfg, pool, zone = ctx.cfg, ctx.cfg.gpu_pool, ctx.cfg.zone
+    pool, zone, flavour = ctx.cfg.gpu_pool, ctx.cfg.zone, ctx.cfg.flavour_spec
     try:
         reservation = ctx.clients.reservations.get(
             project=ctx.project, zone=zone, reservation=name, timeout=ctx.timeout
         )
     except gexc.NotFound:
+        listed = f"gcloud compute reservations list --project {ctx.project}"
         return failed(
-            f"no reservation {name!r} in {zone}",
-            f"gcloud compute reservations list --project {ctx.project}  # then set gpuPool.reservationName and zone "
-            "to one listed",
+            f"no reservation {name!r} in {zone}", f"{listed}  # then set gpuPool.reservationName and zone to one listed"
         )
-    machine = reservation.specific_reservation.instance_properties.machine_type
-    template = reservation.specific_reservation.source_instance_template
+    sku = reservation.specific_reservation
+    machine, template = sku.instance_properties.machine_type, sku.source_instance_template
     if not machine and template:
-        return warning(
-            f"{name} reserves VMs of instance template {template.rsplit('/', 1)[-1]}: make "
-            f"sure it is {cfg.flavour_spec.machine_type}; {reservation.specific_reservation.count} reserved, "
-            f"{reservation.specific_reservation.in_use_count} in use, the pool needs {pool.node_count}",
+        counts = f"{sku.count} reserved, {sku.in_use_count} in use, the pool needs {pool.node_count}"
+        which = f"instance template {template.rsplit('/', 1)[-1]}: make sure it is {flavour.machine_type}"
+        return warning(f"{name} reserves VMs of {which}; {counts}")
+    if machine.rsplit("/", 1)[-1] != flavour.machine_type:
+        another = (
+            f"pulumi config set --path gpuPool.reservationName <a reservation of {flavour.machine_type} in {zone}>"
         )
-    if machine.rsplit("/", 1)[-1] != cfg.flavour_spec.machine_type:
-        return failed(
-            f"{name} reserves {machine or 'no specific machine type'}, not "
-            f"{cfg.flavour_spec.machine_type} (flavour {cfg.flavour_spec.name})",
-            "pulumi config set --path gpuPool.reservationName <a reservation of "
-            f"{cfg.flavour_spec.machine_type} in {zone}>",
-        )
-    total = reservation.specific_reservation.count
-    free = total - reservation.specific_reservation.in_use_count
+        summary = f"{name} reserves {machine or 'no specific machine type'}, not {flavour.machine_type}"
+        return failed(f"{summary} (flavour {flavour.name})", another)
+    total = sku.count
+    free = total - sku.in_use_count
     what = f"{name} in {zone}: {free} of {total} {machine} free; the pool needs {pool.node_count}"
     if free < pool.node_count:
         return failed(
