@@ -9,6 +9,7 @@ by the gang's hourly price (`infra.prices.node_hour_price`). Stock-outs show in 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 from dataclasses import asdict, dataclass, field
@@ -69,19 +70,7 @@ class ZoneAnswer:
         return (not self.lustre, tier, price, estimated, not self.current, self.zone)
 
 
-def _quotas(clients: Clients, project: str, region: str, timeout: float, cache: dict[str, Any]) -> Any:
-    if region not in cache:
-        try:
-            found = clients.regions.get(project=project, region=region, timeout=timeout)
-            cache[region] = {q.metric: (q.limit, q.usage) for q in found.quotas}
-        except gexc.GoogleAPICallError as exc:
-            cache[region] = exc
-    return cache[region]
-
-
-def _reservations(
-    clients: Clients, project: str, zone: str, machine: str, timeout: float
-) -> dict[str, tuple[int, int]]:
+def _reservations(clients: Clients, project: str, zone: str, machine: str, timeout: float) -> dict[str, tuple]:
     """The zone's specific reservations of `machine`: name -> (free, total)."""
     found = {}
     for r in clients.reservations.list(project=project, zone=zone, timeout=timeout):
@@ -97,10 +86,9 @@ def _rung_answer(
     """What one rung finds in a zone of `region`, priced as the plan prices it (`infra.prices.node_hour_price`)."""
     flavour, nodes = cfg.flavour_spec, cfg.gpu_pool.node_count
     need = nodes * flavour.gpus_per_node
+    autopilot = cfg.cluster.mode == "autopilot"
     try:
-        price = node_hour_price(
-            table, flavour.machine_type, region, rung.provisioning, autopilot=cfg.cluster.mode == "autopilot"
-        )
+        price = node_hour_price(table, flavour.machine_type, region, rung.provisioning, autopilot=autopilot)
         gang_hour: Optional[float] = round(price.value * nodes, 2)
         estimate = price.estimate
     except PriceError as err:
@@ -135,11 +123,20 @@ def find(stack: str, cfg: StackConfig, clients: Clients, timeout: float = DEFAUL
         offered = None
     # Without the live Lustre locations, the static list of data/zones.yaml narrows the zones (`lustre_from`).
     zones = machine_zones if offered is not None else catalogue().zones_for(flavour.machine_type)
-    cache: dict[str, Any] = {}
+
+    @functools.cache
+    def quotas_in(region: str) -> Any:
+        """The region's quotas, metric -> (limit, usage), or the error that stopped their reading."""
+        try:
+            found = clients.regions.get(project=project, region=region, timeout=timeout)
+        except gexc.GoogleAPICallError as exc:
+            return exc
+        return {q.metric: (q.limit, q.usage) for q in found.quotas}
+
     answers = []
     for zone in zones:
         region = region_of(zone)
-        quotas = _quotas(clients, project, region, timeout, cache)
+        quotas = quotas_in(region)
         try:
             reservations = _reservations(clients, project, zone, flavour.machine_type, timeout)
         except gexc.GoogleAPICallError:
