@@ -93,22 +93,19 @@ def loader_keys(git_dir: str, tag: str) -> dict[str, Any]:
     init = "nemo_rl/data/__init__.py"
     if tag in FLAT_TAGS:
         paths = [init, "examples/run_grpo_math.py", "nemo_rl/data/datasets/response_datasets/__init__.py"]
-        keys = set(_typeddict_keys(show(init), "DataConfig"))
-        names: set[str] = set()
-        for path in paths[1:]:
-            k, n = _keys_read(show(path))
-            keys |= k
-            names |= n
+        found = [_keys_read(show(path)) for path in paths[1:]]
+        keys = set(_typeddict_keys(show(init), "DataConfig")).union(*(k for k, _ in found))
+        names = set().union(*(n for _, n in found))
         data_keys = sorted(f"data.{k}" for k in keys)
         return {"layout": "flat", "paths": paths, "data_keys": data_keys, "dataset_names": sorted(names)}
     reg_path = "nemo_rl/data/datasets/response_datasets/__init__.py"
     reg_src = show(reg_path)
     registry = _registry(reg_src)
-    modules = {}
-    for n in ast.walk(ast.parse(reg_src)):
-        if isinstance(n, ast.ImportFrom) and (n.module or "").startswith("nemo_rl.data.datasets.response_datasets."):
-            for alias in n.names:
-                modules[alias.name] = n.module.replace(".", "/") + ".py"
+    package = "nemo_rl.data.datasets.response_datasets."
+    imports = [n for n in ast.walk(ast.parse(reg_src)) if isinstance(n, ast.ImportFrom) and n.module]
+    modules = {
+        a.name: n.module.replace(".", "/") + ".py" for n in imports if n.module.startswith(package) for a in n.names
+    }
     per_dataset = set(_typeddict_keys(show(init), "ResponseDatasetConfig"))
     paths = {init, reg_path, "nemo_rl/data/utils.py"}
     for cls in sorted(set(registry.values())):
@@ -143,12 +140,8 @@ def _flatten(node: Any, prefix: str, out: dict[str, str]) -> None:
 
 def config_keys(git_dir: str, tag: str, files: tuple[str, ...] = CONFIG_FILES) -> dict[str, dict[str, str]]:
     with tempfile.TemporaryDirectory() as tmp:
-        archive = subprocess.run(
-            ["git", "--git-dir", git_dir, "archive", tag, "examples/configs", "nemo_rl/utils/config.py"],
-            capture_output=True,
-            check=True,
-        ).stdout
-        subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
+        _git(git_dir, "archive", "-o", f"{tmp}/src.tar", tag, "examples/configs", "nemo_rl/utils/config.py")
+        subprocess.run(["tar", "-x", "-C", tmp, "-f", f"{tmp}/src.tar"], check=True)
         spec = importlib.util.spec_from_file_location("_nemo_rl_config", f"{tmp}/nemo_rl/utils/config.py")
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)  # NeMo-RL's own loader at this tag: its inheritance rules
