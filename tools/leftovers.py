@@ -122,25 +122,15 @@ def removal_command(asset_type: str, name: str, location: str, project: str, clu
     command, note, why = template.partition("  # ")
     if asset_type != "storage.googleapis.com/Bucket":
         command += " --project {project}"
-    return (command + note + why).format(
-        name=name, location=location, project=project, cluster=cluster, scope=_scope(location)
-    )
-
-
-def _cluster_of(full_name: str) -> str:
-    parts = full_name.split("/")
-    return parts[parts.index("clusters") + 1] if "clusters" in parts else ""
+    values = {"name": name, "location": location, "project": project, "cluster": cluster, "scope": _scope(location)}
+    return (command + note + why).format(**values)
 
 
 def _leftover(result: Any, why: str, project: str) -> Leftover:
-    name, location = _short_name(result), result.location
-    return Leftover(
-        result.asset_type,
-        name,
-        location,
-        why,
-        removal_command(result.asset_type, name, location, project, _cluster_of(result.name)),
-    )
+    parts, name = result.name.split("/"), _short_name(result)
+    cluster = parts[parts.index("clusters") + 1] if "clusters" in parts else ""  # a node pool's
+    command = removal_command(result.asset_type, name, result.location, project, cluster)
+    return Leftover(result.asset_type, name, result.location, why, command)
 
 
 def search(assets: Any, project: str, timeout: float) -> Iterable[Any]:
@@ -162,11 +152,8 @@ def peering_leftover(networks: Any, cfg: StackConfig, marks: Marks, timeout: flo
     peering = SERVICE_NETWORKING.replace(".", "-")
     if not any(p.name == peering for p in network.peerings):
         return None
-    why = (
-        "on the default VPC (the stack's if none was there before it)"
-        if cfg.network.use_default_network
-        else "on the stack's VPC"
-    )
+    on_default = "on the default VPC (the stack's if none was there before it)"
+    why = on_default if cfg.network.use_default_network else "on the stack's VPC"
     return Leftover(PEERING, vpc, "global", why, removal_command(PEERING, vpc, "global", marks.project))
 
 
