@@ -13,8 +13,12 @@ from lazy_modules import LazyModule
 
 from infra.config import parse
 from infra.project_apis import REQUIRED_APIS
-from tools import doctor
 from tools.doctor import project_checks
+from tools.doctor.check_context import Result
+from tools.doctor.check_runner import run_checks
+from tools.doctor.google_clients import Clients
+from tools.doctor.project_checks import ORG_POLICY_API
+from tools.doctor.quota_checks import GPU_FAMILY_QUOTA
 
 # The client libraries, imported by the first test that uses them (tests/lazy_modules.py).
 cloudquotas_v1 = LazyModule("google.cloud.cloudquotas_v1")
@@ -72,7 +76,7 @@ class FakeProject:
         self.calls: list[tuple[str, str, dict]] = []
         self.errors: dict[str, BaseException] = {}
         self.number = NUMBER
-        self.enabled = set(REQUIRED_APIS) | {doctor.ORG_POLICY_API}
+        self.enabled = set(REQUIRED_APIS) | {ORG_POLICY_API}
         self.unanswered: set[str] = set()  # APIs Service Usage's answer leaves out (asked, but not in the answer)
         self.quotas = {
             "PREEMPTIBLE_NVIDIA_B200_GPUS": (64.0, 0.0),
@@ -106,8 +110,8 @@ class FakeProject:
         if method in self.errors:
             raise self.errors[method]
 
-    def clients(self) -> doctor.Clients:
-        return doctor.Clients(**{name: cls(self) for name, cls in FAKES.items()})
+    def clients(self) -> Clients:
+        return Clients(**{name: cls(self) for name, cls in FAKES.items()})
 
 
 class _Fake:
@@ -326,15 +330,15 @@ def real_clients() -> dict[str, type]:
     }
 
 
-def run(project: FakeProject, cfg=None) -> dict[str, list[doctor.Result]]:
-    results = doctor.run_checks("dev", cfg or config(), project.clients(), timeout=5)
-    by_check: dict[str, list[doctor.Result]] = {}
+def run(project: FakeProject, cfg=None) -> dict[str, list[Result]]:
+    results = run_checks("dev", cfg or config(), project.clients(), timeout=5)
+    by_check: dict[str, list[Result]] = {}
     for r in results:
         by_check.setdefault(r.check, []).append(r)
     return by_check
 
 
-def only(project, check, cfg=None) -> doctor.Result:
+def only(project, check, cfg=None) -> Result:
     found = run(project, cfg)[check]
     assert len(found) == 1, found
     return found[0]
@@ -367,7 +371,7 @@ def family_quota_of(quota_id, *entries):
     )
 
 
-PREEMPTIBLE_FAMILY = "PREEMPTIBLE-" + doctor.GPU_FAMILY_QUOTA
+PREEMPTIBLE_FAMILY = "PREEMPTIBLE-" + GPU_FAMILY_QUOTA
 
 B200 = {"gpu_family": "NVIDIA_B200"}
 

@@ -148,6 +148,14 @@ def test_a_bad_stack_is_one_line_and_exit_2():
     assert err.getvalue().count("\n") == 1 and err.getvalue().startswith("error: ")
 
 
+def test_json_that_cannot_run_prints_an_error_document_without_the_doctors_checks_key():
+    out, err = io.StringIO(), io.StringIO()
+    code = capacity_finder.main(["--stack", "no-such-stack", "--json"], out=out, err=err, connect=lambda _: None)
+    doc = json.loads(out.getvalue())
+    assert code == 2 and doc["ok"] is False and doc["exitCode"] == 2 and "checks" not in doc, doc
+    assert doc["stack"] == "no-such-stack" and doc["error"] in err.getvalue()
+
+
 def test_with_the_live_lustre_list_every_zone_of_the_machine_catalogue_is_considered(project):
     # Zones the static Lustre list of data/zones.yaml lacks (us-east4-b, us-south1-b) but the project is offered.
     project.lustre_zones = ["us-east4-b", "us-south1-b", "us-east1-b"]

@@ -21,8 +21,10 @@ from doctor_fakes import (
 from google.api_core import exceptions as gexc
 from google.auth.exceptions import RefreshError
 
-from tools import doctor
 from tools.doctor import check_runner
+from tools.doctor.check_context import FAIL, PASS, WARN, Result
+from tools.doctor.check_runner import CHECKS, run_checks
+from tools.doctor.google_clients import NO_CREDENTIALS, NoCredentials
 
 
 @pytest.fixture
@@ -31,10 +33,10 @@ def project():
 
 
 def test_a_healthy_project_passes_every_check(project):
-    results = doctor.run_checks("dev", config(), project.clients(), timeout=5)
+    results = run_checks("dev", config(), project.clients(), timeout=5)
     assert [r.check for r in results][:2] == ["project", "apis"]
-    assert {r.check for r in results} == {"project", "apis", *(name for name, _, _ in doctor.CHECKS)}
-    bad = [r for r in results if r.status != doctor.PASS]
+    assert {r.check for r in results} == {"project", "apis", *(name for name, _, _ in CHECKS)}
+    bad = [r for r in results if r.status != PASS]
     assert not bad, bad
 
 
@@ -49,9 +51,9 @@ def test_every_call_is_one_the_real_client_accepts(project):
         network={"useDefaultNetwork": True},
     )
     project.networks["default"] = compute_v1.Network(name="default")
-    doctor.run_checks("dev", cfg, project.clients(), timeout=5)
+    run_checks("dev", cfg, project.clients(), timeout=5)
     del project.quotas["PREEMPTIBLE_NVIDIA_B200_GPUS"]  # asks Cloud Quotas
-    doctor.run_checks("dev", config(), project.clients(), timeout=5)
+    run_checks("dev", config(), project.clients(), timeout=5)
     called = {(client, method) for client, method, _ in project.calls}
     assert {c for c, _ in called} == set(FAKES), "every client is exercised"
     for client, method, kwargs in project.calls:
@@ -65,48 +67,48 @@ def test_every_call_is_one_the_real_client_accepts(project):
 
 def test_no_route_to_google_fails_instead_of_passing_nothing(project):
     project.errors["get_project"] = gexc.ServiceUnavailable("failed to connect to all addresses")
-    results = doctor.run_checks("dev", config(), project.clients(), timeout=5)
-    assert [(r.check, r.status) for r in results] == [("project", doctor.FAIL)]
+    results = run_checks("dev", config(), project.clients(), timeout=5)
+    assert [(r.check, r.status) for r in results] == [("project", FAIL)]
     assert "ServiceUnavailable" in results[0].summary
 
 
 def test_the_project_that_cannot_be_seen_fails_alone(project):
-    results = doctor.run_checks("dev", config(project="other-project"), project.clients(), timeout=5)
-    assert [(r.check, r.status) for r in results] == [("project", doctor.FAIL)]
+    results = run_checks("dev", config(project="other-project"), project.clients(), timeout=5)
+    assert [(r.check, r.status) for r in results] == [("project", FAIL)]
     assert "gcloud projects describe other-project" in results[0].fix
 
 
 def test_refused_credentials_are_a_credentials_error(project):
     project.errors["get_project"] = RefreshError("invalid_grant: Token has been expired or revoked.")
-    with pytest.raises(doctor.NoCredentials, match="gcloud auth application-default login"):
-        doctor.run_checks("dev", config(), project.clients(), timeout=5)
+    with pytest.raises(NoCredentials, match="gcloud auth application-default login"):
+        run_checks("dev", config(), project.clients(), timeout=5)
 
 
 def test_a_check_whose_call_is_denied_warns_instead_of_crashing(project):
     project.errors["get_server_config"] = gexc.PermissionDenied("container.clusters.getServerConfig denied")
     result = only(project, "gke-versions")
-    assert result.status == doctor.WARN and "permission denied" in result.summary
+    assert result.status == WARN and "permission denied" in result.summary
 
 
 def test_a_check_that_does_not_answer_in_time_warns(project, monkeypatch):
     project.errors["lookup_bucket"] = gexc.DeadlineExceeded("deadline")
     result = only(project, "bucket")
-    assert result.status == doctor.WARN and "no answer within 5s" in result.summary
+    assert result.status == WARN and "no answer within 5s" in result.summary
 
 
 def test_the_project_is_named_by_its_number_before_anything_else_is_asked(project):
-    results = doctor.run_checks("dev", config(), project.clients(), timeout=5)
-    assert results[0] == doctor.Result("project", doctor.PASS, f"{PROJECT} is project number {NUMBER}")
+    results = run_checks("dev", config(), project.clients(), timeout=5)
+    assert results[0] == Result("project", PASS, f"{PROJECT} is project number {NUMBER}")
     assert project.calls[0] == ("projects", "get_project", {"name": f"projects/{PROJECT}", "timeout": 5})
 
 
 @pytest.mark.parametrize("error", [gexc.NotFound("no"), gexc.Forbidden("no"), gexc.PermissionDenied("no")])
 def test_a_project_that_is_missing_or_hidden_fails_whole_with_how_to_look(project, error):
     project.errors["get_project"] = error
-    assert doctor.run_checks("dev", config(), project.clients(), timeout=5) == [
-        doctor.Result(
+    assert run_checks("dev", config(), project.clients(), timeout=5) == [
+        Result(
             "project",
-            doctor.FAIL,
+            FAIL,
             f"project {PROJECT} does not exist or you cannot see it",
             f"gcloud projects describe {PROJECT}  # fix nemo-rl-gke:project, or ask for roles/browser on it",
         )
@@ -116,10 +118,10 @@ def test_a_project_that_is_missing_or_hidden_fails_whole_with_how_to_look(projec
 
 def test_a_project_that_cannot_be_asked_fails_whole_naming_the_error(project):
     project.errors["get_project"] = gexc.ServiceUnavailable("failed to connect to all addresses\nretrying")
-    assert doctor.run_checks("dev", config(), project.clients(), timeout=5) == [
-        doctor.Result(
+    assert run_checks("dev", config(), project.clients(), timeout=5) == [
+        Result(
             "project",
-            doctor.FAIL,
+            FAIL,
             f"could not ask for project {PROJECT}: ServiceUnavailable (failed to connect to all addresses)",
         )
     ]
@@ -127,9 +129,9 @@ def test_a_project_that_cannot_be_asked_fails_whole_naming_the_error(project):
 
 def test_refused_credentials_are_the_no_credentials_message_with_the_refusal(project):
     project.errors["get_project"] = RefreshError("invalid_grant: Token has been expired or revoked.")
-    with pytest.raises(doctor.NoCredentials) as raised:
-        doctor.run_checks("dev", config(), project.clients(), timeout=5)
-    assert str(raised.value) == doctor.NO_CREDENTIALS.format(
+    with pytest.raises(NoCredentials) as raised:
+        run_checks("dev", config(), project.clients(), timeout=5)
+    assert str(raised.value) == NO_CREDENTIALS.format(
         reason="refused: invalid_grant: Token has been expired or revoked."
     )
 
@@ -137,22 +139,20 @@ def test_refused_credentials_are_the_no_credentials_message_with_the_refusal(pro
 def test_an_api_check_that_cannot_ask_warns_and_every_other_check_still_runs(project):
     project.errors["batch_get_services"] = gexc.PermissionDenied("serviceusage.services.get denied")
     checks = run(project)
-    assert checks["apis"] == [
-        doctor.Result("apis", doctor.WARN, "not checked: permission denied (serviceusage.services.get denied)")
-    ]
-    assert checks["zone"][0].status == doctor.PASS and checks["lustre"][0].status == doctor.PASS
+    assert checks["apis"] == [Result("apis", WARN, "not checked: permission denied (serviceusage.services.get denied)")]
+    assert checks["zone"][0].status == PASS and checks["lustre"][0].status == PASS
     project.errors["batch_get_services"] = gexc.DeadlineExceeded("deadline")
-    assert run(project)["apis"] == [doctor.Result("apis", doctor.WARN, "not checked: no answer within 5s")]
+    assert run(project)["apis"] == [Result("apis", WARN, "not checked: no answer within 5s")]
 
 
 def test_an_api_that_is_off_skips_every_check_that_calls_it_whole(project):
     project.enabled.discard("compute.googleapis.com")
-    results = doctor.run_checks("dev", config(), project.clients(), timeout=5)
+    results = run_checks("dev", config(), project.clients(), timeout=5)
     skipped = [r for r in results if r.summary == "not checked: compute.googleapis.com is off"]
     enable = f"gcloud services enable compute.googleapis.com --project {PROJECT}"
     assert skipped == [
-        doctor.Result(name, doctor.WARN, "not checked: compute.googleapis.com is off", enable)
-        for name, _, needs in doctor.CHECKS
+        Result(name, WARN, "not checked: compute.googleapis.com is off", enable)
+        for name, _, needs in CHECKS
         if "compute.googleapis.com" in needs
     ]
     assert len(skipped) == 7
@@ -169,7 +169,7 @@ def test_the_checks_run_at_once_in_the_doctors_threads_and_report_in_their_order
 ):
     import threading
 
-    names = [f"c{i}" for i in range(len(doctor.CHECKS))]
+    names = [f"c{i}" for i in range(len(CHECKS))]
     together = threading.Barrier(len(names), timeout=5)  # passes only when every check runs at the same time
     threads = {}
     ended = []
@@ -187,16 +187,16 @@ def test_the_checks_run_at_once_in_the_doctors_threads_and_report_in_their_order
                         break
             assert ctx.timeout == 5 and ctx.project_number == NUMBER and ctx.stack == "dev"
             if name == "c1":
-                return [doctor.Result(name, doctor.PASS, "one"), doctor.Result(name, doctor.FAIL, "two", "fix two")]
-            return doctor.Result(name, doctor.PASS, f"{name} done")
+                return [Result(name, PASS, "one"), Result(name, FAIL, "two", "fix two")]
+            return Result(name, PASS, f"{name} done")
 
         return check
 
     fake_checks(monkeypatch, *((n, check_named(n), ()) for n in names))
-    results = doctor.run_checks("dev", config(), project.clients(), timeout=5)
+    results = run_checks("dev", config(), project.clients(), timeout=5)
     assert [r.check for r in results[2:]] == ["c0", "c1", "c1", *names[2:]]
-    assert results[3:5] == [doctor.Result("c1", doctor.PASS, "one"), doctor.Result("c1", doctor.FAIL, "two", "fix two")]
-    assert results[2] == doctor.Result("c0", doctor.PASS, "c0 done")
+    assert results[3:5] == [Result("c1", PASS, "one"), Result("c1", FAIL, "two", "fix two")]
+    assert results[2] == Result("c0", PASS, "c0 done")
     assert ended == names[::-1]
     assert all(t.startswith("doctor_") for t in threads.values()) and len(set(threads.values())) == len(names)
 
@@ -210,28 +210,28 @@ def test_a_check_that_needs_several_apis_that_are_off_names_them_all_and_the_res
             lambda ctx: pytest.fail("skipped checks are not called"),
             ("lustre.googleapis.com", "storage.googleapis.com"),
         ),
-        ("other", lambda ctx: doctor.Result("other", doctor.PASS, "ran"), ("compute.googleapis.com",)),
+        ("other", lambda ctx: Result("other", PASS, "ran"), ("compute.googleapis.com",)),
     )
-    results = doctor.run_checks("dev", config(), project.clients(), timeout=5)
+    results = run_checks("dev", config(), project.clients(), timeout=5)
     assert results[2:] == [
-        doctor.Result(
+        Result(
             "both",
-            doctor.WARN,
+            WARN,
             "not checked: lustre.googleapis.com, storage.googleapis.com is off",
             f"gcloud services enable lustre.googleapis.com storage.googleapis.com --project {PROJECT}",
         ),
-        doctor.Result("other", doctor.PASS, "ran"),
+        Result("other", PASS, "ran"),
     ]
 
 
 def test_every_check_skipped_still_reports_each(project, monkeypatch):
     project.enabled.discard("lustre.googleapis.com")
     fake_checks(monkeypatch, ("l", lambda ctx: pytest.fail("skipped"), ("lustre.googleapis.com",)))
-    results = doctor.run_checks("dev", config(), project.clients(), timeout=5)
+    results = run_checks("dev", config(), project.clients(), timeout=5)
     assert [(r.check, r.status) for r in results] == [
-        ("project", doctor.PASS),
-        ("apis", doctor.WARN),
-        ("l", doctor.WARN),
+        ("project", PASS),
+        ("apis", WARN),
+        ("l", WARN),
     ]
 
 
@@ -254,16 +254,16 @@ def test_a_check_that_raises_warns_with_the_first_line_of_why_never_a_traceback(
         "bare": KeyError(),
     }
     fake_checks(monkeypatch, *((name, raising(exc), ()) for name, exc in errors.items()))
-    results = doctor.run_checks("dev", config(), project.clients(), timeout=7)
+    results = run_checks("dev", config(), project.clients(), timeout=7)
     assert results[2:] == [
-        doctor.Result("forbidden", doctor.WARN, "not checked: permission denied (caller lacks storage.buckets.get)"),
-        doctor.Result("denied", doctor.WARN, "not checked: permission denied (container.clusters.get denied)"),
-        doctor.Result("deadline", doctor.WARN, "not checked: no answer within 7s"),
-        doctor.Result("timeout", doctor.WARN, "not checked: no answer within 7s"),
-        doctor.Result("google", doctor.WARN, "not checked: InternalServerError (backend error)"),
-        doctor.Result("other", doctor.WARN, "not checked: ValueError: bad value"),
-        doctor.Result("blank", doctor.WARN, "not checked: ValueError: ValueError"),
-        doctor.Result("bare", doctor.WARN, "not checked: KeyError: KeyError"),
+        Result("forbidden", WARN, "not checked: permission denied (caller lacks storage.buckets.get)"),
+        Result("denied", WARN, "not checked: permission denied (container.clusters.get denied)"),
+        Result("deadline", WARN, "not checked: no answer within 7s"),
+        Result("timeout", WARN, "not checked: no answer within 7s"),
+        Result("google", WARN, "not checked: InternalServerError (backend error)"),
+        Result("other", WARN, "not checked: ValueError: bad value"),
+        Result("blank", WARN, "not checked: ValueError: ValueError"),
+        Result("bare", WARN, "not checked: KeyError: KeyError"),
     ]
 
 
@@ -290,10 +290,10 @@ def test_the_checks_share_one_deadline_of_four_calls_and_five_seconds(project, m
     monkeypatch.setattr(check_runner, "time", Clock(1000.0, 1003.0, 1010.0, 1044.0))
     fake_checks(
         monkeypatch,
-        ("a", lambda ctx: doctor.Result("a", doctor.PASS, "a"), ()),
-        ("b", lambda ctx: doctor.Result("b", doctor.PASS, "b"), ()),
+        ("a", lambda ctx: Result("a", PASS, "a"), ()),
+        ("b", lambda ctx: Result("b", PASS, "b"), ()),
     )
-    doctor.run_checks("dev", config(), project.clients(), timeout=7)
+    run_checks("dev", config(), project.clients(), timeout=7)
     # The deadline is 1000 + 4 x 7 + 5 = 1033: 30 s left at the first wait, then 23, then none.
     assert waits[0] == (30.0, concurrent.futures.FIRST_COMPLETED)
     assert [w[0] for w in waits] in ([30.0], [30.0, 23.0])
@@ -310,8 +310,8 @@ def test_a_wait_past_the_deadline_asks_for_no_time_at_all(project, monkeypatch):
 
     monkeypatch.setattr(check_runner, "wait", wait)
     monkeypatch.setattr(check_runner, "time", Clock(1000.0, 1044.0))
-    fake_checks(monkeypatch, ("a", lambda ctx: doctor.Result("a", doctor.PASS, "a"), ()))
-    results = doctor.run_checks("dev", config(), project.clients(), timeout=7)
+    fake_checks(monkeypatch, ("a", lambda ctx: Result("a", PASS, "a"), ()))
+    results = run_checks("dev", config(), project.clients(), timeout=7)
     assert waits[0] == 0.0
     assert results[2].check == "a"
 
@@ -323,24 +323,24 @@ def test_checks_that_do_not_end_by_the_deadline_warn_and_those_that_did_are_kept
 
     def slow(ctx):
         release.wait(10)
-        return doctor.Result("slow", doctor.PASS, "late")
+        return Result("slow", PASS, "late")
 
     fake_checks(
         monkeypatch,
         ("slow", slow, ()),
-        ("quick", lambda ctx: doctor.Result("quick", doctor.PASS, "in time", "pulumi config set zone z"), ()),
+        ("quick", lambda ctx: Result("quick", PASS, "in time", "pulumi config set zone z"), ()),
         ("slower", slow, ()),
     )
     # The deadline is set at 1000; the first wait ends with the quick check, the next is past the deadline.
     monkeypatch.setattr(check_runner, "time", Clock(1000.0, 1000.0, 2000.0))
     started = __import__("time").monotonic()
     try:
-        results = doctor.run_checks("dev", config(), project.clients(), timeout=0.1)
+        results = run_checks("dev", config(), project.clients(), timeout=0.1)
     finally:
         release.set()
     assert __import__("time").monotonic() - started < 5, "the doctor does not wait for checks past the deadline"
     assert results[2:] == [
-        doctor.Result("slow", doctor.WARN, "not checked: no answer within 0.1s"),
-        doctor.Result("quick", doctor.PASS, "in time", "pulumi config set --stack dev zone z"),
-        doctor.Result("slower", doctor.WARN, "not checked: no answer within 0.1s"),
+        Result("slow", WARN, "not checked: no answer within 0.1s"),
+        Result("quick", PASS, "in time", "pulumi config set --stack dev zone z"),
+        Result("slower", WARN, "not checked: no answer within 0.1s"),
     ]

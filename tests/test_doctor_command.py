@@ -11,8 +11,20 @@ import pytest
 from doctor_fakes import PROJECT, FakeProject, config
 
 from infra.config import ConfigError
-from tools import doctor
+from infra.stack_file import DEFAULT_STACK
 from tools.doctor import doctor_command, project_checks
+from tools.doctor.check_context import DEFAULT_TIMEOUT, FAIL, PASS, WARN, Result
+from tools.doctor.check_runner import CHECKS
+from tools.doctor.doctor_command import (
+    EXIT_FAILED,
+    EXIT_NO_CREDENTIALS,
+    EXIT_OK,
+    EXIT_USAGE,
+    error_json,
+    render_json,
+    render_text,
+)
+from tools.doctor.google_clients import NoCredentials
 
 
 @pytest.fixture
@@ -22,14 +34,14 @@ def project():
 
 def cli(project, *argv):
     out, err = io.StringIO(), io.StringIO()
-    code = doctor.main(["--stack", "dev", *argv], out=out, err=err, connect=lambda p: project.clients())
+    code = doctor_command.main(["--stack", "dev", *argv], out=out, err=err, connect=lambda p: project.clients())
     return code, out.getvalue(), err.getvalue()
 
 
 def test_the_command_prints_one_line_per_check_and_exits_0_when_nothing_fails(project):
     project.quotas.pop("PREEMPTIBLE_NVIDIA_B200_GPUS")  # a warning does not fail the run
     code, out, err = cli(project)
-    assert code == doctor.EXIT_OK and err == ""
+    assert code == EXIT_OK and err == ""
     lines = out.splitlines()
     assert lines[0].startswith("doctor: stack dev, project my-gcp-project")
     assert any(line.split()[:2] == ["warn", "gpu-quota"] for line in lines)
@@ -40,7 +52,7 @@ def test_a_failure_prints_its_fix_and_exits_1(project, monkeypatch):
     monkeypatch.setattr(project_checks, "manages_apis", lambda cfg: False)  # manageApis: false: an API off fails
     project.enabled.discard("lustre.googleapis.com")
     code, out, _ = cli(project)
-    assert code == doctor.EXIT_FAILED
+    assert code == EXIT_FAILED
     assert f"fix: gcloud services enable lustre.googleapis.com --project {PROJECT}" in out
 
 
@@ -49,7 +61,7 @@ def test_json_output(project, monkeypatch):
     project.enabled.discard("lustre.googleapis.com")
     code, out, _ = cli(project, "--json")
     doc = json.loads(out)
-    assert code == doctor.EXIT_FAILED and doc["ok"] is False and doc["stack"] == "dev"
+    assert code == EXIT_FAILED and doc["ok"] is False and doc["stack"] == "dev"
     apis = next(c for c in doc["checks"] if c["check"] == "apis")
     assert apis == {
         "check": "apis",
@@ -63,8 +75,8 @@ def test_missing_credentials_are_one_line_and_exit_3(monkeypatch, tmp_path):
     # A named credentials file that does not exist stops google.auth.default before any metadata-server probe.
     monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "none.json"))
     out, err = io.StringIO(), io.StringIO()
-    code = doctor.main(["--stack", "dev"], out=out, err=err)
-    assert code == doctor.EXIT_NO_CREDENTIALS and out.getvalue() == ""
+    code = doctor_command.main(["--stack", "dev"], out=out, err=err)
+    assert code == EXIT_NO_CREDENTIALS and out.getvalue() == ""
     message = err.getvalue()
     assert message.startswith("error: no usable Application Default Credentials (File ") and "none.json" in message
     assert "gcloud auth application-default login" in message and message.count("\n") == 1
@@ -72,15 +84,17 @@ def test_missing_credentials_are_one_line_and_exit_3(monkeypatch, tmp_path):
 
 def test_an_unknown_stack_is_one_line_and_exit_2(project):
     out, err = io.StringIO(), io.StringIO()
-    code = doctor.main(["--stack", "nope"], out=out, err=err, connect=lambda p: pytest.fail("no stack, no cloud"))
-    assert code == doctor.EXIT_USAGE and err.getvalue().count("\n") == 1 and "Pulumi.nope.yaml" in err.getvalue()
+    code = doctor_command.main(
+        ["--stack", "nope"], out=out, err=err, connect=lambda p: pytest.fail("no stack, no cloud")
+    )
+    assert code == EXIT_USAGE and err.getvalue().count("\n") == 1 and "Pulumi.nope.yaml" in err.getvalue()
 
 
 def test_the_doc_describes_every_check():
     from pathlib import Path
 
-    doc = (Path(doctor.__file__).resolve().parents[2] / "docs" / "doctor.md").read_text()
-    for name in ("project", "apis", *(name for name, _, _ in doctor.CHECKS)):
+    doc = (Path(doctor_command.__file__).resolve().parents[2] / "docs" / "doctor.md").read_text()
+    for name in ("project", "apis", *(name for name, _, _ in CHECKS)):
         assert f"\n| {name} |" in doc, f"docs/doctor.md has no row for the {name} check"
 
 
@@ -96,13 +110,13 @@ def test_the_doc_describes_every_check():
 )
 def test_a_bad_flag_is_one_line_naming_what_is_allowed_and_exit_2(flag, allowed):
     out, err = io.StringIO(), io.StringIO()
-    code = doctor.main(flag, out=out, err=err, connect=lambda p: pytest.fail("bad flags, no cloud"))
-    assert code == doctor.EXIT_USAGE and err.getvalue().count("\n") == 1 and err.getvalue().startswith("error: ")
+    code = doctor_command.main(flag, out=out, err=err, connect=lambda p: pytest.fail("bad flags, no cloud"))
+    assert code == EXIT_USAGE and err.getvalue().count("\n") == 1 and err.getvalue().startswith("error: ")
     assert allowed in err.getvalue() and not out.getvalue()
 
 
 def test_the_longest_timeout_is_accepted():
-    assert doctor.parser().parse_args(["--timeout", "600"]).timeout == 600
+    assert doctor_command.parser().parse_args(["--timeout", "600"]).timeout == 600
 
 
 def test_the_command_reads_sys_argv_asks_the_stacks_project_with_its_timeout_and_prints_to_stdout(
@@ -110,9 +124,9 @@ def test_the_command_reads_sys_argv_asks_the_stacks_project_with_its_timeout_and
 ):
     monkeypatch.setattr("sys.argv", ["doctor", "--stack", "dev", "--timeout", "7"])
     asked = []
-    code = doctor.main(connect=lambda p: asked.append(p) or project.clients())
+    code = doctor_command.main(connect=lambda p: asked.append(p) or project.clients())
     out, err = capsys.readouterr()
-    assert (code, err, asked) == (doctor.EXIT_OK, "", [PROJECT])
+    assert (code, err, asked) == (EXIT_OK, "", [PROJECT])
     assert out.startswith("doctor: stack dev, project my-gcp-project, us-east1 / us-east1-b\n  pass  project ")
     assert out.endswith("\n0 failed, 0 warning(s), 19 passed\n")
     assert {kw["timeout"] for _, _, kw in project.calls} == {7}
@@ -125,19 +139,19 @@ def test_the_command_without_flags_checks_the_default_stack_with_the_default_tim
     )
     monkeypatch.setattr(doctor_command, "render_text", lambda stack, cfg, results: f"report of {stack}")
     out, err = io.StringIO(), io.StringIO()
-    assert doctor.main([], out=out, err=err, connect=lambda p: project.clients()) == doctor.EXIT_OK
-    assert seen == [(doctor.DEFAULT_STACK, doctor.DEFAULT_TIMEOUT)]
-    assert (out.getvalue(), err.getvalue()) == (f"report of {doctor.DEFAULT_STACK}\n", "")
+    assert doctor_command.main([], out=out, err=err, connect=lambda p: project.clients()) == EXIT_OK
+    assert seen == [(DEFAULT_STACK, DEFAULT_TIMEOUT)]
+    assert (out.getvalue(), err.getvalue()) == (f"report of {DEFAULT_STACK}\n", "")
 
 
 def test_the_text_report_aligns_the_checks_and_prints_fixes_only_of_what_did_not_pass():
     results = [
-        doctor.Result("project", doctor.PASS, "fine", "not printed"),
-        doctor.Result("gpu-quota", doctor.WARN, "careful", "look"),
-        doctor.Result("zone", doctor.FAIL, "broken", "repair"),
-        doctor.Result("zone", doctor.FAIL, "also broken"),
+        Result("project", PASS, "fine", "not printed"),
+        Result("gpu-quota", WARN, "careful", "look"),
+        Result("zone", FAIL, "broken", "repair"),
+        Result("zone", FAIL, "also broken"),
     ]
-    assert doctor.render_text("dev", config(), results) == (
+    assert render_text("dev", config(), results) == (
         "doctor: stack dev, project my-gcp-project, us-east1 / us-east1-b\n"
         "  pass  project    fine\n"
         "  warn  gpu-quota  careful\n"
@@ -150,8 +164,8 @@ def test_the_text_report_aligns_the_checks_and_prints_fixes_only_of_what_did_not
 
 
 def test_the_json_report_is_the_results_whole_and_ok_only_without_a_failure():
-    results = [doctor.Result("project", doctor.PASS, "fine"), doctor.Result("zone", doctor.WARN, "careful", "look")]
-    text = doctor.render_json("dev", config(), results)
+    results = [Result("project", PASS, "fine"), Result("zone", WARN, "careful", "look")]
+    text = render_json("dev", config(), results)
     assert text.splitlines()[:3] == ["{", '  "stack": "dev",', '  "project": "my-gcp-project",']
     assert json.loads(text) == {
         "stack": "dev",
@@ -162,13 +176,13 @@ def test_the_json_report_is_the_results_whole_and_ok_only_without_a_failure():
             {"check": "zone", "status": "warn", "summary": "careful", "fix": "look"},
         ],
     }
-    failed = [*results, doctor.Result("zone", doctor.FAIL, "broken")]
-    assert json.loads(doctor.render_json("dev", config(), failed))["ok"] is False
+    failed = [*results, Result("zone", FAIL, "broken")]
+    assert json.loads(render_json("dev", config(), failed))["ok"] is False
 
 
 def test_a_run_that_cannot_check_prints_a_json_error_document_naming_the_stack_once_known():
-    assert doctor.error_json(None, 2, "bad flag").splitlines()[:2] == ["{", '  "stack": null,']
-    assert json.loads(doctor.error_json("dev", 3, "no credentials")) == {
+    assert error_json(None, 2, "bad flag").splitlines()[:2] == ["{", '  "stack": null,']
+    assert json.loads(error_json("dev", 3, "no credentials")) == {
         "stack": "dev",
         "ok": False,
         "exitCode": 3,
@@ -176,10 +190,10 @@ def test_a_run_that_cannot_check_prints_a_json_error_document_naming_the_stack_o
         "checks": [],
     }
     out, err = io.StringIO(), io.StringIO()
-    doctor.main(["--json", "--bogus"], out=out, err=err, connect=lambda p: pytest.fail("bad flags, no cloud"))
+    doctor_command.main(["--json", "--bogus"], out=out, err=err, connect=lambda p: pytest.fail("bad flags, no cloud"))
     assert json.loads(out.getvalue())["stack"] is None
     out = io.StringIO()
-    doctor.main(["--json", "--stack", "nope"], out=out, err=err, connect=lambda p: pytest.fail("no stack"))
+    doctor_command.main(["--json", "--stack", "nope"], out=out, err=err, connect=lambda p: pytest.fail("no stack"))
     assert json.loads(out.getvalue())["stack"] == "nope"
 
 
@@ -189,22 +203,24 @@ def test_a_stack_the_program_refuses_is_one_line_and_exit_2(monkeypatch):
 
     monkeypatch.setattr(doctor_command, "load_stack", refuse)
     out, err = io.StringIO(), io.StringIO()
-    code = doctor.main(["--stack", "dev"], out=out, err=err, connect=lambda p: pytest.fail("no stack, no cloud"))
-    assert (code, out.getvalue()) == (doctor.EXIT_USAGE, "")
+    code = doctor_command.main(
+        ["--stack", "dev"], out=out, err=err, connect=lambda p: pytest.fail("no stack, no cloud")
+    )
+    assert (code, out.getvalue()) == (EXIT_USAGE, "")
     assert err.getvalue() == "error: gpuPool.nodeCount: must be 1 or more; zone: not in region us-east1\n"
 
 
 def test_no_credentials_at_connect_is_one_line_and_exit_3_and_json_gets_its_document(project):
     def no_credentials(p):
-        raise doctor.NoCredentials("no usable Application Default Credentials (test)")
+        raise NoCredentials("no usable Application Default Credentials (test)")
 
     out, err = io.StringIO(), io.StringIO()
-    assert doctor.main(["--stack", "dev"], out=out, err=err, connect=no_credentials) == doctor.EXIT_NO_CREDENTIALS
+    assert doctor_command.main(["--stack", "dev"], out=out, err=err, connect=no_credentials) == EXIT_NO_CREDENTIALS
     assert (out.getvalue(), err.getvalue()) == ("", "error: no usable Application Default Credentials (test)\n")
     out, err = io.StringIO(), io.StringIO()
-    assert doctor.main(["--stack", "dev", "--json"], out=out, err=err, connect=no_credentials) == 3
+    assert doctor_command.main(["--stack", "dev", "--json"], out=out, err=err, connect=no_credentials) == 3
     assert json.loads(out.getvalue()) == json.loads(
-        doctor.error_json("dev", 3, "no usable Application Default Credentials (test)")
+        error_json("dev", 3, "no usable Application Default Credentials (test)")
     )
 
 
@@ -221,15 +237,15 @@ def test_leftovers_runs_the_leftover_audit_instead_of_the_checks(project, monkey
 
     monkeypatch.setattr(doctor_command, "leftovers_main", audit)
     monkeypatch.setattr(doctor_command, "run_checks", lambda *a, **k: pytest.fail("no checks with --leftovers"))
-    assert doctor.main(["--stack", "dev", "--leftovers", "--json"], out=out, err=err, connect=connect) == 3
-    assert seen == [("dev", PROJECT, True, True, doctor.DEFAULT_TIMEOUT, True, True)]
+    assert doctor_command.main(["--stack", "dev", "--leftovers", "--json"], out=out, err=err, connect=connect) == 3
+    assert seen == [("dev", PROJECT, True, True, DEFAULT_TIMEOUT, True, True)]
     # The audit's failures go through the command's own one line (and JSON document).
     assert err.getvalue() == "error: the audit could not search\n"
-    assert json.loads(out.getvalue()) == json.loads(doctor.error_json("dev", 3, "the audit could not search"))
+    assert json.loads(out.getvalue()) == json.loads(error_json("dev", 3, "the audit could not search"))
 
 
 def test_the_flags_help_says_what_each_does_and_its_default():
-    p = doctor.parser()
+    p = doctor_command.parser()
     assert p.prog == "python -m tools.doctor"
     assert p.description == "Check the stack's Google Cloud project before `pulumi up` (read-only)."
     assert {a.dest: a.help for a in p._actions} == {
@@ -253,7 +269,9 @@ def test_the_flags_help_says_what_each_does_and_its_default():
 )
 def test_json_that_cannot_run_prints_a_json_error_document_and_the_same_line_on_stderr(argv, code, says):
     out, err = io.StringIO(), io.StringIO()
-    assert doctor.main(argv, out=out, err=err, connect=lambda p: pytest.fail("nothing to check, no cloud")) == code
+    assert (
+        doctor_command.main(argv, out=out, err=err, connect=lambda p: pytest.fail("nothing to check, no cloud")) == code
+    )
     doc = json.loads(out.getvalue())
     assert doc["ok"] is False and doc["exitCode"] == code and doc["checks"] == [] and says in doc["error"], doc
     assert err.getvalue() == f"error: {doc['error']}\n"
@@ -262,6 +280,6 @@ def test_json_that_cannot_run_prints_a_json_error_document_and_the_same_line_on_
 def test_json_without_credentials_is_a_json_error_document_with_exit_3(monkeypatch, tmp_path):
     monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "none.json"))
     out, err = io.StringIO(), io.StringIO()
-    assert doctor.main(["--stack", "dev", "--json"], out=out, err=err) == doctor.EXIT_NO_CREDENTIALS
+    assert doctor_command.main(["--stack", "dev", "--json"], out=out, err=err) == EXIT_NO_CREDENTIALS
     doc = json.loads(out.getvalue())
     assert (doc["stack"], doc["exitCode"]) == ("dev", 3) and "gcloud auth application-default login" in doc["error"]

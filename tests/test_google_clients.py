@@ -12,22 +12,23 @@ import time
 import pytest
 from stalled_http import StalledServer
 
-from tools import doctor
-from tools.doctor import google_clients
+from tools.doctor import doctor_command, google_clients
+from tools.doctor.doctor_command import EXIT_NO_CREDENTIALS
+from tools.doctor.google_clients import Clients, NoCredentials
 
 
 def doctor_with_credentials(monkeypatch, path) -> tuple[int, str, float]:
     monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(path))
     out, err = io.StringIO(), io.StringIO()
     start = time.monotonic()
-    code = doctor.main(["--stack", "dev", "--timeout", "2"], out=out, err=err)
+    code = doctor_command.main(["--stack", "dev", "--timeout", "2"], out=out, err=err)
     assert out.getvalue() == ""
     return code, err.getvalue(), time.monotonic() - start
 
 
 def test_credentials_naming_a_directory_are_one_line_naming_the_variable_and_exit_3(monkeypatch, tmp_path):
     code, err, _ = doctor_with_credentials(monkeypatch, tmp_path)
-    assert code == doctor.EXIT_NO_CREDENTIALS and err.count("\n") == 1
+    assert code == EXIT_NO_CREDENTIALS and err.count("\n") == 1
     assert err.startswith(f"error: GOOGLE_APPLICATION_CREDENTIALS names {tmp_path} (is a directory): "), err
 
 
@@ -35,7 +36,7 @@ def test_credentials_holding_a_json_list_are_one_line_and_exit_3(monkeypatch, tm
     key = tmp_path / "key.json"
     key.write_text('[{"type": "service_account"}]')
     code, err, _ = doctor_with_credentials(monkeypatch, key)
-    assert code == doctor.EXIT_NO_CREDENTIALS and err.count("\n") == 1
+    assert code == EXIT_NO_CREDENTIALS and err.count("\n") == 1
     assert f"names {key} (a JSON list, not an object)" in err, err
 
 
@@ -43,7 +44,7 @@ def test_credentials_naming_a_fifo_are_refused_at_once_without_reading_it(monkey
     fifo = tmp_path / "key.json"
     os.mkfifo(fifo)  # google-auth would wait for a writer (90 s in the run)
     code, err, took = doctor_with_credentials(monkeypatch, fifo)
-    assert code == doctor.EXIT_NO_CREDENTIALS and f"names {fifo} (is a named pipe (FIFO))" in err, err
+    assert code == EXIT_NO_CREDENTIALS and f"names {fifo} (is a named pipe (FIFO))" in err, err
     assert took < 10, took
 
 
@@ -51,11 +52,11 @@ def test_a_credentials_file_past_the_size_bound_or_not_json_is_refused_without_e
     big = tmp_path / "big.json"
     big.write_bytes(b" " * (google_clients.MAX_CREDENTIALS_BYTES + 1))
     code, err, _ = doctor_with_credentials(monkeypatch, big)
-    assert code == doctor.EXIT_NO_CREDENTIALS and f"({google_clients.MAX_CREDENTIALS_BYTES + 1} bytes)" in err, err
+    assert code == EXIT_NO_CREDENTIALS and f"({google_clients.MAX_CREDENTIALS_BYTES + 1} bytes)" in err, err
     secret = tmp_path / "token.txt"
     secret.write_text("hf_" + "a" * 34)
     code, err, _ = doctor_with_credentials(monkeypatch, secret)
-    assert code == doctor.EXIT_NO_CREDENTIALS and "(not JSON)" in err and "hf_" not in err, err
+    assert code == EXIT_NO_CREDENTIALS and "(not JSON)" in err and "hf_" not in err, err
 
 
 def test_the_no_credentials_line_names_no_one_command_so_the_capacity_finder_may_print_it_too():
@@ -80,10 +81,10 @@ def service_account(token_uri: str):
 
 def test_a_token_endpoint_that_never_answers_ends_the_run_within_its_timeout_as_exit_3():
     with StalledServer(answer_version=False) as url:
-        clients = doctor.Clients(**{name: None for name in doctor.Clients.__dataclass_fields__})
+        clients = Clients(**{name: None for name in Clients.__dataclass_fields__})
         clients.credentials = service_account(f"{url}/token")
         start = time.monotonic()
-        with pytest.raises(doctor.NoCredentials) as raised:
+        with pytest.raises(NoCredentials) as raised:
             google_clients.bounded(clients, 0.5)
     assert time.monotonic() - start < 5
     assert str(raised.value).startswith("could not fetch an access token within 0.5s ("), raised.value
@@ -103,14 +104,14 @@ def test_a_call_to_an_unreachable_endpoint_gives_up_after_the_timeout_not_the_cl
     client = resourcemanager_v3.ProjectsClient(
         credentials=AnonymousCredentials(), client_options={"api_endpoint": f"127.0.0.1:{closed_port()}"}
     )
-    projects = google_clients.bounded(doctor.Clients(**{**EMPTY, "projects": client}), 0.5).projects
+    projects = google_clients.bounded(Clients(**{**EMPTY, "projects": client}), 0.5).projects
     start = time.monotonic()
     with pytest.raises((gexc.RetryError, gexc.ServiceUnavailable, gexc.DeadlineExceeded)):
         projects.get_project(name="projects/p", timeout=0.5)
     assert time.monotonic() - start < 5  # get_project's default retry keeps trying UNAVAILABLE for 60 s
 
 
-EMPTY = {name: None for name in doctor.Clients.__dataclass_fields__}
+EMPTY = {name: None for name in Clients.__dataclass_fields__}
 
 
 def test_only_methods_that_take_a_retry_get_one():
@@ -121,5 +122,21 @@ def test_only_methods_that_take_a_retry_get_one():
         def without(self, *, timeout=None):
             return timeout
 
-    wrapped = google_clients.bounded(doctor.Clients(**{**EMPTY, "regions": Fake()}), 3).regions
+    wrapped = google_clients.bounded(Clients(**{**EMPTY, "regions": Fake()}), 3).regions
     assert wrapped.with_retry(timeout=3).timeout == 3 and wrapped.without(timeout=3) == 3
+
+
+def test_connect_builds_every_client_the_doctor_names_on_the_one_set_of_credentials(monkeypatch):
+    import google.auth
+    from doctor_fakes import real_clients
+    from google.auth.credentials import AnonymousCredentials
+
+    credentials = AnonymousCredentials()
+    monkeypatch.delenv("GOOGLE_APPLICATION_CREDENTIALS", raising=False)
+    monkeypatch.setattr(google.auth, "default", lambda scopes: (credentials, "p"))
+    clients = google_clients.connect("p")
+    assert clients.credentials is credentials
+    assert all(getattr(clients, name) is not None for name in google_clients.CLIENT_NAMES), clients
+    for name, cls in real_clients().items():
+        assert type(getattr(clients, name)) is cls, name
+    assert type(clients.assets).__name__ == "AssetServiceClient"

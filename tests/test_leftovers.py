@@ -18,7 +18,10 @@ from google.api_core import exceptions as gexc
 from lazy_modules import LazyModule
 
 from infra.config import parse
-from tools import doctor, leftovers
+from tools import leftovers
+from tools.doctor import doctor_command
+from tools.doctor.doctor_command import EXIT_FAILED, EXIT_NO_CREDENTIALS, EXIT_OK
+from tools.doctor.google_clients import Clients
 
 # Imported by the first test that uses them (tests/lazy_modules.py).
 asset_v1 = LazyModule("google.cloud.asset_v1")
@@ -61,9 +64,9 @@ class FakeCloud:
         self.calls: list[tuple[type, str, dict]] = []
         self.error: BaseException | None = None
 
-    def clients(self) -> doctor.Clients:
-        plain = {f.name: None for f in dataclasses.fields(doctor.Clients)}
-        return doctor.Clients(**{**plain, "assets": Assets(self), "networks": Networks(self)})
+    def clients(self) -> Clients:
+        plain = {f.name: None for f in dataclasses.fields(Clients)}
+        return Clients(**{**plain, "assets": Assets(self), "networks": Networks(self)})
 
 
 NOT_SEARCHABLE = {
@@ -155,7 +158,7 @@ def audit(cloud, cfg=None):
 def test_after_a_clean_destroy_nothing_is_listed_and_the_command_exits_0(cloud):
     assert audit(cloud) == []
     code, out, err = cli(cloud)
-    assert code == doctor.EXIT_OK and err == ""
+    assert code == EXIT_OK and err == ""
     assert out == f"leftovers: stack dev, project {PROJECT}: nothing of the stack is left\n"
 
 
@@ -260,14 +263,14 @@ def test_a_half_destroyed_stack_lists_every_remaining_resource_in_removal_order(
 def test_the_command_prints_each_leftover_with_its_removal_command_and_exits_1(cloud):
     leave_a_half_destroyed_stack(cloud)
     code, out, err = cli(cloud)
-    assert code == doctor.EXIT_FAILED and err == ""
+    assert code == EXIT_FAILED and err == ""
     lines = out.splitlines()
     assert lines[0] == f"leftovers: stack dev, project {PROJECT}: 13 resource(s) remain, in the order to remove them"
     at = lines.index("  lustre.googleapis.com/Instance dev-lustre (us-east1-b): by labels")
     assert lines[at + 1] == f"    gcloud lustre instances delete dev-lustre --location us-east1-b --project {PROJECT}"
     code, out, _ = cli(cloud, "--json")
     doc = json.loads(out)
-    assert code == doctor.EXIT_FAILED and doc["clean"] is False and len(doc["leftovers"]) == 13
+    assert code == EXIT_FAILED and doc["clean"] is False and len(doc["leftovers"]) == 13
 
 
 def test_a_peering_on_the_default_vpc_is_listed_as_possibly_the_stacks(cloud):
@@ -311,22 +314,24 @@ def test_every_type_searched_is_one_the_audit_can_remove():
 
 def cli(cloud, *argv):
     out, err = io.StringIO(), io.StringIO()
-    code = doctor.main(["--leftovers", "--stack", "dev", *argv], out=out, err=err, connect=lambda p: cloud.clients())
+    code = doctor_command.main(
+        ["--leftovers", "--stack", "dev", *argv], out=out, err=err, connect=lambda p: cloud.clients()
+    )
     return code, out.getvalue(), err.getvalue()
 
 
 def test_an_asset_api_that_refuses_is_one_line_and_exit_3(cloud):
     cloud.error = gexc.PermissionDenied("Cloud Asset API has not been used in project 123 before or it is disabled")
     code, out, err = cli(cloud)
-    assert code == doctor.EXIT_NO_CREDENTIALS and out == "" and err.count("\n") == 1
+    assert code == EXIT_NO_CREDENTIALS and out == "" and err.count("\n") == 1
     assert "gcloud services enable cloudasset.googleapis.com --project my-gcp-project" in err
 
 
 def test_missing_credentials_are_one_line_and_exit_3(monkeypatch, tmp_path):
     monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "none.json"))
     out, err = io.StringIO(), io.StringIO()
-    code = doctor.main(["--leftovers", "--stack", "dev"], out=out, err=err)
-    assert code == doctor.EXIT_NO_CREDENTIALS and out.getvalue() == ""
+    code = doctor_command.main(["--leftovers", "--stack", "dev"], out=out, err=err)
+    assert code == EXIT_NO_CREDENTIALS and out.getvalue() == ""
     assert err.getvalue().count("\n") == 1 and "gcloud auth application-default login" in err.getvalue()
 
 

@@ -6,9 +6,10 @@ import pytest
 from doctor_fakes import NUMBER, PROJECT, FakeProject, config, only, run
 
 from infra.project_apis import REQUIRED_APIS
-from tools import doctor
 from tools.deployer_permissions import required_permissions
 from tools.doctor import project_checks
+from tools.doctor.check_context import FAIL, PASS, WARN, Result
+from tools.doctor.project_checks import CLOUD_QUOTAS_API, ORG_POLICY_API
 
 
 @pytest.fixture
@@ -21,26 +22,26 @@ def test_an_api_that_is_off_fails_with_the_enable_command_and_skips_its_checks(p
     project.enabled -= {"lustre.googleapis.com", "container.googleapis.com"}
     checks = run(project)
     apis = checks["apis"][0]
-    assert apis.status == doctor.FAIL
+    assert apis.status == FAIL
     assert "container.googleapis.com" in apis.summary and "lustre.googleapis.com" in apis.summary
     assert apis.fix == f"gcloud services enable container.googleapis.com lustre.googleapis.com --project {PROJECT}"
     for check, api in (("lustre", "lustre.googleapis.com"), ("gke-versions", "container.googleapis.com")):
         (result,) = checks[check]
-        assert result.status == doctor.WARN and api in result.summary
+        assert result.status == WARN and api in result.summary
     assert not any(m in ("list_locations", "get_server_config") for _, m, _ in project.calls)
 
 
 def test_apis_off_only_warn_when_pulumi_up_enables_them(project, monkeypatch):
     monkeypatch.setattr(project_checks, "manages_apis", lambda cfg: True)
     project.enabled.discard("lustre.googleapis.com")
-    assert only(project, "apis").status == doctor.WARN
+    assert only(project, "apis").status == WARN
 
 
 def test_the_org_policy_api_off_skips_only_the_policy_checks(project):
-    project.enabled.discard(doctor.ORG_POLICY_API)
+    project.enabled.discard(ORG_POLICY_API)
     checks = run(project)
-    assert checks["apis"][0].status == doctor.PASS
-    assert checks["org-policy"][0].status == doctor.WARN
+    assert checks["apis"][0].status == PASS
+    assert checks["org-policy"][0].status == WARN
 
 
 def test_an_api_that_service_usage_leaves_out_of_its_answer_counts_as_off(project):
@@ -49,16 +50,14 @@ def test_an_api_that_service_usage_leaves_out_of_its_answer_counts_as_off(projec
     project.unanswered = {"lustre.googleapis.com"}  # enabled in the project, but not in the answer
     checks = run(project, config(manageApis=False))
     enable = f"gcloud services enable lustre.googleapis.com --project {PROJECT}"
-    assert checks["apis"] == [doctor.Result("apis", doctor.FAIL, "off: lustre.googleapis.com", enable)]
-    assert checks["lustre"] == [
-        doctor.Result("lustre", doctor.WARN, "not checked: lustre.googleapis.com is off", enable)
-    ]
+    assert checks["apis"] == [Result("apis", FAIL, "off: lustre.googleapis.com", enable)]
+    assert checks["lustre"] == [Result("lustre", WARN, "not checked: lustre.googleapis.com is off", enable)]
 
 
 def test_missing_permissions_fail_with_the_roles_that_grant_them(project):
     project.denied = {"lustre.instances.create", "servicenetworking.services.addPeering"}
     result = only(project, "iam")
-    assert result.status == doctor.FAIL
+    assert result.status == FAIL
     assert "lustre.instances.create" in result.summary and "servicenetworking.services.addPeering" in result.summary
     assert "--role=roles/lustre.admin" in result.fix and "--role=roles/servicenetworking.networksAdmin" in result.fix
 
@@ -72,7 +71,7 @@ def test_every_permission_of_the_stack_is_asked_for(project):
 
 def test_the_api_check_asks_in_batches_under_the_project_number_and_its_results_are_whole(project, monkeypatch):
     monkeypatch.setattr(project_checks, "SERVICE_USAGE_BATCH", 5)
-    wanted = [*REQUIRED_APIS, doctor.ORG_POLICY_API, doctor.CLOUD_QUOTAS_API]
+    wanted = [*REQUIRED_APIS, ORG_POLICY_API, CLOUD_QUOTAS_API]
     project.enabled -= {wanted[0], wanted[-1]}  # the first batch's first API, and Cloud Quotas (not required)
     result = only(project, "apis", config(manageApis=False))
     requests = [kw for c, m, kw in project.calls if m == "batch_get_services"]
@@ -81,22 +80,20 @@ def test_the_api_check_asks_in_batches_under_the_project_number_and_its_results_
     ]
     assert all(r["request"]["parent"] == f"projects/{NUMBER}" and r["timeout"] == 5 for r in requests)
     enable = f"gcloud services enable {wanted[0]} --project {PROJECT}"
-    assert result == doctor.Result("apis", doctor.FAIL, f"off: {wanted[0]}", enable)
+    assert result == Result("apis", FAIL, f"off: {wanted[0]}", enable)
     project.enabled.discard(wanted[1])
     assert only(project, "apis", config(manageApis=False)).summary == f"off: {wanted[0]}, {wanted[1]}"
     project.enabled.discard(wanted[1])
     result = only(project, "apis")
-    assert result == doctor.Result(
+    assert result == Result(
         "apis",
-        doctor.WARN,
+        WARN,
         f"off, and `pulumi up` enables them (project.manageApis): {wanted[0]}, {wanted[1]}; "
         "the checks that need them are skipped until then",
         f"gcloud services enable {wanted[0]} {wanted[1]} --project {PROJECT}",
     )
     project.enabled |= set(wanted)
-    assert only(project, "apis") == doctor.Result(
-        "apis", doctor.PASS, f"all {len(REQUIRED_APIS)} APIs the stack uses are enabled"
-    )
+    assert only(project, "apis") == Result("apis", PASS, f"all {len(REQUIRED_APIS)} APIs the stack uses are enabled")
 
 
 def test_the_iam_check_asks_in_batches_and_its_failure_is_whole(project, monkeypatch):
@@ -109,13 +106,13 @@ def test_the_iam_check_asks_in_batches_and_its_failure_is_whole(project, monkeyp
     assert [r["request"]["permissions"] for r in requests] == [wanted[i : i + 10] for i in range(0, len(wanted), 10)]
     assert all(r["request"]["resource"] == f"projects/{PROJECT}" and r["timeout"] == 5 for r in requests)
     roles = sorted({needed[wanted[0]], needed[wanted[-1]]})
-    assert result == doctor.Result(
+    assert result == Result(
         "iam",
-        doctor.FAIL,
+        FAIL,
         f"missing 2 permission(s): {wanted[0]}, {wanted[-1]}",
         " && ".join(f"gcloud projects add-iam-policy-binding {PROJECT} --member=user:<you> --role={r}" for r in roles),
     )
     project.denied = set()
-    assert only(project, "iam") == doctor.Result(
-        "iam", doctor.PASS, f"you hold all {len(wanted)} permissions `pulumi up` and `pulumi destroy` use"
+    assert only(project, "iam") == Result(
+        "iam", PASS, f"you hold all {len(wanted)} permissions `pulumi up` and `pulumi destroy` use"
     )

@@ -83,7 +83,6 @@ def test_the_cli_builds_the_job_with_the_projects_default(project_defaults):
 
 def test_the_cli_and_the_doctor_refuse_an_esc_environment_in_one_line(tmp_path, monkeypatch):
     from jobctl import cli
-    from tools import doctor
     from tools.doctor import doctor_command
 
     out, err = io.StringIO(), io.StringIO()
@@ -93,8 +92,10 @@ def test_the_cli_and_the_doctor_refuse_an_esc_environment_in_one_line(tmp_path, 
     esc_stack(tmp_path)
     monkeypatch.setattr(doctor_command, "load_stack", lambda name: stack_file.load_stack(name, tmp_path))
     err = io.StringIO()
-    code = doctor.main(["--stack", "dev"], err=err, connect=lambda p: pytest.fail("a refused stack file asks no cloud"))
-    assert code == doctor.EXIT_USAGE and err.getvalue().count("\n") == 1 and "team/gpu-quota" in err.getvalue()
+    code = doctor_command.main(
+        ["--stack", "dev"], err=err, connect=lambda p: pytest.fail("a refused stack file asks no cloud")
+    )
+    assert code == doctor_command.EXIT_USAGE and err.getvalue().count("\n") == 1 and "team/gpu-quota" in err.getvalue()
 
 
 def test_the_plaintext_secret_error_names_the_config_file_it_came_from(tmp_path):

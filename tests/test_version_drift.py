@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from doctor_fakes import PROJECT, FakeProject, config, container_v1, only, run
 
-from tools import doctor
+from tools.doctor.check_context import FAIL, PASS, WARN, Result
 
 
 @pytest.fixture
@@ -41,7 +41,7 @@ def live_cluster(master: str, pools: dict[str, str], hold: bool = False) -> cont
 def test_before_the_cluster_exists_the_channels_default_is_compared_with_the_row(project):
     result = only(project, "version-matrix")
     assert (
-        result.status == doctor.PASS
+        result.status == PASS
         and "would create it on 1.33.5-gke.1162000, inside row standard-gib-v1.1.1" in result.summary
     )
     asked = [kw["name"] for c, m, kw in project.calls if m == "get_cluster"]
@@ -52,7 +52,7 @@ def test_before_the_cluster_exists_the_channels_default_is_compared_with_the_row
 def test_a_channel_default_outside_the_row_warns_and_pins_the_newest_version_inside(project):
     project.channels["REGULAR"] = ("1.36.1-gke.100", ["1.35.4-gke.900", "1.36.1-gke.100"])
     result = only(project, "version-matrix")
-    assert result.status == doctor.WARN and "1.36.1-gke.100, outside row standard-gib-v1.1.1" in result.summary
+    assert result.status == WARN and "1.36.1-gke.100, outside row standard-gib-v1.1.1" in result.summary
     assert result.fix == "pulumi config set --stack dev --path cluster.minMasterVersion 1.35.4-gke.900"
 
 
@@ -60,17 +60,17 @@ def test_a_live_cluster_inside_the_row_is_reported_with_its_pools_and_add_ons(pr
     project.cluster = live_cluster("1.34.1-gke.1829001", {"gpu": "1.34.1-gke.1829001", "system": "1.34.1-gke.1829001"})
     found = run(project)
     live, upgrades = found["version-matrix"][0], found["version-upgrades"][0]
-    assert live.status == doctor.PASS
+    assert live.status == PASS
     assert "control plane 1.34.1-gke.1829001, pool gpu 1.34.1-gke.1829001" in live.summary
     assert "Ray operator, Lustre CSI" in live.summary
-    assert upgrades.status == doctor.PASS and "stay inside" in upgrades.summary
+    assert upgrades.status == PASS and "stay inside" in upgrades.summary
 
 
 def test_an_upgrade_that_would_leave_the_row_warns_with_the_exclusion_that_prevents_it(project):
     project.channels["REGULAR"] = ("1.35.4-gke.900", ["1.35.4-gke.900", "1.36.0-gke.1200"])
     project.cluster = live_cluster("1.35.4-gke.900", {"gpu": "1.35.4-gke.900"})
     upgrades = run(project)["version-upgrades"][0]
-    assert upgrades.status == doctor.WARN
+    assert upgrades.status == WARN
     assert "may upgrade" in upgrades.summary and "1.36.0-gke.1200, outside row standard-gib-v1.1.1" in upgrades.summary
     assert "--add-maintenance-exclusion-scope=no_minor_or_node_upgrades" in upgrades.fix
     assert upgrades.fix.startswith("pulumi up")  # cluster.blockNodeUpgrades is on by default: apply it
@@ -80,15 +80,13 @@ def test_the_same_upgrade_held_by_a_no_minor_or_node_upgrades_exclusion_passes(p
     project.channels["REGULAR"] = ("1.35.4-gke.900", ["1.35.4-gke.900", "1.36.0-gke.1200"])
     project.cluster = live_cluster("1.35.4-gke.900", {"gpu": "1.35.4-gke.900"}, hold=True)
     upgrades = run(project)["version-upgrades"][0]
-    assert (
-        upgrades.status == doctor.PASS and "held by maintenance exclusion no-minor-or-node-upgrades" in upgrades.summary
-    )
+    assert upgrades.status == PASS and "held by maintenance exclusion no-minor-or-node-upgrades" in upgrades.summary
 
 
 def test_a_node_pool_already_outside_the_row_warns_naming_it(project):
     project.cluster = live_cluster("1.36.0-gke.1200", {"gpu": "1.35.4-gke.900"})
     live = run(project)["version-matrix"][0]
-    assert live.status == doctor.WARN and live.summary.startswith("control plane 1.36.0-gke.1200 already outside")
+    assert live.status == WARN and live.summary.startswith("control plane 1.36.0-gke.1200 already outside")
 
 
 BAD_GKE = "1.33.2-gke.1111000"  # data/version_matrix.yaml knownBad gke-1.33.2-gke.1111000-driver-575-vllm (refuse)
@@ -97,12 +95,12 @@ BAD_GKE = "1.33.2-gke.1111000"  # data/version_matrix.yaml knownBad gke-1.33.2-g
 def test_a_live_node_pool_on_a_known_bad_gke_version_fails_though_it_is_inside_the_row(project):
     project.cluster = live_cluster("1.33.5-gke.1162000", {"gpu": BAD_GKE, "system": "1.33.5-gke.1162000"})
     found = run(project)
-    assert found["version-matrix"][0].status == doctor.PASS  # the row's range holds it
+    assert found["version-matrix"][0].status == PASS  # the row's range holds it
     (bad,) = found["version-known-bad"]
     name = project.cluster.name
-    assert bad == doctor.Result(
+    assert bad == Result(
         "version-known-bad",
-        doctor.FAIL,
+        FAIL,
         f"pool gpu {BAD_GKE} is a known-bad combination (gke-1.33.2-gke.1111000-driver-575-vllm: "
         "https://github.com/vllm-project/vllm/issues/21979)",
         f"gcloud container clusters upgrade {name} --location us-east1 --node-pool gpu --cluster-version "
@@ -113,13 +111,13 @@ def test_a_live_node_pool_on_a_known_bad_gke_version_fails_though_it_is_inside_t
 def test_a_control_plane_on_a_known_bad_gke_version_fails_and_clean_versions_pass(project):
     project.cluster = live_cluster(BAD_GKE, {"gpu": "1.33.5-gke.1162000"})
     (bad,) = run(project)["version-known-bad"]
-    assert bad.status == doctor.FAIL and bad.summary.startswith(f"control plane {BAD_GKE} is a known-bad")
+    assert bad.status == FAIL and bad.summary.startswith(f"control plane {BAD_GKE} is a known-bad")
     assert "--master --cluster-version" in bad.fix
     project.cluster = live_cluster("1.33.5-gke.1162000", {"gpu": "1.33.5-gke.1162000"})
     assert run(project)["version-known-bad"] == [
-        doctor.Result(
+        Result(
             "version-known-bad",
-            doctor.PASS,
+            PASS,
             "no known-bad entry of data/version_matrix.yaml meets control plane 1.33.5-gke.1162000, "
             "pool gpu 1.33.5-gke.1162000",
         )
@@ -129,5 +127,5 @@ def test_a_control_plane_on_a_known_bad_gke_version_fails_and_clean_versions_pas
 def test_a_channel_that_would_create_the_cluster_on_a_known_bad_version_fails_before_it_exists(project):
     project.channels["REGULAR"] = (BAD_GKE, [BAD_GKE, "1.33.5-gke.1162000"])
     (bad,) = run(project)["version-known-bad"]
-    assert bad.status == doctor.FAIL and bad.summary.startswith(f"new cluster {BAD_GKE} is a known-bad")
+    assert bad.status == FAIL and bad.summary.startswith(f"new cluster {BAD_GKE} is a known-bad")
     assert bad.fix == "pulumi config set --stack dev --path cluster.minMasterVersion 1.33.5-gke.1162000"

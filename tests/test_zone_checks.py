@@ -19,7 +19,8 @@ from doctor_fakes import (
     run,
 )
 
-from tools import doctor
+from tools.doctor.check_context import FAIL, PASS, WARN, Result
+from tools.doctor.quota_checks import LADDER_ELSEWHERE
 
 
 @pytest.fixture
@@ -30,25 +31,25 @@ def project():
 def test_a_zone_without_the_machine_type_fails(project):
     project.machine_types.discard("a4-highgpu-8g")
     result = only(project, "zone")
-    assert result.status == doctor.FAIL and "a4-highgpu-8g" in result.summary
+    assert result.status == FAIL and "a4-highgpu-8g" in result.summary
 
 
 def test_a_zone_without_the_system_pools_machine_type_fails(project):
     project.machine_types.discard("n2-highmem-16")
     result = only(project, "zone")
-    assert result.status == doctor.FAIL and "cluster.systemPool.machineType" in result.summary
+    assert result.status == FAIL and "cluster.systemPool.machineType" in result.summary
 
 
 def test_a_zone_without_the_roce_profile_fails(project):
     project.profiles.clear()
     result = only(project, "zone")
-    assert result.status == doctor.FAIL and "us-east1-b-vpc-roce" in result.summary
+    assert result.status == FAIL and "us-east1-b-vpc-roce" in result.summary
 
 
 def test_the_zone_check_asks_for_both_machine_types_and_the_roce_profile_in_the_stacks_zone_and_passes_whole(project):
-    assert only(project, "zone") == doctor.Result(
+    assert only(project, "zone") == Result(
         "zone",
-        doctor.PASS,
+        PASS,
         "us-east1-b offers a4-highgpu-8g, n2-highmem-16 and the us-east1-b-vpc-roce network profile",
     )
     asked = [(c, kw) for c, m, kw in project.calls if c in ("machine_types", "network_profiles")]
@@ -68,8 +69,8 @@ def zone_fix(machine):
 
 def test_a_zone_without_the_flavours_machine_type_fails_whole_and_asks_no_further(project):
     project.machine_types.discard("a4-highgpu-8g")
-    assert only(project, "zone") == doctor.Result(
-        "zone", doctor.FAIL, "us-east1-b does not offer a4-highgpu-8g (flavour b200)", zone_fix("a4-highgpu-8g")
+    assert only(project, "zone") == Result(
+        "zone", FAIL, "us-east1-b does not offer a4-highgpu-8g (flavour b200)", zone_fix("a4-highgpu-8g")
     )
     assert [kw["machine_type"] for c, m, kw in project.calls if c == "machine_types"] == ["a4-highgpu-8g"]
     assert not any(c == "network_profiles" for c, _, _ in project.calls)
@@ -77,9 +78,9 @@ def test_a_zone_without_the_flavours_machine_type_fails_whole_and_asks_no_furthe
 
 def test_a_zone_without_the_system_pools_machine_type_fails_whole(project):
     project.machine_types.discard("n2-highmem-16")
-    assert only(project, "zone") == doctor.Result(
+    assert only(project, "zone") == Result(
         "zone",
-        doctor.FAIL,
+        FAIL,
         "us-east1-b does not offer n2-highmem-16 (cluster.systemPool.machineType)",
         zone_fix("n2-highmem-16"),
     )
@@ -88,9 +89,9 @@ def test_a_zone_without_the_system_pools_machine_type_fails_whole(project):
 
 def test_a_zone_without_the_roce_profile_fails_whole(project):
     project.profiles.clear()
-    assert only(project, "zone") == doctor.Result(
+    assert only(project, "zone") == Result(
         "zone",
-        doctor.FAIL,
+        FAIL,
         "us-east1-b has no RoCE network profile us-east1-b-vpc-roce for the RDMA VPC",
         f"gcloud compute network-profiles list --project {PROJECT}"
         " # then pulumi config set --stack dev zone <a zone with a -vpc-roce profile>",
@@ -101,9 +102,9 @@ def test_the_zone_check_reads_the_h200_flavour_and_its_zone(project):
     project.machine_types = {"a3-ultragpu-8g", "n2-highmem-16"}
     project.profiles = {"europe-west1-b-vpc-roce"}
     cfg = config(flavour="h200", region="europe-west1", zone="europe-west1-b")
-    assert only(project, "zone", cfg) == doctor.Result(
+    assert only(project, "zone", cfg) == Result(
         "zone",
-        doctor.PASS,
+        PASS,
         "europe-west1-b offers a3-ultragpu-8g, n2-highmem-16 and the europe-west1-b-vpc-roce network profile",
     )
 
@@ -111,24 +112,22 @@ def test_the_zone_check_reads_the_h200_flavour_and_its_zone(project):
 def test_lustre_not_offered_in_the_zone_fails_and_names_a_zone_that_is(project):
     project.lustre_zones = ["us-east1-c", "us-central1-a"]
     result = only(project, "lustre")
-    assert result.status == doctor.FAIL and result.fix == "pulumi config set --stack dev zone us-east1-c"
+    assert result.status == FAIL and result.fix == "pulumi config set --stack dev zone us-east1-c"
 
 
 def test_lustre_at_its_instance_limit_fails(project):
     project.lustre_instances = [f"projects/{PROJECT}/locations/us-east1-c/instances/i{n}" for n in range(20)]
-    assert only(project, "lustre").status == doctor.FAIL
+    assert only(project, "lustre").status == FAIL
 
 
 def test_an_existing_lustre_instance_of_the_same_id_warns(project):
     project.lustre_instances = [f"projects/{PROJECT}/locations/us-east1-b/instances/dev-lustre"]
-    assert only(project, "lustre").status == doctor.WARN
+    assert only(project, "lustre").status == WARN
 
 
 def test_lustre_offered_in_the_zone_with_room_passes_whole_and_asks_the_project(project):
     project.lustre_instances = [f"projects/{PROJECT}/locations/us-east1-c/instances/i{n}" for n in range(19)]
-    assert only(project, "lustre") == doctor.Result(
-        "lustre", doctor.PASS, "offered in us-east1-b; 19 of 20 instances in use"
-    )
+    assert only(project, "lustre") == Result("lustre", PASS, "offered in us-east1-b; 19 of 20 instances in use")
     asked = [(m, kw) for c, m, kw in project.calls if c == "lustre"]
     assert asked == [
         ("list_locations", {"request": {"name": f"projects/{PROJECT}", "page_size": 1000}, "timeout": 5}),
@@ -138,9 +137,9 @@ def test_lustre_offered_in_the_zone_with_room_passes_whole_and_asks_the_project(
 
 def test_lustre_not_offered_in_the_zone_names_the_first_offered_zone_of_the_region(project):
     project.lustre_zones = ["us-east1-d", "us-central1-a", "us-east1-c"]
-    assert only(project, "lustre") == doctor.Result(
+    assert only(project, "lustre") == Result(
         "lustre",
-        doctor.FAIL,
+        FAIL,
         "Managed Lustre is not offered in us-east1-b",
         "pulumi config set --stack dev zone us-east1-c",
     )
@@ -150,9 +149,9 @@ def test_lustre_not_offered_in_the_zone_names_the_first_offered_zone_of_the_regi
 def test_lustre_offered_only_outside_the_region_lists_where_it_is(project):
     # us-east10 is another region, though its name starts with "us-east1".
     project.lustre_zones = ["us-east10-a", "europe-west4-a"]
-    assert only(project, "lustre") == doctor.Result(
+    assert only(project, "lustre") == Result(
         "lustre",
-        doctor.FAIL,
+        FAIL,
         "Managed Lustre is not offered in us-east1-b",
         "choose a region and zone where Managed Lustre is offered: europe-west4-a, us-east10-a",
     )
@@ -162,9 +161,9 @@ def test_lustre_offered_only_outside_the_region_lists_where_it_is(project):
 
 def test_lustre_at_its_instance_limit_fails_whole(project):
     project.lustre_instances = [f"projects/{PROJECT}/locations/us-east1-c/instances/i{n}" for n in range(20)]
-    assert only(project, "lustre") == doctor.Result(
+    assert only(project, "lustre") == Result(
         "lustre",
-        doctor.FAIL,
+        FAIL,
         "the project already has 20 Managed Lustre instances (limit 20)",
         f"gcloud lustre instances list --location=- --project {PROJECT}  # delete one",
     )
@@ -172,11 +171,11 @@ def test_lustre_at_its_instance_limit_fails_whole(project):
 
 def test_an_existing_lustre_instance_of_the_same_id_in_the_zone_warns_whole_and_elsewhere_does_not(project):
     project.lustre_instances = [f"projects/{PROJECT}/locations/us-east1-c/instances/dev-lustre"]
-    assert only(project, "lustre").status == doctor.PASS
+    assert only(project, "lustre").status == PASS
     project.lustre_instances = [f"projects/{PROJECT}/locations/us-east1-b/instances/dev-lustre"] * 20
-    assert only(project, "lustre") == doctor.Result(
+    assert only(project, "lustre") == Result(
         "lustre",
-        doctor.WARN,
+        WARN,
         "instance dev-lustre already exists in us-east1-b: fine if this stack created it, otherwise `pulumi up` "
         "fails to create it",
         "pulumi config set --stack dev --path lustre.instanceId <another id>",
@@ -194,31 +193,31 @@ def test_every_rung_of_the_ladder_is_checked_against_its_own_quota_or_reservatio
     cfg = ladder_config({"reservation": "my-a4-block"}, "flexStart", "spot", "onDemand")
     results = run(project, cfg)["capacity-ladder"]
     assert [(r.summary.split(":")[0], r.status) for r in results] == [
-        ("rung 1 reservation my-a4-block", doctor.FAIL),
-        ("rung 2 flexStart", doctor.FAIL),
-        ("rung 3 spot", doctor.FAIL),
-        ("rung 4 onDemand", doctor.PASS),
+        ("rung 1 reservation my-a4-block", FAIL),
+        ("rung 2 flexStart", FAIL),
+        ("rung 3 spot", FAIL),
+        ("rung 4 onDemand", PASS),
     ]
     assert "PREEMPTIBLE_NVIDIA_B200_GPUS in us-east1: 8 free of 16" in results[1].summary
     assert "NVIDIA_B200_GPUS in us-east1: 32 free of 32" in results[3].summary
     assert "1 of 4" in results[0].summary and "--vm-count 5" in results[0].fix
     # The single-pool checks defer to the ladder's instead of checking `provisioning`'s default.
-    assert only(project, "gpu-quota", cfg) == doctor.Result("gpu-quota", doctor.PASS, doctor.LADDER_ELSEWHERE)
-    assert only(project, "reservation", cfg) == doctor.Result("reservation", doctor.PASS, doctor.LADDER_ELSEWHERE)
+    assert only(project, "gpu-quota", cfg) == Result("gpu-quota", PASS, LADDER_ELSEWHERE)
+    assert only(project, "reservation", cfg) == Result("reservation", PASS, LADDER_ELSEWHERE)
 
 
 def test_a_rungs_missing_reservation_fails_naming_the_rung(project):
     results = run(project, ladder_config({"reservation": "gone"}, "spot"))["capacity-ladder"]
     assert (
-        results[0].status == doctor.FAIL
+        results[0].status == FAIL
         and results[0].summary == "rung 1 reservation gone: no reservation 'gone' in us-east1-b"
     )
-    assert results[1].status == doctor.PASS
+    assert results[1].status == PASS
 
 
 def test_a_one_rung_stack_leaves_quota_to_the_single_pool_checks(project):
     (result,) = run(project)["capacity-ladder"]
-    assert result.status == doctor.PASS and "one rung" in result.summary
+    assert result.status == PASS and "one rung" in result.summary
 
 
 def quota_fix(quota_id, value, dims="--dimensions=region=us-east1 "):
@@ -235,28 +234,28 @@ def test_every_rung_of_the_ladder_results_whole_and_each_asks_its_own_reservatio
     cfg = ladder_config({"reservation": "my-a4-block"}, "flexStart", "spot", "onDemand")
     spot_fix = quota_fix("PREEMPTIBLE-NVIDIA-B200-GPUS-per-project-region", 24)
     assert run(project, cfg)["capacity-ladder"] == [
-        doctor.Result(
+        Result(
             "capacity-ladder",
-            doctor.FAIL,
+            FAIL,
             "rung 1 reservation my-a4-block: my-a4-block in us-east1-b: 1 of 4 a4-highgpu-8g free; the pool needs 2",
             f"gcloud compute reservations update my-a4-block --zone us-east1-b --vm-count 5 --project {PROJECT}"
             "  # or lower gpuPool.nodeCount to 1",
         ),
-        doctor.Result(
+        Result(
             "capacity-ladder",
-            doctor.FAIL,
+            FAIL,
             "rung 2 flexStart: PREEMPTIBLE_NVIDIA_B200_GPUS in us-east1: 8 free of 16; 2 x a4-highgpu-8g need 16",
             spot_fix,
         ),
-        doctor.Result(
+        Result(
             "capacity-ladder",
-            doctor.FAIL,
+            FAIL,
             "rung 3 spot: PREEMPTIBLE_NVIDIA_B200_GPUS in us-east1: 8 free of 16; 2 x a4-highgpu-8g need 16",
             spot_fix,
         ),
-        doctor.Result(
+        Result(
             "capacity-ladder",
-            doctor.PASS,
+            PASS,
             "rung 4 onDemand: NVIDIA_B200_GPUS in us-east1: 32 free of 32; 2 x a4-highgpu-8g need 16",
         ),
     ]
@@ -279,14 +278,14 @@ def test_a_rung_with_room_passes_whole_and_one_read_from_cloud_quotas_is_named_a
     )
     results = run(project, ladder_config({"reservation": "my-a4-block"}, "spot"))["capacity-ladder"]
     assert results == [
-        doctor.Result(
+        Result(
             "capacity-ladder",
-            doctor.PASS,
+            PASS,
             "rung 1 reservation my-a4-block: my-a4-block in us-east1-b: 2 of 4 a4-highgpu-8g free; the pool needs 2",
         ),
-        doctor.Result(
+        Result(
             "capacity-ladder",
-            doctor.FAIL,
+            FAIL,
             f"rung 2 spot: {PREEMPTIBLE_FAMILY} (region=us-east1, gpu_family=NVIDIA_B200): limit 8; "
             "2 x a4-highgpu-8g need 16 (usage not shown here)",
             quota_fix(PREEMPTIBLE_FAMILY, 16, "--dimensions=gpu_family=NVIDIA_B200,region=us-east1 "),
@@ -296,9 +295,9 @@ def test_a_rung_with_room_passes_whole_and_one_read_from_cloud_quotas_is_named_a
 
 def test_a_rungs_missing_reservation_fails_whole_naming_the_rung(project):
     results = run(project, ladder_config({"reservation": "gone"}, "spot"))["capacity-ladder"]
-    assert results[0] == doctor.Result(
+    assert results[0] == Result(
         "capacity-ladder",
-        doctor.FAIL,
+        FAIL,
         "rung 1 reservation gone: no reservation 'gone' in us-east1-b",
         f"gcloud compute reservations list --project {PROJECT}  # then set gpuPool.reservationName and zone to one "
         "listed",
@@ -307,7 +306,7 @@ def test_a_rungs_missing_reservation_fails_whole_naming_the_rung(project):
 
 def test_a_one_rung_stack_passes_the_ladder_check_whole_and_asks_nothing_for_it(project):
     assert run(project)["capacity-ladder"] == [
-        doctor.Result("capacity-ladder", doctor.PASS, "one rung: the gpu-quota and reservation checks cover it")
+        Result("capacity-ladder", PASS, "one rung: the gpu-quota and reservation checks cover it")
     ]
     assert only(project, "gpu-quota").summary.startswith("PREEMPTIBLE_NVIDIA_B200_GPUS in us-east1: ")
 
@@ -324,8 +323,8 @@ def image(name="nemo-rl-cache", status="READY", architecture="X86_64", locations
 
 
 def test_an_unset_image_cache_passes_without_asking_for_any_image(project):
-    assert only(project, "image-cache") == doctor.Result(
-        "image-cache", doctor.PASS, "none set (gpuPool.imageCacheDiskImage): nothing to check"
+    assert only(project, "image-cache") == Result(
+        "image-cache", PASS, "none set (gpuPool.imageCacheDiskImage): nothing to check"
     )
     assert not [c for c in project.calls if c[0] == "images"]
 
@@ -333,7 +332,7 @@ def test_an_unset_image_cache_passes_without_asking_for_any_image(project):
 def test_a_ready_x86_image_stored_in_the_regions_multi_region_passes_and_is_asked_in_the_stacks_project(project):
     project.images[(PROJECT, "nemo-rl-cache")] = image()
     result = only(project, "image-cache", cached())
-    assert result.status == doctor.PASS, result
+    assert result.status == PASS, result
     assert "READY" in result.summary and "a4-highgpu-8g in us-east1-b" in result.summary
     asked = [(c, kw) for c, m, kw in project.calls if c == "images"]
     assert asked == [("images", {"project": PROJECT, "image": "nemo-rl-cache", "timeout": 5})]
@@ -342,12 +341,12 @@ def test_a_ready_x86_image_stored_in_the_regions_multi_region_passes_and_is_aske
 def test_an_image_of_another_project_is_asked_in_that_project(project):
     project.images[("images-host-1", "nemo-rl-cache")] = image(locations=("us-east1",))
     result = only(project, "image-cache", cached("projects/images-host-1/global/images/nemo-rl-cache"))
-    assert result.status == doctor.PASS and "(images-host-1)" in result.summary, result
+    assert result.status == PASS and "(images-host-1)" in result.summary, result
 
 
 def test_a_missing_image_fails_naming_it_its_project_and_how_to_build_or_unset_it(project):
     result = only(project, "image-cache", cached())
-    assert result.status == doctor.FAIL
+    assert result.status == FAIL
     assert result.summary == f"disk image nemo-rl-cache not found in project {PROJECT}"
     assert "gke-disk-image-builder" in result.fix
     assert "pulumi config rm --path gpuPool.imageCacheDiskImage" in result.fix
@@ -357,22 +356,22 @@ def test_a_missing_image_fails_naming_it_its_project_and_how_to_build_or_unset_i
 def test_an_image_that_is_not_ready_fails_with_its_status(project, status):
     project.images[(PROJECT, "nemo-rl-cache")] = image(status=status)
     result = only(project, "image-cache", cached())
-    assert result.status == doctor.FAIL and f"is {status}, not READY" in result.summary, result
+    assert result.status == FAIL and f"is {status}, not READY" in result.summary, result
 
 
 def test_an_arm_image_fails_for_the_x86_gpu_machine(project):
     project.images[(PROJECT, "nemo-rl-cache")] = image(architecture="ARM64")
     result = only(project, "image-cache", cached())
-    assert result.status == doctor.FAIL and "ARM64" in result.summary and "x86_64" in result.summary, result
+    assert result.status == FAIL and "ARM64" in result.summary and "x86_64" in result.summary, result
 
 
 def test_an_image_without_an_architecture_is_usable(project):
     project.images[(PROJECT, "nemo-rl-cache")] = image(architecture="")
-    assert only(project, "image-cache", cached()).status == doctor.PASS
+    assert only(project, "image-cache", cached()).status == PASS
 
 
 def test_an_image_stored_far_from_the_stacks_region_warns_and_says_how_to_store_it_there(project):
     project.images[(PROJECT, "nemo-rl-cache")] = image(locations=("eu",))
     result = only(project, "image-cache", cached())
-    assert result.status == doctor.WARN and "stored in eu, not in or near us-east1" in result.summary, result
+    assert result.status == WARN and "stored in eu, not in or near us-east1" in result.summary, result
     assert "--storage-location=us-east1" in result.fix

@@ -1,18 +1,15 @@
 """Capacity finder: before the first `pulumi up`, which catalogued zone can this project get the GPUs in?
 
-    python -m tools.capacity_finder --stack NAME [--json] [--timeout SECONDS]
+    python -m tools.capacity_finder --stack NAME [--json] [--timeout SECONDS]   # docs/capacity.md
 
-For every zone of data/zones.yaml offering the stack's flavour (and Managed Lustre, from its live
-locations, else the catalogue's list), it reads the region's GPU quota per rung of the capacity ladder
-and the zone's reservations, ranks zones by the gang's hourly price at the first rung that can supply
-it (`infra.prices.node_hour_price`, ties as `TIES` says) and prints the config change. A live stack
-does not move zones (Lustre and RoCE are zonal). Stock-outs show in no API: a zone that fits may still
-be out, which the ladder copes with. The calls are the doctor's `Clients` (the same fakes test them).
+Per zone of data/zones.yaml with the flavour: each rung's regional GPU quota and the zone's reservations, ranked
+by the gang's hourly price (`infra.prices.node_hour_price`). Stock-outs show in no API: the ladder copes with them.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 from dataclasses import asdict, dataclass, field
@@ -25,25 +22,25 @@ from infra.placement import rung_quota_metric
 from infra.prices import PriceError, PriceTable, node_hour_price, price_table
 from infra.stack_file import StackFile
 from infra.zones import catalogue, region_of
-from tools import doctor
-from tools.doctor.doctor_command import Fail, command_parser, run_command
+from tools.doctor.check_context import DEFAULT_TIMEOUT
+from tools.doctor.doctor_command import EXIT_OK, Fail, command_parser, run_command
+from tools.doctor.google_clients import Clients, connect
+from tools.doctor.zone_checks import lustre_zones
 
 FITS, SHORT, UNKNOWN = "fits", "short", "unknown"
 LIVE_LUSTRE = "the project's Managed Lustre locations (read now)"
 STATIC_LUSTRE = "the static list of data/zones.yaml (the live Managed Lustre locations could not be read)"
+# How zones of the same hourly price are ordered (all US B200 zones share one price, for instance).
 TIES = "equal prices: sourced before estimated, then the stack's own zone, then by name"
-"""How zones of the same hourly price are ordered (all US B200 zones share one price, for instance)."""
 
 
 @dataclass
 class RungAnswer:
     rung: str
-    status: str
-    """`fits` (the whole gang), `short` or `unknown` (the region lists no such quota / it could not be read)."""
+    status: str  # FITS (the whole gang), SHORT, or UNKNOWN (no such quota listed, or not read)
     detail: str
     gang_hour: Optional[float]
-    estimate: Optional[str] = None
-    """Why `gang_hour`'s node-hour price is an estimate (data/prices.yaml); None: read from its source."""
+    estimate: Optional[str] = None  # why the node-hour price is an estimate (data/prices.yaml); None: sourced
 
 
 @dataclass
@@ -52,13 +49,10 @@ class ZoneAnswer:
     region: str
     lustre: bool
     rungs: list[RungAnswer]
-    reservations: list[str] = field(default_factory=list)
-    """The zone's reservations of the flavour's machine type: `name free/total`."""
+    reservations: list[str] = field(default_factory=list)  # of the flavour's machine type: `name free/total`
     change: str = ""
     current: bool = False
-    lustre_from: str = ""
-    """Where `lustre` comes from: `LIVE_LUSTRE` (the project's Managed Lustre locations, read now) or, when
-    they could not be read, `STATIC_LUSTRE` (and only the zones that list names are considered)."""
+    lustre_from: str = ""  # LIVE_LUSTRE, or STATIC_LUSTRE (then only the zones it lists are considered)
 
     @property
     def best(self) -> Optional[RungAnswer]:
@@ -66,8 +60,7 @@ class ZoneAnswer:
         return next((r for r in self.rungs if r.status == FITS), None)
 
     def rank(self) -> tuple[bool, int, float, bool, bool, str]:
-        """Zones with Managed Lustre first; then those where a rung holds the gang, by its hourly price, then
-        those whose quota is unknown, then the rest; ties broken as `TIES` says."""
+        """Managed Lustre first; then a rung holds the gang (by its price), the quota is unknown, the rest."""
         best = self.best
         if best is not None:
             tier, price = 0, best.gang_hour if best.gang_hour is not None else float("inf")
@@ -77,19 +70,7 @@ class ZoneAnswer:
         return (not self.lustre, tier, price, estimated, not self.current, self.zone)
 
 
-def _quotas(clients: doctor.Clients, project: str, region: str, timeout: float, cache: dict[str, Any]) -> Any:
-    if region not in cache:
-        try:
-            found = clients.regions.get(project=project, region=region, timeout=timeout)
-            cache[region] = {q.metric: (q.limit, q.usage) for q in found.quotas}
-        except gexc.GoogleAPICallError as exc:
-            cache[region] = exc
-    return cache[region]
-
-
-def _reservations(
-    clients: doctor.Clients, project: str, zone: str, machine: str, timeout: float
-) -> dict[str, tuple[int, int]]:
+def _reservations(clients: Clients, project: str, zone: str, machine: str, timeout: float) -> dict[str, tuple]:
     """The zone's specific reservations of `machine`: name -> (free, total)."""
     found = {}
     for r in clients.reservations.list(project=project, zone=zone, timeout=timeout):
@@ -102,14 +83,12 @@ def _reservations(
 def _rung_answer(
     cfg: StackConfig, rung: Rung, region: str, table: PriceTable, quotas: Any, reservations: dict[str, tuple[int, int]]
 ) -> RungAnswer:
-    """What one rung finds in a zone of `region`, priced by the one rung-to-price function the plan, run.json
-    and the cost estimate use (`infra.prices.node_hour_price`), in that region."""
+    """What one rung finds in a zone of `region`, priced as the plan prices it (`infra.prices.node_hour_price`)."""
     flavour, nodes = cfg.flavour_spec, cfg.gpu_pool.node_count
     need = nodes * flavour.gpus_per_node
+    autopilot = cfg.cluster.mode == "autopilot"
     try:
-        price = node_hour_price(
-            table, flavour.machine_type, region, rung.provisioning, autopilot=cfg.cluster.mode == "autopilot"
-        )
+        price = node_hour_price(table, flavour.machine_type, region, rung.provisioning, autopilot=autopilot)
         gang_hour: Optional[float] = round(price.value * nodes, 2)
         estimate = price.estimate
     except PriceError as err:
@@ -132,52 +111,47 @@ def _rung_answer(
     return answer(FITS if limit - usage >= need else SHORT, f"{metric} {limit - usage:g} free, need {need}")
 
 
-def find(
-    stack: str, cfg: StackConfig, clients: doctor.Clients, timeout: float = doctor.DEFAULT_TIMEOUT
-) -> list[ZoneAnswer]:
-    """Every zone of the machine catalogue for the flavour (only those of the static Lustre list when the live
-    Managed Lustre locations cannot be read), with what each rung finds there, best first (`ZoneAnswer.rank`)."""
+def find(stack: str, cfg: StackConfig, clients: Clients, timeout: float = DEFAULT_TIMEOUT) -> list[ZoneAnswer]:
+    """Every zone of the machine catalogue for the flavour, with what each rung finds there, best first."""
     flavour = cfg.flavour_spec
     table = price_table(cfg)
     project = cfg.project
     machine_zones = sorted(catalogue().machine_types.get(flavour.machine_type, ()))
     try:
-        offered: Optional[set[str]] = {
-            loc.location_id
-            for loc in clients.lustre.list_locations(
-                request={"name": f"projects/{project}", "page_size": 1000}, timeout=timeout
-            ).locations
-        }
+        offered: Optional[set[str]] = set(lustre_zones(clients, project, timeout))
     except gexc.GoogleAPICallError:
         offered = None
-    # The live list when it could be read: every zone of the machine catalogue, Lustre as the project is offered
-    # it now; only without it the static list of data/zones.yaml narrows the zones (`lustre_from`).
+    # Without the live Lustre locations, the static list of data/zones.yaml narrows the zones (`lustre_from`).
     zones = machine_zones if offered is not None else catalogue().zones_for(flavour.machine_type)
-    cache: dict[str, Any] = {}
+
+    @functools.cache
+    def quotas_in(region: str) -> Any:
+        """The region's quotas, metric -> (limit, usage), or the error that stopped their reading."""
+        try:
+            found = clients.regions.get(project=project, region=region, timeout=timeout)
+        except gexc.GoogleAPICallError as exc:
+            return exc
+        return {q.metric: (q.limit, q.usage) for q in found.quotas}
+
     answers = []
     for zone in zones:
         region = region_of(zone)
-        quotas = _quotas(clients, project, region, timeout, cache)
+        quotas = quotas_in(region)
         try:
             reservations = _reservations(clients, project, zone, flavour.machine_type, timeout)
         except gexc.GoogleAPICallError:
             reservations = {}
         rungs = [_rung_answer(cfg, rung, region, table, quotas, reservations) for rung in cfg.gpu_pool.ladder]
-        current = zone == cfg.zone
-        change = (
-            "(the stack's zone)"
-            if current
-            else f"pulumi config set --stack {stack} region {region} && pulumi config set --stack {stack} zone {zone}"
-        )
+        move = f"pulumi config set --stack {stack} region {region} && pulumi config set --stack {stack} zone {zone}"
         answers.append(
             ZoneAnswer(
                 zone,
                 region,
-                offered is None or zone in offered,  # offline: the static list's zones only
+                offered is None or zone in offered,
                 rungs,
                 [f"{n} {f}/{t}" for n, (f, t) in sorted(reservations.items())],
-                change,
-                current,
+                "(the stack's zone)" if zone == cfg.zone else move,
+                zone == cfg.zone,
                 LIVE_LUSTRE if offered is not None else STATIC_LUSTRE,
             )
         )
@@ -197,21 +171,14 @@ def render_text(stack: str, cfg: StackConfig, answers: list[ZoneAnswer]) -> str:
     estimates: dict[str, str] = {}
     for a in answers:
         best = a.best
-        mark = ""
         if best and best.estimate:
-            mark = " *"
             estimates.setdefault(f"{a.region} {best.rung}", best.estimate)
-        cost = (
-            f"${best.gang_hour:,.2f}/h at {best.rung}{mark}"
-            if best and best.gang_hour is not None
-            else "no rung holds the gang"
-            if not any(r.status == UNKNOWN for r in a.rungs)
-            else "quota unknown"
-        )
+        cost = "quota unknown" if any(r.status == UNKNOWN for r in a.rungs) else "no rung holds the gang"
+        if best and best.gang_hour is not None:
+            cost = f"${best.gang_hour:,.2f}/h at {best.rung}{' *' if best.estimate else ''}"
         lustre = "" if a.lustre else " (Managed Lustre not offered to this project here)"
         lines.append(f"  {a.zone}{lustre}: {cost}")
-        for r in a.rungs:
-            lines.append(f"      {r.status:7}  {r.rung}: {r.detail}")
+        lines += [f"      {r.status:7}  {r.rung}: {r.detail}" for r in a.rungs]
         if a.reservations:
             lines.append(f"      reservations of {machine}: {', '.join(a.reservations)}")
         lines.append(f"      use it: {a.change}")
@@ -226,20 +193,18 @@ def main(
     argv: Optional[list[str]] = None,
     out: Optional[TextIO] = None,
     err: Optional[TextIO] = None,
-    connect: Callable[[str], doctor.Clients] = doctor.connect,
+    connect: Callable[[str], Clients] = connect,
 ) -> int:
     def body(args: argparse.Namespace, stack: StackFile, out: TextIO, fail: Fail) -> int:
         answers = find(stack.name, stack.config, connect(stack.config.project), args.timeout)
-        if args.json:
-            out.write(json.dumps({"stack": stack.name, "zones": [asdict(a) for a in answers]}, indent=2) + "\n")
-        else:
-            out.write(render_text(stack.name, stack.config, answers) + "\n")
-        return doctor.EXIT_OK
+        doc = {"stack": stack.name, "zones": [asdict(a) for a in answers]}
+        out.write((json.dumps(doc, indent=2) if args.json else render_text(stack.name, stack.config, answers)) + "\n")
+        return EXIT_OK
 
     p = command_parser(
         "python -m tools.capacity_finder", __doc__.splitlines()[0], "print the zones as JSON", "seconds per API call"
     )
-    return run_command(argv, out, err, p, body)
+    return run_command(argv, out, err, p, body, empty=())
 
 
 if __name__ == "__main__":

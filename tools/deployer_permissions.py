@@ -1,12 +1,10 @@
 """What the identity that runs `pulumi up` and `pulumi destroy` must be allowed to do in the project: the one list.
 
-Keyed by Pulumi resource type, so a new type without an entry fails tests/test_deployer_permissions.py;
-each permission names a predefined role that grants it (the doctor's fix). Names from Google Cloud IAM's
-"permissions reference" and "predefined roles" pages; the doctor asks `projects.testIamPermissions`, so
-custom roles pass too. Each type lists create AND delete calls: a deployer who cannot delete gets a
-destroy that stops halfway with Lustre still billing. Private Service Access with deletion_policy
-REMOVE_PEERING (infra/network.py) also deletes the connection and peering (pulumi-gcp 10.2.0
-`Connection.deletion_policy`, terraform-provider-google resource_service_networking_connection.go Delete).
+Keyed by Pulumi resource type; each permission names a predefined role that grants it (Google Cloud IAM's
+"permissions reference" and "predefined roles"). Each type lists create AND delete calls: a deployer who cannot
+delete gets a destroy that stops halfway with Lustre still billing. PSA's deletion_policy REMOVE_PEERING also
+deletes the peering (pulumi-gcp 10.2.0 `Connection.deletion_policy`; terraform-provider-google
+resource_service_networking_connection.go Delete).
 """
 
 from __future__ import annotations
@@ -18,8 +16,6 @@ from infra.config import StackConfig
 
 @dataclass(frozen=True)
 class Grant:
-    """Permissions a resource type needs, and a predefined role that holds them."""
-
     role: str
     permissions: tuple[str, ...]
 
@@ -107,6 +103,7 @@ LUSTRE_IMPORT = Grant("roles/lustre.admin", ("lustre.instances.importData",))
 BUCKET_DELETE = Grant(STORAGE_ADMIN, ("storage.buckets.delete", "storage.objects.list", "storage.objects.delete"))
 
 
+# Beyond the Google Cloud resources (which the doctor checks): listed for docs/deploy.md, held against the plans.
 IN_CLUSTER: dict[str, tuple[Grant, ...]] = {
     # Every in-cluster object (the Helm release included) goes through the Kubernetes API of the DNS
     # endpoint, where IAM checks container.clusters.connect first; cluster-scoped objects (Namespace,
@@ -119,22 +116,6 @@ IN_CLUSTER: dict[str, tuple[Grant, ...]] = {
     # Export before Lustre is deleted, import when created (infra/lustre_guard.py).
     "pulumi-python:dynamic/nemo-rl-gke:LustreGuard": (LUSTRE_EXPORT, LUSTRE_IMPORT),
 }
-"""What the in-cluster objects and the dynamic providers need, beyond the Google Cloud resources (the
-doctor checks the Google Cloud part; these are listed for docs/deploy.md and held against the plans)."""
-
-NOTHING: frozenset[str] = frozenset({"pulumi:providers:kubernetes"})
-"""Custom resource types that call no API when created (the Kubernetes provider is only configured)."""
-
-
-def grants_of(resource_type: str) -> tuple[Grant, ...]:
-    """What a custom resource type of a plan needs; KeyError for a type no list knows."""
-    if resource_type in NOTHING:
-        return ()
-    if resource_type.startswith("kubernetes:"):
-        return IN_CLUSTER["kubernetes:*"]
-    if resource_type in IN_CLUSTER:
-        return IN_CLUSTER[resource_type]
-    return BY_RESOURCE_TYPE[resource_type]
 
 
 def roles_table() -> str:
@@ -158,8 +139,7 @@ def roles_table() -> str:
 
 
 def resource_types(cfg: StackConfig) -> frozenset[str]:
-    """The Google Cloud resource types a stack with this config registers (a test holds this
-    against every stack's offline plan)."""
+    """The Google Cloud resource types a stack with this config registers (held against every stack's plan)."""
     types = set(BY_RESOURCE_TYPE) - _CONDITIONAL
     if cfg.lustre.export_on_destroy or cfg.lustre.import_from:
         types.add("gcp:projects/serviceIdentity:ServiceIdentity")  # the Lustre service agent

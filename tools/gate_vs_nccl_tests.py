@@ -2,14 +2,9 @@
 
     python -m tools.gate_vs_nccl_tests NCCL_TESTS_CHECKOUT [--gpus N] [--out DIR]   (from the repo root)
 
-Why: the gate's fabric floor is `floor_fraction` of a published nccl-tests figure, which assumes the
-gate's torch.distributed measurement reaches that fraction of nccl-tests on the same GPUs. This runs the
-gate's rank processes as a worker's actor does (`workloads.gate.NodeProbe.ranks`), then all_gather_perf
-(`-g N`, MPI-free) built from NCCL_TESTS_CHECKOUT against torch's nvidia-nccl wheel, and prints both bus
-bandwidths and their ratio; both NCCL INFO logs must name the same version. At one GPU busbw is 0 by
-definition (busbw = algbw x (n-1)/n, NVIDIA/nccl-tests doc/PERFORMANCE.md). Pinned nccl-tests: v2.17.6
-(commit da0b547, current with NCCL 2.28). NVLS is kept off on both sides (the machines this ran on
-forbid it). Needs GPUs and nvcc; never run by CI. Exit 0 measured, 2 bad arguments, 3 environment fault.
+Why: the gate's fabric floor is `floor_fraction` of a published nccl-tests figure (docs/acceptance-gate.md).
+At one GPU busbw is 0 (busbw = algbw x (n-1)/n, NVIDIA/nccl-tests doc/PERFORMANCE.md). Pinned nccl-tests:
+v2.17.6 (commit da0b547). Needs GPUs and nvcc; never run by CI. Exit 0 measured, 2 bad arguments, 3 environment.
 """
 
 from __future__ import annotations
@@ -67,8 +62,7 @@ def ratio_line(gate_busbw: Optional[float], tests_busbw: Optional[float], world:
 
 
 def fabric_settings(path: Path = THRESHOLDS) -> dict[str, int]:
-    """The gate's message size and iterations from the file infra/gate_plan.py reads (not imported: it
-    needs the program's dependencies)."""
+    """The gate's message size and iterations from infra/gate_plan.py's file (not imported: the program's deps)."""
     import yaml
 
     fabric = yaml.safe_load(path.read_text())["fabric"]

@@ -1,15 +1,10 @@
 """After `pulumi destroy`: what of the stack is still in the project, and the command that removes each.
 
-    python -m tools.doctor --leftovers --stack NAME [--json]
+    python -m tools.doctor --leftovers --stack NAME [--json]   # docs/doctor.md
 
-Why: a half-finished destroy, a kept bucket or what GKE created from Kubernetes objects keep billing
-with nothing in the Pulumi state. Cloud Asset Inventory (`searchAllResources`, read-only) is asked for
-the stack's labels (infra/naming.py `labels`), GKE's `goog-k8s-cluster-name`, and the stack's names
-(`cloud_name`, GKE's `gke-<cluster>-...`, the bucket, the Lustre id); the Service Networking peering
-is read from the VPC. Matching is done here, exactly: a name another stack's prefix explains, or
-another stack's label, is not this stack's. Only on the real cloud: which types the search indexes
-(Cloud Asset Inventory "Resource types"), label propagation to disks, and the index's lag after a
-deletion (minutes: run again before deleting by hand).
+Cloud Asset Inventory (`searchAllResources`) is asked for the stack's labels (infra/naming.py), GKE's
+`goog-k8s-cluster-name` and the stack's names; the match is exact here: what another stack's prefix or label
+explains is not this stack's. Only on the real cloud: which types the search indexes, and its lag after a deletion.
 """
 
 from __future__ import annotations
@@ -26,20 +21,12 @@ from infra.network import DEFAULT_NETWORK, SERVICE_NETWORKING
 from infra.stack_context import StackContext
 from infra.storage import artifact_bucket_name
 
-PEERING = "servicenetworking.googleapis.com/Peering"
-"""Not an Asset Inventory type: the audit's name for the Service Networking peering on the VPC."""
+PEERING = "servicenetworking.googleapis.com/Peering"  # not an Asset Inventory type: the peering on the VPC
 
-# What removes each type, in the order to run them: what holds others first (Lustre and the cluster
-# hold the PSA range and the subnets; the peering holds the range; subnets and routers hold the VPC).
-# Asset type names: those the search supports. Cloud Asset Inventory "Asset types"
-# (https://cloud.google.com/asset-inventory/docs/asset-types, Compute Engine) marks GlobalAddress,
-# GlobalForwardingRule, RegionBackendService and RegionDisk "not available in the analysis and search APIs":
-# the search returns those resources as Address, ForwardingRule, BackendService and Disk, a global one with
-# location `global`, and asking for an unsupported type fails the whole request with INVALID_ARGUMENT
-# (SearchAllResourcesRequest.asset_types, google-cloud-asset 4.5.0). So every type whose resources may be
-# global, regional or zonal is deleted with `{scope}` (--global, --region R or --zone Z from its location).
-# `{name}` is the resource's short name, `{location}` its zone or region, `{cluster}` a node pool's cluster;
-# `removal_command` adds `--project` before the `  # ` note (the bucket's name is global: none).
+# What removes each type, in the order to run them (what holds others first). Only types the search supports
+# (https://cloud.google.com/asset-inventory/docs/asset-types: Global*/Region* types come back as the plain type,
+# and an unsupported one fails the request, google-cloud-asset 4.5.0), so `{scope}` is --global, --region or
+# --zone from the location; `removal_command` adds `--project` before the `  # ` note (not to the bucket).
 COMMANDS: dict[str, str] = {
     "lustre.googleapis.com/Instance": "gcloud lustre instances delete {name} --location {location}",
     "container.googleapis.com/Cluster": "gcloud container clusters delete {name} --location {location}",
@@ -67,21 +54,17 @@ COMMANDS: dict[str, str] = {
     "iam.googleapis.com/ServiceAccount": "gcloud iam service-accounts delete {name}",
 }
 
-BY_NAME: tuple[str, ...] = tuple(t for t in COMMANDS if t != PEERING)
-"""The types the name search lists (and the labelled search is not limited to)."""
+BY_NAME: tuple[str, ...] = tuple(t for t in COMMANDS if t != PEERING)  # the types the name search lists
 
 _ZONE = re.compile(r"^[a-z]+-[a-z]+\d+-[a-z]$")
 
 
 @dataclass(frozen=True)
 class Leftover:
-    """One resource of the stack still in the project."""
-
     asset_type: str
     name: str
     location: str
-    why: str
-    """What made it the stack's: its labels, the cluster's labels, or its name."""
+    why: str  # what made it the stack's: its labels, the cluster's labels, or its name
     command: str
 
 
@@ -93,11 +76,9 @@ class Marks:
     stack_label: str
     prefix: str
     cluster: str
-    vpc: str
-    """The VPC whose Service Networking peering is the stack's."""
+    vpc: str  # whose Service Networking peering is the stack's
     exact: frozenset[str]
-    others: tuple[str, ...]
-    """Prefixes of other stacks that start with this one's (`dev-2` beside `dev`)."""
+    others: tuple[str, ...]  # prefixes of other stacks that start with this one's (`dev-2` beside `dev`)
 
     @classmethod
     def of(cls, stack: str, cfg: StackConfig, other_stacks: Iterable[str] = ()) -> "Marks":
@@ -141,25 +122,15 @@ def removal_command(asset_type: str, name: str, location: str, project: str, clu
     command, note, why = template.partition("  # ")
     if asset_type != "storage.googleapis.com/Bucket":
         command += " --project {project}"
-    return (command + note + why).format(
-        name=name, location=location, project=project, cluster=cluster, scope=_scope(location)
-    )
-
-
-def _cluster_of(full_name: str) -> str:
-    parts = full_name.split("/")
-    return parts[parts.index("clusters") + 1] if "clusters" in parts else ""
+    values = {"name": name, "location": location, "project": project, "cluster": cluster, "scope": _scope(location)}
+    return (command + note + why).format(**values)
 
 
 def _leftover(result: Any, why: str, project: str) -> Leftover:
-    name, location = _short_name(result), result.location
-    return Leftover(
-        result.asset_type,
-        name,
-        location,
-        why,
-        removal_command(result.asset_type, name, location, project, _cluster_of(result.name)),
-    )
+    parts, name = result.name.split("/"), _short_name(result)
+    cluster = parts[parts.index("clusters") + 1] if "clusters" in parts else ""  # a node pool's
+    command = removal_command(result.asset_type, name, result.location, project, cluster)
+    return Leftover(result.asset_type, name, result.location, why, command)
 
 
 def search(assets: Any, project: str, timeout: float) -> Iterable[Any]:
@@ -170,8 +141,7 @@ def search(assets: Any, project: str, timeout: float) -> Iterable[Any]:
 
 
 def peering_leftover(networks: Any, cfg: StackConfig, marks: Marks, timeout: float) -> Optional[Leftover]:
-    """The Service Networking peering on the stack's VPC. On the default VPC it may be another service's
-    (e.g. Cloud SQL's); the doctor refuses a stack there when one existed before (check `psa`)."""
+    """The Service Networking peering on the stack's VPC (on the default VPC maybe another service's, see `psa`)."""
     from google.api_core import exceptions as gexc
 
     vpc = marks.vpc
@@ -182,11 +152,8 @@ def peering_leftover(networks: Any, cfg: StackConfig, marks: Marks, timeout: flo
     peering = SERVICE_NETWORKING.replace(".", "-")
     if not any(p.name == peering for p in network.peerings):
         return None
-    why = (
-        "on the default VPC (the stack's if none was there before it)"
-        if cfg.network.use_default_network
-        else "on the stack's VPC"
-    )
+    on_default = "on the default VPC (the stack's if none was there before it)"
+    why = on_default if cfg.network.use_default_network else "on the stack's VPC"
     return Leftover(PEERING, vpc, "global", why, removal_command(PEERING, vpc, "global", marks.project))
 
 
@@ -223,12 +190,5 @@ def render_text(stack: str, cfg: StackConfig, leftovers: list[Leftover]) -> str:
 
 
 def render_json(stack: str, cfg: StackConfig, leftovers: list[Leftover]) -> str:
-    return json.dumps(
-        {
-            "stack": stack,
-            "project": cfg.project,
-            "clean": not leftovers,
-            "leftovers": [asdict(left) for left in leftovers],
-        },
-        indent=2,
-    )
+    found = [asdict(left) for left in leftovers]
+    return json.dumps({"stack": stack, "project": cfg.project, "clean": not leftovers, "leftovers": found}, indent=2)

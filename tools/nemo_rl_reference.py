@@ -2,18 +2,10 @@
 
     python -m tools.nemo_rl_reference --git-dir PATH/TO/RL --tag v0.6.0 > workloads/data/nemo_rl/v0.6.0.json
 
-What it writes, per tag (nothing here is copied text: names of keys and datasets are facts):
-- `loader`: the `data.*` keys NeMo-RL's GRPO data loader reads and the dataset names it accepts,
-  found with `ast` in the upstream sources it lists (`paths`): the `DataConfig` TypedDict, and for the
-  flat layout (<= v0.5) every `data_config[...]`/`.get(...)`/`get_extra_kwargs` key of
-  examples/run_grpo_math.py and response_datasets/__init__.py; for the split layout (>= v0.6) the
-  `ResponseDatasetConfig` keys and the constructor arguments of every DATASET_REGISTRY class, under
-  data.train / data.validation / data.default.
-- `configs`: for every recipe config file that exists at the tag, the flattened keys of the config
-  after NeMo-RL's own inheritance (`defaults:`), loaded with the tag's nemo_rl/utils/config.py and
-  omegaconf, each with its kind: `value`, `null`, `{}` (empty mapping) or `[N]` (list of N).
-
-It needs git and omegaconf (hydra-core pulls it in); the project reads only the JSON it writes.
+`loader`: the `data.*` keys NeMo-RL's GRPO data loader reads and the dataset names it accepts, found with `ast`
+in the upstream sources it lists (flat layout <= v0.5, split data.train/validation/default >= v0.6); `configs`:
+each recipe config's flattened keys after its `defaults:`, loaded with the tag's nemo_rl/utils/config.py and
+omegaconf (docs/recipes-and-overrides.md). Names of keys and datasets are facts, no copied text.
 """
 
 from __future__ import annotations
@@ -28,14 +20,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+# The config files the recipes (workloads/recipes.py) name; a test checks the list covers them.
 CONFIG_FILES = (
     "examples/configs/grpo_math_1B.yaml",
     "examples/configs/grpo_math_70B_megatron.yaml",
     "examples/configs/recipes/llm/grpo-gemma3-27b-it-8n4g-fsdp2tp4-actckpt-long.yaml",
 )
-"""The config files the recipes (workloads/recipes.py) name; a test checks the list covers them."""
-FLAT_TAGS = ("v0.4.0", "v0.5.0")
-"""Tags with the flat data layout (examples/run_grpo_math.py); later ones use data.train/validation/default."""
+PROG = "python -m tools.nemo_rl_reference"
+FLAT_TAGS = ("v0.4.0", "v0.5.0")  # the flat data layout (examples/run_grpo_math.py)
 
 
 def _git(git_dir: str, *args: str) -> str:
@@ -101,26 +93,19 @@ def loader_keys(git_dir: str, tag: str) -> dict[str, Any]:
     init = "nemo_rl/data/__init__.py"
     if tag in FLAT_TAGS:
         paths = [init, "examples/run_grpo_math.py", "nemo_rl/data/datasets/response_datasets/__init__.py"]
-        keys = set(_typeddict_keys(show(init), "DataConfig"))
-        names: set[str] = set()
-        for path in paths[1:]:
-            k, n = _keys_read(show(path))
-            keys |= k
-            names |= n
-        return {
-            "layout": "flat",
-            "paths": paths,
-            "data_keys": sorted(f"data.{k}" for k in keys),
-            "dataset_names": sorted(names),
-        }
+        found = [_keys_read(show(path)) for path in paths[1:]]
+        keys = set(_typeddict_keys(show(init), "DataConfig")).union(*(k for k, _ in found))
+        names = set().union(*(n for _, n in found))
+        data_keys = sorted(f"data.{k}" for k in keys)
+        return {"layout": "flat", "paths": paths, "data_keys": data_keys, "dataset_names": sorted(names)}
     reg_path = "nemo_rl/data/datasets/response_datasets/__init__.py"
     reg_src = show(reg_path)
     registry = _registry(reg_src)
-    modules = {}
-    for n in ast.walk(ast.parse(reg_src)):
-        if isinstance(n, ast.ImportFrom) and (n.module or "").startswith("nemo_rl.data.datasets.response_datasets."):
-            for alias in n.names:
-                modules[alias.name] = n.module.replace(".", "/") + ".py"
+    package = "nemo_rl.data.datasets.response_datasets."
+    imports = [n for n in ast.walk(ast.parse(reg_src)) if isinstance(n, ast.ImportFrom) and n.module]
+    modules = {
+        a.name: n.module.replace(".", "/") + ".py" for n in imports if n.module.startswith(package) for a in n.names
+    }
     per_dataset = set(_typeddict_keys(show(init), "ResponseDatasetConfig"))
     paths = {init, reg_path, "nemo_rl/data/utils.py"}
     for cls in sorted(set(registry.values())):
@@ -155,12 +140,8 @@ def _flatten(node: Any, prefix: str, out: dict[str, str]) -> None:
 
 def config_keys(git_dir: str, tag: str, files: tuple[str, ...] = CONFIG_FILES) -> dict[str, dict[str, str]]:
     with tempfile.TemporaryDirectory() as tmp:
-        archive = subprocess.run(
-            ["git", "--git-dir", git_dir, "archive", tag, "examples/configs", "nemo_rl/utils/config.py"],
-            capture_output=True,
-            check=True,
-        ).stdout
-        subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
+        _git(git_dir, "archive", "-o", f"{tmp}/src.tar", tag, "examples/configs", "nemo_rl/utils/config.py")
+        subprocess.run(["tar", "-x", "-C", tmp, "-f", f"{tmp}/src.tar"], check=True)
         spec = importlib.util.spec_from_file_location("_nemo_rl_config", f"{tmp}/nemo_rl/utils/config.py")
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)  # NeMo-RL's own loader at this tag: its inheritance rules
@@ -176,20 +157,12 @@ def config_keys(git_dir: str, tag: str, files: tuple[str, ...] = CONFIG_FILES) -
 
 def reference(git_dir: str, tag: str) -> dict[str, Any]:
     commit = _git(git_dir, "rev-parse", f"{tag}^{{commit}}").strip()
-    return {
-        "source": {
-            "repo": "NVIDIA-NeMo/RL",
-            "tag": tag,
-            "commit": commit,
-            "generated_by": "python -m tools.nemo_rl_reference",
-        },
-        "loader": loader_keys(git_dir, tag),
-        "configs": config_keys(git_dir, tag),
-    }
+    source = {"repo": "NVIDIA-NeMo/RL", "tag": tag, "commit": commit, "generated_by": PROG}
+    return {"source": source, "loader": loader_keys(git_dir, tag), "configs": config_keys(git_dir, tag)}
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tools.nemo_rl_reference", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     parser.add_argument("--git-dir", required=True, help="an NVIDIA-NeMo/RL clone's .git (or bare) directory")
     parser.add_argument("--tag", required=True, help="e.g. v0.6.0")
     args = parser.parse_args(argv)

@@ -1,19 +1,10 @@
-"""Would upgrading a live stack from an earlier release to this tree lose data or training?
+"""Would upgrading a live stack from an earlier release to this tree lose data or training? (docs/day-2.md)
 
     python -m tools.upgrade_check --from REF [--stack-file Pulumi.NAME.yaml ...] [--json]
 
-Plans every stack committed at REF, and every stack file named, offline twice: with REF's code (its own
-`python -m infra.plan --json --assume-secrets` in a detached temporary worktree) and with this tree's,
-both from the same stack file (a user's stack file stays as it is across `git pull`). It FAILS (exit
-1) on: a data-bearing resource (`DATA_FORCE_NEW`: Lustre, bucket, cluster) replaced by a ForceNew or
-`replaceOnChanges` input, or deleted; a URN change without an alias resolving to the old URN; a
-dynamic provider pickled at REF that does not load here in a fresh process (as Pulumi's dynamic
-provider host would); a stack file that no longer plans; a run that would restart at step 0 (its
-`outputs.runId` changes, or its checkpoint directory moves and this plan does not name the old one;
-a REF plan without `runId`, releases up to 1.0.0, is judged by the directory alone). It WARNS, with the
-training and dollars at risk, on a node pool replaced or removed, a Ray cluster restart (its Helm
-release replaced), a job resubmitted, and a REF plan that fails. Exit codes (workloads/exit_codes.py):
-0 nothing lost, 1 a failure, 2 bad usage, 3 environment (no git checkout, unknown REF).
+Each stack file is planned offline with REF's code (a detached temporary worktree) and with this tree's, from
+the same file; the rules (fail: data lost, run restarted; warn: nodes, Ray or a job restarted, with the cost)
+are docs/day-2.md's. Exit codes (workloads/exit_codes.py): 0 nothing lost, 1 a failure, 2 usage, 3 environment.
 """
 
 from __future__ import annotations
@@ -31,7 +22,7 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
@@ -76,15 +67,13 @@ LOAD_PROVIDER = "import base64, sys, dill; dill.loads(base64.b64decode(sys.stdin
 
 @dataclass(frozen=True)
 class Finding:
-    level: str
-    """`fail` (work or data lost: exit 1) or `warn` (a cost, said with its price)."""
-    stack: str
+    level: str  # `fail` (work or data lost: exit 1) or `warn` (a cost, said with its price)
     rule: str
     resource: str
     message: str
-    minutes: Optional[float] = None
-    """Training lost at most, in minutes (warnings with a cost)."""
+    minutes: Optional[float] = None  # training lost at most (warnings); filled in by `compare_plans`
     usd: Optional[float] = None
+    stack: str = ""
 
     def line(self) -> str:
         cost = ""
@@ -92,10 +81,6 @@ class Finding:
             usd = "" if self.usd is None else f", ${self.usd:,.2f}"
             cost = f" [cost: at most {self.minutes:g} min of training{usd}]"
         return f"{self.level.upper()} {self.stack}: {self.resource}: {self.message}{cost}"
-
-
-def _failure(stack: str, rule: str, resource: str, message: str) -> Finding:
-    return Finding(FAIL, stack, rule, resource, message)
 
 
 # ---- the comparison: pure functions over two plan documents (docs/architecture.md "The plan JSON contract")
@@ -107,23 +92,22 @@ def compare_plans(
     stack: str,
     provider_problem: Callable[[str], Optional[str]] = lambda _pickled: None,
 ) -> list[Finding]:
-    """Every failure and warning of upgrading `stack` from the plan `before` (REF) to `after` (this tree).
-    `provider_problem(pickled)` says why a dynamic provider pickled at REF does not load here (None: it loads)."""
-    loss = _loss(before, after)
-    return [
-        *resource_findings(before, after, stack, loss),
-        *provider_findings(before, stack, provider_problem),
-        *run_findings(before, after, stack, loss),
+    """Every failure and warning of upgrading `stack` from the plan `before` (REF) to `after` (this tree), each
+    warning with the training it may lose; `provider_problem(pickled)`: why a pickled provider does not load."""
+    minutes, usd = _loss(before, after)
+    found = [
+        *resource_findings(before, after),
+        *provider_findings(before, provider_problem),
+        *run_findings(before, after),
     ]
+    return [replace(f, stack=stack, **({"minutes": minutes, "usd": usd} if f.level == WARN else {})) for f in found]
 
 
 def _resources(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {r["urn"]: r for r in doc.get("resources") or []}
 
 
-def resource_findings(
-    before: dict[str, Any], after: dict[str, Any], stack: str, loss: tuple[Optional[float], Optional[float]]
-) -> Iterator[Finding]:
+def resource_findings(before: dict[str, Any], after: dict[str, Any]) -> Iterator[Finding]:
     old, new = _resources(before), _resources(after)
     aliased = {urn for r in new.values() for urn in alias_urns(r, new)}
     new_only_by_name: dict[str, list[dict[str, Any]]] = {}
@@ -132,12 +116,12 @@ def resource_findings(
     for urn in sorted(old):
         r = old[urn]
         if urn in new:
-            yield from _replacement(r, new[urn], stack, loss)
+            yield from _replacement(r, new[urn])
         elif urn not in aliased:
-            yield from _gone(r, new_only_by_name.get(r["name"], []), stack, loss)
+            yield from _gone(r, new_only_by_name.get(r["name"], []))
 
 
-# (kind, replaced rather than deleted) -> (level, rule, message); a warning carries the loss's cost.
+# (kind, replaced rather than deleted) -> (level, rule, message)
 OUTCOMES = {
     ("data", False): (FAIL, "data-deleted", "deleted: its data goes with it"),
     ("data", True): (FAIL, "data-replaced", "REPLACED, its data lost ({why})"),
@@ -148,22 +132,21 @@ OUTCOMES = {
 }
 
 
-def _outcome(r: dict[str, Any], stack: str, loss, why: Optional[str] = None) -> Iterator[Finding]:
+def _outcome(r: dict[str, Any], why: Optional[str] = None) -> Iterator[Finding]:
     """What deleting `r` (`why` None) or replacing it for `why` costs, for the kinds of resource that lose something."""
     kind = "data" if r["type"] in DATA_FORCE_NEW else {NODE_POOL_TYPE: "pool", HELM_RELEASE_TYPE: "ray"}.get(r["type"])
     if kind is not None:
         level, rule, message = OUTCOMES[kind, why is not None]
-        cost = loss if level == WARN else ()
-        yield Finding(level, stack, rule, f"{r['type']} {r['name']}", message.format(why=why), *cost)
+        yield Finding(level, rule, f"{r['type']} {r['name']}", message.format(why=why))
 
 
-def _gone(r: dict[str, Any], namesakes: list[dict[str, Any]], stack: str, loss) -> Iterator[Finding]:
+def _gone(r: dict[str, Any], namesakes: list[dict[str, Any]]) -> Iterator[Finding]:
     if not namesakes:
-        yield from _outcome(r, stack, loss)
+        yield from _outcome(r)
         return
     urns = ", ".join(sorted(n["urn"] for n in namesakes))
-    yield _failure(
-        stack,
+    yield Finding(
+        FAIL,
         "urn-changed",
         f"{r['type']} {r['name']}",
         f"URN {r['urn']} became {urns} without an alias: "
@@ -171,15 +154,14 @@ def _gone(r: dict[str, Any], namesakes: list[dict[str, Any]], stack: str, loss) 
     )
 
 
-def _replacement(old: dict[str, Any], new: dict[str, Any], stack: str, loss) -> Iterator[Finding]:
-    """A resource at the same URN: replaced by a ForceNew input (for the types with a table) or by an input
-    its `replaceOnChanges` option lists."""
+def _replacement(old: dict[str, Any], new: dict[str, Any]) -> Iterator[Finding]:
+    """A resource at the same URN: replaced by a ForceNew input (types with a table) or a `replaceOnChanges` one."""
     o, n = old.get("inputs") or {}, new.get("inputs") or {}
     table = DATA_FORCE_NEW.get(new["type"], FORCE_NEW if new["type"] == NODE_POOL_TYPE else {})
     listed = (new.get("options") or {}).get("replaceOnChanges") or []
     changes = replacing_changes(o, n, table) + [f"{k} (replaceOnChanges)" for k in listed if o.get(k) != n.get(k)]
     if changes:
-        yield from _outcome(new, stack, loss, "; ".join(changes))
+        yield from _outcome(new, "; ".join(changes))
 
 
 def alias_urns(r: dict[str, Any], by_urn: dict[str, dict[str, Any]]) -> list[str]:
@@ -210,16 +192,14 @@ def _urn_parts(urn: str) -> tuple[str, str, str, str]:
     return head.removeprefix("urn:pulumi:"), project, qualified, name
 
 
-def provider_findings(
-    before: dict[str, Any], stack: str, provider_problem: Callable[[str], Optional[str]]
-) -> Iterator[Finding]:
+def provider_findings(before: dict[str, Any], provider_problem: Callable[[str], Optional[str]]) -> Iterator[Finding]:
     for r in before.get("resources") or []:
         pickled = (r.get("inputs") or {}).get("__provider")
         if r["type"].startswith(DYNAMIC_PREFIX) and isinstance(pickled, str):
             problem = provider_problem(pickled)
             if problem:
                 why = f"its provider, pickled in the stack's state, no longer loads: {problem}"
-                yield _failure(stack, "provider-import", f"{r['type']} {r['name']}", why)
+                yield Finding(FAIL, "provider-import", f"{r['type']} {r['name']}", why)
 
 
 # ---- runs
@@ -230,8 +210,7 @@ def _job(doc: dict[str, Any]) -> Optional[dict[str, Any]]:
 
 
 def checkpoint_dir(doc: dict[str, Any]) -> Optional[str]:
-    """The run's checkpoint directory: `outputs.checkpointDir` if the plan has it, else the NeMo-RL override of
-    the job's entrypoint."""
+    """`outputs.checkpointDir`, else the NeMo-RL override of the job's entrypoint."""
     outputs, job = doc.get("outputs") or {}, _job(doc)
     if isinstance(outputs.get("checkpointDir"), str):
         return outputs["checkpointDir"]
@@ -252,16 +231,14 @@ def names_dir(doc: dict[str, Any], directory: str) -> bool:
     return bool(pattern.search(json.dumps(places, ensure_ascii=False)))
 
 
-def run_findings(
-    before: dict[str, Any], after: dict[str, Any], stack: str, loss: tuple[Optional[float], Optional[float]]
-) -> Iterator[Finding]:
+def run_findings(before: dict[str, Any], after: dict[str, Any]) -> Iterator[Finding]:
     """A running run restarted from step 0 fails; a resubmitted or stopped attempt warns with its cost."""
     if _job(before) is None:
         return
     old_run = (before.get("outputs") or {}).get("runId")
     name = f"run {old_run or (before.get('outputs') or {}).get('jobId') or '?'}"
     if _job(after) is None:
-        yield Finding(WARN, stack, "run-stopped", name, "this release submits no job: the running attempt stops", *loss)
+        yield Finding(WARN, "run-stopped", name, "this release submits no job: the running attempt stops")
         return
     new_run, old_dir, new_dir = (after.get("outputs") or {}).get("runId"), checkpoint_dir(before), checkpoint_dir(after)
     restarts = []
@@ -273,18 +250,11 @@ def run_findings(
         restarts.append(f"its checkpoints move from {old_dir} to {new_dir}; this release does not look in the old one")
     if restarts:
         why = f"restarts from step 0: {'; '.join(restarts)} (its old step_N checkpoints orphaned)"
-        yield _failure(stack, "run-restart", name, why)
+        yield Finding(FAIL, "run-restart", name, why)
     elif (_job(before).get("inputs") or {}).get("spec_hash") != (_job(after).get("inputs") or {}).get("spec_hash"):
         moved = "" if old_dir == new_dir else f", found in {old_dir}"
-        yield Finding(
-            WARN,
-            stack,
-            "job-resubmitted",
-            name,
-            "the job spec changed: the running attempt stops and "
-            f"the next resumes from its last complete checkpoint{moved}",
-            *loss,
-        )
+        why = "the job spec changed: the running attempt stops and the next resumes from its last complete checkpoint"
+        yield Finding(WARN, "job-resubmitted", name, why + moved)
 
 
 def _loss(before: dict[str, Any], after: dict[str, Any]) -> tuple[Optional[float], Optional[float]]:
@@ -304,8 +274,8 @@ def _loss(before: dict[str, Any], after: dict[str, Any]) -> tuple[Optional[float
 
 
 def plan(tree: Path, stack: str, config_file: Optional[Path] = None) -> tuple[Optional[dict[str, Any]], str]:
-    """`python -m infra.plan --stack S --json --assume-secrets` with this venv's python in `tree`: the document,
-    or None and the plan's last error line. A REF whose plan has no `--assume-secrets` is asked without it."""
+    """The offline plan's document in `tree` (this venv), or None and its last error line; a REF without
+    `--assume-secrets` is asked without it."""
     flags = ["--config-file", str(config_file)] if config_file else []
     for extra in (["--assume-secrets"], []):
         cmd = [sys.executable, "-m", "infra.plan", "--stack", stack, "--json", *extra, *flags]
@@ -384,36 +354,27 @@ def resolve(root: Path, ref: str) -> str:
         ) from None
 
 
-@dataclass(frozen=True)
-class Case:
-    """One stack file to plan on both sides: a committed one (REF's file) or one the user named."""
-
-    stack: str
-    label: str
-    named: Optional[Path] = None
-
-
 def check(root: Path, ref: str, named: list[Path], jobs: int = 2) -> dict[str, Any]:
     """Plan every case at REF and here, compare; the report `--json` prints."""
     started = time.monotonic()
     commit = resolve(root, ref)
-    cases = [Case(s, s) for s in committed_stacks(root, commit)]
-    cases += [Case(_stack_of(path), str(path), path.resolve()) for path in named]
+    # (stack, label, the stack file the user named: None for a committed one, planned from REF's file)
+    cases = [(s, s, None) for s in committed_stacks(root, commit)]
+    cases += [(_stack_of(path), str(path), path.resolve()) for path in named]
     findings: list[Finding] = []
     stacks: list[dict[str, Any]] = []
     with worktree(root, commit) as tree, ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        planned = list(pool.map(lambda c: _plan_both(root, tree, c), cases))
+        planned = list(pool.map(lambda c: _plan_both(root, tree, c[0], c[2]), cases))
     load = functools.cache(lambda pickled: provider_problem(pickled, root))
-    for case, (before, before_error, after, after_error) in zip(cases, planned, strict=True):
-        comparable = before is not None and after is not None
-        stacks.append({"stack": case.stack, "file": case.label, "comparable": comparable})
+    for (stack, label, _), (before, before_error, after, after_error) in zip(cases, planned, strict=True):
+        stacks.append({"stack": stack, "file": label, "comparable": before is not None and after is not None})
         if before is None:
-            findings.append(Finding(WARN, case.label, "not-comparable", "plan", f"no plan at {ref}: {before_error}"))
+            findings.append(Finding(WARN, "not-comparable", "plan", f"no plan at {ref}: {before_error}", stack=label))
         elif after is None:
             why = f"planned at {ref}, refused now: {after_error}"
-            findings.append(_failure(case.label, "no-longer-plans", "stack file", why))
+            findings.append(Finding(FAIL, "no-longer-plans", "stack file", why, stack=label))
         else:
-            findings += compare_plans(before, after, case.label, load)
+            findings += compare_plans(before, after, label, load)
     return {
         "from": ref,
         "commit": commit,
@@ -424,10 +385,9 @@ def check(root: Path, ref: str, named: list[Path], jobs: int = 2) -> dict[str, A
     }
 
 
-def _plan_both(root: Path, tree: Path, case: Case):
-    config = case.named or tree / f"Pulumi.{case.stack}.yaml"
-    before, before_error = plan(tree, case.stack, case.named)
-    after, after_error = plan(root, case.stack, config) if before is not None else (None, "")
+def _plan_both(root: Path, tree: Path, stack: str, named: Optional[Path]):
+    before, before_error = plan(tree, stack, named)
+    after, after_error = plan(root, stack, named or tree / f"Pulumi.{stack}.yaml") if before is not None else (None, "")
     return before, before_error, after, after_error
 
 
@@ -450,11 +410,8 @@ def render(report: dict[str, Any]) -> str:
     ]
     lines += [f.line() for f in sorted(findings, key=lambda f: (f.level != FAIL, f.stack))]
     fails = sum(f.level == FAIL for f in findings)
-    lines.append(
-        f"{fails} failure(s): this upgrade loses data or training; it needs a new major version and an upgrade note"
-        if fails
-        else f"ok: nothing lost ({len(findings)} warning(s))"
-    )
+    loses = "this upgrade loses data or training; it needs a new major version and an upgrade note"
+    lines.append(f"{fails} failure(s): {loses}" if fails else f"ok: nothing lost ({len(findings)} warning(s))")
     return "\n".join(lines)
 
 
@@ -463,23 +420,18 @@ def main(argv: Optional[list[str]] = None, root: Path = ROOT) -> int:
         prog="python -m tools.upgrade_check", description="Would upgrading a live stack from REF lose data or training?"
     )
     parser.add_argument("--from", dest="ref", required=True, metavar="REF", help="the release a live stack runs")
-    parser.add_argument(
-        "--stack-file", type=Path, action="append", default=[], metavar="F", help="also compare this stack file"
-    )
+    also = "also compare this stack file"
+    parser.add_argument("--stack-file", type=Path, action="append", default=[], metavar="F", help=also)
     parser.add_argument("--json", action="store_true", help="print the report as one JSON document")
     parser.add_argument("--jobs", type=cli_args.positive_int, default=2, help="plans run at once (default 2)")
     try:
         args = parser.parse_args(argv)
         for path in args.stack_file:
             _stack_of(path)
-    except (cli_args.UsageError, argparse.ArgumentTypeError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return USAGE
-    try:
         report = check(root, args.ref, args.stack_file, args.jobs)
-    except EnvironmentProblem as err:
+    except (cli_args.UsageError, argparse.ArgumentTypeError, EnvironmentProblem) as err:
         print(f"error: {err}", file=sys.stderr)
-        return ENVIRONMENT
+        return ENVIRONMENT if isinstance(err, EnvironmentProblem) else USAGE
     print(json.dumps(report, indent=2) if args.json else render(report))
     return OK if report["ok"] else BROKEN
 

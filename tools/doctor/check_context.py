@@ -1,8 +1,4 @@
-"""What every check of the doctor reads and returns: the stack's context and one report line.
-
-Only on the real cloud: the answers themselves (quota values, versions, policies); the calls and the
-fields read are those of the pinned client libraries (requirements.txt), checked by the tests.
-"""
+"""What every check of the doctor reads (the stack's context) and returns (report lines)."""
 
 from __future__ import annotations
 
@@ -14,8 +10,7 @@ from infra.stack_context import StackContext
 from tools.doctor.google_clients import Clients
 
 PASS, WARN, FAIL = "pass", "warn", "fail"
-DEFAULT_TIMEOUT = 20.0
-"""Seconds per API call (`--timeout`)."""
+DEFAULT_TIMEOUT = 20.0  # seconds per API call (`--timeout`)
 MAX_TIMEOUT = 600.0
 
 

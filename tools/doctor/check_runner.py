@@ -15,16 +15,8 @@ from tools.doctor.check_context import DEFAULT_TIMEOUT, FAIL, PASS, WARN, Contex
 from tools.doctor.gke_version_checks import check_gke_versions
 from tools.doctor.google_clients import NO_CREDENTIALS, Clients, NoCredentials, bounded, first_line
 from tools.doctor.network_checks import check_bucket, check_org_policies, check_psa
-from tools.doctor.project_checks import (
-    ORG_POLICY_API,
-    check_apis,
-    check_iam,
-)
-from tools.doctor.quota_checks import (
-    check_global_quota,
-    check_gpu_quota,
-    check_reservation,
-)
+from tools.doctor.project_checks import ORG_POLICY_API, check_apis, check_iam
+from tools.doctor.quota_checks import check_global_quota, check_gpu_quota, check_reservation
 from tools.doctor.version_drift import check_version_matrix
 from tools.doctor.zone_checks import check_capacity_ladder, check_image_cache, check_lustre, check_zone
 
@@ -60,11 +52,6 @@ def _as_warning(name: str, exc: BaseException, timeout: float) -> Result:
     return Result(name, WARN, f"not checked: {type(exc).__name__}: {first_line(exc)}")
 
 
-def _project_number(cfg: StackConfig, clients: Clients, timeout: float) -> str:
-    project = clients.projects.get_project(name=f"projects/{cfg.project}", timeout=timeout)
-    return project.name.rsplit("/", 1)[-1]
-
-
 def run_checks(stack: str, cfg: StackConfig, clients: Clients, timeout: float = DEFAULT_TIMEOUT) -> list[Result]:
     """Every check, concurrently; the project first (nothing else can be asked without it)."""
     from google.auth.exceptions import RefreshError
@@ -72,24 +59,15 @@ def run_checks(stack: str, cfg: StackConfig, clients: Clients, timeout: float = 
     clients = bounded(clients, timeout)  # NoCredentials when no token can be had within `timeout`
 
     try:
-        number = _project_number(cfg, clients, timeout)
+        number = clients.projects.get_project(name=f"projects/{cfg.project}", timeout=timeout).name.rsplit("/")[-1]
     except RefreshError as exc:
         raise NoCredentials(NO_CREDENTIALS.format(reason=f"refused: {first_line(exc)}")) from None
     except (gexc.NotFound, gexc.Forbidden, gexc.PermissionDenied):
-        return [
-            Result(
-                "project",
-                FAIL,
-                f"project {cfg.project} does not exist or you cannot see it",
-                f"gcloud projects describe {cfg.project}  # fix nemo-rl-gke:project, or ask for roles/browser on it",
-            )
-        ]
+        fix = f"gcloud projects describe {cfg.project}  # fix nemo-rl-gke:project, or ask for roles/browser on it"
+        return [Result("project", FAIL, f"project {cfg.project} does not exist or you cannot see it", fix)]
     except Exception as exc:  # e.g. no route to Google: nothing at all could be checked
-        return [
-            Result(
-                "project", FAIL, f"could not ask for project {cfg.project}: {type(exc).__name__} ({first_line(exc)})"
-            )
-        ]
+        why = f"{type(exc).__name__} ({first_line(exc)})"
+        return [Result("project", FAIL, f"could not ask for project {cfg.project}: {why}")]
     ctx = Context(stack, cfg, StackContext.from_config(stack, cfg), number, clients, timeout)
     results = [Result("project", PASS, f"{cfg.project} is project number {number}")]
     try:
@@ -120,9 +98,8 @@ def run_checks(stack: str, cfg: StackConfig, clients: Clients, timeout: float = 
             name = futures[future]
             try:
                 outcome = future.result()
-                by_name[name] = [
-                    replace(r, check=r.check or name) for r in ([outcome] if isinstance(outcome, Result) else outcome)
-                ]
+                results_of = [outcome] if isinstance(outcome, Result) else outcome
+                by_name[name] = [replace(r, check=r.check or name) for r in results_of]
             except Exception as exc:
                 by_name[name] = [_as_warning(name, exc, timeout)]
     for future in pending:

@@ -1,8 +1,5 @@
 """The doctor's command (`python -m tools.doctor`, docs/doctor.md): flags, the report as text or JSON, exit
-codes (0 nothing failed, 1 a check failed, 2 bad stack file or flag, 3 no usable credentials), and
-`--leftovers` (tools/leftovers.py). In tools/, not jobctl: it needs Google Cloud admin clients and the
-deployer's permission list.
-"""
+codes (0 nothing failed, 1 a check failed, 2 bad stack file or flag, 3 no usable credentials), `--leftovers`."""
 
 from __future__ import annotations
 
@@ -37,33 +34,18 @@ def render_text(stack: str, cfg: StackConfig, results: list[Result]) -> str:
 
 
 def render_json(stack: str, cfg: StackConfig, results: list[Result]) -> str:
-    return json.dumps(
-        {
-            "stack": stack,
-            "project": cfg.project,
-            "ok": all(r.status != FAIL for r in results),
-            "checks": [asdict(r) for r in results],
-        },
-        indent=2,
-    )
+    doc = {"stack": stack, "project": cfg.project, "ok": all(r.status != FAIL for r in results)}
+    return json.dumps({**doc, "checks": [asdict(r) for r in results]}, indent=2)
 
 
 def command_parser(prog: str, description: str, json_help: str, timeout_help: str) -> cli_args.OneLineParser:
     """`--stack`, `--json` and `--timeout`: the flags of the doctor and of the capacity finder."""
     p = cli_args.OneLineParser(prog=prog, description=description)
-    p.add_argument(
-        "--stack",
-        type=cli_args.stack_name,
-        default=DEFAULT_STACK,
-        help=f"stack name (Pulumi.<stack>.yaml); default {DEFAULT_STACK}",
-    )
+    stack_help = f"stack name (Pulumi.<stack>.yaml); default {DEFAULT_STACK}"
+    p.add_argument("--stack", type=cli_args.stack_name, default=DEFAULT_STACK, help=stack_help)
     p.add_argument("--json", action="store_true", help=json_help)
-    p.add_argument(
-        "--timeout",
-        type=cli_args.seconds(positive=True, maximum=MAX_TIMEOUT),
-        default=DEFAULT_TIMEOUT,
-        help=timeout_help,
-    )
+    seconds = cli_args.seconds(positive=True, maximum=MAX_TIMEOUT)
+    p.add_argument("--timeout", type=seconds, default=DEFAULT_TIMEOUT, help=timeout_help)
     return p
 
 
@@ -74,28 +56,24 @@ def parser() -> argparse.ArgumentParser:
         "print the results as JSON",
         f"seconds per API call (the run ends within 4x that); default {DEFAULT_TIMEOUT:g}",
     )
-    p.add_argument(
-        "--leftovers",
-        action="store_true",
-        help="after `pulumi destroy`: list what of the stack is still in the project (exit 1 when anything is)",
-    )
+    after = "after `pulumi destroy`: list what of the stack is still in the project (exit 1 when anything is)"
+    p.add_argument("--leftovers", action="store_true", help=after)
     return p
 
 
-def error_json(stack: Optional[str], code: int, message: str) -> str:
-    """The `--json` document of a run that could not check anything: what a script reads instead of
-    an empty stdout (the line on stderr stays the same)."""
-    return json.dumps({"stack": stack, "ok": False, "exitCode": code, "error": message, "checks": []}, indent=2)
+def error_json(stack: Optional[str], code: int, message: str, empty: tuple[str, ...] = ("checks",)) -> str:
+    """The `--json` document of a run that could not check anything (its lists `empty`), for scripts."""
+    doc = {"stack": stack, "ok": False, "exitCode": code, "error": message, **{key: [] for key in empty}}
+    return json.dumps(doc, indent=2)
 
 
 Fail = Callable[[int, str], int]
 Body = Callable[[argparse.Namespace, StackFile, TextIO, Fail], int]
 
 
-def run_command(argv: Optional[list[str]], out: Optional[TextIO], err: Optional[TextIO], p, body: Body) -> int:
+def run_command(argv, out: Optional[TextIO], err: Optional[TextIO], p, body: Body, empty=("checks",)) -> int:
     """Parse the flags, load the stack, run `body`: bad flags or a bad stack file are one line and exit 2, a
-    project that cannot be asked (no credentials, an API error) one line and exit 3; with `--json` the same
-    line also as `error_json`'s document."""
+    project that cannot be asked one line and exit 3; with `--json` also as `error_json`'s document."""
     from google.auth.exceptions import RefreshError
 
     out, err = out or sys.stdout, err or sys.stderr
@@ -107,7 +85,7 @@ def run_command(argv: Optional[list[str]], out: Optional[TextIO], err: Optional[
     def fail(code: int, message: str) -> int:
         err.write(f"error: {message}\n")
         if wants_json:
-            out.write(error_json(stack_name, code, message) + "\n")
+            out.write(error_json(stack_name, code, message, empty) + "\n")
         return code
 
     try:
@@ -146,15 +124,14 @@ def main(
     return run_command(argv, out, err, parser(), body)
 
 
-CLOUD_ASSET_API = "cloudasset.googleapis.com"
-"""Not needed by `pulumi up`; the leftover audit searches the project through it."""
+CLOUD_ASSET_API = "cloudasset.googleapis.com"  # not needed by `pulumi up`; the leftover audit searches with it
+SEARCH_PERMISSION = "cloudasset.assets.searchAllResources (roles/cloudasset.viewer)"
 
 
 def leftovers_main(
     stack: str, cfg: StackConfig, args: argparse.Namespace, out: TextIO, fail: Fail, connect: Callable[[str], Clients]
 ) -> int:
-    """`--leftovers`: 0 nothing of the stack is left, 1 something is (each with its removal command),
-    3 the project could not be asked (no credentials, the Cloud Asset API off, permission denied)."""
+    """`--leftovers`: 0 nothing of the stack is left, 1 something is, 3 the project could not be asked."""
     from infra.stack_file import available_stacks
     from tools import leftovers
 
@@ -162,11 +139,8 @@ def leftovers_main(
         clients = bounded(connect(cfg.project), args.timeout)
         found = leftovers.audit(stack, cfg, clients.assets, clients.networks, args.timeout, available_stacks())
     except (gexc.Forbidden, gexc.PermissionDenied) as exc:
-        return fail(
-            EXIT_NO_CREDENTIALS,
-            f"the leftover audit could not search project {cfg.project} ({first_line(exc)}): "
-            f"gcloud services enable {CLOUD_ASSET_API} --project {cfg.project}, and hold "
-            "cloudasset.assets.searchAllResources (roles/cloudasset.viewer)",
-        )
+        enable = f"gcloud services enable {CLOUD_ASSET_API} --project {cfg.project}"
+        why = f"the leftover audit could not search project {cfg.project} ({first_line(exc)})"
+        return fail(EXIT_NO_CREDENTIALS, f"{why}: {enable}, and hold {SEARCH_PERMISSION}")
     out.write((leftovers.render_json if args.json else leftovers.render_text)(stack, cfg, found) + "\n")
     return EXIT_FAILED if found else EXIT_OK

@@ -1,6 +1,4 @@
-"""The doctor's GKE version checks: the release channel offers a version the stack works with, and the
-live cluster against the stack's version-matrix row (tools/doctor/version_drift.py).
-"""
+"""The doctor's GKE version check: the release channel offers a version the stack works with."""
 
 from __future__ import annotations
 
@@ -33,49 +31,43 @@ def minimum_gke_version(cfg: StackConfig) -> tuple[str, str]:
 def check_gke_versions(ctx: Context) -> Result:
     """The release channel in the zone offers a version at or above the flavour's (and Lustre's) minimum."""
     cfg = ctx.cfg
-    channel_name = cfg.cluster.release_channel
+    name, where = cfg.cluster.release_channel, f"in {cfg.zone}"
     minimum, why = minimum_gke_version(cfg)
     config = ctx.clients.clusters.get_server_config(
         name=f"projects/{ctx.project}/locations/{cfg.zone}", timeout=ctx.timeout
     )
     channels = {c.channel.name: c for c in config.channels}
-    channel = channels.get(channel_name)
+    channel = channels.get(name)
     if channel is None:
-        return failed(
-            f"{cfg.zone} offers no {channel_name} channel (offered: {', '.join(sorted(channels))})",
-            "pulumi config set --path cluster.releaseChannel REGULAR",
-        )
-    floor = cfg.cluster.min_master_version or minimum
-    fits = sorted(
-        (v for v in channel.valid_versions if parse_gke_version(v) >= parse_gke_version(floor)), key=parse_gke_version
-    )
-    if cfg.cluster.min_master_version:
+        offered = ", ".join(sorted(channels))
+        return failed(f"{cfg.zone} offers no {name} channel (offered: {offered})", f"{SET_CHANNEL} REGULAR")
+    pinned = cfg.cluster.min_master_version
+    floor = pinned or minimum
+    fits = sorted((v for v in channel.valid_versions if _at_least(v, floor)), key=parse_gke_version)
+    if pinned:
         if fits:
-            return passed(
-                f"{channel_name} in {cfg.zone} offers {fits[0]} for cluster.minMasterVersion {floor}",
-            )
-        return failed(
-            f"{channel_name} in {cfg.zone} offers nothing at or above cluster.minMasterVersion "
-            f"{floor} (newest {max(channel.valid_versions, key=parse_gke_version, default='none')})",
-            _channel_fix(channels, floor),
-        )
+            return passed(f"{name} {where} offers {fits[0]} for cluster.minMasterVersion {floor}")
+        newest = max(channel.valid_versions, key=parse_gke_version, default="none")
+        summary = f"{name} {where} offers nothing at or above cluster.minMasterVersion {floor} (newest {newest})"
+        return failed(summary, _channel_fix(channels, floor))
     default = channel.default_version
-    if default and parse_gke_version(default) >= parse_gke_version(minimum):
-        return passed(f"{channel_name} default in {cfg.zone} is {default}, at or above {minimum} ({why})")
+    if default and _at_least(default, minimum):
+        return passed(f"{name} default {where} is {default}, at or above {minimum} ({why})")
     if fits:
-        return failed(
-            f"{channel_name} default in {cfg.zone} is {default}, below {minimum} ({why})",
-            f"pulumi config set --path cluster.minMasterVersion {fits[0]}",
-        )
-    return failed(
-        f"{channel_name} in {cfg.zone} offers nothing at or above {minimum} ({why})",
-        _channel_fix(channels, minimum),
-    )
+        pin = f"pulumi config set --path cluster.minMasterVersion {fits[0]}"
+        return failed(f"{name} default {where} is {default}, below {minimum} ({why})", pin)
+    return failed(f"{name} {where} offers nothing at or above {minimum} ({why})", _channel_fix(channels, minimum))
+
+
+SET_CHANNEL = "pulumi config set --path cluster.releaseChannel"
+
+
+def _at_least(version: str, floor: str) -> bool:
+    return parse_gke_version(version) >= parse_gke_version(floor)
 
 
 def _channel_fix(channels: dict[str, Any], floor: str) -> str:
     for name in ("RAPID", "REGULAR", "STABLE", "EXTENDED"):
-        channel = channels.get(name)
-        if channel and any(parse_gke_version(v) >= parse_gke_version(floor) for v in channel.valid_versions):
-            return f"pulumi config set --path cluster.releaseChannel {name}"
+        if name in channels and any(_at_least(v, floor) for v in channels[name].valid_versions):
+            return f"{SET_CHANNEL} {name}"
     return f"no channel offers {floor} yet: wait, or pick another zone"

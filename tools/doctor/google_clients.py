@@ -1,7 +1,4 @@
-"""The Google Cloud clients the doctor calls, built on the user's Application Default Credentials.
-
-Every Google API call goes through `Clients`, built by `connect`; tests hand in fakes there.
-"""
+"""The Google Cloud clients the doctor calls (`Clients`, the seam tests replace), on the user's ADC."""
 
 from __future__ import annotations
 
@@ -9,7 +6,7 @@ import functools
 import inspect
 import json
 import os
-from dataclasses import dataclass, fields, replace
+from dataclasses import fields, make_dataclass, replace
 from typing import Any, Mapping
 
 from workloads import cli_args
@@ -17,41 +14,21 @@ from workloads import cli_args
 NO_CREDENTIALS = (
     "no usable Application Default Credentials ({reason}): run `gcloud auth application-default login` "
     "(or point GOOGLE_APPLICATION_CREDENTIALS at a key file), then run this command again"
-)
-"""Shared by the doctor and the capacity finder: "this command" is whichever of them the user ran."""
+)  # the doctor's and the capacity finder's
 
 CREDENTIALS_ENV = "GOOGLE_APPLICATION_CREDENTIALS"
-MAX_CREDENTIALS_BYTES = 64 * 1024
-"""A service-account key is about 2.4 KB and an external-account (federation) config under 2 KB; a file
-past 64 KiB is not a credentials file, and is not read whole."""
+MAX_CREDENTIALS_BYTES = 64 * 1024  # a key is ~2.4 KB, a federation config < 2 KB: more is no credentials file
 
 
 class NoCredentials(Exception):
-    """No usable Application Default Credentials; the message is one line."""
+    """No usable Application Default Credentials (a one-line message)."""
 
 
-@dataclass
-class Clients:
-    """The Google Cloud clients the doctor calls; the one seam tests replace."""
-
-    projects: Any  # resourcemanager_v3.ProjectsClient
-    service_usage: Any  # service_usage_v1.ServiceUsageClient
-    regions: Any  # compute_v1.RegionsClient
-    machine_types: Any  # compute_v1.MachineTypesClient
-    network_profiles: Any  # compute_v1.NetworkProfilesClient
-    reservations: Any  # compute_v1.ReservationsClient
-    networks: Any  # compute_v1.NetworksClient
-    global_addresses: Any  # compute_v1.GlobalAddressesClient
-    subnetworks: Any  # compute_v1.SubnetworksClient
-    clusters: Any  # container_v1.ClusterManagerClient
-    lustre: Any  # lustre_v1.LustreClient
-    storage: Any  # storage.Client
-    org_policy: Any  # orgpolicy_v2.OrgPolicyClient
-    quotas: Any  # cloudquotas_v1.CloudQuotasClient
-    compute_projects: Any = None  # compute_v1.ProjectsClient (project-wide quotas)
-    images: Any = None  # compute_v1.ImagesClient (gpuPool.imageCacheDiskImage)
-    assets: Any = None  # asset_v1.AssetServiceClient (the leftover audit, `--leftovers`)
-    credentials: Any = None  # google.auth Credentials the clients share; None for the tests' fakes
+# The Google Cloud clients the doctor calls (`connect` names each one's class) and the credentials they share; None
+# unless set: the one seam tests replace (with fakes).
+CLIENT_NAMES = """projects service_usage regions machine_types network_profiles reservations networks global_addresses
+subnetworks clusters lustre storage org_policy quotas compute_projects images assets credentials""".split()
+Clients = make_dataclass("Clients", [(name, Any, None) for name in CLIENT_NAMES])
 
 
 def connect(project: str) -> Clients:
@@ -77,27 +54,26 @@ def connect(project: str) -> Clients:
         storage,
     )
 
-    c = {"credentials": credentials}
-    return Clients(
-        projects=resourcemanager_v3.ProjectsClient(**c),
-        service_usage=service_usage_v1.ServiceUsageClient(**c),
-        regions=compute_v1.RegionsClient(**c),
-        machine_types=compute_v1.MachineTypesClient(**c),
-        network_profiles=compute_v1.NetworkProfilesClient(**c),
-        reservations=compute_v1.ReservationsClient(**c),
-        networks=compute_v1.NetworksClient(**c),
-        global_addresses=compute_v1.GlobalAddressesClient(**c),
-        subnetworks=compute_v1.SubnetworksClient(**c),
-        clusters=container_v1.ClusterManagerClient(**c),
-        lustre=lustre_v1.LustreClient(**c),
-        storage=storage.Client(project=project, credentials=credentials),
-        org_policy=orgpolicy_v2.OrgPolicyClient(**c),
-        quotas=cloudquotas_v1.CloudQuotasClient(**c),
-        compute_projects=compute_v1.ProjectsClient(**c),
-        images=compute_v1.ImagesClient(**c),
-        assets=asset_v1.AssetServiceClient(**c),
-        credentials=credentials,
-    )
+    classes = {
+        "projects": resourcemanager_v3.ProjectsClient,
+        "service_usage": service_usage_v1.ServiceUsageClient,
+        "regions": compute_v1.RegionsClient,
+        "machine_types": compute_v1.MachineTypesClient,
+        "network_profiles": compute_v1.NetworkProfilesClient,
+        "reservations": compute_v1.ReservationsClient,
+        "networks": compute_v1.NetworksClient,
+        "global_addresses": compute_v1.GlobalAddressesClient,
+        "subnetworks": compute_v1.SubnetworksClient,
+        "clusters": container_v1.ClusterManagerClient,
+        "lustre": lustre_v1.LustreClient,
+        "org_policy": orgpolicy_v2.OrgPolicyClient,
+        "quotas": cloudquotas_v1.CloudQuotasClient,
+        "compute_projects": compute_v1.ProjectsClient,  # project-wide quotas
+        "images": compute_v1.ImagesClient,  # gpuPool.imageCacheDiskImage
+        "assets": asset_v1.AssetServiceClient,  # the leftover audit
+    }
+    made = {name: cls(credentials=credentials) for name, cls in classes.items()}
+    return Clients(**made, storage=storage.Client(project=project, credentials=credentials), credentials=credentials)
 
 
 def first_line(exc: BaseException) -> str:
@@ -107,10 +83,8 @@ def first_line(exc: BaseException) -> str:
 
 
 def check_credentials_file(environ: Mapping[str, str]) -> None:
-    """`NoCredentials`, one line naming the variable, when GOOGLE_APPLICATION_CREDENTIALS names something
-    that is not a regular file holding a JSON object of at most MAX_CREDENTIALS_BYTES. google-auth would
-    raise IsADirectoryError on a directory, AttributeError on a JSON list, and wait for a writer on a FIFO.
-    A path that does not exist is left to google-auth, whose message says so."""
+    """`NoCredentials` when GOOGLE_APPLICATION_CREDENTIALS names no regular file of a JSON object (google-auth
+    raises IsADirectoryError or AttributeError, or waits on a FIFO); a missing path is google-auth's to say."""
     path = environ.get(CREDENTIALS_ENV)
     if not path or not os.path.lexists(path):
         return
@@ -132,12 +106,9 @@ def check_credentials_file(environ: Mapping[str, str]) -> None:
 
 
 def bounded(clients: Clients, timeout: float) -> Clients:
-    """The clients with every bound of a call set to `timeout`, so that a run ends within the doctor's
-    deadline: the access token is fetched once, with `timeout` (google-auth's token request otherwise
-    waits 120 s, google/auth/transport/requests.py _DEFAULT_TIMEOUT), and each call's retry gives up after
-    `timeout` (GAPIC methods otherwise retry UNAVAILABLE for 60 s: resourcemanager_v3 get_project's
-    default retry, `RetryError (Timeout of 60.0s exceeded)` with unusable credentials). `NoCredentials`
-    when the token cannot be had."""
+    """The clients with every call bounded by `timeout` (`NoCredentials` when no token comes): the token once
+    (else 120 s, google-auth google/auth/transport/requests.py _DEFAULT_TIMEOUT), and each call's retry (else
+    60 s of UNAVAILABLE retries, resourcemanager_v3 get_project's default retry)."""
     if clients.credentials is not None:
         _fetch_token(clients.credentials, timeout)
     wrapped = {
@@ -164,8 +135,7 @@ def _fetch_token(credentials: Any, timeout: float) -> None:
 
 
 class _Bounded:
-    """A client whose methods that take `retry` get one that stops after `timeout` (google-api-core
-    Retry: transient errors only, the call's own `timeout` per attempt)."""
+    """A client whose methods that take `retry` get a google-api-core Retry that stops after `timeout`."""
 
     def __init__(self, client: Any, timeout: float):
         self._client = client

@@ -5,13 +5,14 @@ and the organisation policies that would refuse what the stack creates.
 from __future__ import annotations
 
 import ipaddress
+from dataclasses import replace
 from typing import Any, Optional
 
 from google.api_core import exceptions as gexc
 
 from infra.network import DEFAULT_NETWORK, SERVICE_NETWORKING
 from infra.storage import artifact_bucket_name, workload_identity_principal
-from tools.doctor.check_context import Context, Result, failed, passed, warning
+from tools.doctor.check_context import FAIL, Context, Result, failed, passed, warning
 
 
 def check_bucket(ctx: Context) -> Result:
@@ -56,6 +57,8 @@ def check_psa(ctx: Context) -> Result:
             "pulumi config set --path network.useDefaultNetwork false",
         )
     own = "pulumi config set --path network.useDefaultNetwork false  # a VPC of the stack's own"
+    other_range = "pulumi config set --path network.psaCidr <a free /22>"
+    on_default = f"/networks/{DEFAULT_NETWORK}"
     service_peering = SERVICE_NETWORKING.replace(".", "-")
     if any(p.name == service_peering for p in network.peerings):
         # The stack's Service Networking connection would collide with this one (see infra/network.py).
@@ -65,30 +68,19 @@ def check_psa(ctx: Context) -> Result:
             own,
         )
     for address in ctx.clients.global_addresses.list(project=ctx.project, timeout=ctx.timeout):
-        if address.purpose != "VPC_PEERING" or not address.network.endswith(f"/networks/{DEFAULT_NETWORK}"):
+        if address.purpose != "VPC_PEERING" or not address.network.endswith(on_default):
             continue
         taken = ipaddress.IPv4Network(f"{address.address}/{address.prefix_length}", strict=False)
         if taken.overlaps(psa):
-            return failed(
-                f"network.psaCidr {psa} overlaps the peering range {address.name} ({taken})",
-                "pulumi config set --path network.psaCidr <a free /22>",
-            )
-    for _, scoped in ctx.clients.subnetworks.aggregated_list(project=ctx.project, timeout=ctx.timeout):
-        for subnet in scoped.subnetworks:
-            if not subnet.network.endswith(f"/networks/{DEFAULT_NETWORK}"):
-                continue
-            ranges = [subnet.ip_cidr_range, *(r.ip_cidr_range for r in subnet.secondary_ip_ranges)]
-            for cidr in ranges:
-                if cidr and ipaddress.IPv4Network(cidr, strict=False).overlaps(psa):
-                    return failed(
-                        f"network.psaCidr {psa} overlaps subnet {subnet.name} ({cidr})",
-                        "pulumi config set --path network.psaCidr <a free /22>",
-                    )
+            return failed(f"network.psaCidr {psa} overlaps the peering range {address.name} ({taken})", other_range)
+    scopes = ctx.clients.subnetworks.aggregated_list(project=ctx.project, timeout=ctx.timeout)
+    for subnet in (subnet for _, scoped in scopes for subnet in scoped.subnetworks):
+        if not subnet.network.endswith(on_default):
+            continue
+        for cidr in [subnet.ip_cidr_range, *(r.ip_cidr_range for r in subnet.secondary_ip_ranges)]:
+            if cidr and ipaddress.IPv4Network(cidr, strict=False).overlaps(psa):
+                return failed(f"network.psaCidr {psa} overlaps subnet {subnet.name} ({cidr})", other_range)
     return passed(f"{psa} overlaps no subnet or peering range of the {DEFAULT_NETWORK} VPC")
-
-
-def _rules(policy: Any) -> list[Any]:
-    return list(policy.spec.rules) if policy and policy.spec else []
 
 
 def _restricted_values(rules: list[Any]) -> Optional[list[str]]:
@@ -100,80 +92,78 @@ def _restricted_values(rules: list[Any]) -> Optional[list[str]]:
     return [v for r in rules for v in r.values.allowed_values]
 
 
-RESET = "gcloud org-policies reset {} --project {}  # needs roles/orgpolicy.policyAdmin"
-
-
-def _effective_policy(ctx: Context, constraint: str) -> Any:
-    return ctx.clients.org_policy.get_effective_policy(
-        name=f"projects/{ctx.project}/policies/{constraint}", timeout=ctx.timeout
-    )
-
-
 def _workload_identity(ctx: Context) -> tuple[str, str]:
-    """(pool, principal) the bucket grant names. Before `pulumi up` no cluster reports its pool yet; it
-    will be `<project>.svc.id.goog`."""
-    pool = f"workloadIdentityPools/{ctx.project}.svc.id.goog"
+    """(pool, principal) the bucket grant names; before `pulumi up` no cluster reports its pool yet."""
     principal = workload_identity_principal(
         project_number=ctx.project_number,
         workload_pool=f"{ctx.project}.svc.id.goog",
         namespace=ctx.cfg.ray.namespace,
         ksa=ctx.cfg.ray.service_account,
     )
-    return pool, principal
+    return f"workloadIdentityPools/{ctx.project}.svc.id.goog", principal
 
 
-def _member_domains(ctx: Context) -> Result:
-    name = "iam.allowedPolicyMemberDomains"
+def _member_domains(ctx: Context, rules: list[Any]) -> Result:
     pool, principal = _workload_identity(ctx)
-    allowed = _restricted_values(_rules(_effective_policy(ctx, name)))
+    allowed = _restricted_values(rules)
     if allowed is None or any(pool in v for v in allowed):
-        return passed(f"{name}: lets the bucket grant name the Workload Identity principal")
+        return passed("lets the bucket grant name the Workload Identity principal")
     return failed(
-        f"{name}: domain-restricted sharing (allowed: {', '.join(allowed) or 'none'}) refuses the "
-        f"bucket grant to {principal}",
-        RESET.format(name, ctx.project),
+        f"domain-restricted sharing (allowed: {', '.join(allowed) or 'none'}) refuses the bucket grant to {principal}"
     )
 
 
-def _managed_members(ctx: Context) -> Result:
-    name = "iam.managed.allowedPolicyMembers"
-    pool, principal = _workload_identity(ctx)
-    enforced = [r for r in _rules(_effective_policy(ctx, name)) if r.enforce]
+def _managed_members(ctx: Context, rules: list[Any]) -> Result:
+    enforced = [r for r in rules if r.enforce]
     if not enforced:
-        return passed(f"{name}: not enforced")
+        return passed("not enforced")
+    pool, principal = _workload_identity(ctx)
     params = {k: list(v) for r in enforced for k, v in (r.parameters or {}).items()}
     subjects, sets = params.get("allowedMemberSubjects", []), params.get("allowedPrincipalSets", [])
     if principal in subjects or any(pool in s for s in sets):
-        return passed(f"{name}: allows the Workload Identity principal")
-    return failed(f"{name}: refuses the bucket grant to {principal}", RESET.format(name, ctx.project))
+        return passed("allows the Workload Identity principal")
+    return failed(f"refuses the bucket grant to {principal}")
 
 
-def _service_account_creation(ctx: Context) -> Result:
-    name = "iam.disableServiceAccountCreation"
-    if any(r.enforce for r in _rules(_effective_policy(ctx, name))):
-        return failed(
-            f"{name}: enforced: the stack creates the GKE node service account",
-            RESET.format(name, ctx.project),
-        )
-    return passed(f"{name}: not enforced")
+def _service_account_creation(ctx: Context, rules: list[Any]) -> Result:
+    if any(r.enforce for r in rules):
+        return failed("enforced: the stack creates the GKE node service account")
+    return passed("not enforced")
 
 
-def _resource_locations(ctx: Context) -> Result:
+def _resource_locations(ctx: Context, rules: list[Any]) -> Result:
     cfg = ctx.cfg
-    name = "gcp.resourceLocations"
-    allowed = _restricted_values(_rules(_effective_policy(ctx, name)))
+    allowed = _restricted_values(rules)
     places = {cfg.region, cfg.zone, f"in:{cfg.region}-locations", f"in:{cfg.zone}-locations"}
     if allowed is None or places & set(allowed):
-        return passed(f"{name}: allows {cfg.region}")
+        return passed(f"allows {cfg.region}")
     if any(v.startswith("in:") for v in allowed):
         # Value groups (in:us-locations) expand server-side; the doctor cannot resolve them.
-        return warning(f"{name}: allows only {', '.join(allowed)}: make sure that includes {cfg.zone}")
+        return warning(f"allows only {', '.join(allowed)}: make sure that includes {cfg.zone}")
     return failed(
-        f"{name}: allows only {', '.join(allowed)}, not {cfg.region}",
+        f"allows only {', '.join(allowed)}, not {cfg.region}",
         "pulumi config set region <an allowed region> && pulumi config set zone <a zone in it>",
     )
 
 
+ORG_POLICIES = (
+    ("iam.allowedPolicyMemberDomains", _member_domains),
+    ("iam.managed.allowedPolicyMembers", _managed_members),
+    ("iam.disableServiceAccountCreation", _service_account_creation),
+    ("gcp.resourceLocations", _resource_locations),
+)
+
+
 def check_org_policies(ctx: Context) -> list[Result]:
-    """Organisation policies that would refuse what the stack creates, one result per constraint."""
-    return [check(ctx) for check in (_member_domains, _managed_members, _service_account_creation, _resource_locations)]
+    """Organisation policies that would refuse what the stack creates, one result per constraint; a failure
+    without a config fix gets the policy reset."""
+    results = []
+    for name, judge in ORG_POLICIES:
+        policy = ctx.clients.org_policy.get_effective_policy(
+            name=f"projects/{ctx.project}/policies/{name}", timeout=ctx.timeout
+        )
+        found = judge(ctx, list(policy.spec.rules) if policy and policy.spec else [])
+        reset = f"gcloud org-policies reset {name} --project {ctx.project}  # needs roles/orgpolicy.policyAdmin"
+        fix = found.fix or (reset if found.status == FAIL else None)
+        results.append(replace(found, summary=f"{name}: {found.summary}", fix=fix))
+    return results

@@ -7,30 +7,19 @@ from infra.project_apis import REQUIRED_APIS
 from tools.deployer_permissions import required_permissions
 from tools.doctor.check_context import FAIL, PASS, WARN, Context, Result, failed, passed
 
-ORG_POLICY_API = "orgpolicy.googleapis.com"
-"""Not needed by `pulumi up`; without it the doctor cannot read the organisation policies."""
-
-
-CLOUD_QUOTAS_API = "cloudquotas.googleapis.com"
-"""Not needed by `pulumi up`; the doctor reads GPU family quotas the region does not list through it."""
-
-
-SERVICE_USAGE_BATCH = 30
-"""BatchGetServices takes at most 30 names (google-cloud-service-usage BatchGetServicesRequest.names)."""
-
-
-TEST_IAM_BATCH = 100
-"""Permissions per testIamPermissions call: the stack needs about 40, so today one call."""
+# Not needed by `pulumi up`: the doctor reads the organisation policies and the GPU family quotas with them.
+ORG_POLICY_API, CLOUD_QUOTAS_API = "orgpolicy.googleapis.com", "cloudquotas.googleapis.com"
+SERVICE_USAGE_BATCH = 30  # BatchGetServices takes at most 30 names (google-cloud-service-usage BatchGetServicesRequest)
+TEST_IAM_BATCH = 100  # permissions per testIamPermissions call: the stack needs about 40
 
 
 def manages_apis(cfg: StackConfig) -> bool:
     """Whether `pulumi up` enables the APIs itself (project.manageApis, issue 11)."""
-    return bool(getattr(cfg, "manage_apis", False))
+    return cfg.manage_apis
 
 
 def check_apis(ctx: Context) -> tuple[Result, set[str]]:
-    """Every API the stack uses is on (or `pulumi up` turns it on). Also returns the APIs that are off,
-    so checks that need them say so instead of failing on an error message."""
+    """Every API the stack uses is on (or `pulumi up` turns it on); also the APIs that are off, for the checks."""
     wanted = [*REQUIRED_APIS, ORG_POLICY_API, CLOUD_QUOTAS_API]
     parent = f"projects/{ctx.project_number}"
     states: dict[str, bool] = {}

@@ -1,6 +1,5 @@
-"""The doctor's quota and reservation checks: the region's GPU quota (per model and per GPU family), the
-project-wide GPU and CPU quotas, and the named reservation.
-"""
+"""The doctor's quota and reservation checks: regional GPU quotas (per model and family), project-wide GPU and CPU
+quotas, and the named reservation."""
 
 from __future__ import annotations
 
@@ -16,11 +15,9 @@ from tools.doctor.check_context import PASS, Context, Result, failed, passed, wa
 from tools.doctor.google_clients import first_line
 from tools.doctor.project_checks import CLOUD_QUOTAS_API
 
+# Newer GPU families' quota, per `gpu_family` and region (Cloud Quotas docs' QuotaPreference example).
 GPU_FAMILY_QUOTA = "GPUS-PER-GPU-FAMILY-per-project-region"
-"""The Cloud Quotas quota of newer GPU families, one value per `gpu_family` and region (Cloud Quotas docs'
-QuotaPreference example; projects report NVIDIA_H100 / NVIDIA_B200 under it)."""
-
-
+QUOTA_TABLE = "table(quotas.metric,quotas.limit,quotas.usage)"
 LADDER_ELSEWHERE = "the capacity ladder's rungs are checked one by one (capacity-ladder)"
 
 
@@ -32,10 +29,8 @@ def check_gpu_quota(ctx: Context) -> Result:
 
 
 def gpu_quota_result(ctx: Context, provisioning: Provisioning) -> Result:
-    """Whether the region's GPU quota of `provisioning` holds the whole gang (every rung must: GKE may take
-    all of it from any one rung). Both quotas apply: the region's per-model metric and, where Cloud Quotas
-    has one, the GPU family quota of the same provisioning model (issue 33: a family 0 stops the pool
-    whatever the per-model metric grants)."""
+    """Whether the region's GPU quota of `provisioning` holds the whole gang (GKE may take all from one rung):
+    the per-model metric and the GPU family quota both apply (issue 33: a family 0 stops the pool)."""
     cfg = ctx.cfg
     flavour = cfg.flavour_spec
     if provisioning is Provisioning.RESERVATION:
@@ -68,8 +63,7 @@ def gpu_quota_result(ctx: Context, provisioning: Provisioning) -> Result:
 
 
 def _quota_id(metric: str) -> str:
-    """The Cloud Quotas id of a regional Compute Engine metric: PREEMPTIBLE_NVIDIA_H100_GPUS is
-    PREEMPTIBLE-NVIDIA-H100-GPUS-per-project-region. Only on the real cloud: that B200/H200 follow it."""
+    """PREEMPTIBLE_NVIDIA_H100_GPUS -> PREEMPTIBLE-NVIDIA-H100-GPUS-per-project-region (Cloud Quotas' id)."""
     return metric.replace("_", "-") + "-per-project-region"
 
 
@@ -82,8 +76,7 @@ def quota_request(ctx: Context, quota_id: str, dimensions: dict[str, str], value
 
 
 def _gpu_family_quota(ctx: Context, metric: str, need: int, pool: str) -> Result:
-    """When the region lists no per-model metric: newer GPU families may be granted only as a Cloud
-    Quotas quota (the model's id, or the family quota with a `gpu_family` dimension)."""
+    """When the region lists no per-model metric: newer GPU families may be granted only in Cloud Quotas."""
     cfg = ctx.cfg
     family = cfg.flavour_spec.gpu_quota_metric.removesuffix("_GPUS")
     preemptible = metric.startswith("PREEMPTIBLE_")
@@ -91,8 +84,7 @@ def _gpu_family_quota(ctx: Context, metric: str, need: int, pool: str) -> Result
     unseen = warning(
         f"{cfg.region} lists no {metric} quota and Cloud Quotas has none of "
         f"{', '.join(candidates)} for gpu_family {family}; {pool}",
-        f"gcloud compute regions describe {cfg.region} --project {ctx.project} "
-        "--format='table(quotas.metric,quotas.limit,quotas.usage)'",
+        f"gcloud compute regions describe {cfg.region} --project {ctx.project} --format='{QUOTA_TABLE}'",
     )
     try:
         found = _cloud_quota(ctx, candidates, need, pool)
@@ -106,8 +98,8 @@ def _gpu_family_quota(ctx: Context, metric: str, need: int, pool: str) -> Result
 
 
 def _cloud_quota(ctx: Context, quota_ids: list[str], need: int, pool: str) -> Optional[Result]:
-    """The first of `quota_ids` Cloud Quotas has a value for in the region and GPU family, against `need`
-    (Cloud Quotas has no usage: the limit is compared); None when none has one."""
+    """The first of `quota_ids` with a value for the region and GPU family, its limit against `need` (Cloud Quotas
+    has no usage); None when none has one."""
     cfg = ctx.cfg
     family = cfg.flavour_spec.gpu_quota_metric.removesuffix("_GPUS")
     parent = f"projects/{ctx.project}/locations/global/services/compute.googleapis.com/quotaInfos"
@@ -120,10 +112,8 @@ def _cloud_quota(ctx: Context, quota_ids: list[str], need: int, pool: str) -> Op
         if value is None:
             continue
         dims = {"region": cfg.region, **({"gpu_family": family} if "gpu_family" in info.dimensions else {})}
-        what = (
-            f"{quota_id} ({', '.join(f'{k}={v}' for k, v in dims.items())}): limit {value}; {pool} (usage not "
-            "shown here)"
-        )
+        shown = ", ".join(f"{k}={v}" for k, v in dims.items())
+        what = f"{quota_id} ({shown}): limit {value}; {pool} (usage not shown here)"
         if value >= need:
             return passed(what)
         return failed(what, quota_request(ctx, quota_id, dims, need))
@@ -132,37 +122,24 @@ def _cloud_quota(ctx: Context, quota_ids: list[str], need: int, pool: str) -> Op
 
 def _family_value(info: Any, region: str, family: str) -> Optional[int]:
     """The quota value that applies to the region and GPU family, the most specific entry winning."""
-    best: Optional[tuple[int, int]] = None
-    for entry in info.dimensions_infos:
-        dims = dict(entry.dimensions)
+
+    def applies(entry: Any) -> bool:
+        dims, places = dict(entry.dimensions), entry.applicable_locations
         if dims.get("gpu_family", family) != family:
-            continue
-        if "region" in dims:
-            if dims["region"] != region:
-                continue
-        elif (
-            entry.applicable_locations
-            and region not in entry.applicable_locations
-            and "global" not in entry.applicable_locations
-        ):
-            continue
-        specificity = len(dims)
-        if best is None or specificity > best[0]:
-            best = (specificity, int(entry.details.value))
-    return None if best is None else best[1]
+            return False
+        return dims["region"] == region if "region" in dims else not places or region in places or "global" in places
+
+    found = [entry for entry in info.dimensions_infos if applies(entry)]
+    return int(max(found, key=lambda entry: len(entry.dimensions)).details.value) if found else None
 
 
+# Project-wide quotas and their Cloud Quotas ids: every VM counts on top of its region's, so a 0 (new projects get
+# GPUS_ALL_REGIONS 0) stops the pool (Compute Engine "Allocation quotas"); spot and flex-start assumed to count.
 GLOBAL_QUOTAS = {"GPUS_ALL_REGIONS": "GPUS-ALL-REGIONS-per-project", "CPUS_ALL_REGIONS": "CPUS-ALL-REGIONS-per-project"}
-"""Project-wide Compute Engine quotas (compute `projects.get` quotas) and their Cloud Quotas ids. Every
-VM counts against them on top of its region's quota, so a 0 here (new projects get GPUS_ALL_REGIONS 0)
-stops the pool whatever the region grants (Compute Engine "Allocation quotas": GPU quota, VM quota).
-Only on the real cloud: the Cloud Quotas ids, and whether spot and flex-start VMs count (the doctor
-assumes they do)."""
 
 
 def global_quota_needs(cfg: StackConfig) -> tuple[int, int, str]:
-    """(GPUs, vCPUs, what was counted) the stack's nodes take from the project-wide quotas. A
-    reservation's VMs were counted when it was created, so a reserved GPU pool needs none here."""
+    """(GPUs, vCPUs, what was counted) the stack's nodes take project-wide (a reservation's were counted already)."""
     flavour, pool = cfg.flavour_spec, cfg.gpu_pool
     reserved = pool.provisioning is Provisioning.RESERVATION
     gpus = 0 if reserved else pool.node_count * flavour.gpus_per_node
@@ -189,12 +166,9 @@ def check_global_quota(ctx: Context) -> list[Result]:
     for metric, need in (("GPUS_ALL_REGIONS", gpus), ("CPUS_ALL_REGIONS", cpus)):
         quota = quotas.get(metric)
         if quota is None:
+            describe = f"gcloud compute project-info describe --project {ctx.project} --format='{QUOTA_TABLE}'"
             results.append(
-                warning(
-                    f"the project lists no {metric} quota; the stack needs {need} ({counted})",
-                    f"gcloud compute project-info describe --project {ctx.project} "
-                    "--format='table(quotas.metric,quotas.limit,quotas.usage)'",
-                )
+                warning(f"the project lists no {metric} quota; the stack needs {need} ({counted})", describe)
             )
             continue
         free = quota.limit - quota.usage
@@ -210,9 +184,8 @@ def check_global_quota(ctx: Context) -> list[Result]:
 
 def check_reservation(ctx: Context) -> Result:
     """The named reservation exists in the zone, holds the flavour's machine type and has room for the pool."""
-    cfg = ctx.cfg
-    pool = cfg.gpu_pool
-    if is_ladder(cfg):
+    pool = ctx.cfg.gpu_pool
+    if is_ladder(ctx.cfg):
         return passed(LADDER_ELSEWHERE)
     if pool.provisioning is not Provisioning.RESERVATION:
         return passed(f"none used (gpuPool.provisioning: {pool.provisioning.value})")
@@ -221,36 +194,30 @@ def check_reservation(ctx: Context) -> Result:
 
 def reservation_result(ctx: Context, name: str) -> Result:
     """The reservation `name` exists in the zone, holds the flavour's machine type and has room for the gang."""
-    cfg = ctx.cfg
-    pool = cfg.gpu_pool
-    zone = cfg.zone
+    pool, zone, flavour = ctx.cfg.gpu_pool, ctx.cfg.zone, ctx.cfg.flavour_spec
     try:
         reservation = ctx.clients.reservations.get(
             project=ctx.project, zone=zone, reservation=name, timeout=ctx.timeout
         )
     except gexc.NotFound:
+        listed = f"gcloud compute reservations list --project {ctx.project}"
         return failed(
-            f"no reservation {name!r} in {zone}",
-            f"gcloud compute reservations list --project {ctx.project}  # then set gpuPool.reservationName and zone "
-            "to one listed",
+            f"no reservation {name!r} in {zone}", f"{listed}  # then set gpuPool.reservationName and zone to one listed"
         )
-    machine = reservation.specific_reservation.instance_properties.machine_type
-    template = reservation.specific_reservation.source_instance_template
+    sku = reservation.specific_reservation
+    machine, template = sku.instance_properties.machine_type, sku.source_instance_template
     if not machine and template:
-        return warning(
-            f"{name} reserves VMs of instance template {template.rsplit('/', 1)[-1]}: make "
-            f"sure it is {cfg.flavour_spec.machine_type}; {reservation.specific_reservation.count} reserved, "
-            f"{reservation.specific_reservation.in_use_count} in use, the pool needs {pool.node_count}",
+        counts = f"{sku.count} reserved, {sku.in_use_count} in use, the pool needs {pool.node_count}"
+        which = f"instance template {template.rsplit('/', 1)[-1]}: make sure it is {flavour.machine_type}"
+        return warning(f"{name} reserves VMs of {which}; {counts}")
+    if machine.rsplit("/", 1)[-1] != flavour.machine_type:
+        another = (
+            f"pulumi config set --path gpuPool.reservationName <a reservation of {flavour.machine_type} in {zone}>"
         )
-    if machine.rsplit("/", 1)[-1] != cfg.flavour_spec.machine_type:
-        return failed(
-            f"{name} reserves {machine or 'no specific machine type'}, not "
-            f"{cfg.flavour_spec.machine_type} (flavour {cfg.flavour_spec.name})",
-            "pulumi config set --path gpuPool.reservationName <a reservation of "
-            f"{cfg.flavour_spec.machine_type} in {zone}>",
-        )
-    total = reservation.specific_reservation.count
-    free = total - reservation.specific_reservation.in_use_count
+        summary = f"{name} reserves {machine or 'no specific machine type'}, not {flavour.machine_type}"
+        return failed(f"{summary} (flavour {flavour.name})", another)
+    total = sku.count
+    free = total - sku.in_use_count
     what = f"{name} in {zone}: {free} of {total} {machine} free; the pool needs {pool.node_count}"
     if free < pool.node_count:
         return failed(

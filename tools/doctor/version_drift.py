@@ -1,13 +1,6 @@
-"""The doctor's version-matrix check: the live cluster's versions and the release channel's next ones
-against the stack's row of data/version_matrix.yaml (infra/version_matrix.py).
-
-Why: the release channel moves a cluster on its own, and a move past the row's GKE range changes the
-GPU driver (`gpuDriverVersion` maps per GKE version) and the add-ons under a job tested on the old
-ones. It reads the cluster (`get_cluster`: versions, the Ray operator and Lustre CSI add-ons, which
-GKE versions with the cluster, and maintenance exclusions) and the channel (`get_server_config`), and
-warns when GKE may leave the row, naming what would prevent it (a `no_minor_or_node_upgrades`
-exclusion, `cluster.blockNodeUpgrades`, infra/gke_common.py; another channel; `cluster.minMasterVersion`).
-"""
+"""The doctor's version-matrix check: the live cluster's versions and the channel's next ones against the stack's
+row of data/version_matrix.yaml. Why: the channel moves a cluster on its own, and past the row's GKE range the GPU
+driver and the add-ons change under a job tested on the old ones (docs/version-matrix.md)."""
 
 from __future__ import annotations
 
@@ -22,11 +15,10 @@ from infra.naming import Limit
 from infra.version_matrix import gke_in_row, gke_range, known_bad, load, report
 from tools.doctor.check_context import FAIL, PASS, WARN, Context, Result, passed, warning
 
-CHECK = "version-matrix"
-KNOWN_BAD = "version-known-bad"
+KNOWN_BAD, UPGRADES = "version-known-bad", "version-upgrades"
+# Stops minor control-plane upgrades and every node upgrade (GKE maintenance exclusions, gcloud
+# `--add-maintenance-exclusion-scope=no_minor_or_node_upgrades`).
 HOLD_SCOPE = "NO_MINOR_OR_NODE_UPGRADES"
-"""The exclusion scope that stops minor upgrades of the control plane and every node upgrade
-(GKE maintenance exclusions; gcloud `--add-maintenance-exclusion-scope=no_minor_or_node_upgrades`)."""
 
 
 def _minor(version: str) -> tuple[int, ...]:
@@ -64,17 +56,12 @@ def _channels_inside(channels: dict[str, Any], row: Any) -> list[str]:
 
 
 def check_version_matrix(ctx: Context) -> list[Result]:
-    """`version-matrix`, `version-known-bad` and `version-upgrades` of the stack's live cluster (or of
-    the cluster the channel would create)."""
+    """`version-matrix`, `version-known-bad` and `version-upgrades` of the live cluster (or the one to come)."""
     cfg = ctx.cfg
     rep = report(cfg.version_pins)
     if rep["row"] is None:
-        return [
-            warning(
-                f"the stack is outside the version matrix (allowUntestedVersions; nearest row "
-                f"{rep['nearestRow']}): live versions not compared",
-            )
-        ]
+        nearest = f"allowUntestedVersions; nearest row {rep['nearestRow']}"
+        return [warning(f"the stack is outside the version matrix ({nearest}): live versions not compared")]
     row = next(r for r in load()["rows"] if r["id"] == rep["row"])
     location = cfg.region if cfg.cluster.mode == "autopilot" else cluster_location(ctx.names, cfg.cluster)
     name = ctx.names.name("gke", Limit.GKE_CLUSTER)
@@ -95,8 +82,6 @@ def check_version_matrix(ctx: Context) -> list[Result]:
 
 
 class Live(NamedTuple):
-    """What the version-matrix findings compare: the stack, its row, the cluster's name and place, the channel."""
-
     cfg: Any
     row: Any
     name: str
@@ -118,9 +103,8 @@ def _before_the_cluster(live: Live) -> list[Result]:
     bad = known_bad_findings(live, [("new cluster", start)] if start else [], lambda what, v: pin)
     would = f"no cluster {live.name} yet; {cfg.cluster.release_channel} would create it on {start}"
     if start and not gke_in_row(start, row):
-        fix = pin or (
-            f"pulumi config set --path cluster.releaseChannel {(_channels_inside(live.channels, row) or ['STABLE'])[0]}"
-        )
+        other = (_channels_inside(live.channels, row) or ["STABLE"])[0]
+        fix = pin or f"pulumi config set --path cluster.releaseChannel {other}"
         return [warning(f"{would}, outside {live.where}", fix), *bad]
     return [passed(f"{would}, inside {live.where}"), *bad]
 
@@ -129,14 +113,9 @@ def _live_cluster(live: Live, cluster: Any) -> list[Result]:
     cfg, row, where = live.cfg, live.row, live.where
     master = cluster.current_master_version
     pools = {p.name: p.version for p in cluster.node_pools}
-    addons = [
-        label
-        for label, on in (
-            ("Ray operator", cluster.addons_config.ray_operator_config.enabled),
-            ("Lustre CSI", cluster.addons_config.lustre_csi_driver_config.enabled),
-        )
-        if on
-    ]
+    config = cluster.addons_config
+    on = {"Ray operator": config.ray_operator_config.enabled, "Lustre CSI": config.lustre_csi_driver_config.enabled}
+    addons = [label for label, enabled in on.items() if enabled]
     seen = f"control plane {master}" + "".join(f", pool {n} {v}" for n, v in sorted(pools.items()))
     running = [("control plane", master), *((f"pool {n}", v) for n, v in sorted(pools.items()))]
     outside = [f"{what} {v}" for what, v in running if not gke_in_row(v, row)]
@@ -156,44 +135,30 @@ def _live_cluster(live: Live, cluster: Any) -> list[Result]:
 
 
 def _upgrades(live: Live, cluster: Any, master: str, pools: dict[str, str]) -> Result:
-    cfg, row, where, channel = live.cfg, live.row, live.where, live.channel
-    newest_now = max([master, *pools.values()], key=parse_gke_version)
+    row, where, channel, name = live.row, live.where, live.channel, live.cfg.cluster.release_channel
+    newest = parse_gke_version(max([master, *pools.values()], key=parse_gke_version))
     candidates = {v for v in [*channel.valid_versions, channel.upgrade_target_version, channel.default_version] if v}
-    ahead = sorted(
-        (v for v in candidates if parse_gke_version(v) > parse_gke_version(newest_now)), key=parse_gke_version
-    )
+    ahead = sorted((v for v in candidates if parse_gke_version(v) > newest), key=parse_gke_version)
     leaving = [v for v in ahead if not gke_in_row(v, row)]
     if not leaving:
-        return Result(
-            "version-upgrades",
-            PASS,
-            f"{cfg.cluster.release_channel}'s newer versions ({', '.join(ahead[-3:]) or 'none'}) stay inside {where}",
-        )
+        newer = ", ".join(ahead[-3:]) or "none"
+        return Result(UPGRADES, PASS, f"{name}'s newer versions ({newer}) stay inside {where}")
     holds = _holds(cluster)
     # The exclusion stops minor upgrades and node upgrades; control-plane patches of the same minor go on.
     unheld = [v for v in leaving if not holds or _minor(v) == _minor(master)]
     if not unheld:
-        return Result(
-            "version-upgrades",
-            PASS,
-            f"{cfg.cluster.release_channel} offers {', '.join(leaving)}, "
-            f"outside {where}, held by maintenance exclusion {', '.join(holds)} (no_minor_or_node_upgrades)",
-        )
+        held = f"held by maintenance exclusion {', '.join(holds)} (no_minor_or_node_upgrades)"
+        return Result(UPGRADES, PASS, f"{name} offers {', '.join(leaving)}, outside {where}, {held}")
     others = _channels_inside(live.channels, row)
-    channel_hint = f"; channels whose default is inside the row: {', '.join(others)}" if others else ""
-    return Result(
-        "version-upgrades",
-        WARN,
-        f"{cfg.cluster.release_channel} may upgrade {live.name} to {', '.join(unheld)}, outside {where}, and "
-        f"no no_minor_or_node_upgrades exclusion holds it{channel_hint}",
-        _hold_fix(cfg, live.name, live.location),
-    )
+    hint = f"; channels whose default is inside the row: {', '.join(others)}" if others else ""
+    summary = f"{name} may upgrade {live.name} to {', '.join(unheld)}, outside {where}"
+    fix = _hold_fix(live.cfg, live.name, live.location)
+    return Result(UPGRADES, WARN, f"{summary}, and no no_minor_or_node_upgrades exclusion holds it{hint}", fix)
 
 
 def _known_bad(cfg: Any, row: Any, gke: str) -> list[Any]:
-    """The matrix's known-bad entries that name a GKE version and meet `gke` with the stack's other pins.
-    The config check applies them to `cluster.minMasterVersion` only; a cluster on the channel's default,
-    or moved by GKE since, runs versions only the doctor sees (issue 33)."""
+    """Known-bad entries naming a GKE version that meet `gke` with the stack's other pins: the config checks only
+    `cluster.minMasterVersion`; a cluster on the channel's default, or moved since, only the doctor sees (issue 33)."""
     return [
         rule
         for rule in known_bad(replace(cfg.version_pins, gke=gke), row)

@@ -1,10 +1,9 @@
-"""The doctor's zone checks: the zone sells the machines and the RoCE profile, Managed Lustre is offered
-there with room for an instance, and every rung of the capacity ladder can supply the gang.
-"""
+"""The doctor's zone checks: machines and the RoCE profile, Managed Lustre, each ladder rung, the image cache."""
 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from google.api_core import exceptions as gexc
 
@@ -12,13 +11,9 @@ from infra.config import Provisioning
 from infra.network import roce_network_profile
 from infra.placement import is_ladder
 from tools.doctor.check_context import Context, Result, failed, passed, warning
-from tools.doctor.quota_checks import (
-    gpu_quota_result,
-    reservation_result,
-)
+from tools.doctor.quota_checks import gpu_quota_result, reservation_result
 
-LUSTRE_MAX_INSTANCES = 20
-"""Managed Lustre system limit: instances per project (managed-lustre/docs/quotas, "System limits")."""
+LUSTRE_MAX_INSTANCES = 20  # instances per project (managed-lustre/docs/quotas, "System limits")
 
 
 def check_zone(ctx: Context) -> Result:
@@ -26,10 +21,8 @@ def check_zone(ctx: Context) -> Result:
     flavour = ctx.cfg.flavour_spec
     zone = ctx.cfg.zone
     system = ctx.cfg.cluster.system_pool.machine_type
-    for machine, role in (
-        (flavour.machine_type, f"flavour {flavour.name}"),
-        (system, "cluster.systemPool.machineType"),
-    ):
+    machines = ((flavour.machine_type, f"flavour {flavour.name}"), (system, "cluster.systemPool.machineType"))
+    for machine, role in machines:
         try:
             ctx.clients.machine_types.get(project=ctx.project, zone=zone, machine_type=machine, timeout=ctx.timeout)
         except gexc.NotFound:
@@ -50,25 +43,23 @@ def check_zone(ctx: Context) -> Result:
     return passed(f"{zone} offers {flavour.machine_type}, {system} and the {profile} network profile")
 
 
+def lustre_zones(clients: Any, project: str, timeout: float) -> list[str]:
+    """The zones Managed Lustre is offered to the project in (the capacity finder's too)."""
+    request = {"name": f"projects/{project}", "page_size": 1000}
+    return sorted(loc.location_id for loc in clients.lustre.list_locations(request=request, timeout=timeout).locations)
+
+
 def check_lustre(ctx: Context) -> Result:
     """Managed Lustre is offered in the zone and the project has room for one more instance."""
-    cfg = ctx.cfg
-    zone = cfg.zone
-    response = ctx.clients.lustre.list_locations(
-        request={"name": f"projects/{ctx.project}", "page_size": 1000}, timeout=ctx.timeout
-    )
-    offered = sorted(loc.location_id for loc in response.locations)
+    cfg, zone = ctx.cfg, ctx.cfg.zone
+    offered = lustre_zones(ctx.clients, ctx.project, ctx.timeout)
     if zone not in offered:
         nearby = [z for z in offered if z.startswith(cfg.region + "-")]
-        fix = (
-            f"pulumi config set zone {nearby[0]}"
-            if nearby
-            else f"choose a region and zone where Managed Lustre is offered: {', '.join(offered) or 'none listed'}"
-        )
+        anywhere = f"choose a region and zone where Managed Lustre is offered: {', '.join(offered) or 'none listed'}"
+        fix = f"pulumi config set zone {nearby[0]}" if nearby else anywhere
         return failed(f"Managed Lustre is not offered in {zone}", fix)
-    instances = list(
-        ctx.clients.lustre.list_instances(parent=f"projects/{ctx.project}/locations/-", timeout=ctx.timeout)
-    )
+    parent = f"projects/{ctx.project}/locations/-"
+    instances = list(ctx.clients.lustre.list_instances(parent=parent, timeout=ctx.timeout))
     ours = f"/locations/{zone}/instances/{cfg.lustre_instance_id}"
     if any(i.name.endswith(ours) for i in instances):
         return warning(
@@ -86,8 +77,8 @@ def check_lustre(ctx: Context) -> Result:
 
 
 def check_capacity_ladder(ctx: Context) -> list[Result]:
-    """Every rung of `gpuPool.capacity` can supply the whole gang: its GPU quota, or its reservation's free VMs.
-    Spot and flex-start draw on the same preemptible quota, so each is checked against all of it."""
+    """Every rung of `gpuPool.capacity` can supply the whole gang (spot and flex-start each against all of the
+    preemptible quota they share)."""
     cfg = ctx.cfg
     if not is_ladder(cfg):
         return [passed("one rung: the gpu-quota and reservation checks cover it")]
@@ -101,29 +92,21 @@ def check_capacity_ladder(ctx: Context) -> list[Result]:
     return results
 
 
-IMAGE_READY = "READY"
-"""compute_v1.Image.status of an image that disks can be created from (Compute Engine API, images resource:
-READY, PENDING, FAILED, DELETING)."""
-
+IMAGE_READY = "READY"  # compute_v1.Image.status disks can be made from (READY, PENDING, FAILED, DELETING)
+# A region's prefix -> the multi-region of images' `storageLocations`, gke-disk-image-builder's default
+# (ai-on-gke/tools@dd19189 gke-disk-image-builder/cli/main.go `--storage-location`).
 IMAGE_MULTI_REGIONS = {"us": "us", "europe": "eu", "asia": "asia"}
-"""A region's prefix and the multi-region that holds it, as images' `storageLocations` name it (`us`, `eu`, `asia`;
-the default of gke-disk-image-builder's `--storage-location`: "the multi-region closest to the image source",
-ai-on-gke/tools@dd19189 gke-disk-image-builder/cli/main.go)."""
-
-
 UNSET_IMAGE_CACHE = "pulumi config rm --path gpuPool.imageCacheDiskImage"
 
 
 def image_cache_project_and_name(cfg_project: str, disk_image: str) -> tuple[str, str]:
-    """`gpuPool.imageCacheDiskImage` (`global/images/NAME` or `projects/P/global/images/NAME`, infra/config
-    gpu_pool.DISK_IMAGE) as the Images API's `project` and `image`: the stack's project when the path names none."""
+    """`gpuPool.imageCacheDiskImage` (infra/config gpu_pool.DISK_IMAGE) as the Images API's `project` and `image`."""
     parts = disk_image.split("/")
     return (parts[1] if parts[0] == "projects" else cfg_project), parts[-1]
 
 
 def check_image_cache(ctx: Context) -> Result:
-    """`gpuPool.imageCacheDiskImage` exists, is READY, is x86_64 (or unmarked: the A4/A3 machines are x86) and
-    is stored in or near the stack's region; nothing asked when the key is unset."""
+    """`gpuPool.imageCacheDiskImage` exists, is READY, x86_64 (or unmarked) and stored in or near the region."""
     disk_image = ctx.cfg.gpu_pool.image_cache_disk_image
     if not disk_image:
         return passed("none set (gpuPool.imageCacheDiskImage): nothing to check")
