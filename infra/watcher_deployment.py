@@ -297,22 +297,21 @@ def deployment_manifest(
     }
 
 
-def gang_rules(
-    ray_cluster: str, gang: bool = True
-) -> tuple[list[k8s.rbac.v1.PolicyRuleArgs], list[k8s.rbac.v1.PolicyRuleArgs]]:
+def gang_rules(ray_cluster: str) -> tuple[list[k8s.rbac.v1.PolicyRuleArgs], list[k8s.rbac.v1.PolicyRuleArgs]]:
     """The RBAC v1 rules of `workloads.gang_wait.KubeGangView`'s calls: the Role's and the ClusterRole's.
 
-    Always: get and JSON-patch the stack's RayCluster by name (`release`). With a gang wait (`gang`): list the
-    worker pods by label selector (`worker_pods`; none is read by name, so no `get`) and get a node for its
-    pool label (`node_pool`; nodes are cluster-scoped). Nothing else."""
+    Get and JSON-patch the stack's RayCluster by name (`release`); list the worker pods by label selector
+    (`worker_pods`: the gang wait, and each attempt's goodput marks, `pod_marks`; none is read by name, so no
+    `get`); get a node for its pool label and registration time (`node_pool`, `node_created`; nodes are
+    cluster-scoped). Nothing else."""
     rule = k8s.rbac.v1.PolicyRuleArgs
-    raycluster = rule(
-        api_groups=["ray.io"], resources=["rayclusters"], resource_names=[ray_cluster], verbs=["get", "patch"]
-    )
-    if not gang:
-        return [raycluster], []
     return (
-        [rule(api_groups=[""], resources=["pods"], verbs=["list"]), raycluster],
+        [
+            rule(api_groups=[""], resources=["pods"], verbs=["list"]),
+            rule(
+                api_groups=["ray.io"], resources=["rayclusters"], resource_names=[ray_cluster], verbs=["get", "patch"]
+            ),
+        ],
         [rule(api_groups=[""], resources=["nodes"], verbs=["get"])],
     )
 
@@ -390,14 +389,15 @@ class PreemptionWatcher(pulumi.ComponentResource):
         ClusterRole named after the namespace (two stacks' watchers in one cluster do not collide)."""
         run = args.run
         assert run.ray_cluster and run.ray_namespace
-        namespaced, cluster_wide = gang_rules(run.ray_cluster, gang=run.gang_wait)
+        namespaced, cluster_wide = gang_rules(run.ray_cluster)
         rbac = k8s.rbac.v1
         subject = rbac.SubjectArgs(kind="ServiceAccount", name=self.service_account, namespace=args.namespace)
         role_meta = {"name": NAME, "namespace": run.ray_namespace}
-        grants = [("gang-role", rbac.Role, rbac.RoleBinding, role_meta, namespaced)]
-        if cluster_wide:  # the release alone reads no node
-            node_reader = {"name": watcher_node_reader(args.namespace)}
-            grants.append(("gang-node-reader", rbac.ClusterRole, rbac.ClusterRoleBinding, node_reader, cluster_wide))
+        node_reader = {"name": watcher_node_reader(args.namespace)}
+        grants = [
+            ("gang-role", rbac.Role, rbac.RoleBinding, role_meta, namespaced),
+            ("gang-node-reader", rbac.ClusterRole, rbac.ClusterRoleBinding, node_reader, cluster_wide),
+        ]
         made: list[pulumi.CustomResource] = []
         for suffix, role_type, binding_type, meta, rules in grants:
             metadata = {**meta, "labels": labels()}

@@ -255,21 +255,36 @@ def test_with_a_gang_wait_the_watchers_account_may_list_pods_get_nodes_and_patch
 
 
 @pytest.mark.parametrize("stack", ["dev", "b200", "h200", "autopilot"])
-def test_without_a_gang_wait_the_watcher_may_only_get_and_patch_its_raycluster_to_release_the_workers(stack):
+def test_without_a_gang_wait_the_watcher_still_lists_pods_and_gets_nodes_for_goodput_and_releases_its_raycluster(
+    stack,
+):
+    """The release at the run's end patches the RayCluster; each attempt's goodput marks read the worker pods
+    and their nodes (`workloads.gang_wait.pod_marks`): the same grants as with a gang wait."""
     from conftest import stack_plan
     from k8s_support import k8s_doc
 
     plan = stack_plan(stack)
     assert sorted(r.type.rsplit(":", 1)[1] for r in plan.resources if r.type.startswith(RBAC)) == [
+        "ClusterRole",
+        "ClusterRoleBinding",
         "Role",
         "RoleBinding",
-    ], f"{stack}: no ClusterRole (no node is read without a gang wait)"
+    ], stack
     assert k8s_doc(plan.one(f"{RBAC}:Role"))["rules"] == [
-        {"apiGroups": ["ray.io"], "resources": ["rayclusters"], "resourceNames": ["nemo-rl"], "verbs": ["get", "patch"]}
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
+        {
+            "apiGroups": ["ray.io"],
+            "resources": ["rayclusters"],
+            "resourceNames": ["nemo-rl"],
+            "verbs": ["get", "patch"],
+        },
+    ], stack
+    assert k8s_doc(plan.one(f"{RBAC}:ClusterRole"))["rules"] == [
+        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]}
     ], stack
     watcher = plan.one("kubernetes:apps/v1:Deployment", "preemption-watcher-deployment")
     assert watcher.inputs["spec"]["template"]["spec"]["automountServiceAccountToken"] is True
-    assert plan.one(f"{RBAC}:RoleBinding").urn in watcher.dependencies
+    assert plan.one(f"{RBAC}:ClusterRoleBinding").urn in watcher.dependencies
 
 
 def test_a_watcher_that_keeps_the_workers_after_the_run_has_no_role_and_no_api_token():
