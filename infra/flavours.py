@@ -29,7 +29,6 @@ class Flavour:
     vcpus: int
     memory_gib: int
     rdma_nics: int
-    gvnic_extra_nics: int  # besides eth0
     nccl_tuner_config: str
     min_gke_version: str
     boot_disk_type: str
@@ -56,7 +55,6 @@ _A_SERIES = dict(
     gpus_per_node=8,
     vcpus=224,
     rdma_nics=8,
-    gvnic_extra_nics=1,
     boot_disk_type="hyperdisk-balanced",
     boot_disk_size_gb=500,
     local_ssd_count=32,

@@ -58,13 +58,6 @@ def is_ladder(cfg: StackConfig) -> bool:
     return cfg.cluster.mode != "autopilot" and len(cfg.gpu_pool.ladder) > 1
 
 
-def gpu_nodes_autoscaled(cfg: StackConfig) -> bool:
-    """Whether GKE removes a GPU node no pod uses: always (Autopilot, and every Standard GPU pool autoscales from 0,
-    infra/cluster.py `provisioning_settings`). A function: the run owner's release and the docs ask this question."""
-    del cfg
-    return True
-
-
 def system_pool_name(ctx: StackContext, cfg: StackConfig) -> Optional[str]:
     """The CPU pool's name: the Ray head and the watcher select it by this (plan-time) value. None on
     Autopilot, which has no pools: they run on its default general-purpose compute class."""

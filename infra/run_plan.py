@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Optional
 
 from infra.config import ConfigError, StackConfig, lustre_aggregate_mb_s
-from infra.placement import gpu_nodes_autoscaled, is_ladder, rung_node_hour
+from infra.placement import is_ladder, rung_node_hour
 from infra.prices import price_table
 from infra.stack_context import GpuPoolFacts
 from workloads.gang_wait import KEEP_WHY
@@ -118,7 +118,7 @@ def gang_values(cfg: StackConfig, gpu_pool: GpuPoolFacts) -> dict[str, Any]:
     capacity = cfg.gpu_pool.capacity
     if capacity is None:
         return {}
-    release = capacity.on_timeout == "releaseWorkers" and gpu_nodes_autoscaled(cfg)
+    release = capacity.on_timeout == "releaseWorkers"  # every GPU pool autoscales from 0 (infra/cluster.py)
     rungs = tuple((p.name, p.rung) for p in gpu_pool.rung_pools)
     return {
         "gang_max_wait_minutes": gang_wait_minutes(cfg),

@@ -32,7 +32,7 @@ def test_each_flavour_holds_the_documented_machine_facts(name, machine, accelera
         tuner,
         min_gke,
     )
-    assert (f.gpus_per_node, f.vcpus, f.rdma_nics, f.gvnic_extra_nics) == (8, 224, 8, 1), name
+    assert (f.gpus_per_node, f.vcpus, f.rdma_nics) == (8, 224, 8), name
     assert f.image_type == "COS_CONTAINERD" and f.boot_disk_type == "hyperdisk-balanced", name
 
 
