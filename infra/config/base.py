@@ -1,12 +1,16 @@
 """The base of every config section: camelCase keys, unknown keys refused, frozen, and stack-file
-input read strictly (what pydantic's lax mode would get wrong is refused here)."""
+input read strictly (what pydantic's lax mode would get wrong is refused here).
+
+A section's rules are plain functions, attached as `Annotated[..., AfterValidator(rule)]` to a field or
+listed in `checks` for the whole section: mutmut 3 does not mutate decorated methods (docs/testing.md,
+"Mutation testing"), so a rule kept inside one would never be mutated."""
 
 from __future__ import annotations
 
 import typing
-from typing import Any, Optional
+from typing import Any, Callable, ClassVar, Optional
 
-from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from infra.config.errors import shown
@@ -22,6 +26,15 @@ class Model(BaseModel):
         # inf/nan would pass `ge=0` and reach the plan as `$inf/h` and as `Infinity`, which is not JSON.
         allow_inf_nan=False,
     )
+
+    checks: ClassVar[tuple[Callable[[Any], None], ...]] = ()
+    """The section's rules across its fields, run in this order once every field is valid."""
+
+    @model_validator(mode="after")
+    def _run_checks(self) -> Any:
+        for check in self.checks:
+            check(self)
+        return self
 
     @field_validator("*", mode="before")
     @classmethod

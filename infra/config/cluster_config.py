@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import ipaddress
 import math
-from typing import Literal, Optional
+from typing import Annotated, Literal, Optional
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import AfterValidator, Field
 
 from infra.config.base import Model
 from infra.config.errors import KeyedValueError, shown
@@ -50,22 +50,6 @@ class SystemPoolConfig(Model):
     )
 
 
-class AuthorizedNetwork(Model):
-    """A CIDR allowed to reach the GKE control plane."""
-
-    cidr_block: str = Field(description="IPv4 CIDR, e.g. 203.0.113.0/24.")
-    display_name: str = Field("", max_length=64, description="Label shown in the console.")
-
-    @field_validator("cidr_block")
-    @classmethod
-    def _cidr(cls, v: str) -> str:
-        return canonical_cidr(v)
-
-
-# The validators' rules live in plain functions: mutmut 3 does not mutate decorated methods
-# (docs/testing.md, "Mutation testing"), so a rule kept inside one would never be mutated.
-
-
 def canonical_cidr(v: str) -> str:
     """An IPv4 CIDR without host bits, in its canonical spelling."""
     allowed = "allowed: an IPv4 CIDR such as 203.0.113.7/32"
@@ -85,6 +69,52 @@ def canonical_cidr(v: str) -> str:
     if str(network.network_address) != v.partition("/")[0]:
         raise ValueError(f"{shown(v)} has host bits set; {allowed}: {network}")
     return str(network)
+
+
+class AuthorizedNetwork(Model):
+    """A CIDR allowed to reach the GKE control plane."""
+
+    cidr_block: Annotated[str, AfterValidator(canonical_cidr)] = Field(description="IPv4 CIDR, e.g. 203.0.113.0/24.")
+    display_name: str = Field("", max_length=64, description="Label shown in the console.")
+
+
+def check_control_plane_access(cluster: ClusterConfig) -> None:
+    """With DNS access no IP-endpoint setting; with IP access no allow-list of every address, and not both an
+    allow-list and the public opt-in."""
+    # An empty list without the opt-in is refused by StackConfig (`check_control_plane_allow_list`),
+    # so that it is also refused when the whole `cluster` section is missing.
+    if cluster.control_plane_access == "dns":
+        # Both settings govern the IP endpoint, which DNS access turns off: refuse rather than
+        # let a user believe an allow-list protects the cluster.
+        if cluster.master_authorized_networks:
+            raise KeyedValueError(
+                "masterAuthorizedNetworks",
+                "limits the IP endpoint, which cluster.controlPlaneAccess: dns turns off (IAM guards the DNS "
+                "endpoint); allowed: [] with dns, or cluster.controlPlaneAccess: ip",
+            )
+        if cluster.allow_public_control_plane:
+            raise KeyedValueError(
+                "allowPublicControlPlane",
+                "true opens the IP endpoint, which cluster.controlPlaneAccess: dns turns off; allowed: false "
+                "with dns, or cluster.controlPlaneAccess: ip",
+            )
+        return
+    networks = [ipaddress.IPv4Network(n.cidr_block) for n in cluster.master_authorized_networks]
+    # 0.0.0.0/0 (or halves that add up to it) is the empty list's "every address", spelled so it looks
+    # like an allow-list: refused the same way, pointing at the explicit opt-in.
+    if networks and list(ipaddress.collapse_addresses(networks)) == [ipaddress.IPv4Network("0.0.0.0/0")]:
+        raise KeyedValueError(
+            "masterAuthorizedNetworks",
+            f"{', '.join(str(n) for n in networks)} covers every IPv4 address, which opens the control plane to "
+            "all of them; allowed: the CIDRs `pulumi up` and kubectl connect from (e.g. <your egress IP>/32), or "
+            "no masterAuthorizedNetworks and cluster.allowPublicControlPlane: true to open it on purpose",
+        )
+    if cluster.master_authorized_networks and cluster.allow_public_control_plane:
+        raise KeyedValueError(
+            "allowPublicControlPlane",
+            "true contradicts the configured cluster.masterAuthorizedNetworks; allowed: false (or remove "
+            "masterAuthorizedNetworks to open the control plane)",
+        )
 
 
 class ClusterConfig(Model):
@@ -145,49 +175,7 @@ class ClusterConfig(Model):
     )
     system_pool: SystemPoolConfig = Field(default_factory=SystemPoolConfig, description="CPU system pool.")
 
-    @model_validator(mode="after")
-    def _control_plane_access(self) -> "ClusterConfig":
-        check_control_plane_access(self)
-        return self
-
-
-def check_control_plane_access(cluster: ClusterConfig) -> None:
-    """With DNS access no IP-endpoint setting; with IP access no allow-list of every address, and not both an
-    allow-list and the public opt-in."""
-    # An empty list without the opt-in is refused by StackConfig (`check_control_plane_allow_list`),
-    # so that it is also refused when the whole `cluster` section is missing.
-    if cluster.control_plane_access == "dns":
-        # Both settings govern the IP endpoint, which DNS access turns off: refuse rather than
-        # let a user believe an allow-list protects the cluster.
-        if cluster.master_authorized_networks:
-            raise KeyedValueError(
-                "masterAuthorizedNetworks",
-                "limits the IP endpoint, which cluster.controlPlaneAccess: dns turns off (IAM guards the DNS "
-                "endpoint); allowed: [] with dns, or cluster.controlPlaneAccess: ip",
-            )
-        if cluster.allow_public_control_plane:
-            raise KeyedValueError(
-                "allowPublicControlPlane",
-                "true opens the IP endpoint, which cluster.controlPlaneAccess: dns turns off; allowed: false "
-                "with dns, or cluster.controlPlaneAccess: ip",
-            )
-        return
-    networks = [ipaddress.IPv4Network(n.cidr_block) for n in cluster.master_authorized_networks]
-    # 0.0.0.0/0 (or halves that add up to it) is the empty list's "every address", spelled so it looks
-    # like an allow-list: refused the same way, pointing at the explicit opt-in.
-    if networks and list(ipaddress.collapse_addresses(networks)) == [ipaddress.IPv4Network("0.0.0.0/0")]:
-        raise KeyedValueError(
-            "masterAuthorizedNetworks",
-            f"{', '.join(str(n) for n in networks)} covers every IPv4 address, which opens the control plane to "
-            "all of them; allowed: the CIDRs `pulumi up` and kubectl connect from (e.g. <your egress IP>/32), or "
-            "no masterAuthorizedNetworks and cluster.allowPublicControlPlane: true to open it on purpose",
-        )
-    if cluster.master_authorized_networks and cluster.allow_public_control_plane:
-        raise KeyedValueError(
-            "allowPublicControlPlane",
-            "true contradicts the configured cluster.masterAuthorizedNetworks; allowed: false (or remove "
-            "masterAuthorizedNetworks to open the control plane)",
-        )
+    checks = (check_control_plane_access,)
 
 
 def check_min_master_version(cluster: ClusterConfig, flavour: Flavour, lustre_legacy_port: bool) -> None:
@@ -198,25 +186,27 @@ def check_min_master_version(cluster: ClusterConfig, flavour: Flavour, lustre_le
     # (only checkable on the real cloud: `gcloud container get-server-config`).
     if not version:
         return
-    if parse_gke_version(version) < parse_gke_version(flavour.min_gke_version):
-        raise KeyedValueError(
-            "cluster.minMasterVersion",
-            f"{version} is below {flavour.min_gke_version}, the minimum GKE "
-            f"version for flavour {flavour.name}; allowed: {flavour.min_gke_version} or later",
-        )
-    if not lustre_legacy_port and parse_gke_version(version) < parse_gke_version(LUSTRE_PORT_988_MIN_GKE):
-        raise KeyedValueError(
-            "cluster.minMasterVersion",
+    floors = (
+        (
+            flavour.min_gke_version,
+            f"{version} is below {flavour.min_gke_version}, the minimum GKE version for flavour {flavour.name}; "
+            f"allowed: {flavour.min_gke_version} or later",
+        ),
+        (
+            None if lustre_legacy_port else LUSTRE_PORT_988_MIN_GKE,
             f"{version} predates {LUSTRE_PORT_988_MIN_GKE}, from which the Lustre CSI driver uses port 988; "
             f"allowed: {LUSTRE_PORT_988_MIN_GKE} or later, or lustre.legacyPort: true",
-        )
-    if parse_gke_version(version) < parse_gke_version(LUSTRE_CSI_MIN_GKE):
-        raise KeyedValueError(
-            "cluster.minMasterVersion",
+        ),
+        (
+            LUSTRE_CSI_MIN_GKE,
             f"{version} predates {LUSTRE_CSI_MIN_GKE}, the oldest node version of the Managed Lustre CSI "
             "add-on (before it, Lustre did not mount on non-GPU nodes with Secure Boot, such as the Ray "
             f"head's system pool); allowed: {LUSTRE_CSI_MIN_GKE} or later",
-        )
+        ),
+    )
+    for floor, message in floors:
+        if floor and parse_gke_version(version) < parse_gke_version(floor):
+            raise KeyedValueError("cluster.minMasterVersion", message)
 
 
 def head_machines(ray: RayConfig) -> list[str]:
@@ -278,56 +268,57 @@ def check_autopilot(cluster: ClusterConfig, gpu_pool: GpuPoolConfig, ray: RayCon
     """What `cluster.mode: autopilot` cannot do: it has no node pools to configure, and GKE admits pods
     only within its compute classes' limits (docs/autopilot.md)."""
     why = "cluster.mode: autopilot has no node pools"
-    if "system_pool" in cluster.model_fields_set:
-        raise KeyedValueError(
+    standard = "or cluster.mode: standard"
+    unset = f"is set, but {why} to warm or to give a boot disk; allowed: unset, {standard}"
+    too_big = "is more than an Autopilot general-purpose pod may request; allowed: at most"
+    refusals = (
+        (
+            "system_pool" in cluster.model_fields_set,
             "cluster.systemPool",
             f"is set, but {why}: the Ray head runs on Autopilot's general-purpose compute class, sized by "
-            "ray.headCpu/ray.headMemoryGib; allowed: no cluster.systemPool, or cluster.mode: standard",
-        )
-    if "gpu_driver_version" in gpu_pool.model_fields_set:
-        raise KeyedValueError(
+            f"ray.headCpu/ray.headMemoryGib; allowed: no cluster.systemPool, {standard}",
+        ),
+        (
+            "gpu_driver_version" in gpu_pool.model_fields_set,
             "gpuPool.gpuDriverVersion",
             f"is set, but {why}: Autopilot installs the GPU driver of the node's GKE version; allowed: no "
-            "gpuPool.gpuDriverVersion, or cluster.mode: standard",
-        )
-    for key, field in (("warmMinutes", "warm_minutes"), ("imageCacheDiskImage", "image_cache_disk_image")):
-        if getattr(gpu_pool, field) is not None:
-            raise KeyedValueError(
-                f"gpuPool.{key}",
-                f"is set, but {why} to warm or to give a boot disk; allowed: unset, or cluster.mode: standard",
-            )
-    if gpu_pool.compact_placement:
-        raise KeyedValueError(
+            f"gpuPool.gpuDriverVersion, {standard}",
+        ),
+        (gpu_pool.warm_minutes is not None, "gpuPool.warmMinutes", unset),
+        (gpu_pool.image_cache_disk_image is not None, "gpuPool.imageCacheDiskImage", unset),
+        (
+            gpu_pool.compact_placement,
             "gpuPool.compactPlacement",
-            f"true, but {why} to give a placement policy; allowed: false, or cluster.mode: standard",
-        )
-    if gpu_pool.capacity is not None and len(gpu_pool.ladder) > 1:
-        raise KeyedValueError(
+            f"true, but {why} to give a placement policy; allowed: false, {standard}",
+        ),
+        (
+            gpu_pool.capacity is not None and len(gpu_pool.ladder) > 1,
             "gpuPool.capacity",
-            f"has {len(gpu_pool.ladder)} rungs, but {why} to name node pools in a ComputeClass; allowed: one rung, or "
-            "cluster.mode: standard",
-        )
-    if any(r.provisioning is Provisioning.FLEX_START for r in gpu_pool.ladder):
-        raise KeyedValueError(
+            f"has {len(gpu_pool.ladder)} rungs, but {why} to name node pools in a ComputeClass; allowed: one rung, "
+            f"{standard}",
+        ),
+        (
+            any(r.provisioning is Provisioning.FLEX_START for r in gpu_pool.ladder),
             "gpuPool.provisioning",
-            "'flexStart' is not built for cluster.mode: autopilot; allowed: spot, reservation, onDemand, or "
-            "cluster.mode: standard",
-        )
-    if flavour.autopilot_pod is None:
-        raise KeyedValueError(
+            f"'flexStart' is not built for cluster.mode: autopilot; allowed: spot, reservation, onDemand, {standard}",
+        ),
+        (
+            flavour.autopilot_pod is None,
             "flavour",
             f"{flavour.name} has no Autopilot pod size in the flavour catalogue; allowed: "
-            f"{', '.join(n for n, f in FLAVOURS.items() if f.autopilot_pod)}, or cluster.mode: standard",
-        )
-    if ray.head_cpu > AUTOPILOT_GENERAL_PURPOSE_MAX_CPU:
-        raise KeyedValueError(
+            f"{', '.join(n for n, f in FLAVOURS.items() if f.autopilot_pod)}, {standard}",
+        ),
+        (
+            ray.head_cpu > AUTOPILOT_GENERAL_PURPOSE_MAX_CPU,
             "ray.headCpu",
-            f"{ray.head_cpu} is more than an Autopilot general-purpose pod may request; allowed: at most "
-            f"{AUTOPILOT_GENERAL_PURPOSE_MAX_CPU}",
-        )
-    if ray.head_memory_gib > AUTOPILOT_GENERAL_PURPOSE_MAX_MEMORY_GIB:
-        raise KeyedValueError(
+            f"{ray.head_cpu} {too_big} {AUTOPILOT_GENERAL_PURPOSE_MAX_CPU}",
+        ),
+        (
+            ray.head_memory_gib > AUTOPILOT_GENERAL_PURPOSE_MAX_MEMORY_GIB,
             "ray.headMemoryGib",
-            f"{ray.head_memory_gib} is more than an Autopilot general-purpose pod may request; allowed: at most "
-            f"{AUTOPILOT_GENERAL_PURPOSE_MAX_MEMORY_GIB}",
-        )
+            f"{ray.head_memory_gib} {too_big} {AUTOPILOT_GENERAL_PURPOSE_MAX_MEMORY_GIB}",
+        ),
+    )
+    for refused, key, message in refusals:
+        if refused:
+            raise KeyedValueError(key, message)

@@ -2,18 +2,36 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Annotated, Optional
 
-from pydantic import Field, field_validator
+from pydantic import AfterValidator, Field
 
 from infra.config.base import Model
 from infra.config.errors import shown
+
+MAX_PRICE_USD = 1_000_000
+"""The most a price override may be: the dearest price of data/prices.yaml is about a hundred USD a GPU
+node-hour. A price near float's limit becomes `inf` once multiplied by hours and nodes, which no JSON
+document can hold (the plan's `--json` would stop half printed)."""
+
+
+def check_prices_not_negative(v: dict[str, float]) -> dict[str, float]:
+    """Every price override is 0 or more, and at most `MAX_PRICE_USD` (so every estimate stays finite)."""
+    # Which keys exist is the price table's business (tools/cost.py checks them when the offline
+    # plan estimates); the program deploys nothing from these numbers.
+    for key, value in v.items():
+        if not 0 <= value <= MAX_PRICE_USD:
+            raise ValueError(
+                f"price {shown(key)}: {shown(value)} is not allowed; allowed: a number, 0 or more, at most "
+                f"{MAX_PRICE_USD}"
+            )
+    return v
 
 
 class CostConfig(Model):
     """Inputs of the estimates the offline plan prints (cost, checkpoint sizing); nothing is deployed from them."""
 
-    price_overrides: dict[str, float] = Field(
+    price_overrides: Annotated[dict[str, float], AfterValidator(check_prices_not_negative)] = Field(
         default_factory=dict,
         description="Replace prices of data/prices.yaml, keyed by price-table key (e.g. `gpu.a4-highgpu-8g.spot` in "
         "USD per node-hour, `lustre.500.gibMonth` in USD per GiB-month), each 0 to 1000000; applies to the stack's "
@@ -40,31 +58,3 @@ class CostConfig(Model):
         "Engine may preempt them at any time, how often varies by zone, machine type and time). A preemption of "
         "any node stops the whole gang. Used only when the first rung is spot.",
     )
-
-    @field_validator("price_overrides")
-    @classmethod
-    def _prices_not_negative(cls, v: dict[str, float]) -> dict[str, float]:
-        return check_prices_not_negative(v)
-
-
-# The validators' rules live in plain functions: mutmut 3 does not mutate decorated methods
-# (docs/testing.md, "Mutation testing"), so a rule kept inside one would never be mutated.
-
-
-MAX_PRICE_USD = 1_000_000
-"""The most a price override may be: the dearest price of data/prices.yaml is about a hundred USD a GPU
-node-hour. A price near float's limit becomes `inf` once multiplied by hours and nodes, which no JSON
-document can hold (the plan's `--json` would stop half printed)."""
-
-
-def check_prices_not_negative(v: dict[str, float]) -> dict[str, float]:
-    """Every price override is 0 or more, and at most `MAX_PRICE_USD` (so every estimate stays finite)."""
-    # Which keys exist is the price table's business (tools/cost.py checks them when the offline
-    # plan estimates); the program deploys nothing from these numbers.
-    for key, value in v.items():
-        if not 0 <= value <= MAX_PRICE_USD:
-            raise ValueError(
-                f"price {shown(key)}: {shown(value)} is not allowed; allowed: a number, 0 or more, at most "
-                f"{MAX_PRICE_USD}"
-            )
-    return v

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Literal, Optional
+from typing import Annotated, Any, Literal, Optional
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import BeforeValidator, Field
 
 from infra.config.base import Model
 from infra.config.errors import KeyedValueError
@@ -54,45 +54,6 @@ RUNG_HELP = "spot, flexStart, onDemand or {reservation: NAME}"
 SHORT_RUNGS = (Provisioning.SPOT.value, Provisioning.FLEX_START.value, Provisioning.ON_DEMAND.value)
 
 
-class CapacityConfig(Model):
-    """`gpuPool.capacity`: the ordered capacity ladder GKE's autoscaler walks through a ComputeClass."""
-
-    ladder: tuple[RungConfig, ...] = Field(
-        description="Ordered rungs, most preferred first: each of spot, flexStart, onDemand or {reservation: NAME}. "
-        "One GPU pool per rung (same machine, NICs and RDMA networks, autoscaled 0..nodeCount) and a ComputeClass "
-        "whose priorities name them in this order; a gang may mix nodes of several rungs.",
-    )
-    max_wait_minutes: int = Field(
-        60,
-        ge=5,
-        le=7 * 24 * 60,
-        description="How long the run owner (the preemption watcher) waits for the whole gang (gpuPool.nodeCount "
-        "Ray workers running, on nodes of any rungs) before each attempt it submits; then it says so in one line and "
-        "acts by `onTimeout`. Also with a one-rung ladder.",
-    )
-    on_timeout: Literal["releaseWorkers", "keep"] = Field(
-        "releaseWorkers",
-        description="`releaseWorkers` (default): scale the Ray worker group to 0 and submit nothing for that attempt, "
-        "so the autoscaler removes the partial nodes (every GPU pool autoscales from 0 to nodeCount); `keep`: only say "
-        "so, keep waiting, submit once the gang is whole.",
-    )
-
-    @field_validator("ladder", mode="before")
-    @classmethod
-    def _rung_shorthand(cls, value: Any) -> Any:
-        """`spot` means {provisioning: spot}; `{reservation: NAME}` a reservation rung."""
-        return expand_rung_shorthand(value)
-
-    @model_validator(mode="after")
-    def _rungs_distinct(self) -> "CapacityConfig":
-        check_ladder_rungs(self.ladder)
-        return self
-
-
-# The validators' rules live in plain functions: mutmut 3 does not mutate decorated methods
-# (docs/testing.md, "Mutation testing"), so a rule kept inside one would never be mutated.
-
-
 def expand_rung_shorthand(value: Any) -> Any:
     """`spot` means {provisioning: spot}; `{reservation: NAME}` a reservation rung."""
     if not isinstance(value, (list, tuple)):
@@ -113,10 +74,10 @@ def expand_rung_shorthand(value: Any) -> Any:
     return rungs
 
 
-def check_ladder_rungs(ladder: tuple[RungConfig, ...]) -> None:
+def check_ladder_rungs(capacity: CapacityConfig) -> None:
     """A reservation rung has its name and no other rung has one; each rung appears once."""
     seen: set[tuple[Provisioning, Optional[str]]] = set()
-    for i, r in enumerate(ladder):
+    for i, r in enumerate(capacity.ladder):
         if (r.provisioning is Provisioning.RESERVATION) != bool(r.reservation_name):
             raise KeyedValueError(
                 f"ladder[{i}]", f"a reservation rung needs its name and no other rung has one; allowed: {RUNG_HELP}"
@@ -125,6 +86,61 @@ def check_ladder_rungs(ladder: tuple[RungConfig, ...]) -> None:
         if key in seen:
             raise KeyedValueError(f"ladder[{i}]", f"{Rung(*key).label} appears twice; allowed: each rung once")
         seen.add(key)
+
+
+class CapacityConfig(Model):
+    """`gpuPool.capacity`: the ordered capacity ladder GKE's autoscaler walks through a ComputeClass."""
+
+    ladder: Annotated[tuple[RungConfig, ...], BeforeValidator(expand_rung_shorthand)] = Field(
+        description="Ordered rungs, most preferred first: each of spot, flexStart, onDemand or {reservation: NAME}. "
+        "One GPU pool per rung (same machine, NICs and RDMA networks, autoscaled 0..nodeCount) and a ComputeClass "
+        "whose priorities name them in this order; a gang may mix nodes of several rungs.",
+    )
+    max_wait_minutes: int = Field(
+        60,
+        ge=5,
+        le=7 * 24 * 60,
+        description="How long the run owner (the preemption watcher) waits for the whole gang (gpuPool.nodeCount "
+        "Ray workers running, on nodes of any rungs) before each attempt it submits; then it says so in one line and "
+        "acts by `onTimeout`. Also with a one-rung ladder.",
+    )
+    on_timeout: Literal["releaseWorkers", "keep"] = Field(
+        "releaseWorkers",
+        description="`releaseWorkers` (default): scale the Ray worker group to 0 and submit nothing for that attempt, "
+        "so the autoscaler removes the partial nodes (every GPU pool autoscales from 0 to nodeCount); `keep`: only say "
+        "so, keep waiting, submit once the gang is whole.",
+    )
+
+    checks = (check_ladder_rungs,)
+
+
+def check_gpu_pool_provisioning(pool: GpuPoolConfig) -> None:
+    """`capacity` or `provisioning`/`reservationName`, not both; a reservation has its name; no flex-start with
+    compact placement. A one-rung ladder also sets `provisioning` and `reservationName` (below)."""
+    if pool.capacity is not None:
+        both = sorted({"provisioning", "reservation_name"} & pool.model_fields_set)
+        if both:
+            key = {"provisioning": "provisioning", "reservation_name": "reservationName"}[both[0]]
+            raise KeyedValueError(
+                key, "is set next to gpuPool.capacity; allowed: one of them (a one-rung ladder is `provisioning`)"
+            )
+        if pool.compact_placement and any(r.provisioning is Provisioning.FLEX_START for r in pool.ladder):
+            raise KeyedValueError(
+                "compactPlacement", "not allowed with a flexStart rung in gpuPool.capacity; allowed: false"
+            )
+        if len(pool.ladder) == 1:
+            # A one-rung ladder is that one `provisioning` (the single pool, its price, the doctor's
+            # reservation check read these two fields); frozen, so set past pydantic's guard, once, here.
+            (rung,) = pool.ladder
+            object.__setattr__(pool, "provisioning", rung.provisioning)
+            object.__setattr__(pool, "reservation_name", rung.reservation_name)
+        return
+    if pool.provisioning is Provisioning.RESERVATION and not pool.reservation_name:
+        raise KeyedValueError("reservationName", "required when gpuPool.provisioning is 'reservation'")
+    if pool.provisioning is not Provisioning.RESERVATION and pool.reservation_name:
+        raise KeyedValueError("reservationName", "only allowed when gpuPool.provisioning is 'reservation'")
+    if pool.provisioning is Provisioning.FLEX_START and pool.compact_placement:
+        raise KeyedValueError("compactPlacement", "not allowed with gpuPool.provisioning 'flexStart'; allowed: false")
 
 
 class GpuPoolConfig(Model):
@@ -185,36 +201,4 @@ class GpuPoolConfig(Model):
             return tuple(Rung(r.provisioning, r.reservation_name) for r in self.capacity.ladder)
         return (Rung(self.provisioning, self.reservation_name),)
 
-    @model_validator(mode="after")
-    def _reservation_needs_name(self) -> "GpuPoolConfig":
-        check_gpu_pool_provisioning(self)
-        return self
-
-
-def check_gpu_pool_provisioning(pool: GpuPoolConfig) -> None:
-    """`capacity` or `provisioning`/`reservationName`, not both; a reservation has its name; no flex-start with
-    compact placement. A one-rung ladder also sets `provisioning` and `reservationName` (below)."""
-    if pool.capacity is not None:
-        both = sorted({"provisioning", "reservation_name"} & pool.model_fields_set)
-        if both:
-            key = {"provisioning": "provisioning", "reservation_name": "reservationName"}[both[0]]
-            raise KeyedValueError(
-                key, "is set next to gpuPool.capacity; allowed: one of them (a one-rung ladder is `provisioning`)"
-            )
-        if pool.compact_placement and any(r.provisioning is Provisioning.FLEX_START for r in pool.ladder):
-            raise KeyedValueError(
-                "compactPlacement", "not allowed with a flexStart rung in gpuPool.capacity; allowed: false"
-            )
-        if len(pool.ladder) == 1:
-            # A one-rung ladder is that one `provisioning` (the single pool, its price, the doctor's
-            # reservation check read these two fields); frozen, so set past pydantic's guard, once, here.
-            (rung,) = pool.ladder
-            object.__setattr__(pool, "provisioning", rung.provisioning)
-            object.__setattr__(pool, "reservation_name", rung.reservation_name)
-        return
-    if pool.provisioning is Provisioning.RESERVATION and not pool.reservation_name:
-        raise KeyedValueError("reservationName", "required when gpuPool.provisioning is 'reservation'")
-    if pool.provisioning is not Provisioning.RESERVATION and pool.reservation_name:
-        raise KeyedValueError("reservationName", "only allowed when gpuPool.provisioning is 'reservation'")
-    if pool.provisioning is Provisioning.FLEX_START and pool.compact_placement:
-        raise KeyedValueError("compactPlacement", "not allowed with gpuPool.provisioning 'flexStart'; allowed: false")
+    checks = (check_gpu_pool_provisioning,)

@@ -7,7 +7,7 @@ import dataclasses
 import re
 from typing import Annotated, Any, Literal, Optional
 
-from pydantic import Field, StringConstraints, field_validator, model_validator
+from pydantic import AfterValidator, BeforeValidator, Field, StringConstraints
 
 from infra.config.base import Model
 from infra.config.errors import KeyedValueError, shown
@@ -71,94 +71,6 @@ _SECRET_ALLOWED = (
 )
 
 
-class JobConfig(Model):
-    """The NeMo-RL GRPO job submitted after deploy."""
-
-    recipe: str = Field("qwen2.5-1.5b-gsm8k", description=f"Recipe name: one of {', '.join(RECIPES)}.")
-    overrides: tuple[Override, ...] = Field(
-        (),
-        description="Extra NeMo-RL overrides, applied last: `a.b=v` sets a key of the recipe's config, `+a.b=v` adds "
-        "a new one, `++a.b=v` adds or sets, `~a.b` deletes. Checked before any resource with NeMo-RL's own parser "
-        "against the recipe's config at its pinned NeMo-RL version; refused: a leading `-`, a key the config lacks "
-        "(without `+`), deleting or replacing what the stack sets (e.g. `~checkpointing`), `policy.model_name` (the "
-        f"model is the recipe's), a credential (docs/input-validation.md); at most {MAX_OVERRIDES} of at most 512 "
-        "characters.",
-    )
-    submit: bool = Field(True, description="Submit the job on `pulumi up`; false deploys the Ray cluster only.")
-    max_num_steps: Optional[int] = Field(
-        None, ge=1, le=MAX_NUM_STEPS, description="Override the recipe's `grpo.max_num_steps` (at most 100000)."
-    )
-    wandb_project: Optional[str] = Field(
-        None,
-        pattern=r"^[A-Za-z0-9._\-]{1,128}$",
-        description="W&B project; enables W&B logging (needs the `wandbApiKey` secret).",
-    )
-    gate: Optional[Literal["enforce", "warn", "off"]] = Field(
-        None,
-        description="The acceptance gate before the job is submitted (GPUs, gIB fabric bandwidth, Lustre throughput; "
-        "docs/acceptance-gate.md): `enforce` does not submit after a failed gate, `warn` reports and submits, `off` "
-        "skips it. Default: `enforce` when `gpuPool.nodeCount` > 1, else `warn`. It holds on every attempt: the "
-        "preemption watcher gates each resubmission onto the nodes that replaced the lost ones.",
-    )
-    max_lost_minutes: Optional[float] = Field(
-        None,
-        ge=1,
-        le=10080,
-        description="Bound on the training one preemption may throw away, in minutes: the job's "
-        "`checkpointing.save_period` is the largest whose save cycle plus one checkpoint write stays within it "
-        "(from the plan's step time and checkpoint write time; at least 1 step). Default: the period whose writes "
-        "take at most 10 % of training time, which keeps the loss near a step.",
-    )
-    budget_usd: Optional[float] = Field(
-        None,
-        gt=0,
-        description="Spend limit of the run in USD: GPU node-hours of all its attempts x the plan's node-hour price of "
-        "the pool's provisioning (the run ledger, docs/preemption-recovery.md). The watcher warns at 80 %; at 100 % it "
-        "stops the run after its next complete checkpoint (at once when none comes within one save period) and "
-        "resubmits nothing. Default: no limit.",
-    )
-
-    @field_validator("recipe")
-    @classmethod
-    def _recipe(cls, v: str) -> str:
-        return check_recipe(v)
-
-    @field_validator("overrides", mode="before")
-    @classmethod
-    def _no_credentials(cls, v: Any) -> Any:
-        """Before any other check, so that no later message repeats a token: the bound on their number,
-        and the secret rule (module comment). The messages name the override by its index only."""
-        return check_no_credentials(v)
-
-    @field_validator("overrides")
-    @classmethod
-    def _override_syntax(cls, v: tuple[str, ...]) -> tuple[str, ...]:
-        return check_override_syntax(v)
-
-    @model_validator(mode="after")
-    def _the_model_is_the_recipes(self) -> "JobConfig":
-        check_model_is_the_recipes(self)
-        return self
-
-    @model_validator(mode="after")
-    def _data_keys_the_images_loader_reads(self) -> "JobConfig":
-        check_data_keys(self)
-        return self
-
-    @property
-    def recipe_spec(self) -> Recipe:
-        return RECIPES[self.recipe]
-
-    @property
-    def parallelism(self) -> Parallelism:
-        """The recipe's parallelism with the user's overrides of the parallelism keys applied."""
-        return job_parallelism(self)
-
-
-# The validators' rules live in plain functions: mutmut 3 does not mutate decorated methods
-# (docs/testing.md, "Mutation testing"), so a rule kept inside one would never be mutated.
-
-
 def check_recipe(v: str) -> str:
     """`job.recipe` is one of workloads/recipes.py's."""
     if v not in RECIPES:
@@ -167,7 +79,8 @@ def check_recipe(v: str) -> str:
 
 
 def check_no_credentials(v: Any) -> Any:
-    """At most MAX_OVERRIDES overrides, none setting a credential's key or holding a token-like value."""
+    """At most MAX_OVERRIDES overrides, none setting a credential's key or holding a token-like value. Before any
+    other check, so that no later message repeats a token; the messages name the override by its index only."""
     if not isinstance(v, (list, tuple)):
         return v
     if len(v) > MAX_OVERRIDES:
@@ -252,6 +165,69 @@ def job_parallelism(job: JobConfig) -> Parallelism:
         elif parsed.value.strip().isdigit():
             raise ValueError(f"{parsed.key}={parsed.value} is not allowed; allowed: a whole number in ASCII digits")
     return dataclasses.replace(job.recipe_spec.parallelism, **changes)
+
+
+class JobConfig(Model):
+    """The NeMo-RL GRPO job submitted after deploy."""
+
+    recipe: Annotated[str, AfterValidator(check_recipe)] = Field(
+        "qwen2.5-1.5b-gsm8k", description=f"Recipe name: one of {', '.join(RECIPES)}."
+    )
+    overrides: Annotated[
+        tuple[Override, ...], BeforeValidator(check_no_credentials), AfterValidator(check_override_syntax)
+    ] = Field(
+        (),
+        description="Extra NeMo-RL overrides, applied last: `a.b=v` sets a key of the recipe's config, `+a.b=v` adds "
+        "a new one, `++a.b=v` adds or sets, `~a.b` deletes. Checked before any resource with NeMo-RL's own parser "
+        "against the recipe's config at its pinned NeMo-RL version; refused: a leading `-`, a key the config lacks "
+        "(without `+`), deleting or replacing what the stack sets (e.g. `~checkpointing`), `policy.model_name` (the "
+        f"model is the recipe's), a credential (docs/input-validation.md); at most {MAX_OVERRIDES} of at most 512 "
+        "characters.",
+    )
+    submit: bool = Field(True, description="Submit the job on `pulumi up`; false deploys the Ray cluster only.")
+    max_num_steps: Optional[int] = Field(
+        None, ge=1, le=MAX_NUM_STEPS, description="Override the recipe's `grpo.max_num_steps` (at most 100000)."
+    )
+    wandb_project: Optional[str] = Field(
+        None,
+        pattern=r"^[A-Za-z0-9._\-]{1,128}$",
+        description="W&B project; enables W&B logging (needs the `wandbApiKey` secret).",
+    )
+    gate: Optional[Literal["enforce", "warn", "off"]] = Field(
+        None,
+        description="The acceptance gate before the job is submitted (GPUs, gIB fabric bandwidth, Lustre throughput; "
+        "docs/acceptance-gate.md): `enforce` does not submit after a failed gate, `warn` reports and submits, `off` "
+        "skips it. Default: `enforce` when `gpuPool.nodeCount` > 1, else `warn`. It holds on every attempt: the "
+        "preemption watcher gates each resubmission onto the nodes that replaced the lost ones.",
+    )
+    max_lost_minutes: Optional[float] = Field(
+        None,
+        ge=1,
+        le=10080,
+        description="Bound on the training one preemption may throw away, in minutes: the job's "
+        "`checkpointing.save_period` is the largest whose save cycle plus one checkpoint write stays within it "
+        "(from the plan's step time and checkpoint write time; at least 1 step). Default: the period whose writes "
+        "take at most 10 % of training time, which keeps the loss near a step.",
+    )
+    budget_usd: Optional[float] = Field(
+        None,
+        gt=0,
+        description="Spend limit of the run in USD: GPU node-hours of all its attempts x the plan's node-hour price of "
+        "the pool's provisioning (the run ledger, docs/preemption-recovery.md). The watcher warns at 80 %; at 100 % it "
+        "stops the run after its next complete checkpoint (at once when none comes within one save period) and "
+        "resubmits nothing. Default: no limit.",
+    )
+
+    checks = (check_model_is_the_recipes, check_data_keys)
+
+    @property
+    def recipe_spec(self) -> Recipe:
+        return RECIPES[self.recipe]
+
+    @property
+    def parallelism(self) -> Parallelism:
+        """The recipe's parallelism with the user's overrides of the parallelism keys applied."""
+        return job_parallelism(self)
 
 
 def check_job_fits(job: JobConfig, node_count: int, flavour: Flavour) -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import math
 import posixpath
-from typing import Optional
+from typing import Annotated, Optional
 
-from pydantic import Field, field_validator
+from pydantic import AfterValidator, Field
 
 from infra.config.base import Model
 from infra.config.errors import KeyedValueError
@@ -17,96 +17,10 @@ from infra.machines import NodeFit, gpu_node_allocatable, gpu_node_room, system_
 from workloads.recipes import RECIPES
 
 _SYSTEM_NAMESPACE_PREFIXES = ("kube-", "gke-", "gmp-")
-_SYSTEM_DIRS = (
-    "/bin",
-    "/boot",
-    "/dev",
-    "/etc",
-    "/lib",
-    "/lib32",
-    "/lib64",
-    "/proc",
-    "/root",
-    "/run",
-    "/sbin",
-    "/sys",
-    "/usr",
-    "/var",
-)
+_SYSTEM_DIRS = tuple(f"/{d}" for d in "bin boot dev etc lib lib32 lib64 proc root run sbin sys usr var".split())
 # Directories the Ray containers need: the images' NeMo-RL checkouts, and Ray's session directory
 # (ray.init's default temp dir /tmp/ray). Mounting at or above one of them hides it.
 _CONTAINER_DIRS = tuple(sorted({r.image.workdir for r in RECIPES.values()} | {"/tmp/ray"}))
-
-
-class RayConfig(Model):
-    """In-cluster objects: namespace, KubeRay chart, NCCL installer, Lustre mount."""
-
-    namespace: str = Field(
-        "nemo-rl", pattern=LOWER_NAME, max_length=63, description="Namespace of the Ray cluster and its secrets."
-    )
-    service_account: str = Field(
-        "ray",
-        pattern=LOWER_NAME,
-        max_length=63,
-        description="Kubernetes service account of the Ray pods (Workload Identity).",
-    )
-    chart_version: str = Field(
-        "1.7.0", pattern=CHART_VERSION, description="Version of the upstream KubeRay `ray-cluster` Helm chart."
-    )
-    nccl_installer_image: str = Field(
-        "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.1.1",
-        pattern=r"^[a-z0-9.\-/]+:[A-Za-z0-9._\-]+$",
-        description="NCCL gIB RDMA plugin installer image, pinned to a tag (upstream `master` moves).",
-    )
-    mount_path: str = Field(
-        "/lustre", pattern=ABSOLUTE_PATH, description="Where Lustre is mounted in the Ray head and workers."
-    )
-    head_cpu: int = Field(8, ge=1, le=64, description="CPUs requested by the Ray head.")
-    head_memory_gib: int = Field(
-        64,
-        ge=4,
-        le=512,
-        description="Memory requested by the Ray head (GiB); the NeMo-RL driver runs there. The default is the "
-        "request of Google's codelab for the 72B recipe (8 CPU / 64 GiB).",
-    )
-    worker_cpu: Optional[int] = Field(
-        None,
-        ge=1,
-        description="CPUs requested (and limited to) by each Ray worker, one per GPU node. Default: the flavour's "
-        "reference (206 on A4 and A3 Ultra, from Google's NeMo-RL on GKE sample); at most what GKE leaves for pods "
-        "on the node minus 2 CPUs for its DaemonSets.",
-    )
-    worker_memory_gib: Optional[int] = Field(
-        None,
-        ge=1,
-        description="Memory (GiB) requested (and limited to) by each Ray worker. Default: the flavour's reference "
-        "(2400 on A4 and A3 Ultra); at most the node's allocatable memory minus 16 GiB for its DaemonSets.",
-    )
-    worker_shm_gib: int = Field(
-        240,
-        ge=1,
-        description="Size limit of each worker's memory-backed /dev/shm (GiB; NCCL and the Ray object store use it); "
-        "counts against the worker's memory. Default from Google's NeMo-RL on GKE sample.",
-    )
-
-    @field_validator("namespace")
-    @classmethod
-    def _not_a_system_namespace(cls, v: str) -> str:
-        return check_namespace(v)
-
-    @field_validator("service_account")
-    @classmethod
-    def _not_the_default_account(cls, v: str) -> str:
-        return check_service_account(v)
-
-    @field_validator("mount_path")
-    @classmethod
-    def _safe_mount_path(cls, v: str) -> str:
-        return check_mount_path(v)
-
-
-# The validators' rules live in plain functions: mutmut 3 does not mutate decorated methods
-# (docs/testing.md, "Mutation testing"), so a rule kept inside one would never be mutated.
 
 
 def check_namespace(v: str) -> str:
@@ -147,6 +61,58 @@ def check_mount_path(v: str) -> str:
         if needed == v or needed.startswith(v.rstrip("/") + "/"):
             raise ValueError(f"{v!r} would hide {needed} in the Ray containers; allowed: a path such as /lustre")
     return v
+
+
+class RayConfig(Model):
+    """In-cluster objects: namespace, KubeRay chart, NCCL installer, Lustre mount."""
+
+    namespace: Annotated[str, AfterValidator(check_namespace)] = Field(
+        "nemo-rl", pattern=LOWER_NAME, max_length=63, description="Namespace of the Ray cluster and its secrets."
+    )
+    service_account: Annotated[str, AfterValidator(check_service_account)] = Field(
+        "ray",
+        pattern=LOWER_NAME,
+        max_length=63,
+        description="Kubernetes service account of the Ray pods (Workload Identity).",
+    )
+    chart_version: str = Field(
+        "1.7.0", pattern=CHART_VERSION, description="Version of the upstream KubeRay `ray-cluster` Helm chart."
+    )
+    nccl_installer_image: str = Field(
+        "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.1.1",
+        pattern=r"^[a-z0-9.\-/]+:[A-Za-z0-9._\-]+$",
+        description="NCCL gIB RDMA plugin installer image, pinned to a tag (upstream `master` moves).",
+    )
+    mount_path: Annotated[str, AfterValidator(check_mount_path)] = Field(
+        "/lustre", pattern=ABSOLUTE_PATH, description="Where Lustre is mounted in the Ray head and workers."
+    )
+    head_cpu: int = Field(8, ge=1, le=64, description="CPUs requested by the Ray head.")
+    head_memory_gib: int = Field(
+        64,
+        ge=4,
+        le=512,
+        description="Memory requested by the Ray head (GiB); the NeMo-RL driver runs there. The default is the "
+        "request of Google's codelab for the 72B recipe (8 CPU / 64 GiB).",
+    )
+    worker_cpu: Optional[int] = Field(
+        None,
+        ge=1,
+        description="CPUs requested (and limited to) by each Ray worker, one per GPU node. Default: the flavour's "
+        "reference (206 on A4 and A3 Ultra, from Google's NeMo-RL on GKE sample); at most what GKE leaves for pods "
+        "on the node minus 2 CPUs for its DaemonSets.",
+    )
+    worker_memory_gib: Optional[int] = Field(
+        None,
+        ge=1,
+        description="Memory (GiB) requested (and limited to) by each Ray worker. Default: the flavour's reference "
+        "(2400 on A4 and A3 Ultra); at most the node's allocatable memory minus 16 GiB for its DaemonSets.",
+    )
+    worker_shm_gib: int = Field(
+        240,
+        ge=1,
+        description="Size limit of each worker's memory-backed /dev/shm (GiB; NCCL and the Ray object store use it); "
+        "counts against the worker's memory. Default from Google's NeMo-RL on GKE sample.",
+    )
 
 
 def worker_fit(ray: RayConfig, flavour: Flavour) -> NodeFit:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import Field, ValidationInfo, field_validator, model_validator
+from pydantic import AfterValidator, Field, ValidationInfo, model_validator
 
 from infra.config.base import Model
 from infra.config.cluster_config import (
@@ -43,18 +43,123 @@ if TYPE_CHECKING:
 GCP_MAX_LABELS = 64
 
 
+def check_flavour(v: str) -> str:
+    if v not in FLAVOURS:
+        raise ValueError(f"unknown flavour {v!r}; allowed: {', '.join(FLAVOURS)}")
+    return v
+
+
+def check_labels(v: dict[str, str]) -> dict[str, str]:
+    """At most the labels Google Cloud leaves beside the program's own, none of these, each key and value in
+    Google Cloud's label spelling."""
+    room = GCP_MAX_LABELS - len(RESERVED_LABEL_KEYS)
+    if len(v) > room:
+        raise ValueError(
+            f"{len(v)} labels; allowed: at most {room} (Google Cloud allows {GCP_MAX_LABELS}, the program sets "
+            f"{len(RESERVED_LABEL_KEYS)})"
+        )
+    for key, value in v.items():
+        if key in RESERVED_LABEL_KEYS:
+            raise ValueError(
+                f"label key {key!r} is the program's own; allowed: any key but {', '.join(RESERVED_LABEL_KEYS)}"
+            )
+        # An empty key passes `_label_text` (nothing to check) and has no first letter to look at.
+        if not (key and _label_text(key, 63) and unicodedata.category(key[0]) in ("Ll", "Lo")):
+            raise ValueError(
+                f"label key {shown(key)} is not allowed; allowed: 1-63 lowercase letters, digits, '_' or '-', "
+                "starting with a lowercase letter (under 128 bytes)"
+            )
+        if value and not _label_text(value, 63):
+            raise ValueError(
+                f"label value {shown(value)} of {key!r} is not allowed; allowed: at most 63 lowercase letters, "
+                "digits, '_' or '-' (under 128 bytes)"
+            )
+    return v
+
+
+def check_no_google(v: str, info: ValidationInfo) -> str:
+    """`project` and `namePrefix` are part of the bucket name (<project>-<prefix>-artifacts); Cloud Storage
+    refuses names with "google" or a close misspelling, or starting with "goog" (storage docs, bucket naming)."""
+    if _looks_like_google(v) or (info.field_name == "project" and v.startswith("goog")):
+        raise ValueError(
+            f"{v!r} would put 'google' into the bucket name, which Cloud Storage refuses; allowed: a name without it"
+        )
+    return v
+
+
+def check_zone_in_region(config: StackConfig) -> None:
+    if not config.zone.startswith(config.region + "-"):
+        raise KeyedValueError(
+            "zone",
+            f"{config.zone!r} is not in region {config.region!r}; allowed: a zone named {config.region}-<letter>",
+        )
+
+
+def check_zone_catalogue(config: StackConfig) -> None:
+    """The region and zone offer the flavour's machine and Managed Lustre (data/zones.yaml), or the escape hatch."""
+    from infra.zones import catalogue, nearest, region_of
+
+    if config.allow_uncatalogued_zone:
+        return
+    flavour, cat = config.flavour_spec, catalogue()
+    zones = cat.zones_for(flavour.machine_type)
+    what = f"{flavour.machine_type} (flavour {flavour.name}) and Managed Lustre"
+    hint = f"or set {PROJECT}:allowUncataloguedZone: true for a zone Google added since {cat.checked} (data/zones.yaml)"
+    if config.region not in {region_of(z) for z in zones}:
+        raise KeyedValueError(
+            "region",
+            f"{config.region!r} has no zone with {what} in the zone catalogue; allowed (nearest first): "
+            f"{', '.join(nearest(config.region + '-x', zones))}; {hint}",
+        )
+    if config.zone not in zones:
+        raise KeyedValueError(
+            "zone",
+            f"{config.zone!r} does not offer {what} in the zone catalogue; allowed (nearest first): "
+            f"{', '.join(nearest(config.zone, zones))}; {hint}",
+        )
+
+
+def check_sections_together(config: StackConfig) -> None:
+    """The checks that read more than one section, each beside the key it names."""
+    flavour, ray, cluster = config.flavour_spec, config.ray, config.cluster
+    check_address_room(config.network, config.gpu_pool.node_count, cluster.system_pool.node_count)
+    check_rdma_subnets(config.network, flavour)
+    check_min_master_version(cluster, flavour, config.lustre.legacy_port)
+    check_control_plane_allow_list(cluster)
+    if cluster.mode == "autopilot":
+        check_autopilot(cluster, config.gpu_pool, ray, flavour)
+    else:
+        check_system_pool_machine(cluster, ray)
+        check_head_fits(ray, cluster.system_pool.machine_type)
+    check_worker_fits(ray, flavour)
+    check_export_kept(config.storage, config.lustre)
+    check_job_fits(config.job, config.gpu_pool.node_count, flavour)
+
+
+def check_version_matrix(config: StackConfig) -> None:
+    """Last: the pins it reads are each valid on their own by now."""
+    from infra.version_matrix import VersionError, check
+
+    try:
+        check(config.version_pins, config.allow_untested_versions)
+    except VersionError as exc:
+        raise KeyedValueError(exc.key, str(exc)) from None
+
+
 class StackConfig(Model):
     """Everything a stack is built from."""
 
-    project: str = Field(pattern=PROJECT_ID, description="Google Cloud project id.")
+    project: Annotated[str, AfterValidator(check_no_google)] = Field(
+        pattern=PROJECT_ID, description="Google Cloud project id."
+    )
     region: str = Field("us-east1", pattern=REGION, description="Region of the networks, cluster and bucket.")
     zone: str = Field(
         "us-east1-b", pattern=ZONE, description="Zone of the GPU nodes, the RDMA VPC and Lustre; must be in `region`."
     )
-    name_prefix: str = Field(
+    name_prefix: Annotated[str, AfterValidator(check_no_google)] = Field(
         "", pattern=NAME_PREFIX, description="Prefix of every cloud name (1-20 chars); default: the stack name."
     )
-    labels: dict[str, str] = Field(
+    labels: Annotated[dict[str, str], AfterValidator(check_labels)] = Field(
         default_factory=dict,
         description=f"Extra labels on every labelled resource: at most {GCP_MAX_LABELS - len(RESERVED_LABEL_KEYS)} "
         f"(Google Cloud's {GCP_MAX_LABELS} less the program's own: {', '.join(RESERVED_LABEL_KEYS)}).",
@@ -78,7 +183,9 @@ class StackConfig(Model):
         "each resource wait for its API. false where the deployer may not enable services: the APIs listed in "
         "docs/deploy.md must then be on already.",
     )
-    flavour: str = Field("b200", description=f"GPU flavour: one of {', '.join(FLAVOURS)}.")
+    flavour: Annotated[str, AfterValidator(check_flavour)] = Field(
+        "b200", description=f"GPU flavour: one of {', '.join(FLAVOURS)}."
+    )
     gpu_pool: GpuPoolConfig = Field(default_factory=GpuPoolConfig, description="GPU node pool.")
     cluster: ClusterConfig = Field(default_factory=ClusterConfig, description="GKE cluster.")
     network: NetworkConfig = Field(default_factory=NetworkConfig, description="Networks and ranges.")
@@ -94,89 +201,14 @@ class StackConfig(Model):
         description="Estimates shown by the offline plan: price overrides, bucket size, checkpoint write-time target.",
     )
 
+    # The first problem is the one reported, so their order is part of what a stack file is told.
+    checks = (check_zone_in_region, check_zone_catalogue, check_sections_together, check_version_matrix)
+
     @model_validator(mode="before")
     @classmethod
     def _no_credentials_in_plain_keys(cls, data: Any) -> Any:
         check_no_credentials_in_plain_keys(data)
         return data
-
-    @field_validator("flavour")
-    @classmethod
-    def _flavour(cls, v: str) -> str:
-        if v not in FLAVOURS:
-            raise ValueError(f"unknown flavour {v!r}; allowed: {', '.join(FLAVOURS)}")
-        return v
-
-    @field_validator("labels")
-    @classmethod
-    def _labels(cls, v: dict[str, str]) -> dict[str, str]:
-        room = GCP_MAX_LABELS - len(RESERVED_LABEL_KEYS)
-        if len(v) > room:
-            raise ValueError(
-                f"{len(v)} labels; allowed: at most {room} (Google Cloud allows {GCP_MAX_LABELS}, the program sets "
-                f"{len(RESERVED_LABEL_KEYS)})"
-            )
-        for key, value in v.items():
-            if key in RESERVED_LABEL_KEYS:
-                raise ValueError(
-                    f"label key {key!r} is the program's own; allowed: any key but {', '.join(RESERVED_LABEL_KEYS)}"
-                )
-            # An empty key passes `_label_text` (nothing to check) and has no first letter to look at.
-            if not (key and _label_text(key, 63) and unicodedata.category(key[0]) in ("Ll", "Lo")):
-                raise ValueError(
-                    f"label key {shown(key)} is not allowed; allowed: 1-63 lowercase letters, digits, '_' or '-', "
-                    "starting with a lowercase letter (under 128 bytes)"
-                )
-            if value and not _label_text(value, 63):
-                raise ValueError(
-                    f"label value {shown(value)} of {key!r} is not allowed; allowed: at most 63 lowercase letters, "
-                    "digits, '_' or '-' (under 128 bytes)"
-                )
-        return v
-
-    @field_validator("project", "name_prefix")
-    @classmethod
-    def _no_google_in_bucket_name(cls, v: str, info: ValidationInfo) -> str:
-        # Both are part of the bucket name (<project>-<prefix>-artifacts); Cloud Storage refuses names
-        # with "google" or a close misspelling, or starting with "goog" (storage docs, bucket naming).
-        if _looks_like_google(v) or (info.field_name == "project" and v.startswith("goog")):
-            raise ValueError(
-                f"{v!r} would put 'google' into the bucket name, which Cloud Storage refuses; allowed: a name "
-                "without it"
-            )
-        return v
-
-    @model_validator(mode="after")
-    def _cross_checks(self) -> "StackConfig":
-        """The checks that read more than one section, each beside the key it names; the first
-        problem is the one reported, so their order is part of what a stack file is told."""
-        flavour = self.flavour_spec
-        self._check_zone_in_region()
-        if not self.allow_uncatalogued_zone:
-            self._check_zone_catalogue(flavour)
-        check_address_room(self.network, self.gpu_pool.node_count, self.cluster.system_pool.node_count)
-        check_rdma_subnets(self.network, flavour)
-        check_min_master_version(self.cluster, flavour, self.lustre.legacy_port)
-        check_control_plane_allow_list(self.cluster)
-        if self.cluster.mode == "autopilot":
-            check_autopilot(self.cluster, self.gpu_pool, self.ray, flavour)
-        else:
-            check_system_pool_machine(self.cluster, self.ray)
-            check_head_fits(self.ray, self.cluster.system_pool.machine_type)
-        check_worker_fits(self.ray, flavour)
-        check_export_kept(self.storage, self.lustre)
-        check_job_fits(self.job, self.gpu_pool.node_count, flavour)
-        self._check_version_matrix()
-        return self
-
-    def _check_version_matrix(self) -> None:
-        # Last: the pins it reads are each valid on their own by now.
-        from infra.version_matrix import VersionError, check
-
-        try:
-            check(self.version_pins, self.allow_untested_versions)
-        except VersionError as exc:
-            raise KeyedValueError(exc.key, str(exc)) from None
 
     @property
     def version_pins(self) -> "Pins":
@@ -192,35 +224,6 @@ class StackConfig(Model):
             nemo_rl_tag=self.recipe.image.tag,
             chart_version=self.ray.chart_version,
         )
-
-    def _check_zone_in_region(self) -> None:
-        if not self.zone.startswith(self.region + "-"):
-            raise KeyedValueError(
-                "zone", f"{self.zone!r} is not in region {self.region!r}; allowed: a zone named {self.region}-<letter>"
-            )
-
-    def _check_zone_catalogue(self, flavour: Flavour) -> None:
-        from infra.zones import catalogue, nearest, region_of
-
-        cat = catalogue()
-        zones = cat.zones_for(flavour.machine_type)
-        what = f"{flavour.machine_type} (flavour {flavour.name}) and Managed Lustre"
-        hint = (
-            f"or set {PROJECT}:allowUncataloguedZone: true for a zone Google added since {cat.checked} "
-            "(data/zones.yaml)"
-        )
-        if self.region not in {region_of(z) for z in zones}:
-            raise KeyedValueError(
-                "region",
-                f"{self.region!r} has no zone with {what} in the zone catalogue; allowed (nearest first): "
-                f"{', '.join(nearest(self.region + '-x', zones))}; {hint}",
-            )
-        if self.zone not in zones:
-            raise KeyedValueError(
-                "zone",
-                f"{self.zone!r} does not offer {what} in the zone catalogue; allowed (nearest first): "
-                f"{', '.join(nearest(self.zone, zones))}; {hint}",
-            )
 
     @property
     def worker_fit(self) -> NodeFit:
