@@ -15,20 +15,12 @@ from jobctl.stack import load_stack
 from workloads import cli_args, exit_codes, watcher
 from workloads.exit_codes import CommandError
 
-JOB_HELP = "submission id; default the stack's newest job"
-WAIT_HELP = "wait until the job ends, showing its status"
-TIMEOUT_HELP = "with --wait: give up after this many seconds (exit 4)"
-
 
 def common_flags() -> argparse.ArgumentParser:
     """The flags of every command: which stack, and where its Ray dashboard is."""
     common = cli_args.OneLineParser(add_help=False)
-    common.add_argument(
-        "--stack",
-        type=cli_args.stack_name,
-        default=DEFAULT_STACK,
-        help=f"stack name (Pulumi.<stack>.yaml); default {DEFAULT_STACK}",
-    )
+    stack_help = f"stack name (Pulumi.<stack>.yaml); default {DEFAULT_STACK}"
+    common.add_argument("--stack", type=cli_args.stack_name, default=DEFAULT_STACK, help=stack_help)
     common.add_argument(
         "--config-file",
         type=cli_args.file_path,
@@ -46,41 +38,32 @@ def common_flags() -> argparse.ArgumentParser:
 
 
 def parser() -> argparse.ArgumentParser:
-    common = [common_flags()]
+    common = common_flags()
+    job = cli_args.OneLineParser(add_help=False)
+    job.add_argument("--job", help="submission id; default the stack's newest job")
+    wait = cli_args.OneLineParser(add_help=False)
+    wait.add_argument("--wait", action="store_true", help="wait until the job ends, showing its status")
+    timeout_help = "with --wait: give up after this many seconds (exit 4)"
+    wait.add_argument("--timeout", type=cli_args.seconds(positive=True), help=timeout_help)
     p = cli_args.OneLineParser(prog="python -m jobctl", description="Submit and watch the stack's NeMo-RL job.")
     sub = p.add_subparsers(dest="command", required=True, metavar="{" + ",".join(COMMANDS) + "}")
-    s = sub.add_parser("submit", parents=common, help="submit the stack's job (idempotent)")
+    s = sub.add_parser("submit", parents=[common, wait], help="submit the stack's job (idempotent)")
     s.add_argument("--dry-run", action="store_true", help="print entrypoint and runtime env; no network")
-    s.add_argument(
-        "--gate",
-        choices=("enforce", "warn", "off"),
-        help="acceptance gate policy for this submission; default job.gate of the stack",
-    )
-    s.add_argument("--wait", action="store_true", help=WAIT_HELP)
-    s.add_argument("--timeout", type=cli_args.seconds(positive=True), help=TIMEOUT_HELP)
-    sub.add_parser("gate", parents=common, help="run the acceptance gate (GPUs, fabric, Lustre) on the cluster now")
-    s = sub.add_parser("status", parents=common, help="show a job's status and the run ledger")
-    s.add_argument("--job", help=JOB_HELP)
-    s.add_argument(
-        "--ledger-file", metavar="PATH", help="read the run ledger from PATH instead of the head's Lustre mount"
-    )
-    s.add_argument("--wait", action="store_true", help=WAIT_HELP)
-    s.add_argument("--timeout", type=cli_args.seconds(positive=True), help=TIMEOUT_HELP)
-    s = sub.add_parser("logs", parents=common, help="print a job's log")
-    s.add_argument("--job", help=JOB_HELP)
+    gate_help = "acceptance gate policy for this submission; default job.gate of the stack"
+    s.add_argument("--gate", choices=("enforce", "warn", "off"), help=gate_help)
+    sub.add_parser("gate", parents=[common], help="run the acceptance gate (GPUs, fabric, Lustre) on the cluster now")
+    s = sub.add_parser("status", parents=[common, job, wait], help="show a job's status and the run ledger")
+    ledger_help = "read the run ledger from PATH instead of the head's Lustre mount"
+    s.add_argument("--ledger-file", metavar="PATH", help=ledger_help)
+    s = sub.add_parser("logs", parents=[common, job], help="print a job's log")
     s.add_argument("--follow", action="store_true", help="keep streaming until the job ends")
-    s.add_argument(
-        "--tail",
-        type=cli_args.positive_int,
-        metavar="N",
-        help="only the last N lines (with --follow: then the new ones)",
-    )
-    s = sub.add_parser("stop", parents=common, help="stop a job")
-    s.add_argument("--job", help=JOB_HELP)
-    sub.add_parser("list", parents=common, help="list the stack's jobs")
-    s = sub.add_parser("watch", parents=common, help="resubmit the stack's job after a spot preemption")
-    watcher.add_watch_flags(s)
-    s = sub.add_parser("dashboard", parents=common, help="serve the Ray dashboard on 127.0.0.1 (no kubectl)")
+    tail_help = "only the last N lines (with --follow: then the new ones)"
+    s.add_argument("--tail", type=cli_args.positive_int, metavar="N", help=tail_help)
+    sub.add_parser("stop", parents=[common, job], help="stop a job")
+    sub.add_parser("list", parents=[common], help="list the stack's jobs")
+    watch_help = "resubmit the stack's job after a spot preemption"
+    watcher.add_watch_flags(sub.add_parser("watch", parents=[common], help=watch_help))
+    s = sub.add_parser("dashboard", parents=[common], help="serve the Ray dashboard on 127.0.0.1 (no kubectl)")
     s.add_argument("--port", type=cli_args.port, default=8265, help="local port; 0 picks a free one (default 8265)")
     return p
 

@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional, TextIO
 
 from infra.config import ConfigError, refuse_missing_secrets
 from infra.stack_file import ROOT, present_secrets
-from jobctl.stack import Stack, build_spec, gate_plan, run_plan
+from jobctl.stack import Stack, build_spec, gate_plan, pool_facts, run_plan
 from workloads import cli_args, exit_codes, watcher
 from workloads.exit_codes import CommandError
 from workloads.job_types import META_RECIPE
@@ -27,39 +27,25 @@ OUTPUT_CA = "clusterCaCertificate"
 OUTPUT_HEAD_SERVICE = "rayHeadService"
 
 
-def run_gate(client, stack: Stack, out: TextIO):
-    """Run the stack's acceptance gate on the cluster, printing its lines; returns the `GateReport`."""
-    from workloads import gate
+def printer(out: TextIO) -> Callable[[str], None]:
+    """Print one line at once: the gate's lines come while it runs."""
 
     def show(line: str) -> None:
         out.write(line + "\n")
         out.flush()
 
-    report = gate.run_on_cluster(client, gate_plan(stack), label=stack.name, on_line=show)
-    for line in report.lines():
-        show(line)
-    return report
+    return show
 
 
 def stack_outputs(stack: str) -> dict[str, Any]:
     """`pulumi stack output --json` of the stack, or {} when the CLI is missing or fails."""
     if shutil.which("pulumi") is None:
         return {}
+    command = ["pulumi", "stack", "output", "--json", "--stack", stack]
     try:
-        proc = subprocess.run(
-            ["pulumi", "stack", "output", "--json", "--stack", stack],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return {}
-    if proc.returncode != 0:
-        return {}
-    try:
+        proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=60, check=True)
         outputs = json.loads(proc.stdout or "{}")
-    except json.JSONDecodeError:
+    except (OSError, subprocess.SubprocessError, json.JSONDecodeError):
         return {}
     return outputs if isinstance(outputs, dict) else {}
 
@@ -145,20 +131,15 @@ def workers_command(stack: Stack, replicas: int) -> str:
 
 
 def bring_back_workers(args: argparse.Namespace, stack: Stack, out: TextIO, token_provider=None) -> None:
-    """Scale the Ray GPU worker group back to the pool's node count before a run: the run's owner released it
-    when the last run ended (`recovery.releaseWorkersAfterRun`), and a `pulumi up` does not restore it
-    (docs/day-2.md). Through the GKE API server, with the same Google token and CA as the dashboard proxy
-    (the identity needs `patch` on rayclusters: roles/container.developer has it); one line when it scaled.
-    With `--address` (a port-forward or local dashboard) there is no Kubernetes API to ask: one line gives
-    the kubectl command, and the job is submitted (its workers may still be there). A refused patch is an
-    error naming that command: a job submitted without workers would wait for them forever."""
-    from infra.placement import gpu_pool_facts
+    """Scale the Ray GPU worker group back to the pool's node count before a run, which the run's owner released
+    and a `pulumi up` does not restore (docs/day-2.md), through the GKE API server with the dashboard proxy's
+    token and CA (`patch` on rayclusters). With `--address` there is no Kubernetes API to ask: one line gives the
+    kubectl command. A refused patch is an error: a job submitted without workers would wait for them forever."""
     from infra.ray_cluster import RAY_CLUSTER_NAME, WORKER_GROUP
-    from infra.stack_context import StackContext
     from workloads import ray_address, ray_connection
     from workloads.gang_wait import VIEW_ERRORS, KubeGangView
 
-    replicas = gpu_pool_facts(StackContext.from_config(stack.name, stack.config), stack.config).node_count
+    replicas = pool_facts(stack).node_count
     command = workers_command(stack, replicas)
     if args.address:
         out.write(
@@ -228,15 +209,17 @@ def _wait(client, job_id: str, timeout: Optional[float], out: TextIO) -> int:
     return exit_codes.OK if str(final) == "SUCCEEDED" else exit_codes.JOB_FAILED
 
 
-def _job_id(args: argparse.Namespace, client, stack: Stack) -> str:
+def _client_and_job(args: argparse.Namespace, stack: Stack) -> tuple[Any, str]:
+    """The dashboard client and the job `--job` names, else the stack's newest."""
     from workloads import submit
 
+    client = connect(args, stack)
     if args.job:
-        return args.job
+        return client, args.job
     latest = submit.latest_job(client, stack.name)
     if latest is None:
         raise CommandError(f"no job of stack {stack.name} on {client.get_address()}; `submit` one, or pass --job")
-    return latest.submission_id
+    return client, latest.submission_id
 
 
 def cmd_submit(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
@@ -256,11 +239,7 @@ def cmd_submit(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
     bring_back_workers(args, stack, out)
     # `--gate` overrides the stack's policy; without it the gate is the run plan's, as `pulumi up` submits.
     gate = run_owner.GateSetup.of(args.gate, gate_plan(stack)) if args.gate else run_plan(stack).gate
-
-    def show(line: str) -> None:
-        out.write(line + "\n")
-        out.flush()
-
+    show = printer(out)
     # As the run's owner submits: never beside a running gate, and after this attempt's own gate.
     from infra.run_plan import ledger_on_lustre
     from workloads import ledger
@@ -282,17 +261,21 @@ def cmd_submit(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
 
 
 def cmd_gate(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
+    from workloads import gate
+
     client = connect(args, stack)
     bring_back_workers(args, stack, out)
-    report = run_gate(client, stack, out)
+    show = printer(out)
+    report = gate.run_on_cluster(client, gate_plan(stack), label=stack.name, on_line=show)
+    for line in report.lines():
+        show(line)
     return exit_codes.OK if report.ok else exit_codes.GATE_FAILED
 
 
 def cmd_status(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
     from workloads import submit
 
-    client = connect(args, stack)
-    job_id = _job_id(args, client, stack)
+    client, job_id = _client_and_job(args, stack)
     if args.wait:
         return _wait(client, job_id, args.timeout, out)
     details = submit.info(client, job_id)
@@ -344,8 +327,7 @@ def _print_ledger(args: argparse.Namespace, client, stack: Stack, out: TextIO) -
 def cmd_logs(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
     from workloads import submit
 
-    client = connect(args, stack)
-    job_id = _job_id(args, client, stack)
+    client, job_id = _client_and_job(args, stack)
     for chunk in submit.logs(client, job_id, follow=args.follow, tail=args.tail):
         out.write(chunk)
         out.flush()
@@ -355,8 +337,7 @@ def cmd_logs(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
 def cmd_stop(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
     from workloads import submit
 
-    client = connect(args, stack)
-    job_id = _job_id(args, client, stack)
+    client, job_id = _client_and_job(args, stack)
     was_running = submit.stop(client, job_id)
     out.write(f"{job_id}: {'stop requested' if was_running else 'not running'}\n")
     return exit_codes.OK

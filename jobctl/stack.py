@@ -13,7 +13,7 @@ from infra.config import ConfigError, StackConfig, wandb_key_set
 from infra.gate_plan import gate_plan_for_stack
 from infra.placement import gpu_pool_facts
 from infra.run_plan import run_plan_for_stack
-from infra.stack_context import StackContext
+from infra.stack_context import GpuPoolFacts, StackContext
 from infra.stack_file import ROOT, StackFileError
 from infra.stack_file import load_stack as load_stack_file
 from infra.training_job import job_spec_for_stack
@@ -46,12 +46,16 @@ def load_stack(name: str, config_file: Optional[str] = None) -> Stack:
     return Stack(name, loaded.config, loaded.secret_keys)
 
 
+def pool_facts(stack: Stack) -> GpuPoolFacts:
+    """The stack's GPU pool facts, as `pulumi up` decides them."""
+    return gpu_pool_facts(StackContext.from_config(stack.name, stack.config), stack.config)
+
+
 def build_spec(stack: Stack) -> JobSpec:
     """The stack's job exactly as `pulumi up` builds it (same pool facts, same run plan, same spec, same id)."""
-    pool = gpu_pool_facts(StackContext.from_config(stack.name, stack.config), stack.config)
     try:
         return job_spec_for_stack(
-            stack.name, stack.config, wandb_key_set=stack.wandb_key_set, pool=pool, run=run_plan(stack)
+            stack.name, stack.config, wandb_key_set=stack.wandb_key_set, pool=pool_facts(stack), run=run_plan(stack)
         )
     except ConfigError as err:
         raise CommandError(str(err)) from None
@@ -59,15 +63,12 @@ def build_spec(stack: Stack) -> JobSpec:
 
 def gate_plan(stack: Stack) -> GatePlan:
     """The stack's acceptance gate exactly as `pulumi up` hands it to the job submission."""
-    pool = gpu_pool_facts(StackContext.from_config(stack.name, stack.config), stack.config)
-    return gate_plan_for_stack(stack.config, pool)
+    return gate_plan_for_stack(stack.config, pool_facts(stack))
 
 
 def run_plan(stack: Stack) -> RunPlan:
     """The stack's `RunPlan` exactly as `pulumi up` ships it to the watcher; the checkpoints are not visible
     from this machine (they are on Lustre), so steps lost are not read here, and without the Ray component
     it names no RayCluster: the gang wait needs the in-cluster Kubernetes API (`workloads.watcher.gang_view`)."""
-    pool = gpu_pool_facts(StackContext.from_config(stack.name, stack.config), stack.config)
-    return dataclasses.replace(
-        run_plan_for_stack(stack.name, stack.config, pool, gate_plan(stack)), checkpoint_dir=None
-    )
+    plan = run_plan_for_stack(stack.name, stack.config, pool_facts(stack), gate_plan(stack))
+    return dataclasses.replace(plan, checkpoint_dir=None)

@@ -50,19 +50,13 @@ def shown(value: Any, limit: int = 60) -> str:
 
 # pydantic error types -> what is allowed, in the words of a stack file (never a class name).
 _ALLOWED_BY_TYPE = {
-    "model_type": "a map of keys (key: value lines)",
-    "model_attributes_type": "a map of keys (key: value lines)",
+    **dict.fromkeys(("model_type", "model_attributes_type"), "a map of keys (key: value lines)"),
     "dict_type": "a map (key: value lines)",
-    "tuple_type": "a list",
-    "list_type": "a list",
-    "int_type": "a whole number",
-    "int_parsing": "a whole number",
-    "int_from_float": "a whole number",
-    "float_type": "a number",
-    "float_parsing": "a number",
+    **dict.fromkeys(("tuple_type", "list_type"), "a list"),
+    **dict.fromkeys(("int_type", "int_parsing", "int_from_float"), "a whole number"),
+    **dict.fromkeys(("float_type", "float_parsing"), "a number"),
     "finite_number": "a finite number",
-    "bool_type": "true or false",
-    "bool_parsing": "true or false",
+    **dict.fromkeys(("bool_type", "bool_parsing"), "true or false"),
     "string_type": "a string",
 }
 _BOUNDS = {
@@ -97,7 +91,8 @@ def _message(e: Any, loc: tuple[Any, ...], root: type[BaseModel]) -> str:
     if kind == "extra_forbidden":
         msg = _unknown_key_message(loc, root)
     elif kind == "missing":
-        field = _field_at(loc, root)
+        names = [part for part in loc if not isinstance(part, int)]
+        field = _named_field(_model_at(tuple(names[:-1]), root), names[-1]) if names else None
         allowed = f"; allowed: {field.description.rstrip('.')}" if field and field.description else ""
         msg = "required key is not set" + allowed
     elif kind == "string_too_long":
@@ -116,42 +111,26 @@ def _message(e: Any, loc: tuple[Any, ...], root: type[BaseModel]) -> str:
 
 
 def _model_of(annotation: Any) -> "type[BaseModel] | None":
-    """The section model a field holds: `Section`, `Optional[Section]` (`Section | None`, a section that may
-    be left out: `gpuPool.capacity`), or a list of them (`cluster.masterAuthorizedNetworks`: an entry's
-    index in a key steps into it); None for anything else."""
-    origin = get_origin(annotation)
-    if origin in (Union, types.UnionType):
-        models = {_model_of(arg) for arg in get_args(annotation) if arg is not type(None)} - {None}
-        return models.pop() if len(models) == 1 else None
-    if origin in (list, tuple):
-        items = [arg for arg in get_args(annotation) if arg is not Ellipsis]
-        return _model_of(items[0]) if len(items) == 1 else None
+    """The section model a field holds: `Section`, `Optional[Section]` (`gpuPool.capacity`), or a tuple of them
+    (`cluster.masterAuthorizedNetworks`: an entry's index in a key steps into it); None for anything else."""
+    args = [arg for arg in get_args(annotation) if arg not in (type(None), Ellipsis)]
+    if get_origin(annotation) in (Union, types.UnionType, list, tuple):
+        return _model_of(args[0]) if len(args) == 1 else None
     return annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
 
 
-def _named_field(model: type[BaseModel], part: Any) -> Any:
+def _named_field(model: "type[BaseModel] | None", part: Any) -> Any:
     """`model`'s field called `part` (by name or camelCase alias), or None."""
-    return next((f for n, f in model.model_fields.items() if part in (n, f.alias)), None)
+    return next((f for n, f in model.model_fields.items() if part in (n, f.alias)), None) if model else None
 
 
 def _model_at(loc: tuple[Any, ...], root: type[BaseModel]) -> "type[BaseModel] | None":
     """The section model a `loc` of `root` reaches (an entry's index keeps the entry's model), or None."""
     model: Any = root
-    for part in loc:
-        if model is None:
-            return None
-        if isinstance(part, int):  # an entry of a list of sections: the model stays the entry's
-            continue
+    for part in (p for p in loc if not isinstance(p, int)):
         field = _named_field(model, part)
         model = _model_of(field.annotation) if field else None
     return model
-
-
-def _field_at(loc: tuple[Any, ...], root: type[BaseModel]) -> Any:
-    """The pydantic field a `loc` of `root` points at (by name or camelCase alias), or None."""
-    names = tuple(part for part in loc if not isinstance(part, int))
-    model = _model_at(names[:-1], root) if names else None
-    return _named_field(model, names[-1]) if model else None
 
 
 def _unknown_key_message(loc: tuple[Any, ...], root: type[BaseModel]) -> str:
