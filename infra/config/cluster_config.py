@@ -37,16 +37,16 @@ class SystemPoolConfig(Model):
     )
     allow_uncatalogued_machine_type: bool = Field(
         False,
-        description="Accept a CPU `machineType` outside the catalogue (another series, a custom type): the plan "
-        "then cannot price the pool (it says so), and the Ray head's fit is checked only for N1/N2/N2D/E2 types.",
+        description="Accept a CPU `machineType` outside the catalogue (another series, a custom type): the plan then "
+        "cannot price the pool (it says so), and the Ray head's fit is checked only for N1/N2/N2D/E2 types.",
     )
     node_count: int = Field(1, ge=1, le=10, description="Nodes in the CPU pool.")
     disk_size_gb: int = Field(
         200,
         ge=10,
         le=65536,
-        description="Boot disk size of CPU nodes (GB); holds the NeMo-RL image of the Ray head. Default as in "
-        "Google's A4 and A3 Ultra Cluster Toolkit blueprints.",
+        description="Boot disk size of CPU nodes (GB); holds the NeMo-RL image of the Ray head. Default as in Google's "
+        "A4 and A3 Ultra Cluster Toolkit blueprints.",
     )
 
 
@@ -79,13 +79,9 @@ class AuthorizedNetwork(Model):
 
 
 def check_control_plane_access(cluster: ClusterConfig) -> None:
-    """With DNS access no IP-endpoint setting; with IP access no allow-list of every address, and not both an
-    allow-list and the public opt-in."""
-    # An empty list without the opt-in is refused by StackConfig (`check_control_plane_allow_list`),
-    # so that it is also refused when the whole `cluster` section is missing.
+    """With DNS access no IP-endpoint setting (DNS access turns that endpoint off: an allow-list would protect
+    nothing); with IP access an allow-list but not of every address, or else the explicit public opt-in."""
     if cluster.control_plane_access == "dns":
-        # Both settings govern the IP endpoint, which DNS access turns off: refuse rather than
-        # let a user believe an allow-list protects the cluster.
         if cluster.master_authorized_networks:
             raise KeyedValueError(
                 "masterAuthorizedNetworks",
@@ -99,6 +95,13 @@ def check_control_plane_access(cluster: ClusterConfig) -> None:
                 "with dns, or cluster.controlPlaneAccess: ip",
             )
         return
+    if not cluster.master_authorized_networks and not cluster.allow_public_control_plane:
+        raise KeyedValueError(
+            "masterAuthorizedNetworks",
+            "is empty, which would open the control plane to every address; allowed: the CIDRs `pulumi up` and "
+            "kubectl connect from, e.g. `masterAuthorizedNetworks: [{cidrBlock: <your egress IP>/32}]`, or "
+            "cluster.allowPublicControlPlane: true to open it on purpose",
+        )
     networks = [ipaddress.IPv4Network(n.cidr_block) for n in cluster.master_authorized_networks]
     # 0.0.0.0/0 (or halves that add up to it) is the empty list's "every address", spelled so it looks
     # like an allow-list: refused the same way, pointing at the explicit opt-in.
@@ -123,9 +126,9 @@ class ClusterConfig(Model):
     mode: Literal["standard", "autopilot"] = Field(
         "standard",
         description="`standard`: a GKE Standard cluster, its control plane regional unless `controlPlaneLocation: "
-        "zonal`, with a CPU system pool and a GPU node pool, both in `zone`. `autopilot`: a "
-        "regional GKE Autopilot cluster without node pools; GKE makes the GPU nodes for the Ray worker pods, which "
-        "select the accelerator and Spot capacity themselves (see docs/autopilot.md). Cannot change after creation.",
+        "zonal`, with a CPU system pool and a GPU node pool, both in `zone`. `autopilot`: a regional GKE Autopilot "
+        "cluster without node pools; GKE makes the GPU nodes for the Ray worker pods, which select the accelerator and "
+        "Spot capacity themselves (see docs/autopilot.md). Cannot change after creation.",
     )
     release_channel: Literal["RAPID", "REGULAR", "STABLE", "EXTENDED"] = Field(
         "REGULAR", description="GKE release channel (Google's A4 blueprint uses REGULAR)."
@@ -138,8 +141,8 @@ class ClusterConfig(Model):
     )
     block_node_upgrades: bool = Field(
         True,
-        description="Add a maintenance exclusion that blocks minor and node auto-upgrades (they recreate GPU "
-        "nodes mid-run); control-plane patches continue. Upgrade between runs.",
+        description="Add a maintenance exclusion that blocks minor and node auto-upgrades (they recreate GPU nodes "
+        "mid-run); control-plane patches continue. Upgrade between runs.",
     )
     deletion_protection: bool = Field(True, description="Refuse `pulumi destroy` of the cluster until set to false.")
     maintenance_start_time: str = Field(
@@ -147,20 +150,18 @@ class ClusterConfig(Model):
     )
     control_plane_location: Literal["regional", "zonal"] = Field(
         "regional",
-        description="`regional` (default, as both seeds and Google's A4/A3 Ultra blueprints): control-plane "
-        "replicas in "
-        "several zones of `region`, so the API stays up during control-plane upgrades and a zone outage, when the "
+        description="`regional` (default, as both seeds and Google's A4/A3 Ultra blueprints): control-plane replicas "
+        "in several zones of `region`, so the API stays up during control-plane upgrades and a zone outage, when the "
         "preemption watcher, `pulumi` and `python -m jobctl` need it; both node pools stay in `zone`. `zonal`: one "
         "control plane in `zone`, unreachable for minutes during its upgrades; it is the one cluster the GKE free tier "
         "credits. Changing it replaces the cluster.",
     )
     control_plane_access: Literal["dns", "ip"] = Field(
         "dns",
-        description="How `pulumi up`, kubectl and `python -m jobctl` reach the API server. `dns`: only the "
-        "cluster's DNS endpoint (`gke-<id>.<region>.gke.goog`), where Google IAM (`container.clusters.connect`) "
-        "checks every request before Kubernetes RBAC; the IP endpoints are turned off, so there is no address to "
-        "allow-list. `ip`: the public IP endpoint, limited to `masterAuthorizedNetworks` (or opened with "
-        "`allowPublicControlPlane`).",
+        description="How `pulumi up`, kubectl and `python -m jobctl` reach the API server. `dns`: only the cluster's "
+        "DNS endpoint (`gke-<id>.<region>.gke.goog`), where Google IAM (`container.clusters.connect`) checks every "
+        "request before Kubernetes RBAC; the IP endpoints are turned off, so there is no address to allow-list. `ip`: "
+        "the public IP endpoint, limited to `masterAuthorizedNetworks` (or opened with `allowPublicControlPlane`).",
     )
     master_authorized_networks: tuple[AuthorizedNetwork, ...] = Field(
         (),
@@ -170,8 +171,8 @@ class ClusterConfig(Model):
     )
     allow_public_control_plane: bool = Field(
         False,
-        description="With `controlPlaneAccess: ip`: open the control plane to any address (Google credentials and "
-        "RBAC still required) when `masterAuthorizedNetworks` is empty.",
+        description="With `controlPlaneAccess: ip`: open the control plane to any address (Google credentials and RBAC "
+        "still required) when `masterAuthorizedNetworks` is empty.",
     )
     system_pool: SystemPoolConfig = Field(default_factory=SystemPoolConfig, description="CPU system pool.")
 
@@ -246,21 +247,6 @@ def check_system_pool_machine(cluster: ClusterConfig, ray: RayConfig) -> None:
             "cluster.systemPool.machineType",
             f"{machine!r} leaves no room for a Ray head ({room[0]:.1f} CPU / {room[1]:.1f} GiB after GKE's "
             f"reservations and system pods); {allowed}",
-        )
-
-
-def check_control_plane_allow_list(cluster: ClusterConfig) -> None:
-    """`controlPlaneAccess: ip` with an empty allow-list needs the explicit opt-in."""
-    if (
-        cluster.control_plane_access == "ip"
-        and not cluster.master_authorized_networks
-        and not cluster.allow_public_control_plane
-    ):
-        raise KeyedValueError(
-            "cluster.masterAuthorizedNetworks",
-            "is empty, which would open the control plane to every address; allowed: the CIDRs `pulumi up` and "
-            "kubectl connect from, e.g. `masterAuthorizedNetworks: [{cidrBlock: <your egress IP>/32}]`, or "
-            "cluster.allowPublicControlPlane: true to open it on purpose",
         )
 
 

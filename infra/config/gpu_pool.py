@@ -100,9 +100,9 @@ class CapacityConfig(Model):
         60,
         ge=5,
         le=7 * 24 * 60,
-        description="How long the run owner (the preemption watcher) waits for the whole gang (gpuPool.nodeCount "
-        "Ray workers running, on nodes of any rungs) before each attempt it submits; then it says so in one line and "
-        "acts by `onTimeout`. Also with a one-rung ladder.",
+        description="How long the run owner (the preemption watcher) waits for the whole gang (gpuPool.nodeCount Ray "
+        "workers running, on nodes of any rungs) before each attempt it submits; then it says so in one line and acts "
+        "by `onTimeout`. Also with a one-rung ladder.",
     )
     on_timeout: Literal["releaseWorkers", "keep"] = Field(
         "releaseWorkers",
@@ -151,9 +151,9 @@ class GpuPoolConfig(Model):
     )
     provisioning: Provisioning = Field(
         Provisioning.SPOT,
-        description="`spot` (default, cheapest, preemptible), `reservation` (needs `reservationName`), "
-        "`flexStart` (flex-start VMs: the pool starts empty and GKE's autoscaler gets nodes for the pending Ray "
-        "workers, for at most seven days each) or `onDemand`. A one-rung `gpuPool.capacity`; set one or the other.",
+        description="`spot` (default, cheapest, preemptible), `reservation` (needs `reservationName`), `flexStart` "
+        "(flex-start VMs: the pool starts empty and GKE's autoscaler gets nodes for the pending Ray workers, for at "
+        "most seven days each) or `onDemand`. A one-rung `gpuPool.capacity`; set one or the other.",
     )
     reservation_name: Optional[str] = Field(
         None,
@@ -172,11 +172,11 @@ class GpuPoolConfig(Model):
         ge=10,
         le=240,
         description="Off by default (unset). Warm the GPU pool during Managed Lustre's creation, for those who value "
-        "time over money: a Job of `nodeCount` placeholder pods (priority -10, the NeMo-RL image, one whole node "
-        "each) makes the autoscaler bring the GPU nodes and pull the image while Lustre is created; the Ray "
-        "workers preempt them and the Job ends (or ends at the latest this many minutes after it starts; then "
-        "unused nodes leave after the autoscaler's scale-down delay). Billed from the nodes' arrival; the plan "
-        "shows minutes and dollars before the job with this setting. Standard clusters only.",
+        "time over money: a Job of `nodeCount` placeholder pods (priority -10, the NeMo-RL image, one whole node each) "
+        "makes the autoscaler bring the GPU nodes and pull the image while Lustre is created; the Ray workers preempt "
+        "them and the Job ends (or ends at the latest this many minutes after it starts; then unused nodes leave after "
+        "the autoscaler's scale-down delay). Billed from the nodes' arrival; the plan shows minutes and dollars before "
+        "the job with this setting. Standard clusters only.",
     )
     image_cache_disk_image: Optional[str] = Field(
         None,
@@ -184,9 +184,9 @@ class GpuPoolConfig(Model):
         max_length=200,
         description="A Compute Engine disk image holding the NeMo-RL container image (built with Google's "
         "gke-disk-image-builder, docs/deploy.md), as `global/images/NAME` or `projects/PROJECT/global/images/NAME`: "
-        "every GPU node gets it as a secondary boot disk (mode CONTAINER_IMAGE_CACHE, with image streaming on), "
-        "so a new node finds the image there instead of pulling ~20 GB. Unset: none. Changing it replaces the "
-        "GPU pool (ForceNew). Standard clusters only.",
+        "every GPU node gets it as a secondary boot disk (mode CONTAINER_IMAGE_CACHE, with image streaming on), so a "
+        "new node finds the image there instead of pulling ~20 GB. Unset: none. Changing it replaces the GPU pool "
+        "(ForceNew). Standard clusters only.",
     )
     capacity: Optional[CapacityConfig] = Field(
         None,

@@ -35,13 +35,9 @@ MAX_NUM_STEPS = 100_000
 """The most `job.maxNumSteps` accepted: a GRPO step of the recipes takes 3 (1.5B) to 18 (72B) minutes,
 so 100 000 steps run for 7 months to 3 years of GPU time; more is a typo, not a run."""
 
-# The secret rule of job.overrides (docs/input-validation.md, "Secrets in job.overrides"). Overrides are
-# plain text on the way to the cluster (the job's entrypoint, the plan, the watcher's ConfigMap, Ray's
-# job table), so a credential there would leak everywhere a secret must not go. Refused:
-# - a key one of whose parts ends in a secret word: `hf_token`, `env_vars.HF_TOKEN`, `wandb.api_key`,
-#   `password`, `credentials` (but not `max_new_tokens`, `token_level_loss`, `tokenizer`);
-# - a value that looks like a credential (`workloads.cli_args.looks_like_credential`, the project's one
-#   detector, which every message that repeats user input also goes through).
+# The secret rule of job.overrides (docs/input-validation.md, "Secrets in job.overrides"): overrides travel in
+# plain text, so a key one of whose parts ends in a secret word (`hf_token`, `wandb.api_key`, but not
+# `max_new_tokens`) and a value that `looks_like_credential` are refused.
 _SECRET_WORDS = frozenset(
     {"token", "secret", "password", "passwd", "pwd", "credential", "credentials", "apikey", "netrc"}
 )
@@ -51,10 +47,7 @@ _KEY_QUALIFIERS = frozenset({"api", "access", "secret", "private", "auth", "ssh"
 def secret_key_part(key: str) -> Optional[str]:
     """The part of a dotted override key that names a secret-ish setting, or None."""
     for part in key.split("."):
-        pieces = [p for p in re.split(r"[_\-]", part.lower()) if p]
-        if not pieces:
-            continue
-        last, before = pieces[-1], pieces[-2] if len(pieces) > 1 else ""
+        before, last = ["", "", *(p for p in re.split(r"[_\-]", part.lower()) if p)][-2:]
         if (
             last in _SECRET_WORDS
             or (last == "key" and before in _KEY_QUALIFIERS)
@@ -205,9 +198,9 @@ class JobConfig(Model):
         ge=1,
         le=10080,
         description="Bound on the training one preemption may throw away, in minutes: the job's "
-        "`checkpointing.save_period` is the largest whose save cycle plus one checkpoint write stays within it "
-        "(from the plan's step time and checkpoint write time; at least 1 step). Default: the period whose writes "
-        "take at most 10 % of training time, which keeps the loss near a step.",
+        "`checkpointing.save_period` is the largest whose save cycle plus one checkpoint write stays within it (from "
+        "the plan's step time and checkpoint write time; at least 1 step). Default: the period whose writes take at "
+        "most 10 % of training time, which keeps the loss near a step.",
     )
     budget_usd: Optional[float] = Field(
         None,
@@ -239,19 +232,16 @@ def check_job_fits(job: JobConfig, node_count: int, flavour: Flavour) -> None:
         raise KeyedValueError("job.overrides", str(err)) from None
     nodes, gpus = node_count, flavour.gpus_per_node
     recipe = job.recipe
-    if par.train_tensor_parallel > gpus:
-        raise KeyedValueError(
-            "job.overrides",
-            f"recipe {recipe!r} with these overrides uses tensor parallel {par.train_tensor_parallel}, "
-            f"more than the {gpus} GPUs per node of flavour {flavour.name}; allowed: 1 to {gpus}",
-        )
-    if par.generation_tensor_parallel > gpus:
-        raise KeyedValueError(
-            "job.overrides",
-            f"recipe {recipe!r} with these overrides uses vLLM tensor parallel "
-            f"{par.generation_tensor_parallel}, more than the {gpus} GPUs per node of flavour "
-            f"{flavour.name}; allowed: 1 to {gpus}",
-        )
+    for what, size in (
+        ("tensor parallel", par.train_tensor_parallel),
+        ("vLLM tensor parallel", par.generation_tensor_parallel),
+    ):
+        if size > gpus:
+            raise KeyedValueError(
+                "job.overrides",
+                f"recipe {recipe!r} with these overrides uses {what} {size}, more than the {gpus} GPUs per node "
+                f"of flavour {flavour.name}; allowed: 1 to {gpus}",
+            )
     if par.training_nodes(nodes) < 1:
         raise KeyedValueError(
             "gpuPool.nodeCount",

@@ -61,8 +61,17 @@ def check_psa_prefix(v: str) -> str:
 
 
 def check_no_overlaps(network: NetworkConfig) -> None:
-    """No two ranges overlap; on the `default` VPC none overlaps its auto-mode subnets."""
-    ranges = network.named_ranges()
+    """No two ranges the stack allocates (keyed by their config keys) overlap; on the `default` VPC none overlaps
+    its auto-mode subnets."""
+    named = {
+        "gvnicCidr": network.gvnic_cidr,
+        "psaCidr": network.psa_cidr,
+        "podsCidr": network.pods_cidr,
+        "servicesCidr": network.services_cidr,
+        **({} if network.use_default_network else {"primaryCidr": network.primary_cidr}),
+        **{f"rdmaCidrs[{i}]": c for i, c in enumerate(network.rdma_cidrs)},
+    }
+    ranges = {k: ipaddress.IPv4Network(v) for k, v in named.items()}
     for (ka, a), (kb, b) in itertools.combinations(ranges.items(), 2):
         if a.overlaps(b):
             raise KeyedValueError(
@@ -108,19 +117,6 @@ class NetworkConfig(Model):
     gvnic_mtu: int = Field(8896, ge=1300, le=8896, description="MTU of the gVNIC VPC.")
 
     checks = (check_no_overlaps,)
-
-    def named_ranges(self) -> dict[str, ipaddress.IPv4Network]:
-        """Every range the stack allocates, keyed by its config key."""
-        ranges = {
-            "gvnicCidr": self.gvnic_cidr,
-            "psaCidr": self.psa_cidr,
-            "podsCidr": self.pods_cidr,
-            "servicesCidr": self.services_cidr,
-        }
-        if not self.use_default_network:
-            ranges["primaryCidr"] = self.primary_cidr
-        ranges |= {f"rdmaCidrs[{i}]": c for i, c in enumerate(self.rdma_cidrs)}
-        return {k: ipaddress.IPv4Network(v) for k, v in ranges.items()}
 
 
 def check_address_room(network: NetworkConfig, gpu_nodes: int, system_nodes: int) -> None:

@@ -91,15 +91,15 @@ class RayConfig(Model):
         64,
         ge=4,
         le=512,
-        description="Memory requested by the Ray head (GiB); the NeMo-RL driver runs there. The default is the "
-        "request of Google's codelab for the 72B recipe (8 CPU / 64 GiB).",
+        description="Memory requested by the Ray head (GiB); the NeMo-RL driver runs there. The default is the request "
+        "of Google's codelab for the 72B recipe (8 CPU / 64 GiB).",
     )
     worker_cpu: Optional[int] = Field(
         None,
         ge=1,
         description="CPUs requested (and limited to) by each Ray worker, one per GPU node. Default: the flavour's "
-        "reference (206 on A4 and A3 Ultra, from Google's NeMo-RL on GKE sample); at most what GKE leaves for pods "
-        "on the node minus 2 CPUs for its DaemonSets.",
+        "reference (206 on A4 and A3 Ultra, from Google's NeMo-RL on GKE sample); at most what GKE leaves for pods on "
+        "the node minus 2 CPUs for its DaemonSets.",
     )
     worker_memory_gib: Optional[int] = Field(
         None,

@@ -14,7 +14,6 @@ from infra.config.base import Model
 from infra.config.cluster_config import (
     ClusterConfig,
     check_autopilot,
-    check_control_plane_allow_list,
     check_min_master_version,
     check_system_pool_machine,
 )
@@ -125,7 +124,6 @@ def check_sections_together(config: StackConfig) -> None:
     check_address_room(config.network, config.gpu_pool.node_count, cluster.system_pool.node_count)
     check_rdma_subnets(config.network, flavour)
     check_min_master_version(cluster, flavour, config.lustre.legacy_port)
-    check_control_plane_allow_list(cluster)
     if cluster.mode == "autopilot":
         check_autopilot(cluster, config.gpu_pool, ray, flavour)
     else:
@@ -171,16 +169,14 @@ class StackConfig(Model):
     )
     allow_untested_versions: bool = Field(
         False,
-        description="Accept pins (GKE version, GPU driver, gIB installer image, NeMo-RL image, KubeRay chart) that "
-        "no row "
-        "of the version matrix (data/version_matrix.yaml, docs/version-matrix.md) covers: for trying a new combination "
-        "before its row is recorded. Known-bad pairs stay refused.",
+        description="Accept pins (GKE version, GPU driver, gIB installer image, NeMo-RL image, KubeRay chart) that no "
+        "row of the version matrix (data/version_matrix.yaml, docs/version-matrix.md) covers: for trying a new "
+        "combination before its row is recorded. Known-bad pairs stay refused.",
     )
     manage_apis: bool = Field(
         True,
-        description="Enable every Google Cloud API the stack uses (Service Usage; left on by `pulumi destroy`) "
-        "and make "
-        "each resource wait for its API. false where the deployer may not enable services: the APIs listed in "
+        description="Enable every Google Cloud API the stack uses (Service Usage; left on by `pulumi destroy`) and "
+        "make each resource wait for its API. false where the deployer may not enable services: the APIs listed in "
         "docs/deploy.md must then be on already.",
     )
     flavour: Annotated[str, AfterValidator(check_flavour)] = Field(
