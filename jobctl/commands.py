@@ -1,8 +1,5 @@
 """The CLI's commands: each takes the parsed flags, the stack and where to print, and returns the exit code.
-
-`workloads.submit` (the Ray Job API client) is imported by the commands that reach a dashboard, not
-at the top: `submit --dry-run` never loads Ray (tests/test_jobctl.py checks it).
-"""
+`workloads.submit` is imported inside the commands that reach a dashboard: `submit --dry-run` never loads Ray."""
 
 from __future__ import annotations
 
@@ -79,9 +76,8 @@ def gke_target(args: argparse.Namespace, stack: Stack) -> GkeTarget:
     if not endpoint:
         raise CommandError(
             f"no dashboard address: pass --address http://127.0.0.1:8265 (e.g. from `{cli_args.RUN} jobctl "
-            "dashboard`), "
-            "or --endpoint/--head-service (and --ca-file for an IP endpoint), or install the pulumi CLI so the stack "
-            "outputs can be read"
+            "dashboard`), or --endpoint/--head-service (and --ca-file for an IP endpoint), or install the pulumi CLI "
+            "so the stack outputs can be read"
         )
     try:
         ray_address.check_endpoint(endpoint)  # before needs_cluster_ca, which cannot parse a malformed URL either
@@ -115,18 +111,12 @@ def connect(args: argparse.Namespace, stack: Stack):
 
 
 def workers_command(stack: Stack, replicas: int) -> str:
-    """The kubectl command that brings the released Ray workers back (what `bring_back_workers` patches). Index
-    0: the KubeRay ray-cluster chart renders its `worker` values as the first of `workerGroupSpecs`, before any
-    `additionalWorkerGroups` (ray-project/kuberay helm-chart/ray-cluster/templates/raycluster-cluster.yaml), and
-    infra/ray_cluster.py sets no other group."""
-    patch = json.dumps(
-        [
-            {"op": "replace", "path": "/spec/workerGroupSpecs/0/replicas", "value": replicas},
-            {"op": "replace", "path": "/spec/workerGroupSpecs/0/minReplicas", "value": replicas},
-        ]
-    )
+    """The kubectl command that brings the released Ray workers back. Index 0: the chart renders `worker` first
+    (ray-project/kuberay helm-chart/ray-cluster/templates/raycluster-cluster.yaml); infra/ray_cluster.py adds none."""
     from infra.ray_cluster import RAY_CLUSTER_NAME
 
+    spec = "/spec/workerGroupSpecs/0/"
+    patch = json.dumps([{"op": "replace", "path": spec + k, "value": replicas} for k in ("replicas", "minReplicas")])
     return f"kubectl -n {stack.config.ray.namespace} patch raycluster {RAY_CLUSTER_NAME} --type json -p '{patch}'"
 
 

@@ -22,10 +22,16 @@ class Model(BaseModel):
         populate_by_name=True,
         extra="forbid",
         frozen=True,
-        use_attribute_docstrings=False,
+        # A field's description is the docstring under it (one line wherever shown: `__pydantic_init_subclass__`).
+        use_attribute_docstrings=True,
         # inf/nan would pass `ge=0` and reach the plan as `$inf/h` and as `Infinity`, which is not JSON.
         allow_inf_nan=False,
     )
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        for field in cls.model_fields.values():
+            field.description = field.description and field.description.replace("\n", " ")
 
     checks: ClassVar[tuple[Callable[[Any], None], ...]] = ()
     """The section's rules across its fields, run in this order once every field is valid."""

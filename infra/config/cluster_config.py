@@ -28,26 +28,18 @@ from infra.machines import (
 class SystemPoolConfig(Model):
     """The CPU system pool that hosts the Ray head and cluster add-ons."""
 
-    machine_type: str = Field(
-        "n2-highmem-16",
-        pattern=r"^[a-z0-9]+-[a-z0-9-]+$",
-        description="Machine type of the CPU pool (16 vCPU / 128 GiB by default): one of the catalogue of "
-        "infra/machines.py, the N2 types the cost estimate can price, that fits the Ray head (`ray.headCpu`, "
-        "`ray.headMemoryGib`) after GKE's reservations; GPU machine types are refused.",
-    )
-    allow_uncatalogued_machine_type: bool = Field(
-        False,
-        description="Accept a CPU `machineType` outside the catalogue (another series, a custom type): the plan then "
-        "cannot price the pool (it says so), and the Ray head's fit is checked only for N1/N2/N2D/E2 types.",
-    )
-    node_count: int = Field(1, ge=1, le=10, description="Nodes in the CPU pool.")
-    disk_size_gb: int = Field(
-        200,
-        ge=10,
-        le=65536,
-        description="Boot disk size of CPU nodes (GB); holds the NeMo-RL image of the Ray head. Default as in Google's "
-        "A4 and A3 Ultra Cluster Toolkit blueprints.",
-    )
+    machine_type: str = Field("n2-highmem-16", pattern=r"^[a-z0-9]+-[a-z0-9-]+$")
+    """Machine type of the CPU pool (16 vCPU / 128 GiB by default): one of the catalogue of infra/machines.py, the N2
+    types the cost estimate can price, that fits the Ray head (`ray.headCpu`, `ray.headMemoryGib`) after GKE's
+    reservations; GPU machine types are refused."""
+    allow_uncatalogued_machine_type: bool = False
+    """Accept a CPU `machineType` outside the catalogue (another series, a custom type): the plan then cannot price the
+    pool (it says so), and the Ray head's fit is checked only for N1/N2/N2D/E2 types."""
+    node_count: int = Field(1, ge=1, le=10)
+    """Nodes in the CPU pool."""
+    disk_size_gb: int = Field(200, ge=10, le=65536)
+    """Boot disk size of CPU nodes (GB); holds the NeMo-RL image of the Ray head. Default as in Google's A4 and A3 Ultra
+    Cluster Toolkit blueprints."""
 
 
 def canonical_cidr(v: str) -> str:
@@ -74,8 +66,10 @@ def canonical_cidr(v: str) -> str:
 class AuthorizedNetwork(Model):
     """A CIDR allowed to reach the GKE control plane."""
 
-    cidr_block: Annotated[str, AfterValidator(canonical_cidr)] = Field(description="IPv4 CIDR, e.g. 203.0.113.0/24.")
-    display_name: str = Field("", max_length=64, description="Label shown in the console.")
+    cidr_block: Annotated[str, AfterValidator(canonical_cidr)]
+    """IPv4 CIDR, e.g. 203.0.113.0/24."""
+    display_name: str = Field("", max_length=64)
+    """Label shown in the console."""
 
 
 def check_control_plane_access(cluster: ClusterConfig) -> None:
@@ -123,58 +117,46 @@ def check_control_plane_access(cluster: ClusterConfig) -> None:
 class ClusterConfig(Model):
     """The GKE cluster."""
 
-    mode: Literal["standard", "autopilot"] = Field(
-        "standard",
-        description="`standard`: a GKE Standard cluster, its control plane regional unless `controlPlaneLocation: "
-        "zonal`, with a CPU system pool and a GPU node pool, both in `zone`. `autopilot`: a regional GKE Autopilot "
-        "cluster without node pools; GKE makes the GPU nodes for the Ray worker pods, which select the accelerator and "
-        "Spot capacity themselves (see docs/autopilot.md). Cannot change after creation.",
-    )
-    release_channel: Literal["RAPID", "REGULAR", "STABLE", "EXTENDED"] = Field(
-        "REGULAR", description="GKE release channel (Google's A4 blueprint uses REGULAR)."
-    )
+    mode: Literal["standard", "autopilot"] = "standard"
+    """`standard`: a GKE Standard cluster, its control plane regional unless `controlPlaneLocation: zonal`, with a CPU
+    system pool and a GPU node pool, both in `zone`. `autopilot`: a regional GKE Autopilot cluster without node pools;
+    GKE makes the GPU nodes for the Ray worker pods, which select the accelerator and Spot capacity themselves (see
+    docs/autopilot.md). Cannot change after creation."""
+    release_channel: Literal["RAPID", "REGULAR", "STABLE", "EXTENDED"] = "REGULAR"
+    """GKE release channel (Google's A4 blueprint uses REGULAR)."""
     min_master_version: Optional[str] = Field(
         None,
         pattern=GKE_VERSION,
         description="Minimum control-plane version; unset takes the channel's default. When set, at least the "
         f"flavour's minimum GKE version, and {LUSTRE_PORT_988_MIN_GKE} unless `lustre.legacyPort`.",
     )
-    block_node_upgrades: bool = Field(
-        True,
-        description="Add a maintenance exclusion that blocks minor and node auto-upgrades (they recreate GPU nodes "
-        "mid-run); control-plane patches continue. Upgrade between runs.",
-    )
-    deletion_protection: bool = Field(True, description="Refuse `pulumi destroy` of the cluster until set to false.")
-    maintenance_start_time: str = Field(
-        "03:00", pattern=HH_MM, description="Daily maintenance window start (UTC, HH:MM)."
-    )
-    control_plane_location: Literal["regional", "zonal"] = Field(
-        "regional",
-        description="`regional` (default, as both seeds and Google's A4/A3 Ultra blueprints): control-plane replicas "
-        "in several zones of `region`, so the API stays up during control-plane upgrades and a zone outage, when the "
-        "preemption watcher, `pulumi` and `python -m jobctl` need it; both node pools stay in `zone`. `zonal`: one "
-        "control plane in `zone`, unreachable for minutes during its upgrades; it is the one cluster the GKE free tier "
-        "credits. Changing it replaces the cluster.",
-    )
-    control_plane_access: Literal["dns", "ip"] = Field(
-        "dns",
-        description="How `pulumi up`, kubectl and `python -m jobctl` reach the API server. `dns`: only the cluster's "
-        "DNS endpoint (`gke-<id>.<region>.gke.goog`), where Google IAM (`container.clusters.connect`) checks every "
-        "request before Kubernetes RBAC; the IP endpoints are turned off, so there is no address to allow-list. `ip`: "
-        "the public IP endpoint, limited to `masterAuthorizedNetworks` (or opened with `allowPublicControlPlane`).",
-    )
-    master_authorized_networks: tuple[AuthorizedNetwork, ...] = Field(
-        (),
-        description="With `controlPlaneAccess: ip`: the CIDRs allowed to reach the control plane's public endpoint; "
-        "must include where `pulumi up` and kubectl run. Empty is refused unless `allowPublicControlPlane` is true. "
-        "Must stay empty with `controlPlaneAccess: dns`.",
-    )
-    allow_public_control_plane: bool = Field(
-        False,
-        description="With `controlPlaneAccess: ip`: open the control plane to any address (Google credentials and RBAC "
-        "still required) when `masterAuthorizedNetworks` is empty.",
-    )
-    system_pool: SystemPoolConfig = Field(default_factory=SystemPoolConfig, description="CPU system pool.")
+    block_node_upgrades: bool = True
+    """Add a maintenance exclusion that blocks minor and node auto-upgrades (they recreate GPU nodes mid-run);
+    control-plane patches continue. Upgrade between runs."""
+    deletion_protection: bool = True
+    """Refuse `pulumi destroy` of the cluster until set to false."""
+    maintenance_start_time: str = Field("03:00", pattern=HH_MM)
+    """Daily maintenance window start (UTC, HH:MM)."""
+    control_plane_location: Literal["regional", "zonal"] = "regional"
+    """`regional` (default, as both seeds and Google's A4/A3 Ultra blueprints): control-plane replicas in several zones
+    of `region`, so the API stays up during control-plane upgrades and a zone outage, when the preemption watcher,
+    `pulumi` and `python -m jobctl` need it; both node pools stay in `zone`. `zonal`: one control plane in `zone`,
+    unreachable for minutes during its upgrades; it is the one cluster the GKE free tier credits. Changing it replaces
+    the cluster."""
+    control_plane_access: Literal["dns", "ip"] = "dns"
+    """How `pulumi up`, kubectl and `python -m jobctl` reach the API server. `dns`: only the cluster's DNS endpoint
+    (`gke-<id>.<region>.gke.goog`), where Google IAM (`container.clusters.connect`) checks every request before
+    Kubernetes RBAC; the IP endpoints are turned off, so there is no address to allow-list. `ip`: the public IP
+    endpoint, limited to `masterAuthorizedNetworks` (or opened with `allowPublicControlPlane`)."""
+    master_authorized_networks: tuple[AuthorizedNetwork, ...] = ()
+    """With `controlPlaneAccess: ip`: the CIDRs allowed to reach the control plane's public endpoint; must include where
+    `pulumi up` and kubectl run. Empty is refused unless `allowPublicControlPlane` is true. Must stay empty with
+    `controlPlaneAccess: dns`."""
+    allow_public_control_plane: bool = False
+    """With `controlPlaneAccess: ip`: open the control plane to any address (Google credentials and RBAC still required)
+    when `masterAuthorizedNetworks` is empty."""
+    system_pool: SystemPoolConfig = Field(default_factory=SystemPoolConfig)
+    """CPU system pool."""
 
     checks = (check_control_plane_access,)
 

@@ -1,12 +1,7 @@
-"""Reading the engine's config: what the Pulumi engine hands the program (the `PULUMI_CONFIG` and
-`PULUMI_CONFIG_SECRET_KEYS` environment, or the values the SDK was given in process, as under mocks
-and the offline plan), reduced to this project's namespace.
-
-The one place that touches the SDK's config store (`pulumi.runtime.config`: `get_config_env`, `CONFIG`,
-`get_config_secret_keys_env`, `is_config_secret`; pulumi/pulumi sdk/python/lib/pulumi/runtime/config.py,
-v3.272.0). The secret keys set in process are asked for one by one through the public `is_config_secret`
-rather than read from the SDK's private `_SECRET_KEYS` set.
-"""
+"""The engine's config (`PULUMI_CONFIG`, `PULUMI_CONFIG_SECRET_KEYS`, or the values given in process, as under
+mocks) reduced to this project's namespace: the one place that touches the SDK's config store
+(pulumi/pulumi sdk/python/lib/pulumi/runtime/config.py, v3.272.0), through its public functions only
+(`is_config_secret`, never the private `_SECRET_KEYS`)."""
 
 from __future__ import annotations
 
@@ -19,11 +14,8 @@ from infra.naming import PROJECT
 
 
 def namespaced(flat: dict[str, Any]) -> dict[str, Any]:
-    """This project's keys of a flat engine config map (`nemo-rl-gke:<key>` -> value), without the
-    namespace, structured values (passed by the engine as JSON strings) decoded.
-
-    Other namespaces (provider keys such as `gcp:project`) are left to their owners, but one that is
-    a near miss of this project's (`nemo-rl-gk:flavour`) is refused: the CLI would pass it on and the
+    """This project's keys of a flat engine config map, without the namespace, JSON values decoded. Other
+    namespaces are left to their owners, but a near miss of this one (`nemo-rl-gk:flavour`) is refused: the
     program would silently run without it."""
     out: dict[str, Any] = {}
     prefix = f"{PROJECT}:"
@@ -61,13 +53,15 @@ def _environment(variable: str, kind: type, read: Any, allowed: str) -> Any:
 
 
 def _json_kind(value: Any) -> str:
-    """What a JSON value is, in JSON's words (never a Python class name such as NoneType)."""
-    if isinstance(value, list):
-        return "a JSON list"
-    for kind, words in ((type(None), "JSON null"), (bool, "a JSON boolean"), ((int, float), "a JSON number")):
-        if isinstance(value, kind):
-            return words
-    return "a JSON string" if isinstance(value, str) else "a JSON object"
+    """What a JSON value is, in JSON's words (never a Python class name such as NoneType); bool before int."""
+    kinds = (
+        (list, "a JSON list"),
+        (type(None), "JSON null"),
+        (bool, "a JSON boolean"),
+        ((int, float), "a JSON number"),
+        (str, "a JSON string"),
+    )
+    return next((words for kind, words in kinds if isinstance(value, kind)), "a JSON object")
 
 
 def engine_config() -> dict[str, Any]:

@@ -1,8 +1,5 @@
-"""What a bad stack configuration raises, and pydantic's errors said in the words of a stack file.
-
-`ConfigError` carries one line per problem, each naming the key (`nemo-rl-gke:<key.path>`) and what
-is allowed; no pydantic class name or internal type ever reaches the user.
-"""
+"""What a bad stack configuration raises, and pydantic's errors said in the words of a stack file: one line
+per problem, naming the key (`nemo-rl-gke:<key.path>`) and what is allowed, never a pydantic internal."""
 
 from __future__ import annotations
 

@@ -40,10 +40,10 @@ class Rung:
 class RungConfig(Model):
     """A rung as a stack file writes it: `spot`, `flexStart`, `onDemand` or `{reservation: NAME}`."""
 
-    provisioning: Provisioning = Field(description="How the rung's nodes are obtained.")
-    reservation_name: Optional[str] = Field(
-        None, pattern=LOWER_NAME, max_length=63, description="The Compute Engine reservation of a reservation rung."
-    )
+    provisioning: Provisioning
+    """How the rung's nodes are obtained."""
+    reservation_name: Optional[str] = Field(None, pattern=LOWER_NAME, max_length=63)
+    """The Compute Engine reservation of a reservation rung."""
 
 
 DISK_IMAGE = r"^(projects/[a-z][-a-z0-9]{4,28}[a-z0-9]/)?global/images/[a-z]([-a-z0-9]{0,61}[a-z0-9])?$"
@@ -91,25 +91,18 @@ def check_ladder_rungs(capacity: CapacityConfig) -> None:
 class CapacityConfig(Model):
     """`gpuPool.capacity`: the ordered capacity ladder GKE's autoscaler walks through a ComputeClass."""
 
-    ladder: Annotated[tuple[RungConfig, ...], BeforeValidator(expand_rung_shorthand)] = Field(
-        description="Ordered rungs, most preferred first: each of spot, flexStart, onDemand or {reservation: NAME}. "
-        "One GPU pool per rung (same machine, NICs and RDMA networks, autoscaled 0..nodeCount) and a ComputeClass "
-        "whose priorities name them in this order; a gang may mix nodes of several rungs.",
-    )
-    max_wait_minutes: int = Field(
-        60,
-        ge=5,
-        le=7 * 24 * 60,
-        description="How long the run owner (the preemption watcher) waits for the whole gang (gpuPool.nodeCount Ray "
-        "workers running, on nodes of any rungs) before each attempt it submits; then it says so in one line and acts "
-        "by `onTimeout`. Also with a one-rung ladder.",
-    )
-    on_timeout: Literal["releaseWorkers", "keep"] = Field(
-        "releaseWorkers",
-        description="`releaseWorkers` (default): scale the Ray worker group to 0 and submit nothing for that attempt, "
-        "so the autoscaler removes the partial nodes (every GPU pool autoscales from 0 to nodeCount); `keep`: only say "
-        "so, keep waiting, submit once the gang is whole.",
-    )
+    ladder: Annotated[tuple[RungConfig, ...], BeforeValidator(expand_rung_shorthand)]
+    """Ordered rungs, most preferred first: each of spot, flexStart, onDemand or {reservation: NAME}. One GPU pool per
+    rung (same machine, NICs and RDMA networks, autoscaled 0..nodeCount) and a ComputeClass whose priorities name them
+    in this order; a gang may mix nodes of several rungs."""
+    max_wait_minutes: int = Field(60, ge=5, le=7 * 24 * 60)
+    """How long the run owner (the preemption watcher) waits for the whole gang (gpuPool.nodeCount Ray workers running,
+    on nodes of any rungs) before each attempt it submits; then it says so in one line and acts by `onTimeout`. Also
+    with a one-rung ladder."""
+    on_timeout: Literal["releaseWorkers", "keep"] = "releaseWorkers"
+    """`releaseWorkers` (default): scale the Ray worker group to 0 and submit nothing for that attempt, so the
+    autoscaler removes the partial nodes (every GPU pool autoscales from 0 to nodeCount); `keep`: only say so, keep
+    waiting, submit once the gang is whole."""
 
     checks = (check_ladder_rungs,)
 
@@ -146,53 +139,33 @@ def check_gpu_pool_provisioning(pool: GpuPoolConfig) -> None:
 class GpuPoolConfig(Model):
     """The GPU node pool."""
 
-    node_count: int = Field(
-        1, ge=1, le=64, description="GPU nodes in the pool; the Ray worker replicas and the job's `cluster.num_nodes`."
-    )
-    provisioning: Provisioning = Field(
-        Provisioning.SPOT,
-        description="`spot` (default, cheapest, preemptible), `reservation` (needs `reservationName`), `flexStart` "
-        "(flex-start VMs: the pool starts empty and GKE's autoscaler gets nodes for the pending Ray workers, for at "
-        "most seven days each) or `onDemand`. A one-rung `gpuPool.capacity`; set one or the other.",
-    )
-    reservation_name: Optional[str] = Field(
-        None,
-        pattern=LOWER_NAME,
-        max_length=63,
-        description="Compute Engine reservation to consume when `provisioning` is `reservation`.",
-    )
-    compact_placement: bool = Field(
-        False, description="Ask for a COMPACT placement policy (lower latency between nodes)."
-    )
-    gpu_driver_version: Literal["DEFAULT", "LATEST"] = Field(
-        "LATEST", description="GPU driver GKE installs on the nodes."
-    )
-    warm_minutes: Optional[int] = Field(
-        None,
-        ge=10,
-        le=240,
-        description="Off by default (unset). Warm the GPU pool during Managed Lustre's creation, for those who value "
-        "time over money: a Job of `nodeCount` placeholder pods (priority -10, the NeMo-RL image, one whole node each) "
-        "makes the autoscaler bring the GPU nodes and pull the image while Lustre is created; the Ray workers preempt "
-        "them and the Job ends (or ends at the latest this many minutes after it starts; then unused nodes leave after "
-        "the autoscaler's scale-down delay). Billed from the nodes' arrival; the plan shows minutes and dollars before "
-        "the job with this setting. Standard clusters only.",
-    )
-    image_cache_disk_image: Optional[str] = Field(
-        None,
-        pattern=DISK_IMAGE,
-        max_length=200,
-        description="A Compute Engine disk image holding the NeMo-RL container image (built with Google's "
-        "gke-disk-image-builder, docs/deploy.md), as `global/images/NAME` or `projects/PROJECT/global/images/NAME`: "
-        "every GPU node gets it as a secondary boot disk (mode CONTAINER_IMAGE_CACHE, with image streaming on), so a "
-        "new node finds the image there instead of pulling ~20 GB. Unset: none. Changing it replaces the GPU pool "
-        "(ForceNew). Standard clusters only.",
-    )
-    capacity: Optional[CapacityConfig] = Field(
-        None,
-        description="The capacity ladder (`ladder`, `maxWaitMinutes`, `onTimeout`): more than one way to get the GPUs, "
-        "tried in order by GKE's autoscaler. Unset: the one rung `provisioning` (and `reservationName`) names.",
-    )
+    node_count: int = Field(1, ge=1, le=64)
+    """GPU nodes in the pool; the Ray worker replicas and the job's `cluster.num_nodes`."""
+    provisioning: Provisioning = Provisioning.SPOT
+    """`spot` (default, cheapest, preemptible), `reservation` (needs `reservationName`), `flexStart` (flex-start VMs:
+    the pool starts empty and GKE's autoscaler gets nodes for the pending Ray workers, for at most seven days each) or
+    `onDemand`. A one-rung `gpuPool.capacity`; set one or the other."""
+    reservation_name: Optional[str] = Field(None, pattern=LOWER_NAME, max_length=63)
+    """Compute Engine reservation to consume when `provisioning` is `reservation`."""
+    compact_placement: bool = False
+    """Ask for a COMPACT placement policy (lower latency between nodes)."""
+    gpu_driver_version: Literal["DEFAULT", "LATEST"] = "LATEST"
+    """GPU driver GKE installs on the nodes."""
+    warm_minutes: Optional[int] = Field(None, ge=10, le=240)
+    """Off by default (unset). Warm the GPU pool during Managed Lustre's creation, for those who value time over money:
+    a Job of `nodeCount` placeholder pods (priority -10, the NeMo-RL image, one whole node each) makes the autoscaler
+    bring the GPU nodes and pull the image while Lustre is created; the Ray workers preempt them and the Job ends (or
+    ends at the latest this many minutes after it starts; then unused nodes leave after the autoscaler's scale-down
+    delay). Billed from the nodes' arrival; the plan shows minutes and dollars before the job with this setting.
+    Standard clusters only."""
+    image_cache_disk_image: Optional[str] = Field(None, pattern=DISK_IMAGE, max_length=200)
+    """A Compute Engine disk image holding the NeMo-RL container image (built with Google's gke-disk-image-builder,
+    docs/deploy.md), as `global/images/NAME` or `projects/PROJECT/global/images/NAME`: every GPU node gets it as a
+    secondary boot disk (mode CONTAINER_IMAGE_CACHE, with image streaming on), so a new node finds the image there
+    instead of pulling ~20 GB. Unset: none. Changing it replaces the GPU pool (ForceNew). Standard clusters only."""
+    capacity: Optional[CapacityConfig] = None
+    """The capacity ladder (`ladder`, `maxWaitMinutes`, `onTimeout`): more than one way to get the GPUs, tried in order
+    by GKE's autoscaler. Unset: the one rung `provisioning` (and `reservationName`) names."""
 
     @property
     def ladder(self) -> tuple[Rung, ...]:

@@ -177,39 +177,27 @@ class JobConfig(Model):
         f"model is the recipe's), a credential (docs/input-validation.md); at most {MAX_OVERRIDES} of at most 512 "
         "characters.",
     )
-    submit: bool = Field(True, description="Submit the job on `pulumi up`; false deploys the Ray cluster only.")
-    max_num_steps: Optional[int] = Field(
-        None, ge=1, le=MAX_NUM_STEPS, description="Override the recipe's `grpo.max_num_steps` (at most 100000)."
-    )
-    wandb_project: Optional[str] = Field(
-        None,
-        pattern=r"^[A-Za-z0-9._\-]{1,128}$",
-        description="W&B project; enables W&B logging (needs the `wandbApiKey` secret).",
-    )
-    gate: Optional[Literal["enforce", "warn", "off"]] = Field(
-        None,
-        description="The acceptance gate before the job is submitted (GPUs, gIB fabric bandwidth, Lustre throughput; "
-        "docs/acceptance-gate.md): `enforce` does not submit after a failed gate, `warn` reports and submits, `off` "
-        "skips it. Default: `enforce` when `gpuPool.nodeCount` > 1, else `warn`. It holds on every attempt: the "
-        "preemption watcher gates each resubmission onto the nodes that replaced the lost ones.",
-    )
-    max_lost_minutes: Optional[float] = Field(
-        None,
-        ge=1,
-        le=10080,
-        description="Bound on the training one preemption may throw away, in minutes: the job's "
-        "`checkpointing.save_period` is the largest whose save cycle plus one checkpoint write stays within it (from "
-        "the plan's step time and checkpoint write time; at least 1 step). Default: the period whose writes take at "
-        "most 10 % of training time, which keeps the loss near a step.",
-    )
-    budget_usd: Optional[float] = Field(
-        None,
-        gt=0,
-        description="Spend limit of the run in USD: GPU node-hours of all its attempts x the plan's node-hour price of "
-        "the pool's provisioning (the run ledger, docs/preemption-recovery.md). The watcher warns at 80 %; at 100 % it "
-        "stops the run after its next complete checkpoint (at once when none comes within one save period) and "
-        "resubmits nothing. Default: no limit.",
-    )
+    submit: bool = True
+    """Submit the job on `pulumi up`; false deploys the Ray cluster only."""
+    max_num_steps: Optional[int] = Field(None, ge=1, le=MAX_NUM_STEPS)
+    """Override the recipe's `grpo.max_num_steps` (at most 100000)."""
+    wandb_project: Optional[str] = Field(None, pattern=r"^[A-Za-z0-9._\-]{1,128}$")
+    """W&B project; enables W&B logging (needs the `wandbApiKey` secret)."""
+    gate: Optional[Literal["enforce", "warn", "off"]] = None
+    """The acceptance gate before the job is submitted (GPUs, gIB fabric bandwidth, Lustre throughput;
+    docs/acceptance-gate.md): `enforce` does not submit after a failed gate, `warn` reports and submits, `off` skips it.
+    Default: `enforce` when `gpuPool.nodeCount` > 1, else `warn`. It holds on every attempt: the preemption watcher
+    gates each resubmission onto the nodes that replaced the lost ones."""
+    max_lost_minutes: Optional[float] = Field(None, ge=1, le=10080)
+    """Bound on the training one preemption may throw away, in minutes: the job's `checkpointing.save_period` is the
+    largest whose save cycle plus one checkpoint write stays within it (from the plan's step time and checkpoint write
+    time; at least 1 step). Default: the period whose writes take at most 10 % of training time, which keeps the loss
+    near a step."""
+    budget_usd: Optional[float] = Field(None, gt=0)
+    """Spend limit of the run in USD: GPU node-hours of all its attempts x the plan's node-hour price of the pool's
+    provisioning (the run ledger, docs/preemption-recovery.md). The watcher warns at 80 %; at 100 % it stops the run
+    after its next complete checkpoint (at once when none comes within one save period) and resubmits nothing. Default:
+    no limit."""
 
     checks = (check_model_is_the_recipes, check_data_keys)
 

@@ -63,35 +63,26 @@ def check_lustre_capacity(lustre: LustreConfig) -> None:
 class LustreConfig(Model):
     """The Managed Lustre instance (checkpoints, HF cache)."""
 
-    capacity_gib: int = Field(
-        18000, description="Capacity in GiB; at least the tier's minimum and a multiple of its step."
-    )
-    per_unit_storage_throughput: Annotated[int, AfterValidator(check_lustre_tier)] = Field(
-        500, description="Throughput tier in MB/s per TiB: 125, 250, 500 or 1000. Cannot change after creation."
-    )
-    filesystem: Annotated[str, AfterValidator(check_lustre_filesystem)] = Field(
-        "lustrefs", description="Lustre filesystem name: 1-8 letters or digits."
-    )
-    instance_id: Annotated[Optional[str], AfterValidator(check_lustre_instance_id)] = Field(
-        None,
-        description="Instance id (lowercase letters, digits, hyphens; 1-63; starts with a letter). Default "
-        "`<prefix>-lustre`.",
-    )
+    capacity_gib: int = 18000
+    """Capacity in GiB; at least the tier's minimum and a multiple of its step."""
+    per_unit_storage_throughput: Annotated[int, AfterValidator(check_lustre_tier)] = 500
+    """Throughput tier in MB/s per TiB: 125, 250, 500 or 1000. Cannot change after creation."""
+    filesystem: Annotated[str, AfterValidator(check_lustre_filesystem)] = "lustrefs"
+    """Lustre filesystem name: 1-8 letters or digits."""
+    instance_id: Annotated[Optional[str], AfterValidator(check_lustre_instance_id)] = None
+    """Instance id (lowercase letters, digits, hyphens; 1-63; starts with a letter). Default `<prefix>-lustre`."""
     legacy_port: bool = Field(
         False,
         description="Use the legacy Lustre port 6988 (gkeSupportEnabled instances on GKE older than "
         f"{LUSTRE_PORT_988_MIN_GKE}).",
     )
-    export_on_destroy: bool = Field(
-        True,
-        description="Before `pulumi destroy` deletes the instance, export its `checkpoints/` and `logs/` to "
-        "`gs://<bucket>/lustre-export/` and wait; a failed export stops the destroy. false for scratch stacks.",
-    )
+    export_on_destroy: bool = True
+    """Before `pulumi destroy` deletes the instance, export its `checkpoints/` and `logs/` to
+    `gs://<bucket>/lustre-export/` and wait; a failed export stops the destroy. false for scratch stacks."""
     import_from: Annotated[Optional[str], AfterValidator(check_import_from)] = Field(
-        None,
-        pattern=r"^gs://[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]/([A-Za-z0-9._=@+-][A-Za-z0-9._=@+/-]*/)?$",
-        description="When the instance is created, import this Cloud Storage folder (`gs://bucket/path/`, ending in "
-        "`/`; e.g. an earlier stack's `gs://<bucket>/lustre-export/`) into the filesystem root, and wait.",
+        None, pattern=r"^gs://[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]/([A-Za-z0-9._=@+-][A-Za-z0-9._=@+/-]*/)?$"
     )
+    """When the instance is created, import this Cloud Storage folder (`gs://bucket/path/`, ending in `/`; e.g. an
+    earlier stack's `gs://<bucket>/lustre-export/`) into the filesystem root, and wait."""
 
     checks = (check_lustre_capacity,)

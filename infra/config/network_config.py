@@ -97,24 +97,24 @@ Subnet = Annotated[Range, AfterValidator(check_subnet_size)]
 class NetworkConfig(Model):
     """VPCs, subnets and address ranges."""
 
-    use_default_network: bool = Field(
-        False, description="Put the cluster on the project's `default` VPC instead of a new one."
-    )
-    primary_cidr: Subnet = Field("10.0.0.0/20", description="Primary subnet of the cluster's VPC (nodes).")
-    pods_cidr: Range = Field("10.4.0.0/14", description="Secondary range for pods.")
-    services_cidr: Range = Field("10.8.0.0/20", description="Secondary range for services.")
-    gvnic_cidr: Subnet = Field(
-        "192.168.0.0/24", description="Subnet of the gVNIC VPC (the second NIC of each GPU node)."
-    )
-    rdma_cidrs: tuple[Subnet, ...] = Field(
-        tuple(f"192.168.{n}.0/24" for n in range(1, 9)),
-        description="One subnet per RDMA NIC, in NIC order (rdma-0 first); as many as the flavour has RDMA NICs.",
-    )
-    psa_cidr: Annotated[Range, AfterValidator(check_psa_prefix)] = Field(
-        "10.16.0.0/22", description="Private Service Access range for Managed Lustre (/23 or larger)."
-    )
-    rdma_mtu: int = Field(8896, ge=1300, le=8896, description="MTU of the RDMA VPC (RoCE default 8896).")
-    gvnic_mtu: int = Field(8896, ge=1300, le=8896, description="MTU of the gVNIC VPC.")
+    use_default_network: bool = False
+    """Put the cluster on the project's `default` VPC instead of a new one."""
+    primary_cidr: Subnet = "10.0.0.0/20"
+    """Primary subnet of the cluster's VPC (nodes)."""
+    pods_cidr: Range = "10.4.0.0/14"
+    """Secondary range for pods."""
+    services_cidr: Range = "10.8.0.0/20"
+    """Secondary range for services."""
+    gvnic_cidr: Subnet = "192.168.0.0/24"
+    """Subnet of the gVNIC VPC (the second NIC of each GPU node)."""
+    rdma_cidrs: tuple[Subnet, ...] = tuple(f"192.168.{n}.0/24" for n in range(1, 9))
+    """One subnet per RDMA NIC, in NIC order (rdma-0 first); as many as the flavour has RDMA NICs."""
+    psa_cidr: Annotated[Range, AfterValidator(check_psa_prefix)] = "10.16.0.0/22"
+    """Private Service Access range for Managed Lustre (/23 or larger)."""
+    rdma_mtu: int = Field(8896, ge=1300, le=8896)
+    """MTU of the RDMA VPC (RoCE default 8896)."""
+    gvnic_mtu: int = Field(8896, ge=1300, le=8896)
+    """MTU of the gVNIC VPC."""
 
     checks = (check_no_overlaps,)
 

@@ -1,8 +1,5 @@
-"""The string patterns stack-file values are held to, and each one in the words a message gives.
-
-A field names its pattern by one of these constants, so that `errors.format_validation_error` finds
-the words for it in `PATTERN_HELP` (a pattern without words is shown as the regular expression).
-"""
+"""The string patterns stack-file values are held to, and in `PATTERN_HELP` each one in the words an error
+gives (`errors.format_validation_error`; a pattern without words is shown as the regular expression)."""
 
 from __future__ import annotations
 

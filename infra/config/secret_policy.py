@@ -37,13 +37,10 @@ def refuse_plaintext_secrets(
     stack: str,
     source: "Callable[[str], str] | None" = None,
 ) -> None:
-    """Raise `ConfigError` for each secret key (`hfToken`, `wandbApiKey`) present in `raw` but not
-    marked secret (`secret_keys` holds `namespace:key` names): a plaintext token would sit in the stack
-    file and in every copy of the repository. And for each other key stored as a secret: the program
-    reads it as plain text into names, labels and outputs (the secret would not stay one), and offline
-    its value is a placeholder that no check could make sense of. `source(key)` names where the key's
-    value came from (a stack file, `--config-file F`, `Pulumi.yaml`); without it, every place the Pulumi CLI
-    reads config from is named, since the program cannot tell which one it was."""
+    """Raise `ConfigError` for each secret key in `raw` not marked secret in `secret_keys` (a plaintext token
+    would sit in every copy of the repository), and for each other key stored as a secret (the program reads it
+    as plain text into names and outputs). `source(key)` names where the value came from; without it, every
+    place the Pulumi CLI reads config from."""
     where = source or (
         lambda key: f"Pulumi.{stack}.yaml, the --config-file, Pulumi.yaml or PULUMI_CONFIG, wherever it is set,"
     )

@@ -147,55 +147,51 @@ def check_version_matrix(config: StackConfig) -> None:
 class StackConfig(Model):
     """Everything a stack is built from."""
 
-    project: Annotated[str, AfterValidator(check_no_google)] = Field(
-        pattern=PROJECT_ID, description="Google Cloud project id."
-    )
-    region: str = Field("us-east1", pattern=REGION, description="Region of the networks, cluster and bucket.")
-    zone: str = Field(
-        "us-east1-b", pattern=ZONE, description="Zone of the GPU nodes, the RDMA VPC and Lustre; must be in `region`."
-    )
-    name_prefix: Annotated[str, AfterValidator(check_no_google)] = Field(
-        "", pattern=NAME_PREFIX, description="Prefix of every cloud name (1-20 chars); default: the stack name."
-    )
+    project: Annotated[str, AfterValidator(check_no_google)] = Field(pattern=PROJECT_ID)
+    """Google Cloud project id."""
+    region: str = Field("us-east1", pattern=REGION)
+    """Region of the networks, cluster and bucket."""
+    zone: str = Field("us-east1-b", pattern=ZONE)
+    """Zone of the GPU nodes, the RDMA VPC and Lustre; must be in `region`."""
+    name_prefix: Annotated[str, AfterValidator(check_no_google)] = Field("", pattern=NAME_PREFIX)
+    """Prefix of every cloud name (1-20 chars); default: the stack name."""
     labels: Annotated[dict[str, str], AfterValidator(check_labels)] = Field(
         default_factory=dict,
         description=f"Extra labels on every labelled resource: at most {GCP_MAX_LABELS - len(RESERVED_LABEL_KEYS)} "
         f"(Google Cloud's {GCP_MAX_LABELS} less the program's own: {', '.join(RESERVED_LABEL_KEYS)}).",
     )
-    allow_uncatalogued_zone: bool = Field(
-        False,
-        description="Accept a `zone` that the zone catalogue (data/zones.yaml) does not list for the flavour and "
-        "Managed Lustre: for a zone Google added after the catalogue was checked.",
-    )
-    allow_untested_versions: bool = Field(
-        False,
-        description="Accept pins (GKE version, GPU driver, gIB installer image, NeMo-RL image, KubeRay chart) that no "
-        "row of the version matrix (data/version_matrix.yaml, docs/version-matrix.md) covers: for trying a new "
-        "combination before its row is recorded. Known-bad pairs stay refused.",
-    )
-    manage_apis: bool = Field(
-        True,
-        description="Enable every Google Cloud API the stack uses (Service Usage; left on by `pulumi destroy`) and "
-        "make each resource wait for its API. false where the deployer may not enable services: the APIs listed in "
-        "docs/deploy.md must then be on already.",
-    )
+    allow_uncatalogued_zone: bool = False
+    """Accept a `zone` that the zone catalogue (data/zones.yaml) does not list for the flavour and Managed Lustre: for a
+    zone Google added after the catalogue was checked."""
+    allow_untested_versions: bool = False
+    """Accept pins (GKE version, GPU driver, gIB installer image, NeMo-RL image, KubeRay chart) that no row of the
+    version matrix (data/version_matrix.yaml, docs/version-matrix.md) covers: for trying a new combination before its
+    row is recorded. Known-bad pairs stay refused."""
+    manage_apis: bool = True
+    """Enable every Google Cloud API the stack uses (Service Usage; left on by `pulumi destroy`) and make each resource
+    wait for its API. false where the deployer may not enable services: the APIs listed in docs/deploy.md must then be
+    on already."""
     flavour: Annotated[str, AfterValidator(check_flavour)] = Field(
         "b200", description=f"GPU flavour: one of {', '.join(FLAVOURS)}."
     )
-    gpu_pool: GpuPoolConfig = Field(default_factory=GpuPoolConfig, description="GPU node pool.")
-    cluster: ClusterConfig = Field(default_factory=ClusterConfig, description="GKE cluster.")
-    network: NetworkConfig = Field(default_factory=NetworkConfig, description="Networks and ranges.")
-    lustre: LustreConfig = Field(default_factory=LustreConfig, description="Managed Lustre.")
-    storage: StorageConfig = Field(default_factory=StorageConfig, description="The artifacts bucket.")
-    ray: RayConfig = Field(default_factory=RayConfig, description="Kubernetes and Ray.")
-    job: JobConfig = Field(default_factory=JobConfig, description="The training job.")
-    recovery: RecoveryConfig = Field(
-        default_factory=RecoveryConfig, description="Spot-preemption recovery: resubmission of a preempted job."
-    )
-    cost: CostConfig = Field(
-        default_factory=CostConfig,
-        description="Estimates shown by the offline plan: price overrides, bucket size, checkpoint write-time target.",
-    )
+    gpu_pool: GpuPoolConfig = Field(default_factory=GpuPoolConfig)
+    """GPU node pool."""
+    cluster: ClusterConfig = Field(default_factory=ClusterConfig)
+    """GKE cluster."""
+    network: NetworkConfig = Field(default_factory=NetworkConfig)
+    """Networks and ranges."""
+    lustre: LustreConfig = Field(default_factory=LustreConfig)
+    """Managed Lustre."""
+    storage: StorageConfig = Field(default_factory=StorageConfig)
+    """The artifacts bucket."""
+    ray: RayConfig = Field(default_factory=RayConfig)
+    """Kubernetes and Ray."""
+    job: JobConfig = Field(default_factory=JobConfig)
+    """The training job."""
+    recovery: RecoveryConfig = Field(default_factory=RecoveryConfig)
+    """Spot-preemption recovery: resubmission of a preempted job."""
+    cost: CostConfig = Field(default_factory=CostConfig)
+    """Estimates shown by the offline plan: price overrides, bucket size, checkpoint write-time target."""
 
     # The first problem is the one reported, so their order is part of what a stack file is told.
     checks = (check_zone_in_region, check_zone_catalogue, check_sections_together, check_version_matrix)
