@@ -102,14 +102,14 @@ class _Output:
     def _guard(self, action: Any) -> Any:
         try:
             return action()
-        except BrokenPipeError:
-            _silence(self._out)
-            raise _ReaderGone() from None
         except OSError as exc:
-            _silence(self._out)
-            raise CommandError(
-                f"cannot write to standard output ({exc.strerror or exc})", exit_codes.UNREACHABLE
-            ) from None
+            # Point the failed output at /dev/null, so Python's flush at exit does not fail on it again.
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                os.dup2(os.open(os.devnull, os.O_WRONLY), self._out.fileno())
+            if isinstance(exc, BrokenPipeError):
+                raise _ReaderGone() from None
+            message = f"cannot write to standard output ({exc.strerror or exc})"
+            raise CommandError(message, exit_codes.UNREACHABLE) from None
 
     def write(self, text: str) -> int:
         count = self._guard(lambda: self._out.write(text))
@@ -121,9 +121,3 @@ class _Output:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._out, name)
-
-
-def _silence(out: TextIO) -> None:
-    """Point a failed standard output at /dev/null, so Python's flush at exit does not fail on it again."""
-    with contextlib.suppress(OSError, ValueError, AttributeError):
-        os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import shutil
 import subprocess
@@ -22,16 +23,6 @@ from workloads.job_types import META_RECIPE
 OUTPUT_ENDPOINT = "clusterEndpoint"
 OUTPUT_CA = "clusterCaCertificate"
 OUTPUT_HEAD_SERVICE = "rayHeadService"
-
-
-def printer(out: TextIO) -> Callable[[str], None]:
-    """Print one line at once: the gate's lines come while it runs."""
-
-    def show(line: str) -> None:
-        out.write(line + "\n")
-        out.flush()
-
-    return show
 
 
 def stack_outputs(stack: str) -> dict[str, Any]:
@@ -62,17 +53,12 @@ def gke_target(args: argparse.Namespace, stack: Stack) -> GkeTarget:
     """The endpoint, head service and CA from the flags, else from the stack outputs; checked."""
     from workloads import job_errors, ray_address
 
-    endpoint, ca_file, head_service = args.endpoint, args.ca_file, args.head_service
-    endpoint_source = "--endpoint"
-    ca_b64: Optional[str] = None
-    if not endpoint:
-        endpoint_source = f"stack output {OUTPUT_ENDPOINT}"
-        outputs = stack_outputs(stack.name)
-        endpoint = outputs.get(OUTPUT_ENDPOINT)
-        head_service = head_service or outputs.get(OUTPUT_HEAD_SERVICE)
-        ca = outputs.get(OUTPUT_CA)
-        if not ca_file and isinstance(ca, str) and ca != "[secret]":
-            ca_b64 = ca
+    outputs = {} if args.endpoint else stack_outputs(stack.name)
+    endpoint_source = "--endpoint" if args.endpoint else f"stack output {OUTPUT_ENDPOINT}"
+    endpoint = args.endpoint or outputs.get(OUTPUT_ENDPOINT)
+    ca_file, head_service = args.ca_file, args.head_service or outputs.get(OUTPUT_HEAD_SERVICE)
+    ca = outputs.get(OUTPUT_CA)
+    ca_b64 = ca if not ca_file and isinstance(ca, str) and ca != "[secret]" else None
     if not endpoint:
         raise CommandError(
             f"no dashboard address: pass --address http://127.0.0.1:8265 (e.g. from `{cli_args.RUN} jobctl "
@@ -229,7 +215,7 @@ def cmd_submit(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
     bring_back_workers(args, stack, out)
     # `--gate` overrides the stack's policy; without it the gate is the run plan's, as `pulumi up` submits.
     gate = run_owner.GateSetup.of(args.gate, gate_plan(stack)) if args.gate else run_plan(stack).gate
-    show = printer(out)
+    show = functools.partial(print, file=out, flush=True)  # the gate's lines come while it runs
     # As the run's owner submits: never beside a running gate, and after this attempt's own gate.
     from infra.run_plan import ledger_on_lustre
     from workloads import ledger
@@ -255,7 +241,7 @@ def cmd_gate(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
 
     client = connect(args, stack)
     bring_back_workers(args, stack, out)
-    show = printer(out)
+    show = functools.partial(print, file=out, flush=True)  # the gate's lines come while it runs
     report = gate.run_on_cluster(client, gate_plan(stack), label=stack.name, on_line=show)
     for line in report.lines():
         show(line)

@@ -72,14 +72,8 @@ class Model(BaseModel):
 
 def _number_kind(annotation: Any) -> Optional[str]:
     """'a whole number' / 'a number' when the field (or its map's values) holds numbers."""
-    args = typing.get_args(annotation)
-    if typing.get_origin(annotation) is dict:
-        args = args[1:]
+    args = typing.get_args(annotation)[1 if typing.get_origin(annotation) is dict else 0 :]
     types = {annotation, *args}
     if bool in types:
         return None
-    if int in types:
-        return "a whole number"
-    if float in types:
-        return "a number"
-    return None
+    return "a whole number" if int in types else "a number" if float in types else None

@@ -57,6 +57,7 @@ def secret_key_part(key: str) -> Optional[str]:
     return None
 
 
+_OVERRIDE_FORMS = "key=value, +key=value, ++key=value or ~key"
 _SECRET_ALLOWED = (
     "allowed: no credential in job.overrides (they reach the job's entrypoint, the plan and the watcher's "
     "ConfigMap in plain text); the secrets are the hfToken and wandbApiKey keys (`pulumi config set --secret`), "
@@ -99,22 +100,15 @@ def check_override_syntax(v: tuple[str, ...]) -> tuple[str, ...]:
     # Only the shape here; which keys may be set is the job builder's (workloads/job_spec.py).
     for i, override in enumerate(v):
         parsed = parse_override(override)
-        if not parsed.key:
-            raise KeyedValueError(
-                f"[{i}]", f"{shown(override)} has no key; allowed: key=value, +key=value, ++key=value or ~key"
-            )
-        if parsed.value is None and not parsed.deletes:
-            raise KeyedValueError(
-                f"[{i}]", f"{shown(override)} has no '='; allowed: key=value, +key=value, ++key=value or ~key"
-            )
+        lacks = "key" if not parsed.key else "'='" if parsed.value is None and not parsed.deletes else None
+        if lacks:
+            raise KeyedValueError(f"[{i}]", f"{shown(override)} has no {lacks}; allowed: {_OVERRIDE_FORMS}")
     return v
 
 
 def check_model_is_the_recipes(job: JobConfig) -> None:
     """No override changes or deletes `policy.model_name`: the model is the recipe's."""
-    # The model decides what the stack checks and estimates before any resource: the parallelism and
-    # pool size it needs, the checkpoint size, whether Hugging Face gates it (and so whether hfToken is
-    # required). None of that is known for an arbitrary model name, so the model changes with the recipe.
+    # The model decides the sizing, estimates and gated-model check before any resource, unknown for an arbitrary name.
     model = job.recipe_spec.model
     for i, override in enumerate(job.overrides):
         parsed = parse_override(override)
