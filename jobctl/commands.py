@@ -216,14 +216,10 @@ def cmd_submit(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
     # `--gate` overrides the stack's policy; without it the gate is the run plan's, as `pulumi up` submits.
     gate = run_owner.GateSetup.of(args.gate, gate_plan(stack)) if args.gate else run_plan(stack).gate
     show = functools.partial(print, file=out, flush=True)  # the gate's lines come while it runs
-    # As the run's owner submits: never beside a running gate, and after this attempt's own gate.
-    from infra.run_plan import ledger_on_lustre
-    from workloads import ledger
-
-    path = ledger_on_lustre(stack.config.ray.mount_path, stack.name)
-    # The attempt's number from the run ledger when a head restart emptied the job table (`run_owner.next_attempt`).
-    read = lambda: ledger.read_on_head(client, path, stack=stack.name)  # noqa: E731
-    result, report = run_owner.submit_gated(client, spec, gate, on_line=show, ledger=read)
+    # As the run's owner submits: never beside a running gate, and after this attempt's own gate; the attempt's
+    # number from the run ledger when a head restart emptied the job table (`run_owner.next_attempt`).
+    ledger = functools.partial(_ledger_on_head, client, stack)
+    result, report = run_owner.submit_gated(client, spec, gate, on_line=show, ledger=ledger)
     for line in report.lines() if report is not None else ():
         show(line)
     for old in result.stopped:
@@ -261,42 +257,37 @@ def cmd_status(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
     return exit_codes.OK
 
 
+def _ledger_on_head(client, stack: Stack):
+    """The run ledger, read through a small Ray job from the head's Lustre mount where the watcher keeps it."""
+    from infra.run_plan import ledger_on_lustre
+    from workloads import ledger
+
+    return ledger.read_on_head(client, ledger_on_lustre(stack.config.ray.mount_path, stack.name), stack=stack.name)
+
+
 def _print_ledger(args: argparse.Namespace, client, stack: Stack, out: TextIO) -> None:
-    """The run ledger (every attempt: cause, node-hours, steps lost, spend) as a table, read from
-    `--ledger-file` or, through a small Ray job, from the head's Lustre mount where the watcher keeps it."""
+    """The run ledger (every attempt: cause, node-hours, steps lost, spend) as a table, then the run's goodput,
+    read from `--ledger-file` or the head."""
     import time
 
-    from infra.run_plan import ledger_on_lustre
+    from workloads import goodput, submit
     from workloads import ledger as run_ledger
-    from workloads import submit
 
     if args.ledger_file:
         found = run_ledger.LedgerFile(args.ledger_file).load(stack.name, build_spec(stack).run_id)
         found = found if found.attempts or found.events else None
     else:
         try:
-            found = run_ledger.read_on_head(
-                client, ledger_on_lustre(stack.config.ray.mount_path, stack.name), stack=stack.name
-            )
+            found = _ledger_on_head(client, stack)
         except submit.JobError as err:
             out.write(f"run ledger: not readable ({err})\n")
             return
     if found is None:
         out.write("run ledger: none yet (the preemption watcher writes it once it sees an attempt)\n")
         return
-    now = time.time()
-    for line in run_ledger.table(found, now):
-        out.write(line + "\n")
-    from workloads import goodput
-
-    run = run_plan(stack)
-    for line in goodput.lines(
-        found,
-        now,
-        step_seconds=run.step_seconds,
-        write_seconds=run.checkpoint_write_seconds,
-        save_period=run.save_period,
-    ):
+    now, run = time.time(), run_plan(stack)
+    times = dict(step_seconds=run.step_seconds, write_seconds=run.checkpoint_write_seconds, save_period=run.save_period)
+    for line in [*run_ledger.table(found, now), *goodput.lines(found, now, **times)]:
         out.write(line + "\n")
 
 
