@@ -355,13 +355,7 @@ def cmd_dashboard(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
     return exit_codes.OK
 
 
+# Each `cmd_<name>` above is the command `<name>`, in the order `--help` lists them.
 COMMANDS: dict[str, Callable[[argparse.Namespace, Stack, TextIO], int]] = {
-    "submit": cmd_submit,
-    "gate": cmd_gate,
-    "status": cmd_status,
-    "logs": cmd_logs,
-    "stop": cmd_stop,
-    "list": cmd_list,
-    "watch": cmd_watch,
-    "dashboard": cmd_dashboard,
+    name.removeprefix("cmd_"): command for name, command in list(globals().items()) if name.startswith("cmd_")
 }

@@ -3,8 +3,9 @@
 Every key lives under the project namespace (`nemo-rl-gke:<key>`), camelCase; secrets (`hfToken`,
 `wandbApiKey`) never enter the model. Validation runs before any resource; `ConfigError` carries one
 line per problem, naming the key and what is allowed. One module per section or concern
-(docs/architecture.md); `from infra.config import X` is the one way in.
+(docs/architecture.md); `from infra.config import X` is the one way in, so every import here is a re-export.
 """
+# ruff: noqa: F401
 
 from infra.config.base import Model
 from infra.config.cluster_config import ClusterConfig
@@ -26,36 +27,3 @@ from infra.config.settings import Settings, load, parse
 from infra.config.stack_config import StackConfig, prefix_for_stack
 from infra.lustre_catalogue import LUSTRE_CSI_MIN_GKE, LUSTRE_PORT_988_MIN_GKE, LUSTRE_TIERS, lustre_aggregate_mb_s
 from infra.naming import PROJECT, RESERVED_LABEL_KEYS
-
-__all__ = [
-    "LUSTRE_CSI_MIN_GKE",
-    "LUSTRE_PORT_988_MIN_GKE",
-    "LUSTRE_TIERS",
-    "PROJECT",
-    "RESERVED_LABEL_KEYS",
-    "SECRET_KEYS",
-    "ClusterConfig",
-    "ConfigError",
-    "GpuPoolConfig",
-    "JobConfig",
-    "KeyedValueError",
-    "LustreConfig",
-    "MissingSecretError",
-    "Model",
-    "NetworkConfig",
-    "Provisioning",
-    "RayConfig",
-    "Rung",
-    "Settings",
-    "StackConfig",
-    "format_validation_error",
-    "load",
-    "lustre_aggregate_mb_s",
-    "namespaced",
-    "parse",
-    "prefix_for_stack",
-    "refuse_missing_secrets",
-    "refuse_plaintext_secrets",
-    "required_secrets",
-    "wandb_key_set",
-]

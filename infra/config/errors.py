@@ -56,12 +56,7 @@ _ALLOWED_BY_TYPE = {
     **dict.fromkeys(("bool_type", "bool_parsing"), "true or false"),
     "string_type": "a string",
 }
-_BOUNDS = {
-    "greater_than_equal": "at least",
-    "greater_than": "more than",
-    "less_than_equal": "at most",
-    "less_than": "less than",
-}
+_BOUNDS = {"ge": "at least", "gt": "more than", "le": "at most", "lt": "less than"}
 
 
 def format_validation_error(err: ValidationError, root: type[BaseModel]) -> str:
@@ -82,29 +77,27 @@ def format_validation_error(err: ValidationError, root: type[BaseModel]) -> str:
 
 def _message(e: Any, loc: tuple[Any, ...], root: type[BaseModel]) -> str:
     """What one pydantic error says, rewritten by its type into what the key allows."""
-    msg, kind, ctx = e["msg"], e["type"], e.get("ctx") or {}
-    for pfx in ("Value error, ", "Assertion failed, "):
-        msg = msg.removeprefix(pfx)
+    kind, ctx = e["type"], e.get("ctx") or {}
+    bound = next((k for k in _BOUNDS if k in ctx), None)
     if kind == "extra_forbidden":
-        msg = _unknown_key_message(loc, root)
-    elif kind == "missing":
+        return _unknown_key_message(loc, root)
+    if kind == "missing":
         names = [part for part in loc if not isinstance(part, int)]
         field = _named_field(_model_at(tuple(names[:-1]), root), names[-1]) if names else None
-        allowed = f"; allowed: {field.description.rstrip('.')}" if field and field.description else ""
-        msg = "required key is not set" + allowed
-    elif kind == "string_too_long":
-        msg = f"{len(e['input'])} characters; allowed: at most {ctx['max_length']}"
-    elif kind == "string_pattern_mismatch":
-        pattern = ctx["pattern"]
-        msg = f"{shown(e['input'])} is not allowed; allowed: {PATTERN_HELP.get(pattern, 'values matching ' + pattern)}"
-    elif kind in _ALLOWED_BY_TYPE:
-        msg = f"{shown(e['input'])} is not allowed; allowed: {_ALLOWED_BY_TYPE[kind]}"
+        return "required key is not set" + (f"; allowed: {field.description.rstrip('.')}" if field else "")
+    if kind == "string_too_long":
+        return f"{len(e['input'])} characters; allowed: at most {ctx['max_length']}"
+    if kind == "string_pattern_mismatch":
+        allowed = PATTERN_HELP.get(ctx["pattern"], "values matching " + ctx["pattern"])
     elif kind in ("literal_error", "enum"):
-        msg = f"{shown(e['input'])} is not allowed; allowed: {ctx.get('expected', '')}"
-    elif kind in _BOUNDS:
-        limit = next(v for k, v in ctx.items() if k in ("ge", "gt", "le", "lt"))
-        msg = f"{shown(e['input'])} is not allowed; allowed: {_BOUNDS[kind]} {limit}"
-    return msg
+        allowed = ctx.get("expected", "")
+    elif bound:
+        allowed = f"{_BOUNDS[bound]} {ctx[bound]}"
+    else:
+        allowed = _ALLOWED_BY_TYPE.get(kind)
+    if allowed is None:
+        return e["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
+    return f"{shown(e['input'])} is not allowed; allowed: {allowed}"
 
 
 def _model_of(annotation: Any) -> "type[BaseModel] | None":
