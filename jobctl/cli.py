@@ -21,19 +21,14 @@ def common_flags() -> argparse.ArgumentParser:
     common = cli_args.OneLineParser(add_help=False)
     stack_help = f"stack name (Pulumi.<stack>.yaml); default {DEFAULT_STACK}"
     common.add_argument("--stack", type=cli_args.stack_name, default=DEFAULT_STACK, help=stack_help)
-    common.add_argument(
-        "--config-file",
-        type=cli_args.file_path,
-        metavar="PATH",
-        help="read the stack config from PATH (as `pulumi up --config-file`)",
-    )
+    config_help = "read the stack config from PATH (as `pulumi up --config-file`)"
+    common.add_argument("--config-file", type=cli_args.file_path, metavar="PATH", help=config_help)
     common.add_argument("--address", help="Ray dashboard URL, e.g. http://127.0.0.1:8265")
     common.add_argument("--endpoint", help="GKE cluster endpoint, to go through the API server's service proxy")
     common.add_argument("--ca-file", help="PEM file of the cluster CA (with an IP --endpoint)")
     common.add_argument("--head-service", help="Ray head service name (with --endpoint)")
-    common.add_argument(
-        "--namespace", type=cli_args.namespace, help="namespace of the Ray cluster; default ray.namespace of the stack"
-    )
+    namespace_help = "namespace of the Ray cluster; default ray.namespace of the stack"
+    common.add_argument("--namespace", type=cli_args.namespace, help=namespace_help)
     return common
 
 

@@ -124,16 +124,10 @@ def bring_back_workers(args: argparse.Namespace, stack: Stack, out: TextIO, toke
         )
         return
     target = gke_target(args, stack)
-    verify = ray_connection.tls_verify(target.ca_file, target.ca_b64)
+    url, verify = ray_address.endpoint_url(target.endpoint), ray_connection.tls_verify(target.ca_file, target.ca_b64)
     token = (token_provider or ray_connection.google_token_provider())()
-    view = KubeGangView(
-        ray_address.endpoint_url(target.endpoint),
-        token,
-        verify if isinstance(verify, str) else None,
-        target.namespace,
-        RAY_CLUSTER_NAME,
-        WORKER_GROUP,
-    )
+    ca = verify if isinstance(verify, str) else None
+    view = KubeGangView(url, token, ca, target.namespace, RAY_CLUSTER_NAME, WORKER_GROUP)
     try:
         had = view.scale(replicas)
     except VIEW_ERRORS as err:

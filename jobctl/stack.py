@@ -39,9 +39,7 @@ def load_stack(name: str, config_file: Optional[str] = None) -> Stack:
     try:
         # `pulumi up` would stop here (infra.config.load), so the job must not run either.
         loaded = load_stack_file(name, ROOT, Path(config_file) if config_file else None)
-    except StackFileError as err:
-        raise CommandError(str(err)) from None
-    except ConfigError as err:
+    except (StackFileError, ConfigError) as err:
         raise CommandError(str(err).replace("\n", "; ")) from None
     return Stack(name, loaded.config, loaded.secret_keys)
 
