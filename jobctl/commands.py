@@ -145,21 +145,18 @@ class StatusLine:
     """The live status while waiting: one rewritten line on a TTY, a line per change otherwise."""
 
     def __init__(self, job_id: str, out: TextIO):
-        self.job_id, self.out = job_id, out
-        self.tty = out.isatty()
+        self.job_id, self.out, self.tty = job_id, out, out.isatty()
         self.last: Optional[str] = None
         self.width = 0
 
     def __call__(self, status: Any, elapsed: float) -> None:
         text = f"{self.job_id}  {status}  {int(elapsed) // 60:d}:{int(elapsed) % 60:02d}"
-        if self.tty:
-            pad = max(self.width - len(text), 0)
-            self.out.write("\r" + text + " " * pad)
+        if self.tty:  # padded over the longer line it rewrites
+            self.out.write("\r" + text.ljust(self.width))
             self.width = len(text)
-            self.out.flush()
         elif str(status) != self.last:
             self.out.write(text + "\n")
-            self.out.flush()
+        self.out.flush()
         self.last = str(status)
 
     def close(self) -> None:

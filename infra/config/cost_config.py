@@ -16,9 +16,8 @@ document can hold (the plan's `--json` would stop half printed)."""
 
 
 def check_prices_not_negative(v: dict[str, float]) -> dict[str, float]:
-    """Every price override is 0 or more, and at most `MAX_PRICE_USD` (so every estimate stays finite)."""
-    # Which keys exist is the price table's business (tools/cost.py checks them when the offline
-    # plan estimates); the program deploys nothing from these numbers.
+    """Every price override is 0 or more, and at most `MAX_PRICE_USD` (so every estimate stays finite); which keys
+    exist is the price table's business (tools/cost.py)."""
     for key, value in v.items():
         if not 0 <= value <= MAX_PRICE_USD:
             raise ValueError(

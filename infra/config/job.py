@@ -96,8 +96,7 @@ def check_no_credentials(v: Any) -> Any:
 
 
 def check_override_syntax(v: tuple[str, ...]) -> tuple[str, ...]:
-    """Each override has a key and either an '=' or a leading '~'."""
-    # Only the shape here; which keys may be set is the job builder's (workloads/job_spec.py).
+    """Each override has a key and either an '=' or a leading '~'; which keys may be set is workloads/job_spec.py's."""
     for i, override in enumerate(v):
         parsed = parse_override(override)
         lacks = "key" if not parsed.key else "'='" if parsed.value is None and not parsed.deletes else None
@@ -107,8 +106,8 @@ def check_override_syntax(v: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def check_model_is_the_recipes(job: JobConfig) -> None:
-    """No override changes or deletes `policy.model_name`: the model is the recipe's."""
-    # The model decides the sizing, estimates and gated-model check before any resource, unknown for an arbitrary name.
+    """No override changes or deletes `policy.model_name`: the model decides the sizing, estimates and gated-model
+    check before any resource, unknown for an arbitrary name, so it is the recipe's."""
     model = job.recipe_spec.model
     for i, override in enumerate(job.overrides):
         parsed = parse_override(override)

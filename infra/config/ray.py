@@ -24,9 +24,8 @@ _CONTAINER_DIRS = tuple(sorted({r.image.workdir for r in RECIPES.values()} | {"/
 
 
 def check_namespace(v: str) -> str:
-    """The Ray namespace is not Kubernetes' or GKE's own."""
-    # Kubernetes' own namespaces and GKE's (kube-*, gke-*, gmp-*): the stack would put its objects
-    # among the cluster's, and `pulumi destroy` would delete a namespace it never owned.
+    """Not Kubernetes' or GKE's own namespace: the stack would put its objects among the cluster's, and `pulumi
+    destroy` would delete a namespace it never owned."""
     if v == "default" or v.startswith(_SYSTEM_NAMESPACE_PREFIXES):
         raise ValueError(
             f"{v!r} is a system namespace; allowed: a namespace of its own, not default or "
@@ -36,9 +35,8 @@ def check_namespace(v: str) -> str:
 
 
 def check_service_account(v: str) -> str:
-    """The Ray pods' service account is not the namespace's `default`."""
-    # Every pod of the namespace without its own account runs as `default`: binding the bucket's
-    # Workload Identity grant to it would hand the bucket to all of them.
+    """Not the namespace's `default`, which every pod without its own account runs as: the bucket's Workload
+    Identity grant would go to all of them."""
     if v == "default":
         raise ValueError(
             "'default' is the account of every pod in the namespace; allowed: a dedicated name such as ray"
@@ -112,8 +110,8 @@ def worker_fit(ray: RayConfig, flavour: Flavour) -> NodeFit:
 
 
 def check_head_fits(ray: RayConfig, machine: str) -> None:
-    """The Ray head fits a system node of type `machine` (Standard clusters)."""
-    # A head that fits no system node stays Pending, and the deploy waits on it for an hour.
+    """The Ray head fits a system node of type `machine` (Standard clusters): else it stays Pending, and the
+    deploy waits on it for an hour."""
     room = system_node_room(machine)
     if room is None:  # a machine type whose shape infra/machines.py does not know: not checked
         return
@@ -130,8 +128,8 @@ def check_head_fits(ray: RayConfig, machine: str) -> None:
 
 
 def check_worker_fits(ray: RayConfig, flavour: Flavour) -> None:
-    """A Ray worker fits one GPU node of the flavour, its /dev/shm inside its memory."""
-    # A worker that fits no GPU node stays Pending, and the deploy waits on it for an hour.
+    """A Ray worker fits one GPU node of the flavour (else it stays Pending, and the deploy waits on it for an
+    hour), its /dev/shm inside its memory."""
     fit = worker_fit(ray, flavour)
     room_cpu, room_memory = gpu_node_room(flavour.vcpus, flavour.memory_gib)
     for key, asked, free, unit in (
