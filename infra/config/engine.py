@@ -36,19 +36,26 @@ def namespaced(flat: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _environment(variable: str, kind: type, read: Any, allowed: str) -> Any:
+_ENVIRONMENT = {
+    "PULUMI_CONFIG": (dict, "a JSON map of `namespace:key` to value, as the Pulumi CLI sets it, or unset"),
+    "PULUMI_CONFIG_SECRET_KEYS": (list, "a JSON list of `namespace:key` names, as the Pulumi CLI sets it, or unset"),
+}
+
+
+def _environment(variable: str, read: Any) -> Any:
     """The SDK's reading of a config environment variable, or `ConfigError` naming it: the SDK parses
     it with a bare `json.loads` and would end the program in a traceback on a malformed value."""
+    kind, allowed = _ENVIRONMENT[variable]
     try:
         value = read()
     except ValueError as err:  # json.JSONDecodeError
         raise ConfigError(
-            f"{variable}: not valid JSON ({err.msg} at character {err.pos}); allowed: {allowed}, or unset"
+            f"{variable}: not valid JSON ({err.msg} at character {err.pos}); allowed: {allowed}"
         ) from None
     except RecursionError:  # thousands of nested brackets: json.loads recurses per level
-        raise ConfigError(f"{variable}: nested too deeply; allowed: {allowed}, or unset") from None
+        raise ConfigError(f"{variable}: nested too deeply; allowed: {allowed}") from None
     if not isinstance(value, kind) or (kind is list and not all(isinstance(k, str) for k in value)):
-        raise ConfigError(f"{variable}: {_json_kind(value)}; allowed: {allowed}, or unset")
+        raise ConfigError(f"{variable}: {_json_kind(value)}; allowed: {allowed}")
     return value
 
 
@@ -68,26 +75,13 @@ def engine_config() -> dict[str, Any]:
     """All config values of this project's namespace, as the engine passed them to the program."""
     from pulumi.runtime import config as runtime_config
 
-    env = _environment(
-        "PULUMI_CONFIG",
-        dict,
-        runtime_config.get_config_env,
-        "a JSON map of `namespace:key` to value, as the Pulumi CLI sets it",
-    )
-    return namespaced({**env, **runtime_config.CONFIG.get()})
+    return namespaced({**_environment("PULUMI_CONFIG", runtime_config.get_config_env), **runtime_config.CONFIG.get()})
 
 
 def engine_secret_keys(keys: Iterable[str]) -> set[str]:
     """Which of this project's `keys` (without namespace) the engine marked secret, as `namespace:key`."""
     from pulumi.runtime import config as runtime_config
 
-    from_env = set(
-        _environment(
-            "PULUMI_CONFIG_SECRET_KEYS",
-            list,
-            runtime_config.get_config_secret_keys_env,
-            "a JSON list of `namespace:key` names, as the Pulumi CLI sets it",
-        )
-    )
+    from_env = set(_environment("PULUMI_CONFIG_SECRET_KEYS", runtime_config.get_config_secret_keys_env))
     names = (f"{PROJECT}:{k}" for k in keys)
     return {n for n in names if n in from_env or runtime_config.is_config_secret(n)}

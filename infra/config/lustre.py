@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Optional
 
 from pydantic import AfterValidator, Field
 
 from infra.config.base import Model
 from infra.config.errors import KeyedValueError, shown
-from infra.config.patterns import LOWER_NAME
+from infra.config.patterns import LUSTRE_FILESYSTEM, RESOURCE_ID
 from infra.lustre_catalogue import LUSTRE_PORT_988_MIN_GKE, LUSTRE_TIERS
 
 
@@ -17,24 +16,6 @@ def check_lustre_tier(v: int) -> int:
     """The throughput tier is one of the catalogue's (infra/lustre_catalogue.py)."""
     if v not in LUSTRE_TIERS:
         raise ValueError(f"{shown(v)} is not allowed; allowed: {', '.join(map(str, sorted(LUSTRE_TIERS)))}")
-    return v
-
-
-def check_lustre_filesystem(v: str) -> str:
-    """Managed Lustre's filesystem name: 1-8 letters or digits."""
-    if not re.fullmatch(r"[A-Za-z0-9]{1,8}", v):
-        raise ValueError(f"{shown(v)} is not allowed; allowed: 1-8 letters or digits")
-    return v
-
-
-def check_lustre_instance_id(v: Optional[str]) -> Optional[str]:
-    """An instance id, when set, is a lowercase name of at most 63 characters."""
-    if v is not None and not (len(v) <= 63 and re.fullmatch(LOWER_NAME, v)):
-        raise ValueError(
-            f"{shown(v)} is not allowed; allowed: 1-63 lowercase letters, digits or hyphens, starting with a "
-            "letter "
-            "and ending with a letter or digit"
-        )
     return v
 
 
@@ -67,9 +48,9 @@ class LustreConfig(Model):
     """Capacity in GiB; at least the tier's minimum and a multiple of its step."""
     per_unit_storage_throughput: Annotated[int, AfterValidator(check_lustre_tier)] = 500
     """Throughput tier in MB/s per TiB: 125, 250, 500 or 1000. Cannot change after creation."""
-    filesystem: Annotated[str, AfterValidator(check_lustre_filesystem)] = "lustrefs"
+    filesystem: str = Field("lustrefs", pattern=LUSTRE_FILESYSTEM)
     """Lustre filesystem name: 1-8 letters or digits."""
-    instance_id: Annotated[Optional[str], AfterValidator(check_lustre_instance_id)] = None
+    instance_id: Optional[str] = Field(None, pattern=RESOURCE_ID)
     """Instance id (lowercase letters, digits, hyphens; 1-63; starts with a letter). Default `<prefix>-lustre`."""
     legacy_port: bool = Field(
         False,
