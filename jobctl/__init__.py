@@ -1,11 +1,10 @@
 """The day-2 command line, `python -m jobctl {submit,gate,status,logs,stop,list,watch,dashboard}` (each
 command's flags in its `--help`; docs/day-2.md): submit, gate, watch and stop a stack's training job.
 
-A package of its own beside `tools/`: it reads the stack through `infra`, which `workloads/` (shipped into
-the cluster) may not import. The job is built from the stack file (`Pulumi.<stack>.yaml`, default `dev`)
-exactly as `pulumi up` builds it, so both agree on its submission id; without `--job`, status/logs/stop act
-on the stack's newest job. `submit` runs the acceptance gate first under `job.gate` (`--gate` overrides it
-once); `watch` is the in-cluster watcher's loop (`workloads/watcher.py`) on the run plan `pulumi up` ships.
+The job is built from the stack file (`Pulumi.<stack>.yaml`, default `dev`) exactly as `pulumi up` builds it,
+so both agree on its submission id; without `--job`, status/logs/stop act on the stack's newest job. `submit`
+runs the acceptance gate first under `job.gate` (`--gate` overrides it once); `watch` is the in-cluster
+watcher's loop (`workloads/watcher.py`) on the run plan `pulumi up` ships.
 
 Where the dashboard is, first match wins: `--address URL`; `--endpoint HOST` and `--head-service`, through
 the API server's service proxy with your Google credentials (an IP endpoint also needs `--ca-file`); the

@@ -107,10 +107,9 @@ def workers_command(stack: Stack, replicas: int) -> str:
 
 
 def bring_back_workers(args: argparse.Namespace, stack: Stack, out: TextIO, token_provider=None) -> None:
-    """Scale the Ray GPU worker group back to the pool's node count before a run, which the run's owner released
-    and a `pulumi up` does not restore (docs/day-2.md), through the GKE API server with the dashboard proxy's
-    token and CA (`patch` on rayclusters). With `--address` there is no Kubernetes API to ask: one line gives the
-    kubectl command. A refused patch is an error: a job submitted without workers would wait for them forever."""
+    """Scale the Ray GPU worker group the run's owner released back to the pool's node count (docs/day-2.md),
+    through the GKE API server with the dashboard proxy's token and CA; with `--address`, one line gives the kubectl
+    command. A refused patch is an error: a job submitted without workers would wait for them forever."""
     from infra.ray_cluster import RAY_CLUSTER_NAME, WORKER_GROUP
     from workloads import ray_address, ray_connection
     from workloads.gang_wait import VIEW_ERRORS, KubeGangView
@@ -316,8 +315,7 @@ def cmd_list(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
 
 
 def cmd_watch(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
-    """The in-cluster watcher's loop (`workloads.watcher`) on the stack's spec and run plan (its recovery policy
-    included), the ones `pulumi up` ships."""
+    """The in-cluster watcher's loop (`workloads.watcher`) on the stack's spec and run plan, as `pulumi up` ships."""
     spec = build_spec(stack)
     run = watcher.load_run_file(args.run_file) if args.run_file else run_plan(stack)
     return watcher.watch(lambda: connect(args, stack), spec, args, out, run=run)

@@ -1,6 +1,5 @@
-"""The stack as the CLI sees it: its file read and validated, and the run plan, job and gate built from it
-exactly as `pulumi up` builds them in `__main__.py` (the same infra functions, in the same order: the run
-plan first, the job from it), so both agree; the recovery policy is the run plan's (`run_plan`)."""
+"""The stack as the CLI sees it: its file read and validated, and the run plan, job and gate built from it with
+the infra functions `__main__.py` calls, in its order (the run plan first, the job from it), so both agree."""
 
 from __future__ import annotations
 
@@ -65,8 +64,7 @@ def gate_plan(stack: Stack) -> GatePlan:
 
 
 def run_plan(stack: Stack) -> RunPlan:
-    """The stack's `RunPlan` exactly as `pulumi up` ships it to the watcher; the checkpoints are not visible
-    from this machine (they are on Lustre), so steps lost are not read here, and without the Ray component
-    it names no RayCluster: the gang wait needs the in-cluster Kubernetes API (`workloads.watcher.gang_view`)."""
+    """The stack's `RunPlan` as `pulumi up` ships it to the watcher, without the checkpoint directory (on Lustre, not
+    visible from here); it names no RayCluster: the gang wait needs the in-cluster API (`watcher.gang_view`)."""
     plan = run_plan_for_stack(stack.name, stack.config, pool_facts(stack), gate_plan(stack))
     return dataclasses.replace(plan, checkpoint_dir=None)

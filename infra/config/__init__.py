@@ -1,10 +1,6 @@
-"""The stack configuration: one validated pydantic model, read once from the Pulumi config.
-
-Every key lives under the project namespace (`nemo-rl-gke:<key>`), camelCase; secrets (`hfToken`,
-`wandbApiKey`) never enter the model. Validation runs before any resource; `ConfigError` carries one
-line per problem, naming the key and what is allowed. One module per section or concern
-(docs/architecture.md); `from infra.config import X` is the one way in, so every import here is a re-export.
-"""
+"""The stack configuration: one validated pydantic model of the `nemo-rl-gke:` keys, read once before any resource
+(secrets never enter it). One module per section or concern (docs/architecture.md); `from infra.config import X`
+is the one way in, so every import here is a re-export."""
 # ruff: noqa: F401
 
 from infra.config.base import Model

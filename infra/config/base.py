@@ -1,9 +1,6 @@
-"""The base of every config section: camelCase keys, unknown keys refused, frozen, and stack-file
-input read strictly (what pydantic's lax mode would get wrong is refused here).
-
-A section's rules are plain functions, attached as `Annotated[..., AfterValidator(rule)]` to a field or
-listed in `checks` for the whole section: mutmut 3 does not mutate decorated methods (docs/testing.md,
-"Mutation testing"), so a rule kept inside one would never be mutated."""
+"""The base of every config section: camelCase keys, unknown keys refused, frozen, input read strictly. Its rules
+are plain functions, `Annotated[..., AfterValidator(rule)]` on a field or in `checks` for the whole section: mutmut 3
+does not mutate decorated methods (docs/testing.md, "Mutation testing")."""
 
 from __future__ import annotations
 

@@ -203,10 +203,8 @@ def head_machines(ray: RayConfig) -> list[str]:
 
 
 def check_system_pool_machine(cluster: ClusterConfig, ray: RayConfig) -> None:
-    """`cluster.systemPool.machineType` is a CPU type of the catalogue (infra/machines.py), or the
-    escape hatch is set: a made-up type would fail only at `pulumi up`, and an uncatalogued one
-    would be priced at nothing, so the plan's total would drop. Whether the head fits a catalogued
-    type is `check_head_fits`' (it names the head's keys)."""
+    """`cluster.systemPool.machineType` is a CPU type of the catalogue (infra/machines.py), or the escape hatch is
+    set: a made-up type would fail only at `pulumi up`, an uncatalogued one would be priced at nothing."""
     pool = cluster.system_pool
     machine = pool.machine_type
     fits = head_machines(ray)

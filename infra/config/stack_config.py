@@ -289,9 +289,8 @@ def _looks_like_google(text: str) -> bool:
 
 
 def prefix_for_stack(stack: str) -> str:
-    """The default `namePrefix`: the stack name when it is one already; else its lowercase form with
-    `_` and `.` as `-`, cut to fit and told apart by a short hash of the stack name (so `Dev` and `dev`
-    never share cloud names). Raises `ConfigError` naming the stack when no prefix can be made."""
+    """The default `namePrefix`: the stack name when it is one already; else its lowercase form with `_` and `.` as
+    `-`, cut to fit, and a short hash of the stack name (so `Dev` and `dev` never share cloud names)."""
     if re.fullmatch(r"[a-z]([a-z0-9-]{0,18}[a-z0-9])?", stack) and not _looks_like_google(stack):
         return stack
     base = re.sub(r"-+", "-", re.sub(r"[_.]", "-", stack.lower())).strip("-")
@@ -304,8 +303,7 @@ def prefix_for_stack(stack: str) -> str:
             why = "would put 'google' into the bucket name"
         raise ConfigError(
             f"{PROJECT}:namePrefix: not set, and the stack name {shown(stack)} {why}; allowed: set "
-            f"{PROJECT}:namePrefix "
-            f"to {PATTERN_HELP[NAME_PREFIX]}"
+            f"{PROJECT}:namePrefix to {PATTERN_HELP[NAME_PREFIX]}"
         )
     digest = hashlib.sha256(stack.encode()).hexdigest()[:4]
     return f"{base[:15].rstrip('-')}-{digest}"
