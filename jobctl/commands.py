@@ -8,9 +8,8 @@ import functools
 import json
 import shutil
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional, TextIO
+from typing import Any, Callable, NamedTuple, Optional, TextIO
 
 from infra.config import ConfigError, refuse_missing_secrets
 from infra.stack_file import ROOT, present_secrets
@@ -38,8 +37,7 @@ def stack_outputs(stack: str) -> dict[str, Any]:
     return outputs if isinstance(outputs, dict) else {}
 
 
-@dataclass(frozen=True)
-class GkeTarget:
+class GkeTarget(NamedTuple):
     """Where the Ray dashboard is behind the GKE API server's service proxy."""
 
     endpoint: str

@@ -5,6 +5,7 @@ mocks) reduced to this project's namespace: the one place that touches the SDK's
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import json
 from typing import Any, Iterable
@@ -28,10 +29,8 @@ def namespaced(flat: dict[str, Any]) -> dict[str, Any]:
                 )
             continue
         if isinstance(value, str) and value[:1] in "{[":
-            try:
+            with contextlib.suppress(json.JSONDecodeError):
                 value = json.loads(value)
-            except json.JSONDecodeError:
-                pass
         out[key[len(prefix) :]] = value
     return out
 

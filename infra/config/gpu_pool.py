@@ -62,12 +62,10 @@ def expand_rung_shorthand(value: Any) -> Any:
         raise ValueError(f"an empty ladder is not allowed; allowed: one or more of {RUNG_HELP}")
     rungs = []
     for i, raw in enumerate(value):
-        if isinstance(raw, str):
-            if raw not in SHORT_RUNGS:
-                raise KeyedValueError(f"[{i}]", f"{raw!r} is not allowed; allowed: {RUNG_HELP}")
-            raw = {"provisioning": raw}
-        elif isinstance(raw, dict) and set(raw) == {"reservation"}:
+        if isinstance(raw, dict) and set(raw) == {"reservation"}:
             raw = {"provisioning": Provisioning.RESERVATION.value, "reservationName": raw["reservation"]}
+        elif isinstance(raw, str) and raw in SHORT_RUNGS:
+            raw = {"provisioning": raw}
         elif not isinstance(raw, dict):
             raise KeyedValueError(f"[{i}]", f"{raw!r} is not allowed; allowed: {RUNG_HELP}")
         rungs.append(raw)

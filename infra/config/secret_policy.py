@@ -4,7 +4,7 @@ stored in plaintext is refused, and so is a missing secret the stack's job canno
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Collection, Optional
 
 import pulumi
 
@@ -25,17 +25,14 @@ class StackSecrets:
     wandb_api_key: Optional[pulumi.Output[str]]
 
 
-def wandb_key_set(secret_keys: "set[str] | frozenset[str]") -> bool:
+def wandb_key_set(secret_keys: Collection[str]) -> bool:
     """Whether the stack holds the `wandbApiKey` secret, from its secret key names (`namespace:key`):
     how the CLI, which cannot decrypt secrets, tells what `Settings.wandb_key_set` tells the program."""
     return f"{PROJECT}:wandbApiKey" in secret_keys
 
 
 def refuse_plaintext_secrets(
-    raw: dict[str, Any],
-    secret_keys: "set[str] | frozenset[str] | list[str]",
-    stack: str,
-    source: "Callable[[str], str] | None" = None,
+    raw: dict[str, Any], secret_keys: Collection[str], stack: str, source: Optional[Callable[[str], str]] = None
 ) -> None:
     """Raise `ConfigError` for each secret key in `raw` not marked secret in `secret_keys` (a plaintext token
     would sit in every copy of the repository), and for each other key stored as a secret (the program reads it
@@ -78,7 +75,7 @@ def required_secrets(config: StackConfig) -> dict[str, str]:
     return needed
 
 
-def refuse_missing_secrets(config: StackConfig, present: "set[str] | frozenset[str]") -> None:
+def refuse_missing_secrets(config: StackConfig, present: Collection[str]) -> None:
     """Raise `ConfigError` when the stack's job needs a secret that is not set (`present` holds the
     secret keys that are, without namespace): found now, not hours later on the cluster."""
     missing = {k: why for k, why in required_secrets(config).items() if k not in present}
