@@ -88,8 +88,8 @@ class _ReaderGone(Exception):
 
 
 class _Output:
-    """`out` whose write failures are the CLI's own: a reader that went away (`| head`) ends the command quietly,
-    as for `cat`; an output that cannot take more (`> /dev/full`) is one error line and exit 3 (the environment)."""
+    """`out` whose failures are the CLI's own: a reader gone (`| head`) ends quietly, as for `cat`; a full output
+    (`> /dev/full`) is one error line and exit 3."""
 
     def __init__(self, out: TextIO):
         self._out = out

@@ -42,9 +42,8 @@ class Model(BaseModel):
     @field_validator("*", mode="before")
     @classmethod
     def _plain_input(cls, value: Any, info: ValidationInfo) -> Any:
-        """What pydantic's lax mode would get wrong for a stack file: an empty section (`gpuPool:` with
-        every key commented out) means its defaults; `true` is not the number 1, and neither `1` nor
-        `yes` is a boolean (`pulumi config set --path` writes "true"/"false" strings, which are)."""
+        """What pydantic's lax mode gets wrong for a stack file: an empty section means its defaults; `true` is not
+        1, and neither `1` nor `yes` a boolean (`pulumi config set --path` writes "true"/"false", which are)."""
         field = cls.model_fields[info.field_name]
         annotation = field.annotation
         if value is None or value == "":

@@ -15,9 +15,8 @@ from infra.naming import PROJECT
 
 
 def namespaced(flat: dict[str, Any]) -> dict[str, Any]:
-    """This project's keys of a flat engine config map, without the namespace, JSON values decoded. Other
-    namespaces are left to their owners, but a near miss of this one (`nemo-rl-gk:flavour`) is refused: the
-    program would silently run without it."""
+    """This project's keys of a flat engine config map, without the namespace, JSON values decoded; a near miss of
+    the namespace (`nemo-rl-gk:flavour`) is refused: the program would silently run without it."""
     out: dict[str, Any] = {}
     prefix = f"{PROJECT}:"
     for key, value in flat.items():
@@ -42,8 +41,7 @@ _ENVIRONMENT = {
 
 
 def _environment(variable: str, read: Any) -> Any:
-    """The SDK's reading of a config environment variable, or `ConfigError` naming it: the SDK parses
-    it with a bare `json.loads` and would end the program in a traceback on a malformed value."""
+    """The SDK's reading of a config environment variable (a bare `json.loads`), or `ConfigError` naming it."""
     kind, allowed = _ENVIRONMENT[variable]
     try:
         value = read()

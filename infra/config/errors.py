@@ -16,9 +16,8 @@ from workloads.cli_args import CREDENTIAL_SHOWN, looks_like_credential, without_
 
 
 class ConfigError(pulumi.RunError):
-    """Bad stack configuration. `RunError` makes the Pulumi CLI print it without a traceback. A value in the
-    message that looks like a credential is replaced (`without_credentials`): whichever check wrote it, an
-    error never repeats a token pasted into the wrong key."""
+    """Bad stack configuration, printed by the Pulumi CLI without a traceback (`RunError`); whichever check wrote
+    it, a value that looks like a credential is replaced (`without_credentials`)."""
 
     def __init__(self, message: str = "", *args: Any):
         super().__init__(without_credentials(str(message)), *args)
@@ -37,8 +36,7 @@ class KeyedValueError(ValueError):
 
 
 def shown(value: Any, limit: int = 60) -> str:
-    """A value as it appears in a one-line message: repr (newlines escaped), cut to `limit` characters; a value
-    that looks like a credential is not shown."""
+    """A value in a one-line message: its repr cut to `limit` characters, never a credential."""
     text = repr(value)
     if looks_like_credential(text):
         return CREDENTIAL_SHOWN
@@ -60,8 +58,7 @@ _BOUNDS = {"ge": "at least", "gt": "more than", "le": "at most", "lt": "less tha
 
 
 def format_validation_error(err: ValidationError, root: type[BaseModel]) -> str:
-    """One line per problem of validating `root` (the stack model): `nemo-rl-gke:<key.path>: <message>`,
-    in stack-file words."""
+    """One line per problem of validating `root`: `nemo-rl-gke:<key.path>: <message>`, in stack-file words."""
     lines = []
     for e in err.errors(include_url=False):
         loc = tuple(e["loc"])
@@ -101,8 +98,7 @@ def _message(e: Any, loc: tuple[Any, ...], root: type[BaseModel]) -> str:
 
 
 def _model_of(annotation: Any) -> "type[BaseModel] | None":
-    """The section model a field holds: `Section`, `Optional[Section]` (`gpuPool.capacity`), or a tuple of them
-    (`cluster.masterAuthorizedNetworks`: an entry's index in a key steps into it); None for anything else."""
+    """The section model a field holds (`Section`, `Optional[Section]` or a tuple of them), else None."""
     args = [arg for arg in get_args(annotation) if arg not in (type(None), Ellipsis)]
     if get_origin(annotation) in (Union, types.UnionType, list, tuple):
         return _model_of(args[0]) if len(args) == 1 else None

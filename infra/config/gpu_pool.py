@@ -107,7 +107,7 @@ class CapacityConfig(Model):
 
 def check_gpu_pool_provisioning(pool: GpuPoolConfig) -> None:
     """`capacity` or `provisioning`/`reservationName`, not both; a reservation has its name; no flex-start with
-    compact placement. A one-rung ladder also sets `provisioning` and `reservationName` (below)."""
+    compact placement."""
     if pool.capacity is not None:
         both = sorted({"provisioning", "reservation_name"} & pool.model_fields_set)
         if both:

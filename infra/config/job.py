@@ -205,8 +205,8 @@ class JobConfig(Model):
 
 
 def check_job_fits(job: JobConfig, node_count: int, flavour: Flavour) -> None:
-    """The recipe's layout, with the user's parallelism overrides, fits the pool: tensor parallel
-    within a node, a node left for training (`Parallelism.training_nodes`), the recipe's minimum."""
+    """The recipe's layout with the parallelism overrides fits the pool: tensor parallel within a node, a node left
+    for training, the recipe's minimum."""
     try:
         par = job.parallelism
     except ValueError as err:  # the recipe's layout refuses the overridden values

@@ -61,8 +61,7 @@ def check_psa_prefix(v: str) -> str:
 
 
 def check_no_overlaps(network: NetworkConfig) -> None:
-    """No two ranges the stack allocates (keyed by their config keys) overlap; on the `default` VPC none overlaps
-    its auto-mode subnets."""
+    """No two ranges the stack allocates overlap; on the `default` VPC none overlaps its auto-mode subnets."""
     named = {
         "gvnicCidr": network.gvnic_cidr,
         "psaCidr": network.psa_cidr,

@@ -26,8 +26,7 @@ class StackSecrets:
 
 
 def wandb_key_set(secret_keys: Collection[str]) -> bool:
-    """Whether the stack holds the `wandbApiKey` secret, from its secret key names (`namespace:key`):
-    how the CLI, which cannot decrypt secrets, tells what `Settings.wandb_key_set` tells the program."""
+    """`Settings.wandb_key_set` from the secret key names (`namespace:key`), for the CLI, which cannot decrypt."""
     return f"{PROJECT}:wandbApiKey" in secret_keys
 
 
@@ -76,8 +75,7 @@ def required_secrets(config: StackConfig) -> dict[str, str]:
 
 
 def refuse_missing_secrets(config: StackConfig, present: Collection[str]) -> None:
-    """Raise `ConfigError` when the stack's job needs a secret that is not set (`present` holds the
-    secret keys that are, without namespace): found now, not hours later on the cluster."""
+    """Raise `ConfigError` when the stack's job needs a secret not in `present`: found now, not hours later."""
     missing = {k: why for k, why in required_secrets(config).items() if k not in present}
     if missing:
         raise MissingSecretError("\n".join(f"{PROJECT}:{k}: not set, and {why}" for k, why in missing.items()))

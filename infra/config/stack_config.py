@@ -224,8 +224,7 @@ class StackConfig(Model):
 
     @property
     def gate_policy(self) -> str:
-        """`job.gate`, or its default: enforce on a multi-node pool (the fabric is what a lone node cannot
-        show broken), warn on one node."""
+        """`job.gate`, or enforce on a multi-node pool (a lone node cannot show the fabric broken), else warn."""
         return self.job.gate or ("enforce" if self.gpu_pool.node_count > 1 else "warn")
 
     @property
@@ -246,8 +245,8 @@ class StackConfig(Model):
 
 
 def _label_text(text: str, limit: int) -> bool:
-    """Lowercase letters (any script), digits, '_' and '-' only, at most `limit` characters and under
-    128 bytes: every character is checked, so a trailing newline cannot slip past a `$`."""
+    """Lowercase letters (any script), digits, '_' and '-', at most `limit` characters and under 128 bytes: each
+    character is checked, so a trailing newline cannot slip past a `$`."""
     return (
         len(text) <= limit
         and len(text.encode()) < 128
@@ -255,15 +254,9 @@ def _label_text(text: str, limit: int) -> bool:
     )
 
 
-_PLAIN_TO_THE_JOB = ("job", "ray")
-"""Sections whose strings reach the job in plain text: its entrypoint (`logger.wandb.project=...`), the
-runtime env, the watcher's ConfigMap and Ray's job table."""
-
-
 def check_no_credentials_in_plain_keys(data: Any) -> None:
-    """No string of the sections that reach the job looks like a credential (`cli_args.looks_like_credential`):
-    a W&B key pasted into `job.wandbProject` would be published in plain text. `job.overrides` have their own
-    check, which names the override by its index."""
+    """No string of the sections that reach the job in plain text (`job`, `ray`) looks like a credential: a W&B key
+    pasted into `job.wandbProject` would be published. `job.overrides` have their own check, naming the index."""
     if not isinstance(data, dict):
         return
 
@@ -280,7 +273,7 @@ def check_no_credentials_in_plain_keys(data: Any) -> None:
                 if f"{key}.{k}" != "job.overrides":
                     walk(v, f"{key}.{k}")
 
-    for section in _PLAIN_TO_THE_JOB:
+    for section in ("job", "ray"):
         walk(data.get(section), section)
 
 
