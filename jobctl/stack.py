@@ -28,10 +28,6 @@ class Stack:
     config: StackConfig
     secret_keys: frozenset[str]
 
-    @property
-    def wandb_key_set(self) -> bool:
-        return wandb_key_set(self.secret_keys)
-
 
 def load_stack(name: str, config_file: Optional[str] = None) -> Stack:
     """Read and validate `Pulumi.<name>.yaml` (or `config_file`) the way the Pulumi program does."""
@@ -50,9 +46,10 @@ def pool_facts(stack: Stack) -> GpuPoolFacts:
 
 def build_spec(stack: Stack) -> JobSpec:
     """The stack's job exactly as `pulumi up` builds it (same pool facts, same run plan, same spec, same id)."""
+    wandb = wandb_key_set(stack.secret_keys)
     try:
         return job_spec_for_stack(
-            stack.name, stack.config, wandb_key_set=stack.wandb_key_set, pool=pool_facts(stack), run=run_plan(stack)
+            stack.name, stack.config, wandb_key_set=wandb, pool=pool_facts(stack), run=run_plan(stack)
         )
     except ConfigError as err:
         raise CommandError(str(err)) from None

@@ -10,9 +10,8 @@ from infra.config.base import Model
 from infra.config.errors import shown
 
 MAX_PRICE_USD = 1_000_000
-"""The most a price override may be: the dearest price of data/prices.yaml is about a hundred USD a GPU
-node-hour. A price near float's limit becomes `inf` once multiplied by hours and nodes, which no JSON
-document can hold (the plan's `--json` would stop half printed)."""
+"""The most a price override may be (the dearest in data/prices.yaml is about 100 USD a node-hour): a price near
+float's limit becomes `inf` in the estimates, which no JSON document can hold (`--json` would stop half printed)."""
 
 
 def check_prices_not_negative(v: dict[str, float]) -> dict[str, float]:
