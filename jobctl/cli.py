@@ -15,72 +15,50 @@ from jobctl.stack import load_stack
 from workloads import cli_args, exit_codes, watcher
 from workloads.exit_codes import CommandError
 
-JOB_HELP = "submission id; default the stack's newest job"
-WAIT_HELP = "wait until the job ends, showing its status"
-TIMEOUT_HELP = "with --wait: give up after this many seconds (exit 4)"
-
 
 def common_flags() -> argparse.ArgumentParser:
     """The flags of every command: which stack, and where its Ray dashboard is."""
     common = cli_args.OneLineParser(add_help=False)
-    common.add_argument(
-        "--stack",
-        type=cli_args.stack_name,
-        default=DEFAULT_STACK,
-        help=f"stack name (Pulumi.<stack>.yaml); default {DEFAULT_STACK}",
-    )
-    common.add_argument(
-        "--config-file",
-        type=cli_args.file_path,
-        metavar="PATH",
-        help="read the stack config from PATH (as `pulumi up --config-file`)",
-    )
+    stack_help = f"stack name (Pulumi.<stack>.yaml); default {DEFAULT_STACK}"
+    common.add_argument("--stack", type=cli_args.stack_name, default=DEFAULT_STACK, help=stack_help)
+    config_help = "read the stack config from PATH (as `pulumi up --config-file`)"
+    common.add_argument("--config-file", type=cli_args.file_path, metavar="PATH", help=config_help)
     common.add_argument("--address", help="Ray dashboard URL, e.g. http://127.0.0.1:8265")
     common.add_argument("--endpoint", help="GKE cluster endpoint, to go through the API server's service proxy")
     common.add_argument("--ca-file", help="PEM file of the cluster CA (with an IP --endpoint)")
     common.add_argument("--head-service", help="Ray head service name (with --endpoint)")
-    common.add_argument(
-        "--namespace", type=cli_args.namespace, help="namespace of the Ray cluster; default ray.namespace of the stack"
-    )
+    namespace_help = "namespace of the Ray cluster; default ray.namespace of the stack"
+    common.add_argument("--namespace", type=cli_args.namespace, help=namespace_help)
     return common
 
 
 def parser() -> argparse.ArgumentParser:
-    common = [common_flags()]
+    common = common_flags()
+    job = cli_args.OneLineParser(add_help=False)
+    job.add_argument("--job", help="submission id; default the stack's newest job")
+    wait = cli_args.OneLineParser(add_help=False)
+    wait.add_argument("--wait", action="store_true", help="wait until the job ends, showing its status")
+    timeout_help = "with --wait: give up after this many seconds (exit 4)"
+    wait.add_argument("--timeout", type=cli_args.seconds(positive=True), help=timeout_help)
     p = cli_args.OneLineParser(prog="python -m jobctl", description="Submit and watch the stack's NeMo-RL job.")
     sub = p.add_subparsers(dest="command", required=True, metavar="{" + ",".join(COMMANDS) + "}")
-    s = sub.add_parser("submit", parents=common, help="submit the stack's job (idempotent)")
+    s = sub.add_parser("submit", parents=[common, wait], help="submit the stack's job (idempotent)")
     s.add_argument("--dry-run", action="store_true", help="print entrypoint and runtime env; no network")
-    s.add_argument(
-        "--gate",
-        choices=("enforce", "warn", "off"),
-        help="acceptance gate policy for this submission; default job.gate of the stack",
-    )
-    s.add_argument("--wait", action="store_true", help=WAIT_HELP)
-    s.add_argument("--timeout", type=cli_args.seconds(positive=True), help=TIMEOUT_HELP)
-    sub.add_parser("gate", parents=common, help="run the acceptance gate (GPUs, fabric, Lustre) on the cluster now")
-    s = sub.add_parser("status", parents=common, help="show a job's status and the run ledger")
-    s.add_argument("--job", help=JOB_HELP)
-    s.add_argument(
-        "--ledger-file", metavar="PATH", help="read the run ledger from PATH instead of the head's Lustre mount"
-    )
-    s.add_argument("--wait", action="store_true", help=WAIT_HELP)
-    s.add_argument("--timeout", type=cli_args.seconds(positive=True), help=TIMEOUT_HELP)
-    s = sub.add_parser("logs", parents=common, help="print a job's log")
-    s.add_argument("--job", help=JOB_HELP)
+    gate_help = "acceptance gate policy for this submission; default job.gate of the stack"
+    s.add_argument("--gate", choices=("enforce", "warn", "off"), help=gate_help)
+    sub.add_parser("gate", parents=[common], help="run the acceptance gate (GPUs, fabric, Lustre) on the cluster now")
+    s = sub.add_parser("status", parents=[common, job, wait], help="show a job's status and the run ledger")
+    ledger_help = "read the run ledger from PATH instead of the head's Lustre mount"
+    s.add_argument("--ledger-file", metavar="PATH", help=ledger_help)
+    s = sub.add_parser("logs", parents=[common, job], help="print a job's log")
     s.add_argument("--follow", action="store_true", help="keep streaming until the job ends")
-    s.add_argument(
-        "--tail",
-        type=cli_args.positive_int,
-        metavar="N",
-        help="only the last N lines (with --follow: then the new ones)",
-    )
-    s = sub.add_parser("stop", parents=common, help="stop a job")
-    s.add_argument("--job", help=JOB_HELP)
-    sub.add_parser("list", parents=common, help="list the stack's jobs")
-    s = sub.add_parser("watch", parents=common, help="resubmit the stack's job after a spot preemption")
-    watcher.add_watch_flags(s)
-    s = sub.add_parser("dashboard", parents=common, help="serve the Ray dashboard on 127.0.0.1 (no kubectl)")
+    tail_help = "only the last N lines (with --follow: then the new ones)"
+    s.add_argument("--tail", type=cli_args.positive_int, metavar="N", help=tail_help)
+    sub.add_parser("stop", parents=[common, job], help="stop a job")
+    sub.add_parser("list", parents=[common], help="list the stack's jobs")
+    watch_help = "resubmit the stack's job after a spot preemption"
+    watcher.add_watch_flags(sub.add_parser("watch", parents=[common], help=watch_help))
+    s = sub.add_parser("dashboard", parents=[common], help="serve the Ray dashboard on 127.0.0.1 (no kubectl)")
     s.add_argument("--port", type=cli_args.port, default=8265, help="local port; 0 picks a free one (default 8265)")
     return p
 
@@ -110,8 +88,8 @@ class _ReaderGone(Exception):
 
 
 class _Output:
-    """`out` whose write failures are the CLI's own: a reader that went away (`| head`) ends the command quietly,
-    as for `cat`; an output that cannot take more (`> /dev/full`) is one error line and exit 3 (the environment)."""
+    """`out` whose failures are the CLI's own: a reader gone (`| head`) ends quietly, as for `cat`; a full output
+    (`> /dev/full`) is one error line and exit 3."""
 
     def __init__(self, out: TextIO):
         self._out = out
@@ -119,14 +97,14 @@ class _Output:
     def _guard(self, action: Any) -> Any:
         try:
             return action()
-        except BrokenPipeError:
-            _silence(self._out)
-            raise _ReaderGone() from None
         except OSError as exc:
-            _silence(self._out)
-            raise CommandError(
-                f"cannot write to standard output ({exc.strerror or exc})", exit_codes.UNREACHABLE
-            ) from None
+            # Point the failed output at /dev/null, so Python's flush at exit does not fail on it again.
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                os.dup2(os.open(os.devnull, os.O_WRONLY), self._out.fileno())
+            if isinstance(exc, BrokenPipeError):
+                raise _ReaderGone() from None
+            message = f"cannot write to standard output ({exc.strerror or exc})"
+            raise CommandError(message, exit_codes.UNREACHABLE) from None
 
     def write(self, text: str) -> int:
         count = self._guard(lambda: self._out.write(text))
@@ -138,9 +116,3 @@ class _Output:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._out, name)
-
-
-def _silence(out: TextIO) -> None:
-    """Point a failed standard output at /dev/null, so Python's flush at exit does not fail on it again."""
-    with contextlib.suppress(OSError, ValueError, AttributeError):
-        os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())

@@ -1,22 +1,19 @@
 """The CLI's commands: each takes the parsed flags, the stack and where to print, and returns the exit code.
-
-`workloads.submit` (the Ray Job API client) is imported by the commands that reach a dashboard, not
-at the top: `submit --dry-run` never loads Ray (tests/test_jobctl.py checks it).
-"""
+`workloads.submit` is imported inside the commands that reach a dashboard: `submit --dry-run` never loads Ray."""
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import shutil
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional, TextIO
+from typing import Any, Callable, NamedTuple, Optional, TextIO
 
 from infra.config import ConfigError, refuse_missing_secrets
 from infra.stack_file import ROOT, present_secrets
-from jobctl.stack import Stack, build_spec, gate_plan, run_plan
+from jobctl.stack import Stack, build_spec, gate_plan, pool_facts, run_plan
 from workloads import cli_args, exit_codes, watcher
 from workloads.exit_codes import CommandError
 from workloads.job_types import META_RECIPE
@@ -27,45 +24,20 @@ OUTPUT_CA = "clusterCaCertificate"
 OUTPUT_HEAD_SERVICE = "rayHeadService"
 
 
-def run_gate(client, stack: Stack, out: TextIO):
-    """Run the stack's acceptance gate on the cluster, printing its lines; returns the `GateReport`."""
-    from workloads import gate
-
-    def show(line: str) -> None:
-        out.write(line + "\n")
-        out.flush()
-
-    report = gate.run_on_cluster(client, gate_plan(stack), label=stack.name, on_line=show)
-    for line in report.lines():
-        show(line)
-    return report
-
-
 def stack_outputs(stack: str) -> dict[str, Any]:
     """`pulumi stack output --json` of the stack, or {} when the CLI is missing or fails."""
     if shutil.which("pulumi") is None:
         return {}
+    command = ["pulumi", "stack", "output", "--json", "--stack", stack]
     try:
-        proc = subprocess.run(
-            ["pulumi", "stack", "output", "--json", "--stack", stack],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return {}
-    if proc.returncode != 0:
-        return {}
-    try:
+        proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=60, check=True)
         outputs = json.loads(proc.stdout or "{}")
-    except json.JSONDecodeError:
+    except (OSError, subprocess.SubprocessError, json.JSONDecodeError):
         return {}
     return outputs if isinstance(outputs, dict) else {}
 
 
-@dataclass(frozen=True)
-class GkeTarget:
+class GkeTarget(NamedTuple):
     """Where the Ray dashboard is behind the GKE API server's service proxy."""
 
     endpoint: str
@@ -79,23 +51,17 @@ def gke_target(args: argparse.Namespace, stack: Stack) -> GkeTarget:
     """The endpoint, head service and CA from the flags, else from the stack outputs; checked."""
     from workloads import job_errors, ray_address
 
-    endpoint, ca_file, head_service = args.endpoint, args.ca_file, args.head_service
-    endpoint_source = "--endpoint"
-    ca_b64: Optional[str] = None
-    if not endpoint:
-        endpoint_source = f"stack output {OUTPUT_ENDPOINT}"
-        outputs = stack_outputs(stack.name)
-        endpoint = outputs.get(OUTPUT_ENDPOINT)
-        head_service = head_service or outputs.get(OUTPUT_HEAD_SERVICE)
-        ca = outputs.get(OUTPUT_CA)
-        if not ca_file and isinstance(ca, str) and ca != "[secret]":
-            ca_b64 = ca
+    outputs = {} if args.endpoint else stack_outputs(stack.name)
+    endpoint_source = "--endpoint" if args.endpoint else f"stack output {OUTPUT_ENDPOINT}"
+    endpoint = args.endpoint or outputs.get(OUTPUT_ENDPOINT)
+    ca_file, head_service = args.ca_file, args.head_service or outputs.get(OUTPUT_HEAD_SERVICE)
+    ca = outputs.get(OUTPUT_CA)
+    ca_b64 = ca if not ca_file and isinstance(ca, str) and ca != "[secret]" else None
     if not endpoint:
         raise CommandError(
             f"no dashboard address: pass --address http://127.0.0.1:8265 (e.g. from `{cli_args.RUN} jobctl "
-            "dashboard`), "
-            "or --endpoint/--head-service (and --ca-file for an IP endpoint), or install the pulumi CLI so the stack "
-            "outputs can be read"
+            "dashboard`), or --endpoint/--head-service (and --ca-file for an IP endpoint), or install the pulumi CLI "
+            "so the stack outputs can be read"
         )
     try:
         ray_address.check_endpoint(endpoint)  # before needs_cluster_ca, which cannot parse a malformed URL either
@@ -129,36 +95,24 @@ def connect(args: argparse.Namespace, stack: Stack):
 
 
 def workers_command(stack: Stack, replicas: int) -> str:
-    """The kubectl command that brings the released Ray workers back (what `bring_back_workers` patches). Index
-    0: the KubeRay ray-cluster chart renders its `worker` values as the first of `workerGroupSpecs`, before any
-    `additionalWorkerGroups` (ray-project/kuberay helm-chart/ray-cluster/templates/raycluster-cluster.yaml), and
-    infra/ray_cluster.py sets no other group."""
-    patch = json.dumps(
-        [
-            {"op": "replace", "path": "/spec/workerGroupSpecs/0/replicas", "value": replicas},
-            {"op": "replace", "path": "/spec/workerGroupSpecs/0/minReplicas", "value": replicas},
-        ]
-    )
+    """The kubectl command that brings the released Ray workers back. Index 0: the chart renders `worker` first
+    (ray-project/kuberay helm-chart/ray-cluster/templates/raycluster-cluster.yaml); infra/ray_cluster.py adds none."""
     from infra.ray_cluster import RAY_CLUSTER_NAME
 
+    spec = "/spec/workerGroupSpecs/0/"
+    patch = json.dumps([{"op": "replace", "path": spec + k, "value": replicas} for k in ("replicas", "minReplicas")])
     return f"kubectl -n {stack.config.ray.namespace} patch raycluster {RAY_CLUSTER_NAME} --type json -p '{patch}'"
 
 
 def bring_back_workers(args: argparse.Namespace, stack: Stack, out: TextIO, token_provider=None) -> None:
-    """Scale the Ray GPU worker group back to the pool's node count before a run: the run's owner released it
-    when the last run ended (`recovery.releaseWorkersAfterRun`), and a `pulumi up` does not restore it
-    (docs/day-2.md). Through the GKE API server, with the same Google token and CA as the dashboard proxy
-    (the identity needs `patch` on rayclusters: roles/container.developer has it); one line when it scaled.
-    With `--address` (a port-forward or local dashboard) there is no Kubernetes API to ask: one line gives
-    the kubectl command, and the job is submitted (its workers may still be there). A refused patch is an
-    error naming that command: a job submitted without workers would wait for them forever."""
-    from infra.placement import gpu_pool_facts
+    """Scale the Ray GPU worker group the run's owner released back to the pool's node count (docs/day-2.md),
+    through the GKE API server with the dashboard proxy's token and CA; with `--address`, one line gives the kubectl
+    command. A refused patch is an error: a job submitted without workers would wait for them forever."""
     from infra.ray_cluster import RAY_CLUSTER_NAME, WORKER_GROUP
-    from infra.stack_context import StackContext
     from workloads import ray_address, ray_connection
     from workloads.gang_wait import VIEW_ERRORS, KubeGangView
 
-    replicas = gpu_pool_facts(StackContext.from_config(stack.name, stack.config), stack.config).node_count
+    replicas = pool_facts(stack).node_count
     command = workers_command(stack, replicas)
     if args.address:
         out.write(
@@ -167,16 +121,10 @@ def bring_back_workers(args: argparse.Namespace, stack: Stack, out: TextIO, toke
         )
         return
     target = gke_target(args, stack)
-    verify = ray_connection.tls_verify(target.ca_file, target.ca_b64)
+    url, verify = ray_address.endpoint_url(target.endpoint), ray_connection.tls_verify(target.ca_file, target.ca_b64)
     token = (token_provider or ray_connection.google_token_provider())()
-    view = KubeGangView(
-        ray_address.endpoint_url(target.endpoint),
-        token,
-        verify if isinstance(verify, str) else None,
-        target.namespace,
-        RAY_CLUSTER_NAME,
-        WORKER_GROUP,
-    )
+    ca = verify if isinstance(verify, str) else None
+    view = KubeGangView(url, token, ca, target.namespace, RAY_CLUSTER_NAME, WORKER_GROUP)
     try:
         had = view.scale(replicas)
     except VIEW_ERRORS as err:
@@ -194,21 +142,18 @@ class StatusLine:
     """The live status while waiting: one rewritten line on a TTY, a line per change otherwise."""
 
     def __init__(self, job_id: str, out: TextIO):
-        self.job_id, self.out = job_id, out
-        self.tty = out.isatty()
+        self.job_id, self.out, self.tty = job_id, out, out.isatty()
         self.last: Optional[str] = None
         self.width = 0
 
     def __call__(self, status: Any, elapsed: float) -> None:
         text = f"{self.job_id}  {status}  {int(elapsed) // 60:d}:{int(elapsed) % 60:02d}"
-        if self.tty:
-            pad = max(self.width - len(text), 0)
-            self.out.write("\r" + text + " " * pad)
+        if self.tty:  # padded over the longer line it rewrites
+            self.out.write("\r" + text.ljust(self.width))
             self.width = len(text)
-            self.out.flush()
         elif str(status) != self.last:
             self.out.write(text + "\n")
-            self.out.flush()
+        self.out.flush()
         self.last = str(status)
 
     def close(self) -> None:
@@ -228,15 +173,17 @@ def _wait(client, job_id: str, timeout: Optional[float], out: TextIO) -> int:
     return exit_codes.OK if str(final) == "SUCCEEDED" else exit_codes.JOB_FAILED
 
 
-def _job_id(args: argparse.Namespace, client, stack: Stack) -> str:
+def _client_and_job(args: argparse.Namespace, stack: Stack) -> tuple[Any, str]:
+    """The dashboard client and the job `--job` names, else the stack's newest."""
     from workloads import submit
 
+    client = connect(args, stack)
     if args.job:
-        return args.job
+        return client, args.job
     latest = submit.latest_job(client, stack.name)
     if latest is None:
         raise CommandError(f"no job of stack {stack.name} on {client.get_address()}; `submit` one, or pass --job")
-    return latest.submission_id
+    return client, latest.submission_id
 
 
 def cmd_submit(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
@@ -256,19 +203,11 @@ def cmd_submit(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
     bring_back_workers(args, stack, out)
     # `--gate` overrides the stack's policy; without it the gate is the run plan's, as `pulumi up` submits.
     gate = run_owner.GateSetup.of(args.gate, gate_plan(stack)) if args.gate else run_plan(stack).gate
-
-    def show(line: str) -> None:
-        out.write(line + "\n")
-        out.flush()
-
-    # As the run's owner submits: never beside a running gate, and after this attempt's own gate.
-    from infra.run_plan import ledger_on_lustre
-    from workloads import ledger
-
-    path = ledger_on_lustre(stack.config.ray.mount_path, stack.name)
-    # The attempt's number from the run ledger when a head restart emptied the job table (`run_owner.next_attempt`).
-    read = lambda: ledger.read_on_head(client, path, stack=stack.name)  # noqa: E731
-    result, report = run_owner.submit_gated(client, spec, gate, on_line=show, ledger=read)
+    show = functools.partial(print, file=out, flush=True)  # the gate's lines come while it runs
+    # As the run's owner submits: never beside a running gate, and after this attempt's own gate; the attempt's
+    # number from the run ledger when a head restart emptied the job table (`run_owner.next_attempt`).
+    ledger = functools.partial(_ledger_on_head, client, stack)
+    result, report = run_owner.submit_gated(client, spec, gate, on_line=show, ledger=ledger)
     for line in report.lines() if report is not None else ():
         show(line)
     for old in result.stopped:
@@ -282,17 +221,21 @@ def cmd_submit(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
 
 
 def cmd_gate(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
+    from workloads import gate
+
     client = connect(args, stack)
     bring_back_workers(args, stack, out)
-    report = run_gate(client, stack, out)
+    show = functools.partial(print, file=out, flush=True)  # the gate's lines come while it runs
+    report = gate.run_on_cluster(client, gate_plan(stack), label=stack.name, on_line=show)
+    for line in report.lines():
+        show(line)
     return exit_codes.OK if report.ok else exit_codes.GATE_FAILED
 
 
 def cmd_status(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
     from workloads import submit
 
-    client = connect(args, stack)
-    job_id = _job_id(args, client, stack)
+    client, job_id = _client_and_job(args, stack)
     if args.wait:
         return _wait(client, job_id, args.timeout, out)
     details = submit.info(client, job_id)
@@ -302,50 +245,44 @@ def cmd_status(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
     return exit_codes.OK
 
 
+def _ledger_on_head(client, stack: Stack):
+    """The run ledger, read through a small Ray job from the head's Lustre mount where the watcher keeps it."""
+    from infra.run_plan import ledger_on_lustre
+    from workloads import ledger
+
+    return ledger.read_on_head(client, ledger_on_lustre(stack.config.ray.mount_path, stack.name), stack=stack.name)
+
+
 def _print_ledger(args: argparse.Namespace, client, stack: Stack, out: TextIO) -> None:
-    """The run ledger (every attempt: cause, node-hours, steps lost, spend) as a table, read from
-    `--ledger-file` or, through a small Ray job, from the head's Lustre mount where the watcher keeps it."""
+    """The run ledger (every attempt: cause, node-hours, steps lost, spend) as a table, then the run's goodput,
+    read from `--ledger-file` or the head."""
     import time
 
-    from infra.run_plan import ledger_on_lustre
+    from workloads import goodput, submit
     from workloads import ledger as run_ledger
-    from workloads import submit
 
     if args.ledger_file:
         found = run_ledger.LedgerFile(args.ledger_file).load(stack.name, build_spec(stack).run_id)
         found = found if found.attempts or found.events else None
     else:
         try:
-            found = run_ledger.read_on_head(
-                client, ledger_on_lustre(stack.config.ray.mount_path, stack.name), stack=stack.name
-            )
+            found = _ledger_on_head(client, stack)
         except submit.JobError as err:
             out.write(f"run ledger: not readable ({err})\n")
             return
     if found is None:
         out.write("run ledger: none yet (the preemption watcher writes it once it sees an attempt)\n")
         return
-    now = time.time()
-    for line in run_ledger.table(found, now):
-        out.write(line + "\n")
-    from workloads import goodput
-
-    run = run_plan(stack)
-    for line in goodput.lines(
-        found,
-        now,
-        step_seconds=run.step_seconds,
-        write_seconds=run.checkpoint_write_seconds,
-        save_period=run.save_period,
-    ):
+    now, run = time.time(), run_plan(stack)
+    times = dict(step_seconds=run.step_seconds, write_seconds=run.checkpoint_write_seconds, save_period=run.save_period)
+    for line in [*run_ledger.table(found, now), *goodput.lines(found, now, **times)]:
         out.write(line + "\n")
 
 
 def cmd_logs(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
     from workloads import submit
 
-    client = connect(args, stack)
-    job_id = _job_id(args, client, stack)
+    client, job_id = _client_and_job(args, stack)
     for chunk in submit.logs(client, job_id, follow=args.follow, tail=args.tail):
         out.write(chunk)
         out.flush()
@@ -355,8 +292,7 @@ def cmd_logs(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
 def cmd_stop(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
     from workloads import submit
 
-    client = connect(args, stack)
-    job_id = _job_id(args, client, stack)
+    client, job_id = _client_and_job(args, stack)
     was_running = submit.stop(client, job_id)
     out.write(f"{job_id}: {'stop requested' if was_running else 'not running'}\n")
     return exit_codes.OK
@@ -377,8 +313,7 @@ def cmd_list(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
 
 
 def cmd_watch(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
-    """The in-cluster watcher's loop (`workloads.watcher`) on the stack's spec and run plan (its recovery policy
-    included), the ones `pulumi up` ships."""
+    """The in-cluster watcher's loop (`workloads.watcher`) on the stack's spec and run plan, as `pulumi up` ships."""
     spec = build_spec(stack)
     run = watcher.load_run_file(args.run_file) if args.run_file else run_plan(stack)
     return watcher.watch(lambda: connect(args, stack), spec, args, out, run=run)
@@ -407,13 +342,7 @@ def cmd_dashboard(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
     return exit_codes.OK
 
 
+# Each `cmd_<name>` above is the command `<name>`, in the order `--help` lists them.
 COMMANDS: dict[str, Callable[[argparse.Namespace, Stack, TextIO], int]] = {
-    "submit": cmd_submit,
-    "gate": cmd_gate,
-    "status": cmd_status,
-    "logs": cmd_logs,
-    "stop": cmd_stop,
-    "list": cmd_list,
-    "watch": cmd_watch,
-    "dashboard": cmd_dashboard,
+    name.removeprefix("cmd_"): command for name, command in list(globals().items()) if name.startswith("cmd_")
 }

@@ -1,6 +1,5 @@
-"""The stack as the CLI sees it: its file read and validated, and the run plan, job and gate built from it
-exactly as `pulumi up` builds them in `__main__.py` (the same infra functions, in the same order: the run
-plan first, the job from it), so both agree; the recovery policy is the run plan's (`run_plan`)."""
+"""The stack as the CLI sees it: its file read and validated, and the run plan, job and gate built from it with
+the infra functions `__main__.py` calls, in its order (the run plan first, the job from it), so both agree."""
 
 from __future__ import annotations
 
@@ -13,7 +12,7 @@ from infra.config import ConfigError, StackConfig, wandb_key_set
 from infra.gate_plan import gate_plan_for_stack
 from infra.placement import gpu_pool_facts
 from infra.run_plan import run_plan_for_stack
-from infra.stack_context import StackContext
+from infra.stack_context import GpuPoolFacts, StackContext
 from infra.stack_file import ROOT, StackFileError
 from infra.stack_file import load_stack as load_stack_file
 from infra.training_job import job_spec_for_stack
@@ -29,29 +28,28 @@ class Stack:
     config: StackConfig
     secret_keys: frozenset[str]
 
-    @property
-    def wandb_key_set(self) -> bool:
-        return wandb_key_set(self.secret_keys)
-
 
 def load_stack(name: str, config_file: Optional[str] = None) -> Stack:
     """Read and validate `Pulumi.<name>.yaml` (or `config_file`) the way the Pulumi program does."""
     try:
         # `pulumi up` would stop here (infra.config.load), so the job must not run either.
         loaded = load_stack_file(name, ROOT, Path(config_file) if config_file else None)
-    except StackFileError as err:
-        raise CommandError(str(err)) from None
-    except ConfigError as err:
+    except (StackFileError, ConfigError) as err:
         raise CommandError(str(err).replace("\n", "; ")) from None
     return Stack(name, loaded.config, loaded.secret_keys)
 
 
+def pool_facts(stack: Stack) -> GpuPoolFacts:
+    """The stack's GPU pool facts, as `pulumi up` decides them."""
+    return gpu_pool_facts(StackContext.from_config(stack.name, stack.config), stack.config)
+
+
 def build_spec(stack: Stack) -> JobSpec:
     """The stack's job exactly as `pulumi up` builds it (same pool facts, same run plan, same spec, same id)."""
-    pool = gpu_pool_facts(StackContext.from_config(stack.name, stack.config), stack.config)
+    wandb = wandb_key_set(stack.secret_keys)
     try:
         return job_spec_for_stack(
-            stack.name, stack.config, wandb_key_set=stack.wandb_key_set, pool=pool, run=run_plan(stack)
+            stack.name, stack.config, wandb_key_set=wandb, pool=pool_facts(stack), run=run_plan(stack)
         )
     except ConfigError as err:
         raise CommandError(str(err)) from None
@@ -59,15 +57,11 @@ def build_spec(stack: Stack) -> JobSpec:
 
 def gate_plan(stack: Stack) -> GatePlan:
     """The stack's acceptance gate exactly as `pulumi up` hands it to the job submission."""
-    pool = gpu_pool_facts(StackContext.from_config(stack.name, stack.config), stack.config)
-    return gate_plan_for_stack(stack.config, pool)
+    return gate_plan_for_stack(stack.config, pool_facts(stack))
 
 
 def run_plan(stack: Stack) -> RunPlan:
-    """The stack's `RunPlan` exactly as `pulumi up` ships it to the watcher; the checkpoints are not visible
-    from this machine (they are on Lustre), so steps lost are not read here, and without the Ray component
-    it names no RayCluster: the gang wait needs the in-cluster Kubernetes API (`workloads.watcher.gang_view`)."""
-    pool = gpu_pool_facts(StackContext.from_config(stack.name, stack.config), stack.config)
-    return dataclasses.replace(
-        run_plan_for_stack(stack.name, stack.config, pool, gate_plan(stack)), checkpoint_dir=None
-    )
+    """The stack's `RunPlan` as `pulumi up` ships it to the watcher, without the checkpoint directory (on Lustre, not
+    visible from here); it names no RayCluster: the gang wait needs the in-cluster API (`watcher.gang_view`)."""
+    plan = run_plan_for_stack(stack.name, stack.config, pool_facts(stack), gate_plan(stack))
+    return dataclasses.replace(plan, checkpoint_dir=None)

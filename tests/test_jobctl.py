@@ -103,6 +103,15 @@ def test_the_live_status_line_rewrites_itself_on_a_tty_and_prints_changes_otherw
     assert plain.getvalue().splitlines() == ["job-1  PENDING  0:00", "job-1  RUNNING  0:01", "job-1  FAILED  1:06"]
 
 
+def test_a_shorter_status_on_a_tty_is_padded_over_the_longer_one_it_rewrites():
+    tty = _Tty()
+    line = StatusLine("j", tty)
+    line("SUCCEEDED", 0)
+    line("RUN", 1)
+    line.close()
+    assert tty.getvalue() == "\rj  SUCCEEDED  0:00\rj  RUN  0:01      \n"
+
+
 def test_the_cli_gives_up_on_a_stalled_dashboard_in_one_line(monkeypatch):
     # The in-cluster watcher connects the same way (`workloads.watcher.connect_address`).
     monkeypatch.setattr(ray_connection, "READ_TIMEOUT", 0.5)

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import ipaddress
 import math
-from typing import Literal, Optional
+from typing import Annotated, Literal, Optional
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import AfterValidator, Field
 
 from infra.config.base import Model
 from infra.config.errors import KeyedValueError, shown
@@ -28,42 +28,18 @@ from infra.machines import (
 class SystemPoolConfig(Model):
     """The CPU system pool that hosts the Ray head and cluster add-ons."""
 
-    machine_type: str = Field(
-        "n2-highmem-16",
-        pattern=r"^[a-z0-9]+-[a-z0-9-]+$",
-        description="Machine type of the CPU pool (16 vCPU / 128 GiB by default): one of the catalogue of "
-        "infra/machines.py, the N2 types the cost estimate can price, that fits the Ray head (`ray.headCpu`, "
-        "`ray.headMemoryGib`) after GKE's reservations; GPU machine types are refused.",
-    )
-    allow_uncatalogued_machine_type: bool = Field(
-        False,
-        description="Accept a CPU `machineType` outside the catalogue (another series, a custom type): the plan "
-        "then cannot price the pool (it says so), and the Ray head's fit is checked only for N1/N2/N2D/E2 types.",
-    )
-    node_count: int = Field(1, ge=1, le=10, description="Nodes in the CPU pool.")
-    disk_size_gb: int = Field(
-        200,
-        ge=10,
-        le=65536,
-        description="Boot disk size of CPU nodes (GB); holds the NeMo-RL image of the Ray head. Default as in "
-        "Google's A4 and A3 Ultra Cluster Toolkit blueprints.",
-    )
-
-
-class AuthorizedNetwork(Model):
-    """A CIDR allowed to reach the GKE control plane."""
-
-    cidr_block: str = Field(description="IPv4 CIDR, e.g. 203.0.113.0/24.")
-    display_name: str = Field("", max_length=64, description="Label shown in the console.")
-
-    @field_validator("cidr_block")
-    @classmethod
-    def _cidr(cls, v: str) -> str:
-        return canonical_cidr(v)
-
-
-# The validators' rules live in plain functions: mutmut 3 does not mutate decorated methods
-# (docs/testing.md, "Mutation testing"), so a rule kept inside one would never be mutated.
+    machine_type: str = Field("n2-highmem-16", pattern=r"^[a-z0-9]+-[a-z0-9-]+$")
+    """Machine type of the CPU pool (16 vCPU / 128 GiB by default): one of the catalogue of infra/machines.py, the N2
+    types the cost estimate can price, that fits the Ray head (`ray.headCpu`, `ray.headMemoryGib`) after GKE's
+    reservations; GPU machine types are refused."""
+    allow_uncatalogued_machine_type: bool = False
+    """Accept a CPU `machineType` outside the catalogue (another series, a custom type): the plan then cannot price the
+    pool (it says so), and the Ray head's fit is checked only for N1/N2/N2D/E2 types."""
+    node_count: int = Field(1, ge=1, le=10)
+    """Nodes in the CPU pool."""
+    disk_size_gb: int = Field(200, ge=10, le=65536)
+    """Boot disk size of CPU nodes (GB); holds the NeMo-RL image of the Ray head. Default as in Google's A4 and A3 Ultra
+    Cluster Toolkit blueprints."""
 
 
 def canonical_cidr(v: str) -> str:
@@ -87,78 +63,19 @@ def canonical_cidr(v: str) -> str:
     return str(network)
 
 
-class ClusterConfig(Model):
-    """The GKE cluster."""
+class AuthorizedNetwork(Model):
+    """A CIDR allowed to reach the GKE control plane."""
 
-    mode: Literal["standard", "autopilot"] = Field(
-        "standard",
-        description="`standard`: a GKE Standard cluster, its control plane regional unless `controlPlaneLocation: "
-        "zonal`, with a CPU system pool and a GPU node pool, both in `zone`. `autopilot`: a "
-        "regional GKE Autopilot cluster without node pools; GKE makes the GPU nodes for the Ray worker pods, which "
-        "select the accelerator and Spot capacity themselves (see docs/autopilot.md). Cannot change after creation.",
-    )
-    release_channel: Literal["RAPID", "REGULAR", "STABLE", "EXTENDED"] = Field(
-        "REGULAR", description="GKE release channel (Google's A4 blueprint uses REGULAR)."
-    )
-    min_master_version: Optional[str] = Field(
-        None,
-        pattern=GKE_VERSION,
-        description="Minimum control-plane version; unset takes the channel's default. When set, at least the "
-        f"flavour's minimum GKE version, and {LUSTRE_PORT_988_MIN_GKE} unless `lustre.legacyPort`.",
-    )
-    block_node_upgrades: bool = Field(
-        True,
-        description="Add a maintenance exclusion that blocks minor and node auto-upgrades (they recreate GPU "
-        "nodes mid-run); control-plane patches continue. Upgrade between runs.",
-    )
-    deletion_protection: bool = Field(True, description="Refuse `pulumi destroy` of the cluster until set to false.")
-    maintenance_start_time: str = Field(
-        "03:00", pattern=HH_MM, description="Daily maintenance window start (UTC, HH:MM)."
-    )
-    control_plane_location: Literal["regional", "zonal"] = Field(
-        "regional",
-        description="`regional` (default, as both seeds and Google's A4/A3 Ultra blueprints): control-plane "
-        "replicas in "
-        "several zones of `region`, so the API stays up during control-plane upgrades and a zone outage, when the "
-        "preemption watcher, `pulumi` and `python -m jobctl` need it; both node pools stay in `zone`. `zonal`: one "
-        "control plane in `zone`, unreachable for minutes during its upgrades; it is the one cluster the GKE free tier "
-        "credits. Changing it replaces the cluster.",
-    )
-    control_plane_access: Literal["dns", "ip"] = Field(
-        "dns",
-        description="How `pulumi up`, kubectl and `python -m jobctl` reach the API server. `dns`: only the "
-        "cluster's DNS endpoint (`gke-<id>.<region>.gke.goog`), where Google IAM (`container.clusters.connect`) "
-        "checks every request before Kubernetes RBAC; the IP endpoints are turned off, so there is no address to "
-        "allow-list. `ip`: the public IP endpoint, limited to `masterAuthorizedNetworks` (or opened with "
-        "`allowPublicControlPlane`).",
-    )
-    master_authorized_networks: tuple[AuthorizedNetwork, ...] = Field(
-        (),
-        description="With `controlPlaneAccess: ip`: the CIDRs allowed to reach the control plane's public endpoint; "
-        "must include where `pulumi up` and kubectl run. Empty is refused unless `allowPublicControlPlane` is true. "
-        "Must stay empty with `controlPlaneAccess: dns`.",
-    )
-    allow_public_control_plane: bool = Field(
-        False,
-        description="With `controlPlaneAccess: ip`: open the control plane to any address (Google credentials and "
-        "RBAC still required) when `masterAuthorizedNetworks` is empty.",
-    )
-    system_pool: SystemPoolConfig = Field(default_factory=SystemPoolConfig, description="CPU system pool.")
-
-    @model_validator(mode="after")
-    def _control_plane_access(self) -> "ClusterConfig":
-        check_control_plane_access(self)
-        return self
+    cidr_block: Annotated[str, AfterValidator(canonical_cidr)]
+    """IPv4 CIDR, e.g. 203.0.113.0/24."""
+    display_name: str = Field("", max_length=64)
+    """Label shown in the console."""
 
 
 def check_control_plane_access(cluster: ClusterConfig) -> None:
-    """With DNS access no IP-endpoint setting; with IP access no allow-list of every address, and not both an
-    allow-list and the public opt-in."""
-    # An empty list without the opt-in is refused by StackConfig (`check_control_plane_allow_list`),
-    # so that it is also refused when the whole `cluster` section is missing.
+    """With DNS access no IP-endpoint setting (DNS access turns that endpoint off: an allow-list would protect
+    nothing); with IP access an allow-list but not of every address, or else the explicit public opt-in."""
     if cluster.control_plane_access == "dns":
-        # Both settings govern the IP endpoint, which DNS access turns off: refuse rather than
-        # let a user believe an allow-list protects the cluster.
         if cluster.master_authorized_networks:
             raise KeyedValueError(
                 "masterAuthorizedNetworks",
@@ -172,6 +89,13 @@ def check_control_plane_access(cluster: ClusterConfig) -> None:
                 "with dns, or cluster.controlPlaneAccess: ip",
             )
         return
+    if not cluster.master_authorized_networks and not cluster.allow_public_control_plane:
+        raise KeyedValueError(
+            "masterAuthorizedNetworks",
+            "is empty, which would open the control plane to every address; allowed: the CIDRs `pulumi up` and "
+            "kubectl connect from, e.g. `masterAuthorizedNetworks: [{cidrBlock: <your egress IP>/32}]`, or "
+            "cluster.allowPublicControlPlane: true to open it on purpose",
+        )
     networks = [ipaddress.IPv4Network(n.cidr_block) for n in cluster.master_authorized_networks]
     # 0.0.0.0/0 (or halves that add up to it) is the empty list's "every address", spelled so it looks
     # like an allow-list: refused the same way, pointing at the explicit opt-in.
@@ -190,6 +114,53 @@ def check_control_plane_access(cluster: ClusterConfig) -> None:
         )
 
 
+class ClusterConfig(Model):
+    """The GKE cluster."""
+
+    mode: Literal["standard", "autopilot"] = "standard"
+    """`standard`: a GKE Standard cluster, its control plane regional unless `controlPlaneLocation: zonal`, with a CPU
+    system pool and a GPU node pool, both in `zone`. `autopilot`: a regional GKE Autopilot cluster without node pools;
+    GKE makes the GPU nodes for the Ray worker pods, which select the accelerator and Spot capacity themselves (see
+    docs/autopilot.md). Cannot change after creation."""
+    release_channel: Literal["RAPID", "REGULAR", "STABLE", "EXTENDED"] = "REGULAR"
+    """GKE release channel (Google's A4 blueprint uses REGULAR)."""
+    min_master_version: Optional[str] = Field(
+        None,
+        pattern=GKE_VERSION,
+        description="Minimum control-plane version; unset takes the channel's default. When set, at least the "
+        f"flavour's minimum GKE version, and {LUSTRE_PORT_988_MIN_GKE} unless `lustre.legacyPort`.",
+    )
+    block_node_upgrades: bool = True
+    """Add a maintenance exclusion that blocks minor and node auto-upgrades (they recreate GPU nodes mid-run);
+    control-plane patches continue. Upgrade between runs."""
+    deletion_protection: bool = True
+    """Refuse `pulumi destroy` of the cluster until set to false."""
+    maintenance_start_time: str = Field("03:00", pattern=HH_MM)
+    """Daily maintenance window start (UTC, HH:MM)."""
+    control_plane_location: Literal["regional", "zonal"] = "regional"
+    """`regional` (default, as both seeds and Google's A4/A3 Ultra blueprints): control-plane replicas in several zones
+    of `region`, so the API stays up during control-plane upgrades and a zone outage, when the preemption watcher,
+    `pulumi` and `python -m jobctl` need it; both node pools stay in `zone`. `zonal`: one control plane in `zone`,
+    unreachable for minutes during its upgrades; it is the one cluster the GKE free tier credits. Changing it replaces
+    the cluster."""
+    control_plane_access: Literal["dns", "ip"] = "dns"
+    """How `pulumi up`, kubectl and `python -m jobctl` reach the API server. `dns`: only the cluster's DNS endpoint
+    (`gke-<id>.<region>.gke.goog`), where Google IAM (`container.clusters.connect`) checks every request before
+    Kubernetes RBAC; the IP endpoints are turned off, so there is no address to allow-list. `ip`: the public IP
+    endpoint, limited to `masterAuthorizedNetworks` (or opened with `allowPublicControlPlane`)."""
+    master_authorized_networks: tuple[AuthorizedNetwork, ...] = ()
+    """With `controlPlaneAccess: ip`: the CIDRs allowed to reach the control plane's public endpoint; must include where
+    `pulumi up` and kubectl run. Empty is refused unless `allowPublicControlPlane` is true. Must stay empty with
+    `controlPlaneAccess: dns`."""
+    allow_public_control_plane: bool = False
+    """With `controlPlaneAccess: ip`: open the control plane to any address (Google credentials and RBAC still required)
+    when `masterAuthorizedNetworks` is empty."""
+    system_pool: SystemPoolConfig = Field(default_factory=SystemPoolConfig)
+    """CPU system pool."""
+
+    checks = (check_control_plane_access,)
+
+
 def check_min_master_version(cluster: ClusterConfig, flavour: Flavour, lustre_legacy_port: bool) -> None:
     """`cluster.minMasterVersion`, when set, is at least the flavour's minimum GKE version and the
     Lustre CSI driver's cut-offs (infra/lustre_catalogue.py)."""
@@ -198,25 +169,27 @@ def check_min_master_version(cluster: ClusterConfig, flavour: Flavour, lustre_le
     # (only checkable on the real cloud: `gcloud container get-server-config`).
     if not version:
         return
-    if parse_gke_version(version) < parse_gke_version(flavour.min_gke_version):
-        raise KeyedValueError(
-            "cluster.minMasterVersion",
-            f"{version} is below {flavour.min_gke_version}, the minimum GKE "
-            f"version for flavour {flavour.name}; allowed: {flavour.min_gke_version} or later",
-        )
-    if not lustre_legacy_port and parse_gke_version(version) < parse_gke_version(LUSTRE_PORT_988_MIN_GKE):
-        raise KeyedValueError(
-            "cluster.minMasterVersion",
+    floors = (
+        (
+            flavour.min_gke_version,
+            f"{version} is below {flavour.min_gke_version}, the minimum GKE version for flavour {flavour.name}; "
+            f"allowed: {flavour.min_gke_version} or later",
+        ),
+        (
+            None if lustre_legacy_port else LUSTRE_PORT_988_MIN_GKE,
             f"{version} predates {LUSTRE_PORT_988_MIN_GKE}, from which the Lustre CSI driver uses port 988; "
             f"allowed: {LUSTRE_PORT_988_MIN_GKE} or later, or lustre.legacyPort: true",
-        )
-    if parse_gke_version(version) < parse_gke_version(LUSTRE_CSI_MIN_GKE):
-        raise KeyedValueError(
-            "cluster.minMasterVersion",
+        ),
+        (
+            LUSTRE_CSI_MIN_GKE,
             f"{version} predates {LUSTRE_CSI_MIN_GKE}, the oldest node version of the Managed Lustre CSI "
             "add-on (before it, Lustre did not mount on non-GPU nodes with Secure Boot, such as the Ray "
             f"head's system pool); allowed: {LUSTRE_CSI_MIN_GKE} or later",
-        )
+        ),
+    )
+    for floor, message in floors:
+        if floor and parse_gke_version(version) < parse_gke_version(floor):
+            raise KeyedValueError("cluster.minMasterVersion", message)
 
 
 def head_machines(ray: RayConfig) -> list[str]:
@@ -230,10 +203,8 @@ def head_machines(ray: RayConfig) -> list[str]:
 
 
 def check_system_pool_machine(cluster: ClusterConfig, ray: RayConfig) -> None:
-    """`cluster.systemPool.machineType` is a CPU type of the catalogue (infra/machines.py), or the
-    escape hatch is set: a made-up type would fail only at `pulumi up`, and an uncatalogued one
-    would be priced at nothing, so the plan's total would drop. Whether the head fits a catalogued
-    type is `check_head_fits`' (it names the head's keys)."""
+    """`cluster.systemPool.machineType` is a CPU type of the catalogue (infra/machines.py), or the escape hatch is
+    set: a made-up type would fail only at `pulumi up`, an uncatalogued one would be priced at nothing."""
     pool = cluster.system_pool
     machine = pool.machine_type
     fits = head_machines(ray)
@@ -259,75 +230,61 @@ def check_system_pool_machine(cluster: ClusterConfig, ray: RayConfig) -> None:
         )
 
 
-def check_control_plane_allow_list(cluster: ClusterConfig) -> None:
-    """`controlPlaneAccess: ip` with an empty allow-list needs the explicit opt-in."""
-    if (
-        cluster.control_plane_access == "ip"
-        and not cluster.master_authorized_networks
-        and not cluster.allow_public_control_plane
-    ):
-        raise KeyedValueError(
-            "cluster.masterAuthorizedNetworks",
-            "is empty, which would open the control plane to every address; allowed: the CIDRs `pulumi up` and "
-            "kubectl connect from, e.g. `masterAuthorizedNetworks: [{cidrBlock: <your egress IP>/32}]`, or "
-            "cluster.allowPublicControlPlane: true to open it on purpose",
-        )
-
-
 def check_autopilot(cluster: ClusterConfig, gpu_pool: GpuPoolConfig, ray: RayConfig, flavour: Flavour) -> None:
     """What `cluster.mode: autopilot` cannot do: it has no node pools to configure, and GKE admits pods
     only within its compute classes' limits (docs/autopilot.md)."""
     why = "cluster.mode: autopilot has no node pools"
-    if "system_pool" in cluster.model_fields_set:
-        raise KeyedValueError(
+    standard = "or cluster.mode: standard"
+    unset = f"is set, but {why} to warm or to give a boot disk; allowed: unset, {standard}"
+    too_big = "is more than an Autopilot general-purpose pod may request; allowed: at most"
+    refusals = (
+        (
+            "system_pool" in cluster.model_fields_set,
             "cluster.systemPool",
             f"is set, but {why}: the Ray head runs on Autopilot's general-purpose compute class, sized by "
-            "ray.headCpu/ray.headMemoryGib; allowed: no cluster.systemPool, or cluster.mode: standard",
-        )
-    if "gpu_driver_version" in gpu_pool.model_fields_set:
-        raise KeyedValueError(
+            f"ray.headCpu/ray.headMemoryGib; allowed: no cluster.systemPool, {standard}",
+        ),
+        (
+            "gpu_driver_version" in gpu_pool.model_fields_set,
             "gpuPool.gpuDriverVersion",
             f"is set, but {why}: Autopilot installs the GPU driver of the node's GKE version; allowed: no "
-            "gpuPool.gpuDriverVersion, or cluster.mode: standard",
-        )
-    for key, field in (("warmMinutes", "warm_minutes"), ("imageCacheDiskImage", "image_cache_disk_image")):
-        if getattr(gpu_pool, field) is not None:
-            raise KeyedValueError(
-                f"gpuPool.{key}",
-                f"is set, but {why} to warm or to give a boot disk; allowed: unset, or cluster.mode: standard",
-            )
-    if gpu_pool.compact_placement:
-        raise KeyedValueError(
+            f"gpuPool.gpuDriverVersion, {standard}",
+        ),
+        (gpu_pool.warm_minutes is not None, "gpuPool.warmMinutes", unset),
+        (gpu_pool.image_cache_disk_image is not None, "gpuPool.imageCacheDiskImage", unset),
+        (
+            gpu_pool.compact_placement,
             "gpuPool.compactPlacement",
-            f"true, but {why} to give a placement policy; allowed: false, or cluster.mode: standard",
-        )
-    if gpu_pool.capacity is not None and len(gpu_pool.ladder) > 1:
-        raise KeyedValueError(
+            f"true, but {why} to give a placement policy; allowed: false, {standard}",
+        ),
+        (
+            gpu_pool.capacity is not None and len(gpu_pool.ladder) > 1,
             "gpuPool.capacity",
-            f"has {len(gpu_pool.ladder)} rungs, but {why} to name node pools in a ComputeClass; allowed: one rung, or "
-            "cluster.mode: standard",
-        )
-    if any(r.provisioning is Provisioning.FLEX_START for r in gpu_pool.ladder):
-        raise KeyedValueError(
+            f"has {len(gpu_pool.ladder)} rungs, but {why} to name node pools in a ComputeClass; allowed: one rung, "
+            f"{standard}",
+        ),
+        (
+            any(r.provisioning is Provisioning.FLEX_START for r in gpu_pool.ladder),
             "gpuPool.provisioning",
-            "'flexStart' is not built for cluster.mode: autopilot; allowed: spot, reservation, onDemand, or "
-            "cluster.mode: standard",
-        )
-    if flavour.autopilot_pod is None:
-        raise KeyedValueError(
+            f"'flexStart' is not built for cluster.mode: autopilot; allowed: spot, reservation, onDemand, {standard}",
+        ),
+        (
+            flavour.autopilot_pod is None,
             "flavour",
             f"{flavour.name} has no Autopilot pod size in the flavour catalogue; allowed: "
-            f"{', '.join(n for n, f in FLAVOURS.items() if f.autopilot_pod)}, or cluster.mode: standard",
-        )
-    if ray.head_cpu > AUTOPILOT_GENERAL_PURPOSE_MAX_CPU:
-        raise KeyedValueError(
+            f"{', '.join(n for n, f in FLAVOURS.items() if f.autopilot_pod)}, {standard}",
+        ),
+        (
+            ray.head_cpu > AUTOPILOT_GENERAL_PURPOSE_MAX_CPU,
             "ray.headCpu",
-            f"{ray.head_cpu} is more than an Autopilot general-purpose pod may request; allowed: at most "
-            f"{AUTOPILOT_GENERAL_PURPOSE_MAX_CPU}",
-        )
-    if ray.head_memory_gib > AUTOPILOT_GENERAL_PURPOSE_MAX_MEMORY_GIB:
-        raise KeyedValueError(
+            f"{ray.head_cpu} {too_big} {AUTOPILOT_GENERAL_PURPOSE_MAX_CPU}",
+        ),
+        (
+            ray.head_memory_gib > AUTOPILOT_GENERAL_PURPOSE_MAX_MEMORY_GIB,
             "ray.headMemoryGib",
-            f"{ray.head_memory_gib} is more than an Autopilot general-purpose pod may request; allowed: at most "
-            f"{AUTOPILOT_GENERAL_PURPOSE_MAX_MEMORY_GIB}",
-        )
+            f"{ray.head_memory_gib} {too_big} {AUTOPILOT_GENERAL_PURPOSE_MAX_MEMORY_GIB}",
+        ),
+    )
+    for refused, key, message in refusals:
+        if refused:
+            raise KeyedValueError(key, message)

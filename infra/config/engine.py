@@ -1,15 +1,11 @@
-"""Reading the engine's config: what the Pulumi engine hands the program (the `PULUMI_CONFIG` and
-`PULUMI_CONFIG_SECRET_KEYS` environment, or the values the SDK was given in process, as under mocks
-and the offline plan), reduced to this project's namespace.
-
-The one place that touches the SDK's config store (`pulumi.runtime.config`: `get_config_env`, `CONFIG`,
-`get_config_secret_keys_env`, `is_config_secret`; pulumi/pulumi sdk/python/lib/pulumi/runtime/config.py,
-v3.272.0). The secret keys set in process are asked for one by one through the public `is_config_secret`
-rather than read from the SDK's private `_SECRET_KEYS` set.
-"""
+"""The engine's config (`PULUMI_CONFIG`, `PULUMI_CONFIG_SECRET_KEYS`, or the values given in process, as under
+mocks) reduced to this project's namespace: the one place that touches the SDK's config store
+(pulumi/pulumi sdk/python/lib/pulumi/runtime/config.py, v3.272.0), through its public functions only
+(`is_config_secret`, never the private `_SECRET_KEYS`)."""
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import json
 from typing import Any, Iterable
@@ -19,12 +15,8 @@ from infra.naming import PROJECT
 
 
 def namespaced(flat: dict[str, Any]) -> dict[str, Any]:
-    """This project's keys of a flat engine config map (`nemo-rl-gke:<key>` -> value), without the
-    namespace, structured values (passed by the engine as JSON strings) decoded.
-
-    Other namespaces (provider keys such as `gcp:project`) are left to their owners, but one that is
-    a near miss of this project's (`nemo-rl-gk:flavour`) is refused: the CLI would pass it on and the
-    program would silently run without it."""
+    """This project's keys of a flat engine config map, without the namespace, JSON values decoded; a near miss of
+    the namespace (`nemo-rl-gk:flavour`) is refused: the program would silently run without it."""
     out: dict[str, Any] = {}
     prefix = f"{PROJECT}:"
     for key, value in flat.items():
@@ -36,64 +28,57 @@ def namespaced(flat: dict[str, Any]) -> dict[str, Any]:
                 )
             continue
         if isinstance(value, str) and value[:1] in "{[":
-            try:
+            with contextlib.suppress(json.JSONDecodeError):
                 value = json.loads(value)
-            except json.JSONDecodeError:
-                pass
         out[key[len(prefix) :]] = value
     return out
 
 
-def _environment(variable: str, kind: type, read: Any, allowed: str) -> Any:
-    """The SDK's reading of a config environment variable, or `ConfigError` naming it: the SDK parses
-    it with a bare `json.loads` and would end the program in a traceback on a malformed value."""
+_ENVIRONMENT = {
+    "PULUMI_CONFIG": (dict, "a JSON map of `namespace:key` to value, as the Pulumi CLI sets it, or unset"),
+    "PULUMI_CONFIG_SECRET_KEYS": (list, "a JSON list of `namespace:key` names, as the Pulumi CLI sets it, or unset"),
+}
+
+
+def _environment(variable: str, read: Any) -> Any:
+    """The SDK's reading of a config environment variable (a bare `json.loads`), or `ConfigError` naming it."""
+    kind, allowed = _ENVIRONMENT[variable]
     try:
         value = read()
     except ValueError as err:  # json.JSONDecodeError
         raise ConfigError(
-            f"{variable}: not valid JSON ({err.msg} at character {err.pos}); allowed: {allowed}, or unset"
+            f"{variable}: not valid JSON ({err.msg} at character {err.pos}); allowed: {allowed}"
         ) from None
     except RecursionError:  # thousands of nested brackets: json.loads recurses per level
-        raise ConfigError(f"{variable}: nested too deeply; allowed: {allowed}, or unset") from None
+        raise ConfigError(f"{variable}: nested too deeply; allowed: {allowed}") from None
     if not isinstance(value, kind) or (kind is list and not all(isinstance(k, str) for k in value)):
-        raise ConfigError(f"{variable}: {_json_kind(value)}; allowed: {allowed}, or unset")
+        raise ConfigError(f"{variable}: {_json_kind(value)}; allowed: {allowed}")
     return value
 
 
 def _json_kind(value: Any) -> str:
-    """What a JSON value is, in JSON's words (never a Python class name such as NoneType)."""
-    if isinstance(value, list):
-        return "a JSON list"
-    for kind, words in ((type(None), "JSON null"), (bool, "a JSON boolean"), ((int, float), "a JSON number")):
-        if isinstance(value, kind):
-            return words
-    return "a JSON string" if isinstance(value, str) else "a JSON object"
+    """What a JSON value is, in JSON's words (never a Python class name such as NoneType); bool before int."""
+    kinds = (
+        (list, "a JSON list"),
+        (type(None), "JSON null"),
+        (bool, "a JSON boolean"),
+        ((int, float), "a JSON number"),
+        (str, "a JSON string"),
+    )
+    return next((words for kind, words in kinds if isinstance(value, kind)), "a JSON object")
 
 
 def engine_config() -> dict[str, Any]:
     """All config values of this project's namespace, as the engine passed them to the program."""
     from pulumi.runtime import config as runtime_config
 
-    env = _environment(
-        "PULUMI_CONFIG",
-        dict,
-        runtime_config.get_config_env,
-        "a JSON map of `namespace:key` to value, as the Pulumi CLI sets it",
-    )
-    return namespaced({**env, **runtime_config.CONFIG.get()})
+    return namespaced({**_environment("PULUMI_CONFIG", runtime_config.get_config_env), **runtime_config.CONFIG.get()})
 
 
 def engine_secret_keys(keys: Iterable[str]) -> set[str]:
     """Which of this project's `keys` (without namespace) the engine marked secret, as `namespace:key`."""
     from pulumi.runtime import config as runtime_config
 
-    from_env = set(
-        _environment(
-            "PULUMI_CONFIG_SECRET_KEYS",
-            list,
-            runtime_config.get_config_secret_keys_env,
-            "a JSON list of `namespace:key` names, as the Pulumi CLI sets it",
-        )
-    )
+    from_env = set(_environment("PULUMI_CONFIG_SECRET_KEYS", runtime_config.get_config_secret_keys_env))
     names = (f"{PROJECT}:{k}" for k in keys)
     return {n for n in names if n in from_env or runtime_config.is_config_secret(n)}

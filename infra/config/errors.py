@@ -1,8 +1,5 @@
-"""What a bad stack configuration raises, and pydantic's errors said in the words of a stack file.
-
-`ConfigError` carries one line per problem, each naming the key (`nemo-rl-gke:<key.path>`) and what
-is allowed; no pydantic class name or internal type ever reaches the user.
-"""
+"""What a bad stack configuration raises, and pydantic's errors said in the words of a stack file: one line
+per problem, naming the key (`nemo-rl-gke:<key.path>`) and what is allowed, never a pydantic internal."""
 
 from __future__ import annotations
 
@@ -19,9 +16,8 @@ from workloads.cli_args import CREDENTIAL_SHOWN, looks_like_credential, without_
 
 
 class ConfigError(pulumi.RunError):
-    """Bad stack configuration. `RunError` makes the Pulumi CLI print it without a traceback. A value in the
-    message that looks like a credential is replaced (`without_credentials`): whichever check wrote it, an
-    error never repeats a token pasted into the wrong key."""
+    """Bad stack configuration, printed by the Pulumi CLI without a traceback (`RunError`); whichever check wrote
+    it, a value that looks like a credential is replaced (`without_credentials`)."""
 
     def __init__(self, message: str = "", *args: Any):
         super().__init__(without_credentials(str(message)), *args)
@@ -40,8 +36,7 @@ class KeyedValueError(ValueError):
 
 
 def shown(value: Any, limit: int = 60) -> str:
-    """A value as it appears in a one-line message: repr (newlines escaped), cut to `limit` characters; a value
-    that looks like a credential is not shown."""
+    """A value in a one-line message: its repr cut to `limit` characters, never a credential."""
     text = repr(value)
     if looks_like_credential(text):
         return CREDENTIAL_SHOWN
@@ -50,32 +45,20 @@ def shown(value: Any, limit: int = 60) -> str:
 
 # pydantic error types -> what is allowed, in the words of a stack file (never a class name).
 _ALLOWED_BY_TYPE = {
-    "model_type": "a map of keys (key: value lines)",
-    "model_attributes_type": "a map of keys (key: value lines)",
+    **dict.fromkeys(("model_type", "model_attributes_type"), "a map of keys (key: value lines)"),
     "dict_type": "a map (key: value lines)",
-    "tuple_type": "a list",
-    "list_type": "a list",
-    "int_type": "a whole number",
-    "int_parsing": "a whole number",
-    "int_from_float": "a whole number",
-    "float_type": "a number",
-    "float_parsing": "a number",
+    **dict.fromkeys(("tuple_type", "list_type"), "a list"),
+    **dict.fromkeys(("int_type", "int_parsing", "int_from_float"), "a whole number"),
+    **dict.fromkeys(("float_type", "float_parsing"), "a number"),
     "finite_number": "a finite number",
-    "bool_type": "true or false",
-    "bool_parsing": "true or false",
+    **dict.fromkeys(("bool_type", "bool_parsing"), "true or false"),
     "string_type": "a string",
 }
-_BOUNDS = {
-    "greater_than_equal": "at least",
-    "greater_than": "more than",
-    "less_than_equal": "at most",
-    "less_than": "less than",
-}
+_BOUNDS = {"ge": "at least", "gt": "more than", "le": "at most", "lt": "less than"}
 
 
 def format_validation_error(err: ValidationError, root: type[BaseModel]) -> str:
-    """One line per problem of validating `root` (the stack model): `nemo-rl-gke:<key.path>: <message>`,
-    in stack-file words."""
+    """One line per problem of validating `root`: `nemo-rl-gke:<key.path>: <message>`, in stack-file words."""
     lines = []
     for e in err.errors(include_url=False):
         loc = tuple(e["loc"])
@@ -91,67 +74,49 @@ def format_validation_error(err: ValidationError, root: type[BaseModel]) -> str:
 
 def _message(e: Any, loc: tuple[Any, ...], root: type[BaseModel]) -> str:
     """What one pydantic error says, rewritten by its type into what the key allows."""
-    msg, kind, ctx = e["msg"], e["type"], e.get("ctx") or {}
-    for pfx in ("Value error, ", "Assertion failed, "):
-        msg = msg.removeprefix(pfx)
+    kind, ctx = e["type"], e.get("ctx") or {}
+    bound = next((k for k in _BOUNDS if k in ctx), None)
     if kind == "extra_forbidden":
-        msg = _unknown_key_message(loc, root)
-    elif kind == "missing":
-        field = _field_at(loc, root)
-        allowed = f"; allowed: {field.description.rstrip('.')}" if field and field.description else ""
-        msg = "required key is not set" + allowed
-    elif kind == "string_too_long":
-        msg = f"{len(e['input'])} characters; allowed: at most {ctx['max_length']}"
-    elif kind == "string_pattern_mismatch":
-        pattern = ctx["pattern"]
-        msg = f"{shown(e['input'])} is not allowed; allowed: {PATTERN_HELP.get(pattern, 'values matching ' + pattern)}"
-    elif kind in _ALLOWED_BY_TYPE:
-        msg = f"{shown(e['input'])} is not allowed; allowed: {_ALLOWED_BY_TYPE[kind]}"
+        return _unknown_key_message(loc, root)
+    if kind == "missing":
+        names = [part for part in loc if not isinstance(part, int)]
+        field = _named_field(_model_at(tuple(names[:-1]), root), names[-1]) if names else None
+        return "required key is not set" + (f"; allowed: {field.description.rstrip('.')}" if field else "")
+    if kind == "string_too_long":
+        return f"{len(e['input'])} characters; allowed: at most {ctx['max_length']}"
+    if kind == "string_pattern_mismatch":
+        allowed = PATTERN_HELP.get(ctx["pattern"], "values matching " + ctx["pattern"])
     elif kind in ("literal_error", "enum"):
-        msg = f"{shown(e['input'])} is not allowed; allowed: {ctx.get('expected', '')}"
-    elif kind in _BOUNDS:
-        limit = next(v for k, v in ctx.items() if k in ("ge", "gt", "le", "lt"))
-        msg = f"{shown(e['input'])} is not allowed; allowed: {_BOUNDS[kind]} {limit}"
-    return msg
+        allowed = ctx.get("expected", "")
+    elif bound:
+        allowed = f"{_BOUNDS[bound]} {ctx[bound]}"
+    else:
+        allowed = _ALLOWED_BY_TYPE.get(kind)
+    if allowed is None:
+        return e["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
+    return f"{shown(e['input'])} is not allowed; allowed: {allowed}"
 
 
 def _model_of(annotation: Any) -> "type[BaseModel] | None":
-    """The section model a field holds: `Section`, `Optional[Section]` (`Section | None`, a section that may
-    be left out: `gpuPool.capacity`), or a list of them (`cluster.masterAuthorizedNetworks`: an entry's
-    index in a key steps into it); None for anything else."""
-    origin = get_origin(annotation)
-    if origin in (Union, types.UnionType):
-        models = {_model_of(arg) for arg in get_args(annotation) if arg is not type(None)} - {None}
-        return models.pop() if len(models) == 1 else None
-    if origin in (list, tuple):
-        items = [arg for arg in get_args(annotation) if arg is not Ellipsis]
-        return _model_of(items[0]) if len(items) == 1 else None
+    """The section model a field holds (`Section`, `Optional[Section]` or a tuple of them), else None."""
+    args = [arg for arg in get_args(annotation) if arg not in (type(None), Ellipsis)]
+    if get_origin(annotation) in (Union, types.UnionType, list, tuple):
+        return _model_of(args[0]) if len(args) == 1 else None
     return annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
 
 
-def _named_field(model: type[BaseModel], part: Any) -> Any:
+def _named_field(model: "type[BaseModel] | None", part: Any) -> Any:
     """`model`'s field called `part` (by name or camelCase alias), or None."""
-    return next((f for n, f in model.model_fields.items() if part in (n, f.alias)), None)
+    return next((f for n, f in model.model_fields.items() if part in (n, f.alias)), None) if model else None
 
 
 def _model_at(loc: tuple[Any, ...], root: type[BaseModel]) -> "type[BaseModel] | None":
     """The section model a `loc` of `root` reaches (an entry's index keeps the entry's model), or None."""
     model: Any = root
-    for part in loc:
-        if model is None:
-            return None
-        if isinstance(part, int):  # an entry of a list of sections: the model stays the entry's
-            continue
+    for part in (p for p in loc if not isinstance(p, int)):
         field = _named_field(model, part)
         model = _model_of(field.annotation) if field else None
     return model
-
-
-def _field_at(loc: tuple[Any, ...], root: type[BaseModel]) -> Any:
-    """The pydantic field a `loc` of `root` points at (by name or camelCase alias), or None."""
-    names = tuple(part for part in loc if not isinstance(part, int))
-    model = _model_at(names[:-1], root) if names else None
-    return _named_field(model, names[-1]) if model else None
 
 
 def _unknown_key_message(loc: tuple[Any, ...], root: type[BaseModel]) -> str:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Literal, Optional
+from typing import Annotated, Any, Literal, Optional
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import BeforeValidator, Field
 
 from infra.config.base import Model
 from infra.config.errors import KeyedValueError
@@ -40,10 +40,10 @@ class Rung:
 class RungConfig(Model):
     """A rung as a stack file writes it: `spot`, `flexStart`, `onDemand` or `{reservation: NAME}`."""
 
-    provisioning: Provisioning = Field(description="How the rung's nodes are obtained.")
-    reservation_name: Optional[str] = Field(
-        None, pattern=LOWER_NAME, max_length=63, description="The Compute Engine reservation of a reservation rung."
-    )
+    provisioning: Provisioning
+    """How the rung's nodes are obtained."""
+    reservation_name: Optional[str] = Field(None, pattern=LOWER_NAME, max_length=63)
+    """The Compute Engine reservation of a reservation rung."""
 
 
 DISK_IMAGE = r"^(projects/[a-z][-a-z0-9]{4,28}[a-z0-9]/)?global/images/[a-z]([-a-z0-9]{0,61}[a-z0-9])?$"
@@ -54,45 +54,6 @@ RUNG_HELP = "spot, flexStart, onDemand or {reservation: NAME}"
 SHORT_RUNGS = (Provisioning.SPOT.value, Provisioning.FLEX_START.value, Provisioning.ON_DEMAND.value)
 
 
-class CapacityConfig(Model):
-    """`gpuPool.capacity`: the ordered capacity ladder GKE's autoscaler walks through a ComputeClass."""
-
-    ladder: tuple[RungConfig, ...] = Field(
-        description="Ordered rungs, most preferred first: each of spot, flexStart, onDemand or {reservation: NAME}. "
-        "One GPU pool per rung (same machine, NICs and RDMA networks, autoscaled 0..nodeCount) and a ComputeClass "
-        "whose priorities name them in this order; a gang may mix nodes of several rungs.",
-    )
-    max_wait_minutes: int = Field(
-        60,
-        ge=5,
-        le=7 * 24 * 60,
-        description="How long the run owner (the preemption watcher) waits for the whole gang (gpuPool.nodeCount "
-        "Ray workers running, on nodes of any rungs) before each attempt it submits; then it says so in one line and "
-        "acts by `onTimeout`. Also with a one-rung ladder.",
-    )
-    on_timeout: Literal["releaseWorkers", "keep"] = Field(
-        "releaseWorkers",
-        description="`releaseWorkers` (default): scale the Ray worker group to 0 and submit nothing for that attempt, "
-        "so the autoscaler removes the partial nodes (every GPU pool autoscales from 0 to nodeCount); `keep`: only say "
-        "so, keep waiting, submit once the gang is whole.",
-    )
-
-    @field_validator("ladder", mode="before")
-    @classmethod
-    def _rung_shorthand(cls, value: Any) -> Any:
-        """`spot` means {provisioning: spot}; `{reservation: NAME}` a reservation rung."""
-        return expand_rung_shorthand(value)
-
-    @model_validator(mode="after")
-    def _rungs_distinct(self) -> "CapacityConfig":
-        check_ladder_rungs(self.ladder)
-        return self
-
-
-# The validators' rules live in plain functions: mutmut 3 does not mutate decorated methods
-# (docs/testing.md, "Mutation testing"), so a rule kept inside one would never be mutated.
-
-
 def expand_rung_shorthand(value: Any) -> Any:
     """`spot` means {provisioning: spot}; `{reservation: NAME}` a reservation rung."""
     if not isinstance(value, (list, tuple)):
@@ -101,22 +62,20 @@ def expand_rung_shorthand(value: Any) -> Any:
         raise ValueError(f"an empty ladder is not allowed; allowed: one or more of {RUNG_HELP}")
     rungs = []
     for i, raw in enumerate(value):
-        if isinstance(raw, str):
-            if raw not in SHORT_RUNGS:
-                raise KeyedValueError(f"[{i}]", f"{raw!r} is not allowed; allowed: {RUNG_HELP}")
-            raw = {"provisioning": raw}
-        elif isinstance(raw, dict) and set(raw) == {"reservation"}:
+        if isinstance(raw, dict) and set(raw) == {"reservation"}:
             raw = {"provisioning": Provisioning.RESERVATION.value, "reservationName": raw["reservation"]}
+        elif isinstance(raw, str) and raw in SHORT_RUNGS:
+            raw = {"provisioning": raw}
         elif not isinstance(raw, dict):
             raise KeyedValueError(f"[{i}]", f"{raw!r} is not allowed; allowed: {RUNG_HELP}")
         rungs.append(raw)
     return rungs
 
 
-def check_ladder_rungs(ladder: tuple[RungConfig, ...]) -> None:
+def check_ladder_rungs(capacity: CapacityConfig) -> None:
     """A reservation rung has its name and no other rung has one; each rung appears once."""
     seen: set[tuple[Provisioning, Optional[str]]] = set()
-    for i, r in enumerate(ladder):
+    for i, r in enumerate(capacity.ladder):
         if (r.provisioning is Provisioning.RESERVATION) != bool(r.reservation_name):
             raise KeyedValueError(
                 f"ladder[{i}]", f"a reservation rung needs its name and no other rung has one; allowed: {RUNG_HELP}"
@@ -127,73 +86,28 @@ def check_ladder_rungs(ladder: tuple[RungConfig, ...]) -> None:
         seen.add(key)
 
 
-class GpuPoolConfig(Model):
-    """The GPU node pool."""
+class CapacityConfig(Model):
+    """`gpuPool.capacity`: the ordered capacity ladder GKE's autoscaler walks through a ComputeClass."""
 
-    node_count: int = Field(
-        1, ge=1, le=64, description="GPU nodes in the pool; the Ray worker replicas and the job's `cluster.num_nodes`."
-    )
-    provisioning: Provisioning = Field(
-        Provisioning.SPOT,
-        description="`spot` (default, cheapest, preemptible), `reservation` (needs `reservationName`), "
-        "`flexStart` (flex-start VMs: the pool starts empty and GKE's autoscaler gets nodes for the pending Ray "
-        "workers, for at most seven days each) or `onDemand`. A one-rung `gpuPool.capacity`; set one or the other.",
-    )
-    reservation_name: Optional[str] = Field(
-        None,
-        pattern=LOWER_NAME,
-        max_length=63,
-        description="Compute Engine reservation to consume when `provisioning` is `reservation`.",
-    )
-    compact_placement: bool = Field(
-        False, description="Ask for a COMPACT placement policy (lower latency between nodes)."
-    )
-    gpu_driver_version: Literal["DEFAULT", "LATEST"] = Field(
-        "LATEST", description="GPU driver GKE installs on the nodes."
-    )
-    warm_minutes: Optional[int] = Field(
-        None,
-        ge=10,
-        le=240,
-        description="Off by default (unset). Warm the GPU pool during Managed Lustre's creation, for those who value "
-        "time over money: a Job of `nodeCount` placeholder pods (priority -10, the NeMo-RL image, one whole node "
-        "each) makes the autoscaler bring the GPU nodes and pull the image while Lustre is created; the Ray "
-        "workers preempt them and the Job ends (or ends at the latest this many minutes after it starts; then "
-        "unused nodes leave after the autoscaler's scale-down delay). Billed from the nodes' arrival; the plan "
-        "shows minutes and dollars before the job with this setting. Standard clusters only.",
-    )
-    image_cache_disk_image: Optional[str] = Field(
-        None,
-        pattern=DISK_IMAGE,
-        max_length=200,
-        description="A Compute Engine disk image holding the NeMo-RL container image (built with Google's "
-        "gke-disk-image-builder, docs/deploy.md), as `global/images/NAME` or `projects/PROJECT/global/images/NAME`: "
-        "every GPU node gets it as a secondary boot disk (mode CONTAINER_IMAGE_CACHE, with image streaming on), "
-        "so a new node finds the image there instead of pulling ~20 GB. Unset: none. Changing it replaces the "
-        "GPU pool (ForceNew). Standard clusters only.",
-    )
-    capacity: Optional[CapacityConfig] = Field(
-        None,
-        description="The capacity ladder (`ladder`, `maxWaitMinutes`, `onTimeout`): more than one way to get the GPUs, "
-        "tried in order by GKE's autoscaler. Unset: the one rung `provisioning` (and `reservationName`) names.",
-    )
+    ladder: Annotated[tuple[RungConfig, ...], BeforeValidator(expand_rung_shorthand)]
+    """Ordered rungs, most preferred first: each of spot, flexStart, onDemand or {reservation: NAME}. One GPU pool per
+    rung (same machine, NICs and RDMA networks, autoscaled 0..nodeCount) and a ComputeClass whose priorities name them
+    in this order; a gang may mix nodes of several rungs."""
+    max_wait_minutes: int = Field(60, ge=5, le=7 * 24 * 60)
+    """How long the run owner (the preemption watcher) waits for the whole gang (gpuPool.nodeCount Ray workers running,
+    on nodes of any rungs) before each attempt it submits; then it says so in one line and acts by `onTimeout`. Also
+    with a one-rung ladder."""
+    on_timeout: Literal["releaseWorkers", "keep"] = "releaseWorkers"
+    """`releaseWorkers` (default): scale the Ray worker group to 0 and submit nothing for that attempt, so the
+    autoscaler removes the partial nodes (every GPU pool autoscales from 0 to nodeCount); `keep`: only say so, keep
+    waiting, submit once the gang is whole."""
 
-    @property
-    def ladder(self) -> tuple[Rung, ...]:
-        """The rungs in order: `capacity.ladder`, or the one rung of `provisioning`."""
-        if self.capacity is not None:
-            return tuple(Rung(r.provisioning, r.reservation_name) for r in self.capacity.ladder)
-        return (Rung(self.provisioning, self.reservation_name),)
-
-    @model_validator(mode="after")
-    def _reservation_needs_name(self) -> "GpuPoolConfig":
-        check_gpu_pool_provisioning(self)
-        return self
+    checks = (check_ladder_rungs,)
 
 
 def check_gpu_pool_provisioning(pool: GpuPoolConfig) -> None:
     """`capacity` or `provisioning`/`reservationName`, not both; a reservation has its name; no flex-start with
-    compact placement. A one-rung ladder also sets `provisioning` and `reservationName` (below)."""
+    compact placement."""
     if pool.capacity is not None:
         both = sorted({"provisioning", "reservation_name"} & pool.model_fields_set)
         if both:
@@ -218,3 +132,44 @@ def check_gpu_pool_provisioning(pool: GpuPoolConfig) -> None:
         raise KeyedValueError("reservationName", "only allowed when gpuPool.provisioning is 'reservation'")
     if pool.provisioning is Provisioning.FLEX_START and pool.compact_placement:
         raise KeyedValueError("compactPlacement", "not allowed with gpuPool.provisioning 'flexStart'; allowed: false")
+
+
+class GpuPoolConfig(Model):
+    """The GPU node pool."""
+
+    node_count: int = Field(1, ge=1, le=64)
+    """GPU nodes in the pool; the Ray worker replicas and the job's `cluster.num_nodes`."""
+    provisioning: Provisioning = Provisioning.SPOT
+    """`spot` (default, cheapest, preemptible), `reservation` (needs `reservationName`), `flexStart` (flex-start VMs:
+    the pool starts empty and GKE's autoscaler gets nodes for the pending Ray workers, for at most seven days each) or
+    `onDemand`. A one-rung `gpuPool.capacity`; set one or the other."""
+    reservation_name: Optional[str] = Field(None, pattern=LOWER_NAME, max_length=63)
+    """Compute Engine reservation to consume when `provisioning` is `reservation`."""
+    compact_placement: bool = False
+    """Ask for a COMPACT placement policy (lower latency between nodes)."""
+    gpu_driver_version: Literal["DEFAULT", "LATEST"] = "LATEST"
+    """GPU driver GKE installs on the nodes."""
+    warm_minutes: Optional[int] = Field(None, ge=10, le=240)
+    """Off by default (unset). Warm the GPU pool during Managed Lustre's creation, for those who value time over money:
+    a Job of `nodeCount` placeholder pods (priority -10, the NeMo-RL image, one whole node each) makes the autoscaler
+    bring the GPU nodes and pull the image while Lustre is created; the Ray workers preempt them and the Job ends (or
+    ends at the latest this many minutes after it starts; then unused nodes leave after the autoscaler's scale-down
+    delay). Billed from the nodes' arrival; the plan shows minutes and dollars before the job with this setting.
+    Standard clusters only."""
+    image_cache_disk_image: Optional[str] = Field(None, pattern=DISK_IMAGE, max_length=200)
+    """A Compute Engine disk image holding the NeMo-RL container image (built with Google's gke-disk-image-builder,
+    docs/deploy.md), as `global/images/NAME` or `projects/PROJECT/global/images/NAME`: every GPU node gets it as a
+    secondary boot disk (mode CONTAINER_IMAGE_CACHE, with image streaming on), so a new node finds the image there
+    instead of pulling ~20 GB. Unset: none. Changing it replaces the GPU pool (ForceNew). Standard clusters only."""
+    capacity: Optional[CapacityConfig] = None
+    """The capacity ladder (`ladder`, `maxWaitMinutes`, `onTimeout`): more than one way to get the GPUs, tried in order
+    by GKE's autoscaler. Unset: the one rung `provisioning` (and `reservationName`) names."""
+
+    @property
+    def ladder(self) -> tuple[Rung, ...]:
+        """The rungs in order: `capacity.ladder`, or the one rung of `provisioning`."""
+        if self.capacity is not None:
+            return tuple(Rung(r.provisioning, r.reservation_name) for r in self.capacity.ladder)
+        return (Rung(self.provisioning, self.reservation_name),)
+
+    checks = (check_gpu_pool_provisioning,)

@@ -7,7 +7,7 @@ import dataclasses
 import re
 from typing import Annotated, Any, Literal, Optional
 
-from pydantic import Field, StringConstraints, field_validator, model_validator
+from pydantic import AfterValidator, BeforeValidator, Field, StringConstraints
 
 from infra.config.base import Model
 from infra.config.errors import KeyedValueError, shown
@@ -35,13 +35,9 @@ MAX_NUM_STEPS = 100_000
 """The most `job.maxNumSteps` accepted: a GRPO step of the recipes takes 3 (1.5B) to 18 (72B) minutes,
 so 100 000 steps run for 7 months to 3 years of GPU time; more is a typo, not a run."""
 
-# The secret rule of job.overrides (docs/input-validation.md, "Secrets in job.overrides"). Overrides are
-# plain text on the way to the cluster (the job's entrypoint, the plan, the watcher's ConfigMap, Ray's
-# job table), so a credential there would leak everywhere a secret must not go. Refused:
-# - a key one of whose parts ends in a secret word: `hf_token`, `env_vars.HF_TOKEN`, `wandb.api_key`,
-#   `password`, `credentials` (but not `max_new_tokens`, `token_level_loss`, `tokenizer`);
-# - a value that looks like a credential (`workloads.cli_args.looks_like_credential`, the project's one
-#   detector, which every message that repeats user input also goes through).
+# The secret rule of job.overrides (docs/input-validation.md, "Secrets in job.overrides"): overrides travel in
+# plain text, so a key one of whose parts ends in a secret word (`hf_token`, `wandb.api_key`, but not
+# `max_new_tokens`) and a value that `looks_like_credential` are refused.
 _SECRET_WORDS = frozenset(
     {"token", "secret", "password", "passwd", "pwd", "credential", "credentials", "apikey", "netrc"}
 )
@@ -51,10 +47,7 @@ _KEY_QUALIFIERS = frozenset({"api", "access", "secret", "private", "auth", "ssh"
 def secret_key_part(key: str) -> Optional[str]:
     """The part of a dotted override key that names a secret-ish setting, or None."""
     for part in key.split("."):
-        pieces = [p for p in re.split(r"[_\-]", part.lower()) if p]
-        if not pieces:
-            continue
-        last, before = pieces[-1], pieces[-2] if len(pieces) > 1 else ""
+        before, last = ["", "", *(p for p in re.split(r"[_\-]", part.lower()) if p)][-2:]
         if (
             last in _SECRET_WORDS
             or (last == "key" and before in _KEY_QUALIFIERS)
@@ -64,99 +57,12 @@ def secret_key_part(key: str) -> Optional[str]:
     return None
 
 
+_OVERRIDE_FORMS = "key=value, +key=value, ++key=value or ~key"
 _SECRET_ALLOWED = (
     "allowed: no credential in job.overrides (they reach the job's entrypoint, the plan and the watcher's "
     "ConfigMap in plain text); the secrets are the hfToken and wandbApiKey keys (`pulumi config set --secret`), "
     "which reach the pods as files"
 )
-
-
-class JobConfig(Model):
-    """The NeMo-RL GRPO job submitted after deploy."""
-
-    recipe: str = Field("qwen2.5-1.5b-gsm8k", description=f"Recipe name: one of {', '.join(RECIPES)}.")
-    overrides: tuple[Override, ...] = Field(
-        (),
-        description="Extra NeMo-RL overrides, applied last: `a.b=v` sets a key of the recipe's config, `+a.b=v` adds "
-        "a new one, `++a.b=v` adds or sets, `~a.b` deletes. Checked before any resource with NeMo-RL's own parser "
-        "against the recipe's config at its pinned NeMo-RL version; refused: a leading `-`, a key the config lacks "
-        "(without `+`), deleting or replacing what the stack sets (e.g. `~checkpointing`), `policy.model_name` (the "
-        f"model is the recipe's), a credential (docs/input-validation.md); at most {MAX_OVERRIDES} of at most 512 "
-        "characters.",
-    )
-    submit: bool = Field(True, description="Submit the job on `pulumi up`; false deploys the Ray cluster only.")
-    max_num_steps: Optional[int] = Field(
-        None, ge=1, le=MAX_NUM_STEPS, description="Override the recipe's `grpo.max_num_steps` (at most 100000)."
-    )
-    wandb_project: Optional[str] = Field(
-        None,
-        pattern=r"^[A-Za-z0-9._\-]{1,128}$",
-        description="W&B project; enables W&B logging (needs the `wandbApiKey` secret).",
-    )
-    gate: Optional[Literal["enforce", "warn", "off"]] = Field(
-        None,
-        description="The acceptance gate before the job is submitted (GPUs, gIB fabric bandwidth, Lustre throughput; "
-        "docs/acceptance-gate.md): `enforce` does not submit after a failed gate, `warn` reports and submits, `off` "
-        "skips it. Default: `enforce` when `gpuPool.nodeCount` > 1, else `warn`. It holds on every attempt: the "
-        "preemption watcher gates each resubmission onto the nodes that replaced the lost ones.",
-    )
-    max_lost_minutes: Optional[float] = Field(
-        None,
-        ge=1,
-        le=10080,
-        description="Bound on the training one preemption may throw away, in minutes: the job's "
-        "`checkpointing.save_period` is the largest whose save cycle plus one checkpoint write stays within it "
-        "(from the plan's step time and checkpoint write time; at least 1 step). Default: the period whose writes "
-        "take at most 10 % of training time, which keeps the loss near a step.",
-    )
-    budget_usd: Optional[float] = Field(
-        None,
-        gt=0,
-        description="Spend limit of the run in USD: GPU node-hours of all its attempts x the plan's node-hour price of "
-        "the pool's provisioning (the run ledger, docs/preemption-recovery.md). The watcher warns at 80 %; at 100 % it "
-        "stops the run after its next complete checkpoint (at once when none comes within one save period) and "
-        "resubmits nothing. Default: no limit.",
-    )
-
-    @field_validator("recipe")
-    @classmethod
-    def _recipe(cls, v: str) -> str:
-        return check_recipe(v)
-
-    @field_validator("overrides", mode="before")
-    @classmethod
-    def _no_credentials(cls, v: Any) -> Any:
-        """Before any other check, so that no later message repeats a token: the bound on their number,
-        and the secret rule (module comment). The messages name the override by its index only."""
-        return check_no_credentials(v)
-
-    @field_validator("overrides")
-    @classmethod
-    def _override_syntax(cls, v: tuple[str, ...]) -> tuple[str, ...]:
-        return check_override_syntax(v)
-
-    @model_validator(mode="after")
-    def _the_model_is_the_recipes(self) -> "JobConfig":
-        check_model_is_the_recipes(self)
-        return self
-
-    @model_validator(mode="after")
-    def _data_keys_the_images_loader_reads(self) -> "JobConfig":
-        check_data_keys(self)
-        return self
-
-    @property
-    def recipe_spec(self) -> Recipe:
-        return RECIPES[self.recipe]
-
-    @property
-    def parallelism(self) -> Parallelism:
-        """The recipe's parallelism with the user's overrides of the parallelism keys applied."""
-        return job_parallelism(self)
-
-
-# The validators' rules live in plain functions: mutmut 3 does not mutate decorated methods
-# (docs/testing.md, "Mutation testing"), so a rule kept inside one would never be mutated.
 
 
 def check_recipe(v: str) -> str:
@@ -167,7 +73,8 @@ def check_recipe(v: str) -> str:
 
 
 def check_no_credentials(v: Any) -> Any:
-    """At most MAX_OVERRIDES overrides, none setting a credential's key or holding a token-like value."""
+    """At most MAX_OVERRIDES overrides, none setting a credential's key or holding a token-like value. Before any
+    other check, so that no later message repeats a token; the messages name the override by its index only."""
     if not isinstance(v, (list, tuple)):
         return v
     if len(v) > MAX_OVERRIDES:
@@ -189,26 +96,18 @@ def check_no_credentials(v: Any) -> Any:
 
 
 def check_override_syntax(v: tuple[str, ...]) -> tuple[str, ...]:
-    """Each override has a key and either an '=' or a leading '~'."""
-    # Only the shape here; which keys may be set is the job builder's (workloads/job_spec.py).
+    """Each override has a key and either an '=' or a leading '~'; which keys may be set is workloads/job_spec.py's."""
     for i, override in enumerate(v):
         parsed = parse_override(override)
-        if not parsed.key:
-            raise KeyedValueError(
-                f"[{i}]", f"{shown(override)} has no key; allowed: key=value, +key=value, ++key=value or ~key"
-            )
-        if parsed.value is None and not parsed.deletes:
-            raise KeyedValueError(
-                f"[{i}]", f"{shown(override)} has no '='; allowed: key=value, +key=value, ++key=value or ~key"
-            )
+        lacks = "key" if not parsed.key else "'='" if parsed.value is None and not parsed.deletes else None
+        if lacks:
+            raise KeyedValueError(f"[{i}]", f"{shown(override)} has no {lacks}; allowed: {_OVERRIDE_FORMS}")
     return v
 
 
 def check_model_is_the_recipes(job: JobConfig) -> None:
-    """No override changes or deletes `policy.model_name`: the model is the recipe's."""
-    # The model decides what the stack checks and estimates before any resource: the parallelism and
-    # pool size it needs, the checkpoint size, whether Hugging Face gates it (and so whether hfToken is
-    # required). None of that is known for an arbitrary model name, so the model changes with the recipe.
+    """No override changes or deletes `policy.model_name`: the model decides the sizing, estimates and gated-model
+    check before any resource, unknown for an arbitrary name, so it is the recipe's."""
     model = job.recipe_spec.model
     for i, override in enumerate(job.overrides):
         parsed = parse_override(override)
@@ -254,28 +153,76 @@ def job_parallelism(job: JobConfig) -> Parallelism:
     return dataclasses.replace(job.recipe_spec.parallelism, **changes)
 
 
+class JobConfig(Model):
+    """The NeMo-RL GRPO job submitted after deploy."""
+
+    recipe: Annotated[str, AfterValidator(check_recipe)] = Field(
+        "qwen2.5-1.5b-gsm8k", description=f"Recipe name: one of {', '.join(RECIPES)}."
+    )
+    overrides: Annotated[
+        tuple[Override, ...], BeforeValidator(check_no_credentials), AfterValidator(check_override_syntax)
+    ] = Field(
+        (),
+        description="Extra NeMo-RL overrides, applied last: `a.b=v` sets a key of the recipe's config, `+a.b=v` adds "
+        "a new one, `++a.b=v` adds or sets, `~a.b` deletes. Checked before any resource with NeMo-RL's own parser "
+        "against the recipe's config at its pinned NeMo-RL version; refused: a leading `-`, a key the config lacks "
+        "(without `+`), deleting or replacing what the stack sets (e.g. `~checkpointing`), `policy.model_name` (the "
+        f"model is the recipe's), a credential (docs/input-validation.md); at most {MAX_OVERRIDES} of at most 512 "
+        "characters.",
+    )
+    submit: bool = True
+    """Submit the job on `pulumi up`; false deploys the Ray cluster only."""
+    max_num_steps: Optional[int] = Field(None, ge=1, le=MAX_NUM_STEPS)
+    """Override the recipe's `grpo.max_num_steps` (at most 100000)."""
+    wandb_project: Optional[str] = Field(None, pattern=r"^[A-Za-z0-9._\-]{1,128}$")
+    """W&B project; enables W&B logging (needs the `wandbApiKey` secret)."""
+    gate: Optional[Literal["enforce", "warn", "off"]] = None
+    """The acceptance gate before the job is submitted (GPUs, gIB fabric bandwidth, Lustre throughput;
+    docs/acceptance-gate.md): `enforce` does not submit after a failed gate, `warn` reports and submits, `off` skips it.
+    Default: `enforce` when `gpuPool.nodeCount` > 1, else `warn`. It holds on every attempt: the preemption watcher
+    gates each resubmission onto the nodes that replaced the lost ones."""
+    max_lost_minutes: Optional[float] = Field(None, ge=1, le=10080)
+    """Bound on the training one preemption may throw away, in minutes: the job's `checkpointing.save_period` is the
+    largest whose save cycle plus one checkpoint write stays within it (from the plan's step time and checkpoint write
+    time; at least 1 step). Default: the period whose writes take at most 10 % of training time, which keeps the loss
+    near a step."""
+    budget_usd: Optional[float] = Field(None, gt=0)
+    """Spend limit of the run in USD: GPU node-hours of all its attempts x the plan's node-hour price of the pool's
+    provisioning (the run ledger, docs/preemption-recovery.md). The watcher warns at 80 %; at 100 % it stops the run
+    after its next complete checkpoint (at once when none comes within one save period) and resubmits nothing. Default:
+    no limit."""
+
+    checks = (check_model_is_the_recipes, check_data_keys)
+
+    @property
+    def recipe_spec(self) -> Recipe:
+        return RECIPES[self.recipe]
+
+    @property
+    def parallelism(self) -> Parallelism:
+        """The recipe's parallelism with the user's overrides of the parallelism keys applied."""
+        return job_parallelism(self)
+
+
 def check_job_fits(job: JobConfig, node_count: int, flavour: Flavour) -> None:
-    """The recipe's layout, with the user's parallelism overrides, fits the pool: tensor parallel
-    within a node, a node left for training (`Parallelism.training_nodes`), the recipe's minimum."""
+    """The recipe's layout with the parallelism overrides fits the pool: tensor parallel within a node, a node left
+    for training, the recipe's minimum."""
     try:
         par = job.parallelism
     except ValueError as err:  # the recipe's layout refuses the overridden values
         raise KeyedValueError("job.overrides", str(err)) from None
     nodes, gpus = node_count, flavour.gpus_per_node
     recipe = job.recipe
-    if par.train_tensor_parallel > gpus:
-        raise KeyedValueError(
-            "job.overrides",
-            f"recipe {recipe!r} with these overrides uses tensor parallel {par.train_tensor_parallel}, "
-            f"more than the {gpus} GPUs per node of flavour {flavour.name}; allowed: 1 to {gpus}",
-        )
-    if par.generation_tensor_parallel > gpus:
-        raise KeyedValueError(
-            "job.overrides",
-            f"recipe {recipe!r} with these overrides uses vLLM tensor parallel "
-            f"{par.generation_tensor_parallel}, more than the {gpus} GPUs per node of flavour "
-            f"{flavour.name}; allowed: 1 to {gpus}",
-        )
+    for what, size in (
+        ("tensor parallel", par.train_tensor_parallel),
+        ("vLLM tensor parallel", par.generation_tensor_parallel),
+    ):
+        if size > gpus:
+            raise KeyedValueError(
+                "job.overrides",
+                f"recipe {recipe!r} with these overrides uses {what} {size}, more than the {gpus} GPUs per node "
+                f"of flavour {flavour.name}; allowed: 1 to {gpus}",
+            )
     if par.training_nodes(nodes) < 1:
         raise KeyedValueError(
             "gpuPool.nodeCount",

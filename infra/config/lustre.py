@@ -2,101 +2,20 @@
 
 from __future__ import annotations
 
-import re
-from typing import Optional
+from typing import Annotated, Optional
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import AfterValidator, Field
 
 from infra.config.base import Model
 from infra.config.errors import KeyedValueError, shown
-from infra.config.patterns import LOWER_NAME
+from infra.config.patterns import LUSTRE_FILESYSTEM, RESOURCE_ID
 from infra.lustre_catalogue import LUSTRE_PORT_988_MIN_GKE, LUSTRE_TIERS
-
-
-class LustreConfig(Model):
-    """The Managed Lustre instance (checkpoints, HF cache)."""
-
-    capacity_gib: int = Field(
-        18000, description="Capacity in GiB; at least the tier's minimum and a multiple of its step."
-    )
-    per_unit_storage_throughput: int = Field(
-        500, description="Throughput tier in MB/s per TiB: 125, 250, 500 or 1000. Cannot change after creation."
-    )
-    filesystem: str = Field("lustrefs", description="Lustre filesystem name: 1-8 letters or digits.")
-    instance_id: Optional[str] = Field(
-        None,
-        description="Instance id (lowercase letters, digits, hyphens; 1-63; starts with a letter). Default "
-        "`<prefix>-lustre`.",
-    )
-    legacy_port: bool = Field(
-        False,
-        description="Use the legacy Lustre port 6988 (gkeSupportEnabled instances on GKE older than "
-        f"{LUSTRE_PORT_988_MIN_GKE}).",
-    )
-    export_on_destroy: bool = Field(
-        True,
-        description="Before `pulumi destroy` deletes the instance, export its `checkpoints/` and `logs/` to "
-        "`gs://<bucket>/lustre-export/` and wait; a failed export stops the destroy. false for scratch stacks.",
-    )
-    import_from: Optional[str] = Field(
-        None,
-        pattern=r"^gs://[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]/([A-Za-z0-9._=@+-][A-Za-z0-9._=@+/-]*/)?$",
-        description="When the instance is created, import this Cloud Storage folder (`gs://bucket/path/`, ending in "
-        "`/`; e.g. an earlier stack's `gs://<bucket>/lustre-export/`) into the filesystem root, and wait.",
-    )
-
-    @field_validator("per_unit_storage_throughput")
-    @classmethod
-    def _tier(cls, v: int) -> int:
-        return check_lustre_tier(v)
-
-    @field_validator("filesystem")
-    @classmethod
-    def _filesystem(cls, v: str) -> str:
-        return check_lustre_filesystem(v)
-
-    @field_validator("instance_id")
-    @classmethod
-    def _instance_id(cls, v: Optional[str]) -> Optional[str]:
-        return check_lustre_instance_id(v)
-
-    @field_validator("import_from")
-    @classmethod
-    def _import_from(cls, v: Optional[str]) -> Optional[str]:
-        return check_import_from(v)
-
-    @model_validator(mode="after")
-    def _capacity(self) -> "LustreConfig":
-        check_lustre_capacity(self)
-        return self
-
-
-# The validators' rules live in plain functions: mutmut 3 does not mutate decorated methods
-# (docs/testing.md, "Mutation testing"), so a rule kept inside one would never be mutated.
 
 
 def check_lustre_tier(v: int) -> int:
     """The throughput tier is one of the catalogue's (infra/lustre_catalogue.py)."""
     if v not in LUSTRE_TIERS:
         raise ValueError(f"{shown(v)} is not allowed; allowed: {', '.join(map(str, sorted(LUSTRE_TIERS)))}")
-    return v
-
-
-def check_lustre_filesystem(v: str) -> str:
-    """Managed Lustre's filesystem name: 1-8 letters or digits."""
-    if not re.fullmatch(r"[A-Za-z0-9]{1,8}", v):
-        raise ValueError(f"{shown(v)} is not allowed; allowed: 1-8 letters or digits")
-    return v
-
-
-def check_lustre_instance_id(v: Optional[str]) -> Optional[str]:
-    """An instance id, when set, is a lowercase name of at most 63 characters."""
-    if v is not None and not (len(v) <= 63 and re.fullmatch(LOWER_NAME, v)):
-        raise ValueError(
-            f"{shown(v)} is not allowed; allowed: 1-63 lowercase letters, digits or hyphens, starting with a "
-            "letter "
-            "and ending with a letter or digit"
-        )
     return v
 
 
@@ -120,3 +39,31 @@ def check_lustre_capacity(lustre: LustreConfig) -> None:
             f"{lustre.capacity_gib} is not valid for perUnitStorageThroughput {lustre.per_unit_storage_throughput}; "
             f"allowed: {tier.allowed()}",
         )
+
+
+class LustreConfig(Model):
+    """The Managed Lustre instance (checkpoints, HF cache)."""
+
+    capacity_gib: int = 18000
+    """Capacity in GiB; at least the tier's minimum and a multiple of its step."""
+    per_unit_storage_throughput: Annotated[int, AfterValidator(check_lustre_tier)] = 500
+    """Throughput tier in MB/s per TiB: 125, 250, 500 or 1000. Cannot change after creation."""
+    filesystem: str = Field("lustrefs", pattern=LUSTRE_FILESYSTEM)
+    """Lustre filesystem name: 1-8 letters or digits."""
+    instance_id: Optional[str] = Field(None, pattern=RESOURCE_ID)
+    """Instance id (lowercase letters, digits, hyphens; 1-63; starts with a letter). Default `<prefix>-lustre`."""
+    legacy_port: bool = Field(
+        False,
+        description="Use the legacy Lustre port 6988 (gkeSupportEnabled instances on GKE older than "
+        f"{LUSTRE_PORT_988_MIN_GKE}).",
+    )
+    export_on_destroy: bool = True
+    """Before `pulumi destroy` deletes the instance, export its `checkpoints/` and `logs/` to
+    `gs://<bucket>/lustre-export/` and wait; a failed export stops the destroy. false for scratch stacks."""
+    import_from: Annotated[Optional[str], AfterValidator(check_import_from)] = Field(
+        None, pattern=r"^gs://[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]/([A-Za-z0-9._=@+-][A-Za-z0-9._=@+/-]*/)?$"
+    )
+    """When the instance is created, import this Cloud Storage folder (`gs://bucket/path/`, ending in `/`; e.g. an
+    earlier stack's `gs://<bucket>/lustre-export/`) into the filesystem root, and wait."""
+
+    checks = (check_lustre_capacity,)

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import ipaddress
 import itertools
-from typing import Any
+from typing import Annotated
 
-from pydantic import Field, ValidationInfo, field_validator, model_validator
+from pydantic import AfterValidator, Field
 
 from infra.config.base import Model
 from infra.config.errors import KeyedValueError, shown
@@ -22,7 +22,6 @@ _RESERVED_RANGES = (
     (ipaddress.IPv4Network("255.255.255.255/32"), "broadcast"),
 )
 _SMALLEST_SUBNET = 29  # VPC docs: a subnet's primary IPv4 range is at least a /29
-_SUBNETS = ("primary_cidr", "gvnic_cidr", "rdma_cidrs")
 _DEFAULT_VPC_RANGE = ipaddress.IPv4Network("10.128.0.0/9")
 
 
@@ -33,85 +32,25 @@ def _ipv4_network(text: str) -> str:
         raise ValueError(f"{shown(text)} is not allowed ({err}); allowed: an IPv4 range such as 10.0.0.0/20") from None
 
 
-class NetworkConfig(Model):
-    """VPCs, subnets and address ranges."""
-
-    use_default_network: bool = Field(
-        False, description="Put the cluster on the project's `default` VPC instead of a new one."
-    )
-    primary_cidr: str = Field("10.0.0.0/20", description="Primary subnet of the cluster's VPC (nodes).")
-    pods_cidr: str = Field("10.4.0.0/14", description="Secondary range for pods.")
-    services_cidr: str = Field("10.8.0.0/20", description="Secondary range for services.")
-    gvnic_cidr: str = Field("192.168.0.0/24", description="Subnet of the gVNIC VPC (the second NIC of each GPU node).")
-    rdma_cidrs: tuple[str, ...] = Field(
-        tuple(f"192.168.{n}.0/24" for n in range(1, 9)),
-        description="One subnet per RDMA NIC, in NIC order (rdma-0 first); as many as the flavour has RDMA NICs.",
-    )
-    psa_cidr: str = Field(
-        "10.16.0.0/22", description="Private Service Access range for Managed Lustre (/23 or larger)."
-    )
-    rdma_mtu: int = Field(8896, ge=1300, le=8896, description="MTU of the RDMA VPC (RoCE default 8896).")
-    gvnic_mtu: int = Field(8896, ge=1300, le=8896, description="MTU of the gVNIC VPC.")
-
-    @field_validator("primary_cidr", "pods_cidr", "services_cidr", "gvnic_cidr", "psa_cidr")
-    @classmethod
-    def _cidr(cls, v: str) -> str:
-        return _ipv4_network(v)
-
-    @field_validator("rdma_cidrs")
-    @classmethod
-    def _cidrs(cls, v: tuple[str, ...]) -> tuple[str, ...]:
-        return tuple(_ipv4_network(c) for c in v)
-
-    @field_validator("primary_cidr", "pods_cidr", "services_cidr", "gvnic_cidr", "psa_cidr", "rdma_cidrs")
-    @classmethod
-    def _usable_in_a_vpc(cls, v: Any, info: ValidationInfo) -> Any:
-        return check_usable_in_a_vpc(v, info.field_name)
-
-    @field_validator("psa_cidr")
-    @classmethod
-    def _psa_prefix(cls, v: str) -> str:
-        return check_psa_prefix(v)
-
-    def named_ranges(self) -> dict[str, ipaddress.IPv4Network]:
-        """Every range the stack allocates, keyed by its config key."""
-        ranges = {
-            "gvnicCidr": self.gvnic_cidr,
-            "psaCidr": self.psa_cidr,
-            "podsCidr": self.pods_cidr,
-            "servicesCidr": self.services_cidr,
-        }
-        if not self.use_default_network:
-            ranges["primaryCidr"] = self.primary_cidr
-        ranges |= {f"rdmaCidrs[{i}]": c for i, c in enumerate(self.rdma_cidrs)}
-        return {k: ipaddress.IPv4Network(v) for k, v in ranges.items()}
-
-    @model_validator(mode="after")
-    def _no_overlaps(self) -> "NetworkConfig":
-        check_no_overlaps(self)
-        return self
-
-
-# The validators' rules live in plain functions: mutmut 3 does not mutate decorated methods
-# (docs/testing.md, "Mutation testing"), so a rule kept inside one would never be mutated.
-
-
-def check_usable_in_a_vpc(v: Any, field_name: str | None) -> Any:
-    """No range in a block a VPC cannot use; no subnet smaller than the smallest Google Cloud creates."""
-    for cidr in v if isinstance(v, tuple) else (v,):
-        net = ipaddress.IPv4Network(cidr)
-        for reserved, what in _RESERVED_RANGES:
-            if net.overlaps(reserved):
-                raise ValueError(
-                    f"{cidr} overlaps {reserved} ({what}), which a VPC cannot use; allowed: private ranges "
-                    "such as 10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16"
-                )
-        if field_name in _SUBNETS and net.prefixlen > _SMALLEST_SUBNET:
+def check_usable_in_a_vpc(cidr: str) -> str:
+    """No range in a block a VPC cannot use."""
+    for reserved, what in _RESERVED_RANGES:
+        if ipaddress.IPv4Network(cidr).overlaps(reserved):
             raise ValueError(
-                f"{cidr} is smaller than a /{_SMALLEST_SUBNET}, the smallest subnet Google Cloud creates; "
-                f"allowed: /{_SMALLEST_SUBNET} or larger"
+                f"{cidr} overlaps {reserved} ({what}), which a VPC cannot use; allowed: private ranges "
+                "such as 10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16"
             )
-    return v
+    return cidr
+
+
+def check_subnet_size(cidr: str) -> str:
+    """No subnet smaller than the smallest Google Cloud creates."""
+    if ipaddress.IPv4Network(cidr).prefixlen > _SMALLEST_SUBNET:
+        raise ValueError(
+            f"{cidr} is smaller than a /{_SMALLEST_SUBNET}, the smallest subnet Google Cloud creates; "
+            f"allowed: /{_SMALLEST_SUBNET} or larger"
+        )
+    return cidr
 
 
 def check_psa_prefix(v: str) -> str:
@@ -122,8 +61,16 @@ def check_psa_prefix(v: str) -> str:
 
 
 def check_no_overlaps(network: NetworkConfig) -> None:
-    """No two ranges overlap; on the `default` VPC none overlaps its auto-mode subnets."""
-    ranges = network.named_ranges()
+    """No two ranges the stack allocates overlap; on the `default` VPC none overlaps its auto-mode subnets."""
+    named = {
+        "gvnicCidr": network.gvnic_cidr,
+        "psaCidr": network.psa_cidr,
+        "podsCidr": network.pods_cidr,
+        "servicesCidr": network.services_cidr,
+        **({} if network.use_default_network else {"primaryCidr": network.primary_cidr}),
+        **{f"rdmaCidrs[{i}]": c for i, c in enumerate(network.rdma_cidrs)},
+    }
+    ranges = {k: ipaddress.IPv4Network(v) for k, v in named.items()}
     for (ka, a), (kb, b) in itertools.combinations(ranges.items(), 2):
         if a.overlaps(b):
             raise KeyedValueError(
@@ -139,6 +86,36 @@ def check_no_overlaps(network: NetworkConfig) -> None:
                     f"{net} overlaps {_DEFAULT_VPC_RANGE}, the subnets of the `default` VPC the cluster joins with "
                     "network.useDefaultNetwork; allowed: a range outside 10.128.0.0/9",
                 )
+
+
+Range = Annotated[str, AfterValidator(_ipv4_network), AfterValidator(check_usable_in_a_vpc)]
+"""An IPv4 range, in its canonical spelling, that a VPC can use."""
+Subnet = Annotated[Range, AfterValidator(check_subnet_size)]
+
+
+class NetworkConfig(Model):
+    """VPCs, subnets and address ranges."""
+
+    use_default_network: bool = False
+    """Put the cluster on the project's `default` VPC instead of a new one."""
+    primary_cidr: Subnet = "10.0.0.0/20"
+    """Primary subnet of the cluster's VPC (nodes)."""
+    pods_cidr: Range = "10.4.0.0/14"
+    """Secondary range for pods."""
+    services_cidr: Range = "10.8.0.0/20"
+    """Secondary range for services."""
+    gvnic_cidr: Subnet = "192.168.0.0/24"
+    """Subnet of the gVNIC VPC (the second NIC of each GPU node)."""
+    rdma_cidrs: tuple[Subnet, ...] = tuple(f"192.168.{n}.0/24" for n in range(1, 9))
+    """One subnet per RDMA NIC, in NIC order (rdma-0 first); as many as the flavour has RDMA NICs."""
+    psa_cidr: Annotated[Range, AfterValidator(check_psa_prefix)] = "10.16.0.0/22"
+    """Private Service Access range for Managed Lustre (/23 or larger)."""
+    rdma_mtu: int = Field(8896, ge=1300, le=8896)
+    """MTU of the RDMA VPC (RoCE default 8896)."""
+    gvnic_mtu: int = Field(8896, ge=1300, le=8896)
+    """MTU of the gVNIC VPC."""
+
+    checks = (check_no_overlaps,)
 
 
 def check_address_room(network: NetworkConfig, gpu_nodes: int, system_nodes: int) -> None:

@@ -1,8 +1,5 @@
-"""The string patterns stack-file values are held to, and each one in the words a message gives.
-
-A field names its pattern by one of these constants, so that `errors.format_validation_error` finds
-the words for it in `PATTERN_HELP` (a pattern without words is shown as the regular expression).
-"""
+"""The string patterns stack-file values are held to, and in `PATTERN_HELP` each one in the words an error
+gives (`errors.format_validation_error`; a pattern without words is shown as the regular expression)."""
 
 from __future__ import annotations
 
@@ -10,6 +7,8 @@ SAFE_TOKEN = r"^[A-Za-z0-9._/:=+~@%,\-\[\]]+$"
 """Values that end up on a command line or in a cloud name: no shell metacharacters, no newlines."""
 LOWER_NAME = r"^[a-z]([a-z0-9-]*[a-z0-9])?$"
 NAME_PREFIX = r"^([a-z][a-z0-9-]{0,19})?$"
+RESOURCE_ID = r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$"
+LUSTRE_FILESYSTEM = r"^[A-Za-z0-9]{1,8}$"
 PROJECT_ID = r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$"
 ABSOLUTE_PATH = r"^/[A-Za-z0-9._/\-]*$"
 REGION = r"^[a-z]+-[a-z]+[0-9]+$"
@@ -24,6 +23,8 @@ PATTERN_HELP = {
     SAFE_TOKEN: "letters, digits and . _ / : = + ~ @ % , - [ ] (no spaces, quotes, shell metacharacters or newlines)",
     LOWER_NAME: "lowercase letters, digits and hyphens, starting with a letter and not ending with a hyphen",
     NAME_PREFIX: "1-20 lowercase letters, digits or hyphens, starting with a letter",
+    RESOURCE_ID: "1-63 lowercase letters, digits or hyphens, starting with a letter and ending with a letter or digit",
+    LUSTRE_FILESYSTEM: "1-8 letters or digits",
     PROJECT_ID: "a Google Cloud project id: 6-30 lowercase letters, digits or hyphens, starting with a letter",
     ABSOLUTE_PATH: "an absolute path of letters, digits and . _ / -",
     REGION: "a region name such as us-east1",

@@ -4,7 +4,7 @@ stored in plaintext is refused, and so is a missing secret the stack's job canno
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Collection, Optional
 
 import pulumi
 
@@ -25,25 +25,18 @@ class StackSecrets:
     wandb_api_key: Optional[pulumi.Output[str]]
 
 
-def wandb_key_set(secret_keys: "set[str] | frozenset[str]") -> bool:
-    """Whether the stack holds the `wandbApiKey` secret, from its secret key names (`namespace:key`):
-    how the CLI, which cannot decrypt secrets, tells what `Settings.wandb_key_set` tells the program."""
+def wandb_key_set(secret_keys: Collection[str]) -> bool:
+    """`Settings.wandb_key_set` from the secret key names (`namespace:key`), for the CLI, which cannot decrypt."""
     return f"{PROJECT}:wandbApiKey" in secret_keys
 
 
 def refuse_plaintext_secrets(
-    raw: dict[str, Any],
-    secret_keys: "set[str] | frozenset[str] | list[str]",
-    stack: str,
-    source: "Callable[[str], str] | None" = None,
+    raw: dict[str, Any], secret_keys: Collection[str], stack: str, source: Optional[Callable[[str], str]] = None
 ) -> None:
-    """Raise `ConfigError` for each secret key (`hfToken`, `wandbApiKey`) present in `raw` but not
-    marked secret (`secret_keys` holds `namespace:key` names): a plaintext token would sit in the stack
-    file and in every copy of the repository. And for each other key stored as a secret: the program
-    reads it as plain text into names, labels and outputs (the secret would not stay one), and offline
-    its value is a placeholder that no check could make sense of. `source(key)` names where the key's
-    value came from (a stack file, `--config-file F`, `Pulumi.yaml`); without it, every place the Pulumi CLI
-    reads config from is named, since the program cannot tell which one it was."""
+    """Raise `ConfigError` for each secret key in `raw` not marked secret in `secret_keys` (a plaintext token
+    would sit in every copy of the repository), and for each other key stored as a secret (the program reads it
+    as plain text into names and outputs). `source(key)` names where the value came from; without it, every
+    place the Pulumi CLI reads config from."""
     where = source or (
         lambda key: f"Pulumi.{stack}.yaml, the --config-file, Pulumi.yaml or PULUMI_CONFIG, wherever it is set,"
     )
@@ -81,9 +74,8 @@ def required_secrets(config: StackConfig) -> dict[str, str]:
     return needed
 
 
-def refuse_missing_secrets(config: StackConfig, present: "set[str] | frozenset[str]") -> None:
-    """Raise `ConfigError` when the stack's job needs a secret that is not set (`present` holds the
-    secret keys that are, without namespace): found now, not hours later on the cluster."""
+def refuse_missing_secrets(config: StackConfig, present: Collection[str]) -> None:
+    """Raise `ConfigError` when the stack's job needs a secret not in `present`: found now, not hours later."""
     missing = {k: why for k, why in required_secrets(config).items() if k not in present}
     if missing:
         raise MissingSecretError("\n".join(f"{PROJECT}:{k}: not set, and {why}" for k, why in missing.items()))

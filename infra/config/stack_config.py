@@ -6,15 +6,14 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import Field, ValidationInfo, field_validator, model_validator
+from pydantic import AfterValidator, Field, ValidationInfo, model_validator
 
 from infra.config.base import Model
 from infra.config.cluster_config import (
     ClusterConfig,
     check_autopilot,
-    check_control_plane_allow_list,
     check_min_master_version,
     check_system_pool_machine,
 )
@@ -43,140 +42,165 @@ if TYPE_CHECKING:
 GCP_MAX_LABELS = 64
 
 
+def check_flavour(v: str) -> str:
+    if v not in FLAVOURS:
+        raise ValueError(f"unknown flavour {v!r}; allowed: {', '.join(FLAVOURS)}")
+    return v
+
+
+def check_labels(v: dict[str, str]) -> dict[str, str]:
+    """At most the labels Google Cloud leaves beside the program's own, none of these, each key and value in
+    Google Cloud's label spelling."""
+    room = GCP_MAX_LABELS - len(RESERVED_LABEL_KEYS)
+    if len(v) > room:
+        raise ValueError(
+            f"{len(v)} labels; allowed: at most {room} (Google Cloud allows {GCP_MAX_LABELS}, the program sets "
+            f"{len(RESERVED_LABEL_KEYS)})"
+        )
+    for key, value in v.items():
+        if key in RESERVED_LABEL_KEYS:
+            raise ValueError(
+                f"label key {key!r} is the program's own; allowed: any key but {', '.join(RESERVED_LABEL_KEYS)}"
+            )
+        # An empty key passes `_label_text` (nothing to check) and has no first letter to look at.
+        if not (key and _label_text(key, 63) and unicodedata.category(key[0]) in ("Ll", "Lo")):
+            raise ValueError(
+                f"label key {shown(key)} is not allowed; allowed: 1-63 lowercase letters, digits, '_' or '-', "
+                "starting with a lowercase letter (under 128 bytes)"
+            )
+        if value and not _label_text(value, 63):
+            raise ValueError(
+                f"label value {shown(value)} of {key!r} is not allowed; allowed: at most 63 lowercase letters, "
+                "digits, '_' or '-' (under 128 bytes)"
+            )
+    return v
+
+
+def check_no_google(v: str, info: ValidationInfo) -> str:
+    """`project` and `namePrefix` are part of the bucket name (<project>-<prefix>-artifacts); Cloud Storage
+    refuses names with "google" or a close misspelling, or starting with "goog" (storage docs, bucket naming)."""
+    if _looks_like_google(v) or (info.field_name == "project" and v.startswith("goog")):
+        raise ValueError(
+            f"{v!r} would put 'google' into the bucket name, which Cloud Storage refuses; allowed: a name without it"
+        )
+    return v
+
+
+def check_zone_in_region(config: StackConfig) -> None:
+    if not config.zone.startswith(config.region + "-"):
+        raise KeyedValueError(
+            "zone",
+            f"{config.zone!r} is not in region {config.region!r}; allowed: a zone named {config.region}-<letter>",
+        )
+
+
+def check_zone_catalogue(config: StackConfig) -> None:
+    """The region and zone offer the flavour's machine and Managed Lustre (data/zones.yaml), or the escape hatch."""
+    from infra.zones import catalogue, nearest, region_of
+
+    if config.allow_uncatalogued_zone:
+        return
+    flavour, cat = config.flavour_spec, catalogue()
+    zones = cat.zones_for(flavour.machine_type)
+    what = f"{flavour.machine_type} (flavour {flavour.name}) and Managed Lustre"
+    hint = f"or set {PROJECT}:allowUncataloguedZone: true for a zone Google added since {cat.checked} (data/zones.yaml)"
+    if config.region not in {region_of(z) for z in zones}:
+        raise KeyedValueError(
+            "region",
+            f"{config.region!r} has no zone with {what} in the zone catalogue; allowed (nearest first): "
+            f"{', '.join(nearest(config.region + '-x', zones))}; {hint}",
+        )
+    if config.zone not in zones:
+        raise KeyedValueError(
+            "zone",
+            f"{config.zone!r} does not offer {what} in the zone catalogue; allowed (nearest first): "
+            f"{', '.join(nearest(config.zone, zones))}; {hint}",
+        )
+
+
+def check_sections_together(config: StackConfig) -> None:
+    """The checks that read more than one section, each beside the key it names."""
+    flavour, ray, cluster = config.flavour_spec, config.ray, config.cluster
+    check_address_room(config.network, config.gpu_pool.node_count, cluster.system_pool.node_count)
+    check_rdma_subnets(config.network, flavour)
+    check_min_master_version(cluster, flavour, config.lustre.legacy_port)
+    if cluster.mode == "autopilot":
+        check_autopilot(cluster, config.gpu_pool, ray, flavour)
+    else:
+        check_system_pool_machine(cluster, ray)
+        check_head_fits(ray, cluster.system_pool.machine_type)
+    check_worker_fits(ray, flavour)
+    check_export_kept(config.storage, config.lustre)
+    check_job_fits(config.job, config.gpu_pool.node_count, flavour)
+
+
+def check_version_matrix(config: StackConfig) -> None:
+    """Last: the pins it reads are each valid on their own by now."""
+    from infra.version_matrix import VersionError, check
+
+    try:
+        check(config.version_pins, config.allow_untested_versions)
+    except VersionError as exc:
+        raise KeyedValueError(exc.key, str(exc)) from None
+
+
 class StackConfig(Model):
     """Everything a stack is built from."""
 
-    project: str = Field(pattern=PROJECT_ID, description="Google Cloud project id.")
-    region: str = Field("us-east1", pattern=REGION, description="Region of the networks, cluster and bucket.")
-    zone: str = Field(
-        "us-east1-b", pattern=ZONE, description="Zone of the GPU nodes, the RDMA VPC and Lustre; must be in `region`."
-    )
-    name_prefix: str = Field(
-        "", pattern=NAME_PREFIX, description="Prefix of every cloud name (1-20 chars); default: the stack name."
-    )
-    labels: dict[str, str] = Field(
+    project: Annotated[str, AfterValidator(check_no_google)] = Field(pattern=PROJECT_ID)
+    """Google Cloud project id."""
+    region: str = Field("us-east1", pattern=REGION)
+    """Region of the networks, cluster and bucket."""
+    zone: str = Field("us-east1-b", pattern=ZONE)
+    """Zone of the GPU nodes, the RDMA VPC and Lustre; must be in `region`."""
+    name_prefix: Annotated[str, AfterValidator(check_no_google)] = Field("", pattern=NAME_PREFIX)
+    """Prefix of every cloud name (1-20 chars); default: the stack name."""
+    labels: Annotated[dict[str, str], AfterValidator(check_labels)] = Field(
         default_factory=dict,
         description=f"Extra labels on every labelled resource: at most {GCP_MAX_LABELS - len(RESERVED_LABEL_KEYS)} "
         f"(Google Cloud's {GCP_MAX_LABELS} less the program's own: {', '.join(RESERVED_LABEL_KEYS)}).",
     )
-    allow_uncatalogued_zone: bool = Field(
-        False,
-        description="Accept a `zone` that the zone catalogue (data/zones.yaml) does not list for the flavour and "
-        "Managed Lustre: for a zone Google added after the catalogue was checked.",
+    allow_uncatalogued_zone: bool = False
+    """Accept a `zone` that the zone catalogue (data/zones.yaml) does not list for the flavour and Managed Lustre: for a
+    zone Google added after the catalogue was checked."""
+    allow_untested_versions: bool = False
+    """Accept pins (GKE version, GPU driver, gIB installer image, NeMo-RL image, KubeRay chart) that no row of the
+    version matrix (data/version_matrix.yaml, docs/version-matrix.md) covers: for trying a new combination before its
+    row is recorded. Known-bad pairs stay refused."""
+    manage_apis: bool = True
+    """Enable every Google Cloud API the stack uses (Service Usage; left on by `pulumi destroy`) and make each resource
+    wait for its API. false where the deployer may not enable services: the APIs listed in docs/deploy.md must then be
+    on already."""
+    flavour: Annotated[str, AfterValidator(check_flavour)] = Field(
+        "b200", description=f"GPU flavour: one of {', '.join(FLAVOURS)}."
     )
-    allow_untested_versions: bool = Field(
-        False,
-        description="Accept pins (GKE version, GPU driver, gIB installer image, NeMo-RL image, KubeRay chart) that "
-        "no row "
-        "of the version matrix (data/version_matrix.yaml, docs/version-matrix.md) covers: for trying a new combination "
-        "before its row is recorded. Known-bad pairs stay refused.",
-    )
-    manage_apis: bool = Field(
-        True,
-        description="Enable every Google Cloud API the stack uses (Service Usage; left on by `pulumi destroy`) "
-        "and make "
-        "each resource wait for its API. false where the deployer may not enable services: the APIs listed in "
-        "docs/deploy.md must then be on already.",
-    )
-    flavour: str = Field("b200", description=f"GPU flavour: one of {', '.join(FLAVOURS)}.")
-    gpu_pool: GpuPoolConfig = Field(default_factory=GpuPoolConfig, description="GPU node pool.")
-    cluster: ClusterConfig = Field(default_factory=ClusterConfig, description="GKE cluster.")
-    network: NetworkConfig = Field(default_factory=NetworkConfig, description="Networks and ranges.")
-    lustre: LustreConfig = Field(default_factory=LustreConfig, description="Managed Lustre.")
-    storage: StorageConfig = Field(default_factory=StorageConfig, description="The artifacts bucket.")
-    ray: RayConfig = Field(default_factory=RayConfig, description="Kubernetes and Ray.")
-    job: JobConfig = Field(default_factory=JobConfig, description="The training job.")
-    recovery: RecoveryConfig = Field(
-        default_factory=RecoveryConfig, description="Spot-preemption recovery: resubmission of a preempted job."
-    )
-    cost: CostConfig = Field(
-        default_factory=CostConfig,
-        description="Estimates shown by the offline plan: price overrides, bucket size, checkpoint write-time target.",
-    )
+    gpu_pool: GpuPoolConfig = Field(default_factory=GpuPoolConfig)
+    """GPU node pool."""
+    cluster: ClusterConfig = Field(default_factory=ClusterConfig)
+    """GKE cluster."""
+    network: NetworkConfig = Field(default_factory=NetworkConfig)
+    """Networks and ranges."""
+    lustre: LustreConfig = Field(default_factory=LustreConfig)
+    """Managed Lustre."""
+    storage: StorageConfig = Field(default_factory=StorageConfig)
+    """The artifacts bucket."""
+    ray: RayConfig = Field(default_factory=RayConfig)
+    """Kubernetes and Ray."""
+    job: JobConfig = Field(default_factory=JobConfig)
+    """The training job."""
+    recovery: RecoveryConfig = Field(default_factory=RecoveryConfig)
+    """Spot-preemption recovery: resubmission of a preempted job."""
+    cost: CostConfig = Field(default_factory=CostConfig)
+    """Estimates shown by the offline plan: price overrides, bucket size, checkpoint write-time target."""
+
+    # The first problem is the one reported, so their order is part of what a stack file is told.
+    checks = (check_zone_in_region, check_zone_catalogue, check_sections_together, check_version_matrix)
 
     @model_validator(mode="before")
     @classmethod
     def _no_credentials_in_plain_keys(cls, data: Any) -> Any:
         check_no_credentials_in_plain_keys(data)
         return data
-
-    @field_validator("flavour")
-    @classmethod
-    def _flavour(cls, v: str) -> str:
-        if v not in FLAVOURS:
-            raise ValueError(f"unknown flavour {v!r}; allowed: {', '.join(FLAVOURS)}")
-        return v
-
-    @field_validator("labels")
-    @classmethod
-    def _labels(cls, v: dict[str, str]) -> dict[str, str]:
-        room = GCP_MAX_LABELS - len(RESERVED_LABEL_KEYS)
-        if len(v) > room:
-            raise ValueError(
-                f"{len(v)} labels; allowed: at most {room} (Google Cloud allows {GCP_MAX_LABELS}, the program sets "
-                f"{len(RESERVED_LABEL_KEYS)})"
-            )
-        for key, value in v.items():
-            if key in RESERVED_LABEL_KEYS:
-                raise ValueError(
-                    f"label key {key!r} is the program's own; allowed: any key but {', '.join(RESERVED_LABEL_KEYS)}"
-                )
-            # An empty key passes `_label_text` (nothing to check) and has no first letter to look at.
-            if not (key and _label_text(key, 63) and unicodedata.category(key[0]) in ("Ll", "Lo")):
-                raise ValueError(
-                    f"label key {shown(key)} is not allowed; allowed: 1-63 lowercase letters, digits, '_' or '-', "
-                    "starting with a lowercase letter (under 128 bytes)"
-                )
-            if value and not _label_text(value, 63):
-                raise ValueError(
-                    f"label value {shown(value)} of {key!r} is not allowed; allowed: at most 63 lowercase letters, "
-                    "digits, '_' or '-' (under 128 bytes)"
-                )
-        return v
-
-    @field_validator("project", "name_prefix")
-    @classmethod
-    def _no_google_in_bucket_name(cls, v: str, info: ValidationInfo) -> str:
-        # Both are part of the bucket name (<project>-<prefix>-artifacts); Cloud Storage refuses names
-        # with "google" or a close misspelling, or starting with "goog" (storage docs, bucket naming).
-        if _looks_like_google(v) or (info.field_name == "project" and v.startswith("goog")):
-            raise ValueError(
-                f"{v!r} would put 'google' into the bucket name, which Cloud Storage refuses; allowed: a name "
-                "without it"
-            )
-        return v
-
-    @model_validator(mode="after")
-    def _cross_checks(self) -> "StackConfig":
-        """The checks that read more than one section, each beside the key it names; the first
-        problem is the one reported, so their order is part of what a stack file is told."""
-        flavour = self.flavour_spec
-        self._check_zone_in_region()
-        if not self.allow_uncatalogued_zone:
-            self._check_zone_catalogue(flavour)
-        check_address_room(self.network, self.gpu_pool.node_count, self.cluster.system_pool.node_count)
-        check_rdma_subnets(self.network, flavour)
-        check_min_master_version(self.cluster, flavour, self.lustre.legacy_port)
-        check_control_plane_allow_list(self.cluster)
-        if self.cluster.mode == "autopilot":
-            check_autopilot(self.cluster, self.gpu_pool, self.ray, flavour)
-        else:
-            check_system_pool_machine(self.cluster, self.ray)
-            check_head_fits(self.ray, self.cluster.system_pool.machine_type)
-        check_worker_fits(self.ray, flavour)
-        check_export_kept(self.storage, self.lustre)
-        check_job_fits(self.job, self.gpu_pool.node_count, flavour)
-        self._check_version_matrix()
-        return self
-
-    def _check_version_matrix(self) -> None:
-        # Last: the pins it reads are each valid on their own by now.
-        from infra.version_matrix import VersionError, check
-
-        try:
-            check(self.version_pins, self.allow_untested_versions)
-        except VersionError as exc:
-            raise KeyedValueError(exc.key, str(exc)) from None
 
     @property
     def version_pins(self) -> "Pins":
@@ -193,35 +217,6 @@ class StackConfig(Model):
             chart_version=self.ray.chart_version,
         )
 
-    def _check_zone_in_region(self) -> None:
-        if not self.zone.startswith(self.region + "-"):
-            raise KeyedValueError(
-                "zone", f"{self.zone!r} is not in region {self.region!r}; allowed: a zone named {self.region}-<letter>"
-            )
-
-    def _check_zone_catalogue(self, flavour: Flavour) -> None:
-        from infra.zones import catalogue, nearest, region_of
-
-        cat = catalogue()
-        zones = cat.zones_for(flavour.machine_type)
-        what = f"{flavour.machine_type} (flavour {flavour.name}) and Managed Lustre"
-        hint = (
-            f"or set {PROJECT}:allowUncataloguedZone: true for a zone Google added since {cat.checked} "
-            "(data/zones.yaml)"
-        )
-        if self.region not in {region_of(z) for z in zones}:
-            raise KeyedValueError(
-                "region",
-                f"{self.region!r} has no zone with {what} in the zone catalogue; allowed (nearest first): "
-                f"{', '.join(nearest(self.region + '-x', zones))}; {hint}",
-            )
-        if self.zone not in zones:
-            raise KeyedValueError(
-                "zone",
-                f"{self.zone!r} does not offer {what} in the zone catalogue; allowed (nearest first): "
-                f"{', '.join(nearest(self.zone, zones))}; {hint}",
-            )
-
     @property
     def worker_fit(self) -> NodeFit:
         """The Ray worker's requests on one GPU node (config or the flavour's reference) and the node's room."""
@@ -229,8 +224,7 @@ class StackConfig(Model):
 
     @property
     def gate_policy(self) -> str:
-        """`job.gate`, or its default: enforce on a multi-node pool (the fabric is what a lone node cannot
-        show broken), warn on one node."""
+        """`job.gate`, or enforce on a multi-node pool (a lone node cannot show the fabric broken), else warn."""
         return self.job.gate or ("enforce" if self.gpu_pool.node_count > 1 else "warn")
 
     @property
@@ -251,8 +245,8 @@ class StackConfig(Model):
 
 
 def _label_text(text: str, limit: int) -> bool:
-    """Lowercase letters (any script), digits, '_' and '-' only, at most `limit` characters and under
-    128 bytes: every character is checked, so a trailing newline cannot slip past a `$`."""
+    """Lowercase letters (any script), digits, '_' and '-', at most `limit` characters and under 128 bytes: each
+    character is checked, so a trailing newline cannot slip past a `$`."""
     return (
         len(text) <= limit
         and len(text.encode()) < 128
@@ -260,15 +254,9 @@ def _label_text(text: str, limit: int) -> bool:
     )
 
 
-_PLAIN_TO_THE_JOB = ("job", "ray")
-"""Sections whose strings reach the job in plain text: its entrypoint (`logger.wandb.project=...`), the
-runtime env, the watcher's ConfigMap and Ray's job table."""
-
-
 def check_no_credentials_in_plain_keys(data: Any) -> None:
-    """No string of the sections that reach the job looks like a credential (`cli_args.looks_like_credential`):
-    a W&B key pasted into `job.wandbProject` would be published in plain text. `job.overrides` have their own
-    check, which names the override by its index."""
+    """No string of the sections that reach the job in plain text (`job`, `ray`) looks like a credential: a W&B key
+    pasted into `job.wandbProject` would be published. `job.overrides` have their own check, naming the index."""
     if not isinstance(data, dict):
         return
 
@@ -285,7 +273,7 @@ def check_no_credentials_in_plain_keys(data: Any) -> None:
                 if f"{key}.{k}" != "job.overrides":
                     walk(v, f"{key}.{k}")
 
-    for section in _PLAIN_TO_THE_JOB:
+    for section in ("job", "ray"):
         walk(data.get(section), section)
 
 
@@ -294,9 +282,8 @@ def _looks_like_google(text: str) -> bool:
 
 
 def prefix_for_stack(stack: str) -> str:
-    """The default `namePrefix`: the stack name when it is one already; else its lowercase form with
-    `_` and `.` as `-`, cut to fit and told apart by a short hash of the stack name (so `Dev` and `dev`
-    never share cloud names). Raises `ConfigError` naming the stack when no prefix can be made."""
+    """The default `namePrefix`: the stack name when it is one already; else its lowercase form with `_` and `.` as
+    `-`, cut to fit, and a short hash of the stack name (so `Dev` and `dev` never share cloud names)."""
     if re.fullmatch(r"[a-z]([a-z0-9-]{0,18}[a-z0-9])?", stack) and not _looks_like_google(stack):
         return stack
     base = re.sub(r"-+", "-", re.sub(r"[_.]", "-", stack.lower())).strip("-")
@@ -309,8 +296,7 @@ def prefix_for_stack(stack: str) -> str:
             why = "would put 'google' into the bucket name"
         raise ConfigError(
             f"{PROJECT}:namePrefix: not set, and the stack name {shown(stack)} {why}; allowed: set "
-            f"{PROJECT}:namePrefix "
-            f"to {PATTERN_HELP[NAME_PREFIX]}"
+            f"{PROJECT}:namePrefix to {PATTERN_HELP[NAME_PREFIX]}"
         )
     digest = hashlib.sha256(stack.encode()).hexdigest()[:4]
     return f"{base[:15].rstrip('-')}-{digest}"
