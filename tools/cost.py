@@ -1,15 +1,10 @@
-"""What a stack costs to keep up, from the offline plan and the dated price table data/prices.yaml
-(read by infra/prices.py).
+"""What a stack costs to keep up, from the offline plan and the dated price table data/prices.yaml (infra/prices.py).
 
-Per hour and per day: GPU node pools at spot and on-demand prices, the "applies" total at the price of
-the rung the pool obtains nodes by (`infra.prices.node_hour_price`, shared with the plan's ladder, the
-ledger and the capacity finder; a ladder is one gang at its first rung's price); other pools per vCPU
-and GiB of their series; Managed Lustre per GiB-month / 730 h; on Autopilot (tools/autopilot_plan.py)
-GPU pods as their whole node plus the Autopilot premium and the head at pod rates; the GKE fee (free
-tier not subtracted); the bucket at `cost.bucketGib`. Not included: boot disks, egress, logging, GCS
-operations, taxes, discounts. The job total is the hourly cost x the recipe's `expected_hours`, scaled
-by `job.maxNumSteps`. A region the table lacks uses its fallback rule, and each line item on an
-estimated price says so.
+GPU nodes at spot and on-demand prices and at their rung's (`infra.prices.node_hour_price`; a ladder is one gang
+at its first rung's price); CPU pools per vCPU and GiB; Lustre per GiB-month / 730 h; on Autopilot the GPU pods as
+whole nodes plus the premium, the heads at pod rates; the GKE fee; the bucket at `cost.bucketGib`. Not included:
+boot disks, egress, logging, GCS operations, taxes, discounts. The job total is the hourly cost x the recipe's
+`expected_hours`, scaled by `job.maxNumSteps`. A price from the table's fallback rule is marked estimated.
 """
 
 from __future__ import annotations
@@ -30,6 +25,7 @@ NODE_POOL = "gcp:container/nodePool:NodePool"
 CLUSTER = "gcp:container/cluster:Cluster"
 LUSTRE = "gcp:lustre/instance:Instance"
 BUCKET = "gcp:storage/bucket:Bucket"
+LADDER = "capacity ladder"
 
 
 @dataclass
@@ -38,17 +34,10 @@ class LineItem:
     detail: str
     spot_per_hour: float
     on_demand_per_hour: float
-    applies: str = "list"
-    """`spot`, `onDemand`, `flexStart` (the GPU nodes' rung, `infra.prices.PRICE_KIND`) or `list` (no
-    spot/on-demand distinction)."""
+    applies: str = "list"  # a GPU rung's `infra.prices.PRICE_KIND`, or `list` (no spot/on-demand distinction)
     prices: list[Price] = field(default_factory=list)
-    billed_from: str = ""
-    """The plan resource (by name) from whose typical readiness the item is billed; "" = from the start
-    of the deploy. What prices the hours before the job starts (tools/estimates.py `first_run`)."""
-
-    applies_per_hour: Optional[float] = None
-    """GPU nodes at the price of the rung they are obtained by (`infra.prices.node_hour_price`, as the ledger
-    prices them); None: the column `applies` names."""
+    billed_from: str = ""  # the resource from whose readiness it is billed ("": the deploy's start); `first_run`
+    applies_per_hour: Optional[float] = None  # GPU nodes at their rung's price, as the ledger prices them
 
     @property
     def per_hour(self) -> float:
@@ -126,29 +115,17 @@ class CostEstimate:
         return None if self.job_hours is None else per_hour * self.job_hours
 
     def to_json(self) -> dict[str, Any]:
-        def money(v: Optional[float]) -> Optional[float]:
-            return None if v is None else round(v, 2)
-
+        rates = {"spot": self.spot_per_hour, "onDemand": self.on_demand_per_hour, "applies": self.per_hour}
         return {
             "currency": self.currency,
             "region": self.region,
             "items": [i.to_json() for i in self.items],
-            "perHour": {
-                "spot": money(self.spot_per_hour),
-                "onDemand": money(self.on_demand_per_hour),
-                "applies": money(self.per_hour),
-            },
-            "perDay": {
-                "spot": money(self.spot_per_hour * HOURS_PER_DAY),
-                "onDemand": money(self.on_demand_per_hour * HOURS_PER_DAY),
-                "applies": money(self.per_hour * HOURS_PER_DAY),
-            },
+            "perHour": {k: rounded(v) for k, v in rates.items()},
+            "perDay": {k: rounded(v * HOURS_PER_DAY) for k, v in rates.items()},
             "job": {
                 "hours": self.job_hours,
                 "basis": self.job_hours_basis,
-                "spot": money(self.job_total(self.spot_per_hour)),
-                "onDemand": money(self.job_total(self.on_demand_per_hour)),
-                "applies": money(self.job_total(self.per_hour)),
+                **{k: rounded(self.job_total(v)) for k, v in rates.items()},
             },
             "estimatedItems": self.estimated_items,
             "sources": self.sources,
@@ -156,12 +133,9 @@ class CostEstimate:
         }
 
 
-def machine_shape(machine_type: str) -> Optional[tuple[str, int, float]]:
-    """(series, vCPUs, GiB) of a CPU machine type whose shape infra/machines.py knows, else None."""
-    shape = machines.machine_shape(machine_type)
-    if shape is None:
-        return None
-    return machines.machine_series(machine_type), shape[0], shape[1]
+def rounded(value: Optional[float]) -> Optional[float]:
+    """Money in the plan document: cents, or None."""
+    return None if value is None else round(value, 2)
 
 
 def _node_count(pool: Any) -> int:
@@ -239,25 +213,15 @@ def _pool_item(pool: Any, table: PriceTable, region: str, warnings: list[str]) -
     machine = node_config.get("machineType", "?")
     nodes = _node_count(pool)
     if node_config.get("guestAccelerators"):
-        gpu = _gpu_item(
-            f"GPU nodes ({pool.name})", f"{nodes} x {machine}", machine, nodes, pool_provisioning(pool), table, region
-        )
-        if isinstance(gpu, PriceError):
-            warnings.append(f"{pool.name}: {gpu}; GPU nodes not priced")
-            return None
-        if gpu.applies == "onDemand" and pool_provisioning(pool) is Provisioning.RESERVATION:
-            warnings.append(
-                f"{pool.name}: reserved capacity is billed on its own terms; shown at the on-demand list price"
-            )
-        gpu.billed_from = pool.name
-        return gpu
-    shape = machine_shape(machine)
+        item = LineItem(f"GPU nodes ({pool.name})", f"{nodes} x {machine}", 0.0, 0.0, billed_from=pool.name)
+        return _gpu_item(item, pool.name, machine, nodes, pool_provisioning(pool), table, region, warnings)
+    shape = machines.machine_shape(machine)
     if shape is None:
         warnings.append(
             f"{pool.name}: machine type {machine!r} is not a predefined <series>-<shape>-<vcpus> type; not priced"
         )
         return None
-    series, vcpus, gib = shape
+    series, (vcpus, gib) = machines.machine_series(machine), shape
     try:
         vcpu_rate = table.get(f"cpu.{series}.vcpuHour", region)
         gib_rate = table.get(f"cpu.{series}.gibHour", region)
@@ -285,38 +249,38 @@ def pool_provisioning(pool: Any) -> Provisioning:
 
 
 def _gpu_item(
-    name: str,
-    detail: str,
+    item: LineItem,
+    who: str,
     machine: str,
     nodes: int,
     provisioning: Provisioning,
     table: PriceTable,
     region: str,
+    warnings: list[str],
     autopilot: bool = False,
-) -> "LineItem | PriceError":
-    """GPU nodes at spot and on-demand prices, and at the price of the rung that obtains them (the one
-    rung-to-price function, `infra.prices.node_hour_price`), which the "applies" total counts."""
+) -> Optional[LineItem]:
+    """`item` priced: GPU nodes at spot and on-demand prices, and at the price of the rung that obtains them (the
+    one rung-to-price function, `infra.prices.node_hour_price`), which the "applies" total counts; None, with
+    a warning of `who`, when the table has no price."""
     try:
-        spot = node_hour_price(table, machine, region, Provisioning.SPOT, autopilot=autopilot)
-        on_demand = node_hour_price(table, machine, region, Provisioning.ON_DEMAND, autopilot=autopilot)
-        rung = node_hour_price(table, machine, region, provisioning, autopilot=autopilot)
+        spot, on_demand, rung = (
+            node_hour_price(table, machine, region, kind, autopilot=autopilot)
+            for kind in (Provisioning.SPOT, Provisioning.ON_DEMAND, provisioning)
+        )
     except PriceError as err:
-        return err
-    applies = PRICE_KIND[provisioning]
+        warnings.append(f"{who}: {err}; {'Autopilot GPU pods' if autopilot else 'GPU nodes'} not priced")
+        return None
+    if provisioning is Provisioning.RESERVATION and who != LADDER:
+        warnings.append(f"{who}: reserved capacity is billed on its own terms; shown at the on-demand list price")
+    item.applies = PRICE_KIND[provisioning]
     # The table entries the item rests on (their sections, dates, estimates and overrides), not the sums.
-    keys = dict.fromkeys(f"gpu.{machine}.{kind}" for kind in ("spot", "onDemand", applies))
+    keys = dict.fromkeys(f"gpu.{machine}.{kind}" for kind in ("spot", "onDemand", item.applies))
     if autopilot:
         keys.update(dict.fromkeys(f"autopilot.{machine}.premium.{kind}" for kind in ("spot", "onDemand")))
-    prices = [table.get(key, region) for key in keys]
-    return LineItem(
-        name,
-        detail,
-        nodes * spot.value,
-        nodes * on_demand.value,
-        applies,
-        prices,
-        applies_per_hour=nodes * rung.value,
-    )
+    item.prices = [table.get(key, region) for key in keys]
+    item.spot_per_hour, item.on_demand_per_hour = nodes * spot.value, nodes * on_demand.value
+    item.applies_per_hour = nodes * rung.value
+    return item
 
 
 def _ladder_item(
@@ -328,20 +292,10 @@ def _ladder_item(
     machine = (first.inputs.get("nodeConfig") or {}).get("machineType", "?")
     nodes = gang_nodes(pools)
     names = ", ".join(p.name for p in pools)
-    item = _gpu_item(
-        f"GPU nodes (ladder: {names})",
-        f"{nodes} x {machine}, from any rung",
-        machine,
-        nodes,
-        cfg.gpu_pool.ladder[0].provisioning,
-        table,
-        region,
-    )
-    if isinstance(item, PriceError):
-        warnings.append(f"capacity ladder: {item}; GPU nodes not priced")
-        return []
+    item = LineItem(f"GPU nodes (ladder: {names})", f"{nodes} x {machine}, from any rung", 0.0, 0.0)
     item.billed_from = first.name
-    return [item]
+    item = _gpu_item(item, LADDER, machine, nodes, cfg.gpu_pool.ladder[0].provisioning, table, region, warnings)
+    return [] if item is None else [item]
 
 
 def _lustre_items(plan: Any, table: PriceTable, region: str, warnings: list[str]) -> list[LineItem]:
@@ -404,25 +358,15 @@ def _autopilot_items(plan: Any, table: PriceTable, region: str, warnings: list[s
         provisioning = {"spot": Provisioning.SPOT, "reservation": Provisioning.RESERVATION}.get(
             group.capacity, Provisioning.ON_DEMAND
         )
-        item = _gpu_item(
+        item = LineItem(
             f"GPU nodes (Autopilot pods of {group.release})",
             f"{group.pods} x {machine} + Autopilot premium",
-            machine,
-            group.pods,
-            provisioning,
-            table,
-            region,
-            autopilot=True,
+            0.0,
+            0.0,
+            billed_from=group.release,
         )
-        if isinstance(item, PriceError):
-            warnings.append(f"{group.release}: {item}; Autopilot GPU pods not priced")
-            continue
-        if group.capacity == "reservation":
-            warnings.append(
-                f"{group.release}: reserved capacity is billed on its own terms; shown at the on-demand list price"
-            )
-        item.billed_from = group.release
-        items.append(item)
+        item = _gpu_item(item, group.release, machine, group.pods, provisioning, table, region, warnings, True)
+        items += [] if item is None else [item]
     for pod in autopilot_plan.general_purpose_pods(plan):
         try:
             vcpu_rate = table.get("autopilot.generalPurpose.vcpuHour", region)

@@ -288,10 +288,7 @@ def is_gpu_item(item: Any) -> bool:
 
 def first_run_json(est: Estimates, plan: Any) -> dict[str, Any]:
     run = first_run(est, plan)
-
-    def money(v: Optional[float]) -> Optional[float]:
-        return None if v is None else round(v, 2)
-
+    money = cost.rounded
     return {
         "deployMinutes": round(run.deploy_minutes, 1),
         "firstStepMinutes": round(run.first_step_minutes, 1),

@@ -1,8 +1,7 @@
-"""The stack's resource graph as Mermaid and Graphviz DOT, from the offline plan.
+"""The stack's resource graph as Mermaid, from the offline plan (`python -m infra.plan --graph [DIR]` writes
+DIR/graph.mmd).
 
-    python -m tools.offline_plan --stack dev --graph [DIR]     # writes DIR/graph.mmd and DIR/graph.dot
-
-- Components are subgraphs (Mermaid) / clusters (DOT); custom resources are nodes inside them.
+- Components are subgraphs; custom resources are nodes inside them.
 - An arrow A --> B means B waits for A (its `dependencies`, or A is the provider B is created
   through, drawn dashed); a dependency on a component stands for everything under it.
 - Readable, not exhaustive: numbered siblings of one type under one parent collapse into one node
@@ -23,7 +22,6 @@ from typing import Any
 from tools.deploy_time import waits
 
 STORAGE_TYPES = {"gcp:lustre/instance:Instance", "gcp:storage/bucket:Bucket"}
-DOT_NEWLINE = "\\n"
 _INDEXED = re.compile(r"(-[a-z]+)?-\d+$")
 
 
@@ -35,10 +33,6 @@ class Node:
     component: str
     """URN of the component the node sits in ('' at top level)."""
     urns: list[str] = field(default_factory=list)
-
-    @property
-    def type_name(self) -> str:
-        return self.type.rsplit(":", 1)[-1]
 
 
 @dataclass
@@ -62,10 +56,6 @@ def _ident(prefix: str, text: str) -> str:
     return prefix + re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_")
 
 
-def _stem(name: str) -> str:
-    return _INDEXED.sub("", name) if _INDEXED.search(name) else name
-
-
 def build(plan: Any) -> Graph:
     urns = plan.by_urn()
     clusters: dict[str, Cluster] = {}
@@ -82,7 +72,7 @@ def build(plan: Any) -> Graph:
     for r in plan.resources:
         if r.custom:
             parent = r.parent if r.parent in clusters else ""
-            groups[(parent, r.type, _stem(r.name))].append(r)
+            groups[(parent, r.type, _INDEXED.sub("", r.name))].append(r)
 
     nodes: dict[str, Node] = {}
     node_of: dict[str, str] = {}
@@ -144,32 +134,19 @@ def _transitive_reduction(edges: set[tuple[str, str]]) -> set[tuple[str, str]]:
     return {(a, b) for a, b in edges if not reachable_without(a, b)}
 
 
-def _children(graph: Graph) -> tuple[dict[str, list[Cluster]], dict[str, list[Node]]]:
+def mermaid(graph: Graph) -> str:
     sub: dict[str, list[Cluster]] = defaultdict(list)
-    for c in graph.clusters.values():
+    for c in sorted(graph.clusters.values(), key=lambda c: c.label):
         sub[c.parent].append(c)
     members: dict[str, list[Node]] = defaultdict(list)
-    for n in graph.nodes.values():
+    for n in sorted(graph.nodes.values(), key=lambda n: n.label):
         members[n.component].append(n)
-    for lst in sub.values():
-        lst.sort(key=lambda c: c.label)
-    for lst in members.values():
-        lst.sort(key=lambda n: n.label)
-    return sub, members
-
-
-def mermaid(graph: Graph) -> str:
-    sub, members = _children(graph)
     lines = ["flowchart LR"]
-
-    def node_line(n: Node, indent: str) -> str:
-        text = f"{n.label}<br/>{n.type_name}".replace('"', "'")
-        shape = f'[("{text}")]' if n.type in STORAGE_TYPES else f'["{text}"]'
-        return f"{indent}{n.id}{shape}"
 
     def walk(parent: str, indent: str) -> None:
         for n in members.get(parent, []):
-            lines.append(node_line(n, indent))
+            text = f"{n.label}<br/>{n.type.rsplit(':', 1)[-1]}".replace('"', "'")
+            lines.append(f'{indent}{n.id}[("{text}")]' if n.type in STORAGE_TYPES else f'{indent}{n.id}["{text}"]')
         for c in sub.get(parent, []):
             lines.append(f'{indent}subgraph {c.id}["{c.label}"]')
             walk(c.urn, indent + "  ")
@@ -181,43 +158,8 @@ def mermaid(graph: Graph) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _dot_str(text: str) -> str:
-    """A DOT string; `\\n` in `text` stays a DOT line break."""
-    return '"' + text.replace('"', '\\"') + '"'
-
-
-def dot(graph: Graph) -> str:
-    sub, members = _children(graph)
-    lines = [
-        f"digraph {_dot_str(graph.title)} {{",
-        "  rankdir=LR;",
-        "  compound=true;",
-        '  node [shape=box, style=rounded, fontname="Helvetica", fontsize=10];',
-        '  graph [fontname="Helvetica", fontsize=11];',
-    ]
-
-    def walk(parent: str, indent: str) -> None:
-        for n in members.get(parent, []):
-            shape = ", shape=cylinder" if n.type in STORAGE_TYPES else ""
-            label = _dot_str(n.label + DOT_NEWLINE + n.type_name)
-            lines.append(f"{indent}{n.id} [label={label}{shape}];")
-        for c in sub.get(parent, []):
-            lines.append(f"{indent}subgraph cluster_{c.id} {{")
-            lines.append(f"{indent}  label={_dot_str(c.label)};")
-            walk(c.urn, indent + "  ")
-            lines.append(f"{indent}}}")
-
-    walk("", "  ")
-    for a, b, dashed in graph.edges:
-        lines.append(f"  {a} -> {b}{' [style=dashed]' if dashed else ''};")
-    lines.append("}")
-    return "\n".join(lines) + "\n"
-
-
 def write_graph(plan: Any, out_dir: Path) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
-    graph = build(plan)
-    paths = [out_dir / "graph.mmd", out_dir / "graph.dot"]
-    paths[0].write_text(mermaid(graph))
-    paths[1].write_text(dot(graph))
-    return paths
+    path = out_dir / "graph.mmd"
+    path.write_text(mermaid(build(plan)))
+    return [path]

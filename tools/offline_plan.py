@@ -1,48 +1,8 @@
-"""The offline plan: run the real Pulumi program under mocks and show what it would build.
-
-    python -m infra.plan [--stack NAME] [--config-file PATH] [--assume-secrets]
-                         [--json] [--out DIR] [--graph [DIR]] [--compare BEFORE.json]
-
-No credentials, no `pulumi` CLI, no provider plugins, no network. The program (`__main__.py`)
-runs exactly as under `pulumi up`, with the config of `Pulumi.<NAME>.yaml` (default `dev`);
-every registration the engine would receive is recorded.
-
-`--json` prints one document (the contract later tooling and the tests rely on):
-
-    {"project": str, "stack": str,
-     "resources": [{"urn", "type", "name", "parent", "custom", "provider",
-                    "inputs", "dependencies", "options"}],
-     "outputs": {name: value},
-     "estimates": {"cost", "checkpoints", "deployTime", "workerFit", "acceptanceGate", "firstRun"},
-     "goodput": {"fraction", "buckets": [{"name", "minutes", "usd"}], ...} or null (Autopilot),
-     "versionMatrix": {"row", "nearestRow", "outside", "gke", "versions", "cautions", "verifiedBy", "expect"}}
-
-`inputs` are what the provider would receive (camelCase, after Pulumi's translation; integral
-numbers as integers); `dependencies` are the URNs the resource waits for (explicit and implied by
-inputs); `options` holds the resource options that change behaviour (protect, retainOnDelete,
-customTimeouts, ignoreChanges, replaceOnChanges, replaceWith, deletedWith, deleteBeforeReplace, import, aliases,
-hooks). Every secret value
-is replaced by "[secret]"; secrets of the stack file (`secure:` values) are never decrypted.
-
-`--config-file PATH` reads the stack's config from PATH instead of `Pulumi.<NAME>.yaml`, as
-`pulumi up --config-file` does. `--assume-secrets` plans as if the secrets the stack's job needs
-(`hfToken` for a gated model, `wandbApiKey` with `job.wandbProject`) had been set with
-`pulumi config set --secret`; without it such a stack is refused, as `pulumi up` refuses it.
-Every bad flag or config is one line on stderr and exit code 2, before anything is written.
-
-`--compare BEFORE.json` (a previous `--json` plan, or the golden tests/golden/<stack>.json) says for
-each node pool whether this plan replaces it (deleted first: its nodes are lost), and by which
-ForceNew input, or updates it in place (tools/pool_replacement.py), and whether the change is a new
-attempt of the same training run or a new run (`run_change`, by the `runId` output; tools/plan_compare.py);
-the text plan always lists the config keys that would replace each pool.
-
-`--out DIR` writes each Kubernetes object as `<kind>-<name>.yaml`, each Helm release's values as
-`helm-values-<release>.yaml` (tools/plan_output.py, which also checks `--out` and `--graph`).
-
-After the summary, the text output shows the estimates of tools/estimates.py (cost, checkpoint
-sizing, deploy time, the first run and its goodput); `--json` carries them under "estimates" and
-"goodput". `--graph [DIR]` writes the resource graph as `graph.mmd` (Mermaid) and `graph.dot`
-(Graphviz) to DIR (default `plan-out/`).
+"""The offline plan (`python -m infra.plan`): run the real Pulumi program under mocks, with no credentials, CLI,
+plugins or network, and show what it would build; docs/offline-plan.md is the user's page, the `--json` document's
+contract is in docs/architecture.md ("The plan JSON contract"). Secrets show as "[secret]"; `secure:` values of the
+stack file are never decrypted. Every bad flag or config is one line on stderr and exit code 2, before anything
+is written.
 """
 
 from __future__ import annotations
@@ -88,7 +48,6 @@ class Plan:
     stack: str
     resources: list[Any]  # list[tools.mocks.Registration]
     outputs: dict[str, Any]
-    secret_outputs: set[str] = field(default_factory=set)
     component_outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
     config: dict[str, str] = field(default_factory=dict)
     """The flat config map the program ran with (`namespace:key` -> string/JSON), secrets as placeholders."""
@@ -206,7 +165,6 @@ def _run_in_thread(stack: str, config: dict[str, str], secret_keys: list[str], p
 
     root = settings.get_root_resource()
     outputs: dict[str, Any] = {}
-    secret_outputs: set[str] = set()
 
     async def resolve() -> None:
         from tools.mocks import SECRET_PLACEHOLDER, plain
@@ -214,11 +172,7 @@ def _run_in_thread(stack: str, config: dict[str, str], secret_keys: list[str], p
         for key, value in root.outputs.items():
             out = pulumi.Output.from_input(value)
             resolved = await out.future(with_unknowns=True)
-            if await out.is_secret():
-                secret_outputs.add(key)
-                outputs[key] = SECRET_PLACEHOLDER
-            else:
-                outputs[key] = plain(_jsonable(resolved))
+            outputs[key] = SECRET_PLACEHOLDER if await out.is_secret() else plain(_jsonable(resolved))
 
     loop.run_until_complete(resolve())
     loop.run_until_complete(wait_for_rpcs())
@@ -228,7 +182,6 @@ def _run_in_thread(stack: str, config: dict[str, str], secret_keys: list[str], p
         stack=stack,
         resources=canonical_order(monitor.registrations),
         outputs=outputs,
-        secret_outputs=secret_outputs,
         component_outputs=dict(monitor.component_outputs),
         config=dict(config),
     )
@@ -252,25 +205,18 @@ def _jsonable(value: Any) -> Any:
 
 
 def summary(plan: Plan) -> dict[str, Any]:
-    """Resource counts by type and the GPU capacity, derived from the registered node pools."""
-    counts = collections.Counter(r.type for r in plan.resources)
-    from tools.cost import gang_nodes
-
-    gpu_pools = [
-        p
-        for p in plan.by_type("gcp:container/nodePool:NodePool")
-        if (p.inputs.get("nodeConfig") or {}).get("guestAccelerators")
-    ]
-    per_node = max(
-        (sum(int(a.get("count", 0)) for a in p.inputs["nodeConfig"]["guestAccelerators"]) for p in gpu_pools), default=0
-    )
-    gpu_nodes = gang_nodes(gpu_pools)  # the ladder's pools share one gang
-    gpus = gpu_nodes * per_node
+    """Resource counts by type and the GPU capacity: the GPU pools' gang, or an Autopilot plan's GPU pods."""
     from tools.autopilot_plan import summary_counts
+    from tools.cost import gang_nodes
+    from tools.deploy_time import gpu_pools
 
-    autopilot = summary_counts(plan)  # Autopilot: no pools; the GPU pods each take a whole node
-    if autopilot is not None:
-        gpu_nodes, gpus = autopilot
+    pools = gpu_pools(plan)
+    per_node = max(
+        (sum(int(a.get("count", 0)) for a in p.inputs["nodeConfig"]["guestAccelerators"]) for p in pools), default=0
+    )
+    nodes = gang_nodes(pools)  # the ladder's pools share one gang
+    gpu_nodes, gpus = summary_counts(plan) or (nodes, nodes * per_node)  # Autopilot: each GPU pod takes a node
+    counts = collections.Counter(r.type for r in plan.resources)
     return {
         "resources": len(plan.resources),
         "byType": dict(sorted(counts.items())),
@@ -298,15 +244,13 @@ def render_tree(plan: Plan) -> str:
     lines += ["", f"Resources: {s['resources']}"]
     lines += [f"  {n:4d}  {t}" for t, n in s["byType"].items()]
     lines += [f"GPU nodes: {s['gpuNodes']}   GPUs: {s['gpus']}"]
+    from infra.version_matrix import report_line
+    from tools.estimates import render_for_plan
     from tools.pool_replacement import summary_lines
 
     replacing = summary_lines(plan.resources)
-    if replacing:
-        lines += ["", *replacing]
-    from tools.estimates import render_for_plan
-
-    lines += ["", *render_for_plan(plan)]
-    lines += ["", f"Version matrix: {version_matrix_line(plan)}"]
+    lines += ["", *replacing] if replacing else []
+    lines += ["", *render_for_plan(plan), "", f"Version matrix: {report_line(version_matrix_report(plan))}"]
     if plan.outputs:
         lines += ["", "Outputs:"]
         lines += [f"  {k}: {json.dumps(v) if not isinstance(v, str) else v}" for k, v in plan.outputs.items()]
@@ -314,12 +258,11 @@ def render_tree(plan: Plan) -> str:
 
 
 def plan_document(plan: Plan) -> dict[str, Any]:
-    """The `--json` document (module docstring): the plan with its estimates."""
+    """The `--json` document (docs/offline-plan.md): the plan with its estimates."""
     from tools import estimates
-
-    doc = plan.to_json()
     from tools.goodput_estimate import goodput_json
 
+    doc = plan.to_json()
     est = estimates.compute(plan)
     doc["estimates"] = estimates.to_json(est, plan)
     doc["goodput"] = goodput_json(est, estimates.stack_config(plan))
@@ -333,12 +276,6 @@ def version_matrix_report(plan: Plan) -> dict[str, Any]:
     from tools.estimates import stack_config
 
     return report(stack_config(plan).version_pins)
-
-
-def version_matrix_line(plan: Plan) -> str:
-    from infra.version_matrix import report_line
-
-    return report_line(version_matrix_report(plan))
 
 
 def _write_out(write: Any) -> Optional[int]:
@@ -391,7 +328,7 @@ def _parser() -> argparse.ArgumentParser:
         nargs="?",
         const=Path("plan-out"),
         metavar="DIR",
-        help="write graph.mmd and graph.dot to DIR (default plan-out/, git-ignored)",
+        help="write the resource graph, graph.mmd (Mermaid), to DIR (default plan-out/, git-ignored)",
     )
     return parser
 
