@@ -46,6 +46,10 @@ class LineItem:
         return self.spot_per_hour if self.applies == "spot" else self.on_demand_per_hour
 
     @property
+    def gpu(self) -> bool:
+        return self.name.startswith("GPU nodes")
+
+    @property
     def estimate(self) -> bool:
         return any(p.estimate for p in self.prices)
 
@@ -106,6 +110,11 @@ class CostEstimate:
     def per_hour(self) -> float:
         """At the prices the stack's pools actually use."""
         return sum(i.per_hour for i in self.items)
+
+    @property
+    def gpu_per_hour(self) -> float:
+        """The GPU nodes at the prices that apply: what a minute of the gang costs."""
+        return sum(i.per_hour for i in self.items if i.gpu)
 
     @property
     def estimated_items(self) -> list[str]:

@@ -1,8 +1,6 @@
-"""The estimates the offline plan shows after its summary: cost (tools/cost.py), checkpoint sizing
-(tools/sizing.py) and deploy time (tools/deploy_time.py), all computed from a `Plan` and the stack
-config it ran with. `python -m tools.offline_plan` prints `render()`; `--json` adds `to_json()` under the
-top-level key "estimates".
-"""
+"""The estimates the offline plan shows after its summary (`render`) and carries under "estimates" (`to_json`):
+cost (tools/cost.py), checkpoint sizing (tools/sizing.py), deploy time (tools/deploy_time.py) and what they add up
+to, from a `Plan` and the stack config it ran with."""
 
 from __future__ import annotations
 
@@ -14,6 +12,7 @@ from typing import Any, Optional
 from infra.config import ConfigError, StackConfig, namespaced, parse
 from infra.placement import FALLBACK_NOTE, RungPlan, capacity_ladder, is_ladder
 from infra.prices import price_table
+from infra.run_plan import save_period_for
 from infra.stack_context import StackContext
 from tools import cost, deploy_time, sizing
 
@@ -25,12 +24,9 @@ class Estimates:
     cost: cost.CostEstimate
     checkpoints: Optional[sizing.CheckpointEstimate]
     deploy: deploy_time.DeployEstimate
-    worker_fit: Optional[dict[str, Any]] = None
-    """The RayCluster component's `workerFit` output: worker requests and the node's headroom."""
-    preemption: Optional[dict[str, Any]] = None
-    """What one preemption costs at the job's save period, and the budget (`preemption_loss`)."""
-    ladder: Optional["Ladder"] = None
-    """The capacity ladder (two or more rungs); None for one pool."""
+    worker_fit: Optional[dict[str, Any]] = None  # the RayCluster component's `workerFit` output
+    preemption: Optional[dict[str, Any]] = None  # `preemption_loss`
+    ladder: Optional["Ladder"] = None  # None for one pool
 
 
 @dataclass
@@ -116,8 +112,6 @@ def checkpoint_estimate(plan: Any, cfg: StackConfig, table: cost.PriceTable) -> 
     inputs = instances[0].inputs
     recipe = cfg.recipe
     steps = cfg.job.max_num_steps or recipe.max_num_steps
-    from infra.run_plan import save_period_for
-
     # The save period the job gets (derived from job.maxLostMinutes, not an override).
     policy = dataclasses.replace(
         sizing.CheckpointPolicy.from_overrides([*recipe.overrides, *cfg.job.overrides], steps),
@@ -141,15 +135,13 @@ def preemption_loss(
     watcher get, `infra.run_plan.save_period_for`) and the recipe's step time: a preemption at a random
     moment loses on average half a save cycle of training, at worst a whole cycle and the save in flight;
     priced at the GPU pool's hourly cost. None without a step-time estimate."""
-    from infra.run_plan import save_period_for
-
     step = cfg.recipe.step_seconds
     if not step:
         return None
     period = save_period_for(cfg)
     write = checkpoints.write_seconds if checkpoints is not None else 0.0
     expected, worst = period * step / 2, period * step + write
-    gpu_per_hour = sum(i.per_hour for i in est.items if i.name.startswith("GPU nodes"))
+    gpu_per_hour = est.gpu_per_hour
     job = est.job_total(est.per_hour)
     return {
         "savePeriod": period,
@@ -188,7 +180,7 @@ def compute(plan: Any, cfg: Optional[StackConfig] = None) -> Estimates:
     cfg = cfg or stack_config(plan)
     table = price_table(cfg)
     checkpoints = checkpoint_estimate(plan, cfg, table)
-    bucket_gib = sizing.bf16_bytes(cfg.recipe.model_params_billion * 1e9) / sizing.GIB
+    bucket_gib = cfg.recipe.model_params_billion * 1e9 * sizing.BYTES_PER_PARAM_BF16 / sizing.GIB
     costs = cost.estimate(plan, cfg, table, bucket_gib=bucket_gib)
     return Estimates(
         cost=costs,
@@ -223,34 +215,26 @@ def render_worker_fit(fit: Optional[dict[str, Any]]) -> list[str]:
 
 @dataclass(frozen=True)
 class FirstRun:
-    """A typical first run: the first `pulumi up` to the job's submission, then the job.
-
-    The job's own cost line (`cost.job`) prices the job's hours only; before it starts, the stack is
-    already billed while it is being built: each line item from the moment its resource is ready in
-    the typical deploy timeline (tools/deploy_time.py), the GPU nodes from their creation: every pool starts
-    empty and the pending Ray workers (or, warm, the placeholders) bring them (Autopilot: from the start of the
-    Ray release, whose worker pods make them). A lower bound: a
-    resource is billed while it is being created too, and spot capacity can take far longer."""
+    """A typical first run: the first `pulumi up` to the job's submission, then the job. Before the job the stack
+    is billed while it is built: each item from its resource's typical readiness (tools/deploy_time.py), the GPU
+    nodes from their creation (every pool starts empty; on Autopilot from the Ray release's start). A lower
+    bound: a resource is billed while it is created too, and spot capacity can take far longer."""
 
     deploy_minutes: float
     job_hours: Optional[float]
-    before_job: dict[str, float]
-    """`spot`/`onDemand`: the cost of the hours before the job starts."""
-    gpu_before_job: float = 0.0
-    """Of `before_job`, the GPU nodes' share at the prices that apply (spot or the pool's rung)."""
+    before_job: dict[str, float]  # `spot`/`onDemand`: the cost of the hours before the job starts
+    gpu_before_job: float = 0.0  # of it, the GPU nodes' share at the prices that apply
 
     def total(self, kind: str, per_hour: float) -> Optional[float]:
         return None if self.job_hours is None else self.before_job[kind] + per_hour * self.job_hours
 
     @property
     def first_step_minutes(self) -> float:
-        """Minutes from the first `pulumi up` to the job's first training step (NeMo-RL's start-up after the
-        submission, tools/deploy_time.py NEMO_RL_STARTUP)."""
+        """Minutes from the first `pulumi up` to the job's first training step (NEMO_RL_STARTUP after it)."""
         return self.deploy_minutes + deploy_time.NEMO_RL_STARTUP.minutes
 
     def before_first_step(self, kind: str, per_hour: float) -> float:
-        """The spend before the first step: the deploy's, then the whole stack's hourly cost through NeMo-RL's
-        start-up."""
+        """The deploy's spend, then the whole stack's hourly cost through NeMo-RL's start-up."""
         return self.before_job[kind] + per_hour * deploy_time.NEMO_RL_STARTUP.minutes / 60
 
     @property
@@ -271,19 +255,15 @@ def first_run(est: Estimates, plan: Any) -> FirstRun:
         ready = deploy.finish_by_name.get(item.billed_from, 0.0) if item.billed_from else 0.0
         if autopilot and item.billed_from in starts:  # the release's wait is the GPU nodes coming up
             ready = starts[item.billed_from]
-        if is_gpu_item(item) and deploy.gpu_nodes_from is not None:
+        if item.gpu and deploy.gpu_nodes_from is not None:
             # Every GPU pool starts empty: billed from the nodes' creation (tools/deploy_time.py GpuArrival).
             ready = deploy.gpu_nodes_from
         hours = max(0.0, submit - ready) / 60
         before["spot"] += item.spot_per_hour * hours  # as `cost.perHour.spot`: every GPU at its spot price
         before["onDemand"] += item.on_demand_per_hour * hours
-        if is_gpu_item(item):
+        if item.gpu:
             gpu += item.per_hour * hours
     return FirstRun(submit, est.cost.job_hours, before, gpu)
-
-
-def is_gpu_item(item: Any) -> bool:
-    return item.name.startswith("GPU nodes")
 
 
 def first_run_json(est: Estimates, plan: Any) -> dict[str, Any]:

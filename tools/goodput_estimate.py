@@ -81,7 +81,7 @@ def goodput_json(est: Any, cfg: StackConfig) -> Optional[dict[str, Any]]:
     minutes = buckets_minutes(est, cfg)
     if minutes is None:
         return None
-    per_hour = sum(i.per_hour for i in est.cost.items if i.name.startswith("GPU nodes"))
+    per_hour = est.cost.gpu_per_hour
     total = sum(minutes.values())
     return {
         "fraction": round(minutes["stepsKept"] / total, 3) if total else None,
