@@ -364,9 +364,6 @@ def _autopilot_items(plan: Any, table: PriceTable, region: str, warnings: list[s
     items: list[LineItem] = []
     for group in autopilot_plan.gpu_pods(plan):
         machine = group.machine_type
-        provisioning = {"spot": Provisioning.SPOT, "reservation": Provisioning.RESERVATION}.get(
-            group.capacity, Provisioning.ON_DEMAND
-        )
         item = LineItem(
             f"GPU nodes (Autopilot pods of {group.release})",
             f"{group.pods} x {machine} + Autopilot premium",
@@ -374,7 +371,7 @@ def _autopilot_items(plan: Any, table: PriceTable, region: str, warnings: list[s
             0.0,
             billed_from=group.release,
         )
-        item = _gpu_item(item, group.release, machine, group.pods, provisioning, table, region, warnings, True)
+        item = _gpu_item(item, group.release, machine, group.pods, group.capacity, table, region, warnings, True)
         items += [] if item is None else [item]
     for pod in autopilot_plan.general_purpose_pods(plan):
         try:

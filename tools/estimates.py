@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from infra.config import ConfigError, StackConfig, namespaced, parse
-from infra.placement import FALLBACK_NOTE, RungPlan, capacity_ladder, is_ladder
+from infra.placement import FALLBACK_NOTE, capacity_ladder, is_ladder
 from infra.prices import price_table
 from infra.run_plan import save_period_for
 from infra.stack_context import StackContext
@@ -26,76 +26,63 @@ class Estimates:
     deploy: deploy_time.DeployEstimate
     worker_fit: Optional[dict[str, Any]] = None  # the RayCluster component's `workerFit` output
     preemption: Optional[dict[str, Any]] = None  # `preemption_loss`
-    ladder: Optional["Ladder"] = None  # None for one pool
+    ladder: Optional[dict[str, Any]] = None  # `ladder_plan`
 
 
-@dataclass
-class Ladder:
-    rungs: tuple[RungPlan, ...]
-    nodes: int
-    max_wait_minutes: int
-    on_timeout: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "rungs": [
-                {
-                    "rung": r.rung,
-                    "pool": r.pool,
-                    "priceKey": r.price_key,
-                    "nodeHour": r.node_hour,
-                    "gangHour": r.gang_hour(self.nodes),
-                    "estimate": r.estimate,
-                    "quota": r.quota,
-                    "limits": r.limits,
-                }
-                for r in self.rungs
-            ],
-            "nodes": self.nodes,
-            "maxWaitMinutes": self.max_wait_minutes,
-            "onTimeout": self.on_timeout,
-            "fallback": FALLBACK_NOTE,
-        }
-
-
-def ladder_plan(plan: Any, cfg: StackConfig) -> Optional[Ladder]:
+def ladder_plan(plan: Any, cfg: StackConfig) -> Optional[dict[str, Any]]:
+    """The capacity ladder's rungs, priced (`infra.placement.capacity_ladder`), and the gang wait; None for one pool."""
     if not is_ladder(cfg):
         return None
-    capacity = cfg.gpu_pool.capacity
-    return Ladder(
-        capacity_ladder(StackContext.from_config(plan.stack, cfg), cfg),
-        cfg.gpu_pool.node_count,
-        capacity.max_wait_minutes,
-        capacity.on_timeout,
-    )
+    nodes, capacity = cfg.gpu_pool.node_count, cfg.gpu_pool.capacity
+    rungs = capacity_ladder(StackContext.from_config(plan.stack, cfg), cfg)
+    return {
+        "rungs": [
+            {
+                "rung": r.rung,
+                "pool": r.pool,
+                "priceKey": r.price_key,
+                "nodeHour": r.node_hour,
+                "gangHour": r.gang_hour(nodes),
+                "estimate": r.estimate,
+                "quota": r.quota,
+                "limits": r.limits,
+            }
+            for r in rungs
+        ],
+        "nodes": nodes,
+        "maxWaitMinutes": capacity.max_wait_minutes,
+        "onTimeout": capacity.on_timeout,
+        "fallback": FALLBACK_NOTE,
+    }
 
 
-def render_ladder(ladder: Optional[Ladder], currency: str = "USD") -> list[str]:
+def render_ladder(ladder: Optional[dict[str, Any]]) -> list[str]:
     if ladder is None:
         return []
     lines = [
-        f"Capacity ladder ({ladder.nodes} nodes from any rungs, tried in this order by GKE's autoscaler "
+        f"Capacity ladder ({ladder['nodes']} nodes from any rungs, tried in this order by GKE's autoscaler "
         f"through a ComputeClass; infra/compute_class.py):"
     ]
-    width = max(len(r.rung) for r in ladder.rungs)
-    for i, r in enumerate(ladder.rungs, 1):
+    width = max(len(r["rung"]) for r in ladder["rungs"])
+    for i, r in enumerate(ladder["rungs"], 1):
         price = (
             "no price"
-            if r.node_hour is None
-            else f"{cost.money(r.node_hour)}/node-h, {cost.money(r.gang_hour(ladder.nodes) or 0)}/h for the gang"
+            if r["nodeHour"] is None
+            else f"{cost.money(r['nodeHour'])}/node-h, {cost.money(r['gangHour'] or 0)}/h for the gang"
         )
-        mark = " *" if r.estimate else ""
-        lines.append(f"  {i}. {r.rung:{width}}  pool {r.pool}: {price}{mark}; quota {r.quota}; {r.limits}")
-    lines.append(
-        f"  wait: the run owner waits {ladder.max_wait_minutes} min for the whole gang, then says so and "
+        mark = " *" if r["estimate"] else ""
+        lines.append(f"  {i}. {r['rung']:{width}}  pool {r['pool']}: {price}{mark}; quota {r['quota']}; {r['limits']}")
+    release = ladder["onTimeout"] == "releaseWorkers"
+    lines += [
+        f"  wait: the run owner waits {ladder['maxWaitMinutes']} min for the whole gang, then says so and "
         + (
             "scales the workers to 0 (gpuPool.capacity.onTimeout releaseWorkers)"
-            if ladder.on_timeout == "releaseWorkers"
+            if release
             else "keeps waiting (gpuPool.capacity.onTimeout keep)"
-        )
-    )
-    lines.append(f"  per rung: {FALLBACK_NOTE}")
-    lines.append("")
+        ),
+        f"  per rung: {FALLBACK_NOTE}",
+        "",
+    ]
     return lines
 
 
@@ -298,7 +285,7 @@ def to_json(est: Estimates, plan: Any = None) -> dict[str, Any]:
         "acceptanceGate": gate_cost(est),
         "preemption": est.preemption,
         # Only for a ladder, so a one-rung stack's plan document is what it was before the ladder existed.
-        **({"capacityLadder": est.ladder.to_json()} if est.ladder is not None else {}),
+        **({"capacityLadder": est.ladder} if est.ladder is not None else {}),
     }
     if plan is not None:
         doc["firstRun"] = first_run_json(est, plan)
@@ -363,7 +350,7 @@ def render(est: Estimates, plan: Any = None) -> list[str]:
     lines = [
         *cost.render(est.cost),
         "",
-        *render_ladder(est.ladder, est.cost.currency),
+        *render_ladder(est.ladder),
         *render_checkpoints(est.checkpoints, monthly),
         *render_preemption(est.preemption, est.cost.currency),
         "",

@@ -1,19 +1,11 @@
 """The plan's goodput: how the paid GPU node-time of a stack's first run (the first `pulumi up` plus the job) is
-expected to split into named buckets, and the fraction of it in kept training steps.
-
-The buckets are those the run ledger measures per attempt on a real cluster (same names, `BUCKETS`); here every
-one is a model of the plan's own numbers: the deploy-time estimate (tools/deploy_time.py, how the GPU nodes come:
-cold or warm, with or without the image cache), the acceptance gate, the recipe's expected hours, the checkpoint
-write time and save period (tools/sizing.py, `infra.run_plan.save_period_for`) and an assumed spot preemption rate
-(`cost.spotPreemptionsPerNodeDay`). Each preemption (a spot first rung only) costs the expected steps lost
-(tools/estimates.py `preemption_loss`) and a restart: a replacement node's scale-up, its image, the gate and
-NeMo-RL's start-up again.
-
-Idle after the run: once the run owner releases the workers, GKE's cluster autoscaler removes a node no pod
-needs after it has been unneeded for its scale-down delay: 10 minutes by default (`--scale-down-unneeded-time`,
-kubernetes/autoscaler cluster-autoscaler FAQ.md "How does scale-down work?"; GKE's "balanced" autoscaling profile
-keeps the default, "optimize-utilization" removes nodes sooner: GKE "About GKE cluster autoscaling"). The bucket
-is that delay, the longest a released node stays billed.
+expected to split into the run ledger's buckets (`BUCKETS`), and the share in kept training steps. Every bucket
+is modelled from the plan's own numbers (deploy time, gate, expected hours, checkpoint writes, save period) and
+an assumed spot preemption rate (`cost.spotPreemptionsPerNodeDay`); each preemption (a spot first rung only)
+costs the expected steps lost (tools/estimates.py `preemption_loss`) and a restart (scale-up, image, gate,
+start-up). Idle after the run is the autoscaler's scale-down delay: a node unneeded for 10 minutes is removed
+(`--scale-down-unneeded-time`, kubernetes/autoscaler cluster-autoscaler FAQ.md "How does scale-down work?";
+GKE's "balanced" profile keeps it, "About GKE cluster autoscaling").
 """
 
 from __future__ import annotations
@@ -23,13 +15,9 @@ from typing import Any, Optional
 
 from infra.config import Provisioning, StackConfig
 from tools import deploy_time
+from workloads.goodput import BUCKETS  # the run ledger's buckets, by the same names
 
-BUCKETS = ("gangWait", "imagePull", "gate", "startup", "stepsKept", "stepsLost", "checkpointSave", "idleAfterRun")
-"""Bucket names, as the run ledger names them (camelCase, the plan JSON's key casing)."""
-
-SCALE_DOWN_UNNEEDED_MINUTES = 10.0
-"""cluster-autoscaler's default `--scale-down-unneeded-time` (10m; kubernetes/autoscaler FAQ.md); GKE's
-default ("balanced") profile does not change it. The idle-after-run bucket is never longer."""
+SCALE_DOWN_UNNEEDED_MINUTES = 10.0  # cluster-autoscaler's default `--scale-down-unneeded-time`: idle is never longer
 
 PREEMPTION_RATE_SOURCE = (
     "assumed (cost.spotPreemptionsPerNodeDay): Google publishes no preemption rate for Spot VMs; a preemption of "

@@ -16,6 +16,7 @@ import os
 import runpy
 import sys
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
@@ -98,27 +99,13 @@ def run_program(
     preview: bool = False,
     program: Optional[Path] = None,
 ) -> Plan:
-    """Run `__main__.py` under mocks; `config` defaults to the stack file's.
-
-    Runs in a fresh thread so Pulumi's context-local runtime state starts empty every time.
-    Raises the program's own exception (e.g. `ConfigError`) unchanged.
-    """
+    """Run `__main__.py` under mocks; `config` defaults to the stack file's. In a fresh thread, so Pulumi's
+    context-local runtime state starts empty every time; the program's own exception (`ConfigError`) is raised."""
     if config is None:
         config, secret_keys = read_stack_file(stack_path(stack, ROOT))
-    result: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            result["plan"] = _run_in_thread(stack, config, secret_keys or [], preview, program or ROOT / "__main__.py")
-        except BaseException as exc:  # noqa: BLE001 re-raised in the caller's thread
-            result["error"] = exc
-
-    thread = threading.Thread(target=target, name=f"plan-{stack}")
-    thread.start()
-    thread.join()
-    if "error" in result:
-        raise result["error"]
-    return result["plan"]
+    with ThreadPoolExecutor(1, thread_name_prefix=f"plan-{stack}") as pool:
+        run = pool.submit(_run_in_thread, stack, config, secret_keys or [], preview, program or ROOT / "__main__.py")
+        return run.result()
 
 
 def committed_plan(stack: str) -> Plan:
