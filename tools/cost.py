@@ -57,6 +57,11 @@ class LineItem:
     def overridden(self) -> bool:
         return any(p.overridden for p in self.prices)
 
+    @classmethod
+    def flat(cls, name: str, detail: str, hourly: float, prices: list[Price], billed_from: str = "") -> "LineItem":
+        """An item with one price whatever the GPUs' capacity type."""
+        return cls(name, detail, hourly, hourly, "list", prices, billed_from)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "name": self.name,
@@ -168,17 +173,12 @@ def gang_nodes(pools: list[Any]) -> int:
 
 
 def job_hours(cfg: "StackConfig") -> tuple[Optional[float], str]:
-    recipe = cfg.recipe
+    recipe, steps = cfg.recipe, cfg.job.max_num_steps
     if recipe.expected_hours is None:
         return None, f"recipe {recipe.name} has no expected_hours"
-    steps = cfg.job.max_num_steps
     if steps and steps != recipe.max_num_steps:
-        hours = recipe.expected_hours * steps / recipe.max_num_steps
-        return (
-            hours,
-            f"recipe {recipe.name}: {recipe.expected_hours:g} h for {recipe.max_num_steps} steps, scaled to "
-            f"{steps} steps",
-        )
+        scaled = f"{recipe.expected_hours:g} h for {recipe.max_num_steps} steps, scaled to {steps} steps"
+        return recipe.expected_hours * steps / recipe.max_num_steps, f"recipe {recipe.name}: {scaled}"
     return (
         recipe.expected_hours,
         f"recipe {recipe.name}: expected_hours {recipe.expected_hours:g} ({recipe.max_num_steps} steps)",
@@ -191,13 +191,10 @@ def estimate(
     """Cost of `plan` in `cfg.region`. `bucket_gib` is used when `cfg.cost.bucketGib` is unset."""
     table = table or PriceTable.load(cfg.cost.price_overrides)
     region = cfg.region
-    items: list[LineItem] = []
     warnings: list[str] = []
-    ladder = [p for p in plan.by_type(NODE_POOL) if is_ladder_pool(p)]
-    for pool in plan.by_type(NODE_POOL):
-        item = None if is_ladder_pool(pool) else _pool_item(pool, table, region, warnings)
-        if item is not None:
-            items.append(item)
+    pools = plan.by_type(NODE_POOL)
+    ladder = [p for p in pools if is_ladder_pool(p)]
+    items = [i for p in pools if not is_ladder_pool(p) and (i := _pool_item(p, table, region, warnings)) is not None]
     if ladder:
         items += _ladder_item(ladder, cfg, table, region, warnings)
     items += _autopilot_items(plan, table, region, warnings)
@@ -241,7 +238,7 @@ def _pool_item(pool: Any, table: PriceTable, region: str, warnings: list[str]) -
     if node_config.get("spot"):
         warnings.append(f"{pool.name}: spot CPU nodes shown at the on-demand price")
     detail = f"{nodes} x {machine} ({vcpus} vCPU, {gib:g} GiB)"
-    return LineItem(f"CPU pool ({pool.name})", detail, hourly, hourly, "list", [vcpu_rate, gib_rate], pool.name)
+    return LineItem.flat(f"CPU pool ({pool.name})", detail, hourly, [vcpu_rate, gib_rate], pool.name)
 
 
 def pool_provisioning(pool: Any) -> Provisioning:
@@ -319,9 +316,7 @@ def _lustre_items(plan: Any, table: PriceTable, region: str, warnings: list[str]
             continue
         hourly = capacity * price.value / table.hours_per_month
         items.append(
-            LineItem(
-                "Managed Lustre", f"{capacity} GiB at {tier} MB/s/TiB", hourly, hourly, "list", [price], instance.name
-            )
+            LineItem.flat("Managed Lustre", f"{capacity} GiB at {tier} MB/s/TiB", hourly, [price], instance.name)
         )
     return items
 
@@ -334,31 +329,21 @@ def _cluster_and_bucket_items(
     clusters = len(plan.by_type(CLUSTER))
     if clusters:
         fee = table.get("gke.clusterHour", region)
-        items.append(
-            LineItem(
-                "GKE management fee",
-                f"{clusters} cluster{'s' if clusters != 1 else ''}",
-                clusters * fee.value,
-                clusters * fee.value,
-                "list",
-                [fee],
-            )
-        )
+        detail = f"{clusters} cluster{'s' if clusters != 1 else ''}"
+        items.append(LineItem.flat("GKE management fee", detail, clusters * fee.value, [fee]))
     buckets = len(plan.by_type(BUCKET))
     if buckets:
         gib = cfg.cost.bucket_gib if cfg.cost.bucket_gib is not None else (bucket_gib or 0.0)
         basis = "cost.bucketGib" if cfg.cost.bucket_gib is not None else "one bf16 export of the model"
         price = table.get("gcs.standard.gibMonth", region)
         hourly = buckets * gib * price.value / table.hours_per_month
-        items.append(LineItem("GCS bucket", f"{buckets} x {gib:,.0f} GiB ({basis})", hourly, hourly, "list", [price]))
+        items.append(LineItem.flat("GCS bucket", f"{buckets} x {gib:,.0f} GiB ({basis})", hourly, [price]))
     return items
 
 
 def _autopilot_items(plan: Any, table: PriceTable, region: str, warnings: list[str]) -> list[LineItem]:
-    """An Autopilot plan's pods (tools/autopilot_plan.py). GPU pods are billed by the node they occupy
-    (GKE "Deploy GPU workloads in Autopilot", from 1.29.4-gke.1427000): the node's Compute Engine
-    price plus the Autopilot premium, at Spot prices for Spot Pods. General-purpose pods are billed per
-    requested vCPU and GiB (pod-based). Empty for a Standard plan."""
+    """An Autopilot plan's pods: GPU pods by the node they occupy plus the Autopilot premium, at Spot prices for
+    Spot Pods (GKE "Deploy GPU workloads in Autopilot", from 1.29.4-gke.1427000), the rest per vCPU and GiB."""
     from tools import autopilot_plan
 
     items: list[LineItem] = []
@@ -381,16 +366,8 @@ def _autopilot_items(plan: Any, table: PriceTable, region: str, warnings: list[s
             warnings.append(f"{pod.name}: {err}; not priced")
             continue
         hourly = pod.cpu * vcpu_rate.value + pod.memory_gib * gib_rate.value
-        items.append(
-            LineItem(
-                f"CPU pods: {pod.name}",
-                f"{pod.cpu:g} vCPU, {pod.memory_gib:g} GiB on Autopilot general-purpose",
-                hourly,
-                hourly,
-                "list",
-                [vcpu_rate, gib_rate],
-            )
-        )
+        detail = f"{pod.cpu:g} vCPU, {pod.memory_gib:g} GiB on Autopilot general-purpose"
+        items.append(LineItem.flat(f"CPU pods: {pod.name}", detail, hourly, [vcpu_rate, gib_rate]))
     return items
 
 
@@ -442,24 +419,13 @@ def render(est: CostEstimate) -> list[str]:
             if item.applies not in ("spot", "onDemand"):
                 price += f", {money(item.per_hour)}/h {item.applies} (applies)"
         lines.append(f"  {item.name:<{width}}  {item.detail:<{detail}}  {price}{mark}")
-    rows = [
-        ("per hour", est.spot_per_hour, est.on_demand_per_hour, ""),
-        ("per day", est.spot_per_hour * HOURS_PER_DAY, est.on_demand_per_hour * HOURS_PER_DAY, ""),
-    ]
+    rows = [("per hour", 1, ""), ("per day", HOURS_PER_DAY, "")]
     if est.job_hours is not None:
-        rows.append(
-            (
-                f"job, {est.job_hours:g} h",
-                est.job_total(est.spot_per_hour),
-                est.job_total(est.on_demand_per_hour),
-                f" ({est.job_hours_basis})",
-            )
-        )
-    for i, (label, spot, on_demand, note) in enumerate(rows):
+        rows.append((f"job, {est.job_hours:g} h", est.job_hours, f" ({est.job_hours_basis})"))
+    for i, (label, factor, note) in enumerate(rows):
+        spot, on_demand = money(est.spot_per_hour * factor), money(est.on_demand_per_hour * factor)
         name = "total" if i == 0 else ""
-        lines.append(
-            f"  {name:<{width}}  {label:<{detail}}  {money(spot)} with spot GPUs, {money(on_demand)} on-demand{note}"
-        )
+        lines.append(f"  {name:<{width}}  {label:<{detail}}  {spot} with spot GPUs, {on_demand} on-demand{note}")
     if est.job_hours is None:
         lines.append(f"  job total: unknown ({est.job_hours_basis})")
     if est.estimated_items:

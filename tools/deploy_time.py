@@ -175,9 +175,8 @@ def gpu_pools(plan: Any) -> list[Any]:
 
 @dataclass(frozen=True)
 class GpuArrival:
-    """How the GPU nodes come on a Standard cluster (every GPU pool autoscales from 0): `cold`, for the Ray
-    workers once the release exists (the scale-up and the image pull on the path to the first step), or
-    `warm` (`gpuPool.warmMinutes`: for the placeholders, during Lustre's creation)."""
+    """How a Standard cluster's GPU nodes come (every GPU pool autoscales from 0): cold, for the pending Ray
+    workers, or warm (`gpuPool.warmMinutes`), for the placeholders while Lustre is created."""
 
     warm: bool
     pull: Typical
@@ -217,10 +216,8 @@ GATE_SOURCE = (
 
 
 def gate_minutes(resource: Any) -> float:
-    """Minutes of the acceptance gate the job submission runs before it submits (its `gate_plan`
-    input, `workloads.gate.estimated_seconds`); 0 when no gate runs. Its inputs read as the hook reads them
-    (workloads/hook.py: `GateSetup.of`, the one "gate off" rule), so the estimate counts a gate exactly
-    when the deploy runs one."""
+    """Minutes of the acceptance gate the job submission runs first (`workloads.gate.estimated_seconds`); 0 when
+    none runs, by the hook's one "gate off" rule (`GateSetup.of`), so a gate is counted exactly when it runs."""
     plan = resource.inputs.get("gate_plan") if resource.type == JOB_SUBMISSION else None
     gate = GateSetup.of(resource.inputs.get("gate_policy"), GatePlan.from_dict(plan) if plan else None)
     return round(estimated_seconds(gate.plan) / 60, 1) if gate.plan is not None else 0.0  # no plan when off
@@ -281,11 +278,8 @@ class DeployEstimate:
     critical_path: list[Step]
     finish_by_name: dict[str, float] = field(default_factory=dict)
     unknown_types: list[str] = field(default_factory=list)
-    milestones: dict[str, float] = field(default_factory=dict)
-    """When the long-running resources (cluster, node pools, Lustre) are ready, in minutes."""
-    gpu_nodes_from: Optional[float] = None
-    """When the GPU nodes are created (billed from), on a Standard cluster: the Ray release's start plus its own
-    install (cold), or the warm-up Job's start (warm). None on Autopilot (tools/estimates.py `first_run`)."""
+    milestones: dict[str, float] = field(default_factory=dict)  # minute the cluster, pools, Lustre are ready
+    gpu_nodes_from: Optional[float] = None  # minute the GPU nodes are created (billed from); None on Autopilot
     arrival: Optional[GpuArrival] = None
 
     def to_json(self) -> dict[str, Any]:
@@ -428,20 +422,15 @@ def estimate(plan: Any) -> DeployEstimate:
                 graph[urn] = graph[urn] | set(warmups)
     finish: dict[str, float] = {}
     came_from: dict[str, Optional[str]] = {}
-    visiting: set[str] = set()
 
-    def visit(urn: str) -> float:
+    def visit(urn: str) -> float:  # a resource waits only for those registered before it: no cycles
         if urn in finish:
             return finish[urn]
-        if urn in visiting:  # a cycle cannot happen in a valid plan; do not recurse forever
-            return 0.0
-        visiting.add(urn)
         start, prev = 0.0, None
         for dep in sorted(graph.get(urn, ())):
             f = visit(dep)
             if f > start:
                 start, prev = f, dep
-        visiting.discard(urn)
         finish[urn] = start + typical(urns[urn], autopilot, arrival).minutes
         came_from[urn] = prev
         return finish[urn]

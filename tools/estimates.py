@@ -118,10 +118,8 @@ def checkpoint_estimate(plan: Any, cfg: StackConfig, table: cost.PriceTable) -> 
 def preemption_loss(
     cfg: StackConfig, checkpoints: Optional[sizing.CheckpointEstimate], est: cost.CostEstimate
 ) -> Optional[dict[str, Any]]:
-    """What a preemption throws away at the job's `checkpointing.save_period` (the one the job and the
-    watcher get, `infra.run_plan.save_period_for`) and the recipe's step time: a preemption at a random
-    moment loses on average half a save cycle of training, at worst a whole cycle and the save in flight;
-    priced at the GPU pool's hourly cost. None without a step-time estimate."""
+    """What a preemption at a random moment throws away at the job's save period: half a save cycle on average,
+    at worst a whole one and the save in flight, priced at the GPU nodes' rate; None without a step time."""
     step = cfg.recipe.step_seconds
     if not step:
         return None

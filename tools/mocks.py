@@ -69,12 +69,8 @@ class Registration:
 
 
 def canonical_order(registrations: list[Registration]) -> list[Registration]:
-    """The registrations as a parent-before-children walk with siblings sorted by name.
-
-    RPCs finish in whatever order the event loop runs apply callbacks, so the arrival order
-    differs from run to run; a plan that users diff (and the docs generated from it) needs
-    one order that depends only on what was registered.
-    """
+    """Parent before children, siblings by name: RPCs arrive in whatever order the event loop runs apply
+    callbacks, and a plan that users diff (and the docs made from it) needs one order."""
     urns = {r.urn for r in registrations}
     children: dict[str, list[Registration]] = {}
     for r in registrations:
@@ -219,13 +215,8 @@ def _filled(value: Any) -> Any:
 
 
 class PlanMocks(pulumi_mocks.Mocks):
-    """Answers registrations and invokes offline.
-
-    `preview`: answer as the engine does in the first `pulumi preview` of a new stack, where nothing
-    exists yet: every output a provider computes (not given as an input) and every id is unknown,
-    so everything the program derives from them (the cluster endpoint, the Lustre mount point, ...)
-    stays unknown and no apply callback on them runs.
-    """
+    """Answers registrations and invokes offline; `preview`: as in the first `pulumi preview` of a new stack,
+    every output a provider computes and every id unknown, so no apply callback on them runs."""
 
     def __init__(self, project_id: str = "offline-project", *, preview: bool = False):
         self.project_id = project_id

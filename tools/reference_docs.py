@@ -26,9 +26,10 @@ from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
 from infra.config import PROJECT, SECRET_KEYS, StackConfig
+from infra.project_apis import REQUIRED_APIS
 from infra.stack_file import ROOT
+from tools.deployer_permissions import roles_table
 
-DOCS = ROOT / "docs"
 STACKS = tuple(sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in ROOT.glob("Pulumi.*.yaml")))
 """Every committed stack file: a new one shows up in the generated tables (and makes them stale)."""
 
@@ -42,14 +43,12 @@ def _type_name(ann: Any) -> str:
         return " \\| ".join(f"`{a}`" for a in typing.get_args(ann))
     if origin in (tuple, list):
         return f"list of {_type_name(args[0])}"
-    if origin is dict:
-        return "map"
-    if typing.get_origin(ann) is typing.Annotated:
+    if origin is typing.Annotated:
         return _type_name(args[0])
+    if origin is dict or (isinstance(ann, type) and issubclass(ann, BaseModel)):
+        return "map"
     if isinstance(ann, type) and issubclass(ann, enum.Enum):
         return " \\| ".join(f"`{m.value}`" for m in ann)
-    if isinstance(ann, type) and issubclass(ann, BaseModel):
-        return "map" if ann is not StackConfig else "map"
     return {"str": "string", "int": "integer", "bool": "boolean", "float": "number"}.get(
         getattr(ann, "__name__", ""), getattr(ann, "__name__", str(ann))
     )
@@ -134,16 +133,7 @@ def resource_graph(plan_of: typing.Callable[[str], Any] | None = None, stack: st
 
 def required_apis() -> str:
     """The APIs the stack enables (infra/project_apis.py), as the command for `manageApis: false`."""
-    from infra.project_apis import REQUIRED_APIS
-
     return "```sh\ngcloud services enable --project MY-PROJECT \\\n    " + " \\\n    ".join(REQUIRED_APIS) + "\n```"
-
-
-def deployer_roles() -> str:
-    """The deploying identity's roles per resource type (tools/deployer_permissions.py)."""
-    from tools.deployer_permissions import roles_table
-
-    return roles_table()
 
 
 def _money(value: float) -> str:
@@ -245,7 +235,7 @@ SECTIONS = {
     "stack-resources": stack_resources,
     "resource-graph": resource_graph,
     "required-apis": required_apis,
-    "deployer-roles": deployer_roles,
+    "deployer-roles": roles_table,  # the deploying identity's roles per resource type
     "stack-costs": stack_costs,
 }
 
