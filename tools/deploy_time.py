@@ -282,6 +282,11 @@ class DeployEstimate:
     gpu_nodes_from: Optional[float] = None  # minute the GPU nodes are created (billed from); None on Autopilot
     arrival: Optional[GpuArrival] = None
 
+    @property
+    def gate_minutes(self) -> Optional[float]:
+        """The acceptance gate's minutes on the critical path; None without a gate."""
+        return next((s.minutes for s in self.critical_path if s.name == GATE_STEP), None)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "expectedMinutes": round(self.total_minutes, 1),

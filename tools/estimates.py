@@ -5,7 +5,6 @@ to, from a `Plan` and the stack config it ran with."""
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -252,8 +251,8 @@ def first_run(est: Estimates, plan: Any) -> FirstRun:
 
 
 def first_run_json(est: Estimates, plan: Any) -> dict[str, Any]:
-    run = first_run(est, plan)
-    money = cost.rounded
+    run, money = first_run(est, plan), cost.rounded
+    rates = {"spot": est.cost.spot_per_hour, "onDemand": est.cost.on_demand_per_hour}
     return {
         "deployMinutes": round(run.deploy_minutes, 1),
         "firstStepMinutes": round(run.first_step_minutes, 1),
@@ -261,14 +260,8 @@ def first_run_json(est: Estimates, plan: Any) -> dict[str, Any]:
         "jobHours": run.job_hours,
         "beforeJob": {k: money(v) for k, v in run.before_job.items()},
         "gpuBeforeJob": money(run.gpu_before_job),
-        "beforeFirstStep": {
-            "spot": money(run.before_first_step("spot", est.cost.spot_per_hour)),
-            "onDemand": money(run.before_first_step("onDemand", est.cost.on_demand_per_hour)),
-        },
-        "total": {
-            "spot": money(run.total("spot", est.cost.spot_per_hour)),
-            "onDemand": money(run.total("onDemand", est.cost.on_demand_per_hour)),
-        },
+        "beforeFirstStep": {k: money(run.before_first_step(k, v)) for k, v in rates.items()},
+        "total": {k: money(run.total(k, v)) for k, v in rates.items()},
         "basis": "the deploy's hours before the job (each item billed from its resource's typical readiness) plus "
         "the job's",
     }
@@ -295,7 +288,6 @@ def render_checkpoints(est: Optional[sizing.CheckpointEstimate], current_monthly
         return ["Checkpoints: no Managed Lustre instance in the plan"]
     policy = est.policy
     keep = "null: all" if policy.keep_top_k is None else str(policy.keep_top_k)
-    saves = math.ceil(policy.max_num_steps / max(1, policy.save_period))
     lines = [
         f"Checkpoints ({est.model}, {est.params / 1e9:g}B parameters, Adam mixed precision "
         f"{sizing.BYTES_PER_PARAM_CHECKPOINT} B/param):",
@@ -304,11 +296,11 @@ def render_checkpoints(est: Optional[sizing.CheckpointEstimate], current_monthly
         f"  write to Lustre       {est.write_seconds:.1f} s at {est.throughput_mb_s:,.0f} MB/s "
         f"({est.capacity_gib} GiB x {est.tier} MB/s/TiB; target {est.target_seconds} s)",
         f"  capacity needed       {est.required_gib:,} GiB for {policy.kept_checkpoints + 1} checkpoints on disk + "
-        "HF cache "
-        f"{sizing.format_bytes(est.hf_cache_bytes)}, +{round((sizing.HEADROOM - 1) * 100)}% headroom; "
+        f"HF cache {sizing.format_bytes(est.hf_cache_bytes)}, +{round((sizing.HEADROOM - 1) * 100)}% headroom; "
         f"the instance has {est.capacity_gib:,} GiB",
         f"                        = {policy.kept_checkpoints} kept (keep_top_k {keep}, {policy.keep_top_k_source}; "
-        f"{saves} save(s) in {policy.max_num_steps} steps at save_period {policy.save_period}) + 1 being written",
+        f"{policy.saves} save(s) in {policy.max_num_steps} steps at save_period {policy.save_period}) "
+        "+ 1 being written",
     ]
     if est.suggestion is not None:
         s = est.suggestion
@@ -319,12 +311,10 @@ def render_checkpoints(est: Optional[sizing.CheckpointEstimate], current_monthly
         else:
             current = "" if current_monthly is None else f"the stack's costs {cost.money(current_monthly)}/month; "
             verdict = f"{current}the tier cannot change after creation"
+        seconds = sizing.checkpoint_write_seconds(est.checkpoint_bytes, s.capacity_gib, s.tier)
         lines.append(
             f"  smallest valid Lustre {s.capacity_gib:,} GiB at {s.tier} MB/s/TiB, the cheapest that holds it and "
-            "writes "
-            f"within the target ({sizing.checkpoint_write_seconds(est.checkpoint_bytes, s.capacity_gib, s.tier):.1f} "
-            "s per "
-            f"checkpoint{price}; {verdict})"
+            f"writes within the target ({seconds:.1f} s per checkpoint{price}; {verdict})"
         )
     else:
         lines.append("  no single Managed Lustre tier meets both the capacity and the write-time target")
@@ -335,11 +325,8 @@ def render_checkpoints(est: Optional[sizing.CheckpointEstimate], current_monthly
 def gate_cost(est: Estimates) -> Optional[dict[str, float]]:
     """The acceptance gate's typical run: its minutes on the deploy-time path, priced at the whole
     stack's hourly cost (the gate holds every GPU node while it runs); None when the stack has no gate."""
-    steps = [s for s in est.deploy.critical_path if s.name == deploy_time.GATE_STEP]
-    if not steps:
-        return None
-    minutes = steps[0].minutes
-    return {"minutes": minutes, "perRun": round(est.cost.per_hour * minutes / 60, 2)}
+    minutes = est.deploy.gate_minutes
+    return None if minutes is None else {"minutes": minutes, "perRun": round(est.cost.per_hour * minutes / 60, 2)}
 
 
 def render(est: Estimates, plan: Any = None) -> list[str]:
@@ -362,17 +349,15 @@ def render(est: Estimates, plan: Any = None) -> list[str]:
             f"{gate['perRun']:.2f} per run at the stack's hourly cost (docs/acceptance-gate.md)"
         )
     if plan is not None:
-        run = first_run(est, plan)
-        spot, on_demand = run.total("spot", est.cost.spot_per_hour), run.total("onDemand", est.cost.on_demand_per_hour)
-        if spot is not None and on_demand is not None:
+        run, money, spot_rate = first_run(est, plan), cost.money, est.cost.spot_per_hour
+        if run.job_hours is not None:
+            spot, on_demand = run.total("spot", spot_rate), run.total("onDemand", est.cost.on_demand_per_hour)
             lines += [
                 "",
                 f"First run (the first `pulumi up`, ~{run.deploy_minutes:.0f} min, then the job, {run.job_hours:g} h): "
-                f"{cost.money(spot)} with spot GPUs, {cost.money(on_demand)} on-demand; of it "
-                f"{cost.money(run.before_job['spot'])} "
+                f"{money(spot)} with spot GPUs, {money(on_demand)} on-demand; of it {money(run.before_job['spot'])} "
                 f"(spot) before the job starts, {gpu_billing(est)} (a lower bound); the first step at "
-                f"~{run.first_step_minutes:.0f} min, after "
-                f"{cost.money(run.before_first_step('spot', est.cost.spot_per_hour))} (spot)",
+                f"~{run.first_step_minutes:.0f} min, after {money(run.before_first_step('spot', spot_rate))} (spot)",
             ]
         from tools import goodput_estimate
 
@@ -387,12 +372,9 @@ def gpu_billing(est: Estimates) -> str:
     deploy = est.deploy
     if deploy.gpu_nodes_from is None:  # Autopilot: the Ray release's worker pods make them
         return "the GPU nodes billed from the Ray release's start, whose pending workers bring them"
-    if deploy.arrival is not None and deploy.arrival.warm:
-        return (
-            f"the GPU nodes billed from minute {deploy.gpu_nodes_from:.1f}, when the warm-up placeholders bring them "
-            "(gpuPool.warmMinutes)"
-        )
-    return f"the GPU nodes billed from minute {deploy.gpu_nodes_from:.1f}, when the pending Ray workers bring them"
+    warm = deploy.arrival is not None and deploy.arrival.warm
+    how = "the warm-up placeholders bring them (gpuPool.warmMinutes)" if warm else "the pending Ray workers bring them"
+    return f"the GPU nodes billed from minute {deploy.gpu_nodes_from:.1f}, when {how}"
 
 
 def render_for_plan(plan: Any) -> list[str]:

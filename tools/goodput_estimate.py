@@ -10,7 +10,6 @@ GKE's "balanced" profile keeps it, "About GKE cluster autoscaling").
 
 from __future__ import annotations
 
-import math
 from typing import Any, Optional
 
 from infra.config import Provisioning, StackConfig
@@ -39,17 +38,14 @@ def buckets_minutes(est: Any, cfg: StackConfig) -> Optional[dict[str, float]]:
     arrival, job_hours = deploy.arrival, est.cost.job_hours
     if arrival is None or deploy.gpu_nodes_from is None or job_hours is None:
         return None
-    gate = next((s.minutes for s in deploy.critical_path if s.name == deploy_time.GATE_STEP), 0.0)
+    gate = deploy.gate_minutes or 0.0
     startup = deploy_time.DYNAMIC_RESOURCE.minutes + deploy_time.NEMO_RL_STARTUP.minutes
     # Before the job: from the nodes' creation to the submission, less the image, the gate and the submission.
     before = deploy.total_minutes - deploy.gpu_nodes_from
     first_wait = max(0.0, before - arrival.pull.minutes - gate - deploy_time.DYNAMIC_RESOURCE.minutes)
     preemptions = expected_preemptions(cfg, job_hours)
     loss = (est.preemption or {}).get("expectedLossMinutes", 0.0)
-    saves = 0.0
-    if est.checkpoints is not None:
-        policy = est.checkpoints.policy
-        saves = math.ceil(policy.max_num_steps / max(1, policy.save_period)) * est.checkpoints.write_seconds / 60
+    saves = 0.0 if est.checkpoints is None else est.checkpoints.policy.saves * est.checkpoints.write_seconds / 60
     job = job_hours * 60
     return {
         "gangWait": first_wait + preemptions * deploy_time.GPU_SCALE_UP.minutes,

@@ -52,9 +52,12 @@ class CheckpointPolicy:
     keep_top_k_source: str
 
     @property
+    def saves(self) -> int:
+        return math.ceil(self.max_num_steps / max(1, self.save_period))
+
+    @property
     def kept_checkpoints(self) -> int:
-        saves = math.ceil(self.max_num_steps / max(1, self.save_period))
-        return max(1, saves if self.keep_top_k is None else min(self.keep_top_k, saves))
+        return max(1, self.saves if self.keep_top_k is None else min(self.keep_top_k, self.saves))
 
     @classmethod
     def from_overrides(cls, overrides: Iterable[str], max_num_steps: int) -> "CheckpointPolicy":
