@@ -311,10 +311,9 @@ def render_checkpoints(est: Optional[sizing.CheckpointEstimate], current_monthly
         else:
             current = "" if current_monthly is None else f"the stack's costs {cost.money(current_monthly)}/month; "
             verdict = f"{current}the tier cannot change after creation"
-        seconds = sizing.checkpoint_write_seconds(est.checkpoint_bytes, s.capacity_gib, s.tier)
         lines.append(
             f"  smallest valid Lustre {s.capacity_gib:,} GiB at {s.tier} MB/s/TiB, the cheapest that holds it and "
-            f"writes within the target ({seconds:.1f} s per checkpoint{price}; {verdict})"
+            f"writes within the target ({s.write_seconds:.1f} s per checkpoint{price}; {verdict})"
         )
     else:
         lines.append("  no single Managed Lustre tier meets both the capacity and the write-time target")

@@ -45,7 +45,6 @@ class Cluster:
 
 @dataclass
 class Graph:
-    title: str
     nodes: dict[str, Node]
     clusters: dict[str, Cluster]
     edges: list[tuple[str, str, bool]]
@@ -77,32 +76,25 @@ def build(plan: Any) -> Graph:
     nodes: dict[str, Node] = {}
     node_of: dict[str, str] = {}
     for (parent, typ, stem), members in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][2], kv[0][1])):
-        names = sorted(m.name for m in members)
-        if len(members) == 1:
-            label = names[0]
-        else:
-            label = f"{os.path.commonprefix(names).rstrip('-') or stem} ×{len(members)}"
-        node_id = _ident("n_", stem if len(members) > 1 else names[0])
+        names, many = sorted(m.name for m in members), len(members) > 1
+        label = f"{os.path.commonprefix(names).rstrip('-') or stem} ×{len(members)}" if many else names[0]
+        node_id = _ident("n_", stem if many else names[0])
         if node_id in nodes:
             node_id = _ident(node_id + "_", typ.rsplit(":", 1)[-1])
         nodes[node_id] = Node(node_id, label, typ, parent, sorted(m.urn for m in members))
         for m in members:
             node_of[m.urn] = node_id
 
-    # Edges between nodes: provider-only waits are dashed.
-    kinds: dict[tuple[str, str], bool] = {}
+    kinds: dict[tuple[str, str], bool] = {}  # edges between nodes: dashed when only provider waits
     for urn, deps in waits(plan).items():
-        r = urns[urn]
         for dep in deps:
             a, b = node_of[dep], node_of[urn]
-            if a == b:
-                continue
-            dashed = dep == r.provider
-            kinds[(a, b)] = kinds.get((a, b), True) and dashed
+            if a != b:
+                kinds[(a, b)] = kinds.get((a, b), True) and dep == urns[urn].provider
     edges = _transitive_reduction(set(kinds))
     used = {c for n in nodes.values() for c in _ancestors(n.component, clusters)}
     clusters = {u: c for u, c in clusters.items() if u in used}
-    return Graph(f"{plan.project} / {plan.stack}", nodes, clusters, sorted((a, b, kinds[(a, b)]) for a, b in edges))
+    return Graph(nodes, clusters, sorted((a, b, kinds[(a, b)]) for a, b in edges))
 
 
 def _ancestors(urn: str, clusters: dict[str, Cluster]) -> list[str]:

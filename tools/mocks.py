@@ -262,11 +262,6 @@ class PlanMocks(pulumi_mocks.Mocks):
     def call(self, args: pulumi_mocks.MockCallArgs) -> tuple[dict, list[tuple[str, str]]]:
         if args.token == "gcp:organizations/getProject:getProject":
             project = args.args.get("projectId") or self.project_id
-            # An empty failure list, not None: pulumi's MockMonitor.Invoke iterates it.
-            return {
-                "projectId": project,
-                "number": FAKE_PROJECT_NUMBER,
-                "name": project,
-                "id": f"projects/{project}",
-            }, []
+            found = {"projectId": project, "number": FAKE_PROJECT_NUMBER, "name": project, "id": f"projects/{project}"}
+            return found, []  # an empty failure list, not None: pulumi's MockMonitor.Invoke iterates it
         return {}, []

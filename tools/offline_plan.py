@@ -175,17 +175,10 @@ def _run_in_thread(stack: str, config: dict[str, str], secret_keys: list[str], p
 
 
 def _jsonable(value: Any) -> Any:
+    """`value` as JSON has it: a preview's unknown output as "[unknown]", what JSON lacks as its text."""
     from pulumi.output import Unknown
 
-    if isinstance(value, Unknown):  # a preview's (run_program(preview=True)) unknown output
-        return "[unknown]"
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return value
-    return str(value)
+    return json.loads(json.dumps(value, default=lambda v: "[unknown]" if isinstance(v, Unknown) else str(v)))
 
 
 # ---------------------------------------------------------------- rendering
@@ -265,13 +258,13 @@ def version_matrix_report(plan: Plan) -> dict[str, Any]:
     return report(stack_config(plan).version_pins)
 
 
-def _write_out(write: Any) -> Optional[int]:
+def _write_out(write: Any) -> int:
     """Run `write` (what goes to stdout): a reader that went away (`| head -1`) ends the command quietly, as
     for `cat`; a stdout that cannot take it (`> /dev/full`) is one line and exit 3 (the environment)."""
     try:
         write()
         sys.stdout.flush()
-        return None
+        return 0
     except OSError as err:
         # Python would fail again flushing stdout at exit: point it at nothing first.
         with contextlib.suppress(OSError, ValueError):
@@ -334,15 +327,10 @@ def _checked_flags(args: argparse.Namespace) -> Optional[dict[str, Any]]:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    parser = _parser()
     try:
-        args = parser.parse_args(argv)
-    except cli_args.UsageError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    try:
+        args = _parser().parse_args(argv)
         previous = _checked_flags(args)
-    except ValueError as err:
+    except (cli_args.UsageError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
 
@@ -400,8 +388,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             print(lines, file=sys.stderr)
         else:  # last, where it is read
             text += f"\nNode pools against {args.compare}:\n{lines}\n"
-    code = _write_out(lambda: sys.stdout.write(text))
-    return 0 if code is None else code
+    return _write_out(lambda: sys.stdout.write(text))
 
 
 if __name__ == "__main__":

@@ -78,6 +78,7 @@ class LustreOption:
 
     capacity_gib: int
     tier: int  # perUnitStorageThroughput, MB/s per TiB
+    write_seconds: float  # of the checkpoint it was chosen for
     monthly_usd: Optional[float] = None
 
 
@@ -134,10 +135,7 @@ class CheckpointEstimate:
             else {
                 "capacityGib": self.suggestion.capacity_gib,
                 "perUnitStorageThroughput": self.suggestion.tier,
-                "writeSeconds": round(
-                    checkpoint_write_seconds(self.checkpoint_bytes, self.suggestion.capacity_gib, self.suggestion.tier),
-                    1,
-                ),
+                "writeSeconds": round(self.suggestion.write_seconds, 1),
                 "monthlyUsd": None if self.suggestion.monthly_usd is None else round(self.suggestion.monthly_usd, 2),
             },
             "warnings": list(self.warnings),
@@ -168,14 +166,9 @@ def suggest_lustre(
         if capacity is None:
             continue
         per_gib = monthly_price(tier) if monthly_price else None
-        options.append(LustreOption(capacity, tier, None if per_gib is None else capacity * per_gib))
-    if not options:
-        return None
-
-    def rank(o: LustreOption) -> tuple:
-        return (o.monthly_usd if o.monthly_usd is not None else 0.0, o.capacity_gib, -o.tier)
-
-    return min(options, key=rank)
+        seconds = checkpoint_write_seconds(nbytes, capacity, tier)
+        options.append(LustreOption(capacity, tier, seconds, None if per_gib is None else capacity * per_gib))
+    return min(options, key=lambda o: (o.monthly_usd or 0.0, o.capacity_gib, -o.tier), default=None)
 
 
 def estimate(
