@@ -63,19 +63,13 @@ class LineItem:
         return cls(name, detail, hourly, hourly, "list", prices, billed_from)
 
     def to_json(self) -> dict[str, Any]:
+        rates = {"spot": self.spot_per_hour, "onDemand": self.on_demand_per_hour}
         return {
             "name": self.name,
             "detail": self.detail,
             "applies": self.applies,
-            "perHour": {
-                "spot": round(self.spot_per_hour, 4),
-                "onDemand": round(self.on_demand_per_hour, 4),
-                "applies": round(self.per_hour, 4),
-            },
-            "perDay": {
-                "spot": round(self.spot_per_hour * HOURS_PER_DAY, 2),
-                "onDemand": round(self.on_demand_per_hour * HOURS_PER_DAY, 2),
-            },
+            "perHour": {**{k: round(v, 4) for k, v in rates.items()}, "applies": round(self.per_hour, 4)},
+            "perDay": {k: round(v * HOURS_PER_DAY, 2) for k, v in rates.items()},
             "estimate": self.estimate,
             "overridden": self.overridden,
             "prices": [
@@ -374,11 +368,9 @@ def _autopilot_items(plan: Any, table: PriceTable, region: str, warnings: list[s
 def lustre_monthly_price(table: PriceTable, region: str):
     """tier -> USD per GiB-month in `region` (None when the table has no price)."""
 
-    def price(tier: int) -> Optional[float]:
-        key = f"lustre.{tier}.gibMonth"
-        return table.get(key, region).value if table.has(key) else None
-
-    return price
+    return lambda tier: (
+        table.get(f"lustre.{tier}.gibMonth", region).value if table.has(f"lustre.{tier}.gibMonth") else None
+    )
 
 
 def money(value: Optional[float]) -> str:

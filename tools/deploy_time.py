@@ -209,6 +209,7 @@ AUTOPILOT_RAY_RELEASE = Typical(
 JOB_SUBMISSION = "pulumi-python:dynamic/nemo-rl-gke:JobSubmission"
 GATE_STEP = "acceptance-gate"
 GATE_TYPE = "nemo-rl-gke:workloads:AcceptanceGate"
+GATE_BASIS = "GPUs, fabric busbw and Lustre throughput on every worker node (workloads/gate/)"
 GATE_SOURCE = (
     "workloads/gate/checklist.estimated_seconds: 60 s to start the job, actors and per-GPU processes "
     f"({ASSUMED}), plus the collective and the Lustre write and read moved at the rates of data/acceptance_gate.yaml"
@@ -376,17 +377,7 @@ def _critical_path(
             start = finish[cur] - t.minutes
             d = DYNAMIC_RESOURCE
             path.append(Step(r.name, r.type, d.minutes, start + gate, finish[cur], d.basis, d.source))
-            path.append(
-                Step(
-                    GATE_STEP,
-                    GATE_TYPE,
-                    gate,
-                    start,
-                    start + gate,
-                    "GPUs, fabric busbw and Lustre throughput on every worker node (workloads/gate/)",
-                    GATE_SOURCE,
-                )
-            )
+            path.append(Step(GATE_STEP, GATE_TYPE, gate, start, start + gate, GATE_BASIS, GATE_SOURCE))
         else:
             path.append(Step(r.name, r.type, t.minutes, finish[cur] - t.minutes, finish[cur], t.basis, t.source))
         cur = came_from[cur]

@@ -142,6 +142,10 @@ def render_preemption(loss: Optional[dict[str, Any]], currency: str = "USD") -> 
     if loss is None:
         return []
     budget = loss["budgetUsd"]
+    watch = "none (job.budgetUsd)"
+    if budget is not None:
+        watch = f"job.budgetUsd {currency} {budget:,.2f}: the watcher warns at 80 %, stops after the next checkpoint "
+        watch += "at 100 %"
     job = "" if loss["jobUsd"] is None else f"; the whole job is expected to cost {currency} {loss['jobUsd']:,.2f}"
     return [
         f"  save period           {loss['savePeriod']} step(s) at ~{loss['stepMinutes']:g} min/step "
@@ -149,14 +153,7 @@ def render_preemption(loss: Optional[dict[str, Any]], currency: str = "USD") -> 
         f"  loss per preemption   ~{loss['expectedLossMinutes']:g} min of training expected, at worst "
         f"~{loss['worstLossMinutes']:g} min "
         f"(a whole save cycle and the save in flight); ~{currency} {loss['expectedLossUsd']:,.2f} of GPU time expected",
-        "  budget                "
-        + (
-            f"job.budgetUsd {currency} {budget:,.2f}: the watcher warns at 80 %, stops after the next "
-            "checkpoint at 100 %"
-            if budget is not None
-            else "none (job.budgetUsd)"
-        )
-        + job,
+        f"  budget                {watch}{job}",
     ]
 
 

@@ -165,8 +165,7 @@ def stack_costs(plan_of: typing.Callable[[str], Any] | None = None) -> str:
     plan_of = plan_of or committed_plan
     lines = [
         "| stack | GPUs | per hour: spot GPUs (on-demand) | first `pulumi up`, typical | first run: `up` + job, spot "
-        "(on-demand) "
-        "| goodput; first step at, spot spend before it | `pulumi destroy` deletes | and keeps |",
+        "(on-demand) | goodput; first step at, spot spend before it | `pulumi destroy` deletes | and keeps |",
         "|---|---|---|---|---|---|---|---|",
     ]
     limits: dict[str, int] = {}
@@ -184,11 +183,9 @@ def stack_costs(plan_of: typing.Callable[[str], Any] | None = None) -> str:
         )
         spot, on_demand = run.total("spot", est.cost.spot_per_hour), run.total("onDemand", est.cost.on_demand_per_hour)
         job = "no job estimate" if spot is None else f"{_money(spot)} ({_money(on_demand)}) for {run.hours:.1f} h"
-        lustre = (
-            "Lustre, after exporting `checkpoints/` and `logs/` to the bucket"
-            if cfg.lustre.export_on_destroy
-            else ("Lustre **without export**")
-        )
+        lustre = "Lustre **without export**"
+        if cfg.lustre.export_on_destroy:
+            lustre = "Lustre, after exporting `checkpoints/` and `logs/` to the bucket"
         bucket_deleted = cfg.storage.delete_bucket_on_destroy
         deletes = f"everything{'' if not bucket_deleted else ', **the bucket too**'}: cluster, networks, {lustre}"
         keeps = "nothing" if bucket_deleted else "the bucket (exports, job output): Pulumi forgets it"
@@ -200,8 +197,7 @@ def stack_costs(plan_of: typing.Callable[[str], Any] | None = None) -> str:
         lines.append(
             f"| `{stack}` | {s['gpuNodes']} x {cfg.flavour_spec.machine_type} ({s['gpus']}) | "
             f"{_money(est.cost.spot_per_hour)} ({_money(est.cost.on_demand_per_hour)}){mark} | "
-            f"~{run.deploy_minutes:.0f} min | "
-            f"{job} | {first} | {deletes} | {keeps} |"
+            f"~{run.deploy_minutes:.0f} min | {job} | {first} | {deletes} | {keeps} |"
         )
         for r in plan.resources:
             create = ((r.options or {}).get("customTimeouts") or {}).get("create")
