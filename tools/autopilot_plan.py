@@ -65,16 +65,8 @@ def gpu_pods(plan: Any) -> list[GpuPods]:
                 if selector.get(RESERVATION_NAME_LABEL)
                 else Provisioning.ON_DEMAND
             )
-            found.append(
-                GpuPods(
-                    release=release.name,
-                    pods=int(group.get("replicas") or 0),
-                    machine_type=machines.get(accelerator, f"<{accelerator}>"),
-                    accelerator_type=accelerator,
-                    gpus_per_pod=gpus,
-                    capacity=capacity,
-                )
-            )
+            machine = machines.get(accelerator, f"<{accelerator}>")
+            found.append(GpuPods(release.name, int(group.get("replicas") or 0), machine, accelerator, gpus, capacity))
     return found
 
 

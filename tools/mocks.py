@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import json
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -203,17 +204,6 @@ def _cluster_outputs(cname: str, proj: str, inputs: dict[str, Any]) -> dict[str,
     return out
 
 
-def _filled(value: Any) -> Any:
-    """`value` with every unknown (preview) replaced by a placeholder string."""
-    if isinstance(value, dict):
-        return {k: _filled(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_filled(v) for v in value]
-    if isinstance(value, (str, int, float, bool)) or value is None:
-        return value
-    return "unknown"
-
-
 class PlanMocks(pulumi_mocks.Mocks):
     """Answers registrations and invokes offline; `preview`: as in the first `pulumi preview` of a new stack,
     every output a provider computes and every id unknown, so no apply callback on them runs."""
@@ -232,7 +222,7 @@ class PlanMocks(pulumi_mocks.Mocks):
             # it), found on a copy with the unknowns filled in.
             inputs = dict(args.inputs)
             filled = copy.copy(args)
-            filled.inputs = _filled(inputs)
+            filled.inputs = json.loads(json.dumps(inputs, default=lambda _: "unknown"))  # a preview's unknowns
             _, answer = self._answer(filled)
             computed = {k for k, v in answer.items() if k not in inputs or v != filled.inputs[k]}
             return "", {**inputs, **{k: UNKNOWN for k in computed}}
