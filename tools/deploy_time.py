@@ -386,7 +386,7 @@ def _critical_path(
 
 
 def _gpu_billed_from(
-    arrival: Any, warmups: list[str], finish: dict[str, float], urns: dict[str, Any], autopilot: bool
+    arrival: Optional[GpuArrival], warmups: list[str], finish: dict[str, float], urns: dict[str, Any]
 ) -> Optional[float]:
     """The minute the GPU nodes are created: with the warm setting the placeholders'; cold, when the Ray
     release's pending workers bring them; None where the model has no GPU arrival (Autopilot)."""
@@ -394,13 +394,9 @@ def _gpu_billed_from(
         return None
     if arrival.warm and warmups:
         return min(finish[u] - arrival.minutes for u in warmups)
-    releases = [u for u in finish if urns[u].type == RAY_RELEASE]
-    if not releases:
-        return None
-    return min(
-        finish[u] - typical(urns[u], autopilot, arrival).minutes + CREATION_MINUTES[RAY_RELEASE].minutes
-        for u in releases
-    )
+    install = CREATION_MINUTES[RAY_RELEASE].minutes  # the release's own part, before its workers ask for nodes
+    starts = [finish[u] - typical(urns[u], False, arrival).minutes for u in finish if urns[u].type == RAY_RELEASE]
+    return min((start + install for start in starts), default=None)
 
 
 def estimate(plan: Any) -> DeployEstimate:
@@ -441,7 +437,7 @@ def estimate(plan: Any) -> DeployEstimate:
     milestones = {
         urns[u].name: f for u, f in finish.items() if urns[u].type in MILESTONE_TYPES or is_image_prepull(urns[u])
     }
-    gpu_from = _gpu_billed_from(arrival, warmups, finish, urns, autopilot)
+    gpu_from = _gpu_billed_from(arrival, warmups, finish, urns)
     if arrival is not None:
         for u in warmups:
             milestones[urns[u].name] = finish[u]

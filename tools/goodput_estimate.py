@@ -75,10 +75,7 @@ def goodput_json(est: Any, cfg: StackConfig) -> Optional[dict[str, Any]]:
         ],
         "gpuNodes": "warm" if est.deploy.arrival.warm else "cold",
         "expectedPreemptions": round(expected_preemptions(cfg, est.cost.job_hours), 2),
-        "preemptionRate": {
-            "perNodeDay": cfg.cost.spot_preemptions_per_node_day,
-            "source": PREEMPTION_RATE_SOURCE,
-        },
+        "preemptionRate": {"perNodeDay": cfg.cost.spot_preemptions_per_node_day, "source": PREEMPTION_RATE_SOURCE},
         "idleAfterRunBasis": "cluster-autoscaler default --scale-down-unneeded-time 10m (kubernetes/autoscaler "
         "FAQ.md); the run owner releases the workers at the run's end",
         "basis": "modelled for the first run (the first `pulumi up` plus the job): tools/goodput_estimate.py",

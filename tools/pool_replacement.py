@@ -92,11 +92,7 @@ def _get(doc: Any, path: str) -> Any:
 
 def _unset(value: Any) -> bool:
     # Optional(+Computed) inputs: absent and the zero value read alike (Terraform's zero values).
-    if value is None or value is False:
-        return True
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return value == 0
-    return value in ("", [], {})
+    return value is None or value is False or (value is not True and value in (0, "", [], {}))
 
 
 def replacing_changes(
