@@ -57,21 +57,18 @@ def test_implied_edges_are_left_out():
     assert ("n_gke_gpu_pool", "n_ray_release") not in edges
 
 
-def test_components_are_mermaid_subgraphs_and_dot_clusters():
+def test_components_are_mermaid_subgraphs():
     g = dev_graph()
-    text, dot = graph.mermaid(g), graph.dot(g)
+    text = graph.mermaid(g)
     assert text.startswith("flowchart LR\n")
     assert 'subgraph c_network["network · Networking"]' in text
     assert 'n_network_rdma["network-rdma-subnet ×8<br/>Subnetwork"]' in text
     assert 'n_lustre_instance[("lustre-instance<br/>Instance")]' in text
     assert "n_kube_provider -.-> n_gke_networks_params" in text
-    assert "subgraph cluster_c_gke {" in dot and 'label="gke · GkeCluster";' in dot
-    assert 'n_gke_gpu_pool [label="gke-gpu-pool\\nNodePool"];' in dot
-    assert "n_kube_provider -> n_gke_networks_params [style=dashed];" in dot
     assert text.count("subgraph ") == text.count("\n  end") + text.count("\n    end")
 
 
-def test_plan_graph_option_writes_mermaid_and_dot_files(tmp_path, capsys):
+def test_plan_graph_option_writes_the_mermaid_file_only(tmp_path, capsys):
     from tools import offline_plan
 
     code = offline_plan.main(["--stack", "h200", "--assume-secrets", "--graph", str(tmp_path)])
@@ -79,5 +76,5 @@ def test_plan_graph_option_writes_mermaid_and_dot_files(tmp_path, capsys):
     assert code == 0, err
     g = graph.build(stack_plan("h200"))
     assert (tmp_path / "graph.mmd").read_text() == graph.mermaid(g)
-    assert (tmp_path / "graph.dot").read_text() == graph.dot(g)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["graph.mmd"]
     assert out.startswith("nemo-rl-gke / h200")

@@ -422,7 +422,7 @@ def test_graph_without_a_directory_writes_into_plan_out_never_the_repository_roo
     monkeypatch.chdir(tmp_path)
     proc = run_cli("--graph")
     assert proc.returncode == 0, proc.stderr
-    assert sorted(p.name for p in (tmp_path / "plan-out").iterdir()) == ["graph.dot", "graph.mmd"]
+    assert sorted(p.name for p in (tmp_path / "plan-out").iterdir()) == ["graph.mmd"]
     proc = run_cli("--graph", str(ROOT))
     assert (proc.returncode, proc.stderr) == (
         2,

@@ -129,7 +129,7 @@ def test_the_ladder_stacks_run_json_carries_each_rungs_node_hour_price_as_the_of
 
     plan = stack_plan("b200-ladder")
     run = run_json(plan)
-    ladder = ladder_plan(plan, stack_config(plan)).to_json()["rungs"]
+    ladder = ladder_plan(plan, stack_config(plan))["rungs"]
     shown = {r["rung"]: r["nodeHour"] for r in ladder}
     assert list(shown) == ["spot", "flexStart", "onDemand"] and all(p > 0 for p in shown.values())
     assert run["rung_node_hour_usd"] == shown

@@ -1,11 +1,7 @@
-"""What an Autopilot plan will run, read from the plan itself: the GPU pods (each on a whole GPU node
-GKE creates for it) and the general-purpose pods of the Ray cluster.
-
-A Standard plan states its capacity as node pools; an Autopilot plan has none (`enableAutopilot` on the
-cluster), and the capacity is whatever the Ray release's worker pods ask for: `worker.replicas` pods,
-each selecting `cloud.google.com/gke-accelerator` (+ `cloud.google.com/gke-spot` for Spot Pods) and
-taking every GPU of the machine (infra/autopilot_pods.py). The cost estimate (tools/cost.py), the deploy
-time (tools/deploy_time.py) and the plan summary read it from here.
+"""What an Autopilot plan will run, read from the plan itself: it has no node pools, so its capacity is the Ray
+release's GPU worker pods (each on a whole GPU node GKE creates for it: the accelerator and Spot selectors and
+every GPU of the machine, infra/autopilot_pods.py) and its general-purpose pods. Read by the cost estimate, the
+deploy time and the plan summary.
 """
 
 from __future__ import annotations
@@ -14,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from infra.autopilot_pods import RESERVATION_NAME_LABEL, SPOT_LABEL
+from infra.config import Provisioning
 from infra.flavours import FLAVOURS
 from infra.naming import ACCELERATOR_LABEL
 from infra.pod_facts import GPU_RESOURCE
@@ -26,14 +23,12 @@ RELEASE = "kubernetes:helm.sh/v3:Release"
 class GpuPods:
     """One group of whole-node GPU pods of an Autopilot plan."""
 
-    release: str
-    """The Helm release (plan resource name) the pods come from."""
+    release: str  # the Helm release (plan resource name) the pods come from
     pods: int
     machine_type: str
     accelerator_type: str
     gpus_per_pod: int
-    capacity: str
-    """`spot`, `reservation` or `onDemand`, from the pods' node selector."""
+    capacity: Provisioning  # from the pods' node selector: spot, a reservation, else on-demand
 
 
 @dataclass(frozen=True)
@@ -64,22 +59,14 @@ def gpu_pods(plan: Any) -> list[GpuPods]:
                 continue
             gpus = int(((group.get("resources") or {}).get("limits") or {}).get(GPU_RESOURCE, 0))
             capacity = (
-                "spot"
+                Provisioning.SPOT
                 if selector.get(SPOT_LABEL) == "true"
-                else "reservation"
+                else Provisioning.RESERVATION
                 if selector.get(RESERVATION_NAME_LABEL)
-                else "onDemand"
+                else Provisioning.ON_DEMAND
             )
-            found.append(
-                GpuPods(
-                    release=release.name,
-                    pods=int(group.get("replicas") or 0),
-                    machine_type=machines.get(accelerator, f"<{accelerator}>"),
-                    accelerator_type=accelerator,
-                    gpus_per_pod=gpus,
-                    capacity=capacity,
-                )
-            )
+            machine = machines.get(accelerator, f"<{accelerator}>")
+            found.append(GpuPods(release.name, int(group.get("replicas") or 0), machine, accelerator, gpus, capacity))
     return found
 
 
@@ -94,8 +81,9 @@ def general_purpose_pods(plan: Any) -> list[GeneralPurposePod]:
         requests = (head.get("resources") or {}).get("requests") or {}
         if requests:
             pods.append(
+                # As infra/autopilot_pods.py writes them: whole CPUs and GiB.
                 GeneralPurposePod(
-                    f"Ray head ({release.name})", _cpu(requests.get("cpu", "0")), _gib(requests.get("memory", "0Gi"))
+                    f"Ray head ({release.name})", float(requests["cpu"]), float(requests["memory"].removesuffix("Gi"))
                 )
             )
     return pods
@@ -111,19 +99,6 @@ def _worker_groups(values: dict[str, Any]) -> list[dict[str, Any]]:
     if worker and not worker.get("disabled"):
         groups.append(worker)
     return groups
-
-
-def _cpu(quantity: Any) -> float:
-    text = str(quantity)
-    return int(text[:-1]) / 1000 if text.endswith("m") else float(text)
-
-
-def _gib(quantity: Any) -> float:
-    text = str(quantity)
-    for suffix, factor in (("Gi", 1.0), ("Mi", 1 / 1024), ("G", 1e9 / 2**30), ("M", 1e6 / 2**30)):
-        if text.endswith(suffix):
-            return float(text[: -len(suffix)]) * factor
-    return float(text) / 2**30
 
 
 def summary_counts(plan: Any) -> Optional[tuple[int, int]]:

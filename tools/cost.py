@@ -1,15 +1,10 @@
-"""What a stack costs to keep up, from the offline plan and the dated price table data/prices.yaml
-(read by infra/prices.py).
+"""What a stack costs to keep up, from the offline plan and the dated price table data/prices.yaml (infra/prices.py).
 
-Per hour and per day: GPU node pools at spot and on-demand prices, the "applies" total at the price of
-the rung the pool obtains nodes by (`infra.prices.node_hour_price`, shared with the plan's ladder, the
-ledger and the capacity finder; a ladder is one gang at its first rung's price); other pools per vCPU
-and GiB of their series; Managed Lustre per GiB-month / 730 h; on Autopilot (tools/autopilot_plan.py)
-GPU pods as their whole node plus the Autopilot premium and the head at pod rates; the GKE fee (free
-tier not subtracted); the bucket at `cost.bucketGib`. Not included: boot disks, egress, logging, GCS
-operations, taxes, discounts. The job total is the hourly cost x the recipe's `expected_hours`, scaled
-by `job.maxNumSteps`. A region the table lacks uses its fallback rule, and each line item on an
-estimated price says so.
+GPU nodes at spot and on-demand prices and at their rung's (`infra.prices.node_hour_price`; a ladder is one gang
+at its first rung's price); CPU pools per vCPU and GiB; Lustre per GiB-month / 730 h; on Autopilot the GPU pods as
+whole nodes plus the premium, the heads at pod rates; the GKE fee; the bucket at `cost.bucketGib`. Not included:
+boot disks, egress, logging, GCS operations, taxes, discounts. The job total is the hourly cost x the recipe's
+`expected_hours`, scaled by `job.maxNumSteps`. A price from the table's fallback rule is marked estimated.
 """
 
 from __future__ import annotations
@@ -30,6 +25,7 @@ NODE_POOL = "gcp:container/nodePool:NodePool"
 CLUSTER = "gcp:container/cluster:Cluster"
 LUSTRE = "gcp:lustre/instance:Instance"
 BUCKET = "gcp:storage/bucket:Bucket"
+LADDER = "capacity ladder"
 
 
 @dataclass
@@ -38,23 +34,20 @@ class LineItem:
     detail: str
     spot_per_hour: float
     on_demand_per_hour: float
-    applies: str = "list"
-    """`spot`, `onDemand`, `flexStart` (the GPU nodes' rung, `infra.prices.PRICE_KIND`) or `list` (no
-    spot/on-demand distinction)."""
+    applies: str = "list"  # a GPU rung's `infra.prices.PRICE_KIND`, or `list` (no spot/on-demand distinction)
     prices: list[Price] = field(default_factory=list)
-    billed_from: str = ""
-    """The plan resource (by name) from whose typical readiness the item is billed; "" = from the start
-    of the deploy. What prices the hours before the job starts (tools/estimates.py `first_run`)."""
-
-    applies_per_hour: Optional[float] = None
-    """GPU nodes at the price of the rung they are obtained by (`infra.prices.node_hour_price`, as the ledger
-    prices them); None: the column `applies` names."""
+    billed_from: str = ""  # the resource from whose readiness it is billed ("": the deploy's start); `first_run`
+    applies_per_hour: Optional[float] = None  # GPU nodes at their rung's price, as the ledger prices them
 
     @property
     def per_hour(self) -> float:
         if self.applies_per_hour is not None:
             return self.applies_per_hour
         return self.spot_per_hour if self.applies == "spot" else self.on_demand_per_hour
+
+    @property
+    def gpu(self) -> bool:
+        return self.name.startswith("GPU nodes")
 
     @property
     def estimate(self) -> bool:
@@ -64,20 +57,19 @@ class LineItem:
     def overridden(self) -> bool:
         return any(p.overridden for p in self.prices)
 
+    @classmethod
+    def flat(cls, name: str, detail: str, hourly: float, prices: list[Price], billed_from: str = "") -> "LineItem":
+        """An item with one price whatever the GPUs' capacity type."""
+        return cls(name, detail, hourly, hourly, "list", prices, billed_from)
+
     def to_json(self) -> dict[str, Any]:
+        rates = {"spot": self.spot_per_hour, "onDemand": self.on_demand_per_hour}
         return {
             "name": self.name,
             "detail": self.detail,
             "applies": self.applies,
-            "perHour": {
-                "spot": round(self.spot_per_hour, 4),
-                "onDemand": round(self.on_demand_per_hour, 4),
-                "applies": round(self.per_hour, 4),
-            },
-            "perDay": {
-                "spot": round(self.spot_per_hour * HOURS_PER_DAY, 2),
-                "onDemand": round(self.on_demand_per_hour * HOURS_PER_DAY, 2),
-            },
+            "perHour": {**{k: round(v, 4) for k, v in rates.items()}, "applies": round(self.per_hour, 4)},
+            "perDay": {k: round(v * HOURS_PER_DAY, 2) for k, v in rates.items()},
             "estimate": self.estimate,
             "overridden": self.overridden,
             "prices": [
@@ -119,6 +111,11 @@ class CostEstimate:
         return sum(i.per_hour for i in self.items)
 
     @property
+    def gpu_per_hour(self) -> float:
+        """The GPU nodes at the prices that apply: what a minute of the gang costs."""
+        return sum(i.per_hour for i in self.items if i.gpu)
+
+    @property
     def estimated_items(self) -> list[str]:
         return [i.name for i in self.items if i.estimate]
 
@@ -126,29 +123,17 @@ class CostEstimate:
         return None if self.job_hours is None else per_hour * self.job_hours
 
     def to_json(self) -> dict[str, Any]:
-        def money(v: Optional[float]) -> Optional[float]:
-            return None if v is None else round(v, 2)
-
+        rates = {"spot": self.spot_per_hour, "onDemand": self.on_demand_per_hour, "applies": self.per_hour}
         return {
             "currency": self.currency,
             "region": self.region,
             "items": [i.to_json() for i in self.items],
-            "perHour": {
-                "spot": money(self.spot_per_hour),
-                "onDemand": money(self.on_demand_per_hour),
-                "applies": money(self.per_hour),
-            },
-            "perDay": {
-                "spot": money(self.spot_per_hour * HOURS_PER_DAY),
-                "onDemand": money(self.on_demand_per_hour * HOURS_PER_DAY),
-                "applies": money(self.per_hour * HOURS_PER_DAY),
-            },
+            "perHour": {k: rounded(v) for k, v in rates.items()},
+            "perDay": {k: rounded(v * HOURS_PER_DAY) for k, v in rates.items()},
             "job": {
                 "hours": self.job_hours,
                 "basis": self.job_hours_basis,
-                "spot": money(self.job_total(self.spot_per_hour)),
-                "onDemand": money(self.job_total(self.on_demand_per_hour)),
-                "applies": money(self.job_total(self.per_hour)),
+                **{k: rounded(self.job_total(v)) for k, v in rates.items()},
             },
             "estimatedItems": self.estimated_items,
             "sources": self.sources,
@@ -156,12 +141,9 @@ class CostEstimate:
         }
 
 
-def machine_shape(machine_type: str) -> Optional[tuple[str, int, float]]:
-    """(series, vCPUs, GiB) of a CPU machine type whose shape infra/machines.py knows, else None."""
-    shape = machines.machine_shape(machine_type)
-    if shape is None:
-        return None
-    return machines.machine_series(machine_type), shape[0], shape[1]
+def rounded(value: Optional[float]) -> Optional[float]:
+    """Money in the plan document: cents, or None."""
+    return None if value is None else round(value, 2)
 
 
 def _node_count(pool: Any) -> int:
@@ -185,17 +167,12 @@ def gang_nodes(pools: list[Any]) -> int:
 
 
 def job_hours(cfg: "StackConfig") -> tuple[Optional[float], str]:
-    recipe = cfg.recipe
+    recipe, steps = cfg.recipe, cfg.job.max_num_steps
     if recipe.expected_hours is None:
         return None, f"recipe {recipe.name} has no expected_hours"
-    steps = cfg.job.max_num_steps
     if steps and steps != recipe.max_num_steps:
-        hours = recipe.expected_hours * steps / recipe.max_num_steps
-        return (
-            hours,
-            f"recipe {recipe.name}: {recipe.expected_hours:g} h for {recipe.max_num_steps} steps, scaled to "
-            f"{steps} steps",
-        )
+        scaled = f"{recipe.expected_hours:g} h for {recipe.max_num_steps} steps, scaled to {steps} steps"
+        return recipe.expected_hours * steps / recipe.max_num_steps, f"recipe {recipe.name}: {scaled}"
     return (
         recipe.expected_hours,
         f"recipe {recipe.name}: expected_hours {recipe.expected_hours:g} ({recipe.max_num_steps} steps)",
@@ -208,13 +185,10 @@ def estimate(
     """Cost of `plan` in `cfg.region`. `bucket_gib` is used when `cfg.cost.bucketGib` is unset."""
     table = table or PriceTable.load(cfg.cost.price_overrides)
     region = cfg.region
-    items: list[LineItem] = []
     warnings: list[str] = []
-    ladder = [p for p in plan.by_type(NODE_POOL) if is_ladder_pool(p)]
-    for pool in plan.by_type(NODE_POOL):
-        item = None if is_ladder_pool(pool) else _pool_item(pool, table, region, warnings)
-        if item is not None:
-            items.append(item)
+    pools = plan.by_type(NODE_POOL)
+    ladder = [p for p in pools if is_ladder_pool(p)]
+    items = [i for p in pools if not is_ladder_pool(p) and (i := _pool_item(p, table, region, warnings)) is not None]
     if ladder:
         items += _ladder_item(ladder, cfg, table, region, warnings)
     items += _autopilot_items(plan, table, region, warnings)
@@ -239,25 +213,15 @@ def _pool_item(pool: Any, table: PriceTable, region: str, warnings: list[str]) -
     machine = node_config.get("machineType", "?")
     nodes = _node_count(pool)
     if node_config.get("guestAccelerators"):
-        gpu = _gpu_item(
-            f"GPU nodes ({pool.name})", f"{nodes} x {machine}", machine, nodes, pool_provisioning(pool), table, region
-        )
-        if isinstance(gpu, PriceError):
-            warnings.append(f"{pool.name}: {gpu}; GPU nodes not priced")
-            return None
-        if gpu.applies == "onDemand" and pool_provisioning(pool) is Provisioning.RESERVATION:
-            warnings.append(
-                f"{pool.name}: reserved capacity is billed on its own terms; shown at the on-demand list price"
-            )
-        gpu.billed_from = pool.name
-        return gpu
-    shape = machine_shape(machine)
+        item = LineItem(f"GPU nodes ({pool.name})", f"{nodes} x {machine}", 0.0, 0.0, billed_from=pool.name)
+        return _gpu_item(item, pool.name, machine, nodes, pool_provisioning(pool), table, region, warnings)
+    shape = machines.machine_shape(machine)
     if shape is None:
         warnings.append(
             f"{pool.name}: machine type {machine!r} is not a predefined <series>-<shape>-<vcpus> type; not priced"
         )
         return None
-    series, vcpus, gib = shape
+    series, (vcpus, gib) = machines.machine_series(machine), shape
     try:
         vcpu_rate = table.get(f"cpu.{series}.vcpuHour", region)
         gib_rate = table.get(f"cpu.{series}.gibHour", region)
@@ -268,7 +232,7 @@ def _pool_item(pool: Any, table: PriceTable, region: str, warnings: list[str]) -
     if node_config.get("spot"):
         warnings.append(f"{pool.name}: spot CPU nodes shown at the on-demand price")
     detail = f"{nodes} x {machine} ({vcpus} vCPU, {gib:g} GiB)"
-    return LineItem(f"CPU pool ({pool.name})", detail, hourly, hourly, "list", [vcpu_rate, gib_rate], pool.name)
+    return LineItem.flat(f"CPU pool ({pool.name})", detail, hourly, [vcpu_rate, gib_rate], pool.name)
 
 
 def pool_provisioning(pool: Any) -> Provisioning:
@@ -285,38 +249,38 @@ def pool_provisioning(pool: Any) -> Provisioning:
 
 
 def _gpu_item(
-    name: str,
-    detail: str,
+    item: LineItem,
+    who: str,
     machine: str,
     nodes: int,
     provisioning: Provisioning,
     table: PriceTable,
     region: str,
+    warnings: list[str],
     autopilot: bool = False,
-) -> "LineItem | PriceError":
-    """GPU nodes at spot and on-demand prices, and at the price of the rung that obtains them (the one
-    rung-to-price function, `infra.prices.node_hour_price`), which the "applies" total counts."""
+) -> Optional[LineItem]:
+    """`item` priced: GPU nodes at spot and on-demand prices, and at the price of the rung that obtains them (the
+    one rung-to-price function, `infra.prices.node_hour_price`), which the "applies" total counts; None, with
+    a warning of `who`, when the table has no price."""
     try:
-        spot = node_hour_price(table, machine, region, Provisioning.SPOT, autopilot=autopilot)
-        on_demand = node_hour_price(table, machine, region, Provisioning.ON_DEMAND, autopilot=autopilot)
-        rung = node_hour_price(table, machine, region, provisioning, autopilot=autopilot)
+        spot, on_demand, rung = (
+            node_hour_price(table, machine, region, kind, autopilot=autopilot)
+            for kind in (Provisioning.SPOT, Provisioning.ON_DEMAND, provisioning)
+        )
     except PriceError as err:
-        return err
-    applies = PRICE_KIND[provisioning]
+        warnings.append(f"{who}: {err}; {'Autopilot GPU pods' if autopilot else 'GPU nodes'} not priced")
+        return None
+    if provisioning is Provisioning.RESERVATION and who != LADDER:
+        warnings.append(f"{who}: reserved capacity is billed on its own terms; shown at the on-demand list price")
+    item.applies = PRICE_KIND[provisioning]
     # The table entries the item rests on (their sections, dates, estimates and overrides), not the sums.
-    keys = dict.fromkeys(f"gpu.{machine}.{kind}" for kind in ("spot", "onDemand", applies))
+    keys = dict.fromkeys(f"gpu.{machine}.{kind}" for kind in ("spot", "onDemand", item.applies))
     if autopilot:
         keys.update(dict.fromkeys(f"autopilot.{machine}.premium.{kind}" for kind in ("spot", "onDemand")))
-    prices = [table.get(key, region) for key in keys]
-    return LineItem(
-        name,
-        detail,
-        nodes * spot.value,
-        nodes * on_demand.value,
-        applies,
-        prices,
-        applies_per_hour=nodes * rung.value,
-    )
+    item.prices = [table.get(key, region) for key in keys]
+    item.spot_per_hour, item.on_demand_per_hour = nodes * spot.value, nodes * on_demand.value
+    item.applies_per_hour = nodes * rung.value
+    return item
 
 
 def _ladder_item(
@@ -328,20 +292,10 @@ def _ladder_item(
     machine = (first.inputs.get("nodeConfig") or {}).get("machineType", "?")
     nodes = gang_nodes(pools)
     names = ", ".join(p.name for p in pools)
-    item = _gpu_item(
-        f"GPU nodes (ladder: {names})",
-        f"{nodes} x {machine}, from any rung",
-        machine,
-        nodes,
-        cfg.gpu_pool.ladder[0].provisioning,
-        table,
-        region,
-    )
-    if isinstance(item, PriceError):
-        warnings.append(f"capacity ladder: {item}; GPU nodes not priced")
-        return []
+    item = LineItem(f"GPU nodes (ladder: {names})", f"{nodes} x {machine}, from any rung", 0.0, 0.0)
     item.billed_from = first.name
-    return [item]
+    item = _gpu_item(item, LADDER, machine, nodes, cfg.gpu_pool.ladder[0].provisioning, table, region, warnings)
+    return [] if item is None else [item]
 
 
 def _lustre_items(plan: Any, table: PriceTable, region: str, warnings: list[str]) -> list[LineItem]:
@@ -356,9 +310,7 @@ def _lustre_items(plan: Any, table: PriceTable, region: str, warnings: list[str]
             continue
         hourly = capacity * price.value / table.hours_per_month
         items.append(
-            LineItem(
-                "Managed Lustre", f"{capacity} GiB at {tier} MB/s/TiB", hourly, hourly, "list", [price], instance.name
-            )
+            LineItem.flat("Managed Lustre", f"{capacity} GiB at {tier} MB/s/TiB", hourly, [price], instance.name)
         )
     return items
 
@@ -371,58 +323,35 @@ def _cluster_and_bucket_items(
     clusters = len(plan.by_type(CLUSTER))
     if clusters:
         fee = table.get("gke.clusterHour", region)
-        items.append(
-            LineItem(
-                "GKE management fee",
-                f"{clusters} cluster{'s' if clusters != 1 else ''}",
-                clusters * fee.value,
-                clusters * fee.value,
-                "list",
-                [fee],
-            )
-        )
+        detail = f"{clusters} cluster{'s' if clusters != 1 else ''}"
+        items.append(LineItem.flat("GKE management fee", detail, clusters * fee.value, [fee]))
     buckets = len(plan.by_type(BUCKET))
     if buckets:
         gib = cfg.cost.bucket_gib if cfg.cost.bucket_gib is not None else (bucket_gib or 0.0)
         basis = "cost.bucketGib" if cfg.cost.bucket_gib is not None else "one bf16 export of the model"
         price = table.get("gcs.standard.gibMonth", region)
         hourly = buckets * gib * price.value / table.hours_per_month
-        items.append(LineItem("GCS bucket", f"{buckets} x {gib:,.0f} GiB ({basis})", hourly, hourly, "list", [price]))
+        items.append(LineItem.flat("GCS bucket", f"{buckets} x {gib:,.0f} GiB ({basis})", hourly, [price]))
     return items
 
 
 def _autopilot_items(plan: Any, table: PriceTable, region: str, warnings: list[str]) -> list[LineItem]:
-    """An Autopilot plan's pods (tools/autopilot_plan.py). GPU pods are billed by the node they occupy
-    (GKE "Deploy GPU workloads in Autopilot", from 1.29.4-gke.1427000): the node's Compute Engine
-    price plus the Autopilot premium, at Spot prices for Spot Pods. General-purpose pods are billed per
-    requested vCPU and GiB (pod-based). Empty for a Standard plan."""
+    """An Autopilot plan's pods: GPU pods by the node they occupy plus the Autopilot premium, at Spot prices for
+    Spot Pods (GKE "Deploy GPU workloads in Autopilot", from 1.29.4-gke.1427000), the rest per vCPU and GiB."""
     from tools import autopilot_plan
 
     items: list[LineItem] = []
     for group in autopilot_plan.gpu_pods(plan):
         machine = group.machine_type
-        provisioning = {"spot": Provisioning.SPOT, "reservation": Provisioning.RESERVATION}.get(
-            group.capacity, Provisioning.ON_DEMAND
-        )
-        item = _gpu_item(
+        item = LineItem(
             f"GPU nodes (Autopilot pods of {group.release})",
             f"{group.pods} x {machine} + Autopilot premium",
-            machine,
-            group.pods,
-            provisioning,
-            table,
-            region,
-            autopilot=True,
+            0.0,
+            0.0,
+            billed_from=group.release,
         )
-        if isinstance(item, PriceError):
-            warnings.append(f"{group.release}: {item}; Autopilot GPU pods not priced")
-            continue
-        if group.capacity == "reservation":
-            warnings.append(
-                f"{group.release}: reserved capacity is billed on its own terms; shown at the on-demand list price"
-            )
-        item.billed_from = group.release
-        items.append(item)
+        item = _gpu_item(item, group.release, machine, group.pods, group.capacity, table, region, warnings, True)
+        items += [] if item is None else [item]
     for pod in autopilot_plan.general_purpose_pods(plan):
         try:
             vcpu_rate = table.get("autopilot.generalPurpose.vcpuHour", region)
@@ -431,27 +360,17 @@ def _autopilot_items(plan: Any, table: PriceTable, region: str, warnings: list[s
             warnings.append(f"{pod.name}: {err}; not priced")
             continue
         hourly = pod.cpu * vcpu_rate.value + pod.memory_gib * gib_rate.value
-        items.append(
-            LineItem(
-                f"CPU pods: {pod.name}",
-                f"{pod.cpu:g} vCPU, {pod.memory_gib:g} GiB on Autopilot general-purpose",
-                hourly,
-                hourly,
-                "list",
-                [vcpu_rate, gib_rate],
-            )
-        )
+        detail = f"{pod.cpu:g} vCPU, {pod.memory_gib:g} GiB on Autopilot general-purpose"
+        items.append(LineItem.flat(f"CPU pods: {pod.name}", detail, hourly, [vcpu_rate, gib_rate]))
     return items
 
 
 def lustre_monthly_price(table: PriceTable, region: str):
     """tier -> USD per GiB-month in `region` (None when the table has no price)."""
 
-    def price(tier: int) -> Optional[float]:
-        key = f"lustre.{tier}.gibMonth"
-        return table.get(key, region).value if table.has(key) else None
-
-    return price
+    return lambda tier: (
+        table.get(f"lustre.{tier}.gibMonth", region).value if table.has(f"lustre.{tier}.gibMonth") else None
+    )
 
 
 def money(value: Optional[float]) -> str:
@@ -492,24 +411,13 @@ def render(est: CostEstimate) -> list[str]:
             if item.applies not in ("spot", "onDemand"):
                 price += f", {money(item.per_hour)}/h {item.applies} (applies)"
         lines.append(f"  {item.name:<{width}}  {item.detail:<{detail}}  {price}{mark}")
-    rows = [
-        ("per hour", est.spot_per_hour, est.on_demand_per_hour, ""),
-        ("per day", est.spot_per_hour * HOURS_PER_DAY, est.on_demand_per_hour * HOURS_PER_DAY, ""),
-    ]
+    rows = [("per hour", 1, ""), ("per day", HOURS_PER_DAY, "")]
     if est.job_hours is not None:
-        rows.append(
-            (
-                f"job, {est.job_hours:g} h",
-                est.job_total(est.spot_per_hour),
-                est.job_total(est.on_demand_per_hour),
-                f" ({est.job_hours_basis})",
-            )
-        )
-    for i, (label, spot, on_demand, note) in enumerate(rows):
+        rows.append((f"job, {est.job_hours:g} h", est.job_hours, f" ({est.job_hours_basis})"))
+    for i, (label, factor, note) in enumerate(rows):
+        spot, on_demand = money(est.spot_per_hour * factor), money(est.on_demand_per_hour * factor)
         name = "total" if i == 0 else ""
-        lines.append(
-            f"  {name:<{width}}  {label:<{detail}}  {money(spot)} with spot GPUs, {money(on_demand)} on-demand{note}"
-        )
+        lines.append(f"  {name:<{width}}  {label:<{detail}}  {spot} with spot GPUs, {on_demand} on-demand{note}")
     if est.job_hours is None:
         lines.append(f"  job total: unknown ({est.job_hours_basis})")
     if est.estimated_items:

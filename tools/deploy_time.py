@@ -1,22 +1,12 @@
-"""How long a first `pulumi up` of a stack takes until the training job is submitted: typical
-creation times per resource type, and the critical path through the plan's dependency graph.
+"""How long a first `pulumi up` takes until the job is submitted: typical creation times per resource type, and
+the critical path through the plan's waits (`dependencies` and the provider; a dependency on a component means
+every custom resource under it; components take no time). Pulumi's parallelism is unbounded, so the expected
+duration is the longest chain. Node pools of one cluster are created concurrently: GKE "Add and manage node
+pools" (one pool can be created while another is), and terraform-provider-google-beta
+resource_container_node_pool.go locks the cluster for read and only the pool's own name for write.
 
-A resource starts when everything it waits for is created: its `dependencies` (explicit
-`depends_on` and those implied by inputs) and the provider it is created through (the Kubernetes
-provider needs the cluster endpoint). A dependency on a component means all custom resources
-under it. Components themselves create nothing: parenthood is not a wait, and a component costs
-no time. With Pulumi's default unbounded parallelism the expected `pulumi up` duration is the
-longest chain of creation times, the critical path.
-
-Concurrency the model assumes, checked against the services: GKE creates node pools of one cluster
-concurrently ("Add and manage node pools": a node pool can be created while another is being created),
-and the provider does not serialize them (terraform-provider-google-beta resource_container_node_pool.go
-takes a read lock on the cluster and a write lock on the pool's own name), so both pools start when the
-cluster is ready.
-
-Every typical time says where it comes from (`Typical.source`): a published figure, or `ASSUMED` where
-none is published. They are values for a quiet project with quota in place, not guarantees. A spot GPU
-pool can wait for capacity far longer (the program allows 120 minutes).
+Every figure says where it comes from (`Typical.source`): a published one, or `ASSUMED`; values for a quiet
+project with quota in place, not guarantees.
 """
 
 from __future__ import annotations
@@ -51,34 +41,30 @@ PULL_RATE_MB_PER_S = 30.0
 class Typical:
     minutes: float
     basis: str
-    source: str
+    source: str = ASSUMED
     """Where the figure comes from: a published reference, or ASSUMED."""
 
 
-def image_pull(size_gb: float = IMAGE_COMPRESSED_GB, rate_mb_s: float = PULL_RATE_MB_PER_S) -> Typical:
-    """The pre-pull DaemonSet's rollout: every node pulls the image in parallel, so one node's pull."""
-    minutes = size_gb * 1000 / rate_mb_s / 60
-    return Typical(
-        round(minutes, 1),
-        f"every node pulls the NeMo-RL image in parallel: ~{size_gb:g} GB compressed at ~{rate_mb_s:g} MB/s "
-        "(download and unpack of one huge layer)",
-        f"{ASSUMED}; image size and pull rate are stated assumptions (IMAGE_COMPRESSED_GB, PULL_RATE_MB_PER_S)",
-    )
+# The pre-pull DaemonSet's rollout: every node pulls the image in parallel, so one node's pull.
+IMAGE_PULL = Typical(
+    round(IMAGE_COMPRESSED_GB * 1000 / PULL_RATE_MB_PER_S / 60, 1),
+    f"every node pulls the NeMo-RL image in parallel: ~{IMAGE_COMPRESSED_GB:g} GB compressed at "
+    f"~{PULL_RATE_MB_PER_S:g} MB/s (download and unpack of one huge layer)",
+    f"{ASSUMED}; image size and pull rate are stated assumptions (IMAGE_COMPRESSED_GB, PULL_RATE_MB_PER_S)",
+)
 
 
 # Typical creation time per resource type, and why.
 CREATION_MINUTES: dict[str, Typical] = {
     "gcp:projects/service:Service": Typical(
-        1.0,
-        "enabling an API is a Service Usage operation of seconds to a minute or two (instant when already on)",
-        ASSUMED,
+        1.0, "enabling an API is a Service Usage operation of seconds to a minute or two (instant when already on)"
     ),
-    "gcp:compute/network:Network": Typical(0.5, "VPC insert is a global operation of ~20-40 s", ASSUMED),
-    "gcp:compute/subnetwork:Subnetwork": Typical(0.5, "regional subnet insert, ~20-30 s", ASSUMED),
-    "gcp:compute/firewall:Firewall": Typical(0.25, "firewall rule insert, ~10-15 s", ASSUMED),
-    "gcp:compute/globalAddress:GlobalAddress": Typical(0.25, "reserving the PSA range, ~10 s", ASSUMED),
+    "gcp:compute/network:Network": Typical(0.5, "VPC insert is a global operation of ~20-40 s"),
+    "gcp:compute/subnetwork:Subnetwork": Typical(0.5, "regional subnet insert, ~20-30 s"),
+    "gcp:compute/firewall:Firewall": Typical(0.25, "firewall rule insert, ~10-15 s"),
+    "gcp:compute/globalAddress:GlobalAddress": Typical(0.25, "reserving the PSA range, ~10 s"),
     "gcp:servicenetworking/connection:Connection": Typical(
-        2.0, "private services access peering: the servicenetworking operation takes 1-3 minutes", ASSUMED
+        2.0, "private services access peering: the servicenetworking operation takes 1-3 minutes"
     ),
     "gcp:lustre/instance:Instance": Typical(
         60.0,
@@ -87,19 +73,15 @@ CREATION_MINUTES: dict[str, Typical] = {
         LUSTRE_P99,
     ),
     "gcp:container/cluster:Cluster": Typical(
-        8.0, "GKE Standard control plane with the default pool removed: typically 6-10 minutes", ASSUMED
+        8.0, "GKE Standard control plane with the default pool removed: typically 6-10 minutes"
     ),
-    "gcp:storage/bucket:Bucket": Typical(0.1, "bucket insert, seconds", ASSUMED),
-    "gcp:storage/bucketIAMMember:BucketIAMMember": Typical(
-        0.5, "IAM policy read-modify-write plus propagation", ASSUMED
-    ),
-    "gcp:compute/router:Router": Typical(0.25, "Cloud Router insert, ~10-20 s", ASSUMED),
-    "gcp:compute/routerNat:RouterNat": Typical(0.5, "Cloud NAT is a patch of the router, ~20-40 s", ASSUMED),
-    "gcp:serviceaccount/account:Account": Typical(0.1, "service account insert, seconds", ASSUMED),
-    "gcp:projects/iAMMember:IAMMember": Typical(0.5, "project IAM policy read-modify-write plus propagation", ASSUMED),
-    "gcp:projects/serviceIdentity:ServiceIdentity": Typical(
-        0.1, "generateServiceIdentity returns the existing agent", ASSUMED
-    ),
+    "gcp:storage/bucket:Bucket": Typical(0.1, "bucket insert, seconds"),
+    "gcp:storage/bucketIAMMember:BucketIAMMember": Typical(0.5, "IAM policy read-modify-write plus propagation"),
+    "gcp:compute/router:Router": Typical(0.25, "Cloud Router insert, ~10-20 s"),
+    "gcp:compute/routerNat:RouterNat": Typical(0.5, "Cloud NAT is a patch of the router, ~20-40 s"),
+    "gcp:serviceaccount/account:Account": Typical(0.1, "service account insert, seconds"),
+    "gcp:projects/iAMMember:IAMMember": Typical(0.5, "project IAM policy read-modify-write plus propagation"),
+    "gcp:projects/serviceIdentity:ServiceIdentity": Typical(0.1, "generateServiceIdentity returns the existing agent"),
     "pulumi-python:dynamic/nemo-rl-gke:LustreGuard": Typical(
         0.0,
         "no API call unless lustre.importFrom is set (then as long as the import: infra/lustre_guard.py)",
@@ -108,46 +90,37 @@ CREATION_MINUTES: dict[str, Typical] = {
     "pulumi:providers:kubernetes": Typical(
         0.0, "a provider is configured, not created", "Pulumi: providers create nothing"
     ),
-    "kubernetes:core/v1:Namespace": Typical(0.1, "API call", ASSUMED),
-    "kubernetes:core/v1:ServiceAccount": Typical(0.05, "API call", ASSUMED),
-    "kubernetes:core/v1:Secret": Typical(0.05, "API call", ASSUMED),
-    "kubernetes:core/v1:PersistentVolume": Typical(0.05, "API call (static PV)", ASSUMED),
-    "kubernetes:core/v1:PersistentVolumeClaim": Typical(
-        0.2, "Pulumi waits for the claim to bind to the static PV", ASSUMED
-    ),
-    "kubernetes:networking.gke.io/v1:GKENetworkParamSet": Typical(
-        0.1, "API call; GKE reconciles it in seconds", ASSUMED
-    ),
-    "kubernetes:networking.gke.io/v1:Network": Typical(0.1, "API call; GKE reconciles it in seconds", ASSUMED),
+    "kubernetes:core/v1:Namespace": Typical(0.1, "API call"),
+    "kubernetes:core/v1:ServiceAccount": Typical(0.05, "API call"),
+    "kubernetes:core/v1:Secret": Typical(0.05, "API call"),
+    "kubernetes:core/v1:PersistentVolume": Typical(0.05, "API call (static PV)"),
+    "kubernetes:core/v1:PersistentVolumeClaim": Typical(0.2, "Pulumi waits for the claim to bind to the static PV"),
+    "kubernetes:networking.gke.io/v1:GKENetworkParamSet": Typical(0.1, "API call; GKE reconciles it in seconds"),
+    "kubernetes:networking.gke.io/v1:Network": Typical(0.1, "API call; GKE reconciles it in seconds"),
     "kubernetes:cloud.google.com/v1:ComputeClass": Typical(
-        0.1, "API call; the autoscaler reads the class when pods ask for it", ASSUMED
+        0.1, "API call; the autoscaler reads the class when pods ask for it"
     ),
-    DAEMONSET: Typical(
-        2.0, "Pulumi waits for the rollout: the gIB plugin image pull and copy on every GPU node", ASSUMED
-    ),
-    "gcp:logging/metric:Metric": Typical(0.1, "log-based metric create, seconds (infra/observability.py)", ASSUMED),
-    "gcp:monitoring/dashboard:Dashboard": Typical(0.1, "dashboard create, seconds", ASSUMED),
-    "kubernetes:core/v1:ConfigMap": Typical(0.05, "API call", ASSUMED),
+    DAEMONSET: Typical(2.0, "Pulumi waits for the rollout: the gIB plugin image pull and copy on every GPU node"),
+    "gcp:logging/metric:Metric": Typical(0.1, "log-based metric create, seconds (infra/observability.py)"),
+    "gcp:monitoring/dashboard:Dashboard": Typical(0.1, "dashboard create, seconds"),
+    "kubernetes:core/v1:ConfigMap": Typical(0.05, "API call"),
     # The watcher's gang-wait grants (infra/watcher_deployment.py): plain API objects, nothing to wait for.
-    "kubernetes:rbac.authorization.k8s.io/v1:Role": Typical(0.05, "API call", ASSUMED),
-    "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": Typical(0.05, "API call", ASSUMED),
-    "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole": Typical(0.05, "API call", ASSUMED),
-    "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding": Typical(0.05, "API call", ASSUMED),
+    "kubernetes:rbac.authorization.k8s.io/v1:Role": Typical(0.05, "API call"),
+    "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": Typical(0.05, "API call"),
+    "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole": Typical(0.05, "API call"),
+    "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding": Typical(0.05, "API call"),
     "kubernetes:apps/v1:Deployment": Typical(
         0.25,
         "Pulumi waits for the rollout: the preemption watcher starts in seconds, on the Ray head's node whose "
         "image it shares (infra/watcher_deployment.py)",
-        ASSUMED,
     ),
     "kubernetes:helm.sh/v3:Release": Typical(
         1.5,
         "Helm installs one RayCluster; the head and worker pods start warm from the pre-pulled image "
         "(infra/image_prepull.py), run `ray start` and register (if Helm does not wait on the custom "
         "resource, the same wait moves to the job submission, still on the path)",
-        ASSUMED,
     ),
 }
-IMAGE_PULL = image_pull()
 IMAGE_CACHE_PULL = Typical(
     1.0,
     "the NeMo-RL image is on the node's secondary boot disk (gpuPool.imageCacheDiskImage), created in parallel "
@@ -155,9 +128,7 @@ IMAGE_CACHE_PULL = Typical(
     f"{ASSUMED}; GKE publishes no figure for a cached start",
 )
 GPU_POOL_EMPTY = Typical(
-    3.0,
-    "an autoscaled GPU pool is created empty (0 nodes, infra/cluster.py): the node pool operation only",
-    ASSUMED,
+    3.0, "an autoscaled GPU pool is created empty (0 nodes, infra/cluster.py): the node pool operation only"
 )
 GPU_SCALE_UP = Typical(
     6.0,
@@ -170,17 +141,15 @@ NEMO_RL_STARTUP = Typical(
     10.0,
     "NeMo-RL from the job's start to its first step: Ray actors, vLLM and the policy workers start, the model "
     "loads from the Hugging Face cache on Lustre (a checkpoint on a resume)",
-    ASSUMED,
 )
 GPU_NODE_POOL = Typical(
     15.0,
     "A4/A3 Ultra nodes boot COS, install the GPU driver and attach 9 extra NICs: ~10-15 min when "
     "capacity is there; waiting for spot capacity can take far longer (the program allows 120 min)",
-    ASSUMED,
 )
-CPU_NODE_POOL = Typical(4.0, "a small CPU node pool: 3-5 minutes", ASSUMED)
-DYNAMIC_RESOURCE = Typical(1.0, "the job submission: one Ray Job API call once the head answers", ASSUMED)
-UNKNOWN = Typical(0.5, "type not in the table: assumed", ASSUMED)
+CPU_NODE_POOL = Typical(4.0, "a small CPU node pool: 3-5 minutes")
+DYNAMIC_RESOURCE = Typical(1.0, "the job submission: one Ray Job API call once the head answers")
+UNKNOWN = Typical(0.5, "type not in the table: assumed")
 COMPONENT = Typical(0.0, "a component creates nothing", "Pulumi: components create nothing")
 
 
@@ -204,17 +173,10 @@ def gpu_pools(plan: Any) -> list[Any]:
     ]
 
 
-def gpu_image_pull(plan: Any) -> Typical:
-    """What a new GPU node spends on the NeMo-RL image: the pull, or the cached start with an image cache."""
-    cached = any((p.inputs.get("nodeConfig") or {}).get("secondaryBootDisks") for p in gpu_pools(plan))
-    return IMAGE_CACHE_PULL if cached else IMAGE_PULL
-
-
 @dataclass(frozen=True)
 class GpuArrival:
-    """How the GPU nodes come on a Standard cluster (every GPU pool autoscales from 0): `cold`, for the Ray
-    workers once the release exists (the scale-up and the image pull on the path to the first step), or
-    `warm` (`gpuPool.warmMinutes`: for the placeholders, during Lustre's creation)."""
+    """How a Standard cluster's GPU nodes come (every GPU pool autoscales from 0): cold, for the pending Ray
+    workers, or warm (`gpuPool.warmMinutes`), for the placeholders while Lustre is created."""
 
     warm: bool
     pull: Typical
@@ -225,10 +187,13 @@ class GpuArrival:
 
 
 def gpu_arrival(plan: Any) -> Optional[GpuArrival]:
-    """None on Autopilot (its own model: `AUTOPILOT_RAY_RELEASE`) or without a GPU pool."""
-    if not gpu_pools(plan):
+    """None without a GPU pool (Autopilot has its own model: `AUTOPILOT_RAY_RELEASE`); the image is pulled, or
+    started from the cache of an image-cache pool."""
+    pools = gpu_pools(plan)
+    if not pools:
         return None
-    return GpuArrival(any(is_gpu_warmup(r) for r in plan.resources), gpu_image_pull(plan))
+    cached = any((p.inputs.get("nodeConfig") or {}).get("secondaryBootDisks") for p in pools)
+    return GpuArrival(any(is_gpu_warmup(r) for r in plan.resources), IMAGE_CACHE_PULL if cached else IMAGE_PULL)
 
 
 RAY_RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -244,6 +209,7 @@ AUTOPILOT_RAY_RELEASE = Typical(
 JOB_SUBMISSION = "pulumi-python:dynamic/nemo-rl-gke:JobSubmission"
 GATE_STEP = "acceptance-gate"
 GATE_TYPE = "nemo-rl-gke:workloads:AcceptanceGate"
+GATE_BASIS = "GPUs, fabric busbw and Lustre throughput on every worker node (workloads/gate/)"
 GATE_SOURCE = (
     "workloads/gate/checklist.estimated_seconds: 60 s to start the job, actors and per-GPU processes "
     f"({ASSUMED}), plus the collective and the Lustre write and read moved at the rates of data/acceptance_gate.yaml"
@@ -251,10 +217,8 @@ GATE_SOURCE = (
 
 
 def gate_minutes(resource: Any) -> float:
-    """Minutes of the acceptance gate the job submission runs before it submits (its `gate_plan`
-    input, `workloads.gate.estimated_seconds`); 0 when no gate runs. Its inputs read as the hook reads them
-    (workloads/hook.py: `GateSetup.of`, the one "gate off" rule), so the estimate counts a gate exactly
-    when the deploy runs one."""
+    """Minutes of the acceptance gate the job submission runs first (`workloads.gate.estimated_seconds`); 0 when
+    none runs, by the hook's one "gate off" rule (`GateSetup.of`), so a gate is counted exactly when it runs."""
     plan = resource.inputs.get("gate_plan") if resource.type == JOB_SUBMISSION else None
     gate = GateSetup.of(resource.inputs.get("gate_policy"), GatePlan.from_dict(plan) if plan else None)
     return round(estimated_seconds(gate.plan) / 60, 1) if gate.plan is not None else 0.0  # no plan when off
@@ -280,7 +244,6 @@ def typical(resource: Any, autopilot: bool = False, arrival: Optional[GpuArrival
             arrival.minutes,
             f"gpuPool.warmMinutes: the placeholders bring the GPU nodes ({GPU_SCALE_UP.basis}) and pull the image "
             f"({arrival.pull.basis}) while Lustre is created",
-            ASSUMED,
         )
     if resource.type == NODE_POOL:
         accelerators = (resource.inputs.get("nodeConfig") or {}).get("guestAccelerators") or []
@@ -316,12 +279,14 @@ class DeployEstimate:
     critical_path: list[Step]
     finish_by_name: dict[str, float] = field(default_factory=dict)
     unknown_types: list[str] = field(default_factory=list)
-    milestones: dict[str, float] = field(default_factory=dict)
-    """When the long-running resources (cluster, node pools, Lustre) are ready, in minutes."""
-    gpu_nodes_from: Optional[float] = None
-    """When the GPU nodes are created (billed from), on a Standard cluster: the Ray release's start plus its own
-    install (cold), or the warm-up Job's start (warm). None on Autopilot (tools/estimates.py `first_run`)."""
+    milestones: dict[str, float] = field(default_factory=dict)  # minute the cluster, pools, Lustre are ready
+    gpu_nodes_from: Optional[float] = None  # minute the GPU nodes are created (billed from); None on Autopilot
     arrival: Optional[GpuArrival] = None
+
+    @property
+    def gate_minutes(self) -> Optional[float]:
+        """The acceptance gate's minutes on the critical path; None without a gate."""
+        return next((s.minutes for s in self.critical_path if s.name == GATE_STEP), None)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -412,17 +377,7 @@ def _critical_path(
             start = finish[cur] - t.minutes
             d = DYNAMIC_RESOURCE
             path.append(Step(r.name, r.type, d.minutes, start + gate, finish[cur], d.basis, d.source))
-            path.append(
-                Step(
-                    GATE_STEP,
-                    GATE_TYPE,
-                    gate,
-                    start,
-                    start + gate,
-                    "GPUs, fabric busbw and Lustre throughput on every worker node (workloads/gate/)",
-                    GATE_SOURCE,
-                )
-            )
+            path.append(Step(GATE_STEP, GATE_TYPE, gate, start, start + gate, GATE_BASIS, GATE_SOURCE))
         else:
             path.append(Step(r.name, r.type, t.minutes, finish[cur] - t.minutes, finish[cur], t.basis, t.source))
         cur = came_from[cur]
@@ -431,7 +386,7 @@ def _critical_path(
 
 
 def _gpu_billed_from(
-    arrival: Any, warmups: list[str], finish: dict[str, float], urns: dict[str, Any], autopilot: bool
+    arrival: Optional[GpuArrival], warmups: list[str], finish: dict[str, float], urns: dict[str, Any]
 ) -> Optional[float]:
     """The minute the GPU nodes are created: with the warm setting the placeholders'; cold, when the Ray
     release's pending workers bring them; None where the model has no GPU arrival (Autopilot)."""
@@ -439,13 +394,9 @@ def _gpu_billed_from(
         return None
     if arrival.warm and warmups:
         return min(finish[u] - arrival.minutes for u in warmups)
-    releases = [u for u in finish if urns[u].type == RAY_RELEASE]
-    if not releases:
-        return None
-    return min(
-        finish[u] - typical(urns[u], autopilot, arrival).minutes + CREATION_MINUTES[RAY_RELEASE].minutes
-        for u in releases
-    )
+    install = CREATION_MINUTES[RAY_RELEASE].minutes  # the release's own part, before its workers ask for nodes
+    starts = [finish[u] - typical(urns[u], False, arrival).minutes for u in finish if urns[u].type == RAY_RELEASE]
+    return min((start + install for start in starts), default=None)
 
 
 def estimate(plan: Any) -> DeployEstimate:
@@ -463,20 +414,15 @@ def estimate(plan: Any) -> DeployEstimate:
                 graph[urn] = graph[urn] | set(warmups)
     finish: dict[str, float] = {}
     came_from: dict[str, Optional[str]] = {}
-    visiting: set[str] = set()
 
-    def visit(urn: str) -> float:
+    def visit(urn: str) -> float:  # a resource waits only for those registered before it: no cycles
         if urn in finish:
             return finish[urn]
-        if urn in visiting:  # a cycle cannot happen in a valid plan; do not recurse forever
-            return 0.0
-        visiting.add(urn)
         start, prev = 0.0, None
         for dep in sorted(graph.get(urn, ())):
             f = visit(dep)
             if f > start:
                 start, prev = f, dep
-        visiting.discard(urn)
         finish[urn] = start + typical(urns[urn], autopilot, arrival).minutes
         came_from[urn] = prev
         return finish[urn]
@@ -491,7 +437,7 @@ def estimate(plan: Any) -> DeployEstimate:
     milestones = {
         urns[u].name: f for u, f in finish.items() if urns[u].type in MILESTONE_TYPES or is_image_prepull(urns[u])
     }
-    gpu_from = _gpu_billed_from(arrival, warmups, finish, urns, autopilot)
+    gpu_from = _gpu_billed_from(arrival, warmups, finish, urns)
     if arrival is not None:
         for u in warmups:
             milestones[urns[u].name] = finish[u]

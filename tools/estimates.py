@@ -1,19 +1,17 @@
-"""The estimates the offline plan shows after its summary: cost (tools/cost.py), checkpoint sizing
-(tools/sizing.py) and deploy time (tools/deploy_time.py), all computed from a `Plan` and the stack
-config it ran with. `python -m tools.offline_plan` prints `render()`; `--json` adds `to_json()` under the
-top-level key "estimates".
-"""
+"""The estimates the offline plan shows after its summary (`render`) and carries under "estimates" (`to_json`):
+cost (tools/cost.py), checkpoint sizing (tools/sizing.py), deploy time (tools/deploy_time.py) and what they add up
+to, from a `Plan` and the stack config it ran with."""
 
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass
 from typing import Any, Optional
 
 from infra.config import ConfigError, StackConfig, namespaced, parse
-from infra.placement import FALLBACK_NOTE, RungPlan, capacity_ladder, is_ladder
+from infra.placement import FALLBACK_NOTE, capacity_ladder, is_ladder
 from infra.prices import price_table
+from infra.run_plan import save_period_for
 from infra.stack_context import StackContext
 from tools import cost, deploy_time, sizing
 
@@ -25,81 +23,65 @@ class Estimates:
     cost: cost.CostEstimate
     checkpoints: Optional[sizing.CheckpointEstimate]
     deploy: deploy_time.DeployEstimate
-    worker_fit: Optional[dict[str, Any]] = None
-    """The RayCluster component's `workerFit` output: worker requests and the node's headroom."""
-    preemption: Optional[dict[str, Any]] = None
-    """What one preemption costs at the job's save period, and the budget (`preemption_loss`)."""
-    ladder: Optional["Ladder"] = None
-    """The capacity ladder (two or more rungs); None for one pool."""
+    worker_fit: Optional[dict[str, Any]] = None  # the RayCluster component's `workerFit` output
+    preemption: Optional[dict[str, Any]] = None  # `preemption_loss`
+    ladder: Optional[dict[str, Any]] = None  # `ladder_plan`
 
 
-@dataclass
-class Ladder:
-    rungs: tuple[RungPlan, ...]
-    nodes: int
-    max_wait_minutes: int
-    on_timeout: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "rungs": [
-                {
-                    "rung": r.rung,
-                    "pool": r.pool,
-                    "priceKey": r.price_key,
-                    "nodeHour": r.node_hour,
-                    "gangHour": r.gang_hour(self.nodes),
-                    "estimate": r.estimate,
-                    "quota": r.quota,
-                    "limits": r.limits,
-                }
-                for r in self.rungs
-            ],
-            "nodes": self.nodes,
-            "maxWaitMinutes": self.max_wait_minutes,
-            "onTimeout": self.on_timeout,
-            "fallback": FALLBACK_NOTE,
-        }
-
-
-def ladder_plan(plan: Any, cfg: StackConfig) -> Optional[Ladder]:
+def ladder_plan(plan: Any, cfg: StackConfig) -> Optional[dict[str, Any]]:
+    """The capacity ladder's rungs, priced (`infra.placement.capacity_ladder`), and the gang wait; None for one pool."""
     if not is_ladder(cfg):
         return None
-    capacity = cfg.gpu_pool.capacity
-    return Ladder(
-        capacity_ladder(StackContext.from_config(plan.stack, cfg), cfg),
-        cfg.gpu_pool.node_count,
-        capacity.max_wait_minutes,
-        capacity.on_timeout,
-    )
+    nodes, capacity = cfg.gpu_pool.node_count, cfg.gpu_pool.capacity
+    rungs = capacity_ladder(StackContext.from_config(plan.stack, cfg), cfg)
+    return {
+        "rungs": [
+            {
+                "rung": r.rung,
+                "pool": r.pool,
+                "priceKey": r.price_key,
+                "nodeHour": r.node_hour,
+                "gangHour": r.gang_hour(nodes),
+                "estimate": r.estimate,
+                "quota": r.quota,
+                "limits": r.limits,
+            }
+            for r in rungs
+        ],
+        "nodes": nodes,
+        "maxWaitMinutes": capacity.max_wait_minutes,
+        "onTimeout": capacity.on_timeout,
+        "fallback": FALLBACK_NOTE,
+    }
 
 
-def render_ladder(ladder: Optional[Ladder], currency: str = "USD") -> list[str]:
+def render_ladder(ladder: Optional[dict[str, Any]]) -> list[str]:
     if ladder is None:
         return []
     lines = [
-        f"Capacity ladder ({ladder.nodes} nodes from any rungs, tried in this order by GKE's autoscaler "
+        f"Capacity ladder ({ladder['nodes']} nodes from any rungs, tried in this order by GKE's autoscaler "
         f"through a ComputeClass; infra/compute_class.py):"
     ]
-    width = max(len(r.rung) for r in ladder.rungs)
-    for i, r in enumerate(ladder.rungs, 1):
+    width = max(len(r["rung"]) for r in ladder["rungs"])
+    for i, r in enumerate(ladder["rungs"], 1):
         price = (
             "no price"
-            if r.node_hour is None
-            else f"{cost.money(r.node_hour)}/node-h, {cost.money(r.gang_hour(ladder.nodes) or 0)}/h for the gang"
+            if r["nodeHour"] is None
+            else f"{cost.money(r['nodeHour'])}/node-h, {cost.money(r['gangHour'] or 0)}/h for the gang"
         )
-        mark = " *" if r.estimate else ""
-        lines.append(f"  {i}. {r.rung:{width}}  pool {r.pool}: {price}{mark}; quota {r.quota}; {r.limits}")
-    lines.append(
-        f"  wait: the run owner waits {ladder.max_wait_minutes} min for the whole gang, then says so and "
+        mark = " *" if r["estimate"] else ""
+        lines.append(f"  {i}. {r['rung']:{width}}  pool {r['pool']}: {price}{mark}; quota {r['quota']}; {r['limits']}")
+    release = ladder["onTimeout"] == "releaseWorkers"
+    lines += [
+        f"  wait: the run owner waits {ladder['maxWaitMinutes']} min for the whole gang, then says so and "
         + (
             "scales the workers to 0 (gpuPool.capacity.onTimeout releaseWorkers)"
-            if ladder.on_timeout == "releaseWorkers"
+            if release
             else "keeps waiting (gpuPool.capacity.onTimeout keep)"
-        )
-    )
-    lines.append(f"  per rung: {FALLBACK_NOTE}")
-    lines.append("")
+        ),
+        f"  per rung: {FALLBACK_NOTE}",
+        "",
+    ]
     return lines
 
 
@@ -116,8 +98,6 @@ def checkpoint_estimate(plan: Any, cfg: StackConfig, table: cost.PriceTable) -> 
     inputs = instances[0].inputs
     recipe = cfg.recipe
     steps = cfg.job.max_num_steps or recipe.max_num_steps
-    from infra.run_plan import save_period_for
-
     # The save period the job gets (derived from job.maxLostMinutes, not an override).
     policy = dataclasses.replace(
         sizing.CheckpointPolicy.from_overrides([*recipe.overrides, *cfg.job.overrides], steps),
@@ -137,19 +117,15 @@ def checkpoint_estimate(plan: Any, cfg: StackConfig, table: cost.PriceTable) -> 
 def preemption_loss(
     cfg: StackConfig, checkpoints: Optional[sizing.CheckpointEstimate], est: cost.CostEstimate
 ) -> Optional[dict[str, Any]]:
-    """What a preemption throws away at the job's `checkpointing.save_period` (the one the job and the
-    watcher get, `infra.run_plan.save_period_for`) and the recipe's step time: a preemption at a random
-    moment loses on average half a save cycle of training, at worst a whole cycle and the save in flight;
-    priced at the GPU pool's hourly cost. None without a step-time estimate."""
-    from infra.run_plan import save_period_for
-
+    """What a preemption at a random moment throws away at the job's save period: half a save cycle on average,
+    at worst a whole one and the save in flight, priced at the GPU nodes' rate; None without a step time."""
     step = cfg.recipe.step_seconds
     if not step:
         return None
     period = save_period_for(cfg)
     write = checkpoints.write_seconds if checkpoints is not None else 0.0
     expected, worst = period * step / 2, period * step + write
-    gpu_per_hour = sum(i.per_hour for i in est.items if i.name.startswith("GPU nodes"))
+    gpu_per_hour = est.gpu_per_hour
     job = est.job_total(est.per_hour)
     return {
         "savePeriod": period,
@@ -166,6 +142,10 @@ def render_preemption(loss: Optional[dict[str, Any]], currency: str = "USD") -> 
     if loss is None:
         return []
     budget = loss["budgetUsd"]
+    watch = "none (job.budgetUsd)"
+    if budget is not None:
+        watch = f"job.budgetUsd {currency} {budget:,.2f}: the watcher warns at 80 %, stops after the next checkpoint "
+        watch += "at 100 %"
     job = "" if loss["jobUsd"] is None else f"; the whole job is expected to cost {currency} {loss['jobUsd']:,.2f}"
     return [
         f"  save period           {loss['savePeriod']} step(s) at ~{loss['stepMinutes']:g} min/step "
@@ -173,14 +153,7 @@ def render_preemption(loss: Optional[dict[str, Any]], currency: str = "USD") -> 
         f"  loss per preemption   ~{loss['expectedLossMinutes']:g} min of training expected, at worst "
         f"~{loss['worstLossMinutes']:g} min "
         f"(a whole save cycle and the save in flight); ~{currency} {loss['expectedLossUsd']:,.2f} of GPU time expected",
-        "  budget                "
-        + (
-            f"job.budgetUsd {currency} {budget:,.2f}: the watcher warns at 80 %, stops after the next "
-            "checkpoint at 100 %"
-            if budget is not None
-            else "none (job.budgetUsd)"
-        )
-        + job,
+        f"  budget                {watch}{job}",
     ]
 
 
@@ -188,7 +161,7 @@ def compute(plan: Any, cfg: Optional[StackConfig] = None) -> Estimates:
     cfg = cfg or stack_config(plan)
     table = price_table(cfg)
     checkpoints = checkpoint_estimate(plan, cfg, table)
-    bucket_gib = sizing.bf16_bytes(cfg.recipe.model_params_billion * 1e9) / sizing.GIB
+    bucket_gib = cfg.recipe.model_params_billion * 1e9 * sizing.BYTES_PER_PARAM_BF16 / sizing.GIB
     costs = cost.estimate(plan, cfg, table, bucket_gib=bucket_gib)
     return Estimates(
         cost=costs,
@@ -223,34 +196,26 @@ def render_worker_fit(fit: Optional[dict[str, Any]]) -> list[str]:
 
 @dataclass(frozen=True)
 class FirstRun:
-    """A typical first run: the first `pulumi up` to the job's submission, then the job.
-
-    The job's own cost line (`cost.job`) prices the job's hours only; before it starts, the stack is
-    already billed while it is being built: each line item from the moment its resource is ready in
-    the typical deploy timeline (tools/deploy_time.py), the GPU nodes from their creation: every pool starts
-    empty and the pending Ray workers (or, warm, the placeholders) bring them (Autopilot: from the start of the
-    Ray release, whose worker pods make them). A lower bound: a
-    resource is billed while it is being created too, and spot capacity can take far longer."""
+    """A typical first run: the first `pulumi up` to the job's submission, then the job. Before the job the stack
+    is billed while it is built: each item from its resource's typical readiness (tools/deploy_time.py), the GPU
+    nodes from their creation (every pool starts empty; on Autopilot from the Ray release's start). A lower
+    bound: a resource is billed while it is created too, and spot capacity can take far longer."""
 
     deploy_minutes: float
     job_hours: Optional[float]
-    before_job: dict[str, float]
-    """`spot`/`onDemand`: the cost of the hours before the job starts."""
-    gpu_before_job: float = 0.0
-    """Of `before_job`, the GPU nodes' share at the prices that apply (spot or the pool's rung)."""
+    before_job: dict[str, float]  # `spot`/`onDemand`: the cost of the hours before the job starts
+    gpu_before_job: float = 0.0  # of it, the GPU nodes' share at the prices that apply
 
     def total(self, kind: str, per_hour: float) -> Optional[float]:
         return None if self.job_hours is None else self.before_job[kind] + per_hour * self.job_hours
 
     @property
     def first_step_minutes(self) -> float:
-        """Minutes from the first `pulumi up` to the job's first training step (NeMo-RL's start-up after the
-        submission, tools/deploy_time.py NEMO_RL_STARTUP)."""
+        """Minutes from the first `pulumi up` to the job's first training step (NEMO_RL_STARTUP after it)."""
         return self.deploy_minutes + deploy_time.NEMO_RL_STARTUP.minutes
 
     def before_first_step(self, kind: str, per_hour: float) -> float:
-        """The spend before the first step: the deploy's, then the whole stack's hourly cost through NeMo-RL's
-        start-up."""
+        """The deploy's spend, then the whole stack's hourly cost through NeMo-RL's start-up."""
         return self.before_job[kind] + per_hour * deploy_time.NEMO_RL_STARTUP.minutes / 60
 
     @property
@@ -271,27 +236,20 @@ def first_run(est: Estimates, plan: Any) -> FirstRun:
         ready = deploy.finish_by_name.get(item.billed_from, 0.0) if item.billed_from else 0.0
         if autopilot and item.billed_from in starts:  # the release's wait is the GPU nodes coming up
             ready = starts[item.billed_from]
-        if is_gpu_item(item) and deploy.gpu_nodes_from is not None:
+        if item.gpu and deploy.gpu_nodes_from is not None:
             # Every GPU pool starts empty: billed from the nodes' creation (tools/deploy_time.py GpuArrival).
             ready = deploy.gpu_nodes_from
         hours = max(0.0, submit - ready) / 60
         before["spot"] += item.spot_per_hour * hours  # as `cost.perHour.spot`: every GPU at its spot price
         before["onDemand"] += item.on_demand_per_hour * hours
-        if is_gpu_item(item):
+        if item.gpu:
             gpu += item.per_hour * hours
     return FirstRun(submit, est.cost.job_hours, before, gpu)
 
 
-def is_gpu_item(item: Any) -> bool:
-    return item.name.startswith("GPU nodes")
-
-
 def first_run_json(est: Estimates, plan: Any) -> dict[str, Any]:
-    run = first_run(est, plan)
-
-    def money(v: Optional[float]) -> Optional[float]:
-        return None if v is None else round(v, 2)
-
+    run, money = first_run(est, plan), cost.rounded
+    rates = {"spot": est.cost.spot_per_hour, "onDemand": est.cost.on_demand_per_hour}
     return {
         "deployMinutes": round(run.deploy_minutes, 1),
         "firstStepMinutes": round(run.first_step_minutes, 1),
@@ -299,14 +257,8 @@ def first_run_json(est: Estimates, plan: Any) -> dict[str, Any]:
         "jobHours": run.job_hours,
         "beforeJob": {k: money(v) for k, v in run.before_job.items()},
         "gpuBeforeJob": money(run.gpu_before_job),
-        "beforeFirstStep": {
-            "spot": money(run.before_first_step("spot", est.cost.spot_per_hour)),
-            "onDemand": money(run.before_first_step("onDemand", est.cost.on_demand_per_hour)),
-        },
-        "total": {
-            "spot": money(run.total("spot", est.cost.spot_per_hour)),
-            "onDemand": money(run.total("onDemand", est.cost.on_demand_per_hour)),
-        },
+        "beforeFirstStep": {k: money(run.before_first_step(k, v)) for k, v in rates.items()},
+        "total": {k: money(run.total(k, v)) for k, v in rates.items()},
         "basis": "the deploy's hours before the job (each item billed from its resource's typical readiness) plus "
         "the job's",
     }
@@ -321,7 +273,7 @@ def to_json(est: Estimates, plan: Any = None) -> dict[str, Any]:
         "acceptanceGate": gate_cost(est),
         "preemption": est.preemption,
         # Only for a ladder, so a one-rung stack's plan document is what it was before the ladder existed.
-        **({"capacityLadder": est.ladder.to_json()} if est.ladder is not None else {}),
+        **({"capacityLadder": est.ladder} if est.ladder is not None else {}),
     }
     if plan is not None:
         doc["firstRun"] = first_run_json(est, plan)
@@ -333,7 +285,6 @@ def render_checkpoints(est: Optional[sizing.CheckpointEstimate], current_monthly
         return ["Checkpoints: no Managed Lustre instance in the plan"]
     policy = est.policy
     keep = "null: all" if policy.keep_top_k is None else str(policy.keep_top_k)
-    saves = math.ceil(policy.max_num_steps / max(1, policy.save_period))
     lines = [
         f"Checkpoints ({est.model}, {est.params / 1e9:g}B parameters, Adam mixed precision "
         f"{sizing.BYTES_PER_PARAM_CHECKPOINT} B/param):",
@@ -342,11 +293,11 @@ def render_checkpoints(est: Optional[sizing.CheckpointEstimate], current_monthly
         f"  write to Lustre       {est.write_seconds:.1f} s at {est.throughput_mb_s:,.0f} MB/s "
         f"({est.capacity_gib} GiB x {est.tier} MB/s/TiB; target {est.target_seconds} s)",
         f"  capacity needed       {est.required_gib:,} GiB for {policy.kept_checkpoints + 1} checkpoints on disk + "
-        "HF cache "
-        f"{sizing.format_bytes(est.hf_cache_bytes)}, +{round((sizing.HEADROOM - 1) * 100)}% headroom; "
+        f"HF cache {sizing.format_bytes(est.hf_cache_bytes)}, +{round((sizing.HEADROOM - 1) * 100)}% headroom; "
         f"the instance has {est.capacity_gib:,} GiB",
         f"                        = {policy.kept_checkpoints} kept (keep_top_k {keep}, {policy.keep_top_k_source}; "
-        f"{saves} save(s) in {policy.max_num_steps} steps at save_period {policy.save_period}) + 1 being written",
+        f"{policy.saves} save(s) in {policy.max_num_steps} steps at save_period {policy.save_period}) "
+        "+ 1 being written",
     ]
     if est.suggestion is not None:
         s = est.suggestion
@@ -359,10 +310,7 @@ def render_checkpoints(est: Optional[sizing.CheckpointEstimate], current_monthly
             verdict = f"{current}the tier cannot change after creation"
         lines.append(
             f"  smallest valid Lustre {s.capacity_gib:,} GiB at {s.tier} MB/s/TiB, the cheapest that holds it and "
-            "writes "
-            f"within the target ({sizing.checkpoint_write_seconds(est.checkpoint_bytes, s.capacity_gib, s.tier):.1f} "
-            "s per "
-            f"checkpoint{price}; {verdict})"
+            f"writes within the target ({s.write_seconds:.1f} s per checkpoint{price}; {verdict})"
         )
     else:
         lines.append("  no single Managed Lustre tier meets both the capacity and the write-time target")
@@ -373,11 +321,8 @@ def render_checkpoints(est: Optional[sizing.CheckpointEstimate], current_monthly
 def gate_cost(est: Estimates) -> Optional[dict[str, float]]:
     """The acceptance gate's typical run: its minutes on the deploy-time path, priced at the whole
     stack's hourly cost (the gate holds every GPU node while it runs); None when the stack has no gate."""
-    steps = [s for s in est.deploy.critical_path if s.name == deploy_time.GATE_STEP]
-    if not steps:
-        return None
-    minutes = steps[0].minutes
-    return {"minutes": minutes, "perRun": round(est.cost.per_hour * minutes / 60, 2)}
+    minutes = est.deploy.gate_minutes
+    return None if minutes is None else {"minutes": minutes, "perRun": round(est.cost.per_hour * minutes / 60, 2)}
 
 
 def render(est: Estimates, plan: Any = None) -> list[str]:
@@ -386,7 +331,7 @@ def render(est: Estimates, plan: Any = None) -> list[str]:
     lines = [
         *cost.render(est.cost),
         "",
-        *render_ladder(est.ladder, est.cost.currency),
+        *render_ladder(est.ladder),
         *render_checkpoints(est.checkpoints, monthly),
         *render_preemption(est.preemption, est.cost.currency),
         "",
@@ -400,17 +345,15 @@ def render(est: Estimates, plan: Any = None) -> list[str]:
             f"{gate['perRun']:.2f} per run at the stack's hourly cost (docs/acceptance-gate.md)"
         )
     if plan is not None:
-        run = first_run(est, plan)
-        spot, on_demand = run.total("spot", est.cost.spot_per_hour), run.total("onDemand", est.cost.on_demand_per_hour)
-        if spot is not None and on_demand is not None:
+        run, money, spot_rate = first_run(est, plan), cost.money, est.cost.spot_per_hour
+        if run.job_hours is not None:
+            spot, on_demand = run.total("spot", spot_rate), run.total("onDemand", est.cost.on_demand_per_hour)
             lines += [
                 "",
                 f"First run (the first `pulumi up`, ~{run.deploy_minutes:.0f} min, then the job, {run.job_hours:g} h): "
-                f"{cost.money(spot)} with spot GPUs, {cost.money(on_demand)} on-demand; of it "
-                f"{cost.money(run.before_job['spot'])} "
+                f"{money(spot)} with spot GPUs, {money(on_demand)} on-demand; of it {money(run.before_job['spot'])} "
                 f"(spot) before the job starts, {gpu_billing(est)} (a lower bound); the first step at "
-                f"~{run.first_step_minutes:.0f} min, after "
-                f"{cost.money(run.before_first_step('spot', est.cost.spot_per_hour))} (spot)",
+                f"~{run.first_step_minutes:.0f} min, after {money(run.before_first_step('spot', spot_rate))} (spot)",
             ]
         from tools import goodput_estimate
 
@@ -425,12 +368,9 @@ def gpu_billing(est: Estimates) -> str:
     deploy = est.deploy
     if deploy.gpu_nodes_from is None:  # Autopilot: the Ray release's worker pods make them
         return "the GPU nodes billed from the Ray release's start, whose pending workers bring them"
-    if deploy.arrival is not None and deploy.arrival.warm:
-        return (
-            f"the GPU nodes billed from minute {deploy.gpu_nodes_from:.1f}, when the warm-up placeholders bring them "
-            "(gpuPool.warmMinutes)"
-        )
-    return f"the GPU nodes billed from minute {deploy.gpu_nodes_from:.1f}, when the pending Ray workers bring them"
+    warm = deploy.arrival is not None and deploy.arrival.warm
+    how = "the warm-up placeholders bring them (gpuPool.warmMinutes)" if warm else "the pending Ray workers bring them"
+    return f"the GPU nodes billed from minute {deploy.gpu_nodes_from:.1f}, when {how}"
 
 
 def render_for_plan(plan: Any) -> list[str]:

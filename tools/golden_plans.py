@@ -2,7 +2,6 @@
 tests/test_golden_plans.py, so any change to any resource input is a reviewed diff.
 
     python -m tools.golden_plans          # rewrite tests/golden/<stack>.json (also `make golden`)
-    python -m tools.golden_plans --check  # exit 1 and name what differs
 
 Keys are sorted and the indent is small so a change reads as a short, stable diff.
 """
@@ -27,11 +26,6 @@ def golden_path(stack: str) -> Path:
 
 def render(doc: dict[str, Any]) -> str:
     return json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
-
-
-def current(stack: str) -> dict[str, Any]:
-    """The plan document of a committed stack, as it would be written to its golden file."""
-    return json.loads(render(plan_document(committed_plan(stack))))
 
 
 def differences(want: Any, got: Any, path: str = "") -> Iterator[str]:
@@ -66,24 +60,14 @@ def _short(value: Any) -> str:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tools.golden_plans", description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="compare instead of writing; exit 1 on a difference")
-    args = parser.parse_args(argv)
-    status = 0
+    argparse.ArgumentParser(prog="python -m tools.golden_plans", description=__doc__.splitlines()[0]).parse_args(argv)
     for stack in available_stacks(ROOT):
-        doc = current(stack)
         path = golden_path(stack)
-        if args.check:
-            want = json.loads(path.read_text()) if path.is_file() else {}
-            diffs = list(differences(want, doc))
-            for line in diffs:
-                print(f"{stack}: {line}")
-            status |= bool(diffs)
-        else:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(render(doc))
-            print(f"wrote {path.relative_to(ROOT)}")
-    return status
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # Through JSON and back, as the test reads it: keys sorted as the strings JSON makes of them.
+        path.write_text(render(json.loads(render(plan_document(committed_plan(stack))))))
+        print(f"wrote {path.relative_to(ROOT)}")
+    return 0
 
 
 if __name__ == "__main__":

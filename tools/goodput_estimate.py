@@ -1,35 +1,22 @@
 """The plan's goodput: how the paid GPU node-time of a stack's first run (the first `pulumi up` plus the job) is
-expected to split into named buckets, and the fraction of it in kept training steps.
-
-The buckets are those the run ledger measures per attempt on a real cluster (same names, `BUCKETS`); here every
-one is a model of the plan's own numbers: the deploy-time estimate (tools/deploy_time.py, how the GPU nodes come:
-cold or warm, with or without the image cache), the acceptance gate, the recipe's expected hours, the checkpoint
-write time and save period (tools/sizing.py, `infra.run_plan.save_period_for`) and an assumed spot preemption rate
-(`cost.spotPreemptionsPerNodeDay`). Each preemption (a spot first rung only) costs the expected steps lost
-(tools/estimates.py `preemption_loss`) and a restart: a replacement node's scale-up, its image, the gate and
-NeMo-RL's start-up again.
-
-Idle after the run: once the run owner releases the workers, GKE's cluster autoscaler removes a node no pod
-needs after it has been unneeded for its scale-down delay: 10 minutes by default (`--scale-down-unneeded-time`,
-kubernetes/autoscaler cluster-autoscaler FAQ.md "How does scale-down work?"; GKE's "balanced" autoscaling profile
-keeps the default, "optimize-utilization" removes nodes sooner: GKE "About GKE cluster autoscaling"). The bucket
-is that delay, the longest a released node stays billed.
+expected to split into the run ledger's buckets (`BUCKETS`), and the share in kept training steps. Every bucket
+is modelled from the plan's own numbers (deploy time, gate, expected hours, checkpoint writes, save period) and
+an assumed spot preemption rate (`cost.spotPreemptionsPerNodeDay`); each preemption (a spot first rung only)
+costs the expected steps lost (tools/estimates.py `preemption_loss`) and a restart (scale-up, image, gate,
+start-up). Idle after the run is the autoscaler's scale-down delay: a node unneeded for 10 minutes is removed
+(`--scale-down-unneeded-time`, kubernetes/autoscaler cluster-autoscaler FAQ.md "How does scale-down work?";
+GKE's "balanced" profile keeps it, "About GKE cluster autoscaling").
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any, Optional
 
 from infra.config import Provisioning, StackConfig
 from tools import deploy_time
+from workloads.goodput import BUCKETS  # the run ledger's buckets, by the same names
 
-BUCKETS = ("gangWait", "imagePull", "gate", "startup", "stepsKept", "stepsLost", "checkpointSave", "idleAfterRun")
-"""Bucket names, as the run ledger names them (camelCase, the plan JSON's key casing)."""
-
-SCALE_DOWN_UNNEEDED_MINUTES = 10.0
-"""cluster-autoscaler's default `--scale-down-unneeded-time` (10m; kubernetes/autoscaler FAQ.md); GKE's
-default ("balanced") profile does not change it. The idle-after-run bucket is never longer."""
+SCALE_DOWN_UNNEEDED_MINUTES = 10.0  # cluster-autoscaler's default `--scale-down-unneeded-time`: idle is never longer
 
 PREEMPTION_RATE_SOURCE = (
     "assumed (cost.spotPreemptionsPerNodeDay): Google publishes no preemption rate for Spot VMs; a preemption of "
@@ -51,17 +38,14 @@ def buckets_minutes(est: Any, cfg: StackConfig) -> Optional[dict[str, float]]:
     arrival, job_hours = deploy.arrival, est.cost.job_hours
     if arrival is None or deploy.gpu_nodes_from is None or job_hours is None:
         return None
-    gate = next((s.minutes for s in deploy.critical_path if s.name == deploy_time.GATE_STEP), 0.0)
+    gate = deploy.gate_minutes or 0.0
     startup = deploy_time.DYNAMIC_RESOURCE.minutes + deploy_time.NEMO_RL_STARTUP.minutes
     # Before the job: from the nodes' creation to the submission, less the image, the gate and the submission.
     before = deploy.total_minutes - deploy.gpu_nodes_from
     first_wait = max(0.0, before - arrival.pull.minutes - gate - deploy_time.DYNAMIC_RESOURCE.minutes)
     preemptions = expected_preemptions(cfg, job_hours)
     loss = (est.preemption or {}).get("expectedLossMinutes", 0.0)
-    saves = 0.0
-    if est.checkpoints is not None:
-        policy = est.checkpoints.policy
-        saves = math.ceil(policy.max_num_steps / max(1, policy.save_period)) * est.checkpoints.write_seconds / 60
+    saves = 0.0 if est.checkpoints is None else est.checkpoints.policy.saves * est.checkpoints.write_seconds / 60
     job = job_hours * 60
     return {
         "gangWait": first_wait + preemptions * deploy_time.GPU_SCALE_UP.minutes,
@@ -81,7 +65,7 @@ def goodput_json(est: Any, cfg: StackConfig) -> Optional[dict[str, Any]]:
     minutes = buckets_minutes(est, cfg)
     if minutes is None:
         return None
-    per_hour = sum(i.per_hour for i in est.cost.items if i.name.startswith("GPU nodes"))
+    per_hour = est.cost.gpu_per_hour
     total = sum(minutes.values())
     return {
         "fraction": round(minutes["stepsKept"] / total, 3) if total else None,
@@ -91,10 +75,7 @@ def goodput_json(est: Any, cfg: StackConfig) -> Optional[dict[str, Any]]:
         ],
         "gpuNodes": "warm" if est.deploy.arrival.warm else "cold",
         "expectedPreemptions": round(expected_preemptions(cfg, est.cost.job_hours), 2),
-        "preemptionRate": {
-            "perNodeDay": cfg.cost.spot_preemptions_per_node_day,
-            "source": PREEMPTION_RATE_SOURCE,
-        },
+        "preemptionRate": {"perNodeDay": cfg.cost.spot_preemptions_per_node_day, "source": PREEMPTION_RATE_SOURCE},
         "idleAfterRunBasis": "cluster-autoscaler default --scale-down-unneeded-time 10m (kubernetes/autoscaler "
         "FAQ.md); the run owner releases the workers at the run's end",
         "basis": "modelled for the first run (the first `pulumi up` plus the job): tools/goodput_estimate.py",

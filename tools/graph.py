@@ -1,8 +1,7 @@
-"""The stack's resource graph as Mermaid and Graphviz DOT, from the offline plan.
+"""The stack's resource graph as Mermaid, from the offline plan (`python -m infra.plan --graph [DIR]` writes
+DIR/graph.mmd).
 
-    python -m tools.offline_plan --stack dev --graph [DIR]     # writes DIR/graph.mmd and DIR/graph.dot
-
-- Components are subgraphs (Mermaid) / clusters (DOT); custom resources are nodes inside them.
+- Components are subgraphs; custom resources are nodes inside them.
 - An arrow A --> B means B waits for A (its `dependencies`, or A is the provider B is created
   through, drawn dashed); a dependency on a component stands for everything under it.
 - Readable, not exhaustive: numbered siblings of one type under one parent collapse into one node
@@ -23,7 +22,6 @@ from typing import Any
 from tools.deploy_time import waits
 
 STORAGE_TYPES = {"gcp:lustre/instance:Instance", "gcp:storage/bucket:Bucket"}
-DOT_NEWLINE = "\\n"
 _INDEXED = re.compile(r"(-[a-z]+)?-\d+$")
 
 
@@ -36,10 +34,6 @@ class Node:
     """URN of the component the node sits in ('' at top level)."""
     urns: list[str] = field(default_factory=list)
 
-    @property
-    def type_name(self) -> str:
-        return self.type.rsplit(":", 1)[-1]
-
 
 @dataclass
 class Cluster:
@@ -51,7 +45,6 @@ class Cluster:
 
 @dataclass
 class Graph:
-    title: str
     nodes: dict[str, Node]
     clusters: dict[str, Cluster]
     edges: list[tuple[str, str, bool]]
@@ -60,10 +53,6 @@ class Graph:
 
 def _ident(prefix: str, text: str) -> str:
     return prefix + re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_")
-
-
-def _stem(name: str) -> str:
-    return _INDEXED.sub("", name) if _INDEXED.search(name) else name
 
 
 def build(plan: Any) -> Graph:
@@ -82,37 +71,30 @@ def build(plan: Any) -> Graph:
     for r in plan.resources:
         if r.custom:
             parent = r.parent if r.parent in clusters else ""
-            groups[(parent, r.type, _stem(r.name))].append(r)
+            groups[(parent, r.type, _INDEXED.sub("", r.name))].append(r)
 
     nodes: dict[str, Node] = {}
     node_of: dict[str, str] = {}
     for (parent, typ, stem), members in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][2], kv[0][1])):
-        names = sorted(m.name for m in members)
-        if len(members) == 1:
-            label = names[0]
-        else:
-            label = f"{os.path.commonprefix(names).rstrip('-') or stem} ×{len(members)}"
-        node_id = _ident("n_", stem if len(members) > 1 else names[0])
+        names, many = sorted(m.name for m in members), len(members) > 1
+        label = f"{os.path.commonprefix(names).rstrip('-') or stem} ×{len(members)}" if many else names[0]
+        node_id = _ident("n_", stem if many else names[0])
         if node_id in nodes:
             node_id = _ident(node_id + "_", typ.rsplit(":", 1)[-1])
         nodes[node_id] = Node(node_id, label, typ, parent, sorted(m.urn for m in members))
         for m in members:
             node_of[m.urn] = node_id
 
-    # Edges between nodes: provider-only waits are dashed.
-    kinds: dict[tuple[str, str], bool] = {}
+    kinds: dict[tuple[str, str], bool] = {}  # edges between nodes: dashed when only provider waits
     for urn, deps in waits(plan).items():
-        r = urns[urn]
         for dep in deps:
             a, b = node_of[dep], node_of[urn]
-            if a == b:
-                continue
-            dashed = dep == r.provider
-            kinds[(a, b)] = kinds.get((a, b), True) and dashed
+            if a != b:
+                kinds[(a, b)] = kinds.get((a, b), True) and dep == urns[urn].provider
     edges = _transitive_reduction(set(kinds))
     used = {c for n in nodes.values() for c in _ancestors(n.component, clusters)}
     clusters = {u: c for u, c in clusters.items() if u in used}
-    return Graph(f"{plan.project} / {plan.stack}", nodes, clusters, sorted((a, b, kinds[(a, b)]) for a, b in edges))
+    return Graph(nodes, clusters, sorted((a, b, kinds[(a, b)]) for a, b in edges))
 
 
 def _ancestors(urn: str, clusters: dict[str, Cluster]) -> list[str]:
@@ -144,32 +126,19 @@ def _transitive_reduction(edges: set[tuple[str, str]]) -> set[tuple[str, str]]:
     return {(a, b) for a, b in edges if not reachable_without(a, b)}
 
 
-def _children(graph: Graph) -> tuple[dict[str, list[Cluster]], dict[str, list[Node]]]:
+def mermaid(graph: Graph) -> str:
     sub: dict[str, list[Cluster]] = defaultdict(list)
-    for c in graph.clusters.values():
+    for c in sorted(graph.clusters.values(), key=lambda c: c.label):
         sub[c.parent].append(c)
     members: dict[str, list[Node]] = defaultdict(list)
-    for n in graph.nodes.values():
+    for n in sorted(graph.nodes.values(), key=lambda n: n.label):
         members[n.component].append(n)
-    for lst in sub.values():
-        lst.sort(key=lambda c: c.label)
-    for lst in members.values():
-        lst.sort(key=lambda n: n.label)
-    return sub, members
-
-
-def mermaid(graph: Graph) -> str:
-    sub, members = _children(graph)
     lines = ["flowchart LR"]
-
-    def node_line(n: Node, indent: str) -> str:
-        text = f"{n.label}<br/>{n.type_name}".replace('"', "'")
-        shape = f'[("{text}")]' if n.type in STORAGE_TYPES else f'["{text}"]'
-        return f"{indent}{n.id}{shape}"
 
     def walk(parent: str, indent: str) -> None:
         for n in members.get(parent, []):
-            lines.append(node_line(n, indent))
+            text = f"{n.label}<br/>{n.type.rsplit(':', 1)[-1]}".replace('"', "'")
+            lines.append(f'{indent}{n.id}[("{text}")]' if n.type in STORAGE_TYPES else f'{indent}{n.id}["{text}"]')
         for c in sub.get(parent, []):
             lines.append(f'{indent}subgraph {c.id}["{c.label}"]')
             walk(c.urn, indent + "  ")
@@ -181,43 +150,8 @@ def mermaid(graph: Graph) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _dot_str(text: str) -> str:
-    """A DOT string; `\\n` in `text` stays a DOT line break."""
-    return '"' + text.replace('"', '\\"') + '"'
-
-
-def dot(graph: Graph) -> str:
-    sub, members = _children(graph)
-    lines = [
-        f"digraph {_dot_str(graph.title)} {{",
-        "  rankdir=LR;",
-        "  compound=true;",
-        '  node [shape=box, style=rounded, fontname="Helvetica", fontsize=10];',
-        '  graph [fontname="Helvetica", fontsize=11];',
-    ]
-
-    def walk(parent: str, indent: str) -> None:
-        for n in members.get(parent, []):
-            shape = ", shape=cylinder" if n.type in STORAGE_TYPES else ""
-            label = _dot_str(n.label + DOT_NEWLINE + n.type_name)
-            lines.append(f"{indent}{n.id} [label={label}{shape}];")
-        for c in sub.get(parent, []):
-            lines.append(f"{indent}subgraph cluster_{c.id} {{")
-            lines.append(f"{indent}  label={_dot_str(c.label)};")
-            walk(c.urn, indent + "  ")
-            lines.append(f"{indent}}}")
-
-    walk("", "  ")
-    for a, b, dashed in graph.edges:
-        lines.append(f"  {a} -> {b}{' [style=dashed]' if dashed else ''};")
-    lines.append("}")
-    return "\n".join(lines) + "\n"
-
-
 def write_graph(plan: Any, out_dir: Path) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
-    graph = build(plan)
-    paths = [out_dir / "graph.mmd", out_dir / "graph.dot"]
-    paths[0].write_text(mermaid(graph))
-    paths[1].write_text(dot(graph))
-    return paths
+    path = out_dir / "graph.mmd"
+    path.write_text(mermaid(build(plan)))
+    return [path]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import json
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -69,12 +70,8 @@ class Registration:
 
 
 def canonical_order(registrations: list[Registration]) -> list[Registration]:
-    """The registrations as a parent-before-children walk with siblings sorted by name.
-
-    RPCs finish in whatever order the event loop runs apply callbacks, so the arrival order
-    differs from run to run; a plan that users diff (and the docs generated from it) needs
-    one order that depends only on what was registered.
-    """
+    """Parent before children, siblings by name: RPCs arrive in whatever order the event loop runs apply
+    callbacks, and a plan that users diff (and the docs made from it) needs one order."""
     urns = {r.urn for r in registrations}
     children: dict[str, list[Registration]] = {}
     for r in registrations:
@@ -110,36 +107,6 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         for prop_deps in request.propertyDependencies.values():
             deps.update(prop_deps.urns)
         deps.discard("")
-        options: dict[str, Any] = {}
-        if request.protect:
-            options["protect"] = True
-        if request.retainOnDelete:
-            options["retainOnDelete"] = True
-        if request.deleteBeforeReplace:
-            options["deleteBeforeReplace"] = True
-        if request.ignoreChanges:
-            options["ignoreChanges"] = list(request.ignoreChanges)
-        if request.replaceOnChanges:
-            options["replaceOnChanges"] = list(request.replaceOnChanges)
-        if request.aliases or request.aliasURNs:
-            # An alias (a URN or a spec) keeps a moved resource's state (tools/upgrade_check.py reads them).
-            aliases = [json_format.MessageToDict(a) for a in request.aliases] + list(request.aliasURNs)
-            options["aliases"] = aliases
-        if request.importId:
-            options["import"] = request.importId
-        if request.replace_with:
-            options["replaceWith"] = list(request.replace_with)
-        if request.deletedWith:
-            options["deletedWith"] = request.deletedWith
-        if request.HasField("customTimeouts"):
-            ct = request.customTimeouts
-            options["customTimeouts"] = {
-                k: v for k, v in (("create", ct.create), ("update", ct.update), ("delete", ct.delete)) if v
-            }
-        if request.HasField("hooks"):
-            hooks = json_format.MessageToDict(request.hooks)
-            if hooks:
-                options["hooks"] = hooks
         with self._lock:
             self.registrations.append(
                 Registration(
@@ -152,7 +119,7 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
                     provider=request.provider.rsplit("::", 1)[0] if request.provider else "",
                     inputs=plain(raw),
                     dependencies=sorted(deps),
-                    options=options,
+                    options=_options(request),
                     raw_inputs=raw,
                 )
             )
@@ -165,95 +132,81 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         return super().RegisterResourceOutputs(request)
 
 
+def _options(request: Any) -> dict[str, Any]:
+    """The resource options that change behaviour, as the plan document names them; unset ones left out."""
+    timeouts = request.customTimeouts
+    options = {
+        "protect": request.protect,
+        "retainOnDelete": request.retainOnDelete,
+        "deleteBeforeReplace": request.deleteBeforeReplace,
+        "ignoreChanges": list(request.ignoreChanges),
+        "replaceOnChanges": list(request.replaceOnChanges),
+        # An alias (a URN or a spec) keeps a moved resource's state (tools/upgrade_check.py reads them).
+        "aliases": [json_format.MessageToDict(a) for a in request.aliases] + list(request.aliasURNs),
+        "import": request.importId,
+        "replaceWith": list(request.replace_with),
+        "deletedWith": request.deletedWith,
+        "customTimeouts": {k: v for k in ("create", "update", "delete") if (v := getattr(timeouts, k))},
+        "hooks": json_format.MessageToDict(request.hooks) if request.HasField("hooks") else {},
+    }
+    return {key: value for key, value in options.items() if value}
+
+
 def _gcp_outputs(typ: str, name: str, inputs: dict[str, Any], project: str) -> dict[str, Any]:
     """Computed outputs of the gcp resources, shaped like the provider's."""
-    out: dict[str, Any] = {}
     cname = inputs.get("name", name)
     proj = inputs.get("project", project)
     base = f"https://www.googleapis.com/compute/v1/projects/{proj}"
-    if typ == "gcp:compute/network:Network":
-        out = {"name": cname, "selfLink": f"{base}/global/networks/{cname}", "networkId": "4242"}
-    elif typ == "gcp:compute/subnetwork:Subnetwork":
-        out = {
-            "name": cname,
-            "selfLink": f"{base}/regions/{inputs.get('region')}/subnetworks/{cname}",
-            "gatewayAddress": "192.0.2.1",
-        }
-    elif typ in (
-        "gcp:compute/firewall:Firewall",
-        "gcp:compute/router:Router",
-        "gcp:compute/globalAddress:GlobalAddress",
-    ):
-        out = {"name": cname, "selfLink": f"{base}/global/{typ.rsplit(':', 1)[-1].lower()}s/{cname}"}
-    elif typ == "gcp:container/cluster:Cluster":
-        out = {
-            "name": cname,
-            "endpoint": FAKE_ENDPOINT,
-            "masterAuth": {"clusterCaCertificate": FAKE_CA},
-            "selfLink": f"https://container.googleapis.com/v1/projects/{proj}/locations/{inputs.get('location')}/clusters/{cname}",
-            "masterVersion": inputs.get("minMasterVersion", "1.34.1-gke.1000000"),
-        }
-        endpoints = inputs.get("controlPlaneEndpointsConfig")
-        if isinstance(endpoints, dict) and isinstance(endpoints.get("dnsEndpointConfig"), dict):
-            location = str(inputs.get("location", ""))
-            # A zone (us-east1-b) ends in a letter, a region (us-east1) in a digit.
-            region = location.rsplit("-", 1)[0] if location[-1:].isalpha() else location
-            out["controlPlaneEndpointsConfig"] = {
-                **endpoints,
-                "dnsEndpointConfig": {
-                    **endpoints["dnsEndpointConfig"],
-                    "endpoint": f"{FAKE_DNS_ENDPOINT_ID}.{region}.gke.goog",
-                },
-            }
-    elif typ == "gcp:container/nodePool:NodePool":
-        out = {"name": cname}
-    elif typ == "gcp:lustre/instance:Instance":
-        out = {
+    kind = typ.rsplit(":", 1)[-1]
+    if typ == "gcp:container/cluster:Cluster":
+        return _cluster_outputs(cname, proj, inputs)
+    if typ == "gcp:compute/subnetwork:Subnetwork":
+        link = f"{base}/regions/{inputs.get('region')}/subnetworks/{cname}"
+        return {"name": cname, "selfLink": link, "gatewayAddress": "192.0.2.1"}
+    if typ.startswith("gcp:compute/") and kind in ("Network", "Firewall", "Router", "GlobalAddress"):
+        extra = {"networkId": "4242"} if kind == "Network" else {}
+        return {"name": cname, "selfLink": f"{base}/global/{kind.lower()}s/{cname}", **extra}
+    if typ == "gcp:lustre/instance:Instance":
+        return {
             "name": f"projects/{proj}/locations/{inputs.get('location')}/instances/{inputs.get('instanceId')}",
             "mountPoint": f"{FAKE_LUSTRE_IP}@tcp:/{inputs.get('filesystem')}",
             "state": "ACTIVE",
         }
-    elif typ == "gcp:storage/bucket:Bucket":
-        out = {"name": cname, "url": f"gs://{cname}", "selfLink": f"https://www.googleapis.com/storage/v1/b/{cname}"}
-    elif typ == "gcp:serviceaccount/account:Account":
-        account_id = inputs.get("accountId", name)
-        out = {
-            "email": f"{account_id}@{proj}.iam.gserviceaccount.com",
-            "name": f"projects/{proj}/serviceAccounts/{account_id}@{proj}.iam.gserviceaccount.com",
-            "member": f"serviceAccount:{account_id}@{proj}.iam.gserviceaccount.com",
-        }
-    elif typ == "gcp:projects/serviceIdentity:ServiceIdentity":
+    if typ == "gcp:storage/bucket:Bucket":
+        return {"name": cname, "url": f"gs://{cname}", "selfLink": f"https://www.googleapis.com/storage/v1/b/{cname}"}
+    if typ == "gcp:serviceaccount/account:Account":
+        email = f"{inputs.get('accountId', name)}@{proj}.iam.gserviceaccount.com"
+        return {"email": email, "name": f"projects/{proj}/serviceAccounts/{email}", "member": f"serviceAccount:{email}"}
+    if typ == "gcp:projects/serviceIdentity:ServiceIdentity":
         agent = str(inputs.get("service", "")).split(".", 1)[0]
         email = f"service-{FAKE_PROJECT_NUMBER}@gcp-sa-{agent}.iam.gserviceaccount.com"
-        out = {"email": email, "member": f"serviceAccount:{email}"}
-    elif typ == "gcp:compute/routerNat:RouterNat":
-        out = {"name": cname}
-    elif typ == "gcp:servicenetworking/connection:Connection":
-        out = {"peering": "servicenetworking-googleapis-com"}
-    elif typ == "gcp:monitoring/dashboard:Dashboard":
-        out = {}
+        return {"email": email, "member": f"serviceAccount:{email}"}
+    if typ == "gcp:servicenetworking/connection:Connection":
+        return {"peering": "servicenetworking-googleapis-com"}
+    return {"name": cname} if typ in ("gcp:container/nodePool:NodePool", "gcp:compute/routerNat:RouterNat") else {}
+
+
+def _cluster_outputs(cname: str, proj: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    out = {
+        "name": cname,
+        "endpoint": FAKE_ENDPOINT,
+        "masterAuth": {"clusterCaCertificate": FAKE_CA},
+        "selfLink": f"https://container.googleapis.com/v1/projects/{proj}/locations/{inputs.get('location')}/clusters/{cname}",
+        "masterVersion": inputs.get("minMasterVersion", "1.34.1-gke.1000000"),
+    }
+    endpoints = inputs.get("controlPlaneEndpointsConfig")
+    if isinstance(endpoints, dict) and isinstance(endpoints.get("dnsEndpointConfig"), dict):
+        location = str(inputs.get("location", ""))
+        # A zone (us-east1-b) ends in a letter, a region (us-east1) in a digit.
+        region = location.rsplit("-", 1)[0] if location[-1:].isalpha() else location
+        dns = {**endpoints["dnsEndpointConfig"], "endpoint": f"{FAKE_DNS_ENDPOINT_ID}.{region}.gke.goog"}
+        out["controlPlaneEndpointsConfig"] = {**endpoints, "dnsEndpointConfig": dns}
     return out
 
 
-def _filled(value: Any) -> Any:
-    """`value` with every unknown (preview) replaced by a placeholder string."""
-    if isinstance(value, dict):
-        return {k: _filled(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_filled(v) for v in value]
-    if isinstance(value, (str, int, float, bool)) or value is None:
-        return value
-    return "unknown"
-
-
 class PlanMocks(pulumi_mocks.Mocks):
-    """Answers registrations and invokes offline.
-
-    `preview`: answer as the engine does in the first `pulumi preview` of a new stack, where nothing
-    exists yet: every output a provider computes (not given as an input) and every id is unknown,
-    so everything the program derives from them (the cluster endpoint, the Lustre mount point, ...)
-    stays unknown and no apply callback on them runs.
-    """
+    """Answers registrations and invokes offline; `preview`: as in the first `pulumi preview` of a new stack,
+    every output a provider computes and every id unknown, so no apply callback on them runs."""
 
     def __init__(self, project_id: str = "offline-project", *, preview: bool = False):
         self.project_id = project_id
@@ -269,7 +222,7 @@ class PlanMocks(pulumi_mocks.Mocks):
             # it), found on a copy with the unknowns filled in.
             inputs = dict(args.inputs)
             filled = copy.copy(args)
-            filled.inputs = _filled(inputs)
+            filled.inputs = json.loads(json.dumps(inputs, default=lambda _: "unknown"))  # a preview's unknowns
             _, answer = self._answer(filled)
             computed = {k for k, v in answer.items() if k not in inputs or v != filled.inputs[k]}
             return "", {**inputs, **{k: UNKNOWN for k in computed}}
@@ -299,11 +252,6 @@ class PlanMocks(pulumi_mocks.Mocks):
     def call(self, args: pulumi_mocks.MockCallArgs) -> tuple[dict, list[tuple[str, str]]]:
         if args.token == "gcp:organizations/getProject:getProject":
             project = args.args.get("projectId") or self.project_id
-            # An empty failure list, not None: pulumi's MockMonitor.Invoke iterates it.
-            return {
-                "projectId": project,
-                "number": FAKE_PROJECT_NUMBER,
-                "name": project,
-                "id": f"projects/{project}",
-            }, []
+            found = {"projectId": project, "number": FAKE_PROJECT_NUMBER, "name": project, "id": f"projects/{project}"}
+            return found, []  # an empty failure list, not None: pulumi's MockMonitor.Invoke iterates it
         return {}, []

@@ -1,48 +1,8 @@
-"""The offline plan: run the real Pulumi program under mocks and show what it would build.
-
-    python -m infra.plan [--stack NAME] [--config-file PATH] [--assume-secrets]
-                         [--json] [--out DIR] [--graph [DIR]] [--compare BEFORE.json]
-
-No credentials, no `pulumi` CLI, no provider plugins, no network. The program (`__main__.py`)
-runs exactly as under `pulumi up`, with the config of `Pulumi.<NAME>.yaml` (default `dev`);
-every registration the engine would receive is recorded.
-
-`--json` prints one document (the contract later tooling and the tests rely on):
-
-    {"project": str, "stack": str,
-     "resources": [{"urn", "type", "name", "parent", "custom", "provider",
-                    "inputs", "dependencies", "options"}],
-     "outputs": {name: value},
-     "estimates": {"cost", "checkpoints", "deployTime", "workerFit", "acceptanceGate", "firstRun"},
-     "goodput": {"fraction", "buckets": [{"name", "minutes", "usd"}], ...} or null (Autopilot),
-     "versionMatrix": {"row", "nearestRow", "outside", "gke", "versions", "cautions", "verifiedBy", "expect"}}
-
-`inputs` are what the provider would receive (camelCase, after Pulumi's translation; integral
-numbers as integers); `dependencies` are the URNs the resource waits for (explicit and implied by
-inputs); `options` holds the resource options that change behaviour (protect, retainOnDelete,
-customTimeouts, ignoreChanges, replaceOnChanges, replaceWith, deletedWith, deleteBeforeReplace, import, aliases,
-hooks). Every secret value
-is replaced by "[secret]"; secrets of the stack file (`secure:` values) are never decrypted.
-
-`--config-file PATH` reads the stack's config from PATH instead of `Pulumi.<NAME>.yaml`, as
-`pulumi up --config-file` does. `--assume-secrets` plans as if the secrets the stack's job needs
-(`hfToken` for a gated model, `wandbApiKey` with `job.wandbProject`) had been set with
-`pulumi config set --secret`; without it such a stack is refused, as `pulumi up` refuses it.
-Every bad flag or config is one line on stderr and exit code 2, before anything is written.
-
-`--compare BEFORE.json` (a previous `--json` plan, or the golden tests/golden/<stack>.json) says for
-each node pool whether this plan replaces it (deleted first: its nodes are lost), and by which
-ForceNew input, or updates it in place (tools/pool_replacement.py), and whether the change is a new
-attempt of the same training run or a new run (`run_change`, by the `runId` output; tools/plan_compare.py);
-the text plan always lists the config keys that would replace each pool.
-
-`--out DIR` writes each Kubernetes object as `<kind>-<name>.yaml`, each Helm release's values as
-`helm-values-<release>.yaml` (tools/plan_output.py, which also checks `--out` and `--graph`).
-
-After the summary, the text output shows the estimates of tools/estimates.py (cost, checkpoint
-sizing, deploy time, the first run and its goodput); `--json` carries them under "estimates" and
-"goodput". `--graph [DIR]` writes the resource graph as `graph.mmd` (Mermaid) and `graph.dot`
-(Graphviz) to DIR (default `plan-out/`).
+"""The offline plan (`python -m infra.plan`): run the real Pulumi program under mocks, with no credentials, CLI,
+plugins or network, and show what it would build; docs/offline-plan.md is the user's page, the `--json` document's
+contract is in docs/architecture.md ("The plan JSON contract"). Secrets show as "[secret]"; `secure:` values of the
+stack file are never decrypted. Every bad flag or config is one line on stderr and exit code 2, before anything
+is written.
 """
 
 from __future__ import annotations
@@ -56,6 +16,7 @@ import os
 import runpy
 import sys
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
@@ -88,7 +49,6 @@ class Plan:
     stack: str
     resources: list[Any]  # list[tools.mocks.Registration]
     outputs: dict[str, Any]
-    secret_outputs: set[str] = field(default_factory=set)
     component_outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
     config: dict[str, str] = field(default_factory=dict)
     """The flat config map the program ran with (`namespace:key` -> string/JSON), secrets as placeholders."""
@@ -139,27 +99,13 @@ def run_program(
     preview: bool = False,
     program: Optional[Path] = None,
 ) -> Plan:
-    """Run `__main__.py` under mocks; `config` defaults to the stack file's.
-
-    Runs in a fresh thread so Pulumi's context-local runtime state starts empty every time.
-    Raises the program's own exception (e.g. `ConfigError`) unchanged.
-    """
+    """Run `__main__.py` under mocks; `config` defaults to the stack file's. In a fresh thread, so Pulumi's
+    context-local runtime state starts empty every time; the program's own exception (`ConfigError`) is raised."""
     if config is None:
         config, secret_keys = read_stack_file(stack_path(stack, ROOT))
-    result: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            result["plan"] = _run_in_thread(stack, config, secret_keys or [], preview, program or ROOT / "__main__.py")
-        except BaseException as exc:  # noqa: BLE001 re-raised in the caller's thread
-            result["error"] = exc
-
-    thread = threading.Thread(target=target, name=f"plan-{stack}")
-    thread.start()
-    thread.join()
-    if "error" in result:
-        raise result["error"]
-    return result["plan"]
+    with ThreadPoolExecutor(1, thread_name_prefix=f"plan-{stack}") as pool:
+        run = pool.submit(_run_in_thread, stack, config, secret_keys or [], preview, program or ROOT / "__main__.py")
+        return run.result()
 
 
 def committed_plan(stack: str) -> Plan:
@@ -206,7 +152,6 @@ def _run_in_thread(stack: str, config: dict[str, str], secret_keys: list[str], p
 
     root = settings.get_root_resource()
     outputs: dict[str, Any] = {}
-    secret_outputs: set[str] = set()
 
     async def resolve() -> None:
         from tools.mocks import SECRET_PLACEHOLDER, plain
@@ -214,11 +159,7 @@ def _run_in_thread(stack: str, config: dict[str, str], secret_keys: list[str], p
         for key, value in root.outputs.items():
             out = pulumi.Output.from_input(value)
             resolved = await out.future(with_unknowns=True)
-            if await out.is_secret():
-                secret_outputs.add(key)
-                outputs[key] = SECRET_PLACEHOLDER
-            else:
-                outputs[key] = plain(_jsonable(resolved))
+            outputs[key] = SECRET_PLACEHOLDER if await out.is_secret() else plain(_jsonable(resolved))
 
     loop.run_until_complete(resolve())
     loop.run_until_complete(wait_for_rpcs())
@@ -228,49 +169,34 @@ def _run_in_thread(stack: str, config: dict[str, str], secret_keys: list[str], p
         stack=stack,
         resources=canonical_order(monitor.registrations),
         outputs=outputs,
-        secret_outputs=secret_outputs,
         component_outputs=dict(monitor.component_outputs),
         config=dict(config),
     )
 
 
 def _jsonable(value: Any) -> Any:
+    """`value` as JSON has it: a preview's unknown output as "[unknown]", what JSON lacks as its text."""
     from pulumi.output import Unknown
 
-    if isinstance(value, Unknown):  # a preview's (run_program(preview=True)) unknown output
-        return "[unknown]"
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return value
-    return str(value)
+    return json.loads(json.dumps(value, default=lambda v: "[unknown]" if isinstance(v, Unknown) else str(v)))
 
 
 # ---------------------------------------------------------------- rendering
 
 
 def summary(plan: Plan) -> dict[str, Any]:
-    """Resource counts by type and the GPU capacity, derived from the registered node pools."""
-    counts = collections.Counter(r.type for r in plan.resources)
-    from tools.cost import gang_nodes
-
-    gpu_pools = [
-        p
-        for p in plan.by_type("gcp:container/nodePool:NodePool")
-        if (p.inputs.get("nodeConfig") or {}).get("guestAccelerators")
-    ]
-    per_node = max(
-        (sum(int(a.get("count", 0)) for a in p.inputs["nodeConfig"]["guestAccelerators"]) for p in gpu_pools), default=0
-    )
-    gpu_nodes = gang_nodes(gpu_pools)  # the ladder's pools share one gang
-    gpus = gpu_nodes * per_node
+    """Resource counts by type and the GPU capacity: the GPU pools' gang, or an Autopilot plan's GPU pods."""
     from tools.autopilot_plan import summary_counts
+    from tools.cost import gang_nodes
+    from tools.deploy_time import gpu_pools
 
-    autopilot = summary_counts(plan)  # Autopilot: no pools; the GPU pods each take a whole node
-    if autopilot is not None:
-        gpu_nodes, gpus = autopilot
+    pools = gpu_pools(plan)
+    per_node = max(
+        (sum(int(a.get("count", 0)) for a in p.inputs["nodeConfig"]["guestAccelerators"]) for p in pools), default=0
+    )
+    nodes = gang_nodes(pools)  # the ladder's pools share one gang
+    gpu_nodes, gpus = summary_counts(plan) or (nodes, nodes * per_node)  # Autopilot: each GPU pod takes a node
+    counts = collections.Counter(r.type for r in plan.resources)
     return {
         "resources": len(plan.resources),
         "byType": dict(sorted(counts.items())),
@@ -298,15 +224,13 @@ def render_tree(plan: Plan) -> str:
     lines += ["", f"Resources: {s['resources']}"]
     lines += [f"  {n:4d}  {t}" for t, n in s["byType"].items()]
     lines += [f"GPU nodes: {s['gpuNodes']}   GPUs: {s['gpus']}"]
+    from infra.version_matrix import report_line
+    from tools.estimates import render_for_plan
     from tools.pool_replacement import summary_lines
 
     replacing = summary_lines(plan.resources)
-    if replacing:
-        lines += ["", *replacing]
-    from tools.estimates import render_for_plan
-
-    lines += ["", *render_for_plan(plan)]
-    lines += ["", f"Version matrix: {version_matrix_line(plan)}"]
+    lines += ["", *replacing] if replacing else []
+    lines += ["", *render_for_plan(plan), "", f"Version matrix: {report_line(version_matrix_report(plan))}"]
     if plan.outputs:
         lines += ["", "Outputs:"]
         lines += [f"  {k}: {json.dumps(v) if not isinstance(v, str) else v}" for k, v in plan.outputs.items()]
@@ -314,12 +238,11 @@ def render_tree(plan: Plan) -> str:
 
 
 def plan_document(plan: Plan) -> dict[str, Any]:
-    """The `--json` document (module docstring): the plan with its estimates."""
+    """The `--json` document (docs/offline-plan.md): the plan with its estimates."""
     from tools import estimates
-
-    doc = plan.to_json()
     from tools.goodput_estimate import goodput_json
 
+    doc = plan.to_json()
     est = estimates.compute(plan)
     doc["estimates"] = estimates.to_json(est, plan)
     doc["goodput"] = goodput_json(est, estimates.stack_config(plan))
@@ -335,19 +258,13 @@ def version_matrix_report(plan: Plan) -> dict[str, Any]:
     return report(stack_config(plan).version_pins)
 
 
-def version_matrix_line(plan: Plan) -> str:
-    from infra.version_matrix import report_line
-
-    return report_line(version_matrix_report(plan))
-
-
-def _write_out(write: Any) -> Optional[int]:
+def _write_out(write: Any) -> int:
     """Run `write` (what goes to stdout): a reader that went away (`| head -1`) ends the command quietly, as
     for `cat`; a stdout that cannot take it (`> /dev/full`) is one line and exit 3 (the environment)."""
     try:
         write()
         sys.stdout.flush()
-        return None
+        return 0
     except OSError as err:
         # Python would fail again flushing stdout at exit: point it at nothing first.
         with contextlib.suppress(OSError, ValueError):
@@ -391,7 +308,7 @@ def _parser() -> argparse.ArgumentParser:
         nargs="?",
         const=Path("plan-out"),
         metavar="DIR",
-        help="write graph.mmd and graph.dot to DIR (default plan-out/, git-ignored)",
+        help="write the resource graph, graph.mmd (Mermaid), to DIR (default plan-out/, git-ignored)",
     )
     return parser
 
@@ -410,15 +327,10 @@ def _checked_flags(args: argparse.Namespace) -> Optional[dict[str, Any]]:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    parser = _parser()
     try:
-        args = parser.parse_args(argv)
-    except cli_args.UsageError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    try:
+        args = _parser().parse_args(argv)
         previous = _checked_flags(args)
-    except ValueError as err:
+    except (cli_args.UsageError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
 
@@ -476,8 +388,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             print(lines, file=sys.stderr)
         else:  # last, where it is read
             text += f"\nNode pools against {args.compare}:\n{lines}\n"
-    code = _write_out(lambda: sys.stdout.write(text))
-    return 0 if code is None else code
+    return _write_out(lambda: sys.stdout.write(text))
 
 
 if __name__ == "__main__":

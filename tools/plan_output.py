@@ -40,12 +40,9 @@ def write_manifests(plan: Any, out: Path) -> list[Path]:
         if problem:
             raise OSError(0, f"{fname} {problem}; nothing was written")
     out.mkdir(parents=True, exist_ok=True)
-    written = []
     for fname, doc in files.items():
-        path = out / fname
-        path.write_text(yaml.safe_dump(doc, sort_keys=False))
-        written.append(path)
-    return written
+        (out / fname).write_text(yaml.safe_dump(doc, sort_keys=False))
+    return [out / fname for fname in files]
 
 
 def _target_problem(path: Path) -> Optional[str]:

@@ -13,58 +13,38 @@ which pool an edit replaces and why.
 
 from __future__ import annotations
 
+import json
 from typing import Any, Iterator, Optional
 
 NODE_POOL_TYPE = "gcp:container/nodePool:NodePool"
 
 SUBTREE, PRESENCE = "subtree", "presence"
 
+
+def _paths(prefix: str, names: str) -> dict[str, str]:
+    return dict.fromkeys((prefix + name for name in names.split()), SUBTREE)
+
+
 FORCE_NEW: dict[str, str] = {
     # resource_container_node_pool.go
-    "name": SUBTREE,
-    "namePrefix": SUBTREE,
-    "project": SUBTREE,
-    "cluster": SUBTREE,
-    "location": SUBTREE,
-    "initialNodeCount": SUBTREE,
-    "maxPodsPerNode": SUBTREE,
+    **_paths("", "name namePrefix project cluster location initialNodeCount maxPodsPerNode"),
     "placementPolicy": PRESENCE,
-    "placementPolicy.policyName": SUBTREE,
-    "queuedProvisioning": SUBTREE,
-    "networkConfig.additionalNodeNetworkConfigs": SUBTREE,
-    "networkConfig.additionalPodNetworkConfigs": SUBTREE,
-    "networkConfig.acceleratorNetworkProfile": SUBTREE,
-    "networkConfig.createPodRange": SUBTREE,
-    "networkConfig.podRange": SUBTREE,
-    "networkConfig.podIpv4CidrBlock": SUBTREE,
-    "networkConfig.subnetwork": SUBTREE,
+    **_paths("", "placementPolicy.policyName queuedProvisioning"),
+    **_paths(
+        "networkConfig.",
+        "additionalNodeNetworkConfigs additionalPodNetworkConfigs acceleratorNetworkProfile createPodRange podRange "
+        "podIpv4CidrBlock subnetwork",
+    ),
     # node_config.go schemaNodeConfig (the `nodeConfig` block itself: presence)
     "nodeConfig": PRESENCE,
-    "nodeConfig.guestAccelerators": SUBTREE,
-    "nodeConfig.localSsdCount": SUBTREE,
-    "nodeConfig.ephemeralStorageConfig": SUBTREE,
-    "nodeConfig.ephemeralStorageLocalSsdConfig": SUBTREE,
-    "nodeConfig.localNvmeSsdBlockConfig": SUBTREE,
-    "nodeConfig.secondaryBootDisks": SUBTREE,
-    "nodeConfig.metadata": SUBTREE,
-    "nodeConfig.minCpuPlatform": SUBTREE,
-    "nodeConfig.oauthScopes": SUBTREE,
-    "nodeConfig.preemptible": SUBTREE,
-    "nodeConfig.spot": SUBTREE,
-    "nodeConfig.flexStart": SUBTREE,
-    "nodeConfig.maxRunDuration": SUBTREE,
-    "nodeConfig.reservationAffinity": SUBTREE,
-    "nodeConfig.serviceAccount": SUBTREE,
-    "nodeConfig.shieldedInstanceConfig": SUBTREE,
-    "nodeConfig.sandboxConfig": SUBTREE,
-    "nodeConfig.bootDiskKmsKey": SUBTREE,
-    "nodeConfig.nodeGroup": SUBTREE,
-    "nodeConfig.advancedMachineFeatures": SUBTREE,
-    "nodeConfig.soleTenantConfig": SUBTREE,
-    "nodeConfig.hostMaintenancePolicy": SUBTREE,
-    "nodeConfig.confidentialNodes.confidentialInstanceType": SUBTREE,
-    "nodeConfig.enableConfidentialStorage": SUBTREE,
-    "nodeConfig.localSsdEncryptionMode": SUBTREE,
+    **_paths(
+        "nodeConfig.",
+        "guestAccelerators localSsdCount ephemeralStorageConfig ephemeralStorageLocalSsdConfig "
+        "localNvmeSsdBlockConfig secondaryBootDisks metadata minCpuPlatform oauthScopes preemptible spot flexStart "
+        "maxRunDuration reservationAffinity serviceAccount shieldedInstanceConfig sandboxConfig bootDiskKmsKey "
+        "nodeGroup advancedMachineFeatures soleTenantConfig hostMaintenancePolicy "
+        "confidentialNodes.confidentialInstanceType enableConfidentialStorage localSsdEncryptionMode",
+    ),
 }
 
 CONFIG_KEYS: dict[str, tuple[str, ...]] = {
@@ -112,11 +92,7 @@ def _get(doc: Any, path: str) -> Any:
 
 def _unset(value: Any) -> bool:
     # Optional(+Computed) inputs: absent and the zero value read alike (Terraform's zero values).
-    if value is None or value is False:
-        return True
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return value == 0
-    return value in ("", [], {})
+    return value is None or value is False or (value is not True and value in (0, "", [], {}))
 
 
 def replacing_changes(
@@ -135,14 +111,7 @@ def replacing_changes(
     return found
 
 
-def force_new_inputs(inputs: dict[str, Any]) -> list[str]:
-    """The ForceNew inputs a pool sets (what a later edit of them replaces it for)."""
-    return [path for path in FORCE_NEW if not _unset(_get(inputs, path)) and path != "nodeConfig"]
-
-
 def _short(value: Any) -> str:
-    import json
-
     text = "unset" if _unset(value) else json.dumps(value, sort_keys=True)
     return text if len(text) <= 70 else text[:67] + "..."
 
@@ -172,8 +141,8 @@ def compare(before: dict[str, Any], after: dict[str, Any]) -> Iterator[str]:
 
 
 def config_keys(inputs: dict[str, Any]) -> list[str]:
-    """The config keys whose change replaces a pool with these inputs."""
-    paths = set(force_new_inputs(inputs))
+    """The config keys whose change replaces a pool with these inputs: those of the ForceNew inputs it sets."""
+    paths = {path for path in FORCE_NEW if not _unset(_get(inputs, path)) and path != "nodeConfig"}
     if _get(inputs, "nodeConfig.guestAccelerators"):
         paths |= set(GPU_POOL_TOGGLES)
     return sorted({key for path in paths for key in CONFIG_KEYS.get(path, ())})

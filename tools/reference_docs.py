@@ -26,9 +26,10 @@ from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
 from infra.config import PROJECT, SECRET_KEYS, StackConfig
+from infra.project_apis import REQUIRED_APIS
 from infra.stack_file import ROOT
+from tools.deployer_permissions import roles_table
 
-DOCS = ROOT / "docs"
 STACKS = tuple(sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in ROOT.glob("Pulumi.*.yaml")))
 """Every committed stack file: a new one shows up in the generated tables (and makes them stale)."""
 
@@ -42,14 +43,12 @@ def _type_name(ann: Any) -> str:
         return " \\| ".join(f"`{a}`" for a in typing.get_args(ann))
     if origin in (tuple, list):
         return f"list of {_type_name(args[0])}"
-    if origin is dict:
-        return "map"
-    if typing.get_origin(ann) is typing.Annotated:
+    if origin is typing.Annotated:
         return _type_name(args[0])
+    if origin is dict or (isinstance(ann, type) and issubclass(ann, BaseModel)):
+        return "map"
     if isinstance(ann, type) and issubclass(ann, enum.Enum):
         return " \\| ".join(f"`{m.value}`" for m in ann)
-    if isinstance(ann, type) and issubclass(ann, BaseModel):
-        return "map" if ann is not StackConfig else "map"
     return {"str": "string", "int": "integer", "bool": "boolean", "float": "number"}.get(
         getattr(ann, "__name__", ""), getattr(ann, "__name__", str(ann))
     )
@@ -134,16 +133,7 @@ def resource_graph(plan_of: typing.Callable[[str], Any] | None = None, stack: st
 
 def required_apis() -> str:
     """The APIs the stack enables (infra/project_apis.py), as the command for `manageApis: false`."""
-    from infra.project_apis import REQUIRED_APIS
-
     return "```sh\ngcloud services enable --project MY-PROJECT \\\n    " + " \\\n    ".join(REQUIRED_APIS) + "\n```"
-
-
-def deployer_roles() -> str:
-    """The deploying identity's roles per resource type (tools/deployer_permissions.py)."""
-    from tools.deployer_permissions import roles_table
-
-    return roles_table()
 
 
 def _money(value: float) -> str:
@@ -175,8 +165,7 @@ def stack_costs(plan_of: typing.Callable[[str], Any] | None = None) -> str:
     plan_of = plan_of or committed_plan
     lines = [
         "| stack | GPUs | per hour: spot GPUs (on-demand) | first `pulumi up`, typical | first run: `up` + job, spot "
-        "(on-demand) "
-        "| goodput; first step at, spot spend before it | `pulumi destroy` deletes | and keeps |",
+        "(on-demand) | goodput; first step at, spot spend before it | `pulumi destroy` deletes | and keeps |",
         "|---|---|---|---|---|---|---|---|",
     ]
     limits: dict[str, int] = {}
@@ -194,11 +183,9 @@ def stack_costs(plan_of: typing.Callable[[str], Any] | None = None) -> str:
         )
         spot, on_demand = run.total("spot", est.cost.spot_per_hour), run.total("onDemand", est.cost.on_demand_per_hour)
         job = "no job estimate" if spot is None else f"{_money(spot)} ({_money(on_demand)}) for {run.hours:.1f} h"
-        lustre = (
-            "Lustre, after exporting `checkpoints/` and `logs/` to the bucket"
-            if cfg.lustre.export_on_destroy
-            else ("Lustre **without export**")
-        )
+        lustre = "Lustre **without export**"
+        if cfg.lustre.export_on_destroy:
+            lustre = "Lustre, after exporting `checkpoints/` and `logs/` to the bucket"
         bucket_deleted = cfg.storage.delete_bucket_on_destroy
         deletes = f"everything{'' if not bucket_deleted else ', **the bucket too**'}: cluster, networks, {lustre}"
         keeps = "nothing" if bucket_deleted else "the bucket (exports, job output): Pulumi forgets it"
@@ -210,8 +197,7 @@ def stack_costs(plan_of: typing.Callable[[str], Any] | None = None) -> str:
         lines.append(
             f"| `{stack}` | {s['gpuNodes']} x {cfg.flavour_spec.machine_type} ({s['gpus']}) | "
             f"{_money(est.cost.spot_per_hour)} ({_money(est.cost.on_demand_per_hour)}){mark} | "
-            f"~{run.deploy_minutes:.0f} min | "
-            f"{job} | {first} | {deletes} | {keeps} |"
+            f"~{run.deploy_minutes:.0f} min | {job} | {first} | {deletes} | {keeps} |"
         )
         for r in plan.resources:
             create = ((r.options or {}).get("customTimeouts") or {}).get("create")
@@ -245,7 +231,7 @@ SECTIONS = {
     "stack-resources": stack_resources,
     "resource-graph": resource_graph,
     "required-apis": required_apis,
-    "deployer-roles": deployer_roles,
+    "deployer-roles": roles_table,  # the deploying identity's roles per resource type
     "stack-costs": stack_costs,
 }
 

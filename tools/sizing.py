@@ -1,16 +1,12 @@
-"""Checkpoint sizing: how big a NeMo-RL checkpoint is, how long Lustre takes to write it, and
-whether the stack's Managed Lustre instance is big and fast enough.
+"""Checkpoint sizing: how big a NeMo-RL checkpoint is, how long Lustre takes to write it, and whether the
+stack's Managed Lustre instance is big and fast enough.
 
-Mixed-precision Adam keeps 16 bytes/parameter (bf16 weights and gradients, fp32 master copy and both
-moments: ZeRO, Rajbhandari et al. 2020, section 3.1); a saved `step_N` holds 14 of them plus state, and
-the DTensor path keeps fp32 parameters, so 16 B/param is the round, slightly conservative size. A bf16
-export, and the HF cache (times `HF_CACHE_FACTOR`), are 2 B/param.
-
-Capacity = (keep_top_k + 1) checkpoints (NeMo-RL writes `tmp_step_N` and renames it when whole) + the HF
-cache, times `HEADROOM` (Lustre slows when nearly full). `keep_top_k` is the last override's, else
-NeMo-RL's default 3 (examples/configs/grpo_math_1B.yaml, inherited by the other GRPO configs); `null`
-keeps all. Write time = bytes / (TiB x the tier's MB/s per TiB,
-https://cloud.google.com/managed-lustre/docs/performance-tiers; MB = 10^6): the best case.
+Mixed-precision Adam keeps 16 bytes/parameter (ZeRO, Rajbhandari et al. 2020, section 3.1); a saved `step_N`
+holds 14 of them plus state and the DTensor path keeps fp32 parameters, so 16 is the round, slightly
+conservative size. Capacity = (keep_top_k + 1) checkpoints (NeMo-RL writes `tmp_step_N`, then renames it) + the HF
+cache, times `HEADROOM` (Lustre slows when nearly full); `keep_top_k` is NeMo-RL's default 3
+(examples/configs/grpo_math_1B.yaml) unless overridden, `null` keeps all. Write time = bytes / (TiB x the tier's
+MB/s per TiB, https://cloud.google.com/managed-lustre/docs/performance-tiers; MB = 10^6): the best case.
 """
 
 from __future__ import annotations
@@ -24,83 +20,55 @@ from infra.lustre_catalogue import LUSTRE_TIERS, lustre_aggregate_mb_s
 from infra.run_plan import CHECKPOINT_BYTES_PER_PARAM, NEMO_RL_DEFAULT_SAVE_PERIOD
 from workloads.overrides import parse_override
 
-BYTES_PER_PARAM_CHECKPOINT = CHECKPOINT_BYTES_PER_PARAM
-"""Mixed-precision Adam: bf16 weights 2 + bf16 grads 2 + fp32 master 4 + Adam m 4 + Adam v 4 (the job builder
-derives the save period from the same figure, infra/run_plan.py)."""
-BYTES_PER_PARAM_BF16 = 2
-"""A bf16 copy of the weights: the HF export and the HF model download."""
-HF_CACHE_FACTOR = 1.5
-"""HF cache = bf16 weights x this (tokenizer, configs, datasets cache, a duplicate weight format)."""
-HEADROOM = 1.10
-"""Keep 10% of the instance free."""
-NEMO_RL_DEFAULT_KEEP_TOP_K = 3
-"""`checkpointing.keep_top_k` in NeMo-RL's examples/configs/grpo_math_1B.yaml."""
-DEFAULT_WRITE_TARGET_SECONDS = 300
+BYTES_PER_PARAM_CHECKPOINT = CHECKPOINT_BYTES_PER_PARAM  # the job builder's save period uses the same figure
+BYTES_PER_PARAM_BF16 = 2  # a bf16 copy of the weights: the HF export and the HF model download
+HF_CACHE_FACTOR = 1.5  # HF cache = bf16 weights x this (tokenizer, configs, datasets cache, a duplicate format)
+HEADROOM = 1.10  # keep 10% of the instance free
+NEMO_RL_DEFAULT_KEEP_TOP_K = 3  # `checkpointing.keep_top_k` in NeMo-RL's examples/configs/grpo_math_1B.yaml
 GIB = 1024**3
 MB = 10**6
 
 
-def last_override(overrides: Iterable[str], key: str) -> tuple[bool, Optional[str]]:
-    """(found, value) of the last `key=value` / `+key=value` / `++key=value` / `~key` in `overrides`.
-
-    A deletion (`~key`, or `~key=value`, which Hydra also deletes by) counts as found with value None:
-    NeMo-RL then has no such key.
-    """
+def last_int_override(overrides: Iterable[str], key: str) -> tuple[bool, Optional[int]]:
+    """(found, value) of the last `key=value` / `+key=` / `++key=` / `~key` in `overrides`: a deletion (`~key`, or
+    `~key=value`, which Hydra also deletes by) and `null` are found with None; a value not an integer is not found."""
     found, value = False, None
     for override in overrides:
         parsed = parse_override(override.strip())
-        if parsed.key != key:
-            continue
-        if parsed.deletes:
-            found, value = True, None
-        elif parsed.assigns:
-            found, value = True, parsed.value
-    return found, value
-
-
-def _int_or_none(value: Optional[str]) -> Optional[int]:
+        if parsed.key == key and (parsed.deletes or parsed.assigns):
+            found, value = True, None if parsed.deletes else parsed.value
     if value is None or value.lower() in ("null", "none", "~", ""):
-        return None
-    if re.fullmatch(r"\d+", value):
-        return int(value)
-    raise ValueError(f"not an integer: {value!r}")
+        return found, None
+    return (True, int(value)) if re.fullmatch(r"\d+", value) else (False, None)
 
 
 @dataclass(frozen=True)
 class CheckpointPolicy:
     """What the run keeps: from the recipe's overrides then the user's."""
 
-    keep_top_k: Optional[int]
-    """None keeps every checkpoint."""
+    keep_top_k: Optional[int]  # None keeps every checkpoint
     save_period: int
     max_num_steps: int
     keep_top_k_source: str
 
     @property
+    def saves(self) -> int:
+        return math.ceil(self.max_num_steps / max(1, self.save_period))
+
+    @property
     def kept_checkpoints(self) -> int:
-        if self.keep_top_k is None:
-            return max(1, math.ceil(self.max_num_steps / max(1, self.save_period)))
-        return max(1, min(self.keep_top_k, math.ceil(self.max_num_steps / max(1, self.save_period))))
+        return max(1, self.saves if self.keep_top_k is None else min(self.keep_top_k, self.saves))
 
     @classmethod
     def from_overrides(cls, overrides: Iterable[str], max_num_steps: int) -> "CheckpointPolicy":
         overrides = list(overrides)
-        found, value = last_override(overrides, "checkpointing.keep_top_k")
-        try:
-            keep = _int_or_none(value) if found else NEMO_RL_DEFAULT_KEEP_TOP_K
-        except ValueError:
-            keep, found = NEMO_RL_DEFAULT_KEEP_TOP_K, False
-        source = "from the overrides" if found else "NeMo-RL's default"
-        sp_found, sp_value = last_override(overrides, "checkpointing.save_period")
-        try:
-            save_period = _int_or_none(sp_value) if sp_found else None
-        except ValueError:
-            save_period = None
+        found, keep = last_int_override(overrides, "checkpointing.keep_top_k")
+        save_period = last_int_override(overrides, "checkpointing.save_period")[1]
         return cls(
-            keep_top_k=keep,
+            keep_top_k=keep if found else NEMO_RL_DEFAULT_KEEP_TOP_K,
             save_period=save_period or NEMO_RL_DEFAULT_SAVE_PERIOD,
             max_num_steps=max_num_steps,
-            keep_top_k_source=source,
+            keep_top_k_source="from the overrides" if found else "NeMo-RL's default",
         )
 
 
@@ -109,13 +77,9 @@ class LustreOption:
     """A valid Managed Lustre shape."""
 
     capacity_gib: int
-    tier: int
-    """perUnitStorageThroughput, MB/s per TiB."""
+    tier: int  # perUnitStorageThroughput, MB/s per TiB
+    write_seconds: float  # of the checkpoint it was chosen for
     monthly_usd: Optional[float] = None
-
-    @property
-    def throughput_mb_s(self) -> float:
-        return aggregate_throughput_mb_s(self.capacity_gib, self.tier)
 
 
 @dataclass
@@ -171,31 +135,15 @@ class CheckpointEstimate:
             else {
                 "capacityGib": self.suggestion.capacity_gib,
                 "perUnitStorageThroughput": self.suggestion.tier,
-                "writeSeconds": round(
-                    checkpoint_write_seconds(self.checkpoint_bytes, self.suggestion.capacity_gib, self.suggestion.tier),
-                    1,
-                ),
+                "writeSeconds": round(self.suggestion.write_seconds, 1),
                 "monthlyUsd": None if self.suggestion.monthly_usd is None else round(self.suggestion.monthly_usd, 2),
             },
             "warnings": list(self.warnings),
         }
 
 
-def checkpoint_bytes(params: float) -> float:
-    return params * BYTES_PER_PARAM_CHECKPOINT
-
-
-def bf16_bytes(params: float) -> float:
-    return params * BYTES_PER_PARAM_BF16
-
-
-def aggregate_throughput_mb_s(capacity_gib: float, tier: int) -> float:
-    """Capacity in TiB x per-unit throughput (MB/s per TiB)."""
-    return lustre_aggregate_mb_s(capacity_gib, tier)
-
-
 def checkpoint_write_seconds(nbytes: float, capacity_gib: float, tier: int) -> float:
-    return nbytes / (aggregate_throughput_mb_s(capacity_gib, tier) * MB)
+    return nbytes / (lustre_aggregate_mb_s(capacity_gib, tier) * MB)
 
 
 def required_capacity_gib(checkpoint: float, kept: int, hf_cache: float) -> int:
@@ -218,14 +166,9 @@ def suggest_lustre(
         if capacity is None:
             continue
         per_gib = monthly_price(tier) if monthly_price else None
-        options.append(LustreOption(capacity, tier, None if per_gib is None else capacity * per_gib))
-    if not options:
-        return None
-
-    def rank(o: LustreOption) -> tuple:
-        return (o.monthly_usd if o.monthly_usd is not None else 0.0, o.capacity_gib, -o.tier)
-
-    return min(options, key=rank)
+        seconds = checkpoint_write_seconds(nbytes, capacity, tier)
+        options.append(LustreOption(capacity, tier, seconds, None if per_gib is None else capacity * per_gib))
+    return min(options, key=lambda o: (o.monthly_usd or 0.0, o.capacity_gib, -o.tier), default=None)
 
 
 def estimate(
@@ -235,22 +178,29 @@ def estimate(
     policy: CheckpointPolicy,
     capacity_gib: int,
     tier: int,
-    target_seconds: int = DEFAULT_WRITE_TARGET_SECONDS,
+    target_seconds: int = 300,
     monthly_price: Optional[Callable[[int], Optional[float]]] = None,
 ) -> CheckpointEstimate:
     params = params_billion * 1e9
+    nbytes, kept = params * BYTES_PER_PARAM_CHECKPOINT, policy.kept_checkpoints
+    hf_cache = params * BYTES_PER_PARAM_BF16 * HF_CACHE_FACTOR
+    required_gib = required_capacity_gib(nbytes, kept, hf_cache)
     est = CheckpointEstimate(
-        model=model, params=params, policy=policy, capacity_gib=capacity_gib, tier=tier, target_seconds=target_seconds
+        model=model,
+        params=params,
+        policy=policy,
+        capacity_gib=capacity_gib,
+        tier=tier,
+        target_seconds=target_seconds,
+        checkpoint_bytes=nbytes,
+        hf_export_bytes=params * BYTES_PER_PARAM_BF16,
+        hf_cache_bytes=hf_cache,
+        required_bytes=nbytes * (kept + 1) + hf_cache,
+        required_gib=required_gib,
+        throughput_mb_s=lustre_aggregate_mb_s(capacity_gib, tier),
+        write_seconds=checkpoint_write_seconds(nbytes, capacity_gib, tier),
+        suggestion=suggest_lustre(required_gib, nbytes, target_seconds, monthly_price),
     )
-    est.checkpoint_bytes = checkpoint_bytes(params)
-    est.hf_export_bytes = bf16_bytes(params)
-    est.hf_cache_bytes = bf16_bytes(params) * HF_CACHE_FACTOR
-    kept = policy.kept_checkpoints
-    est.required_bytes = est.checkpoint_bytes * (kept + 1) + est.hf_cache_bytes
-    est.required_gib = required_capacity_gib(est.checkpoint_bytes, kept, est.hf_cache_bytes)
-    est.throughput_mb_s = aggregate_throughput_mb_s(capacity_gib, tier)
-    est.write_seconds = checkpoint_write_seconds(est.checkpoint_bytes, capacity_gib, tier)
-    est.suggestion = suggest_lustre(est.required_gib, est.checkpoint_bytes, target_seconds, monthly_price)
     if not est.fits:
         est.warnings.append(
             f"Lustre too small: {kept} kept + 1 in-flight checkpoint(s) of {est.checkpoint_bytes / 1e12:.2f} TB "
