@@ -1423,7 +1423,10 @@ def test_a_psa_range_of_exactly_a_23_is_accepted():
             {"servicesCidr": "169.254.0.0/20"},
             "servicesCidr: 169.254.0.0/20 overlaps 169.254.0.0/16 (link-local, where the metadata server lives)",
         ),
-        ({"rdmaCidrs": ["192.168.1.0/24", "127.0.0.0/24"]}, "rdmaCidrs[1]: 127.0.0.0/24 overlaps 127.0.0.0/8 (loopback)"),
+        (
+            {"rdmaCidrs": ["192.168.1.0/24", "127.0.0.0/24"]},
+            "rdmaCidrs[1]: 127.0.0.0/24 overlaps 127.0.0.0/8 (loopback)",
+        ),
     ],
 )
 def test_a_range_a_vpc_cannot_use_is_its_whole_message(network, message):
