@@ -21,13 +21,17 @@ METRIC_TYPE = re.compile(r'metric\.type="([^"]+)"')
 
 
 def dashboard():
-    # Stand-ins with the attributes build_dashboard reads from GkeCluster, Lustre and RayCluster.
-    cluster = SimpleNamespace(
-        name=pulumi.Output.from_input(CLUSTER), location=CTX.zone, gpu_pool_facts=POOL, node_name_prefix="gke"
-    )
-    lustre = SimpleNamespace(instance_id=pulumi.Output.from_input(LUSTRE_ID))
-    ray = SimpleNamespace(namespace=NAMESPACE)
-    rec = record(lambda: build_dashboard(CTX, cluster=cluster, lustre=lustre, ray=ray))
+    def build():
+        # Stand-ins with the attributes build_dashboard reads from GkeCluster, Lustre and RayCluster, their
+        # Outputs made on the recording thread's event loop (the test thread may have none: another test on
+        # this worker may have ended its loop).
+        cluster = SimpleNamespace(
+            name=pulumi.Output.from_input(CLUSTER), location=CTX.zone, gpu_pool_facts=POOL, node_name_prefix="gke"
+        )
+        lustre = SimpleNamespace(instance_id=pulumi.Output.from_input(LUSTRE_ID))
+        return build_dashboard(CTX, cluster=cluster, lustre=lustre, ray=SimpleNamespace(namespace=NAMESPACE))
+
+    rec = record(build)
     reg = rec.one("gcp:monitoring/dashboard:Dashboard")
     return rec, reg, json.loads(reg.inputs["dashboardJson"])
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pulumi
 import pytest
-from conftest import ALL_STACKS, LADDER_STACKS, stack_plan
+from conftest import ALL_STACKS, stack_plan
 from k8s_support import CTX, Recorded, record
 
 from infra.kube_provider import AUTH_API_VERSION, AUTH_PLUGIN, KubernetesAccess, KubernetesAccessArgs
@@ -180,9 +180,9 @@ def test_every_built_in_kubernetes_object_of_every_stack_passes_the_kubernetes_s
         for r in kubernetes_objects(plan)
         if r.type.split(":")[1].split("/")[0] in ("core", "apps", "batch", "rbac.authorization.k8s.io")
     ]
-    # The watcher's Role on its RayCluster (releasing the workers after the run) is on every stack; the gang
-    # wait's grant to read nodes (infra/watcher_deployment.py) only where there is one (gpuPool.capacity).
-    gang_rbac = {"Role", "RoleBinding", *({"ClusterRole", "ClusterRoleBinding"} if stack in LADDER_STACKS else ())}
+    # The watcher's grants (infra/watcher_deployment.py `gang_rules`) are on every stack: the Role on its pods and
+    # RayCluster (goodput marks, the release after the run), the ClusterRole to read their nodes.
+    gang_rbac = {"Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"}
     assert {r.type.rsplit(":", 1)[1] for r in built_in} == {
         "Namespace",
         "ServiceAccount",

@@ -865,6 +865,8 @@ def test_destroy_removes_the_release_before_every_in_cluster_object_and_those_be
     assert users == [
         "preemption-watcher-code",
         "preemption-watcher-deployment",
+        "preemption-watcher-gang-node-reader",  # the worker pods' nodes, for each attempt's goodput marks
+        "preemption-watcher-gang-node-reader-binding",
         "preemption-watcher-gang-role",  # it scales the RayCluster's workers (to 0 once the run has ended)
         "preemption-watcher-gang-role-binding",
         "preemption-watcher-sa",
