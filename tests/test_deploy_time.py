@@ -1,5 +1,7 @@
 """Deploy time: typical creation times per type and the critical path through the plan's waits."""
 
+import dataclasses
+
 import pytest
 from conftest import ALL_STACKS, STACKS, stack_plan
 
@@ -13,7 +15,7 @@ API_ENABLE_MINUTES = 1.0
 # apis-compute -> network-vpc -> psa-range -> psa -> lustre-instance: the Lustre path.
 LUSTRE_READY_MINUTES = API_ENABLE_MINUTES + 0.5 + 0.25 + 2.0 + 60.0
 # lustre PV -> PVC -> ray-release (warm start from the pre-pulled image) -> the job's submission.
-COLD_GPU_MINUTES = 6.0 + 11.1
+COLD_GPU_MINUTES = 6.0 + 11.1 - 4.0  # the pre-pull pulls during the ~4 min driver install
 """Every GPU pool starts empty: its nodes come for the pending Ray workers (scale-up), then pull the image."""
 AFTER_LUSTRE_MINUTES = 0.05 + 0.2 + 1.5 + COLD_GPU_MINUTES + 1.0
 
@@ -167,18 +169,18 @@ def test_the_plan_text_prints_the_critical_path_its_sources_and_the_pull(stack):
 def test_deploy_time_json_lists_the_path_with_start_and_finish_minutes_and_sources():
     doc = deploy_time.estimate(stack_plan("dev")).to_json()
     gate = gate_minutes_of("dev")
-    assert doc["expectedMinutes"] == round(83.6 + gate, 1)
+    assert doc["expectedMinutes"] == round(79.6 + gate, 1)
     release, gate_step, submission = doc["criticalPath"][-3:]
-    assert (release["name"], release["startMinute"], release["finishMinute"]) == ("ray-release", 64.0, 82.6)
+    assert (release["name"], release["startMinute"], release["finishMinute"]) == ("ray-release", 64.0, 78.6)
     assert (gate_step["name"], gate_step["startMinute"], gate_step["finishMinute"]) == (
         "acceptance-gate",
-        82.6,
-        round(82.6 + gate, 2),
+        78.6,
+        round(78.6 + gate, 2),
     )
     assert (submission["name"], submission["startMinute"], submission["finishMinute"]) == (
         "training-job-submission",
-        round(82.6 + gate, 2),
-        round(83.6 + gate, 2),
+        round(78.6 + gate, 2),
+        round(79.6 + gate, 2),
     )
     assert doc["gpuNodes"]["from"] == "cold" and doc["gpuNodes"]["createdAtMinute"] == 65.5
     assert all(step["source"] for step in doc["criticalPath"])
@@ -192,7 +194,7 @@ def test_on_autopilot_the_gpu_nodes_and_the_pull_come_with_the_ray_workers_so_th
     assert is_autopilot(plan) and not is_autopilot(stack_plan("h200"))
     est = deploy_time.estimate(plan)
     (release,) = [s for s in est.critical_path if s.name == "ray-release"]
-    cold = deploy_time.GPU_NODE_POOL.minutes + deploy_time.IMAGE_PULL.minutes
+    cold = deploy_time.GPU_NODE_POOL.minutes + deploy_time.IMAGE_PULL.minutes  # no pre-pull on Autopilot
     assert release.minutes == pytest.approx(
         deploy_time.CREATION_MINUTES["kubernetes:helm.sh/v3:Release"].minutes + cold
     )
@@ -226,3 +228,17 @@ def test_the_plan_prices_one_gate_run_at_the_stacks_hourly_cost():
     assert gate["perRun"] == round(est.cost.per_hour * gate["minutes"] / 60, 2) and 1 < gate["perRun"] < 50
     assert estimates.to_json(est)["acceptanceGate"] == gate
     assert any(line.startswith("  acceptance gate before each submission: ~") for line in estimates.render(est))
+
+
+def test_a_cold_gpu_node_pulls_during_its_driver_install_only_where_the_pre_pull_runs_on_it():
+    """The pre-pull pod asks for no GPU, so it pulls from the node's boot on; a Ray worker waits for the driver.
+    Without the DaemonSet the whole pull follows the scale-up; from the image cache there is nothing to overlap."""
+    plan = stack_plan("b200")
+    arrival = deploy_time.gpu_arrival(plan)
+    assert arrival.prepull and arrival.pull is deploy_time.IMAGE_PULL
+    assert arrival.image_after_driver == pytest.approx(11.1 - 4.0)
+    assert arrival.minutes == pytest.approx(6.0 + 7.1)
+    without = dataclasses.replace(plan, resources=[r for r in plan.resources if not deploy_time.is_image_prepull(r)])
+    assert deploy_time.gpu_arrival(without).minutes == pytest.approx(6.0 + 11.1)
+    cached = deploy_time.GpuArrival(False, deploy_time.IMAGE_CACHE_PULL, prepull=True)
+    assert cached.minutes == pytest.approx(6.0 + deploy_time.IMAGE_CACHE_PULL.minutes)

@@ -130,11 +130,14 @@ IMAGE_CACHE_PULL = Typical(
 GPU_POOL_EMPTY = Typical(
     3.0, "an autoscaled GPU pool is created empty (0 nodes, infra/cluster.py): the node pool operation only"
 )
+GPU_DRIVER_MINUTES = 4.0
+"""Of GPU_SCALE_UP, what follows the node's boot: GKE installs the GPU driver (and sets up the extra NICs)
+before the node offers `nvidia.com/gpu` to a Ray worker (assumed)."""
 GPU_SCALE_UP = Typical(
-    6.0,
+    2.0 + GPU_DRIVER_MINUTES,
     "the autoscaler adds the GPU nodes for pending pods: a new node boots in ~80-120 s (GKE 'Provision extra "
     "compute capacity for rapid Pod scaling'), then GKE installs the GPU driver and attaches the extra NICs "
-    "(assumed ~4 min); spot capacity can take far longer",
+    f"(assumed ~{GPU_DRIVER_MINUTES:g} min); spot capacity can take far longer",
     "GKE capacity-provisioning page (boot); the driver and NIC share assumed",
 )
 NEMO_RL_STARTUP = Typical(
@@ -180,10 +183,19 @@ class GpuArrival:
 
     warm: bool
     pull: Typical
+    prepull: bool = False
+    """The image pre-pull DaemonSet runs on the GPU nodes (infra/image_prepull.py): its pod asks for no GPU, so it
+    pulls from the node's boot on, during the driver install a Ray worker must wait for."""
+
+    @property
+    def image_after_driver(self) -> float:
+        """Minutes of the image left once the node offers its GPUs: the pull less what the pre-pull did meanwhile."""
+        overlap = GPU_DRIVER_MINUTES if self.prepull and self.pull is IMAGE_PULL else 0.0
+        return round(max(0.0, self.pull.minutes - overlap), 1)
 
     @property
     def minutes(self) -> float:
-        return GPU_SCALE_UP.minutes + self.pull.minutes
+        return GPU_SCALE_UP.minutes + self.image_after_driver
 
 
 def gpu_arrival(plan: Any) -> Optional[GpuArrival]:
@@ -193,7 +205,11 @@ def gpu_arrival(plan: Any) -> Optional[GpuArrival]:
     if not pools:
         return None
     cached = any((p.inputs.get("nodeConfig") or {}).get("secondaryBootDisks") for p in pools)
-    return GpuArrival(any(is_gpu_warmup(r) for r in plan.resources), IMAGE_CACHE_PULL if cached else IMAGE_PULL)
+    return GpuArrival(
+        any(is_gpu_warmup(r) for r in plan.resources),
+        IMAGE_CACHE_PULL if cached else IMAGE_PULL,
+        prepull=any(is_image_prepull(r) for r in plan.resources),
+    )
 
 
 RAY_RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -235,7 +251,13 @@ def typical(resource: Any, autopilot: bool = False, arrival: Optional[GpuArrival
         return Typical(
             CREATION_MINUTES[RAY_RELEASE].minutes + arrival.minutes,
             "the GPU pool starts empty: its nodes come for the pending Ray workers "
-            f"({GPU_SCALE_UP.basis}), then pull the image ({arrival.pull.basis}), then the pods start",
+            f"({GPU_SCALE_UP.basis}), then pull the image ({arrival.pull.basis}"
+            + (
+                ", begun by the pre-pull during the driver install"
+                if arrival.image_after_driver < arrival.pull.minutes
+                else ""
+            )
+            + "), then the pods start",
             f"{ASSUMED}; the scale-up as GPU_SCALE_UP, the image as "
             + ("IMAGE_CACHE_PULL" if arrival.pull is IMAGE_CACHE_PULL else "IMAGE_PULL"),
         )
@@ -312,6 +334,7 @@ class DeployEstimate:
                 "createdAtMinute": None if self.gpu_nodes_from is None else round(self.gpu_nodes_from, 1),
                 "scaleUpMinutes": GPU_SCALE_UP.minutes,
                 "imageMinutes": self.arrival.pull.minutes,
+                "imageMinutesAfterDriver": self.arrival.image_after_driver,
                 "imageCache": self.arrival.pull is IMAGE_CACHE_PULL,
             },
             "imagePull": {
@@ -474,8 +497,13 @@ def render(est: DeployEstimate) -> list[str]:
         )
         lines.append(
             f"  GPU nodes from minute {est.gpu_nodes_from:.1f}, {how}: +{GPU_SCALE_UP.minutes:g} min scale-up, "
-            f"+{est.arrival.pull.minutes:g} min image"
+            f"+{est.arrival.image_after_driver:g} min image"
             + (" (from the image cache)" if est.arrival.pull is IMAGE_CACHE_PULL else "")
+            + (
+                f" (the {est.arrival.pull.minutes:g} min pull begun by the pre-pull during the driver install)"
+                if est.arrival.image_after_driver < est.arrival.pull.minutes
+                else ""
+            )
         )
     if est.unknown_types:
         lines.append(

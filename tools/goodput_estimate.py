@@ -42,14 +42,15 @@ def buckets_minutes(est: Any, cfg: StackConfig) -> Optional[dict[str, float]]:
     startup = deploy_time.DYNAMIC_RESOURCE.minutes + deploy_time.NEMO_RL_STARTUP.minutes
     # Before the job: from the nodes' creation to the submission, less the image, the gate and the submission.
     before = deploy.total_minutes - deploy.gpu_nodes_from
-    first_wait = max(0.0, before - arrival.pull.minutes - gate - deploy_time.DYNAMIC_RESOURCE.minutes)
+    # The ledger's `imagePull` is pods bound -> started: the image left once the node offers its GPUs.
+    first_wait = max(0.0, before - arrival.image_after_driver - gate - deploy_time.DYNAMIC_RESOURCE.minutes)
     preemptions = expected_preemptions(cfg, job_hours)
     loss = (est.preemption or {}).get("expectedLossMinutes", 0.0)
     saves = 0.0 if est.checkpoints is None else est.checkpoints.policy.saves * est.checkpoints.write_seconds / 60
     job = job_hours * 60
     return {
         "gangWait": first_wait + preemptions * deploy_time.GPU_SCALE_UP.minutes,
-        "imagePull": (1 + preemptions) * arrival.pull.minutes,
+        "imagePull": (1 + preemptions) * arrival.image_after_driver,
         "gate": (1 + preemptions) * gate,
         "startup": (1 + preemptions) * startup,
         "stepsKept": max(0.0, job - saves),
