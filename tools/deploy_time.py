@@ -188,10 +188,14 @@ class GpuArrival:
     pulls from the node's boot on, during the driver install a Ray worker must wait for."""
 
     @property
+    def overlapped(self) -> bool:
+        """The pre-pull pulls the image (not the cache's start) on the new node during its driver install."""
+        return self.prepull and self.pull is IMAGE_PULL
+
+    @property
     def image_after_driver(self) -> float:
         """Minutes of the image left once the node offers its GPUs: the pull less what the pre-pull did meanwhile."""
-        overlap = GPU_DRIVER_MINUTES if self.prepull and self.pull is IMAGE_PULL else 0.0
-        return round(max(0.0, self.pull.minutes - overlap), 1)
+        return round(max(0.0, self.pull.minutes - (GPU_DRIVER_MINUTES if self.overlapped else 0.0)), 1)
 
     @property
     def minutes(self) -> float:
@@ -252,11 +256,7 @@ def typical(resource: Any, autopilot: bool = False, arrival: Optional[GpuArrival
             CREATION_MINUTES[RAY_RELEASE].minutes + arrival.minutes,
             "the GPU pool starts empty: its nodes come for the pending Ray workers "
             f"({GPU_SCALE_UP.basis}), then pull the image ({arrival.pull.basis}"
-            + (
-                ", begun by the pre-pull during the driver install"
-                if arrival.image_after_driver < arrival.pull.minutes
-                else ""
-            )
+            + (", begun by the pre-pull during the driver install" if arrival.overlapped else "")
             + "), then the pods start",
             f"{ASSUMED}; the scale-up as GPU_SCALE_UP, the image as "
             + ("IMAGE_CACHE_PULL" if arrival.pull is IMAGE_CACHE_PULL else "IMAGE_PULL"),
@@ -501,7 +501,7 @@ def render(est: DeployEstimate) -> list[str]:
             + (" (from the image cache)" if est.arrival.pull is IMAGE_CACHE_PULL else "")
             + (
                 f" (the {est.arrival.pull.minutes:g} min pull begun by the pre-pull during the driver install)"
-                if est.arrival.image_after_driver < est.arrival.pull.minutes
+                if est.arrival.overlapped
                 else ""
             )
         )
