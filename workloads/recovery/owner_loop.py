@@ -397,7 +397,9 @@ class Watcher:
         except VIEW_ERRORS as err:
             self._note(f"run ended ({record.cause}); releasing its workers failed ({err}): trying again next look")
             return
-        record.released = now
+        # `now` was read before this look listed the jobs, and Ray stamps `end` on its own clock: a run that ended
+        # during the look would otherwise be released before it ended.
+        record.released = max(now, record.end)
         self._note(
             f"run ended ({record.cause}): workers released ({done}); GKE removes the GPU nodes after its scale-down "
             "delay, and `python -m jobctl submit` brings them back",
