@@ -88,13 +88,9 @@ lustre_data = storage.LustreDataGuard(
     opts=apis.wait_for(api.LUSTRE, api.STORAGE, api.SERVICE_USAGE),
 )
 
-# Only with cluster.imageStreaming: the remote repository the pods pull through, and the nodes' grant to stream.
+# Only with cluster.imageStreaming: the remote repository of nvcr.io the pods pull through (infra/image_mirror.py).
 mirror = (
-    ImageMirror(
-        "image-mirror",
-        ImageMirrorArgs(ctx, cluster.node_service_account.member),
-        opts=apis.wait_for(api.ARTIFACT_REGISTRY, api.RESOURCE_MANAGER),
-    )
+    ImageMirror("image-mirror", ImageMirrorArgs(ctx), opts=apis.wait_for(api.ARTIFACT_REGISTRY))
     if cfg.cluster.image_streaming
     else None
 )
@@ -163,7 +159,9 @@ workload = WorkloadEnvironment(
 # The image lands on every node while Lustre is still being created (not waiting for its volume). None on Autopilot.
 prepull = mode.image_prepull(
     "image-prepull",
-    ImagePrePullArgs(image, cfg.ray.namespace, cluster.node_pool_names, gpu_pool.taints, warm=gpu_warmup(cfg, gpu_pool)),
+    ImagePrePullArgs(
+        image, cfg.ray.namespace, cluster.node_pool_names, gpu_pool.taints, warm=gpu_warmup(cfg, gpu_pool)
+    ),
     opts=pulumi.ResourceOptions(
         provider=kube.provider,
         depends_on=[*cluster.node_pools, workload.namespace_resource, *([mirror] if mirror else [])],

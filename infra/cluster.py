@@ -155,7 +155,9 @@ class GkeCluster(pulumi.ComponentResource):
         self.project = ctx.project
         self.gpu_pool_facts = args.gpu_pool
         # The caller's depends_on (the APIs these resources call) holds for each child.
-        self.node_service_account, grants = node_service_account(name, ctx, child_options(self, opts))
+        self.node_service_account, grants = node_service_account(
+            name, ctx, child_options(self, opts), cfg.image_streaming
+        )
         node_identity = {
             "service_account": self.node_service_account.email,
             "oauth_scopes": [CLOUD_PLATFORM_SCOPE],
@@ -390,7 +392,9 @@ class AutopilotCluster(pulumi.ComponentResource):
         self.location, self.project = ctx.region, ctx.project
         self.gpu_pool_facts = args.gpu_pool
         self.node_pools = []
-        self.node_service_account, grants = node_service_account(name, ctx, child_options(self, opts))
+        self.node_service_account, grants = node_service_account(
+            name, ctx, child_options(self, opts), cfg.image_streaming
+        )
         self.cluster = gcp.container.Cluster(
             f"{name}-cluster",
             **cluster_settings(ctx, cfg, args.network, args.legacy_lustre_port),

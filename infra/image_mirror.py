@@ -15,7 +15,8 @@ Image streaming has cached it long before the GPU nodes come for the Ray workers
 The doc's other requirements, and where each is met: the Container File System API (`infra.project_apis.required_apis`);
 COS with containerd (every pool's `image_type`); Private Google Access on the nodes' subnet (infra/network.py, for
 private nodes); the non-default node service account holding roles/serviceusage.serviceUsageConsumer in the images'
-project (here); `gcfs_config` on each Standard pool (infra/cluster.py `image_settings`; Autopilot streams by itself).
+project (`infra.gke_common.IMAGE_STREAMING_ROLE`, a node grant every pool waits for); `gcfs_config` on each Standard
+pool (infra/cluster.py `streaming_settings`; Autopilot streams eligible images by itself).
 """
 
 from __future__ import annotations
@@ -34,8 +35,6 @@ from workloads.recipes import NemoRLImage
 
 UPSTREAM = "nvcr.io"
 COMPONENT = "image-mirror"
-STREAMING_ROLE = "roles/serviceusage.serviceUsageConsumer"
-"""What the doc asks of a node service account that is not the default one, in the project hosting the images."""
 
 
 def repository_id(ctx: StackContext) -> str:
@@ -59,12 +58,11 @@ def nemo_rl_image(ctx: StackContext, cfg: StackConfig) -> NemoRLImage:
 @dataclass(frozen=True)
 class ImageMirrorArgs:
     ctx: StackContext
-    node_member: pulumi.Input[str]  # the node service account as an IAM member (`serviceAccount:...`)
 
 
 class ImageMirror(pulumi.ComponentResource):
-    """An Artifact Registry remote Docker repository proxying nvcr.io in the stack's region, and the node service
-    account's grant that Image streaming needs. Anonymous upstream: the NeMo-RL images are public on NGC."""
+    """An Artifact Registry remote Docker repository proxying nvcr.io in the stack's region; no upstream credentials:
+    the NeMo-RL images are public on NGC. Created in parallel with the cluster; the pods that pull wait for it."""
 
     def __init__(self, name: str, args: ImageMirrorArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("nemo-rl-gke:infra:ImageMirror", name, None, opts)
@@ -82,13 +80,6 @@ class ImageMirror(pulumi.ComponentResource):
             description=f"nemo-rl-gke: {UPSTREAM} through Artifact Registry, for GKE Image streaming",
             labels=ctx.labels(COMPONENT),
             remote_repository_config={"description": UPSTREAM, "common_repository": {"uri": f"https://{UPSTREAM}"}},
-            opts=child_options(self, opts),
-        )
-        self.grant = gcp.projects.IAMMember(
-            f"{name}-node-sa-streaming",
-            project=ctx.project,
-            role=STREAMING_ROLE,
-            member=args.node_member,
             opts=child_options(self, opts),
         )
         self.register_outputs({"repository": self.repository.name, "repositoryId": repository_id(ctx)})

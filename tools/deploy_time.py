@@ -244,7 +244,8 @@ def gpu_arrival(plan: Any) -> Optional[GpuArrival]:
 
 def pull_name(pull: Typical) -> str:
     """The model's name of a pull, as the plan's sources and JSON give it."""
-    return "IMAGE_CACHE_PULL" if pull is IMAGE_CACHE_PULL else "IMAGE_STREAM_PULL" if pull is IMAGE_STREAM_PULL else "IMAGE_PULL"
+    names = {"IMAGE_CACHE_PULL": IMAGE_CACHE_PULL, "IMAGE_STREAM_PULL": IMAGE_STREAM_PULL}
+    return next((name for name, known in names.items() if known is pull), "IMAGE_PULL")
 
 
 RAY_RELEASE = "kubernetes:helm.sh/v3:Release"
