@@ -9,6 +9,7 @@ from infra.cluster_mode import cluster_mode
 from infra.compute_class import GpuComputeClass, GpuComputeClassArgs
 from infra.gate_plan import gate_plan_for_stack
 from infra.gke_networks import GkeNetworkObjects, GkeNetworkObjectsArgs
+from infra.image_mirror import ImageMirror, ImageMirrorArgs, nemo_rl_image
 from infra.image_prepull import ImagePrePullArgs, gpu_warmup
 from infra.kube_provider import KubernetesAccess, KubernetesAccessArgs
 from infra.network import Networking, NetworkingArgs
@@ -42,10 +43,12 @@ gate_plan = gate_plan_for_stack(cfg, gpu_pool)
 ray_target = ray_target_for(cfg.ray)
 run_plan = run_plan_for_stack(settings.stack, cfg, gpu_pool, gate_plan, ray_target)
 job_spec = job_spec_for_stack(settings.stack, cfg, wandb_key_set=settings.wandb_key_set, pool=gpu_pool, run=run_plan)
+# The NeMo-RL image as every pod names it: nvcr.io, or the stack's Artifact Registry mirror (cluster.imageStreaming).
+image = nemo_rl_image(ctx, cfg)
 
 # ---------------------------------------------------------------- Google Cloud
 # Each component waits for the APIs its resources call (manageApis: false leaves them to the project's owner).
-apis = ProjectApis("apis", ProjectApisArgs(ctx, manage=cfg.manage_apis))
+apis = ProjectApis("apis", ProjectApisArgs(ctx, manage=cfg.manage_apis, apis=api.required_apis(cfg)))
 # Lustre and the cluster share only the network: they are created in parallel.
 network = Networking(
     "network",
@@ -83,6 +86,13 @@ lustre_data = storage.LustreDataGuard(
     "lustre-data",
     storage.LustreDataGuardArgs(ctx, cfg.lustre, lustre, artifacts, results_dirs()),
     opts=apis.wait_for(api.LUSTRE, api.STORAGE, api.SERVICE_USAGE),
+)
+
+# Only with cluster.imageStreaming: the remote repository of nvcr.io the pods pull through (infra/image_mirror.py).
+mirror = (
+    ImageMirror("image-mirror", ImageMirrorArgs(ctx), opts=apis.wait_for(api.ARTIFACT_REGISTRY))
+    if cfg.cluster.image_streaming
+    else None
 )
 
 pulumi.export("clusterName", cluster.name)
@@ -150,11 +160,11 @@ workload = WorkloadEnvironment(
 prepull = mode.image_prepull(
     "image-prepull",
     ImagePrePullArgs(
-        cfg.recipe.image, cfg.ray.namespace, cluster.node_pool_names, gpu_pool.taints, warm=gpu_warmup(cfg, gpu_pool)
+        image, cfg.ray.namespace, cluster.node_pool_names, gpu_pool.taints, warm=gpu_warmup(cfg, gpu_pool)
     ),
     opts=pulumi.ResourceOptions(
         provider=kube.provider,
-        depends_on=[*cluster.node_pools, workload.namespace_resource],
+        depends_on=[*cluster.node_pools, workload.namespace_resource, *([mirror] if mirror else [])],
         deleted_with=cluster.cluster,
     ),
 )
@@ -163,7 +173,7 @@ ray_cluster = RayCluster(
     RayClusterArgs(
         cluster_name=ray_target.cluster_name,
         ray=cfg.ray,
-        image=cfg.recipe.image,
+        image=image,
         environment=workload,
         networks=gke_networks,
         gpu_pool=gpu_pool,
@@ -175,7 +185,12 @@ ray_cluster = RayCluster(
     # once the job has ended. After the image pre-pull: the pods start warm.
     opts=pulumi.ResourceOptions(
         provider=kube.provider,
-        depends_on=[*cluster.node_pools, nccl, lustre_data, *(r for r in (prepull, compute_class) if r is not None)],
+        depends_on=[
+            *cluster.node_pools,
+            nccl,
+            lustre_data,
+            *(r for r in (prepull, compute_class, mirror) if r is not None),
+        ],
         deleted_with=cluster.cluster,
     ),
 )
@@ -215,6 +230,7 @@ if job is not None:
 watcher = build_preemption_watcher(
     job_spec,
     cfg,
+    image,
     ray=ray_cluster,
     system_pool_name=system_pool,
     run=run_plan,  # the watcher owns the run from here and gates every attempt (workloads/run_owner.py)

@@ -155,7 +155,9 @@ class GkeCluster(pulumi.ComponentResource):
         self.project = ctx.project
         self.gpu_pool_facts = args.gpu_pool
         # The caller's depends_on (the APIs these resources call) holds for each child.
-        self.node_service_account, grants = node_service_account(name, ctx, child_options(self, opts))
+        self.node_service_account, grants = node_service_account(
+            name, ctx, child_options(self, opts), cfg.image_streaming
+        )
         node_identity = {
             "service_account": self.node_service_account.email,
             "oauth_scopes": [CLOUD_PLATFORM_SCOPE],
@@ -243,6 +245,8 @@ class GkeCluster(pulumi.ComponentResource):
                 # Pods authenticate as their Kubernetes service account (Workload Identity).
                 "workload_metadata_config": {"mode": "GKE_METADATA"},
                 "resource_labels": labels,
+                # The Ray head's pull here, during Lustre's creation, is the image's first (infra/image_mirror.py).
+                **streaming_settings(args.cluster.image_streaming),
             },
             management={"auto_repair": True, "auto_upgrade": True},
             opts=opts,
@@ -259,7 +263,9 @@ class GkeCluster(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions,
     ) -> gcp.container.NodePool:
         pool_cfg, compute_class = args.gpu_pool_config, self.gpu_pool_facts.compute_class
-        node_config = gpu_node_config(pool_cfg, args.flavour, node_identity, labels, rung)
+        node_config = gpu_node_config(
+            pool_cfg, args.flavour, node_identity, labels, rung, streaming=args.cluster.image_streaming
+        )
         if compute_class:
             # What GKE requires of a manually created pool a custom ComputeClass names (naming.COMPUTE_CLASS_LABEL).
             node_config["labels"] = {COMPUTE_CLASS_LABEL: compute_class}
@@ -297,9 +303,11 @@ def gpu_node_config(
     node_identity: dict[str, Any],
     labels: dict[str, str],
     rung: Optional[Rung] = None,
+    streaming: bool = False,
 ) -> dict[str, Any]:
     """The GPU pool's `nodeConfig` (snake_case): the flavour's machine, GPUs, disks and taint, the node
-    identity, and what the capacity type (of `rung`, or the one pool's) adds (`provisioning_settings`)."""
+    identity, what the capacity type (of `rung`, or the one pool's) adds (`provisioning_settings`) and the image
+    cache or Image streaming (`cluster.imageStreaming`)."""
     provisioning = provisioning_settings(pool_cfg, rung)
     return {
         "machine_type": flavour.machine_type,
@@ -331,8 +339,16 @@ def gpu_node_config(
         "workload_metadata_config": {"mode": "GKE_METADATA"},
         "resource_labels": labels,
         **provisioning["node_config"],
+        **streaming_settings(streaming),
         **image_cache_settings(pool_cfg),
     }
+
+
+def streaming_settings(streaming: bool) -> dict[str, Any]:
+    """`cluster.imageStreaming`: GKE Image streaming on a pool (`gcfs_config`, pulumi_gcp container NodePool
+    `node_config.gcfs_config.enabled`; kubernetes-engine/docs/how-to/image-streaming). Not ForceNew: updated in
+    place (tools/pool_replacement.py). Empty when off, so a stack without it sends what it sent before."""
+    return {"gcfs_config": {"enabled": True}} if streaming else {}
 
 
 def image_cache_settings(pool_cfg: GpuPoolConfig) -> dict[str, Any]:
@@ -376,7 +392,9 @@ class AutopilotCluster(pulumi.ComponentResource):
         self.location, self.project = ctx.region, ctx.project
         self.gpu_pool_facts = args.gpu_pool
         self.node_pools = []
-        self.node_service_account, grants = node_service_account(name, ctx, child_options(self, opts))
+        self.node_service_account, grants = node_service_account(
+            name, ctx, child_options(self, opts), cfg.image_streaming
+        )
         self.cluster = gcp.container.Cluster(
             f"{name}-cluster",
             **cluster_settings(ctx, cfg, args.network, args.legacy_lustre_port),

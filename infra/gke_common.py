@@ -19,6 +19,10 @@ CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"  # acces
 NODE_SERVICE_ACCOUNT_ROLES = ("roles/container.defaultNodeServiceAccount", "roles/artifactregistry.reader")
 """GKE's least-privilege node role and image pulls (docs.cloud.google.com/kubernetes-engine/security/
 configure-node-service-accounts; CIS GKE Benchmark 2.0 5.2.1)."""
+IMAGE_STREAMING_ROLE = "roles/serviceusage.serviceUsageConsumer"
+"""With `cluster.imageStreaming`: what GKE Image streaming asks of a node service account that is not the default one,
+in the project hosting the images (kubernetes-engine/docs/how-to/image-streaming, Requirements); a grant of the
+account like the others, so every pool waits for it."""
 
 UPGRADE_EXCLUSION_START = "2026-01-01T00:00:00Z"
 CLUSTER_TIMEOUTS = pulumi.CustomTimeouts(create="60m", update="90m", delete="60m")
@@ -212,7 +216,7 @@ def _authorized_networks(cfg: ClusterConfig) -> Optional[dict[str, Any]]:
 
 
 def node_service_account(
-    name: str, ctx: StackContext, child: pulumi.ResourceOptions
+    name: str, ctx: StackContext, child: pulumi.ResourceOptions, streaming: bool = False
 ) -> tuple[gcp.serviceaccount.Account, list[gcp.projects.IAMMember]]:
     account = gcp.serviceaccount.Account(
         f"{name}-node-sa",
@@ -230,7 +234,7 @@ def node_service_account(
             member=account.member,
             opts=child,
         )
-        for role in NODE_SERVICE_ACCOUNT_ROLES
+        for role in (*NODE_SERVICE_ACCOUNT_ROLES, *((IMAGE_STREAMING_ROLE,) if streaming else ()))
     ]
     return account, grants
 

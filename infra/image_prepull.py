@@ -17,9 +17,11 @@ capacity-provisioning). Priority -10 is the lowest that still scales up (`--expe
 kubernetes/autoscaler cluster-autoscaler main.go); the Ray workers (priority 0) preempt them, `backoffLimit: 0`
 then ends the Job, `activeDeadlineSeconds` at the latest; `pulumi.com/skipAwait`: `pulumi up` does not wait.
 
-Not adopted: image streaming (kubernetes-engine/docs/how-to/image-streaming: Artifact Registry or Docker Hub only;
-the image is on nvcr.io); secondary boot disks by default (kubernetes-engine/docs/how-to/data-container-image-
-preloading: a disk image per image tag, and a new one replaces the GPU pool): the option `imageCacheDiskImage`.
+Options: image streaming, `cluster.imageStreaming` (infra/image_mirror.py: the image through an Artifact Registry
+remote repository of nvcr.io; the DaemonSet stays, and its pull on the system node during Lustre's creation is the
+image's first, which fills the repository and the streaming cache before the GPU nodes come; on a GPU node it starts
+the background download at the node's boot); secondary boot disks (kubernetes-engine/docs/how-to/data-container-
+image-preloading: a disk image per image tag, and a new one replaces the GPU pool): `gpuPool.imageCacheDiskImage`.
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ from typing import Optional
 import pulumi
 import pulumi_gcp as gcp
 
+from infra.config import StackConfig
 from infra.stack_context import StackContext
 
 COMPUTE = "compute.googleapis.com"
@@ -24,6 +25,8 @@ LUSTRE = "lustre.googleapis.com"
 STORAGE = "storage.googleapis.com"
 MONITORING = "monitoring.googleapis.com"
 LOGGING = "logging.googleapis.com"
+ARTIFACT_REGISTRY = "artifactregistry.googleapis.com"
+CONTAINER_FILESYSTEM = "containerfilesystem.googleapis.com"
 
 API_BY_RESOURCE_TYPE: dict[str, str] = {
     "gcp:compute/network:Network": COMPUTE,
@@ -44,16 +47,32 @@ API_BY_RESOURCE_TYPE: dict[str, str] = {
     "gcp:storage/bucketIAMMember:BucketIAMMember": STORAGE,
     "gcp:logging/metric:Metric": LOGGING,
     "gcp:monitoring/dashboard:Dashboard": MONITORING,
+    "gcp:artifactregistry/repository:Repository": ARTIFACT_REGISTRY,
 }
 
+IMAGE_STREAMING_APIS = (ARTIFACT_REGISTRY, CONTAINER_FILESYSTEM)
+"""Only with `cluster.imageStreaming` (infra/image_mirror.py): the mirror's repository, and the Container File System
+API that GKE Image streaming requires (kubernetes-engine/docs/how-to/image-streaming), which no resource calls itself.
+A stack without the setting enables neither, so upgrading it changes nothing."""
 # With RESOURCE_MANAGER for getProject (the project number of the Workload Identity principal), on every stack.
-REQUIRED_APIS: tuple[str, ...] = tuple(sorted({*API_BY_RESOURCE_TYPE.values(), RESOURCE_MANAGER}))
+REQUIRED_APIS: tuple[str, ...] = tuple(
+    sorted({*API_BY_RESOURCE_TYPE.values(), RESOURCE_MANAGER} - set(IMAGE_STREAMING_APIS))
+)
+
+
+def required_apis(cfg: StackConfig) -> tuple[str, ...]:
+    """The APIs one stack uses: `REQUIRED_APIS`, `IMAGE_STREAMING_APIS` with `cluster.imageStreaming`, and the
+    Container File System API with `gpuPool.imageCacheDiskImage` too (its cache mode runs on Image streaming)."""
+    extra = IMAGE_STREAMING_APIS if cfg.cluster.image_streaming else ()
+    streams = cfg.cluster.image_streaming or cfg.gpu_pool.image_cache_disk_image is not None
+    return tuple(sorted({*REQUIRED_APIS, *extra, *((CONTAINER_FILESYSTEM,) if streams else ())}))
 
 
 @dataclass(frozen=True)
 class ProjectApisArgs:
     ctx: StackContext
     manage: bool
+    apis: tuple[str, ...] = REQUIRED_APIS  # the stack's (`required_apis`)
 
 
 class ProjectApis(pulumi.ComponentResource):
@@ -63,9 +82,9 @@ class ProjectApis(pulumi.ComponentResource):
     def __init__(self, name: str, args: ProjectApisArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("nemo-rl-gke:infra:ProjectApis", name, None, opts)
         ctx, manage = args.ctx, args.manage
-        self.services = {}
+        self.apis, self.services = args.apis, {}
         if manage:
-            for api in REQUIRED_APIS:
+            for api in self.apis:
                 self.services[api] = gcp.projects.Service(
                     f"{name}-{api.split('.', 1)[0]}",
                     project=ctx.project,
@@ -73,12 +92,12 @@ class ProjectApis(pulumi.ComponentResource):
                     disable_on_destroy=False,
                     opts=pulumi.ResourceOptions(parent=self),
                 )
-        self.register_outputs({"managed": manage, "apis": list(REQUIRED_APIS)})
+        self.register_outputs({"managed": manage, "apis": list(self.apis)})
 
     def wait_for(self, *apis: str) -> pulumi.ResourceOptions:
-        unknown = sorted(set(apis) - set(REQUIRED_APIS))
+        unknown = sorted(set(apis) - set(self.apis))
         if unknown:
             raise ValueError(
-                f"{', '.join(unknown)} not in REQUIRED_APIS; add the resource type to API_BY_RESOURCE_TYPE"
+                f"{', '.join(unknown)} not among the stack's APIs; add the resource type to API_BY_RESOURCE_TYPE"
             )
         return pulumi.ResourceOptions(depends_on=[self.services[a] for a in apis if a in self.services])

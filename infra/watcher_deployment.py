@@ -439,6 +439,7 @@ class PreemptionWatcher(pulumi.ComponentResource):
 def build_preemption_watcher(
     spec: JobSpec,
     cfg: "StackConfig",
+    image: NemoRLImage,
     *,
     ray: Any,
     system_pool_name: Optional[str],
@@ -448,13 +449,14 @@ def build_preemption_watcher(
 ) -> Optional[PreemptionWatcher]:
     """The stack's `PreemptionWatcher`, or None when `recovery.enabled` is false. Deployed whether or not
     `job.submit` is on: it only resubmits a job of the stack's spec that someone submitted. `ray`: the
-    `RayCluster` component; `system_pool_name` None on Autopilot; `lustre_claim` holds the watcher's state."""
+    `RayCluster` component; `image` the Ray pods' (`infra.image_mirror.nemo_rl_image`); `system_pool_name` None on
+    Autopilot; `lustre_claim` holds the watcher's state."""
     if not cfg.recovery.enabled:
         return None
     args = PreemptionWatcherArgs(
         spec,
         namespace=ray.namespace,
-        image=cfg.recipe.image,
+        image=image,
         ray_cluster_name=ray.cluster_name,
         head_service=ray.head_service,
         system_pool_name=system_pool_name,

@@ -3,7 +3,7 @@
 import dataclasses
 
 import pytest
-from conftest import ALL_STACKS, STACKS, stack_plan
+from conftest import ALL_STACKS, STACKS, merged, run_plan, stack_plan
 
 from tools import deploy_time
 from tools.mocks import Registration
@@ -15,9 +15,18 @@ API_ENABLE_MINUTES = 1.0
 # apis-compute -> network-vpc -> psa-range -> psa -> lustre-instance: the Lustre path.
 LUSTRE_READY_MINUTES = API_ENABLE_MINUTES + 0.5 + 0.25 + 2.0 + 60.0
 # lustre PV -> PVC -> ray-release (warm start from the pre-pulled image) -> the job's submission.
-COLD_GPU_MINUTES = 6.0 + 11.1 - 4.0  # the pre-pull pulls during the ~4 min driver install
-"""Every GPU pool starts empty: its nodes come for the pending Ray workers (scale-up), then pull the image."""
-AFTER_LUSTRE_MINUTES = 0.05 + 0.2 + 1.5 + COLD_GPU_MINUTES + 1.0
+PULLED_GPU_MINUTES = 6.0 + 11.1 - 4.0  # the pre-pull pulls during the ~4 min driver install
+STREAMED_GPU_MINUTES = 6.0 + 1.0  # cluster.imageStreaming: the container starts from the streamed image
+STREAMING_STACKS = ("b200", "h200", "b200-ladder")  # committed with cluster.imageStreaming
+
+
+def cold_gpu_minutes(stack: str) -> float:
+    """Every GPU pool starts empty: its nodes come for the pending Ray workers (scale-up), then pull or stream."""
+    return STREAMED_GPU_MINUTES if stack in STREAMING_STACKS else PULLED_GPU_MINUTES
+
+
+def after_lustre_minutes(stack: str) -> float:
+    return 0.05 + 0.2 + 1.5 + cold_gpu_minutes(stack) + 1.0
 
 
 def reg(name, typ, parent="", custom=True, deps=(), provider="", inputs=None):
@@ -107,8 +116,8 @@ def test_the_critical_path_is_the_lustre_path_plus_the_cold_gpu_nodes_and_the_ga
     assert 0.5 <= gate.minutes == gate_minutes_of(stack) <= 5 and gate.source == deploy_time.GATE_SOURCE
     assert gate.start == pytest.approx(est.finish_by_name["ray-release"])
     assert est.milestones["lustre-instance"] == pytest.approx(LUSTRE_READY_MINUTES)
-    assert est.total_minutes == pytest.approx(LUSTRE_READY_MINUTES + AFTER_LUSTRE_MINUTES + gate.minutes)
-    assert est.total_minutes - est.milestones["lustre-instance"] - gate.minutes - COLD_GPU_MINUTES <= 3.0
+    assert est.total_minutes == pytest.approx(LUSTRE_READY_MINUTES + after_lustre_minutes(stack) + gate.minutes)
+    assert est.total_minutes - est.milestones["lustre-instance"] - gate.minutes - cold_gpu_minutes(stack) <= 3.0
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -157,13 +166,14 @@ def test_every_typical_time_cites_its_source():
 def test_the_plan_text_prints_the_critical_path_its_sources_and_the_pull(stack):
     text = render_tree(stack_plan(stack))
     block = text[text.index("\nDeploy time") : text.index("\nOutputs:")]
-    total = LUSTRE_READY_MINUTES + AFTER_LUSTRE_MINUTES + gate_minutes_of(stack)
+    total = LUSTRE_READY_MINUTES + after_lustre_minutes(stack) + gate_minutes_of(stack)
     assert f"~{total:.0f} min along the critical path" in block
     assert f"+{gate_minutes_of(stack):g} min  AcceptanceGate" in block
     assert "lustre-instance" in block and "+60 min" in block and "magic-modules PR #14878" in block
     assert "image-prepull-daemonset 25.2 min" in block
     assert "cold (default): they come for the pending Ray workers" in block
     assert "image pull: +11.1 min on every node at once" in block
+    assert "+1 min image (streamed from Artifact Registry; +3 min of NeMo-RL start-up for remote reads)" in block
 
 
 def test_deploy_time_json_lists_the_path_with_start_and_finish_minutes_and_sources():
@@ -199,7 +209,11 @@ def test_on_autopilot_the_gpu_nodes_and_the_pull_come_with_the_ray_workers_so_th
         deploy_time.CREATION_MINUTES["kubernetes:helm.sh/v3:Release"].minutes + cold
     )
     assert est.total_minutes == pytest.approx(
-        LUSTRE_READY_MINUTES + AFTER_LUSTRE_MINUTES - COLD_GPU_MINUTES + cold + gate_minutes_of("autopilot")
+        LUSTRE_READY_MINUTES
+        + after_lustre_minutes("autopilot")
+        - PULLED_GPU_MINUTES
+        + cold
+        + gate_minutes_of("autopilot")
     )
     assert "gke-gpu-pool" not in est.milestones and "image-prepull-daemonset" not in est.finish_by_name
 
@@ -233,7 +247,7 @@ def test_the_plan_prices_one_gate_run_at_the_stacks_hourly_cost():
 def test_a_cold_gpu_node_pulls_during_its_driver_install_only_where_the_pre_pull_runs_on_it():
     """The pre-pull pod asks for no GPU, so it pulls from the node's boot on; a Ray worker waits for the driver.
     Without the DaemonSet the whole pull follows the scale-up; from the image cache there is nothing to overlap."""
-    plan = stack_plan("b200")
+    plan = stack_plan("dev")
     arrival = deploy_time.gpu_arrival(plan)
     assert arrival.prepull and arrival.pull is deploy_time.IMAGE_PULL
     assert arrival.image_after_driver == pytest.approx(11.1 - 4.0)
@@ -242,3 +256,34 @@ def test_a_cold_gpu_node_pulls_during_its_driver_install_only_where_the_pre_pull
     assert deploy_time.gpu_arrival(without).minutes == pytest.approx(6.0 + 11.1)
     cached = deploy_time.GpuArrival(False, deploy_time.IMAGE_CACHE_PULL, prepull=True)
     assert cached.minutes == pytest.approx(6.0 + deploy_time.IMAGE_CACHE_PULL.minutes)
+
+
+def streaming_plan(on: bool):
+    return run_plan("b200", cluster=merged("b200", "cluster", {"imageStreaming": on}))
+
+
+def test_a_streamed_image_starts_the_container_in_a_minute_and_adds_the_remote_reads_to_nemo_rls_start_up():
+    """cluster.imageStreaming: no whole pull after the driver install, nothing to overlap; the doc's remote-read
+    latency is paid in NeMo-RL's start-up, both assumed and said so."""
+    streamed, pulled = deploy_time.gpu_arrival(streaming_plan(True)), deploy_time.gpu_arrival(streaming_plan(False))
+    assert streamed.pull is deploy_time.IMAGE_STREAM_PULL and streamed.streamed and not streamed.overlapped
+    assert streamed.minutes == pytest.approx(6.0 + 1.0) and streamed.image_after_driver == 1.0
+    assert streamed.startup_minutes == deploy_time.NEMO_RL_STARTUP.minutes + deploy_time.STREAM_READ_MINUTES
+    assert pulled.pull is deploy_time.IMAGE_PULL and not pulled.streamed
+    assert pulled.startup_minutes == deploy_time.NEMO_RL_STARTUP.minutes
+    assert deploy_time.ASSUMED in deploy_time.IMAGE_STREAM_PULL.source
+
+
+def test_the_plan_json_says_which_pull_applies_to_the_gpu_nodes():
+    on = deploy_time.estimate(streaming_plan(True)).to_json()["gpuNodes"]
+    off = deploy_time.estimate(streaming_plan(False)).to_json()["gpuNodes"]
+    assert (on["pull"], on["imageStreamed"], on["imageMinutes"]) == ("IMAGE_STREAM_PULL", True, 1.0)
+    assert (off["pull"], off["imageStreamed"], off["imageMinutes"]) == ("IMAGE_PULL", False, 11.1)
+    assert on["startupMinutes"] - off["startupMinutes"] == deploy_time.STREAM_READ_MINUTES
+
+
+def test_image_streaming_on_a_pool_without_the_mirror_is_still_a_pull():
+    """gcfs alone (the image cache's) streams nothing from nvcr.io: the model streams only with the repository."""
+    plan = streaming_plan(True)
+    without = dataclasses.replace(plan, resources=[r for r in plan.resources if r.type != deploy_time.MIRROR])
+    assert deploy_time.gpu_arrival(without).pull is deploy_time.IMAGE_PULL

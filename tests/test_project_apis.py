@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from conftest import STACKS, run_plan, stack_plan
+from conftest import STACKS, merged, run_plan, stack_plan
 
-from infra.project_apis import API_BY_RESOURCE_TYPE, REQUIRED_APIS
+from infra.project_apis import API_BY_RESOURCE_TYPE, IMAGE_STREAMING_APIS, REQUIRED_APIS, required_apis
+from tools.estimates import stack_config
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -39,7 +40,7 @@ def services_by_api(plan) -> dict[str, object]:
 def test_every_api_the_stack_calls_is_enabled_and_left_on_by_destroy(stack):
     plan = stack_plan(stack)
     services = services_by_api(plan)
-    assert sorted(services) == sorted(REQUIRED_APIS)
+    assert sorted(services) == sorted(required_apis(stack_config(plan)))
     for api, service in services.items():
         assert service.inputs["project"] == "my-gcp-project", service.name
         assert service.inputs["disableOnDestroy"] is False, f"{service.name} would turn {api} off on destroy"
@@ -69,3 +70,17 @@ def test_manage_apis_false_enables_nothing_and_adds_no_api_dependency():
     service_urns = {r.urn for r in stack_plan("dev").by_type(SERVICE)}
     for r in plan.resources:
         assert not service_urns & set(r.dependencies), r.name
+
+
+def test_image_streaming_adds_artifact_registry_and_the_container_file_system_api_and_only_it_does():
+    assert not set(IMAGE_STREAMING_APIS) & set(REQUIRED_APIS)
+    off = services_by_api(run_plan("b200", cluster={"imageStreaming": False}))
+    on = services_by_api(run_plan("b200", cluster={"imageStreaming": True}))
+    assert set(on) - set(off) == {"artifactregistry.googleapis.com", "containerfilesystem.googleapis.com"}
+    assert sorted(off) == sorted(REQUIRED_APIS)
+
+
+def test_an_image_cache_disk_enables_the_container_file_system_api_its_streaming_needs():
+    cached = run_plan("dev", gpuPool=merged("dev", "gpuPool", {"imageCacheDiskImage": "global/images/nemo-rl-v0-6"}))
+    assert "containerfilesystem.googleapis.com" in services_by_api(cached)
+    assert "artifactregistry.googleapis.com" not in services_by_api(cached)

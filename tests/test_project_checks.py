@@ -116,3 +116,13 @@ def test_the_iam_check_asks_in_batches_and_its_failure_is_whole(project, monkeyp
     assert only(project, "iam") == Result(
         "iam", PASS, f"you hold all {len(wanted)} permissions `pulumi up` and `pulumi destroy` use"
     )
+
+
+def test_a_streaming_stack_needs_the_container_file_system_api_and_the_doctor_says_so(project):
+    """cluster.imageStreaming: GKE Image streaming needs containerfilesystem.googleapis.com, which no resource calls,
+    so the doctor names it from the stack's own API list (infra.project_apis.required_apis)."""
+    project.enabled.add("artifactregistry.googleapis.com")
+    assert "containerfilesystem.googleapis.com" not in project.enabled
+    assert only(project, "apis", config(manageApis=False)).status == PASS  # not this stack's
+    streaming = config(manageApis=False, cluster={"imageStreaming": True})
+    assert only(project, "apis", streaming).summary == "off: containerfilesystem.googleapis.com"

@@ -805,11 +805,17 @@ def test_each_stack_sizes_its_workers_to_its_gpu_pool_and_flavour(stack):
 def test_each_stack_runs_its_recipes_image_with_the_matching_ray_version(stack):
     from conftest import plan_mod, read_stack_file
 
-    _, release = stack_release(stack)
+    from tools.estimates import stack_config
+
+    plan, release = stack_release(stack)
     recipe = json.loads(read_stack_file(plan_mod.ROOT / f"Pulumi.{stack}.yaml")[0]["nemo-rl-gke:job"])["recipe"]
     image = RECIPES[recipe].image
     values = release.inputs["values"]
-    assert (values["image"]["repository"], values["image"]["tag"]) == (image.repository, image.tag), release.name
+    cfg = stack_config(plan)
+    # cluster.imageStreaming: the same image through the stack's Artifact Registry mirror of nvcr.io.
+    mirrored = f"{cfg.region}-docker.pkg.dev/{cfg.project}/{stack}-nvcr/{image.repository.removeprefix('nvcr.io/')}"
+    repository = mirrored if cfg.cluster.image_streaming else image.repository
+    assert (values["image"]["repository"], values["image"]["tag"]) == (repository, image.tag), release.name
     assert values["head"]["rayVersion"] == image.ray_version
 
 

@@ -312,6 +312,7 @@ def watcher_of(stack: str = "dev", **recovery):
         return build_preemption_watcher(
             stack_job_spec(stack, cfg, wandb_key_set=False),
             cfg,
+            cfg.recipe.image,
             ray=ray,
             system_pool_name=f"{stack}-system",
             run=run_plan_for_stack(stack, cfg, pool, gate_plan_for_stack(cfg, pool), ray),

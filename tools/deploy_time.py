@@ -21,6 +21,7 @@ from workloads.run_owner import GateSetup
 
 NODE_POOL = "gcp:container/nodePool:NodePool"
 DAEMONSET = "kubernetes:apps/v1:DaemonSet"
+MIRROR = "gcp:artifactregistry/repository:Repository"  # infra/image_mirror.py
 MILESTONE_TYPES = (NODE_POOL, "gcp:container/cluster:Cluster", "gcp:lustre/instance:Instance")
 
 ASSUMED = "assumed: no published figure; `pulumi up` shows each resource's duration, which replaces it"
@@ -103,6 +104,7 @@ CREATION_MINUTES: dict[str, Typical] = {
     DAEMONSET: Typical(2.0, "Pulumi waits for the rollout: the gIB plugin image pull and copy on every GPU node"),
     "gcp:logging/metric:Metric": Typical(0.1, "log-based metric create, seconds (infra/observability.py)"),
     "gcp:monitoring/dashboard:Dashboard": Typical(0.1, "dashboard create, seconds"),
+    MIRROR: Typical(0.2, "Artifact Registry repository create, seconds (the image is cached on its first pull)"),
     "kubernetes:core/v1:ConfigMap": Typical(0.05, "API call"),
     # The watcher's gang-wait grants (infra/watcher_deployment.py): plain API objects, nothing to wait for.
     "kubernetes:rbac.authorization.k8s.io/v1:Role": Typical(0.05, "API call"),
@@ -127,6 +129,19 @@ IMAGE_CACHE_PULL = Typical(
     "with the node (GKE 'Use secondary boot disks to preload data or container images'); only the pod start",
     f"{ASSUMED}; GKE publishes no figure for a cached start",
 )
+STREAM_DOC = "GKE 'Use Image streaming to pull container images' (kubernetes-engine/docs/how-to/image-streaming)"
+IMAGE_STREAM_PULL = Typical(
+    1.0,
+    "streamed from Artifact Registry (cluster.imageStreaming): GKE starts the container from a remote filesystem "
+    "without downloading the whole image, and caches it on the node in the background; the system node's pull "
+    "during Lustre's creation was the image's first, so this one is not",
+    f"{ASSUMED}; {STREAM_DOC} publishes no start time",
+)
+STREAM_READ_MINUTES = 3.0
+"""Extra start-up on a node whose image streams: NeMo-RL's first imports (torch, the CUDA libraries, vLLM, Megatron)
+read many of the image's files remotely; the doc: "If your workloads read many files in an image during
+initialization, you might notice increased initialization times because of the latency added by the remote file
+reads" (assumed; the pre-pull starts the background download at the node's boot, which may hide part of it)."""
 GPU_POOL_EMPTY = Typical(
     3.0, "an autoscaled GPU pool is created empty (0 nodes, infra/cluster.py): the node pool operation only"
 )
@@ -188,6 +203,15 @@ class GpuArrival:
     pulls from the node's boot on, during the driver install a Ray worker must wait for."""
 
     @property
+    def streamed(self) -> bool:
+        return self.pull is IMAGE_STREAM_PULL
+
+    @property
+    def startup_minutes(self) -> float:
+        """NeMo-RL's start-up on these nodes: `NEMO_RL_STARTUP`, plus the remote reads when the image streams."""
+        return NEMO_RL_STARTUP.minutes + (STREAM_READ_MINUTES if self.streamed else 0.0)
+
+    @property
     def overlapped(self) -> bool:
         """The pre-pull pulls the image (not the cache's start) on the new node during its driver install."""
         return self.prepull and self.pull is IMAGE_PULL
@@ -203,17 +227,25 @@ class GpuArrival:
 
 
 def gpu_arrival(plan: Any) -> Optional[GpuArrival]:
-    """None without a GPU pool (Autopilot has its own model: `AUTOPILOT_RAY_RELEASE`); the image is pulled, or
-    started from the cache of an image-cache pool."""
+    """None without a GPU pool (Autopilot has its own model: `AUTOPILOT_RAY_RELEASE`); the image is pulled, started
+    from the cache of an image-cache pool, or streamed (the mirror in the plan and Image streaming on the pools)."""
     pools = gpu_pools(plan)
     if not pools:
         return None
-    cached = any((p.inputs.get("nodeConfig") or {}).get("secondaryBootDisks") for p in pools)
+    configs = [p.inputs.get("nodeConfig") or {} for p in pools]
+    streams = plan.by_type(MIRROR) and all((c.get("gcfsConfig") or {}).get("enabled") for c in configs)
+    pull = IMAGE_STREAM_PULL if streams else IMAGE_PULL
     return GpuArrival(
         any(is_gpu_warmup(r) for r in plan.resources),
-        IMAGE_CACHE_PULL if cached else IMAGE_PULL,
+        IMAGE_CACHE_PULL if any(c.get("secondaryBootDisks") for c in configs) else pull,
         prepull=any(is_image_prepull(r) for r in plan.resources),
     )
+
+
+def pull_name(pull: Typical) -> str:
+    """The model's name of a pull, as the plan's sources and JSON give it."""
+    names = {"IMAGE_CACHE_PULL": IMAGE_CACHE_PULL, "IMAGE_STREAM_PULL": IMAGE_STREAM_PULL}
+    return next((name for name, known in names.items() if known is pull), "IMAGE_PULL")
 
 
 RAY_RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -258,8 +290,7 @@ def typical(resource: Any, autopilot: bool = False, arrival: Optional[GpuArrival
             f"({GPU_SCALE_UP.basis}), then pull the image ({arrival.pull.basis}"
             + (", begun by the pre-pull during the driver install" if arrival.overlapped else "")
             + "), then the pods start",
-            f"{ASSUMED}; the scale-up as GPU_SCALE_UP, the image as "
-            + ("IMAGE_CACHE_PULL" if arrival.pull is IMAGE_CACHE_PULL else "IMAGE_PULL"),
+            f"{ASSUMED}; the scale-up as GPU_SCALE_UP, the image as {pull_name(arrival.pull)}",
         )
     if arrival is not None and is_gpu_warmup(resource):
         return Typical(
@@ -336,6 +367,9 @@ class DeployEstimate:
                 "imageMinutes": self.arrival.pull.minutes,
                 "imageMinutesAfterDriver": self.arrival.image_after_driver,
                 "imageCache": self.arrival.pull is IMAGE_CACHE_PULL,
+                "pull": pull_name(self.arrival.pull),
+                "imageStreamed": self.arrival.streamed,
+                "startupMinutes": self.arrival.startup_minutes,
             },
             "imagePull": {
                 "minutes": IMAGE_PULL.minutes,
@@ -499,6 +533,11 @@ def render(est: DeployEstimate) -> list[str]:
             f"  GPU nodes from minute {est.gpu_nodes_from:.1f}, {how}: +{GPU_SCALE_UP.minutes:g} min scale-up, "
             f"+{est.arrival.image_after_driver:g} min image"
             + (" (from the image cache)" if est.arrival.pull is IMAGE_CACHE_PULL else "")
+            + (
+                f" (streamed from Artifact Registry; +{STREAM_READ_MINUTES:g} min of NeMo-RL start-up for remote reads)"
+                if est.arrival.streamed
+                else ""
+            )
             + (
                 f" (the {est.arrival.pull.minutes:g} min pull begun by the pre-pull during the driver install)"
                 if est.arrival.overlapped

@@ -89,11 +89,23 @@ BY_RESOURCE_TYPE: dict[str, tuple[Grant, ...]] = {
     ),
     "gcp:logging/metric:Metric": (_lifecycle("roles/logging.configWriter", "logging.logMetrics"),),
     "gcp:monitoring/dashboard:Dashboard": (_lifecycle("roles/monitoring.dashboardEditor", "monitoring.dashboards"),),
+    # cluster.imageStreaming's remote repository (infra/image_mirror.py); repoAdmin cannot create one.
+    "gcp:artifactregistry/repository:Repository": (
+        _lifecycle(
+            "roles/artifactregistry.admin", "artifactregistry.repositories", "artifactregistry.repositories.update"
+        ),
+    ),
 }
 
 
 # Registered by every stack; the rest only under the conditions in `resource_types`.
-_CONDITIONAL = frozenset({"gcp:projects/serviceIdentity:ServiceIdentity", "gcp:projects/service:Service"})
+_CONDITIONAL = frozenset(
+    {
+        "gcp:projects/serviceIdentity:ServiceIdentity",
+        "gcp:projects/service:Service",
+        "gcp:artifactregistry/repository:Repository",
+    }
+)
 
 # What the Lustre data guard (infra/lustre_guard.py) calls with the deployer's credentials.
 LUSTRE_EXPORT = Grant("roles/lustre.admin", ("lustre.instances.exportData",))
@@ -145,6 +157,8 @@ def resource_types(cfg: StackConfig) -> frozenset[str]:
         types.add("gcp:projects/serviceIdentity:ServiceIdentity")  # the Lustre service agent
     if getattr(cfg, "manage_apis", False):  # project.manageApis (issue 11)
         types.add("gcp:projects/service:Service")
+    if cfg.cluster.image_streaming:
+        types.add("gcp:artifactregistry/repository:Repository")
     return frozenset(types)
 
 

@@ -205,18 +205,19 @@ class FirstRun:
     job_hours: Optional[float]
     before_job: dict[str, float]  # `spot`/`onDemand`: the cost of the hours before the job starts
     gpu_before_job: float = 0.0  # of it, the GPU nodes' share at the prices that apply
+    startup_minutes: float = deploy_time.NEMO_RL_STARTUP.minutes  # the submission to the first step (`GpuArrival`)
 
     def total(self, kind: str, per_hour: float) -> Optional[float]:
         return None if self.job_hours is None else self.before_job[kind] + per_hour * self.job_hours
 
     @property
     def first_step_minutes(self) -> float:
-        """Minutes from the first `pulumi up` to the job's first training step (NEMO_RL_STARTUP after it)."""
-        return self.deploy_minutes + deploy_time.NEMO_RL_STARTUP.minutes
+        """Minutes from the first `pulumi up` to the job's first training step (`startup_minutes` after it)."""
+        return self.deploy_minutes + self.startup_minutes
 
     def before_first_step(self, kind: str, per_hour: float) -> float:
         """The deploy's spend, then the whole stack's hourly cost through NeMo-RL's start-up."""
-        return self.before_job[kind] + per_hour * deploy_time.NEMO_RL_STARTUP.minutes / 60
+        return self.before_job[kind] + per_hour * self.startup_minutes / 60
 
     @property
     def hours(self) -> Optional[float]:
@@ -244,7 +245,9 @@ def first_run(est: Estimates, plan: Any) -> FirstRun:
         before["onDemand"] += item.on_demand_per_hour * hours
         if item.gpu:
             gpu += item.per_hour * hours
-    return FirstRun(submit, est.cost.job_hours, before, gpu)
+    arrival = deploy.arrival
+    startup = deploy_time.NEMO_RL_STARTUP.minutes if arrival is None else arrival.startup_minutes
+    return FirstRun(submit, est.cost.job_hours, before, gpu, startup)
 
 
 def first_run_json(est: Estimates, plan: Any) -> dict[str, Any]:

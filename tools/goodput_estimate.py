@@ -39,7 +39,7 @@ def buckets_minutes(est: Any, cfg: StackConfig) -> Optional[dict[str, float]]:
     if arrival is None or deploy.gpu_nodes_from is None or job_hours is None:
         return None
     gate = deploy.gate_minutes or 0.0
-    startup = deploy_time.DYNAMIC_RESOURCE.minutes + deploy_time.NEMO_RL_STARTUP.minutes
+    startup = deploy_time.DYNAMIC_RESOURCE.minutes + arrival.startup_minutes  # a replacement node streams too
     # Before the job: from the nodes' creation to the submission, less the image, the gate and the submission.
     before = deploy.total_minutes - deploy.gpu_nodes_from
     # The ledger's `imagePull` is pods bound -> started: the image left once the node offers its GPUs.

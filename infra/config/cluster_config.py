@@ -157,6 +157,13 @@ class ClusterConfig(Model):
     when `masterAuthorizedNetworks` is empty."""
     system_pool: SystemPoolConfig = Field(default_factory=SystemPoolConfig)
     """CPU system pool."""
+    image_streaming: bool = False
+    """Pull the NeMo-RL image through an Artifact Registry remote repository in `region` that proxies nvcr.io, with GKE
+    Image streaming on every node pool, so a new GPU node starts the Ray worker without downloading the ~20 GB image
+    first (GKE "Use Image streaming to pull container images"; Autopilot streams eligible images by itself). The Ray
+    head's pull during Managed Lustre's creation fills the repository's cache, so the GPU nodes' first pull streams.
+    Off by default: turning it on changes the image reference of the Ray pods, which restarts a running job from its
+    last checkpoint."""
 
     checks = (check_control_plane_access,)
 

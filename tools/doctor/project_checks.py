@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from infra.config import StackConfig
-from infra.project_apis import REQUIRED_APIS
+from infra.project_apis import required_apis
 from tools.deployer_permissions import required_permissions
 from tools.doctor.check_context import FAIL, PASS, WARN, Context, Result, failed, passed
 
@@ -20,7 +20,8 @@ def manages_apis(cfg: StackConfig) -> bool:
 
 def check_apis(ctx: Context) -> tuple[Result, set[str]]:
     """Every API the stack uses is on (or `pulumi up` turns it on); also the APIs that are off, for the checks."""
-    wanted = [*REQUIRED_APIS, ORG_POLICY_API, CLOUD_QUOTAS_API]
+    apis = required_apis(ctx.cfg)
+    wanted = [*apis, ORG_POLICY_API, CLOUD_QUOTAS_API]
     parent = f"projects/{ctx.project_number}"
     states: dict[str, bool] = {}
     for i in range(0, len(wanted), SERVICE_USAGE_BATCH):
@@ -34,9 +35,9 @@ def check_apis(ctx: Context) -> tuple[Result, set[str]]:
         for service in response.services:
             states[service.name.rsplit("/", 1)[-1]] = service.state.name == "ENABLED"
     off = {api for api in wanted if not states.get(api, False)}
-    missing = [api for api in REQUIRED_APIS if api in off]
+    missing = [api for api in apis if api in off]
     if not missing:
-        return Result("apis", PASS, f"all {len(REQUIRED_APIS)} APIs the stack uses are enabled"), off
+        return Result("apis", PASS, f"all {len(apis)} APIs the stack uses are enabled"), off
     enable = f"gcloud services enable {' '.join(missing)} --project {ctx.project}"
     if manages_apis(ctx.cfg):
         return Result(
