@@ -141,7 +141,9 @@ STREAM_READ_MINUTES = 3.0
 """Extra start-up on a node whose image streams: NeMo-RL's first imports (torch, the CUDA libraries, vLLM, Megatron)
 read many of the image's files remotely; the doc: "If your workloads read many files in an image during
 initialization, you might notice increased initialization times because of the latency added by the remote file
-reads" (assumed; the pre-pull starts the background download at the node's boot, which may hide part of it)."""
+reads" (assumed; the pre-pull starts the background download at the node's boot, which may hide part of it). Counted
+after the submission: the acceptance gate before it imports torch too, and whether its reads lengthen the gate (each
+minute there costs the whole gang before the job) is known only on a real cluster."""
 GPU_POOL_EMPTY = Typical(
     3.0, "an autoscaled GPU pool is created empty (0 nodes, infra/cluster.py): the node pool operation only"
 )
