@@ -72,6 +72,35 @@ def run_plan(stack: str = "dev", secret_keys: list[str] | None = None, **overrid
     return plan_mod.run_program(stack, config, keys + list(secret_keys or []))
 
 
+_RUNS: dict[tuple, plan_mod.Plan] = {}
+_SHARE_RUNS = {"on": False}
+_real_run_program = plan_mod.run_program
+
+
+def _shared_run_program(stack=plan_mod.DEFAULT_STACK, config=None, secret_keys=None, **kwargs):
+    """`run_program`, run once per distinct input in a worker: about a third of the suite's program runs repeat
+    one (the CLI tests plan the committed stacks again), at 0.3-0.6 CPU-seconds each (docs/testing.md, "Budget").
+    Off for a test that uses `monkeypatch` (what it patches may change the plan) or is marked `fresh_plans`, and
+    keyed by the mutant under `make mutants` as `stack_plan` is. A program that fails is run again each time."""
+    mutant = os.environ.get("MUTANT_UNDER_TEST", "")
+    if not _SHARE_RUNS["on"] or mutant == "stats":
+        return _real_run_program(stack, config, secret_keys, **kwargs)
+    key = (mutant, stack, json.dumps(config, sort_keys=True), tuple(secret_keys or ()), repr(sorted(kwargs.items())))
+    if key not in _RUNS:
+        _RUNS[key] = _real_run_program(stack, config, secret_keys, **kwargs)
+    return _RUNS[key]
+
+
+plan_mod.run_program = _shared_run_program
+
+
+@pytest.fixture(autouse=True)
+def _program_runs_shared_unless_patched(request):
+    _SHARE_RUNS["on"] = not ("monkeypatch" in request.fixturenames or request.node.get_closest_marker("fresh_plans"))
+    yield
+    _SHARE_RUNS["on"] = False
+
+
 _PLANS: dict[tuple[str, str], plan_mod.Plan] = {}
 
 

@@ -65,6 +65,7 @@ def test_plan_of_an_unknown_stack_fails_with_a_one_line_error():
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.fresh_plans
 def test_the_same_stack_plans_to_the_same_document_every_time():
     # Apply callbacks finish in a different order on every run; the plan must not.
     from tools.offline_plan import committed_plan
