@@ -15,11 +15,8 @@ $(VENV)/.installed: requirements.txt
 	touch $@
 
 # Test-only packages on top of the runtime ones.
-# `sync`: the install leaves about 1 GB of written files (torch, Ray) for the kernel to flush; a suite started
-# at once ran 106-121 s instead of 92 s on two cores (docs/testing.md, "Budget").
 $(VENV)/.installed-test: $(VENV)/.installed requirements-test.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-test.txt
-	sync
 	touch $@
 
 plan: $(VENV)/.installed
