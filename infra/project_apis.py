@@ -63,9 +63,12 @@ REQUIRED_APIS: tuple[str, ...] = tuple(
 def required_apis(cfg: StackConfig) -> tuple[str, ...]:
     """The APIs one stack uses: `REQUIRED_APIS`, `IMAGE_STREAMING_APIS` with `cluster.imageStreaming`, and the
     Container File System API with `gpuPool.imageCacheDiskImage` too (its cache mode runs on Image streaming)."""
-    extra = IMAGE_STREAMING_APIS if cfg.cluster.image_streaming else ()
-    streams = cfg.cluster.image_streaming or cfg.gpu_pool.image_cache_disk_image is not None
-    return tuple(sorted({*REQUIRED_APIS, *extra, *((CONTAINER_FILESYSTEM,) if streams else ())}))
+    apis = set(REQUIRED_APIS)
+    if cfg.cluster.image_streaming:
+        apis.update(IMAGE_STREAMING_APIS)
+    if cfg.gpu_pool.image_cache_disk_image is not None:
+        apis.add(CONTAINER_FILESYSTEM)
+    return tuple(sorted(apis))
 
 
 @dataclass(frozen=True)
