@@ -21,6 +21,7 @@ from infra.run_plan import run_plan_for_stack
 from infra.stack_context import StackContext
 from infra.training_job import build_training_job, job_spec_for_stack
 from infra.watcher_deployment import build_preemption_watcher
+from infra.weight_staging import WeightStaging, WeightStagingArgs, staging_minutes
 from infra.workload_env import LustreVolume, WorkloadEnvironment, WorkloadEnvironmentArgs
 from workloads.job_types import results_dirs
 
@@ -156,11 +157,39 @@ workload = WorkloadEnvironment(
     ),
     opts=on_nodes,
 )
+# The recipe's model into the HF cache on Lustre once, on CPU, before the Ray release (infra/weight_staging.py). Not on
+# Autopilot: no node holds the image beforehand, so the staging pod's own node and pull would sit on the path.
+weights = (
+    None
+    if mode.autopilot
+    else WeightStaging(
+        "weights",
+        WeightStagingArgs(
+            image,
+            cfg.ray.namespace,
+            cfg.recipe.model,
+            cfg.recipe.model_params_billion,
+            cfg.ray.mount_path,
+            token=settings.secrets.hf_token is not None,
+            system_pool=system_pool,
+        ),
+        opts=pulumi.ResourceOptions(
+            provider=kube.provider, depends_on=[*cluster.node_pools, workload], deleted_with=cluster.cluster
+        ),
+    )
+)
 # The image lands on every node while Lustre is still being created (not waiting for its volume). None on Autopilot.
 prepull = mode.image_prepull(
     "image-prepull",
     ImagePrePullArgs(
-        image, cfg.ray.namespace, cluster.node_pool_names, gpu_pool.taints, warm=gpu_warmup(cfg, gpu_pool)
+        image,
+        cfg.ray.namespace,
+        cluster.node_pool_names,
+        gpu_pool.taints,
+        # gpuPool.warmMinutes, or the just-in-time placeholders and their timer (infra/jit_gpu_nodes.py).
+        warm=gpu_warmup(
+            cfg, gpu_pool, system_pool, ray_target.cluster_name, staging_minutes(cfg.recipe.model_params_billion)
+        ),
     ),
     opts=pulumi.ResourceOptions(
         provider=kube.provider,
@@ -189,7 +218,8 @@ ray_cluster = RayCluster(
             *cluster.node_pools,
             nccl,
             lustre_data,
-            *(r for r in (prepull, compute_class, mirror) if r is not None),
+            # weights: a wait only; a new or changed staging Job replaces nothing here.
+            *(r for r in (prepull, compute_class, mirror, weights and weights.job) if r is not None),
         ],
         deleted_with=cluster.cluster,
     ),

@@ -290,7 +290,10 @@ class GkeCluster(pulumi.ComponentResource):
             },
             # No spare GPU capacity to surge into: upgrade one node at a time in place.
             upgrade_settings={"strategy": "SURGE", "max_surge": 0, "max_unavailable": 1},
-            # Nodes on nearby hosts: lower latency for the RDMA all-reduce.
+            # Nodes on nearby hosts: lower latency for the RDMA all-reduce. GKE's COMPACT type (the NodePool
+            # placementPolicy takes `type` COMPACT and an optional resource-policy `policyName`); Compute Engine places
+            # MIGs of A4 / A3 Ultra with workload policies instead, and no GKE page read here says a node pool takes
+            # one, so none is made: the doctor's `placement` check warns (tools/doctor/zone_checks.py).
             placement_policy={"type": "COMPACT"} if pool_cfg.compact_placement else None,
             **provisioning_settings(pool_cfg, rung)["pool"],
             opts=opts,
@@ -354,9 +357,15 @@ def streaming_settings(streaming: bool) -> dict[str, Any]:
 def image_cache_settings(pool_cfg: GpuPoolConfig) -> dict[str, Any]:
     """`gpuPool.imageCacheDiskImage`: the disk image as a secondary boot disk in CONTAINER_IMAGE_CACHE mode, with
     the image streaming that mode needs (GKE "Use secondary boot disks to preload data or container images",
-    https://cloud.google.com/kubernetes-engine/docs/how-to/data-container-image-preloading: from 1.28.3-gke.1067000,
-    below the Lustre CSI floor the config enforces). One disk per node, of the boot disk's type (hyperdisk-balanced
-    on A4/A3 Ultra: known only on a real cluster). ForceNew (tools/pool_replacement.py). Empty when unset."""
+    https://docs.cloud.google.com/kubernetes-engine/docs/how-to/data-container-image-preloading, read 2026-12-07: the
+    overview now says only "available in recent GKE versions"; earlier revisions said Standard from 1.28.3-gke.1067000,
+    Autopilot from 1.30.1-gke.1329000. Its requirements section could not be read back here; issue 45 reports COS from
+    1.30.1-gke.1329000 and Ubuntu from 1.35.0-gke.1403000. Every flavour runs COS_CONTAINERD and the config's GKE
+    floor, 1.33.2-gke.1111000, is above both: tests/test_cluster.py holds that). One disk per node, of the boot disk's
+    type: hyperdisk-balanced on A4/A3 Ultra, which no source read here says GKE supports for secondary boot disks
+    (docs/gpu-pods.md: how to check). A disk image of another project needs read for the cluster project's service
+    agents there: the doctor's image-cache check fails without it, with the grant; the program grants nothing outside
+    its project. ForceNew (tools/pool_replacement.py). Empty when unset."""
     if not pool_cfg.image_cache_disk_image:
         return {}
     return {

@@ -16,6 +16,8 @@ nodes come and pull during Lustre's creation (https://cloud.google.com/kubernete
 capacity-provisioning). Priority -10 is the lowest that still scales up (`--expendable-pods-priority-cutoff`,
 kubernetes/autoscaler cluster-autoscaler main.go); the Ray workers (priority 0) preempt them, `backoffLimit: 0`
 then ends the Job, `activeDeadlineSeconds` at the latest; `pulumi.com/skipAwait`: `pulumi up` does not wait.
+`gpuPool.justInTime` (the default when `warmMinutes` is unset): the same Job, created suspended and started by a CPU
+timer at the model's lead time before the Ray release is expected (infra/jit_gpu_nodes.py).
 
 Options: image streaming, `cluster.imageStreaming` (infra/image_mirror.py: the image through an Artifact Registry
 remote repository of nvcr.io; the DaemonSet stays, and its pull on the system node during Lustre's creation is the
@@ -34,6 +36,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from infra.config import StackConfig
+from infra.jit_gpu_nodes import JitTimerArgs, JitTiming, build_jit_timer, jit_timing
 from infra.naming import GPU_WARMUP, GPU_WARMUP_PRIORITY_CLASS, MANAGED_LABELS, NODE_POOL_LABEL
 from infra.options import child_options
 from infra.pod_facts import GPU_RESOURCE, PAUSE_IMAGE, worker_tolerations
@@ -44,7 +47,7 @@ NAME = "nemo-rl-image-prepull"
 COMPONENT_LABEL = "image-prepull"
 """`app.kubernetes.io/component` of the DaemonSet and its pods (the deploy-time model finds it by this)."""
 PULL_TIMEOUT = pulumi.CustomTimeouts(create="60m", update="60m", delete="10m")
-"""Room for a slow pull: ~20 GB at 10 MB/s is 34 minutes (tools/deploy_time.py has the typical time)."""
+"""Room for a slow pull: ~20 GB at 10 MB/s is 34 minutes (tools/gpu_arrival.py IMAGE_PULL has the typical time)."""
 
 
 def daemonset_manifest(
@@ -102,16 +105,25 @@ WARMUP_PRIORITY = -10  # the lowest that still scales up: only pods BELOW the cu
 
 @dataclass(frozen=True)
 class GpuWarmup:
-    """`gpuPool.warmMinutes` and the GPU nodes the placeholders take (`infra.placement.gpu_pool_facts`)."""
+    """`gpuPool.warmMinutes` and the GPU nodes the placeholders take (`infra.placement.gpu_pool_facts`); with `jit`
+    (`gpuPool.justInTime`, infra/jit_gpu_nodes.py) the Job is created suspended and the timer starts it, and
+    `minutes` is then unused (the deadline is the timing's backstop)."""
 
     minutes: int
     pool: GpuPoolFacts
+    jit: Optional[JitTiming] = None
+    system_pool: Optional[str] = None  # where the just-in-time timer runs
+    ray_cluster: str = ""  # the RayCluster the timer watches
+
+    @property
+    def deadline_seconds(self) -> int:
+        return self.jit.backstop_seconds if self.jit is not None else self.minutes * 60
 
 
 def warmup_job(image: NemoRLImage, namespace: str, warm: GpuWarmup) -> dict[str, Any]:
     """The Job of one placeholder per GPU node (a camelCase object). Pure: no Outputs."""
     labels = {"app.kubernetes.io/name": GPU_WARMUP, "app.kubernetes.io/component": GPU_WARMUP}
-    seconds, gpus = warm.minutes * 60, str(warm.pool.gpus_per_node)
+    seconds, gpus = warm.deadline_seconds, str(warm.pool.gpus_per_node)
     return {
         "metadata": {
             "name": GPU_WARMUP,
@@ -123,7 +135,10 @@ def warmup_job(image: NemoRLImage, namespace: str, warm: GpuWarmup) -> dict[str,
             "parallelism": warm.pool.node_count,
             "completions": warm.pool.node_count,
             "backoffLimit": 0,
+            # Counted from the start: for just-in-time nodes from the timer's resume (the suspension stops and resets
+            # it: Kubernetes JobSpec.activeDeadlineSeconds).
             "activeDeadlineSeconds": seconds,
+            **({"suspend": True} if warm.jit is not None else {}),
             "template": {
                 "metadata": {"labels": dict(labels)},
                 "spec": {
@@ -188,16 +203,41 @@ class ImagePrePull(pulumi.ComponentResource):
                 opts=child_options(self, opts),
             )
             job = warmup_job(args.image, args.namespace, args.warm)
-            k8s.batch.v1.Job(
+            placeholders = k8s.batch.v1.Job(
                 f"{name}-warmup-job",
                 metadata=job["metadata"],
                 spec=job["spec"],
-                opts=child_options(self, opts, depends_on=[priority]),
+                # The just-in-time timer owns `spec.suspend` once the Job exists: a later `pulumi up --refresh`
+                # must not suspend or resume it.
+                opts=child_options(
+                    self,
+                    opts,
+                    depends_on=[priority],
+                    ignore_changes=["spec.suspend"] if args.warm.jit is not None else None,
+                ),
             )
+            if args.warm.jit is not None:
+                timer = JitTimerArgs(
+                    args.image, args.namespace, args.warm.ray_cluster, args.warm.jit, args.warm.system_pool
+                )
+                build_jit_timer(self, name, timer, opts, placeholders)
         self.register_outputs({"name": self.name, "namespace": args.namespace, "image": self.image})
 
 
-def gpu_warmup(cfg: StackConfig, gpu_pool: GpuPoolFacts) -> Optional[GpuWarmup]:
-    """None when `gpuPool.warmMinutes` is unset (the default)."""
+def gpu_warmup(
+    cfg: StackConfig,
+    gpu_pool: GpuPoolFacts,
+    system_pool: Optional[str] = None,
+    ray_cluster: str = "",
+    staging_minutes: float = 0.0,
+) -> Optional[GpuWarmup]:
+    """`gpuPool.warmMinutes` when set; else the just-in-time placeholders (`gpuPool.justInTime`, the default), timed
+    to be ready when the RayCluster `ray_cluster` is expected (after Lustre and `staging_minutes` of weights); None
+    with both off."""
     minutes = cfg.gpu_pool.warm_minutes
-    return None if minutes is None else GpuWarmup(minutes, gpu_pool)
+    if minutes is not None:
+        return GpuWarmup(minutes, gpu_pool)
+    timing = jit_timing(cfg, staging_minutes)
+    if timing is None:
+        return None
+    return GpuWarmup(0, gpu_pool, jit=timing, system_pool=system_pool, ray_cluster=ray_cluster)

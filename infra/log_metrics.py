@@ -21,14 +21,14 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from infra.naming import PREEMPTION_WATCHER_CONTAINER
-from workloads.goodput import BUCKETS, GOOD
+from workloads.goodput import BUCKETS, GOODPUT
 
 LOG_METRICS_URL = "https://cloud.google.com/logging/docs/logs-based-metrics"
 SPOT_PREEMPTION_URL = "https://cloud.google.com/compute/docs/instances/create-use-spot"
 DISTRIBUTION_METRICS_URL = "https://cloud.google.com/logging/docs/logs-based-metrics/distribution-metrics"
 LOG_METRIC_URL = "https://cloud.google.com/logging/docs/reference/v2/rest/v2/projects.metrics"
 """The `LogMetric` resource: one `valueExtractor` value per entry, `labelExtractors`, `bucketOptions`."""
-BADPUT_BUCKETS = tuple(b for b in BUCKETS if b != GOOD)
+BADPUT_BUCKETS = tuple(b for b in BUCKETS if b not in GOODPUT)
 """The keys of the attempt line's `badputUsd` map (`workloads/recovery/owner_loop.py`)."""
 
 

@@ -2,7 +2,9 @@
 onto every GPU node for the Ray workers to mount. Upstream's manifests (GoogleCloudPlatform/container-engine-
 accelerators at 992db812); only the image comes from config (`ray.ncclInstallerImage`), pinned to a tag:
 - Standard: gpudirect-rdma/nccl-rdma-installer.yaml, following 2da1c92f (dropped `--install-nccl`, which put gIB's
-  NCCL ahead of the image's: NCCL stays the image's own);
+  NCCL ahead of the image's: NCCL stays the image's own). gIB v1.1.2's manifest (2433eeed1cf4, the merge ref of
+  container-engine-accelerators PR 609, open) runs the same `install`; data/version_matrix.yaml records it per row
+  (`gib.installer`) and tests/test_nccl.py holds this script to it;
 - Autopilot: gpudirect-rdma/nccl-rdma-installer-autopilot.yaml field for field, in its own namespace. Autopilot
   admits a privileged host-namespace pod only when it matches an allowlist (GKE "Run privileged workloads from GKE
   Autopilot partners"), so its differences below are upstream's, not ours.

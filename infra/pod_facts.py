@@ -15,6 +15,13 @@ IMPENDING_TERMINATION_TAINT = "cloud.google.com/impending-node-termination"
 PAUSE_IMAGE = "gke.gcr.io/pause:3.8@sha256:880e63f94b145e46f1b1082bb71b85e21f16b99b180b9996407d61240ceb9830"
 DASHBOARD_PORT = 8265  # KubeRay's head port named `dashboard`; the Ray job API too
 SECRET_MOUNT_PATH = "/var/run/secrets/nemo-rl"
+# The stack's Secret, its files and the variables their readers read; the Lustre claim every pod mounts: created by
+# infra/workload_env.py, named by the Ray pods and the weight-staging Job (infra/weight_staging.py).
+SECRET_NAME = "nemo-rl-secrets"
+PVC_NAME = "lustre"
+HF_TOKEN_FILE = "hf-token"
+NETRC_FILE = "netrc"
+SECRET_FILE_ENV = {HF_TOKEN_FILE: "HF_TOKEN_PATH", NETRC_FILE: "NETRC"}  # file -> the variable its reader reads
 # What the NCCL gIB installers fill on the host (infra/nccl.py), and where their
 # container sees it (upstream's mount points).
 NCCL_INSTALLER = "nccl-rdma-installer"

@@ -201,8 +201,10 @@ def ray_values(
         },
         "worker": {
             "groupName": worker_group,
-            "replicas": gpu_pool.node_count,
-            "minReplicas": gpu_pool.node_count,
+            # No workers until an attempt asks for them: the run's owner is the one writer of `replicas`
+            # (workloads/worker_group.py), so no Helm upgrade or reinstall brings released, billed workers back.
+            "replicas": 0,
+            "minReplicas": 0,
             "maxReplicas": gpu_pool.node_count,
             "serviceAccountName": service_account,
             "rayStartParams": {},
@@ -306,9 +308,9 @@ def check_no_in_tree_autoscaler(values: Mapping[str, Any]) -> None:
 
 
 class RayCluster(pulumi.ComponentResource):
-    """A fixed-size RayCluster from the upstream chart, replaced (deleted first: the name is fixed) whenever
-    values or chart change, since KubeRay does not roll Ray pods. No `atomic`: it would lose a failed install's
-    events."""
+    """A RayCluster from the upstream chart (its GPU workers at 0 until an attempt asks for them), replaced
+    (deleted first: the name is fixed) whenever values or chart change, since KubeRay does not roll Ray pods. No
+    `atomic`: it would lose a failed install's events."""
 
     def __init__(self, name: str, args: RayClusterArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         cluster_name, image, ray = args.cluster_name, args.image, args.ray

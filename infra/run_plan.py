@@ -11,14 +11,17 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Optional
 
 from infra.config import ConfigError, StackConfig, lustre_aggregate_mb_s
+from infra.naming import PROJECT
 from infra.placement import is_ladder, rung_node_hour
 from infra.prices import price_table
 from infra.stack_context import GpuPoolFacts
 from workloads.gang_wait import KEEP_WHY
 from workloads.gate import GatePlan
-from workloads.job_spec import run_checkpoint_subdir_for, run_id_of
+from workloads.job_spec import PoolShape, run_checkpoint_subdir_for, run_id_of, train_global_batch_size
+from workloads.recipes import TrainingBackend
 from workloads.recovery import RecoveryPolicy
 from workloads.run_owner import GateSetup, RunPlan
+from workloads.size_ladder import Rung, Shape, ladder, size_overrides, smaller_sizes
 
 if TYPE_CHECKING:
     from infra.ray_cluster import RayTarget
@@ -149,6 +152,82 @@ def recovery_values(cfg: StackConfig, gpu_pool: GpuPoolFacts) -> dict[str, Any]:
     return RecoveryPolicy.from_config(cfg.recovery, pool_gpus=pool_gpus, resubmit_missing=cfg.job.submit).to_dict()
 
 
+def _last_int(cfg: StackConfig, key: str) -> Optional[int]:
+    """The whole number the recipe's then the user's overrides last give `key`, or None (the config file's)."""
+    from workloads.overrides import parse_override
+
+    values = [
+        o.value for o in map(parse_override, (*cfg.recipe.overrides, *cfg.job.overrides)) if o.assigns and o.key == key
+    ]
+    return int(values[-1]) if values and values[-1].isdigit() else None
+
+
+def size_shape(cfg: StackConfig, gpu_pool: PoolShape) -> Shape:
+    """What decides which node counts the run can train on (`workloads.size_ladder.Shape`): the pool, the recipe's
+    layout with the user's parallelism overrides, the global batch and the rollouts of a step (when the recipe's or
+    the user's overrides set both), the context and vLLM pipeline parallel sizes (1 unless an override sets them)."""
+    par = cfg.job.parallelism
+    backend = "megatron_cfg" if par.backend is TrainingBackend.MEGATRON else "dtensor_cfg"
+    prompts = _last_int(cfg, "grpo.num_prompts_per_step")
+    generations = _last_int(cfg, "grpo.num_generations_per_prompt")
+    return Shape(
+        full_nodes=gpu_pool.node_count,
+        gpus_per_node=gpu_pool.gpus_per_node,
+        train_tensor_parallel=par.train_tensor_parallel,
+        train_pipeline_parallel=par.train_pipeline_parallel,
+        context_parallel=_last_int(cfg, f"policy.{backend}.context_parallel_size") or 1,
+        colocated=par.colocated,
+        generation_nodes=par.generation_nodes,
+        generation_tensor_parallel=par.generation_tensor_parallel,
+        generation_pipeline_parallel=_last_int(cfg, "policy.generation.vllm_cfg.pipeline_parallel_size") or 1,
+        global_batch=train_global_batch_size(cfg.recipe, cfg.job.overrides),
+        rollouts_per_step=prompts * generations if prompts and generations else None,
+        min_nodes=par.min_nodes,
+    )
+
+
+def size_ladder(cfg: StackConfig, gpu_pool: PoolShape) -> tuple[Rung, ...]:
+    """Every node count from the pool's down to 1, each valid or refused with why (`workloads.size_ladder.ladder`)."""
+    return ladder(size_shape(cfg, gpu_pool))
+
+
+def cannot_shrink(cfg: StackConfig, rungs: tuple[Rung, ...]) -> Optional[str]:
+    """Why the run can train on no smaller node count (at least `recovery.shrink.minNodes`), or None."""
+    if smaller_sizes(rungs, cfg.recovery.shrink.min_nodes):
+        return None
+    smaller = [r for r in rungs[1:] if r.nodes >= cfg.recovery.shrink.min_nodes]
+    if len(rungs) == 1:
+        return "the pool has 1 node: no smaller size"
+    if not smaller:
+        return (
+            f"no node count below {rungs[0].nodes} is at least recovery.shrink.minNodes {cfg.recovery.shrink.min_nodes}"
+        )
+    return "; ".join(f"{r.nodes}: {r.refused}" for r in smaller)
+
+
+def shrink_values(cfg: StackConfig, gpu_pool: GpuPoolFacts) -> dict[str, Any]:
+    """The `RunPlan` fields of training on fewer nodes (`recovery.shrink`): each smaller valid size with the overrides
+    its attempts run with; none when it is off. On where the ladder has no smaller size is a `ConfigError`."""
+    shrink = cfg.recovery.shrink
+    if not shrink.enabled:
+        return {}
+    rungs = size_ladder(cfg, gpu_pool)
+    why = cannot_shrink(cfg, rungs)
+    if why is not None:
+        raise ConfigError(
+            f"{PROJECT}:recovery.shrink.enabled: job.recipe {cfg.job.recipe!r} on {rungs[0].nodes} node(s) can train "
+            f"on no fewer ({why}); allowed: false"
+        )
+    return {
+        "shrink_sizes": [
+            {"nodes": n, "overrides": list(size_overrides(n, shrink.lease_minutes))}
+            for n in smaller_sizes(rungs, shrink.min_nodes)
+        ],
+        "shrink_wait_minutes": shrink.wait_minutes,
+        "shrink_lease_minutes": shrink.lease_minutes,
+    }
+
+
 def run_plan_for_stack(
     stack: str,
     cfg: StackConfig,
@@ -179,4 +258,5 @@ def run_plan_for_stack(
         release_workers_after_run=cfg.recovery.release_workers_after_run,
         **gang_values(cfg, gpu_pool),
         **ray_target_values(cfg, ray),
+        **shrink_values(cfg, gpu_pool),
     )

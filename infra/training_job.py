@@ -5,6 +5,7 @@ stops it before the Ray cluster goes, and submits it again when the spec, the re
 
 from __future__ import annotations
 
+import math
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -55,6 +56,9 @@ class TrainingJobArgs:
     """How long the submission waits for the RayCluster's workers; None: the hook's own default (an hour)."""
     ledger_path: Optional[str] = None
     """The run ledger on the head's Lustre mount: the hook numbers the attempt from it after a head restart."""
+    worker_group: Optional[str] = None
+    """The RayCluster's GPU worker group, which the submission asks for `worker_replicas` of (None: none)."""
+    worker_replicas: int = 0
 
     def props(self) -> dict:
         """The submission's inputs. The endpoint and the CA authorise nothing, so they are unsecreted: a secret
@@ -78,6 +82,12 @@ class TrainingJobArgs:
             **({"ray_cluster_timeout": self.ray_cluster_timeout_s} if self.ray_cluster_timeout_s else {}),
             # The attempts' durable count (workloads/run_owner.py `next_attempt`).
             **({"ledger_path": self.ledger_path} if self.ledger_path else {}),
+            # The Helm values install no workers: the submission asks for them (workloads/worker_group.py).
+            **(
+                {"worker_group": self.worker_group, "worker_replicas": self.worker_replicas}
+                if self.worker_group and self.worker_replicas
+                else {}
+            ),
         }
 
 
@@ -128,6 +138,15 @@ class TrainingJob(pulumi.ComponentResource):
 def job_spec_for_stack(stack: str, cfg: StackConfig, *, wandb_key_set: bool, pool: PoolShape, run: RunPlan) -> JobSpec:
     """The stack's job (the program and `python -m jobctl` agree on it); what only the builder sees is a
     `ConfigError` naming the key, before any resource exists."""
+    lost, window = cfg.job.max_lost_minutes, run.save_window_seconds
+    if lost is not None and window is not None and window > lost * 60:
+        # The save period is at least one step (infra/run_plan.py `derived_save_period`), so a bound below one save
+        # cycle could never be kept: a preemption may always lose more than it allows.
+        raise ConfigError(
+            f"{PROJECT}:job.maxLostMinutes: {lost:g} is below one save cycle of job.recipe {cfg.job.recipe!r} (one "
+            f"step and one checkpoint write: {window / 60:.1f} min at the plan's step and write times); allowed: at "
+            f"least {math.ceil(window / 6) / 10:g}"
+        )
     try:
         return build_job(
             cfg.recipe,
@@ -173,6 +192,8 @@ def build_training_job(
         gate=run.gate,
         ray_cluster_timeout_s=ray_cluster_timeout_s(run),
         ledger_path=ledger_on_lustre(cfg.ray.mount_path, spec.stack),
+        worker_group=run.ray_worker_group,
+        worker_replicas=run.node_count,
     )
     return TrainingJob("training-job", args, opts)
 

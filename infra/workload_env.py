@@ -17,14 +17,9 @@ import pulumi_kubernetes as k8s
 
 from infra.naming import MANAGED_LABELS
 from infra.options import child_options
-from infra.pod_facts import SECRET_MOUNT_PATH
+from infra.pod_facts import HF_TOKEN_FILE, NETRC_FILE, PVC_NAME, SECRET_FILE_ENV, SECRET_MOUNT_PATH, SECRET_NAME
 
 LUSTRE_CSI_DRIVER = "lustre.csi.storage.gke.io"
-SECRET_NAME = "nemo-rl-secrets"
-PVC_NAME = "lustre"
-HF_TOKEN_FILE = "hf-token"
-NETRC_FILE = "netrc"
-SECRET_FILE_ENV = {HF_TOKEN_FILE: "HF_TOKEN_PATH", NETRC_FILE: "NETRC"}  # file -> the variable its reader reads
 WANDB_HOST = "api.wandb.ai"
 
 NAMESPACE_TIMEOUTS = pulumi.CustomTimeouts(delete="20m")  # not forever on an object made by hand in it

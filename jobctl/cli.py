@@ -25,7 +25,8 @@ def common_flags() -> argparse.ArgumentParser:
     common.add_argument("--config-file", type=cli_args.file_path, metavar="PATH", help=config_help)
     common.add_argument("--address", help="Ray dashboard URL, e.g. http://127.0.0.1:8265")
     common.add_argument("--endpoint", help="GKE cluster endpoint, to go through the API server's service proxy")
-    common.add_argument("--ca-file", help="PEM file of the cluster CA (with an IP --endpoint)")
+    ca_help = "PEM file of the cluster CA (with an IP --endpoint)"
+    common.add_argument("--ca-file", type=cli_args.file_path, help=ca_help)
     common.add_argument("--head-service", help="Ray head service name (with --endpoint)")
     namespace_help = "namespace of the Ray cluster; default ray.namespace of the stack"
     common.add_argument("--namespace", type=cli_args.namespace, help=namespace_help)
@@ -35,7 +36,7 @@ def common_flags() -> argparse.ArgumentParser:
 def parser() -> argparse.ArgumentParser:
     common = common_flags()
     job = cli_args.OneLineParser(add_help=False)
-    job.add_argument("--job", help="submission id; default the stack's newest job")
+    job.add_argument("--job", type=cli_args.submission_id, help="submission id; default the stack's newest job")
     wait = cli_args.OneLineParser(add_help=False)
     wait.add_argument("--wait", action="store_true", help="wait until the job ends, showing its status")
     timeout_help = "with --wait: give up after this many seconds (exit 4)"
@@ -49,7 +50,7 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("gate", parents=[common], help="run the acceptance gate (GPUs, fabric, Lustre) on the cluster now")
     s = sub.add_parser("status", parents=[common, job, wait], help="show a job's status and the run ledger")
     ledger_help = "read the run ledger from PATH instead of the head's Lustre mount"
-    s.add_argument("--ledger-file", metavar="PATH", help=ledger_help)
+    s.add_argument("--ledger-file", type=cli_args.file_path, metavar="PATH", help=ledger_help)
     s = sub.add_parser("logs", parents=[common, job], help="print a job's log")
     s.add_argument("--follow", action="store_true", help="keep streaming until the job ends")
     tail_help = "only the last N lines (with --follow: then the new ones)"
@@ -70,7 +71,7 @@ def main(argv: Optional[list[str]] = None, out: Optional[TextIO] = None, err: Op
     try:
         args = parser().parse_args(argv)
     except cli_args.UsageError as exc:
-        err.write(f"error: {exc}\n")
+        err.write(f"error: {cli_args.shown_line(str(exc))}\n")
         return exit_codes.USAGE
     # Ray's job SDK logs every websocket close at INFO; the CLI prints what matters itself.
     logging.getLogger("ray.dashboard.modules.job.sdk").setLevel(logging.WARNING)

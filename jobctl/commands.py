@@ -95,47 +95,67 @@ def connect(args: argparse.Namespace, stack: Stack):
 
 
 def workers_command(stack: Stack, replicas: int) -> str:
-    """The kubectl command that brings the released Ray workers back. Index 0: the chart renders `worker` first
-    (ray-project/kuberay helm-chart/ray-cluster/templates/raycluster-cluster.yaml); infra/ray_cluster.py adds none."""
-    from infra.ray_cluster import RAY_CLUSTER_NAME
+    """The kubectl command that asks for the Ray workers by hand. Index 0: the chart renders `worker` first
+    (ray-project/kuberay helm-chart/ray-cluster/templates/raycluster-cluster.yaml); the patch's first op tests the
+    group's name, so it fails rather than scale another group."""
+    from infra.ray_cluster import RAY_CLUSTER_NAME, WORKER_GROUP
 
     spec = "/spec/workerGroupSpecs/0/"
-    patch = json.dumps([{"op": "replace", "path": spec + k, "value": replicas} for k in ("replicas", "minReplicas")])
+    ops = [
+        {"op": "test", "path": spec + "groupName", "value": WORKER_GROUP},
+        {"op": "replace", "path": spec + "replicas", "value": replicas},
+    ]
+    patch = json.dumps(ops)
     return f"kubectl -n {stack.config.ray.namespace} patch raycluster {RAY_CLUSTER_NAME} --type json -p '{patch}'"
 
 
-def bring_back_workers(args: argparse.Namespace, stack: Stack, out: TextIO, token_provider=None) -> None:
-    """Scale the Ray GPU worker group the run's owner released back to the pool's node count (docs/day-2.md),
-    through the GKE API server with the dashboard proxy's token and CA; with `--address`, one line gives the kubectl
-    command. A refused patch is an error: a job submitted without workers would wait for them forever."""
+def ensure_workers(
+    args: argparse.Namespace, stack: Stack, client: Any, out: TextIO, token_provider=None
+) -> Callable[[], int]:
+    """The step that asks for the Ray GPU workers before an attempt or a gate (`workloads.worker_group`): through
+    the GKE API server with the dashboard proxy's token and CA, then counted in Ray; with `--address` there is no
+    Kubernetes API to ask, so missing workers are an error that gives the kubectl command."""
     from infra.ray_cluster import RAY_CLUSTER_NAME, WORKER_GROUP
-    from workloads import ray_address, ray_connection
+    from infra.training_job import ray_cluster_timeout_s
+    from workloads import ray_address, ray_connection, worker_group
     from workloads.gang_wait import VIEW_ERRORS, KubeGangView
+    from workloads.readiness import DEFAULT_TIMEOUT_S
 
     replicas = pool_facts(stack).node_count
     command = workers_command(stack, replicas)
-    if args.address:
-        out.write(
-            f"Ray workers not checked (--address reaches only the dashboard); if the last run released them: "
-            f"{command}\n"
-        )
-        return
-    target = gke_target(args, stack)
-    url, verify = ray_address.endpoint_url(target.endpoint), ray_connection.tls_verify(target.ca_file, target.ca_b64)
-    token = (token_provider or ray_connection.google_token_provider())()
-    ca = verify if isinstance(verify, str) else None
-    view = KubeGangView(url, token, ca, target.namespace, RAY_CLUSTER_NAME, WORKER_GROUP)
-    try:
-        had = view.scale(replicas)
-    except VIEW_ERRORS as err:
-        raise CommandError(
-            f"cannot bring the Ray workers back to {replicas} ({err}); run `{command}`, then submit again"
-        ) from None
-    if had is not None:
-        out.write(
-            f"Ray workers brought back: worker group {WORKER_GROUP} of RayCluster {RAY_CLUSTER_NAME} scaled from "
-            f"{had} to {replicas} (GKE adds the GPU nodes for them)\n"
-        )
+    show = functools.partial(print, file=out, flush=True)
+    # As long as the deploy waits for them (`pulumi up`'s submission): the gang wait's bound, else an hour.
+    timeout = ray_cluster_timeout_s(run_plan(stack)) or DEFAULT_TIMEOUT_S
+
+    def view() -> Optional[KubeGangView]:
+        if args.address:
+            return None
+        target = gke_target(args, stack)
+        url = ray_address.endpoint_url(target.endpoint)
+        verify = ray_connection.tls_verify(target.ca_file, target.ca_b64)
+        token = token_provider or ray_connection.google_token_provider()
+        ca = verify if isinstance(verify, str) else None
+        return KubeGangView(url, token, ca, target.namespace, RAY_CLUSTER_NAME, WORKER_GROUP)
+
+    def ensure() -> int:  # only when an attempt or a gate is about to start: a kept job asks for nothing
+        try:
+            return worker_group.ensure_workers(
+                view(),
+                replicas,
+                lambda: worker_group.alive_gpu_nodes(client),
+                timeout_s=timeout,
+                on_line=show,
+                fallback=command,
+            )
+        except VIEW_ERRORS as err:
+            raise CommandError(
+                f"cannot ask for the Ray workers ({replicas}) through the GKE API ({err}); run `{command}`, then "
+                "submit again"
+            ) from None
+        except worker_group.WorkersNotReady as err:
+            raise CommandError(str(err)) from None
+
+    return ensure
 
 
 class StatusLine:
@@ -200,14 +220,16 @@ def cmd_submit(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
     from workloads import run_owner
 
     client = connect(args, stack)
-    bring_back_workers(args, stack, out)
     # `--gate` overrides the stack's policy; without it the gate is the run plan's, as `pulumi up` submits.
     gate = run_owner.GateSetup.of(args.gate, gate_plan(stack)) if args.gate else run_plan(stack).gate
     show = functools.partial(print, file=out, flush=True)  # the gate's lines come while it runs
     # As the run's owner submits: never beside a running gate, and after this attempt's own gate; the attempt's
     # number from the run ledger when a head restart emptied the job table (`run_owner.next_attempt`).
     ledger = functools.partial(_ledger_on_head, client, stack)
-    result, report = run_owner.submit_gated(client, spec, gate, on_line=show, ledger=ledger)
+    # The workers only when an attempt is submitted: a kept job (running, succeeded) asks for none.
+    result, report = run_owner.submit_gated(
+        client, spec, gate, on_line=show, ledger=ledger, ensure_workers=ensure_workers(args, stack, client, out)
+    )
     for line in report.lines() if report is not None else ():
         show(line)
     for old in result.stopped:
@@ -224,7 +246,11 @@ def cmd_gate(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
     from workloads import gate
 
     client = connect(args, stack)
-    bring_back_workers(args, stack, out)
+    if args.address:  # no Kubernetes API to ask: the gate itself says how many worker nodes Ray has
+        command = workers_command(stack, pool_facts(stack).node_count)
+        out.write(f"Ray workers not asked for (--address reaches only the dashboard); if released: {command}\n")
+    else:
+        ensure_workers(args, stack, client, out)()
     show = functools.partial(print, file=out, flush=True)  # the gate's lines come while it runs
     report = gate.run_on_cluster(client, gate_plan(stack), label=stack.name, on_line=show)
     for line in report.lines():
@@ -235,14 +261,28 @@ def cmd_gate(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
 def cmd_status(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
     from workloads import submit
 
+    # A `--ledger-file` that is not a ledger is refused before any request, as every bad flag is.
+    ledger = _ledger_file(args.ledger_file, stack) if args.ledger_file else None
     client, job_id = _client_and_job(args, stack)
     if args.wait:
         return _wait(client, job_id, args.timeout, out)
     details = submit.info(client, job_id)
-    message = f"  {details.message}" if details.message else ""
+    message = f"  {cli_args.shown_line(details.message, 300)}" if details.message else ""
     out.write(f"{job_id}  {details.status}{message}\n")
-    _print_ledger(args, client, stack, out)
+    _print_ledger(args, client, stack, out, ledger)
     return exit_codes.OK
+
+
+def _ledger_file(path: str, stack: Stack):
+    """The run ledger in `--ledger-file`, None when it holds no attempt of the stack's run; a file that is not a
+    ledger (a FIFO, /dev/zero, a list, NaN, a time of 1e300) is one line naming the flag."""
+    from workloads import ledger as run_ledger
+
+    try:
+        found = run_ledger.LedgerFile(path).load(stack.name, build_spec(stack).run_id, refuse=True)
+    except ValueError as err:
+        raise CommandError(f"--ledger-file {path}: {err}") from None
+    return found if found.attempts or found.events else None
 
 
 def _ledger_on_head(client, stack: Stack):
@@ -253,29 +293,33 @@ def _ledger_on_head(client, stack: Stack):
     return ledger.read_on_head(client, ledger_on_lustre(stack.config.ray.mount_path, stack.name), stack=stack.name)
 
 
-def _print_ledger(args: argparse.Namespace, client, stack: Stack, out: TextIO) -> None:
+def _print_ledger(args: argparse.Namespace, client, stack: Stack, out: TextIO, from_file=None) -> None:
     """The run ledger (every attempt: cause, node-hours, steps lost, spend) as a table, then the run's goodput,
-    read from `--ledger-file` or the head."""
+    read from `--ledger-file` (`from_file`, already read) or the head."""
     import time
 
     from workloads import goodput, submit
     from workloads import ledger as run_ledger
 
     if args.ledger_file:
-        found = run_ledger.LedgerFile(args.ledger_file).load(stack.name, build_spec(stack).run_id)
-        found = found if found.attempts or found.events else None
+        found = from_file
     else:
         try:
             found = _ledger_on_head(client, stack)
+            if found is not None:  # the head read checks the shape; NaN or a time of 1e300 would fail in the table
+                cli_args.loads_json(json.dumps(found.to_dict()), run_ledger.LedgerFile.LARGEST)
         except submit.JobError as err:
-            out.write(f"run ledger: not readable ({err})\n")
+            out.write(f"run ledger: not readable ({cli_args.shown_line(str(err), 300)})\n")
+            return
+        except ValueError as err:
+            out.write(f"run ledger: not readable (a number in it: {err})\n")
             return
     if found is None:
         out.write("run ledger: none yet (the preemption watcher writes it once it sees an attempt)\n")
         return
     now, run = time.time(), run_plan(stack)
     times = dict(step_seconds=run.step_seconds, write_seconds=run.checkpoint_write_seconds, save_period=run.save_period)
-    for line in [*run_ledger.table(found, now), *goodput.lines(found, now, **times)]:
+    for line in [*run_ledger.table(found, now), *goodput.lines(found, now, **times, full_nodes=run.node_count or None)]:
         out.write(line + "\n")
 
 
@@ -306,9 +350,14 @@ def cmd_list(args: argparse.Namespace, stack: Stack, out: TextIO) -> int:
     if not jobs:
         out.write(f"no jobs of stack {stack.name}\n")
         return exit_codes.OK
-    width = max(len(j.submission_id) for j in jobs)
-    for j in jobs:
-        out.write(f"{j.submission_id:<{width}}  {str(j.status):<9}  {j.metadata.get(META_RECIPE, '')}\n")
+    # What the head sent, one bounded line each (a job submitted by hand may carry anything in its metadata).
+    rows = [
+        (cli_args.shown_line(j.submission_id, 200), cli_args.shown_line(str(j.metadata.get(META_RECIPE, "")), 200), j)
+        for j in jobs
+    ]
+    width = max(len(job_id) for job_id, _, _ in rows)
+    for job_id, recipe, j in rows:
+        out.write(f"{job_id:<{width}}  {str(j.status):<9}  {recipe}\n")
     return exit_codes.OK
 
 

@@ -64,6 +64,7 @@ def own_metrics(rec) -> dict[str, object]:
                 "steps-lost",
                 "checkpoint-save",
                 "idle-after-run",
+                "scale-down",
             )
         },
     }

@@ -41,6 +41,8 @@ locations_pb2 = LazyModule("google.cloud.location.locations_pb2")
 
 iam_policy_pb2 = LazyModule("google.iam.v1.iam_policy_pb2")
 
+policy_pb2 = LazyModule("google.iam.v1.policy_pb2")
+
 PROJECT = "my-gcp-project"
 
 NUMBER = "123456789012"
@@ -103,6 +105,10 @@ class FakeProject:
         self.quota_infos: dict[str, cloudquotas_v1.QuotaInfo] = {}
         self.global_quotas = {"GPUS_ALL_REGIONS": (64.0, 0.0), "CPUS_ALL_REGIONS": (2400.0, 16.0)}
         self.images: dict[tuple[str, str], compute_v1.Image] = {}  # (project, name): disk images
+        # IAM bindings {role: [members]} of another project ("projects/P") or of an image ((project, name)); a key
+        # in `unreadable` answers PermissionDenied.
+        self.iam: dict[object, dict[str, list[str]]] = {}
+        self.unreadable: set[object] = set()
         self.cluster: "container_v1.Cluster | None" = None  # no cluster yet (the doctor runs before `pulumi up`)
 
     def record(self, client: str, method: str, **kwargs):
@@ -125,6 +131,13 @@ class Projects(_Fake):
         if name != f"projects/{PROJECT}":
             raise gexc.Forbidden("no")
         return resourcemanager_v3.Project(name=f"projects/{self.p.number}", project_id=PROJECT)
+
+    def get_iam_policy(self, request=None, *, resource=None, timeout=None):
+        self.p.record("projects", "get_iam_policy", resource=resource, timeout=timeout)
+        if resource in self.p.unreadable:
+            raise gexc.PermissionDenied("resourcemanager.projects.getIamPolicy denied")
+        bindings = self.p.iam.get(resource, {})
+        return policy_pb2.Policy(bindings=[policy_pb2.Binding(role=r, members=m) for r, m in bindings.items()])
 
     def test_iam_permissions(self, request=None, *, timeout=None):
         self.p.record("projects", "test_iam_permissions", request=request, timeout=timeout)
@@ -286,6 +299,13 @@ class Images(_Fake):
         if found is None:
             raise gexc.NotFound("no such image")
         return found
+
+    def get_iam_policy(self, request=None, *, project=None, resource=None, timeout=None):
+        self.p.record("images", "get_iam_policy", project=project, resource=resource, timeout=timeout)
+        if (project, resource) in self.p.unreadable:
+            raise gexc.Forbidden("compute.images.getIamPolicy denied")
+        bindings = self.p.iam.get((project, resource), {})
+        return compute_v1.Policy(bindings=[compute_v1.Binding(role=r, members=m) for r, m in bindings.items()])
 
 
 FAKES = {

@@ -120,16 +120,27 @@ class LocalRayHead:
             cmd, env=env, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
         )
         head = cls(address=f"http://127.0.0.1:{dash}", temp_dir=temp_dir, pgid=proc.pid)
+        # The watchdog from the start, not once `ray start` returns: the daemons it has already left in the group
+        # outlived a soak killed while it waited (SIGKILL or SIGTERM: no `finally` runs then).
+        head._start_watchdog()
         try:
             output, _ = proc.communicate(timeout=START_TIMEOUT)
         except subprocess.TimeoutExpired:
             head.stop()
             raise _StartFailed(f"`ray start` did not return within {START_TIMEOUT:g}s") from None
+        except BaseException:  # Ctrl-C, or a signal made an exception: stop now rather than at the watchdog's look
+            head.stop()
+            raise
         if proc.returncode != 0:
             head.stop()
             raise _StartFailed(f"`ray start` failed ({proc.returncode}):\n{output[-2000:]}")
-        head._start_watchdog()
-        head._wait_ready()
+        try:
+            head._wait_ready()
+        except _StartFailed:
+            raise  # stopped already
+        except BaseException:
+            head.stop()
+            raise
         return head
 
     def _start_watchdog(self) -> None:

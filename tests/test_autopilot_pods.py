@@ -74,7 +74,7 @@ def test_every_gpu_pod_selects_the_accelerator_its_count_spot_and_the_rdma_zone(
             "cloud.google.com/gke-spot": "true",
             "topology.kubernetes.io/zone": "europe-west1-b",
         }, group["groupName"]
-        assert group["replicas"] == 2
+        assert (group["replicas"], group["maxReplicas"]) == (0, 2)  # asked for by each attempt
 
 
 def test_only_the_gpu_workers_ask_for_gpus_and_the_head_takes_the_default_general_purpose_class():
@@ -283,7 +283,7 @@ def test_the_job_is_laid_out_on_the_gpu_pods_and_the_cli_builds_the_same_submiss
     submission = p.one("pulumi-python:dynamic/nemo-rl-gke:JobSubmission", "training-job-submission")
     worker = values()["worker"]
     words = shlex.split(submission.inputs["entrypoint"])
-    assert f"cluster.num_nodes={worker['replicas']}" in words and worker["replicas"] == 2
+    assert f"cluster.num_nodes={worker['maxReplicas']}" in words and worker["maxReplicas"] == 2
     assert f"cluster.gpus_per_node={worker['resources']['limits']['nvidia.com/gpu']}" in words
     assert submission.inputs["ray_cluster_name"] == values()["fullnameOverride"]
     assert build_spec(load_stack("autopilot")).submission_id == submission.inputs["submission_id"]

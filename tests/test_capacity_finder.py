@@ -195,3 +195,25 @@ def test_equal_prices_rank_sourced_before_estimated_then_the_stacks_zone_then_by
     text = capacity_finder.render_text("dev", cfg, answers)
     assert "  us-east4-b: $65.21/h at spot *" in text and "  us-east1-b: $65.21/h at spot\n" in text
     assert "  * us-east4 spot: us-central1 price x 1 (fallback rule for us-east4)" in text
+
+
+class Unreachable:
+    """Regions.get as the REST client fails with a token but no route (requests' ConnectionError)."""
+
+    def get(self, request=None, *, project=None, region=None, timeout=None):
+        from requests.exceptions import ConnectionError
+
+        raise ConnectionError(
+            "HTTPSConnectionPool(host='compute.googleapis.com', port=443): Max retries exceeded "
+            "(Caused by NewConnectionError('Failed to establish a new connection: [Errno 101] Network is unreachable'))"
+        )
+
+
+def test_a_token_but_no_route_to_google_is_one_line_and_exit_3(project):
+    c = project.clients()
+    c.regions = Unreachable()
+    out, err = io.StringIO(), io.StringIO()
+    code = capacity_finder.main(["--stack", "b200-ladder"], out=out, err=err, connect=lambda _: c)
+    assert (code, out.getvalue()) == (3, ""), err.getvalue()
+    assert err.getvalue().count("\n") == 1 and "could not reach Google Cloud" in err.getvalue()
+    assert "Network is unreachable" in err.getvalue() and "Traceback" not in err.getvalue()

@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import os
+import re
 import time
+from pathlib import Path
+
+import pytest
+import yaml
 
 from workloads import checkpoints
 
@@ -19,7 +24,7 @@ def write_save(step_dir, optimizer: bool = True):
 
 def make(tmp_path, *names: str, files: bool = False):
     for name in names:
-        (tmp_path / name).mkdir()
+        (tmp_path / name).mkdir(parents=True)
         # NeMo-RL writes training_info.json first, into tmp_step_N: its presence marks nothing.
         (tmp_path / name / "training_info.json").write_text("{}")
         if name.startswith("step_"):
@@ -96,3 +101,86 @@ def test_the_step_an_attempt_was_in_comes_from_nemo_rls_step_banner_and_gives_th
     # In step 19 with the last complete checkpoint at 10: steps 11..19 are done again (the example of issue 23).
     assert checkpoints.steps_lost(19, 10) == 9
     assert checkpoints.steps_lost(12, 12) == 0 and checkpoints.steps_lost(None, 3) is None
+
+
+# ------------------------------------------------------------------ before every attempt: only whole steps resumable
+
+
+def nemo_rl_latest(directory) -> "Path | None":
+    """The step NeMo-RL resumes from, by its own rule: the entries `glob("step_*")` lists whose name
+    `re.fullmatch(r"step_\\d+")` accepts, the highest number, unchecked (NVIDIA-NeMo/RL nemo_rl/utils/checkpoint.py
+    `get_latest_checkpoint_path`, the same at v0.4.0 c751f811, v0.5.0 6c708930, v0.6.0 5fb58893, v0.7.0 81aa43dd)."""
+    steps = [p for p in Path(directory).glob("step_*") if re.fullmatch(r"step_\d+", p.name)]
+    return max(steps, key=lambda p: int(p.name.split("_")[1]), default=None)
+
+
+def write_config(step_dir, model: str, seq: int, tp: int, *, megatron: bool = False, pp: int = 1) -> None:
+    """The run's config as NeMo-RL saves it with each step (`init_tmp_checkpoint`: `yaml.safe_dump` of the resolved
+    config into `config.yaml`), the keys that name the run only."""
+    policy = {
+        "model_name": model,
+        "max_total_sequence_length": seq,
+        "dtensor_cfg": {"enabled": not megatron, "tensor_parallel_size": 1 if megatron else tp},
+        "megatron_cfg": {"enabled": megatron, "tensor_model_parallel_size": tp, "pipeline_model_parallel_size": pp},
+    }
+    (step_dir / "config.yaml").write_text(yaml.safe_dump({"policy": policy, "grpo": {"max_num_steps": 20}}))
+
+
+def test_an_incomplete_step_is_renamed_aside_and_kept_so_nemo_rl_resumes_from_the_newest_whole_one(tmp_path):
+    d = make(tmp_path, "step_10")
+    (d / "step_20" / "policy" / "weights").mkdir(parents=True)  # an async save renamed before its write ended
+    (d / "step_20" / "policy" / "weights" / "__0_0.distcp").write_bytes(b"x")
+    (d / "step_30").write_text("a file: NeMo-RL's glob lists it too")
+    (d / "incomplete_step_20").mkdir()  # set aside by an earlier attempt: never into it
+    (d / "incomplete_step_20" / "mine").write_text("kept")
+    assert nemo_rl_latest(d).name == "step_30"  # what NeMo-RL would load today
+    said: list[str] = []
+    assert checkpoints.set_aside_incomplete(d, said.append) == ["incomplete_step_20.2", "incomplete_step_30"]
+    assert said == [
+        f"nemo-rl-gke: step_20 in {d} is not a whole save (no finish marker): renamed incomplete_step_20.2, kept",
+        f"nemo-rl-gke: step_30 in {d} is not a whole save (no finish marker): renamed incomplete_step_30, kept",
+    ]
+    assert nemo_rl_latest(d) == d / "step_10" and checkpoints.is_whole(nemo_rl_latest(d))
+    assert (d / "incomplete_step_20.2" / "policy" / "weights" / "__0_0.distcp").read_bytes() == b"x"
+    assert sorted(p.name for p in (d / "incomplete_step_20").iterdir()) == ["mine"]
+    assert checkpoints.scan(d) == checkpoints.CheckpointScan((10,), ())
+    assert checkpoints.set_aside_incomplete(d, said.append) == [] and len(said) == 2
+
+
+def test_the_run_a_saved_step_belongs_to_is_read_from_the_config_nemo_rl_saved_with_it(tmp_path):
+    for name in ("a", "b", "c", "d"):
+        (tmp_path / name).mkdir()
+    write_config(tmp_path / "a", "Qwen/Qwen2.5-1.5B-Instruct", 512, 1)
+    write_config(tmp_path / "b", "Qwen/Qwen2.5-72B-Instruct", 4096, 4, megatron=True, pp=4)
+    (tmp_path / "c" / "config.yaml").write_text("policy: {model_name: x}\n")  # no layout: not known
+    assert checkpoints.recorded_run_key(tmp_path / "a") == "Qwen_Qwen2.5-1.5B-Instruct-seq512-dtensor-tp1-pp1"
+    assert checkpoints.recorded_run_key(tmp_path / "b") == "Qwen_Qwen2.5-72B-Instruct-seq4096-megatron-tp4-pp4"
+    assert checkpoints.recorded_run_key(tmp_path / "c") is None and checkpoints.recorded_run_key(tmp_path / "d") is None
+
+
+def test_a_legacy_step_that_appears_in_the_run_directory_while_it_is_moved_fails_the_attempt_and_is_never_nested(
+    tmp_path, monkeypatch
+):
+    legacy, current = tmp_path / "old", tmp_path / "old" / "Qwen_Qwen2.5-1.5B-Instruct-seq512-dtensor-tp1-pp1"
+    make(legacy, "step_40")
+    write_config(legacy / "step_40", "Qwen/Qwen2.5-1.5B-Instruct", 512, 1)
+    real = checkpoints.recorded_run_key
+
+    def and_meanwhile(step_dir):  # after the look at current/step_40, before the move: NeMo-RL finalizes step_40
+        current.mkdir(exist_ok=True)
+        make(current, "step_40")
+        return real(step_dir)
+
+    monkeypatch.setattr(checkpoints, "recorded_run_key", and_meanwhile)
+    said: list[str] = []
+    with pytest.raises(checkpoints.PrepareError, match=f"cannot move {legacy}/step_40 to {current}/step_40"):
+        checkpoints.adopt_legacy(legacy, current, said.append)
+    assert said == [] and (legacy / "step_40" / "config.yaml").is_file()
+    assert sorted(p.name for p in (current / "step_40").iterdir()) == ["policy", "training_info.json"]
+
+
+def test_the_step_before_an_attempt_refuses_other_arguments_in_one_line(capsys):
+    assert checkpoints.main([]) == 2 and checkpoints.main(["relative/dir"]) == 2
+    assert checkpoints.main(["/a", "/b", "/c"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 3 and err[0] == "nemo-rl-gke: usage: CHECKPOINT_DIR [LEGACY_DIR], absolute paths; got []"

@@ -589,6 +589,18 @@ def test_an_image_cache_disk_image_becomes_every_gpu_nodes_secondary_boot_disk_w
     assert "secondaryBootDisks" not in system_pool(plan).inputs["nodeConfig"], "the system pool got the cache"
 
 
+def test_every_gpu_node_image_and_gke_floor_is_one_the_secondary_boot_disk_page_admits():
+    # GKE's secondary boot disk page: Standard from 1.28.3-gke.1067000 (earlier revisions); issue 45 reports COS from
+    # 1.30.1-gke.1329000 and Ubuntu from 1.35.0-gke.1403000 (infra/cluster.py image_cache_settings). The program's
+    # nodes are COS and its floor is above both; an Ubuntu flavour or a lower floor must revisit this.
+    from infra.flavours import FLAVOURS
+    from infra.version_matrix import load, parse_version
+
+    assert {f.image_type for f in FLAVOURS.values()} == {"COS_CONTAINERD"}
+    for row in load()["rows"]:
+        assert parse_version(row["gke"]["min"]) >= parse_version("1.30.1-gke.1329000"), row["id"]
+
+
 def test_without_an_image_cache_the_gpu_pool_has_no_secondary_boot_disk_nor_image_streaming():
     node = gpu_pool(stack_plan("dev")).inputs["nodeConfig"]
     assert not {"secondaryBootDisks", "gcfsConfig"} & set(node), "dev-gpu"

@@ -1066,7 +1066,7 @@ def test_the_projects_keys_are_taken_without_namespace_and_their_json_decoded_ot
     from infra.config import namespaced
 
     flat = {
-        "nemo-rl:foo": 1,  # not close enough to be taken for this project's
+        "random:foo": 1,  # another package's namespace (`nemo-rl:foo` is refused as a look-alike of this project's)
         "gcp:project": "p",
         "nemo-rl-gke:flavour": "b200",
         "nemo-rl-gke:gpuPool": '{"nodeCount": 2}',
@@ -1243,7 +1243,7 @@ _NETWORK = {"controlPlaneAccess": "ip", "masterAuthorizedNetworks": [{"cidrBlock
             {**BASE, "cluster": {"mode": "serverless"}},
             "cluster.mode: 'serverless' is not allowed; allowed: 'standard' or 'autopilot'",
         ),
-        ({**BASE, "job": {"budgetUsd": 0}}, "job.budgetUsd: 0 is not allowed; allowed: more than 0.0"),
+        ({**BASE, "job": {"budgetUsd": 0}}, "job.budgetUsd: 0 is not allowed; allowed: more than 0"),
         (
             {**BASE, "recovery": {"maxRestarts": 1001}},
             "recovery.maxRestarts: 1001 is not allowed; allowed: at most 1000",
@@ -1822,3 +1822,76 @@ def test_a_pulumi_config_that_is_not_a_map_says_so_in_json_words(value, says, mo
     with pytest.raises(ConfigError) as err:
         engine_config()
     assert str(err.value).startswith(f"PULUMI_CONFIG: {says}") and "NoneType" not in str(err.value)
+
+
+# ---------------------------------------------------------------- issue 46: what the engine hands the program
+
+
+@pytest.mark.parametrize(
+    "value, says",
+    [
+        ('{"nodeCount": 1' + "0" * 5000 + "}", "nemo-rl-gke:gpuPool: a number of more than 4300 digits"),
+        ("[" * 50_000 + "]" * 50_000, "nemo-rl-gke:gpuPool: nested too deeply"),
+    ],
+)
+def test_a_json_string_value_too_big_or_too_deep_for_python_is_one_config_error_under_pulumi_up(value, says):
+    from infra.config import namespaced
+
+    with pytest.raises(ConfigError) as raised:
+        namespaced({"nemo-rl-gke:project": "my-gcp-project", "nemo-rl-gke:gpuPool": value})
+    assert str(raised.value).startswith(says) and "\n" not in str(raised.value)
+
+
+@pytest.mark.parametrize("namespace", ["nemo-rl", "NeMo-RL", "rl-gke", "nemo_rl_gke", "NEMO-RL-GKE", "nemo"])
+def test_a_namespace_that_reads_as_the_projects_name_is_refused_not_dropped(namespace):
+    from infra.config import namespaced
+
+    with pytest.raises(ConfigError, match="did you mean nemo-rl-gke:gpuPool"):
+        namespaced({f"{namespace}:gpuPool": "{}"})
+
+
+def test_the_engines_and_the_providers_namespaces_are_left_to_them():
+    from infra.config import namespaced
+
+    flat = {"gcp:project": "p", "kubernetes:context": "c", "pulumi:tags": "{}", "nemo-rl-gke:zone": "us-east1-b"}
+    assert namespaced(flat) == {"zone": "us-east1-b"}
+
+
+def test_the_consoles_url_of_a_disk_image_is_read_as_its_path():
+    url = "https://www.googleapis.com/compute/v1/projects/my-images-1/global/images/nemo-rl-cache"
+    cfg = parse({"project": "my-gcp-project", "gpuPool": {"imageCacheDiskImage": url}}, "dev")
+    assert cfg.gpu_pool.image_cache_disk_image == "projects/my-images-1/global/images/nemo-rl-cache"
+
+
+def test_a_gang_of_one_node_may_assume_a_preemption_an_hour_and_no_more():
+    assert parse({"project": "my-gcp-project", "cost": {"spotPreemptionsPerNodeDay": 24}}, "dev")
+    with pytest.raises(ConfigError, match="allowed: at most 12 with gpuPool.nodeCount 2"):
+        parse(
+            {"project": "my-gcp-project", "gpuPool": {"nodeCount": 2}, "cost": {"spotPreemptionsPerNodeDay": 13}}, "dev"
+        )
+    # An on-demand pool is never preempted: the rate is not used.
+    assert parse(
+        {
+            "project": "my-gcp-project",
+            "gpuPool": {"nodeCount": 2, "provisioning": "onDemand"},
+            "cost": {"spotPreemptionsPerNodeDay": 24},
+        },
+        "dev",
+    )
+
+
+def test_max_lost_minutes_of_one_save_cycle_is_accepted_and_less_is_refused_by_the_job_builder():
+    import math
+
+    from conftest import spec_of
+
+    from infra.run_plan import checkpoint_write_seconds_for
+
+    cfg = parse({"project": "my-gcp-project"}, "dev")
+    cycle_minutes = (cfg.recipe.step_seconds + checkpoint_write_seconds_for(cfg)) / 60
+    least = math.ceil(cycle_minutes * 10) / 10
+    ok = parse({"project": "my-gcp-project", "job": {"maxLostMinutes": least}}, "dev")
+    assert "checkpointing.save_period=1 " in spec_of("dev", ok, wandb_key_set=False).entrypoint
+    short = parse({"project": "my-gcp-project", "job": {"maxLostMinutes": max(1, least - 0.5)}}, "dev")
+    with pytest.raises(ConfigError, match=f"^nemo-rl-gke:job.maxLostMinutes: .* allowed: at least {least:g}$"):
+        spec_of("dev", short, wandb_key_set=False)

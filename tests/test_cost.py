@@ -195,7 +195,16 @@ def test_plan_json_adds_the_estimates_under_their_own_key_and_keeps_the_others(c
     out, err = capsys.readouterr()
     assert code == 0, err
     doc = json.loads(out)
-    assert list(doc) == ["project", "stack", "resources", "outputs", "estimates", "goodput", "versionMatrix"]
+    assert list(doc) == [
+        "project",
+        "stack",
+        "resources",
+        "outputs",
+        "estimates",
+        "goodput",
+        "versionMatrix",
+        "sizeLadder",
+    ]
     assert set(doc["estimates"]) == {
         "cost",
         "checkpoints",

@@ -139,7 +139,7 @@ def test_every_metric_type_is_in_the_documented_allow_list():
     rec, _, doc = dashboard()
     own = own_metrics(rec)
     used = {METRIC_TYPE.search(f["filter"]).group(1) for _, f in chart_filters(doc)}
-    assert used - set(DOCUMENTED_METRICS) == set(own) and len(own) == 13
+    assert used - set(DOCUMENTED_METRICS) == set(own) and len(own) == 14
     for metric, source in {**METRICS, **own}.items():
         assert source.url.startswith("https://cloud.google.com/"), metric
     # Each filter names the monitored resource its metric is written against.
@@ -289,7 +289,7 @@ def test_the_goodput_chart_and_the_badput_chart_stack_the_mean_dollars_of_each_b
         == names["monitoring-goodput"]
     )
     # One stacked series per badput bucket of workloads/goodput.py (all but the kept steps), named by it.
-    buckets = ["gangWait", "imagePull", "gate", "startup", "stepsLost", "checkpointSave", "idleAfterRun"]
+    buckets = ["gangWait", "imagePull", "gate", "startup", "stepsLost", "checkpointSave", "idleAfterRun", "scaleDown"]
     assert [ds["legendTemplate"] for ds in badput["dataSets"]] == buckets
     for bucket, ds in zip(buckets, badput["dataSets"], strict=True):
         f = ds["timeSeriesQuery"]["timeSeriesFilter"]

@@ -1,11 +1,9 @@
 """Deploy time: typical creation times per type and the critical path through the plan's waits."""
 
-import dataclasses
-
 import pytest
 from conftest import ALL_STACKS, STACKS, merged, run_plan, stack_plan
 
-from tools import deploy_time
+from tools import deploy_time, gpu_arrival
 from tools.mocks import Registration
 from tools.offline_plan import Plan, render_tree
 from workloads.gate import GatePlan, estimated_seconds
@@ -25,8 +23,25 @@ def cold_gpu_minutes(stack: str) -> float:
     return STREAMED_GPU_MINUTES if stack in STREAMING_STACKS else PULLED_GPU_MINUTES
 
 
+def staging_minutes(stack: str) -> float:
+    """The weights' one download after Lustre's claim (infra/weight_staging.py), by the recipe's size; none on
+    Autopilot (no node holds the image beforehand)."""
+    jobs = [r for r in stack_plan(stack).resources if deploy_time.is_weight_staging(r)]
+    return sum(deploy_time.staging_typical(job).minutes for job in jobs)
+
+
 def after_lustre_minutes(stack: str) -> float:
-    return 0.05 + 0.2 + 1.5 + cold_gpu_minutes(stack) + 1.0
+    return 0.05 + 0.2 + staging_minutes(stack) + 1.5 + cold_gpu_minutes(stack) + 1.0
+
+
+_COLD: dict[str, Plan] = {}
+
+
+def cold_plan(stack: str) -> Plan:
+    """The stack as committed but with `gpuPool.justInTime` false: the GPU nodes come for the pending Ray workers."""
+    if stack not in _COLD:
+        _COLD[stack] = run_plan(stack, gpuPool=merged(stack, "gpuPool", {"justInTime": False}))
+    return _COLD[stack]
 
 
 def reg(name, typ, parent="", custom=True, deps=(), provider="", inputs=None):
@@ -47,8 +62,8 @@ def test_every_resource_type_of_the_committed_stacks_has_a_typical_creation_time
 
 def test_a_gpu_node_pool_is_created_empty_faster_than_a_cpu_pool_with_its_node():
     # Every GPU pool autoscales from 0: its nodes come later, for pending pods (the Ray release's time).
-    gpu = reg("gpu", deploy_time.NODE_POOL, inputs={"nodeConfig": {"guestAccelerators": [{"count": 8}]}})
-    cpu = reg("cpu", deploy_time.NODE_POOL, inputs={"nodeConfig": {}})
+    gpu = reg("gpu", gpu_arrival.NODE_POOL, inputs={"nodeConfig": {"guestAccelerators": [{"count": 8}]}})
+    cpu = reg("cpu", gpu_arrival.NODE_POOL, inputs={"nodeConfig": {}})
     assert deploy_time.typical(gpu).minutes == 3.0 < deploy_time.typical(cpu).minutes == 4.0
 
 
@@ -68,7 +83,7 @@ def test_a_dependency_on_a_component_waits_for_everything_under_it():
         reg("comp", "x:index:Component", custom=False),
         reg("cluster", "gcp:container/cluster:Cluster", parent="urn:comp"),
         reg("inner", "x:index:Component", parent="urn:comp", custom=False),
-        reg("pool", deploy_time.NODE_POOL, parent="urn:inner", deps=["urn:cluster"]),
+        reg("pool", gpu_arrival.NODE_POOL, parent="urn:inner", deps=["urn:cluster"]),
         reg("ds", "kubernetes:apps/v1:DaemonSet", deps=["urn:comp"]),
     )
     assert deploy_time.waits(plan)["urn:ds"] == {"urn:cluster", "urn:pool"}
@@ -97,7 +112,7 @@ def gate_minutes_of(stack: str) -> float:
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_the_critical_path_is_the_lustre_path_plus_the_cold_gpu_nodes_and_the_gate_plus_at_most_three_minutes(stack):
-    est = deploy_time.estimate(stack_plan(stack))
+    est = deploy_time.estimate(cold_plan(stack))
     names = [s.name for s in est.critical_path]
     assert names == [
         "apis-compute",
@@ -107,6 +122,7 @@ def test_the_critical_path_is_the_lustre_path_plus_the_cold_gpu_nodes_and_the_ga
         "lustre-instance",
         "workload-lustre-pv",
         "workload-lustre-pvc",
+        "weights-job",
         "ray-release",
         "acceptance-gate",
         "training-job-submission",
@@ -117,13 +133,14 @@ def test_the_critical_path_is_the_lustre_path_plus_the_cold_gpu_nodes_and_the_ga
     assert gate.start == pytest.approx(est.finish_by_name["ray-release"])
     assert est.milestones["lustre-instance"] == pytest.approx(LUSTRE_READY_MINUTES)
     assert est.total_minutes == pytest.approx(LUSTRE_READY_MINUTES + after_lustre_minutes(stack) + gate.minutes)
-    assert est.total_minutes - est.milestones["lustre-instance"] - gate.minutes - cold_gpu_minutes(stack) <= 3.0
+    after = est.total_minutes - est.milestones["lustre-instance"] - gate.minutes - cold_gpu_minutes(stack)
+    assert after - staging_minutes(stack) <= 3.0
 
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_the_image_pull_is_its_own_step_off_the_path_after_the_gpu_pool(stack):
     est = deploy_time.estimate(stack_plan(stack))
-    pull = deploy_time.IMAGE_PULL
+    pull = gpu_arrival.IMAGE_PULL
     # 20 GB at 30 MB/s: 11.1 minutes, the stated assumptions.
     assert pull.minutes == pytest.approx(20 * 1000 / 30 / 60, abs=0.05)
     assert "20 GB" in pull.basis and "30 MB/s" in pull.basis
@@ -150,7 +167,7 @@ def test_every_typical_time_cites_its_source():
         deploy_time.GPU_NODE_POOL,
         deploy_time.CPU_NODE_POOL,
         deploy_time.DYNAMIC_RESOURCE,
-        deploy_time.IMAGE_PULL,
+        gpu_arrival.IMAGE_PULL,
         deploy_time.UNKNOWN,
     ]
     for t in tables:
@@ -159,40 +176,45 @@ def test_every_typical_time_cites_its_source():
     # The P99 is from PR #14878's review; the 120-minute create timeout is PR #16046's (magic-modules git log).
     assert "PR #14878" in lustre.source and "40-80" in lustre.source
     assert "PR #16046" in lustre.source and "120 minutes" in lustre.source
-    assert lustre.source != deploy_time.ASSUMED and 40 <= lustre.minutes <= 80
+    assert lustre.source != gpu_arrival.ASSUMED and 40 <= lustre.minutes <= 80
 
 
 @pytest.mark.parametrize("stack", ["b200", "h200"])
 def test_the_plan_text_prints_the_critical_path_its_sources_and_the_pull(stack):
     text = render_tree(stack_plan(stack))
     block = text[text.index("\nDeploy time") : text.index("\nOutputs:")]
-    total = LUSTRE_READY_MINUTES + after_lustre_minutes(stack) + gate_minutes_of(stack)
+    # Just in time (the default): the GPU nodes are there when Lustre's claim is, so only the release's install.
+    total = LUSTRE_READY_MINUTES + 0.05 + 0.2 + staging_minutes(stack) + 1.5 + 1.0 + gate_minutes_of(stack)
     assert f"~{total:.0f} min along the critical path" in block
     assert f"+{gate_minutes_of(stack):g} min  AcceptanceGate" in block
     assert "lustre-instance" in block and "+60 min" in block and "magic-modules PR #14878" in block
     assert "image-prepull-daemonset 25.2 min" in block
-    assert "cold (default): they come for the pending Ray workers" in block
+    assert "just in time (gpuPool.justInTime): the timer starts the placeholders" in block
     assert "image pull: +11.1 min on every node at once" in block
     assert "+1 min image (streamed from Artifact Registry; +3 min of NeMo-RL start-up for remote reads)" in block
 
 
 def test_deploy_time_json_lists_the_path_with_start_and_finish_minutes_and_sources():
-    doc = deploy_time.estimate(stack_plan("dev")).to_json()
-    gate = gate_minutes_of("dev")
-    assert doc["expectedMinutes"] == round(79.6 + gate, 1)
+    doc = deploy_time.estimate(cold_plan("dev")).to_json()
+    gate, staged = gate_minutes_of("dev"), staging_minutes("dev")  # the weights' download before the release
+    assert doc["expectedMinutes"] == round(79.6 + staged + gate, 1)
     release, gate_step, submission = doc["criticalPath"][-3:]
-    assert (release["name"], release["startMinute"], release["finishMinute"]) == ("ray-release", 64.0, 78.6)
+    assert (release["name"], release["startMinute"], release["finishMinute"]) == (
+        "ray-release",
+        round(64.0 + staged, 2),
+        round(78.6 + staged, 2),
+    )
     assert (gate_step["name"], gate_step["startMinute"], gate_step["finishMinute"]) == (
         "acceptance-gate",
-        78.6,
-        round(78.6 + gate, 2),
+        round(78.6 + staged, 2),
+        round(78.6 + staged + gate, 2),
     )
     assert (submission["name"], submission["startMinute"], submission["finishMinute"]) == (
         "training-job-submission",
-        round(78.6 + gate, 2),
-        round(79.6 + gate, 2),
+        round(78.6 + staged + gate, 2),
+        round(79.6 + staged + gate, 2),
     )
-    assert doc["gpuNodes"]["from"] == "cold" and doc["gpuNodes"]["createdAtMinute"] == 65.5
+    assert doc["gpuNodes"]["from"] == "cold" and doc["gpuNodes"]["createdAtMinute"] == round(65.5 + staged, 1)
     assert all(step["source"] for step in doc["criticalPath"])
     assert doc["imagePull"]["imageCompressedGb"] == 20.0 and doc["imagePull"]["pullRateMbPerS"] == 30.0
 
@@ -204,7 +226,7 @@ def test_on_autopilot_the_gpu_nodes_and_the_pull_come_with_the_ray_workers_so_th
     assert is_autopilot(plan) and not is_autopilot(stack_plan("h200"))
     est = deploy_time.estimate(plan)
     (release,) = [s for s in est.critical_path if s.name == "ray-release"]
-    cold = deploy_time.GPU_NODE_POOL.minutes + deploy_time.IMAGE_PULL.minutes  # no pre-pull on Autopilot
+    cold = deploy_time.GPU_NODE_POOL.minutes + gpu_arrival.IMAGE_PULL.minutes  # no pre-pull on Autopilot
     assert release.minutes == pytest.approx(
         deploy_time.CREATION_MINUTES["kubernetes:helm.sh/v3:Release"].minutes + cold
     )
@@ -242,48 +264,3 @@ def test_the_plan_prices_one_gate_run_at_the_stacks_hourly_cost():
     assert gate["perRun"] == round(est.cost.per_hour * gate["minutes"] / 60, 2) and 1 < gate["perRun"] < 50
     assert estimates.to_json(est)["acceptanceGate"] == gate
     assert any(line.startswith("  acceptance gate before each submission: ~") for line in estimates.render(est))
-
-
-def test_a_cold_gpu_node_pulls_during_its_driver_install_only_where_the_pre_pull_runs_on_it():
-    """The pre-pull pod asks for no GPU, so it pulls from the node's boot on; a Ray worker waits for the driver.
-    Without the DaemonSet the whole pull follows the scale-up; from the image cache there is nothing to overlap."""
-    plan = stack_plan("dev")
-    arrival = deploy_time.gpu_arrival(plan)
-    assert arrival.prepull and arrival.pull is deploy_time.IMAGE_PULL
-    assert arrival.image_after_driver == pytest.approx(11.1 - 4.0)
-    assert arrival.minutes == pytest.approx(6.0 + 7.1)
-    without = dataclasses.replace(plan, resources=[r for r in plan.resources if not deploy_time.is_image_prepull(r)])
-    assert deploy_time.gpu_arrival(without).minutes == pytest.approx(6.0 + 11.1)
-    cached = deploy_time.GpuArrival(False, deploy_time.IMAGE_CACHE_PULL, prepull=True)
-    assert cached.minutes == pytest.approx(6.0 + deploy_time.IMAGE_CACHE_PULL.minutes)
-
-
-def streaming_plan(on: bool):
-    return run_plan("b200", cluster=merged("b200", "cluster", {"imageStreaming": on}))
-
-
-def test_a_streamed_image_starts_the_container_in_a_minute_and_adds_the_remote_reads_to_nemo_rls_start_up():
-    """cluster.imageStreaming: no whole pull after the driver install, nothing to overlap; the doc's remote-read
-    latency is paid in NeMo-RL's start-up, both assumed and said so."""
-    streamed, pulled = deploy_time.gpu_arrival(streaming_plan(True)), deploy_time.gpu_arrival(streaming_plan(False))
-    assert streamed.pull is deploy_time.IMAGE_STREAM_PULL and streamed.streamed and not streamed.overlapped
-    assert streamed.minutes == pytest.approx(6.0 + 1.0) and streamed.image_after_driver == 1.0
-    assert streamed.startup_minutes == deploy_time.NEMO_RL_STARTUP.minutes + deploy_time.STREAM_READ_MINUTES
-    assert pulled.pull is deploy_time.IMAGE_PULL and not pulled.streamed
-    assert pulled.startup_minutes == deploy_time.NEMO_RL_STARTUP.minutes
-    assert deploy_time.ASSUMED in deploy_time.IMAGE_STREAM_PULL.source
-
-
-def test_the_plan_json_says_which_pull_applies_to_the_gpu_nodes():
-    on = deploy_time.estimate(streaming_plan(True)).to_json()["gpuNodes"]
-    off = deploy_time.estimate(streaming_plan(False)).to_json()["gpuNodes"]
-    assert (on["pull"], on["imageStreamed"], on["imageMinutes"]) == ("IMAGE_STREAM_PULL", True, 1.0)
-    assert (off["pull"], off["imageStreamed"], off["imageMinutes"]) == ("IMAGE_PULL", False, 11.1)
-    assert on["startupMinutes"] - off["startupMinutes"] == deploy_time.STREAM_READ_MINUTES
-
-
-def test_image_streaming_on_a_pool_without_the_mirror_is_still_a_pull():
-    """gcfs alone (the image cache's) streams nothing from nvcr.io: the model streams only with the repository."""
-    plan = streaming_plan(True)
-    without = dataclasses.replace(plan, resources=[r for r in plan.resources if r.type != deploy_time.MIRROR])
-    assert deploy_time.gpu_arrival(without).pull is deploy_time.IMAGE_PULL

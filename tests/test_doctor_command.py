@@ -45,7 +45,7 @@ def test_the_command_prints_one_line_per_check_and_exits_0_when_nothing_fails(pr
     lines = out.splitlines()
     assert lines[0].startswith("doctor: stack dev, project my-gcp-project")
     assert any(line.split()[:2] == ["warn", "gpu-quota"] for line in lines)
-    assert lines[-1] == "0 failed, 1 warning(s), 18 passed"
+    assert lines[-1] == "0 failed, 1 warning(s), 19 passed"
 
 
 def test_a_failure_prints_its_fix_and_exits_1(project, monkeypatch):
@@ -128,7 +128,7 @@ def test_the_command_reads_sys_argv_asks_the_stacks_project_with_its_timeout_and
     out, err = capsys.readouterr()
     assert (code, err, asked) == (EXIT_OK, "", [PROJECT])
     assert out.startswith("doctor: stack dev, project my-gcp-project, us-east1 / us-east1-b\n  pass  project ")
-    assert out.endswith("\n0 failed, 0 warning(s), 19 passed\n")
+    assert out.endswith("\n0 failed, 0 warning(s), 20 passed\n")
     assert {kw["timeout"] for _, _, kw in project.calls} == {7}
 
 

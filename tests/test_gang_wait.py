@@ -142,15 +142,45 @@ def test_one_look_while_waiting_says_how_far_the_gang_is_and_neither_ends_nor_re
 # ----------------------------------------------------------------------------- KubeGangView's API calls
 
 
-class FakeApi:
-    """A Kubernetes API server on localhost answering what `KubeGangView` asks, recording every request."""
+def apply_json_patch(doc, ops):
+    """RFC 6902 as the API server applies it, for the ops `KubeGangView` sends (test, replace, add); a failed
+    `test` or a missing path refuses the whole patch (HTTP 422 there; ValueError here)."""
+    import copy
 
-    def __init__(self, pods, nodes, groups):
+    out = copy.deepcopy(doc)
+    for op in ops:
+        *parents, last = [p.replace("~1", "/").replace("~0", "~") for p in op["path"].split("/")[1:]]
+        target = out
+        for part in parents:
+            target = target[int(part)] if isinstance(target, list) else target[part]
+        key = int(last) if isinstance(target, list) else last
+        if op["op"] == "test":
+            if target[key] != op["value"]:
+                raise ValueError(f"test failed at {op['path']}")
+        elif op["op"] == "replace":
+            if isinstance(target, dict) and key not in target:
+                raise ValueError(f"replace of a missing member {op['path']}")
+            target[key] = op["value"]
+        elif op["op"] == "add":
+            target[key] = op["value"]
+        else:
+            raise ValueError(op["op"])
+    return out
+
+
+class FakeApi:
+    """A Kubernetes API server on localhost answering what `KubeGangView` asks, recording every request; its
+    RayCluster takes the JSON patches (`cluster`), so a later read sees them."""
+
+    def __init__(self, pods, nodes, groups, annotations=None):
         import http.server
         import json
         import threading
 
         self.requests: list[tuple[str, str, str, object]] = []
+        self.cluster = {"metadata": {"name": "nemo-rl"}, "spec": {"workerGroupSpecs": groups}}
+        if annotations is not None:
+            self.cluster["metadata"]["annotations"] = annotations
         api = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -175,16 +205,26 @@ class FakeApi:
                     meta = {"labels": {NODE_POOL_LABEL: pool}, **({"creationTimestamp": created} if created else {})}
                     self._answer({"metadata": meta})
                 else:
-                    self._answer({"spec": {"workerGroupSpecs": groups}})
+                    self._answer(api.cluster)
 
             def do_PATCH(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 api.requests.append(("PATCH", self.path, self.headers["Content-Type"], body))
-                self._answer({})
+                try:
+                    api.cluster = apply_json_patch(api.cluster, body)
+                except (ValueError, KeyError, IndexError):
+                    self.send_response(422)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                self._answer(api.cluster)
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         self.base = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def groups(self):
+        return self.cluster["spec"]["workerGroupSpecs"]
 
     def close(self):
         self.server.shutdown()
@@ -233,11 +273,13 @@ def test_the_kube_view_reads_the_groups_pods_and_their_nodes_pools_and_scales_th
         "/apis/ray.io/v1/namespaces/nemo-rl/rayclusters/nemo-rl",
         "application/json-patch+json",
         [
+            {"op": "test", "path": "/spec/workerGroupSpecs/1/groupName", "value": "gpu"},
             {"op": "replace", "path": "/spec/workerGroupSpecs/1/replicas", "value": 0},
             {"op": "replace", "path": "/spec/workerGroupSpecs/1/minReplicas", "value": 0},
         ],
     )
     assert said == "worker group gpu of RayCluster nemo-rl scaled to 0"
+    assert api.groups()[1] == {"groupName": "gpu", "replicas": 0, "minReplicas": 0}
 
 
 class BrokenView(FakeView):
@@ -324,8 +366,11 @@ def test_a_kubernetes_timestamp_is_read_as_utc_epoch_seconds():
 class TimedView:
     """Pods with their times: `pods[i]` = (scheduled, started, node created), epoch seconds or None."""
 
-    def __init__(self, pods):
-        self.pods = pods
+    def __init__(self, pods, asked_at=None):
+        self.pods, self.asked_at = pods, asked_at
+
+    def group(self):
+        return gang_wait.WorkerGroup(0, len(self.pods), 0, len(self.pods), None, self.asked_at)
 
     def worker_pods(self):
         return [

@@ -79,7 +79,11 @@ def test_gate_on_demand_and_submit_under_enforce_report_the_stacks_gate_in_one_l
     assert "acceptance gate: 2 node(s) x 8 GPUs" in text
     assert "acceptance gate FAILED: gpus: 0 of 2 worker nodes in the Ray cluster" in text and err.getvalue() == ""
 
-    # b200: eight nodes, enforce by default, and a recipe that needs no Hugging Face token to build.
+    # b200: eight nodes, enforce by default, and a recipe that needs no Hugging Face token to build. Ray is made to
+    # count its eight GPU workers alive, so the submission gets as far as the gate, which finds none on the head.
+    from workloads import worker_group
+
+    monkeypatch.setattr(worker_group, "alive_gpu_nodes", lambda _client: 8)
     out, err = io.StringIO(), io.StringIO()
     assert (
         cli.main(["submit", "--stack", "b200", "--address", head.address], out=out, err=err) == exit_codes.GATE_FAILED

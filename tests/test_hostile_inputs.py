@@ -831,3 +831,408 @@ def test_a_token_typed_as_a_flag_value_is_not_repeated(argv):
     command = ["logs"] if "--tail" in argv else ["list"]
     line = assert_refused(run_jobctl([*command, *argv]), "argument")
     assert "abcdefghij" not in line and W_AND_B not in line and "a value that looks like a credential" in line, line
+
+
+# ---------------------------------------------------------------- fourth pass: the day-2 CLI and the watcher
+
+CLOSED = "http://127.0.0.1:9"
+"""Nothing listens there: a case refused before the network is exit 2, one that reached it would be exit 3."""
+
+
+@pytest.mark.parametrize("command", ["stop", "status", "logs"])
+@pytest.mark.parametrize(
+    "job",
+    [TOKEN, W_AND_B, "", " ", "../version", "a/b", "x?y", ".hidden", "x" * 100_000, "a\nerror: forged"],
+    ids=["token", "wandb-key", "empty", "blank", "dot-dot", "slash", "query", "dot", "100k", "newline"],
+)
+def test_a_job_flag_that_cannot_be_a_submission_id_is_refused_before_any_request(command, job):
+    # '' is an unset variable: read as "no --job", `stop` would stop the stack's newest job, the running attempt.
+    line = assert_refused(run_jobctl([command, "--stack", "dev", "--address", CLOSED, "--job", job]), "--job")
+    assert "abcdefghij" not in line and W_AND_B not in line and "forged" not in line.partition("'")[0], line
+    assert len(line) < 600, f"{len(line)} characters"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["list", "--address", f"{CLOSED}\nerror: forged"],
+        ["list", "--endpoint", "https://203.0.113.10\nerror: forged", "--head-service", "h"],
+        ["list", "--endpoint", "https://gke.example.com", "--head-service", "h", "--ca-file", "x\nerror: forged"],
+        ["status", "--address", CLOSED, "--ledger-file", "x\nerror: forged"],
+        ["list", "--config-file", "x\nerror: forged"],
+        ["list", "--namespace", "a\nerror: forged"],
+    ],
+)
+def test_a_newline_in_a_flag_value_never_forges_a_second_error_line(argv):
+    code, out, err = run_jobctl([*argv, "--stack", "dev"])
+    assert code == 2 and out == "", (code, err)
+    # The value is shown escaped inside the one line, never as a line of its own.
+    assert err.count("\n") == 1 and err.startswith("error: ") and "\nerror: forged" not in err, err
+
+
+@pytest.mark.parametrize(
+    "address",
+    ["http://127.0.0.1\x00:9", "http://nemo\x01rl.svc:8265", "http://nemo rl.svc:8265", "http://127.0.0.1:9/\x1b[2J"],
+)
+def test_a_control_character_or_space_in_a_url_flag_is_a_bad_address_not_an_unreachable_one(address):
+    line = assert_refused(run_jobctl(["list", "--stack", "dev", "--address", address]), "--address")
+    assert "\x1b" not in line and "\x00" not in line and "\x01" not in line, line
+    line = assert_refused(
+        run_jobctl(["list", "--stack", "dev", "--endpoint", address.replace("http:", "https:"), "--head-service", "h"]),
+        "--endpoint",
+    )
+
+
+@pytest.mark.parametrize(
+    "address", ["http://admin:Pw7//x@127.0.0.1:9", "admin:Pw7//x@127.0.0.1:9", "http://admin:Pw7//a//b@127.0.0.1:9"]
+)
+def test_a_password_holding_double_slashes_is_masked_whole(address):
+    for argv in (
+        ["list", "--address", address],
+        ["list", "--endpoint", address.replace("http:", "https:"), "--head-service", "h"],
+        ["dashboard", "--address", address],
+    ):
+        line = assert_refused(run_jobctl([*argv, "--stack", "dev"]), "***@", allowed=False)
+        assert "Pw7" not in line and "admin" not in line and "//x" not in line, line
+
+
+def dev_run_id() -> str:
+    from jobctl.stack import build_spec, load_stack
+
+    return build_spec(load_stack("dev")).run_id
+
+
+def ledger_text(**attempt: Any) -> str:
+    """A ledger of the dev stack's run whose one attempt has `attempt`'s fields (NaN as Python's JSON writes it)."""
+    whole = {"attempt": 1, "submission_id": "dev-x", "start": 1.7e9, "nodes": 2, **attempt}
+    return json.dumps({"stack": "dev", "run_id": dev_run_id(), "attempts": [whole]}, allow_nan=True)
+
+
+LEDGER_SHAPES = {
+    "a list": lambda: "[]",
+    "a string": lambda: '"ledger"',
+    "attempts as text": lambda: json.dumps({"stack": "dev", "run_id": dev_run_id(), "attempts": "x"}),
+    "an attempt that is a number": lambda: json.dumps({"stack": "dev", "run_id": dev_run_id(), "attempts": [1]}),
+    "a start that is text": lambda: ledger_text(start="yesterday"),
+    "a NaN start": lambda: ledger_text(start=float("nan")),
+    "a start of 1e309": lambda: ledger_text().replace("1700000000.0", "1e309"),
+    "a start beyond any calendar": lambda: ledger_text(start=1e300),
+    "nodes as a boolean": lambda: ledger_text(nodes=True),
+}
+
+
+@pytest.mark.parametrize("make", LEDGER_SHAPES.values(), ids=LEDGER_SHAPES.keys())
+def test_a_ledger_file_of_the_wrong_shape_is_one_line_before_any_request(make, tmp_path):
+    path = tmp_path / "ledger.json"
+    path.write_text(make())
+    line = assert_refused(
+        run_jobctl(["status", "--stack", "dev", "--address", CLOSED, "--ledger-file", str(path)]), "--ledger-file"
+    )
+    assert "Traceback" not in line
+
+
+def within(seconds: float, action: Callable[[], Any]) -> Any:
+    """`action()`, failing the test (not hanging it) when it takes longer than `seconds`."""
+    import threading
+
+    result: list[Any] = []
+    worker = threading.Thread(target=lambda: result.append(action()), daemon=True)
+    worker.start()
+    worker.join(seconds)
+    assert not worker.is_alive(), f"still running after {seconds}s (a FIFO waited on?)"
+    return result[0]
+
+
+def test_a_ledger_file_that_is_a_fifo_a_device_or_a_directory_is_refused_without_waiting(tmp_path):
+    import os
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for path, kind in ((fifo, "named pipe"), (Path("/dev/zero"), "character device"), (tmp_path, "directory")):
+        argv = ["status", "--stack", "dev", "--address", CLOSED, "--ledger-file", str(path)]
+        line = assert_refused(within(10, lambda argv=argv: run_jobctl(argv)), "--ledger-file")
+        assert kind in line, line
+
+
+def watcher_files(tmp_path: Path, run: Any) -> list[str]:
+    from workloads.job_types import JobSpec
+
+    spec = tmp_path / "spec.json"
+    job = JobSpec.create(stack="dev", recipe="r", entrypoint="true", runtime_env={})
+    spec.write_text(json.dumps(job.to_dict()))
+    run_file = tmp_path / "run.json"
+    run_file.write_text(run if isinstance(run, str) else json.dumps(run))
+    return ["--address", CLOSED, "--spec-file", str(spec), "--run-file", str(run_file), "--once"]
+
+
+def run_watcher(argv: list[str]) -> tuple[int, str, str]:
+    from workloads import watcher
+
+    out, err = io.StringIO(), io.StringIO()
+    code = watcher.main(argv, out, err)
+    return code, out.getvalue(), err.getvalue()
+
+
+RUN_FILE_SHAPES = {
+    "a list": [],
+    "a node count as text": {"node_count": "eight"},
+    "a price of NaN": '{"node_hour_usd": NaN}',
+    "a budget of 1e309": '{"budget_usd": 1e309}',
+    "a gang wait as text": {"gang_max_wait_minutes": "soon"},
+    "rungs that are not pairs": {"gang_rungs": 5},
+    "a recovery policy that is a list": {"recovery": []},
+    "a namespace that is a number": {"ray_namespace": 5},
+}
+
+
+@pytest.mark.parametrize("run", RUN_FILE_SHAPES.values(), ids=RUN_FILE_SHAPES.keys())
+def test_a_run_file_of_the_wrong_shape_is_one_line_naming_the_flag_before_any_request(run, tmp_path):
+    assert_refused(run_watcher(watcher_files(tmp_path, run)), "--run-file")
+
+
+def test_a_state_file_that_is_a_fifo_or_a_directory_is_refused_before_any_request(tmp_path):
+    import os
+
+    fifo = tmp_path / "state.fifo"
+    os.mkfifo(fifo)
+    for path, kind in ((fifo, "named pipe"), (Path("/dev/zero"), "character device"), (tmp_path, "directory")):
+        argv = [*watcher_files(tmp_path, {}), "--state-file", str(path)]
+        line = assert_refused(within(10, lambda argv=argv: run_watcher(argv)), "--state-file")
+        assert kind in line, line
+
+
+NOT_RAY = {
+    "Jupyter's /api/version": ({"/api/version": (200, "application/json", b'{"version": "2.14.2"}')}, None, []),
+    "an HTML page": ({}, (200, "text/html", b"<!doctype html><title>Sign in</title>"), []),
+    "a job list that is not a list": (
+        {
+            "/api/version": (200, "application/json", b'{"version": "4", "ray_version": "2.60.0", "ray_commit": "x"}'),
+            "/api/jobs": (200, "application/json", b'{"jobs": 1}'),
+        },
+        None,
+        [],
+    ),
+    "a job that is a list": (
+        {
+            "/api/version": (200, "application/json", b'{"version": "4", "ray_version": "2.60.0", "ray_commit": "x"}'),
+            "/api/jobs/dev-x": (200, "application/json", b"[1, 2]"),
+        },
+        None,
+        ["--job", "dev-x"],
+    ),
+}
+
+
+@pytest.mark.parametrize("routes,default,job", NOT_RAY.values(), ids=NOT_RAY.keys())
+def test_a_server_that_is_not_a_ray_dashboard_is_one_line_exit_3(routes, default, job):
+    from stalled_http import AnsweringServer
+
+    with AnsweringServer(routes, default) as url:
+        command = ["status", *job] if job else ["list"]
+        code, out, err = run_jobctl([*command, "--stack", "dev", "--address", url])
+    assert code == 3 and out == "" and err.count("\n") == 1, (code, err)
+    assert "not a Ray dashboard" in err and "Traceback" not in err, err
+
+
+RAY_CLUSTERS = {
+    "no spec": {"metadata": {"name": "nemo-rl"}},
+    "a spec that is a list": {"spec": []},
+    "worker groups that are a map": {"spec": {"workerGroupSpecs": {"gpu": {}}}},
+    "no group of that name": {"spec": {"workerGroupSpecs": [{"groupName": f"{TOKEN}\nerror: forged"}]}},
+    "a group that is a string": {"spec": {"workerGroupSpecs": ["gpu"]}},
+    "replicas as text": {"spec": {"workerGroupSpecs": [{"groupName": "gpu", "replicas": "eight"}]}},
+    "a cluster that is a list": [],
+}
+
+
+@pytest.mark.parametrize("cluster", RAY_CLUSTERS.values(), ids=RAY_CLUSTERS.keys())
+def test_a_raycluster_of_an_unexpected_shape_is_one_clear_line(cluster):
+    from stalled_http import AnsweringServer
+
+    from workloads.gang_wait import VIEW_ERRORS, KubeGangView
+
+    path = "/apis/ray.io/v1/namespaces/ns/rayclusters/nemo-rl"
+    with AnsweringServer({path: (200, "application/json", json.dumps(cluster).encode())}) as url:
+        view = KubeGangView(url, "t", None, "ns", "nemo-rl", "gpu", timeout=5)
+        with pytest.raises(VIEW_ERRORS) as raised:
+            view.group()
+    err = raised.value
+    assert isinstance(err, (ValueError, LookupError)) and not isinstance(err, (KeyError, StopIteration)), repr(err)
+    text = str(err)
+    assert "RayCluster nemo-rl" in text and "\n" not in text and "abcdefghij" not in text and len(text) < 600, text
+
+
+# ---------------------------------------------------------------- issue 46: the fourth pass, stack file and plan
+
+LOWER_HF = "hf_abcdefghijklmnopqrstuvwxyzabcdef"
+LOWER_GHP = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
+
+FOURTH_PASS = {
+    "a lowercase hf_ token as a label value": ({"labels": {"team": LOWER_HF}}, "nemo-rl-gke:labels"),
+    "a lowercase ghp_ token as a label key": ({"labels": {LOWER_GHP: "ml"}}, "nemo-rl-gke:labels"),
+    "the namespace nemo-rl": ({"nemo-rl:gpuPool": {"nodeCount": 2}}, "nemo-rl:gpuPool: unknown namespace 'nemo-rl'"),
+    "the namespace NeMo-RL": ({"NeMo-RL:gpuPool": {"nodeCount": 2}}, "NeMo-RL:gpuPool: unknown namespace 'NeMo-RL'"),
+    "the namespace rl-gke": ({"rl-gke:flavour": "h200"}, "rl-gke:flavour: unknown namespace 'rl-gke'"),
+    "a gang preempted more than once an hour": (
+        {"gpuPool": {"nodeCount": 2}, "cost": {"spotPreemptionsPerNodeDay": 24}},
+        "nemo-rl-gke:cost.spotPreemptionsPerNodeDay",
+    ),
+    "maxLostMinutes below one save cycle": ({"job": {"maxLostMinutes": 1}}, "nemo-rl-gke:job.maxLostMinutes"),
+    "a bucket no estimate can price": ({"cost": {"bucketGib": 1e300}}, "nemo-rl-gke:cost.bucketGib"),
+    "a rung with two unknown keys": (
+        {"gpuPool": {"capacity": {"ladder": ["spot", {"reservaton": "my-res", "size": 2}]}}},
+        "nemo-rl-gke:gpuPool.capacity.ladder[1]",
+    ),
+    "YAML null as a number": ({"gpuPool": {"nodeCount": None}}, "nemo-rl-gke:gpuPool.nodeCount: null"),
+    "YAML null as a list entry": ({"job": {"overrides": [None]}}, "nemo-rl-gke:job.overrides[0]: null"),
+    "a 5000-digit number inside a JSON-string value": (
+        {"gpuPool": '{"nodeCount": 1' + "0" * 5000 + "}"},
+        "nemo-rl-gke:gpuPool",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", FOURTH_PASS.values(), ids=FOURTH_PASS.keys())
+def test_the_fourth_pass_config_cases_are_one_line_and_never_repeat_a_credential(case, tmp_path, entry):
+    config, names = case
+    line = assert_refused(entry(stack_config(tmp_path, **config)), names)
+    assert "abcdefghij" not in line and "None" not in line and len(line) < 600, line
+
+
+def test_a_disk_image_error_says_the_forms_in_words_never_a_regular_expression(tmp_path, entry):
+    line = assert_refused(
+        entry(stack_config(tmp_path, gpuPool={"imageCacheDiskImage": "my image"})),
+        "nemo-rl-gke:gpuPool.imageCacheDiskImage",
+    )
+    assert "global/images/NAME" in line and "^(" not in line and "{4,28}" not in line, line
+
+
+def test_the_consoles_full_url_of_a_disk_image_is_read_as_its_path(tmp_path, capsys):
+    url = "https://www.googleapis.com/compute/v1/projects/my-images-1/global/images/nemo-rl-cache"
+    path = stack_config(tmp_path, gpuPool={"imageCacheDiskImage": url})
+    code, out, err = run_plan(["--stack", STACK, "--config-file", str(path), "--json"], capsys)
+    assert code == 0, err
+    pools = [r for r in json.loads(out)["resources"] if r["type"] == "gcp:container/nodePool:NodePool"]
+    disks = [d for p in pools for d in (p["inputs"].get("nodeConfig") or {}).get("secondaryBootDisks") or []]
+    assert {d["diskImage"] for d in disks} == {"projects/my-images-1/global/images/nemo-rl-cache"}
+
+
+def test_a_known_provider_namespace_is_left_to_its_provider(tmp_path, capsys):
+    path = stack_config(tmp_path, **{"gcp:project": "my-gcp-project", "kubernetes:context": "x", "pulumi:tags": {}})
+    code, out, err = run_plan(["--stack", STACK, "--config-file", str(path)], capsys)
+    assert code == 0, err
+
+
+# ----- --out and --graph: one path guard, everything checked before anything is written
+
+
+def _no_plan_run(monkeypatch) -> list:
+    ran: list = []
+    monkeypatch.setattr(offline_plan, "run_program", lambda *a, **k: ran.append(a))
+    return ran
+
+
+def test_graph_never_writes_through_a_link_at_graph_mmd(tmp_path, capsys, monkeypatch):
+    ran = _no_plan_run(monkeypatch)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep")
+    out = tmp_path / "graph"
+    out.mkdir()
+    (out / "graph.mmd").symlink_to(victim)
+    assert_refused(run_plan(["--graph", str(out)], capsys), f"--graph {out}")
+    assert ran == [] and victim.read_text() == "keep"
+
+
+def test_graph_onto_a_fifo_is_refused_without_opening_it(tmp_path, capsys, monkeypatch):
+    import os
+
+    ran = _no_plan_run(monkeypatch)
+    os.mkfifo(tmp_path / "graph.mmd")
+    assert_refused(run_plan(["--graph", str(tmp_path)], capsys), "--graph")
+    assert ran == []
+
+
+@pytest.mark.parametrize("folder", ["infra", "workloads", "jobctl", "tools", "tests", "tools/new-dir", "docs"])
+def test_out_and_graph_inside_the_source_tree_are_refused(folder, capsys, monkeypatch):
+    ran = _no_plan_run(monkeypatch)
+    target = offline_plan.ROOT / folder
+    before = sorted(p.name for p in target.iterdir()) if target.is_dir() else None
+    assert_refused(run_plan(["--out", str(target)], capsys), "--out")
+    assert_refused(run_plan(["--graph", str(target)], capsys), "--graph")
+    assert ran == [] and (sorted(p.name for p in target.iterdir()) if target.is_dir() else None) == before
+
+
+def test_out_with_a_graph_that_cannot_be_written_writes_no_manifest(tmp_path, capsys, monkeypatch):
+    ran = _no_plan_run(monkeypatch)
+    out, graph = tmp_path / "out", tmp_path / "graph"
+    (graph / "graph.mmd").mkdir(parents=True)
+    assert_refused(run_plan(["--out", str(out), "--graph", str(graph)], capsys), "--graph")
+    assert ran == [] and not out.exists()
+
+
+# ----- --compare: its document's values are data, never repeated where they could carry a credential
+
+
+def _compare_doc(tmp_path: Path, edit: Callable[[dict], None]) -> Path:
+    doc = json.loads((offline_plan.ROOT / "tests" / "golden" / "dev.json").read_text())
+    edit(doc)
+    path = tmp_path / "before.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+@pytest.mark.parametrize(
+    "edit, reason",
+    [
+        (lambda d: d.update(outputs=5), "outputs is not a map"),
+        (lambda d: d.update(outputs=["runId"]), "outputs is not a map"),
+        (lambda d: d["resources"][0].pop("inputs"), "resources[0] is not a resource with a name, a type and a map"),
+        (lambda d: d["outputs"].update(runId=7), "outputs.runId is not a string"),
+    ],
+)
+def test_compare_with_a_document_of_the_wrong_shape_is_one_line_and_exit_2(edit, reason, tmp_path, capsys):
+    path = _compare_doc(tmp_path, edit)
+    line = assert_refused(run_plan(["--stack", "dev", "--compare", str(path)], capsys), f"--compare {path}")
+    assert reason in line, line
+
+
+def test_compare_prints_no_forged_line_and_no_credential_from_the_document(tmp_path, capsys):
+    def edit(doc: dict) -> None:
+        doc["outputs"]["runId"] = f"dev-run\nerror: forged line {LOWER_HF}"
+        doc["outputs"]["jobId"] = LOWER_GHP
+        for r in doc["resources"]:
+            if r["type"] == "gcp:container/nodePool:NodePool":
+                r["inputs"].setdefault("nodeConfig", {})["serviceAccount"] = f"{TOKEN}@x.iam.gserviceaccount.com"
+
+    path = _compare_doc(tmp_path, edit)
+    code, out, err = run_plan(["--stack", "dev", "--compare", str(path)], capsys)
+    assert code == 0, err
+    assert not any(line.startswith("error: forged") for line in (out + err).splitlines())
+    for secret in ("abcdefghij", LOWER_GHP, TOKEN):
+        assert secret not in out and secret not in err
+
+
+def test_a_kubernetes_api_trickling_its_answer_ends_at_the_deadline():
+    import time
+
+    from stalled_http import StalledServer
+
+    from workloads.gang_wait import VIEW_ERRORS, KubeGangView
+
+    with StalledServer(answer_version=False, trickle=0.2, trickle_bytes=40) as url:  # 8 s of bytes
+        view = KubeGangView(url, "t", None, "ns", "nemo-rl", "gpu", timeout=0.5)  # each byte well within 0.5 s
+        started = time.monotonic()
+        with pytest.raises(VIEW_ERRORS, match="got no whole answer within 1.5s"):
+            view.group()
+    assert time.monotonic() - started < 4
+
+
+@pytest.mark.parametrize("flag", ["--run-file", "--state-file", "--heartbeat-file", "--spec-file"])
+def test_an_empty_watcher_file_flag_is_refused_not_read_as_no_file(flag, tmp_path):
+    # Without a run file the defaults would apply (no budget, no gang wait): an unset variable must not mean that.
+    argv = watcher_files(tmp_path, {})
+    if flag in argv:
+        argv[argv.index(flag) + 1] = ""
+    else:
+        argv += [flag, ""]
+    assert_refused(run_watcher(argv), flag)

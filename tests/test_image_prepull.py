@@ -113,11 +113,12 @@ def test_the_ray_release_starts_after_the_pull_with_the_same_image(stack):
 # ----------------------------------------------------------------------------- gpuPool.warmMinutes
 
 
-def test_no_warmup_job_is_planned_unless_gpu_pool_warm_minutes_is_set():
-    from conftest import run_plan
+def test_no_placeholder_job_is_planned_with_just_in_time_off_and_warm_minutes_unset():
+    from conftest import merged, run_plan
 
-    plan = run_plan("dev")
-    assert not plan.by_type("kubernetes:batch/v1:Job"), "a warm-up Job without gpuPool.warmMinutes"
+    plan = run_plan("dev", gpuPool=merged("dev", "gpuPool", {"justInTime": False}))
+    names = [j.inputs["metadata"]["name"] for j in plan.by_type("kubernetes:batch/v1:Job")]
+    assert names == ["hf-weights"], "a placeholder Job without gpuPool.warmMinutes or justInTime"
     assert not plan.by_type("kubernetes:scheduling.k8s.io/v1:PriorityClass")
 
 
@@ -125,7 +126,7 @@ def test_warm_minutes_plans_one_low_priority_placeholder_per_gpu_node_that_ends_
     from conftest import merged, run_plan
 
     plan = run_plan("dev", gpuPool=merged("dev", "gpuPool", {"nodeCount": 2, "warmMinutes": 90}))
-    (job,) = plan.by_type("kubernetes:batch/v1:Job")
+    (job,) = [j for j in plan.by_type("kubernetes:batch/v1:Job") if j.inputs["metadata"]["name"] == "gpu-warmup"]
     (pc,) = plan.by_type("kubernetes:scheduling.k8s.io/v1:PriorityClass")
     # -10: the lowest priority that still scales up (cluster-autoscaler's expendable cutoff); never preempts.
     assert (pc.inputs["value"], pc.inputs["preemptionPolicy"]) == (-10, "Never"), pc.name
@@ -133,6 +134,7 @@ def test_warm_minutes_plans_one_low_priority_placeholder_per_gpu_node_that_ends_
     assert (spec["parallelism"], spec["completions"]) == (2, 2), job.name
     # Ends at the first preemption by a worker, and at the latest warmMinutes after it starts.
     assert (spec["backoffLimit"], spec["activeDeadlineSeconds"]) == (0, 90 * 60), job.name
+    assert "suspend" not in spec, "warmMinutes starts at once; it replaces the just-in-time timer"
     assert job.inputs["metadata"]["annotations"] == {"pulumi.com/skipAwait": "true"}, job.name
     pod = spec["template"]["spec"]
     assert pod["priorityClassName"] == pc.inputs["metadata"]["name"], job.name

@@ -290,7 +290,10 @@ def test_the_submission_in_the_stack_waits_for_the_ray_release_and_carries_its_s
     nodes = pool.inputs["autoscaling"]["totalMaxNodeCount"]
     assert f"cluster.num_nodes={nodes}" in words, f"{submission.name} vs {pool.name}"
     assert f"cluster.gpus_per_node={accelerator['count']}" in words, f"{submission.name} vs {pool.name}"
-    assert release.inputs["values"]["worker"]["replicas"] == nodes, release.name
+    worker = release.inputs["values"]["worker"]
+    # Installed with no worker, up to the pool: the submission asks for them (workloads/worker_group.py).
+    assert (worker["replicas"], worker["minReplicas"], worker["maxReplicas"]) == (0, 0, nodes), release.name
+    assert (submission.inputs["worker_group"], submission.inputs["worker_replicas"]) == (worker["groupName"], nodes)
 
 
 @pytest.mark.parametrize("stack", ["dev", "b200", "h200"])

@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 from conftest import spec_of
+from test_checkpoints import make, nemo_rl_latest, write_config
 
 from infra.config import JobConfig
 from infra.flavours import FLAVOURS
 from infra.stack_context import GpuPoolFacts, NicAttachment
 from jobctl.stack import build_spec, load_stack
+from workloads import checkpoints
 from workloads import job_spec as job_spec_module
 from workloads.job_spec import (
     SECRET_ENV_NAMES,
@@ -45,7 +51,7 @@ def pool(flavour: str, nodes: int) -> GpuPoolFacts:
 
 
 def argv(spec: JobSpec) -> list[str]:
-    """The entrypoint after the adoption of an earlier release's checkpoints, as the shell will split it:
+    """The entrypoint after the checkpoint step (`job_spec.prepare_checkpoints`), as the shell will split it:
     `cd <dir> && python <script> ...`."""
     tokens = shlex.split("cd " + spec.entrypoint.rsplit("; cd ", 1)[1])
     assert tokens[2] == "&&", tokens[:4]
@@ -478,60 +484,106 @@ def test_the_save_period_comes_from_the_bound_on_lost_work_and_the_plans_step_an
         )
 
 
-def _adoption_part(spec: JobSpec) -> str:
-    """The entrypoint up to NeMo-RL's start: the adoption of an earlier release's checkpoints."""
+def _prelude(spec: JobSpec) -> str:
+    """The entrypoint up to NeMo-RL's start: what runs on the Ray head before every attempt."""
     return spec.entrypoint.rsplit("; cd ", 1)[0]
 
 
 def _run_shell(command: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["sh", "-c", command], capture_output=True, text=True, timeout=30)
+    """`command` as Ray's job supervisor runs an entrypoint (`sh -c`), `python` being an interpreter with only the
+    standard library and PyYAML (as the NeMo-RL image has them): the project is not on its path."""
+    env = {"PATH": f"{os.path.dirname(sys.executable)}:/usr/bin:/bin", "PYTHONNOUSERSITE": "1"}
+    return subprocess.run(["sh", "-c", command], capture_output=True, text=True, timeout=30, env=env, cwd="/")
 
 
-def test_a_run_upgraded_from_5971cc4_resumes_from_its_checkpoints_moved_once_with_one_log_line(tmp_path):
-    # 5971cc4 saved dev's run in checkpoints/<stack>/<recipe> (`git show 5971cc4:workloads/job_spec.py`).
+def _old(path) -> None:
+    """Last written before `checkpoints.QUIET_SECONDS`: nothing writes it any more."""
+    old = time.time() - checkpoints.QUIET_SECONDS - 5
+    for p in [path, *path.rglob("*")]:
+        os.utime(p, (old, old))
+
+
+def test_before_every_attempt_nemo_rl_finds_only_whole_steps_of_its_own_run_moved_once_never_nested(tmp_path):
+    # 5971cc4 saved dev's run in checkpoints/<stack>/<recipe> (`git show 5971cc4:workloads/job_spec.py`); 1.0.0
+    # saved asynchronously into the run's directory, so a step_N there may be cut short.
     cfg = load_stack("dev").config
     spec = build_job(cfg.recipe, cfg.job, pool("b200", 1), str(tmp_path), "dev", False, save_period=1)
     legacy = tmp_path / "checkpoints" / "dev" / "qwen2.5-1.5b-gsm8k"
     current = legacy / "Qwen_Qwen2.5-1.5B-Instruct-seq512-dtensor-tp1-pp1"
     assert f"checkpointing.checkpoint_dir={current}" in overrides(spec)
-    for step in ("step_3", "step_12", "tmp_step_15"):
-        (legacy / step).mkdir(parents=True)
-        (legacy / step / "training_info.json").write_text(step)
+    make(current, "step_10", "step_20", "tmp_step_25")
+    (current / "step_20" / "policy" / "optimizer" / ".metadata").unlink()  # its optimizer's write never finished
+    (current / "step_10" / "mine").write_text("kept")
+    make(legacy, "step_3", "step_5", "step_7", "step_10", "tmp_step_15")
+    for step in ("step_3", "step_7", "step_10"):
+        write_config(legacy / step, "Qwen/Qwen2.5-1.5B-Instruct", 512, 1)
+    write_config(legacy / "step_5", "Qwen/Qwen2.5-1.5B-Instruct", 512, 2)  # another run: TP 2
+    (legacy / "step_7" / "policy" / "weights" / ".metadata").unlink()  # cut short
+    _old(legacy / "tmp_step_15")
+    _old(current / "tmp_step_25")
+    assert nemo_rl_latest(current).name == "step_20"  # what NeMo-RL loads without the step: a partial save
 
-    first = _run_shell(_adoption_part(spec))
+    first = _run_shell(_prelude(spec))
     assert first.returncode == 0, first.stderr
+    assert nemo_rl_latest(current) == current / "step_10" and checkpoints.is_whole(current / "step_10"), first.stdout
     assert first.stdout.splitlines() == [
-        f"nemo-rl-gke: resuming from the checkpoints of an earlier release: moved step_12 step_3 from {legacy} to "
-        f"{current}"
+        f"nemo-rl-gke: step_20 in {current} is not a whole save (no finish marker): renamed incomplete_step_20, kept",
+        f"nemo-rl-gke: resuming from the checkpoints of an earlier release: moved step_3 from {legacy} to {current}",
+        f"nemo-rl-gke: left in {legacy}, not whole checkpoints of run {current.name}: step_5 (run "
+        "Qwen_Qwen2.5-1.5B-Instruct-seq512-dtensor-tp2-pp1), step_7 (not whole)",
+        f"nemo-rl-gke: removed the earlier release's partial save(s) tmp_step_15 from {legacy}",
+        f"nemo-rl-gke: removed the dead partial save(s) tmp_step_25 from {current}",
+        "nemo-rl-gke: NeMo-RL resumes from step_10",
     ]
-    assert sorted(p.name for p in current.iterdir()) == ["step_12", "step_3"]
-    assert (current / "step_12" / "training_info.json").read_text() == "step_12"  # moved, not recreated
-    assert sorted(p.name for p in legacy.iterdir()) == [current.name, "tmp_step_15"]  # a cut-short save stays
+    assert sorted(p.name for p in current.iterdir()) == ["incomplete_step_20", "step_10", "step_3"]
+    assert (current / "step_10" / "mine").read_text() == "kept" and not (current / "step_10" / "step_10").exists()
+    assert (current / "step_3" / "config.yaml").is_file()  # moved, not recreated
+    assert sorted(p.name for p in legacy.iterdir()) == [current.name, "step_10", "step_5", "step_7"]
 
-    again = _run_shell(_adoption_part(spec))  # every later attempt: nothing left, nothing said
-    assert (again.returncode, again.stdout, again.stderr) == (0, "", "")
-    assert sorted(p.name for p in current.iterdir()) == ["step_12", "step_3"]
-
-
-def test_an_adoption_cut_short_is_finished_by_the_next_attempt_and_never_overwrites_a_checkpoint(tmp_path):
-    legacy, current = tmp_path / "old", tmp_path / "old" / "key"
-    for step in ("step_2", "step_4"):
-        (legacy / step).mkdir(parents=True)
-    (current / "step_2").mkdir(parents=True)  # moved by an attempt stopped before it moved step_4
-    (current / "step_2" / "mine").write_text("kept")
-    done = _run_shell(job_spec_module.adopt_legacy_checkpoints(str(legacy), str(current)))
-    assert done.returncode == 0 and done.stdout.count("\n") == 1 and "moved step_4 from" in done.stdout
-    assert sorted(p.name for p in current.iterdir()) == ["step_2", "step_4"]
-    assert (current / "step_2" / "mine").read_text() == "kept" and (legacy / "step_2").is_dir()
+    (current / "step_20").mkdir()  # the next save cut short again: set aside beside the first, never into it
+    again = _run_shell(_prelude(spec))
+    assert again.returncode == 0 and again.stderr == "", again.stderr
+    assert again.stdout.splitlines()[0].endswith("renamed incomplete_step_20.2, kept")
+    assert again.stdout.splitlines()[-1] == "nemo-rl-gke: NeMo-RL resumes from step_10" and "moved" not in again.stdout
+    assert nemo_rl_latest(current) == current / "step_10"
 
 
-def test_a_move_that_fails_stops_the_attempt_instead_of_starting_the_run_at_step_0(tmp_path):
-    legacy, current = tmp_path / "old", tmp_path / "old" / "key"
-    (legacy / "step_7").mkdir(parents=True)
+def test_a_move_that_fails_stops_the_attempt_in_one_line_instead_of_starting_the_run_at_step_0(tmp_path):
+    legacy, current = tmp_path / "old", tmp_path / "old" / "Qwen_Qwen2.5-1.5B-Instruct-seq512-dtensor-tp1-pp1"
+    make(legacy, "step_7")
+    write_config(legacy / "step_7", "Qwen/Qwen2.5-1.5B-Instruct", 512, 1)
     current.write_text("not a directory")
-    failed = _run_shell(job_spec_module.adopt_legacy_checkpoints(str(legacy), str(current)) + "; echo NeMo-RL started")
+    failed = _run_shell(job_spec_module.prepare_checkpoints(str(current), str(legacy)) + "; echo NeMo-RL started")
     assert failed.returncode == 1 and "NeMo-RL started" not in failed.stdout
-    assert f"cannot move {legacy}/step_7 to {current}" in failed.stderr and (legacy / "step_7").is_dir()
+    assert failed.stderr.splitlines() == [
+        f"nemo-rl-gke: cannot move {legacy}/step_7 to {current}/step_7: File exists: the attempt stops here rather "
+        "than resume from the wrong step"
+    ]
+    assert (legacy / "step_7" / "config.yaml").is_file()
+
+
+def test_the_run_key_a_step_recorded_is_the_one_its_checkpoint_directory_is_named_by():
+    for name, recipe in RECIPES.items():
+        key = job_spec_module.checkpoint_key(recipe, recipe.parallelism)
+        par, model = recipe.parallelism, recipe.model
+        megatron = par.backend is TrainingBackend.MEGATRON
+        saved = {"policy": {"model_name": model, "max_total_sequence_length": recipe.config_max_sequence_length}}
+        saved["policy"]["megatron_cfg"] = {
+            "enabled": megatron,
+            "tensor_model_parallel_size": par.train_tensor_parallel,
+            "pipeline_model_parallel_size": par.train_pipeline_parallel,
+        }
+        saved["policy"]["dtensor_cfg"] = {"enabled": not megatron, "tensor_parallel_size": par.train_tensor_parallel}
+        assert checkpoints.run_key_of_config(saved) == key, name
+
+
+def test_the_program_the_head_runs_is_the_checkpoint_modules_own_code_and_only_its_code_changes_the_spec():
+    program = job_spec_module.checkpoints_program()
+    source = Path(checkpoints.__file__).read_text()
+    assert program == job_spec_module._code_only(source.replace("    return sorted(", "    # why\n    return sorted("))
+    assert "def is_whole(" in program and '"""' not in program and "NVIDIA-NeMo/RL" not in program
+    edited = source.replace('ASIDE_PREFIX = "incomplete_"', 'ASIDE_PREFIX = "aside_"')
+    assert edited != source and job_spec_module._code_only(edited) != program
 
 
 def test_a_spec_edit_that_keeps_the_checkpoint_key_is_the_same_run_and_a_recipe_change_is_a_new_one():
@@ -556,3 +608,20 @@ def test_a_spec_pickled_before_run_ids_is_a_run_of_its_own():
     old = new.to_dict()
     old["metadata"] = {k: v for k, v in old["metadata"].items() if k != "nemo-rl-gke/run-id"}
     assert new.run_id == "s-r-0badc0de" and JobSpec.from_dict(old).run_id == new.submission_id
+
+
+def test_the_sync_save_override_stays_on_for_tags_after_v0_7_0_until_a_tags_source_shows_the_fix(monkeypatch):
+    # c95bec5a6 (the wait before promoting tmp_step_N) is on no NeMo-RL tag read here, v0.8.0 included (not in the
+    # mirror): a later image keeps the override; only a tag listed as carrying the fix drops it.
+    from workloads import job_spec
+
+    assert job_spec.ASYNC_SAVE_FIXED == frozenset()
+    assert [job_spec._saves_async(t) for t in ("v0.4.0", "v0.5.0", "v0.6.0", "v0.7.0", "v0.8.0")] == [
+        False,
+        False,
+        True,
+        True,
+        True,
+    ]
+    monkeypatch.setattr(job_spec, "ASYNC_SAVE_FIXED", frozenset({"v0.8.0"}))
+    assert not job_spec._saves_async("v0.8.0") and job_spec._saves_async("v0.7.0")

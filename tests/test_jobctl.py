@@ -124,9 +124,26 @@ def test_the_cli_gives_up_on_a_stalled_dashboard_in_one_line(monkeypatch):
     assert err.getvalue().startswith(f"error: Ray dashboard unreachable at {address}"), err.getvalue()
 
 
-def test_the_cli_submits_the_stack_job_waits_and_retries_after_a_failure(head):
+def test_the_cli_refuses_to_submit_onto_a_cluster_without_its_gpu_workers_and_gives_the_command(head, client):
+    # The local head has no GPU node: as a cluster whose workers the run's owner released. With --address there is
+    # no Kubernetes API to ask for them, so nothing is submitted; the line says how to ask by hand.
+    spec = build_spec(load_stack("dev"))
+    code, out, err = run_cli("submit", "--stack", "dev", "--address", head.address, "--gate", "off")
+    assert code == 2 and out == "", out
+    assert err == (
+        "error: 0 of 1 Ray GPU workers alive and no Kubernetes API to ask for the rest: run `kubectl -n nemo-rl patch "
+        'raycluster nemo-rl --type json -p \'[{"op": "test", "path": "/spec/workerGroupSpecs/0/groupName", "value": '
+        '"gpu"}, {"op": "replace", "path": "/spec/workerGroupSpecs/0/replicas", "value": 1}]\'`, then submit again\n'
+    )
+    assert not [j for j in jobs.all_jobs(client) if j.submission_id.startswith(spec.submission_id)]
+
+
+def test_the_cli_submits_the_stack_job_waits_and_retries_after_a_failure(head, monkeypatch):
     # The dev stack's real entrypoint: here it fails at once (no /opt/nemo-rl on this machine),
-    # which is enough to see submit -> wait -> FAILED -> resubmit as attempt 2.
+    # which is enough to see submit -> wait -> FAILED -> resubmit as attempt 2. Its one GPU worker is alive.
+    from workloads import worker_group
+
+    monkeypatch.setattr(worker_group, "alive_gpu_nodes", lambda _client: 1)
     spec = build_spec(load_stack("dev"))
     # No acceptance gate here (tests/test_driver.py covers it): this is about submit and wait.
     code, out, err = run_cli(
@@ -143,13 +160,6 @@ def test_the_cli_submits_the_stack_job_waits_and_retries_after_a_failure(head):
     )
     assert (code, err) == (1, ""), err
     lines = out.splitlines()
-    # With --address there is no Kubernetes API to bring released workers back: one line gives the command.
-    assert lines.pop(0) == (
-        "Ray workers not checked (--address reaches only the dashboard); if the last run released them: kubectl -n "
-        'nemo-rl patch raycluster nemo-rl --type json -p \'[{"op": "replace", "path": '
-        '"/spec/workerGroupSpecs/0/replicas", "value": 1}, {"op": "replace", "path": '
-        '"/spec/workerGroupSpecs/0/minReplicas", "value": 1}]\''
-    )
     assert lines[0] in (f"submitted {spec.submission_id} (PENDING)", f"submitted {spec.submission_id} (RUNNING)")
     assert lines[-1].startswith(f"{spec.submission_id}  FAILED  ")  # not a TTY: one line per status
 
@@ -158,7 +168,7 @@ def test_the_cli_submits_the_stack_job_waits_and_retries_after_a_failure(head):
     code, out, _ = run_cli("logs", "--stack", "dev", "--address", head.address)  # newest job of the stack
     assert code == 0 and "Running entrypoint" in out and "/opt/nemo-rl" in out
     code, out, _ = run_cli("submit", "--stack", "dev", "--address", head.address, "--gate", "off")
-    assert code == 0 and out.splitlines()[1].startswith(f"submitted {spec.submission_id}-r2 ")
+    assert code == 0 and out.splitlines()[0].startswith(f"submitted {spec.submission_id}-r2 ")
     code, out, _ = run_cli(
         "status", "--stack", "dev", "--address", head.address, "--wait", "--timeout", f"{JOB_TIMEOUT:g}"
     )
@@ -384,3 +394,51 @@ def test_a_closed_pipe_ends_the_cli_quietly_and_a_full_disk_is_one_line_exit_3()
     err = io.StringIO()
     assert cli.main(["submit", "--dry-run"], out=_FailingOut(OSError(28, "No space left on device")), err=err) == 3
     assert err.getvalue() == "error: cannot write to standard output (No space left on device)\n"
+
+
+@pytest.mark.parametrize("start", [float("nan"), float("inf"), 1e300])
+def test_a_ledger_from_the_head_with_a_time_no_calendar_has_is_not_readable_not_a_traceback(start, monkeypatch):
+    import argparse
+
+    from jobctl import commands
+    from workloads.ledger import Attempt, Ledger
+
+    stack = load_stack("dev")
+    ledger = Ledger("dev", "r", attempts=[Attempt(1, "dev-x", start, 2)])
+    monkeypatch.setattr(commands, "_ledger_on_head", lambda client, stack: ledger)
+    out = io.StringIO()
+    commands._print_ledger(argparse.Namespace(ledger_file=None), None, stack, out)
+    assert out.getvalue().startswith("run ledger: not readable (a number in it: ") and out.getvalue().count("\n") == 1
+
+
+def test_the_cli_asks_for_the_workers_through_the_gke_api_and_waits_until_ray_counts_them(monkeypatch):
+    # `jobctl submit`/`gate` through the GKE API server (the dashboard proxy's endpoint and token): the group is
+    # scaled from 0 with a claim, and the step returns only once Ray counts the pool's workers alive.
+    import argparse
+
+    from test_gang_wait import FakeApi
+
+    from jobctl import commands
+    from workloads import worker_group
+    from workloads.gang_wait import CLAIM_ANNOTATION
+
+    api = FakeApi([], {}, [{"groupName": "gpu", "replicas": 0, "minReplicas": 0, "maxReplicas": 1}])
+    counts = iter([0, 1])
+    monkeypatch.setattr(worker_group, "alive_gpu_nodes", lambda _client: next(counts))
+    monkeypatch.setattr(worker_group, "POLL_S", 0.01)
+    args = argparse.Namespace(
+        address=None, endpoint=api.base, head_service="nemo-rl-head-svc", namespace=None, ca_file=None
+    )
+    out = io.StringIO()
+    try:
+        ensure = commands.ensure_workers(args, load_stack("dev"), object(), out, token_provider=lambda: "tok")
+        assert api.requests == [], "nothing is asked for before an attempt is about to start"
+        assert ensure() == 1
+    finally:
+        api.close()
+    assert api.groups()[0]["replicas"] == 1 and CLAIM_ANNOTATION in api.cluster["metadata"]["annotations"]
+    assert {r[2] for r in api.requests if r[0] == "GET"} == {"Bearer tok"}
+    assert out.getvalue().splitlines()[:2] == [
+        "Ray workers asked for: 0 -> 1 (GKE adds the GPU nodes for them)",
+        "waiting for the Ray GPU workers: 0 of 1 alive",
+    ]

@@ -11,7 +11,7 @@ from ray_head import JOB_TIMEOUT
 from workloads.job_spec import JobSpec
 from workloads.ledger import Attempt, Ledger, LedgerFile, table
 from workloads.recovery import Action, RecoveryPolicy, Watcher
-from workloads.recovery.owner_loop import SAVE_WAIT_CAP_S
+from workloads.recovery.budget_stop import SAVE_WAIT_CAP_S
 from workloads.run_owner import RunPlan
 
 START_MS = 1_700_000_000_000
@@ -404,3 +404,110 @@ def test_the_last_attempt_of_a_spec_counts_only_that_specs_attempts_in_the_runs_
     ledger.attempts = [Attempt(1, "a", 0, 2), Attempt(2, "a-r2", 1, 2), Attempt(5, "b-r5", 2, 2), Attempt(1, "b", 3, 2)]
 
     assert (ledger.last_attempt("a"), ledger.last_attempt("b"), ledger.last_attempt("c")) == (2, 5, 0)
+
+
+# ------------------------------------------------------------------------------ read back from the head
+
+
+def _ledger_with_two_attempts() -> Ledger:
+    ledger = Ledger("t-read", "t-read-r-1", node_hour_usd=PRICE, rung_node_hour_usd={"spot": 13.2}, budget_usd=100.0)
+    ledger.attempts = [
+        Attempt(1, "t-read-r-1", 1000.0, 2, end=4600.0, cause="preemption-like", last_step=7, saved_step=5),
+        Attempt(2, "t-read-r-1-r2", 4700.0, 2, resume_step=5, rungs="spot 2", marks={"podsRunning": 4800.0}),
+    ]
+    ledger.events = ["2026-12-03 10:00 attempt 1 ended: preemption-like"]
+    return ledger
+
+
+def test_a_ledger_on_the_head_is_read_back_whole_through_a_probe_job(client, tmp_path):
+    from workloads.ledger import read_on_head
+
+    ledger = _ledger_with_two_attempts()
+    path = tmp_path / "t-read.ledger.json"  # the head is a local process: it reads this machine's files
+    LedgerFile(path).save(ledger)
+    back = read_on_head(client, str(path), stack="t-read", timeout=JOB_TIMEOUT)
+    assert back is not None, "a valid ledger read as none"
+    assert back.attempts == ledger.attempts and back.to_dict() == ledger.to_dict()
+    # A ledger not written yet is none, and no job of the probe is left on the head.
+    assert read_on_head(client, str(tmp_path / "none yet.json"), stack="t-read", timeout=JOB_TIMEOUT) is None
+    assert not [j for j in client.list_jobs() if (j.metadata or {}).get("nemo-rl-gke/probe") == "t-read"]
+
+
+def _probe_output(path) -> str:
+    """What the probe's command prints, run by the shell Ray's job supervisor uses (`subprocess.Popen(shell=True)`)."""
+    import subprocess
+
+    from workloads.ledger import probe_command
+
+    return subprocess.run(probe_command(str(path)), shell=True, capture_output=True, text=True, check=False).stdout
+
+
+def test_the_supervisors_line_is_no_part_of_the_ledger_wherever_it_lands_in_the_probes_log(tmp_path):
+    from workloads.ledger import _BEGIN, _END, ledger_from_probe_log, probe_command, supervisor_line
+
+    ledger = _ledger_with_two_attempts()
+    # An event that holds the markers themselves cannot end the body early.
+    ledger.events.append(f"note {_END} {_BEGIN}")
+    path = tmp_path / "t-read.ledger.json"
+    LedgerFile(path).save(ledger)
+    command = probe_command(str(path))
+    assert _BEGIN not in command and _END not in command, "the supervisor's copy of the command would hold a marker"
+    line = supervisor_line("t-read-ledger-1", command)
+    out = _probe_output(path)
+    assert out.count("\n") > 3, out
+    # Ray writes the line before, after or (one write while `base64` prints, in blocks that need not end a line)
+    # anywhere inside the output.
+    for at in range(0, len(out) + 1, 5):
+        back = ledger_from_probe_log("Runtime env is setting up.\n" + out[:at] + line + out[at:], line)
+        assert back is not None and back.to_dict() == ledger.to_dict(), at
+
+
+_RUN = '"stack": "s", "run_id": "r"'
+_ONE = '"attempt": 1, "submission_id": "s-r"'
+NOT_LEDGERS = {
+    "an empty file": "",
+    "half a file": f'{{{_RUN}, "attempts": [',
+    "a list": "[]",
+    "a string": '"a ledger"',
+    "an attempt not an object": f'{{{_RUN}, "attempts": [1]}}',
+    "attempts not a list": f'{{{_RUN}, "attempts": {{"1": {{}}}}}}',
+    "an attempt without start and nodes": f'{{{_RUN}, "attempts": [{{{_ONE}}}]}}',
+    "a start in words": f'{{{_RUN}, "attempts": [{{{_ONE}, "start": "noon", "nodes": 2}}]}}',
+    "a mark in words": f'{{{_RUN}, "attempts": [{{{_ONE}, "start": 0, "nodes": 2, "marks": {{"podsRunning": "x"}}}}]}}',
+    "a gang not an object": f'{{{_RUN}, "gang": 5}}',
+    "a price in words": f'{{{_RUN}, "node_hour_usd": "36"}}',
+}
+
+
+@pytest.mark.parametrize("body", NOT_LEDGERS.values(), ids=NOT_LEDGERS.keys())
+def test_a_body_that_is_not_a_ledger_reads_as_none(tmp_path, body):
+    from workloads.ledger import ledger_from_probe_log
+
+    path = tmp_path / "t-read.ledger.json"
+    path.write_text(body)
+    assert ledger_from_probe_log(_probe_output(path)) is None
+
+
+def test_a_missing_file_or_a_log_cut_or_garbled_reads_as_none(tmp_path):
+    from workloads.ledger import _BEGIN, _END, ledger_from_probe_log
+
+    assert _END not in _probe_output(tmp_path / "none yet.json")  # the shell said nothing was read
+    assert ledger_from_probe_log(_probe_output(tmp_path / "none yet.json")) is None
+    path = tmp_path / "t-read.ledger.json"
+    LedgerFile(path).save(_ledger_with_two_attempts())
+    whole = _probe_output(path)
+    assert ledger_from_probe_log(whole) is not None
+    assert ledger_from_probe_log(whole.replace(_END, "")) is None  # the job was stopped mid-read
+    lines = whole.splitlines()
+    garbled = "\n".join([*lines[:2], "2026-12-07 03:33:48 INFO some line", *lines[2:]])
+    assert ledger_from_probe_log(garbled) is None  # a stray line inside the body is not decoded as part of it
+    assert ledger_from_probe_log(f"{_BEGIN}\nnot base64!\n{_END}\n") is None
+
+
+def test_an_attempt_with_no_price_makes_the_runs_spend_unknown_not_summed_as_zero():
+    priced = Attempt(1, "s-r-1", 0.0, 2, end=3600.0, rungs="spot 2")  # 2 node-h at $13.20
+    unpriced = Attempt(2, "s-r-1-r2", 3600.0, 2, end=7200.0, rungs="reservation 2")  # a rung with no price
+    ledger = Ledger("s", "s-r-1", rung_node_hour_usd={"spot": 13.2}, budget_usd=100.0, attempts=[priced, unpriced])
+    assert ledger.attempt_spend(priced, now=0.0) == pytest.approx(26.4) and ledger.attempt_spend(unpriced, 0.0) is None
+    assert ledger.spend(now=0.0) is None, "the unpriced attempt counted as $0"
+    assert table(ledger, now=0.0)[-1].endswith("spend - of the budget $100.00")

@@ -353,3 +353,11 @@ def test_the_name_search_asks_only_for_types_the_search_supports_and_a_global_ad
         "dev-bs": f"gcloud compute backend-services delete dev-bs --region us-east1 --project {PROJECT}",
         "dev-rd": f"gcloud compute disks delete dev-rd --region us-east1 --project {PROJECT}",
     }
+
+
+def test_a_token_but_no_route_to_google_is_one_line_and_exit_3(cloud):
+    # The gRPC search retries UNAVAILABLE until the bounded retry's deadline (tools/doctor/google_clients.bounded).
+    cloud.error = gexc.RetryError("Timeout of 5.0s exceeded", cause=gexc.ServiceUnavailable("failed to connect"))
+    code, out, err = cli(cloud)
+    assert (code, out) == (EXIT_NO_CREDENTIALS, "") and err.count("\n") == 1, err
+    assert "could not reach Google Cloud for project my-gcp-project" in err

@@ -150,3 +150,21 @@ def test_the_installer_is_created_after_and_deleted_before_the_node_pools():
     ds = installer_of(plan)
     pools = [p.urn for p in plan.by_type("gcp:container/nodePool:NodePool")]
     assert pools and all(p in ds.dependencies for p in pools), f"{ds.name} dependencies: {ds.dependencies}"
+
+
+def test_every_standard_matrix_rows_gib_is_installed_with_the_command_its_upstream_manifest_runs():
+    # data/version_matrix.yaml records, per gIB tag, what upstream's Standard installer runs (v1.1.2:
+    # container-engine-accelerators@2433eeed, PR 609): `container_entry.sh install` without `--install-nccl`.
+    from infra.nccl import daemonset_manifest
+    from infra.version_matrix import load
+
+    rows = [r for r in load()["rows"] if r["covers"]["modes"] == ["standard"]]
+    assert {r["gib"]["tag"] for r in rows} >= {"v1.1.1", "v1.1.2"}
+    for row in rows:
+        image = f"{row['gib']['image']}:{row['gib']['tag']}"
+        script = daemonset_manifest(image, ALL_ACCELERATORS)["spec"]["template"]["spec"]["initContainers"][0]
+        assert script["image"] == image
+        command = script["command"][-1]
+        assert "/scripts/container_entry.sh install\n" in command, row["id"]
+        wants_nccl = row["gib"].get("installer", {}).get("installNccl", False)
+        assert ("--install-nccl" in command) == wants_nccl and row["nccl"]["from"] == "image", row["id"]

@@ -36,7 +36,16 @@ def test_plan_json_follows_the_documented_contract(stack):
     proc = run_cli("--stack", stack, "--assume-secrets", "--json")
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
-    assert set(doc) == {"project", "stack", "resources", "outputs", "estimates", "goodput", "versionMatrix"}
+    assert set(doc) == {
+        "project",
+        "stack",
+        "resources",
+        "outputs",
+        "estimates",
+        "goodput",
+        "versionMatrix",
+        "sizeLadder",
+    }
     assert doc["versionMatrix"]["row"] and not doc["versionMatrix"]["outside"]
     assert doc["project"] == "nemo-rl-gke" and doc["stack"] == stack
     urns = {r["urn"] for r in doc["resources"]}
@@ -210,7 +219,8 @@ def test_the_text_plan_shows_the_json_goodput_and_bills_the_gpu_nodes_from_when_
     assert f"at {doc['goodput']['preemptionRate']['perNodeDay']:g} per spot node-day" in rate and "assumed" in rate
     first_run = next(line for line in lines if line.startswith("First run"))
     created = doc["estimates"]["deployTime"]["gpuNodes"]["createdAtMinute"]
-    assert f"GPU nodes billed from minute {created:.1f}, when the pending Ray workers bring them" in first_run
+    # Just in time (gpuPool.justInTime, the default): from the timer's start of the placeholders.
+    assert f"GPU nodes billed from minute {created:.1f}, when the timer starts the placeholders" in first_run
     assert "pool's readiness" not in text
 
 
@@ -473,3 +483,14 @@ def test_an_empty_section_is_said_on_stderr_not_defaulted_silently(tmp_path):
     assert proc.stderr == (
         "note: nemo-rl-gke:gpuPool: empty in the stack file; its defaults apply, as under `pulumi up`\n"
     )
+
+
+# ---------------------------------------------------------------- issue 46: the goodput model where it holds
+
+
+def test_goodput_is_not_modelled_when_recovery_is_off_since_nothing_resubmits_or_releases(tmp_path):
+    text = (ROOT / "Pulumi.dev.yaml").read_text() + "  nemo-rl-gke:recovery:\n    enabled: false\n"
+    (tmp_path / "Pulumi.dev.yaml").write_text(text)
+    proc = run_cli("--stack", "dev", "--assume-secrets", "--json", "--config-file", str(tmp_path / "Pulumi.dev.yaml"))
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["goodput"] is None

@@ -301,6 +301,7 @@ def test_a_run_that_ends_releases_its_workers_in_one_line_and_its_goodput_adds_u
             "/apis/ray.io/v1/namespaces/nemo-rl/rayclusters/nemo-rl",
             "application/json-patch+json",
             [
+                {"op": "test", "path": "/spec/workerGroupSpecs/0/groupName", "value": "gpu"},
                 {"op": "replace", "path": "/spec/workerGroupSpecs/0/replicas", "value": 0},
                 {"op": "replace", "path": "/spec/workerGroupSpecs/0/minReplicas", "value": 0},
             ],
@@ -313,30 +314,41 @@ def test_a_run_that_ends_releases_its_workers_in_one_line_and_its_goodput_adds_u
     assert attempt.released is not None and attempt.end <= attempt.released <= done_at
     assert (attempt.resume_step, attempt.last_step, attempt.saved_step, attempt.steps_lost) == (0, 2, 2, 0)
     rows = goodput.run_buckets(ledger, done_at + 3600, step_seconds=0.01, write_seconds=0.01, save_period=1)
-    (_, hours, price), paid = rows[0], 2 * (attempt.released - attempt.start) / 3600
-    # Released: an hour later nothing more is paid for; every second of it is in a named bucket.
+    (_, hours, price), paid = rows[0], 2 * (attempt.released + goodput.SCALE_DOWN_S - attempt.start) / 3600
+    # Released: an hour later nothing more is paid for than GKE's scale-down delay after the release; every
+    # second of it is in a named bucket.
     assert sum(hours.values()) == pytest.approx(paid, rel=1e-9, abs=1e-12) and set(hours) == set(goodput.BUCKETS)
+    assert hours["scaleDown"] == pytest.approx(2 * goodput.SCALE_DOWN_S / 3600)
     assert hours["stepsKept"] == pytest.approx(2 * 2 * 0.01 / 3600) and hours["stepsLost"] == 0
     assert hours["checkpointSave"] == pytest.approx(2 * 2 * 0.01 / 3600) and price == 36.0
     ended = [json.loads(line) for line in log.splitlines() if line.startswith("{")]
     assert ended[0]["nemoRlGke"] == "attempt-ended" and 0 < ended[0]["goodputFraction"] < 1
-    assert set(ended[0]["badputUsd"]) == set(goodput.BUCKETS) - {"stepsKept"}
+    assert set(ended[0]["badputUsd"]) == set(goodput.BUCKETS) - set(goodput.GOODPUT)
 
 
-def test_an_attempt_records_when_its_nodes_came_and_its_pods_started_so_the_pull_is_its_own_bucket(tmp_path):
-    """The worker pods' times (workloads/gang_wait.py `pod_marks`) split the wait before the job into the nodes
-    coming (`gangWait`), the image pull (`imagePull`) and the rest up to the job (`gate`), adding up."""
+def test_pod_marks_missed_at_the_first_look_are_filled_at_a_later_one_and_then_never_read_again(tmp_path):
+    """The worker pods' times (workloads/gang_wait.py `pod_marks`) split the wait into the nodes coming
+    (`gangWait`) and the image pull (`imagePull`). A job submitted before its nodes came finds its pods still
+    pulling at the owner's first look: a later look fills the marks, and once set they cost no API call."""
     from test_gang_wait import TimedView
 
     from workloads import goodput
     from workloads.ledger import LedgerFile, ledger_path
     from workloads.run_owner import RunPlan
 
+    class Counted(TimedView):
+        reads = 0
+
+        def worker_pods(self):
+            self.reads += 1
+            return super().worker_pods()
+
     spec = python_job("t-marks", "pass")
     job = info("RUNNING", sid=spec.submission_id, meta=dict(spec.metadata), end_ms=2_000_000_005_000)
     start = job.start_time / 1000
-    # Two nodes registered 30 and 29 min before the job, bound 25 and 26 min before it, started 10 and 11.
-    view = TimedView([(start - 1500, start - 600, start - 1800), (start - 1560, start - 660, start - 1740)])
+    # Two nodes registered 60 and 90 s after the job, its pods bound at 300 and 320 s, started at 900 and 960 s.
+    view = Counted([(start + 300, None, start + 60), (start + 320, None, start + 90)])
+    now = [start + 100]
     state = tmp_path / "t-marks.json"
     watcher = Watcher(
         FakeClient([job]),
@@ -345,14 +357,172 @@ def test_an_attempt_records_when_its_nodes_came_and_its_pods_started_so_the_pull
         run=RunPlan(node_count=2, node_hour_usd=36.0),
         ledger=LedgerFile(ledger_path(state)),
         release=view,
-        clock=lambda: start + 100,
+        clock=lambda: now[0],
     )
     watcher.step()
+    assert watcher.ledger.attempts[0].marks == {} and view.reads == 1
+    view.pods = [(start + 300, start + 900, start + 60), (start + 320, start + 960, start + 90)]
+    now[0] = start + 1000
+    watcher.step()
     (attempt,) = LedgerFile(ledger_path(state)).load("t-marks", spec.submission_id).attempts
-    assert attempt.marks == {"paidFrom": start - 1800, "nodesReady": start - 1500, "podsRunning": start - 600}
+    assert attempt.marks == {"paidFrom": start + 60, "nodesReady": start + 320, "podsRunning": start + 960}
+    now[0] = start + 1100
+    watcher.step()
+    assert view.reads == 2
     (_, hours, _), *_ = goodput.run_buckets(
-        watcher.ledger, start + 100, step_seconds=None, write_seconds=None, save_period=None
+        watcher.ledger, start + 1100, step_seconds=None, write_seconds=None, save_period=None
     )
-    assert hours["gangWait"] == pytest.approx(2 * 300 / 3600) and hours["imagePull"] == pytest.approx(2 * 900 / 3600)
-    assert hours["gate"] == pytest.approx(2 * 600 / 3600) and hours["startup"] == pytest.approx(2 * 100 / 3600)
-    assert sum(hours.values()) == pytest.approx(2 * 1900 / 3600)
+    # Paid from the first node, not the job's submission: the GPU nodes cost nothing before they exist.
+    assert hours["gangWait"] == pytest.approx(2 * 260 / 3600) and hours["imagePull"] == pytest.approx(2 * 640 / 3600)
+    assert hours["gate"] == 0 and hours["startup"] == pytest.approx(2 * 140 / 3600)
+    assert sum(hours.values()) == pytest.approx(2 * 1040 / 3600)
+
+
+def test_a_run_that_ended_after_the_look_read_its_clock_is_released_no_earlier_than_its_end(tmp_path):
+    """The look reads its clock, then lists the jobs; Ray stamps a job's end on its own clock. A run that ended in
+    between is released at its end, never before it (a release before the end would pay a negative tail)."""
+    from workloads.gang_wait import WorkerGroup
+    from workloads.ledger import LedgerFile, ledger_path
+    from workloads.run_owner import RunPlan
+
+    class Workers:
+        released = 0
+
+        def worker_pods(self):
+            return []
+
+        def group(self):
+            return WorkerGroup(0, 2, 2, 2)
+
+        def release(self):
+            self.released += 1
+            return "replicas 2 -> 0"
+
+    spec = python_job("t-release-clock", "pass")
+    done = info("SUCCEEDED", sid=spec.submission_id, meta=dict(spec.metadata), end_ms=2_000_000_005_000)
+    end = done.end_time / 1000
+    state, workers = tmp_path / "t-release-clock.json", Workers()
+    watcher = Watcher(
+        FakeClient([done]),
+        spec,
+        FAST,
+        run=RunPlan(node_count=2, node_hour_usd=36.0),
+        ledger=LedgerFile(ledger_path(state)),
+        release=workers,
+        clock=lambda: end - 30,  # the look began 30 s before the job's end
+    )
+    assert watcher.step().action is Action.DONE and workers.released == 1
+    (attempt,) = LedgerFile(ledger_path(state)).load("t-release-clock", spec.submission_id).attempts
+    assert attempt.end == end and attempt.released == end
+
+
+def test_a_resubmission_logs_the_step_nemo_rl_will_load_after_setting_an_incomplete_one_aside(tmp_path):
+    """NeMo-RL resumes from the highest `step_N`, unchecked, and 1.0.0 saved asynchronously: the owner sets a step
+    cut short aside first, as the job's entrypoint does, so the step it logs is the one NeMo-RL loads."""
+    from test_checkpoints import make, nemo_rl_latest
+
+    from workloads.run_owner import RunPlan
+
+    ckpt = make(tmp_path / "ckpt", "step_10", "step_20")
+    (ckpt / "step_20" / "policy" / "optimizer" / ".metadata").unlink()  # its optimizer's write never finished
+    spec = python_job("t-aside", "pass")
+    watcher = Watcher(FakeClient([]), spec, FAST, run=RunPlan(checkpoint_dir=str(ckpt)))
+    job_id = watcher.resubmit(2, 1)
+    assert f"attempt 2 ({job_id}) resumes from step_10" in watcher.notes
+    assert nemo_rl_latest(ckpt) == ckpt / "step_10"
+    assert watcher.notes[0] == (
+        f"nemo-rl-gke: step_20 in {ckpt} is not a whole save (no finish marker): renamed incomplete_step_20, kept"
+    )
+    assert watcher.ledger.find(job_id).resume_step == 10
+
+
+def test_workers_that_come_back_after_the_release_with_no_run_are_released_again_within_one_look_unless_claimed(
+    tmp_path,
+):
+    # A Helm reinstall or a hand edit brings the workers back after the run's release: billed GPUs that no attempt
+    # needs. The owner sees them at its next look and releases them again, recording the idle time; a live claim (a
+    # submitter waiting for the workers it asked for, workloads/worker_group.py) holds them until it lapses.
+    from test_gang_wait import FakeApi
+
+    from workloads.gang_wait import CLAIM_ANNOTATION, KubeGangView
+    from workloads.ledger import LedgerFile, ledger_path
+    from workloads.run_owner import RunPlan
+
+    spec = python_job("t-again", "pass")
+    ended = info("SUCCEEDED", sid=spec.submission_id, meta=dict(spec.metadata), end_ms=1_800_000_000_000)
+    api = FakeApi([], {}, [{"groupName": "gpu", "replicas": 2, "minReplicas": 0, "maxReplicas": 2}], annotations={})
+    now = [1_800_000_100.0]
+    state = tmp_path / "t-again.json"
+    watcher = Watcher(
+        FakeClient([ended]),
+        spec,
+        FAST,
+        run=RunPlan(node_count=2, node_hour_usd=36.0),
+        ledger=LedgerFile(ledger_path(state)),
+        release=KubeGangView(api.base, "tok", None, "nemo-rl", "nemo-rl", "gpu"),
+        clock=lambda: now[0],
+    )
+
+    def look(at):
+        now[0] = at
+        watcher.notes.clear()
+        decision = watcher.step()
+        return decision, [n for n in watcher.notes if not n.startswith("{")]
+
+    try:
+        _, said = look(1_800_000_100.0)
+        assert api.groups()[0]["replicas"] == 0 and any("workers released" in n for n in said), said
+        patches = len([r for r in api.requests if r[0] == "PATCH"])
+        _, said = look(1_800_000_160.0)  # released stays released: one read, no patch
+        assert len([r for r in api.requests if r[0] == "PATCH"]) == patches and said == []
+        api.groups()[0]["replicas"] = 2  # a Helm reinstall sets `replicas` again
+        _, said = look(1_800_000_220.0)
+        assert api.groups()[0]["replicas"] == 0, "the restored workers were not released again"
+        assert len(said) == 1 and "came back after the run's release" in said[0], said
+        api.groups()[0]["replicas"] = 2  # now a submitter asks for them, claimed for 10 minutes
+        api.cluster["metadata"]["annotations"][CLAIM_ANNOTATION] = "1800000880"
+        look(1_800_000_280.0)
+        look(1_800_000_340.0)
+        assert api.groups()[0]["replicas"] == 2, "released while a live claim held the workers"
+        look(1_800_000_900.0)  # the claim lapsed (the submitter died): released at the next look
+        assert api.groups()[0]["replicas"] == 0
+    finally:
+        api.close()
+    (attempt,) = LedgerFile(ledger_path(state)).load("t-again", spec.submission_id).attempts
+    assert attempt.released == 1_800_000_100.0
+    # Each idle spell from the look that last saw none (the previous look) to the release again.
+    assert attempt.restored == [[1_800_000_160.0, 1_800_000_220.0], [1_800_000_220.0, 1_800_000_900.0]]
+
+
+def test_the_pods_marks_carry_the_ask_that_raised_the_workers_so_a_fresh_runs_scale_up_is_paid(tmp_path):
+    from test_gang_wait import TimedView
+
+    from workloads import goodput
+    from workloads.run_owner import RunPlan
+
+    spec = python_job("t-asked", "pass")
+    job = info("RUNNING", sid=spec.submission_id, meta=dict(spec.metadata), end_ms=2_000_000_005_000)
+    start = job.start_time / 1000
+    # Asked for 25 min before the job; nodes registered 24 and 23 min before it, pods ran 10 min before it.
+    view = TimedView(
+        [(start - 1200, start - 600, start - 1440), (start - 1230, start - 620, start - 1380)], start - 1500
+    )
+    watcher = Watcher(FakeClient([job]), spec, FAST, run=RunPlan(node_count=2), release=view, clock=lambda: start + 60)
+    watcher.step()
+    (attempt,) = watcher.ledger.attempts
+    assert attempt.marks["askedAt"] == start - 1500 and attempt.marks["paidFrom"] == start - 1440
+    assert goodput.run_start(watcher.ledger) == start - 1440
+
+
+def test_an_attempt_first_seen_running_is_booked_at_the_size_it_was_submitted_at():
+    # A shrunk attempt (`recovery.shrink`) submitted before this watcher's ledger knew it (a restarted pod with its
+    # ledger lost, another submitter): its node-hours are its own 4 nodes', not the full gang's 8.
+    from workloads.run_owner import RunPlan
+    from workloads.size_ladder import META_NODES
+
+    spec = python_job("t-size", "pass")
+    job = info("RUNNING", sid=f"{spec.submission_id}-r2", meta={**spec.metadata, META_ATTEMPT: "2", META_NODES: "4"})
+    watcher = Watcher(FakeClient([job]), spec, FAST, run=RunPlan(node_count=8), clock=lambda: 2_000.0)
+    watcher.step()
+    (attempt,) = watcher.ledger.attempts
+    assert (attempt.attempt, attempt.nodes) == (2, 4)

@@ -95,3 +95,46 @@ def test_a_project_file_that_is_a_fifo_is_refused_without_opening_it(tmp_path):
     with pytest.raises(StackFileError) as err:
         read_stack_file(tmp_path / "Pulumi.dev.yaml", project_file=fifo)
     assert "named pipe" in str(err.value) and "allowed: a regular file" in str(err.value)
+
+
+# ----------------------------------------------------------------------------- YAML 1.2 core booleans (issue 46)
+
+# gopkg.in/yaml.v3, the Pulumi CLI's parser (go-yaml/yaml branch v3 at f6f7691b, v3.0.1, resolve.go
+# `resolveMapList`): exactly these six plain scalars resolve to !!bool. Every other spelling (`yes`, `on`, `y`,
+# `tRUE`, ...) resolves to !!str, and the CLI keeps it as text: decode.go turns `y`/`yes`/`on` and `n`/`no`/`off`
+# (three casings each) into a boolean only when it decodes into a Go `bool`, and a stack's config is decoded into
+# plain values (pulumi/pulumi sdk/go/common/resource/config/value.go `unmarshalValue`).
+YAML_V3_BOOLEANS = {"true": True, "True": True, "TRUE": True, "false": False, "False": False, "FALSE": False}
+YAML_11_ONLY = "y Y yes Yes YES on On ON n N no No NO off Off OFF tRUE fALSE TrUe".split()
+
+
+def cluster_config(tmp_path, text: str) -> str:
+    (tmp_path / "Pulumi.dev.yaml").write_text(f"config:\n  nemo-rl-gke:cluster:\n{text}")
+    flat, _ = read_stack_file(tmp_path / "Pulumi.dev.yaml", project_file=tmp_path / "none.yaml")
+    return flat["nemo-rl-gke:cluster"]
+
+
+@pytest.mark.parametrize("spelling", sorted(YAML_V3_BOOLEANS))
+def test_each_spelling_yaml_v3_reads_as_a_boolean_is_that_boolean_plain_tagged_in_flow_and_in_a_list(
+    tmp_path, spelling
+):
+    value = YAML_V3_BOOLEANS[spelling]
+    flat = cluster_config(
+        tmp_path,
+        f"    deletionProtection: {spelling}\n    tagged: !!bool {spelling}\n    flow: {{a: {spelling}}}\n"
+        f"    listed: [{spelling}]\n    quoted: '{spelling}'\n",
+    )
+    assert json.loads(flat) == {
+        "deletionProtection": value,
+        "tagged": value,
+        "flow": {"a": value},
+        "listed": [value],
+        "quoted": spelling,  # quoted: always text
+    }
+
+
+@pytest.mark.parametrize("spelling", YAML_11_ONLY)
+def test_a_yaml_11_boolean_or_another_casing_stays_the_text_written_as_yaml_v3_keeps_it(tmp_path, spelling):
+    assert json.loads(cluster_config(tmp_path, f"    deletionProtection: {spelling}\n")) == {
+        "deletionProtection": spelling
+    }

@@ -11,6 +11,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Optional
 
 import pytest
 
@@ -24,10 +25,16 @@ NS, NAME = "nemo-rl", "test-ray"
 PATH = f"/apis/ray.io/v1/namespaces/{NS}/rayclusters/{NAME}"
 
 
-def raycluster(provisioned: bool, ready: int, desired: int = 2) -> dict:
-    """A RayCluster as KubeRay reports it while its pods come up."""
+def raycluster(head_ready: bool, ready: int, desired: int = 2, provisioned: Optional[bool] = None) -> dict:
+    """A RayCluster as KubeRay reports it while its pods come up. `RayClusterProvisioned` turns true once every pod
+    was ready and never back (ray-project/kuberay v1.7.0 ray-operator/apis/ray/v1/raycluster_types.go)."""
+    provisioned = head_ready and ready >= desired if provisioned is None else provisioned
     conditions = [
-        {"type": "HeadPodReady", "status": "True", "reason": "HeadPodRunningAndReady"},
+        {
+            "type": "HeadPodReady",
+            "status": "True" if head_ready else "False",
+            "reason": "HeadPodRunningAndReady" if head_ready else "ContainersNotReady",
+        },
         {
             "type": "RayClusterProvisioned",
             "status": "True" if provisioned else "False",
@@ -45,6 +52,8 @@ def raycluster(provisioned: bool, ready: int, desired: int = 2) -> dict:
 NOT_FOUND = (404, {"kind": "Status", "status": "Failure", "reason": "NotFound", "code": 404})
 PROVISIONING = (200, raycluster(False, 0))
 PROVISIONED = (200, raycluster(True, 2))
+RELEASED = (200, raycluster(True, 0, desired=0, provisioned=True))
+"""After the run's owner released the workers: still "provisioned", no worker."""
 
 
 @dataclass
@@ -160,7 +169,7 @@ def test_times_out_naming_the_cluster_and_the_last_reason(api):
             sleep=clock.sleep,
         )
     message = str(err.value)
-    assert f"RayCluster {NS}/{NAME} not provisioned after 60s" in message
+    assert f"RayCluster {NS}/{NAME}: head not ready after 60s" in message
     assert "RayClusterProvisioned=False (RayClusterPodsProvisioning)" in message and "workers 0/2 ready" in message
     assert "\n" not in message and err.value.last.conditions
     assert clock.now == 60 and len(api.seen) == 7  # polls at 0, 10, ..., 60 s
@@ -310,3 +319,62 @@ def test_update_waits_too_and_an_empty_name_skips_the_wait(head, api, fast_hook)
     local = {**props, "ray_cluster_name": ""}
     JobSubmissionProvider().create(local)  # no API server involved
     assert fast_hook == [props["submission_id"]] and len(api.seen) == 1
+
+
+def test_a_deploy_after_the_workers_were_released_asks_for_them_and_submits_only_once_ray_counts_them(
+    head, api, fast_hook, monkeypatch
+):
+    # The RayCluster says "provisioned" for ever once it was (the one-way condition), with no worker: the run's owner
+    # released them after the last run. A `pulumi up` with a changed job must ask for them and wait for Ray to see them.
+    from test_gang_wait import FakeApi
+
+    from workloads import worker_group
+    from workloads.gang_wait import CLAIM_ANNOTATION, KubeGangView
+
+    api.script = [RELEASED]
+    kube = FakeApi([], {}, [{"groupName": "gpu", "replicas": 0, "minReplicas": 0, "maxReplicas": 2}])
+    views = []
+    monkeypatch.setattr(
+        hook, "_worker_view", lambda props: views.append(props) or KubeGangView(kube.base, TOKEN, None, NS, NAME, "gpu")
+    )
+    polls = []
+
+    def alive(_client):  # KubeRay and GKE bring the workers two polls after the group was scaled up
+        polls.append(kube.groups()[0]["replicas"])
+        return 2 if polls.count(2) >= 3 else 0
+
+    monkeypatch.setattr(worker_group, "alive_gpu_nodes", alive)
+    submitted_with = []
+    real = jobs.submit_attempt
+    monkeypatch.setattr(
+        jobs, "submit_attempt", lambda client, spec, *a: (submitted_with.append(list(polls)), real(client, spec, *a))[1]
+    )
+    props = hook_props(head, api, worker_group="gpu", worker_replicas=2)
+    try:
+        created = JobSubmissionProvider().create(props)
+    finally:
+        kube.close()
+    assert created.id == props["submission_id"]
+    assert submitted_with == [[2, 2, 2]], "submitted before Ray counted the workers"
+    assert kube.groups()[0]["replicas"] == 2
+    claim = float(kube.cluster["metadata"]["annotations"][CLAIM_ANNOTATION])
+    assert claim > time.time() + worker_group.CLAIM_TTL_S - 60, "the claim holds the workers against the release"
+
+
+def test_a_deploy_whose_workers_never_come_submits_nothing_and_says_how_many_came(head, api, fast_hook, monkeypatch):
+    from test_gang_wait import FakeApi
+
+    from workloads import worker_group
+    from workloads.gang_wait import KubeGangView
+
+    api.script = [RELEASED]
+    kube = FakeApi([], {}, [{"groupName": "gpu", "replicas": 0, "minReplicas": 0, "maxReplicas": 2}])
+    monkeypatch.setattr(hook, "_worker_view", lambda props: KubeGangView(kube.base, TOKEN, None, NS, NAME, "gpu"))
+    monkeypatch.setattr(worker_group, "alive_gpu_nodes", lambda _client: 1)
+    props = hook_props(head, api, worker_group="gpu", worker_replicas=2, ray_cluster_timeout=0.5)
+    try:
+        with pytest.raises(worker_group.WorkersNotReady, match="1 of 2 Ray GPU workers alive after"):
+            JobSubmissionProvider().create(props)
+    finally:
+        kube.close()
+    assert fast_hook == []

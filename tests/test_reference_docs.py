@@ -95,18 +95,18 @@ def test_the_stack_table_shows_each_stacks_goodput_first_step_and_spend_before_i
             stack,
             cell,
         )
-    assert rows["b200"][column].strip().startswith("82.8%; ~88 min")
+    assert rows["b200"][column].strip().startswith("82.4%; ~86 min")
     assert rows["autopilot"][column].strip().startswith("not modelled")
 
 
 def test_the_spend_before_the_first_step_adds_nemo_rls_start_up_at_the_stacks_hourly_cost():
-    from tools import deploy_time, estimates
+    from tools import estimates, gpu_arrival
 
     plan = stack_plan("b200")
     est = estimates.compute(plan)
     run = estimates.first_run(est, plan)
     # b200 streams its image (cluster.imageStreaming): the remote reads lengthen NeMo-RL's start-up.
-    startup = deploy_time.NEMO_RL_STARTUP.minutes + deploy_time.STREAM_READ_MINUTES
+    startup = gpu_arrival.NEMO_RL_STARTUP.minutes + gpu_arrival.STREAM_READ_MINUTES
     assert run.first_step_minutes == pytest.approx(est.deploy.total_minutes + startup)
     assert run.before_first_step("spot", est.cost.spot_per_hour) == pytest.approx(
         run.before_job["spot"] + est.cost.spot_per_hour * startup / 60

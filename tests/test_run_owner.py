@@ -26,7 +26,7 @@ from jobctl import cli
 from jobctl.stack import build_spec, load_stack
 from workloads import exit_codes, gate, run_owner
 from workloads import submit as jobs
-from workloads.gang_wait import WorkerPod
+from workloads.gang_wait import WorkerGroup, WorkerPod
 from workloads.gate import gate_job as gate_client
 from workloads.hook import JobSubmissionProvider
 from workloads.job_spec import JobSpec
@@ -218,8 +218,14 @@ def forget_the_stacks_jobs(client, stack: str) -> None:
         client.delete_job(job.submission_id)
 
 
-def test_submit_by_hand_waits_for_a_running_gate_and_submits_nothing_after_its_failure(head, client, tmp_path):
-    # `python -m jobctl submit`: the dev stack's real spec; a gate for its first attempt is running.
+def test_submit_by_hand_waits_for_a_running_gate_and_submits_nothing_after_its_failure(
+    head, client, tmp_path, monkeypatch
+):
+    # `python -m jobctl submit`: the dev stack's real spec; a gate for its first attempt is running on its one GPU
+    # worker (the local head has no GPU node: Ray's count of them is the cluster's).
+    from workloads import worker_group
+
+    monkeypatch.setattr(worker_group, "alive_gpu_nodes", lambda _client: 1)
     forget_the_stacks_jobs(client, "dev")
     spec = build_spec(load_stack("dev"))
     # The worker's head is shared: tests/test_jobctl.py may have left the dev stack's ended attempts on it,
@@ -453,6 +459,16 @@ class FakeGang:
         self.released += 1
         return "worker group gpu of RayCluster nemo-rl scaled to 0"
 
+    def group(self):
+        return WorkerGroup(0, 0 if self.released else len(self.arrivals), 0, len(self.arrivals))
+
+    def scale(self, replicas, claim_until=None, asked_at=None):
+        """The owner's ask (workloads/worker_group.py): the group at `replicas` again, the pods as arranged."""
+        had = self.group().replicas
+        if replicas:
+            self.released = 0
+        return None if had == replicas else had
+
 
 def watch_gang(tmp_path, client, spec, plan, gang, now, looks: int, policy=None):
     """`recovery.watch` as the pod runs it, for `looks` looks one minute apart on a fake clock; returns
@@ -660,7 +676,8 @@ def test_a_watcher_without_its_state_file_numbers_a_missing_job_after_the_ledger
     Watcher(client, spec, FAST, ledger=ledger).resubmit(3, 2)
     client.jobs.clear()  # the head restarted, and the watcher's state file is gone (or unreadable)
 
-    policy = dataclasses.replace(FAST, resubmit_missing=True)
+    # Attempt 3 (restart 2) is lost: a third restart, under a cap of 3 (FAST's 2 would end the run, as with the state).
+    policy = dataclasses.replace(FAST, resubmit_missing=True, max_restarts=3)
     decision = Watcher(client, spec, policy, ledger=ledger).step()
 
     assert decision.next_attempt == 4, decision.reason

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
 from gate_support import FakeClient, python_job
@@ -35,3 +36,50 @@ def test_what_the_state_file_says_decides_after_a_restart_with_an_empty_job_tabl
     # A torn or foreign file is no record (and no crash).
     state.path.write_text("{not json")
     assert state.load(spec.spec_hash) is None
+
+
+def _state_text(**fields) -> str:
+    whole = {"spec_hash": "h" * 64, "submission_id": "s", "attempt": 2, "restarts": 1, **fields}
+    return json.dumps(whole, allow_nan=True)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[]",
+        '"state"',
+        "null",
+        _state_text(attempt="two"),
+        _state_text(attempt=float("nan")),
+        _state_text(restarts=True),
+        _state_text(final="yes"),
+        _state_text().replace('"restarts": 1', '"restarts": 1e309'),
+        _state_text().replace('"restarts": 1', '"restarts": 1' + "0" * 5000),
+        "[" * 100_000,
+    ],
+    ids=["list", "string", "null", "text", "nan", "bool", "final-text", "1e309", "5000-digits", "deep"],
+)
+def test_a_state_file_of_the_wrong_shape_is_read_as_no_state_not_a_traceback(text, tmp_path):
+    path = tmp_path / "s.json"
+    path.write_text(text)
+    assert StateFile(path).load("h" * 64) is None
+    path.write_text(_state_text())  # the same file of the right shape is read
+    assert StateFile(path).load("h" * 64).attempt == 2
+
+
+def test_a_state_file_that_is_a_fifo_or_a_device_is_read_as_no_state_without_waiting(tmp_path):
+    import os
+    import threading
+
+    fifo = tmp_path / "s.fifo"
+    os.mkfifo(fifo)
+    for path in (fifo, "/dev/zero", tmp_path):
+        found: list = []
+        reader = threading.Thread(target=_load_into, args=(found, path), daemon=True)
+        reader.start()
+        reader.join(10)
+        assert not reader.is_alive() and found == [None], path
+
+
+def _load_into(found: list, path) -> None:
+    found.append(StateFile(path).load("h" * 64))

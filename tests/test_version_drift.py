@@ -129,3 +129,11 @@ def test_a_channel_that_would_create_the_cluster_on_a_known_bad_version_fails_be
     (bad,) = run(project)["version-known-bad"]
     assert bad.status == FAIL and bad.summary.startswith(f"new cluster {BAD_GKE} is a known-bad")
     assert bad.fix == "pulumi config set --stack dev --path cluster.minMasterVersion 1.33.5-gke.1162000"
+
+
+def test_a_stack_that_chooses_gib_v1_1_2_is_compared_with_its_own_row_which_the_line_names_with_its_gib(project):
+    gib = "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib"
+    result = only(project, "version-matrix", config(ray={"ncclInstallerImage": f"{gib}:v1.1.2"}))
+    assert result.status == PASS, result
+    assert "inside row standard-gib-v1.1.2 (GKE >=1.33.2-gke.1111000, <1.36; gIB v1.1.2)" in result.summary
+    assert "; gIB v1.1.1)" in only(project, "version-matrix").summary

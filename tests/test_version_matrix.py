@@ -36,7 +36,7 @@ def test_every_row_cites_a_source_for_each_version_or_says_why_not():
     for row in matrix["rows"]:
         for part in ("gpuDriverVersion", "gib", "nemoRl", "kuberayChart"):
             assert str(row[part].get("source", "")).strip(), f"{row['id']}: {part} has no source"
-        for part in ("gke", "gpuDriverVersion", "nccl"):
+        for part in ("gke", "gpuDriverVersion", "gib", "nccl"):
             if row[part].get("unverified"):
                 assert len(str(row[part].get("why", ""))) > 30, f"{row['id']}: {part} unverified without why"
         assert row["nccl"]["from"] in ("image", "gib")
@@ -138,11 +138,14 @@ def test_nccl_2_30_4_on_blackwell_is_refused_naming_nccl_issue_2167():
     check(Pins(**{**pins.__dict__, "flavour": "h200"}), allow_untested=False, matrix=matrix)  # H200 is Hopper
 
 
-def test_the_gib_before_v1_1_2_caution_is_shown_not_refused():
+def test_the_gib_before_v1_1_2_caution_is_shown_not_refused_and_cites_the_pr_its_claim_is_read_from():
     rep = report(config().version_pins)
     assert [c["id"] for c in rep["cautions"]] == ["gib-before-v1.1.2-with-nccl-2.27"]
-    # The merged change (PR 5991), not the closed-unmerged PR 5674 the claim's wording comes from.
-    assert rep["cautions"][0]["issue"].endswith("cluster-toolkit/pull/5991")
+    # PR 5674's description is the claim's source; the "PR 5991 merged 2026-07-22" cited before could not be read
+    # anywhere (issue 45) and is cited by no entry any more.
+    assert rep["cautions"][0]["issue"] == "https://github.com/GoogleCloudPlatform/cluster-toolkit/pull/5674"
+    for rule in load()["knownBad"]:
+        assert "5991" not in rule["issue"] + rule["claim"] + str(rule.get("why", "")), rule["id"]
 
 
 # ----------------------------------------------------------------------------- NeMo-RL v0.7.0
@@ -179,3 +182,73 @@ def test_nemo_rl_v0_7_0_on_autopilot_or_the_default_driver_is_outside_the_matrix
     assert rep["row"] is None and rep["nearestRow"] == V070_ROW
     assert rep["outside"] == [{"key": "gpuPool.gpuDriverVersion", "stack": "DEFAULT", "row": "LATEST"}]
     assert report(v070_pins(mode="autopilot"))["row"] is None
+
+
+# ----------------------------------------------------------------------------- gIB v1.1.2
+
+GIB_112_ROW = "standard-gib-v1.1.2"
+# container-engine-accelerators PR 609's merge ref: the only upstream manifest that installs v1.1.2.
+PR_609_MERGE = "2433eeed1cf497a571b27901ee49f95a60e52eed"
+
+
+def row(row_id):
+    return next(r for r in load()["rows"] if r["id"] == row_id)
+
+
+def test_gib_v1_1_2_has_a_standard_row_from_pr_609s_manifest_that_no_stack_uses_yet():
+    for row_id in (GIB_112_ROW, "standard-gib-v1.1.2-nemo-rl-v0.7.0"):
+        gib = row(row_id)["gib"]
+        assert f"{gib['image']}:{gib['tag']}" == f"{GIB}:v1.1.2" and PR_609_MERGE in gib["source"], row_id
+        # Standard's installer at that ref: `container_entry.sh install`, no `--install-nccl` (NCCL stays the image's).
+        assert (
+            gib["installer"] == {"command": "install", "installNccl": False} and row(row_id)["nccl"]["from"] == "image"
+        )
+        assert gib["envPlugin"] == {"loadsWithNccl": ">=2.28.7"}
+        assert row(row_id)["covers"] == {"modes": ["standard"], "flavours": ["b200", "h200"], "stacks": []}
+    # The default stays v1.1.1: changing it would roll the installer DaemonSet under running workers.
+    assert config().ray.nccl_installer_image == f"{GIB}:v1.1.1"
+
+
+def test_a_stack_choosing_gib_v1_1_2_matches_its_row_without_cautions_and_the_gate_expects_v1_1_2():
+    cfg = config(ray={"ncclInstallerImage": f"{GIB}:v1.1.2"})  # no allowUntestedVersions needed
+    rep = report(cfg.version_pins)
+    assert rep["row"] == GIB_112_ROW and rep["outside"] == [], rep
+    # v1.1.2 is past gib-before-v1.1.2-with-nccl-2.27, and NCCL 2.27.5 is below the environment plugin's 2.28.7.
+    assert rep["cautions"] == [] and rep["expect"] == {"nccl": "2.27.5", "gib": "v1.1.2"}
+    from infra.gate_plan import expected_versions
+
+    assert expected_versions(cfg) == {"expect_nccl": "2.27.5", "expect_gib": "v1.1.2"}
+
+
+def test_gib_v1_1_2_with_nemo_rl_v0_7_0_is_cautioned_that_its_environment_plugin_loads():
+    pins = v070_pins(gib_image=f"{GIB}:v1.1.2")
+    rep = report(pins)
+    assert rep["row"] == "standard-gib-v1.1.2-nemo-rl-v0.7.0", rep
+    assert [c["id"] for c in rep["cautions"]] == ["gib-env-plugin-with-nccl-2.28.7"]
+    assert rep["cautions"][0]["issue"].endswith("cluster-toolkit/pull/5674")
+    check(pins, allow_untested=False)  # a caution, not a refusal
+
+
+# ----------------------------------------------------------------------------- NeMo-RL v0.8.0
+
+
+def test_nemo_rl_v0_8_0_has_no_row_because_its_tag_could_not_be_read_and_no_recipe_runs_it():
+    from workloads.recipes import IMAGES
+
+    entry = next(e for e in load()["notAdded"] if e["nemoRl"] == "v0.8.0")
+    assert "v0.8.0" not in IMAGES and all("v0.8.0" not in r["nemoRl"] for r in load()["rows"])
+    assert entry["main"]["commit"].startswith("7ea279abf") and entry["main"]["nccl"] == "2.30.7"
+    # c95bec5a6 is on no tag read here: the sync-save override stays on for every async-saving image.
+    assert entry["asyncSaveFix"]["inTags"] == [] and entry["asyncSaveFix"]["onMain"] is False
+
+
+def test_mains_nccl_2_30_7_gets_the_recorded_verdict_refused_on_b200_and_admitted_on_h200():
+    # If v0.8.0 keeps main's NCCL, the matrix's own rule (NVIDIA/nccl 2167) holds it back on Blackwell.
+    entry = next(e for e in load()["notAdded"] if e["nemoRl"] == "v0.8.0")
+    matrix = copy.deepcopy(load())
+    matrix["rows"][0]["nemoRl"]["v0.6.0"]["nccl"] = entry["main"]["nccl"]
+    pins = config(job={"recipe": "qwen2.5-1.5b-gsm8k"}).version_pins
+    with pytest.raises(ValueError, match=r"NVIDIA/nccl/issues/2167"):
+        check(pins, allow_untested=True, matrix=matrix)
+    assert entry["b200Verdict"] == "refuse"
+    check(Pins(**{**pins.__dict__, "flavour": "h200"}), allow_untested=False, matrix=matrix)

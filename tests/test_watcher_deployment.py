@@ -215,7 +215,10 @@ def test_with_a_gang_wait_the_watchers_account_may_list_pods_get_nodes_and_patch
     plan = stack_plan("b200-ladder")
     (component,) = plan.by_type("nemo-rl-gke:infra:PreemptionWatcher")
     (cluster,) = plan.by_type("gcp:container/cluster:Cluster")
-    role, binding = plan.one(f"{RBAC}:Role"), plan.one(f"{RBAC}:RoleBinding")
+    role, binding = (
+        plan.one(f"{RBAC}:Role", "watcher-gang-role"),
+        plan.one(f"{RBAC}:RoleBinding", "watcher-gang-role-binding"),
+    )
     node_role, node_binding = plan.one(f"{RBAC}:ClusterRole"), plan.one(f"{RBAC}:ClusterRoleBinding")
     sa = plan.one("kubernetes:core/v1:ServiceAccount", "preemption-watcher-sa")
     account = {"kind": "ServiceAccount", "name": sa.inputs["metadata"]["name"], "namespace": "nemo-rl"}
@@ -264,13 +267,14 @@ def test_without_a_gang_wait_the_watcher_still_lists_pods_and_gets_nodes_for_goo
     from k8s_support import k8s_doc
 
     plan = stack_plan(stack)
-    assert sorted(r.type.rsplit(":", 1)[1] for r in plan.resources if r.type.startswith(RBAC)) == [
+    watcher_rbac = [r for r in plan.resources if r.type.startswith(RBAC) and r.name.startswith("preemption-watcher")]
+    assert sorted(r.type.rsplit(":", 1)[1] for r in watcher_rbac) == [
         "ClusterRole",
         "ClusterRoleBinding",
         "Role",
         "RoleBinding",
     ], stack
-    assert k8s_doc(plan.one(f"{RBAC}:Role"))["rules"] == [
+    assert k8s_doc(plan.one(f"{RBAC}:Role", "watcher-gang-role"))["rules"] == [
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
         {
             "apiGroups": ["ray.io"],

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from doctor_fakes import (
     B200,
+    NUMBER,
     PREEMPTIBLE_FAMILY,
     PROJECT,
     FakeProject,
@@ -338,10 +339,79 @@ def test_a_ready_x86_image_stored_in_the_regions_multi_region_passes_and_is_aske
     assert asked == [("images", {"project": PROJECT, "image": "nemo-rl-cache", "timeout": 5})]
 
 
-def test_an_image_of_another_project_is_asked_in_that_project(project):
+OTHER = "projects/images-host-1/global/images/nemo-rl-cache"
+# The cluster project's service agents GKE's "different project" steps grant read on the image project.
+GKE_AGENT = f"serviceAccount:service-{NUMBER}@container-engine-robot.iam.gserviceaccount.com"
+GCE_AGENT = f"serviceAccount:service-{NUMBER}@compute-system.iam.gserviceaccount.com"
+
+
+def grant(project, key, *members, role="roles/compute.imageUser"):
+    project.iam.setdefault(key, {}).setdefault(role, []).extend(members)
+
+
+def test_an_image_of_another_project_that_grants_the_service_agents_read_is_asked_in_that_project(project):
     project.images[("images-host-1", "nemo-rl-cache")] = image(locations=("us-east1",))
-    result = only(project, "image-cache", cached("projects/images-host-1/global/images/nemo-rl-cache"))
+    grant(project, "projects/images-host-1", GKE_AGENT, GCE_AGENT)
+    result = only(project, "image-cache", cached(OTHER))
     assert result.status == PASS and "(images-host-1)" in result.summary, result
+    asked = {(c, m) for c, m, kw in project.calls if kw.get("project") == "images-host-1" or "resource" in kw}
+    assert asked == {("images", "get"), ("projects", "get_iam_policy"), ("images", "get_iam_policy")}
+
+
+def test_an_image_of_another_project_without_the_service_agents_read_fails_with_the_commands_that_grant_it(project):
+    project.images[("images-host-1", "nemo-rl-cache")] = image(locations=("us-east1",))
+    result = only(project, "image-cache", cached(OTHER))
+    assert result.status == FAIL, result
+    assert result.summary == (
+        "disk image nemo-rl-cache is in project images-host-1, which does not grant "
+        f"{GKE_AGENT.split(':')[1]}, {GCE_AGENT.split(':')[1]} roles/compute.imageUser"
+    )
+    for agent in (GKE_AGENT, GCE_AGENT):
+        command = (
+            f"gcloud projects add-iam-policy-binding images-host-1 --member={agent} --role=roles/compute.imageUser "
+            "--condition=None"
+        )
+        assert command in result.fix, result.fix
+
+
+def test_a_grant_on_the_image_itself_counts_and_only_the_agent_still_missing_is_named(project):
+    project.images[("images-host-1", "nemo-rl-cache")] = image(locations=("us-east1",))
+    grant(project, ("images-host-1", "nemo-rl-cache"), GKE_AGENT)
+    result = only(project, "image-cache", cached(OTHER))
+    assert result.status == FAIL and GCE_AGENT in result.fix and GKE_AGENT not in result.fix, result
+    grant(project, "projects/images-host-1", GCE_AGENT, role="roles/editor")
+    assert only(project, "image-cache", cached(OTHER)).status == PASS
+
+
+def test_a_conditional_grant_does_not_count_as_read_on_the_image(project):
+    project.images[("images-host-1", "nemo-rl-cache")] = image(locations=("us-east1",))
+    project.iam["projects/images-host-1"] = {"roles/compute.imageUser": [GKE_AGENT, GCE_AGENT]}
+    assert only(project, "image-cache", cached(OTHER)).status == PASS
+    # The fakes' bindings carry no condition; a policy with one is read by the same helper.
+    from tools.doctor.zone_checks import _readers
+
+    conditional = compute_v1.Policy(
+        bindings=[
+            compute_v1.Binding(
+                role="roles/compute.imageUser", members=[GKE_AGENT], condition=compute_v1.Expr(expression="false")
+            )
+        ]
+    )
+    assert _readers(conditional) == set()
+
+
+def test_unreadable_iam_policies_of_the_image_project_warn_with_the_grant_commands(project):
+    project.images[("images-host-1", "nemo-rl-cache")] = image(locations=("us-east1",))
+    project.unreadable |= {"projects/images-host-1", ("images-host-1", "nemo-rl-cache")}
+    result = only(project, "image-cache", cached(OTHER))
+    assert result.status == WARN and "could not read its project and image IAM policy" in result.summary, result
+    assert "gcloud projects add-iam-policy-binding images-host-1" in result.fix
+
+
+def test_an_image_of_the_stacks_own_project_asks_no_iam_policy(project):
+    project.images[(PROJECT, "nemo-rl-cache")] = image()
+    assert only(project, "image-cache", cached()).status == PASS
+    assert not [c for c in project.calls if c[1] == "get_iam_policy"]
 
 
 def test_a_missing_image_fails_naming_it_its_project_and_how_to_build_or_unset_it(project):
@@ -375,3 +445,28 @@ def test_an_image_stored_far_from_the_stacks_region_warns_and_says_how_to_store_
     result = only(project, "image-cache", cached())
     assert result.status == WARN and "stored in eu, not in or near us-east1" in result.summary, result
     assert "--storage-location=us-east1" in result.fix
+
+
+# ---------------------------------------------------------------- placement (gpuPool.compactPlacement)
+
+
+def test_no_compact_placement_passes_without_asking_anything(project):
+    assert only(project, "placement") == Result(
+        "placement", PASS, "gpuPool.compactPlacement off: no placement policy asked for"
+    )
+
+
+@pytest.mark.parametrize(
+    ("flavour", "zone", "machine"),
+    [("b200", "us-east1-b", "a4-highgpu-8g"), ("h200", "us-central1-b", "a3-ultragpu-8g")],
+)
+def test_compact_placement_on_a4_or_a3_ultra_warns_that_compute_engine_places_their_migs_with_workload_policies(
+    project, flavour, zone, machine
+):
+    pool = {"nodeCount": 2, "provisioning": "spot", "compactPlacement": True}
+    cfg = config(flavour=flavour, region=zone[:-2], zone=zone, gpuPool=pool)
+    result = only(project, "placement", cfg)
+    assert result.status == WARN, result
+    assert f"COMPACT placement policy on {machine}" in result.summary and "workload policies" in result.summary
+    assert "placement-policy-and-workload-policy" in result.summary
+    assert result.fix.startswith("pulumi config set --stack dev --path gpuPool.compactPlacement false")

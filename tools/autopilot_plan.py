@@ -66,7 +66,9 @@ def gpu_pods(plan: Any) -> list[GpuPods]:
                 else Provisioning.ON_DEMAND
             )
             machine = machines.get(accelerator, f"<{accelerator}>")
-            found.append(GpuPods(release.name, int(group.get("replicas") or 0), machine, accelerator, gpus, capacity))
+            # `maxReplicas`: installed at 0, asked up to it for each attempt (workloads/worker_group.py).
+            count = int(group.get("maxReplicas") or group.get("replicas") or 0)
+            found.append(GpuPods(release.name, count, machine, accelerator, gpus, capacity))
     return found
 
 

@@ -6,7 +6,8 @@ pools" (one pool can be created while another is), and terraform-provider-google
 resource_container_node_pool.go locks the cluster for read and only the pool's own name for write.
 
 Every figure says where it comes from (`Typical.source`): a published one, or `ASSUMED`; values for a quiet
-project with quota in place, not guarantees.
+project with quota in place, not guarantees. How the GPU nodes arrive (cold, warm, just in time), their figures and
+the three-way comparison are tools/gpu_arrival.py's; this module puts them on the path.
 """
 
 from __future__ import annotations
@@ -14,45 +15,35 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from infra.image_prepull import COMPONENT_LABEL as PREPULL_COMPONENT
-from infra.naming import GPU_WARMUP
+from infra import jit_gpu_nodes as jit
+from infra import weight_staging
+from tools.gpu_arrival import (
+    ASSUMED,
+    DAEMONSET,
+    GPU_SCALE_UP,
+    IMAGE_CACHE_PULL,
+    IMAGE_COMPRESSED_GB,
+    IMAGE_PULL,
+    LUSTRE_P99,
+    MIRROR,
+    NODE_POOL,
+    PULL_RATE_MB_PER_S,
+    STREAM_READ_MINUTES,
+    WARMUP_JOB,
+    ArrivalTiming,
+    GpuArrival,
+    Typical,
+    gpu_arrival,
+    is_gpu_warmup,
+    is_image_prepull,
+    is_jit_timer,
+    pull_name,
+    timing_json,
+)
 from workloads.gate import GatePlan, estimated_seconds
 from workloads.run_owner import GateSetup
 
-NODE_POOL = "gcp:container/nodePool:NodePool"
-DAEMONSET = "kubernetes:apps/v1:DaemonSet"
-MIRROR = "gcp:artifactregistry/repository:Repository"  # infra/image_mirror.py
 MILESTONE_TYPES = (NODE_POOL, "gcp:container/cluster:Cluster", "gcp:lustre/instance:Instance")
-
-ASSUMED = "assumed: no published figure; `pulumi up` shows each resource's duration, which replaces it"
-LUSTRE_P99 = (
-    "GoogleCloudPlatform/magic-modules PR #14878 (2025-08): the Managed Lustre maintainers put the create "
-    "P99 at 40-80 minutes; PR #16046 (2025-12) set google_lustre_instance's create timeout to 120 minutes"
-)
-
-# The NeMo-RL image pull, a step of its own (infra/image_prepull.py). Both figures are assumptions,
-# stated so they can be checked: the image size is the sum of its compressed layers (`crane manifest
-# nvcr.io/nvidia/nemo-rl:<tag>`), the rate is what one node achieves from nvcr.io through Cloud NAT while
-# containerd downloads and unpacks one huge layer (`kubectl describe pod`: the Pulled event gives the time).
-IMAGE_COMPRESSED_GB = 20.0
-PULL_RATE_MB_PER_S = 30.0
-
-
-@dataclass(frozen=True)
-class Typical:
-    minutes: float
-    basis: str
-    source: str = ASSUMED
-    """Where the figure comes from: a published reference, or ASSUMED."""
-
-
-# The pre-pull DaemonSet's rollout: every node pulls the image in parallel, so one node's pull.
-IMAGE_PULL = Typical(
-    round(IMAGE_COMPRESSED_GB * 1000 / PULL_RATE_MB_PER_S / 60, 1),
-    f"every node pulls the NeMo-RL image in parallel: ~{IMAGE_COMPRESSED_GB:g} GB compressed at "
-    f"~{PULL_RATE_MB_PER_S:g} MB/s (download and unpack of one huge layer)",
-    f"{ASSUMED}; image size and pull rate are stated assumptions (IMAGE_COMPRESSED_GB, PULL_RATE_MB_PER_S)",
-)
 
 
 # Typical creation time per resource type, and why.
@@ -68,7 +59,7 @@ CREATION_MINUTES: dict[str, Typical] = {
         2.0, "private services access peering: the servicenetworking operation takes 1-3 minutes"
     ),
     "gcp:lustre/instance:Instance": Typical(
-        60.0,
+        jit.LUSTRE_CREATE_MINUTES,
         "Managed Lustre create: P99 40-80 minutes per the provider's maintainers; 60 is that band's middle "
         "(no median is published). The program allows 120 (infra/storage.py LUSTRE_TIMEOUTS)",
         LUSTRE_P99,
@@ -111,6 +102,7 @@ CREATION_MINUTES: dict[str, Typical] = {
     "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": Typical(0.05, "API call"),
     "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole": Typical(0.05, "API call"),
     "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding": Typical(0.05, "API call"),
+    "kubernetes:scheduling.k8s.io/v1:PriorityClass": Typical(0.05, "API call (the placeholders' priority)"),
     "kubernetes:apps/v1:Deployment": Typical(
         0.25,
         "Pulumi waits for the rollout: the preemption watcher starts in seconds, on the Ray head's node whose "
@@ -123,44 +115,8 @@ CREATION_MINUTES: dict[str, Typical] = {
         "resource, the same wait moves to the job submission, still on the path)",
     ),
 }
-IMAGE_CACHE_PULL = Typical(
-    1.0,
-    "the NeMo-RL image is on the node's secondary boot disk (gpuPool.imageCacheDiskImage), created in parallel "
-    "with the node (GKE 'Use secondary boot disks to preload data or container images'); only the pod start",
-    f"{ASSUMED}; GKE publishes no figure for a cached start",
-)
-STREAM_DOC = "GKE 'Use Image streaming to pull container images' (kubernetes-engine/docs/how-to/image-streaming)"
-IMAGE_STREAM_PULL = Typical(
-    1.0,
-    "streamed from Artifact Registry (cluster.imageStreaming): GKE starts the container from a remote filesystem "
-    "without downloading the whole image, and caches it on the node in the background; the system node's pull "
-    "during Lustre's creation was the image's first, so this one is not",
-    f"{ASSUMED}; {STREAM_DOC} publishes no start time",
-)
-STREAM_READ_MINUTES = 3.0
-"""Extra start-up on a node whose image streams: NeMo-RL's first imports (torch, the CUDA libraries, vLLM, Megatron)
-read many of the image's files remotely; the doc: "If your workloads read many files in an image during
-initialization, you might notice increased initialization times because of the latency added by the remote file
-reads" (assumed; the pre-pull starts the background download at the node's boot, which may hide part of it). Counted
-after the submission: the acceptance gate before it imports torch too, and whether its reads lengthen the gate (each
-minute there costs the whole gang before the job) is known only on a real cluster."""
 GPU_POOL_EMPTY = Typical(
     3.0, "an autoscaled GPU pool is created empty (0 nodes, infra/cluster.py): the node pool operation only"
-)
-GPU_DRIVER_MINUTES = 4.0
-"""Of GPU_SCALE_UP, what follows the node's boot: GKE installs the GPU driver (and sets up the extra NICs)
-before the node offers `nvidia.com/gpu` to a Ray worker (assumed)."""
-GPU_SCALE_UP = Typical(
-    2.0 + GPU_DRIVER_MINUTES,
-    "the autoscaler adds the GPU nodes for pending pods: a new node boots in ~80-120 s (GKE 'Provision extra "
-    "compute capacity for rapid Pod scaling'), then GKE installs the GPU driver and attaches the extra NICs "
-    f"(assumed ~{GPU_DRIVER_MINUTES:g} min); spot capacity can take far longer",
-    "GKE capacity-provisioning page (boot); the driver and NIC share assumed",
-)
-NEMO_RL_STARTUP = Typical(
-    10.0,
-    "NeMo-RL from the job's start to its first step: Ray actors, vLLM and the policy workers start, the model "
-    "loads from the Hugging Face cache on Lustre (a checkpoint on a resume)",
 )
 GPU_NODE_POOL = Typical(
     15.0,
@@ -173,83 +129,27 @@ UNKNOWN = Typical(0.5, "type not in the table: assumed")
 COMPONENT = Typical(0.0, "a component creates nothing", "Pulumi: components create nothing")
 
 
-def is_image_prepull(resource: Any) -> bool:
+def is_weight_staging(resource: Any) -> bool:
+    """The Job that fetches the recipe's model into the HF cache on Lustre (infra/weight_staging.py)."""
     labels = (resource.inputs.get("metadata") or {}).get("labels") or {}
-    return resource.type == DAEMONSET and labels.get("app.kubernetes.io/component") == PREPULL_COMPONENT
+    return resource.type == WARMUP_JOB and labels.get("app.kubernetes.io/component") == weight_staging.NAME
 
 
-WARMUP_JOB = "kubernetes:batch/v1:Job"
-
-
-def is_gpu_warmup(resource: Any) -> bool:
-    """The `gpuPool.warmMinutes` placeholder Job (infra/image_prepull.py)."""
-    labels = (resource.inputs.get("metadata") or {}).get("labels") or {}
-    return resource.type == WARMUP_JOB and labels.get("app.kubernetes.io/component") == GPU_WARMUP
-
-
-def gpu_pools(plan: Any) -> list[Any]:
-    return [
-        r for r in plan.resources if r.type == NODE_POOL and (r.inputs.get("nodeConfig") or {}).get("guestAccelerators")
-    ]
-
-
-@dataclass(frozen=True)
-class GpuArrival:
-    """How a Standard cluster's GPU nodes come (every GPU pool autoscales from 0): cold, for the pending Ray
-    workers, or warm (`gpuPool.warmMinutes`), for the placeholders while Lustre is created."""
-
-    warm: bool
-    pull: Typical
-    prepull: bool = False
-    """The image pre-pull DaemonSet runs on the GPU nodes (infra/image_prepull.py): its pod asks for no GPU, so it
-    pulls from the node's boot on, during the driver install a Ray worker must wait for."""
-
-    @property
-    def streamed(self) -> bool:
-        return self.pull is IMAGE_STREAM_PULL
-
-    @property
-    def startup_minutes(self) -> float:
-        """NeMo-RL's start-up on these nodes: `NEMO_RL_STARTUP`, plus the remote reads when the image streams."""
-        return NEMO_RL_STARTUP.minutes + (STREAM_READ_MINUTES if self.streamed else 0.0)
-
-    @property
-    def overlapped(self) -> bool:
-        """The pre-pull pulls the image (not the cache's start) on the new node during its driver install."""
-        return self.prepull and self.pull is IMAGE_PULL
-
-    @property
-    def image_after_driver(self) -> float:
-        """Minutes of the image left once the node offers its GPUs: the pull less what the pre-pull did meanwhile."""
-        return round(max(0.0, self.pull.minutes - (GPU_DRIVER_MINUTES if self.overlapped else 0.0)), 1)
-
-    @property
-    def minutes(self) -> float:
-        return GPU_SCALE_UP.minutes + self.image_after_driver
-
-
-def gpu_arrival(plan: Any) -> Optional[GpuArrival]:
-    """None without a GPU pool (Autopilot has its own model: `AUTOPILOT_RAY_RELEASE`); the image is pulled, started
-    from the cache of an image-cache pool, or streamed (the mirror in the plan and Image streaming on the pools)."""
-    pools = gpu_pools(plan)
-    if not pools:
-        return None
-    configs = [p.inputs.get("nodeConfig") or {} for p in pools]
-    streams = plan.by_type(MIRROR) and all((c.get("gcfsConfig") or {}).get("enabled") for c in configs)
-    pull = IMAGE_STREAM_PULL if streams else IMAGE_PULL
-    return GpuArrival(
-        any(is_gpu_warmup(r) for r in plan.resources),
-        IMAGE_CACHE_PULL if any(c.get("secondaryBootDisks") for c in configs) else pull,
-        prepull=any(is_image_prepull(r) for r in plan.resources),
+def staging_typical(resource: Any) -> Typical:
+    """The first download of the model (a later one finds the marker: seconds)."""
+    notes = (resource.inputs.get("metadata") or {}).get("annotations") or {}
+    nbytes = int(notes[weight_staging.BYTES_ANNOTATION])
+    return Typical(
+        weight_staging.download_minutes(nbytes),
+        "the first attempt's weights fetched once, on CPU, into the HF cache on Lustre: "
+        f"{notes[weight_staging.MODEL_ANNOTATION]} ~{nbytes / 1e9:,.0f} GB (bf16) at "
+        f"~{weight_staging.HF_DOWNLOAD_MB_PER_S:g} MB/s; no attempt downloads them",
+        f"{ASSUMED}; the rate is weight_staging.HF_DOWNLOAD_MB_PER_S",
     )
 
 
-def pull_name(pull: Typical) -> str:
-    """The model's name of a pull, as the plan's sources and JSON give it."""
-    names = {"IMAGE_CACHE_PULL": IMAGE_CACHE_PULL, "IMAGE_STREAM_PULL": IMAGE_STREAM_PULL}
-    return next((name for name, known in names.items() if known is pull), "IMAGE_PULL")
-
-
+PLACEHOLDER_JOB = Typical(0.05, "API call; its nodes' time is the GPU arrival's (`GpuArrival`)")
+JIT_TIMER = Typical(0.05, "API call: `pulumi up` does not wait for the timer (skipAwait)")
 RAY_RELEASE = "kubernetes:helm.sh/v3:Release"
 AUTOPILOT_RAY_RELEASE = Typical(
     CREATION_MINUTES[RAY_RELEASE].minutes + GPU_NODE_POOL.minutes + IMAGE_PULL.minutes,
@@ -285,7 +185,7 @@ def typical(resource: Any, autopilot: bool = False, arrival: Optional[GpuArrival
         return COMPONENT
     if autopilot and resource.type == RAY_RELEASE:
         return AUTOPILOT_RAY_RELEASE
-    if arrival is not None and resource.type == RAY_RELEASE and not arrival.warm:
+    if arrival is not None and resource.type == RAY_RELEASE and arrival.mode == "cold":
         return Typical(
             CREATION_MINUTES[RAY_RELEASE].minutes + arrival.minutes,
             "the GPU pool starts empty: its nodes come for the pending Ray workers "
@@ -294,6 +194,20 @@ def typical(resource: Any, autopilot: bool = False, arrival: Optional[GpuArrival
             + "), then the pods start",
             f"{ASSUMED}; the scale-up as GPU_SCALE_UP, the image as {pull_name(arrival.pull)}",
         )
+    if arrival is not None and arrival.jit is not None and is_gpu_warmup(resource):
+        return Typical(
+            round(arrival.jit.delay_minutes + arrival.minutes, 2),
+            f"gpuPool.justInTime: the timer starts the placeholders {arrival.jit.delay_minutes:g} min after its "
+            f"creation (Lustre expected ready less the lead, infra/jit_gpu_nodes.py); they bring the GPU nodes "
+            f"({GPU_SCALE_UP.basis}) and the image ({arrival.pull.basis}) for when the Ray release starts",
+            f"{ASSUMED}; the lead as GPU_SCALE_UP and {pull_name(arrival.pull)}",
+        )
+    if is_jit_timer(resource):
+        return JIT_TIMER
+    if is_weight_staging(resource):
+        return staging_typical(resource)
+    if arrival is None and is_gpu_warmup(resource):
+        return PLACEHOLDER_JOB
     if arrival is not None and is_gpu_warmup(resource):
         return Typical(
             arrival.minutes,
@@ -337,6 +251,7 @@ class DeployEstimate:
     milestones: dict[str, float] = field(default_factory=dict)  # minute the cluster, pools, Lustre are ready
     gpu_nodes_from: Optional[float] = None  # minute the GPU nodes are created (billed from); None on Autopilot
     arrival: Optional[GpuArrival] = None
+    timing: Optional["ArrivalTiming"] = None  # what the three ways of GPU arrival compare on; None on Autopilot
 
     @property
     def gate_minutes(self) -> Optional[float]:
@@ -363,7 +278,7 @@ class DeployEstimate:
             "gpuNodes": None
             if self.arrival is None
             else {
-                "from": "warm" if self.arrival.warm else "cold",
+                "from": self.arrival.mode,
                 "createdAtMinute": None if self.gpu_nodes_from is None else round(self.gpu_nodes_from, 1),
                 "scaleUpMinutes": GPU_SCALE_UP.minutes,
                 "imageMinutes": self.arrival.pull.minutes,
@@ -373,6 +288,7 @@ class DeployEstimate:
                 "imageStreamed": self.arrival.streamed,
                 "startupMinutes": self.arrival.startup_minutes,
             },
+            **({} if self.timing is None else {"gpuArrival": timing_json(self.timing)}),
             "imagePull": {
                 "minutes": IMAGE_PULL.minutes,
                 "imageCompressedGb": IMAGE_COMPRESSED_GB,
@@ -451,7 +367,7 @@ def _gpu_billed_from(
     release's pending workers bring them; None where the model has no GPU arrival (Autopilot)."""
     if arrival is None:
         return None
-    if arrival.warm and warmups:
+    if arrival.mode != "cold" and warmups:
         return min(finish[u] - arrival.minutes for u in warmups)
     install = CREATION_MINUTES[RAY_RELEASE].minutes  # the release's own part, before its workers ask for nodes
     starts = [finish[u] - typical(urns[u], False, arrival).minutes for u in finish if urns[u].type == RAY_RELEASE]
@@ -466,8 +382,16 @@ def estimate(plan: Any) -> DeployEstimate:
     urns = plan.by_urn()
     graph = waits(plan)
     warmups = [u for u in graph if is_gpu_warmup(urns[u])]
-    if arrival is not None and arrival.warm:
-        # In the model only: the Ray workers start once the warm nodes are there (they preempt the placeholders).
+    timers = [u for u in graph if is_jit_timer(urns[u])]
+    if arrival is not None and arrival.jit is not None:
+        # The placeholders start when the timer says (their Typical counts the delay from the timer's creation); the
+        # timer's own wait for their creation is an API call, left out so the two do not wait for each other.
+        for u in timers:
+            graph[u] = graph[u] - set(warmups)
+        for u in warmups:
+            graph[u] = graph[u] | set(timers)
+    if arrival is not None and arrival.mode != "cold":
+        # In the model only: the Ray workers start once the warm nodes are there (they take the placeholders' nodes).
         for urn in graph:
             if urns[urn].type == RAY_RELEASE:
                 graph[urn] = graph[urn] | set(warmups)
@@ -500,8 +424,66 @@ def estimate(plan: Any) -> DeployEstimate:
     if arrival is not None:
         for u in warmups:
             milestones[urns[u].name] = finish[u]
+    timing = None if arrival is None else _arrival_timing(plan, arrival, finish, urns, timers, warmups, graph)
     return DeployEstimate(
-        finish[last], path, {urns[u].name: f for u, f in finish.items()}, unknown, milestones, gpu_from, arrival
+        finish[last], path, {urns[u].name: f for u, f in finish.items()}, unknown, milestones, gpu_from, arrival, timing
+    )
+
+
+LUSTRE = "gcp:lustre/instance:Instance"
+PVC = "kubernetes:core/v1:PersistentVolumeClaim"
+
+
+def claim_pvc(finish: dict[str, float], urns: dict[str, Any]) -> float:
+    return max((f for u, f in finish.items() if urns[u].type == PVC), default=0.0)
+
+
+def _arrival_timing(
+    plan: Any,
+    arrival: GpuArrival,
+    finish: dict[str, float],
+    urns: dict[str, Any],
+    timers: list[str],
+    warmups: list[str],
+    graph: dict[str, set[str]],
+) -> Optional[ArrivalTiming]:
+    """None where the plan lacks what the comparison reads (no Lustre, claim, release or pre-pull)."""
+    from infra.config.gpu_pool import GpuPoolConfig
+
+    def latest(match: Any) -> Optional[float]:
+        found = [f for u, f in finish.items() if match(urns[u])]
+        return max(found) if found else None
+
+    lustre = latest(lambda r: r.type == LUSTRE)
+    claim = latest(lambda r: r.type == PVC or is_weight_staging(r))
+    release, prepull = latest(lambda r: r.type == RAY_RELEASE), latest(is_image_prepull)
+    if None in (lustre, claim, release, prepull):
+        return None
+    total = max(finish.values())
+    pools = prepull - IMAGE_PULL.minutes  # the pre-pull waits for the node pools and the namespace, as they do
+    if warmups and arrival.warm:
+        pools = min(finish[u] for u in warmups) - arrival.minutes
+    if arrival.jit is not None and timers:
+        timer_at, delay, hold = min(finish[u] for u in timers), arrival.jit.delay_minutes, arrival.jit.hold_minutes
+    else:
+        # Where the program would put them: its account, Role, binding, then the Job (three API calls).
+        wait = GpuPoolConfig.model_fields["just_in_time_max_wait_minutes"].default
+        staged = latest(is_weight_staging)
+        timing = jit.JitTiming(
+            arrival.minutes, wait, 0.0 if staged is None else round(staged - claim_pvc(finish, urns), 2)
+        )
+        timer_at, delay, hold = pools + 3 * JIT_TIMER.minutes, timing.delay_minutes, timing.hold_minutes
+    return ArrivalTiming(
+        lustre_ready=lustre,
+        claim_ready=claim,
+        tail=total - release,
+        pools_ready=pools,
+        timer_at=timer_at,
+        delay=delay,
+        hold=hold,
+        lead=arrival.minutes,
+        startup=arrival.startup_minutes,
+        install=CREATION_MINUTES[RAY_RELEASE].minutes,
     )
 
 
@@ -526,11 +508,13 @@ def render(est: DeployEstimate) -> list[str]:
         )
     lines.append(f"  image pull: +{IMAGE_PULL.minutes:g} min on every node at once, {IMAGE_PULL.basis} (assumptions)")
     if est.arrival is not None and est.gpu_nodes_from is not None:
-        how = (
-            "warm (gpuPool.warmMinutes): the placeholders bring them while Lustre is created"
-            if est.arrival.warm
-            else "cold (default): they come for the pending Ray workers, after Lustre and the Ray release"
-        )
+        how = {
+            "warm": "warm (gpuPool.warmMinutes): the placeholders bring them while Lustre is created",
+            "justInTime": "just in time (gpuPool.justInTime): the timer starts the placeholders at the lead time "
+            "before Lustre's expected readiness",
+            "cold": "cold (gpuPool.justInTime false): they come for the pending Ray workers, after Lustre and the Ray "
+            "release",
+        }[est.arrival.mode]
         lines.append(
             f"  GPU nodes from minute {est.gpu_nodes_from:.1f}, {how}: +{GPU_SCALE_UP.minutes:g} min scale-up, "
             f"+{est.arrival.image_after_driver:g} min image"

@@ -13,7 +13,7 @@ from infra.placement import FALLBACK_NOTE, capacity_ladder, is_ladder
 from infra.prices import price_table
 from infra.run_plan import save_period_for
 from infra.stack_context import StackContext
-from tools import cost, deploy_time, sizing
+from tools import cost, deploy_time, gpu_arrival, sizing
 
 LUSTRE = "gcp:lustre/instance:Instance"
 
@@ -205,7 +205,7 @@ class FirstRun:
     job_hours: Optional[float]
     before_job: dict[str, float]  # `spot`/`onDemand`: the cost of the hours before the job starts
     gpu_before_job: float = 0.0  # of it, the GPU nodes' share at the prices that apply
-    startup_minutes: float = deploy_time.NEMO_RL_STARTUP.minutes  # the submission to the first step (`GpuArrival`)
+    startup_minutes: float = gpu_arrival.NEMO_RL_STARTUP.minutes  # the submission to the first step (`GpuArrival`)
 
     def total(self, kind: str, per_hour: float) -> Optional[float]:
         return None if self.job_hours is None else self.before_job[kind] + per_hour * self.job_hours
@@ -238,7 +238,7 @@ def first_run(est: Estimates, plan: Any) -> FirstRun:
         if autopilot and item.billed_from in starts:  # the release's wait is the GPU nodes coming up
             ready = starts[item.billed_from]
         if item.gpu and deploy.gpu_nodes_from is not None:
-            # Every GPU pool starts empty: billed from the nodes' creation (tools/deploy_time.py GpuArrival).
+            # Every GPU pool starts empty: billed from the nodes' creation (tools/gpu_arrival.py GpuArrival).
             ready = deploy.gpu_nodes_from
         hours = max(0.0, submit - ready) / 60
         before["spot"] += item.spot_per_hour * hours  # as `cost.perHour.spot`: every GPU at its spot price
@@ -246,7 +246,7 @@ def first_run(est: Estimates, plan: Any) -> FirstRun:
         if item.gpu:
             gpu += item.per_hour * hours
     arrival = deploy.arrival
-    startup = deploy_time.NEMO_RL_STARTUP.minutes if arrival is None else arrival.startup_minutes
+    startup = gpu_arrival.NEMO_RL_STARTUP.minutes if arrival is None else arrival.startup_minutes
     return FirstRun(submit, est.cost.job_hours, before, gpu, startup)
 
 
@@ -256,7 +256,7 @@ def first_run_json(est: Estimates, plan: Any) -> dict[str, Any]:
     return {
         "deployMinutes": round(run.deploy_minutes, 1),
         "firstStepMinutes": round(run.first_step_minutes, 1),
-        "gpuNodes": "warm" if est.deploy.arrival is not None and est.deploy.arrival.warm else "cold",
+        "gpuNodes": "cold" if est.deploy.arrival is None else est.deploy.arrival.mode,
         "jobHours": run.job_hours,
         "beforeJob": {k: money(v) for k, v in run.before_job.items()},
         "gpuBeforeJob": money(run.gpu_before_job),
@@ -264,7 +264,74 @@ def first_run_json(est: Estimates, plan: Any) -> dict[str, Any]:
         "total": {k: money(run.total(k, v)) for k, v in rates.items()},
         "basis": "the deploy's hours before the job (each item billed from its resource's typical readiness) plus "
         "the job's",
+        **({"gpuArrival": arrival} if (arrival := arrival_costs(est)) is not None else {}),
     }
+
+
+MODE_NAMES = {"cold": "cold", "justInTime": "just in time", "warm": "warm"}
+
+
+def arrival_costs(est: Estimates) -> Optional[dict[str, Any]]:
+    """Cold, just in time and warm at Lustre's typical and slow creation (tools/gpu_arrival.py `scenarios`), the
+    GPU gang's spend before the job at the pool's hourly price, and the issue's bound at the typical time: the cold
+    spend plus the boot and pull that now overlap Lustre. None without the comparison (Autopilot)."""
+    timing = est.deploy.timing
+    if timing is None:
+        return None
+    rate = est.cost.gpu_per_hour / 60
+    rows = [
+        {
+            "mode": s.mode,
+            "lustreCreateMinutes": s.lustre_minutes,
+            "lustreReadyMinute": s.lustre_ready,
+            "submitMinute": s.submit,
+            "firstStepMinute": s.first_step,
+            "gpuMinutesBeforeJob": s.gpu_minutes,
+            "gpuUsdBeforeJob": round(rate * s.gpu_minutes, 2),
+            "note": s.note,
+        }
+        for s in gpu_arrival.scenarios(timing)
+    ]
+    typical = {r["mode"]: r for r in rows[: len(gpu_arrival.MODES)]}
+    bound = typical["cold"]["gpuMinutesBeforeJob"] + timing.lead
+    return {
+        "scenarios": rows,
+        "boundMinutes": round(bound, 1),
+        "boundUsd": round(rate * bound, 2),
+        "boundBasis": "the cold spend before the job plus the boot and pull that now overlap Lustre (the lead), at "
+        "Lustre's typical creation time",
+        "gpuNodes": "cold" if est.deploy.arrival is None else est.deploy.arrival.mode,
+    }
+
+
+def render_arrival(doc: Optional[dict[str, Any]], timing: Any, currency: str) -> list[str]:
+    if doc is None:
+        return []
+    lines = [
+        f"GPU arrival (this stack: {MODE_NAMES[doc['gpuNodes']]}; minutes from the first `pulumi up`, the GPU gang's "
+        "spend before the job):",
+        f"  {'create':<8} {'GPU nodes':<13} {'Lustre':>6} {'job':>6} {'1st step':>8} {'GPU from':>8} {'GPU min':>7} "
+        f"{'spend':>11}  note",
+    ]
+    for r in doc["scenarios"]:
+        lines.append(
+            f"  {format(r['lustreCreateMinutes'], 'g') + ' min':<8} {MODE_NAMES[r['mode']]:<13} "
+            f"{r['lustreReadyMinute']:6.1f} {r['submitMinute']:6.1f} {r['firstStepMinute']:8.1f} "
+            f"{r['submitMinute'] - r['gpuMinutesBeforeJob']:8.1f} {r['gpuMinutesBeforeJob']:7.1f} "
+            f"{currency + ' ' + format(r['gpuUsdBeforeJob'], ',.2f'):>11}  {r['note']}"
+        )
+    lines += [
+        f"  just in time: the timer starts the placeholders {timing.delay:g} min after its creation (minute "
+        f"{timing.timer_at:.1f}; this plan's model says {timing.ideal_delay:g}), {timing.lead:g} min before the Ray "
+        "release is expected (Lustre ready, its claim, the weights staged); they wait at most "
+        f"{timing.hold:g} min from their start, then the nodes go back "
+        f"(removed {gpu_arrival.SCALE_DOWN_MINUTES:g} min later) and the Ray workers ask again "
+        "(infra/jit_gpu_nodes.py; real times are known only on the cloud)",
+        f"  bound at Lustre's typical time: cold {currency} "
+        f"{doc['scenarios'][0]['gpuUsdBeforeJob']:,.2f} + the overlapping boot and pull ({timing.lead:g} min) = "
+        f"{currency} {doc['boundUsd']:,.2f}; just in time {currency} {doc['scenarios'][1]['gpuUsdBeforeJob']:,.2f}",
+    ]
+    return lines
 
 
 def to_json(est: Estimates, plan: Any = None) -> dict[str, Any]:
@@ -358,6 +425,8 @@ def render(est: Estimates, plan: Any = None) -> list[str]:
                 f"(spot) before the job starts, {gpu_billing(est)} (a lower bound); the first step at "
                 f"~{run.first_step_minutes:.0f} min, after {money(run.before_first_step('spot', spot_rate))} (spot)",
             ]
+        arrival = render_arrival(arrival_costs(est), est.deploy.timing, est.cost.currency)
+        lines += ["", *arrival] if arrival else []
         from tools import goodput_estimate
 
         block = goodput_estimate.render(goodput_estimate.goodput_json(est, stack_config(plan)))
@@ -371,8 +440,10 @@ def gpu_billing(est: Estimates) -> str:
     deploy = est.deploy
     if deploy.gpu_nodes_from is None:  # Autopilot: the Ray release's worker pods make them
         return "the GPU nodes billed from the Ray release's start, whose pending workers bring them"
-    warm = deploy.arrival is not None and deploy.arrival.warm
-    how = "the warm-up placeholders bring them (gpuPool.warmMinutes)" if warm else "the pending Ray workers bring them"
+    how = {
+        "warm": "the warm-up placeholders bring them (gpuPool.warmMinutes)",
+        "justInTime": "the timer starts the placeholders at the lead time before Lustre (gpuPool.justInTime)",
+    }.get(deploy.arrival.mode if deploy.arrival is not None else "cold", "the pending Ray workers bring them")
     return f"the GPU nodes billed from minute {deploy.gpu_nodes_from:.1f}, when {how}"
 
 

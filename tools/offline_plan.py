@@ -34,7 +34,7 @@ from infra.stack_file import (
     with_required_secrets,
 )
 from tools.plan_compare import compare_lines, read_compare
-from tools.plan_output import check_output_dirs, output_dir, write_failed, write_manifests
+from tools.plan_output import GRAPH_FILE, check_output_dirs, output_dir, plan_files, write_failed, write_files
 from workloads import cli_args
 
 _RESOURCE_KEYS = ("urn", "type", "name", "parent", "custom", "provider", "inputs", "dependencies", "options")
@@ -188,7 +188,7 @@ def summary(plan: Plan) -> dict[str, Any]:
     """Resource counts by type and the GPU capacity: the GPU pools' gang, or an Autopilot plan's GPU pods."""
     from tools.autopilot_plan import summary_counts
     from tools.cost import gang_nodes
-    from tools.deploy_time import gpu_pools
+    from tools.gpu_arrival import gpu_pools
 
     pools = gpu_pools(plan)
     per_node = max(
@@ -230,7 +230,8 @@ def render_tree(plan: Plan) -> str:
 
     replacing = summary_lines(plan.resources)
     lines += ["", *replacing] if replacing else []
-    lines += ["", *render_for_plan(plan), "", f"Version matrix: {report_line(version_matrix_report(plan))}"]
+    lines += ["", *render_for_plan(plan), "", *size_ladder_lines(size_ladder_report(plan))]
+    lines += ["", f"Version matrix: {report_line(version_matrix_report(plan))}"]
     if plan.outputs:
         lines += ["", "Outputs:"]
         lines += [f"  {k}: {json.dumps(v) if not isinstance(v, str) else v}" for k, v in plan.outputs.items()]
@@ -247,7 +248,49 @@ def plan_document(plan: Plan) -> dict[str, Any]:
     doc["estimates"] = estimates.to_json(est, plan)
     doc["goodput"] = goodput_json(est, estimates.stack_config(plan))
     doc["versionMatrix"] = version_matrix_report(plan)
+    doc["sizeLadder"] = size_ladder_report(plan)
     return doc
+
+
+def size_ladder_report(plan: Plan) -> dict[str, Any]:
+    """The node counts the run can train on (`infra.run_plan.size_ladder`, the one computation the run plan ships),
+    each refused one with why, and whether `recovery.shrink` is on (docs/preemption-recovery.md)."""
+    from infra.placement import gpu_pool_facts
+    from infra.run_plan import cannot_shrink, size_ladder
+    from infra.stack_context import StackContext
+    from tools.estimates import stack_config
+
+    cfg = stack_config(plan)
+    rungs = size_ladder(cfg, gpu_pool_facts(StackContext.from_config(plan.stack, cfg), cfg))
+    shrink = cfg.recovery.shrink
+    return {
+        "nodes": [r.nodes for r in rungs if r.valid],
+        "refused": [{"nodes": r.nodes, "why": r.refused} for r in rungs if not r.valid],
+        "cannotShrink": cannot_shrink(cfg, rungs),
+        "shrink": {
+            "enabled": shrink.enabled,
+            "minNodes": shrink.min_nodes,
+            "waitMinutes": shrink.wait_minutes,
+            "leaseMinutes": shrink.lease_minutes,
+        },
+    }
+
+
+def size_ladder_lines(report: dict[str, Any]) -> list[str]:
+    """The text plan's "Size ladder" block."""
+    shrink, sizes = report["shrink"], ", ".join(map(str, report["nodes"]))
+    if report["cannotShrink"] is not None:
+        why = report["cannotShrink"]
+        head = f"Size ladder: {sizes} node(s); cannot shrink ({why}): a preempted run waits for its gang"
+    elif shrink["enabled"]:
+        head = (
+            f"Size ladder: {sizes} nodes; recovery.shrink on: {shrink['waitMinutes']} min after a preemption without "
+            f"the whole gang, the run trains on the largest of these the alive nodes hold (at least "
+            f"{shrink['minNodes']}), on {shrink['leaseMinutes']}-min leases, and grows back when the nodes return"
+        )
+    else:
+        head = f"Size ladder: {sizes} nodes; recovery.shrink off: a preempted run waits for its gang"
+    return [head, *(f"  {r['nodes']} refused: {r['why']}" for r in report["refused"])]
 
 
 def version_matrix_report(plan: Plan) -> dict[str, Any]:
@@ -365,20 +408,21 @@ def main(argv: Optional[list[str]] = None) -> int:
         for line in str(err).splitlines():
             print(f"error: {line}{hint}", file=sys.stderr)
         return 2
-    if args.out:
-        try:
-            written = write_manifests(plan, args.out)
-        except OSError as err:
-            return write_failed("--out", args.out, err)
-        print(f"wrote {len(written)} files to {args.out}", file=sys.stderr)
-    if args.graph:
-        from tools.graph import write_graph
-
-        try:
-            paths = write_graph(plan, args.graph)
-        except OSError as err:
+    # Every file of --out and --graph checked before the first is written: a refusal writes none of them.
+    files = plan_files(plan, args.out, args.graph)
+    try:
+        write_files(files)
+    except OSError as err:
+        # The flag of the file it failed on (its temporary file is named after it): the graph's, or a manifest's.
+        failed = Path(err.filename) if err.filename else None
+        graph = args.graph is not None and failed is not None and GRAPH_FILE in failed.name
+        if graph or args.out is None:
             return write_failed("--graph", args.graph, err)
-        print(f"wrote {', '.join(str(p) for p in paths)}", file=sys.stderr)
+        return write_failed("--out", args.out, err)
+    if args.out:
+        print(f"wrote {sum(p.parent == args.out for p in files)} files to {args.out}", file=sys.stderr)
+    if args.graph:
+        print(f"wrote {args.graph / GRAPH_FILE}", file=sys.stderr)
     # allow_nan=False: the document is JSON or nothing (the config refuses inf and nan up front); rendered
     # whole before the first byte is written, so a failure never leaves half a document.
     text = (json.dumps(plan_document(plan), indent=2, allow_nan=False) if args.json else render_tree(plan)) + "\n"

@@ -4,6 +4,7 @@ plan continues its training run (`run_change`); the node pools' verdicts are too
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +33,16 @@ def read_compare(path: Path, stack: str, project: str) -> dict[str, Any]:
             isinstance(resource, dict)
             and isinstance(resource.get("name"), str)
             and isinstance(resource.get("type"), str)
-            and isinstance(resource.get("inputs", {}), dict)
+            and isinstance(resource.get("inputs"), dict)
         ):
+            # A resource without inputs would read as "every input unset": verdicts about nothing.
             raise ValueError(f"resources[{i}] is not a resource with a name, a type and a map of inputs")
+    outputs = doc.get("outputs", {})
+    if not isinstance(outputs, dict):
+        raise ValueError("outputs is not a map")
+    for key in ("runId", "jobId"):
+        if outputs.get(key) is not None and not isinstance(outputs[key], str):
+            raise ValueError(f"outputs.{key} is not a string")
     if (doc.get("project"), doc.get("stack")) != (project, stack):
         # Another stack's pools differ in every input: its verdicts ("REPLACED, every node lost") would be false.
         raise ValueError(
@@ -70,4 +78,14 @@ def run_change(before: dict[str, Any], after: dict[str, Any]) -> str:
 def compare_lines(previous: dict[str, Any], after: dict[str, Any]) -> str:
     """What `--compare` says of the plan document `after` against `previous`: each node pool's verdict, then
     the run's."""
-    return "\n".join([*compare(previous, after), run_change(previous, after)])
+    return "\n".join(one_line(line) for line in [*compare(previous, after), run_change(previous, after)])
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def one_line(text: str) -> str:
+    """A line that shows values of the `--compare` document (a pool's name or inputs, `runId`, `jobId`): each control
+    character escaped (`\\n`), so a value never forges a line of its own, and what looks like a credential (a
+    service account or run id pasted with a token) replaced (`cli_args.without_credentials`)."""
+    return cli_args.without_credentials(_CONTROL.sub(lambda m: repr(m.group())[1:-1], text))

@@ -9,6 +9,7 @@ import contextlib
 import os
 import stat
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any, Optional
 
@@ -32,17 +33,45 @@ def kubernetes_manifests(plan: Any) -> dict[str, Any]:
     return files
 
 
-def write_manifests(plan: Any, out: Path) -> list[Path]:
-    """Write every manifest to `out`; every target is checked first (`_target_problem`), so a refusal writes nothing."""
-    files = kubernetes_manifests(plan)
-    for fname in files:
-        problem = _target_problem(out / fname)
+GRAPH_FILE = "graph.mmd"
+"""What `--graph DIR` writes in DIR (tools/graph.py `mermaid`)."""
+
+SOURCE_FOLDERS = ("infra", "workloads", "jobctl", "tools", "tests", "docs", "data", ".git")
+"""The checkout's folders of code, docs and data: `--out`/`--graph` inside one would mix some forty generated files
+into the source tree (and could overwrite a module of the same name)."""
+
+
+def plan_files(plan: Any, out: Optional[Path], graph: Optional[Path]) -> dict[Path, str]:
+    """Path -> text of every file `--out` and `--graph` write for `plan`."""
+    files: dict[Path, str] = {}
+    if out is not None:
+        files |= {out / name: yaml.safe_dump(doc, sort_keys=False) for name, doc in kubernetes_manifests(plan).items()}
+    if graph is not None:
+        from tools.graph import build, mermaid
+
+        files[graph / GRAPH_FILE] = mermaid(build(plan))
+    return files
+
+
+def write_files(files: dict[Path, str]) -> None:
+    """Write every file, each checked first (`_target_problem`), so a refusal writes nothing; each file is written
+    beside its target and renamed onto it, so none is ever left half written. `OSError` names the first problem, and
+    its `filename` the file."""
+    for path in files:
+        problem = _target_problem(path)
         if problem:
-            raise OSError(0, f"{fname} {problem}; nothing was written")
-    out.mkdir(parents=True, exist_ok=True)
-    for fname, doc in files.items():
-        (out / fname).write_text(yaml.safe_dump(doc, sort_keys=False))
-    return [out / fname for fname in files]
+            raise OSError(0, f"{path.name} {problem}; nothing was written", str(path))
+    for path, text in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, part = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")  # O_EXCL: never through a link
+        try:
+            with os.fdopen(fd, "w") as f:
+                f.write(text)
+            os.chmod(part, 0o644)  # as a plain write would leave it, not mkstemp's 0600
+            os.replace(part, path)
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(part)
 
 
 def _target_problem(path: Path) -> Optional[str]:
@@ -101,13 +130,32 @@ def output_dir(text: str) -> Path:
     return Path(text)
 
 
+def _in_source_tree(path: Path, root: Path) -> Optional[str]:
+    """The source folder of the checkout `path` is (or is inside), through any link, or None."""
+    with contextlib.suppress(OSError, RuntimeError):
+        resolved, top = path.resolve(), root.resolve()
+        for folder in SOURCE_FOLDERS:
+            if resolved == top / folder or (top / folder) in resolved.parents:
+                return folder
+    return None
+
+
 def check_output_dirs(dirs: dict[str, Optional[Path]], root: Path) -> None:
-    """`--out` and `--graph` (flag -> directory, None when not given) checked before anything runs; `ValueError`
+    """`--out` and `--graph` (flag -> directory, None when not given) checked before anything runs, and the file
+    `--graph` writes (a link, a FIFO or a directory there is refused, never written through or opened); `ValueError`
     is the one line that refuses one."""
     for flag, path in dirs.items():
-        problem = path is not None and _output_dir_problem(path)
-        if path is not None and not problem and _same_dir(path, root):
+        if path is None:
+            continue
+        problem = _output_dir_problem(path)
+        folder = None if problem else _in_source_tree(path, root)
+        if not problem and _same_dir(path, root):
             # Some forty manifests among the stack files and the code; `plan-out/` is git-ignored for them.
             problem = "is the repository root"
+        elif folder:
+            problem = f"is inside the checkout's {folder}/ folder"
+        elif not problem and flag == "--graph":
+            target = _target_problem(path / GRAPH_FILE)
+            problem = target and f"{GRAPH_FILE} there {target}"
         if problem:
             raise ValueError(f"{flag} {path}: {problem}; allowed: a writable directory (created if missing)")

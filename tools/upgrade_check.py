@@ -2,9 +2,13 @@
 
     python -m tools.upgrade_check --from REF [--stack-file Pulumi.NAME.yaml ...] [--json]
 
-Each stack file is planned offline with REF's code (a detached temporary worktree) and with this tree's, from
-the same file; the rules (fail: data lost, run restarted; warn: nodes, Ray or a job restarted, with the cost)
-are docs/day-2.md's. Exit codes (workloads/exit_codes.py): 0 nothing lost, 1 a failure, 2 usage, 3 environment.
+Each stack file committed at REF is planned offline with REF's code and that file (a detached temporary
+worktree), and with this tree's code and this tree's version of the file (the one `git checkout` of the new
+release gives; REF's when this tree no longer has it); a `--stack-file` is planned with both codes. REF is a tag,
+branch or commit, or a release CHANGELOG.md names on a `release-commit:` line (a clone has no tags). The rules
+(fail: data, a run's checkpoints or its ledger lost; warn: nodes, Ray or a job restarted, with the cost) are
+docs/day-2.md's; a run's continuity step is run for real on a temporary directory (tools/upgrade_continuity.py).
+Exit codes (workloads/exit_codes.py): 0 nothing lost, 1 a failure, 2 usage, 3 environment, 128+N a signal N.
 """
 
 from __future__ import annotations
@@ -15,21 +19,31 @@ import functools
 import json
 import os
 import re
-import shutil
+import signal
 import subprocess
 import sys
-import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
-from infra.stack_file import ROOT
+from tools import upgrade_continuity
 from tools.pool_replacement import FORCE_NEW, NODE_POOL_TYPE, SUBTREE, replacing_changes
+from tools.upgrade_ref import (
+    EnvironmentProblem,
+    check_history,
+    check_ref_text,
+    committed_stacks,
+    resolve,
+    worktree,
+)
 from workloads import cli_args
 
+ROOT = (
+    Path(__file__).resolve().parent.parent
+)  # the checkout (as infra.stack_file.ROOT; not imported: it loads the config)
 OK, BROKEN, USAGE, ENVIRONMENT = 0, 1, 2, 3
 FAIL, WARN = "fail", "warn"
 
@@ -55,10 +69,33 @@ DATA_FORCE_NEW: dict[str, dict[str, str]] = {
         SUBTREE,
     ),
 }
+NODES_RECREATED: dict[str, str] = dict.fromkeys(
+    (
+        "nodeConfig." + name
+        for name in "machineType diskSizeGb diskType bootDisk containerdConfig imageType storagePools".split()
+    ),
+    SUBTREE,
+)
+"""Node pool inputs the provider updates in place (not ForceNew: the pool stays) through one UpdateNodePool call
+(hashicorp/terraform-provider-google-beta 93c65b2d google-beta/services/container/node_config.go
+`nodePoolNodeConfigUpdate`), which GKE applies by recreating every node of the pool with the pool's upgrade
+strategy: `machineType`, `diskType`, `diskSizeGb`, `bootDisk`: "Initiates an upgrade operation that migrates the
+nodes in the node pool to the specified ...", `containerdConfig`: "... that recreates the nodes with the new
+config" (UpdateNodePoolRequest, google-cloud-container 2.67.0 container_v1/types/cluster_service.py);
+`imageType`: "changing the image type will delete and recreate all nodes in the node pool" (pulumi-gcp 10.2.0
+container NodePoolNodeConfigArgs); `storagePools` goes in the same call as the boot disk. The running attempt's
+pods go with their nodes. Other in-place edits (labels, taints, `gcfsConfig`, ...) are not listed: GKE's
+behaviour for them is not documented in these sources (CHANGELOG.md, "Image streaming on a live stack")."""
 HELM_RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
+HELM_FORCE_NEW: dict[str, str] = {"name": SUBTREE, "namespace": SUBTREE}
+"""A Helm release's name and namespace replace it whatever `replaceOnChanges` says: pulumi/pulumi-kubernetes
+provider/pkg/provider/helm_release.go `Diff` (01799d56): `forceNewFields := []string{".name", ".namespace"}`."""
 DYNAMIC_PREFIX = "pulumi-python:dynamic/"
 STACK_TYPE = "pulumi:pulumi:Stack"
 PLAN_TIMEOUT_S = 600
+LEDGER_LOST = "the run's ledger (spend, budget, attempt history) is lost"
+NO_TRAINING_LOST = frozenset({"ledger-restarts"})
+"""Warnings that cost no training (no minutes or dollars attached)."""
 
 # What Pulumi's dynamic provider host does with `__provider` (pulumi/pulumi sdk/python/lib/pulumi/dynamic/
 # __main__.py): base64, then dill.loads, in the project's directory.
@@ -83,7 +120,11 @@ class Finding:
         return f"{self.level.upper()} {self.stack}: {self.resource}: {self.message}{cost}"
 
 
-# ---- the comparison: pure functions over two plan documents (docs/architecture.md "The plan JSON contract")
+# ---- the comparison: pure functions over two plan documents (docs/architecture.md "The plan JSON contract"),
+# but for the continuity step, run on a temporary directory
+
+
+Continuity = Callable[[str, str, str, str], Optional[str]]
 
 
 def compare_plans(
@@ -91,16 +132,22 @@ def compare_plans(
     after: dict[str, Any],
     stack: str,
     provider_problem: Callable[[str], Optional[str]] = lambda _pickled: None,
+    continuity: Continuity = upgrade_continuity.problem,
 ) -> list[Finding]:
     """Every failure and warning of upgrading `stack` from the plan `before` (REF) to `after` (this tree), each
-    warning with the training it may lose; `provider_problem(pickled)`: why a pickled provider does not load."""
+    warning with the training it may lose; `provider_problem(pickled)`: why a pickled provider does not load;
+    `continuity(old_dir, new_dir, entrypoint, old_entrypoint)`: why the new job would not resume the run."""
     minutes, usd = _loss(before, after)
     found = [
         *resource_findings(before, after),
         *provider_findings(before, provider_problem),
-        *run_findings(before, after),
+        *run_findings(before, after, continuity),
     ]
-    return [replace(f, stack=stack, **({"minutes": minutes, "usd": usd} if f.level == WARN else {})) for f in found]
+    costly = [f.level == WARN and f.rule not in NO_TRAINING_LOST for f in found]
+    return [
+        replace(f, stack=stack, **({"minutes": minutes, "usd": usd} if training else {}))
+        for f, training in zip(found, costly, strict=True)
+    ]
 
 
 def _resources(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -155,13 +202,25 @@ def _gone(r: dict[str, Any], namesakes: list[dict[str, Any]]) -> Iterator[Findin
 
 
 def _replacement(old: dict[str, Any], new: dict[str, Any]) -> Iterator[Finding]:
-    """A resource at the same URN: replaced by a ForceNew input (types with a table) or a `replaceOnChanges` one."""
+    """A resource at the same URN: replaced by a ForceNew input (types with a table, a Helm release's name and
+    namespace) or a `replaceOnChanges` one; a node pool updated in place by recreating its nodes."""
     o, n = old.get("inputs") or {}, new.get("inputs") or {}
-    table = DATA_FORCE_NEW.get(new["type"], FORCE_NEW if new["type"] == NODE_POOL_TYPE else {})
+    kind = new["type"]
+    table = DATA_FORCE_NEW.get(kind) or {NODE_POOL_TYPE: FORCE_NEW, HELM_RELEASE_TYPE: HELM_FORCE_NEW}.get(kind, {})
     listed = (new.get("options") or {}).get("replaceOnChanges") or []
-    changes = replacing_changes(o, n, table) + [f"{k} (replaceOnChanges)" for k in listed if o.get(k) != n.get(k)]
+    changes = replacing_changes(o, n, table)
+    changes += [f"{k} (replaceOnChanges)" for k in listed if o.get(k) != n.get(k) and k not in table]
     if changes:
         yield from _outcome(new, "; ".join(changes))
+    elif kind == NODE_POOL_TYPE and (recreated := replacing_changes(o, n, NODES_RECREATED)):
+        gpus = "GPU " if ((n.get("nodeConfig") or {}).get("guestAccelerators")) else ""
+        yield Finding(
+            WARN,
+            "pool-nodes-recreated",
+            f"{kind} {new['name']}",
+            f"updated in place, but GKE applies it by recreating every {gpus}node of the pool ({'; '.join(recreated)}):"
+            " the pods on them restart and the running attempt dies",
+        )
 
 
 def alias_urns(r: dict[str, Any], by_urn: dict[str, dict[str, Any]]) -> list[str]:
@@ -209,50 +268,58 @@ def _job(doc: dict[str, Any]) -> Optional[dict[str, Any]]:
     return next((r for r in doc.get("resources") or [] if r["type"].endswith(":JobSubmission")), None)
 
 
+def _entrypoint(doc: dict[str, Any]) -> str:
+    value = ((_job(doc) or {}).get("inputs") or {}).get("entrypoint")
+    return value if isinstance(value, str) else ""
+
+
+def _spec_hash(doc: dict[str, Any]) -> Any:
+    return ((_job(doc) or {}).get("inputs") or {}).get("spec_hash")
+
+
 def checkpoint_dir(doc: dict[str, Any]) -> Optional[str]:
     """`outputs.checkpointDir`, else the NeMo-RL override of the job's entrypoint."""
-    outputs, job = doc.get("outputs") or {}, _job(doc)
+    outputs = doc.get("outputs") or {}
     if isinstance(outputs.get("checkpointDir"), str):
         return outputs["checkpointDir"]
-    found = re.search(r"checkpointing\.checkpoint_dir=(\S+)", str(((job or {}).get("inputs") or {}).get("entrypoint")))
+    found = re.search(r"checkpointing\.checkpoint_dir=(\S+)", _entrypoint(doc))
     return found.group(1).strip("'\"") if found else None
 
 
-def names_dir(doc: dict[str, Any], directory: str) -> bool:
-    """Whether the plan names `directory` (below its `checkpoints/` root, whatever the mount) where a run reads it:
-    the job submission's inputs, a ConfigMap's `.json` data (the watcher's run.json), the outputs."""
-    tail = directory[directory.find("checkpoints/") :] if "checkpoints/" in directory else directory
-    pattern = re.compile(re.escape(tail) + r"(?![\w./-])")
-    places: list[Any] = [doc.get("outputs") or {}, ((_job(doc) or {}).get("inputs") or {})]
-    for r in doc.get("resources") or []:
-        if r["type"] == "kubernetes:core/v1:ConfigMap":
-            data = (r.get("inputs") or {}).get("data") or {}
-            places += [v for k, v in data.items() if k.endswith(".json")]
-    return bool(pattern.search(json.dumps(places, ensure_ascii=False)))
-
-
-def run_findings(before: dict[str, Any], after: dict[str, Any]) -> Iterator[Finding]:
-    """A running run restarted from step 0 fails; a resubmitted or stopped attempt warns with its cost."""
+def run_findings(before: dict[str, Any], after: dict[str, Any], continuity: Continuity) -> Iterator[Finding]:
+    """A run whose ledger goes, or that would not resume from its newest whole checkpoint, fails; a resubmitted
+    or stopped attempt warns with its cost."""
     if _job(before) is None:
         return
-    old_run = (before.get("outputs") or {}).get("runId")
-    name = f"run {old_run or (before.get('outputs') or {}).get('jobId') or '?'}"
+    old_out, new_out = before.get("outputs") or {}, after.get("outputs") or {}
+    old_run = old_out.get("runId")
+    name = f"run {old_run or old_out.get('jobId') or '?'}"
     if _job(after) is None:
         yield Finding(WARN, "run-stopped", name, "this release submits no job: the running attempt stops")
         return
-    new_run, old_dir, new_dir = (after.get("outputs") or {}).get("runId"), checkpoint_dir(before), checkpoint_dir(after)
-    restarts = []
-    if old_run and new_run and old_run != new_run:
-        restarts.append(f"its run id changes to {new_run}")
+    new_run, old_dir, new_dir = new_out.get("runId"), checkpoint_dir(before), checkpoint_dir(after)
+    failed = False
+    if not old_run and new_run and old_out.get("jobId"):
+        # Up to 1.0.0 the ledger was keyed by the spec's submission id (workloads/ledger.py `Ledger.from_dict`), so
+        # a spec change started a new one then too: said as a cost, as the release notes say it.
+        why = (
+            f"{LEDGER_LOST} once: REF keyed it by the job's submission id, this release by the run id ({new_run}); "
+            "`job.budgetUsd` counts from the upgrade"
+        )
+        yield Finding(WARN, "ledger-restarts", name, why)
+    elif old_run and new_run and old_run != new_run:
+        # The owner keeps one ledger per run id (workloads/ledger.py `LedgerFile.load`): a new id starts empty.
+        why = f"its run id changes to {new_run}: {LEDGER_LOST}, and the budget counts from $0 again"
+        yield Finding(FAIL, "ledger-lost", name, why)
+        failed = True
     if old_dir is None or new_dir is None:
-        restarts.append("its checkpoint directory cannot be read from the plans")
-    elif old_dir != new_dir and not names_dir(after, old_dir):
-        restarts.append(f"its checkpoints move from {old_dir} to {new_dir}; this release does not look in the old one")
-    if restarts:
-        why = f"restarts from step 0: {'; '.join(restarts)} (its old step_N checkpoints orphaned)"
-        yield Finding(FAIL, "run-restart", name, why)
-    elif (_job(before).get("inputs") or {}).get("spec_hash") != (_job(after).get("inputs") or {}).get("spec_hash"):
-        moved = "" if old_dir == new_dir else f", found in {old_dir}"
+        problem: Optional[str] = "its checkpoint directory cannot be read from the plans"
+    else:
+        problem = continuity(old_dir, new_dir, _entrypoint(after), _entrypoint(before))
+    if problem:
+        yield Finding(FAIL, "run-restart", name, f"does not resume where it was: {problem}")
+    elif not failed and _spec_hash(before) != _spec_hash(after):
+        moved = "" if old_dir == new_dir else f", brought over from {old_dir} by its continuity step"
         why = "the job spec changed: the running attempt stops and the next resumes from its last complete checkpoint"
         yield Finding(WARN, "job-resubmitted", name, why + moved)
 
@@ -273,6 +340,10 @@ def _loss(before: dict[str, Any], after: dict[str, Any]) -> tuple[Optional[float
 # ---- planning at two trees
 
 
+_CHILDREN: set[subprocess.Popen] = set()
+_CHILDREN_LOCK = threading.Lock()
+
+
 def plan(tree: Path, stack: str, config_file: Optional[Path] = None) -> tuple[Optional[dict[str, Any]], str]:
     """The offline plan's document in `tree` (this venv), or None and its last error line; a REF without
     `--assume-secrets` is asked without it."""
@@ -280,20 +351,42 @@ def plan(tree: Path, stack: str, config_file: Optional[Path] = None) -> tuple[Op
     for extra in (["--assume-secrets"], []):
         cmd = [sys.executable, "-m", "infra.plan", "--stack", stack, "--json", *extra, *flags]
         env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
-        try:
-            proc = subprocess.run(cmd, cwd=tree, capture_output=True, text=True, timeout=PLAN_TIMEOUT_S, env=env)
-        except subprocess.TimeoutExpired:
+        code, out, err = _run_child(cmd, tree, env)
+        if code is None:
             return None, f"the plan ran past {PLAN_TIMEOUT_S} s"
-        errors = [line for line in proc.stderr.splitlines() if line.strip()]
-        if proc.returncode != 0 and extra and any("--assume-secrets" in line for line in errors[-2:]):
+        errors = [line for line in err.splitlines() if line.strip()]
+        if code != 0 and extra and any("--assume-secrets" in line for line in errors[-2:]):
             continue
-        if proc.returncode == 0:
+        if code == 0:
             try:
-                return json.loads(proc.stdout), ""
+                return json.loads(out), ""
             except ValueError:
                 return None, "its output is not one JSON document"
-        return None, (errors[-1] if errors else f"exit code {proc.returncode}")[:300]
+        return None, (errors[-1] if errors else f"exit code {code}")[:300]
     return None, "unreachable"
+
+
+def _run_child(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[Optional[int], str, str]:
+    """Run a plan, registered so that an interrupted check stops it (`_stop_children`); None: it timed out."""
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    with _CHILDREN_LOCK:
+        _CHILDREN.add(proc)
+    try:
+        out, err = proc.communicate(timeout=PLAN_TIMEOUT_S)
+        return proc.returncode, out, err
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        return None, "", ""
+    finally:
+        with _CHILDREN_LOCK:
+            _CHILDREN.discard(proc)
+
+
+def _stop_children() -> None:
+    with _CHILDREN_LOCK:
+        for proc in list(_CHILDREN):
+            proc.kill()
 
 
 def provider_problem(pickled: str, tree: Path = ROOT) -> Optional[str]:
@@ -311,84 +404,114 @@ def provider_problem(pickled: str, tree: Path = ROOT) -> Optional[str]:
     return lines[-1] if lines else f"exit code {proc.returncode}"
 
 
-class EnvironmentProblem(Exception):
-    """Git cannot give the check REF (exit 3)."""
+class Interrupted(BaseException):
+    """SIGTERM (or SIGINT) during the check: everything it started is stopped and removed on the way out."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
 
 
-def _git(root: Path, *args: str) -> str:
-    proc = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
-    if proc.returncode != 0:
-        lines = proc.stderr.strip().splitlines()
-        raise EnvironmentProblem(lines[-1] if lines else f"git {args[0]} exit code {proc.returncode}")
-    return proc.stdout.strip()
+# ---- the check
 
 
-@contextmanager
-def worktree(root: Path, commit: str) -> Iterator[Path]:
-    """A detached worktree of `commit` in a temp directory, removed after."""
-    parent = Path(tempfile.mkdtemp(prefix="upgrade-check-"))
-    tree = parent / "ref"
+@dataclass(frozen=True)
+class Case:
+    stack: str
+    label: str
+    before_file: Optional[Path]  # None: REF's own committed file
+    after_file: Path
+    note: str = ""
+
+
+def cases_for(root: Path, tree: Path, stacks: list[str], named: list[Path]) -> list[Case]:
+    """A committed stack: REF's file at REF, this tree's version of it here (REF's when this tree dropped it);
+    a `--stack-file`: that file at both."""
+    cases = []
+    for stack in stacks:
+        old, new = tree / f"Pulumi.{stack}.yaml", root / f"Pulumi.{stack}.yaml"
+        if not new.is_file():
+            cases.append(Case(stack, stack, None, old, "this tree has no such file: REF's is planned here too"))
+            continue
+        changed = _bytes(old) != _bytes(new)
+        cases.append(Case(stack, stack, None, new, "the stack file changed since REF" if changed else ""))
+    for path in named:
+        cases.append(Case(_stack_of(path), str(path), path.resolve(), path.resolve()))
+    return cases
+
+
+def _bytes(path: Path) -> Optional[bytes]:
     try:
-        _git(root, "worktree", "add", "--detach", "--quiet", str(tree), commit)
-        yield tree
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+def compare_trees(
+    root: Path,
+    tree: Path,
+    cases: list[Case],
+    shown: str,
+    jobs: int = 2,
+    continuity: Continuity = upgrade_continuity.problem,
+) -> tuple[list[dict[str, Any]], list[Finding]]:
+    """Plan every case at `tree` (REF) and at `root` (this tree), compare: (the stacks, the findings)."""
+    pool = ThreadPoolExecutor(max_workers=max(1, min(jobs, len(cases) or 1)))
+    try:
+        planned = list(pool.map(lambda c: _plan_both(root, tree, c), cases))
+    except BaseException:
+        _stop_children()
+        raise
     finally:
-        subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=root, capture_output=True)
-        shutil.rmtree(parent, ignore_errors=True)
-        subprocess.run(["git", "worktree", "prune"], cwd=root, capture_output=True)
+        pool.shutdown(wait=True, cancel_futures=True)
+    load = functools.cache(lambda pickled: provider_problem(pickled, root))
+    findings: list[Finding] = []
+    stacks: list[dict[str, Any]] = []
+    for case, (before, before_error, after, after_error) in zip(cases, planned, strict=True):
+        comparable = before is not None and after is not None
+        stacks.append({"stack": case.stack, "file": case.label, "comparable": comparable, "note": case.note})
+        if before is None:
+            why = f"no plan at {shown}: {before_error}"
+            findings.append(Finding(WARN, "not-comparable", "plan", why, stack=case.label))
+        elif after is None:
+            why = f"planned at {shown}, refused now: {after_error}"
+            findings.append(Finding(FAIL, "no-longer-plans", "stack file", why, stack=case.label))
+        else:
+            findings += compare_plans(before, after, case.label, load, continuity)
+    return stacks, findings
 
 
-def committed_stacks(root: Path, commit: str) -> list[str]:
-    names = _git(root, "ls-tree", "--name-only", commit).splitlines()
-    return sorted(n[len("Pulumi.") : -len(".yaml")] for n in names if re.fullmatch(r"Pulumi\.[^/]+\.yaml", n))
-
-
-def resolve(root: Path, ref: str) -> str:
-    if not _git(root, "rev-parse", "--is-inside-work-tree") == "true":
-        raise EnvironmentProblem(f"{root} is not a git checkout")
-    try:
-        return _git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
-    except EnvironmentProblem:
-        raise EnvironmentProblem(
-            f"--from {ref}: not a commit of this repository; allowed: a release tag, branch or commit id "
-            "(a clone without tags: `git fetch --tags`)"
-        ) from None
+def _plan_both(root: Path, tree: Path, case: Case):
+    before, before_error = plan(tree, case.stack, case.before_file)
+    after, after_error = plan(root, case.stack, case.after_file) if before is not None else (None, "")
+    return before, before_error, after, after_error
 
 
 def check(root: Path, ref: str, named: list[Path], jobs: int = 2) -> dict[str, Any]:
     """Plan every case at REF and here, compare; the report `--json` prints."""
     started = time.monotonic()
-    commit = resolve(root, ref)
-    # (stack, label, the stack file the user named: None for a committed one, planned from REF's file)
-    cases = [(s, s, None) for s in committed_stacks(root, commit)]
-    cases += [(_stack_of(path), str(path), path.resolve()) for path in named]
-    findings: list[Finding] = []
-    stacks: list[dict[str, Any]] = []
-    with worktree(root, commit) as tree, ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        planned = list(pool.map(lambda c: _plan_both(root, tree, c[0], c[2]), cases))
-    load = functools.cache(lambda pickled: provider_problem(pickled, root))
-    for (stack, label, _), (before, before_error, after, after_error) in zip(cases, planned, strict=True):
-        stacks.append({"stack": stack, "file": label, "comparable": before is not None and after is not None})
-        if before is None:
-            findings.append(Finding(WARN, "not-comparable", "plan", f"no plan at {ref}: {before_error}", stack=label))
-        elif after is None:
-            why = f"planned at {ref}, refused now: {after_error}"
-            findings.append(Finding(FAIL, "no-longer-plans", "stack file", why, stack=label))
-        else:
-            findings += compare_plans(before, after, label, load)
+    check_ref_text(ref)
+    found = resolve(root, ref)
+    stacks = committed_stacks(root, found.commit)
+    check_history(root, found, stacks, named)
+    with worktree(root, found.commit) as tree:
+        cases = cases_for(root, tree, stacks, named)
+        planned, findings = compare_trees(root, tree, cases, found.shown, jobs)
+    if not any(s["comparable"] for s in planned):
+        first = next((f.message for f in findings), "no stack file")
+        raise EnvironmentProblem(
+            f"--from {found.shown} ({found.commit[:10]}): none of its {len(planned)} stack file(s) could be compared, "
+            f"so nothing is known: {first}"
+        )
     return {
-        "from": ref,
-        "commit": commit,
+        "from": found.shown,
+        "commit": found.commit,
+        "resolved": found.via,
         "ok": not any(f.level == FAIL for f in findings),
-        "stacks": stacks,
+        "stacks": planned,
         "findings": [asdict(f) for f in findings],
         "seconds": round(time.monotonic() - started, 1),
     }
-
-
-def _plan_both(root: Path, tree: Path, stack: str, named: Optional[Path]):
-    before, before_error = plan(tree, stack, named)
-    after, after_error = plan(root, stack, named or tree / f"Pulumi.{stack}.yaml") if before is not None else (None, "")
-    return before, before_error, after, after_error
 
 
 def _stack_of(path: Path) -> str:
@@ -404,15 +527,21 @@ def _stack_of(path: Path) -> str:
 def render(report: dict[str, Any]) -> str:
     findings = [Finding(**f) for f in report["findings"]]
     compared = sum(s["comparable"] for s in report["stacks"])
+    via = f", {report['resolved']}" if report.get("resolved") else ""
     lines = [
-        f"upgrade check: {report['from']} ({report['commit'][:10]}) -> this tree: {compared} of "
+        f"upgrade check: {report['from']} ({report['commit'][:10]}{via}) -> this tree: {compared} of "
         f"{len(report['stacks'])} stack files compared in {report['seconds']:g} s"
     ]
+    lines += [f"note {s['file']}: {s['note']}" for s in report["stacks"] if s.get("note")]
     lines += [f.line() for f in sorted(findings, key=lambda f: (f.level != FAIL, f.stack))]
     fails = sum(f.level == FAIL for f in findings)
     loses = "this upgrade loses data or training; it needs a new major version and an upgrade note"
     lines.append(f"{fails} failure(s): {loses}" if fails else f"ok: nothing lost ({len(findings)} warning(s))")
     return "\n".join(lines)
+
+
+def _on_signal(signum: int, _frame: Any) -> None:
+    raise Interrupted(signum)
 
 
 def main(argv: Optional[list[str]] = None, root: Path = ROOT) -> int:
@@ -424,14 +553,27 @@ def main(argv: Optional[list[str]] = None, root: Path = ROOT) -> int:
     parser.add_argument("--stack-file", type=Path, action="append", default=[], metavar="F", help=also)
     parser.add_argument("--json", action="store_true", help="print the report as one JSON document")
     parser.add_argument("--jobs", type=cli_args.positive_int, default=2, help="plans run at once (default 2)")
+    handlers = {}
+    if threading.current_thread() is threading.main_thread():
+        handlers = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         args = parser.parse_args(argv)
         for path in args.stack_file:
             _stack_of(path)
         report = check(root, args.ref, args.stack_file, args.jobs)
     except (cli_args.UsageError, argparse.ArgumentTypeError, EnvironmentProblem) as err:
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {cli_args.without_credentials(str(err))}", file=sys.stderr)
         return ENVIRONMENT if isinstance(err, EnvironmentProblem) else USAGE
+    except (Interrupted, KeyboardInterrupt) as err:
+        signum = err.signum if isinstance(err, Interrupted) else signal.SIGINT
+        name = signal.Signals(signum).name
+        print(
+            f"error: interrupted ({name}): the plans were stopped and the temporary worktree removed", file=sys.stderr
+        )
+        return 128 + signum
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
     print(json.dumps(report, indent=2) if args.json else render(report))
     return OK if report["ok"] else BROKEN
 

@@ -5,12 +5,14 @@ value is one line naming what is allowed. Standard library only (the watcher shi
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import re
 import stat
 import typing
-from typing import Callable, Optional
+import unicodedata
+from typing import Any, Callable, Optional
 
 MAX_USER_FILE_BYTES = 1 << 20
 """The most a file named on a command line (or a stack file) may hold; every real one is far smaller."""
@@ -27,7 +29,7 @@ class OneLineParser(argparse.ArgumentParser):
     """An `ArgumentParser` that raises `UsageError` instead of printing usage and exiting."""
 
     def error(self, message: str) -> "typing.NoReturn":
-        raise UsageError(without_credentials(message))  # a token typed as a flag's value is not repeated
+        raise UsageError(shown_line(message))  # a token typed as a flag's value is not repeated
 
 
 def whole_number(low: int, high: Optional[int], allowed: str) -> Callable[[str], int]:
@@ -76,6 +78,28 @@ def file_path(text: str) -> str:
 
 def _shown(text: str) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+SUBMISSION_ID_MAX = 128
+"""Longer than any id this program makes (`job_types`: an 80-character slug, 8 hex, `-rN`) or Ray does
+(`raysubmit_` and 16 characters)."""
+
+
+def submission_id(text: str) -> str:
+    """A Ray submission id as `--job` takes it: it becomes a URL path part (`/api/jobs/<id>`), so `..`, `/`, `?`
+    are refused, not sent; `''` (an unset variable) is refused, not read as "the stack's newest job" (which `stop`
+    would stop); a credential-shaped value is named as such and never repeated."""
+    allowed = (
+        f"allowed: a submission id (1-{SUBMISSION_ID_MAX} letters, digits, '-', '_' or '.', not starting with '.'), "
+        f"as `{RUN} jobctl list` shows them; leave --job out for the stack's newest job"
+    )
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"{text!r} is not allowed (is a shell variable unset?); {allowed}")
+    if looks_like_credential(text):
+        raise argparse.ArgumentTypeError(f"{CREDENTIAL_SHOWN} is not allowed; {allowed}")
+    if len(text) > SUBMISSION_ID_MAX or not re.fullmatch(r"[A-Za-z0-9_-][A-Za-z0-9_.-]*", text, re.ASCII):
+        raise argparse.ArgumentTypeError(f"{_shown(text)!r} ({len(text)} characters) is not allowed; {allowed}")
+    return text
 
 
 def stack_name(text: str) -> str:
@@ -177,3 +201,54 @@ def without_credentials(text: str) -> str:
         return text
     text = _QUOTED.sub(lambda m: CREDENTIAL_SHOWN if looks_like_credential(m.group()) else m.group(), text)
     return re.sub(r"[^\s,;()]+", lambda m: CREDENTIAL_SHOWN if looks_like_credential(m.group()) else m.group(), text)
+
+
+MAX_LINE = 2000
+"""The most characters of one message line: a value a user pasted (100,000 characters) is cut, not printed whole."""
+
+
+def one_line(text: str, limit: int = MAX_LINE) -> str:
+    """`text` as one bounded line: each control character (a newline would forge a second `error:` line, an
+    escape sequence would rewrite the terminal) and each Unicode line or paragraph separator shown as its escape,
+    then cut to `limit` characters, saying how long it was."""
+    shown = "".join(
+        repr(c)[1:-1]
+        if unicodedata.category(c) in ("Cc", "Zl", "Zp")
+        or c in "\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+        else c
+        for c in text
+    )
+    return shown if len(shown) <= limit else f"{shown[: limit - 40]}... ({len(shown)} characters, cut)"
+
+
+def shown_line(text: str, limit: int = MAX_LINE) -> str:
+    """The one sanitiser of a message that may hold what a user or a server sent: no credential, one line, bounded."""
+    return one_line(without_credentials(text), limit)
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON allows; allowed: finite numbers")
+
+
+def loads_json(data: "bytes | str", largest: Optional[float] = None) -> Any:
+    """JSON as RFC 8259 has it: `NaN`, `Infinity` and a float that overflows (`1e309`) are refused (Python's
+    parser takes them; they would end in a traceback where a time or a price is used), so are an integer of more
+    than 4300 digits and nesting past the recursion limit (Python's own limits), and with `largest` any number
+    beyond it (a time of 1e300 has no calendar date): all as a one-line `ValueError`."""
+
+    def number(text: str, value: float) -> float:
+        if not math.isfinite(value):
+            raise ValueError(f"{_shown(text)} is beyond a 64-bit float; allowed: finite numbers")
+        if largest is not None and abs(value) > largest:
+            raise ValueError(f"{_shown(text)} is out of range; allowed: numbers up to {largest:g}")
+        return value
+
+    try:
+        return json.loads(
+            data,
+            parse_constant=_refuse_constant,
+            parse_float=lambda text: number(text, float(text)),
+            parse_int=lambda text: int(number(text, int(text))),
+        )
+    except RecursionError:
+        raise ValueError("nested too deeply; allowed: JSON of at most a few hundred levels") from None

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from typing import Callable, Optional, TextIO
 
-from workloads.cli_args import UsageError
+from workloads.cli_args import UsageError, shown_line
 from workloads.job_types import JobBuildError
 
 OK, JOB_FAILED, USAGE, UNREACHABLE, TIMEOUT, GATE_FAILED = 0, 1, 2, 3, 4, 5
@@ -58,5 +58,5 @@ def run(body: Callable[[], int], err: TextIO) -> int:
         code = for_error(exc)
         if code is None:
             raise
-        err.write(f"error: {exc}\n")
+        err.write(f"error: {shown_line(str(exc))}\n")  # one line, whatever a user or a server put in it
         return code

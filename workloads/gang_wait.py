@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Optional, Protocol
+from typing import Any, Callable, Optional, Protocol
 
 NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"
 """A copy of infra.naming.NODE_POOL_LABEL (tests/test_gang_wait.py checks them equal)."""
@@ -43,6 +43,39 @@ class GangView(Protocol):
     def node_created(self, node: str) -> Optional[float]: ...
 
     def release(self) -> str: ...
+
+    def group(self) -> "WorkerGroup": ...
+
+    def scale(
+        self, replicas: int, claim_until: Optional[float] = None, asked_at: Optional[float] = None
+    ) -> Optional[int]: ...
+
+
+@dataclass(frozen=True)
+class WorkerGroup:
+    """The RayCluster's GPU worker group as its spec says (workloads/worker_group.py owns `replicas`)."""
+
+    index: int
+    replicas: int
+    min_replicas: int
+    max_replicas: Optional[int]
+    claimed_until: Optional[float] = None
+    """Until when a party that asked for the workers holds them against the owner's release (epoch seconds)."""
+    asked_at: Optional[float] = None
+    """When an ask last raised the group's replicas (epoch seconds): nodes registered after it are the asker's."""
+
+
+CLAIM_ANNOTATION = "nemo-rl-gke/workers-claimed-until"
+"""The RayCluster annotation of a claim (workloads/worker_group.py): epoch seconds, as text."""
+ASKED_ANNOTATION = "nemo-rl-gke/workers-asked-at"
+"""The RayCluster annotation of the last ask that raised the replicas: epoch seconds, as text."""
+
+
+def _epoch(text: Any) -> Optional[float]:
+    try:
+        return float(text) if text else None
+    except (TypeError, ValueError):  # a hand-written value: none
+        return None
 
 
 VIEW_ERRORS = (OSError, ValueError, LookupError, StopIteration)
@@ -146,10 +179,12 @@ def kube_time(stamp: Optional[str]) -> Optional[float]:
 
 
 def pod_marks(view: GangView, want: int) -> dict[str, float]:
-    """The goodput boundaries the worker pods show once the whole gang runs (workloads/goodput.py):
+    """The goodput boundaries the worker pods show once `want` of them run (the attempt's size; workloads/goodput.py):
     `paidFrom`, the first GPU node's registration (its VM was billed a little earlier: only a real cluster
-    says how much); `nodesReady`, the last pod bound to a node; `podsRunning`, the last container started,
-    its image pulled. Empty until `want` pods run with both times."""
+    says how much; goodput pays from no earlier than the run's first submission or the last release, since a
+    node may be older than the run); `nodesReady`, the last pod bound to a node; `podsRunning`, the last
+    container started, its image pulled. Empty until `want` pods run with both times: the owner reads again at
+    its next look (`Watcher._mark_pods`)."""
     pods = [p for p in view.worker_pods() if p.phase == "Running" and p.node and p.scheduled_at and p.started_at]
     if want < 1 or len(pods) < want:
         return {}
@@ -192,7 +227,7 @@ class KubeGangView:
     def __init__(
         self,
         base: str,
-        token: "str | Path",
+        token: "str | Path | Callable[[], str]",
         ca_file: Optional[str],
         namespace: str,
         ray_cluster: str,
@@ -222,6 +257,8 @@ class KubeGangView:
         """The token file is read for every request: the kubelet rotates it (the `serviceAccountToken` projection,
         https://kubernetes.io/docs/reference/kubernetes-api/config-and-storage-resources/volume/,
         https://kubernetes.io/docs/reference/access-authn-authz/service-accounts-admin/#bound-service-account-token-volume)."""
+        if callable(self.token):  # a Google token provider on a user's machine: refreshed within its hour
+            return self.token()
         return self.token.read_text().strip() if isinstance(self.token, Path) else self.token
 
     def _call(self, method: str, path: str, body: Any = None, content_type: str = "application/json") -> Any:
@@ -232,8 +269,19 @@ class KubeGangView:
             method=method,
             headers={"Authorization": f"Bearer {self._token()}", "Content-Type": content_type},
         )
-        with urllib.request.urlopen(request, timeout=self.timeout, context=self.context) as response:
-            return json.loads(response.read() or b"{}")
+        from workloads.deadline import within
+
+        def fetch() -> bytes:
+            with urllib.request.urlopen(request, timeout=self.timeout, context=self.context) as response:
+                return response.read()
+
+        # `timeout` bounds each wait for a byte; a server trickling bytes is bounded by the deadline (an OSError).
+        where = f"the Kubernetes API ({method} {path.partition('?')[0]})"
+        body = within(3 * self.timeout, fetch, where)
+        try:
+            return json.loads(body or b"{}")
+        except (ValueError, RecursionError):
+            raise ValueError(f"{where} answered with something other than JSON") from None
 
     def worker_pods(self) -> list[WorkerPod]:
         # KubeRay's labels on every pod of a worker group.
@@ -271,23 +319,85 @@ class KubeGangView:
         return self._node(node)[1]
 
     def release(self) -> str:
-        """Scale the worker group to 0; a later `pulumi up` does not restore it (docs/day-2.md)."""
+        """Scale the worker group to 0 (nothing brings it back but the owner's ask, workloads/worker_group.py)."""
         self.scale(0)
         return f"worker group {self.worker_group} of RayCluster {self.ray_cluster} scaled to 0"
 
-    def scale(self, replicas: int) -> Optional[int]:
-        """Set the worker group's `replicas` and `minReplicas` (infra/ray_cluster.py sets min = max); returns the
-        replicas it had, or None when nothing was patched."""
-        path = f"/apis/ray.io/v1/namespaces/{self.namespace}/rayclusters/{self.ray_cluster}"
-        cluster = self._call("GET", path)
-        groups = cluster["spec"]["workerGroupSpecs"]
-        index = next(i for i, g in enumerate(groups) if g.get("groupName") == self.worker_group)
-        had = groups[index].get("replicas")
-        if had == replicas and groups[index].get("minReplicas") == replicas:
+    def _cluster_path(self) -> str:
+        return f"/apis/ray.io/v1/namespaces/{self.namespace}/rayclusters/{self.ray_cluster}"
+
+    def _read_group(self) -> tuple[dict[str, Any], WorkerGroup]:
+        from workloads.cli_args import shown_line
+
+        # Of a shape other than KubeRay's (a hand edit, another CRD version, a proxy's page): one line, a ValueError
+        # or LookupError (`VIEW_ERRORS`), never a KeyError's bare key; what the server sent is shown sanitised.
+        cluster = self._call("GET", self._cluster_path())
+        what = f"RayCluster {self.ray_cluster} in namespace {self.namespace}"
+        spec_of = cluster.get("spec") if isinstance(cluster, dict) else None
+        groups = spec_of.get("workerGroupSpecs") if isinstance(spec_of, dict) else None
+        if not isinstance(groups, list) or not all(isinstance(g, dict) for g in groups):
+            raise ValueError(
+                f"{what} has no list of worker groups (spec.workerGroupSpecs); allowed: a RayCluster of KubeRay's "
+                "ray.io/v1 API"
+            )
+        index = next((i for i, g in enumerate(groups) if g.get("groupName") == self.worker_group), None)
+        if index is None:
+            names = shown_line(", ".join(repr(g.get("groupName")) for g in groups), 200)
+            raise LookupError(f"{what} has no worker group {self.worker_group!r} (its groups: {names or 'none'})")
+        spec = groups[index]
+
+        def count(key: str) -> Optional[int]:
+            value = spec.get(key)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+                shown = shown_line(repr(value), 60)
+                raise ValueError(f"{what}: worker group {self.worker_group} has {key} {shown}; allowed: 0 or more")
+            return value
+
+        meta = cluster.get("metadata")
+        annotations = meta.get("annotations") if isinstance(meta, dict) else None
+        annotations = annotations if isinstance(annotations, dict) else {}
+        group = WorkerGroup(
+            index,
+            count("replicas") or 0,
+            count("minReplicas") or 0,
+            count("maxReplicas"),
+            _epoch(annotations.get(CLAIM_ANNOTATION)),
+            _epoch(annotations.get(ASKED_ANNOTATION)),
+        )
+        return cluster, group
+
+    def group(self) -> WorkerGroup:
+        return self._read_group()[1]
+
+    def scale(
+        self, replicas: int, claim_until: Optional[float] = None, asked_at: Optional[float] = None
+    ) -> Optional[int]:
+        """Set the worker group's `replicas` (and lower a `minReplicas` above it: KubeRay clamps `replicas` into
+        [min, max], ray-project/kuberay v1.7.0 ray-operator/controllers/ray/utils/util.go
+        `GetWorkerGroupDesiredReplicas`); with `claim_until`, also write the claim annotation. One JSON patch whose
+        first op tests the group's name, so a list reordered since the read is refused, not patched at the wrong
+        index. With `asked_at`, a raise of the replicas also stamps when (`ASKED_ANNOTATION`). Returns the replicas it
+        had, or None when they were `replicas` already."""
+        cluster, group = self._read_group()
+        spec = f"/spec/workerGroupSpecs/{group.index}"
+        ops: list[dict[str, Any]] = []
+        if group.replicas != replicas:
+            ops.append({"op": "replace", "path": f"{spec}/replicas", "value": replicas})
+        if group.min_replicas > replicas:
+            ops.append({"op": "replace", "path": f"{spec}/minReplicas", "value": replicas})
+        notes = {}
+        if claim_until is not None:
+            notes[CLAIM_ANNOTATION] = f"{claim_until:.0f}"
+        if asked_at is not None and replicas > group.replicas:
+            notes[ASKED_ANNOTATION] = f"{asked_at:.0f}"
+        if notes and (cluster.get("metadata") or {}).get("annotations") is None:
+            ops.append({"op": "add", "path": "/metadata/annotations", "value": notes})
+        else:  # "add" on an object member replaces it (RFC 6902 4.1); "/" in a key is "~1" (RFC 6901)
+            for name, stamp in notes.items():
+                key = name.replace("~", "~0").replace("/", "~1")
+                ops.append({"op": "add", "path": f"/metadata/annotations/{key}", "value": stamp})
+        if not ops:
             return None
-        patch = [
-            {"op": "replace", "path": f"/spec/workerGroupSpecs/{index}/replicas", "value": replicas},
-            {"op": "replace", "path": f"/spec/workerGroupSpecs/{index}/minReplicas", "value": replicas},
-        ]
-        self._call("PATCH", path, patch, content_type="application/json-patch+json")
-        return int(had or 0)
+        test = {"op": "test", "path": f"{spec}/groupName", "value": self.worker_group}
+        self._call("PATCH", self._cluster_path(), [test, *ops], content_type="application/json-patch+json")
+        return group.replicas if group.replicas != replicas else None

@@ -3,16 +3,20 @@
 Pulumi pickles the provider by module path into the stack state (docs/architecture.md), so the class stays
 here and the logic lives in `workloads.submit`. Props, snake_case: the `JobSpec` (`SPEC_KEYS`); the
 connection (`address`, or `gke_endpoint`, `ca_cert_b64`, `namespace`, `head_service`); `ray_cluster_name`
-(empty: no readiness wait); the optional timeouts `ready_timeout`, `ray_cluster_timeout`, `http_timeout`;
-`gate_policy`, `gate_plan`; `ledger_path`. No secret: the provider takes a Google token (Application Default
-Credentials) at run time. Outputs add `submission_id` (`-r<N>` for a retried attempt), `status` and
-`gate_result` (`GateReport.outputs`, or `{"ran": false, ...}`).
+(empty: no readiness wait); `worker_group` and `worker_replicas` (the GPU workers an attempt asks for,
+workloads/worker_group.py; absent: none asked for); the optional timeouts `ready_timeout`, `ray_cluster_timeout`,
+`http_timeout`; `gate_policy`, `gate_plan`; `ledger_path`. No secret: the provider takes a Google token
+(Application Default Credentials) at run time. Outputs add `submission_id` (`-r<N>` for a retried attempt),
+`status` and `gate_result` (`GateReport.outputs`, or `{"ran": false, ...}`).
 
-Create and update first wait for the RayCluster (`workloads.readiness`: Helm's wait does not understand the
-custom resource), then for the dashboard, then submit the way the run's owner does (`run_owner.submit_gated`:
-an `enforce` gate that fails raises `GateFailed` and nothing is submitted). A new `spec_hash` replaces the
-resource, old deleted first; delete stops every attempt and waits for each to end (before the Lustre export);
-read keeps the recorded state when the dashboard cannot be asked (a refresh must not need the Ray head up).
+Create and update first wait for the RayCluster's head (`workloads.readiness`: Helm's wait does not understand
+the custom resource), then for the dashboard, then submit the way the run's owner does (`run_owner.submit_gated`:
+the workers asked for and counted in Ray first, since the Helm values install none and a finished run released
+them; an `enforce` gate that fails raises `GateFailed` and nothing is submitted). Create asks for the workers as
+soon as the RayCluster exists, so the GPU nodes boot while the head starts, as the chart's own replicas did.
+A new `spec_hash` replaces the resource, old deleted first; delete stops every attempt and waits for each to end
+(before the Lustre export); read keeps the recorded state when the dashboard cannot be asked (a refresh must not
+need the Ray head up).
 """
 
 from __future__ import annotations
@@ -27,7 +31,16 @@ from pulumi.dynamic import CreateResult, DiffResult, ReadResult, ResourceProvide
 from workloads.job_types import JobSpec
 
 SPEC_KEYS = ("entrypoint", "runtime_env", "submission_id", "metadata", "spec_hash")
-CONNECTION_KEYS = ("address", "gke_endpoint", "ca_cert_b64", "namespace", "head_service", "ray_cluster_name")
+CONNECTION_KEYS = (
+    "address",
+    "gke_endpoint",
+    "ca_cert_b64",
+    "namespace",
+    "head_service",
+    "ray_cluster_name",
+    "worker_group",
+    "worker_replicas",
+)
 
 
 def _spec(props: dict[str, Any]) -> JobSpec:
@@ -51,8 +64,73 @@ def _log(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def _wait_for_ray_cluster(props: dict[str, Any]) -> None:
-    """Block until the RayCluster `ray_cluster_name` is provisioned; a no-op without a name."""
+def _worker_view(props: dict[str, Any]) -> Any:
+    """The RayCluster's GPU worker group through the GKE API server with the operator's Google credentials (a
+    `KubeGangView`), or None without a Kubernetes API (an `address` alone) or without workers to ask for."""
+    if not (props.get("gke_endpoint") and props.get("ray_cluster_name") and props.get("worker_group")):
+        return None
+    if not int(props.get("worker_replicas") or 0):
+        return None
+    from workloads import ray_address, ray_connection
+    from workloads.gang_wait import KubeGangView
+
+    verify = ray_connection.tls_verify(None, props.get("ca_cert_b64") or None)
+    return KubeGangView(
+        ray_address.endpoint_url(props["gke_endpoint"]),
+        ray_connection.google_token_provider(),
+        verify if isinstance(verify, str) else None,
+        props["namespace"],
+        props["ray_cluster_name"],
+        props["worker_group"],
+    )
+
+
+def _ask_for_workers_early(props: dict[str, Any]) -> Any:
+    """An `on_found` for the head wait that asks for the workers once the RayCluster exists (create only)."""
+    from workloads import worker_group
+    from workloads.gang_wait import VIEW_ERRORS
+
+    view, asked = _worker_view(props), []
+    if view is None:
+        return None
+
+    def on_found() -> None:
+        if asked:
+            return
+        try:
+            had = worker_group.ask(view, int(props["worker_replicas"]), time.time())
+        except VIEW_ERRORS as err:  # asked again before the submission, where a failure stops it
+            _log(f"asking for the Ray workers failed ({err}); trying again before the submission")
+            return
+        asked.append(True)
+        if had is not None:
+            _log(f"Ray workers asked for: {had} -> {props['worker_replicas']} (GKE adds the GPU nodes for them)")
+
+    return on_found
+
+
+def _ensure_workers(client: Any, props: dict[str, Any]) -> Any:
+    """`run_owner.submit_gated`'s `ensure_workers` for the deploy: ask through the GKE API, count in Ray."""
+    want = int(props.get("worker_replicas") or 0)
+    if not want:
+        return None
+    from workloads import worker_group
+
+    view = _worker_view(props)
+    timeout = float(props.get("ray_cluster_timeout") or RAY_CLUSTER_TIMEOUT)
+    return lambda: worker_group.ensure_workers(
+        view,
+        want,
+        lambda: worker_group.alive_gpu_nodes(client),
+        timeout_s=timeout,
+        poll_s=RAY_CLUSTER_POLL,
+        on_line=_log,
+    )
+
+
+def _wait_for_ray_cluster(props: dict[str, Any], *, ask_early: bool = False) -> None:
+    """Block until the head of the RayCluster `ray_cluster_name` is ready; a no-op without a name. With
+    `ask_early`, the workers are asked for as soon as the RayCluster exists."""
     name = props.get("ray_cluster_name")
     if not name:
         return
@@ -61,8 +139,11 @@ def _wait_for_ray_cluster(props: dict[str, Any]) -> None:
     from workloads import readiness
 
     shown: list[str] = []
+    on_found = _ask_for_workers_early(props) if ask_early else None
 
     def report(progress: "readiness.RayClusterProgress") -> None:
+        if progress.found and progress.error is None and on_found is not None:
+            on_found()
         line = progress.describe()
         if not shown or shown[-1] != line:  # only changes
             shown.append(line)
@@ -123,7 +204,8 @@ def _submit_gated(client: Any, spec: JobSpec, props: dict[str, Any]) -> tuple[An
     # The run ledger on the head's Lustre numbers the attempt; a state from before `ledger_path` has none.
     path = props.get("ledger_path")
     reader = (lambda: ledger.read_on_head(client, path, stack=spec.stack)) if path else None
-    result, report = run_owner.submit_gated(client, spec, gate, on_line=_log, ledger=reader)
+    ensure = _ensure_workers(client, props)
+    result, report = run_owner.submit_gated(client, spec, gate, on_line=_log, ledger=reader, ensure_workers=ensure)
     if not gate.on or report is None:
         summary = "gate off" if not gate.on else "job already on the cluster"
         return result, {"ran": False, "policy": gate.policy, "summary": summary}
@@ -162,7 +244,7 @@ class JobSubmissionProvider(ResourceProvider):
     serialize_as_secret_always = False
 
     def create(self, props: dict[str, Any]) -> CreateResult:
-        _wait_for_ray_cluster(props)
+        _wait_for_ray_cluster(props, ask_early=True)
         result, gate = _submit_gated(_client(props, wait_ready=True), _spec(props), props)
         return CreateResult(id_=result.submission_id, outs=_outs(props, result.submission_id, result.status, gate))
 

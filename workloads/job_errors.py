@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from workloads.cli_args import RUN, looks_like_credential, without_credentials
+from workloads.cli_args import RUN, looks_like_credential, shown_line
 
 if TYPE_CHECKING:
     from ray.job_submission import JobStatus
@@ -50,7 +50,8 @@ class UnknownJob(JobError):
     def __init__(self, job_id: str, address: str = ""):
         self.job_id = job_id
         where = f" on {redacted(address)}" if address else ""
-        super().__init__(f"no job {job_id!r}{where}; `{RUN} jobctl list --stack <stack>` shows the stack's jobs")
+        shown = shown_line(repr(job_id), 160)
+        super().__init__(f"no job {shown}{where}; `{RUN} jobctl list --stack <stack>` shows the stack's jobs")
 
 
 class WaitTimeout(JobError):
@@ -71,13 +72,20 @@ class DuplicateSubmission(DashboardError):
         self.job_id = job_id
 
 
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://")
+"""RFC 3986's scheme, then `//`. Not `urlsplit`: it ends the netloc at the first `/`, so with a password that holds
+`//` (`http://admin:pw//x@host`) it would take `admin:pw` for the host and leave the rest in the path."""
+
+
 def redacted(text: str) -> str:
-    """A URL as messages show it: `user:password@` masked (up to the last `@`), no query or fragment, and a path
-    part that looks like a credential not shown."""
-    scheme, slashes, rest = text.rpartition("//") if "//" in text.split("@", 1)[0] else ("", "", text)
-    prefix = scheme + slashes
+    """A URL as messages show it: everything between the scheme and the last `@` (the userinfo, whatever `/`, `#`,
+    `?` or `//` a password holds) masked as `***`, no query or fragment, a path part that looks like a credential not
+    shown, and one bounded line (a control character escaped)."""
+    scheme = _SCHEME.match(text)
+    prefix = scheme.group() if scheme else ""
+    rest = text[len(prefix) :]
     if "@" in rest:
         rest = "***@" + rest.rpartition("@")[2]
     rest = re.split(r"[?#]", rest, maxsplit=1)[0]
     rest = "/".join("***" if looks_like_credential(part) else part for part in rest.split("/"))
-    return without_credentials(prefix + rest)
+    return shown_line(prefix + rest, 300)

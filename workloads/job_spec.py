@@ -13,11 +13,17 @@ Secrets never appear here: the Ray pods mount them as files and their environmen
 
 from __future__ import annotations
 
+import ast
+import base64
+import functools
+import io
 import posixpath
-import re
 import shlex
+import tokenize
+from pathlib import Path
 from typing import Any, Mapping, Protocol
 
+from workloads import checkpoints
 from workloads.job_types import (  # noqa: F401 (re-exported: plan-time callers read them here too)
     CHECKPOINTS_DIR,
     META_ATTEMPT,
@@ -78,8 +84,8 @@ def checkpoint_key(recipe: Recipe, par: Parallelism, user_overrides: "tuple[str,
     A change of any of them starts a new directory; any other change resumes where the run was."""
     model = _last_value(recipe, user_overrides, "policy.model_name") or recipe.model
     seq = _last_int(recipe, user_overrides, "policy.max_total_sequence_length", recipe.config_max_sequence_length)
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("_.")
-    return f"{slug}-seq{seq}-{par.backend.value}-tp{par.train_tensor_parallel}-pp{par.train_pipeline_parallel}"
+    # The entrypoint computes the same key from a step's saved config (`checkpoints.recorded_run_key`).
+    return checkpoints.run_key(model, seq, par.backend.value, par.train_tensor_parallel, par.train_pipeline_parallel)
 
 
 def run_checkpoint_subdir_for(recipe: Recipe, job_cfg: "JobSettings", stack: str) -> str:
@@ -92,21 +98,66 @@ def run_id_of(recipe: Recipe, job_cfg: "JobSettings", stack: str) -> str:
     return run_id_for(stack, recipe.name, checkpoint_key(recipe, job_cfg.parallelism, job_cfg.overrides))
 
 
-ADOPTED = "nemo-rl-gke: resuming from the checkpoints of an earlier release"  # then what moved where
+def checkpoints_program() -> str:
+    """`workloads/checkpoints.py` as one `python -c` program: the module's own code (one implementation of a whole
+    step), so that only a change of that code changes the spec. The head runs it with the NeMo-RL image's Python.
+    The job's runtime env ships no code: a `py_modules` entry would put a path of the submitter's machine in the
+    spec, and NeMo-RL's actors would inherit it (`RAY_OVERRIDE_JOB_RUNTIME_ENV`)."""
+    return _code_only(Path(checkpoints.__file__).read_text())
 
 
-def adopt_legacy_checkpoints(legacy: str, current: str) -> str:
-    """A shell command, run by the entrypoint before every attempt whoever submits it, that moves each `step_*`
-    of `legacy` (where releases up to 5971cc4 saved: `checkpoints/<stack>/<recipe>`) missing from `current` into
-    it, where NeMo-RL resumes from the newest (nemo_rl/utils/checkpoint.py `get_latest_checkpoint_path`).
-    `current` is inside `legacy` on the same Lustre, so each move is an atomic rename; idempotent; `tmp_step_*`
-    stays; a failed rename exits 1 rather than start the run at step 0 beside its checkpoints."""
-    return (
-        f'o={shlex.quote(legacy)}; c={shlex.quote(current)}; m=; for d in "$o"/step_*; do '
-        '[ -d "$d" ] || continue; s="${d##*/}"; [ -e "$c/$s" ] && continue; mkdir -p "$c" && mv "$d" "$c/$s" '
-        '|| { echo "nemo-rl-gke: cannot move $d to $c" >&2; exit 1; }; m="$m $s"; done; '
-        f'[ -z "$m" ] || echo "{ADOPTED}: moved$m from $o to $c"'
-    )
+@functools.lru_cache(maxsize=2)
+def _code_only(source: str) -> str:
+    """`source` without its docstrings, comments and blank lines, cut out of the text where `ast` and `tokenize` place
+    them: the same text on every Python that parses it. (`ast.unparse` is not: its output differs from 3.10 to 3.12,
+    and 3.12's f-strings do not parse on an older Python.)"""
+    lines = source.splitlines()
+    cut: dict[int, int] = {}  # line index -> the column its comment starts at
+    inside: set[int] = set()  # lines a multi-line token continues on: kept as they are, blank or not
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type == tokenize.COMMENT:
+            cut[token.start[0] - 1] = token.start[1]
+        elif token.end[0] > token.start[0]:
+            inside.update(range(token.start[0], token.end[0]))
+    dropped: set[int] = set()
+    replaced: dict[int, str] = {}
+    for node in ast.walk(ast.parse(source)):
+        for field in ("body", "orelse", "finalbody"):
+            body = getattr(node, field, None)
+            if not isinstance(body, list):  # a lambda's or conditional expression's body is one expression
+                continue
+            strings = [s for s in body if isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)]
+            for doc in strings:
+                first, last = doc.lineno - 1, (doc.end_lineno or doc.lineno) - 1
+                # `ast` counts columns in UTF-8 bytes.
+                before, after = lines[first].encode()[: doc.col_offset], lines[last].encode()[doc.end_col_offset or 0 :]
+                if before.strip() or after.strip():
+                    raise ValueError(f"line {doc.lineno}: a docstring shares its lines with code")
+                dropped.update(range(first, last + 1))
+            if strings and len(strings) == len(body):  # a body of docstrings only: `pass` keeps it a body
+                replaced[strings[0].lineno - 1] = " " * strings[0].col_offset + "pass"
+    kept = []
+    for i, line in enumerate(lines):
+        if i in replaced or i in dropped:
+            kept.extend([replaced[i]] if i in replaced else [])
+            continue
+        line = line[: cut[i]].rstrip() if i in cut else line
+        if line.strip() or i in inside:
+            kept.append(line)
+    return "\n".join(kept) + "\n"
+
+
+def prepare_checkpoints(current: str, legacy: str) -> str:
+    """The shell step the entrypoint runs before NeMo-RL on every attempt, whoever submits it (the deploy, `jobctl`,
+    the owner): `workloads.checkpoints.prepare` on the Ray head, which mounts Lustre. It renames `current`'s
+    incomplete `step_N` aside, since NeMo-RL resumes from the highest `step_N` unchecked (nemo_rl/utils/checkpoint.py
+    `get_latest_checkpoint_path`), moves `legacy`'s whole steps of this run into `current` and removes dead partial
+    saves; a failed rename ends the attempt (`|| exit`) rather than start it at the wrong step."""
+    # Base64 keeps the entrypoint one line (the dry run, Ray's "Running entrypoint" log line, the dashboard); plain
+    # base64, not compressed: zlib's bytes may differ between the submitters' builds, and the spec hash with them.
+    encoded = base64.b64encode(checkpoints_program().encode()).decode()
+    program = f"import base64; exec(base64.b64decode('{encoded}').decode())"
+    return f"python -c {shlex.quote(program)} {shlex.quote(current)} {shlex.quote(legacy)} || exit $?"
 
 
 def _last_value(recipe: Recipe, user_overrides: "tuple[str, ...] | list[str]", key: str) -> "str | None":
@@ -250,13 +301,22 @@ def _derived(
 
 SYNC_SAVE = "checkpointing.is_async"
 """Off from v0.6.0: its DTensor v2 worker saves with `dcp.async_save` (nemo_rl/models/policy/workers/
-dtensor_policy_worker_v2.py) and grpo.py renames tmp_step_N to step_N before the write ends (fixed only in
-unreleased c95bec5a6); `save_checkpoint` copies this key over the worker's (nemo_rl/models/automodel/
-checkpoint.py `update_checkpointer_config`). Set with `++`: no config file carries it. v0.5.0 saves
-synchronously (nemo_rl/utils/automodel_checkpoint.py), v0.4.0 and Megatron (`async_save=False`) too."""
+dtensor_policy_worker_v2.py) and grpo.py renames tmp_step_N to step_N before the write ends; `save_checkpoint`
+copies this key over the worker's (nemo_rl/models/automodel/checkpoint.py `update_checkpointer_config`). Set with
+`++`: no config file carries it. v0.5.0 saves synchronously (nemo_rl/utils/automodel_checkpoint.py), v0.4.0 and
+Megatron (`async_save=False`) too. The fix, NVIDIA-NeMo/RL c95bec5a6 ("wait for async writes before promoting
+tmp_step_N", 2026-08-09), is an ancestor of no tag read here (`git merge-base --is-ancestor`: not v0.7.0, not main
+at 7ea279abf of 2026-08-22; only branch muse-glimmer-support / PR 3643 hold it) and tag v0.8.0 is not in the
+mirror: the override stays on for every async-saving tag until a tag's source shows the fix (`ASYNC_SAVE_FIXED`)."""
+
+ASYNC_SAVE_FIXED: frozenset[str] = frozenset()
+"""Image tags whose source has c95bec5a6 (checked with `git merge-base --is-ancestor c95bec5a6 <tag>`): none yet."""
 
 
 def _saves_async(tag: str) -> bool:
+    """Whether the image's DTensor worker saves asynchronously without the fix: the override is needed."""
+    if tag in ASYNC_SAVE_FIXED:
+        return False
     try:
         version = tuple(int(part) for part in tag.lstrip("v").split(".")[:3])
     except ValueError:
@@ -344,10 +404,10 @@ def build_job(
     argv = ["python", recipe.image.grpo_script, "--config", recipe.config_file, *overrides]
     # The image's scripts, configs and data.prompt_file are relative to its checkout; a Ray job
     # starts wherever the raylet runs, so change there first (as the codelab's script does).
-    adopt = adopt_legacy_checkpoints(
-        legacy_checkpoint_dir(mount_path, stack, recipe.name), derived["checkpointing.checkpoint_dir"]
+    prepare = prepare_checkpoints(
+        derived["checkpointing.checkpoint_dir"], legacy_checkpoint_dir(mount_path, stack, recipe.name)
     )
-    entrypoint = f"{adopt}; cd {shlex.quote(recipe.image.workdir)} && {shlex.join(argv)}"
+    entrypoint = f"{prepare}; cd {shlex.quote(recipe.image.workdir)} && {shlex.join(argv)}"
     home = hf_home(mount_path)
     runtime_env = {
         "env_vars": {

@@ -41,6 +41,9 @@ class Attempt:
     """The rungs its nodes came from ("spot 3, onDemand 5"); empty: not looked at."""
     released: Optional[float] = None
     """When the owner released the workers after this attempt ended the run; None: not released."""
+    restored: list[list[float]] = field(default_factory=list)
+    """[seen, released again] of each time the workers came back after the release with no attempt to run (a Helm
+    upgrade of the Ray release, a hand edit) and the owner released them again: paid, idle GPU time."""
     marks: dict[str, float] = field(default_factory=dict)
     """Named times around the attempt (`gateStart`, `gateEnd`, `nodesReady`, `podsRunning`): goodput boundaries."""
 
@@ -151,10 +154,34 @@ class LedgerFile:
     def __init__(self, path: str | Path):
         self.path = Path(path)
 
-    def load(self, stack: str, run_id: str) -> Ledger:
+    MAX_BYTES = 16 << 20
+    """Far above any ledger (its events grow a line per attempt and wait); a larger file reads as no ledger."""
+    LARGEST = 1e12
+    """No number of a ledger comes near it (epoch seconds: the year 33658; dollars, steps, nodes); a larger one would
+    fail where it is shown (`time.gmtime(1e300)` overflows)."""
+
+    def load(self, stack: str, run_id: str, *, refuse: bool = False) -> Ledger:
+        """The ledger of `run_id` in the file: read by the bounded reader (a FIFO or /dev/zero is refused, not
+        waited on or read without end) and of a ledger's shape (`_fits`, as the head read checks it). Another run's,
+        or none: an empty ledger. A file that is not a ledger: an empty ledger, or with `refuse` (a file a user
+        named) a `ValueError` saying why, in one line."""
+        from workloads import cli_args
+
         try:
-            ledger = Ledger.from_dict(json.loads(self.path.read_text()))
-        except (OSError, ValueError, TypeError):
+            data = cli_args.loads_json(cli_args.read_user_file(self.path, self.MAX_BYTES), self.LARGEST)
+            if not isinstance(data, dict):
+                raise ValueError(f"a JSON {type(data).__name__}, not an object")
+            try:
+                ledger = Ledger.from_dict(data)
+            except (AttributeError, TypeError):  # an attempt that is not an object, or lacks a field
+                raise ValueError("an attempt is not an object with its fields") from None
+            if not _fits(ledger.to_dict(), Ledger):
+                raise ValueError("a field of the wrong type")
+        except (OSError, ValueError) as err:  # UnreadableFile is a ValueError
+            if refuse:
+                raise ValueError(
+                    f"{str(err).partition('; allowed')[0]}; allowed: a run ledger (JSON) the watcher wrote"
+                ) from None
             return Ledger(stack, run_id)
         return ledger if ledger.run_id == run_id else Ledger(stack, run_id)
 
@@ -234,35 +261,100 @@ def table(ledger: Ledger, now: float) -> list[str]:
 
 META_PROBE = "nemo-rl-gke/probe"
 """Ray job metadata of a read-only helper job."""
-_BEGIN, _END = "NEMO_RL_GKE_LEDGER_BEGIN", "NEMO_RL_GKE_LEDGER_END"
+_MARK = "NEMO_RL_GKE_LEDGER"
+_BEGIN, _END = f"{_MARK}_BEGIN", f"{_MARK}_END"
+"""The lines around the probe's output. Its command never holds them whole: the shell joins each at run time."""
 
 
 def read_on_head(client: Any, path: str, *, stack: str, timeout: float = 120.0) -> Optional[Ledger]:
     """The ledger at `path` on the head's Lustre mount, read by a tiny Ray job (the Job API is all a user's
-    machine reaches); None when there is none yet."""
-    import shlex
+    machine reaches); None when there is none yet, or what is there is not a whole ledger. Raises `JobError`
+    when the head cannot be asked or the job does not end within `timeout` (then it is stopped)."""
     import time as _time
+    import uuid
 
     from workloads import submit
 
-    job_id = f"{stack}-ledger-{_time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
-    quoted = shlex.quote(path)
+    address = client.get_address()
+    # Unique: two reads within a second (a deploy's hook and a `jobctl status`) must not share an id.
+    job_id = f"{stack}-ledger-{_time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
+    entrypoint = probe_command(path)
     submit.guard(
-        client.get_address(),
-        lambda: client.submit_job(
-            entrypoint=f"echo {_BEGIN}; cat {quoted} 2>/dev/null; echo; echo {_END}",
-            submission_id=job_id,
-            metadata={META_PROBE: stack},
-        ),
+        address,
+        lambda: client.submit_job(entrypoint=entrypoint, submission_id=job_id, metadata={META_PROBE: stack}),
+        job_id,
     )
-    submit.wait(client, job_id, timeout=timeout, poll_interval=0.5)
+    try:
+        submit.wait(client, job_id, timeout=timeout, poll_interval=0.5)
+    except submit.WaitTimeout:
+        with contextlib.suppress(submit.JobError):
+            submit.stop(client, job_id)
+        raise
     text = "".join(submit.logs(client, job_id))
     with contextlib.suppress(submit.JobError):
-        client.delete_job(job_id)
-    body = text.split(_BEGIN, 1)[-1].split(_END, 1)[0].strip()
-    if not body:
+        submit.guard(address, lambda: client.delete_job(job_id), job_id)
+    return ledger_from_probe_log(text, supervisor_line(job_id, entrypoint))
+
+
+def probe_command(path: str) -> str:
+    """The probe's shell command: the file base64-encoded between a `_BEGIN` and an `_END` line, `_END` only after
+    a whole read (a missing or unreadable file: no `_END`). Ray's job supervisor writes "Running entrypoint for job
+    <id>: <this command>" into the same log, and not always first: it is a buffered write to the log file, flushed
+    when the file closes, after the command has started (ray-project/ray
+    python/ray/dashboard/modules/job/job_supervisor.py `_exec_entrypoint`, Ray 2.60.0 at b7f4259e; seen after the
+    output on a local head). So the markers are built by the shell, and the body is base64, one alphabet, which a
+    stray line cannot pass through unnoticed (`base64` is coreutils, an essential package of the image's Ubuntu 24.04
+    base: NVIDIA-NeMo/RL docker/Dockerfile `BASE_IMAGE`)."""
+    import shlex
+
+    return f"m={_MARK}; printf '%s_BEGIN\\n' $m; base64 < {shlex.quote(path)} && printf '%s_END\\n' $m"
+
+
+def supervisor_line(job_id: str, entrypoint: str) -> str:
+    """The line Ray's job supervisor writes into the job's log (`probe_command` cites where)."""
+    return f"Running entrypoint for job {job_id}: {entrypoint}\n"
+
+
+def ledger_from_probe_log(text: str, supervisor: str = "") -> Optional[Ledger]:
+    """The ledger in a probe job's log (`probe_command`); None without both markers, with a body that is not
+    base64 of JSON, or with JSON that is not a ledger. `supervisor`, the supervisor's line, is taken out first
+    wherever it landed (its one write can fall between two of the body's)."""
+    import base64
+    import binascii
+
+    lines = text.replace(supervisor, "", 1).splitlines() if supervisor else text.splitlines()
+    try:
+        first = lines.index(_BEGIN)
+        body = "".join(lines[first + 1 : lines.index(_END, first)])
+        data = json.loads(base64.b64decode(body, validate=True))
+    except (ValueError, binascii.Error):  # no markers; not base64; not JSON (an empty file included)
         return None
     try:
-        return Ledger.from_dict(json.loads(body))
-    except (ValueError, TypeError):
+        ledger = Ledger.from_dict(data)
+    except (AttributeError, TypeError, ValueError):  # not an object; an attempt not an object or missing a field
         return None
+    return ledger if _fits(ledger.to_dict(), Ledger) else None
+
+
+def _fits(value: Any, hint: Any) -> bool:
+    """Whether JSON `value` has the shape of type `hint` (a field's annotation; a dataclass: an object with each of
+    its fields): a ledger whose numbers are text would fail later, in the table or the goodput."""
+    import typing
+
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is typing.Union:
+        return any(_fits(value, a) for a in args)
+    if origin is list:
+        return isinstance(value, list) and all(_fits(v, args[0]) for v in value)
+    if origin is dict:
+        return isinstance(value, dict) and all(_fits(k, args[0]) and _fits(v, args[1]) for k, v in value.items())
+    if dataclasses.is_dataclass(hint):
+        hints = typing.get_type_hints(hint)
+        return isinstance(value, dict) and all(
+            f.name in value and _fits(value[f.name], hints[f.name]) for f in dataclasses.fields(hint)
+        )
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, hint) if isinstance(hint, type) else True

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import re
+import unicodedata
 from typing import Optional
 from urllib.parse import quote, urlsplit
 
@@ -53,7 +54,7 @@ def check_endpoint(endpoint: str) -> None:
 
 def refuse_bare_scheme(given: str, allowed: str) -> None:
     """`javascript:alert(1)`, `file:/etc/passwd`: a scheme without `//` (`host:8265` is a port)."""
-    if re.match(r"[^/?#]*@", given):  # `user:password@host`: the credentials check names that
+    if "@" in given:  # `user:password@host`, whatever the password holds (`pw//x`): the credentials check names it
         return
     m = re.match(r"([A-Za-z][A-Za-z0-9+.\-]*):(?!//)(?!\d)", given)
     if m:
@@ -82,6 +83,14 @@ def host_port(url: str, given: Optional[str] = None) -> tuple[str, int]:
     """Host and port of an http(s) URL; `InvalidAddress` naming `given` (the value as typed) where urllib or Ray
     would fail confusingly later."""
     given = url if given is None else given
+    # urllib drops a tab or newline anywhere in a URL (CPython's bpo-43882 fix), so a pasted line break would reach
+    # another host than the one shown; other control characters or a space reach the resolver and read as
+    # "unreachable" (exit 3) where the address itself is wrong.
+    bad = next((c for c in url if c.isspace() or unicodedata.category(c) == "Cc"), None)
+    if bad is not None:
+        raise InvalidAddress(
+            given, f"{bad!r} is not allowed in a URL; allowed: http(s)://host:port without spaces or control characters"
+        )
     try:
         parts = urlsplit(url)
     except ValueError as err:  # e.g. an unclosed "[" of an IPv6 literal

@@ -11,6 +11,8 @@ import atexit
 import base64
 import binascii
 import contextlib
+import functools
+import json
 import os
 import socket
 import tempfile
@@ -28,7 +30,9 @@ except ImportError:  # added with token auth in Ray 2.52 (ray-project/ray#58737)
         """Never raised by an older Ray's client; keeps `guard`'s except clause valid."""
 
 
-from workloads.cli_args import without_credentials
+from workloads import google_credentials
+from workloads.cli_args import shown_line
+from workloads.deadline import DeadlinePassed, within
 from workloads.job_errors import (
     DashboardAuthError,
     DashboardError,
@@ -44,27 +48,41 @@ CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 CONNECT_TIMEOUT = 10.0
 READ_TIMEOUT = 60.0
 """Ray's client sends every request without a timeout (ray/dashboard/modules/dashboard_sdk.py `_do_request`)."""
+REQUEST_DEADLINE = 2 * READ_TIMEOUT
+"""The most one Job API request may take in all: `READ_TIMEOUT` bounds each wait for a byte, so a server that
+trickles a byte every few seconds would hold a request (and the CLI) without end. A whole log comes well within it."""
+TOKEN_TIMEOUT = 30.0
+"""A token request's bound (google-auth's own is 120 s, google/auth/transport/requests.py `_DEFAULT_TIMEOUT`)."""
 
 TokenProvider = Callable[[], str]
 
 
 def google_token_provider(scopes: Collection[str] = (CLOUD_PLATFORM_SCOPE,)) -> TokenProvider:
-    """Application Default Credentials as a callable returning an access token, refreshed when expired."""
+    """Application Default Credentials as a callable returning an access token, refreshed when expired. The ADC
+    file is checked first (`google_credentials`: a directory or a FIFO as the key or an external account's source
+    is one line, not a traceback or a wait); every google-auth failure, at load (an external account fetches its
+    token there already) or at refresh, is a `DashboardAuthError` of one line that repeats no credential."""
     import google.auth
     import google.auth.exceptions
     import google.auth.transport.requests
 
+    where = "the GKE API server"
+    # A dead credential_source.url, an unreadable source file; google-auth raises them unwrapped.
+    failures = (google.auth.exceptions.GoogleAuthError, OSError, ValueError)
     try:
+        google_credentials.check_credentials_file(os.environ)
         credentials, _ = google.auth.default(scopes=list(scopes))
-    except google.auth.exceptions.DefaultCredentialsError as err:
-        raise DashboardAuthError("the GKE API server", f"no Google credentials: {str(err).splitlines()[0]}") from None
+    except google_credentials.BadCredentialsFile as err:
+        raise DashboardAuthError(where, f"no usable Google credentials: {err}") from None
+    except failures as err:
+        raise DashboardAuthError(where, f"no Google credentials: {google_credentials.message(err)}") from None
 
     def token() -> str:
         if not credentials.valid:
             try:
-                credentials.refresh(google.auth.transport.requests.Request())
-            except google.auth.exceptions.GoogleAuthError as err:
-                raise DashboardAuthError("the GKE API server", f"token refresh failed: {err}") from None
+                credentials.refresh(functools.partial(google.auth.transport.requests.Request(), timeout=TOKEN_TIMEOUT))
+            except failures as err:
+                raise DashboardAuthError(where, f"token refresh failed: {google_credentials.message(err)}") from None
         return credentials.token
 
     return token
@@ -114,7 +132,14 @@ class _Client(JobSubmissionClient):
         kwargs.setdefault("timeout", self._request_timeout)
         if self._token_provider is not None:
             self._headers["Authorization"] = f"Bearer {self._token_provider()}"
-        return super()._do_request(*args, **kwargs)
+        request = super()._do_request
+        # Read whole within the deadline (`.content`), so no caller reads the rest of a trickle after it.
+        return within(REQUEST_DEADLINE, lambda: _read_whole(request(*args, **kwargs)), "the request")
+
+
+def _read_whole(response: requests.Response) -> requests.Response:
+    response.content  # noqa: B018 (reads and keeps the body)
+    return response
 
 
 def connect(
@@ -173,6 +198,8 @@ def guard(address: str, fn: Callable[[], Any], job_id: Optional[str] = None) -> 
         raise DashboardUnreachable(address, "TLS verification failed; is the cluster CA right?") from None
     except requests.exceptions.ReadTimeout:
         raise DashboardUnreachable(address, "ReadTimeout: the request got no answer in time") from None
+    except DeadlinePassed as err:  # a trickle: bytes keep coming, too slowly to end
+        raise DashboardUnreachable(address, str(err)) from None
     except (requests.exceptions.ConnectionError, requests.exceptions.Timeout, ConnectionError) as err:
         raise DashboardUnreachable(address, type(err).__name__) from None
     except AuthenticationError:
@@ -182,6 +209,8 @@ def guard(address: str, fn: Callable[[], Any], job_id: Optional[str] = None) -> 
         if code in (401, 403):
             raise DashboardAuthError(address, f"HTTP {code}") from None
         raise DashboardUnreachable(address, f"HTTP {code} from the version check") from None
+    except NOT_RAY as err:  # Ray's client read an answer of another shape: Jupyter's /api/version, a web page
+        raise DashboardUnreachable(address, f"not a Ray dashboard: {_shape_error(err)}") from None
     except RuntimeError as err:
         text = str(err)
         if job_id is not None and "404" in text and "does not exist" in text:
@@ -192,5 +221,30 @@ def guard(address: str, fn: Callable[[], Any], job_id: Optional[str] = None) -> 
             raise DuplicateSubmission(job_id, address) from None
         if "Version check returned 404" in text:
             raise DashboardUnreachable(address, "no Ray dashboard at this path (wrong service or namespace?)") from None
-        detail = without_credentials(text.splitlines()[0][:300])
+        detail = shown_line(text.strip().splitlines()[0] if text.strip() else type(err).__name__, 300)
         raise DashboardError(f"Ray Job API request to {redacted(address)} failed: {detail}") from None
+
+
+def _not_ray_errors() -> tuple[type[BaseException], ...]:
+    """What Ray's client raises reading an answer that is not a Ray dashboard's: JSON that is not there (a web
+    page), a key that is not (`r.json()["ray_version"]`), a list where an object is (`JobDetails(**...)`), a model
+    its fields do not fit (pydantic's ValidationError, a ValueError) (ray-project/ray
+    python/ray/dashboard/modules/dashboard_sdk.py `_check_connection_and_version`,
+    python/ray/dashboard/modules/job/sdk.py `list_jobs`, `get_job_info`, Ray 2.60.0)."""
+    errors: list[type[BaseException]] = [json.JSONDecodeError, KeyError, TypeError, AttributeError]
+    with contextlib.suppress(ImportError):
+        from pydantic import ValidationError
+
+        errors.append(ValidationError)
+    return tuple(errors)
+
+
+NOT_RAY = _not_ray_errors()
+
+
+def _shape_error(err: BaseException) -> str:
+    if isinstance(err, json.JSONDecodeError):
+        return "it answered with something other than JSON (a web page?)"
+    if isinstance(err, KeyError):
+        return f"its answer lacks {shown_line(repr(err.args[0]) if err.args else 'a field', 80)}"
+    return "its answer is not of the shape a Ray dashboard sends"

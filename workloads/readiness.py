@@ -1,8 +1,11 @@
-"""Wait until a KubeRay RayCluster is provisioned (head and every worker replica ready); Helm's wait cannot.
+"""Wait until a KubeRay RayCluster's head is ready; Helm's wait cannot.
 
-Ready: `status.conditions` has `RayClusterProvisioned` and `HeadPodReady` "True" (ray-project/kuberay v1.7.0
+Ready: `status.conditions` has `HeadPodReady` "True" (ray-project/kuberay v1.7.0
 ray-operator/apis/ray/v1/raycluster_types.go); the deprecated `status.state` only when an older operator
-reports no conditions. 404, transport errors and 5xx keep waiting; 401/403 and TLS failures end it.
+reports no conditions. Not `RayClusterProvisioned`: it never returns to false once true (the same file), so after
+the owner released the workers it would still say "provisioned"; the workers are counted in Ray by the step that
+asks for them (workloads/worker_group.py). 404, transport errors and 5xx keep waiting; 401/403 and TLS failures
+end it.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from urllib.parse import quote
 
 import requests
 
-REQUIRED_CONDITIONS = ("RayClusterProvisioned", "HeadPodReady")
+REQUIRED_CONDITIONS = ("HeadPodReady",)
 DEFAULT_TIMEOUT_S = 3600.0
 """Spot GPU capacity, node-pool scale-up and the first pull of a NeMo-RL image (tens of GB) can take long."""
 DEFAULT_POLL_S = 10.0
@@ -25,13 +28,13 @@ Headers = Union[Mapping[str, str], Callable[[], Mapping[str, str]]]
 
 
 class RayClusterNotReady(Exception):
-    """The RayCluster was not provisioned within the timeout; `str()` is one line."""
+    """The RayCluster's head was not ready within the timeout; `str()` is one line."""
 
     def __init__(self, namespace: str, name: str, timeout_s: float, last: Optional["RayClusterProgress"]):
         self.namespace, self.name, self.timeout_s, self.last = namespace, name, timeout_s, last
         seen = last.describe() if last is not None else "no answer from the API server"
         super().__init__(
-            f"RayCluster {namespace}/{name} not provisioned after {timeout_s:g}s; last seen: {seen}. "
+            f"RayCluster {namespace}/{name}: head not ready after {timeout_s:g}s; last seen: {seen}. "
             f"Check `kubectl -n {namespace} describe raycluster {name}` and "
             f"`kubectl -n {namespace} get pods -l ray.io/cluster={name}` (spot GPU capacity, image pulls)"
         )
@@ -134,7 +137,7 @@ def wait_for_raycluster(
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
 ) -> dict[str, Any]:
-    """Poll the RayCluster until it is provisioned; returns it. `on_status(progress)` follows every poll.
+    """Poll the RayCluster until its head is ready; returns it. `on_status(progress)` follows every poll.
 
     Raises `RayClusterNotReady` after `timeout_s`, `RayClusterAuthError` at once on HTTP 401/403 or bad TLS.
     """

@@ -222,11 +222,14 @@ def submit_gated(
     timeout: Optional[float] = None,
     sleep: Callable[[float], None] = time.sleep,
     ledger: Optional[Callable[[], Optional["Ledger"]]] = None,
+    ensure_workers: Optional[Callable[[], Any]] = None,
 ) -> tuple[Any, Optional[GateReport]]:
     """Start a run as the run's owner does (the hook, the CLI): stop other specs' jobs, keep the same spec's
-    active or succeeded job, else clear the next attempt (`clear_attempt`; a gate that failed before this call
-    runs again) and submit it. Returns the `SubmitResult` and the gate's report; raises `GateFailed` under
-    enforce, `submit.WaitTimeout` after `timeout` (default: two gate runs' bound)."""
+    active or succeeded job, else ask for the workers and wait for them (`ensure_workers`, a
+    `workloads.worker_group.ensure_workers` call: a released group has none), clear the next attempt
+    (`clear_attempt`; a gate that failed before this call runs again) and submit it. Returns the `SubmitResult`
+    and the gate's report; raises `GateFailed` under enforce, `submit.WaitTimeout` after `timeout` (default: two
+    gate runs' bound), `worker_group.WorkersNotReady` when the workers do not come."""
     from workloads import destroy_mark, submit
 
     destroy_mark.refuse_if_destroying(client, spec.submission_id)  # nothing starts once `pulumi destroy` began
@@ -236,6 +239,8 @@ def submit_gated(
     if newest is not None:
         return submit.SubmitResult(newest.submission_id, newest.status, created=False, stopped=stopped), None
     target = submit.attempt_id(spec.submission_id, attempt)
+    if ensure_workers is not None:
+        ensure_workers()
     # Failed runs that had ended before this call run again; one running now is the verdict. Ids, not times:
     # the head's clock and this machine's need not agree.
     before = {r.submission_id for r in gate_runs(submit.all_jobs(client), spec.stack) if _status(r) not in ACTIVE}
@@ -305,6 +310,13 @@ class RunPlan:
     release_workers_after_run: bool = False
     recovery: dict[str, Any] = field(default_factory=dict)
     """`RecoveryPolicy.to_dict()`; {}: its defaults (plain values: the recovery package imports this module)."""
+    shrink_sizes: list[dict[str, Any]] = field(default_factory=list)
+    """`recovery.shrink`: each node count below `node_count` the run can train on, largest first, with the overrides
+    its attempts run with (`{"nodes": 4, "overrides": [...]}`, workloads/size_ladder.py); []: it waits for the gang."""
+    shrink_wait_minutes: Optional[int] = None
+    """How long after an attempt ended short of nodes the owner waits for the whole gang before it shrinks."""
+    shrink_lease_minutes: Optional[int] = None
+    """How long an attempt on fewer nodes trains before it saves and ends (its `checkpoint_must_save_by`)."""
 
     @property
     def gang_wait(self) -> bool:

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import logging
+import os
 import sys
 import time
+import typing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, TextIO
 
@@ -36,12 +37,14 @@ def add_watch_flags(p: argparse.ArgumentParser) -> None:
         type=cli_args.seconds(positive=True),
         help="seconds between looks; default the run plan's (recovery.checkIntervalSeconds)",
     )
-    p.add_argument("--heartbeat-file", help="file touched after every look (for a liveness probe)")
-    p.add_argument(
-        "--state-file", help="where the watcher keeps what it saw, to survive its own and the head's restarts"
-    )
+    # `''` (an unset variable) is refused, not read as "no file": without a run file the defaults would apply.
+    heartbeat_help = "file touched after every look (for a liveness probe)"
+    p.add_argument("--heartbeat-file", type=cli_args.file_path, help=heartbeat_help)
+    state_help = "where the watcher keeps what it saw, to survive its own and the head's restarts"
+    p.add_argument("--state-file", type=cli_args.file_path, help=state_help)
     p.add_argument(
         "--run-file",
+        type=cli_args.file_path,
         metavar="PATH",
         help="RunPlan JSON: recovery policy, gate, checkpoint dir, price, budget (the in-cluster watcher's run.json)",
     )
@@ -59,19 +62,60 @@ def policy_of(run: RunPlan, args: argparse.Namespace) -> recovery.RecoveryPolicy
 
 
 def load_run_file(path: Optional[str]) -> RunPlan:
-    return _read_json("--run-file", path, "run.json", RunPlan.from_dict) if path else RunPlan()
+    return _read_json("--run-file", path, "run.json", _run_plan) if path else RunPlan()
+
+
+def _run_plan(data: dict) -> RunPlan:
+    """The run plan of run.json, each field of its type (a node count as text or a list for the recovery policy
+    would fail later, mid-run, as a traceback); the shape check is the ledger's (`ledger._fits`)."""
+    from workloads.ledger import _fits
+
+    hints = typing.get_type_hints(RunPlan)
+    for name, value in data.items():
+        hint = hints.get(name)
+        if typing.get_origin(hint) is dict and Any in typing.get_args(hint):  # `_fits` takes no Any: a map is a map
+            hint = dict
+        if hint is not None and name != "gang_rungs" and not _fits(value, hint):
+            raise ValueError(f"{name}: {type(value).__name__} is not allowed; allowed: {_type_name(hint)}")
+    rungs = data.get("gang_rungs") or []
+    if not isinstance(rungs, list) or not all(isinstance(r, list) and len(r) == 2 for r in rungs):
+        raise ValueError("gang_rungs: allowed: a list of [node pool, rung] pairs")
+    return RunPlan.from_dict(data)
+
+
+def _type_name(hint: Any) -> str:
+    return str(hint).replace("typing.", "").replace("NoneType", "null")
 
 
 def _read_json(flag: str, path: str, what: str, build: Callable[[dict], Any]) -> Any:
     """`build` of a JSON object file the flag names; anything else is one line naming the flag."""
     try:
-        # The bounded reader of user-named files: a FIFO or /dev/zero is refused, not waited on or read forever.
-        data = json.loads(cli_args.read_user_file(path))
+        # The bounded reader of user-named files: a FIFO or /dev/zero is refused, not waited on or read forever;
+        # NaN, Infinity and 1e309 are refused as JSON refuses them.
+        data = cli_args.loads_json(cli_args.read_user_file(path))
         if not isinstance(data, dict):
             raise ValueError(f"not a JSON object; allowed: the {what} of the watcher's ConfigMap")
         return build(data)
     except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError) as err:
-        raise exit_codes.CommandError(f"{flag} {path}: {str(err).splitlines()[0]}") from None
+        if isinstance(err, KeyError):  # its message is the bare key
+            reason = f"no field {err.args[0]!r}; allowed: the {what} of the watcher's ConfigMap"
+        else:
+            reason = str(err).splitlines()[0] if str(err).strip() else type(err).__name__
+        raise exit_codes.CommandError(f"{flag} {path}: {reason}") from None
+
+
+def check_state_file(path: Optional[str]) -> None:
+    """`--state-file` names a regular file or a path not there yet (the watcher writes it by rename); a FIFO, a
+    device or a directory is one line before anything runs (the read would wait on a FIFO, or read /dev/zero for
+    ever; the write by rename would replace a FIFO another program reads)."""
+    if path is None:
+        return
+    if not os.path.lexists(path):
+        return
+    try:
+        cli_args.read_user_file(path)
+    except cli_args.UnreadableFile as err:
+        raise exit_codes.CommandError(f"--state-file {path}: {err}") from None
 
 
 def _in_cluster(run: RunPlan) -> tuple[Optional["GangView"], str]:
@@ -122,6 +166,7 @@ def watch(
     """Watch `spec`'s job on the dashboard `connect` reaches; `run` defaults to `--run-file`'s."""
     run = run if run is not None else load_run_file(args.run_file)
     policy = policy_of(run, args)
+    check_state_file(args.state_file)
     heartbeat = Path(args.heartbeat_file) if args.heartbeat_file else None
     client = connect() if args.once else _connect_until_reachable(connect, policy, heartbeat, out)
     out.write(
@@ -189,7 +234,9 @@ def parser() -> argparse.ArgumentParser:
         description="Resubmit the spec file's job after a spot preemption (the in-cluster watcher).",
     )
     p.add_argument("--address", required=True, help="Ray dashboard URL, e.g. http://nemo-rl-head-svc.nemo-rl.svc:8265")
-    p.add_argument("--spec-file", required=True, metavar="PATH", help="the JobSpec JSON to watch")
+    p.add_argument(
+        "--spec-file", required=True, type=cli_args.file_path, metavar="PATH", help="the JobSpec JSON to watch"
+    )
     add_watch_flags(p)
     return p
 

@@ -5,33 +5,68 @@ mocks) reduced to this project's namespace: the one place that touches the SDK's
 
 from __future__ import annotations
 
-import contextlib
 import difflib
 import json
+import re
 from typing import Any, Iterable
 
 from infra.config.errors import ConfigError
 from infra.naming import PROJECT
 
+OTHER_NAMESPACES = ("pulumi", "gcp", "kubernetes")
+"""Namespaces a stack file of this project may carry besides its own: the engine's own `pulumi:` (e.g.
+`pulumi:disable-default-providers`, pulumi/pulumi#8829; `pulumi:tags`) and the providers' (a provider reads the keys of
+its package's name: pulumi-gcp `gcp:project`, pulumi-kubernetes `kubernetes:context`, requirements.txt). Never refused
+as a look-alike of the project's."""
+
+
+def looks_like_project(namespace: str) -> bool:
+    """Whether a namespace other than the project's reads as its name in another casing, spelling or part
+    (`NeMo-RL-GKE`, `nemo_rl`, `nemo-rl`, `rl-gke`, `nemo-rl-gk`): its letters and digits against the project's."""
+    if namespace == PROJECT or namespace.lower() in OTHER_NAMESPACES:
+        return False
+    letters, ours = re.sub(r"[^a-z0-9]", "", namespace.lower()), re.sub(r"[^a-z0-9]", "", PROJECT)
+    parts = {"nemo", "nemorl", "rlgke", "nemogke"}
+    return bool(letters) and (
+        any(p in letters for p in parts) or difflib.SequenceMatcher(None, letters, ours).ratio() >= 0.6
+    )
+
 
 def namespaced(flat: dict[str, Any]) -> dict[str, Any]:
-    """This project's keys of a flat engine config map, without the namespace, JSON values decoded; a near miss of
-    the namespace (`nemo-rl-gk:flavour`) is refused: the program would silently run without it."""
+    """This project's keys of a flat engine config map, without the namespace, JSON values decoded; a namespace that
+    looks like the project's (`nemo-rl:flavour`, `NeMo-RL:gpuPool`, `rl-gke:zone`) is refused: the program would
+    silently run without the key."""
     out: dict[str, Any] = {}
     prefix = f"{PROJECT}:"
     for key, value in flat.items():
         if not key.startswith(prefix):
             namespace, _, name = key.partition(":")
-            if namespace.lower() == PROJECT or difflib.get_close_matches(namespace.lower(), [PROJECT], cutoff=0.8):
+            if looks_like_project(namespace):
+                # Never read by the program, so the key's defaults would plan in silence.
                 raise ConfigError(
                     f"{key}: unknown namespace {namespace!r}; allowed: {PROJECT}:<key> (did you mean {PROJECT}:{name}?)"
                 )
             continue
-        if isinstance(value, str) and value[:1] in "{[":
-            with contextlib.suppress(json.JSONDecodeError):
-                value = json.loads(value)
-        out[key[len(prefix) :]] = value
+        out[key[len(prefix) :]] = _decoded(key, value)
     return out
+
+
+def _decoded(key: str, value: Any) -> Any:
+    """A structured value as the engine passes it (JSON text), decoded; text that is not JSON stays text. A number of
+    more than 4300 digits (Python's int limit) or nesting deeper than the parser recurses is `ConfigError`."""
+    if not (isinstance(value, str) and value[:1] in "{["):
+        return value
+    allowed = (
+        "allowed: a map or list of at most 32 levels, numbers within 64 bits (as `pulumi config set --path` writes)"
+    )
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError:
+        return value
+    except ValueError:  # int(): "Exceeds the limit (4300 digits) for integer string conversion"
+        raise ConfigError(f"{key}: a number of more than 4300 digits in its value; {allowed}") from None
+    except RecursionError:
+        raise ConfigError(f"{key}: nested too deeply; {allowed}") from None
 
 
 _ENVIRONMENT = {

@@ -3,7 +3,9 @@ per problem, naming the key (`nemo-rl-gke:<key.path>`) and what is allowed, neve
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import json
 import types
 from typing import Any, Union, get_args, get_origin
 
@@ -36,8 +38,14 @@ class KeyedValueError(ValueError):
 
 
 def shown(value: Any, limit: int = 60) -> str:
-    """A value in a one-line message: its repr cut to `limit` characters, never a credential."""
+    """A value in a one-line message, in a stack file's words (YAML's `null`, `true`, never Python's `None`,
+    `True`): its repr cut to `limit` characters, never a credential."""
+    if value is None or isinstance(value, bool):
+        return "null (an empty value)" if value is None else str(value).lower()
     text = repr(value)
+    if isinstance(value, (list, tuple, dict)):  # as YAML's flow style writes it: [null, true], never [None, True]
+        with contextlib.suppress(TypeError, ValueError, RecursionError):
+            text = json.dumps(value, ensure_ascii=False, default=str)
     if looks_like_credential(text):
         return CREDENTIAL_SHOWN
     return text if len(text) <= limit else text[: limit - 3] + "..."
@@ -54,6 +62,7 @@ _ALLOWED_BY_TYPE = {
     **dict.fromkeys(("bool_type", "bool_parsing"), "true or false"),
     "string_type": "a string",
 }
+_REFERENCE_KEYS = "the keys of the config reference in docs/configuration.md"
 _BOUNDS = {"ge": "at least", "gt": "more than", "le": "at most", "lt": "less than"}
 
 
@@ -78,6 +87,8 @@ def _message(e: Any, loc: tuple[Any, ...], root: type[BaseModel]) -> str:
     bound = next((k for k in _BOUNDS if k in ctx), None)
     if kind == "extra_forbidden":
         return _unknown_key_message(loc, root)
+    if kind == "invalid_key":  # a map key that is not text (a number, from a map given in process)
+        return f"the key {shown(e['input'])} is not allowed; allowed: {_REFERENCE_KEYS}"
     if kind == "missing":
         names = [part for part in loc if not isinstance(part, int)]
         field = _named_field(_model_at(tuple(names[:-1]), root), names[-1]) if names else None
@@ -85,11 +96,13 @@ def _message(e: Any, loc: tuple[Any, ...], root: type[BaseModel]) -> str:
     if kind == "string_too_long":
         return f"{len(e['input'])} characters; allowed: at most {ctx['max_length']}"
     if kind == "string_pattern_mismatch":
-        allowed = PATTERN_HELP.get(ctx["pattern"], "values matching " + ctx["pattern"])
+        # A pattern without words is named by the reference, never shown as a regular expression.
+        allowed = PATTERN_HELP.get(ctx["pattern"], "the form the config reference (docs/configuration.md) gives")
     elif kind in ("literal_error", "enum"):
         allowed = ctx.get("expected", "")
     elif bound:
-        allowed = f"{_BOUNDS[bound]} {ctx[bound]}"
+        limit = ctx[bound]  # a float field's bound as pydantic gives it (1048576.0), written as a stack file would
+        allowed = f"{_BOUNDS[bound]} {int(limit) if isinstance(limit, float) and limit.is_integer() else limit}"
     else:
         allowed = _ALLOWED_BY_TYPE.get(kind)
     if allowed is None:
@@ -130,4 +143,4 @@ def _unknown_key_message(loc: tuple[Any, ...], root: type[BaseModel]) -> str:
     known = [f.alias or n for n, f in model.model_fields.items()] if model else []
     close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
     hint = f"did you mean {close[0]}? " if close else ""
-    return f"unknown key; {hint}allowed: the keys of the config reference in docs/configuration.md"
+    return f"unknown key; {hint}allowed: {_REFERENCE_KEYS}"

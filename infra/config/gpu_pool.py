@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 from enum import Enum
 from typing import Annotated, Any, Literal, Optional
@@ -9,8 +10,8 @@ from typing import Annotated, Any, Literal, Optional
 from pydantic import BeforeValidator, Field
 
 from infra.config.base import Model
-from infra.config.errors import KeyedValueError
-from infra.config.patterns import LOWER_NAME
+from infra.config.errors import KeyedValueError, shown
+from infra.config.patterns import DISK_IMAGE, LOWER_NAME
 
 
 class Provisioning(str, Enum):
@@ -46,12 +47,21 @@ class RungConfig(Model):
     """The Compute Engine reservation of a reservation rung."""
 
 
-DISK_IMAGE = r"^(projects/[a-z][-a-z0-9]{4,28}[a-z0-9]/)?global/images/[a-z]([-a-z0-9]{0,61}[a-z0-9])?$"
-"""A disk image as the GKE node pool's `secondaryBootDisks.diskImage` takes it (GKE "Use secondary boot disks
-to preload data or container images": `disk-image=global/images/NAME`, or with the project of another one)."""
+DISK_IMAGE_URL = "https://www.googleapis.com/compute/v1/"
+"""How the Cloud console's "Equivalent REST" and `gcloud compute images describe --format='value(selfLink)'` write an
+image (Compute Engine API, `Image.selfLink`): the path after it is the form the node pool takes."""
+
+
+def read_disk_image(value: Any) -> Any:
+    """An image's full URL (its `selfLink`) read as its path `projects/PROJECT/global/images/NAME`."""
+    if isinstance(value, str) and value.startswith(DISK_IMAGE_URL):
+        return value[len(DISK_IMAGE_URL) :]
+    return value
+
 
 RUNG_HELP = "spot, flexStart, onDemand or {reservation: NAME}"
 SHORT_RUNGS = (Provisioning.SPOT.value, Provisioning.FLEX_START.value, Provisioning.ON_DEMAND.value)
+_RUNG_KEYS = {"provisioning", "reservationName"}  # RungConfig's keys, as a stack file writes them
 
 
 def expand_rung_shorthand(value: Any) -> Any:
@@ -67,7 +77,15 @@ def expand_rung_shorthand(value: Any) -> Any:
         elif isinstance(raw, str) and raw in SHORT_RUNGS:
             raw = {"provisioning": raw}
         elif not isinstance(raw, dict):
-            raise KeyedValueError(f"[{i}]", f"{raw!r} is not allowed; allowed: {RUNG_HELP}")
+            raise KeyedValueError(f"[{i}]", f"{shown(raw)} is not allowed; allowed: {RUNG_HELP}")
+        elif not set(raw) <= _RUNG_KEYS:
+            # One line for the rung, not one per key pydantic would find wrong in it.
+            unknown = sorted(str(k) for k in set(raw) - _RUNG_KEYS)
+            close = difflib.get_close_matches(unknown[0], ["reservation", *_RUNG_KEYS], n=1, cutoff=0.6)
+            hint = f"did you mean {close[0]}? " if close else ""
+            raise KeyedValueError(
+                f"[{i}]", f"unknown key(s) {shown(', '.join(unknown))} in a rung; {hint}allowed: {RUNG_HELP}"
+            )
         rungs.append(raw)
     return rungs
 
@@ -156,14 +174,27 @@ class GpuPoolConfig(Model):
     ends at the latest this many minutes after it starts; then unused nodes leave after the autoscaler's scale-down
     delay). Billed from the nodes' arrival; the plan shows minutes and dollars before the job with this setting.
     Standard clusters only."""
-    image_cache_disk_image: Optional[str] = Field(None, pattern=DISK_IMAGE, max_length=200)
+    image_cache_disk_image: Annotated[Optional[str], BeforeValidator(read_disk_image)] = Field(
+        None, pattern=DISK_IMAGE, max_length=200
+    )
     """A Compute Engine disk image holding the NeMo-RL container image (built with Google's gke-disk-image-builder,
-    docs/deploy.md), as `global/images/NAME` or `projects/PROJECT/global/images/NAME`: every GPU node gets it as a
+    docs/deploy.md), as `global/images/NAME`, `projects/PROJECT/global/images/NAME` or the image's full URL (its
+    selfLink): every GPU node gets it as a
     secondary boot disk (mode CONTAINER_IMAGE_CACHE, with image streaming on), so a new node finds the image there
     instead of pulling ~20 GB. Unset: none. Changing it replaces the GPU pool (ForceNew). Standard clusters only."""
     capacity: Optional[CapacityConfig] = None
     """The capacity ladder (`ladder`, `maxWaitMinutes`, `onTimeout`): more than one way to get the GPUs, tried in order
     by GKE's autoscaler. Unset: the one rung `provisioning` (and `reservationName`) names."""
+    just_in_time: bool = True
+    """On by default. Ask for the GPU nodes so that they are Ready, with the image pulled, when the Ray cluster is
+    expected to be: the `warmMinutes` placeholders, created suspended and started by a small CPU timer Job at a lead
+    time from the deploy-time model (node boot, driver, image; infra/jit_gpu_nodes.py) before the Ray release is
+    expected (Lustre ready, the weights staged); when the RayCluster appears, the timer hands their nodes to its
+    workers. A live stack (its RayCluster already there) never starts them.
+    `warmMinutes`, when set, replaces it. Standard clusters only (Autopilot makes no nodes ahead of pods)."""
+    just_in_time_max_wait_minutes: int = Field(15, ge=5, le=120)
+    """How long the just-in-time nodes wait for a late Lustre after their expected readiness before they are given
+    back (the placeholder Job's deadline); the Ray workers then ask for nodes again once Lustre is ready."""
 
     @property
     def ladder(self) -> tuple[Rung, ...]:

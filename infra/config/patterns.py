@@ -18,6 +18,9 @@ ZONE = r"^[a-z]+-[a-z]+[0-9]+-[a-z]$"
 CHART_VERSION = r"^[0-9]+\.[0-9]+\.[0-9]+$"
 GKE_VERSION = r"^[0-9]+\.[0-9]+(\.[0-9]+(-gke\.[0-9]+)?)?$"
 HH_MM = r"^([01][0-9]|2[0-3]):[0-5][0-9]$"
+DISK_IMAGE = r"^(projects/[a-z][-a-z0-9]{4,28}[a-z0-9]/)?global/images/[a-z]([-a-z0-9]{0,61}[a-z0-9])?$"
+"""A disk image as the GKE node pool's `secondaryBootDisks.diskImage` takes it (GKE "Use secondary boot disks
+to preload data or container images": `disk-image=global/images/NAME`, or with the project of another one)."""
 
 PATTERN_HELP = {
     SAFE_TOKEN: "letters, digits and . _ / : = + ~ @ % , - [ ] (no spaces, quotes, shell metacharacters or newlines)",
@@ -32,4 +35,6 @@ PATTERN_HELP = {
     CHART_VERSION: "a version such as 1.7.0 (ASCII digits)",
     GKE_VERSION: "a GKE version such as 1.35 or 1.35.0-gke.1000 (ASCII digits)",
     HH_MM: "a UTC time HH:MM such as 03:00 (ASCII digits)",
+    DISK_IMAGE: "an image as global/images/NAME, projects/PROJECT/global/images/NAME or its full URL "
+    "(https://www.googleapis.com/compute/v1/projects/PROJECT/global/images/NAME)",
 }

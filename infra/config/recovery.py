@@ -18,6 +18,25 @@ def check_backoff_bounds(recovery: RecoveryConfig) -> None:
         )
 
 
+class ShrinkConfig(Model):
+    """Training on fewer GPU nodes while spot capacity is short (docs/preemption-recovery.md, "Training on fewer
+    nodes")."""
+
+    enabled: bool = False
+    """When the whole gang has not come back `waitMinutes` after a preemption, resubmit the same run (same run id,
+    checkpoints and global batch) on the largest node count of the plan's size ladder that the nodes alive in Ray can
+    hold, on a lease (`leaseMinutes`); when the lease ends on a whole checkpoint, resubmit at full size if the nodes
+    are back, else on a new lease. Refused where the recipe can train on no smaller node count (the plan says why)."""
+    min_nodes: int = Field(1, ge=1, le=1024)
+    """The fewest GPU nodes to train on; smaller sizes of the ladder are left out."""
+    wait_minutes: int = Field(15, ge=0, le=10080)
+    """How long after a preemption to wait for the whole gang before training on fewer nodes."""
+    lease_minutes: int = Field(60, ge=5, le=10080)
+    """How long an attempt on fewer nodes trains before it saves a whole checkpoint and ends (NeMo-RL's
+    `checkpointing.checkpoint_must_save_by`), so that the run grows back to its full size within one lease of the
+    nodes' return; at most one save period of training is lost per change of size."""
+
+
 class RecoveryConfig(Model):
     """Spot-preemption recovery: the in-cluster watcher that resubmits a preempted job (workloads/recovery/)."""
 
@@ -39,5 +58,8 @@ class RecoveryConfig(Model):
     to 0 and says so in one line, so the autoscaler removes the GPU nodes after its scale-down delay; `python -m jobctl
     submit` scales it back before the next run. false: keep the workers (and their nodes, billed) to look at them after
     the run. A later `pulumi up` does not restore a released group (docs/day-2.md)."""
+
+    shrink: ShrinkConfig = Field(default_factory=ShrinkConfig)
+    """Training on fewer GPU nodes while the whole gang is short (off by default)."""
 
     checks = (check_backoff_bounds,)

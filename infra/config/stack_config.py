@@ -17,7 +17,7 @@ from infra.config.cluster_config import (
     check_min_master_version,
     check_system_pool_machine,
 )
-from infra.config.cost_config import CostConfig
+from infra.config.cost_config import CostConfig, check_preemption_model
 from infra.config.errors import ConfigError, KeyedValueError, shown
 from infra.config.gpu_pool import GpuPoolConfig
 from infra.config.job import JobConfig, check_job_fits
@@ -58,6 +58,13 @@ def check_labels(v: dict[str, str]) -> dict[str, str]:
             f"{len(RESERVED_LABEL_KEYS)})"
         )
     for key, value in v.items():
+        if looks_like_credential(key) or looks_like_credential(value or ""):
+            # Labels are read by anyone who may list the resources, and land in billing exports.
+            raise ValueError(
+                f"label {'key' if looks_like_credential(key) else f'value of {key!r}'} is {CREDENTIAL_SHOWN}; "
+                "allowed: no credential in a label (labels are shown to every viewer of the project and in billing "
+                "exports); the secrets are hfToken and wandbApiKey (`pulumi config set --secret`)"
+            )
         if key in RESERVED_LABEL_KEYS:
             raise ValueError(
                 f"label key {key!r} is the program's own; allowed: any key but {', '.join(RESERVED_LABEL_KEYS)}"
@@ -194,7 +201,13 @@ class StackConfig(Model):
     """Estimates shown by the offline plan: price overrides, bucket size, checkpoint write-time target."""
 
     # The first problem is the one reported, so their order is part of what a stack file is told.
-    checks = (check_zone_in_region, check_zone_catalogue, check_sections_together, check_version_matrix)
+    checks = (
+        check_zone_in_region,
+        check_zone_catalogue,
+        check_sections_together,
+        check_preemption_model,
+        check_version_matrix,
+    )
 
     @model_validator(mode="before")
     @classmethod

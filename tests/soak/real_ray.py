@@ -1,6 +1,9 @@
 """The soak's faults that are about Ray itself, on a real private Ray head on loopback
 (`tests.local_ray_head`): a second submitter of the same attempt id, a stop, and the driver killed by
-SIGTERM, each against a fake trainer run as a real Ray job (steps of 0.2 s, synchronous saves)."""
+SIGTERM, each against a fake trainer run as a real Ray job (steps of 0.2 s, synchronous saves, resuming from
+the highest `step_N` as NeMo-RL does). Its spec is its own, not the job builder's: these faults are about Ray's
+job table, and the builder's entrypoint needs NeMo-RL's image (its checkout, its `python`); the simulated runs
+use the builder's (tests/soak/soak_run.py)."""
 
 from __future__ import annotations
 
@@ -15,16 +18,17 @@ from typing import Any, Callable, Optional
 
 from workloads import submit
 from workloads.job_spec import JobSpec
+from workloads.job_types import META_SPEC_HASH
 from workloads.recovery import Action, RecoveryPolicy, Watcher
 from workloads.run_owner import RunPlan
 
 REAL_FAULTS = ("duplicate_submission", "stop", "driver_killed")
 JOB_TIMEOUT = 240.0
 TRAINER = """
-import os, sys, time
+import os, re, sys, time
 d, pidf = sys.argv[1], sys.argv[2]
 os.makedirs(d, exist_ok=True)
-done = sorted(int(n[5:]) for n in os.listdir(d) if n.startswith('step_'))
+done = sorted(int(n[5:]) for n in os.listdir(d) if re.fullmatch(r'step_[0-9]+', n))
 start = done[-1] if done else 0
 whole = not done or os.path.exists(os.path.join(d, f'step_{start}', 'policy', 'weights', '.metadata'))
 print(f'resumed from step_{start} whole={whole}', flush=True)
@@ -93,10 +97,18 @@ def _duplicate(client: Any, spec: JobSpec, job_id: str) -> list[str]:
 
 
 def _stop(client: Any, watcher: Watcher, job_id: str) -> list[str]:
+    stopped_ms = int(time.time() * 1000)
     submit.stop(client, job_id)
     _until(f"{job_id} to stop", lambda: _ended(client, job_id))
     decision = watcher.step()
-    later = [j.submission_id for j in submit.list_jobs(client, watcher.spec.stack) if j.submission_id != job_id]
+    # The head is shared by the soak's real runs, each a spec of its own (a `RUN` env var): the earlier runs' jobs,
+    # their `-r2` resubmissions too, are older than this stop and not this run's.
+    later = [
+        j.submission_id
+        for j in submit.list_jobs(client, watcher.spec.stack)
+        if j.submission_id != job_id
+        and (j.metadata.get(META_SPEC_HASH) == watcher.spec.spec_hash or (j.start_time or 0) >= stopped_ms)
+    ]
     bad = [] if decision.action is Action.DONE else [f"after a stop the watcher decided {decision.action.value}"]
     return bad + ([f"{', '.join(later)} started after a stop"] if later else [])
 

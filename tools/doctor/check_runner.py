@@ -18,7 +18,13 @@ from tools.doctor.network_checks import check_bucket, check_org_policies, check_
 from tools.doctor.project_checks import ORG_POLICY_API, check_apis, check_iam
 from tools.doctor.quota_checks import check_global_quota, check_gpu_quota, check_reservation
 from tools.doctor.version_drift import check_version_matrix
-from tools.doctor.zone_checks import check_capacity_ladder, check_image_cache, check_lustre, check_zone
+from tools.doctor.zone_checks import (
+    check_capacity_ladder,
+    check_image_cache,
+    check_lustre,
+    check_placement,
+    check_zone,
+)
 
 Check = Callable[[Context], Union[Result, list[Result]]]
 
@@ -32,6 +38,7 @@ CHECKS: tuple[tuple[str, Check, tuple[str, ...]], ...] = (
     ("capacity-ladder", check_capacity_ladder, ("compute.googleapis.com",)),
     ("lustre", check_lustre, ("lustre.googleapis.com",)),
     ("image-cache", check_image_cache, ("compute.googleapis.com",)),
+    ("placement", check_placement, ()),  # from the config alone: no API asked
     ("iam", check_iam, ("cloudresourcemanager.googleapis.com",)),
     ("gke-versions", check_gke_versions, ("container.googleapis.com",)),
     ("version-matrix", check_version_matrix, ("container.googleapis.com",)),

@@ -74,7 +74,8 @@ Body = Callable[[argparse.Namespace, StackFile, TextIO, Fail], int]
 def run_command(argv, out: Optional[TextIO], err: Optional[TextIO], p, body: Body, empty=("checks",)) -> int:
     """Parse the flags, load the stack, run `body`: bad flags or a bad stack file are one line and exit 2, a
     project that cannot be asked one line and exit 3; with `--json` also as `error_json`'s document."""
-    from google.auth.exceptions import RefreshError
+    from google.auth.exceptions import RefreshError, TransportError
+    from requests.exceptions import RequestException
 
     out, err = out or sys.stdout, err or sys.stderr
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -106,6 +107,13 @@ def run_command(argv, out: Optional[TextIO], err: Optional[TextIO], p, body: Bod
     except gexc.GoogleAPICallError as exc:
         project = stack.config.project
         return fail(EXIT_NO_CREDENTIALS, f"could not ask project {project}: {type(exc).__name__} ({first_line(exc)})")
+    except (gexc.RetryError, TransportError, RequestException) as exc:  # a token, but no route to Google
+        why = cli_args.without_credentials(first_line(exc))
+        return fail(
+            EXIT_NO_CREDENTIALS,
+            f"could not reach Google Cloud for project {stack.config.project} ({why}): "
+            "check the network (or HTTPS_PROXY), then run this command again",
+        )
 
 
 def main(

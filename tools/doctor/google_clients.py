@@ -4,20 +4,19 @@ from __future__ import annotations
 
 import functools
 import inspect
-import json
 import os
 from dataclasses import fields, make_dataclass, replace
 from typing import Any, Mapping
 
-from workloads import cli_args
+from workloads import google_credentials
 
 NO_CREDENTIALS = (
     "no usable Application Default Credentials ({reason}): run `gcloud auth application-default login` "
     "(or point GOOGLE_APPLICATION_CREDENTIALS at a key file), then run this command again"
 )  # the doctor's and the capacity finder's
 
-CREDENTIALS_ENV = "GOOGLE_APPLICATION_CREDENTIALS"
-MAX_CREDENTIALS_BYTES = 64 * 1024  # a key is ~2.4 KB, a federation config < 2 KB: more is no credentials file
+CREDENTIALS_ENV = google_credentials.CREDENTIALS_ENV
+MAX_CREDENTIALS_BYTES = google_credentials.MAX_CREDENTIALS_BYTES
 
 
 class NoCredentials(Exception):
@@ -34,12 +33,12 @@ Clients = make_dataclass("Clients", [(name, Any, None) for name in CLIENT_NAMES]
 def connect(project: str) -> Clients:
     """Clients on the user's Application Default Credentials; `NoCredentials` when there are none."""
     import google.auth
-    from google.auth.exceptions import DefaultCredentialsError
+    from google.auth.exceptions import GoogleAuthError
 
     check_credentials_file(os.environ)
     try:
         credentials, _ = google.auth.default(scopes=["https://www.googleapis.com/auth/cloud-platform"])
-    except DefaultCredentialsError as err:
+    except (GoogleAuthError, OSError, ValueError) as err:  # an external account fetches its token here already
         raise NoCredentials(NO_CREDENTIALS.format(reason=first_line(err))) from None
 
     from google.cloud import (
@@ -77,32 +76,22 @@ def connect(project: str) -> Clients:
 
 
 def first_line(exc: BaseException) -> str:
-    """The first line of an error's message (a Google API error's own `message`), never a traceback."""
-    text = getattr(exc, "message", None) or str(exc)
-    return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+    """The first line of an error's message (a Google API error's own `message`), never a traceback, and with no
+    credential (google-auth repeats a key file's path and `type`, a token endpoint's `error_description`)."""
+    return google_credentials.message(exc)
 
 
 def check_credentials_file(environ: Mapping[str, str]) -> None:
-    """`NoCredentials` when GOOGLE_APPLICATION_CREDENTIALS names no regular file of a JSON object (google-auth
-    raises IsADirectoryError or AttributeError, or waits on a FIFO); a missing path is google-auth's to say."""
-    path = environ.get(CREDENTIALS_ENV)
-    if not path or not os.path.lexists(path):
-        return
-
-    def refuse(why: str) -> NoCredentials:
-        return NoCredentials(
-            f"{CREDENTIALS_ENV} names {path} ({why}): point it at a key file (a JSON object), or unset it and run "
-            "`gcloud auth application-default login`, then run this command again"
-        )
-
+    """`NoCredentials` when the ADC file is not a regular file of a JSON object, or an external account whose
+    credential source is not a regular file (`workloads.google_credentials`: google-auth raises IsADirectoryError or
+    AttributeError, or waits on a FIFO); a missing path is google-auth's to say."""
     try:
-        parsed = json.loads(cli_args.read_user_file(path, MAX_CREDENTIALS_BYTES))
-    except cli_args.UnreadableFile as exc:
-        raise refuse(str(exc).partition("; allowed")[0]) from None
-    except ValueError:  # the content is never echoed: it may be a secret
-        raise refuse("not JSON") from None
-    if not isinstance(parsed, dict):
-        raise refuse(f"a JSON {type(parsed).__name__}, not an object")
+        google_credentials.check_credentials_file(environ)
+    except google_credentials.BadCredentialsFile as exc:
+        raise NoCredentials(
+            f"{exc}: point it at a key file (a JSON object), or unset it and run "
+            "`gcloud auth application-default login`, then run this command again"
+        ) from None
 
 
 def bounded(clients: Clients, timeout: float) -> Clients:
@@ -125,7 +114,7 @@ def _fetch_token(credentials: Any, timeout: float) -> None:
 
     try:
         credentials.refresh(functools.partial(Request(), timeout=timeout))
-    except RefreshError as exc:
+    except (RefreshError, OSError, ValueError) as exc:  # OSError: an external account's source file unreadable
         raise NoCredentials(NO_CREDENTIALS.format(reason=f"refused: {first_line(exc)}")) from None
     except TransportError as exc:
         raise NoCredentials(

@@ -91,7 +91,9 @@ class Live(NamedTuple):
 
     @property
     def where(self) -> str:
-        return f"row {self.row['id']} (GKE {gke_range(self.row)})"
+        # The row's gIB tag too: the one line that says which installer the gate's run is expected with (NCCL's
+        # log names the plugin, not its release: docs/version-matrix.md).
+        return f"row {self.row['id']} (GKE {gke_range(self.row)}; gIB {self.row['gib']['tag']})"
 
 
 def _before_the_cluster(live: Live) -> list[Result]:

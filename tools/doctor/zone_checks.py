@@ -1,9 +1,10 @@
-"""The doctor's zone checks: machines and the RoCE profile, Managed Lustre, each ladder rung, the image cache."""
+"""The doctor's zone checks: machines and the RoCE profile, Managed Lustre, each ladder rung, the image cache, the GPU
+pool's placement."""
 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Any, Optional
 
 from google.api_core import exceptions as gexc
 
@@ -97,6 +98,69 @@ IMAGE_READY = "READY"  # compute_v1.Image.status disks can be made from (READY, 
 # (ai-on-gke/tools@dd19189 gke-disk-image-builder/cli/main.go `--storage-location`).
 IMAGE_MULTI_REGIONS = {"us": "us", "europe": "eu", "asia": "asia"}
 UNSET_IMAGE_CACHE = "pulumi config rm --path gpuPool.imageCacheDiskImage"
+# A disk image of another project: GKE's page (kubernetes-engine/docs/how-to/data-container-image-preloading, its
+# steps for a disk image in a different project) has the cluster project's service agents granted read on the image
+# project. Only the page's overview is readable in the docs corpus here; the two members are the service agents
+# issue 45 reports those steps name: GKE's and Compute Engine's. roles/compute.imageUser is the predefined role that
+# carries compute.images.useReadOnly; the broader roles below carry it too. Verify the members on the page.
+IMAGE_READ_ROLE = "roles/compute.imageUser"
+IMAGE_READER_ROLES = frozenset({IMAGE_READ_ROLE, "roles/compute.admin", "roles/editor", "roles/owner"})
+
+
+def image_service_agents(project_number: str) -> tuple[str, ...]:
+    """The cluster project's service agents that must read a disk image of another project."""
+    return (
+        f"serviceAccount:service-{project_number}@container-engine-robot.iam.gserviceaccount.com",
+        f"serviceAccount:service-{project_number}@compute-system.iam.gserviceaccount.com",
+    )
+
+
+def grant_image_read(image_project: str, members: Any) -> str:
+    """The commands that grant `members` read on every image of `image_project` (as GKE's steps do)."""
+    return " && ".join(
+        f"gcloud projects add-iam-policy-binding {image_project} --member={m} --role={IMAGE_READ_ROLE} --condition=None"
+        for m in members
+    )
+
+
+def _readers(policy: Any) -> set[str]:
+    """Members an IAM policy (resourcemanager's policy_pb2 or compute's Policy) grants image read, unconditionally."""
+    return {
+        m
+        for b in policy.bindings
+        if b.role in IMAGE_READER_ROLES and not (b.condition and b.condition.expression)
+        for m in b.members
+    }
+
+
+def _image_access(ctx: Context, project: str, name: str) -> Optional[Result]:
+    """None when the image is the stack project's or both service agents may read it; else why not."""
+    if project == ctx.project:
+        return None
+    agents = image_service_agents(ctx.project_number)
+    seen: set[str] = set()
+    unread = []
+    reads = (
+        ("project", lambda: ctx.clients.projects.get_iam_policy(resource=f"projects/{project}", timeout=ctx.timeout)),
+        ("image", lambda: ctx.clients.images.get_iam_policy(project=project, resource=name, timeout=ctx.timeout)),
+    )
+    for what, read in reads:
+        try:
+            seen |= _readers(read())
+        except (gexc.Forbidden, gexc.PermissionDenied, gexc.NotFound):
+            unread.append(what)
+    missing = [a for a in agents if a not in seen]
+    if not missing:
+        return None
+    who = ", ".join(m.split(":", 1)[1] for m in missing)
+    fix = grant_image_read(project, missing) + f"  # or use a disk image of {ctx.project}, or {UNSET_IMAGE_CACHE}"
+    if unread:
+        return warning(
+            f"disk image {name} is in project {project}: could not read its {' and '.join(unread)} IAM policy to see "
+            f"whether {who} may use it (GKE creates the nodes' secondary boot disks as them)",
+            fix,
+        )
+    return failed(f"disk image {name} is in project {project}, which does not grant {who} {IMAGE_READ_ROLE}", fix)
 
 
 def image_cache_project_and_name(cfg_project: str, disk_image: str) -> tuple[str, str]:
@@ -127,6 +191,9 @@ def check_image_cache(ctx: Context) -> Result:
             f"disk image {name} is for {image.architecture}; {machine} is x86_64",
             f"rebuild it from an x86_64 image: {build}",
         )
+    access = _image_access(ctx, project, name)
+    if access is not None:
+        return access
     region = ctx.cfg.region
     near = {region, IMAGE_MULTI_REGIONS.get(region.split("-", 1)[0], "")}
     where = list(image.storage_locations)
@@ -139,4 +206,34 @@ def check_image_cache(ctx: Context) -> Result:
     return passed(
         f"disk image {name} ({project}) is READY, {image.architecture or 'no architecture set'}, stored in "
         f"{', '.join(where) or 'its default location'}: usable for {machine} in {ctx.cfg.zone}",
+    )
+
+
+# Compute Engine's placement for the GPU machines (docs.cloud.google.com/ai-hypercomputer/docs/placement-policy-and-
+# workload-policy, "Compare compact placement policies and workload policies"): compact placement policies are for
+# standalone instances, bulk-created instances and MIGs of general-purpose GPUs; workload policies for MIGs of
+# clustered GPUs (spot or reservations: A4X, A4, A3 Ultra, A3 Mega, A3 High 8 GPUs; Flex-start: A4, A3 Ultra). A GKE
+# node pool is a MIG. The program sends `placementPolicy: {type: COMPACT}` (GKE NodePool.PlacementPolicy: `type`
+# COMPACT, optional `policyName` of a resource policy in the pool's project and region; pulumi-gcp 10.2.0
+# container.NodePoolPlacementPolicyArgs). The provider has the workload policy (compute.ResourcePolicy
+# `workload_policy`: `type` HIGH_THROUGHPUT, `max_topology_distance` BLOCK/CLUSTER/SUBBLOCK), but no GKE page read
+# here says a node pool accepts one as its `policyName`, so the program creates none and the doctor says so.
+WORKLOAD_POLICY_MACHINES = ("a4-highgpu-", "a3-ultragpu-", "a3-megagpu-", "a3-highgpu-8g", "a4x-")
+UNSET_COMPACT = "pulumi config set --path gpuPool.compactPlacement false"
+
+
+def check_placement(ctx: Context) -> Result:
+    """`gpuPool.compactPlacement` on a machine whose MIGs Compute Engine places with workload policies: a warning."""
+    machine = ctx.cfg.flavour_spec.machine_type
+    if not ctx.cfg.gpu_pool.compact_placement:
+        return passed("gpuPool.compactPlacement off: no placement policy asked for")
+    if not machine.startswith(WORKLOAD_POLICY_MACHINES):
+        return passed(f"gpuPool.compactPlacement: a COMPACT placement policy on {machine}")
+    return warning(
+        f"gpuPool.compactPlacement asks GKE for a COMPACT placement policy on {machine}, but Compute Engine places "
+        "MIGs of this machine with workload policies (HIGH_THROUGHPUT), not compact placement policies "
+        "(ai-hypercomputer/docs/placement-policy-and-workload-policy); whether GKE honours COMPACT on this pool is "
+        "known only on a real cluster",
+        f"{UNSET_COMPACT}  # or keep it and compare the nodes' hosts after `pulumi up`: gcloud compute instances "
+        f"describe <node> --zone {ctx.cfg.zone} --format='value(resourceStatus.physicalHost)'",
     )

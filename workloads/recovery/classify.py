@@ -40,6 +40,10 @@ class Action(str, Enum):
     DONE = "done"
 
 
+FINAL = (Action.DONE, Action.GIVE_UP)
+"""Decisions after which the owner resubmits nothing more of the run."""
+
+
 class Cause(str, Enum):
     PREEMPTION = "preemption-like"
     CAPACITY = "capacity-wait"

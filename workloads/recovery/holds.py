@@ -66,6 +66,65 @@ def no_gate_running(w: Any, decision: Decision, look: Look) -> Decision:
     return _held(decision, Action.WAIT, why)
 
 
+def workers_asked(w: Any, decision: Decision, look: Look) -> Decision:
+    """Ask for the GPU workers (with a claim) before the gang is looked at: the Helm values install none, and a run
+    the owner released has none (workloads/worker_group.py). Not for an attempt whose gang wait released them on
+    its timeout: `gang_whole` gives that one up."""
+    from workloads import submit, worker_group
+    from workloads.gang_wait import VIEW_ERRORS
+    from workloads.ledger import GANG_RELEASED
+
+    view = w.gang or w.release
+    if view is None or w.run.node_count <= 0:
+        return decision
+    target = submit.attempt_id(w.spec.submission_id, decision.next_attempt or 1)
+    wait = w.ledger.gang
+    if wait is not None and wait.submission_id == target and wait.outcome == GANG_RELEASED:
+        return decision
+    try:
+        had = worker_group.ask(view, w.run.node_count, w.clock())
+    except VIEW_ERRORS as err:
+        return _held(decision, Action.WAIT, f"cannot ask for the Ray workers: {err}")
+    if had is not None:
+        w._note(f"Ray workers asked for {target}: {had} -> {w.run.node_count}", True)
+    return decision
+
+
+def shrink_when_short(w: Any, decision: Decision, look: Look) -> Decision:
+    """`recovery.shrink`: once the whole gang has been short for `shrink_wait_minutes` since the last attempt ended
+    (at once after a lease ended on fewer nodes: a renewal), choose the largest size of the plan's ladder that the
+    GPU nodes alive in Ray hold; the resubmission then runs at that size (`Watcher.resubmit`) and the gang holds
+    below, which wait for the whole gang, are passed. The whole gang alive: the full size (grow back)."""
+    from workloads import size_ladder
+
+    w.shrink_to = None
+    run = w.run
+    if not run.shrink_sizes or run.node_count <= 0:
+        return decision
+    alive = sum(1 for n in map(RayNode.from_row, look.node_rows()) if n.alive and n.gpus > 0)
+    if alive >= run.node_count:
+        return decision
+    last = w._last_record()
+    if last is None or last.end is None:
+        return decision  # a first attempt, or one not known to have ended: the gang holds wait
+    renew = last.cause == size_ladder.LEASE_CAUSE
+    waited = w.clock() - last.end
+    if not renew and waited < 60.0 * (run.shrink_wait_minutes or 0):
+        return decision
+    size = size_ladder.choose(run.shrink_sizes, alive)
+    if size is None:
+        return decision
+    ladder = ", ".join(str(s["nodes"]) for s in run.shrink_sizes)
+    why = (
+        f"{alive} of {run.node_count} GPU nodes alive in Ray "
+        + ("when its lease ended" if renew else f"{waited / 60:.0f} min after attempt {last.attempt} ended")
+        + f": on {size['nodes']} nodes, the largest of the size ladder below {run.node_count} ({ladder}) they hold "
+        f"(recovery.shrink), the global batch unchanged, on a {run.shrink_lease_minutes}-min lease"
+    )
+    w.shrink_to = dict(size, why=why)  # said once, with the attempt it sizes (`Watcher._attempt_spec`)
+    return decision
+
+
 def gang_whole(w: Any, decision: Decision, look: Look) -> Decision:
     """One look at the gang before the attempt (workloads/gang_wait.py). The wait is the watcher's own steps,
     its start kept in the ledger (`GangWait`) so the bound holds across restarts; on the timeout the workers
@@ -74,7 +133,7 @@ def gang_whole(w: Any, decision: Decision, look: Look) -> Decision:
     from workloads.ledger import GANG_COMPLETE, GANG_KEPT, GANG_RELEASED, GANG_WAITING, GangWait
 
     run = w.run
-    if w.gang is None or not run.gang_wait or run.node_count <= 0:
+    if w.gang is None or not run.gang_wait or run.node_count <= 0 or w.shrink_to is not None:
         return decision
     assert run.gang_max_wait_minutes is not None  # `gang_wait` says so
     now = w.clock()
@@ -130,7 +189,7 @@ def gang_whole(w: Any, decision: Decision, look: Look) -> Decision:
 
 def pool_gpus_alive(w: Any, decision: Decision, look: Look) -> Decision:
     want = w.policy.pool_gpus
-    if not want:
+    if not want or w.shrink_to is not None:  # `shrink_when_short` counted the nodes of a smaller size
         return decision
     have = alive_gpus(RayNode.from_row(r) for r in look.node_rows())
     if have < want:
@@ -145,8 +204,11 @@ def gate_cleared(w: Any, decision: Decision, look: Look) -> Decision:
     if not w.gate.on:
         return decision
     target = submit.attempt_id(w.spec.submission_id, decision.next_attempt or 1)
+    gate = w.gate
+    if w.shrink_to is not None and gate.plan is not None:  # the gate over the nodes the attempt will use
+        gate = dataclasses.replace(gate, plan=dataclasses.replace(gate.plan, node_count=int(w.shrink_to["nodes"])))
     outcome = run_owner.clear_attempt(
-        w.client, w.spec.stack, target, w.gate, jobs=look.jobs(), node_rows=look.node_rows()
+        w.client, w.spec.stack, target, gate, jobs=look.jobs(), node_rows=look.node_rows()
     )
     if outcome.clearance is not run_owner.Clearance.CLEARED:
         return _held(decision, Action.WAIT, outcome.reason)
@@ -154,7 +216,16 @@ def gate_cleared(w: Any, decision: Decision, look: Look) -> Decision:
 
 
 Hold = Callable[[Any, Decision, Look], Decision]
-HOLDS: tuple[Hold, ...] = (not_destroying, budget_left, no_gate_running, gang_whole, pool_gpus_alive, gate_cleared)
+HOLDS: tuple[Hold, ...] = (
+    not_destroying,
+    budget_left,
+    no_gate_running,
+    workers_asked,
+    shrink_when_short,
+    gang_whole,
+    pool_gpus_alive,
+    gate_cleared,
+)
 
 
 def first_hold(w: Any, decision: Decision, holds: tuple[Hold, ...] = HOLDS) -> Decision:

@@ -17,9 +17,10 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, TextIO
 
+from workloads import size_ladder
 from workloads.job_types import META_SPEC_HASH, JobSpec
-from workloads.recovery import holds
-from workloads.recovery.classify import Action, Decision, RayNode, decide, value_of
+from workloads.recovery import budget_stop, holds, worker_release
+from workloads.recovery.classify import FINAL, Action, Decision, RayNode, decide, value_of
 from workloads.recovery.policy import RecoveryPolicy
 from workloads.recovery.state_file import LostJob, Seen, StateFile
 
@@ -34,9 +35,9 @@ META_CAPACITY_WAITS = "nemo-rl-gke/capacity-waits"
 """Consecutive resubmissions after a capacity wait up to and including this attempt (not restarts)."""
 
 
-_FINAL = (Action.DONE, Action.GIVE_UP)
-SAVE_WAIT_CAP_S = 1800.0
-"""How long past its save cycle a budget stop waits for a save still being written."""
+_FINAL_CAUSES = ("succeeded", "stopped", "budget", "application")
+"""Ledger causes after which the owner never resubmits (`_finish`: a success, a stop, the budget's, a failure
+of the job's own)."""
 
 
 class Watcher:
@@ -72,6 +73,11 @@ class Watcher:
         """The job table has forgotten the last attempt (a head restart): its writers may still live."""
         self.release = release
         """Scales the worker group to 0 once the run has ended; None: the workers stay."""
+        self._previous_look: Optional[float] = None
+        self._workers_back_since: Optional[float] = None
+        """When workers were first seen back after the run's release (`_release_after_run`)."""
+        self.shrink_to: Optional[dict[str, Any]] = None
+        """The size of run.json's `shrink_sizes` the resubmission runs at (`holds.shrink_when_short`); None: full."""
 
     def _load_ledger(self) -> "Ledger":
         from workloads.ledger import Ledger
@@ -134,10 +140,12 @@ class Watcher:
             decision = decide(
                 info, attempt, self.policy, now, restarts=restarts, capacity_waits=capacity_waits, nodes=nodes
             )
+            decision = self._lease_end(newest, attempt, decision)
             self._close_superseded(mine, newest, now)
             decision = self._account(newest, attempt, decision, now) or decision
             self._release_after_run(jobs, newest, decision, now)
-            status, final = str(value_of(newest.status)), decision.action in _FINAL
+            self._previous_look = now
+            status, final = str(value_of(newest.status)), decision.action in FINAL
             self._remember(
                 Seen(self.spec.spec_hash, newest.submission_id, attempt, restarts, capacity_waits, status, final)
             )
@@ -149,24 +157,75 @@ class Watcher:
                 f"no job of this spec; {running.submission_id} (another spec of stack {self.spec.stack}) runs",
             )
         elif self.seen is not None and self.seen.final:
-            return Decision(
+            decision = Decision(
                 Action.DONE,
                 f"{self.seen.submission_id} had ended ({self.seen.status.lower() or 'given up'}) before the cluster "
                 "forgot it; nothing to recover",
             )
+            # Its workers are still the owner's to release (a claim held them at its end; a Helm upgrade brings them).
+            self._release_after_run(jobs, LostJob(self.seen.submission_id, end_time=0), decision, now)
+            self._previous_look = now
+            return decision
         elif self.seen is not None:
             if self.seen.lost_since is None:
-                self.seen.lost_since = now
+                self.seen.lost_since = self._forgotten_at(self.seen.submission_id, now)
             attempt, restarts = self.seen.attempt, self.seen.restarts
             info = LostJob(self.seen.submission_id, end_time=int(self.seen.lost_since * 1000))
             decision = decide(info, attempt, self.policy, now, restarts=restarts)
             self._account(info, attempt, decision, now)
             self._table_forgot = True
         else:  # numbered from the ledger, as `run_owner.next_attempt` does: never `<id>` again after a head restart
+            last = self._last_record()
+            if last is not None and last.end is None:
+                # The state file is lost too: the ledger's open record is the attempt the cluster forgot.
+                self.seen = Seen(self.spec.spec_hash, last.submission_id, last.attempt, max(last.attempt - 1, 0))
+                return self.step()
+            if last is not None and last.cause in _FINAL_CAUSES:
+                decision = Decision(
+                    Action.DONE,
+                    f"{last.submission_id} had ended ({last.cause}) before the cluster and the watcher's state "
+                    "forgot it; nothing to recover",
+                )
+                self._release_after_run(jobs, LostJob(last.submission_id, end_time=0), decision, now)
+                self._previous_look = now
+                return decision
             decision = decide(None, self.ledger.last_attempt(self.spec.submission_id), self.policy, now)
         if decision.action is Action.RESUBMIT:
             decision = self._resubmit(decision)
         return decision
+
+    def _last_record(self) -> Optional["Attempt"]:
+        """The ledger's record of this spec's highest attempt, if any."""
+        from workloads.submit import attempt_id
+
+        mine = [a for a in self.ledger.attempts if a.submission_id == attempt_id(self.spec.submission_id, a.attempt)]
+        return max(mine, key=lambda a: a.attempt, default=None)
+
+    def _forgotten_at(self, job_id: str, now: float) -> float:
+        """When the cluster forgot `job_id`: the start of the head that no longer knows it, when that head started
+        after the attempt (its driver ran on the old head and died with it), else `now`. A watcher down while the
+        attempt ended and the head restarted would otherwise charge the attempt until its next look (the soak,
+        seed 5). Ray's node table marks the head (`is_head_node`, `start_time_ms`: ray python/ray/util/state/
+        common.py `NodeState`, Ray 2.60.0)."""
+        from workloads import submit
+
+        record = self.ledger.find(job_id)
+        if record is None:
+            return now
+        rows: list[Any] = []
+        with contextlib.suppress(submit.JobError):
+            rows = self._node_rows()
+        starts = [
+            row["start_time_ms"] / 1000
+            for row in rows
+            if isinstance(row, dict)
+            and row.get("is_head_node") is True
+            and row.get("state") == "ALIVE"
+            and isinstance(row.get("start_time_ms"), int)
+            and not isinstance(row.get("start_time_ms"), bool)
+        ]
+        head = max(starts, default=None)
+        return head if head is not None and record.start < head < now else now
 
     def _latest_checkpoint(self) -> Optional[int]:
         from workloads import checkpoints
@@ -176,10 +235,13 @@ class Watcher:
     def _account(self, job: Any, attempt: int, decision: Decision, now: float) -> Optional[Decision]:
         """Keep the ledger's record of `job` (the newest attempt) current; the budget's decision, if any."""
         record = self.ledger.find(job.submission_id)
+        status = value_of(job.status)
         if record is None:  # submitted by the deploy or by hand: first seen now
             start = (getattr(job, "start_time", None) or now * 1000) / 1000
-            record = self._new_record(attempt, job.submission_id, start, self._latest_checkpoint() or 0, [])
-        status = value_of(job.status)
+            nodes = size_ladder.attempt_nodes(job, self.run.node_count)  # its size as submitted, shrunk or not
+            record = self._new_record(attempt, job.submission_id, start, self._latest_checkpoint() or 0, [], nodes)
+        elif status in ("PENDING", "RUNNING") and self._mark_pods(record):  # missed at an earlier look
+            self._save_ledger()
         if status in ("PENDING", "RUNNING"):
             return self._budget(job, record, now) if status == "RUNNING" else None
         if record.end is None:
@@ -200,7 +262,9 @@ class Watcher:
             if record.attempt > submit.attempt_of(newest):
                 continue
             end_ms = ends.get(record.submission_id)
-            record.end, record.cause = (end_ms / 1000 if end_ms else min(start, now)), "superseded"
+            # One the table forgot (a head restart) ended when that head started, not when `newest` did.
+            end = end_ms / 1000 if end_ms else self._forgotten_at(record.submission_id, min(start, now))
+            record.end, record.cause = end, "superseded"
             self._note(f"attempt {record.attempt} ({record.submission_id}) superseded by {newest.submission_id}", True)
             closed = True
         if closed:
@@ -213,6 +277,8 @@ class Watcher:
         record.end = (getattr(job, "end_time", None) or now * 1000) / 1000
         causes = {"SUCCEEDED": "succeeded", "STOPPED": "stopped" if self.ledger.stop_requested_at is None else "budget"}
         record.cause = causes.get(status) or (decision.cause.value if decision.cause is not None else "failed")
+        if status == "SUCCEEDED" and decision.action is Action.RESUBMIT:  # `_lease_end`: not the run's end
+            record.cause = size_ladder.LEASE_CAUSE
         record.saved_step = self._latest_checkpoint()
         self._mark_gate(record)
         text = str(getattr(job, "message", "") or "")
@@ -265,17 +331,27 @@ class Watcher:
             )
         )
 
-    def _mark_pods(self, record: "Attempt") -> None:
+    def _mark_pods(self, record: "Attempt") -> bool:
         """Record what the worker pods show of the attempt's nodes (`gang_wait.pod_marks`): the `gangWait` and
-        `imagePull` goodput boundaries. Read at the attempt's start, while its gang runs; an API error leaves
-        them out (the pull then counts under `gangWait`)."""
+        `imagePull` goodput boundaries; whether they were recorded now. Read when the attempt is recorded and, while
+        they are missing (its pods still pulling or pending, an API error), at each later look while it runs;
+        once set, never read again. Never read: the pull counts under `gangWait` (docs/goodput.md)."""
         from workloads import gang_wait
 
         view = self.gang or self.release
-        if view is None or self.run.node_count < 1:
-            return
+        if view is None or self.run.node_count < 1 or "podsRunning" in record.marks:
+            return False
+        marks: dict[str, float] = {}
         with contextlib.suppress(*gang_wait.VIEW_ERRORS):
-            record.marks.update(gang_wait.pod_marks(view, self.run.node_count))
+            # An attempt on fewer nodes (recovery.shrink) has its marks once its own count of pods runs: waiting for
+            # the full gang, they would come from nodes that return during its lease and charge its steps as a wait.
+            marks = gang_wait.pod_marks(view, record.nodes or self.run.node_count)
+            if marks:  # the ask that raised the workers (workloads/worker_group.py): whose nodes these are
+                asked = view.group().asked_at
+                if asked is not None:
+                    marks["askedAt"] = asked
+        record.marks.update(marks)
+        return bool(marks)
 
     def _mark_gate(self, record: "Attempt") -> None:
         """Record the attempt's gate run start and end (the `gate` goodput bucket's boundaries)."""
@@ -302,6 +378,7 @@ class Watcher:
             step_seconds=self.run.step_seconds,
             write_seconds=self.run.checkpoint_write_seconds,
             save_period=self.run.save_period,
+            full_nodes=self.run.node_count or None,
         )
         row = [r for r in rows if r[0] is record]
         run = goodput.summary(row)
@@ -309,103 +386,14 @@ class Watcher:
         fraction = run["fraction"]
         return {
             "goodputFraction": None if fraction is None else round(float(fraction), 4),  # type: ignore[arg-type]
-            "badputUsd": None if usd is None else {b: round(v, 2) for b, v in usd.items() if b != goodput.GOOD},
+            "badputUsd": None if usd is None else {b: round(v, 2) for b, v in usd.items() if b not in goodput.GOODPUT},
         }
 
     def _budget(self, job: Any, record: "Attempt", now: float) -> Optional[Decision]:
-        """At 80 % of `job.budgetUsd` warn once; at 100 % stop after the next complete checkpoint, or at once when
-        none comes within one save period."""
-        from workloads import submit
-        from workloads.ledger import WARN_FRACTION
-
-        budget, spent = self.ledger.budget_usd, self.ledger.spend(now)
-        if budget is None or spent is None:
-            return None
-        if spent >= WARN_FRACTION * budget and not self.ledger.budget_warned:
-            self.ledger.budget_warned = True
-            self._note(
-                f"budget warning: ${spent:,.2f} spent, {100 * spent / budget:.0f} % of job.budgetUsd ${budget:,.2f}",
-                event=True,
-            )
-            self._save_ledger()
-        if spent < budget:
-            self._budget_raised()
-            return None
-        latest = self._latest_checkpoint()
-        if self.ledger.stop_requested_at is None:
-            self.ledger.stop_requested_at, self.ledger.stop_requested_step = now, latest
-            window = self.run.save_window_seconds
-            when = f"in {window:.0f} s, one save period, if none comes" if window else "no save period known: now"
-            self._note(
-                f"budget reached: ${spent:,.2f} of job.budgetUsd ${budget:,.2f}; {job.submission_id} is stopped "
-                f"after its next complete checkpoint ({when})",
-                event=True,
-            )
-            self._save_ledger()
-        window = self.run.save_window_seconds or 0.0
-        since = self.ledger.stop_requested_step
-        saved = latest is not None and since is not None and latest > since  # 0: no checkpoint yet
-        waited = now - self.ledger.stop_requested_at
-        # Never into a save being written, the one it waits for or a newer one begun since (the run's last).
-        writing = waited < window + SAVE_WAIT_CAP_S and self._save_in_flight(max(latest or 0, since or 0))
-        if (not saved and waited < window) or writing:
-            return Decision(
-                Action.WAIT,
-                f"budget reached; {job.submission_id} stops after its next complete checkpoint (newer than "
-                f"step_{since or 0})",
-            )
-        with contextlib.suppress(submit.UnknownJob):
-            submit.stop(self.client, job.submission_id)
-        why = (
-            f"after its checkpoint step_{latest}" if saved else "at once: no complete checkpoint within one save period"
-        )
-        record.note = f"stopped by the budget {why}"
-        self._note(f"budget: stopped {job.submission_id} {why} (${spent:,.2f} of ${budget:,.2f})", event=True)
-        self._save_ledger()
-        return Decision(Action.DONE, f"job.budgetUsd ${budget:,.2f} spent: stopped {job.submission_id} {why}")
-
-    def _budget_raised(self) -> None:
-        """Spend is under the budget again: forget the earlier trip."""
-        if self.ledger.stop_requested_at is None:
-            return
-        self.ledger.stop_requested_at = self.ledger.stop_requested_step = None
-        self._note("budget raised above the spend: the earlier budget stop is withdrawn", event=True)
-        self._save_ledger()
-
-    def _save_in_flight(self, since: Optional[int]) -> bool:
-        """Whether a save newer than `since` is being written: Ray's stop gives the driver 3 s before SIGKILL and
-        NeMo-RL has no SIGTERM handler, so a stop now would lose it."""
-        from workloads import checkpoints
-
-        if not self.run.checkpoint_dir:
-            return False
-        found = checkpoints.scan(self.run.checkpoint_dir)
-        return any(step > (since or 0) for step in (*found.partial, *found.incomplete))
+        return budget_stop.budget_decision(self, job, record, now)
 
     def _release_after_run(self, jobs: list[Any], newest: Any, decision: Decision, now: float) -> None:
-        """Once the run has ended for good and no job of the stack is active, scale the workers to 0, once per
-        attempt; a failed release is tried again next look."""
-        record = self.ledger.find(newest.submission_id)
-        if self.release is None or decision.action not in _FINAL or record is None or record.end is None:
-            return
-        if record.released is not None or any(value_of(j.status) in ("PENDING", "RUNNING") for j in jobs):
-            return
-        from workloads.gang_wait import VIEW_ERRORS
-
-        try:
-            done = self.release.release()
-        except VIEW_ERRORS as err:
-            self._note(f"run ended ({record.cause}); releasing its workers failed ({err}): trying again next look")
-            return
-        # `now` was read before this look listed the jobs, and Ray stamps `end` on its own clock: a run that ended
-        # during the look would otherwise be released before it ended.
-        record.released = max(now, record.end)
-        self._note(
-            f"run ended ({record.cause}): workers released ({done}); GKE removes the GPU nodes after its scale-down "
-            "delay, and `python -m jobctl submit` brings them back",
-            event=True,
-        )
-        self._save_ledger()
+        worker_release.release_after_run(self, jobs, newest, decision, now)
 
     def _resubmit(self, decision: Decision) -> Decision:
         decision = holds.first_hold(self, decision)
@@ -414,14 +402,66 @@ class Watcher:
         job_id = self.resubmit(decision.next_attempt, decision.restarts or 0, decision.capacity_waits)
         return dataclasses.replace(decision, reason=f"{decision.reason}: resubmitted as {job_id}")
 
-    def _new_record(self, attempt: int, job_id: str, start: float, resume: int, cleaned: list[str]) -> "Attempt":
-        """A new ledger record, saved, with the rungs of the whole gang seen before it ("spot 3, onDemand 5")."""
+    def _lease_end(self, job: Any, attempt: int, decision: Decision) -> Decision:
+        """An attempt on fewer nodes that SUCCEEDED ended its lease (`checkpoint_must_save_by`) on a whole checkpoint,
+        unless its log says it reached `grpo.max_num_steps`: resubmit at once, at full size when the gang is back
+        (`holds.shrink_when_short` chooses), with no restart counted. A log that cannot be read counts as a lease end:
+        a run already at its last step ends again at once."""
+        from workloads import submit
+
+        full = self.run.node_count
+        if decision.action is not Action.DONE or value_of(job.status) != "SUCCEEDED":
+            return decision
+        if full <= 0 or size_ladder.attempt_nodes(job, full) >= full:
+            return decision
+        record = self.ledger.find(job.submission_id)
+        if record is not None and record.end is not None:
+            ended = record.cause == size_ladder.LEASE_CAUSE
+        else:
+            try:
+                ended = size_ladder.LEASE_ENDED_LINE in "".join(submit.logs(self.client, job.submission_id))
+            except submit.JobError:
+                ended = True
+        if not ended:
+            return decision
+        nodes = size_ladder.attempt_nodes(job, full)
+        return Decision(
+            Action.RESUBMIT,
+            f"{job.submission_id} on {nodes} of {full} nodes ended its {self.run.shrink_lease_minutes}-min lease on a "
+            "whole checkpoint (recovery.shrink)",
+            next_attempt=attempt + 1,
+            restarts=0,
+        )
+
+    def _attempt_spec(self, attempt: int, job_id: str) -> JobSpec:
+        """The spec attempt `attempt` is submitted with: the run's, or resized to `shrink_to` (one log line and one
+        ledger event saying the size and why)."""
+        size = self.shrink_to
+        if size is None:
+            return self.spec
+        nodes = int(size["nodes"])
+        try:
+            spec = size_ladder.resized_spec(self.spec, nodes, size["overrides"])
+        except ValueError as err:
+            self._note(f"attempt {attempt} ({job_id}) not resized ({err}): submitted at full size", event=True)
+            self.shrink_to = None
+            return self.spec
+        self._note(f"attempt {attempt} ({job_id}) runs on {nodes} of {self.run.node_count} nodes: {size['why']}", True)
+        return spec
+
+    def _new_record(
+        self, attempt: int, job_id: str, start: float, resume: int, cleaned: list[str], nodes: Optional[int] = None
+    ) -> "Attempt":
+        """A new ledger record, saved, with the rungs of the whole gang seen before it ("spot 3, onDemand 5"); `nodes`:
+        the attempt's size (default: the size this watcher submits it at)."""
         from workloads.ledger import GANG_COMPLETE, Attempt
 
         gang = self.ledger.gang
         whole = gang is not None and gang.submission_id == job_id and gang.outcome == GANG_COMPLETE
         mix = gang.mix if whole and gang is not None else ""
-        record = Attempt(attempt, job_id, start, self.run.node_count, resume, cleaned=cleaned, rungs=mix)
+        if nodes is None:
+            nodes = int(self.shrink_to["nodes"]) if self.shrink_to is not None else self.run.node_count
+        record = Attempt(attempt, job_id, start, nodes, resume, cleaned=cleaned, rungs=mix)
         self._mark_pods(record)
         self.ledger.attempts.append(record)
         self._save_ledger()
@@ -438,8 +478,15 @@ class Watcher:
             # No attempt runs now: a `tmp_step_<N>` is a dead run's partial save (workloads/checkpoints.py).
             quiet = checkpoints.QUIET_SECONDS if self._table_forgot else 0.0
             cleaned = checkpoints.clean_partial(self.run.checkpoint_dir, quiet=quiet)  # file times: wall clock
+            # What the job's entrypoint does first (workloads/job_spec.py `prepare_checkpoints`), done here too so
+            # that the step logged below is the one NeMo-RL loads; the earlier release's directory is the run's
+            # parent (`workloads.job_types.run_checkpoint_subdir`). A failure is the attempt's to report.
+            with contextlib.suppress(checkpoints.PrepareError, OSError):
+                legacy = os.path.dirname(self.run.checkpoint_dir.rstrip("/"))
+                checkpoints.prepare(self.run.checkpoint_dir, legacy, lambda line: self._note(line, event=True))
         resume = self._latest_checkpoint()
-        job_id, _ = submit.submit_attempt(self.client, self.spec, attempt, meta)
+        spec = self._attempt_spec(attempt, submit.attempt_id(self.spec.submission_id, attempt))
+        job_id, _ = submit.submit_attempt(self.client, spec, attempt, meta)
         self.resubmitted.append(job_id)
         if self.ledger.find(job_id) is None:  # else someone submitted this very attempt first: that is the job
             self._new_record(attempt, job_id, self.clock(), resume or 0, cleaned)

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from workloads.ledger import write_quietly
+from workloads import cli_args
+from workloads.ledger import _fits, write_quietly
 from workloads.recovery.classify import LOST
 
 
@@ -47,6 +48,10 @@ class Seen:
         return json.dumps(data, sort_keys=True)
 
 
+_LARGEST = 1e12
+"""No count or time of the state comes near it (as the ledger's, `LedgerFile.LARGEST`)."""
+
+
 class StateFile:
     """What the watcher last saw, in a file written by rename (`<mount>/.nemo-rl-gke/watcher/<stack>.json`)."""
 
@@ -54,10 +59,18 @@ class StateFile:
         self.path = Path(path)
 
     def load(self, spec_hash: str) -> Optional[Seen]:
+        """What the file says of `spec_hash`'s job; None when it says nothing of it, or is not a state file: read
+        by the bounded reader (a FIFO or /dev/zero is refused, not waited on or read without end), its JSON strict
+        (no NaN, 1e309) and each field of its type (`ledger._fits`, the ledger's shape check)."""
         try:
-            data = json.loads(self.path.read_text())
-            seen = Seen(**{f.name: data[f.name] for f in dataclasses.fields(Seen) if f.name in data})
-        except (OSError, ValueError, TypeError):
+            data = cli_args.loads_json(cli_args.read_user_file(self.path), _LARGEST)
+            if not isinstance(data, dict):
+                return None
+            values = {f.name: data[f.name] for f in dataclasses.fields(Seen) if f.name in data}
+            seen = Seen(**values)
+        except (OSError, ValueError, TypeError):  # UnreadableFile is a ValueError; a field missing: TypeError
+            return None
+        if not _fits(dataclasses.asdict(seen), Seen):
             return None
         return seen if seen.spec_hash == spec_hash else None
 
