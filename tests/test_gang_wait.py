@@ -220,7 +220,7 @@ class FakeApi:
                 self._answer(api.cluster)
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()  # a quick shutdown
         self.base = f"http://127.0.0.1:{self.server.server_address[1]}"
 
     def groups(self):
