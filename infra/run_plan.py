@@ -21,7 +21,7 @@ from workloads.job_spec import PoolShape, run_checkpoint_subdir_for, run_id_of, 
 from workloads.recipes import TrainingBackend
 from workloads.recovery import RecoveryPolicy
 from workloads.run_owner import GateSetup, RunPlan
-from workloads.size_ladder import Rung, Shape, ladder, size_overrides, smaller_sizes
+from workloads.size_ladder import NodeCount, Shape, ladder, size_overrides, smaller_sizes
 
 if TYPE_CHECKING:
     from infra.ray_cluster import RayTarget
@@ -186,12 +186,12 @@ def size_shape(cfg: StackConfig, gpu_pool: PoolShape) -> Shape:
     )
 
 
-def size_ladder(cfg: StackConfig, gpu_pool: PoolShape) -> tuple[Rung, ...]:
+def size_ladder(cfg: StackConfig, gpu_pool: PoolShape) -> tuple[NodeCount, ...]:
     """Every node count from the pool's down to 1, each valid or refused with why (`workloads.size_ladder.ladder`)."""
     return ladder(size_shape(cfg, gpu_pool))
 
 
-def cannot_shrink(cfg: StackConfig, rungs: tuple[Rung, ...]) -> Optional[str]:
+def cannot_shrink(cfg: StackConfig, rungs: tuple[NodeCount, ...]) -> Optional[str]:
     """Why the run can train on no smaller node count (at least `recovery.shrink.minNodes`), or None."""
     if smaller_sizes(rungs, cfg.recovery.shrink.min_nodes):
         return None

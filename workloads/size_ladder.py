@@ -40,7 +40,7 @@ META_NODES = "nemo-rl-gke/nodes"
 
 
 @dataclass(frozen=True)
-class Rung:
+class NodeCount:
     """One node count of the ladder: `refused` is None when the run can train on it, else one line saying why."""
 
     nodes: int
@@ -102,12 +102,12 @@ def why_refused(shape: Shape, nodes: int) -> Optional[str]:
     return None
 
 
-def ladder(shape: Shape) -> tuple[Rung, ...]:
+def ladder(shape: Shape) -> tuple[NodeCount, ...]:
     """Every node count from the full gang down to 1, largest first, each valid or refused with why."""
-    return tuple(Rung(n, why_refused(shape, n)) for n in range(shape.full_nodes, 0, -1))
+    return tuple(NodeCount(n, why_refused(shape, n)) for n in range(shape.full_nodes, 0, -1))
 
 
-def smaller_sizes(rungs: Sequence[Rung], min_nodes: int = 1) -> tuple[int, ...]:
+def smaller_sizes(rungs: Sequence[NodeCount], min_nodes: int = 1) -> tuple[int, ...]:
     """The valid node counts below the full gang (the first rung) and at least `min_nodes`, largest first."""
     return tuple(r.nodes for r in rungs[1:] if r.valid and r.nodes >= min_nodes)
 
