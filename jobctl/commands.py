@@ -117,7 +117,7 @@ def ensure_workers(
     Kubernetes API to ask, so missing workers are an error that gives the kubectl command."""
     from infra.ray_cluster import RAY_CLUSTER_NAME, WORKER_GROUP
     from infra.training_job import ray_cluster_timeout_s
-    from workloads import ray_address, ray_connection, worker_group
+    from workloads import worker_group
     from workloads.gang_wait import VIEW_ERRORS, KubeGangView
     from workloads.readiness import DEFAULT_TIMEOUT_S
 
@@ -131,11 +131,15 @@ def ensure_workers(
         if args.address:
             return None
         target = gke_target(args, stack)
-        url = ray_address.endpoint_url(target.endpoint)
-        verify = ray_connection.tls_verify(target.ca_file, target.ca_b64)
-        token = token_provider or ray_connection.google_token_provider()
-        ca = verify if isinstance(verify, str) else None
-        return KubeGangView(url, token, ca, target.namespace, RAY_CLUSTER_NAME, WORKER_GROUP)
+        return KubeGangView.on_gke(
+            target.endpoint,
+            target.namespace,
+            RAY_CLUSTER_NAME,
+            WORKER_GROUP,
+            ca_file=target.ca_file,
+            ca_b64=target.ca_b64,
+            token=token_provider,
+        )
 
     def ensure() -> int:  # only when an attempt or a gate is about to start: a kept job asks for nothing
         try:

@@ -16,7 +16,30 @@ from typing import Optional
 RAY_VERSION = "2.60.0"
 
 
-class StalledServer:
+class _LoopbackServer:
+    """A threaded HTTP server on 127.0.0.1 with `handler`, started by `with` (which gives its URL), stopped at exit."""
+
+    def __init__(self, handler: type[BaseHTTPRequestHandler]):
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server.daemon_threads = True
+        # Polled every 50 ms, not 0.5 s: `shutdown` waits for the next poll.
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def __enter__(self) -> str:
+        self._thread.start()
+        return self.url
+
+    def __exit__(self, *exc) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+class StalledServer(_LoopbackServer):
     """`with StalledServer(answer_version=True) as url:` — a dashboard that answers `/api/version`
     (so a client can be created) and stalls on every other request; with False it stalls on all. With
     `trickle` (seconds) it answers those requests instead, one byte every `trickle` seconds, `trickle_bytes` in
@@ -53,27 +76,14 @@ class StalledServer:
             def log_message(self, *args):
                 pass
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        # Polled every 50 ms, not 0.5 s: `shutdown` waits for the next poll.
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
-
-    @property
-    def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def __enter__(self) -> str:
-        self._thread.start()
-        return self.url
+        super().__init__(Handler)
 
     def __exit__(self, *exc) -> None:
-        self._release.set()
-        self._server.shutdown()
-        self._server.server_close()
+        self._release.set()  # the stalled handlers return before the server stops
+        super().__exit__(*exc)
 
 
-class AnsweringServer:
+class AnsweringServer(_LoopbackServer):
     """`with AnsweringServer({"/api/version": (200, "application/json", b"{}")}) as url:` answers each path (any
     method; a path not listed: `default`) with its status, content type and body."""
 
@@ -94,16 +104,4 @@ class AnsweringServer:
             def log_message(self, *args):
                 pass
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        # Polled every 50 ms, not 0.5 s: `shutdown` waits for the next poll.
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
-
-    def __enter__(self) -> str:
-        self._thread.start()
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def __exit__(self, *exc) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        super().__init__(Handler)

@@ -253,6 +253,33 @@ class KubeGangView:
             worker_group,
         )
 
+    @classmethod
+    def on_gke(
+        cls,
+        endpoint: str,
+        namespace: str,
+        ray_cluster: str,
+        worker_group: str,
+        *,
+        ca_file: Optional[str] = None,
+        ca_b64: Optional[str] = None,
+        token: Optional[Callable[[], str]] = None,
+    ) -> "KubeGangView":
+        """The view from a user's machine (the deploy hook, `jobctl`): the GKE API server at `endpoint` with the
+        cluster CA where its IP endpoint needs one, and a Google token (Application Default Credentials by default)
+        refreshed within its hour."""
+        from workloads import ray_address, ray_connection
+
+        verify = ray_connection.tls_verify(ca_file, ca_b64)
+        return cls(
+            ray_address.endpoint_url(endpoint),
+            token or ray_connection.google_token_provider(),
+            verify if isinstance(verify, str) else None,
+            namespace,
+            ray_cluster,
+            worker_group,
+        )
+
     def _token(self) -> str:
         """The token file is read for every request: the kubelet rotates it (the `serviceAccountToken` projection,
         https://kubernetes.io/docs/reference/kubernetes-api/config-and-storage-resources/volume/,

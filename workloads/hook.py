@@ -71,17 +71,14 @@ def _worker_view(props: dict[str, Any]) -> Any:
         return None
     if not int(props.get("worker_replicas") or 0):
         return None
-    from workloads import ray_address, ray_connection
     from workloads.gang_wait import KubeGangView
 
-    verify = ray_connection.tls_verify(None, props.get("ca_cert_b64") or None)
-    return KubeGangView(
-        ray_address.endpoint_url(props["gke_endpoint"]),
-        ray_connection.google_token_provider(),
-        verify if isinstance(verify, str) else None,
+    return KubeGangView.on_gke(
+        props["gke_endpoint"],
         props["namespace"],
         props["ray_cluster_name"],
         props["worker_group"],
+        ca_b64=props.get("ca_cert_b64") or None,
     )
 
 

@@ -53,14 +53,11 @@ def claim_after(group: "WorkerGroup", ended: float, now: float) -> bool:
 
 
 def alive_gpu_nodes(client: Any) -> int:
-    """Ray's alive nodes with GPUs: the workers NeMo-RL's placement groups can use."""
-    from workloads import submit
+    """Ray's alive nodes with GPUs: the workers NeMo-RL's placement groups can use (the node set a gate verdict
+    belongs to, `run_owner.worker_node_ids`)."""
+    from workloads import run_owner, submit
 
-    return sum(
-        1
-        for r in submit.ray_nodes(client)
-        if str(r.get("state", "")).upper() == "ALIVE" and float((r.get("resources_total") or {}).get("GPU", 0) or 0) > 0
-    )
+    return len(run_owner.worker_node_ids(submit.ray_nodes(client)))
 
 
 def ensure_workers(

@@ -252,20 +252,25 @@ def at_end(world: Any) -> None:
         world.violate(f"the ledger's spend ${spend:.2f} is not the sum of its attempts' ${parts:.2f}")
 
 
+def _run_rows(world: Any) -> list:
+    """The run's goodput rows (`goodput.run_buckets`) at the world's clock, with the plan's step and save figures."""
+    return goodput.run_buckets(
+        world.watcher.ledger,
+        world.now,
+        step_seconds=world.run.step_seconds,
+        write_seconds=None,
+        save_period=world.run.save_period,
+        full_nodes=world.nodes,
+    )
+
+
 def _buckets_fill_paid_time(world: Any) -> None:
     """The run's goodput buckets sum to the union of its paid intervals (`goodput.paid_intervals`): each attempt's
     to its own intervals times its nodes, and no two attempts paid for the same moment."""
     ledger, now = world.watcher.ledger, world.now
     if not ledger.attempts:
         return
-    rows = goodput.run_buckets(
-        ledger,
-        now,
-        step_seconds=world.run.step_seconds,
-        write_seconds=None,
-        save_period=world.run.save_period,
-        full_nodes=world.nodes,
-    )
+    rows = _run_rows(world)
     intervals = goodput.paid_intervals(ledger, now)
     for (attempt, hours, _), spans in zip(rows, intervals, strict=True):
         paid = attempt.nodes * sum(b - a for a, b in spans) / 3600
@@ -289,16 +294,7 @@ def goodput_truth(world: Any) -> None:
     """After a two-day idle or on week-old nodes: the run's goodput fraction within a point of the one the soak's
     own bill gives (the same kept node-hours over the node-seconds the world's VMs were up since the run's first
     look). Only for runs whose other faults keep the ledger's node count the world's (`soak_run.EXACT_FAULTS`)."""
-    ledger, now = world.watcher.ledger, world.now
-    rows = goodput.run_buckets(
-        ledger,
-        now,
-        step_seconds=world.run.step_seconds,
-        write_seconds=None,
-        save_period=world.run.save_period,
-        full_nodes=world.nodes,
-    )
-    run = goodput.summary(rows)
+    run = goodput.summary(_run_rows(world))
     hours: dict[str, float] = run["nodeHours"]  # type: ignore[assignment]
     good = sum(hours[b] for b in goodput.GOODPUT)
     if run["fraction"] is None or world.paid_node_s <= 0:

@@ -668,19 +668,24 @@ class SoakRun:
         """`python -m jobctl submit` or the deploy hook: `submit_gated` with the workers asked for first."""
         if self.final == "stop":
             self.final = None  # the user resumes what they stopped
-        ledger = LedgerFile(ledger_path(self.state_path))
         try:
-            run_owner.submit_gated(
-                self.ray,
-                self.spec,
-                self.run.gate,
-                sleep=self.sim_sleep,
-                poll_interval=LOOK_S,
-                ledger=lambda: ledger.load(self.spec.stack, self.spec.run_id),
-                ensure_workers=self.ensure_workers(),
-            )
+            self._submit_gated()
         except (run_owner.GateFailed, worker_group.WorkersNotReady, submit.JobError, OSError):
             pass
+
+    def _submit_gated(self) -> None:
+        """`run_owner.submit_gated` as the hook and `jobctl submit` call it, the workers asked for first. They read the
+        watcher's ledger on Lustre through a probe job (`workloads.ledger.read_on_head`); here the file."""
+        ledger = LedgerFile(ledger_path(self.state_path))
+        run_owner.submit_gated(
+            self.ray,
+            self.spec,
+            self.run.gate,
+            sleep=self.sim_sleep,
+            poll_interval=LOOK_S,
+            ledger=lambda: ledger.load(self.spec.stack, self.spec.run_id),
+            ensure_workers=self.ensure_workers(),
+        )
 
     def later(self, seconds: float, fault: str) -> None:
         self.schedule = sorted([*self.schedule, (self.now + seconds, fault)])
@@ -696,18 +701,8 @@ class SoakRun:
             except submit.JobError as err:
                 self.violate(f"a second submitter of {newest.submission_id} was not told to adopt it: {err}")
             return
-        # They read the watcher's ledger on Lustre through a probe job (`workloads.ledger.read_on_head`); here the file.
-        ledger = LedgerFile(ledger_path(self.state_path))
         try:  # `python -m jobctl submit` / the hook on update
-            run_owner.submit_gated(
-                self.ray,
-                self.spec,
-                self.run.gate,
-                sleep=self.sim_sleep,
-                poll_interval=LOOK_S,
-                ledger=lambda: ledger.load(self.spec.stack, self.spec.run_id),
-                ensure_workers=self.ensure_workers(),
-            )
+            self._submit_gated()
         except (
             run_owner.GateFailed,
             worker_group.WorkersNotReady,
