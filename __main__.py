@@ -21,7 +21,7 @@ from infra.run_plan import run_plan_for_stack
 from infra.stack_context import StackContext
 from infra.training_job import build_training_job, job_spec_for_stack
 from infra.watcher_deployment import build_preemption_watcher
-from infra.weight_staging import WeightStaging, WeightStagingArgs, staging_minutes
+from infra.weight_staging import WeightStaging, WeightStagingArgs
 from infra.workload_env import LustreVolume, WorkloadEnvironment, WorkloadEnvironmentArgs
 from workloads.job_types import results_dirs
 
@@ -85,7 +85,7 @@ artifacts = storage.ArtifactBucket(
 # Deleted before Lustre and the bucket: exports first (lustre.exportOnDestroy); imports lustre.importFrom.
 lustre_data = storage.LustreDataGuard(
     "lustre-data",
-    storage.LustreDataGuardArgs(ctx, cfg.lustre, lustre, artifacts, results_dirs()),
+    storage.LustreDataGuardArgs(ctx, cfg.lustre, lustre, artifacts, results_dirs(), weights_import=not mode.autopilot),
     opts=apis.wait_for(api.LUSTRE, api.STORAGE, api.SERVICE_USAGE),
 )
 
@@ -157,12 +157,10 @@ workload = WorkloadEnvironment(
     ),
     opts=on_nodes,
 )
-# The recipe's model into the HF cache on Lustre once, on CPU, before the Ray release (infra/weight_staging.py). Not on
-# Autopilot: no node holds the image beforehand, so the staging pod's own node and pull would sit on the path.
+# The recipe's model into the bucket once, on CPU, while Lustre is created; Lustre imports it into the HF cache before
+# the job is submitted (infra/weight_staging.py). Not on Autopilot: its pod's sidecar and disk limits are unverified.
 weights = (
-    None
-    if mode.autopilot
-    else WeightStaging(
+    WeightStaging(
         "weights",
         WeightStagingArgs(
             image,
@@ -172,11 +170,27 @@ weights = (
             cfg.ray.mount_path,
             token=settings.secrets.hf_token is not None,
             system_pool=system_pool,
+            bucket=artifacts.bucket_cloud_name,
+            ksa=cfg.ray.service_account,
+            lustre_mb_per_s=cfg.lustre.capacity_gib / 1024 * cfg.lustre.per_unit_storage_throughput,
         ),
+        lustre,
+        import_after=lustre_data.grants,
+        # Not the workload component as a whole: its Lustre claim waits for the instance.
         opts=pulumi.ResourceOptions(
-            provider=kube.provider, depends_on=[*cluster.node_pools, workload], deleted_with=cluster.cluster
+            provider=kube.provider,
+            depends_on=[
+                *cluster.node_pools,
+                workload.namespace_resource,
+                workload.service_account_resource,
+                workload.secret,
+                artifacts,
+            ],
+            deleted_with=cluster.cluster,
         ),
     )
+    if not mode.autopilot
+    else None
 )
 # The image lands on every node while Lustre is still being created (not waiting for its volume). None on Autopilot.
 prepull = mode.image_prepull(
@@ -187,9 +201,7 @@ prepull = mode.image_prepull(
         cluster.node_pool_names,
         gpu_pool.taints,
         # gpuPool.warmMinutes, or the just-in-time placeholders and their timer (infra/jit_gpu_nodes.py).
-        warm=gpu_warmup(
-            cfg, gpu_pool, system_pool, ray_target.cluster_name, staging_minutes(cfg.recipe.model_params_billion)
-        ),
+        warm=gpu_warmup(cfg, gpu_pool, system_pool, ray_target.cluster_name),
     ),
     opts=pulumi.ResourceOptions(
         provider=kube.provider,
@@ -218,8 +230,7 @@ ray_cluster = RayCluster(
             *cluster.node_pools,
             nccl,
             lustre_data,
-            # weights: a wait only; a new or changed staging Job replaces nothing here.
-            *(r for r in (prepull, compute_class, mirror, weights and weights.job) if r is not None),
+            *(r for r in (prepull, compute_class, mirror) if r is not None),
         ],
         deleted_with=cluster.cluster,
     ),
@@ -246,6 +257,8 @@ job = build_training_job(
     # Submitted after the release, stopped before it or a pool goes, and replaced with them.
     ray_release=ray_cluster.release,
     node_pools=cluster.node_pools,
+    # A wait only (no replacement): a changed model's import does not resubmit a running job.
+    opts=pulumi.ResourceOptions(depends_on=[weights.imported]) if weights else None,
 )
 if job is not None:
     pulumi.export("jobId", job.submission_id)

@@ -229,15 +229,14 @@ def gpu_warmup(
     gpu_pool: GpuPoolFacts,
     system_pool: Optional[str] = None,
     ray_cluster: str = "",
-    staging_minutes: float = 0.0,
 ) -> Optional[GpuWarmup]:
     """`gpuPool.warmMinutes` when set; else the just-in-time placeholders (`gpuPool.justInTime`, the default), timed
-    to be ready when the RayCluster `ray_cluster` is expected (after Lustre and `staging_minutes` of weights); None
+    to be ready when the RayCluster `ray_cluster` is expected (after Lustre and its claim); None
     with both off."""
     minutes = cfg.gpu_pool.warm_minutes
     if minutes is not None:
         return GpuWarmup(minutes, gpu_pool)
-    timing = jit_timing(cfg, staging_minutes)
+    timing = jit_timing(cfg)
     if timing is None:
         return None
     return GpuWarmup(0, gpu_pool, jit=timing, system_pool=system_pool, ray_cluster=ray_cluster)

@@ -8,7 +8,8 @@ priority below cutoff will be expendable ... they don't cause scale up", kuberne
 main.go) is created suspended (`spec.suspend`, GA in Kubernetes 1.24, KEP-2232: a suspended Job creates no pods;
 resuming it creates them; suspending deletes its active pods). A CPU timer Job on the system pool (workloads/
 jit_timer.py) starts it `delay_minutes` after the timer's own creation, and stops it again when the RayCluster appears
-(after Lustre and the staged weights, infra/weight_staging.py; the Ray workers take the nodes) or `lead +
+(after Lustre and its claim; the weights are staged off this path, infra/weight_staging.py; the Ray workers take
+the nodes) or `lead +
 gpuPool.justInTimeMaxWaitMinutes` after the start (Lustre is late: the nodes go back after the autoscaler's
 scale-down delay and the workers ask for them again once the RayCluster exists). The
 placeholders' `activeDeadlineSeconds` is the backstop should the timer die ("If a Job is suspended ..., this timer
@@ -16,7 +17,7 @@ will effectively be stopped and reset when the Job is resumed again": Kubernetes
 
 The delay: the timer can only know its own start, so the program bakes in the deploy-time model's figures
 (tools/deploy_time.py and tools/gpu_arrival.py read them from here, one source): Lustre's typical creation, counted
-from its start, plus its claim and the weights' download, less the model's minutes from Lustre's start to the timer's
+from its start, plus its claim, less the model's minutes from Lustre's start to the timer's
 creation, less the lead (node boot and driver, then the image left after the driver: pulled, streamed or from the
 image cache).
 tests/test_jit_gpu_nodes.py checks the baked delay against the model's own critical path on every Standard stack.
@@ -83,15 +84,14 @@ class JitTiming:
 
     lead_minutes: float
     max_wait_minutes: int
-    staging_minutes: float = 0.0  # the weights' download after the claim (infra/weight_staging.py)
     lustre_minutes: float = LUSTRE_CREATE_MINUTES
     timer_after_lustre_start: float = TIMER_AFTER_LUSTRE_START_MINUTES
 
     @property
     def delay_minutes(self) -> float:
         """From the timer Job's creation to the placeholders' start: the Ray release expected (Lustre ready, its
-        claim, the weights staged), less the lead."""
-        ready = self.lustre_minutes + CLAIM_MINUTES + self.staging_minutes
+        claim), less the lead."""
+        ready = self.lustre_minutes + CLAIM_MINUTES
         # Down to the tenth of a minute: up to 6 s early, never late.
         return max(0.0, math.floor(round(ready - self.timer_after_lustre_start - self.lead_minutes, 6) * 10) / 10)
 
@@ -119,14 +119,14 @@ def pull_kind(image_streaming: bool, image_cache: bool) -> str:
     return CACHE if image_cache else STREAM if image_streaming else PULL
 
 
-def jit_timing(cfg: Any, staging_minutes: float = 0.0) -> Optional[JitTiming]:
+def jit_timing(cfg: Any) -> Optional[JitTiming]:
     """None unless the stack wants just-in-time nodes: `gpuPool.justInTime` and no `gpuPool.warmMinutes` (warm
     replaces it). Autopilot has no placeholder (the program makes no pre-pull there)."""
     pool = cfg.gpu_pool
     if not pool.just_in_time or pool.warm_minutes is not None:
         return None
     kind = pull_kind(cfg.cluster.image_streaming, bool(pool.image_cache_disk_image))
-    return JitTiming(lead_minutes(kind), pool.just_in_time_max_wait_minutes, staging_minutes)
+    return JitTiming(lead_minutes(kind), pool.just_in_time_max_wait_minutes)
 
 
 # --------------------------------------------------------------------------------------------- the timer

@@ -60,7 +60,7 @@ def make_client(project: str) -> Any:
     return lustre_v1.LustreClient(client_options={"quota_project_id": project})
 
 
-def _credentials_problem(err: BaseException) -> str:
+def credentials_problem(err: BaseException) -> str:
     first = (str(err).splitlines() or [""])[0][:200]
     return (
         f"no usable Google credentials ({type(err).__name__}: {first}); run `gcloud auth application-default login` "
@@ -81,7 +81,7 @@ def _failed_objects(operation: Any) -> tuple[int, list[str]]:
     return failed, samples[:5]
 
 
-def _transfer(start: Callable[[], Any], what: str, timeout: float) -> None:
+def transfer(start: Callable[[], Any], what: str, timeout: float) -> None:
     """Starts the operation, waiting out another transfer on the instance (ABORTED), then waits for it."""
     from google.api_core import exceptions as errors
 
@@ -132,7 +132,7 @@ def export_results(client: Any, props: dict[str, Any], timeout: float = TRANSFER
             name=name, lustre_path=lustre.LustrePath(path=source), gcs_path=lustre.GcsPath(uri=destination)
         )
         try:
-            _transfer(functools.partial(client.export_data, request=request), what, timeout)
+            transfer(functools.partial(client.export_data, request=request), what, timeout)
         except TransferError as err:
             raise TransferError(_refusal(name, props, str(err), done)) from err.__cause__
         except errors.GoogleAPICallError as err:
@@ -163,7 +163,7 @@ def import_results(client: Any, props: dict[str, Any], timeout: float = TRANSFER
         name=name, gcs_path=lustre.GcsPath(uri=source), lustre_path=lustre.LustrePath(path="/")
     )
     try:
-        _transfer(lambda: client.import_data(request=request), what, timeout)
+        transfer(lambda: client.import_data(request=request), what, timeout)
     except (TransferError, errors.GoogleAPICallError) as err:
         raise TransferError(
             f"{err}. The instance exists; fix the cause (the Managed Lustre service agent needs read access to "
@@ -202,7 +202,7 @@ class LustreGuardProvider(ResourceProvider):
             except GoogleAuthError as err:
                 raise TransferError(
                     f"importing {inputs['import_from']} into Lustre instance {_name(inputs)}: "
-                    f"{_credentials_problem(err)}. "
+                    f"{credentials_problem(err)}. "
                     "The instance exists; run `pulumi up` again once credentials work, or remove lustre.importFrom."
                 ) from None
         outs = _outputs(inputs, imported)
@@ -224,7 +224,7 @@ class LustreGuardProvider(ResourceProvider):
         try:
             export_results(make_client(inputs["project"]), inputs)
         except GoogleAuthError as err:
-            raise TransferError(_refusal(_name(inputs), inputs, _credentials_problem(err), [])) from None
+            raise TransferError(_refusal(_name(inputs), inputs, credentials_problem(err), [])) from None
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         return ReadResult(id_=id_, outs=props)

@@ -192,6 +192,7 @@ class LustreDataGuardArgs:
     lustre: Lustre
     bucket: ArtifactBucket
     results_dirs: tuple[str, ...]
+    weights_import: bool = False  # Lustre imports the staged weights from the bucket (infra/weight_staging.py)
 
 
 class LustreDataGuard(pulumi.ComponentResource):
@@ -202,7 +203,8 @@ class LustreDataGuard(pulumi.ComponentResource):
     def __init__(self, name: str, args: LustreDataGuardArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("nemo-rl-gke:infra:LustreDataGuard", name, None, opts)
         ctx, cfg, lustre, bucket = args.ctx, args.lustre_config, args.lustre, args.bucket
-        grants = self._agent_grants(name, ctx, cfg, bucket, child_options(self, opts))
+        grants = self._agent_grants(name, ctx, cfg, bucket, args.weights_import, child_options(self, opts))
+        self.grants = grants  # what a transfer into or out of this instance waits for
         props = guard_props(
             project=ctx.project,
             zone=lustre.location,
@@ -236,9 +238,15 @@ class LustreDataGuard(pulumi.ComponentResource):
         )
 
     def _agent_grants(
-        self, name: str, ctx: StackContext, cfg: LustreConfig, bucket: ArtifactBucket, child: pulumi.ResourceOptions
+        self,
+        name: str,
+        ctx: StackContext,
+        cfg: LustreConfig,
+        bucket: ArtifactBucket,
+        weights_import: bool,
+        child: pulumi.ResourceOptions,
     ) -> list[pulumi.Resource]:
-        if not (cfg.export_on_destroy or cfg.import_from):
+        if not (cfg.export_on_destroy or cfg.import_from or weights_import):
             return []
         agent = gcp.projects.ServiceIdentity(
             f"{name}-lustre-agent", project=ctx.project, service=LUSTRE_SERVICE, opts=child

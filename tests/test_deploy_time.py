@@ -23,15 +23,10 @@ def cold_gpu_minutes(stack: str) -> float:
     return STREAMED_GPU_MINUTES if stack in STREAMING_STACKS else PULLED_GPU_MINUTES
 
 
-def staging_minutes(stack: str) -> float:
-    """The weights' one download after Lustre's claim (infra/weight_staging.py), by the recipe's size; none on
-    Autopilot (no node holds the image beforehand)."""
-    jobs = [r for r in stack_plan(stack).resources if deploy_time.is_weight_staging(r)]
-    return sum(deploy_time.staging_typical(job).minutes for job in jobs)
-
-
 def after_lustre_minutes(stack: str) -> float:
-    return 0.05 + 0.2 + staging_minutes(stack) + 1.5 + cold_gpu_minutes(stack) + 1.0
+    """Lustre's claim, the Ray release with the cold GPU nodes, the submission: the weights are staged off the path
+    (in the bucket while Lustre is created, imported beside the release: infra/weight_staging.py)."""
+    return 0.05 + 0.2 + 1.5 + cold_gpu_minutes(stack) + 1.0
 
 
 _COLD: dict[str, Plan] = {}
@@ -122,7 +117,6 @@ def test_the_critical_path_is_the_lustre_path_plus_the_cold_gpu_nodes_and_the_ga
         "lustre-instance",
         "workload-lustre-pv",
         "workload-lustre-pvc",
-        "weights-job",
         "ray-release",
         "acceptance-gate",
         "training-job-submission",
@@ -134,7 +128,7 @@ def test_the_critical_path_is_the_lustre_path_plus_the_cold_gpu_nodes_and_the_ga
     assert est.milestones["lustre-instance"] == pytest.approx(LUSTRE_READY_MINUTES)
     assert est.total_minutes == pytest.approx(LUSTRE_READY_MINUTES + after_lustre_minutes(stack) + gate.minutes)
     after = est.total_minutes - est.milestones["lustre-instance"] - gate.minutes - cold_gpu_minutes(stack)
-    assert after - staging_minutes(stack) <= 3.0
+    assert after <= 3.0
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -184,7 +178,7 @@ def test_the_plan_text_prints_the_critical_path_its_sources_and_the_pull(stack):
     text = render_tree(stack_plan(stack))
     block = text[text.index("\nDeploy time") : text.index("\nOutputs:")]
     # Just in time (the default): the GPU nodes are there when Lustre's claim is, so only the release's install.
-    total = LUSTRE_READY_MINUTES + 0.05 + 0.2 + staging_minutes(stack) + 1.5 + 1.0 + gate_minutes_of(stack)
+    total = LUSTRE_READY_MINUTES + 0.05 + 0.2 + 1.5 + 1.0 + gate_minutes_of(stack)
     assert f"~{total:.0f} min along the critical path" in block
     assert f"+{gate_minutes_of(stack):g} min  AcceptanceGate" in block
     assert "lustre-instance" in block and "+60 min" in block and "magic-modules PR #14878" in block
@@ -196,7 +190,7 @@ def test_the_plan_text_prints_the_critical_path_its_sources_and_the_pull(stack):
 
 def test_deploy_time_json_lists_the_path_with_start_and_finish_minutes_and_sources():
     doc = deploy_time.estimate(cold_plan("dev")).to_json()
-    gate, staged = gate_minutes_of("dev"), staging_minutes("dev")  # the weights' download before the release
+    gate, staged = gate_minutes_of("dev"), 0.0  # the weights are staged off the path
     assert doc["expectedMinutes"] == round(79.6 + staged + gate, 1)
     release, gate_step, submission = doc["criticalPath"][-3:]
     assert (release["name"], release["startMinute"], release["finishMinute"]) == (

@@ -38,7 +38,9 @@ def test_todays_providers_pickle_to_the_same_module_paths():
     from pulumi.dynamic.dynamic import serialize_provider
 
     from infra.lustre_guard import LustreGuardProvider
+    from infra.weights_import import WeightsImportProvider
     from workloads.hook import JobSubmissionProvider
 
     assert serialize_provider(JobSubmissionProvider()) == PICKLED["workloads.hook.JobSubmissionProvider"]
     assert serialize_provider(LustreGuardProvider()) == PICKLED["infra.lustre_guard.LustreGuardProvider"]
+    assert serialize_provider(WeightsImportProvider()) == PICKLED["infra.weights_import.WeightsImportProvider"]

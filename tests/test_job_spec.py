@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import posixpath
 import re
 import shlex
 import subprocess
@@ -202,6 +203,54 @@ def test_no_secret_reaches_the_runtime_env_or_the_command():
     assert not SECRET_ENV_NAMES & set(spec.runtime_env["env_vars"])
     assert not any(name in json.dumps(spec.to_dict()) for name in SECRET_ENV_NAMES)
     assert spec_of("dev", cfg, wandb_key_set=False).entrypoint.count("wandb_enabled=false") == 1
+
+
+# What each start-up cache setting must be, relative to the Lustre mount: the cache the pinned images read through it
+# (workloads/job_types.py `startup_caches`).
+STARTUP_CACHES = {
+    "VLLM_CACHE_ROOT": "cache/vllm/engine",
+    "TRITON_CACHE_DIR": "cache/triton",
+    "NRL_MEGATRON_CHECKPOINT_DIR": "hf-cache/nemo_rl",
+}
+
+
+@pytest.mark.parametrize("stack", ["dev", "b200", "h200"])
+def test_every_start_up_cache_nemo_rl_reads_lies_under_the_lustre_mount_of_the_ray_pods(stack):
+    loaded = load_stack(stack)
+    mount = loaded.config.ray.mount_path
+    env = build_spec(loaded).runtime_env["env_vars"]
+    # Dropping one, or pointing it anywhere else (the pod's home, /tmp), fails here.
+    assert {name: env.get(name) for name in STARTUP_CACHES} == {
+        name: posixpath.join(mount, leaf) for name, leaf in STARTUP_CACHES.items()
+    }
+    assert all(env[name].startswith(mount.rstrip("/") + "/") for name in STARTUP_CACHES)
+
+
+def test_the_start_up_caches_follow_the_mount_path_and_are_the_same_on_every_attempt():
+    job = JobConfig.model_construct(
+        recipe="qwen2.5-1.5b-gsm8k", overrides=(), submit=True, max_num_steps=None, wandb_project=None
+    )
+
+    def env_at(mount: str) -> dict[str, str]:
+        spec = build_job(RECIPES["qwen2.5-1.5b-gsm8k"], job, pool("b200", 1), mount, "dev", False, save_period=1)
+        return spec.runtime_env["env_vars"]
+
+    env = env_at("/data/")
+    assert [env[name] for name in STARTUP_CACHES] == [
+        "/data/cache/vllm/engine",
+        "/data/cache/triton",
+        "/data/hf-cache/nemo_rl",
+    ]
+    # A resume resubmits the same spec: no per-node or per-attempt part that would start each attempt cold.
+    assert env_at("/data/") == env
+    # NeMo-RL's fallback when the variable is unset is $HF_HOME/nemo_rl (nemo_rl/models/policy/utils.py
+    # get_megatron_checkpoint_dir): setting it there keeps conversions made before this setting.
+    assert env["NRL_MEGATRON_CHECKPOINT_DIR"] == posixpath.join(env["HF_HOME"], "nemo_rl")
+    # NeMo-RL v0.7.0 gives each vLLM engine VLLM_CACHE_ROOT + "_<seed>" (vllm_worker.py configure_worker): the
+    # engines' directories stay inside cache/vllm on Lustre.
+    assert (env["VLLM_CACHE_ROOT"] + f"_{1 * 1024 + 1}").startswith("/data/cache/vllm/")
+    # Inductor's cache is left on the pod on purpose (its temporary names are unique per host only).
+    assert "TORCHINDUCTOR_CACHE_DIR" not in env
 
 
 def test_the_id_is_deterministic_and_changes_exactly_when_the_spec_does():
@@ -611,11 +660,15 @@ def test_a_spec_pickled_before_run_ids_is_a_run_of_its_own():
 
 
 def test_the_sync_save_override_stays_on_for_tags_after_v0_7_0_until_a_tags_source_shows_the_fix(monkeypatch):
-    # c95bec5a6 (the wait before promoting tmp_step_N) is on no NeMo-RL tag read here, v0.8.0 included (not in the
-    # mirror): a later image keeps the override; only a tag listed as carrying the fix drops it.
+    # c95bec5a6 (the wait before promoting tmp_step_N) is on no NeMo-RL tag read here; v0.8.0 is not in the mirror
+    # and its rendered docs did not show the checkpoint manager's methods (data/version_matrix.yaml notAdded): a later
+    # image keeps the override; only a tag listed as carrying the fix drops it.
+    from infra.version_matrix import load
     from workloads import job_spec
 
     assert job_spec.ASYNC_SAVE_FIXED == frozenset()
+    v080 = next(e for e in load()["notAdded"] if e["nemoRl"] == "v0.8.0")["asyncSaveFix"]
+    assert v080["inV080"] is None and "v0.8.0" not in job_spec.ASYNC_SAVE_FIXED  # the matrix and the override agree
     assert [job_spec._saves_async(t) for t in ("v0.4.0", "v0.5.0", "v0.6.0", "v0.7.0", "v0.8.0")] == [
         False,
         False,

@@ -373,10 +373,16 @@ def test_the_lustre_service_agent_may_write_the_bucket_before_the_guard_exists(s
     assert grant.urn in guard.dependencies, f"{guard.name} does not wait for {grant.name}"
 
 
-def test_a_scratch_stack_that_neither_exports_nor_imports_grants_the_agent_nothing():
+def test_a_scratch_stack_that_neither_exports_nor_imports_grants_the_agent_only_for_the_staged_weights():
     plan = stack_plan("dev")
-    assert plan.by_type(AGENT) == [] and [m.name for m in plan.by_type(IAM_MEMBER)] == ["artifacts-object-user"]
+    grants = [m.name for m in plan.by_type(IAM_MEMBER)]
+    assert grants == ["artifacts-object-user", "lustre-data-agent-bucket-access"], "the weights' import reads it"
     assert plan.one(GUARD).inputs["export_on_destroy"] is False
+
+
+def test_autopilot_without_export_or_import_grants_the_agent_nothing():
+    plan = run_plan("autopilot", secret_keys=["nemo-rl-gke:hfToken"], hfToken="hf_x", lustre={"exportOnDestroy": False})
+    assert plan.by_type(AGENT) == [] and [m.name for m in plan.by_type(IAM_MEMBER)] == ["artifacts-object-user"]
 
 
 def test_import_from_another_bucket_lets_the_agent_read_that_bucket_only():

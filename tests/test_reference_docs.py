@@ -95,7 +95,7 @@ def test_the_stack_table_shows_each_stacks_goodput_first_step_and_spend_before_i
             stack,
             cell,
         )
-    assert rows["b200"][column].strip().startswith("82.4%; ~86 min")
+    assert rows["b200"][column].strip().startswith("82.4%; ~81 min")
     assert rows["autopilot"][column].strip().startswith("not modelled")
 
 

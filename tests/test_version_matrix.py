@@ -242,6 +242,38 @@ def test_nemo_rl_v0_8_0_has_no_row_because_its_tag_could_not_be_read_and_no_reci
     assert entry["asyncSaveFix"]["inTags"] == [] and entry["asyncSaveFix"]["onMain"] is False
 
 
+def test_nemo_rl_v0_8_0_records_the_release_pages_versions_but_no_nccl_and_an_open_fix_question():
+    # The release page gives Ray, vLLM and PyTorch; it names no NCCL, and the 0.8.0 docs pages read stop before the
+    # checkpoint manager's methods: both gaps are what keeps the row out, so each must stay said.
+    entry = next(e for e in load()["notAdded"] if e["nemoRl"] == "v0.8.0")
+    release = entry["release"]
+    assert release["source"] == "https://github.com/NVIDIA-NeMo/RL/releases/tag/v0.8.0"
+    assert (release["ray"], release["vllm"], release["pytorch"]) == ("2.58.0", "0.29.0", "2.13.0")
+    assert release["nccl"] is None and release["unverified"] is True and "NCCL" in release["why"]
+    assert entry["asyncSaveFix"]["inV080"] is None  # neither shown nor ruled out: no ASYNC_SAVE_FIXED entry
+    urls = [d["url"] for d in entry["docs"]]
+    assert "https://docs.nvidia.com/nemo/rl/0.8.0/apidocs/nemo_rl/nemo_rl.models.automodel.checkpoint.html" in urls
+    assert all(u.startswith("https://docs.nvidia.com/nemo/rl/0.8.0/") for u in urls)
+    # No recipe was checked against the tag's configs, so none may claim to move.
+    assert entry["recipes"]["checked"] is False
+    assert {k["key"] for k in entry["recipes"]["blockingKeys"]} >= {
+        "policy.megatron_cfg.converter_type",
+        "policy.dtensor_cfg.tensor_parallel_size",
+    }
+
+
+def test_a_v0_8_0_row_with_the_release_pages_ray_and_mains_nccl_would_be_held_back_on_b200():
+    # Until v0.8.0's own NCCL is read, the nearest readable one (main's 2.30.7) stands in: NVIDIA/nccl 2167 refuses
+    # it on Blackwell whatever Ray the release brings; h200 is not refused.
+    entry = next(e for e in load()["notAdded"] if e["nemoRl"] == "v0.8.0")
+    matrix = copy.deepcopy(load())
+    matrix["rows"][0]["nemoRl"]["v0.6.0"] = {"ray": entry["release"]["ray"], "nccl": entry["main"]["nccl"]}
+    pins = config(job={"recipe": "qwen2.5-1.5b-gsm8k"}).version_pins
+    with pytest.raises(ValueError, match=r"NVIDIA/nccl/issues/2167"):
+        check(pins, allow_untested=True, matrix=matrix)
+    check(Pins(**{**pins.__dict__, "flavour": "h200"}), allow_untested=False, matrix=matrix)
+
+
 def test_mains_nccl_2_30_7_gets_the_recorded_verdict_refused_on_b200_and_admitted_on_h200():
     # If v0.8.0 keeps main's NCCL, the matrix's own rule (NVIDIA/nccl 2167) holds it back on Blackwell.
     entry = next(e for e in load()["notAdded"] if e["nemoRl"] == "v0.8.0")

@@ -130,7 +130,7 @@ COMPONENT = Typical(0.0, "a component creates nothing", "Pulumi: components crea
 
 
 def is_weight_staging(resource: Any) -> bool:
-    """The Job that fetches the recipe's model into the HF cache on Lustre (infra/weight_staging.py)."""
+    """The Job that fetches the recipe's model into the bucket while Lustre is created (infra/weight_staging.py)."""
     labels = (resource.inputs.get("metadata") or {}).get("labels") or {}
     return resource.type == WARMUP_JOB and labels.get("app.kubernetes.io/component") == weight_staging.NAME
 
@@ -141,10 +141,25 @@ def staging_typical(resource: Any) -> Typical:
     nbytes = int(notes[weight_staging.BYTES_ANNOTATION])
     return Typical(
         weight_staging.download_minutes(nbytes),
-        "the first attempt's weights fetched once, on CPU, into the HF cache on Lustre: "
+        "the weights fetched once, on CPU, into the bucket while Lustre is created: "
         f"{notes[weight_staging.MODEL_ANNOTATION]} ~{nbytes / 1e9:,.0f} GB (bf16) at "
         f"~{weight_staging.HF_DOWNLOAD_MB_PER_S:g} MB/s; no attempt downloads them",
         f"{ASSUMED}; the rate is weight_staging.HF_DOWNLOAD_MB_PER_S",
+    )
+
+
+WEIGHTS_IMPORT = "pulumi-python:dynamic/nemo-rl-gke:WeightsImport"
+
+
+def import_typical(resource: Any) -> Typical:
+    """Lustre's import of the staged model into the HF cache: before the submission, beside the Ray release."""
+    nbytes, rate = float(resource.inputs["model_bytes"]), float(resource.inputs["lustre_mb_per_s"])
+    return Typical(
+        weight_staging.import_minutes(nbytes, rate),
+        f"Managed Lustre imports the staged ~{nbytes / 1e9:,.0f} GB from the bucket at up to "
+        f"{min(rate, weight_staging.IMPORT_MAX_MB_PER_S):,.0f} MB/s (the instance's throughput, 100 GB/s at most), "
+        f"plus {weight_staging.IMPORT_START_MINUTES:g} min for the operation",
+        "https://cloud.google.com/managed-lustre/docs/transfer-data (Performance); the operation's minute assumed",
     )
 
 
@@ -206,6 +221,8 @@ def typical(resource: Any, autopilot: bool = False, arrival: Optional[GpuArrival
         return JIT_TIMER
     if is_weight_staging(resource):
         return staging_typical(resource)
+    if resource.type == WEIGHTS_IMPORT:
+        return import_typical(resource)
     if arrival is None and is_gpu_warmup(resource):
         return PLACEHOLDER_JOB
     if arrival is not None and is_gpu_warmup(resource):
@@ -418,7 +435,9 @@ def estimate(plan: Any) -> DeployEstimate:
     path = _critical_path(last, came_from, finish, urns, autopilot, arrival)
     unknown = sorted({urns[u].type for u in graph if typical(urns[u], autopilot, arrival) is UNKNOWN})
     milestones = {
-        urns[u].name: f for u, f in finish.items() if urns[u].type in MILESTONE_TYPES or is_image_prepull(urns[u])
+        urns[u].name: f
+        for u, f in finish.items()
+        if urns[u].type in (*MILESTONE_TYPES, WEIGHTS_IMPORT) or is_image_prepull(urns[u]) or is_weight_staging(urns[u])
     }
     gpu_from = _gpu_billed_from(arrival, warmups, finish, urns)
     if arrival is not None:
@@ -455,7 +474,7 @@ def _arrival_timing(
         return max(found) if found else None
 
     lustre = latest(lambda r: r.type == LUSTRE)
-    claim = latest(lambda r: r.type == PVC or is_weight_staging(r))
+    claim = latest(lambda r: r.type == PVC)
     release, prepull = latest(lambda r: r.type == RAY_RELEASE), latest(is_image_prepull)
     if None in (lustre, claim, release, prepull):
         return None
@@ -468,10 +487,7 @@ def _arrival_timing(
     else:
         # Where the program would put them: its account, Role, binding, then the Job (three API calls).
         wait = GpuPoolConfig.model_fields["just_in_time_max_wait_minutes"].default
-        staged = latest(is_weight_staging)
-        timing = jit.JitTiming(
-            arrival.minutes, wait, 0.0 if staged is None else round(staged - claim_pvc(finish, urns), 2)
-        )
+        timing = jit.JitTiming(arrival.minutes, wait)
         timer_at, delay, hold = pools + 3 * JIT_TIMER.minutes, timing.delay_minutes, timing.hold_minutes
     return ArrivalTiming(
         lustre_ready=lustre,

@@ -127,6 +127,8 @@ IN_CLUSTER: dict[str, tuple[Grant, ...]] = {
     ),
     # Export before Lustre is deleted, import when created (infra/lustre_guard.py).
     "pulumi-python:dynamic/nemo-rl-gke:LustreGuard": (LUSTRE_EXPORT, LUSTRE_IMPORT),
+    # The staged weights into Lustre before the job (infra/weights_import.py).
+    "pulumi-python:dynamic/nemo-rl-gke:WeightsImport": (LUSTRE_IMPORT,),
 }
 
 
@@ -153,8 +155,9 @@ def roles_table() -> str:
 def resource_types(cfg: StackConfig) -> frozenset[str]:
     """The Google Cloud resource types a stack with this config registers (held against every stack's plan)."""
     types = set(BY_RESOURCE_TYPE) - _CONDITIONAL
-    if cfg.lustre.export_on_destroy or cfg.lustre.import_from:
-        types.add("gcp:projects/serviceIdentity:ServiceIdentity")  # the Lustre service agent
+    if cfg.lustre.export_on_destroy or cfg.lustre.import_from or cfg.cluster.mode != "autopilot":
+        # The Lustre service agent: exports, imports, and the staged weights' import (infra/weight_staging.py).
+        types.add("gcp:projects/serviceIdentity:ServiceIdentity")
     if getattr(cfg, "manage_apis", False):  # project.manageApis (issue 11)
         types.add("gcp:projects/service:Service")
     if cfg.cluster.image_streaming:

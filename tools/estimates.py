@@ -206,6 +206,7 @@ class FirstRun:
     before_job: dict[str, float]  # `spot`/`onDemand`: the cost of the hours before the job starts
     gpu_before_job: float = 0.0  # of it, the GPU nodes' share at the prices that apply
     startup_minutes: float = gpu_arrival.NEMO_RL_STARTUP.minutes  # the submission to the first step (`GpuArrival`)
+    download_minutes: float = 0.0  # of it, the first attempt's own download of the weights where none are staged
 
     def total(self, kind: str, per_hour: float) -> Optional[float]:
         return None if self.job_hours is None else self.before_job[kind] + per_hour * self.job_hours
@@ -247,7 +248,19 @@ def first_run(est: Estimates, plan: Any) -> FirstRun:
             gpu += item.per_hour * hours
     arrival = deploy.arrival
     startup = gpu_arrival.NEMO_RL_STARTUP.minutes if arrival is None else arrival.startup_minutes
-    return FirstRun(submit, est.cost.job_hours, before, gpu, startup)
+    download = first_attempt_download(est, plan)
+    return FirstRun(submit, est.cost.job_hours, before, gpu, startup + download, download)
+
+
+def first_attempt_download(est: Estimates, plan: Any) -> float:
+    """Minutes the first attempt's NeMo-RL spends downloading the model into the cold HF cache on Lustre, on the
+    GPU nodes' time: 0 where the plan stages the weights (infra/weight_staging.py), else the staging Job's own figure
+    (an assumed rate, `weight_staging.HF_DOWNLOAD_MB_PER_S`)."""
+    from infra import weight_staging
+
+    if est.checkpoints is None or any(deploy_time.is_weight_staging(r) for r in plan.resources):
+        return 0.0
+    return weight_staging.download_minutes(est.checkpoints.hf_export_bytes)
 
 
 def first_run_json(est: Estimates, plan: Any) -> dict[str, Any]:
@@ -269,6 +282,9 @@ def first_run_json(est: Estimates, plan: Any) -> dict[str, Any]:
 
 
 MODE_NAMES = {"cold": "cold", "justInTime": "just in time", "warm": "warm"}
+AFTER_LUSTRE_SLACK_MINUTES = 3.0
+"""What the first step may take after Lustre is ready beyond the gate and NeMo-RL's start-up (issue 44): the claim,
+the Ray release and the submission."""
 
 
 def arrival_costs(est: Estimates) -> Optional[dict[str, Any]]:
@@ -294,7 +310,18 @@ def arrival_costs(est: Estimates) -> Optional[dict[str, Any]]:
     ]
     typical = {r["mode"]: r for r in rows[: len(gpu_arrival.MODES)]}
     bound = typical["cold"]["gpuMinutesBeforeJob"] + timing.lead
+    own = typical[est.deploy.arrival.mode if est.deploy.arrival is not None else "cold"]
+    gate = est.deploy.gate_minutes or 0.0
+    after = round(own["firstStepMinute"] - own["lustreReadyMinute"], 1)
     return {
+        # Issue 44's limit: the first step within 3 minutes plus the gate and NeMo-RL's start-up after Lustre.
+        "afterLustre": {
+            "minutes": after,
+            "gateMinutes": gate,
+            "startupMinutes": timing.startup,
+            "restMinutes": round(after - gate - timing.startup, 1),
+            "limitMinutes": round(AFTER_LUSTRE_SLACK_MINUTES + gate + timing.startup, 1),
+        },
         "scenarios": rows,
         "boundMinutes": round(bound, 1),
         "boundUsd": round(rate * bound, 2),
@@ -307,6 +334,7 @@ def arrival_costs(est: Estimates) -> Optional[dict[str, Any]]:
 def render_arrival(doc: Optional[dict[str, Any]], timing: Any, currency: str) -> list[str]:
     if doc is None:
         return []
+    after = doc["afterLustre"]
     lines = [
         f"GPU arrival (this stack: {MODE_NAMES[doc['gpuNodes']]}; minutes from the first `pulumi up`, the GPU gang's "
         "spend before the job):",
@@ -323,13 +351,18 @@ def render_arrival(doc: Optional[dict[str, Any]], timing: Any, currency: str) ->
     lines += [
         f"  just in time: the timer starts the placeholders {timing.delay:g} min after its creation (minute "
         f"{timing.timer_at:.1f}; this plan's model says {timing.ideal_delay:g}), {timing.lead:g} min before the Ray "
-        "release is expected (Lustre ready, its claim, the weights staged); they wait at most "
+        "release is expected (Lustre ready, its claim); they wait at most "
         f"{timing.hold:g} min from their start, then the nodes go back "
         f"(removed {gpu_arrival.SCALE_DOWN_MINUTES:g} min later) and the Ray workers ask again "
         "(infra/jit_gpu_nodes.py; real times are known only on the cloud)",
         f"  bound at Lustre's typical time: cold {currency} "
         f"{doc['scenarios'][0]['gpuUsdBeforeJob']:,.2f} + the overlapping boot and pull ({timing.lead:g} min) = "
         f"{currency} {doc['boundUsd']:,.2f}; just in time {currency} {doc['scenarios'][1]['gpuUsdBeforeJob']:,.2f}",
+        f"  first step {after['minutes']:g} min after Lustre is ready (this stack, typical time): the gate "
+        f"{after['gateMinutes']:g} + NeMo-RL's start-up {after['startupMinutes']:g} + {after['restMinutes']:g} for the "
+        f"claim, the Ray release and the submission (limit {after['limitMinutes']:g} = "
+        f"{AFTER_LUSTRE_SLACK_MINUTES:g} + the gate + the start-up); the weights are staged in the bucket while Lustre "
+        "is created and imported beside the Ray release (infra/weight_staging.py)",
     ]
     return lines
 
@@ -423,7 +456,13 @@ def render(est: Estimates, plan: Any = None) -> list[str]:
                 f"First run (the first `pulumi up`, ~{run.deploy_minutes:.0f} min, then the job, {run.job_hours:g} h): "
                 f"{money(spot)} with spot GPUs, {money(on_demand)} on-demand; of it {money(run.before_job['spot'])} "
                 f"(spot) before the job starts, {gpu_billing(est)} (a lower bound); the first step at "
-                f"~{run.first_step_minutes:.0f} min, after {money(run.before_first_step('spot', spot_rate))} (spot)",
+                f"~{run.first_step_minutes:.0f} min, after {money(run.before_first_step('spot', spot_rate))} (spot)"
+                + (
+                    f"; it includes the first attempt's own download of the weights into the cold HF cache, "
+                    f"~{run.download_minutes:g} min at an assumed rate (no weights are staged on this stack)"
+                    if run.download_minutes
+                    else ""
+                ),
             ]
         arrival = render_arrival(arrival_costs(est), est.deploy.timing, est.cost.currency)
         lines += ["", *arrival] if arrival else []

@@ -32,11 +32,13 @@ from workloads.job_types import (  # noqa: F401 (re-exported: plan-time callers 
     JobBuildError,
     JobSpec,
     hf_home,
+    hub_cache,
     legacy_checkpoint_dir,
     log_dir,
     mount_root,
     run_checkpoint_subdir,
     run_id_for,
+    startup_caches,
 )
 from workloads.overrides import OverrideChecker, OverrideError, override_key, parse_override
 from workloads.recipes import Parallelism, Recipe, TrainingBackend
@@ -306,11 +308,19 @@ copies this key over the worker's (nemo_rl/models/automodel/checkpoint.py `updat
 `++`: no config file carries it. v0.5.0 saves synchronously (nemo_rl/utils/automodel_checkpoint.py), v0.4.0 and
 Megatron (`async_save=False`) too. The fix, NVIDIA-NeMo/RL c95bec5a6 ("wait for async writes before promoting
 tmp_step_N", 2026-08-09), is an ancestor of no tag read here (`git merge-base --is-ancestor`: not v0.7.0, not main
-at 7ea279abf of 2026-08-22; only branch muse-glimmer-support / PR 3643 hold it) and tag v0.8.0 is not in the
-mirror: the override stays on for every async-saving tag until a tag's source shows the fix (`ASYNC_SAVE_FIXED`)."""
+at 7ea279abf of 2026-08-22; only branch muse-glimmer-support / PR 3643 hold it). Tag v0.8.0 is not in the mirror,
+and its rendered docs leave the question open: of
+https://docs.nvidia.com/nemo/rl/0.8.0/apidocs/nemo_rl/nemo_rl.models.automodel.checkpoint.html only the module
+summary could be read (AutomodelCheckpointManager listed, its methods not), and dtensor_policy_worker_v2 is gone
+from 0.8.0's module list (https://docs.nvidia.com/nemo/rl/0.8.0/apidocs/nemo_rl/nemo_rl.models.html, beside
+automodel_policy_worker), so neither a waiting finalize_async_save nor its absence is shown
+(data/version_matrix.yaml notAdded v0.8.0). The override stays on for every async-saving tag, v0.8.0 included,
+until a tag's source shows the fix (`ASYNC_SAVE_FIXED`)."""
 
 ASYNC_SAVE_FIXED: frozenset[str] = frozenset()
-"""Image tags whose source has c95bec5a6 (checked with `git merge-base --is-ancestor c95bec5a6 <tag>`): none yet."""
+"""Image tags whose source has c95bec5a6 (`git merge-base --is-ancestor c95bec5a6 <tag>`, or the tag's rendered
+source showing AutomodelCheckpointManager.finalize_async_save waiting on the checkpointer and the DTensor/Automodel
+worker overriding the base no-op): none yet; v0.8.0 is undecided (its docs pages were not readable that far)."""
 
 
 def _saves_async(tag: str) -> bool:
@@ -412,7 +422,11 @@ def build_job(
     runtime_env = {
         "env_vars": {
             "HF_HOME": home,
+            "HF_HUB_CACHE": hub_cache(mount_path),
             "HF_DATASETS_CACHE": posixpath.join(home, "datasets"),
+            # vLLM's compile cache, Triton's kernels and the Megatron conversion on Lustre, so a resume on new pods
+            # reuses them; NeMo-RL copies this env into every worker (nemo_rl/distributed/worker_groups.py).
+            **startup_caches(mount_path),
             # NeMo-RL calls ray.init(runtime_env={"env_vars": dict(os.environ)}); without this the
             # job's runtime env and that one conflict on these very keys and ray.init fails.
             "RAY_OVERRIDE_JOB_RUNTIME_ENV": "1",

@@ -159,6 +159,39 @@ def hf_home(mount_path: str) -> str:
     return posixpath.join(mount_root(mount_path), "hf-cache")
 
 
+def hub_cache(mount_path: str) -> str:
+    """`HF_HUB_CACHE`, the models' cache: the staged weights Lustre imports (infra/weight_staging.py). Its own
+    folder beside `HF_HOME`: the import never meets the symlinked cache NeMo-RL filled itself before issue 44
+    (`HF_HOME/hub`), and huggingface_hub reads it in place of `HF_HOME/hub` (huggingface_hub constants.py
+    `HF_HUB_CACHE`, v0.34.4 and v1.14.0)."""
+    return posixpath.join(mount_root(mount_path), "hf-hub")
+
+
+STARTUP_CACHE_DIR = "cache"
+
+
+def startup_caches(mount_path: str) -> dict[str, str]:
+    """What NeMo-RL, vLLM and Triton build at start-up, kept on Lustre so a resume on fresh pods finds it; only
+    settings the pinned images read (sources and measurements: docs/deploy.md "Start-up caches on Lustre").
+
+    - `VLLM_CACHE_ROOT` (vllm/envs.py): the torch.compile cache. NeMo-RL v0.7.0 appends `_<seed>` per engine (the
+      layout's, the same on every attempt: nemo_rl/models/generation/vllm/vllm_worker.py); v0.4.0 ... v0.6.0 ignore
+      it. CUDA graphs are captured in memory on every start, never saved.
+    - `TRITON_CACHE_DIR` (triton runtime/cache.py, knobs.py): content-hashed entries renamed into place, safe to
+      share across nodes.
+    - `NRL_MEGATRON_CHECKPOINT_DIR`: the HF -> Megatron conversion (nemo_rl/models/policy/utils.py), at the
+      `$HF_HOME/nemo_rl` NeMo-RL already falls back to, so earlier conversions are still found.
+
+    Not `TORCHINDUCTOR_CACHE_DIR`: its temporary file names are unique per host only (torch/_inductor/codecache.py
+    `write_atomic`), and every rank of every pod would write the same entries."""
+    root = posixpath.join(mount_root(mount_path), STARTUP_CACHE_DIR)
+    return {
+        "VLLM_CACHE_ROOT": posixpath.join(root, "vllm", "engine"),
+        "TRITON_CACHE_DIR": posixpath.join(root, "triton"),
+        "NRL_MEGATRON_CHECKPOINT_DIR": posixpath.join(hf_home(mount_path), "nemo_rl"),
+    }
+
+
 def mount_root(mount_path: str) -> str:
     if not mount_path.startswith("/"):
         raise JobBuildError(f"mount path {mount_path!r} must be absolute", key="ray.mountPath")

@@ -1,12 +1,19 @@
-"""Fetch the recipe's model (weights, tokenizer, configs) once into the Hugging Face cache on Lustre, before the
-first attempt (infra/weight_staging.py runs it as a CPU Job; `python -c`, in the NeMo-RL image, which has
-`huggingface_hub`).
+"""Fetch the recipe's model (weights, tokenizer, configs) once into the artifacts bucket while Managed Lustre is still
+being created; Lustre then imports the folder into its Hugging Face cache (infra/weights_import.py). infra/
+weight_staging.py runs this as a CPU Job (`python -c`, in the NeMo-RL image, which has `huggingface_hub`) with the
+bucket mounted by Cloud Storage FUSE.
 
-Idempotent: a marker per model (`staged/<org>--<name>.done` under HF_HOME) says the snapshot is complete; with it
-the Job ends at once (a later `pulumi up`, a replaced Job). Without it `snapshot_download` fetches what the cache
-lacks (it skips files already there, so a cache NeMo-RL filled on an earlier release costs one listing) and the
-marker is written last. NeMo-RL then finds the files in the same HF_HOME (the Ray pods' env and the job's runtime env,
-workloads/job_types.py `hf_home`) and downloads nothing, on this attempt or any later one.
+The layout is a Hugging Face hub cache (`HF_HUB_CACHE`) without symlinks: `models--<org>--<name>/refs/main` holds the
+commit and
+`snapshots/<commit>/` the files themselves. The usual cache's `snapshots -> blobs` links would survive neither the
+bucket nor Lustre's import; huggingface_hub returns a file found at `snapshots/<commit>/<path>` before any download,
+online after its metadata call or offline through `refs/<revision>` (huggingface_hub v0.34.4 and v1.14.0,
+src/huggingface_hub/file_download.py `_hf_hub_download_to_cache_dir`: "pointer already exists -> immediate return";
+the versions NeMo-RL v0.4.0 and v0.7.0 lock in uv.lock). tests/test_weight_staging.py resolves this layout with the
+real library, with every download refused.
+
+Idempotent: a marker per model (`.staged/<org>--<name>.done`) is written last; with it the Job ends at once (a later
+`pulumi up`, a replaced Job). Without it `snapshot_download(local_dir=...)` fetches what the folder lacks.
 
 The token: `HF_TOKEN_PATH` names the Secret's file (infra/workload_env.py), read by huggingface_hub itself; never an
 environment variable (a gated model without a token already fails at plan time).
@@ -15,34 +22,57 @@ environment variable (a gated model without a token already fails at plan time).
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from typing import Any, Callable
 
 
-def marker_path(hf_home: str, model: str) -> str:
-    return os.path.join(hf_home, "staged", model.replace("/", "--") + ".done")
+def repo_folder(root: str, model: str) -> str:
+    """The model's folder in the hub cache `root` (HF_HUB_CACHE): `models--<org>--<name>`."""
+    return os.path.join(root, "models--" + model.replace("/", "--"))
 
 
-def stage(model: str, hf_home: str, download: Callable[..., Any], say: Callable[[str], Any] = print) -> bool:
-    """Download `model` into `hf_home` unless its marker exists; True when it downloaded."""
-    marker = marker_path(hf_home, model)
+def marker_path(root: str, model: str) -> str:
+    return os.path.join(root, ".staged", model.replace("/", "--") + ".done")
+
+
+def _write(path: str, text: str) -> None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path + ".tmp", "w") as f:
+        f.write(text)
+    os.replace(path + ".tmp", path)  # whole or absent: a rename (atomic on a hierarchical-namespace bucket)
+
+
+def stage(
+    model: str,
+    root: str,
+    resolve: Callable[[str], str],
+    download: Callable[..., Any],
+    say: Callable[[str], Any] = print,
+) -> bool:
+    """Put `model` in the hub cache `root` unless its marker exists; True when it downloaded. `resolve` gives the
+    commit of the model's `main`; `download(repo_id=, revision=, local_dir=)` is `snapshot_download`."""
+    marker = marker_path(root, model)
     if os.path.exists(marker):
         say(f"{model}: staged already ({marker})")
         return False
-    path = download(repo_id=model, cache_dir=os.path.join(hf_home, "hub"))
-    os.makedirs(os.path.dirname(marker), exist_ok=True)
-    with open(marker + ".tmp", "w") as f:
-        f.write(f"{path}\n")
-    os.replace(marker + ".tmp", marker)  # the marker appears whole, after every file
-    say(f"{model}: staged in {path}")
+    commit = resolve(model)
+    folder = repo_folder(root, model)
+    snapshot = os.path.join(folder, "snapshots", commit)
+    download(repo_id=model, revision=commit, local_dir=snapshot)
+    # huggingface_hub's own bookkeeping of a local_dir download; no reader wants it on Lustre.
+    shutil.rmtree(os.path.join(snapshot, ".cache"), ignore_errors=True)
+    _write(os.path.join(folder, "refs", "main"), commit)  # read back as is: no newline
+    _write(marker, f"{snapshot}\n")  # last: the files are all there
+    say(f"{model}: staged {commit} in {snapshot}")
     return True
 
 
 def main(argv: list[str]) -> int:
-    from huggingface_hub import snapshot_download
+    from huggingface_hub import HfApi, snapshot_download
 
-    (model,) = argv
-    stage(model, os.environ["HF_HOME"], snapshot_download)
+    model, root = argv
+    stage(model, root, lambda m: HfApi().model_info(m).sha, snapshot_download)
     return 0
 
 
