@@ -143,8 +143,8 @@ def staging_job(args: WeightStagingArgs) -> dict[str, Any]:
                     "restartPolicy": "OnFailure",
                     "serviceAccountName": args.ksa,
                     "nodeSelector": {NODE_POOL_LABEL: args.system_pool} if args.system_pool else {},
-                    # The FUSE driver gets the pod's Workload Identity token from the kubelet (its CSIDriver's
-                    # token request), not from a mounted API token [verify on the cloud: the Job's log].
+                    # The FUSE sidecar authenticates through the GKE metadata server (Workload Identity), not with
+                    # the pod's Kubernetes API token [verify on the cloud: the Job's log].
                     "automountServiceAccountToken": False,
                     "containers": [
                         {
@@ -187,6 +187,9 @@ class WeightStaging(pulumi.ComponentResource):
     ) -> None:
         super().__init__("nemo-rl-gke:infra:WeightStaging", name, None, opts)
         job = staging_job(args)
+        # A changed pod template (another model, this release's bucket mount) replaces the Job: deleted first, its
+        # name being fixed (pulumi/pulumi-kubernetes provider/pkg/provider/provider.go Diff, `deleteBeforeReplace`
+        # for a named, not auto-named object).
         self.job = k8s.batch.v1.Job(
             f"{name}-job",
             metadata=job["metadata"],
@@ -209,7 +212,8 @@ class WeightStaging(pulumi.ComponentResource):
             pulumi.ResourceOptions(
                 parent=self,
                 depends_on=[self.job, lustre.instance, *import_after],
-                # A new instance is another import (the provider's diff), after it.
+                # A replaced instance (its id kept, a ForceNew input changed) is empty: import again into it.
+                replace_with=[lustre.instance],
                 deleted_with=lustre.instance,
             ),
         )

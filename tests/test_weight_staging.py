@@ -126,7 +126,10 @@ def test_the_import_waits_for_the_job_lustre_and_the_agents_grant_and_the_submis
     (submission,) = [r for r in plan.resources if r.type.endswith("JobSubmission")]
     assert imported.urn in closure(plan, submission.urn)
     # A wait, not a replacement: a changed model's import does not stop and resubmit a running job.
+    assert imported.urn in submission.dependencies
     assert imported.urn not in submission.options["replaceWith"] and job.urn not in submission.options["replaceWith"]
+    # A replaced instance keeps its id (a ForceNew input changed) and is empty: the import is replaced with it.
+    assert imported.options["replaceWith"] == [lustre.urn]
 
 
 def test_the_lustre_agent_is_granted_the_bucket_for_the_import_even_without_export_on_destroy():
@@ -183,13 +186,23 @@ def test_the_first_run_downloads_once_and_every_later_one_finds_the_marker(tmp_p
         assert f.read() == COMMIT, "read back as is by huggingface_hub: no newline"
 
 
+def test_a_moved_main_is_staged_again_beside_the_old_commit(tmp_path):
+    download, calls = fake_snapshot(FILES)
+    root, moved = str(tmp_path), "b" * 40
+    stage_weights.stage(MODEL, root, lambda m: COMMIT, download, say=lambda _: None)
+    assert stage_weights.stage(MODEL, root, lambda m: moved, download, say=lambda _: None) is True
+    assert [c[1] for c in calls] == [COMMIT, moved], "a stack created again over the kept bucket follows main"
+    with open(os.path.join(stage_weights.repo_folder(root, MODEL), "refs", "main")) as f:
+        assert f.read() == moved
+
+
 def test_a_failed_download_leaves_no_marker_and_no_ref_so_the_retry_downloads_again(tmp_path):
     def broken(repo_id, revision, local_dir):
         raise ConnectionError("reset")
 
     with pytest.raises(ConnectionError):
         stage_weights.stage(MODEL, str(tmp_path), lambda m: COMMIT, broken, say=lambda _: None)
-    assert not os.path.exists(stage_weights.marker_path(str(tmp_path), MODEL))
+    assert not os.path.exists(stage_weights.marker_path(str(tmp_path), MODEL, COMMIT))
     assert not os.path.exists(os.path.join(stage_weights.repo_folder(str(tmp_path), MODEL), "refs", "main"))
 
 
@@ -273,7 +286,7 @@ def test_the_layout_paths_follow_ray_mount_path():
     assert weight_staging.bucket_folder("/lustre") == "hf-hub"
 
 
-def test_the_env_the_job_sets_is_what_huggingface_hub_reads_offline_in_a_fresh_process(staged):
+def test_huggingface_hub_reads_the_staged_cache_through_hf_hub_cache_alone_in_a_fresh_process(staged):
     import subprocess
     import sys
 

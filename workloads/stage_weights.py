@@ -12,8 +12,10 @@ src/huggingface_hub/file_download.py `_hf_hub_download_to_cache_dir`: "pointer a
 the versions NeMo-RL v0.4.0 and v0.7.0 lock in uv.lock). tests/test_weight_staging.py resolves this layout with the
 real library, with every download refused.
 
-Idempotent: a marker per model (`.staged/<org>--<name>.done`) is written last; with it the Job ends at once (a later
-`pulumi up`, a replaced Job). Without it `snapshot_download(local_dir=...)` fetches what the folder lacks.
+Idempotent: a marker per model and commit (`.staged/<org>--<name>@<commit>.done`) is written last; with it the Job
+ends at once (a replaced Job, a stack created again over the kept bucket while the Hub's `main` has not moved).
+Without it `snapshot_download(local_dir=...)` fetches what the folder lacks. The Hub's `main` moving later, under a
+live stack, is not followed: NeMo-RL's online lookup then downloads the new commit itself, as before issue 44.
 
 The token: `HF_TOKEN_PATH` names the Secret's file (infra/workload_env.py), read by huggingface_hub itself; never an
 environment variable (a gated model without a token already fails at plan time).
@@ -32,8 +34,8 @@ def repo_folder(root: str, model: str) -> str:
     return os.path.join(root, "models--" + model.replace("/", "--"))
 
 
-def marker_path(root: str, model: str) -> str:
-    return os.path.join(root, ".staged", model.replace("/", "--") + ".done")
+def marker_path(root: str, model: str, commit: str) -> str:
+    return os.path.join(root, ".staged", f"{model.replace('/', '--')}@{commit}.done")
 
 
 def _write(path: str, text: str) -> None:
@@ -52,11 +54,11 @@ def stage(
 ) -> bool:
     """Put `model` in the hub cache `root` unless its marker exists; True when it downloaded. `resolve` gives the
     commit of the model's `main`; `download(repo_id=, revision=, local_dir=)` is `snapshot_download`."""
-    marker = marker_path(root, model)
-    if os.path.exists(marker):
-        say(f"{model}: staged already ({marker})")
-        return False
     commit = resolve(model)
+    marker = marker_path(root, model, commit)
+    if os.path.exists(marker):
+        say(f"{model}: {commit} staged already ({marker})")
+        return False
     folder = repo_folder(root, model)
     snapshot = os.path.join(folder, "snapshots", commit)
     download(repo_id=model, revision=commit, local_dir=snapshot)
