@@ -34,9 +34,12 @@ def test_a_process_killed_while_its_head_starts_leaves_no_head_process(tmp_path,
         f"#!/bin/sh\n(while :; do sleep 0.1; done) & echo $! > {marker}.tmp; mv {marker}.tmp {marker}; sleep 600\n"
     )
     fake_ray.chmod(0o755)
+    # Ctrl-C as an interactive process gets it: a runner started in the background (`cmd &` of a non-interactive
+    # shell, nohup) hands its children SIGINT ignored, and Python then installs no handler for it.
     starter = textwrap.dedent(
         f"""
-        import sys
+        import signal, sys
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         sys.path.insert(0, {str(TESTS)!r})
         import local_ray_head
         local_ray_head.RAY = {str(fake_ray)!r}
