@@ -12,6 +12,7 @@ from infra.gke_networks import GkeNetworkObjects, GkeNetworkObjectsArgs
 from infra.image_mirror import ImageMirror, ImageMirrorArgs, nemo_rl_image
 from infra.image_prepull import ImagePrePullArgs, gpu_warmup
 from infra.kube_provider import KubernetesAccess, KubernetesAccessArgs
+from infra.lustre_catalogue import lustre_aggregate_mb_s
 from infra.network import Networking, NetworkingArgs
 from infra.observability import build_dashboard
 from infra.placement import gpu_pool_facts, system_pool_name
@@ -172,7 +173,7 @@ weights = (
             system_pool=system_pool,
             bucket=artifacts.bucket_cloud_name,
             ksa=cfg.ray.service_account,
-            lustre_mb_per_s=cfg.lustre.capacity_gib / 1024 * cfg.lustre.per_unit_storage_throughput,
+            lustre_mb_per_s=lustre_aggregate_mb_s(cfg.lustre.capacity_gib, cfg.lustre.per_unit_storage_throughput),
         ),
         lustre,
         import_after=lustre_data.grants,

@@ -32,7 +32,7 @@ class TransferError(RuntimeError):
     pass
 
 
-def _name(props: dict[str, Any]) -> str:
+def instance_name(props: dict[str, Any]) -> str:
     return f"projects/{props['project']}/locations/{props['zone']}/instances/{props['instance_id']}"
 
 
@@ -117,7 +117,7 @@ def export_results(client: Any, props: dict[str, Any], timeout: float = TRANSFER
     from google.api_core import exceptions as errors
     from google.cloud import lustre_v1 as lustre
 
-    name = _name(props)
+    name = instance_name(props)
     try:
         client.get_instance(name=name)
     except errors.NotFound:
@@ -152,23 +152,36 @@ def _refusal(name: str, props: dict[str, Any], reason: str, done: list[str]) -> 
     )
 
 
-def import_results(client: Any, props: dict[str, Any], timeout: float = TRANSFER_TIMEOUT_SECONDS) -> str:
+def import_folder(
+    client: Any, name: str, source: str, destination: str, what: str, advice: str, timeout: float
+) -> None:
+    """Imports the gs:// folder `source` into `destination` of the instance `name` and waits; a failure is one
+    TransferError that ends with `advice`. Both imports use it: `lustre.importFrom` (here) and the staged weights
+    (infra/weights_import.py)."""
     from google.api_core import exceptions as errors
     from google.cloud import lustre_v1 as lustre
 
-    name = _name(props)
-    source = props["import_from"]
-    what = f"importing {source} into / of Lustre instance {name}"
     request = lustre.ImportDataRequest(
-        name=name, gcs_path=lustre.GcsPath(uri=source), lustre_path=lustre.LustrePath(path="/")
+        name=name, gcs_path=lustre.GcsPath(uri=source), lustre_path=lustre.LustrePath(path=destination)
     )
     try:
         transfer(lambda: client.import_data(request=request), what, timeout)
     except (TransferError, errors.GoogleAPICallError) as err:
-        raise TransferError(
-            f"{err}. The instance exists; fix the cause (the Managed Lustre service agent needs read access to "
-            f"{source}) and run `pulumi up` again (imports are incremental), or remove lustre.importFrom."
-        ) from err
+        raise TransferError(f"{err}. {advice}") from err
+
+
+def import_results(client: Any, props: dict[str, Any], timeout: float = TRANSFER_TIMEOUT_SECONDS) -> str:
+    name, source = instance_name(props), props["import_from"]
+    import_folder(
+        client,
+        name,
+        source,
+        "/",
+        f"importing {source} into / of Lustre instance {name}",
+        f"The instance exists; fix the cause (the Managed Lustre service agent needs read access to {source}) and "
+        "run `pulumi up` again (imports are incremental), or remove lustre.importFrom.",
+        timeout,
+    )
     return source
 
 
@@ -184,7 +197,7 @@ def _outputs(props: dict[str, Any], imported_from: str) -> dict[str, Any]:
     inputs = _inputs(props)
     return {
         **inputs,
-        "instance_name": _name(inputs),
+        "instance_name": instance_name(inputs),
         "export_root": export_root(inputs["bucket"]),
         "imported_from": imported_from,
     }
@@ -201,7 +214,7 @@ class LustreGuardProvider(ResourceProvider):
                 imported = import_results(make_client(inputs["project"]), inputs)
             except GoogleAuthError as err:
                 raise TransferError(
-                    f"importing {inputs['import_from']} into Lustre instance {_name(inputs)}: "
+                    f"importing {inputs['import_from']} into Lustre instance {instance_name(inputs)}: "
                     f"{credentials_problem(err)}. "
                     "The instance exists; run `pulumi up` again once credentials work, or remove lustre.importFrom."
                 ) from None
@@ -224,7 +237,7 @@ class LustreGuardProvider(ResourceProvider):
         try:
             export_results(make_client(inputs["project"]), inputs)
         except GoogleAuthError as err:
-            raise TransferError(_refusal(_name(inputs), inputs, credentials_problem(err), [])) from None
+            raise TransferError(_refusal(instance_name(inputs), inputs, credentials_problem(err), [])) from None
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         return ReadResult(id_=id_, outs=props)

@@ -18,7 +18,7 @@ from google.auth.exceptions import GoogleAuthError
 from pulumi.dynamic import CreateResult, DiffResult, ReadResult, ResourceProvider, UpdateResult
 
 from infra import lustre_guard
-from infra.lustre_guard import TransferError, credentials_problem, transfer
+from infra.lustre_guard import TransferError, credentials_problem, instance_name
 
 IMPORT_TIMEOUT_SECONDS = 3600.0
 PROP_KEYS = ("project", "zone", "instance_id", "source", "lustre_path", "model")
@@ -26,29 +26,19 @@ PROP_KEYS = ("project", "zone", "instance_id", "source", "lustre_path", "model")
 INFO_KEYS = ("model_bytes", "lustre_mb_per_s")
 
 
-def _name(props: dict[str, Any]) -> str:
-    return f"projects/{props['project']}/locations/{props['zone']}/instances/{props['instance_id']}"
-
-
 def import_weights(client: Any, props: dict[str, Any], timeout: float = IMPORT_TIMEOUT_SECONDS) -> None:
-    from google.api_core import exceptions as errors
-    from google.cloud import lustre_v1 as lustre
-
-    name = _name(props)
-    what = f"importing the staged {props['model']} ({props['source']}) into {props['lustre_path']} of Lustre {name}"
-    request = lustre.ImportDataRequest(
-        name=name,
-        gcs_path=lustre.GcsPath(uri=props["source"]),
-        lustre_path=lustre.LustrePath(path=props["lustre_path"]),
+    name = instance_name(props)
+    lustre_guard.import_folder(
+        client,
+        name,
+        props["source"],
+        props["lustre_path"],
+        f"importing the staged {props['model']} ({props['source']}) into {props['lustre_path']} of Lustre {name}",
+        "Nothing is lost: the weights stay in the bucket. Fix the cause (the Managed Lustre service agent needs "
+        "roles/storage.objectUser on the bucket) and run `pulumi up` again (imports are incremental); until then the "
+        "first attempt would download the model itself.",
+        timeout,
     )
-    try:
-        transfer(lambda: client.import_data(request=request), what, timeout)
-    except (TransferError, errors.GoogleAPICallError) as err:
-        raise TransferError(
-            f"{err}. Nothing is lost: the weights stay in the bucket. Fix the cause (the Managed Lustre service "
-            "agent needs roles/storage.objectUser on the bucket) and run `pulumi up` again (imports are "
-            "incremental); until then the first attempt would download the model itself."
-        ) from err
 
 
 class WeightsImportProvider(ResourceProvider):
@@ -60,7 +50,7 @@ class WeightsImportProvider(ResourceProvider):
             import_weights(lustre_guard.make_client(inputs["project"]), inputs)
         except GoogleAuthError as err:
             raise TransferError(f"importing {inputs['source']} into Lustre: {credentials_problem(err)}") from None
-        return {**inputs, "instance_name": _name(inputs)}
+        return {**inputs, "instance_name": instance_name(inputs)}
 
     def create(self, props: dict[str, Any]) -> CreateResult:
         outs = self._import(props)

@@ -24,7 +24,7 @@ PROPS = {
 }
 
 
-def test_create_imports_the_bucket_folder_into_the_hf_home_folder_and_waits_for_it(fake):  # noqa: F811
+def test_create_imports_the_bucket_folder_into_the_hub_cache_folder_and_waits_for_it(fake):  # noqa: F811
     op = FakeOperation()
     client = FakeLustreClient(op)
     assert fake(client) == []

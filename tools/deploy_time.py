@@ -453,10 +453,6 @@ LUSTRE = "gcp:lustre/instance:Instance"
 PVC = "kubernetes:core/v1:PersistentVolumeClaim"
 
 
-def claim_pvc(finish: dict[str, float], urns: dict[str, Any]) -> float:
-    return max((f for u, f in finish.items() if urns[u].type == PVC), default=0.0)
-
-
 def _arrival_timing(
     plan: Any,
     arrival: GpuArrival,

@@ -8,6 +8,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from infra import weight_staging
 from infra.config import ConfigError, StackConfig, namespaced, parse
 from infra.placement import FALLBACK_NOTE, capacity_ladder, is_ladder
 from infra.prices import price_table
@@ -256,8 +257,6 @@ def first_attempt_download(est: Estimates, plan: Any) -> float:
     """Minutes the first attempt's NeMo-RL spends downloading the model into the cold HF cache on Lustre, on the
     GPU nodes' time: 0 where the plan stages the weights (infra/weight_staging.py), else the staging Job's own figure
     (an assumed rate, `weight_staging.HF_DOWNLOAD_MB_PER_S`)."""
-    from infra import weight_staging
-
     if est.checkpoints is None or any(deploy_time.is_weight_staging(r) for r in plan.resources):
         return 0.0
     return weight_staging.download_minutes(est.checkpoints.hf_export_bytes)
